@@ -1,0 +1,53 @@
+#include "common/paths.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace colo {
+
+std::string default_state_dir() {
+  if (const char* home = std::getenv("COLO_HOME"); home && *home) return home;
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) return std::string(xdg) + "/colo";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.local/state/colo";
+  return "/tmp/colo-" + std::to_string(getuid());
+}
+
+std::string default_db_path() { return default_state_dir() + "/colo.db"; }
+
+Status make_dirs(const std::string& path, unsigned mode) {
+  if (path.empty()) return OkStatus();
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    partial = path.substr(0, pos);
+    if (partial.empty()) continue;
+    if (mkdir(partial.c_str(), mode) != 0 && errno != EEXIST) {
+      return Error(fmt::format("cannot create directory {}: {}", partial, std::strerror(errno)));
+    }
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Error(fmt::format("{} exists and is not a directory", path));
+  }
+  return OkStatus();
+}
+
+std::string absolute_path(const std::string& path, const std::string& base) {
+  if (!path.empty() && path[0] == '/') return path;
+  std::string root = base;
+  if (root.empty()) {
+    char buf[4096];
+    root = getcwd(buf, sizeof buf) ? buf : ".";
+  }
+  if (path.empty() || path == ".") return root;
+  std::string rel = path;
+  while (rel.rfind("./", 0) == 0) rel = rel.substr(2);
+  return root + (root.back() == '/' ? "" : "/") + rel;
+}
+
+}  // namespace colo

@@ -1,0 +1,23 @@
+// Where colo keeps its files by default.
+#pragma once
+
+#include <string>
+
+#include "common/result.h"
+
+namespace colo {
+
+// $COLO_HOME if set, else $XDG_STATE_HOME/colo, else $HOME/.local/state/colo.
+std::string default_state_dir();
+
+// <state dir>/colo.db: the default run store.
+std::string default_db_path();
+
+// Creates the directory and its parents (mode 0755 unless given); ok if it exists.
+Status make_dirs(const std::string& path, unsigned mode = 0755);
+
+// Absolute form of path (relative paths resolved against base, or the
+// current directory when base is empty). Does not touch the filesystem.
+std::string absolute_path(const std::string& path, const std::string& base = "");
+
+}  // namespace colo

@@ -1,0 +1,28 @@
+// Parsing and printing of the quantities users type and read: byte sizes
+// ("4GiB", "512MB", "6G") and durations ("30s", "8m", "1h30m").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace colo {
+
+// Accepts an integer number of bytes or a number with a unit: B, K/KB/KiB,
+// M/MB/MiB, G/GB/GiB, T/TB/TiB (K, M, G, T and the *iB forms are powers of 1024;
+// KB, MB, GB, TB are powers of 1000). Case-insensitive, optional space.
+Result<uint64_t> parse_bytes(std::string_view text);
+
+// "1.5 GiB", "512 MiB", "12 KiB", "100 B".
+std::string format_bytes(uint64_t bytes);
+
+// Accepts "250ms", "30s", "8m", "2h", combinations like "1h30m", or a bare
+// number of seconds.
+Result<int64_t> parse_duration_ms(std::string_view text);
+
+// "1h02m", "3m05s", "12.3s", "250ms".
+std::string format_duration_ms(int64_t ms);
+
+}  // namespace colo

@@ -1,0 +1,88 @@
+// JobSupervisor: starts jobs as real child processes, each in its own process
+// group with stdout and stderr going to a per-job log file; reaps them and
+// classifies how they ended; stops them (TERM to the group, then KILL after a
+// grace period).
+//
+// Threading: not thread-safe; the run controller's thread owns it. It never
+// talks to NVML.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "jobs/job_state.h"
+
+namespace colo {
+
+struct LaunchRequest {
+  std::string job_name;
+  std::vector<std::string> argv;              // argv[0] looked up on PATH
+  std::string working_dir;
+  std::map<std::string, std::string> env;     // set on top of colo's environment
+  std::string log_path;                       // stdout+stderr, created/truncated
+};
+
+
+// Classifies a finished process from its wait status, whether colo asked it
+// to stop, and the tail of its log. Pure; unit-tested.
+JobExit classify_exit(int wait_status, bool stop_requested, const std::string& log_tail);
+
+// Finds a GPU out-of-memory message in log text ("CUDA out of memory",
+// "torch.OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", ...). Returns the
+// matching line.
+std::optional<std::string> find_oom_message(const std::string& log_text);
+
+struct FinishedJob {
+  std::string job_name;
+  pid_t pid = 0;
+  JobExit exit;
+  UnixMillis ended_ms = 0;
+};
+
+class JobSupervisor {
+ public:
+  explicit JobSupervisor(Clock& clock) : clock_(clock) {}
+  ~JobSupervisor();  // kills (KILL) any job still running
+  JobSupervisor(const JobSupervisor&) = delete;
+  JobSupervisor& operator=(const JobSupervisor&) = delete;
+
+  // Starts the job. Fails (and nothing runs) when the program cannot be
+  // executed: "job 'a': cannot start 'pythn3': No such file or directory".
+  // The child gets its own process group, and is killed if colo dies
+  // (PR_SET_PDEATHSIG).
+  Result<pid_t> start(const LaunchRequest& request);
+
+  // Non-blocking: returns the jobs that ended since the last call, and
+  // escalates TERM to KILL for groups whose grace period has passed.
+  std::vector<FinishedJob> poll();
+
+  // Asks every running job to stop: TERM to its process group now, KILL
+  // after `grace_ms`. Jobs stopped this way end as kCancelled.
+  void stop_all(int64_t grace_ms);
+  // The same for one job.
+  void stop(const std::string& job_name, int64_t grace_ms);
+
+  size_t running_count() const { return running_.size(); }
+  std::vector<pid_t> running_pids() const;
+
+ private:
+  struct Running {
+    std::string job_name;
+    pid_t pid = 0;
+    std::string log_path;
+    bool stop_requested = false;
+    std::optional<int64_t> kill_at_ms;  // monotonic
+  };
+  Clock& clock_;
+  std::map<pid_t, Running> running_;
+};
+
+}  // namespace colo

@@ -1,0 +1,82 @@
+// Mechanism: how several jobs share one GPU. It prepares the GPUs for a run,
+// gives each job the environment it must run with, checks its own health, and
+// tears down on every exit path. It never decides what runs where (sched/ does).
+//
+// Implementations: exclusive (one job per GPU at a time, the baseline), naive
+// (plain processes sharing the GPU), mps (a private MPS control daemon).
+//
+// Threading: not thread-safe; the run controller's thread owns it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "gpu/gpu_backend.h"
+
+namespace colo {
+
+enum class MechanismKind { kExclusive, kNaive, kMps };
+
+// "exclusive", "naive", "mps".
+std::string to_string(MechanismKind kind);
+Result<MechanismKind> parse_mechanism(std::string_view text);
+
+// One job placed on one device.
+struct Placement {
+  std::string job_name;
+  int device = 0;                           // index into the DeviceInfo list
+  std::optional<int> sm_share_pct;          // 1-100; MPS active thread percentage
+  std::optional<uint64_t> memory_limit_bytes;  // MPS pinned device memory limit
+};
+
+using Environment = std::map<std::string, std::string>;
+
+class Mechanism {
+ public:
+  virtual ~Mechanism() = default;
+
+  virtual MechanismKind kind() const = 0;
+
+  // How many jobs may share one device at once under this mechanism, before
+  // the job file's own limit applies (exclusive: 1; naive: unlimited, reported
+  // as a large number; mps: 48 clients per device on Volta and later).
+  virtual int max_jobs_per_device() const = 0;
+
+  // Makes the devices ready (MPS: starts the private daemon). Called once
+  // before any job starts. On error nothing is left running.
+  virtual Status prepare(const std::vector<DeviceInfo>& devices) = 0;
+
+  // Environment variables the job must run with, on top of its own: at least
+  // CUDA_VISIBLE_DEVICES=<device uuid>; for mps the pipe directory and limits.
+  virtual Result<Environment> environment_for(const Placement& placement) = 0;
+
+  // Cheap check that the mechanism still works (MPS: the daemon answers).
+  virtual Status health_check() = 0;
+
+  // Releases everything prepare() created. Idempotent; safe to call after a
+  // failed prepare() and from every exit path.
+  virtual Status teardown() = 0;
+};
+
+struct MechanismOptions {
+  // Directory under which the mps mechanism keeps its private pipe and log
+  // directories and its ownership record (default: <state dir>/mps).
+  std::string state_dir;
+  // The MPS control program; tests put a fake one on PATH or name it here.
+  std::string mps_control_program = "nvidia-cuda-mps-control";
+  // Seconds to wait for the MPS daemon to answer after start.
+  int mps_start_timeout_ms = 10'000;
+};
+
+Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind, const MechanismOptions& options);
+
+// Finds MPS daemons that an earlier colo started and that outlived it (colo
+// was killed), shuts them down and removes their directories. Never touches a
+// daemon colo did not start. Returns one line per daemon cleaned up.
+Result<std::vector<std::string>> cleanup_stale_mps_daemons(const MechanismOptions& options);
+
+}  // namespace colo

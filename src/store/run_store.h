@@ -1,0 +1,148 @@
+// RunStore: the SQLite file where colo records runs, jobs, job events and
+// GPU samples. Schema versioned with migrations (schema.cc), WAL journal,
+// writes batched into transactions by the caller (one call = one transaction).
+//
+// A colo killed with SIGKILL leaves a readable database: every write is a
+// committed transaction, and the next open() marks runs whose colo process is
+// gone as interrupted (and their unfinished jobs likewise).
+//
+// Threading: not thread-safe; one thread (the run controller's) owns it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "gpu/gpu_backend.h"
+#include "jobs/job_spec.h"
+#include "jobs/job_state.h"
+#include "jobs/progress.h"
+
+struct sqlite3;
+
+namespace colo {
+
+enum class RunState { kRunning, kOk, kFailed, kCancelled, kInterrupted };
+std::string to_string(RunState state);   // "running", "ok", "failed", "cancelled", "interrupted"
+
+struct NewRun {
+  UnixMillis started_ms = 0;
+  std::string mechanism;       // "exclusive" | "naive" | "mps"
+  std::string backend;         // "nvml" | "sim"
+  bool simulated = false;
+  std::string job_file;        // path as given
+  std::string command_line;    // how colo was invoked
+  std::string host;
+  pid_t colo_pid = 0;
+  std::string devices_json;    // the DeviceInfo list, for the record
+};
+
+struct ProcessSampleRow {
+  ProcessSample sample;
+  std::optional<int64_t> job_id;  // the job the process belongs to, when known
+};
+
+struct RunRow {
+  int64_t id = 0;
+  UnixMillis started_ms = 0;
+  std::optional<UnixMillis> ended_ms;
+  RunState state = RunState::kRunning;
+  std::string mechanism;
+  std::string backend;
+  bool simulated = false;
+  std::string job_file;
+  std::string jobs_signature;  // identifies "the same jobs" across runs
+  int job_count = 0;
+  std::string host;
+  pid_t colo_pid = 0;
+};
+
+struct JobSummary {
+  int64_t id = 0;
+  std::string name;
+  JobState state = JobState::kQueued;
+  std::string reason;
+  std::optional<int> device;
+  std::optional<UnixMillis> started_ms;
+  std::optional<UnixMillis> ended_ms;
+  std::optional<int64_t> duration_ms;
+  int64_t epochs = 0;                          // epoch_end events
+  std::optional<double> mean_epoch_ms;         // between epoch ends (first from start)
+  std::optional<int64_t> samples;              // summed over epoch_end events
+  std::optional<double> throughput_per_s;      // samples / duration
+  std::optional<uint64_t> peak_memory_bytes;   // max over samples of the job's processes' sum
+  std::optional<double> mean_sm_active_pct;    // device SM activity while the job ran
+  std::optional<double> energy_j;              // device energy while it ran, shared among running jobs
+  std::string log_path;
+  int64_t malformed_progress_lines = 0;
+};
+
+struct RunSummary {
+  RunRow run;
+  std::vector<JobSummary> jobs;
+  std::optional<int64_t> makespan_ms;          // first job start to last job end
+  std::optional<int64_t> total_samples;
+  std::optional<double> throughput_per_s;      // total samples / makespan
+  std::optional<double> mean_sm_active_pct;    // device samples over the run
+  std::optional<uint64_t> peak_memory_used_bytes;  // device-level
+  std::optional<double> energy_j;              // device energy over the run
+  int64_t device_samples = 0;
+  // The most recent completed exclusive run of the same jobs, when this run
+  // is not itself exclusive, and this run's throughput over that one's.
+  std::optional<int64_t> baseline_run_id;
+  std::optional<double> speedup_vs_exclusive;
+};
+
+class RunStore {
+ public:
+  // Opens (creating if needed) the database at `path` (":memory:" for
+  // tests), applies migrations, enables WAL. The parent directory is created.
+  static Result<std::unique_ptr<RunStore>> open(const std::string& path);
+  ~RunStore();
+  RunStore(const RunStore&) = delete;
+  RunStore& operator=(const RunStore&) = delete;
+
+  const std::string& path() const { return path_; }
+  int schema_version() const;
+
+  // Marks runs still 'running' whose colo process is gone (per `is_alive`)
+  // as interrupted, and their queued/running jobs likewise. Returns the ids.
+  Result<std::vector<int64_t>> mark_stale_runs_interrupted(
+      const std::function<bool(pid_t)>& is_alive, UnixMillis now_ms);
+
+  Result<int64_t> begin_run(const NewRun& run);
+  // Adds the run's jobs (state queued) in one transaction and sets the run's
+  // jobs_signature. Returns job ids in the same order.
+  Result<std::vector<int64_t>> add_jobs(int64_t run_id, const std::vector<JobSpec>& jobs,
+                                        const std::vector<std::string>& log_paths,
+                                        UnixMillis queued_ms);
+  Status job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms);
+  Status job_finished(int64_t job_id, const JobExit& exit, UnixMillis ended_ms,
+                      int64_t malformed_progress_lines);
+  Status end_run(int64_t run_id, RunState state, UnixMillis ended_ms);
+
+  // Batched writes: each call is one transaction.
+  Status add_job_events(const std::vector<std::pair<int64_t, ProgressEvent>>& events);
+  Status add_samples(int64_t run_id, const std::vector<DeviceSample>& devices,
+                     const std::vector<ProcessSampleRow>& processes);
+
+  Result<std::vector<RunRow>> list_runs(int limit = 50);
+  // `run_id` 0 means the most recent run.
+  Result<RunSummary> summarize_run(int64_t run_id);
+  // Device samples of a run, oldest first (for reports and tests).
+  Result<std::vector<DeviceSample>> device_samples(int64_t run_id);
+
+ private:
+  RunStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  sqlite3* db_;
+  std::string path_;
+};
+
+}  // namespace colo
