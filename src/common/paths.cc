@@ -50,4 +50,22 @@ std::string absolute_path(const std::string& path, const std::string& base) {
   return root + (root.back() == '/' ? "" : "/") + rel;
 }
 
+std::optional<std::string> find_program(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos) {
+    return access(name.c_str(), X_OK) == 0 ? std::optional<std::string>(name) : std::nullopt;
+  }
+  const char* env = std::getenv("PATH");
+  std::string path = env ? env : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string candidate = (end > start ? path.substr(start, end - start) : ".") + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace colo

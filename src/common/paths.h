@@ -1,6 +1,7 @@
 // Where colo keeps its files by default.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "common/result.h"
@@ -19,5 +20,9 @@ Status make_dirs(const std::string& path, unsigned mode = 0755);
 // Absolute form of path (relative paths resolved against base, or the
 // current directory when base is empty). Does not touch the filesystem.
 std::string absolute_path(const std::string& path, const std::string& base = "");
+
+// The executable `name` resolves to: itself when it contains a '/', else the
+// first match on $PATH. nullopt when there is none.
+std::optional<std::string> find_program(const std::string& name);
 
 }  // namespace colo

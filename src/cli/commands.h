@@ -1,0 +1,31 @@
+// The colo subcommands. Each function parses nothing itself: CLI11 fills an
+// options struct, the function calls into the libraries, prints, and returns
+// the process exit code (see ExitCode).
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace colo {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitJobsFailed = 1,     // colo ran, but at least one job did not end ok
+  kExitBadInput = 2,       // bad command line or job file
+  kExitEnvironment = 3,    // no driver, store unusable, mechanism failed to start
+  kExitCancelled = 130,    // stopped with Ctrl-C
+};
+
+// Adds every subcommand to `app`; the chosen one runs from CLI11's callback
+// and leaves its exit code in `exit_code`. `command_line` is recorded with runs.
+void add_commands(CLI::App& app, int& exit_code, const std::string& command_line);
+
+// Installs SIGINT/SIGTERM/SIGHUP handlers that count stop requests.
+void install_stop_handlers();
+
+}  // namespace colo

@@ -1,0 +1,441 @@
+#include "run/run_controller.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "common/paths.h"
+#include "common/units.h"
+#include "jobs/job_supervisor.h"
+#include "jobs/progress.h"
+#include "monitor/gpu_sampler.h"
+#include "run/live_display.h"
+#include "sched/job_queue.h"
+
+namespace colo {
+namespace {
+
+// What the simulated backend assumes for a job that gives no hints.
+constexpr uint64_t kSimDefaultMemoryBytes = 2ull << 30;
+constexpr double kSimDefaultSmPct = 30.0;
+// Mechanism health is checked this often while jobs run.
+constexpr int64_t kHealthCheckMs = 5000;
+
+bool pid_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+// A file name made from a job name: letters, digits, '.', '_', '-', '=' kept.
+std::string file_stem(size_t index, const std::string& name) {
+  std::string stem = fmt::format("{:03}-", index + 1);
+  for (char c : name) {
+    bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '=';
+    stem += keep ? c : '_';
+  }
+  return stem.substr(0, 120);
+}
+
+std::string devices_json(const std::vector<DeviceInfo>& devices) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const DeviceInfo& d : devices) {
+    nlohmann::json j = {{"index", d.index},       {"name", d.name},
+                        {"uuid", d.uuid},         {"memory_total_bytes", d.memory_total_bytes},
+                        {"gpm", d.gpm_supported}, {"metrics", d.supported_metrics}};
+    if (d.sm_count) j["sm_count"] = *d.sm_count;
+    if (d.mig_enabled) j["mig_enabled"] = *d.mig_enabled;
+    list.push_back(std::move(j));
+  }
+  return list.dump();
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
+}
+
+// Live state of one job during the run.
+struct JobRuntime {
+  const JobSpec* spec = nullptr;
+  int64_t id = 0;
+  std::string log_path;
+  std::string progress_path;
+  JobState state = JobState::kQueued;
+  std::optional<int> device;
+  pid_t pid = 0;
+  UnixMillis started_ms = 0;
+  UnixMillis ended_ms = 0;
+  int64_t epochs = 0;
+  UnixMillis last_epoch_end_ms = 0;
+  std::optional<int64_t> last_epoch_ms;
+  std::optional<double> last_samples_per_s;
+  std::optional<ProgressReader> reader;
+  std::string note;
+};
+
+// The run loop and its state. Lives for one run_job_file() call.
+class RunLoop {
+ public:
+  RunLoop(const JobFile& file, const RunOptions& options, RunContext& ctx, int64_t run_id,
+          std::vector<DeviceInfo> devices, std::vector<JobRuntime> jobs)
+      : file_(file),
+        options_(options),
+        ctx_(ctx),
+        run_id_(run_id),
+        devices_(std::move(devices)),
+        jobs_(std::move(jobs)),
+        supervisor_(ctx.clock),
+        sampler_(ctx.backend, ctx.clock, device_indices(devices_), SamplerOptions{options.sample_period_ms, 1000}),
+        queue_(device_slots()),
+        attributor_(process_table_),
+        display_(ctx.out, options.live_display) {}
+
+  // Steps 4-6. Returns whether the run was cancelled.
+  bool run() {
+    for (size_t i = 0; i < jobs_.size(); ++i) queue_.enqueue(i, jobs_[i].spec->gpu_memory_bytes);
+    sampler_.start();
+    int64_t next_flush = ctx_.clock.monotonic_ms();
+    int64_t next_health = ctx_.clock.monotonic_ms() + kHealthCheckMs;
+    int handled_stops = 0;
+    while (true) {
+      int stops = ctx_.stop_requests.load();
+      if (stops > handled_stops) {
+        handled_stops = stops;
+        cancel(stops >= 2 ? 0 : options_.stop_grace_ms);
+      }
+      reap();
+      if (!cancelled_) place();
+      read_progress();
+      int64_t now = ctx_.clock.monotonic_ms();
+      if (now >= next_flush) {
+        flush();
+        next_flush = now + options_.flush_ms;
+      }
+      if (now >= next_health && supervisor_.running_count() > 0) {
+        check_health();
+        next_health = now + kHealthCheckMs;
+      }
+      redraw();
+      if (queue_.queued() == 0 && supervisor_.running_count() == 0) break;
+      ctx_.clock.sleep_for_ms(options_.tick_ms);
+    }
+    sampler_.stop();
+    flush();
+    display_.finish();
+    SamplerStats stats = sampler_.stats();
+    if (stats.wall_ms > 0) {
+      ctx_.out << fmt::format("sampler: {} device samples, {} process samples, {} errors, {:.2f}% of one core\n",
+                              stats.device_samples, stats.process_samples, stats.errors,
+                              100.0 * static_cast<double>(stats.thread_cpu_ms) / static_cast<double>(stats.wall_ms));
+    }
+    return cancelled_;
+  }
+
+  int count(bool ok) const {
+    return static_cast<int>(std::count_if(jobs_.begin(), jobs_.end(), [&](const JobRuntime& j) {
+      return (j.state == JobState::kOk) == ok;
+    }));
+  }
+
+ private:
+  static std::vector<int> device_indices(const std::vector<DeviceInfo>& devices) {
+    std::vector<int> idx;
+    for (const DeviceInfo& d : devices) idx.push_back(d.index);
+    return idx;
+  }
+
+  std::vector<DeviceSlots> device_slots() const {
+    int limit = ctx_.mechanism.max_jobs_per_device();
+    if (options_.max_jobs_per_gpu) limit = std::min(limit, *options_.max_jobs_per_gpu);
+    else if (file_.max_jobs_per_gpu) limit = std::min(limit, *file_.max_jobs_per_gpu);
+    std::vector<DeviceSlots> slots;
+    for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes, std::max(1, limit)});
+    return slots;
+  }
+
+  const DeviceInfo& device(int index) const {
+    auto it = std::find_if(devices_.begin(), devices_.end(), [&](const DeviceInfo& d) { return d.index == index; });
+    return it != devices_.end() ? *it : devices_.front();
+  }
+
+  void record_final(JobRuntime& job, const JobExit& exit, UnixMillis ended_ms) {
+    job.state = exit.state;
+    job.ended_ms = ended_ms;
+    job.note = exit.state == JobState::kOk ? "" : exit.reason;
+    int64_t malformed = job.reader ? job.reader->malformed_lines() : 0;
+    report(ctx_.store.job_finished(job.id, exit, ended_ms, malformed), "record the end of job " + job.spec->name);
+    std::string what = fmt::format("{} {}", job.spec->name, to_string(exit.state));
+    if (job.started_ms > 0) what += fmt::format(" after {}", format_duration_ms(ended_ms - job.started_ms));
+    if (!job.note.empty()) what += ": " + job.note;
+    if (malformed > 0) what += fmt::format(" ({} malformed progress lines ignored)", malformed);
+    display_.event(what);
+  }
+
+  void place() {
+    for (const Unplaceable& u : queue_.take_unplaceable()) {
+      record_final(jobs_[u.job], JobExit{JobState::kFailed, std::nullopt, std::nullopt, u.reason},
+                   ctx_.clock.now_ms());
+    }
+    for (const Assignment& a : queue_.schedule()) start(jobs_[a.job], a);
+  }
+
+  void start(JobRuntime& job, const Assignment& a) {
+    const JobSpec& spec = *job.spec;
+    Placement placement{spec.name, a.device, spec.sm_share_pct, spec.memory_limit_bytes};
+    Result<Environment> mech_env = ctx_.mechanism.environment_for(placement);
+    if (!mech_env.ok()) {
+      queue_.finished(a.job);
+      record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, mech_env.error().message()},
+                   ctx_.clock.now_ms());
+      return;
+    }
+    LaunchRequest request{spec.name, spec.command, spec.working_dir, spec.env, job.log_path};
+    for (const auto& [k, v] : *mech_env) request.env[k] = v;
+    request.env[kProgressFileEnv] = job.progress_path;
+    request.env["COLO_JOB_NAME"] = spec.name;
+    request.env["COLO_RUN_ID"] = std::to_string(run_id_);
+
+    Result<ProgressReader> reader = ProgressReader::create(job.progress_path, job.log_path, spec.epoch_regex);
+    if (!reader.ok()) {
+      queue_.finished(a.job);
+      record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, reader.error().message()},
+                   ctx_.clock.now_ms());
+      return;
+    }
+    job.reader.emplace(std::move(reader).value());
+
+    Result<pid_t> pid = supervisor_.start(request);
+    UnixMillis now = ctx_.clock.now_ms();
+    if (!pid.ok()) {
+      queue_.finished(a.job);
+      record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, pid.error().message()}, now);
+      return;
+    }
+    job.state = JobState::kRunning;
+    job.pid = *pid;
+    job.device = a.device;
+    job.started_ms = now;
+    job.last_epoch_end_ms = now;
+    by_pid_[*pid] = a.job;
+    attributor_.add_job(*pid, job.id);
+    ctx_.backend.process_started(a.device, static_cast<uint32_t>(*pid),
+                                 SimLoadHint{spec.gpu_memory_bytes.value_or(kSimDefaultMemoryBytes),
+                                             spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct});
+    report(ctx_.store.job_started(job.id, *pid, a.device, now), "record the start of job " + spec.name);
+    display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}", spec.name, a.device,
+                               device(a.device).name, *pid, job.log_path));
+  }
+
+  void reap() {
+    for (const FinishedJob& f : supervisor_.poll()) {
+      auto it = by_pid_.find(f.pid);
+      if (it == by_pid_.end()) continue;
+      JobRuntime& job = jobs_[it->second];
+      queue_.finished(it->second);
+      by_pid_.erase(it);
+      attributor_.remove_job(f.pid);
+      ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
+      read_progress_of(job);  // the last lines it wrote before exiting
+      record_final(job, f.exit, f.ended_ms);
+    }
+  }
+
+  void read_progress_of(JobRuntime& job) {
+    if (!job.reader) return;
+    for (ProgressEvent& e : job.reader->poll(ctx_.clock.now_ms())) {
+      if (e.kind == "epoch_end") {
+        ++job.epochs;
+        int64_t took = e.time_ms - job.last_epoch_end_ms;
+        if (took > 0) {
+          job.last_epoch_ms = took;
+          if (e.samples) job.last_samples_per_s = static_cast<double>(*e.samples) * 1000.0 / static_cast<double>(took);
+        }
+        job.last_epoch_end_ms = e.time_ms;
+        if (!options_.live_display) {
+          display_.event(fmt::format("{} epoch {} done in {}{}", job.spec->name, e.epoch.value_or(job.epochs),
+                                     format_duration_ms(took),
+                                     job.last_samples_per_s ? fmt::format(", {:.0f} samples/s", *job.last_samples_per_s)
+                                                            : ""));
+        }
+      }
+      pending_events_.emplace_back(job.id, std::move(e));
+    }
+  }
+
+  void read_progress() {
+    for (JobRuntime& job : jobs_) {
+      if (job.state == JobState::kRunning) read_progress_of(job);
+    }
+  }
+
+  void flush() {
+    SamplerBatch batch = sampler_.drain();
+    for (const std::string& e : batch.errors) {
+      if (sampler_errors_shown_++ < 5) display_.event("warning: GPU sampling: " + e);
+    }
+    std::vector<ProcessSampleRow> processes;
+    processes.reserve(batch.processes.size());
+    for (const ProcessSample& p : batch.processes) {
+      processes.push_back({p, attributor_.job_for(static_cast<pid_t>(p.pid))});
+    }
+    if (!batch.devices.empty() || !processes.empty()) {
+      report(ctx_.store.add_samples(run_id_, batch.devices, processes), "write GPU samples");
+    }
+    if (!pending_events_.empty()) {
+      report(ctx_.store.add_job_events(pending_events_), "write job progress events");
+      pending_events_.clear();
+    }
+  }
+
+  void check_health() {
+    Status health = ctx_.mechanism.health_check();
+    if (!health.ok() && !health_warned_) {
+      health_warned_ = true;
+      display_.event(fmt::format("warning: {} mechanism unhealthy: {}", to_string(ctx_.mechanism.kind()),
+                                 health.error().message()));
+    }
+  }
+
+  void cancel(int64_t grace_ms) {
+    if (!cancelled_) {
+      cancelled_ = true;
+      UnixMillis now = ctx_.clock.now_ms();
+      for (size_t i : queue_.drain_queued()) {
+        record_final(jobs_[i], JobExit{JobState::kCancelled, std::nullopt, std::nullopt, "cancelled before it started"},
+                     now);
+      }
+    }
+    display_.event(grace_ms > 0 ? fmt::format("stopping {} running jobs (TERM, then KILL after {}; Ctrl-C again to "
+                                              "kill now)",
+                                              supervisor_.running_count(), format_duration_ms(grace_ms))
+                                : fmt::format("killing {} running jobs", supervisor_.running_count()));
+    supervisor_.stop_all(grace_ms);
+  }
+
+  void redraw() {
+    if (!options_.live_display) return;
+    UnixMillis now = ctx_.clock.now_ms();
+    std::vector<JobLine> lines;
+    lines.reserve(jobs_.size());
+    int running = 0;
+    int done = 0;
+    for (const JobRuntime& j : jobs_) {
+      running += j.state == JobState::kRunning;
+      done += is_final(j.state);
+      int64_t elapsed = j.state == JobState::kRunning ? now - j.started_ms
+                        : j.started_ms > 0             ? j.ended_ms - j.started_ms
+                                                       : 0;
+      lines.push_back(JobLine{j.spec->name, to_string(j.state), j.device, elapsed, j.epochs, j.last_epoch_ms,
+                              j.last_samples_per_s, j.note});
+    }
+    display_.redraw(fmt::format("run {}: {} running, {} queued, {} done of {}", run_id_, running, queue_.queued(), done,
+                                jobs_.size()),
+                    lines);
+  }
+
+  // Store write failures are shown, not fatal: the jobs keep running.
+  void report(const Status& s, const std::string& what) {
+    if (!s.ok() && store_errors_shown_++ < 5) display_.event(fmt::format("warning: could not {}: {}", what, s.error().message()));
+  }
+
+  const JobFile& file_;
+  const RunOptions& options_;
+  RunContext& ctx_;
+  int64_t run_id_;
+  std::vector<DeviceInfo> devices_;
+  std::vector<JobRuntime> jobs_;
+  JobSupervisor supervisor_;
+  GpuSampler sampler_;
+  JobQueue queue_;
+  ProcfsProcessTable process_table_;
+  JobAttributor attributor_;
+  LiveDisplay display_;
+  std::map<pid_t, size_t> by_pid_;
+  std::vector<std::pair<int64_t, ProgressEvent>> pending_events_;
+  bool cancelled_ = false;
+  bool health_warned_ = false;
+  int sampler_errors_shown_ = 0;
+  int store_errors_shown_ = 0;
+};
+
+}  // namespace
+
+MechanismKind default_mechanism(const GpuBackend& backend, const std::string& mps_control_program) {
+  if (backend.simulated()) return MechanismKind::kNaive;
+  return find_program(mps_control_program) ? MechanismKind::kMps : MechanismKind::kNaive;
+}
+
+Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, RunContext& ctx) {
+  // Step 1: clean up after an earlier colo that died.
+  Result<std::vector<int64_t>> stale = ctx.store.mark_stale_runs_interrupted(pid_alive, ctx.clock.now_ms());
+  if (!stale.ok()) return stale.error();
+  for (int64_t id : *stale) ctx.out << fmt::format("run {} was interrupted (its colo is gone); marked interrupted\n", id);
+  if (Result<std::vector<std::string>> cleaned = cleanup_stale_mps_daemons(ctx.mechanism_options); cleaned.ok()) {
+    for (const std::string& line : *cleaned) ctx.out << line << '\n';
+  } else {
+    ctx.out << "warning: " << cleaned.error().message() << '\n';
+  }
+
+  // Step 2: devices, the run and its jobs.
+  Result<std::vector<DeviceInfo>> devices = ctx.backend.devices();
+  if (!devices.ok()) return devices.error();
+  if (devices->empty()) return Error(fmt::format("the {} backend found no GPU", ctx.backend.name()));
+
+  NewRun new_run{ctx.clock.now_ms(), to_string(ctx.mechanism.kind()), ctx.backend.name(), ctx.backend.simulated(),
+                 file.path, options.command_line, host_name(), getpid(), devices_json(*devices)};
+  Result<int64_t> run_id = ctx.store.begin_run(new_run);
+  if (!run_id.ok()) return run_id.error();
+
+  std::string logs_dir = fmt::format("{}/{}", options.logs_root.empty() ? default_state_dir() + "/runs" : options.logs_root, *run_id);
+  auto fail_run = [&](const Error& e) -> Error {
+    (void)ctx.store.end_run(*run_id, RunState::kFailed, ctx.clock.now_ms());
+    return e;
+  };
+  if (Status s = make_dirs(logs_dir); !s.ok()) return fail_run(s.error());
+
+  std::vector<JobRuntime> jobs(file.jobs.size());
+  std::vector<std::string> log_paths;
+  for (size_t i = 0; i < file.jobs.size(); ++i) {
+    std::string stem = logs_dir + "/" + file_stem(i, file.jobs[i].name);
+    jobs[i].spec = &file.jobs[i];
+    jobs[i].log_path = stem + ".log";
+    jobs[i].progress_path = stem + ".progress.jsonl";
+    log_paths.push_back(jobs[i].log_path);
+  }
+  Result<std::vector<int64_t>> ids = ctx.store.add_jobs(*run_id, file.jobs, log_paths, ctx.clock.now_ms());
+  if (!ids.ok()) return fail_run(ids.error());
+  for (size_t i = 0; i < jobs.size(); ++i) jobs[i].id = (*ids)[i];
+
+  ctx.out << fmt::format("run {}: {} jobs from {} on {} GPU{} ({}{}), mechanism {}; logs in {}\n", *run_id,
+                         jobs.size(), file.path, devices->size(), devices->size() == 1 ? "" : "s",
+                         devices->front().name, ctx.backend.simulated() ? ", SIMULATED: numbers are not measured" : "",
+                         to_string(ctx.mechanism.kind()), logs_dir);
+
+  // Step 3: the mechanism. If it cannot start, no job runs, and each is recorded as failed.
+  if (Status s = ctx.mechanism.prepare(*devices); !s.ok()) {
+    Error e = s.error().with_context(fmt::format("{} mechanism could not start", to_string(ctx.mechanism.kind())));
+    for (const JobRuntime& j : jobs) {
+      (void)ctx.store.job_finished(j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message()},
+                                   ctx.clock.now_ms(), 0);
+    }
+    (void)ctx.mechanism.teardown();
+    return fail_run(e);
+  }
+
+  // Steps 4-6.
+  RunLoop loop(file, options, ctx, *run_id, *devices, std::move(jobs));
+  bool cancelled = loop.run();
+
+  // Step 7.
+  if (Status s = ctx.mechanism.teardown(); !s.ok()) ctx.out << "warning: " << s.error().message() << '\n';
+
+  // Step 8.
+  RunOutcome outcome{*run_id, RunState::kOk, loop.count(true), loop.count(false)};
+  outcome.state = cancelled ? RunState::kCancelled : outcome.jobs_not_ok > 0 ? RunState::kFailed : RunState::kOk;
+  if (Status s = ctx.store.end_run(*run_id, outcome.state, ctx.clock.now_ms()); !s.ok()) return s.error();
+  return outcome;
+}
+
+}  // namespace colo

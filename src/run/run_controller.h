@@ -1,0 +1,87 @@
+// RunController: carries out one `colo run`, as an ordered list of steps:
+//
+//   1. clean up after an earlier colo that died (stale runs -> interrupted,
+//      leftover MPS daemons stopped)
+//   2. read the devices; record the run and its jobs (all queued)
+//   3. prepare the mechanism (e.g. start the private MPS daemon)
+//   4. start the GPU sampler
+//   5. loop: place queued jobs (JobQueue), start them (JobSupervisor) with the
+//      mechanism's environment, follow their progress files, reap them, write
+//      events and samples to the store in batches, update the display
+//   6. stop the sampler, write the last samples
+//   7. tear the mechanism down
+//   8. close the run with its final state
+//
+// Teardown (6-8) runs on every path out of step 5: normal end, Ctrl-C (jobs
+// get TERM, then KILL after the grace period, and end cancelled), a job
+// crash, or an error. A colo killed with SIGKILL cannot run it; step 1 of the
+// next run does the cleaning instead.
+//
+// Every job ends in a recorded state. Not thread-safe; runs on the caller's
+// thread (the sampler has its own).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "gpu/gpu_backend.h"
+#include "jobs/job_spec.h"
+#include "sharing/mechanism.h"
+#include "store/run_store.h"
+
+namespace colo {
+
+struct RunOptions {
+  // Where job logs and progress files go; default <state dir>/runs.
+  std::string logs_root;
+  // Overrides the job file's [run] max_per_gpu.
+  std::optional<int> max_jobs_per_gpu;
+  // Device sampling period.
+  int64_t sample_period_ms = 500;
+  // Time between TERM and KILL when stopping jobs.
+  int64_t stop_grace_ms = 10'000;
+  // How often the loop wakes (reaps, reads progress, places jobs).
+  int64_t tick_ms = 200;
+  // How often samples and events are written to the store (one transaction).
+  int64_t flush_ms = 1000;
+  // Redraw one line per job in place (a terminal) instead of printing events.
+  bool live_display = false;
+  // Recorded with the run.
+  std::string command_line;
+};
+
+// Everything the controller talks to, borrowed. Tests pass fakes.
+struct RunContext {
+  Clock& clock;
+  GpuBackend& backend;
+  RunStore& store;
+  Mechanism& mechanism;
+  MechanismOptions mechanism_options;  // for stale-daemon cleanup
+  std::ostream& out;                   // progress display and messages
+  // Incremented by the signal handler: 1 = stop gracefully, 2+ = kill now.
+  const std::atomic<int>& stop_requests;
+};
+
+struct RunOutcome {
+  int64_t run_id = 0;
+  RunState state = RunState::kOk;
+  int jobs_ok = 0;
+  int jobs_not_ok = 0;
+};
+
+// Runs every job of `file`. Errors are returned only when the run could not
+// take place at all (no device, store unwritable, mechanism failed to
+// start); the jobs of a run that started are then recorded as failed.
+Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, RunContext& context);
+
+// The default mechanism when neither the command line nor the job file names
+// one: mps where the backend is real and the MPS control program is on PATH,
+// naive otherwise.
+MechanismKind default_mechanism(const GpuBackend& backend, const std::string& mps_control_program);
+
+}  // namespace colo

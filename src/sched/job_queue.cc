@@ -1,0 +1,87 @@
+#include "sched/job_queue.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "common/units.h"
+
+namespace colo {
+
+JobQueue::JobQueue(std::vector<DeviceSlots> devices) : devices_(std::move(devices)) {}
+
+void JobQueue::enqueue(size_t job, std::optional<uint64_t> memory_bytes) {
+  queue_.push_back(Entry{job, memory_bytes});
+}
+
+int JobQueue::running_on(int device) const {
+  return static_cast<int>(
+      std::count_if(running_.begin(), running_.end(), [&](const Placed& p) { return p.device == device; }));
+}
+
+uint64_t JobQueue::claimed_memory(int device) const {
+  uint64_t sum = 0;
+  for (const Placed& p : running_) {
+    if (p.device == device) sum += p.entry.memory_bytes.value_or(0);
+  }
+  return sum;
+}
+
+std::optional<int> JobQueue::best_device_for(const Entry& entry) const {
+  std::optional<int> best;
+  int best_jobs = 0;
+  uint64_t best_free = 0;
+  for (const DeviceSlots& d : devices_) {
+    int jobs = running_on(d.device);
+    if (jobs >= d.max_jobs) continue;
+    uint64_t claimed = claimed_memory(d.device);
+    uint64_t free = d.memory_total_bytes > claimed ? d.memory_total_bytes - claimed : 0;
+    if (entry.memory_bytes && *entry.memory_bytes > free) continue;
+    if (!best || jobs < best_jobs || (jobs == best_jobs && free > best_free)) {
+      best = d.device;
+      best_jobs = jobs;
+      best_free = free;
+    }
+  }
+  return best;
+}
+
+std::vector<Assignment> JobQueue::schedule() {
+  uint64_t largest = 0;
+  for (const DeviceSlots& d : devices_) largest = std::max(largest, d.memory_total_bytes);
+
+  std::vector<Assignment> placed;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (devices_.empty() || (it->memory_bytes && *it->memory_bytes > largest)) {
+      unplaceable_.push_back(
+          {it->job, devices_.empty()
+                        ? std::string("no GPU to run on")
+                        : fmt::format("needs {} of GPU memory (its gpu_memory hint); the largest GPU has {}",
+                                      format_bytes(*it->memory_bytes), format_bytes(largest))});
+      it = queue_.erase(it);
+      continue;
+    }
+    if (std::optional<int> device = best_device_for(*it)) {
+      running_.push_back(Placed{*it, *device});
+      placed.push_back(Assignment{it->job, *device});
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return placed;
+}
+
+void JobQueue::finished(size_t job) {
+  std::erase_if(running_, [&](const Placed& p) { return p.entry.job == job; });
+}
+
+std::vector<size_t> JobQueue::drain_queued() {
+  std::vector<size_t> jobs;
+  for (const Entry& e : queue_) jobs.push_back(e.job);
+  queue_.clear();
+  return jobs;
+}
+
+std::vector<Unplaceable> JobQueue::take_unplaceable() { return std::exchange(unplaceable_, {}); }
+
+}  // namespace colo

@@ -1,0 +1,85 @@
+// JobQueue: which queued job starts on which GPU, and when.
+//
+// First-in first-out with backfill: whenever capacity frees, the queue is
+// walked in order and every job that fits somewhere now is placed; a job that
+// does not fit yet waits without holding back smaller jobs behind it. A job
+// fits a device when the device has a free slot (its per-device job limit)
+// and, if the job gives a memory hint, the hints of the jobs already there
+// plus its own stay within the device's memory. Among devices that fit, the
+// one with the fewest jobs wins, then the one with the most unclaimed memory,
+// then the lowest index.
+//
+// The queue only decides; it never starts processes (the run controller
+// does). Pure and deterministic: driven by table tests and by a simulated
+// clock alike. Not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace colo {
+
+struct DeviceSlots {
+  int device = 0;
+  uint64_t memory_total_bytes = 0;
+  int max_jobs = 1;
+};
+
+struct Assignment {
+  size_t job = 0;   // the caller's job index
+  int device = 0;
+  bool operator==(const Assignment&) const = default;
+};
+
+struct Unplaceable {
+  size_t job = 0;
+  std::string reason;  // "needs 90.0 GiB of GPU memory; the largest GPU has 80.0 GiB"
+};
+
+class JobQueue {
+ public:
+  explicit JobQueue(std::vector<DeviceSlots> devices);
+
+  // Adds a job at the back. `memory_bytes` is its peak GPU memory hint.
+  void enqueue(size_t job, std::optional<uint64_t> memory_bytes);
+
+  // Places every queued job that fits now, in queue order, and returns the
+  // placements (the jobs count as running from here on). Jobs that can never
+  // fit on any device are removed and reported through take_unplaceable().
+  std::vector<Assignment> schedule();
+
+  // The job's process ended: its slot and memory are free again.
+  void finished(size_t job);
+
+  // Removes every queued job (for cancellation) and returns them in order.
+  std::vector<size_t> drain_queued();
+
+  std::vector<Unplaceable> take_unplaceable();
+
+  size_t queued() const { return queue_.size(); }
+  size_t running() const { return running_.size(); }
+  int running_on(int device) const;
+
+ private:
+  struct Entry {
+    size_t job = 0;
+    std::optional<uint64_t> memory_bytes;
+  };
+  struct Placed {
+    Entry entry;
+    int device = 0;
+  };
+  std::optional<int> best_device_for(const Entry& entry) const;
+  uint64_t claimed_memory(int device) const;
+
+  std::vector<DeviceSlots> devices_;
+  std::deque<Entry> queue_;
+  std::vector<Placed> running_;
+  std::vector<Unplaceable> unplaceable_;
+};
+
+}  // namespace colo

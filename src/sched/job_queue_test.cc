@@ -1,0 +1,93 @@
+#include "sched/job_queue.h"
+
+#include <gtest/gtest.h>
+
+namespace colo {
+
+void PrintTo(const Assignment& a, std::ostream* os) { *os << "{job " << a.job << " -> gpu " << a.device << "}"; }
+
+namespace {
+
+constexpr uint64_t kGiB = 1ull << 30;
+
+struct Step {
+  std::string what;
+  std::vector<size_t> finish;          // jobs whose processes end before this step
+  std::vector<Assignment> expect;      // what schedule() places
+};
+
+struct QueueCase {
+  std::string name;
+  std::vector<DeviceSlots> devices;
+  std::vector<std::optional<uint64_t>> jobs;  // memory hint per job, enqueued in order
+  std::vector<Step> steps;
+};
+
+
+class JobQueueTable : public testing::TestWithParam<QueueCase> {};
+
+TEST_P(JobQueueTable, PlacesAsExpected) {
+  const QueueCase& c = GetParam();
+  JobQueue q(c.devices);
+  for (size_t i = 0; i < c.jobs.size(); ++i) q.enqueue(i, c.jobs[i]);
+  for (const Step& step : c.steps) {
+    for (size_t j : step.finish) q.finished(j);
+    EXPECT_EQ(q.schedule(), step.expect) << step.what;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, JobQueueTable,
+    testing::Values(
+        QueueCase{"exclusive_one_at_a_time",
+                  {{0, 80 * kGiB, 1}},
+                  {std::nullopt, std::nullopt, std::nullopt},
+                  {{"first only", {}, {{0, 0}}},
+                   {"nothing frees, nothing starts", {}, {}},
+                   {"slot frees", {0}, {{1, 0}}},
+                   {"last", {1}, {{2, 0}}}}},
+        QueueCase{"all_at_once_up_to_limit",
+                  {{0, 80 * kGiB, 3}},
+                  {std::nullopt, std::nullopt, std::nullopt, std::nullopt},
+                  {{"three fit", {}, {{0, 0}, {1, 0}, {2, 0}}}, {"fourth after one ends", {1}, {{3, 0}}}}},
+        QueueCase{"backfill_smaller_job_past_a_big_one",
+                  {{0, 80 * kGiB, 4}},
+                  {50 * kGiB, 40 * kGiB, 20 * kGiB, 10 * kGiB},
+                  {{"50 then 20 then 10 fit; 40 waits", {}, {{0, 0}, {2, 0}, {3, 0}}},
+                   {"40 fits once 50 ends", {0}, {{1, 0}}}}},
+        QueueCase{"spread_across_gpus_fewest_jobs_first",
+                  {{0, 80 * kGiB, 2}, {1, 80 * kGiB, 2}},
+                  {std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt},
+                  {{"alternate", {}, {{0, 0}, {1, 1}, {2, 0}, {3, 1}}}, {"refill gpu 1", {3}, {{4, 1}}}}},
+        QueueCase{"memory_picks_the_gpu_with_room",
+                  {{0, 40 * kGiB, 4}, {1, 80 * kGiB, 4}},
+                  {30 * kGiB, 60 * kGiB},
+                  {{"30 to the emptier larger gpu, 60 nowhere yet",
+                    {},
+                    {{0, 1}}},
+                   {"60 after 30 leaves gpu 1", {0}, {{1, 1}}}}}),
+    [](const testing::TestParamInfo<QueueCase>& info) { return info.param.name; });
+
+TEST(JobQueue, JobLargerThanEveryGpuIsUnplaceableNotStuck) {
+  JobQueue q({{0, 80 * kGiB, 4}});
+  q.enqueue(0, 100 * kGiB);
+  q.enqueue(1, 10 * kGiB);
+  EXPECT_EQ(q.schedule(), (std::vector<Assignment>{{1, 0}}));
+  auto bad = q.take_unplaceable();
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].job, 0u);
+  EXPECT_NE(bad[0].reason.find("100 GiB"), std::string::npos) << bad[0].reason;
+  EXPECT_EQ(q.queued(), 0u);
+}
+
+TEST(JobQueue, DrainReturnsQueuedInOrder) {
+  JobQueue q({{0, 80 * kGiB, 1}});
+  for (size_t i = 0; i < 4; ++i) q.enqueue(i, std::nullopt);
+  ASSERT_EQ(q.schedule().size(), 1u);
+  EXPECT_EQ(q.drain_queued(), (std::vector<size_t>{1, 2, 3}));
+  EXPECT_EQ(q.queued(), 0u);
+  EXPECT_EQ(q.running(), 1u);
+}
+
+}  // namespace
+}  // namespace colo
