@@ -4,7 +4,10 @@
 // grace period).
 //
 // Threading: not thread-safe; the run controller's thread owns it. It never
-// talks to NVML.
+// talks to NVML. PR_SET_PDEATHSIG fires when the *thread* that forked a child
+// exits, so start() must be called from a thread that outlives the jobs.
+// Ownership: owns the child processes it started (the destructor kills and
+// reaps them); borrows the clock.
 #pragma once
 
 #include <sys/types.h>

@@ -34,20 +34,21 @@ struct SamplerOptions {
 struct SamplerBatch {
   std::vector<DeviceSample> devices;
   std::vector<ProcessSample> processes;
-  std::vector<std::string> errors;   // one line each; a failing read never stops sampling
+  std::vector<std::string> errors;  // one line each; a failing read never stops sampling
 };
 
 struct SamplerStats {
   int64_t device_samples = 0;
   int64_t process_samples = 0;
   int64_t errors = 0;
-  int64_t thread_cpu_ms = 0;   // CPU time the sampling thread used
-  int64_t wall_ms = 0;         // time since start()
+  int64_t thread_cpu_ms = 0;  // CPU time the sampling thread used
+  int64_t wall_ms = 0;        // time since start()
 };
 
 class GpuSampler {
  public:
-  GpuSampler(GpuBackend& backend, Clock& clock, std::vector<int> devices, SamplerOptions options = {});
+  GpuSampler(GpuBackend& backend, Clock& clock, std::vector<int> devices,
+             SamplerOptions options = {});
   ~GpuSampler();  // stops the thread
   GpuSampler(const GpuSampler&) = delete;
   GpuSampler& operator=(const GpuSampler&) = delete;
@@ -65,10 +66,12 @@ class GpuSampler {
   SamplerOptions options_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;           // guarded by mu_
-  SamplerBatch pending_;            // guarded by mu_
-  SamplerStats stats_;              // guarded by mu_
-  int64_t started_monotonic_ms_ = 0;
+  bool stopping_ = false;                        // guarded by mu_
+  SamplerBatch pending_;                         // guarded by mu_
+  SamplerStats stats_;                           // guarded by mu_
+  int64_t started_monotonic_ms_ = 0;             // guarded by mu_
+  std::optional<int64_t> stopped_monotonic_ms_;  // guarded by mu_; set by stop()
+  bool thread_started_ = false;                  // guarded by mu_
   std::thread thread_;
 };
 
@@ -79,13 +82,15 @@ class ProcessTable {
   virtual std::optional<pid_t> parent_of(pid_t pid) const = 0;
 };
 
+// Reads /proc/PID/stat. Thread-safe; nullopt when the process is gone.
 class ProcfsProcessTable final : public ProcessTable {
  public:
   std::optional<pid_t> parent_of(pid_t pid) const override;
 };
 
 // Maps GPU processes to the jobs that started them: a process belongs to a
-// job when the job's root pid is the process or one of its ancestors.
+// job when the job's root pid is the process or one of its ancestors (up to 64
+// levels up). Not thread-safe; borrows the table, which must outlive it.
 class JobAttributor {
  public:
   explicit JobAttributor(const ProcessTable& table) : table_(table) {}

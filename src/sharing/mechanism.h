@@ -28,8 +28,8 @@ Result<MechanismKind> parse_mechanism(std::string_view text);
 // One job placed on one device.
 struct Placement {
   std::string job_name;
-  int device = 0;                           // index into the DeviceInfo list
-  std::optional<int> sm_share_pct;          // 1-100; MPS active thread percentage
+  int device = 0;                              // index into the DeviceInfo list
+  std::optional<int> sm_share_pct;             // 1-100; MPS active thread percentage
   std::optional<uint64_t> memory_limit_bytes;  // MPS pinned device memory limit
 };
 
@@ -68,15 +68,20 @@ struct MechanismOptions {
   std::string state_dir;
   // The MPS control program; tests put a fake one on PATH or name it here.
   std::string mps_control_program = "nvidia-cuda-mps-control";
-  // Seconds to wait for the MPS daemon to answer after start.
+  // Milliseconds to wait for the MPS daemon to answer after start.
   int mps_start_timeout_ms = 10'000;
 };
 
-Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind, const MechanismOptions& options);
+Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
+                                                  const MechanismOptions& options);
 
 // Finds MPS daemons that an earlier colo started and that outlived it (colo
 // was killed), shuts them down and removes their directories. Never touches a
-// daemon colo did not start. Returns one line per daemon cleaned up.
+// daemon colo did not start: only those recorded in <state_dir>/*/owner.json
+// by a colo process on this host that is no longer alive. Returns one line per
+// daemon cleaned up ("stopped MPS daemon left by colo pid 1234 (pipe dir
+// ...)"), and one per directory it had to leave alone because its record is
+// unreadable or a process survived (the line says why).
 Result<std::vector<std::string>> cleanup_stale_mps_daemons(const MechanismOptions& options);
 
 }  // namespace colo

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
@@ -24,24 +25,24 @@
 #include "jobs/job_spec.h"
 #include "jobs/job_state.h"
 #include "jobs/progress.h"
-
-struct sqlite3;
+#include "store/sqlite_util.h"
 
 namespace colo {
 
 enum class RunState { kRunning, kOk, kFailed, kCancelled, kInterrupted };
-std::string to_string(RunState state);   // "running", "ok", "failed", "cancelled", "interrupted"
+std::string to_string(RunState state);  // "running", "ok", "failed", "cancelled", "interrupted"
+Result<RunState> parse_run_state(std::string_view text);
 
 struct NewRun {
   UnixMillis started_ms = 0;
-  std::string mechanism;       // "exclusive" | "naive" | "mps"
-  std::string backend;         // "nvml" | "sim"
+  std::string mechanism;  // "exclusive" | "naive" | "mps"
+  std::string backend;    // "nvml" | "sim"
   bool simulated = false;
-  std::string job_file;        // path as given
-  std::string command_line;    // how colo was invoked
+  std::string job_file;      // path as given
+  std::string command_line;  // how colo was invoked
   std::string host;
   pid_t colo_pid = 0;
-  std::string devices_json;    // the DeviceInfo list, for the record
+  std::string devices_json;  // the DeviceInfo list, for the record
 };
 
 struct ProcessSampleRow {
@@ -73,13 +74,13 @@ struct JobSummary {
   std::optional<UnixMillis> started_ms;
   std::optional<UnixMillis> ended_ms;
   std::optional<int64_t> duration_ms;
-  int64_t epochs = 0;                          // epoch_end events
-  std::optional<double> mean_epoch_ms;         // between epoch ends (first from start)
-  std::optional<int64_t> samples;              // summed over epoch_end events
-  std::optional<double> throughput_per_s;      // samples / duration
-  std::optional<uint64_t> peak_memory_bytes;   // max over samples of the job's processes' sum
-  std::optional<double> mean_sm_active_pct;    // device SM activity while the job ran
-  std::optional<double> energy_j;              // device energy while it ran, shared among running jobs
+  int64_t epochs = 0;                         // epoch_end events
+  std::optional<double> mean_epoch_ms;        // between epoch ends (first from start)
+  std::optional<int64_t> samples;             // summed over epoch_end events
+  std::optional<double> throughput_per_s;     // samples / duration
+  std::optional<uint64_t> peak_memory_bytes;  // max over samples of the job's processes' sum
+  std::optional<double> mean_sm_active_pct;   // device SM activity while the job ran
+  std::optional<double> energy_j;  // device energy while it ran, shared among running jobs
   std::string log_path;
   int64_t malformed_progress_lines = 0;
 };
@@ -87,15 +88,18 @@ struct JobSummary {
 struct RunSummary {
   RunRow run;
   std::vector<JobSummary> jobs;
-  std::optional<int64_t> makespan_ms;          // first job start to last job end
+  std::optional<int64_t> makespan_ms;  // first job start to last job end
   std::optional<int64_t> total_samples;
-  std::optional<double> throughput_per_s;      // total samples / makespan
-  std::optional<double> mean_sm_active_pct;    // device samples over the run
+  std::optional<double> throughput_per_s;          // total samples / makespan
+  std::optional<double> mean_sm_active_pct;        // device samples over the run
   std::optional<uint64_t> peak_memory_used_bytes;  // device-level
-  std::optional<double> energy_j;              // device energy over the run
+  std::optional<double> energy_j;                  // device energy over the run
   int64_t device_samples = 0;
   // The most recent completed exclusive run of the same jobs, when this run
   // is not itself exclusive, and this run's throughput over that one's.
+  // "Completed" is state ok; "the same jobs" is an equal jobs_signature and the
+  // same simulated flag (a simulated run is never compared with a measured one).
+  // Without samples on both sides, the speed-up is baseline makespan / this one.
   std::optional<int64_t> baseline_run_id;
   std::optional<double> speedup_vs_exclusive;
 };
@@ -104,6 +108,9 @@ class RunStore {
  public:
   // Opens (creating if needed) the database at `path` (":memory:" for
   // tests), applies migrations, enables WAL. The parent directory is created.
+  // Then marks runs of this host whose colo process is gone as interrupted
+  // (mark_stale_runs_interrupted with process_is_alive), so every reader sees
+  // the runs of a killed colo as interrupted.
   static Result<std::unique_ptr<RunStore>> open(const std::string& path);
   ~RunStore();
   RunStore(const RunStore&) = delete;
@@ -138,11 +145,42 @@ class RunStore {
   Result<RunSummary> summarize_run(int64_t run_id);
   // Device samples of a run, oldest first (for reports and tests).
   Result<std::vector<DeviceSample>> device_samples(int64_t run_id);
+  // Process samples of a run, oldest first.
+  Result<std::vector<ProcessSampleRow>> process_samples(int64_t run_id);
+  // Progress events of a job, oldest first.
+  Result<std::vector<ProgressEvent>> job_events(int64_t job_id);
 
  private:
-  RunStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
-  sqlite3* db_;
+  // Lets open() use std::make_unique while no one else can construct.
+  struct PrivateTag {
+    explicit PrivateTag() = default;
+  };
+
+ public:
+  RunStore(PrivateTag, SqliteDb db, std::string path)
+      : db_(std::move(db)), path_(std::move(path)) {}
+
+ private:
+  Result<std::vector<int64_t>> mark_stale_runs(const std::function<bool(pid_t)>& is_alive,
+                                               UnixMillis now_ms,
+                                               const std::optional<std::string>& only_host);
+  Result<RunRow> read_run(int64_t run_id);
+  Result<RunSummary> summarize(int64_t run_id, bool with_baseline);
+
+  SqliteDb db_;
   std::string path_;
 };
+
+// Stable identity of a job's work: FNV-1a 64 (16 hex digits) over its argv,
+// working directory and environment (sorted by key). Name, hints and the
+// mechanism do not enter, so the same command under any mechanism matches.
+std::string job_signature(const JobSpec& job);
+
+// Identity of a set of jobs: the hash of the sorted multiset of job signatures
+// (order of the jobs in the file does not matter; repeats count).
+std::string jobs_signature(std::vector<std::string> job_signatures);
+
+// True when a process with this pid exists on this host (kill(pid, 0)).
+bool process_is_alive(pid_t pid);
 
 }  // namespace colo

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""colo's reference training workload: a timm image model on synthetic data.
+
+The models and input sizes are the ones the collocation study measured:
+resnet26, resnet50, resnet152, efficientnetv2_s and cait_xxs24_224 on data
+shaped like CIFAR-10 (32 px, 10 classes), ImageNet64 (64 px, 1000 classes) or
+ImageNet (224 px, 1000 classes).
+
+The data is synthetic and generated once on the device (a small pool of random
+batches reused cyclically), so no CPU data loader limits the GPU. Training is
+SGD with momentum under bf16 autocast, with cudnn.benchmark on.
+
+Progress goes to colo through python/colo_progress.py (a no-op outside colo):
+one epoch_end per epoch with the samples processed and the loss, and at the
+end a metric max_memory_reserved_mib (what PyTorch's caching allocator held at
+most), which colo compares with the peak it measured through NVML. One line
+per epoch goes to stdout:
+
+    epoch 2/5: 12.3s, 4065 img/s, loss 2.30
+
+`python3 bench/train.py --help` works without PyTorch; training needs torch
+and timm.
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+import colo_progress as colo  # noqa: E402
+
+MODELS = ["resnet26", "resnet50", "resnet152", "efficientnetv2_s", "cait_xxs24_224"]
+
+# name -> (image size in pixels, number of classes)
+DATASETS = {
+    "cifar10": (32, 10),
+    "imagenet64": (64, 1000),
+    "imagenet": (224, 1000),
+}
+
+# Transformer models built for a fixed input size; timm adapts their patch
+# embedding and position embeddings when given img_size. Convolutional models
+# take any size and do not accept the argument.
+MODELS_WITH_IMG_SIZE = {"cait_xxs24_224"}
+
+# Largest synthetic pool kept on the device, so that ImageNet-sized inputs do
+# not add much to the job's own memory.
+MAX_POOL_BYTES = 256 * 2**20
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Train a timm model on synthetic data shaped like a real dataset "
+        "(colo's reference workload).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--model", choices=MODELS, default="resnet26", help="timm model")
+    parser.add_argument(
+        "--dataset",
+        choices=sorted(DATASETS),
+        default="cifar10",
+        help="input shape: cifar10 32 px/10 classes, imagenet64 64 px/1000, imagenet 224 px/1000",
+    )
+    parser.add_argument("--batch-size", type=int, default=128, help="samples per step")
+    parser.add_argument(
+        "--epoch-samples",
+        type=int,
+        default=50000,
+        help="samples per epoch (CIFAR-10's training set has 50000); rounded up to whole batches",
+    )
+    parser.add_argument("--epochs", type=int, default=5, help="epochs to train")
+    parser.add_argument("--lr", type=float, default=0.1, help="SGD learning rate")
+    parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
+    parser.add_argument("--device", default="cuda", help="torch device, e.g. cuda, cuda:1, cpu")
+    parser.add_argument("--seed", type=int, default=0, help="seed of weights and data")
+    parser.add_argument(
+        "--channels-last", action="store_true", help="use the channels-last memory format"
+    )
+    parser.add_argument(
+        "--pool-batches",
+        type=int,
+        default=16,
+        help="distinct synthetic batches kept on the device (fewer when they would exceed "
+        "256 MiB)",
+    )
+    args = parser.parse_args(argv)
+    for name in ("batch_size", "epoch_samples", "epochs", "pool_batches"):
+        if getattr(args, name) < 1:
+            parser.error("--%s must be at least 1" % name.replace("_", "-"))
+    if args.lr <= 0:
+        parser.error("--lr must be positive")
+    return args
+
+
+def make_pool(torch, args, image_size, num_classes, device, memory_format):
+    """Random images and labels, generated once on the device."""
+    batch_bytes = args.batch_size * 3 * image_size * image_size * 4
+    count = max(1, min(args.pool_batches, MAX_POOL_BYTES // batch_bytes))
+    generator = torch.Generator(device=device)
+    generator.manual_seed(args.seed)
+    images, labels = [], []
+    for _ in range(count):
+        x = torch.randn(
+            args.batch_size, 3, image_size, image_size, device=device, generator=generator
+        )
+        images.append(x.contiguous(memory_format=memory_format))
+        labels.append(
+            torch.randint(
+                0, num_classes, (args.batch_size,), device=device, generator=generator
+            )
+        )
+    return images, labels
+
+
+def main(argv=None):
+    args = parse_args(argv)
+
+    import torch  # imported after argparse so that --help works without torch
+    import timm
+
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("train.py: --device %s asked for, but CUDA is not available" % args.device,
+              file=sys.stderr)
+        return 2
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.benchmark = True
+
+    image_size, num_classes = DATASETS[args.dataset]
+    kwargs = {"pretrained": False, "num_classes": num_classes}
+    if args.model in MODELS_WITH_IMG_SIZE:
+        kwargs["img_size"] = image_size
+    model = timm.create_model(args.model, **kwargs)
+    memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
+    model = model.to(device=device, memory_format=memory_format)
+    model.train()
+
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    images, labels = make_pool(torch, args, image_size, num_classes, device, memory_format)
+    steps = math.ceil(args.epoch_samples / args.batch_size)
+    samples = steps * args.batch_size
+
+    def synchronize():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    params = sum(p.numel() for p in model.parameters())
+    print(
+        "train.py: %s on synthetic %s (%d px, %d classes), %.1fM parameters, batch %d, "
+        "%d steps (%d samples) per epoch, %d epochs, device %s"
+        % (args.model, args.dataset, image_size, num_classes, params / 1e6, args.batch_size,
+           steps, samples, args.epochs, device),
+        flush=True,
+    )
+    colo.start()
+    synchronize()
+    run_start = time.perf_counter()
+    warned_loss = False
+    for epoch in range(1, args.epochs + 1):
+        colo.epoch_start(epoch)
+        epoch_start = time.perf_counter()
+        loss_sum = torch.zeros((), device=device)
+        for i in range(steps):
+            x = images[i % len(images)]
+            y = labels[i % len(labels)]
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+                loss = loss_fn(model(x), y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            loss_sum += loss.detach().float()
+        mean_loss = (loss_sum / steps).item()  # also waits for the epoch's work
+        synchronize()
+        seconds = time.perf_counter() - epoch_start
+        rate = samples / seconds
+        print(
+            "epoch %d/%d: %.1fs, %.0f img/s, loss %.2f"
+            % (epoch, args.epochs, seconds, rate, mean_loss),
+            flush=True,
+        )
+        colo.epoch_end(epoch, samples=samples, loss=mean_loss, epoch_time_s=seconds,
+                       img_per_s=rate)
+        if not math.isfinite(mean_loss) and not warned_loss:
+            # Throughput is what this workload measures; keep going.
+            print("train.py: the loss is %s (random data, lr %g)" % (mean_loss, args.lr),
+                  file=sys.stderr)
+            warned_loss = True
+
+    total = time.perf_counter() - run_start
+    final = {"total_time_s": total, "img_per_s": samples * args.epochs / total}
+    if device.type == "cuda":
+        reserved_mib = torch.cuda.max_memory_reserved(device) / 2**20
+        allocated_mib = torch.cuda.max_memory_allocated(device) / 2**20
+        colo.metric(max_memory_reserved_mib=reserved_mib, max_memory_allocated_mib=allocated_mib)
+        print("train.py: done in %.1fs; max memory reserved %.0f MiB, allocated %.0f MiB"
+              % (total, reserved_mib, allocated_mib), flush=True)
+    else:
+        print("train.py: done in %.1fs" % total, flush=True)
+    colo.end(**final)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

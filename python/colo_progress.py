@@ -1,0 +1,174 @@
+"""Report training progress to colo (standard library only).
+
+colo gives every job the environment variable COLO_PROGRESS_FILE, naming a file
+to which the job appends one JSON object per line, for example
+
+    {"event": "epoch_end", "time": 1700000000.5, "epoch": 2, "samples": 50000,
+     "metrics": {"loss": 0.31}}
+
+Two lines are enough in a training script::
+
+    import colo_progress as colo
+    ...
+    colo.epoch_end(epoch, samples=n, loss=l)
+
+Outside colo (COLO_PROGRESS_FILE unset) every call does nothing, so the same
+script runs anywhere. Reporting never raises into the training script: an I/O
+error is reported once on stderr and later calls are dropped.
+"""
+
+import json
+import math
+import os
+import sys
+import threading
+import time
+
+__all__ = [
+    "Progress",
+    "ENV_VAR",
+    "start",
+    "epoch_start",
+    "epoch_end",
+    "step",
+    "metric",
+    "end",
+]
+
+ENV_VAR = "COLO_PROGRESS_FILE"
+
+
+def _number(value):
+    """The metric as a JSON-safe float, or None when it is not a finite number."""
+    try:
+        if hasattr(value, "item"):  # numpy / torch scalars
+            value = value.item()
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+class Progress:
+    """Appends progress events to one file.
+
+    path: the file to append to; defaults to $COLO_PROGRESS_FILE. When neither
+    is set, every method is a no-op (``enabled`` is False).
+
+    Thread-safe: each event is written as one line under a lock. The file is
+    opened lazily in append mode, line-buffered, and flushed after every event.
+    """
+
+    def __init__(self, path=None):
+        self.path = path if path is not None else os.environ.get(ENV_VAR) or None
+        self._file = None
+        self._failed = False
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self):
+        return self.path is not None and not self._failed
+
+    def start(self, **metrics):
+        """The job started (optional; colo also knows when it launched the job)."""
+        self._emit("start", metrics)
+
+    def epoch_start(self, epoch):
+        self._emit("epoch_start", {}, epoch=epoch)
+
+    def epoch_end(self, epoch, samples=None, **metrics):
+        """Epoch `epoch` finished; `samples` is how many samples it processed."""
+        self._emit("epoch_end", metrics, epoch=epoch, samples=samples)
+
+    def step(self, step, samples=None, **metrics):
+        """Step (iteration) `step` finished, having processed `samples` samples."""
+        self._emit("step", metrics, step=step, samples=samples)
+
+    def metric(self, **metrics):
+        """Metrics not tied to an epoch or step."""
+        self._emit("metric", metrics)
+
+    def end(self, **metrics):
+        """The job finished its work (final metrics, e.g. accuracy)."""
+        self._emit("end", metrics)
+
+    def close(self):
+        with self._lock:
+            if self._file is not None:
+                try:
+                    self._file.close()
+                except OSError:
+                    pass
+                self._file = None
+
+    def _emit(self, event, metrics, **fields):
+        if not self.enabled:
+            return
+        record = {"event": event, "time": time.time()}
+        for key, value in fields.items():
+            if value is not None:
+                try:
+                    record[key] = int(value)
+                except (TypeError, ValueError):
+                    pass  # a bad counter is dropped, never raised into training
+        numbers = {}
+        for key, value in metrics.items():
+            number = _number(value)
+            if number is not None:
+                numbers[key] = number
+        if numbers:
+            record["metrics"] = numbers
+        line = json.dumps(record, separators=(",", ":")) + "\n"
+        with self._lock:
+            if self._failed:
+                return
+            try:
+                if self._file is None:
+                    self._file = open(self.path, "a", buffering=1, encoding="utf-8")
+                self._file.write(line)
+                self._file.flush()
+            except (OSError, ValueError) as error:
+                self._failed = True
+                try:
+                    sys.stderr.write(
+                        "colo_progress: cannot write progress to %s (%s); "
+                        "further progress reports are dropped\n" % (self.path, error)
+                    )
+                except Exception:  # stderr itself may be gone
+                    pass
+
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def _instance():
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Progress()
+        return _default
+
+
+def start(**metrics):
+    _instance().start(**metrics)
+
+
+def epoch_start(epoch):
+    _instance().epoch_start(epoch)
+
+
+def epoch_end(epoch, samples=None, **metrics):
+    _instance().epoch_end(epoch, samples=samples, **metrics)
+
+
+def step(step, samples=None, **metrics):
+    _instance().step(step, samples=samples, **metrics)
+
+
+def metric(**metrics):
+    _instance().metric(**metrics)
+
+
+def end(**metrics):
+    _instance().end(**metrics)

@@ -1,0 +1,176 @@
+"""Tests of colo_progress (run: python3 -m unittest discover -s python)."""
+
+import io
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from unittest import mock
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import colo_progress  # noqa: E402
+
+
+def read_events(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+class ProgressTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "progress.jsonl")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_events_follow_the_line_format(self):
+        p = colo_progress.Progress(self.path)
+        before = time.time()
+        p.start()
+        p.epoch_start(1)
+        p.step(10, samples=128, loss=2.5)
+        p.epoch_end(1, samples=50000, loss=0.31, acc=0.9)
+        p.metric(max_memory_reserved_mib=1234.5)
+        p.end(acc=0.91)
+        p.close()
+        events = read_events(self.path)
+        self.assertEqual(
+            [e["event"] for e in events],
+            ["start", "epoch_start", "step", "epoch_end", "metric", "end"],
+        )
+        for e in events:
+            self.assertGreaterEqual(e["time"], before)
+            self.assertLessEqual(e["time"], time.time())
+        self.assertEqual(events[1], {"event": "epoch_start", "time": events[1]["time"], "epoch": 1})
+        self.assertEqual(events[2]["step"], 10)
+        self.assertEqual(events[2]["samples"], 128)
+        self.assertEqual(events[3]["epoch"], 1)
+        self.assertEqual(events[3]["samples"], 50000)
+        self.assertEqual(events[3]["metrics"], {"loss": 0.31, "acc": 0.9})
+        self.assertEqual(events[4]["metrics"], {"max_memory_reserved_mib": 1234.5})
+        self.assertNotIn("metrics", events[0])
+        self.assertNotIn("samples", events[1])
+
+    def test_each_event_is_flushed_immediately(self):
+        p = colo_progress.Progress(self.path)
+        p.epoch_end(3, samples=10)
+        # Without close(): another reader already sees the complete line.
+        with open(self.path, encoding="utf-8") as f:
+            text = f.read()
+        self.assertTrue(text.endswith("\n"))
+        self.assertEqual(json.loads(text)["epoch"], 3)
+        p.close()
+
+    def test_appends_to_an_existing_file(self):
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write('{"event":"start","time":1.0}\n')
+        p = colo_progress.Progress(self.path)
+        p.epoch_end(1)
+        p.close()
+        self.assertEqual([e["event"] for e in read_events(self.path)], ["start", "epoch_end"])
+
+    def test_non_numeric_and_non_finite_metrics_are_dropped(self):
+        p = colo_progress.Progress(self.path)
+        p.epoch_end(1, samples="many", loss=float("nan"), name="resnet", lr=0.1, ok=True)
+        p.close()
+        (event,) = read_events(self.path)
+        self.assertEqual(event["metrics"], {"lr": 0.1, "ok": 1.0})
+        self.assertNotIn("samples", event)
+
+    def test_objects_with_item_are_converted(self):
+        class Scalar:
+            def item(self):
+                return 1.5
+
+        p = colo_progress.Progress(self.path)
+        p.metric(loss=Scalar())
+        p.close()
+        self.assertEqual(read_events(self.path)[0]["metrics"], {"loss": 1.5})
+
+    def test_reads_the_environment_variable(self):
+        with mock.patch.dict(os.environ, {colo_progress.ENV_VAR: self.path}):
+            p = colo_progress.Progress()
+        self.assertTrue(p.enabled)
+        p.epoch_end(2)
+        p.close()
+        self.assertEqual(read_events(self.path)[0]["epoch"], 2)
+
+    def test_without_the_variable_everything_is_a_no_op(self):
+        env = {k: v for k, v in os.environ.items() if k != colo_progress.ENV_VAR}
+        with mock.patch.dict(os.environ, env, clear=True):
+            p = colo_progress.Progress()
+        self.assertFalse(p.enabled)
+        p.epoch_start(1)
+        p.epoch_end(1, samples=5, loss=1.0)
+        p.end()
+        p.close()
+        self.assertEqual(os.listdir(self.dir.name), [])
+
+    def test_io_errors_warn_once_and_never_raise(self):
+        bad = os.path.join(self.dir.name, "missing-dir", "progress.jsonl")
+        p = colo_progress.Progress(bad)
+        stderr = io.StringIO()
+        with mock.patch.object(sys, "stderr", stderr):
+            p.epoch_end(1, loss=1.0)
+            p.epoch_end(2, loss=1.0)
+            p.end()
+        self.assertEqual(stderr.getvalue().count("colo_progress: cannot write"), 1)
+        self.assertIn(bad, stderr.getvalue())
+        self.assertFalse(p.enabled)
+
+    def test_write_errors_after_opening_warn_once(self):
+        p = colo_progress.Progress(self.path)
+        p.epoch_end(1)
+        p._file.close()  # the file becomes unusable (e.g. disk full, closed)
+        stderr = io.StringIO()
+        with mock.patch.object(sys, "stderr", stderr):
+            p.epoch_end(2)
+            p.epoch_end(3)
+        self.assertEqual(stderr.getvalue().count("colo_progress:"), 1)
+        self.assertEqual(len(read_events(self.path)), 1)
+
+    def test_concurrent_writers_produce_whole_lines(self):
+        p = colo_progress.Progress(self.path)
+
+        def report(start):
+            for i in range(200):
+                p.step(start + i, samples=1, loss=0.5)
+
+        threads = [threading.Thread(target=report, args=(k * 1000,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        p.close()
+        events = read_events(self.path)
+        self.assertEqual(len(events), 800)
+        self.assertEqual(len({e["step"] for e in events}), 800)
+
+
+class ModuleFunctionsTest(unittest.TestCase):
+    def test_module_functions_use_a_default_instance(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.jsonl")
+            with mock.patch.dict(os.environ, {colo_progress.ENV_VAR: path}), mock.patch.object(
+                colo_progress, "_default", None
+            ):
+                colo_progress.epoch_start(1)
+                colo_progress.step(5, samples=32, loss=1.0)
+                colo_progress.epoch_end(1, samples=64, loss=0.5)
+                colo_progress.metric(x=1)
+                colo_progress.end(acc=0.5)
+                colo_progress._instance().close()
+            events = read_events(path)
+        self.assertEqual(
+            [e["event"] for e in events], ["epoch_start", "step", "epoch_end", "metric", "end"]
+        )
+        self.assertEqual(events[2]["samples"], 64)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,19 @@
+#include "gpu/gpu_backend.h"
+
+#include "gpu/nvml_backend.h"
+#include "gpu/sim_backend.h"
+
+namespace colo {
+
+Result<std::unique_ptr<GpuBackend>> make_gpu_backend(const BackendOptions& options, Clock& clock) {
+  if (options.kind != BackendKind::kSim) {
+    auto nvml = NvmlBackend::create(options.nvml_library, clock);
+    if (nvml.ok()) return std::unique_ptr<GpuBackend>(std::move(nvml).value());
+    if (options.kind == BackendKind::kNvml) return nvml.error();
+  }
+  auto sim = SimBackend::create(options.sim_model, options.sim_device_count, clock);
+  if (!sim.ok()) return sim.error();
+  return std::unique_ptr<GpuBackend>(std::move(sim).value());
+}
+
+}  // namespace colo

@@ -1,0 +1,205 @@
+#include "gpu/sim_backend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "gpu/device_metrics.h"
+
+namespace colo {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+constexpr uint64_t kContextBytes = 500 * kMiB;  // CUDA context per process
+// Fixed factors of the load model (fractions of SM activity, MiB/s per process).
+constexpr double kOccupancyPerSmActive = 0.3;
+constexpr double kTensorPerSmActive = 0.5;
+constexpr double kDramPerSmActive = 0.4;
+constexpr double kPcieRxMibPerProcess = 40;
+constexpr double kPcieTxMibPerProcess = 25;
+
+// A profile whose memory is `eighths` of the device's eight memory slices.
+MigProfile profile(int id, std::string name, int slices, int eighths, int max_instances,
+                   int sm_count, uint64_t memory_total_bytes) {
+  const uint64_t memory = memory_total_bytes / 8 * eighths / kMiB * kMiB;
+  return {id, std::move(name), slices, memory, max_instances, sm_count};
+}
+
+SimGpuModel h200() {
+  SimGpuModel m{"H200", "Simulated NVIDIA H200", 143771 * kMiB, 132, 9, 0, 90, 700, 345, 1980, {}};
+  const uint64_t t = m.memory_total_bytes;
+  m.mig_profiles = {
+      profile(19, "1g.18gb", 1, 1, 7, 16, t), profile(20, "1g.18gb+me", 1, 1, 1, 16, t),
+      profile(15, "1g.35gb", 1, 2, 4, 16, t), profile(14, "2g.35gb", 2, 2, 3, 32, t),
+      profile(9, "3g.71gb", 3, 4, 2, 60, t),  profile(5, "4g.71gb", 4, 4, 1, 64, t),
+      profile(0, "7g.141gb", 7, 8, 1, 132, t)};
+  return m;
+}
+
+SimGpuModel h100() {
+  SimGpuModel m{"H100", "Simulated NVIDIA H100", 81559 * kMiB, 132, 9, 0, 90, 700, 345, 1980, {}};
+  const uint64_t t = m.memory_total_bytes;
+  m.mig_profiles = {profile(19, "1g.10gb", 1, 1, 7, 16, t), profile(15, "1g.20gb", 1, 2, 4, 16, t),
+                    profile(14, "2g.20gb", 2, 2, 3, 32, t), profile(9, "3g.40gb", 3, 4, 2, 60, t),
+                    profile(5, "4g.40gb", 4, 4, 1, 64, t),  profile(0, "7g.80gb", 7, 8, 1, 132, t)};
+  return m;
+}
+
+SimGpuModel a100_40gb() {
+  SimGpuModel m{
+      "A100-40GB", "Simulated NVIDIA A100-SXM4-40GB", 40960 * kMiB, 108, 8, 0, 90, 400, 210, 1410,
+      {}};
+  const uint64_t t = m.memory_total_bytes;
+  m.mig_profiles = {profile(19, "1g.5gb", 1, 1, 7, 14, t),  profile(15, "1g.10gb", 1, 2, 4, 14, t),
+                    profile(14, "2g.10gb", 2, 2, 3, 28, t), profile(9, "3g.20gb", 3, 4, 2, 42, t),
+                    profile(5, "4g.20gb", 4, 4, 1, 56, t),  profile(0, "7g.40gb", 7, 8, 1, 98, t)};
+  return m;
+}
+
+bool same_ignoring_case(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+}  // namespace
+
+Result<SimGpuModel> sim_gpu_model(std::string_view model) {
+  for (SimGpuModel candidate : {h200(), h100(), a100_40gb()}) {
+    if (same_ignoring_case(model, candidate.model)) return candidate;
+  }
+  return Error(
+      fmt::format("unknown simulated GPU model '{}'; choose H200, H100 or A100-40GB", model));
+}
+
+Result<std::unique_ptr<SimBackend>> SimBackend::create(std::string_view model, int device_count,
+                                                       Clock& clock) {
+  auto found = sim_gpu_model(model);
+  if (!found.ok()) return found.error();
+  if (device_count < 1 || device_count > 16) {
+    return Error(fmt::format("simulated GPU count must be between 1 and 16, got {}", device_count));
+  }
+  return std::make_unique<SimBackend>(std::move(found).value(), device_count, clock);
+}
+
+SimBackend::SimBackend(SimGpuModel model, int device_count, Clock& clock)
+    : model_(std::move(model)),
+      device_count_(device_count),
+      clock_(clock),
+      energy_mj_(device_count, 0.0),
+      energy_integrated_to_ms_(clock.monotonic_ms()) {}
+
+Status SimBackend::check_index(int index) const {
+  if (index < 0 || index >= device_count_) {
+    return Error(fmt::format("GPU {} does not exist; the simulated {} has GPUs 0..{}", index,
+                             model_.model, device_count_ - 1));
+  }
+  return OkStatus();
+}
+
+SimBackend::DeviceLoad SimBackend::load_of(int device) const {
+  DeviceLoad load;
+  for (const auto& [pid, process] : processes_) {
+    if (process.device != device) continue;
+    ++load.process_count;
+    load.sm_demand_pct += std::max(0.0, process.hint.sm_active_pct);
+    load.memory_bytes += process.hint.memory_bytes + kContextBytes;
+  }
+  return load;
+}
+
+double SimBackend::power_w_of(int device) const {
+  const double sm_active = std::min(100.0, load_of(device).sm_demand_pct);
+  return model_.idle_power_w + (model_.max_power_w - model_.idle_power_w) * sm_active / 100.0;
+}
+
+void SimBackend::integrate_energy_to_now() {
+  const int64_t now_ms = clock_.monotonic_ms();
+  const int64_t elapsed_ms = now_ms - energy_integrated_to_ms_;
+  if (elapsed_ms <= 0) return;
+  for (int d = 0; d < device_count_; ++d)
+    energy_mj_[d] += power_w_of(d) * elapsed_ms;  // W x ms = mJ
+  energy_integrated_to_ms_ = now_ms;
+}
+
+Result<std::vector<DeviceInfo>> SimBackend::devices() {
+  std::vector<DeviceInfo> infos;
+  for (int d = 0; d < device_count_; ++d) {
+    DeviceInfo info;
+    info.index = d;
+    info.name = model_.device_name;
+    info.uuid = fmt::format("GPU-00000000-0000-4000-8000-51D{:09d}", d);
+    info.pci_bus_id = fmt::format("00000000:{:02X}:00.0", 0x18 + d);
+    info.memory_total_bytes = model_.memory_total_bytes;
+    info.sm_count = model_.sm_count;
+    info.cuda_compute_major = model_.cuda_compute_major;
+    info.cuda_compute_minor = model_.cuda_compute_minor;
+    info.mig_enabled = false;
+    info.mig_profiles = model_.mig_profiles;
+    info.gpm_supported = true;
+    info.supported_metrics = all_metric_names();
+    infos.push_back(std::move(info));
+  }
+  return infos;
+}
+
+Result<DeviceSample> SimBackend::sample_device(int index) {
+  if (Status valid = check_index(index); !valid.ok()) return valid.error();
+  std::lock_guard lock(mu_);
+  integrate_energy_to_now();
+  const DeviceLoad load = load_of(index);
+  const double sm_active = std::min(100.0, load.sm_demand_pct);
+
+  DeviceSample sample;
+  sample.time_ms = clock_.now_ms();
+  sample.device = index;
+  sample.sm_active_pct = sm_active;
+  sample.sm_occupancy_pct = sm_active * kOccupancyPerSmActive;
+  sample.tensor_active_pct = sm_active * kTensorPerSmActive;
+  sample.dram_active_pct = sm_active * kDramPerSmActive;
+  sample.gpu_util_pct = load.process_count > 0 ? 100.0 : 0.0;
+  sample.memory_used_bytes = std::min(load.memory_bytes, model_.memory_total_bytes);
+  sample.memory_total_bytes = model_.memory_total_bytes;
+  sample.power_w = power_w_of(index);
+  sample.energy_mj = static_cast<uint64_t>(energy_mj_[index]);
+  sample.pcie_rx_mib_per_s = kPcieRxMibPerProcess * load.process_count;
+  sample.pcie_tx_mib_per_s = kPcieTxMibPerProcess * load.process_count;
+  sample.sm_clock_mhz =
+      load.process_count > 0 ? model_.busy_sm_clock_mhz : model_.idle_sm_clock_mhz;
+  return sample;
+}
+
+Result<std::vector<ProcessSample>> SimBackend::sample_processes(int index) {
+  if (Status valid = check_index(index); !valid.ok()) return valid.error();
+  std::lock_guard lock(mu_);
+  const DeviceLoad load = load_of(index);
+  const double share = load.sm_demand_pct > 100.0 ? 100.0 / load.sm_demand_pct : 1.0;
+  std::vector<ProcessSample> samples;
+  for (const auto& [pid, process] : processes_) {
+    if (process.device != index) continue;
+    ProcessSample sample;
+    sample.time_ms = clock_.now_ms();
+    sample.device = index;
+    sample.pid = pid;
+    sample.used_memory_bytes = process.hint.memory_bytes + kContextBytes;
+    sample.sm_util_pct = std::max(0.0, process.hint.sm_active_pct) * share;
+    samples.push_back(sample);
+  }
+  return samples;
+}
+
+void SimBackend::process_started(int device, uint32_t pid, const SimLoadHint& hint) {
+  std::lock_guard lock(mu_);
+  integrate_energy_to_now();
+  processes_[pid] = SimProcess{device, hint};
+}
+
+void SimBackend::process_exited(uint32_t pid) {
+  std::lock_guard lock(mu_);
+  integrate_energy_to_now();
+  processes_.erase(pid);
+}
+
+}  // namespace colo

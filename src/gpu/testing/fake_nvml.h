@@ -1,0 +1,23 @@
+// Control functions of the stand-in NVML library (fake_nvml.cc), which tests
+// load through the same dlopen path as the real driver. Tests reach these
+// through dlsym on the same library handle (see gpu_test.cc).
+#pragma once
+
+extern "C" {
+
+// Back to the default: one H200-like device, every query answering, no processes.
+using fake_nvml_reset_fn = void (*)();
+// Keys: "init_result", "device_count", "process_stride" (24 or 32),
+// "detail_list_result", "power_result", "gpm_supported", "gpm_sm_util_pct",
+// "gpm_tensor_result",
+// "process_utilization_result", "profile_info_v_result", "gpu_lost".
+using fake_nvml_set_fn = void (*)(const char* key, long long value);
+// Counters: "init_calls", "shutdown_calls", "energy_reads", "gpm_samples_live",
+// "last_seen_timestamp_us".
+using fake_nvml_get_fn = long long (*)(const char* key);
+// mode 0: compute list, 2: MPS list.
+using fake_nvml_add_process_fn = void (*)(unsigned int mode, unsigned int pid,
+                                          unsigned long long used_bytes);
+using fake_nvml_add_utilization_fn = void (*)(unsigned int pid, unsigned int sm_util,
+                                              unsigned long long timestamp_us);
+}

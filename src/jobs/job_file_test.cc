@@ -1,0 +1,422 @@
+#include "jobs/job_file.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace colo {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+constexpr const char* kBase = "/data/exp";
+
+JobFile parse_ok(const std::string& text) {
+  Result<JobFile> r = parse_job_file(text, "f.toml", kBase);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+  return r.ok() ? std::move(r).value() : JobFile{};
+}
+
+std::vector<std::string> names(const JobFile& file) {
+  std::vector<std::string> out;
+  for (const JobSpec& job : file.jobs) out.push_back(job.name);
+  return out;
+}
+
+TEST(JobFile, MinimalJobGetsDefaults) {
+  JobFile file = parse_ok(R"(
+[[job]]
+name = "a"
+command = ["python3", "train.py"]
+)");
+  ASSERT_EQ(file.jobs.size(), 1u);
+  const JobSpec& job = file.jobs[0];
+  EXPECT_EQ(job.name, "a");
+  EXPECT_EQ(job.group, "a");
+  EXPECT_THAT(job.command, ElementsAre("python3", "train.py"));
+  EXPECT_EQ(job.working_dir, kBase);
+  EXPECT_TRUE(job.env.empty());
+  EXPECT_FALSE(job.gpu_memory_bytes);
+  EXPECT_FALSE(job.sm_share_pct);
+  EXPECT_FALSE(job.memory_limit_bytes);
+  EXPECT_FALSE(job.epoch_regex);
+  EXPECT_TRUE(job.params.empty());
+  EXPECT_EQ(job.repeat_index, 1);
+  EXPECT_EQ(job.source, "f.toml:2");
+  EXPECT_EQ(file.path, "f.toml");
+  EXPECT_FALSE(file.max_jobs_per_gpu);
+  EXPECT_FALSE(file.mechanism);
+}
+
+TEST(JobFile, FullExampleWithRunDefaultsAndOverrides) {
+  JobFile file = parse_ok(R"(
+[run]
+max_per_gpu = 7
+mechanism = "mps"
+
+[defaults]
+workdir = "bench"
+env = { PYTHONUNBUFFERED = "1", SHARED = "d" }
+gpu_memory = "4GiB"
+sm_share = 50
+memory_limit = "10GiB"
+epoch_regex = "Epoch (\\d+) done"
+
+[[job]]
+name = "one"
+command = ["python3", "train.py"]
+env = { SHARED = "job", THREADS = 4 }
+gpu_memory = 1048576
+workdir = "/abs/dir/"
+
+[[job]]
+name = "two"
+command = ["sh"]
+sm_share = 100
+)");
+  EXPECT_EQ(file.max_jobs_per_gpu, 7);
+  EXPECT_EQ(file.mechanism, "mps");
+  ASSERT_EQ(file.jobs.size(), 2u);
+  const JobSpec& one = file.jobs[0];
+  EXPECT_THAT(one.env, ElementsAre(Pair("PYTHONUNBUFFERED", "1"), Pair("SHARED", "job"),
+                                   Pair("THREADS", "4")));
+  EXPECT_EQ(one.gpu_memory_bytes, 1048576u);
+  EXPECT_EQ(one.sm_share_pct, 50);
+  EXPECT_EQ(one.memory_limit_bytes, 10ull << 30);
+  EXPECT_EQ(one.epoch_regex, "Epoch (\\d+) done");
+  EXPECT_EQ(one.working_dir, "/abs/dir");
+  const JobSpec& two = file.jobs[1];
+  EXPECT_EQ(two.working_dir, "/data/exp/bench");
+  EXPECT_EQ(two.gpu_memory_bytes, 4ull << 30);
+  EXPECT_EQ(two.sm_share_pct, 100);
+  EXPECT_THAT(two.env, ElementsAre(Pair("PYTHONUNBUFFERED", "1"), Pair("SHARED", "d")));
+  EXPECT_EQ(two.source, "f.toml:21");
+}
+
+TEST(JobFile, GridAndRepeatExpandInOrderWithNames) {
+  JobFile file = parse_ok(R"(
+[[job]]
+name = "resnet"
+command = ["python3", "train.py", "--lr", "{lr}", "--model", "{model}"]
+repeat = 2
+grid = { model = ["r26", "r50"], lr = [0.1, 0.01] }
+)");
+  EXPECT_THAT(names(file),
+              ElementsAre("resnet[lr=0.1,model=r26]#1", "resnet[lr=0.1,model=r26]#2",
+                          "resnet[lr=0.1,model=r50]#1", "resnet[lr=0.1,model=r50]#2",
+                          "resnet[lr=0.01,model=r26]#1", "resnet[lr=0.01,model=r26]#2",
+                          "resnet[lr=0.01,model=r50]#1", "resnet[lr=0.01,model=r50]#2"));
+  const JobSpec& last = file.jobs.back();
+  EXPECT_THAT(last.command, ElementsAre("python3", "train.py", "--lr", "0.01", "--model", "r50"));
+  EXPECT_THAT(last.params, ElementsAre(Pair("lr", "0.01"), Pair("model", "r50")));
+  EXPECT_EQ(last.repeat_index, 2);
+  EXPECT_EQ(last.group, "resnet");
+}
+
+TEST(JobFile, SweepCountIsTheProductOfGridSizesTimesRepeat) {
+  JobFile file = parse_ok(R"(
+[[job]]
+name = "s"
+command = ["x", "{a}{b}{c}"]
+repeat = 3
+grid = { a = [1, 2, 3, 4], b = [true, false], c = ["x", "y", "z", "w", "v"] }
+
+[[job]]
+name = "plain"
+command = ["y"]
+)");
+  EXPECT_EQ(file.jobs.size(), 4u * 2 * 5 * 3 + 1);
+  EXPECT_EQ(file.jobs.back().name, "plain");
+}
+
+TEST(JobFile, ValueFormattingAndSubstitutionEverywhere) {
+  JobFile file = parse_ok(R"(
+[defaults]
+env = { FROM_DEFAULTS = "lr={lr}" }
+
+[[job]]
+name = "f"
+command = ["echo", "{lr}", "{{lr}}", "a}}b", "{n}-{flag}-{s}", "{big}"]
+workdir = "runs/{s}"
+env = { LR = "{lr}" }
+grid = { lr = [1.0], n = [-3], flag = [true], s = ["x y"], big = [1e20] }
+)");
+  ASSERT_EQ(file.jobs.size(), 1u);
+  const JobSpec& job = file.jobs[0];
+  EXPECT_THAT(job.command, ElementsAre("echo", "1.0", "{lr}", "a}b", "-3-true-x y", "1e+20"));
+  EXPECT_EQ(job.working_dir, "/data/exp/runs/x y");
+  EXPECT_EQ(job.env.at("LR"), "1.0");
+  EXPECT_EQ(job.env.at("FROM_DEFAULTS"), "lr=1.0");
+  EXPECT_EQ(job.name, "f[big=1e+20,flag=true,lr=1.0,n=-3,s=x y]");
+}
+
+TEST(JobFile, RelativeBaseDirAndDotDotAreNormalised) {
+  Result<JobFile> r = parse_job_file(R"(
+[[job]]
+name = "a"
+command = ["x"]
+workdir = "../other/./dir"
+)",
+                                     "f.toml", "/data/exp/sub");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->jobs[0].working_dir, "/data/exp/other/dir");
+}
+
+// Each bad input: the text, and substrings its error message must contain.
+struct BadCase {
+  const char* label;
+  const char* text;
+  std::vector<std::string> expected;
+};
+
+class BadJobFile : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadJobFile, ErrorNamesFileLineAndKey) {
+  const BadCase& c = GetParam();
+  Result<JobFile> r = parse_job_file(c.text, "bad.toml", kBase);
+  ASSERT_FALSE(r.ok()) << c.label;
+  for (const std::string& part : c.expected) {
+    EXPECT_THAT(r.error().message(), HasSubstr(part)) << c.label;
+  }
+}
+
+constexpr const char* kJobHead = "[[job]]\nname = \"a\"\ncommand = [\"x\"]\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadJobFile,
+    ::testing::Values(
+        BadCase{"empty", "", {"bad.toml is empty", "[[job]]", "docs/job-file.md"}},
+        BadCase{"whitespace", "  \n\n\t\n", {"bad.toml is empty"}},
+        BadCase{"only comments", "# nothing\n", {"bad.toml has no settings", "[[job]]"}},
+        BadCase{
+            "no jobs", "[run]\nmax_per_gpu = 2\n", {"bad.toml: no [[job]]", "docs/job-file.md"}},
+        BadCase{"syntax",
+                "[[job]]\nname = \"a\ncommand = [\"x\"]\n",
+                {"bad.toml:2:", "TOML syntax error"}},
+        BadCase{"syntax bad value",
+                "[[job]]\nname = \"a\"\nrepeat = two\n",
+                {"bad.toml:3:", "TOML syntax error"}},
+        BadCase{"unknown job key",
+                "[[job]]\nname = \"a\"\ncomand = [\"x\"]\n",
+                {"bad.toml:3:", "job 'a'", "unknown key 'comand'", "did you mean 'command'?",
+                 "bad.toml:1:", "missing key 'command'"}},
+        BadCase{"unknown defaults key",
+                "[defaults]\nwrkdir = \".\"\n[[job]]\nname=\"a\"\ncommand=[\"x\"]\n",
+                {"bad.toml:2:", "[defaults]", "unknown key 'wrkdir'", "did you mean 'workdir'?"}},
+        BadCase{"job key in defaults",
+                "[defaults]\ncommand = [\"x\"]\n[[job]]\nname=\"a\"\ncommand=[\"x\"]\n",
+                {"bad.toml:2:", "key 'command' cannot have a default"}},
+        BadCase{
+            "unknown run key",
+            "[run]\nmax_per_gpus = 2\n[[job]]\nname=\"a\"\ncommand=[\"x\"]\n",
+            {"bad.toml:2:", "[run]", "unknown key 'max_per_gpus'", "did you mean 'max_per_gpu'?"}},
+        BadCase{"unknown top-level",
+                "jobs = 1\n[[job]]\nname=\"a\"\ncommand=[\"x\"]\n",
+                {"bad.toml:1:", "unknown top-level key 'jobs'", "did you mean 'job'?"}},
+        BadCase{"job as table",
+                "[job]\nname = \"a\"\ncommand = [\"x\"]\n",
+                {"bad.toml:1:", "write [[job]], not [job]"}},
+        BadCase{"missing name",
+                "[[job]]\ncommand = [\"x\"]\n",
+                {"bad.toml:1:", "job #1", "missing key 'name'"}},
+        BadCase{"bad name",
+                "[[job]]\nname = \"a b\"\ncommand = [\"x\"]\n",
+                {"bad.toml:2:", "key 'name'", "got a string \"a b\""}},
+        BadCase{"name not string",
+                "[[job]]\nname = 3\ncommand = [\"x\"]\n",
+                {"bad.toml:2:", "key 'name'", "got an integer 3"}},
+        BadCase{"command string",
+                "[[job]]\nname = \"a\"\ncommand = \"python3 x.py\"\n",
+                {"bad.toml:3:", "job 'a'", "key 'command' must be a non-empty array",
+                 "split it into an array"}},
+        BadCase{"command empty",
+                "[[job]]\nname = \"a\"\ncommand = []\n",
+                {"bad.toml:3:", "key 'command'", "got an empty array"}},
+        BadCase{"command number",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\",\n 3]\n",
+                {"bad.toml:4:", "command[1] must be a string", "put it in quotes"}},
+        BadCase{"command empty program",
+                "[[job]]\nname = \"a\"\ncommand = [\"\"]\n",
+                {"bad.toml:3:", "command[0]"}},
+        BadCase{"repeat zero",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nrepeat = 0\n",
+                {"bad.toml:4:", "job 'a'", "key 'repeat' must be a positive integer",
+                 "got an integer 0"}},
+        BadCase{"repeat float",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nrepeat = 1.5\n",
+                {"bad.toml:4:", "key 'repeat'", "got a float 1.5"}},
+        BadCase{"sm_share range",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nsm_share = 101\n",
+                {"bad.toml:4:", "key 'sm_share' must be a percentage from 1 to 100"}},
+        BadCase{"gpu_memory unit",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\ngpu_memory = \"4 parsecs\"\n",
+                {"bad.toml:4:", "key 'gpu_memory'", "unknown unit"}},
+        BadCase{"memory_limit type",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nmemory_limit = true\n",
+                {"bad.toml:4:", "key 'memory_limit'", "got a boolean true"}},
+        BadCase{"gpu_memory zero",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\ngpu_memory = 0\n",
+                {"bad.toml:4:", "key 'gpu_memory'"}},
+        BadCase{"bad regex",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nepoch_regex = \"(\"\n",
+                {"bad.toml:4:", "key 'epoch_regex' is not a valid regular expression"}},
+        BadCase{"env not table",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nenv = \"A=1\"\n",
+                {"bad.toml:4:", "key 'env' must be a table"}},
+        BadCase{"env value array",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nenv = { A = [1] }\n",
+                {"bad.toml:4:", "key 'env.A' must be a string"}},
+        BadCase{"env bad name",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nenv = { 1A = \"x\" }\n",
+                {"bad.toml:4:", "'1A' is not a valid environment variable name"}},
+        BadCase{"workdir type",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nworkdir = 3\n",
+                {"bad.toml:4:", "key 'workdir'"}},
+        BadCase{"grid not table",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\ngrid = [1]\n",
+                {"bad.toml:4:", "key 'grid' must be a table"}},
+        BadCase{"grid empty values",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\ngrid = { lr = [] }\n",
+                {"bad.toml:4:", "grid.lr must be a non-empty array"}},
+        BadCase{"grid scalar",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\ngrid = { lr = 0.1 }\n",
+                {"bad.toml:4:", "grid.lr must be a non-empty array", "got a float 0.1"}},
+        BadCase{"grid nested",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\ngrid = { lr = [[1]] }\n",
+                {"bad.toml:4:", "grid.lr values must be strings"}},
+        BadCase{"unknown placeholder",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{lrr}\"]\ngrid = { lr = [1] }\n",
+                {"bad.toml:3:", "job 'a'", "command", "unknown placeholder '{lrr}'",
+                 "did you mean 'lr'?", "grid parameters: lr"}},
+        BadCase{"placeholder without grid",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{lr}\"]\n",
+                {"bad.toml:3:", "unknown placeholder '{lr}'", "this job has no grid"}},
+        BadCase{"placeholder in defaults env",
+                "[defaults]\nenv = { A = \"{seed}\" }\n[[job]]\nname=\"a\"\ncommand=[\"x\"]\n",
+                {"bad.toml:2:", "job 'a'", "env.A", "unknown placeholder '{seed}'"}},
+        BadCase{"placeholder in workdir",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nworkdir = \"{w}\"\n",
+                {"bad.toml:4:", "workdir", "unknown placeholder '{w}'"}},
+        BadCase{"unclosed brace",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{lr\"]\n",
+                {"bad.toml:3:", "unclosed '{'", "'{{'"}},
+        BadCase{"not a placeholder",
+                "[[job]]\nname = \"a\"\ncommand = [\"awk\", \"{print $1}\"]\n",
+                {"bad.toml:3:", "is not a placeholder", "'{{'"}},
+        BadCase{
+            "duplicate names",
+            "[[job]]\nname = \"a\"\ncommand = [\"x\"]\n[[job]]\nname = \"a\"\ncommand = [\"y\"]\n",
+            {"bad.toml:4:", "job name 'a' is used more than once", "bad.toml:1"}},
+        BadCase{"duplicate grid values",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\ngrid = { lr = [1, 1] }\n",
+                {"bad.toml:1:", "job name 'a[lr=1]' is used more than once"}},
+        BadCase{"too many jobs",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nrepeat = 100\n"
+                "grid = { p = [1,2,3,4,5,6,7,8,9,10], q = [1,2,3,4,5,6,7,8,9,10], "
+                "r = [1,2,3,4,5,6,7,8,9,10], s = [1, 2] }\n",
+                {"bad.toml:1:", "job 'a'", "more than 100000 jobs"}},
+        BadCase{"max_per_gpu zero",
+                "[run]\nmax_per_gpu = 0\n[[job]]\nname=\"a\"\ncommand=[\"x\"]\n",
+                {"bad.toml:2:", "[run]", "key 'max_per_gpu' must be a positive integer"}},
+        BadCase{"mechanism typo",
+                "[run]\nmechanism = \"mpss\"\n[[job]]\nname=\"a\"\ncommand=[\"x\"]\n",
+                {"bad.toml:2:", "key 'mechanism'", "\"mpss\"", "did you mean 'mps'?"}},
+        BadCase{"run not table",
+                "run = 3\n[[job]]\nname=\"a\"\ncommand=[\"x\"]\n",
+                {"bad.toml:1:", "[run]: must be a table"}},
+        BadCase{"run key in job",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nmax_per_gpu = 2\n",
+                {"bad.toml:4:", "unknown key 'max_per_gpu'", "belongs in [run]"}},
+        BadCase{"job entry not table", "job = [1]\n", {"bad.toml:1:", "job #1 must be a table"}}),
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      std::string name = info.param.label;
+      for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
+TEST(JobFile, ReportsEveryErrorNotJustTheFirst) {
+  Result<JobFile> r = parse_job_file(R"([[job]]
+name = "a"
+command = ["x"]
+repeat = -1
+
+[[job]]
+name = "b"
+command = ["y"]
+smshare = 5
+)",
+                                     "f.toml", kBase);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message(), HasSubstr("f.toml:4: job 'a': key 'repeat'"));
+  EXPECT_THAT(r.error().message(),
+              HasSubstr("f.toml:9: job 'b': unknown key 'smshare' (did you mean 'sm_share'?)"));
+}
+
+class JobFileOnDisk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = ::testing::TempDir() + "jobfile.XXXXXX";
+    ASSERT_NE(mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string dir_;
+};
+
+TEST_F(JobFileOnDisk, LoadsAndResolvesWorkdirAgainstTheFilesDirectory) {
+  std::string path = write("sweep.toml",
+                           "[[job]]\nname = \"a\"\ncommand = [\"x\"]\n"
+                           "[[job]]\nname = \"b\"\ncommand = [\"x\"]\nworkdir = \"sub\"\n");
+  Result<JobFile> r = load_job_file(path);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->path, path);
+  EXPECT_EQ(r->jobs[0].working_dir, dir_);
+  EXPECT_EQ(r->jobs[1].working_dir, dir_ + "/sub");
+  EXPECT_EQ(r->jobs[1].source, path + ":4");
+}
+
+TEST_F(JobFileOnDisk, MissingFileSaysSo) {
+  Result<JobFile> r = load_job_file(dir_ + "/nope.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message(), HasSubstr("nope.toml"));
+  EXPECT_THAT(r.error().message(), HasSubstr("No such file or directory"));
+}
+
+TEST_F(JobFileOnDisk, DirectoryIsNotAJobFile) {
+  Result<JobFile> r = load_job_file(dir_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message(), HasSubstr("is a directory"));
+}
+
+TEST_F(JobFileOnDisk, UnreadableFileGivesTheReason) {
+  if (geteuid() == 0) GTEST_SKIP() << "root can read any file";
+  std::string path = write("secret.toml", "[[job]]\n");
+  chmod(path.c_str(), 0);
+  Result<JobFile> r = load_job_file(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message(), HasSubstr("Permission denied"));
+}
+
+TEST_F(JobFileOnDisk, EmptyFileOnDisk) {
+  Result<JobFile> r = load_job_file(write("empty.toml", ""));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message(), HasSubstr("empty.toml is empty"));
+}
+
+}  // namespace
+}  // namespace colo

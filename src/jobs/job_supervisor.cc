@@ -1,0 +1,379 @@
+#include "jobs/job_supervisor.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+extern char** environ;  // NOLINT(readability-redundant-declaration)
+
+namespace colo {
+namespace {
+
+// How much of the end of a job's log is searched for an out-of-memory line.
+constexpr size_t kLogTailBytes = 64 * 1024;
+constexpr size_t kMaxReasonLineChars = 200;
+
+constexpr std::array<std::string_view, 6> kOomPatterns = {
+    "CUDA out of memory",        "OutOfMemoryError",          "CUBLAS_STATUS_ALLOC_FAILED",
+    "cudaErrorMemoryAllocation", "CUDA error: out of memory", "RESOURCE_EXHAUSTED: Out of memory",
+};
+
+// What the child reports through the exec pipe when it cannot exec.
+enum class ChildStep : int { kChdir = 1, kExec = 2, kParentGone = 3 };
+struct ChildReport {
+  ChildStep step;
+  int error;
+};
+
+std::string signal_name(int sig) {
+  if (const char* abbrev = sigabbrev_np(sig)) return fmt::format("SIG{}", abbrev);
+  return fmt::format("signal {}", sig);
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// The last `max_bytes` of the file, or "" when it cannot be read.
+std::string read_tail(const std::string& path, size_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string out;
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    const auto size = static_cast<uint64_t>(st.st_size);
+    const uint64_t start = size > max_bytes ? size - max_bytes : 0;
+    out.resize(size - start);
+    size_t got = 0;
+    while (got < out.size()) {
+      ssize_t n = ::pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(start + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    out.resize(got);
+  }
+  ::close(fd);
+  return out;
+}
+
+void write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    text.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Closes a file descriptor when it goes out of scope.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+// Tells the parent why the child could not exec, then ends the child.
+[[noreturn]] void report_and_exit(int report_fd, ChildStep step, int error) {
+  ChildReport report{step, error};
+  ssize_t ignored = ::write(report_fd, &report, sizeof report);
+  (void)ignored;
+  _exit(127);
+}
+
+// Runs in the child between fork and exec: only async-signal-safe calls.
+[[noreturn]] void exec_child(pid_t parent, int report_fd, int stdin_fd, int log_fd,
+                             const char* working_dir, char* const* argv, char** envp) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) report_and_exit(report_fd, ChildStep::kParentGone, 0);
+
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);  // fails harmlessly for some
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  if (dup2(stdin_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 ||
+      dup2(log_fd, STDERR_FILENO) < 0) {
+    report_and_exit(report_fd, ChildStep::kExec, errno);
+  }
+  if (working_dir[0] != '\0' && chdir(working_dir) != 0)
+    report_and_exit(report_fd, ChildStep::kChdir, errno);
+  environ = envp;
+  execvp(argv[0], argv);
+  report_and_exit(report_fd, ChildStep::kExec, errno);
+}
+
+}  // namespace
+
+std::optional<std::string> find_oom_message(const std::string& log_text) {
+  // The last matching line: the one closest to where the job died.
+  size_t end = log_text.size();
+  while (end > 0) {
+    size_t start = log_text.find_last_of("\r\n", end - 1);
+    start = start == std::string::npos ? 0 : start + 1;
+    std::string_view line(log_text.data() + start, end - start);
+    for (std::string_view pattern : kOomPatterns) {
+      if (line.find(pattern) != std::string_view::npos) return std::string(line);
+    }
+    if (start == 0) break;
+    end = start - 1;
+  }
+  return std::nullopt;
+}
+
+JobExit classify_exit(int wait_status, bool stop_requested, const std::string& log_tail) {
+  JobExit exit;
+  auto oom_reason = [&]() -> std::optional<std::string> {
+    auto line = find_oom_message(log_tail);
+    if (!line) return std::nullopt;
+    std::string text = trim(*line);
+    if (text.size() > kMaxReasonLineChars) text = text.substr(0, kMaxReasonLineChars) + "...";
+    return "CUDA out of memory: " + text;
+  };
+
+  if (WIFEXITED(wait_status)) {
+    const int code = WEXITSTATUS(wait_status);
+    exit.exit_code = code;
+    if (stop_requested) {
+      exit.state = JobState::kCancelled;
+      exit.reason = fmt::format("stopped by colo (exited with code {})", code);
+    } else if (code == 0) {
+      exit.state = JobState::kOk;
+      exit.reason = "exit code 0";
+    } else if (auto oom = oom_reason()) {
+      exit.state = JobState::kOutOfMemory;
+      exit.reason = *oom;
+    } else {
+      exit.state = JobState::kFailed;
+      exit.reason = fmt::format("exit code {}", code);
+    }
+    return exit;
+  }
+  if (WIFSIGNALED(wait_status)) {
+    const int sig = WTERMSIG(wait_status);
+    exit.signal = sig;
+    if (stop_requested) {
+      exit.state = JobState::kCancelled;
+      exit.reason = sig == SIGTERM   ? "stopped by colo (SIGTERM)"
+                    : sig == SIGKILL ? "stopped by colo (SIGKILL after grace period)"
+                                     : fmt::format("stopped by colo ({})", signal_name(sig));
+    } else if (auto oom = oom_reason()) {
+      exit.state = JobState::kOutOfMemory;
+      exit.reason = *oom;
+    } else {
+      exit.state = JobState::kKilled;
+      exit.reason = fmt::format("killed by signal {} ({}{})", sig, signal_name(sig),
+                                WCOREDUMP(wait_status) ? ", core dumped" : "");
+    }
+    return exit;
+  }
+  exit.state = JobState::kFailed;
+  exit.reason = fmt::format("unexpected wait status {:#x}", wait_status);
+  return exit;
+}
+
+JobSupervisor::~JobSupervisor() {
+  for (auto& [pid, job] : running_) {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+  }
+  for (auto& [pid, job] : running_) {
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
+  const std::string who = fmt::format("job '{}'", request.job_name);
+  if (request.argv.empty() || request.argv[0].empty()) {
+    return Error(fmt::format("{}: cannot start: the command is empty", who));
+  }
+  for (const auto& [pid, job] : running_) {
+    if (job.job_name == request.job_name) {
+      return Error(fmt::format("{}: cannot start: a job of that name is already running (pid {})",
+                               who, pid));
+    }
+  }
+
+  // Everything the child needs is prepared here: after fork it may not allocate.
+  Fd log(::open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (log.get() < 0) {
+    return Error(fmt::format("{}: cannot open log file {}: {}", who, request.log_path,
+                             std::strerror(errno)));
+  }
+  Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (devnull.get() < 0) {
+    return Error(fmt::format("{}: cannot open /dev/null: {}", who, std::strerror(errno)));
+  }
+  std::vector<char*> argv;
+  for (const std::string& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env_storage;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    std::string name(entry.substr(0, entry.find('=')));
+    if (request.env.count(name) == 0) env_storage.emplace_back(entry);
+  }
+  for (const auto& [name, value] : request.env) env_storage.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (std::string& entry : env_storage) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return Error(fmt::format("{}: cannot start: pipe: {}", who, std::strerror(errno)));
+  }
+  Fd report_read(pipe_fds[0]);
+  Fd report_write(pipe_fds[1]);
+
+  // Block every signal across fork so that no handler of colo's runs in the
+  // child before it has reset them to their defaults.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    exec_child(parent, report_write.get(), devnull.get(), log.get(), request.working_dir.c_str(),
+               argv.data(), envp.data());
+  }
+  const int fork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) {
+    return Error(fmt::format("{}: cannot start: fork: {}", who, std::strerror(fork_errno)));
+  }
+  // Also here, so the group exists before start() returns (the child may not
+  // have run yet). EACCES means the child already exec'd, after its own call.
+  setpgid(pid, pid);
+  report_write.reset();
+
+  ChildReport report{};
+  ssize_t n;
+  do {
+    n = ::read(report_read.get(), &report, sizeof report);
+  } while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(sizeof report)) {
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    std::string message;
+    switch (report.step) {
+      case ChildStep::kChdir:
+        message = fmt::format("{}: cannot change to working directory '{}': {}", who,
+                              request.working_dir, std::strerror(report.error));
+        break;
+      case ChildStep::kParentGone:
+        message = fmt::format("{}: cannot start: colo exited while starting it", who);
+        break;
+      case ChildStep::kExec:
+      default:
+        message = fmt::format("{}: cannot start '{}': {}", who, request.argv[0],
+                              std::strerror(report.error));
+        break;
+    }
+    write_all(log.get(), "colo: " + message + "\n");
+    return Error(message);
+  }
+
+  Running job;
+  job.job_name = request.job_name;
+  job.pid = pid;
+  job.log_path = request.log_path;
+  running_.emplace(pid, std::move(job));
+  return pid;
+}
+
+std::vector<FinishedJob> JobSupervisor::poll() {
+  std::vector<FinishedJob> finished;
+  const int64_t now = clock_.monotonic_ms();
+  for (auto it = running_.begin(); it != running_.end();) {
+    Running& job = it->second;
+    int status = 0;
+    pid_t r;
+    do {
+      r = waitpid(job.pid, &status, WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    const int wait_errno = errno;
+
+    if (r == 0) {
+      if (job.kill_at_ms && now >= *job.kill_at_ms) {
+        ::kill(-job.pid, SIGKILL);
+        ::kill(job.pid, SIGKILL);
+        job.kill_at_ms.reset();
+      }
+      ++it;
+      continue;
+    }
+
+    FinishedJob done;
+    done.job_name = job.job_name;
+    done.pid = job.pid;
+    done.ended_ms = clock_.now_ms();
+    if (r == job.pid) {
+      done.exit = classify_exit(status, job.stop_requested, read_tail(job.log_path, kLogTailBytes));
+    } else {
+      // ECHILD: someone else reaped it (a SIGCHLD handler set to SIG_IGN?).
+      done.exit.state = job.stop_requested ? JobState::kCancelled : JobState::kFailed;
+      done.exit.reason = fmt::format("exit status lost: waitpid: {}", std::strerror(wait_errno));
+    }
+    // Leftover members of a group we asked to stop (grandchildren) go too.
+    if (job.stop_requested) ::kill(-job.pid, SIGKILL);
+    finished.push_back(std::move(done));
+    it = running_.erase(it);
+  }
+  return finished;
+}
+
+void JobSupervisor::stop_all(int64_t grace_ms) {
+  for (auto& [pid, job] : running_) stop(job.job_name, grace_ms);
+}
+
+void JobSupervisor::stop(const std::string& job_name, int64_t grace_ms) {
+  const int64_t now = clock_.monotonic_ms();
+  for (auto& [pid, job] : running_) {
+    if (job.job_name != job_name) continue;
+    if (grace_ms <= 0) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    } else if (!job.stop_requested) {
+      if (::kill(-pid, SIGTERM) != 0) ::kill(pid, SIGTERM);
+    }
+    job.stop_requested = true;
+    const int64_t kill_at = now + std::max<int64_t>(grace_ms, 0);
+    if (!job.kill_at_ms || kill_at < *job.kill_at_ms) job.kill_at_ms = kill_at;
+  }
+}
+
+std::vector<pid_t> JobSupervisor::running_pids() const {
+  std::vector<pid_t> pids;
+  for (const auto& [pid, job] : running_) pids.push_back(pid);
+  return pids;
+}
+
+}  // namespace colo

@@ -1,0 +1,435 @@
+#include "jobs/job_supervisor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Builds a wait status as waitpid reports it.
+int exited(int code) { return (code & 0xff) << 8; }
+int signaled(int sig) { return sig & 0x7f; }
+
+struct ClassifyCase {
+  const char* label;
+  int wait_status;
+  bool stop_requested;
+  std::string log_tail;
+  JobState state;
+  std::string reason;
+};
+
+class ClassifyExit : public ::testing::TestWithParam<ClassifyCase> {};
+
+TEST_P(ClassifyExit, Table) {
+  const ClassifyCase& c = GetParam();
+  JobExit exit = classify_exit(c.wait_status, c.stop_requested, c.log_tail);
+  EXPECT_EQ(to_string(exit.state), to_string(c.state)) << c.label;
+  EXPECT_EQ(exit.reason, c.reason) << c.label;
+  if (WIFEXITED(c.wait_status)) {
+    EXPECT_EQ(exit.exit_code, WEXITSTATUS(c.wait_status)) << c.label;
+    EXPECT_FALSE(exit.signal) << c.label;
+  } else {
+    EXPECT_EQ(exit.signal, WTERMSIG(c.wait_status)) << c.label;
+    EXPECT_FALSE(exit.exit_code) << c.label;
+  }
+}
+
+const std::string kOomLog =
+    "epoch 1\n  torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB  \nbye\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ClassifyExit,
+    ::testing::Values(
+        ClassifyCase{"ok", exited(0), false, "", JobState::kOk, "exit code 0"},
+        ClassifyCase{"ok despite oom text", exited(0), false, kOomLog, JobState::kOk,
+                     "exit code 0"},
+        ClassifyCase{"failed", exited(3), false, "Traceback\n", JobState::kFailed, "exit code 3"},
+        ClassifyCase{"oom exit", exited(1), false, kOomLog, JobState::kOutOfMemory,
+                     "CUDA out of memory: torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                     "allocate 2.00 GiB"},
+        ClassifyCase{"stopped, exited", exited(0), true, "", JobState::kCancelled,
+                     "stopped by colo (exited with code 0)"},
+        ClassifyCase{"stopped, exited with oom", exited(1), true, kOomLog, JobState::kCancelled,
+                     "stopped by colo (exited with code 1)"},
+        ClassifyCase{"stopped by term", signaled(SIGTERM), true, "", JobState::kCancelled,
+                     "stopped by colo (SIGTERM)"},
+        ClassifyCase{"stopped by kill", signaled(SIGKILL), true, "", JobState::kCancelled,
+                     "stopped by colo (SIGKILL after grace period)"},
+        ClassifyCase{"stopped by int", signaled(SIGINT), true, "", JobState::kCancelled,
+                     "stopped by colo (SIGINT)"},
+        ClassifyCase{"killed", signaled(SIGKILL), false, "", JobState::kKilled,
+                     "killed by signal 9 (SIGKILL)"},
+        ClassifyCase{"segfault", signaled(SIGSEGV), false, "", JobState::kKilled,
+                     "killed by signal 11 (SIGSEGV)"},
+        ClassifyCase{"core dumped", signaled(SIGABRT) | 0x80, false, "", JobState::kKilled,
+                     "killed by signal 6 (SIGABRT, core dumped)"},
+        ClassifyCase{"killed with oom", signaled(SIGABRT), false,
+                     "terminate called: CUBLAS_STATUS_ALLOC_FAILED\n", JobState::kOutOfMemory,
+                     "CUDA out of memory: terminate called: CUBLAS_STATUS_ALLOC_FAILED"}),
+    [](const ::testing::TestParamInfo<ClassifyCase>& info) {
+      std::string name = info.param.label;
+      for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
+TEST(ClassifyExitReason, LongOomLineIsCutTo200Chars) {
+  std::string line = "RuntimeError: CUDA out of memory. " + std::string(500, 'x');
+  JobExit exit = classify_exit(exited(1), false, line + "\n");
+  EXPECT_EQ(exit.state, JobState::kOutOfMemory);
+  EXPECT_EQ(exit.reason, "CUDA out of memory: " + line.substr(0, 200) + "...");
+}
+
+TEST(FindOomMessage, RecognisesEachPatternAndReturnsTheLine) {
+  for (const char* line :
+       {"torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20 MiB",
+        "RuntimeError: CUDA error: out of memory",
+        "CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate",
+        "cudaErrorMemoryAllocation: out of memory", "jax: RESOURCE_EXHAUSTED: Out of memory while",
+        "tf.errors.OutOfMemoryError"}) {
+    std::string log = std::string("start\n") + line + "\nTraceback end\n";
+    EXPECT_EQ(find_oom_message(log), std::string(line)) << line;
+  }
+}
+
+TEST(FindOomMessage, NoMatchAndCaseSensitivity) {
+  EXPECT_FALSE(find_oom_message(""));
+  EXPECT_FALSE(find_oom_message("epoch 1 loss 0.3\nall good\n"));
+  EXPECT_FALSE(find_oom_message("cuda out of memory (lower case)\n"));
+  EXPECT_FALSE(find_oom_message("host out of memory\n"));
+}
+
+TEST(FindOomMessage, ReturnsTheLastMatchingLineAndSplitsOnCarriageReturns) {
+  EXPECT_EQ(find_oom_message("CUDA out of memory first\nx\nCUDA out of memory last\ntail"),
+            "CUDA out of memory last");
+  EXPECT_EQ(find_oom_message("50%|#####\rCUDA error: out of memory"), "CUDA error: out of memory");
+}
+
+class SupervisorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = ::testing::TempDir() + "supervisor.XXXXXX";
+    ASSERT_NE(mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  LaunchRequest request(const std::string& name, std::vector<std::string> argv) {
+    LaunchRequest r;
+    r.job_name = name;
+    r.argv = std::move(argv);
+    r.working_dir = dir_;
+    r.log_path = dir_ + "/" + name + ".log";
+    return r;
+  }
+  LaunchRequest shell(const std::string& name, const std::string& script) {
+    return request(name, {"/bin/sh", "-c", script});
+  }
+
+  // Polls until `count` jobs have finished or `timeout_ms` passed.
+  std::vector<FinishedJob> wait_for(JobSupervisor& sup, size_t count, int64_t timeout_ms = 1500) {
+    std::vector<FinishedJob> done;
+    const int64_t deadline = clock_.monotonic_ms() + timeout_ms;
+    while (done.size() < count && clock_.monotonic_ms() < deadline) {
+      for (FinishedJob& f : sup.poll()) done.push_back(std::move(f));
+      if (done.size() < count) clock_.sleep_for_ms(5);
+    }
+    return done;
+  }
+
+  // Waits until the file exists and is non-empty.
+  std::string wait_for_file(const std::string& path) {
+    for (int i = 0; i < 200; ++i) {
+      std::ifstream in(path);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (!text.str().empty() && text.str().back() == '\n') return text.str();
+      clock_.sleep_for_ms(5);
+    }
+    return "";
+  }
+
+  static std::string read(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  // True when the process is gone or a zombie (dead, waiting for its reaper).
+  static bool is_dead(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    if (!stat) return true;
+    std::string line;
+    std::getline(stat, line);
+    size_t close = line.rfind(')');
+    return close == std::string::npos || close + 2 >= line.size() || line[close + 2] == 'Z' ||
+           line[close + 2] == 'X';
+  }
+
+  SystemClock clock_;
+  std::string dir_;
+};
+
+TEST_F(SupervisorTest, FailedJobKeepsItsExitCodeAndLog) {
+  JobSupervisor sup(clock_);
+  Result<pid_t> pid = sup.start(shell("fail", "echo hi; echo err >&2; exit 3"));
+  ASSERT_TRUE(pid.ok()) << pid.error().message();
+  EXPECT_EQ(sup.running_count(), 1u);
+  EXPECT_EQ(sup.running_pids(), std::vector<pid_t>{*pid});
+  std::vector<FinishedJob> done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].job_name, "fail");
+  EXPECT_EQ(done[0].pid, *pid);
+  EXPECT_EQ(done[0].exit.state, JobState::kFailed);
+  EXPECT_EQ(done[0].exit.exit_code, 3);
+  EXPECT_EQ(done[0].exit.reason, "exit code 3");
+  EXPECT_GT(done[0].ended_ms, 0);
+  EXPECT_EQ(read(dir_ + "/fail.log"), "hi\nerr\n");
+  EXPECT_EQ(sup.running_count(), 0u);
+}
+
+TEST_F(SupervisorTest, SuccessfulJobIsOkAndStdinIsEmpty) {
+  JobSupervisor sup(clock_);
+  ASSERT_TRUE(sup.start(shell("ok", "cat; echo done")).ok());
+  std::vector<FinishedJob> done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].exit.state, JobState::kOk);
+  EXPECT_EQ(read(dir_ + "/ok.log"), "done\n");
+}
+
+TEST_F(SupervisorTest, MissingProgramFailsToStartAndSaysWhich) {
+  JobSupervisor sup(clock_);
+  Result<pid_t> pid = sup.start(request("a", {"colo-no-such-program-xyz", "--flag"}));
+  ASSERT_FALSE(pid.ok());
+  EXPECT_THAT(pid.error().message(), HasSubstr("job 'a'"));
+  EXPECT_THAT(pid.error().message(), HasSubstr("cannot start 'colo-no-such-program-xyz'"));
+  EXPECT_THAT(pid.error().message(), HasSubstr("No such file or directory"));
+  EXPECT_EQ(sup.running_count(), 0u);
+  EXPECT_THAT(read(dir_ + "/a.log"), HasSubstr("colo-no-such-program-xyz"));
+  // The failed child was reaped: no zombie is left behind.
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
+}
+
+TEST_F(SupervisorTest, NotExecutableAndMissingWorkdirAreStartErrors) {
+  JobSupervisor sup(clock_);
+  std::ofstream(dir_ + "/script.sh") << "echo hi\n";
+  Result<pid_t> pid = sup.start(request("a", {dir_ + "/script.sh"}));
+  ASSERT_FALSE(pid.ok());
+  EXPECT_THAT(pid.error().message(), HasSubstr("Permission denied"));
+
+  LaunchRequest r = request("b", {"/bin/true"});
+  r.working_dir = dir_ + "/missing";
+  pid = sup.start(r);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_THAT(pid.error().message(), HasSubstr("cannot change to working directory"));
+  EXPECT_THAT(pid.error().message(), HasSubstr(dir_ + "/missing"));
+
+  EXPECT_FALSE(sup.start(request("c", {})).ok());
+  LaunchRequest bad_log = request("d", {"/bin/true"});
+  bad_log.log_path = dir_ + "/no/such/dir/d.log";
+  pid = sup.start(bad_log);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_THAT(pid.error().message(), HasSubstr("cannot open log file"));
+}
+
+TEST_F(SupervisorTest, EnvironmentAndWorkingDirectoryAreApplied) {
+  JobSupervisor sup(clock_);
+  ASSERT_EQ(mkdir((dir_ + "/work").c_str(), 0755), 0);
+  setenv("COLO_TEST_INHERITED", "from-colo", 1);
+  setenv("COLO_TEST_OVERRIDDEN", "old", 1);
+  LaunchRequest r = shell("env", "echo \"$COLO_TEST_INHERITED $COLO_TEST_OVERRIDDEN $EXTRA\"; pwd");
+  r.working_dir = dir_ + "/work";
+  r.env = {{"COLO_TEST_OVERRIDDEN", "new"}, {"EXTRA", "x y"}};
+  ASSERT_TRUE(sup.start(r).ok());
+  std::vector<FinishedJob> done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].exit.state, JobState::kOk);
+  char* real = realpath((dir_ + "/work").c_str(), nullptr);
+  ASSERT_NE(real, nullptr);
+  EXPECT_EQ(read(dir_ + "/env.log"), "from-colo new x y\n" + std::string(real) + "\n");
+  free(real);  // NOLINT(cppcoreguidelines-no-malloc): realpath's buffer
+  unsetenv("COLO_TEST_INHERITED");
+  unsetenv("COLO_TEST_OVERRIDDEN");
+}
+
+TEST_F(SupervisorTest, PathFromTheJobEnvironmentIsUsedToFindTheProgram) {
+  JobSupervisor sup(clock_);
+  const std::string bin = dir_ + "/bin";
+  ASSERT_EQ(mkdir(bin.c_str(), 0755), 0);
+  std::ofstream(bin + "/colo-test-tool") << "#!/bin/sh\necho tool ran\n";
+  chmod((bin + "/colo-test-tool").c_str(), 0755);
+  LaunchRequest r = request("p", {"colo-test-tool"});
+  r.env = {{"PATH", bin + ":/usr/bin:/bin"}};
+  Result<pid_t> pid = sup.start(r);
+  ASSERT_TRUE(pid.ok()) << pid.error().message();
+  ASSERT_EQ(wait_for(sup, 1).size(), 1u);
+  EXPECT_EQ(read(dir_ + "/p.log"), "tool ran\n");
+}
+
+TEST_F(SupervisorTest, ChildRunsInItsOwnProcessGroup) {
+  JobSupervisor sup(clock_);
+  Result<pid_t> pid = sup.start(request("s", {"sleep", "30"}));
+  ASSERT_TRUE(pid.ok());
+  EXPECT_EQ(getpgid(*pid), *pid);
+  EXPECT_NE(getpgid(*pid), getpgrp());
+}
+
+TEST_F(SupervisorTest, StopAllCancelsWithTerm) {
+  JobSupervisor sup(clock_);
+  ASSERT_TRUE(sup.start(request("s1", {"sleep", "30"})).ok());
+  ASSERT_TRUE(sup.start(request("s2", {"sleep", "30"})).ok());
+  EXPECT_TRUE(sup.poll().empty());
+  const int64_t t0 = clock_.monotonic_ms();
+  sup.stop_all(200);
+  std::vector<FinishedJob> done = wait_for(sup, 2);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_LT(clock_.monotonic_ms() - t0, 1000);
+  for (const FinishedJob& f : done) {
+    EXPECT_EQ(f.exit.state, JobState::kCancelled);
+    EXPECT_EQ(f.exit.reason, "stopped by colo (SIGTERM)");
+  }
+}
+
+TEST_F(SupervisorTest, ChildIgnoringTermIsKilledAfterTheGracePeriod) {
+  JobSupervisor sup(clock_);
+  const std::string ready = dir_ + "/ready";
+  ASSERT_TRUE(sup.start(shell("stubborn", "trap '' TERM; echo > " + ready + "; sleep 30")).ok());
+  ASSERT_FALSE(wait_for_file(ready).empty());
+  const int64_t t0 = clock_.monotonic_ms();
+  sup.stop("stubborn", 200);
+  std::vector<FinishedJob> done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  const int64_t took = clock_.monotonic_ms() - t0;
+  EXPECT_GE(took, 200);
+  EXPECT_LT(took, 1000);
+  EXPECT_EQ(done[0].exit.state, JobState::kCancelled);
+  EXPECT_EQ(done[0].exit.signal, SIGKILL);
+  EXPECT_EQ(done[0].exit.reason, "stopped by colo (SIGKILL after grace period)");
+}
+
+TEST_F(SupervisorTest, StopOnlyStopsTheNamedJob) {
+  JobSupervisor sup(clock_);
+  ASSERT_TRUE(sup.start(request("keep", {"sleep", "30"})).ok());
+  ASSERT_TRUE(sup.start(request("stop", {"sleep", "30"})).ok());
+  sup.stop("stop", 200);
+  std::vector<FinishedJob> done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].job_name, "stop");
+  EXPECT_EQ(sup.running_count(), 1u);
+}
+
+TEST_F(SupervisorTest, JobKilledBySomeoneElseIsKilled) {
+  JobSupervisor sup(clock_);
+  Result<pid_t> pid = sup.start(request("victim", {"sleep", "30"}));
+  ASSERT_TRUE(pid.ok());
+  ASSERT_EQ(kill(*pid, SIGKILL), 0);
+  std::vector<FinishedJob> done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].exit.state, JobState::kKilled);
+  EXPECT_EQ(done[0].exit.reason, "killed by signal 9 (SIGKILL)");
+}
+
+TEST_F(SupervisorTest, OutOfMemoryInTheLogAndExitOneIsOom) {
+  JobSupervisor sup(clock_);
+  ASSERT_TRUE(sup.start(shell("oom",
+                              "echo 'epoch 1'; echo 'torch.OutOfMemoryError: CUDA out of "
+                              "memory. Tried to allocate 20.00 MiB' >&2; exit 1"))
+                  .ok());
+  std::vector<FinishedJob> done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].exit.state, JobState::kOutOfMemory);
+  EXPECT_EQ(done[0].exit.exit_code, 1);
+  EXPECT_EQ(done[0].exit.reason,
+            "CUDA out of memory: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+            "20.00 MiB");
+}
+
+TEST_F(SupervisorTest, StopKillsGrandchildrenInTheGroup) {
+  JobSupervisor sup(clock_);
+  const std::string pid_file = dir_ + "/grandchild.pid";
+  // The grandchild ignores TERM, so only the KILL to the group can end it.
+  ASSERT_TRUE(
+      sup.start(shell("tree", "(trap '' TERM; exec sleep 30) & echo $! > " + pid_file + "; wait"))
+          .ok());
+  std::string text = wait_for_file(pid_file);
+  ASSERT_FALSE(text.empty());
+  const pid_t grandchild = std::stoi(text);
+  EXPECT_FALSE(is_dead(grandchild));
+  sup.stop_all(200);
+  std::vector<FinishedJob> done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].exit.state, JobState::kCancelled);
+  bool dead = false;
+  for (int i = 0; i < 100 && !dead; ++i) {
+    dead = is_dead(grandchild);
+    if (!dead) clock_.sleep_for_ms(5);
+  }
+  EXPECT_TRUE(dead) << "grandchild " << grandchild << " survived the stop";
+}
+
+TEST_F(SupervisorTest, DuplicateRunningNameIsRefused) {
+  JobSupervisor sup(clock_);
+  ASSERT_TRUE(sup.start(request("same", {"sleep", "30"})).ok());
+  Result<pid_t> again = sup.start(request("same", {"sleep", "30"}));
+  ASSERT_FALSE(again.ok());
+  EXPECT_THAT(again.error().message(), HasSubstr("already running"));
+}
+
+TEST_F(SupervisorTest, DestructorKillsAndReapsRunningJobs) {
+  pid_t pid = 0;
+  {
+    JobSupervisor sup(clock_);
+    Result<pid_t> started = sup.start(request("s", {"sleep", "30"}));
+    ASSERT_TRUE(started.ok());
+    pid = *started;
+  }
+  // Reaped by the destructor: it is no longer our child.
+  EXPECT_EQ(waitpid(pid, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+TEST_F(SupervisorTest, BlockedSignalsInColoAreNotInheritedByJobs) {
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &block, &old), 0);
+  JobSupervisor sup(clock_);
+  Result<pid_t> pid = sup.start(request("s", {"sleep", "30"}));
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ASSERT_TRUE(pid.ok());
+  sup.stop_all(5000);
+  std::vector<FinishedJob> done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].exit.reason, "stopped by colo (SIGTERM)");
+}
+
+TEST_F(SupervisorTest, SignalsIgnoredByColoAreDefaultInJobs) {
+  struct sigaction ignore {
+  }, old{};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGTERM, &ignore, &old), 0);
+  JobSupervisor sup(clock_);
+  Result<pid_t> pid = sup.start(request("s", {"sleep", "30"}));
+  sigaction(SIGTERM, &old, nullptr);
+  ASSERT_TRUE(pid.ok());
+  sup.stop_all(5000);
+  std::vector<FinishedJob> done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].exit.reason, "stopped by colo (SIGTERM)");
+}
+
+}  // namespace
+}  // namespace colo

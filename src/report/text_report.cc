@@ -1,0 +1,269 @@
+#include "report/text_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <optional>
+
+#include "common/units.h"
+
+namespace colo {
+namespace {
+
+constexpr const char* kAbsent = "-";
+
+enum class Align { kLeft, kRight };
+
+// Columns padded to their widest cell, two spaces apart; no trailing spaces.
+class TextTable {
+ public:
+  struct Column {
+    std::string header;
+    Align align = Align::kLeft;
+  };
+
+  explicit TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {}
+
+  void add_row(std::vector<std::string> cells) {
+    cells.resize(columns_.size());
+    rows_.push_back(std::move(cells));
+  }
+
+  std::string render() const {
+    std::vector<size_t> widths(columns_.size());
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      widths[c] = columns_[c].header.size();
+      for (const auto& row : rows_) widths[c] = std::max(widths[c], row[c].size());
+    }
+    std::vector<std::string> header;
+    for (const Column& column : columns_) header.push_back(column.header);
+    std::string out = render_row(header, widths);
+    for (const auto& row : rows_) out += render_row(row, widths);
+    return out;
+  }
+
+ private:
+  std::string render_row(const std::vector<std::string>& cells,
+                         const std::vector<size_t>& widths) const {
+    std::string line;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (c > 0) line += "  ";
+      const size_t pad = widths[c] - cells[c].size();
+      if (columns_[c].align == Align::kRight) {
+        line += std::string(pad, ' ') + cells[c];
+      } else {
+        line += cells[c];
+        if (c + 1 < cells.size()) line += std::string(pad, ' ');
+      }
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    return line + "\n";
+  }
+
+  std::vector<Column> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string format_local(UnixMillis time_ms, const char* format) {
+  std::time_t seconds = static_cast<std::time_t>(time_ms / 1000);
+  std::tm local{};
+  if (localtime_r(&seconds, &local) == nullptr) return kAbsent;
+  char buffer[64];
+  size_t length = std::strftime(buffer, sizeof buffer, format, &local);
+  return std::string(buffer, length);
+}
+
+std::string backend_label(const RunRow& run) {
+  return run.simulated ? run.backend + " (simulated)" : run.backend;
+}
+
+template <class T, class F>
+std::string or_absent(const std::optional<T>& value, F&& format) {
+  return value ? format(*value) : std::string(kAbsent);
+}
+
+std::string fixed1(double value) { return fmt::format("{:.1f}", value); }
+
+std::string duration(double ms) { return format_duration_ms(std::llround(ms)); }
+
+template <class T>
+nlohmann::json nullable(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+std::string format_local_datetime(UnixMillis time_ms) {
+  return format_local(time_ms, "%Y-%m-%d %H:%M:%S");
+}
+
+std::string format_local_time_of_day(UnixMillis time_ms) {
+  return format_local(time_ms, "%H:%M:%S");
+}
+
+std::string format_runs_table(const std::vector<RunRow>& runs) {
+  if (runs.empty()) return "no runs recorded yet; start one with `colo run <jobs.toml>`\n";
+  TextTable table({{"ID", Align::kRight},
+                   {"STARTED"},
+                   {"STATE"},
+                   {"MECHANISM"},
+                   {"BACKEND"},
+                   {"JOBS", Align::kRight},
+                   {"JOB FILE"}});
+  for (const RunRow& run : runs) {
+    table.add_row({std::to_string(run.id), format_local(run.started_ms, "%Y-%m-%d %H:%M"),
+                   to_string(run.state), run.mechanism, backend_label(run),
+                   std::to_string(run.job_count), run.job_file.empty() ? kAbsent : run.job_file});
+  }
+  return table.render();
+}
+
+std::string format_run_summary(const RunSummary& summary) {
+  const RunRow& run = summary.run;
+  std::string out =
+      fmt::format("Run #{}  {}  mechanism {}  backend {}  started {}", run.id, to_string(run.state),
+                  run.mechanism, backend_label(run), format_local_datetime(run.started_ms));
+  if (!run.job_file.empty()) out += "  job file " + run.job_file;
+  out += "\n";
+  if (run.simulated) {
+    out +=
+        "SIMULATED: these numbers come from colo's simulated GPU, not from measurements on a "
+        "real one\n";
+  }
+  out += "\n";
+
+  if (summary.jobs.empty()) {
+    out += "no jobs recorded for this run\n";
+  } else {
+    TextTable table({{"JOB"},
+                     {"STATE"},
+                     {"GPU", Align::kRight},
+                     {"START"},
+                     {"DURATION", Align::kRight},
+                     {"EPOCHS", Align::kRight},
+                     {"EPOCH TIME", Align::kRight},
+                     {"SAMPLES/S", Align::kRight},
+                     {"PEAK MEM", Align::kRight},
+                     {"SM %", Align::kRight},
+                     {"ENERGY J", Align::kRight},
+                     {"REASON"}});
+    for (const JobSummary& job : summary.jobs) {
+      const bool ok = job.state == JobState::kOk;
+      table.add_row({
+          job.name,
+          to_string(job.state),
+          or_absent(job.device, [](int d) { return std::to_string(d); }),
+          or_absent(job.started_ms, format_local_time_of_day),
+          or_absent(job.duration_ms, [](int64_t ms) { return format_duration_ms(ms); }),
+          job.started_ms || job.epochs > 0 ? std::to_string(job.epochs) : kAbsent,
+          or_absent(job.mean_epoch_ms, duration),
+          or_absent(job.throughput_per_s, fixed1),
+          or_absent(job.peak_memory_bytes, format_bytes),
+          or_absent(job.mean_sm_active_pct, fixed1),
+          or_absent(job.energy_j, fixed1),
+          ok ? "" : (job.reason.empty() ? kAbsent : job.reason),
+      });
+    }
+    out += table.render();
+    for (const JobSummary& job : summary.jobs) {
+      if (job.malformed_progress_lines > 0) {
+        out +=
+            fmt::format("note: {} ignored {} malformed progress line{}\n", job.name,
+                        job.malformed_progress_lines, job.malformed_progress_lines == 1 ? "" : "s");
+      }
+    }
+  }
+  out += "\n";
+
+  std::string throughput = or_absent(summary.throughput_per_s,
+                                     [](double v) { return fmt::format("{:.1f} samples/s", v); });
+  if (summary.total_samples) {
+    throughput += fmt::format(" ({} samples)", *summary.total_samples);
+  }
+  out += fmt::format("makespan:           {}\n", or_absent(summary.makespan_ms, [](int64_t ms) {
+                       return format_duration_ms(ms);
+                     }));
+  out += fmt::format("throughput:         {}\n", throughput);
+  out += fmt::format(
+      "mean SM activity:   {}\n",
+      or_absent(summary.mean_sm_active_pct, [](double v) { return fmt::format("{:.1f} %", v); }));
+  out += fmt::format("peak GPU memory:    {}\n",
+                     or_absent(summary.peak_memory_used_bytes, format_bytes));
+  out +=
+      fmt::format("energy:             {}\n",
+                  or_absent(summary.energy_j, [](double v) { return fmt::format("{:.1f} J", v); }));
+
+  if (run.mechanism == "exclusive") {
+    out +=
+        "speed-up:           - (this run is exclusive: it is the baseline for runs of the same "
+        "jobs)\n";
+  } else if (summary.baseline_run_id) {
+    out += fmt::format("speed-up vs exclusive run #{}: {}\n", *summary.baseline_run_id,
+                       or_absent(summary.speedup_vs_exclusive,
+                                 [](double v) { return fmt::format("{:.2f}x", v); }));
+  } else {
+    out +=
+        "speed-up:           no exclusive run of the same jobs in the store (run them with "
+        "--mechanism exclusive to compare)\n";
+  }
+  return out;
+}
+
+nlohmann::json to_json(const RunRow& run) {
+  return {
+      {"id", run.id},
+      {"started_ms", run.started_ms},
+      {"ended_ms", nullable(run.ended_ms)},
+      {"state", to_string(run.state)},
+      {"mechanism", run.mechanism},
+      {"backend", run.backend},
+      {"simulated", run.simulated},
+      {"job_file", run.job_file},
+      {"jobs_signature", run.jobs_signature},
+      {"job_count", run.job_count},
+      {"host", run.host},
+      {"colo_pid", run.colo_pid},
+  };
+}
+
+nlohmann::json to_json(const RunSummary& summary) {
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const JobSummary& job : summary.jobs) {
+    jobs.push_back({
+        {"id", job.id},
+        {"name", job.name},
+        {"state", to_string(job.state)},
+        {"reason", job.reason},
+        {"device", nullable(job.device)},
+        {"started_ms", nullable(job.started_ms)},
+        {"ended_ms", nullable(job.ended_ms)},
+        {"duration_ms", nullable(job.duration_ms)},
+        {"epochs", job.epochs},
+        {"mean_epoch_ms", nullable(job.mean_epoch_ms)},
+        {"samples", nullable(job.samples)},
+        {"throughput_per_s", nullable(job.throughput_per_s)},
+        {"peak_memory_bytes", nullable(job.peak_memory_bytes)},
+        {"mean_sm_active_pct", nullable(job.mean_sm_active_pct)},
+        {"energy_j", nullable(job.energy_j)},
+        {"log_path", job.log_path},
+        {"malformed_progress_lines", job.malformed_progress_lines},
+    });
+  }
+  return {
+      {"run", to_json(summary.run)},
+      {"jobs", std::move(jobs)},
+      {"makespan_ms", nullable(summary.makespan_ms)},
+      {"total_samples", nullable(summary.total_samples)},
+      {"throughput_per_s", nullable(summary.throughput_per_s)},
+      {"mean_sm_active_pct", nullable(summary.mean_sm_active_pct)},
+      {"peak_memory_used_bytes", nullable(summary.peak_memory_used_bytes)},
+      {"energy_j", nullable(summary.energy_j)},
+      {"device_samples", summary.device_samples},
+      {"baseline_run_id", nullable(summary.baseline_run_id)},
+      {"speedup_vs_exclusive", nullable(summary.speedup_vs_exclusive)},
+  };
+}
+
+}  // namespace colo

@@ -1,0 +1,34 @@
+// Text and JSON renderings of what the run store holds, for `colo list` and
+// `colo show`. Pure functions: they format what they are given and do no
+// I/O. Absent values are shown as "-" (text) or null (JSON). Wall-clock times
+// are shown in the process's local time zone (TZ).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "store/run_store.h"
+
+namespace colo {
+
+// One line per run, newest first as given: id, start (local date and time),
+// state, mechanism, backend (with "(simulated)"), job count, job file.
+std::string format_runs_table(const std::vector<RunRow>& runs);
+
+// A header line naming the run, a SIMULATED banner when the numbers come
+// from the simulated GPU, one row per job, then the run's totals and its
+// speed-up over the exclusive run of the same jobs (or how to get one).
+std::string format_run_summary(const RunSummary& summary);
+
+// `colo show --json`: every field of the summary, units in the key names,
+// absent values as null.
+nlohmann::json to_json(const RunSummary& summary);
+nlohmann::json to_json(const RunRow& run);
+
+// "2023-11-14 22:13:20" and "22:13:20" in local time.
+std::string format_local_datetime(UnixMillis time_ms);
+std::string format_local_time_of_day(UnixMillis time_ms);
+
+}  // namespace colo

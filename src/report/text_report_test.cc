@@ -1,0 +1,238 @@
+#include "report/text_report.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <sstream>
+
+#include "common/units.h"
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// 2023-11-14 22:13:20 UTC.
+constexpr UnixMillis kT0 = 1'700'000'000'000;
+constexpr uint64_t kGiB = 1024ULL * 1024 * 1024;
+
+// Local times in these tests are UTC.
+class TextReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("TZ", "UTC", 1);
+    tzset();
+  }
+};
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The line that starts with `prefix`, or "" when none does.
+std::string line_starting(const std::string& text, const std::string& prefix) {
+  for (const std::string& line : lines_of(text)) {
+    if (line.rfind(prefix, 0) == 0) return line;
+  }
+  return "";
+}
+
+// Splits a table row into its cells (columns are two or more spaces apart).
+std::vector<std::string> cells_of(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  size_t spaces = 0;
+  for (char c : line) {
+    if (c == ' ') {
+      ++spaces;
+      continue;
+    }
+    if (spaces >= 2 && !cell.empty()) {
+      cells.push_back(cell);
+      cell.clear();
+    } else if (spaces == 1 && !cell.empty()) {
+      cell += ' ';
+    }
+    spaces = 0;
+    cell += c;
+  }
+  if (!cell.empty()) cells.push_back(cell);
+  return cells;
+}
+
+RunRow make_run_row(int64_t id, const std::string& mechanism, bool simulated) {
+  RunRow run;
+  run.id = id;
+  run.started_ms = kT0;
+  run.ended_ms = kT0 + 12'000;
+  run.state = RunState::kOk;
+  run.mechanism = mechanism;
+  run.backend = simulated ? "sim" : "nvml";
+  run.simulated = simulated;
+  run.job_file = "sweep.toml";
+  run.job_count = 2;
+  return run;
+}
+
+RunSummary make_summary(const std::string& mechanism, bool simulated) {
+  RunSummary s;
+  s.run = make_run_row(7, mechanism, simulated);
+  JobSummary a;
+  a.id = 1;
+  a.name = "resnet[lr=0.1]";
+  a.state = JobState::kOk;
+  a.device = 0;
+  a.started_ms = kT0 + 1000;
+  a.ended_ms = kT0 + 11'000;
+  a.duration_ms = 10'000;
+  a.epochs = 3;
+  a.mean_epoch_ms = 3500;
+  a.samples = 3000;
+  a.throughput_per_s = 300;
+  a.peak_memory_bytes = kGiB + kGiB / 2;
+  a.mean_sm_active_pct = 23;
+  a.energy_j = 7;
+  JobSummary b;
+  b.id = 2;
+  b.name = "broken";
+  b.state = JobState::kFailed;
+  b.reason = "could not start: /no/such/binary not found";
+  b.malformed_progress_lines = 2;
+  s.jobs = {a, b};
+  s.makespan_ms = 10'000;
+  s.total_samples = 3600;
+  s.throughput_per_s = 360;
+  s.mean_sm_active_pct = 12.5;
+  s.peak_memory_used_bytes = 12 * kGiB;
+  s.energy_j = 18;
+  s.device_samples = 26;
+  return s;
+}
+
+TEST_F(TextReportTest, RunsTableHasOneRowPerRun) {
+  RunRow sim = make_run_row(12, "mps", true);
+  RunRow real = make_run_row(3, "exclusive", false);
+  real.state = RunState::kInterrupted;
+  real.job_file = "";
+  std::string text = format_runs_table({sim, real});
+  std::vector<std::string> lines = lines_of(text);
+  ASSERT_EQ(lines.size(), 3U);
+  EXPECT_EQ(cells_of(lines[0]), (std::vector<std::string>{"ID", "STARTED", "STATE", "MECHANISM",
+                                                          "BACKEND", "JOBS", "JOB FILE"}));
+  EXPECT_EQ(cells_of(lines[1]), (std::vector<std::string>{"12", "2023-11-14 22:13", "ok", "mps",
+                                                          "sim (simulated)", "2", "sweep.toml"}));
+  EXPECT_EQ(cells_of(lines[2]), (std::vector<std::string>{"3", "2023-11-14 22:13", "interrupted",
+                                                          "exclusive", "nvml", "2", "-"}));
+  // Columns line up: the state column starts at the same offset on every row.
+  EXPECT_EQ(lines[1].find("ok"), lines[0].find("STATE"));
+  EXPECT_EQ(lines[2].find("interrupted"), lines[0].find("STATE"));
+  for (const std::string& line : lines) EXPECT_NE(line.back(), ' ');
+}
+
+TEST_F(TextReportTest, EmptyRunsTableSaysHowToStart) {
+  EXPECT_THAT(format_runs_table({}), HasSubstr("colo run"));
+}
+
+TEST_F(TextReportTest, SummaryShowsHeaderJobsAndTotals) {
+  RunSummary s = make_summary("mps", false);
+  s.baseline_run_id = 3;
+  s.speedup_vs_exclusive = 5.1234;
+  std::string text = format_run_summary(s);
+
+  EXPECT_EQ(lines_of(text)[0],
+            "Run #7  ok  mechanism mps  backend nvml  started 2023-11-14 22:13:20  job file "
+            "sweep.toml");
+  EXPECT_THAT(text, Not(HasSubstr("SIMULATED")));
+
+  EXPECT_EQ(
+      cells_of(line_starting(text, "JOB")),
+      (std::vector<std::string>{"JOB", "STATE", "GPU", "START", "DURATION", "EPOCHS", "EPOCH TIME",
+                                "SAMPLES/S", "PEAK MEM", "SM %", "ENERGY J", "REASON"}));
+  EXPECT_EQ(
+      cells_of(line_starting(text, "resnet")),
+      (std::vector<std::string>{"resnet[lr=0.1]", "ok", "0", "22:13:21", format_duration_ms(10'000),
+                                "3", format_duration_ms(3500), "300.0", "1.5 GiB", "23.0", "7.0"}));
+  // Absent values of a job that never ran are "-"; its reason is shown.
+  EXPECT_EQ(cells_of(line_starting(text, "broken")),
+            (std::vector<std::string>{"broken", "failed", "-", "-", "-", "-", "-", "-", "-", "-",
+                                      "-", "could not start: /no/such/binary not found"}));
+  EXPECT_THAT(text, HasSubstr("note: broken ignored 2 malformed progress lines"));
+
+  EXPECT_EQ(line_starting(text, "makespan:"), "makespan:           " + format_duration_ms(10'000));
+  EXPECT_EQ(line_starting(text, "throughput:"),
+            "throughput:         360.0 samples/s (3600 samples)");
+  EXPECT_EQ(line_starting(text, "mean SM activity:"), "mean SM activity:   12.5 %");
+  EXPECT_EQ(line_starting(text, "peak GPU memory:"), "peak GPU memory:    12.0 GiB");
+  EXPECT_EQ(line_starting(text, "energy:"), "energy:             18.0 J");
+  EXPECT_EQ(line_starting(text, "speed-up"), "speed-up vs exclusive run #3: 5.12x");
+}
+
+TEST_F(TextReportTest, SimulatedRunCarriesABanner) {
+  std::string text = format_run_summary(make_summary("mps", true));
+  EXPECT_THAT(lines_of(text)[0], HasSubstr("backend sim (simulated)"));
+  EXPECT_THAT(lines_of(text)[1], HasSubstr("SIMULATED"));
+}
+
+TEST_F(TextReportTest, SaysHowToGetABaselineWhenThereIsNone) {
+  std::string text = format_run_summary(make_summary("naive", false));
+  EXPECT_EQ(line_starting(text, "speed-up"),
+            "speed-up:           no exclusive run of the same jobs in the store (run them with "
+            "--mechanism exclusive to compare)");
+  std::string exclusive = format_run_summary(make_summary("exclusive", false));
+  EXPECT_THAT(line_starting(exclusive, "speed-up"), HasSubstr("this run is exclusive"));
+}
+
+TEST_F(TextReportTest, AbsentRunTotalsAreDashes) {
+  RunSummary s;
+  s.run = make_run_row(9, "mps", false);
+  s.run.state = RunState::kRunning;
+  s.run.ended_ms.reset();
+  s.baseline_run_id = 4;  // found, but nothing to compare
+  std::string text = format_run_summary(s);
+  EXPECT_THAT(text, HasSubstr("no jobs recorded"));
+  EXPECT_EQ(line_starting(text, "makespan:"), "makespan:           -");
+  EXPECT_EQ(line_starting(text, "throughput:"), "throughput:         -");
+  EXPECT_EQ(line_starting(text, "mean SM activity:"), "mean SM activity:   -");
+  EXPECT_EQ(line_starting(text, "peak GPU memory:"), "peak GPU memory:    -");
+  EXPECT_EQ(line_starting(text, "energy:"), "energy:             -");
+  EXPECT_EQ(line_starting(text, "speed-up"), "speed-up vs exclusive run #4: -");
+}
+
+TEST_F(TextReportTest, JsonHasEveryFieldWithNullsForAbsent) {
+  RunSummary s = make_summary("mps", true);
+  s.baseline_run_id = 3;
+  s.speedup_vs_exclusive = 2.4;
+  nlohmann::json j = to_json(s);
+  EXPECT_EQ(j["run"]["id"], 7);
+  EXPECT_EQ(j["run"]["state"], "ok");
+  EXPECT_EQ(j["run"]["simulated"], true);
+  EXPECT_EQ(j["run"]["ended_ms"], kT0 + 12'000);
+  ASSERT_EQ(j["jobs"].size(), 2U);
+  EXPECT_EQ(j["jobs"][0]["name"], "resnet[lr=0.1]");
+  EXPECT_EQ(j["jobs"][0]["peak_memory_bytes"], kGiB + kGiB / 2);
+  EXPECT_DOUBLE_EQ(j["jobs"][0]["mean_epoch_ms"].get<double>(), 3500.0);
+  EXPECT_EQ(j["jobs"][1]["state"], "failed");
+  EXPECT_TRUE(j["jobs"][1]["device"].is_null());
+  EXPECT_TRUE(j["jobs"][1]["throughput_per_s"].is_null());
+  EXPECT_EQ(j["jobs"][1]["malformed_progress_lines"], 2);
+  EXPECT_EQ(j["makespan_ms"], 10'000);
+  EXPECT_DOUBLE_EQ(j["energy_j"].get<double>(), 18.0);
+  EXPECT_EQ(j["baseline_run_id"], 3);
+  EXPECT_DOUBLE_EQ(j["speedup_vs_exclusive"].get<double>(), 2.4);
+
+  RunSummary empty;
+  nlohmann::json e = to_json(empty);
+  EXPECT_TRUE(e["makespan_ms"].is_null());
+  EXPECT_TRUE(e["baseline_run_id"].is_null());
+  EXPECT_TRUE(e["run"]["ended_ms"].is_null());
+  EXPECT_TRUE(e["jobs"].is_array());
+}
+
+}  // namespace
+}  // namespace colo

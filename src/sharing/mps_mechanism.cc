@@ -1,0 +1,140 @@
+#include "sharing/mps_mechanism.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "sharing/plain_sharing.h"
+
+namespace colo {
+
+MpsMechanism::MpsMechanism(MpsDaemonOptions options, std::unique_ptr<MpsControl> control,
+                           std::unique_ptr<ProcessFinder> finder, Clock& clock)
+    : options_(std::move(options)),
+      control_(std::move(control)),
+      finder_(std::move(finder)),
+      clock_(clock) {}
+
+MpsMechanism::~MpsMechanism() {
+  if (Status done = teardown(); !done.ok()) {
+    fmt::print(stderr, "colo: {}\n", done.error().message());
+  }
+}
+
+Status MpsMechanism::prepare(const std::vector<DeviceInfo>& devices) {
+  if (daemon_) return Error("mps: prepare() called twice; call teardown() first");
+  if (devices.empty()) return Error("mps: no GPUs to run on");
+  std::string uuids;
+  for (const DeviceInfo& device : devices) {
+    if (device.uuid.empty()) {
+      return Error(
+          fmt::format("mps: device {} ({}) has no UUID; the MPS daemon and its clients "
+                      "are given their GPUs by UUID",
+                      device.index, device.name));
+    }
+    uuids += (uuids.empty() ? "" : ",") + device.uuid;
+  }
+  MpsDaemonOptions options = options_;
+  options.visible_devices = uuids;
+  Result<std::unique_ptr<MpsDaemon>> daemon =
+      MpsDaemon::start(options, *control_, *finder_, clock_);
+  if (!daemon.ok()) return daemon.error().with_context("mps");
+  daemon_ = std::move(daemon).value();
+  devices_ = devices;
+  return OkStatus();
+}
+
+Result<Environment> MpsMechanism::environment_for(const Placement& placement) {
+  if (!daemon_) {
+    return Error(
+        fmt::format("mps: environment for job '{}' asked while no MPS daemon runs "
+                    "(before prepare() or after teardown())",
+                    placement.job_name));
+  }
+  Result<std::string> uuid = placement_device_uuid(devices_, placement);
+  if (!uuid.ok()) return uuid.error().with_context("mps");
+  Environment env = daemon_->control_environment();
+  env["CUDA_VISIBLE_DEVICES"] = *uuid;
+  if (placement.sm_share_pct) {
+    const int pct = *placement.sm_share_pct;
+    if (pct < 1 || pct > 100) {
+      return Error(fmt::format("mps: job '{}': sm_share must be 1-100 percent, got {}",
+                               placement.job_name, pct));
+    }
+    env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(pct);
+  }
+  if (placement.memory_limit_bytes) {
+    const uint64_t mib = *placement.memory_limit_bytes >> 20;
+    if (mib == 0) {
+      return Error(
+          fmt::format("mps: job '{}': memory_limit of {} bytes is below MPS's 1 MiB "
+                      "granularity",
+                      placement.job_name, *placement.memory_limit_bytes));
+    }
+    // Whole MiB, rounded down so the job never gets more than asked for.
+    env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = fmt::format("0={}M", mib);
+  }
+  return env;
+}
+
+Status MpsMechanism::health_check() {
+  if (!daemon_) return Error("mps: no MPS daemon runs (before prepare() or after teardown())");
+  return daemon_->health_check();
+}
+
+Status MpsMechanism::teardown() {
+  devices_.clear();
+  if (!daemon_) return OkStatus();
+  Status stopped = daemon_->stop();
+  daemon_.reset();
+  if (!stopped.ok()) return stopped.error().with_context("mps teardown");
+  return OkStatus();
+}
+
+Result<std::vector<std::string>> cleanup_stale_mps_daemons(const MpsDaemonOptions& options,
+                                                           MpsControl& control,
+                                                           ProcessFinder& finder, Clock& clock) {
+  std::vector<std::string> lines;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(options.state_dir, ec)) return lines;
+  std::vector<std::string> dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(options.state_dir, ec)) {
+    if (entry.is_directory(ec) && std::filesystem::exists(entry.path() / kMpsOwnerFileName, ec)) {
+      dirs.push_back(entry.path().string());
+    }
+  }
+  if (ec) {
+    return Error(
+        fmt::format("cannot list MPS state directory {}: {}", options.state_dir, ec.message()));
+  }
+  std::sort(dirs.begin(), dirs.end());
+  const std::string host = local_hostname();
+  for (const std::string& dir : dirs) {
+    Result<MpsOwnerRecord> owner = read_owner_record(dir + "/" + kMpsOwnerFileName);
+    if (!owner.ok()) {
+      lines.push_back(fmt::format("left {} alone: {}", dir, owner.error().message()));
+      continue;
+    }
+    // A record from another host (shared home directory) says nothing about
+    // processes here; a live owner is still using its daemon.
+    if (owner->hostname != host) continue;
+    if (finder.is_alive(static_cast<int>(owner->colo_pid))) continue;
+    Result<std::unique_ptr<MpsDaemon>> daemon =
+        MpsDaemon::adopt(dir, options, control, finder, clock);
+    if (!daemon.ok()) {
+      lines.push_back(daemon.error().message());
+      continue;
+    }
+    Status stopped = (*daemon)->stop();
+    if (stopped.ok()) {
+      lines.push_back(fmt::format("stopped MPS daemon left by colo pid {} (pipe dir {})",
+                                  owner->colo_pid, owner->pipe_dir));
+    } else {
+      lines.push_back(stopped.error().message());
+    }
+  }
+  return lines;
+}
+
+}  // namespace colo

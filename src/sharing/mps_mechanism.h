@@ -1,0 +1,63 @@
+// The mps mechanism: jobs share each GPU as clients of one private MPS
+// control daemon that colo starts for the run and stops afterwards.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "sharing/mechanism.h"
+#include "sharing/mps_control.h"
+#include "sharing/mps_daemon.h"
+#include "sharing/process_finder.h"
+
+namespace colo {
+
+// One MpsDaemon serves all the run's GPUs: prepare() starts it with
+// CUDA_VISIBLE_DEVICES set to the UUIDs of those GPUs; each job then gets
+//   CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY  (the private daemon's)
+//   CUDA_VISIBLE_DEVICES=<its GPU's UUID>
+//   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=<sm_share_pct>        when set
+//   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=<memory limit in MiB>M  when set
+// (device ordinal 0, since each job sees only its own GPU). teardown() and the
+// destructor stop the daemon, so it does not outlive the run on any exit path
+// that unwinds.
+//
+// Owns the daemon, the control seam and the process finder; borrows `clock`,
+// which must outlive it. Not thread-safe.
+class MpsMechanism final : public Mechanism {
+ public:
+  // `options.state_dir` must be set.
+  MpsMechanism(MpsDaemonOptions options, std::unique_ptr<MpsControl> control,
+               std::unique_ptr<ProcessFinder> finder, Clock& clock);
+  ~MpsMechanism() override;
+
+  MechanismKind kind() const override { return MechanismKind::kMps; }
+  // MPS serves at most 48 clients per device (Volta and later).
+  int max_jobs_per_device() const override { return 48; }
+  Status prepare(const std::vector<DeviceInfo>& devices) override;
+  Result<Environment> environment_for(const Placement& placement) override;
+  Status health_check() override;
+  Status teardown() override;
+
+  // The running daemon, or nullptr before prepare() and after teardown().
+  const MpsDaemon* daemon() const { return daemon_.get(); }
+
+ private:
+  MpsDaemonOptions options_;
+  std::unique_ptr<MpsControl> control_;
+  std::unique_ptr<ProcessFinder> finder_;
+  Clock& clock_;
+  std::vector<DeviceInfo> devices_;
+  std::unique_ptr<MpsDaemon> daemon_;  // destroyed before control_ and finder_
+};
+
+// cleanup_stale_mps_daemons() over explicit seams: for each
+// <options.state_dir>/*/owner.json written on this host by a colo process
+// that is no longer alive, stops that daemon and removes its directory.
+Result<std::vector<std::string>> cleanup_stale_mps_daemons(const MpsDaemonOptions& options,
+                                                           MpsControl& control,
+                                                           ProcessFinder& finder, Clock& clock);
+
+}  // namespace colo

@@ -1,0 +1,56 @@
+#include "sharing/plain_sharing.h"
+
+#include <fmt/format.h>
+
+#include <cassert>
+
+namespace colo {
+
+Result<std::string> placement_device_uuid(const std::vector<DeviceInfo>& devices,
+                                          const Placement& placement) {
+  if (placement.device < 0 || placement.device >= static_cast<int>(devices.size())) {
+    return Error(fmt::format("job '{}' is placed on device {}, but the run has {} device(s)",
+                             placement.job_name, placement.device, devices.size()));
+  }
+  const DeviceInfo& device = devices[placement.device];
+  if (device.uuid.empty()) {
+    return Error(
+        fmt::format("device {} ({}) has no UUID, so job '{}' cannot be pinned to it with "
+                    "CUDA_VISIBLE_DEVICES",
+                    device.index, device.name, placement.job_name));
+  }
+  return device.uuid;
+}
+
+PlainSharing::PlainSharing(MechanismKind kind) : kind_(kind) {
+  assert(kind == MechanismKind::kExclusive || kind == MechanismKind::kNaive);
+}
+
+int PlainSharing::max_jobs_per_device() const {
+  return kind_ == MechanismKind::kExclusive ? 1 : 1000;
+}
+
+Status PlainSharing::prepare(const std::vector<DeviceInfo>& devices) {
+  if (devices.empty()) return Error(fmt::format("{}: no GPUs to run on", to_string(kind_)));
+  devices_ = devices;
+  prepared_ = true;
+  return OkStatus();
+}
+
+Result<Environment> PlainSharing::environment_for(const Placement& placement) {
+  if (!prepared_) {
+    return Error(fmt::format("{}: environment for job '{}' asked before prepare()",
+                             to_string(kind_), placement.job_name));
+  }
+  Result<std::string> uuid = placement_device_uuid(devices_, placement);
+  if (!uuid.ok()) return uuid.error();
+  return Environment{{"CUDA_VISIBLE_DEVICES", *uuid}};
+}
+
+Status PlainSharing::teardown() {
+  devices_.clear();
+  prepared_ = false;
+  return OkStatus();
+}
+
+}  // namespace colo

@@ -1,0 +1,466 @@
+// Unit tests of the sharing mechanisms over fake seams, and of the real
+// process plumbing (run_program, ProcFsProcessFinder) with ordinary programs.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "sharing/mechanism.h"
+#include "sharing/mps_control.h"
+#include "sharing/mps_daemon.h"
+#include "sharing/mps_mechanism.h"
+#include "sharing/plain_sharing.h"
+#include "sharing/process_finder.h"
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A fresh directory under /tmp, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    char name[] = "/tmp/colo-sharing-test-XXXXXX";
+    path_ = mkdtemp(name);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<DeviceInfo> two_devices() {
+  DeviceInfo a;
+  a.index = 0;
+  a.name = "NVIDIA H200";
+  a.uuid = "GPU-aaaa";
+  DeviceInfo b = a;
+  b.index = 1;
+  b.uuid = "GPU-bbbb";
+  return {a, b};
+}
+
+// ---- names -----------------------------------------------------------------
+
+TEST(MechanismNames, RoundTrip) {
+  for (MechanismKind kind :
+       {MechanismKind::kExclusive, MechanismKind::kNaive, MechanismKind::kMps}) {
+    Result<MechanismKind> parsed = parse_mechanism(to_string(kind));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, kind);
+  }
+  EXPECT_EQ(to_string(MechanismKind::kMps), "mps");
+}
+
+TEST(MechanismNames, UnknownNameListsValidOnes) {
+  Result<MechanismKind> parsed = parse_mechanism("mig");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.error().message(), HasSubstr("'mig'"));
+  EXPECT_THAT(parsed.error().message(), HasSubstr("exclusive, naive, mps"));
+  EXPECT_FALSE(parse_mechanism("MPS ").ok());
+}
+
+// ---- exclusive and naive ----------------------------------------------------
+
+TEST(PlainSharing, EnvironmentIsTheDeviceUuidOnly) {
+  for (MechanismKind kind : {MechanismKind::kExclusive, MechanismKind::kNaive}) {
+    Result<std::unique_ptr<Mechanism>> made = make_mechanism(kind, {});
+    ASSERT_TRUE(made.ok());
+    Mechanism& m = **made;
+    EXPECT_EQ(m.kind(), kind);
+    ASSERT_TRUE(m.prepare(two_devices()).ok());
+    Placement p{"job", 1, 30, uint64_t{1} << 30};  // limits are ignored, not errors
+    Result<Environment> env = m.environment_for(p);
+    ASSERT_TRUE(env.ok()) << env.error().message();
+    EXPECT_EQ(*env, (Environment{{"CUDA_VISIBLE_DEVICES", "GPU-bbbb"}}));
+    EXPECT_TRUE(m.health_check().ok());
+    EXPECT_TRUE(m.teardown().ok());
+    EXPECT_TRUE(m.teardown().ok());
+  }
+}
+
+TEST(PlainSharing, JobsPerDevice) {
+  EXPECT_EQ((*make_mechanism(MechanismKind::kExclusive, {}))->max_jobs_per_device(), 1);
+  EXPECT_GE((*make_mechanism(MechanismKind::kNaive, {}))->max_jobs_per_device(), 100);
+}
+
+TEST(PlainSharing, BadPlacementsAreErrors) {
+  PlainSharing m(MechanismKind::kNaive);
+  Result<Environment> early = m.environment_for({"early", 0, {}, {}});
+  ASSERT_FALSE(early.ok());
+  EXPECT_THAT(early.error().message(), HasSubstr("before prepare()"));
+  std::vector<DeviceInfo> devices = two_devices();
+  devices[0].uuid.clear();
+  ASSERT_TRUE(m.prepare(devices).ok());
+  Result<Environment> out_of_range = m.environment_for({"far", 2, {}, {}});
+  ASSERT_FALSE(out_of_range.ok());
+  EXPECT_THAT(out_of_range.error().message(), HasSubstr("job 'far' is placed on device 2"));
+  Result<Environment> no_uuid = m.environment_for({"j", 0, {}, {}});
+  ASSERT_FALSE(no_uuid.ok());
+  EXPECT_THAT(no_uuid.error().message(), HasSubstr("no UUID"));
+  EXPECT_FALSE(m.prepare({}).ok());
+}
+
+// ---- run_program / find_program_on_path --------------------------------------
+
+TEST(RunProgram, PassesInputAndCollectsOutputAndStatus) {
+  SystemClock clock;
+  Result<CommandOutput> out =
+      run_program({"sh", "-c", "cat; echo oops >&2; exit 3"}, {}, "hello\n", 5'000, clock);
+  ASSERT_TRUE(out.ok()) << out.error().message();
+  EXPECT_EQ(out->exit_status, 3);
+  EXPECT_EQ(out->stdout_text, "hello\n");
+  EXPECT_EQ(out->stderr_text, "oops\n");
+}
+
+TEST(RunProgram, AppliesEnvironmentChanges) {
+  SystemClock clock;
+  setenv("COLO_SHARING_TEST_DROP", "still here", 1);
+  Result<CommandOutput> out = run_program(
+      {"sh", "-c", "echo \"${COLO_SHARING_TEST_DROP-unset} $COLO_SHARING_TEST_ADD\""},
+      {{"COLO_SHARING_TEST_DROP", ""}, {"COLO_SHARING_TEST_ADD", "added"}}, "", 5'000, clock);
+  unsetenv("COLO_SHARING_TEST_DROP");
+  ASSERT_TRUE(out.ok()) << out.error().message();
+  EXPECT_EQ(out->stdout_text, "unset added\n");
+}
+
+TEST(RunProgram, ReportsDeathBySignal) {
+  SystemClock clock;
+  Result<CommandOutput> out = run_program({"sh", "-c", "kill -9 $$"}, {}, "", 5'000, clock);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->exit_status, 128 + SIGKILL);
+}
+
+TEST(RunProgram, KillsProgramsThatRunTooLong) {
+  SystemClock clock;
+  const int64_t start = clock.monotonic_ms();
+  Result<CommandOutput> out = run_program({"sh", "-c", "exec sleep 5"}, {}, "", 200, clock);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.error().message(), HasSubstr("did not finish within 200 ms"));
+  EXPECT_LT(clock.monotonic_ms() - start, 2'000);
+}
+
+TEST(RunProgram, DoesNotWaitForBackgroundChildren) {
+  SystemClock clock;
+  const int64_t start = clock.monotonic_ms();
+  Result<CommandOutput> out =
+      run_program({"sh", "-c", "sleep 1 & echo started"}, {}, "", 5'000, clock);
+  ASSERT_TRUE(out.ok()) << out.error().message();
+  EXPECT_EQ(out->stdout_text, "started\n");
+  EXPECT_LT(clock.monotonic_ms() - start, 900);
+}
+
+TEST(RunProgram, MissingProgramIsAClearError) {
+  SystemClock clock;
+  Result<CommandOutput> out = run_program({"colo-no-such-program-zz"}, {}, "", 1'000, clock);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.error().message(), HasSubstr("colo-no-such-program-zz not found on PATH"));
+}
+
+TEST(FindProgramOnPath, FirstExecutableWins) {
+  TempDir a, b;
+  auto make = [](const std::string& path, mode_t mode) {
+    std::ofstream(path) << "#!/bin/sh\n";
+    chmod(path.c_str(), mode);
+  };
+  make(a.path() + "/tool", 0644);  // not executable: skipped
+  make(b.path() + "/tool", 0755);
+  Result<std::string> found = find_program_on_path("tool", a.path() + ":" + b.path());
+  ASSERT_TRUE(found.ok()) << found.error().message();
+  EXPECT_EQ(*found, b.path() + "/tool");
+  EXPECT_FALSE(find_program_on_path("tool", a.path()).ok());
+  EXPECT_TRUE(find_program_on_path(b.path() + "/tool", "").ok());
+  EXPECT_FALSE(find_program_on_path(a.path() + "/tool", "").ok());
+}
+
+// ---- ProcFsProcessFinder ------------------------------------------------------
+
+TEST(ProcFsProcessFinder, FindsByEnvironmentAndSignalsOnlyMatches) {
+  const std::string mark = "COLO_SHARING_TEST_MARK=" + std::to_string(getpid());
+  std::string sleep_path = *find_program_on_path("sleep", "/usr/bin:/bin");
+  char arg0[] = "sleep";
+  char arg1[] = "5";
+  char* argv[] = {arg0, arg1, nullptr};
+  std::string env_entry = mark;
+  char* envp[] = {env_entry.data(), nullptr};
+  pid_t child = 0;
+  ASSERT_EQ(posix_spawn(&child, sleep_path.c_str(), nullptr, nullptr, argv, envp), 0);
+
+  ProcFsProcessFinder finder;
+  const std::string value = std::to_string(getpid());
+  std::vector<ProcessInfo> found;
+  for (int i = 0; i < 100 && found.empty(); ++i) {  // until exec has replaced the env
+    found = finder.find_with_env("COLO_SHARING_TEST_MARK", value);
+    if (found.empty()) usleep(10'000);
+  }
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].pid, child);
+  EXPECT_EQ(found[0].comm, "sleep");
+  EXPECT_TRUE(finder.is_alive(child));
+  EXPECT_TRUE(finder.find_with_env("COLO_SHARING_TEST_MARK", value + "0").empty());
+
+  Status refused = finder.send_signal(child, SIGKILL, "COLO_SHARING_TEST_MARK", "other");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), HasSubstr("refusing to signal"));
+  EXPECT_EQ(waitpid(child, nullptr, WNOHANG), 0);  // still running
+
+  ASSERT_TRUE(finder.send_signal(child, SIGKILL, "COLO_SHARING_TEST_MARK", value).ok());
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_FALSE(finder.is_alive(child));
+}
+
+// ---- MpsDaemon and MpsMechanism over fakes -----------------------------------
+
+// A process table in memory. Processes leave on SIGKILL, and on SIGTERM
+// unless they ignore it.
+class FakeProcessFinder final : public ProcessFinder {
+ public:
+  struct Process {
+    std::string comm;
+    std::set<std::string> env;  // "NAME=value"
+    bool ignores_term = false;
+  };
+
+  std::vector<ProcessInfo> find_with_env(std::string_view name, std::string_view value) override {
+    std::vector<ProcessInfo> found;
+    const std::string entry = std::string(name) + "=" + std::string(value);
+    for (const auto& [pid, p] : processes) {
+      if (p.env.count(entry)) found.push_back({pid, p.comm});
+    }
+    return found;
+  }
+  bool is_alive(int pid) override { return processes.count(pid) > 0 || pid == getpid(); }
+  Status send_signal(int pid, int sig, std::string_view name, std::string_view value) override {
+    auto it = processes.find(pid);
+    if (it == processes.end() ||
+        !it->second.env.count(std::string(name) + "=" + std::string(value))) {
+      refused.push_back(pid);
+      return Error("refused");
+    }
+    signals.emplace_back(pid, sig);
+    if (sig == SIGKILL || (sig == SIGTERM && !it->second.ignores_term)) processes.erase(it);
+    return OkStatus();
+  }
+
+  std::map<int, Process> processes;
+  std::vector<std::pair<int, int>> signals;
+  std::vector<int> refused;
+};
+
+// Records what colo asks the control program; `quit` removes every process
+// of the pipe dir named `nvidia-cuda-mps` from the fake table when quit_works.
+class FakeMpsControl final : public MpsControl {
+ public:
+  explicit FakeMpsControl(FakeProcessFinder& finder) : finder_(finder) {}
+
+  Result<CommandOutput> start_daemon(const Environment& env) override {
+    start_env = env;
+    return start_result;
+  }
+  Result<CommandOutput> run_command(const Environment& env, std::string_view input) override {
+    commands.emplace_back(input);
+    if (input == "quit\n" && quit_works) {
+      const std::string entry =
+          std::string(kMpsPipeDirectoryEnv) + "=" + env.at(kMpsPipeDirectoryEnv);
+      std::erase_if(finder_.processes, [&](const auto& kv) {
+        return kv.second.comm == "nvidia-cuda-mps" && kv.second.env.count(entry);
+      });
+      return CommandOutput{0, "", ""};
+    }
+    return CommandOutput{0, health_answer, ""};
+  }
+
+  Environment start_env;
+  CommandOutput start_result{0, "", ""};
+  std::string health_answer = "100.0\n";
+  bool quit_works = true;
+  std::vector<std::string> commands;
+
+ private:
+  FakeProcessFinder& finder_;
+};
+
+class MpsDaemonFakeTest : public ::testing::Test {
+ protected:
+  MpsDaemonOptions options() {
+    MpsDaemonOptions o;
+    o.state_dir = state_.path() + "/mps";
+    o.visible_devices = "GPU-aaaa";
+    return o;
+  }
+  bool state_dir_empty() {
+    std::error_code ec;
+    return std::filesystem::is_empty(state_.path() + "/mps", ec);
+  }
+
+  TempDir state_;
+  FakeClock clock_;
+  FakeProcessFinder finder_;
+  FakeMpsControl control_{finder_};
+};
+
+TEST_F(MpsDaemonFakeTest, StartWritesOwnerRecordAndPrivateDirs) {
+  Result<std::unique_ptr<MpsDaemon>> daemon =
+      MpsDaemon::start(options(), control_, finder_, clock_);
+  ASSERT_TRUE(daemon.ok()) << daemon.error().message();
+  MpsDaemon& d = **daemon;
+  EXPECT_EQ(d.pipe_dir(), d.dir() + "/pipe");
+  EXPECT_EQ(control_.start_env.at(kMpsPipeDirectoryEnv), d.pipe_dir());
+  EXPECT_EQ(control_.start_env.at(kMpsLogDirectoryEnv), d.log_dir());
+  EXPECT_EQ(control_.start_env.at("CUDA_VISIBLE_DEVICES"), "GPU-aaaa");
+  struct stat st {};
+  ASSERT_EQ(stat(d.pipe_dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  Result<MpsOwnerRecord> owner = read_owner_record(d.dir() + "/owner.json");
+  ASSERT_TRUE(owner.ok()) << owner.error().message();
+  EXPECT_EQ(owner->colo_pid, getpid());
+  EXPECT_EQ(owner->pipe_dir, d.pipe_dir());
+  EXPECT_EQ(owner->log_dir, d.log_dir());
+  EXPECT_EQ(owner->hostname, local_hostname());
+  EXPECT_EQ(owner->start_time_ms, clock_.now_ms());
+  EXPECT_TRUE(d.health_check().ok());
+  ASSERT_TRUE(d.stop().ok());
+  EXPECT_EQ(control_.commands.back(), "quit\n");
+  EXPECT_TRUE(state_dir_empty());
+  EXPECT_TRUE(d.stop().ok());
+}
+
+TEST_F(MpsDaemonFakeTest, StopSignalsOnlyDaemonProcessesOfItsOwnPipeDir) {
+  Result<std::unique_ptr<MpsDaemon>> daemon =
+      MpsDaemon::start(options(), control_, finder_, clock_);
+  ASSERT_TRUE(daemon.ok()) << daemon.error().message();
+  const std::string ours = std::string(kMpsPipeDirectoryEnv) + "=" + (*daemon)->pipe_dir();
+  const std::string theirs = std::string(kMpsPipeDirectoryEnv) + "=/tmp/nvidia-mps";
+  finder_.processes[10] = {"nvidia-cuda-mps", {ours}, /*ignores_term=*/true};  // control daemon
+  finder_.processes[11] = {"nvidia-cuda-mps", {ours}, false};                  // server
+  finder_.processes[12] = {"python3", {ours}, false};                          // a client (job)
+  finder_.processes[13] = {"nvidia-cuda-mps", {theirs}, false};  // someone else's daemon
+  finder_.processes[14] = {"renamed", {ours}, false};            // named in the pid file
+  finder_.processes[15] = {"nvidia-cuda-mps", {}, false};        // no env at all
+  std::ofstream((*daemon)->pipe_dir() + "/nvidia-cuda-mps-control.pid") << "14\n";
+  control_.quit_works = false;
+
+  ASSERT_TRUE((*daemon)->stop().ok());
+  EXPECT_EQ(control_.commands.back(), "quit\n");
+  std::set<std::pair<int, int>> signals(finder_.signals.begin(), finder_.signals.end());
+  EXPECT_EQ(signals, (std::set<std::pair<int, int>>{
+                         {10, SIGTERM}, {11, SIGTERM}, {14, SIGTERM}, {10, SIGKILL}}));
+  EXPECT_TRUE(finder_.refused.empty());
+  EXPECT_TRUE(finder_.processes.count(12));
+  EXPECT_TRUE(finder_.processes.count(13));
+  EXPECT_TRUE(finder_.processes.count(15));
+  EXPECT_TRUE(state_dir_empty());
+}
+
+TEST_F(MpsDaemonFakeTest, FailedLaunchIsReportedAndLeavesNothing) {
+  control_.start_result = CommandOutput{1, "", "nvidia-cuda-mps-control: no devices\n"};
+  Result<std::unique_ptr<MpsDaemon>> daemon =
+      MpsDaemon::start(options(), control_, finder_, clock_);
+  ASSERT_FALSE(daemon.ok());
+  EXPECT_THAT(daemon.error().message(), HasSubstr("could not start the MPS control daemon"));
+  EXPECT_THAT(daemon.error().message(),
+              HasSubstr("exit status 1: nvidia-cuda-mps-control: no devices"));
+  EXPECT_TRUE(control_.commands.empty());  // nothing to quit
+  EXPECT_TRUE(state_dir_empty());
+}
+
+TEST_F(MpsDaemonFakeTest, DaemonThatNeverAnswersIsStoppedAndReported) {
+  control_.health_answer = "Cannot find MPS control daemon process\n";
+  MpsDaemonOptions o = options();
+  o.start_timeout_ms = 1'000;
+  Result<std::unique_ptr<MpsDaemon>> daemon = MpsDaemon::start(o, control_, finder_, clock_);
+  ASSERT_FALSE(daemon.ok());
+  EXPECT_THAT(daemon.error().message(), HasSubstr("did not answer within 1000 ms"));
+  EXPECT_THAT(daemon.error().message(), HasSubstr("Cannot find MPS control daemon process"));
+  EXPECT_EQ(control_.commands.back(), "quit\n");
+  EXPECT_GT(control_.commands.size(), 5u);  // polled until the (fake) timeout
+  EXPECT_TRUE(state_dir_empty());
+}
+
+TEST_F(MpsDaemonFakeTest, TooLongStateDirIsRejected) {
+  MpsDaemonOptions o = options();
+  o.state_dir = "/tmp/" + std::string(80, 'x');
+  Result<std::unique_ptr<MpsDaemon>> daemon = MpsDaemon::start(o, control_, finder_, clock_);
+  ASSERT_FALSE(daemon.ok());
+  EXPECT_THAT(daemon.error().message(), HasSubstr("too long"));
+  EXPECT_FALSE(std::filesystem::exists(o.state_dir));
+}
+
+TEST_F(MpsDaemonFakeTest, AdoptRefusesRecordsNamingOtherDirectories) {
+  const std::string dir = state_.path() + "/mps/1-1";
+  std::filesystem::create_directories(dir);
+  MpsOwnerRecord record;
+  record.colo_pid = 1;
+  record.pipe_dir = "/tmp/nvidia-mps";
+  record.log_dir = dir + "/log";
+  ASSERT_TRUE(write_owner_record(dir + "/owner.json", record).ok());
+  Result<std::unique_ptr<MpsDaemon>> adopted =
+      MpsDaemon::adopt(dir, options(), control_, finder_, clock_);
+  ASSERT_FALSE(adopted.ok());
+  EXPECT_THAT(adopted.error().message(), HasSubstr("leaving it alone"));
+  EXPECT_TRUE(std::filesystem::exists(dir));
+}
+
+TEST_F(MpsDaemonFakeTest, MechanismEnvironmentAndLifecycle) {
+  auto finder = std::make_unique<FakeProcessFinder>();
+  auto control = std::make_unique<FakeMpsControl>(*finder);
+  FakeMpsControl* control_view = control.get();
+  MpsDaemonOptions o = options();
+  o.visible_devices = "ignored: prepare() sets it";
+  MpsMechanism m(o, std::move(control), std::move(finder), clock_);
+  EXPECT_EQ(m.max_jobs_per_device(), 48);
+  EXPECT_FALSE(m.health_check().ok());
+  EXPECT_FALSE(m.environment_for({"j", 0, {}, {}}).ok());
+
+  ASSERT_TRUE(m.prepare(two_devices()).ok());
+  EXPECT_FALSE(m.prepare(two_devices()).ok());
+  EXPECT_EQ(control_view->start_env.at("CUDA_VISIBLE_DEVICES"), "GPU-aaaa,GPU-bbbb");
+  const std::string pipe = m.daemon()->pipe_dir();
+
+  Result<Environment> env = m.environment_for({"j", 1, 30, uint64_t{6} << 30});
+  ASSERT_TRUE(env.ok()) << env.error().message();
+  EXPECT_EQ(*env, (Environment{{"CUDA_MPS_PIPE_DIRECTORY", pipe},
+                               {"CUDA_MPS_LOG_DIRECTORY", m.daemon()->log_dir()},
+                               {"CUDA_VISIBLE_DEVICES", "GPU-bbbb"},
+                               {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "30"},
+                               {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=6144M"}}));
+  Result<Environment> plain = m.environment_for({"k", 0, {}, {}});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->count("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), 0u);
+  EXPECT_EQ(plain->count("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), 0u);
+  EXPECT_EQ(plain->at("CUDA_VISIBLE_DEVICES"), "GPU-aaaa");
+
+  Result<Environment> bad_share = m.environment_for({"s", 0, 0, {}});
+  ASSERT_FALSE(bad_share.ok());
+  EXPECT_THAT(bad_share.error().message(), HasSubstr("sm_share must be 1-100"));
+  EXPECT_FALSE(m.environment_for({"m", 0, {}, uint64_t{1000}}).ok());
+  EXPECT_FALSE(m.environment_for({"d", 2, {}, {}}).ok());
+
+  EXPECT_TRUE(m.health_check().ok());
+  ASSERT_TRUE(m.teardown().ok());
+  EXPECT_EQ(control_view->commands.back(), "quit\n");
+  EXPECT_TRUE(m.teardown().ok());
+  EXPECT_EQ(m.daemon(), nullptr);
+  EXPECT_FALSE(std::filesystem::exists(pipe));
+  EXPECT_FALSE(m.environment_for({"j", 0, {}, {}}).ok());
+}
+
+}  // namespace
+}  // namespace colo

@@ -1,0 +1,852 @@
+#include "store/run_store.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "common/paths.h"
+#include "store/schema.h"
+
+namespace colo {
+namespace {
+
+constexpr std::array<std::pair<RunState, const char*>, 5> kRunStateNames = {{
+    {RunState::kRunning, "running"},
+    {RunState::kOk, "ok"},
+    {RunState::kFailed, "failed"},
+    {RunState::kCancelled, "cancelled"},
+    {RunState::kInterrupted, "interrupted"},
+}};
+
+constexpr const char* kReasonInterruptedRunning =
+    "colo stopped while the job was running (found at next start)";
+constexpr const char* kReasonInterruptedQueued =
+    "colo stopped before the job started (found at next start)";
+
+constexpr UnixMillis kEndOfTime = std::numeric_limits<UnixMillis>::max();
+
+// FNV-1a, 64 bits. Strings are fed with their length first so that
+// ("ab", "c") and ("a", "bc") hash differently.
+class Fnv1a64 {
+ public:
+  void add_bytes(const void* data, size_t size) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < size; ++i) {
+      hash_ ^= bytes[i];
+      hash_ *= 1099511628211ULL;
+    }
+  }
+  void add(std::string_view text) {
+    uint64_t size = text.size();
+    add_bytes(&size, sizeof size);
+    add_bytes(text.data(), text.size());
+  }
+  std::string hex() const { return fmt::format("{:016x}", hash_); }
+
+ private:
+  uint64_t hash_ = 14695981039346656037ULL;
+};
+
+std::string this_host() {
+  std::array<char, 256> name{};
+  if (gethostname(name.data(), name.size() - 1) != 0) return "";
+  return name.data();
+}
+
+bool is_in_memory(const std::string& path) {
+  return path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0;
+}
+
+nlohmann::json spec_to_json(const JobSpec& job) {
+  nlohmann::json j;
+  j["name"] = job.name;
+  j["group"] = job.group;
+  j["command"] = job.command;
+  j["working_dir"] = job.working_dir;
+  j["env"] = job.env;
+  if (job.gpu_memory_bytes) j["gpu_memory_bytes"] = *job.gpu_memory_bytes;
+  if (job.sm_share_pct) j["sm_share_pct"] = *job.sm_share_pct;
+  if (job.memory_limit_bytes) j["memory_limit_bytes"] = *job.memory_limit_bytes;
+  if (job.epoch_regex) j["epoch_regex"] = *job.epoch_regex;
+  j["params"] = job.params;
+  j["repeat_index"] = job.repeat_index;
+  j["source"] = job.source;
+  return j;
+}
+
+// Whether a job was running on `device` at time `t`. A job with no end yet
+// counts as running until `open_end`.
+bool running_at(const JobSummary& job, int device, UnixMillis t, UnixMillis open_end) {
+  if (!job.device || *job.device != device || !job.started_ms) return false;
+  UnixMillis end = job.ended_ms.value_or(open_end);
+  return *job.started_ms <= t && t <= end;
+}
+
+struct EnergyPoint {
+  UnixMillis time_ms;
+  uint64_t energy_mj;
+};
+
+// Energy of consecutive readings of one device's counter: the sum of the
+// increases (equal to last - first while the counter only grows; a counter
+// reset, e.g. a driver reload, contributes nothing instead of a negative step).
+double energy_j(const std::vector<EnergyPoint>& points) {
+  uint64_t total_mj = 0;
+  for (size_t i = 1; i < points.size(); ++i) {
+    if (points[i].energy_mj >= points[i - 1].energy_mj) {
+      total_mj += points[i].energy_mj - points[i - 1].energy_mj;
+    }
+  }
+  return static_cast<double>(total_mj) / 1000.0;
+}
+
+}  // namespace
+
+std::string to_string(RunState state) {
+  for (const auto& [s, name] : kRunStateNames) {
+    if (s == state) return name;
+  }
+  return "unknown";
+}
+
+Result<RunState> parse_run_state(std::string_view text) {
+  for (const auto& [s, name] : kRunStateNames) {
+    if (text == name) return s;
+  }
+  return Error(fmt::format(
+      "unknown run state '{}'; expected running, ok, failed, cancelled or interrupted", text));
+}
+
+std::string job_signature(const JobSpec& job) {
+  Fnv1a64 hash;
+  hash.add("argv");
+  uint64_t argc = job.command.size();
+  hash.add_bytes(&argc, sizeof argc);
+  for (const std::string& arg : job.command) hash.add(arg);
+  hash.add("cwd");
+  hash.add(job.working_dir);
+  hash.add("env");
+  for (const auto& [key, value] : job.env) {  // std::map: sorted by key
+    hash.add(key);
+    hash.add(value);
+  }
+  return hash.hex();
+}
+
+std::string jobs_signature(std::vector<std::string> job_signatures) {
+  std::sort(job_signatures.begin(), job_signatures.end());
+  Fnv1a64 hash;
+  for (const std::string& signature : job_signatures) hash.add(signature);
+  return hash.hex();
+}
+
+bool process_is_alive(pid_t pid) {
+  if (pid <= 0) return false;
+  return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path) {
+  if (!is_in_memory(path)) {
+    size_t slash = path.rfind('/');
+    if (slash != std::string::npos && slash > 0) {
+      Status dirs = make_dirs(path.substr(0, slash));
+      if (!dirs.ok()) {
+        return dirs.error().with_context(
+            fmt::format("cannot create the directory of the run store {} (pass --db to choose "
+                        "another path)",
+                        path));
+      }
+    }
+  }
+
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, nullptr);
+  SqliteDb db(raw);
+  if (rc != SQLITE_OK) return sqlite_error(db.get(), rc, "cannot open the run store", path);
+  sqlite3_busy_timeout(db.get(), 5000);
+
+  // The first statements read the file: a file that is not a database fails here.
+  if (!is_in_memory(path)) {
+    Status wal = exec_sql(db.get(), path, "PRAGMA journal_mode = WAL", "cannot open the run store");
+    if (!wal.ok()) return wal.error();
+  }
+  Status status = migrate_schema(db.get(), path);
+  if (!status.ok()) return status.error();
+  status = exec_sql(db.get(), path, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+                    "cannot configure the run store");
+  if (!status.ok()) return status.error();
+
+  auto store = std::make_unique<RunStore>(PrivateTag(), std::move(db), path);
+  UnixMillis now = SystemClock().now_ms();
+  auto stale = store->mark_stale_runs(process_is_alive, now, this_host());
+  if (!stale.ok()) return stale.error();
+  return store;
+}
+
+RunStore::~RunStore() = default;
+
+int RunStore::schema_version() const {
+  Result<int> version = read_schema_version(db_.get(), path_);
+  return version.ok() ? *version : -1;
+}
+
+Result<std::vector<int64_t>> RunStore::mark_stale_runs_interrupted(
+    const std::function<bool(pid_t)>& is_alive, UnixMillis now_ms) {
+  return mark_stale_runs(is_alive, now_ms, std::nullopt);
+}
+
+Result<std::vector<int64_t>> RunStore::mark_stale_runs(
+    const std::function<bool(pid_t)>& is_alive, UnixMillis now_ms,
+    const std::optional<std::string>& only_host) {
+  sqlite3* db = db_.get();
+  auto running = Statement::prepare(
+      db, path_, "SELECT id, colo_pid, host, started_ms FROM runs WHERE state = 'running'");
+  if (!running.ok()) return running.error();
+  struct Stale {
+    int64_t id;
+    UnixMillis started_ms;
+  };
+  std::vector<Stale> stale;
+  while (true) {
+    auto row = running->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    std::string host = running->text_at(2);
+    // A pid means nothing on another host (a store on a shared file system).
+    if (only_host && !host.empty() && host != *only_host) continue;
+    if (is_alive(static_cast<pid_t>(running->int64_at(1)))) continue;
+    stale.push_back({running->int64_at(0), running->int64_at(3)});
+  }
+  if (stale.empty()) return std::vector<int64_t>{};  // the usual case: no write lock taken
+
+  auto tx = Transaction::begin(db, path_);
+  if (!tx.ok()) return tx.error().with_context("marking runs of a colo that stopped");
+
+  // The run ended, as far as anyone can tell, at the last thing it recorded.
+  auto last_time = Statement::prepare(db, path_, R"sql(
+      SELECT max(t) FROM (
+        SELECT max(time_ms) AS t FROM device_samples WHERE run_id = ?1
+        UNION ALL SELECT max(time_ms) FROM process_samples WHERE run_id = ?1
+        UNION ALL SELECT max(e.time_ms) FROM job_events e JOIN jobs j ON e.job_id = j.id
+                  WHERE j.run_id = ?1
+        UNION ALL SELECT max(max(coalesce(started_ms, 0), coalesce(ended_ms, 0)))
+                  FROM jobs WHERE run_id = ?1))sql");
+  if (!last_time.ok()) return last_time.error();
+  auto end_run = Statement::prepare(
+      db, path_,
+      "UPDATE runs SET state = 'interrupted', ended_ms = ?2 WHERE id = ?1 AND state = 'running'");
+  if (!end_run.ok()) return end_run.error();
+  auto end_running_jobs = Statement::prepare(db, path_, R"sql(
+      UPDATE jobs SET state = 'interrupted', ended_ms = coalesce(ended_ms, ?2), reason = ?3
+      WHERE run_id = ?1 AND state = 'running')sql");
+  if (!end_running_jobs.ok()) return end_running_jobs.error();
+  auto end_queued_jobs = Statement::prepare(db, path_, R"sql(
+      UPDATE jobs SET state = 'interrupted', reason = ?2
+      WHERE run_id = ?1 AND state = 'queued')sql");
+  if (!end_queued_jobs.ok()) return end_queued_jobs.error();
+
+  std::vector<int64_t> ids;
+  for (const Stale& run : stale) {
+    last_time->bind(1, run.id);
+    auto row = last_time->step();
+    if (!row.ok()) return row.error();
+    std::optional<int64_t> last = *row ? last_time->opt_int64_at(0) : std::nullopt;
+    last_time->reset();
+    UnixMillis ended = last && *last > 0 ? std::max(*last, run.started_ms) : now_ms;
+
+    Status status = end_run->bind(1, run.id).bind(2, ended).run();
+    if (!status.ok()) return status.error();
+    if (sqlite3_changes(db) == 0) continue;  // another colo marked it meanwhile
+    status =
+        end_running_jobs->bind(1, run.id).bind(2, ended).bind(3, kReasonInterruptedRunning).run();
+    if (!status.ok()) return status.error();
+    status = end_queued_jobs->bind(1, run.id).bind(2, kReasonInterruptedQueued).run();
+    if (!status.ok()) return status.error();
+    ids.push_back(run.id);
+  }
+  Status committed = tx->commit();
+  if (!committed.ok()) return committed.error();
+  return ids;
+}
+
+Result<int64_t> RunStore::begin_run(const NewRun& run) {
+  auto insert = Statement::prepare(db_.get(), path_, R"sql(
+      INSERT INTO runs (started_ms, state, mechanism, backend, simulated, job_file, host, colo_pid,
+                        command_line, devices_json)
+      VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?))sql");
+  if (!insert.ok()) return insert.error();
+  Status status = insert->bind(1, run.started_ms)
+                      .bind(2, run.mechanism)
+                      .bind(3, run.backend)
+                      .bind(4, run.simulated)
+                      .bind(5, run.job_file)
+                      .bind(6, run.host)
+                      .bind(7, static_cast<int64_t>(run.colo_pid))
+                      .bind(8, run.command_line)
+                      .bind(9, run.devices_json.empty() ? std::string("[]") : run.devices_json)
+                      .run();
+  if (!status.ok()) return status.error().with_context("recording the start of a run");
+  return sqlite3_last_insert_rowid(db_.get());
+}
+
+Result<std::vector<int64_t>> RunStore::add_jobs(int64_t run_id, const std::vector<JobSpec>& jobs,
+                                                const std::vector<std::string>& log_paths,
+                                                UnixMillis queued_ms) {
+  if (!log_paths.empty() && log_paths.size() != jobs.size()) {
+    return Error(fmt::format("add_jobs: {} jobs but {} log paths (a bug in colo)", jobs.size(),
+                             log_paths.size()));
+  }
+  sqlite3* db = db_.get();
+  auto tx = Transaction::begin(db, path_);
+  if (!tx.ok()) return tx.error();
+  Result<RunRow> run = read_run(run_id);
+  if (!run.ok()) return run.error();
+
+  auto insert = Statement::prepare(db, path_, R"sql(
+      INSERT INTO jobs (run_id, name, grp, spec_json, signature, state, queued_ms, log_path)
+      VALUES (?, ?, ?, ?, ?, 'queued', ?, ?))sql");
+  if (!insert.ok()) return insert.error();
+  std::vector<int64_t> ids;
+  ids.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobSpec& job = jobs[i];
+    Status status = insert->bind(1, run_id)
+                        .bind(2, job.name)
+                        .bind(3, job.group)
+                        .bind(4, spec_to_json(job).dump())
+                        .bind(5, job_signature(job))
+                        .bind(6, queued_ms)
+                        .bind(7, log_paths.empty() ? std::string() : log_paths[i])
+                        .run();
+    if (!status.ok()) return status.error().with_context("recording job " + job.name);
+    ids.push_back(sqlite3_last_insert_rowid(db));
+  }
+
+  // The signature covers every job of the run, also those added earlier.
+  auto signatures = Statement::prepare(db, path_, "SELECT signature FROM jobs WHERE run_id = ?");
+  if (!signatures.ok()) return signatures.error();
+  signatures->bind(1, run_id);
+  std::vector<std::string> all;
+  while (true) {
+    auto row = signatures->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    all.push_back(signatures->text_at(0));
+  }
+  auto update = Statement::prepare(db, path_, "UPDATE runs SET jobs_signature = ? WHERE id = ?");
+  if (!update.ok()) return update.error();
+  Status status = update->bind(1, jobs_signature(std::move(all))).bind(2, run_id).run();
+  if (!status.ok()) return status.error();
+  status = tx->commit();
+  if (!status.ok()) return status.error();
+  return ids;
+}
+
+namespace {
+
+// Runs an UPDATE of one row and fails when no row had that id.
+Status update_one(sqlite3* db, const std::string& path, Statement& statement, std::string_view what,
+                  std::string_view noun, int64_t id) {
+  Status status = statement.run();
+  if (!status.ok()) return status.error().with_context(what);
+  if (sqlite3_changes(db) != 1) {
+    return Error(fmt::format("{}: {}: there is no {} #{} (a bug in colo)", path, what, noun, id));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status RunStore::job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms) {
+  auto update = Statement::prepare(db_.get(), path_, R"sql(
+      UPDATE jobs SET state = 'running', pid = ?2, device = ?3, started_ms = ?4 WHERE id = ?1)sql");
+  if (!update.ok()) return update.error();
+  update->bind(1, job_id).bind(2, static_cast<int64_t>(pid)).bind(3, device).bind(4, started_ms);
+  return update_one(db_.get(), path_, *update, "recording the start of a job", "job", job_id);
+}
+
+Status RunStore::job_finished(int64_t job_id, const JobExit& exit, UnixMillis ended_ms,
+                              int64_t malformed_progress_lines) {
+  if (!is_final(exit.state)) {
+    return Error(fmt::format("job #{} cannot finish in state '{}' (a bug in colo)", job_id,
+                             to_string(exit.state)));
+  }
+  auto update = Statement::prepare(db_.get(), path_, R"sql(
+      UPDATE jobs SET state = ?2, exit_code = ?3, signal = ?4, reason = ?5, ended_ms = ?6,
+                      malformed_lines = ?7
+      WHERE id = ?1)sql");
+  if (!update.ok()) return update.error();
+  update->bind(1, job_id)
+      .bind(2, to_string(exit.state))
+      .bind(3, exit.exit_code)
+      .bind(4, exit.signal)
+      .bind(5, exit.reason)
+      .bind(6, ended_ms)
+      .bind(7, malformed_progress_lines);
+  return update_one(db_.get(), path_, *update, "recording the end of a job", "job", job_id);
+}
+
+Status RunStore::end_run(int64_t run_id, RunState state, UnixMillis ended_ms) {
+  if (state == RunState::kRunning) {
+    return Error(fmt::format("run #{} cannot end in state 'running' (a bug in colo)", run_id));
+  }
+  auto update = Statement::prepare(db_.get(), path_,
+                                   "UPDATE runs SET state = ?2, ended_ms = ?3 WHERE id = ?1");
+  if (!update.ok()) return update.error();
+  update->bind(1, run_id).bind(2, to_string(state)).bind(3, ended_ms);
+  return update_one(db_.get(), path_, *update, "recording the end of a run", "run", run_id);
+}
+
+Status RunStore::add_job_events(const std::vector<std::pair<int64_t, ProgressEvent>>& events) {
+  if (events.empty()) return OkStatus();
+  auto tx = Transaction::begin(db_.get(), path_);
+  if (!tx.ok()) return tx.error();
+  auto insert = Statement::prepare(db_.get(), path_, R"sql(
+      INSERT INTO job_events (job_id, time_ms, kind, epoch, step, samples, metrics_json)
+      VALUES (?, ?, ?, ?, ?, ?, ?))sql");
+  if (!insert.ok()) return insert.error();
+  for (const auto& [job_id, event] : events) {
+    insert->bind(1, job_id)
+        .bind(2, event.time_ms)
+        .bind(3, event.kind)
+        .bind(4, event.epoch)
+        .bind(5, event.step)
+        .bind(6, event.samples);
+    if (event.metrics.empty()) {
+      insert->bind_null(7);
+    } else {
+      insert->bind(7, nlohmann::json(event.metrics).dump());
+    }
+    Status status = insert->run();
+    if (!status.ok()) {
+      return status.error().with_context(
+          fmt::format("recording a progress event of job #{}", job_id));
+    }
+  }
+  return tx->commit();
+}
+
+Status RunStore::add_samples(int64_t run_id, const std::vector<DeviceSample>& devices,
+                             const std::vector<ProcessSampleRow>& processes) {
+  if (devices.empty() && processes.empty()) return OkStatus();
+  auto tx = Transaction::begin(db_.get(), path_);
+  if (!tx.ok()) return tx.error();
+  auto insert_device = Statement::prepare(db_.get(), path_, R"sql(
+      INSERT INTO device_samples (run_id, time_ms, device, sm_active_pct, sm_occupancy_pct,
+                                  tensor_active_pct, dram_active_pct, gpu_util_pct,
+                                  memory_used_bytes, memory_total_bytes, power_w, energy_mj,
+                                  pcie_rx_mib_per_s, pcie_tx_mib_per_s, sm_clock_mhz)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
+  if (!insert_device.ok()) return insert_device.error();
+  for (const DeviceSample& s : devices) {
+    Status status = insert_device->bind(1, run_id)
+                        .bind(2, s.time_ms)
+                        .bind(3, s.device)
+                        .bind(4, s.sm_active_pct)
+                        .bind(5, s.sm_occupancy_pct)
+                        .bind(6, s.tensor_active_pct)
+                        .bind(7, s.dram_active_pct)
+                        .bind(8, s.gpu_util_pct)
+                        .bind(9, s.memory_used_bytes)
+                        .bind(10, s.memory_total_bytes)
+                        .bind(11, s.power_w)
+                        .bind(12, s.energy_mj)
+                        .bind(13, s.pcie_rx_mib_per_s)
+                        .bind(14, s.pcie_tx_mib_per_s)
+                        .bind(15, s.sm_clock_mhz)
+                        .run();
+    if (!status.ok()) return status.error().with_context("recording a device sample");
+  }
+  auto insert_process = Statement::prepare(db_.get(), path_, R"sql(
+      INSERT INTO process_samples (run_id, time_ms, device, pid, job_id, used_memory_bytes,
+                                   sm_util_pct, mps_client)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?))sql");
+  if (!insert_process.ok()) return insert_process.error();
+  for (const ProcessSampleRow& row : processes) {
+    const ProcessSample& s = row.sample;
+    Status status = insert_process->bind(1, run_id)
+                        .bind(2, s.time_ms)
+                        .bind(3, s.device)
+                        .bind(4, s.pid)
+                        .bind(5, row.job_id)
+                        .bind(6, s.used_memory_bytes)
+                        .bind(7, s.sm_util_pct)
+                        .bind(8, s.mps_client)
+                        .run();
+    if (!status.ok()) return status.error().with_context("recording a process sample");
+  }
+  return tx->commit();
+}
+
+namespace {
+
+constexpr const char* kRunColumns =
+    "r.id, r.started_ms, r.ended_ms, r.state, r.mechanism, r.backend, r.simulated, r.job_file, "
+    "r.jobs_signature, (SELECT count(*) FROM jobs j WHERE j.run_id = r.id), r.host, r.colo_pid";
+
+Result<RunRow> run_from_row(const Statement& s) {
+  RunRow run;
+  run.id = s.int64_at(0);
+  run.started_ms = s.int64_at(1);
+  run.ended_ms = s.opt_int64_at(2);
+  Result<RunState> state = parse_run_state(s.text_at(3));
+  if (!state.ok()) return state.error().with_context(fmt::format("run #{}", run.id));
+  run.state = *state;
+  run.mechanism = s.text_at(4);
+  run.backend = s.text_at(5);
+  run.simulated = s.int64_at(6) != 0;
+  run.job_file = s.text_at(7);
+  run.jobs_signature = s.text_at(8);
+  run.job_count = static_cast<int>(s.int64_at(9));
+  run.host = s.text_at(10);
+  run.colo_pid = static_cast<pid_t>(s.int64_at(11));
+  return run;
+}
+
+}  // namespace
+
+Result<std::vector<RunRow>> RunStore::list_runs(int limit) {
+  auto select = Statement::prepare(
+      db_.get(), path_,
+      fmt::format("SELECT {} FROM runs r ORDER BY r.id DESC LIMIT ?", kRunColumns));
+  if (!select.ok()) return select.error();
+  select->bind(1, limit > 0 ? limit : -1);
+  std::vector<RunRow> runs;
+  while (true) {
+    auto row = select->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    Result<RunRow> run = run_from_row(*select);
+    if (!run.ok()) return run.error();
+    runs.push_back(std::move(*run));
+  }
+  return runs;
+}
+
+Result<RunRow> RunStore::read_run(int64_t run_id) {
+  std::string sql =
+      run_id == 0 ? fmt::format("SELECT {} FROM runs r ORDER BY r.id DESC LIMIT 1", kRunColumns)
+                  : fmt::format("SELECT {} FROM runs r WHERE r.id = ?", kRunColumns);
+  auto select = Statement::prepare(db_.get(), path_, sql);
+  if (!select.ok()) return select.error();
+  if (run_id != 0) select->bind(1, run_id);
+  auto row = select->step();
+  if (!row.ok()) return row.error();
+  if (!*row) {
+    if (run_id == 0) {
+      return Error(
+          fmt::format("{} holds no runs yet; start one with `colo run <jobs.toml>`", path_));
+    }
+    return Error(
+        fmt::format("{} has no run #{}; `colo list` shows the runs it holds", path_, run_id));
+  }
+  return run_from_row(*select);
+}
+
+Result<RunSummary> RunStore::summarize_run(int64_t run_id) { return summarize(run_id, true); }
+
+Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
+  sqlite3* db = db_.get();
+  RunSummary summary;
+  {
+    Result<RunRow> run = read_run(run_id);
+    if (!run.ok()) return run.error();
+    summary.run = std::move(*run);
+  }
+  const int64_t id = summary.run.id;
+
+  // Jobs.
+  auto jobs = Statement::prepare(db, path_, R"sql(
+      SELECT id, name, state, reason, device, started_ms, ended_ms, log_path, malformed_lines
+      FROM jobs WHERE run_id = ? ORDER BY id)sql");
+  if (!jobs.ok()) return jobs.error();
+  jobs->bind(1, id);
+  while (true) {
+    auto row = jobs->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    JobSummary job;
+    job.id = jobs->int64_at(0);
+    job.name = jobs->text_at(1);
+    Result<JobState> state = parse_job_state(jobs->text_at(2));
+    if (!state.ok()) return state.error().with_context(fmt::format("{}: job #{}", path_, job.id));
+    job.state = *state;
+    job.reason = jobs->text_at(3);
+    if (auto device = jobs->opt_int64_at(4)) job.device = static_cast<int>(*device);
+    job.started_ms = jobs->opt_int64_at(5);
+    job.ended_ms = jobs->opt_int64_at(6);
+    job.log_path = jobs->text_at(7);
+    job.malformed_progress_lines = jobs->int64_at(8);
+    if (job.started_ms && job.ended_ms) job.duration_ms = *job.ended_ms - *job.started_ms;
+    summary.jobs.push_back(std::move(job));
+  }
+
+  // A job still running is taken to run until the run ended (or forever).
+  const UnixMillis open_end = summary.run.ended_ms.value_or(kEndOfTime);
+
+  auto epoch_ends = Statement::prepare(db, path_, R"sql(
+      SELECT time_ms, samples FROM job_events
+      WHERE job_id = ? AND kind = 'epoch_end' ORDER BY time_ms, id)sql");
+  if (!epoch_ends.ok()) return epoch_ends.error();
+  auto peak_memory = Statement::prepare(db, path_, R"sql(
+      SELECT max(total) FROM (
+        SELECT sum(used_memory_bytes) AS total FROM process_samples
+        WHERE job_id = ? AND used_memory_bytes IS NOT NULL GROUP BY time_ms))sql");
+  if (!peak_memory.ok()) return peak_memory.error();
+  auto mean_sm = Statement::prepare(db, path_, R"sql(
+      SELECT avg(sm_active_pct) FROM device_samples
+      WHERE run_id = ? AND device = ? AND time_ms BETWEEN ? AND ?)sql");
+  if (!mean_sm.ok()) return mean_sm.error();
+  auto energy = Statement::prepare(db, path_, R"sql(
+      SELECT time_ms, energy_mj FROM device_samples
+      WHERE run_id = ? AND device = ? AND time_ms BETWEEN ? AND ? AND energy_mj IS NOT NULL
+      ORDER BY time_ms)sql");
+  if (!energy.ok()) return energy.error();
+
+  for (JobSummary& job : summary.jobs) {
+    // Epochs, mean epoch time, samples.
+    epoch_ends->bind(1, job.id);
+    std::vector<UnixMillis> ends;
+    std::optional<int64_t> samples;
+    while (true) {
+      auto row = epoch_ends->step();
+      if (!row.ok()) return row.error();
+      if (!*row) break;
+      ends.push_back(epoch_ends->int64_at(0));
+      if (auto s = epoch_ends->opt_int64_at(1)) samples = samples.value_or(0) + *s;
+    }
+    epoch_ends->reset();
+    job.epochs = static_cast<int64_t>(ends.size());
+    job.samples = samples;
+    if (ends.size() >= 2) {
+      // The first epoch is warm-up (CUDA context, cuDNN autotuning, data
+      // loader start), so the mean is over epochs 2..n: the gaps between
+      // consecutive epoch ends, which sum to last - first.
+      job.mean_epoch_ms =
+          static_cast<double>(ends.back() - ends.front()) / static_cast<double>(ends.size() - 1);
+    } else if (ends.size() == 1 && job.started_ms) {
+      job.mean_epoch_ms = static_cast<double>(ends.front() - *job.started_ms);
+    }
+    if (job.samples && job.duration_ms && *job.duration_ms > 0) {
+      job.throughput_per_s =
+          static_cast<double>(*job.samples) / (static_cast<double>(*job.duration_ms) / 1000.0);
+    }
+
+    // Peak memory: the job's processes summed at each sampling instant.
+    peak_memory->bind(1, job.id);
+    auto row = peak_memory->step();
+    if (!row.ok()) return row.error();
+    if (*row) job.peak_memory_bytes = peak_memory->opt_uint64_at(0);
+    peak_memory->reset();
+
+    if (!job.device || !job.started_ms) continue;
+    const UnixMillis start = *job.started_ms;
+    const UnixMillis end = job.ended_ms.value_or(open_end);
+
+    mean_sm->bind(1, id).bind(2, *job.device).bind(3, start).bind(4, end);
+    row = mean_sm->step();
+    if (!row.ok()) return row.error();
+    if (*row) job.mean_sm_active_pct = mean_sm->opt_double_at(0);
+    mean_sm->reset();
+
+    // Energy: each interval between two readings inside the job's lifetime
+    // is split evenly among the jobs running on the device at its midpoint.
+    energy->bind(1, id).bind(2, *job.device).bind(3, start).bind(4, end);
+    std::vector<EnergyPoint> points;
+    while (true) {
+      auto energy_row = energy->step();
+      if (!energy_row.ok()) return energy_row.error();
+      if (!*energy_row) break;
+      points.push_back({energy->int64_at(0), *energy->opt_uint64_at(1)});
+    }
+    energy->reset();
+    if (points.size() >= 2) {
+      double share_mj = 0;
+      for (size_t i = 1; i < points.size(); ++i) {
+        if (points[i].energy_mj < points[i - 1].energy_mj) continue;  // counter reset
+        const UnixMillis mid =
+            points[i - 1].time_ms + (points[i].time_ms - points[i - 1].time_ms) / 2;
+        int sharing = 0;
+        for (const JobSummary& other : summary.jobs) {
+          if (running_at(other, *job.device, mid, open_end)) ++sharing;
+        }
+        share_mj += static_cast<double>(points[i].energy_mj - points[i - 1].energy_mj) /
+                    std::max(sharing, 1);
+      }
+      job.energy_j = share_mj / 1000.0;
+    }
+  }
+
+  // Run totals.
+  std::optional<UnixMillis> first_start;
+  std::optional<UnixMillis> last_end;
+  for (const JobSummary& job : summary.jobs) {
+    if (job.started_ms) first_start = std::min(first_start.value_or(kEndOfTime), *job.started_ms);
+    if (job.ended_ms) last_end = std::max(last_end.value_or(0), *job.ended_ms);
+    if (job.samples) summary.total_samples = summary.total_samples.value_or(0) + *job.samples;
+  }
+  if (first_start && last_end && *last_end >= *first_start) {
+    summary.makespan_ms = *last_end - *first_start;
+  }
+  if (summary.total_samples && summary.makespan_ms && *summary.makespan_ms > 0) {
+    summary.throughput_per_s = static_cast<double>(*summary.total_samples) /
+                               (static_cast<double>(*summary.makespan_ms) / 1000.0);
+  }
+
+  auto device_totals = Statement::prepare(db, path_, R"sql(
+      SELECT count(*), avg(sm_active_pct), max(memory_used_bytes)
+      FROM device_samples WHERE run_id = ?)sql");
+  if (!device_totals.ok()) return device_totals.error();
+  device_totals->bind(1, id);
+  auto row = device_totals->step();
+  if (!row.ok()) return row.error();
+  if (*row) {
+    summary.device_samples = device_totals->int64_at(0);
+    summary.mean_sm_active_pct = device_totals->opt_double_at(1);
+    summary.peak_memory_used_bytes = device_totals->opt_uint64_at(2);
+  }
+
+  auto run_energy = Statement::prepare(db, path_, R"sql(
+      SELECT device, time_ms, energy_mj FROM device_samples
+      WHERE run_id = ? AND energy_mj IS NOT NULL ORDER BY device, time_ms)sql");
+  if (!run_energy.ok()) return run_energy.error();
+  run_energy->bind(1, id);
+  std::map<int64_t, std::vector<EnergyPoint>> per_device;
+  while (true) {
+    auto energy_row = run_energy->step();
+    if (!energy_row.ok()) return energy_row.error();
+    if (!*energy_row) break;
+    per_device[run_energy->int64_at(0)].push_back(
+        {run_energy->int64_at(1), *run_energy->opt_uint64_at(2)});
+  }
+  for (const auto& [device, points] : per_device) {
+    if (points.size() >= 2) summary.energy_j = summary.energy_j.value_or(0) + energy_j(points);
+  }
+
+  // Baseline: the same jobs run one at a time.
+  if (with_baseline && summary.run.mechanism != "exclusive" &&
+      !summary.run.jobs_signature.empty()) {
+    auto baseline = Statement::prepare(db, path_, R"sql(
+        SELECT id FROM runs
+        WHERE state = 'ok' AND mechanism = 'exclusive' AND jobs_signature = ? AND simulated = ?
+              AND id != ?
+        ORDER BY started_ms DESC, id DESC LIMIT 1)sql");
+    if (!baseline.ok()) return baseline.error();
+    baseline->bind(1, summary.run.jobs_signature).bind(2, summary.run.simulated).bind(3, id);
+    auto baseline_row = baseline->step();
+    if (!baseline_row.ok()) return baseline_row.error();
+    if (*baseline_row) {
+      const int64_t baseline_id = baseline->int64_at(0);
+      Result<RunSummary> base = summarize(baseline_id, false);
+      if (!base.ok())
+        return base.error().with_context(fmt::format("baseline run #{}", baseline_id));
+      summary.baseline_run_id = baseline_id;
+      if (summary.throughput_per_s && base->throughput_per_s && *base->throughput_per_s > 0) {
+        summary.speedup_vs_exclusive = *summary.throughput_per_s / *base->throughput_per_s;
+      } else if (summary.makespan_ms && base->makespan_ms && *summary.makespan_ms > 0) {
+        summary.speedup_vs_exclusive =
+            static_cast<double>(*base->makespan_ms) / static_cast<double>(*summary.makespan_ms);
+      }
+    }
+  }
+  return summary;
+}
+
+Result<std::vector<DeviceSample>> RunStore::device_samples(int64_t run_id) {
+  auto select = Statement::prepare(db_.get(), path_, R"sql(
+      SELECT time_ms, device, sm_active_pct, sm_occupancy_pct, tensor_active_pct, dram_active_pct,
+             gpu_util_pct, memory_used_bytes, memory_total_bytes, power_w, energy_mj,
+             pcie_rx_mib_per_s, pcie_tx_mib_per_s, sm_clock_mhz
+      FROM device_samples WHERE run_id = ? ORDER BY time_ms, device)sql");
+  if (!select.ok()) return select.error();
+  select->bind(1, run_id);
+  std::vector<DeviceSample> samples;
+  while (true) {
+    auto row = select->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    DeviceSample s;
+    s.time_ms = select->int64_at(0);
+    s.device = static_cast<int>(select->int64_at(1));
+    s.sm_active_pct = select->opt_double_at(2);
+    s.sm_occupancy_pct = select->opt_double_at(3);
+    s.tensor_active_pct = select->opt_double_at(4);
+    s.dram_active_pct = select->opt_double_at(5);
+    s.gpu_util_pct = select->opt_double_at(6);
+    s.memory_used_bytes = select->opt_uint64_at(7);
+    s.memory_total_bytes = select->opt_uint64_at(8);
+    s.power_w = select->opt_double_at(9);
+    s.energy_mj = select->opt_uint64_at(10);
+    s.pcie_rx_mib_per_s = select->opt_double_at(11);
+    s.pcie_tx_mib_per_s = select->opt_double_at(12);
+    if (auto clock = select->opt_int64_at(13)) s.sm_clock_mhz = static_cast<uint32_t>(*clock);
+    samples.push_back(s);
+  }
+  return samples;
+}
+
+Result<std::vector<ProcessSampleRow>> RunStore::process_samples(int64_t run_id) {
+  auto select = Statement::prepare(db_.get(), path_, R"sql(
+      SELECT time_ms, device, pid, job_id, used_memory_bytes, sm_util_pct, mps_client
+      FROM process_samples WHERE run_id = ? ORDER BY time_ms, device, pid)sql");
+  if (!select.ok()) return select.error();
+  select->bind(1, run_id);
+  std::vector<ProcessSampleRow> rows;
+  while (true) {
+    auto row = select->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    ProcessSampleRow r;
+    r.sample.time_ms = select->int64_at(0);
+    r.sample.device = static_cast<int>(select->int64_at(1));
+    r.sample.pid = static_cast<uint32_t>(select->int64_at(2));
+    r.job_id = select->opt_int64_at(3);
+    r.sample.used_memory_bytes = select->opt_uint64_at(4);
+    r.sample.sm_util_pct = select->opt_double_at(5);
+    r.sample.mps_client = select->int64_at(6) != 0;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id) {
+  auto select = Statement::prepare(db_.get(), path_, R"sql(
+      SELECT time_ms, kind, epoch, step, samples, metrics_json
+      FROM job_events WHERE job_id = ? ORDER BY time_ms, id)sql");
+  if (!select.ok()) return select.error();
+  select->bind(1, job_id);
+  std::vector<ProgressEvent> events;
+  while (true) {
+    auto row = select->step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    ProgressEvent e;
+    e.time_ms = select->int64_at(0);
+    e.kind = select->text_at(1);
+    e.epoch = select->opt_int64_at(2);
+    e.step = select->opt_int64_at(3);
+    e.samples = select->opt_int64_at(4);
+    if (!select->is_null(5)) {
+      nlohmann::json metrics = nlohmann::json::parse(select->text_at(5), nullptr, false);
+      if (metrics.is_object()) {
+        for (const auto& [key, value] : metrics.items()) {
+          if (value.is_number()) e.metrics[key] = value.get<double>();
+        }
+      }
+    }
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+}  // namespace colo

@@ -1,0 +1,761 @@
+#include "store/run_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "store/schema.h"
+
+namespace colo {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr UnixMillis kT0 = 1'700'000'000'000;
+constexpr uint64_t kGiB = 1024ULL * 1024 * 1024;
+
+std::unique_ptr<RunStore> open_memory() {
+  auto store = RunStore::open(":memory:");
+  EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
+  return std::move(store).value();
+}
+
+// A temporary directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "colo_store_test.XXXXXX").string();
+    std::array<char, 4096> buffer{};
+    pattern.copy(buffer.data(), buffer.size() - 1);
+    const char* made = mkdtemp(buffer.data());
+    EXPECT_NE(made, nullptr);
+    path_ = made != nullptr ? made : "/tmp";
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string hostname() {
+  std::array<char, 256> name{};
+  gethostname(name.data(), name.size() - 1);
+  return name.data();
+}
+
+JobSpec make_job(const std::string& name, std::vector<std::string> command,
+                 std::map<std::string, std::string> env = {}) {
+  JobSpec job;
+  job.name = name;
+  job.group = name;
+  job.command = std::move(command);
+  job.working_dir = "/work/sweep";
+  job.env = std::move(env);
+  return job;
+}
+
+NewRun make_run(const std::string& mechanism, UnixMillis started_ms, bool simulated = true) {
+  NewRun run;
+  run.started_ms = started_ms;
+  run.mechanism = mechanism;
+  run.backend = simulated ? "sim" : "nvml";
+  run.simulated = simulated;
+  run.job_file = "sweep.toml";
+  run.command_line = "colo run sweep.toml";
+  run.host = "test-host";
+  run.colo_pid = 4242;
+  return run;
+}
+
+ProgressEvent epoch_end(UnixMillis time_ms, int64_t epoch, std::optional<int64_t> samples) {
+  ProgressEvent event;
+  event.time_ms = time_ms;
+  event.kind = "epoch_end";
+  event.epoch = epoch;
+  event.samples = samples;
+  return event;
+}
+
+ProcessSampleRow process(UnixMillis time_ms, uint32_t pid, std::optional<int64_t> job_id,
+                         uint64_t memory_bytes) {
+  ProcessSampleRow row;
+  row.sample.time_ms = time_ms;
+  row.sample.device = 0;
+  row.sample.pid = pid;
+  row.sample.used_memory_bytes = memory_bytes;
+  row.job_id = job_id;
+  return row;
+}
+
+JobExit exit_with(JobState state, std::optional<int> code, std::string reason = "") {
+  JobExit exit;
+  exit.state = state;
+  exit.exit_code = code;
+  exit.reason = std::move(reason);
+  return exit;
+}
+
+// Runs the SQL directly on a database file, outside RunStore.
+void raw_sql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* message = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+  std::string text = message != nullptr ? message : "";
+  sqlite3_free(message);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << text;
+}
+
+// ---------------------------------------------------------------- schema
+
+TEST(SchemaTest, MigratesAnEmptyDatabaseToTheLatestVersion) {
+  auto store = open_memory();
+  EXPECT_EQ(store->schema_version(), latest_schema_version());
+  EXPECT_GE(latest_schema_version(), 1);
+  auto runs = store->list_runs();
+  ASSERT_TRUE(runs.ok()) << runs.error().message();
+  EXPECT_TRUE(runs->empty());
+}
+
+TEST(SchemaTest, ReopeningKeepsDataAndVersion) {
+  TempDir dir;
+  const std::string path = dir.file("nested/dir/colo.db");  // parent directories are created
+  int64_t run_id = 0;
+  {
+    auto store = RunStore::open(path);
+    ASSERT_TRUE(store.ok()) << store.error().message();
+    NewRun run = make_run("naive", kT0);
+    run.host = "elsewhere";  // so the reopen does not judge the fake pid
+    auto id = (*store)->begin_run(run);
+    ASSERT_TRUE(id.ok()) << id.error().message();
+    run_id = *id;
+    ASSERT_TRUE((*store)->end_run(run_id, RunState::kOk, kT0 + 10).ok());
+  }
+  auto store = RunStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  EXPECT_EQ((*store)->schema_version(), latest_schema_version());
+  auto runs = (*store)->list_runs();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1U);
+  EXPECT_EQ((*runs)[0].id, run_id);
+  EXPECT_EQ((*runs)[0].state, RunState::kOk);
+  EXPECT_EQ((*runs)[0].ended_ms, kT0 + 10);
+  EXPECT_EQ((*runs)[0].mechanism, "naive");
+}
+
+TEST(SchemaTest, RefusesADatabaseFromANewerColo) {
+  TempDir dir;
+  const std::string path = dir.file("colo.db");
+  { ASSERT_TRUE(RunStore::open(path).ok()); }
+  raw_sql(path, "PRAGMA user_version = 99");
+  auto store = RunStore::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_THAT(store.error().message(), HasSubstr(path));
+  EXPECT_THAT(store.error().message(), HasSubstr("schema version 99"));
+  EXPECT_THAT(store.error().message(), HasSubstr("upgrade colo"));
+}
+
+TEST(SchemaTest, RefusesAFileThatIsNotADatabase) {
+  TempDir dir;
+  const std::string path = dir.file("notes.txt");
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < 200; ++i) out << "this is a text file, not a database\n";
+  }
+  auto store = RunStore::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_THAT(store.error().message(),
+              HasSubstr(path + " is not a colo database (file is not a database); pass --db to "
+                               "choose another path"));
+  // The file was not touched.
+  std::ifstream in(path);
+  std::string first_line;
+  std::getline(in, first_line);
+  EXPECT_EQ(first_line, "this is a text file, not a database");
+}
+
+TEST(SchemaTest, RefusesAnotherProgramsSqliteDatabase) {
+  TempDir dir;
+  const std::string path = dir.file("other.db");
+  raw_sql(path, "CREATE TABLE bookmarks (url TEXT)");
+  auto store = RunStore::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_THAT(store.error().message(), HasSubstr("is not a colo database"));
+  EXPECT_THAT(store.error().message(), HasSubstr("--db"));
+}
+
+TEST(SqliteErrorTest, SaysWhatToDoForCommonFailures) {
+  // (A real lock would make the test wait out the 5 s busy timeout.)
+  std::string locked = sqlite_error(nullptr, SQLITE_BUSY, "cannot commit", "/x/colo.db").message();
+  EXPECT_THAT(locked, HasSubstr("/x/colo.db: cannot commit: database is locked"));
+  EXPECT_THAT(locked, HasSubstr("another colo"));
+  EXPECT_THAT(locked, HasSubstr("--db"));
+  std::string not_db = sqlite_error(nullptr, SQLITE_NOTADB, "cannot open", "/x/f").message();
+  EXPECT_THAT(not_db, HasSubstr("/x/f is not a colo database (file is not a database); pass --db "
+                                "to choose another path"));
+  std::string full = sqlite_error(nullptr, SQLITE_FULL, "cannot insert", "/x/colo.db").message();
+  EXPECT_THAT(full, HasSubstr("disk"));
+  std::string other =
+      sqlite_error(nullptr, SQLITE_MISMATCH, "cannot insert", "/x/colo.db").message();
+  EXPECT_THAT(other, HasSubstr("/x/colo.db: cannot insert: "));
+}
+
+TEST(SqliteErrorTest, TransactionRollsBackUnlessCommitted) {
+  TempDir dir;
+  const std::string path = dir.file("t.db");
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  SqliteDb db(raw);
+  ASSERT_TRUE(exec_sql(db.get(), path, "CREATE TABLE t (x INTEGER)", "create").ok());
+  {
+    auto tx = Transaction::begin(db.get(), path);
+    ASSERT_TRUE(tx.ok());
+    ASSERT_TRUE(exec_sql(db.get(), path, "INSERT INTO t VALUES (1)", "insert").ok());
+  }  // rolled back
+  {
+    auto tx = Transaction::begin(db.get(), path);
+    ASSERT_TRUE(tx.ok());
+    auto insert = Statement::prepare(db.get(), path, "INSERT INTO t VALUES (?)");
+    ASSERT_TRUE(insert.ok());
+    ASSERT_TRUE(insert->bind(1, int64_t{2}).run().ok());
+    ASSERT_TRUE(insert->bind(1, std::optional<int64_t>()).run().ok());
+    ASSERT_TRUE(tx->commit().ok());
+  }
+  auto select = Statement::prepare(db.get(), path, "SELECT x FROM t ORDER BY x");
+  ASSERT_TRUE(select.ok());
+  std::vector<std::optional<int64_t>> values;
+  while (true) {
+    auto row = select->step();
+    ASSERT_TRUE(row.ok());
+    if (!*row) break;
+    values.push_back(select->opt_int64_at(0));
+  }
+  EXPECT_THAT(values, ElementsAre(std::nullopt, 2));
+  // A bind error surfaces at the next step, naming the statement.
+  auto bad = Statement::prepare(db.get(), path, "INSERT INTO t VALUES (?)");
+  ASSERT_TRUE(bad.ok());
+  Status status = bad->bind(5, int64_t{1}).run();
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.error().message(), HasSubstr("cannot bind parameter 5"));
+  // A syntax error names the store and the SQL.
+  auto wrong = Statement::prepare(db.get(), path, "SELEKT 1");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_THAT(wrong.error().message(), HasSubstr(path));
+  EXPECT_THAT(wrong.error().message(), HasSubstr("SELEKT 1"));
+}
+
+// ------------------------------------------------------------ signatures
+
+TEST(SignatureTest, DependsOnCommandDirectoryAndEnvironmentOnly) {
+  JobSpec a = make_job("a", {"python", "train.py", "--lr", "0.1"}, {{"X", "1"}, {"Y", "2"}});
+  JobSpec renamed = a;
+  renamed.name = "another name";
+  renamed.sm_share_pct = 50;
+  EXPECT_EQ(job_signature(a), job_signature(renamed));
+  EXPECT_EQ(job_signature(a).size(), 16U);
+
+  JobSpec other_env = a;
+  other_env.env["Y"] = "3";
+  EXPECT_NE(job_signature(a), job_signature(other_env));
+  JobSpec other_dir = a;
+  other_dir.working_dir = "/elsewhere";
+  EXPECT_NE(job_signature(a), job_signature(other_dir));
+  // Argument boundaries matter.
+  EXPECT_NE(job_signature(make_job("x", {"ab", "c"})), job_signature(make_job("x", {"a", "bc"})));
+}
+
+TEST(SignatureTest, JobsSignatureIsAnOrderFreeMultiset) {
+  EXPECT_EQ(jobs_signature({"a", "b", "c"}), jobs_signature({"c", "a", "b"}));
+  EXPECT_NE(jobs_signature({"a", "a", "b"}), jobs_signature({"a", "b", "b"}));
+  EXPECT_NE(jobs_signature({"a", "b"}), jobs_signature({"a", "b", "b"}));
+}
+
+// ------------------------------------------------------------- lifecycle
+
+// A run of three jobs under MPS on device 0, with numbers worked out by hand:
+//   A: runs 1000..11000 (10 s), epoch ends at 4000, 7000, 11000 with 1000
+//      samples each. Mean epoch over epochs 2..3 = (3000 + 4000) / 2 = 3500.
+//      Throughput 3000 / 10 s = 300/s. Process memory: at 2000 two processes
+//      1 GiB + 0.5 GiB = 1.5 GiB; at 5000 1.2 GiB + 0.2 GiB = 1.4 GiB. Peak
+//      1.5 GiB (not the largest single process, not the sum of maxima).
+//   B: runs 3000..9000 (6 s), one epoch end at 8000 with 600 samples: mean
+//      epoch 5000 (from its start), throughput 100/s, peak 2 GiB.
+//   C: failed to start (no start time).
+// Device 0 samples every second k = 0..12: energy 100000 + 1000k mJ
+// (1 J/s), SM active 0.5 k^2 %, memory k GiB. Device 1: energy
+// 50000 + 500k mJ, SM 0 %, no memory reading.
+//   A's energy: 10 intervals of 1 J inside 1000..11000; B runs during 6 of
+//   them (midpoints 3500..8500), so A gets 4 * 1 + 6 * 0.5 = 7 J, B 3 J.
+//   A's mean SM: mean of 0.5 k^2 for k = 1..11 = 23; B's (k = 3..9) = 20.
+// Run: makespan 10 s, 3600 samples, 360/s, energy 12 J + 6 J = 18 J,
+//   mean SM over both devices = (0.5 * 650 + 0) / 26 = 12.5, peak 12 GiB.
+class LifecycleTest : public ::testing::Test {
+ protected:
+  struct Ids {
+    int64_t run = 0;
+    std::vector<int64_t> jobs;
+  };
+
+  static std::vector<JobSpec> sweep_jobs() {
+    return {make_job("A", {"python", "a.py"}), make_job("B", {"python", "b.py"}),
+            make_job("C", {"/no/such/binary"})};
+  }
+
+  Ids record_collocated_run(RunStore& store, const std::string& mechanism, UnixMillis t0) {
+    Ids ids;
+    auto run = store.begin_run(make_run(mechanism, t0));
+    EXPECT_TRUE(run.ok()) << run.error().message();
+    ids.run = *run;
+    auto jobs = store.add_jobs(ids.run, sweep_jobs(), {"a.log", "b.log", "c.log"}, t0);
+    EXPECT_TRUE(jobs.ok()) << jobs.error().message();
+    ids.jobs = *jobs;
+    const int64_t a = ids.jobs[0];
+    const int64_t b = ids.jobs[1];
+    const int64_t c = ids.jobs[2];
+
+    EXPECT_TRUE(store
+                    .job_finished(c,
+                                  exit_with(JobState::kFailed, std::nullopt,
+                                            "could not start: /no/such/binary not found"),
+                                  t0 + 500, 0)
+                    .ok());
+    EXPECT_TRUE(store.job_started(a, 100, 0, t0 + 1000).ok());
+    EXPECT_TRUE(store.job_started(b, 200, 0, t0 + 3000).ok());
+
+    std::vector<DeviceSample> devices;
+    for (int k = 0; k <= 12; ++k) {
+      DeviceSample d0;
+      d0.time_ms = t0 + 1000 * k;
+      d0.device = 0;
+      d0.sm_active_pct = 0.5 * k * k;
+      d0.memory_used_bytes = static_cast<uint64_t>(k) * kGiB;
+      d0.memory_total_bytes = 141 * kGiB;
+      d0.energy_mj = 100000 + 1000 * static_cast<uint64_t>(k);
+      d0.power_w = 100;
+      devices.push_back(d0);
+      DeviceSample d1;
+      d1.time_ms = t0 + 1000 * k;
+      d1.device = 1;
+      d1.sm_active_pct = 0;
+      d1.energy_mj = 50000 + 500 * static_cast<uint64_t>(k);
+      devices.push_back(d1);
+    }
+    std::vector<ProcessSampleRow> processes = {
+        process(t0 + 2000, 100, a, kGiB),
+        process(t0 + 2000, 101, a, kGiB / 2),
+        process(t0 + 5000, 100, a, kGiB * 12 / 10),
+        process(t0 + 5000, 101, a, kGiB * 2 / 10),
+        process(t0 + 5000, 200, b, 2 * kGiB),
+        process(t0 + 5000, 999, std::nullopt, 30 * kGiB),  // not a job's process
+    };
+    EXPECT_TRUE(store.add_samples(ids.run, devices, processes).ok());
+
+    ProgressEvent step;
+    step.time_ms = t0 + 2500;
+    step.kind = "step";
+    step.step = 10;
+    step.samples = 77;  // not an epoch end: does not count
+    step.metrics = {{"loss", 0.5}};
+    EXPECT_TRUE(store
+                    .add_job_events({{a, epoch_end(t0 + 4000, 1, 1000)},
+                                     {a, step},
+                                     {a, epoch_end(t0 + 7000, 2, 1000)},
+                                     {b, epoch_end(t0 + 8000, 1, 600)},
+                                     {a, epoch_end(t0 + 11000, 3, 1000)}})
+                    .ok());
+    EXPECT_TRUE(store.job_finished(b, exit_with(JobState::kOk, 0), t0 + 9000, 0).ok());
+    EXPECT_TRUE(store.job_finished(a, exit_with(JobState::kOk, 0), t0 + 11000, 2).ok());
+    EXPECT_TRUE(store.end_run(ids.run, RunState::kOk, t0 + 12000).ok());
+    return ids;
+  }
+
+  // The same jobs one at a time: A 0..15000, B 15000..24000 (C fails again),
+  // 3600 samples in 24 s = 150/s. No GPU samples.
+  int64_t record_exclusive_run(RunStore& store, UnixMillis t0, RunState end_state = RunState::kOk,
+                               bool simulated = true, std::vector<JobSpec> jobs = sweep_jobs()) {
+    auto run = store.begin_run(make_run("exclusive", t0, simulated));
+    EXPECT_TRUE(run.ok());
+    std::reverse(jobs.begin(), jobs.end());  // file order does not matter
+    auto ids = store.add_jobs(*run, jobs, {}, t0);
+    EXPECT_TRUE(ids.ok());
+    for (size_t i = 0; i < ids->size(); ++i) {
+      const std::string& name = jobs[i].name;
+      const int64_t id = (*ids)[i];
+      if (name == "A") {
+        EXPECT_TRUE(store.job_started(id, 300, 0, t0).ok());
+        EXPECT_TRUE(store
+                        .add_job_events({{id, epoch_end(t0 + 5000, 1, 1000)},
+                                         {id, epoch_end(t0 + 10000, 2, 1000)},
+                                         {id, epoch_end(t0 + 15000, 3, 1000)}})
+                        .ok());
+        EXPECT_TRUE(store.job_finished(id, exit_with(JobState::kOk, 0), t0 + 15000, 0).ok());
+      } else if (name == "B") {
+        EXPECT_TRUE(store.job_started(id, 301, 0, t0 + 15000).ok());
+        EXPECT_TRUE(store.add_job_events({{id, epoch_end(t0 + 24000, 1, 600)}}).ok());
+        EXPECT_TRUE(store.job_finished(id, exit_with(JobState::kOk, 0), t0 + 24000, 0).ok());
+      } else {
+        EXPECT_TRUE(
+            store.job_finished(id, exit_with(JobState::kFailed, std::nullopt, "not found"), t0, 0)
+                .ok());
+      }
+    }
+    EXPECT_TRUE(store.end_run(*run, end_state, t0 + 24000).ok());
+    return *run;
+  }
+};
+
+TEST_F(LifecycleTest, SummarizesJobsAndRunWithHandComputedNumbers) {
+  auto store = open_memory();
+  Ids ids = record_collocated_run(*store, "mps", kT0);
+
+  auto summary = store->summarize_run(ids.run);
+  ASSERT_TRUE(summary.ok()) << summary.error().message();
+  const RunSummary& s = *summary;
+  EXPECT_EQ(s.run.id, ids.run);
+  EXPECT_EQ(s.run.state, RunState::kOk);
+  EXPECT_EQ(s.run.mechanism, "mps");
+  EXPECT_TRUE(s.run.simulated);
+  EXPECT_EQ(s.run.job_count, 3);
+  ASSERT_EQ(s.jobs.size(), 3U);
+
+  const JobSummary& a = s.jobs[0];
+  EXPECT_EQ(a.name, "A");
+  EXPECT_EQ(a.state, JobState::kOk);
+  EXPECT_EQ(a.device, 0);
+  EXPECT_EQ(a.duration_ms, 10000);
+  EXPECT_EQ(a.epochs, 3);
+  ASSERT_TRUE(a.mean_epoch_ms.has_value());
+  EXPECT_DOUBLE_EQ(*a.mean_epoch_ms, 3500.0);
+  EXPECT_EQ(a.samples, 3000);
+  ASSERT_TRUE(a.throughput_per_s.has_value());
+  EXPECT_DOUBLE_EQ(*a.throughput_per_s, 300.0);
+  EXPECT_EQ(a.peak_memory_bytes, kGiB + kGiB / 2);
+  ASSERT_TRUE(a.mean_sm_active_pct.has_value());
+  EXPECT_DOUBLE_EQ(*a.mean_sm_active_pct, 23.0);
+  ASSERT_TRUE(a.energy_j.has_value());
+  EXPECT_DOUBLE_EQ(*a.energy_j, 7.0);
+  EXPECT_EQ(a.log_path, "a.log");
+  EXPECT_EQ(a.malformed_progress_lines, 2);
+
+  const JobSummary& b = s.jobs[1];
+  EXPECT_EQ(b.name, "B");
+  EXPECT_EQ(b.epochs, 1);
+  ASSERT_TRUE(b.mean_epoch_ms.has_value());
+  EXPECT_DOUBLE_EQ(*b.mean_epoch_ms, 5000.0);
+  EXPECT_EQ(b.samples, 600);
+  EXPECT_DOUBLE_EQ(b.throughput_per_s.value_or(-1), 100.0);
+  EXPECT_EQ(b.peak_memory_bytes, 2 * kGiB);
+  EXPECT_DOUBLE_EQ(b.mean_sm_active_pct.value_or(-1), 20.0);
+  EXPECT_DOUBLE_EQ(b.energy_j.value_or(-1), 3.0);
+
+  const JobSummary& c = s.jobs[2];
+  EXPECT_EQ(c.state, JobState::kFailed);
+  EXPECT_EQ(c.reason, "could not start: /no/such/binary not found");
+  EXPECT_FALSE(c.started_ms.has_value());
+  EXPECT_FALSE(c.duration_ms.has_value());
+  EXPECT_EQ(c.epochs, 0);
+  EXPECT_FALSE(c.mean_epoch_ms.has_value());
+  EXPECT_FALSE(c.samples.has_value());
+  EXPECT_FALSE(c.throughput_per_s.has_value());
+  EXPECT_FALSE(c.peak_memory_bytes.has_value());
+  EXPECT_FALSE(c.mean_sm_active_pct.has_value());
+  EXPECT_FALSE(c.energy_j.has_value());
+
+  EXPECT_EQ(s.makespan_ms, 10000);
+  EXPECT_EQ(s.total_samples, 3600);
+  EXPECT_DOUBLE_EQ(s.throughput_per_s.value_or(-1), 360.0);
+  EXPECT_DOUBLE_EQ(s.mean_sm_active_pct.value_or(-1), 12.5);
+  EXPECT_EQ(s.peak_memory_used_bytes, 12 * kGiB);
+  EXPECT_DOUBLE_EQ(s.energy_j.value_or(-1), 18.0);
+  EXPECT_EQ(s.device_samples, 26);
+  EXPECT_FALSE(s.baseline_run_id.has_value());  // no exclusive run in the store
+  EXPECT_FALSE(s.speedup_vs_exclusive.has_value());
+
+  // Run 0 is the most recent run.
+  auto latest = store->summarize_run(0);
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->run.id, ids.run);
+}
+
+TEST_F(LifecycleTest, StoresAndReadsBackSamplesAndEvents) {
+  auto store = open_memory();
+  Ids ids = record_collocated_run(*store, "mps", kT0);
+
+  auto devices = store->device_samples(ids.run);
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 26U);
+  EXPECT_EQ((*devices)[0].time_ms, kT0);
+  EXPECT_EQ((*devices)[0].device, 0);
+  EXPECT_EQ((*devices)[1].device, 1);
+  EXPECT_FALSE((*devices)[1].memory_used_bytes.has_value());  // absent stays absent
+  EXPECT_FALSE((*devices)[1].power_w.has_value());
+  EXPECT_EQ((*devices)[2].energy_mj, 101000U);
+  EXPECT_DOUBLE_EQ((*devices)[2].sm_active_pct.value_or(-1), 0.5);
+
+  auto processes = store->process_samples(ids.run);
+  ASSERT_TRUE(processes.ok());
+  ASSERT_EQ(processes->size(), 6U);
+  EXPECT_EQ((*processes)[0].job_id, ids.jobs[0]);
+  EXPECT_FALSE((*processes)[5].job_id.has_value());
+
+  auto events = store->job_events(ids.jobs[0]);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 4U);
+  ASSERT_EQ((*events)[0].kind, "step");  // oldest first
+  ASSERT_EQ((*events)[0].metrics.count("loss"), 1U);
+  EXPECT_DOUBLE_EQ((*events)[0].metrics.at("loss"), 0.5);
+  EXPECT_EQ((*events)[0].step, 10);
+  EXPECT_EQ((*events)[1].kind, "epoch_end");
+  EXPECT_EQ((*events)[3].epoch, 3);
+
+  auto runs = store->list_runs();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1U);
+  EXPECT_EQ((*runs)[0].job_count, 3);
+  EXPECT_EQ((*runs)[0].job_file, "sweep.toml");
+  EXPECT_FALSE((*runs)[0].jobs_signature.empty());
+}
+
+TEST_F(LifecycleTest, SingleEpochMeanIsMeasuredFromStart) {
+  auto store = open_memory();
+  auto run = store->begin_run(make_run("naive", kT0));
+  ASSERT_TRUE(run.ok());
+  auto jobs = store->add_jobs(*run, {make_job("solo", {"x"})}, {}, kT0);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_TRUE(store->job_started((*jobs)[0], 1, 0, kT0 + 100).ok());
+  // An epoch_end without a sample count: epochs count, samples stay absent.
+  ASSERT_TRUE(store->add_job_events({{(*jobs)[0], epoch_end(kT0 + 2100, 1, std::nullopt)}}).ok());
+  ASSERT_TRUE(store->job_finished((*jobs)[0], exit_with(JobState::kOk, 0), kT0 + 2500, 0).ok());
+  auto summary = store->summarize_run(*run);
+  ASSERT_TRUE(summary.ok());
+  const JobSummary& job = summary->jobs[0];
+  EXPECT_EQ(job.epochs, 1);
+  EXPECT_DOUBLE_EQ(job.mean_epoch_ms.value_or(-1), 2000.0);
+  EXPECT_FALSE(job.samples.has_value());
+  EXPECT_FALSE(job.throughput_per_s.has_value());
+  EXPECT_FALSE(summary->total_samples.has_value());
+  EXPECT_EQ(summary->makespan_ms, 2400);
+  EXPECT_EQ(summary->device_samples, 0);
+  EXPECT_FALSE(summary->energy_j.has_value());
+  EXPECT_FALSE(summary->mean_sm_active_pct.has_value());
+}
+
+TEST_F(LifecycleTest, SpeedUpAgainstTheExclusiveRunOfTheSameJobs) {
+  auto store = open_memory();
+  const int64_t exclusive = record_exclusive_run(*store, kT0);
+  // Neither a failed exclusive run, a measured (not simulated) one, nor one of
+  // other jobs is a baseline, even though they are more recent.
+  record_exclusive_run(*store, kT0 + 100'000, RunState::kFailed);
+  record_exclusive_run(*store, kT0 + 200'000, RunState::kOk, /*simulated=*/false);
+  std::vector<JobSpec> other_jobs = sweep_jobs();
+  other_jobs[0].env["SEED"] = "2";
+  record_exclusive_run(*store, kT0 + 300'000, RunState::kOk, true, other_jobs);
+
+  Ids mps = record_collocated_run(*store, "mps", kT0 + 400'000);
+  Ids naive = record_collocated_run(*store, "naive", kT0 + 500'000);
+
+  auto summary = store->summarize_run(mps.run);
+  ASSERT_TRUE(summary.ok()) << summary.error().message();
+  EXPECT_EQ(summary->baseline_run_id, exclusive);
+  // 360/s against 150/s.
+  EXPECT_DOUBLE_EQ(summary->speedup_vs_exclusive.value_or(-1), 2.4);
+
+  auto naive_summary = store->summarize_run(naive.run);
+  ASSERT_TRUE(naive_summary.ok());
+  EXPECT_EQ(naive_summary->baseline_run_id, exclusive);
+
+  // An exclusive run has no baseline of its own.
+  auto exclusive_summary = store->summarize_run(exclusive);
+  ASSERT_TRUE(exclusive_summary.ok());
+  EXPECT_FALSE(exclusive_summary->baseline_run_id.has_value());
+  EXPECT_DOUBLE_EQ(exclusive_summary->throughput_per_s.value_or(-1), 150.0);
+  EXPECT_EQ(exclusive_summary->makespan_ms, 24000);
+}
+
+TEST_F(LifecycleTest, SpeedUpFallsBackToMakespanWithoutSamples) {
+  auto store = open_memory();
+  auto record = [&](const std::string& mechanism, UnixMillis t0, int64_t duration_ms) {
+    auto run = store->begin_run(make_run(mechanism, t0));
+    EXPECT_TRUE(run.ok());
+    auto jobs = store->add_jobs(*run, {make_job("j", {"sleep", "1"})}, {}, t0);
+    EXPECT_TRUE(jobs.ok());
+    EXPECT_TRUE(store->job_started((*jobs)[0], 1, 0, t0).ok());
+    EXPECT_TRUE(
+        store->job_finished((*jobs)[0], exit_with(JobState::kOk, 0), t0 + duration_ms, 0).ok());
+    EXPECT_TRUE(store->end_run(*run, RunState::kOk, t0 + duration_ms).ok());
+    return *run;
+  };
+  const int64_t exclusive = record("exclusive", kT0, 8000);
+  const int64_t mps = record("mps", kT0 + 10'000, 2000);
+  auto summary = store->summarize_run(mps);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->baseline_run_id, exclusive);
+  EXPECT_DOUBLE_EQ(summary->speedup_vs_exclusive.value_or(-1), 4.0);
+}
+
+TEST_F(LifecycleTest, RefusesUpdatesOfUnknownJobsAndRuns) {
+  auto store = open_memory();
+  Status status = store->job_started(12345, 1, 0, kT0);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.error().message(), HasSubstr("no job #12345"));
+  status = store->end_run(777, RunState::kOk, kT0);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.error().message(), HasSubstr("no run #777"));
+  auto jobs = store->add_jobs(777, {make_job("j", {"x"})}, {}, kT0);
+  ASSERT_FALSE(jobs.ok());
+  EXPECT_THAT(jobs.error().message(), HasSubstr("no run #777"));
+  auto summary = store->summarize_run(0);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_THAT(summary.error().message(), HasSubstr("no runs yet"));
+  auto run = store->begin_run(make_run("naive", kT0));
+  ASSERT_TRUE(run.ok());
+  auto ids = store->add_jobs(*run, {make_job("j", {"x"})}, {}, kT0);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_FALSE(store->job_finished((*ids)[0], exit_with(JobState::kRunning, 0), kT0, 0).ok());
+}
+
+// ------------------------------------------------------------ stale runs
+
+TEST(StaleRunTest, MarksRunsOfDeadColoProcessesInterrupted) {
+  auto store = open_memory();
+  // Run 1: its colo (pid 111) died while job x ran and job y waited.
+  NewRun dead = make_run("mps", kT0);
+  dead.colo_pid = 111;
+  auto dead_run = store->begin_run(dead);
+  ASSERT_TRUE(dead_run.ok());
+  auto dead_jobs = store->add_jobs(
+      *dead_run, {make_job("x", {"x"}), make_job("y", {"y"}), make_job("z", {"z"})}, {}, kT0);
+  ASSERT_TRUE(dead_jobs.ok());
+  ASSERT_TRUE(store->job_started((*dead_jobs)[0], 5, 0, kT0 + 1000).ok());
+  ASSERT_TRUE(store->job_started((*dead_jobs)[2], 6, 0, kT0 + 1000).ok());
+  ASSERT_TRUE(
+      store->job_finished((*dead_jobs)[2], exit_with(JobState::kOk, 0), kT0 + 3000, 0).ok());
+  DeviceSample sample;
+  sample.time_ms = kT0 + 5000;
+  ASSERT_TRUE(store->add_samples(*dead_run, {sample}, {}).ok());
+
+  // Run 2: its colo (pid 222) is alive.
+  NewRun alive = make_run("mps", kT0);
+  alive.colo_pid = 222;
+  auto alive_run = store->begin_run(alive);
+  ASSERT_TRUE(alive_run.ok());
+
+  // Run 3: dead colo, nothing recorded: ends "now".
+  NewRun empty = make_run("naive", kT0);
+  empty.colo_pid = 333;
+  auto empty_run = store->begin_run(empty);
+  ASSERT_TRUE(empty_run.ok());
+
+  std::vector<pid_t> asked;
+  auto is_alive = [&](pid_t pid) {
+    asked.push_back(pid);
+    return pid == 222;
+  };
+  auto marked = store->mark_stale_runs_interrupted(is_alive, kT0 + 60'000);
+  ASSERT_TRUE(marked.ok()) << marked.error().message();
+  EXPECT_THAT(*marked, ElementsAre(*dead_run, *empty_run));
+
+  auto summary = store->summarize_run(*dead_run);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->run.state, RunState::kInterrupted);
+  EXPECT_EQ(summary->run.ended_ms, kT0 + 5000);  // the last sample
+  EXPECT_EQ(summary->jobs[0].state, JobState::kInterrupted);
+  EXPECT_EQ(summary->jobs[0].reason,
+            "colo stopped while the job was running (found at next start)");
+  EXPECT_EQ(summary->jobs[0].ended_ms, kT0 + 5000);
+  EXPECT_EQ(summary->jobs[1].state, JobState::kInterrupted);
+  EXPECT_EQ(summary->jobs[1].reason, "colo stopped before the job started (found at next start)");
+  EXPECT_EQ(summary->jobs[2].state, JobState::kOk);  // finished jobs keep their state
+
+  auto empty_summary = store->summarize_run(*empty_run);
+  ASSERT_TRUE(empty_summary.ok());
+  EXPECT_EQ(empty_summary->run.state, RunState::kInterrupted);
+  EXPECT_EQ(empty_summary->run.ended_ms, kT0 + 60'000);
+
+  auto alive_summary = store->summarize_run(*alive_run);
+  ASSERT_TRUE(alive_summary.ok());
+  EXPECT_EQ(alive_summary->run.state, RunState::kRunning);
+
+  // A second pass finds nothing more and asks only about the live run.
+  asked.clear();
+  marked = store->mark_stale_runs_interrupted(is_alive, kT0 + 70'000);
+  ASSERT_TRUE(marked.ok());
+  EXPECT_TRUE(marked->empty());
+  EXPECT_THAT(asked, ElementsAre(222));
+}
+
+// A colo killed with SIGKILL in the middle of a run leaves a database that
+// the next colo opens, reads, and in which it finds the run interrupted.
+TEST(StaleRunTest, SigkillMidRunLeavesAReadableDatabase) {
+  TempDir dir;
+  const std::string path = dir.file("colo.db");
+  constexpr int kBatches = 5;
+  constexpr int kSamplesPerBatch = 4;
+
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child must not return into gtest: every failure exits with a code.
+    auto store = RunStore::open(path);
+    if (!store.ok()) _exit(10);
+    NewRun run = make_run("mps", kT0);
+    run.host = hostname();
+    run.colo_pid = getpid();
+    auto run_id = (*store)->begin_run(run);
+    if (!run_id.ok()) _exit(11);
+    auto jobs = (*store)->add_jobs(*run_id, {make_job("a", {"a"}), make_job("b", {"b"})}, {}, kT0);
+    if (!jobs.ok()) _exit(12);
+    if (!(*store)->job_started((*jobs)[0], 4000, 0, kT0 + 10).ok()) _exit(13);
+    for (int batch = 0; batch < kBatches; ++batch) {
+      std::vector<DeviceSample> samples;
+      for (int i = 0; i < kSamplesPerBatch; ++i) {
+        DeviceSample s;
+        s.time_ms = kT0 + 100 * (batch * kSamplesPerBatch + i);
+        s.sm_active_pct = 50;
+        samples.push_back(s);
+      }
+      if (!(*store)->add_samples(*run_id, samples, {}).ok()) _exit(14);
+    }
+    raise(SIGKILL);
+    _exit(15);  // not reached
+  }
+
+  int wait_status = 0;
+  ASSERT_EQ(waitpid(child, &wait_status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(wait_status)) << "child exited with " << WEXITSTATUS(wait_status);
+  ASSERT_EQ(WTERMSIG(wait_status), SIGKILL);
+
+  auto store = RunStore::open(path);  // finds the dead colo's run
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  auto runs = (*store)->list_runs();
+  ASSERT_TRUE(runs.ok()) << runs.error().message();
+  ASSERT_EQ(runs->size(), 1U);
+  EXPECT_EQ((*runs)[0].state, RunState::kInterrupted);
+  EXPECT_EQ((*runs)[0].colo_pid, child);
+  const UnixMillis last_sample = kT0 + 100 * (kBatches * kSamplesPerBatch - 1);
+  EXPECT_EQ((*runs)[0].ended_ms, last_sample);
+
+  auto samples = (*store)->device_samples((*runs)[0].id);
+  ASSERT_TRUE(samples.ok()) << samples.error().message();
+  EXPECT_EQ(samples->size(), static_cast<size_t>(kBatches * kSamplesPerBatch));
+  auto summary = (*store)->summarize_run((*runs)[0].id);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->jobs[0].state, JobState::kInterrupted);
+  EXPECT_EQ(summary->jobs[1].state, JobState::kInterrupted);
+  EXPECT_DOUBLE_EQ(summary->mean_sm_active_pct.value_or(-1), 50.0);
+}
+
+}  // namespace
+}  // namespace colo

@@ -1,0 +1,187 @@
+#include "store/schema.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include "store/sqlite_util.h"
+
+namespace colo {
+namespace {
+
+// Version 1: runs, jobs, job events, device and process samples.
+constexpr const char* kMigration1 = R"sql(
+CREATE TABLE runs (
+  id             INTEGER PRIMARY KEY,
+  started_ms     INTEGER NOT NULL,
+  ended_ms       INTEGER,
+  state          TEXT NOT NULL,
+  mechanism      TEXT NOT NULL,
+  backend        TEXT NOT NULL,
+  simulated      INTEGER NOT NULL DEFAULT 0,
+  job_file       TEXT NOT NULL DEFAULT '',
+  jobs_signature TEXT NOT NULL DEFAULT '',
+  host           TEXT NOT NULL DEFAULT '',
+  colo_pid       INTEGER NOT NULL DEFAULT 0,
+  command_line   TEXT NOT NULL DEFAULT '',
+  devices_json   TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX runs_by_state ON runs(state);
+CREATE INDEX runs_by_signature ON runs(jobs_signature, mechanism, state);
+
+CREATE TABLE jobs (
+  id              INTEGER PRIMARY KEY,
+  run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name            TEXT NOT NULL,
+  grp             TEXT NOT NULL DEFAULT '',
+  spec_json       TEXT NOT NULL DEFAULT '{}',
+  signature       TEXT NOT NULL DEFAULT '',
+  state           TEXT NOT NULL,
+  device          INTEGER,
+  pid             INTEGER,
+  queued_ms       INTEGER,
+  started_ms      INTEGER,
+  ended_ms        INTEGER,
+  exit_code       INTEGER,
+  signal          INTEGER,
+  reason          TEXT NOT NULL DEFAULT '',
+  log_path        TEXT NOT NULL DEFAULT '',
+  malformed_lines INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX jobs_by_run ON jobs(run_id);
+
+CREATE TABLE job_events (
+  id           INTEGER PRIMARY KEY,
+  job_id       INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  time_ms      INTEGER NOT NULL,
+  kind         TEXT NOT NULL,
+  epoch        INTEGER,
+  step         INTEGER,
+  samples      INTEGER,
+  metrics_json TEXT
+);
+CREATE INDEX job_events_by_job_time ON job_events(job_id, time_ms);
+
+CREATE TABLE device_samples (
+  run_id             INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  time_ms            INTEGER NOT NULL,
+  device             INTEGER NOT NULL,
+  sm_active_pct      REAL,
+  sm_occupancy_pct   REAL,
+  tensor_active_pct  REAL,
+  dram_active_pct    REAL,
+  gpu_util_pct       REAL,
+  memory_used_bytes  INTEGER,
+  memory_total_bytes INTEGER,
+  power_w            REAL,
+  energy_mj          INTEGER,
+  pcie_rx_mib_per_s  REAL,
+  pcie_tx_mib_per_s  REAL,
+  sm_clock_mhz       INTEGER
+);
+CREATE INDEX device_samples_by_run_time ON device_samples(run_id, device, time_ms);
+
+CREATE TABLE process_samples (
+  run_id            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  time_ms           INTEGER NOT NULL,
+  device            INTEGER NOT NULL,
+  pid               INTEGER NOT NULL,
+  job_id            INTEGER REFERENCES jobs(id) ON DELETE SET NULL,
+  used_memory_bytes INTEGER,
+  sm_util_pct       REAL,
+  mps_client        INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX process_samples_by_run_time ON process_samples(run_id, time_ms);
+CREATE INDEX process_samples_by_job_time ON process_samples(job_id, time_ms);
+)sql";
+
+Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
+  auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
+  if (!stmt.ok()) return stmt.error();
+  auto row = stmt->step();
+  if (!row.ok()) return row.error();
+  if (!*row) return Error(fmt::format("{}: PRAGMA {} returned nothing", path, pragma));
+  return static_cast<int>(stmt->int64_at(0));
+}
+
+// True when the database already holds tables (of any program).
+Result<bool> has_tables(sqlite3* db, const std::string& path) {
+  auto stmt = Statement::prepare(
+      db, path,
+      "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'");
+  if (!stmt.ok()) return stmt.error();
+  auto row = stmt->step();
+  if (!row.ok()) return row.error();
+  return *row && stmt->int64_at(0) > 0;
+}
+
+}  // namespace
+
+const std::vector<std::string>& schema_migrations() {
+  static const std::vector<std::string> kMigrations = {kMigration1};
+  return kMigrations;
+}
+
+int latest_schema_version() { return static_cast<int>(schema_migrations().size()); }
+
+Result<int> read_schema_version(sqlite3* db, const std::string& path) {
+  return read_int_pragma(db, path, "user_version");
+}
+
+Status migrate_schema(sqlite3* db, const std::string& path) {
+  // Reading the header is the first access to the file: a file that is not a
+  // SQLite database fails here with SQLITE_NOTADB.
+  Result<int> version = read_schema_version(db, path);
+  if (!version.ok()) return version.error();
+  Result<int> application_id = read_int_pragma(db, path, "application_id");
+  if (!application_id.ok()) return application_id.error();
+
+  const int latest = latest_schema_version();
+  if (*application_id != 0 && *application_id != kColoApplicationId) {
+    return Error(fmt::format(
+        "{} is not a colo database (it belongs to another program, application id {:#x}); "
+        "pass --db to choose another path",
+        path, static_cast<unsigned>(*application_id)));
+  }
+  if (*version == 0 && *application_id == 0) {
+    Result<bool> tables = has_tables(db, path);
+    if (!tables.ok()) return tables.error();
+    if (*tables) {
+      return Error(fmt::format(
+          "{} is not a colo database (it is a SQLite database with other tables); pass --db to "
+          "choose another path",
+          path));
+    }
+  }
+  if (*version > latest) {
+    return Error(fmt::format(
+        "{} has schema version {}, newer than this colo knows (version {}); it was written by a "
+        "newer colo: upgrade colo, or pass --db to use another store",
+        path, *version, latest));
+  }
+
+  for (int v = *version; v < latest; ++v) {
+    auto tx = Transaction::begin(db, path);
+    if (!tx.ok())
+      return tx.error().with_context(fmt::format("migrating to schema version {}", v + 1));
+    // Another process may have migrated between our read and our lock.
+    Result<int> current = read_schema_version(db, path);
+    if (!current.ok()) return current.error();
+    if (*current > v) {
+      v = *current - 1;
+      continue;  // the transaction rolls back (nothing was written)
+    }
+    Status status = exec_sql(db, path, schema_migrations()[static_cast<size_t>(v)],
+                             fmt::format("cannot migrate to schema version {}", v + 1));
+    if (!status.ok()) return status;
+    status = exec_sql(db, path,
+                      fmt::format("PRAGMA user_version = {}; PRAGMA application_id = {};", v + 1,
+                                  kColoApplicationId),
+                      "cannot record the schema version");
+    if (!status.ok()) return status;
+    status = tx->commit();
+    if (!status.ok()) return status;
+  }
+  return OkStatus();
+}
+
+}  // namespace colo
