@@ -333,60 +333,71 @@ bool contains(const Names& names, std::string_view key) {
   return std::find(names.begin(), names.end(), key) != names.end();
 }
 
-// Checks the {placeholders} of `text` against `params`. Returns an error
+// Placeholders: "{name}" (name of letters, digits and '_') stands for a grid
+// value; "{{name}}" is the literal text "{name}"; every other brace is
+// literal, so JSON or awk programs in a command need no escaping.
+struct TextPiece {
+  std::string text;     // literal text, or the placeholder's name
+  bool placeholder = false;
+};
+
+std::vector<TextPiece> split_placeholders(std::string_view text) {
+  std::vector<TextPiece> pieces;
+  auto literal = [&](std::string_view part) {
+    if (pieces.empty() || pieces.back().placeholder) pieces.push_back({"", false});
+    pieces.back().text += part;
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == '{') {
+      bool escaped = i + 1 < text.size() && text[i + 1] == '{';
+      size_t name_start = i + (escaped ? 2 : 1);
+      size_t close = text.find('}', name_start);
+      if (close != std::string_view::npos) {
+        std::string name(text.substr(name_start, close - name_start));
+        if (is_param_name(name)) {
+          if (!escaped) {
+            pieces.push_back({name, true});
+            i = close + 1;
+            continue;
+          }
+          if (close + 1 < text.size() && text[close + 1] == '}') {
+            literal("{" + name + "}");
+            i = close + 2;
+            continue;
+          }
+        }
+      }
+    }
+    literal(text.substr(i, 1));
+    ++i;
+  }
+  return pieces;
+}
+
+// Checks the placeholders of `text` against `params`. Returns an error
 // message, or nothing when every placeholder is known.
 std::optional<std::string> check_placeholders(std::string_view text,
                                               const std::set<std::string>& params) {
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '}') {
-      if (i + 1 < text.size() && text[i + 1] == '}') ++i;
-      continue;
-    }
-    if (text[i] != '{') continue;
-    if (i + 1 < text.size() && text[i + 1] == '{') {
-      ++i;
-      continue;
-    }
-    size_t close = text.find('}', i + 1);
-    if (close == std::string_view::npos) {
-      return fmt::format("unclosed '{{' in \"{}\" (write '{{{{' for a literal '{{')", text);
-    }
-    std::string name(text.substr(i + 1, close - i - 1));
-    if (!is_param_name(name)) {
-      return fmt::format(
-          "'{{{}}}' in \"{}\" is not a placeholder (names are letters, digits and '_'; write "
-          "'{{{{' for a literal '{{')",
-          name, text);
-    }
-    if (params.count(name) == 0) {
-      std::string known;
-      for (const std::string& p : params) known += (known.empty() ? "" : ", ") + p;
-      return fmt::format(
-          "unknown placeholder '{{{}}}'{} ({})", name, did_you_mean(name, params),
-          params.empty() ? "this job has no grid" : fmt::format("grid parameters: {}", known));
-    }
-    i = close;
+  for (const TextPiece& piece : split_placeholders(text)) {
+    if (!piece.placeholder || params.count(piece.text) > 0) continue;
+    std::string known;
+    for (const std::string& p : params) known += (known.empty() ? "" : ", ") + p;
+    return fmt::format(
+        "unknown placeholder '{{{}}}'{} ({}; write '{{{{{}}}}}' for the literal text)", piece.text,
+        did_you_mean(piece.text, params),
+        params.empty() ? "this job has no grid" : fmt::format("grid parameters: {}", known),
+        piece.text);
   }
   return std::nullopt;
 }
 
-// Replaces {name} by its value, "{{" by "{" and "}}" by "}". The text has
-// passed check_placeholders.
+// Replaces each placeholder by its value. The text has passed
+// check_placeholders.
 std::string substitute(std::string_view text, const std::map<std::string, std::string>& values) {
   std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
-      out += c;
-      ++i;
-    } else if (c == '{') {
-      size_t close = text.find('}', i + 1);
-      out += values.at(std::string(text.substr(i + 1, close - i - 1)));
-      i = close;
-    } else {
-      out += c;
-    }
+  for (const TextPiece& piece : split_placeholders(text)) {
+    out += piece.placeholder ? values.at(piece.text) : piece.text;
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -25,8 +26,6 @@ constexpr uint64_t kSimDefaultMemoryBytes = 2ull << 30;
 constexpr double kSimDefaultSmPct = 30.0;
 // Mechanism health is checked this often while jobs run.
 constexpr int64_t kHealthCheckMs = 5000;
-
-bool pid_alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
 // A file name made from a job name: letters, digits, '.', '_', '-', '=' kept.
 std::string file_stem(size_t index, const std::string& name) {
@@ -87,7 +86,8 @@ class RunLoop {
         devices_(std::move(devices)),
         jobs_(std::move(jobs)),
         supervisor_(ctx.clock),
-        sampler_(ctx.backend, ctx.clock, device_indices(devices_), SamplerOptions{options.sample_period_ms, 1000}),
+        sampler_(ctx.backend, ctx.clock, device_indices(devices_),
+                 SamplerOptions{options.sample_period_ms, std::max<int64_t>(options.sample_period_ms, 250)}),
         queue_(device_slots()),
         attributor_(process_table_),
         display_(ctx.out, options.live_display) {}
@@ -105,6 +105,7 @@ class RunLoop {
         handled_stops = stops;
         cancel(stops >= 2 ? 0 : options_.stop_grace_ms);
       }
+      collect_samples();
       reap();
       if (!cancelled_) place();
       read_progress();
@@ -122,6 +123,7 @@ class RunLoop {
       ctx_.clock.sleep_for_ms(options_.tick_ms);
     }
     sampler_.stop();
+    collect_samples();
     flush();
     display_.finish();
     SamplerStats stats = sampler_.stats();
@@ -235,7 +237,7 @@ class RunLoop {
       JobRuntime& job = jobs_[it->second];
       queue_.finished(it->second);
       by_pid_.erase(it);
-      attributor_.remove_job(f.pid);
+      retired_pids_.push_back(f.pid);  // samples taken before its end may still be in flight
       ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
       read_progress_of(job);  // the last lines it wrote before exiting
       record_final(job, f.exit, f.ended_ms);
@@ -270,18 +272,27 @@ class RunLoop {
     }
   }
 
-  void flush() {
+  // Takes the sampler's readings and attributes processes to jobs while the
+  // jobs' process trees still exist; jobs reaped since the last call are
+  // forgotten only afterwards.
+  void collect_samples() {
     SamplerBatch batch = sampler_.drain();
     for (const std::string& e : batch.errors) {
       if (sampler_errors_shown_++ < 5) display_.event("warning: GPU sampling: " + e);
     }
-    std::vector<ProcessSampleRow> processes;
-    processes.reserve(batch.processes.size());
+    std::move(batch.devices.begin(), batch.devices.end(), std::back_inserter(pending_devices_));
     for (const ProcessSample& p : batch.processes) {
-      processes.push_back({p, attributor_.job_for(static_cast<pid_t>(p.pid))});
+      pending_processes_.push_back({p, attributor_.job_for(static_cast<pid_t>(p.pid))});
     }
-    if (!batch.devices.empty() || !processes.empty()) {
-      report(ctx_.store.add_samples(run_id_, batch.devices, processes), "write GPU samples");
+    for (pid_t pid : retired_pids_) attributor_.remove_job(pid);
+    retired_pids_.clear();
+  }
+
+  void flush() {
+    if (!pending_devices_.empty() || !pending_processes_.empty()) {
+      report(ctx_.store.add_samples(run_id_, pending_devices_, pending_processes_), "write GPU samples");
+      pending_devices_.clear();
+      pending_processes_.clear();
     }
     if (!pending_events_.empty()) {
       report(ctx_.store.add_job_events(pending_events_), "write job progress events");
@@ -354,6 +365,9 @@ class RunLoop {
   LiveDisplay display_;
   std::map<pid_t, size_t> by_pid_;
   std::vector<std::pair<int64_t, ProgressEvent>> pending_events_;
+  std::vector<DeviceSample> pending_devices_;
+  std::vector<ProcessSampleRow> pending_processes_;
+  std::vector<pid_t> retired_pids_;
   bool cancelled_ = false;
   bool health_warned_ = false;
   int sampler_errors_shown_ = 0;
@@ -368,10 +382,11 @@ MechanismKind default_mechanism(const GpuBackend& backend, const std::string& mp
 }
 
 Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, RunContext& ctx) {
-  // Step 1: clean up after an earlier colo that died.
-  Result<std::vector<int64_t>> stale = ctx.store.mark_stale_runs_interrupted(pid_alive, ctx.clock.now_ms());
-  if (!stale.ok()) return stale.error();
-  for (int64_t id : *stale) ctx.out << fmt::format("run {} was interrupted (its colo is gone); marked interrupted\n", id);
+  // Step 1: clean up after an earlier colo that died. (Opening the store
+  // marked its orphaned runs interrupted.)
+  for (int64_t id : ctx.store.runs_interrupted_at_open()) {
+    ctx.out << fmt::format("run {} was interrupted: the colo running it is gone; marked interrupted\n", id);
+  }
   if (Result<std::vector<std::string>> cleaned = cleanup_stale_mps_daemons(ctx.mechanism_options); cleaned.ok()) {
     for (const std::string& line : *cleaned) ctx.out << line << '\n';
   } else {

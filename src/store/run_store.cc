@@ -190,6 +190,7 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path) {
   UnixMillis now = SystemClock().now_ms();
   auto stale = store->mark_stale_runs(process_is_alive, now, this_host());
   if (!stale.ok()) return stale.error();
+  store->interrupted_at_open_ = std::move(stale).value();
   return store;
 }
 

@@ -119,6 +119,9 @@ class RunStore {
   const std::string& path() const { return path_; }
   int schema_version() const;
 
+  // The runs open() found orphaned (their colo gone) and marked interrupted.
+  const std::vector<int64_t>& runs_interrupted_at_open() const { return interrupted_at_open_; }
+
   // Marks runs still 'running' whose colo process is gone (per `is_alive`)
   // as interrupted, and their queued/running jobs likewise. Returns the ids.
   Result<std::vector<int64_t>> mark_stale_runs_interrupted(
@@ -168,6 +171,7 @@ class RunStore {
   Result<RunSummary> summarize(int64_t run_id, bool with_baseline);
 
   SqliteDb db_;
+  std::vector<int64_t> interrupted_at_open_;
   std::string path_;
 };
 

@@ -154,7 +154,7 @@ TEST_F(ColoRun, CtrlCCancelsRunningAndQueuedJobs) {
   for (const JobSummary& j : summary->jobs) EXPECT_EQ(j.state, JobState::kCancelled) << j.name;
   EXPECT_NE(summary->jobs[2].reason.find("before it started"), std::string::npos) << summary->jobs[2].reason;
   // No job process outlives the run.
-  EXPECT_EQ(shell("pgrep -f 'sleep 60' | wc -l").output.find('0'), 0u);
+  EXPECT_EQ(shell("pgrep -f 'slee[p] 60' | wc -l").output, "0\n");
 }
 
 TEST_F(ColoRun, AfterSigkillTheNextRunMarksTheOldOneInterruptedAndStopsItsMpsDaemon) {
@@ -167,7 +167,7 @@ TEST_F(ColoRun, AfterSigkillTheNextRunMarksTheOldOneInterruptedAndStopsItsMpsDae
   ASSERT_NE(killed.output.find("exit=137"), std::string::npos) << killed.output;
   // The job died with colo (PDEATHSIG); the fake MPS daemon is still there.
   shell("sleep 0.3");
-  EXPECT_EQ(shell("pgrep -f 'sleep 61' | wc -l").output.find('0'), 0u);
+  EXPECT_EQ(shell("pgrep -f 'slee[p] 61' | wc -l").output, "0\n");
   std::string mps_dir = dir_ + "/home/mps";
   EXPECT_NE(shell("ls '" + mps_dir + "'").output, "") << "colo left no ownership record for its daemon";
 
