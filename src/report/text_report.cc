@@ -186,6 +186,10 @@ std::string format_run_summary(const RunSummary& summary) {
                        return format_duration_ms(ms);
                      }));
   out += fmt::format("throughput:         {}\n", throughput);
+  out += fmt::format("steady throughput:  {}\n",
+                     or_absent(summary.steady_throughput_per_s, [](double v) {
+                       return fmt::format("{:.1f} samples/s (epochs 2+, start-up excluded)", v);
+                     }));
   out += fmt::format(
       "mean SM activity:   {}\n",
       or_absent(summary.mean_sm_active_pct, [](double v) { return fmt::format("{:.1f} %", v); }));
@@ -200,9 +204,10 @@ std::string format_run_summary(const RunSummary& summary) {
         "speed-up:           - (this run is exclusive: it is the baseline for runs of the same "
         "jobs)\n";
   } else if (summary.baseline_run_id) {
-    out += fmt::format("speed-up vs exclusive run #{}: {}\n", *summary.baseline_run_id,
-                       or_absent(summary.speedup_vs_exclusive,
-                                 [](double v) { return fmt::format("{:.2f}x", v); }));
+    auto ratio = [](double v) { return fmt::format("{:.2f}x", v); };
+    out += fmt::format("speed-up vs exclusive run #{}: {} end to end, {} steady state\n",
+                       *summary.baseline_run_id, or_absent(summary.speedup_vs_exclusive, ratio),
+                       or_absent(summary.steady_speedup_vs_exclusive, ratio));
   } else {
     out +=
         "speed-up:           no exclusive run of the same jobs in the store (run them with "
@@ -244,6 +249,8 @@ nlohmann::json to_json(const RunSummary& summary) {
         {"mean_epoch_ms", nullable(job.mean_epoch_ms)},
         {"samples", nullable(job.samples)},
         {"throughput_per_s", nullable(job.throughput_per_s)},
+        {"steady_samples", nullable(job.steady_samples)},
+        {"steady_throughput_per_s", nullable(job.steady_throughput_per_s)},
         {"peak_memory_bytes", nullable(job.peak_memory_bytes)},
         {"mean_sm_active_pct", nullable(job.mean_sm_active_pct)},
         {"energy_j", nullable(job.energy_j)},
@@ -257,12 +264,14 @@ nlohmann::json to_json(const RunSummary& summary) {
       {"makespan_ms", nullable(summary.makespan_ms)},
       {"total_samples", nullable(summary.total_samples)},
       {"throughput_per_s", nullable(summary.throughput_per_s)},
+      {"steady_throughput_per_s", nullable(summary.steady_throughput_per_s)},
       {"mean_sm_active_pct", nullable(summary.mean_sm_active_pct)},
       {"peak_memory_used_bytes", nullable(summary.peak_memory_used_bytes)},
       {"energy_j", nullable(summary.energy_j)},
       {"device_samples", summary.device_samples},
       {"baseline_run_id", nullable(summary.baseline_run_id)},
       {"speedup_vs_exclusive", nullable(summary.speedup_vs_exclusive)},
+      {"steady_speedup_vs_exclusive", nullable(summary.steady_speedup_vs_exclusive)},
   };
 }
 

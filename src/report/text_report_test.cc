@@ -143,6 +143,8 @@ TEST_F(TextReportTest, SummaryShowsHeaderJobsAndTotals) {
   RunSummary s = make_summary("mps", false);
   s.baseline_run_id = 3;
   s.speedup_vs_exclusive = 5.1234;
+  s.steady_speedup_vs_exclusive = 6.4;
+  s.steady_throughput_per_s = 7000.0;
   std::string text = format_run_summary(s);
 
   EXPECT_EQ(lines_of(text)[0],
@@ -170,7 +172,9 @@ TEST_F(TextReportTest, SummaryShowsHeaderJobsAndTotals) {
   EXPECT_EQ(line_starting(text, "mean SM activity:"), "mean SM activity:   12.5 %");
   EXPECT_EQ(line_starting(text, "peak GPU memory:"), "peak GPU memory:    12.0 GiB");
   EXPECT_EQ(line_starting(text, "energy:"), "energy:             18.0 J");
-  EXPECT_EQ(line_starting(text, "speed-up"), "speed-up vs exclusive run #3: 5.12x");
+  EXPECT_EQ(line_starting(text, "speed-up"), "speed-up vs exclusive run #3: 5.12x end to end, 6.40x steady state");
+  EXPECT_EQ(line_starting(text, "steady throughput"),
+            "steady throughput:  7000.0 samples/s (epochs 2+, start-up excluded)");
 }
 
 TEST_F(TextReportTest, SimulatedRunCarriesABanner) {
@@ -201,7 +205,8 @@ TEST_F(TextReportTest, AbsentRunTotalsAreDashes) {
   EXPECT_EQ(line_starting(text, "mean SM activity:"), "mean SM activity:   -");
   EXPECT_EQ(line_starting(text, "peak GPU memory:"), "peak GPU memory:    -");
   EXPECT_EQ(line_starting(text, "energy:"), "energy:             -");
-  EXPECT_EQ(line_starting(text, "speed-up"), "speed-up vs exclusive run #4: -");
+  EXPECT_EQ(line_starting(text, "speed-up"), "speed-up vs exclusive run #4: - end to end, - steady state");
+  EXPECT_EQ(line_starting(text, "steady throughput"), "steady throughput:  -");
 }
 
 TEST_F(TextReportTest, JsonHasEveryFieldWithNullsForAbsent) {

@@ -556,6 +556,27 @@ Result<RunRow> RunStore::read_run(int64_t run_id) {
 
 Result<RunSummary> RunStore::summarize_run(int64_t run_id) { return summarize(run_id, true); }
 
+// Steady samples of all jobs over the union of their steady intervals.
+std::optional<double> steady_throughput(const std::vector<JobSummary>& jobs) {
+  std::vector<std::pair<UnixMillis, UnixMillis>> intervals;
+  int64_t samples = 0;
+  for (const JobSummary& job : jobs) {
+    if (!job.steady_samples || !job.steady_start_ms || !job.steady_end_ms) continue;
+    samples += *job.steady_samples;
+    intervals.emplace_back(*job.steady_start_ms, *job.steady_end_ms);
+  }
+  std::sort(intervals.begin(), intervals.end());
+  int64_t covered_ms = 0;
+  UnixMillis reach = std::numeric_limits<UnixMillis>::min();
+  for (const auto& [start, end] : intervals) {
+    const UnixMillis from = std::max(start, reach);
+    if (end > from) covered_ms += end - from;
+    reach = std::max(reach, end);
+  }
+  if (covered_ms <= 0 || samples <= 0) return std::nullopt;
+  return static_cast<double>(samples) * 1000.0 / static_cast<double>(covered_ms);
+}
+
 Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
   sqlite3* db = db_.get();
   RunSummary summary;
@@ -619,12 +640,16 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
     epoch_ends->bind(1, job.id);
     std::vector<UnixMillis> ends;
     std::optional<int64_t> samples;
+    std::optional<int64_t> steady_samples;
     while (true) {
       auto row = epoch_ends->step();
       if (!row.ok()) return row.error();
       if (!*row) break;
       ends.push_back(epoch_ends->int64_at(0));
-      if (auto s = epoch_ends->opt_int64_at(1)) samples = samples.value_or(0) + *s;
+      if (auto s = epoch_ends->opt_int64_at(1)) {
+        samples = samples.value_or(0) + *s;
+        if (ends.size() >= 2) steady_samples = steady_samples.value_or(0) + *s;
+      }
     }
     epoch_ends->reset();
     job.epochs = static_cast<int64_t>(ends.size());
@@ -635,6 +660,13 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
       // consecutive epoch ends, which sum to last - first.
       job.mean_epoch_ms =
           static_cast<double>(ends.back() - ends.front()) / static_cast<double>(ends.size() - 1);
+      job.steady_start_ms = ends.front();
+      job.steady_end_ms = ends.back();
+      job.steady_samples = steady_samples;
+      if (steady_samples && ends.back() > ends.front()) {
+        job.steady_throughput_per_s = static_cast<double>(*steady_samples) * 1000.0 /
+                                      static_cast<double>(ends.back() - ends.front());
+      }
     } else if (ends.size() == 1 && job.started_ms) {
       job.mean_epoch_ms = static_cast<double>(ends.front() - *job.started_ms);
     }
@@ -704,6 +736,8 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
                                (static_cast<double>(*summary.makespan_ms) / 1000.0);
   }
 
+  summary.steady_throughput_per_s = steady_throughput(summary.jobs);
+
   auto device_totals = Statement::prepare(db, path_, R"sql(
       SELECT count(*), avg(sm_active_pct), max(memory_used_bytes)
       FROM device_samples WHERE run_id = ?)sql");
@@ -752,6 +786,10 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
       if (!base.ok())
         return base.error().with_context(fmt::format("baseline run #{}", baseline_id));
       summary.baseline_run_id = baseline_id;
+      if (summary.steady_throughput_per_s && base->steady_throughput_per_s) {
+        summary.steady_speedup_vs_exclusive =
+            *summary.steady_throughput_per_s / *base->steady_throughput_per_s;
+      }
       if (summary.throughput_per_s && base->throughput_per_s && *base->throughput_per_s > 0) {
         summary.speedup_vs_exclusive = *summary.throughput_per_s / *base->throughput_per_s;
       } else if (summary.makespan_ms && base->makespan_ms && *summary.makespan_ms > 0) {

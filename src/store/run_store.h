@@ -78,6 +78,11 @@ struct JobSummary {
   std::optional<double> mean_epoch_ms;        // between epoch ends (first from start)
   std::optional<int64_t> samples;             // summed over epoch_end events
   std::optional<double> throughput_per_s;     // samples / duration
+  // Steady state: epochs 2..n (the first is warm-up), as the paper times it.
+  std::optional<UnixMillis> steady_start_ms;  // end of the first epoch
+  std::optional<UnixMillis> steady_end_ms;    // end of the last epoch
+  std::optional<int64_t> steady_samples;      // samples of epochs 2..n
+  std::optional<double> steady_throughput_per_s;
   std::optional<uint64_t> peak_memory_bytes;  // max over samples of the job's processes' sum
   std::optional<double> mean_sm_active_pct;   // device SM activity while the job ran
   std::optional<double> energy_j;  // device energy while it ran, shared among running jobs
@@ -91,6 +96,11 @@ struct RunSummary {
   std::optional<int64_t> makespan_ms;  // first job start to last job end
   std::optional<int64_t> total_samples;
   std::optional<double> throughput_per_s;          // total samples / makespan
+  // Samples of epochs 2..n of every job over the time during which at least
+  // one job was in those epochs (the union of their steady intervals). Equals
+  // one job's rate for jobs run one at a time, the summed rate for jobs run
+  // together: the paper's measure, free of start-up time.
+  std::optional<double> steady_throughput_per_s;
   std::optional<double> mean_sm_active_pct;        // device samples over the run
   std::optional<uint64_t> peak_memory_used_bytes;  // device-level
   std::optional<double> energy_j;                  // device energy over the run
@@ -101,7 +111,8 @@ struct RunSummary {
   // same simulated flag (a simulated run is never compared with a measured one).
   // Without samples on both sides, the speed-up is baseline makespan / this one.
   std::optional<int64_t> baseline_run_id;
-  std::optional<double> speedup_vs_exclusive;
+  std::optional<double> speedup_vs_exclusive;         // end to end (makespan)
+  std::optional<double> steady_speedup_vs_exclusive;  // steady state (epochs 2+)
 };
 
 class RunStore {

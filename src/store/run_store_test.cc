@@ -759,3 +759,60 @@ TEST(StaleRunTest, SigkillMidRunLeavesAReadableDatabase) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+// Two identical jobs, each: epoch 1 ends 10 s after its start (start-up),
+// then two epochs of 1000 samples in 2 s each.
+// One at a time: steady intervals [10,14] and [24,28] s: 4000 samples / 8 s = 500/s.
+// Together: intervals [10,14] and [11,15]: union 5 s, 4000 samples: 800/s.
+int64_t record_pair(RunStore& store, const std::string& mechanism, UnixMillis t0, UnixMillis second_start) {
+  auto run = store.begin_run(make_run(mechanism, t0));
+  EXPECT_TRUE(run.ok());
+  auto ids = store.add_jobs(*run, {make_job("a", {"train"}), make_job("b", {"train"})}, {}, t0);
+  EXPECT_TRUE(ids.ok());
+  UnixMillis starts[2] = {t0, second_start};
+  for (int i = 0; i < 2; ++i) {
+    int64_t id = (*ids)[i];
+    UnixMillis s = starts[i];
+    EXPECT_TRUE(store.job_started(id, 100 + i, 0, s).ok());
+    EXPECT_TRUE(store
+                    .add_job_events({{id, epoch_end(s + 10000, 1, 1000)},
+                                     {id, epoch_end(s + 12000, 2, 1000)},
+                                     {id, epoch_end(s + 14000, 3, 1000)}})
+                    .ok());
+    JobExit ok;
+    ok.state = JobState::kOk;
+    ok.exit_code = 0;
+    EXPECT_TRUE(store.job_finished(id, ok, s + 14000, 0).ok());
+  }
+  EXPECT_TRUE(store.end_run(*run, RunState::kOk, second_start + 14000).ok());
+  return *run;
+}
+
+TEST(SteadyStateTest, ThroughputLeavesOutTheFirstEpochAndCountsOverlapOnce) {
+  auto store = open_memory();
+  constexpr UnixMillis kT0 = 1'700'000'000'000;
+  int64_t exclusive = record_pair(*store, "exclusive", kT0, kT0 + 14000);
+  int64_t mps = record_pair(*store, "mps", kT0 + 100'000, kT0 + 101'000);
+
+  auto base = store->summarize_run(exclusive);
+  ASSERT_TRUE(base.ok()) << base.error().message();
+  ASSERT_TRUE(base->steady_throughput_per_s.has_value());
+  EXPECT_DOUBLE_EQ(*base->steady_throughput_per_s, 500.0);
+  EXPECT_DOUBLE_EQ(*base->jobs[0].steady_throughput_per_s, 500.0);
+  EXPECT_EQ(base->jobs[0].steady_samples, 2000);
+
+  auto together = store->summarize_run(mps);
+  ASSERT_TRUE(together.ok()) << together.error().message();
+  EXPECT_DOUBLE_EQ(*together->steady_throughput_per_s, 800.0);
+  // End to end: 6000 samples in 28 s against 6000 in 15 s.
+  ASSERT_TRUE(together->speedup_vs_exclusive.has_value());
+  EXPECT_NEAR(*together->speedup_vs_exclusive, 28.0 / 15.0, 1e-9);
+  ASSERT_TRUE(together->steady_speedup_vs_exclusive.has_value());
+  EXPECT_DOUBLE_EQ(*together->steady_speedup_vs_exclusive, 800.0 / 500.0);
+}
+
+}  // namespace
+}  // namespace colo
