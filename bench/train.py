@@ -12,8 +12,10 @@ SGD with momentum under bf16 autocast, with cudnn.benchmark on.
 
 Progress goes to colo through python/colo_progress.py (a no-op outside colo):
 one epoch_end per epoch with the samples processed and the loss, and at the
-end a metric max_memory_reserved_mib (what PyTorch's caching allocator held at
-most), which colo compares with the peak it measured through NVML. One line
+end the metrics max_memory_reserved_mib (what PyTorch's caching allocator held
+at most) and device_used_mib (device memory in use at the end, all processes),
+from which bench/memory_check.py derives the job's own footprint to compare
+with the peak colo measured through NVML. One line
 per epoch goes to stdout:
 
     epoch 2/5: 12.3s, 4065 img/s, loss 2.30
@@ -195,7 +197,13 @@ def main(argv=None):
     if device.type == "cuda":
         reserved_mib = torch.cuda.max_memory_reserved(device) / 2**20
         allocated_mib = torch.cuda.max_memory_allocated(device) / 2**20
-        colo.metric(max_memory_reserved_mib=reserved_mib, max_memory_allocated_mib=allocated_mib)
+        # Device memory in use now (all processes, as cudaMemGetInfo sees it)
+        # next to what the allocator holds now: for a job alone on the GPU the
+        # difference is its CUDA context (kernels, cuBLAS/cuDNN state).
+        free_b, total_b = torch.cuda.mem_get_info(device)
+        colo.metric(max_memory_reserved_mib=reserved_mib, max_memory_allocated_mib=allocated_mib,
+                    memory_reserved_mib=torch.cuda.memory_reserved(device) / 2**20,
+                    device_used_mib=(total_b - free_b) / 2**20)
         print("train.py: done in %.1fs; max memory reserved %.0f MiB, allocated %.0f MiB"
               % (total, reserved_mib, allocated_mib), flush=True)
     else:
