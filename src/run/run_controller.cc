@@ -24,6 +24,11 @@ namespace {
 // What the simulated backend assumes for a job that gives no hints.
 constexpr uint64_t kSimDefaultMemoryBytes = 2ull << 30;
 constexpr double kSimDefaultSmPct = 30.0;
+// Process lists cost more than device metrics (several NVML calls, more with
+// more processes): read them every other device sample (about once a second
+// by default), but no less often than every 200 ms so short jobs are seen.
+int64_t process_period_ms(int64_t device_period_ms) { return std::max<int64_t>(2 * device_period_ms, 200); }
+
 // Mechanism health is checked this often while jobs run.
 constexpr int64_t kHealthCheckMs = 5000;
 
@@ -87,7 +92,7 @@ class RunLoop {
         jobs_(std::move(jobs)),
         supervisor_(ctx.clock),
         sampler_(ctx.backend, ctx.clock, device_indices(devices_),
-                 SamplerOptions{options.sample_period_ms, std::max<int64_t>(options.sample_period_ms, 250)}),
+                 SamplerOptions{options.sample_period_ms, process_period_ms(options.sample_period_ms)}),
         queue_(device_slots()),
         attributor_(process_table_),
         display_(ctx.out, options.live_display) {}
