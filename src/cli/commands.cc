@@ -1,11 +1,11 @@
 #include "cli/commands.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
-#include <fmt/format.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -34,26 +34,33 @@ struct BackendFlags {
 };
 
 void add_backend_flags(CLI::App& cmd, BackendFlags& flags) {
-  cmd.add_option("--backend", flags.backend,
-                 "nvml: the real GPU through the driver; sim: a simulated GPU (numbers are not measured); "
-                 "auto: nvml, or sim when no driver is found")
+  cmd.add_option(
+         "--backend", flags.backend,
+         "nvml: the real GPU through the driver; sim: a simulated GPU (numbers are not measured); "
+         "auto: nvml, or sim when no driver is found")
       ->check(CLI::IsMember({"nvml", "sim", "auto"}))
       ->capture_default_str();
-  cmd.add_option("--sim-gpu", flags.sim_gpu, "GPU model the simulated backend imitates (H200, H100, A100-40GB)")
+  cmd.add_option("--sim-gpu", flags.sim_gpu,
+                 "GPU model the simulated backend imitates (H200, H100, A100-40GB)")
       ->capture_default_str();
-  cmd.add_option("--sim-devices", flags.sim_devices, "number of simulated GPUs")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd.add_option("--sim-devices", flags.sim_devices, "number of simulated GPUs")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
 }
 
 Result<std::unique_ptr<GpuBackend>> open_backend(const BackendFlags& flags, Clock& clock) {
   BackendOptions options;
-  options.kind = flags.backend == "sim" ? BackendKind::kSim : flags.backend == "auto" ? BackendKind::kAuto : BackendKind::kNvml;
+  options.kind = flags.backend == "sim"    ? BackendKind::kSim
+                 : flags.backend == "auto" ? BackendKind::kAuto
+                                           : BackendKind::kNvml;
   options.sim_model = flags.sim_gpu;
   options.sim_device_count = flags.sim_devices;
   if (const char* lib = std::getenv("COLO_NVML_LIBRARY"); lib && *lib) options.nvml_library = lib;
   Result<std::unique_ptr<GpuBackend>> backend = make_gpu_backend(options, clock);
   if (backend.ok() && (*backend)->simulated()) {
-    std::cerr << fmt::format("colo: using the SIMULATED GPU backend ({}): GPU numbers are modelled, not measured\n",
-                             (*backend)->version());
+    std::cerr << fmt::format(
+        "colo: using the SIMULATED GPU backend ({}): GPU numbers are modelled, not measured\n",
+        (*backend)->version());
   }
   return backend;
 }
@@ -85,9 +92,11 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   Result<int64_t> period = parse_duration_ms(flags.sample_period);
   Result<int64_t> grace = parse_duration_ms(flags.grace);
   if (!period.ok() || !grace.ok() || *period < 100) {
-    std::cerr << "colo: " << (!period.ok() ? "--sample-period: " + period.error().message()
-                              : !grace.ok() ? "--grace: " + grace.error().message()
-                                            : std::string("--sample-period must be at least 100ms (GPM needs that)"))
+    std::cerr << "colo: "
+              << (!period.ok() ? "--sample-period: " + period.error().message()
+                  : !grace.ok()
+                      ? "--grace: " + grace.error().message()
+                      : std::string("--sample-period must be at least 100ms (GPM needs that)"))
               << "\n";
     return kExitBadInput;
   }
@@ -101,21 +110,24 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
 
   MechanismOptions mech_options;
   mech_options.state_dir = default_state_dir() + "/mps";
-  if (const char* p = std::getenv("COLO_MPS_CONTROL"); p && *p) mech_options.mps_control_program = p;
+  if (const char* p = std::getenv("COLO_MPS_CONTROL"); p && *p)
+    mech_options.mps_control_program = p;
 
   std::string mech_name = !flags.mechanism.empty() ? flags.mechanism : file->mechanism.value_or("");
   MechanismKind kind = default_mechanism(**backend, mech_options.mps_control_program);
   if (!mech_name.empty()) {
     Result<MechanismKind> parsed = parse_mechanism(mech_name);
     if (!parsed.ok()) {
-      std::cerr << "colo: " << (flags.mechanism.empty() ? flags.file + ": [run] mechanism: " : "--mechanism: ")
+      std::cerr << "colo: "
+                << (flags.mechanism.empty() ? flags.file + ": [run] mechanism: " : "--mechanism: ")
                 << parsed.error().message() << "\n";
       return kExitBadInput;
     }
     kind = *parsed;
   } else {
-    std::cerr << fmt::format("colo: mechanism {} (the default here; choose with --mechanism exclusive|naive|mps)\n",
-                             to_string(kind));
+    std::cerr << fmt::format(
+        "colo: mechanism {} (the default here; choose with --mechanism exclusive|naive|mps)\n",
+        to_string(kind));
   }
   Result<std::unique_ptr<Mechanism>> mechanism = make_mechanism(kind, mech_options);
   if (!mechanism.ok()) {
@@ -149,13 +161,17 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   if (summary.ok()) {
     std::cout << "\n" << format_run_summary(*summary);
   } else {
-    std::cerr << "colo: could not summarize run " << outcome->run_id << ": " << summary.error().message() << "\n";
+    std::cerr << "colo: could not summarize run " << outcome->run_id << ": "
+              << summary.error().message() << "\n";
   }
   std::cout << fmt::format("store: {} (colo show {} --db {})\n", db_path, outcome->run_id, db_path);
   switch (outcome->state) {
-    case RunState::kOk: return kExitOk;
-    case RunState::kCancelled: return kExitCancelled;
-    default: return kExitJobsFailed;
+    case RunState::kOk:
+      return kExitOk;
+    case RunState::kCancelled:
+      return kExitCancelled;
+    default:
+      return kExitJobsFailed;
   }
 }
 
@@ -186,16 +202,25 @@ int devices_command(const DevicesFlags& flags) {
                           {"mps_control_on_path", mps},
                           {"devices", nlohmann::json::array()}};
     for (const DeviceInfo& d : *devices) {
-      nlohmann::json j = {{"index", d.index}, {"name", d.name}, {"uuid", d.uuid}, {"pci_bus_id", d.pci_bus_id},
-                          {"memory_total_bytes", d.memory_total_bytes}, {"gpm_supported", d.gpm_supported},
+      nlohmann::json j = {{"index", d.index},
+                          {"name", d.name},
+                          {"uuid", d.uuid},
+                          {"pci_bus_id", d.pci_bus_id},
+                          {"memory_total_bytes", d.memory_total_bytes},
+                          {"gpm_supported", d.gpm_supported},
                           {"supported_metrics", d.supported_metrics}};
       j["sm_count"] = d.sm_count ? nlohmann::json(*d.sm_count) : nlohmann::json(nullptr);
       j["mig_enabled"] = d.mig_enabled ? nlohmann::json(*d.mig_enabled) : nlohmann::json(nullptr);
-      if (d.cuda_compute_major) j["compute_capability"] = fmt::format("{}.{}", *d.cuda_compute_major, d.cuda_compute_minor.value_or(0));
+      if (d.cuda_compute_major)
+        j["compute_capability"] =
+            fmt::format("{}.{}", *d.cuda_compute_major, d.cuda_compute_minor.value_or(0));
       j["mig_profiles"] = nlohmann::json::array();
       for (const MigProfile& p : d.mig_profiles) {
-        j["mig_profiles"].push_back({{"id", p.id}, {"name", p.name}, {"slices", p.slice_count},
-                                     {"memory_bytes", p.memory_bytes}, {"max_instances", p.max_instances},
+        j["mig_profiles"].push_back({{"id", p.id},
+                                     {"name", p.name},
+                                     {"slices", p.slice_count},
+                                     {"memory_bytes", p.memory_bytes},
+                                     {"max_instances", p.max_instances},
                                      {"sm_count", p.sm_count}});
       }
       out["devices"].push_back(std::move(j));
@@ -205,21 +230,26 @@ int devices_command(const DevicesFlags& flags) {
   }
   std::cout << fmt::format("{} backend: {}{}\n", (*backend)->name(), (*backend)->version(),
                            (*backend)->simulated() ? "  [SIMULATED]" : "");
-  std::cout << fmt::format("MPS: {}\n", mps ? "nvidia-cuda-mps-control found on PATH (--mechanism mps available)"
-                                            : "nvidia-cuda-mps-control not on PATH (--mechanism mps unavailable)");
+  std::cout << fmt::format(
+      "MPS: {}\n", mps ? "nvidia-cuda-mps-control found on PATH (--mechanism mps available)"
+                       : "nvidia-cuda-mps-control not on PATH (--mechanism mps unavailable)");
   for (const DeviceInfo& d : *devices) {
     std::cout << fmt::format("\ngpu{}  {}  {}\n", d.index, d.name, d.uuid);
     std::cout << fmt::format("  memory     {}\n", format_bytes(d.memory_total_bytes));
     std::cout << fmt::format("  SMs        {}\n", d.sm_count ? std::to_string(*d.sm_count) : "-");
     if (d.cuda_compute_major) {
-      std::cout << fmt::format("  compute    {}.{}\n", *d.cuda_compute_major, d.cuda_compute_minor.value_or(0));
+      std::cout << fmt::format("  compute    {}.{}\n", *d.cuda_compute_major,
+                               d.cuda_compute_minor.value_or(0));
     }
     if (!d.pci_bus_id.empty()) std::cout << fmt::format("  PCI        {}\n", d.pci_bus_id);
-    std::cout << fmt::format("  MIG        {}\n", !d.mig_enabled ? "not supported" : *d.mig_enabled ? "enabled" : "disabled");
+    std::cout << fmt::format("  MIG        {}\n", !d.mig_enabled   ? "not supported"
+                                                  : *d.mig_enabled ? "enabled"
+                                                                   : "disabled");
     if (!d.mig_profiles.empty()) {
       std::string list;
       for (const MigProfile& p : d.mig_profiles) {
-        list += fmt::format("{}{} x{} (id {})", list.empty() ? "" : ", ", p.name, p.max_instances, p.id);
+        list += fmt::format("{}{} x{} (id {})", list.empty() ? "" : ", ", p.name, p.max_instances,
+                            p.id);
       }
       std::cout << "  profiles   " << list << "\n";
     }
@@ -244,7 +274,10 @@ struct MonitorFlags {
 int monitor_command(const MonitorFlags& flags) {
   Result<int64_t> interval = parse_duration_ms(flags.interval);
   if (!interval.ok() || *interval < 100) {
-    std::cerr << "colo: --interval: " << (interval.ok() ? std::string("must be at least 100ms") : interval.error().message()) << "\n";
+    std::cerr << "colo: --interval: "
+              << (interval.ok() ? std::string("must be at least 100ms")
+                                : interval.error().message())
+              << "\n";
     return kExitBadInput;
   }
   SystemClock clock;
@@ -261,13 +294,15 @@ int monitor_command(const MonitorFlags& flags) {
   install_stop_handlers();
   bool sim = (*backend)->simulated();
   if (!flags.json) {
-    std::cout << fmt::format("# {:<8} {:>3} {:>5} {:>5} {:>6} {:>5} {:>5} {:>10} {:>7} {:>10} {:>8} {:>8} {:>5}{}\n", "time",
-                             "gpu", "sm%", "occ%", "tens%", "dram%", "util%", "mem_used", "power_w", "energy_j",
-                             "pcie_rx", "pcie_tx", "smclk", sim ? "  (SIMULATED)" : "");
+    std::cout << fmt::format(
+        "# {:<8} {:>3} {:>5} {:>5} {:>6} {:>5} {:>5} {:>10} {:>7} {:>10} {:>8} {:>8} {:>5}{}\n",
+        "time", "gpu", "sm%", "occ%", "tens%", "dram%", "util%", "mem_used", "power_w", "energy_j",
+        "pcie_rx", "pcie_tx", "smclk", sim ? "  (SIMULATED)" : "");
   }
   for (int n = 0; flags.count == 0 || n < flags.count; ++n) {
     if (n > 0) {
-      for (int64_t slept = 0; slept < *interval && g_stop_requests.load() == 0; slept += 50) clock.sleep_for_ms(50);
+      for (int64_t slept = 0; slept < *interval && g_stop_requests.load() == 0; slept += 50)
+        clock.sleep_for_ms(50);
     }
     if (g_stop_requests.load() > 0) break;
     for (const DeviceInfo& d : *devices) {
@@ -278,7 +313,9 @@ int monitor_command(const MonitorFlags& flags) {
       }
       if (flags.json) {
         nlohmann::json j = {{"time_ms", s->time_ms}, {"gpu", d.index}, {"simulated", sim}};
-        auto put = [&](const char* key, const auto& v) { j[key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+        auto put = [&](const char* key, const auto& v) {
+          j[key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+        };
         put("sm_active_pct", s->sm_active_pct);
         put("sm_occupancy_pct", s->sm_occupancy_pct);
         put("tensor_active_pct", s->tensor_active_pct);
@@ -297,10 +334,12 @@ int monitor_command(const MonitorFlags& flags) {
         struct tm tm {};
         localtime_r(&secs, &tm);
         std::cout << fmt::format(
-            "  {:02}:{:02}:{:02} {:>3} {:>5} {:>5} {:>6} {:>5} {:>5} {:>10} {:>7} {:>10} {:>8} {:>8} {:>5}\n", tm.tm_hour,
-            tm.tm_min, tm.tm_sec, d.index, opt(s->sm_active_pct), opt(s->sm_occupancy_pct), opt(s->tensor_active_pct),
-            opt(s->dram_active_pct), opt(s->gpu_util_pct),
-            s->memory_used_bytes ? format_bytes(*s->memory_used_bytes) : "-", opt(s->power_w),
+            "  {:02}:{:02}:{:02} {:>3} {:>5} {:>5} {:>6} {:>5} {:>5} {:>10} {:>7} {:>10} {:>8} "
+            "{:>8} {:>5}\n",
+            tm.tm_hour, tm.tm_min, tm.tm_sec, d.index, opt(s->sm_active_pct),
+            opt(s->sm_occupancy_pct), opt(s->tensor_active_pct), opt(s->dram_active_pct),
+            opt(s->gpu_util_pct), s->memory_used_bytes ? format_bytes(*s->memory_used_bytes) : "-",
+            opt(s->power_w),
             s->energy_mj ? fmt::format("{:.0f}", static_cast<double>(*s->energy_mj) / 1000.0) : "-",
             opt(s->pcie_rx_mib_per_s), opt(s->pcie_tx_mib_per_s),
             s->sm_clock_mhz ? std::to_string(*s->sm_clock_mhz) : "-");
@@ -313,15 +352,20 @@ int monitor_command(const MonitorFlags& flags) {
         }
         for (const ProcessSample& p : *procs) {
           if (flags.json) {
-            nlohmann::json j = {{"time_ms", p.time_ms}, {"gpu", p.device}, {"pid", p.pid}, {"mps_client", p.mps_client},
+            nlohmann::json j = {{"time_ms", p.time_ms},
+                                {"gpu", p.device},
+                                {"pid", p.pid},
+                                {"mps_client", p.mps_client},
                                 {"simulated", sim}};
-            j["used_memory_bytes"] = p.used_memory_bytes ? nlohmann::json(*p.used_memory_bytes) : nlohmann::json(nullptr);
-            j["sm_util_pct"] = p.sm_util_pct ? nlohmann::json(*p.sm_util_pct) : nlohmann::json(nullptr);
+            j["used_memory_bytes"] = p.used_memory_bytes ? nlohmann::json(*p.used_memory_bytes)
+                                                         : nlohmann::json(nullptr);
+            j["sm_util_pct"] =
+                p.sm_util_pct ? nlohmann::json(*p.sm_util_pct) : nlohmann::json(nullptr);
             std::cout << j.dump() << "\n";
           } else {
             std::cout << fmt::format("      pid {:>7}  mem {:>10}  sm {:>5}{}\n", p.pid,
-                                     p.used_memory_bytes ? format_bytes(*p.used_memory_bytes) : "-", opt(p.sm_util_pct),
-                                     p.mps_client ? "  mps client" : "");
+                                     p.used_memory_bytes ? format_bytes(*p.used_memory_bytes) : "-",
+                                     opt(p.sm_util_pct), p.mps_client ? "  mps client" : "");
           }
         }
       }
@@ -336,7 +380,8 @@ int monitor_command(const MonitorFlags& flags) {
 Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& flag) {
   std::string path = flag.empty() ? default_db_path() : flag;
   if (access(path.c_str(), F_OK) != 0) {
-    return Error(fmt::format("no run store at {} yet: `colo run FILE` creates it (or pass --db PATH)", path));
+    return Error(fmt::format(
+        "no run store at {} yet: `colo run FILE` creates it (or pass --db PATH)", path));
   }
   return RunStore::open(path);
 }
@@ -401,32 +446,48 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   static std::string show_run;
   static bool show_json = false;
 
-  CLI::App* run_cmd = app.add_subcommand("run", "Run the jobs of a TOML job file, collocated on the GPUs");
-  run_cmd->add_option("file", run.file, "job file (see docs/job-file.md)")->required()->check(CLI::ExistingFile);
-  run_cmd->add_option("--mechanism,-m", run.mechanism,
-                      "exclusive: one job per GPU at a time (the baseline); naive: jobs share the GPU as plain "
-                      "processes; mps: through a private MPS daemon colo starts and stops. Default: the job file's "
-                      "[run] mechanism, else mps where available, else naive")
+  CLI::App* run_cmd =
+      app.add_subcommand("run", "Run the jobs of a TOML job file, collocated on the GPUs");
+  run_cmd->add_option("file", run.file, "job file (see docs/job-file.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  run_cmd
+      ->add_option(
+          "--mechanism,-m", run.mechanism,
+          "exclusive: one job per GPU at a time (the baseline); naive: jobs share the GPU as plain "
+          "processes; mps: through a private MPS daemon colo starts and stops. Default: the job "
+          "file's "
+          "[run] mechanism, else mps where available, else naive")
       ->check(CLI::IsMember({"exclusive", "naive", "mps"}));
   run_cmd->add_option("--db", run.db, "run store (SQLite file); default " + default_db_path());
-  run_cmd->add_option("--logs", run.logs, "directory for job logs; default <state dir>/runs/<run id>");
-  run_cmd->add_option("--max-per-gpu", run.max_per_gpu, "at most this many jobs on one GPU at once (overrides the file)")
+  run_cmd->add_option("--logs", run.logs,
+                      "directory for job logs; default <state dir>/runs/<run id>");
+  run_cmd
+      ->add_option("--max-per-gpu", run.max_per_gpu,
+                   "at most this many jobs on one GPU at once (overrides the file)")
       ->check(CLI::PositiveNumber);
-  run_cmd->add_option("--sample-period", run.sample_period, "GPU sampling period")->capture_default_str();
-  run_cmd->add_option("--grace", run.grace, "time between TERM and KILL when stopping jobs")->capture_default_str();
-  run_cmd->add_flag("--plain", run.plain, "print one line per event instead of redrawing the job table");
+  run_cmd->add_option("--sample-period", run.sample_period, "GPU sampling period")
+      ->capture_default_str();
+  run_cmd->add_option("--grace", run.grace, "time between TERM and KILL when stopping jobs")
+      ->capture_default_str();
+  run_cmd->add_flag("--plain", run.plain,
+                    "print one line per event instead of redrawing the job table");
   add_backend_flags(*run_cmd, run.backend);
   run_cmd->callback([&exit_code, command_line] { exit_code = run_command(run, command_line); });
 
-  CLI::App* devices_cmd = app.add_subcommand("devices", "List the GPUs: memory, SMs, MIG mode and profiles, MPS, metrics");
+  CLI::App* devices_cmd = app.add_subcommand(
+      "devices", "List the GPUs: memory, SMs, MIG mode and profiles, MPS, metrics");
   add_backend_flags(*devices_cmd, devices.backend);
   devices_cmd->add_flag("--json", devices.json, "machine-readable output");
   devices_cmd->callback([&exit_code] { exit_code = devices_command(devices); });
 
-  CLI::App* monitor_cmd = app.add_subcommand("monitor", "Print GPU metrics periodically (like nvidia-smi dmon)");
+  CLI::App* monitor_cmd =
+      app.add_subcommand("monitor", "Print GPU metrics periodically (like nvidia-smi dmon)");
   add_backend_flags(*monitor_cmd, monitor.backend);
-  monitor_cmd->add_option("--interval,-i", monitor.interval, "time between samples")->capture_default_str();
-  monitor_cmd->add_option("--count,-c", monitor.count, "stop after this many samples (0: until Ctrl-C)")
+  monitor_cmd->add_option("--interval,-i", monitor.interval, "time between samples")
+      ->capture_default_str();
+  monitor_cmd
+      ->add_option("--count,-c", monitor.count, "stop after this many samples (0: until Ctrl-C)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   monitor_cmd->add_flag("--json", monitor.json, "one JSON object per line");
@@ -435,10 +496,13 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
 
   CLI::App* runs_cmd = app.add_subcommand("runs", "List recorded runs, newest first");
   runs_cmd->add_option("--db", db, "run store; default " + default_db_path());
-  runs_cmd->add_option("--limit,-n", runs_limit, "how many runs")->check(CLI::PositiveNumber)->capture_default_str();
+  runs_cmd->add_option("--limit,-n", runs_limit, "how many runs")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   runs_cmd->callback([&exit_code] { exit_code = runs_command(db, runs_limit); });
 
-  CLI::App* show_cmd = app.add_subcommand("show", "Show one run: per-job times, epochs, memory, SM activity, energy, speed-up");
+  CLI::App* show_cmd = app.add_subcommand(
+      "show", "Show one run: per-job times, epochs, memory, SM activity, energy, speed-up");
   show_cmd->add_option("run", show_run, "run id (default: the most recent run)");
   show_cmd->add_option("--db", db, "run store; default " + default_db_path());
   show_cmd->add_flag("--json", show_json, "machine-readable output");

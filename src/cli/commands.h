@@ -15,10 +15,10 @@ namespace colo {
 
 enum ExitCode : int {
   kExitOk = 0,
-  kExitJobsFailed = 1,     // colo ran, but at least one job did not end ok
-  kExitBadInput = 2,       // bad command line or job file
-  kExitEnvironment = 3,    // no driver, store unusable, mechanism failed to start
-  kExitCancelled = 130,    // stopped with Ctrl-C
+  kExitJobsFailed = 1,   // colo ran, but at least one job did not end ok
+  kExitBadInput = 2,     // bad command line or job file
+  kExitEnvironment = 3,  // no driver, store unusable, mechanism failed to start
+  kExitCancelled = 130,  // stopped with Ctrl-C
 };
 
 // Adds every subcommand to `app`; the chosen one runs from CLI11's callback

@@ -7,8 +7,9 @@
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"colo: run training jobs collocated on NVIDIA GPUs (exclusive, naive sharing, MPS), "
-               "watch the GPU, and keep every result in a SQLite store."};
+  CLI::App app{
+      "colo: run training jobs collocated on NVIDIA GPUs (exclusive, naive sharing, MPS), "
+      "watch the GPU, and keep every result in a SQLite store."};
   app.require_subcommand(1);
   int exit_code = colo::kExitOk;
   std::string command_line = "colo";

@@ -1,18 +1,21 @@
 #include "common/paths.h"
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 namespace colo {
 
 std::string default_state_dir() {
   if (const char* home = std::getenv("COLO_HOME"); home && *home) return home;
-  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) return std::string(xdg) + "/colo";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.local/state/colo";
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/colo";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.local/state/colo";
   return "/tmp/colo-" + std::to_string(getuid());
 }
 

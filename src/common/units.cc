@@ -1,9 +1,10 @@
 #include "common/units.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <fmt/format.h>
 
 namespace colo {
 namespace {
@@ -39,18 +40,28 @@ Result<uint64_t> parse_bytes(std::string_view text) {
     return Error(fmt::format("'{}' is not a size; write e.g. 4GiB, 512MiB or 6G", text));
   }
   double scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k" || unit == "kib") scale = 1024.0;
-  else if (unit == "kb") scale = 1e3;
-  else if (unit == "m" || unit == "mib") scale = 1024.0 * 1024;
-  else if (unit == "mb") scale = 1e6;
-  else if (unit == "g" || unit == "gib") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "gb") scale = 1e9;
-  else if (unit == "t" || unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "tb") scale = 1e12;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "k" || unit == "kib")
+    scale = 1024.0;
+  else if (unit == "kb")
+    scale = 1e3;
+  else if (unit == "m" || unit == "mib")
+    scale = 1024.0 * 1024;
+  else if (unit == "mb")
+    scale = 1e6;
+  else if (unit == "g" || unit == "gib")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "gb")
+    scale = 1e9;
+  else if (unit == "t" || unit == "tib")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "tb")
+    scale = 1e12;
   else {
-    return Error(fmt::format("'{}' has an unknown unit '{}'; use B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB)",
-                             text, unit));
+    return Error(
+        fmt::format("'{}' has an unknown unit '{}'; use B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB)",
+                    text, unit));
   }
   return static_cast<uint64_t>(std::llround(number * scale));
 }
@@ -86,11 +97,17 @@ Result<int64_t> parse_duration_ms(std::string_view text) {
     while (i < s.size() && std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
     std::string unit = s.substr(unit_start, i - unit_start);
     double scale = 0;
-    if (unit.empty() || unit == "s") scale = 1000;
-    else if (unit == "ms") scale = 1;
-    else if (unit == "m" || unit == "min") scale = 60'000;
-    else if (unit == "h") scale = 3'600'000;
-    else return Error(fmt::format("'{}' has an unknown time unit '{}'; use ms, s, m or h", text, unit));
+    if (unit.empty() || unit == "s")
+      scale = 1000;
+    else if (unit == "ms")
+      scale = 1;
+    else if (unit == "m" || unit == "min")
+      scale = 60'000;
+    else if (unit == "h")
+      scale = 3'600'000;
+    else
+      return Error(
+          fmt::format("'{}' has an unknown time unit '{}'; use ms, s, m or h", text, unit));
     total_ms += number * scale;
     any = true;
   }

@@ -26,26 +26,26 @@ namespace colo {
 
 // A MIG GPU-instance profile as the driver lists it (e.g. "3g.71gb", id 9).
 struct MigProfile {
-  int id = 0;                 // the id nvidia-smi mig -lgip shows
-  std::string name;           // "1g.18gb"
-  int slice_count = 0;        // compute slices (the "1g" part)
+  int id = 0;           // the id nvidia-smi mig -lgip shows
+  std::string name;     // "1g.18gb"
+  int slice_count = 0;  // compute slices (the "1g" part)
   uint64_t memory_bytes = 0;
-  int max_instances = 0;      // how many of this profile fit on an empty GPU
+  int max_instances = 0;  // how many of this profile fit on an empty GPU
   int sm_count = 0;
 };
 
 // Facts about a device that do not change while colo runs (read once).
 struct DeviceInfo {
-  int index = 0;                  // NVML index
-  std::string name;               // "NVIDIA H200"
-  std::string uuid;               // "GPU-..."; what jobs get in CUDA_VISIBLE_DEVICES
+  int index = 0;     // NVML index
+  std::string name;  // "NVIDIA H200"
+  std::string uuid;  // "GPU-..."; what jobs get in CUDA_VISIBLE_DEVICES
   std::string pci_bus_id;
   uint64_t memory_total_bytes = 0;
   std::optional<int> sm_count;
   std::optional<int> cuda_compute_major;
   std::optional<int> cuda_compute_minor;
-  std::optional<bool> mig_enabled;      // current MIG mode
-  std::vector<MigProfile> mig_profiles; // empty when the GPU has no MIG
+  std::optional<bool> mig_enabled;       // current MIG mode
+  std::vector<MigProfile> mig_profiles;  // empty when the GPU has no MIG
   bool gpm_supported = false;
   // Names of the DeviceSample fields this device answers ("sm_active_pct", ...).
   std::vector<std::string> supported_metrics;
@@ -55,16 +55,16 @@ struct DeviceInfo {
 struct DeviceSample {
   UnixMillis time_ms = 0;
   int device = 0;
-  std::optional<double> sm_active_pct;       // GPM SM_UTIL (DCGM SM_ACTIVE x100)
-  std::optional<double> sm_occupancy_pct;    // GPM SM_OCCUPANCY
-  std::optional<double> tensor_active_pct;   // GPM ANY_TENSOR_UTIL
-  std::optional<double> dram_active_pct;     // GPM DRAM_BW_UTIL
-  std::optional<double> gpu_util_pct;        // nvmlDeviceGetUtilizationRates .gpu
+  std::optional<double> sm_active_pct;      // GPM SM_UTIL (DCGM SM_ACTIVE x100)
+  std::optional<double> sm_occupancy_pct;   // GPM SM_OCCUPANCY
+  std::optional<double> tensor_active_pct;  // GPM ANY_TENSOR_UTIL
+  std::optional<double> dram_active_pct;    // GPM DRAM_BW_UTIL
+  std::optional<double> gpu_util_pct;       // nvmlDeviceGetUtilizationRates .gpu
   std::optional<uint64_t> memory_used_bytes;
   std::optional<uint64_t> memory_total_bytes;
   std::optional<double> power_w;
-  std::optional<uint64_t> energy_mj;         // counter since driver load
-  std::optional<double> pcie_rx_mib_per_s;   // GPM PCIE_RX_PER_SEC
+  std::optional<uint64_t> energy_mj;        // counter since driver load
+  std::optional<double> pcie_rx_mib_per_s;  // GPM PCIE_RX_PER_SEC
   std::optional<double> pcie_tx_mib_per_s;
   std::optional<uint32_t> sm_clock_mhz;
 };
@@ -78,14 +78,14 @@ struct ProcessSample {
   // Per-process SM utilization where NVML gives it. Under MPS NVML reports
   // the MPS server, not its clients, so clients have no value here.
   std::optional<double> sm_util_pct;
-  bool mps_client = false;   // listed by nvmlDeviceGetMPSComputeRunningProcesses
+  bool mps_client = false;  // listed by nvmlDeviceGetMPSComputeRunningProcesses
 };
 
 // What a simulated backend is told about a process so it can model its load.
 // Real backends ignore it.
 struct SimLoadHint {
-  uint64_t memory_bytes = 0;   // what the process would hold on the GPU
-  double sm_active_pct = 0;    // its solo SM activity
+  uint64_t memory_bytes = 0;  // what the process would hold on the GPU
+  double sm_active_pct = 0;   // its solo SM activity
 };
 
 class GpuBackend {

@@ -14,7 +14,7 @@
 namespace colo {
 namespace {
 
-constexpr uint64_t kMiB = 1024 * 1024;
+constexpr uint64_t kMiB = uint64_t{1024} * 1024;
 // GPM averages between two samples; NVML wants them more than 100 ms apart.
 constexpr int64_t kMinGpmIntervalMs = 100;
 constexpr int64_t kGpmPrimingSleepMs = kMinGpmIntervalMs + 10;
@@ -615,7 +615,7 @@ Result<std::vector<ProcessSample>> NvmlBackend::sample_processes(int index) {
       auto it = latest.find(pid);
       sample.sm_util_pct = it == latest.end() ? 0.0 : std::min(100u, it->second.smUtil);
     }
-    result.push_back(std::move(sample));
+    result.push_back(sample);
   }
   return result;
 }

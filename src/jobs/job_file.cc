@@ -337,7 +337,7 @@ bool contains(const Names& names, std::string_view key) {
 // value; "{{name}}" is the literal text "{name}"; every other brace is
 // literal, so JSON or awk programs in a command need no escaping.
 struct TextPiece {
-  std::string text;     // literal text, or the placeholder's name
+  std::string text;  // literal text, or the placeholder's name
   bool placeholder = false;
 };
 

@@ -152,7 +152,7 @@ grid = { lr = [1.0], n = [-3], flag = [true], s = ["x y"], big = [1e20] }
   ASSERT_EQ(file.jobs.size(), 1u);
   const JobSpec& job = file.jobs[0];
   EXPECT_THAT(job.command, ElementsAre("echo", "1.0", "{lr}", "a}}b", "-3-true-x y", "1e+20",
-                                        "{\"e\": 1.0}", "awk '{print $1}'", "{lr"));
+                                       "{\"e\": 1.0}", "awk '{print $1}'", "{lr"));
   EXPECT_EQ(job.working_dir, "/data/exp/runs/x y");
   EXPECT_EQ(job.env.at("LR"), "1.0");
   EXPECT_EQ(job.env.at("FROM_DEFAULTS"), "lr=1.0");

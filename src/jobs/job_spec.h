@@ -16,23 +16,23 @@ struct JobSpec {
   std::string name;
   // The [[job]] name before expansion; jobs from one block share it.
   std::string group;
-  std::vector<std::string> command;          // argv; {param} already substituted
-  std::string working_dir;                   // absolute
-  std::map<std::string, std::string> env;    // added to colo's own environment
-  std::optional<uint64_t> gpu_memory_bytes;  // hint: peak GPU memory
-  std::optional<int> sm_share_pct;           // hint / MPS limit: 1-100
+  std::vector<std::string> command;            // argv; {param} already substituted
+  std::string working_dir;                     // absolute
+  std::map<std::string, std::string> env;      // added to colo's own environment
+  std::optional<uint64_t> gpu_memory_bytes;    // hint: peak GPU memory
+  std::optional<int> sm_share_pct;             // hint / MPS limit: 1-100
   std::optional<uint64_t> memory_limit_bytes;  // MPS pinned memory limit
-  std::optional<std::string> epoch_regex;    // marks an epoch end in stdout
-  std::map<std::string, std::string> params; // this instance's grid values
-  int repeat_index = 1;                      // 1-based
-  std::string source;                        // "file.toml:12" where it was defined
+  std::optional<std::string> epoch_regex;      // marks an epoch end in stdout
+  std::map<std::string, std::string> params;   // this instance's grid values
+  int repeat_index = 1;                        // 1-based
+  std::string source;                          // "file.toml:12" where it was defined
 };
 
 struct JobFile {
-  std::string path;                  // as given by the user
-  std::vector<JobSpec> jobs;         // in file order, expanded
-  std::optional<int> max_jobs_per_gpu;  // [run] max_per_gpu
-  std::optional<std::string> mechanism; // [run] mechanism, when the file names one
+  std::string path;                      // as given by the user
+  std::vector<JobSpec> jobs;             // in file order, expanded
+  std::optional<int> max_jobs_per_gpu;   // [run] max_per_gpu
+  std::optional<std::string> mechanism;  // [run] mechanism, when the file names one
 };
 
 }  // namespace colo

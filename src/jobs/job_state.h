@@ -14,12 +14,12 @@ namespace colo {
 enum class JobState {
   kQueued,
   kRunning,
-  kOk,             // exit code 0
-  kFailed,         // non-zero exit code, or could not start (reason says which)
-  kOutOfMemory,    // GPU out of memory, detected from the job's log
-  kKilled,         // ended by a signal colo did not send
-  kCancelled,      // stopped by colo (Ctrl-C, or the run was cancelled)
-  kInterrupted,    // colo itself died while the job ran (found on next start)
+  kOk,           // exit code 0
+  kFailed,       // non-zero exit code, or could not start (reason says which)
+  kOutOfMemory,  // GPU out of memory, detected from the job's log
+  kKilled,       // ended by a signal colo did not send
+  kCancelled,    // stopped by colo (Ctrl-C, or the run was cancelled)
+  kInterrupted,  // colo itself died while the job ran (found on next start)
 };
 
 // "queued", "running", "ok", "failed", "oom", "killed", "cancelled", "interrupted".
@@ -31,7 +31,8 @@ struct JobExit {
   JobState state = JobState::kFailed;
   std::optional<int> exit_code;
   std::optional<int> signal;
-  std::string reason;   // one line for people: "exit code 1", "CUDA out of memory (log line 88)", ...
+  std::string
+      reason;  // one line for people: "exit code 1", "CUDA out of memory (log line 88)", ...
 };
 
 }  // namespace colo

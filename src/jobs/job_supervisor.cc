@@ -21,7 +21,7 @@ namespace colo {
 namespace {
 
 // How much of the end of a job's log is searched for an out-of-memory line.
-constexpr size_t kLogTailBytes = 64 * 1024;
+constexpr size_t kLogTailBytes = size_t{64} * 1024;
 constexpr size_t kMaxReasonLineChars = 200;
 
 constexpr std::array<std::string_view, 6> kOomPatterns = {

@@ -27,12 +27,11 @@ namespace colo {
 
 struct LaunchRequest {
   std::string job_name;
-  std::vector<std::string> argv;              // argv[0] looked up on PATH
+  std::vector<std::string> argv;  // argv[0] looked up on PATH
   std::string working_dir;
-  std::map<std::string, std::string> env;     // set on top of colo's environment
-  std::string log_path;                       // stdout+stderr, created/truncated
+  std::map<std::string, std::string> env;  // set on top of colo's environment
+  std::string log_path;                    // stdout+stderr, created/truncated
 };
-
 
 // Classifies a finished process from its wait status, whether colo asked it
 // to stop, and the tail of its log. Pure; unit-tested.

@@ -115,7 +115,7 @@ void GpuSampler::loop() {
       for (int device : devices_) {
         auto processes = backend_.sample_processes(device);
         if (processes.ok()) {
-          for (ProcessSample& process : *processes) batch.processes.push_back(std::move(process));
+          batch.processes.insert(batch.processes.end(), processes->begin(), processes->end());
         } else {
           add_error(batch, processes.error().message());
         }

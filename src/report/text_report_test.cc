@@ -172,7 +172,8 @@ TEST_F(TextReportTest, SummaryShowsHeaderJobsAndTotals) {
   EXPECT_EQ(line_starting(text, "mean SM activity:"), "mean SM activity:   12.5 %");
   EXPECT_EQ(line_starting(text, "peak GPU memory:"), "peak GPU memory:    12.0 GiB");
   EXPECT_EQ(line_starting(text, "energy:"), "energy:             18.0 J");
-  EXPECT_EQ(line_starting(text, "speed-up"), "speed-up vs exclusive run #3: 5.12x end to end, 6.40x steady state");
+  EXPECT_EQ(line_starting(text, "speed-up"),
+            "speed-up vs exclusive run #3: 5.12x end to end, 6.40x steady state");
   EXPECT_EQ(line_starting(text, "steady throughput"),
             "steady throughput:  7000.0 samples/s (epochs 2+, start-up excluded)");
 }
@@ -205,7 +206,8 @@ TEST_F(TextReportTest, AbsentRunTotalsAreDashes) {
   EXPECT_EQ(line_starting(text, "mean SM activity:"), "mean SM activity:   -");
   EXPECT_EQ(line_starting(text, "peak GPU memory:"), "peak GPU memory:    -");
   EXPECT_EQ(line_starting(text, "energy:"), "energy:             -");
-  EXPECT_EQ(line_starting(text, "speed-up"), "speed-up vs exclusive run #4: - end to end, - steady state");
+  EXPECT_EQ(line_starting(text, "speed-up"),
+            "speed-up vs exclusive run #4: - end to end, - steady state");
   EXPECT_EQ(line_starting(text, "steady throughput"), "steady throughput:  -");
 }
 

@@ -1,7 +1,8 @@
 #include "run/live_display.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <ostream>
 
 #include "common/units.h"

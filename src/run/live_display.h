@@ -17,13 +17,13 @@ namespace colo {
 
 struct JobLine {
   std::string name;
-  std::string state;            // "queued", "running", "ok", ...
+  std::string state;  // "queued", "running", "ok", ...
   std::optional<int> device;
   int64_t elapsed_ms = 0;
   int64_t epochs = 0;
   std::optional<int64_t> last_epoch_ms;
   std::optional<double> samples_per_s;  // of the last epoch
-  std::string note;             // reason for a failure, etc.
+  std::string note;                     // reason for a failure, etc.
 };
 
 class LiveDisplay {
@@ -45,7 +45,8 @@ class LiveDisplay {
   int drawn_lines_ = 0;
 };
 
-// One table row, also used by tests: "resnet26#1  running  gpu0  1m05s  epoch 3  4.1s/epoch  12.3k/s".
+// One table row, also used by tests: "resnet26#1  running  gpu0  1m05s  epoch
+// 3  4.1s/epoch  12.3k/s".
 std::string format_job_line(const JobLine& job, size_t name_width);
 
 }  // namespace colo

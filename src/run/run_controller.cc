@@ -1,11 +1,11 @@
 #include "run/run_controller.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <iterator>
-#include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -27,7 +27,9 @@ constexpr double kSimDefaultSmPct = 30.0;
 // Process lists cost more than device metrics (several NVML calls, more with
 // more processes): read them every other device sample (about once a second
 // by default), but no less often than every 200 ms so short jobs are seen.
-int64_t process_period_ms(int64_t device_period_ms) { return std::max<int64_t>(2 * device_period_ms, 200); }
+int64_t process_period_ms(int64_t device_period_ms) {
+  return std::max<int64_t>(2 * device_period_ms, 200);
+}
 
 // Mechanism health is checked this often while jobs run.
 constexpr int64_t kHealthCheckMs = 5000;
@@ -36,7 +38,8 @@ constexpr int64_t kHealthCheckMs = 5000;
 std::string file_stem(size_t index, const std::string& name) {
   std::string stem = fmt::format("{:03}-", index + 1);
   for (char c : name) {
-    bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '=';
+    bool keep =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '=';
     stem += keep ? c : '_';
   }
   return stem.substr(0, 120);
@@ -91,8 +94,9 @@ class RunLoop {
         devices_(std::move(devices)),
         jobs_(std::move(jobs)),
         supervisor_(ctx.clock),
-        sampler_(ctx.backend, ctx.clock, device_indices(devices_),
-                 SamplerOptions{options.sample_period_ms, process_period_ms(options.sample_period_ms)}),
+        sampler_(
+            ctx.backend, ctx.clock, device_indices(devices_),
+            SamplerOptions{options.sample_period_ms, process_period_ms(options.sample_period_ms)}),
         queue_(device_slots()),
         attributor_(process_table_),
         display_(ctx.out, options.live_display) {}
@@ -133,9 +137,10 @@ class RunLoop {
     display_.finish();
     SamplerStats stats = sampler_.stats();
     if (stats.wall_ms > 0) {
-      ctx_.out << fmt::format("sampler: {} device samples, {} process samples, {} errors, {:.2f}% of one core\n",
-                              stats.device_samples, stats.process_samples, stats.errors,
-                              100.0 * static_cast<double>(stats.thread_cpu_ms) / static_cast<double>(stats.wall_ms));
+      ctx_.out << fmt::format(
+          "sampler: {} device samples, {} process samples, {} errors, {:.2f}% of one core\n",
+          stats.device_samples, stats.process_samples, stats.errors,
+          100.0 * static_cast<double>(stats.thread_cpu_ms) / static_cast<double>(stats.wall_ms));
     }
     return cancelled_;
   }
@@ -155,15 +160,19 @@ class RunLoop {
 
   std::vector<DeviceSlots> device_slots() const {
     int limit = ctx_.mechanism.max_jobs_per_device();
-    if (options_.max_jobs_per_gpu) limit = std::min(limit, *options_.max_jobs_per_gpu);
-    else if (file_.max_jobs_per_gpu) limit = std::min(limit, *file_.max_jobs_per_gpu);
+    if (options_.max_jobs_per_gpu)
+      limit = std::min(limit, *options_.max_jobs_per_gpu);
+    else if (file_.max_jobs_per_gpu)
+      limit = std::min(limit, *file_.max_jobs_per_gpu);
     std::vector<DeviceSlots> slots;
-    for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes, std::max(1, limit)});
+    for (const DeviceInfo& d : devices_)
+      slots.push_back({d.index, d.memory_total_bytes, std::max(1, limit)});
     return slots;
   }
 
   const DeviceInfo& device(int index) const {
-    auto it = std::find_if(devices_.begin(), devices_.end(), [&](const DeviceInfo& d) { return d.index == index; });
+    auto it = std::find_if(devices_.begin(), devices_.end(),
+                           [&](const DeviceInfo& d) { return d.index == index; });
     return it != devices_.end() ? *it : devices_.front();
   }
 
@@ -172,9 +181,11 @@ class RunLoop {
     job.ended_ms = ended_ms;
     job.note = exit.state == JobState::kOk ? "" : exit.reason;
     int64_t malformed = job.reader ? job.reader->malformed_lines() : 0;
-    report(ctx_.store.job_finished(job.id, exit, ended_ms, malformed), "record the end of job " + job.spec->name);
+    report(ctx_.store.job_finished(job.id, exit, ended_ms, malformed),
+           "record the end of job " + job.spec->name);
     std::string what = fmt::format("{} {}", job.spec->name, to_string(exit.state));
-    if (job.started_ms > 0) what += fmt::format(" after {}", format_duration_ms(ended_ms - job.started_ms));
+    if (job.started_ms > 0)
+      what += fmt::format(" after {}", format_duration_ms(ended_ms - job.started_ms));
     if (!job.note.empty()) what += ": " + job.note;
     if (malformed > 0) what += fmt::format(" ({} malformed progress lines ignored)", malformed);
     display_.event(what);
@@ -194,8 +205,9 @@ class RunLoop {
     Result<Environment> mech_env = ctx_.mechanism.environment_for(placement);
     if (!mech_env.ok()) {
       queue_.finished(a.job);
-      record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, mech_env.error().message()},
-                   ctx_.clock.now_ms());
+      record_final(
+          job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, mech_env.error().message()},
+          ctx_.clock.now_ms());
       return;
     }
     LaunchRequest request{spec.name, spec.command, spec.working_dir, spec.env, job.log_path};
@@ -204,10 +216,12 @@ class RunLoop {
     request.env["COLO_JOB_NAME"] = spec.name;
     request.env["COLO_RUN_ID"] = std::to_string(run_id_);
 
-    Result<ProgressReader> reader = ProgressReader::create(job.progress_path, job.log_path, spec.epoch_regex);
+    Result<ProgressReader> reader =
+        ProgressReader::create(job.progress_path, job.log_path, spec.epoch_regex);
     if (!reader.ok()) {
       queue_.finished(a.job);
-      record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, reader.error().message()},
+      record_final(job,
+                   JobExit{JobState::kFailed, std::nullopt, std::nullopt, reader.error().message()},
                    ctx_.clock.now_ms());
       return;
     }
@@ -217,7 +231,8 @@ class RunLoop {
     UnixMillis now = ctx_.clock.now_ms();
     if (!pid.ok()) {
       queue_.finished(a.job);
-      record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, pid.error().message()}, now);
+      record_final(
+          job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, pid.error().message()}, now);
       return;
     }
     job.state = JobState::kRunning;
@@ -227,10 +242,12 @@ class RunLoop {
     job.last_epoch_end_ms = now;
     by_pid_[*pid] = a.job;
     attributor_.add_job(*pid, job.id);
-    ctx_.backend.process_started(a.device, static_cast<uint32_t>(*pid),
-                                 SimLoadHint{spec.gpu_memory_bytes.value_or(kSimDefaultMemoryBytes),
-                                             spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct});
-    report(ctx_.store.job_started(job.id, *pid, a.device, now), "record the start of job " + spec.name);
+    ctx_.backend.process_started(
+        a.device, static_cast<uint32_t>(*pid),
+        SimLoadHint{spec.gpu_memory_bytes.value_or(kSimDefaultMemoryBytes),
+                    spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct});
+    report(ctx_.store.job_started(job.id, *pid, a.device, now),
+           "record the start of job " + spec.name);
     display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}", spec.name, a.device,
                                device(a.device).name, *pid, job.log_path));
   }
@@ -257,14 +274,17 @@ class RunLoop {
         int64_t took = e.time_ms - job.last_epoch_end_ms;
         if (took > 0) {
           job.last_epoch_ms = took;
-          if (e.samples) job.last_samples_per_s = static_cast<double>(*e.samples) * 1000.0 / static_cast<double>(took);
+          if (e.samples)
+            job.last_samples_per_s =
+                static_cast<double>(*e.samples) * 1000.0 / static_cast<double>(took);
         }
         job.last_epoch_end_ms = e.time_ms;
         if (!options_.live_display) {
-          display_.event(fmt::format("{} epoch {} done in {}{}", job.spec->name, e.epoch.value_or(job.epochs),
-                                     format_duration_ms(took),
-                                     job.last_samples_per_s ? fmt::format(", {:.0f} samples/s", *job.last_samples_per_s)
-                                                            : ""));
+          display_.event(fmt::format(
+              "{} epoch {} done in {}{}", job.spec->name, e.epoch.value_or(job.epochs),
+              format_duration_ms(took),
+              job.last_samples_per_s ? fmt::format(", {:.0f} samples/s", *job.last_samples_per_s)
+                                     : ""));
         }
       }
       pending_events_.emplace_back(job.id, std::move(e));
@@ -295,7 +315,8 @@ class RunLoop {
 
   void flush() {
     if (!pending_devices_.empty() || !pending_processes_.empty()) {
-      report(ctx_.store.add_samples(run_id_, pending_devices_, pending_processes_), "write GPU samples");
+      report(ctx_.store.add_samples(run_id_, pending_devices_, pending_processes_),
+             "write GPU samples");
       pending_devices_.clear();
       pending_processes_.clear();
     }
@@ -309,8 +330,8 @@ class RunLoop {
     Status health = ctx_.mechanism.health_check();
     if (!health.ok() && !health_warned_) {
       health_warned_ = true;
-      display_.event(fmt::format("warning: {} mechanism unhealthy: {}", to_string(ctx_.mechanism.kind()),
-                                 health.error().message()));
+      display_.event(fmt::format("warning: {} mechanism unhealthy: {}",
+                                 to_string(ctx_.mechanism.kind()), health.error().message()));
     }
   }
 
@@ -319,14 +340,18 @@ class RunLoop {
       cancelled_ = true;
       UnixMillis now = ctx_.clock.now_ms();
       for (size_t i : queue_.drain_queued()) {
-        record_final(jobs_[i], JobExit{JobState::kCancelled, std::nullopt, std::nullopt, "cancelled before it started"},
+        record_final(jobs_[i],
+                     JobExit{JobState::kCancelled, std::nullopt, std::nullopt,
+                             "cancelled before it started"},
                      now);
       }
     }
-    display_.event(grace_ms > 0 ? fmt::format("stopping {} running jobs (TERM, then KILL after {}; Ctrl-C again to "
-                                              "kill now)",
-                                              supervisor_.running_count(), format_duration_ms(grace_ms))
-                                : fmt::format("killing {} running jobs", supervisor_.running_count()));
+    display_.event(
+        grace_ms > 0
+            ? fmt::format("stopping {} running jobs (TERM, then KILL after {}; Ctrl-C again to "
+                          "kill now)",
+                          supervisor_.running_count(), format_duration_ms(grace_ms))
+            : fmt::format("killing {} running jobs", supervisor_.running_count()));
     supervisor_.stop_all(grace_ms);
   }
 
@@ -341,19 +366,20 @@ class RunLoop {
       running += j.state == JobState::kRunning;
       done += is_final(j.state);
       int64_t elapsed = j.state == JobState::kRunning ? now - j.started_ms
-                        : j.started_ms > 0             ? j.ended_ms - j.started_ms
-                                                       : 0;
-      lines.push_back(JobLine{j.spec->name, to_string(j.state), j.device, elapsed, j.epochs, j.last_epoch_ms,
-                              j.last_samples_per_s, j.note});
+                        : j.started_ms > 0            ? j.ended_ms - j.started_ms
+                                                      : 0;
+      lines.push_back(JobLine{j.spec->name, to_string(j.state), j.device, elapsed, j.epochs,
+                              j.last_epoch_ms, j.last_samples_per_s, j.note});
     }
-    display_.redraw(fmt::format("run {}: {} running, {} queued, {} done of {}", run_id_, running, queue_.queued(), done,
-                                jobs_.size()),
+    display_.redraw(fmt::format("run {}: {} running, {} queued, {} done of {}", run_id_, running,
+                                queue_.queued(), done, jobs_.size()),
                     lines);
   }
 
   // Store write failures are shown, not fatal: the jobs keep running.
   void report(const Status& s, const std::string& what) {
-    if (!s.ok() && store_errors_shown_++ < 5) display_.event(fmt::format("warning: could not {}: {}", what, s.error().message()));
+    if (!s.ok() && store_errors_shown_++ < 5)
+      display_.event(fmt::format("warning: could not {}: {}", what, s.error().message()));
   }
 
   const JobFile& file_;
@@ -390,9 +416,11 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   // Step 1: clean up after an earlier colo that died. (Opening the store
   // marked its orphaned runs interrupted.)
   for (int64_t id : ctx.store.runs_interrupted_at_open()) {
-    ctx.out << fmt::format("run {} was interrupted: the colo running it is gone; marked interrupted\n", id);
+    ctx.out << fmt::format(
+        "run {} was interrupted: the colo running it is gone; marked interrupted\n", id);
   }
-  if (Result<std::vector<std::string>> cleaned = cleanup_stale_mps_daemons(ctx.mechanism_options); cleaned.ok()) {
+  if (Result<std::vector<std::string>> cleaned = cleanup_stale_mps_daemons(ctx.mechanism_options);
+      cleaned.ok()) {
     for (const std::string& line : *cleaned) ctx.out << line << '\n';
   } else {
     ctx.out << "warning: " << cleaned.error().message() << '\n';
@@ -401,14 +429,24 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   // Step 2: devices, the run and its jobs.
   Result<std::vector<DeviceInfo>> devices = ctx.backend.devices();
   if (!devices.ok()) return devices.error();
-  if (devices->empty()) return Error(fmt::format("the {} backend found no GPU", ctx.backend.name()));
+  if (devices->empty())
+    return Error(fmt::format("the {} backend found no GPU", ctx.backend.name()));
 
-  NewRun new_run{ctx.clock.now_ms(), to_string(ctx.mechanism.kind()), ctx.backend.name(), ctx.backend.simulated(),
-                 file.path, options.command_line, host_name(), getpid(), devices_json(*devices)};
+  NewRun new_run{ctx.clock.now_ms(),
+                 to_string(ctx.mechanism.kind()),
+                 ctx.backend.name(),
+                 ctx.backend.simulated(),
+                 file.path,
+                 options.command_line,
+                 host_name(),
+                 getpid(),
+                 devices_json(*devices)};
   Result<int64_t> run_id = ctx.store.begin_run(new_run);
   if (!run_id.ok()) return run_id.error();
 
-  std::string logs_dir = fmt::format("{}/{}", options.logs_root.empty() ? default_state_dir() + "/runs" : options.logs_root, *run_id);
+  std::string logs_dir = fmt::format(
+      "{}/{}", options.logs_root.empty() ? default_state_dir() + "/runs" : options.logs_root,
+      *run_id);
   auto fail_run = [&](const Error& e) -> Error {
     (void)ctx.store.end_run(*run_id, RunState::kFailed, ctx.clock.now_ms());
     return e;
@@ -424,21 +462,25 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
     jobs[i].progress_path = stem + ".progress.jsonl";
     log_paths.push_back(jobs[i].log_path);
   }
-  Result<std::vector<int64_t>> ids = ctx.store.add_jobs(*run_id, file.jobs, log_paths, ctx.clock.now_ms());
+  Result<std::vector<int64_t>> ids =
+      ctx.store.add_jobs(*run_id, file.jobs, log_paths, ctx.clock.now_ms());
   if (!ids.ok()) return fail_run(ids.error());
   for (size_t i = 0; i < jobs.size(); ++i) jobs[i].id = (*ids)[i];
 
-  ctx.out << fmt::format("run {}: {} jobs from {} on {} GPU{} ({}{}), mechanism {}; logs in {}\n", *run_id,
-                         jobs.size(), file.path, devices->size(), devices->size() == 1 ? "" : "s",
-                         devices->front().name, ctx.backend.simulated() ? ", SIMULATED: numbers are not measured" : "",
+  ctx.out << fmt::format("run {}: {} jobs from {} on {} GPU{} ({}{}), mechanism {}; logs in {}\n",
+                         *run_id, jobs.size(), file.path, devices->size(),
+                         devices->size() == 1 ? "" : "s", devices->front().name,
+                         ctx.backend.simulated() ? ", SIMULATED: numbers are not measured" : "",
                          to_string(ctx.mechanism.kind()), logs_dir);
 
   // Step 3: the mechanism. If it cannot start, no job runs, and each is recorded as failed.
   if (Status s = ctx.mechanism.prepare(*devices); !s.ok()) {
-    Error e = s.error().with_context(fmt::format("{} mechanism could not start", to_string(ctx.mechanism.kind())));
+    Error e = s.error().with_context(
+        fmt::format("{} mechanism could not start", to_string(ctx.mechanism.kind())));
     for (const JobRuntime& j : jobs) {
-      (void)ctx.store.job_finished(j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message()},
-                                   ctx.clock.now_ms(), 0);
+      (void)ctx.store.job_finished(
+          j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message()},
+          ctx.clock.now_ms(), 0);
     }
     (void)ctx.mechanism.teardown();
     return fail_run(e);
@@ -449,12 +491,16 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   bool cancelled = loop.run();
 
   // Step 7.
-  if (Status s = ctx.mechanism.teardown(); !s.ok()) ctx.out << "warning: " << s.error().message() << '\n';
+  if (Status s = ctx.mechanism.teardown(); !s.ok())
+    ctx.out << "warning: " << s.error().message() << '\n';
 
   // Step 8.
   RunOutcome outcome{*run_id, RunState::kOk, loop.count(true), loop.count(false)};
-  outcome.state = cancelled ? RunState::kCancelled : outcome.jobs_not_ok > 0 ? RunState::kFailed : RunState::kOk;
-  if (Status s = ctx.store.end_run(*run_id, outcome.state, ctx.clock.now_ms()); !s.ok()) return s.error();
+  outcome.state = cancelled                 ? RunState::kCancelled
+                  : outcome.jobs_not_ok > 0 ? RunState::kFailed
+                                            : RunState::kOk;
+  if (Status s = ctx.store.end_run(*run_id, outcome.state, ctx.clock.now_ms()); !s.ok())
+    return s.error();
   return outcome;
 }
 

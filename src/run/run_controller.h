@@ -77,7 +77,8 @@ struct RunOutcome {
 // Runs every job of `file`. Errors are returned only when the run could not
 // take place at all (no device, store unwritable, mechanism failed to
 // start); the jobs of a run that started are then recorded as failed.
-Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, RunContext& context);
+Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options,
+                                RunContext& context);
 
 // The default mechanism when neither the command line nor the job file names
 // one: mps where the backend is real and the MPS control program is on PATH,

@@ -1,7 +1,8 @@
 #include "sched/job_queue.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "common/units.h"
 
@@ -14,8 +15,8 @@ void JobQueue::enqueue(size_t job, std::optional<uint64_t> memory_bytes) {
 }
 
 int JobQueue::running_on(int device) const {
-  return static_cast<int>(
-      std::count_if(running_.begin(), running_.end(), [&](const Placed& p) { return p.device == device; }));
+  return static_cast<int>(std::count_if(running_.begin(), running_.end(),
+                                        [&](const Placed& p) { return p.device == device; }));
 }
 
 uint64_t JobQueue::claimed_memory(int device) const {
@@ -53,10 +54,11 @@ std::vector<Assignment> JobQueue::schedule() {
   for (auto it = queue_.begin(); it != queue_.end();) {
     if (devices_.empty() || (it->memory_bytes && *it->memory_bytes > largest)) {
       unplaceable_.push_back(
-          {it->job, devices_.empty()
-                        ? std::string("no GPU to run on")
-                        : fmt::format("needs {} of GPU memory (its gpu_memory hint); the largest GPU has {}",
-                                      format_bytes(*it->memory_bytes), format_bytes(largest))});
+          {it->job,
+           devices_.empty()
+               ? std::string("no GPU to run on")
+               : fmt::format("needs {} of GPU memory (its gpu_memory hint); the largest GPU has {}",
+                             format_bytes(*it->memory_bytes), format_bytes(largest))});
       it = queue_.erase(it);
       continue;
     }

@@ -30,7 +30,7 @@ struct DeviceSlots {
 };
 
 struct Assignment {
-  size_t job = 0;   // the caller's job index
+  size_t job = 0;  // the caller's job index
   int device = 0;
   bool operator==(const Assignment&) const = default;
 };

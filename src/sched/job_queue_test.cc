@@ -4,7 +4,9 @@
 
 namespace colo {
 
-void PrintTo(const Assignment& a, std::ostream* os) { *os << "{job " << a.job << " -> gpu " << a.device << "}"; }
+void PrintTo(const Assignment& a, std::ostream* os) {
+  *os << "{job " << a.job << " -> gpu " << a.device << "}";
+}
 
 namespace {
 
@@ -12,8 +14,8 @@ constexpr uint64_t kGiB = 1ull << 30;
 
 struct Step {
   std::string what;
-  std::vector<size_t> finish;          // jobs whose processes end before this step
-  std::vector<Assignment> expect;      // what schedule() places
+  std::vector<size_t> finish;      // jobs whose processes end before this step
+  std::vector<Assignment> expect;  // what schedule() places
 };
 
 struct QueueCase {
@@ -22,7 +24,6 @@ struct QueueCase {
   std::vector<std::optional<uint64_t>> jobs;  // memory hint per job, enqueued in order
   std::vector<Step> steps;
 };
-
 
 class JobQueueTable : public testing::TestWithParam<QueueCase> {};
 
@@ -38,34 +39,34 @@ TEST_P(JobQueueTable, PlacesAsExpected) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, JobQueueTable,
-    testing::Values(
-        QueueCase{"exclusive_one_at_a_time",
-                  {{0, 80 * kGiB, 1}},
-                  {std::nullopt, std::nullopt, std::nullopt},
-                  {{"first only", {}, {{0, 0}}},
-                   {"nothing frees, nothing starts", {}, {}},
-                   {"slot frees", {0}, {{1, 0}}},
-                   {"last", {1}, {{2, 0}}}}},
-        QueueCase{"all_at_once_up_to_limit",
-                  {{0, 80 * kGiB, 3}},
-                  {std::nullopt, std::nullopt, std::nullopt, std::nullopt},
-                  {{"three fit", {}, {{0, 0}, {1, 0}, {2, 0}}}, {"fourth after one ends", {1}, {{3, 0}}}}},
-        QueueCase{"backfill_smaller_job_past_a_big_one",
-                  {{0, 80 * kGiB, 4}},
-                  {50 * kGiB, 40 * kGiB, 20 * kGiB, 10 * kGiB},
-                  {{"50 then 20 then 10 fit; 40 waits", {}, {{0, 0}, {2, 0}, {3, 0}}},
-                   {"40 fits once 50 ends", {0}, {{1, 0}}}}},
-        QueueCase{"spread_across_gpus_fewest_jobs_first",
-                  {{0, 80 * kGiB, 2}, {1, 80 * kGiB, 2}},
-                  {std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt},
-                  {{"alternate", {}, {{0, 0}, {1, 1}, {2, 0}, {3, 1}}}, {"refill gpu 1", {3}, {{4, 1}}}}},
-        QueueCase{"memory_picks_the_gpu_with_room",
-                  {{0, 40 * kGiB, 4}, {1, 80 * kGiB, 4}},
-                  {30 * kGiB, 60 * kGiB},
-                  {{"30 to the emptier larger gpu, 60 nowhere yet",
-                    {},
-                    {{0, 1}}},
-                   {"60 after 30 leaves gpu 1", {0}, {{1, 1}}}}}),
+    testing::Values(QueueCase{"exclusive_one_at_a_time",
+                              {{0, 80 * kGiB, 1}},
+                              {std::nullopt, std::nullopt, std::nullopt},
+                              {{"first only", {}, {{0, 0}}},
+                               {"nothing frees, nothing starts", {}, {}},
+                               {"slot frees", {0}, {{1, 0}}},
+                               {"last", {1}, {{2, 0}}}}},
+                    QueueCase{"all_at_once_up_to_limit",
+                              {{0, 80 * kGiB, 3}},
+                              {std::nullopt, std::nullopt, std::nullopt, std::nullopt},
+                              {{"three fit", {}, {{0, 0}, {1, 0}, {2, 0}}},
+                               {"fourth after one ends", {1}, {{3, 0}}}}},
+                    QueueCase{"backfill_smaller_job_past_a_big_one",
+                              {{0, 80 * kGiB, 4}},
+                              {50 * kGiB, 40 * kGiB, 20 * kGiB, 10 * kGiB},
+                              {{"50 then 20 then 10 fit; 40 waits", {}, {{0, 0}, {2, 0}, {3, 0}}},
+                               {"40 fits once 50 ends", {0}, {{1, 0}}}}},
+                    QueueCase{
+                        "spread_across_gpus_fewest_jobs_first",
+                        {{0, 80 * kGiB, 2}, {1, 80 * kGiB, 2}},
+                        {std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt},
+                        {{"alternate", {}, {{0, 0}, {1, 1}, {2, 0}, {3, 1}}},
+                         {"refill gpu 1", {3}, {{4, 1}}}}},
+                    QueueCase{"memory_picks_the_gpu_with_room",
+                              {{0, 40 * kGiB, 4}, {1, 80 * kGiB, 4}},
+                              {30 * kGiB, 60 * kGiB},
+                              {{"30 to the emptier larger gpu, 60 nowhere yet", {}, {{0, 1}}},
+                               {"60 after 30 leaves gpu 1", {0}, {{1, 1}}}}}),
     [](const testing::TestParamInfo<QueueCase>& info) { return info.param.name; });
 
 TEST(JobQueue, JobLargerThanEveryGpuIsUnplaceableNotStuck) {

@@ -74,10 +74,10 @@ struct JobSummary {
   std::optional<UnixMillis> started_ms;
   std::optional<UnixMillis> ended_ms;
   std::optional<int64_t> duration_ms;
-  int64_t epochs = 0;                         // epoch_end events
-  std::optional<double> mean_epoch_ms;        // between epoch ends (first from start)
-  std::optional<int64_t> samples;             // summed over epoch_end events
-  std::optional<double> throughput_per_s;     // samples / duration
+  int64_t epochs = 0;                      // epoch_end events
+  std::optional<double> mean_epoch_ms;     // between epoch ends (first from start)
+  std::optional<int64_t> samples;          // summed over epoch_end events
+  std::optional<double> throughput_per_s;  // samples / duration
   // Steady state: epochs 2..n (the first is warm-up), as the paper times it.
   std::optional<UnixMillis> steady_start_ms;  // end of the first epoch
   std::optional<UnixMillis> steady_end_ms;    // end of the last epoch
@@ -95,7 +95,7 @@ struct RunSummary {
   std::vector<JobSummary> jobs;
   std::optional<int64_t> makespan_ms;  // first job start to last job end
   std::optional<int64_t> total_samples;
-  std::optional<double> throughput_per_s;          // total samples / makespan
+  std::optional<double> throughput_per_s;  // total samples / makespan
   // Samples of epochs 2..n of every job over the time during which at least
   // one job was in those epochs (the union of their steady intervals). Equals
   // one job's rate for jobs run one at a time, the summed rate for jobs run

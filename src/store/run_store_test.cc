@@ -767,7 +767,8 @@ namespace {
 // then two epochs of 1000 samples in 2 s each.
 // One at a time: steady intervals [10,14] and [24,28] s: 4000 samples / 8 s = 500/s.
 // Together: intervals [10,14] and [11,15]: union 5 s, 4000 samples: 800/s.
-int64_t record_pair(RunStore& store, const std::string& mechanism, UnixMillis t0, UnixMillis second_start) {
+int64_t record_pair(RunStore& store, const std::string& mechanism, UnixMillis t0,
+                    UnixMillis second_start) {
   auto run = store.begin_run(make_run(mechanism, t0));
   EXPECT_TRUE(run.ok());
   auto ids = store.add_jobs(*run, {make_job("a", {"train"}), make_job("b", {"train"})}, {}, t0);

@@ -1,12 +1,12 @@
 // End-to-end tests of `colo run` and friends: the real binary, real child
 // processes and a real SQLite file, on the simulated GPU backend.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <gtest/gtest.h>
 #include <memory>
 #include <string>
 
@@ -69,17 +69,20 @@ class ColoRun : public testing::Test {
 // A job that "trains" for `epochs` epochs of `ms` milliseconds, reporting each
 // through the progress file the way python/colo_progress.py does.
 std::string toy_job(const std::string& name, int epochs, int ms, const std::string& extra = "") {
-  return "[[job]]\nname = \"" + name + "\"\n" +
-         "command = [\"sh\", \"-c\", \"for e in $(seq 1 " + std::to_string(epochs) + "); do sleep " +
-         std::to_string(ms / 1000.0) +
-         "; printf '{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":%d,\\\"samples\\\":1000}\\\\n' $e >> "
+  return "[[job]]\nname = \"" + name + "\"\n" + "command = [\"sh\", \"-c\", \"for e in $(seq 1 " +
+         std::to_string(epochs) + "); do sleep " + std::to_string(ms / 1000.0) +
+         "; printf '{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":%d,\\\"samples\\\":1000}\\\\n' "
+         "$e >> "
          "\\\"$COLO_PROGRESS_FILE\\\"; echo epoch $e; done\"]\n" +
          extra;
 }
 
 TEST_F(ColoRun, RunsJobsOnTheSimulatedBackendAndRecordsEverything) {
-  std::string file = write_file("jobs.toml", "[run]\nmax_per_gpu = 2\n\n" + toy_job("toy", 3, 300, "repeat = 3\n"));
-  CommandResult r = shell(colo("run " + file + " --backend sim --mechanism naive --plain --sample-period 100ms --db " + db()));
+  std::string file = write_file(
+      "jobs.toml", "[run]\nmax_per_gpu = 2\n\n" + toy_job("toy", 3, 300, "repeat = 3\n"));
+  CommandResult r =
+      shell(colo("run " + file +
+                 " --backend sim --mechanism naive --plain --sample-period 100ms --db " + db()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("SIMULATED"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("toy#3"), std::string::npos) << r.output;
@@ -98,15 +101,19 @@ TEST_F(ColoRun, RunsJobsOnTheSimulatedBackendAndRecordsEverything) {
     ASSERT_TRUE(j.peak_memory_bytes.has_value()) << j.name;  // from simulated process samples
   }
   // max_per_gpu = 2: the third job waits for a slot, so it starts after the first ends.
-  EXPECT_GE(*summary->jobs[2].started_ms, std::min(*summary->jobs[0].ended_ms, *summary->jobs[1].ended_ms));
+  EXPECT_GE(*summary->jobs[2].started_ms,
+            std::min(*summary->jobs[0].ended_ms, *summary->jobs[1].ended_ms));
   EXPECT_GT(summary->device_samples, 3);
   EXPECT_TRUE(summary->throughput_per_s.has_value());
 }
 
 TEST_F(ColoRun, AJobThatCannotStartFailsAloneWithAReason) {
-  std::string file = write_file("jobs.toml", toy_job("good", 1, 100) +
-                                                 "[[job]]\nname = \"typo\"\ncommand = [\"pythn3-does-not-exist\", \"x.py\"]\n");
-  CommandResult r = shell(colo("run " + file + " --backend sim --mechanism naive --plain --db " + db()));
+  std::string file =
+      write_file("jobs.toml",
+                 toy_job("good", 1, 100) +
+                     "[[job]]\nname = \"typo\"\ncommand = [\"pythn3-does-not-exist\", \"x.py\"]\n");
+  CommandResult r =
+      shell(colo("run " + file + " --backend sim --mechanism naive --plain --db " + db()));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("pythn3-does-not-exist"), std::string::npos) << r.output;
   auto store = open_store();
@@ -116,18 +123,21 @@ TEST_F(ColoRun, AJobThatCannotStartFailsAloneWithAReason) {
   ASSERT_EQ(summary->jobs.size(), 2u);
   EXPECT_EQ(summary->jobs[0].state, JobState::kOk);
   EXPECT_EQ(summary->jobs[1].state, JobState::kFailed);
-  EXPECT_NE(summary->jobs[1].reason.find("pythn3-does-not-exist"), std::string::npos) << summary->jobs[1].reason;
+  EXPECT_NE(summary->jobs[1].reason.find("pythn3-does-not-exist"), std::string::npos)
+      << summary->jobs[1].reason;
   EXPECT_EQ(summary->run.state, RunState::kFailed);
 }
 
 TEST_F(ColoRun, ExitsAreClassified) {
-  std::string file = write_file(
-      "jobs.toml",
-      "[[job]]\nname = \"oom\"\ncommand = [\"sh\", \"-c\", \"echo 'torch.OutOfMemoryError: CUDA out of memory. Tried "
-      "to allocate 2.00 GiB'; exit 1\"]\n"
-      "[[job]]\nname = \"code\"\ncommand = [\"sh\", \"-c\", \"exit 7\"]\n"
-      "[[job]]\nname = \"signal\"\ncommand = [\"sh\", \"-c\", \"kill -KILL $$\"]\n");
-  CommandResult r = shell(colo("run " + file + " --backend sim --mechanism naive --plain --db " + db()));
+  std::string file =
+      write_file("jobs.toml",
+                 "[[job]]\nname = \"oom\"\ncommand = [\"sh\", \"-c\", \"echo "
+                 "'torch.OutOfMemoryError: CUDA out of memory. Tried "
+                 "to allocate 2.00 GiB'; exit 1\"]\n"
+                 "[[job]]\nname = \"code\"\ncommand = [\"sh\", \"-c\", \"exit 7\"]\n"
+                 "[[job]]\nname = \"signal\"\ncommand = [\"sh\", \"-c\", \"kill -KILL $$\"]\n");
+  CommandResult r =
+      shell(colo("run " + file + " --backend sim --mechanism naive --plain --db " + db()));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   auto store = open_store();
   ASSERT_TRUE(store);
@@ -141,10 +151,12 @@ TEST_F(ColoRun, ExitsAreClassified) {
 }
 
 TEST_F(ColoRun, CtrlCCancelsRunningAndQueuedJobs) {
-  std::string file = write_file("jobs.toml", "[run]\nmax_per_gpu = 2\n[[job]]\nname = \"long\"\nrepeat = 3\n"
-                                             "command = [\"sleep\", \"60\"]\n");
-  CommandResult r = shell(colo("run " + file + " --backend sim --mechanism naive --plain --grace 1s --db " + db()) +
-                          " & pid=$!; sleep 1.5; kill -INT $pid; wait $pid; echo exit=$?");
+  std::string file = write_file("jobs.toml",
+                                "[run]\nmax_per_gpu = 2\n[[job]]\nname = \"long\"\nrepeat = 3\n"
+                                "command = [\"sleep\", \"60\"]\n");
+  CommandResult r = shell(
+      colo("run " + file + " --backend sim --mechanism naive --plain --grace 1s --db " + db()) +
+      " & pid=$!; sleep 1.5; kill -INT $pid; wait $pid; echo exit=$?");
   EXPECT_NE(r.output.find("exit=130"), std::string::npos) << r.output;
   auto store = open_store();
   ASSERT_TRUE(store);
@@ -152,31 +164,38 @@ TEST_F(ColoRun, CtrlCCancelsRunningAndQueuedJobs) {
   ASSERT_TRUE(summary.ok());
   EXPECT_EQ(summary->run.state, RunState::kCancelled);
   for (const JobSummary& j : summary->jobs) EXPECT_EQ(j.state, JobState::kCancelled) << j.name;
-  EXPECT_NE(summary->jobs[2].reason.find("before it started"), std::string::npos) << summary->jobs[2].reason;
+  EXPECT_NE(summary->jobs[2].reason.find("before it started"), std::string::npos)
+      << summary->jobs[2].reason;
   // No job process outlives the run.
   EXPECT_EQ(shell("pgrep -f 'slee[p] 60' | wc -l").output, "0\n");
 }
 
 TEST_F(ColoRun, AfterSigkillTheNextRunMarksTheOldOneInterruptedAndStopsItsMpsDaemon) {
   std::string bin = dir_ + "/bin";
-  shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin + "/nvidia-cuda-mps-control'");
+  shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
+        "/nvidia-cuda-mps-control'");
   std::string path = "PATH='" + bin + "':$PATH ";
-  std::string file = write_file("jobs.toml", "[[job]]\nname = \"long\"\ncommand = [\"sleep\", \"61\"]\n");
-  CommandResult killed = shell(path + colo("run " + file + " --backend sim --mechanism mps --plain --db " + db()) +
-                               " & pid=$!; sleep 1.5; kill -KILL $pid; wait $pid; echo exit=$?");
+  std::string file =
+      write_file("jobs.toml", "[[job]]\nname = \"long\"\ncommand = [\"sleep\", \"61\"]\n");
+  CommandResult killed =
+      shell(path + colo("run " + file + " --backend sim --mechanism mps --plain --db " + db()) +
+            " & pid=$!; sleep 1.5; kill -KILL $pid; wait $pid; echo exit=$?");
   ASSERT_NE(killed.output.find("exit=137"), std::string::npos) << killed.output;
   // The job died with colo (PDEATHSIG); the fake MPS daemon is still there.
   shell("sleep 0.3");
   EXPECT_EQ(shell("pgrep -f 'slee[p] 61' | wc -l").output, "0\n");
   std::string mps_dir = dir_ + "/home/mps";
-  EXPECT_NE(shell("ls '" + mps_dir + "'").output, "") << "colo left no ownership record for its daemon";
+  EXPECT_NE(shell("ls '" + mps_dir + "'").output, "")
+      << "colo left no ownership record for its daemon";
 
   std::string quick = write_file("quick.toml", toy_job("quick", 1, 50));
-  CommandResult next = shell(path + colo("run " + quick + " --backend sim --mechanism mps --plain --db " + db()));
+  CommandResult next =
+      shell(path + colo("run " + quick + " --backend sim --mechanism mps --plain --db " + db()));
   EXPECT_EQ(next.exit_code, 0) << next.output;
   EXPECT_NE(next.output.find("interrupted"), std::string::npos) << next.output;
   EXPECT_NE(next.output.find("MPS daemon"), std::string::npos) << next.output;
-  EXPECT_EQ(shell("ls -A '" + mps_dir + "' | wc -l").output, "0\n") << "stale MPS state left behind";
+  EXPECT_EQ(shell("ls -A '" + mps_dir + "' | wc -l").output, "0\n")
+      << "stale MPS state left behind";
 
   auto store = open_store();
   ASSERT_TRUE(store);
@@ -191,12 +210,15 @@ TEST_F(ColoRun, AfterSigkillTheNextRunMarksTheOldOneInterruptedAndStopsItsMpsDae
 
 TEST_F(ColoRun, MpsJobsGetThePrivatePipeDirectoryAndLimits) {
   std::string bin = dir_ + "/bin";
-  shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin + "/nvidia-cuda-mps-control'");
-  std::string file = write_file("jobs.toml",
-                                "[defaults]\nsm_share = 40\nmemory_limit = \"6GiB\"\n"
-                                "[[job]]\nname = \"env\"\ncommand = [\"sh\", \"-c\", \"env | grep -E '^CUDA_' | sort\"]\n");
+  shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
+        "/nvidia-cuda-mps-control'");
+  std::string file = write_file(
+      "jobs.toml",
+      "[defaults]\nsm_share = 40\nmemory_limit = \"6GiB\"\n"
+      "[[job]]\nname = \"env\"\ncommand = [\"sh\", \"-c\", \"env | grep -E '^CUDA_' | sort\"]\n");
   CommandResult r = shell("PATH='" + bin + "':$PATH " +
-                          colo("run " + file + " --backend sim --mechanism mps --plain --logs " + dir_ + "/logs --db " + db()));
+                          colo("run " + file + " --backend sim --mechanism mps --plain --logs " +
+                               dir_ + "/logs --db " + db()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::string log = shell("cat " + dir_ + "/logs/*/001-env.log").output;
   EXPECT_NE(log.find("CUDA_MPS_PIPE_DIRECTORY=" + dir_ + "/home/mps/"), std::string::npos) << log;
@@ -209,8 +231,12 @@ TEST_F(ColoRun, MpsJobsGetThePrivatePipeDirectoryAndLimits) {
 
 TEST_F(ColoRun, ShowReportsSpeedUpAgainstAnExclusiveRunOfTheSameJobs) {
   std::string file = write_file("jobs.toml", toy_job("t", 2, 300, "repeat = 3\n"));
-  ASSERT_EQ(shell(colo("run " + file + " --backend sim --mechanism exclusive --plain --db " + db())).exit_code, 0);
-  ASSERT_EQ(shell(colo("run " + file + " --backend sim --mechanism naive --plain --db " + db())).exit_code, 0);
+  ASSERT_EQ(shell(colo("run " + file + " --backend sim --mechanism exclusive --plain --db " + db()))
+                .exit_code,
+            0);
+  ASSERT_EQ(shell(colo("run " + file + " --backend sim --mechanism naive --plain --db " + db()))
+                .exit_code,
+            0);
   CommandResult show = shell(colo("show --db " + db()));
   ASSERT_EQ(show.exit_code, 0) << show.output;
   EXPECT_NE(show.output.find("speed-up"), std::string::npos) << show.output;
@@ -239,7 +265,8 @@ TEST_F(ColoRun, WithoutADriverColoSaysSoAndSuggestsTheSimulator) {
   CommandResult r = shell("COLO_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 " + colo("devices"));
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("--backend sim"), std::string::npos) << r.output;
-  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "one line, please: " << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
+      << "one line, please: " << r.output;
 }
 
 TEST_F(ColoRun, DevicesAndMonitorOnTheSimulatorSaySimulated) {
