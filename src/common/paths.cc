@@ -53,19 +53,30 @@ std::string absolute_path(const std::string& path, const std::string& base) {
   return root + (root.back() == '/' ? "" : "/") + rel;
 }
 
-std::optional<std::string> find_program(const std::string& name) {
+namespace {
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+std::optional<std::string> find_program(const std::string& name,
+                                        std::optional<std::string_view> path_value) {
   if (name.empty()) return std::nullopt;
   if (name.find('/') != std::string::npos) {
-    return access(name.c_str(), X_OK) == 0 ? std::optional<std::string>(name) : std::nullopt;
+    return is_executable_file(name) ? std::optional<std::string>(name) : std::nullopt;
   }
   const char* env = std::getenv("PATH");
-  std::string path = env ? env : "/usr/local/bin:/usr/bin:/bin";
+  std::string_view path = path_value ? *path_value : std::string_view(env ? env : "/usr/bin:/bin");
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string candidate = (end > start ? path.substr(start, end - start) : ".") + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (end == std::string_view::npos) end = path.size();
+    std::string dir(path.substr(start, end - start));
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (is_executable_file(candidate)) return candidate;
     start = end + 1;
   }
   return std::nullopt;

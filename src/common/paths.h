@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 
@@ -22,7 +23,9 @@ Status make_dirs(const std::string& path, unsigned mode = 0755);
 std::string absolute_path(const std::string& path, const std::string& base = "");
 
 // The executable `name` resolves to: itself when it contains a '/', else the
-// first match on $PATH. nullopt when there is none.
-std::optional<std::string> find_program(const std::string& name);
+// first directory of `path_value` (default: $PATH) holding an executable
+// regular file of that name. nullopt when there is none.
+std::optional<std::string> find_program(const std::string& name,
+                                        std::optional<std::string_view> path_value = std::nullopt);
 
 }  // namespace colo

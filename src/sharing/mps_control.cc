@@ -12,6 +12,8 @@
 #include <cstring>
 #include <map>
 
+#include "common/paths.h"
+
 extern char** environ;
 
 namespace colo {
@@ -69,32 +71,7 @@ std::string read_memfd(int fd) {
   return text;
 }
 
-bool is_executable_file(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
-}
-
 }  // namespace
-
-Result<std::string> find_program_on_path(const std::string& program, std::string_view path_value) {
-  if (program.empty()) return Error("no program name given");
-  if (program.find('/') != std::string::npos) {
-    if (is_executable_file(program)) return program;
-    return Error(fmt::format("{} does not exist or is not executable", program));
-  }
-  size_t start = 0;
-  while (start <= path_value.size()) {
-    size_t end = path_value.find(':', start);
-    if (end == std::string_view::npos) end = path_value.size();
-    std::string dir(path_value.substr(start, end - start));
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + program;
-    if (is_executable_file(candidate)) return candidate;
-    start = end + 1;
-  }
-  return Error(fmt::format("{} not found on PATH ({}); install it or name its full path", program,
-                           path_value));
-}
 
 Result<CommandOutput> run_program(const std::vector<std::string>& argv,
                                   const Environment& env_changes, std::string_view input,
@@ -106,9 +83,12 @@ Result<CommandOutput> run_program(const std::vector<std::string>& argv,
   }
   std::map<std::string, std::string> env = child_environment(env_changes);
   auto path_it = env.find("PATH");
-  Result<std::string> path =
-      find_program_on_path(argv[0], path_it == env.end() ? "/usr/bin:/bin" : path_it->second);
-  if (!path.ok()) return path.error();
+  const std::string path_value = path_it == env.end() ? "/usr/bin:/bin" : path_it->second;
+  std::optional<std::string> path = find_program(argv[0], path_value);
+  if (!path) {
+    return Error(fmt::format("{} not found on PATH ({}); install it or name its full path", argv[0],
+                             path_value));
+  }
 
   // stdin: a pipe filled before the child starts (the text fits in the pipe
   // buffer), so writing can neither block nor raise SIGPIPE.

@@ -67,9 +67,4 @@ Result<CommandOutput> run_program(const std::vector<std::string>& argv,
                                   const Environment& env_changes, std::string_view input,
                                   int timeout_ms, Clock& clock);
 
-// Full path of `program` on `path_value` (a PATH string): the first directory
-// holding an executable file of that name. Names containing '/' are returned
-// as they are if executable.
-Result<std::string> find_program_on_path(const std::string& program, std::string_view path_value);
-
 }  // namespace colo

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <set>
 
+#include "common/paths.h"
 #include "sharing/mechanism.h"
 #include "sharing/mps_control.h"
 #include "sharing/mps_daemon.h"
@@ -116,7 +117,7 @@ TEST(PlainSharing, BadPlacementsAreErrors) {
   EXPECT_FALSE(m.prepare({}).ok());
 }
 
-// ---- run_program / find_program_on_path --------------------------------------
+// ---- run_program / find_program --------------------------------------
 
 TEST(RunProgram, PassesInputAndCollectsOutputAndStatus) {
   SystemClock clock;
@@ -180,19 +181,19 @@ TEST(FindProgramOnPath, FirstExecutableWins) {
   };
   make(a.path() + "/tool", 0644);  // not executable: skipped
   make(b.path() + "/tool", 0755);
-  Result<std::string> found = find_program_on_path("tool", a.path() + ":" + b.path());
-  ASSERT_TRUE(found.ok()) << found.error().message();
+  std::optional<std::string> found = find_program("tool", a.path() + ":" + b.path());
+  ASSERT_TRUE(found.has_value());
   EXPECT_EQ(*found, b.path() + "/tool");
-  EXPECT_FALSE(find_program_on_path("tool", a.path()).ok());
-  EXPECT_TRUE(find_program_on_path(b.path() + "/tool", "").ok());
-  EXPECT_FALSE(find_program_on_path(a.path() + "/tool", "").ok());
+  EXPECT_FALSE(find_program("tool", a.path()).has_value());
+  EXPECT_TRUE(find_program(b.path() + "/tool", "").has_value());
+  EXPECT_FALSE(find_program(a.path() + "/tool", "").has_value());
 }
 
 // ---- ProcFsProcessFinder ------------------------------------------------------
 
 TEST(ProcFsProcessFinder, FindsByEnvironmentAndSignalsOnlyMatches) {
   const std::string mark = "COLO_SHARING_TEST_MARK=" + std::to_string(getpid());
-  std::string sleep_path = *find_program_on_path("sleep", "/usr/bin:/bin");
+  std::string sleep_path = *find_program("sleep", "/usr/bin:/bin");
   char arg0[] = "sleep";
   char arg1[] = "5";
   char* argv[] = {arg0, arg1, nullptr};
