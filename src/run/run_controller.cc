@@ -17,6 +17,7 @@
 #include "monitor/gpu_sampler.h"
 #include "run/live_display.h"
 #include "sched/job_queue.h"
+#include "sharing/process_finder.h"
 
 namespace colo {
 namespace {
@@ -58,6 +59,26 @@ std::string devices_json(const std::vector<DeviceInfo>& devices) {
   return list.dump();
 }
 
+// Every job process carries COLO_RUN_TOKEN=<this>, so the processes of a run
+// whose colo died can be found later without mistaking anyone else's.
+constexpr const char* kRunTokenEnv = "COLO_RUN_TOKEN";
+std::string run_token(const std::string& host, pid_t colo_pid, UnixMillis started_ms) {
+  return fmt::format("{}:{}:{}", host, colo_pid, started_ms);
+}
+
+// Kills what is left of the jobs of an interrupted run (a job's children
+// outlive it when colo is killed: only its direct child dies with colo).
+void stop_leftover_job_processes(const RunRow& run, std::ostream& out) {
+  ProcFsProcessFinder finder;
+  std::string token = run_token(run.host, run.colo_pid, run.started_ms);
+  int stopped = 0;
+  for (const ProcessInfo& p : finder.find_with_env(kRunTokenEnv, token)) {
+    stopped += finder.send_signal(p.pid, SIGKILL, kRunTokenEnv, token).ok();
+  }
+  if (stopped > 0)
+    out << fmt::format("stopped {} leftover job processes of run {}\n", stopped, run.id);
+}
+
 std::string host_name() {
   char buf[256] = {};
   return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
@@ -86,11 +107,12 @@ struct JobRuntime {
 class RunLoop {
  public:
   RunLoop(const JobFile& file, const RunOptions& options, RunContext& ctx, int64_t run_id,
-          std::vector<DeviceInfo> devices, std::vector<JobRuntime> jobs)
+          std::string run_token, std::vector<DeviceInfo> devices, std::vector<JobRuntime> jobs)
       : file_(file),
         options_(options),
         ctx_(ctx),
         run_id_(run_id),
+        run_token_(std::move(run_token)),
         devices_(std::move(devices)),
         jobs_(std::move(jobs)),
         supervisor_(ctx.clock),
@@ -215,6 +237,7 @@ class RunLoop {
     request.env[kProgressFileEnv] = job.progress_path;
     request.env["COLO_JOB_NAME"] = spec.name;
     request.env["COLO_RUN_ID"] = std::to_string(run_id_);
+    request.env[kRunTokenEnv] = run_token_;
 
     Result<ProgressReader> reader =
         ProgressReader::create(job.progress_path, job.log_path, spec.epoch_regex);
@@ -386,6 +409,7 @@ class RunLoop {
   const RunOptions& options_;
   RunContext& ctx_;
   int64_t run_id_;
+  std::string run_token_;
   std::vector<DeviceInfo> devices_;
   std::vector<JobRuntime> jobs_;
   JobSupervisor supervisor_;
@@ -415,9 +439,15 @@ MechanismKind default_mechanism(const GpuBackend& backend, const std::string& mp
 Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, RunContext& ctx) {
   // Step 1: clean up after an earlier colo that died. (Opening the store
   // marked its orphaned runs interrupted.)
-  for (int64_t id : ctx.store.runs_interrupted_at_open()) {
-    ctx.out << fmt::format(
-        "run {} was interrupted: the colo running it is gone; marked interrupted\n", id);
+  if (!ctx.store.runs_interrupted_at_open().empty()) {
+    Result<std::vector<RunRow>> runs = ctx.store.list_runs(0);
+    for (int64_t id : ctx.store.runs_interrupted_at_open()) {
+      ctx.out << fmt::format(
+          "run {} was interrupted: the colo running it is gone; marked interrupted\n", id);
+      for (const RunRow& run : runs.ok() ? *runs : std::vector<RunRow>{}) {
+        if (run.id == id) stop_leftover_job_processes(run, ctx.out);
+      }
+    }
   }
   if (Result<std::vector<std::string>> cleaned = cleanup_stale_mps_daemons(ctx.mechanism_options);
       cleaned.ok()) {
@@ -487,7 +517,9 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   }
 
   // Steps 4-6.
-  RunLoop loop(file, options, ctx, *run_id, *devices, std::move(jobs));
+  RunLoop loop(file, options, ctx, *run_id,
+               run_token(new_run.host, new_run.colo_pid, new_run.started_ms), *devices,
+               std::move(jobs));
   bool cancelled = loop.run();
 
   // Step 7.

@@ -63,6 +63,19 @@ class ColoRun : public testing::Test {
     return store.ok() ? std::move(store).value() : nullptr;
   }
 
+  // A job script in this test's directory that sleeps `seconds`, and a
+  // shell count of its processes still alive (the pattern cannot match the
+  // counting shell itself).
+  std::string sleeper(const std::string& name, int seconds) {
+    write_file(name, "sleep " + std::to_string(seconds) + "\n");
+    return dir_ + "/" + name;
+  }
+  std::string alive(const std::string& name) {
+    return shell("pgrep -f '" + dir_ + "/" + name.substr(0, name.size() - 1) + "[" + name.back() +
+                 "]' | wc -l")
+        .output;
+  }
+
   std::string dir_;
 };
 
@@ -153,7 +166,8 @@ TEST_F(ColoRun, ExitsAreClassified) {
 TEST_F(ColoRun, CtrlCCancelsRunningAndQueuedJobs) {
   std::string file = write_file("jobs.toml",
                                 "[run]\nmax_per_gpu = 2\n[[job]]\nname = \"long\"\nrepeat = 3\n"
-                                "command = [\"sleep\", \"60\"]\n");
+                                "command = [\"sh\", \"" +
+                                    sleeper("long.sh", 60) + "\"]\n");
   CommandResult r = shell(
       colo("run " + file + " --backend sim --mechanism naive --plain --grace 1s --db " + db()) +
       " & pid=$!; sleep 1.5; kill -INT $pid; wait $pid; echo exit=$?");
@@ -167,7 +181,7 @@ TEST_F(ColoRun, CtrlCCancelsRunningAndQueuedJobs) {
   EXPECT_NE(summary->jobs[2].reason.find("before it started"), std::string::npos)
       << summary->jobs[2].reason;
   // No job process outlives the run.
-  EXPECT_EQ(shell("pgrep -f 'slee[p] 60' | wc -l").output, "0\n");
+  EXPECT_EQ(alive("long.sh"), "0\n");
 }
 
 TEST_F(ColoRun, AfterSigkillTheNextRunMarksTheOldOneInterruptedAndStopsItsMpsDaemon) {
@@ -176,14 +190,16 @@ TEST_F(ColoRun, AfterSigkillTheNextRunMarksTheOldOneInterruptedAndStopsItsMpsDae
         "/nvidia-cuda-mps-control'");
   std::string path = "PATH='" + bin + "':$PATH ";
   std::string file =
-      write_file("jobs.toml", "[[job]]\nname = \"long\"\ncommand = [\"sleep\", \"61\"]\n");
+      write_file("jobs.toml", "[[job]]\nname = \"long\"\ncommand = [\"sh\", \"-c\", \"sh " +
+                                  sleeper("long.sh", 61) + "; true\"]\n");
   CommandResult killed =
       shell(path + colo("run " + file + " --backend sim --mechanism mps --plain --db " + db()) +
             " & pid=$!; sleep 1.5; kill -KILL $pid; wait $pid; echo exit=$?");
   ASSERT_NE(killed.output.find("exit=137"), std::string::npos) << killed.output;
-  // The job died with colo (PDEATHSIG); the fake MPS daemon is still there.
+  // The job's direct child died with colo (PDEATHSIG); its own child (a
+  // grandchild of colo) and the fake MPS daemon are still there.
   shell("sleep 0.3");
-  EXPECT_EQ(shell("pgrep -f 'slee[p] 61' | wc -l").output, "0\n");
+  EXPECT_EQ(alive("long.sh"), "1\n");
   std::string mps_dir = dir_ + "/home/mps";
   EXPECT_NE(shell("ls '" + mps_dir + "'").output, "")
       << "colo left no ownership record for its daemon";
@@ -194,6 +210,8 @@ TEST_F(ColoRun, AfterSigkillTheNextRunMarksTheOldOneInterruptedAndStopsItsMpsDae
   EXPECT_EQ(next.exit_code, 0) << next.output;
   EXPECT_NE(next.output.find("interrupted"), std::string::npos) << next.output;
   EXPECT_NE(next.output.find("MPS daemon"), std::string::npos) << next.output;
+  EXPECT_NE(next.output.find("leftover job processes of run 1"), std::string::npos) << next.output;
+  EXPECT_EQ(alive("long.sh"), "0\n");
   EXPECT_EQ(shell("ls -A '" + mps_dir + "' | wc -l").output, "0\n")
       << "stale MPS state left behind";
 
