@@ -427,6 +427,8 @@ int show_command(const std::string& db, const std::string& run, bool json) {
 
 }  // namespace
 
+const std::atomic<int>& stop_requests() { return g_stop_requests; }
+
 void install_stop_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
@@ -474,6 +476,9 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
                     "print one line per event instead of redrawing the job table");
   add_backend_flags(*run_cmd, run.backend);
   run_cmd->callback([&exit_code, command_line] { exit_code = run_command(run, command_line); });
+
+  add_bench_command(app, exit_code, command_line);
+  add_report_command(app, exit_code);
 
   CLI::App* devices_cmd = app.add_subcommand(
       "devices", "List the GPUs: memory, SMs, MIG mode and profiles, MPS, metrics");

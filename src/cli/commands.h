@@ -3,6 +3,7 @@
 // the process exit code (see ExitCode).
 #pragma once
 
+#include <atomic>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -27,5 +28,11 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
 
 // Installs SIGINT/SIGTERM/SIGHUP handlers that count stop requests.
 void install_stop_handlers();
+// Stop requests counted by those handlers.
+const std::atomic<int>& stop_requests();
+
+// `colo bench` (bench_command.cc) and `colo report` (report_command.cc).
+void add_bench_command(CLI::App& app, int& exit_code, const std::string& command_line);
+void add_report_command(CLI::App& app, int& exit_code);
 
 }  // namespace colo

@@ -115,6 +115,50 @@ struct RunSummary {
   std::optional<double> steady_speedup_vs_exclusive;  // steady state (epochs 2+)
 };
 
+// An experiment: one `colo bench --suite NAME`, made of cases. Each case is
+// one configuration (workload, mechanism, degree, repetition); a case that ran
+// points at its run. (Implemented in experiment_store.cc.)
+struct NewExperiment {
+  std::string suite;          // "paper-uniform", ...
+  UnixMillis started_ms = 0;
+  std::string options_json;   // the bench options, for the record
+  bool simulated = false;
+  std::string backend;        // "nvml" | "sim"
+  std::string gpu_name;       // "NVIDIA H200"
+  std::string command_line;
+};
+
+struct ExperimentRow {
+  int64_t id = 0;
+  std::string suite;
+  UnixMillis started_ms = 0;
+  std::optional<UnixMillis> ended_ms;
+  std::string state;          // "running", "ok", "failed", "cancelled", "interrupted"
+  std::string options_json;
+  bool simulated = false;
+  std::string backend;
+  std::string gpu_name;
+  std::string command_line;
+};
+
+// Case status: "planned" (not yet run), "ok", "failed" (its run failed),
+// "does_not_fit" (summed memory cannot fit: recorded, not run, as the paper
+// shows it), "not_run" (e.g. MIG with MIG mode off; reason says why),
+// "cancelled".
+struct CaseRow {
+  int64_t id = 0;
+  int64_t experiment_id = 0;
+  std::string name;           // unique in the experiment: "small/resnet26/mps/x7/r1"
+  std::string workload;       // "small", "medium", "large", "mixed", "recsys"
+  std::string models;         // "resnet26", "S+M+M", "dlrm+resnet152"
+  std::string mechanism;      // "exclusive", "naive", "mps", "mig"
+  int degree = 1;             // jobs collocated
+  int repetition = 1;         // 1-based
+  std::optional<int64_t> run_id;
+  std::string status = "planned";
+  std::string reason;
+};
+
 class RunStore {
  public:
   // Opens (creating if needed) the database at `path` (":memory:" for
@@ -157,6 +201,18 @@ class RunStore {
   Result<std::vector<RunRow>> list_runs(int limit = 50);
   // `run_id` 0 means the most recent run.
   Result<RunSummary> summarize_run(int64_t run_id);
+  // Experiments (experiment_store.cc).
+  Result<int64_t> begin_experiment(const NewExperiment& experiment);
+  // Adds a case (its id and experiment_id fields are ignored); returns its id.
+  Result<int64_t> add_case(int64_t experiment_id, const CaseRow& c);
+  Status update_case(int64_t case_id, std::optional<int64_t> run_id, const std::string& status,
+                     const std::string& reason);
+  Status end_experiment(int64_t experiment_id, const std::string& state, UnixMillis ended_ms);
+  Result<std::vector<ExperimentRow>> list_experiments(int limit = 50);
+  // `experiment_id` 0 means the most recent experiment.
+  Result<ExperimentRow> experiment(int64_t experiment_id);
+  Result<std::vector<CaseRow>> experiment_cases(int64_t experiment_id);
+
   // Device samples of a run, oldest first (for reports and tests).
   Result<std::vector<DeviceSample>> device_samples(int64_t run_id);
   // Process samples of a run, oldest first.

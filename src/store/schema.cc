@@ -94,6 +94,57 @@ CREATE INDEX process_samples_by_run_time ON process_samples(run_id, time_ms);
 CREATE INDEX process_samples_by_job_time ON process_samples(job_id, time_ms);
 )sql";
 
+// Version 2: experiments (`colo bench`) and their cases. An experiment records
+// the colo that runs it (host, pid) so that one whose colo died can be marked
+// interrupted; a run marked interrupted (RunStore::open) takes the experiment
+// of the same colo with it through the trigger.
+constexpr const char* kMigration2 = R"sql(
+CREATE TABLE experiments (
+  id           INTEGER PRIMARY KEY,
+  suite        TEXT NOT NULL,
+  started_ms   INTEGER NOT NULL,
+  ended_ms     INTEGER,
+  state        TEXT NOT NULL,
+  options_json TEXT NOT NULL DEFAULT '{}',
+  simulated    INTEGER NOT NULL DEFAULT 0,
+  backend      TEXT NOT NULL DEFAULT '',
+  gpu_name     TEXT NOT NULL DEFAULT '',
+  command_line TEXT NOT NULL DEFAULT '',
+  host         TEXT NOT NULL DEFAULT '',
+  colo_pid     INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX experiments_by_state ON experiments(state);
+
+CREATE TABLE experiment_cases (
+  id            INTEGER PRIMARY KEY,
+  experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+  name          TEXT NOT NULL,
+  workload      TEXT NOT NULL DEFAULT '',
+  models        TEXT NOT NULL DEFAULT '',
+  mechanism     TEXT NOT NULL DEFAULT '',
+  degree        INTEGER NOT NULL DEFAULT 1,
+  repetition    INTEGER NOT NULL DEFAULT 1,
+  run_id        INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  status        TEXT NOT NULL DEFAULT 'planned',
+  reason        TEXT NOT NULL DEFAULT '',
+  UNIQUE (experiment_id, name)
+);
+CREATE INDEX experiment_cases_by_experiment ON experiment_cases(experiment_id, id);
+
+CREATE TRIGGER experiments_interrupted_with_their_run
+AFTER UPDATE OF state ON runs
+WHEN NEW.state = 'interrupted' AND OLD.state = 'running'
+BEGIN
+  UPDATE experiment_cases SET status = 'cancelled',
+         reason = 'colo stopped before the case ended (found at next start)'
+   WHERE status = 'planned' AND experiment_id IN (
+         SELECT id FROM experiments WHERE state = 'running' AND colo_pid = NEW.colo_pid
+            AND host = NEW.host);
+  UPDATE experiments SET state = 'interrupted', ended_ms = NEW.ended_ms
+   WHERE state = 'running' AND colo_pid = NEW.colo_pid AND host = NEW.host;
+END;
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -117,7 +168,7 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 }  // namespace
 
 const std::vector<std::string>& schema_migrations() {
-  static const std::vector<std::string> kMigrations = {kMigration1};
+  static const std::vector<std::string> kMigrations = {kMigration1, kMigration2};
   return kMigrations;
 }
 

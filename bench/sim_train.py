@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""A stand-in for bench/train.py (and bench/dlrm.py) on the simulated backend.
+
+`colo bench --backend sim` runs this script by default so that the benchmark
+suites run end to end in CI, where there is no GPU and no PyTorch. It takes the
+same arguments as bench/train.py (plus dlrm.py's --memory-gib), trains nothing,
+and needs only the standard library. Nothing it reports is a measurement.
+
+Each epoch does a little real, deterministic pure-Python work (a checksum over
+the epoch's "batches") and then sleeps so that the epoch takes
+
+    epoch_samples / rate(model) * slowdown   seconds,
+
+where rate(model) comes from RATES below (the solo throughputs colo's planner
+assumes, samples/s on an H200) and
+
+    slowdown = max(1, sharing * SM_SHARE[model] / 100)
+
+with `sharing` the number of jobs sharing the GPU, read from the environment
+variable COLO_SIM_SHARING (colo bench sets it; 1 when absent). So a job alone
+runs at its table rate and jobs that together ask for more than the whole GPU
+slow down in proportion. The first epoch takes WARMUP_S longer, as real
+training does.
+
+Progress goes to colo through python/colo_progress.py like train.py's: one
+epoch_end per epoch, and at the end max_memory_reserved_mib (from MEMORY_MIB;
+for dlrm twice --memory-gib).
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+import colo_progress as colo  # noqa: E402
+
+# model -> solo samples/s (bench/planner.h's table)
+RATES = {
+    "resnet26": 15900.0,
+    "resnet50": 7900.0,
+    "efficientnetv2_s": 750.0,
+    "resnet152": 810.0,
+    "cait_xxs24_224": 1040.0,
+    "dlrm": 30000.0,
+}
+
+# model -> SM activity of one job alone, percent (a rough figure per model)
+SM_SHARE = {
+    "resnet26": 35.0,
+    "resnet50": 60.0,
+    "efficientnetv2_s": 50.0,
+    "resnet152": 90.0,
+    "cait_xxs24_224": 85.0,
+    "dlrm": 30.0,
+}
+
+# model -> what torch would reserve, MiB (bench/planner.h's table less the CUDA context)
+MEMORY_MIB = {
+    "resnet26": 410.0,
+    "resnet50": 1008.0,
+    "efficientnetv2_s": 600.0,
+    "resnet152": 4246.0,
+    "cait_xxs24_224": 10242.0,
+}
+
+WARMUP_S = 0.2
+DATASETS = ["cifar10", "imagenet64", "imagenet", "criteo"]
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Stand-in for bench/train.py on colo's simulated backend: sleeps instead of "
+        "training (for tests; nothing it reports is measured).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--model", choices=sorted(RATES), default="resnet26")
+    parser.add_argument("--dataset", choices=DATASETS, default="cifar10")
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--epoch-samples", type=int, default=50000)
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--memory-gib", type=float, default=16.0, help="dlrm: table size")
+    # Accepted for compatibility with train.py, ignored.
+    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--channels-last", action="store_true")
+    parser.add_argument("--pool-batches", type=int, default=16)
+    args = parser.parse_args(argv)
+    for name in ("batch_size", "epoch_samples", "epochs"):
+        if getattr(args, name) < 1:
+            parser.error("--%s must be at least 1" % name.replace("_", "-"))
+    return args
+
+
+def sharing():
+    """Jobs sharing the GPU, from COLO_SIM_SHARING (1 when absent or malformed)."""
+    try:
+        return max(1, int(os.environ.get("COLO_SIM_SHARING", "1")))
+    except ValueError:
+        return 1
+
+
+def work(epoch, steps, seed):
+    """A little deterministic CPU work: a CRC over one small buffer per step."""
+    crc = seed
+    for step in range(steps):
+        crc = zlib.crc32(b"%d:%d:%d" % (epoch, step, crc), crc)
+    return crc
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    steps = math.ceil(args.epoch_samples / args.batch_size)
+    samples = steps * args.batch_size
+    slowdown = max(1.0, sharing() * SM_SHARE[args.model] / 100.0)
+    epoch_s = samples / RATES[args.model] * slowdown
+    print(
+        "sim_train.py: SIMULATED %s on %s, batch %d, %d steps (%d samples) per epoch, %d epochs, "
+        "%d jobs sharing the GPU: %.2fs per epoch" % (args.model, args.dataset, args.batch_size,
+                                                        steps, samples, args.epochs, sharing(),
+                                                        epoch_s),
+        flush=True,
+    )
+    colo.start()
+    run_start = time.monotonic()
+    checksum = args.seed
+    for epoch in range(1, args.epochs + 1):
+        colo.epoch_start(epoch)
+        start = time.monotonic()
+        checksum = work(epoch, steps, checksum)
+        target = epoch_s + (WARMUP_S if epoch == 1 else 0.0)
+        remaining = target - (time.monotonic() - start)
+        if remaining > 0:
+            time.sleep(remaining)
+        seconds = time.monotonic() - start
+        loss = 1.0 + (checksum % 1000) / 1000.0
+        print("epoch %d/%d: %.2fs, %.0f img/s, loss %.2f (simulated)"
+              % (epoch, args.epochs, seconds, samples / seconds, loss), flush=True)
+        colo.epoch_end(epoch, samples=samples, loss=loss, epoch_time_s=seconds,
+                       img_per_s=samples / seconds)
+    total = time.monotonic() - run_start
+    reserved = 2 * 1024 * args.memory_gib if args.model == "dlrm" else MEMORY_MIB[args.model]
+    colo.metric(max_memory_reserved_mib=reserved, simulated=1)
+    colo.end(total_time_s=total, img_per_s=samples * args.epochs / total)
+    print("sim_train.py: done in %.1fs (simulated)" % total, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,326 @@
+// `colo bench`: runs a predefined experiment (src/bench/) through the
+// machinery of `colo run` and records it in the store as one experiment.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_runner.h"
+#include "bench/planner.h"
+#include "bench/suite.h"
+#include "cli/commands.h"
+#include "common/clock.h"
+#include "common/paths.h"
+#include "common/units.h"
+#include "gpu/gpu_backend.h"
+
+namespace colo {
+namespace {
+
+struct BenchFlags {
+  std::string suite;
+  std::string cases;
+  int repeat = 1;
+  std::string budget;
+  int epochs = 2;
+  bool dry_run = false;
+  bool list = false;
+  std::string trainer;
+  std::string python = "python3";
+  std::optional<double> dlrm_memory_gib;
+  double dlrm_share_pct = 20;
+  std::string db;
+  std::string logs;
+  int gpu = 0;
+  bool plain = false;
+  std::string sample_period = "500ms";
+  // The same backend flags as the other GPU-facing commands.
+  std::string backend = "nvml";
+  std::string sim_gpu = "H200";
+  int sim_devices = 1;
+};
+
+// Opens the backend as the other commands do (commands.cc), saying so when
+// the numbers will be simulated.
+Result<std::unique_ptr<GpuBackend>> open_bench_backend(const BenchFlags& flags, Clock& clock) {
+  BackendOptions options;
+  options.kind = flags.backend == "sim"    ? BackendKind::kSim
+                 : flags.backend == "auto" ? BackendKind::kAuto
+                                           : BackendKind::kNvml;
+  options.sim_model = flags.sim_gpu;
+  options.sim_device_count = flags.sim_devices;
+  if (const char* lib = std::getenv("COLO_NVML_LIBRARY"); lib && *lib) options.nvml_library = lib;
+  Result<std::unique_ptr<GpuBackend>> backend = make_gpu_backend(options, clock);
+  if (backend.ok() && (*backend)->simulated()) {
+    std::cerr << fmt::format(
+        "colo: using the SIMULATED GPU backend ({}): GPU numbers are modelled, not measured\n",
+        (*backend)->version());
+  }
+  return backend;
+}
+
+bool is_file(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+// The directory holding train.py, sim_train.py and dlrm.py: $COLO_BENCH_DIR,
+// else bench/ beside or above the colo executable (a build directory inside
+// the repository), else ./bench.
+Result<std::string> find_bench_dir() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("COLO_BENCH_DIR"); env && *env) candidates.emplace_back(env);
+  std::array<char, 4096> exe{};
+  ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
+  if (n > 0) {
+    std::string dir(exe.data(), static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    candidates.push_back(dir + "/bench");
+    candidates.push_back(dir + "/../bench");
+    candidates.push_back(dir + "/../share/colo/bench");
+  }
+  candidates.push_back(absolute_path("bench"));
+  for (const std::string& c : candidates) {
+    if (is_file(c + "/train.py")) return c;
+  }
+  return Error(
+      "cannot find colo's bench/ directory (train.py): run colo from the repository, set "
+      "COLO_BENCH_DIR, or pass --trainer PATH");
+}
+
+int list_suites(const std::string& only) {
+  for (const SuiteInfo& s : bench_suites()) {
+    if (!only.empty() && s.name != only) continue;
+    std::cout << s.name << ": " << s.description << "\n";
+    Result<std::vector<BenchCase>> cases = expand_suite(s.name, ExpandOptions{});
+    if (!cases.ok()) {
+      std::cerr << "colo: " << cases.error().message() << "\n";
+      return kExitBadInput;
+    }
+    for (const BenchCase& c : *cases) {
+      std::cout << fmt::format("  {}{}\n", c.name, c.serial ? "  (jobs one after another)" : "");
+    }
+  }
+  return kExitOk;
+}
+
+int bench_command(const BenchFlags& flags, const std::string& command_line) {
+  if (flags.list) return list_suites(flags.suite);
+  if (flags.suite.empty()) {
+    std::cerr << "colo: --suite is required (`colo bench --list` lists the suites)\n";
+    return kExitBadInput;
+  }
+  std::optional<int64_t> budget_ms;
+  if (!flags.budget.empty()) {
+    Result<int64_t> parsed = parse_duration_ms(flags.budget);
+    if (!parsed.ok() || *parsed <= 0) {
+      std::cerr << "colo: --budget: "
+                << (parsed.ok() ? std::string("must be positive") : parsed.error().message())
+                << "\n";
+      return kExitBadInput;
+    }
+    budget_ms = *parsed;
+  }
+  Result<int64_t> period = parse_duration_ms(flags.sample_period);
+  if (!period.ok() || *period < 100) {
+    std::cerr << "colo: --sample-period: "
+              << (period.ok() ? std::string("must be at least 100ms") : period.error().message())
+              << "\n";
+    return kExitBadInput;
+  }
+
+  SystemClock clock;
+  Result<std::unique_ptr<GpuBackend>> backend = open_bench_backend(flags, clock);
+  if (!backend.ok()) {
+    std::cerr << "colo: " << backend.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  OneDeviceBackend gpu(**backend, flags.gpu);
+  Result<std::vector<DeviceInfo>> devices = gpu.devices();
+  if (!devices.ok()) {
+    std::cerr << "colo: " << devices.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  const DeviceInfo& device = devices->front();
+  const bool simulated = (*backend)->simulated();
+
+  MechanismOptions mech_options;
+  mech_options.state_dir = default_state_dir() + "/mps";
+  if (const char* p = std::getenv("COLO_MPS_CONTROL"); p && *p)
+    mech_options.mps_control_program = p;
+
+  // The trainer: bench/sim_train.py on the simulated backend, bench/train.py
+  // on a GPU, or --trainer.
+  TrainerConfig trainer;
+  trainer.python = flags.python;
+  std::string bench_dir;
+  if (Result<std::string> dir = find_bench_dir(); dir.ok()) {
+    bench_dir = *dir;
+  } else if (flags.trainer.empty()) {
+    std::cerr << "colo: " << dir.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  trainer.trainer = !flags.trainer.empty() ? absolute_path(flags.trainer)
+                    : simulated            ? bench_dir + "/sim_train.py"
+                                           : bench_dir + "/train.py";
+  if (!is_file(trainer.trainer)) {
+    std::cerr << fmt::format("colo: --trainer: cannot read {}\n", trainer.trainer);
+    return kExitBadInput;
+  }
+  trainer.sim_trainer = trainer.trainer.ends_with("/sim_train.py");
+  trainer.dlrm = bench_dir.empty() ? "" : bench_dir + "/dlrm.py";
+  trainer.working_dir = bench_dir.empty() ? absolute_path(".") : absolute_path(bench_dir + "/..");
+  const double device_gib = static_cast<double>(device.memory_total_bytes) / (1ULL << 30);
+  trainer.dlrm_memory_gib = flags.dlrm_memory_gib.value_or(
+      std::floor(device_gib * flags.dlrm_share_pct / 100.0 * 2.0) / 2.0);
+  if (flags.suite == "paper-recsys" && trainer.dlrm_memory_gib <= 0) {
+    std::cerr << "colo: the recommender's tables would be empty: raise --dlrm-share or pass "
+                 "--dlrm-memory-gib\n";
+    return kExitBadInput;
+  }
+  std::cerr << fmt::format("colo: jobs run {}{}\n", trainer.trainer,
+                           trainer.sim_trainer
+                               ? " (a stand-in that does tiny work and sleeps: for tests on the "
+                                 "simulated backend; pass --trainer bench/train.py to train)"
+                               : "");
+
+  ExpandOptions expand;
+  expand.repetitions = flags.repeat;
+  expand.case_globs = split_globs(flags.cases);
+  expand.mig_reason = mig_not_run_reason(device);
+  if (!find_program(mech_options.mps_control_program)) {
+    expand.mps_reason = fmt::format(
+        "the MPS control program {} is not on PATH (install it, or set COLO_MPS_CONTROL)",
+        mech_options.mps_control_program);
+  }
+  Result<std::vector<BenchCase>> cases = expand_suite(flags.suite, expand);
+  if (!cases.ok()) {
+    std::cerr << "colo: " << cases.error().message() << "\n";
+    return kExitBadInput;
+  }
+
+  PlanOptions plan_options;
+  plan_options.budget_ms = budget_ms;
+  plan_options.epochs = flags.epochs;
+  plan_options.startup_s = trainer.sim_trainer ? 1.0 : 15.0;
+  Result<Plan> plan = make_plan(*cases, plan_options);
+  if (!plan.ok()) {
+    std::cerr << "colo: " << plan.error().message() << "\n";
+    return kExitBadInput;
+  }
+  if (flags.suite == "paper-recsys") {
+    std::cout << fmt::format(
+        "recommender: embedding tables of {:g} GiB ({:g}% of {}; with their dense gradients the "
+        "job needs about {})\n",
+        trainer.dlrm_memory_gib, flags.dlrm_share_pct, format_bytes(device.memory_total_bytes),
+        format_bytes(default_memory_bytes(recsys_dlrm(), trainer.dlrm_memory_gib)));
+  }
+  std::cout << format_plan(flags.suite, *cases, *plan, device.memory_total_bytes,
+                           trainer.dlrm_memory_gib);
+  if (flags.dry_run) return kExitOk;
+
+  std::string db_path = flags.db.empty() ? default_db_path() : flags.db;
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(db_path);
+  if (!store.ok()) {
+    std::cerr << "colo: " << store.error().message() << "\n";
+    return kExitEnvironment;
+  }
+
+  nlohmann::json recorded = {{"suite", flags.suite},
+                             {"cases", expand.case_globs},
+                             {"repeat", flags.repeat},
+                             {"epochs", flags.epochs},
+                             {"trainer", trainer.trainer},
+                             {"gpu", flags.gpu},
+                             {"estimated_total_s", plan->total_seconds}};
+  recorded["budget_ms"] = budget_ms ? nlohmann::json(*budget_ms) : nlohmann::json(nullptr);
+  if (flags.suite == "paper-recsys") recorded["dlrm_memory_gib"] = trainer.dlrm_memory_gib;
+  for (const auto& [label, wp] : plan->workloads) {
+    recorded["epoch_samples"][label] = wp.epoch_samples;
+  }
+
+  BenchRunOptions options;
+  options.suite = flags.suite;
+  options.options_json = recorded.dump();
+  options.trainer = trainer;
+  options.gpu = flags.gpu;
+  options.run.logs_root = flags.logs;
+  options.run.sample_period_ms = *period;
+  options.run.live_display = !flags.plain && isatty(STDOUT_FILENO);
+  options.run.command_line = command_line;
+
+  install_stop_handlers();
+  BenchContext ctx{clock, **backend, **store, mech_options, std::cout, stop_requests()};
+  Result<BenchOutcome> outcome = run_bench(*cases, *plan, options, ctx);
+  if (!outcome.ok()) {
+    std::cerr << "colo: " << outcome.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  std::cout << fmt::format("store: {} (experiment {})\n", db_path, outcome->experiment_id);
+  if (outcome->state == "cancelled") return kExitCancelled;
+  return outcome->state == "ok" ? kExitOk : kExitJobsFailed;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_code, const std::string& command_line) {
+  static BenchFlags flags;  // lives as long as the app: CLI11 writes into it during parse()
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Run a predefined experiment (the paper's) and record it as one experiment");
+  std::string suites;
+  for (const SuiteInfo& s : bench_suites()) suites += (suites.empty() ? "" : ", ") + s.name;
+  cmd->add_option("--suite,-s", flags.suite, "the experiment: " + suites);
+  cmd->add_option("--cases", flags.cases,
+                  "only the cases whose names match one of these comma-separated globs, e.g. "
+                  "'small/*' or '*/mps/*,*/exclusive/*' (--list shows the names)");
+  cmd->add_option("--repeat,-r", flags.repeat, "run every case this many times")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--budget", flags.budget,
+                  "total time to fit the suite in (e.g. 8m): sets the samples per epoch; "
+                  "default: a solo epoch of about 5 s");
+  cmd->add_option("--epochs", flags.epochs, "epochs per job (the first is warm-up)")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
+  cmd->add_flag("--dry-run,-n", flags.dry_run,
+                "print the plan and the estimated time; run nothing");
+  cmd->add_flag("--list", flags.list, "list the suites (or --suite's) and their case names");
+  cmd->add_option("--trainer", flags.trainer,
+                  "training script used instead of bench/train.py (same arguments); default "
+                  "bench/sim_train.py on the simulated backend");
+  cmd->add_option("--python", flags.python, "Python interpreter that runs the trainer")
+      ->capture_default_str();
+  cmd->add_option("--dlrm-memory-gib", flags.dlrm_memory_gib,
+                  "paper-recsys: GiB of embedding tables (default: --dlrm-share of the GPU)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--dlrm-share", flags.dlrm_share_pct,
+                  "paper-recsys: embedding tables as a percentage of GPU memory (their dense "
+                  "gradients take as much again)")
+      ->check(CLI::Range(1.0, 45.0))
+      ->capture_default_str();
+  cmd->add_option("--db", flags.db, "run store (SQLite file); default " + default_db_path());
+  cmd->add_option("--logs", flags.logs, "directory for job logs; default <state dir>/runs");
+  cmd->add_option("--gpu", flags.gpu, "the GPU the experiment uses")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--sample-period", flags.sample_period, "GPU sampling period")
+      ->capture_default_str();
+  cmd->add_flag("--plain", flags.plain,
+                "print one line per event instead of redrawing the job table");
+  cmd->add_option(
+         "--backend", flags.backend,
+         "nvml: the real GPU through the driver; sim: a simulated GPU (numbers are not measured); "
+         "auto: nvml, or sim when no driver is found")
+      ->check(CLI::IsMember({"nvml", "sim", "auto"}))
+      ->capture_default_str();
+  cmd->add_option("--sim-gpu", flags.sim_gpu,
+                  "GPU model the simulated backend imitates (H200, H100, A100-40GB)")
+      ->capture_default_str();
+  cmd->add_option("--sim-devices", flags.sim_devices, "number of simulated GPUs")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->callback([&exit_code, command_line] { exit_code = bench_command(flags, command_line); });
+}
+
+}  // namespace colo

@@ -1,0 +1,71 @@
+// What a `colo report` page shows, independent of how it is written: the
+// paper's figures (as ECharts options) for an experiment, or the per-job view
+// of one run, each with the table of numbers behind it. Pure functions.
+//
+// Every chart has a title saying what it shows, axis names with units and a
+// caption in plain words; mechanisms keep one colour everywhere (exclusive
+// grey, naive orange, mps blue, mig green); configurations that did not fit or
+// were not run appear as labelled gaps; animation is off so a screenshot taken
+// at any moment is complete.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "report/case_metrics.h"
+
+namespace colo {
+
+// Rows of text cells with a header; numbers in full precision (shortest text
+// that reads back to the same double), absent values empty.
+struct Table {
+  std::string name;  // file stem: csv/<name>.csv
+  std::string title;
+  std::string caption;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  bool show_in_page = true;  // false: written as CSV only
+};
+
+// RFC 4180 CSV: header line, one line per row, quoted where needed.
+std::string to_csv(const Table& table);
+
+struct Figure {
+  std::string name;       // file stem: figures/<name>.html, png/<name>.png, csv/<name>.csv
+  std::string paper_ref;  // "Fig. 2a-4a", or "" when the paper has no such figure
+  std::string title;
+  std::string caption;    // what it shows and what to look for
+  nlohmann::json option;  // the ECharts option
+  Table data;             // every number drawn
+};
+
+struct Section {
+  std::string heading;
+  std::string intro;
+  std::vector<Figure> figures;
+  std::vector<Table> tables;
+  std::string preformatted;  // shown as-is (the guidelines), may be empty
+};
+
+struct ReportContent {
+  std::string title;
+  std::vector<std::string> facts;  // one line each under the title
+  bool simulated = false;
+  std::vector<Section> sections;
+  std::string summary_text;  // summary.txt
+};
+
+// Colour of a mechanism in every chart ("#1f5fbf" for mps, ...).
+std::string mechanism_color(const std::string& mechanism);
+
+// The experiment's figures (Fig. 2-9 of the paper where it has the cases),
+// Table 2 for a recommender workload, the table of all cases and the five
+// guidelines.
+ReportContent experiment_report(const ExperimentMetrics& metrics);
+
+// One run: its totals, the per-job table and utilization, memory, power and
+// PCIe over time. `run_summary_text` (format_run_summary) opens summary.txt.
+ReportContent run_report(const RunMetrics& metrics, const std::string& run_summary_text);
+
+}  // namespace colo

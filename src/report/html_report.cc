@@ -1,0 +1,291 @@
+#include "report/html_report.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "common/paths.h"
+#include "common/units.h"
+
+namespace colo {
+namespace {
+
+std::string escape_html(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// JSON safe inside a <script> element: "</" cannot end it early.
+std::string script_json(const nlohmann::json& value) {
+  std::string text = value.dump();
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    out += text[i];
+    if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') out += '\\';
+  }
+  return out;
+}
+
+// A table cell as a reader wants it: bytes in GiB/MiB, long decimals shortened.
+std::string display_cell(const std::string& header, const std::string& cell) {
+  if (cell.empty()) return "&ndash;";
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(cell.c_str(), &end);
+  if (end == cell.c_str() || *end != '\0' || errno != 0) return escape_html(cell);
+  if (header.find("bytes") != std::string::npos && value >= 0) {
+    return escape_html(format_bytes(static_cast<uint64_t>(value)));
+  }
+  if (cell.find_first_of(".eE") == std::string::npos) return escape_html(cell);
+  const double magnitude = std::abs(value);
+  if (magnitude >= 100) return fmt::format("{:.0f}", value);
+  if (magnitude >= 1) return fmt::format("{:.2f}", value);
+  return fmt::format("{:.3g}", value);
+}
+
+std::string render_table(const Table& table) {
+  std::string out = fmt::format("<h3>{}</h3>\n<p class=\"caption\">{}</p>\n",
+                                escape_html(table.title), escape_html(table.caption));
+  out += "<div class=\"table-wrap\"><table>\n<thead><tr>";
+  for (const std::string& h : table.header) out += "<th>" + escape_html(h) + "</th>";
+  out += "</tr></thead>\n<tbody>\n";
+  for (const auto& row : table.rows) {
+    out += "<tr>";
+    for (size_t c = 0; c < table.header.size(); ++c) {
+      out += "<td>" + display_cell(table.header[c], c < row.size() ? row[c] : "") + "</td>";
+    }
+    out += "</tr>\n";
+  }
+  out += fmt::format(
+      "</tbody></table></div>\n<p class=\"csv\">Numbers in full precision: <a "
+      "href=\"csv/{0}.csv\">csv/{0}.csv</a></p>\n",
+      escape_html(table.name));
+  return out;
+}
+
+constexpr const char* kStyle = R"css(
+body { font-family: sans-serif; margin: 0 auto; max-width: 1060px; padding: 0 16px 48px;
+       color: #222; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { border-bottom: 2px solid #ddd; padding-bottom: 4px; margin-top: 2em; }
+.facts { color: #555; margin: 0; padding: 0; list-style: none; }
+.banner { background: #fff3cd; border: 2px solid #d39e00; color: #6b4f00; padding: 10px 14px;
+          font-weight: bold; margin: 12px 0; }
+.chart { width: 100%; max-width: 1000px; height: 560px; border: 1px solid #eee; }
+.caption { color: #444; max-width: 1000px; }
+.figure { margin: 28px 0; }
+.csv { font-size: 0.9em; color: #666; }
+table { border-collapse: collapse; font-size: 0.88em; }
+th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; white-space: nowrap; }
+th { background: #f4f4f4; }
+td:first-child, th:first-child { text-align: left; }
+.table-wrap { overflow-x: auto; max-width: 100%; }
+pre { background: #f7f7f7; padding: 12px; white-space: pre-wrap; font-size: 0.88em; }
+.toc { columns: 2; }
+.chart-error { color: #b00020; padding: 20px; }
+footer { margin-top: 3em; color: #777; font-size: 0.85em; }
+)css";
+
+// Draws every element with a data-figure attribute from the JSON in
+// #colo-figures. Bars with a spread get whiskers from a custom series whose
+// x offset matches ECharts' bar layout (barCategoryGap 30%, barGap 10%).
+constexpr const char* kDrawScript = R"js(
+(function () {
+  var CATEGORY_GAP = 0.3, BAR_GAP = 0.1;
+  function whiskers(params, api) {
+    var category = api.value(0), low = api.value(1), high = api.value(2);
+    var index = api.value(3), bars = api.value(4);
+    var band = api.size([1, 0])[0];
+    var used = band * (1 - CATEGORY_GAP);
+    var width = used / (bars + (bars - 1) * BAR_GAP);
+    var x = api.coord([category, 0])[0] - used / 2 + index * width * (1 + BAR_GAP) + width / 2;
+    var top = api.coord([category, high])[1], bottom = api.coord([category, low])[1];
+    var half = Math.max(3, width * 0.25);
+    var style = { stroke: '#222', lineWidth: 1.5 };
+    return { type: 'group', children: [
+      { type: 'line', shape: { x1: x, y1: top, x2: x, y2: bottom }, style: style },
+      { type: 'line', shape: { x1: x - half, y1: top, x2: x + half, y2: top }, style: style },
+      { type: 'line', shape: { x1: x - half, y1: bottom, x2: x + half, y2: bottom }, style: style }
+    ] };
+  }
+  function prepare(option) {
+    (option.series || []).forEach(function (s) {
+      if (s.colo_errorbar) { s.renderItem = whiskers; delete s.colo_errorbar; }
+    });
+    return option;
+  }
+  var figures = JSON.parse(document.getElementById('colo-figures').textContent);
+  var charts = [];
+  figures.forEach(function (f) {
+    var el = document.querySelector('[data-figure="' + f.name + '"]');
+    if (!el) return;
+    try {
+      var chart = echarts.init(el, null, { renderer: 'svg' });
+      chart.setOption(prepare(f.option));
+      charts.push(chart);
+      el.setAttribute('data-rendered', 'yes');
+    } catch (e) {
+      el.innerHTML = '<div class="chart-error">This chart could not be drawn: ' +
+          String(e).replace(/</g, '&lt;') + '</div>';
+    }
+  });
+  window.addEventListener('resize', function () { charts.forEach(function (c) { c.resize(); }); });
+  var version = document.getElementById('echarts-version');
+  if (version) version.textContent = echarts.version;
+})();
+)js";
+
+std::string figures_json(const std::vector<const Figure*>& figures) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const Figure* f : figures) all.push_back({{"name", f->name}, {"option", f->option}});
+  return script_json(all);
+}
+
+std::string figure_block(const Figure& f) {
+  std::string heading = escape_html(f.title);
+  if (!f.paper_ref.empty()) heading += " <small>(paper " + escape_html(f.paper_ref) + ")</small>";
+  return fmt::format(
+      "<div class=\"figure\" id=\"figure-{0}\">\n<h3>{1}</h3>\n<p class=\"caption\">{2}</p>\n"
+      "<div class=\"chart\" data-figure=\"{0}\"></div>\n<p class=\"csv\">Numbers behind this "
+      "chart: <a href=\"csv/{0}.csv\">csv/{0}.csv</a> · single chart: <a "
+      "href=\"figures/{0}.html\">figures/{0}.html</a></p>\n</div>\n",
+      escape_html(f.name), heading, escape_html(f.caption));
+}
+
+constexpr const char* kSimulatedBanner =
+    "SIMULATED: these numbers come from colo's simulated GPU, not from measurements on a real "
+    "one. They show what the report looks like, not how a GPU behaves.";
+
+Status write_file(const std::string& path, std::string_view content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  out.close();
+  if (!out) return Error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  return OkStatus();
+}
+
+}  // namespace
+
+std::string render_index_html(const ReportContent& content) {
+  std::vector<const Figure*> figures;
+  std::string body;
+  std::string toc = "<ul class=\"toc\">\n";
+  int section_number = 0;
+  for (const Section& section : content.sections) {
+    ++section_number;
+    const std::string anchor = fmt::format("section-{}", section_number);
+    toc += fmt::format("<li><a href=\"#{}\">{}</a></li>\n", anchor, escape_html(section.heading));
+    body += fmt::format("<h2 id=\"{}\">{}</h2>\n", anchor, escape_html(section.heading));
+    if (!section.intro.empty()) body += "<p>" + escape_html(section.intro) + "</p>\n";
+    if (!section.preformatted.empty())
+      body += "<pre>" + escape_html(section.preformatted) + "</pre>\n";
+    for (const Figure& f : section.figures) {
+      figures.push_back(&f);
+      body += figure_block(f);
+    }
+    for (const Table& t : section.tables) {
+      if (t.show_in_page) body += render_table(t);
+    }
+  }
+  toc += "</ul>\n";
+
+  std::string facts;
+  for (const std::string& fact : content.facts) facts += "<li>" + escape_html(fact) + "</li>\n";
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  out += "<title>" + escape_html(content.title) + "</title>\n<style>" + kStyle + "</style>\n";
+  out += "</head>\n<body>\n<h1>" + escape_html(content.title) + "</h1>\n";
+  out += "<ul class=\"facts\">\n" + facts + "</ul>\n";
+  if (content.simulated)
+    out += "<div class=\"banner\">" + escape_html(kSimulatedBanner) + "</div>\n";
+  out +=
+      "<p>How to read this page: every chart has a caption saying what it shows. Hover over a "
+      "chart for exact values; click a legend entry to hide or show a series. Each chart's "
+      "numbers are in the CSV file linked under it. docs/report.md in colo explains every "
+      "measurement.</p>\n";
+  out += toc + body;
+  out +=
+      "<footer>Written by colo report. Charts drawn with Apache ECharts <span "
+      "id=\"echarts-version\"></span> (Apache License 2.0), embedded in this file; the page "
+      "needs no network.</footer>\n";
+  out += "<script>\n";
+  out += echarts_js();
+  out += "\n</script>\n<script type=\"application/json\" id=\"colo-figures\">";
+  out += figures_json(figures);
+  out += "</script>\n<script>";
+  out += kDrawScript;
+  out += "</script>\n</body>\n</html>\n";
+  return out;
+}
+
+std::string render_figure_html(const Figure& figure) {
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  out += "<title>" + escape_html(figure.title) + "</title>\n";
+  out +=
+      "<style>html, body { margin: 0; padding: 0; background: #fff; } .chart { width: 1000px; "
+      "height: 600px; } .chart-error { color: #b00020; padding: 20px; font-family: sans-serif; "
+      "}</style>\n</head>\n<body>\n";
+  out += fmt::format("<div class=\"chart\" data-figure=\"{}\"></div>\n", escape_html(figure.name));
+  out += "<script src=\"echarts.min.js\"></script>\n";
+  out += "<script type=\"application/json\" id=\"colo-figures\">";
+  out += figures_json({&figure});
+  out += "</script>\n<script>";
+  out += kDrawScript;
+  out += "</script>\n</body>\n</html>\n";
+  return out;
+}
+
+Result<WrittenReport> write_html_report(const ReportContent& content, const std::string& dir) {
+  for (const std::string& sub : {dir, dir + "/figures", dir + "/csv"}) {
+    if (Status made = make_dirs(sub); !made) return made.error();
+  }
+  WrittenReport written;
+  written.index_html = dir + "/index.html";
+  if (Status s = write_file(written.index_html, render_index_html(content)); !s) return s.error();
+  if (Status s = write_file(dir + "/figures/echarts.min.js", echarts_js()); !s) return s.error();
+  for (const Section& section : content.sections) {
+    for (const Figure& f : section.figures) {
+      const std::string page = dir + "/figures/" + f.name + ".html";
+      if (Status s = write_file(page, render_figure_html(f)); !s) {
+        return s.error();
+      }
+      written.figure_pages.push_back(page);
+      const std::string csv = dir + "/csv/" + f.name + ".csv";
+      if (Status s = write_file(csv, to_csv(f.data)); !s) return s.error();
+      written.csv_files.push_back(csv);
+    }
+    for (const Table& t : section.tables) {
+      const std::string csv = dir + "/csv/" + t.name + ".csv";
+      if (Status s = write_file(csv, to_csv(t)); !s) return s.error();
+      written.csv_files.push_back(csv);
+    }
+  }
+  written.summary_txt = dir + "/summary.txt";
+  if (Status s = write_file(written.summary_txt, content.summary_text); !s) return s.error();
+  return written;
+}
+
+}  // namespace colo

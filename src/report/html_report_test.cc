@@ -1,0 +1,221 @@
+#include "report/html_report.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "report/report_writer.h"
+#include "report/testing/fake_runs.h"
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "colo_report_test.XXXXXX").string();
+    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Rows of a CSV without quoted fields, as maps from header to cell.
+std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
+  std::vector<std::map<std::string, std::string>> rows;
+  std::istringstream in(read(path));
+  std::string line;
+  std::vector<std::string> header;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::istringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.emplace_back();
+    if (header.empty()) {
+      header = cells;
+      continue;
+    }
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < header.size() && i < cells.size(); ++i) row[header[i]] = cells[i];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::unique_ptr<RunStore> open_memory() {
+  auto store = RunStore::open(":memory:");
+  EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
+  return std::move(store).value();
+}
+
+ReportOptions no_png(const std::string& dir) {
+  ReportOptions options;
+  options.out_dir = dir;
+  options.png = false;
+  return options;
+}
+
+TEST(ReportTarget, ParsesEveryForm) {
+  auto parse = [](const char* text) { return parse_report_target(text); };
+  EXPECT_EQ(parse("")->kind, ReportTarget::Kind::kLatest);
+  EXPECT_EQ(parse("last")->kind, ReportTarget::Kind::kLatest);
+  EXPECT_EQ(parse("last-run")->kind, ReportTarget::Kind::kRun);
+  EXPECT_EQ(parse("last-run")->id, 0);
+  EXPECT_EQ(parse("last-exp")->kind, ReportTarget::Kind::kExperiment);
+  EXPECT_EQ(parse("run:12")->kind, ReportTarget::Kind::kRun);
+  EXPECT_EQ(parse("run:12")->id, 12);
+  EXPECT_EQ(parse("exp:3")->kind, ReportTarget::Kind::kExperiment);
+  EXPECT_EQ(parse("exp:3")->id, 3);
+  EXPECT_EQ(parse("7")->kind, ReportTarget::Kind::kRun);
+  EXPECT_EQ(parse("7")->id, 7);
+  for (const char* bad : {"run:", "exp:x", "-1", "0", "7a", "experiment"}) {
+    Result<ReportTarget> target = parse(bad);
+    ASSERT_FALSE(target.ok()) << bad;
+    EXPECT_THAT(target.error().message(), HasSubstr("run:ID, exp:ID"));
+  }
+}
+
+TEST(HtmlReport, RunReportCsvNumbersMatchTheStore) {
+  auto store = open_memory();
+  testing::FakeRun run;
+  run.degree = 3;
+  run.stagger_ms = 700;
+  run.epoch_ms = 4'321;
+  const int64_t id = testing::add_fake_run(*store, run, testing::kFakeT0);
+  TempDir dir;
+  ReportTarget target{ReportTarget::Kind::kRun, id};
+  Result<ReportOutcome> outcome = write_report(*store, target, no_png(dir.path()));
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message();
+  EXPECT_EQ(outcome->description, fmt::format("run #{} (naive)", id));
+
+  Result<RunSummary> summary = store->summarize_run(id);
+  ASSERT_TRUE(summary.ok());
+  const auto jobs = read_csv(dir.path() + "/csv/jobs.csv");
+  ASSERT_EQ(jobs.size(), summary->jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobSummary& job = summary->jobs[i];
+    Result<std::vector<ProgressEvent>> events = store->job_events(job.id);
+    ASSERT_TRUE(events.ok());
+    UnixMillis first = 0;
+    UnixMillis second = 0;
+    for (const ProgressEvent& e : *events) {
+      if (e.kind == "epoch_end" && e.epoch == 1) first = e.time_ms;
+      if (e.kind == "epoch_end" && e.epoch == 2) second = e.time_ms;
+    }
+    EXPECT_EQ(jobs[i].at("job"), job.name);
+    EXPECT_EQ(std::stod(jobs[i].at("second_epoch_s")), (second - first) / 1000.0);
+    EXPECT_EQ(std::stod(jobs[i].at("steady_throughput_per_s")), *job.steady_throughput_per_s);
+    EXPECT_EQ(std::stoull(jobs[i].at("peak_memory_bytes")), *job.peak_memory_bytes);
+    EXPECT_EQ(std::stoll(jobs[i].at("epochs")), job.epochs);
+  }
+  // Every device sample's memory, in order.
+  Result<std::vector<DeviceSample>> samples = store->device_samples(id);
+  ASSERT_TRUE(samples.ok());
+  const auto memory = read_csv(dir.path() + "/csv/memory-over-time.csv");
+  ASSERT_EQ(memory.size(), samples->size());
+  for (size_t i = 0; i < memory.size(); ++i) {
+    EXPECT_EQ(std::stoull(memory[i].at("memory_used_bytes")), *(*samples)[i].memory_used_bytes);
+    EXPECT_EQ(std::stod(memory[i].at("t_s")),
+              ((*samples)[i].time_ms - summary->run.started_ms) / 1000.0);
+  }
+  const std::string summary_text = read(outcome->files.summary_txt);
+  EXPECT_THAT(summary_text, HasSubstr("Steady state"));
+  EXPECT_THAT(summary_text, HasSubstr("SIMULATED"));
+}
+
+TEST(HtmlReport, ExperimentReportHasThePaperFiguresAndCsvMatchesTheStore) {
+  auto store = open_memory();
+  const int64_t id = testing::add_fake_experiment(*store);
+  TempDir dir;
+  Result<ReportOutcome> outcome = write_report(*store, ReportTarget{}, no_png(dir.path()));
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message();
+  EXPECT_EQ(outcome->description, fmt::format("experiment #{} (paper-uniform)", id));
+  for (const char* name :
+       {"time-per-epoch-small", "speedup-small", "sm-activity-small", "memory-small",
+        "energy-small", "pcie-rx-over-time-small", "power-over-time-small", "time-per-epoch-large",
+        "memory-large", "makespan-mixed", "utilization-over-time-mixed",
+        "memory-over-time-mixed"}) {
+    EXPECT_TRUE(fs::exists(dir.path() + "/figures/" + name + ".html")) << name;
+    EXPECT_TRUE(fs::exists(dir.path() + "/csv/" + name + ".csv")) << name;
+  }
+  EXPECT_FALSE(fs::exists(dir.path() + "/figures/pcie-rx-over-time-large.html"));
+
+  // cases.csv: each case's throughput is its run's, as the store summarizes it.
+  Result<std::vector<CaseRow>> cases = store->experiment_cases(id);
+  ASSERT_TRUE(cases.ok());
+  const auto rows = read_csv(dir.path() + "/csv/cases.csv");
+  ASSERT_EQ(rows.size(), cases->size());
+  int compared = 0;
+  for (const auto& row : rows) {
+    if (row.at("status") != "ok") {
+      EXPECT_EQ(row.at("run_id"), "");
+      continue;
+    }
+    Result<RunSummary> summary = store->summarize_run(std::stoll(row.at("run_id")));
+    ASSERT_TRUE(summary.ok());
+    EXPECT_EQ(std::stod(row.at("steady_throughput_per_s")), *summary->steady_throughput_per_s);
+    EXPECT_EQ(std::stod(row.at("makespan_s")), *summary->makespan_ms / 1000.0);
+    ++compared;
+  }
+  EXPECT_EQ(compared, 21);
+
+  const std::string html = read(outcome->files.index_html);
+  EXPECT_THAT(html, HasSubstr("SIMULATED"));
+  EXPECT_THAT(html, HasSubstr("does not fit"));
+  EXPECT_THAT(html, HasSubstr("not run"));
+  EXPECT_THAT(html, HasSubstr("Guideline 1"));
+  EXPECT_THAT(html, HasSubstr(std::string(echarts_js().substr(0, 200))));
+  // Nothing is loaded from elsewhere.
+  EXPECT_THAT(html, Not(HasSubstr("src=\"http")));
+  EXPECT_THAT(html, Not(HasSubstr("href=\"http")));
+  EXPECT_THAT(read(outcome->files.summary_txt), HasSubstr("Guideline 5"));
+}
+
+TEST(HtmlReport, EmbeddedEchartsIsTheVendoredFileAndSafeInline) {
+  const char* source = std::getenv("COLO_SOURCE_DIR");
+  ASSERT_NE(source, nullptr) << "run through ctest (COLO_SOURCE_DIR)";
+  EXPECT_EQ(echarts_js(), read(std::string(source) + "/third_party/echarts/echarts.min.js"));
+  EXPECT_EQ(echarts_js().find("</script"), std::string_view::npos);
+}
+
+TEST(HtmlReport, ScriptJsonCannotCloseTheScriptElement) {
+  Figure f;
+  f.name = "x";
+  f.title = "</script><b>";
+  f.option = {{"title", {{"text", "</script>"}}}};
+  const std::string page = render_figure_html(f);
+  EXPECT_EQ(page.find("</script><b>"), std::string::npos);
+  EXPECT_THAT(page, HasSubstr("&lt;/script&gt;&lt;b&gt;"));
+}
+
+TEST(HtmlReport, UnwritableDirectoryIsAnErrorNamingIt) {
+  ReportContent content;
+  Result<WrittenReport> written = write_html_report(content, "/proc/colo-report-test");
+  ASSERT_FALSE(written.ok());
+  EXPECT_THAT(written.error().message(), HasSubstr("/proc/colo-report-test"));
+}
+
+}  // namespace
+}  // namespace colo

@@ -1,0 +1,136 @@
+// The report in a real browser: headless Chromium (Debian package chromium,
+// installed by scripts/install-deps.sh) loads index.html from disk, runs
+// ECharts, and the test reads the DOM it dumps: every chart container must hold
+// an <svg> with drawn <path>s. Also checks the PNG export. Without a browser
+// every test here fails, saying how to install one.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "report/png_export.h"
+#include "report/report_writer.h"
+#include "report/testing/fake_runs.h"
+
+namespace colo {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "colo_browser_test.XXXXXX").string();
+    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+class ReportInBrowser : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::optional<std::string> browser = find_browser();
+    ASSERT_TRUE(browser) << "headless Chromium is required for this test and was not found on "
+                            "PATH: install it (Debian: apt-get install chromium, or run "
+                            "scripts/install-deps.sh)";
+    options_.browser = *browser;
+  }
+
+  // Writes the report of `target` (with PNGs) into dir_.
+  ReportOutcome write(RunStore& store, const ReportTarget& target) {
+    ReportOptions options;
+    options.out_dir = dir_.path() + "/report";
+    options.browser = options_.browser;
+    Result<ReportOutcome> outcome = write_report(store, target, options);
+    EXPECT_TRUE(outcome.ok()) << outcome.error().message();
+    return outcome.ok() ? std::move(*outcome) : ReportOutcome{};
+  }
+
+  // The DOM of index.html after ECharts has drawn.
+  std::string dom(const ReportOutcome& outcome) {
+    PngExportOptions options = options_;
+    options.width_px = 1200;
+    options.height_px = 900;
+    Result<std::string> text = run_headless_browser(
+        options, {"--dump-dom"}, "file://" + fs::absolute(outcome.files.index_html).string());
+    EXPECT_TRUE(text.ok()) << text.error().message();
+    return text.ok() ? *text : "";
+  }
+
+  // Checks that every figure's container in `html` holds a drawn SVG chart.
+  static void expect_charts_drawn(const std::string& html, const ReportOutcome& outcome) {
+    ASSERT_FALSE(outcome.files.figure_pages.empty());
+    for (const std::string& page : outcome.files.figure_pages) {
+      const std::string name = fs::path(page).stem().string();
+      const std::string marker = "data-figure=\"" + name + "\"";
+      const size_t at = html.find(marker);
+      ASSERT_NE(at, std::string::npos) << name << " has no container in the page";
+      const size_t end = html.find("class=\"csv\"", at);
+      const std::string chart = html.substr(at, end - at);
+      EXPECT_THAT(chart, ::testing::HasSubstr("data-rendered=\"yes\"")) << name;
+      EXPECT_THAT(chart, ::testing::HasSubstr("<svg")) << name;
+      EXPECT_THAT(chart, ::testing::Not(::testing::HasSubstr("chart-error"))) << name;
+      // Axes, legend and data: a drawn chart has many paths.
+      int paths = 0;
+      for (size_t p = chart.find("<path"); p != std::string::npos; p = chart.find("<path", p + 1)) {
+        ++paths;
+      }
+      EXPECT_GE(paths, 10) << name << " looks empty";
+    }
+  }
+
+  static void expect_pngs(const ReportOutcome& outcome) {
+    ASSERT_TRUE(outcome.png_note.empty()) << outcome.png_note;
+    EXPECT_EQ(outcome.pngs.size(), outcome.files.figure_pages.size());
+    for (const std::string& png : outcome.pngs) {
+      std::ifstream in(png, std::ios::binary);
+      char magic[8] = {};
+      in.read(magic, sizeof magic);
+      EXPECT_EQ(std::string(magic + 1, 3), "PNG") << png;
+      EXPECT_GT(fs::file_size(png), 5'000u) << png << " is too small to hold a chart";
+    }
+  }
+
+  PngExportOptions options_;
+  TempDir dir_;
+};
+
+TEST_F(ReportInBrowser, RunReportOfTheH200ResultsRendersEveryChart) {
+  const char* source = std::getenv("COLO_SOURCE_DIR");
+  ASSERT_NE(source, nullptr) << "run through ctest (COLO_SOURCE_DIR)";
+  // A copy: opening a store may migrate it, and the committed file stays as it is.
+  const std::string db = dir_.path() + "/colo.db";
+  fs::copy_file(std::string(source) + "/docs/results/2026-11-22-h200-resnet26x7/colo.db", db);
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(db);
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  const ReportOutcome outcome = write(**store, ReportTarget{ReportTarget::Kind::kRun, 2});
+  EXPECT_EQ(outcome.description, "run #2 (mps)");
+  const std::string html = dom(outcome);
+  expect_charts_drawn(html, outcome);
+  EXPECT_THAT(html, ::testing::HasSubstr("resnet26#7"));  // the per-job table
+  expect_pngs(outcome);
+}
+
+TEST_F(ReportInBrowser, ExperimentReportRendersEveryChartWithGapsAndBanner) {
+  const std::string db = dir_.path() + "/colo.db";
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(db);
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  testing::add_fake_experiment(**store);
+  const ReportOutcome outcome = write(**store, ReportTarget{});
+  const std::string html = dom(outcome);
+  expect_charts_drawn(html, outcome);
+  EXPECT_THAT(html, ::testing::HasSubstr("class=\"banner\">SIMULATED"));
+  EXPECT_THAT(html, ::testing::HasSubstr("does not fit"));  // drawn as an SVG label
+  EXPECT_GE(outcome.files.figure_pages.size(), 12u);
+  expect_pngs(outcome);
+}
+
+}  // namespace
+}  // namespace colo

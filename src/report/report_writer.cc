@@ -1,0 +1,107 @@
+#include "report/report_writer.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "report/case_metrics.h"
+#include "report/figures.h"
+#include "report/png_export.h"
+#include "report/text_report.h"
+
+namespace colo {
+namespace {
+
+Result<int64_t> parse_id(std::string_view text, std::string_view whole) {
+  int64_t id = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (error != std::errc() || end != text.data() + text.size() || id <= 0) {
+    return Error(fmt::format(
+        "'{}' is not a report target: use run:ID, exp:ID, a run id, last-run, last-exp or last "
+        "(`colo runs` lists runs)",
+        whole));
+  }
+  return id;
+}
+
+}  // namespace
+
+Result<ReportTarget> parse_report_target(std::string_view text) {
+  ReportTarget target;
+  if (text.empty() || text == "last") return target;
+  if (text == "last-run") {
+    target.kind = ReportTarget::Kind::kRun;
+    return target;
+  }
+  if (text == "last-exp") {
+    target.kind = ReportTarget::Kind::kExperiment;
+    return target;
+  }
+  std::string_view number = text;
+  target.kind = ReportTarget::Kind::kRun;
+  if (text.substr(0, 4) == "run:") {
+    number = text.substr(4);
+  } else if (text.substr(0, 4) == "exp:") {
+    number = text.substr(4);
+    target.kind = ReportTarget::Kind::kExperiment;
+  }
+  Result<int64_t> id = parse_id(number, text);
+  if (!id) return id.error();
+  target.id = *id;
+  return target;
+}
+
+Result<ReportOutcome> write_report(RunStore& store, const ReportTarget& target,
+                                   const ReportOptions& options) {
+  if (options.out_dir.empty()) return Error("colo report needs --out DIR");
+  ReportTarget resolved = target;
+  if (resolved.kind == ReportTarget::Kind::kLatest) {
+    Result<std::vector<ExperimentRow>> experiments = store.list_experiments(1);
+    if (!experiments) return experiments.error();
+    resolved.kind =
+        experiments->empty() ? ReportTarget::Kind::kRun : ReportTarget::Kind::kExperiment;
+  }
+
+  ReportOutcome outcome;
+  ReportContent content;
+  if (resolved.kind == ReportTarget::Kind::kExperiment) {
+    Result<ExperimentMetrics> metrics = compute_experiment_metrics(store, resolved.id);
+    if (!metrics) return metrics.error();
+    outcome.description =
+        fmt::format("experiment #{} ({})", metrics->experiment.id, metrics->experiment.suite);
+    content = experiment_report(*metrics);
+  } else {
+    Result<RunSummary> summary = store.summarize_run(resolved.id);
+    if (!summary) return summary.error();
+    Result<RunMetrics> metrics = compute_run_metrics(store, summary->run.id);
+    if (!metrics) return metrics.error();
+    outcome.description = fmt::format("run #{} ({})", metrics->run.id, metrics->run.mechanism);
+    content = run_report(*metrics, format_run_summary(*summary));
+  }
+
+  Result<WrittenReport> written = write_html_report(content, options.out_dir);
+  if (!written) return written.error();
+  outcome.files = std::move(*written);
+
+  if (!options.png) {
+    outcome.png_note = "PNGs not made (--no-png)";
+    return outcome;
+  }
+  std::optional<std::string> browser = options.browser ? options.browser : find_browser();
+  if (!browser) {
+    outcome.png_note = browser_missing_hint();
+    return outcome;
+  }
+  PngExportOptions png_options;
+  png_options.browser = *browser;
+  Result<std::vector<std::string>> pngs =
+      export_pngs(outcome.files.figure_pages, options.out_dir + "/png", png_options);
+  if (!pngs) {
+    return pngs.error().with_context(
+        fmt::format("the HTML report and CSV are in {}, but the PNGs failed", options.out_dir));
+  }
+  outcome.pngs = std::move(*pngs);
+  return outcome;
+}
+
+}  // namespace colo
