@@ -52,7 +52,7 @@ std::optional<double> default_samples_per_s(const Workload& workload) {
 
 uint64_t default_memory_bytes(const Workload& workload, double dlrm_memory_gib) {
   if (workload.model == "dlrm") {
-    return static_cast<uint64_t>((2.0 * dlrm_memory_gib + 1.5) * static_cast<double>(kGiB));
+    return static_cast<uint64_t>((dlrm_memory_gib + 1.5) * static_cast<double>(kGiB));
   }
   const Defaults* d = find_defaults(workload);
   return d ? d->memory_bytes : 2 * kGiB;
