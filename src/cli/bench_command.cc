@@ -12,6 +12,7 @@
 #include "bench/bench_runner.h"
 #include "bench/planner.h"
 #include "bench/suite.h"
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/clock.h"
 #include "common/paths.h"
@@ -38,30 +39,8 @@ struct BenchFlags {
   int gpu = 0;
   bool plain = false;
   std::string sample_period = "500ms";
-  // The same backend flags as the other GPU-facing commands.
-  std::string backend = "nvml";
-  std::string sim_gpu = "H200";
-  int sim_devices = 1;
+  BackendFlags backend;
 };
-
-// Opens the backend as the other commands do (commands.cc), saying so when
-// the numbers will be simulated.
-Result<std::unique_ptr<GpuBackend>> open_bench_backend(const BenchFlags& flags, Clock& clock) {
-  BackendOptions options;
-  options.kind = flags.backend == "sim"    ? BackendKind::kSim
-                 : flags.backend == "auto" ? BackendKind::kAuto
-                                           : BackendKind::kNvml;
-  options.sim_model = flags.sim_gpu;
-  options.sim_device_count = flags.sim_devices;
-  if (const char* lib = std::getenv("COLO_NVML_LIBRARY"); lib && *lib) options.nvml_library = lib;
-  Result<std::unique_ptr<GpuBackend>> backend = make_gpu_backend(options, clock);
-  if (backend.ok() && (*backend)->simulated()) {
-    std::cerr << fmt::format(
-        "colo: using the SIMULATED GPU backend ({}): GPU numbers are modelled, not measured\n",
-        (*backend)->version());
-  }
-  return backend;
-}
 
 bool is_file(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
 
@@ -131,7 +110,7 @@ int bench_command(const BenchFlags& flags, const std::string& command_line) {
   }
 
   SystemClock clock;
-  Result<std::unique_ptr<GpuBackend>> backend = open_bench_backend(flags, clock);
+  Result<std::unique_ptr<GpuBackend>> backend = open_backend(flags.backend, clock);
   if (!backend.ok()) {
     std::cerr << "colo: " << backend.error().message() << "\n";
     return kExitEnvironment;
@@ -308,18 +287,7 @@ void add_bench_command(CLI::App& app, int& exit_code, const std::string& command
       ->capture_default_str();
   cmd->add_flag("--plain", flags.plain,
                 "print one line per event instead of redrawing the job table");
-  cmd->add_option(
-         "--backend", flags.backend,
-         "nvml: the real GPU through the driver; sim: a simulated GPU (numbers are not measured); "
-         "auto: nvml, or sim when no driver is found")
-      ->check(CLI::IsMember({"nvml", "sim", "auto"}))
-      ->capture_default_str();
-  cmd->add_option("--sim-gpu", flags.sim_gpu,
-                  "GPU model the simulated backend imitates (H200, H100, A100-40GB)")
-      ->capture_default_str();
-  cmd->add_option("--sim-devices", flags.sim_devices, "number of simulated GPUs")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
+  add_backend_flags(*cmd, flags.backend);
   cmd->callback([&exit_code, command_line] { exit_code = bench_command(flags, command_line); });
 }
 

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_common.h"
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/units.h"
@@ -25,45 +26,6 @@ namespace {
 std::atomic<int> g_stop_requests{0};
 
 void on_stop_signal(int /*signo*/) { g_stop_requests.fetch_add(1); }
-
-// Options every GPU-facing command shares.
-struct BackendFlags {
-  std::string backend = "nvml";
-  std::string sim_gpu = "H200";
-  int sim_devices = 1;
-};
-
-void add_backend_flags(CLI::App& cmd, BackendFlags& flags) {
-  cmd.add_option(
-         "--backend", flags.backend,
-         "nvml: the real GPU through the driver; sim: a simulated GPU (numbers are not measured); "
-         "auto: nvml, or sim when no driver is found")
-      ->check(CLI::IsMember({"nvml", "sim", "auto"}))
-      ->capture_default_str();
-  cmd.add_option("--sim-gpu", flags.sim_gpu,
-                 "GPU model the simulated backend imitates (H200, H100, A100-40GB)")
-      ->capture_default_str();
-  cmd.add_option("--sim-devices", flags.sim_devices, "number of simulated GPUs")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-}
-
-Result<std::unique_ptr<GpuBackend>> open_backend(const BackendFlags& flags, Clock& clock) {
-  BackendOptions options;
-  options.kind = flags.backend == "sim"    ? BackendKind::kSim
-                 : flags.backend == "auto" ? BackendKind::kAuto
-                                           : BackendKind::kNvml;
-  options.sim_model = flags.sim_gpu;
-  options.sim_device_count = flags.sim_devices;
-  if (const char* lib = std::getenv("COLO_NVML_LIBRARY"); lib && *lib) options.nvml_library = lib;
-  Result<std::unique_ptr<GpuBackend>> backend = make_gpu_backend(options, clock);
-  if (backend.ok() && (*backend)->simulated()) {
-    std::cerr << fmt::format(
-        "colo: using the SIMULATED GPU backend ({}): GPU numbers are modelled, not measured\n",
-        (*backend)->version());
-  }
-  return backend;
-}
 
 std::string opt(const std::optional<double>& v, const char* spec = "{:.1f}") {
   return v ? fmt::format(fmt::runtime(spec), *v) : "-";
@@ -184,24 +146,21 @@ struct DevicesFlags {
 
 int devices_command(const DevicesFlags& flags) {
   SystemClock clock;
-  Result<std::unique_ptr<GpuBackend>> backend = open_backend(flags.backend, clock);
-  if (!backend.ok()) {
-    std::cerr << "colo: " << backend.error().message() << "\n";
+  Result<OpenedGpu> gpu = open_gpu(flags.backend, clock);
+  if (!gpu.ok()) {
+    std::cerr << "colo: " << gpu.error().message() << "\n";
     return kExitEnvironment;
   }
-  Result<std::vector<DeviceInfo>> devices = (*backend)->devices();
-  if (!devices.ok()) {
-    std::cerr << "colo: " << devices.error().message() << "\n";
-    return kExitEnvironment;
-  }
+  const std::unique_ptr<GpuBackend>& backend = gpu->backend;
+  const std::vector<DeviceInfo>& devices = gpu->devices;
   bool mps = find_program("nvidia-cuda-mps-control").has_value();
   if (flags.json) {
-    nlohmann::json out = {{"backend", (*backend)->name()},
-                          {"simulated", (*backend)->simulated()},
-                          {"version", (*backend)->version()},
+    nlohmann::json out = {{"backend", backend->name()},
+                          {"simulated", backend->simulated()},
+                          {"version", backend->version()},
                           {"mps_control_on_path", mps},
                           {"devices", nlohmann::json::array()}};
-    for (const DeviceInfo& d : *devices) {
+    for (const DeviceInfo& d : devices) {
       nlohmann::json j = {{"index", d.index},
                           {"name", d.name},
                           {"uuid", d.uuid},
@@ -228,12 +187,12 @@ int devices_command(const DevicesFlags& flags) {
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << fmt::format("{} backend: {}{}\n", (*backend)->name(), (*backend)->version(),
-                           (*backend)->simulated() ? "  [SIMULATED]" : "");
+  std::cout << fmt::format("{} backend: {}{}\n", backend->name(), backend->version(),
+                           backend->simulated() ? "  [SIMULATED]" : "");
   std::cout << fmt::format(
       "MPS: {}\n", mps ? "nvidia-cuda-mps-control found on PATH (--mechanism mps available)"
                        : "nvidia-cuda-mps-control not on PATH (--mechanism mps unavailable)");
-  for (const DeviceInfo& d : *devices) {
+  for (const DeviceInfo& d : devices) {
     std::cout << fmt::format("\ngpu{}  {}  {}\n", d.index, d.name, d.uuid);
     std::cout << fmt::format("  memory     {}\n", format_bytes(d.memory_total_bytes));
     std::cout << fmt::format("  SMs        {}\n", d.sm_count ? std::to_string(*d.sm_count) : "-");
@@ -281,18 +240,15 @@ int monitor_command(const MonitorFlags& flags) {
     return kExitBadInput;
   }
   SystemClock clock;
-  Result<std::unique_ptr<GpuBackend>> backend = open_backend(flags.backend, clock);
-  if (!backend.ok()) {
-    std::cerr << "colo: " << backend.error().message() << "\n";
+  Result<OpenedGpu> gpu = open_gpu(flags.backend, clock);
+  if (!gpu.ok()) {
+    std::cerr << "colo: " << gpu.error().message() << "\n";
     return kExitEnvironment;
   }
-  Result<std::vector<DeviceInfo>> devices = (*backend)->devices();
-  if (!devices.ok()) {
-    std::cerr << "colo: " << devices.error().message() << "\n";
-    return kExitEnvironment;
-  }
+  const std::unique_ptr<GpuBackend>& backend = gpu->backend;
+  const std::vector<DeviceInfo>& devices = gpu->devices;
   install_stop_handlers();
-  bool sim = (*backend)->simulated();
+  bool sim = backend->simulated();
   if (!flags.json) {
     std::cout << fmt::format(
         "# {:<8} {:>3} {:>5} {:>5} {:>6} {:>5} {:>5} {:>10} {:>7} {:>10} {:>8} {:>8} {:>5}{}\n",
@@ -305,8 +261,8 @@ int monitor_command(const MonitorFlags& flags) {
         clock.sleep_for_ms(50);
     }
     if (g_stop_requests.load() > 0) break;
-    for (const DeviceInfo& d : *devices) {
-      Result<DeviceSample> s = (*backend)->sample_device(d.index);
+    for (const DeviceInfo& d : devices) {
+      Result<DeviceSample> s = backend->sample_device(d.index);
       if (!s.ok()) {
         std::cerr << fmt::format("colo: gpu{}: {}\n", d.index, s.error().message());
         continue;
@@ -345,7 +301,7 @@ int monitor_command(const MonitorFlags& flags) {
             s->sm_clock_mhz ? std::to_string(*s->sm_clock_mhz) : "-");
       }
       if (flags.processes) {
-        Result<std::vector<ProcessSample>> procs = (*backend)->sample_processes(d.index);
+        Result<std::vector<ProcessSample>> procs = backend->sample_processes(d.index);
         if (!procs.ok()) {
           std::cerr << fmt::format("colo: gpu{} processes: {}\n", d.index, procs.error().message());
           continue;

@@ -1,0 +1,51 @@
+#include "cli/cli_common.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+
+namespace colo {
+
+void add_backend_flags(CLI::App& cmd, BackendFlags& flags) {
+  cmd.add_option(
+         "--backend", flags.backend,
+         "nvml: the real GPU through the driver; sim: a simulated GPU (numbers are not measured); "
+         "auto: nvml, or sim when no driver is found")
+      ->check(CLI::IsMember({"nvml", "sim", "auto"}))
+      ->capture_default_str();
+  cmd.add_option("--sim-gpu", flags.sim_gpu,
+                 "GPU model the simulated backend imitates (H200, H100, A100-40GB)")
+      ->capture_default_str();
+  cmd.add_option("--sim-devices", flags.sim_devices, "number of simulated GPUs")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+}
+
+Result<std::unique_ptr<GpuBackend>> open_backend(const BackendFlags& flags, Clock& clock) {
+  BackendOptions options;
+  options.kind = flags.backend == "sim"    ? BackendKind::kSim
+                 : flags.backend == "auto" ? BackendKind::kAuto
+                                           : BackendKind::kNvml;
+  options.sim_model = flags.sim_gpu;
+  options.sim_device_count = flags.sim_devices;
+  if (const char* lib = std::getenv("COLO_NVML_LIBRARY"); lib && *lib) options.nvml_library = lib;
+  Result<std::unique_ptr<GpuBackend>> backend = make_gpu_backend(options, clock);
+  if (backend.ok() && (*backend)->simulated()) {
+    std::cerr << fmt::format(
+        "colo: using the SIMULATED GPU backend ({}): GPU numbers are modelled, not measured\n",
+        (*backend)->version());
+  }
+  return backend;
+}
+
+Result<OpenedGpu> open_gpu(const BackendFlags& flags, Clock& clock) {
+  Result<std::unique_ptr<GpuBackend>> backend = open_backend(flags, clock);
+  if (!backend.ok()) return backend.error();
+  Result<std::vector<DeviceInfo>> devices = (*backend)->devices();
+  if (!devices.ok()) return devices.error();
+  return OpenedGpu{std::move(backend).value(), std::move(devices).value()};
+}
+
+}  // namespace colo

@@ -1,0 +1,41 @@
+// What the GPU-facing subcommands share: the backend flags and opening the
+// backend the same way everywhere.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "gpu/gpu_backend.h"
+
+namespace CLI {
+class App;
+}
+
+namespace colo {
+
+// --backend, --sim-gpu, --sim-devices.
+struct BackendFlags {
+  std::string backend = "nvml";
+  std::string sim_gpu = "H200";
+  int sim_devices = 1;
+};
+
+void add_backend_flags(CLI::App& cmd, BackendFlags& flags);
+
+// Opens the backend the flags name ($COLO_NVML_LIBRARY overrides the NVML
+// library), and says on stderr when its numbers will be simulated.
+Result<std::unique_ptr<GpuBackend>> open_backend(const BackendFlags& flags, Clock& clock);
+
+// A backend and the devices it found.
+struct OpenedGpu {
+  std::unique_ptr<GpuBackend> backend;
+  std::vector<DeviceInfo> devices;
+};
+
+// open_backend, then the device list; either step's error is returned.
+Result<OpenedGpu> open_gpu(const BackendFlags& flags, Clock& clock);
+
+}  // namespace colo
