@@ -142,22 +142,21 @@ TEST_P(FitCheck, SumsCollocatedJobsAndTakesTheLargestOfSerialOnes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, FitCheck,
-    testing::Values(
-        // cait b128: 11 GiB each.
-        FitRow{"large/cait_xxs24_224/naive/x3/r1", 40 * kGiB, true},
-        FitRow{"large/cait_xxs24_224/naive/x7/r1", 40 * kGiB, false},
-        FitRow{"large/cait_xxs24_224/mps/x7/r1", 80 * kGiB, true},
-        FitRow{"large/cait_xxs24_224/exclusive/x1/r1", 10 * kGiB, false},
-        FitRow{"small/resnet26/mps/x7/r1", 10 * kGiB, true},
-        // Serial runs one job at a time: the largest counts.
-        FitRow{"mixed/S+M+M+M/serial/x4/r1", 3 * kGiB, true},
-        FitRow{"mixed/S+M+M+M/naive/x4/r1", 3 * kGiB, false},
-        // dlrm with 16 GiB of tables (sparse gradients): 16 + 1.5 = 17.5 GiB, + 5 GiB for
-        // resnet152.
-        FitRow{"recsys/dlrm+resnet152/mps/x2/r1", 23 * kGiB, true},
-        FitRow{"recsys/dlrm+resnet152/mps/x2/r1", 22 * kGiB, false}));
+INSTANTIATE_TEST_SUITE_P(Table, FitCheck,
+                         testing::Values(
+                             // cait b128: 11 GiB each.
+                             FitRow{"large/cait_xxs24_224/naive/x3/r1", 40 * kGiB, true},
+                             FitRow{"large/cait_xxs24_224/naive/x7/r1", 40 * kGiB, false},
+                             FitRow{"large/cait_xxs24_224/mps/x7/r1", 80 * kGiB, true},
+                             FitRow{"large/cait_xxs24_224/exclusive/x1/r1", 10 * kGiB, false},
+                             FitRow{"small/resnet26/mps/x7/r1", 10 * kGiB, true},
+                             // Serial runs one job at a time: the largest counts.
+                             FitRow{"mixed/S+M+M+M/serial/x4/r1", 3 * kGiB, true},
+                             FitRow{"mixed/S+M+M+M/naive/x4/r1", 3 * kGiB, false},
+                             // dlrm with 16 GiB of tables (sparse gradients): 16 + 1.5 = 17.5 GiB,
+                             // + 5 GiB for resnet152.
+                             FitRow{"recsys/dlrm+resnet152/mps/x2/r1", 23 * kGiB, true},
+                             FitRow{"recsys/dlrm+resnet152/mps/x2/r1", 22 * kGiB, false}));
 
 TEST(Planner, MeasuredPeaksOverrideDefaultsAndAreNamed) {
   std::vector<BenchCase> cases = expand("paper-uniform", {"large/resnet152/naive/x7/r1"});

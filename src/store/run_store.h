@@ -119,12 +119,12 @@ struct RunSummary {
 // one configuration (workload, mechanism, degree, repetition); a case that ran
 // points at its run. (Implemented in experiment_store.cc.)
 struct NewExperiment {
-  std::string suite;          // "paper-uniform", ...
+  std::string suite;  // "paper-uniform", ...
   UnixMillis started_ms = 0;
-  std::string options_json;   // the bench options, for the record
+  std::string options_json;  // the bench options, for the record
   bool simulated = false;
-  std::string backend;        // "nvml" | "sim"
-  std::string gpu_name;       // "NVIDIA H200"
+  std::string backend;   // "nvml" | "sim"
+  std::string gpu_name;  // "NVIDIA H200"
   std::string command_line;
 };
 
@@ -133,7 +133,7 @@ struct ExperimentRow {
   std::string suite;
   UnixMillis started_ms = 0;
   std::optional<UnixMillis> ended_ms;
-  std::string state;          // "running", "ok", "failed", "cancelled", "interrupted"
+  std::string state;  // "running", "ok", "failed", "cancelled", "interrupted"
   std::string options_json;
   bool simulated = false;
   std::string backend;
@@ -148,12 +148,12 @@ struct ExperimentRow {
 struct CaseRow {
   int64_t id = 0;
   int64_t experiment_id = 0;
-  std::string name;           // unique in the experiment: "small/resnet26/mps/x7/r1"
-  std::string workload;       // "small", "medium", "large", "mixed", "recsys"
-  std::string models;         // "resnet26", "S+M+M", "dlrm+resnet152"
-  std::string mechanism;      // "exclusive", "naive", "mps", "mig"
-  int degree = 1;             // jobs collocated
-  int repetition = 1;         // 1-based
+  std::string name;       // unique in the experiment: "small/resnet26/mps/x7/r1"
+  std::string workload;   // "small", "medium", "large", "mixed", "recsys"
+  std::string models;     // "resnet26", "S+M+M", "dlrm+resnet152"
+  std::string mechanism;  // "exclusive", "naive", "mps", "mig"
+  int degree = 1;         // jobs collocated
+  int repetition = 1;     // 1-based
   std::optional<int64_t> run_id;
   std::string status = "planned";
   std::string reason;
