@@ -34,5 +34,7 @@ const std::atomic<int>& stop_requests();
 // `colo bench` (bench_command.cc) and `colo report` (report_command.cc).
 void add_bench_command(CLI::App& app, int& exit_code, const std::string& command_line);
 void add_report_command(CLI::App& app, int& exit_code);
+// `colo mig plan` and `colo mig profiles` (mig_command.cc).
+void add_mig_command(CLI::App& app, int& exit_code);
 
 }  // namespace colo

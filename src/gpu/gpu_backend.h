@@ -34,6 +34,13 @@ struct MigProfile {
   int sm_count = 0;
 };
 
+// One place a GPU instance of a MIG profile may be created, in memory-slice
+// units (nvmlGpuInstancePlacement_t): it occupies slices [start, start + size).
+struct MigPlacementOption {
+  int start = 0;
+  int size = 0;
+};
+
 // Facts about a device that do not change while colo runs (read once).
 struct DeviceInfo {
   int index = 0;     // NVML index
@@ -102,6 +109,16 @@ class GpuBackend {
   virtual Result<std::vector<DeviceInfo>> devices() = 0;
   virtual Result<DeviceSample> sample_device(int index) = 0;
   virtual Result<std::vector<ProcessSample>> sample_processes(int index) = 0;
+
+  // Where a GPU instance of MIG profile `profile_id` (MigProfile::id) may be
+  // placed on an empty device, in memory slices. Read-only: never changes the
+  // MIG mode or creates instances. Drivers may refuse the query while MIG mode
+  // is disabled; callers then need another source (see src/mig). The default
+  // answers an Error saying the backend does not support it.
+  virtual Result<std::vector<MigPlacementOption>> mig_placements(int /*device*/,
+                                                                 int /*profile_id*/) {
+    return Error("MIG placement queries are not supported by the '" + name() + "' backend");
+  }
 
   // Simulation hooks; no-ops on real backends.
   virtual void process_started(int /*device*/, uint32_t /*pid*/, const SimLoadHint& /*hint*/) {}

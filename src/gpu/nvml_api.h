@@ -162,6 +162,13 @@ struct nvmlGpuInstanceProfileInfo_v2_t {
 };
 inline constexpr unsigned int nvmlGpuInstanceProfileInfo_v2 = 0x02000098;
 
+// One possible GPU-instance placement, in memory slices
+// (nvmlDeviceGetGpuInstancePossiblePlacements_v2).
+struct nvmlGpuInstancePlacement_t {
+  unsigned int start;
+  unsigned int size;
+};
+
 // GPM (Hopper and later). GPM structs use a plain version number.
 inline constexpr unsigned int NVML_GPM_SUPPORT_VERSION = 1;
 inline constexpr unsigned int NVML_GPM_METRICS_GET_VERSION = 1;
@@ -220,6 +227,10 @@ using nvmlDeviceGetGpuInstanceProfileInfo_fn = nvmlReturn_t (*)(nvmlDevice_t, un
                                                                 nvmlGpuInstanceProfileInfo_t*);
 using nvmlDeviceGetGpuInstanceProfileInfoV_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int,
                                                                  nvmlGpuInstanceProfileInfo_v2_t*);
+// (device, profileId, placements or NULL to ask the count, count out).
+using nvmlDeviceGetGpuInstancePossiblePlacements_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int,
+                                                                       nvmlGpuInstancePlacement_t*,
+                                                                       unsigned int*);
 using nvmlDeviceGetUtilizationRates_fn = nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*);
 using nvmlDeviceGetPowerUsage_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
 using nvmlDeviceGetTotalEnergyConsumption_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
@@ -249,5 +260,6 @@ static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32);
 static_assert(sizeof(nvmlGpuInstanceProfileInfo_t) == 48);
 static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) ==
               (nvmlGpuInstanceProfileInfo_v2 & 0xffffff));
+static_assert(sizeof(nvmlGpuInstancePlacement_t) == 8);
 static_assert(sizeof(nvmlGpmMetric_t) == 40);
 static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);

@@ -556,6 +556,39 @@ Result<std::optional<std::vector<NvmlBackend::ProcessEntry>>> NvmlBackend::list_
   return std::optional(std::move(entries));
 }
 
+Result<std::vector<MigPlacementOption>> NvmlBackend::mig_placements(int index, int profile_id) {
+  auto state = device_state(index);
+  if (!state.ok()) return state.error();
+  const NvmlApi& api = library_->api();
+  if (api.device_get_gpu_instance_possible_placements == nullptr) {
+    return Error(
+        "this NVIDIA driver has no nvmlDeviceGetGpuInstancePossiblePlacements_v2 (MIG placements)");
+  }
+  const auto id = static_cast<unsigned int>(profile_id);
+  unsigned int count = 0;
+  nvmlReturn_t code =
+      api.device_get_gpu_instance_possible_placements((*state)->handle, id, nullptr, &count);
+  if (code != NVML_SUCCESS) {
+    return Error(fmt::format("NVML refused the placements of MIG profile {} on GPU {}: {}",
+                             profile_id, index, library_->describe(code)));
+  }
+  // A GPU has 8 memory slices, so at most 8 placements; the buffer is never
+  // smaller than that in case the driver writes more than it counted.
+  constexpr unsigned int kMinCapacity = 16;
+  std::vector<nvmlGpuInstancePlacement_t> raw(std::max(count, kMinCapacity));
+  count = static_cast<unsigned int>(raw.size());
+  code = api.device_get_gpu_instance_possible_placements((*state)->handle, id, raw.data(), &count);
+  if (code != NVML_SUCCESS) {
+    return Error(fmt::format("NVML refused the placements of MIG profile {} on GPU {}: {}",
+                             profile_id, index, library_->describe(code)));
+  }
+  std::vector<MigPlacementOption> options;
+  for (unsigned int i = 0; i < count && i < raw.size(); ++i) {
+    options.push_back({static_cast<int>(raw[i].start), static_cast<int>(raw[i].size)});
+  }
+  return options;
+}
+
 Result<std::vector<ProcessSample>> NvmlBackend::sample_processes(int index) {
   auto state = device_state(index);
   if (!state.ok()) return state.error();

@@ -54,6 +54,9 @@ class NvmlBackend final : public GpuBackend {
   Result<std::vector<DeviceInfo>> devices() override;
   Result<DeviceSample> sample_device(int index) override;
   Result<std::vector<ProcessSample>> sample_processes(int index) override;
+  // nvmlDeviceGetGpuInstancePossiblePlacements_v2; an Error naming the NVML
+  // code when the driver lacks the function or refuses (e.g. MIG disabled).
+  Result<std::vector<MigPlacementOption>> mig_placements(int device, int profile_id) override;
 
   struct DeviceState;  // per-device handle, GPM samples and rate-limiting state
 

@@ -68,6 +68,10 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::load(const std::string& path) 
           {"nvmlDeviceGetGpuInstanceProfileInfo"});
   resolve(handle, api.device_get_gpu_instance_profile_info_v,
           {"nvmlDeviceGetGpuInstanceProfileInfoV"});
+  resolve(handle, api.device_get_gpu_instance_possible_placements,
+          {"nvmlDeviceGetGpuInstancePossiblePlacements_v2"});
+  resolve(handle, api.device_get_gpu_instance_possible_placements,
+          {"nvmlDeviceGetGpuInstancePossiblePlacements_v2"});
   resolve(handle, api.device_get_utilization_rates, {"nvmlDeviceGetUtilizationRates"});
   resolve(handle, api.device_get_power_usage, {"nvmlDeviceGetPowerUsage"});
   resolve(handle, api.device_get_total_energy_consumption, {"nvmlDeviceGetTotalEnergyConsumption"});

@@ -36,6 +36,8 @@ struct NvmlApi {
   nvmlDeviceGetMigMode_fn device_get_mig_mode = nullptr;
   nvmlDeviceGetGpuInstanceProfileInfo_fn device_get_gpu_instance_profile_info = nullptr;
   nvmlDeviceGetGpuInstanceProfileInfoV_fn device_get_gpu_instance_profile_info_v = nullptr;
+  nvmlDeviceGetGpuInstancePossiblePlacements_fn device_get_gpu_instance_possible_placements =
+      nullptr;
   nvmlDeviceGetUtilizationRates_fn device_get_utilization_rates = nullptr;
   nvmlDeviceGetPowerUsage_fn device_get_power_usage = nullptr;
   nvmlDeviceGetTotalEnergyConsumption_fn device_get_total_energy_consumption = nullptr;

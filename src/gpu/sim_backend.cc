@@ -171,6 +171,32 @@ Result<DeviceSample> SimBackend::sample_device(int index) {
   return sample;
 }
 
+Result<std::vector<MigPlacementOption>> SimBackend::mig_placements(int device, int profile_id) {
+  if (Status valid = check_index(device); !valid.ok()) return valid.error();
+  // Profile id -> allowed starts and size, as NVIDIA's MIG user guide lists
+  // them for A100 and H100/H200 (every simulated model uses the same ids).
+  struct Row {
+    int id;
+    std::vector<int> starts;
+    int size;
+  };
+  static const std::vector<Row> kRows = {{19, {0, 1, 2, 3, 4, 5, 6}, 1},
+                                         {20, {0, 1, 2, 3, 4, 5, 6}, 1},
+                                         {15, {0, 2, 4, 6}, 2},
+                                         {14, {0, 2, 4}, 2},
+                                         {9, {0, 4}, 4},
+                                         {5, {0}, 4},
+                                         {0, {0}, 8}};
+  for (const Row& row : kRows) {
+    if (row.id != profile_id) continue;
+    std::vector<MigPlacementOption> options;
+    for (int start : row.starts) options.push_back({start, row.size});
+    return options;
+  }
+  return Error(
+      fmt::format("the simulated {} has no MIG profile with id {}", model_.model, profile_id));
+}
+
 Result<std::vector<ProcessSample>> SimBackend::sample_processes(int index) {
   if (Status valid = check_index(index); !valid.ok()) return valid.error();
   std::lock_guard lock(mu_);

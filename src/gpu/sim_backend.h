@@ -62,6 +62,9 @@ class SimBackend final : public GpuBackend {
   Result<std::vector<DeviceInfo>> devices() override;
   Result<DeviceSample> sample_device(int index) override;
   Result<std::vector<ProcessSample>> sample_processes(int index) override;
+  // The placements NVIDIA documents for the profile ids every simulated model
+  // shares (19, 20, 15, 14, 9, 5, 0); answered even though MIG is "disabled".
+  Result<std::vector<MigPlacementOption>> mig_placements(int device, int profile_id) override;
 
   // A pid registered twice replaces its earlier hint and device. Hints for a
   // device the simulator does not have are kept but never sampled.

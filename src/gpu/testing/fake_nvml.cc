@@ -325,6 +325,50 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(
   return NVML_SUCCESS;
 }
 
+// Placements by profile id as the MIG user guide lists them; the setting
+// "placements_result" forces an error code (the driver with MIG disabled).
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
+    nvmlDevice_t device, unsigned int profile_id, nvmlGpuInstancePlacement_t* placements,
+    unsigned int* count) {
+  if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
+  if (nvmlReturn_t forced = static_cast<nvmlReturn_t>(state().setting("placements_result"))) {
+    return forced;
+  }
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  std::vector<nvmlGpuInstancePlacement_t> answer;
+  auto every = [&](unsigned int step, unsigned int last, unsigned int size) {
+    for (unsigned int start = 0; start <= last; start += step) answer.push_back({start, size});
+  };
+  switch (profile_id) {
+    case 19:
+    case 20:
+      every(1, 6, 1);
+      break;
+    case 15:
+      every(2, 6, 2);
+      break;
+    case 14:
+      every(2, 4, 2);
+      break;
+    case 9:
+      every(4, 4, 4);
+      break;
+    case 5:
+      answer.push_back({0, 4});
+      break;
+    case 0:
+      answer.push_back({0, 8});
+      break;
+    default:
+      return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (placements != nullptr) {
+    std::copy(answer.begin(), answer.end(), placements);
+  }
+  *count = static_cast<unsigned int>(answer.size());
+  return NVML_SUCCESS;
+}
+
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                                        nvmlUtilization_t* utilization) {
   if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;

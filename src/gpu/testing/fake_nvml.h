@@ -10,7 +10,8 @@ using fake_nvml_reset_fn = void (*)();
 // Keys: "init_result", "device_count", "process_stride" (24 or 32),
 // "detail_list_result", "power_result", "gpm_supported", "gpm_sm_util_pct",
 // "gpm_tensor_result",
-// "process_utilization_result", "profile_info_v_result", "gpu_lost".
+// "process_utilization_result", "profile_info_v_result", "placements_result",
+// "gpu_lost".
 using fake_nvml_set_fn = void (*)(const char* key, long long value);
 // Counters: "init_calls", "shutdown_calls", "energy_reads", "gpm_samples_live",
 // "last_seen_timestamp_us".
