@@ -60,7 +60,7 @@ JobSpec make_job(const std::string& name, std::vector<std::string> command,
   job.name = name;
   job.group = name;
   job.command = std::move(command);
-  job.working_dir = "/work/sweep";
+  job.working_dir = "/data/sweep";
   job.env = std::move(env);
   return job;
 }

@@ -11,39 +11,14 @@
 #include <memory>
 #include <string>
 
+#include "integration_util.h"
 #include "store/run_store.h"
 
 namespace colo {
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-CommandResult shell(const std::string& script) {
-  CommandResult r;
-  FILE* pipe = popen((script + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-class ColoBench : public testing::Test {
+class ColoBench : public ColoTestDir {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/colo-bench-it-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    if (!HasFailure()) shell("rm -rf '" + dir_ + "'");
-  }
-
   // `colo bench ARGS` on the simulated backend, run from the source tree so
   // that bench/sim_train.py is found, with the fake MPS control program.
   std::string colo_bench(const std::string& args) const {
@@ -51,13 +26,6 @@ class ColoBench : public testing::Test {
     return "cd '" + std::string(source ? source : ".") + "' && COLO_HOME='" + dir_ +
            "/home' COLO_MPS_CONTROL='" + COLO_FAKE_MPS_CONTROL + "' " + COLO_BINARY +
            " bench --backend sim --plain --sample-period 200ms --db '" + db() + "' " + args;
-  }
-  std::string db() const { return dir_ + "/colo.db"; }
-
-  std::unique_ptr<RunStore> open_store() {
-    auto store = RunStore::open(db());
-    EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
-    return store.ok() ? std::move(store).value() : nullptr;
   }
 
   // status -> count over the cases of the most recent experiment.
@@ -69,8 +37,6 @@ class ColoBench : public testing::Test {
     for (const CaseRow& c : *cases) ++counts[c.status];
     return counts;
   }
-
-  std::string dir_;
 };
 
 TEST_F(ColoBench, UniformSmallRunsEndToEndAndIsRecordedAsOneExperiment) {

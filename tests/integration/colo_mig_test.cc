@@ -7,28 +7,15 @@
 #include <cstdio>
 #include <string>
 
+#include "integration_util.h"
+
 namespace colo {
 namespace {
 
 using ::testing::HasSubstr;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-// Runs `colo ARGS` with /bin/sh, stdout and stderr together.
-CommandResult colo(const std::string& args) {
-  CommandResult r;
-  FILE* pipe = popen((std::string(COLO_BINARY) + " " + args + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+// Runs `colo ARGS`, stdout and stderr together.
+CommandResult colo(const std::string& args) { return shell(std::string(COLO_BINARY) + " " + args); }
 
 TEST(ColoMig, RefusesAnImpossibleLayoutWithTheReason) {
   CommandResult r = colo("mig plan 3g.20gb 1g.5gb:5 --gpu A100-40GB");

@@ -10,59 +10,19 @@
 #include <memory>
 #include <string>
 
+#include "integration_util.h"
 #include "store/run_store.h"
 
 namespace colo {
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-// Runs `script` with /bin/sh, stdout and stderr together.
-CommandResult shell(const std::string& script) {
-  CommandResult r;
-  FILE* pipe = popen((script + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
 // A fresh COLO_HOME, store and job-file directory per test.
-class ColoRun : public testing::Test {
+class ColoRun : public ColoTestDir {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/colo-it-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    if (!HasFailure()) shell("rm -rf '" + dir_ + "'");
-  }
-
-  std::string write_file(const std::string& name, const std::string& text) {
-    std::string path = dir_ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
-  }
-
   // `colo ARGS` with COLO_HOME and --db inside the test directory.
   std::string colo(const std::string& args) const {
     return "COLO_HOME='" + dir_ + "/home' " + std::string(COLO_BINARY) + " " + args;
   }
-  std::string db() const { return dir_ + "/colo.db"; }
-
-  std::unique_ptr<RunStore> open_store() {
-    auto store = RunStore::open(db());
-    EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
-    return store.ok() ? std::move(store).value() : nullptr;
-  }
-
   // A job script in this test's directory that sleeps `seconds`, and a
   // shell count of its processes still alive (the pattern cannot match the
   // counting shell itself).
@@ -75,8 +35,6 @@ class ColoRun : public testing::Test {
                  "]' | wc -l")
         .output;
   }
-
-  std::string dir_;
 };
 
 // A job that "trains" for `epochs` epochs of `ms` milliseconds, reporting each

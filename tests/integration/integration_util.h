@@ -1,0 +1,65 @@
+// What the end-to-end tests share: running shell commands, and a fixture
+// with a fresh directory (COLO_HOME, store, job files) per test.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "store/run_store.h"
+
+namespace colo {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Runs `script` with /bin/sh, stdout and stderr together.
+inline CommandResult shell(const std::string& script) {
+  CommandResult r;
+  FILE* pipe = popen((script + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+// A fresh directory per test, removed unless the test failed (to look at).
+class ColoTestDir : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/colo-it-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!HasFailure()) shell("rm -rf '" + dir_ + "'");
+  }
+
+  std::string write_file(const std::string& name, const std::string& text) const {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  std::string db() const { return dir_ + "/colo.db"; }
+
+  std::unique_ptr<RunStore> open_store() const {
+    auto store = RunStore::open(db());
+    EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+
+  std::string dir_;
+};
+
+}  // namespace colo
