@@ -4,7 +4,7 @@
 # Needs a configured build directory (for compile_commands.json): scripts/build.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t sources < <(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc')
+mapfile -t sources < <(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h')
 clang-format --dry-run --Werror "${sources[@]}"
 echo "lint: clang-format clean (${#sources[@]} files)"
 mapfile -t units < <(git ls-files 'src/*.cc' | grep -v -e '_test\.cc$' -e '/testing/')
