@@ -38,6 +38,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
 import colo_progress as colo  # noqa: E402
+from workload_end import report_end  # noqa: E402
 
 # Criteo Terabyte cardinalities of the 26 categorical features (as in DLRM's
 # data loader), used only for their proportions.
@@ -216,18 +217,7 @@ def main(argv=None):
 
     total = time.perf_counter() - run_start
     final = {"total_time_s": total, "samples_per_s": samples * args.epochs / total}
-    if device.type == "cuda":
-        reserved_mib = torch.cuda.max_memory_reserved(device) / 2**20
-        allocated_mib = torch.cuda.max_memory_allocated(device) / 2**20
-        free_b, total_b = torch.cuda.mem_get_info(device)
-        colo.metric(max_memory_reserved_mib=reserved_mib, max_memory_allocated_mib=allocated_mib,
-                    memory_reserved_mib=torch.cuda.memory_reserved(device) / 2**20,
-                    device_used_mib=(total_b - free_b) / 2**20)
-        print("dlrm.py: done in %.1fs; max memory reserved %.0f MiB, allocated %.0f MiB"
-              % (total, reserved_mib, allocated_mib), flush=True)
-    else:
-        print("dlrm.py: done in %.1fs" % total, flush=True)
-    colo.end(**final)
+    report_end(colo, torch, device, "dlrm.py", total, final)
     return 0
 
 

@@ -33,6 +33,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
 import colo_progress as colo  # noqa: E402
+from workload_end import report_end  # noqa: E402
 
 MODELS = ["resnet26", "resnet50", "resnet152", "efficientnetv2_s", "cait_xxs24_224"]
 
@@ -194,21 +195,7 @@ def main(argv=None):
 
     total = time.perf_counter() - run_start
     final = {"total_time_s": total, "img_per_s": samples * args.epochs / total}
-    if device.type == "cuda":
-        reserved_mib = torch.cuda.max_memory_reserved(device) / 2**20
-        allocated_mib = torch.cuda.max_memory_allocated(device) / 2**20
-        # Device memory in use now (all processes, as cudaMemGetInfo sees it)
-        # next to what the allocator holds now: for a job alone on the GPU the
-        # difference is its CUDA context (kernels, cuBLAS/cuDNN state).
-        free_b, total_b = torch.cuda.mem_get_info(device)
-        colo.metric(max_memory_reserved_mib=reserved_mib, max_memory_allocated_mib=allocated_mib,
-                    memory_reserved_mib=torch.cuda.memory_reserved(device) / 2**20,
-                    device_used_mib=(total_b - free_b) / 2**20)
-        print("train.py: done in %.1fs; max memory reserved %.0f MiB, allocated %.0f MiB"
-              % (total, reserved_mib, allocated_mib), flush=True)
-    else:
-        print("train.py: done in %.1fs" % total, flush=True)
-    colo.end(**final)
+    report_end(colo, torch, device, "train.py", total, final)
     return 0
 
 

@@ -21,20 +21,6 @@ using ::testing::Not;
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "colo_report_test.XXXXXX").string();
-    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 std::string read(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
@@ -104,7 +90,7 @@ TEST(HtmlReport, RunReportCsvNumbersMatchTheStore) {
   run.stagger_ms = 700;
   run.epoch_ms = 4'321;
   const int64_t id = testing::add_fake_run(*store, run, testing::kFakeT0);
-  TempDir dir;
+  testing::TempDir dir;
   ReportTarget target{ReportTarget::Kind::kRun, id};
   Result<ReportOutcome> outcome = write_report(*store, target, no_png(dir.path()));
   ASSERT_TRUE(outcome.ok()) << outcome.error().message();
@@ -148,7 +134,7 @@ TEST(HtmlReport, RunReportCsvNumbersMatchTheStore) {
 TEST(HtmlReport, ExperimentReportHasThePaperFiguresAndCsvMatchesTheStore) {
   auto store = open_memory();
   const int64_t id = testing::add_fake_experiment(*store);
-  TempDir dir;
+  testing::TempDir dir;
   Result<ReportOutcome> outcome = write_report(*store, ReportTarget{}, no_png(dir.path()));
   ASSERT_TRUE(outcome.ok()) << outcome.error().message();
   EXPECT_EQ(outcome->description, fmt::format("experiment #{} (paper-uniform)", id));

@@ -19,20 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "colo_browser_test.XXXXXX").string();
-    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 class ReportInBrowser : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -99,7 +85,7 @@ class ReportInBrowser : public ::testing::Test {
   }
 
   PngExportOptions options_;
-  TempDir dir_;
+  testing::TempDir dir_{"colo_browser_test"};
 };
 
 TEST_F(ReportInBrowser, RunReportOfTheH200ResultsRendersEveryChart) {

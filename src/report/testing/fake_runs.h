@@ -3,7 +3,10 @@
 // report computes has a value the test can work out by hand.
 #pragma once
 
+#include <stdlib.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -54,5 +57,24 @@ UnixMillis fake_run_end_ms(const FakeRun& run, UnixMillis start_ms);
 // mode off); a mixed workload S+M+M (exclusive serial, naive, mps). Returns
 // the experiment id.
 int64_t add_fake_experiment(RunStore& store);
+
+// A fresh temporary directory, removed with everything in it on destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "colo_report_test") {
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + ".XXXXXX")).string();
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    if (!path_.empty()) std::filesystem::remove_all(path_);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  // Empty when the directory could not be made.
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace colo::testing
