@@ -11,7 +11,17 @@ namespace colo {
 JobQueue::JobQueue(std::vector<DeviceSlots> devices) : devices_(std::move(devices)) {}
 
 void JobQueue::enqueue(size_t job, std::optional<uint64_t> memory_bytes) {
-  queue_.push_back(Entry{job, memory_bytes});
+  uint64_t largest = 0;
+  for (const DeviceSlots& d : devices_) largest = std::max(largest, d.memory_total_bytes);
+  if (devices_.empty()) {
+    unplaceable_.push_back({job, "no GPU to run on"});
+  } else if (memory_bytes && *memory_bytes > largest) {
+    unplaceable_.push_back(
+        {job, fmt::format("needs {} of GPU memory (its gpu_memory hint); the largest GPU has {}",
+                          format_bytes(*memory_bytes), format_bytes(largest))});
+  } else {
+    queue_.push_back(Entry{job, memory_bytes});
+  }
 }
 
 int JobQueue::running_on(int device) const {
@@ -47,21 +57,8 @@ std::optional<int> JobQueue::best_device_for(const Entry& entry) const {
 }
 
 std::vector<Assignment> JobQueue::schedule() {
-  uint64_t largest = 0;
-  for (const DeviceSlots& d : devices_) largest = std::max(largest, d.memory_total_bytes);
-
   std::vector<Assignment> placed;
-  for (auto it = queue_.begin(); it != queue_.end();) {
-    if (devices_.empty() || (it->memory_bytes && *it->memory_bytes > largest)) {
-      unplaceable_.push_back(
-          {it->job,
-           devices_.empty()
-               ? std::string("no GPU to run on")
-               : fmt::format("needs {} of GPU memory (its gpu_memory hint); the largest GPU has {}",
-                             format_bytes(*it->memory_bytes), format_bytes(largest))});
-      it = queue_.erase(it);
-      continue;
-    }
+  for (auto it = queue_.begin(); it != queue_.end() && has_free_slot();) {
     if (std::optional<int> device = best_device_for(*it)) {
       running_.push_back(Placed{*it, *device});
       placed.push_back(Assignment{it->job, *device});
@@ -71,6 +68,11 @@ std::vector<Assignment> JobQueue::schedule() {
     }
   }
   return placed;
+}
+
+bool JobQueue::has_free_slot() const {
+  return std::any_of(devices_.begin(), devices_.end(),
+                     [&](const DeviceSlots& d) { return running_on(d.device) < d.max_jobs; });
 }
 
 void JobQueue::finished(size_t job) {

@@ -44,12 +44,14 @@ class JobQueue {
  public:
   explicit JobQueue(std::vector<DeviceSlots> devices);
 
-  // Adds a job at the back. `memory_bytes` is its peak GPU memory hint.
+  // Adds a job at the back. `memory_bytes` is its peak GPU memory hint. A job
+  // that can never fit (no device, or more memory than the largest has) is
+  // reported through take_unplaceable() instead.
   void enqueue(size_t job, std::optional<uint64_t> memory_bytes);
 
   // Places every queued job that fits now, in queue order, and returns the
-  // placements (the jobs count as running from here on). Jobs that can never
-  // fit on any device are removed and reported through take_unplaceable().
+  // placements (the jobs count as running from here on). Stops walking the
+  // queue once every device is full.
   std::vector<Assignment> schedule();
 
   // The job's process ended: its slot and memory are free again.
@@ -75,6 +77,7 @@ class JobQueue {
   };
   std::optional<int> best_device_for(const Entry& entry) const;
   uint64_t claimed_memory(int device) const;
+  bool has_free_slot() const;
 
   std::vector<DeviceSlots> devices_;
   std::deque<Entry> queue_;

@@ -1,0 +1,148 @@
+// AutoScheduler: the `auto` policy. It applies the paper's collocation
+// guidelines instead of a fixed degree chosen by hand:
+//
+// Admission. A job joins a GPU only if the GPU's summed memory claims (each
+//   job's peak estimate plus a margin) fit its memory less a reserve, and the
+//   summed solo SM activity stays under a cap. A job alone on an empty GPU
+//   always fits if its memory does. Each job gets its claim as a memory limit
+//   (MPS pinned memory), so one that outgrows its estimate fails alone.
+// Profiles. Jobs of one signature share a profile (profile.h). A job whose
+//   profile is not known enough for admission runs first as a probe, alone
+//   on an idle GPU; the others of its signature wait for learned().
+// Placement. Among the GPUs that admit a job, the one where the interference
+//   model predicts the largest gain in summed normalized progress wins (an
+//   empty GPU first, then the least loaded), then the tightest memory fit.
+// Feedback. A change to a GPU's set of jobs that was not seen before is
+//   judged `settle_ms` later from measured rates: if the summed normalized
+//   progress (rate / solo rate, summed) fell below what the GPU did before
+//   the change, the combination is remembered as bad, and the GPU takes no
+//   more jobs until one ends; a bad combination (or any superset) is never
+//   formed again. Freed capacity is refilled at once.
+// Retries. A job that ends out of memory is requeued ahead of the queue with
+//   twice the memory estimate, alone on its last attempt; after
+//   `max_retries` it ends failed. No job is dropped silently.
+//
+// Queued jobs are kept per signature, so one scheduling event costs about
+// (signatures x GPUs x jobs per GPU), not the queue's length: 100,000 queued
+// jobs are cheap. Not thread-safe.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "sched/interference.h"
+#include "sched/scheduler.h"
+
+namespace colo {
+
+struct AutoOptions {
+  ShareMode mode = ShareMode::kSpatial;                // the mechanism's way of sharing
+  int max_jobs_per_gpu = 48;                           // the mechanism's limit (MPS clients)
+  double sm_cap_pct = 150.0;                           // summed solo SM activity per GPU
+  double memory_margin = 0.2;                          // added to each peak estimate
+  uint64_t memory_headroom_bytes = 512ull << 20;       // and this, per job
+  uint64_t memory_reserve_bytes = 1ull << 30;          // kept free on every GPU
+  int max_retries = 2;                                 // out-of-memory retries per job
+  int64_t settle_ms = 20'000;                          // a new combination is judged after this
+  double tolerance = 0.05;                             // smaller drops are noise
+  bool memory_limits = true;                           // give jobs memory limits (MPS)
+};
+
+struct GpuSlot {
+  int device = 0;
+  uint64_t memory_total_bytes = 0;
+};
+
+class AutoScheduler final : public Scheduler {
+ public:
+  AutoScheduler(std::vector<GpuSlot> gpus, AutoOptions options, InterferenceModel model);
+
+  // What is known about a signature before the run (store, hints). Call
+  // before enqueueing its jobs.
+  void set_profile(const std::string& signature, const JobProfile& profile);
+  const JobProfile* profile(const std::string& signature) const;
+  // A short name for a signature's jobs in notes ("resnet26").
+  void set_label(const std::string& signature, std::string label);
+
+  std::string describe() const override;
+  void enqueue(const SchedJob& job) override;
+  std::vector<Decision> schedule(int64_t now_ms) override;
+  EndVerdict finished(size_t job, JobEnd end, int64_t now_ms) override;
+  void observe_rate(size_t job, double samples_per_s, int64_t now_ms) override;
+  void learned(const std::string& signature, const JobProfile& profile) override;
+  std::vector<size_t> drain_queued() override;
+  std::vector<Unplaceable> take_unplaceable() override;
+  std::vector<std::string> take_notes() override;
+  size_t queued() const override { return queued_; }
+
+  // Combinations found bad so far, as "label x count + ..." (for reports).
+  std::vector<std::string> bad_combinations() const;
+
+ private:
+  using Combination = std::map<std::string, int>;  // signature -> jobs
+  struct Waiting {
+    size_t job = 0;
+    std::string signature;
+    uint64_t seq = 0;
+    int attempt = 1;
+    std::optional<uint64_t> memory_estimate;  // overrides the profile's after an OOM
+    bool alone = false;
+  };
+  struct Running {
+    Waiting waiting;
+    int gpu = 0;  // index into gpus_
+    uint64_t claim = 0;
+    SoloLoad load;
+    bool probe = false;
+    double rate = 0;
+    int64_t rate_ms = -1;  // when `rate` was observed; -1: never
+  };
+  struct Gpu {
+    GpuSlot slot;
+    std::vector<size_t> jobs;
+    Combination combination;
+    uint64_t claimed = 0;
+    double sm_sum = 0;
+    bool probing = false;  // a probe runs here alone
+    bool alone = false;    // a job that must run alone runs here
+    bool held = false;     // a change lowered progress: no more jobs until one ends
+    bool judging = false;  // a new combination awaits its verdict
+    int64_t changed_ms = -1;
+    std::optional<double> reference;  // summed normalized progress before the change
+  };
+
+  bool place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
+  bool place_probe(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
+  void add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decision>& out);
+  uint64_t estimate(const Waiting& w) const;
+  uint64_t claim_for(uint64_t estimate) const;
+  std::optional<double> progress_sum(const Gpu& gpu, int64_t fresh_since_ms) const;
+  std::vector<SoloLoad> loads(const Gpu& gpu) const;
+  bool is_bad(const Combination& c) const;
+  void judge(int64_t now_ms);
+  std::string label(const std::string& signature) const;
+  std::string describe(const Combination& c) const;
+  uint64_t largest_memory() const;
+  void push_waiting(Waiting w);
+
+  std::vector<Gpu> gpus_;
+  AutoOptions options_;
+  InterferenceModel model_;
+  std::map<std::string, JobProfile> profiles_;
+  std::map<std::string, std::string> labels_;
+  std::map<std::string, std::deque<Waiting>> classes_;  // FIFO per signature
+  std::set<std::pair<uint64_t, std::string>> heads_;    // (seq of a class's head, signature)
+  std::deque<Waiting> retries_;                         // placed before the classes
+  std::set<std::string> probing_;                       // signatures being probed
+  std::unordered_map<size_t, Running> running_;
+  std::vector<Combination> bad_;
+  std::set<Combination> good_;
+  std::vector<Unplaceable> unplaceable_;
+  std::vector<std::string> notes_;
+  uint64_t next_seq_ = 0;
+  size_t queued_ = 0;
+};
+
+}  // namespace colo

@@ -1,0 +1,231 @@
+#include "sched/auto_scheduler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace colo {
+namespace {
+
+using testing::HasSubstr;
+
+constexpr uint64_t kGiB = 1ull << 30;
+
+JobProfile profile(double memory_gib, double sm_pct, double samples_per_s = 1000) {
+  JobProfile p;
+  p.peak_memory_bytes = static_cast<uint64_t>(memory_gib * static_cast<double>(kGiB));
+  p.sm_active_pct = sm_pct;
+  p.samples_per_s = samples_per_s;
+  p.source = "test";
+  return p;
+}
+
+std::vector<int> devices_of(const std::vector<Decision>& decisions) {
+  std::vector<int> out;
+  for (const Decision& d : decisions) out.push_back(d.device);
+  return out;
+}
+
+AutoScheduler make(int gpus, double memory_gib = 80) {
+  std::vector<GpuSlot> slots;
+  for (int i = 0; i < gpus; ++i)
+    slots.push_back({i, static_cast<uint64_t>(memory_gib * static_cast<double>(kGiB))});
+  return AutoScheduler(slots, AutoOptions{}, InterferenceModel{});
+}
+
+void enqueue(AutoScheduler& s, const std::string& sig, int count, size_t first = 0) {
+  for (int i = 0; i < count; ++i) s.enqueue({first + static_cast<size_t>(i), sig, std::nullopt});
+}
+
+// Admission, one table row per situation: what one schedule() call places.
+struct AdmissionCase {
+  std::string name;
+  int gpus;
+  double gpu_memory_gib;
+  JobProfile profile;
+  int jobs;
+  std::vector<int> expect_devices;
+};
+
+class Admission : public testing::TestWithParam<AdmissionCase> {};
+
+TEST_P(Admission, PlacesWhatFits) {
+  const AdmissionCase& c = GetParam();
+  AutoScheduler s = make(c.gpus, c.gpu_memory_gib);
+  s.set_profile("sig", c.profile);
+  enqueue(s, "sig", c.jobs);
+  EXPECT_EQ(devices_of(s.schedule(0)), c.expect_devices);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, Admission,
+    testing::Values(
+        // 19% SM each: seven would stay under the 150% cap, but the model
+        // predicts that a seventh lowers the summed progress (4.21 -> 4.05).
+        AdmissionCase{"small_jobs_while_the_model_predicts_a_gain", 1, 141, profile(1.1, 19), 14,
+                      {0, 0, 0, 0, 0, 0}},
+        // 81% each: two would exceed the cap, so one at a time (exclusive).
+        AdmissionCase{"saturating_jobs_alone", 1, 141, profile(10.6, 81), 4, {0}},
+        // 30 GiB claims 36.5 GiB with the margin: two fit 79 GiB usable, three do not.
+        AdmissionCase{"memory_bound", 1, 80, profile(30, 5), 4, {0, 0}},
+        // Spread first (an empty GPU gains most), then pack the least loaded.
+        AdmissionCase{"spread_over_gpus", 2, 80, profile(1, 19), 4, {0, 1, 0, 1}},
+        // A job alone may use the whole GPU even beyond the reserve and margin.
+        AdmissionCase{"big_job_alone", 1, 80, profile(78, 10), 2, {0}}),
+    [](const testing::TestParamInfo<AdmissionCase>& info) { return info.param.name; });
+
+TEST(AutoScheduler, SmCapStopsAdmissionWhereTheModelWouldStillAdd) {
+  AutoOptions options;
+  options.sm_cap_pct = 60;
+  AutoScheduler s({{0, 80 * kGiB}}, options, InterferenceModel{});
+  s.set_profile("a", profile(1, 19));
+  enqueue(s, "a", 5);
+  EXPECT_EQ(s.schedule(0).size(), 3u);
+}
+
+TEST(AutoScheduler, MemoryLimitIsTheClaim) {
+  AutoScheduler s = make(1);
+  s.set_profile("a", profile(2, 10));
+  enqueue(s, "a", 1);
+  std::vector<Decision> d = s.schedule(0);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_TRUE(d[0].memory_limit_bytes);
+  EXPECT_EQ(*d[0].memory_limit_bytes, static_cast<uint64_t>(2.4 * kGiB) + (512ull << 20));
+}
+
+TEST(AutoScheduler, UnknownProfileIsProbedAloneThenTheRestFill) {
+  AutoScheduler s = make(1);
+  s.set_label("a", "resnet26");
+  enqueue(s, "a", 5);
+  std::vector<Decision> first = s.schedule(0);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_TRUE(first[0].probe);
+  EXPECT_FALSE(first[0].memory_limit_bytes);
+  EXPECT_THAT(s.take_notes(), testing::ElementsAre(HasSubstr("resnet26: no profile yet")));
+  EXPECT_TRUE(s.schedule(1000).empty()) << "nothing joins a probe";
+  s.learned("a", profile(1, 19));
+  std::vector<Decision> rest = s.schedule(2000);
+  EXPECT_EQ(rest.size(), 4u);
+  EXPECT_EQ(s.queued(), 0u);
+}
+
+TEST(AutoScheduler, OtherSignaturesUseOtherGpusWhileOneIsProbed) {
+  AutoScheduler s = make(2);
+  s.set_profile("known", profile(1, 19));
+  enqueue(s, "unknown", 2);
+  enqueue(s, "known", 2, 2);
+  std::vector<Decision> d = s.schedule(0);
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_TRUE(d[0].probe);
+  EXPECT_EQ(d[0].device, 0);
+  EXPECT_EQ(devices_of({d[1], d[2]}), (std::vector<int>{1, 1}));
+}
+
+TEST(AutoScheduler, CombinationThatLowersProgressIsHeldAndNeverFormedAgain) {
+  AutoOptions options;
+  options.settle_ms = 10'000;
+  AutoScheduler s({{0, 80 * kGiB}}, options, InterferenceModel{});
+  s.set_label("a", "job");
+  s.set_profile("a", profile(1, 19, /*samples_per_s=*/1000));
+  enqueue(s, "a", 10);
+  ASSERT_EQ(s.schedule(0).size(), 6u);
+  // Measured: each runs at 10% of its solo speed: 0.6 solo jobs in all, worse than one alone.
+  for (size_t j = 0; j < 6; ++j) s.observe_rate(j, 100, 8000);
+  EXPECT_TRUE(s.schedule(9000).empty());
+  EXPECT_TRUE(s.take_notes().empty()) << "not judged before settle_ms";
+  EXPECT_TRUE(s.schedule(10'000).empty());
+  EXPECT_THAT(s.take_notes(), testing::ElementsAre(HasSubstr("down from 1.00")));
+  EXPECT_THAT(s.bad_combinations(), testing::ElementsAre("job x6"));
+  // A job ends: the GPU takes jobs again, but never six at once.
+  s.finished(0, JobEnd::kOk, 11'000);
+  EXPECT_TRUE(s.schedule(11'000).empty());
+  s.finished(1, JobEnd::kOk, 12'000);
+  EXPECT_EQ(s.schedule(12'000).size(), 1u);
+}
+
+TEST(AutoScheduler, GoodCombinationIsRefilledWithoutWaiting) {
+  AutoOptions options;
+  options.settle_ms = 10'000;
+  AutoScheduler s({{0, 80 * kGiB}}, options, InterferenceModel{});
+  s.set_profile("a", profile(1, 19, 1000));
+  enqueue(s, "a", 9);
+  ASSERT_EQ(s.schedule(0).size(), 6u);
+  for (size_t j = 0; j < 6; ++j) s.observe_rate(j, 700, 9000);  // 4.2 solo jobs' worth
+  EXPECT_TRUE(s.schedule(10'000).empty());
+  EXPECT_TRUE(s.take_notes().empty());
+  s.finished(3, JobEnd::kOk, 10'500);
+  EXPECT_EQ(s.schedule(10'500).size(), 1u);
+  s.finished(4, JobEnd::kOk, 10'600);
+  EXPECT_EQ(s.schedule(10'600).size(), 1u) << "the combination is known good";
+}
+
+TEST(AutoScheduler, OutOfMemoryIsRetriedWithMoreRoomThenAloneThenGivenUp) {
+  AutoScheduler s = make(1);
+  s.set_profile("a", profile(4, 10));
+  enqueue(s, "a", 3);
+  ASSERT_EQ(s.schedule(0).size(), 3u);
+  EndVerdict v1 = s.finished(1, JobEnd::kOutOfMemory, 100);
+  EXPECT_TRUE(v1.requeued);
+  EXPECT_THAT(v1.note, HasSubstr("attempt 2 of 3"));
+  std::vector<Decision> again = s.schedule(200);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].job, 1u);
+  EXPECT_GT(*again[0].memory_limit_bytes, 9 * kGiB);
+  EndVerdict v2 = s.finished(1, JobEnd::kOutOfMemory, 300);
+  EXPECT_THAT(v2.note, HasSubstr("to run alone"));
+  EXPECT_TRUE(s.schedule(400).empty()) << "waits for an empty GPU";
+  s.finished(0, JobEnd::kOk, 500);
+  s.finished(2, JobEnd::kOk, 500);
+  ASSERT_EQ(s.schedule(600).size(), 1u);
+  EndVerdict v3 = s.finished(1, JobEnd::kOutOfMemory, 700);
+  EXPECT_FALSE(v3.requeued);
+  EXPECT_THAT(v3.note, HasSubstr("giving up"));
+  EXPECT_EQ(s.queued(), 0u);
+}
+
+TEST(AutoScheduler, JobLargerThanEveryGpuIsUnplaceable) {
+  AutoScheduler s = make(2, 80);
+  s.set_profile("big", profile(100, 50));
+  enqueue(s, "big", 1);
+  EXPECT_TRUE(s.schedule(0).empty());
+  auto bad = s.take_unplaceable();
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_THAT(bad[0].reason, HasSubstr("the largest GPU has 80.0 GiB"));
+}
+
+TEST(AutoScheduler, ProbeThatMeasuresTooMuchMemoryMakesItsSiblingsUnplaceable) {
+  AutoScheduler s = make(1, 80);
+  enqueue(s, "a", 3);
+  ASSERT_EQ(s.schedule(0).size(), 1u);
+  s.learned("a", profile(90, 50));
+  EXPECT_EQ(s.take_unplaceable().size(), 2u);
+  EXPECT_EQ(s.queued(), 0u);
+}
+
+TEST(AutoScheduler, DrainReturnsQueuedJobsInArrivalOrder) {
+  AutoScheduler s = make(1);
+  s.set_profile("a", profile(1, 90));
+  s.set_profile("b", profile(1, 90));
+  s.enqueue({0, "a", std::nullopt});
+  s.enqueue({1, "b", std::nullopt});
+  s.enqueue({2, "a", std::nullopt});
+  s.enqueue({3, "b", std::nullopt});
+  ASSERT_EQ(s.schedule(0).size(), 1u);
+  EXPECT_EQ(s.drain_queued(), (std::vector<size_t>{1, 2, 3}));
+  EXPECT_EQ(s.queued(), 0u);
+}
+
+TEST(AutoScheduler, BackfillsAroundAJobThatDoesNotFitYet) {
+  AutoScheduler s = make(1, 80);
+  s.set_profile("big", profile(40, 10));
+  s.set_profile("small", profile(1, 10));
+  s.enqueue({0, "big", std::nullopt});
+  s.enqueue({1, "big", std::nullopt});
+  s.enqueue({2, "small", std::nullopt});
+  std::vector<Decision> d = s.schedule(0);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].job, 0u);
+  EXPECT_EQ(d[1].job, 2u);
+}
+
+}  // namespace
+}  // namespace colo

@@ -1,0 +1,95 @@
+// Scheduler: the policy interface between the run controller (or the
+// simulator) and a placement policy. It decides which queued job starts on
+// which GPU and when; it never starts processes. Two policies:
+//
+//   FixedScheduler  the user's fixed degree: JobQueue (FIFO with backfill, a
+//                   per-GPU job limit, memory hints).
+//   AutoScheduler   admission by profile, feedback from measured progress,
+//                   out-of-memory retries (auto_scheduler.h).
+//
+// Both the real run (`colo run`) and `colo simulate` drive a Scheduler the
+// same way: enqueue every job, then call schedule() whenever something
+// changed (a job ended, time passed), report ends with finished(), measured
+// progress with observe_rate(), and probe results with learned(). Time is
+// passed in (milliseconds on any monotonic clock), so the same code runs on
+// a real and a simulated clock. Not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sched/job_queue.h"
+#include "sched/profile.h"
+
+namespace colo {
+
+struct SchedJob {
+  size_t job = 0;                       // the caller's job index
+  std::string signature;                // jobs with one signature share a profile
+  std::optional<uint64_t> memory_hint;  // peak GPU memory hint (fixed policy)
+};
+
+struct Decision {
+  size_t job = 0;
+  int device = 0;
+  // The job runs alone so that its profile can be measured; the caller
+  // reports the measurement with learned() (or the job's end).
+  bool probe = false;
+  // A per-job GPU memory limit (MPS pinned memory), so a job that outgrows
+  // its estimate fails alone instead of taking its neighbours down.
+  std::optional<uint64_t> memory_limit_bytes;
+  bool operator==(const Decision&) const = default;
+};
+
+enum class JobEnd { kOk, kFailed, kOutOfMemory, kCancelled };
+
+struct EndVerdict {
+  bool requeued = false;  // the job will be placed again
+  std::string note;       // why, for the user ("retrying alone (attempt 2 of 3)")
+};
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+
+  // "fixed, up to 7 jobs per GPU" or "auto".
+  virtual std::string describe() const = 0;
+  virtual void enqueue(const SchedJob& job) = 0;
+  // Places every queued job that may start now; placed jobs count as running.
+  virtual std::vector<Decision> schedule(int64_t now_ms) = 0;
+  // A placed job's process ended. An out-of-memory end may be requeued.
+  virtual EndVerdict finished(size_t job, JobEnd end, int64_t now_ms) = 0;
+  // A running job's recent progress rate (samples per second).
+  virtual void observe_rate(size_t /*job*/, double /*samples_per_s*/, int64_t /*now_ms*/) {}
+  // A profile was measured (a probe ended) for every job of `signature`.
+  virtual void learned(const std::string& /*signature*/, const JobProfile& /*profile*/) {}
+  // Removes and returns every queued job (cancellation).
+  virtual std::vector<size_t> drain_queued() = 0;
+  // Jobs that can never be placed, removed from the queue.
+  virtual std::vector<Unplaceable> take_unplaceable() = 0;
+  // Decisions worth telling the user ("gpu0: adding a job lowered ..."), since the last call.
+  virtual std::vector<std::string> take_notes() { return {}; }
+  virtual size_t queued() const = 0;
+};
+
+// The fixed policy over JobQueue. Out-of-memory ends are final.
+class FixedScheduler final : public Scheduler {
+ public:
+  FixedScheduler(std::vector<DeviceSlots> devices, std::string description);
+  std::string describe() const override { return description_; }
+  void enqueue(const SchedJob& job) override;
+  std::vector<Decision> schedule(int64_t now_ms) override;
+  EndVerdict finished(size_t job, JobEnd end, int64_t now_ms) override;
+  std::vector<size_t> drain_queued() override { return queue_.drain_queued(); }
+  std::vector<Unplaceable> take_unplaceable() override { return queue_.take_unplaceable(); }
+  size_t queued() const override { return queue_.queued(); }
+
+ private:
+  JobQueue queue_;
+  std::string description_;
+};
+
+}  // namespace colo
