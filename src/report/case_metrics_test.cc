@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "report/testing/fake_runs.h"
+#include "store/testing/fake_runs.h"
 
 namespace colo {
 namespace {

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "report/testing/fake_runs.h"
+#include "store/testing/fake_runs.h"
 
 namespace colo {
 namespace {

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "report/report_writer.h"
-#include "report/testing/fake_runs.h"
+#include "store/testing/fake_runs.h"
 
 namespace colo {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "report/png_export.h"
 #include "report/report_writer.h"
-#include "report/testing/fake_runs.h"
+#include "store/testing/fake_runs.h"
 
 namespace colo {
 namespace {

@@ -589,7 +589,8 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
 
   // Jobs.
   auto jobs = Statement::prepare(db, path_, R"sql(
-      SELECT id, name, state, reason, device, started_ms, ended_ms, log_path, malformed_lines
+      SELECT id, name, state, reason, device, started_ms, ended_ms, log_path, malformed_lines,
+             signature, grp
       FROM jobs WHERE run_id = ? ORDER BY id)sql");
   if (!jobs.ok()) return jobs.error();
   jobs->bind(1, id);
@@ -609,6 +610,8 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
     job.ended_ms = jobs->opt_int64_at(6);
     job.log_path = jobs->text_at(7);
     job.malformed_progress_lines = jobs->int64_at(8);
+    job.signature = jobs->text_at(9);
+    job.group = jobs->text_at(10);
     if (job.started_ms && job.ended_ms) job.duration_ms = *job.ended_ms - *job.started_ms;
     summary.jobs.push_back(std::move(job));
   }
@@ -626,7 +629,7 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
         WHERE job_id = ? AND used_memory_bytes IS NOT NULL GROUP BY time_ms))sql");
   if (!peak_memory.ok()) return peak_memory.error();
   auto mean_sm = Statement::prepare(db, path_, R"sql(
-      SELECT avg(sm_active_pct) FROM device_samples
+      SELECT avg(sm_active_pct), avg(gpu_util_pct) FROM device_samples
       WHERE run_id = ? AND device = ? AND time_ms BETWEEN ? AND ?)sql");
   if (!mean_sm.ok()) return mean_sm.error();
   auto energy = Statement::prepare(db, path_, R"sql(
@@ -689,7 +692,10 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
     mean_sm->bind(1, id).bind(2, *job.device).bind(3, start).bind(4, end);
     row = mean_sm->step();
     if (!row.ok()) return row.error();
-    if (*row) job.mean_sm_active_pct = mean_sm->opt_double_at(0);
+    if (*row) {
+      job.mean_sm_active_pct = mean_sm->opt_double_at(0);
+      job.mean_gpu_util_pct = mean_sm->opt_double_at(1);
+    }
     mean_sm->reset();
 
     // Energy: each interval between two readings inside the job's lifetime

@@ -25,6 +25,8 @@
 #include "jobs/job_spec.h"
 #include "jobs/job_state.h"
 #include "jobs/progress.h"
+#include "sched/interference.h"
+#include "sched/profile.h"
 #include "store/sqlite_util.h"
 
 namespace colo {
@@ -85,6 +87,9 @@ struct JobSummary {
   std::optional<double> steady_throughput_per_s;
   std::optional<uint64_t> peak_memory_bytes;  // max over samples of the job's processes' sum
   std::optional<double> mean_sm_active_pct;   // device SM activity while the job ran
+  std::optional<double> mean_gpu_util_pct;    // device utilization while the job ran
+  std::string signature;                      // job_signature() of its spec
+  std::string group;                          // its [[job]] block's name
   std::optional<double> energy_j;  // device energy while it ran, shared among running jobs
   std::string log_path;
   int64_t malformed_progress_lines = 0;
@@ -159,6 +164,20 @@ struct CaseRow {
   std::string reason;
 };
 
+// A job signature's profile on one GPU model, learned from the store: peak
+// memory from every completed run of it (the largest), solo SM activity,
+// utilization, steady rate and duration from the latest run in which it ran
+// alone on its GPU and ended ok.
+struct StoredProfile {
+  std::string signature;
+  std::string gpu_name;  // "NVIDIA H200"
+  std::string job_name;  // of the latest job measured ("resnet26#3")
+  std::string group;     // its [[job]] block
+  bool simulated = false;
+  int runs = 0;  // completed jobs that contributed
+  JobProfile profile;
+};
+
 class RunStore {
  public:
   // Opens (creating if needed) the database at `path` (":memory:" for
@@ -212,6 +231,15 @@ class RunStore {
   // `experiment_id` 0 means the most recent experiment.
   Result<ExperimentRow> experiment(int64_t experiment_id);
   Result<std::vector<CaseRow>> experiment_cases(int64_t experiment_id);
+
+  // Profiles (profile_store.cc): what the store's runs measured about each
+  // job signature on each GPU model. See StoredProfile.
+  Result<std::vector<StoredProfile>> learned_profiles(int max_runs = 200);
+  // Runs in which jobs of one signature shared a GPU (mps or naive), with the
+  // summed steady progress they made in solo jobs' worth, for calibrate().
+  // Only signatures with a solo rate in `profiles` count.
+  Result<std::vector<Collocation>> measured_collocations(const std::vector<StoredProfile>& profiles,
+                                                         int max_runs = 200);
 
   // Device samples of a run, oldest first (for reports and tests).
   Result<std::vector<DeviceSample>> device_samples(int64_t run_id);

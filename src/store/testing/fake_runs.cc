@@ -1,4 +1,4 @@
-#include "report/testing/fake_runs.h"
+#include "store/testing/fake_runs.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -28,6 +28,7 @@ int64_t add_fake_run(RunStore& store, const FakeRun& run, UnixMillis start_ms) {
   new_run.job_file = "fake.toml";
   new_run.host = "fake-host";  // another host: never marked interrupted
   new_run.colo_pid = 1;
+  new_run.devices_json = R"([{"index":0,"name":"NVIDIA H200","uuid":"GPU-fake"}])";
   Result<int64_t> run_id = store.begin_run(new_run);
   EXPECT_TRUE(run_id.ok()) << run_id.error().message();
   std::vector<JobSpec> jobs;

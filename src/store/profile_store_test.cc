@@ -1,0 +1,72 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "store/run_store.h"
+#include "store/testing/fake_runs.h"
+
+namespace colo {
+namespace {
+
+using testing::FakeRun;
+using testing::kFakeGiB;
+using testing::kFakeT0;
+
+std::unique_ptr<RunStore> open_memory_store() {
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(":memory:");
+  EXPECT_TRUE(store.ok()) << store.error().message();
+  return std::move(store).value();
+}
+
+TEST(LearnedProfiles, SoloRunGivesTheProfileAndCollocatedRunsOnlyMemory) {
+  auto store = open_memory_store();
+  FakeRun solo;
+  solo.mechanism = "exclusive";
+  solo.sm_active_pct = 19;
+  solo.gpu_util_pct = 37;
+  solo.job_memory_bytes = kFakeGiB;
+  add_fake_run(*store, solo, kFakeT0);
+  FakeRun together = solo;
+  together.mechanism = "mps";
+  together.degree = 4;
+  together.job_memory_bytes = 3 * kFakeGiB / 2;
+  add_fake_run(*store, together, kFakeT0 + 100'000);
+
+  Result<std::vector<StoredProfile>> profiles = store->learned_profiles();
+  ASSERT_TRUE(profiles.ok()) << profiles.error().message();
+  ASSERT_EQ(profiles->size(), 1u);
+  const StoredProfile& p = profiles->front();
+  EXPECT_EQ(p.gpu_name, "NVIDIA H200");
+  EXPECT_EQ(p.group, "resnet26");
+  EXPECT_EQ(p.runs, 5);  // jobs measured: one alone, four together
+  EXPECT_NEAR(*p.profile.sm_active_pct, 19, 1e-9);
+  EXPECT_NEAR(*p.profile.gpu_util_pct, 37, 1e-9);
+  // Steady state: epochs 2-3, 80,000 samples each, 5 s apart.
+  EXPECT_NEAR(*p.profile.samples_per_s, 16'000, 1e-6);
+  EXPECT_EQ(*p.profile.solo_ms, 20'000);
+  // Memory: the largest seen, collocated runs included.
+  EXPECT_EQ(*p.profile.peak_memory_bytes, 3 * kFakeGiB / 2);
+  EXPECT_THAT(p.profile.source, ::testing::HasSubstr("run 1 job 1 (exclusive, alone, simulated)"));
+
+  Result<std::vector<Collocation>> measured = store->measured_collocations(*profiles);
+  ASSERT_TRUE(measured.ok()) << measured.error().message();
+  ASSERT_EQ(measured->size(), 1u);
+  EXPECT_EQ(measured->front().mode, ShareMode::kSpatial);
+  EXPECT_EQ(measured->front().jobs.size(), 4u);
+  EXPECT_NEAR(measured->front().measured_total, 4.0, 1e-6);
+}
+
+TEST(LearnedProfiles, JobsThatNeverRanAloneHaveMemoryOnly) {
+  auto store = open_memory_store();
+  FakeRun together;
+  together.degree = 2;
+  add_fake_run(*store, together, kFakeT0);
+  Result<std::vector<StoredProfile>> profiles = store->learned_profiles();
+  ASSERT_TRUE(profiles.ok());
+  ASSERT_EQ(profiles->size(), 1u);
+  EXPECT_FALSE(profiles->front().profile.sm_active_pct);
+  EXPECT_FALSE(profiles->front().profile.admissible());
+  EXPECT_EQ(profiles->front().profile.source, "store: 2 jobs, never alone");
+}
+
+}  // namespace
+}  // namespace colo
