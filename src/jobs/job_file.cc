@@ -39,11 +39,13 @@ constexpr const char* kNeedsAJob =
     "a job file needs at least one [[job]] with name and command; see docs/job-file.md";
 
 constexpr std::array<const char*, 3> kTopLevelKeys = {"run", "defaults", "job"};
-constexpr std::array<const char*, 2> kRunKeys = {"max_per_gpu", "mechanism"};
+constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "policy"};
+constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 3> kMechanisms = {"exclusive", "naive", "mps"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 6> kSettingKeys = {"workdir",  "env",          "gpu_memory",
-                                                     "sm_share", "memory_limit", "epoch_regex"};
+constexpr std::array<const char*, 9> kSettingKeys = {
+    "workdir",     "env",         "gpu_memory", "sm_share", "memory_limit",
+    "epoch_regex", "sm_activity", "gpu_util",   "solo_time"};
 // Keys only a [[job]] may have.
 constexpr std::array<const char*, 4> kJobOnlyKeys = {"name", "command", "repeat", "grid"};
 
@@ -184,6 +186,9 @@ struct Settings {
   std::optional<int> sm_share_pct;
   std::optional<uint64_t> memory_limit_bytes;
   std::optional<std::string> epoch_regex;
+  std::optional<int> sm_activity_pct;
+  std::optional<int> gpu_util_pct;
+  std::optional<int64_t> solo_time_ms;
 
   // `over` wins where it sets a field; env is merged key by key.
   static Settings merge(const Settings& base, const Settings& over) {
@@ -194,6 +199,9 @@ struct Settings {
     if (over.sm_share_pct) out.sm_share_pct = over.sm_share_pct;
     if (over.memory_limit_bytes) out.memory_limit_bytes = over.memory_limit_bytes;
     if (over.epoch_regex) out.epoch_regex = over.epoch_regex;
+    if (over.sm_activity_pct) out.sm_activity_pct = over.sm_activity_pct;
+    if (over.gpu_util_pct) out.gpu_util_pct = over.gpu_util_pct;
+    if (over.solo_time_ms) out.solo_time_ms = over.solo_time_ms;
     return out;
   }
 };
@@ -309,6 +317,21 @@ class TableReader {
     } else if (k == "sm_share") {
       if (auto pct = int_in_range(k, node, 1, 100, "a percentage from 1 to 100")) {
         settings.sm_share_pct = static_cast<int>(*pct);
+      }
+    } else if (k == "sm_activity" || k == "gpu_util") {
+      if (auto pct = int_in_range(k, node, 1, 100, "a percentage from 1 to 100")) {
+        (k == "sm_activity" ? settings.sm_activity_pct : settings.gpu_util_pct) =
+            static_cast<int>(*pct);
+      }
+    } else if (k == "solo_time") {
+      auto text = string(k, node, "a duration such as \"12m\" or \"1h30m\"");
+      if (!text) return;
+      Result<int64_t> ms = parse_duration_ms(*text);
+      if (ms.ok() && *ms > 0) {
+        settings.solo_time_ms = *ms;
+      } else {
+        error(line_of(node), fmt::format("key 'solo_time' must be a duration such as \"12m\": {}",
+                                         ms.ok() ? "got zero" : ms.error().message()));
       }
     } else if (k == "epoch_regex") {
       auto re = string(k, node, "a regular expression (a string)");
@@ -434,9 +457,19 @@ void read_run(const toml::node& node, Diagnostics& diag, JobFile& out) {
         continue;
       }
       out.mechanism = *name;
+    } else if (key.str() == "policy") {
+      auto name = reader.string(key.str(), value, "\"fixed\" or \"auto\"");
+      if (!name) continue;
+      if (!contains(kPolicies, *name)) {
+        reader.error(line_of(value),
+                     fmt::format("key 'policy' must be \"fixed\" or \"auto\", got \"{}\"{}", *name,
+                                 did_you_mean(*name, kPolicies)));
+        continue;
+      }
+      out.policy = *name;
     } else {
       reader.error(line_of(key, value),
-                   fmt::format("unknown key '{}'{}; [run] takes max_per_gpu and mechanism",
+                   fmt::format("unknown key '{}'{}; [run] takes max_per_gpu, mechanism and policy",
                                key.str(), did_you_mean(key.str(), kRunKeys)));
     }
   }
@@ -650,6 +683,9 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.sm_share_pct = block.settings.sm_share_pct;
     base.memory_limit_bytes = block.settings.memory_limit_bytes;
     base.epoch_regex = block.settings.epoch_regex;
+    base.sm_activity_pct = block.settings.sm_activity_pct;
+    base.gpu_util_pct = block.settings.gpu_util_pct;
+    base.solo_time_ms = block.settings.solo_time_ms;
     base.params = params;
     base.source = fmt::format("{}:{}", path, block.line);
     for (int64_t r = 1; r <= block.repeat; ++r) {

@@ -333,7 +333,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"run key in job",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nmax_per_gpu = 2\n",
                 {"bad.toml:4:", "unknown key 'max_per_gpu'", "belongs in [run]"}},
-        BadCase{"job entry not table", "job = [1]\n", {"bad.toml:1:", "job #1 must be a table"}}),
+        BadCase{"job entry not table", "job = [1]\n", {"bad.toml:1:", "job #1 must be a table"}},
+        BadCase{"unknown policy",
+                "[run]\npolicy = \"autoo\"\n[[job]]\nname=\"a\"\ncommand=[\"x\"]\n",
+                {"bad.toml:2:", "'policy' must be \"fixed\" or \"auto\"", "did you mean 'auto'"}},
+        BadCase{"sm_activity out of range",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nsm_activity = 120\n",
+                {"bad.toml:4:", "'sm_activity' must be a percentage from 1 to 100"}},
+        BadCase{"solo_time not a duration",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nsolo_time = \"soon\"\n",
+                {"bad.toml:4:", "'solo_time' must be a duration"}}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       std::string name = info.param.label;
       for (char& c : name) {
@@ -341,6 +350,25 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+TEST(JobFile, PolicyAndProfileHints) {
+  JobFile file = parse_ok(R"(
+[run]
+policy = "auto"
+[defaults]
+sm_activity = 19
+[[job]]
+name = "a"
+command = ["x"]
+gpu_util = 37
+solo_time = "1m30s"
+)");
+  EXPECT_EQ(file.policy, "auto");
+  ASSERT_EQ(file.jobs.size(), 1u);
+  EXPECT_EQ(file.jobs[0].sm_activity_pct, 19);
+  EXPECT_EQ(file.jobs[0].gpu_util_pct, 37);
+  EXPECT_EQ(file.jobs[0].solo_time_ms, 90'000);
+}
 
 TEST(JobFile, ReportsEveryErrorNotJustTheFirst) {
   Result<JobFile> r = parse_job_file(R"([[job]]

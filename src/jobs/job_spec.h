@@ -23,6 +23,10 @@ struct JobSpec {
   std::optional<int> sm_share_pct;             // hint / MPS limit: 1-100
   std::optional<uint64_t> memory_limit_bytes;  // MPS pinned memory limit
   std::optional<std::string> epoch_regex;      // marks an epoch end in stdout
+  // Profile hints for the auto policy and `colo simulate` (measured profiles win).
+  std::optional<int> sm_activity_pct;  // solo SM activity, 1-100
+  std::optional<int> gpu_util_pct;     // solo GPU utilization, 1-100
+  std::optional<int64_t> solo_time_ms;  // how long it runs alone
   std::map<std::string, std::string> params;   // this instance's grid values
   int repeat_index = 1;                        // 1-based
   std::string source;                          // "file.toml:12" where it was defined
@@ -33,6 +37,7 @@ struct JobFile {
   std::vector<JobSpec> jobs;             // in file order, expanded
   std::optional<int> max_jobs_per_gpu;   // [run] max_per_gpu
   std::optional<std::string> mechanism;  // [run] mechanism, when the file names one
+  std::optional<std::string> policy;     // [run] policy: "fixed" or "auto"
 };
 
 }  // namespace colo
