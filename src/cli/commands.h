@@ -36,5 +36,7 @@ void add_bench_command(CLI::App& app, int& exit_code, const std::string& command
 void add_report_command(CLI::App& app, int& exit_code);
 // `colo mig plan` and `colo mig profiles` (mig_command.cc).
 void add_mig_command(CLI::App& app, int& exit_code);
+// `colo simulate` and `colo profiles` (simulate_command.cc).
+void add_simulate_commands(CLI::App& app, int& exit_code);
 
 }  // namespace colo

@@ -43,9 +43,9 @@ constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "po
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 3> kMechanisms = {"exclusive", "naive", "mps"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 9> kSettingKeys = {
-    "workdir",     "env",         "gpu_memory", "sm_share", "memory_limit",
-    "epoch_regex", "sm_activity", "gpu_util",   "solo_time"};
+constexpr std::array<const char*, 10> kSettingKeys = {
+    "workdir",     "env",         "gpu_memory", "sm_share",  "memory_limit",
+    "epoch_regex", "sm_activity", "gpu_util",   "solo_time", "startup_time"};
 // Keys only a [[job]] may have.
 constexpr std::array<const char*, 4> kJobOnlyKeys = {"name", "command", "repeat", "grid"};
 
@@ -189,6 +189,7 @@ struct Settings {
   std::optional<int> sm_activity_pct;
   std::optional<int> gpu_util_pct;
   std::optional<int64_t> solo_time_ms;
+  std::optional<int64_t> startup_time_ms;
 
   // `over` wins where it sets a field; env is merged key by key.
   static Settings merge(const Settings& base, const Settings& over) {
@@ -202,6 +203,7 @@ struct Settings {
     if (over.sm_activity_pct) out.sm_activity_pct = over.sm_activity_pct;
     if (over.gpu_util_pct) out.gpu_util_pct = over.gpu_util_pct;
     if (over.solo_time_ms) out.solo_time_ms = over.solo_time_ms;
+    if (over.startup_time_ms) out.startup_time_ms = over.startup_time_ms;
     return out;
   }
 };
@@ -323,14 +325,14 @@ class TableReader {
         (k == "sm_activity" ? settings.sm_activity_pct : settings.gpu_util_pct) =
             static_cast<int>(*pct);
       }
-    } else if (k == "solo_time") {
+    } else if (k == "solo_time" || k == "startup_time") {
       auto text = string(k, node, "a duration such as \"12m\" or \"1h30m\"");
       if (!text) return;
       Result<int64_t> ms = parse_duration_ms(*text);
       if (ms.ok() && *ms > 0) {
-        settings.solo_time_ms = *ms;
+        (k == "solo_time" ? settings.solo_time_ms : settings.startup_time_ms) = *ms;
       } else {
-        error(line_of(node), fmt::format("key 'solo_time' must be a duration such as \"12m\": {}",
+        error(line_of(node), fmt::format("key '{}' must be a duration such as \"12m\": {}", k,
                                          ms.ok() ? "got zero" : ms.error().message()));
       }
     } else if (k == "epoch_regex") {
@@ -686,6 +688,7 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.sm_activity_pct = block.settings.sm_activity_pct;
     base.gpu_util_pct = block.settings.gpu_util_pct;
     base.solo_time_ms = block.settings.solo_time_ms;
+    base.startup_time_ms = block.settings.startup_time_ms;
     base.params = params;
     base.source = fmt::format("{}:{}", path, block.line);
     for (int64_t r = 1; r <= block.repeat; ++r) {

@@ -27,6 +27,7 @@ struct JobSpec {
   std::optional<int> sm_activity_pct;  // solo SM activity, 1-100
   std::optional<int> gpu_util_pct;     // solo GPU utilization, 1-100
   std::optional<int64_t> solo_time_ms;  // how long it runs alone
+  std::optional<int64_t> startup_time_ms;  // of that, start-up before the GPU works
   std::map<std::string, std::string> params;   // this instance's grid values
   int repeat_index = 1;                        // 1-based
   std::string source;                          // "file.toml:12" where it was defined

@@ -138,7 +138,12 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
   gpu.sm_sum += r.load.sm_active_pct;
   gpu.probing = gpu.probing || r.probe;
   gpu.alone = gpu.alone || r.waiting.alone;
-  gpu.judging = gpu.jobs.size() >= 2 && !good_.contains(gpu.combination);
+  // Judged only when every job there has a solo rate to compare with.
+  gpu.judging = gpu.jobs.size() >= 2 && !good_.contains(gpu.combination) &&
+                std::all_of(gpu.combination.begin(), gpu.combination.end(), [&](const auto& c) {
+                  const JobProfile* p = profile(c.first);
+                  return p != nullptr && p->samples_per_s && *p->samples_per_s > 0;
+                });
   std::optional<uint64_t> limit;
   if (options_.memory_limits && !r.probe) limit = r.claim;
   out.push_back(Decision{job, gpu.slot.device, r.probe, limit});
@@ -154,10 +159,69 @@ bool AutoScheduler::place_probe(const Waiting& w, int64_t now_ms, std::vector<De
     notes_.push_back(fmt::format("{}: no profile yet; probing it alone on gpu{}", label(w.signature),
                                  g.slot.device));
     Running r{w, static_cast<int>(&g - gpus_.data()), 0, SoloLoad{100.0, 100.0}, true};
+    r.started_ms = now_ms;
     add(g, std::move(r), now_ms, out);
     return true;
   }
   return false;
+}
+
+std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting& w,
+                                                    const SoloLoad& load, uint64_t claim,
+                                                    std::optional<size_t> leaving,
+                                                    int64_t now_ms) const {
+  if (g.probing || g.held || g.alone) return std::nullopt;
+  if (g.judging && g.changed_ms != now_ms) return std::nullopt;  // one change at a time
+  // Jobs already replaced by an early start, and `leaving`, count as gone
+  // (except for memory: they hold it until they end).
+  auto gone = [&](size_t j) { return running_.at(j).departing || (leaving && j == *leaving); };
+  const auto staying =
+      static_cast<size_t>(std::count_if(g.jobs.begin(), g.jobs.end(), [&](size_t j) { return !gone(j); }));
+  if (w.alone && !g.jobs.empty()) return std::nullopt;
+  if (static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu) return std::nullopt;
+  const uint64_t total = g.slot.memory_total_bytes;
+  if (g.jobs.empty()) {
+    if (estimate(w) > total) return std::nullopt;
+  } else {
+    // The leaving job still holds its memory while the new one starts.
+    uint64_t usable = total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
+    if (g.claimed + claim > usable) return std::nullopt;
+  }
+  std::vector<SoloLoad> before;
+  Combination after;
+  double sm = 0;
+  for (size_t j : g.jobs) {
+    if (gone(j)) continue;
+    const Running& r = running_.at(j);
+    before.push_back(r.load);
+    after[r.waiting.signature] += 1;
+    sm += r.load.sm_active_pct;
+  }
+  if (staying > 0 && sm + load.sm_active_pct > options_.sm_cap_pct) return std::nullopt;
+  after[w.signature] += 1;
+  if (is_bad(after)) return std::nullopt;
+  double gain = -model_.total(options_.mode, before);
+  before.push_back(load);
+  gain += model_.total(options_.mode, before);
+  if (gain <= 1e-9) return std::nullopt;
+  return gain;
+}
+
+std::optional<int64_t> AutoScheduler::expected_end(const Running& r, int64_t now_ms) const {
+  const JobProfile* p = profile(r.waiting.signature);
+  if (p == nullptr || !p->solo_ms || r.probe) return std::nullopt;
+  const int64_t startup = std::min(*p->solo_ms, p->startup_ms.value_or(0));
+  const double work = static_cast<double>(*p->solo_ms - startup);
+  const int64_t gpu_start = r.started_ms + startup;
+  const double predicted = std::max(0.05, predicted_rate(gpus_[static_cast<size_t>(r.gpu)]));
+  if (now_ms <= gpu_start) return gpu_start + static_cast<int64_t>(work / predicted);
+  // Work done: integrated from observed rates, else at the predicted rate.
+  const bool observed = r.integrated_ms >= 0 && p->samples_per_s && *p->samples_per_s > 0;
+  const double rate = std::max(0.05, observed ? r.rate / *p->samples_per_s : predicted);
+  const double done =
+      observed ? r.work_done_ms + rate * static_cast<double>(now_ms - r.integrated_ms)
+               : predicted * static_cast<double>(now_ms - gpu_start);
+  return now_ms + static_cast<int64_t>(std::max(0.0, work - done) / rate);
 }
 
 bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out) {
@@ -166,46 +230,76 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
 
   const uint64_t need = estimate(w);
   const SoloLoad load{*p->sm_active_pct, p->gpu_busy_pct()};
+  const int64_t startup = p->startup_ms.value_or(0);
   Gpu* best = nullptr;
   double best_gain = 0;
   uint64_t best_free_after = 0;
   uint64_t best_claim = 0;
+  std::optional<size_t> best_leaving;
   for (Gpu& g : gpus_) {
-    if (g.probing || g.held || g.alone) continue;
-    if (g.judging && g.changed_ms != now_ms) continue;  // one change at a time
-    if (w.alone && !g.jobs.empty()) continue;
-    if (static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu) continue;
     const uint64_t total = g.slot.memory_total_bytes;
-    uint64_t claim = claim_for(need);
-    if (g.jobs.empty()) {
-      if (need > total) continue;
-      claim = std::min(claim, total);  // alone, it may have the whole GPU
-    } else {
-      uint64_t usable = total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
-      if (g.claimed + claim > usable) continue;
-      if (g.sm_sum + load.sm_active_pct > options_.sm_cap_pct) continue;
+    const uint64_t claim = g.jobs.empty() ? std::min(claim_for(need), total) : claim_for(need);
+    std::optional<size_t> leaving;
+    std::optional<double> gain = admission_gain(g, w, load, claim, std::nullopt, now_ms);
+    if (!gain && startup > 0 && !g.jobs.empty()) {
+      // Early start in the place of the job expected to end first, if that
+      // is within this job's start-up.
+      std::optional<int64_t> first_end;
+      for (size_t j : g.jobs) {
+        const Running& r = running_.at(j);
+        if (r.departing) continue;
+        std::optional<int64_t> end = expected_end(r, now_ms);
+        if (end && (!first_end || *end < *first_end)) {
+          first_end = end;
+          leaving = j;
+        }
+      }
+      if (first_end && *first_end <= now_ms + startup) {
+        gain = admission_gain(g, w, load, claim, leaving, now_ms);
+      }
     }
-    Combination after = g.combination;
-    after[w.signature] += 1;
-    if (is_bad(after)) continue;
-    std::vector<SoloLoad> before = loads(g);
-    double gain = -model_.total(options_.mode, before);
-    before.push_back(load);
-    gain += model_.total(options_.mode, before);
-    if (gain <= 1e-9) continue;
+    if (!gain) continue;
     uint64_t free_after = total > g.claimed + claim ? total - g.claimed - claim : 0;
-    if (best == nullptr || gain > best_gain + 1e-9 ||
-        (std::abs(gain - best_gain) <= 1e-9 && free_after < best_free_after)) {
+    if (best == nullptr || *gain > best_gain + 1e-9 ||
+        (std::abs(*gain - best_gain) <= 1e-9 && free_after < best_free_after)) {
       best = &g;
-      best_gain = gain;
+      best_gain = *gain;
       best_free_after = free_after;
       best_claim = claim;
+      best_leaving = leaving;
     }
   }
   if (best == nullptr) return false;
-  add(*best, Running{w, static_cast<int>(best - gpus_.data()), best_claim, load, false}, now_ms,
-      out);
+  if (best_leaving) running_.at(*best_leaving).departing = true;
+  Running r{w, static_cast<int>(best - gpus_.data()), best_claim, load, false};
+  r.started_ms = now_ms;
+  add(*best, std::move(r), now_ms, out);
   return true;
+}
+
+double AutoScheduler::predicted_rate(const Gpu& gpu) const {
+  std::vector<SoloLoad> current;
+  for (size_t j : gpu.jobs) {
+    if (!running_.at(j).departing) current.push_back(running_.at(j).load);
+  }
+  std::vector<double> rates = model_.rates(options_.mode, current);
+  return rates.empty() ? 1.0 : *std::min_element(rates.begin(), rates.end());
+}
+
+std::optional<int64_t> AutoScheduler::next_wakeup_ms(int64_t now_ms) const {
+  if (queued_ == 0) return std::nullopt;
+  int64_t startup = 0;
+  for (const auto& [sig, q] : classes_) {
+    if (const JobProfile* p = profile(sig)) startup = std::max(startup, p->startup_ms.value_or(0));
+  }
+  if (startup == 0) return std::nullopt;
+  std::optional<int64_t> next;
+  for (const auto& [job, r] : running_) {
+    if (r.departing) continue;
+    std::optional<int64_t> end = expected_end(r, now_ms);
+    if (end && *end - startup > now_ms && (!next || *end - startup < *next)) next = *end - startup;
+  }
+  return next;
 }
 
 void AutoScheduler::judge(int64_t now_ms) {
@@ -282,6 +376,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   w.memory_estimate = std::min(largest, std::max<uint64_t>(2 * estimate(w), had));
   w.attempt += 1;
   w.alone = w.attempt > options_.max_retries || had >= largest;
+  if (w.alone) w.memory_estimate = largest;  // the last attempt gets a whole GPU
   JobProfile& p = profiles_[w.signature];
   p.peak_memory_bytes = std::max(p.peak_memory_bytes.value_or(0), *w.memory_estimate);
   std::string note = fmt::format(
@@ -298,8 +393,17 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
 void AutoScheduler::observe_rate(size_t job, double samples_per_s, int64_t now_ms) {
   auto it = running_.find(job);
   if (it == running_.end()) return;
-  it->second.rate = samples_per_s;
-  it->second.rate_ms = now_ms;
+  Running& r = it->second;
+  const JobProfile* p = profile(r.waiting.signature);
+  if (p != nullptr && p->samples_per_s && *p->samples_per_s > 0) {
+    // Work since the last observation, at the rate last seen (the first one
+    // counts from now: start-up did no GPU work).
+    if (r.integrated_ms >= 0 && r.rate_ms >= 0)
+      r.work_done_ms += r.rate / *p->samples_per_s * static_cast<double>(now_ms - r.integrated_ms);
+    r.integrated_ms = now_ms;
+  }
+  r.rate = samples_per_s;
+  r.rate_ms = now_ms;
 }
 
 void AutoScheduler::learned(const std::string& signature, const JobProfile& measured) {

@@ -9,6 +9,11 @@
 // Profiles. Jobs of one signature share a profile (profile.h). A job whose
 //   profile is not known enough for admission runs first as a probe, alone
 //   on an idle GPU; the others of its signature wait for learned().
+// Early starts. Start-up (imports, data loading) does not load the GPU, so
+//   when a GPU is full, the next job may start up to its profile's start-up
+//   time before a running job is expected to end (expected from the solo
+//   time and the rates observed), if it would be admitted in that job's
+//   place: its start-up overlaps the others' work.
 // Placement. Among the GPUs that admit a job, the one where the interference
 //   model predicts the largest gain in summed normalized progress wins (an
 //   empty GPU first, then the least loaded), then the tightest memory fit.
@@ -19,7 +24,7 @@
 //   more jobs until one ends; a bad combination (or any superset) is never
 //   formed again. Freed capacity is refilled at once.
 // Retries. A job that ends out of memory is requeued ahead of the queue with
-//   twice the memory estimate, alone on its last attempt; after
+//   twice the memory estimate, alone with a whole GPU on its last attempt; after
 //   `max_retries` it ends failed. No job is dropped silently.
 //
 // Queued jobs are kept per signature, so one scheduling event costs about
@@ -76,6 +81,7 @@ class AutoScheduler final : public Scheduler {
   std::vector<Unplaceable> take_unplaceable() override;
   std::vector<std::string> take_notes() override;
   size_t queued() const override { return queued_; }
+  std::optional<int64_t> next_wakeup_ms(int64_t now_ms) const override;
 
   // Combinations found bad so far, as "label x count + ..." (for reports).
   std::vector<std::string> bad_combinations() const;
@@ -98,6 +104,10 @@ class AutoScheduler final : public Scheduler {
     bool probe = false;
     double rate = 0;
     int64_t rate_ms = -1;  // when `rate` was observed; -1: never
+    int64_t started_ms = 0;
+    double work_done_ms = 0;  // solo milliseconds of GPU work done, from observed rates
+    int64_t integrated_ms = -1;  // work_done_ms counts up to here
+    bool departing = false;  // a job already started early to take its place
   };
   struct Gpu {
     GpuSlot slot;
@@ -114,6 +124,16 @@ class AutoScheduler final : public Scheduler {
   };
 
   bool place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
+  // The gain in predicted summed progress if `w` joins `g` (without the job
+  // `leaving`, when set), or nullopt when admission refuses it.
+  std::optional<double> admission_gain(const Gpu& g, const Waiting& w, const SoloLoad& load,
+                                       uint64_t claim, std::optional<size_t> leaving,
+                                       int64_t now_ms) const;
+  // When a running job is expected to end, from its profile's solo time and
+  // the rates observed so far (before any: the model's rate for its GPU's
+  // current jobs); nullopt without a solo time.
+  std::optional<int64_t> expected_end(const Running& r, int64_t now_ms) const;
+  double predicted_rate(const Gpu& gpu) const;
   bool place_probe(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
   void add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decision>& out);
   uint64_t estimate(const Waiting& w) const;

@@ -19,6 +19,7 @@ struct JobProfile {
   std::optional<double> gpu_util_pct;         // solo share of time the GPU is busy, 0-100
   std::optional<double> samples_per_s;        // solo progress rate
   std::optional<int64_t> solo_ms;             // solo duration (planning and simulation)
+  std::optional<int64_t> startup_ms;          // of solo_ms, start-up before the GPU works
   std::string source;                         // "store: run 12 job 40", "hint: jobs.toml:3"
 
   // Enough to decide admission: memory and SM activity are known.

@@ -73,6 +73,10 @@ class Scheduler {
   // Decisions worth telling the user ("gpu0: adding a job lowered ..."), since the last call.
   virtual std::vector<std::string> take_notes() { return {}; }
   virtual size_t queued() const = 0;
+  // The next time schedule() may place something although nothing else
+  // changed (a planned early start); nullopt when only events matter. A
+  // simulated clock must wake then; a real loop that ticks anyway may ignore it.
+  virtual std::optional<int64_t> next_wakeup_ms(int64_t /*now_ms*/) const { return std::nullopt; }
 };
 
 // The fixed policy over JobQueue. Out-of-memory ends are final.

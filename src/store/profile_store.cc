@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -72,6 +73,11 @@ Result<std::vector<StoredProfile>> RunStore::learned_profiles(int max_runs) {
       p.profile.samples_per_s =
           job.steady_throughput_per_s ? job.steady_throughput_per_s : job.throughput_per_s;
       p.profile.solo_ms = job.duration_ms;
+      // Start-up: the first epoch took this much longer than a steady one.
+      if (job.started_ms && job.steady_start_ms && job.mean_epoch_ms) {
+        p.profile.startup_ms = std::max<int64_t>(
+            0, *job.steady_start_ms - *job.started_ms - static_cast<int64_t>(*job.mean_epoch_ms));
+      }
       p.profile.source = fmt::format("store: run {} job {} ({}, alone{})", it->id, job.id,
                                      it->mechanism, it->simulated ? ", simulated" : "");
     }
@@ -80,6 +86,46 @@ Result<std::vector<StoredProfile>> RunStore::learned_profiles(int max_runs) {
   for (auto& [key, p] : by_key) {
     if (p.profile.source.empty()) p.profile.source = fmt::format("store: {} jobs, never alone", p.runs);
     out.push_back(std::move(p));
+  }
+  return out;
+}
+
+JobProfile hint_profile(const JobSpec& job) {
+  JobProfile p;
+  p.peak_memory_bytes = job.gpu_memory_bytes;
+  if (job.sm_activity_pct) p.sm_active_pct = *job.sm_activity_pct;
+  if (job.gpu_util_pct) p.gpu_util_pct = *job.gpu_util_pct;
+  p.solo_ms = job.solo_time_ms;
+  p.startup_ms = job.startup_time_ms;
+  p.source = "hint: " + job.source;
+  return p;
+}
+
+std::map<std::string, JobProfile> known_profiles(const std::vector<StoredProfile>& stored,
+                                                 const std::vector<JobSpec>& jobs,
+                                                 std::string_view gpu_model, bool simulated) {
+  auto lower = [](std::string_view text) {
+    std::string out(text);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string model = lower(gpu_model);
+  std::map<std::string, JobProfile> out;
+  for (const JobSpec& job : jobs) {
+    const std::string signature = job_signature(job);
+    if (out.contains(signature)) continue;
+    const StoredProfile* best = nullptr;
+    for (const StoredProfile& sp : stored) {
+      if (sp.signature != signature || lower(sp.gpu_name).find(model) == std::string::npos) continue;
+      if (sp.simulated && !simulated) continue;
+      if (best == nullptr || (sp.simulated == simulated && best->simulated != simulated)) best = &sp;
+    }
+    JobProfile hint = hint_profile(job);
+    JobProfile merged = best != nullptr ? merge_profiles(best->profile, hint) : hint;
+    if (best == nullptr && !job.gpu_memory_bytes && !job.sm_activity_pct && !job.gpu_util_pct &&
+        !job.solo_time_ms && !job.startup_time_ms)
+      continue;
+    out[signature] = merged;
   }
   return out;
 }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -278,6 +279,19 @@ std::string job_signature(const JobSpec& job);
 // Identity of a set of jobs: the hash of the sorted multiset of job signatures
 // (order of the jobs in the file does not matter; repeats count).
 std::string jobs_signature(std::vector<std::string> job_signatures);
+
+// The profile hints a job file gives for `job` (gpu_memory, sm_activity,
+// gpu_util, solo_time), with its source ("hint: jobs.toml:3").
+JobProfile hint_profile(const JobSpec& job);
+
+// What is known before a run about each signature of `jobs` on GPU model
+// `gpu_model` ("H200" matches "NVIDIA H200"): the store's profile for it
+// (measured runs; simulated ones only if `simulated` is true, and then
+// preferred), merged field by field over the job file's hints. Signatures
+// with neither are absent.
+std::map<std::string, JobProfile> known_profiles(const std::vector<StoredProfile>& stored,
+                                                 const std::vector<JobSpec>& jobs,
+                                                 std::string_view gpu_model, bool simulated);
 
 // True when a process with this pid exists on this host (kill(pid, 0)).
 bool process_is_alive(pid_t pid);

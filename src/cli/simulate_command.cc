@@ -1,0 +1,198 @@
+// `colo simulate FILE --gpu MODEL`: every policy on the simulated clock, and
+// `colo profiles`: what the store has learned about each job signature.
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "common/paths.h"
+#include "common/units.h"
+#include "gpu/sim_backend.h"
+#include "jobs/job_file.h"
+#include "simulate/sim_jobs.h"
+#include "simulate/simulator.h"
+#include "store/run_store.h"
+
+namespace colo {
+namespace {
+
+struct SimulateFlags {
+  std::string file;
+  std::string gpu = "H200";
+  int gpus = 1;
+  std::string policies;  // empty: the standard list
+  int max_degree = 0;    // 0: min(jobs, 16)
+  std::string db;
+  bool no_store = false;
+};
+
+// Profiles learned from the store, or none (and a note) when it cannot be read.
+std::vector<StoredProfile> stored_profiles(const std::string& db, bool skip,
+                                           std::vector<Collocation>& collocations) {
+  if (skip) return {};
+  std::string path = db.empty() ? default_db_path() : db;
+  if (access(path.c_str(), F_OK) != 0) return {};
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(path);
+  if (!store.ok()) {
+    std::cerr << "colo: warning: ignoring the store: " << store.error().message() << "\n";
+    return {};
+  }
+  Result<std::vector<StoredProfile>> profiles = (*store)->learned_profiles();
+  if (!profiles.ok()) {
+    std::cerr << "colo: warning: ignoring the store: " << profiles.error().message() << "\n";
+    return {};
+  }
+  std::vector<StoredProfile> measured;
+  std::copy_if(profiles->begin(), profiles->end(), std::back_inserter(measured),
+               [](const StoredProfile& p) { return !p.simulated; });
+  if (Result<std::vector<Collocation>> c = (*store)->measured_collocations(measured); c.ok())
+    collocations = std::move(*c);
+  return *profiles;
+}
+
+int simulate_command(const SimulateFlags& flags) {
+  Result<JobFile> file = load_job_file(flags.file);
+  if (!file.ok()) {
+    std::cerr << "colo: " << file.error().message() << "\n";
+    return kExitBadInput;
+  }
+  Result<SimGpuModel> model = sim_gpu_model(flags.gpu);
+  if (!model.ok()) {
+    std::cerr << "colo: --gpu: " << model.error().message() << "\n";
+    return kExitBadInput;
+  }
+  const int jobs_count = static_cast<int>(file->jobs.size());
+  Result<std::vector<PolicySpec>> policies =
+      flags.policies.empty()
+          ? Result<std::vector<PolicySpec>>(standard_policies(
+                flags.max_degree > 0 ? flags.max_degree : std::min(jobs_count, 16)))
+          : parse_policies(flags.policies);
+  if (!policies.ok()) {
+    std::cerr << "colo: --policies: " << policies.error().message() << "\n";
+    return kExitBadInput;
+  }
+  std::vector<Collocation> collocations;
+  std::vector<StoredProfile> stored = stored_profiles(flags.db, flags.no_store, collocations);
+  SimJobSet set = make_sim_jobs(*file, known_profiles(stored, file->jobs, model->model, true));
+
+  SimOptions options;
+  options.gpus = flags.gpus;
+  options.gpu_memory_bytes = model->memory_total_bytes;
+  options.model = calibrate(InterferenceModel{}, collocations);
+
+  std::cout << fmt::format(
+      "SIMULATED: {} jobs from {} on {} x {} ({} each); nothing here was measured\n", jobs_count,
+      flags.file, flags.gpus, model->device_name, format_bytes(model->memory_total_bytes));
+  for (const std::string& line : set.sources) std::cout << "  " << line << "\n";
+  for (const std::string& line : set.assumptions) std::cout << "  assumption: " << line << "\n";
+  std::cout << fmt::format(
+      "  interference model: {} (MPS overhead {:.3f} per extra job, naive switch loss {:.2f})\n\n",
+      options.model.source, options.model.spatial_overhead, options.model.sliced_switch_loss);
+
+  std::vector<PolicyResult> results;
+  for (const PolicySpec& p : *policies) results.push_back(simulate_policy(set.jobs, p, options));
+  const PolicyResult* exclusive = nullptr;
+  for (const PolicyResult& r : results) {
+    if (r.policy.kind == PolicyKind::kExclusive) exclusive = &r;
+  }
+  std::cout << fmt::format("{:<11} {:>10} {:>8} {:>13} {:>10} {:>5} {:>7} {:>8}\n", "POLICY",
+                           "MAKESPAN", "JOBS/H", "VS EXCLUSIVE", "GPU-HOURS", "OK", "FAILED",
+                           "RETRIES");
+  for (const PolicyResult& r : results) {
+    double hours = static_cast<double>(r.makespan_ms) / 3.6e6;
+    std::string vs = exclusive != nullptr && r.makespan_ms > 0
+                         ? fmt::format("{:.2f}x", static_cast<double>(exclusive->makespan_ms) /
+                                                      static_cast<double>(r.makespan_ms))
+                         : "-";
+    std::cout << fmt::format("{:<11} {:>10} {:>8.1f} {:>13} {:>10.3f} {:>5} {:>7} {:>8}\n",
+                             r.policy.name, format_duration_ms(r.makespan_ms),
+                             hours > 0 ? r.jobs_ok / hours : 0.0, vs, r.gpu_hours(flags.gpus),
+                             r.jobs_ok, r.jobs_failed, r.retries);
+  }
+  for (const PolicyResult& r : results) {
+    for (const std::string& f : r.failures) std::cout << fmt::format("  {} failed: {}\n", r.policy.name, f);
+    if (r.policy.kind != PolicyKind::kAuto) continue;
+    for (const std::string& n : r.notes) std::cout << "  auto: " << n << "\n";
+    std::cout << fmt::format(
+        "  auto scheduler: {} events, {:.3f} ms in all, {:.1f} us per event on average, {:.1f} us "
+        "at most\n",
+        r.events, r.scheduler_total_ms, 1000.0 * r.scheduler_total_ms / std::max<int64_t>(1, r.events),
+        1000.0 * r.scheduler_max_ms);
+  }
+  return kExitOk;
+}
+
+int profiles_command(const std::string& db) {
+  std::string path = db.empty() ? default_db_path() : db;
+  if (access(path.c_str(), F_OK) != 0) {
+    std::cerr << fmt::format("colo: no run store at {} yet: `colo run FILE` creates it (or pass --db PATH)\n", path);
+    return kExitEnvironment;
+  }
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(path);
+  Result<std::vector<StoredProfile>> profiles =
+      store.ok() ? (*store)->learned_profiles() : Result<std::vector<StoredProfile>>(store.error());
+  if (!profiles.ok()) {
+    std::cerr << "colo: " << profiles.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  if (profiles->empty()) {
+    std::cout << "no profiles yet: they are learned from completed runs (colo run)\n";
+    return kExitOk;
+  }
+  auto opt = [](const auto& v, auto fmt_fn) { return v ? fmt_fn(*v) : std::string("-"); };
+  std::cout << fmt::format("{:<16} {:<24} {:<22} {:>9} {:>5} {:>6} {:>10} {:>8} {:>8}  {}\n",
+                           "SIGNATURE", "JOB", "GPU", "PEAK MEM", "SM %", "UTIL %", "SAMPLES/S",
+                           "ALONE", "STARTUP", "SOURCE");
+  for (const StoredProfile& p : *profiles) {
+    const JobProfile& j = p.profile;
+    std::cout << fmt::format(
+        "{:<16} {:<24} {:<22} {:>9} {:>5} {:>6} {:>10} {:>8} {:>8}  {}\n", p.signature,
+        p.job_name.empty() ? "-" : p.job_name, p.gpu_name, opt(j.peak_memory_bytes, format_bytes),
+        opt(j.sm_active_pct, [](double v) { return fmt::format("{:.0f}", v); }),
+        opt(j.gpu_util_pct, [](double v) { return fmt::format("{:.0f}", v); }),
+        opt(j.samples_per_s, [](double v) { return fmt::format("{:.0f}", v); }),
+        opt(j.solo_ms, format_duration_ms), opt(j.startup_ms, format_duration_ms), j.source);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_simulate_commands(CLI::App& app, int& exit_code) {
+  static SimulateFlags flags;
+  static std::string profiles_db;
+  CLI::App* cmd = app.add_subcommand(
+      "simulate",
+      "Plan on a simulated clock: makespan, throughput and GPU-hours of a job file under every "
+      "policy (exclusive, naive-all, mps-all, mps-K, auto)");
+  cmd->add_option("file", flags.file, "job file (see docs/job-file.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--gpu", flags.gpu, "GPU model: H200, H100 or A100-40GB")->capture_default_str();
+  cmd->add_option("--gpus", flags.gpus, "GPUs in the node")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--policies", flags.policies,
+                  "comma-separated: exclusive, naive-all, mps-all, mps-K, auto (default: all, "
+                  "mps-2 up to --max-degree)");
+  cmd->add_option("--max-degree", flags.max_degree,
+                  "largest fixed degree tried (default: the number of jobs, at most 16)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--db", flags.db,
+                  "run store whose measured profiles and collocations calibrate the simulation; "
+                  "default " + default_db_path());
+  cmd->add_flag("--no-store", flags.no_store, "ignore the store: hints and defaults only");
+  cmd->callback([&exit_code] { exit_code = simulate_command(flags); });
+
+  CLI::App* profiles = app.add_subcommand(
+      "profiles", "List what the store learned about each job signature: peak memory, solo SM "
+                  "activity, utilization, rate, time alone");
+  profiles->add_option("--db", profiles_db, "run store; default " + default_db_path());
+  profiles->callback([&exit_code] { exit_code = profiles_command(profiles_db); });
+}
+
+}  // namespace colo

@@ -1,0 +1,33 @@
+// Turns a job file into the simulator's jobs: what is known about each
+// (store profiles and hints, as a real run would know it) and the truth the
+// simulated GPU follows (the same, with documented defaults for what nobody
+// knows, each default reported as an assumption).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "jobs/job_spec.h"
+#include "simulate/simulator.h"
+
+namespace colo {
+
+// Defaults for what neither the store nor a hint says.
+inline constexpr uint64_t kAssumedMemoryBytes = 2ull << 30;
+inline constexpr double kAssumedSmActivePct = 30;
+inline constexpr int64_t kAssumedSoloMs = 10 * 60 * 1000;
+
+struct SimJobSet {
+  std::vector<SimJob> jobs;
+  // One line per signature and assumed field: "resnet26: SM activity
+  // assumed 30% (no store profile, no hint)".
+  std::vector<std::string> assumptions;
+  // One line per signature: its label, job count and where its profile came from.
+  std::vector<std::string> sources;
+};
+
+// `known` from known_profiles() (store/run_store.h).
+SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known);
+
+}  // namespace colo

@@ -1,0 +1,276 @@
+#include "simulate/simulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "common/units.h"
+
+namespace colo {
+namespace {
+
+constexpr double kOomFraction = 0.1;  // a job out of memory fails this far in
+constexpr size_t kKeepLines = 20;
+
+struct Active {
+  size_t job = 0;
+  int gpu = 0;
+  double startup_ms = 0;    // start-up left: wall time, no GPU load, not slowed
+  double remaining_ms = 0;  // solo milliseconds of GPU work left
+  double fail_at_ms = -1;   // remaining work at which it runs out of memory; -1: never
+  bool probe = false;
+  int64_t started_ms = 0;
+  double rate = 1.0;  // normalized, set each step
+};
+
+std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs,
+                                          const PolicySpec& policy, const SimOptions& options) {
+  if (policy.kind == PolicyKind::kAuto) {
+    std::vector<GpuSlot> slots;
+    for (int g = 0; g < options.gpus; ++g) slots.push_back({g, options.gpu_memory_bytes});
+    AutoOptions auto_options = options.auto_options;
+    auto_options.mode = ShareMode::kSpatial;
+    auto s = std::make_unique<AutoScheduler>(slots, auto_options, options.model);
+    for (const SimJob& j : jobs) {
+      s->set_label(j.signature, j.label);
+      if (!s->profile(j.signature) && (j.known.peak_memory_bytes || j.known.sm_active_pct))
+        s->set_profile(j.signature, j.known);
+    }
+    return s;
+  }
+  int limit = 1;
+  if (policy.kind == PolicyKind::kNaiveAll) limit = std::numeric_limits<int>::max() / 2;
+  if (policy.kind == PolicyKind::kMpsAll) limit = 48;  // MPS clients per GPU
+  if (policy.kind == PolicyKind::kMpsFixed) limit = policy.degree;
+  std::vector<DeviceSlots> slots;
+  for (int g = 0; g < options.gpus; ++g) slots.push_back({g, options.gpu_memory_bytes, limit});
+  return std::make_unique<FixedScheduler>(slots, policy.name);
+}
+
+ShareMode mode_of(PolicyKind kind) {
+  return kind == PolicyKind::kNaiveAll ? ShareMode::kTimeSliced : ShareMode::kSpatial;
+}
+
+}  // namespace
+
+std::vector<PolicySpec> standard_policies(int max_degree) {
+  std::vector<PolicySpec> out = {{"exclusive", PolicyKind::kExclusive, 1},
+                                 {"naive-all", PolicyKind::kNaiveAll, 0},
+                                 {"mps-all", PolicyKind::kMpsAll, 0}};
+  for (int k = 2; k <= max_degree; ++k)
+    out.push_back({fmt::format("mps-{}", k), PolicyKind::kMpsFixed, k});
+  out.push_back({"auto", PolicyKind::kAuto, 0});
+  return out;
+}
+
+Result<std::vector<PolicySpec>> parse_policies(std::string_view list) {
+  std::vector<PolicySpec> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string item(list.substr(start, comma == std::string_view::npos ? list.npos : comma - start));
+    start = comma == std::string_view::npos ? list.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    if (item == "exclusive") {
+      out.push_back({item, PolicyKind::kExclusive, 1});
+    } else if (item == "naive-all") {
+      out.push_back({item, PolicyKind::kNaiveAll, 0});
+    } else if (item == "mps-all") {
+      out.push_back({item, PolicyKind::kMpsAll, 0});
+    } else if (item == "auto") {
+      out.push_back({item, PolicyKind::kAuto, 0});
+    } else if (item.starts_with("mps-") && item.size() > 4 &&
+               std::all_of(item.begin() + 4, item.end(), [](char c) { return std::isdigit(c); }) &&
+               std::stoi(item.substr(4)) >= 1 && item.size() < 8) {
+      out.push_back({item, PolicyKind::kMpsFixed, std::stoi(item.substr(4))});
+    } else {
+      return Error(fmt::format(
+          "unknown policy '{}'; policies: exclusive, naive-all, mps-all, mps-K (K jobs per GPU, "
+          "e.g. mps-3), auto",
+          item));
+    }
+  }
+  if (out.empty()) return Error("no policy given; e.g. --policies exclusive,mps-all,auto");
+  return out;
+}
+
+PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& policy,
+                             const SimOptions& options) {
+  using SteadyClock = std::chrono::steady_clock;
+  PolicyResult result;
+  result.policy = policy;
+  std::unique_ptr<Scheduler> scheduler = make_scheduler(jobs, policy, options);
+  const ShareMode mode = mode_of(policy.kind);
+  const bool is_auto = policy.kind == PolicyKind::kAuto;
+
+  auto timed = [&](auto&& fn) {
+    auto t0 = SteadyClock::now();
+    fn();
+    double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
+    return ms;
+  };
+
+  double event_ms = timed([&] {
+    for (size_t i = 0; i < jobs.size(); ++i)
+      scheduler->enqueue({i, jobs[i].signature, jobs[i].known.peak_memory_bytes});
+  });
+  result.scheduler_total_ms += event_ms;
+
+  std::vector<Active> active;
+  std::multiset<int64_t> timers;  // probe ends and verdicts: the scheduler looks again then
+  int64_t now = 0;
+  std::optional<int64_t> first_start;
+  int64_t last_end = 0;
+  auto fail = [&](size_t job, const std::string& why) {
+    ++result.jobs_failed;
+    if (result.failures.size() < kKeepLines) result.failures.push_back(jobs[job].name + ": " + why);
+  };
+  auto note = [&](const std::string& line) {
+    if (result.notes.size() < kKeepLines) result.notes.push_back(fmt::format("{:>8}  {}", format_duration_ms(now), line));
+  };
+
+  while (true) {
+    // One scheduling event: rates, decisions.
+    std::vector<Decision> decisions;
+    event_ms = timed([&] {
+      if (is_auto) {
+        for (const Active& a : active) {
+          if (a.startup_ms > 0) continue;  // no progress to report yet
+          double solo = jobs[a.job].truth.samples_per_s.value_or(1000.0);
+          scheduler->observe_rate(a.job, a.rate * solo, now);
+        }
+      }
+      decisions = scheduler->schedule(now);
+    });
+    result.scheduler_total_ms += event_ms;
+    result.scheduler_max_ms = std::max(result.scheduler_max_ms, event_ms);
+    ++result.events;
+    for (const Unplaceable& u : scheduler->take_unplaceable()) fail(u.job, u.reason);
+    for (const std::string& n : scheduler->take_notes()) note(n);
+
+    for (const Decision& d : decisions) {
+      const JobProfile& truth = jobs[d.job].truth;
+      Active a;
+      a.job = d.job;
+      a.gpu = d.device;
+      const int64_t solo = truth.solo_ms.value_or(0);
+      a.startup_ms = static_cast<double>(std::min(solo, truth.startup_ms.value_or(0)));
+      a.remaining_ms = static_cast<double>(solo) - a.startup_ms;
+      a.probe = d.probe;
+      a.started_ms = now;
+      uint64_t on_gpu = *truth.peak_memory_bytes;
+      for (const Active& other : active) {
+        if (other.gpu == d.device) on_gpu += *jobs[other.job].truth.peak_memory_bytes;
+      }
+      bool over_limit = d.memory_limit_bytes && *truth.peak_memory_bytes > *d.memory_limit_bytes;
+      if (over_limit || on_gpu > options.gpu_memory_bytes)
+        a.fail_at_ms = a.remaining_ms * (1.0 - kOomFraction);
+      if (d.probe) timers.insert(now + options.probe_ms);
+      first_start = first_start.value_or(now);
+      active.push_back(a);
+    }
+    if (is_auto && !decisions.empty()) timers.insert(now + options.auto_options.settle_ms + 1);
+    if (std::optional<int64_t> wake = scheduler->next_wakeup_ms(now); wake && !timers.contains(*wake))
+      timers.insert(*wake);
+
+    if (active.empty()) {
+      if (scheduler->queued() == 0 && timers.empty()) break;
+      if (timers.empty()) {  // nothing runs and nothing will: cannot happen with a sane policy
+        for (size_t j : scheduler->drain_queued()) fail(j, "never placed (simulation stalled)");
+        break;
+      }
+    }
+
+    // Rates of the jobs on each GPU, from their true loads.
+    std::map<int, std::vector<size_t>> by_gpu;
+    for (size_t i = 0; i < active.size(); ++i) {
+      if (active[i].startup_ms > 0) {
+        active[i].rate = 0;
+      } else {
+        by_gpu[active[i].gpu].push_back(i);
+      }
+    }
+    for (const auto& [gpu, members] : by_gpu) {
+      std::vector<SoloLoad> loads;
+      for (size_t i : members) {
+        const JobProfile& t = jobs[active[i].job].truth;
+        loads.push_back({*t.sm_active_pct, t.gpu_busy_pct()});
+      }
+      std::vector<double> rates = options.model.rates(mode, loads);
+      for (size_t k = 0; k < members.size(); ++k) active[members[k]].rate = rates[k];
+    }
+
+    // The next event: a job ends (done or out of memory) or a timer fires.
+    double next = std::numeric_limits<double>::infinity();
+    for (const Active& a : active) {
+      double stop = std::max(0.0, a.fail_at_ms);
+      next = std::min(next, static_cast<double>(now) + (a.startup_ms > 0
+                                                            ? a.startup_ms
+                                                            : (a.remaining_ms - stop) / a.rate));
+    }
+    while (!timers.empty() && *timers.begin() <= now) timers.erase(timers.begin());
+    if (!timers.empty()) next = std::min(next, static_cast<double>(*timers.begin()));
+    if (!std::isfinite(next)) break;
+    const int64_t then = std::max(now + 1, static_cast<int64_t>(std::ceil(next)));
+    for (Active& a : active) {
+      const auto dt = static_cast<double>(then - now);
+      if (a.startup_ms > 0) {
+        a.startup_ms = std::max(0.0, a.startup_ms - dt);
+      } else {
+        a.remaining_ms -= a.rate * dt;
+      }
+    }
+    now = then;
+
+    // Ends, in job order (deterministic).
+    std::vector<Active> ended;
+    std::erase_if(active, [&](const Active& a) {
+      bool done = a.startup_ms <= 0 && a.remaining_ms <= 1e-6;
+      done = done || (a.startup_ms <= 0 && a.fail_at_ms >= 0 && a.remaining_ms <= a.fail_at_ms + 1e-6);
+      if (done) ended.push_back(a);
+      return done;
+    });
+    std::sort(ended.begin(), ended.end(), [](const Active& x, const Active& y) { return x.job < y.job; });
+    event_ms = timed([&] {
+      for (const Active& a : active) {
+        if (a.probe && now >= a.started_ms + options.probe_ms) {
+          JobProfile measured = jobs[a.job].truth;
+          measured.source = "probe (simulated)";
+          scheduler->learned(jobs[a.job].signature, measured);
+        }
+      }
+      for (const Active& a : ended) {
+        const SimJob& job = jobs[a.job];
+        const bool oom = a.fail_at_ms >= 0;
+        if (a.probe && !oom) {
+          JobProfile measured = job.truth;
+          measured.source = "probe (simulated)";
+          scheduler->learned(job.signature, measured);
+        }
+        EndVerdict v = scheduler->finished(a.job, oom ? JobEnd::kOutOfMemory : JobEnd::kOk, now);
+        last_end = now;
+        if (!oom) {
+          ++result.jobs_ok;
+        } else if (v.requeued) {
+          ++result.retries;
+          note(fmt::format("{}: {}", job.name, v.note));
+        } else {
+          fail(a.job, v.note.empty() ? "out of GPU memory" : v.note);
+        }
+      }
+    });
+    result.scheduler_total_ms += event_ms;
+    result.scheduler_max_ms = std::max(result.scheduler_max_ms, event_ms);
+    for (Active& a : active) a.probe = a.probe && now < a.started_ms + options.probe_ms;
+  }
+  result.makespan_ms = first_start ? last_end - *first_start : 0;
+  return result;
+}
+
+}  // namespace colo

@@ -1,0 +1,77 @@
+// The planning simulator behind `colo simulate`: runs the real scheduler
+// code (sched/: FixedScheduler over JobQueue, AutoScheduler) on a simulated
+// clock and simulated GPUs, whose jobs slow each other down as the
+// interference model says, and reports what each policy would achieve:
+// makespan, throughput, GPU-hours.
+//
+// Each job has a "truth" (what it really needs and how long it runs alone:
+// from the store, then hints, then documented defaults) and what the
+// scheduler is told before it starts ("known": store and hints only; a job
+// with nothing known is probed, as in a real run). The auto policy sees
+// only what a real run would: profiles, probe results after `probe_ms`,
+// measured rates, out-of-memory ends. Out of memory: a job whose truth
+// exceeds its memory limit, or that joins a GPU whose jobs' summed memory
+// would exceed it (fixed policies do not check), fails a tenth of the way
+// in. Deterministic; everything it produces is simulated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "sched/auto_scheduler.h"
+#include "sched/interference.h"
+#include "sched/profile.h"
+
+namespace colo {
+
+struct SimJob {
+  std::string name;
+  std::string signature;
+  std::string label;  // its [[job]] block, for notes
+  JobProfile truth;   // complete: memory, SM activity, busy share, solo_ms
+  JobProfile known;   // what the scheduler knows before the run (may be empty)
+};
+
+enum class PolicyKind { kExclusive, kNaiveAll, kMpsAll, kMpsFixed, kAuto };
+
+struct PolicySpec {
+  std::string name;  // "exclusive", "naive-all", "mps-all", "mps-3", "auto"
+  PolicyKind kind = PolicyKind::kExclusive;
+  int degree = 0;  // kMpsFixed: jobs per GPU
+};
+
+// exclusive, naive-all, mps-all, mps-2 .. mps-<max_degree>, auto.
+std::vector<PolicySpec> standard_policies(int max_degree);
+// "auto,mps-3,exclusive": an error names the unknown entry and the valid forms.
+Result<std::vector<PolicySpec>> parse_policies(std::string_view list);
+
+struct SimOptions {
+  int gpus = 1;
+  uint64_t gpu_memory_bytes = 0;  // per GPU
+  InterferenceModel model;        // the truth the simulated GPUs follow
+  AutoOptions auto_options;       // for the auto policy (its mode is spatial: MPS)
+  int64_t probe_ms = 30'000;      // a probe measures its job alone this long
+};
+
+struct PolicyResult {
+  PolicySpec policy;
+  int64_t makespan_ms = 0;  // first start to last end
+  int jobs_ok = 0;
+  int jobs_failed = 0;
+  int retries = 0;  // out-of-memory ends the policy requeued
+  int64_t events = 0;  // scheduling events (each: observe, schedule, ends)
+  double scheduler_total_ms = 0;  // wall time spent in the scheduler
+  double scheduler_max_ms = 0;    // the longest single event
+  std::vector<std::string> notes;      // the policy's own notes, first 20
+  std::vector<std::string> failures;   // "job: reason", first 20
+  // GPUs held for the makespan, in hours.
+  double gpu_hours(int gpus) const { return gpus * static_cast<double>(makespan_ms) / 3.6e6; }
+};
+
+PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& policy,
+                             const SimOptions& options);
+
+}  // namespace colo

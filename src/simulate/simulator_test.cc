@@ -1,0 +1,150 @@
+#include "simulate/simulator.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "jobs/job_file.h"
+#include "simulate/sim_jobs.h"
+#include "store/run_store.h"
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint64_t kGiB = 1ull << 30;
+constexpr uint64_t kH200MemoryBytes = 143'771ull << 20;
+
+SimJob job(const std::string& name, const std::string& sig, double memory_gib, double sm,
+           int64_t solo_ms, bool known = true) {
+  SimJob j;
+  j.name = name;
+  j.signature = sig;
+  j.label = sig;
+  j.truth.peak_memory_bytes = static_cast<uint64_t>(memory_gib * static_cast<double>(kGiB));
+  j.truth.sm_active_pct = sm;
+  j.truth.solo_ms = solo_ms;
+  j.truth.samples_per_s = 1000;
+  if (known) j.known = j.truth;
+  return j;
+}
+
+SimOptions h200(int gpus = 1) {
+  SimOptions o;
+  o.gpus = gpus;
+  o.gpu_memory_bytes = kH200MemoryBytes;
+  return o;
+}
+
+PolicyResult run(const std::vector<SimJob>& jobs, const std::string& policy, const SimOptions& o) {
+  Result<std::vector<PolicySpec>> p = parse_policies(policy);
+  EXPECT_TRUE(p.ok());
+  return simulate_policy(jobs, p->front(), o);
+}
+
+TEST(Simulator, ExclusiveRunsJobsOneAfterAnother) {
+  std::vector<SimJob> jobs = {job("a", "a", 1, 50, 10'000), job("b", "a", 1, 50, 10'000)};
+  PolicyResult r = run(jobs, "exclusive", h200());
+  EXPECT_EQ(r.makespan_ms, 20'000);
+  EXPECT_EQ(r.jobs_ok, 2);
+  PolicyResult two_gpus = run(jobs, "exclusive", h200(2));
+  EXPECT_EQ(two_gpus.makespan_ms, 10'000);
+}
+
+TEST(Simulator, MpsPairFollowsTheInterferenceModel) {
+  std::vector<SimJob> jobs = {job("a", "a", 1, 20, 10'000), job("b", "a", 1, 20, 10'000)};
+  PolicyResult r = run(jobs, "mps-2", h200());
+  // Two jobs at 40% summed SM: no sharing loss, overhead 1/(1+0.05).
+  EXPECT_NEAR(static_cast<double>(r.makespan_ms), 10'500, 1);
+}
+
+TEST(Simulator, NaiveAllOverMemoryRunsOutOfMemory) {
+  std::vector<SimJob> jobs;
+  for (int i = 0; i < 3; ++i) jobs.push_back(job("big" + std::to_string(i), "big", 60, 10, 10'000));
+  // The fixed policy is given the memory hints: it waits instead of crashing.
+  EXPECT_EQ(run(jobs, "naive-all", h200()).jobs_failed, 0);
+  // Without hints it starts all three and the third does not fit.
+  for (SimJob& j : jobs) j.known = JobProfile{};
+  PolicyResult blind = run(jobs, "naive-all", h200());
+  EXPECT_EQ(blind.jobs_failed, 1);
+  EXPECT_THAT(blind.failures.front(), HasSubstr("big2"));
+}
+
+TEST(Simulator, AutoProbesAnUnknownJobThenFills) {
+  std::vector<SimJob> jobs;
+  for (int i = 0; i < 6; ++i) jobs.push_back(job("j" + std::to_string(i), "s", 1, 19, 60'000, false));
+  PolicyResult r = run(jobs, "auto", h200());
+  EXPECT_EQ(r.jobs_ok, 6);
+  EXPECT_THAT(r.notes.front(), HasSubstr("no profile yet; probing it alone"));
+  PolicyResult exclusive = run(jobs, "exclusive", h200());
+  EXPECT_LT(r.makespan_ms * 2, exclusive.makespan_ms);
+}
+
+TEST(Simulator, AutoRetriesAJobThatOutgrowsItsEstimate) {
+  std::vector<SimJob> jobs = {job("a", "a", 1, 10, 10'000), job("b", "a", 1, 10, 10'000)};
+  jobs[1].truth.peak_memory_bytes = 8 * kGiB;  // the hint said 1 GiB
+  PolicyResult r = run(jobs, "auto", h200());
+  EXPECT_EQ(r.jobs_ok, 2);
+  EXPECT_EQ(r.retries, 2);  // 1 GiB -> 2 GiB -> alone with the whole GPU
+  EXPECT_EQ(r.jobs_failed, 0);
+}
+
+TEST(Simulator, ParsePoliciesNamesTheBadEntry) {
+  EXPECT_EQ(parse_policies("exclusive,mps-3,auto")->size(), 3u);
+  Result<std::vector<PolicySpec>> bad = parse_policies("auto,mps-x");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message(), HasSubstr("unknown policy 'mps-x'"));
+}
+
+// Issue 4's three orderings, on the benchmark job files in bench/policies
+// with their H200 hints (no store): the same claims the GPU benchmarks check.
+class PolicyOrderings : public ::testing::Test {
+ protected:
+  std::map<std::string, PolicyResult> simulate_file(const std::string& name) {
+    const char* source = std::getenv("COLO_SOURCE_DIR");
+    EXPECT_NE(source, nullptr) << "run through ctest (COLO_SOURCE_DIR)";
+    Result<JobFile> file = load_job_file(std::string(source ? source : ".") + "/bench/policies/" + name);
+    EXPECT_TRUE(file.ok()) << file.error().message();
+    SimJobSet set = make_sim_jobs(*file, known_profiles({}, file->jobs, "H200", false));
+    EXPECT_TRUE(set.assumptions.empty()) << set.assumptions.front();
+    std::map<std::string, PolicyResult> out;
+    for (const PolicySpec& p : standard_policies(static_cast<int>(set.jobs.size())))
+      out[p.name] = simulate_policy(set.jobs, p, h200());
+    for (const auto& [policy, r] : out) EXPECT_EQ(r.jobs_failed, 0) << policy;
+    return out;
+  }
+  static double throughput(const PolicyResult& r) { return 1.0 / static_cast<double>(r.makespan_ms); }
+};
+
+TEST_F(PolicyOrderings, SweepAutoIsNearTheBestFixedDegreeAndFiveTimesExclusive) {
+  auto r = simulate_file("sweep-resnet26.toml");
+  double best_fixed = 0;
+  for (int k = 2; k <= 14; ++k) best_fixed = std::max(best_fixed, throughput(r.at(fmt::format("mps-{}", k))));
+  EXPECT_GE(throughput(r.at("auto")), 0.9 * best_fixed);
+  EXPECT_GE(throughput(r.at("auto")), 5.0 * throughput(r.at("exclusive")));
+}
+
+TEST_F(PolicyOrderings, SaturatedJobsAutoIsNotSlowerThanExclusiveAndBeatsNaive) {
+  auto r = simulate_file("cait4.toml");
+  EXPECT_LE(r.at("auto").makespan_ms, r.at("exclusive").makespan_ms);
+  EXPECT_LT(r.at("auto").makespan_ms, r.at("naive-all").makespan_ms);
+}
+
+// Issue 4 asks for auto at most 0.9x the best simple policy here. It is not
+// met: with these hints the simulator gives mps-all 41.4 s and auto 47.8 s
+// (auto keeps the summed SM activity under its cap, and mps-all overlaps
+// every start-up). What holds is asserted; the gap is in the issue's note.
+TEST_F(PolicyOrderings, MixedQueueAutoBeatsExclusiveAndNaiveButNotMpsAll) {
+  auto r = simulate_file("mixed.toml");
+  EXPECT_LT(r.at("auto").makespan_ms, r.at("exclusive").makespan_ms / 2);
+  EXPECT_LT(r.at("auto").makespan_ms, r.at("naive-all").makespan_ms);
+  EXPECT_GT(static_cast<double>(r.at("auto").makespan_ms), 0.9 * static_cast<double>(r.at("mps-all").makespan_ms))
+      << "the 0.9x criterion is met now: make this test assert it";
+}
+
+}  // namespace
+}  // namespace colo
