@@ -39,6 +39,7 @@ struct RunFlags {
   std::string db;
   std::string logs;
   std::optional<int> max_per_gpu;
+  std::string policy;
   std::string sample_period = "500ms";
   std::string grace = "10s";
   bool plain = false;
@@ -107,6 +108,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   RunOptions options;
   options.logs_root = flags.logs;
   options.max_jobs_per_gpu = flags.max_per_gpu;
+  if (!flags.policy.empty()) options.policy = flags.policy;
   options.sample_period_ms = *period;
   options.stop_grace_ms = *grace;
   options.live_display = !flags.plain && isatty(STDOUT_FILENO);
@@ -424,6 +426,12 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       ->add_option("--max-per-gpu", run.max_per_gpu,
                    "at most this many jobs on one GPU at once (overrides the file)")
       ->check(CLI::PositiveNumber);
+  run_cmd
+      ->add_option("--policy", run.policy,
+                   "fixed: up to --max-per-gpu jobs per GPU; auto: colo decides from job profiles "
+                   "(store, probes, hints) and measured progress, retries out-of-memory ends (see "
+                   "docs/policy.md). Default: the job file's [run] policy, else fixed")
+      ->check(CLI::IsMember({"fixed", "auto"}));
   run_cmd->add_option("--sample-period", run.sample_period, "GPU sampling period")
       ->capture_default_str();
   run_cmd->add_option("--grace", run.grace, "time between TERM and KILL when stopping jobs")

@@ -16,7 +16,8 @@
 #include "jobs/progress.h"
 #include "monitor/gpu_sampler.h"
 #include "run/live_display.h"
-#include "sched/job_queue.h"
+#include "sched/auto_scheduler.h"
+#include "sched/scheduler.h"
 #include "sharing/process_finder.h"
 
 namespace colo {
@@ -101,7 +102,32 @@ struct JobRuntime {
   std::optional<double> last_samples_per_s;
   std::optional<ProgressReader> reader;
   std::string note;
+  // Auto policy.
+  std::string signature;
+  bool probe = false;
+  int attempt = 1;
+  UnixMillis last_rate_ms = 0;  // time of the last progress event with samples
+  int rates_seen = 0;
+  uint64_t peak_memory_bytes = 0;  // largest summed memory of its processes seen
+  double probe_sm_sum = 0;
+  double probe_util_sum = 0;
+  int probe_samples = 0;
+  std::optional<int64_t> first_progress_ms;  // since its start
 };
+
+JobEnd job_end_of(JobState state) {
+  switch (state) {
+    case JobState::kOk:
+      return JobEnd::kOk;
+    case JobState::kOutOfMemory:
+      return JobEnd::kOutOfMemory;
+    case JobState::kCancelled:
+    case JobState::kKilled:
+      return JobEnd::kCancelled;
+    default:
+      return JobEnd::kFailed;
+  }
+}
 
 // The run loop and its state. Lives for one run_job_file() call.
 class RunLoop {
@@ -119,13 +145,17 @@ class RunLoop {
         sampler_(
             ctx.backend, ctx.clock, device_indices(devices_),
             SamplerOptions{options.sample_period_ms, process_period_ms(options.sample_period_ms)}),
-        queue_(device_slots()),
         attributor_(process_table_),
         display_(ctx.out, options.live_display) {}
 
   // Steps 4-6. Returns whether the run was cancelled.
   bool run() {
-    for (size_t i = 0; i < jobs_.size(); ++i) queue_.enqueue(i, jobs_[i].spec->gpu_memory_bytes);
+    scheduler_ = make_scheduler();
+    ctx_.out << "policy: " << scheduler_->describe() << '\n';
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      jobs_[i].signature = job_signature(*jobs_[i].spec);
+      scheduler_->enqueue({i, jobs_[i].signature, jobs_[i].spec->gpu_memory_bytes});
+    }
     sampler_.start();
     int64_t next_flush = ctx_.clock.monotonic_ms();
     int64_t next_health = ctx_.clock.monotonic_ms() + kHealthCheckMs;
@@ -140,6 +170,7 @@ class RunLoop {
       reap();
       if (!cancelled_) place();
       read_progress();
+      finish_probes();
       int64_t now = ctx_.clock.monotonic_ms();
       if (now >= next_flush) {
         flush();
@@ -150,7 +181,7 @@ class RunLoop {
         next_health = now + kHealthCheckMs;
       }
       redraw();
-      if (queue_.queued() == 0 && supervisor_.running_count() == 0) break;
+      if (scheduler_->queued() == 0 && supervisor_.running_count() == 0) break;
       ctx_.clock.sleep_for_ms(options_.tick_ms);
     }
     sampler_.stop();
@@ -180,16 +211,54 @@ class RunLoop {
     return idx;
   }
 
-  std::vector<DeviceSlots> device_slots() const {
+  int jobs_per_device_limit() const {
     int limit = ctx_.mechanism.max_jobs_per_device();
     if (options_.max_jobs_per_gpu)
       limit = std::min(limit, *options_.max_jobs_per_gpu);
     else if (file_.max_jobs_per_gpu)
       limit = std::min(limit, *file_.max_jobs_per_gpu);
-    std::vector<DeviceSlots> slots;
-    for (const DeviceInfo& d : devices_)
-      slots.push_back({d.index, d.memory_total_bytes, std::max(1, limit)});
-    return slots;
+    return std::max(1, limit);
+  }
+
+  std::unique_ptr<Scheduler> make_scheduler() {
+    const int limit = jobs_per_device_limit();
+    if (options_.policy.value_or(file_.policy.value_or("fixed")) != "auto") {
+      std::vector<DeviceSlots> slots;
+      for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes, limit});
+      return std::make_unique<FixedScheduler>(slots,
+                                              fmt::format("fixed, up to {} jobs per GPU", limit));
+    }
+    AutoOptions auto_options;
+    auto_options.mode = ctx_.mechanism.kind() == MechanismKind::kNaive ? ShareMode::kTimeSliced
+                                                                       : ShareMode::kSpatial;
+    auto_options.max_jobs_per_gpu = limit;
+    auto_options.memory_limits = ctx_.mechanism.kind() == MechanismKind::kMps;
+    std::vector<GpuSlot> slots;
+    for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes});
+    Result<std::vector<StoredProfile>> stored = ctx_.store.learned_profiles();
+    if (!stored.ok()) display_.event("warning: no profiles from the store: " + stored.error().message());
+    std::vector<StoredProfile> measured = stored.ok() ? *stored : std::vector<StoredProfile>{};
+    InterferenceModel model;
+    if (Result<std::vector<Collocation>> c = ctx_.store.measured_collocations(measured); c.ok())
+      model = calibrate(model, *c);
+    auto scheduler = std::make_unique<AutoScheduler>(slots, auto_options, model);
+    std::map<std::string, JobProfile> known = known_profiles(
+        measured, file_.jobs, devices_.front().name, ctx_.backend.simulated());
+    for (const JobSpec& spec : file_.jobs) {
+      std::string sig = job_signature(spec);
+      scheduler->set_label(sig, spec.group);
+      auto it = known.find(sig);
+      if (it == known.end() || scheduler->profile(sig) != nullptr) continue;
+      scheduler->set_profile(sig, it->second);
+      const JobProfile& p = it->second;
+      display_.event(fmt::format(
+          "auto: {} profile: {} peak, {} SM activity, {} alone; from {}", spec.group,
+          p.peak_memory_bytes ? format_bytes(*p.peak_memory_bytes) : "memory unknown",
+          p.sm_active_pct ? fmt::format("{:.0f}%", *p.sm_active_pct) : "unknown",
+          p.samples_per_s ? fmt::format("{:.0f} samples/s", *p.samples_per_s) : "rate unknown",
+          p.source));
+    }
+    return scheduler;
   }
 
   const DeviceInfo& device(int index) const {
@@ -214,22 +283,30 @@ class RunLoop {
   }
 
   void place() {
-    for (const Unplaceable& u : queue_.take_unplaceable()) {
+    std::vector<Decision> decisions = scheduler_->schedule(ctx_.clock.monotonic_ms());
+    for (const Unplaceable& u : scheduler_->take_unplaceable()) {
       record_final(jobs_[u.job], JobExit{JobState::kFailed, std::nullopt, std::nullopt, u.reason},
                    ctx_.clock.now_ms());
     }
-    for (const Assignment& a : queue_.schedule()) start(jobs_[a.job], a);
+    for (const std::string& note : scheduler_->take_notes()) display_.event("auto: " + note);
+    for (const Decision& d : decisions) start(jobs_[d.job], d);
   }
 
-  void start(JobRuntime& job, const Assignment& a) {
+  // A job whose start failed ends failed; the scheduler forgets it.
+  void start_failed(JobRuntime& job, size_t index, const Error& e) {
+    (void)scheduler_->finished(index, JobEnd::kFailed, ctx_.clock.monotonic_ms());
+    record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message()},
+                 ctx_.clock.now_ms());
+  }
+
+  void start(JobRuntime& job, const Decision& a) {
     const JobSpec& spec = *job.spec;
-    Placement placement{spec.name, a.device, spec.sm_share_pct, spec.memory_limit_bytes};
+    const size_t index = a.job;
+    Placement placement{spec.name, a.device, spec.sm_share_pct,
+                        spec.memory_limit_bytes ? spec.memory_limit_bytes : a.memory_limit_bytes};
     Result<Environment> mech_env = ctx_.mechanism.environment_for(placement);
     if (!mech_env.ok()) {
-      queue_.finished(a.job);
-      record_final(
-          job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, mech_env.error().message()},
-          ctx_.clock.now_ms());
+      start_failed(job, index, mech_env.error());
       return;
     }
     LaunchRequest request{spec.name, spec.command, spec.working_dir, spec.env, job.log_path};
@@ -242,23 +319,25 @@ class RunLoop {
     Result<ProgressReader> reader =
         ProgressReader::create(job.progress_path, job.log_path, spec.epoch_regex);
     if (!reader.ok()) {
-      queue_.finished(a.job);
-      record_final(job,
-                   JobExit{JobState::kFailed, std::nullopt, std::nullopt, reader.error().message()},
-                   ctx_.clock.now_ms());
+      start_failed(job, index, reader.error());
       return;
     }
-    job.reader.emplace(std::move(reader).value());
+    // A retry keeps reading the progress file where the last attempt stopped.
+    if (!job.reader) job.reader.emplace(std::move(reader).value());
 
     Result<pid_t> pid = supervisor_.start(request);
     UnixMillis now = ctx_.clock.now_ms();
     if (!pid.ok()) {
-      queue_.finished(a.job);
-      record_final(
-          job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, pid.error().message()}, now);
+      start_failed(job, index, pid.error());
       return;
     }
     job.state = JobState::kRunning;
+    job.probe = a.probe;
+    job.rates_seen = 0;
+    job.last_rate_ms = 0;
+    job.probe_samples = 0;
+    job.probe_sm_sum = job.probe_util_sum = 0;
+    job.first_progress_ms.reset();
     job.pid = *pid;
     job.device = a.device;
     job.started_ms = now;
@@ -271,27 +350,99 @@ class RunLoop {
                     spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct});
     report(ctx_.store.job_started(job.id, *pid, a.device, now),
            "record the start of job " + spec.name);
-    display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}", spec.name, a.device,
-                               device(a.device).name, *pid, job.log_path));
+    display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}{}{}", spec.name, a.device,
+                               device(a.device).name, *pid, job.log_path,
+                               a.probe ? " (probe: alone until its profile is measured)" : "",
+                               a.memory_limit_bytes && !spec.memory_limit_bytes
+                                   ? ", memory limit " + format_bytes(*a.memory_limit_bytes)
+                                   : ""));
   }
 
   void reap() {
     for (const FinishedJob& f : supervisor_.poll()) {
       auto it = by_pid_.find(f.pid);
       if (it == by_pid_.end()) continue;
-      JobRuntime& job = jobs_[it->second];
-      queue_.finished(it->second);
+      const size_t index = it->second;
+      JobRuntime& job = jobs_[index];
       by_pid_.erase(it);
       retired_pids_.push_back(f.pid);  // samples taken before its end may still be in flight
       ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
       read_progress_of(job);  // the last lines it wrote before exiting
-      record_final(job, f.exit, f.ended_ms);
+      if (job.probe && f.exit.state == JobState::kOk) finish_probe(job);
+      EndVerdict verdict =
+          scheduler_->finished(index, job_end_of(f.exit.state), ctx_.clock.monotonic_ms());
+      if (verdict.requeued && !cancelled_) {
+        requeue(job, f, verdict.note);
+        continue;
+      }
+      JobExit exit = f.exit;
+      if (!verdict.note.empty()) exit.reason += "; " + verdict.note;
+      record_final(job, exit, f.ended_ms);
     }
+  }
+
+  // An out-of-memory end the auto policy retries: the job is queued again,
+  // its next attempt logs to <stem>.attempt<N>.log.
+  void requeue(JobRuntime& job, const FinishedJob& f, const std::string& note) {
+    ProgressEvent e;
+    e.time_ms = f.ended_ms;
+    e.kind = "requeued";
+    e.metrics["attempt"] = job.attempt;
+    pending_events_.emplace_back(job.id, std::move(e));
+    job.attempt += 1;
+    job.state = JobState::kQueued;
+    job.probe = false;
+    std::string stem = job.log_path.substr(0, job.log_path.find(".log"));
+    if (auto pos = stem.find(".attempt"); pos != std::string::npos) stem.resize(pos);
+    job.log_path = fmt::format("{}.attempt{}.log", stem, job.attempt);
+    display_.event(fmt::format("{} {}: {}", job.spec->name, f.exit.reason, note));
+  }
+
+  // Auto policy: a probe has measured enough once two progress rates were
+  // seen, or after probe_ms; its profile then goes to the scheduler.
+  void finish_probes() {
+    const UnixMillis now = ctx_.clock.now_ms();
+    for (JobRuntime& job : jobs_) {
+      if (job.state != JobState::kRunning || !job.probe) continue;
+      if (job.rates_seen >= 2 || now - job.started_ms >= options_.probe_ms) finish_probe(job);
+    }
+  }
+
+  void finish_probe(JobRuntime& job) {
+    job.probe = false;
+    JobProfile p;
+    if (job.peak_memory_bytes > 0) p.peak_memory_bytes = job.peak_memory_bytes;
+    if (job.probe_samples > 0) {
+      p.sm_active_pct = job.probe_sm_sum / job.probe_samples;
+      p.gpu_util_pct = job.probe_util_sum / job.probe_samples;
+    }
+    if (job.last_samples_per_s) p.samples_per_s = job.last_samples_per_s;
+    p.startup_ms = job.first_progress_ms;
+    p.source = fmt::format("probe: {} in run {}", job.spec->name, run_id_);
+    display_.event(fmt::format(
+        "auto: measured {}: {} peak, {} SM activity, {}", job.spec->group,
+        p.peak_memory_bytes ? format_bytes(*p.peak_memory_bytes) : "memory not seen",
+        p.sm_active_pct ? fmt::format("{:.0f}%", *p.sm_active_pct) : "unknown",
+        p.samples_per_s ? fmt::format("{:.0f} samples/s", *p.samples_per_s) : "no rate yet"));
+    scheduler_->learned(job.signature, p);
   }
 
   void read_progress_of(JobRuntime& job) {
     if (!job.reader) return;
     for (ProgressEvent& e : job.reader->poll(ctx_.clock.now_ms())) {
+      if (!job.first_progress_ms) job.first_progress_ms = e.time_ms - job.started_ms;
+      if ((e.kind == "epoch_end" || e.kind == "step") && e.samples) {
+        const UnixMillis since = job.last_rate_ms > job.started_ms ? job.last_rate_ms : 0;
+        if (since > 0 && e.time_ms > since) {
+          double rate = static_cast<double>(*e.samples) * 1000.0 /
+                        static_cast<double>(e.time_ms - since);
+          scheduler_->observe_rate(static_cast<size_t>(&job - jobs_.data()), rate,
+                                   ctx_.clock.monotonic_ms());
+          ++job.rates_seen;
+          if (e.kind == "step") job.last_samples_per_s = rate;
+        }
+        job.last_rate_ms = e.time_ms;
+      }
       if (e.kind == "epoch_end") {
         ++job.epochs;
         int64_t took = e.time_ms - job.last_epoch_end_ms;
@@ -329,8 +480,28 @@ class RunLoop {
       if (sampler_errors_shown_++ < 5) display_.event("warning: GPU sampling: " + e);
     }
     std::move(batch.devices.begin(), batch.devices.end(), std::back_inserter(pending_devices_));
+    std::map<std::pair<int64_t, UnixMillis>, uint64_t> memory;  // (job id, time) -> bytes
     for (const ProcessSample& p : batch.processes) {
-      pending_processes_.push_back({p, attributor_.job_for(static_cast<pid_t>(p.pid))});
+      std::optional<int64_t> job_id = attributor_.job_for(static_cast<pid_t>(p.pid));
+      if (job_id && p.used_memory_bytes) memory[{*job_id, p.time_ms}] += *p.used_memory_bytes;
+      pending_processes_.push_back({p, job_id});
+    }
+    for (JobRuntime& job : jobs_) {
+      if (job.state != JobState::kRunning) continue;
+      for (auto it = memory.lower_bound({job.id, 0}); it != memory.end() && it->first.first == job.id; ++it)
+        job.peak_memory_bytes = std::max(job.peak_memory_bytes, it->second);
+      if (!job.probe || !job.device) continue;
+      // Probe SM activity: the device while the job works (after its first progress).
+      for (const DeviceSample& d : batch.devices) {
+        if (d.device != *job.device || !job.first_progress_ms ||
+            d.time_ms < job.started_ms + *job.first_progress_ms)
+          continue;
+        if (d.sm_active_pct) {
+          job.probe_sm_sum += *d.sm_active_pct;
+          job.probe_util_sum += d.gpu_util_pct.value_or(*d.sm_active_pct * 2);
+          ++job.probe_samples;
+        }
+      }
     }
     for (pid_t pid : retired_pids_) attributor_.remove_job(pid);
     retired_pids_.clear();
@@ -362,7 +533,7 @@ class RunLoop {
     if (!cancelled_) {
       cancelled_ = true;
       UnixMillis now = ctx_.clock.now_ms();
-      for (size_t i : queue_.drain_queued()) {
+      for (size_t i : scheduler_->drain_queued()) {
         record_final(jobs_[i],
                      JobExit{JobState::kCancelled, std::nullopt, std::nullopt,
                              "cancelled before it started"},
@@ -395,7 +566,7 @@ class RunLoop {
                               j.last_epoch_ms, j.last_samples_per_s, j.note});
     }
     display_.redraw(fmt::format("run {}: {} running, {} queued, {} done of {}", run_id_, running,
-                                queue_.queued(), done, jobs_.size()),
+                                scheduler_->queued(), done, jobs_.size()),
                     lines);
   }
 
@@ -414,7 +585,7 @@ class RunLoop {
   std::vector<JobRuntime> jobs_;
   JobSupervisor supervisor_;
   GpuSampler sampler_;
-  JobQueue queue_;
+  std::unique_ptr<Scheduler> scheduler_;  // made when run() starts (it reports through display_)
   ProcfsProcessTable process_table_;
   JobAttributor attributor_;
   LiveDisplay display_;

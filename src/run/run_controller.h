@@ -5,9 +5,11 @@
 //   2. read the devices; record the run and its jobs (all queued)
 //   3. prepare the mechanism (e.g. start the private MPS daemon)
 //   4. start the GPU sampler
-//   5. loop: place queued jobs (JobQueue), start them (JobSupervisor) with the
-//      mechanism's environment, follow their progress files, reap them, write
-//      events and samples to the store in batches, update the display
+//   5. loop: place queued jobs (the policy's Scheduler: fixed or auto), start
+//      them (JobSupervisor) with the mechanism's environment, follow their
+//      progress files (rates go to the scheduler), finish probes, reap jobs
+//      (an auto run requeues out-of-memory ends), write events and samples to
+//      the store in batches, update the display
 //   6. stop the sampler, write the last samples
 //   7. tear the mechanism down
 //   8. close the run with its final state
@@ -41,6 +43,11 @@ struct RunOptions {
   std::string logs_root;
   // Overrides the job file's [run] max_per_gpu.
   std::optional<int> max_jobs_per_gpu;
+  // "fixed" or "auto"; overrides the job file's [run] policy (default fixed).
+  std::optional<std::string> policy;
+  // Auto policy: how long a probe measures a job with no profile alone, at
+  // most (it ends earlier once two progress rates were seen).
+  int64_t probe_ms = 60'000;
   // Device sampling period.
   int64_t sample_period_ms = 500;
   // Time between TERM and KILL when stopping jobs.

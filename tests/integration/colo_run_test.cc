@@ -228,6 +228,35 @@ TEST_F(ColoRun, ShowReportsSpeedUpAgainstAnExclusiveRunOfTheSameJobs) {
   EXPECT_NE(runs.output.find("exclusive"), std::string::npos) << runs.output;
 }
 
+TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
+  std::string file = write_file("jobs.toml", toy_job("toy", 4, 300, "repeat = 4\n"));
+  CommandResult r = shell(colo("run " + file +
+                               " --backend sim --mechanism naive --policy auto --plain "
+                               "--sample-period 100ms --db " + db()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("policy: auto"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("toy: no profile yet; probing it alone on gpu0"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("auto: measured toy"), std::string::npos) << r.output;
+  // The probe ran alone: the second job started after it was measured.
+  EXPECT_LT(r.output.find("auto: measured toy"), r.output.find("toy#2 started")) << r.output;
+  auto store = RunStore::open(db());
+  ASSERT_TRUE(store.ok());
+  Result<RunSummary> summary = (*store)->summarize_run(0);
+  ASSERT_TRUE(summary.ok());
+  for (const JobSummary& j : summary->jobs) EXPECT_EQ(j.state, JobState::kOk) << j.name;
+
+  // The next run knows the profile from the store: no probe.
+  CommandResult again = shell(colo("run " + file +
+                                   " --backend sim --mechanism naive --policy auto --plain "
+                                   "--sample-period 100ms --db " + db()));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(again.output.find("probing"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("toy profile:"), std::string::npos) << again.output;
+  CommandResult profiles = shell(colo("profiles --db " + db()));
+  EXPECT_NE(profiles.output.find("store: run"), std::string::npos) << profiles.output;
+}
+
 TEST_F(ColoRun, BadJobFileNamesFileLineAndKey) {
   std::string file = write_file("bad.toml", "[[job]]\nname = \"a\"\ncomand = [\"true\"]\n");
   CommandResult r = shell(colo("run " + file + " --backend sim --db " + db()));

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Issue 4's GPU benchmarks: one job file of bench/policies under several
+# policies, one after another on one GPU, into one store, so that the ratios
+# compare like with like. The exclusive run goes first: the auto run then
+# knows the jobs' profiles from it (as it would from any earlier run).
+#
+#   bench/policies.sh OUTPUT_DIR NAME [POLICY...]
+#     NAME: sweep-resnet26 | cait4 | mixed
+#     POLICY: exclusive | naive-all | mps-all | mps-K | auto (default: exclusive mps-all auto)
+#
+# Leaves in OUTPUT_DIR: colo.db, <NAME>-<POLICY>.txt (colo's output), and
+# <NAME>-summary.txt (one line per policy: makespan, steady throughput, speed-up).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+COLO="${COLO:-build/colo}"
+OUT_DIR="$(realpath -m "${1:?usage: bench/policies.sh OUTPUT_DIR NAME [POLICY...]}")"
+NAME="${2:?usage: bench/policies.sh OUTPUT_DIR NAME [POLICY...]}"
+shift 2
+POLICIES=("$@")
+[ ${#POLICIES[@]} -gt 0 ] || POLICIES=(exclusive mps-all auto)
+FILE="bench/policies/$NAME.toml"
+mkdir -p "$OUT_DIR"
+export COLO_HOME="$OUT_DIR/home"
+DB="$OUT_DIR/colo.db"
+SUMMARY="$OUT_DIR/$NAME-summary.txt"
+for policy in "${POLICIES[@]}"; do
+  case "$policy" in
+    exclusive) args=(--mechanism exclusive) ;;
+    naive-all) args=(--mechanism naive --max-per-gpu 1000) ;;
+    mps-all) args=(--mechanism mps --max-per-gpu 48) ;;
+    mps-*) args=(--mechanism mps --max-per-gpu "${policy#mps-}") ;;
+    auto) args=(--mechanism mps --policy auto) ;;
+    *) echo "bench/policies.sh: unknown policy '$policy'" >&2; exit 2 ;;
+  esac
+  echo "=== $NAME $policy: colo run $FILE ${args[*]}"
+  "$COLO" run "$FILE" "${args[@]}" --plain --db "$DB" >"$OUT_DIR/$NAME-$policy.txt" 2>&1
+  echo "exit $?" >>"$OUT_DIR/$NAME-$policy.txt"
+  tail -8 "$OUT_DIR/$NAME-$policy.txt"
+  {
+    printf '%-10s ' "$policy"
+    "$COLO" show --db "$DB" --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+print("run %s makespan %.1f s, steady %.0f samples/s, jobs ok %d/%d" % (
+    s["run"]["id"], (s.get("makespan_ms") or 0) / 1000, s.get("steady_throughput_per_s") or 0,
+    sum(1 for j in s["jobs"] if j["state"] == "ok"), len(s["jobs"])))'
+  } >>"$SUMMARY"
+done
+"$COLO" profiles --db "$DB" >"$OUT_DIR/$NAME-profiles.txt" 2>&1
+cat "$SUMMARY"
