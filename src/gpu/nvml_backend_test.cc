@@ -100,7 +100,7 @@ TEST_F(NvmlBackendTest, ReadsDeviceFacts) {
   EXPECT_EQ(profiles,
             (std::vector<std::string>{"1g.18gb/19", "2g.35gb/14", "3g.71gb/9", "4g.71gb/5",
                                       "7g.141gb/0", "1g.18gb+me/20", "1g.35gb/15"}));
-  EXPECT_EQ(d.mig_profiles[0].memory_bytes, 16896 * kMiB);
+  EXPECT_EQ(d.mig_profiles[0].memory_bytes, 16384 * kMiB);  // the built-in H200 table
   EXPECT_EQ(d.mig_profiles[0].max_instances, 7);
   EXPECT_EQ(d.mig_profiles[0].sm_count, 16);
   // Found by sampling: GPM metrics included, the one GPM refuses (tensor) not.
