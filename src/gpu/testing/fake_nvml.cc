@@ -531,6 +531,18 @@ FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t code) {
       return "Driver Not Loaded";
     case NVML_ERROR_GPU_IS_LOST:
       return "GPU is lost";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case NVML_ERROR_NO_PERMISSION:
+      return "Insufficient Permissions";
+    case NVML_ERROR_NOT_FOUND:
+      return "Not Found";
+    case NVML_ERROR_RESET_REQUIRED:
+      return "Reset Required";
+    case NVML_ERROR_IN_USE:
+      return "In use by another client";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES:
+      return "Insufficient Resources";
     default:
       return "Unknown Error";
   }
