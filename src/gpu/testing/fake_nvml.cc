@@ -327,14 +327,8 @@ unsigned int ci_slices_of_index(unsigned int index) {
   constexpr unsigned int kSlices[] = {1, 2, 3, 4, 7};
   return index < 5 ? kSlices[index] : 0;
 }
-// Whether a GPU instance of `gi_slices` compute slices offers `slices`-slice
-// compute instances (as nvidia-smi mig -lcip lists them).
 bool ci_fits(unsigned int slices, unsigned int gi_slices) {
-  if (slices == 0 || slices > gi_slices) return false;
-  if (slices == 3) return gi_slices == 3 || gi_slices == 7;
-  if (slices == 4) return gi_slices == 4 || gi_slices == 7;
-  if (slices == 7) return gi_slices == 7;
-  return true;
+  return colo::compute_instance_fits(static_cast<int>(slices), static_cast<int>(gi_slices));
 }
 unsigned int compute_slices_of(const FakeGpuInstance& g) {
   const colo::MigProfileSpec* p = profile_by_id(g.profile_id);
