@@ -40,10 +40,11 @@ constexpr const char* kNeedsAJob =
 
 constexpr std::array<const char*, 3> kTopLevelKeys = {"run", "defaults", "job"};
 constexpr std::array<const char*, 2> kRunKeys = {"max_per_gpu", "mechanism"};
-constexpr std::array<const char*, 3> kMechanisms = {"exclusive", "naive", "mps"};
+constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 6> kSettingKeys = {"workdir",  "env",          "gpu_memory",
-                                                     "sm_share", "memory_limit", "epoch_regex"};
+constexpr std::array<const char*, 8> kSettingKeys = {
+    "workdir",      "env",         "gpu_memory",  "sm_share",
+    "memory_limit", "epoch_regex", "mig_profile", "mig_group"};
 // Keys only a [[job]] may have.
 constexpr std::array<const char*, 4> kJobOnlyKeys = {"name", "command", "repeat", "grid"};
 
@@ -184,6 +185,8 @@ struct Settings {
   std::optional<int> sm_share_pct;
   std::optional<uint64_t> memory_limit_bytes;
   std::optional<std::string> epoch_regex;
+  std::optional<std::string> mig_profile;
+  std::optional<std::string> mig_group;
 
   // `over` wins where it sets a field; env is merged key by key.
   static Settings merge(const Settings& base, const Settings& over) {
@@ -194,6 +197,8 @@ struct Settings {
     if (over.sm_share_pct) out.sm_share_pct = over.sm_share_pct;
     if (over.memory_limit_bytes) out.memory_limit_bytes = over.memory_limit_bytes;
     if (over.epoch_regex) out.epoch_regex = over.epoch_regex;
+    if (over.mig_profile) out.mig_profile = over.mig_profile;
+    if (over.mig_group) out.mig_group = over.mig_group;
     return out;
   }
 };
@@ -310,6 +315,13 @@ class TableReader {
       if (auto pct = int_in_range(k, node, 1, 100, "a percentage from 1 to 100")) {
         settings.sm_share_pct = static_cast<int>(*pct);
       }
+    } else if (k == "mig_profile" || k == "mig_group") {
+      auto text = string(k, node, "a string");
+      if (text && text->empty()) {
+        error(line_of(node), fmt::format("key '{}' must not be empty", k));
+      } else if (text) {
+        (k == "mig_profile" ? settings.mig_profile : settings.mig_group) = *text;
+      }
     } else if (k == "epoch_regex") {
       auto re = string(k, node, "a regular expression (a string)");
       if (!re) return;
@@ -424,12 +436,13 @@ void read_run(const toml::node& node, Diagnostics& diag, JobFile& out) {
         out.max_jobs_per_gpu = static_cast<int>(*n);
       }
     } else if (key.str() == "mechanism") {
-      auto name = reader.string(key.str(), value, "one of \"exclusive\", \"naive\", \"mps\"");
+      auto name = reader.string(key.str(), value,
+                                "one of \"exclusive\", \"naive\", \"mps\", \"mig\"");
       if (!name) continue;
       if (!contains(kMechanisms, *name)) {
         reader.error(line_of(value),
                      fmt::format("key 'mechanism' must be one of \"exclusive\", \"naive\", "
-                                 "\"mps\", got \"{}\"{}",
+                                 "\"mps\", \"mig\", got \"{}\"{}",
                                  *name, did_you_mean(*name, kMechanisms)));
         continue;
       }
@@ -650,6 +663,8 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.sm_share_pct = block.settings.sm_share_pct;
     base.memory_limit_bytes = block.settings.memory_limit_bytes;
     base.epoch_regex = block.settings.epoch_regex;
+    base.mig_profile = block.settings.mig_profile;
+    base.mig_group = block.settings.mig_group;
     base.params = params;
     base.source = fmt::format("{}:{}", path, block.line);
     for (int64_t r = 1; r <= block.repeat; ++r) {

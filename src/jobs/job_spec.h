@@ -23,6 +23,8 @@ struct JobSpec {
   std::optional<int> sm_share_pct;             // hint / MPS limit: 1-100
   std::optional<uint64_t> memory_limit_bytes;  // MPS pinned memory limit
   std::optional<std::string> epoch_regex;      // marks an epoch end in stdout
+  std::optional<std::string> mig_profile;      // mig: GPU-instance profile ("3g.40gb")
+  std::optional<std::string> mig_group;        // mig: jobs of a group share one GPU instance
   std::map<std::string, std::string> params;   // this instance's grid values
   int repeat_index = 1;                        // 1-based
   std::string source;                          // "file.toml:12" where it was defined
