@@ -18,6 +18,7 @@
 #include "gpu/testing/fake_nvml.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -167,11 +168,34 @@ FakeMig& mig_memory() {
   return m;
 }
 
-// The MIG state: read from $FAKE_NVML_STATE afresh when it is set.
+// Identity of the state file's current version: save_mig() replaces the file
+// (rename), so any change by any process changes it.
+struct FileVersion {
+  ino_t inode = 0;
+  long long mtime_ns = -1;
+  off_t size = -1;
+  bool operator==(const FileVersion&) const = default;
+};
+FileVersion& loaded_version() {
+  static FileVersion v;
+  return v;
+}
+FileVersion version_of(const char* path) {
+  struct stat st{};
+  if (stat(path, &st) != 0) return {};
+  return {st.st_ino, st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec, st.st_size};
+}
+
+// The MIG state. With $FAKE_NVML_STATE it is read again when the file changed
+// since this process last read or wrote it, so references stay valid within a
+// call of this process.
 FakeMig& mig() {
   FakeMig& m = mig_memory();
   const char* path = state_file();
   if (path == nullptr) return m;
+  const FileVersion now = version_of(path);
+  if (now.mtime_ns < 0 || now == loaded_version()) return m;
+  loaded_version() = now;
   std::ifstream in(path);
   m = FakeMig{};
   if (!in) return m;
@@ -214,6 +238,7 @@ void save_mig() {
   const std::string tmp = std::string(path) + ".tmp";
   std::ofstream(tmp) << j.dump(1) << "\n";
   std::rename(tmp.c_str(), path);
+  loaded_version() = version_of(path);
 }
 
 // Dies like a colo killed with SIGKILL at this step, if told to.
