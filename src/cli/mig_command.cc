@@ -267,10 +267,10 @@ int status_command(const MigChangeFlags& flags) {
                              gi.start, gi.start + gi.size - 1);
     for (const MigDevice& d : *devices) {
       if (d.gpu_instance_id != gi.id) continue;
-      std::cout << fmt::format(
-          "  compute instance {}: {}  memory {} of {}\n", d.compute_instance_id, d.uuid,
-          d.memory_used_bytes ? format_bytes(*d.memory_used_bytes) : "-",
-          d.memory_total_bytes ? format_bytes(*d.memory_total_bytes) : "-");
+      std::cout << fmt::format("  compute instance {}: {}  memory {} of {}\n",
+                               d.compute_instance_id, d.uuid,
+                               d.memory_used_bytes ? format_bytes(*d.memory_used_bytes) : "-",
+                               d.memory_total_bytes ? format_bytes(*d.memory_total_bytes) : "-");
     }
   }
   return kExitOk;
@@ -283,7 +283,8 @@ int cleanup_command(const MigChangeFlags& flags) {
     std::cerr << "colo: " << backend.error().message() << "\n";
     return kExitEnvironment;
   }
-  Result<std::vector<std::string>> lines = cleanup_stale_mig_instances(MechanismOptions{}, **backend);
+  Result<std::vector<std::string>> lines =
+      cleanup_stale_mig_instances(MechanismOptions{}, **backend);
   if (!lines.ok()) {
     std::cerr << "colo: " << lines.error().message() << "\n";
     return kExitEnvironment;
@@ -351,8 +352,8 @@ void add_mig_command(CLI::App& app, int& exit_code) {
 
   static MigChangeFlags enable;
   static MigChangeFlags disable;
-  for (auto [name, flags, on] : {std::tuple{"enable", &enable, true},
-                                 std::tuple{"disable", &disable, false}}) {
+  for (auto [name, flags, on] :
+       {std::tuple{"enable", &enable, true}, std::tuple{"disable", &disable, false}}) {
     CLI::App* cmd = mig->add_subcommand(
         name, fmt::format("{} MIG mode on a GPU (needs root and --yes-i-know; takes effect after "
                           "a GPU reset, which colo never does)",
@@ -362,9 +363,8 @@ void add_mig_command(CLI::App& app, int& exit_code) {
                   "confirm: the change needs a GPU reset to take effect and affects everyone "
                   "using the GPU");
     add_backend_flags(*cmd, flags->backend);
-    cmd->callback([&exit_code, flags = flags, on = on] {
-      exit_code = set_mode_command(*flags, on);
-    });
+    cmd->callback(
+        [&exit_code, flags = flags, on = on] { exit_code = set_mode_command(*flags, on); });
   }
 }
 

@@ -306,9 +306,9 @@ using nvmlDeviceGetGpuInstanceById_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned 
 using nvmlGpuInstanceGetInfo_fn = nvmlReturn_t (*)(nvmlGpuInstance_t, nvmlGpuInstanceInfo_t*);
 using nvmlGpuInstanceDestroy_fn = nvmlReturn_t (*)(nvmlGpuInstance_t);
 // (gpuInstance, profile index, engine profile, info).
-using nvmlGpuInstanceGetComputeInstanceProfileInfo_fn = nvmlReturn_t (*)(
-    nvmlGpuInstance_t, unsigned int profile, unsigned int engProfile,
-    nvmlComputeInstanceProfileInfo_t*);
+using nvmlGpuInstanceGetComputeInstanceProfileInfo_fn =
+    nvmlReturn_t (*)(nvmlGpuInstance_t, unsigned int profile, unsigned int engProfile,
+                     nvmlComputeInstanceProfileInfo_t*);
 using nvmlGpuInstanceCreateComputeInstance_fn = nvmlReturn_t (*)(nvmlGpuInstance_t,
                                                                  unsigned int profileId,
                                                                  nvmlComputeInstance_t*);

@@ -39,9 +39,10 @@ std::string advice(nvmlReturn_t code, int device) {
     case NVML_ERROR_IN_USE:
       return "processes still use the instance; stop them (`nvidia-smi` lists them) and retry";
     case NVML_ERROR_RESET_REQUIRED:
-      return fmt::format("GPU {} must be reset first (`nvidia-smi -i {} -r` as root, with no "
-                         "process using it)",
-                         device, device);
+      return fmt::format(
+          "GPU {} must be reset first (`nvidia-smi -i {} -r` as root, with no "
+          "process using it)",
+          device, device);
     default:
       return "check `nvidia-smi mig -lgi`";
   }
@@ -85,10 +86,9 @@ Result<nvmlDevice_t> NvmlMigControl::handle(int device) const {
 }
 
 // A missing function is reported the same way everywhere.
-#define COLO_REQUIRE_NVML(fn, name)                                                     \
-  if (api.fn == nullptr) {                                                              \
-    return Error(fmt::format("this NVIDIA driver has no {} (MIG); update the driver", \
-                             name));                                                    \
+#define COLO_REQUIRE_NVML(fn, name)                                                           \
+  if (api.fn == nullptr) {                                                                    \
+    return Error(fmt::format("this NVIDIA driver has no {} (MIG); update the driver", name)); \
   }
 
 Result<MigModeState> NvmlMigControl::mig_mode(int device) {
@@ -165,8 +165,8 @@ Result<MigGpuInstance> NvmlMigControl::create_gpu_instance(int device, int profi
   COLO_REQUIRE_NVML(device_create_gpu_instance_with_placement,
                     "nvmlDeviceCreateGpuInstanceWithPlacement");
   COLO_REQUIRE_NVML(gpu_instance_get_info, "nvmlGpuInstanceGetInfo");
-  const std::string what =
-      fmt::format("creating a GPU instance of MIG profile {} at memory slice {}", profile_id, start);
+  const std::string what = fmt::format(
+      "creating a GPU instance of MIG profile {} at memory slice {}", profile_id, start);
   nvmlGpuInstancePlacement_t placement{static_cast<unsigned int>(start), 0};
   nvmlGpuInstance_t instance = nullptr;
   nvmlReturn_t code = api.device_create_gpu_instance_with_placement(
@@ -243,8 +243,7 @@ Result<std::vector<MigComputeInstance>> NvmlMigControl::compute_instances(int de
       code = api.compute_instance_get_info(handles[i], &info);
       if (code != NVML_SUCCESS) return failure(device, what, "nvmlComputeInstanceGetInfo_v2", code);
       instances.push_back({gpu_instance_id, static_cast<int>(info.id),
-                           static_cast<int>(info.profileId),
-                           static_cast<int>(profile.sliceCount)});
+                           static_cast<int>(info.profileId), static_cast<int>(profile.sliceCount)});
     }
   }
   std::sort(instances.begin(), instances.end(),
@@ -266,8 +265,8 @@ Result<MigComputeInstance> NvmlMigControl::create_compute_instance(int device, i
   }
   auto gi = gpu_instance(device, gpu_instance_id);
   if (!gi.ok()) return gi.error();
-  const std::string what = fmt::format("creating a {}-slice compute instance in MIG GPU instance {}",
-                                       slice_count, gpu_instance_id);
+  const std::string what = fmt::format(
+      "creating a {}-slice compute instance in MIG GPU instance {}", slice_count, gpu_instance_id);
   nvmlComputeInstanceProfileInfo_t profile{};
   nvmlReturn_t code = api.gpu_instance_get_compute_instance_profile_info(
       *gi, static_cast<unsigned int>(index), NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &profile);

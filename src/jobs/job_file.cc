@@ -42,9 +42,9 @@ constexpr std::array<const char*, 3> kTopLevelKeys = {"run", "defaults", "job"};
 constexpr std::array<const char*, 2> kRunKeys = {"max_per_gpu", "mechanism"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 8> kSettingKeys = {
-    "workdir",      "env",         "gpu_memory",  "sm_share",
-    "memory_limit", "epoch_regex", "mig_profile", "mig_group"};
+constexpr std::array<const char*, 8> kSettingKeys = {"workdir",     "env",          "gpu_memory",
+                                                     "sm_share",    "memory_limit", "epoch_regex",
+                                                     "mig_profile", "mig_group"};
 // Keys only a [[job]] may have.
 constexpr std::array<const char*, 4> kJobOnlyKeys = {"name", "command", "repeat", "grid"};
 
@@ -436,8 +436,8 @@ void read_run(const toml::node& node, Diagnostics& diag, JobFile& out) {
         out.max_jobs_per_gpu = static_cast<int>(*n);
       }
     } else if (key.str() == "mechanism") {
-      auto name = reader.string(key.str(), value,
-                                "one of \"exclusive\", \"naive\", \"mps\", \"mig\"");
+      auto name =
+          reader.string(key.str(), value, "one of \"exclusive\", \"naive\", \"mps\", \"mig\"");
       if (!name) continue;
       if (!contains(kMechanisms, *name)) {
         reader.error(line_of(value),

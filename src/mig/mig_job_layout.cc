@@ -108,8 +108,7 @@ Result<std::vector<MigInstancePlan>> plan_mig_for_jobs(const MigGeometry& geomet
     }
     const MigProfileSpec* best = nullptr;
     for (const MigProfileSpec* p : candidates) {
-      if (p->memory_bytes < u.memory_bytes ||
-          p->compute_slices < static_cast<int>(u.jobs.size())) {
+      if (p->memory_bytes < u.memory_bytes || p->compute_slices < static_cast<int>(u.jobs.size())) {
         continue;
       }
       if (best == nullptr || p->memory_slices < best->memory_slices ||
@@ -118,11 +117,10 @@ Result<std::vector<MigInstancePlan>> plan_mig_for_jobs(const MigGeometry& geomet
       }
     }
     if (best == nullptr) {
-      return Error(fmt::format("{}: no MIG profile of {} holds {}{}", unit_name(u), geometry.model,
-                               format_bytes(u.memory_bytes),
-                               u.jobs.size() > 1
-                                   ? fmt::format(" with {} compute slices", u.jobs.size())
-                                   : ""));
+      return Error(fmt::format(
+          "{}: no MIG profile of {} holds {}{}", unit_name(u), geometry.model,
+          format_bytes(u.memory_bytes),
+          u.jobs.size() > 1 ? fmt::format(" with {} compute slices", u.jobs.size()) : ""));
     }
     u.profile = best->name;
   }
@@ -131,8 +129,8 @@ Result<std::vector<MigInstancePlan>> plan_mig_for_jobs(const MigGeometry& geomet
     std::vector<MigRequest> requests;
     for (const Unit& u : *units) {
       const std::string name = u.profile ? *u.profile : open_profile->name;
-      requests.push_back({name, 1, u.memory_bytes > 0 ? std::optional(u.memory_bytes)
-                                                      : std::nullopt});
+      requests.push_back(
+          {name, 1, u.memory_bytes > 0 ? std::optional(u.memory_bytes) : std::nullopt});
     }
     return requests;
   };

@@ -35,7 +35,8 @@ TEST(MigJobLayout, JobsWithoutHintsShareTheGpuEvenly) {
   auto two = plan_mig_for_jobs(a100(), {job("a"), job("b")});
   ASSERT_TRUE(two.ok()) << two.error().message();
   EXPECT_EQ(describe(*two), "3g.20gb@0:a/3 3g.20gb@4:b/3");
-  auto seven = plan_mig_for_jobs(a100(), {job("a"), job("b"), job("c"), job("d"), job("e"), job("f"), job("g")});
+  auto seven = plan_mig_for_jobs(
+      a100(), {job("a"), job("b"), job("c"), job("d"), job("e"), job("f"), job("g")});
   ASSERT_TRUE(seven.ok()) << seven.error().message();
   EXPECT_EQ(seven->size(), 7u);
   EXPECT_EQ(seven->front().placement.profile, "1g.5gb");
@@ -53,9 +54,9 @@ TEST(MigJobLayout, ProfilesAndMemoryHintsAreHonoured) {
 
 TEST(MigJobLayout, AGroupSharesOneGpuInstance) {
   // The paper's recommender + vision case: two jobs, one instance's memory.
-  auto plan = plan_mig_for_jobs(a100(), {job("dlrm", "4g.20gb", std::nullopt, "pair"),
-                                         job("resnet", std::nullopt, std::nullopt, "pair"),
-                                         job("other")});
+  auto plan =
+      plan_mig_for_jobs(a100(), {job("dlrm", "4g.20gb", std::nullopt, "pair"),
+                                 job("resnet", std::nullopt, std::nullopt, "pair"), job("other")});
   ASSERT_TRUE(plan.ok()) << plan.error().message();
   EXPECT_EQ(describe(*plan), "4g.20gb@0:dlrm,resnet/2 3g.20gb@4:other/3");
 }
@@ -70,9 +71,9 @@ TEST(MigJobLayout, RefusalsNameTheJobOrGroup) {
   ASSERT_FALSE(conflict.ok());
   EXPECT_THAT(conflict.error().message(), HasSubstr("mig_group 'g'"));
 
-  auto crowded = plan_mig_for_jobs(a100(), {job("a", "2g.10gb", std::nullopt, "g"),
-                                            job("b", std::nullopt, std::nullopt, "g"),
-                                            job("c", std::nullopt, std::nullopt, "g")});
+  auto crowded = plan_mig_for_jobs(
+      a100(), {job("a", "2g.10gb", std::nullopt, "g"), job("b", std::nullopt, std::nullopt, "g"),
+               job("c", std::nullopt, std::nullopt, "g")});
   ASSERT_FALSE(crowded.ok());
   EXPECT_THAT(crowded.error().message(), HasSubstr("has 3 jobs but its profile 2g.10gb"));
 

@@ -246,8 +246,7 @@ Result<std::vector<MigPlacement>> plan_mig(const MigGeometry& geometry,
       if (per_profile.count(index)) per_profile[index] += 1;
     }
   }
-  const std::string where =
-      held.empty() ? "" : fmt::format(" (the GPU already holds {})", held);
+  const std::string where = held.empty() ? "" : fmt::format(" (the GPU already holds {})", held);
 
   for (const auto& [index, count] : per_profile) {
     const MigProfileSpec& p = geometry.profiles[index];

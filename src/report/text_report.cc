@@ -206,7 +206,9 @@ std::string format_run_summary(const RunSummary& summary) {
     out += fmt::format(
         "idle MIG instances: {:.1f} instance-seconds of {:.1f} ({:.0f}%) had no job running\n",
         idle_s, total_s, total_s > 0 ? 100.0 * idle_s / total_s : 0.0);
-    TextTable table({{"MIG INSTANCE"}, {"JOBS", Align::kRight}, {"BUSY", Align::kRight},
+    TextTable table({{"MIG INSTANCE"},
+                     {"JOBS", Align::kRight},
+                     {"BUSY", Align::kRight},
                      {"IDLE", Align::kRight}});
     for (const InstanceUsage& u : summary.instances) {
       // "3g.40gb gi1 ci0 MIG-..." is shown without the UUID.
@@ -279,8 +281,10 @@ nlohmann::json to_json(const RunSummary& summary) {
   }
   nlohmann::json instances = nlohmann::json::array();
   for (const InstanceUsage& u : summary.instances) {
-    instances.push_back(
-        {{"instance", u.instance}, {"jobs", u.jobs}, {"busy_ms", u.busy_ms}, {"idle_ms", u.idle_ms}});
+    instances.push_back({{"instance", u.instance},
+                         {"jobs", u.jobs},
+                         {"busy_ms", u.busy_ms},
+                         {"idle_ms", u.idle_ms}});
   }
   return {
       {"run", to_json(summary.run)},

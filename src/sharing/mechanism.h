@@ -78,7 +78,7 @@ struct MechanismOptions {
 
 // What the mig mechanism needs beyond the options; the others ignore it.
 struct MechanismInputs {
-  GpuBackend* backend = nullptr;    // borrowed; its MigControl creates the instances
+  GpuBackend* backend = nullptr;   // borrowed; its MigControl creates the instances
   std::vector<MigJobDemand> jobs;  // the run's jobs, to lay out
 };
 

@@ -40,8 +40,8 @@ Result<std::string> make_record_dir(const std::string& state_dir, Clock& clock) 
     std::string path = attempt == 0 ? base : fmt::format("{}-{}", base, attempt);
     if (mkdir(path.c_str(), 0700) == 0) return path;
     if (errno != EEXIST) {
-      return Error(fmt::format("cannot create MIG record directory {}: {}", path,
-                               std::strerror(errno)));
+      return Error(
+          fmt::format("cannot create MIG record directory {}: {}", path, std::strerror(errno)));
     }
   }
   return Error(fmt::format("cannot create a fresh MIG record directory under {}", state_dir));
@@ -59,8 +59,8 @@ std::string instance_label(const MigRecordedGpuInstance& gi, const MigRecordedCo
 // is matched by profile and start, and every compute instance inside a
 // matching GPU instance goes (one created just before the crash has no id in
 // the record). Returns what could not be done; empty when all is gone.
-std::vector<std::string> release(MigControl& mig, int device, MigOwnerRecord& record,
-                                 bool verify, const std::function<Status()>& save,
+std::vector<std::string> release(MigControl& mig, int device, MigOwnerRecord& record, bool verify,
+                                 const std::function<Status()>& save,
                                  std::vector<std::string>& done) {
   std::vector<std::string> problems;
   std::vector<MigGpuInstance> present;
@@ -148,12 +148,9 @@ Status write_mig_owner_record(const std::string& path, const MigOwnerRecord& rec
                    {"id", optional_id(gi.id)},
                    {"compute_instances", cis}});
   }
-  nlohmann::json j = {{"colo_pid", record.colo_pid},
-                      {"hostname", record.hostname},
-                      {"start_time_ms", record.start_time_ms},
-                      {"device", record.device},
-                      {"device_uuid", record.device_uuid},
-                      {"gpu_instances", gis}};
+  nlohmann::json j = {{"colo_pid", record.colo_pid},           {"hostname", record.hostname},
+                      {"start_time_ms", record.start_time_ms}, {"device", record.device},
+                      {"device_uuid", record.device_uuid},     {"gpu_instances", gis}};
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -185,9 +182,10 @@ Result<MigOwnerRecord> read_mig_owner_record(const std::string& path) {
   record.device = j.value("device", 0);
   record.device_uuid = j.value("device_uuid", "");
   for (const nlohmann::json& g : j["gpu_instances"]) {
-    if (!g.is_object()) return Error(fmt::format("{}: a GPU instance entry is not an object", path));
-    MigRecordedGpuInstance gi{g.value("profile", ""), g.value("profile_id", -1),
-                              g.value("start", -1),  g.value("size", 0),
+    if (!g.is_object())
+      return Error(fmt::format("{}: a GPU instance entry is not an object", path));
+    MigRecordedGpuInstance gi{g.value("profile", ""),    g.value("profile_id", -1),
+                              g.value("start", -1),      g.value("size", 0),
                               read_optional_id(g, "id"), {}};
     for (const nlohmann::json& c : g.value("compute_instances", nlohmann::json::array())) {
       gi.compute_instances.push_back({c.value("job", ""), c.value("slices", 0),
@@ -287,8 +285,8 @@ Status MigMechanism::prepare(const std::vector<DeviceInfo>& devices) {
   Result<std::string> dir = make_record_dir(state_dir_, clock_);
   if (!dir.ok()) return dir.error().with_context("mig");
   dir_ = *dir;
-  record_ = MigOwnerRecord{getpid(), local_hostname(), clock_.now_ms(), chosen->index,
-                           chosen->uuid, {}};
+  record_ =
+      MigOwnerRecord{getpid(), local_hostname(), clock_.now_ms(), chosen->index, chosen->uuid, {}};
   if (Status saved = save(); !saved.ok()) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
@@ -298,9 +296,9 @@ Status MigMechanism::prepare(const std::vector<DeviceInfo>& devices) {
   }
   if (Status created = create_instances(*mig, *plans); !created.ok()) {
     Status released = teardown();
-    return created.error().with_context(
-        released.ok() ? "mig (everything created was destroyed again)"
-                      : "mig (" + released.error().message() + ")");
+    return created.error().with_context(released.ok()
+                                            ? "mig (everything created was destroyed again)"
+                                            : "mig (" + released.error().message() + ")");
   }
   return OkStatus();
 }
@@ -308,9 +306,12 @@ Status MigMechanism::prepare(const std::vector<DeviceInfo>& devices) {
 Status MigMechanism::create_instances(MigControl& mig, const std::vector<MigInstancePlan>& plans) {
   const int device = record_->device;
   for (const MigInstancePlan& plan : plans) {
-    record_->gpu_instances.push_back(
-        {plan.placement.profile, plan.placement.profile_id, plan.placement.start,
-         plan.placement.size, std::nullopt, {}});
+    record_->gpu_instances.push_back({plan.placement.profile,
+                                      plan.placement.profile_id,
+                                      plan.placement.start,
+                                      plan.placement.size,
+                                      std::nullopt,
+                                      {}});
     if (Status s = save(); !s.ok()) return s;
     Result<MigGpuInstance> gi =
         mig.create_gpu_instance(device, plan.placement.profile_id, plan.placement.start);
@@ -344,10 +345,10 @@ Status MigMechanism::create_instances(MigControl& mig, const std::vector<MigInst
         return d.gpu_instance_id == *gi.id && d.compute_instance_id == *ci.id;
       });
       if (it == mig_devices->end() || it->uuid.empty()) {
-        return Error(fmt::format(
-            "GPU {}: no MIG device shows compute instance {} of GPU instance {}; check "
-            "`nvidia-smi -L`",
-            device, *ci.id, *gi.id));
+        return Error(
+            fmt::format("GPU {}: no MIG device shows compute instance {} of GPU instance {}; check "
+                        "`nvidia-smi -L`",
+                        device, *ci.id, *gi.id));
       }
       ci.uuid = it->uuid;
       uuid_of_job_[ci.job] = ci.uuid;
@@ -393,8 +394,8 @@ Status MigMechanism::teardown() {
   if (!record_) return OkStatus();
   MigControl* mig = backend_.mig_control();
   std::vector<std::string> done;
-  std::vector<std::string> problems =
-      release(*mig, record_->device, *record_, /*verify=*/false, [this] { return save(); }, done);
+  std::vector<std::string> problems = release(
+      *mig, record_->device, *record_, /*verify=*/false, [this] { return save(); }, done);
   if (!problems.empty()) {
     Error e(fmt::format(
         "mig teardown: {}; kept {} so that the next colo start retries (it destroys only what "
@@ -445,19 +446,18 @@ Result<std::vector<std::string>> cleanup_stale_mig_instances(
           dir, record->colo_pid));
       continue;
     }
-    auto device = std::find_if(devices.begin(), devices.end(), [&](const DeviceInfo& d) {
-      return d.uuid == record->device_uuid;
-    });
+    auto device = std::find_if(devices.begin(), devices.end(),
+                               [&](const DeviceInfo& d) { return d.uuid == record->device_uuid; });
     if (device == devices.end()) {
-      lines.push_back(fmt::format(
-          "left {} alone: its GPU {} is not visible here (CUDA_VISIBLE_DEVICES?)", dir,
-          record->device_uuid));
+      lines.push_back(
+          fmt::format("left {} alone: its GPU {} is not visible here (CUDA_VISIBLE_DEVICES?)", dir,
+                      record->device_uuid));
       continue;
     }
     std::vector<std::string> done;
-    std::vector<std::string> problems =
-        release(*mig, device->index, *record, /*verify=*/true,
-                [&] { return write_mig_owner_record(path, *record); }, done);
+    std::vector<std::string> problems = release(
+        *mig, device->index, *record, /*verify=*/true,
+        [&] { return write_mig_owner_record(path, *record); }, done);
     if (!problems.empty()) {
       lines.push_back(fmt::format("MIG instances left by colo pid {}: {}; kept {} to retry",
                                   record->colo_pid, join(problems, "; "), dir));

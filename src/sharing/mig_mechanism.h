@@ -118,8 +118,7 @@ class MigMechanism final : public Mechanism {
 // without an id, the GPU instance of that profile at that start) loses its
 // compute instances and is destroyed; then the record goes. Instances that
 // match no record are never touched. Returns one line per record handled.
-Result<std::vector<std::string>> cleanup_stale_mig_instances(const std::string& state_dir,
-                                                             MigControl* mig,
-                                                             const std::vector<DeviceInfo>& devices);
+Result<std::vector<std::string>> cleanup_stale_mig_instances(
+    const std::string& state_dir, MigControl* mig, const std::vector<DeviceInfo>& devices);
 
 }  // namespace colo

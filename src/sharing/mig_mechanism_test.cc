@@ -62,7 +62,8 @@ class MigMechanismTest : public ::testing::Test {
   size_t records() const {
     std::error_code ec;
     size_t n = 0;
-    for (const auto& e : std::filesystem::directory_iterator(state_dir(), ec)) n += e.is_directory();
+    for (const auto& e : std::filesystem::directory_iterator(state_dir(), ec))
+      n += e.is_directory();
     return n;
   }
 

@@ -35,9 +35,9 @@ class ColoMigRun : public ColoTestDir {
   }
 
   std::string colo(const std::string& args) const {
-    return "COLO_HOME='" + dir_ + "/home' COLO_NVML_LIBRARY='" FAKE_NVML_PATH
-           "' FAKE_NVML_STATE='" +
-           state_ + "' " + COLO_BINARY + " " + args;
+    return "COLO_HOME='" + dir_ +
+           "/home' COLO_NVML_LIBRARY='" FAKE_NVML_PATH "' FAKE_NVML_STATE='" + state_ + "' " +
+           COLO_BINARY + " " + args;
   }
   std::string run(const std::string& file, const std::string& mechanism = "mig") const {
     return colo("run " + file + " --mechanism " + mechanism + " --plain --sample-period 100ms " +
@@ -64,8 +64,8 @@ std::string jobs(const std::string& command) {
 }
 
 TEST_F(ColoMigRun, EachJobRunsOnItsOwnInstanceAndNothingIsLeft) {
-  std::string file = write_file(
-      "mig.toml", jobs("echo $CUDA_VISIBLE_DEVICES > $COLO_JOB_NAME.uuid; sleep 0.3"));
+  std::string file =
+      write_file("mig.toml", jobs("echo $CUDA_VISIBLE_DEVICES > $COLO_JOB_NAME.uuid; sleep 0.3"));
   CommandResult r = shell("cd '" + dir_ + "' && " + run(file));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("mechanism mig"));
@@ -150,8 +150,8 @@ TEST_P(ColoMigCrash, TheNextStartDestroysWhatTheKilledColoCreatedAndNothingElse)
 }
 
 INSTANTIATE_TEST_SUITE_P(AtEachStep, ColoMigCrash,
-                         ::testing::Values("gi_create:before", "gi_create:after",
-                                           "ci_create:after", ""),
+                         ::testing::Values("gi_create:before", "gi_create:after", "ci_create:after",
+                                           ""),
                          [](const auto& info) {
                            std::string name = info.param;
                            if (name.empty()) return std::string("WhileJobsRun");

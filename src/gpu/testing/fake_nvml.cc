@@ -181,7 +181,7 @@ FileVersion& loaded_version() {
   return v;
 }
 FileVersion version_of(const char* path) {
-  struct stat st{};
+  struct stat st {};
   if (stat(path, &st) != 0) return {};
   return {st.st_ino, st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec, st.st_size};
 }
@@ -210,7 +210,8 @@ FakeMig& mig() {
   m.kill_at = j.value("kill_at", "");
   for (const auto& g : j.value("gpu_instances", nlohmann::json::array())) {
     FakeGpuInstance gi{g["device"], g["id"], g["profile_id"], g["start"], g["size"], {}};
-    for (const auto& c : g["compute_instances"]) gi.cis.push_back({c["id"], c["slices"], c["start"]});
+    for (const auto& c : g["compute_instances"])
+      gi.cis.push_back({c["id"], c["slices"], c["start"]});
     m.gis.push_back(gi);
   }
   return m;
@@ -233,7 +234,7 @@ void save_mig() {
                    {"size", g.size},
                    {"compute_instances", cis}});
   }
-  nlohmann::json j = {{"model", m.model},         {"mode", m.mode},       {"pending", m.pending},
+  nlohmann::json j = {{"model", m.model},           {"mode", m.mode},       {"pending", m.pending},
                       {"permission", m.permission}, {"kill_at", m.kill_at}, {"gpu_instances", gis}};
   const std::string tmp = std::string(path) + ".tmp";
   std::ofstream(tmp) << j.dump(1) << "\n";
@@ -262,7 +263,8 @@ const colo::MigGeometry& geometry() {
   static std::map<std::string, colo::MigGeometry> cache;
   const FakeModel& m = model();
   auto it = cache.find(m.geometry);
-  if (it == cache.end()) it = cache.emplace(m.geometry, *colo::builtin_mig_geometry(m.geometry)).first;
+  if (it == cache.end())
+    it = cache.emplace(m.geometry, *colo::builtin_mig_geometry(m.geometry)).first;
   return it->second;
 }
 
@@ -375,7 +377,8 @@ nvmlReturn_t create_gi(unsigned int device, unsigned int profile_id, unsigned in
   int same_profile = 0;
   for (const FakeGpuInstance& g : m.gis) {
     if (g.device != device) continue;
-    if (start < g.start + g.size && g.start < start + size) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    if (start < g.start + g.size && g.start < start + size)
+      return NVML_ERROR_INSUFFICIENT_RESOURCES;
     compute += static_cast<int>(compute_slices_of(g));
     same_profile += g.profile_id == profile_id;
   }
@@ -693,7 +696,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
   if (p == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   std::vector<nvmlGpuInstancePlacement_t> answer;
   for (int start : p->starts) {
-    answer.push_back({static_cast<unsigned int>(start), static_cast<unsigned int>(p->memory_slices)});
+    answer.push_back(
+        {static_cast<unsigned int>(start), static_cast<unsigned int>(p->memory_slices)});
   }
   if (placements != nullptr) {
     std::copy(answer.begin(), answer.end(), placements);
@@ -931,7 +935,8 @@ FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t instance) {
   if (!mig_memory().permission) return NVML_ERROR_NO_PERMISSION;
   if (!g->cis.empty()) return NVML_ERROR_IN_USE;
   auto& gis = mig_memory().gis;
-  gis.erase(std::find_if(gis.begin(), gis.end(), [&](const FakeGpuInstance& x) { return &x == g; }));
+  gis.erase(
+      std::find_if(gis.begin(), gis.end(), [&](const FakeGpuInstance& x) { return &x == g; }));
   save_mig();
   return NVML_SUCCESS;
 }
@@ -946,8 +951,15 @@ FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
   const unsigned int gi_slices = compute_slices_of(*g);
   if (!ci_fits(slices, gi_slices)) return NVML_ERROR_NOT_SUPPORTED;
   const colo::MigProfileSpec* p = profile_by_id(g->profile_id);
-  *info = {profile, slices, gi_slices / slices,
-           static_cast<unsigned int>(p->sm_count) * slices / gi_slices, 1, 0, 0, 0, 0};
+  *info = {profile,
+           slices,
+           gi_slices / slices,
+           static_cast<unsigned int>(p->sm_count) * slices / gi_slices,
+           1,
+           0,
+           0,
+           0,
+           0};
   return NVML_SUCCESS;
 }
 
@@ -1051,16 +1063,16 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {
   const FakeMigHandle* h = mig_device_of(device);
-  if (h == nullptr) return device_of(device) != nullptr ? NVML_ERROR_NOT_SUPPORTED
-                                                        : NVML_ERROR_INVALID_ARGUMENT;
+  if (h == nullptr)
+    return device_of(device) != nullptr ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
   *id = h->gi;
   return NVML_SUCCESS;
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id) {
   const FakeMigHandle* h = mig_device_of(device);
-  if (h == nullptr) return device_of(device) != nullptr ? NVML_ERROR_NOT_SUPPORTED
-                                                        : NVML_ERROR_INVALID_ARGUMENT;
+  if (h == nullptr)
+    return device_of(device) != nullptr ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
   *id = h->ci;
   return NVML_SUCCESS;
 }
@@ -1080,8 +1092,7 @@ FAKE_EXPORT void fake_nvml_mig_set(const char* key, const char* value) {
 }
 
 FAKE_EXPORT int fake_nvml_mig_add_gpu_instance(unsigned int device, unsigned int profile_id,
-                                               unsigned int start,
-                                               unsigned int compute_instances) {
+                                               unsigned int start, unsigned int compute_instances) {
   unsigned int id = 0;
   if (nvmlReturn_t c = create_gi(device, profile_id, start, &id); c != NVML_SUCCESS) return -c;
   FakeGpuInstance* g = find_gi(device, id);
