@@ -379,10 +379,11 @@ Status MigMechanism::health_check() {
   MigControl* mig = backend_.mig_control();
   Result<std::vector<MigDevice>> devices = mig->mig_devices(record_->device);
   if (!devices.ok()) return devices.error();
-  for (const auto& [job, uuid] : uuid_of_job_) {
+  for (const auto& job : uuid_of_job_) {
+    const std::string& uuid = job.second;
     if (std::none_of(devices->begin(), devices->end(),
                      [&](const MigDevice& d) { return d.uuid == uuid; })) {
-      return Error(fmt::format("mig: the MIG device {} of job '{}' is gone", uuid, job));
+      return Error(fmt::format("mig: the MIG device {} of job '{}' is gone", uuid, job.first));
     }
   }
   return OkStatus();
