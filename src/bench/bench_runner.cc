@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "common/units.h"
+#include "run/mechanism_inputs.h"
 
 namespace colo {
 namespace {
@@ -229,9 +230,10 @@ Result<BenchOutcome> run_bench(const std::vector<BenchCase>& cases, const Plan& 
       continue;
     }
 
+    const JobFile file = job_file_for(c, plan, options.trainer, options.suite);
     Result<MechanismKind> kind = parse_mechanism(c.mechanism);
     Result<std::unique_ptr<Mechanism>> mechanism =
-        kind.ok() ? make_mechanism(*kind, ctx.mechanism_options)
+        kind.ok() ? make_mechanism(*kind, ctx.mechanism_options, mechanism_inputs(file, backend))
                   : Result<std::unique_ptr<Mechanism>>(kind.error());
     if (!mechanism.ok()) {
       ++outcome.failed;
@@ -241,7 +243,6 @@ Result<BenchOutcome> run_bench(const std::vector<BenchCase>& cases, const Plan& 
     }
     ctx.out << fmt::format("{}: running (estimated {})\n", head,
                            seconds_text(plan.case_seconds[i]));
-    const JobFile file = job_file_for(c, plan, options.trainer, options.suite);
     RunOptions run_options = options.run;
     run_options.max_jobs_per_gpu = file.max_jobs_per_gpu;
     RunContext run_ctx{ctx.clock, backend,          ctx.store, **mechanism, ctx.mechanism_options,

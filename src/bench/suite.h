@@ -70,8 +70,8 @@ const std::vector<SuiteInfo>& bench_suites();
 struct ExpandOptions {
   int repetitions = 1;                  // each case this many times (r1..rN)
   std::vector<std::string> case_globs;  // fnmatch patterns over case names; empty: all
-  // Why MIG cases cannot run here (mig_not_run_reason); always set in practice.
-  std::string mig_reason = "the mig mechanism is not implemented yet (issue 5)";
+  // Why MIG cases cannot run here (mig_not_run_reason); empty: they run.
+  std::string mig_reason;
   // Why mps cases cannot run here; empty when they can.
   std::string mps_reason;
 };
@@ -82,8 +82,8 @@ struct ExpandOptions {
 Result<std::vector<BenchCase>> expand_suite(const std::string& suite, const ExpandOptions& options);
 
 // Why colo runs no MIG case on `device`: MIG mode off ("MIG mode is disabled
-// on gpu0 (colo never changes it)"), no MIG ("this GPU has no MIG"), or MIG
-// mode on ("the mig mechanism is not implemented yet (issue 5)").
+// on gpu0 (colo never changes it)") or no MIG ("this GPU has no MIG"); ""
+// when MIG mode is on and MIG cases run.
 std::string mig_not_run_reason(const DeviceInfo& device);
 
 // Splits "a,b" into {"a", "b"} (empty pieces dropped).

@@ -16,6 +16,7 @@
 #include "gpu/gpu_backend.h"
 #include "jobs/job_file.h"
 #include "report/text_report.h"
+#include "run/mechanism_inputs.h"
 #include "run/run_controller.h"
 #include "sharing/mechanism.h"
 #include "store/run_store.h"
@@ -89,10 +90,11 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     kind = *parsed;
   } else {
     std::cerr << fmt::format(
-        "colo: mechanism {} (the default here; choose with --mechanism exclusive|naive|mps)\n",
+        "colo: mechanism {} (the default here; choose with --mechanism exclusive|naive|mps|mig)\n",
         to_string(kind));
   }
-  Result<std::unique_ptr<Mechanism>> mechanism = make_mechanism(kind, mech_options);
+  Result<std::unique_ptr<Mechanism>> mechanism =
+      make_mechanism(kind, mech_options, mechanism_inputs(*file, **backend));
   if (!mechanism.ok()) {
     std::cerr << "colo: " << mechanism.error().message() << "\n";
     return kExitEnvironment;
@@ -415,10 +417,10 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       ->add_option(
           "--mechanism,-m", run.mechanism,
           "exclusive: one job per GPU at a time (the baseline); naive: jobs share the GPU as plain "
-          "processes; mps: through a private MPS daemon colo starts and stops. Default: the job "
-          "file's "
-          "[run] mechanism, else mps where available, else naive")
-      ->check(CLI::IsMember({"exclusive", "naive", "mps"}));
+          "processes; mps: through a private MPS daemon colo starts and stops; mig: each job on "
+          "its own MIG instance colo creates and destroys (needs MIG mode on and root). "
+          "Default: the job file's [run] mechanism, else mps where available, else naive")
+      ->check(CLI::IsMember({"exclusive", "naive", "mps", "mig"}));
   run_cmd->add_option("--db", run.db, "run store (SQLite file); default " + default_db_path());
   run_cmd->add_option("--logs", run.logs,
                       "directory for job logs; default <state dir>/runs/<run id>");

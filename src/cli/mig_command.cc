@@ -1,12 +1,15 @@
 // `colo mig plan` and `colo mig profiles`: MIG layouts planned offline from the
-// built-in tables (--gpu MODEL) or from the live device. Read-only: never
-// changes the MIG mode and never creates instances.
+// built-in tables (--gpu MODEL) or from the live device; read-only.
+// `colo mig status` (read-only) lists instances and MIG devices; `colo mig
+// cleanup` destroys what a killed colo left; `colo mig enable|disable
+// --yes-i-know` is the only path in colo that changes MIG mode.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli/cli_common.h"
@@ -15,6 +18,7 @@
 #include "common/units.h"
 #include "mig/mig_planner.h"
 #include "mig/mig_profiles.h"
+#include "sharing/mechanism.h"
 
 namespace colo {
 namespace {
@@ -164,20 +168,146 @@ int plan_command(const MigFlags& flags) {
   return kExitOk;
 }
 
+struct MigChangeFlags {
+  int device = 0;
+  bool yes = false;
+  BackendFlags backend;
+};
+
+// The live device `device` and the backend's MIG seam, or the error to print.
+struct LiveMig {
+  OpenedGpu gpu;
+  MigControl* control = nullptr;
+};
+Result<LiveMig> open_mig(const BackendFlags& flags, int device, Clock& clock) {
+  Result<OpenedGpu> gpu = open_gpu(flags, clock);
+  if (!gpu.ok()) return gpu.error();
+  if (device < 0 || device >= static_cast<int>(gpu->devices.size())) {
+    return Error(fmt::format("GPU {} does not exist; the backend lists GPUs 0..{}", device,
+                             gpu->devices.size() - 1));
+  }
+  MigControl* control = gpu->backend->mig_control();
+  if (control == nullptr) {
+    return Error(fmt::format("the {} backend has no MIG; use the nvml backend on a GPU with MIG",
+                             gpu->backend->name()));
+  }
+  return LiveMig{std::move(gpu).value(), control};
+}
+
+// MIG mode changes only take effect at a GPU reset, which colo never does.
+int set_mode_command(const MigChangeFlags& flags, bool enable) {
+  const char* what = enable ? "enable" : "disable";
+  if (!flags.yes) {
+    std::cerr << fmt::format(
+        "colo: `colo mig {0}` changes the MIG mode of GPU {1}. The change takes effect only "
+        "after a GPU reset (`nvidia-smi -i {1} -r` as root, with no process using the GPU) or a "
+        "reboot, and {2}. Pass --yes-i-know to proceed.\n",
+        what, flags.device, flags.device,
+        enable ? "while MIG mode is on the GPU runs only jobs placed on MIG instances"
+               : "every MIG instance on it must be destroyed first");
+    return kExitBadInput;
+  }
+  SystemClock clock;
+  Result<LiveMig> mig = open_mig(flags.backend, flags.device, clock);
+  if (!mig.ok()) {
+    std::cerr << "colo: " << mig.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  if (Status set = mig->control->set_mig_mode(flags.device, enable); !set.ok()) {
+    std::cerr << "colo: " << set.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  Result<MigModeState> mode = mig->control->mig_mode(flags.device);
+  if (!mode.ok()) {
+    std::cerr << "colo: " << mode.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  auto on_off = [](bool on) { return on ? "enabled" : "disabled"; };
+  std::cout << fmt::format("GPU {}: MIG mode now {}, after the next reset {}\n", flags.device,
+                           on_off(mode->current), on_off(mode->pending));
+  if (mode->current != mode->pending) {
+    std::cout << fmt::format(
+        "reset the GPU for it to take effect: `nvidia-smi -i {} -r` as root with no process using "
+        "the GPU, or reboot; colo never resets a GPU itself\n",
+        flags.device);
+  }
+  return kExitOk;
+}
+
+int status_command(const MigChangeFlags& flags) {
+  SystemClock clock;
+  Result<LiveMig> mig = open_mig(flags.backend, flags.device, clock);
+  if (!mig.ok()) {
+    std::cerr << "colo: " << mig.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  const DeviceInfo& device = mig->gpu.devices[static_cast<size_t>(flags.device)];
+  Result<MigModeState> mode = mig->control->mig_mode(flags.device);
+  if (!mode.ok()) {
+    std::cerr << "colo: " << mode.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  std::cout << fmt::format("GPU {} ({}): MIG mode {}{}\n", flags.device, device.name,
+                           mode->current ? "enabled" : "disabled",
+                           mode->current != mode->pending ? " (changes at the next reset)" : "");
+  if (!mode->current) return kExitOk;
+  Result<std::vector<MigGpuInstance>> gis = mig->control->gpu_instances(flags.device);
+  Result<std::vector<MigDevice>> devices = mig->control->mig_devices(flags.device);
+  if (!gis.ok() || !devices.ok()) {
+    std::cerr << "colo: " << (gis.ok() ? devices.error() : gis.error()).message() << "\n";
+    return kExitEnvironment;
+  }
+  if (gis->empty()) std::cout << "no GPU instances\n";
+  for (const MigGpuInstance& gi : *gis) {
+    std::string profile = std::to_string(gi.profile_id);
+    for (const MigProfile& p : device.mig_profiles) {
+      if (p.id == gi.profile_id) profile = p.name;
+    }
+    std::cout << fmt::format("GPU instance {}: {} at memory slices {}-{}\n", gi.id, profile,
+                             gi.start, gi.start + gi.size - 1);
+    for (const MigDevice& d : *devices) {
+      if (d.gpu_instance_id != gi.id) continue;
+      std::cout << fmt::format("  compute instance {}: {}  memory {} of {}\n",
+                               d.compute_instance_id, d.uuid,
+                               d.memory_used_bytes ? format_bytes(*d.memory_used_bytes) : "-",
+                               d.memory_total_bytes ? format_bytes(*d.memory_total_bytes) : "-");
+    }
+  }
+  return kExitOk;
+}
+
+int cleanup_command(const MigChangeFlags& flags) {
+  SystemClock clock;
+  Result<std::unique_ptr<GpuBackend>> backend = open_backend(flags.backend, clock);
+  if (!backend.ok()) {
+    std::cerr << "colo: " << backend.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  Result<std::vector<std::string>> lines =
+      cleanup_stale_mig_instances(MechanismOptions{}, **backend);
+  if (!lines.ok()) {
+    std::cerr << "colo: " << lines.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  for (const std::string& line : *lines) std::cout << line << "\n";
+  if (lines->empty()) std::cout << "no MIG instances left by a killed colo\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 void add_mig_command(CLI::App& app, int& exit_code) {
   static MigFlags plan;
   static MigFlags profiles;
   CLI::App* mig = app.add_subcommand(
-      "mig", "Plan MIG layouts (read-only: never changes MIG mode, never creates instances)");
+      "mig",
+      "MIG layouts, instances and mode (colo run --mechanism mig creates instances for a run)");
   mig->require_subcommand(1);
 
   CLI::App* plan_cmd = mig->add_subcommand(
       "plan",
       "Find non-overlapping placements for MIG GPU instances, or say why none exists. "
-      "Exit 0: placed; 1: no layout exists; 2: bad input. Read-only: creating the instances "
-      "is not implemented yet (next part of issue 5).");
+      "Exit 0: placed; 1: no layout exists; 2: bad input. Read-only.");
   plan_cmd->add_option("profiles", plan.profiles,
                        "GPU-instance profiles, NAME[:COUNT], e.g. 3g.40gb 2g.20gb 1g.10gb:2");
   plan_cmd->add_option("--memory", plan.memory,
@@ -204,6 +334,38 @@ void add_mig_command(CLI::App& app, int& exit_code) {
   profiles_cmd->add_flag("--json", profiles.json, "machine-readable output");
   add_backend_flags(*profiles_cmd, profiles.backend);
   profiles_cmd->callback([&exit_code] { exit_code = profiles_command(profiles); });
+
+  static MigChangeFlags status;
+  CLI::App* status_cmd = mig->add_subcommand(
+      "status", "MIG mode, GPU and compute instances, and each MIG device's memory (read-only)");
+  status_cmd->add_option("--device", status.device, "GPU index")->capture_default_str();
+  add_backend_flags(*status_cmd, status.backend);
+  status_cmd->callback([&exit_code] { exit_code = status_command(status); });
+
+  static MigChangeFlags cleanup;
+  CLI::App* cleanup_cmd = mig->add_subcommand(
+      "cleanup",
+      "Destroy the MIG instances a killed colo created (found through its records; colo run does "
+      "this at start too). Never touches other instances.");
+  add_backend_flags(*cleanup_cmd, cleanup.backend);
+  cleanup_cmd->callback([&exit_code] { exit_code = cleanup_command(cleanup); });
+
+  static MigChangeFlags enable;
+  static MigChangeFlags disable;
+  for (auto [name, flags, on] :
+       {std::tuple{"enable", &enable, true}, std::tuple{"disable", &disable, false}}) {
+    CLI::App* cmd = mig->add_subcommand(
+        name, fmt::format("{} MIG mode on a GPU (needs root and --yes-i-know; takes effect after "
+                          "a GPU reset, which colo never does)",
+                          on ? "Enable" : "Disable"));
+    cmd->add_option("--device", flags->device, "GPU index")->capture_default_str();
+    cmd->add_flag("--yes-i-know", flags->yes,
+                  "confirm: the change needs a GPU reset to take effect and affects everyone "
+                  "using the GPU");
+    add_backend_flags(*cmd, flags->backend);
+    cmd->callback(
+        [&exit_code, flags = flags, on = on] { exit_code = set_mode_command(*flags, on); });
+  }
 }
 
 }  // namespace colo

@@ -21,6 +21,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "gpu/mig_control.h"
 
 namespace colo {
 
@@ -119,6 +120,10 @@ class GpuBackend {
                                                                  int /*profile_id*/) {
     return Error("MIG placement queries are not supported by the '" + name() + "' backend");
   }
+
+  // Creating and destroying MIG instances on this backend's devices, or
+  // nullptr when the backend cannot (the simulated one). Owned by the backend.
+  virtual MigControl* mig_control() { return nullptr; }
 
   // Simulation hooks; no-ops on real backends.
   virtual void process_started(int /*device*/, uint32_t /*pid*/, const SimLoadHint& /*hint*/) {}

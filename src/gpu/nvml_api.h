@@ -14,6 +14,8 @@ extern "C" {
 using nvmlReturn_t = int;
 using nvmlDevice_t = struct nvmlDevice_st*;
 using nvmlGpmSample_t = struct nvmlGpmSample_st*;
+using nvmlGpuInstance_t = struct nvmlGpuInstance_st*;
+using nvmlComputeInstance_t = struct nvmlComputeInstance_st*;
 
 // Return codes colo distinguishes.
 inline constexpr nvmlReturn_t NVML_SUCCESS = 0;
@@ -26,6 +28,9 @@ inline constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 inline constexpr nvmlReturn_t NVML_ERROR_DRIVER_NOT_LOADED = 9;
 inline constexpr nvmlReturn_t NVML_ERROR_FUNCTION_NOT_FOUND = 13;
 inline constexpr nvmlReturn_t NVML_ERROR_GPU_IS_LOST = 15;
+inline constexpr nvmlReturn_t NVML_ERROR_RESET_REQUIRED = 16;
+inline constexpr nvmlReturn_t NVML_ERROR_IN_USE = 19;
+inline constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_RESOURCES = 23;
 inline constexpr nvmlReturn_t NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25;
 inline constexpr nvmlReturn_t NVML_ERROR_UNKNOWN = 999;
 
@@ -42,6 +47,7 @@ inline constexpr unsigned int NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE = 80;
 inline constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
 
 inline constexpr unsigned int NVML_CLOCK_SM = 1;  // nvmlClockType_t
+inline constexpr unsigned int NVML_DEVICE_MIG_DISABLE = 0;
 inline constexpr unsigned int NVML_DEVICE_MIG_ENABLE = 1;
 
 // nvmlProcessMode_t for nvmlDeviceGetRunningProcessDetailList.
@@ -169,6 +175,50 @@ struct nvmlGpuInstancePlacement_t {
   unsigned int size;
 };
 
+// A GPU instance as nvmlGpuInstanceGetInfo describes it.
+struct nvmlGpuInstanceInfo_t {
+  nvmlDevice_t device;
+  unsigned int id;
+  unsigned int profileId;
+  nvmlGpuInstancePlacement_t placement;
+};
+
+// Compute-instance profile indices (nvmlGpuInstanceGetComputeInstanceProfileInfo)
+// and the one engine profile colo uses.
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE = 0;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE = 1;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE = 2;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE = 3;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE = 4;
+inline constexpr unsigned int NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0;
+
+struct nvmlComputeInstanceProfileInfo_t {
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+};
+
+// Compute slices [start, start + size) of the parent GPU instance.
+struct nvmlComputeInstancePlacement_t {
+  unsigned int start;
+  unsigned int size;
+};
+
+// A compute instance as nvmlComputeInstanceGetInfo_v2 describes it.
+struct nvmlComputeInstanceInfo_t {
+  nvmlDevice_t device;
+  nvmlGpuInstance_t gpuInstance;
+  unsigned int id;
+  unsigned int profileId;
+  nvmlComputeInstancePlacement_t placement;
+};
+
 // GPM (Hopper and later). GPM structs use a plain version number.
 inline constexpr unsigned int NVML_GPM_SUPPORT_VERSION = 1;
 inline constexpr unsigned int NVML_GPM_METRICS_GET_VERSION = 1;
@@ -242,6 +292,42 @@ using nvmlDeviceGetRunningProcessDetailList_fn = nvmlReturn_t (*)(nvmlDevice_t,
 using nvmlDeviceGetProcessUtilization_fn = nvmlReturn_t (*)(nvmlDevice_t,
                                                             nvmlProcessUtilizationSample_t*,
                                                             unsigned int*, unsigned long long);
+// MIG instances (the calls nvidia-mig-parted makes). Handles of GPU and
+// compute instances are only valid until the instance is destroyed.
+using nvmlDeviceSetMigMode_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int mode,
+                                                 nvmlReturn_t* activationStatus);
+using nvmlDeviceCreateGpuInstanceWithPlacement_fn = nvmlReturn_t (*)(
+    nvmlDevice_t, unsigned int profileId, const nvmlGpuInstancePlacement_t*, nvmlGpuInstance_t*);
+// (device, profileId, instances, count in: capacity / out: how many).
+using nvmlDeviceGetGpuInstances_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int profileId,
+                                                      nvmlGpuInstance_t*, unsigned int*);
+using nvmlDeviceGetGpuInstanceById_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int id,
+                                                         nvmlGpuInstance_t*);
+using nvmlGpuInstanceGetInfo_fn = nvmlReturn_t (*)(nvmlGpuInstance_t, nvmlGpuInstanceInfo_t*);
+using nvmlGpuInstanceDestroy_fn = nvmlReturn_t (*)(nvmlGpuInstance_t);
+// (gpuInstance, profile index, engine profile, info).
+using nvmlGpuInstanceGetComputeInstanceProfileInfo_fn =
+    nvmlReturn_t (*)(nvmlGpuInstance_t, unsigned int profile, unsigned int engProfile,
+                     nvmlComputeInstanceProfileInfo_t*);
+using nvmlGpuInstanceCreateComputeInstance_fn = nvmlReturn_t (*)(nvmlGpuInstance_t,
+                                                                 unsigned int profileId,
+                                                                 nvmlComputeInstance_t*);
+// (gpuInstance, profileId, instances, count in: capacity / out: how many).
+using nvmlGpuInstanceGetComputeInstances_fn = nvmlReturn_t (*)(nvmlGpuInstance_t,
+                                                               unsigned int profileId,
+                                                               nvmlComputeInstance_t*,
+                                                               unsigned int*);
+using nvmlGpuInstanceGetComputeInstanceById_fn = nvmlReturn_t (*)(nvmlGpuInstance_t,
+                                                                  unsigned int id,
+                                                                  nvmlComputeInstance_t*);
+using nvmlComputeInstanceGetInfo_fn = nvmlReturn_t (*)(nvmlComputeInstance_t,
+                                                       nvmlComputeInstanceInfo_t*);
+using nvmlComputeInstanceDestroy_fn = nvmlReturn_t (*)(nvmlComputeInstance_t);
+// (device, out): nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetGpuInstanceId and
+// nvmlDeviceGetComputeInstanceId (the last two on a MIG device handle).
+using nvmlDeviceGetUint_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
+using nvmlDeviceGetMigDeviceHandleByIndex_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int index,
+                                                                nvmlDevice_t* migDevice);
 using nvmlGpmQueryDeviceSupport_fn = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSupport_t*);
 using nvmlGpmSampleAlloc_fn = nvmlReturn_t (*)(nvmlGpmSample_t*);
 using nvmlGpmSampleFree_fn = nvmlReturn_t (*)(nvmlGpmSample_t);
@@ -261,5 +347,8 @@ static_assert(sizeof(nvmlGpuInstanceProfileInfo_t) == 48);
 static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) ==
               (nvmlGpuInstanceProfileInfo_v2 & 0xffffff));
 static_assert(sizeof(nvmlGpuInstancePlacement_t) == 8);
+static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
+static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36);
+static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32);
 static_assert(sizeof(nvmlGpmMetric_t) == 40);
 static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);

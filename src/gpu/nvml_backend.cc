@@ -222,6 +222,9 @@ Result<std::unique_ptr<NvmlBackend>> NvmlBackend::create(const std::string& libr
     }
     backend->devices_.push_back(std::move(state));
   }
+  std::vector<nvmlDevice_t> handles;
+  for (const auto& state : backend->devices_) handles.push_back(state->handle);
+  backend->mig_ = std::make_unique<NvmlMigControl>(*backend->library_, std::move(handles));
 
   char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
   char nvml[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE] = {};

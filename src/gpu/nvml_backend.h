@@ -11,6 +11,7 @@
 #include "gpu/gpu_backend.h"
 #include "gpu/nvml_api.h"
 #include "gpu/nvml_library.h"
+#include "gpu/nvml_mig_control.h"
 
 namespace colo {
 
@@ -57,6 +58,8 @@ class NvmlBackend final : public GpuBackend {
   // nvmlDeviceGetGpuInstancePossiblePlacements_v2; an Error naming the NVML
   // code when the driver lacks the function or refuses (e.g. MIG disabled).
   Result<std::vector<MigPlacementOption>> mig_placements(int device, int profile_id) override;
+  // Always present: each MIG call fails naming the NVML function the driver lacks.
+  MigControl* mig_control() override { return mig_.get(); }
 
   struct DeviceState;  // per-device handle, GPM samples and rate-limiting state
 
@@ -82,6 +85,7 @@ class NvmlBackend final : public GpuBackend {
   std::unique_ptr<NvmlLibrary> library_;  // declared first: destroyed last
   Clock& clock_;
   std::vector<std::unique_ptr<DeviceState>> devices_;
+  std::unique_ptr<NvmlMigControl> mig_;  // borrows library_ and the device handles
   std::optional<std::vector<DeviceInfo>> device_infos_;
   std::string version_;
 };

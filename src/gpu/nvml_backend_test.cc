@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "gpu/testing/fake_nvml.h"
+#include "gpu/testing/fake_nvml_loader.h"
 
 namespace colo {
 namespace {
@@ -16,37 +16,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr uint64_t kMiB = 1024 * 1024;
-
-// Keeps the fake library loaded (so its state outlives each backend) and
-// reaches its control functions.
-class FakeNvml {
- public:
-  explicit FakeNvml(const char* path) : handle_(dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
-    if (handle_ == nullptr) return;
-    reset = reinterpret_cast<fake_nvml_reset_fn>(dlsym(handle_, "fake_nvml_reset"));
-    set = reinterpret_cast<fake_nvml_set_fn>(dlsym(handle_, "fake_nvml_set"));
-    get = reinterpret_cast<fake_nvml_get_fn>(dlsym(handle_, "fake_nvml_get"));
-    add_process =
-        reinterpret_cast<fake_nvml_add_process_fn>(dlsym(handle_, "fake_nvml_add_process"));
-    add_utilization =
-        reinterpret_cast<fake_nvml_add_utilization_fn>(dlsym(handle_, "fake_nvml_add_utilization"));
-  }
-  ~FakeNvml() {
-    if (handle_ != nullptr) dlclose(handle_);
-  }
-  bool loaded() const {
-    return handle_ != nullptr && reset && set && get && add_process && add_utilization;
-  }
-
-  fake_nvml_reset_fn reset = nullptr;
-  fake_nvml_set_fn set = nullptr;
-  fake_nvml_get_fn get = nullptr;
-  fake_nvml_add_process_fn add_process = nullptr;
-  fake_nvml_add_utilization_fn add_utilization = nullptr;
-
- private:
-  void* handle_;
-};
 
 class NvmlBackendTest : public ::testing::Test {
  protected:
@@ -100,7 +69,7 @@ TEST_F(NvmlBackendTest, ReadsDeviceFacts) {
   EXPECT_EQ(profiles,
             (std::vector<std::string>{"1g.18gb/19", "2g.35gb/14", "3g.71gb/9", "4g.71gb/5",
                                       "7g.141gb/0", "1g.18gb+me/20", "1g.35gb/15"}));
-  EXPECT_EQ(d.mig_profiles[0].memory_bytes, 16896 * kMiB);
+  EXPECT_EQ(d.mig_profiles[0].memory_bytes, 16384 * kMiB);  // the built-in H200 table
   EXPECT_EQ(d.mig_profiles[0].max_instances, 7);
   EXPECT_EQ(d.mig_profiles[0].sm_count, 16);
   // Found by sampling: GPM metrics included, the one GPM refuses (tensor) not.

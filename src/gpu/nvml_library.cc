@@ -70,8 +70,28 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::load(const std::string& path) 
           {"nvmlDeviceGetGpuInstanceProfileInfoV"});
   resolve(handle, api.device_get_gpu_instance_possible_placements,
           {"nvmlDeviceGetGpuInstancePossiblePlacements_v2"});
-  resolve(handle, api.device_get_gpu_instance_possible_placements,
-          {"nvmlDeviceGetGpuInstancePossiblePlacements_v2"});
+  resolve(handle, api.device_set_mig_mode, {"nvmlDeviceSetMigMode"});
+  resolve(handle, api.device_create_gpu_instance_with_placement,
+          {"nvmlDeviceCreateGpuInstanceWithPlacement"});
+  resolve(handle, api.device_get_gpu_instances, {"nvmlDeviceGetGpuInstances"});
+  resolve(handle, api.device_get_gpu_instance_by_id, {"nvmlDeviceGetGpuInstanceById"});
+  resolve(handle, api.gpu_instance_get_info, {"nvmlGpuInstanceGetInfo"});
+  resolve(handle, api.gpu_instance_destroy, {"nvmlGpuInstanceDestroy"});
+  resolve(handle, api.gpu_instance_get_compute_instance_profile_info,
+          {"nvmlGpuInstanceGetComputeInstanceProfileInfo"});
+  resolve(handle, api.gpu_instance_create_compute_instance,
+          {"nvmlGpuInstanceCreateComputeInstance"});
+  resolve(handle, api.gpu_instance_get_compute_instances, {"nvmlGpuInstanceGetComputeInstances"});
+  resolve(handle, api.gpu_instance_get_compute_instance_by_id,
+          {"nvmlGpuInstanceGetComputeInstanceById"});
+  // _v2 fills the placement too; the first version's struct lacks it.
+  resolve(handle, api.compute_instance_get_info, {"nvmlComputeInstanceGetInfo_v2"});
+  resolve(handle, api.compute_instance_destroy, {"nvmlComputeInstanceDestroy"});
+  resolve(handle, api.device_get_max_mig_device_count, {"nvmlDeviceGetMaxMigDeviceCount"});
+  resolve(handle, api.device_get_mig_device_handle_by_index,
+          {"nvmlDeviceGetMigDeviceHandleByIndex"});
+  resolve(handle, api.device_get_gpu_instance_id, {"nvmlDeviceGetGpuInstanceId"});
+  resolve(handle, api.device_get_compute_instance_id, {"nvmlDeviceGetComputeInstanceId"});
   resolve(handle, api.device_get_utilization_rates, {"nvmlDeviceGetUtilizationRates"});
   resolve(handle, api.device_get_power_usage, {"nvmlDeviceGetPowerUsage"});
   resolve(handle, api.device_get_total_energy_consumption, {"nvmlDeviceGetTotalEnergyConsumption"});

@@ -46,6 +46,24 @@ struct NvmlApi {
   nvmlDeviceGetRunningProcesses_fn device_get_mps_compute_running_processes = nullptr;
   nvmlDeviceGetRunningProcessDetailList_fn device_get_running_process_detail_list = nullptr;
   nvmlDeviceGetProcessUtilization_fn device_get_process_utilization = nullptr;
+  // MIG instances: all optional; MigControl says which one is missing.
+  nvmlDeviceSetMigMode_fn device_set_mig_mode = nullptr;
+  nvmlDeviceCreateGpuInstanceWithPlacement_fn device_create_gpu_instance_with_placement = nullptr;
+  nvmlDeviceGetGpuInstances_fn device_get_gpu_instances = nullptr;
+  nvmlDeviceGetGpuInstanceById_fn device_get_gpu_instance_by_id = nullptr;
+  nvmlGpuInstanceGetInfo_fn gpu_instance_get_info = nullptr;
+  nvmlGpuInstanceDestroy_fn gpu_instance_destroy = nullptr;
+  nvmlGpuInstanceGetComputeInstanceProfileInfo_fn gpu_instance_get_compute_instance_profile_info =
+      nullptr;
+  nvmlGpuInstanceCreateComputeInstance_fn gpu_instance_create_compute_instance = nullptr;
+  nvmlGpuInstanceGetComputeInstances_fn gpu_instance_get_compute_instances = nullptr;
+  nvmlGpuInstanceGetComputeInstanceById_fn gpu_instance_get_compute_instance_by_id = nullptr;
+  nvmlComputeInstanceGetInfo_fn compute_instance_get_info = nullptr;
+  nvmlComputeInstanceDestroy_fn compute_instance_destroy = nullptr;
+  nvmlDeviceGetUint_fn device_get_max_mig_device_count = nullptr;
+  nvmlDeviceGetMigDeviceHandleByIndex_fn device_get_mig_device_handle_by_index = nullptr;
+  nvmlDeviceGetUint_fn device_get_gpu_instance_id = nullptr;
+  nvmlDeviceGetUint_fn device_get_compute_instance_id = nullptr;
   nvmlGpmQueryDeviceSupport_fn gpm_query_device_support = nullptr;
   nvmlGpmSampleAlloc_fn gpm_sample_alloc = nullptr;
   nvmlGpmSampleFree_fn gpm_sample_free = nullptr;

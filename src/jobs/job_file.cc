@@ -41,11 +41,11 @@ constexpr const char* kNeedsAJob =
 constexpr std::array<const char*, 3> kTopLevelKeys = {"run", "defaults", "job"};
 constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "policy"};
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
-constexpr std::array<const char*, 3> kMechanisms = {"exclusive", "naive", "mps"};
+constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 10> kSettingKeys = {
-    "workdir",     "env",         "gpu_memory", "sm_share",  "memory_limit",
-    "epoch_regex", "sm_activity", "gpu_util",   "solo_time", "startup_time"};
+constexpr std::array<const char*, 12> kSettingKeys = {
+    "workdir",     "env",         "gpu_memory", "sm_share",     "memory_limit", "epoch_regex",
+    "sm_activity", "gpu_util",    "solo_time",  "startup_time", "mig_profile",  "mig_group"};
 // Keys only a [[job]] may have.
 constexpr std::array<const char*, 4> kJobOnlyKeys = {"name", "command", "repeat", "grid"};
 
@@ -190,6 +190,8 @@ struct Settings {
   std::optional<int> gpu_util_pct;
   std::optional<int64_t> solo_time_ms;
   std::optional<int64_t> startup_time_ms;
+  std::optional<std::string> mig_profile;
+  std::optional<std::string> mig_group;
 
   // `over` wins where it sets a field; env is merged key by key.
   static Settings merge(const Settings& base, const Settings& over) {
@@ -204,6 +206,8 @@ struct Settings {
     if (over.gpu_util_pct) out.gpu_util_pct = over.gpu_util_pct;
     if (over.solo_time_ms) out.solo_time_ms = over.solo_time_ms;
     if (over.startup_time_ms) out.startup_time_ms = over.startup_time_ms;
+    if (over.mig_profile) out.mig_profile = over.mig_profile;
+    if (over.mig_group) out.mig_group = over.mig_group;
     return out;
   }
 };
@@ -335,6 +339,13 @@ class TableReader {
         error(line_of(node), fmt::format("key '{}' must be a duration such as \"12m\": {}", k,
                                          ms.ok() ? "got zero" : ms.error().message()));
       }
+    } else if (k == "mig_profile" || k == "mig_group") {
+      auto text = string(k, node, "a string");
+      if (text && text->empty()) {
+        error(line_of(node), fmt::format("key '{}' must not be empty", k));
+      } else if (text) {
+        (k == "mig_profile" ? settings.mig_profile : settings.mig_group) = *text;
+      }
     } else if (k == "epoch_regex") {
       auto re = string(k, node, "a regular expression (a string)");
       if (!re) return;
@@ -449,12 +460,13 @@ void read_run(const toml::node& node, Diagnostics& diag, JobFile& out) {
         out.max_jobs_per_gpu = static_cast<int>(*n);
       }
     } else if (key.str() == "mechanism") {
-      auto name = reader.string(key.str(), value, "one of \"exclusive\", \"naive\", \"mps\"");
+      auto name =
+          reader.string(key.str(), value, "one of \"exclusive\", \"naive\", \"mps\", \"mig\"");
       if (!name) continue;
       if (!contains(kMechanisms, *name)) {
         reader.error(line_of(value),
                      fmt::format("key 'mechanism' must be one of \"exclusive\", \"naive\", "
-                                 "\"mps\", got \"{}\"{}",
+                                 "\"mps\", \"mig\", got \"{}\"{}",
                                  *name, did_you_mean(*name, kMechanisms)));
         continue;
       }
@@ -689,6 +701,8 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.gpu_util_pct = block.settings.gpu_util_pct;
     base.solo_time_ms = block.settings.solo_time_ms;
     base.startup_time_ms = block.settings.startup_time_ms;
+    base.mig_profile = block.settings.mig_profile;
+    base.mig_group = block.settings.mig_group;
     base.params = params;
     base.source = fmt::format("{}:{}", path, block.line);
     for (int64_t r = 1; r <= block.repeat; ++r) {

@@ -446,3 +446,43 @@ TEST_F(JobFileOnDisk, EmptyFileOnDisk) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+TEST(JobFileMig, ProfileAndGroupAreReadAndDefaulted) {
+  Result<JobFile> file = parse_job_file(R"(
+[run]
+mechanism = "mig"
+
+[defaults]
+mig_group = "pair"
+
+[[job]]
+name = "dlrm"
+command = ["python3", "dlrm.py"]
+mig_profile = "4g.20gb"
+
+[[job]]
+name = "resnet"
+command = ["python3", "train.py"]
+)",
+                                        "mig.toml", "/tmp");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  EXPECT_EQ(file->mechanism, "mig");
+  ASSERT_EQ(file->jobs.size(), 2u);
+  EXPECT_EQ(file->jobs[0].mig_profile, "4g.20gb");
+  EXPECT_EQ(file->jobs[0].mig_group, "pair");
+  EXPECT_FALSE(file->jobs[1].mig_profile);
+  EXPECT_EQ(file->jobs[1].mig_group, "pair");
+
+  Result<JobFile> bad =
+      parse_job_file("[[job]]\nname=\"a\"\ncommand=[\"x\"]\nmig_profile = 3\n", "bad.toml", "/");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("bad.toml:4: job 'a': key 'mig_profile' must be a string"),
+            std::string::npos)
+      << bad.error().message();
+}
+
+}  // namespace
+}  // namespace colo

@@ -42,11 +42,18 @@ std::string starts_text(const std::vector<int>& starts) {
 
 class Search {
  public:
-  Search(const MigGeometry& geometry, std::vector<Instance> instances)
+  Search(const MigGeometry& geometry, std::vector<Instance> instances,
+         const std::vector<MigPlacement>& occupied)
       : geometry_(geometry),
         instances_(std::move(instances)),
         used_(static_cast<size_t>(geometry.memory_slices), false),
-        starts_(instances_.size(), -1) {}
+        starts_(instances_.size(), -1) {
+    for (const MigPlacement& o : occupied) {
+      for (int s = std::max(0, o.start); s < o.start + o.size && s < geometry.memory_slices; ++s) {
+        used_[static_cast<size_t>(s)] = true;
+      }
+    }
+  }
 
   bool run() { return place(0); }
   int start_of(size_t i) const { return starts_[i]; }
@@ -209,7 +216,8 @@ std::string describe_requests(const std::vector<MigRequest>& requests) {
 }
 
 Result<std::vector<MigPlacement>> plan_mig(const MigGeometry& geometry,
-                                           const std::vector<MigRequest>& requests) {
+                                           const std::vector<MigRequest>& requests,
+                                           const std::vector<MigPlacement>& occupied) {
   std::vector<Instance> instances;
   std::map<size_t, int> per_profile;  // profile index -> instances requested
   for (const MigRequest& r : requests) {
@@ -225,27 +233,39 @@ Result<std::vector<MigPlacement>> plan_mig(const MigGeometry& geometry,
   }
   if (instances.empty()) return Error("nothing to plan: name at least one MIG profile");
   const std::string what = describe_requests(requests);
+  // What the GPU already holds counts against its limits.
+  std::string held;
+  int compute = 0;
+  int memory = 0;
+  for (const MigPlacement& o : occupied) {
+    held += fmt::format("{}{} at {}", held.empty() ? "" : ", ", o.profile, o.start);
+    compute += o.compute_slices;
+    memory += o.size;
+    if (const MigProfileSpec* p = geometry.find_profile(o.profile)) {
+      const auto index = static_cast<size_t>(p - geometry.profiles.data());
+      if (per_profile.count(index)) per_profile[index] += 1;
+    }
+  }
+  const std::string where = held.empty() ? "" : fmt::format(" (the GPU already holds {})", held);
 
   for (const auto& [index, count] : per_profile) {
     const MigProfileSpec& p = geometry.profiles[index];
     if (count > p.max_count) {
-      return Error(fmt::format("{}: needs {} x {}; at most {} fit on one {}", what, count, p.name,
-                               p.max_count, geometry.model));
+      return Error(fmt::format("{}: needs {} x {}; at most {} fit on one {}{}", what, count, p.name,
+                               p.max_count, geometry.model, where));
     }
   }
-  int compute = 0;
-  int memory = 0;
   for (const Instance& in : instances) {
     compute += geometry.profiles[in.profile].compute_slices;
     memory += geometry.profiles[in.profile].memory_slices;
   }
   if (compute > geometry.compute_slices) {
-    return Error(fmt::format("{}: needs {} compute slices; the GPU has {}", what, compute,
-                             geometry.compute_slices));
+    return Error(fmt::format("{}: needs {} compute slices; the GPU has {}{}", what, compute,
+                             geometry.compute_slices, where));
   }
   if (memory > geometry.memory_slices) {
-    return Error(fmt::format("{}: needs {} memory slices; the GPU has {}", what, memory,
-                             geometry.memory_slices));
+    return Error(fmt::format("{}: needs {} memory slices; the GPU has {}{}", what, memory,
+                             geometry.memory_slices, where));
   }
 
   // Largest first: most memory slices, then most compute slices, then fewest
@@ -258,7 +278,7 @@ Result<std::vector<MigPlacement>> plan_mig(const MigGeometry& geometry,
     if (pa.starts.size() != pb.starts.size()) return pa.starts.size() < pb.starts.size();
     return a.profile < b.profile;
   });
-  Search search(geometry, instances);
+  Search search(geometry, instances, occupied);
   if (!search.run()) {
     std::string rules;
     for (const auto& [index, count] : per_profile) {
@@ -268,8 +288,8 @@ Result<std::vector<MigPlacement>> plan_mig(const MigGeometry& geometry,
     }
     return Error(fmt::format(
         "{}: no non-overlapping starts: every allowed start was tried on the {} memory slices "
-        "({})",
-        what, geometry.memory_slices, rules));
+        "({}){}",
+        what, geometry.memory_slices, rules, where));
   }
   std::vector<MigPlacement> placements;
   for (size_t i = 0; i < instances.size(); ++i) {

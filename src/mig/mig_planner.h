@@ -51,7 +51,9 @@ Result<std::vector<uint64_t>> parse_memory_needs(std::string_view text);
 Result<std::vector<MigRequest>> mig_requests_for_memory(const MigGeometry& geometry,
                                                         const std::vector<uint64_t>& needs);
 
-// A placement of every requested instance on an empty GPU, sorted by start.
+// A placement of every requested instance on a GPU already holding the GPU
+// instances `occupied` (none: an empty GPU), sorted by start; `occupied`
+// instances are left where they are and are not part of the result.
 // Exhaustive backtracking over allowed starts, largest profiles first; among
 // starts it tries first the one leaving the largest contiguous free block, then
 // the one leaving the most allowed starts for the instances still to place.
@@ -60,7 +62,8 @@ Result<std::vector<MigRequest>> mig_requests_for_memory(const MigGeometry& geome
 // slices than the GPU has, and "no non-overlapping starts" with every allowed
 // start tried.
 Result<std::vector<MigPlacement>> plan_mig(const MigGeometry& geometry,
-                                           const std::vector<MigRequest>& requests);
+                                           const std::vector<MigRequest>& requests,
+                                           const std::vector<MigPlacement>& occupied = {});
 
 // "3g.20gb + 5 x 1g.5gb", in the order of the requests (merging equal names).
 std::string describe_requests(const std::vector<MigRequest>& requests);

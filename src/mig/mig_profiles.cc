@@ -172,6 +172,23 @@ std::string MigGeometry::profile_names() const {
   return out;
 }
 
+bool compute_instance_fits(int slices, int gpu_instance_slices) {
+  if (slices < 1 || slices > gpu_instance_slices) return false;
+  switch (slices) {
+    case 1:
+    case 2:
+      return true;
+    case 3:
+      return gpu_instance_slices == 3 || gpu_instance_slices == 7;
+    case 4:
+      return gpu_instance_slices == 4 || gpu_instance_slices == 7;
+    case 7:
+      return gpu_instance_slices == 7;
+    default:
+      return false;
+  }
+}
+
 const std::vector<MigGeometry>& builtin_mig_geometries() {
   static const std::vector<MigGeometry> kBuiltins = make_builtins();
   return kBuiltins;

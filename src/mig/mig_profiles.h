@@ -41,6 +41,12 @@ struct MigGeometry {
   std::string profile_names() const;
 };
 
+// Whether a GPU instance of `gpu_instance_slices` compute slices offers
+// compute instances of `slices` compute slices, as `nvidia-smi mig -lcip`
+// lists them: 1 and 2 wherever they fit, 3 in 3g and 7g, 4 in 4g and 7g,
+// 7 in 7g.
+bool compute_instance_fits(int slices, int gpu_instance_slices);
+
 // The built-in tables: A100-40GB, A100-80GB, H100-80GB, H200-141GB.
 const std::vector<MigGeometry>& builtin_mig_geometries();
 

@@ -8,7 +8,7 @@
 
 #include "gpu/nvml_backend.h"
 #include "gpu/sim_backend.h"
-#include "gpu/testing/fake_nvml.h"
+#include "gpu/testing/fake_nvml_loader.h"
 #include "mig/mig_planner.h"
 
 namespace colo {
@@ -84,27 +84,6 @@ TEST(MigProfiles, EveryTableIsConsistent) {
     }
   }
 }
-
-// Keeps the stand-in library loaded (its state outlives each backend).
-class FakeNvml {
- public:
-  explicit FakeNvml(const char* path) : handle_(dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
-    if (handle_ == nullptr) return;
-    reset = reinterpret_cast<fake_nvml_reset_fn>(dlsym(handle_, "fake_nvml_reset"));
-    set = reinterpret_cast<fake_nvml_set_fn>(dlsym(handle_, "fake_nvml_set"));
-  }
-  ~FakeNvml() {
-    if (handle_ != nullptr) dlclose(handle_);
-  }
-  FakeNvml(const FakeNvml&) = delete;
-  FakeNvml& operator=(const FakeNvml&) = delete;
-  bool loaded() const { return handle_ != nullptr && reset != nullptr && set != nullptr; }
-  fake_nvml_reset_fn reset = nullptr;
-  fake_nvml_set_fn set = nullptr;
-
- private:
-  void* handle_;
-};
 
 class LiveGeometry : public ::testing::Test {
  protected:

@@ -199,6 +199,26 @@ std::string format_run_summary(const RunSummary& summary) {
       fmt::format("energy:             {}\n",
                   or_absent(summary.energy_j, [](double v) { return fmt::format("{:.1f} J", v); }));
 
+  if (!summary.instances.empty() && summary.makespan_ms) {
+    const double makespan_s = static_cast<double>(*summary.makespan_ms) / 1000.0;
+    const double idle_s = static_cast<double>(summary.idle_instance_ms.value_or(0)) / 1000.0;
+    const double total_s = makespan_s * static_cast<double>(summary.instances.size());
+    out += fmt::format(
+        "idle MIG instances: {:.1f} instance-seconds of {:.1f} ({:.0f}%) had no job running\n",
+        idle_s, total_s, total_s > 0 ? 100.0 * idle_s / total_s : 0.0);
+    TextTable table({{"MIG INSTANCE"},
+                     {"JOBS", Align::kRight},
+                     {"BUSY", Align::kRight},
+                     {"IDLE", Align::kRight}});
+    for (const InstanceUsage& u : summary.instances) {
+      // "3g.40gb gi1 ci0 MIG-..." is shown without the UUID.
+      const std::string label = u.instance.substr(0, u.instance.find(" MIG-"));
+      table.add_row({label, std::to_string(u.jobs), format_duration_ms(u.busy_ms),
+                     format_duration_ms(u.idle_ms)});
+    }
+    out += table.render();
+  }
+
   if (run.mechanism == "exclusive") {
     out +=
         "speed-up:           - (this run is exclusive: it is the baseline for runs of the same "
@@ -256,7 +276,15 @@ nlohmann::json to_json(const RunSummary& summary) {
         {"energy_j", nullable(job.energy_j)},
         {"log_path", job.log_path},
         {"malformed_progress_lines", job.malformed_progress_lines},
+        {"instance", job.instance},
     });
+  }
+  nlohmann::json instances = nlohmann::json::array();
+  for (const InstanceUsage& u : summary.instances) {
+    instances.push_back({{"instance", u.instance},
+                         {"jobs", u.jobs},
+                         {"busy_ms", u.busy_ms},
+                         {"idle_ms", u.idle_ms}});
   }
   return {
       {"run", to_json(summary.run)},
@@ -269,6 +297,8 @@ nlohmann::json to_json(const RunSummary& summary) {
       {"peak_memory_used_bytes", nullable(summary.peak_memory_used_bytes)},
       {"energy_j", nullable(summary.energy_j)},
       {"device_samples", summary.device_samples},
+      {"mig_instances", std::move(instances)},
+      {"idle_instance_ms", nullable(summary.idle_instance_ms)},
       {"baseline_run_id", nullable(summary.baseline_run_id)},
       {"speedup_vs_exclusive", nullable(summary.speedup_vs_exclusive)},
       {"steady_speedup_vs_exclusive", nullable(summary.steady_speedup_vs_exclusive)},

@@ -18,6 +18,7 @@
 #include "run/live_display.h"
 #include "sched/auto_scheduler.h"
 #include "sched/scheduler.h"
+#include "sharing/mig_mechanism.h"
 #include "sharing/process_finder.h"
 
 namespace colo {
@@ -350,6 +351,10 @@ class RunLoop {
                     spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct});
     report(ctx_.store.job_started(job.id, *pid, a.device, now),
            "record the start of job " + spec.name);
+    if (auto mig = mech_env->find(kMigInstanceEnv); mig != mech_env->end()) {
+      report(ctx_.store.job_instance(job.id, mig->second),
+             "record the MIG instance of job " + spec.name);
+    }
     display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}{}{}", spec.name, a.device,
                                device(a.device).name, *pid, job.log_path,
                                a.probe ? " (probe: alone until its profile is measured)" : "",
@@ -621,6 +626,13 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
     }
   }
   if (Result<std::vector<std::string>> cleaned = cleanup_stale_mps_daemons(ctx.mechanism_options);
+      cleaned.ok()) {
+    for (const std::string& line : *cleaned) ctx.out << line << '\n';
+  } else {
+    ctx.out << "warning: " << cleaned.error().message() << '\n';
+  }
+  if (Result<std::vector<std::string>> cleaned =
+          cleanup_stale_mig_instances(ctx.mechanism_options, ctx.backend);
       cleaned.ok()) {
     for (const std::string& line : *cleaned) ctx.out << line << '\n';
   } else {

@@ -1,7 +1,7 @@
 // RunController: carries out one `colo run`, as an ordered list of steps:
 //
 //   1. clean up after an earlier colo that died (stale runs -> interrupted,
-//      leftover MPS daemons stopped)
+//      leftover MPS daemons stopped, MIG instances it created destroyed)
 //   2. read the devices; record the run and its jobs (all queued)
 //   3. prepare the mechanism (e.g. start the private MPS daemon)
 //   4. start the GPU sampler
@@ -68,7 +68,7 @@ struct RunContext {
   GpuBackend& backend;
   RunStore& store;
   Mechanism& mechanism;
-  MechanismOptions mechanism_options;  // for stale-daemon cleanup
+  MechanismOptions mechanism_options;  // for stale MPS daemon and MIG instance cleanup
   std::ostream& out;                   // progress display and messages
   // Incremented by the signal handler: 1 = stop gracefully, 2+ = kill now.
   const std::atomic<int>& stop_requests;

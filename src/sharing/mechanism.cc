@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/paths.h"
+#include "sharing/mig_mechanism.h"
 #include "sharing/mps_mechanism.h"
 #include "sharing/plain_sharing.h"
 
@@ -15,6 +16,10 @@ MpsDaemonOptions daemon_options(const MechanismOptions& options) {
   daemon.control_program = options.mps_control_program;
   daemon.start_timeout_ms = options.mps_start_timeout_ms;
   return daemon;
+}
+
+std::string mig_state_dir(const MechanismOptions& options) {
+  return options.mig_state_dir.empty() ? default_state_dir() + "/mig" : options.mig_state_dir;
 }
 
 // The real clock, shared by every mechanism (it is stateless and thread-safe).
@@ -33,21 +38,24 @@ std::string to_string(MechanismKind kind) {
       return "naive";
     case MechanismKind::kMps:
       return "mps";
+    case MechanismKind::kMig:
+      return "mig";
   }
   return "unknown";
 }
 
 Result<MechanismKind> parse_mechanism(std::string_view text) {
-  for (MechanismKind kind :
-       {MechanismKind::kExclusive, MechanismKind::kNaive, MechanismKind::kMps}) {
+  for (MechanismKind kind : {MechanismKind::kExclusive, MechanismKind::kNaive, MechanismKind::kMps,
+                             MechanismKind::kMig}) {
     if (text == to_string(kind)) return kind;
   }
-  return Error(
-      fmt::format("unknown sharing mechanism '{}'; valid mechanisms: exclusive, naive, mps", text));
+  return Error(fmt::format(
+      "unknown sharing mechanism '{}'; valid mechanisms: exclusive, naive, mps, mig", text));
 }
 
 Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
-                                                  const MechanismOptions& options) {
+                                                  const MechanismOptions& options,
+                                                  const MechanismInputs& inputs) {
   switch (kind) {
     case MechanismKind::kExclusive:
     case MechanismKind::kNaive:
@@ -59,6 +67,12 @@ Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
           std::make_unique<ProcessMpsControl>(options.mps_control_program, clock),
           std::make_unique<ProcFsProcessFinder>(), clock));
     }
+    case MechanismKind::kMig:
+      if (inputs.backend == nullptr) {
+        return Error("make_mechanism: the mig mechanism needs the GPU backend");
+      }
+      return std::unique_ptr<Mechanism>(std::make_unique<MigMechanism>(
+          mig_state_dir(options), *inputs.backend, inputs.jobs, system_clock()));
   }
   return Error(fmt::format("make_mechanism: unknown mechanism kind {}", static_cast<int>(kind)));
 }
@@ -68,6 +82,22 @@ Result<std::vector<std::string>> cleanup_stale_mps_daemons(const MechanismOption
   ProcessMpsControl control(options.mps_control_program, clock);
   ProcFsProcessFinder finder;
   return cleanup_stale_mps_daemons(daemon_options(options), control, finder, clock);
+}
+
+}  // namespace colo
+
+namespace colo {
+
+Result<std::vector<std::string>> cleanup_stale_mig_instances(const MechanismOptions& options,
+                                                             GpuBackend& backend) {
+  MigControl* mig = backend.mig_control();
+  std::vector<DeviceInfo> devices;
+  if (mig != nullptr) {
+    Result<std::vector<DeviceInfo>> listed = backend.devices();
+    if (!listed.ok()) return listed.error();
+    devices = std::move(listed).value();
+  }
+  return cleanup_stale_mig_instances(mig_state_dir(options), mig, devices);
 }
 
 }  // namespace colo

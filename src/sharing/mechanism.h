@@ -3,7 +3,8 @@
 // tears down on every exit path. It never decides what runs where (sched/ does).
 //
 // Implementations: exclusive (one job per GPU at a time, the baseline), naive
-// (plain processes sharing the GPU), mps (a private MPS control daemon).
+// (plain processes sharing the GPU), mps (a private MPS control daemon), mig
+// (a MIG compute instance per job, created for the run).
 //
 // Threading: not thread-safe; the run controller's thread owns it.
 #pragma once
@@ -16,12 +17,13 @@
 
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
+#include "mig/mig_job_layout.h"
 
 namespace colo {
 
-enum class MechanismKind { kExclusive, kNaive, kMps };
+enum class MechanismKind { kExclusive, kNaive, kMps, kMig };
 
-// "exclusive", "naive", "mps".
+// "exclusive", "naive", "mps", "mig".
 std::string to_string(MechanismKind kind);
 Result<MechanismKind> parse_mechanism(std::string_view text);
 
@@ -70,10 +72,19 @@ struct MechanismOptions {
   std::string mps_control_program = "nvidia-cuda-mps-control";
   // Milliseconds to wait for the MPS daemon to answer after start.
   int mps_start_timeout_ms = 10'000;
+  // Directory of the mig mechanism's ownership records (default: <state dir>/mig).
+  std::string mig_state_dir;
+};
+
+// What the mig mechanism needs beyond the options; the others ignore it.
+struct MechanismInputs {
+  GpuBackend* backend = nullptr;   // borrowed; its MigControl creates the instances
+  std::vector<MigJobDemand> jobs;  // the run's jobs, to lay out
 };
 
 Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
-                                                  const MechanismOptions& options);
+                                                  const MechanismOptions& options,
+                                                  const MechanismInputs& inputs = {});
 
 // Finds MPS daemons that an earlier colo started and that outlived it (colo
 // was killed), shuts them down and removes their directories. Never touches a
@@ -83,5 +94,12 @@ Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
 // ...)"), and one per directory it had to leave alone because its record is
 // unreadable or a process survived (the line says why).
 Result<std::vector<std::string>> cleanup_stale_mps_daemons(const MechanismOptions& options);
+
+// Destroys the MIG instances an earlier colo created and did not destroy
+// because it was killed (see MigMechanism), never any other instance. Returns
+// one line per record handled. With a backend that cannot change MIG (sim),
+// it only says that records are waiting.
+Result<std::vector<std::string>> cleanup_stale_mig_instances(const MechanismOptions& options,
+                                                             GpuBackend& backend);
 
 }  // namespace colo

@@ -59,8 +59,8 @@ std::vector<DeviceInfo> two_devices() {
 // ---- names -----------------------------------------------------------------
 
 TEST(MechanismNames, RoundTrip) {
-  for (MechanismKind kind :
-       {MechanismKind::kExclusive, MechanismKind::kNaive, MechanismKind::kMps}) {
+  for (MechanismKind kind : {MechanismKind::kExclusive, MechanismKind::kNaive, MechanismKind::kMps,
+                             MechanismKind::kMig}) {
     Result<MechanismKind> parsed = parse_mechanism(to_string(kind));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, kind);
@@ -69,10 +69,10 @@ TEST(MechanismNames, RoundTrip) {
 }
 
 TEST(MechanismNames, UnknownNameListsValidOnes) {
-  Result<MechanismKind> parsed = parse_mechanism("mig");
+  Result<MechanismKind> parsed = parse_mechanism("mig-parted");
   ASSERT_FALSE(parsed.ok());
-  EXPECT_THAT(parsed.error().message(), HasSubstr("'mig'"));
-  EXPECT_THAT(parsed.error().message(), HasSubstr("exclusive, naive, mps"));
+  EXPECT_THAT(parsed.error().message(), HasSubstr("'mig-parted'"));
+  EXPECT_THAT(parsed.error().message(), HasSubstr("exclusive, naive, mps, mig"));
   EXPECT_FALSE(parse_mechanism("MPS ").ok());
 }
 

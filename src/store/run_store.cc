@@ -376,6 +376,14 @@ Status RunStore::job_started(int64_t job_id, pid_t pid, int device, UnixMillis s
   return update_one(db_.get(), path_, *update, "recording the start of a job", "job", job_id);
 }
 
+Status RunStore::job_instance(int64_t job_id, const std::string& instance) {
+  auto update = Statement::prepare(db_.get(), path_, "UPDATE jobs SET instance = ?2 WHERE id = ?1");
+  if (!update.ok()) return update.error();
+  update->bind(1, job_id).bind(2, instance);
+  return update_one(db_.get(), path_, *update, "recording the MIG instance of a job", "job",
+                    job_id);
+}
+
 Status RunStore::job_finished(int64_t job_id, const JobExit& exit, UnixMillis ended_ms,
                               int64_t malformed_progress_lines) {
   if (!is_final(exit.state)) {
@@ -577,6 +585,37 @@ std::optional<double> steady_throughput(const std::vector<JobSummary>& jobs) {
   return static_cast<double>(samples) * 1000.0 / static_cast<double>(covered_ms);
 }
 
+namespace {
+
+// Busy and idle time of each instance over [first_start, last_end]. A job
+// that never ended counts until last_end.
+std::vector<InstanceUsage> instance_usage(const std::vector<JobSummary>& jobs,
+                                          UnixMillis first_start, UnixMillis last_end) {
+  std::vector<InstanceUsage> usage;
+  std::map<std::string, std::vector<std::pair<UnixMillis, UnixMillis>>> intervals;
+  for (const JobSummary& job : jobs) {
+    if (job.instance.empty() || !job.started_ms) continue;
+    auto& list = intervals[job.instance];
+    if (list.empty()) usage.push_back({job.instance, 0, 0, 0});
+    list.emplace_back(*job.started_ms, std::min(job.ended_ms.value_or(last_end), last_end));
+  }
+  for (InstanceUsage& u : usage) {
+    auto& list = intervals[u.instance];
+    std::sort(list.begin(), list.end());
+    u.jobs = static_cast<int>(list.size());
+    UnixMillis covered_to = first_start;
+    for (const auto& [start, end] : list) {
+      const UnixMillis from = std::max(start, covered_to);
+      if (end > from) u.busy_ms += end - from;
+      covered_to = std::max(covered_to, end);
+    }
+    u.idle_ms = std::max<int64_t>(0, (last_end - first_start) - u.busy_ms);
+  }
+  return usage;
+}
+
+}  // namespace
+
 Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
   sqlite3* db = db_.get();
   RunSummary summary;
@@ -590,7 +629,7 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
   // Jobs.
   auto jobs = Statement::prepare(db, path_, R"sql(
       SELECT id, name, state, reason, device, started_ms, ended_ms, log_path, malformed_lines,
-             signature, grp
+             signature, grp, instance
       FROM jobs WHERE run_id = ? ORDER BY id)sql");
   if (!jobs.ok()) return jobs.error();
   jobs->bind(1, id);
@@ -612,6 +651,7 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
     job.malformed_progress_lines = jobs->int64_at(8);
     job.signature = jobs->text_at(9);
     job.group = jobs->text_at(10);
+    job.instance = jobs->text_at(11);
     if (job.started_ms && job.ended_ms) job.duration_ms = *job.ended_ms - *job.started_ms;
     summary.jobs.push_back(std::move(job));
   }
@@ -736,6 +776,12 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
   }
   if (first_start && last_end && *last_end >= *first_start) {
     summary.makespan_ms = *last_end - *first_start;
+  }
+  if (summary.makespan_ms) {
+    summary.instances = instance_usage(summary.jobs, *first_start, *last_end);
+    for (const InstanceUsage& u : summary.instances) {
+      summary.idle_instance_ms = summary.idle_instance_ms.value_or(0) + u.idle_ms;
+    }
   }
   if (summary.total_samples && summary.makespan_ms && *summary.makespan_ms > 0) {
     summary.throughput_per_s = static_cast<double>(*summary.total_samples) /

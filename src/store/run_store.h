@@ -94,6 +94,17 @@ struct JobSummary {
   std::optional<double> energy_j;  // device energy while it ran, shared among running jobs
   std::string log_path;
   int64_t malformed_progress_lines = 0;
+  std::string instance;  // the MIG instance it ran on; "" under other mechanisms
+};
+
+// One MIG instance of a run: how long jobs ran on it and how long it sat idle
+// between the run's first job start and last job end (the cost of a static
+// layout when jobs finish at different times).
+struct InstanceUsage {
+  std::string instance;  // as JobSummary::instance
+  int jobs = 0;
+  int64_t busy_ms = 0;  // union of its jobs' run intervals
+  int64_t idle_ms = 0;  // makespan - busy_ms
 };
 
 struct RunSummary {
@@ -111,6 +122,10 @@ struct RunSummary {
   std::optional<uint64_t> peak_memory_used_bytes;  // device-level
   std::optional<double> energy_j;                  // device energy over the run
   int64_t device_samples = 0;
+  // MIG runs: per instance, in order of first use; and their idle time summed
+  // (instance-milliseconds with no job running).
+  std::vector<InstanceUsage> instances;
+  std::optional<int64_t> idle_instance_ms;
   // The most recent completed exclusive run of the same jobs, when this run
   // is not itself exclusive, and this run's throughput over that one's.
   // "Completed" is state ok; "the same jobs" is an equal jobs_signature and the
@@ -209,6 +224,8 @@ class RunStore {
                                         const std::vector<std::string>& log_paths,
                                         UnixMillis queued_ms);
   Status job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms);
+  // The MIG instance the job runs on (see InstanceUsage).
+  Status job_instance(int64_t job_id, const std::string& instance);
   Status job_finished(int64_t job_id, const JobExit& exit, UnixMillis ended_ms,
                       int64_t malformed_progress_lines);
   Status end_run(int64_t run_id, RunState state, UnixMillis ended_ms);

@@ -817,3 +817,38 @@ TEST(SteadyStateTest, ThroughputLeavesOutTheFirstEpochAndCountsOverlapOnce) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+TEST(RunStoreMig, IdleInstanceTimeFromJobStartsAndEnds) {
+  auto store = open_memory();
+  ASSERT_NE(store, nullptr);
+  const UnixMillis t0 = 1'700'000'000'000;
+  auto run = store->begin_run(make_run("mig", t0));
+  ASSERT_TRUE(run.ok());
+  JobSpec a = make_job("a", {"true"});
+  JobSpec b = make_job("b", {"false"});
+  auto ids = store->add_jobs(*run, {a, b}, {"a.log", "b.log"}, t0);
+  ASSERT_TRUE(ids.ok());
+  // a runs 10 s, b 4 s, on instances of their own: b's instance idles 6 s.
+  ASSERT_TRUE(store->job_started((*ids)[0], 100, 0, t0).ok());
+  ASSERT_TRUE(store->job_instance((*ids)[0], "3g.20gb gi1 ci0 MIG-aaaa").ok());
+  ASSERT_TRUE(store->job_started((*ids)[1], 101, 0, t0).ok());
+  ASSERT_TRUE(store->job_instance((*ids)[1], "3g.20gb gi2 ci0 MIG-bbbb").ok());
+  ASSERT_TRUE(store->job_finished((*ids)[1], exit_with(JobState::kOk, 0), t0 + 4000, 0).ok());
+  ASSERT_TRUE(store->job_finished((*ids)[0], exit_with(JobState::kOk, 0), t0 + 10000, 0).ok());
+
+  auto summary = store->summarize_run(*run);
+  ASSERT_TRUE(summary.ok()) << summary.error().message();
+  EXPECT_EQ(summary->jobs[0].instance, "3g.20gb gi1 ci0 MIG-aaaa");
+  ASSERT_EQ(summary->instances.size(), 2u);
+  EXPECT_EQ(summary->instances[0].busy_ms, 10000);
+  EXPECT_EQ(summary->instances[0].idle_ms, 0);
+  EXPECT_EQ(summary->instances[1].busy_ms, 4000);
+  EXPECT_EQ(summary->instances[1].idle_ms, 6000);
+  EXPECT_EQ(summary->idle_instance_ms, 6000);
+}
+
+}  // namespace
+}  // namespace colo

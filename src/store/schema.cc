@@ -145,6 +145,12 @@ BEGIN
 END;
 )sql";
 
+// Version 3: the MIG instance each job ran on ("3g.40gb gi1 ci0 MIG-..."; ''
+// under other mechanisms), for idle-instance time in reports.
+constexpr const char* kMigration3 = R"sql(
+ALTER TABLE jobs ADD COLUMN instance TEXT NOT NULL DEFAULT '';
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -168,7 +174,7 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 }  // namespace
 
 const std::vector<std::string>& schema_migrations() {
-  static const std::vector<std::string> kMigrations = {kMigration1, kMigration2};
+  static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3};
   return kMigrations;
 }
 

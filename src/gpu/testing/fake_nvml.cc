@@ -6,16 +6,37 @@
 // fake_nvml_minimal (FAKE_NVML_MINIMAL) only the oldest names and the few
 // functions an old driver would have, to test "missing symbol = absent".
 // Not thread-safe: the tests drive it from one thread.
+//
+// MIG (full build only): the GPU model (H200-141GB by default, A100-40GB,
+// H100-80GB), MIG mode, permission and the GPU and compute instances form the
+// "MIG state". Its placement rules are the built-in tables of src/mig
+// (mig_profiles.cc is compiled in). When $FAKE_NVML_STATE names a file the
+// MIG state lives there (JSON, read on every call, written after every
+// change), so it survives the process: a test sets it up, runs colo as a
+// child, kills it, and looks at what was left. A "kill_at" setting makes the
+// library SIGKILL its own process at one step of creating instances.
 #include "gpu/testing/fake_nvml.h"
 
+#include <signal.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gpu/nvml_api.h"
+#ifndef FAKE_NVML_MINIMAL
+#include <nlohmann/json.hpp>
+
+#include "mig/mig_profiles.h"
+#endif
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -95,24 +116,318 @@ constexpr unsigned long long kMiB = 1024ULL * 1024;
 constexpr unsigned long long kTotalMiB = 143771;
 
 #ifndef FAKE_NVML_MINIMAL
-struct FakeProfile {
-  unsigned int index, id, slices, instances, sms;
-  unsigned long long memory_mib;
-  const char* name;
-};
-// H200-like, as nvidia-smi mig -lgip showed them; memory sizes chosen near the real ones.
-constexpr FakeProfile kProfiles[] = {
-    {0, 19, 1, 7, 16, 16896, "MIG 1g.18gb"},   {1, 14, 2, 3, 32, 33792, "MIG 2g.35gb"},
-    {2, 9, 3, 2, 60, 67840, "MIG 3g.71gb"},    {3, 5, 4, 1, 64, 67840, "MIG 4g.71gb"},
-    {4, 0, 7, 1, 132, 137216, "MIG 7g.141gb"}, {7, 20, 1, 1, 16, 16896, "MIG 1g.18gb+me"},
-    {9, 15, 1, 4, 16, 33792, "MIG 1g.35gb"}};
+// ---- MIG state ----
 
-const FakeProfile* find_profile(unsigned int index) {
-  for (const FakeProfile& p : kProfiles) {
-    if (p.index == index) return &p;
+// A GPU model the fake can be: its MIG geometry comes from src/mig's tables.
+struct FakeModel {
+  const char* geometry;
+  const char* device_name;
+  unsigned long long total_mib;
+  int cc_major;
+  unsigned int cores;
+};
+constexpr FakeModel kModels[] = {{"H200-141GB", "NVIDIA H200", 143771, 9, 16896},
+                                 {"H100-80GB", "NVIDIA H100 80GB HBM3", 81559, 9, 16896},
+                                 {"A100-40GB", "NVIDIA A100-SXM4-40GB", 40960, 8, 6912}};
+
+// nvmlDeviceGetGpuInstanceProfileInfo index of each profile id of the tables.
+constexpr std::pair<unsigned int, unsigned int> kProfileIndexOfId[] = {
+    {19, 0}, {14, 1}, {9, 2}, {5, 3}, {0, 4}, {20, 7}, {15, 9}};
+
+struct FakeComputeInstance {
+  unsigned int id = 0;
+  unsigned int slices = 0;
+  unsigned int start = 0;
+};
+
+struct FakeGpuInstance {
+  unsigned int device = 0;
+  unsigned int id = 0;
+  unsigned int profile_id = 0;
+  unsigned int start = 0;
+  unsigned int size = 0;
+  std::vector<FakeComputeInstance> cis;
+};
+
+struct FakeMig {
+  std::string model = "H200-141GB";
+  bool mode = false;     // current MIG mode
+  bool pending = false;  // after the next reset
+  bool permission = true;
+  std::string kill_at;  // "gi_create:before", "gi_create:after", "ci_create:after"
+  std::vector<FakeGpuInstance> gis;
+};
+
+const char* state_file() {
+  const char* path = std::getenv("FAKE_NVML_STATE");
+  return path != nullptr && *path != 0 ? path : nullptr;
+}
+
+FakeMig& mig_memory() {
+  static FakeMig m;
+  return m;
+}
+
+// Identity of the state file's current version: save_mig() replaces the file
+// (rename), so any change by any process changes it.
+struct FileVersion {
+  ino_t inode = 0;
+  long long mtime_ns = -1;
+  off_t size = -1;
+  bool operator==(const FileVersion&) const = default;
+};
+FileVersion& loaded_version() {
+  static FileVersion v;
+  return v;
+}
+FileVersion version_of(const char* path) {
+  struct stat st {};
+  if (stat(path, &st) != 0) return {};
+  return {st.st_ino, st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec, st.st_size};
+}
+
+// The MIG state. With $FAKE_NVML_STATE it is read again when the file changed
+// since this process last read or wrote it, so references stay valid within a
+// call of this process.
+FakeMig& mig() {
+  FakeMig& m = mig_memory();
+  const char* path = state_file();
+  if (path == nullptr) return m;
+  const FileVersion now = version_of(path);
+  if (now.mtime_ns < 0 || now == loaded_version()) return m;
+  loaded_version() = now;
+  std::ifstream in(path);
+  m = FakeMig{};
+  if (!in) return m;
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  if (j.is_discarded()) return m;
+  m.model = j.value("model", m.model);
+  m.mode = j.value("mode", false);
+  m.pending = j.value("pending", false);
+  m.permission = j.value("permission", true);
+  m.kill_at = j.value("kill_at", "");
+  for (const auto& g : j.value("gpu_instances", nlohmann::json::array())) {
+    FakeGpuInstance gi{g["device"], g["id"], g["profile_id"], g["start"], g["size"], {}};
+    for (const auto& c : g["compute_instances"])
+      gi.cis.push_back({c["id"], c["slices"], c["start"]});
+    m.gis.push_back(gi);
+  }
+  return m;
+}
+
+void save_mig() {
+  const char* path = state_file();
+  if (path == nullptr) return;
+  const FakeMig& m = mig_memory();
+  nlohmann::json gis = nlohmann::json::array();
+  for (const FakeGpuInstance& g : m.gis) {
+    nlohmann::json cis = nlohmann::json::array();
+    for (const FakeComputeInstance& c : g.cis) {
+      cis.push_back({{"id", c.id}, {"slices", c.slices}, {"start", c.start}});
+    }
+    gis.push_back({{"device", g.device},
+                   {"id", g.id},
+                   {"profile_id", g.profile_id},
+                   {"start", g.start},
+                   {"size", g.size},
+                   {"compute_instances", cis}});
+  }
+  nlohmann::json j = {{"model", m.model},           {"mode", m.mode},       {"pending", m.pending},
+                      {"permission", m.permission}, {"kill_at", m.kill_at}, {"gpu_instances", gis}};
+  const std::string tmp = std::string(path) + ".tmp";
+  std::ofstream(tmp) << j.dump(1) << "\n";
+  std::rename(tmp.c_str(), path);
+  loaded_version() = version_of(path);
+}
+
+// Dies like a colo killed with SIGKILL at this step, if told to.
+void maybe_die(const char* step) {
+  FakeMig& m = mig_memory();
+  if (m.kill_at != step) return;
+  m.kill_at.clear();
+  save_mig();
+  raise(SIGKILL);
+}
+
+const FakeModel& model() {
+  const std::string& name = mig().model;
+  for (const FakeModel& m : kModels) {
+    if (name == m.geometry) return m;
+  }
+  return kModels[0];
+}
+
+const colo::MigGeometry& geometry() {
+  static std::map<std::string, colo::MigGeometry> cache;
+  const FakeModel& m = model();
+  auto it = cache.find(m.geometry);
+  if (it == cache.end())
+    it = cache.emplace(m.geometry, *colo::builtin_mig_geometry(m.geometry)).first;
+  return it->second;
+}
+
+const colo::MigProfileSpec* profile_by_id(unsigned int id) {
+  for (const colo::MigProfileSpec& p : geometry().profiles) {
+    if (static_cast<unsigned int>(p.id) == id) return &p;
   }
   return nullptr;
 }
+
+const colo::MigProfileSpec* profile_by_index(unsigned int index) {
+  for (const auto& [id, i] : kProfileIndexOfId) {
+    if (i == index) return profile_by_id(id);
+  }
+  return nullptr;
+}
+
+// Handles of GPU instances, compute instances and MIG devices: fixed slots
+// naming (device, GPU instance id, compute instance id); every call looks the
+// instance up in the MIG state, so a handle of a destroyed instance fails.
+struct FakeMigHandle {
+  unsigned int device = 0;
+  unsigned int gi = 0;
+  unsigned int ci = 0;
+};
+constexpr unsigned int kMaxGi = 32;
+constexpr unsigned int kMaxCi = 8;
+FakeMigHandle g_gi_handles[4][kMaxGi];
+FakeMigHandle g_ci_handles[4][kMaxGi][kMaxCi];
+FakeMigHandle g_mig_device_handles[4][kMaxCi];
+
+template <size_t N>
+bool in_slots(const void* p, const FakeMigHandle (&slots)[N]) {
+  return p >= static_cast<const void*>(&slots[0]) && p < static_cast<const void*>(&slots[N]);
+}
+template <size_t N, size_t M>
+bool in_slots(const void* p, const FakeMigHandle (&slots)[N][M]) {
+  return p >= static_cast<const void*>(&slots[0][0]) && p < static_cast<const void*>(&slots[N][0]);
+}
+
+FakeMigHandle* gi_handle(unsigned int device, unsigned int id) {
+  FakeMigHandle* h = &g_gi_handles[device][id];
+  *h = {device, id, 0};
+  return h;
+}
+FakeMigHandle* ci_handle(unsigned int device, unsigned int gi, unsigned int ci) {
+  FakeMigHandle* h = &g_ci_handles[device][gi][ci];
+  *h = {device, gi, ci};
+  return h;
+}
+// The MIG device handle behind `handle`, or nullptr.
+const FakeMigHandle* mig_device_of(const void* handle) {
+  for (auto& row : g_mig_device_handles) {
+    if (in_slots(handle, row)) return static_cast<const FakeMigHandle*>(handle);
+  }
+  return nullptr;
+}
+
+FakeGpuInstance* find_gi(unsigned int device, unsigned int id) {
+  for (FakeGpuInstance& g : mig_memory().gis) {
+    if (g.device == device && g.id == id) return &g;
+  }
+  return nullptr;
+}
+FakeGpuInstance* gi_of(nvmlGpuInstance_t handle) {
+  if (!in_slots(handle, g_gi_handles)) return nullptr;
+  mig();  // reload
+  const auto* h = reinterpret_cast<const FakeMigHandle*>(handle);
+  return find_gi(h->device, h->gi);
+}
+FakeComputeInstance* find_ci(FakeGpuInstance& g, unsigned int id) {
+  for (FakeComputeInstance& c : g.cis) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+std::string mig_uuid(unsigned int device, unsigned int gi, unsigned int ci) {
+  char text[64];
+  std::snprintf(text, sizeof text, "MIG-fa4e%04x-%04x-4%03x-8%03x-000000000000", device, gi, ci,
+                device);
+  return text;
+}
+
+// Compute slices of compute-instance profile `index`, or 0.
+unsigned int ci_slices_of_index(unsigned int index) {
+  constexpr unsigned int kSlices[] = {1, 2, 3, 4, 7};
+  return index < 5 ? kSlices[index] : 0;
+}
+bool ci_fits(unsigned int slices, unsigned int gi_slices) {
+  return colo::compute_instance_fits(static_cast<int>(slices), static_cast<int>(gi_slices));
+}
+unsigned int compute_slices_of(const FakeGpuInstance& g) {
+  const colo::MigProfileSpec* p = profile_by_id(g.profile_id);
+  return p == nullptr ? 0 : static_cast<unsigned int>(p->compute_slices);
+}
+
+// Creates a GPU instance after the driver's checks; its id, or an error code.
+nvmlReturn_t create_gi(unsigned int device, unsigned int profile_id, unsigned int start,
+                       unsigned int* id) {
+  FakeMig& m = mig();
+  if (!m.mode) return NVML_ERROR_NOT_SUPPORTED;
+  const colo::MigProfileSpec* p = profile_by_id(profile_id);
+  if (p == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (std::find(p->starts.begin(), p->starts.end(), static_cast<int>(start)) == p->starts.end()) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  const unsigned int size = static_cast<unsigned int>(p->memory_slices);
+  int compute = 0;
+  int same_profile = 0;
+  for (const FakeGpuInstance& g : m.gis) {
+    if (g.device != device) continue;
+    if (start < g.start + g.size && g.start < start + size)
+      return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    compute += static_cast<int>(compute_slices_of(g));
+    same_profile += g.profile_id == profile_id;
+  }
+  if (compute + p->compute_slices > geometry().compute_slices || same_profile >= p->max_count) {
+    return NVML_ERROR_INSUFFICIENT_RESOURCES;
+  }
+  unsigned int free_id = 1;
+  while (find_gi(device, free_id) != nullptr) ++free_id;
+  if (free_id >= kMaxGi) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+  m.gis.push_back({device, free_id, profile_id, start, size, {}});
+  *id = free_id;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t create_ci(FakeGpuInstance& g, unsigned int slices, unsigned int* id) {
+  const unsigned int gi_slices = compute_slices_of(g);
+  if (!ci_fits(slices, gi_slices)) return NVML_ERROR_NOT_SUPPORTED;
+  unsigned int used = 0;
+  for (const FakeComputeInstance& c : g.cis) used += c.slices;
+  if (used + slices > gi_slices) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+  unsigned int free_id = 0;
+  while (find_ci(g, free_id) != nullptr) ++free_id;
+  if (free_id >= kMaxCi) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+  g.cis.push_back({free_id, slices, used});
+  *id = free_id;
+  return NVML_SUCCESS;
+}
+
+// The compute instances of `device` in MIG-device order (GPU instance id,
+// then compute instance id).
+std::vector<FakeMigHandle> mig_devices_of(unsigned int device) {
+  std::vector<FakeMigHandle> out;
+  for (const FakeGpuInstance& g : mig().gis) {
+    if (g.device != device) continue;
+    for (const FakeComputeInstance& c : g.cis) out.push_back({device, g.id, c.id});
+  }
+  std::sort(out.begin(), out.end(), [](const FakeMigHandle& a, const FakeMigHandle& b) {
+    return a.gi != b.gi ? a.gi < b.gi : a.ci < b.ci;
+  });
+  return out;
+}
+#endif
+
+#ifdef FAKE_NVML_MINIMAL
+const char* device_name() { return "NVIDIA H200"; }
+unsigned long long total_mib() { return kTotalMiB; }
+#else
+const char* device_name() { return model().device_name; }
+unsigned long long total_mib() { return model().total_mib; }
 #endif
 
 // Classic two-call list protocol: too small a buffer reports the size needed.
@@ -154,7 +469,13 @@ nvmlReturn_t running_processes(nvmlDevice_t device, unsigned int mode, unsigned 
 
 // ---- control ----
 
-FAKE_EXPORT void fake_nvml_reset() { reset(); }
+FAKE_EXPORT void fake_nvml_reset() {
+  reset();
+#ifndef FAKE_NVML_MINIMAL
+  mig_memory() = FakeMig{};
+  save_mig();
+#endif
+}
 FAKE_EXPORT void fake_nvml_set(const char* key, long long value) { state().settings[key] = value; }
 FAKE_EXPORT long long fake_nvml_get(const char* key) {
   if (std::string(key) == "gpm_samples_live")
@@ -204,12 +525,12 @@ FAKE_EXPORT nvmlReturn_t FAKE_NAME(nvmlDeviceGetHandleByIndex_v2,
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
   if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
-  return copy_string("NVIDIA H200", name, length);
+  return copy_string(device_name(), name, length);
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
-  *memory = {kTotalMiB * kMiB, (kTotalMiB - 1234) * kMiB, 1234 * kMiB};
+  *memory = {total_mib() * kMiB, (total_mib() - 1234) * kMiB, 1234 * kMiB};
   return NVML_SUCCESS;
 }
 
@@ -232,6 +553,18 @@ FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t code) {
       return "Driver Not Loaded";
     case NVML_ERROR_GPU_IS_LOST:
       return "GPU is lost";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case NVML_ERROR_NO_PERMISSION:
+      return "Insufficient Permissions";
+    case NVML_ERROR_NOT_FOUND:
+      return "Not Found";
+    case NVML_ERROR_RESET_REQUIRED:
+      return "Reset Required";
+    case NVML_ERROR_IN_USE:
+      return "In use by another client";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES:
+      return "Insufficient Resources";
     default:
       return "Unknown Error";
   }
@@ -246,6 +579,9 @@ FAKE_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int le
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
+  if (const FakeMigHandle* h = mig_device_of(device)) {
+    return copy_string(mig_uuid(h->device, h->gi, h->ci).c_str(), uuid, length);
+  }
   if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
   const std::string text =
       "GPU-fa4e0000-0000-0000-0000-00000000000" + std::to_string(device_of(device)->index);
@@ -260,9 +596,20 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInf
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
-  if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
   if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-  memory->total = kTotalMiB * kMiB;
+  if (const FakeMigHandle* h = mig_device_of(device)) {
+    mig();
+    const FakeGpuInstance* g = find_gi(h->device, h->gi);
+    const colo::MigProfileSpec* p = g != nullptr ? profile_by_id(g->profile_id) : nullptr;
+    if (p == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    memory->total = p->memory_bytes;
+    memory->reserved = 0;
+    memory->used = 300 * kMiB;  // the CUDA context of an idle MIG device, roughly
+    memory->free = memory->total - memory->used;
+    return NVML_SUCCESS;
+  }
+  if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
+  memory->total = total_mib() * kMiB;
   memory->reserved = 512 * kMiB;
   memory->used = 2048 * kMiB;
   memory->free = memory->total - memory->reserved - memory->used;
@@ -278,22 +625,22 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDev
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
                                                             int* minor) {
   if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
-  *major = 9;
+  *major = model().cc_major;
   *minor = 0;
   return NVML_SUCCESS;
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int* cores) {
   if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
-  *cores = 16896;
+  *cores = model().cores;
   return NVML_SUCCESS;
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current,
                                               unsigned int* pending) {
   if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
-  *current = 0;
-  *pending = 0;
+  *current = mig().mode ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+  *pending = mig().pending ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
   return NVML_SUCCESS;
 }
 
@@ -301,9 +648,19 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device
                                                              unsigned int index,
                                                              nvmlGpuInstanceProfileInfo_t* info) {
   if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
-  const FakeProfile* p = find_profile(index);
+  const colo::MigProfileSpec* p = profile_by_index(index);
   if (p == nullptr) return index < 9 ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
-  *info = {p->id, 0, p->slices, p->instances, p->sms, 2, 1, 0, 1, 0, p->memory_mib};
+  *info = {static_cast<unsigned int>(p->id),
+           0,
+           static_cast<unsigned int>(p->compute_slices),
+           static_cast<unsigned int>(p->max_count),
+           static_cast<unsigned int>(p->sm_count),
+           2,
+           1,
+           0,
+           1,
+           0,
+           p->memory_bytes / kMiB};
   return NVML_SUCCESS;
 }
 
@@ -314,18 +671,18 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(
     return forced;
   }
   if (info->version != nvmlGpuInstanceProfileInfo_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-  const FakeProfile* p = find_profile(index);
+  const colo::MigProfileSpec* p = profile_by_index(index);
   if (p == nullptr) return index < 9 ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
-  info->id = p->id;
-  info->sliceCount = p->slices;
-  info->instanceCount = p->instances;
-  info->multiprocessorCount = p->sms;
-  info->memorySizeMB = p->memory_mib;
-  std::strcpy(info->name, p->name);  // NOLINT: fits name[96]
+  info->id = static_cast<unsigned int>(p->id);
+  info->sliceCount = static_cast<unsigned int>(p->compute_slices);
+  info->instanceCount = static_cast<unsigned int>(p->max_count);
+  info->multiprocessorCount = static_cast<unsigned int>(p->sm_count);
+  info->memorySizeMB = p->memory_bytes / kMiB;
+  std::snprintf(info->name, sizeof info->name, "MIG %s", p->name.c_str());
   return NVML_SUCCESS;
 }
 
-// Placements by profile id as the MIG user guide lists them; the setting
+// Placements by profile id from the model's table; the setting
 // "placements_result" forces an error code (the driver with MIG disabled).
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
     nvmlDevice_t device, unsigned int profile_id, nvmlGpuInstancePlacement_t* placements,
@@ -335,32 +692,12 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
     return forced;
   }
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const colo::MigProfileSpec* p = profile_by_id(profile_id);
+  if (p == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   std::vector<nvmlGpuInstancePlacement_t> answer;
-  auto every = [&](unsigned int step, unsigned int last, unsigned int size) {
-    for (unsigned int start = 0; start <= last; start += step) answer.push_back({start, size});
-  };
-  switch (profile_id) {
-    case 19:
-    case 20:
-      every(1, 6, 1);
-      break;
-    case 15:
-      every(2, 6, 2);
-      break;
-    case 14:
-      every(2, 4, 2);
-      break;
-    case 9:
-      every(4, 4, 4);
-      break;
-    case 5:
-      answer.push_back({0, 4});
-      break;
-    case 0:
-      answer.push_back({0, 8});
-      break;
-    default:
-      return NVML_ERROR_INVALID_ARGUMENT;
+  for (int start : p->starts) {
+    answer.push_back(
+        {static_cast<unsigned int>(start), static_cast<unsigned int>(p->memory_slices)});
   }
   if (placements != nullptr) {
     std::copy(answer.begin(), answer.end(), placements);
@@ -514,4 +851,281 @@ FAKE_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* request) {
   }
   return NVML_SUCCESS;
 }
+// ---- MIG instances ----
+
+namespace {
+unsigned int device_index(nvmlDevice_t device) {
+  return static_cast<unsigned int>(device_of(device)->index);
+}
+nvmlReturn_t check_mig_change(nvmlDevice_t device) {
+  if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
+  if (!mig().permission) return NVML_ERROR_NO_PERMISSION;
+  return NVML_SUCCESS;
+}
+}  // namespace
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
+                                              nvmlReturn_t* activation_status) {
+  if (nvmlReturn_t c = check_mig_change(device); c != NVML_SUCCESS) return c;
+  if (mode > NVML_DEVICE_MIG_ENABLE) return NVML_ERROR_INVALID_ARGUMENT;
+  mig_memory().pending = mode == NVML_DEVICE_MIG_ENABLE;  // takes effect at the next reset
+  save_mig();
+  *activation_status = NVML_ERROR_RESET_REQUIRED;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
+    nvmlDevice_t device, unsigned int profile_id, const nvmlGpuInstancePlacement_t* placement,
+    nvmlGpuInstance_t* instance) {
+  if (nvmlReturn_t c = check_mig_change(device); c != NVML_SUCCESS) return c;
+  if (placement == nullptr || instance == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  maybe_die("gi_create:before");
+  unsigned int id = 0;
+  const unsigned int d = device_index(device);
+  if (nvmlReturn_t c = create_gi(d, profile_id, placement->start, &id); c != NVML_SUCCESS) {
+    return c;
+  }
+  save_mig();
+  *instance = reinterpret_cast<nvmlGpuInstance_t>(gi_handle(d, id));
+  maybe_die("gi_create:after");
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profile_id,
+                                                   nvmlGpuInstance_t* instances,
+                                                   unsigned int* count) {
+  if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!mig().mode) return NVML_ERROR_NOT_SUPPORTED;
+  const unsigned int d = device_index(device);
+  unsigned int n = 0;
+  for (const FakeGpuInstance& g : mig_memory().gis) {
+    if (g.device != d || g.profile_id != profile_id) continue;
+    if (n >= *count) return NVML_ERROR_INSUFFICIENT_SIZE;
+    instances[n++] = reinterpret_cast<nvmlGpuInstance_t>(gi_handle(d, g.id));
+  }
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
+                                                      nvmlGpuInstance_t* instance) {
+  if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
+  if (!mig().mode) return NVML_ERROR_NOT_SUPPORTED;
+  const unsigned int d = device_index(device);
+  if (id >= kMaxGi || find_gi(d, id) == nullptr) return NVML_ERROR_NOT_FOUND;
+  *instance = reinterpret_cast<nvmlGpuInstance_t>(gi_handle(d, id));
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t instance,
+                                                nvmlGpuInstanceInfo_t* info) {
+  const FakeGpuInstance* g = gi_of(instance);
+  if (g == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  info->device = reinterpret_cast<nvmlDevice_t>(&g_devices[g->device]);
+  info->id = g->id;
+  info->profileId = g->profile_id;
+  info->placement = {g->start, g->size};
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t instance) {
+  const FakeGpuInstance* g = gi_of(instance);
+  if (g == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!mig_memory().permission) return NVML_ERROR_NO_PERMISSION;
+  if (!g->cis.empty()) return NVML_ERROR_IN_USE;
+  auto& gis = mig_memory().gis;
+  gis.erase(
+      std::find_if(gis.begin(), gis.end(), [&](const FakeGpuInstance& x) { return &x == g; }));
+  save_mig();
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
+    nvmlGpuInstance_t instance, unsigned int profile, unsigned int eng_profile,
+    nvmlComputeInstanceProfileInfo_t* info) {
+  const FakeGpuInstance* g = gi_of(instance);
+  if (g == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (eng_profile != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED) return NVML_ERROR_NOT_SUPPORTED;
+  const unsigned int slices = ci_slices_of_index(profile);
+  const unsigned int gi_slices = compute_slices_of(*g);
+  if (!ci_fits(slices, gi_slices)) return NVML_ERROR_NOT_SUPPORTED;
+  const colo::MigProfileSpec* p = profile_by_id(g->profile_id);
+  *info = {profile,
+           slices,
+           gi_slices / slices,
+           static_cast<unsigned int>(p->sm_count) * slices / gi_slices,
+           1,
+           0,
+           0,
+           0,
+           0};
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t instance,
+                                                              unsigned int profile_id,
+                                                              nvmlComputeInstance_t* ci) {
+  FakeGpuInstance* g = gi_of(instance);
+  if (g == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!mig_memory().permission) return NVML_ERROR_NO_PERMISSION;
+  unsigned int id = 0;
+  if (nvmlReturn_t c = create_ci(*g, ci_slices_of_index(profile_id), &id); c != NVML_SUCCESS) {
+    return c;
+  }
+  save_mig();
+  *ci = reinterpret_cast<nvmlComputeInstance_t>(ci_handle(g->device, g->id, id));
+  maybe_die("ci_create:after");
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t instance,
+                                                            unsigned int profile_id,
+                                                            nvmlComputeInstance_t* cis,
+                                                            unsigned int* count) {
+  const FakeGpuInstance* g = gi_of(instance);
+  if (g == nullptr || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned int n = 0;
+  for (const FakeComputeInstance& c : g->cis) {
+    if (c.slices != ci_slices_of_index(profile_id)) continue;
+    if (n >= *count) return NVML_ERROR_INSUFFICIENT_SIZE;
+    cis[n++] = reinterpret_cast<nvmlComputeInstance_t>(ci_handle(g->device, g->id, c.id));
+  }
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t instance,
+                                                               unsigned int id,
+                                                               nvmlComputeInstance_t* ci) {
+  FakeGpuInstance* g = gi_of(instance);
+  if (g == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (id >= kMaxCi || find_ci(*g, id) == nullptr) return NVML_ERROR_NOT_FOUND;
+  *ci = reinterpret_cast<nvmlComputeInstance_t>(ci_handle(g->device, g->id, id));
+  return NVML_SUCCESS;
+}
+
+namespace {
+// The GPU instance and compute instance behind a compute-instance handle.
+std::pair<FakeGpuInstance*, FakeComputeInstance*> ci_of(nvmlComputeInstance_t handle) {
+  if (!in_slots(handle, g_ci_handles[0]) && !in_slots(handle, g_ci_handles[1]) &&
+      !in_slots(handle, g_ci_handles[2]) && !in_slots(handle, g_ci_handles[3])) {
+    return {nullptr, nullptr};
+  }
+  mig();
+  const auto* h = reinterpret_cast<const FakeMigHandle*>(handle);
+  FakeGpuInstance* g = find_gi(h->device, h->gi);
+  return {g, g != nullptr ? find_ci(*g, h->ci) : nullptr};
+}
+}  // namespace
+
+FAKE_EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t instance,
+                                                       nvmlComputeInstanceInfo_t* info) {
+  auto [g, c] = ci_of(instance);
+  if (c == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  info->device = reinterpret_cast<nvmlDevice_t>(&g_devices[g->device]);
+  info->gpuInstance = reinterpret_cast<nvmlGpuInstance_t>(gi_handle(g->device, g->id));
+  info->id = c->id;
+  const unsigned int slices[] = {1, 2, 3, 4, 7};
+  info->profileId = static_cast<unsigned int>(
+      std::find(std::begin(slices), std::end(slices), c->slices) - std::begin(slices));
+  info->placement = {c->start, c->slices};
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t instance) {
+  auto [g, c] = ci_of(instance);
+  if (c == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!mig_memory().permission) return NVML_ERROR_NO_PERMISSION;
+  g->cis.erase(g->cis.begin() + (c - g->cis.data()));
+  save_mig();
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count) {
+  if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
+  *count = 7;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
+                                                             unsigned int index,
+                                                             nvmlDevice_t* mig_device) {
+  if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
+  if (!mig().mode) return NVML_ERROR_NOT_SUPPORTED;
+  const unsigned int d = device_index(device);
+  const std::vector<FakeMigHandle> all = mig_devices_of(d);
+  if (index >= all.size() || index >= kMaxCi) return NVML_ERROR_NOT_FOUND;
+  g_mig_device_handles[d][index] = all[index];
+  *mig_device = reinterpret_cast<nvmlDevice_t>(&g_mig_device_handles[d][index]);
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {
+  const FakeMigHandle* h = mig_device_of(device);
+  if (h == nullptr)
+    return device_of(device) != nullptr ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
+  *id = h->gi;
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id) {
+  const FakeMigHandle* h = mig_device_of(device);
+  if (h == nullptr)
+    return device_of(device) != nullptr ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
+  *id = h->ci;
+  return NVML_SUCCESS;
+}
+
+// ---- MIG control (tests) ----
+
+FAKE_EXPORT void fake_nvml_mig_set(const char* key, const char* value) {
+  FakeMig& m = mig();
+  const std::string k = key;
+  const std::string v = value;
+  if (k == "model") m.model = v;
+  if (k == "mode") m.mode = m.pending = v == "1";
+  if (k == "pending") m.pending = v == "1";
+  if (k == "permission") m.permission = v == "1";
+  if (k == "kill_at") m.kill_at = v;
+  save_mig();
+}
+
+FAKE_EXPORT int fake_nvml_mig_add_gpu_instance(unsigned int device, unsigned int profile_id,
+                                               unsigned int start, unsigned int compute_instances) {
+  unsigned int id = 0;
+  if (nvmlReturn_t c = create_gi(device, profile_id, start, &id); c != NVML_SUCCESS) return -c;
+  FakeGpuInstance* g = find_gi(device, id);
+  const unsigned int slices = compute_slices_of(*g);
+  for (unsigned int k = 0; k < compute_instances; ++k) {
+    unsigned int ci = 0;
+    (void)create_ci(*g, compute_instances == 1 ? slices : 1, &ci);
+  }
+  save_mig();
+  return static_cast<int>(id);
+}
+
+FAKE_EXPORT unsigned int fake_nvml_mig_describe(char* buffer, unsigned int length) {
+  std::vector<const FakeGpuInstance*> gis;
+  for (const FakeGpuInstance& g : mig().gis) gis.push_back(&g);
+  std::sort(gis.begin(), gis.end(), [](const FakeGpuInstance* a, const FakeGpuInstance* b) {
+    return a->device != b->device ? a->device < b->device : a->id < b->id;
+  });
+  std::string text;
+  for (const FakeGpuInstance* g : gis) {
+    if (!text.empty()) text += "; ";
+    text += "gpu" + std::to_string(g->device) + " gi" + std::to_string(g->id) + " p" +
+            std::to_string(g->profile_id) + " @" + std::to_string(g->start) + " [";
+    for (size_t i = 0; i < g->cis.size(); ++i) {
+      text += (i > 0 ? " ci" : "ci") + std::to_string(g->cis[i].id) + "/" +
+              std::to_string(g->cis[i].slices);
+    }
+    text += "]";
+  }
+  if (buffer != nullptr && length > 0) {
+    std::snprintf(buffer, length, "%s", text.c_str());
+  }
+  return static_cast<unsigned int>(text.size() + 1);
+}
+
 #endif  // FAKE_NVML_MINIMAL

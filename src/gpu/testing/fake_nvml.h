@@ -19,6 +19,20 @@ using fake_nvml_get_fn = long long (*)(const char* key);
 // mode 0: compute list, 2: MPS list.
 using fake_nvml_add_process_fn = void (*)(unsigned int mode, unsigned int pid,
                                           unsigned long long used_bytes);
+// MIG state (full build): keys "model" ("H200-141GB", "H100-80GB",
+// "A100-40GB"), "mode" ("1"/"0": current and pending), "pending", "permission"
+// ("0": every change answers NO_PERMISSION), "kill_at" ("gi_create:before",
+// "gi_create:after", "ci_create:after": the library SIGKILLs its process
+// there, once). Kept in $FAKE_NVML_STATE when that names a file.
+using fake_nvml_mig_set_fn = void (*)(const char* key, const char* value);
+// Creates a GPU instance as someone other than colo would (no permission
+// check) with `compute_instances` compute instances; its id, or -NVML error.
+using fake_nvml_mig_add_gpu_instance_fn = int (*)(unsigned int device, unsigned int profile_id,
+                                                  unsigned int start,
+                                                  unsigned int compute_instances);
+// "gpu0 gi1 p9 @0 [ci0/3]; gpu0 gi2 p19 @4 []" (id, profile id, start, then
+// compute instances id/slices); returns the length needed including the NUL.
+using fake_nvml_mig_describe_fn = unsigned int (*)(char* buffer, unsigned int length);
 using fake_nvml_add_utilization_fn = void (*)(unsigned int pid, unsigned int sm_util,
                                               unsigned long long timestamp_us);
 }
