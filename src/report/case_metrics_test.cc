@@ -13,12 +13,6 @@ using testing::FakeRun;
 using testing::kFakeGiB;
 using testing::kFakeT0;
 
-std::unique_ptr<RunStore> open_memory() {
-  auto store = RunStore::open(":memory:");
-  EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
-  return std::move(store).value();
-}
-
 TEST(Spread, MedianOfOddAndEvenCountsAndRange) {
   EXPECT_FALSE(spread_of({}).has_value());
   std::optional<Spread> odd = spread_of({3, 1, 2});
@@ -33,7 +27,7 @@ TEST(Spread, MedianOfOddAndEvenCountsAndRange) {
 }
 
 TEST(RunMetrics, SecondEpochSteadyMeansMemoryAndEnergyOfOneRun) {
-  auto store = open_memory();
+  auto store = testing::open_memory_store();
   FakeRun run;
   run.mechanism = "mps";
   run.degree = 2;
@@ -72,7 +66,7 @@ TEST(RunMetrics, SecondEpochSteadyMeansMemoryAndEnergyOfOneRun) {
 }
 
 TEST(RunMetrics, EnergyFromTheDriverCounterWhenEverySampleHasIt) {
-  auto store = open_memory();
+  auto store = testing::open_memory_store();
   FakeRun run;
   run.power_w = 1.0;
   run.energy_counter_w = 50.0;
@@ -85,7 +79,7 @@ TEST(RunMetrics, EnergyFromTheDriverCounterWhenEverySampleHasIt) {
 }
 
 TEST(RunMetrics, StaggeredJobsSecondEpochIsPerJobAndSteadyIsTheUnion) {
-  auto store = open_memory();
+  auto store = testing::open_memory_store();
   FakeRun run;
   run.degree = 2;
   run.stagger_ms = 4'000;
@@ -99,7 +93,7 @@ TEST(RunMetrics, StaggeredJobsSecondEpochIsPerJobAndSteadyIsTheUnion) {
 }
 
 TEST(RunMetrics, JobWithOneEpochHasNoSecondEpochTime) {
-  auto store = open_memory();
+  auto store = testing::open_memory_store();
   FakeRun run;
   run.epochs = 1;
   const int64_t id = add_fake_run(*store, run, kFakeT0);
@@ -121,7 +115,7 @@ const CaseGroup& group(const ExperimentMetrics& m, const std::string& workload,
 }
 
 TEST(ExperimentMetrics, MediansSpreadsAndSpeedupOverOneJobAlone) {
-  auto store = open_memory();
+  auto store = testing::open_memory_store();
   const int64_t id = add_fake_experiment(*store);
   Result<ExperimentMetrics> m = compute_experiment_metrics(*store, id);
   ASSERT_TRUE(m.ok()) << m.error().message();

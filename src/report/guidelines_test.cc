@@ -10,12 +10,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::unique_ptr<RunStore> open_memory() {
-  auto store = RunStore::open(":memory:");
-  EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
-  return std::move(store).value();
-}
-
 // A case that ran, with only the numbers the guidelines read.
 CaseMetrics ran(const std::string& workload, const std::string& mechanism, int degree,
                 double throughput, double sm_pct, double memory_gib,
@@ -118,7 +112,7 @@ TEST(Guidelines, EmptyExperimentHasNotEnoughDataEverywhere) {
 }
 
 TEST(Guidelines, FromAStoreExperiment) {
-  auto store = open_memory();
+  auto store = testing::open_memory_store();
   const int64_t id = testing::add_fake_experiment(*store);
   Result<ExperimentMetrics> m = compute_experiment_metrics(*store, id);
   ASSERT_TRUE(m.ok()) << m.error().message();

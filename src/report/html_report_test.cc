@@ -50,12 +50,6 @@ std::vector<std::map<std::string, std::string>> read_csv(const std::string& path
   return rows;
 }
 
-std::unique_ptr<RunStore> open_memory() {
-  auto store = RunStore::open(":memory:");
-  EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
-  return std::move(store).value();
-}
-
 ReportOptions no_png(const std::string& dir) {
   ReportOptions options;
   options.out_dir = dir;
@@ -84,7 +78,7 @@ TEST(ReportTarget, ParsesEveryForm) {
 }
 
 TEST(HtmlReport, RunReportCsvNumbersMatchTheStore) {
-  auto store = open_memory();
+  auto store = testing::open_memory_store();
   testing::FakeRun run;
   run.degree = 3;
   run.stagger_ms = 700;
@@ -132,7 +126,7 @@ TEST(HtmlReport, RunReportCsvNumbersMatchTheStore) {
 }
 
 TEST(HtmlReport, ExperimentReportHasThePaperFiguresAndCsvMatchesTheStore) {
-  auto store = open_memory();
+  auto store = testing::open_memory_store();
   const int64_t id = testing::add_fake_experiment(*store);
   testing::TempDir dir;
   Result<ReportOutcome> outcome = write_report(*store, ReportTarget{}, no_png(dir.path()));

@@ -11,14 +11,8 @@ using testing::FakeRun;
 using testing::kFakeGiB;
 using testing::kFakeT0;
 
-std::unique_ptr<RunStore> open_memory_store() {
-  Result<std::unique_ptr<RunStore>> store = RunStore::open(":memory:");
-  EXPECT_TRUE(store.ok()) << store.error().message();
-  return std::move(store).value();
-}
-
 TEST(LearnedProfiles, SoloRunGivesTheProfileAndCollocatedRunsOnlyMemory) {
-  auto store = open_memory_store();
+  auto store = testing::open_memory_store();
   FakeRun solo;
   solo.mechanism = "exclusive";
   solo.sm_active_pct = 19;
@@ -56,7 +50,7 @@ TEST(LearnedProfiles, SoloRunGivesTheProfileAndCollocatedRunsOnlyMemory) {
 }
 
 TEST(LearnedProfiles, JobsThatNeverRanAloneHaveMemoryOnly) {
-  auto store = open_memory_store();
+  auto store = testing::open_memory_store();
   FakeRun together;
   together.degree = 2;
   add_fake_run(*store, together, kFakeT0);

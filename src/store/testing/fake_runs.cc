@@ -19,6 +19,12 @@ UnixMillis fake_run_end_ms(const FakeRun& run, UnixMillis start_ms) {
   return job_end_ms(run, start_ms, run.degree - 1) + 1'000;
 }
 
+std::unique_ptr<RunStore> open_memory_store() {
+  auto store = RunStore::open(":memory:");
+  EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
+  return std::move(store).value();
+}
+
 int64_t add_fake_run(RunStore& store, const FakeRun& run, UnixMillis start_ms) {
   NewRun new_run;
   new_run.started_ms = start_ms - 100;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -42,6 +43,9 @@ struct FakeRun {
   bool simulated = true;
   std::string model = "resnet26";
 };
+
+// A fresh store in memory (fails the test if it cannot be opened).
+std::unique_ptr<RunStore> open_memory_store();
 
 // Writes the run and returns its id; `start_ms` is when its jobs start. The
 // run's own start is 100 ms earlier.
