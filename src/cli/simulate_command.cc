@@ -1,7 +1,6 @@
 // `colo simulate FILE --gpu MODEL`: every policy on the simulated clock, and
 // `colo profiles`: what the store has learned about each job signature.
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -116,13 +115,15 @@ int simulate_command(const SimulateFlags& flags) {
                              r.jobs_ok, r.jobs_failed, r.retries);
   }
   for (const PolicyResult& r : results) {
-    for (const std::string& f : r.failures) std::cout << fmt::format("  {} failed: {}\n", r.policy.name, f);
+    for (const std::string& f : r.failures)
+      std::cout << fmt::format("  {} failed: {}\n", r.policy.name, f);
     if (r.policy.kind != PolicyKind::kAuto) continue;
     for (const std::string& n : r.notes) std::cout << "  auto: " << n << "\n";
     std::cout << fmt::format(
         "  auto scheduler: {} events, {:.3f} ms in all, {:.1f} us per event on average, {:.1f} us "
         "at most\n",
-        r.events, r.scheduler_total_ms, 1000.0 * r.scheduler_total_ms / std::max<int64_t>(1, r.events),
+        r.events, r.scheduler_total_ms,
+        1000.0 * r.scheduler_total_ms / std::max<int64_t>(1, r.events),
         1000.0 * r.scheduler_max_ms);
   }
   return kExitOk;
@@ -131,7 +132,8 @@ int simulate_command(const SimulateFlags& flags) {
 int profiles_command(const std::string& db) {
   std::string path = db.empty() ? default_db_path() : db;
   if (access(path.c_str(), F_OK) != 0) {
-    std::cerr << fmt::format("colo: no run store at {} yet: `colo run FILE` creates it (or pass --db PATH)\n", path);
+    std::cerr << fmt::format(
+        "colo: no run store at {} yet: `colo run FILE` creates it (or pass --db PATH)\n", path);
     return kExitEnvironment;
   }
   Result<std::unique_ptr<RunStore>> store = RunStore::open(path);
@@ -175,7 +177,9 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--gpu", flags.gpu, "GPU model: H200, H100 or A100-40GB")->capture_default_str();
-  cmd->add_option("--gpus", flags.gpus, "GPUs in the node")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--gpus", flags.gpus, "GPUs in the node")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   cmd->add_option("--policies", flags.policies,
                   "comma-separated: exclusive, naive-all, mps-all, mps-K, auto (default: all, "
                   "mps-2 up to --max-degree)");
@@ -184,13 +188,15 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--db", flags.db,
                   "run store whose measured profiles and collocations calibrate the simulation; "
-                  "default " + default_db_path());
+                  "default " +
+                      default_db_path());
   cmd->add_flag("--no-store", flags.no_store, "ignore the store: hints and defaults only");
   cmd->callback([&exit_code] { exit_code = simulate_command(flags); });
 
   CLI::App* profiles = app.add_subcommand(
-      "profiles", "List what the store learned about each job signature: peak memory, solo SM "
-                  "activity, utilization, rate, time alone");
+      "profiles",
+      "List what the store learned about each job signature: peak memory, solo SM "
+      "activity, utilization, rate, time alone");
   profiles->add_option("--db", profiles_db, "run store; default " + default_db_path());
   profiles->callback([&exit_code] { exit_code = profiles_command(profiles_db); });
 }

@@ -237,14 +237,15 @@ class RunLoop {
     std::vector<GpuSlot> slots;
     for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes});
     Result<std::vector<StoredProfile>> stored = ctx_.store.learned_profiles();
-    if (!stored.ok()) display_.event("warning: no profiles from the store: " + stored.error().message());
+    if (!stored.ok())
+      display_.event("warning: no profiles from the store: " + stored.error().message());
     std::vector<StoredProfile> measured = stored.ok() ? *stored : std::vector<StoredProfile>{};
     InterferenceModel model;
     if (Result<std::vector<Collocation>> c = ctx_.store.measured_collocations(measured); c.ok())
       model = calibrate(model, *c);
     auto scheduler = std::make_unique<AutoScheduler>(slots, auto_options, model);
-    std::map<std::string, JobProfile> known = known_profiles(
-        measured, file_.jobs, devices_.front().name, ctx_.backend.simulated());
+    std::map<std::string, JobProfile> known =
+        known_profiles(measured, file_.jobs, devices_.front().name, ctx_.backend.simulated());
     for (const JobSpec& spec : file_.jobs) {
       std::string sig = job_signature(spec);
       scheduler->set_label(sig, spec.group);
@@ -439,8 +440,8 @@ class RunLoop {
       if ((e.kind == "epoch_end" || e.kind == "step") && e.samples) {
         const UnixMillis since = job.last_rate_ms > job.started_ms ? job.last_rate_ms : 0;
         if (since > 0 && e.time_ms > since) {
-          double rate = static_cast<double>(*e.samples) * 1000.0 /
-                        static_cast<double>(e.time_ms - since);
+          double rate =
+              static_cast<double>(*e.samples) * 1000.0 / static_cast<double>(e.time_ms - since);
           scheduler_->observe_rate(static_cast<size_t>(&job - jobs_.data()), rate,
                                    ctx_.clock.monotonic_ms());
           ++job.rates_seen;
@@ -493,7 +494,8 @@ class RunLoop {
     }
     for (JobRuntime& job : jobs_) {
       if (job.state != JobState::kRunning) continue;
-      for (auto it = memory.lower_bound({job.id, 0}); it != memory.end() && it->first.first == job.id; ++it)
+      for (auto it = memory.lower_bound({job.id, 0});
+           it != memory.end() && it->first.first == job.id; ++it)
         job.peak_memory_bytes = std::max(job.peak_memory_bytes, it->second);
       if (!job.probe || !job.device) continue;
       // Probe SM activity: the device while the job works (after its first progress).

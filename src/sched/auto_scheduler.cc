@@ -9,7 +9,7 @@
 
 namespace colo {
 
-AutoScheduler::AutoScheduler(std::vector<GpuSlot> gpus, AutoOptions options,
+AutoScheduler::AutoScheduler(const std::vector<GpuSlot>& gpus, AutoOptions options,
                              InterferenceModel model)
     : options_(options), model_(std::move(model)) {
   for (const GpuSlot& slot : gpus) {
@@ -45,7 +45,8 @@ std::string AutoScheduler::describe() const {
 
 std::string AutoScheduler::describe(const Combination& c) const {
   std::string out;
-  for (const auto& [sig, n] : c) out += fmt::format("{}{} x{}", out.empty() ? "" : " + ", label(sig), n);
+  for (const auto& [sig, n] : c)
+    out += fmt::format("{}{} x{}", out.empty() ? "" : " + ", label(sig), n);
   return out;
 }
 
@@ -107,8 +108,7 @@ std::optional<double> AutoScheduler::progress_sum(const Gpu& gpu, int64_t fresh_
   for (size_t j : gpu.jobs) {
     const Running& r = running_.at(j);
     const JobProfile* p = profile(r.waiting.signature);
-    if (r.rate_ms < fresh_since_ms || p == nullptr || !p->samples_per_s ||
-        *p->samples_per_s <= 0)
+    if (r.rate_ms < fresh_since_ms || p == nullptr || !p->samples_per_s || *p->samples_per_s <= 0)
       return std::nullopt;
     sum += r.rate / *p->samples_per_s;
   }
@@ -156,8 +156,8 @@ bool AutoScheduler::place_probe(const Waiting& w, int64_t now_ms, std::vector<De
   for (Gpu& g : gpus_) {
     if (!g.jobs.empty()) continue;
     probing_.insert(w.signature);
-    notes_.push_back(fmt::format("{}: no profile yet; probing it alone on gpu{}", label(w.signature),
-                                 g.slot.device));
+    notes_.push_back(fmt::format("{}: no profile yet; probing it alone on gpu{}",
+                                 label(w.signature), g.slot.device));
     Running r{w, static_cast<int>(&g - gpus_.data()), 0, SoloLoad{100.0, 100.0}, true};
     r.started_ms = now_ms;
     add(g, std::move(r), now_ms, out);
@@ -175,8 +175,8 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
   // Jobs already replaced by an early start, and `leaving`, count as gone
   // (except for memory: they hold it until they end).
   auto gone = [&](size_t j) { return running_.at(j).departing || (leaving && j == *leaving); };
-  const auto staying =
-      static_cast<size_t>(std::count_if(g.jobs.begin(), g.jobs.end(), [&](size_t j) { return !gone(j); }));
+  const auto staying = static_cast<size_t>(
+      std::count_if(g.jobs.begin(), g.jobs.end(), [&](size_t j) { return !gone(j); }));
   if (w.alone && !g.jobs.empty()) return std::nullopt;
   if (static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu) return std::nullopt;
   const uint64_t total = g.slot.memory_total_bytes;
@@ -184,7 +184,8 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
     if (estimate(w) > total) return std::nullopt;
   } else {
     // The leaving job still holds its memory while the new one starts.
-    uint64_t usable = total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
+    uint64_t usable =
+        total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
     if (g.claimed + claim > usable) return std::nullopt;
   }
   std::vector<SoloLoad> before;
@@ -218,9 +219,9 @@ std::optional<int64_t> AutoScheduler::expected_end(const Running& r, int64_t now
   // Work done: integrated from observed rates, else at the predicted rate.
   const bool observed = r.integrated_ms >= 0 && p->samples_per_s && *p->samples_per_s > 0;
   const double rate = std::max(0.05, observed ? r.rate / *p->samples_per_s : predicted);
-  const double done =
-      observed ? r.work_done_ms + rate * static_cast<double>(now_ms - r.integrated_ms)
-               : predicted * static_cast<double>(now_ms - gpu_start);
+  const double done = observed
+                          ? r.work_done_ms + rate * static_cast<double>(now_ms - r.integrated_ms)
+                          : predicted * static_cast<double>(now_ms - gpu_start);
   return now_ms + static_cast<int64_t>(std::max(0.0, work - done) / rate);
 }
 
@@ -426,8 +427,9 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
     if (q == classes_.end()) return;
     for (const Waiting& w : q->second) {
       unplaceable_.push_back(
-          {w.job, fmt::format("needs {} of GPU memory (measured); the largest GPU has {}",
-                              format_bytes(*merged.peak_memory_bytes), format_bytes(largest_memory()))});
+          {w.job,
+           fmt::format("needs {} of GPU memory (measured); the largest GPU has {}",
+                       format_bytes(*merged.peak_memory_bytes), format_bytes(largest_memory()))});
       --queued_;
     }
     heads_.erase({q->second.front().seq, signature});

@@ -43,16 +43,16 @@
 namespace colo {
 
 struct AutoOptions {
-  ShareMode mode = ShareMode::kSpatial;                // the mechanism's way of sharing
-  int max_jobs_per_gpu = 48;                           // the mechanism's limit (MPS clients)
-  double sm_cap_pct = 150.0;                           // summed solo SM activity per GPU
-  double memory_margin = 0.2;                          // added to each peak estimate
-  uint64_t memory_headroom_bytes = 512ull << 20;       // and this, per job
-  uint64_t memory_reserve_bytes = 1ull << 30;          // kept free on every GPU
-  int max_retries = 2;                                 // out-of-memory retries per job
-  int64_t settle_ms = 20'000;                          // a new combination is judged after this
-  double tolerance = 0.05;                             // smaller drops are noise
-  bool memory_limits = true;                           // give jobs memory limits (MPS)
+  ShareMode mode = ShareMode::kSpatial;           // the mechanism's way of sharing
+  int max_jobs_per_gpu = 48;                      // the mechanism's limit (MPS clients)
+  double sm_cap_pct = 150.0;                      // summed solo SM activity per GPU
+  double memory_margin = 0.2;                     // added to each peak estimate
+  uint64_t memory_headroom_bytes = 512ull << 20;  // and this, per job
+  uint64_t memory_reserve_bytes = 1ull << 30;     // kept free on every GPU
+  int max_retries = 2;                            // out-of-memory retries per job
+  int64_t settle_ms = 20'000;                     // a new combination is judged after this
+  double tolerance = 0.05;                        // smaller drops are noise
+  bool memory_limits = true;                      // give jobs memory limits (MPS)
 };
 
 struct GpuSlot {
@@ -62,7 +62,7 @@ struct GpuSlot {
 
 class AutoScheduler final : public Scheduler {
  public:
-  AutoScheduler(std::vector<GpuSlot> gpus, AutoOptions options, InterferenceModel model);
+  AutoScheduler(const std::vector<GpuSlot>& gpus, AutoOptions options, InterferenceModel model);
 
   // What is known about a signature before the run (store, hints). Call
   // before enqueueing its jobs.
@@ -105,9 +105,9 @@ class AutoScheduler final : public Scheduler {
     double rate = 0;
     int64_t rate_ms = -1;  // when `rate` was observed; -1: never
     int64_t started_ms = 0;
-    double work_done_ms = 0;  // solo milliseconds of GPU work done, from observed rates
+    double work_done_ms = 0;     // solo milliseconds of GPU work done, from observed rates
     int64_t integrated_ms = -1;  // work_done_ms counts up to here
-    bool departing = false;  // a job already started early to take its place
+    bool departing = false;      // a job already started early to take its place
   };
   struct Gpu {
     GpuSlot slot;

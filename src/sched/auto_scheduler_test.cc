@@ -61,7 +61,11 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(
         // 19% SM each: seven would stay under the 150% cap, but the model
         // predicts that a seventh lowers the summed progress (4.21 -> 4.05).
-        AdmissionCase{"small_jobs_while_the_model_predicts_a_gain", 1, 141, profile(1.1, 19), 14,
+        AdmissionCase{"small_jobs_while_the_model_predicts_a_gain",
+                      1,
+                      141,
+                      profile(1.1, 19),
+                      14,
                       {0, 0, 0, 0, 0, 0}},
         // 81% each: two would exceed the cap, so one at a time (exclusive).
         AdmissionCase{"saturating_jobs_alone", 1, 141, profile(10.6, 81), 4, {0}},

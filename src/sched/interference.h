@@ -58,6 +58,7 @@ struct Collocation {
 // Fits the per-job overhead of each mode to `measurements` (least squares
 // over a grid); a mode without measurements keeps `base`'s value. The
 // result's source says how many measurements it used.
-InterferenceModel calibrate(const InterferenceModel& base, std::span<const Collocation> measurements);
+InterferenceModel calibrate(const InterferenceModel& base,
+                            std::span<const Collocation> measurements);
 
 }  // namespace colo

@@ -25,7 +25,8 @@ SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProf
             fmt::format("{}: {} assumed {} (no store profile, no hint)", spec.group, what, value));
       };
       if (!job.truth.peak_memory_bytes) assume("peak memory", format_bytes(kAssumedMemoryBytes));
-      if (!job.truth.sm_active_pct) assume("SM activity", fmt::format("{:.0f}%", kAssumedSmActivePct));
+      if (!job.truth.sm_active_pct)
+        assume("SM activity", fmt::format("{:.0f}%", kAssumedSmActivePct));
       if (!job.truth.solo_ms) assume("time alone", format_duration_ms(kAssumedSoloMs));
     }
     if (!job.truth.peak_memory_bytes) job.truth.peak_memory_bytes = kAssumedMemoryBytes;
@@ -38,10 +39,11 @@ SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProf
     auto it = std::find_if(out.jobs.begin(), out.jobs.end(),
                            [&](const SimJob& j) { return j.signature == sig; });
     const JobProfile& t = it->truth;
-    out.sources.push_back(fmt::format(
-        "{} x{}: {} peak, {:.0f}% SM, {:.0f}% busy, {} alone; from {}", it->label, count[sig],
-        format_bytes(*t.peak_memory_bytes), *t.sm_active_pct, t.gpu_busy_pct(),
-        format_duration_ms(*t.solo_ms), it->known.source.empty() ? "assumptions" : it->known.source));
+    out.sources.push_back(
+        fmt::format("{} x{}: {} peak, {:.0f}% SM, {:.0f}% busy, {} alone; from {}", it->label,
+                    count[sig], format_bytes(*t.peak_memory_bytes), *t.sm_active_pct,
+                    t.gpu_busy_pct(), format_duration_ms(*t.solo_ms),
+                    it->known.source.empty() ? "assumptions" : it->known.source));
   }
   return out;
 }

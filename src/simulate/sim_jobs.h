@@ -16,7 +16,7 @@ namespace colo {
 // Defaults for what neither the store nor a hint says.
 inline constexpr uint64_t kAssumedMemoryBytes = 2ull << 30;
 inline constexpr double kAssumedSmActivePct = 30;
-inline constexpr int64_t kAssumedSoloMs = 10 * 60 * 1000;
+inline constexpr int64_t kAssumedSoloMs = 10LL * 60 * 1000;
 
 struct SimJobSet {
   std::vector<SimJob> jobs;

@@ -29,8 +29,8 @@ struct Active {
   double rate = 1.0;  // normalized, set each step
 };
 
-std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs,
-                                          const PolicySpec& policy, const SimOptions& options) {
+std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const PolicySpec& policy,
+                                          const SimOptions& options) {
   if (policy.kind == PolicyKind::kAuto) {
     std::vector<GpuSlot> slots;
     for (int g = 0; g < options.gpus; ++g) slots.push_back({g, options.gpu_memory_bytes});
@@ -74,7 +74,8 @@ Result<std::vector<PolicySpec>> parse_policies(std::string_view list) {
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
-    std::string item(list.substr(start, comma == std::string_view::npos ? list.npos : comma - start));
+    std::string item(
+        list.substr(start, comma == std::string_view::npos ? list.npos : comma - start));
     start = comma == std::string_view::npos ? list.size() + 1 : comma + 1;
     if (item.empty()) continue;
     if (item == "exclusive") {
@@ -132,7 +133,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     if (result.failures.size() < kKeepLines) result.failures.push_back(jobs[job].name + ": " + why);
   };
   auto note = [&](const std::string& line) {
-    if (result.notes.size() < kKeepLines) result.notes.push_back(fmt::format("{:>8}  {}", format_duration_ms(now), line));
+    if (result.notes.size() < kKeepLines)
+      result.notes.push_back(fmt::format("{:>8}  {}", format_duration_ms(now), line));
   };
 
   while (true) {
@@ -176,7 +178,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       active.push_back(a);
     }
     if (is_auto && !decisions.empty()) timers.insert(now + options.auto_options.settle_ms + 1);
-    if (std::optional<int64_t> wake = scheduler->next_wakeup_ms(now); wake && !timers.contains(*wake))
+    if (std::optional<int64_t> wake = scheduler->next_wakeup_ms(now);
+        wake && !timers.contains(*wake))
       timers.insert(*wake);
 
     if (active.empty()) {
@@ -210,9 +213,9 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     double next = std::numeric_limits<double>::infinity();
     for (const Active& a : active) {
       double stop = std::max(0.0, a.fail_at_ms);
-      next = std::min(next, static_cast<double>(now) + (a.startup_ms > 0
-                                                            ? a.startup_ms
-                                                            : (a.remaining_ms - stop) / a.rate));
+      next =
+          std::min(next, static_cast<double>(now) +
+                             (a.startup_ms > 0 ? a.startup_ms : (a.remaining_ms - stop) / a.rate));
     }
     while (!timers.empty() && *timers.begin() <= now) timers.erase(timers.begin());
     if (!timers.empty()) next = std::min(next, static_cast<double>(*timers.begin()));
@@ -232,11 +235,13 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     std::vector<Active> ended;
     std::erase_if(active, [&](const Active& a) {
       bool done = a.startup_ms <= 0 && a.remaining_ms <= 1e-6;
-      done = done || (a.startup_ms <= 0 && a.fail_at_ms >= 0 && a.remaining_ms <= a.fail_at_ms + 1e-6);
+      done =
+          done || (a.startup_ms <= 0 && a.fail_at_ms >= 0 && a.remaining_ms <= a.fail_at_ms + 1e-6);
       if (done) ended.push_back(a);
       return done;
     });
-    std::sort(ended.begin(), ended.end(), [](const Active& x, const Active& y) { return x.job < y.job; });
+    std::sort(ended.begin(), ended.end(),
+              [](const Active& x, const Active& y) { return x.job < y.job; });
     event_ms = timed([&] {
       for (const Active& a : active) {
         if (a.probe && now >= a.started_ms + options.probe_ms) {

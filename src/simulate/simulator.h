@@ -61,12 +61,12 @@ struct PolicyResult {
   int64_t makespan_ms = 0;  // first start to last end
   int jobs_ok = 0;
   int jobs_failed = 0;
-  int retries = 0;  // out-of-memory ends the policy requeued
-  int64_t events = 0;  // scheduling events (each: observe, schedule, ends)
-  double scheduler_total_ms = 0;  // wall time spent in the scheduler
-  double scheduler_max_ms = 0;    // the longest single event
-  std::vector<std::string> notes;      // the policy's own notes, first 20
-  std::vector<std::string> failures;   // "job: reason", first 20
+  int retries = 0;                    // out-of-memory ends the policy requeued
+  int64_t events = 0;                 // scheduling events (each: observe, schedule, ends)
+  double scheduler_total_ms = 0;      // wall time spent in the scheduler
+  double scheduler_max_ms = 0;        // the longest single event
+  std::vector<std::string> notes;     // the policy's own notes, first 20
+  std::vector<std::string> failures;  // "job: reason", first 20
   // GPUs held for the makespan, in hours.
   double gpu_hours(int gpus) const { return gpus * static_cast<double>(makespan_ms) / 3.6e6; }
 };

@@ -1,9 +1,8 @@
 #include "simulate/simulator.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <fmt/format.h>
 
 #include <cstdlib>
 
@@ -76,7 +75,8 @@ TEST(Simulator, NaiveAllOverMemoryRunsOutOfMemory) {
 
 TEST(Simulator, AutoProbesAnUnknownJobThenFills) {
   std::vector<SimJob> jobs;
-  for (int i = 0; i < 6; ++i) jobs.push_back(job("j" + std::to_string(i), "s", 1, 19, 60'000, false));
+  for (int i = 0; i < 6; ++i)
+    jobs.push_back(job("j" + std::to_string(i), "s", 1, 19, 60'000, false));
   PolicyResult r = run(jobs, "auto", h200());
   EXPECT_EQ(r.jobs_ok, 6);
   EXPECT_THAT(r.notes.front(), HasSubstr("no profile yet; probing it alone"));
@@ -107,7 +107,8 @@ class PolicyOrderings : public ::testing::Test {
   std::map<std::string, PolicyResult> simulate_file(const std::string& name) {
     const char* source = std::getenv("COLO_SOURCE_DIR");
     EXPECT_NE(source, nullptr) << "run through ctest (COLO_SOURCE_DIR)";
-    Result<JobFile> file = load_job_file(std::string(source ? source : ".") + "/bench/policies/" + name);
+    Result<JobFile> file =
+        load_job_file(std::string(source ? source : ".") + "/bench/policies/" + name);
     EXPECT_TRUE(file.ok()) << file.error().message();
     SimJobSet set = make_sim_jobs(*file, known_profiles({}, file->jobs, "H200", false));
     EXPECT_TRUE(set.assumptions.empty()) << set.assumptions.front();
@@ -117,13 +118,16 @@ class PolicyOrderings : public ::testing::Test {
     for (const auto& [policy, r] : out) EXPECT_EQ(r.jobs_failed, 0) << policy;
     return out;
   }
-  static double throughput(const PolicyResult& r) { return 1.0 / static_cast<double>(r.makespan_ms); }
+  static double throughput(const PolicyResult& r) {
+    return 1.0 / static_cast<double>(r.makespan_ms);
+  }
 };
 
 TEST_F(PolicyOrderings, SweepAutoIsNearTheBestFixedDegreeAndFiveTimesExclusive) {
   auto r = simulate_file("sweep-resnet26.toml");
   double best_fixed = 0;
-  for (int k = 2; k <= 14; ++k) best_fixed = std::max(best_fixed, throughput(r.at(fmt::format("mps-{}", k))));
+  for (int k = 2; k <= 14; ++k)
+    best_fixed = std::max(best_fixed, throughput(r.at(fmt::format("mps-{}", k))));
   EXPECT_GE(throughput(r.at("auto")), 0.9 * best_fixed);
   EXPECT_GE(throughput(r.at("auto")), 5.0 * throughput(r.at("exclusive")));
 }
@@ -142,7 +146,8 @@ TEST_F(PolicyOrderings, MixedQueueAutoBeatsExclusiveAndNaiveButNotMpsAll) {
   auto r = simulate_file("mixed.toml");
   EXPECT_LT(r.at("auto").makespan_ms, r.at("exclusive").makespan_ms / 2);
   EXPECT_LT(r.at("auto").makespan_ms, r.at("naive-all").makespan_ms);
-  EXPECT_GT(static_cast<double>(r.at("auto").makespan_ms), 0.9 * static_cast<double>(r.at("mps-all").makespan_ms))
+  EXPECT_GT(static_cast<double>(r.at("auto").makespan_ms),
+            0.9 * static_cast<double>(r.at("mps-all").makespan_ms))
       << "the 0.9x criterion is met now: make this test assert it";
 }
 

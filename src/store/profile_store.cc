@@ -30,7 +30,8 @@ bool ran_alone(const JobSummary& job, const RunSummary& run) {
   if (!job.device || !job.started_ms || !job.ended_ms) return false;
   return std::none_of(run.jobs.begin(), run.jobs.end(), [&](const JobSummary& other) {
     return other.id != job.id && other.device == job.device && other.started_ms &&
-           *other.started_ms < *job.ended_ms && other.ended_ms.value_or(std::numeric_limits<UnixMillis>::max()) > *job.started_ms;
+           *other.started_ms < *job.ended_ms &&
+           other.ended_ms.value_or(std::numeric_limits<UnixMillis>::max()) > *job.started_ms;
   });
 }
 
@@ -84,7 +85,8 @@ Result<std::vector<StoredProfile>> RunStore::learned_profiles(int max_runs) {
   }
   std::vector<StoredProfile> out;
   for (auto& [key, p] : by_key) {
-    if (p.profile.source.empty()) p.profile.source = fmt::format("store: {} jobs, never alone", p.runs);
+    if (p.profile.source.empty())
+      p.profile.source = fmt::format("store: {} jobs, never alone", p.runs);
     out.push_back(std::move(p));
   }
   return out;
@@ -116,9 +118,11 @@ std::map<std::string, JobProfile> known_profiles(const std::vector<StoredProfile
     if (out.contains(signature)) continue;
     const StoredProfile* best = nullptr;
     for (const StoredProfile& sp : stored) {
-      if (sp.signature != signature || lower(sp.gpu_name).find(model) == std::string::npos) continue;
+      if (sp.signature != signature || lower(sp.gpu_name).find(model) == std::string::npos)
+        continue;
       if (sp.simulated && !simulated) continue;
-      if (best == nullptr || (sp.simulated == simulated && best->simulated != simulated)) best = &sp;
+      if (best == nullptr || (sp.simulated == simulated && best->simulated != simulated))
+        best = &sp;
     }
     JobProfile hint = hint_profile(job);
     JobProfile merged = best != nullptr ? merge_profiles(best->profile, hint) : hint;

@@ -232,7 +232,8 @@ TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
   std::string file = write_file("jobs.toml", toy_job("toy", 4, 300, "repeat = 4\n"));
   CommandResult r = shell(colo("run " + file +
                                " --backend sim --mechanism naive --policy auto --plain "
-                               "--sample-period 100ms --db " + db()));
+                               "--sample-period 100ms --db " +
+                               db()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("policy: auto"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("toy: no profile yet; probing it alone on gpu0"), std::string::npos)
@@ -249,7 +250,8 @@ TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
   // The next run knows the profile from the store: no probe.
   CommandResult again = shell(colo("run " + file +
                                    " --backend sim --mechanism naive --policy auto --plain "
-                                   "--sample-period 100ms --db " + db()));
+                                   "--sample-period 100ms --db " +
+                                   db()));
   ASSERT_EQ(again.exit_code, 0) << again.output;
   EXPECT_EQ(again.output.find("probing"), std::string::npos) << again.output;
   EXPECT_NE(again.output.find("toy profile:"), std::string::npos) << again.output;
