@@ -90,9 +90,7 @@ int simulate_command(const SimulateFlags& flags) {
       flags.file, flags.gpus, model->device_name, format_bytes(model->memory_total_bytes));
   for (const std::string& line : set.sources) std::cout << "  " << line << "\n";
   for (const std::string& line : set.assumptions) std::cout << "  assumption: " << line << "\n";
-  std::cout << fmt::format(
-      "  interference model: {} (MPS overhead {:.3f} per extra job, naive switch loss {:.2f})\n\n",
-      options.model.source, options.model.spatial_overhead, options.model.sliced_switch_loss);
+  std::cout << fmt::format("  interference model: {}\n\n", options.model.describe());
 
   std::vector<PolicyResult> results;
   for (const PolicySpec& p : *policies) results.push_back(simulate_policy(set.jobs, p, options));

@@ -243,6 +243,7 @@ class RunLoop {
     InterferenceModel model;
     if (Result<std::vector<Collocation>> c = ctx_.store.measured_collocations(measured); c.ok())
       model = calibrate(model, *c);
+    display_.event("auto: interference model: " + model.describe());
     auto scheduler = std::make_unique<AutoScheduler>(slots, auto_options, model);
     std::map<std::string, JobProfile> known =
         known_profiles(measured, file_.jobs, devices_.front().name, ctx_.backend.simulated());

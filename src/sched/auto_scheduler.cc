@@ -38,9 +38,11 @@ std::string AutoScheduler::label(const std::string& signature) const {
 }
 
 std::string AutoScheduler::describe() const {
-  return fmt::format("auto (SM activity cap {:.0f}%, memory margin {:.0f}%, judged after {})",
-                     options_.sm_cap_pct, 100 * options_.memory_margin,
-                     format_duration_ms(options_.settle_ms));
+  return fmt::format(
+      "auto (SM activity cap {:.0f}%, up to {:.0f}% below the predicted peak, memory margin "
+      "{:.0f}%, judged after {})",
+      options_.sm_cap_pct, 100 * options_.saturated_loss, 100 * options_.memory_margin,
+      format_duration_ms(options_.settle_ms));
 }
 
 std::string AutoScheduler::describe(const Combination& c) const {
@@ -101,16 +103,18 @@ std::vector<SoloLoad> AutoScheduler::loads(const Gpu& gpu) const {
   return out;
 }
 
-// Summed normalized progress of the GPU's jobs from rates observed at or after
-// `fresh_since_ms`; nullopt when a job has no fresh rate or no solo rate.
-std::optional<double> AutoScheduler::progress_sum(const Gpu& gpu, int64_t fresh_since_ms) const {
+// The work the GPU's jobs did, measured: each job's observed rate over its
+// solo rate, weighted by its solo load (InterferenceModel::weight), from
+// rates observed at or after `fresh_since_ms`; nullopt when a job has no
+// fresh rate or no solo rate.
+std::optional<double> AutoScheduler::measured_work(const Gpu& gpu, int64_t fresh_since_ms) const {
   double sum = 0;
   for (size_t j : gpu.jobs) {
     const Running& r = running_.at(j);
     const JobProfile* p = profile(r.waiting.signature);
     if (r.rate_ms < fresh_since_ms || p == nullptr || !p->samples_per_s || *p->samples_per_s <= 0)
       return std::nullopt;
-    sum += r.rate / *p->samples_per_s;
+    sum += r.rate / *p->samples_per_s * InterferenceModel::weight(options_.mode, r.load);
   }
   return sum;
 }
@@ -126,9 +130,11 @@ bool AutoScheduler::is_bad(const Combination& c) const {
 
 void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decision>& out) {
   if (gpu.changed_ms != now_ms) {
-    // The first change at this instant: remember what the GPU did before it.
-    gpu.reference = gpu.jobs.size() <= 1 ? std::optional<double>(1.0)
-                                         : progress_sum(gpu, gpu.changed_ms + options_.settle_ms);
+    // The first change at this instant: remember what the GPU did before it
+    // (with at most one job: what the heaviest job would do alone, judge()).
+    gpu.reference_alone = gpu.jobs.size() <= 1;
+    gpu.reference = gpu.reference_alone ? std::nullopt
+                                        : measured_work(gpu, gpu.changed_ms + options_.settle_ms);
     gpu.changed_ms = now_ms;
   }
   size_t job = r.waiting.job;
@@ -201,10 +207,13 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
   if (staying > 0 && sm + load.sm_active_pct > options_.sm_cap_pct) return std::nullopt;
   after[w.signature] += 1;
   if (is_bad(after)) return std::nullopt;
-  double gain = -model_.total(options_.mode, before);
+  const double work_before = model_.work(options_.mode, before);
   before.push_back(load);
-  gain += model_.total(options_.mode, before);
-  if (gain <= 1e-9) return std::nullopt;
+  const double work_after = model_.work(options_.mode, before);
+  const double gain = work_after - work_before;
+  if (gain <= 1e-9 &&
+      work_after < (1.0 - options_.saturated_loss) * model_.peak_work(options_.mode, before))
+    return std::nullopt;
   return gain;
 }
 
@@ -306,21 +315,29 @@ std::optional<int64_t> AutoScheduler::next_wakeup_ms(int64_t now_ms) const {
 void AutoScheduler::judge(int64_t now_ms) {
   for (Gpu& g : gpus_) {
     if (!g.judging || now_ms < g.changed_ms + options_.settle_ms) continue;
-    std::optional<double> sum = progress_sum(g, g.changed_ms + options_.settle_ms / 2);
-    if (!sum && now_ms < g.changed_ms + 3 * options_.settle_ms) continue;  // rates still coming
+    std::optional<double> work = measured_work(g, g.changed_ms + options_.settle_ms / 2);
+    if (!work && now_ms < g.changed_ms + 3 * options_.settle_ms) continue;  // rates still coming
     g.judging = false;
-    if (!sum || !g.reference) {
+    std::optional<double> reference = g.reference;
+    if (g.reference_alone) {
+      reference = 0.0;
+      for (size_t j : g.jobs)
+        reference =
+            std::max(*reference, InterferenceModel::weight(options_.mode, running_.at(j).load));
+    }
+    if (!work || !reference || *reference <= 0) {
       good_.insert(g.combination);  // cannot be judged (no solo rates): keep it
       continue;
     }
-    if (*sum < *g.reference * (1.0 - options_.tolerance)) {
+    if (*work < *reference * (1.0 - options_.tolerance)) {
       bad_.push_back(g.combination);
       g.held = true;
       notes_.push_back(fmt::format(
-          "gpu{}: {} made {:.2f} solo jobs' worth of progress, down from {:.2f} before the last "
-          "change; taking no more jobs there until one ends, and not forming this combination "
-          "again",
-          g.slot.device, describe(g.combination), *sum, *g.reference));
+          "gpu{}: {} did {:.2f}x the work of {} (measured progress over solo rates, weighted "
+          "by solo load); taking no more jobs there until one ends, and not forming this "
+          "combination again",
+          g.slot.device, describe(g.combination), *work / *reference,
+          g.reference_alone ? "its heaviest job alone" : "the GPU before the last change"));
     } else {
       good_.insert(g.combination);
     }

@@ -2,10 +2,17 @@
 // guidelines instead of a fixed degree chosen by hand:
 //
 // Admission. A job joins a GPU only if the GPU's summed memory claims (each
-//   job's peak estimate plus a margin) fit its memory less a reserve, and the
-//   summed solo SM activity stays under a cap. A job alone on an empty GPU
-//   always fits if its memory does. Each job gets its claim as a memory limit
-//   (MPS pinned memory), so one that outgrows its estimate fails alone.
+//   job's peak estimate plus a margin) fit its memory less a reserve, the
+//   summed solo SM activity stays under a cap, and the interference model
+//   predicts that the GPU's summed progress rises, or stays within
+//   `saturated_loss` of the best it predicts for these jobs. Under MPS the
+//   measured progress stays level once the GPU is full, so a job joining
+//   then costs the others little and its start-up (when it does not load
+//   the GPU) overlaps their work instead of leaving the GPU idle later.
+//   Under naive sharing time slicing loses at once with busy jobs, so they
+//   run one at a time. A job alone on an empty GPU always fits if its memory
+//   does. Each job gets its claim as a memory limit (MPS pinned memory), so
+//   one that outgrows its estimate fails alone.
 // Profiles. Jobs of one signature share a profile (profile.h). A job whose
 //   profile is not known enough for admission runs first as a probe, alone
 //   on an idle GPU; the others of its signature wait for learned().
@@ -14,15 +21,21 @@
 //   time before a running job is expected to end (expected from the solo
 //   time and the rates observed), if it would be admitted in that job's
 //   place: its start-up overlaps the others' work.
+// Work. Progress is compared as work: each job's rate over its solo rate
+//   (its normalized progress), weighted by its solo load (SM activity under
+//   MPS), summed. For jobs of one kind this orders combinations as the plain
+//   summed normalized progress does; unlike it, a heavy job joining light
+//   ones is not counted as a loss merely because it is heavy.
 // Placement. Among the GPUs that admit a job, the one where the interference
-//   model predicts the largest gain in summed normalized progress wins (an
-//   empty GPU first, then the least loaded), then the tightest memory fit.
+//   model predicts the largest gain in work wins (an empty GPU first, then
+//   the least loaded), then the tightest memory fit.
 // Feedback. A change to a GPU's set of jobs that was not seen before is
-//   judged `settle_ms` later from measured rates: if the summed normalized
-//   progress (rate / solo rate, summed) fell below what the GPU did before
-//   the change, the combination is remembered as bad, and the GPU takes no
-//   more jobs until one ends; a bad combination (or any superset) is never
-//   formed again. Freed capacity is refilled at once.
+//   judged `settle_ms` later from measured rates: if the measured work fell
+//   more than `tolerance` below what the GPU did before the change (from at
+//   most one job: below its heaviest job alone), the combination is
+//   remembered as bad, and the GPU takes no more jobs until one ends; a bad
+//   combination (or any superset) is never formed again. Freed capacity is
+//   refilled at once.
 // Retries. A job that ends out of memory is requeued ahead of the queue with
 //   twice the memory estimate, alone with a whole GPU on its last attempt; after
 //   `max_retries` it ends failed. No job is dropped silently.
@@ -43,10 +56,11 @@
 namespace colo {
 
 struct AutoOptions {
-  ShareMode mode = ShareMode::kSpatial;           // the mechanism's way of sharing
-  int max_jobs_per_gpu = 48;                      // the mechanism's limit (MPS clients)
-  double sm_cap_pct = 150.0;                      // summed solo SM activity per GPU
-  double memory_margin = 0.2;                     // added to each peak estimate
+  ShareMode mode = ShareMode::kSpatial;  // the mechanism's way of sharing
+  int max_jobs_per_gpu = 48;             // the mechanism's limit (MPS clients)
+  double sm_cap_pct = 400.0;             // summed solo SM activity per GPU
+  double saturated_loss = 0.05;          // predicted progress below the peak a joining job may cost
+  double memory_margin = 0.2;            // added to each peak estimate
   uint64_t memory_headroom_bytes = 512ull << 20;  // and this, per job
   uint64_t memory_reserve_bytes = 1ull << 30;     // kept free on every GPU
   int max_retries = 2;                            // out-of-memory retries per job
@@ -120,7 +134,8 @@ class AutoScheduler final : public Scheduler {
     bool held = false;     // a change lowered progress: no more jobs until one ends
     bool judging = false;  // a new combination awaits its verdict
     int64_t changed_ms = -1;
-    std::optional<double> reference;  // summed normalized progress before the change
+    std::optional<double> reference;  // measured_work() before the change
+    bool reference_alone = false;     // ... which had at most one job
   };
 
   bool place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
@@ -138,7 +153,7 @@ class AutoScheduler final : public Scheduler {
   void add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decision>& out);
   uint64_t estimate(const Waiting& w) const;
   uint64_t claim_for(uint64_t estimate) const;
-  std::optional<double> progress_sum(const Gpu& gpu, int64_t fresh_since_ms) const;
+  std::optional<double> measured_work(const Gpu& gpu, int64_t fresh_since_ms) const;
   std::vector<SoloLoad> loads(const Gpu& gpu) const;
   bool is_bad(const Combination& c) const;
   void judge(int64_t now_ms);

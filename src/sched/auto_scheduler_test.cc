@@ -44,13 +44,19 @@ struct AdmissionCase {
   JobProfile profile;
   int jobs;
   std::vector<int> expect_devices;
+  ShareMode mode = ShareMode::kSpatial;
 };
 
 class Admission : public testing::TestWithParam<AdmissionCase> {};
 
 TEST_P(Admission, PlacesWhatFits) {
   const AdmissionCase& c = GetParam();
-  AutoScheduler s = make(c.gpus, c.gpu_memory_gib);
+  std::vector<GpuSlot> slots;
+  for (int i = 0; i < c.gpus; ++i)
+    slots.push_back({i, static_cast<uint64_t>(c.gpu_memory_gib * static_cast<double>(kGiB))});
+  AutoOptions options;
+  options.mode = c.mode;
+  AutoScheduler s(slots, options, InterferenceModel{});
   s.set_profile("sig", c.profile);
   enqueue(s, "sig", c.jobs);
   EXPECT_EQ(devices_of(s.schedule(0)), c.expect_devices);
@@ -59,16 +65,25 @@ TEST_P(Admission, PlacesWhatFits) {
 INSTANTIATE_TEST_SUITE_P(
     Table, Admission,
     testing::Values(
-        // 19% SM each: seven would stay under the 150% cap, but the model
-        // predicts that a seventh lowers the summed progress (4.21 -> 4.05).
-        AdmissionCase{"small_jobs_while_the_model_predicts_a_gain",
+        // 19% SM each: the model's peak is at five (95% of the GPU's 92%);
+        // under MPS progress then stays level (4.55 solo jobs at 14, 4% below
+        // the peak), so all 14 start and their start-ups overlap.
+        AdmissionCase{"small_jobs_all_while_progress_stays_near_the_peak", 1, 141, profile(1.1, 19),
+                      14, std::vector<int>(14, 0)},
+        // ... but not without end: the 16th would cost more than 5% of the peak.
+        AdmissionCase{"small_jobs_until_the_predicted_loss_exceeds_the_tolerance", 1, 141,
+                      profile(1.1, 19), 30, std::vector<int>(15, 0)},
+        // 81% each: full with two; four stay within 1% of the peak under MPS.
+        AdmissionCase{"saturating_jobs_share_under_mps", 1, 141, profile(10.6, 81), 4,
+                      std::vector<int>(4, 0)},
+        // Time slicing loses 15% at once: saturating jobs run one at a time.
+        AdmissionCase{"saturating_jobs_alone_under_naive_sharing",
                       1,
                       141,
-                      profile(1.1, 19),
-                      14,
-                      {0, 0, 0, 0, 0, 0}},
-        // 81% each: two would exceed the cap, so one at a time (exclusive).
-        AdmissionCase{"saturating_jobs_alone", 1, 141, profile(10.6, 81), 4, {0}},
+                      profile(10.6, 81),
+                      4,
+                      {0},
+                      ShareMode::kTimeSliced},
         // 30 GiB claims 36.5 GiB with the margin: two fit 79 GiB usable, three do not.
         AdmissionCase{"memory_bound", 1, 80, profile(30, 5), 4, {0, 0}},
         // Spread first (an empty GPU gains most), then pack the least loaded.
@@ -130,16 +145,17 @@ TEST(AutoScheduler, CombinationThatLowersProgressIsHeldAndNeverFormedAgain) {
   AutoScheduler s({{0, 80 * kGiB}}, options, InterferenceModel{});
   s.set_label("a", "job");
   s.set_profile("a", profile(1, 19, /*samples_per_s=*/1000));
-  enqueue(s, "a", 10);
-  ASSERT_EQ(s.schedule(0).size(), 6u);
-  // Measured: each runs at 10% of its solo speed: 0.6 solo jobs in all, worse than one alone.
-  for (size_t j = 0; j < 6; ++j) s.observe_rate(j, 100, 8000);
+  enqueue(s, "a", 20);
+  ASSERT_EQ(s.schedule(0).size(), 15u);
+  // Measured: each runs at 5% of its solo speed: 0.75 solo jobs in all, worse than one alone.
+  for (size_t j = 0; j < 15; ++j) s.observe_rate(j, 50, 8000);
   EXPECT_TRUE(s.schedule(9000).empty());
   EXPECT_TRUE(s.take_notes().empty()) << "not judged before settle_ms";
   EXPECT_TRUE(s.schedule(10'000).empty());
-  EXPECT_THAT(s.take_notes(), testing::ElementsAre(HasSubstr("down from 1.00")));
-  EXPECT_THAT(s.bad_combinations(), testing::ElementsAre("job x6"));
-  // A job ends: the GPU takes jobs again, but never six at once.
+  EXPECT_THAT(s.take_notes(),
+              testing::ElementsAre(HasSubstr("0.75x the work of its heaviest job alone")));
+  EXPECT_THAT(s.bad_combinations(), testing::ElementsAre("job x15"));
+  // A job ends: the GPU takes jobs again, but never fifteen at once.
   s.finished(0, JobEnd::kOk, 11'000);
   EXPECT_TRUE(s.schedule(11'000).empty());
   s.finished(1, JobEnd::kOk, 12'000);
@@ -151,9 +167,9 @@ TEST(AutoScheduler, GoodCombinationIsRefilledWithoutWaiting) {
   options.settle_ms = 10'000;
   AutoScheduler s({{0, 80 * kGiB}}, options, InterferenceModel{});
   s.set_profile("a", profile(1, 19, 1000));
-  enqueue(s, "a", 9);
-  ASSERT_EQ(s.schedule(0).size(), 6u);
-  for (size_t j = 0; j < 6; ++j) s.observe_rate(j, 700, 9000);  // 4.2 solo jobs' worth
+  enqueue(s, "a", 18);
+  ASSERT_EQ(s.schedule(0).size(), 15u);
+  for (size_t j = 0; j < 15; ++j) s.observe_rate(j, 300, 9000);  // 4.5 solo jobs' worth
   EXPECT_TRUE(s.schedule(10'000).empty());
   EXPECT_TRUE(s.take_notes().empty());
   s.finished(3, JobEnd::kOk, 10'500);
@@ -207,8 +223,8 @@ TEST(AutoScheduler, ProbeThatMeasuresTooMuchMemoryMakesItsSiblingsUnplaceable) {
 
 TEST(AutoScheduler, DrainReturnsQueuedJobsInArrivalOrder) {
   AutoScheduler s = make(1);
-  s.set_profile("a", profile(1, 90));
-  s.set_profile("b", profile(1, 90));
+  s.set_profile("a", profile(1, 100));  // one fills the GPU: two lose 8.5%
+  s.set_profile("b", profile(1, 100));
   s.enqueue({0, "a", std::nullopt});
   s.enqueue({1, "b", std::nullopt});
   s.enqueue({2, "a", std::nullopt});

@@ -3,64 +3,109 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <optional>
 
 namespace colo {
+double InterferenceModel::weight(ShareMode mode, const SoloLoad& job) {
+  return (mode == ShareMode::kSpatial ? job.sm_active_pct : job.gpu_busy_pct) / 100.0;
+}
+
+std::string InterferenceModel::describe() const {
+  return fmt::format(
+      "{} (MPS: level beyond {:.0f}% summed SM activity, overhead {:.3f} per extra job; naive: "
+      "switch loss {:.2f}, overhead {:.3f} per job beyond two)",
+      source, spatial_capacity_pct, spatial_overhead, sliced_switch_loss, sliced_overhead);
+}
+
+double InterferenceModel::rate_each(ShareMode mode, size_t n, double load) const {
+  if (n <= 1) return 1.0;
+  const auto extra = static_cast<double>(n - 1);
+  if (mode == ShareMode::kSpatial) {
+    const double share = load > spatial_capacity_pct ? spatial_capacity_pct / load : 1.0;
+    return share / (1.0 + spatial_overhead * extra);
+  }
+  const double share = load > 100.0 ? 100.0 / load : 1.0;
+  return share * (1.0 - sliced_switch_loss) / (1.0 + sliced_overhead * (extra - 1.0));
+}
 
 std::vector<double> InterferenceModel::rates(ShareMode mode, std::span<const SoloLoad> jobs) const {
-  const auto n = static_cast<double>(jobs.size());
-  if (jobs.empty()) return {};
-  if (jobs.size() == 1) return {1.0};
   double load = 0;
-  double share = 1.0;
-  double overhead = 1.0;
-  if (mode == ShareMode::kSpatial) {
-    for (const SoloLoad& j : jobs) load += j.sm_active_pct;
-    if (load > spatial_capacity_pct) share = spatial_capacity_pct / load;
-    overhead = 1.0 / (1.0 + spatial_overhead * (n - 1));
-  } else {
-    for (const SoloLoad& j : jobs) load += j.gpu_busy_pct;
-    if (load > 100.0) share = 100.0 / load;
-    overhead = (1.0 - sliced_switch_loss) / (1.0 + sliced_overhead * (n - 2));
-  }
-  return std::vector<double>(jobs.size(), share * overhead);
+  for (const SoloLoad& j : jobs) load += 100.0 * weight(mode, j);
+  return std::vector<double>(jobs.size(), rate_each(mode, jobs.size(), load));
 }
 
 double InterferenceModel::total(ShareMode mode, std::span<const SoloLoad> jobs) const {
-  double sum = 0;
-  for (double r : rates(mode, jobs)) sum += r;
-  return sum;
+  double load = 0;
+  for (const SoloLoad& j : jobs) load += 100.0 * weight(mode, j);
+  return static_cast<double>(jobs.size()) * rate_each(mode, jobs.size(), load);
+}
+
+double InterferenceModel::work(ShareMode mode, std::span<const SoloLoad> jobs) const {
+  double load = 0;
+  for (const SoloLoad& j : jobs) load += weight(mode, j);
+  return load * rate_each(mode, jobs.size(), 100.0 * load);
+}
+
+double InterferenceModel::peak_work(ShareMode mode, std::span<const SoloLoad> jobs) const {
+  double load = 0;
+  double peak = 0;
+  for (size_t k = 1; k <= jobs.size(); ++k) {
+    load += weight(mode, jobs[k - 1]);
+    peak = std::max(peak, load * rate_each(mode, k, 100.0 * load));
+  }
+  return peak;
 }
 
 InterferenceModel calibrate(const InterferenceModel& base,
                             std::span<const Collocation> measurements) {
+  // Squared error of `m` over the measurements of one mode; nullopt: none.
+  auto error_of = [&](const InterferenceModel& m, ShareMode mode) -> std::optional<double> {
+    double error = 0;
+    int count = 0;
+    for (const Collocation& c : measurements) {
+      if (c.mode != mode || c.jobs.size() < 2) continue;
+      const double d = m.total(mode, c.jobs) - c.measured_total;
+      error += d * d;
+      ++count;
+    }
+    return count > 0 ? std::optional<double>(error) : std::nullopt;
+  };
+  const auto used = std::count_if(measurements.begin(), measurements.end(),
+                                  [](const Collocation& c) { return c.jobs.size() >= 2; });
   InterferenceModel out = base;
-  int used = 0;
-  for (ShareMode mode : {ShareMode::kSpatial, ShareMode::kTimeSliced}) {
-    double best_error = std::numeric_limits<double>::infinity();
-    double best = mode == ShareMode::kSpatial ? base.spatial_overhead : base.sliced_overhead;
-    bool any = false;
-    for (int step = 0; step <= 300; ++step) {
-      InterferenceModel m = base;
-      double value = step * 0.001;
-      (mode == ShareMode::kSpatial ? m.spatial_overhead : m.sliced_overhead) = value;
-      double error = 0;
-      int count = 0;
-      for (const Collocation& c : measurements) {
-        if (c.mode != mode || c.jobs.size() < 2) continue;
-        double d = m.total(mode, c.jobs) - c.measured_total;
-        error += d * d;
-        ++count;
-      }
-      if (count == 0) break;
-      any = true;
-      if (step == 0) used += count;
-      if (error < best_error) {
-        best_error = error;
-        best = value;
+  // Spatial: capacity and overhead together. Measurements that never fill
+  // the GPU say nothing about the capacity: among equal fits, the one
+  // nearest the base's capacity wins.
+  if (std::optional<double> base_error = error_of(base, ShareMode::kSpatial)) {
+    double best = *base_error;
+    for (int capacity = 50; capacity <= 200; ++capacity) {
+      for (int step = 0; step <= 100; ++step) {
+        InterferenceModel m = base;
+        m.spatial_capacity_pct = capacity;
+        m.spatial_overhead = step * 0.001;
+        const double error = *error_of(m, ShareMode::kSpatial);
+        const bool nearer = std::abs(m.spatial_capacity_pct - base.spatial_capacity_pct) <
+                            std::abs(out.spatial_capacity_pct - base.spatial_capacity_pct);
+        if (error < best - 1e-9 || (error <= best + 1e-9 && nearer)) {
+          best = std::min(best, error);
+          out.spatial_capacity_pct = m.spatial_capacity_pct;
+          out.spatial_overhead = m.spatial_overhead;
+        }
       }
     }
-    if (any) (mode == ShareMode::kSpatial ? out.spatial_overhead : out.sliced_overhead) = best;
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (int step = 0; step <= 300; ++step) {
+    InterferenceModel m = base;
+    m.sliced_overhead = step * 0.001;
+    std::optional<double> error = error_of(m, ShareMode::kTimeSliced);
+    if (!error) break;
+    if (*error < best - 1e-12) {
+      best = *error;
+      out.sliced_overhead = m.sliced_overhead;
+    }
   }
   if (used > 0) out.source = fmt::format("calibrated from {} measured collocations", used);
   return out;

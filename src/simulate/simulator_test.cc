@@ -57,8 +57,8 @@ TEST(Simulator, ExclusiveRunsJobsOneAfterAnother) {
 TEST(Simulator, MpsPairFollowsTheInterferenceModel) {
   std::vector<SimJob> jobs = {job("a", "a", 1, 20, 10'000), job("b", "a", 1, 20, 10'000)};
   PolicyResult r = run(jobs, "mps-2", h200());
-  // Two jobs at 40% summed SM: no sharing loss, overhead 1/(1+0.05).
-  EXPECT_NEAR(static_cast<double>(r.makespan_ms), 10'500, 1);
+  // Two jobs at 40% summed SM: no sharing loss, overhead 1/(1+0.005).
+  EXPECT_NEAR(static_cast<double>(r.makespan_ms), 10'050, 1);
 }
 
 TEST(Simulator, NaiveAllOverMemoryRunsOutOfMemory) {
@@ -139,13 +139,17 @@ TEST_F(PolicyOrderings, SaturatedJobsAutoIsNotSlowerThanExclusiveAndBeatsNaive) 
 }
 
 // Issue 4 asks for auto at most 0.9x the best simple policy here. It is not
-// met: with these hints the simulator gives mps-all 41.4 s and auto 47.8 s
-// (auto keeps the summed SM activity under its cap, and mps-all overlaps
-// every start-up). What holds is asserted; the gap is in the issue's note.
+// met: all six fit in memory and together use about twice the GPU's SM
+// capacity, so auto starts them all at once, as mps-all does (39.5 s each).
+// No order does much better: the work phase is bounded by the jobs' summed
+// solo SM-seconds over the GPU's capacity (about 29 s of the 39.5 s here),
+// and every start-up already overlaps it. What holds is asserted; the gap is
+// in the issue's note.
 TEST_F(PolicyOrderings, MixedQueueAutoBeatsExclusiveAndNaiveButNotMpsAll) {
   auto r = simulate_file("mixed.toml");
   EXPECT_LT(r.at("auto").makespan_ms, r.at("exclusive").makespan_ms / 2);
   EXPECT_LT(r.at("auto").makespan_ms, r.at("naive-all").makespan_ms);
+  EXPECT_LE(r.at("auto").makespan_ms, r.at("mps-all").makespan_ms);
   EXPECT_GT(static_cast<double>(r.at("auto").makespan_ms),
             0.9 * static_cast<double>(r.at("mps-all").makespan_ms))
       << "the 0.9x criterion is met now: make this test assert it";

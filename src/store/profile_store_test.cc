@@ -49,6 +49,27 @@ TEST(LearnedProfiles, SoloRunGivesTheProfileAndCollocatedRunsOnlyMemory) {
   EXPECT_NEAR(measured->front().measured_total, 4.0, 1e-6);
 }
 
+// A job idles the GPU while it starts up; its profile is its working load.
+TEST(LearnedProfiles, SmActivityComesFromTheSteadyEpochsNotStartUp) {
+  auto store = testing::open_memory_store();
+  FakeRun solo;
+  solo.mechanism = "exclusive";
+  solo.sm_active_pct = 19;
+  solo.gpu_util_pct = 37;
+  solo.startup_idle_ms = 6'000;  // of the first epoch's 10 s
+  add_fake_run(*store, solo, kFakeT0);
+  Result<RunSummary> summary = store->summarize_run(1);
+  ASSERT_TRUE(summary.ok()) << summary.error().message();
+  ASSERT_TRUE(summary->jobs.front().mean_sm_active_pct.has_value());
+  EXPECT_LT(*summary->jobs.front().mean_sm_active_pct, 15);  // start-up pulls the mean down
+
+  Result<std::vector<StoredProfile>> profiles = store->learned_profiles();
+  ASSERT_TRUE(profiles.ok()) << profiles.error().message();
+  ASSERT_EQ(profiles->size(), 1u);
+  EXPECT_NEAR(*profiles->front().profile.sm_active_pct, 19, 1e-9);
+  EXPECT_NEAR(*profiles->front().profile.gpu_util_pct, 37, 1e-9);
+}
+
 TEST(LearnedProfiles, JobsThatNeverRanAloneHaveMemoryOnly) {
   auto store = testing::open_memory_store();
   FakeRun together;

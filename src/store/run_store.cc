@@ -737,6 +737,19 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
       job.mean_gpu_util_pct = mean_sm->opt_double_at(1);
     }
     mean_sm->reset();
+    if (job.steady_start_ms && job.steady_end_ms && *job.steady_end_ms > *job.steady_start_ms) {
+      mean_sm->bind(1, id)
+          .bind(2, *job.device)
+          .bind(3, *job.steady_start_ms)
+          .bind(4, *job.steady_end_ms);
+      row = mean_sm->step();
+      if (!row.ok()) return row.error();
+      if (*row) {
+        job.steady_sm_active_pct = mean_sm->opt_double_at(0);
+        job.steady_gpu_util_pct = mean_sm->opt_double_at(1);
+      }
+      mean_sm->reset();
+    }
 
     // Energy: each interval between two readings inside the job's lifetime
     // is split evenly among the jobs running on the device at its midpoint.

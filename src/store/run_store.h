@@ -89,8 +89,12 @@ struct JobSummary {
   std::optional<uint64_t> peak_memory_bytes;  // max over samples of the job's processes' sum
   std::optional<double> mean_sm_active_pct;   // device SM activity while the job ran
   std::optional<double> mean_gpu_util_pct;    // device utilization while the job ran
-  std::string signature;                      // job_signature() of its spec
-  std::string group;                          // its [[job]] block's name
+  // The same over its steady epochs (2..n) only: without start-up, when the
+  // GPU is idle, so a profile's SM activity is the job's working load.
+  std::optional<double> steady_sm_active_pct;
+  std::optional<double> steady_gpu_util_pct;
+  std::string signature;           // job_signature() of its spec
+  std::string group;               // its [[job]] block's name
   std::optional<double> energy_j;  // device energy while it ran, shared among running jobs
   std::string log_path;
   int64_t malformed_progress_lines = 0;

@@ -75,8 +75,9 @@ int64_t add_fake_run(RunStore& store, const FakeRun& run, UnixMillis start_ms) {
     for (int k = 0; k < run.degree; ++k) {
       if (t >= start_ms && t <= job_end_ms(run, start_ms, k)) ++running;
     }
-    s.sm_active_pct = running > 0 ? run.sm_active_pct : 0.0;
-    s.gpu_util_pct = running > 0 ? run.gpu_util_pct : 0.0;
+    const bool working = running > 0 && t >= start_ms + run.startup_idle_ms;
+    s.sm_active_pct = working ? run.sm_active_pct : 0.0;
+    s.gpu_util_pct = working ? run.gpu_util_pct : 0.0;
     s.power_w = run.power_w;
     s.pcie_rx_mib_per_s = run.pcie_rx_mib_per_s;
     s.memory_used_bytes = running * run.job_memory_bytes;

@@ -34,6 +34,9 @@ struct FakeRun {
   int64_t samples_per_epoch = 80'000;
   double sm_active_pct = 40;
   double gpu_util_pct = 90;
+  // The device idles (0% SM activity and utilization) for this long after
+  // the jobs start, as it does while a real job imports and loads data.
+  int64_t startup_idle_ms = 0;
   double power_w = 300;
   double pcie_rx_mib_per_s = 100;
   uint64_t job_memory_bytes = 2 * kFakeGiB;
