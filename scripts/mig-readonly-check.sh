@@ -27,7 +27,10 @@ if [ "$mode" = "Enabled" ]; then
 fi
 
 # Which MIG functions the driver exports (colo resolves them with dlsym).
+# (The symbol list goes to a file first: grep -q on a pipe would end nm early,
+# and pipefail would count that as a miss.)
 lib=$(ldconfig -p | awk '/libnvidia-ml.so.1 /{print $NF; exit}')
+nm -D --defined-only "$lib" >"$OUT_DIR/nvml-symbols.txt" 2>&1 || fail "nm could not list $lib"
 for fn in nvmlDeviceCreateGpuInstanceWithPlacement nvmlDeviceGetGpuInstances \
   nvmlDeviceGetGpuInstanceById nvmlGpuInstanceGetInfo nvmlGpuInstanceDestroy \
   nvmlGpuInstanceGetComputeInstanceProfileInfo nvmlGpuInstanceCreateComputeInstance \
@@ -35,13 +38,22 @@ for fn in nvmlDeviceCreateGpuInstanceWithPlacement nvmlDeviceGetGpuInstances \
   nvmlComputeInstanceGetInfo_v2 nvmlComputeInstanceDestroy nvmlDeviceGetMaxMigDeviceCount \
   nvmlDeviceGetMigDeviceHandleByIndex nvmlDeviceGetGpuInstanceId nvmlDeviceGetComputeInstanceId \
   nvmlDeviceSetMigMode nvmlDeviceGetMigMode; do
-  nm -D --defined-only "$lib" 2>/dev/null | grep -qw "$fn" && pass "driver exports $fn" || fail "driver lacks $fn"
+  grep -qw "$fn" "$OUT_DIR/nvml-symbols.txt" && pass "driver exports $fn" || fail "driver lacks $fn"
 done
 
 nvidia-smi mig -lgip >"$OUT_DIR/lgip.txt" 2>&1
 nvidia-smi mig -lgipp >"$OUT_DIR/lgipp.txt" 2>&1
 "$COLO" mig profiles | tee "$OUT_DIR/colo-mig-profiles.txt" && pass "colo mig profiles" || fail "colo mig profiles"
-"$COLO" mig plan --memory 15GiB,30GiB,60GiB | tee "$OUT_DIR/colo-mig-plan.txt" && pass "colo mig plan (live)" || fail "colo mig plan"
+# Each GPU instance profile nvidia-smi lists must be in colo's live list with
+# the same id, instance count and memory.
+while read -r name id total memory; do
+  awk -v n="$name" -v i="$id" -v t="$total" -v m="$memory" \
+    '$1 == n && $2 == i && $3 == t && $4 == m {found = 1} END {exit !found}' \
+    "$OUT_DIR/colo-mig-profiles.txt" && pass "profile $name (id $id, x$total, $memory GiB) as nvidia-smi" ||
+    fail "profile $name (id $id, x$total, $memory GiB) from nvidia-smi not in colo's list"
+done < <(awk '$3 == "MIG" {split($6, n, "/"); print $4, $5, n[2], $7}' "$OUT_DIR/lgip.txt")
+# Memory needs that fit both an 80 GB and a 141 GB GPU.
+"$COLO" mig plan --memory 8GiB,16GiB,30GiB | tee "$OUT_DIR/colo-mig-plan.txt" && pass "colo mig plan (live)" || fail "colo mig plan"
 
 # Read-only status: with MIG mode off it reads the mode only.
 "$COLO" mig status 2>&1 | tee "$OUT_DIR/colo-mig-status.txt"
