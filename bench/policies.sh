@@ -4,7 +4,7 @@
 # compare like with like. The exclusive run goes first: the auto run then
 # knows the jobs' profiles from it (as it would from any earlier run).
 #
-#   bench/policies.sh OUTPUT_DIR NAME [POLICY...]
+#   [COLO_ARGS='--gpus 0'] bench/policies.sh OUTPUT_DIR NAME [POLICY...]
 #     NAME: sweep-resnet26 | cait4 | mixed
 #     POLICY: exclusive | naive-all | mps-all | mps-K | auto (default: exclusive mps-all auto)
 #
@@ -32,8 +32,9 @@ for policy in "${POLICIES[@]}"; do
     auto) args=(--mechanism mps --policy auto) ;;
     *) echo "bench/policies.sh: unknown policy '$policy'" >&2; exit 2 ;;
   esac
-  echo "=== $NAME $policy: colo run $FILE ${args[*]}"
-  "$COLO" run "$FILE" "${args[@]}" --plain --db "$DB" >"$OUT_DIR/$NAME-$policy.txt" 2>&1
+  echo "=== $NAME $policy: colo run $FILE ${args[*]} ${COLO_ARGS:-}"
+  # shellcheck disable=SC2086  # COLO_ARGS: more `colo run` flags, split on spaces
+  "$COLO" run "$FILE" "${args[@]}" ${COLO_ARGS:-} --plain --db "$DB" >"$OUT_DIR/$NAME-$policy.txt" 2>&1
   echo "exit $?" >>"$OUT_DIR/$NAME-$policy.txt"
   tail -8 "$OUT_DIR/$NAME-$policy.txt"
   {

@@ -40,6 +40,7 @@ struct RunFlags {
   std::string db;
   std::string logs;
   std::optional<int> max_per_gpu;
+  std::vector<int> gpus;
   std::string policy;
   std::string sample_period = "500ms";
   std::string grace = "10s";
@@ -110,6 +111,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   RunOptions options;
   options.logs_root = flags.logs;
   options.max_jobs_per_gpu = flags.max_per_gpu;
+  options.only_devices = flags.gpus;
   if (!flags.policy.empty()) options.policy = flags.policy;
   options.sample_period_ms = *period;
   options.stop_grace_ms = *grace;
@@ -428,6 +430,12 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       ->add_option("--max-per-gpu", run.max_per_gpu,
                    "at most this many jobs on one GPU at once (overrides the file)")
       ->check(CLI::PositiveNumber);
+  run_cmd
+      ->add_option("--gpus", run.gpus,
+                   "use only these GPUs (indices as `colo devices` lists them, e.g. --gpus 0,2); "
+                   "default: every GPU")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
   run_cmd
       ->add_option("--policy", run.policy,
                    "fixed: up to --max-per-gpu jobs per GPU; auto: colo decides from job profiles "

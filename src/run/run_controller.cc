@@ -615,6 +615,27 @@ MechanismKind default_mechanism(const GpuBackend& backend, const std::string& mp
   return find_program(mps_control_program) ? MechanismKind::kMps : MechanismKind::kNaive;
 }
 
+Result<std::vector<DeviceInfo>> select_devices(const std::vector<DeviceInfo>& found,
+                                               const std::vector<int>& wanted) {
+  std::vector<DeviceInfo> out;
+  for (int index : wanted) {
+    auto it = std::find_if(found.begin(), found.end(),
+                           [&](const DeviceInfo& d) { return d.index == index; });
+    if (it == found.end()) {
+      std::string have;
+      for (const DeviceInfo& d : found)
+        have += fmt::format("{}{}", have.empty() ? "" : ", ", d.index);
+      return Error(
+          fmt::format("--gpus: there is no GPU {}; this machine has GPU {} (colo devices "
+                      "lists them)",
+                      index, have));
+    }
+    if (std::none_of(out.begin(), out.end(), [&](const DeviceInfo& d) { return d.index == index; }))
+      out.push_back(*it);
+  }
+  return out;
+}
+
 Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, RunContext& ctx) {
   // Step 1: clean up after an earlier colo that died. (Opening the store
   // marked its orphaned runs interrupted.)
@@ -647,6 +668,11 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   if (!devices.ok()) return devices.error();
   if (devices->empty())
     return Error(fmt::format("the {} backend found no GPU", ctx.backend.name()));
+  if (!options.only_devices.empty()) {
+    Result<std::vector<DeviceInfo>> chosen = select_devices(*devices, options.only_devices);
+    if (!chosen.ok()) return chosen.error();
+    devices = std::move(chosen);
+  }
 
   NewRun new_run{ctx.clock.now_ms(),
                  to_string(ctx.mechanism.kind()),

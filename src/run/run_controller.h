@@ -41,6 +41,8 @@ namespace colo {
 struct RunOptions {
   // Where job logs and progress files go; default <state dir>/runs.
   std::string logs_root;
+  // The GPUs (backend indices) the run may use; empty: every GPU found.
+  std::vector<int> only_devices;
   // Overrides the job file's [run] max_per_gpu.
   std::optional<int> max_jobs_per_gpu;
   // "fixed" or "auto"; overrides the job file's [run] policy (default fixed).
@@ -80,6 +82,11 @@ struct RunOutcome {
   int jobs_ok = 0;
   int jobs_not_ok = 0;
 };
+
+// The devices of `found` whose indices are in `wanted` (in that order,
+// repeats once); an error names an index that is not there.
+Result<std::vector<DeviceInfo>> select_devices(const std::vector<DeviceInfo>& found,
+                                               const std::vector<int>& wanted);
 
 // Runs every job of `file`. Errors are returned only when the run could not
 // take place at all (no device, store unwritable, mechanism failed to

@@ -30,7 +30,7 @@ Result<MechanismKind> parse_mechanism(std::string_view text);
 // One job placed on one device.
 struct Placement {
   std::string job_name;
-  int device = 0;                              // index into the DeviceInfo list
+  int device = 0;                              // the GPU: DeviceInfo::index
   std::optional<int> sm_share_pct;             // 1-100; MPS active thread percentage
   std::optional<uint64_t> memory_limit_bytes;  // MPS pinned device memory limit
 };

@@ -2,17 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cassert>
 
 namespace colo {
 
 Result<std::string> placement_device_uuid(const std::vector<DeviceInfo>& devices,
                                           const Placement& placement) {
-  if (placement.device < 0 || placement.device >= static_cast<int>(devices.size())) {
-    return Error(fmt::format("job '{}' is placed on device {}, but the run has {} device(s)",
-                             placement.job_name, placement.device, devices.size()));
+  auto it = std::find_if(devices.begin(), devices.end(),
+                         [&](const DeviceInfo& d) { return d.index == placement.device; });
+  if (it == devices.end()) {
+    return Error(fmt::format("job '{}' is placed on GPU {}, which this run does not use",
+                             placement.job_name, placement.device));
   }
-  const DeviceInfo& device = devices[placement.device];
+  const DeviceInfo& device = *it;
   if (device.uuid.empty()) {
     return Error(
         fmt::format("device {} ({}) has no UUID, so job '{}' cannot be pinned to it with "

@@ -100,6 +100,17 @@ TEST(PlainSharing, JobsPerDevice) {
   EXPECT_GE((*make_mechanism(MechanismKind::kNaive, {}))->max_jobs_per_device(), 100);
 }
 
+// A run limited to some GPUs (--gpus 1) names them by index, not position.
+TEST(PlainSharing, PlacementNamesTheGpuByItsIndex) {
+  PlainSharing m(MechanismKind::kNaive);
+  std::vector<DeviceInfo> devices = two_devices();
+  ASSERT_TRUE(m.prepare({devices[1]}).ok());
+  Result<Environment> env = m.environment_for({"j", devices[1].index, {}, {}});
+  ASSERT_TRUE(env.ok()) << env.error().message();
+  EXPECT_EQ(env->at("CUDA_VISIBLE_DEVICES"), devices[1].uuid);
+  EXPECT_FALSE(m.environment_for({"j", devices[0].index, {}, {}}).ok());
+}
+
 TEST(PlainSharing, BadPlacementsAreErrors) {
   PlainSharing m(MechanismKind::kNaive);
   Result<Environment> early = m.environment_for({"early", 0, {}, {}});
@@ -110,7 +121,8 @@ TEST(PlainSharing, BadPlacementsAreErrors) {
   ASSERT_TRUE(m.prepare(devices).ok());
   Result<Environment> out_of_range = m.environment_for({"far", 2, {}, {}});
   ASSERT_FALSE(out_of_range.ok());
-  EXPECT_THAT(out_of_range.error().message(), HasSubstr("job 'far' is placed on device 2"));
+  EXPECT_THAT(out_of_range.error().message(),
+              HasSubstr("job 'far' is placed on GPU 2, which this run does not use"));
   Result<Environment> no_uuid = m.environment_for({"j", 0, {}, {}});
   ASSERT_FALSE(no_uuid.ok());
   EXPECT_THAT(no_uuid.error().message(), HasSubstr("no UUID"));

@@ -259,6 +259,28 @@ TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
   EXPECT_NE(profiles.output.find("store: run"), std::string::npos) << profiles.output;
 }
 
+TEST_F(ColoRun, GpusLimitsTheRunToTheChosenDevices) {
+  std::string file = write_file("jobs.toml", toy_job("toy", 2, 200, "repeat = 3\n"));
+  CommandResult r = shell(colo("run " + file +
+                               " --backend sim --sim-devices 3 --gpus 2 --mechanism naive --plain "
+                               "--sample-period 100ms --db " +
+                               db()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto store = RunStore::open(db());
+  ASSERT_TRUE(store.ok());
+  Result<RunSummary> summary = (*store)->summarize_run(0);
+  ASSERT_TRUE(summary.ok());
+  for (const JobSummary& j : summary->jobs) EXPECT_EQ(j.device.value_or(-1), 2) << j.name;
+
+  CommandResult bad = shell(colo("run " + file +
+                                 " --backend sim --sim-devices 2 --gpus 1,5 --mechanism naive "
+                                 "--plain --db " +
+                                 db()));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("there is no GPU 5; this machine has GPU 0, 1"), std::string::npos)
+      << bad.output;
+}
+
 TEST_F(ColoRun, BadJobFileNamesFileLineAndKey) {
   std::string file = write_file("bad.toml", "[[job]]\nname = \"a\"\ncomand = [\"true\"]\n");
   CommandResult r = shell(colo("run " + file + " --backend sim --db " + db()));
