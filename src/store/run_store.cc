@@ -729,26 +729,26 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
     const UnixMillis start = *job.started_ms;
     const UnixMillis end = job.ended_ms.value_or(open_end);
 
-    mean_sm->bind(1, id).bind(2, *job.device).bind(3, start).bind(4, end);
-    row = mean_sm->step();
-    if (!row.ok()) return row.error();
-    if (*row) {
-      job.mean_sm_active_pct = mean_sm->opt_double_at(0);
-      job.mean_gpu_util_pct = mean_sm->opt_double_at(1);
-    }
-    mean_sm->reset();
-    if (job.steady_start_ms && job.steady_end_ms && *job.steady_end_ms > *job.steady_start_ms) {
-      mean_sm->bind(1, id)
-          .bind(2, *job.device)
-          .bind(3, *job.steady_start_ms)
-          .bind(4, *job.steady_end_ms);
-      row = mean_sm->step();
-      if (!row.ok()) return row.error();
-      if (*row) {
-        job.steady_sm_active_pct = mean_sm->opt_double_at(0);
-        job.steady_gpu_util_pct = mean_sm->opt_double_at(1);
+    // Mean device SM activity and utilization between two instants.
+    auto mean_load = [&](UnixMillis from, UnixMillis to, std::optional<double>& sm,
+                         std::optional<double>& util) -> Status {
+      mean_sm->bind(1, id).bind(2, *job.device).bind(3, from).bind(4, to);
+      auto mean_row = mean_sm->step();
+      if (!mean_row.ok()) return mean_row.error();
+      if (*mean_row) {
+        sm = mean_sm->opt_double_at(0);
+        util = mean_sm->opt_double_at(1);
       }
       mean_sm->reset();
+      return OkStatus();
+    };
+    if (Status s = mean_load(start, end, job.mean_sm_active_pct, job.mean_gpu_util_pct); !s.ok())
+      return s.error();
+    if (job.steady_start_ms && job.steady_end_ms && *job.steady_end_ms > *job.steady_start_ms) {
+      if (Status s = mean_load(*job.steady_start_ms, *job.steady_end_ms, job.steady_sm_active_pct,
+                               job.steady_gpu_util_pct);
+          !s.ok())
+        return s.error();
     }
 
     // Energy: each interval between two readings inside the job's lifetime
