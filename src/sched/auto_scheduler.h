@@ -4,9 +4,9 @@
 // Admission. A job joins a GPU only if the GPU's summed memory claims (each
 //   job's peak estimate plus a margin) fit its memory less a reserve, the
 //   summed solo SM activity stays under a cap, and the interference model
-//   predicts that the GPU's summed progress rises, or stays within
+//   predicts that the GPU's work (below) rises, or stays within
 //   `saturated_loss` of the best it predicts for these jobs. Under MPS the
-//   measured progress stays level once the GPU is full, so a job joining
+//   measured work stays level once the GPU is full, so a job joining
 //   then costs the others little and its start-up (when it does not load
 //   the GPU) overlaps their work instead of leaving the GPU idle later.
 //   Under naive sharing time slicing loses at once with busy jobs, so they
@@ -59,7 +59,7 @@ struct AutoOptions {
   ShareMode mode = ShareMode::kSpatial;  // the mechanism's way of sharing
   int max_jobs_per_gpu = 48;             // the mechanism's limit (MPS clients)
   double sm_cap_pct = 400.0;             // summed solo SM activity per GPU
-  double saturated_loss = 0.05;          // predicted progress below the peak a joining job may cost
+  double saturated_loss = 0.05;          // predicted work below the peak a joining job may cost
   double memory_margin = 0.2;            // added to each peak estimate
   uint64_t memory_headroom_bytes = 512ull << 20;  // and this, per job
   uint64_t memory_reserve_bytes = 1ull << 30;     // kept free on every GPU

@@ -4,10 +4,20 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <optional>
 
 namespace colo {
+namespace {
+
+// The jobs' summed solo load in percent of the GPU (InterferenceModel::weight).
+double summed_load_pct(ShareMode mode, std::span<const SoloLoad> jobs) {
+  double load = 0;
+  for (const SoloLoad& j : jobs) load += InterferenceModel::weight(mode, j);
+  return 100.0 * load;
+}
+
+}  // namespace
+
 double InterferenceModel::weight(ShareMode mode, const SoloLoad& job) {
   return (mode == ShareMode::kSpatial ? job.sm_active_pct : job.gpu_busy_pct) / 100.0;
 }
@@ -31,21 +41,18 @@ double InterferenceModel::rate_each(ShareMode mode, size_t n, double load) const
 }
 
 std::vector<double> InterferenceModel::rates(ShareMode mode, std::span<const SoloLoad> jobs) const {
-  double load = 0;
-  for (const SoloLoad& j : jobs) load += 100.0 * weight(mode, j);
-  return std::vector<double>(jobs.size(), rate_each(mode, jobs.size(), load));
+  return std::vector<double>(jobs.size(),
+                             rate_each(mode, jobs.size(), summed_load_pct(mode, jobs)));
 }
 
 double InterferenceModel::total(ShareMode mode, std::span<const SoloLoad> jobs) const {
-  double load = 0;
-  for (const SoloLoad& j : jobs) load += 100.0 * weight(mode, j);
-  return static_cast<double>(jobs.size()) * rate_each(mode, jobs.size(), load);
+  return static_cast<double>(jobs.size()) *
+         rate_each(mode, jobs.size(), summed_load_pct(mode, jobs));
 }
 
 double InterferenceModel::work(ShareMode mode, std::span<const SoloLoad> jobs) const {
-  double load = 0;
-  for (const SoloLoad& j : jobs) load += weight(mode, j);
-  return load * rate_each(mode, jobs.size(), 100.0 * load);
+  const double load = summed_load_pct(mode, jobs);
+  return load / 100.0 * rate_each(mode, jobs.size(), load);
 }
 
 double InterferenceModel::peak_work(ShareMode mode, std::span<const SoloLoad> jobs) const {
@@ -96,15 +103,17 @@ InterferenceModel calibrate(const InterferenceModel& base,
       }
     }
   }
-  double best = std::numeric_limits<double>::infinity();
-  for (int step = 0; step <= 300; ++step) {
-    InterferenceModel m = base;
-    m.sliced_overhead = step * 0.001;
-    std::optional<double> error = error_of(m, ShareMode::kTimeSliced);
-    if (!error) break;
-    if (*error < best - 1e-12) {
-      best = *error;
-      out.sliced_overhead = m.sliced_overhead;
+  // Time slicing: the per-job overhead.
+  if (std::optional<double> base_error = error_of(base, ShareMode::kTimeSliced)) {
+    double best = *base_error;
+    for (int step = 0; step <= 300; ++step) {
+      InterferenceModel m = base;
+      m.sliced_overhead = step * 0.001;
+      const double error = *error_of(m, ShareMode::kTimeSliced);
+      if (error < best - 1e-9) {
+        best = error;
+        out.sliced_overhead = m.sliced_overhead;
+      }
     }
   }
   if (used > 0) out.source = fmt::format("calibrated from {} measured collocations", used);
