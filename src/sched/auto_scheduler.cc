@@ -138,6 +138,7 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
     gpu.changed_ms = now_ms;
   }
   size_t job = r.waiting.job;
+  ++gpu.version;
   gpu.jobs.push_back(job);
   gpu.combination[r.waiting.signature] += 1;
   gpu.claimed += r.claim;
@@ -181,8 +182,6 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
   // Jobs already replaced by an early start, and `leaving`, count as gone
   // (except for memory: they hold it until they end).
   auto gone = [&](size_t j) { return running_.at(j).departing || (leaving && j == *leaving); };
-  const auto staying = static_cast<size_t>(
-      std::count_if(g.jobs.begin(), g.jobs.end(), [&](size_t j) { return !gone(j); }));
   if (w.alone && !g.jobs.empty()) return std::nullopt;
   if (static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu) return std::nullopt;
   const uint64_t total = g.slot.memory_total_bytes;
@@ -194,19 +193,21 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
         total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
     if (g.claimed + claim > usable) return std::nullopt;
   }
-  std::vector<SoloLoad> before;
-  Combination after;
+  std::vector<SoloLoad> before;  // the staying jobs' loads
   double sm = 0;
   for (size_t j : g.jobs) {
     if (gone(j)) continue;
-    const Running& r = running_.at(j);
-    before.push_back(r.load);
-    after[r.waiting.signature] += 1;
-    sm += r.load.sm_active_pct;
+    before.push_back(running_.at(j).load);
+    sm += before.back().sm_active_pct;
   }
-  if (staying > 0 && sm + load.sm_active_pct > options_.sm_cap_pct) return std::nullopt;
-  after[w.signature] += 1;
-  if (is_bad(after)) return std::nullopt;
+  if (!before.empty() && sm + load.sm_active_pct > options_.sm_cap_pct) return std::nullopt;
+  if (!bad_.empty()) {  // the combination is built only when there is one to compare with
+    Combination after{{w.signature, 1}};
+    for (size_t j : g.jobs) {
+      if (!gone(j)) after[running_.at(j).waiting.signature] += 1;
+    }
+    if (is_bad(after)) return std::nullopt;
+  }
   const double work_before = model_.work(options_.mode, before);
   before.push_back(load);
   const double work_after = model_.work(options_.mode, before);
@@ -217,13 +218,14 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
   return gain;
 }
 
-std::optional<int64_t> AutoScheduler::expected_end(const Running& r, int64_t now_ms) const {
+std::optional<int64_t> AutoScheduler::expected_end(const Running& r, double gpu_rate,
+                                                   int64_t now_ms) const {
   const JobProfile* p = profile(r.waiting.signature);
   if (p == nullptr || !p->solo_ms || r.probe) return std::nullopt;
   const int64_t startup = std::min(*p->solo_ms, p->startup_ms.value_or(0));
   const double work = static_cast<double>(*p->solo_ms - startup);
   const int64_t gpu_start = r.started_ms + startup;
-  const double predicted = std::max(0.05, predicted_rate(gpus_[static_cast<size_t>(r.gpu)]));
+  const double predicted = std::max(0.05, gpu_rate);
   if (now_ms <= gpu_start) return gpu_start + static_cast<int64_t>(work / predicted);
   // Work done: integrated from observed rates, else at the predicted rate.
   const bool observed = r.integrated_ms >= 0 && p->samples_per_s && *p->samples_per_s > 0;
@@ -254,17 +256,9 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
     if (!gain && startup > 0 && !g.jobs.empty()) {
       // Early start in the place of the job expected to end first, if that
       // is within this job's start-up.
-      std::optional<int64_t> first_end;
-      for (size_t j : g.jobs) {
-        const Running& r = running_.at(j);
-        if (r.departing) continue;
-        std::optional<int64_t> end = expected_end(r, now_ms);
-        if (end && (!first_end || *end < *first_end)) {
-          first_end = end;
-          leaving = j;
-        }
-      }
-      if (first_end && *first_end <= now_ms + startup) {
+      std::optional<std::pair<int64_t, size_t>> first = first_to_end(g, now_ms);
+      if (first && first->first <= now_ms + startup) {
+        leaving = first->second;
         gain = admission_gain(g, w, load, claim, leaving, now_ms);
       }
     }
@@ -287,6 +281,24 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   return true;
 }
 
+std::optional<std::pair<int64_t, size_t>> AutoScheduler::first_to_end(Gpu& g, int64_t now_ms) {
+  if (g.first_end.at_ms != now_ms || g.first_end.version != g.version) {
+    g.first_end = {now_ms, g.version, std::nullopt, 0};
+    const double rate = predicted_rate(g);
+    for (size_t j : g.jobs) {
+      const Running& r = running_.at(j);
+      if (r.departing) continue;
+      std::optional<int64_t> end = expected_end(r, rate, now_ms);
+      if (end && (!g.first_end.end || *end < *g.first_end.end)) {
+        g.first_end.end = end;
+        g.first_end.job = j;
+      }
+    }
+  }
+  if (!g.first_end.end) return std::nullopt;
+  return std::pair{*g.first_end.end, g.first_end.job};
+}
+
 double AutoScheduler::predicted_rate(const Gpu& gpu) const {
   std::vector<SoloLoad> current;
   for (size_t j : gpu.jobs) {
@@ -300,14 +312,20 @@ std::optional<int64_t> AutoScheduler::next_wakeup_ms(int64_t now_ms) const {
   if (queued_ == 0) return std::nullopt;
   int64_t startup = 0;
   for (const auto& [sig, q] : classes_) {
-    if (const JobProfile* p = profile(sig)) startup = std::max(startup, p->startup_ms.value_or(0));
+    const JobProfile* p = q.empty() ? nullptr : profile(sig);
+    if (p != nullptr) startup = std::max(startup, p->startup_ms.value_or(0));
   }
   if (startup == 0) return std::nullopt;
   std::optional<int64_t> next;
-  for (const auto& [job, r] : running_) {
-    if (r.departing) continue;
-    std::optional<int64_t> end = expected_end(r, now_ms);
-    if (end && *end - startup > now_ms && (!next || *end - startup < *next)) next = *end - startup;
+  for (const Gpu& g : gpus_) {
+    const double rate = predicted_rate(g);
+    for (size_t j : g.jobs) {
+      const Running& r = running_.at(j);
+      if (r.departing) continue;
+      std::optional<int64_t> end = expected_end(r, rate, now_ms);
+      if (end && *end - startup > now_ms && (!next || *end - startup < *next))
+        next = *end - startup;
+    }
   }
   return next;
 }
@@ -354,12 +372,11 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
   for (const auto& head : heads) {
     std::deque<Waiting>& q = classes_[head.second];
     while (!q.empty() && place(q.front(), now_ms, out)) q.pop_front();
+    // An emptied class stays (signatures are few): destroying a deque that
+    // held tens of thousands of jobs returns their memory at once, which
+    // took 2 ms in one event.
     heads_.erase(head);
-    if (q.empty()) {
-      classes_.erase(head.second);
-    } else {
-      heads_.insert({q.front().seq, head.second});
-    }
+    if (!q.empty()) heads_.insert({q.front().seq, head.second});
   }
   return out;
 }
@@ -370,6 +387,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   Running r = std::move(it->second);
   running_.erase(it);
   Gpu& g = gpus_[static_cast<size_t>(r.gpu)];
+  ++g.version;
   std::erase(g.jobs, job);
   const size_t others = g.jobs.size();
   if (--g.combination[r.waiting.signature] == 0) g.combination.erase(r.waiting.signature);
@@ -422,6 +440,7 @@ void AutoScheduler::observe_rate(size_t job, double samples_per_s, int64_t now_m
   }
   r.rate = samples_per_s;
   r.rate_ms = now_ms;
+  ++gpus_[static_cast<size_t>(r.gpu)].version;
 }
 
 void AutoScheduler::learned(const std::string& signature, const JobProfile& measured) {
@@ -432,6 +451,7 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
   for (auto& [job, r] : running_) {
     if (r.waiting.signature != signature || !r.probe) continue;
     Gpu& g = gpus_[static_cast<size_t>(r.gpu)];
+    ++g.version;
     r.probe = false;
     r.load = SoloLoad{merged.sm_active_pct.value_or(100.0), merged.gpu_busy_pct()};
     g.sm_sum = r.load.sm_active_pct;
@@ -441,7 +461,7 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
   }
   if (merged.peak_memory_bytes && *merged.peak_memory_bytes > largest_memory()) {
     auto q = classes_.find(signature);
-    if (q == classes_.end()) return;
+    if (q == classes_.end() || q->second.empty()) return;
     for (const Waiting& w : q->second) {
       unplaceable_.push_back(
           {w.job,

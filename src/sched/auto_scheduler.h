@@ -136,6 +136,13 @@ class AutoScheduler final : public Scheduler {
     int64_t changed_ms = -1;
     std::optional<double> reference;  // measured_work() before the change
     bool reference_alone = false;     // ... which had at most one job
+    uint64_t version = 0;             // bumped by every change to its jobs, their loads or rates
+    struct {
+      int64_t at_ms = -1;
+      uint64_t version = 0;
+      std::optional<int64_t> end;
+      size_t job = 0;
+    } first_end;  // first_to_end()'s answer for (at_ms, version)
   };
 
   bool place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
@@ -145,9 +152,15 @@ class AutoScheduler final : public Scheduler {
                                        uint64_t claim, std::optional<size_t> leaving,
                                        int64_t now_ms) const;
   // When a running job is expected to end, from its profile's solo time and
-  // the rates observed so far (before any: the model's rate for its GPU's
-  // current jobs); nullopt without a solo time.
-  std::optional<int64_t> expected_end(const Running& r, int64_t now_ms) const;
+  // the rates observed so far (before any: `gpu_rate`, predicted_rate() of
+  // its GPU, passed in so that a GPU's jobs share one model evaluation);
+  // nullopt without a solo time.
+  std::optional<int64_t> expected_end(const Running& r, double gpu_rate, int64_t now_ms) const;
+  // The job on `g` (not departing) expected to end first, and when; nullopt
+  // when none has an expected end. Cached until `g` changes or time moves:
+  // a wave of placements asks it of every full GPU for every job.
+  std::optional<std::pair<int64_t, size_t>> first_to_end(Gpu& g, int64_t now_ms);
+  // The model's rate (over solo) of the slowest of the GPU's current jobs.
   double predicted_rate(const Gpu& gpu) const;
   bool place_probe(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
   void add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decision>& out);

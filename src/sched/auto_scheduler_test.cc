@@ -221,6 +221,53 @@ TEST(AutoScheduler, ProbeThatMeasuresTooMuchMemoryMakesItsSiblingsUnplaceable) {
   EXPECT_EQ(s.queued(), 0u);
 }
 
+TEST(AutoScheduler, SignatureWhoseQueueEmptiedTakesMeasurementsAndNewJobs) {
+  AutoScheduler s = make(1, 80);
+  s.set_profile("a", profile(1, 100));
+  enqueue(s, "a", 1);
+  ASSERT_EQ(s.schedule(0).size(), 1u);  // "a"'s queue is empty now, and kept
+  s.finished(0, JobEnd::kOk, 1000);
+  enqueue(s, "a", 1, 1);
+  EXPECT_EQ(devices_of(s.schedule(1000)), std::vector<int>{0});
+  s.learned("a", profile(90, 100));  // too large now, with nothing of "a" queued
+  EXPECT_TRUE(s.take_unplaceable().empty());
+  enqueue(s, "a", 1, 2);
+  ASSERT_EQ(s.take_unplaceable().size(), 1u);
+  EXPECT_EQ(s.queued(), 0u);
+}
+
+// A job that fills the GPU: 10 s of start-up, then 50 s of work alone.
+JobProfile filling_job() {
+  JobProfile p = profile(1, 100);
+  p.solo_ms = 60'000;
+  p.startup_ms = 10'000;
+  return p;
+}
+
+TEST(AutoScheduler, NextJobStartsWithinItsStartUpOfTheExpectedEnd) {
+  AutoScheduler s = make(1);
+  s.set_profile("a", filling_job());
+  enqueue(s, "a", 2);
+  ASSERT_EQ(s.schedule(0).size(), 1u);  // two would lose work: one at a time
+  s.observe_rate(0, 1000, 10'000);      // at the solo rate from 10 s: ends at 60 s
+  EXPECT_TRUE(s.schedule(49'000).empty());
+  std::vector<Decision> d = s.schedule(50'000);  // 60 s is within 10 s of start-up
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 1u);
+}
+
+TEST(AutoScheduler, RateSeenAtTheSameInstantMovesTheExpectedEnd) {
+  AutoScheduler s = make(1);
+  s.set_profile("a", filling_job());
+  enqueue(s, "a", 2);
+  ASSERT_EQ(s.schedule(0).size(), 1u);
+  s.observe_rate(0, 1000, 5'000);
+  s.observe_rate(0, 100, 46'000);           // 41 s of work done; a tenth of the rate now
+  EXPECT_TRUE(s.schedule(46'000).empty());  // 9 s left at 0.1x: ends at 136 s
+  s.observe_rate(0, 1000, 46'000);          // back at the solo rate: ends at 55 s
+  EXPECT_EQ(s.schedule(46'000).size(), 1u);
+}
+
 TEST(AutoScheduler, DrainReturnsQueuedJobsInArrivalOrder) {
   AutoScheduler s = make(1);
   s.set_profile("a", profile(1, 100));  // one fills the GPU: two lose 8.5%

@@ -151,7 +151,11 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       decisions = scheduler->schedule(now);
     });
     result.scheduler_total_ms += event_ms;
-    result.scheduler_max_ms = std::max(result.scheduler_max_ms, event_ms);
+    if (event_ms > result.scheduler_max_ms) {
+      result.scheduler_max_ms = event_ms;
+      result.max_event_decisions = decisions.size();
+    }
+    result.events_over_1ms += event_ms > 1.0 ? 1 : 0;
     ++result.events;
     for (const Unplaceable& u : scheduler->take_unplaceable()) fail(u.job, u.reason);
     for (const std::string& n : scheduler->take_notes()) note(n);

@@ -65,6 +65,8 @@ struct PolicyResult {
   int64_t events = 0;                 // scheduling events (each: observe, schedule, ends)
   double scheduler_total_ms = 0;      // wall time spent in the scheduler
   double scheduler_max_ms = 0;        // the longest single event
+  size_t max_event_decisions = 0;     // jobs that event started
+  int64_t events_over_1ms = 0;        // events that took the scheduler over 1 ms
   std::vector<std::string> notes;     // the policy's own notes, first 20
   std::vector<std::string> failures;  // "job: reason", first 20
   // GPUs held for the makespan, in hours.
