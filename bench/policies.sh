@@ -5,7 +5,7 @@
 # knows the jobs' profiles from it (as it would from any earlier run).
 #
 #   [COLO_ARGS='--gpus 0'] bench/policies.sh OUTPUT_DIR NAME [POLICY...]
-#     NAME: sweep-resnet26 | cait4 | mixed
+#     NAME: sweep-resnet26 | cait4 | mixed | underestimate
 #     POLICY: exclusive | naive-all | mps-all | mps-K | auto (default: exclusive mps-all auto)
 #
 # Leaves in OUTPUT_DIR: colo.db, <NAME>-<POLICY>.txt (colo's output), and

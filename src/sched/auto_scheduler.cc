@@ -416,10 +416,10 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   JobProfile& p = profiles_[w.signature];
   p.peak_memory_bytes = std::max(p.peak_memory_bytes.value_or(0), *w.memory_estimate);
   std::string note = fmt::format(
-      "out of GPU memory on gpu{} ({} other jobs there, limit {}); requeued {} with {} (attempt "
+      "out of GPU memory on gpu{} ({} other jobs there, limit {}); requeued{} with {} (attempt "
       "{} of {})",
       g.slot.device, others, r.claim > 0 ? format_bytes(r.claim) : std::string("none"),
-      w.alone ? "to run alone" : "", format_bytes(*w.memory_estimate), w.attempt,
+      w.alone ? " to run alone" : "", format_bytes(*w.memory_estimate), w.attempt,
       options_.max_retries + 1);
   retries_.push_back(std::move(w));
   ++queued_;

@@ -185,7 +185,7 @@ TEST(AutoScheduler, OutOfMemoryIsRetriedWithMoreRoomThenAloneThenGivenUp) {
   ASSERT_EQ(s.schedule(0).size(), 3u);
   EndVerdict v1 = s.finished(1, JobEnd::kOutOfMemory, 100);
   EXPECT_TRUE(v1.requeued);
-  EXPECT_THAT(v1.note, HasSubstr("attempt 2 of 3"));
+  EXPECT_THAT(v1.note, HasSubstr("requeued with 8.0 GiB (attempt 2 of 3)"));
   std::vector<Decision> again = s.schedule(200);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].job, 1u);
