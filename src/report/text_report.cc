@@ -163,7 +163,8 @@ std::string format_run_summary(const RunSummary& summary) {
           or_absent(job.peak_memory_bytes, format_bytes),
           or_absent(job.mean_sm_active_pct, fixed1),
           or_absent(job.energy_j, fixed1),
-          ok ? "" : (job.reason.empty() ? kAbsent : job.reason),
+          ok ? (job.attempts > 1 ? fmt::format("on attempt {}", job.attempts) : "")
+             : (job.reason.empty() ? kAbsent : job.reason),
       });
     }
     out += table.render();
@@ -261,6 +262,7 @@ nlohmann::json to_json(const RunSummary& summary) {
         {"name", job.name},
         {"state", to_string(job.state)},
         {"reason", job.reason},
+        {"attempts", job.attempts},
         {"device", nullable(job.device)},
         {"started_ms", nullable(job.started_ms)},
         {"ended_ms", nullable(job.ended_ms)},

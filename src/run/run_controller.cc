@@ -402,6 +402,8 @@ class RunLoop {
     std::string stem = job.log_path.substr(0, job.log_path.find(".log"));
     if (auto pos = stem.find(".attempt"); pos != std::string::npos) stem.resize(pos);
     job.log_path = fmt::format("{}.attempt{}.log", stem, job.attempt);
+    report(ctx_.store.job_requeued(job.id, job.log_path),
+           "record the retry of job " + job.spec->name);
     display_.event(fmt::format("{} {}: {}", job.spec->name, f.exit.reason, note));
   }
 

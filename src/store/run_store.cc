@@ -376,6 +376,14 @@ Status RunStore::job_started(int64_t job_id, pid_t pid, int device, UnixMillis s
   return update_one(db_.get(), path_, *update, "recording the start of a job", "job", job_id);
 }
 
+Status RunStore::job_requeued(int64_t job_id, const std::string& log_path) {
+  auto update = Statement::prepare(db_.get(), path_, R"sql(
+      UPDATE jobs SET state = 'queued', pid = NULL, log_path = ?2 WHERE id = ?1)sql");
+  if (!update.ok()) return update.error();
+  update->bind(1, job_id).bind(2, log_path);
+  return update_one(db_.get(), path_, *update, "recording a job's retry", "job", job_id);
+}
+
 Status RunStore::job_instance(int64_t job_id, const std::string& instance) {
   auto update = Statement::prepare(db_.get(), path_, "UPDATE jobs SET instance = ?2 WHERE id = ?1");
   if (!update.ok()) return update.error();
@@ -659,10 +667,15 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
   // A job still running is taken to run until the run ended (or forever).
   const UnixMillis open_end = summary.run.ended_ms.value_or(kEndOfTime);
 
+  // Epochs of the last attempt only (an attempt that ran out of memory may
+  // have ended some before).
   auto epoch_ends = Statement::prepare(db, path_, R"sql(
       SELECT time_ms, samples FROM job_events
-      WHERE job_id = ? AND kind = 'epoch_end' ORDER BY time_ms, id)sql");
+      WHERE job_id = ?1 AND kind = 'epoch_end' AND time_ms >= ?2 ORDER BY time_ms, id)sql");
   if (!epoch_ends.ok()) return epoch_ends.error();
+  auto requeues = Statement::prepare(
+      db, path_, "SELECT count(*) FROM job_events WHERE job_id = ? AND kind = 'requeued'");
+  if (!requeues.ok()) return requeues.error();
   auto peak_memory = Statement::prepare(db, path_, R"sql(
       SELECT max(total) FROM (
         SELECT sum(used_memory_bytes) AS total FROM process_samples
@@ -680,7 +693,12 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
 
   for (JobSummary& job : summary.jobs) {
     // Epochs, mean epoch time, samples.
-    epoch_ends->bind(1, job.id);
+    requeues->bind(1, job.id);
+    auto counted = requeues->step();
+    if (!counted.ok()) return counted.error();
+    job.attempts = 1 + static_cast<int>(requeues->int64_at(0));
+    requeues->reset();
+    epoch_ends->bind(1, job.id).bind(2, job.started_ms.value_or(0));
     std::vector<UnixMillis> ends;
     std::optional<int64_t> samples;
     std::optional<int64_t> steady_samples;

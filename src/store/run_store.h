@@ -96,7 +96,8 @@ struct JobSummary {
   std::string signature;           // job_signature() of its spec
   std::string group;               // its [[job]] block's name
   std::optional<double> energy_j;  // device energy while it ran, shared among running jobs
-  std::string log_path;
+  std::string log_path;            // the last attempt's
+  int attempts = 1;                // 1 + its out-of-memory retries ('requeued' events)
   int64_t malformed_progress_lines = 0;
   std::string instance;  // the MIG instance it ran on; "" under other mechanisms
 };
@@ -228,6 +229,9 @@ class RunStore {
                                         const std::vector<std::string>& log_paths,
                                         UnixMillis queued_ms);
   Status job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms);
+  // The job ended and was queued again (an out-of-memory retry); its next
+  // attempt logs to `log_path`.
+  Status job_requeued(int64_t job_id, const std::string& log_path);
   // The MIG instance the job runs on (see InstanceUsage).
   Status job_instance(int64_t job_id, const std::string& instance);
   Status job_finished(int64_t job_id, const JobExit& exit, UnixMillis ended_ms,

@@ -121,6 +121,42 @@ TEST_F(ColoRun, ExitsAreClassified) {
   EXPECT_EQ(summary->jobs[2].state, JobState::kKilled);
 }
 
+TEST_F(ColoRun, AutoRetriesAJobOutOfMemoryAndRecordsTheAttempts) {
+  // The first attempt ends one epoch, then runs out of memory; the second
+  // (the marker file exists) ends two epochs.
+  write_file("flaky.sh",
+             "if [ -e \"$0.tried\" ]; then\n"
+             "  for e in 1 2; do sleep 0.2; printf '{\"event\":\"epoch_end\",\"epoch\":%d,"
+             "\"samples\":1000}\\n' $e >> \"$COLO_PROGRESS_FILE\"; done\n"
+             "else\n"
+             "  touch \"$0.tried\"\n"
+             "  printf '{\"event\":\"epoch_end\",\"epoch\":1,\"samples\":500}\\n' >> "
+             "\"$COLO_PROGRESS_FILE\"\n"
+             "  echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'\n"
+             "  exit 1\n"
+             "fi\n");
+  std::string file =
+      write_file("jobs.toml", "[[job]]\nname = \"flaky\"\ncommand = [\"sh\", \"" + dir_ +
+                                  "/flaky.sh\"]\ngpu_memory = \"1GiB\"\n"
+                                  "sm_activity = 20\n");
+  CommandResult r = shell(
+      colo("run " + file + " --backend sim --mechanism naive --policy auto --plain --db " + db()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("requeued"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("on attempt 2"), std::string::npos) << r.output;
+  auto store = open_store();
+  ASSERT_TRUE(store);
+  auto summary = store->summarize_run(0);
+  ASSERT_TRUE(summary.ok()) << summary.error().message();
+  ASSERT_EQ(summary->jobs.size(), 1u);
+  const JobSummary& job = summary->jobs[0];
+  EXPECT_EQ(job.state, JobState::kOk);
+  EXPECT_EQ(job.attempts, 2);
+  EXPECT_EQ(job.epochs, 2) << "only the last attempt's epochs";
+  EXPECT_EQ(job.samples.value_or(0), 2000);
+  EXPECT_NE(job.log_path.find(".attempt2.log"), std::string::npos) << job.log_path;
+}
+
 TEST_F(ColoRun, CtrlCCancelsRunningAndQueuedJobs) {
   std::string file = write_file("jobs.toml",
                                 "[run]\nmax_per_gpu = 2\n[[job]]\nname = \"long\"\nrepeat = 3\n"
