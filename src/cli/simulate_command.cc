@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,30 @@ struct SimulateFlags {
   int max_degree = 0;    // 0: min(jobs, 16)
   std::string db;
   bool no_store = false;
+  std::string deadline;  // empty: no planning
+  int max_gpus = 64;     // planning's upper bound
 };
+
+// `--deadline`: for each policy, the fewest GPUs that end every job in time.
+void print_plans(const std::vector<SimJob>& jobs, const std::vector<PolicySpec>& policies,
+                 const SimOptions& options, int64_t deadline_ms, int max_gpus) {
+  std::cout << fmt::format("\nPLAN: the fewest GPUs (up to {}) that end every job within {}\n",
+                           max_gpus, format_duration_ms(deadline_ms));
+  for (const PolicySpec& p : policies) {
+    GpuPlan plan = fewest_gpus(jobs, p, options, deadline_ms, max_gpus);
+    std::string tried;
+    for (const GpuPlan::Try& t : plan.tried) {
+      tried +=
+          fmt::format("{}{} GPU{} {}{}", tried.empty() ? "" : ", ", t.gpus, t.gpus == 1 ? "" : "s",
+                      format_duration_ms(t.makespan_ms), t.all_ok ? "" : " (jobs failed)");
+    }
+    std::cout << fmt::format("{:<11} {}  (simulated: {})\n", p.name,
+                             plan.gpus
+                                 ? fmt::format("{} GPU{}", *plan.gpus, *plan.gpus == 1 ? "" : "s")
+                                 : fmt::format("not within {} GPUs", max_gpus),
+                             tried);
+  }
+}
 
 // Profiles learned from the store, or none (and a note) when it cannot be read.
 std::vector<StoredProfile> stored_profiles(const std::string& db, bool skip,
@@ -56,6 +80,17 @@ std::vector<StoredProfile> stored_profiles(const std::string& db, bool skip,
 }
 
 int simulate_command(const SimulateFlags& flags) {
+  std::optional<int64_t> deadline_ms;
+  if (!flags.deadline.empty()) {
+    Result<int64_t> d = parse_duration_ms(flags.deadline);
+    if (!d.ok() || *d <= 0) {
+      std::cerr << "colo: --deadline: "
+                << (d.ok() ? "must be longer than zero, e.g. 3d or 36h" : d.error().message())
+                << "\n";
+      return kExitBadInput;
+    }
+    deadline_ms = *d;
+  }
   Result<JobFile> file = load_job_file(flags.file);
   if (!file.ok()) {
     std::cerr << "colo: " << file.error().message() << "\n";
@@ -124,6 +159,7 @@ int simulate_command(const SimulateFlags& flags) {
         1000.0 * r.scheduler_total_ms / std::max<int64_t>(1, r.events), 1000.0 * r.scheduler_max_ms,
         r.max_event_decisions, r.events_over_1ms);
   }
+  if (deadline_ms) print_plans(set.jobs, *policies, options, *deadline_ms, flags.max_gpus);
   return kExitOk;
 }
 
@@ -189,6 +225,12 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
                   "default " +
                       default_db_path());
   cmd->add_flag("--no-store", flags.no_store, "ignore the store: hints and defaults only");
+  cmd->add_option("--deadline", flags.deadline,
+                  "plan: for each policy, the fewest GPUs that end every job within this "
+                  "(e.g. 3d, 36h, 90m); limit the policies with --policies");
+  cmd->add_option("--max-gpus", flags.max_gpus, "planning's upper bound on GPUs")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   cmd->callback([&exit_code] { exit_code = simulate_command(flags); });
 
   CLI::App* profiles = app.add_subcommand(

@@ -105,9 +105,11 @@ Result<int64_t> parse_duration_ms(std::string_view text) {
       scale = 60'000;
     else if (unit == "h")
       scale = 3'600'000;
+    else if (unit == "d")
+      scale = 86'400'000;
     else
       return Error(
-          fmt::format("'{}' has an unknown time unit '{}'; use ms, s, m or h", text, unit));
+          fmt::format("'{}' has an unknown time unit '{}'; use ms, s, m, h or d", text, unit));
     total_ms += number * scale;
     any = true;
   }

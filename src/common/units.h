@@ -18,8 +18,8 @@ Result<uint64_t> parse_bytes(std::string_view text);
 // "1.5 GiB", "512 MiB", "12 KiB", "100 B".
 std::string format_bytes(uint64_t bytes);
 
-// Accepts "250ms", "30s", "8m", "2h", combinations like "1h30m", or a bare
-// number of seconds.
+// Accepts "250ms", "30s", "8m", "2h", "3d", combinations like "1h30m", or a
+// bare number of seconds.
 Result<int64_t> parse_duration_ms(std::string_view text);
 
 // "1h02m", "3m05s", "12.3s", "250ms".

@@ -34,6 +34,7 @@ TEST(ParseDuration, AcceptsCompoundForms) {
   EXPECT_EQ(parse_duration_ms("8m").value(), 480'000);
   EXPECT_EQ(parse_duration_ms("1h30m").value(), 5'400'000);
   EXPECT_EQ(parse_duration_ms("250ms").value(), 250);
+  EXPECT_EQ(parse_duration_ms("2d12h").value(), 216'000'000);
   EXPECT_EQ(parse_duration_ms("2").value(), 2000);
   EXPECT_FALSE(parse_duration_ms("soon").ok());
   EXPECT_FALSE(parse_duration_ms("3 fortnights").ok());

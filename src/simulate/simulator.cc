@@ -282,4 +282,39 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
   return result;
 }
 
+GpuPlan fewest_gpus(const std::vector<SimJob>& jobs, const PolicySpec& policy, SimOptions options,
+                    int64_t deadline_ms, int max_gpus) {
+  GpuPlan plan;
+  auto meets = [&](int gpus) {
+    options.gpus = gpus;
+    PolicyResult r = simulate_policy(jobs, policy, options);
+    const bool all_ok = r.jobs_failed == 0 && r.jobs_ok == static_cast<int>(jobs.size());
+    plan.tried.push_back({gpus, r.makespan_ms, all_ok});
+    return all_ok && r.makespan_ms <= deadline_ms;
+  };
+  int miss = 0;  // the most GPUs known to miss
+  int hit = 0;   // the fewest known to meet
+  for (int gpus = 1; hit == 0 && miss < max_gpus; gpus = std::min(2 * gpus, max_gpus)) {
+    if (meets(gpus)) {
+      hit = gpus;
+    } else {
+      miss = gpus;
+    }
+  }
+  if (hit > 0) {
+    while (hit - miss > 1) {
+      const int mid = miss + (hit - miss) / 2;
+      if (meets(mid)) {
+        hit = mid;
+      } else {
+        miss = mid;
+      }
+    }
+    plan.gpus = hit;
+  }
+  std::sort(plan.tried.begin(), plan.tried.end(),
+            [](const GpuPlan::Try& a, const GpuPlan::Try& b) { return a.gpus < b.gpus; });
+  return plan;
+}
+
 }  // namespace colo

@@ -76,4 +76,20 @@ struct PolicyResult {
 PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& policy,
                              const SimOptions& options);
 
+// Planning: the fewest GPUs (1 to max_gpus) on which `policy` ends every job
+// ok within `deadline_ms`. Tries 1, 2, 4, ... then bisects between the last
+// miss and the first hit, so it assumes that more GPUs never lengthen the
+// makespan. `tried` holds every simulated count, ascending.
+struct GpuPlan {
+  std::optional<int> gpus;  // nullopt: not even max_gpus meets the deadline
+  struct Try {
+    int gpus = 0;
+    int64_t makespan_ms = 0;
+    bool all_ok = false;
+  };
+  std::vector<Try> tried;
+};
+GpuPlan fewest_gpus(const std::vector<SimJob>& jobs, const PolicySpec& policy, SimOptions options,
+                    int64_t deadline_ms, int max_gpus);
+
 }  // namespace colo

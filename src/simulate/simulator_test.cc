@@ -93,6 +93,37 @@ TEST(Simulator, AutoRetriesAJobThatOutgrowsItsEstimate) {
   EXPECT_EQ(r.jobs_failed, 0);
 }
 
+// Ten 10-minute jobs, one per GPU at a time: ceil(10 / GPUs) x 10 minutes.
+std::vector<SimJob> ten_exclusive_jobs() {
+  std::vector<SimJob> jobs;
+  for (int i = 0; i < 10; ++i) jobs.push_back(job(fmt::format("j{}", i), "a", 1, 50, 600'000));
+  return jobs;
+}
+
+TEST(Simulator, PlanFindsTheFewestGpusThatMeetTheDeadline) {
+  Result<std::vector<PolicySpec>> exclusive = parse_policies("exclusive");
+  ASSERT_TRUE(exclusive.ok());
+  // 30 minutes: three rounds, so 4 GPUs (ceil(10/4) = 3); 3 GPUs need four.
+  GpuPlan plan = fewest_gpus(ten_exclusive_jobs(), exclusive->front(), h200(), 1'800'000, 64);
+  ASSERT_TRUE(plan.gpus.has_value());
+  EXPECT_EQ(*plan.gpus, 4);
+  std::vector<int> tried;
+  for (const GpuPlan::Try& t : plan.tried) tried.push_back(t.gpus);
+  EXPECT_EQ(tried, (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(plan.tried[2].makespan_ms, 2'400'000);  // 3 GPUs: four rounds
+  EXPECT_TRUE(plan.tried[2].all_ok);
+}
+
+TEST(Simulator, PlanSaysWhenNoNumberOfGpusMeetsTheDeadline) {
+  Result<std::vector<PolicySpec>> exclusive = parse_policies("exclusive");
+  ASSERT_TRUE(exclusive.ok());
+  // No job is shorter than 10 minutes: 5 minutes is out of reach.
+  GpuPlan plan = fewest_gpus(ten_exclusive_jobs(), exclusive->front(), h200(), 300'000, 12);
+  EXPECT_FALSE(plan.gpus.has_value());
+  ASSERT_FALSE(plan.tried.empty());
+  EXPECT_EQ(plan.tried.back().gpus, 12);  // the bound was tried
+}
+
 TEST(Simulator, ParsePoliciesNamesTheBadEntry) {
   EXPECT_EQ(parse_policies("exclusive,mps-3,auto")->size(), 3u);
   Result<std::vector<PolicySpec>> bad = parse_policies("auto,mps-x");

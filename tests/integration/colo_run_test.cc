@@ -157,6 +157,27 @@ TEST_F(ColoRun, AutoRetriesAJobOutOfMemoryAndRecordsTheAttempts) {
   EXPECT_NE(job.log_path.find(".attempt2.log"), std::string::npos) << job.log_path;
 }
 
+TEST_F(ColoRun, SimulatePlansTheFewestGpusForADeadline) {
+  // Eight 10-minute jobs that each fill a GPU: one GPU needs 80 minutes.
+  std::string file = write_file("sweep.toml",
+                                "[[job]]\nname = \"big\"\ncommand = [\"true\"]\nrepeat = 8\n"
+                                "gpu_memory = \"60GiB\"\nsm_activity = 100\nsolo_time = \"10m\"\n");
+  CommandResult r = shell(
+      colo("simulate " + file + " --gpu H200 --no-store --policies exclusive --deadline 25m"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("SIMULATED"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("PLAN: the fewest GPUs (up to 64) that end every job within 25m"),
+            std::string::npos)
+      << r.output;
+  // ceil(8 / GPUs) rounds of 10 minutes within 25: 4 GPUs.
+  EXPECT_NE(r.output.find("exclusive   4 GPUs"), std::string::npos) << r.output;
+
+  CommandResult bad = shell(colo("simulate " + file + " --no-store --deadline soon"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--deadline: 'soon' is not a duration"), std::string::npos)
+      << bad.output;
+}
+
 TEST_F(ColoRun, CtrlCCancelsRunningAndQueuedJobs) {
   std::string file = write_file("jobs.toml",
                                 "[run]\nmax_per_gpu = 2\n[[job]]\nname = \"long\"\nrepeat = 3\n"
