@@ -448,10 +448,10 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
   JobProfile merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
   profiles_[signature] = merged;
   probing_.erase(signature);
+  for (Gpu& g : gpus_) ++g.version;  // expected ends of its jobs, anywhere, may move
   for (auto& [job, r] : running_) {
     if (r.waiting.signature != signature || !r.probe) continue;
     Gpu& g = gpus_[static_cast<size_t>(r.gpu)];
-    ++g.version;
     r.probe = false;
     r.load = SoloLoad{merged.sm_active_pct.value_or(100.0), merged.gpu_busy_pct()};
     g.sm_sum = r.load.sm_active_pct;
