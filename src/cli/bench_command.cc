@@ -92,22 +92,11 @@ int bench_command(const BenchFlags& flags, const std::string& command_line) {
   }
   std::optional<int64_t> budget_ms;
   if (!flags.budget.empty()) {
-    Result<int64_t> parsed = parse_duration_ms(flags.budget);
-    if (!parsed.ok() || *parsed <= 0) {
-      std::cerr << "colo: --budget: "
-                << (parsed.ok() ? std::string("must be positive") : parsed.error().message())
-                << "\n";
-      return kExitBadInput;
-    }
-    budget_ms = *parsed;
+    budget_ms = duration_flag("--budget", flags.budget, 1);
+    if (!budget_ms) return kExitBadInput;
   }
-  Result<int64_t> period = parse_duration_ms(flags.sample_period);
-  if (!period.ok() || *period < 100) {
-    std::cerr << "colo: --sample-period: "
-              << (period.ok() ? std::string("must be at least 100ms") : period.error().message())
-              << "\n";
-    return kExitBadInput;
-  }
+  std::optional<int64_t> period = duration_flag("--sample-period", flags.sample_period, 100);
+  if (!period) return kExitBadInput;
 
   SystemClock clock;
   Result<std::unique_ptr<GpuBackend>> backend = open_backend(flags.backend, clock);

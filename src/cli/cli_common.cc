@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "common/units.h"
+
 namespace colo {
 
 void add_backend_flags(CLI::App& cmd, BackendFlags& flags) {
@@ -46,6 +48,18 @@ Result<OpenedGpu> open_gpu(const BackendFlags& flags, Clock& clock) {
   Result<std::vector<DeviceInfo>> devices = (*backend)->devices();
   if (!devices.ok()) return devices.error();
   return OpenedGpu{std::move(backend).value(), std::move(devices).value()};
+}
+
+std::optional<int64_t> duration_flag(std::string_view flag, const std::string& text, int64_t min_ms,
+                                     std::string_view why) {
+  Result<int64_t> ms = parse_duration_ms(text);
+  if (ms.ok() && *ms >= min_ms) return *ms;
+  std::string problem = !ms.ok()      ? ms.error().message()
+                        : min_ms <= 1 ? std::string("must be longer than zero")
+                                      : "must be at least " + format_duration_ms(min_ms);
+  if (!why.empty()) problem += fmt::format(" ({})", why);
+  std::cerr << "colo: " << flag << ": " << problem << "\n";
+  return std::nullopt;
 }
 
 }  // namespace colo

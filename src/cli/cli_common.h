@@ -2,8 +2,11 @@
 // backend the same way everywhere.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
@@ -37,5 +40,11 @@ struct OpenedGpu {
 
 // open_backend, then the device list; either step's error is returned.
 Result<OpenedGpu> open_gpu(const BackendFlags& flags, Clock& clock);
+
+// A duration flag's value in milliseconds, at least `min_ms`; nullopt after
+// saying on stderr what is wrong with it ("colo: --interval: must be at least
+// 100ms", then " (`why`)" when given).
+std::optional<int64_t> duration_flag(std::string_view flag, const std::string& text, int64_t min_ms,
+                                     std::string_view why = "");
 
 }  // namespace colo

@@ -54,17 +54,11 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     std::cerr << "colo: " << file.error().message() << "\n";
     return kExitBadInput;
   }
-  Result<int64_t> period = parse_duration_ms(flags.sample_period);
-  Result<int64_t> grace = parse_duration_ms(flags.grace);
-  if (!period.ok() || !grace.ok() || *period < 100) {
-    std::cerr << "colo: "
-              << (!period.ok() ? "--sample-period: " + period.error().message()
-                  : !grace.ok()
-                      ? "--grace: " + grace.error().message()
-                      : std::string("--sample-period must be at least 100ms (GPM needs that)"))
-              << "\n";
-    return kExitBadInput;
-  }
+  std::optional<int64_t> period =
+      duration_flag("--sample-period", flags.sample_period, 100, "GPM needs that");
+  if (!period) return kExitBadInput;
+  std::optional<int64_t> grace = duration_flag("--grace", flags.grace, 0);
+  if (!grace) return kExitBadInput;
 
   SystemClock clock;
   Result<std::unique_ptr<GpuBackend>> backend = open_backend(flags.backend, clock);
@@ -237,14 +231,8 @@ struct MonitorFlags {
 };
 
 int monitor_command(const MonitorFlags& flags) {
-  Result<int64_t> interval = parse_duration_ms(flags.interval);
-  if (!interval.ok() || *interval < 100) {
-    std::cerr << "colo: --interval: "
-              << (interval.ok() ? std::string("must be at least 100ms")
-                                : interval.error().message())
-              << "\n";
-    return kExitBadInput;
-  }
+  std::optional<int64_t> interval = duration_flag("--interval", flags.interval, 100);
+  if (!interval) return kExitBadInput;
   SystemClock clock;
   Result<OpenedGpu> gpu = open_gpu(flags.backend, clock);
   if (!gpu.ok()) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/paths.h"
 #include "common/units.h"
@@ -82,14 +83,8 @@ std::vector<StoredProfile> stored_profiles(const std::string& db, bool skip,
 int simulate_command(const SimulateFlags& flags) {
   std::optional<int64_t> deadline_ms;
   if (!flags.deadline.empty()) {
-    Result<int64_t> d = parse_duration_ms(flags.deadline);
-    if (!d.ok() || *d <= 0) {
-      std::cerr << "colo: --deadline: "
-                << (d.ok() ? "must be longer than zero, e.g. 3d or 36h" : d.error().message())
-                << "\n";
-      return kExitBadInput;
-    }
-    deadline_ms = *d;
+    deadline_ms = duration_flag("--deadline", flags.deadline, 1);
+    if (!deadline_ms) return kExitBadInput;
   }
   Result<JobFile> file = load_job_file(flags.file);
   if (!file.ok()) {
