@@ -167,6 +167,21 @@ TEST(SchemaTest, RefusesADatabaseFromANewerColo) {
   EXPECT_THAT(store.error().message(), HasSubstr("upgrade colo"));
 }
 
+TEST(SchemaTest, RefusesANegativeSchemaVersion) {
+  // A corrupt or hand-edited header once indexed the migrations at -1 (SIGSEGV).
+  TempDir dir;
+  const std::string path = dir.file("colo.db");
+  { ASSERT_TRUE(RunStore::open(path).ok()); }
+  for (const char* version : {"-1", "-2147483648"}) {
+    raw_sql(path, std::string("PRAGMA user_version = ") + version);
+    auto store = RunStore::open(path);
+    ASSERT_FALSE(store.ok()) << version;
+    EXPECT_THAT(store.error().message(), HasSubstr(path));
+    EXPECT_THAT(store.error().message(), HasSubstr(std::string("schema version ") + version));
+    EXPECT_THAT(store.error().message(), HasSubstr("not written by colo"));
+  }
+}
+
 TEST(SchemaTest, RefusesAFileThatIsNotADatabase) {
   TempDir dir;
   const std::string path = dir.file("notes.txt");

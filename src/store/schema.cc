@@ -209,6 +209,12 @@ Status migrate_schema(sqlite3* db, const std::string& path) {
           path));
     }
   }
+  if (*version < 0) {
+    return Error(fmt::format(
+        "{} has schema version {}, which no colo ever wrote (the file is damaged or was not "
+        "written by colo); pass --db to use another store, or restore it from a copy",
+        path, *version));
+  }
   if (*version > latest) {
     return Error(fmt::format(
         "{} has schema version {}, newer than this colo knows (version {}); it was written by a "
