@@ -1,11 +1,13 @@
 #include "cli/cli_common.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
 
+#include "common/paths.h"
 #include "common/units.h"
 
 namespace colo {
@@ -60,6 +62,22 @@ std::optional<int64_t> duration_flag(std::string_view flag, const std::string& t
   if (!why.empty()) problem += fmt::format(" ({})", why);
   std::cerr << "colo: " << flag << ": " << problem << "\n";
   return std::nullopt;
+}
+
+Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_flag) {
+  std::string path = db_flag.empty() ? default_db_path() : db_flag;
+  if (access(path.c_str(), F_OK) != 0) {
+    return Error(fmt::format(
+        "no run store at {} yet: `colo run FILE` or `colo bench` creates it (or pass --db PATH)",
+        path));
+  }
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(path, StoreAccess::kRead);
+  if (store.ok() && !(*store)->read_only_reason().empty()) {
+    std::cerr << fmt::format(
+        "colo: note: {} opened read-only ({}); runs of a colo that died show as it left them\n",
+        path, (*store)->read_only_reason());
+  }
+  return store;
 }
 
 }  // namespace colo

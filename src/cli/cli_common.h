@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
+#include "store/run_store.h"
 
 namespace CLI {
 class App;
@@ -46,5 +47,10 @@ Result<OpenedGpu> open_gpu(const BackendFlags& flags, Clock& clock);
 // 100ms", then " (`why`)" when given).
 std::optional<int64_t> duration_flag(std::string_view flag, const std::string& text, int64_t min_ms,
                                      std::string_view why = "");
+
+// Opens the existing store that `db_flag` names (default_db_path() when empty)
+// for reading: colo runs, show and report. When it can only be read (a
+// read-only or full file system), says so on stderr and reads it anyway.
+Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_flag);
 
 }  // namespace colo

@@ -327,15 +327,6 @@ int monitor_command(const MonitorFlags& flags) {
 
 // ---- colo runs / colo show ------------------------------------------------
 
-Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& flag) {
-  std::string path = flag.empty() ? default_db_path() : flag;
-  if (access(path.c_str(), F_OK) != 0) {
-    return Error(fmt::format(
-        "no run store at {} yet: `colo run FILE` creates it (or pass --db PATH)", path));
-  }
-  return RunStore::open(path);
-}
-
 int runs_command(const std::string& db, int limit) {
   Result<std::unique_ptr<RunStore>> store = open_store_for_reading(db);
   if (!store.ok()) {

@@ -66,6 +66,12 @@ bool is_in_memory(const std::string& path) {
   return path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0;
 }
 
+// How long a write waits for another process's lock before it fails (then
+// transient: the caller may try again later).
+constexpr int kDefaultBusyTimeoutMs = 5000;
+// The same for the one write a reading command makes (marking a dead colo's runs).
+constexpr int kReaderBusyTimeoutMs = 500;
+
 nlohmann::json spec_to_json(const JobSpec& job) {
   nlohmann::json j;
   j["name"] = job.name;
@@ -154,8 +160,83 @@ bool process_is_alive(pid_t pid) {
   return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path) {
+namespace {
+
+// `path` as the file name of an SQLite URI ("file:" + path + query).
+std::string uri_path(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Opens the connection and configures it: WAL, migrations, pragmas.
+Result<SqliteDb> open_writable(const std::string& path, bool create) {
+  sqlite3* raw = nullptr;
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | (create ? SQLITE_OPEN_CREATE : 0);
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  SqliteDb db(raw);
+  if (rc != SQLITE_OK) return sqlite_error(db.get(), rc, "cannot open the run store", path);
+  if (sqlite3_db_readonly(db.get(), "main") == 1) {
+    return Error(
+        fmt::format("{}: cannot open the run store for writing: the file is read-only", path));
+  }
+  sqlite3_busy_timeout(db.get(), kDefaultBusyTimeoutMs);
+
+  // The first statements read the file: a file that is not a database fails here.
   if (!is_in_memory(path)) {
+    Status wal = exec_sql(db.get(), path, "PRAGMA journal_mode = WAL", "cannot open the run store");
+    if (!wal.ok()) return wal.error();
+  }
+  Status status = migrate_schema(db.get(), path);
+  if (!status.ok()) return status.error();
+  status = exec_sql(db.get(), path, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+                    "cannot configure the run store");
+  if (!status.ok()) return status.error();
+  return db;
+}
+
+// Opens an existing store read-only: through the WAL when its shared-memory
+// file can be used, else as an immutable file (a read-only file system).
+// Refuses a schema other than the latest (it cannot be migrated).
+Result<SqliteDb> open_read_only(const std::string& path) {
+  Error last("");
+  for (const char* query : {"?mode=ro", "?immutable=1"}) {
+    std::string uri = "file:" + uri_path(path) + query;
+    sqlite3* raw = nullptr;
+    int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    SqliteDb db(raw);
+    if (rc != SQLITE_OK) {
+      last = sqlite_error(db.get(), rc, "cannot open the run store read-only", path);
+      continue;
+    }
+    sqlite3_busy_timeout(db.get(), kDefaultBusyTimeoutMs);
+    Result<int> version = read_schema_version(db.get(), path);
+    if (!version.ok()) {
+      last = version.error();
+      continue;
+    }
+    if (*version != latest_schema_version()) {
+      return Error(fmt::format(
+          "{} has schema version {} and this colo reads version {}; it cannot be migrated while "
+          "it is read-only: open it once where it can be written (any colo command does), or "
+          "use a colo of its version",
+          path, *version, latest_schema_version()));
+    }
+    return db;
+  }
+  return last;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreAccess access) {
+  if (!is_in_memory(path) && access == StoreAccess::kReadWrite) {
     size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash > 0) {
       Status dirs = make_dirs(path.substr(0, slash));
@@ -168,31 +249,36 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path) {
     }
   }
 
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, nullptr);
-  SqliteDb db(raw);
-  if (rc != SQLITE_OK) return sqlite_error(db.get(), rc, "cannot open the run store", path);
-  sqlite3_busy_timeout(db.get(), 5000);
-
-  // The first statements read the file: a file that is not a database fails here.
-  if (!is_in_memory(path)) {
-    Status wal = exec_sql(db.get(), path, "PRAGMA journal_mode = WAL", "cannot open the run store");
-    if (!wal.ok()) return wal.error();
+  // A reader marks the runs of a dead colo (a write) only when that is quick:
+  // it shows the store as it is rather than wait on a busy one.
+  const bool reader = access == StoreAccess::kRead;
+  std::unique_ptr<RunStore> store;
+  Result<SqliteDb> db = open_writable(path, !reader);
+  if (db.ok()) {
+    store = std::make_unique<RunStore>(PrivateTag(), std::move(db).value(), path);
+    if (reader) store->set_busy_timeout_ms(kReaderBusyTimeoutMs);
+    UnixMillis now = SystemClock().now_ms();
+    auto stale = store->mark_stale_runs(process_is_alive, now, this_host());
+    if (stale.ok()) {
+      store->interrupted_at_open_ = std::move(stale).value();
+      store->set_busy_timeout_ms(kDefaultBusyTimeoutMs);
+      return store;
+    }
+    if (!reader) return stale.error();
+    store.reset();
+    db = stale.error();
   }
-  Status status = migrate_schema(db.get(), path);
-  if (!status.ok()) return status.error();
-  status = exec_sql(db.get(), path, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
-                    "cannot configure the run store");
-  if (!status.ok()) return status.error();
-
-  auto store = std::make_unique<RunStore>(PrivateTag(), std::move(db), path);
-  UnixMillis now = SystemClock().now_ms();
-  auto stale = store->mark_stale_runs(process_is_alive, now, this_host());
-  if (!stale.ok()) return stale.error();
-  store->interrupted_at_open_ = std::move(stale).value();
+  if (!reader) return db.error();
+  // A reader falls back to reading only: a read-only file or file system, a
+  // full disk, a store locked by a writer for long.
+  Result<SqliteDb> read_only = open_read_only(path);
+  if (!read_only.ok()) return db.error();
+  store = std::make_unique<RunStore>(PrivateTag(), std::move(read_only).value(), path);
+  store->read_only_reason_ = db.error().message();
   return store;
 }
+
+void RunStore::set_busy_timeout_ms(int timeout_ms) { sqlite3_busy_timeout(db_.get(), timeout_ms); }
 
 RunStore::~RunStore() = default;
 

@@ -199,20 +199,36 @@ struct StoredProfile {
   JobProfile profile;
 };
 
+// How a command uses the store.
+enum class StoreAccess {
+  kReadWrite,  // create if needed, migrate, write (colo run, colo bench)
+  // An existing store, for reading (colo runs, show, report): writable when
+  // it can be, else opened read-only (a read-only file or file system, a full
+  // disk, a lock held for long) and read_only_reason() says why.
+  kRead,
+};
+
 class RunStore {
  public:
-  // Opens (creating if needed) the database at `path` (":memory:" for
-  // tests), applies migrations, enables WAL. The parent directory is created.
-  // Then marks runs of this host whose colo process is gone as interrupted
-  // (mark_stale_runs_interrupted with process_is_alive), so every reader sees
-  // the runs of a killed colo as interrupted.
-  static Result<std::unique_ptr<RunStore>> open(const std::string& path);
+  // Opens the database at `path` (":memory:" for tests), applies migrations,
+  // enables WAL. kReadWrite creates the file and its parent directory when
+  // needed. Then marks runs of this host whose colo process is gone as
+  // interrupted (mark_stale_runs_interrupted with process_is_alive), so every
+  // reader sees the runs of a killed colo as interrupted.
+  static Result<std::unique_ptr<RunStore>> open(const std::string& path,
+                                                StoreAccess access = StoreAccess::kReadWrite);
   ~RunStore();
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
 
   const std::string& path() const { return path_; }
   int schema_version() const;
+  // Empty when the store can be written; else why it was opened read-only
+  // (writes then fail; runs of a dead colo are shown as it left them).
+  const std::string& read_only_reason() const { return read_only_reason_; }
+  // How long a write waits for another process's lock before failing with a
+  // transient error (5 s after open).
+  void set_busy_timeout_ms(int timeout_ms);
 
   // The runs open() found orphaned (their colo gone) and marked interrupted.
   const std::vector<int64_t>& runs_interrupted_at_open() const { return interrupted_at_open_; }
@@ -294,6 +310,7 @@ class RunStore {
   SqliteDb db_;
   std::vector<int64_t> interrupted_at_open_;
   std::string path_;
+  std::string read_only_reason_;
 };
 
 // Stable identity of a job's work: FNV-1a 64 (16 hex digits) over its argv,
