@@ -20,6 +20,7 @@
 #include "sched/scheduler.h"
 #include "sharing/mig_mechanism.h"
 #include "sharing/process_finder.h"
+#include "store/store_writer.h"
 
 namespace colo {
 namespace {
@@ -133,11 +134,13 @@ JobEnd job_end_of(JobState state) {
 // The run loop and its state. Lives for one run_job_file() call.
 class RunLoop {
  public:
-  RunLoop(const JobFile& file, const RunOptions& options, RunContext& ctx, int64_t run_id,
-          std::string run_token, std::vector<DeviceInfo> devices, std::vector<JobRuntime> jobs)
+  RunLoop(const JobFile& file, const RunOptions& options, RunContext& ctx, StoreWriter& writer,
+          int64_t run_id, std::string run_token, std::vector<DeviceInfo> devices,
+          std::vector<JobRuntime> jobs)
       : file_(file),
         options_(options),
         ctx_(ctx),
+        writer_(writer),
         run_id_(run_id),
         run_token_(std::move(run_token)),
         devices_(std::move(devices)),
@@ -177,6 +180,7 @@ class RunLoop {
         flush();
         next_flush = now + options_.flush_ms;
       }
+      write_store();
       if (now >= next_health && supervisor_.running_count() > 0) {
         check_health();
         next_health = now + kHealthCheckMs;
@@ -188,6 +192,7 @@ class RunLoop {
     sampler_.stop();
     collect_samples();
     flush();
+    write_store();
     display_.finish();
     SamplerStats stats = sampler_.stats();
     if (stats.wall_ms > 0) {
@@ -275,8 +280,7 @@ class RunLoop {
     job.ended_ms = ended_ms;
     job.note = exit.state == JobState::kOk ? "" : exit.reason;
     int64_t malformed = job.reader ? job.reader->malformed_lines() : 0;
-    report(ctx_.store.job_finished(job.id, exit, ended_ms, malformed),
-           "record the end of job " + job.spec->name);
+    writer_.job_finished(job.id, exit, ended_ms, malformed);
     std::string what = fmt::format("{} {}", job.spec->name, to_string(exit.state));
     if (job.started_ms > 0)
       what += fmt::format(" after {}", format_duration_ms(ended_ms - job.started_ms));
@@ -351,12 +355,9 @@ class RunLoop {
         a.device, static_cast<uint32_t>(*pid),
         SimLoadHint{spec.gpu_memory_bytes.value_or(kSimDefaultMemoryBytes),
                     spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct});
-    report(ctx_.store.job_started(job.id, *pid, a.device, now),
-           "record the start of job " + spec.name);
-    if (auto mig = mech_env->find(kMigInstanceEnv); mig != mech_env->end()) {
-      report(ctx_.store.job_instance(job.id, mig->second),
-             "record the MIG instance of job " + spec.name);
-    }
+    writer_.job_started(job.id, *pid, a.device, now);
+    if (auto mig = mech_env->find(kMigInstanceEnv); mig != mech_env->end())
+      writer_.job_instance(job.id, mig->second);
     display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}{}{}", spec.name, a.device,
                                device(a.device).name, *pid, job.log_path,
                                a.probe ? " (probe: alone until its profile is measured)" : "",
@@ -402,8 +403,7 @@ class RunLoop {
     std::string stem = job.log_path.substr(0, job.log_path.find(".log"));
     if (auto pos = stem.find(".attempt"); pos != std::string::npos) stem.resize(pos);
     job.log_path = fmt::format("{}.attempt{}.log", stem, job.attempt);
-    report(ctx_.store.job_requeued(job.id, job.log_path),
-           "record the retry of job " + job.spec->name);
+    writer_.job_requeued(job.id, job.log_path);
     display_.event(fmt::format("{} {}: {}", job.spec->name, f.exit.reason, note));
   }
 
@@ -517,17 +517,19 @@ class RunLoop {
     retired_pids_.clear();
   }
 
+  // Hands the samples and events gathered since the last call to the writer.
   void flush() {
-    if (!pending_devices_.empty() || !pending_processes_.empty()) {
-      report(ctx_.store.add_samples(run_id_, pending_devices_, pending_processes_),
-             "write GPU samples");
-      pending_devices_.clear();
-      pending_processes_.clear();
-    }
-    if (!pending_events_.empty()) {
-      report(ctx_.store.add_job_events(pending_events_), "write job progress events");
-      pending_events_.clear();
-    }
+    writer_.add_samples(run_id_, std::move(pending_devices_), std::move(pending_processes_));
+    writer_.add_job_events(std::move(pending_events_));
+    pending_devices_.clear();
+    pending_processes_.clear();
+    pending_events_.clear();
+  }
+
+  // Writes what is queued (transitions at once; the writer backs off while
+  // the store cannot be written) and says what the writer has to say.
+  void write_store() {
+    for (const std::string& line : writer_.flush()) display_.event(line);
   }
 
   void check_health() {
@@ -580,15 +582,10 @@ class RunLoop {
                     lines);
   }
 
-  // Store write failures are shown, not fatal: the jobs keep running.
-  void report(const Status& s, const std::string& what) {
-    if (!s.ok() && store_errors_shown_++ < 5)
-      display_.event(fmt::format("warning: could not {}: {}", what, s.error().message()));
-  }
-
   const JobFile& file_;
   const RunOptions& options_;
   RunContext& ctx_;
+  StoreWriter& writer_;  // every write of the loop goes through it, in order
   int64_t run_id_;
   std::string run_token_;
   std::vector<DeviceInfo> devices_;
@@ -607,7 +604,6 @@ class RunLoop {
   bool cancelled_ = false;
   bool health_warned_ = false;
   int sampler_errors_shown_ = 0;
-  int store_errors_shown_ = 0;
 };
 
 }  // namespace
@@ -685,7 +681,9 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
                  host_name(),
                  getpid(),
                  devices_json(*devices)};
-  Result<int64_t> run_id = ctx.store.begin_run(new_run);
+  // Writes whose results are needed at once wait out a store locked by another colo.
+  Result<int64_t> run_id = retry_transient(ctx.clock, options.store_retry_ms,
+                                           [&] { return ctx.store.begin_run(new_run); });
   if (!run_id.ok()) return run_id.error();
 
   std::string logs_dir = fmt::format(
@@ -706,8 +704,10 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
     jobs[i].progress_path = stem + ".progress.jsonl";
     log_paths.push_back(jobs[i].log_path);
   }
-  Result<std::vector<int64_t>> ids =
-      ctx.store.add_jobs(*run_id, file.jobs, log_paths, ctx.clock.now_ms());
+  const UnixMillis queued_ms = ctx.clock.now_ms();
+  Result<std::vector<int64_t>> ids = retry_transient(ctx.clock, options.store_retry_ms, [&] {
+    return ctx.store.add_jobs(*run_id, file.jobs, log_paths, queued_ms);
+  });
   if (!ids.ok()) return fail_run(ids.error());
   for (size_t i = 0; i < jobs.size(); ++i) jobs[i].id = (*ids)[i];
 
@@ -731,7 +731,8 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   }
 
   // Steps 4-6.
-  RunLoop loop(file, options, ctx, *run_id,
+  StoreWriter writer(ctx.store, ctx.clock);
+  RunLoop loop(file, options, ctx, writer, *run_id,
                run_token(new_run.host, new_run.colo_pid, new_run.started_ms), *devices,
                std::move(jobs));
   bool cancelled = loop.run();
@@ -745,7 +746,10 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   outcome.state = cancelled                 ? RunState::kCancelled
                   : outcome.jobs_not_ok > 0 ? RunState::kFailed
                                             : RunState::kOk;
-  if (Status s = ctx.store.end_run(*run_id, outcome.state, ctx.clock.now_ms()); !s.ok())
+  writer.end_run(*run_id, outcome.state, ctx.clock.now_ms());
+  if (Status s = writer.drain(options.store_retry_ms,
+                              [&](const std::string& line) { ctx.out << line << '\n'; });
+      !s.ok())
     return s.error();
   return outcome;
 }

@@ -58,6 +58,10 @@ struct RunOptions {
   int64_t tick_ms = 200;
   // How often samples and events are written to the store (one transaction).
   int64_t flush_ms = 1000;
+  // At the end of a run, how long colo keeps trying to write what the store
+  // could not take (locked by another colo, disk full) before it gives up,
+  // naming what was not recorded.
+  int64_t store_retry_ms = 60'000;
   // Redraw one line per job in place (a terminal) instead of printing events.
   bool live_display = false;
   // Recorded with the run.

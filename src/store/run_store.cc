@@ -66,9 +66,6 @@ bool is_in_memory(const std::string& path) {
   return path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0;
 }
 
-// How long a write waits for another process's lock before it fails (then
-// transient: the caller may try again later).
-constexpr int kDefaultBusyTimeoutMs = 5000;
 // The same for the one write a reading command makes (marking a dead colo's runs).
 constexpr int kReaderBusyTimeoutMs = 500;
 
@@ -186,7 +183,7 @@ Result<SqliteDb> open_writable(const std::string& path, bool create) {
     return Error(
         fmt::format("{}: cannot open the run store for writing: the file is read-only", path));
   }
-  sqlite3_busy_timeout(db.get(), kDefaultBusyTimeoutMs);
+  sqlite3_busy_timeout(db.get(), kStoreBusyTimeoutMs);
 
   // The first statements read the file: a file that is not a database fails here.
   if (!is_in_memory(path)) {
@@ -215,7 +212,7 @@ Result<SqliteDb> open_read_only(const std::string& path) {
       last = sqlite_error(db.get(), rc, "cannot open the run store read-only", path);
       continue;
     }
-    sqlite3_busy_timeout(db.get(), kDefaultBusyTimeoutMs);
+    sqlite3_busy_timeout(db.get(), kStoreBusyTimeoutMs);
     Result<int> version = read_schema_version(db.get(), path);
     if (!version.ok()) {
       last = version.error();
@@ -261,7 +258,7 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreA
     auto stale = store->mark_stale_runs(process_is_alive, now, this_host());
     if (stale.ok()) {
       store->interrupted_at_open_ = std::move(stale).value();
-      store->set_busy_timeout_ms(kDefaultBusyTimeoutMs);
+      store->set_busy_timeout_ms(kStoreBusyTimeoutMs);
       return store;
     }
     if (!reader) return stale.error();
@@ -279,6 +276,11 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreA
 }
 
 void RunStore::set_busy_timeout_ms(int timeout_ms) { sqlite3_busy_timeout(db_.get(), timeout_ms); }
+
+Status RunStore::set_max_pages(int64_t pages) {
+  return exec_sql(db_.get(), path_, fmt::format("PRAGMA max_page_count = {}", pages),
+                  "cannot set the page limit");
+}
 
 RunStore::~RunStore() = default;
 

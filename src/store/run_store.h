@@ -199,6 +199,10 @@ struct StoredProfile {
   JobProfile profile;
 };
 
+// How long a write waits for another process's lock before it fails with a
+// transient error (the caller may try again later).
+inline constexpr int kStoreBusyTimeoutMs = 5000;
+
 // How a command uses the store.
 enum class StoreAccess {
   kReadWrite,  // create if needed, migrate, write (colo run, colo bench)
@@ -227,8 +231,12 @@ class RunStore {
   // (writes then fail; runs of a dead colo are shown as it left them).
   const std::string& read_only_reason() const { return read_only_reason_; }
   // How long a write waits for another process's lock before failing with a
-  // transient error (5 s after open).
+  // transient error (kStoreBusyTimeoutMs after open).
   void set_busy_timeout_ms(int timeout_ms);
+  // Caps the database at `pages` pages (SQLite's max_page_count, never below
+  // the file's current size): writes that need more fail as on a full disk.
+  // A seam for tests of a full disk.
+  Status set_max_pages(int64_t pages);
 
   // The runs open() found orphaned (their colo gone) and marked interrupted.
   const std::vector<int64_t>& runs_interrupted_at_open() const { return interrupted_at_open_; }

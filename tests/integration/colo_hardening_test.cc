@@ -85,5 +85,106 @@ TEST_F(ColoHardening, RunsWorksOnAFullDiskWithARunToMarkInterrupted) {
   EXPECT_NE(r.output.find("opened read-only"), std::string::npos) << r.output;
 }
 
+// ------------------------------------------ item 6: a store locked for long
+
+// A job that "trains" for `epochs` epochs of `ms` milliseconds, reporting each
+// through its progress file.
+std::string toy_job(const std::string& name, int epochs, int ms) {
+  return "[[job]]\nname = \"" + name + "\"\ncommand = [\"sh\", \"-c\", \"for e in $(seq 1 " +
+         std::to_string(epochs) + "); do sleep " + std::to_string(ms / 1000.0) +
+         "; printf '{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":%d,\\\"samples\\\":10}\\\\n' $e "
+         ">> \\\"$COLO_PROGRESS_FILE\\\"; done\"]\n";
+}
+
+// The state of every job of the latest run, "name=state,..." in id order.
+std::string job_states(sqlite3* db) {
+  std::string out;
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT name, state FROM jobs WHERE run_id = (SELECT max(id) FROM runs) "
+                         "ORDER BY id",
+                         -1, &stmt, nullptr) != SQLITE_OK)
+    return "?";
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    out += std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))) + "=" +
+           reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)) + ",";
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+TEST_F(ColoHardening, AStoreLockedLongerThanTheBusyTimeoutLosesNoJobState) {
+  // Another process holds the write lock for 7 s (longer than SQLite's 5 s
+  // busy timeout) while both jobs end: their ends, epochs and the run's end
+  // must all be recorded, with the times they happened.
+  std::string file = write_file("jobs.toml", toy_job("quick", 2, 300) + toy_job("slow", 4, 400));
+  CommandResult run;
+  std::thread colo_thread([&] { run = shell(colo(run_args(file, db()))); });
+
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db().c_str(), &raw), SQLITE_OK);
+  sqlite3_busy_timeout(raw, 5000);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (job_states(raw) != "quick=running,slow=running," &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(sqlite3_exec(raw, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::this_thread::sleep_for(std::chrono::seconds(7));
+  sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  colo_thread.join();
+
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  auto store = open_store();
+  ASSERT_TRUE(store);
+  auto summary = store->summarize_run(0);
+  ASSERT_TRUE(summary.ok()) << summary.error().message();
+  EXPECT_EQ(summary->run.state, RunState::kOk);
+  ASSERT_EQ(summary->jobs.size(), 2U);
+  const int expected_epochs[] = {2, 4};
+  const int64_t work_ms[] = {600, 1600};
+  for (size_t i = 0; i < 2; ++i) {
+    const JobSummary& j = summary->jobs[i];
+    EXPECT_EQ(j.state, JobState::kOk) << j.name;
+    EXPECT_EQ(j.epochs, expected_epochs[i]) << j.name;
+    ASSERT_TRUE(j.duration_ms.has_value()) << j.name;
+    // Recorded when it happened, not when the lock let it be written.
+    EXPECT_LT(*j.duration_ms, work_ms[i] + 1500) << j.name;
+  }
+  EXPECT_NE(run.output.find("locked"), std::string::npos)
+      << "no word about the lock: " << run.output;
+}
+
+// --------------------------------------- item 8: the disk fills during a run
+
+TEST_F(ColoHardening, ADiskFullForAWhileDuringARunLosesNoEventAndSaysSo) {
+  if (!private_tmpfs_available()) GTEST_SKIP() << "no private mounts here (needs root)";
+  std::string file = write_file("jobs.toml", toy_job("steady", 16, 250));
+  std::string m = dir_ + "/m";
+  CommandResult r =
+      in_private_tmpfs("4m", colo(run_args(file, m + "/colo.db") + " --logs '" + dir_ + "/logs'") +
+                                 " & pid=$!\n"
+                                 "sleep 1; dd if=/dev/zero of='" +
+                                 m +
+                                 "/fill' bs=16k 2>/dev/null\n"
+                                 "sleep 2; rm '" +
+                                 m +
+                                 "/fill'\n"
+                                 "wait $pid; echo exit=$?\n"
+                                 "cp '" +
+                                 m + "/colo.db' '" + dir_ + "/copy.db'\n");
+  EXPECT_NE(r.output.find("exit=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("full"), std::string::npos) << "not said loudly: " << r.output;
+  auto store = RunStore::open(dir_ + "/copy.db");
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  auto summary = (*store)->summarize_run(0);
+  ASSERT_TRUE(summary.ok()) << summary.error().message();
+  EXPECT_EQ(summary->run.state, RunState::kOk);
+  ASSERT_EQ(summary->jobs.size(), 1U);
+  EXPECT_EQ(summary->jobs[0].state, JobState::kOk);
+  EXPECT_EQ(summary->jobs[0].epochs, 16) << r.output;
+}
+
 }  // namespace
 }  // namespace colo
