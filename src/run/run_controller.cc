@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -80,6 +82,26 @@ void stop_leftover_job_processes(const RunRow& run, std::ostream& out) {
   }
   if (stopped > 0)
     out << fmt::format("stopped {} leftover job processes of run {}\n", stopped, run.id);
+}
+
+// The directory of a store's logs under the logs root: run ids are per store,
+// so stores sharing a state directory must not share a directory of runs.
+// "<file stem>-<8 hex digits of its absolute path>", e.g. "colo-3fa2c1d0"
+// (std::hash: stable for a given colo build; the store keeps each log's path).
+std::string store_logs_key(const std::string& store_path) {
+  std::string absolute = absolute_path(store_path);
+  if (char* real = realpath(absolute.c_str(), nullptr)) {
+    absolute = real;
+    free(real);  // NOLINT(cppcoreguidelines-no-malloc)
+  }
+  std::string name = absolute.substr(absolute.rfind('/') + 1);
+  std::string stem = name.substr(0, name.rfind('.'));
+  if (stem.empty()) stem = "store";
+  for (char& c : stem) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  }
+  return fmt::format("{}-{:08x}", stem.substr(0, 40),
+                     static_cast<uint32_t>(std::hash<std::string>{}(absolute)));
 }
 
 std::string host_name() {
@@ -687,8 +709,8 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   if (!run_id.ok()) return run_id.error();
 
   std::string logs_dir = fmt::format(
-      "{}/{}", options.logs_root.empty() ? default_state_dir() + "/runs" : options.logs_root,
-      *run_id);
+      "{}/{}/{}", options.logs_root.empty() ? default_state_dir() + "/runs" : options.logs_root,
+      store_logs_key(ctx.store.path()), *run_id);
   auto fail_run = [&](const Error& e) -> Error {
     (void)ctx.store.end_run(*run_id, RunState::kFailed, ctx.clock.now_ms());
     return e;

@@ -186,5 +186,29 @@ TEST_F(ColoHardening, ADiskFullForAWhileDuringARunLosesNoEventAndSaysSo) {
   EXPECT_EQ(summary->jobs[0].epochs, 16) << r.output;
 }
 
+// ------------------------- item 9: two stores sharing one state directory
+
+TEST_F(ColoHardening, TwoStoresInOneStateDirectoryKeepTheirOwnLogs) {
+  // Both stores' first run is run 1; logs keyed only by run id made store B's
+  // run truncate store A's logs.
+  std::string a = write_file("a.toml", "[[job]]\nname = \"x\"\ncommand = [\"echo\", \"from A\"]\n");
+  std::string b = write_file("b.toml", "[[job]]\nname = \"x\"\ncommand = [\"echo\", \"from B\"]\n");
+  ASSERT_EQ(shell(colo(run_args(a, dir_ + "/a.db"))).exit_code, 0);
+  ASSERT_EQ(shell(colo(run_args(b, dir_ + "/b.db"))).exit_code, 0);
+  std::string logs[2];
+  int i = 0;
+  for (const char* name : {"/a.db", "/b.db"}) {
+    auto store = RunStore::open(dir_ + name);
+    ASSERT_TRUE(store.ok());
+    auto summary = (*store)->summarize_run(0);
+    ASSERT_TRUE(summary.ok());
+    EXPECT_EQ(summary->run.id, 1);
+    logs[i++] = summary->jobs.at(0).log_path;
+  }
+  EXPECT_NE(logs[0], logs[1]);
+  EXPECT_EQ(shell("cat '" + logs[0] + "'").output, "from A\n");
+  EXPECT_EQ(shell("cat '" + logs[1] + "'").output, "from B\n");
+}
+
 }  // namespace
 }  // namespace colo

@@ -253,7 +253,7 @@ TEST_F(ColoRun, MpsJobsGetThePrivatePipeDirectoryAndLimits) {
                           colo("run " + file + " --backend sim --mechanism mps --plain --logs " +
                                dir_ + "/logs --db " + db()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::string log = shell("cat " + dir_ + "/logs/*/001-env.log").output;
+  std::string log = shell("cat " + dir_ + "/logs/*/*/001-env.log").output;
   EXPECT_NE(log.find("CUDA_MPS_PIPE_DIRECTORY=" + dir_ + "/home/mps/"), std::string::npos) << log;
   EXPECT_NE(log.find("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=40"), std::string::npos) << log;
   EXPECT_NE(log.find("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=6144M"), std::string::npos) << log;
