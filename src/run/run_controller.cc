@@ -715,7 +715,8 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
     (void)ctx.store.end_run(*run_id, RunState::kFailed, ctx.clock.now_ms());
     return e;
   };
-  if (Status s = make_dirs(logs_dir); !s.ok()) return fail_run(s.error());
+  // Logs may show what a job prints of its environment: its owner's only.
+  if (Status s = make_dirs(logs_dir, 0700); !s.ok()) return fail_run(s.error());
 
   std::vector<JobRuntime> jobs(file.jobs.size());
   std::vector<std::string> log_paths;

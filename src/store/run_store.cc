@@ -1,8 +1,10 @@
 #include "store/run_store.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <utility>
 
 #include "common/paths.h"
+#include "jobs/secret_env.h"
 #include "store/schema.h"
 
 namespace colo {
@@ -75,7 +78,7 @@ nlohmann::json spec_to_json(const JobSpec& job) {
   j["group"] = job.group;
   j["command"] = job.command;
   j["working_dir"] = job.working_dir;
-  j["env"] = job.env;
+  j["env"] = redact_secret_env(job.env);
   if (job.gpu_memory_bytes) j["gpu_memory_bytes"] = *job.gpu_memory_bytes;
   if (job.sm_share_pct) j["sm_share_pct"] = *job.sm_share_pct;
   if (job.memory_limit_bytes) j["memory_limit_bytes"] = *job.memory_limit_bytes;
@@ -236,13 +239,25 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreA
   if (!is_in_memory(path) && access == StoreAccess::kReadWrite) {
     size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash > 0) {
-      Status dirs = make_dirs(path.substr(0, slash));
+      Status dirs = make_dirs(path.substr(0, slash), 0700);
       if (!dirs.ok()) {
         return dirs.error().with_context(
             fmt::format("cannot create the directory of the run store {} (pass --db to choose "
                         "another path)",
                         path));
       }
+    }
+  }
+
+  // The store holds job commands and environments: readable by its owner only
+  // (its -wal and -shm files take the same mode from SQLite).
+  if (!is_in_memory(path) && access == StoreAccess::kReadWrite) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      struct stat st {};
+      if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 077) != 0)
+        fchmod(fd, st.st_mode & 0700);
+      ::close(fd);
     }
   }
 

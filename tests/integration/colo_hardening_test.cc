@@ -210,5 +210,40 @@ TEST_F(ColoHardening, TwoStoresInOneStateDirectoryKeepTheirOwnLogs) {
   EXPECT_EQ(shell("cat '" + logs[1] + "'").output, "from B\n");
 }
 
+// ------------------------------------------------------ item 11: secrets
+
+TEST_F(ColoHardening, SecretsAreNeitherReadableByOthersNorRecorded) {
+  std::string file = write_file("jobs.toml",
+                                "[[job]]\nname = \"train\"\ncommand = [\"sh\", \"-c\", \"echo "
+                                "key=$WANDB_API_KEY seed=$SEED\"]\n"
+                                "env = { WANDB_API_KEY = \"sk-very-secret-123\", SEED = \"7\" }\n");
+  std::string home = dir_ + "/home";
+  CommandResult r = shell(colo("run '" + file + "' --backend sim --mechanism naive --plain"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The job got the real value.
+  EXPECT_EQ(shell("cat '" + home + "'/runs/*/1/001-train.log").output,
+            "key=sk-very-secret-123 seed=7\n");
+  // Nobody else can read the state directory, the store or the logs.
+  EXPECT_EQ(shell("stat -c %a '" + home + "' '" + home + "/runs' '" + home + "/colo.db'").output,
+            "700\n700\n600\n");
+  EXPECT_EQ(
+      shell("stat -c %a '" + home + "'/runs/*/1 '" + home + "'/runs/*/1/001-train.log").output,
+      "700\n600\n");
+  // Neither the store nor what colo shows and reports holds the secret.
+  std::string report = dir_ + "/report";
+  r = shell(colo("show --json") + "; " + colo("report 1 --no-png --out '" + report + "'") +
+            "; grep -rl sk-very-secret '" + home + "' '" + report + "'");
+  EXPECT_EQ(r.output.find("sk-very-secret"), std::string::npos) << r.output;
+  std::string found = shell("grep -rl sk-very-secret '" + home + "' '" + report + "'").output;
+  EXPECT_EQ(found, shell("ls '" + home + "'/runs/*/1/001-train.log").output)
+      << "only the job's own log may hold it";
+  auto store = RunStore::open(home + "/colo.db");
+  ASSERT_TRUE(store.ok());
+  // The signature still tells different keys apart (it hashes the real value).
+  auto summary = (*store)->summarize_run(1);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_FALSE(summary->jobs.at(0).signature.empty());
+}
+
 }  // namespace
 }  // namespace colo
