@@ -10,15 +10,18 @@
 // then the lowest index.
 //
 // The queue only decides; it never starts processes (the run controller
-// does). Pure and deterministic: driven by table tests and by a simulated
+// does). Placing a job costs O(devices + distinct memory hints), whatever the
+// length of the queue. Pure and deterministic: driven by table tests and by a simulated
 // clock alike. Not thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace colo {
@@ -62,7 +65,7 @@ class JobQueue {
 
   std::vector<Unplaceable> take_unplaceable();
 
-  size_t queued() const { return queue_.size(); }
+  size_t queued() const { return queued_count_; }
   size_t running() const { return running_.size(); }
   int running_on(int device) const;
 
@@ -70,18 +73,31 @@ class JobQueue {
   struct Entry {
     size_t job = 0;
     std::optional<uint64_t> memory_bytes;
+    uint64_t seq = 0;  // queue order
+  };
+  struct Device {
+    DeviceSlots slots;
+    int jobs = 0;
+    uint64_t claimed_bytes = 0;  // memory hints of its jobs
+    uint64_t free_bytes() const {
+      return slots.memory_total_bytes > claimed_bytes ? slots.memory_total_bytes - claimed_bytes
+                                                      : 0;
+    }
   };
   struct Placed {
-    Entry entry;
-    int device = 0;
+    size_t device_pos = 0;  // into devices_
+    uint64_t memory_bytes = 0;
   };
-  std::optional<int> best_device_for(const Entry& entry) const;
-  uint64_t claimed_memory(int device) const;
-  bool has_free_slot() const;
+  std::optional<size_t> best_device_for(const Entry& entry) const;
 
-  std::vector<DeviceSlots> devices_;
-  std::deque<Entry> queue_;
-  std::vector<Placed> running_;
+  std::vector<Device> devices_;
+  // Queued jobs grouped by memory hint (0: none), each group in queue order:
+  // the oldest job that fits is the oldest front among the groups whose hint
+  // fits, so a placement costs O(devices + distinct hints), not O(queue).
+  std::map<uint64_t, std::deque<Entry>> queued_;
+  size_t queued_count_ = 0;
+  uint64_t next_seq_ = 0;
+  std::unordered_map<size_t, Placed> running_;  // by job
   std::vector<Unplaceable> unplaceable_;
 };
 

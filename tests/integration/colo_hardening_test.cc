@@ -245,5 +245,23 @@ TEST_F(ColoHardening, SecretsAreNeitherReadableByOthersNorRecorded) {
   EXPECT_FALSE(summary->jobs.at(0).signature.empty());
 }
 
+// ------------------------------------------- item 12: colo simulate's bounds
+
+TEST_F(ColoHardening, SimulateRefusesArgumentsBeyondItsBoundsAtOnce) {
+  std::string file = write_file("jobs.toml",
+                                "[[job]]\nname = \"a\"\ncommand = [\"true\"]\n"
+                                "solo_time = \"1m\"\nrepeat = 4\n");
+  // Once held 8 GB building two billion policies; once "internal error: stoi".
+  CommandResult big =
+      shell("timeout 10 env " + colo("simulate '" + file + "' --no-store --max-degree 2147483647"));
+  EXPECT_EQ(big.exit_code, 2) << big.output;
+  EXPECT_NE(big.output.find("--max-degree"), std::string::npos) << big.output;
+  EXPECT_NE(big.output.find("48"), std::string::npos) << big.output;
+  CommandResult stoi = shell(colo("simulate '" + file + "' --no-store --policies mps-99999999999"));
+  EXPECT_EQ(stoi.exit_code, 2) << stoi.output;
+  EXPECT_EQ(stoi.output.find("internal error"), std::string::npos) << stoi.output;
+  EXPECT_NE(stoi.output.find("mps-K: K must be 1 to 48"), std::string::npos) << stoi.output;
+}
+
 }  // namespace
 }  // namespace colo
