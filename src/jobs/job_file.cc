@@ -438,6 +438,15 @@ std::string substitute(std::string_view text, const std::map<std::string, std::s
   return out;
 }
 
+// ASCII control characters (NUL, ESC, newline, ...): they cut arguments short
+// at exec or reach a terminal as escape codes.
+bool is_control(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
+
+std::string escaped_char(char c) { return fmt::format("\\x{:02x}", static_cast<unsigned char>(c)); }
+
 std::optional<std::string> grid_value_text(const toml::node& node) {
   if (const auto* s = node.as_string()) return s->get();
   if (const auto* i = node.as_integer()) return std::to_string(i->get());
@@ -619,6 +628,15 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const Sett
             ok = false;
             continue;
           }
+          if (auto bad = std::find_if(text->begin(), text->end(), is_control); bad != text->end()) {
+            reader.error(line_of(v),
+                         fmt::format("grid.{} value contains a control character ({}): grid "
+                                     "values become part of job names and commands, which "
+                                     "are printed and passed to exec; use printable text",
+                                     param.str(), escaped_char(*bad)));
+            ok = false;
+            continue;
+          }
           texts.push_back(std::move(*text));
         }
         block.grid.emplace_back(std::string(param.str()), std::move(texts));
@@ -776,6 +794,11 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
                                                    describe(*job_node)));
   } else if (jobs->empty()) {
     diag.add(line_of(*job_node), fmt::format("'job' is empty: {}", kNeedsAJob));
+  } else if (jobs->size() > static_cast<size_t>(kMaxExpandedJobs)) {
+    diag.add(line_of(*job_node),
+             fmt::format("{} [[job]] sections; a job file has at most {} jobs (describe many "
+                         "alike with repeat and grid)",
+                         jobs->size(), kMaxExpandedJobs));
   } else {
     for (size_t i = 0; i < jobs->size(); ++i) {
       const toml::node& node = *jobs->get(i);
@@ -838,6 +861,17 @@ Result<JobFile> load_job_file(const std::string& path) {
     ::close(fd);
     return Error(fmt::format("cannot read job file {}: it is a directory", path));
   }
+  // `size`: "is 50.0 MiB", or "is over 8.0 MiB" when read from a stream.
+  auto too_large = [&](const std::string& size) {
+    return Error(fmt::format(
+        "job file {} is {}; colo reads job files up to {} (describe many jobs alike with "
+        "repeat and grid instead of one [[job]] each)",
+        path, size, format_bytes(kMaxJobFileBytes)));
+  };
+  if (st.st_size > 0 && static_cast<uint64_t>(st.st_size) > kMaxJobFileBytes) {
+    ::close(fd);
+    return too_large(format_bytes(static_cast<uint64_t>(st.st_size)));
+  }
   char buf[65536];
   while (true) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -849,6 +883,10 @@ Result<JobFile> load_job_file(const std::string& path) {
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxJobFileBytes) {  // a pipe or a file that grows as it is read
+      ::close(fd);
+      return too_large("over " + format_bytes(kMaxJobFileBytes));
+    }
   }
   ::close(fd);
   std::string dir = std::filesystem::path(absolute_path(path)).parent_path();

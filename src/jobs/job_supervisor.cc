@@ -47,6 +47,21 @@ std::string trim(std::string_view s) {
   return std::string(s);
 }
 
+// `text` with ASCII control characters written as \xNN: a line from a job's
+// log is shown to people, and escape codes must not reach their terminal.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // The last `max_bytes` of the file, or "" when it cannot be read.
 std::string read_tail(const std::string& path, size_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -155,6 +170,7 @@ JobExit classify_exit(int wait_status, bool stop_requested, const std::string& l
     if (!line) return std::nullopt;
     std::string text = trim(*line);
     if (text.size() > kMaxReasonLineChars) text = text.substr(0, kMaxReasonLineChars) + "...";
+    text = printable(text);
     return "CUDA out of memory: " + text;
   };
 

@@ -92,6 +92,14 @@ TEST(ClassifyExitReason, LongOomLineIsCutTo200Chars) {
   EXPECT_EQ(exit.reason, "CUDA out of memory: " + line.substr(0, 200) + "...");
 }
 
+TEST(ClassifyExitReason, ControlCharactersFromTheLogAreShownEscaped) {
+  // The reason is printed by colo run and colo show: a job's escape codes must
+  // not reach the terminal.
+  JobExit exit = classify_exit(exited(1), false, "\x1b[31mCUDA out of memory\x07 x\n");
+  EXPECT_EQ(exit.state, JobState::kOutOfMemory);
+  EXPECT_EQ(exit.reason, "CUDA out of memory: \\x1b[31mCUDA out of memory\\x07 x");
+}
+
 TEST(FindOomMessage, RecognisesEachPatternAndReturnsTheLine) {
   for (const char* line :
        {"torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20 MiB",

@@ -263,5 +263,25 @@ TEST_F(ColoHardening, SimulateRefusesArgumentsBeyondItsBoundsAtOnce) {
   EXPECT_NE(stoi.output.find("mps-K: K must be 1 to 48"), std::string::npos) << stoi.output;
 }
 
+// -------------------------------------------------------- item 13: smaller
+
+TEST_F(ColoHardening, AClosedOutputPipeDoesNotStopTheRun) {
+  // `colo run ... | head -1` once killed colo with SIGPIPE (exit 141) and left
+  // the run interrupted.
+  std::string file = write_file("jobs.toml", toy_job("a", 4, 250) + toy_job("b", 4, 250));
+  CommandResult r =
+      shell("( { " + colo(run_args(file, db())) + "; echo colo_exit=$? >&2; } | head -1 )");
+  EXPECT_NE(r.output.find("colo_exit=0"), std::string::npos) << r.output;
+  auto store = open_store();
+  ASSERT_TRUE(store);
+  auto summary = store->summarize_run(0);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->run.state, RunState::kOk);
+  for (const JobSummary& j : summary->jobs) {
+    EXPECT_EQ(j.state, JobState::kOk) << j.name;
+    EXPECT_EQ(j.epochs, 4) << j.name;
+  }
+}
+
 }  // namespace
 }  // namespace colo
