@@ -42,34 +42,41 @@ prefix_env() {
   echo "export SLURM_CONF='$dir/slurm.conf'"
 }
 
-# Pids of this cluster's processes: its daemons and job steps carry
-# COLO_LOCAL_SLURM=DIR, its jobs SLURM_CONF=DIR/slurm.conf with a SLURM_JOB_ID
-# (a shell that merely points Slurm's commands here has no SLURM_JOB_ID).
-cluster_pids() {
-  local p env
+# Pids of this cluster's slurmstepd processes (of node `$1`, or of every
+# node): a step daemon rewrites its environment, but keeps its node's slurmd
+# log open.
+stepd_pids() {
+  local p log want="$dir/log/slurmd-${1:-}"
   for p in /proc/[0-9]*; do
-    p=${p#/proc/}
-    [ "$p" = "$$" ] && continue
-    { env=$(tr '\0' '\n' <"/proc/$p/environ"); } 2>/dev/null || continue
-    if grep -qxF "COLO_LOCAL_SLURM=$dir" <<<"$env" ||
-      { grep -qxF "SLURM_CONF=$dir/slurm.conf" <<<"$env" && grep -q '^SLURM_JOB_ID=' <<<"$env"; }; then
-      echo "$p"
-    fi
+    { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q '^slurmstepd' || continue
+    for log in "$p"/fd/*; do
+      log=$(readlink "$log" 2>/dev/null) || continue
+      if [[ $log == "$want"*.log ]]; then
+        echo "${p#/proc/}"
+        break
+      fi
+    done
   done
   return 0
 }
 
-# Pids of this cluster's processes that belong to Slurm job `$1`.
-job_pids() {
-  local p
-  for p in $(cluster_pids); do
-    if { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx "SLURM_JOB_ID=$1"; then
+# Pids of this cluster's processes: its daemons carry COLO_LOCAL_SLURM=DIR,
+# its jobs SLURM_CONF=DIR/slurm.conf with a SLURM_JOB_ID (and, with `$1`,
+# SLURMD_NODENAME=$1); a shell that merely points Slurm's commands here has
+# no SLURM_JOB_ID. Then the step daemons.
+cluster_pids() {
+  local p env node=${1:-}
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    [ "$p" = "$$" ] && continue
+    { env=$(tr '\0' '\n' <"/proc/$p/environ"); } 2>/dev/null || continue
+    if [ -z "$node" ] && grep -qxF "COLO_LOCAL_SLURM=$dir" <<<"$env"; then
       echo "$p"
-    elif { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q "^slurmstepd: \[$1\."; then
-      echo "$p"
+    elif grep -qxF "SLURM_CONF=$dir/slurm.conf" <<<"$env" && grep -q '^SLURM_JOB_ID=' <<<"$env"; then
+      [ -z "$node" ] || grep -qxF "SLURMD_NODENAME=$node" <<<"$env" && echo "$p"
     fi
   done
-  return 0
+  stepd_pids "$node"
 }
 
 stop_pidfile() {
@@ -221,23 +228,19 @@ do_start() {
 }
 
 do_kill_node() {
-  local node=$1 pid job p
+  local node=$1 pid steps jobs
   eval "$(prefix_env)"
-  local jobs
-  jobs=$(squeue -h -w "$node" -o %A 2>/dev/null || true)
+  jobs=$(squeue -h -w "$node" -o %A 2>/dev/null | tr '\n' ' ' || true)
   pid=$(cat "$dir/slurmd-$node.pid" 2>/dev/null || true)
   rm -f "$dir/slurmd-$node.pid"
   [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
-  # slurmstepd first, so that it cannot report its job's end to slurmctld.
-  for job in $jobs; do
-    for p in $(job_pids "$job"); do
-      if { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q '^slurmstepd'; then
-        kill -KILL "$p" 2>/dev/null || true
-      fi
-    done
-    for p in $(job_pids "$job"); do kill -KILL "$p" 2>/dev/null || true; done
-  done
-  echo "local-slurm: node $node killed (jobs: ${jobs:-none})"
+  # The step daemons first, so that none can tell slurmctld its job ended.
+  steps=$(stepd_pids "$node")
+  [ -n "$steps" ] && kill -KILL $steps 2>/dev/null || true
+  local left
+  left=$(cluster_pids "$node")
+  [ -n "$left" ] && kill -KILL $left 2>/dev/null || true
+  echo "local-slurm: node $node killed (its jobs: ${jobs:-none})"
 }
 
 case $cmd in
