@@ -10,6 +10,7 @@
 #   scripts/local-slurm.sh kill-node DIR NODE
 #   scripts/local-slurm.sh start-node DIR NODE   # its slurmd again (the node comes back)
 #   scripts/local-slurm.sh stop DIR
+#   scripts/local-slurm.sh unpack DEBS PREFIX   # Slurm from .deb files, see below
 #
 # start: GPUs are a gres "gpu" backed by stand-in device files (symlinks to
 #   /dev/null; --gpu-files real: /dev/nvidia0..G-1, for a machine with GPUs).
@@ -21,13 +22,19 @@
 # stop: cancels every job, stops the daemons (TERM, then KILL), then kills
 #   what is left of this cluster's jobs; safe to call twice.
 #
-# Slurm's programs come from PATH, or from an unpacked prefix when
-# SLURM_PREFIX is set (see scripts/fetch-slurm-debs.sh and bench/slurm-gpu.sh).
+# Slurm's programs come from PATH, or, when SLURM_PREFIX is set, from a prefix
+# made by `unpack`: every .deb of DEBS (scripts/fetch-slurm-debs.sh) extracted
+# with dpkg -x (nothing installed, nothing written outside PREFIX), and
+# PREFIX/bin holding one wrapper per program. The daemons' wrappers set
+# LD_LIBRARY_PATH to the prefix's libraries; the commands' wrappers run the
+# program through the system's dynamic loader with --library-path instead, so
+# that sbatch does not pass LD_LIBRARY_PATH on to the jobs (a job's
+# environment is sbatch's), whose own programs need the system's libraries.
 # Only processes this cluster started are ever signalled: daemons by the pid
 # files under DIR, the rest by their environment (see cluster_pids).
 set -euo pipefail
 
-usage() { sed -n '2,27p' "$0" >&2; exit 2; }
+usage() { sed -n '2,36p' "$0" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 cmd=$1
 dir=$2
@@ -35,11 +42,41 @@ shift 2
 
 prefix_env() {
   if [ -n "${SLURM_PREFIX:-}" ]; then
-    local p=$SLURM_PREFIX
-    echo "export PATH='$p/usr/sbin:$p/usr/bin:$PATH'"
-    echo "export LD_LIBRARY_PATH='$p/usr/lib/x86_64-linux-gnu:$p/usr/lib/x86_64-linux-gnu/slurm-wlm:$p/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}'"
+    echo "export PATH='$SLURM_PREFIX/bin:$PATH'"
   fi
   echo "export SLURM_CONF='$dir/slurm.conf'"
+}
+
+# slurmd's -d: the step daemon of the prefix (slurmd would look in /usr/sbin).
+stepd_option() {
+  [ -z "${SLURM_PREFIX:-}" ] || echo "-d $SLURM_PREFIX/bin/slurmstepd"
+}
+
+do_unpack() {
+  local debs=$1 prefix=$2 deb
+  mkdir -p "$prefix/bin"
+  prefix=$(cd "$prefix" && pwd)
+  for deb in "$debs"/*.deb; do dpkg -x "$deb" "$prefix"; done
+  local libs="$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/slurm-wlm:$prefix/lib/x86_64-linux-gnu"
+  local loader=/lib64/ld-linux-x86-64.so.2 name target
+  for name in munged mungekey slurmctld slurmd slurmstepd; do
+    target=$prefix/usr/sbin/$name
+    # Debian installs slurmd-wlm etc. as slurmd through alternatives; the name
+    # matters: a daemon reads its node's gres only when it runs as "slurmd".
+    [ -x "$target-wlm" ] && ln -sf "$name-wlm" "$target"
+    [ -x "$target" ] || { echo "local-slurm: no $name in $debs" >&2; return 1; }
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \
+      "$libs" "$target" >"$prefix/bin/$name"
+    chmod +x "$prefix/bin/$name"
+  done
+  for name in sbatch squeue sinfo scancel sacct scontrol srun salloc; do
+    target=$prefix/usr/bin/$name
+    [ -x "$target" ] || continue
+    printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$loader" "$libs" "$target" \
+      >"$prefix/bin/$name"
+    chmod +x "$prefix/bin/$name"
+  done
+  echo "local-slurm: $(SLURM_CONF=/dev/null "$prefix/bin/sinfo" --version 2>/dev/null) unpacked into $prefix"
 }
 
 # Pids of this cluster's slurmstepd processes (of node `$1`, or of every
@@ -192,13 +229,14 @@ do_start() {
     echo "PartitionName=debug Nodes=$names Default=YES MaxTime=INFINITE State=UP"
   } >"$dir/slurm.conf"
   : >"$dir/gres.conf"
-  local g last=$((gpus - 1))
+  local g last=$((gpus - 1)) range
+  range=$([ "$last" = 0 ] && echo 0 || echo "[0-$last]")  # Slurm counts "[0-0]" as two
   for i in $(seq 1 "$nodes"); do
     if [ "$gpu_files" = real ]; then
-      echo "NodeName=n$i Name=gpu File=/dev/nvidia[0-$last]" >>"$dir/gres.conf"
+      echo "NodeName=n$i Name=gpu File=/dev/nvidia$range" >>"$dir/gres.conf"
     else
       for g in $(seq 0 "$last"); do ln -sf /dev/null "$dir/dev/n$i-gpu$g"; done
-      echo "NodeName=n$i Name=gpu File=$dir/dev/n$i-gpu[0-$last]" >>"$dir/gres.conf"
+      echo "NodeName=n$i Name=gpu File=$dir/dev/n$i-gpu$range" >>"$dir/gres.conf"
     fi
   done
 
@@ -212,7 +250,7 @@ do_start() {
   fi
 
   COLO_LOCAL_SLURM=$dir slurmctld -i
-  for i in $(seq 1 "$nodes"); do COLO_LOCAL_SLURM=$dir slurmd -N "n$i"; done
+  for i in $(seq 1 "$nodes"); do COLO_LOCAL_SLURM=$dir slurmd $(stepd_option) -N "n$i"; done
   local up="" t
   for t in $(seq 1 60); do
     up=$(sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 == "idle" {print $1}' | sort -u)
@@ -244,6 +282,7 @@ do_kill_node() {
 }
 
 case $cmd in
+  unpack) [ $# -eq 1 ] || usage; do_unpack "$dir" "$1" ;;
   start) do_start "$@" ;;
   stop) do_stop ;;
   env) prefix_env ;;
@@ -251,7 +290,7 @@ case $cmd in
   start-node)
     [ $# -eq 1 ] || usage
     eval "$(prefix_env)"
-    COLO_LOCAL_SLURM=$dir slurmd -N "$1"
+    COLO_LOCAL_SLURM=$dir slurmd $(stepd_option) -N "$1"
     ;;
   *) usage ;;
 esac
