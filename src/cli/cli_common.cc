@@ -1,7 +1,6 @@
 #include "cli/cli_common.h"
 
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>

@@ -134,9 +134,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     return kExitEnvironment;
   }
 
-  std::string db_path = !flags.db.empty() ? flags.db
-                        : shard         ? shard->local_db
-                                        : default_db_path();
+  std::string db_path = !flags.db.empty() ? flags.db : shard ? shard->local_db : default_db_path();
   Result<std::unique_ptr<RunStore>> store = RunStore::open(db_path);
   if (!store.ok()) {
     std::cerr << "colo: " << store.error().message() << "\n";
@@ -491,9 +489,10 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
                       "run one shard of the plan `colo slurm submit` wrote (its batch script "
                       "passes this): only that shard's jobs, the store published into the "
                       "submission directory");
-  run_cmd->add_option("--shard", run.shard,
-                      "which shard of --shard-plan; default: the Slurm array element "
-                      "(SLURM_ARRAY_TASK_ID)")
+  run_cmd
+      ->add_option("--shard", run.shard,
+                   "which shard of --shard-plan; default: the Slurm array element "
+                   "(SLURM_ARRAY_TASK_ID)")
       ->check(CLI::NonNegativeNumber);
   run_cmd->callback([&exit_code, command_line] { exit_code = run_command(run, command_line); });
 

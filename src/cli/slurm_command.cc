@@ -96,8 +96,8 @@ int submit_command(const SubmitFlags& flags) {
     return kExitBadInput;
   }
 
-  const std::string dir = flags.dir.empty() ? default_submission_dir(flags.file)
-                                            : absolute_path(flags.dir);
+  const std::string dir =
+      flags.dir.empty() ? default_submission_dir(flags.file) : absolute_path(flags.dir);
   if (std::filesystem::exists(plan_path(dir))) {
     std::cerr << fmt::format(
         "colo: {} already holds a submission (plan.json): choose another --dir\n", dir);
@@ -215,19 +215,18 @@ int status_command(const std::string& dir_flag) {
     std::string attempts;
     for (int a : s.attempts) attempts += fmt::format("{}{}", attempts.empty() ? "" : ",", a);
     std::string node = s.slurm && !s.slurm->node.empty() ? s.slurm->node : s.node;
-    std::string note = !s.error.empty() ? s.error
-                       : s.slurm && s.slurm->state == "PENDING"
-                           ? "waiting: " + s.slurm->reason
-                       : s.slurm && s.slurm->state == "RUNNING"
-                           ? (s.attempts.empty() ? "running; results when it ends"
-                                                 : "running again (requeued)")
-                           : "";
-    std::cout << fmt::format(
-        "{:<6} {:<12} {:<10} {:>5} {:<9} {:<10} {:>4} {:>7}  {}\n", s.shard,
-        s.slurm ? s.slurm->state : "-", node.empty() ? "-" : node, s.jobs,
-        attempts.empty() ? "-" : attempts, s.run_state.empty() ? "-" : s.run_state,
-        s.run_state.empty() ? "-" : std::to_string(s.jobs_ok),
-        s.run_state.empty() ? "-" : std::to_string(s.jobs_not_ok), note);
+    std::string note =
+        !s.error.empty()                         ? s.error
+        : s.slurm && s.slurm->state == "PENDING" ? "waiting: " + s.slurm->reason
+        : s.slurm && s.slurm->state == "RUNNING"
+            ? (s.attempts.empty() ? "running; results when it ends" : "running again (requeued)")
+            : "";
+    std::cout << fmt::format("{:<6} {:<12} {:<10} {:>5} {:<9} {:<10} {:>4} {:>7}  {}\n", s.shard,
+                             s.slurm ? s.slurm->state : "-", node.empty() ? "-" : node, s.jobs,
+                             attempts.empty() ? "-" : attempts,
+                             s.run_state.empty() ? "-" : s.run_state,
+                             s.run_state.empty() ? "-" : std::to_string(s.jobs_ok),
+                             s.run_state.empty() ? "-" : std::to_string(s.jobs_not_ok), note);
   }
   return kExitOk;
 }
@@ -243,7 +242,8 @@ int collect_command(const std::string& dir_flag, const std::string& db, bool par
   std::vector<ElementState> queued;
   if (!plan->array_job_id.empty()) {
     SystemClock clock;
-    Result<std::vector<ElementState>> q = queued_elements(process_runner(clock), plan->array_job_id);
+    Result<std::vector<ElementState>> q =
+        queued_elements(process_runner(clock), plan->array_job_id);
     if (q.ok()) {
       queued = std::move(*q);
     } else if (!partial) {
@@ -317,9 +317,9 @@ void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command
                          "(repeatable)");
   submit_cmd->add_option("--gpu", submit.gpu, "GPU model for planning: H200, H100, A100-40GB")
       ->capture_default_str();
-  submit_cmd->add_option("--db", submit.db,
-                         "store whose learned profiles size the shards; default " +
-                             default_db_path());
+  submit_cmd->add_option(
+      "--db", submit.db,
+      "store whose learned profiles size the shards; default " + default_db_path());
   submit_cmd->add_flag("--dry-run", submit.dry_run,
                        "write the plan and the batch script, do not submit");
   add_backend_flags(*submit_cmd, submit.backend);

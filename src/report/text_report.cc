@@ -258,13 +258,12 @@ nlohmann::json to_json(const RunRow& run) {
       {"job_count", run.job_count},
       {"host", run.host},
       {"colo_pid", run.colo_pid},
-      {"slurm",
-       run.slurm.job_id.empty()
-           ? nlohmann::json(nullptr)
-           : nlohmann::json{{"job_id", run.slurm.job_id},
-                            {"step", run.slurm.step},
-                            {"node", run.slurm.node},
-                            {"restart_count", run.slurm.restart_count}}},
+      {"slurm", run.slurm.job_id.empty()
+                    ? nlohmann::json(nullptr)
+                    : nlohmann::json{{"job_id", run.slurm.job_id},
+                                     {"step", run.slurm.step},
+                                     {"node", run.slurm.node},
+                                     {"restart_count", run.slurm.restart_count}}},
   };
 }
 

@@ -66,11 +66,10 @@ std::string indices_of(const std::vector<DeviceInfo>& devices) {
 std::vector<DeviceInfo> sorted_unique(std::vector<DeviceInfo> devices) {
   std::sort(devices.begin(), devices.end(),
             [](const DeviceInfo& a, const DeviceInfo& b) { return a.index < b.index; });
-  devices.erase(std::unique(devices.begin(), devices.end(),
-                            [](const DeviceInfo& a, const DeviceInfo& b) {
-                              return a.index == b.index;
-                            }),
-                devices.end());
+  devices.erase(
+      std::unique(devices.begin(), devices.end(),
+                  [](const DeviceInfo& a, const DeviceInfo& b) { return a.index == b.index; }),
+      devices.end());
   return devices;
 }
 
@@ -159,8 +158,8 @@ Result<std::vector<DeviceInfo>> usable_devices(const std::vector<DeviceInfo>& fo
   std::optional<std::vector<int>> visible;  // CUDA_VISIBLE_DEVICES as indices
   if (a.cuda_visible_devices) {
     const std::string& value = *a.cuda_visible_devices;
-    std::vector<std::string> items = value == "NoDevFiles" ? std::vector<std::string>{}
-                                                           : split(value, ',');
+    std::vector<std::string> items =
+        value == "NoDevFiles" ? std::vector<std::string>{} : split(value, ',');
     bool all_indices = std::all_of(items.begin(), items.end(),
                                    [](const std::string& s) { return parse_int(s).has_value(); });
     if (!items.empty() && !all_indices) return by_uuid(found, items, value, where);
@@ -190,9 +189,9 @@ Result<std::vector<DeviceInfo>> usable_devices(const std::vector<DeviceInfo>& fo
     if (!visible) return ordered;
     for (int i : *visible) {
       if (i >= static_cast<int>(ordered.size())) {
-        return Error(fmt::format(
-            "{}: CUDA_VISIBLE_DEVICES names GPU {}, but the job has only {} (gpu {})", where, i,
-            ordered.size(), indices_of(ordered)));
+        return Error(
+            fmt::format("{}: CUDA_VISIBLE_DEVICES names GPU {}, but the job has only {} (gpu {})",
+                        where, i, ordered.size(), indices_of(ordered)));
       }
       out.push_back(ordered[static_cast<size_t>(i)]);
     }
@@ -201,19 +200,20 @@ Result<std::vector<DeviceInfo>> usable_devices(const std::vector<DeviceInfo>& fo
   // The backend sees more GPUs than the job has: indices are the node's.
   const std::vector<int>& wanted = visible ? *visible : *a.gpu_indices;
   for (int i : wanted) {
-    if (a.gpu_indices && std::find(a.gpu_indices->begin(), a.gpu_indices->end(), i) ==
-                             a.gpu_indices->end()) {
-      return Error(fmt::format(
-          "{}: CUDA_VISIBLE_DEVICES names GPU {}, which Slurm did not give this job "
-          "(its GPUs: {})",
-          where, i, join(*a.gpu_indices)));
+    if (a.gpu_indices &&
+        std::find(a.gpu_indices->begin(), a.gpu_indices->end(), i) == a.gpu_indices->end()) {
+      return Error(
+          fmt::format("{}: CUDA_VISIBLE_DEVICES names GPU {}, which Slurm did not give this job "
+                      "(its GPUs: {})",
+                      where, i, join(*a.gpu_indices)));
     }
-    auto it = std::find_if(found.begin(), found.end(),
-                           [&](const DeviceInfo& d) { return d.index == i; });
+    auto it =
+        std::find_if(found.begin(), found.end(), [&](const DeviceInfo& d) { return d.index == i; });
     if (it == found.end()) {
-      return Error(fmt::format("{}: Slurm gave this job GPU {}, which the backend does not have "
-                               "(it has gpu {})",
-                               where, i, indices_of(found)));
+      return Error(
+          fmt::format("{}: Slurm gave this job GPU {}, which the backend does not have "
+                      "(it has gpu {})",
+                      where, i, indices_of(found)));
     }
     out.push_back(*it);
   }

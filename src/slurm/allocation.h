@@ -30,12 +30,12 @@ EnvLookup process_environment();
 
 // Where this process runs inside Slurm, and what Slurm said about its GPUs.
 struct SlurmAllocation {
-  std::string job_id;      // "1234", or "1234_5" for element 5 of array job 1234
-  std::string step;        // SLURM_STEP_ID ("0", ...), "batch" in a batch script
-  std::string node;        // SLURMD_NODENAME
-  int restart_count = 0;   // SLURM_RESTART_COUNT: how often Slurm requeued the job
-  std::optional<int> array_task;                   // SLURM_ARRAY_TASK_ID
-  std::optional<std::vector<int>> gpu_indices;     // SLURM_STEP_GPUS, else SLURM_JOB_GPUS
+  std::string job_id;             // "1234", or "1234_5" for element 5 of array job 1234
+  std::string step;               // SLURM_STEP_ID ("0", ...), "batch" in a batch script
+  std::string node;               // SLURMD_NODENAME
+  int restart_count = 0;          // SLURM_RESTART_COUNT: how often Slurm requeued the job
+  std::optional<int> array_task;  // SLURM_ARRAY_TASK_ID
+  std::optional<std::vector<int>> gpu_indices;      // SLURM_STEP_GPUS, else SLURM_JOB_GPUS
   std::optional<std::string> cuda_visible_devices;  // as set in the environment
 };
 

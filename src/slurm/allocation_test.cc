@@ -27,7 +27,10 @@ std::vector<DeviceInfo> gpus(int n) {
 
 std::string indices(const std::vector<DeviceInfo>& devices) {
   std::string out;
-  for (const DeviceInfo& d : devices) out += (out.empty() ? "" : ",") + std::to_string(d.index);
+  for (const DeviceInfo& d : devices) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(d.index);
+  }
   return out;
 }
 
@@ -47,15 +50,15 @@ TEST(SlurmAllocation, SallocShellOnTheSubmitHostIsNotAnAllocation) {
 }
 
 TEST(SlurmAllocation, ReadsJobStepNodeRestartsAndGpus) {
-  Result<std::optional<SlurmAllocation>> a = slurm_allocation(env_of({{"SLURM_JOB_ID", "11"},
-                                                                      {"SLURM_ARRAY_JOB_ID", "10"},
-                                                                      {"SLURM_ARRAY_TASK_ID", "3"},
-                                                                      {"SLURMD_NODENAME", "n2"},
-                                                                      {"SLURM_RESTART_COUNT", "1"},
-                                                                      {"SLURM_JOB_GPUS", "0,2-3"},
-                                                                      {"SLURM_STEP_GPUS", "2"},
-                                                                      {"CUDA_VISIBLE_DEVICES",
-                                                                       "2"}}));
+  Result<std::optional<SlurmAllocation>> a =
+      slurm_allocation(env_of({{"SLURM_JOB_ID", "11"},
+                               {"SLURM_ARRAY_JOB_ID", "10"},
+                               {"SLURM_ARRAY_TASK_ID", "3"},
+                               {"SLURMD_NODENAME", "n2"},
+                               {"SLURM_RESTART_COUNT", "1"},
+                               {"SLURM_JOB_GPUS", "0,2-3"},
+                               {"SLURM_STEP_GPUS", "2"},
+                               {"CUDA_VISIBLE_DEVICES", "2"}}));
   ASSERT_TRUE(a.ok()) << a.error().message();
   ASSERT_TRUE(a->has_value());
   const SlurmAllocation& s = **a;
@@ -71,8 +74,8 @@ TEST(SlurmAllocation, ReadsJobStepNodeRestartsAndGpus) {
 TEST(SlurmAllocation, BadValuesAreErrorsNamingTheVariable) {
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
            {"SLURM_JOB_GPUS", "0,x"}, {"SLURM_RESTART_COUNT", "-1"}, {"SLURM_JOB_GPUS", "3-1"}}) {
-    Result<std::optional<SlurmAllocation>> a = slurm_allocation(
-        env_of({{"SLURM_JOB_ID", "1"}, {"SLURMD_NODENAME", "n1"}, {name, value}}));
+    Result<std::optional<SlurmAllocation>> a =
+        slurm_allocation(env_of({{"SLURM_JOB_ID", "1"}, {"SLURMD_NODENAME", "n1"}, {name, value}}));
     ASSERT_FALSE(a.ok()) << name << "=" << value;
     EXPECT_NE(a.error().message().find(name), std::string::npos) << a.error().message();
   }
@@ -102,10 +105,9 @@ TEST(UsableDevices, MapsSlurmsGpusToTheBackendsDevices) {
        with({{"SLURM_JOB_GPUS", "2,3"}, {"CUDA_VISIBLE_DEVICES", "1"}}), "1"},
       {"unconstrained, narrowed by the user", 4,
        with({{"SLURM_JOB_GPUS", "1,3"}, {"CUDA_VISIBLE_DEVICES", "3"}}), "3"},
-      {"the step's GPUs", 4,
-       with({{"SLURM_JOB_GPUS", "0,1,2,3"}, {"SLURM_STEP_GPUS", "2"}}), "2"},
-      {"UUIDs", 4, with({{"SLURM_JOB_GPUS", "0,1"}, {"CUDA_VISIBLE_DEVICES", "GPU-d000-1111,GPU-b"}}),
-       "1,3"},
+      {"the step's GPUs", 4, with({{"SLURM_JOB_GPUS", "0,1,2,3"}, {"SLURM_STEP_GPUS", "2"}}), "2"},
+      {"UUIDs", 4,
+       with({{"SLURM_JOB_GPUS", "0,1"}, {"CUDA_VISIBLE_DEVICES", "GPU-d000-1111,GPU-b"}}), "1,3"},
       {"only CUDA_VISIBLE_DEVICES", 4, with({{"CUDA_VISIBLE_DEVICES", "2"}}), "2"},
       {"no GPU given", 4, with({}), "error: was given no GPU"},
       {"NoDevFiles", 4, with({{"CUDA_VISIBLE_DEVICES", "NoDevFiles"}}), "error: --gres=gpu"},
@@ -148,8 +150,9 @@ TEST(UsableDevices, OutsideSlurmEveryDevice) {
 
 TEST(NodeLocalStateDir, TmpInsideSlurm) {
   SlurmAllocation a;
-  EXPECT_EQ(node_local_state_dir(a, env_of({{"TMPDIR", "/scratch/j5"}})).rfind("/scratch/j5/colo-", 0),
-            0u);
+  EXPECT_EQ(
+      node_local_state_dir(a, env_of({{"TMPDIR", "/scratch/j5"}})).rfind("/scratch/j5/colo-", 0),
+      0u);
   EXPECT_EQ(node_local_state_dir(a, env_of({})).rfind("/tmp/colo-", 0), 0u);
 }
 

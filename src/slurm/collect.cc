@@ -96,7 +96,8 @@ SweepStatus sweep_status(const ShardPlan& plan, const std::string& dir, const Co
       if (p.ok()) {
         s.run_state = to_string(p->run.state);
         s.node = p->run.slurm.node;
-        for (const JobSummary& j : p->jobs) (j.state == JobState::kOk ? s.jobs_ok : s.jobs_not_ok)++;
+        for (const JobSummary& j : p->jobs)
+          (j.state == JobState::kOk ? s.jobs_ok : s.jobs_not_ok)++;
       } else {
         s.error = p.error().message();
       }
@@ -107,8 +108,8 @@ SweepStatus sweep_status(const ShardPlan& plan, const std::string& dir, const Co
 }
 
 Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& dir,
-                                     const std::vector<ElementState>& queued,
-                                     const JobFile* file, const CollectOptions& options) {
+                                     const std::vector<ElementState>& queued, const JobFile* file,
+                                     const CollectOptions& options) {
   if (!queued.empty() && !options.partial) {
     std::string which;
     for (const ElementState& e : queued)
@@ -136,9 +137,10 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
                                                "{}/slurm/shard-{}.out)",
                                                shard, dir, shard));
       }
-      result.lines.push_back(fmt::format("shard {}: nothing published; its {} jobs recorded "
-                                         "failed",
-                                         shard, planned.size()));
+      result.lines.push_back(
+          fmt::format("shard {}: nothing published; its {} jobs recorded "
+                      "failed",
+                      shard, planned.size()));
       continue;
     }
     Result<Published> p = read_published(dir, shard, attempts.back());
@@ -154,8 +156,8 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
     }
     for (const std::string& name : planned) {
       if (expected.count(name) > 0) {
-        missing.emplace_back(name, fmt::format("shard {}: attempt {} did not record it", shard,
-                                               p->attempt));
+        missing.emplace_back(
+            name, fmt::format("shard {}: attempt {} did not record it", shard, p->attempt));
       }
     }
     if (!first_run) first_run = p->run;
@@ -200,7 +202,8 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
 
     if (!missing.empty()) {
       std::vector<JobSpec> specs;
-      for (const auto& [name, why] : missing) {
+      for (const auto& entry : missing) {
+        const std::string& name = entry.first;
         JobSpec spec;
         spec.name = name;
         if (file != nullptr) {
@@ -221,8 +224,7 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
       }
       Result<std::vector<RunRow>> rows = (*store)->list_runs(1);
       if (!rows.ok()) return rows.error();
-      Status s = (*store)->end_run(*run, RunState::kFailed,
-                                   rows->front().ended_ms.value_or(now));
+      Status s = (*store)->end_run(*run, RunState::kFailed, rows->front().ended_ms.value_or(now));
       if (!s.ok()) return s.error();
     }
     Result<RunSummary> summary = (*store)->summarize_run(*run);
@@ -233,8 +235,8 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
   }
   remove_store_files(result.out_path);
   if (rename(tmp.c_str(), result.out_path.c_str()) != 0) {
-    return Error(fmt::format("cannot rename {} to {}: is the directory writable?", tmp,
-                             result.out_path));
+    return Error(
+        fmt::format("cannot rename {} to {}: is the directory writable?", tmp, result.out_path));
   }
   return result;
 }

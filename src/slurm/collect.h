@@ -26,15 +26,15 @@ std::vector<int> published_attempts(const std::string& dir, int shard);
 
 struct ShardStatus {
   int shard = 0;
-  int jobs = 0;                  // in the plan
+  int jobs = 0;                       // in the plan
   std::optional<ElementState> slurm;  // squeue, else sacct; nullopt: neither knows it
-  std::vector<int> attempts;     // published
+  std::vector<int> attempts;          // published
   // From the last published attempt:
-  std::string run_state;         // "ok", "failed", "cancelled", ...
+  std::string run_state;  // "ok", "failed", "cancelled", ...
   std::string node;
   int jobs_ok = 0;
   int jobs_not_ok = 0;
-  std::string error;             // its store could not be read
+  std::string error;  // its store could not be read
 };
 
 struct SweepStatus {
@@ -67,7 +67,7 @@ struct CollectResult {
 // Slurm still has in its queue: an error unless options.partial. `file`,
 // when given, supplies the specs of jobs recorded as missing.
 Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& dir,
-                                     const std::vector<ElementState>& queued,
-                                     const JobFile* file, const CollectOptions& options);
+                                     const std::vector<ElementState>& queued, const JobFile* file,
+                                     const CollectOptions& options);
 
 }  // namespace colo

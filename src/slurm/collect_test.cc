@@ -157,8 +157,7 @@ TEST_F(CollectTest, RefusesWhileShardsAreQueuedUnlessPartial) {
   std::vector<ElementState> queued = {{1, "12", "RUNNING", "n2", "None"}};
   Result<CollectResult> r = collect_shards(plan_, dir_, queued, nullptr, {});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("shard 1 RUNNING"), std::string::npos)
-      << r.error().message();
+  EXPECT_NE(r.error().message().find("shard 1 RUNNING"), std::string::npos) << r.error().message();
   EXPECT_NE(r.error().message().find("--partial"), std::string::npos);
   CollectOptions partial;
   partial.partial = true;

@@ -29,9 +29,8 @@ struct ShardCheck {
 };
 
 ShardCheck simulate_shards(const std::vector<SimJob>& jobs,
-                           const std::vector<std::vector<size_t>>& shards,
-                           const PolicySpec& policy, const SimOptions& node,
-                           std::optional<int64_t> deadline_ms) {
+                           const std::vector<std::vector<size_t>>& shards, const PolicySpec& policy,
+                           const SimOptions& node, std::optional<int64_t> deadline_ms) {
   ShardCheck check;
   for (const std::vector<size_t>& shard : shards) {
     PolicyResult r = simulate_policy(subset(jobs, shard), policy, node);
@@ -81,9 +80,11 @@ Status write_plan(const std::string& path, const ShardPlan& plan) {
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << j.dump(2) << '\n';
-    if (!out) return Error(fmt::format("cannot write {}: check the directory exists and is "
-                                       "writable",
-                                       tmp));
+    if (!out)
+      return Error(
+          fmt::format("cannot write {}: check the directory exists and is "
+                      "writable",
+                      tmp));
   }
   if (rename(tmp.c_str(), path.c_str()) != 0)
     return Error(fmt::format("cannot rename {} to {}", tmp, path));
@@ -93,8 +94,8 @@ Status write_plan(const std::string& path, const ShardPlan& plan) {
 Result<ShardPlan> read_plan(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    return Error(fmt::format("cannot read {}: give the directory `colo slurm submit` printed",
-                             path));
+    return Error(
+        fmt::format("cannot read {}: give the directory `colo slurm submit` printed", path));
   }
   std::stringstream text;
   text << in.rdbuf();
@@ -104,8 +105,8 @@ Result<ShardPlan> read_plan(const std::string& path) {
   };
   if (!j.is_object()) return bad("not a JSON object");
   if (j.value("version", 0) != kPlanVersion)
-    return bad(fmt::format("plan version {}, this colo reads {}", j.value("version", 0),
-                           kPlanVersion));
+    return bad(
+        fmt::format("plan version {}, this colo reads {}", j.value("version", 0), kPlanVersion));
   ShardPlan plan;
   try {
     plan.job_file = j.at("job_file").get<std::string>();
@@ -176,10 +177,10 @@ Result<NodePlan> plan_nodes(const std::vector<SimJob>& jobs, const PolicySpec& p
   const std::string within = format_duration_ms(*deadline_ms);
   if (!gpus.gpus) {
     int64_t best = gpus.tried.empty() ? 0 : gpus.tried.back().makespan_ms;
-    return Error(fmt::format(
-        "--deadline {}: even {} nodes of {} GPUs do not end every job in time under {} "
-        "(simulated makespan {}): allow more time or more nodes (--max-nodes)",
-        within, max_nodes, node.gpus, policy.name, format_duration_ms(best)));
+    return Error(
+        fmt::format("--deadline {}: even {} nodes of {} GPUs do not end every job in time under {} "
+                    "(simulated makespan {}): allow more time or more nodes (--max-nodes)",
+                    within, max_nodes, node.gpus, policy.name, format_duration_ms(best)));
   }
   int n = std::min(most, (*gpus.gpus + node.gpus - 1) / node.gpus);
   for (; n <= std::min(most, max_nodes); ++n) {

@@ -30,16 +30,16 @@ struct Shard {
 };
 
 struct ShardPlan {
-  std::string job_file;     // absolute path
-  int total_jobs = 0;       // jobs the file expanded to when planned
-  std::string mechanism;    // passed to colo run ("" = its default)
-  std::string policy;       // passed to colo run ("" = the job file's)
+  std::string job_file;   // absolute path
+  int total_jobs = 0;     // jobs the file expanded to when planned
+  std::string mechanism;  // passed to colo run ("" = its default)
+  std::string policy;     // passed to colo run ("" = the job file's)
   int gpus_per_node = 1;
-  std::string how;          // how the node count was chosen, for people
+  std::string how;  // how the node count was chosen, for people
   std::vector<Shard> shards;
   std::vector<std::string> run_arguments;  // extra colo run arguments (backend flags)
-  std::string colo_binary;                  // absolute path of the colo each element runs
-  std::string array_job_id;                 // set once sbatch accepted the array
+  std::string colo_binary;                 // absolute path of the colo each element runs
+  std::string array_job_id;                // set once sbatch accepted the array
   UnixMillis submitted_ms = 0;
 };
 

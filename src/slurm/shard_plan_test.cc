@@ -145,8 +145,8 @@ TEST(PlanNodes, DeadlineTakesTheFewestNodesWhoseShardsEndInTime) {
   // on one node, 20 on two, 10 on four.
   for (const auto& [deadline_min, want_nodes] :
        std::vector<std::pair<int64_t, size_t>>{{45, 1}, {25, 2}, {15, 4}}) {
-    Result<NodePlan> plan = plan_nodes(ten_minute_jobs(8), exclusive, one_node(2), {},
-                                       deadline_min * 60'000, 64);
+    Result<NodePlan> plan =
+        plan_nodes(ten_minute_jobs(8), exclusive, one_node(2), {}, deadline_min * 60'000, 64);
     ASSERT_TRUE(plan.ok()) << plan.error().message();
     EXPECT_EQ(plan->shards.size(), want_nodes) << "deadline " << deadline_min << "m";
     for (int64_t m : plan->makespan_ms) EXPECT_LE(m, deadline_min * 60'000);

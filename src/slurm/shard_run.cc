@@ -21,10 +21,10 @@ Result<ShardRun> prepare_shard_run(const std::string& plan_file, std::optional<i
   ShardRun run;
   if (!shard && allocation) shard = allocation->array_task;
   if (!shard) {
-    return Error(fmt::format(
-        "--shard-plan {}: which shard? Outside an element of a Slurm job array (no "
-        "SLURM_ARRAY_TASK_ID) give --shard N",
-        plan_file));
+    return Error(
+        fmt::format("--shard-plan {}: which shard? Outside an element of a Slurm job array (no "
+                    "SLURM_ARRAY_TASK_ID) give --shard N",
+                    plan_file));
   }
   if (*shard < 0 || *shard >= static_cast<int>(plan->shards.size())) {
     return Error(fmt::format("--shard-plan {}: there is no shard {}; the plan has {} (0 to {})",

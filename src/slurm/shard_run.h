@@ -19,11 +19,11 @@ namespace colo {
 struct ShardRun {
   int shard = 0;
   int attempt = 0;
-  JobFile file;               // the shard's jobs only
-  std::string local_dir;      // node-local, removed after publishing
-  std::string local_db;       // the store the run writes
-  std::string published_db;   // where its copy goes
-  std::string logs_root;      // job logs, in the submission directory
+  JobFile file;              // the shard's jobs only
+  std::string local_dir;     // node-local, removed after publishing
+  std::string local_db;      // the store the run writes
+  std::string published_db;  // where its copy goes
+  std::string logs_root;     // job logs, in the submission directory
 };
 
 // Reads the plan at `plan_file`; `shard` defaults to the array element

@@ -79,12 +79,13 @@ Result<std::string> batch_script(const ShardPlan& plan, const std::string& dir,
   for (const std::string& extra : options.extra) sbatch(extra);
   s += "\necho \"colo shard $SLURM_ARRAY_TASK_ID, attempt ${SLURM_RESTART_COUNT:-0}, on "
        "$SLURMD_NODENAME, job $SLURM_JOB_ID, $(date)\"\n";
-  std::string command = fmt::format("exec {} run {} --shard-plan {} --plain",
-                                    shell_quote(plan.colo_binary), shell_quote(plan.job_file),
-                                    shell_quote(plan_path(dir)));
-  if (!plan.mechanism.empty()) command += " --mechanism " + shell_quote(plan.mechanism);
-  if (!plan.policy.empty()) command += " --policy " + shell_quote(plan.policy);
-  for (const std::string& a : plan.run_arguments) command += " " + shell_quote(a);
+  std::string command =
+      fmt::format("exec {} run {} --shard-plan {} --plain", shell_quote(plan.colo_binary),
+                  shell_quote(plan.job_file), shell_quote(plan_path(dir)));
+  if (!plan.mechanism.empty())
+    command += fmt::format(" --mechanism {}", shell_quote(plan.mechanism));
+  if (!plan.policy.empty()) command += fmt::format(" --policy {}", shell_quote(plan.policy));
+  for (const std::string& a : plan.run_arguments) command += fmt::format(" {}", shell_quote(a));
   return s + command + "\n";
 }
 
@@ -102,8 +103,8 @@ std::vector<std::string> squeue_command(const std::string& array_job_id) {
 }
 
 std::vector<std::string> sacct_command(const std::string& array_job_id) {
-  return {"sacct",    "--noheader", "--parsable2",
-          "--allocations", "--jobs", array_job_id, "--format", "JobID,JobIDRaw,State,NodeList"};
+  return {"sacct",  "--noheader", "--parsable2", "--allocations",
+          "--jobs", array_job_id, "--format",    "JobID,JobIDRaw,State,NodeList"};
 }
 
 std::vector<ElementState> parse_squeue(const std::string& text) {

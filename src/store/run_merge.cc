@@ -28,8 +28,7 @@ std::string read_only_uri(const std::string& path) {
 Result<std::vector<std::string>> table_columns(sqlite3* db, const std::string& path,
                                                const std::string& schema,
                                                const std::string& table) {
-  auto info =
-      Statement::prepare(db, path, fmt::format("PRAGMA {}.table_info({})", schema, table));
+  auto info = Statement::prepare(db, path, fmt::format("PRAGMA {}.table_info({})", schema, table));
   if (!info.ok()) return info.error();
   std::vector<std::string> columns;
   while (true) {
@@ -230,11 +229,12 @@ Result<int64_t> RunStore::merge_runs(const NewRun& header, const std::vector<Run
   auto tx = Transaction::begin(db, path_);
   if (!tx.ok()) return tx.error();
   if (Status s = refresh_jobs_signature(*merged); !s.ok()) return s.error();
-  auto update = Statement::prepare(
-      db, path_, "UPDATE runs SET started_ms = ?, devices_json = ? WHERE id = ?");
+  auto update = Statement::prepare(db, path_,
+                                   "UPDATE runs SET started_ms = ?, devices_json = ? WHERE id = ?");
   if (!update.ok()) return update.error();
-  Status s = update->bind(1, header.started_ms > 0 ? header.started_ms
-                                                   : first_start.value_or(header.started_ms))
+  Status s = update
+                 ->bind(1, header.started_ms > 0 ? header.started_ms
+                                                 : first_start.value_or(header.started_ms))
                  .bind(2, devices.dump())
                  .bind(3, *merged)
                  .run();
@@ -242,7 +242,8 @@ Result<int64_t> RunStore::merge_runs(const NewRun& header, const std::vector<Run
   Result<int64_t> not_ok = single_int(
       db, path_, "SELECT count(*) FROM jobs WHERE run_id = ? AND state <> 'ok'", *merged);
   if (!not_ok.ok()) return not_ok.error();
-  Result<int64_t> all = single_int(db, path_, "SELECT count(*) FROM jobs WHERE run_id = ?", *merged);
+  Result<int64_t> all =
+      single_int(db, path_, "SELECT count(*) FROM jobs WHERE run_id = ?", *merged);
   if (!all.ok()) return all.error();
   s = end_run(*merged, *not_ok == 0 && *all > 0 ? RunState::kOk : RunState::kFailed,
               last_end.value_or(first_start.value_or(header.started_ms)));

@@ -86,7 +86,7 @@ TEST(MergeRuns, CopiesEveryJobEventAndSampleIntoOneRunWithDevicesRenumbered) {
   std::map<int, int> jobs_per_device;
   for (const JobSummary& j : summary->jobs) {
     EXPECT_EQ(j.state, JobState::kOk) << j.name;
-    EXPECT_EQ(j.epochs, 3) << j.name;  // events came along
+    EXPECT_EQ(j.epochs, 3) << j.name;            // events came along
     ASSERT_TRUE(j.peak_memory_bytes) << j.name;  // process samples point at the new jobs
     EXPECT_EQ(*j.peak_memory_bytes, 2 * testing::kFakeGiB) << j.name;
     jobs_per_device[j.device.value_or(-1)] += 1;
@@ -113,8 +113,8 @@ TEST(MergeRuns, DevicesJsonNamesEachSource) {
     std::unique_ptr<RunStore> merged = open_file(dir.path() + "/merged.db");
     ASSERT_TRUE(merged->merge_runs(NewRun{}, sources).ok());
   }
-  nlohmann::json devices = nlohmann::json::parse(
-      query_text(dir.path() + "/merged.db", "SELECT devices_json FROM runs"));
+  nlohmann::json devices =
+      nlohmann::json::parse(query_text(dir.path() + "/merged.db", "SELECT devices_json FROM runs"));
   ASSERT_EQ(devices.size(), 2u) << devices.dump();
   EXPECT_EQ(devices[0]["index"], 0);
   EXPECT_EQ(devices[0]["source"], "shard 0");

@@ -40,11 +40,12 @@ constexpr const char* kAllocation =
 
 TEST_F(ColoSlurmRun, InsideAnAllocationOnlyItsGpusAreUsedAndWhereItRanIsRecorded) {
   std::string file = jobs_file(4, 300);
-  CommandResult r = shell(colo(std::string(kAllocation) +
-                                   " SLURM_JOB_GPUS=1,3 CUDA_VISIBLE_DEVICES=1,3",
-                               "run " + file + " --backend sim --sim-devices 4 --mechanism naive "
-                                               "--plain --db " +
-                                   db()));
+  CommandResult r =
+      shell(colo(std::string(kAllocation) + " SLURM_JOB_GPUS=1,3 CUDA_VISIBLE_DEVICES=1,3",
+                 "run " + file +
+                     " --backend sim --sim-devices 4 --mechanism naive "
+                     "--plain --db " +
+                     db()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("inside Slurm job 70_7 (step batch, node node9, restart 2)"),
             std::string::npos)
@@ -86,15 +87,15 @@ TEST_F(ColoSlurmRun, ASallocShellOnTheSubmitHostOnlyWarns) {
 TEST_F(ColoSlurmRun, OneShardOfAPlanRunsItsJobsPublishesItsStoreAndIsCollected) {
   std::string file = jobs_file(4, 200);
   std::string sub = dir_ + "/sub";
-  CommandResult plan = shell(colo("", "slurm submit " + file +
-                                          " --nodes 2 --backend sim --dry-run --dir " + sub));
+  CommandResult plan =
+      shell(colo("", "slurm submit " + file + " --nodes 2 --backend sim --dry-run --dir " + sub));
   ASSERT_EQ(plan.exit_code, 0) << plan.output;
   EXPECT_NE(plan.output.find("4 jobs from"), std::string::npos) << plan.output;
   EXPECT_NE(plan.output.find("shard 1: 2 jobs"), std::string::npos) << plan.output;
   ASSERT_TRUE(std::filesystem::exists(sub + "/shard.sbatch"));
 
-  CommandResult run = shell(colo("", "run " + file + " --shard-plan " + sub +
-                                         "/plan.json --shard 1 --backend sim --plain"));
+  CommandResult run = shell(colo(
+      "", "run " + file + " --shard-plan " + sub + "/plan.json --shard 1 --backend sim --plain"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(std::filesystem::exists(sub + "/shards/1/attempt-0.db")) << run.output;
   EXPECT_TRUE(std::filesystem::exists(sub + "/shards/1/attempt-0/logs")) << run.output;
@@ -102,8 +103,7 @@ TEST_F(ColoSlurmRun, OneShardOfAPlanRunsItsJobsPublishesItsStoreAndIsCollected) 
   // Shard 0 never ran: its jobs are recorded failed, none is lost.
   CommandResult collect = shell(colo("", "slurm collect " + sub));
   EXPECT_EQ(collect.exit_code, 1) << collect.output;
-  EXPECT_NE(collect.output.find("merged 4 jobs of 4 planned"), std::string::npos)
-      << collect.output;
+  EXPECT_NE(collect.output.find("merged 4 jobs of 4 planned"), std::string::npos) << collect.output;
   EXPECT_NE(collect.output.find("2 ok, 2 not ok"), std::string::npos) << collect.output;
   Result<std::unique_ptr<RunStore>> merged = RunStore::open(sub + "/colo.db");
   ASSERT_TRUE(merged.ok());
@@ -121,8 +121,8 @@ TEST_F(ColoSlurmRun, OneShardOfAPlanRunsItsJobsPublishesItsStoreAndIsCollected) 
 
   // The job file may not change under a plan.
   write_file("jobs.toml", "[[job]]\nname = \"other\"\ncommand = [\"true\"]\n");
-  CommandResult changed = shell(colo("", "run " + file + " --shard-plan " + sub +
-                                             "/plan.json --shard 0 --backend sim --plain"));
+  CommandResult changed = shell(colo(
+      "", "run " + file + " --shard-plan " + sub + "/plan.json --shard 0 --backend sim --plain"));
   EXPECT_EQ(changed.exit_code, 2) << changed.output;
   EXPECT_NE(changed.output.find("is not in the file any more"), std::string::npos)
       << changed.output;
