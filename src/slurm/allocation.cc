@@ -170,7 +170,8 @@ Result<std::vector<DeviceInfo>> usable_devices(const std::vector<DeviceInfo>& fo
   if (allocated == 0 || (visible && visible->empty())) {
     return Error(fmt::format(
         "{} was given no GPU (SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES name none): ask Slurm for "
-        "GPUs with --gres=gpu:N (or --gpus-per-node=N)",
+        "GPUs with --gres=gpu:N (or --gpus-per-node=N); where Slurm does not manage GPUs, set "
+        "CUDA_VISIBLE_DEVICES to the ones to use",
         where));
   }
   if (found.size() < allocated) {
