@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
+#include "sched/interference.h"
 #include "store/run_store.h"
 
 namespace CLI {
@@ -52,5 +53,12 @@ std::optional<int64_t> duration_flag(std::string_view flag, const std::string& t
 // for reading: colo runs, show and report. When it can only be read (a
 // read-only or full file system), says so on stderr and reads it anyway.
 Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_flag);
+
+// The profiles the store at `db` (default: the default store) learned, and
+// its measured collocations (of measured, not simulated, profiles) into
+// `collocations`; none, with a warning on stderr, when it cannot be read;
+// none when `skip` or when there is no store yet.
+std::vector<StoredProfile> stored_profiles(const std::string& db, bool skip,
+                                           std::vector<Collocation>& collocations);
 
 }  // namespace colo

@@ -65,6 +65,18 @@ Error sqlite_error(sqlite3* db, int rc, std::string_view what, const std::string
   return Error(fmt::format("{}: {}: {}; {}", path, what, sqlite_message, advice), kind);
 }
 
+std::string sqlite_uri(const std::string& path, std::string_view query) {
+  std::string out = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + std::string(query);
+}
+
 Status exec_sql(sqlite3* db, const std::string& path, const std::string& sql,
                 std::string_view what) {
   int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
