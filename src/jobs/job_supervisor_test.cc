@@ -218,6 +218,23 @@ TEST_F(SupervisorTest, SuccessfulJobIsOkAndStdinIsEmpty) {
   EXPECT_EQ(read(dir_ + "/ok.log"), "done\n");
 }
 
+TEST_F(SupervisorTest, WithoutACgroupTheProcessGroupEndsWithTheJob) {
+  // A grandchild once outlived a job that exited normally.
+  const std::string marker = "sleep 300.3" + std::to_string(getpid());
+  JobSupervisor sup(clock_);
+  ASSERT_TRUE(sup.start(shell("parent", marker + " & sleep 0.1")).ok());
+  auto done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].exit.state, JobState::kOk);
+  clock_.sleep_for_ms(50);
+  // "[.]": the pattern must not match the shell that runs pgrep.
+  EXPECT_NE(std::system(("pgrep -f 'sleep 300[.]3" + std::to_string(getpid()) + "' >/dev/null")
+                            .c_str()),
+            0)
+      << "the grandchild outlived the job";
+  EXPECT_FALSE(done[0].exit.usage.cpu_ms.has_value());  // no cgroup, nothing measured
+}
+
 TEST_F(SupervisorTest, MissingProgramFailsToStartAndSaysWhich) {
   JobSupervisor sup(clock_);
   Result<pid_t> pid = sup.start(request("a", {"colo-no-such-program-xyz", "--flag"}));

@@ -155,6 +155,8 @@ std::string format_run_summary(const RunSummary& summary) {
                      {"PEAK MEM", Align::kRight},
                      {"SM %", Align::kRight},
                      {"ENERGY J", Align::kRight},
+                     {"HOST CPU", Align::kRight},
+                     {"HOST MEM", Align::kRight},
                      {"REASON"}});
     for (const JobSummary& job : summary.jobs) {
       const bool ok = job.state == JobState::kOk;
@@ -170,6 +172,8 @@ std::string format_run_summary(const RunSummary& summary) {
           or_absent(job.peak_memory_bytes, format_bytes),
           or_absent(job.mean_sm_active_pct, fixed1),
           or_absent(job.energy_j, fixed1),
+          or_absent(job.usage.cpu_ms, [](int64_t ms) { return format_duration_ms(ms); }),
+          or_absent(job.usage.memory_peak_bytes, format_bytes),
           ok ? (job.attempts > 1 ? fmt::format("on attempt {}", job.attempts) : "")
              : (job.reason.empty() ? kAbsent : job.reason),
       });
@@ -292,6 +296,8 @@ nlohmann::json to_json(const RunSummary& summary) {
         {"log_path", job.log_path},
         {"malformed_progress_lines", job.malformed_progress_lines},
         {"instance", job.instance},
+        {"host_cpu_ms", nullable(job.usage.cpu_ms)},
+        {"host_memory_peak_bytes", nullable(job.usage.memory_peak_bytes)},
     });
   }
   nlohmann::json instances = nlohmann::json::array();

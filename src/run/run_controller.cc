@@ -14,9 +14,11 @@
 
 #include "common/paths.h"
 #include "common/units.h"
+#include "jobs/cgroup.h"
 #include "jobs/job_supervisor.h"
 #include "jobs/progress.h"
 #include "monitor/gpu_sampler.h"
+#include "run/leftovers.h"
 #include "run/live_display.h"
 #include "sched/auto_scheduler.h"
 #include "sched/scheduler.h"
@@ -62,26 +64,6 @@ std::string devices_json(const std::vector<DeviceInfo>& devices) {
     list.push_back(std::move(j));
   }
   return list.dump();
-}
-
-// Every job process carries COLO_RUN_TOKEN=<this>, so the processes of a run
-// whose colo died can be found later without mistaking anyone else's.
-constexpr const char* kRunTokenEnv = "COLO_RUN_TOKEN";
-std::string run_token(const std::string& host, pid_t colo_pid, UnixMillis started_ms) {
-  return fmt::format("{}:{}:{}", host, colo_pid, started_ms);
-}
-
-// Kills what is left of the jobs of an interrupted run (a job's children
-// outlive it when colo is killed: only its direct child dies with colo).
-void stop_leftover_job_processes(const RunRow& run, std::ostream& out) {
-  ProcFsProcessFinder finder;
-  std::string token = run_token(run.host, run.colo_pid, run.started_ms);
-  int stopped = 0;
-  for (const ProcessInfo& p : finder.find_with_env(kRunTokenEnv, token)) {
-    stopped += finder.send_signal(p.pid, SIGKILL, kRunTokenEnv, token).ok();
-  }
-  if (stopped > 0)
-    out << fmt::format("stopped {} leftover job processes of run {}\n", stopped, run.id);
 }
 
 // The directory of a store's logs under the logs root: run ids are per store,
@@ -157,12 +139,13 @@ JobEnd job_end_of(JobState state) {
 class RunLoop {
  public:
   RunLoop(const JobFile& file, const RunOptions& options, RunContext& ctx, StoreWriter& writer,
-          int64_t run_id, std::string run_token, std::vector<DeviceInfo> devices,
-          std::vector<JobRuntime> jobs)
+          RunCgroup* cgroup, int64_t run_id, std::string run_token,
+          std::vector<DeviceInfo> devices, std::vector<JobRuntime> jobs)
       : file_(file),
         options_(options),
         ctx_(ctx),
         writer_(writer),
+        cgroup_(cgroup),
         run_id_(run_id),
         run_token_(std::move(run_token)),
         devices_(std::move(devices)),
@@ -314,7 +297,7 @@ class RunLoop {
   void place() {
     std::vector<Decision> decisions = scheduler_->schedule(ctx_.clock.monotonic_ms());
     for (const Unplaceable& u : scheduler_->take_unplaceable()) {
-      record_final(jobs_[u.job], JobExit{JobState::kFailed, std::nullopt, std::nullopt, u.reason},
+      record_final(jobs_[u.job], JobExit{JobState::kFailed, std::nullopt, std::nullopt, u.reason, {}},
                    ctx_.clock.now_ms());
     }
     for (const std::string& note : scheduler_->take_notes()) display_.event("auto: " + note);
@@ -324,7 +307,7 @@ class RunLoop {
   // A job whose start failed ends failed; the scheduler forgets it.
   void start_failed(JobRuntime& job, size_t index, const Error& e) {
     (void)scheduler_->finished(index, JobEnd::kFailed, ctx_.clock.monotonic_ms());
-    record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message()},
+    record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message(), {}},
                  ctx_.clock.now_ms());
   }
 
@@ -344,6 +327,15 @@ class RunLoop {
     request.env["COLO_JOB_NAME"] = spec.name;
     request.env["COLO_RUN_ID"] = std::to_string(run_id_);
     request.env[kRunTokenEnv] = run_token_;
+    if (cgroup_ != nullptr) {
+      if (Result<std::string> cg = cgroup_->make_job_cgroup(job.id); cg.ok()) {
+        request.cgroup = *cg;
+      } else if (!cgroup_warned_) {
+        cgroup_warned_ = true;
+        display_.event("warning: " + cg.error().message() +
+                       "; jobs start in their process group only");
+      }
+    }
 
     Result<ProgressReader> reader =
         ProgressReader::create(job.progress_path, job.log_path, spec.epoch_regex);
@@ -570,7 +562,7 @@ class RunLoop {
       for (size_t i : scheduler_->drain_queued()) {
         record_final(jobs_[i],
                      JobExit{JobState::kCancelled, std::nullopt, std::nullopt,
-                             "cancelled before it started"},
+                             "cancelled before it started", {}},
                      now);
       }
     }
@@ -608,6 +600,7 @@ class RunLoop {
   const RunOptions& options_;
   RunContext& ctx_;
   StoreWriter& writer_;  // every write of the loop goes through it, in order
+  RunCgroup* cgroup_;    // null: jobs run in process groups only
   int64_t run_id_;
   std::string run_token_;
   std::vector<DeviceInfo> devices_;
@@ -625,6 +618,7 @@ class RunLoop {
   std::vector<pid_t> retired_pids_;
   bool cancelled_ = false;
   bool health_warned_ = false;
+  bool cgroup_warned_ = false;
   int sampler_errors_shown_ = 0;
 };
 
@@ -659,16 +653,11 @@ Result<std::vector<DeviceInfo>> select_devices(const std::vector<DeviceInfo>& fo
 Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, RunContext& ctx) {
   // Step 1: clean up after an earlier colo that died. (Opening the store
   // marked its orphaned runs interrupted.)
-  if (!ctx.store.runs_interrupted_at_open().empty()) {
-    Result<std::vector<RunRow>> runs = ctx.store.list_runs(0);
-    for (int64_t id : ctx.store.runs_interrupted_at_open()) {
-      ctx.out << fmt::format(
-          "run {} was interrupted: the colo running it is gone; marked interrupted\n", id);
-      for (const RunRow& run : runs.ok() ? *runs : std::vector<RunRow>{}) {
-        if (run.id == id) stop_leftover_job_processes(run, ctx.out);
-      }
-    }
+  for (int64_t id : ctx.store.runs_interrupted_at_open()) {
+    ctx.out << fmt::format(
+        "run {} was interrupted: the colo running it is gone; marked interrupted\n", id);
   }
+  for (const std::string& line : stop_leftovers_of_dead_colos(ctx.store)) ctx.out << line << '\n';
   if (Result<std::vector<std::string>> cleaned = cleanup_stale_mps_daemons(ctx.mechanism_options);
       cleaned.ok()) {
     for (const std::string& line : *cleaned) ctx.out << line << '\n';
@@ -758,7 +747,7 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
         fmt::format("{} mechanism could not start", to_string(ctx.mechanism.kind())));
     for (const JobRuntime& j : jobs) {
       (void)ctx.store.job_finished(
-          j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message()},
+          j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message(), {}},
           ctx.clock.now_ms(), 0);
     }
     (void)ctx.mechanism.teardown();
@@ -766,11 +755,37 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   }
 
   // Steps 4-6.
+  // Each job in a cgroup of its own where colo may make them, so that what a
+  // job leaves running ends with it; else process groups, said.
+  std::optional<RunCgroup> cgroup;
+  Result<std::string> cgroup_parent =
+      options.cgroup_parent_override.empty()
+          ? cgroup_parent_from_environment()
+          : choose_cgroup_parent(options.cgroup_parent_override.c_str());
+  if (cgroup_parent.ok()) {
+    Result<RunCgroup> made = RunCgroup::create(*cgroup_parent);
+    if (made.ok()) {
+      cgroup.emplace(std::move(made).value());
+    } else {
+      cgroup_parent = made.error();
+    }
+  }
+  if (!cgroup) {
+    ctx.out << fmt::format(
+        "warning: jobs run in process groups, not cgroups ({}): what a job starts in a new "
+        "session is stopped only when the run ends, and host CPU and memory are not measured\n",
+        cgroup_parent.error().message());
+  }
+
   StoreWriter writer(ctx.store, ctx.clock);
-  RunLoop loop(file, options, ctx, writer, *run_id,
-               run_token(new_run.host, new_run.colo_pid, new_run.started_ms), *devices,
+  const std::string token = run_token(new_run.host, new_run.colo_pid, new_run.started_ms);
+  RunLoop loop(file, options, ctx, writer, cgroup ? &*cgroup : nullptr, *run_id, token, *devices,
                std::move(jobs));
   bool cancelled = loop.run();
+  // Whatever the jobs left that escaped both their cgroups and process groups.
+  if (int stopped = stop_run_token_processes(token); stopped > 0)
+    ctx.out << fmt::format("stopped {} processes the jobs left running\n", stopped);
+  cgroup.reset();
 
   // Step 7.
   if (Status s = ctx.mechanism.teardown(); !s.ok())

@@ -67,6 +67,9 @@ struct RunOptions {
   // could not take (locked by another colo, disk full) before it gives up,
   // naming what was not recorded.
   int64_t store_retry_ms = 60'000;
+  // $COLO_CGROUP_PARENT: the cgroup under which jobs' cgroups are made, or
+  // "off" for process groups only; empty: chosen as jobs/cgroup.h says.
+  std::string cgroup_parent_override;
   // Redraw one line per job in place (a terminal) instead of printing events.
   bool live_display = false;
   // Recorded with the run.

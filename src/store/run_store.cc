@@ -500,7 +500,7 @@ Status RunStore::job_finished(int64_t job_id, const JobExit& exit, UnixMillis en
   }
   auto update = Statement::prepare(db_.get(), path_, R"sql(
       UPDATE jobs SET state = ?2, exit_code = ?3, signal = ?4, reason = ?5, ended_ms = ?6,
-                      malformed_lines = ?7
+                      malformed_lines = ?7, cpu_ms = ?8, host_memory_peak_bytes = ?9
       WHERE id = ?1)sql");
   if (!update.ok()) return update.error();
   update->bind(1, job_id)
@@ -509,7 +509,9 @@ Status RunStore::job_finished(int64_t job_id, const JobExit& exit, UnixMillis en
       .bind(4, exit.signal)
       .bind(5, exit.reason)
       .bind(6, ended_ms)
-      .bind(7, malformed_progress_lines);
+      .bind(7, malformed_progress_lines)
+      .bind(8, exit.usage.cpu_ms)
+      .bind(9, exit.usage.memory_peak_bytes);
   return update_one(db_.get(), path_, *update, "recording the end of a job", "job", job_id);
 }
 
@@ -739,7 +741,7 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
   // Jobs.
   auto jobs = Statement::prepare(db, path_, R"sql(
       SELECT id, name, state, reason, device, started_ms, ended_ms, log_path, malformed_lines,
-             signature, grp, instance
+             signature, grp, instance, cpu_ms, host_memory_peak_bytes
       FROM jobs WHERE run_id = ? ORDER BY id)sql");
   if (!jobs.ok()) return jobs.error();
   jobs->bind(1, id);
@@ -762,6 +764,8 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
     job.signature = jobs->text_at(9);
     job.group = jobs->text_at(10);
     job.instance = jobs->text_at(11);
+    job.usage.cpu_ms = jobs->opt_int64_at(12);
+    job.usage.memory_peak_bytes = jobs->opt_uint64_at(13);
     if (job.started_ms && job.ended_ms) job.duration_ms = *job.ended_ms - *job.started_ms;
     summary.jobs.push_back(std::move(job));
   }

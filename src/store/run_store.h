@@ -110,6 +110,7 @@ struct JobSummary {
   int attempts = 1;                // 1 + its out-of-memory retries ('requeued' events)
   int64_t malformed_progress_lines = 0;
   std::string instance;  // the MIG instance it ran on; "" under other mechanisms
+  JobUsage usage;        // host CPU time and peak memory of everything it ran (its cgroup)
 };
 
 // One MIG instance of a run: how long jobs ran on it and how long it sat idle

@@ -161,6 +161,13 @@ ALTER TABLE runs ADD COLUMN slurm_node TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN slurm_restart_count INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 5: what everything a job ran used on the host, from its cgroup
+// (NULL where colo could not measure it): CPU time and peak memory.
+constexpr const char* kMigration5 = R"sql(
+ALTER TABLE jobs ADD COLUMN cpu_ms INTEGER;
+ALTER TABLE jobs ADD COLUMN host_memory_peak_bytes INTEGER;
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -185,7 +192,7 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3,
-                                                       kMigration4};
+                                                       kMigration4, kMigration5};
   return kMigrations;
 }
 

@@ -62,7 +62,7 @@ class StoreWriterTest : public testing::Test {
   }
   void unlock() { locker_.reset(); }
 
-  static JobExit ok_exit() { return JobExit{JobState::kOk, 0, std::nullopt, "exit code 0"}; }
+  static JobExit ok_exit() { return JobExit{JobState::kOk, 0, std::nullopt, "exit code 0", {}}; }
 
   static std::vector<std::pair<int64_t, ProgressEvent>> events(int64_t job, int n, UnixMillis t0) {
     std::vector<std::pair<int64_t, ProgressEvent>> out;

@@ -283,5 +283,72 @@ TEST_F(ColoHardening, AClosedOutputPipeDoesNotStopTheRun) {
   }
 }
 
+// ------------------------------------- item 5: a job's children outlive it
+
+// A job that leaves two processes behind: a grandchild in its own process
+// group and a daemon double-forked into a new session. Each sleeps for a
+// duration unique to the test, so pgrep finds only this test's.
+class LeftoverProcesses : public ColoHardening {
+ protected:
+  void SetUp() override {
+    ColoHardening::SetUp();
+    static int counter = 0;
+    marker_ = std::to_string(getpid()) + std::to_string(++counter);
+  }
+  std::string leftover_job(const std::string& main_part) {
+    return "[[job]]\nname = \"leaky\"\ncommand = [\"sh\", \"-c\", \"sleep 300." + marker_ +
+           "1 & setsid sh -c 'sleep 300." + marker_ + "2 &' ; " + main_part + "\"]\n";
+  }
+  // How many of the grandchild (1) and daemon (2) are alive.
+  int alive() {
+    return std::stoi(shell("pgrep -f 'sleep 300[.]" + marker_ + "[12]' | wc -l").output);
+  }
+  void TearDown() override {
+    shell("pkill -KILL -f 'sleep 300[.]" + marker_ + "[12]'");
+    ColoHardening::TearDown();
+  }
+  std::string marker_;
+};
+
+TEST_F(LeftoverProcesses, AJobsGrandchildrenDieWhenItEnds) {
+  std::string file = write_file("jobs.toml", leftover_job("sleep 0.5"));
+  CommandResult r = shell(colo(run_args(file, db())));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(alive(), 0) << "the job ended ok but left processes behind";
+}
+
+TEST_F(LeftoverProcesses, AfterColoIsKilledColoRunsCleansUpAndShowReportsUsage) {
+  std::string file = write_file("jobs.toml", leftover_job("sleep 60"));
+  CommandResult killed = shell(colo(run_args(file, db())) +
+                               " & pid=$!; sleep 1.5; kill -KILL $pid; wait $pid; echo exit=$?");
+  ASSERT_NE(killed.output.find("exit=137"), std::string::npos) << killed.output;
+  shell("sleep 0.3");
+  EXPECT_EQ(alive(), 2) << "the test expects both leftovers while nobody has cleaned up";
+  // Not `colo run`: any command that opens the store cleans up after a dead colo.
+  CommandResult runs = shell(colo("runs --db '" + db() + "'"));
+  EXPECT_EQ(runs.exit_code, 0) << runs.output;
+  shell("sleep 0.3");
+  EXPECT_EQ(alive(), 0) << runs.output;
+  EXPECT_NE(runs.output.find("interrupted"), std::string::npos) << runs.output;
+}
+
+TEST_F(LeftoverProcesses, WithoutCgroupsProcessGroupsAndTheRunTokenStillCleanUp) {
+  // COLO_CGROUP_PARENT=off: the fallback colo uses where it may not make cgroups.
+  std::string file = write_file("jobs.toml", leftover_job("sleep 0.5"));
+  CommandResult r = shell("COLO_CGROUP_PARENT=off " + colo(run_args(file, db())));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("process groups"), std::string::npos) << "no warning: " << r.output;
+  EXPECT_EQ(alive(), 0) << r.output;
+
+  std::string slow = write_file("slow.toml", leftover_job("sleep 60"));
+  CommandResult killed = shell("COLO_CGROUP_PARENT=off " + colo(run_args(slow, db())) +
+                               " & pid=$!; sleep 1.5; kill -KILL $pid; wait $pid; echo exit=$?");
+  ASSERT_NE(killed.output.find("exit=137"), std::string::npos) << killed.output;
+  CommandResult show = shell("COLO_CGROUP_PARENT=off " + colo("show --db '" + db() + "'"));
+  EXPECT_EQ(show.exit_code, 0) << show.output;
+  shell("sleep 0.3");
+  EXPECT_EQ(alive(), 0) << show.output;
+}
+
 }  // namespace
 }  // namespace colo
