@@ -169,7 +169,7 @@ TEST_F(BenchRunnerTest, DoesNotFitWithDefaultsOnASmallGpuRunsNothing) {
   ASSERT_TRUE(outcome.ok()) << outcome.error().message();
   EXPECT_EQ(outcome->does_not_fit, 2);
   EXPECT_EQ(outcome->not_run, 1);
-  Result<std::vector<RunRow>> runs = store_->list_runs();
+  Result<std::vector<RunRow>> runs = store_->list_runs(50);
   ASSERT_TRUE(runs.ok());
   EXPECT_TRUE(runs->empty());
   Result<std::vector<CaseRow>> rows = store_->experiment_cases(0);

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/units.h"
+#include "gpu/device_json.h"
+#include "jobs/job_signature.h"
 #include "jobs/job_supervisor.h"
 #include "jobs/progress.h"
 #include "monitor/gpu_sampler.h"
@@ -46,19 +48,6 @@ std::string file_stem(size_t index, const std::string& name) {
     stem += keep ? c : '_';
   }
   return stem.substr(0, 120);
-}
-
-std::string devices_json(const std::vector<DeviceInfo>& devices) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const DeviceInfo& d : devices) {
-    nlohmann::json j = {{"index", d.index},       {"name", d.name},
-                        {"uuid", d.uuid},         {"memory_total_bytes", d.memory_total_bytes},
-                        {"gpm", d.gpm_supported}, {"metrics", d.supported_metrics}};
-    if (d.sm_count) j["sm_count"] = *d.sm_count;
-    if (d.mig_enabled) j["mig_enabled"] = *d.mig_enabled;
-    list.push_back(std::move(j));
-  }
-  return list.dump();
 }
 
 // Every job process carries COLO_RUN_TOKEN=<this>, so the processes of a run
@@ -236,13 +225,14 @@ class RunLoop {
     auto_options.memory_limits = ctx_.mechanism.kind() == MechanismKind::kMps;
     std::vector<GpuSlot> slots;
     for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes});
-    Result<std::vector<StoredProfile>> stored = ctx_.store.learned_profiles();
+    Result<std::vector<LearnedProfile>> stored = learn_profiles(ctx_.store);
     if (!stored.ok())
       display_.event("warning: no profiles from the store: " + stored.error().message());
-    std::vector<StoredProfile> measured = stored.ok() ? *stored : std::vector<StoredProfile>{};
+    std::vector<LearnedProfile> measured = stored.ok() ? *stored : std::vector<LearnedProfile>{};
     InterferenceModel model;
-    if (Result<std::vector<Collocation>> c = ctx_.store.measured_collocations(measured); c.ok())
-      model = calibrate(model, *c);
+    if (Result<InterferenceModel> fitted = calibrated_model(ctx_.store, model, measured);
+        fitted.ok())
+      model = *fitted;
     display_.event("auto: interference model: " + model.describe());
     auto scheduler = std::make_unique<AutoScheduler>(slots, auto_options, model);
     std::map<std::string, JobProfile> known =
@@ -684,7 +674,7 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
                  options.command_line,
                  host_name(),
                  getpid(),
-                 devices_json(*devices)};
+                 devices_to_json(*devices).dump()};
   Result<int64_t> run_id = ctx.store.begin_run(new_run);
   if (!run_id.ok()) return run_id.error();
 

@@ -8,7 +8,7 @@
 
 #include "jobs/job_file.h"
 #include "simulate/sim_jobs.h"
-#include "store/run_store.h"
+#include "analysis/profiles.h"
 
 namespace colo {
 namespace {

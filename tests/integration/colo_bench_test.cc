@@ -12,6 +12,7 @@
 #include <string>
 
 #include "integration_util.h"
+#include "analysis/stored.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -66,7 +67,7 @@ TEST_F(ColoBench, UniformSmallRunsEndToEndAndIsRecordedAsOneExperiment) {
       continue;
     }
     ASSERT_TRUE(c.run_id.has_value()) << c.name;
-    auto summary = store->summarize_run(*c.run_id);
+    auto summary = analyse_run(*store, *c.run_id);
     ASSERT_TRUE(summary.ok()) << c.name;
     EXPECT_EQ(summary->run.mechanism, c.mechanism) << c.name;
     ASSERT_EQ(summary->jobs.size(), static_cast<size_t>(c.degree)) << c.name;
@@ -94,8 +95,8 @@ TEST_F(ColoBench, MixedRunsSerialAndCollocatedAndComparesThem) {
   auto cases = store->experiment_cases(0);
   ASSERT_TRUE(cases.ok());
   EXPECT_EQ((*cases)[0].name, "mixed/S+M+M/serial/x3/r1");
-  auto serial = store->summarize_run(*(*cases)[0].run_id);
-  auto naive = store->summarize_run(*(*cases)[1].run_id);
+  auto serial = analyse_run(*store, *(*cases)[0].run_id);
+  auto naive = analyse_run(*store, *(*cases)[1].run_id);
   ASSERT_TRUE(serial.ok() && naive.ok());
   EXPECT_EQ(serial->run.mechanism, "exclusive");
   // Serial: one job after another.
@@ -115,7 +116,7 @@ TEST_F(ColoBench, RecsysRunsTheRecommenderAloneAndTogether) {
   EXPECT_EQ((*cases)[0].models, "dlrm");
   EXPECT_EQ((*cases)[2].models, "dlrm+resnet152");
   EXPECT_EQ((statuses(*store)), (std::map<std::string, int>{{"ok", 4}, {"not_run", 1}}));
-  auto together = store->summarize_run(*(*cases)[3].run_id);
+  auto together = analyse_run(*store, *(*cases)[3].run_id);
   ASSERT_TRUE(together.ok());
   ASSERT_EQ(together->jobs.size(), 2u);
   EXPECT_EQ(together->jobs[0].name, "dlrm#1");
