@@ -16,7 +16,8 @@ time in seconds since the epoch). No colo code, no store.
 epochs 2..n over the time from the end of epoch 1 to the end of epoch n). A
 solo log applies to every --together log when given as LOG; given as
 PATTERN=LOG it applies to the --together logs whose path contains PATTERN
-(the longest pattern wins; several solo logs for one pattern are averaged).
+(the longest pattern wins; several solo logs for one pattern are averaged;
+a PATTERN holds neither "=" nor "/").
 
 For the --together logs, the window W runs from the latest end of any job's
 first epoch to the earliest end of any job's last epoch; each job's samples
@@ -98,7 +99,9 @@ def solo_for(path, solos):
 def measure(solo_args, together_paths, gpus, regex):
     runs = {}
     for arg in solo_args:
-        pattern, _, path = arg.rpartition("=")
+        pattern, _, path = arg.partition("=")
+        if not path or "/" in pattern:  # a path that holds "=" itself
+            pattern, path = "", arg
         runs.setdefault(pattern, []).append(steady(read_epochs(path, regex))[0])
     solos = {pattern: sum(rates) / len(rates) for pattern, rates in runs.items()}
 
