@@ -12,7 +12,9 @@ From bench output, runs whose jobs ran alone (cases named .../exclusive/...,
 .../serial/... or .../x1/...) give the solo logs of their models (a model is a
 job's name before "#"), exclusive ones preferred; every other case that ended
 ok is compared: colo's figure is the one `colo bench` printed for the case
-("N.NNx steady speed-up"). With --pair, the solo run's jobs give the solo
+("N.NNx steady speed-up"), else `colo show RUN`'s steady_speedup_vs_exclusive
+(solo rates from the store's profiles). --solo-from names more bench output
+whose alone cases give solo logs (earlier parts of a study). With --pair, the solo run's jobs give the solo
 logs and colo's figure is `colo show RUN`'s steady_speedup_vs_exclusive.
 
 Prints one line per compared run; with --max-diff PCT, exits 1 when a figure
@@ -71,6 +73,8 @@ def main(argv=None):
     parser.add_argument("--pair", nargs=2, action="append", type=int, default=[],
                         metavar=("SOLO_RUN", "RUN"))
     parser.add_argument("--max-diff", type=float, help="percent; exit 1 beyond it")
+    parser.add_argument("--solo-from", nargs="+", default=[], metavar="BENCH_LOG",
+                        help="more bench output whose alone cases give solo logs")
     parser.add_argument("bench_logs", nargs="*")
     args = parser.parse_args(argv)
 
@@ -86,19 +90,27 @@ def main(argv=None):
                      together["steady_speedup_vs_exclusive"], solo_logs, logs_of(together),
                      max(1, together.get("together_gpus") or 1)))
 
-    cases = []
-    for path in args.bench_logs:
-        with open(path, errors="replace") as f:
-            for line in f:
-                m = CASE_LINE.match(line.strip())
-                if m:
-                    figure = COLO_FIGURE.search(m.group("rest"))
-                    cases.append((m.group("name"), int(m.group("run")),
-                                  float(figure.group(1)) if figure else None))
+    def cases_in(paths):
+        found = []
+        for path in paths:
+            with open(path, errors="replace") as f:
+                for line in f:
+                    m = CASE_LINE.match(line.strip())
+                    if m:
+                        figure = COLO_FIGURE.search(m.group("rest"))
+                        found.append((m.group("name"), int(m.group("run")),
+                                      float(figure.group(1)) if figure else None))
+        return found
+
+    cases = cases_in(args.bench_logs)
     alone = {}  # model -> (exclusive?, [logs])
     summaries = {}
-    for name, run, _ in cases:
-        summaries[run] = show(args.colo, args.db, run)
+    for name, run, _ in cases + [c for c in cases_in(args.solo_from) if c not in cases]:
+        if run not in summaries:
+            try:
+                summaries[run] = show(args.colo, args.db, run)
+            except subprocess.CalledProcessError:
+                continue  # a run of another store
         exclusive = "/exclusive/" in name or "/serial/" in name
         if not (exclusive or "/x1/" in name):
             continue
@@ -111,8 +123,10 @@ def main(argv=None):
                 seen[1].append(j["log_path"])
     solo_logs = {model: logs for model, (_, logs) in alone.items()}
     for name, run, figure in cases:
-        if "/exclusive/" in name or "/serial/" in name:
+        if "/exclusive/" in name or "/serial/" in name or run not in summaries:
             continue
+        if figure is None:
+            figure = summaries[run]["steady_speedup_vs_exclusive"]
         rows.append((name, figure, solo_logs, logs_of(summaries[run]), 1))
 
     failed = False

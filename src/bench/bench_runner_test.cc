@@ -100,7 +100,7 @@ TEST(JobFileFor, OneJobPerWorkloadWithThePlansEpochSize) {
   EXPECT_EQ(arg("--model"), "resnet50");
   EXPECT_EQ(arg("--dataset"), "imagenet64");
   EXPECT_EQ(arg("--batch-size"), "128");
-  EXPECT_EQ(arg("--epochs"), "5");
+  EXPECT_EQ(arg("--epochs"), "4");
   EXPECT_EQ(arg("--epoch-samples"),
             std::to_string(plan->workloads.at("resnet50/imagenet64/b128").epoch_samples));
   EXPECT_EQ(file.jobs[1].env.at("COLO_SIM_SHARING"), "3");

@@ -45,11 +45,12 @@ uint64_t default_memory_bytes(const Workload& workload, double dlrm_memory_gib);
 struct PlanOptions {
   // Total time the cases may take (estimated); nullopt: default epochs.
   std::optional<int64_t> budget_ms;
-  // Per job; the first is warm-up. Five leave the jobs of a case four steady
-  // epochs, so that they run together for the two epochs the steady
-  // speed-up needs (analysis/together.h) even when their start-ups differ by
-  // up to two epochs.
-  int epochs = 5;
+  // Per job; the first is warm-up. Four leave the jobs of a case three
+  // steady epochs, so that they run together for the two epochs the steady
+  // speed-up needs (analysis/together.h) while their start-ups differ by up
+  // to one epoch (seven ResNet-26 jobs started at once on an H200 ended their
+  // first epochs within 1 s of each other: docs/results/2026-11-22-h200-resnet26x7).
+  int epochs = 4;
   // Start-up of one job (Python, CUDA context, cuDNN autotuning): about 15 s
   // with bench/train.py on a GPU, about 1 s with bench/sim_train.py.
   double startup_s = 15.0;

@@ -23,10 +23,10 @@ TEST(Planner, WithoutABudgetASoloEpochTakesAboutFiveSeconds) {
   const WorkloadPlan& wp = plan->workloads.at("resnet26/cifar10/b128");
   EXPECT_EQ(wp.epoch_samples % 128, 0);
   EXPECT_EQ(wp.epoch_samples, 621 * 128);  // floor(5 s x 15900/s / 128) batches
-  EXPECT_EQ(plan->epochs, 5);
+  EXPECT_EQ(plan->epochs, 4);
   // 9 cases run (exclusive, naive and mps at 4 degrees), with 1+2x(1+2+3+7) = 27 jobs.
   const double epoch_s = 621.0 * 128 / 15900;
-  EXPECT_NEAR(plan->total_seconds, 9 * 15.0 + 5 * 27 * epoch_s, 1e-6);
+  EXPECT_NEAR(plan->total_seconds, 9 * 15.0 + 4 * 27 * epoch_s, 1e-6);
   // MIG cases are not run: no time.
   for (size_t i = 0; i < cases.size(); ++i) {
     if (cases[i].mechanism == "mig") {
@@ -90,7 +90,7 @@ TEST(Planner, SerialCasesPayStartUpPerJob) {
   ASSERT_TRUE(plan.ok());
   const double s = plan->workloads.at("resnet26/cifar10/b128").epoch_samples / 15900.0;
   const double m = plan->workloads.at("resnet50/imagenet64/b128").epoch_samples / 7900.0;
-  EXPECT_NEAR(plan->total_seconds, 3 * 15.0 + 5 * (s + 2 * m), 1e-6);
+  EXPECT_NEAR(plan->total_seconds, 3 * 15.0 + 4 * (s + 2 * m), 1e-6);
 }
 
 TEST(Planner, ABudgetTooSmallSaysHowMuchIsNeeded) {
@@ -101,9 +101,9 @@ TEST(Planner, ABudgetTooSmallSaysHowMuchIsNeeded) {
     const char* says;
   } cases_of_budget[] = {
       // 9 cases x 15 s of start-up alone exceed it; the least budget is 2m15s
-      // of start-up and 27 jobs x 5 epochs x 5 s.
-      {60 * 1000, "13m30s"},
-      // Enough for start-up, but solo epochs of 2.8 s.
+      // of start-up and 27 jobs x 4 epochs x 5 s.
+      {60 * 1000, "11m15s"},
+      // Enough for start-up, but solo epochs of 3.2 s.
       {8 * 60 * 1000, "less than the 5.0s minimum"},
   };
   for (const Case& c : cases_of_budget) {
