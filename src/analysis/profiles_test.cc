@@ -1,5 +1,6 @@
 #include "analysis/profiles.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -51,6 +52,33 @@ TEST(LearnedProfiles, SoloRunGivesTheProfileAndCollocatedRunsOnlyMemory) {
   EXPECT_EQ(measured->front().mode, ShareMode::kSpatial);
   EXPECT_EQ(measured->front().jobs.size(), 4u);
   EXPECT_NEAR(measured->front().measured_total, 4.0, 1e-6);
+}
+
+// Jobs whose start-ups differ by up to 9 s but which, once past them, run as
+// fast together as alone: calibrate() is told 4.0 solo jobs' worth (the rate
+// while all four ran). The union of their steady epochs would say 2.94.
+TEST(LearnedProfiles, CalibrationTakesTheRateWhileTheJobsRanTogether) {
+  auto store = testing::open_memory_store();
+  FakeRun solo;
+  solo.mechanism = "exclusive";
+  solo.epochs = 6;
+  add_fake_run(*store, solo, kFakeT0);
+  FakeRun together = solo;
+  together.mechanism = "mps";
+  together.degree = 4;
+  together.stagger_ms = 3'000;
+  const int64_t run = add_fake_run(*store, together, kFakeT0 + 100'000);
+
+  Result<std::vector<LearnedProfile>> profiles = learn_profiles(*store);
+  ASSERT_TRUE(profiles.ok()) << profiles.error().message();
+  Result<std::vector<Collocation>> measured = measured_collocations(*store, *profiles);
+  ASSERT_TRUE(measured.ok()) << measured.error().message();
+  ASSERT_EQ(measured->size(), 1u);
+  EXPECT_NEAR(measured->front().measured_total, 4.0, 1e-9);
+  EXPECT_EQ(measured->front().source, fmt::format("run {} (mps, 4 jobs)", run));
+  Result<InterferenceModel> model = calibrated_model(*store, InterferenceModel{}, *profiles);
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ(model->source, "calibrated from 1 measured collocations");
 }
 
 // A job idles the GPU while it starts up; its profile is its working load.

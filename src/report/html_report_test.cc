@@ -178,6 +178,37 @@ TEST(HtmlReport, ExperimentReportHasThePaperFiguresAndCsvMatchesTheStore) {
   EXPECT_THAT(read(outcome->files.summary_txt), HasSubstr("Guideline 5"));
 }
 
+TEST(HtmlReport, OneReportOverSeveralExperiments) {
+  auto store = testing::open_memory_store();
+  const int64_t first = testing::add_fake_experiment(*store);
+  const int64_t second = testing::add_fake_experiment(*store);
+  testing::TempDir dir;
+  Result<ReportOutcome> outcome =
+      write_report(*store,
+                   std::vector<ReportTarget>{{ReportTarget::Kind::kExperiment, first},
+                                             {ReportTarget::Kind::kExperiment, second}},
+                   no_png(dir.path()));
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message();
+  EXPECT_EQ(outcome->description, "2 experiments (paper-uniform + paper-uniform)");
+  // Every case of both, and each configuration's repetitions from both.
+  Result<std::vector<CaseRow>> cases = store->experiment_cases(first);
+  ASSERT_TRUE(cases.ok());
+  EXPECT_EQ(read_csv(dir.path() + "/csv/cases.csv").size(), 2 * cases->size());
+  const std::string summary = read(outcome->files.summary_txt);
+  EXPECT_THAT(summary, HasSubstr(fmt::format("2 experiments from #{}", first)));
+  EXPECT_THAT(summary, HasSubstr("ok x4"));  // small exclusive x1: 2 repetitions each
+  EXPECT_THAT(summary, HasSubstr("Guideline 5"));
+
+  // Runs do not mix with experiments.
+  Result<ReportOutcome> mixed = write_report(
+      *store,
+      std::vector<ReportTarget>{{ReportTarget::Kind::kExperiment, first},
+                                {ReportTarget::Kind::kRun, 1}},
+      no_png(dir.path()));
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_THAT(mixed.error().message(), HasSubstr("experiments only"));
+}
+
 TEST(HtmlReport, EmbeddedEchartsIsTheVendoredFileAndSafeInline) {
   const char* source = std::getenv("COLO_SOURCE_DIR");
   ASSERT_NE(source, nullptr) << "run through ctest (COLO_SOURCE_DIR)";

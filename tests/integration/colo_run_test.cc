@@ -315,6 +315,8 @@ TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
   EXPECT_NE(again.output.find("toy profile:"), std::string::npos) << again.output;
   CommandResult profiles = shell(colo("profiles --db " + db()));
   EXPECT_NE(profiles.output.find("store: run"), std::string::npos) << profiles.output;
+  EXPECT_NE(profiles.output.find("interference model refitted to this store: "), std::string::npos)
+      << profiles.output;
 }
 
 TEST_F(ColoRun, GpusLimitsTheRunToTheChosenDevices) {
