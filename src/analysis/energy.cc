@@ -15,7 +15,8 @@ std::optional<double> integrate_energy_j(const std::vector<DeviceSample>& sample
       if (*b.energy_mj < *a.energy_mj) continue;  // counter reset (driver reload)
       pair_j = static_cast<double>(*b.energy_mj - *a.energy_mj) / 1000.0;
     } else if (a.power_w && b.power_w) {
-      pair_j = (*a.power_w + *b.power_w) / 2.0 * static_cast<double>(b.time_ms - a.time_ms) / 1000.0;
+      pair_j =
+          (*a.power_w + *b.power_w) / 2.0 * static_cast<double>(b.time_ms - a.time_ms) / 1000.0;
     } else {
       continue;
     }

@@ -40,9 +40,8 @@ std::vector<EpochEnd> epoch_ends(const std::vector<ProgressEvent>& events,
 }
 
 bool counts_samples(const std::vector<EpochEnd>& ends) {
-  return ends.size() >= 2 && std::all_of(ends.begin() + 1, ends.end(), [](const EpochEnd& e) {
-           return e.samples.has_value();
-         });
+  return ends.size() >= 2 && std::all_of(ends.begin() + 1, ends.end(),
+                                         [](const EpochEnd& e) { return e.samples.has_value(); });
 }
 
 std::optional<SteadyEpochs> steady_epochs(const std::vector<EpochEnd>& ends) {
@@ -56,7 +55,8 @@ std::optional<SteadyEpochs> steady_epochs(const std::vector<EpochEnd>& ends) {
     int64_t samples = 0;
     for (size_t k = 1; k < ends.size(); ++k) samples += *ends[k].samples;
     s.samples = samples;
-    s.samples_per_s = static_cast<double>(samples) * 1000.0 / static_cast<double>(s.end_ms - s.start_ms);
+    s.samples_per_s =
+        static_cast<double>(samples) * 1000.0 / static_cast<double>(s.end_ms - s.start_ms);
   }
   return s;
 }

@@ -36,8 +36,12 @@ TEST(Epochs, SteadyEpochsAreTwoToN) {
       {"none", {}, false, 0, 0, {}},
       {"one", {{1000, 10}}, false, 0, 0, {}},
       {"two", {{1000, 10}, {3000, 100}}, true, 1, 2000, 50.0},
-      {"three, first epoch's samples ignored", {{1000, 999}, {2000, 100}, {4000, 200}}, true, 2,
-       1500, 100.0},
+      {"three, first epoch's samples ignored",
+       {{1000, 999}, {2000, 100}, {4000, 200}},
+       true,
+       2,
+       1500,
+       100.0},
       {"a steady epoch without samples", {{1000, 10}, {2000, {}}, {3000, 10}}, true, 2, 1000, {}},
       {"no time passed", {{1000, 10}, {1000, 10}}, false, 0, 0, {}},
   };
@@ -60,9 +64,8 @@ TEST(Epochs, ProgressIsLinearWithinEachEpoch) {
     UnixMillis from, to;
     double samples, epochs;
   } cases[] = {
-      {1000, 4000, 500, 2},   {1500, 2000, 50, 0.5},  {1500, 3000, 250, 1.0},
-      {0, 1000, 0, 0},        {3000, 9000, 200, 0.5}, {2500, 2500, 0, 0},
-      {3000, 2000, 0, 0},     {0, 9000, 500, 2},
+      {1000, 4000, 500, 2},   {1500, 2000, 50, 0.5}, {1500, 3000, 250, 1.0}, {0, 1000, 0, 0},
+      {3000, 9000, 200, 0.5}, {2500, 2500, 0, 0},    {3000, 2000, 0, 0},     {0, 9000, 500, 2},
   };
   for (const Case& c : cases) {
     EXPECT_DOUBLE_EQ(progress_between(ends, c.from, c.to, true), c.samples)

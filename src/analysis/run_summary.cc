@@ -150,8 +150,9 @@ RunSummary summarize(const RunRecord& record) {
   std::map<int, std::vector<DeviceSample>> by_device;
   for (const DeviceSample& s : record.device_samples) by_device[s.device].push_back(s);
   for (auto& [device, samples] : by_device) {
-    std::stable_sort(samples.begin(), samples.end(),
-                     [](const DeviceSample& a, const DeviceSample& b) { return a.time_ms < b.time_ms; });
+    std::stable_sort(
+        samples.begin(), samples.end(),
+        [](const DeviceSample& a, const DeviceSample& b) { return a.time_ms < b.time_ms; });
   }
 
   for (size_t i = 0; i < record.jobs.size(); ++i) {
@@ -253,8 +254,8 @@ RunSummary summarize(const RunRecord& record) {
   }
 
   summary.device_samples = static_cast<int64_t>(record.device_samples.size());
-  summary.mean_sm_active_pct = mean_between(record.device_samples, 0, kEndOfTime,
-                                            &DeviceSample::sm_active_pct);
+  summary.mean_sm_active_pct =
+      mean_between(record.device_samples, 0, kEndOfTime, &DeviceSample::sm_active_pct);
   for (const DeviceSample& s : record.device_samples) {
     if (s.memory_used_bytes) {
       summary.peak_memory_used_bytes =

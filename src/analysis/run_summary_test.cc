@@ -59,12 +59,21 @@ TEST(RunSummary, SteadyThroughputIsTheRateTogetherOrOneAfterAnother) {
     bool window;
     const char* note;
   } cases[] = {
-      {"together", {{0, 9000, {3000, 5000, 7000, 9000}}, {0, 9000, {3000, 5000, 7000, 9000}}},
-       1000.0, true, ""},
-      {"one after another", {{0, 7000, {3000, 5000, 7000}}, {7000, 15000, {11000, 13000, 15000}}},
-       500.0, false, "one after another"},
-      {"overlapping too briefly", {{0, 7000, {3000, 5000, 7000}}, {1000, 8000, {4000, 6000, 8000}}},
-       std::nullopt, true, "did not run together long enough"},
+      {"together",
+       {{0, 9000, {3000, 5000, 7000, 9000}}, {0, 9000, {3000, 5000, 7000, 9000}}},
+       1000.0,
+       true,
+       ""},
+      {"one after another",
+       {{0, 7000, {3000, 5000, 7000}}, {7000, 15000, {11000, 13000, 15000}}},
+       500.0,
+       false,
+       "one after another"},
+      {"overlapping too briefly",
+       {{0, 7000, {3000, 5000, 7000}}, {1000, 8000, {4000, 6000, 8000}}},
+       std::nullopt,
+       true,
+       "did not run together long enough"},
       {"no epochs reported", {{0, 9000, {}}, {0, 9000, {}}}, std::nullopt, false, "ended 0 epochs"},
       {"one job alone", {{0, 5000, {3000, 5000}}}, 500.0, true, ""},
   };
@@ -80,16 +89,17 @@ TEST(RunSummary, SteadyThroughputIsTheRateTogetherOrOneAfterAnother) {
 
 TEST(RunSummary, SoloRatesGiveTheSpeedUpAndEachJobsSlowdown) {
   // Alone: 1000 samples per 2 s epoch. Together: job1 at 2 s, job2 at 4 s.
-  RunSummary alone = summarize(record_of(
-      "exclusive", {{0, 7000, {3000, 5000, 7000}, 1000, "a"}, {7000, 14000, {10000, 12000, 14000}, 1000, "b"}}));
+  RunSummary alone =
+      summarize(record_of("exclusive", {{0, 7000, {3000, 5000, 7000}, 1000, "a"},
+                                        {7000, 14000, {10000, 12000, 14000}, 1000, "b"}}));
   std::map<std::string, SoloRate> rates = solo_rates_of(alone, "exclusive run #7");
   ASSERT_EQ(rates.size(), 2U);
   EXPECT_DOUBLE_EQ(rates["a"].samples_per_s.value_or(-1), 500.0);
   EXPECT_DOUBLE_EQ(rates["a"].epoch_ms.value_or(-1), 2000.0);
 
-  RunSummary together = summarize(record_of(
-      "mps", {{0, 11000, {3000, 5000, 7000, 9000, 11000}, 1000, "a"},
-              {0, 19000, {3000, 7000, 11000, 15000, 19000}, 1000, "b"}}));
+  RunSummary together =
+      summarize(record_of("mps", {{0, 11000, {3000, 5000, 7000, 9000, 11000}, 1000, "a"},
+                                  {0, 19000, {3000, 7000, 11000, 15000, 19000}, 1000, "b"}}));
   apply_solo_rates(together, {rates["a"], rates["b"]});
   ASSERT_TRUE(together.steady_speedup_vs_exclusive) << together.steady_note;
   // W = [3 s, 11 s]: job1 at 1.0, job2 at 0.5 of its solo rate.

@@ -46,8 +46,8 @@ Result<RunSummary> analyse_record(RunReader& reader, const RunRecord& record,
       learned = std::move(*l);
     }
     const std::vector<LearnedProfile>& known = profiles != nullptr ? *profiles : *learned;
-    const LearnedProfile* p = find_profile(known, job.signature, gpu_name_of(summary, job.device),
-                                           summary.run.simulated);
+    const LearnedProfile* p =
+        find_profile(known, job.signature, gpu_name_of(summary, job.device), summary.run.simulated);
     solo.push_back(p != nullptr ? solo_rate_of(p->profile) : std::nullopt);
   }
   apply_solo_rates(summary, solo);

@@ -79,7 +79,6 @@ JobExit exit_with(JobState state, std::optional<int> code, std::string reason = 
   return exit;
 }
 
-
 // ------------------------------------------------------------- lifecycle
 
 // A run of three jobs under MPS on device 0, with numbers worked out by hand:
@@ -363,7 +362,6 @@ TEST_F(LifecycleTest, SpeedUpFallsBackToMakespanWithoutSamples) {
   EXPECT_EQ(summary->baseline_run_id, exclusive);
   EXPECT_DOUBLE_EQ(summary->speedup_vs_exclusive.value_or(-1), 4.0);
 }
-
 
 // Two identical jobs, each: epoch 1 ends 10 s after its start (start-up),
 // then two epochs of 1000 samples in 2 s each.

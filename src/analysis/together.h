@@ -75,7 +75,8 @@ struct Together {
 
 // W for these jobs' epoch ends (see above); nullopt when a job has fewer
 // than two epoch ends or the window is empty.
-std::optional<TogetherWindow> together_window(const std::vector<const std::vector<EpochEnd>*>& jobs);
+std::optional<TogetherWindow> together_window(
+    const std::vector<const std::vector<EpochEnd>*>& jobs);
 
 // Everything above for the jobs of one run (those that started).
 Together measure_together(const std::vector<TogetherJob>& jobs);

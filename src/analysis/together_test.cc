@@ -38,32 +38,66 @@ struct Case {
 TEST(Together, SpeedUpIsTheSummedNormalizedRatePerGpu) {
   const SoloRate alone = solo(500, 2000);  // 1000 samples per 2 s epoch
   Case cases[] = {
-      {"two as fast as alone", {steady_job(0, 5000, 2000, 5), steady_job(0, 5000, 2000, 5)},
-       {alone, alone}, {}, 2.0, ""},
-      {"two at half speed", {steady_job(0, 5000, 4000, 5), steady_job(0, 5000, 4000, 5)},
-       {alone, alone}, {}, 1.0, ""},
+      {"two as fast as alone",
+       {steady_job(0, 5000, 2000, 5), steady_job(0, 5000, 2000, 5)},
+       {alone, alone},
+       {},
+       2.0,
+       ""},
+      {"two at half speed",
+       {steady_job(0, 5000, 4000, 5), steady_job(0, 5000, 4000, 5)},
+       {alone, alone},
+       {},
+       1.0,
+       ""},
       {"one job alone: its steady epochs, however few",
-       {steady_job(0, 5000, 2000, 2)}, {alone}, {}, 1.0, ""},
+       {steady_job(0, 5000, 2000, 2)},
+       {alone},
+       {},
+       1.0,
+       ""},
       {"epochs without samples count in epochs",
        {steady_job(0, 5000, 2500, 5, std::nullopt), steady_job(0, 5000, 2500, 5, std::nullopt)},
-       {alone, alone}, {}, 1.6, ""},
-      {"one job per GPU on two GPUs", {steady_job(0, 5000, 2000, 5), steady_job(0, 5000, 2000, 5)},
-       {alone, alone}, {0, 1}, 1.0, ""},
-      {"a job with one epoch", {steady_job(0, 5000, 2000, 5), steady_job(0, 5000, 2000, 1)},
-       {alone, alone}, {}, std::nullopt, "ended 1 epoch"},
-      {"one after another", {steady_job(0, 5000, 2000, 3), steady_job(20000, 5000, 2000, 3)},
-       {alone, alone}, {}, std::nullopt, "never"},
+       {alone, alone},
+       {},
+       1.6,
+       ""},
+      {"one job per GPU on two GPUs",
+       {steady_job(0, 5000, 2000, 5), steady_job(0, 5000, 2000, 5)},
+       {alone, alone},
+       {0, 1},
+       1.0,
+       ""},
+      {"a job with one epoch",
+       {steady_job(0, 5000, 2000, 5), steady_job(0, 5000, 2000, 1)},
+       {alone, alone},
+       {},
+       std::nullopt,
+       "ended 1 epoch"},
+      {"one after another",
+       {steady_job(0, 5000, 2000, 3), steady_job(20000, 5000, 2000, 3)},
+       {alone, alone},
+       {},
+       std::nullopt,
+       "never"},
       {"together for less than two epochs of the slowest",
-       {steady_job(0, 5000, 2000, 3), steady_job(1000, 5000, 2000, 3)}, {alone, alone}, {},
-       std::nullopt, "did not run together long enough"},
-      {"a job without a solo rate", {steady_job(0, 5000, 2000, 5), steady_job(0, 5000, 2000, 5)},
-       {alone, std::nullopt}, {}, std::nullopt, "no solo rate for job1"},
+       {steady_job(0, 5000, 2000, 3), steady_job(1000, 5000, 2000, 3)},
+       {alone, alone},
+       {},
+       std::nullopt,
+       "did not run together long enough"},
+      {"a job without a solo rate",
+       {steady_job(0, 5000, 2000, 5), steady_job(0, 5000, 2000, 5)},
+       {alone, std::nullopt},
+       {},
+       std::nullopt,
+       "no solo rate for job1"},
   };
   for (const Case& c : cases) {
     std::vector<TogetherJob> jobs;
     for (size_t i = 0; i < c.ends.size(); ++i) {
-      jobs.push_back({"job" + std::to_string(i), &c.ends[i],
-                      c.devices.empty() ? 0 : c.devices[i], c.solo[i]});
+      jobs.push_back(
+          {"job" + std::to_string(i), &c.ends[i], c.devices.empty() ? 0 : c.devices[i], c.solo[i]});
     }
     Together t = measure_together(jobs);
     ASSERT_EQ(t.speedup.has_value(), c.speedup.has_value()) << c.name << ": " << t.why_not;
@@ -71,8 +105,7 @@ TEST(Together, SpeedUpIsTheSummedNormalizedRatePerGpu) {
       EXPECT_NEAR(*t.speedup, *c.speedup, 1e-9) << c.name;
       EXPECT_TRUE(t.why_not.empty()) << c.name;
       for (const JobInWindow& j : t.jobs) {
-        EXPECT_NEAR(j.slowdown.value_or(-1) * j.normalized_rate.value_or(-1), 1.0, 1e-9)
-            << c.name;
+        EXPECT_NEAR(j.slowdown.value_or(-1) * j.normalized_rate.value_or(-1), 1.0, 1e-9) << c.name;
       }
     } else {
       EXPECT_THAT(t.why_not, HasSubstr(c.why_not)) << c.name;
@@ -141,11 +174,11 @@ TEST(Together, StaggeredStartUpsDoNotFoolIt) {
   }
   std::sort(steady.begin(), steady.end());
   const double union_s =
-      static_cast<double>(std::max_element(steady.begin(), steady.end(),
-                                           [](const Interval& a, const Interval& b) {
-                                             return a.second < b.second;
-                                           })->second -
-                          steady.front().first) /
+      static_cast<double>(
+          std::max_element(steady.begin(), steady.end(),
+                           [](const Interval& a, const Interval& b) { return a.second < b.second; })
+              ->second -
+          steady.front().first) /
       1000.0;
   EXPECT_LT(steady_samples / union_s / 1000.0, 2.9);
 }

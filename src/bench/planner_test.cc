@@ -75,14 +75,14 @@ TEST_P(PlannerBudget, FitsTheBudgetWithWholeBatchesAndEqualSoloEpochs) {
   EXPECT_GE(plan->total_seconds, budget_s - options.epochs * job_runs * slack - 1e-6);
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, PlannerBudget,
-                         testing::Values(
-                             BudgetRow{"paper-uniform", {"small/*"}, 20 * 60 * 1000, 15},
-                             BudgetRow{"paper-uniform", {"large/*"}, 30 * 60 * 1000, 15},
-                             BudgetRow{"paper-uniform", {}, 90 * 60 * 1000, 15},
-                             BudgetRow{"paper-mixed", {}, 20 * 60 * 1000, 15},
-                             BudgetRow{"paper-recsys", {}, 8 * 60 * 1000, 15},
-                             BudgetRow{"paper-uniform", {"small/*"}, 60 * 1000, 1, 0.2}));
+INSTANTIATE_TEST_SUITE_P(
+    Table, PlannerBudget,
+    testing::Values(BudgetRow{"paper-uniform", {"small/*"}, 20 * 60 * 1000, 15},
+                    BudgetRow{"paper-uniform", {"large/*"}, 30 * 60 * 1000, 15},
+                    BudgetRow{"paper-uniform", {}, 90 * 60 * 1000, 15},
+                    BudgetRow{"paper-mixed", {}, 20 * 60 * 1000, 15},
+                    BudgetRow{"paper-recsys", {}, 8 * 60 * 1000, 15},
+                    BudgetRow{"paper-uniform", {"small/*"}, 60 * 1000, 1, 0.2}));
 
 TEST(Planner, SerialCasesPayStartUpPerJob) {
   std::vector<BenchCase> cases = expand("paper-mixed", {"mixed/S+M+M/serial/*"});

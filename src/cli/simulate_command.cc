@@ -59,7 +59,7 @@ void print_plans(const std::vector<SimJob>& jobs, const std::vector<PolicySpec>&
 
 // Profiles learned from the store, or none (and a note) when it cannot be read.
 std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
-                                           std::vector<Collocation>& collocations) {
+                                            std::vector<Collocation>& collocations) {
   if (skip) return {};
   std::string path = db.empty() ? default_db_path() : db;
   if (access(path.c_str(), F_OK) != 0) return {};
@@ -178,9 +178,9 @@ int profiles_command(const std::string& db) {
     return kExitOk;
   }
   auto opt = [](const auto& v, auto fmt_fn) { return v ? fmt_fn(*v) : std::string("-"); };
-  std::cout << fmt::format(
-      "{:<16} {:<24} {:<22} {:>9} {:>5} {:>6} {:>10} {:>8} {:>8} {:>8}  {}\n", "SIGNATURE", "JOB",
-      "GPU", "PEAK MEM", "SM %", "UTIL %", "SAMPLES/S", "EPOCH", "ALONE", "STARTUP", "SOURCE");
+  std::cout << fmt::format("{:<16} {:<24} {:<22} {:>9} {:>5} {:>6} {:>10} {:>8} {:>8} {:>8}  {}\n",
+                           "SIGNATURE", "JOB", "GPU", "PEAK MEM", "SM %", "UTIL %", "SAMPLES/S",
+                           "EPOCH", "ALONE", "STARTUP", "SOURCE");
   for (const LearnedProfile& p : *profiles) {
     const JobProfile& j = p.profile;
     std::cout << fmt::format(

@@ -100,10 +100,9 @@ Result<std::vector<DeviceInfo>> devices_from_json(std::string_view text) {
     }
     d.gpm_supported = optional_field<bool>(j, "gpm_supported")
                           .value_or(optional_field<bool>(j, "gpm").value_or(false));
-    d.supported_metrics =
-        optional_field<std::vector<std::string>>(j, "supported_metrics")
-            .value_or(optional_field<std::vector<std::string>>(j, "metrics").value_or(
-                std::vector<std::string>{}));
+    d.supported_metrics = optional_field<std::vector<std::string>>(j, "supported_metrics")
+                              .value_or(optional_field<std::vector<std::string>>(j, "metrics")
+                                            .value_or(std::vector<std::string>{}));
     out.push_back(std::move(d));
   }
   return out;

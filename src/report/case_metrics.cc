@@ -1,10 +1,5 @@
 #include "report/case_metrics.h"
 
-#include "analysis/energy.h"
-#include "analysis/intervals.h"
-#include "analysis/stored.h"
-#include "analysis/together.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,6 +8,11 @@
 #include <map>
 #include <tuple>
 #include <utility>
+
+#include "analysis/energy.h"
+#include "analysis/intervals.h"
+#include "analysis/stored.h"
+#include "analysis/together.h"
 
 namespace colo {
 namespace {
@@ -28,8 +28,8 @@ std::string model_of(const std::string& job_name) {
 }
 
 std::optional<double> second_epoch_s(const std::vector<EpochEnd>& ends) {
-  const bool numbered = std::all_of(ends.begin(), ends.end(),
-                                    [](const EpochEnd& e) { return e.epoch.has_value(); });
+  const bool numbered =
+      std::all_of(ends.begin(), ends.end(), [](const EpochEnd& e) { return e.epoch.has_value(); });
   std::optional<UnixMillis> first;
   std::optional<UnixMillis> second;
   if (numbered) {
@@ -261,10 +261,10 @@ std::map<std::string, SoloRate> solo_rates_by_model(const std::vector<CaseMetric
     SoloRate rate;
     if (std::optional<Spread> v = spread_of(s.samples_per_s)) rate.samples_per_s = v->median;
     if (std::optional<Spread> v = spread_of(s.epoch_ms)) rate.epoch_ms = v->median;
-    rate.source = s.cases.size() == 1 ? s.cases.front()
-                                      : fmt::format("{} and {} more case{}", s.cases.front(),
-                                                    s.cases.size() - 1,
-                                                    s.cases.size() == 2 ? "" : "s");
+    rate.source = s.cases.size() == 1
+                      ? s.cases.front()
+                      : fmt::format("{} and {} more case{}", s.cases.front(), s.cases.size() - 1,
+                                    s.cases.size() == 2 ? "" : "s");
     out[model] = rate;
   }
   return out;

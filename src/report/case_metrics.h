@@ -77,14 +77,14 @@ struct RunMetrics {
   std::optional<double> steady_throughput_per_s;  // RunSummary's: the jobs' rate in W
   std::optional<int64_t> baseline_run_id;         // exclusive run of the same jobs
   std::optional<double> steady_speedup_vs_exclusive;
-  std::string steady_note;  // why there is no steady speed-up, when there is none
+  std::string steady_note;                    // why there is no steady speed-up, when there is none
   std::optional<double> mean_second_epoch_s;  // mean over jobs that have one
   std::optional<double> max_second_epoch_s;
   // Steady interval, seconds since the run started: W, else the earliest
   // end of a first epoch to the latest end of a last epoch.
   std::optional<double> steady_start_s;
   std::optional<double> steady_end_s;
-  bool together = false;  // the steady interval is W
+  bool together = false;                     // the steady interval is W
   std::optional<double> mean_sm_active_pct;  // samples inside the steady intervals
   std::optional<double> mean_gpu_util_pct;
   std::optional<double> mean_power_w;
@@ -149,7 +149,7 @@ struct ExperimentMetrics {
   // them (first id, suites joined with " + ", the GPU name when they share one).
   ExperimentRow experiment;
   std::vector<ExperimentRow> experiments;  // every experiment reported, in the order given
-  std::vector<CaseMetrics> cases;  // as the store lists them
+  std::vector<CaseMetrics> cases;          // as the store lists them
   // Ordered by workload (small, medium, large, mixed, recsys, then others in
   // order of appearance), models, mechanism (exclusive, naive, mps, mig,
   // others), degree.

@@ -216,10 +216,11 @@ void mark_level(json& option, double y, const std::string& label) {
 std::string experiment_subtitle(const ExperimentMetrics& m) {
   std::string gpu = m.experiment.gpu_name.empty() ? "GPU" : m.experiment.gpu_name;
   std::string ids;
-  for (const ExperimentRow& e : m.experiments) ids += (ids.empty() ? "#" : ", #") + std::to_string(e.id);
+  for (const ExperimentRow& e : m.experiments)
+    ids += (ids.empty() ? "#" : ", #") + std::to_string(e.id);
   if (ids.empty()) ids = "#" + std::to_string(m.experiment.id);
-  std::string out = fmt::format("{} · experiment{} {} ({})", gpu, m.experiments.size() > 1 ? "s" : "",
-                                ids, m.experiment.suite);
+  std::string out = fmt::format("{} · experiment{} {} ({})", gpu,
+                                m.experiments.size() > 1 ? "s" : "", ids, m.experiment.suite);
   if (m.experiment.simulated) out = "SIMULATED · " + out;
   return out;
 }
@@ -777,12 +778,12 @@ std::string spread_text(const std::optional<Spread>& s, const char* format, doub
 std::string experiment_summary(const ExperimentMetrics& m,
                                const std::vector<GuidelineFinding>& findings) {
   const ExperimentRow& e = m.experiment;
-  std::string out = fmt::format("colo report: {} ({}), {}, started {}, {}\n",
-                                m.experiments.size() > 1
-                                    ? fmt::format("{} experiments from #{}", m.experiments.size(), e.id)
-                                    : fmt::format("experiment #{}", e.id),
-                                e.suite, e.gpu_name.empty() ? "GPU unknown" : e.gpu_name,
-                                format_local_datetime(e.started_ms), e.state);
+  std::string out = fmt::format(
+      "colo report: {} ({}), {}, started {}, {}\n",
+      m.experiments.size() > 1 ? fmt::format("{} experiments from #{}", m.experiments.size(), e.id)
+                               : fmt::format("experiment #{}", e.id),
+      e.suite, e.gpu_name.empty() ? "GPU unknown" : e.gpu_name, format_local_datetime(e.started_ms),
+      e.state);
   if (e.simulated) {
     out += "SIMULATED: these numbers come from colo's simulated GPU, not from a real one\n";
   }

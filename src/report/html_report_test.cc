@@ -200,11 +200,11 @@ TEST(HtmlReport, OneReportOverSeveralExperiments) {
   EXPECT_THAT(summary, HasSubstr("Guideline 5"));
 
   // Runs do not mix with experiments.
-  Result<ReportOutcome> mixed = write_report(
-      *store,
-      std::vector<ReportTarget>{{ReportTarget::Kind::kExperiment, first},
-                                {ReportTarget::Kind::kRun, 1}},
-      no_png(dir.path()));
+  Result<ReportOutcome> mixed =
+      write_report(*store,
+                   std::vector<ReportTarget>{{ReportTarget::Kind::kExperiment, first},
+                                             {ReportTarget::Kind::kRun, 1}},
+                   no_png(dir.path()));
   ASSERT_FALSE(mixed.ok());
   EXPECT_THAT(mixed.error().message(), HasSubstr("experiments only"));
 }

@@ -6,7 +6,6 @@
 #include <charconv>
 
 #include "analysis/stored.h"
-
 #include "report/case_metrics.h"
 #include "report/figures.h"
 #include "report/png_export.h"
@@ -70,8 +69,9 @@ Result<ReportOutcome> write_report(RunStore& store, const std::vector<ReportTarg
     t.kind = experiments->empty() ? ReportTarget::Kind::kRun : ReportTarget::Kind::kExperiment;
   }
   if (resolved.size() > 1 &&
-      std::any_of(resolved.begin(), resolved.end(),
-                  [](const ReportTarget& t) { return t.kind != ReportTarget::Kind::kExperiment; })) {
+      std::any_of(resolved.begin(), resolved.end(), [](const ReportTarget& t) {
+        return t.kind != ReportTarget::Kind::kExperiment;
+      })) {
     return Error(
         "a report over several targets takes experiments only (exp:ID exp:ID ...); report on a "
         "run alone");

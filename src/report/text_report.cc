@@ -189,9 +189,8 @@ std::string format_run_summary(const RunSummary& summary) {
                        return format_duration_ms(ms);
                      }));
   out += fmt::format("throughput:         {}\n", throughput);
-  std::string steady = or_absent(summary.steady_throughput_per_s, [](double v) {
-    return fmt::format("{:.1f} samples/s", v);
-  });
+  std::string steady = or_absent(summary.steady_throughput_per_s,
+                                 [](double v) { return fmt::format("{:.1f} samples/s", v); });
   if (summary.steady_throughput_per_s && summary.together) {
     steady += fmt::format(" (while the jobs ran together: {:.1f} s from {}, start-up excluded)",
                           static_cast<double>(summary.together->length_ms()) / 1000.0,

@@ -69,7 +69,7 @@ struct RunRecord {
   std::vector<JobRow> jobs;         // by id
   // events[i]: the progress events of jobs[i], oldest first (every attempt).
   std::vector<std::vector<ProgressEvent>> events;
-  std::vector<DeviceSample> device_samples;      // oldest first
+  std::vector<DeviceSample> device_samples;       // oldest first
   std::vector<ProcessSampleRow> process_samples;  // oldest first
 };
 

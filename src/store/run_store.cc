@@ -511,8 +511,7 @@ Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
 }
 
 Result<std::vector<DeviceInfo>> RunStore::run_devices(int64_t run_id) {
-  auto select =
-      Statement::prepare(db_.get(), path_, "SELECT devices_json FROM runs WHERE id = ?");
+  auto select = Statement::prepare(db_.get(), path_, "SELECT devices_json FROM runs WHERE id = ?");
   if (!select.ok()) return select.error();
   select->bind(1, run_id);
   auto row = select->step();

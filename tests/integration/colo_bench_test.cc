@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "integration_util.h"
 #include "analysis/stored.h"
+#include "integration_util.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -41,7 +41,8 @@ class ColoBench : public ColoTestDir {
 };
 
 TEST_F(ColoBench, UniformSmallRunsEndToEndAndIsRecordedAsOneExperiment) {
-  CommandResult r = shell(colo_bench("--suite paper-uniform --cases 'small/*' --budget 60s --epochs 5"));
+  CommandResult r =
+      shell(colo_bench("--suite paper-uniform --cases 'small/*' --budget 60s --epochs 5"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("sim_train.py"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("case 12/13 small/resnet26/mps/x7/r1: ok"), std::string::npos)

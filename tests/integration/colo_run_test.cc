@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "integration_util.h"
 #include "analysis/stored.h"
+#include "integration_util.h"
 #include "store/run_store.h"
 
 namespace colo {

@@ -54,8 +54,9 @@ TEST_P(ColoSpeedup, FourJobsWithAKnownGainAndStaggeredStartUps) {
   CommandResult solo = shell(colo("run " + job_file("solo.toml", 1) +
                                   " --backend sim --mechanism exclusive --plain --db " + db()));
   ASSERT_EQ(solo.exit_code, 0) << solo.output;
-  CommandResult four = shell(colo("run " + job_file("four.toml", 4) + " --backend sim --mechanism " +
-                                  mechanism + " --plain --db " + db()));
+  CommandResult four =
+      shell(colo("run " + job_file("four.toml", 4) + " --backend sim --mechanism " + mechanism +
+                 " --plain --db " + db()));
   ASSERT_EQ(four.exit_code, 0) << four.output;
   EXPECT_NE(four.output.find("speed-up steady:"), std::string::npos) << four.output;
 
@@ -80,7 +81,8 @@ TEST_P(ColoSpeedup, FourJobsWithAKnownGainAndStaggeredStartUps) {
   auto solo_rows = store->run_record((*runs)[1].id);
   ASSERT_TRUE(solo_rows.ok());
   std::string logs;
-  for (const nlohmann::json& job : show["jobs"]) logs += " '" + job["log_path"].get<std::string>() + "'";
+  for (const nlohmann::json& job : show["jobs"])
+    logs += " '" + job["log_path"].get<std::string>() + "'";
   CommandResult verified =
       shell("python3 " COLO_SOURCE_DIR "/bench/verify-speedup.py --json --solo '" +
             solo_rows->jobs[0].log_path + "' --together" + logs);
