@@ -711,7 +711,8 @@ Table cases_table(const ExperimentMetrics& m) {
               "pcie_rx_mib_per_s",
               "steady_energy_j",
               "steady_epochs",
-              "energy_per_epoch_j"};
+              "energy_per_epoch_j",
+              "speedup_note"};
   for (const CaseGroup& g : m.groups) {
     for (size_t index : g.cases) {
       const CaseMetrics& c = m.cases[index];
@@ -732,7 +733,7 @@ Table cases_table(const ExperimentMetrics& m) {
              num(c.speedup), num(r.makespan_s), num(r.mean_sm_active_pct), num(r.mean_gpu_util_pct),
              num(r.peak_memory_bytes), num(r.summed_job_peak_memory_bytes), num(r.mean_power_w),
              num(r.mean_pcie_rx_mib_per_s), num(r.steady_energy_j), num(r.steady_epochs),
-             num(r.energy_per_epoch_j)});
+             num(r.energy_per_epoch_j), c.speedup_note});
       }
       t.rows.push_back(std::move(row));
     }

@@ -97,7 +97,7 @@ class RunStore : public RunReader {
   // (mark_stale_runs_interrupted with process_is_alive), so every reader sees
   // the runs of a killed colo as interrupted.
   static Result<std::unique_ptr<RunStore>> open(const std::string& path);
-  ~RunStore();
+  ~RunStore() override;
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
 
