@@ -26,6 +26,14 @@ enum class RunState { kRunning, kOk, kFailed, kCancelled, kInterrupted };
 std::string to_string(RunState state);  // "running", "ok", "failed", "cancelled", "interrupted"
 Result<RunState> parse_run_state(std::string_view text);
 
+// Where a run ran inside Slurm; empty (and 0) outside.
+struct SlurmRecord {
+  std::string job_id;     // "1234", "1234_5" (array element); merged stores: "1234"
+  std::string step;       // "batch", "0"
+  std::string node;       // merged stores: the nodes, comma-separated
+  int restart_count = 0;  // SLURM_RESTART_COUNT
+};
+
 struct RunRow {
   int64_t id = 0;
   UnixMillis started_ms = 0;
@@ -39,6 +47,7 @@ struct RunRow {
   int job_count = 0;
   std::string host;
   pid_t colo_pid = 0;
+  SlurmRecord slurm;
 };
 
 // One job of a run as recorded: its last attempt's start, its end and how.

@@ -43,6 +43,7 @@ struct NewRun {
   std::string host;
   pid_t colo_pid = 0;
   std::string devices_json;  // devices_to_json() of the GPUs it found
+  SlurmRecord slurm;
 };
 
 // An experiment: one `colo bench --suite NAME`, made of cases. Each case is
@@ -89,6 +90,13 @@ struct CaseRow {
   std::string reason;
 };
 
+// One run of another colo store file, for RunStore::merge_runs.
+struct RunSource {
+  std::string path;    // the other store; opened read-only
+  int64_t run_id = 0;  // 0: its latest run
+  std::string label;   // recorded with its devices in the merged run ("shard 0 attempt 1")
+};
+
 class RunStore : public RunReader {
  public:
   // Opens (creating if needed) the database at `path` (":memory:" for
@@ -133,6 +141,20 @@ class RunStore : public RunReader {
   Status add_samples(int64_t run_id, const std::vector<DeviceSample>& devices,
                      const std::vector<ProcessSampleRow>& processes);
 
+  // Copies the runs of `sources` into ONE new run of this store
+  // (run_merge.cc): their jobs with their events, device and process samples.
+  // The devices of each source are numbered after those of the sources
+  // before it; the new run's devices_json lists them with their source's
+  // label and index there. The new run is `run` (devices_json ignored;
+  // started_ms 0: the earliest source start), ended at the latest source end,
+  // ok when it holds jobs and every one ended ok, failed otherwise. Each
+  // source is one transaction: merge into a fresh store and replace the
+  // real one when done. Tables other than these five are not copied.
+  Result<int64_t> merge_runs(const NewRun& run, const std::vector<RunSource>& sources);
+  // Writes a consistent copy of the whole store to `path`, which must not
+  // exist (VACUUM INTO; run_merge.cc).
+  Status copy_to(const std::string& path);
+
   // RunReader: newest first; every row of one run; its exclusive baseline.
   Result<std::vector<RunRow>> list_runs(int limit) override;
   Result<RunRecord> run_record(int64_t run_id) override;
@@ -173,6 +195,8 @@ class RunStore : public RunReader {
                                                UnixMillis now_ms,
                                                const std::optional<std::string>& only_host);
   Result<RunRow> read_run(int64_t run_id);
+  // Sets the run's jobs_signature from every job it holds.
+  Status refresh_jobs_signature(int64_t run_id);
   Result<std::vector<JobRow>> job_rows(int64_t run_id);
   Result<std::vector<DeviceInfo>> run_devices(int64_t run_id);
 

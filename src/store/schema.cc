@@ -151,6 +151,16 @@ constexpr const char* kMigration3 = R"sql(
 ALTER TABLE jobs ADD COLUMN instance TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 4: where a run ran inside Slurm ('' and 0 outside): its Slurm job
+// ("1234", "1234_5" for element 5 of array job 1234), step ("batch", "0"),
+// node, and how often Slurm had requeued the job (SLURM_RESTART_COUNT).
+constexpr const char* kMigration4 = R"sql(
+ALTER TABLE runs ADD COLUMN slurm_job_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slurm_step TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slurm_node TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slurm_restart_count INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -174,7 +184,8 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 }  // namespace
 
 const std::vector<std::string>& schema_migrations() {
-  static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3};
+  static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3,
+                                                       kMigration4};
   return kMigrations;
 }
 
