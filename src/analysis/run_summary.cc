@@ -38,15 +38,15 @@ std::optional<double> mean_between(const std::vector<DeviceSample>& samples, Uni
   return sum / count;
 }
 
-// Peak of a job's processes' summed memory over the sampling instants.
-std::optional<uint64_t> peak_memory_of(int64_t job_id, const std::vector<ProcessSampleRow>& rows) {
-  std::map<UnixMillis, uint64_t> at;
+// Each job's peak of its processes' summed memory over the sampling instants.
+std::map<int64_t, uint64_t> peak_memory_by_job(const std::vector<ProcessSampleRow>& rows) {
+  std::map<std::pair<int64_t, UnixMillis>, uint64_t> at;
   for (const ProcessSampleRow& r : rows) {
-    if (r.job_id != job_id || !r.sample.used_memory_bytes) continue;
-    at[r.sample.time_ms] += *r.sample.used_memory_bytes;
+    if (!r.job_id || !r.sample.used_memory_bytes) continue;
+    at[{*r.job_id, r.sample.time_ms}] += *r.sample.used_memory_bytes;
   }
-  std::optional<uint64_t> peak;
-  for (const auto& [t, bytes] : at) peak = std::max(peak.value_or(0), bytes);
+  std::map<int64_t, uint64_t> peak;
+  for (const auto& [key, bytes] : at) peak[key.first] = std::max(peak[key.first], bytes);
   return peak;
 }
 
@@ -155,6 +155,7 @@ RunSummary summarize(const RunRecord& record) {
         [](const DeviceSample& a, const DeviceSample& b) { return a.time_ms < b.time_ms; });
   }
 
+  const std::map<int64_t, uint64_t> peaks = peak_memory_by_job(record.process_samples);
   for (size_t i = 0; i < record.jobs.size(); ++i) {
     const JobRow& row = record.jobs[i];
     static const std::vector<ProgressEvent> kNone;
@@ -200,7 +201,7 @@ RunSummary summarize(const RunRecord& record) {
       job.throughput_per_s =
           static_cast<double>(*job.samples) / (static_cast<double>(*job.duration_ms) / 1000.0);
     }
-    job.peak_memory_bytes = peak_memory_of(job.id, record.process_samples);
+    if (auto peak = peaks.find(job.id); peak != peaks.end()) job.peak_memory_bytes = peak->second;
     summary.jobs.push_back(std::move(job));
   }
 

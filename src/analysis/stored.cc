@@ -18,9 +18,10 @@ Result<RunSummary> analyse_run(RunReader& reader, int64_t run_id,
 Result<RunSummary> analyse_record(RunReader& reader, const RunRecord& record,
                                   const std::vector<LearnedProfile>* profiles) {
   RunSummary summary = summarize(record);
+  if (summary.run.mechanism == "exclusive") return summary;  // the baseline itself
 
   std::map<std::string, SoloRate> from_baseline;
-  if (summary.run.mechanism != "exclusive" && !summary.run.jobs_signature.empty()) {
+  if (!summary.run.jobs_signature.empty()) {
     Result<std::optional<int64_t>> baseline_id = reader.exclusive_baseline(summary.run);
     if (!baseline_id.ok()) return baseline_id.error();
     if (*baseline_id) {

@@ -18,7 +18,8 @@ namespace colo {
 // the steady speed-up (together.h) against each job's solo rate, taken from
 // that exclusive run, else from the job's learned profile on the same GPU
 // model. `profiles` are learned from the reader's runs when null and needed.
-// `run_id` 0 means the most recent run.
+// An exclusive run is the baseline of others and is not compared. `run_id` 0
+// means the most recent run.
 Result<RunSummary> analyse_run(RunReader& reader, int64_t run_id,
                                const std::vector<LearnedProfile>* profiles = nullptr);
 
