@@ -443,6 +443,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   add_report_command(app, exit_code);
   add_mig_command(app, exit_code);
   add_simulate_commands(app, exit_code);
+  add_data_command(app, exit_code);
 
   CLI::App* devices_cmd = app.add_subcommand(
       "devices", "List the GPUs: memory, SMs, MIG mode and profiles, MPS, metrics");
