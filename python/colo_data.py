@@ -209,7 +209,7 @@ class Loader:
         keep = 1 if self.device.type == "cpu" and self._unreleased else 0
         n = self._releasable() if self.device.type == "cuda" else len(self._unreleased) - keep
         del self._unreleased[:n]
-        self._send({"op": "next", "release": n})
+        self._send({"op": "next", "release": n, "wait_ms": self.wait_seconds * 1000})
         self._outstanding = True
 
     def _abandon_epoch(self):
@@ -220,7 +220,7 @@ class Loader:
                 pass
         n = self._releasable() if self.device.type == "cuda" else len(self._unreleased)
         del self._unreleased[:n]
-        self._send({"op": "skip", "release": n})
+        self._send({"op": "skip", "release": n, "wait_ms": self.wait_seconds * 1000})
 
     def _receive(self):
         torch = self._torch

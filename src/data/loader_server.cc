@@ -243,8 +243,9 @@ json hello_reply(const LoaderOptions& o, const RingGeometry& g, const Dataset& d
               {"start", start}};
 }
 
-json consumer_json(const ConsumerRecord& c) {
+json consumer_json(const ConsumerRecord& c, int64_t now_ms) {
   return json{{"id", c.id},
+              {"duration_ms", (c.left_ms >= 0 ? c.left_ms : now_ms) - c.joined_ms},
               {"pid", c.pid},
               {"job", c.name},
               {"batch_size", c.batch_size},
@@ -255,6 +256,7 @@ json consumer_json(const ConsumerRecord& c) {
               {"batches", c.batches},
               {"epochs", c.epochs},
               {"wait_ms", c.wait_ms},
+              {"pending_ms", c.pending_ms},
               {"held_back_ms", c.held_back_ms},
               {"detached", c.detached}};
 }
@@ -323,7 +325,8 @@ class ControlLoop {
 
   json stats() const {
     json consumers = json::array();
-    for (const ConsumerRecord& c : broker_.consumers()) consumers.push_back(consumer_json(c));
+    const int64_t now = monotonic_ms();
+    for (const ConsumerRecord& c : broker_.consumers()) consumers.push_back(consumer_json(c, now));
     const BrokerStats s = broker_.stats();
     return json{{"name", options_.name},
                 {"path", options_.path},
@@ -336,7 +339,7 @@ class ControlLoop {
                 {"chunk", ring_.geometry().chunk_samples},
                 {"image_size", ring_.geometry().image_size},
                 {"started_ms", started_wall_ms_},
-                {"wall_ms", monotonic_ms() - started_ms_},
+                {"wall_ms", now - started_ms_},
                 {"cpu_ms", cpu_ms_of_process()},
                 {"peak_rss_bytes", peak_rss_bytes()},
                 {"samples_decoded", pool_.samples_decoded()},
@@ -465,6 +468,8 @@ class ControlLoop {
       send_json(client.fd, json{{"ok", false}, {"error", "say hello first"}});
       return;
     }
+    if (m.contains("wait_ms") && m["wait_ms"].is_number())
+      broker_.report_wait(client.consumer, static_cast<int64_t>(m["wait_ms"].get<double>()));
     const int release = static_cast<int>(m.value("release", int64_t{0}));
     if (release > 0) broker_.release(client.consumer, release);
     if (op == "next") {
@@ -569,18 +574,8 @@ Status run_loader(LoaderOptions options, std::ostream& log) {
   Fd signal_fd(signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
   Fd event_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   Fd listen_fd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (signal_fd.get() < 0 || event_fd.get() < 0 || listen_fd.get() < 0)
+  if (signal_fd.get() < 0 || event_fd.get() < 0)
     return Error(fmt::format("cannot set up the loader's descriptors: {}", std::strerror(errno)));
-  socklen_t addr_len = 0;
-  sockaddr_un addr = abstract_address(options.socket_name, addr_len);
-  if (bind(listen_fd.get(), reinterpret_cast<sockaddr*>(&addr), addr_len) != 0) {
-    return Error(fmt::format("cannot listen on socket @{}: {}{}", options.socket_name,
-                             std::strerror(errno),
-                             errno == EADDRINUSE ? " (another loader uses this name)" : ""));
-  }
-  if (listen(listen_fd.get(), 64) != 0)
-    return Error(fmt::format("cannot listen on socket @{}: {}", options.socket_name,
-                             std::strerror(errno)));
 
   const auto size = static_cast<uint32_t>(options.transform.size);
   uint32_t slots = slots_for_bytes(options.ring_bytes, options.chunk_samples, size);
@@ -601,6 +596,19 @@ Status run_loader(LoaderOptions options, std::ostream& log) {
     if (!ring.ok()) {
       if (!owner_path.empty()) std::remove(owner_path.c_str());
       return ring.error();
+    }
+    // Listening last: once consumers can connect, everything is ready.
+    socklen_t addr_len = 0;
+    sockaddr_un addr = abstract_address(options.socket_name, addr_len);
+    if (listen_fd.get() < 0 ||
+        bind(listen_fd.get(), reinterpret_cast<sockaddr*>(&addr), addr_len) != 0 ||
+        listen(listen_fd.get(), 64) != 0) {
+      const int err = errno;
+      ring->reset();
+      if (!owner_path.empty()) std::remove(owner_path.c_str());
+      return Error(fmt::format("cannot listen on socket @{}: {}{}", options.socket_name,
+                               std::strerror(err),
+                               err == EADDRINUSE ? " (another loader uses this name)" : ""));
     }
     BrokerOptions bo;
     bo.dataset_size = (*dataset)->size();

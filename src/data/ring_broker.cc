@@ -72,7 +72,7 @@ void RingBroker::leave(int consumer, int64_t now_ms) {
   auto it = consumers_.find(consumer);
   if (it == consumers_.end() || it->second.record.left_ms >= 0) return;
   Consumer& c = it->second;
-  if (c.pending) c.record.wait_ms += now_ms - c.pending_since;
+  if (c.pending) c.record.pending_ms += now_ms - c.pending_since;
   c.pending = false;
   c.held.clear();
   c.active = false;
@@ -86,6 +86,11 @@ void RingBroker::release(int consumer, int count) {
   Consumer& c = it->second;
   for (int i = 0; i < count && !c.held.empty(); ++i) c.held.pop_front();
   collect();
+}
+
+void RingBroker::report_wait(int consumer, int64_t wait_ms) {
+  auto it = consumers_.find(consumer);
+  if (it != consumers_.end() && wait_ms >= 0) it->second.record.wait_ms = wait_ms;
 }
 
 void RingBroker::skip_epoch(int consumer) {
@@ -149,7 +154,7 @@ void RingBroker::try_answer(Consumer& c, int64_t now_ms) {
   std::optional<BatchGrant> b = next_batch(c);
   if (!b) return;
   c.pending = false;
-  c.record.wait_ms += now_ms - c.pending_since;
+  c.record.pending_ms += now_ms - c.pending_since;
   c.held.push_back({b->position, b->position + b->count});
   c.next += b->count;
   c.record.samples += b->count;
@@ -285,7 +290,7 @@ void RingBroker::detach(Consumer& c, std::string reason, int64_t now_ms) {
   c.active = false;
   c.record.detached = std::move(reason);
   if (c.pending) {
-    c.record.wait_ms += now_ms - c.pending_since;
+    c.record.pending_ms += now_ms - c.pending_since;
     c.pending = false;
     replies_.push_back({c.record.id, std::nullopt, c.record.detached});
   }

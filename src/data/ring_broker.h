@@ -101,7 +101,8 @@ struct ConsumerRecord {
   uint64_t samples = 0;    // granted
   int64_t batches = 0;
   int64_t epochs = 0;      // epochs whose last batch it was granted
-  int64_t wait_ms = 0;     // time its requests waited for data
+  int64_t pending_ms = 0;  // time its requests waited here for data
+  int64_t wait_ms = 0;     // time it says it was blocked waiting (report_wait)
   int64_t held_back_ms = 0;  // time it held the others back
   std::string detached;    // the reason, when detached
 };
@@ -130,6 +131,9 @@ class RingBroker {
   // Asks for its next batch; answered (take_replies) once the data is
   // published, at once when it is. A detached consumer gets its error.
   void request(int consumer, int64_t now_ms);
+  // The consumer's own count of time blocked waiting for batches (its
+  // requests may be sent ahead, so pending time overstates its waiting).
+  void report_wait(int consumer, int64_t wait_ms);
   // Gives up the rest of its current epoch: its next batch is the first of
   // the next epoch (an abandoned iteration).
   void skip_epoch(int consumer);

@@ -310,8 +310,10 @@ TEST(RingBrokerTest, WaitTimeIsCountedWhileARequestWaitsForData) {
   h.request(a);
   h.tick(250);
   h.decode(40, rng);
-  EXPECT_EQ(h.broker.consumers()[0].wait_ms, 250);
+  EXPECT_EQ(h.broker.consumers()[0].pending_ms, 250);
   EXPECT_EQ(h.broker.consumers()[0].batches, 1);
+  h.broker.report_wait(a, 120);
+  EXPECT_EQ(h.broker.consumers()[0].wait_ms, 120);
 }
 
 }  // namespace

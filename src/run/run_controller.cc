@@ -14,7 +14,10 @@
 #include "common/units.h"
 #include "jobs/job_supervisor.h"
 #include "jobs/progress.h"
+#include "data/loader_process.h"
+#include "data/ring_owner.h"
 #include "monitor/gpu_sampler.h"
+#include "run/data_loading.h"
 #include "run/live_display.h"
 #include "sched/auto_scheduler.h"
 #include "sched/scheduler.h"
@@ -86,6 +89,13 @@ std::string host_name() {
   return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
 }
 
+// This program's path, to start `colo data serve` children.
+std::string self_executable() {
+  std::string exe(4096, '\0');
+  ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
+  return n > 0 ? exe.substr(0, static_cast<size_t>(n)) : "colo";
+}
+
 // Live state of one job during the run.
 struct JobRuntime {
   const JobSpec* spec = nullptr;
@@ -134,10 +144,12 @@ JobEnd job_end_of(JobState state) {
 class RunLoop {
  public:
   RunLoop(const JobFile& file, const RunOptions& options, RunContext& ctx, int64_t run_id,
-          std::string run_token, std::vector<DeviceInfo> devices, std::vector<JobRuntime> jobs)
+          std::string run_token, std::vector<DeviceInfo> devices, std::vector<JobRuntime> jobs,
+          SharedLoaders& loaders)
       : file_(file),
         options_(options),
         ctx_(ctx),
+        loaders_(loaders),
         run_id_(run_id),
         run_token_(std::move(run_token)),
         devices_(std::move(devices)),
@@ -169,6 +181,7 @@ class RunLoop {
       }
       collect_samples();
       reap();
+      for (const std::string& e : loaders_.poll()) display_.event("warning: " + e);
       if (!cancelled_) place();
       read_progress();
       finish_probes();
@@ -318,6 +331,13 @@ class RunLoop {
     request.env["COLO_JOB_NAME"] = spec.name;
     request.env["COLO_RUN_ID"] = std::to_string(run_id_);
     request.env[kRunTokenEnv] = run_token_;
+    if (spec.dataset) {
+      std::map<std::string, std::string> data_env = loaders_.environment_for(*spec.dataset);
+      if (data_env.empty())
+        display_.event(fmt::format("warning: {}: the data loader of '{}' is not running",
+                                   spec.name, *spec.dataset));
+      for (const auto& [k, v] : data_env) request.env[k] = v;
+    }
 
     Result<ProgressReader> reader =
         ProgressReader::create(job.progress_path, job.log_path, spec.epoch_regex);
@@ -589,6 +609,7 @@ class RunLoop {
   const JobFile& file_;
   const RunOptions& options_;
   RunContext& ctx_;
+  SharedLoaders& loaders_;
   int64_t run_id_;
   std::string run_token_;
   std::vector<DeviceInfo> devices_;
@@ -664,6 +685,15 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   } else {
     ctx.out << "warning: " << cleaned.error().message() << '\n';
   }
+  const std::string state_dir = options.state_dir.empty() ? default_state_dir() : options.state_dir;
+  if (Result<std::vector<std::string>> cleaned = cleanup_stale_data_loaders(state_dir);
+      cleaned.ok()) {
+    for (const std::string& line : *cleaned) ctx.out << line << '\n';
+  } else {
+    ctx.out << "warning: " << cleaned.error().message() << '\n';
+  }
+  Result<std::vector<LoaderOptions>> loader_options = loaders_for(file);
+  if (!loader_options.ok()) return loader_options.error();
 
   // Step 2: devices, the run and its jobs.
   Result<std::vector<DeviceInfo>> devices = ctx.backend.devices();
@@ -730,11 +760,38 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
     return fail_run(e);
   }
 
+  // Step 3, continued: the shared data loaders.
+  SharedLoaders loaders(ctx.clock, SharedLoadersOptions{self_executable(), logs_dir, state_dir});
+  if (Status s = loaders.start(*loader_options, ctx.out); !s.ok()) {
+    for (const JobRuntime& j : jobs) {
+      (void)ctx.store.job_finished(
+          j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, s.error().message()},
+          ctx.clock.now_ms(), 0);
+    }
+    (void)ctx.mechanism.teardown();
+    return fail_run(s.error());
+  }
+  std::map<std::string, int64_t> job_ids;
+  for (const JobRuntime& j : jobs) job_ids[j.spec->name] = j.id;
+
   // Steps 4-6.
   RunLoop loop(file, options, ctx, *run_id,
                run_token(new_run.host, new_run.colo_pid, new_run.started_ms), *devices,
-               std::move(jobs));
+               std::move(jobs), loaders);
   bool cancelled = loop.run();
+  for (const LoaderOutcome& outcome : loaders.stop()) {
+    const DataLoaderRow row = loader_record(outcome, job_ids);
+    if (Status s = ctx.store.add_data_loader(*run_id, row); !s.ok())
+      ctx.out << "warning: " << s.error().message() << '\n';
+    if (row.cpu_ms && row.wall_ms && *row.wall_ms > 0) {
+      ctx.out << fmt::format("data loader '{}': {} samples decoded, {} CPU ({:.2f} cores)\n",
+                             row.name, row.samples_decoded.value_or(0),
+                             format_duration_ms(*row.cpu_ms),
+                             static_cast<double>(*row.cpu_ms) / static_cast<double>(*row.wall_ms));
+    } else if (!row.note.empty()) {
+      ctx.out << fmt::format("warning: data loader '{}': {}\n", row.name, row.note);
+    }
+  }
 
   // Step 7.
   if (Status s = ctx.mechanism.teardown(); !s.ok())
