@@ -1,6 +1,7 @@
 #include "run/run_controller.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -87,6 +88,21 @@ void stop_leftover_job_processes(const RunRow& run, std::ostream& out) {
 std::string host_name() {
   char buf[256] = {};
   return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
+}
+
+// CPUs this process may run on, and the machine's memory (for the auto
+// policy's accounting of shared loaders).
+double host_cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+uint64_t host_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
 // This program's path, to start `colo data serve` children.
@@ -247,6 +263,8 @@ class RunLoop {
                                                                        : ShareMode::kSpatial;
     auto_options.max_jobs_per_gpu = limit;
     auto_options.memory_limits = ctx_.mechanism.kind() == MechanismKind::kMps;
+    auto_options.host_cpus = host_cpu_count();
+    auto_options.host_memory_bytes = host_memory_bytes();
     std::vector<GpuSlot> slots;
     for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes});
     Result<std::vector<StoredProfile>> stored = ctx_.store.learned_profiles();
@@ -260,9 +278,16 @@ class RunLoop {
     auto scheduler = std::make_unique<AutoScheduler>(slots, auto_options, model);
     std::map<std::string, JobProfile> known =
         known_profiles(measured, file_.jobs, devices_.front().name, ctx_.backend.simulated());
+    std::map<std::string, HostCost> loader_costs;
+    if (Result<std::vector<LoaderOptions>> loaders = loaders_for(file_); loaders.ok()) {
+      for (const LoaderOptions& l : *loaders)
+        loader_costs[l.name] = HostCost{l.name, static_cast<double>(l.threads), l.ring_bytes};
+    }
     for (const JobSpec& spec : file_.jobs) {
       std::string sig = job_signature(spec);
       scheduler->set_label(sig, spec.group);
+      if (spec.dataset && loader_costs.count(*spec.dataset))
+        scheduler->set_host_cost(sig, loader_costs.at(*spec.dataset));
       auto it = known.find(sig);
       if (it == known.end() || scheduler->profile(sig) != nullptr) continue;
       scheduler->set_profile(sig, it->second);
