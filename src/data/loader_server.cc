@@ -223,6 +223,7 @@ json hello_reply(const LoaderOptions& o, const RingGeometry& g, const Dataset& d
   return json{{"ok", true},
               {"consumer", consumer},
               {"name", o.name},
+              {"loader_pid", getpid()},
               {"shm", o.shm_name},
               {"shm_bytes", g.total_bytes},
               {"slots", g.slots},

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -38,7 +40,7 @@ RgbImage synthetic_image(const SyntheticOptions& options, int64_t index) {
   const double angle = 2 * M_PI * unit(rng);
   const double gx = std::cos(angle) / img.width;
   const double gy = std::sin(angle) / img.height;
-  std::normal_distribution<double> noise(0.0, 6.0 + 14.0 * unit(rng));
+  const int noise_amplitude = 24 + static_cast<int>(40 * unit(rng));
   for (int y = 0; y < img.height; ++y) {
     for (int x = 0; x < img.width; ++x) {
       double t = std::clamp(0.5 + (x - img.width / 2.0) * gx + (y - img.height / 2.0) * gy, 0.0,
@@ -76,8 +78,18 @@ RgbImage synthetic_image(const SyntheticOptions& options, int64_t index) {
       }
     }
   }
-  // Sensor-like noise: JPEG's entropy coding then costs what photographs cost.
-  for (uint8_t& v : img.pixels) v = static_cast<uint8_t>(std::clamp(v + noise(rng), 0.0, 255.0));
+  // Sensor-like noise (triangular, from a xorshift generator: cheap): JPEG's
+  // entropy coding then costs about what photographs cost.
+  uint64_t state = rng() | 1;
+  for (uint8_t& v : img.pixels) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    const int a = static_cast<int>(state & 0xff);
+    const int b = static_cast<int>((state >> 8) & 0xff);
+    const int n = (a + b - 255) * noise_amplitude / 255;
+    v = static_cast<uint8_t>(std::clamp(v + n, 0, 255));
+  }
   return img;
 }
 
