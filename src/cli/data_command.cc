@@ -28,14 +28,18 @@ namespace {
 class TtyProgress {
  public:
   explicit TtyProgress(std::string what)
-      : what_(std::move(what)), tty_(isatty(STDERR_FILENO) != 0),
+      : what_(std::move(what)),
+        tty_(isatty(STDERR_FILENO) != 0),
         start_(std::chrono::steady_clock::now()) {}
   void operator()(int64_t done, int64_t total) {
     if (!tty_) return;
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     std::cerr << fmt::format("\r{}: {}/{} ({:.0f}%, {:.1f}s)", what_, done, total,
-                             total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0, s)
+                             total > 0
+                                 ? 100.0 * static_cast<double>(done) / static_cast<double>(total)
+                                 : 100.0,
+                             s)
               << std::flush;
     if (done >= total) std::cerr << '\n';
   }
@@ -152,8 +156,9 @@ void add_data_command(CLI::App& app, int& exit_code) {
   });
 
   CLI::App* pack = data->add_subcommand(
-      "pack", "Write an ImageFolder dataset as one packed file (an index and the JPEG bytes), "
-              "which the loader reads without opening a file per image");
+      "pack",
+      "Write an ImageFolder dataset as one packed file (an index and the JPEG bytes), "
+      "which the loader reads without opening a file per image");
   pack->add_option("dataset", pack_in, "ImageFolder directory")->required();
   pack->add_option("out", pack_out, "packed file to write")->required();
   pack->callback([&exit_code] {
@@ -177,10 +182,12 @@ void add_data_command(CLI::App& app, int& exit_code) {
   });
 
   CLI::App* srv = data->add_subcommand(
-      "serve", "Run a shared loader in the foreground until Ctrl-C (colo run starts one per "
-               "[data.NAME] table); consumers connect with colo_data.Loader");
+      "serve",
+      "Run a shared loader in the foreground until Ctrl-C (colo run starts one per "
+      "[data.NAME] table); consumers connect with colo_data.Loader");
   LoaderOptions& o = serve.options;
-  srv->add_option("dataset", o.path, "ImageFolder directory, CIFAR-10 directory or .bin, or packed file")
+  srv->add_option("dataset", o.path,
+                  "ImageFolder directory, CIFAR-10 directory or .bin, or packed file")
       ->required();
   srv->add_option("--name", o.name, "the dataset's name (in messages and statistics)")
       ->capture_default_str();

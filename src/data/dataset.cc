@@ -72,7 +72,8 @@ class MappedFile {
 
 bool is_jpeg_name(const fs::path& p) {
   std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return ext == ".jpg" || ext == ".jpeg";
 }
 
@@ -81,9 +82,10 @@ class ImageFolderDataset final : public Dataset {
   static Result<std::unique_ptr<Dataset>> open(const std::string& root) {
     std::error_code ec;
     if (!fs::is_directory(root, ec))
-      return Error(fmt::format("{} is not a directory (an ImageFolder dataset is a directory "
-                               "with one subdirectory of JPEG files per class)",
-                               root));
+      return Error(
+          fmt::format("{} is not a directory (an ImageFolder dataset is a directory "
+                      "with one subdirectory of JPEG files per class)",
+                      root));
     auto ds = std::make_unique<ImageFolderDataset>();
     ds->root_ = root;
     std::vector<fs::path> class_dirs;
@@ -117,9 +119,9 @@ class ImageFolderDataset final : public Dataset {
       return Error(fmt::format(
           "{}: no JPEG files (.jpg, .jpeg) in its subdirectories{}; an ImageFolder dataset is "
           "<root>/<class>/<image>.jpg (colo data make-synthetic writes one)",
-          root, other_files > 0 ? fmt::format(" ({} other files: only JPEG is decoded)",
-                                              other_files)
-                                : ""));
+          root,
+          other_files > 0 ? fmt::format(" ({} other files: only JPEG is decoded)", other_files)
+                          : ""));
     }
     return std::unique_ptr<Dataset>(std::move(ds));
   }
@@ -185,17 +187,19 @@ class Cifar10Dataset final : public Dataset {
       Result<std::unique_ptr<MappedFile>> m = MappedFile::open(f);
       if (!m.ok()) return m.error();
       if ((*m)->bytes().size() % kCifarRecord != 0) {
-        return Error(fmt::format("{} is {} bytes, not a whole number of CIFAR-10 records "
-                                 "({} bytes each: 1 label byte, 3072 pixel bytes)",
-                                 f, (*m)->bytes().size(), kCifarRecord));
+        return Error(
+            fmt::format("{} is {} bytes, not a whole number of CIFAR-10 records "
+                        "({} bytes each: 1 label byte, 3072 pixel bytes)",
+                        f, (*m)->bytes().size(), kCifarRecord));
       }
       const size_t records = (*m)->bytes().size() / kCifarRecord;
       for (size_t r = 0; r < records; ++r) {
         const uint8_t label = (*m)->bytes()[r * kCifarRecord];
         if (label > 9) {
-          return Error(fmt::format("{} record {}: label {} is not 0..9: not a CIFAR-10 binary "
-                                   "file",
-                                   f, r, label));
+          return Error(
+              fmt::format("{} record {}: label {} is not 0..9: not a CIFAR-10 binary "
+                          "file",
+                          f, r, label));
         }
         ds->records_.push_back({ds->files_.size(), r});
       }
@@ -222,7 +226,7 @@ class Cifar10Dataset final : public Dataset {
   }
   Result<StoredSample> read(size_t index, std::vector<uint8_t>& scratch) const override {
     const uint8_t* planes = record(index) + 1;
-    constexpr size_t kPixels = 32 * 32;
+    constexpr size_t kPixels = size_t{32} * 32;
     scratch.resize(kPixels * 3);
     for (size_t p = 0; p < kPixels; ++p) {
       scratch[p * 3] = planes[p];
@@ -256,14 +260,15 @@ class PackedDataset final : public Dataset {
     PackedHeader h{};
     if (bytes.size() < sizeof h ||
         std::memcmp(bytes.data(), kPackedMagic, sizeof kPackedMagic) != 0) {
-      return Error(fmt::format("{} is not a colo packed dataset (write one with colo data pack)",
-                               path));
+      return Error(
+          fmt::format("{} is not a colo packed dataset (write one with colo data pack)", path));
     }
     std::memcpy(&h, bytes.data(), sizeof h);
     auto bad = [&](const std::string& what) {
-      return Error(fmt::format("{}: damaged packed dataset: {}; write it again with colo data "
-                               "pack",
-                               path, what));
+      return Error(
+          fmt::format("{}: damaged packed dataset: {}; write it again with colo data "
+                      "pack",
+                      path, what));
     };
     if (h.version != 1) return bad(fmt::format("version {} (this colo reads 1)", h.version));
     if (h.names_offset + h.names_size > bytes.size() ||
@@ -347,7 +352,8 @@ Result<DatasetFormat> parse_dataset_format(const std::string& text) {
        {DatasetFormat::kImageFolder, DatasetFormat::kCifar10, DatasetFormat::kPacked}) {
     if (text == to_string(f)) return f;
   }
-  return Error(fmt::format("unknown dataset format '{}': use imagefolder, cifar10 or packed", text));
+  return Error(
+      fmt::format("unknown dataset format '{}': use imagefolder, cifar10 or packed", text));
 }
 
 Result<std::unique_ptr<Dataset>> open_dataset(const std::string& path,
@@ -377,8 +383,9 @@ Result<std::unique_ptr<Dataset>> open_dataset(const std::string& path,
 Status write_packed(const Dataset& dataset, const std::string& out_path,
                     const std::function<void(size_t, size_t)>& progress) {
   if (dataset.format() == DatasetFormat::kCifar10)
-    return Error("colo data pack packs JPEG datasets (imagefolder); CIFAR-10's binary files are "
-                 "already packed: read them directly");
+    return Error(
+        "colo data pack packs JPEG datasets (imagefolder); CIFAR-10's binary files are "
+        "already packed: read them directly");
   const std::string tmp = out_path + ".tmp";
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out) return Error(fmt::format("cannot write {}: {}", tmp, errno_text()));

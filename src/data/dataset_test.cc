@@ -33,7 +33,8 @@ TEST_F(DatasetTest, SyntheticImageFolderHasRealJpegsOfVariedSizes) {
   s.size = 64;
   s.threads = 2;
   int64_t last_progress = 0;
-  ASSERT_TRUE(make_synthetic(s, path("syn"), [&](int64_t done, int64_t) { last_progress = done; }).ok());
+  ASSERT_TRUE(
+      make_synthetic(s, path("syn"), [&](int64_t done, int64_t) { last_progress = done; }).ok());
   EXPECT_EQ(last_progress, 30);
   Result<std::unique_ptr<Dataset>> ds = open_dataset(path("syn"));
   ASSERT_TRUE(ds.ok()) << ds.error().message();

@@ -59,8 +59,8 @@ Result<std::vector<uint8_t>> encode_jpeg(const RgbImage& image, int quality) {
   if (handle == nullptr) return Error("libjpeg-turbo: cannot create a compressor");
   unsigned char* buffer = nullptr;
   unsigned long size = 0;
-  int rc = tjCompress2(handle, image.pixels.data(), image.width, 0, image.height, TJPF_RGB,
-                       &buffer, &size, TJSAMP_420, quality, 0);
+  int rc = tjCompress2(handle, image.pixels.data(), image.width, 0, image.height, TJPF_RGB, &buffer,
+                       &size, TJSAMP_420, quality, 0);
   std::string message = rc != 0 ? tjGetErrorStr2(handle) : "";
   std::vector<uint8_t> out;
   if (rc == 0) out.assign(buffer, buffer + size);

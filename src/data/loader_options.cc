@@ -29,8 +29,8 @@ Result<std::vector<int>> parse_cpu_list(const std::string& text) {
     std::optional<int> lo = parse_int(part.substr(0, dash));
     std::optional<int> hi = dash == std::string_view::npos ? lo : parse_int(part.substr(dash + 1));
     if (!lo || !hi || *hi < *lo || *hi >= 4096) {
-      return Error(fmt::format("'{}' is not a CPU list; write it like \"0-3\" or \"0,2,4-7\"",
-                               text));
+      return Error(
+          fmt::format("'{}' is not a CPU list; write it like \"0-3\" or \"0,2,4-7\"", text));
     }
     for (int c = *lo; c <= *hi; ++c) cpus.push_back(c);
     start = end + 1;
@@ -39,15 +39,15 @@ Result<std::vector<int>> parse_cpu_list(const std::string& text) {
 }
 
 std::vector<std::string> serve_arguments(const LoaderOptions& o) {
-  std::vector<std::string> args = {"--name",  o.name,
-                                   "--size",  std::to_string(o.transform.size),
-                                   "--threads", std::to_string(o.threads),
-                                   "--ring",  std::to_string(o.ring_bytes),
-                                   "--chunk", std::to_string(o.chunk_samples),
-                                   "--lag-timeout", fmt::format("{}ms", o.lag_timeout_ms),
-                                   "--seed",  std::to_string(o.seed),
-                                   "--scale", number(o.transform.scale_min) + "," +
-                                                  number(o.transform.scale_max)};
+  std::vector<std::string> args = {
+      "--name",        o.name,
+      "--size",        std::to_string(o.transform.size),
+      "--threads",     std::to_string(o.threads),
+      "--ring",        std::to_string(o.ring_bytes),
+      "--chunk",       std::to_string(o.chunk_samples),
+      "--lag-timeout", fmt::format("{}ms", o.lag_timeout_ms),
+      "--seed",        std::to_string(o.seed),
+      "--scale",       number(o.transform.scale_min) + "," + number(o.transform.scale_max)};
   if (o.format) args.insert(args.end(), {"--format", to_string(*o.format)});
   if (!o.transform.augment) args.push_back("--no-augment");
   if (!o.cpus.empty()) args.insert(args.end(), {"--cpus", o.cpus});

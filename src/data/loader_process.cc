@@ -100,8 +100,8 @@ Status SharedLoaders::wait_ready(Loader& loader) {
     for (const FinishedJob& f : supervisor_.poll()) {
       if (f.pid != loader.pid) continue;
       loader.ended = true;
-      return Error(fmt::format("data loader '{}' could not start: {} (log {})",
-                               loader.options.name, log_tail(loader.log_path), loader.log_path));
+      return Error(fmt::format("data loader '{}' could not start: {} (log {})", loader.options.name,
+                               log_tail(loader.log_path), loader.log_path));
     }
     if (clock_.monotonic_ms() > deadline) {
       return Error(fmt::format("data loader '{}' was not ready after {} s (log {})",
@@ -136,8 +136,9 @@ std::vector<std::string> SharedLoaders::poll() {
 
 std::vector<LoaderOutcome> SharedLoaders::stop() {
   for (const Loader& l : loaders_)
-    if (!l.ended) supervisor_.stop(l.options.name.empty() ? "" : "data:" + l.options.name,
-                                   options_.stop_grace_ms);
+    if (!l.ended)
+      supervisor_.stop(l.options.name.empty() ? "" : "data:" + l.options.name,
+                       options_.stop_grace_ms);
   const int64_t deadline = clock_.monotonic_ms() + options_.stop_grace_ms + 5'000;
   while (supervisor_.running_count() > 0 && clock_.monotonic_ms() < deadline) {
     (void)poll();

@@ -25,11 +25,11 @@ namespace colo {
 inline constexpr const char* kDataSocketEnv = "COLO_DATA_SOCKET";
 
 struct SharedLoadersOptions {
-  std::string colo_binary;         // the program that runs `data serve` (colo itself)
-  std::string logs_dir;            // logs and statistics
-  std::string state_dir;           // ownership records of the rings
+  std::string colo_binary;             // the program that runs `data serve` (colo itself)
+  std::string logs_dir;                // logs and statistics
+  std::string state_dir;               // ownership records of the rings
   int64_t ready_timeout_ms = 120'000;  // to open the dataset and create the ring
-  int64_t stop_grace_ms = 5'000;   // TERM, then KILL
+  int64_t stop_grace_ms = 5'000;       // TERM, then KILL
 };
 
 // What a stopped loader left: its statistics (the JSON run_loader writes),

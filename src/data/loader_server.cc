@@ -278,8 +278,8 @@ int64_t peak_rss_bytes() {
 // One connected consumer socket.
 struct Client {
   int fd = -1;
-  int pid = 0;        // from SO_PEERCRED
-  int consumer = 0;   // broker id after hello; 0 before
+  int pid = 0;       // from SO_PEERCRED
+  int consumer = 0;  // broker id after hello; 0 before
 };
 
 class ControlLoop {
@@ -308,7 +308,8 @@ class ControlLoop {
     while (!stopping_) {
       epoll_event events[32];
       int n = epoll_wait(epoll_, events, 32, 100);
-      if (n < 0 && errno != EINTR) return Error(fmt::format("epoll_wait: {}", std::strerror(errno)));
+      if (n < 0 && errno != EINTR)
+        return Error(fmt::format("epoll_wait: {}", std::strerror(errno)));
       const int64_t now = monotonic_ms();
       for (int i = 0; i < n; ++i) handle(events[i].data.fd, events[i].events, now);
       if (options_.parent_pid > 0 && getppid() != options_.parent_pid) {
@@ -399,7 +400,8 @@ class ControlLoop {
       message(it->second, std::string_view(buf, static_cast<size_t>(n)), now);
       return;
     }
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) || (events & (EPOLLHUP | EPOLLERR))) {
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
+        (events & (EPOLLHUP | EPOLLERR))) {
       drop(fd, now);
     }
   }
@@ -410,8 +412,8 @@ class ControlLoop {
     ucred cred{};
     socklen_t len = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != getuid()) {
-      send_json(fd, json{{"ok", false},
-                         {"error", "this loader serves processes of its own user only"}});
+      send_json(
+          fd, json{{"ok", false}, {"error", "this loader serves processes of its own user only"}});
       ::close(fd);
       return;
     }
@@ -435,8 +437,10 @@ class ControlLoop {
   void message(Client& client, std::string_view text, int64_t now) {
     json m = json::parse(text, nullptr, false);
     if (m.is_discarded() || !m.is_object() || !m.contains("op") || !m["op"].is_string()) {
-      send_json(client.fd, json{{"ok", false}, {"error", "malformed request (one JSON object "
-                                                         "with an \"op\" per message)"}});
+      send_json(client.fd, json{{"ok", false},
+                                {"error",
+                                 "malformed request (one JSON object "
+                                 "with an \"op\" per message)"}});
       return;
     }
     const std::string op = m["op"].get<std::string>();
@@ -448,10 +452,9 @@ class ControlLoop {
       if (client.consumer != 0) return;
       const auto batch = m.value("batch_size", int64_t{0});
       const std::string job = m.value("job", std::string());
-      Result<int> id =
-          batch > 0 && batch <= UINT32_MAX
-              ? broker_.join(static_cast<uint32_t>(batch), client.pid, job, now)
-              : Result<int>(Error("batch_size must be a positive integer"));
+      Result<int> id = batch > 0 && batch <= UINT32_MAX
+                           ? broker_.join(static_cast<uint32_t>(batch), client.pid, job, now)
+                           : Result<int>(Error("batch_size must be a positive integer"));
       if (!id.ok()) {
         send_json(client.fd, json{{"ok", false}, {"error", id.error().message()}});
         return;
@@ -524,8 +527,8 @@ class ControlLoop {
   int64_t started_ms_;
   int epoll_ = -1;
   bool stopping_ = false;
-  std::map<int, Client> clients_;    // by fd
-  std::map<int, int> by_consumer_;   // broker id -> fd
+  std::map<int, Client> clients_;   // by fd
+  std::map<int, int> by_consumer_;  // broker id -> fd
 };
 
 std::string safe_name(const std::string& name) {
@@ -584,8 +587,11 @@ Status run_loader(LoaderOptions options, std::ostream& log) {
   const std::string owner_path =
       options.state_dir.empty() ? "" : ring_owner_path(options.state_dir, options.shm_name);
   if (!owner_path.empty()) {
-    RingOwnerRecord record{options.shm_name, options.socket_name, getpid(),
-                           options.parent_pid > 0 ? options.parent_pid : getpid(), "",
+    RingOwnerRecord record{options.shm_name,
+                           options.socket_name,
+                           getpid(),
+                           options.parent_pid > 0 ? options.parent_pid : getpid(),
+                           "",
                            ::colo::wall_ms()};
     if (Status s = write_ring_owner(owner_path, record); !s.ok()) return s;
   }

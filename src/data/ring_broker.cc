@@ -16,9 +16,9 @@ RingBroker::RingBroker(const BrokerOptions& options)
 }
 
 size_t RingBroker::active_consumers() const {
-  return static_cast<size_t>(std::count_if(consumers_.begin(), consumers_.end(), [](const auto& kv) {
-    return kv.second.record.left_ms < 0 && kv.second.active;
-  }));
+  return static_cast<size_t>(std::count_if(
+      consumers_.begin(), consumers_.end(),
+      [](const auto& kv) { return kv.second.record.left_ms < 0 && kv.second.active; }));
 }
 
 uint64_t RingBroker::start_of(int consumer) const { return consumers_.at(consumer).record.start; }
@@ -36,7 +36,8 @@ Result<int> RingBroker::join(uint32_t batch_size, int pid, const std::string& na
   if (present >= options_.max_consumers) {
     return Error(fmt::format("the loader already serves {} consumers, its limit", present));
   }
-  const uint64_t chunks_per_batch = (batch_size + options_.chunk_samples - 1) / options_.chunk_samples + 1;
+  const uint64_t chunks_per_batch =
+      (batch_size + options_.chunk_samples - 1) / options_.chunk_samples + 1;
   if (batch_size == 0 || 3 * chunks_per_batch > options_.slots) {
     return Error(fmt::format(
         "batch size {} is too large for this loader's ring ({} slots of {} samples: a batch may "
@@ -141,8 +142,7 @@ std::optional<BatchGrant> RingBroker::next_batch(const Consumer& c) const {
     const uint64_t to = std::min(end, chunk_end);
     auto it = chunks_.find(chunk);
     assert(it != chunks_.end() && it->second.published);
-    b.pieces.push_back({it->second.slot,
-                        static_cast<uint32_t>(p - chunk * options_.chunk_samples),
+    b.pieces.push_back({it->second.slot, static_cast<uint32_t>(p - chunk * options_.chunk_samples),
                         static_cast<uint32_t>(to - p)});
     p = to;
   }

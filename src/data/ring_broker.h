@@ -50,12 +50,12 @@
 namespace colo {
 
 struct BrokerOptions {
-  uint64_t dataset_size = 0;       // N samples
-  uint32_t chunk_samples = 16;     // samples per slot
-  uint32_t slots = 64;             // slots in the ring
-  uint32_t max_consumers = 64;     // consumers present at once
-  int64_t lag_timeout_ms = 30'000; // net time a consumer may hold the others back
-  uint64_t seed = 1;               // sample order
+  uint64_t dataset_size = 0;        // N samples
+  uint32_t chunk_samples = 16;      // samples per slot
+  uint32_t slots = 64;              // slots in the ring
+  uint32_t max_consumers = 64;      // consumers present at once
+  int64_t lag_timeout_ms = 30'000;  // net time a consumer may hold the others back
+  uint64_t seed = 1;                // sample order
 };
 
 // `count` samples starting at sample `first` of slot `slot`.
@@ -71,7 +71,7 @@ struct BatchGrant {
   int64_t epoch = 0;      // the consumer's epoch, 0 = its first
   int64_t index = 0;      // batch within that epoch
   uint32_t count = 0;
-  bool last = false;      // the epoch's last batch
+  bool last = false;  // the epoch's last batch
   std::vector<Piece> pieces;
 };
 
@@ -96,23 +96,23 @@ struct ConsumerRecord {
   std::string name;  // the job, when known
   uint32_t batch_size = 0;
   int64_t joined_ms = 0;
-  int64_t left_ms = -1;    // -1: still there
-  uint64_t start = 0;      // stream position it joined at
-  uint64_t samples = 0;    // granted
+  int64_t left_ms = -1;  // -1: still there
+  uint64_t start = 0;    // stream position it joined at
+  uint64_t samples = 0;  // granted
   int64_t batches = 0;
-  int64_t epochs = 0;      // epochs whose last batch it was granted
-  int64_t pending_ms = 0;  // time its requests waited here for data
-  int64_t wait_ms = 0;     // time it says it was blocked waiting (report_wait)
+  int64_t epochs = 0;        // epochs whose last batch it was granted
+  int64_t pending_ms = 0;    // time its requests waited here for data
+  int64_t wait_ms = 0;       // time it says it was blocked waiting (report_wait)
   int64_t held_back_ms = 0;  // time it held the others back
-  std::string detached;    // the reason, when detached
+  std::string detached;      // the reason, when detached
 };
 
 struct BrokerStats {
   uint64_t chunks_assigned = 0;
   uint64_t chunks_published = 0;
-  int64_t epochs_ordered = 0;      // SampleOrder's latest epoch + 1
-  int64_t starved_full_ms = 0;     // a consumer waited for a slot to be released
-  int64_t starved_decoding_ms = 0; // a consumer waited for decoding
+  int64_t epochs_ordered = 0;       // SampleOrder's latest epoch + 1
+  int64_t starved_full_ms = 0;      // a consumer waited for a slot to be released
+  int64_t starved_decoding_ms = 0;  // a consumer waited for decoding
 };
 
 class RingBroker {

@@ -60,8 +60,8 @@ class Harness {
       for (const auto& [id, v] : views)
         for (const auto& batch : v.held)
           for (const Piece& p : batch)
-            ASSERT_NE(p.slot, job->slot) << "slot " << job->slot << " reused while consumer "
-                                         << id << " holds it";
+            ASSERT_NE(p.slot, job->slot)
+                << "slot " << job->slot << " reused while consumer " << id << " holds it";
       slot_chunk_[job->slot] = job->chunk;
       slot_samples_.erase(job->slot);
       in_flight_.push_back(*job);

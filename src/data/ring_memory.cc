@@ -54,8 +54,9 @@ Result<std::unique_ptr<RingMemory>> RingMemory::create(const std::string& name,
   if (ftruncate(fd, static_cast<off_t>(geometry.total_bytes)) != 0) return fail("cannot size it");
   if (int rc = posix_fallocate(fd, 0, static_cast<off_t>(geometry.total_bytes)); rc != 0) {
     errno = rc;
-    return fail("cannot reserve its pages (is /dev/shm full or small? lower the ring size, or "
-                "enlarge /dev/shm)");
+    return fail(
+        "cannot reserve its pages (is /dev/shm full or small? lower the ring size, or "
+        "enlarge /dev/shm)");
   }
   void* p = mmap(nullptr, geometry.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) return fail("cannot map it");

@@ -47,8 +47,10 @@ std::string ring_owner_path(const std::string& state_dir, const std::string& shm
 
 Status write_ring_owner(const std::string& path, const RingOwnerRecord& r) {
   if (Status s = make_dirs(fs::path(path).parent_path().string(), 0700); !s.ok()) return s;
-  nlohmann::json j = {{"shm_name", r.shm_name},     {"socket_name", r.socket_name},
-                      {"loader_pid", r.loader_pid}, {"owner_pid", r.owner_pid},
+  nlohmann::json j = {{"shm_name", r.shm_name},
+                      {"socket_name", r.socket_name},
+                      {"loader_pid", r.loader_pid},
+                      {"owner_pid", r.owner_pid},
                       {"hostname", r.hostname.empty() ? hostname() : r.hostname},
                       {"started_ms", r.started_ms}};
   const std::string tmp = path + ".tmp";
@@ -67,8 +69,7 @@ Result<RingOwnerRecord> read_ring_owner(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Error(fmt::format("cannot read {}", path));
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("shm_name") ||
-      !j["shm_name"].is_string()) {
+  if (j.is_discarded() || !j.is_object() || !j.contains("shm_name") || !j["shm_name"].is_string()) {
     return Error(fmt::format("{} is not a loader ownership record", path));
   }
   RingOwnerRecord r;
@@ -79,8 +80,8 @@ Result<RingOwnerRecord> read_ring_owner(const std::string& path) {
   r.hostname = j.value("hostname", "");
   r.started_ms = j.value("started_ms", int64_t{0});
   if (r.shm_name.rfind("/colo-data-", 0) != 0) {
-    return Error(fmt::format("{} names shared memory '{}', which is not a colo ring", path,
-                             r.shm_name));
+    return Error(
+        fmt::format("{} names shared memory '{}', which is not a colo ring", path, r.shm_name));
   }
   return r;
 }
@@ -111,8 +112,8 @@ Result<std::vector<std::string>> cleanup_stale_data_loaders(const std::string& s
         kill(r->loader_pid, SIGKILL);
         for (int i = 0; i < 100 && alive(r->loader_pid); ++i)
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        lines.push_back(fmt::format("stopped data loader pid {} left by colo pid {}",
-                                    r->loader_pid, r->owner_pid));
+        lines.push_back(fmt::format("stopped data loader pid {} left by colo pid {}", r->loader_pid,
+                                    r->owner_pid));
       }
     }
     if (Status s = unlink_ring(r->shm_name); !s.ok()) {
@@ -120,8 +121,8 @@ Result<std::vector<std::string>> cleanup_stale_data_loaders(const std::string& s
       continue;
     }
     fs::remove(path, ec);
-    lines.push_back(fmt::format("removed shared memory {} left by colo pid {}", r->shm_name,
-                                r->owner_pid));
+    lines.push_back(
+        fmt::format("removed shared memory {} left by colo pid {}", r->shm_name, r->owner_pid));
   }
   return lines;
 }

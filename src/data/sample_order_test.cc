@@ -10,7 +10,8 @@ namespace {
 std::vector<uint32_t> epoch_of(const SampleOrder& order, int64_t epoch) {
   std::vector<uint32_t> out;
   const uint64_t n = order.dataset_size();
-  for (uint64_t i = 0; i < n; ++i) out.push_back(order.sample_at(static_cast<uint64_t>(epoch) * n + i));
+  for (uint64_t i = 0; i < n; ++i)
+    out.push_back(order.sample_at(static_cast<uint64_t>(epoch) * n + i));
   return out;
 }
 

@@ -43,8 +43,8 @@ RgbImage synthetic_image(const SyntheticOptions& options, int64_t index) {
   const int noise_amplitude = 24 + static_cast<int>(40 * unit(rng));
   for (int y = 0; y < img.height; ++y) {
     for (int x = 0; x < img.width; ++x) {
-      double t = std::clamp(0.5 + (x - img.width / 2.0) * gx + (y - img.height / 2.0) * gy, 0.0,
-                            1.0);
+      double t =
+          std::clamp(0.5 + (x - img.width / 2.0) * gx + (y - img.height / 2.0) * gy, 0.0, 1.0);
       uint8_t* p = &img.pixels[(static_cast<size_t>(y) * static_cast<size_t>(img.width) +
                                 static_cast<size_t>(x)) *
                                3];
@@ -97,8 +97,9 @@ Status make_synthetic(const SyntheticOptions& options, const std::string& out_di
                       const std::function<void(int64_t, int64_t)>& progress) {
   if (options.images < 1 || options.classes < 1 || options.size < 8 || options.quality < 1 ||
       options.quality > 100) {
-    return Error("make-synthetic: --images and --classes must be at least 1, --size at least 8, "
-                 "--quality 1..100");
+    return Error(
+        "make-synthetic: --images and --classes must be at least 1, --size at least 8, "
+        "--quality 1..100");
   }
   std::error_code ec;
   if (fs::exists(out_dir, ec) && !fs::is_empty(out_dir, ec))
@@ -122,11 +123,12 @@ Status make_synthetic(const SyntheticOptions& options, const std::string& out_di
       const int64_t i = next.fetch_add(1);
       if (i >= options.images) return;
       Result<std::vector<uint8_t>> jpeg = encode_jpeg(synthetic_image(options, i), options.quality);
-      std::string path = fmt::format("{}/class_{:03}/img_{:07}.jpg", out_dir,
-                                     i % options.classes, i);
+      std::string path =
+          fmt::format("{}/class_{:03}/img_{:07}.jpg", out_dir, i % options.classes, i);
       std::ofstream out(path, std::ios::binary);
-      if (jpeg.ok()) out.write(reinterpret_cast<const char*>(jpeg->data()),
-                               static_cast<std::streamsize>(jpeg->size()));
+      if (jpeg.ok())
+        out.write(reinterpret_cast<const char*>(jpeg->data()),
+                  static_cast<std::streamsize>(jpeg->size()));
       if (!jpeg.ok() || !out) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!first_error)

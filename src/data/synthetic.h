@@ -18,9 +18,9 @@ struct SyntheticOptions {
   int64_t images = 1000;  // in all, spread evenly over the classes
   int size = 256;         // typical side in pixels; each side varies from 0.6x to 1.4x
   int classes = 10;
-  int quality = 90;       // JPEG quality
+  int quality = 90;  // JPEG quality
   uint64_t seed = 1;
-  int threads = 0;        // 0: every core
+  int threads = 0;  // 0: every core
 };
 
 // The image of sample `index` (its class is index % classes).

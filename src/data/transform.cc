@@ -9,9 +9,9 @@ namespace {
 
 // Source taps and weights of each output sample along one axis.
 struct Taps {
-  std::vector<int> first;       // first source index per output sample
-  std::vector<int> count;       // taps per output sample
-  std::vector<float> weights;   // count[o] weights per output sample, at o * max_taps
+  std::vector<int> first;      // first source index per output sample
+  std::vector<int> count;      // taps per output sample
+  std::vector<float> weights;  // count[o] weights per output sample, at o * max_taps
   int max_taps = 0;
 };
 
@@ -22,7 +22,7 @@ Taps make_taps(double start, double length, int source_size, int out_size) {
   t.max_taps = static_cast<int>(std::ceil(support)) * 2 + 2;
   t.first.resize(static_cast<size_t>(out_size));
   t.count.resize(static_cast<size_t>(out_size));
-  t.weights.assign(static_cast<size_t>(out_size * t.max_taps), 0.0F);
+  t.weights.assign(static_cast<size_t>(out_size) * static_cast<size_t>(t.max_taps), 0.0F);
   for (int o = 0; o < out_size; ++o) {
     const double center = start + (o + 0.5) * step;
     int lo = static_cast<int>(std::floor(center - support));
@@ -32,7 +32,7 @@ Taps make_taps(double start, double length, int source_size, int out_size) {
     if (hi < lo) lo = hi = std::clamp(static_cast<int>(center), 0, source_size - 1);
     double total = 0;
     int n = 0;
-    float* w = &t.weights[static_cast<size_t>(o * t.max_taps)];
+    float* w = &t.weights[static_cast<size_t>(o) * static_cast<size_t>(t.max_taps)];
     for (int i = lo; i <= hi && n < t.max_taps; ++i, ++n) {
       double d = std::abs((i + 0.5 - center) / support);
       double weight = std::max(0.0, 1.0 - d);
@@ -113,11 +113,11 @@ void crop_resize_normalize(const RgbImage& image, CropBox box, double scale_x, d
   // Horizontal pass over the rows the vertical pass reads: rows x size x 3.
   std::vector<float> horizontal(static_cast<size_t>(rows) * static_cast<size_t>(size) * 3);
   for (int r = 0; r < rows; ++r) {
-    const uint8_t* src = &image.pixels[static_cast<size_t>(row_lo + r) *
-                                       static_cast<size_t>(image.width) * 3];
+    const uint8_t* src =
+        &image.pixels[static_cast<size_t>(row_lo + r) * static_cast<size_t>(image.width) * 3];
     float* dst = &horizontal[static_cast<size_t>(r) * static_cast<size_t>(size) * 3];
     for (int o = 0; o < size; ++o) {
-      const float* w = &xs.weights[static_cast<size_t>(o * xs.max_taps)];
+      const float* w = &xs.weights[static_cast<size_t>(o) * static_cast<size_t>(xs.max_taps)];
       const uint8_t* p = src + static_cast<size_t>(xs.first[static_cast<size_t>(o)]) * 3;
       float a = 0;
       float b = 0;
@@ -127,9 +127,10 @@ void crop_resize_normalize(const RgbImage& image, CropBox box, double scale_x, d
         b += w[k] * p[1];
         c += w[k] * p[2];
       }
-      dst[o * 3] = a;
-      dst[o * 3 + 1] = b;
-      dst[o * 3 + 2] = c;
+      float* out_pixel = dst + static_cast<ptrdiff_t>(o) * 3;
+      out_pixel[0] = a;
+      out_pixel[1] = b;
+      out_pixel[2] = c;
     }
   }
   // Vertical pass, flip and normalization into CHW planes.
@@ -142,7 +143,7 @@ void crop_resize_normalize(const RgbImage& image, CropBox box, double scale_x, d
   }
   const size_t plane = static_cast<size_t>(size) * static_cast<size_t>(size);
   for (int oy = 0; oy < size; ++oy) {
-    const float* w = &ys.weights[static_cast<size_t>(oy * ys.max_taps)];
+    const float* w = &ys.weights[static_cast<size_t>(oy) * static_cast<size_t>(ys.max_taps)];
     const int first = ys.first[static_cast<size_t>(oy)] - row_lo;
     const int count = ys.count[static_cast<size_t>(oy)];
     for (int ox = 0; ox < size; ++ox) {
@@ -150,16 +151,16 @@ void crop_resize_normalize(const RgbImage& image, CropBox box, double scale_x, d
       float b = 0;
       float c = 0;
       for (int k = 0; k < count; ++k) {
-        const float* h =
-            &horizontal[(static_cast<size_t>(first + k) * static_cast<size_t>(size) +
-                         static_cast<size_t>(ox)) *
-                        3];
+        const float* h = &horizontal[(static_cast<size_t>(first + k) * static_cast<size_t>(size) +
+                                      static_cast<size_t>(ox)) *
+                                     3];
         a += w[k] * h[0];
         b += w[k] * h[1];
         c += w[k] * h[2];
       }
       const int x = box.flip ? size - 1 - ox : ox;
-      const size_t at = static_cast<size_t>(oy) * static_cast<size_t>(size) + static_cast<size_t>(x);
+      const size_t at =
+          static_cast<size_t>(oy) * static_cast<size_t>(size) + static_cast<size_t>(x);
       out[at] = a * mul[0] + add[0];
       out[plane + at] = b * mul[1] + add[1];
       out[2 * plane + at] = c * mul[2] + add[2];

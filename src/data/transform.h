@@ -17,9 +17,9 @@
 namespace colo {
 
 struct TransformOptions {
-  int size = 224;          // output height and width
-  bool augment = true;     // random-resized-crop + flip; false: center square, resized
-  double scale_min = 0.08; // crop area as a fraction of the image's area
+  int size = 224;           // output height and width
+  bool augment = true;      // random-resized-crop + flip; false: center square, resized
+  double scale_min = 0.08;  // crop area as a fraction of the image's area
   double scale_max = 1.0;
   double ratio_min = 3.0 / 4.0;  // crop width / height, sampled log-uniformly
   double ratio_max = 4.0 / 3.0;

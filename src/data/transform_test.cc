@@ -18,7 +18,8 @@ RgbImage filled(int w, int h, std::function<std::array<uint8_t, 3>(int, int)> co
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
       auto c = colour(x, y);
-      for (int k = 0; k < 3; ++k) img.pixels[static_cast<size_t>((y * w + x) * 3 + k)] = c[static_cast<size_t>(k)];
+      for (int k = 0; k < 3; ++k)
+        img.pixels[static_cast<size_t>((y * w + x) * 3 + k)] = c[static_cast<size_t>(k)];
     }
   return img;
 }
@@ -86,7 +87,8 @@ TEST(TransformTest, SameSizeIsIdentityAndFlipMirrors) {
   std::vector<float> out(48);
   crop_resize_normalize(img, {0, 0, 4, 4, false}, 1, 1, o, out.data());
   for (int y = 0; y < 4; ++y)
-    for (int x = 0; x < 4; ++x) EXPECT_NEAR(out[static_cast<size_t>(y * 4 + x)] * 255, x * 10 + y, 1e-3);
+    for (int x = 0; x < 4; ++x)
+      EXPECT_NEAR(out[static_cast<size_t>(y * 4 + x)] * 255, x * 10 + y, 1e-3);
   crop_resize_normalize(img, {0, 0, 4, 4, true}, 1, 1, o, out.data());
   for (int y = 0; y < 4; ++y)
     for (int x = 0; x < 4; ++x)
@@ -129,7 +131,8 @@ TEST(TransformTest, ACropOfAScaledDecodeMatchesTheFullDecode) {
                         static_cast<double>(half.height) / h, o, b.data());
   double diff = 0;
   for (size_t i = 0; i < a.size(); ++i) diff += std::abs(a[i] - b[i]) * 255;
-  EXPECT_LT(diff / static_cast<double>(a.size()), 6.0) << "mean absolute difference in pixel levels";
+  EXPECT_LT(diff / static_cast<double>(a.size()), 6.0)
+      << "mean absolute difference in pixel levels";
 }
 
 TEST(TransformTest, AnInvalidJpegIsAnError) {

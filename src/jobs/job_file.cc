@@ -44,13 +44,12 @@ constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
 constexpr std::array<const char*, 13> kSettingKeys = {
-    "workdir",     "env",      "gpu_memory", "sm_share",     "memory_limit", "epoch_regex",
-    "sm_activity", "gpu_util", "solo_time",  "startup_time", "mig_profile",  "mig_group",
-    "dataset"};
+    "workdir",     "env",         "gpu_memory", "sm_share",  "memory_limit",
+    "epoch_regex", "sm_activity", "gpu_util",   "solo_time", "startup_time",
+    "mig_profile", "mig_group",   "dataset"};
 // Keys of a [data.NAME] table (a dataset served by a shared loader).
-constexpr std::array<const char*, 10> kDataKeys = {"path",    "format", "size",        "augment",
-                                                   "threads", "ring",   "chunk",       "lag_timeout",
-                                                   "cpus",    "seed"};
+constexpr std::array<const char*, 10> kDataKeys = {
+    "path", "format", "size", "augment", "threads", "ring", "chunk", "lag_timeout", "cpus", "seed"};
 // Keys only a [[job]] may have.
 constexpr std::array<const char*, 4> kJobOnlyKeys = {"name", "command", "repeat", "grid"};
 
@@ -796,8 +795,8 @@ void read_data(const toml::node& node, const std::string& path, const std::strin
         if (const auto* b = v.as_boolean()) {
           spec.augment = b->get();
         } else {
-          reader.error(line_of(v), fmt::format("key 'augment' must be true or false, got {}",
-                                               describe(v)));
+          reader.error(line_of(v),
+                       fmt::format("key 'augment' must be true or false, got {}", describe(v)));
         }
       } else if (k == "ring") {
         if (auto bytes = reader.size(k, v)) spec.ring_bytes = bytes;
@@ -814,7 +813,8 @@ void read_data(const toml::node& node, const std::string& path, const std::strin
         }
       } else if (k == "cpus") {
         auto text = reader.string(k, v, "a CPU list such as \"0-3\"");
-        if (text && (text->empty() || text->find_first_not_of("0123456789,-") != std::string::npos)) {
+        if (text &&
+            (text->empty() || text->find_first_not_of("0123456789,-") != std::string::npos)) {
           reader.error(line_of(v), fmt::format("key 'cpus' must be a CPU list such as \"0-3\" "
                                                "or \"0,2,4-7\", got \"{}\"",
                                                *text));
@@ -822,8 +822,8 @@ void read_data(const toml::node& node, const std::string& path, const std::strin
           spec.cpus = *text;
         }
       } else {
-        reader.error(line_of(key, v), fmt::format("unknown key '{}'{}", k,
-                                                  did_you_mean(k, kDataKeys)));
+        reader.error(line_of(key, v),
+                     fmt::format("unknown key '{}'{}", k, did_you_mean(k, kDataKeys)));
       }
     }
     if (spec.path.empty()) {

@@ -549,10 +549,12 @@ TEST(JobFileData, BadDataTablesSayWhatToWrite) {
   };
   for (const auto& [text, expected] : cases) {
     std::string full = text;
-    if (full.find("[[job]]") == std::string::npos) full += "[[job]]\nname = \"a\"\ncommand = [\"x\"]\n";
+    if (full.find("[[job]]") == std::string::npos)
+      full += "[[job]]\nname = \"a\"\ncommand = [\"x\"]\n";
     Result<JobFile> r = parse_job_file(full, "bad.toml", kBase);
     ASSERT_FALSE(r.ok()) << text;
-    for (const std::string& part : expected) EXPECT_THAT(r.error().message(), HasSubstr(part)) << text;
+    for (const std::string& part : expected)
+      EXPECT_THAT(r.error().message(), HasSubstr(part)) << text;
   }
 }
 

@@ -19,7 +19,8 @@ std::string format_data_loaders(const std::vector<DataLoaderRow>& loaders) {
   for (const DataLoaderRow& l : loaders) {
     std::string cores = "-";
     if (l.cpu_ms && l.wall_ms && *l.wall_ms > 0)
-      cores = fmt::format("{:.2f}", static_cast<double>(*l.cpu_ms) / static_cast<double>(*l.wall_ms));
+      cores =
+          fmt::format("{:.2f}", static_cast<double>(*l.cpu_ms) / static_cast<double>(*l.wall_ms));
     out += fmt::format(
         "  {}: {} ({}, {} samples), {} threads: CPU {} over {} ({} cores), peak memory {}, "
         "{} samples decoded{}\n",
@@ -35,8 +36,7 @@ std::string format_data_loaders(const std::vector<DataLoaderRow>& loaders) {
     out += fmt::format("    {:<24} {:>6} {:>9} {:>7} {:>9} {:>7}  {}\n", "consumer", "batch",
                        "samples", "epochs", "waited", "of time", "");
     for (const DataConsumerRow& c : l.consumers) {
-      const std::string who =
-          c.job_name.empty() ? fmt::format("pid {}", c.pid) : c.job_name;
+      const std::string who = c.job_name.empty() ? fmt::format("pid {}", c.pid) : c.job_name;
       const std::string share =
           c.duration_ms > 0 ? fmt::format("{:.1f}%", 100.0 * static_cast<double>(c.wait_ms) /
                                                          static_cast<double>(c.duration_ms))
@@ -50,7 +50,9 @@ std::string format_data_loaders(const std::vector<DataLoaderRow>& loaders) {
 
 nlohmann::json data_loaders_json(const std::vector<DataLoaderRow>& loaders) {
   nlohmann::json list = nlohmann::json::array();
-  auto opt = [](const std::optional<int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  auto opt = [](const std::optional<int64_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json();
+  };
   for (const DataLoaderRow& l : loaders) {
     nlohmann::json consumers = nlohmann::json::array();
     for (const DataConsumerRow& c : l.consumers) {

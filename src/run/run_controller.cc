@@ -13,10 +13,10 @@
 
 #include "common/paths.h"
 #include "common/units.h"
-#include "jobs/job_supervisor.h"
-#include "jobs/progress.h"
 #include "data/loader_process.h"
 #include "data/ring_owner.h"
+#include "jobs/job_supervisor.h"
+#include "jobs/progress.h"
 #include "monitor/gpu_sampler.h"
 #include "run/data_loading.h"
 #include "run/live_display.h"
@@ -359,8 +359,8 @@ class RunLoop {
     if (spec.dataset) {
       std::map<std::string, std::string> data_env = loaders_.environment_for(*spec.dataset);
       if (data_env.empty())
-        display_.event(fmt::format("warning: {}: the data loader of '{}' is not running",
-                                   spec.name, *spec.dataset));
+        display_.event(fmt::format("warning: {}: the data loader of '{}' is not running", spec.name,
+                                   *spec.dataset));
       for (const auto& [k, v] : data_env) request.env[k] = v;
     }
 

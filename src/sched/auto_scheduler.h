@@ -73,8 +73,8 @@ struct AutoOptions {
   int64_t settle_ms = 20'000;                     // a new combination is judged after this
   double tolerance = 0.05;                        // smaller drops are noise
   bool memory_limits = true;                      // give jobs memory limits (MPS)
-  double host_cpus = 0;               // CPU cores for shared loaders; 0: not checked
-  uint64_t host_memory_bytes = 0;     // host memory for their rings; 0: not checked
+  double host_cpus = 0;                           // CPU cores for shared loaders; 0: not checked
+  uint64_t host_memory_bytes = 0;                 // host memory for their rings; 0: not checked
 };
 
 // The shared data loader a job reads through (none when dataset is empty):

@@ -191,7 +191,7 @@ struct DataConsumerRow {
   std::string job_name;
   int64_t pid = 0;
   int64_t batch_size = 0;
-  int64_t duration_ms = 0;   // from joining to leaving (or the loader's end)
+  int64_t duration_ms = 0;  // from joining to leaving (or the loader's end)
   int64_t samples = 0;
   int64_t batches = 0;
   int64_t epochs = 0;
