@@ -36,7 +36,6 @@ import warnings
 __all__ = ["Loader", "Detached", "LoaderGone", "SOCKET_ENV"]
 
 SOCKET_ENV = "COLO_DATA_SOCKET"
-_CUDA_HOST_REGISTER_READ_ONLY = 8
 
 
 class Detached(RuntimeError):
@@ -95,14 +94,18 @@ class Loader:
         self.dataset_size = hello["dataset_size"]
         self.num_classes = hello["classes"]
         self.image_shape = (hello["channels"], hello["size"], hello["size"])
-        fd = os.open("/dev/shm" + hello["shm"], os.O_RDONLY)
+        # CPU consumers map the ring read-only: the views they hand out cannot
+        # corrupt what the others read. CUDA consumers hand out only GPU copies;
+        # they map it writable because CUDA pins writable pages most reliably.
+        cuda = self.device.type == "cuda"
+        fd = os.open("/dev/shm" + hello["shm"], os.O_RDWR if cuda else os.O_RDONLY)
         try:
-            self._mm = mmap.mmap(fd, hello["shm_bytes"], mmap.MAP_SHARED, mmap.PROT_READ)
+            self._mm = mmap.mmap(fd, hello["shm_bytes"], mmap.MAP_SHARED,
+                                 mmap.PROT_READ | (mmap.PROT_WRITE if cuda else 0))
         finally:
             os.close(fd)
         with warnings.catch_warnings():
-            # Read-only on purpose: a consumer cannot corrupt what the others read.
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("ignore")  # "the given buffer is not writable"
             self._f32 = torch.frombuffer(self._mm, dtype=torch.float32)
             self._i64 = torch.frombuffer(self._mm, dtype=torch.int64)
         self._sample_floats = hello["channels"] * hello["size"] * hello["size"]
@@ -270,13 +273,25 @@ class Loader:
 
     def _pin(self):
         torch = self._torch
-        cudart = torch.cuda.cudart()
-        ptr, size = self._f32.data_ptr(), self._f32.numel() * 4
-        for flags in (_CUDA_HOST_REGISTER_READ_ONLY, 0):
-            err = cudart.cudaHostRegister(ptr, size, flags)
-            if int(err) == 0:
-                self._pinned = True
-                return
-        torch.cuda.synchronize()  # clear the failed call's error state
-        sys.stderr.write("colo_data: could not pin the shared ring (cudaHostRegister: %s); "
-                         "transfers use pageable memory\n" % err)
+        torch.cuda.init()
+        err = torch.cuda.cudart().cudaHostRegister(self._f32.data_ptr(), self._f32.numel() * 4, 0)
+        if int(err) == 0:
+            self._pinned = True
+            return
+        _clear_cuda_error()
+        sys.stderr.write("colo_data: could not pin the shared ring (cudaHostRegister error %d); "
+                         "copies to the GPU use pageable memory\n" % int(err))
+
+
+def _clear_cuda_error():
+    """Consumes the CUDA runtime's last error, which a failed cudaHostRegister
+    leaves behind for PyTorch's next kernel-launch check to trip over."""
+    import ctypes
+
+    for name in ("libcudart.so.12", "libcudart.so.11.0", "libcudart.so"):
+        try:
+            lib = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)  # torch's copy only
+        except OSError:
+            continue
+        lib.cudaGetLastError()
+        return
