@@ -20,6 +20,8 @@
 #include "run/mechanism_inputs.h"
 #include "run/run_controller.h"
 #include "sharing/mechanism.h"
+#include "slurm/allocation.h"
+#include "slurm/shard_run.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -47,13 +49,50 @@ struct RunFlags {
   std::string grace = "10s";
   bool plain = false;
   BackendFlags backend;
+  std::string shard_plan;    // `colo slurm submit`'s plan: run one shard of it
+  std::optional<int> shard;  // which; default: the Slurm array element
 };
+
+// The code a finished run exits with.
+int run_exit_code(RunState state) {
+  switch (state) {
+    case RunState::kOk:
+      return kExitOk;
+    case RunState::kCancelled:
+      return kExitCancelled;
+    default:
+      return kExitJobsFailed;
+  }
+}
 
 int run_command(const RunFlags& flags, const std::string& command_line) {
   Result<JobFile> file = load_job_file(flags.file);
   if (!file.ok()) {
     std::cerr << "colo: " << file.error().message() << "\n";
     return kExitBadInput;
+  }
+  // Inside a Slurm allocation: only its GPUs, and where it ran is recorded.
+  const EnvLookup env = process_environment();
+  std::string slurm_note;
+  Result<std::optional<SlurmAllocation>> slurm = slurm_allocation(env, &slurm_note);
+  if (!slurm.ok()) {
+    std::cerr << "colo: " << slurm.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  if (!slurm_note.empty()) std::cerr << "colo: warning: " << slurm_note << "\n";
+  std::optional<ShardRun> shard;
+  if (!flags.shard_plan.empty()) {
+    Result<ShardRun> prepared =
+        prepare_shard_run(flags.shard_plan, flags.shard, *file, *slurm, env);
+    if (!prepared.ok()) {
+      std::cerr << "colo: " << prepared.error().message() << "\n";
+      return kExitBadInput;
+    }
+    shard = std::move(prepared).value();
+    file = shard->file;
+    std::cout << fmt::format("shard {} of {} (attempt {}): {} jobs; its store is published as {}\n",
+                             shard->shard, flags.shard_plan, shard->attempt, file->jobs.size(),
+                             shard->published_db);
   }
   std::optional<int64_t> period =
       duration_flag("--sample-period", flags.sample_period, 100, "GPM needs that");
@@ -69,7 +108,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   }
 
   MechanismOptions mech_options;
-  mech_options.state_dir = default_state_dir() + "/mps";
+  mech_options.state_dir = node_local_state_dir(*slurm, env) + "/mps";
   if (const char* p = std::getenv("COLO_MPS_CONTROL"); p && *p)
     mech_options.mps_control_program = p;
 
@@ -96,7 +135,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     return kExitEnvironment;
   }
 
-  std::string db_path = flags.db.empty() ? default_db_path() : flags.db;
+  std::string db_path = !flags.db.empty() ? flags.db : shard ? shard->local_db : default_db_path();
   Result<std::unique_ptr<RunStore>> store = RunStore::open(db_path);
   if (!store.ok()) {
     std::cerr << "colo: " << store.error().message() << "\n";
@@ -104,7 +143,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   }
 
   RunOptions options;
-  options.logs_root = flags.logs;
+  options.logs_root = !flags.logs.empty() ? flags.logs : shard ? shard->logs_root : "";
   options.max_jobs_per_gpu = flags.max_per_gpu;
   options.only_devices = flags.gpus;
   if (!flags.policy.empty()) options.policy = flags.policy;
@@ -112,30 +151,39 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   options.stop_grace_ms = *grace;
   options.live_display = !flags.plain && isatty(STDOUT_FILENO);
   options.command_line = command_line;
+  options.slurm = *slurm;
 
   install_stop_handlers();
   RunContext ctx{clock, **backend, **store, **mechanism, mech_options, std::cout, g_stop_requests};
   Result<RunOutcome> outcome = run_job_file(*file, options, ctx);
+  int code = kExitEnvironment;
   if (!outcome.ok()) {
     std::cerr << "colo: " << outcome.error().message() << "\n";
-    return kExitEnvironment;
-  }
-  Result<RunSummary> summary = (*store)->summarize_run(outcome->run_id);
-  if (summary.ok()) {
-    std::cout << "\n" << format_run_summary(*summary);
   } else {
-    std::cerr << "colo: could not summarize run " << outcome->run_id << ": "
-              << summary.error().message() << "\n";
+    Result<RunSummary> summary = (*store)->summarize_run(outcome->run_id);
+    if (summary.ok()) {
+      std::cout << "\n" << format_run_summary(*summary);
+    } else {
+      std::cerr << "colo: could not summarize run " << outcome->run_id << ": "
+                << summary.error().message() << "\n";
+    }
+    if (!shard)
+      std::cout << fmt::format("store: {} (colo show {} --db {})\n", db_path, outcome->run_id,
+                               db_path);
+    code = run_exit_code(outcome->state);
   }
-  std::cout << fmt::format("store: {} (colo show {} --db {})\n", db_path, outcome->run_id, db_path);
-  switch (outcome->state) {
-    case RunState::kOk:
-      return kExitOk;
-    case RunState::kCancelled:
-      return kExitCancelled;
-    default:
-      return kExitJobsFailed;
+  if (shard) {
+    // However the run ended, collect must find what it recorded.
+    Status published = publish_shard_store(**store, *shard);
+    store->reset();
+    remove_shard_local_dir(*shard);
+    if (!published.ok()) {
+      std::cerr << "colo: shard " << shard->shard << ": " << published.error().message() << "\n";
+      return kExitEnvironment;
+    }
+    std::cout << fmt::format("store: published as {}\n", shard->published_db);
   }
+  return code;
 }
 
 // ---- colo devices ---------------------------------------------------------
@@ -448,12 +496,22 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   run_cmd->add_flag("--plain", run.plain,
                     "print one line per event instead of redrawing the job table");
   add_backend_flags(*run_cmd, run.backend);
+  run_cmd->add_option("--shard-plan", run.shard_plan,
+                      "run one shard of the plan `colo slurm submit` wrote (its batch script "
+                      "passes this): only that shard's jobs, the store published into the "
+                      "submission directory");
+  run_cmd
+      ->add_option("--shard", run.shard,
+                   "which shard of --shard-plan; default: the Slurm array element "
+                   "(SLURM_ARRAY_TASK_ID)")
+      ->check(CLI::NonNegativeNumber);
   run_cmd->callback([&exit_code, command_line] { exit_code = run_command(run, command_line); });
 
   add_bench_command(app, exit_code, command_line);
   add_report_command(app, exit_code);
   add_mig_command(app, exit_code);
   add_simulate_commands(app, exit_code);
+  add_slurm_command(app, exit_code, command_line);
   add_data_command(app, exit_code);
 
   CLI::App* devices_cmd = app.add_subcommand(

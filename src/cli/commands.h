@@ -40,5 +40,7 @@ void add_mig_command(CLI::App& app, int& exit_code);
 void add_data_command(CLI::App& app, int& exit_code);
 // `colo simulate` and `colo profiles` (simulate_command.cc).
 void add_simulate_commands(CLI::App& app, int& exit_code);
+// `colo slurm submit|status|collect` (slurm_command.cc).
+void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command_line);
 
 }  // namespace colo

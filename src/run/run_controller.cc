@@ -725,6 +725,8 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   if (!devices.ok()) return devices.error();
   if (devices->empty())
     return Error(fmt::format("the {} backend found no GPU", ctx.backend.name()));
+  devices = usable_devices(*devices, options.slurm);
+  if (!devices.ok()) return devices.error();
   if (!options.only_devices.empty()) {
     Result<std::vector<DeviceInfo>> chosen = select_devices(*devices, options.only_devices);
     if (!chosen.ok()) return chosen.error();
@@ -739,7 +741,10 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
                  options.command_line,
                  host_name(),
                  getpid(),
-                 devices_json(*devices)};
+                 devices_json(*devices),
+                 options.slurm ? SlurmRecord{options.slurm->job_id, options.slurm->step,
+                                             options.slurm->node, options.slurm->restart_count}
+                               : SlurmRecord{}};
   Result<int64_t> run_id = ctx.store.begin_run(new_run);
   if (!run_id.ok()) return run_id.error();
 
@@ -771,6 +776,13 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
                          devices->size() == 1 ? "" : "s", devices->front().name,
                          ctx.backend.simulated() ? ", SIMULATED: numbers are not measured" : "",
                          to_string(ctx.mechanism.kind()), logs_dir);
+  if (options.slurm) {
+    std::string uuids;
+    for (const DeviceInfo& d : *devices) uuids += fmt::format(" gpu{}={}", d.index, d.uuid);
+    ctx.out << fmt::format("inside Slurm job {} (step {}, node {}, restart {}): its GPUs{}\n",
+                           options.slurm->job_id, options.slurm->step, options.slurm->node,
+                           options.slurm->restart_count, uuids);
+  }
 
   // Step 3: the mechanism. If it cannot start, no job runs, and each is recorded as failed.
   if (Status s = ctx.mechanism.prepare(*devices); !s.ok()) {

@@ -37,6 +37,7 @@
 #include "gpu/gpu_backend.h"
 #include "jobs/job_spec.h"
 #include "sharing/mechanism.h"
+#include "slurm/allocation.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -44,8 +45,12 @@ namespace colo {
 struct RunOptions {
   // Where job logs and progress files go; default <state dir>/runs.
   std::string logs_root;
-  // The GPUs (backend indices) the run may use; empty: every GPU found.
+  // The GPUs (backend indices) the run may use; empty: every GPU found (in a
+  // Slurm allocation: every GPU Slurm gave the job).
   std::vector<int> only_devices;
+  // The Slurm allocation colo runs in (slurm_allocation()): limits the GPUs
+  // (usable_devices()) and is recorded with the run.
+  std::optional<SlurmAllocation> slurm;
   // Overrides the job file's [run] max_per_gpu.
   std::optional<int> max_jobs_per_gpu;
   // "fixed" or "auto"; overrides the job file's [run] policy (default fixed).

@@ -151,10 +151,20 @@ constexpr const char* kMigration3 = R"sql(
 ALTER TABLE jobs ADD COLUMN instance TEXT NOT NULL DEFAULT '';
 )sql";
 
-// Version 4: the shared data loaders of a run ([data.NAME] tables) and the
+// Version 4: where a run ran inside Slurm ('' and 0 outside): its Slurm job
+// ("1234", "1234_5" for element 5 of array job 1234), step ("batch", "0"),
+// node, and how often Slurm had requeued the job (SLURM_RESTART_COUNT).
+constexpr const char* kMigration4 = R"sql(
+ALTER TABLE runs ADD COLUMN slurm_job_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slurm_step TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slurm_node TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slurm_restart_count INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// Version 5: the shared data loaders of a run ([data.NAME] tables) and the
 // consumers each served: the loader's CPU time and memory, each consumer's
 // time waiting for data (docs/data-sharing.md).
-constexpr const char* kMigration4 = R"sql(
+constexpr const char* kMigration5 = R"sql(
 CREATE TABLE data_loaders (
   id              INTEGER PRIMARY KEY,
   run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -216,7 +226,7 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3,
-                                                       kMigration4};
+                                                       kMigration4, kMigration5};
   return kMigrations;
 }
 
