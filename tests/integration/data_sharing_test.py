@@ -20,17 +20,20 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.join(HERE, "..", "..", "python")
 COLO = os.environ.get("COLO_BINARY", os.path.join(HERE, "..", "..", "build", "colo"))
-N = 300  # samples in the test dataset
+N = 300  # samples in the test dataset (1000 in the exactly-once test)
 
 # A consumer process: reads `epochs` epochs with `batch` samples per batch,
 # checks that every epoch holds every sample exactly once and that every
 # image is the one its id names (also after holding it for `hold` seconds),
-# and prints one JSON line per epoch and one at the end.
+# and prints one JSON line per epoch and one at the end. An optional fifth
+# argument "E:F:S" pauses it for S seconds once it has read a fraction F of
+# epoch E (printing {"paused": ...} first), holding its batch.
 CONSUMER = textwrap.dedent("""
     import json, sys, time
     sys.path.insert(0, %(python_dir)r)
     import colo_data, torch
     socket_name, batch, epochs, hold = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+    pause = [float(x) for x in sys.argv[5].split(":")] if len(sys.argv) > 5 else None
     mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
     std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
 
@@ -45,7 +48,8 @@ CONSUMER = textwrap.dedent("""
             print(json.dumps({"overwritten": when}), flush=True)
             sys.exit(4)
 
-    loader = colo_data.Loader(batch_size=batch, device="cpu", socket_name=socket_name,
+    loader = colo_data.Loader(batch_size=batch, device="cpu",
+                              socket_name=None if socket_name == "-" else socket_name,
                               return_ids=True)
     print(json.dumps({"joined": loader.info["start"] %% loader.dataset_size}), flush=True)
     try:
@@ -59,6 +63,10 @@ CONSUMER = textwrap.dedent("""
                     time.sleep(hold)
                     check(images, ids, "after holding it")
                 seen += ids.tolist()
+                if pause and epoch == pause[0] and len(seen) >= pause[1] * loader.dataset_size:
+                    print(json.dumps({"paused": len(seen)}), flush=True)
+                    time.sleep(pause[2])
+                    pause = None
             if sorted(seen) != list(range(loader.dataset_size)):
                 print(json.dumps({"epoch": epoch, "not_exactly_once": len(seen)}), flush=True)
                 sys.exit(5)
@@ -70,10 +78,10 @@ CONSUMER = textwrap.dedent("""
 """)
 
 
-def write_cifar(directory):
+def write_cifar(directory, n=N):
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "data_batch_1.bin"), "wb") as f:
-        for i in range(N):
+        for i in range(n):
             f.write(bytes([i % 10]))
             for k in range(3):
                 f.write(bytes([(i * 7 + k * 50) % 256]) * 1024)
@@ -113,6 +121,7 @@ class DataSharingTest(unittest.TestCase):
         with open(self.consumer, "w") as f:
             f.write(CONSUMER % {"python_dir": PYTHON_DIR})
         self.procs = []
+        self.seen = {}  # pid -> lines read by wait_line
         self.env = dict(os.environ, COLO_HOME=os.path.join(self.dir, "home"))
 
     def tearDown(self):
@@ -125,13 +134,13 @@ class DataSharingTest(unittest.TestCase):
                     pipe.close()
         self.tmp.cleanup()
 
-    def start_loader(self, name, *args):
+    def start_loader(self, name, *args, dataset=None):
         socket_name = "colo-test-%d-%s" % (os.getpid(), name)
         stats = os.path.join(self.dir, name + ".stats.json")
         log_path = os.path.join(self.dir, name + ".log")
         with open(log_path, "w") as log:
             p = subprocess.Popen(
-                [COLO, "data", "serve", self.cifar, "--name", name, "--socket", socket_name,
+                [COLO, "data", "serve", dataset or self.cifar, "--name", name, "--socket", socket_name,
                  "--size", "32", "--no-augment", "--threads", "2", "--chunk", "8",
                  "--state-dir", os.path.join(self.dir, "home"), "--stats", stats] + list(args),
                 stdout=log, stderr=subprocess.STDOUT, env=self.env)
@@ -150,42 +159,64 @@ class DataSharingTest(unittest.TestCase):
         with open(stats) as f:
             return json.load(f)
 
-    def start_consumer(self, socket_name, batch, epochs, hold=0.0):
+    def start_consumer(self, socket_name, batch, epochs, hold=0.0, pause=None):
         p = subprocess.Popen([sys.executable, self.consumer, socket_name, str(batch), str(epochs),
-                              str(hold)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              str(hold)] + ([pause] if pause else []),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.procs.append(p)
         return p
 
+    def wait_line(self, p, key, timeout=120):
+        """Reads the consumer's lines until one has `key` (kept for finish())."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            line = p.stdout.readline()
+            if not line:
+                break
+            self.seen.setdefault(p.pid, []).append(line)
+            if key in json.loads(line):
+                return
+        self.fail("consumer %d printed no %r line: %s" % (p.pid, key, self.seen.get(p.pid)))
+
     def finish(self, p, timeout=120):
         out, err = p.communicate(timeout=timeout)
-        lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        text = "".join(self.seen.get(p.pid, [])) + out
+        lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
         return p.returncode, lines, err
 
     def test_three_consumers_joining_at_different_times_see_every_sample_once_per_epoch(self):
-        loader, name, stats = self.start_loader("once", "--ring", "2500KiB")
-        a = self.start_consumer(name, 7, 6, hold=0.01)
-        time.sleep(1.0)
-        b = self.start_consumer(name, 16, 4, hold=0.01)
-        time.sleep(1.0)
-        c = self.start_consumer(name, 33, 3, hold=0.02)
+        big = os.path.join(self.dir, "cifar-1000")
+        write_cifar(big, 1000)
+        loader, name, stats = self.start_loader("once", "--ring", "2200KiB", dataset=big)
+        # b joins while a pauses 40% into its second epoch, c while b pauses 10% into its
+        # first: the ring (176 samples) then holds none of the next epoch, so both start in
+        # the middle of one.
+        a = self.start_consumer(name, 7, 6, hold=0.002, pause="1:0.4:4")
+        self.wait_line(a, "paused")
+        b = self.start_consumer(name, 16, 4, hold=0.002, pause="0:0.1:4")
+        self.wait_line(b, "paused")
+        c = self.start_consumer(name, 33, 3, hold=0.002)
         joined = []
         for p, epochs in ((a, 6), (b, 4), (c, 3)):
             code, lines, err = self.finish(p)
             self.assertEqual(code, 0, "%s\n%s" % (lines, err))
             self.assertEqual(sum(1 for l in lines if l.get("ok")), epochs)
             joined.append(lines[0]["joined"])
-        self.assertTrue(any(j != 0 for j in joined[1:]),
-                        "b or c should have joined in the middle of an epoch: %s" % joined)
+        self.assertTrue(all(j != 0 for j in joined[1:]),
+                        "b and c should have joined in the middle of an epoch: %s" % joined)
         s = self.stop_loader(loader, stats)
         self.assertEqual([c["batch_size"] for c in s["consumers"]], [7, 16, 33])
         self.assertEqual([c["epochs"] for c in s["consumers"]], [6, 4, 3])
-        # Shared: far fewer samples decoded than the 13 epochs delivered.
-        self.assertLess(s["samples_decoded"], 13 * N * 0.75)
+        # Shared: each stream position is decoded once, however many consumers read it; the
+        # loader decodes no further than the furthest consumer plus what the ring holds.
+        furthest = max(c["start"] + c["samples"] for c in s["consumers"])
+        self.assertLessEqual(s["samples_decoded"], furthest + s["slots"] * s["chunk"])
+        self.assertLess(furthest, sum(c["samples"] for c in s["consumers"]))
 
     def test_a_slow_consumer_is_detached_and_never_sees_overwritten_data(self):
         loader, name, stats = self.start_loader("slow", "--ring", "1500KiB", "--lag-timeout", "1s")
         slow = self.start_consumer(name, 8, 3, hold=0.25)
-        time.sleep(0.5)
+        self.wait_line(slow, "joined")
         fast = self.start_consumer(name, 8, 6)
         code, lines, err = self.finish(slow)
         self.assertEqual(code, 3, "%s\n%s\nfast: %s\nloader: %s" % (
@@ -206,10 +237,9 @@ class DataSharingTest(unittest.TestCase):
         loader, name, stats = self.start_loader("killed", "--ring", "1500KiB",
                                                 "--lag-timeout", "10m")
         victim = self.start_consumer(name, 8, 100, hold=0.05)
-        self.assertIn("joined", victim.stdout.readline())
-        time.sleep(0.5)
+        self.wait_line(victim, "joined")
         other = self.start_consumer(name, 8, 5)
-        time.sleep(0.5)
+        self.wait_line(other, "joined")
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         code, lines, err = self.finish(other, timeout=60)
@@ -218,6 +248,49 @@ class DataSharingTest(unittest.TestCase):
         s = self.stop_loader(loader, stats)
         self.assertGreaterEqual(s["consumers"][0]["left_ms"], 0)
         self.assertEqual(s["consumers"][0]["detached"], "")
+
+    def test_colo_run_feeds_its_jobs_and_colo_show_reports_the_loader(self):
+        jobs = os.path.join(self.dir, "jobs.toml")
+        with open(jobs, "w") as f:
+            f.write(textwrap.dedent("""
+                [data.cifar]
+                path = "%s"
+                size = 32
+                augment = false
+                ring = "2MiB"
+                chunk = 8
+
+                [[job]]
+                name = "a"
+                command = ["%s", "%s", "-", "8", "2", "0"]
+                dataset = "cifar"
+
+                [[job]]
+                name = "b"
+                command = ["%s", "%s", "-", "20", "1", "0"]
+                dataset = "cifar"
+            """ % (self.cifar, sys.executable, self.consumer, sys.executable, self.consumer)))
+        db = os.path.join(self.dir, "colo.db")
+        run = subprocess.run([COLO, "run", jobs, "--backend", "sim", "--plain", "--db", db],
+                             capture_output=True, text=True, env=self.env, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertIn("data loader 'cifar'", run.stdout)
+        show = subprocess.run([COLO, "show", "--db", db], capture_output=True, text=True,
+                              env=self.env)
+        self.assertIn("data loaders:", show.stdout)
+        self.assertIn("cifar: %s (cifar10, 300 samples)" % self.cifar, show.stdout)
+        shown = json.loads(subprocess.run([COLO, "show", "--db", db, "--json"], capture_output=True,
+                                          text=True, env=self.env).stdout)
+        [loader] = shown["data_loaders"]
+        self.assertGreater(loader["cpu_ms"], 0)
+        consumers = {c["job"]: c for c in loader["consumers"]}
+        self.assertEqual(sorted(consumers), ["a", "b"])
+        jobs_by_name = {j["name"]: j["id"] for j in shown["jobs"]}
+        for name, epochs in (("a", 2), ("b", 1)):
+            self.assertEqual(consumers[name]["job_id"], jobs_by_name[name])
+            self.assertEqual(consumers[name]["epochs"], epochs)
+            self.assertEqual(consumers[name]["samples"], epochs * N)
+        self.assertEqual(shm_names("colo-data-%d-" % shown["run"]["colo_pid"]), [])
 
     def test_dev_shm_is_clean_after_sigkill_of_colo_and_after_the_next_start(self):
         jobs = os.path.join(self.dir, "jobs.toml")
