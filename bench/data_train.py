@@ -254,6 +254,7 @@ def main(argv=None):
     cpu0 = {pid: process_cpu_seconds(pid) for pid in pids}
     busy0, all0 = busy_cpu_seconds(budget), busy_cpu_seconds([])
     self0 = time.process_time()
+    client_wait0 = loader.wait_seconds if args.loader == "shared" else None
     wall0 = time.time()
     start = time.perf_counter()
     images = steps = 0
@@ -298,6 +299,8 @@ def main(argv=None):
     }
     if args.loader == "shared":
         log["consumer"] = loader.stats()
+        # colo_data's own count (what colo records for this consumer), in the window.
+        log["client_wait_s"] = loader.wait_seconds - client_wait0
     with open(args.log + ".tmp", "w") as f:
         json.dump(log, f, indent=1)
     os.replace(args.log + ".tmp", args.log)
