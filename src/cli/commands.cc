@@ -17,6 +17,7 @@
 #include "gpu/device_json.h"
 #include "gpu/gpu_backend.h"
 #include "jobs/job_file.h"
+#include "report/data_report.h"
 #include "report/text_report.h"
 #include "run/mechanism_inputs.h"
 #include "run/run_controller.h"
@@ -400,7 +401,17 @@ int show_command(const std::string& db, const std::string& run, bool json) {
     std::cerr << "colo: " << summary.error().message() << "\n";
     return kExitBadInput;
   }
-  std::cout << (json ? to_json(*summary).dump(2) + "\n" : format_run_summary(*summary));
+  Result<std::vector<DataLoaderRow>> loaders = (*store)->data_loaders(summary->run.id);
+  if (!loaders.ok()) std::cerr << "colo: warning: " << loaders.error().message() << "\n";
+  const std::vector<DataLoaderRow> none;
+  const std::vector<DataLoaderRow>& data = loaders.ok() ? *loaders : none;
+  if (json) {
+    nlohmann::json j = to_json(*summary);
+    if (!data.empty()) j["data_loaders"] = data_loaders_json(data);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << format_run_summary(*summary) << format_data_loaders(data);
+  }
   return kExitOk;
 }
 
@@ -482,6 +493,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   add_mig_command(app, exit_code);
   add_simulate_commands(app, exit_code);
   add_slurm_command(app, exit_code, command_line);
+  add_data_command(app, exit_code);
 
   CLI::App* devices_cmd = app.add_subcommand(
       "devices", "List the GPUs: memory, SMs, MIG mode and profiles, MPS, metrics");

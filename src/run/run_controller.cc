@@ -1,6 +1,7 @@
 #include "run/run_controller.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,11 +13,14 @@
 #include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/units.h"
+#include "data/loader_process.h"
+#include "data/ring_owner.h"
 #include "gpu/device_json.h"
 #include "jobs/job_signature.h"
 #include "jobs/job_supervisor.h"
 #include "jobs/progress.h"
 #include "monitor/gpu_sampler.h"
+#include "run/data_loading.h"
 #include "run/live_display.h"
 #include "sched/auto_scheduler.h"
 #include "sched/scheduler.h"
@@ -75,6 +79,28 @@ std::string host_name() {
   return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
 }
 
+// CPUs this process may run on, and the machine's memory (for the auto
+// policy's accounting of shared loaders).
+double host_cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+uint64_t host_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+// This program's path, to start `colo data serve` children.
+std::string self_executable() {
+  std::string exe(4096, '\0');
+  ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
+  return n > 0 ? exe.substr(0, static_cast<size_t>(n)) : "colo";
+}
+
 // Live state of one job during the run.
 struct JobRuntime {
   const JobSpec* spec = nullptr;
@@ -123,10 +149,12 @@ JobEnd job_end_of(JobState state) {
 class RunLoop {
  public:
   RunLoop(const JobFile& file, const RunOptions& options, RunContext& ctx, int64_t run_id,
-          std::string run_token, std::vector<DeviceInfo> devices, std::vector<JobRuntime> jobs)
+          std::string run_token, std::vector<DeviceInfo> devices, std::vector<JobRuntime> jobs,
+          SharedLoaders& loaders)
       : file_(file),
         options_(options),
         ctx_(ctx),
+        loaders_(loaders),
         run_id_(run_id),
         run_token_(std::move(run_token)),
         devices_(std::move(devices)),
@@ -158,6 +186,7 @@ class RunLoop {
       }
       collect_samples();
       reap();
+      for (const std::string& e : loaders_.poll()) display_.event("warning: " + e);
       if (!cancelled_) place();
       read_progress();
       finish_probes();
@@ -223,6 +252,8 @@ class RunLoop {
                                                                        : ShareMode::kSpatial;
     auto_options.max_jobs_per_gpu = limit;
     auto_options.memory_limits = ctx_.mechanism.kind() == MechanismKind::kMps;
+    auto_options.host_cpus = host_cpu_count();
+    auto_options.host_memory_bytes = host_memory_bytes();
     std::vector<GpuSlot> slots;
     for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes});
     Result<std::vector<LearnedProfile>> stored = learn_profiles(ctx_.store);
@@ -237,9 +268,16 @@ class RunLoop {
     auto scheduler = std::make_unique<AutoScheduler>(slots, auto_options, model);
     std::map<std::string, JobProfile> known =
         known_profiles(measured, file_.jobs, devices_.front().name, ctx_.backend.simulated());
+    std::map<std::string, HostCost> loader_costs;
+    if (Result<std::vector<LoaderOptions>> loaders = loaders_for(file_); loaders.ok()) {
+      for (const LoaderOptions& l : *loaders)
+        loader_costs[l.name] = HostCost{l.name, static_cast<double>(l.threads), l.ring_bytes};
+    }
     for (const JobSpec& spec : file_.jobs) {
       std::string sig = job_signature(spec);
       scheduler->set_label(sig, spec.group);
+      if (spec.dataset && loader_costs.count(*spec.dataset))
+        scheduler->set_host_cost(sig, loader_costs.at(*spec.dataset));
       auto it = known.find(sig);
       if (it == known.end() || scheduler->profile(sig) != nullptr) continue;
       scheduler->set_profile(sig, it->second);
@@ -308,6 +346,13 @@ class RunLoop {
     request.env["COLO_JOB_NAME"] = spec.name;
     request.env["COLO_RUN_ID"] = std::to_string(run_id_);
     request.env[kRunTokenEnv] = run_token_;
+    if (spec.dataset) {
+      std::map<std::string, std::string> data_env = loaders_.environment_for(*spec.dataset);
+      if (data_env.empty())
+        display_.event(fmt::format("warning: {}: the data loader of '{}' is not running", spec.name,
+                                   *spec.dataset));
+      for (const auto& [k, v] : data_env) request.env[k] = v;
+    }
 
     Result<ProgressReader> reader =
         ProgressReader::create(job.progress_path, job.log_path, spec.epoch_regex);
@@ -579,6 +624,7 @@ class RunLoop {
   const JobFile& file_;
   const RunOptions& options_;
   RunContext& ctx_;
+  SharedLoaders& loaders_;
   int64_t run_id_;
   std::string run_token_;
   std::vector<DeviceInfo> devices_;
@@ -654,6 +700,15 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   } else {
     ctx.out << "warning: " << cleaned.error().message() << '\n';
   }
+  const std::string state_dir = options.state_dir.empty() ? default_state_dir() : options.state_dir;
+  if (Result<std::vector<std::string>> cleaned = cleanup_stale_data_loaders(state_dir);
+      cleaned.ok()) {
+    for (const std::string& line : *cleaned) ctx.out << line << '\n';
+  } else {
+    ctx.out << "warning: " << cleaned.error().message() << '\n';
+  }
+  Result<std::vector<LoaderOptions>> loader_options = loaders_for(file);
+  if (!loader_options.ok()) return loader_options.error();
 
   // Step 2: devices, the run and its jobs.
   Result<std::vector<DeviceInfo>> devices = ctx.backend.devices();
@@ -732,11 +787,38 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
     return fail_run(e);
   }
 
+  // Step 3, continued: the shared data loaders.
+  SharedLoaders loaders(ctx.clock, SharedLoadersOptions{self_executable(), logs_dir, state_dir});
+  if (Status s = loaders.start(*loader_options, ctx.out); !s.ok()) {
+    for (const JobRuntime& j : jobs) {
+      (void)ctx.store.job_finished(
+          j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, s.error().message()},
+          ctx.clock.now_ms(), 0);
+    }
+    (void)ctx.mechanism.teardown();
+    return fail_run(s.error());
+  }
+  std::map<std::string, int64_t> job_ids;
+  for (const JobRuntime& j : jobs) job_ids[j.spec->name] = j.id;
+
   // Steps 4-6.
   RunLoop loop(file, options, ctx, *run_id,
                run_token(new_run.host, new_run.colo_pid, new_run.started_ms), *devices,
-               std::move(jobs));
+               std::move(jobs), loaders);
   bool cancelled = loop.run();
+  for (const LoaderOutcome& outcome : loaders.stop()) {
+    const DataLoaderRow row = loader_record(outcome, job_ids);
+    if (Status s = ctx.store.add_data_loader(*run_id, row); !s.ok())
+      ctx.out << "warning: " << s.error().message() << '\n';
+    if (row.cpu_ms && row.wall_ms && *row.wall_ms > 0) {
+      ctx.out << fmt::format("data loader '{}': {} samples decoded, {} CPU ({:.2f} cores)\n",
+                             row.name, row.samples_decoded.value_or(0),
+                             format_duration_ms(*row.cpu_ms),
+                             static_cast<double>(*row.cpu_ms) / static_cast<double>(*row.wall_ms));
+    } else if (!row.note.empty()) {
+      ctx.out << fmt::format("warning: data loader '{}': {}\n", row.name, row.note);
+    }
+  }
 
   // Step 7.
   if (Status s = ctx.mechanism.teardown(); !s.ok())

@@ -90,6 +90,40 @@ struct CaseRow {
   std::string reason;
 };
 
+// A shared data loader of a run and the consumers it served (data_store.cc).
+struct DataConsumerRow {
+  std::optional<int64_t> job_id;  // the job it belonged to, when known
+  std::string job_name;
+  int64_t pid = 0;
+  int64_t batch_size = 0;
+  int64_t duration_ms = 0;  // from joining to leaving (or the loader's end)
+  int64_t samples = 0;
+  int64_t batches = 0;
+  int64_t epochs = 0;
+  int64_t wait_ms = 0;       // the consumer's own time blocked waiting for batches
+  int64_t pending_ms = 0;    // its requests' time at the loader before data was there
+  int64_t held_back_ms = 0;  // time it held the other consumers back
+  std::string detached;      // why it was detached; empty if it was not
+};
+
+struct DataLoaderRow {
+  int64_t id = 0;
+  std::string name;  // [data.NAME]
+  std::string path;
+  std::string format;
+  std::optional<int64_t> pid;
+  std::optional<int64_t> threads;
+  std::optional<int64_t> ring_bytes;
+  std::optional<int64_t> dataset_size;
+  std::optional<int64_t> wall_ms;
+  std::optional<int64_t> cpu_ms;
+  std::optional<int64_t> peak_rss_bytes;
+  std::optional<int64_t> samples_decoded;
+  std::optional<int64_t> decode_errors;
+  std::string note;  // e.g. why no statistics were recorded
+  std::vector<DataConsumerRow> consumers;
+};
+
 // One run of another colo store file, for RunStore::merge_runs.
 struct RunSource {
   std::string path;    // the other store; opened read-only
@@ -172,6 +206,11 @@ class RunStore : public RunReader {
   // `experiment_id` 0 means the most recent experiment.
   Result<ExperimentRow> experiment(int64_t experiment_id);
   Result<std::vector<CaseRow>> experiment_cases(int64_t experiment_id);
+
+  // Shared data loaders (data_store.cc): one call records a loader and its
+  // consumers in one transaction.
+  Status add_data_loader(int64_t run_id, const DataLoaderRow& loader);
+  Result<std::vector<DataLoaderRow>> data_loaders(int64_t run_id);
 
   // Device samples of a run, oldest first (for reports and tests).
   Result<std::vector<DeviceSample>> device_samples(int64_t run_id);
