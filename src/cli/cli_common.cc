@@ -11,6 +11,7 @@
 #include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/units.h"
+#include "run/leftovers.h"
 
 namespace colo {
 
@@ -78,6 +79,13 @@ Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_f
     std::cerr << fmt::format(
         "colo: note: {} opened read-only ({}); runs of a colo that died show as it left them\n",
         path, (*store)->read_only_reason());
+  }
+  // What a colo that died left running is stopped by whichever command comes
+  // next, not only by the next `colo run`.
+  if (store.ok()) {
+    for (const std::string& line : stop_leftovers_of_dead_colos(**store)) {
+      std::cerr << "colo: " << line << "\n";
+    }
   }
   return store;
 }

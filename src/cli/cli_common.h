@@ -53,6 +53,8 @@ std::optional<int64_t> duration_flag(std::string_view flag, const std::string& t
 // Opens the existing store that `db_flag` names (default_db_path() when empty)
 // for reading: colo runs, show and report. When it can only be read (a
 // read-only or full file system), says so on stderr and reads it anyway.
+// Stops what colos that died left running (run/leftovers.h), saying so on
+// stderr.
 Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_flag);
 
 // The profiles the store at `db` (default: the default store) learned, and

@@ -575,7 +575,7 @@ TEST(StoreAccessTest, AReaderFallsBackToReadOnlyWhenItCannotWrite) {
   auto reader = RunStore::open(path, StoreAccess::kRead);
   ASSERT_TRUE(reader.ok()) << reader.error().message();
   EXPECT_THAT((*reader)->read_only_reason(), HasSubstr("locked"));
-  auto runs = (*reader)->list_runs();
+  auto runs = (*reader)->list_runs(0);
   ASSERT_TRUE(runs.ok()) << runs.error().message();
   ASSERT_EQ(runs->size(), 1U);                      // the writer's uncommitted run is not seen
   EXPECT_EQ((*runs)[0].state, RunState::kRunning);  // not marked: shown as it was left

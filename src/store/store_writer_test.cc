@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "analysis/stored.h"
 #include "store/sqlite_util.h"
 
 namespace colo {
@@ -119,7 +120,7 @@ TEST_F(StoreWriterTest, ALockedStoreDelaysWritesInOrderAndLosesNone) {
   EXPECT_THAT(said, HasSubstr("writable again after 10.2s; 4 queued writes made"));
   EXPECT_EQ(writer.queued(), 0U);
 
-  auto summary = store_->summarize_run(run_id_);
+  auto summary = analyse_run(*store_, run_id_);
   ASSERT_TRUE(summary.ok()) << summary.error().message();
   EXPECT_EQ(summary->run.state, RunState::kOk);
   EXPECT_EQ(summary->run.ended_ms, kT0 + 3100);
@@ -154,7 +155,7 @@ TEST_F(StoreWriterTest, AFullDiskKeepsRowsUpToTheBoundDroppingSamplesFirst) {
   clock_.advance_ms(1000);
   said = joined(writer.flush());
   EXPECT_THAT(said, HasSubstr("writable again"));
-  auto summary = store_->summarize_run(run_id_);
+  auto summary = analyse_run(*store_, run_id_);
   ASSERT_TRUE(summary.ok());
   EXPECT_EQ(summary->jobs[0].state, JobState::kOk);
   EXPECT_EQ(summary->jobs[0].epochs, 2000);  // every progress event kept
@@ -170,7 +171,7 @@ TEST_F(StoreWriterTest, APermanentFailureDropsOnlyThatWrite) {
   std::string said = joined(writer.flush());
   EXPECT_THAT(said, HasSubstr("could not write the start of job #9999"));
   EXPECT_EQ(writer.queued(), 0U);
-  auto summary = store_->summarize_run(run_id_);
+  auto summary = analyse_run(*store_, run_id_);
   ASSERT_TRUE(summary.ok());
   EXPECT_EQ(summary->jobs[1].state, JobState::kRunning);
 }
@@ -193,7 +194,7 @@ TEST_F(StoreWriterTest, DrainGivesUpAfterItsTimeoutNamingTheLostTransitions) {
   // Once the disk has room, the same writer finishes the job.
   ASSERT_TRUE(store_->set_max_pages(1'000'000).ok());
   ASSERT_TRUE(writer.drain(60'000, [](const std::string&) {}).ok());
-  auto summary = store_->summarize_run(run_id_);
+  auto summary = analyse_run(*store_, run_id_);
   ASSERT_TRUE(summary.ok());
   EXPECT_EQ(summary->run.state, RunState::kOk);
 }

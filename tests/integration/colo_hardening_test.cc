@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "analysis/stored.h"
 #include "integration_util.h"
 #include "store/run_store.h"
 
@@ -138,7 +139,7 @@ TEST_F(ColoHardening, AStoreLockedLongerThanTheBusyTimeoutLosesNoJobState) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
   auto store = open_store();
   ASSERT_TRUE(store);
-  auto summary = store->summarize_run(0);
+  auto summary = analyse_run(*store, 0);
   ASSERT_TRUE(summary.ok()) << summary.error().message();
   EXPECT_EQ(summary->run.state, RunState::kOk);
   ASSERT_EQ(summary->jobs.size(), 2U);
@@ -154,6 +155,46 @@ TEST_F(ColoHardening, AStoreLockedLongerThanTheBusyTimeoutLosesNoJobState) {
   }
   EXPECT_NE(run.output.find("locked"), std::string::npos)
       << "no word about the lock: " << run.output;
+}
+
+TEST_F(ColoHardening, SixConcurrentRunsOnOneStoreRecordEveryJobsEndWhenItHappened) {
+  // The reproducer: six `colo run` on one store, each job writing progress.
+  // One of them once lost a job's end to "database is locked" (the job stayed
+  // "running" in a run recorded "ok"), and durations were inflated by waits.
+  std::string jobs;
+  for (int k = 0; k < 3; ++k) jobs += toy_job("fp" + std::to_string(k), 5, 200);
+  std::string file = write_file("jobs.toml", jobs);
+  std::string script;
+  for (int i = 0; i < 6; ++i) {
+    script += colo(run_args(file, db())) + " > '" + dir_ + "/run" + std::to_string(i) +
+              ".out' 2>&1 & p" + std::to_string(i) + "=$!\n";
+  }
+  for (int i = 0; i < 6; ++i) {
+    script += "wait $p" + std::to_string(i) + "; echo exit" + std::to_string(i) + "=$?\n";
+  }
+  CommandResult r = shell(script);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_NE(r.output.find("exit" + std::to_string(i) + "=0"), std::string::npos)
+        << r.output << shell("cat '" + dir_ + "/run" + std::to_string(i) + ".out'").output;
+  }
+  auto store = open_store();
+  ASSERT_TRUE(store);
+  auto runs = store->list_runs(0);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 6U);
+  for (const RunRow& run : *runs) {
+    auto summary = analyse_run(*store, run.id);
+    ASSERT_TRUE(summary.ok()) << summary.error().message();
+    EXPECT_EQ(summary->run.state, RunState::kOk) << "run " << run.id;
+    ASSERT_EQ(summary->jobs.size(), 3U);
+    for (const JobSummary& j : summary->jobs) {
+      EXPECT_EQ(j.state, JobState::kOk) << "run " << run.id << " " << j.name;
+      EXPECT_EQ(j.epochs, 5) << "run " << run.id << " " << j.name;
+      ASSERT_TRUE(j.duration_ms.has_value());
+      // 1 s of work; the end is the time the job ended, not when it was written.
+      EXPECT_LT(*j.duration_ms, 1000 + 2500) << "run " << run.id << " " << j.name;
+    }
+  }
 }
 
 // --------------------------------------- item 8: the disk fills during a run
@@ -178,7 +219,7 @@ TEST_F(ColoHardening, ADiskFullForAWhileDuringARunLosesNoEventAndSaysSo) {
   EXPECT_NE(r.output.find("full"), std::string::npos) << "not said loudly: " << r.output;
   auto store = RunStore::open(dir_ + "/copy.db");
   ASSERT_TRUE(store.ok()) << store.error().message();
-  auto summary = (*store)->summarize_run(0);
+  auto summary = analyse_run(**store, 0);
   ASSERT_TRUE(summary.ok()) << summary.error().message();
   EXPECT_EQ(summary->run.state, RunState::kOk);
   ASSERT_EQ(summary->jobs.size(), 1U);
@@ -200,7 +241,7 @@ TEST_F(ColoHardening, TwoStoresInOneStateDirectoryKeepTheirOwnLogs) {
   for (const char* name : {"/a.db", "/b.db"}) {
     auto store = RunStore::open(dir_ + name);
     ASSERT_TRUE(store.ok());
-    auto summary = (*store)->summarize_run(0);
+    auto summary = analyse_run(**store, 0);
     ASSERT_TRUE(summary.ok());
     EXPECT_EQ(summary->run.id, 1);
     logs[i++] = summary->jobs.at(0).log_path;
@@ -240,7 +281,7 @@ TEST_F(ColoHardening, SecretsAreNeitherReadableByOthersNorRecorded) {
   auto store = RunStore::open(home + "/colo.db");
   ASSERT_TRUE(store.ok());
   // The signature still tells different keys apart (it hashes the real value).
-  auto summary = (*store)->summarize_run(1);
+  auto summary = analyse_run(**store, 1);
   ASSERT_TRUE(summary.ok());
   EXPECT_FALSE(summary->jobs.at(0).signature.empty());
 }
@@ -274,7 +315,7 @@ TEST_F(ColoHardening, AClosedOutputPipeDoesNotStopTheRun) {
   EXPECT_NE(r.output.find("colo_exit=0"), std::string::npos) << r.output;
   auto store = open_store();
   ASSERT_TRUE(store);
-  auto summary = store->summarize_run(0);
+  auto summary = analyse_run(*store, 0);
   ASSERT_TRUE(summary.ok());
   EXPECT_EQ(summary->run.state, RunState::kOk);
   for (const JobSummary& j : summary->jobs) {
