@@ -224,9 +224,9 @@ std::vector<std::string> cleanup_stale_run_cgroups(const std::string& parent) {
     if (!done.ok()) {
       lines.push_back("warning: " + done.error().message());
     } else if (left > 0) {
-      lines.push_back(fmt::format(
-          "stopped {} leftover job processes of a colo that died (pid {}; cgroup {})", left,
-          owner->first, path));
+      lines.push_back(
+          fmt::format("stopped {} leftover job processes of a colo that died (pid {}; cgroup {})",
+                      left, owner->first, path));
     }
   }
   return lines;

@@ -110,8 +110,8 @@ TEST_F(RealCgroup, AJobsLeftoversEndWithItAndItsCpuTimeIsMeasured) {
   request.job_name = "leaky";
   // Burns some CPU, then leaves a grandchild and a daemon in a new session.
   request.argv = {"/bin/sh", "-c",
-                  "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; " + marker + "1 & setsid sh -c '" +
-                      marker + "2 &'; sleep 0.2"};
+                  "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; " + marker +
+                      "1 & setsid sh -c '" + marker + "2 &'; sleep 0.2"};
   request.working_dir = dir_;
   request.log_path = dir_ + "/leaky.log";
   request.cgroup = *cgroup;

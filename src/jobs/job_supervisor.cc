@@ -235,17 +235,21 @@ JobSupervisor::~JobSupervisor() {
   for (auto& [pid, job] : running_) {
     while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
-    (void)kill_leftovers(job);
+    JobUsage ignored;
+    (void)kill_leftovers(job, ignored);
   }
 }
 
-JobUsage JobSupervisor::kill_leftovers(const Running& job) {
+bool JobSupervisor::kill_leftovers(const Running& job, JobUsage& usage) {
   if (!job.cgroup.empty()) {
-    Result<JobUsage> usage = end_cgroup(job.cgroup);
-    if (usage.ok()) return *usage;
+    Result<JobUsage> ended = end_cgroup(job.cgroup);
+    if (ended.ok()) {
+      usage = *ended;
+      return true;
+    }
   }
   ::kill(-job.pid, SIGKILL);
-  return {};
+  return false;
 }
 
 Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
@@ -401,7 +405,7 @@ std::vector<FinishedJob> JobSupervisor::poll() {
       done.exit.reason = fmt::format("exit status lost: waitpid: {}", std::strerror(wait_errno));
     }
     // What the job left running (grandchildren, daemons) ends with it.
-    done.exit.usage = kill_leftovers(job);
+    done.contained = kill_leftovers(job, done.exit.usage);
     finished.push_back(std::move(done));
     it = running_.erase(it);
   }

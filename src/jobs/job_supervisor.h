@@ -52,6 +52,10 @@ struct FinishedJob {
   pid_t pid = 0;
   JobExit exit;
   UnixMillis ended_ms = 0;
+  // True when its cgroup was emptied: nothing it started is left. Else only
+  // its process group was killed, and a daemon it started in a new session
+  // may still run (the caller finds those another way).
+  bool contained = false;
 };
 
 class JobSupervisor {
@@ -89,9 +93,9 @@ class JobSupervisor {
     bool stop_requested = false;
     std::optional<int64_t> kill_at_ms;  // monotonic
   };
-  // Kills what is left of a job: its cgroup (returning what it used), else
-  // its process group.
-  static JobUsage kill_leftovers(const Running& job);
+  // Kills what is left of a job: its cgroup (true, and what it used into
+  // `usage`), else its process group (false).
+  static bool kill_leftovers(const Running& job, JobUsage& usage);
 
   Clock& clock_;
   std::map<pid_t, Running> running_;

@@ -14,11 +14,15 @@ std::string run_token(const std::string& host, pid_t colo_pid, UnixMillis starte
   return fmt::format("{}:{}:{}", host, colo_pid, started_ms);
 }
 
-int stop_run_token_processes(const std::string& token) {
+std::string job_token(const std::string& run_token, int64_t job_id) {
+  return fmt::format("{}:{}", run_token, job_id);
+}
+
+int stop_token_processes(const char* env, const std::string& token) {
   ProcFsProcessFinder finder;
   int stopped = 0;
-  for (const ProcessInfo& p : finder.find_with_env(kRunTokenEnv, token)) {
-    stopped += finder.send_signal(p.pid, SIGKILL, kRunTokenEnv, token).ok();
+  for (const ProcessInfo& p : finder.find_with_env(env, token)) {
+    stopped += finder.send_signal(p.pid, SIGKILL, env, token).ok();
   }
   return stopped;
 }
@@ -38,9 +42,11 @@ std::vector<std::string> stop_leftovers_of_dead_colos(RunStore& store) {
   for (int64_t id : store.runs_interrupted_at_open()) {
     for (const RunRow& run : *runs) {
       if (run.id != id) continue;
-      const int stopped = stop_run_token_processes(run_token(run.host, run.colo_pid, run.started_ms));
+      const int stopped =
+          stop_token_processes(kRunTokenEnv, run_token(run.host, run.colo_pid, run.started_ms));
       if (stopped > 0)
-        lines.push_back(fmt::format("stopped {} leftover job processes of run {}", stopped, run.id));
+        lines.push_back(
+            fmt::format("stopped {} leftover job processes of run {}", stopped, run.id));
     }
   }
   return lines;

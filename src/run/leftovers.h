@@ -1,11 +1,11 @@
 // What a colo that died left running, and how any later colo stops it.
 //
-// A job's processes carry COLO_RUN_TOKEN=<host>:<colo pid>:<run start>, so the
-// processes of a run can be found through /proc without mistaking anyone
-// else's. With cgroups (jobs/cgroup.h) a run's cgroup holds them all, and is
-// found by its name. Every colo command that opens the store calls
-// stop_leftovers_of_dead_colos, so the cleanup never waits for the next
-// `colo run`.
+// A job's processes carry COLO_RUN_TOKEN=<host>:<colo pid>:<run start> and
+// COLO_JOB_TOKEN=<that>:<job id>, so the processes of a run, or of one job,
+// can be found through /proc without mistaking anyone else's (a process that
+// clears its environment escapes this; a cgroup it cannot escape). With cgroups (jobs/cgroup.h) a
+// run's cgroup holds them all, and is found by its name. Every colo command that opens the store
+// calls stop_leftovers_of_dead_colos, so the cleanup never waits for the next `colo run`.
 #pragma once
 
 #include <sys/types.h>
@@ -20,13 +20,16 @@
 namespace colo {
 
 inline constexpr const char* kRunTokenEnv = "COLO_RUN_TOKEN";
+inline constexpr const char* kJobTokenEnv = "COLO_JOB_TOKEN";
 
 // The token of the run that colo `colo_pid` on `host` started at `started_ms`.
 std::string run_token(const std::string& host, pid_t colo_pid, UnixMillis started_ms);
+// The token of one job of that run.
+std::string job_token(const std::string& run_token, int64_t job_id);
 
-// Kills (SIGKILL) every process of this user whose environment holds the
-// token. Returns how many.
-int stop_run_token_processes(const std::string& token);
+// Kills (SIGKILL) every process whose environment holds `env`=`token`
+// (kRunTokenEnv or kJobTokenEnv). Returns how many.
+int stop_token_processes(const char* env, const std::string& token);
 
 // The parent of run cgroups (choose_cgroup_parent with $COLO_CGROUP_PARENT),
 // or why there is none.

@@ -154,8 +154,8 @@ JobEnd job_end_of(JobState state) {
 class RunLoop {
  public:
   RunLoop(const JobFile& file, const RunOptions& options, RunContext& ctx, StoreWriter& writer,
-          RunCgroup* cgroup, int64_t run_id, std::string run_token,
-          std::vector<DeviceInfo> devices, std::vector<JobRuntime> jobs, SharedLoaders& loaders)
+          RunCgroup* cgroup, int64_t run_id, std::string run_token, std::vector<DeviceInfo> devices,
+          std::vector<JobRuntime> jobs, SharedLoaders& loaders)
       : file_(file),
         options_(options),
         ctx_(ctx),
@@ -324,7 +324,8 @@ class RunLoop {
   void place() {
     std::vector<Decision> decisions = scheduler_->schedule(ctx_.clock.monotonic_ms());
     for (const Unplaceable& u : scheduler_->take_unplaceable()) {
-      record_final(jobs_[u.job], JobExit{JobState::kFailed, std::nullopt, std::nullopt, u.reason, {}},
+      record_final(jobs_[u.job],
+                   JobExit{JobState::kFailed, std::nullopt, std::nullopt, u.reason, {}},
                    ctx_.clock.now_ms());
     }
     for (const std::string& note : scheduler_->take_notes()) display_.event("auto: " + note);
@@ -354,6 +355,7 @@ class RunLoop {
     request.env["COLO_JOB_NAME"] = spec.name;
     request.env["COLO_RUN_ID"] = std::to_string(run_id_);
     request.env[kRunTokenEnv] = run_token_;
+    request.env[kJobTokenEnv] = job_token(run_token_, job.id);
     if (cgroup_ != nullptr) {
       if (Result<std::string> cg = cgroup_->make_job_cgroup(job.id); cg.ok()) {
         request.cgroup = *cg;
@@ -422,6 +424,14 @@ class RunLoop {
       JobRuntime& job = jobs_[index];
       by_pid_.erase(it);
       retired_pids_.push_back(f.pid);  // samples taken before its end may still be in flight
+      // Without a cgroup, a daemon the job started in a new session escaped
+      // its process group: found by the job's token.
+      if (!f.contained) {
+        if (int n = stop_token_processes(kJobTokenEnv, job_token(run_token_, job.id)); n > 0) {
+          display_.event(
+              fmt::format("{}: stopped {} processes it left running", job.spec->name, n));
+        }
+      }
       ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
       read_progress_of(job);  // the last lines it wrote before exiting
       if (job.probe && f.exit.state == JobState::kOk) finish_probe(job);
@@ -595,8 +605,11 @@ class RunLoop {
       UnixMillis now = ctx_.clock.now_ms();
       for (size_t i : scheduler_->drain_queued()) {
         record_final(jobs_[i],
-                     JobExit{JobState::kCancelled, std::nullopt, std::nullopt,
-                             "cancelled before it started", {}},
+                     JobExit{JobState::kCancelled,
+                             std::nullopt,
+                             std::nullopt,
+                             "cancelled before it started",
+                             {}},
                      now);
       }
     }
@@ -841,7 +854,7 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
                std::move(jobs), loaders);
   bool cancelled = loop.run();
   // Whatever the jobs left that escaped both their cgroups and process groups.
-  if (int stopped = stop_run_token_processes(token); stopped > 0)
+  if (int stopped = stop_token_processes(kRunTokenEnv, token); stopped > 0)
     ctx.out << fmt::format("stopped {} processes the jobs left running\n", stopped);
   cgroup.reset();
   for (const LoaderOutcome& outcome : loaders.stop()) {
