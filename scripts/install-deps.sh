@@ -5,8 +5,9 @@ packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nloh
           libsqlite3-dev libgtest-dev libgmock-dev python3
           libturbojpeg0-dev  # JPEG decoding of the shared data loader (linked statically)
           python3-torch      # the data-sharing tests' consumers (python/colo_data.py)
-          chromium   # chromium: PNG figures of `colo report` and its browser test
-          slurm-wlm munge)  # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
+          chromium           # PNG figures of `colo report` and its browser test
+          slurm-wlm munge    # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
+          procps time)       # pgrep/pkill and /usr/bin/time: leftover-process tests, bench/soak.sh
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -47,7 +47,17 @@ void StoreWriter::end_run(int64_t run_id, RunState state, UnixMillis ended_ms) {
   push(RunEnded{run_id, state, ended_ms});
 }
 void StoreWriter::add_job_events(std::vector<std::pair<int64_t, ProgressEvent>> events) {
-  if (!events.empty()) push(Events{std::move(events)});
+  const size_t chunk = std::max<size_t>(1, options_.max_rows_per_write);
+  if (events.size() <= chunk) {
+    if (!events.empty()) push(Events{std::move(events)});
+    return;
+  }
+  for (size_t from = 0; from < events.size(); from += chunk) {
+    const auto first = events.begin() + static_cast<std::ptrdiff_t>(from);
+    const auto last =
+        events.begin() + static_cast<std::ptrdiff_t>(std::min(from + chunk, events.size()));
+    push(Events{{std::make_move_iterator(first), std::make_move_iterator(last)}});
+  }
 }
 void StoreWriter::add_samples(int64_t run_id, std::vector<DeviceSample> devices,
                               std::vector<ProcessSampleRow> processes) {
@@ -126,24 +136,42 @@ void StoreWriter::drop_oldest_rows(Write& write, size_t n) {
   }
 }
 
+size_t StoreWriter::drop_oldest_steps(Write& write, size_t n) {
+  auto* e = std::get_if<Events>(&write);
+  if (e == nullptr) return 0;
+  size_t dropped = 0;
+  std::erase_if(e->events, [&](const std::pair<int64_t, ProgressEvent>& event) {
+    if (dropped == n || event.second.kind == "epoch_end") return false;
+    ++dropped;
+    return true;
+  });
+  return dropped;
+}
+
 void StoreWriter::enforce_bound(std::vector<std::string>& lines) {
-  // Oldest GPU samples first, then oldest progress events.
-  for (bool samples : {true, false}) {
+  // Oldest GPU samples first, then the oldest steps, then the oldest epoch ends.
+  enum class Pass { kSamples, kSteps, kEvents };
+  for (Pass pass : {Pass::kSamples, Pass::kSteps, Pass::kEvents}) {
     for (auto it = queue_.begin(); it != queue_.end() && queued_rows_ > options_.max_queued_rows;) {
-      const bool match =
-          samples ? std::holds_alternative<Samples>(*it) : std::holds_alternative<Events>(*it);
+      const bool match = pass == Pass::kSamples ? std::holds_alternative<Samples>(*it)
+                                                : std::holds_alternative<Events>(*it);
       if (!match) {
         ++it;
         continue;
       }
       const size_t excess = queued_rows_ - options_.max_queued_rows;
-      const size_t n = std::min(rows(*it), excess);
+      size_t n = 0;
+      if (pass == Pass::kSteps) {
+        n = drop_oldest_steps(*it, excess);
+      } else {
+        n = std::min(rows(*it), excess);
+        drop_oldest_rows(*it, n);
+      }
       queued_rows_ -= n;
-      (samples ? dropped_samples_ : dropped_events_) += static_cast<int64_t>(n);
-      if (n == rows(*it)) {
+      (pass == Pass::kSamples ? dropped_samples_ : dropped_events_) += static_cast<int64_t>(n);
+      if (rows(*it) == 0) {
         it = queue_.erase(it);
       } else {
-        drop_oldest_rows(*it, n);
         ++it;
       }
     }
@@ -167,6 +195,10 @@ std::vector<std::string> StoreWriter::flush() {
   }
   ScopedBusyTimeout busy(store_, options_.busy_timeout_ms);
   while (!queue_.empty()) {
+    if (clock_.monotonic_ms() - now >= options_.max_flush_ms) {
+      enforce_bound(lines);
+      return lines;
+    }
     Status status = apply(queue_.front());
     if (!status.ok() && status.error().transient()) {
       if (!failing_since_ms_) {

@@ -11,9 +11,14 @@
 // permanent failure (a bug) drops that one write and says so.
 //
 // Memory is bounded: samples and progress events waiting beyond
-// max_queued_rows are dropped, oldest GPU samples first, then oldest progress
-// events, counted and said. State transitions (a job started, retried, ended;
-// the run ended) are never dropped.
+// max_queued_rows are dropped, counted and said: oldest GPU samples first,
+// then the oldest progress events other than epoch ends (steps), and epoch
+// ends only when nothing else is left to drop. State transitions (a job
+// started, retried, ended; the run ended) are never dropped.
+//
+// Progress events are written at most max_rows_per_write to a transaction,
+// so that one colo's flood never holds the store's lock for long against the
+// other colos writing to it.
 //
 // Threading: not thread-safe; the run controller's thread owns it. Borrows the
 // store and the clock.
@@ -46,6 +51,11 @@ struct StoreWriterOptions {
   int64_t max_backoff_ms = 2000;
   // Sample and progress-event rows kept while the store cannot be written.
   size_t max_queued_rows = 200'000;
+  // Progress events per transaction.
+  size_t max_rows_per_write = 2000;
+  // One flush() writes for about this long at most, then leaves the rest for
+  // the next (the run loop has jobs to watch; other colos want the lock).
+  int64_t max_flush_ms = 250;
 };
 
 class StoreWriter {
@@ -65,9 +75,9 @@ class StoreWriter {
   void add_samples(int64_t run_id, std::vector<DeviceSample> devices,
                    std::vector<ProcessSampleRow> processes);
 
-  // Writes what is queued, unless the backoff after a failure is still
-  // running. Returns lines for people: the first failure of an episode, what
-  // was dropped, and the recovery ("writable again after 7.1s").
+  // Writes what is queued (for max_flush_ms at most), unless the backoff
+  // after a failure is still running. Returns lines for people: the first failure of an episode,
+  // what was dropped, and the recovery ("writable again after 7.1s").
   std::vector<std::string> flush();
 
   // Flushes, waiting out backoffs, until nothing is queued or `timeout_ms`
@@ -122,6 +132,9 @@ class StoreWriter {
   static size_t rows(const Write& write);
   void push(Write write);
   static void drop_oldest_rows(Write& write, size_t n);
+  // Drops up to `n` of the oldest events of `write` that are not epoch ends;
+  // returns how many it dropped.
+  static size_t drop_oldest_steps(Write& write, size_t n);
   void enforce_bound(std::vector<std::string>& lines);
 
   RunStore& store_;

@@ -164,6 +164,50 @@ TEST_F(StoreWriterTest, AFullDiskKeepsRowsUpToTheBoundDroppingSamplesFirst) {
   EXPECT_EQ(writer.dropped_events(), 0);
 }
 
+// The soak test (bench/soak.sh) once lost every epoch of a run: six colos'
+// floods kept the store locked, and the bound dropped the oldest events,
+// epoch ends among them.
+TEST_F(StoreWriterTest, AFloodWaitingForTheStoreLosesStepsBeforeEpochEnds) {
+  StoreWriterOptions options;
+  options.max_queued_rows = 500;
+  options.max_rows_per_write = 200;
+  StoreWriter writer(*store_, clock_, options);
+  lock();
+  std::vector<std::pair<int64_t, ProgressEvent>> flood;
+  for (int i = 0; i < 1000; ++i) {
+    ProgressEvent e;
+    e.time_ms = kT0 + i;
+    e.kind = "step";
+    e.step = i;
+    flood.emplace_back(jobs_[0], e);
+    if (i % 100 == 99) {
+      e.kind = "epoch_end";
+      e.epoch = i / 100 + 1;
+      flood.emplace_back(jobs_[0], e);
+    }
+  }
+  writer.add_job_events(std::move(flood));
+  EXPECT_EQ(writer.queued(), 6U);  // 1010 events, at most 200 to a transaction
+  std::string said = joined(writer.flush());
+  EXPECT_THAT(said, HasSubstr("locked"));
+  EXPECT_THAT(said, HasSubstr("0 GPU samples and 510 progress events dropped"));
+  EXPECT_EQ(writer.queued_rows(), 500U);
+  unlock();
+  clock_.advance_ms(1000);
+  EXPECT_THAT(joined(writer.flush()), HasSubstr("writable again"));
+  auto events = store_->job_events(jobs_[0]);
+  ASSERT_TRUE(events.ok());
+  int epochs = 0;
+  int64_t first_step = -1;
+  for (const ProgressEvent& e : *events) {
+    if (e.kind == "epoch_end") ++epochs;
+    if (e.kind == "step" && first_step < 0) first_step = *e.step;
+  }
+  EXPECT_EQ(epochs, 10);
+  EXPECT_EQ(events->size(), 500U);
+  EXPECT_EQ(first_step, 510);  // the oldest steps went
+}
+
 TEST_F(StoreWriterTest, APermanentFailureDropsOnlyThatWrite) {
   StoreWriter writer(*store_, clock_);
   writer.job_started(9999, 100, 0, kT0);  // no such job: a bug, not worth retrying
