@@ -644,7 +644,7 @@ Result<RunRecord> RunStore::run_record(int64_t run_id) {
   if (!jobs.ok()) return jobs.error();
   record.jobs = std::move(*jobs);
   for (const JobRow& job : record.jobs) {
-    Result<std::vector<ProgressEvent>> events = job_events(job.id);
+    Result<std::vector<ProgressEvent>> events = job_events(job.id, /*with_steps=*/false);
     if (!events.ok()) return events.error();
     record.events.push_back(std::move(*events));
   }
@@ -728,12 +728,12 @@ Result<std::vector<ProcessSampleRow>> RunStore::process_samples(int64_t run_id) 
   return rows;
 }
 
-Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id) {
+Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id, bool with_steps) {
   auto select = Statement::prepare(db_.get(), path_, R"sql(
       SELECT time_ms, kind, epoch, step, samples, metrics_json
-      FROM job_events WHERE job_id = ? ORDER BY time_ms, id)sql");
+      FROM job_events WHERE job_id = ?1 AND (?2 OR kind != 'step') ORDER BY time_ms, id)sql");
   if (!select.ok()) return select.error();
-  select->bind(1, job_id);
+  select->bind(1, job_id).bind(2, with_steps);
   std::vector<ProgressEvent> events;
   while (true) {
     auto row = select->step();

@@ -240,8 +240,9 @@ class RunStore : public RunReader {
   Result<std::vector<DeviceSample>> device_samples(int64_t run_id);
   // Process samples of a run, oldest first.
   Result<std::vector<ProcessSampleRow>> process_samples(int64_t run_id);
-  // Progress events of a job, oldest first.
-  Result<std::vector<ProgressEvent>> job_events(int64_t job_id);
+  // Progress events of a job, oldest first; without its "step" events when
+  // `with_steps` is false (a flood of them costs memory, and no summary reads them).
+  Result<std::vector<ProgressEvent>> job_events(int64_t job_id, bool with_steps = true);
 
  private:
   // Lets open() use std::make_unique while no one else can construct.

@@ -180,7 +180,7 @@ void StoreWriter::enforce_bound(std::vector<std::string>& lines) {
   if (dropped > dropped_said_) {
     lines.push_back(fmt::format(
         "warning: store: {} GPU samples and {} progress events dropped so far: more than {} "
-        "rows waited while the store could not be written",
+        "rows waited to be written (the store is locked, full, or slower than the jobs' output)",
         dropped_samples_, dropped_events_, options_.max_queued_rows));
     dropped_said_ = dropped;
   }
