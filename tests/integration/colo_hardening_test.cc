@@ -343,10 +343,15 @@ class LeftoverProcesses : public ColoHardening {
   }
   // How many of the grandchild (1) and daemon (2) are alive.
   int alive() {
-    return std::stoi(shell("pgrep -f 'sleep 300[.]" + marker_ + "[12]' | wc -l").output);
+    return std::stoi(shell("pgrep -f '^sleep 300[.]" + marker_ + "[12]$' | wc -l").output);
+  }
+  // A shell snippet: waits (10 s at most) until both leftovers run, then runs `then`.
+  std::string once_both_alive(const std::string& then) const {
+    return "for i in $(seq 1 500); do [ \"$(pgrep -f '^sleep 300[.]" + marker_ +
+           "[12]$' | wc -l)\" = 2 ] && break; sleep 0.02; done; " + then;
   }
   void TearDown() override {
-    shell("pkill -KILL -f 'sleep 300[.]" + marker_ + "[12]'");
+    shell("pkill -KILL -f '^sleep 300[.]" + marker_ + "[12]$'");
     ColoHardening::TearDown();
   }
   std::string marker_;
@@ -375,8 +380,8 @@ TEST_F(LeftoverProcesses, AJobsGrandchildrenDieWhenItEnds) {
 
 TEST_F(LeftoverProcesses, AfterColoIsKilledTheNextColoRunsCleansUp) {
   std::string file = write_file("jobs.toml", leftover_job("sleep 60"));
-  CommandResult killed = shell(colo(run_args(file, db())) +
-                               " & pid=$!; sleep 1.5; kill -KILL $pid; wait $pid; echo exit=$?");
+  CommandResult killed = shell(colo(run_args(file, db())) + " & pid=$!; " +
+                               once_both_alive("kill -KILL $pid") + "; wait $pid; echo exit=$?");
   ASSERT_NE(killed.output.find("exit=137"), std::string::npos) << killed.output;
   shell("sleep 0.3");
   EXPECT_EQ(alive(), 2) << "the test expects both leftovers while nobody has cleaned up";
@@ -397,8 +402,9 @@ TEST_F(LeftoverProcesses, WithoutCgroupsProcessGroupsAndTheRunTokenStillCleanUp)
   EXPECT_EQ(alive(), 0) << r.output;
 
   std::string slow = write_file("slow.toml", leftover_job("sleep 60"));
-  CommandResult killed = shell("COLO_CGROUP_PARENT=off " + colo(run_args(slow, db())) +
-                               " & pid=$!; sleep 1.5; kill -KILL $pid; wait $pid; echo exit=$?");
+  CommandResult killed =
+      shell("COLO_CGROUP_PARENT=off " + colo(run_args(slow, db())) + " & pid=$!; " +
+            once_both_alive("kill -KILL $pid") + "; wait $pid; echo exit=$?");
   ASSERT_NE(killed.output.find("exit=137"), std::string::npos) << killed.output;
   CommandResult show = shell("COLO_CGROUP_PARENT=off " + colo("show --db '" + db() + "'"));
   EXPECT_EQ(show.exit_code, 0) << show.output;
@@ -408,18 +414,22 @@ TEST_F(LeftoverProcesses, WithoutCgroupsProcessGroupsAndTheRunTokenStillCleanUp)
 
 TEST_F(LeftoverProcesses, WithoutCgroupsADaemonEndsWithItsJobNotWithTheRun) {
   // The daemon escaped the job's process group; the job's token finds it as
-  // soon as the job ends, while another job keeps the run going.
+  // soon as the job ends ("leaky ok" printed), while another job keeps the
+  // run going ("long" not ended yet).
   std::string file =
       write_file("jobs.toml", leftover_job("sleep 0.3") +
-                                  "[[job]]\nname = \"long\"\ncommand = [\"sleep\", \"4\"]\n");
-  CommandResult r = shell("COLO_CGROUP_PARENT=off " + colo(run_args(file, db())) + " > '" + dir_ +
-                          "/run.out' 2>&1 & pid=$!; sleep 2.5; pgrep -f 'sleep "
-                          "300[.]" +
-                          marker_ + "[12]' | wc -l; wait $pid; echo exit=$?");
-  EXPECT_NE(r.output.find("exit=0"), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.substr(0, 2), "0\n") << r.output << shell("cat '" + dir_ + "/run.out'").output;
-  EXPECT_NE(shell("cat '" + dir_ + "/run.out'").output.find("leaky: stopped 1 processes it left"),
-            std::string::npos);
+                                  "[[job]]\nname = \"long\"\ncommand = [\"sleep\", \"8\"]\n");
+  const std::string out = dir_ + "/run.out";
+  CommandResult r =
+      shell("COLO_CGROUP_PARENT=off " + colo(run_args(file, db())) + " > '" + out +
+            "' 2>&1 & pid=$!; for i in $(seq 1 500); do grep -q 'leaky ok' '" + out +
+            "' && break; sleep 0.02; done; pgrep -f '^sleep 300[.]" + marker_ +
+            "[12]$' | wc -l; grep -c 'long ok' '" + out + "'; wait $pid; echo exit=$?");
+  const std::string said = shell("cat '" + out + "'").output;
+  EXPECT_NE(r.output.find("exit=0"), std::string::npos) << r.output << said;
+  EXPECT_EQ(r.output.substr(0, 4), "0\n0\n") << r.output << said;
+  // The daemon, and the grandchild if it had not died of its group's SIGKILL yet.
+  EXPECT_NE(said.find("leaky: stopped "), std::string::npos) << said;
 }
 
 }  // namespace
