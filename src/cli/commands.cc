@@ -443,8 +443,9 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
           "Default: the job file's [run] mechanism, else mps where available, else naive")
       ->check(CLI::IsMember({"exclusive", "naive", "mps", "mig"}));
   run_cmd->add_option("--db", run.db, "run store (SQLite file); default " + default_db_path());
-  run_cmd->add_option("--logs", run.logs,
-                      "directory for job logs; default <state dir>/runs (then <store name>-<hash>/<run id>)");
+  run_cmd->add_option(
+      "--logs", run.logs,
+      "directory for job logs; default <state dir>/runs (then <store name>-<hash>/<run id>)");
   run_cmd
       ->add_option("--max-per-gpu", run.max_per_gpu,
                    "at most this many jobs on one GPU at once (overrides the file)")

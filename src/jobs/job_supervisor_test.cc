@@ -228,9 +228,9 @@ TEST_F(SupervisorTest, WithoutACgroupTheProcessGroupEndsWithTheJob) {
   EXPECT_EQ(done[0].exit.state, JobState::kOk);
   clock_.sleep_for_ms(50);
   // "[.]": the pattern must not match the shell that runs pgrep.
-  EXPECT_NE(std::system(("pgrep -f 'sleep 300[.]3" + std::to_string(getpid()) + "' >/dev/null")
-                            .c_str()),
-            0)
+  EXPECT_NE(
+      std::system(("pgrep -f 'sleep 300[.]3" + std::to_string(getpid()) + "' >/dev/null").c_str()),
+      0)
       << "the grandchild outlived the job";
   EXPECT_FALSE(done[0].exit.usage.cpu_ms.has_value());  // no cgroup, nothing measured
 }

@@ -8,8 +8,8 @@
 
 namespace colo {
 
-JobQueue::JobQueue(std::vector<DeviceSlots> devices) {
-  for (DeviceSlots& d : devices) devices_.push_back(Device{d});
+JobQueue::JobQueue(const std::vector<DeviceSlots>& devices) {
+  for (const DeviceSlots& d : devices) devices_.push_back(Device{d});
 }
 
 void JobQueue::enqueue(size_t job, std::optional<uint64_t> memory_bytes) {

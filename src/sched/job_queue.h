@@ -45,7 +45,7 @@ struct Unplaceable {
 
 class JobQueue {
  public:
-  explicit JobQueue(std::vector<DeviceSlots> devices);
+  explicit JobQueue(const std::vector<DeviceSlots>& devices);
 
   // Adds a job at the back. `memory_bytes` is its peak GPU memory hint. A job
   // that can never fit (no device, or more memory than the largest has) is
