@@ -2,6 +2,7 @@
 # Installs the Debian packages colo builds with (only what is missing).
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev
+          libre2-dev  # RE2: epoch_regex and step_regex, linked from its static archive
           libsqlite3-dev libgtest-dev libgmock-dev python3
           chromium)  # chromium: PNG figures of `colo report` and its browser test
 missing=()

@@ -16,7 +16,6 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
-#include <regex>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -24,6 +23,8 @@
 
 #include "common/paths.h"
 #include "common/units.h"
+#include "jobs/output_patterns.h"
+#include "jobs/progress_event.h"
 
 // Header-only, without exceptions: parse errors come back as values.
 #define TOML_HEADER_ONLY 1
@@ -43,9 +44,10 @@ constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "po
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 12> kSettingKeys = {
-    "workdir",     "env",      "gpu_memory", "sm_share",     "memory_limit", "epoch_regex",
-    "sm_activity", "gpu_util", "solo_time",  "startup_time", "mig_profile",  "mig_group"};
+constexpr std::array<const char*, 14> kSettingKeys = {
+    "workdir",     "env",          "gpu_memory",    "sm_share",    "memory_limit",
+    "epoch_regex", "step_regex",   "epoch_samples", "sm_activity", "gpu_util",
+    "solo_time",   "startup_time", "mig_profile",   "mig_group"};
 // Keys only a [[job]] may have.
 constexpr std::array<const char*, 4> kJobOnlyKeys = {"name", "command", "repeat", "grid"};
 
@@ -186,6 +188,8 @@ struct Settings {
   std::optional<int> sm_share_pct;
   std::optional<uint64_t> memory_limit_bytes;
   std::optional<std::string> epoch_regex;
+  std::optional<std::string> step_regex;
+  std::optional<int64_t> epoch_samples;
   std::optional<int> sm_activity_pct;
   std::optional<int> gpu_util_pct;
   std::optional<int64_t> solo_time_ms;
@@ -202,6 +206,8 @@ struct Settings {
     if (over.sm_share_pct) out.sm_share_pct = over.sm_share_pct;
     if (over.memory_limit_bytes) out.memory_limit_bytes = over.memory_limit_bytes;
     if (over.epoch_regex) out.epoch_regex = over.epoch_regex;
+    if (over.step_regex) out.step_regex = over.step_regex;
+    if (over.epoch_samples) out.epoch_samples = over.epoch_samples;
     if (over.sm_activity_pct) out.sm_activity_pct = over.sm_activity_pct;
     if (over.gpu_util_pct) out.gpu_util_pct = over.gpu_util_pct;
     if (over.solo_time_ms) out.solo_time_ms = over.solo_time_ms;
@@ -346,15 +352,20 @@ class TableReader {
       } else if (text) {
         (k == "mig_profile" ? settings.mig_profile : settings.mig_group) = *text;
       }
-    } else if (k == "epoch_regex") {
+    } else if (k == "epoch_regex" || k == "step_regex") {
       auto re = string(k, node, "a regular expression (a string)");
       if (!re) return;
-      try {
-        std::regex compiled(*re);
-        settings.epoch_regex = *re;
-      } catch (const std::regex_error& e) {
-        error(line_of(node),
-              fmt::format("key 'epoch_regex' is not a valid regular expression: {}", e.what()));
+      const PatternKind kind = k == "epoch_regex" ? PatternKind::kEpoch : PatternKind::kStep;
+      if (Result<OutputPattern> p = OutputPattern::compile(kind, *re); !p.ok()) {
+        error(line_of(node), fmt::format("key '{}' {}", k, p.error().message()));
+      } else {
+        (k == "epoch_regex" ? settings.epoch_regex : settings.step_regex) = *re;
+      }
+    } else if (k == "epoch_samples") {
+      if (auto n = int_in_range(
+              k, node, 1, kMaxSamplesPerEvent,
+              fmt::format("a whole number of samples from 1 to {}", kMaxSamplesPerEvent))) {
+        settings.epoch_samples = *n;
       }
     }
   }
@@ -697,6 +708,8 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.sm_share_pct = block.settings.sm_share_pct;
     base.memory_limit_bytes = block.settings.memory_limit_bytes;
     base.epoch_regex = block.settings.epoch_regex;
+    base.step_regex = block.settings.step_regex;
+    base.epoch_samples = block.settings.epoch_samples;
     base.sm_activity_pct = block.settings.sm_activity_pct;
     base.gpu_util_pct = block.settings.gpu_util_pct;
     base.solo_time_ms = block.settings.solo_time_ms;

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/paths.h"
+#include "common/saturating.h"
 #include "store/schema.h"
 
 namespace colo {
@@ -77,6 +78,8 @@ nlohmann::json spec_to_json(const JobSpec& job) {
   if (job.sm_share_pct) j["sm_share_pct"] = *job.sm_share_pct;
   if (job.memory_limit_bytes) j["memory_limit_bytes"] = *job.memory_limit_bytes;
   if (job.epoch_regex) j["epoch_regex"] = *job.epoch_regex;
+  if (job.step_regex) j["step_regex"] = *job.step_regex;
+  if (job.epoch_samples) j["epoch_samples"] = *job.epoch_samples;
   j["params"] = job.params;
   j["repeat_index"] = job.repeat_index;
   j["source"] = job.source;
@@ -89,6 +92,18 @@ bool running_at(const JobSummary& job, int device, UnixMillis t, UnixMillis open
   if (!job.device || *job.device != device || !job.started_ms) return false;
   UnixMillis end = job.ended_ms.value_or(open_end);
   return *job.started_ms <= t && t <= end;
+}
+
+// A job event's metrics_json column.
+std::map<std::string, double> metrics_from_json(const std::string& text) {
+  std::map<std::string, double> metrics;
+  nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
+  if (json.is_object()) {
+    for (const auto& [key, value] : json.items()) {
+      if (value.is_number()) metrics[key] = value.get<double>();
+    }
+  }
+  return metrics;
 }
 
 struct EnergyPoint {
@@ -676,6 +691,10 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
   auto requeues = Statement::prepare(
       db, path_, "SELECT count(*) FROM job_events WHERE job_id = ? AND kind = 'requeued'");
   if (!requeues.ok()) return requeues.error();
+  auto throttled = Statement::prepare(db, path_, R"sql(
+      SELECT metrics_json FROM job_events WHERE job_id = ? AND kind = 'throttled'
+      ORDER BY id DESC LIMIT 1)sql");
+  if (!throttled.ok()) return throttled.error();
   auto peak_memory = Statement::prepare(db, path_, R"sql(
       SELECT max(total) FROM (
         SELECT sum(used_memory_bytes) AS total FROM process_samples
@@ -698,6 +717,15 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
     if (!counted.ok()) return counted.error();
     job.attempts = 1 + static_cast<int>(requeues->int64_at(0));
     requeues->reset();
+    throttled->bind(1, job.id);
+    auto throttle_row = throttled->step();
+    if (!throttle_row.ok()) return throttle_row.error();
+    if (*throttle_row) {
+      ProgressEvent event;
+      if (!throttled->is_null(0)) event.metrics = metrics_from_json(throttled->text_at(0));
+      job.progress_throttled = ThrottleCounts::from_event(event);
+    }
+    throttled->reset();
     epoch_ends->bind(1, job.id).bind(2, job.started_ms.value_or(0));
     std::vector<UnixMillis> ends;
     std::optional<int64_t> samples;
@@ -708,8 +736,8 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
       if (!*row) break;
       ends.push_back(epoch_ends->int64_at(0));
       if (auto s = epoch_ends->opt_int64_at(1)) {
-        samples = samples.value_or(0) + *s;
-        if (ends.size() >= 2) steady_samples = steady_samples.value_or(0) + *s;
+        samples = saturating_add(samples.value_or(0), *s);
+        if (ends.size() >= 2) steady_samples = saturating_add(steady_samples.value_or(0), *s);
       }
     }
     epoch_ends->reset();
@@ -803,7 +831,8 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
   for (const JobSummary& job : summary.jobs) {
     if (job.started_ms) first_start = std::min(first_start.value_or(kEndOfTime), *job.started_ms);
     if (job.ended_ms) last_end = std::max(last_end.value_or(0), *job.ended_ms);
-    if (job.samples) summary.total_samples = summary.total_samples.value_or(0) + *job.samples;
+    if (job.samples)
+      summary.total_samples = saturating_add(summary.total_samples.value_or(0), *job.samples);
   }
   if (first_start && last_end && *last_end >= *first_start) {
     summary.makespan_ms = *last_end - *first_start;
@@ -958,14 +987,7 @@ Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id) {
     e.epoch = select->opt_int64_at(2);
     e.step = select->opt_int64_at(3);
     e.samples = select->opt_int64_at(4);
-    if (!select->is_null(5)) {
-      nlohmann::json metrics = nlohmann::json::parse(select->text_at(5), nullptr, false);
-      if (metrics.is_object()) {
-        for (const auto& [key, value] : metrics.items()) {
-          if (value.is_number()) e.metrics[key] = value.get<double>();
-        }
-      }
-    }
+    if (!select->is_null(5)) e.metrics = metrics_from_json(select->text_at(5));
     events.push_back(std::move(e));
   }
   return events;

@@ -25,7 +25,7 @@
 #include "gpu/gpu_backend.h"
 #include "jobs/job_spec.h"
 #include "jobs/job_state.h"
-#include "jobs/progress.h"
+#include "jobs/progress_event.h"
 #include "sched/interference.h"
 #include "sched/profile.h"
 #include "store/sqlite_util.h"
@@ -99,6 +99,8 @@ struct JobSummary {
   std::string log_path;            // the last attempt's
   int attempts = 1;                // 1 + its out-of-memory retries ('requeued' events)
   int64_t malformed_progress_lines = 0;
+  // What colo held back of its progress (a "throttled" event); absent when nothing.
+  std::optional<ThrottleCounts> progress_throttled;
   std::string instance;  // the MIG instance it ran on; "" under other mechanisms
 };
 
