@@ -4,6 +4,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev
           libre2-dev  # RE2: epoch_regex and step_regex, linked from its static archive
           libsqlite3-dev libgtest-dev libgmock-dev python3
+          clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
           chromium)  # chromium: PNG figures of `colo report` and its browser test
 missing=()
 for p in "${packages[@]}"; do

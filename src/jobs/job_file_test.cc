@@ -276,6 +276,11 @@ INSTANTIATE_TEST_SUITE_P(
                 {"bad.toml:4:", "job 'a'",
                  "key 'epoch_regex' is not a valid regular expression (RE2 "
                  "syntax)"}},
+        // Found by tests/fuzz/job_file_fuzz.cc: toml++ 3.3.0 reached
+        // __builtin_unreachable() on this character (UBSan reports it).
+        BadCase{"non-ASCII character where a key goes",
+                "[[job]]\nname = \"a\"\nc\xc8\x88 = [\"true\"]\n",
+                {"bad.toml:3:", "TOML syntax error"}},
         BadCase{"step group in epoch_regex",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nepoch_regex = \"(?P<step>\\\\d+)\"\n",
                 {"bad.toml:4:", "key 'epoch_regex' has a group named 'step'"}},
