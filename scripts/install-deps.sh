@@ -5,7 +5,10 @@ packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nloh
           libre2-dev  # RE2: epoch_regex and step_regex, linked from its static archive
           libsqlite3-dev libgtest-dev libgmock-dev python3
           clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
-          chromium)  # chromium: PNG figures of `colo report` and its browser test
+          libturbojpeg0-dev  # JPEG decoding of the shared data loader (linked statically)
+          python3-torch      # the data-sharing tests' consumers (python/colo_data.py)
+          chromium   # chromium: PNG figures of `colo report` and its browser test
+          slurm-wlm munge)  # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

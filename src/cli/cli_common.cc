@@ -1,11 +1,15 @@
 #include "cli/cli_common.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
+#include "analysis/stored.h"
+#include "common/paths.h"
 #include "common/units.h"
 
 namespace colo {
@@ -60,6 +64,29 @@ std::optional<int64_t> duration_flag(std::string_view flag, const std::string& t
   if (!why.empty()) problem += fmt::format(" ({})", why);
   std::cerr << "colo: " << flag << ": " << problem << "\n";
   return std::nullopt;
+}
+
+std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
+                                            std::vector<Collocation>& collocations) {
+  if (skip) return {};
+  std::string path = db.empty() ? default_db_path() : db;
+  if (access(path.c_str(), F_OK) != 0) return {};
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(path);
+  if (!store.ok()) {
+    std::cerr << "colo: warning: ignoring the store: " << store.error().message() << "\n";
+    return {};
+  }
+  Result<std::vector<LearnedProfile>> profiles = learn_profiles(**store);
+  if (!profiles.ok()) {
+    std::cerr << "colo: warning: ignoring the store: " << profiles.error().message() << "\n";
+    return {};
+  }
+  std::vector<LearnedProfile> measured;
+  std::copy_if(profiles->begin(), profiles->end(), std::back_inserter(measured),
+               [](const LearnedProfile& p) { return !p.simulated; });
+  if (Result<std::vector<Collocation>> c = measured_collocations(**store, measured); c.ok())
+    collocations = std::move(*c);
+  return *profiles;
 }
 
 }  // namespace colo

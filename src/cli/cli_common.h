@@ -9,9 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/profiles.h"
 #include "common/clock.h"
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
+#include "sched/interference.h"
+#include "store/run_store.h"
 
 namespace CLI {
 class App;
@@ -46,5 +49,12 @@ Result<OpenedGpu> open_gpu(const BackendFlags& flags, Clock& clock);
 // 100ms", then " (`why`)" when given).
 std::optional<int64_t> duration_flag(std::string_view flag, const std::string& text, int64_t min_ms,
                                      std::string_view why = "");
+
+// The profiles the store at `db` (default: the default store) learned, and
+// its measured collocations (of measured, not simulated, profiles) into
+// `collocations`; none, with a warning on stderr, when it cannot be read;
+// none when `skip` or when there is no store yet.
+std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
+                                            std::vector<Collocation>& collocations);
 
 }  // namespace colo

@@ -9,16 +9,21 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/stored.h"
 #include "cli/cli_common.h"
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/units.h"
+#include "gpu/device_json.h"
 #include "gpu/gpu_backend.h"
 #include "jobs/job_file.h"
+#include "report/data_report.h"
 #include "report/text_report.h"
 #include "run/mechanism_inputs.h"
 #include "run/run_controller.h"
 #include "sharing/mechanism.h"
+#include "slurm/allocation.h"
+#include "slurm/shard_run.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -46,13 +51,50 @@ struct RunFlags {
   std::string grace = "10s";
   bool plain = false;
   BackendFlags backend;
+  std::string shard_plan;    // `colo slurm submit`'s plan: run one shard of it
+  std::optional<int> shard;  // which; default: the Slurm array element
 };
+
+// The code a finished run exits with.
+int run_exit_code(RunState state) {
+  switch (state) {
+    case RunState::kOk:
+      return kExitOk;
+    case RunState::kCancelled:
+      return kExitCancelled;
+    default:
+      return kExitJobsFailed;
+  }
+}
 
 int run_command(const RunFlags& flags, const std::string& command_line) {
   Result<JobFile> file = load_job_file(flags.file);
   if (!file.ok()) {
     std::cerr << "colo: " << file.error().message() << "\n";
     return kExitBadInput;
+  }
+  // Inside a Slurm allocation: only its GPUs, and where it ran is recorded.
+  const EnvLookup env = process_environment();
+  std::string slurm_note;
+  Result<std::optional<SlurmAllocation>> slurm = slurm_allocation(env, &slurm_note);
+  if (!slurm.ok()) {
+    std::cerr << "colo: " << slurm.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  if (!slurm_note.empty()) std::cerr << "colo: warning: " << slurm_note << "\n";
+  std::optional<ShardRun> shard;
+  if (!flags.shard_plan.empty()) {
+    Result<ShardRun> prepared =
+        prepare_shard_run(flags.shard_plan, flags.shard, *file, *slurm, env);
+    if (!prepared.ok()) {
+      std::cerr << "colo: " << prepared.error().message() << "\n";
+      return kExitBadInput;
+    }
+    shard = std::move(prepared).value();
+    file = shard->file;
+    std::cout << fmt::format("shard {} of {} (attempt {}): {} jobs; its store is published as {}\n",
+                             shard->shard, flags.shard_plan, shard->attempt, file->jobs.size(),
+                             shard->published_db);
   }
   std::optional<int64_t> period =
       duration_flag("--sample-period", flags.sample_period, 100, "GPM needs that");
@@ -68,7 +110,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   }
 
   MechanismOptions mech_options;
-  mech_options.state_dir = default_state_dir() + "/mps";
+  mech_options.state_dir = node_local_state_dir(*slurm, env) + "/mps";
   if (const char* p = std::getenv("COLO_MPS_CONTROL"); p && *p)
     mech_options.mps_control_program = p;
 
@@ -95,7 +137,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     return kExitEnvironment;
   }
 
-  std::string db_path = flags.db.empty() ? default_db_path() : flags.db;
+  std::string db_path = !flags.db.empty() ? flags.db : shard ? shard->local_db : default_db_path();
   Result<std::unique_ptr<RunStore>> store = RunStore::open(db_path);
   if (!store.ok()) {
     std::cerr << "colo: " << store.error().message() << "\n";
@@ -103,7 +145,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   }
 
   RunOptions options;
-  options.logs_root = flags.logs;
+  options.logs_root = !flags.logs.empty() ? flags.logs : shard ? shard->logs_root : "";
   options.max_jobs_per_gpu = flags.max_per_gpu;
   options.only_devices = flags.gpus;
   if (!flags.policy.empty()) options.policy = flags.policy;
@@ -111,30 +153,39 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   options.stop_grace_ms = *grace;
   options.live_display = !flags.plain && isatty(STDOUT_FILENO);
   options.command_line = command_line;
+  options.slurm = *slurm;
 
   install_stop_handlers();
   RunContext ctx{clock, **backend, **store, **mechanism, mech_options, std::cout, g_stop_requests};
   Result<RunOutcome> outcome = run_job_file(*file, options, ctx);
+  int code = kExitEnvironment;
   if (!outcome.ok()) {
     std::cerr << "colo: " << outcome.error().message() << "\n";
-    return kExitEnvironment;
-  }
-  Result<RunSummary> summary = (*store)->summarize_run(outcome->run_id);
-  if (summary.ok()) {
-    std::cout << "\n" << format_run_summary(*summary);
   } else {
-    std::cerr << "colo: could not summarize run " << outcome->run_id << ": "
-              << summary.error().message() << "\n";
+    Result<RunSummary> summary = analyse_run(**store, outcome->run_id);
+    if (summary.ok()) {
+      std::cout << "\n" << format_run_summary(*summary);
+    } else {
+      std::cerr << "colo: could not summarize run " << outcome->run_id << ": "
+                << summary.error().message() << "\n";
+    }
+    if (!shard)
+      std::cout << fmt::format("store: {} (colo show {} --db {})\n", db_path, outcome->run_id,
+                               db_path);
+    code = run_exit_code(outcome->state);
   }
-  std::cout << fmt::format("store: {} (colo show {} --db {})\n", db_path, outcome->run_id, db_path);
-  switch (outcome->state) {
-    case RunState::kOk:
-      return kExitOk;
-    case RunState::kCancelled:
-      return kExitCancelled;
-    default:
-      return kExitJobsFailed;
+  if (shard) {
+    // However the run ended, collect must find what it recorded.
+    Status published = publish_shard_store(**store, *shard);
+    store->reset();
+    remove_shard_local_dir(*shard);
+    if (!published.ok()) {
+      std::cerr << "colo: shard " << shard->shard << ": " << published.error().message() << "\n";
+      return kExitEnvironment;
+    }
+    std::cout << fmt::format("store: published as {}\n", shard->published_db);
   }
+  return code;
 }
 
 // ---- colo devices ---------------------------------------------------------
@@ -161,28 +212,7 @@ int devices_command(const DevicesFlags& flags) {
                           {"mps_control_on_path", mps},
                           {"devices", nlohmann::json::array()}};
     for (const DeviceInfo& d : devices) {
-      nlohmann::json j = {{"index", d.index},
-                          {"name", d.name},
-                          {"uuid", d.uuid},
-                          {"pci_bus_id", d.pci_bus_id},
-                          {"memory_total_bytes", d.memory_total_bytes},
-                          {"gpm_supported", d.gpm_supported},
-                          {"supported_metrics", d.supported_metrics}};
-      j["sm_count"] = d.sm_count ? nlohmann::json(*d.sm_count) : nlohmann::json(nullptr);
-      j["mig_enabled"] = d.mig_enabled ? nlohmann::json(*d.mig_enabled) : nlohmann::json(nullptr);
-      if (d.cuda_compute_major)
-        j["compute_capability"] =
-            fmt::format("{}.{}", *d.cuda_compute_major, d.cuda_compute_minor.value_or(0));
-      j["mig_profiles"] = nlohmann::json::array();
-      for (const MigProfile& p : d.mig_profiles) {
-        j["mig_profiles"].push_back({{"id", p.id},
-                                     {"name", p.name},
-                                     {"slices", p.slice_count},
-                                     {"memory_bytes", p.memory_bytes},
-                                     {"max_instances", p.max_instances},
-                                     {"sm_count", p.sm_count}});
-      }
-      out["devices"].push_back(std::move(j));
+      out["devices"].push_back(device_to_json(d));
     }
     std::cout << out.dump(2) << "\n";
     return kExitOk;
@@ -366,12 +396,22 @@ int show_command(const std::string& db, const std::string& run, bool json) {
     std::cerr << "colo: " << store.error().message() << "\n";
     return kExitEnvironment;
   }
-  Result<RunSummary> summary = (*store)->summarize_run(id);
+  Result<RunSummary> summary = analyse_run(**store, id);
   if (!summary.ok()) {
     std::cerr << "colo: " << summary.error().message() << "\n";
     return kExitBadInput;
   }
-  std::cout << (json ? to_json(*summary).dump(2) + "\n" : format_run_summary(*summary));
+  Result<std::vector<DataLoaderRow>> loaders = (*store)->data_loaders(summary->run.id);
+  if (!loaders.ok()) std::cerr << "colo: warning: " << loaders.error().message() << "\n";
+  const std::vector<DataLoaderRow> none;
+  const std::vector<DataLoaderRow>& data = loaders.ok() ? *loaders : none;
+  if (json) {
+    nlohmann::json j = to_json(*summary);
+    if (!data.empty()) j["data_loaders"] = data_loaders_json(data);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << format_run_summary(*summary) << format_data_loaders(data);
+  }
   return kExitOk;
 }
 
@@ -437,12 +477,23 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   run_cmd->add_flag("--plain", run.plain,
                     "print one line per event instead of redrawing the job table");
   add_backend_flags(*run_cmd, run.backend);
+  run_cmd->add_option("--shard-plan", run.shard_plan,
+                      "run one shard of the plan `colo slurm submit` wrote (its batch script "
+                      "passes this): only that shard's jobs, the store published into the "
+                      "submission directory");
+  run_cmd
+      ->add_option("--shard", run.shard,
+                   "which shard of --shard-plan; default: the Slurm array element "
+                   "(SLURM_ARRAY_TASK_ID)")
+      ->check(CLI::NonNegativeNumber);
   run_cmd->callback([&exit_code, command_line] { exit_code = run_command(run, command_line); });
 
   add_bench_command(app, exit_code, command_line);
   add_report_command(app, exit_code);
   add_mig_command(app, exit_code);
   add_simulate_commands(app, exit_code);
+  add_slurm_command(app, exit_code, command_line);
+  add_data_command(app, exit_code);
 
   CLI::App* devices_cmd = app.add_subcommand(
       "devices", "List the GPUs: memory, SMs, MIG mode and profiles, MPS, metrics");

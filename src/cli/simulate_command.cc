@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/stored.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/paths.h"
@@ -56,30 +57,6 @@ void print_plans(const std::vector<SimJob>& jobs, const std::vector<PolicySpec>&
   }
 }
 
-// Profiles learned from the store, or none (and a note) when it cannot be read.
-std::vector<StoredProfile> stored_profiles(const std::string& db, bool skip,
-                                           std::vector<Collocation>& collocations) {
-  if (skip) return {};
-  std::string path = db.empty() ? default_db_path() : db;
-  if (access(path.c_str(), F_OK) != 0) return {};
-  Result<std::unique_ptr<RunStore>> store = RunStore::open(path);
-  if (!store.ok()) {
-    std::cerr << "colo: warning: ignoring the store: " << store.error().message() << "\n";
-    return {};
-  }
-  Result<std::vector<StoredProfile>> profiles = (*store)->learned_profiles();
-  if (!profiles.ok()) {
-    std::cerr << "colo: warning: ignoring the store: " << profiles.error().message() << "\n";
-    return {};
-  }
-  std::vector<StoredProfile> measured;
-  std::copy_if(profiles->begin(), profiles->end(), std::back_inserter(measured),
-               [](const StoredProfile& p) { return !p.simulated; });
-  if (Result<std::vector<Collocation>> c = (*store)->measured_collocations(measured); c.ok())
-    collocations = std::move(*c);
-  return *profiles;
-}
-
 int simulate_command(const SimulateFlags& flags) {
   std::optional<int64_t> deadline_ms;
   if (!flags.deadline.empty()) {
@@ -107,7 +84,7 @@ int simulate_command(const SimulateFlags& flags) {
     return kExitBadInput;
   }
   std::vector<Collocation> collocations;
-  std::vector<StoredProfile> stored = stored_profiles(flags.db, flags.no_store, collocations);
+  std::vector<LearnedProfile> stored = stored_profiles(flags.db, flags.no_store, collocations);
   SimJobSet set = make_sim_jobs(*file, known_profiles(stored, file->jobs, model->model, true));
 
   SimOptions options;
@@ -166,8 +143,8 @@ int profiles_command(const std::string& db) {
     return kExitEnvironment;
   }
   Result<std::unique_ptr<RunStore>> store = RunStore::open(path);
-  Result<std::vector<StoredProfile>> profiles =
-      store.ok() ? (*store)->learned_profiles() : Result<std::vector<StoredProfile>>(store.error());
+  Result<std::vector<LearnedProfile>> profiles =
+      store.ok() ? learn_profiles(**store) : Result<std::vector<LearnedProfile>>(store.error());
   if (!profiles.ok()) {
     std::cerr << "colo: " << profiles.error().message() << "\n";
     return kExitEnvironment;
@@ -177,18 +154,42 @@ int profiles_command(const std::string& db) {
     return kExitOk;
   }
   auto opt = [](const auto& v, auto fmt_fn) { return v ? fmt_fn(*v) : std::string("-"); };
-  std::cout << fmt::format("{:<16} {:<24} {:<22} {:>9} {:>5} {:>6} {:>10} {:>8} {:>8}  {}\n",
+  std::cout << fmt::format("{:<16} {:<24} {:<22} {:>9} {:>5} {:>6} {:>10} {:>8} {:>8} {:>8}  {}\n",
                            "SIGNATURE", "JOB", "GPU", "PEAK MEM", "SM %", "UTIL %", "SAMPLES/S",
-                           "ALONE", "STARTUP", "SOURCE");
-  for (const StoredProfile& p : *profiles) {
+                           "EPOCH", "ALONE", "STARTUP", "SOURCE");
+  for (const LearnedProfile& p : *profiles) {
     const JobProfile& j = p.profile;
     std::cout << fmt::format(
-        "{:<16} {:<24} {:<22} {:>9} {:>5} {:>6} {:>10} {:>8} {:>8}  {}\n", p.signature,
+        "{:<16} {:<24} {:<22} {:>9} {:>5} {:>6} {:>10} {:>8} {:>8} {:>8}  {}\n", p.signature,
         p.job_name.empty() ? "-" : p.job_name, p.gpu_name, opt(j.peak_memory_bytes, format_bytes),
         opt(j.sm_active_pct, [](double v) { return fmt::format("{:.0f}", v); }),
         opt(j.gpu_util_pct, [](double v) { return fmt::format("{:.0f}", v); }),
         opt(j.samples_per_s, [](double v) { return fmt::format("{:.0f}", v); }),
+        opt(j.epoch_ms, [](double v) { return format_duration_ms(static_cast<int64_t>(v)); }),
         opt(j.solo_ms, format_duration_ms), opt(j.startup_ms, format_duration_ms), j.source);
+  }
+
+  // The interference model refitted to this store's collocations (what
+  // --policy auto and colo simulate use), with the measurements behind it.
+  Result<std::vector<Collocation>> collocations = measured_collocations(**store, *profiles);
+  if (!collocations.ok()) {
+    std::cerr << "colo: " << collocations.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  const InterferenceModel fitted = calibrate(InterferenceModel{}, *collocations);
+  std::cout << "\ninterference model refitted to this store: " << fitted.describe() << "\n";
+  if (collocations->empty()) {
+    std::cout << "  no measured collocations (runs of two or more jobs on one GPU under mps or "
+                 "naive, with a steady speed-up and profiles of their jobs alone): defaults kept\n";
+  }
+  for (const Collocation& c : *collocations) {
+    double summed_sm = 0;
+    for (const SoloLoad& load : c.jobs) summed_sm += load.sm_active_pct;
+    std::cout << fmt::format(
+        "  {}: {} jobs, {:.0f}% summed solo SM activity: measured {:.2f}, refitted model {:.2f}, "
+        "defaults {:.2f}\n",
+        c.source, c.jobs.size(), summed_sm, c.measured_total, fitted.total(c.mode, c.jobs),
+        InterferenceModel{}.total(c.mode, c.jobs));
   }
   return kExitOk;
 }
@@ -230,8 +231,9 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
 
   CLI::App* profiles = app.add_subcommand(
       "profiles",
-      "List what the store learned about each job signature: peak memory, solo SM "
-      "activity, utilization, rate, time alone");
+      "List what the store learned about each job signature (peak memory, solo SM activity, "
+      "utilization, rate, time per epoch, time alone) and the interference model refitted to "
+      "its measured collocations");
   profiles->add_option("--db", profiles_db, "run store; default " + default_db_path());
   profiles->callback([&exit_code] { exit_code = profiles_command(profiles_db); });
 }

@@ -1,20 +1,26 @@
 #include "run/run_controller.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <iterator>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/units.h"
+#include "data/loader_process.h"
+#include "data/ring_owner.h"
+#include "gpu/device_json.h"
+#include "jobs/job_signature.h"
 #include "jobs/job_supervisor.h"
 #include "jobs/progress.h"
 #include "monitor/gpu_sampler.h"
+#include "run/data_loading.h"
 #include "run/live_display.h"
 #include "sched/auto_scheduler.h"
 #include "sched/scheduler.h"
@@ -48,19 +54,6 @@ std::string file_stem(size_t index, const std::string& name) {
   return stem.substr(0, 120);
 }
 
-std::string devices_json(const std::vector<DeviceInfo>& devices) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const DeviceInfo& d : devices) {
-    nlohmann::json j = {{"index", d.index},       {"name", d.name},
-                        {"uuid", d.uuid},         {"memory_total_bytes", d.memory_total_bytes},
-                        {"gpm", d.gpm_supported}, {"metrics", d.supported_metrics}};
-    if (d.sm_count) j["sm_count"] = *d.sm_count;
-    if (d.mig_enabled) j["mig_enabled"] = *d.mig_enabled;
-    list.push_back(std::move(j));
-  }
-  return list.dump();
-}
-
 // Every job process carries COLO_RUN_TOKEN=<this>, so the processes of a run
 // whose colo died can be found later without mistaking anyone else's.
 constexpr const char* kRunTokenEnv = "COLO_RUN_TOKEN";
@@ -84,6 +77,28 @@ void stop_leftover_job_processes(const RunRow& run, std::ostream& out) {
 std::string host_name() {
   char buf[256] = {};
   return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
+}
+
+// CPUs this process may run on, and the machine's memory (for the auto
+// policy's accounting of shared loaders).
+double host_cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+uint64_t host_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+// This program's path, to start `colo data serve` children.
+std::string self_executable() {
+  std::string exe(4096, '\0');
+  ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
+  return n > 0 ? exe.substr(0, static_cast<size_t>(n)) : "colo";
 }
 
 // Live state of one job during the run.
@@ -134,10 +149,12 @@ JobEnd job_end_of(JobState state) {
 class RunLoop {
  public:
   RunLoop(const JobFile& file, const RunOptions& options, RunContext& ctx, int64_t run_id,
-          std::string run_token, std::vector<DeviceInfo> devices, std::vector<JobRuntime> jobs)
+          std::string run_token, std::vector<DeviceInfo> devices, std::vector<JobRuntime> jobs,
+          SharedLoaders& loaders)
       : file_(file),
         options_(options),
         ctx_(ctx),
+        loaders_(loaders),
         run_id_(run_id),
         run_token_(std::move(run_token)),
         devices_(std::move(devices)),
@@ -169,6 +186,7 @@ class RunLoop {
       }
       collect_samples();
       reap();
+      for (const std::string& e : loaders_.poll()) display_.event("warning: " + e);
       if (!cancelled_) place();
       read_progress();
       finish_probes();
@@ -234,22 +252,32 @@ class RunLoop {
                                                                        : ShareMode::kSpatial;
     auto_options.max_jobs_per_gpu = limit;
     auto_options.memory_limits = ctx_.mechanism.kind() == MechanismKind::kMps;
+    auto_options.host_cpus = host_cpu_count();
+    auto_options.host_memory_bytes = host_memory_bytes();
     std::vector<GpuSlot> slots;
     for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes});
-    Result<std::vector<StoredProfile>> stored = ctx_.store.learned_profiles();
+    Result<std::vector<LearnedProfile>> stored = learn_profiles(ctx_.store);
     if (!stored.ok())
       display_.event("warning: no profiles from the store: " + stored.error().message());
-    std::vector<StoredProfile> measured = stored.ok() ? *stored : std::vector<StoredProfile>{};
+    std::vector<LearnedProfile> measured = stored.ok() ? *stored : std::vector<LearnedProfile>{};
     InterferenceModel model;
-    if (Result<std::vector<Collocation>> c = ctx_.store.measured_collocations(measured); c.ok())
-      model = calibrate(model, *c);
+    if (Result<InterferenceModel> fitted = calibrated_model(ctx_.store, model, measured);
+        fitted.ok())
+      model = *fitted;
     display_.event("auto: interference model: " + model.describe());
     auto scheduler = std::make_unique<AutoScheduler>(slots, auto_options, model);
     std::map<std::string, JobProfile> known =
         known_profiles(measured, file_.jobs, devices_.front().name, ctx_.backend.simulated());
+    std::map<std::string, HostCost> loader_costs;
+    if (Result<std::vector<LoaderOptions>> loaders = loaders_for(file_); loaders.ok()) {
+      for (const LoaderOptions& l : *loaders)
+        loader_costs[l.name] = HostCost{l.name, static_cast<double>(l.threads), l.ring_bytes};
+    }
     for (const JobSpec& spec : file_.jobs) {
       std::string sig = job_signature(spec);
       scheduler->set_label(sig, spec.group);
+      if (spec.dataset && loader_costs.count(*spec.dataset))
+        scheduler->set_host_cost(sig, loader_costs.at(*spec.dataset));
       auto it = known.find(sig);
       if (it == known.end() || scheduler->profile(sig) != nullptr) continue;
       scheduler->set_profile(sig, it->second);
@@ -321,6 +349,13 @@ class RunLoop {
     request.env["COLO_JOB_NAME"] = spec.name;
     request.env["COLO_RUN_ID"] = std::to_string(run_id_);
     request.env[kRunTokenEnv] = run_token_;
+    if (spec.dataset) {
+      std::map<std::string, std::string> data_env = loaders_.environment_for(*spec.dataset);
+      if (data_env.empty())
+        display_.event(fmt::format("warning: {}: the data loader of '{}' is not running", spec.name,
+                                   *spec.dataset));
+      for (const auto& [k, v] : data_env) request.env[k] = v;
+    }
 
     Result<ProgressReader> reader = ProgressReader::create(
         {job.progress_path, job.log_path, spec.epoch_regex, spec.step_regex, spec.epoch_samples},
@@ -600,6 +635,7 @@ class RunLoop {
   const JobFile& file_;
   const RunOptions& options_;
   RunContext& ctx_;
+  SharedLoaders& loaders_;
   int64_t run_id_;
   std::string run_token_;
   std::vector<DeviceInfo> devices_;
@@ -675,12 +711,23 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   } else {
     ctx.out << "warning: " << cleaned.error().message() << '\n';
   }
+  const std::string state_dir = options.state_dir.empty() ? default_state_dir() : options.state_dir;
+  if (Result<std::vector<std::string>> cleaned = cleanup_stale_data_loaders(state_dir);
+      cleaned.ok()) {
+    for (const std::string& line : *cleaned) ctx.out << line << '\n';
+  } else {
+    ctx.out << "warning: " << cleaned.error().message() << '\n';
+  }
+  Result<std::vector<LoaderOptions>> loader_options = loaders_for(file);
+  if (!loader_options.ok()) return loader_options.error();
 
   // Step 2: devices, the run and its jobs.
   Result<std::vector<DeviceInfo>> devices = ctx.backend.devices();
   if (!devices.ok()) return devices.error();
   if (devices->empty())
     return Error(fmt::format("the {} backend found no GPU", ctx.backend.name()));
+  devices = usable_devices(*devices, options.slurm);
+  if (!devices.ok()) return devices.error();
   if (!options.only_devices.empty()) {
     Result<std::vector<DeviceInfo>> chosen = select_devices(*devices, options.only_devices);
     if (!chosen.ok()) return chosen.error();
@@ -695,7 +742,10 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
                  options.command_line,
                  host_name(),
                  getpid(),
-                 devices_json(*devices)};
+                 devices_to_json(*devices).dump(),
+                 options.slurm ? SlurmRecord{options.slurm->job_id, options.slurm->step,
+                                             options.slurm->node, options.slurm->restart_count}
+                               : SlurmRecord{}};
   Result<int64_t> run_id = ctx.store.begin_run(new_run);
   if (!run_id.ok()) return run_id.error();
 
@@ -727,6 +777,13 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
                          devices->size() == 1 ? "" : "s", devices->front().name,
                          ctx.backend.simulated() ? ", SIMULATED: numbers are not measured" : "",
                          to_string(ctx.mechanism.kind()), logs_dir);
+  if (options.slurm) {
+    std::string uuids;
+    for (const DeviceInfo& d : *devices) uuids += fmt::format(" gpu{}={}", d.index, d.uuid);
+    ctx.out << fmt::format("inside Slurm job {} (step {}, node {}, restart {}): its GPUs{}\n",
+                           options.slurm->job_id, options.slurm->step, options.slurm->node,
+                           options.slurm->restart_count, uuids);
+  }
 
   // Step 3: the mechanism. If it cannot start, no job runs, and each is recorded as failed.
   if (Status s = ctx.mechanism.prepare(*devices); !s.ok()) {
@@ -741,11 +798,38 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
     return fail_run(e);
   }
 
+  // Step 3, continued: the shared data loaders.
+  SharedLoaders loaders(ctx.clock, SharedLoadersOptions{self_executable(), logs_dir, state_dir});
+  if (Status s = loaders.start(*loader_options, ctx.out); !s.ok()) {
+    for (const JobRuntime& j : jobs) {
+      (void)ctx.store.job_finished(
+          j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, s.error().message()},
+          ctx.clock.now_ms(), 0);
+    }
+    (void)ctx.mechanism.teardown();
+    return fail_run(s.error());
+  }
+  std::map<std::string, int64_t> job_ids;
+  for (const JobRuntime& j : jobs) job_ids[j.spec->name] = j.id;
+
   // Steps 4-6.
   RunLoop loop(file, options, ctx, *run_id,
                run_token(new_run.host, new_run.colo_pid, new_run.started_ms), *devices,
-               std::move(jobs));
+               std::move(jobs), loaders);
   bool cancelled = loop.run();
+  for (const LoaderOutcome& outcome : loaders.stop()) {
+    const DataLoaderRow row = loader_record(outcome, job_ids);
+    if (Status s = ctx.store.add_data_loader(*run_id, row); !s.ok())
+      ctx.out << "warning: " << s.error().message() << '\n';
+    if (row.cpu_ms && row.wall_ms && *row.wall_ms > 0) {
+      ctx.out << fmt::format("data loader '{}': {} samples decoded, {} CPU ({:.2f} cores)\n",
+                             row.name, row.samples_decoded.value_or(0),
+                             format_duration_ms(*row.cpu_ms),
+                             static_cast<double>(*row.cpu_ms) / static_cast<double>(*row.wall_ms));
+    } else if (!row.note.empty()) {
+      ctx.out << fmt::format("warning: data loader '{}': {}\n", row.name, row.note);
+    }
+  }
 
   // Step 7.
   if (Status s = ctx.mechanism.teardown(); !s.ok())

@@ -3,17 +3,20 @@
 //   1. clean up after an earlier colo that died (stale runs -> interrupted,
 //      leftover MPS daemons stopped, MIG instances it created destroyed)
 //   2. read the devices; record the run and its jobs (all queued)
-//   3. prepare the mechanism (e.g. start the private MPS daemon)
+//   3. prepare the mechanism (e.g. start the private MPS daemon), then start
+//      the shared data loaders the jobs' datasets need
 //   4. start the GPU sampler
 //   5. loop: place queued jobs (the policy's Scheduler: fixed or auto), start
 //      them (JobSupervisor) with the mechanism's environment, follow their
 //      progress files (rates go to the scheduler), finish probes, reap jobs
 //      (an auto run requeues out-of-memory ends), write events and samples to
 //      the store in batches, update the display
-//   6. stop the sampler, write the last samples
+//   6. stop the sampler, write the last samples; stop the data loaders and
+//      record what they did
 //   7. tear the mechanism down
 //   8. close the run with its final state
 //
+// Step 1 also removes the shared memory of data loaders whose colo died.
 // Teardown (6-8) runs on every path out of step 5: normal end, Ctrl-C (jobs
 // get TERM, then KILL after the grace period, and end cancelled), a job
 // crash, or an error. A colo killed with SIGKILL cannot run it; step 1 of the
@@ -34,6 +37,7 @@
 #include "gpu/gpu_backend.h"
 #include "jobs/job_spec.h"
 #include "sharing/mechanism.h"
+#include "slurm/allocation.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -41,8 +45,12 @@ namespace colo {
 struct RunOptions {
   // Where job logs and progress files go; default <state dir>/runs.
   std::string logs_root;
-  // The GPUs (backend indices) the run may use; empty: every GPU found.
+  // The GPUs (backend indices) the run may use; empty: every GPU found (in a
+  // Slurm allocation: every GPU Slurm gave the job).
   std::vector<int> only_devices;
+  // The Slurm allocation colo runs in (slurm_allocation()): limits the GPUs
+  // (usable_devices()) and is recorded with the run.
+  std::optional<SlurmAllocation> slurm;
   // Overrides the job file's [run] max_per_gpu.
   std::optional<int> max_jobs_per_gpu;
   // "fixed" or "auto"; overrides the job file's [run] policy (default fixed).
@@ -62,6 +70,8 @@ struct RunOptions {
   bool live_display = false;
   // Recorded with the run.
   std::string command_line;
+  // Parent of data/, the data loaders' ownership records; default the state dir.
+  std::string state_dir;
 };
 
 // Everything the controller talks to, borrowed. Tests pass fakes.

@@ -151,6 +151,57 @@ constexpr const char* kMigration3 = R"sql(
 ALTER TABLE jobs ADD COLUMN instance TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 4: where a run ran inside Slurm ('' and 0 outside): its Slurm job
+// ("1234", "1234_5" for element 5 of array job 1234), step ("batch", "0"),
+// node, and how often Slurm had requeued the job (SLURM_RESTART_COUNT).
+constexpr const char* kMigration4 = R"sql(
+ALTER TABLE runs ADD COLUMN slurm_job_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slurm_step TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slurm_node TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slurm_restart_count INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// Version 5: the shared data loaders of a run ([data.NAME] tables) and the
+// consumers each served: the loader's CPU time and memory, each consumer's
+// time waiting for data (docs/data-sharing.md).
+constexpr const char* kMigration5 = R"sql(
+CREATE TABLE data_loaders (
+  id              INTEGER PRIMARY KEY,
+  run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name            TEXT NOT NULL,
+  path            TEXT NOT NULL DEFAULT '',
+  format          TEXT NOT NULL DEFAULT '',
+  pid             INTEGER,
+  threads         INTEGER,
+  ring_bytes      INTEGER,
+  dataset_size    INTEGER,
+  wall_ms         INTEGER,
+  cpu_ms          INTEGER,
+  peak_rss_bytes  INTEGER,
+  samples_decoded INTEGER,
+  decode_errors   INTEGER,
+  note            TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX data_loaders_by_run ON data_loaders(run_id);
+
+CREATE TABLE data_consumers (
+  loader_id    INTEGER NOT NULL REFERENCES data_loaders(id) ON DELETE CASCADE,
+  job_id       INTEGER REFERENCES jobs(id) ON DELETE SET NULL,
+  job_name     TEXT NOT NULL DEFAULT '',
+  pid          INTEGER,
+  batch_size   INTEGER,
+  duration_ms  INTEGER,
+  samples      INTEGER,
+  batches      INTEGER,
+  epochs       INTEGER,
+  wait_ms      INTEGER,
+  pending_ms   INTEGER,
+  held_back_ms INTEGER,
+  detached     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX data_consumers_by_loader ON data_consumers(loader_id);
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -174,7 +225,8 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 }  // namespace
 
 const std::vector<std::string>& schema_migrations() {
-  static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3};
+  static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3,
+                                                       kMigration4, kMigration5};
   return kMigrations;
 }
 

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "analysis/stored.h"
 #include "integration_util.h"
 #include "store/run_store.h"
 
@@ -86,8 +87,8 @@ class ColoProgress : public ColoTestDir {
   }
   JobSummary only_job() {
     auto store = open_store();
-    auto summary = store->summarize_run(0);
-    EXPECT_TRUE(summary.ok());
+    auto summary = analyse_run(*store, 0);
+    EXPECT_TRUE(summary.ok()) << (summary.ok() ? "" : summary.error().message());
     EXPECT_EQ(summary->jobs.size(), 1U);
     return summary.ok() && !summary->jobs.empty() ? summary->jobs[0] : JobSummary{};
   }
