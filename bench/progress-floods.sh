@@ -2,7 +2,8 @@
 # Issue 15's hostile jobs, one `colo run --backend sim` each (real child
 # processes, a real store; no GPU needed): colo's peak RSS, the job's recorded
 # duration against its own, and the rows colo stored. Keeps the job files, the
-# outputs, the command and the machine in OUTPUT_DIR (summary.txt).
+# outputs (temporary paths shown as <tmp>, OUTPUT_DIR as <results>), the
+# command and the machine in OUTPUT_DIR (summary.txt).
 #
 #   bench/progress-floods.sh OUTPUT_DIR     (COLO=path/to/colo; default build-release/colo)
 #
@@ -40,7 +41,7 @@ jobs[catastrophic-epoch-regex]="epoch_regex = '(?:a|a)*b'
 $(timed "for i in \$(seq 1 20); do head -c 4096 /dev/zero | tr '\\0' a; echo; done; sleep 1")"
 
 {
-  echo "colo: $COLO"
+  echo "colo: ${COLO#"$PWD/"}"
   echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
     "$(free -g | awk '/Mem:/ {print $2}') GiB memory, load $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -57,6 +58,8 @@ $(timed "for i in \$(seq 1 20); do head -c 4096 /dev/zero | tr '\\0' a; echo; do
         --plain --db "$db" > "$OUT_DIR/$name.out" 2>&1 )
     code=$?
     set -e
+    # Paths of this machine out of what is kept.
+    sed -i -e "s|$OUT_DIR/|<results>/|g" -e "s|$work/|<tmp>/|g" "$OUT_DIR/$name.out"
     rss_kb="$(tail -n 1 "$work/$name.rss" 2>/dev/null || echo 0)"
     python3 - "$db" "$name" "$code" "$rss_kb" <<'EOF'
 import json, re, sqlite3, sys
@@ -84,4 +87,4 @@ rss = "%.1f" % (int(rss_kb or 0) / 1024) if rss_kb.isdigit() else "-"
 print("%-28s %5s %12s %11s %9s %10s  %s" % (name, code, rss, recorded, true_s, rows, note))
 EOF
   done
-} 2>&1 | tee "$OUT_DIR/summary.txt"
+} 2>&1 | sed -e "s|$work/|<tmp>/|g" | tee "$OUT_DIR/summary.txt"
