@@ -81,8 +81,8 @@ TEST_P(ColoSpeedup, FourJobsWithAKnownGainAndStaggeredStartUps) {
                                   " --backend sim --mechanism exclusive --plain --db " + db()));
   ASSERT_EQ(solo.exit_code, 0) << solo.output;
   CommandResult four =
-      shell(colo("run " + job_file("four.toml", 4, reporting) + " --backend sim --mechanism " + mechanism +
-                 " --plain --db " + db()));
+      shell(colo("run " + job_file("four.toml", 4, reporting) + " --backend sim --mechanism " +
+                 mechanism + " --plain --db " + db()));
   ASSERT_EQ(four.exit_code, 0) << four.output;
   EXPECT_NE(four.output.find("speed-up steady:"), std::string::npos) << four.output;
 
@@ -142,8 +142,8 @@ TEST_P(ColoSpeedup, FourJobsWithAKnownGainAndStaggeredStartUps) {
   ASSERT_TRUE(alone && alone->samples_per_s);
   const double old_figure =
       samples * 1000.0 / static_cast<double>(covered_ms(union_of(steady))) / *alone->samples_per_s;
-  std::cout << "[ " << to_string(GetParam()) << " ] steady speed-up " << speedup << " (true gain " << kGain
-            << "); verify-speedup.py " << check["speedup"].get<double>()
+  std::cout << "[ " << to_string(GetParam()) << " ] steady speed-up " << speedup << " (true gain "
+            << kGain << "); verify-speedup.py " << check["speedup"].get<double>()
             << "; the old union-of-intervals figure " << old_figure << "\n";
   EXPECT_LT(old_figure, 0.9 * kGain) << "the old definition would pass too";
 }
