@@ -124,7 +124,11 @@ TEST_P(ColoSpeedup, FourJobsWithAKnownGainAndStaggeredStartUps) {
   ASSERT_EQ(verified.exit_code, 0) << verified.output;
   const nlohmann::json check = nlohmann::json::parse(verified.output, nullptr, false);
   ASSERT_TRUE(check.is_object() && check["speedup"].is_number()) << verified.output;
-  EXPECT_NEAR(check["speedup"].get<double>(), speedup, 0.02 * speedup) << verified.output;
+  // The logs carry each epoch's end to the millisecond, as does the client;
+  // an epoch read through epoch_regex is timed when colo reads the line,
+  // within its 200 ms tick, on epochs of about 0.3 s here.
+  const double agreement = reporting == Reporting::kClient ? 0.02 : 0.05;
+  EXPECT_NEAR(check["speedup"].get<double>(), speedup, agreement * speedup) << verified.output;
 
   // The figure colo printed before: every job's samples of epochs 2..n over
   // the union of their steady intervals, over one job's steady rate alone.
