@@ -10,9 +10,11 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <utility>
 
 #include "common/paths.h"
@@ -84,9 +86,19 @@ Result<SqliteDb> open_writable(const std::string& path, bool create) {
   sqlite3_busy_timeout(db.get(), kStoreBusyTimeoutMs);
 
   // The first statements read the file: a file that is not a database fails here.
+  // Switching to WAL takes an exclusive lock without waiting on the busy
+  // handler: colos creating one store at once wait for each other here.
   if (!is_in_memory(path)) {
-    Status wal = exec_sql(db.get(), path, "PRAGMA journal_mode = WAL", "cannot open the run store");
-    if (!wal.ok()) return wal.error();
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kStoreBusyTimeoutMs);
+    while (true) {
+      Status wal =
+          exec_sql(db.get(), path, "PRAGMA journal_mode = WAL", "cannot open the run store");
+      if (wal.ok()) break;
+      if (!wal.error().transient() || std::chrono::steady_clock::now() >= deadline)
+        return wal.error();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
   Status status = migrate_schema(db.get(), path);
   if (!status.ok()) return status.error();

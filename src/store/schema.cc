@@ -245,11 +245,18 @@ Result<int> read_schema_version(sqlite3* db, const std::string& path) {
 
 Status migrate_schema(sqlite3* db, const std::string& path) {
   // Reading the header is the first access to the file: a file that is not a
-  // SQLite database fails here with SQLITE_NOTADB.
+  // SQLite database fails here with SQLITE_NOTADB. The version, the
+  // application id and the tables are read in one read transaction: another
+  // colo may be creating the schema meanwhile (seen apart, its tables
+  // without its version once made a new store "not a colo database").
+  if (Status s = exec_sql(db, path, "BEGIN", "cannot read the schema version"); !s.ok()) return s;
   Result<int> version = read_schema_version(db, path);
-  if (!version.ok()) return version.error();
   Result<int> application_id = read_int_pragma(db, path, "application_id");
+  Result<bool> tables = has_tables(db, path);
+  (void)exec_sql(db, path, "COMMIT", "cannot end a read transaction");
+  if (!version.ok()) return version.error();
   if (!application_id.ok()) return application_id.error();
+  if (!tables.ok()) return tables.error();
 
   const int latest = latest_schema_version();
   if (*application_id != 0 && *application_id != kColoApplicationId) {
@@ -259,8 +266,6 @@ Status migrate_schema(sqlite3* db, const std::string& path) {
         path, static_cast<unsigned>(*application_id)));
   }
   if (*version == 0 && *application_id == 0) {
-    Result<bool> tables = has_tables(db, path);
-    if (!tables.ok()) return tables.error();
     if (*tables) {
       return Error(fmt::format(
           "{} is not a colo database (it is a SQLite database with other tables); pass --db to "
