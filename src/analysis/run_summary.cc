@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "analysis/energy.h"
+#include "analysis/estimate_event.h"
 #include "analysis/intervals.h"
 
 namespace colo {
@@ -165,6 +166,11 @@ RunSummary summarize(const RunRecord& record) {
     job.name = row.name;
     job.group = row.group;
     job.signature = row.signature;
+    job.family = row.family;
+    job.params = row.params;
+    for (const ProgressEvent& e : events) {
+      if (std::optional<JobProfile> estimate = estimate_of(e)) job.estimate = std::move(estimate);
+    }
     job.state = row.state;
     job.reason = row.reason;
     job.device = row.device;
