@@ -85,9 +85,14 @@ int simulate_command(const SimulateFlags& flags) {
   }
   std::vector<Collocation> collocations;
   std::vector<LearnedProfile> stored = stored_profiles(flags.db, flags.no_store, collocations);
-  SimJobSet set = make_sim_jobs(*file, known_profiles(stored, file->jobs, model->model, true));
+  const std::map<std::string, JobProfile> known =
+      known_profiles(stored, file->jobs, model->model, true);
+  std::map<std::string, std::vector<FamilyInstance>> families =
+      family_instances(stored, file->jobs, model->model, true);
+  SimJobSet set = make_sim_jobs(*file, known, usable_profiles(known, families, file->jobs));
 
   SimOptions options;
+  options.family_instances = std::move(families);
   options.gpus = flags.gpus;
   options.gpu_memory_bytes = model->memory_total_bytes;
   options.model = calibrate(InterferenceModel{}, collocations);

@@ -4,10 +4,12 @@
 
 #include "common/units.h"
 #include "jobs/job_signature.h"
+#include "sched/family.h"
 
 namespace colo {
 
-SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known) {
+SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known,
+                        const std::map<std::string, JobProfile>& usable) {
   SimJobSet out;
   std::map<std::string, int> count;
   std::vector<std::string> order;
@@ -16,8 +18,13 @@ SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProf
     job.name = spec.name;
     job.signature = job_signature(spec);
     job.label = spec.group;
+    job.family = spec.family;
+    job.instance = instance_label(spec.name);
+    job.params = spec.params;
+    job.resource_params = spec.resource_params;
     if (auto it = known.find(job.signature); it != known.end()) job.known = it->second;
-    job.truth = job.known;
+    auto best = usable.find(job.signature);
+    job.truth = best != usable.end() ? best->second : job.known;
     if (count[job.signature]++ == 0) {
       order.push_back(job.signature);
       auto assume = [&](const char* what, const std::string& value) {
@@ -43,7 +50,7 @@ SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProf
         fmt::format("{} x{}: {} peak, {:.0f}% SM, {:.0f}% busy, {} alone; from {}", it->label,
                     count[sig], format_bytes(*t.peak_memory_bytes), *t.sm_active_pct,
                     t.gpu_busy_pct(), format_duration_ms(*t.solo_ms),
-                    it->known.source.empty() ? "assumptions" : it->known.source));
+                    !it->truth.source.empty() ? it->truth.source : "assumptions"));
   }
   return out;
 }
