@@ -80,6 +80,7 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=int, default=5, help="epochs to train")
     parser.add_argument("--lr", type=float, default=0.1, help="SGD learning rate")
     parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
+    parser.add_argument("--weight-decay", type=float, default=0.0, help="SGD weight decay")
     parser.add_argument("--device", default="cuda", help="torch device, e.g. cuda, cuda:1, cpu")
     parser.add_argument("--seed", type=int, default=0, help="seed of weights and data")
     parser.add_argument(
@@ -104,6 +105,8 @@ def parse_args(argv=None):
             parser.error("--%s must be at least 1" % name.replace("_", "-"))
     if args.lr <= 0:
         parser.error("--lr must be positive")
+    if args.weight_decay < 0:
+        parser.error("--weight-decay must not be negative")
     return args
 
 
@@ -152,7 +155,8 @@ def main(argv=None):
     model = model.to(device=device, memory_format=memory_format)
     model.train()
 
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum,
+                                weight_decay=args.weight_decay)
     loss_fn = torch.nn.CrossEntropyLoss()
     images, labels = make_pool(torch, args, image_size, num_classes, device, memory_format)
     steps = math.ceil(args.epoch_samples / args.batch_size)
