@@ -31,8 +31,8 @@ and, inside colo, to $COLO_PROGRESS_FILE through python/colo_progress.py
 (stamped a moment later, well within a millisecond).
 
 For sweeps (grids): --lr, --weight-decay and --seed are accepted and change
-nothing; with --memory-mib the job tells colo's simulated GPU, when its
-start-up ends, that it holds --memory-mib + --memory-mib-per-sample x
+nothing; with --memory-mib the job tells colo's simulated GPU, as it starts,
+that it holds --memory-mib + --memory-mib-per-sample x
 --batch-size MiB there (and --sm-activity percent of its SMs), through the
 progress metrics simulated_gpu_memory_mib and simulated_sm_active_pct.
 """
@@ -101,9 +101,9 @@ def main(argv=None):
     os.makedirs(active_dir, exist_ok=True)
     me = os.path.join(active_dir, str(os.getpid()))
 
+    report_simulated_load(args)
     colo.start()
     time.sleep(startup_s(args))
-    report_simulated_load(args)
     open(me, "w").close()
     try:
         progress = 0.0  # epochs done

@@ -24,7 +24,7 @@ training does.
 
 Progress goes to colo through python/colo_progress.py like train.py's: one
 epoch_end per epoch, and at the end max_memory_reserved_mib (the memory
-below; for dlrm twice --memory-gib). Before its first epoch it tells colo's simulated
+below; for dlrm twice --memory-gib). As it starts it tells colo's simulated
 GPU what it holds there (progress metrics simulated_gpu_memory_mib and
 simulated_sm_active_pct): MEMORY_MIB scaled as 40% fixed and 60% in
 proportion to the batch size over 128, and SM_SHARE scaled by the square root
@@ -136,13 +136,13 @@ def main(argv=None):
                                                         epoch_s),
         flush=True,
     )
-    colo.start()
     batch_ratio = args.batch_size / 128.0
     memory_mib = (2 * 1024 * args.memory_gib if args.model == "dlrm"
                   else MEMORY_MIB[args.model] * (0.4 + 0.6 * batch_ratio))
     colo.metric(simulated_gpu_memory_mib=memory_mib,
                 simulated_sm_active_pct=min(100.0, max(1.0, SM_SHARE[args.model]
                                                        * math.sqrt(batch_ratio))))
+    colo.start()
     run_start = time.monotonic()
     checksum = args.seed
     for epoch in range(1, args.epochs + 1):

@@ -61,7 +61,21 @@ void ProfileLearner::add(const RunSummary& run) {
       p.estimate = LearnedProfile::EstimateCheck{run.run.id, job.name, *job.estimate,
                                                  job.peak_memory_bytes};
     }
-    if (!ran_alone(job, run)) continue;
+    if (!ran_alone(job, run)) {
+      // Probed by the auto policy, then joined by others: what it measured
+      // while its GPU was its own.
+      if (job.probe && job.probe->sm_active_pct) {
+        p.job_name = job.name;
+        p.group = job.group;
+        p.profile.sm_active_pct = job.probe->sm_active_pct;
+        p.profile.gpu_util_pct = job.probe->gpu_util_pct;
+        p.profile.samples_per_s = job.probe->samples_per_s;
+        p.profile.startup_ms = job.probe->startup_ms;
+        p.profile.source = fmt::format("store: run {} job {} ({}, probe{})", run.run.id, job.id,
+                                       run.run.mechanism, run.run.simulated ? ", simulated" : "");
+      }
+      continue;
+    }
     p.job_name = job.name;
     p.group = job.group;
     // The steady epochs' load; the whole job's mean counts start-up, when

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "analysis/energy.h"
-#include "analysis/estimate_event.h"
+#include "analysis/profile_event.h"
 #include "analysis/intervals.h"
 
 namespace colo {
@@ -169,7 +169,8 @@ RunSummary summarize(const RunRecord& record) {
     job.family = row.family;
     job.params = row.params;
     for (const ProgressEvent& e : events) {
-      if (std::optional<JobProfile> estimate = estimate_of(e)) job.estimate = std::move(estimate);
+      if (std::optional<JobProfile> p = profile_in(e, kEstimateEvent)) job.estimate = std::move(p);
+      if (std::optional<JobProfile> p = profile_in(e, kProbeEvent)) job.probe = std::move(p);
     }
     job.state = row.state;
     job.reason = row.reason;

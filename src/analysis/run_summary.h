@@ -53,8 +53,10 @@ struct JobSummary {
   std::string family;              // its spec's family ("" in runs recorded before families)
   std::map<std::string, std::string> params;  // its grid values
   // The profile the auto policy placed it by when that was estimated from
-  // its family (a recorded "estimate" event; profiles.h), else absent.
+  // its family, and what it measured as the auto policy's probe (the
+  // latest "estimate" and "probe" events; profile_event.h), else absent.
   std::optional<JobProfile> estimate;
+  std::optional<JobProfile> probe;
   std::optional<double> energy_j;  // device energy while it ran, shared among running jobs
   std::string log_path;            // the last attempt's
   int attempts = 1;                // 1 + its out-of-memory retries ('requeued' events)

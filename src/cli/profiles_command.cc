@@ -111,7 +111,7 @@ void print_families(const std::vector<LearnedProfile>& profiles) {
     const std::vector<std::string> names(params.begin(), params.end());
     for (Quantity q : {Quantity::kMemory, Quantity::kSmActivity, Quantity::kRate}) {
       for (const ParamEffect& e : param_effects(instances, q, names, std::nullopt)) {
-        std::cout << fmt::format("  {:<16} {:<12} {}: {}\n", e.param, to_string(q),
+        std::cout << fmt::format("  {:<16} {:<12} {}, {}\n", e.param, to_string(q),
                                  e.matters ? "matters" : "neutral", e.reason);
       }
     }

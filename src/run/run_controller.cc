@@ -10,7 +10,7 @@
 #include <map>
 #include <ostream>
 
-#include "analysis/estimate_event.h"
+#include "analysis/profile_event.h"
 #include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/units.h"
@@ -135,6 +135,7 @@ struct JobRuntime {
   std::optional<int64_t> first_epoch_samples;
   std::optional<int64_t> first_progress_ms;  // since its start
   SimLoadHint sim_load;                      // what the simulated backend was told
+  bool sim_memory_assumed = false;           // it still holds the default (none stated)
 };
 
 JobEnd job_end_of(JobState state) {
@@ -400,10 +401,15 @@ class RunLoop {
     job.last_epoch_end_ms = now;
     by_pid_[*pid] = a.job;
     attributor_.add_job(*pid, job.id);
-    job.sim_load = SimLoadHint{spec.gpu_memory_bytes.value_or(kSimDefaultMemoryBytes),
+    // Simulated memory: the hint, else nothing until the job's first
+    // progress (start-up holds no GPU memory), then what it states or the
+    // default (simulated_load()).
+    job.sim_load = SimLoadHint{spec.gpu_memory_bytes.value_or(0),
                                spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct};
+    job.sim_memory_assumed = !spec.gpu_memory_bytes;
     ctx_.backend.process_started(a.device, static_cast<uint32_t>(*pid), job.sim_load);
-    if (a.estimate) pending_events_.emplace_back(job.id, estimate_event(*a.estimate, now));
+    if (a.estimate)
+      pending_events_.emplace_back(job.id, profile_event(kEstimateEvent, *a.estimate, now));
     report(ctx_.store.job_started(job.id, *pid, a.device, now),
            "record the start of job " + spec.name);
     if (auto mig = mech_env->find(kMigInstanceEnv); mig != mech_env->end()) {
@@ -505,7 +511,7 @@ class RunLoop {
     send_probe_profile(job, job.probe_first_sent ? "refined" : "");
   }
 
-  void send_probe_profile(const JobRuntime& job, std::string_view stage) {
+  void send_probe_profile(JobRuntime& job, std::string_view stage) {
     JobProfile p;
     if (job.peak_memory_bytes > 0) p.peak_memory_bytes = job.peak_memory_bytes;
     if (job.probe_samples > 0) {
@@ -529,12 +535,16 @@ class RunLoop {
         p.peak_memory_bytes ? format_bytes(*p.peak_memory_bytes) : "memory not seen",
         p.sm_active_pct ? fmt::format("{:.0f}%", *p.sm_active_pct) : "unknown",
         p.samples_per_s ? fmt::format("{:.0f} samples/s", *p.samples_per_s) : "no rate yet"));
+    if (p.peak_memory_bytes)
+      pending_events_.emplace_back(job.id, profile_event(kProbeEvent, p, ctx_.clock.now_ms()));
     scheduler_->learned(job.signature, p);
   }
 
   void read_progress_of(JobRuntime& job) {
     if (!job.reader) return;
-    for (ProgressEvent& e : job.reader->poll(ctx_.clock.now_ms())) {
+    std::vector<ProgressEvent> events = job.reader->poll(ctx_.clock.now_ms());
+    if (ctx_.backend.simulated() && !events.empty()) simulated_load(job, events);
+    for (ProgressEvent& e : events) {
       if (!job.first_progress_ms) job.first_progress_ms = e.time_ms - job.started_ms;
       if ((e.kind == "epoch_end" || e.kind == "step") && e.samples) {
         const UnixMillis since = job.last_rate_ms > job.started_ms ? job.last_rate_ms : 0;
@@ -548,7 +558,6 @@ class RunLoop {
         }
         job.last_rate_ms = e.time_ms;
       }
-      if (ctx_.backend.simulated()) simulated_load(job, e);
       if (e.kind == "epoch_end") {
         if (job.first_epoch_end_ms == 0) {
           job.first_epoch_end_ms = e.time_ms;
@@ -575,18 +584,32 @@ class RunLoop {
     }
   }
 
-  // The simulated backend: a job may say what it holds on the simulated GPU
-  // (metrics simulated_gpu_memory_mib and simulated_sm_active_pct, as
-  // bench/sim_train.py does), so that its samples follow it.
-  void simulated_load(JobRuntime& job, const ProgressEvent& e) {
-    auto memory = e.metrics.find("simulated_gpu_memory_mib");
-    auto sm = e.metrics.find("simulated_sm_active_pct");
-    if ((memory == e.metrics.end() && sm == e.metrics.end()) || !job.device || job.pid <= 0)
-      return;
-    if (memory != e.metrics.end() && memory->second >= 0)
-      job.sim_load.memory_bytes = static_cast<uint64_t>(memory->second * 1024 * 1024);
-    if (sm != e.metrics.end() && sm->second >= 0) job.sim_load.sm_active_pct = sm->second;
-    ctx_.backend.process_started(*job.device, static_cast<uint32_t>(job.pid), job.sim_load);
+  // The simulated backend: a job may state what it holds on the simulated
+  // GPU (metrics simulated_gpu_memory_mib and simulated_sm_active_pct, as
+  // bench/sim_train.py does) so that its samples follow it; a job without a
+  // memory hint that states nothing by its first progress holds the default.
+  void simulated_load(JobRuntime& job, const std::vector<ProgressEvent>& events) {
+    if (!job.device || job.pid <= 0) return;
+    bool changed = false;
+    for (const ProgressEvent& e : events) {
+      auto memory = e.metrics.find("simulated_gpu_memory_mib");
+      if (memory != e.metrics.end() && memory->second >= 0) {
+        job.sim_load.memory_bytes = static_cast<uint64_t>(memory->second * 1024 * 1024);
+        job.sim_memory_assumed = false;
+        changed = true;
+      }
+      auto sm = e.metrics.find("simulated_sm_active_pct");
+      if (sm != e.metrics.end() && sm->second >= 0) {
+        job.sim_load.sm_active_pct = sm->second;
+        changed = true;
+      }
+    }
+    if (job.sim_memory_assumed) {
+      job.sim_load.memory_bytes = kSimDefaultMemoryBytes;
+      job.sim_memory_assumed = false;
+      changed = true;
+    }
+    if (changed) ctx_.backend.process_started(*job.device, static_cast<uint32_t>(job.pid), job.sim_load);
   }
 
   void read_progress() {

@@ -213,8 +213,12 @@ Fitted fit_quantity(const std::vector<FamilyInstance>& instances, Quantity q, co
     QuantityEstimate e;
     e.value = value;
     e.uncertainty = value > 0 ? (hi - lo) / value : 0;
-    e.basis = exact.size() == 1 ? "sibling " + exact.front()->name
-                                : fmt::format("{} siblings ({})", exact.size(), list_names(exact));
+    if (exact.size() == 1 && exact.front()->params == target) {
+      e.basis = "its own measurement";
+    } else {
+      e.basis = exact.size() == 1 ? "sibling " + exact.front()->name
+                                  : fmt::format("{} siblings ({})", exact.size(), list_names(exact));
+    }
     return {e, ""};
   }
   std::set<double> xs;
