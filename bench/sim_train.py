@@ -23,10 +23,10 @@ slow down in proportion. The first epoch takes WARMUP_S longer, as real
 training does.
 
 Progress goes to colo through python/colo_progress.py like train.py's: one
-epoch_end per epoch, and at the end max_memory_reserved_mib (the memory
-below; for dlrm twice --memory-gib). As it starts it tells colo's simulated
-GPU what it holds there (progress metrics simulated_gpu_memory_mib and
-simulated_sm_active_pct): MEMORY_MIB scaled as 40% fixed and 60% in
+epoch_end per epoch, and at the end max_memory_reserved_mib (the memory below;
+for dlrm twice --memory-gib). As it starts, an image model tells colo's
+simulated GPU what it holds there (progress metrics simulated_gpu_memory_mib
+and simulated_sm_active_pct): MEMORY_MIB scaled as 40% fixed and 60% in
 proportion to the batch size over 128, and SM_SHARE scaled by the square root
 of that ratio, so that a batch-size sweep has memory and load that grow with
 the batch, as a real one does.
@@ -137,11 +137,13 @@ def main(argv=None):
         flush=True,
     )
     batch_ratio = args.batch_size / 128.0
-    memory_mib = (2 * 1024 * args.memory_gib if args.model == "dlrm"
-                  else MEMORY_MIB[args.model] * (0.4 + 0.6 * batch_ratio))
-    colo.metric(simulated_gpu_memory_mib=memory_mib,
-                simulated_sm_active_pct=min(100.0, max(1.0, SM_SHARE[args.model]
-                                                       * math.sqrt(batch_ratio))))
+    if args.model == "dlrm":  # its tables: the job file's memory hint says what they hold
+        memory_mib = 2 * 1024 * args.memory_gib
+    else:
+        memory_mib = MEMORY_MIB[args.model] * (0.4 + 0.6 * batch_ratio)
+        colo.metric(simulated_gpu_memory_mib=memory_mib,
+                    simulated_sm_active_pct=min(100.0, max(1.0, SM_SHARE[args.model]
+                                                           * math.sqrt(batch_ratio))))
     colo.start()
     run_start = time.monotonic()
     checksum = args.seed
