@@ -58,8 +58,8 @@ void ProfileLearner::add(const RunSummary& run) {
           std::max(p.profile.peak_memory_bytes.value_or(0), *job.peak_memory_bytes);
     }
     if (job.estimate) {
-      p.estimate = LearnedProfile::EstimateCheck{run.run.id, job.name, *job.estimate,
-                                                 job.peak_memory_bytes};
+      p.estimate =
+          LearnedProfile::EstimateCheck{run.run.id, job.name, *job.estimate, job.peak_memory_bytes};
     }
     if (!ran_alone(job, run)) {
       // Probed by the auto policy, then joined by others: what it measured

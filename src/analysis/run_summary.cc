@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "analysis/energy.h"
-#include "analysis/profile_event.h"
 #include "analysis/intervals.h"
+#include "analysis/profile_event.h"
 
 namespace colo {
 namespace {

@@ -48,9 +48,9 @@ struct JobSummary {
   // GPU is idle, so a profile's SM activity is the job's working load.
   std::optional<double> steady_sm_active_pct;
   std::optional<double> steady_gpu_util_pct;
-  std::string signature;           // job_signature() of its spec
-  std::string group;               // its [[job]] block's name
-  std::string family;              // its spec's family ("" in runs recorded before families)
+  std::string signature;  // job_signature() of its spec
+  std::string group;      // its [[job]] block's name
+  std::string family;     // its spec's family ("" in runs recorded before families)
   std::map<std::string, std::string> params;  // its grid values
   // The profile the auto policy placed it by when that was estimated from
   // its family, and what it measured as the auto policy's probe (the

@@ -48,8 +48,7 @@ void print_table(const std::vector<LearnedProfile>& profiles) {
     std::cout << fmt::format(
         "{:<16} {:<24} {:<22} {:>9} {:>5} {:>6} {:>10} {:>8} {:>8} {:>8}  {}\n", p.signature,
         p.job_name.empty() ? "-" : p.job_name, p.gpu_name, opt(j.peak_memory_bytes, format_bytes),
-        opt(j.sm_active_pct, percent), opt(j.gpu_util_pct, percent),
-        opt(j.samples_per_s, percent),
+        opt(j.sm_active_pct, percent), opt(j.gpu_util_pct, percent), opt(j.samples_per_s, percent),
         opt(j.epoch_ms, [](double v) { return format_duration_ms(static_cast<int64_t>(v)); }),
         opt(j.solo_ms, format_duration_ms), opt(j.startup_ms, format_duration_ms), j.source);
   }
@@ -64,8 +63,7 @@ void print_estimates(const std::vector<LearnedProfile>& profiles) {
       std::cout << "\nESTIMATES the auto policy placed jobs by (from their families), beside what "
                    "the jobs then measured\n";
       std::cout << fmt::format("{:<28} {:>5} {:>16} {:>11} {:>7} {:>11} {:>16}\n", "JOB", "RUN",
-                               "EST. PEAK MEM", "MEASURED", "ERROR", "EST. SM %",
-                               "EST. SAMPLES/S");
+                               "EST. PEAK MEM", "MEASURED", "ERROR", "EST. SM %", "EST. SAMPLES/S");
       header = true;
     }
     const LearnedProfile::EstimateCheck& c = *p.estimate;
@@ -78,9 +76,9 @@ void print_estimates(const std::vector<LearnedProfile>& profiles) {
     }
     std::cout << fmt::format(
         "{:<28} {:>5} {:>16} {:>11} {:>7} {:>11} {:>16}\n", c.job_name, c.run_id,
-        e.peak_memory_bytes ? with_uncertainty(format_bytes(*e.peak_memory_bytes),
-                                               e.memory_uncertainty)
-                            : "-",
+        e.peak_memory_bytes
+            ? with_uncertainty(format_bytes(*e.peak_memory_bytes), e.memory_uncertainty)
+            : "-",
         c.measured_peak_bytes ? format_bytes(*c.measured_peak_bytes) : "-", error,
         e.sm_active_pct ? with_uncertainty(percent(*e.sm_active_pct), e.sm_uncertainty) : "-",
         e.samples_per_s ? with_uncertainty(percent(*e.samples_per_s), e.rate_uncertainty) : "-");

@@ -53,7 +53,7 @@ constexpr std::array<const char*, 10> kDataKeys = {
     "path", "format", "size", "augment", "threads", "ring", "chunk", "lag_timeout", "cpus", "seed"};
 // Keys only a [[job]] may have.
 constexpr std::array<const char*, 5> kJobOnlyKeys = {"name", "command", "repeat", "grid",
-                                                    "resource_params"};
+                                                     "resource_params"};
 
 // Collects every validation error of a file, so that the user can fix them
 // all in one go. Each message is prefixed with "file:line: ".
@@ -472,9 +472,9 @@ std::optional<std::string> check_resource_param(std::string_view entry,
   if (params.count(std::string(name)) > 0) return std::nullopt;
   std::string known;
   for (const std::string& p : params) known += (known.empty() ? "" : ", ") + p;
-  return fmt::format("'{}' names no grid parameter{} ({})", name, did_you_mean(name, params),
-                     params.empty() ? "this job has no grid"
-                                    : fmt::format("grid parameters: {}", known));
+  return fmt::format(
+      "'{}' names no grid parameter{} ({})", name, did_you_mean(name, params),
+      params.empty() ? "this job has no grid" : fmt::format("grid parameters: {}", known));
 }
 
 // The block's template with each placeholder marked (a unit separator before
@@ -754,7 +754,8 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
   pattern.working_dir = block.settings.workdir
                             ? normal_dir(template_text(block.settings.workdir->value), base_dir)
                             : base_dir;
-  for (const auto& [name, value] : block.settings.env) pattern.env[name] = template_text(value.value);
+  for (const auto& [name, value] : block.settings.env)
+    pattern.env[name] = template_text(value.value);
   const std::string family = job_signature(pattern);
   std::optional<std::vector<std::string>> resource_params;
   if (block.resource_params) resource_params = block.resource_params->value;

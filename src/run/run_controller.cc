@@ -130,8 +130,8 @@ struct JobRuntime {
   double probe_sm_sum = 0;
   double probe_util_sum = 0;
   int probe_samples = 0;
-  UnixMillis memory_sampled_ms = 0;          // its processes' memory was last seen then
-  UnixMillis first_epoch_end_ms = 0;         // 0: no epoch ended yet (this attempt)
+  UnixMillis memory_sampled_ms = 0;   // its processes' memory was last seen then
+  UnixMillis first_epoch_end_ms = 0;  // 0: no epoch ended yet (this attempt)
   std::optional<int64_t> first_epoch_samples;
   std::optional<int64_t> first_progress_ms;  // since its start
   SimLoadHint sim_load;                      // what the simulated backend was told
@@ -481,8 +481,7 @@ class RunLoop {
     const UnixMillis now = ctx_.clock.now_ms();
     for (JobRuntime& job : jobs_) {
       if (job.state != JobState::kRunning || !job.probe) continue;
-      if (job.rates_seen >= 2 || now - job.started_ms >= options_.probe_ms ||
-          shared_since(job)) {
+      if (job.rates_seen >= 2 || now - job.started_ms >= options_.probe_ms || shared_since(job)) {
         finish_probe(job);
       } else if (!job.probe_first_sent && job.first_epoch_end_ms > 0 &&
                  job.memory_sampled_ms >= job.first_epoch_end_ms && job.probe_samples > 0) {
@@ -609,7 +608,8 @@ class RunLoop {
       job.sim_memory_assumed = false;
       changed = true;
     }
-    if (changed) ctx_.backend.process_started(*job.device, static_cast<uint32_t>(job.pid), job.sim_load);
+    if (changed)
+      ctx_.backend.process_started(*job.device, static_cast<uint32_t>(job.pid), job.sim_load);
   }
 
   void read_progress() {

@@ -259,15 +259,14 @@ bool AutoScheduler::place_probe(const Waiting& w, int64_t now_ms, std::vector<De
   for (Gpu& g : gpus_) {
     if (!g.jobs.empty()) continue;
     probing_.insert(key);
-    std::string note =
-        fmt::format("{}: no profile yet; probing it alone on gpu{}",
-                    member != members_.end() ? member->second.name : label(w.signature),
-                    g.slot.device);
+    std::string note = fmt::format(
+        "{}: no profile yet; probing it alone on gpu{}",
+        member != members_.end() ? member->second.name : label(w.signature), g.slot.device);
     if (family != nullptr && !family->instances.empty()) {
-      note = fmt::format("{}: its family's measurements do not cover it ({}); probing it alone on "
-                         "gpu{}",
-                         member->second.name, estimates_[w.signature].estimate.missing,
-                         g.slot.device);
+      note = fmt::format(
+          "{}: its family's measurements do not cover it ({}); probing it alone on "
+          "gpu{}",
+          member->second.name, estimates_[w.signature].estimate.missing, g.slot.device);
     } else if (family != nullptr && family->signatures.size() > 1) {
       note += fmt::format(" for its family ({} other kinds of job wait for it)",
                           family->signatures.size() - 1);

@@ -253,14 +253,14 @@ class AutoScheduler final : public Scheduler {
   InterferenceModel model_;
   std::map<std::string, JobProfile> profiles_;
   std::map<std::string, std::string> labels_;
-  std::map<std::string, std::deque<Waiting>> classes_;  // FIFO per signature
-  std::set<std::pair<uint64_t, std::string>> heads_;    // (seq of a class's head, signature)
-  std::deque<Waiting> retries_;                         // placed before the classes
-  std::set<std::string> probing_;                       // probe_key()s being probed
-  std::map<std::string, FamilyMember> members_;         // by signature
-  std::map<std::string, Family> families_;              // by family
-  mutable std::map<std::string, Estimated> estimates_;  // by signature
-  std::map<std::string, std::string> probe_targets_;    // by family, for one schedule()
+  std::map<std::string, std::deque<Waiting>> classes_;    // FIFO per signature
+  std::set<std::pair<uint64_t, std::string>> heads_;      // (seq of a class's head, signature)
+  std::deque<Waiting> retries_;                           // placed before the classes
+  std::set<std::string> probing_;                         // probe_key()s being probed
+  std::map<std::string, FamilyMember> members_;           // by signature
+  std::map<std::string, Family> families_;                // by family
+  mutable std::map<std::string, Estimated> estimates_;    // by signature
+  std::map<std::string, std::string> probe_targets_;      // by family, for one schedule()
   std::set<std::pair<std::string, uint64_t>> announced_;  // (signature, family version) noted
   std::unordered_map<size_t, Running> running_;
   std::vector<Combination> bad_;

@@ -352,15 +352,16 @@ void add_family(AutoScheduler& s, const std::string& param, const std::vector<st
                 std::optional<std::vector<std::string>> stated = std::nullopt) {
   for (size_t i = 0; i < values.size(); ++i) {
     const std::string sig = "f" + std::to_string(i);
-    s.set_family(sig, FamilyMember{"fam", "toy[" + param + "=" + values[i] + "]",
-                                   {{param, values[i]}}, stated});
+    s.set_family(
+        sig,
+        FamilyMember{"fam", "toy[" + param + "=" + values[i] + "]", {{param, values[i]}}, stated});
     s.set_label(sig, "toy");
   }
 }
 
 size_t probes(const std::vector<Decision>& decisions) {
-  return static_cast<size_t>(std::count_if(decisions.begin(), decisions.end(),
-                                            [](const Decision& d) { return d.probe; }));
+  return static_cast<size_t>(
+      std::count_if(decisions.begin(), decisions.end(), [](const Decision& d) { return d.probe; }));
 }
 
 TEST(AutoSchedulerFamilies, OneProbeForTheFamilyThenSiblingsPackFromIt) {
@@ -388,8 +389,9 @@ TEST(AutoSchedulerFamilies, OneProbeForTheFamilyThenSiblingsPackFromIt) {
     // The sibling's measurement, as its own would be: no widening.
     EXPECT_NEAR(static_cast<double>(*d.memory_limit_bytes), 1.2 * kGiB * 1.2 + (512ull << 20), 2);
   }
-  EXPECT_THAT(s.take_notes(), testing::Contains(HasSubstr(
-                                  "toy[lr=0.05]: profile from sibling toy[lr=0.1]: 1.2 GiB peak")));
+  EXPECT_THAT(
+      s.take_notes(),
+      testing::Contains(HasSubstr("toy[lr=0.05]: profile from sibling toy[lr=0.1]: 1.2 GiB peak")));
 }
 
 TEST(AutoSchedulerFamilies, ASecondProbeTakesTheFarthestValueThenTheRestAreFitted) {

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iterator>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <set>
 
@@ -107,7 +107,8 @@ std::string list_names(const std::vector<const FamilyInstance*>& used) {
   std::string out;
   for (size_t k = 0; k < used.size() && k < kNamedInstances; ++k)
     out += (k == 0 ? "" : ", ") + used[k]->name;
-  if (used.size() > kNamedInstances) out += fmt::format(" and {} more", used.size() - kNamedInstances);
+  if (used.size() > kNamedInstances)
+    out += fmt::format(" and {} more", used.size() - kNamedInstances);
   return out;
 }
 
@@ -216,8 +217,9 @@ Fitted fit_quantity(const std::vector<FamilyInstance>& instances, Quantity q, co
     if (exact.size() == 1 && exact.front()->params == target) {
       e.basis = "its own measurement";
     } else {
-      e.basis = exact.size() == 1 ? "sibling " + exact.front()->name
-                                  : fmt::format("{} siblings ({})", exact.size(), list_names(exact));
+      e.basis = exact.size() == 1
+                    ? "sibling " + exact.front()->name
+                    : fmt::format("{} siblings ({})", exact.size(), list_names(exact));
     }
     return {e, ""};
   }
@@ -228,9 +230,8 @@ Fitted fit_quantity(const std::vector<FamilyInstance>& instances, Quantity q, co
     for (const Resource& r : b.numeric)
       values += fmt::format("{}{}", values.empty() ? "" : ", ",
                             value_in(b.candidates.front()->params, r.name));
-    return {std::nullopt,
-            fmt::format("one measured value of {} ({}): a fit needs two", feature_name(b.numeric),
-                        values)};
+    return {std::nullopt, fmt::format("one measured value of {} ({}): a fit needs two",
+                                      feature_name(b.numeric), values)};
   }
   // Least squares: y = a + b x.
   const auto n = static_cast<double>(points.size());
@@ -298,10 +299,10 @@ std::string_view to_string(Quantity q) {
 
 bool presumed_to_matter(std::string_view param) {
   static constexpr std::string_view kSizeWords[] = {
-      "batch", "batchsize", "bs",     "mbs",   "microbatch", "size",   "res",   "resolution",
-      "px",    "pixels",    "img",    "image", "imgsize",    "imgsz",  "crop",  "len",
-      "length", "seq",      "width",  "depth", "dim",        "hidden", "layers", "model",
-      "arch",  "tokens",    "channels", "heads"};
+      "batch",      "batchsize", "bs",     "mbs",  "microbatch", "size",     "res",
+      "resolution", "px",        "pixels", "img",  "image",      "imgsize",  "imgsz",
+      "crop",       "len",       "length", "seq",  "width",      "depth",    "dim",
+      "hidden",     "layers",    "model",  "arch", "tokens",     "channels", "heads"};
   std::string word;
   auto is_size_word = [&] {
     return std::find(std::begin(kSizeWords), std::end(kSizeWords), word) != std::end(kSizeWords);
@@ -393,8 +394,9 @@ std::vector<ParamEffect> param_effects(const std::vector<FamilyInstance>& instan
     } else {
       e.measured = true;
       e.matters = widest > noise.relative && hi_value - lo_value > noise.absolute;
-      e.reason = fmt::format("measured: {} {}, {} {}{}", lo->name, format_value(q, lo_value),
-                             hi->name, format_value(q, hi_value), e.matters ? "" : " (within noise)");
+      e.reason =
+          fmt::format("measured: {} {}, {} {}{}", lo->name, format_value(q, lo_value), hi->name,
+                      format_value(q, hi_value), e.matters ? "" : " (within noise)");
     }
     out.push_back(std::move(e));
   }
@@ -478,9 +480,9 @@ double probe_value(const std::vector<FamilyInstance>& instances,
 std::string instance_label(std::string_view job_name) {
   size_t hash = job_name.rfind('#');
   if (hash == std::string_view::npos || hash + 1 == job_name.size()) return std::string(job_name);
-  const bool digits = std::all_of(job_name.begin() + static_cast<std::ptrdiff_t>(hash) + 1,
-                                  job_name.end(),
-                                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  const bool digits =
+      std::all_of(job_name.begin() + static_cast<std::ptrdiff_t>(hash) + 1, job_name.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
   return std::string(digits ? job_name.substr(0, hash) : job_name);
 }
 

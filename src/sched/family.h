@@ -48,7 +48,7 @@ std::string_view to_string(Quantity q);  // "peak memory", "SM activity", "solo 
 // Whether a parameter changes a quantity, and why colo thinks so.
 struct ParamEffect {
   std::string param;
-  int power = 1;        // the fit uses the value to this power
+  int power = 1;  // the fit uses the value to this power
   bool matters = false;
   bool measured = false;  // decided by measurements (not stated, not guessed)
   std::string reason;     // "stated in resource_params", "measured: a 1.2 GiB, b 2.4 GiB", ...

@@ -37,22 +37,22 @@ TEST_P(PresumedByName, SizesMatterOthersAreNeutral) {
   EXPECT_EQ(presumed_to_matter(GetParam().param), GetParam().matters) << GetParam().param;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Names, PresumedByName,
-    ::testing::Values(NameCase{"batch_size", true}, NameCase{"bs", true},
-                      NameCase{"image_size", true}, NameCase{"imgSize", true},
-                      NameCase{"img_size", true}, NameCase{"resolution", true},
-                      NameCase{"seq_len", true}, NameCase{"model", true},
-                      NameCase{"hidden_dim", true}, NameCase{"lr", false},
-                      NameCase{"learning_rate", false}, NameCase{"seed", false},
-                      NameCase{"wd", false}, NameCase{"weight_decay", false},
-                      NameCase{"momentum", false}, NameCase{"dropout", false},
-                      NameCase{"epochs", false}));
+INSTANTIATE_TEST_SUITE_P(Names, PresumedByName,
+                         ::testing::Values(NameCase{"batch_size", true}, NameCase{"bs", true},
+                                           NameCase{"image_size", true}, NameCase{"imgSize", true},
+                                           NameCase{"img_size", true}, NameCase{"resolution", true},
+                                           NameCase{"seq_len", true}, NameCase{"model", true},
+                                           NameCase{"hidden_dim", true}, NameCase{"lr", false},
+                                           NameCase{"learning_rate", false},
+                                           NameCase{"seed", false}, NameCase{"wd", false},
+                                           NameCase{"weight_decay", false},
+                                           NameCase{"momentum", false}, NameCase{"dropout", false},
+                                           NameCase{"epochs", false}));
 
 TEST(ParamEffects, StatedParametersAreExactlyThoseThatMatter) {
-  std::vector<ParamEffect> effects = param_effects(
-      {}, Quantity::kMemory, {"batch_size", "image_size", "lr"},
-      std::vector<std::string>{"batch_size", "image_size^2"});
+  std::vector<ParamEffect> effects =
+      param_effects({}, Quantity::kMemory, {"batch_size", "image_size", "lr"},
+                    std::vector<std::string>{"batch_size", "image_size^2"});
   ASSERT_EQ(effects.size(), 3u);
   EXPECT_TRUE(effects[0].matters);
   EXPECT_EQ(effects[0].power, 1);
@@ -67,10 +67,14 @@ TEST(ParamEffects, MeasurementsOverrideTheGuessFromTheName) {
   // alone (guessed neutral); "size" changed nothing although its name says
   // it would.
   std::vector<FamilyInstance> measured = {
-      instance("t[bs=32,lr=0.1,seed=1,size=4]", {{"bs", "32"}, {"lr", "0.1"}, {"seed", "1"}, {"size", "4"}}, 1000, 20),
-      instance("t[bs=32,lr=0.01,seed=1,size=4]", {{"bs", "32"}, {"lr", "0.01"}, {"seed", "1"}, {"size", "4"}}, 1020, 20),
-      instance("t[bs=64,lr=0.1,seed=1,size=4]", {{"bs", "64"}, {"lr", "0.1"}, {"seed", "1"}, {"size", "4"}}, 2000, 20),
-      instance("t[bs=64,lr=0.1,seed=1,size=8]", {{"bs", "64"}, {"lr", "0.1"}, {"seed", "1"}, {"size", "8"}}, 2010, 21),
+      instance("t[bs=32,lr=0.1,seed=1,size=4]",
+               {{"bs", "32"}, {"lr", "0.1"}, {"seed", "1"}, {"size", "4"}}, 1000, 20),
+      instance("t[bs=32,lr=0.01,seed=1,size=4]",
+               {{"bs", "32"}, {"lr", "0.01"}, {"seed", "1"}, {"size", "4"}}, 1020, 20),
+      instance("t[bs=64,lr=0.1,seed=1,size=4]",
+               {{"bs", "64"}, {"lr", "0.1"}, {"seed", "1"}, {"size", "4"}}, 2000, 20),
+      instance("t[bs=64,lr=0.1,seed=1,size=8]",
+               {{"bs", "64"}, {"lr", "0.1"}, {"seed", "1"}, {"size", "8"}}, 2010, 21),
   };
   std::vector<ParamEffect> memory =
       param_effects(measured, Quantity::kMemory, {"bs", "lr", "seed", "size"}, std::nullopt);
@@ -97,7 +101,8 @@ TEST(FamilyEstimate, SiblingsThatDifferInNeutralParametersShareTheMeasurement) {
   std::vector<FamilyInstance> measured = {
       instance("toy[lr=0.1,wd=0]", {{"lr", "0.1"}, {"wd", "0"}}, 1200, 19, 16000, 21000)};
   measured[0].measured.startup_ms = 12000;
-  FamilyEstimate e = estimate_from_family(measured, {{"lr", "0.01"}, {"wd", "0.001"}}, std::nullopt);
+  FamilyEstimate e =
+      estimate_from_family(measured, {{"lr", "0.01"}, {"wd", "0.001"}}, std::nullopt);
   ASSERT_TRUE(e.profile.has_value()) << e.missing;
   EXPECT_EQ(e.profile->source, "from sibling toy[lr=0.1,wd=0]");
   EXPECT_EQ(*e.profile->peak_memory_bytes, 1200 * kMiB);
@@ -143,13 +148,13 @@ TEST_P(FitOverBatchSize, LinearWithAFixedPartAndAnUncertainty) {
       instance("r[batch_size=32]", {{"batch_size", "32"}}, 1000 + 20 * 32, 30, 4000, 60000),
       instance("r[batch_size=512]", {{"batch_size", "512"}}, 1000 + 20 * 512, 90, 12000, 30000),
   };
-  FamilyEstimate e = estimate_from_family(measured, {{"batch_size", GetParam().batch}}, std::nullopt);
+  FamilyEstimate e =
+      estimate_from_family(measured, {{"batch_size", GetParam().batch}}, std::nullopt);
   ASSERT_TRUE(e.profile.has_value()) << e.missing;
   EXPECT_NEAR(static_cast<double>(*e.profile->peak_memory_bytes) / kMiB, GetParam().expected_mib,
               0.01);
   EXPECT_NEAR(e.profile->memory_uncertainty, GetParam().uncertainty, 1e-9);
-  EXPECT_EQ(e.profile->source,
-            "from a fit over batch_size to r[batch_size=32], r[batch_size=512]");
+  EXPECT_EQ(e.profile->source, "from a fit over batch_size to r[batch_size=32], r[batch_size=512]");
 }
 
 INSTANTIATE_TEST_SUITE_P(Batches, FitOverBatchSize,
