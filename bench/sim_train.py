@@ -123,6 +123,7 @@ def work(epoch, steps, seed):
 
 def main(argv=None):
     args = parse_args(argv)
+    print("sim_train.py: started at %.3f" % time.time(), flush=True)
     if args.no_progress_client:
         os.environ.pop(colo.ENV_VAR, None)
     steps = math.ceil(args.epoch_samples / args.batch_size)

@@ -23,6 +23,9 @@ read when --no-progress-client keeps the script from talking to colo:
 
     epoch 2/5: 12.3s, 4065 img/s, loss 2.30, 50048 samples, ended at 1732278012.345
 
+Its first line says when it started ("train.py: started at 1732278000.123"),
+so that a makespan can be taken from the logs too (bench/sweep_check.py).
+
 `python3 bench/train.py --help` works without PyTorch; training needs torch
 and timm.
 """
@@ -132,6 +135,7 @@ def make_pool(torch, args, image_size, num_classes, device, memory_format):
 
 def main(argv=None):
     args = parse_args(argv)
+    print("train.py: started at %.3f" % time.time(), flush=True)
     if args.no_progress_client:
         os.environ.pop(colo.ENV_VAR, None)
 
