@@ -430,14 +430,15 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
     const uint64_t version = families_.at(member->second.family).version;
     if (announced_.insert({w.signature, version}).second) {
       auto pct = [](double u) { return u > 0 ? fmt::format(" (+-{:.0f}%)", 100 * u) : ""; };
-      notes_.push_back(fmt::format(
-          "{}: profile {}: {} peak{}, {:.0f}% SM activity{}, {}; memory claim {}",
-          member->second.name, p->source, format_bytes(*p->peak_memory_bytes),
-          pct(p->memory_uncertainty), *p->sm_active_pct, pct(p->sm_uncertainty),
+      std::string what = fmt::format(
+          "profile {}: {} peak{}, {:.0f}% SM activity{}, {}; memory claim {}", p->source,
+          format_bytes(*p->peak_memory_bytes), pct(p->memory_uncertainty), *p->sm_active_pct,
+          pct(p->sm_uncertainty),
           p->samples_per_s
               ? fmt::format("{:.0f} samples/s{}", *p->samples_per_s, pct(p->rate_uncertainty))
               : std::string("rate unknown"),
-          format_bytes(best_claim)));
+          format_bytes(best_claim));
+      estimate_notes_[what].push_back(member->second.name);
     }
   }
   Running r{w, static_cast<int>(best - gpus_.data()), best_claim, load, false};
@@ -547,6 +548,13 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
     heads_.erase(head);
     if (!q.empty()) heads_.insert({q.front().seq, head.second});
   }
+  // Instances placed by the same estimate: one note.
+  for (auto& [what, names] : estimate_notes_) {
+    notes_.push_back(names.size() == 1 ? fmt::format("{}: {}", names.front(), what)
+                                       : fmt::format("{} and {} more instances: {}", names.front(),
+                                                     names.size() - 1, what));
+  }
+  estimate_notes_.clear();
   return out;
 }
 

@@ -262,6 +262,8 @@ class AutoScheduler final : public Scheduler {
   mutable std::map<std::string, Estimated> estimates_;    // by signature
   std::map<std::string, std::string> probe_targets_;      // by family, for one schedule()
   std::set<std::pair<std::string, uint64_t>> announced_;  // (signature, family version) noted
+  // Estimates used in this schedule() call: the note's text -> instances.
+  std::map<std::string, std::vector<std::string>> estimate_notes_;
   std::unordered_map<size_t, Running> running_;
   std::vector<Combination> bad_;
   std::set<Combination> good_;

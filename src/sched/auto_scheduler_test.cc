@@ -391,7 +391,8 @@ TEST(AutoSchedulerFamilies, OneProbeForTheFamilyThenSiblingsPackFromIt) {
   }
   EXPECT_THAT(
       s.take_notes(),
-      testing::Contains(HasSubstr("toy[lr=0.05]: profile from sibling toy[lr=0.1]: 1.2 GiB peak")));
+      testing::Contains(HasSubstr(
+          "toy[lr=0.05] and 4 more instances: profile from sibling toy[lr=0.1]: 1.2 GiB peak")));
 }
 
 TEST(AutoSchedulerFamilies, ASecondProbeTakesTheFarthestValueThenTheRestAreFitted) {

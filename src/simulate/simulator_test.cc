@@ -109,8 +109,9 @@ TEST(Simulator, AGridIsProbedOnceThenPackedNearMpsAll) {
   int probes = 0;
   for (const std::string& n : autod.notes) probes += n.find("probing") != std::string::npos ? 1 : 0;
   EXPECT_EQ(probes, 1) << ::testing::PrintToString(autod.notes);
-  EXPECT_THAT(autod.notes, ::testing::Contains(HasSubstr(
-                               "toy[lr=0.05,wd=0.0]: profile from sibling toy[lr=0.1,wd=0.0]")));
+  EXPECT_THAT(autod.notes,
+              ::testing::Contains(HasSubstr("toy[lr=0.1,wd=0.0001] and 10 more instances: profile "
+                                            "from sibling toy[lr=0.1,wd=0.0]")));
   EXPECT_LE(static_cast<double>(autod.makespan_ms), 1.2 * static_cast<double>(mps_all.makespan_ms));
 }
 
