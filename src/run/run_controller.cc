@@ -318,6 +318,9 @@ class RunLoop {
     job.ended_ms = ended_ms;
     job.note = exit.state == JobState::kOk ? "" : exit.reason;
     int64_t malformed = job.reader ? job.reader->malformed_lines() : 0;
+    if (job.reader && job.reader->throttled().any()) {
+      pending_events_.emplace_back(job.id, job.reader->throttled().to_event(ended_ms));
+    }
     report(ctx_.store.job_finished(job.id, exit, ended_ms, malformed),
            "record the end of job " + job.spec->name);
     std::string what = fmt::format("{} {}", job.spec->name, to_string(exit.state));
@@ -369,14 +372,16 @@ class RunLoop {
       for (const auto& [k, v] : data_env) request.env[k] = v;
     }
 
-    Result<ProgressReader> reader =
-        ProgressReader::create(job.progress_path, job.log_path, spec.epoch_regex);
+    Result<ProgressReader> reader = ProgressReader::create(
+        {job.progress_path, job.log_path, spec.epoch_regex, spec.step_regex, spec.epoch_samples},
+        ctx_.clock.now_ms());
     if (!reader.ok()) {
       start_failed(job, index, reader.error());
       return;
     }
     // A retry keeps reading the progress file where the last attempt stopped.
     if (!job.reader) job.reader.emplace(std::move(reader).value());
+    job.reader->follow_log(job.log_path);
 
     Result<pid_t> pid = supervisor_.start(request);
     UnixMillis now = ctx_.clock.now_ms();
@@ -433,7 +438,7 @@ class RunLoop {
       by_pid_.erase(it);
       retired_pids_.push_back(f.pid);  // samples taken before its end may still be in flight
       ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
-      read_progress_of(job);  // the last lines it wrote before exiting
+      read_progress_of(job, /*exited=*/true);  // the last lines it wrote before exiting
       if (job.probe && f.exit.state == JobState::kOk) finish_probe(job);
       if (f.exit.state == JobState::kOk && job.peak_memory_bytes > 0) {
         JobProfile seen;
@@ -539,14 +544,16 @@ class RunLoop {
     scheduler_->learned(job.signature, p);
   }
 
-  void read_progress_of(JobRuntime& job) {
+  void read_progress_of(JobRuntime& job, bool exited = false) {
     if (!job.reader) return;
-    std::vector<ProgressEvent> events = job.reader->poll(ctx_.clock.now_ms());
+    std::vector<ProgressEvent> events = job.reader->poll(ctx_.clock.now_ms(), exited);
     if (ctx_.backend.simulated() && !events.empty()) simulated_load(job, events);
     for (ProgressEvent& e : events) {
       if (!job.first_progress_ms) job.first_progress_ms = e.time_ms - job.started_ms;
       if ((e.kind == "epoch_end" || e.kind == "step") && e.samples) {
-        const UnixMillis since = job.last_rate_ms > job.started_ms ? job.last_rate_ms : 0;
+        // A step's rate runs from the previous step, an epoch's from the previous epoch's end.
+        const UnixMillis last = e.kind == "step" ? job.last_rate_ms : job.last_epoch_end_ms;
+        const UnixMillis since = last > job.started_ms ? last : 0;
         if (since > 0 && e.time_ms > since) {
           double rate =
               static_cast<double>(*e.samples) * 1000.0 / static_cast<double>(e.time_ms - since);
@@ -555,7 +562,7 @@ class RunLoop {
           ++job.rates_seen;
           if (e.kind == "step") job.last_samples_per_s = rate;
         }
-        job.last_rate_ms = e.time_ms;
+        if (e.kind == "step") job.last_rate_ms = e.time_ms;
       }
       if (e.kind == "epoch_end") {
         if (job.first_epoch_end_ms == 0) {
@@ -580,6 +587,10 @@ class RunLoop {
         }
       }
       pending_events_.emplace_back(job.id, std::move(e));
+    }
+    for (const std::string& note : job.reader->take_notices()) {
+      display_.event(fmt::format("{}: {}", job.spec->name, note));
+      append_note_to_log(job.log_path, note);
     }
   }
 
