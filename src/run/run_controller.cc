@@ -12,6 +12,7 @@
 #include <map>
 #include <ostream>
 
+#include "analysis/profile_event.h"
 #include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/units.h"
@@ -125,7 +126,8 @@ struct JobRuntime {
   std::string note;
   // Auto policy.
   std::string signature;
-  bool probe = false;
+  bool probe = false;             // measured for its family's profile
+  bool probe_first_sent = false;  // its first profile went to the scheduler
   int attempt = 1;
   UnixMillis last_rate_ms = 0;  // time of the last progress event with samples
   int rates_seen = 0;
@@ -133,7 +135,12 @@ struct JobRuntime {
   double probe_sm_sum = 0;
   double probe_util_sum = 0;
   int probe_samples = 0;
+  UnixMillis memory_sampled_ms = 0;   // its processes' memory was last seen then
+  UnixMillis first_epoch_end_ms = 0;  // 0: no epoch ended yet (this attempt)
+  std::optional<int64_t> first_epoch_samples;
   std::optional<int64_t> first_progress_ms;  // since its start
+  SimLoadHint sim_load;                      // what the simulated backend was told
+  bool sim_memory_assumed = false;           // it still holds the default (none stated)
 };
 
 JobEnd job_end_of(JobState state) {
@@ -277,6 +284,10 @@ class RunLoop {
     auto scheduler = std::make_unique<AutoScheduler>(slots, auto_options, model);
     std::map<std::string, JobProfile> known =
         known_profiles(measured, file_.jobs, devices_.front().name, ctx_.backend.simulated());
+    for (auto& [family, instances] :
+         family_instances(measured, file_.jobs, devices_.front().name, ctx_.backend.simulated())) {
+      for (FamilyInstance& i : instances) scheduler->add_family_instance(family, std::move(i));
+    }
     std::map<std::string, HostCost> loader_costs;
     if (Result<std::vector<LoaderOptions>> loaders = loaders_for(file_); loaders.ok()) {
       for (const LoaderOptions& l : *loaders)
@@ -285,6 +296,10 @@ class RunLoop {
     for (const JobSpec& spec : file_.jobs) {
       std::string sig = job_signature(spec);
       scheduler->set_label(sig, spec.group);
+      if (!spec.family.empty()) {
+        scheduler->set_family(sig, FamilyMember{spec.family, instance_label(spec.name), spec.params,
+                                                spec.resource_params});
+      }
       if (spec.dataset && loader_costs.count(*spec.dataset))
         scheduler->set_host_cost(sig, loader_costs.at(*spec.dataset));
       auto it = known.find(sig);
@@ -395,6 +410,10 @@ class RunLoop {
     }
     job.state = JobState::kRunning;
     job.probe = a.probe;
+    job.probe_first_sent = false;
+    job.memory_sampled_ms = 0;
+    job.first_epoch_end_ms = 0;
+    job.first_epoch_samples.reset();
     job.rates_seen = 0;
     job.last_rate_ms = 0;
     job.probe_samples = 0;
@@ -406,10 +425,15 @@ class RunLoop {
     job.last_epoch_end_ms = now;
     by_pid_[*pid] = a.job;
     attributor_.add_job(*pid, job.id);
-    ctx_.backend.process_started(
-        a.device, static_cast<uint32_t>(*pid),
-        SimLoadHint{spec.gpu_memory_bytes.value_or(kSimDefaultMemoryBytes),
-                    spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct});
+    // Simulated memory: the hint, else nothing until the job's first
+    // progress (start-up holds no GPU memory), then what it states or the
+    // default (simulated_load()).
+    job.sim_load = SimLoadHint{spec.gpu_memory_bytes.value_or(0),
+                               spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct};
+    job.sim_memory_assumed = !spec.gpu_memory_bytes;
+    ctx_.backend.process_started(a.device, static_cast<uint32_t>(*pid), job.sim_load);
+    if (a.estimate)
+      pending_events_.emplace_back(job.id, profile_event(kEstimateEvent, *a.estimate, now));
     writer_.job_started(job.id, *pid, a.device, now);
     if (auto mig = mech_env->find(kMigInstanceEnv); mig != mech_env->end())
       writer_.job_instance(job.id, mig->second);
@@ -440,6 +464,12 @@ class RunLoop {
       ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
       read_progress_of(job, /*exited=*/true);  // the last lines it wrote before exiting
       if (job.probe && f.exit.state == JobState::kOk) finish_probe(job);
+      if (f.exit.state == JobState::kOk && job.peak_memory_bytes > 0) {
+        JobProfile seen;
+        seen.peak_memory_bytes = job.peak_memory_bytes;
+        seen.source = fmt::format("measured: {} in run {}", job.spec->name, run_id_);
+        scheduler_->measured(index, seen);
+      }
       EndVerdict verdict =
           scheduler_->finished(index, job_end_of(f.exit.state), ctx_.clock.monotonic_ms());
       if (verdict.requeued && !cancelled_) {
@@ -470,38 +500,78 @@ class RunLoop {
     display_.event(fmt::format("{} {}: {}", job.spec->name, f.exit.reason, note));
   }
 
-  // Auto policy: a probe has measured enough once two progress rates were
-  // seen, or after probe_ms; its profile then goes to the scheduler.
+  // Auto policy: a probe's first profile goes to the scheduler once it ended
+  // an epoch and its memory was sampled after that, so that the rest of its
+  // family starts up while it measures on; its last when two progress rates
+  // were seen, another job on its GPU reported progress (the GPU is no longer
+  // its alone), or after probe_ms.
   void finish_probes() {
     const UnixMillis now = ctx_.clock.now_ms();
     for (JobRuntime& job : jobs_) {
       if (job.state != JobState::kRunning || !job.probe) continue;
-      if (job.rates_seen >= 2 || now - job.started_ms >= options_.probe_ms) finish_probe(job);
+      if (job.rates_seen >= 2 || now - job.started_ms >= options_.probe_ms || shared_since(job)) {
+        finish_probe(job);
+      } else if (!job.probe_first_sent && job.first_epoch_end_ms > 0 &&
+                 job.memory_sampled_ms >= job.first_epoch_end_ms && job.probe_samples > 0) {
+        job.probe_first_sent = true;
+        send_probe_profile(job, "first epoch");
+      }
     }
+  }
+
+  // When another job on `job`'s GPU first reported progress (it works there
+  // from then on), if one did while `job` ran.
+  std::optional<UnixMillis> shared_since(const JobRuntime& job) const {
+    std::optional<UnixMillis> since;
+    for (const JobRuntime& other : jobs_) {
+      if (&other == &job || other.state != JobState::kRunning || other.device != job.device ||
+          !other.first_progress_ms)
+        continue;
+      const UnixMillis t = other.started_ms + *other.first_progress_ms;
+      if (!since || t < *since) since = t;
+    }
+    return since;
   }
 
   void finish_probe(JobRuntime& job) {
     job.probe = false;
+    send_probe_profile(job, job.probe_first_sent ? "refined" : "");
+  }
+
+  void send_probe_profile(JobRuntime& job, std::string_view stage) {
     JobProfile p;
     if (job.peak_memory_bytes > 0) p.peak_memory_bytes = job.peak_memory_bytes;
     if (job.probe_samples > 0) {
       p.sm_active_pct = job.probe_sm_sum / job.probe_samples;
       p.gpu_util_pct = job.probe_util_sum / job.probe_samples;
     }
-    if (job.last_samples_per_s) p.samples_per_s = job.last_samples_per_s;
+    if (job.rates_seen > 0) {
+      p.samples_per_s = job.last_samples_per_s;
+    } else if (job.first_epoch_end_ms > 0 && job.first_progress_ms && job.first_epoch_samples) {
+      // One epoch: its rate from the first progress (start-up left out).
+      const UnixMillis from = job.started_ms + *job.first_progress_ms;
+      if (job.first_epoch_end_ms > from)
+        p.samples_per_s = static_cast<double>(*job.first_epoch_samples) * 1000.0 /
+                          static_cast<double>(job.first_epoch_end_ms - from);
+    }
     p.startup_ms = job.first_progress_ms;
     p.source = fmt::format("probe: {} in run {}", job.spec->name, run_id_);
     display_.event(fmt::format(
-        "auto: measured {}: {} peak, {} SM activity, {}", job.spec->group,
+        "auto: measured {}{}: {} peak, {} SM activity, {}", job.spec->name,
+        stage.empty() ? "" : fmt::format(" ({})", stage),
         p.peak_memory_bytes ? format_bytes(*p.peak_memory_bytes) : "memory not seen",
         p.sm_active_pct ? fmt::format("{:.0f}%", *p.sm_active_pct) : "unknown",
         p.samples_per_s ? fmt::format("{:.0f} samples/s", *p.samples_per_s) : "no rate yet"));
+    if (p.peak_memory_bytes)
+      pending_events_.emplace_back(job.id, profile_event(kProbeEvent, p, ctx_.clock.now_ms()));
     scheduler_->learned(job.signature, p);
   }
 
   void read_progress_of(JobRuntime& job, bool exited = false) {
     if (!job.reader) return;
-    for (ProgressEvent& e : job.reader->poll(ctx_.clock.now_ms(), exited)) {
+    std::vector<ProgressEvent> events = job.reader->poll(ctx_.clock.now_ms(), exited);
+    if (ctx_.backend.simulated() && !events.empty()) simulated_load(job, events);
+    for (ProgressEvent& e : events) {
       if (!job.first_progress_ms) job.first_progress_ms = e.time_ms - job.started_ms;
       if ((e.kind == "epoch_end" || e.kind == "step") && e.samples) {
         // A step's rate runs from the previous step, an epoch's from the previous epoch's end.
@@ -518,6 +588,10 @@ class RunLoop {
         if (e.kind == "step") job.last_rate_ms = e.time_ms;
       }
       if (e.kind == "epoch_end") {
+        if (job.first_epoch_end_ms == 0) {
+          job.first_epoch_end_ms = e.time_ms;
+          job.first_epoch_samples = e.samples;
+        }
         ++job.epochs;
         int64_t took = e.time_ms - job.last_epoch_end_ms;
         if (took > 0) {
@@ -541,6 +615,35 @@ class RunLoop {
       display_.event(fmt::format("{}: {}", job.spec->name, note));
       append_note_to_log(job.log_path, note);
     }
+  }
+
+  // The simulated backend: a job may state what it holds on the simulated
+  // GPU (metrics simulated_gpu_memory_mib and simulated_sm_active_pct, as
+  // bench/sim_train.py does) so that its samples follow it; a job without a
+  // memory hint that states nothing by its first progress holds the default.
+  void simulated_load(JobRuntime& job, const std::vector<ProgressEvent>& events) {
+    if (!job.device || job.pid <= 0) return;
+    bool changed = false;
+    for (const ProgressEvent& e : events) {
+      auto memory = e.metrics.find("simulated_gpu_memory_mib");
+      if (memory != e.metrics.end() && memory->second >= 0) {
+        job.sim_load.memory_bytes = static_cast<uint64_t>(memory->second * 1024 * 1024);
+        job.sim_memory_assumed = false;
+        changed = true;
+      }
+      auto sm = e.metrics.find("simulated_sm_active_pct");
+      if (sm != e.metrics.end() && sm->second >= 0) {
+        job.sim_load.sm_active_pct = sm->second;
+        changed = true;
+      }
+    }
+    if (job.sim_memory_assumed) {
+      job.sim_load.memory_bytes = kSimDefaultMemoryBytes;
+      job.sim_memory_assumed = false;
+      changed = true;
+    }
+    if (changed)
+      ctx_.backend.process_started(*job.device, static_cast<uint32_t>(job.pid), job.sim_load);
   }
 
   void read_progress() {
@@ -567,13 +670,17 @@ class RunLoop {
     for (JobRuntime& job : jobs_) {
       if (job.state != JobState::kRunning) continue;
       for (auto it = memory.lower_bound({job.id, 0});
-           it != memory.end() && it->first.first == job.id; ++it)
+           it != memory.end() && it->first.first == job.id; ++it) {
         job.peak_memory_bytes = std::max(job.peak_memory_bytes, it->second);
+        job.memory_sampled_ms = std::max(job.memory_sampled_ms, it->first.second);
+      }
       if (!job.probe || !job.device) continue;
-      // Probe SM activity: the device while the job works (after its first progress).
+      // Probe SM activity: the device while the job works (after its first
+      // progress) and no other job there does.
+      const std::optional<UnixMillis> shared = shared_since(job);
       for (const DeviceSample& d : batch.devices) {
         if (d.device != *job.device || !job.first_progress_ms ||
-            d.time_ms < job.started_ms + *job.first_progress_ms)
+            d.time_ms < job.started_ms + *job.first_progress_ms || (shared && d.time_ms >= *shared))
           continue;
         if (d.sm_active_pct) {
           job.probe_sm_sum += *d.sm_active_pct;

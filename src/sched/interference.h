@@ -45,7 +45,7 @@ struct InterferenceModel {
   double spatial_overhead = 0.005;     // rate lost per extra job under MPS
   double sliced_switch_loss = 0.15;    // rate lost by time slicing at all
   double sliced_overhead = 0.02;       // rate lost per job beyond the second
-  std::string source = "defaults (H200 measurements, 2026-11-22)";
+  std::string source = "defaults (H100 collocated speed-ups, 2026-11-23)";
 
   // "defaults (...) (MPS: level beyond 93% summed SM activity, ...)".
   std::string describe() const;
