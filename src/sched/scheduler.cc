@@ -2,8 +2,8 @@
 
 namespace colo {
 
-FixedScheduler::FixedScheduler(std::vector<DeviceSlots> devices, std::string description)
-    : queue_(std::move(devices)), description_(std::move(description)) {}
+FixedScheduler::FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description)
+    : queue_(devices), description_(std::move(description)) {}
 
 void FixedScheduler::enqueue(const SchedJob& job) { queue_.enqueue(job.job, job.memory_hint); }
 

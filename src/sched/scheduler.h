@@ -92,7 +92,7 @@ class Scheduler {
 // The fixed policy over JobQueue. Out-of-memory ends are final.
 class FixedScheduler final : public Scheduler {
  public:
-  FixedScheduler(std::vector<DeviceSlots> devices, std::string description);
+  FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description);
   std::string describe() const override { return description_; }
   void enqueue(const SchedJob& job) override;
   std::vector<Decision> schedule(int64_t now_ms) override;
