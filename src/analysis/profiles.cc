@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "common/units.h"
 #include "jobs/job_signature.h"
 
 namespace colo {
@@ -104,7 +105,7 @@ std::vector<LearnedProfile> ProfileLearner::profiles() const {
   for (const auto& [key, learned] : by_key_) {
     LearnedProfile p = learned;
     if (p.profile.source.empty())
-      p.profile.source = fmt::format("store: {} jobs, never alone", p.runs);
+      p.profile.source = fmt::format("store: {}, never alone", count_of(p.runs, "job"));
     out.push_back(std::move(p));
   }
   return out;
@@ -215,7 +216,8 @@ std::optional<Collocation> measured_collocation(const RunSummary& run,
     total += *job.normalized_rate;
   }
   c.measured_total = total;
-  c.source = fmt::format("run {} ({}, {} jobs)", run.run.id, run.run.mechanism, run.jobs.size());
+  c.source = fmt::format("run {} ({}, {})", run.run.id, run.run.mechanism,
+                         count_of(static_cast<int64_t>(run.jobs.size()), "job"));
   return c;
 }
 

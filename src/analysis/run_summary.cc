@@ -52,6 +52,18 @@ std::map<int64_t, uint64_t> peak_memory_by_job(const std::vector<ProcessSampleRo
   return peak;
 }
 
+// The most memory the processes on one device held at one instant.
+std::optional<uint64_t> peak_process_memory(const std::vector<ProcessSampleRow>& rows) {
+  std::map<std::pair<int, UnixMillis>, uint64_t> at;
+  for (const ProcessSampleRow& r : rows) {
+    if (!r.sample.used_memory_bytes) continue;
+    at[{r.sample.device, r.sample.time_ms}] += *r.sample.used_memory_bytes;
+  }
+  std::optional<uint64_t> peak;
+  for (const auto& [key, bytes] : at) peak = std::max(peak.value_or(0), bytes);
+  return peak;
+}
+
 // Busy and idle time of each instance over [first_start, last_end]. A job
 // that never ended counts until last_end.
 std::vector<InstanceUsage> instance_usage(const std::vector<JobSummary>& jobs,
@@ -278,6 +290,12 @@ RunSummary summarize(const RunRecord& record) {
       summary.peak_memory_used_bytes =
           std::max(summary.peak_memory_used_bytes.value_or(0), *s.memory_used_bytes);
     }
+  }
+  // A device reading taken between jobs (or none) must not hide what the
+  // jobs' processes held: the device held at least their sum at each instant.
+  if (std::optional<uint64_t> processes = peak_process_memory(record.process_samples)) {
+    summary.peak_memory_used_bytes =
+        std::max(summary.peak_memory_used_bytes.value_or(0), *processes);
   }
   for (const auto& [device, samples] : by_device) {
     if (std::optional<double> joules = energy_j(samples)) {

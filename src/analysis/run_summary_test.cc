@@ -133,6 +133,28 @@ TEST(RunSummary, PeakMemoryIsTheJobsProcessesSummedPerInstant) {
   EXPECT_EQ(s.jobs[0].peak_memory_bytes, 500U);
 }
 
+TEST(RunSummary, PeakGpuMemoryIsNeverBelowWhatTheProcessesHeld) {
+  RunRecord r = record_of("naive", {{0, 5000, {3000, 5000}}, {0, 5000, {3000, 5000}}});
+  DeviceSample between;  // taken before the jobs held anything
+  between.time_ms = 500;
+  between.memory_used_bytes = 0;
+  r.device_samples = {between};
+  auto process = [](UnixMillis t, uint32_t pid, int64_t job, uint64_t bytes) {
+    ProcessSampleRow row;
+    row.sample.time_ms = t;
+    row.sample.pid = pid;
+    row.sample.used_memory_bytes = bytes;
+    row.job_id = job;
+    return row;
+  };
+  r.process_samples = {process(1000, 1, 1, 2000), process(1000, 2, 2, 500),
+                       process(2000, 1, 1, 2500)};
+  RunSummary s = summarize(r);
+  EXPECT_EQ(s.peak_memory_used_bytes, 2500U);
+  r.device_samples[0].memory_used_bytes = 4000;  // a device reading above the processes wins
+  EXPECT_EQ(summarize(r).peak_memory_used_bytes, 4000U);
+}
+
 TEST(RunSummary, AttemptsCountRequeuesAndEpochsComeFromTheLastAttempt) {
   RunRecord r = record_of("naive", {{5000, 12000, {8000, 10000, 12000}}});
   ProgressEvent requeued;

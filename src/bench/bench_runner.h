@@ -106,6 +106,10 @@ class OneDeviceBackend final : public GpuBackend {
     inner_.process_started(device, pid, hint);
   }
   void process_exited(uint32_t pid) override { inner_.process_exited(pid); }
+  Result<std::vector<MigPlacementOption>> mig_placements(int device, int profile_id) override {
+    return inner_.mig_placements(device, profile_id);
+  }
+  MigControl* mig_control() override { return inner_.mig_control(); }
 
  private:
   GpuBackend& inner_;

@@ -210,5 +210,81 @@ TEST_F(BenchRunnerTest, AStopRequestCancelsTheRemainingCases) {
   EXPECT_EQ(e->state, "cancelled");
 }
 
+// A MIG-capable backend that records what reached it.
+class RecordingMigControl final : public MigControl {
+ public:
+  Result<MigModeState> mig_mode(int device) override {
+    asked.push_back(device);
+    return MigModeState{true, true};
+  }
+  Status set_mig_mode(int /*device*/, bool /*enabled*/) override { return OkStatus(); }
+  Result<std::vector<MigGpuInstance>> gpu_instances(int /*device*/) override {
+    return std::vector<MigGpuInstance>{};
+  }
+  Result<MigGpuInstance> create_gpu_instance(int /*device*/, int /*profile_id*/,
+                                             int /*start*/) override {
+    return Error("not here");
+  }
+  Result<bool> destroy_gpu_instance(int /*device*/, int /*gpu_instance_id*/) override {
+    return false;
+  }
+  Result<std::vector<MigComputeInstance>> compute_instances(int /*device*/,
+                                                            int /*gpu_instance_id*/) override {
+    return std::vector<MigComputeInstance>{};
+  }
+  Result<MigComputeInstance> create_compute_instance(int /*device*/, int /*gpu_instance_id*/,
+                                                     int /*slice_count*/) override {
+    return Error("not here");
+  }
+  Result<bool> destroy_compute_instance(int /*device*/, int /*gpu_instance_id*/,
+                                        int /*compute_instance_id*/) override {
+    return false;
+  }
+  Result<std::vector<MigDevice>> mig_devices(int /*device*/) override {
+    return std::vector<MigDevice>{};
+  }
+  std::vector<int> asked;
+};
+
+class MigBackend final : public GpuBackend {
+ public:
+  std::string name() const override { return "mig-test"; }
+  bool simulated() const override { return true; }
+  std::string version() const override { return "test"; }
+  Result<std::vector<DeviceInfo>> devices() override {
+    std::vector<DeviceInfo> all(2);
+    all[1].index = 1;
+    return all;
+  }
+  Result<DeviceSample> sample_device(int /*index*/) override { return DeviceSample{}; }
+  Result<std::vector<ProcessSample>> sample_processes(int /*index*/) override {
+    return std::vector<ProcessSample>{};
+  }
+  Result<std::vector<MigPlacementOption>> mig_placements(int device, int profile_id) override {
+    return std::vector<MigPlacementOption>{{device, profile_id}};
+  }
+  MigControl* mig_control() override { return &control; }
+  RecordingMigControl control;
+};
+
+// colo bench with MIG cases goes through this view: without the MIG calls
+// forwarded, the mig mechanism would refuse to start.
+TEST(OneDeviceBackend, ForwardsTheMigCalls) {
+  MigBackend inner;
+  OneDeviceBackend one(inner, 1);
+  ASSERT_EQ(one.mig_control(), &inner.control);
+  ASSERT_TRUE(one.mig_control()->mig_mode(1).ok());
+  EXPECT_EQ(inner.control.asked, std::vector<int>{1});
+  Result<std::vector<MigPlacementOption>> placements = one.mig_placements(1, 9);
+  ASSERT_TRUE(placements.ok()) << placements.error().message();
+  ASSERT_EQ(placements->size(), 1U);
+  EXPECT_EQ(placements->front().start, 1);
+  EXPECT_EQ(placements->front().size, 9);
+  Result<std::vector<DeviceInfo>> devices = one.devices();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 1U);
+  EXPECT_EQ(devices->front().index, 1);
+}
+
 }  // namespace
 }  // namespace colo

@@ -218,7 +218,7 @@ int bench_command(const BenchFlags& flags, const std::string& command_line) {
   options.gpu = flags.gpu;
   options.run.logs_root = flags.logs;
   options.run.sample_period_ms = *period;
-  options.run.live_display = !flags.plain && isatty(STDOUT_FILENO);
+  options.run.live_display = !flags.plain && can_redraw(STDOUT_FILENO);
   options.run.command_line = command_line;
 
   install_stop_handlers();
@@ -254,7 +254,7 @@ void add_bench_command(CLI::App& app, int& exit_code, const std::string& command
   cmd->add_option("--epochs", flags.epochs, "epochs per job (the first is warm-up)")
       ->check(CLI::Range(2, 1000))
       ->capture_default_str();
-  cmd->add_flag("--dry-run,-n", flags.dry_run,
+  cmd->add_flag("--dry-run", flags.dry_run,
                 "print the plan and the estimated time; run nothing");
   cmd->add_flag("--list", flags.list, "list the suites (or --suite's) and their case names");
   cmd->add_option("--trainer", flags.trainer,
@@ -264,7 +264,7 @@ void add_bench_command(CLI::App& app, int& exit_code, const std::string& command
       ->capture_default_str();
   cmd->add_option("--dlrm-memory-gib", flags.dlrm_memory_gib,
                   "paper-recsys: GiB of embedding tables (default: --dlrm-share of the GPU)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(0.5, 4096.0));
   cmd->add_option("--dlrm-share", flags.dlrm_share_pct,
                   "paper-recsys: embedding tables as a percentage of GPU memory (their dense "
                   "gradients take as much again)")
@@ -272,8 +272,10 @@ void add_bench_command(CLI::App& app, int& exit_code, const std::string& command
       ->capture_default_str();
   cmd->add_option("--db", flags.db, "run store (SQLite file); default " + default_db_path());
   cmd->add_option("--logs", flags.logs, "directory for job logs; default <state dir>/runs");
-  cmd->add_option("--gpu", flags.gpu, "the GPU the experiment uses")
-      ->check(CLI::NonNegativeNumber)
+  cmd->add_option("--gpu", flags.gpu,
+                  "the GPU the experiment uses, by index (the simulated GPU's model is "
+                  "--gpu-model)")
+      ->check(gpu_index())
       ->capture_default_str();
   cmd->add_option("--sample-period", flags.sample_period, "GPU sampling period")
       ->capture_default_str();

@@ -1,10 +1,15 @@
 #include "cli/cli_common.h"
 
+#include "cli/commands.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
+#include <limits>
+#include <string_view>
 #include <cstdlib>
 #include <iostream>
 
@@ -15,19 +20,94 @@
 
 namespace colo {
 
-void add_backend_flags(CLI::App& cmd, BackendFlags& flags) {
+void add_backend_flags(CLI::App& cmd, BackendFlags& flags, bool model_flag) {
   cmd.add_option(
          "--backend", flags.backend,
          "nvml: the real GPU through the driver; sim: a simulated GPU (numbers are not measured); "
          "auto: nvml, or sim when no driver is found")
       ->check(CLI::IsMember({"nvml", "sim", "auto"}))
       ->capture_default_str();
-  cmd.add_option("--sim-gpu", flags.sim_gpu,
-                 "GPU model the simulated backend imitates (H200, H100, A100-40GB)")
-      ->capture_default_str();
+  if (model_flag) {
+    cmd.add_option("--gpu-model", flags.sim_gpu,
+                   "GPU model the simulated backend imitates (H200, H100, A100-40GB)")
+        ->capture_default_str();
+  }
+  add_deprecated_alias(cmd, "--sim-gpu", "--gpu-model", flags.sim_gpu);
   cmd.add_option("--sim-devices", flags.sim_devices, "number of simulated GPUs")
-      ->check(CLI::Range(1, 64))
+      ->check(whole_number(1, 16))
       ->capture_default_str();
+}
+
+namespace {
+
+template <typename T>
+CLI::Option* deprecated_alias(CLI::App& cmd, const std::string& old_name,
+                              const std::string& new_name, T& target) {
+  return cmd.add_option(old_name, target, "deprecated: " + new_name)
+      ->group("")
+      ->each([old_name, new_name](const std::string& value) {
+        std::cerr << fmt::format("colo: note: {} is deprecated; write {} {}\n", old_name, new_name,
+                                 value);
+      });
+}
+
+}  // namespace
+
+CLI::Option* add_deprecated_alias(CLI::App& cmd, const std::string& old_name,
+                                  const std::string& new_name, std::string& target) {
+  return deprecated_alias(cmd, old_name, new_name, target);
+}
+
+CLI::Option* add_deprecated_alias(CLI::App& cmd, const std::string& old_name,
+                                  const std::string& new_name, int& target) {
+  return deprecated_alias(cmd, old_name, new_name, target);
+}
+
+CLI::Validator whole_number(int64_t min, int64_t max, const std::string& hint) {
+  return CLI::Validator(
+      [min, max, hint](std::string& text) -> std::string {
+        int64_t value = 0;
+        const char* end = text.data() + text.size();
+        auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (ec == std::errc() && ptr == end && value >= min && value <= max) return "";
+        std::string range = max == kNoMax
+                                ? fmt::format("of at least {}", min)
+                                : fmt::format("from {} to {}", min, max);
+        return fmt::format("must be a whole number {}, not '{}'{}", range, text,
+                           hint.empty() ? "" : " (" + hint + ")");
+      },
+      max == kNoMax ? fmt::format("INT>={}", min)
+                                                 : fmt::format("INT in {}..{}", min, max));
+}
+
+CLI::Validator gpu_index() {
+  return whole_number(0, 1023,
+                      "a GPU index as `colo devices` lists them; a GPU model is --gpu-model");
+}
+
+void set_example(CLI::App& cmd, const std::string& example) {
+  cmd.footer("Example:\n  " + example);
+}
+
+std::string version_line() { return std::string("colo ") + COLO_VERSION; }
+
+std::string top_level_footer() {
+  return "Exit codes:\n"
+         "  0    ok\n"
+         "  1    a job failed (or: no MIG layout exists, a merged sweep is incomplete)\n"
+         "  2    bad input: the command line or a job file\n"
+         "  3    environment: no driver, the store is unusable, a mechanism cannot start\n"
+         "  130  cancelled (Ctrl-C)\n"
+         "Listings take --json (shapes in docs/cli.md). `colo COMMAND --help` shows an example.\n"
+         "Examples:\n"
+         "  colo run examples/quickstart.toml --backend sim\n"
+         "  colo runs\n"
+         "  colo show last";
+}
+
+bool can_redraw(int fd) {
+  const char* term = std::getenv("TERM");
+  return isatty(fd) == 1 && term != nullptr && *term != '\0' && std::string_view(term) != "dumb";
 }
 
 Result<std::unique_ptr<GpuBackend>> open_backend(const BackendFlags& flags, Clock& clock) {
@@ -111,6 +191,41 @@ std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
   if (Result<std::vector<Collocation>> c = measured_collocations(**store, measured); c.ok())
     collocations = std::move(*c);
   return *profiles;
+}
+
+std::optional<PlanningInput> planning_input(const std::string& job_file,
+                                            const std::string& gpu_model, int gpus,
+                                            const std::string& deadline, const std::string& db,
+                                            bool no_store) {
+  std::optional<int64_t> deadline_ms;
+  if (!deadline.empty()) {
+    deadline_ms = duration_flag("--deadline", deadline, 1);
+    if (!deadline_ms) return std::nullopt;
+  }
+  Result<JobFile> file = load_job_file(job_file);
+  if (!file.ok()) {
+    std::cerr << "colo: " << file.error().message() << "\n";
+    return std::nullopt;
+  }
+  Result<SimGpuModel> model = sim_gpu_model(gpu_model);
+  if (!model.ok()) {
+    std::cerr << "colo: --gpu-model: " << model.error().message() << "\n";
+    return std::nullopt;
+  }
+  std::vector<Collocation> collocations;
+  std::vector<LearnedProfile> stored = stored_profiles(db, no_store, collocations);
+  const std::map<std::string, JobProfile> known =
+      known_profiles(stored, file->jobs, model->model, true);
+  std::map<std::string, std::vector<FamilyInstance>> families =
+      family_instances(stored, file->jobs, model->model, true);
+  SimJobSet set = make_sim_jobs(*file, known, usable_profiles(known, families, file->jobs));
+  SimOptions node;
+  node.family_instances = std::move(families);
+  node.gpus = gpus;
+  node.gpu_memory_bytes = model->memory_total_bytes;
+  node.model = calibrate(InterferenceModel{}, collocations);
+  return PlanningInput{std::move(file).value(), std::move(model).value(), std::move(set),
+                       std::move(node), deadline_ms};
 }
 
 }  // namespace colo

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,23 +14,61 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
+#include "gpu/sim_backend.h"
+#include "jobs/job_file.h"
 #include "sched/interference.h"
+#include "simulate/sim_jobs.h"
+#include "simulate/simulator.h"
 #include "store/run_store.h"
 
 namespace CLI {
 class App;
+class Option;
+class Validator;
 }
 
 namespace colo {
 
-// --backend, --sim-gpu, --sim-devices.
+// How colo's flags name GPUs, the same in every subcommand:
+//   --gpu N          one GPU, by index (as `colo devices` lists them)
+//   --gpus 0,2       several GPUs, by index
+//   --gpu-count N    how many GPUs (simulated and planned machines)
+//   --gpu-model M    a GPU model: H200, H100, A100-40GB (H200-141GB, H100-80GB
+//                    name the same models)
+
+// --backend, --gpu-model (the simulated GPU; --sim-gpu is its old spelling),
+// --sim-devices.
 struct BackendFlags {
   std::string backend = "nvml";
   std::string sim_gpu = "H200";
   int sim_devices = 1;
 };
 
-void add_backend_flags(CLI::App& cmd, BackendFlags& flags);
+// `model_flag`: false where the subcommand has a --gpu-model of its own
+// (which then also sets the simulated GPU's model).
+void add_backend_flags(CLI::App& cmd, BackendFlags& flags, bool model_flag = true);
+
+// Adds a hidden option `old_name` that sets `target` like `new_name` does,
+// saying on stderr that it is deprecated.
+CLI::Option* add_deprecated_alias(CLI::App& cmd, const std::string& old_name,
+                                  const std::string& new_name, std::string& target);
+CLI::Option* add_deprecated_alias(CLI::App& cmd, const std::string& old_name,
+                                  const std::string& new_name, int& target);
+
+// A check for whole-number options: "--limit: must be a whole number of at
+// least 1, not '0'", then `hint` when given.
+inline constexpr int64_t kNoMax = std::numeric_limits<int32_t>::max();
+CLI::Validator whole_number(int64_t min, int64_t max = kNoMax, const std::string& hint = "");
+
+// The check of --gpu N: a GPU index, with an answer for those who pass a model.
+CLI::Validator gpu_index();
+
+// Sets the line `colo SUB --help` ends with: "Example:\n  <example>".
+void set_example(CLI::App& cmd, const std::string& example);
+
+// Whether what colo writes to `fd` may redraw itself (a live table, a
+// progress line): a terminal whose TERM is set and not "dumb".
+bool can_redraw(int fd);
 
 // Opens the backend the flags name ($COLO_NVML_LIBRARY overrides the NVML
 // library), and says on stderr when its numbers will be simulated.
@@ -63,5 +102,23 @@ Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_f
 // none when `skip` or when there is no store yet.
 std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
                                             std::vector<Collocation>& collocations);
+
+// What `colo simulate` and `colo slurm submit` plan from: the job file, the
+// GPU model, its jobs as the simulator sees them (profiles from the store
+// unless `no_store`), and one node of `gpus` of those GPUs.
+struct PlanningInput {
+  JobFile file;
+  SimGpuModel model;
+  SimJobSet set;
+  SimOptions node;
+  std::optional<int64_t> deadline_ms;  // --deadline, when given
+};
+
+// Reads and checks the flags' inputs; nullopt after saying on stderr what is
+// wrong (the caller exits with kExitBadInput).
+std::optional<PlanningInput> planning_input(const std::string& job_file,
+                                            const std::string& gpu_model, int gpus,
+                                            const std::string& deadline, const std::string& db,
+                                            bool no_store);
 
 }  // namespace colo

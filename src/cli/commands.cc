@@ -92,8 +92,9 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     }
     shard = std::move(prepared).value();
     file = shard->file;
-    std::cout << fmt::format("shard {} of {} (attempt {}): {} jobs; its store is published as {}\n",
-                             shard->shard, flags.shard_plan, shard->attempt, file->jobs.size(),
+    std::cout << fmt::format("shard {} of {} (attempt {}): {}; its store is published as {}\n",
+                             shard->shard, flags.shard_plan, shard->attempt,
+                             count_of(static_cast<int64_t>(file->jobs.size()), "job"),
                              shard->published_db);
   }
   std::optional<int64_t> period =
@@ -151,7 +152,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   if (!flags.policy.empty()) options.policy = flags.policy;
   options.sample_period_ms = *period;
   options.stop_grace_ms = *grace;
-  options.live_display = !flags.plain && isatty(STDOUT_FILENO);
+  options.live_display = !flags.plain && can_redraw(STDOUT_FILENO);
   options.command_line = command_line;
   options.slurm = *slurm;
 
@@ -449,13 +450,13 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   run_cmd
       ->add_option("--max-per-gpu", run.max_per_gpu,
                    "at most this many jobs on one GPU at once (overrides the file)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   run_cmd
       ->add_option("--gpus", run.gpus,
                    "use only these GPUs (indices as `colo devices` lists them, e.g. --gpus 0,2); "
                    "default: every GPU")
       ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
+      ->check(gpu_index());
   run_cmd
       ->add_option("--policy", run.policy,
                    "fixed: up to --max-per-gpu jobs per GPU; auto: colo decides from job profiles "
@@ -477,7 +478,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       ->add_option("--shard", run.shard,
                    "which shard of --shard-plan; default: the Slurm array element "
                    "(SLURM_ARRAY_TASK_ID)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   run_cmd->callback([&exit_code, command_line] { exit_code = run_command(run, command_line); });
 
   add_bench_command(app, exit_code, command_line);
@@ -501,7 +502,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       ->capture_default_str();
   monitor_cmd
       ->add_option("--count,-c", monitor.count, "stop after this many samples (0: until Ctrl-C)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(whole_number(0))
       ->capture_default_str();
   monitor_cmd->add_flag("--json", monitor.json, "one JSON object per line");
   monitor_cmd->add_flag("--processes,-p", monitor.processes, "also list the processes on each GPU");
@@ -510,7 +511,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   CLI::App* runs_cmd = app.add_subcommand("runs", "List recorded runs, newest first");
   runs_cmd->add_option("--db", db, "run store; default " + default_db_path());
   runs_cmd->add_option("--limit,-n", runs_limit, "how many runs")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str();
   runs_cmd->callback([&exit_code] { exit_code = runs_command(db, runs_limit); });
 

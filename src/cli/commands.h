@@ -22,6 +22,11 @@ enum ExitCode : int {
   kExitCancelled = 130,  // stopped with Ctrl-C
 };
 
+// "colo 0.1.0": what `colo --version` prints.
+std::string version_line();
+// What `colo --help` ends with: the exit codes, where the docs are.
+std::string top_level_footer();
+
 // Adds every subcommand to `app`; the chosen one runs from CLI11's callback
 // and leaves its exit code in `exit_code`. `command_line` is recorded with runs.
 void add_commands(CLI::App& app, int& exit_code, const std::string& command_line);

@@ -127,7 +127,7 @@ void add_data_command(CLI::App& app, int& exit_code) {
   make->add_option("out", synthetic_out, "directory to create (must not exist or be empty)")
       ->required();
   make->add_option("--images", synthetic.images, "number of images")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str();
   make->add_option("--size", synthetic.size,
                    "typical side in pixels; each side varies from 0.6x to 1.4x")

@@ -10,9 +10,11 @@
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "colo: run training jobs collocated on NVIDIA GPUs (exclusive, naive sharing, MPS), "
+      "colo: run training jobs collocated on NVIDIA GPUs (exclusive, naive sharing, MPS, MIG), "
       "watch the GPU, and keep every result in a SQLite store."};
+  app.name("colo");
   app.require_subcommand(1);
+  app.set_version_flag("--version", colo::version_line());
   // A reader that goes away (`colo run ... | head -1`) must not end a run:
   // writes to it fail instead (EPIPE) and colo carries on. Jobs get the
   // default disposition back before exec.
@@ -21,6 +23,12 @@ int main(int argc, char** argv) {
   std::string command_line = "colo";
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
   colo::add_commands(app, exit_code, command_line);
+  // After the subcommands, which would otherwise inherit it.
+  app.footer(colo::top_level_footer());
+  if (argc == 1) {
+    std::cout << app.help();
+    return colo::kExitOk;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

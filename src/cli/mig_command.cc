@@ -1,11 +1,13 @@
 // `colo mig plan` and `colo mig profiles`: MIG layouts planned offline from the
-// built-in tables (--gpu MODEL) or from the live device; read-only.
+// built-in tables (--gpu-model MODEL) or from the live device; read-only.
 // `colo mig status` (read-only) lists instances and MIG devices; `colo mig
 // cleanup` destroys what a killed colo left; `colo mig enable|disable
 // --yes-i-know` is the only path in colo that changes MIG mode.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -27,18 +29,42 @@ struct MigFlags {
   std::vector<std::string> profiles;  // "3g.40gb", "1g.10gb:2", ...
   std::string memory;                 // "10GiB,20GiB": jobs' memory needs
   std::string gpu;                    // built-in model; empty: the live device
+  std::string gpu_text;               // --gpu: an index, or (deprecated) a model
   int device = 0;
   bool json = false;
   BackendFlags backend;
 };
 
-// The geometry the flags name: the built-in table of --gpu, else the live device.
+// --gpu N is the live device's index; older colos took --gpu MODEL here,
+// which still works, with a note. With --backend sim, --gpu-model names the simulated GPU, whose live
+// profiles are then read like a real one's.
+MigFlags resolved(MigFlags flags) {
+  if (flags.backend.backend == "sim" && !flags.gpu.empty()) {
+    flags.backend.sim_gpu = flags.gpu;
+    flags.gpu.clear();
+  }
+  if (flags.gpu_text.empty()) return flags;
+  const bool index = std::all_of(flags.gpu_text.begin(), flags.gpu_text.end(),
+                                 [](unsigned char c) { return std::isdigit(c) != 0; });
+  if (index && flags.gpu_text.size() < 5) {
+    flags.device = std::stoi(flags.gpu_text);
+  } else {
+    std::cerr << fmt::format(
+        "colo: note: --gpu MODEL is deprecated here; write --gpu-model {} (--gpu N now names a "
+        "GPU by index)\n",
+        flags.gpu_text);
+    flags.gpu = flags.gpu_text;
+  }
+  return flags;
+}
+
+// The geometry the flags name: the built-in table of --gpu-model, else the live device.
 Result<MigGeometry> geometry_for(const MigFlags& flags) {
   if (!flags.gpu.empty()) return builtin_mig_geometry(flags.gpu);
   SystemClock clock;
   Result<OpenedGpu> gpu = open_gpu(flags.backend, clock);
   if (!gpu.ok())
-    return gpu.error().with_context("reading the live MIG profiles (or use --gpu MODEL)");
+    return gpu.error().with_context("reading the live MIG profiles (or use --gpu-model MODEL)");
   if (flags.device < 0 || flags.device >= static_cast<int>(gpu->devices.size())) {
     return Error(fmt::format("GPU {} does not exist; the backend lists GPUs 0..{}", flags.device,
                              gpu->devices.size() - 1));
@@ -56,7 +82,8 @@ std::string starts_text(const MigProfileSpec& p) {
   return fmt::format("{{{}}}:{}", out, p.memory_slices);
 }
 
-int profiles_command(const MigFlags& flags) {
+int profiles_command(const MigFlags& given) {
+  const MigFlags flags = resolved(given);
   Result<MigGeometry> g = geometry_for(flags);
   if (!g.ok()) {
     std::cerr << "colo: " << g.error().message() << "\n";
@@ -93,7 +120,8 @@ int profiles_command(const MigFlags& flags) {
   return kExitOk;
 }
 
-int plan_command(const MigFlags& flags) {
+int plan_command(const MigFlags& given) {
+  const MigFlags flags = resolved(given);
   Result<MigGeometry> g = geometry_for(flags);
   if (!g.ok()) {
     std::cerr << "colo: " << g.error().message() << "\n";
@@ -202,7 +230,7 @@ int set_mode_command(const MigChangeFlags& flags, bool enable) {
         "colo: `colo mig {0}` changes the MIG mode of GPU {1}. The change takes effect only "
         "after a GPU reset (`nvidia-smi -i {1} -r` as root, with no process using the GPU) or a "
         "reboot, and {2}. Pass --yes-i-know to proceed.\n",
-        what, flags.device, flags.device,
+        what, flags.device,
         enable ? "while MIG mode is on the GPU runs only jobs placed on MIG instances"
                : "every MIG instance on it must be destroyed first");
     return kExitBadInput;
@@ -294,6 +322,24 @@ int cleanup_command(const MigChangeFlags& flags) {
   return kExitOk;
 }
 
+// --gpu N (the GPU's index; --device N is its old spelling).
+void add_gpu_index_flag(CLI::App& cmd, int& device) {
+  cmd.add_option("--gpu", device, "GPU index (as `colo devices` lists them)")
+      ->check(gpu_index())
+      ->capture_default_str();
+  add_deprecated_alias(cmd, "--device", "--gpu", device)->check(gpu_index());
+}
+
+// --gpu-model MODEL (plan offline from the built-in table) or --gpu N (the
+// live device's index).
+void add_mig_gpu_flags(CLI::App& cmd, MigFlags& flags) {
+  cmd.add_option("--gpu-model", flags.gpu,
+                 "plan offline for a built-in model: A100-40GB, A100-80GB, H100-80GB (or H100), "
+                 "H200-141GB (or H200); default: the live device");
+  cmd.add_option("--gpu", flags.gpu_text, "the live device's index (default 0)");
+  add_deprecated_alias(cmd, "--device", "--gpu", flags.device)->check(gpu_index());
+}
+
 }  // namespace
 
 void add_mig_command(CLI::App& app, int& exit_code) {
@@ -313,32 +359,24 @@ void add_mig_command(CLI::App& app, int& exit_code) {
   plan_cmd->add_option("--memory", plan.memory,
                        "jobs' memory needs, e.g. 10GiB,20GiB: each gets the smallest profile "
                        "that holds it");
-  plan_cmd->add_option("--gpu", plan.gpu,
-                       "plan offline for a built-in model: A100-40GB, A100-80GB, H100-80GB, "
-                       "H200-141GB (default: the live device)");
-  plan_cmd->add_option("--device", plan.device, "GPU index for the live device")
-      ->capture_default_str();
+  add_mig_gpu_flags(*plan_cmd, plan);
   plan_cmd->add_flag("--json", plan.json, "machine-readable output");
-  add_backend_flags(*plan_cmd, plan.backend);
+  add_backend_flags(*plan_cmd, plan.backend, /*model_flag=*/false);
   plan_cmd->callback([&exit_code] { exit_code = plan_command(plan); });
 
   CLI::App* profiles_cmd = mig->add_subcommand(
       "profiles",
       "List the MIG GPU-instance profiles and their placements (compare with nvidia-smi mig "
       "-lgip and -lgipp)");
-  profiles_cmd->add_option("--gpu", profiles.gpu,
-                           "a built-in model instead of the live device: A100-40GB, A100-80GB, "
-                           "H100-80GB, H200-141GB");
-  profiles_cmd->add_option("--device", profiles.device, "GPU index for the live device")
-      ->capture_default_str();
+  add_mig_gpu_flags(*profiles_cmd, profiles);
   profiles_cmd->add_flag("--json", profiles.json, "machine-readable output");
-  add_backend_flags(*profiles_cmd, profiles.backend);
+  add_backend_flags(*profiles_cmd, profiles.backend, /*model_flag=*/false);
   profiles_cmd->callback([&exit_code] { exit_code = profiles_command(profiles); });
 
   static MigChangeFlags status;
   CLI::App* status_cmd = mig->add_subcommand(
       "status", "MIG mode, GPU and compute instances, and each MIG device's memory (read-only)");
-  status_cmd->add_option("--device", status.device, "GPU index")->capture_default_str();
+  add_gpu_index_flag(*status_cmd, status.device);
   add_backend_flags(*status_cmd, status.backend);
   status_cmd->callback([&exit_code] { exit_code = status_command(status); });
 
@@ -358,7 +396,7 @@ void add_mig_command(CLI::App& app, int& exit_code) {
         name, fmt::format("{} MIG mode on a GPU (needs root and --yes-i-know; takes effect after "
                           "a GPU reset, which colo never does)",
                           on ? "Enable" : "Disable"));
-    cmd->add_option("--device", flags->device, "GPU index")->capture_default_str();
+    add_gpu_index_flag(*cmd, flags->device);
     cmd->add_flag("--yes-i-know", flags->yes,
                   "confirm: the change needs a GPU reset to take effect and affects everyone "
                   "using the GPU");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/stored.h"
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/paths.h"
 #include "common/units.h"
@@ -210,9 +211,9 @@ int profiles_command(const ProfilesFlags& flags) {
     double summed_sm = 0;
     for (const SoloLoad& load : c.jobs) summed_sm += load.sm_active_pct;
     std::cout << fmt::format(
-        "  {}: {} jobs, {:.0f}% summed solo SM activity: measured {:.2f}, refitted model {:.2f}, "
+        "  {}: {}, {:.0f}% summed solo SM activity: measured {:.2f}, refitted model {:.2f}, "
         "defaults {:.2f}\n",
-        c.source, c.jobs.size(), summed_sm, c.measured_total, fitted.total(c.mode, c.jobs),
+        c.source, count_of(static_cast<int64_t>(c.jobs.size()), "job"), summed_sm, c.measured_total, fitted.total(c.mode, c.jobs),
         InterferenceModel{}.total(c.mode, c.jobs));
   }
   return kExitOk;
@@ -232,9 +233,10 @@ void add_profiles_command(CLI::App& app, int& exit_code) {
   cmd->add_option("file", flags.file, "job file whose jobs to show (see docs/job-file.md)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--db", flags.db, "run store; default " + default_db_path());
-  cmd->add_option("--gpu", flags.gpu,
+  cmd->add_option("--gpu-model", flags.gpu,
                   "with a job file: profiles measured on GPUs whose name contains this (e.g. "
                   "H100); default any");
+  add_deprecated_alias(*cmd, "--gpu", "--gpu-model", flags.gpu);
   cmd->callback([&exit_code] { exit_code = profiles_command(flags); });
 }
 

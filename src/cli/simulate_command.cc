@@ -1,4 +1,4 @@
-// `colo simulate FILE --gpu MODEL`: every policy on the simulated clock.
+// `colo simulate FILE --gpu-model MODEL`: every policy on the simulated clock.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -25,8 +25,8 @@ namespace {
 
 struct SimulateFlags {
   std::string file;
-  std::string gpu = "H200";
-  int gpus = 1;
+  std::string gpu_model = "H200";
+  int gpu_count = 1;
   std::string policies;  // empty: the standard list
   int max_degree = 0;    // 0: min(jobs, 16)
   std::string db;
@@ -57,22 +57,14 @@ void print_plans(const std::vector<SimJob>& jobs, const std::vector<PolicySpec>&
 }
 
 int simulate_command(const SimulateFlags& flags) {
-  std::optional<int64_t> deadline_ms;
-  if (!flags.deadline.empty()) {
-    deadline_ms = duration_flag("--deadline", flags.deadline, 1);
-    if (!deadline_ms) return kExitBadInput;
-  }
-  Result<JobFile> file = load_job_file(flags.file);
-  if (!file.ok()) {
-    std::cerr << "colo: " << file.error().message() << "\n";
-    return kExitBadInput;
-  }
-  Result<SimGpuModel> model = sim_gpu_model(flags.gpu);
-  if (!model.ok()) {
-    std::cerr << "colo: --gpu: " << model.error().message() << "\n";
-    return kExitBadInput;
-  }
-  const int jobs_count = static_cast<int>(file->jobs.size());
+  std::optional<PlanningInput> input = planning_input(flags.file, flags.gpu_model, flags.gpu_count,
+                                                      flags.deadline, flags.db, flags.no_store);
+  if (!input) return kExitBadInput;
+  const std::optional<int64_t>& deadline_ms = input->deadline_ms;
+  const SimGpuModel& model = input->model;
+  const SimJobSet& set = input->set;
+  const SimOptions& options = input->node;
+  const int jobs_count = static_cast<int>(input->file.jobs.size());
   Result<std::vector<PolicySpec>> policies =
       flags.policies.empty()
           ? Result<std::vector<PolicySpec>>(standard_policies(
@@ -82,23 +74,11 @@ int simulate_command(const SimulateFlags& flags) {
     std::cerr << "colo: --policies: " << policies.error().message() << "\n";
     return kExitBadInput;
   }
-  std::vector<Collocation> collocations;
-  std::vector<LearnedProfile> stored = stored_profiles(flags.db, flags.no_store, collocations);
-  const std::map<std::string, JobProfile> known =
-      known_profiles(stored, file->jobs, model->model, true);
-  std::map<std::string, std::vector<FamilyInstance>> families =
-      family_instances(stored, file->jobs, model->model, true);
-  SimJobSet set = make_sim_jobs(*file, known, usable_profiles(known, families, file->jobs));
-
-  SimOptions options;
-  options.family_instances = std::move(families);
-  options.gpus = flags.gpus;
-  options.gpu_memory_bytes = model->memory_total_bytes;
-  options.model = calibrate(InterferenceModel{}, collocations);
 
   std::cout << fmt::format(
-      "SIMULATED: {} jobs from {} on {} x {} ({} each); nothing here was measured\n", jobs_count,
-      flags.file, flags.gpus, model->device_name, format_bytes(model->memory_total_bytes));
+      "SIMULATED: {} from {} on {} x {} ({} each); nothing here was measured\n",
+      count_of(jobs_count, "job"), flags.file, flags.gpu_count, model.device_name,
+      format_bytes(model.memory_total_bytes));
   for (const std::string& line : set.sources) std::cout << "  " << line << "\n";
   for (const std::string& line : set.assumptions) std::cout << "  assumption: " << line << "\n";
   std::cout << fmt::format("  interference model: {}\n\n", options.model.describe());
@@ -120,7 +100,7 @@ int simulate_command(const SimulateFlags& flags) {
                          : "-";
     std::cout << fmt::format("{:<11} {:>10} {:>8.1f} {:>13} {:>10.3f} {:>5} {:>7} {:>8}\n",
                              r.policy.name, format_duration_ms(r.makespan_ms),
-                             hours > 0 ? r.jobs_ok / hours : 0.0, vs, r.gpu_hours(flags.gpus),
+                             hours > 0 ? r.jobs_ok / hours : 0.0, vs, r.gpu_hours(flags.gpu_count),
                              r.jobs_ok, r.jobs_failed, r.retries);
   }
   for (const PolicyResult& r : results) {
@@ -150,10 +130,14 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
   cmd->add_option("file", flags.file, "job file (see docs/job-file.md)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--gpu", flags.gpu, "GPU model: H200, H100 or A100-40GB")->capture_default_str();
-  cmd->add_option("--gpus", flags.gpus, "GPUs in the node")
-      ->check(CLI::Range(1, 64))
+  cmd->add_option("--gpu-model", flags.gpu_model, "GPU model: H200, H100 or A100-40GB")
       ->capture_default_str();
+  add_deprecated_alias(*cmd, "--gpu", "--gpu-model", flags.gpu_model);
+  cmd->add_option("--gpu-count", flags.gpu_count, "GPUs in the node")
+      ->check(whole_number(1, 64))
+      ->capture_default_str();
+  add_deprecated_alias(*cmd, "--gpus", "--gpu-count", flags.gpu_count)
+      ->check(whole_number(1, 64));
   cmd->add_option("--policies", flags.policies,
                   "comma-separated: exclusive, naive-all, mps-all, mps-K, auto (default: all, "
                   "mps-2 up to --max-degree)");

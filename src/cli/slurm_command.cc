@@ -37,7 +37,6 @@ struct SubmitFlags {
   std::string dir;
   std::string time_limit;
   std::vector<std::string> sbatch_options;
-  std::string gpu = "H200";
   std::string db;
   bool dry_run = false;
   BackendFlags backend;
@@ -60,21 +59,14 @@ std::string default_submission_dir(const std::string& file) {
 }
 
 int submit_command(const SubmitFlags& flags) {
-  std::optional<int64_t> deadline_ms;
-  if (!flags.deadline.empty()) {
-    deadline_ms = duration_flag("--deadline", flags.deadline, 1);
-    if (!deadline_ms) return kExitBadInput;
-  }
-  Result<JobFile> file = load_job_file(flags.file);
-  if (!file.ok()) {
-    std::cerr << "colo: " << file.error().message() << "\n";
-    return kExitBadInput;
-  }
-  Result<SimGpuModel> model = sim_gpu_model(flags.gpu);
-  if (!model.ok()) {
-    std::cerr << "colo: --gpu: " << model.error().message() << "\n";
-    return kExitBadInput;
-  }
+  std::optional<PlanningInput> input =
+      planning_input(flags.file, flags.backend.sim_gpu, flags.gpus_per_node, flags.deadline,
+                     flags.db, /*no_store=*/false);
+  if (!input) return kExitBadInput;
+  const std::optional<int64_t>& deadline_ms = input->deadline_ms;
+  const JobFile* file = &input->file;
+  const SimJobSet& set = input->set;
+  const SimOptions& node = input->node;
   const std::string mechanism =
       !flags.mechanism.empty() ? flags.mechanism : file->mechanism.value_or("");
   const std::string policy = !flags.policy.empty() ? flags.policy : file->policy.value_or("");
@@ -82,13 +74,6 @@ int submit_command(const SubmitFlags& flags) {
   PolicySpec planning =
       planning_policy(mechanism, policy, flags.backend.backend == "sim", &policy_note);
 
-  std::vector<Collocation> collocations;
-  std::vector<LearnedProfile> stored = stored_profiles(flags.db, false, collocations);
-  SimJobSet set = make_sim_jobs(*file, known_profiles(stored, file->jobs, model->model, true));
-  SimOptions node;
-  node.gpus = flags.gpus_per_node;
-  node.gpu_memory_bytes = model->memory_total_bytes;
-  node.model = calibrate(InterferenceModel{}, collocations);
   Result<NodePlan> nodes =
       plan_nodes(set.jobs, planning, node, flags.nodes, deadline_ms, flags.max_nodes);
   if (!nodes.ok()) {
@@ -114,7 +99,7 @@ int submit_command(const SubmitFlags& flags) {
   plan.run_arguments = {"--backend", flags.backend.backend};
   if (flags.backend.backend == "sim") {
     plan.run_arguments.insert(plan.run_arguments.end(),
-                              {"--sim-gpu", flags.backend.sim_gpu, "--sim-devices",
+                              {"--gpu-model", flags.backend.sim_gpu, "--sim-devices",
                                std::to_string(flags.backend.sim_devices)});
   }
   for (size_t i = 0; i < nodes->shards.size(); ++i) {
@@ -153,16 +138,16 @@ int submit_command(const SubmitFlags& flags) {
     return kExitEnvironment;
   }
 
-  std::cout << fmt::format("{} jobs from {} as {} shard{} of up to {} GPU{} each ({})\n",
-                           plan.total_jobs, flags.file, plan.shards.size(),
-                           plan.shards.size() == 1 ? "" : "s", plan.gpus_per_node,
-                           plan.gpus_per_node == 1 ? "" : "s", plan.how);
+  std::cout << fmt::format("{} from {} as {} of up to {} each ({})\n",
+                           count_of(plan.total_jobs, "job"), flags.file,
+                           count_of(static_cast<int64_t>(plan.shards.size()), "shard"),
+                           count_of(plan.gpus_per_node, "GPU"), plan.how);
   for (const std::string& line : set.sources) std::cout << "  " << line << "\n";
   for (const std::string& line : set.assumptions) std::cout << "  assumption: " << line << "\n";
   if (!policy_note.empty()) std::cout << "  note: " << policy_note << "\n";
   for (size_t i = 0; i < plan.shards.size(); ++i) {
-    std::cout << fmt::format("  shard {}: {} jobs, about {} on one node (simulated, {})\n", i,
-                             plan.shards[i].jobs.size(),
+    std::cout << fmt::format("  shard {}: {}, about {} on one node (simulated, {})\n", i,
+                             count_of(static_cast<int64_t>(plan.shards[i].jobs.size()), "job"),
                              format_duration_ms(plan.shards[i].estimated_ms), planning.name);
   }
   std::cout << fmt::format("plan: {}\nbatch script: {}\n", plan_path(dir), script_path);
@@ -205,9 +190,11 @@ int status_command(const std::string& dir_flag) {
   }
   SystemClock clock;
   SweepStatus status = sweep_status(*plan, dir, process_runner(clock));
-  std::cout << fmt::format("array job {}: {} jobs of {} in {} shards ({})\n",
-                           plan->array_job_id.empty() ? "-" : plan->array_job_id, plan->total_jobs,
-                           plan->job_file, plan->shards.size(), plan->how);
+  std::cout << fmt::format("array job {}: {} of {} in {} ({})\n",
+                           plan->array_job_id.empty() ? "-" : plan->array_job_id,
+                           count_of(plan->total_jobs, "job"), plan->job_file,
+                           count_of(static_cast<int64_t>(plan->shards.size()), "shard"),
+                           plan->how);
   for (const std::string& note : status.notes) std::cout << "  note: " << note << "\n";
   std::cout << fmt::format("{:<6} {:<12} {:<10} {:>5} {:<9} {:<10} {:>4} {:>7}  {}\n", "SHARD",
                            "SLURM", "NODE", "JOBS", "ATTEMPTS", "RUN", "OK", "NOT OK", "NOTE");
@@ -315,14 +302,18 @@ void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command
   submit_cmd->add_option("--sbatch-option", submit.sbatch_options,
                          "another #SBATCH option, e.g. --sbatch-option=--account=proj "
                          "(repeatable)");
-  submit_cmd->add_option("--gpu", submit.gpu, "GPU model for planning: H200, H100, A100-40GB")
+  submit_cmd
+      ->add_option("--gpu-model", submit.backend.sim_gpu,
+                   "GPU model for planning (and, with --backend sim, the simulated GPU): H200, "
+                   "H100, A100-40GB")
       ->capture_default_str();
+  add_deprecated_alias(*submit_cmd, "--gpu", "--gpu-model", submit.backend.sim_gpu);
   submit_cmd->add_option(
       "--db", submit.db,
       "store whose learned profiles size the shards; default " + default_db_path());
   submit_cmd->add_flag("--dry-run", submit.dry_run,
                        "write the plan and the batch script, do not submit");
-  add_backend_flags(*submit_cmd, submit.backend);
+  add_backend_flags(*submit_cmd, submit.backend, /*model_flag=*/false);
   submit_cmd->callback([&exit_code] { exit_code = submit_command(submit); });
 
   static std::string status_dir;

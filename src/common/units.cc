@@ -130,7 +130,12 @@ std::string format_duration_ms(int64_t ms) {
   if (ms < 60'000) return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0);
   int64_t s = ms / 1000;
   if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
-  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+  if (s < 86'400) return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+  return fmt::format("{}d {}h", s / 86'400, (s % 86'400) / 3600);
+}
+
+std::string count_of(int64_t count, std::string_view noun) {
+  return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
 }
 
 }  // namespace colo

@@ -25,7 +25,10 @@ std::string format_bytes(uint64_t bytes);
 inline constexpr int64_t kMaxDurationMs = int64_t{3650} * 86'400'000;  // ten years
 Result<int64_t> parse_duration_ms(std::string_view text);
 
-// "1h02m", "3m05s", "12.3s", "250ms".
+// "1153d 6h", "1h02m", "3m05s", "12.3s", "250ms".
 std::string format_duration_ms(int64_t ms);
+
+// "3 jobs", "1 job": `count` and `noun`, plural with an "s" unless one.
+std::string count_of(int64_t count, std::string_view noun);
 
 }  // namespace colo

@@ -65,6 +65,15 @@ TEST(FormatDuration, ScalesWithMagnitude) {
   EXPECT_EQ(format_duration_ms(12'300), "12.3s");
   EXPECT_EQ(format_duration_ms(185'000), "3m05s");
   EXPECT_EQ(format_duration_ms(3'720'000), "1h02m");
+  EXPECT_EQ(format_duration_ms(86'399'000), "23h59m");
+  EXPECT_EQ(format_duration_ms(86'400'000), "1d 0h");
+  EXPECT_EQ(format_duration_ms(int64_t{27670} * 3'600'000 + 42 * 60'000), "1152d 22h");
+}
+
+TEST(CountOf, PluralUnlessOne) {
+  EXPECT_EQ(count_of(1, "job"), "1 job");
+  EXPECT_EQ(count_of(0, "job"), "0 jobs");
+  EXPECT_EQ(count_of(3, "GPU"), "3 GPUs");
 }
 
 }  // namespace

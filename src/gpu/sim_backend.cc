@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 #include "gpu/device_metrics.h"
@@ -67,11 +68,19 @@ bool same_ignoring_case(std::string_view a, std::string_view b) {
 }  // namespace
 
 Result<SimGpuModel> sim_gpu_model(std::string_view model) {
+  // The MIG tables' names (colo mig plan --gpu-model) name the same models.
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kAliases = {
+      {{"H200-141GB", "H200"}, {"H100-80GB", "H100"}}};
+  for (const auto& [alias, name] : kAliases) {
+    if (same_ignoring_case(model, alias)) model = name;
+  }
   for (SimGpuModel candidate : {h200(), h100(), a100_40gb()}) {
     if (same_ignoring_case(model, candidate.model)) return candidate;
   }
-  return Error(
-      fmt::format("unknown simulated GPU model '{}'; choose H200, H100 or A100-40GB", model));
+  return Error(fmt::format(
+      "unknown simulated GPU model '{}'; choose H200 (or H200-141GB), H100 (or H100-80GB) or "
+      "A100-40GB",
+      model));
 }
 
 Result<std::unique_ptr<SimBackend>> SimBackend::create(std::string_view model, int device_count,

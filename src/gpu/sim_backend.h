@@ -29,7 +29,8 @@ struct SimGpuModel {
   std::vector<MigProfile> mig_profiles;
 };
 
-// "H200", "H100" or "A100-40GB" (case-insensitive); an error listing those otherwise.
+// "H200" (or "H200-141GB"), "H100" (or "H100-80GB") or "A100-40GB", ignoring
+// case; an error listing those otherwise.
 Result<SimGpuModel> sim_gpu_model(std::string_view model);
 
 // Models load from the processes it is told about (process_started /

@@ -183,6 +183,11 @@ JobExit classify_exit(int wait_status, bool stop_requested, const std::string& l
     std::string text = trim(*line);
     if (text.size() > kMaxReasonLineChars) text = text.substr(0, kMaxReasonLineChars) + "...";
     text = printable(text);
+    // The line itself, when it already says so; else what it means, then it.
+    std::string lower = text;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower.find("out of memory") != std::string::npos) return text;
     return "CUDA out of memory: " + text;
   };
 

@@ -209,7 +209,7 @@ Result<MigGeometry> live_mig_geometry(GpuBackend& backend, const DeviceInfo& dev
   if (device.mig_profiles.empty()) {
     return Error(fmt::format(
         "{} lists no MIG profiles: it does not support MIG or the driver is too old; plan "
-        "offline with --gpu MODEL",
+        "offline with --gpu-model MODEL",
         where));
   }
   Result<MigGeometry> builtin = builtin_mig_geometry(device.name, device.memory_total_bytes);

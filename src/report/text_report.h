@@ -1,4 +1,4 @@
-// Text and JSON renderings of what the run store holds, for `colo list` and
+// Text and JSON renderings of what the run store holds, for `colo runs` and
 // `colo show`. Pure functions: they format what they are given and do no
 // I/O. Absent values are shown as "-" (text) or null (JSON). Wall-clock times
 // are shown in the process's local time zone (TZ).

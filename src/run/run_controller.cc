@@ -903,9 +903,10 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   if (!ids.ok()) return fail_run(ids.error());
   for (size_t i = 0; i < jobs.size(); ++i) jobs[i].id = (*ids)[i];
 
-  ctx.out << fmt::format("run {}: {} jobs from {} on {} GPU{} ({}{}), mechanism {}; logs in {}\n",
-                         *run_id, jobs.size(), file.path, devices->size(),
-                         devices->size() == 1 ? "" : "s", devices->front().name,
+  ctx.out << fmt::format("run {}: {} from {} on {} ({}{}), mechanism {}; logs in {}\n", *run_id,
+                         count_of(static_cast<int64_t>(jobs.size()), "job"), file.path,
+                         count_of(static_cast<int64_t>(devices->size()), "GPU"),
+                         devices->front().name,
                          ctx.backend.simulated() ? ", SIMULATED: numbers are not measured" : "",
                          to_string(ctx.mechanism.kind()), logs_dir);
   if (options.slurm) {

@@ -245,7 +245,7 @@ Status MigMechanism::prepare(const std::vector<DeviceInfo>& devices) {
                           d.index, d.name)
             : fmt::format(
                   "MIG mode is disabled on GPU {0} ({1}), and colo never changes it on its own. "
-                  "To enable it, stop every process using the GPU, run `colo mig enable --device "
+                  "To enable it, stop every process using the GPU, run `colo mig enable --gpu "
                   "{0} --yes-i-know` (or `nvidia-smi -i {0} -mig 1`) as root, then reset the GPU "
                   "(`nvidia-smi -i {0} -r`) or reboot; or use --mechanism mps",
                   d.index, d.name));

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/units.h"
 #include "sharing/mps_daemon.h"
 #include "store/run_store.h"
 
@@ -174,7 +175,8 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
       if (a != p->attempt) earlier += fmt::format("{}{}", earlier.empty() ? "" : ", ", a);
     }
     result.lines.push_back(
-        fmt::format("{}: {} jobs, run {}{}", label, p->jobs.size(), to_string(p->run.state),
+        fmt::format("{}: {}, run {}{}", label,
+                    count_of(static_cast<int64_t>(p->jobs.size()), "job"), to_string(p->run.state),
                     earlier.empty() ? "" : fmt::format("; earlier attempt {} ignored", earlier)));
   }
 

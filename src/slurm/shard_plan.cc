@@ -169,7 +169,7 @@ Result<NodePlan> plan_nodes(const std::vector<SimJob>& jobs, const PolicySpec& p
     plan.shards = split_jobs(jobs, n);
     plan.makespan_ms = simulate_shards(jobs, plan.shards, policy, node, std::nullopt).makespan_ms;
     plan.how = nodes ? fmt::format("--nodes {}{}", *nodes,
-                                   n < *nodes ? fmt::format(" (only {} jobs)", most) : "")
+                                   n < *nodes ? fmt::format(" (only {})", count_of(most, "job")) : "")
                      : "one node (no --nodes or --deadline)";
     return plan;
   }

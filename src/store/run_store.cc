@@ -591,7 +591,7 @@ Result<RunRow> RunStore::read_run(int64_t run_id) {
           fmt::format("{} holds no runs yet; start one with `colo run <jobs.toml>`", path_));
     }
     return Error(
-        fmt::format("{} has no run #{}; `colo list` shows the runs it holds", path_, run_id));
+        fmt::format("{} has no run #{}; `colo runs` lists the runs it holds", path_, run_id));
   }
   return run_from_row(*select);
 }

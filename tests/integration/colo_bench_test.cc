@@ -132,7 +132,7 @@ TEST_F(ColoBench, RecsysRunsTheRecommenderAloneAndTogether) {
 
 TEST_F(ColoBench, DoesNotFitOnASmallGpuIsRecordedNotRun) {
   CommandResult r = shell(colo_bench(
-      "--suite paper-uniform --sim-gpu A100-40GB --cases 'large/cait_xxs24_224/naive/x7/*'"));
+      "--suite paper-uniform --gpu-model A100-40GB --cases 'large/cait_xxs24_224/naive/x7/*'"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("does not fit"), std::string::npos) << r.output;
   auto store = open_store();

@@ -87,7 +87,7 @@ TEST_F(ColoMigRun, RefusesWhenMigModeIsOffOrPermissionIsMissing) {
   CommandResult off = shell(run(file));
   EXPECT_EQ(off.exit_code, 3) << off.output;
   EXPECT_THAT(off.output, HasSubstr("MIG mode is disabled on GPU 0"));
-  EXPECT_THAT(off.output, HasSubstr("colo mig enable --device 0 --yes-i-know"));
+  EXPECT_THAT(off.output, HasSubstr("colo mig enable --gpu 0 --yes-i-know"));
 
   fake_.mig_set("mode", "1");
   fake_.mig_set("permission", "0");
@@ -100,18 +100,18 @@ TEST_F(ColoMigRun, RefusesWhenMigModeIsOffOrPermissionIsMissing) {
 
 TEST_F(ColoMigRun, MigModeChangesOnlyWithTheExplicitFlag) {
   fake_.mig_set("mode", "0");
-  CommandResult refused = shell(colo("mig enable --device 0"));
+  CommandResult refused = shell(colo("mig enable --gpu 0"));
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_THAT(refused.output, HasSubstr("--yes-i-know"));
   EXPECT_THAT(refused.output, HasSubstr("GPU reset"));
 
-  CommandResult enabled = shell(colo("mig enable --device 0 --yes-i-know"));
+  CommandResult enabled = shell(colo("mig enable --gpu 0 --yes-i-know"));
   EXPECT_EQ(enabled.exit_code, 0) << enabled.output;
   EXPECT_THAT(enabled.output, HasSubstr("MIG mode now disabled, after the next reset enabled"));
   EXPECT_THAT(enabled.output, HasSubstr("colo never resets a GPU itself"));
 
   fake_.mig_set("permission", "0");
-  CommandResult denied = shell(colo("mig disable --device 0 --yes-i-know"));
+  CommandResult denied = shell(colo("mig disable --gpu 0 --yes-i-know"));
   EXPECT_EQ(denied.exit_code, 3) << denied.output;
   EXPECT_THAT(denied.output, HasSubstr("needs root"));
 }

@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 CommandResult colo(const std::string& args) { return shell(std::string(COLO_BINARY) + " " + args); }
 
 TEST(ColoMig, RefusesAnImpossibleLayoutWithTheReason) {
-  CommandResult r = colo("mig plan 3g.20gb 1g.5gb:5 --gpu A100-40GB");
+  CommandResult r = colo("mig plan 3g.20gb 1g.5gb:5 --gpu-model A100-40GB");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("needs 8 compute slices; the GPU has 7"));
 }
@@ -32,7 +32,7 @@ TEST(ColoMig, PrintsPlacementsOfAValidLayout) {
 }
 
 TEST(ColoMig, JsonAndMemoryNeeds) {
-  CommandResult r = colo("mig plan --memory 15GiB,60GiB --gpu H200 --json");
+  CommandResult r = colo("mig plan --memory 15GiB,60GiB --gpu-model H200 --json");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("\"profile\": \"1g.18gb\""));
   EXPECT_THAT(r.output, HasSubstr("\"profile\": \"3g.71gb\""));
@@ -40,7 +40,7 @@ TEST(ColoMig, JsonAndMemoryNeeds) {
 }
 
 TEST(ColoMig, BadInputExitsTwoNamingValidProfiles) {
-  CommandResult r = colo("mig plan 3g.30gb --gpu A100-40GB");
+  CommandResult r = colo("mig plan 3g.30gb --gpu-model A100-40GB");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("unknown MIG profile '3g.30gb'"));
   EXPECT_THAT(r.output, HasSubstr("valid profiles: 1g.5gb"));
@@ -48,11 +48,11 @@ TEST(ColoMig, BadInputExitsTwoNamingValidProfiles) {
 }
 
 TEST(ColoMig, LiveProfilesFromTheSimulatedBackend) {
-  CommandResult r = colo("mig profiles --backend sim --sim-gpu A100-40GB");
+  CommandResult r = colo("mig profiles --backend sim --gpu-model A100-40GB");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("placements from sim"));
   EXPECT_THAT(r.output, HasSubstr("{0,4}:4"));
-  CommandResult plan = colo("mig plan 4g.20gb 3g.20gb --backend sim --sim-gpu A100-40GB");
+  CommandResult plan = colo("mig plan 4g.20gb 3g.20gb --backend sim --gpu-model A100-40GB");
   EXPECT_EQ(plan.exit_code, 0) << plan.output;
 }
 
