@@ -29,6 +29,7 @@ struct BenchFlags {
   std::string budget;
   int epochs = PlanOptions{}.epochs;
   bool dry_run = false;
+  bool json = false;
   bool list = false;
   std::string trainer;
   std::string python = "python3";
@@ -84,8 +85,39 @@ int list_suites(const std::string& only) {
   return kExitOk;
 }
 
+// `colo bench --dry-run --json`: the plan (docs/cli.md).
+nlohmann::json plan_json(const BenchFlags& flags, const std::vector<BenchCase>& cases,
+                         const Plan& plan) {
+  nlohmann::json out = {{"suite", flags.suite},
+                        {"epochs", plan.epochs},
+                        {"solo_epoch_s", plan.solo_epoch_seconds},
+                        {"estimated_total_s", plan.total_seconds},
+                        {"epoch_samples", nlohmann::json::object()},
+                        {"cases", nlohmann::json::array()}};
+  for (const auto& [label, wp] : plan.workloads) out["epoch_samples"][label] = wp.epoch_samples;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const BenchCase& c = cases[i];
+    out["cases"].push_back({{"name", c.name},
+                            {"workload", c.workload},
+                            {"models", c.models},
+                            {"mechanism", c.mechanism},
+                            {"serial", c.serial},
+                            {"degree", c.degree},
+                            {"repetition", c.repetition},
+                            {"status", c.status},
+                            {"reason", c.reason},
+                            {"estimated_s", i < plan.case_seconds.size() ? plan.case_seconds[i]
+                                                                         : 0.0}});
+  }
+  return out;
+}
+
 int bench_command(const BenchFlags& flags, const std::string& command_line) {
   if (flags.list) return list_suites(flags.suite);
+  if (flags.json && !flags.dry_run) {
+    std::cerr << "colo: --json goes with --dry-run (the plan); a run's results: colo show --json\n";
+    return kExitBadInput;
+  }
   if (flags.suite.empty()) {
     std::cerr << "colo: --suite is required (`colo bench --list` lists the suites)\n";
     return kExitBadInput;
@@ -180,6 +212,10 @@ int bench_command(const BenchFlags& flags, const std::string& command_line) {
     std::cerr << "colo: " << plan.error().message() << "\n";
     return kExitBadInput;
   }
+  if (flags.json) {
+    std::cout << plan_json(flags, *cases, *plan).dump(2) << "\n";
+    return kExitOk;
+  }
   if (flags.suite == "paper-recsys") {
     std::cout << fmt::format(
         "recommender: embedding tables of {:g} GiB ({:g}% of {}; with their dense gradients the "
@@ -256,6 +292,7 @@ void add_bench_command(CLI::App& app, int& exit_code, const std::string& command
       ->capture_default_str();
   cmd->add_flag("--dry-run", flags.dry_run,
                 "print the plan and the estimated time; run nothing");
+  cmd->add_flag("--json", flags.json, "with --dry-run: the plan as JSON (docs/cli.md)");
   cmd->add_flag("--list", flags.list, "list the suites (or --suite's) and their case names");
   cmd->add_option("--trainer", flags.trainer,
                   "training script used instead of bench/train.py (same arguments); default "
@@ -282,6 +319,7 @@ void add_bench_command(CLI::App& app, int& exit_code, const std::string& command
   cmd->add_flag("--plain", flags.plain,
                 "print one line per event instead of redrawing the job table");
   add_backend_flags(*cmd, flags.backend);
+  set_example(*cmd, "colo bench --suite paper-uniform --cases 'small/*' --dry-run");
   cmd->callback([&exit_code, command_line] { exit_code = bench_command(flags, command_line); });
 }
 

@@ -358,7 +358,7 @@ int monitor_command(const MonitorFlags& flags) {
 
 // ---- colo runs / colo show ------------------------------------------------
 
-int runs_command(const std::string& db, int limit) {
+int runs_command(const std::string& db, int limit, bool json) {
   Result<std::unique_ptr<RunStore>> store = open_store_for_reading(db);
   if (!store.ok()) {
     std::cerr << "colo: " << store.error().message() << "\n";
@@ -368,6 +368,12 @@ int runs_command(const std::string& db, int limit) {
   if (!runs.ok()) {
     std::cerr << "colo: " << runs.error().message() << "\n";
     return kExitEnvironment;
+  }
+  if (json) {
+    nlohmann::json out = {{"runs", nlohmann::json::array()}};
+    for (const RunRow& r : *runs) out["runs"].push_back(to_json(r));
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
   }
   std::cout << format_runs_table(*runs);
   return kExitOk;
@@ -427,6 +433,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   static MonitorFlags monitor;
   static std::string db;
   static int runs_limit = 30;
+  static bool runs_json = false;
   static std::string show_run;
   static bool show_json = false;
 
@@ -479,6 +486,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
                    "which shard of --shard-plan; default: the Slurm array element "
                    "(SLURM_ARRAY_TASK_ID)")
       ->check(whole_number(0));
+  set_example(*run_cmd, "colo run examples/quickstart.toml --backend sim --mechanism naive");
   run_cmd->callback([&exit_code, command_line] { exit_code = run_command(run, command_line); });
 
   add_bench_command(app, exit_code, command_line);
@@ -493,6 +501,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       "devices", "List the GPUs: memory, SMs, MIG mode and profiles, MPS, metrics");
   add_backend_flags(*devices_cmd, devices.backend);
   devices_cmd->add_flag("--json", devices.json, "machine-readable output");
+  set_example(*devices_cmd, "colo devices --json");
   devices_cmd->callback([&exit_code] { exit_code = devices_command(devices); });
 
   CLI::App* monitor_cmd =
@@ -506,6 +515,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       ->capture_default_str();
   monitor_cmd->add_flag("--json", monitor.json, "one JSON object per line");
   monitor_cmd->add_flag("--processes,-p", monitor.processes, "also list the processes on each GPU");
+  set_example(*monitor_cmd, "colo monitor --interval 500ms --count 10 --processes");
   monitor_cmd->callback([&exit_code] { exit_code = monitor_command(monitor); });
 
   CLI::App* runs_cmd = app.add_subcommand("runs", "List recorded runs, newest first");
@@ -513,13 +523,16 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   runs_cmd->add_option("--limit,-n", runs_limit, "how many runs")
       ->check(whole_number(1))
       ->capture_default_str();
-  runs_cmd->callback([&exit_code] { exit_code = runs_command(db, runs_limit); });
+  set_example(*runs_cmd, "colo runs --limit 5 --json");
+  runs_cmd->add_flag("--json", runs_json, "machine-readable output (docs/cli.md)");
+  runs_cmd->callback([&exit_code] { exit_code = runs_command(db, runs_limit, runs_json); });
 
   CLI::App* show_cmd = app.add_subcommand(
       "show", "Show one run: per-job times, epochs, memory, SM activity, energy, speed-up");
   show_cmd->add_option("run", show_run, "run id (default: the most recent run)");
   show_cmd->add_option("--db", db, "run store; default " + default_db_path());
   show_cmd->add_flag("--json", show_json, "machine-readable output");
+  set_example(*show_cmd, "colo show last --json");
   show_cmd->callback([&exit_code] { exit_code = show_command(db, show_run, show_json); });
 }
 

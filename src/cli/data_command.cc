@@ -119,6 +119,7 @@ void add_data_command(CLI::App& app, int& exit_code) {
   CLI::App* data = app.add_subcommand(
       "data", "Shared data loading: one loader feeds every job that names its dataset");
   data->require_subcommand(1);
+  set_example(*data, "colo data make-synthetic /tmp/images --images 1000");
 
   CLI::App* make = data->add_subcommand(
       "make-synthetic",
@@ -142,6 +143,7 @@ void add_data_command(CLI::App& app, int& exit_code) {
   make->add_option("--seed", synthetic.seed, "random seed")->capture_default_str();
   make->add_option("--threads", synthetic.threads, "encoding threads; 0: every core")
       ->capture_default_str();
+  set_example(*make, "colo data make-synthetic /tmp/images --images 1000");
   make->callback([&exit_code] {
     TtyProgress progress("make-synthetic");
     Status s = make_synthetic(synthetic, synthetic_out,
@@ -161,6 +163,7 @@ void add_data_command(CLI::App& app, int& exit_code) {
       "which the loader reads without opening a file per image");
   pack->add_option("dataset", pack_in, "ImageFolder directory")->required();
   pack->add_option("out", pack_out, "packed file to write")->required();
+  set_example(*pack, "colo data pack /tmp/images /tmp/images.colo");
   pack->callback([&exit_code] {
     Result<std::unique_ptr<Dataset>> ds = open_dataset(pack_in, DatasetFormat::kImageFolder);
     if (!ds.ok()) {
@@ -222,10 +225,12 @@ void add_data_command(CLI::App& app, int& exit_code) {
   srv->add_option("--stats", o.stats_path, "write final statistics (JSON) here");
   srv->add_option("--parent-pid", o.parent_pid, "stop when this process (colo) is gone")
       ->group("");  // set by colo run
+  set_example(*srv, "colo data serve /tmp/images.colo --name images");
   srv->callback([&exit_code] { exit_code = serve_command(serve); });
 
   CLI::App* clean = data->add_subcommand(
       "cleanup", "Remove the shared memory of loaders whose colo died (colo run does this too)");
+  set_example(*clean, "colo data cleanup");
   clean->callback([&exit_code] {
     Result<std::vector<std::string>> lines = cleanup_stale_data_loaders(default_state_dir());
     if (!lines.ok()) {

@@ -199,6 +199,7 @@ int plan_command(const MigFlags& given) {
 struct MigChangeFlags {
   int device = 0;
   bool yes = false;
+  bool json = false;
   BackendFlags backend;
 };
 
@@ -275,25 +276,62 @@ int status_command(const MigChangeFlags& flags) {
     std::cerr << "colo: " << mode.error().message() << "\n";
     return kExitEnvironment;
   }
+  std::vector<MigGpuInstance> gis;
+  std::vector<MigDevice> devices;
+  if (mode->current) {
+    Result<std::vector<MigGpuInstance>> listed = mig->control->gpu_instances(flags.device);
+    Result<std::vector<MigDevice>> mig_devices = mig->control->mig_devices(flags.device);
+    if (!listed.ok() || !mig_devices.ok()) {
+      std::cerr << "colo: " << (listed.ok() ? mig_devices.error() : listed.error()).message()
+                << "\n";
+      return kExitEnvironment;
+    }
+    gis = std::move(listed).value();
+    devices = std::move(mig_devices).value();
+  }
+  auto profile_name = [&](int id) {
+    for (const MigProfile& p : device.mig_profiles) {
+      if (p.id == id) return p.name;
+    }
+    return std::to_string(id);
+  };
+  if (flags.json) {
+    nlohmann::json out = {{"gpu", flags.device},
+                          {"name", device.name},
+                          {"mig_mode", mode->current},
+                          {"mig_mode_after_reset", mode->pending},
+                          {"gpu_instances", nlohmann::json::array()}};
+    for (const MigGpuInstance& gi : gis) {
+      nlohmann::json j = {{"id", gi.id},
+                          {"profile", profile_name(gi.profile_id)},
+                          {"profile_id", gi.profile_id},
+                          {"start", gi.start},
+                          {"size", gi.size},
+                          {"compute_instances", nlohmann::json::array()}};
+      for (const MigDevice& d : devices) {
+        if (d.gpu_instance_id != gi.id) continue;
+        auto nullable = [](const std::optional<uint64_t>& v) {
+          return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+        };
+        j["compute_instances"].push_back({{"id", d.compute_instance_id},
+                                          {"uuid", d.uuid},
+                                          {"memory_used_bytes", nullable(d.memory_used_bytes)},
+                                          {"memory_total_bytes", nullable(d.memory_total_bytes)}});
+      }
+      out["gpu_instances"].push_back(j);
+    }
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
   std::cout << fmt::format("GPU {} ({}): MIG mode {}{}\n", flags.device, device.name,
                            mode->current ? "enabled" : "disabled",
                            mode->current != mode->pending ? " (changes at the next reset)" : "");
   if (!mode->current) return kExitOk;
-  Result<std::vector<MigGpuInstance>> gis = mig->control->gpu_instances(flags.device);
-  Result<std::vector<MigDevice>> devices = mig->control->mig_devices(flags.device);
-  if (!gis.ok() || !devices.ok()) {
-    std::cerr << "colo: " << (gis.ok() ? devices.error() : gis.error()).message() << "\n";
-    return kExitEnvironment;
-  }
-  if (gis->empty()) std::cout << "no GPU instances\n";
-  for (const MigGpuInstance& gi : *gis) {
-    std::string profile = std::to_string(gi.profile_id);
-    for (const MigProfile& p : device.mig_profiles) {
-      if (p.id == gi.profile_id) profile = p.name;
-    }
-    std::cout << fmt::format("GPU instance {}: {} at memory slices {}-{}\n", gi.id, profile,
-                             gi.start, gi.start + gi.size - 1);
-    for (const MigDevice& d : *devices) {
+  if (gis.empty()) std::cout << "no GPU instances\n";
+  for (const MigGpuInstance& gi : gis) {
+    std::cout << fmt::format("GPU instance {}: {} at memory slices {}-{}\n", gi.id,
+                             profile_name(gi.profile_id), gi.start, gi.start + gi.size - 1);
+    for (const MigDevice& d : devices) {
       if (d.gpu_instance_id != gi.id) continue;
       std::cout << fmt::format("  compute instance {}: {}  memory {} of {}\n",
                                d.compute_instance_id, d.uuid,
@@ -349,6 +387,7 @@ void add_mig_command(CLI::App& app, int& exit_code) {
       "mig",
       "MIG layouts, instances and mode (colo run --mechanism mig creates instances for a run)");
   mig->require_subcommand(1);
+  set_example(*mig, "colo mig plan 3g.40gb 1g.10gb:2 --gpu-model H100");
 
   CLI::App* plan_cmd = mig->add_subcommand(
       "plan",
@@ -362,6 +401,7 @@ void add_mig_command(CLI::App& app, int& exit_code) {
   add_mig_gpu_flags(*plan_cmd, plan);
   plan_cmd->add_flag("--json", plan.json, "machine-readable output");
   add_backend_flags(*plan_cmd, plan.backend, /*model_flag=*/false);
+  set_example(*plan_cmd, "colo mig plan 3g.40gb 1g.10gb:2 --gpu-model H100");
   plan_cmd->callback([&exit_code] { exit_code = plan_command(plan); });
 
   CLI::App* profiles_cmd = mig->add_subcommand(
@@ -371,13 +411,16 @@ void add_mig_command(CLI::App& app, int& exit_code) {
   add_mig_gpu_flags(*profiles_cmd, profiles);
   profiles_cmd->add_flag("--json", profiles.json, "machine-readable output");
   add_backend_flags(*profiles_cmd, profiles.backend, /*model_flag=*/false);
+  set_example(*profiles_cmd, "colo mig profiles --gpu-model H200-141GB --json");
   profiles_cmd->callback([&exit_code] { exit_code = profiles_command(profiles); });
 
   static MigChangeFlags status;
   CLI::App* status_cmd = mig->add_subcommand(
       "status", "MIG mode, GPU and compute instances, and each MIG device's memory (read-only)");
   add_gpu_index_flag(*status_cmd, status.device);
+  status_cmd->add_flag("--json", status.json, "machine-readable output (docs/cli.md)");
   add_backend_flags(*status_cmd, status.backend);
+  set_example(*status_cmd, "colo mig status --gpu 0");
   status_cmd->callback([&exit_code] { exit_code = status_command(status); });
 
   static MigChangeFlags cleanup;
@@ -386,6 +429,7 @@ void add_mig_command(CLI::App& app, int& exit_code) {
       "Destroy the MIG instances a killed colo created (found through its records; colo run does "
       "this at start too). Never touches other instances.");
   add_backend_flags(*cleanup_cmd, cleanup.backend);
+  set_example(*cleanup_cmd, "colo mig cleanup");
   cleanup_cmd->callback([&exit_code] { exit_code = cleanup_command(cleanup); });
 
   static MigChangeFlags enable;
@@ -401,6 +445,7 @@ void add_mig_command(CLI::App& app, int& exit_code) {
                   "confirm: the change needs a GPU reset to take effect and affects everyone "
                   "using the GPU");
     add_backend_flags(*cmd, flags->backend);
+    set_example(*cmd, fmt::format("colo mig {} --gpu 0 --yes-i-know", name));
     cmd->callback(
         [&exit_code, flags = flags, on = on] { exit_code = set_mode_command(*flags, on); });
   }

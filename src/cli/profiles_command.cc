@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,7 +31,38 @@ struct ProfilesFlags {
   std::string db;
   std::string file;  // empty: none
   std::string gpu;   // GPU model the file's jobs would run on; empty: any
+  bool json = false;
 };
+
+// `colo profiles --json` (docs/cli.md).
+nlohmann::json profiles_json(const std::vector<LearnedProfile>& profiles,
+                             const std::vector<Collocation>& collocations,
+                             const InterferenceModel& fitted) {
+  auto nullable = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json out = {{"profiles", nlohmann::json::array()},
+                        {"interference_model", fitted.describe()},
+                        {"collocations", collocations.size()}};
+  for (const LearnedProfile& p : profiles) {
+    const JobProfile& j = p.profile;
+    out["profiles"].push_back({{"signature", p.signature},
+                               {"job", p.job_name},
+                               {"group", p.group},
+                               {"family", p.family},
+                               {"params", p.params},
+                               {"gpu_name", p.gpu_name},
+                               {"simulated", p.simulated},
+                               {"jobs_measured", p.runs},
+                               {"peak_memory_bytes", nullable(j.peak_memory_bytes)},
+                               {"sm_active_pct", nullable(j.sm_active_pct)},
+                               {"gpu_util_pct", nullable(j.gpu_util_pct)},
+                               {"samples_per_s", nullable(j.samples_per_s)},
+                               {"epoch_ms", nullable(j.epoch_ms)},
+                               {"solo_ms", nullable(j.solo_ms)},
+                               {"startup_ms", nullable(j.startup_ms)},
+                               {"source", j.source}});
+  }
+  return out;
+}
 
 std::string percent(double v) { return fmt::format("{:.0f}", v); }
 
@@ -184,6 +216,18 @@ int profiles_command(const ProfilesFlags& flags) {
     std::cerr << "colo: " << profiles.error().message() << "\n";
     return kExitEnvironment;
   }
+  if (flags.json) {
+    Result<std::vector<Collocation>> collocations = measured_collocations(**store, *profiles);
+    if (!collocations.ok()) {
+      std::cerr << "colo: " << collocations.error().message() << "\n";
+      return kExitEnvironment;
+    }
+    std::cout << profiles_json(*profiles, *collocations,
+                               calibrate(InterferenceModel{}, *collocations))
+                     .dump(2)
+              << "\n";
+    return kExitOk;
+  }
   if (profiles->empty()) {
     std::cout << "no profiles yet: they are learned from completed runs (colo run)\n";
   } else {
@@ -237,6 +281,10 @@ void add_profiles_command(CLI::App& app, int& exit_code) {
                   "with a job file: profiles measured on GPUs whose name contains this (e.g. "
                   "H100); default any");
   add_deprecated_alias(*cmd, "--gpu", "--gpu-model", flags.gpu);
+  set_example(*cmd, "colo profiles examples/sweep.toml --gpu-model H100");
+  cmd->add_flag("--json", flags.json,
+                "the learned profiles as JSON (docs/cli.md); a job file's placements are not "
+                "included");
   cmd->callback([&exit_code] { exit_code = profiles_command(flags); });
 }
 

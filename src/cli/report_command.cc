@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct ReportFlags {
   std::string out;
   std::string db;
   bool no_png = false;
+  bool json = false;
 };
 
 int report_command(const ReportFlags& flags) {
@@ -46,6 +48,20 @@ int report_command(const ReportFlags& flags) {
   if (!outcome) {
     std::cerr << "colo: " << outcome.error().message() << "\n";
     return kExitEnvironment;
+  }
+  if (flags.json) {
+    nlohmann::json out = {{"description", outcome->description},
+                          {"out_dir", flags.out},
+                          {"index_html", outcome->files.index_html},
+                          {"summary_txt", outcome->files.summary_txt},
+                          {"csv_files", outcome->files.csv_files},
+                          {"figure_pages", outcome->files.figure_pages},
+                          {"png_files", outcome->pngs},
+                          {"png_note", outcome->png_note.empty()
+                                           ? nlohmann::json(nullptr)
+                                           : nlohmann::json(outcome->png_note)}};
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
   }
   std::cout << fmt::format("report of {} written to {}\n", outcome->description, flags.out);
   std::cout << fmt::format("  open in a browser:  {}\n", outcome->files.index_html);
@@ -79,6 +95,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("--db", flags.db, "run store; default " + default_db_path());
   cmd->add_flag("--no-png", flags.no_png, "skip the PNG figures (they need chromium)");
+  cmd->add_flag("--json", flags.json, "say what was written as JSON (docs/cli.md)");
+  set_example(*cmd, "colo report last --out report/ && xdg-open report/index.html");
   cmd->callback([&exit_code] { exit_code = report_command(flags); });
 }
 

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ struct SimulateFlags {
   bool no_store = false;
   std::string deadline;  // empty: no planning
   int max_gpus = 64;     // planning's upper bound
+  bool json = false;
 };
 
 // `--deadline`: for each policy, the fewest GPUs that end every job in time.
@@ -75,6 +77,48 @@ int simulate_command(const SimulateFlags& flags) {
     return kExitBadInput;
   }
 
+  if (flags.json) {
+    std::vector<PolicyResult> results;
+    for (const PolicySpec& p : *policies) results.push_back(simulate_policy(set.jobs, p, options));
+    nlohmann::json out = {{"simulated", true},
+                          {"job_file", flags.file},
+                          {"jobs", jobs_count},
+                          {"gpu_model", model.model},
+                          {"gpu_count", flags.gpu_count},
+                          {"gpu_memory_bytes", model.memory_total_bytes},
+                          {"sources", set.sources},
+                          {"assumptions", set.assumptions},
+                          {"interference_model", options.model.describe()},
+                          {"policies", nlohmann::json::array()}};
+    for (const PolicyResult& r : results) {
+      out["policies"].push_back({{"policy", r.policy.name},
+                                 {"makespan_ms", r.makespan_ms},
+                                 {"gpu_hours", r.gpu_hours(flags.gpu_count)},
+                                 {"jobs_ok", r.jobs_ok},
+                                 {"jobs_failed", r.jobs_failed},
+                                 {"retries", r.retries},
+                                 {"failures", r.failures},
+                                 {"notes", r.notes}});
+    }
+    if (deadline_ms) {
+      out["deadline_ms"] = *deadline_ms;
+      out["plans"] = nlohmann::json::array();
+      for (const PolicySpec& p : *policies) {
+        GpuPlan plan = fewest_gpus(set.jobs, p, options, *deadline_ms, flags.max_gpus);
+        nlohmann::json tried = nlohmann::json::array();
+        for (const GpuPlan::Try& t : plan.tried) {
+          tried.push_back(
+              {{"gpu_count", t.gpus}, {"makespan_ms", t.makespan_ms}, {"all_ok", t.all_ok}});
+        }
+        out["plans"].push_back(
+            {{"policy", p.name},
+             {"gpu_count", plan.gpus ? nlohmann::json(*plan.gpus) : nlohmann::json(nullptr)},
+             {"tried", tried}});
+      }
+    }
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
   std::cout << fmt::format(
       "SIMULATED: {} from {} on {} x {} ({} each); nothing here was measured\n",
       count_of(jobs_count, "job"), flags.file, flags.gpu_count, model.device_name,
@@ -157,6 +201,8 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-gpus", flags.max_gpus, "planning's upper bound on GPUs")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  set_example(*cmd, "colo simulate bench/policies/mixed.toml --gpu-model H200 --gpu-count 2 --deadline 2h");
+  cmd->add_flag("--json", flags.json, "machine-readable output (docs/cli.md)");
   cmd->callback([&exit_code] { exit_code = simulate_command(flags); });
 }
 

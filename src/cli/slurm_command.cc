@@ -270,6 +270,7 @@ void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command
   CLI::App* slurm = app.add_subcommand(
       "slurm", "Run a sweep on a Slurm cluster: one array element per node, collected after");
   slurm->require_subcommand(1);
+  set_example(*slurm, "colo slurm submit sweep.toml --gpus-per-node 4 --deadline 12h");
 
   static SubmitFlags submit;
   CLI::App* submit_cmd = slurm->add_subcommand(
@@ -314,12 +315,14 @@ void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command
   submit_cmd->add_flag("--dry-run", submit.dry_run,
                        "write the plan and the batch script, do not submit");
   add_backend_flags(*submit_cmd, submit.backend, /*model_flag=*/false);
+  set_example(*submit_cmd, "colo slurm submit sweep.toml --gpus-per-node 4 --deadline 12h -p gpu");
   submit_cmd->callback([&exit_code] { exit_code = submit_command(submit); });
 
   static std::string status_dir;
   CLI::App* status_cmd = slurm->add_subcommand(
       "status", "Each shard: Slurm's state (squeue, sacct) and what its stores recorded");
   status_cmd->add_option("dir", status_dir, "the submission directory")->required();
+  set_example(*status_cmd, "colo slurm status colo-slurm-sweep-20261124-101500");
   status_cmd->callback([&exit_code] { exit_code = status_command(status_dir); });
 
   static std::string collect_dir;
@@ -334,6 +337,7 @@ void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command
   collect_cmd->add_flag("--partial", partial,
                         "merge although shards are still queued or running (or Slurm cannot be "
                         "asked)");
+  set_example(*collect_cmd, "colo slurm collect colo-slurm-sweep-20261124-101500");
   collect_cmd->callback([&exit_code, command_line] {
     exit_code = collect_command(collect_dir, collect_db, partial, command_line);
   });
