@@ -52,11 +52,11 @@ std::map<int64_t, uint64_t> peak_memory_by_job(const std::vector<ProcessSampleRo
   return peak;
 }
 
-// The most memory the processes on one device held at one instant.
-std::optional<uint64_t> peak_process_memory(const std::vector<ProcessSampleRow>& rows) {
+// The most memory the jobs' processes on one device held at one instant.
+std::optional<uint64_t> peak_job_memory(const std::vector<ProcessSampleRow>& rows) {
   std::map<std::pair<int, UnixMillis>, uint64_t> at;
   for (const ProcessSampleRow& r : rows) {
-    if (!r.sample.used_memory_bytes) continue;
+    if (!r.job_id || !r.sample.used_memory_bytes) continue;
     at[{r.sample.device, r.sample.time_ms}] += *r.sample.used_memory_bytes;
   }
   std::optional<uint64_t> peak;
@@ -293,7 +293,7 @@ RunSummary summarize(const RunRecord& record) {
   }
   // A device reading taken between jobs (or none) must not hide what the
   // jobs' processes held: the device held at least their sum at each instant.
-  if (std::optional<uint64_t> processes = peak_process_memory(record.process_samples)) {
+  if (std::optional<uint64_t> processes = peak_job_memory(record.process_samples)) {
     summary.peak_memory_used_bytes =
         std::max(summary.peak_memory_used_bytes.value_or(0), *processes);
   }

@@ -61,6 +61,14 @@ Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
     case MechanismKind::kNaive:
       return std::unique_ptr<Mechanism>(std::make_unique<PlainSharing>(kind));
     case MechanismKind::kMps: {
+      // Refused here, before a run is recorded, rather than at prepare().
+      if (!find_program(options.mps_control_program)) {
+        return Error(fmt::format(
+            "--mechanism mps needs the MPS control program {}, which is not on PATH: it comes "
+            "with the NVIDIA driver (set COLO_MPS_CONTROL to its path if it is elsewhere); "
+            "without it use --mechanism naive or exclusive",
+            options.mps_control_program));
+      }
       Clock& clock = system_clock();
       return std::unique_ptr<Mechanism>(std::make_unique<MpsMechanism>(
           daemon_options(options),
@@ -70,6 +78,13 @@ Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
     case MechanismKind::kMig:
       if (inputs.backend == nullptr) {
         return Error("make_mechanism: the mig mechanism needs the GPU backend");
+      }
+      if (inputs.backend->mig_control() == nullptr) {
+        return Error(fmt::format(
+            "--mechanism mig needs MIG instances, which the {} backend cannot create: run on a "
+            "GPU with MIG through the nvml backend, or use --mechanism {}",
+            inputs.backend->name(),
+            find_program(options.mps_control_program) ? "mps or naive" : "naive or exclusive"));
       }
       return std::unique_ptr<Mechanism>(std::make_unique<MigMechanism>(
           mig_state_dir(options), *inputs.backend, inputs.jobs, system_clock()));

@@ -19,6 +19,7 @@ namespace colo {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 // A job's MIG demand; unset fields absent.
@@ -166,6 +167,24 @@ TEST_F(MigMechanismTest, RefusesWithoutMigOrPermission) {
   MigMechanism on_sim(state_dir(), **sim, {job("a")}, clock_);
   EXPECT_THAT(on_sim.prepare(*(*sim)->devices()).error().message(),
               HasSubstr("cannot create MIG instances"));
+}
+
+// A run that cannot start must be refused before it is recorded: make_mechanism
+// says so, and suggests only what can run here.
+TEST_F(MigMechanismTest, MakeMechanismRefusesMigOnABackendWithoutMig) {
+  auto sim = SimBackend::create("H100", 1, clock_);
+  ASSERT_TRUE(sim.ok());
+  MechanismOptions options;
+  options.mps_control_program = "colo-no-such-mps-control";
+  MechanismInputs inputs{sim->get(), {}};
+  Result<std::unique_ptr<Mechanism>> made = make_mechanism(MechanismKind::kMig, options, inputs);
+  ASSERT_FALSE(made.ok());
+  EXPECT_THAT(made.error().message(), HasSubstr("the sim backend cannot create"));
+  EXPECT_THAT(made.error().message(), HasSubstr("use --mechanism naive or exclusive"));
+  Result<std::unique_ptr<Mechanism>> mps = make_mechanism(MechanismKind::kMps, options);
+  ASSERT_FALSE(mps.ok());
+  EXPECT_THAT(mps.error().message(), HasSubstr("colo-no-such-mps-control, which is not on PATH"));
+  EXPECT_THAT(mps.error().message(), Not(HasSubstr("/usr/bin")));  // no $PATH dump
 }
 
 // A pid that no process has.
