@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "gpu/testing/fake_nvml_loader.h"
@@ -114,6 +115,25 @@ TEST_F(ColoMigRun, MigModeChangesOnlyWithTheExplicitFlag) {
   CommandResult denied = shell(colo("mig disable --gpu 0 --yes-i-know"));
   EXPECT_EQ(denied.exit_code, 3) << denied.output;
   EXPECT_THAT(denied.output, HasSubstr("needs root"));
+}
+
+TEST_F(ColoMigRun, StatusAsJson) {
+  fake_.mig_set("mode", "1");
+  ASSERT_EQ(fake_.mig_add_gpu_instance(0, 19, 6, 1), 1);
+  CommandResult r = shell("(" + colo("mig status --gpu 0 --json") + " 2>/dev/null)");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json status = nlohmann::json::parse(r.output);
+  EXPECT_EQ(status["gpu"], 0);
+  EXPECT_EQ(status["mig_mode"], true);
+  EXPECT_EQ(status["mig_mode_after_reset"], true);
+  ASSERT_EQ(status["gpu_instances"].size(), 1U);
+  const nlohmann::json& gi = status["gpu_instances"][0];
+  EXPECT_EQ(gi["profile_id"], 19);
+  EXPECT_EQ(gi["profile"], "1g.10gb");
+  EXPECT_EQ(gi["start"], 6);
+  EXPECT_EQ(gi["size"], 1);
+  ASSERT_EQ(gi["compute_instances"].size(), 1U);
+  EXPECT_THAT(gi["compute_instances"][0]["uuid"].get<std::string>(), testing::StartsWith("MIG-"));
 }
 
 // Where the stand-in kills colo; "" kills it from a job while the jobs run.

@@ -1,0 +1,270 @@
+// colo's command-line conventions end to end (issue 16): help, --version,
+// exit codes, the --json shapes of docs/cli.md (parsed), flag spellings and
+// the messages a new user meets first. The real binary on the simulated
+// backend, a real store per test.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "integration_util.h"
+
+namespace colo {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using nlohmann::json;
+
+class ColoCli : public ColoTestDir {
+ protected:
+  // `colo ARGS` with this test's COLO_HOME (so its default store).
+  std::string colo(const std::string& args) const {
+    return "COLO_HOME='" + dir_ + "/home' " + std::string(COLO_BINARY) + " " + args;
+  }
+  CommandResult run(const std::string& args) const { return shell(colo(args)); }
+  // stdout only, parsed; a test failure and null when it is not JSON.
+  json json_of(const std::string& args) const {
+    CommandResult r = shell("(" + colo(args) + " 2>/dev/null)");
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output;
+    json parsed = json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(parsed.is_discarded()) << args << " printed no JSON:\n" << r.output;
+    return parsed.is_discarded() ? json() : parsed;
+  }
+  // A job file of `jobs` jobs running `script` (sh -c).
+  std::string job_file(const std::string& name, const std::string& script, int jobs = 1) {
+    std::string text;
+    for (int i = 0; i < jobs; ++i) {
+      text += "[[job]]\nname = \"j" + std::to_string(i) + "\"\ncommand = [\"sh\", \"-c\", \"" +
+              script + "\"]\n";
+    }
+    return write_file(name, text);
+  }
+  std::string sim_run(const std::string& file) const {
+    return "run " + file + " --backend sim --mechanism naive --plain --db '" + db() + "'";
+  }
+};
+
+// The subcommands a help text lists under "Subcommands:".
+std::vector<std::string> subcommands_in(const std::string& help) {
+  std::vector<std::string> names;
+  std::istringstream in(help);
+  std::string line;
+  bool listing = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("Subcommands:", 0) == 0) {
+      listing = true;
+      continue;
+    }
+    if (!listing) continue;
+    if (line.empty() || line[0] != ' ') break;
+    std::istringstream words(line);
+    std::string name;
+    words >> name;
+    names.push_back(name);
+  }
+  return names;
+}
+
+TEST_F(ColoCli, BareColoPrintsHelpWithExitCodesAndMigAndExitsZero) {
+  CommandResult r = run("");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("Usage: colo"));
+  EXPECT_THAT(r.output, HasSubstr("MIG"));
+  EXPECT_THAT(r.output, AllOf(HasSubstr("Exit codes:"), HasSubstr("  1    a job failed"),
+                              HasSubstr("  2    bad input"), HasSubstr("  3    environment"),
+                              HasSubstr("  130  cancelled")));
+  EXPECT_EQ(run("--help").output, r.output);
+}
+
+TEST_F(ColoCli, VersionPrintsTheVersionAndExitsZero) {
+  CommandResult r = run("--version");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, testing::MatchesRegex("colo [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+}
+
+TEST_F(ColoCli, EverySubcommandsHelpEndsWithAnExample) {
+  std::vector<std::string> pending = subcommands_in(run("--help").output);
+  ASSERT_GE(pending.size(), 10U);
+  std::set<std::string> seen;
+  while (!pending.empty()) {
+    const std::string path = pending.back();
+    pending.pop_back();
+    if (!seen.insert(path).second) continue;
+    CommandResult help = run(path + " --help");
+    EXPECT_EQ(help.exit_code, 0) << path;
+    const size_t example = help.output.rfind("Example:\n  colo ");
+    EXPECT_NE(example, std::string::npos) << "`colo " << path << " --help` has no example";
+    for (const std::string& sub : subcommands_in(help.output)) pending.push_back(path + " " + sub);
+  }
+  EXPECT_TRUE(seen.count("mig plan")) << "the walk did not reach nested subcommands";
+}
+
+TEST_F(ColoCli, ExitCodesFollowTheConvention) {
+  EXPECT_EQ(run(sim_run(job_file("ok.toml", "exit 0"))).exit_code, 0);
+  CommandResult failed = run(sim_run(job_file("failed.toml", "exit 3")));
+  EXPECT_EQ(failed.exit_code, 1) << failed.output;
+  EXPECT_EQ(run("runs --no-such-flag").exit_code, 2);
+  EXPECT_EQ(run("run " + dir_ + "/missing.toml").exit_code, 2);
+  CommandResult no_store = run("show --db '" + dir_ + "/none.db'");
+  EXPECT_EQ(no_store.exit_code, 3) << no_store.output;
+  // SIGINT to colo: its jobs are stopped, the run is recorded cancelled.
+  CommandResult cancelled =
+      shell("timeout --preserve-status -s INT 3 env " + colo(sim_run(job_file("long.toml", "sleep 60"))));
+  EXPECT_EQ(cancelled.exit_code, 130) << cancelled.output;
+}
+
+TEST_F(ColoCli, MessagesOfTheFirstDefectsFound) {
+  ASSERT_EQ(run(sim_run(job_file("one.toml", "exit 0"))).exit_code, 0);
+  CommandResult missing = run("show 99 --db '" + db() + "'");
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("`colo runs` lists the runs"));
+  EXPECT_THAT(missing.output, Not(HasSubstr("colo list")));
+
+  CommandResult mig = run("mig enable --backend sim");
+  EXPECT_EQ(mig.exit_code, 2);
+  EXPECT_THAT(mig.output, HasSubstr("or a reboot, and while MIG mode is on"));
+
+  CommandResult zero = run("runs -n 0");
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_THAT(zero.output, HasSubstr("--limit: must be a whole number of at least 1, not '0'"));
+  EXPECT_THAT(zero.output, Not(HasSubstr("1797693")));
+
+  CommandResult model = run("bench --gpu H100");
+  EXPECT_EQ(model.exit_code, 2);
+  EXPECT_THAT(model.output, HasSubstr("--gpu: must be a whole number from 0 to 1023, not 'H100'"));
+  EXPECT_THAT(model.output, HasSubstr("a GPU model is --gpu-model"));
+  EXPECT_THAT(model.output, Not(HasSubstr("1797693")));
+
+  CommandResult banner = run(sim_run(job_file("single.toml", "exit 0")));
+  EXPECT_THAT(banner.output, HasSubstr(": 1 job from"));
+  EXPECT_THAT(banner.output, HasSubstr(" on 1 GPU ("));
+}
+
+// A run that cannot start records nothing and says why in one line.
+TEST_F(ColoCli, AMechanismThatCannotStartRecordsNothing) {
+  const std::string file = job_file("three.toml", "exit 0", 3);
+  const std::string base = "run " + file + " --backend sim --plain --db '" + db() + "'";
+  CommandResult mps = shell("PATH=/usr/bin:/bin " + colo(base + " --mechanism mps"));
+  EXPECT_EQ(mps.exit_code, 3) << mps.output;
+  EXPECT_THAT(mps.output, HasSubstr("--mechanism mps needs the MPS control program"));
+  EXPECT_THAT(mps.output, Not(HasSubstr("/usr/bin:/bin")));
+  CommandResult mig = shell("PATH=/usr/bin:/bin " + colo(base + " --mechanism mig"));
+  EXPECT_EQ(mig.exit_code, 3) << mig.output;
+  EXPECT_THAT(mig.output, HasSubstr("the sim backend cannot create"));
+  EXPECT_THAT(mig.output, HasSubstr("use --mechanism naive or exclusive"));
+  EXPECT_NE(access(db().c_str(), F_OK), 0) << "a run that never started left a store";
+}
+
+TEST_F(ColoCli, OldFlagSpellingsStillWorkWithANote) {
+  const std::string file = job_file("two.toml", "exit 0", 2);
+  CommandResult sim = run("simulate " + file + " --gpu H100 --gpus 2 --no-store");
+  EXPECT_EQ(sim.exit_code, 0) << sim.output;
+  EXPECT_THAT(sim.output, HasSubstr("--gpu is deprecated; write --gpu-model H100"));
+  EXPECT_THAT(sim.output, HasSubstr("--gpus is deprecated; write --gpu-count 2"));
+  EXPECT_THAT(sim.output, HasSubstr("on 2 x Simulated NVIDIA H100"));
+  CommandResult now = run("simulate " + file + " --gpu-model H100-80GB --gpu-count 2 --no-store");
+  EXPECT_EQ(now.exit_code, 0) << now.output;
+  EXPECT_THAT(now.output, Not(HasSubstr("deprecated")));
+  EXPECT_THAT(now.output, HasSubstr("on 2 x Simulated NVIDIA H100"));
+  CommandResult devices = run("devices --backend sim --sim-gpu A100-40GB");
+  EXPECT_EQ(devices.exit_code, 0) << devices.output;
+  EXPECT_THAT(devices.output, HasSubstr("--sim-gpu is deprecated; write --gpu-model A100-40GB"));
+  CommandResult mig = run("mig status --backend sim --device 0");
+  EXPECT_THAT(mig.output, HasSubstr("--device is deprecated; write --gpu 0"));
+  EXPECT_EQ(run("bench --suite paper-uniform -n").exit_code, 2) << "-n is --limit, not --dry-run";
+}
+
+TEST_F(ColoCli, JsonOfRunsShowAndProfiles) {
+  ASSERT_EQ(run(sim_run(job_file("a.toml", "exit 0", 2))).exit_code, 0);
+  ASSERT_EQ(run(sim_run(job_file("b.toml", "exit 4"))).exit_code, 1);
+  json runs = json_of("runs --json --db '" + db() + "'");
+  ASSERT_TRUE(runs["runs"].is_array());
+  ASSERT_EQ(runs["runs"].size(), 2U);
+  EXPECT_EQ(runs["runs"][0]["id"], 2);  // newest first
+  EXPECT_EQ(runs["runs"][0]["state"], "failed");
+  EXPECT_EQ(runs["runs"][1]["state"], "ok");
+  EXPECT_EQ(runs["runs"][1]["job_count"], 2);
+  EXPECT_EQ(runs["runs"][1]["mechanism"], "naive");
+  EXPECT_EQ(runs["runs"][1]["simulated"], true);
+  EXPECT_TRUE(runs["runs"][1]["started_ms"].is_number_integer());
+  EXPECT_EQ(json_of("runs --json -n 1 --db '" + db() + "'")["runs"].size(), 1U);
+
+  json show = json_of("show 1 --json --db '" + db() + "'");
+  EXPECT_EQ(show["run"]["id"], 1);
+  ASSERT_EQ(show["jobs"].size(), 2U);
+  EXPECT_EQ(show["jobs"][0]["state"], "ok");
+
+  json profiles = json_of("profiles --json --db '" + db() + "'");
+  ASSERT_TRUE(profiles["profiles"].is_array());
+  ASSERT_FALSE(profiles["profiles"].empty());
+  const json& p = profiles["profiles"][0];
+  for (const char* key : {"signature", "job", "gpu_name", "simulated", "jobs_measured",
+                          "peak_memory_bytes", "sm_active_pct", "solo_ms", "source"}) {
+    EXPECT_TRUE(p.contains(key)) << key;
+  }
+  EXPECT_TRUE(profiles["interference_model"].is_string());
+}
+
+TEST_F(ColoCli, JsonOfSimulateBenchPlanReportAndDevices) {
+  const std::string file = job_file("four.toml", "exit 0", 4);
+  json sim = json_of("simulate " + file +
+                     " --json --no-store --gpu-count 2 --policies exclusive,mps-2 --deadline 1h");
+  EXPECT_EQ(sim["simulated"], true);
+  EXPECT_EQ(sim["jobs"], 4);
+  EXPECT_EQ(sim["gpu_count"], 2);
+  EXPECT_EQ(sim["gpu_model"], "H200");
+  ASSERT_EQ(sim["policies"].size(), 2U);
+  EXPECT_EQ(sim["policies"][0]["policy"], "exclusive");
+  EXPECT_EQ(sim["policies"][0]["jobs_ok"], 4);
+  EXPECT_GT(sim["policies"][0]["makespan_ms"].get<int64_t>(), 0);
+  ASSERT_EQ(sim["plans"].size(), 2U);
+  EXPECT_TRUE(sim["plans"][0]["tried"].is_array());
+
+  json plan = json_of("bench --suite paper-uniform --cases 'small/*' --dry-run --json --backend sim");
+  EXPECT_EQ(plan["suite"], "paper-uniform");
+  ASSERT_FALSE(plan["cases"].empty());
+  EXPECT_THAT(plan["cases"][0]["name"].get<std::string>(), testing::StartsWith("small/"));
+  EXPECT_GT(plan["estimated_total_s"].get<double>(), 0);
+  EXPECT_EQ(run("bench --suite paper-uniform --json --backend sim").exit_code, 2);
+
+  ASSERT_EQ(run(sim_run(file)).exit_code, 0);
+  json report =
+      json_of("report last --no-png --json --out '" + dir_ + "/report' --db '" + db() + "'");
+  EXPECT_EQ(report["index_html"], dir_ + "/report/index.html");
+  EXPECT_FALSE(report["csv_files"].empty());
+  EXPECT_TRUE(report["png_files"].empty());
+  EXPECT_TRUE(report["png_note"].is_string());
+  EXPECT_EQ(access(report["summary_txt"].get<std::string>().c_str(), R_OK), 0);
+
+  json devices = json_of("devices --json --backend sim --sim-devices 2");
+  EXPECT_EQ(devices["simulated"], true);
+  EXPECT_EQ(devices["devices"].size(), 2U);
+  json mig = json_of("mig plan 3g.40gb --gpu-model H100 --json");
+  EXPECT_EQ(mig["ok"], true);
+  EXPECT_EQ(mig["placements"][0]["profile"], "3g.40gb");
+}
+
+// The live table redraws a terminal, but not one whose TERM is dumb.
+TEST_F(ColoCli, TheLiveTableHonoursTermDumb) {
+  const std::string file = job_file("tty.toml", "sleep 1", 2);
+  auto on_a_terminal = [&](const std::string& term) {
+    return shell("TERM=" + term + " script -qec \"" + colo("run " + file +
+                 " --backend sim --mechanism naive --db '" + db() + "'") + "\" /dev/null");
+  };
+  CommandResult redrawn = on_a_terminal("xterm");
+  ASSERT_EQ(redrawn.exit_code, 0) << redrawn.output;
+  EXPECT_THAT(redrawn.output, HasSubstr("\x1b["));
+  CommandResult dumb = on_a_terminal("dumb");
+  ASSERT_EQ(dumb.exit_code, 0) << dumb.output;
+  EXPECT_THAT(dumb.output, Not(HasSubstr("\x1b[")));
+  EXPECT_THAT(dumb.output, HasSubstr("j1 ok after"));
+}
+
+}  // namespace
+}  // namespace colo
