@@ -15,7 +15,7 @@ if [ ! -x "$COLO" ]; then
   exit 2
 fi
 mkdir -p "$OUT_DIR"
-cmd=("$COLO" simulate bench/scale/queue-100k.toml --gpus 8 --policies auto)
+cmd=("$COLO" simulate bench/scale/queue-100k.toml --gpu-count 8 --policies auto)
 {
   echo "command: ${cmd[*]}"
   echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"

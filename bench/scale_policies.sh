@@ -26,7 +26,7 @@ out="$OUT_DIR/scale-policies-$(basename "$JOB_FILE" .toml)-${GPUS}gpus.txt"
   printf '%-10s %10s %12s  %s\n' POLICY WALL_S PEAK_RSS_MB RESULT
   for policy in exclusive naive-all mps-all mps-2 mps-4 mps-8 mps-16 auto; do
     /usr/bin/time -f '%e %M' -o "$OUT_DIR/.time" \
-      "$COLO" simulate "$JOB_FILE" --gpus "$GPUS" --policies "$policy" --no-store \
+      "$COLO" simulate "$JOB_FILE" --gpu-count "$GPUS" --policies "$policy" --no-store \
       >"$OUT_DIR/.sim" 2>&1 || true
     read -r wall rss_kb <"$OUT_DIR/.time"
     result=$(grep -E "^$policy " "$OUT_DIR/.sim" | awk '{print "makespan " $2 ", ok " $6 ", failed " $7}')
