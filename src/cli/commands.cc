@@ -494,6 +494,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   add_mig_command(app, exit_code);
   add_simulate_commands(app, exit_code);
   add_profiles_command(app, exit_code);
+  add_store_commands(app, exit_code);
   add_slurm_command(app, exit_code, command_line);
   add_data_command(app, exit_code);
 

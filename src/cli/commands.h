@@ -45,6 +45,8 @@ void add_mig_command(CLI::App& app, int& exit_code);
 void add_data_command(CLI::App& app, int& exit_code);
 // `colo simulate` (simulate_command.cc).
 void add_simulate_commands(CLI::App& app, int& exit_code);
+// `colo experiments`, `colo rm`, `colo gc` (store_command.cc).
+void add_store_commands(CLI::App& app, int& exit_code);
 // `colo profiles [FILE]` (profiles_command.cc).
 void add_profiles_command(CLI::App& app, int& exit_code);
 // `colo slurm submit|status|collect` (slurm_command.cc).

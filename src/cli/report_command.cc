@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -24,7 +26,24 @@ struct ReportFlags {
   std::string db;
   bool no_png = false;
   bool json = false;
+  bool force = false;
 };
+
+// The file that marks a directory as a colo report, so that a later `colo
+// report --out` may overwrite it.
+constexpr const char* kReportMarker = ".colo-report";
+
+// Whether `dir` may be written into: absent, empty, or a report colo wrote
+// (its marker, or the index.html and summary.txt of an older colo's).
+bool is_colos_to_overwrite(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return true;
+  if (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)) return true;
+  const fs::path d(dir);
+  return fs::exists(d / kReportMarker, ec) ||
+         (fs::exists(d / "index.html", ec) && fs::exists(d / "summary.txt", ec));
+}
 
 int report_command(const ReportFlags& flags) {
   std::vector<ReportTarget> targets;
@@ -41,6 +60,19 @@ int report_command(const ReportFlags& flags) {
     std::cerr << "colo: " << store.error().message() << "\n";
     return kExitEnvironment;
   }
+  if (!flags.force && !is_colos_to_overwrite(flags.out)) {
+    std::cerr << fmt::format(
+        "colo: --out {} is a directory colo did not write (no {} in it): choose another, or pass "
+        "--force to write into it anyway\n",
+        flags.out, kReportMarker);
+    return kExitBadInput;
+  }
+  if (Status made = make_dirs(flags.out); !made.ok()) {
+    std::cerr << "colo: " << made.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  std::ofstream(flags.out + "/" + kReportMarker)
+      << "written by colo report; colo report --out may overwrite this directory\n";
   ReportOptions options;
   options.out_dir = flags.out;
   options.png = !flags.no_png;
@@ -95,6 +127,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("--db", flags.db, "run store; default " + default_db_path());
   cmd->add_flag("--no-png", flags.no_png, "skip the PNG figures (they need chromium)");
+  cmd->add_flag("--force", flags.force,
+                "write into --out even when it is a directory colo did not write");
   cmd->add_flag("--json", flags.json, "say what was written as JSON (docs/cli.md)");
   set_example(*cmd, "colo report last --out report/ && xdg-open report/index.html");
   cmd->callback([&exit_code] { exit_code = report_command(flags); });

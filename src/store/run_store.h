@@ -219,6 +219,12 @@ class RunStore : public RunReader {
   Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) override;
   // The run row alone; `run_id` 0 means the most recent run.
   Result<RunRow> run(int64_t run_id);
+  // Removes a run and everything it recorded (run_removal.cc); refuses one
+  // still running. Returns the log paths its jobs had, for the caller to
+  // remove with their directory.
+  Result<std::vector<std::string>> remove_run(int64_t run_id);
+  // Removes an experiment and its cases, not their runs; refuses one still running.
+  Status remove_experiment(int64_t experiment_id);
   // Experiments (experiment_store.cc).
   Result<int64_t> begin_experiment(const NewExperiment& experiment);
   // Adds a case (its id and experiment_id fields are ignored); returns its id.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "integration_util.h"
+#include "store/testing/fake_runs.h"
 
 namespace colo {
 namespace {
@@ -85,7 +86,7 @@ TEST_F(ColoCli, BareColoPrintsHelpWithExitCodesAndMigAndExitsZero) {
 TEST_F(ColoCli, VersionPrintsTheVersionAndExitsZero) {
   CommandResult r = run("--version");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, testing::MatchesRegex("colo [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+  EXPECT_THAT(r.output, ::testing::MatchesRegex("colo [0-9]+\\.[0-9]+\\.[0-9]+\n"));
 }
 
 TEST_F(ColoCli, EverySubcommandsHelpEndsWithAnExample) {
@@ -229,7 +230,7 @@ TEST_F(ColoCli, JsonOfSimulateBenchPlanReportAndDevices) {
   json plan = json_of("bench --suite paper-uniform --cases 'small/*' --dry-run --json --backend sim");
   EXPECT_EQ(plan["suite"], "paper-uniform");
   ASSERT_FALSE(plan["cases"].empty());
-  EXPECT_THAT(plan["cases"][0]["name"].get<std::string>(), testing::StartsWith("small/"));
+  EXPECT_THAT(plan["cases"][0]["name"].get<std::string>(), ::testing::StartsWith("small/"));
   EXPECT_GT(plan["estimated_total_s"].get<double>(), 0);
   EXPECT_EQ(run("bench --suite paper-uniform --json --backend sim").exit_code, 2);
 
@@ -264,6 +265,78 @@ TEST_F(ColoCli, TheLiveTableHonoursTermDumb) {
   ASSERT_EQ(dumb.exit_code, 0) << dumb.output;
   EXPECT_THAT(dumb.output, Not(HasSubstr("\x1b[")));
   EXPECT_THAT(dumb.output, HasSubstr("j1 ok after"));
+}
+
+TEST_F(ColoCli, ExperimentsListWhatReportTakes) {
+  {
+    std::unique_ptr<RunStore> store = open_store();
+    ASSERT_TRUE(store);
+    testing::add_fake_experiment(*store);
+  }
+  json list = json_of("experiments --json --db '" + db() + "'");
+  ASSERT_EQ(list["experiments"].size(), 1U);
+  const json& e = list["experiments"][0];
+  EXPECT_EQ(e["id"], 1);
+  EXPECT_EQ(e["suite"], "paper-uniform");
+  EXPECT_GT(e["cases"].get<int>(), 0);
+  EXPECT_GT(e["cases_run"].get<int>(), 0);
+  EXPECT_LE(e["cases_run"].get<int>(), e["cases"].get<int>());
+  CommandResult text = run("experiments --db '" + db() + "'");
+  EXPECT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_THAT(text.output, HasSubstr("paper-uniform"));
+  EXPECT_THAT(text.output, HasSubstr("colo report exp:ID"));
+}
+
+TEST_F(ColoCli, RmAndGcRemoveRunsWithTheirLogs) {
+  {
+    std::unique_ptr<RunStore> store = open_store();
+    ASSERT_TRUE(store);
+    testing::add_fake_run(*store, testing::FakeRun{}, testing::kFakeT0);  // run 1, in 2023
+  }
+  ASSERT_EQ(run(sim_run(job_file("new.toml", "echo hello", 2))).exit_code, 0);  // run 2
+  json shown = json_of("show 2 --json --db '" + db() + "'");
+  const std::string log = shown["jobs"][0]["log_path"].get<std::string>();
+  ASSERT_EQ(access(log.c_str(), R_OK), 0) << log;
+
+  CommandResult dry = run("gc --older-than 30d --dry-run --db '" + db() + "'");
+  EXPECT_EQ(dry.exit_code, 0) << dry.output;
+  EXPECT_THAT(dry.output, HasSubstr("would remove run 1"));
+  EXPECT_EQ(json_of("runs --json --db '" + db() + "'")["runs"].size(), 2U);
+  CommandResult gc = run("gc --older-than 30d --db '" + db() + "'");
+  EXPECT_EQ(gc.exit_code, 0) << gc.output;
+  EXPECT_THAT(gc.output, HasSubstr("removed run 1"));
+  json left = json_of("runs --json --db '" + db() + "'");
+  ASSERT_EQ(left["runs"].size(), 1U);
+  EXPECT_EQ(left["runs"][0]["id"], 2);
+
+  CommandResult rm = run("rm 2 --db '" + db() + "'");
+  EXPECT_EQ(rm.exit_code, 0) << rm.output;
+  EXPECT_THAT(rm.output, HasSubstr("removed run 2 and its 2 job logs"));
+  EXPECT_NE(access(log.c_str(), F_OK), 0) << "the job log is still there";
+  EXPECT_TRUE(json_of("runs --json --db '" + db() + "'")["runs"].empty());
+  CommandResult again = run("rm 2 --db '" + db() + "'");
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("no run #2"));
+  EXPECT_EQ(run("rm two --db '" + db() + "'").exit_code, 2);
+}
+
+TEST_F(ColoCli, ReportRefusesAFolderColoDidNotWriteUnlessForced) {
+  ASSERT_EQ(run(sim_run(job_file("r.toml", "exit 0"))).exit_code, 0);
+  const std::string mine = dir_ + "/mine";
+  write_file("keep.txt", "");
+  ASSERT_EQ(shell("mkdir '" + mine + "' && cp '" + dir_ + "/keep.txt' '" + mine + "/'").exit_code,
+            0);
+  const std::string report = "report last --no-png --db '" + db() + "' --out ";
+  CommandResult refused = run(report + "'" + mine + "'");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("colo did not write"));
+  EXPECT_NE(access((mine + "/index.html").c_str(), F_OK), 0);
+  EXPECT_EQ(run(report + "'" + mine + "' --force").exit_code, 0);
+  EXPECT_EQ(access((mine + "/keep.txt").c_str(), F_OK), 0);
+  const std::string fresh = dir_ + "/fresh";
+  EXPECT_EQ(run(report + "'" + fresh + "'").exit_code, 0);
+  CommandResult again = run(report + "'" + fresh + "'");  // colo's own: overwritten
+  EXPECT_EQ(again.exit_code, 0) << again.output;
 }
 
 }  // namespace

@@ -1,0 +1,274 @@
+// Managing the store: `colo experiments` (what `colo report exp:N` takes),
+// `colo rm RUN...` and `colo gc --older-than 30d`, which remove runs with
+// their logs.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "common/clock.h"
+#include "common/paths.h"
+#include "common/units.h"
+#include "report/text_report.h"
+
+namespace colo {
+namespace {
+
+// ---- colo experiments -----------------------------------------------------
+
+struct ExperimentsFlags {
+  std::string db;
+  int limit = 30;
+  bool json = false;
+};
+
+int experiments_command(const ExperimentsFlags& flags) {
+  Result<std::unique_ptr<RunStore>> store = open_store_for_reading(flags.db);
+  if (!store.ok()) {
+    std::cerr << "colo: " << store.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  Result<std::vector<ExperimentRow>> experiments = (*store)->list_experiments(flags.limit);
+  if (!experiments.ok()) {
+    std::cerr << "colo: " << experiments.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  struct Counts {
+    int cases = 0;
+    int ran = 0;
+  };
+  std::vector<Counts> counts;
+  for (const ExperimentRow& e : *experiments) {
+    Counts c;
+    if (Result<std::vector<CaseRow>> cases = (*store)->experiment_cases(e.id); cases.ok()) {
+      c.cases = static_cast<int>(cases->size());
+      for (const CaseRow& r : *cases) c.ran += r.run_id ? 1 : 0;
+    }
+    counts.push_back(c);
+  }
+  if (flags.json) {
+    nlohmann::json out = {{"experiments", nlohmann::json::array()}};
+    for (size_t i = 0; i < experiments->size(); ++i) {
+      const ExperimentRow& e = (*experiments)[i];
+      out["experiments"].push_back(
+          {{"id", e.id},
+           {"suite", e.suite},
+           {"state", e.state},
+           {"started_ms", e.started_ms},
+           {"ended_ms", e.ended_ms ? nlohmann::json(*e.ended_ms) : nlohmann::json(nullptr)},
+           {"simulated", e.simulated},
+           {"backend", e.backend},
+           {"gpu_name", e.gpu_name},
+           {"cases", counts[i].cases},
+           {"cases_run", counts[i].ran},
+           {"command_line", e.command_line}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  if (experiments->empty()) {
+    std::cout << "no experiments yet: `colo bench --suite NAME` records one\n";
+    return kExitOk;
+  }
+  std::cout << fmt::format("{:>3}  {:<16}  {:<11}  {:<16}  {:>9}  {}\n", "ID", "STARTED", "STATE",
+                           "SUITE", "CASES RUN", "GPU");
+  for (size_t i = 0; i < experiments->size(); ++i) {
+    const ExperimentRow& e = (*experiments)[i];
+    std::cout << fmt::format("{:>3}  {:<16}  {:<11}  {:<16}  {:>9}  {}{}\n", e.id,
+                             format_local_datetime(e.started_ms).substr(0, 16), e.state, e.suite,
+                             fmt::format("{}/{}", counts[i].ran, counts[i].cases), e.gpu_name,
+                             e.simulated ? " (simulated)" : "");
+  }
+  std::cout << "colo report exp:ID --out DIR writes one's report (several exp:ID: one report)\n";
+  return kExitOk;
+}
+
+// ---- colo rm / colo gc ----------------------------------------------------
+
+// Removes a run's job logs: the run's own log directory (named after the
+// run, as colo run makes it) when every log is in it, else the files alone.
+void remove_logs(int64_t run_id, const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::set<fs::path> dirs;
+  for (const std::string& p : paths) dirs.insert(fs::path(p).parent_path());
+  std::error_code ec;
+  if (dirs.size() == 1 && dirs.begin()->filename() == std::to_string(run_id)) {
+    fs::remove_all(*dirs.begin(), ec);
+  } else {
+    for (const std::string& p : paths) fs::remove(p, ec);
+  }
+}
+
+// Removes each run; one line per run on stdout, errors on stderr. Returns
+// whether every removal succeeded.
+bool remove_runs(RunStore& store, const std::vector<int64_t>& runs, bool dry_run) {
+  bool all = true;
+  for (int64_t id : runs) {
+    if (dry_run) {
+      std::cout << fmt::format("would remove run {}\n", id);
+      continue;
+    }
+    Result<std::vector<std::string>> logs = store.remove_run(id);
+    if (!logs.ok()) {
+      std::cerr << "colo: " << logs.error().message() << "\n";
+      all = false;
+      continue;
+    }
+    remove_logs(id, *logs);
+    std::cout << fmt::format("removed run {} and its {}\n", id,
+                             count_of(static_cast<int64_t>(logs->size()), "job log"));
+  }
+  return all;
+}
+
+// The runs an experiment's cases ran.
+std::vector<int64_t> runs_of(RunStore& store, int64_t experiment_id) {
+  std::vector<int64_t> runs;
+  if (Result<std::vector<CaseRow>> cases = store.experiment_cases(experiment_id); cases.ok()) {
+    for (const CaseRow& c : *cases) {
+      if (c.run_id) runs.push_back(*c.run_id);
+    }
+  }
+  return runs;
+}
+
+Result<std::unique_ptr<RunStore>> open_store_for_removal(const std::string& db) {
+  Result<std::unique_ptr<RunStore>> store = open_store_for_reading(db);
+  if (store.ok() && !(*store)->read_only_reason().empty()) {
+    return Error(fmt::format("{} can only be read ({}): nothing removed", (*store)->path(),
+                             (*store)->read_only_reason()));
+  }
+  return store;
+}
+
+struct RmFlags {
+  std::vector<std::string> targets;
+  std::string db;
+};
+
+int rm_command(const RmFlags& flags) {
+  std::vector<int64_t> runs;
+  std::vector<int64_t> experiments;
+  for (const std::string& t : flags.targets) {
+    const bool experiment = t.rfind("exp:", 0) == 0;
+    const std::string number = experiment ? t.substr(4) : t.rfind("run:", 0) == 0 ? t.substr(4) : t;
+    char* end = nullptr;
+    const long long id = std::strtoll(number.c_str(), &end, 10);
+    if (number.empty() || *end != '\0' || id <= 0) {
+      std::cerr << fmt::format(
+          "colo: rm: '{}' is not a run (ID or run:ID) or an experiment (exp:ID); `colo runs` and "
+          "`colo experiments` list them\n",
+          t);
+      return kExitBadInput;
+    }
+    (experiment ? experiments : runs).push_back(id);
+  }
+  Result<std::unique_ptr<RunStore>> store = open_store_for_removal(flags.db);
+  if (!store.ok()) {
+    std::cerr << "colo: " << store.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  bool ok = true;
+  for (int64_t e : experiments) {
+    std::vector<int64_t> its_runs = runs_of(**store, e);
+    if (Status s = (*store)->remove_experiment(e); !s.ok()) {
+      std::cerr << "colo: " << s.error().message() << "\n";
+      ok = false;
+      continue;
+    }
+    std::cout << fmt::format("removed experiment {}\n", e);
+    ok = remove_runs(**store, its_runs, false) && ok;
+  }
+  ok = remove_runs(**store, runs, false) && ok;
+  return ok ? kExitOk : kExitBadInput;
+}
+
+struct GcFlags {
+  std::string older_than;
+  std::string db;
+  bool dry_run = false;
+};
+
+int gc_command(const GcFlags& flags) {
+  std::optional<int64_t> age_ms = duration_flag("--older-than", flags.older_than, 1);
+  if (!age_ms) return kExitBadInput;
+  Result<std::unique_ptr<RunStore>> store = open_store_for_removal(flags.db);
+  if (!store.ok()) {
+    std::cerr << "colo: " << store.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  SystemClock clock;
+  const UnixMillis cutoff = clock.now_ms() - *age_ms;
+  Result<std::vector<RunRow>> runs = (*store)->list_runs(std::numeric_limits<int>::max());
+  Result<std::vector<ExperimentRow>> experiments =
+      (*store)->list_experiments(std::numeric_limits<int>::max());
+  if (!runs.ok() || !experiments.ok()) {
+    std::cerr << "colo: " << (runs.ok() ? experiments.error() : runs.error()).message() << "\n";
+    return kExitEnvironment;
+  }
+  bool ok = true;
+  for (const ExperimentRow& e : *experiments) {
+    if (e.state == "running" || e.ended_ms.value_or(e.started_ms) >= cutoff) continue;
+    if (flags.dry_run) {
+      std::cout << fmt::format("would remove experiment {} ({})\n", e.id, e.suite);
+    } else if (Status s = (*store)->remove_experiment(e.id); !s.ok()) {
+      std::cerr << "colo: " << s.error().message() << "\n";
+      ok = false;
+    } else {
+      std::cout << fmt::format("removed experiment {} ({})\n", e.id, e.suite);
+    }
+  }
+  std::vector<int64_t> old;
+  for (const RunRow& r : *runs) {
+    if (r.state != RunState::kRunning && r.ended_ms.value_or(r.started_ms) < cutoff)
+      old.push_back(r.id);
+  }
+  ok = remove_runs(**store, old, flags.dry_run) && ok;
+  if (old.empty()) {
+    std::cout << fmt::format("no run ended more than {} ago\n", format_duration_ms(*age_ms));
+  }
+  return ok ? kExitOk : kExitEnvironment;
+}
+
+}  // namespace
+
+void add_store_commands(CLI::App& app, int& exit_code) {
+  static ExperimentsFlags experiments;
+  CLI::App* list = app.add_subcommand(
+      "experiments", "List recorded experiments (colo bench), newest first: what exp:ID names");
+  list->add_option("--db", experiments.db, "run store; default " + default_db_path());
+  list->add_option("--limit,-n", experiments.limit, "how many experiments")
+      ->check(whole_number(1))
+      ->capture_default_str();
+  list->add_flag("--json", experiments.json, "machine-readable output (docs/cli.md)");
+  set_example(*list, "colo experiments --json");
+  list->callback([&exit_code] { exit_code = experiments_command(experiments); });
+
+  static RmFlags rm;
+  CLI::App* rm_cmd = app.add_subcommand(
+      "rm", "Remove runs (and experiments) from the store, with their job logs");
+  rm_cmd->add_option("targets", rm.targets, "run ID (or run:ID), or exp:ID: the experiment and its runs")
+      ->required();
+  rm_cmd->add_option("--db", rm.db, "run store; default " + default_db_path());
+  set_example(*rm_cmd, "colo rm 12 13 exp:2");
+  rm_cmd->callback([&exit_code] { exit_code = rm_command(rm); });
+
+  static GcFlags gc;
+  CLI::App* gc_cmd = app.add_subcommand(
+      "gc", "Remove runs and experiments that ended longer ago than --older-than, with their logs");
+  gc_cmd->add_option("--older-than", gc.older_than, "age, e.g. 30d, 12h")->required();
+  gc_cmd->add_option("--db", gc.db, "run store; default " + default_db_path());
+  gc_cmd->add_flag("--dry-run", gc.dry_run, "say what would be removed; remove nothing");
+  set_example(*gc_cmd, "colo gc --older-than 30d --dry-run");
+  gc_cmd->callback([&exit_code] { exit_code = gc_command(gc); });
+}
+
+}  // namespace colo
