@@ -193,6 +193,24 @@ std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
   return *profiles;
 }
 
+ProgressLine::ProgressLine(std::string prefix)
+    : prefix_(std::move(prefix)), enabled_(can_redraw(STDERR_FILENO)) {}
+
+ProgressLine::~ProgressLine() { clear(); }
+
+void ProgressLine::show(const std::string& text) {
+  if (!enabled_) return;
+  // Carriage return, the line, then erase what a longer line left.
+  std::cerr << "\r" << prefix_ << text << "\x1b[K" << std::flush;
+  shown_ = true;
+}
+
+void ProgressLine::clear() {
+  if (!shown_) return;
+  std::cerr << "\r\x1b[K" << std::flush;
+  shown_ = false;
+}
+
 std::optional<PlanningInput> planning_input(const std::string& job_file,
                                             const std::string& gpu_model, int gpus,
                                             const std::string& deadline, const std::string& db,

@@ -103,6 +103,25 @@ Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_f
 std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
                                             std::vector<Collocation>& collocations);
 
+// A line on stderr that redraws itself while long work goes on ("colo:
+// report: rendering PNG 3 of 12"), only where stderr can redraw
+// (can_redraw); elsewhere, and when piped, it prints nothing. Cleared by
+// clear() and on destruction. Not thread-safe.
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::string prefix);
+  ~ProgressLine();
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  void show(const std::string& text);
+  void clear();
+
+ private:
+  std::string prefix_;
+  bool enabled_;
+  bool shown_ = false;
+};
+
 // What `colo simulate` and `colo slurm submit` plan from: the job file, the
 // GPU model, its jobs as the simulator sees them (profiles from the store
 // unless `no_store`), and one node of `gpus` of those GPUs.

@@ -76,7 +76,10 @@ int report_command(const ReportFlags& flags) {
   ReportOptions options;
   options.out_dir = flags.out;
   options.png = !flags.no_png;
+  ProgressLine progress("colo: report: ");
+  options.progress = [&progress](const std::string& step) { progress.show(step); };
   Result<ReportOutcome> outcome = write_report(**store, targets, options);
+  progress.clear();
   if (!outcome) {
     std::cerr << "colo: " << outcome.error().message() << "\n";
     return kExitEnvironment;

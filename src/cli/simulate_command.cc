@@ -42,8 +42,11 @@ void print_plans(const std::vector<SimJob>& jobs, const std::vector<PolicySpec>&
                  const SimOptions& options, int64_t deadline_ms, int max_gpus) {
   std::cout << fmt::format("\nPLAN: the fewest GPUs (up to {}) that end every job within {}\n",
                            max_gpus, format_duration_ms(deadline_ms));
+  ProgressLine progress("colo: simulate: ");
   for (const PolicySpec& p : policies) {
+    progress.show(fmt::format("planning {}", p.name));
     GpuPlan plan = fewest_gpus(jobs, p, options, deadline_ms, max_gpus);
+    progress.clear();
     std::string tried;
     for (const GpuPlan::Try& t : plan.tried) {
       tried +=
@@ -56,6 +59,20 @@ void print_plans(const std::vector<SimJob>& jobs, const std::vector<PolicySpec>&
                                  : fmt::format("not within {} GPUs", max_gpus),
                              tried);
   }
+}
+
+// Each policy in turn, with a progress line on a terminal.
+std::vector<PolicyResult> simulate_all(const std::vector<SimJob>& jobs,
+                                       const std::vector<PolicySpec>& policies,
+                                       const SimOptions& options) {
+  ProgressLine progress("colo: simulate: ");
+  std::vector<PolicyResult> results;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    progress.show(fmt::format("policy {} of {} ({}), {}", i + 1, policies.size(),
+                              policies[i].name, count_of(static_cast<int64_t>(jobs.size()), "job")));
+    results.push_back(simulate_policy(jobs, policies[i], options));
+  }
+  return results;
 }
 
 int simulate_command(const SimulateFlags& flags) {
@@ -78,8 +95,7 @@ int simulate_command(const SimulateFlags& flags) {
   }
 
   if (flags.json) {
-    std::vector<PolicyResult> results;
-    for (const PolicySpec& p : *policies) results.push_back(simulate_policy(set.jobs, p, options));
+    std::vector<PolicyResult> results = simulate_all(set.jobs, *policies, options);
     nlohmann::json out = {{"simulated", true},
                           {"job_file", flags.file},
                           {"jobs", jobs_count},
@@ -103,7 +119,10 @@ int simulate_command(const SimulateFlags& flags) {
     if (deadline_ms) {
       out["deadline_ms"] = *deadline_ms;
       out["plans"] = nlohmann::json::array();
+      ProgressLine progress("colo: simulate: ");
       for (const PolicySpec& p : *policies) {
+        progress.show(fmt::format("planning {} (the fewest GPUs within {})", p.name,
+                                  format_duration_ms(*deadline_ms)));
         GpuPlan plan = fewest_gpus(set.jobs, p, options, *deadline_ms, flags.max_gpus);
         nlohmann::json tried = nlohmann::json::array();
         for (const GpuPlan::Try& t : plan.tried) {
@@ -127,8 +146,7 @@ int simulate_command(const SimulateFlags& flags) {
   for (const std::string& line : set.assumptions) std::cout << "  assumption: " << line << "\n";
   std::cout << fmt::format("  interference model: {}\n\n", options.model.describe());
 
-  std::vector<PolicyResult> results;
-  for (const PolicySpec& p : *policies) results.push_back(simulate_policy(set.jobs, p, options));
+  std::vector<PolicyResult> results = simulate_all(set.jobs, *policies, options);
   const PolicyResult* exclusive = nullptr;
   for (const PolicyResult& r : results) {
     if (r.policy.kind == PolicyKind::kExclusive) exclusive = &r;

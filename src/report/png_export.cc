@@ -185,6 +185,7 @@ Result<std::vector<std::string>> export_pngs(const std::vector<std::string>& pag
   if (Status made = make_dirs(png_dir); !made) return made.error();
   std::vector<std::string> pngs;
   for (const std::string& page : pages) {
+    if (options.on_page) options.on_page(pngs.size() + 1, pages.size());
     const std::string png = png_dir + "/" + fs::path(page).stem().string() + ".png";
     std::error_code ignored;
     fs::remove(png, ignored);

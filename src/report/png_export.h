@@ -6,6 +6,7 @@
 // its own process group, killed with the group when it exceeds its timeout.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ struct PngExportOptions {
   int height_px = 600;
   int virtual_time_budget_ms = 3000;  // page time Chromium lets pass before the screenshot
   int timeout_ms = 60'000;            // per figure, wall clock
+  // Called before each page of export_pngs with its 1-based number and the
+  // page count; may be empty.
+  std::function<void(size_t, size_t)> on_page;
 };
 
 // The first of chromium, chromium-browser, google-chrome, google-chrome-stable

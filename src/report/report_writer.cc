@@ -77,6 +77,10 @@ Result<ReportOutcome> write_report(RunStore& store, const std::vector<ReportTarg
         "run alone");
   }
 
+  auto step = [&](const std::string& what) {
+    if (options.progress) options.progress(what);
+  };
+  step("reading the store");
   ReportOutcome outcome;
   ReportContent content;
   if (resolved.front().kind == ReportTarget::Kind::kExperiment) {
@@ -100,6 +104,7 @@ Result<ReportOutcome> write_report(RunStore& store, const std::vector<ReportTarg
     content = run_report(metrics, format_run_summary(*summary));
   }
 
+  step("writing the HTML and CSV");
   Result<WrittenReport> written = write_html_report(content, options.out_dir);
   if (!written) return written.error();
   outcome.files = std::move(*written);
@@ -115,6 +120,10 @@ Result<ReportOutcome> write_report(RunStore& store, const std::vector<ReportTarg
   }
   PngExportOptions png_options;
   png_options.browser = *browser;
+  png_options.on_page = [&](size_t n, size_t of) {
+    step(fmt::format("rendering PNG {} of {} with {}", n, of, *browser));
+  };
+  step("checking that every chart drew (" + *browser + ")");
   // The index holds every chart: if one did not draw there, its PNG is blank.
   if (Status drawn = verify_charts_drawn(png_options, outcome.files.index_html); !drawn) {
     return drawn.error().with_context(

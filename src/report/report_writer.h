@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,9 @@ struct ReportOptions {
   std::string out_dir;                 // required
   bool png = true;                     // screenshot each figure when a browser is found
   std::optional<std::string> browser;  // overrides find_browser()
+  // Told each step as it starts ("rendering PNG 3 of 12"), for a progress
+  // line; may be empty.
+  std::function<void(const std::string&)> progress;
 };
 
 struct ReportOutcome {

@@ -339,5 +339,28 @@ TEST_F(ColoCli, ReportRefusesAFolderColoDidNotWriteUnlessForced) {
   EXPECT_EQ(again.exit_code, 0) << again.output;
 }
 
+// Long work shows a progress line on a terminal, and nothing extra when piped.
+TEST_F(ColoCli, ProgressLineOnATerminalOnly) {
+  const std::string simulate =
+      colo("simulate " + job_file("p.toml", "exit 0", 3) + " --no-store --policies exclusive,auto");
+  CommandResult terminal = shell("TERM=xterm script -qec \"" + simulate + "\" /dev/null");
+  ASSERT_EQ(terminal.exit_code, 0) << terminal.output;
+  EXPECT_THAT(terminal.output, HasSubstr("\rcolo: simulate: policy 2 of 2 (auto), 3 jobs"));
+  EXPECT_THAT(terminal.output, HasSubstr("\r\x1b[K"));  // cleared before the results
+  CommandResult piped = shell(simulate);
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  EXPECT_THAT(piped.output, Not(HasSubstr("colo: simulate:")));
+  EXPECT_THAT(piped.output, Not(HasSubstr("\r")));
+  EXPECT_THAT(shell("TERM=dumb script -qec \"" + simulate + "\" /dev/null").output,
+              Not(HasSubstr("colo: simulate:")));
+
+  ASSERT_EQ(run(sim_run(job_file("r.toml", "exit 0"))).exit_code, 0);
+  const std::string report = colo("report last --no-png --db '" + db() + "' --out '" + dir_ + "/r'");
+  CommandResult shown = shell("TERM=xterm script -qec \"" + report + "\" /dev/null");
+  EXPECT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_THAT(shown.output, HasSubstr("colo: report: writing the HTML and CSV"));
+  EXPECT_THAT(shell(report).output, Not(HasSubstr("colo: report:")));
+}
+
 }  // namespace
 }  // namespace colo
