@@ -9,7 +9,9 @@ packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nloh
           python3-torch      # the data-sharing tests' consumers (python/colo_data.py)
           chromium           # PNG figures of `colo report` and its browser test
           slurm-wlm munge    # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
-          procps time)       # pgrep/pkill and /usr/bin/time: leftover-process tests, bench/soak.sh
+          procps time        # pgrep/pkill and /usr/bin/time: leftover-process tests, bench/soak.sh
+          help2man           # colo's man page (cmake --install)
+          python3-setuptools python3-pip)  # the Python client as a package (python/pyproject.toml)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

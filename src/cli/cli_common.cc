@@ -76,8 +76,7 @@ CLI::Validator whole_number(int64_t min, int64_t max, const std::string& hint) {
         return fmt::format("must be a whole number {}, not '{}'{}", range, text,
                            hint.empty() ? "" : " (" + hint + ")");
       },
-      max == kNoMax ? fmt::format("INT>={}", min)
-                                                 : fmt::format("INT in {}..{}", min, max));
+      max == kNoMax ? fmt::format(">={}", min) : fmt::format("{}..{}", min, max));
 }
 
 CLI::Validator gpu_index() {
