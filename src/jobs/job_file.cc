@@ -43,9 +43,10 @@ constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "po
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 12> kSettingKeys = {
+constexpr std::array<const char*, 13> kSettingKeys = {
     "workdir",     "env",      "gpu_memory", "sm_share",     "memory_limit", "epoch_regex",
-    "sm_activity", "gpu_util", "solo_time",  "startup_time", "mig_profile",  "mig_group"};
+    "sm_activity", "gpu_util", "solo_time",  "startup_time", "mig_profile",  "mig_group",
+    "restart"};
 // Keys only a [[job]] may have.
 constexpr std::array<const char*, 4> kJobOnlyKeys = {"name", "command", "repeat", "grid"};
 
@@ -192,6 +193,7 @@ struct Settings {
   std::optional<int64_t> startup_time_ms;
   std::optional<std::string> mig_profile;
   std::optional<std::string> mig_group;
+  std::optional<RestartPolicy> restart;
 
   // `over` wins where it sets a field; env is merged key by key.
   static Settings merge(const Settings& base, const Settings& over) {
@@ -208,6 +210,7 @@ struct Settings {
     if (over.startup_time_ms) out.startup_time_ms = over.startup_time_ms;
     if (over.mig_profile) out.mig_profile = over.mig_profile;
     if (over.mig_group) out.mig_group = over.mig_group;
+    if (over.restart) out.restart = over.restart;
     return out;
   }
 };
@@ -345,6 +348,16 @@ class TableReader {
         error(line_of(node), fmt::format("key '{}' must not be empty", k));
       } else if (text) {
         (k == "mig_profile" ? settings.mig_profile : settings.mig_group) = *text;
+      }
+    } else if (k == "restart") {
+      auto text = string(k, node, "\"on-failure\" or \"never\"");
+      if (text && *text == "on-failure") {
+        settings.restart = RestartPolicy::kOnFailure;
+      } else if (text && *text == "never") {
+        settings.restart = RestartPolicy::kNever;
+      } else if (text) {
+        error(line_of(node),
+              fmt::format("key 'restart' must be \"on-failure\" or \"never\", got \"{}\"", *text));
       }
     } else if (k == "epoch_regex") {
       auto re = string(k, node, "a regular expression (a string)");
@@ -703,6 +716,7 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.startup_time_ms = block.settings.startup_time_ms;
     base.mig_profile = block.settings.mig_profile;
     base.mig_group = block.settings.mig_group;
+    base.restart = block.settings.restart.value_or(RestartPolicy::kOnFailure);
     base.params = params;
     base.source = fmt::format("{}:{}", path, block.line);
     for (int64_t r = 1; r <= block.repeat; ++r) {
