@@ -92,6 +92,8 @@ class AutoScheduler final : public Scheduler {
   void observe_rate(size_t job, double samples_per_s, int64_t now_ms) override;
   void learned(const std::string& signature, const JobProfile& profile) override;
   std::vector<size_t> drain_queued() override;
+  bool remove_queued(size_t job) override;
+  std::optional<int64_t> expected_end_ms(size_t job, int64_t now_ms) const override;
   std::vector<Unplaceable> take_unplaceable() override;
   std::vector<std::string> take_notes() override;
   size_t queued() const override { return queued_; }

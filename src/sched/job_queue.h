@@ -48,6 +48,12 @@ class JobQueue {
   // that can never fit (no device, or more memory than the largest has) is
   // reported through take_unplaceable() instead.
   void enqueue(size_t job, std::optional<uint64_t> memory_bytes);
+  // Adds a job at the front (a retry). With `max_neighbours` set, it is
+  // placed only where at most that many other jobs run, and while it runs
+  // its device takes no more than that. While it waits, the device with the
+  // fewest jobs takes no new ones, so that it drains for the retry.
+  void enqueue_front(size_t job, std::optional<uint64_t> memory_bytes,
+                     std::optional<int> max_neighbours);
 
   // Places every queued job that fits now, in queue order, and returns the
   // placements (the jobs count as running from here on). Stops walking the
@@ -59,6 +65,11 @@ class JobQueue {
 
   // Removes every queued job (for cancellation) and returns them in order.
   std::vector<size_t> drain_queued();
+  // Removes one queued job; false when it is not queued.
+  bool remove(size_t job);
+  // The device of a running job and how many other jobs run there.
+  std::optional<int> device_of(size_t job) const;
+  int neighbours_of(size_t job) const;
 
   std::vector<Unplaceable> take_unplaceable();
 
@@ -70,14 +81,17 @@ class JobQueue {
   struct Entry {
     size_t job = 0;
     std::optional<uint64_t> memory_bytes;
+    std::optional<int> max_neighbours;
   };
   struct Placed {
     Entry entry;
     int device = 0;
   };
-  std::optional<int> best_device_for(const Entry& entry) const;
+  std::optional<int> best_device_for(const Entry& entry, const std::vector<int>& reserved) const;
   uint64_t claimed_memory(int device) const;
   bool has_free_slot() const;
+  // The device's job limit, lowered while a job with max_neighbours runs there.
+  int limit_of(const DeviceSlots& d) const;
 
   std::vector<DeviceSlots> devices_;
   std::deque<Entry> queue_;
