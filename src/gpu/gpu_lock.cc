@@ -129,9 +129,10 @@ Result<std::unique_ptr<GpuLocks>> GpuLocks::acquire(const std::vector<DeviceInfo
     const std::string path = lock_path(options.dir, d->uuid);
     int fd = open_lock_file(path);
     if (fd < 0) {
-      return Error(fmt::format("cannot open the lock file {} of GPU {}: {} (set COLO_LOCK_DIR to "
-                               "use another directory)",
-                               path, d->index, std::strerror(errno)));
+      return Error(
+          fmt::format("cannot open the lock file {} of GPU {}: {} (set COLO_LOCK_DIR to "
+                      "use another directory)",
+                      path, d->index, std::strerror(errno)));
     }
     locks->held_.push_back({path, fd});
     std::string last_holder;
@@ -149,8 +150,8 @@ Result<std::unique_ptr<GpuLocks>> GpuLocks::acquire(const std::vector<DeviceInfo
             d->index, d->uuid, holder));
       }
       if (holder != last_holder && options.on_wait) {
-        options.on_wait(fmt::format("waiting for GPU {} ({}), in use by {}", d->index, d->uuid,
-                                    holder));
+        options.on_wait(
+            fmt::format("waiting for GPU {} ({}), in use by {}", d->index, d->uuid, holder));
       }
       last_holder = holder;
       if (options.stop_requests != nullptr && options.stop_requests->load() > 0)

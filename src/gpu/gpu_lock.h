@@ -47,10 +47,10 @@ struct GpuLockHolder {
 std::string describe(const GpuLockHolder& holder);
 
 struct GpuLockOptions {
-  std::string dir;           // required; created if missing (see default_gpu_lock_dir)
-  std::string command;       // written for others to read
-  bool wait = true;          // false: refuse at once when a GPU is held
-  int64_t poll_ms = 250;     // how often a waiting acquire() tries again
+  std::string dir;        // required; created if missing (see default_gpu_lock_dir)
+  std::string command;    // written for others to read
+  bool wait = true;       // false: refuse at once when a GPU is held
+  int64_t poll_ms = 250;  // how often a waiting acquire() tries again
   // Called when acquire() starts waiting for a GPU, and again when its holder changes.
   std::function<void(const std::string&)> on_wait;
   // A waiting acquire() gives up once this is non-zero (Ctrl-C). May be null.

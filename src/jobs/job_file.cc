@@ -44,9 +44,9 @@ constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
 constexpr std::array<const char*, 13> kSettingKeys = {
-    "workdir",     "env",      "gpu_memory", "sm_share",     "memory_limit", "epoch_regex",
-    "sm_activity", "gpu_util", "solo_time",  "startup_time", "mig_profile",  "mig_group",
-    "restart"};
+    "workdir",     "env",         "gpu_memory", "sm_share",  "memory_limit",
+    "epoch_regex", "sm_activity", "gpu_util",   "solo_time", "startup_time",
+    "mig_profile", "mig_group",   "restart"};
 // Keys only a [[job]] may have.
 constexpr std::array<const char*, 4> kJobOnlyKeys = {"name", "command", "repeat", "grid"};
 

@@ -38,12 +38,12 @@ struct JobSpec {
   std::optional<uint64_t> memory_limit_bytes;  // MPS pinned memory limit
   std::optional<std::string> epoch_regex;      // marks an epoch end in stdout
   // Profile hints for the auto policy and `colo simulate` (measured profiles win).
-  std::optional<int> sm_activity_pct;         // solo SM activity, 1-100
-  std::optional<int> gpu_util_pct;            // solo GPU utilization, 1-100
-  std::optional<int64_t> solo_time_ms;        // how long it runs alone
-  std::optional<int64_t> startup_time_ms;     // of that, start-up before the GPU works
-  std::optional<std::string> mig_profile;     // mig: GPU-instance profile ("3g.40gb")
-  std::optional<std::string> mig_group;       // mig: jobs of a group share one GPU instance
+  std::optional<int> sm_activity_pct;      // solo SM activity, 1-100
+  std::optional<int> gpu_util_pct;         // solo GPU utilization, 1-100
+  std::optional<int64_t> solo_time_ms;     // how long it runs alone
+  std::optional<int64_t> startup_time_ms;  // of that, start-up before the GPU works
+  std::optional<std::string> mig_profile;  // mig: GPU-instance profile ("3g.40gb")
+  std::optional<std::string> mig_group;    // mig: jobs of a group share one GPU instance
   RestartPolicy restart = RestartPolicy::kOnFailure;
   std::map<std::string, std::string> params;  // this instance's grid values
   int repeat_index = 1;                       // 1-based

@@ -125,9 +125,8 @@ class Fd {
       dup2(log_fd, STDERR_FILENO) < 0) {
     report_and_exit(report_fd, ChildStep::kExec, errno);
   }
-  if (run_as != nullptr &&
-      (setgroups(run_as->groups.size(), run_as->groups.data()) != 0 ||
-       setgid(run_as->gid) != 0 || setuid(run_as->uid) != 0)) {
+  if (run_as != nullptr && (setgroups(run_as->groups.size(), run_as->groups.data()) != 0 ||
+                            setgid(run_as->gid) != 0 || setuid(run_as->uid) != 0)) {
     report_and_exit(report_fd, ChildStep::kIdentity, errno);
   }
   if (working_dir[0] != '\0' && chdir(working_dir) != 0)
@@ -301,10 +300,10 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
                               request.working_dir, std::strerror(report.error));
         break;
       case ChildStep::kIdentity:
-        message = fmt::format("{}: cannot run as user {} (uid {}): {}", who,
-                              request.run_as ? request.run_as->user : "?",
-                              request.run_as ? request.run_as->uid : 0,
-                              std::strerror(report.error));
+        message =
+            fmt::format("{}: cannot run as user {} (uid {}): {}", who,
+                        request.run_as ? request.run_as->user : "?",
+                        request.run_as ? request.run_as->uid : 0, std::strerror(report.error));
         break;
       case ChildStep::kParentGone:
         message = fmt::format("{}: cannot start: colo exited while starting it", who);

@@ -339,8 +339,8 @@ TEST_F(SupervisorTest, BaseEnvironmentReplacesColosOwn) {
   setenv("COLO_SUPERVISOR_TEST_OWN", "colo", 1);
   JobSupervisor sup(clock_);
   LaunchRequest r = shell("env", "echo own=$COLO_SUPERVISOR_TEST_OWN base=$BASE job=$JOB");
-  r.base_env = std::map<std::string, std::string>{{"BASE", "b"}, {"JOB", "overridden"},
-                                                  {"PATH", "/usr/bin:/bin"}};
+  r.base_env = std::map<std::string, std::string>{
+      {"BASE", "b"}, {"JOB", "overridden"}, {"PATH", "/usr/bin:/bin"}};
   r.env["JOB"] = "j";
   ASSERT_TRUE(sup.start(r).ok());
   ASSERT_EQ(wait_for(sup, 1).size(), 1u);
@@ -360,8 +360,8 @@ TEST_F(SupervisorTest, RunsAsAnotherUserWhenRoot) {
   std::vector<FinishedJob> done = wait_for(sup, 1);
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].exit.state, JobState::kOk) << done[0].exit.reason;
-  EXPECT_EQ(read(r.log_path), fmt::format("65534 {} {} {}\n", nobody->gid, nobody->home,
-                                               nobody->user));
+  EXPECT_EQ(read(r.log_path),
+            fmt::format("65534 {} {} {}\n", nobody->gid, nobody->home, nobody->user));
 }
 
 TEST(RunAs, UnknownUidIsAnError) {

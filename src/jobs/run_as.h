@@ -13,10 +13,10 @@ namespace colo {
 
 struct RunAs {
   uid_t uid = 0;
-  gid_t gid = 0;               // primary group
-  std::vector<gid_t> groups;   // supplementary groups, the primary one included
-  std::string user;            // login name
-  std::string home;            // home directory
+  gid_t gid = 0;              // primary group
+  std::vector<gid_t> groups;  // supplementary groups, the primary one included
+  std::string user;           // login name
+  std::string home;           // home directory
 };
 
 // The identity of `uid` from the user database (passwd, its groups). Fails

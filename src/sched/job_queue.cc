@@ -115,7 +115,8 @@ std::vector<size_t> JobQueue::drain_queued() {
 }
 
 bool JobQueue::remove(size_t job) {
-  auto it = std::find_if(queue_.begin(), queue_.end(), [&](const Entry& e) { return e.job == job; });
+  auto it =
+      std::find_if(queue_.begin(), queue_.end(), [&](const Entry& e) { return e.job == job; });
   if (it == queue_.end()) return false;
   queue_.erase(it);
   return true;

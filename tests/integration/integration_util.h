@@ -40,6 +40,8 @@ class ColoTestDir : public testing::Test {
     char tmpl[] = "/tmp/colo-it-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    // GPU locks of this test only: tests run in parallel on the same simulated GPUs.
+    setenv("COLO_LOCK_DIR", (dir_ + "/locks").c_str(), 1);
   }
   void TearDown() override {
     if (!HasFailure()) shell("rm -rf '" + dir_ + "'");

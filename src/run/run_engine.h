@@ -1,0 +1,262 @@
+// RunEngine: runs jobs on a set of GPUs through one mechanism, and takes new
+// jobs at any time. It is the loop of `colo run` (which submits a job file's
+// jobs and ticks until they have ended) and of `colo serve` (which submits
+// jobs as they arrive and ticks until it is stopped): one engine, two callers.
+//
+// Each tick(): take the sampler's readings and attribute processes to jobs;
+// reap jobs that ended (the policy may requeue an out-of-memory end); place
+// queued jobs (the policy's Scheduler: fixed or auto) and start them
+// (JobSupervisor) with the mechanism's environment; follow their progress
+// files (rates go to the scheduler); finish probes; write events and samples
+// to the store in batches; check the mechanism's health; redraw the display.
+//
+// Mechanism failure: when the mechanism stops answering, or a job fails and
+// the mechanism says it failed under it (the MPS server died), every running
+// job is stopped and requeued with that reason (per its restart policy, up to
+// kMaxJobAttempts attempts), no job is placed until the mechanism has been
+// torn down and prepared again, and then the queue resumes.
+//
+// The caller owns the steps around it (cleaning up, recording the run,
+// preparing the mechanism, tearing down). Every job the engine takes ends in
+// a recorded state, or is handed back by stop_all(kRelease). Not
+// thread-safe: one thread calls everything (the sampler has its own).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "gpu/gpu_backend.h"
+#include "jobs/job_spec.h"
+#include "jobs/job_state.h"
+#include "jobs/job_supervisor.h"
+#include "jobs/progress.h"
+#include "jobs/run_as.h"
+#include "monitor/gpu_sampler.h"
+#include "run/live_display.h"
+#include "sched/scheduler.h"
+#include "sharing/mechanism.h"
+#include "sharing/process_finder.h"
+#include "store/run_store.h"
+
+namespace colo {
+
+// Every job process carries COLO_RUN_TOKEN=<run_token()>, so the processes of
+// a run whose colo died can be found later without mistaking anyone else's.
+inline constexpr const char* kRunTokenEnv = "COLO_RUN_TOKEN";
+// Every job gets a checkpoint directory, the same across its attempts.
+inline constexpr const char* kCheckpointDirEnv = "COLO_CHECKPOINT_DIR";
+std::string run_token(const std::string& host, pid_t colo_pid, UnixMillis started_ms);
+
+struct EngineOptions {
+  // "fixed" or "auto".
+  std::string policy = "auto";
+  // At most this many jobs per GPU (below the mechanism's own limit).
+  std::optional<int> max_jobs_per_gpu;
+  // Auto policy: how long a probe measures a job with no profile alone, at
+  // most (it ends earlier once two progress rates were seen).
+  int64_t probe_ms = 60'000;
+  // Device sampling period.
+  int64_t sample_period_ms = 500;
+  // Time between TERM and KILL when stopping jobs.
+  int64_t stop_grace_ms = 10'000;
+  // How often samples and events are written to the store (one transaction).
+  int64_t flush_ms = 1000;
+  // How often the mechanism's health is checked while jobs are queued or run.
+  int64_t health_check_ms = 5000;
+  // Redraw one line per job in place (a terminal) instead of printing events.
+  bool live_display = false;
+  // Device samples kept in memory for readers (recent_samples()), per GPU.
+  size_t recent_samples_per_gpu = 240;
+};
+
+// Everything the engine talks to, borrowed.
+struct EngineContext {
+  Clock& clock;
+  GpuBackend& backend;
+  RunStore& store;
+  Mechanism& mechanism;
+  std::ostream& out;  // events and the live display
+};
+
+// A job handed to the engine.
+struct EngineJob {
+  JobSpec spec;
+  // Its row in the store's jobs table; 0: the engine adds the row to the run
+  // when the job first starts (the service's jobs, of which the queue is kept
+  // elsewhere).
+  int64_t id = 0;
+  // Logs go to <log_stem>.log, later attempts to <log_stem>.attempt<N>.log.
+  std::string log_stem;
+  std::string progress_path;
+  // COLO_CHECKPOINT_DIR; created (for the job's user) before it starts. Empty: none.
+  std::string checkpoint_dir;
+  // The number of its first attempt here (a service restart continues the count).
+  int attempt = 1;
+  std::optional<RunAs> run_as;  // see LaunchRequest
+  std::optional<std::map<std::string, std::string>> base_env;
+  // Extra environment (COLO_JOB_ID for service jobs).
+  std::map<std::string, std::string> extra_env;
+};
+
+// What changed about a job, for callers that keep their own records (the
+// service's queue). Taken with take_changes().
+struct JobChange {
+  enum class Kind { kStarted, kRequeued, kEnded };
+  Kind kind = Kind::kStarted;
+  size_t key = 0;
+  int64_t job_id = 0;  // its row in the jobs table (0 if it never started)
+  JobState state = JobState::kQueued;
+  std::string reason;
+  std::optional<int> device;
+  int attempt = 1;
+  UnixMillis time_ms = 0;
+};
+
+// A job as it stands now, for displays and snapshots.
+struct EngineJobView {
+  size_t key = 0;
+  int64_t job_id = 0;
+  std::string name;
+  JobState state = JobState::kQueued;
+  std::optional<int> device;
+  pid_t pid = 0;
+  int attempt = 1;
+  UnixMillis started_ms = 0;
+  UnixMillis ended_ms = 0;
+  int64_t epochs = 0;            // epoch ends seen in this attempt
+  std::optional<int64_t> epoch;  // the last epoch number the job reported
+  std::optional<int64_t> last_epoch_ms;
+  std::optional<double> samples_per_s;        // its latest rate
+  std::optional<UnixMillis> expected_end_ms;  // the policy's estimate (auto, with a solo time)
+  uint64_t peak_memory_bytes = 0;
+  bool probe = false;
+  std::string note;
+  std::string log_path;
+};
+
+class RunEngine {
+ public:
+  RunEngine(EngineContext ctx, EngineOptions options, int64_t run_id, std::string run_token,
+            std::vector<DeviceInfo> devices);
+  ~RunEngine();
+  RunEngine(const RunEngine&) = delete;
+  RunEngine& operator=(const RunEngine&) = delete;
+
+  // Makes the policy (with the store's profiles) and starts the sampler.
+  void start();
+
+  // Takes a job; it is placed by a later tick(). Returns its key.
+  size_t submit(EngineJob job);
+
+  // One pass of the loop (see the file comment). Never blocks.
+  void tick();
+
+  // Cancels one job: a queued one ends cancelled now; a running one gets
+  // TERM, then KILL after the grace period, and ends cancelled. `reason` is
+  // recorded ("cancelled by alice"). False when the job has already ended.
+  bool cancel(size_t key, const std::string& reason);
+
+  enum class StopKind {
+    kCancel,  // `colo run` stopped: queued jobs end cancelled, running ones are stopped (cancelled)
+    kShutdown,  // the service stops: queued jobs are released unrecorded, running ones are
+                // stopped and end interrupted (`reason`)
+  };
+  // Stops everything; no job is placed afterwards. Called again (a second
+  // Ctrl-C) with grace 0, kills what still runs.
+  void stop_all(StopKind kind, int64_t grace_ms, const std::string& reason);
+  // Holds placement (drain: running jobs finish, queued ones wait) or resumes it.
+  void hold(bool held) { held_ = held; }
+
+  // Nothing queued and nothing running.
+  bool idle() const;
+  size_t running() const { return by_pid_.size(); }
+  size_t queued() const;
+  bool stopping() const { return stopping_; }
+
+  // Stops the sampler and writes what is left; ends the display.
+  void finish();
+
+  std::vector<JobChange> take_changes() { return std::exchange(changes_, {}); }
+  EngineJobView view(size_t key) const;
+  size_t job_count() const { return jobs_.size(); }
+  // Per GPU, its latest device samples, oldest first.
+  std::map<int, std::deque<DeviceSample>> recent_samples() const { return recent_; }
+  const std::vector<DeviceInfo>& devices() const { return devices_; }
+  // "auto", "fixed, up to 7 jobs per GPU"; empty before start().
+  std::string policy_description() const;
+  // Why the mechanism is down (no job is placed until it is back); empty when it is up.
+  const std::string& mechanism_down() const { return mechanism_down_; }
+  // Jobs that ended ok / not ok.
+  int count(bool ok) const;
+
+ private:
+  struct JobRuntime;
+
+  std::unique_ptr<Scheduler> make_scheduler();
+  void introduce(JobRuntime& job);
+  void record_final(JobRuntime& job, const JobExit& exit, UnixMillis ended_ms);
+  void place();
+  void start_failed(JobRuntime& job, const Error& e);
+  void start(JobRuntime& job, const Decision& d);
+  Status prepare_files(JobRuntime& job);
+  void reap();
+  void end_attempt(JobRuntime& job, const FinishedJob& f);
+  void requeue(JobRuntime& job, UnixMillis ended_ms, const std::string& reason);
+  void finish_probes();
+  void finish_probe(JobRuntime& job);
+  void read_progress_of(JobRuntime& job);
+  void read_progress();
+  void collect_samples();
+  void flush();
+  void check_health();
+  void mechanism_failed(const std::string& reason);
+  void restart_mechanism();
+  void redraw();
+  void report(const Status& s, const std::string& what);
+  std::string log_path(const JobRuntime& job) const;
+  const DeviceInfo& device(int index) const;
+  int jobs_per_device_limit() const;
+
+  EngineContext ctx_;
+  EngineOptions options_;
+  int64_t run_id_;
+  std::string run_token_;
+  std::vector<DeviceInfo> devices_;
+  std::vector<std::unique_ptr<JobRuntime>> jobs_;
+  JobSupervisor supervisor_;
+  GpuSampler sampler_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<StoredProfile> measured_;     // the store's profiles, read at start()
+  std::map<std::string, bool> introduced_;  // signatures the scheduler knows
+  ProcfsProcessTable process_table_;
+  JobAttributor attributor_;
+  LiveDisplay display_;
+  std::map<pid_t, size_t> by_pid_;
+  std::vector<std::pair<int64_t, ProgressEvent>> pending_events_;
+  std::vector<DeviceSample> pending_devices_;
+  std::vector<ProcessSampleRow> pending_processes_;
+  std::vector<pid_t> retired_pids_;
+  std::vector<JobChange> changes_;
+  std::map<int, std::deque<DeviceSample>> recent_;
+  int64_t next_flush_ms_ = 0;
+  int64_t next_health_ms_ = 0;
+  bool stopping_ = false;
+  bool held_ = false;
+  std::string mechanism_down_;
+  bool health_warned_ = false;
+  bool started_ = false;
+  bool finished_ = false;
+  int sampler_errors_shown_ = 0;
+  int store_errors_shown_ = 0;
+};
+
+}  // namespace colo
