@@ -185,6 +185,40 @@ struct CaseRow {
   std::string reason;
 };
 
+// A job submitted to the service (`colo serve`): the queue entry users see,
+// which outlives the service's restarts (implemented in service_store.cc).
+struct NewServiceJob {
+  UnixMillis submitted_ms = 0;
+  uid_t owner_uid = 0;
+  std::string owner_name;
+  std::string job_file;   // as the submitter named it
+  std::string name;       // JobSpec::name
+  std::string group;      // JobSpec::group
+  std::string spec_json;  // the JobSpec, as job_spec_to_json writes it
+  std::string env_json;   // the submitter's environment, the job's base environment
+};
+
+struct ServiceJobRow {
+  int64_t id = 0;
+  UnixMillis submitted_ms = 0;
+  uid_t owner_uid = 0;
+  std::string owner_name;
+  std::string job_file;
+  std::string name;
+  std::string group;
+  std::string spec_json;
+  std::string env_json;
+  // queued, running, then a final state (ok, failed, oom, killed, cancelled, interrupted).
+  JobState state = JobState::kQueued;
+  std::string reason;
+  int attempts = 0;               // attempts started so far
+  std::optional<int64_t> job_id;  // the jobs row of its latest attempt
+  std::optional<int> device;
+  std::optional<UnixMillis> started_ms;  // of its latest attempt
+  std::optional<UnixMillis> ended_ms;
+  std::string log_path;  // of its latest attempt
+};
+
 // A job signature's profile on one GPU model, learned from the store: peak
 // memory from every completed run of it (the largest), solo SM activity,
 // utilization, steady rate and duration from the latest run in which it ran
@@ -266,6 +300,24 @@ class RunStore {
   // Only signatures with a solo rate in `profiles` count.
   Result<std::vector<Collocation>> measured_collocations(const std::vector<StoredProfile>& profiles,
                                                          int max_runs = 200);
+
+  // The service's queue (service_store.cc). Adding is one transaction;
+  // returns the new ids in order.
+  Result<std::vector<int64_t>> add_service_jobs(const std::vector<NewServiceJob>& jobs);
+  // Jobs not yet ended (queued or running), oldest first.
+  Result<std::vector<ServiceJobRow>> unfinished_service_jobs();
+  // The jobs with these ids (those that exist), in id order.
+  Result<std::vector<ServiceJobRow>> service_jobs_by_id(const std::vector<int64_t>& ids);
+  // The `limit` most recently submitted jobs that have ended, newest first.
+  Result<std::vector<ServiceJobRow>> ended_service_jobs(int limit);
+  // An attempt started: state running, attempts + 1, and the attempt's jobs
+  // row (linked back to the service job).
+  Status service_job_started(int64_t id, int64_t job_id, int device, UnixMillis started_ms,
+                             const std::string& log_path);
+  // Back in the queue (its attempt was interrupted or requeued); `reason` says why.
+  Status service_job_requeued(int64_t id, const std::string& reason);
+  Status service_job_ended(int64_t id, JobState state, const std::string& reason,
+                           UnixMillis ended_ms);
 
   // Device samples of a run, oldest first (for reports and tests).
   Result<std::vector<DeviceSample>> device_samples(int64_t run_id);

@@ -151,6 +151,35 @@ constexpr const char* kMigration3 = R"sql(
 ALTER TABLE jobs ADD COLUMN instance TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 4: the service's queue (`colo serve`). A service job is what a
+// user submitted and sees (`colo queue`, `colo cancel ID`); it outlives the
+// service's restarts. Each attempt at it is a row of `jobs` in the run of the
+// service process that started it; service_jobs.job_id names the latest,
+// jobs.service_job_id links every attempt back.
+constexpr const char* kMigration4 = R"sql(
+CREATE TABLE service_jobs (
+  id           INTEGER PRIMARY KEY,
+  submitted_ms INTEGER NOT NULL,
+  owner_uid    INTEGER NOT NULL,
+  owner_name   TEXT NOT NULL,
+  job_file     TEXT NOT NULL DEFAULT '',
+  name         TEXT NOT NULL,
+  grp          TEXT NOT NULL DEFAULT '',
+  spec_json    TEXT NOT NULL,
+  env_json     TEXT NOT NULL DEFAULT '{}',
+  state        TEXT NOT NULL,
+  reason       TEXT NOT NULL DEFAULT '',
+  attempts     INTEGER NOT NULL DEFAULT 0,
+  job_id       INTEGER REFERENCES jobs(id) ON DELETE SET NULL,
+  device       INTEGER,
+  started_ms   INTEGER,
+  ended_ms     INTEGER,
+  log_path     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX service_jobs_by_state ON service_jobs(state);
+ALTER TABLE jobs ADD COLUMN service_job_id INTEGER;
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -174,7 +203,8 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 }  // namespace
 
 const std::vector<std::string>& schema_migrations() {
-  static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3};
+  static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3,
+                                                      kMigration4};
   return kMigrations;
 }
 
