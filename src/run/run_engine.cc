@@ -294,6 +294,10 @@ void RunEngine::start_failed(JobRuntime& job, const Error& e) {
 // and belong to the job's user.
 Status RunEngine::prepare_files(JobRuntime& job) {
   const EngineJob& j = job.job;
+  if (size_t slash = j.log_stem.rfind('/'); slash != std::string::npos && slash > 0) {
+    if (Status s = make_dirs(j.log_stem.substr(0, slash)); !s.ok())
+      return s.error().with_context("log directory");
+  }
   if (!j.checkpoint_dir.empty()) {
     if (Status s = make_dirs(j.checkpoint_dir, 0700); !s.ok())
       return s.error().with_context("checkpoint directory");
