@@ -57,6 +57,7 @@ std::string run_token(const std::string& host, pid_t colo_pid, UnixMillis starte
 struct RunEngine::JobRuntime {
   size_t key = 0;
   EngineJob job;
+  const std::string& label() const { return job.label.empty() ? job.spec.name : job.label; }
   std::string signature;
   JobState state = JobState::kQueued;
   std::optional<int> device;
@@ -263,7 +264,7 @@ void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis en
     report(ctx_.store.job_finished(job.job.id, exit, ended_ms, malformed),
            "record the end of job " + job.job.spec.name);
   }
-  std::string what = fmt::format("{} {}", job.job.spec.name, to_string(exit.state));
+  std::string what = fmt::format("{} {}", job.label(), to_string(exit.state));
   if (job.started_ms > 0)
     what += fmt::format(" after {}", format_duration_ms(ended_ms - job.started_ms));
   if (!job.note.empty()) what += ": " + job.note;
@@ -388,7 +389,7 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   }
   changes_.push_back({JobChange::Kind::kStarted, job.key, job.job.id, JobState::kRunning, "",
                       a.device, job.attempt, now});
-  display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}{}{}", spec.name, a.device,
+  display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}{}{}", job.label(), a.device,
                              device(a.device).name, *pid, request.log_path,
                              a.probe ? " (probe: alone until its profile is measured)" : "",
                              a.memory_limit_bytes && !spec.memory_limit_bytes
@@ -483,7 +484,7 @@ void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string&
          "record the retry of job " + job.job.spec.name);
   changes_.push_back({JobChange::Kind::kRequeued, job.key, job.job.id, JobState::kQueued, reason,
                       job.device, job.attempt, ended_ms});
-  display_.event(fmt::format("{} requeued: {}", job.job.spec.name, reason));
+  display_.event(fmt::format("{} requeued: {}", job.label(), reason));
 }
 
 bool RunEngine::cancel(size_t key, const std::string& reason) {
@@ -498,8 +499,8 @@ bool RunEngine::cancel(size_t key, const std::string& reason) {
   }
   job.stop_reason = reason;
   supervisor_.stop(job.pid, options_.stop_grace_ms);
-  display_.event(fmt::format("{}: {}; stopping it (TERM, then KILL after {})", job.job.spec.name,
-                             reason, format_duration_ms(options_.stop_grace_ms)));
+  display_.event(fmt::format("{}: {}; stopping it (TERM, then KILL after {})", job.label(), reason,
+                             format_duration_ms(options_.stop_grace_ms)));
   return true;
 }
 
@@ -589,7 +590,7 @@ void RunEngine::read_progress_of(JobRuntime& job) {
       }
       job.last_epoch_end_ms = e.time_ms;
       if (!options_.live_display) {
-        display_.event(fmt::format("{} epoch {} done in {}{}", job.job.spec.name,
+        display_.event(fmt::format("{} epoch {} done in {}{}", job.label(),
                                    e.epoch.value_or(job.epochs), format_duration_ms(took),
                                    job.last_samples_per_s
                                        ? fmt::format(", {:.0f} samples/s", *job.last_samples_per_s)

@@ -105,6 +105,8 @@ struct EngineJob {
   std::optional<std::map<std::string, std::string>> base_env;
   // Extra environment (COLO_JOB_ID for service jobs).
   std::map<std::string, std::string> extra_env;
+  // How events name the job; empty: its name ("12 resnet26#1" for service jobs).
+  std::string label;
 };
 
 // What changed about a job, for callers that keep their own records (the

@@ -100,6 +100,7 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec) {
                           : stem + ".progress.jsonl";
   job.checkpoint_dir = fmt::format("{}/checkpoints/{}", options_.logs_root, row.id);
   job.extra_env["COLO_JOB_ID"] = std::to_string(row.id);
+  job.label = fmt::format("job {} ({}, {})", row.id, row.name, row.owner_name);
   json env = json::parse(row.env_json, nullptr, /*allow_exceptions=*/false);
   if (env.is_object() && !env.empty()) job.base_env = string_map(env);
   if (geteuid() == 0 && row.owner_uid != 0) {
@@ -433,7 +434,11 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
   // Step 1.
   (void)clean_up_after_dead_colo(ctx.store, ctx.mechanism_options, ctx.backend, ctx.log);
 
-  // Step 2.
+  // Step 2: one service per store (its queue) and per socket.
+  Result<std::unique_ptr<LockFile>> store_lock = LockFile::acquire(
+      ctx.store.path() + ".serve.lock", "another colo serve",
+      "owns the queue in " + ctx.store.path() + "; stop it first, or use another --db");
+  if (!store_lock.ok()) return store_lock.error();
   ListenOptions listen;
   listen.path = options.socket_path;
   listen.group = options.socket_group;

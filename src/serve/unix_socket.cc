@@ -78,6 +78,26 @@ bool user_in_group(uid_t uid, gid_t gid) {
   return std::find(groups.begin(), groups.end(), gid) != groups.end();
 }
 
+Result<std::unique_ptr<LockFile>> LockFile::acquire(const std::string& path,
+                                                    const std::string& who_else,
+                                                    const std::string& what_to_do) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  std::unique_ptr<LockFile> lock(new LockFile(fd));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {};
+    (void)!::pread(fd, pid, sizeof pid - 1, 0);
+    std::string holder(pid);
+    return Error(
+        fmt::format("{} (pid {}) {}", who_else, holder.substr(0, holder.find('\n')), what_to_do));
+  }
+  std::string me = std::to_string(getpid()) + "\n";
+  if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, me.data(), me.size(), 0);
+  return lock;
+}
+
+LockFile::~LockFile() { ::close(fd_); }
+
 Result<std::unique_ptr<SocketServer>> SocketServer::listen(const ListenOptions& options) {
   Result<sockaddr_un> addr = address_of(options.path);
   if (!addr.ok()) return addr.error();
@@ -86,23 +106,13 @@ Result<std::unique_ptr<SocketServer>> SocketServer::listen(const ListenOptions& 
   }
   std::unique_ptr<SocketServer> server(new SocketServer(options));
 
-  // One service per socket: the lock outlives nothing (the kernel drops it
-  // with the process), so a socket file left by a killed service is stale.
-  const std::string lock_path = options.path + ".lock";
-  server->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (server->lock_fd_ < 0)
-    return Error(fmt::format("cannot open {}: {}", lock_path, std::strerror(errno)));
-  if (::flock(server->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    char pid[32] = {};
-    (void)!::pread(server->lock_fd_, pid, sizeof pid - 1, 0);
-    return Error(
-        fmt::format("another colo serve (pid {}) listens on {}; stop it first, or choose "
-                    "another socket with --socket",
-                    std::string(pid).substr(0, std::string(pid).find('\n')), options.path));
-  }
-  std::string me = std::to_string(getpid()) + "\n";
-  if (::ftruncate(server->lock_fd_, 0) == 0)
-    (void)!::pwrite(server->lock_fd_, me.data(), me.size(), 0);
+  // One service per socket: the kernel drops the lock with the process, so a
+  // socket file left by a killed service is stale.
+  Result<std::unique_ptr<LockFile>> lock = LockFile::acquire(
+      options.path + ".lock", "another colo serve",
+      "listens on " + options.path + "; stop it first, or choose another socket with --socket");
+  if (!lock.ok()) return lock.error();
+  server->lock_ = std::move(lock).value();
 
   ::unlink(options.path.c_str());
   server->listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -126,7 +136,6 @@ SocketServer::~SocketServer() {
     ::close(listen_fd_);
     ::unlink(options_.path.c_str());
   }
-  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 void SocketServer::accept_all() {
@@ -212,7 +221,7 @@ Result<std::string> call_socket(const std::string& path, const std::string& requ
   if (!addr.ok()) return addr.error();
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Error(fmt::format("cannot create a Unix socket: {}", std::strerror(errno)));
-  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  timeval tv{timeout_ms / 1000, static_cast<suseconds_t>(timeout_ms % 1000) * 1000};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {

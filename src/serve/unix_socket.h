@@ -37,6 +37,23 @@ Result<gid_t> group_id(const std::string& name);
 // Whether `uid` is in group `gid` (primary or supplementary).
 bool user_in_group(uid_t uid, gid_t gid);
 
+// An exclusive flock on a file (created if needed), with this pid written in
+// it, held while the object lives; the kernel drops it when the process dies.
+class LockFile {
+ public:
+  // Fails when another process holds it: "<who_else> (pid N) <holds_what>".
+  static Result<std::unique_ptr<LockFile>> acquire(const std::string& path,
+                                                   const std::string& who_else,
+                                                   const std::string& what_to_do);
+  ~LockFile();
+  LockFile(const LockFile&) = delete;
+  LockFile& operator=(const LockFile&) = delete;
+
+ private:
+  explicit LockFile(int fd) : fd_(fd) {}
+  int fd_;
+};
+
 struct ListenOptions {
   std::string path;
   unsigned mode = 0660;
@@ -75,7 +92,7 @@ class SocketServer {
 
   ListenOptions options_;
   int listen_fd_ = -1;
-  int lock_fd_ = -1;
+  std::unique_ptr<LockFile> lock_;
   std::map<int, Connection> connections_;
 };
 

@@ -66,7 +66,7 @@ TEST_F(SocketTest, OneServicePerSocketAndAStaleSocketFileIsReplaced) {
     auto second = SocketServer::listen(options);
     ASSERT_FALSE(second.ok());
     EXPECT_THAT(second.error().message(),
-                HasSubstr("another colo serve (pid " + std::to_string(getpid()) + ")"));
+                HasSubstr("another colo serve (pid " + std::to_string(getpid()) + ") listens on"));
   }
   EXPECT_NE(::access(options.path.c_str(), F_OK), 0) << "removed with its server";
   Result<std::string> nobody = call_socket(options.path, "{}", 500);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -151,7 +152,13 @@ std::string jobs_signature(std::vector<std::string> job_signatures) {
 
 bool process_is_alive(pid_t pid) {
   if (pid <= 0) return false;
-  return kill(pid, 0) == 0 || errno == EPERM;
+  if (kill(pid, 0) != 0 && errno != EPERM) return false;
+  // A zombie (killed, not yet reaped by its parent) is dead for our purposes.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  size_t paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
 }
 
 Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path) {

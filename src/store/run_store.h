@@ -370,7 +370,8 @@ std::map<std::string, JobProfile> known_profiles(const std::vector<StoredProfile
                                                  const std::vector<JobSpec>& jobs,
                                                  std::string_view gpu_model, bool simulated);
 
-// True when a process with this pid exists on this host (kill(pid, 0)).
+// True when a process with this pid exists on this host (kill(pid, 0)) and
+// is not a zombie.
 bool process_is_alive(pid_t pid);
 
 }  // namespace colo

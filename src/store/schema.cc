@@ -204,7 +204,7 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3,
-                                                      kMigration4};
+                                                       kMigration4};
   return kMigrations;
 }
 

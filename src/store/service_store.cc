@@ -99,9 +99,9 @@ Result<std::vector<ServiceJobRow>> RunStore::unfinished_service_jobs() {
 }
 
 Result<std::vector<ServiceJobRow>> RunStore::service_jobs_by_id(const std::vector<int64_t>& ids) {
-  auto s = Statement::prepare(db_.get(), path_,
-                              fmt::format("SELECT {} FROM service_jobs WHERE id = ?",
-                                          kServiceJobColumns));
+  auto s = Statement::prepare(
+      db_.get(), path_,
+      fmt::format("SELECT {} FROM service_jobs WHERE id = ?", kServiceJobColumns));
   if (!s.ok()) return s.error();
   std::vector<int64_t> sorted = ids;
   std::sort(sorted.begin(), sorted.end());
@@ -128,8 +128,8 @@ Result<std::vector<ServiceJobRow>> RunStore::ended_service_jobs(int limit) {
   return read_all(*s);
 }
 
-Status RunStore::service_job_started(int64_t id, int64_t job_id, int device,
-                                     UnixMillis started_ms, const std::string& log_path) {
+Status RunStore::service_job_started(int64_t id, int64_t job_id, int device, UnixMillis started_ms,
+                                     const std::string& log_path) {
   sqlite3* db = db_.get();
   auto tx = Transaction::begin(db, path_);
   if (!tx.ok()) return tx.error();

@@ -2,6 +2,7 @@
 // migration 4.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store/run_store.h"
@@ -74,8 +75,8 @@ TEST(ServiceStore, AJobGoesFromQueuedThroughAttemptsToItsEnd) {
   ASSERT_TRUE(store->service_job_started((*ids)[0], first, 1, kT0 + 10, "/logs/a.log").ok());
   ASSERT_TRUE(store->service_job_requeued((*ids)[0], "attempt 1 interrupted").ok());
   const int64_t second = attempt_row(*store, "a");
-  ASSERT_TRUE(store->service_job_started((*ids)[0], second, 0, kT0 + 20, "/logs/a.attempt2.log")
-                  .ok());
+  ASSERT_TRUE(
+      store->service_job_started((*ids)[0], second, 0, kT0 + 20, "/logs/a.attempt2.log").ok());
   auto running = store->service_jobs_by_id({(*ids)[0], 999});
   ASSERT_TRUE(running.ok());
   ASSERT_EQ(running->size(), 1u);
@@ -115,6 +116,16 @@ TEST(ServiceStore, UnknownIdsAndNonFinalEndsAreErrors) {
   Status not_final = store->service_job_ended(ids->front(), JobState::kRunning, "", kT0);
   ASSERT_FALSE(not_final.ok());
   EXPECT_THAT(not_final.error().message(), HasSubstr("cannot end in state 'running'"));
+}
+
+TEST(ProcessIsAlive, AZombieIsDead) {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  for (int i = 0; i < 200 && process_is_alive(child); ++i) usleep(5000);
+  EXPECT_FALSE(process_is_alive(child)) << "killed but not yet reaped";
+  EXPECT_TRUE(process_is_alive(getpid()));
+  waitpid(child, nullptr, 0);
+  EXPECT_FALSE(process_is_alive(child));
 }
 
 }  // namespace
