@@ -300,6 +300,11 @@ Status RunEngine::prepare_files(JobRuntime& job) {
       return s.error().with_context("log directory");
   }
   if (!j.checkpoint_dir.empty()) {
+    // Its parents only let the job's user through (0711); the directory is theirs alone.
+    if (size_t slash = j.checkpoint_dir.rfind('/'); slash != std::string::npos && slash > 0) {
+      if (Status s = make_dirs(j.checkpoint_dir.substr(0, slash), 0711); !s.ok())
+        return s.error().with_context("checkpoint directory");
+    }
     if (Status s = make_dirs(j.checkpoint_dir, 0700); !s.ok())
       return s.error().with_context("checkpoint directory");
     if (j.run_as) {
