@@ -3,7 +3,8 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev
           libsqlite3-dev libgtest-dev libgmock-dev python3
-          chromium)  # chromium: PNG figures of `colo report` and its browser test
+          chromium   # chromium: PNG figures of `colo report` and its browser test
+          slurm-wlm munge)  # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,8 +1,10 @@
 #include "cli/cli_common.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -91,6 +93,29 @@ std::optional<int64_t> duration_flag(std::string_view flag, const std::string& t
   if (!why.empty()) problem += fmt::format(" ({})", why);
   std::cerr << "colo: " << flag << ": " << problem << "\n";
   return std::nullopt;
+}
+
+std::vector<StoredProfile> stored_profiles(const std::string& db, bool skip,
+                                           std::vector<Collocation>& collocations) {
+  if (skip) return {};
+  std::string path = db.empty() ? default_db_path() : db;
+  if (access(path.c_str(), F_OK) != 0) return {};
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(path);
+  if (!store.ok()) {
+    std::cerr << "colo: warning: ignoring the store: " << store.error().message() << "\n";
+    return {};
+  }
+  Result<std::vector<StoredProfile>> profiles = (*store)->learned_profiles();
+  if (!profiles.ok()) {
+    std::cerr << "colo: warning: ignoring the store: " << profiles.error().message() << "\n";
+    return {};
+  }
+  std::vector<StoredProfile> measured;
+  std::copy_if(profiles->begin(), profiles->end(), std::back_inserter(measured),
+               [](const StoredProfile& p) { return !p.simulated; });
+  if (Result<std::vector<Collocation>> c = (*store)->measured_collocations(measured); c.ok())
+    collocations = std::move(*c);
+  return *profiles;
 }
 
 }  // namespace colo

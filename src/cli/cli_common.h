@@ -12,7 +12,9 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
+#include "sched/interference.h"
 #include "sharing/mechanism.h"
+#include "store/run_store.h"
 
 namespace CLI {
 class App;
@@ -60,5 +62,12 @@ std::optional<MechanismKind> choose_mechanism(const std::string& flag,
 // 100ms", then " (`why`)" when given).
 std::optional<int64_t> duration_flag(std::string_view flag, const std::string& text, int64_t min_ms,
                                      std::string_view why = "");
+
+// The profiles the store at `db` (default: the default store) learned, and
+// its measured collocations (of measured, not simulated, profiles) into
+// `collocations`; none, with a warning on stderr, when it cannot be read;
+// none when `skip` or when there is no store yet.
+std::vector<StoredProfile> stored_profiles(const std::string& db, bool skip,
+                                           std::vector<Collocation>& collocations);
 
 }  // namespace colo

@@ -19,6 +19,8 @@
 #include "run/mechanism_inputs.h"
 #include "run/run_controller.h"
 #include "sharing/mechanism.h"
+#include "slurm/allocation.h"
+#include "slurm/shard_run.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -50,16 +52,54 @@ struct RunFlags {
   std::string lock_dir;
   std::string socket;
   BackendFlags backend;
+  std::string shard_plan;    // `colo slurm submit`'s plan: run one shard of it
+  std::optional<int> shard;  // which; default: the Slurm array element
 };
 
-int run_command(const RunFlags& flags, const std::string& command_line) {
-  if (!flags.local) {
-    if (std::optional<int> code = run_through_service(flags.file, flags.socket)) return *code;
+// The code a finished run exits with.
+int run_exit_code(RunState state) {
+  switch (state) {
+    case RunState::kOk:
+      return kExitOk;
+    case RunState::kCancelled:
+      return kExitCancelled;
+    default:
+      return kExitJobsFailed;
   }
+}
+
+int run_command(const RunFlags& flags, const std::string& command_line) {
   Result<JobFile> file = load_job_file(flags.file);
   if (!file.ok()) {
     std::cerr << "colo: " << file.error().message() << "\n";
     return kExitBadInput;
+  }
+  // Inside a Slurm allocation: only its GPUs, and where it ran is recorded.
+  const EnvLookup env = process_environment();
+  std::string slurm_note;
+  Result<std::optional<SlurmAllocation>> slurm = slurm_allocation(env, &slurm_note);
+  if (!slurm.ok()) {
+    std::cerr << "colo: " << slurm.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  if (!slurm_note.empty()) std::cerr << "colo: warning: " << slurm_note << "\n";
+  // Outside Slurm, a colo serve on this machine owns its GPUs: the jobs go there.
+  if (!flags.local && !*slurm && flags.shard_plan.empty()) {
+    if (std::optional<int> code = run_through_service(flags.file, flags.socket)) return *code;
+  }
+  std::optional<ShardRun> shard;
+  if (!flags.shard_plan.empty()) {
+    Result<ShardRun> prepared =
+        prepare_shard_run(flags.shard_plan, flags.shard, *file, *slurm, env);
+    if (!prepared.ok()) {
+      std::cerr << "colo: " << prepared.error().message() << "\n";
+      return kExitBadInput;
+    }
+    shard = std::move(prepared).value();
+    file = shard->file;
+    std::cout << fmt::format("shard {} of {} (attempt {}): {} jobs; its store is published as {}\n",
+                             shard->shard, flags.shard_plan, shard->attempt, file->jobs.size(),
+                             shard->published_db);
   }
   std::optional<int64_t> period =
       duration_flag("--sample-period", flags.sample_period, 100, "GPM needs that");
@@ -75,6 +115,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   }
 
   MechanismOptions mech_options = default_mechanism_options();
+  mech_options.state_dir = node_local_state_dir(*slurm, env) + "/mps";
   std::optional<MechanismKind> kind =
       choose_mechanism(flags.mechanism, file->mechanism, flags.file, **backend, mech_options);
   if (!kind) return kExitBadInput;
@@ -85,7 +126,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     return kExitEnvironment;
   }
 
-  std::string db_path = flags.db.empty() ? default_db_path() : flags.db;
+  std::string db_path = !flags.db.empty() ? flags.db : shard ? shard->local_db : default_db_path();
   Result<std::unique_ptr<RunStore>> store = RunStore::open(db_path);
   if (!store.ok()) {
     std::cerr << "colo: " << store.error().message() << "\n";
@@ -93,7 +134,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   }
 
   RunOptions options;
-  options.logs_root = flags.logs;
+  options.logs_root = !flags.logs.empty() ? flags.logs : shard ? shard->logs_root : "";
   options.max_jobs_per_gpu = flags.max_per_gpu;
   options.only_devices = flags.gpus;
   if (!flags.policy.empty()) options.policy = flags.policy;
@@ -103,30 +144,39 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   options.command_line = command_line;
   options.locks.dir = flags.lock_dir;
   options.locks.wait = !flags.no_wait;
+  options.slurm = *slurm;
 
   install_stop_handlers();
   RunContext ctx{clock, **backend, **store, **mechanism, mech_options, std::cout, g_stop_requests};
   Result<RunOutcome> outcome = run_job_file(*file, options, ctx);
+  int code = kExitEnvironment;
   if (!outcome.ok()) {
     std::cerr << "colo: " << outcome.error().message() << "\n";
-    return kExitEnvironment;
-  }
-  Result<RunSummary> summary = (*store)->summarize_run(outcome->run_id);
-  if (summary.ok()) {
-    std::cout << "\n" << format_run_summary(*summary);
   } else {
-    std::cerr << "colo: could not summarize run " << outcome->run_id << ": "
-              << summary.error().message() << "\n";
+    Result<RunSummary> summary = (*store)->summarize_run(outcome->run_id);
+    if (summary.ok()) {
+      std::cout << "\n" << format_run_summary(*summary);
+    } else {
+      std::cerr << "colo: could not summarize run " << outcome->run_id << ": "
+                << summary.error().message() << "\n";
+    }
+    if (!shard)
+      std::cout << fmt::format("store: {} (colo show {} --db {})\n", db_path, outcome->run_id,
+                               db_path);
+    code = run_exit_code(outcome->state);
   }
-  std::cout << fmt::format("store: {} (colo show {} --db {})\n", db_path, outcome->run_id, db_path);
-  switch (outcome->state) {
-    case RunState::kOk:
-      return kExitOk;
-    case RunState::kCancelled:
-      return kExitCancelled;
-    default:
-      return kExitJobsFailed;
+  if (shard) {
+    // However the run ended, collect must find what it recorded.
+    Status published = publish_shard_store(**store, *shard);
+    store->reset();
+    remove_shard_local_dir(*shard);
+    if (!published.ok()) {
+      std::cerr << "colo: shard " << shard->shard << ": " << published.error().message() << "\n";
+      return kExitEnvironment;
+    }
+    std::cout << fmt::format("store: published as {}\n", shard->published_db);
   }
+  return code;
 }
 
 // ---- colo devices ---------------------------------------------------------
@@ -438,6 +488,15 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
                       "machine-wide GPU lock directory; default $COLO_LOCK_DIR, else "
                       "/run/colo/locks or /tmp/colo-locks");
   add_backend_flags(*run_cmd, run.backend);
+  run_cmd->add_option("--shard-plan", run.shard_plan,
+                      "run one shard of the plan `colo slurm submit` wrote (its batch script "
+                      "passes this): only that shard's jobs, the store published into the "
+                      "submission directory");
+  run_cmd
+      ->add_option("--shard", run.shard,
+                   "which shard of --shard-plan; default: the Slurm array element "
+                   "(SLURM_ARRAY_TASK_ID)")
+      ->check(CLI::NonNegativeNumber);
   run_cmd->callback([&exit_code, command_line] { exit_code = run_command(run, command_line); });
 
   add_bench_command(app, exit_code, command_line);
@@ -445,6 +504,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   add_mig_command(app, exit_code);
   add_simulate_commands(app, exit_code);
   add_serve_commands(app, exit_code, command_line);
+  add_slurm_command(app, exit_code, command_line);
 
   CLI::App* devices_cmd = app.add_subcommand(
       "devices", "List the GPUs: memory, SMs, MIG mode and profiles, MPS, metrics");

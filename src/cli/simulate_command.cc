@@ -56,30 +56,6 @@ void print_plans(const std::vector<SimJob>& jobs, const std::vector<PolicySpec>&
   }
 }
 
-// Profiles learned from the store, or none (and a note) when it cannot be read.
-std::vector<StoredProfile> stored_profiles(const std::string& db, bool skip,
-                                           std::vector<Collocation>& collocations) {
-  if (skip) return {};
-  std::string path = db.empty() ? default_db_path() : db;
-  if (access(path.c_str(), F_OK) != 0) return {};
-  Result<std::unique_ptr<RunStore>> store = RunStore::open(path);
-  if (!store.ok()) {
-    std::cerr << "colo: warning: ignoring the store: " << store.error().message() << "\n";
-    return {};
-  }
-  Result<std::vector<StoredProfile>> profiles = (*store)->learned_profiles();
-  if (!profiles.ok()) {
-    std::cerr << "colo: warning: ignoring the store: " << profiles.error().message() << "\n";
-    return {};
-  }
-  std::vector<StoredProfile> measured;
-  std::copy_if(profiles->begin(), profiles->end(), std::back_inserter(measured),
-               [](const StoredProfile& p) { return !p.simulated; });
-  if (Result<std::vector<Collocation>> c = (*store)->measured_collocations(measured); c.ok())
-    collocations = std::move(*c);
-  return *profiles;
-}
-
 int simulate_command(const SimulateFlags& flags) {
   std::optional<int64_t> deadline_ms;
   if (!flags.deadline.empty()) {

@@ -127,6 +127,13 @@ std::string format_run_summary(const RunSummary& summary) {
                   run.mechanism, backend_label(run), format_local_datetime(run.started_ms));
   if (!run.job_file.empty()) out += "  job file " + run.job_file;
   out += "\n";
+  if (!run.slurm.job_id.empty()) {
+    out += fmt::format("Slurm job {}{} on {}{}\n", run.slurm.job_id,
+                       run.slurm.step.empty() ? "" : " step " + run.slurm.step, run.slurm.node,
+                       run.slurm.restart_count > 0
+                           ? fmt::format(" (requeued {} times before)", run.slurm.restart_count)
+                           : "");
+  }
   if (run.simulated) {
     out +=
         "SIMULATED: these numbers come from colo's simulated GPU, not from measurements on a "
@@ -251,6 +258,12 @@ nlohmann::json to_json(const RunRow& run) {
       {"job_count", run.job_count},
       {"host", run.host},
       {"colo_pid", run.colo_pid},
+      {"slurm", run.slurm.job_id.empty()
+                    ? nlohmann::json(nullptr)
+                    : nlohmann::json{{"job_id", run.slurm.job_id},
+                                     {"step", run.slurm.step},
+                                     {"node", run.slurm.node},
+                                     {"restart_count", run.slurm.restart_count}}},
   };
 }
 

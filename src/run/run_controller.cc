@@ -114,12 +114,13 @@ Status clean_up_after_dead_colo(RunStore& store, const MechanismOptions& mechani
   return OkStatus();
 }
 
-Result<std::vector<DeviceInfo>> usable_devices(GpuBackend& backend,
-                                               const std::vector<int>& wanted) {
+Result<std::vector<DeviceInfo>> run_devices(GpuBackend& backend, const std::vector<int>& wanted,
+                                            const std::optional<SlurmAllocation>& slurm) {
   Result<std::vector<DeviceInfo>> devices = backend.devices();
   if (!devices.ok()) return devices.error();
   if (devices->empty()) return Error(fmt::format("the {} backend found no GPU", backend.name()));
-  if (wanted.empty()) return devices;
+  devices = usable_devices(*devices, slurm);
+  if (!devices.ok() || wanted.empty()) return devices;
   return select_devices(*devices, wanted);
 }
 
@@ -138,7 +139,8 @@ Result<std::unique_ptr<GpuLocks>> lock_devices(const std::vector<DeviceInfo>& de
 
 NewRun new_run_record(Clock& clock, const Mechanism& mechanism, const GpuBackend& backend,
                       const std::string& job_file, const std::string& command_line,
-                      const std::vector<DeviceInfo>& devices) {
+                      const std::vector<DeviceInfo>& devices,
+                      const std::optional<SlurmAllocation>& slurm) {
   return NewRun{clock.now_ms(),
                 to_string(mechanism.kind()),
                 backend.name(),
@@ -147,15 +149,19 @@ NewRun new_run_record(Clock& clock, const Mechanism& mechanism, const GpuBackend
                 command_line,
                 host_name(),
                 getpid(),
-                devices_json(devices)};
+                devices_json(devices),
+                slurm ? SlurmRecord{slurm->job_id, slurm->step, slurm->node, slurm->restart_count}
+                      : SlurmRecord{}};
 }
 
 Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, RunContext& ctx) {
   // Step 1: clean up after an earlier colo that died.
   (void)clean_up_after_dead_colo(ctx.store, ctx.mechanism_options, ctx.backend, ctx.out);
 
-  // Step 2: the devices (locked, so no other colo places jobs there), the run and its jobs.
-  Result<std::vector<DeviceInfo>> devices = usable_devices(ctx.backend, options.only_devices);
+  // Step 2: the devices (inside Slurm, its GPUs; locked, so that no other
+  // colo places jobs there), the run and its jobs.
+  Result<std::vector<DeviceInfo>> devices =
+      run_devices(ctx.backend, options.only_devices, options.slurm);
   if (!devices.ok()) return devices.error();
   LockOptions lock = options.locks;
   if (lock.command.empty()) lock.command = options.command_line;
@@ -164,7 +170,7 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   if (!locks.ok()) return locks.error();
 
   NewRun new_run = new_run_record(ctx.clock, ctx.mechanism, ctx.backend, file.path,
-                                  options.command_line, *devices);
+                                  options.command_line, *devices, options.slurm);
   Result<int64_t> run_id = ctx.store.begin_run(new_run);
   if (!run_id.ok()) return run_id.error();
 
@@ -197,6 +203,13 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
                          devices->size() == 1 ? "" : "s", devices->front().name,
                          ctx.backend.simulated() ? ", SIMULATED: numbers are not measured" : "",
                          to_string(ctx.mechanism.kind()), logs_dir);
+  if (options.slurm) {
+    std::string uuids;
+    for (const DeviceInfo& d : *devices) uuids += fmt::format(" gpu{}={}", d.index, d.uuid);
+    ctx.out << fmt::format("inside Slurm job {} (step {}, node {}, restart {}): its GPUs{}\n",
+                           options.slurm->job_id, options.slurm->step, options.slurm->node,
+                           options.slurm->restart_count, uuids);
+  }
 
   // Step 3: the mechanism. If it cannot start, no job runs, and each is recorded as failed.
   if (Status s = ctx.mechanism.prepare(*devices); !s.ok()) {

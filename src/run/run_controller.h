@@ -34,6 +34,7 @@
 #include "gpu/gpu_lock.h"
 #include "jobs/job_spec.h"
 #include "sharing/mechanism.h"
+#include "slurm/allocation.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -48,8 +49,12 @@ struct LockOptions {
 struct RunOptions {
   // Where job logs and progress files go; default <state dir>/runs.
   std::string logs_root;
-  // The GPUs (backend indices) the run may use; empty: every GPU found.
+  // The GPUs (backend indices) the run may use; empty: every GPU found (in a
+  // Slurm allocation: every GPU Slurm gave the job).
   std::vector<int> only_devices;
+  // The Slurm allocation colo runs in (slurm_allocation()): limits the GPUs
+  // (usable_devices()) and is recorded with the run.
+  std::optional<SlurmAllocation> slurm;
   // Overrides the job file's [run] max_per_gpu.
   std::optional<int> max_jobs_per_gpu;
   // "fixed" or "auto"; overrides the job file's [run] policy (default auto).
@@ -104,9 +109,11 @@ Result<std::vector<DeviceInfo>> select_devices(const std::vector<DeviceInfo>& fo
 Status clean_up_after_dead_colo(RunStore& store, const MechanismOptions& mechanism_options,
                                 GpuBackend& backend, std::ostream& out);
 
-// The GPUs a run or the service may use: every GPU the backend finds, or
-// those `wanted` names. The one place where that choice is made.
-Result<std::vector<DeviceInfo>> usable_devices(GpuBackend& backend, const std::vector<int>& wanted);
+// The GPUs a run or the service may use: every GPU the backend finds (inside
+// a Slurm allocation, those Slurm gave the job), or those of them `wanted`
+// names. The one place where that choice is made.
+Result<std::vector<DeviceInfo>> run_devices(GpuBackend& backend, const std::vector<int>& wanted,
+                                            const std::optional<SlurmAllocation>& slurm);
 
 // Takes the machine-wide locks of `devices`, saying on `out` whom it waits
 // for; a stop request ends the wait.
@@ -115,10 +122,11 @@ Result<std::unique_ptr<GpuLocks>> lock_devices(const std::vector<DeviceInfo>& de
                                                const std::atomic<int>& stop_requests,
                                                std::ostream& out);
 
-// The run record for the store: now, this process, this host.
+// The run record for the store: now, this process, this host, the Slurm job.
 NewRun new_run_record(Clock& clock, const Mechanism& mechanism, const GpuBackend& backend,
                       const std::string& job_file, const std::string& command_line,
-                      const std::vector<DeviceInfo>& devices);
+                      const std::vector<DeviceInfo>& devices,
+                      const std::optional<SlurmAllocation>& slurm);
 
 // Runs every job of `file`. Errors are returned only when the run could not
 // take place at all (no device, store unwritable, mechanism failed to

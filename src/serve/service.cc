@@ -446,7 +446,7 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
   if (!server.ok()) return server.error();
 
   // Step 3.
-  Result<std::vector<DeviceInfo>> devices = usable_devices(ctx.backend, options.gpus);
+  Result<std::vector<DeviceInfo>> devices = run_devices(ctx.backend, options.gpus, options.slurm);
   if (!devices.ok()) return devices.error();
   LockOptions lock = options.locks;
   if (lock.command.empty()) lock.command = options.command_line;
@@ -455,8 +455,8 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
   if (!locks.ok()) return locks.error();
 
   // Step 4.
-  NewRun new_run =
-      new_run_record(ctx.clock, ctx.mechanism, ctx.backend, "", options.command_line, *devices);
+  NewRun new_run = new_run_record(ctx.clock, ctx.mechanism, ctx.backend, "", options.command_line,
+                                  *devices, options.slurm);
   Result<int64_t> run_id = ctx.store.begin_run(new_run);
   if (!run_id.ok()) return run_id.error();
 

@@ -55,7 +55,9 @@
 namespace colo {
 
 struct ServeOptions {
-  std::vector<int> gpus;              // empty: every GPU
+  std::vector<int> gpus;  // empty: every GPU
+  // The Slurm allocation the service runs in: it uses only the allocation's GPUs.
+  std::optional<SlurmAllocation> slurm;
   LockOptions locks;                  // how the GPUs are taken (waits by default)
   std::string socket_path;            // required
   std::optional<gid_t> socket_group;  // the socket's group (mode 0660); unset: the service's

@@ -290,8 +290,9 @@ Result<std::vector<int64_t>> RunStore::mark_stale_runs(
 Result<int64_t> RunStore::begin_run(const NewRun& run) {
   auto insert = Statement::prepare(db_.get(), path_, R"sql(
       INSERT INTO runs (started_ms, state, mechanism, backend, simulated, job_file, host, colo_pid,
-                        command_line, devices_json)
-      VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?))sql");
+                        command_line, devices_json, slurm_job_id, slurm_step, slurm_node,
+                        slurm_restart_count)
+      VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
   if (!insert.ok()) return insert.error();
   Status status = insert->bind(1, run.started_ms)
                       .bind(2, run.mechanism)
@@ -302,6 +303,10 @@ Result<int64_t> RunStore::begin_run(const NewRun& run) {
                       .bind(7, static_cast<int64_t>(run.colo_pid))
                       .bind(8, run.command_line)
                       .bind(9, run.devices_json.empty() ? std::string("[]") : run.devices_json)
+                      .bind(10, run.slurm.job_id)
+                      .bind(11, run.slurm.step)
+                      .bind(12, run.slurm.node)
+                      .bind(13, run.slurm.restart_count)
                       .run();
   if (!status.ok()) return status.error().with_context("recording the start of a run");
   return sqlite3_last_insert_rowid(db_.get());
@@ -341,6 +346,15 @@ Result<std::vector<int64_t>> RunStore::add_jobs(int64_t run_id, const std::vecto
   }
 
   // The signature covers every job of the run, also those added earlier.
+  Status status = refresh_jobs_signature(run_id);
+  if (!status.ok()) return status.error();
+  status = tx->commit();
+  if (!status.ok()) return status.error();
+  return ids;
+}
+
+Status RunStore::refresh_jobs_signature(int64_t run_id) {
+  sqlite3* db = db_.get();
   auto signatures = Statement::prepare(db, path_, "SELECT signature FROM jobs WHERE run_id = ?");
   if (!signatures.ok()) return signatures.error();
   signatures->bind(1, run_id);
@@ -353,11 +367,7 @@ Result<std::vector<int64_t>> RunStore::add_jobs(int64_t run_id, const std::vecto
   }
   auto update = Statement::prepare(db, path_, "UPDATE runs SET jobs_signature = ? WHERE id = ?");
   if (!update.ok()) return update.error();
-  Status status = update->bind(1, jobs_signature(std::move(all))).bind(2, run_id).run();
-  if (!status.ok()) return status.error();
-  status = tx->commit();
-  if (!status.ok()) return status.error();
-  return ids;
+  return update->bind(1, jobs_signature(std::move(all))).bind(2, run_id).run();
 }
 
 namespace {
@@ -516,7 +526,8 @@ namespace {
 
 constexpr const char* kRunColumns =
     "r.id, r.started_ms, r.ended_ms, r.state, r.mechanism, r.backend, r.simulated, r.job_file, "
-    "r.jobs_signature, (SELECT count(*) FROM jobs j WHERE j.run_id = r.id), r.host, r.colo_pid";
+    "r.jobs_signature, (SELECT count(*) FROM jobs j WHERE j.run_id = r.id), r.host, r.colo_pid, "
+    "r.slurm_job_id, r.slurm_step, r.slurm_node, r.slurm_restart_count";
 
 Result<RunRow> run_from_row(const Statement& s) {
   RunRow run;
@@ -534,6 +545,7 @@ Result<RunRow> run_from_row(const Statement& s) {
   run.job_count = static_cast<int>(s.int64_at(9));
   run.host = s.text_at(10);
   run.colo_pid = static_cast<pid_t>(s.int64_at(11));
+  run.slurm = {s.text_at(12), s.text_at(13), s.text_at(14), static_cast<int>(s.int64_at(15))};
   return run;
 }
 

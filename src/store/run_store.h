@@ -36,6 +36,14 @@ enum class RunState { kRunning, kOk, kFailed, kCancelled, kInterrupted };
 std::string to_string(RunState state);  // "running", "ok", "failed", "cancelled", "interrupted"
 Result<RunState> parse_run_state(std::string_view text);
 
+// Where a run ran inside Slurm; empty (and 0) outside.
+struct SlurmRecord {
+  std::string job_id;     // "1234", "1234_5" (array element); merged stores: "1234"
+  std::string step;       // "batch", "0"
+  std::string node;       // merged stores: the nodes, comma-separated
+  int restart_count = 0;  // SLURM_RESTART_COUNT
+};
+
 struct NewRun {
   UnixMillis started_ms = 0;
   std::string mechanism;  // "exclusive" | "naive" | "mps"
@@ -46,6 +54,7 @@ struct NewRun {
   std::string host;
   pid_t colo_pid = 0;
   std::string devices_json;  // the DeviceInfo list, for the record
+  SlurmRecord slurm;
 };
 
 struct ProcessSampleRow {
@@ -66,6 +75,7 @@ struct RunRow {
   int job_count = 0;
   std::string host;
   pid_t colo_pid = 0;
+  SlurmRecord slurm;
 };
 
 struct JobSummary {
@@ -233,6 +243,13 @@ struct StoredProfile {
   JobProfile profile;
 };
 
+// One run of another colo store file, for RunStore::merge_runs.
+struct RunSource {
+  std::string path;    // the other store; opened read-only
+  int64_t run_id = 0;  // 0: its latest run
+  std::string label;   // recorded with its devices in the merged run ("shard 0 attempt 1")
+};
+
 class RunStore {
  public:
   // Opens (creating if needed) the database at `path` (":memory:" for
@@ -276,6 +293,20 @@ class RunStore {
   Status add_job_events(const std::vector<std::pair<int64_t, ProgressEvent>>& events);
   Status add_samples(int64_t run_id, const std::vector<DeviceSample>& devices,
                      const std::vector<ProcessSampleRow>& processes);
+
+  // Copies the runs of `sources` into ONE new run of this store
+  // (run_merge.cc): their jobs with their events, device and process samples.
+  // The devices of each source are numbered after those of the sources
+  // before it; the new run's devices_json lists them with their source's
+  // label and index there. The new run is `run` (devices_json ignored;
+  // started_ms 0: the earliest source start), ended at the latest source end,
+  // ok when it holds jobs and every one ended ok, failed otherwise. Each
+  // source is one transaction: merge into a fresh store and replace the
+  // real one when done. Tables other than these five are not copied.
+  Result<int64_t> merge_runs(const NewRun& run, const std::vector<RunSource>& sources);
+  // Writes a consistent copy of the whole store to `path`, which must not
+  // exist (VACUUM INTO; run_merge.cc).
+  Status copy_to(const std::string& path);
 
   Result<std::vector<RunRow>> list_runs(int limit = 50);
   // `run_id` 0 means the most recent run.
@@ -341,6 +372,8 @@ class RunStore {
                                                UnixMillis now_ms,
                                                const std::optional<std::string>& only_host);
   Result<RunRow> read_run(int64_t run_id);
+  // Sets the run's jobs_signature from every job it holds.
+  Status refresh_jobs_signature(int64_t run_id);
   Result<RunSummary> summarize(int64_t run_id, bool with_baseline);
 
   SqliteDb db_;

@@ -151,12 +151,22 @@ constexpr const char* kMigration3 = R"sql(
 ALTER TABLE jobs ADD COLUMN instance TEXT NOT NULL DEFAULT '';
 )sql";
 
-// Version 4: the service's queue (`colo serve`). A service job is what a
+// Version 4: where a run ran inside Slurm ('' and 0 outside): its Slurm job
+// ("1234", "1234_5" for element 5 of array job 1234), step ("batch", "0"),
+// node, and how often Slurm had requeued the job (SLURM_RESTART_COUNT).
+constexpr const char* kMigration4 = R"sql(
+ALTER TABLE runs ADD COLUMN slurm_job_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slurm_step TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slurm_node TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slurm_restart_count INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// Version 5: the service's queue (`colo serve`). A service job is what a
 // user submitted and sees (`colo queue`, `colo cancel ID`); it outlives the
 // service's restarts. Each attempt at it is a row of `jobs` in the run of the
 // service process that started it; service_jobs.job_id names the latest,
 // jobs.service_job_id links every attempt back.
-constexpr const char* kMigration4 = R"sql(
+constexpr const char* kMigration5 = R"sql(
 CREATE TABLE service_jobs (
   id           INTEGER PRIMARY KEY,
   submitted_ms INTEGER NOT NULL,
@@ -204,7 +214,7 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3,
-                                                       kMigration4};
+                                                       kMigration4, kMigration5};
   return kMigrations;
 }
 

@@ -1,5 +1,5 @@
 // The service's queue half of RunStore (declared in run_store.h): jobs
-// submitted to `colo serve` (schema version 4).
+// submitted to `colo serve` (schema version 5).
 #include <fmt/format.h>
 #include <sqlite3.h>
 

@@ -1,0 +1,351 @@
+// `colo slurm submit | status | collect`: a sweep as a Slurm job array of
+// node-sized shards, each run by `colo run` on its node, and the shards'
+// stores merged into one (see src/slurm/ and docs/slurm.md).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <climits>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "common/paths.h"
+#include "common/units.h"
+#include "gpu/sim_backend.h"
+#include "jobs/job_file.h"
+#include "simulate/sim_jobs.h"
+#include "slurm/collect.h"
+#include "slurm/shard_plan.h"
+#include "slurm/slurm_client.h"
+
+namespace colo {
+namespace {
+
+struct SubmitFlags {
+  std::string file;
+  std::string partition;
+  int gpus_per_node = 1;
+  std::optional<int> nodes;
+  std::string deadline;
+  int max_nodes = 64;
+  std::string mechanism;
+  std::string policy;
+  std::string dir;
+  std::string time_limit;
+  std::vector<std::string> sbatch_options;
+  std::string gpu = "H200";
+  std::string db;
+  bool dry_run = false;
+  BackendFlags backend;
+};
+
+std::string this_executable() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("colo") : exe.string();
+}
+
+std::string default_submission_dir(const std::string& file) {
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  return absolute_path(
+      fmt::format("colo-slurm-{}-{}", std::filesystem::path(file).stem().string(), stamp));
+}
+
+int submit_command(const SubmitFlags& flags) {
+  std::optional<int64_t> deadline_ms;
+  if (!flags.deadline.empty()) {
+    deadline_ms = duration_flag("--deadline", flags.deadline, 1);
+    if (!deadline_ms) return kExitBadInput;
+  }
+  Result<JobFile> file = load_job_file(flags.file);
+  if (!file.ok()) {
+    std::cerr << "colo: " << file.error().message() << "\n";
+    return kExitBadInput;
+  }
+  Result<SimGpuModel> model = sim_gpu_model(flags.gpu);
+  if (!model.ok()) {
+    std::cerr << "colo: --gpu: " << model.error().message() << "\n";
+    return kExitBadInput;
+  }
+  const std::string mechanism =
+      !flags.mechanism.empty() ? flags.mechanism : file->mechanism.value_or("");
+  const std::string policy = !flags.policy.empty() ? flags.policy : file->policy.value_or("");
+  std::string policy_note;
+  PolicySpec planning =
+      planning_policy(mechanism, policy, flags.backend.backend == "sim", &policy_note);
+
+  std::vector<Collocation> collocations;
+  std::vector<StoredProfile> stored = stored_profiles(flags.db, false, collocations);
+  SimJobSet set = make_sim_jobs(*file, known_profiles(stored, file->jobs, model->model, true));
+  SimOptions node;
+  node.gpus = flags.gpus_per_node;
+  node.gpu_memory_bytes = model->memory_total_bytes;
+  node.model = calibrate(InterferenceModel{}, collocations);
+  Result<NodePlan> nodes =
+      plan_nodes(set.jobs, planning, node, flags.nodes, deadline_ms, flags.max_nodes);
+  if (!nodes.ok()) {
+    std::cerr << "colo: " << nodes.error().message() << "\n";
+    return kExitBadInput;
+  }
+
+  const std::string dir =
+      flags.dir.empty() ? default_submission_dir(flags.file) : absolute_path(flags.dir);
+  if (std::filesystem::exists(plan_path(dir))) {
+    std::cerr << fmt::format(
+        "colo: {} already holds a submission (plan.json): choose another --dir\n", dir);
+    return kExitBadInput;
+  }
+  ShardPlan plan;
+  plan.job_file = absolute_path(flags.file);
+  plan.total_jobs = static_cast<int>(file->jobs.size());
+  plan.mechanism = flags.mechanism;
+  plan.policy = flags.policy;
+  plan.gpus_per_node = flags.gpus_per_node;
+  plan.how = nodes->how;
+  plan.colo_binary = this_executable();
+  plan.run_arguments = {"--backend", flags.backend.backend};
+  if (flags.backend.backend == "sim") {
+    plan.run_arguments.insert(plan.run_arguments.end(),
+                              {"--sim-gpu", flags.backend.sim_gpu, "--sim-devices",
+                               std::to_string(flags.backend.sim_devices)});
+  }
+  for (size_t i = 0; i < nodes->shards.size(); ++i) {
+    Shard shard;
+    for (size_t job : nodes->shards[i]) shard.jobs.push_back(file->jobs[job].name);
+    shard.estimated_ms = nodes->makespan_ms[i];
+    plan.shards.push_back(std::move(shard));
+  }
+  SbatchOptions sbatch;
+  sbatch.partition = flags.partition;
+  sbatch.time_limit = flags.time_limit;
+  sbatch.job_name = "colo-" + std::filesystem::path(flags.file).stem().string();
+  sbatch.extra = flags.sbatch_options;
+  Result<std::string> script = batch_script(plan, dir, sbatch);
+  if (!script.ok()) {
+    std::cerr << "colo: " << script.error().message() << "\n";
+    return kExitBadInput;
+  }
+  for (const std::string& d : {dir, dir + "/slurm", dir + "/shards"}) {
+    if (Status s = make_dirs(d); !s.ok()) {
+      std::cerr << "colo: " << s.error().message() << "\n";
+      return kExitEnvironment;
+    }
+  }
+  const std::string script_path = dir + "/shard.sbatch";
+  {
+    std::ofstream out(script_path);
+    out << *script;
+    if (!out) {
+      std::cerr << "colo: cannot write " << script_path << "\n";
+      return kExitEnvironment;
+    }
+  }
+  if (Status s = write_plan(plan_path(dir), plan); !s.ok()) {
+    std::cerr << "colo: " << s.error().message() << "\n";
+    return kExitEnvironment;
+  }
+
+  std::cout << fmt::format("{} jobs from {} as {} shard{} of up to {} GPU{} each ({})\n",
+                           plan.total_jobs, flags.file, plan.shards.size(),
+                           plan.shards.size() == 1 ? "" : "s", plan.gpus_per_node,
+                           plan.gpus_per_node == 1 ? "" : "s", plan.how);
+  for (const std::string& line : set.sources) std::cout << "  " << line << "\n";
+  for (const std::string& line : set.assumptions) std::cout << "  assumption: " << line << "\n";
+  if (!policy_note.empty()) std::cout << "  note: " << policy_note << "\n";
+  for (size_t i = 0; i < plan.shards.size(); ++i) {
+    std::cout << fmt::format("  shard {}: {} jobs, about {} on one node (simulated, {})\n", i,
+                             plan.shards[i].jobs.size(),
+                             format_duration_ms(plan.shards[i].estimated_ms), planning.name);
+  }
+  std::cout << fmt::format("plan: {}\nbatch script: {}\n", plan_path(dir), script_path);
+  if (flags.dry_run) {
+    std::cout << fmt::format("not submitted (--dry-run): sbatch {} submits it\n", script_path);
+    return kExitOk;
+  }
+
+  SystemClock clock;
+  Result<CommandOutput> out = process_runner(clock)({"sbatch", "--parsable", script_path});
+  if (!out.ok() || out->exit_status != 0) {
+    std::cerr << "colo: sbatch failed: "
+              << (out.ok() ? out->stderr_text + out->stdout_text : out.error().message()) << "\n";
+    return kExitEnvironment;
+  }
+  Result<std::string> id = parse_sbatch_output(out->stdout_text);
+  if (!id.ok()) {
+    std::cerr << "colo: " << id.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  plan.array_job_id = *id;
+  plan.submitted_ms = clock.now_ms();
+  if (Status s = write_plan(plan_path(dir), plan); !s.ok()) {
+    std::cerr << "colo: " << s.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  std::cout << fmt::format(
+      "submitted array job {} ({} elements)\n  colo slurm status {}\n  colo slurm collect {}   "
+      "(once they ended; then colo show --db {}/colo.db)\n",
+      *id, plan.shards.size(), dir, dir, dir);
+  return kExitOk;
+}
+
+int status_command(const std::string& dir_flag) {
+  const std::string dir = absolute_path(dir_flag);
+  Result<ShardPlan> plan = read_plan(plan_path(dir));
+  if (!plan.ok()) {
+    std::cerr << "colo: " << plan.error().message() << "\n";
+    return kExitBadInput;
+  }
+  SystemClock clock;
+  SweepStatus status = sweep_status(*plan, dir, process_runner(clock));
+  std::cout << fmt::format("array job {}: {} jobs of {} in {} shards ({})\n",
+                           plan->array_job_id.empty() ? "-" : plan->array_job_id, plan->total_jobs,
+                           plan->job_file, plan->shards.size(), plan->how);
+  for (const std::string& note : status.notes) std::cout << "  note: " << note << "\n";
+  std::cout << fmt::format("{:<6} {:<12} {:<10} {:>5} {:<9} {:<10} {:>4} {:>7}  {}\n", "SHARD",
+                           "SLURM", "NODE", "JOBS", "ATTEMPTS", "RUN", "OK", "NOT OK", "NOTE");
+  for (const ShardStatus& s : status.shards) {
+    std::string attempts;
+    for (int a : s.attempts) attempts += fmt::format("{}{}", attempts.empty() ? "" : ",", a);
+    std::string node = s.slurm && !s.slurm->node.empty() ? s.slurm->node : s.node;
+    std::string note =
+        !s.error.empty()                         ? s.error
+        : s.slurm && s.slurm->state == "PENDING" ? "waiting: " + s.slurm->reason
+        : s.slurm && s.slurm->state == "RUNNING"
+            ? (s.attempts.empty() ? "running; results when it ends" : "running again (requeued)")
+            : "";
+    std::cout << fmt::format("{:<6} {:<12} {:<10} {:>5} {:<9} {:<10} {:>4} {:>7}  {}\n", s.shard,
+                             s.slurm ? s.slurm->state : "-", node.empty() ? "-" : node, s.jobs,
+                             attempts.empty() ? "-" : attempts,
+                             s.run_state.empty() ? "-" : s.run_state,
+                             s.run_state.empty() ? "-" : std::to_string(s.jobs_ok),
+                             s.run_state.empty() ? "-" : std::to_string(s.jobs_not_ok), note);
+  }
+  return kExitOk;
+}
+
+int collect_command(const std::string& dir_flag, const std::string& db, bool partial,
+                    const std::string& command_line) {
+  const std::string dir = absolute_path(dir_flag);
+  Result<ShardPlan> plan = read_plan(plan_path(dir));
+  if (!plan.ok()) {
+    std::cerr << "colo: " << plan.error().message() << "\n";
+    return kExitBadInput;
+  }
+  std::vector<ElementState> queued;
+  if (!plan->array_job_id.empty()) {
+    SystemClock clock;
+    Result<std::vector<ElementState>> q =
+        queued_elements(process_runner(clock), plan->array_job_id);
+    if (q.ok()) {
+      queued = std::move(*q);
+    } else if (!partial) {
+      std::cerr << fmt::format(
+          "colo: cannot tell whether shards are still running: {}\n  (pass --partial to merge "
+          "what was published anyway)\n",
+          q.error().message());
+      return kExitEnvironment;
+    }
+  }
+  Result<JobFile> file = load_job_file(plan->job_file);  // for jobs no store holds; optional
+  CollectOptions options;
+  options.out_path = db.empty() ? "" : absolute_path(db);
+  options.partial = partial;
+  options.command_line = command_line;
+  Result<CollectResult> result =
+      collect_shards(*plan, dir, queued, file.ok() ? &*file : nullptr, options);
+  if (!result.ok()) {
+    std::cerr << "colo: " << result.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  for (const std::string& line : result->lines) std::cout << line << "\n";
+  std::cout << fmt::format(
+      "merged {} jobs of {} planned into run {} of {}: {} ok, {} not ok{}\n  colo show --db {}\n",
+      result->jobs, plan->total_jobs, result->run_id, result->out_path, result->jobs_ok,
+      result->jobs - result->jobs_ok,
+      result->jobs_missing > 0
+          ? fmt::format(" ({} recorded by no shard: failed, with the reason)", result->jobs_missing)
+          : "",
+      result->out_path);
+  return result->jobs_ok == result->jobs ? kExitOk : kExitJobsFailed;
+}
+
+}  // namespace
+
+void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command_line) {
+  CLI::App* slurm = app.add_subcommand(
+      "slurm", "Run a sweep on a Slurm cluster: one array element per node, collected after");
+  slurm->require_subcommand(1);
+
+  static SubmitFlags submit;
+  CLI::App* submit_cmd = slurm->add_subcommand(
+      "submit",
+      "Split a sweep into node-sized shards (learned profiles; --deadline: colo simulate's "
+      "planner picks the node count) and submit them as one Slurm job array");
+  submit_cmd->add_option("file", submit.file, "job file (see docs/job-file.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  submit_cmd->add_option("--partition,-p", submit.partition, "Slurm partition");
+  submit_cmd->add_option("--gpus-per-node", submit.gpus_per_node, "GPUs each element asks for")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  CLI::Option* nodes = submit_cmd->add_option("--nodes,-N", submit.nodes, "shards (nodes) to use")
+                           ->check(CLI::Range(1, 100000));
+  submit_cmd
+      ->add_option("--deadline", submit.deadline,
+                   "the fewest nodes whose shards all end within this (e.g. 2d, 36h), simulated")
+      ->excludes(nodes);
+  submit_cmd->add_option("--max-nodes", submit.max_nodes, "--deadline: at most this many nodes")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  submit_cmd->add_option("--mechanism,-m", submit.mechanism,
+                         "passed to colo run on each node (exclusive, naive, mps, mig)");
+  submit_cmd->add_option("--policy", submit.policy, "passed to colo run (fixed, auto)");
+  submit_cmd->add_option("--dir", submit.dir,
+                         "submission directory, on a filesystem every node sees; default "
+                         "./colo-slurm-<file>-<time>");
+  submit_cmd->add_option("--time,-t", submit.time_limit, "Slurm time limit of each element");
+  submit_cmd->add_option("--sbatch-option", submit.sbatch_options,
+                         "another #SBATCH option, e.g. --sbatch-option=--account=proj "
+                         "(repeatable)");
+  submit_cmd->add_option("--gpu", submit.gpu, "GPU model for planning: H200, H100, A100-40GB")
+      ->capture_default_str();
+  submit_cmd->add_option(
+      "--db", submit.db,
+      "store whose learned profiles size the shards; default " + default_db_path());
+  submit_cmd->add_flag("--dry-run", submit.dry_run,
+                       "write the plan and the batch script, do not submit");
+  add_backend_flags(*submit_cmd, submit.backend);
+  submit_cmd->callback([&exit_code] { exit_code = submit_command(submit); });
+
+  static std::string status_dir;
+  CLI::App* status_cmd = slurm->add_subcommand(
+      "status", "Each shard: Slurm's state (squeue, sacct) and what its stores recorded");
+  status_cmd->add_option("dir", status_dir, "the submission directory")->required();
+  status_cmd->callback([&exit_code] { exit_code = status_command(status_dir); });
+
+  static std::string collect_dir;
+  static std::string collect_db;
+  static bool partial = false;
+  CLI::App* collect_cmd = slurm->add_subcommand(
+      "collect",
+      "Merge each shard's last attempt into one store, so colo show and colo report cover the "
+      "whole sweep");
+  collect_cmd->add_option("dir", collect_dir, "the submission directory")->required();
+  collect_cmd->add_option("--db", collect_db, "merged store; default <dir>/colo.db");
+  collect_cmd->add_flag("--partial", partial,
+                        "merge although shards are still queued or running (or Slurm cannot be "
+                        "asked)");
+  collect_cmd->callback([&exit_code, command_line] {
+    exit_code = collect_command(collect_dir, collect_db, partial, command_line);
+  });
+}
+
+}  // namespace colo

@@ -1,0 +1,244 @@
+#include "slurm/collect.h"
+
+#include <fmt/format.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "common/clock.h"
+#include "sharing/mps_daemon.h"
+#include "store/run_store.h"
+
+namespace colo {
+namespace {
+
+void remove_store_files(const std::string& path) {
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+    std::filesystem::remove(path + suffix, ec);
+}
+
+// What the last published attempt of a shard holds.
+struct Published {
+  int attempt = 0;
+  std::string path;
+  RunRow run;
+  std::vector<JobSummary> jobs;
+};
+
+Result<Published> read_published(const std::string& dir, int shard, int attempt) {
+  Published p;
+  p.attempt = attempt;
+  p.path = shard_store_path(dir, shard, attempt);
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(p.path);
+  if (!store.ok()) return store.error();
+  Result<RunSummary> summary = (*store)->summarize_run(0);
+  if (!summary.ok()) return summary.error();
+  p.run = summary->run;
+  p.jobs = summary->jobs;
+  return p;
+}
+
+}  // namespace
+
+std::vector<int> published_attempts(const std::string& dir, int shard) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(fmt::format("{}/shards/{}", dir, shard), ec)) {
+    std::string name = entry.path().filename().string();
+    constexpr std::string_view kPrefix = "attempt-";
+    if (name.rfind(kPrefix, 0) != 0 || name.size() < kPrefix.size() + 4 ||
+        name.substr(name.size() - 3) != ".db")
+      continue;
+    std::string number = name.substr(kPrefix.size(), name.size() - kPrefix.size() - 3);
+    int n = 0;
+    auto [end, err] = std::from_chars(number.data(), number.data() + number.size(), n);
+    if (err == std::errc() && end == number.data() + number.size() && n >= 0) out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+SweepStatus sweep_status(const ShardPlan& plan, const std::string& dir, const CommandRunner& run) {
+  SweepStatus status;
+  std::map<int, ElementState> slurm;
+  if (plan.array_job_id.empty()) {
+    status.notes.push_back("the plan was never submitted (colo slurm submit --dry-run?)");
+  } else {
+    Result<std::vector<ElementState>> accounted = accounted_elements(run, plan.array_job_id);
+    if (accounted.ok()) {
+      for (const ElementState& e : *accounted) slurm[e.task] = e;
+    } else {
+      std::string message = accounted.error().message();
+      status.notes.push_back(message.substr(0, message.find('\n')));
+    }
+    Result<std::vector<ElementState>> queued = queued_elements(run, plan.array_job_id);
+    if (queued.ok()) {
+      for (const ElementState& e : *queued) slurm[e.task] = e;  // the queue is newer
+    } else {
+      status.notes.push_back(queued.error().message());
+    }
+  }
+  for (size_t i = 0; i < plan.shards.size(); ++i) {
+    ShardStatus s;
+    s.shard = static_cast<int>(i);
+    s.jobs = static_cast<int>(plan.shards[i].jobs.size());
+    if (auto it = slurm.find(s.shard); it != slurm.end()) s.slurm = it->second;
+    s.attempts = published_attempts(dir, s.shard);
+    if (!s.attempts.empty()) {
+      Result<Published> p = read_published(dir, s.shard, s.attempts.back());
+      if (p.ok()) {
+        s.run_state = to_string(p->run.state);
+        s.node = p->run.slurm.node;
+        for (const JobSummary& j : p->jobs)
+          (j.state == JobState::kOk ? s.jobs_ok : s.jobs_not_ok)++;
+      } else {
+        s.error = p.error().message();
+      }
+    }
+    status.shards.push_back(std::move(s));
+  }
+  return status;
+}
+
+Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& dir,
+                                     const std::vector<ElementState>& queued, const JobFile* file,
+                                     const CollectOptions& options) {
+  if (!queued.empty() && !options.partial) {
+    std::string which;
+    for (const ElementState& e : queued)
+      which += fmt::format("{}shard {} {}", which.empty() ? "" : ", ", e.task, e.state);
+    return Error(fmt::format(
+        "Slurm still has shards of array job {} in its queue ({}): wait until they end (colo "
+        "slurm status {}), or pass --partial to merge what has been published so far",
+        plan.array_job_id, which, dir));
+  }
+  CollectResult result;
+  result.out_path = options.out_path.empty() ? dir + "/colo.db" : options.out_path;
+
+  // Each shard's winning attempt, and the jobs it must hold.
+  std::vector<RunSource> sources;
+  std::vector<std::pair<std::string, std::string>> missing;  // job name, why
+  std::optional<RunRow> first_run;
+  std::vector<std::string> nodes;
+  for (size_t i = 0; i < plan.shards.size(); ++i) {
+    const int shard = static_cast<int>(i);
+    const std::vector<std::string>& planned = plan.shards[i].jobs;
+    std::vector<int> attempts = published_attempts(dir, shard);
+    if (attempts.empty()) {
+      for (const std::string& name : planned) {
+        missing.emplace_back(name, fmt::format("shard {}: no attempt published a store (see "
+                                               "{}/slurm/shard-{}.out)",
+                                               shard, dir, shard));
+      }
+      result.lines.push_back(
+          fmt::format("shard {}: nothing published; its {} jobs recorded "
+                      "failed",
+                      shard, planned.size()));
+      continue;
+    }
+    Result<Published> p = read_published(dir, shard, attempts.back());
+    if (!p.ok()) return p.error().with_context(fmt::format("shard {}", shard));
+    std::set<std::string> expected(planned.begin(), planned.end());
+    for (const JobSummary& j : p->jobs) {
+      if (expected.erase(j.name) == 0) {
+        return Error(fmt::format(
+            "{} holds job '{}', which shard {} of {} does not: is the store from another "
+            "submission?",
+            p->path, j.name, shard, plan_path(dir)));
+      }
+    }
+    for (const std::string& name : planned) {
+      if (expected.count(name) > 0) {
+        missing.emplace_back(
+            name, fmt::format("shard {}: attempt {} did not record it", shard, p->attempt));
+      }
+    }
+    if (!first_run) first_run = p->run;
+    if (!p->run.slurm.node.empty() &&
+        std::find(nodes.begin(), nodes.end(), p->run.slurm.node) == nodes.end())
+      nodes.push_back(p->run.slurm.node);
+    std::string label =
+        fmt::format("shard {} attempt {}{}", shard, p->attempt,
+                    p->run.slurm.job_id.empty()
+                        ? ""
+                        : fmt::format(" (Slurm {} on {})", p->run.slurm.job_id, p->run.slurm.node));
+    sources.push_back({p->path, p->run.id, label});
+    std::string earlier;
+    for (int a : attempts) {
+      if (a != p->attempt) earlier += fmt::format("{}{}", earlier.empty() ? "" : ", ", a);
+    }
+    result.lines.push_back(
+        fmt::format("{}: {} jobs, run {}{}", label, p->jobs.size(), to_string(p->run.state),
+                    earlier.empty() ? "" : fmt::format("; earlier attempt {} ignored", earlier)));
+  }
+
+  const std::string tmp = result.out_path + ".collecting";
+  remove_store_files(tmp);
+  {
+    Result<std::unique_ptr<RunStore>> store = RunStore::open(tmp);
+    if (!store.ok()) return store.error();
+    NewRun header;
+    header.mechanism = first_run ? first_run->mechanism : plan.mechanism;
+    header.backend = first_run ? first_run->backend : "";
+    header.simulated = first_run && first_run->simulated;
+    header.job_file = plan.job_file;
+    header.command_line = options.command_line;
+    header.host = local_hostname();
+    header.colo_pid = getpid();
+    std::string node_list;
+    for (const std::string& n : nodes) node_list += (node_list.empty() ? "" : ",") + n;
+    header.slurm = {plan.array_job_id, "", node_list, 0};
+    header.started_ms = sources.empty() ? SystemClock().now_ms() : 0;
+    Result<int64_t> run = (*store)->merge_runs(header, sources);
+    if (!run.ok()) return run.error();
+    result.run_id = *run;
+
+    if (!missing.empty()) {
+      std::vector<JobSpec> specs;
+      for (const auto& entry : missing) {
+        const std::string& name = entry.first;
+        JobSpec spec;
+        spec.name = name;
+        if (file != nullptr) {
+          auto it = std::find_if(file->jobs.begin(), file->jobs.end(),
+                                 [&](const JobSpec& j) { return j.name == name; });
+          if (it != file->jobs.end()) spec = *it;
+        }
+        specs.push_back(std::move(spec));
+      }
+      const UnixMillis now = SystemClock().now_ms();
+      Result<std::vector<int64_t>> ids = (*store)->add_jobs(*run, specs, {}, now);
+      if (!ids.ok()) return ids.error();
+      for (size_t k = 0; k < ids->size(); ++k) {
+        Status s = (*store)->job_finished(
+            (*ids)[k], JobExit{JobState::kFailed, std::nullopt, std::nullopt, missing[k].second},
+            now, 0);
+        if (!s.ok()) return s.error();
+      }
+      Result<std::vector<RunRow>> rows = (*store)->list_runs(1);
+      if (!rows.ok()) return rows.error();
+      Status s = (*store)->end_run(*run, RunState::kFailed, rows->front().ended_ms.value_or(now));
+      if (!s.ok()) return s.error();
+    }
+    Result<RunSummary> summary = (*store)->summarize_run(*run);
+    if (!summary.ok()) return summary.error();
+    result.jobs = static_cast<int>(summary->jobs.size());
+    for (const JobSummary& j : summary->jobs) result.jobs_ok += j.state == JobState::kOk;
+    result.jobs_missing = static_cast<int>(missing.size());
+  }
+  remove_store_files(result.out_path);
+  if (rename(tmp.c_str(), result.out_path.c_str()) != 0) {
+    return Error(
+        fmt::format("cannot rename {} to {}: is the directory writable?", tmp, result.out_path));
+  }
+  return result;
+}
+
+}  // namespace colo

@@ -1,0 +1,205 @@
+#include "slurm/shard_plan.h"
+
+#include <fmt/format.h>
+#include <stdio.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+
+#include "common/units.h"
+
+namespace colo {
+namespace {
+
+constexpr int kPlanVersion = 1;
+
+std::vector<SimJob> subset(const std::vector<SimJob>& jobs, const std::vector<size_t>& indices) {
+  std::vector<SimJob> out;
+  out.reserve(indices.size());
+  for (size_t i : indices) out.push_back(jobs[i]);
+  return out;
+}
+
+struct ShardCheck {
+  std::vector<int64_t> makespan_ms;
+  bool all_in_time = true;
+};
+
+ShardCheck simulate_shards(const std::vector<SimJob>& jobs,
+                           const std::vector<std::vector<size_t>>& shards, const PolicySpec& policy,
+                           const SimOptions& node, std::optional<int64_t> deadline_ms) {
+  ShardCheck check;
+  for (const std::vector<size_t>& shard : shards) {
+    PolicyResult r = simulate_policy(subset(jobs, shard), policy, node);
+    check.makespan_ms.push_back(r.makespan_ms);
+    if (r.jobs_failed > 0 || (deadline_ms && r.makespan_ms > *deadline_ms))
+      check.all_in_time = false;
+  }
+  return check;
+}
+
+std::vector<std::vector<size_t>> split_jobs(const std::vector<SimJob>& jobs, int shards) {
+  std::vector<int64_t> work;
+  work.reserve(jobs.size());
+  for (const SimJob& j : jobs) work.push_back(j.truth.solo_ms.value_or(0));
+  return split_by_work(work, shards);
+}
+
+}  // namespace
+
+std::string plan_path(const std::string& dir) { return dir + "/plan.json"; }
+
+std::string shard_store_path(const std::string& dir, int shard, int attempt) {
+  return fmt::format("{}/shards/{}/attempt-{}.db", dir, shard, attempt);
+}
+
+std::string shard_logs_dir(const std::string& dir, int shard, int attempt) {
+  return fmt::format("{}/shards/{}/attempt-{}/logs", dir, shard, attempt);
+}
+
+Status write_plan(const std::string& path, const ShardPlan& plan) {
+  nlohmann::json shards = nlohmann::json::array();
+  for (const Shard& s : plan.shards)
+    shards.push_back({{"jobs", s.jobs}, {"estimated_ms", s.estimated_ms}});
+  nlohmann::json j = {{"version", kPlanVersion},
+                      {"job_file", plan.job_file},
+                      {"total_jobs", plan.total_jobs},
+                      {"mechanism", plan.mechanism},
+                      {"policy", plan.policy},
+                      {"gpus_per_node", plan.gpus_per_node},
+                      {"how", plan.how},
+                      {"run_arguments", plan.run_arguments},
+                      {"colo_binary", plan.colo_binary},
+                      {"array_job_id", plan.array_job_id},
+                      {"submitted_ms", plan.submitted_ms},
+                      {"shards", shards}};
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(2) << '\n';
+    if (!out)
+      return Error(
+          fmt::format("cannot write {}: check the directory exists and is "
+                      "writable",
+                      tmp));
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0)
+    return Error(fmt::format("cannot rename {} to {}", tmp, path));
+  return OkStatus();
+}
+
+Result<ShardPlan> read_plan(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return Error(
+        fmt::format("cannot read {}: give the directory `colo slurm submit` printed", path));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  auto bad = [&](const std::string& what) {
+    return Error(fmt::format("{}: not a shard plan written by colo slurm submit ({})", path, what));
+  };
+  if (!j.is_object()) return bad("not a JSON object");
+  if (j.value("version", 0) != kPlanVersion)
+    return bad(
+        fmt::format("plan version {}, this colo reads {}", j.value("version", 0), kPlanVersion));
+  ShardPlan plan;
+  try {
+    plan.job_file = j.at("job_file").get<std::string>();
+    plan.total_jobs = j.at("total_jobs").get<int>();
+    plan.mechanism = j.value("mechanism", "");
+    plan.policy = j.value("policy", "");
+    plan.gpus_per_node = j.at("gpus_per_node").get<int>();
+    plan.how = j.value("how", "");
+    plan.run_arguments = j.value("run_arguments", std::vector<std::string>{});
+    plan.colo_binary = j.value("colo_binary", "");
+    plan.array_job_id = j.value("array_job_id", "");
+    plan.submitted_ms = j.value("submitted_ms", int64_t{0});
+    for (const nlohmann::json& s : j.at("shards")) {
+      plan.shards.push_back(
+          {s.at("jobs").get<std::vector<std::string>>(), s.value("estimated_ms", int64_t{0})});
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return bad(e.what());
+  }
+  if (plan.shards.empty()) return bad("no shards");
+  return plan;
+}
+
+PolicySpec planning_policy(const std::string& mechanism, const std::string& policy,
+                           bool simulated_backend, std::string* note) {
+  if (policy == "auto") return {"auto", PolicyKind::kAuto, 0};
+  std::string m = mechanism.empty() ? (simulated_backend ? "naive" : "mps") : mechanism;
+  if (m == "naive") return {"naive-all", PolicyKind::kNaiveAll, 0};
+  if (m == "mps") return {"mps-all", PolicyKind::kMpsAll, 0};
+  if (m == "mig" && note != nullptr)
+    *note = "the simulator has no MIG model: mig is planned as exclusive";
+  return {"exclusive", PolicyKind::kExclusive, 0};
+}
+
+std::vector<std::vector<size_t>> split_by_work(const std::vector<int64_t>& work_ms, int shards) {
+  const size_t n = static_cast<size_t>(std::max(1, shards));
+  std::vector<size_t> order(work_ms.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return work_ms[a] > work_ms[b]; });
+  std::vector<std::vector<size_t>> out(n);
+  std::vector<int64_t> load(n, 0);
+  for (size_t job : order) {
+    size_t least = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    out[least].push_back(job);
+    load[least] += work_ms[job];
+  }
+  for (std::vector<size_t>& group : out) std::sort(group.begin(), group.end());
+  return out;
+}
+
+Result<NodePlan> plan_nodes(const std::vector<SimJob>& jobs, const PolicySpec& policy,
+                            const SimOptions& node, std::optional<int> nodes,
+                            std::optional<int64_t> deadline_ms, int max_nodes) {
+  if (jobs.empty()) return Error("the job file has no jobs to shard");
+  const int most = static_cast<int>(jobs.size());
+  NodePlan plan;
+  if (!deadline_ms) {
+    int n = std::clamp(nodes.value_or(1), 1, most);
+    plan.shards = split_jobs(jobs, n);
+    plan.makespan_ms = simulate_shards(jobs, plan.shards, policy, node, std::nullopt).makespan_ms;
+    plan.how = nodes ? fmt::format("--nodes {}{}", *nodes,
+                                   n < *nodes ? fmt::format(" (only {} jobs)", most) : "")
+                     : "one node (no --nodes or --deadline)";
+    return plan;
+  }
+  GpuPlan gpus = fewest_gpus(jobs, policy, node, *deadline_ms, max_nodes * node.gpus);
+  const std::string within = format_duration_ms(*deadline_ms);
+  if (!gpus.gpus) {
+    int64_t best = gpus.tried.empty() ? 0 : gpus.tried.back().makespan_ms;
+    return Error(
+        fmt::format("--deadline {}: even {} nodes of {} GPUs do not end every job in time under {} "
+                    "(simulated makespan {}): allow more time or more nodes (--max-nodes)",
+                    within, max_nodes, node.gpus, policy.name, format_duration_ms(best)));
+  }
+  int n = std::min(most, (*gpus.gpus + node.gpus - 1) / node.gpus);
+  for (; n <= std::min(most, max_nodes); ++n) {
+    std::vector<std::vector<size_t>> shards = split_jobs(jobs, n);
+    ShardCheck check = simulate_shards(jobs, shards, policy, node, deadline_ms);
+    if (!check.all_in_time) continue;
+    plan.shards = std::move(shards);
+    plan.makespan_ms = std::move(check.makespan_ms);
+    plan.how = fmt::format(
+        "--deadline {}: {} GPU{} in one pool would do (colo simulate, {}); as {} node{} of {} "
+        "GPUs every shard ends in time",
+        within, *gpus.gpus, *gpus.gpus == 1 ? "" : "s", policy.name, n, n == 1 ? "" : "s",
+        node.gpus);
+    return plan;
+  }
+  return Error(fmt::format(
+      "--deadline {}: the sweep fits {} GPUs in one pool, but split into up to {} nodes of {} "
+      "GPUs some shard still misses it (simulated under {}): allow more time or more nodes",
+      within, *gpus.gpus, std::min(most, max_nodes), node.gpus, policy.name));
+}
+
+}  // namespace colo
