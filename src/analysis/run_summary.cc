@@ -9,6 +9,7 @@
 
 #include "analysis/energy.h"
 #include "analysis/intervals.h"
+#include "analysis/profile_event.h"
 #include "common/saturating.h"
 
 namespace colo {
@@ -166,6 +167,12 @@ RunSummary summarize(const RunRecord& record) {
     job.name = row.name;
     job.group = row.group;
     job.signature = row.signature;
+    job.family = row.family;
+    job.params = row.params;
+    for (const ProgressEvent& e : events) {
+      if (std::optional<JobProfile> p = profile_in(e, kEstimateEvent)) job.estimate = std::move(p);
+      if (std::optional<JobProfile> p = profile_in(e, kProbeEvent)) job.probe = std::move(p);
+    }
     job.state = row.state;
     job.reason = row.reason;
     job.device = row.device;

@@ -17,6 +17,7 @@
 
 #include "analysis/epochs.h"
 #include "analysis/together.h"
+#include "sched/profile.h"
 #include "store/rows.h"
 
 namespace colo {
@@ -47,8 +48,15 @@ struct JobSummary {
   // GPU is idle, so a profile's SM activity is the job's working load.
   std::optional<double> steady_sm_active_pct;
   std::optional<double> steady_gpu_util_pct;
-  std::string signature;           // job_signature() of its spec
-  std::string group;               // its [[job]] block's name
+  std::string signature;  // job_signature() of its spec
+  std::string group;      // its [[job]] block's name
+  std::string family;     // its spec's family ("" in runs recorded before families)
+  std::map<std::string, std::string> params;  // its grid values
+  // The profile the auto policy placed it by when that was estimated from
+  // its family, and what it measured as the auto policy's probe (the
+  // latest "estimate" and "probe" events; profile_event.h), else absent.
+  std::optional<JobProfile> estimate;
+  std::optional<JobProfile> probe;
   std::optional<double> energy_j;  // device energy while it ran, shared among running jobs
   std::string log_path;            // the last attempt's
   int attempts = 1;                // 1 + its out-of-memory retries ('requeued' events)

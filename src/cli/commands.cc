@@ -495,6 +495,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   add_report_command(app, exit_code);
   add_mig_command(app, exit_code);
   add_simulate_commands(app, exit_code);
+  add_profiles_command(app, exit_code);
   add_serve_commands(app, exit_code, command_line);
   add_slurm_command(app, exit_code, command_line);
   add_data_command(app, exit_code);

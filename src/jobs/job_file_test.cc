@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "jobs/job_signature.h"
+
 namespace colo {
 namespace {
 
@@ -372,7 +374,23 @@ INSTANTIATE_TEST_SUITE_P(
                 {"bad.toml:4:", "'restart' must be \"on-failure\" or \"never\"", "always"}},
         BadCase{"solo_time not a duration",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nsolo_time = \"soon\"\n",
-                {"bad.toml:4:", "'solo_time' must be a duration"}}),
+                {"bad.toml:4:", "'solo_time' must be a duration"}},
+        BadCase{"resource_params names no grid parameter",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{batch}\"]\n"
+                "grid = { batch = [1, 2] }\nresource_params = [\"bach\"]\n",
+                {"bad.toml:5:", "resource_params: 'bach' names no grid parameter",
+                 "(did you mean 'batch'?)", "(grid parameters: batch)"}},
+        BadCase{"resource_params with a bad power",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{px}\"]\n"
+                "grid = { px = [32, 64] }\nresource_params = [\"px^4\"]\n",
+                {"bad.toml:5:", "'px^4': the power after '^' must be 1, 2 or 3"}},
+        BadCase{"resource_params not an array",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nresource_params = \"bs\"\n",
+                {"bad.toml:4:", "'resource_params' must be an array of grid parameter names"}},
+        BadCase{"resource_params in defaults",
+                "[defaults]\nresource_params = [\"bs\"]\n[[job]]\nname = \"a\"\n"
+                "command = [\"x\"]\n",
+                {"bad.toml:2:", "key 'resource_params' cannot have a default"}}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       std::string name = info.param.label;
       for (char& c : name) {
@@ -380,6 +398,49 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+TEST(JobFile, FamiliesAreTheBlocksTemplates) {
+  JobFile file = parse_ok(R"(
+[[job]]
+name = "sweep"
+command = ["python3", "train.py", "--lr", "{lr}", "--batch-size", "{batch_size}"]
+grid = { lr = [0.1, 0.01], batch_size = [32, 64] }
+resource_params = ["batch_size"]
+
+[[job]]
+name = "again"
+command = ["python3", "train.py", "--lr", "{lr}", "--batch-size", "{batch_size}"]
+grid = { lr = [0.5], batch_size = [128] }
+
+[[job]]
+name = "other"
+command = ["python3", "train.py", "--lr", "{lr}", "--batch-size", "{batch_size}", "--x"]
+grid = { lr = [0.5], batch_size = [128] }
+
+[[job]]
+name = "plain"
+command = ["python3", "train.py", "--lr", "0.1"]
+repeat = 2
+)");
+  ASSERT_EQ(file.jobs.size(), 8u);
+  // One block's instances share a family; so does another block with the
+  // same template; another template is another family.
+  for (size_t i = 1; i < 5; ++i) EXPECT_EQ(file.jobs[i].family, file.jobs[0].family);
+  EXPECT_NE(file.jobs[0].family, job_signature(file.jobs[0]));
+  EXPECT_NE(file.jobs[5].family, file.jobs[0].family);
+  EXPECT_EQ(file.jobs[0].resource_params, std::vector<std::string>{"batch_size"});
+  EXPECT_FALSE(file.jobs[4].resource_params.has_value());
+  // Without a grid the family is the job's own signature.
+  EXPECT_EQ(file.jobs[6].family, job_signature(file.jobs[6]));
+  EXPECT_EQ(file.jobs[7].family, file.jobs[6].family);
+  // A literal text that reads like a placeholder is not one.
+  JobFile literal = parse_ok(R"(
+[[job]]
+name = "braces"
+command = ["python3", "train.py", "--lr", "{{lr}}"]
+)");
+  EXPECT_NE(literal.jobs[0].family, file.jobs[0].family);
+}
 
 TEST(JobFile, PolicyAndProfileHints) {
   JobFile file = parse_ok(R"(

@@ -64,7 +64,10 @@ struct RunOptions {
   std::optional<std::string> policy;
   LockOptions locks;
   // Auto policy: how long a probe measures a job with no profile alone, at
-  // most (it ends earlier once two progress rates were seen).
+  // most. Its first profile goes to the scheduler once it ended an epoch
+  // and its memory was sampled after that (the rest of its family may then
+  // start up beside it); the probe measures on until two progress rates
+  // were seen, another job on its GPU reported progress, or this long.
   int64_t probe_ms = 60'000;
   // Device sampling period.
   int64_t sample_period_ms = 500;

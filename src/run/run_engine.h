@@ -30,7 +30,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/profiles.h"
@@ -64,7 +66,10 @@ struct EngineOptions {
   // At most this many jobs per GPU (below the mechanism's own limit).
   std::optional<int> max_jobs_per_gpu;
   // Auto policy: how long a probe measures a job with no profile alone, at
-  // most (it ends earlier once two progress rates were seen).
+  // most. Its first profile goes to the scheduler once it ended an epoch and
+  // its memory was sampled after that (the rest of its family may then start
+  // up beside it); the probe measures on until two progress rates were seen,
+  // another job on its GPU reported progress, or this long.
   int64_t probe_ms = 60'000;
   // Device sampling period.
   int64_t sample_period_ms = 500;
@@ -222,6 +227,11 @@ class RunEngine {
   void requeue(JobRuntime& job, UnixMillis ended_ms, const std::string& reason);
   void finish_probes();
   void finish_probe(JobRuntime& job);
+  void send_probe_profile(JobRuntime& job, std::string_view stage);
+  // When another running job on `job`'s GPU first reported progress (it works
+  // there from then on), if one did.
+  std::optional<UnixMillis> shared_since(const JobRuntime& job) const;
+  void simulated_load(JobRuntime& job, const std::vector<ProgressEvent>& events);
   // `exited`: the job has ended; read what it left and let held-back events out.
   void read_progress_of(JobRuntime& job, bool exited = false);
   void read_progress();
@@ -247,6 +257,7 @@ class RunEngine {
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<LearnedProfile> measured_;    // learned from the store at start()
   std::map<std::string, bool> introduced_;  // signatures the scheduler knows
+  std::set<std::string> families_loaded_;   // families whose measured instances it got
   ProcfsProcessTable process_table_;
   JobAttributor attributor_;
   LiveDisplay display_;

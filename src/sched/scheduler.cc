@@ -16,7 +16,7 @@ void FixedScheduler::enqueue(const SchedJob& job) {
 std::vector<Decision> FixedScheduler::schedule(int64_t /*now_ms*/) {
   std::vector<Decision> out;
   for (const Assignment& a : queue_.schedule())
-    out.push_back(Decision{a.job, a.device, false, std::nullopt});
+    out.push_back(Decision{a.job, a.device, false, std::nullopt, std::nullopt});
   return out;
 }
 

@@ -27,7 +27,10 @@ struct SimJobSet {
   std::vector<std::string> sources;
 };
 
-// `known` from known_profiles() (analysis/profiles.h).
-SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known);
+// `known` from known_profiles() (analysis/profiles.h): what the scheduler is
+// told of each signature itself. `usable` from usable_profiles(): that, or
+// its family's estimate, which the truth takes before any default.
+SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known,
+                        const std::map<std::string, JobProfile>& usable = {});
 
 }  // namespace colo

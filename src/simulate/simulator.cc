@@ -37,8 +37,13 @@ std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const
     AutoOptions auto_options = options.auto_options;
     auto_options.mode = ShareMode::kSpatial;
     auto s = std::make_unique<AutoScheduler>(slots, auto_options, options.model);
+    for (const auto& [family, instances] : options.family_instances) {
+      for (const FamilyInstance& i : instances) s->add_family_instance(family, i);
+    }
     for (const SimJob& j : jobs) {
       s->set_label(j.signature, j.label);
+      if (!j.family.empty())
+        s->set_family(j.signature, FamilyMember{j.family, j.instance, j.params, j.resource_params});
       if (!s->profile(j.signature) && (j.known.peak_memory_bytes || j.known.sm_active_pct))
         s->set_profile(j.signature, j.known);
     }
@@ -261,6 +266,12 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
           JobProfile measured = job.truth;
           measured.source = "probe (simulated)";
           scheduler->learned(job.signature, measured);
+        }
+        if (!oom) {
+          JobProfile seen;
+          seen.peak_memory_bytes = job.truth.peak_memory_bytes;
+          seen.source = "measured (simulated)";
+          scheduler->measured(a.job, seen);
         }
         EndVerdict v = scheduler->finished(a.job, oom ? JobEnd::kOutOfMemory : JobEnd::kOk, now);
         last_end = now;

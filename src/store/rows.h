@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,6 +57,8 @@ struct JobRow {
   std::string name;
   std::string group;      // its [[job]] block's name
   std::string signature;  // job_signature() of its spec
+  std::string family;  // its spec's family (JobSpec::family); "" in runs recorded before families
+  std::map<std::string, std::string> params;  // its grid values
   JobState state = JobState::kQueued;
   std::string reason;
   std::optional<int> device;

@@ -51,6 +51,8 @@ nlohmann::json spec_to_json(const JobSpec& job) {
   if (job.step_regex) j["step_regex"] = *job.step_regex;
   if (job.epoch_samples) j["epoch_samples"] = *job.epoch_samples;
   j["params"] = job.params;
+  if (!job.family.empty()) j["family"] = job.family;
+  if (job.resource_params) j["resource_params"] = *job.resource_params;
   j["repeat_index"] = job.repeat_index;
   j["source"] = job.source;
   return j;
@@ -575,7 +577,7 @@ Result<RunRow> RunStore::run(int64_t run_id) { return read_run(run_id); }
 Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
   auto jobs = Statement::prepare(db_.get(), path_, R"sql(
       SELECT id, name, state, reason, device, started_ms, ended_ms, log_path, malformed_lines,
-             signature, grp, instance
+             signature, grp, instance, spec_json
       FROM jobs WHERE run_id = ? ORDER BY id)sql");
   if (!jobs.ok()) return jobs.error();
   jobs->bind(1, run_id);
@@ -599,6 +601,18 @@ Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
     job.signature = jobs->text_at(9);
     job.group = jobs->text_at(10);
     job.instance = jobs->text_at(11);
+    // The family and grid values live in the spec; a malformed spec (never
+    // written by colo) leaves them empty.
+    const nlohmann::json spec = nlohmann::json::parse(jobs->text_at(12), nullptr, false);
+    if (spec.is_object()) {
+      if (auto f = spec.find("family"); f != spec.end() && f->is_string())
+        job.family = f->get<std::string>();
+      if (auto p = spec.find("params"); p != spec.end() && p->is_object()) {
+        for (const auto& [k, v] : p->items()) {
+          if (v.is_string()) job.params[k] = v.get<std::string>();
+        }
+      }
+    }
     rows.push_back(std::move(job));
   }
   return rows;

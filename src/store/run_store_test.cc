@@ -429,6 +429,27 @@ TEST_F(LifecycleTest, StoresAndReadsBackSamplesAndEvents) {
   EXPECT_FALSE((*runs)[0].jobs_signature.empty());
 }
 
+TEST_F(LifecycleTest, JobRowsCarryTheFamilyAndGridValues) {
+  auto store = open_memory();
+  auto run = store->begin_run(make_run("mps", kT0));
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  JobSpec instance = make_job("toy[lr=0.1]", {"python", "toy.py", "--lr", "0.1"});
+  instance.group = "toy";
+  instance.family = "0123456789abcdef";
+  instance.params = {{"lr", "0.1"}};
+  instance.resource_params = std::vector<std::string>{};
+  JobSpec plain = make_job("plain", {"python", "plain.py"});
+  ASSERT_TRUE(store->add_jobs(*run, {instance, plain}, {"a.log", "b.log"}, kT0).ok());
+  auto record = store->run_record(*run);
+  ASSERT_TRUE(record.ok()) << record.error().message();
+  const std::vector<JobRow>& rows = record->jobs;
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_EQ(rows[0].family, "0123456789abcdef");
+  EXPECT_EQ(rows[0].params, (std::map<std::string, std::string>{{"lr", "0.1"}}));
+  EXPECT_EQ(rows[1].family, "");  // not read from a job file
+  EXPECT_TRUE(rows[1].params.empty());
+}
+
 TEST_F(LifecycleTest, RefusesUpdatesOfUnknownJobsAndRuns) {
   auto store = open_memory();
   Status status = store->job_started(12345, 1, 0, kT0);
