@@ -181,6 +181,7 @@ RunSummary summarize(const RunRecord& record) {
     job.log_path = row.log_path;
     job.malformed_progress_lines = row.malformed_progress_lines;
     job.instance = row.instance;
+    job.usage = row.usage;
     if (job.started_ms && job.ended_ms) job.duration_ms = *job.ended_ms - *job.started_ms;
     job.attempts = 1 + static_cast<int>(std::count_if(
                            events.begin(), events.end(),

@@ -64,6 +64,7 @@ struct JobSummary {
   // What colo held back of its progress (its last "throttled" event); absent when nothing.
   std::optional<ThrottleCounts> progress_throttled;
   std::string instance;  // the MIG instance it ran on; "" under other mechanisms
+  JobUsage usage;        // host CPU time and peak memory of everything it ran (its cgroup)
   // In the window the jobs ran together (together.h), when it was long enough.
   std::optional<double> together_samples_per_s;
   std::optional<double> together_epochs_per_s;

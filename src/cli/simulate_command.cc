@@ -158,8 +158,10 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
                   "comma-separated: exclusive, naive-all, mps-all, mps-K, auto (default: all, "
                   "mps-2 up to --max-degree)");
   cmd->add_option("--max-degree", flags.max_degree,
-                  "largest fixed degree tried (default: the number of jobs, at most 16)")
-      ->check(CLI::PositiveNumber);
+                  fmt::format("largest fixed degree tried, 1 to {} (MPS's client limit; default: "
+                              "the number of jobs, at most 16)",
+                              kMaxMpsDegree))
+      ->check(CLI::Range(1, kMaxMpsDegree));
   cmd->add_option("--db", flags.db,
                   "run store whose measured profiles and collocations calibrate the simulation; "
                   "default " +

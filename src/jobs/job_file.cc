@@ -490,6 +490,14 @@ std::string substitute(std::string_view text, const std::map<std::string, std::s
   return out;
 }
 
+// ASCII control characters (NUL, ESC, newline, ...): they cut arguments short
+// at exec or reach a terminal as escape codes.
+bool is_control(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
+
+std::string escaped_char(char c) { return fmt::format("\\x{:02x}", static_cast<unsigned char>(c)); }
 // A resource_params entry: a grid parameter's name, optionally "^k" (k from
 // 1 to 3: the value to that power, e.g. an image size squared for pixels).
 // Returns an error message, or nothing when it is valid.
@@ -700,6 +708,15 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const Sett
                          fmt::format("grid.{} values must be strings, integers, floats or "
                                      "booleans, got {}",
                                      param.str(), describe(v)));
+            ok = false;
+            continue;
+          }
+          if (auto bad = std::find_if(text->begin(), text->end(), is_control); bad != text->end()) {
+            reader.error(line_of(v),
+                         fmt::format("grid.{} value contains a control character ({}): grid "
+                                     "values become part of job names and commands, which "
+                                     "are printed and passed to exec; use printable text",
+                                     param.str(), escaped_char(*bad)));
             ok = false;
             continue;
           }
@@ -999,6 +1016,11 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
                                                    describe(*job_node)));
   } else if (jobs->empty()) {
     diag.add(line_of(*job_node), fmt::format("'job' is empty: {}", kNeedsAJob));
+  } else if (jobs->size() > static_cast<size_t>(kMaxExpandedJobs)) {
+    diag.add(line_of(*job_node),
+             fmt::format("{} [[job]] sections; a job file has at most {} jobs (describe many "
+                         "alike with repeat and grid)",
+                         jobs->size(), kMaxExpandedJobs));
   } else {
     for (size_t i = 0; i < jobs->size(); ++i) {
       const toml::node& node = *jobs->get(i);
@@ -1075,6 +1097,17 @@ Result<JobFile> load_job_file(const std::string& path) {
     ::close(fd);
     return Error(fmt::format("cannot read job file {}: it is a directory", path));
   }
+  // `size`: "is 50.0 MiB", or "is over 8.0 MiB" when read from a stream.
+  auto too_large = [&](const std::string& size) {
+    return Error(fmt::format(
+        "job file {} is {}; colo reads job files up to {} (describe many jobs alike with "
+        "repeat and grid instead of one [[job]] each)",
+        path, size, format_bytes(kMaxJobFileBytes)));
+  };
+  if (st.st_size > 0 && static_cast<uint64_t>(st.st_size) > kMaxJobFileBytes) {
+    ::close(fd);
+    return too_large(format_bytes(static_cast<uint64_t>(st.st_size)));
+  }
   char buf[65536];
   while (true) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -1086,6 +1119,10 @@ Result<JobFile> load_job_file(const std::string& path) {
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxJobFileBytes) {  // a pipe or a file that grows as it is read
+      ::close(fd);
+      return too_large("over " + format_bytes(kMaxJobFileBytes));
+    }
   }
   ::close(fd);
   std::string dir = std::filesystem::path(absolute_path(path)).parent_path();

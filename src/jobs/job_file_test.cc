@@ -375,6 +375,22 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"solo_time not a duration",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nsolo_time = \"soon\"\n",
                 {"bad.toml:4:", "'solo_time' must be a duration"}},
+        // Issue 15: overflowing values once read "got zero" or were capped at 2^63.
+        BadCase{"solo_time overflowing",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nsolo_time = \"1e30s\"\n",
+                {"bad.toml:4:", "too long"}},
+        BadCase{"gpu_memory overflowing",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\ngpu_memory = \"1e30\"\n",
+                {"bad.toml:4:", "too large"}},
+        // A NUL cut the argument short at exec; escape codes reached the terminal.
+        BadCase{
+            "grid value with a NUL",
+            "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{v}\"]\ngrid.v = [\"ok\", \"a\\u0000b\"]\n",
+            {"bad.toml:4:", "grid.v", "control character", "\\x00"}},
+        BadCase{
+            "grid value with an escape code",
+            "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{v}\"]\ngrid.v = [\"\\u001b[31mred\"]\n",
+            {"bad.toml:4:", "grid.v", "control character", "\\x1b"}},
         BadCase{"resource_params names no grid parameter",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{batch}\"]\n"
                 "grid = { batch = [1, 2] }\nresource_params = [\"bach\"]\n",
@@ -591,6 +607,30 @@ TEST_F(JobFileOnDisk, UnreadableFileGivesTheReason) {
   Result<JobFile> r = load_job_file(path);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.error().message(), HasSubstr("Permission denied"));
+}
+
+TEST_F(JobFileOnDisk, AFileTooLargeIsRefusedBeforeItIsParsed) {
+  // 50 MB of [[job]] once took 1.79 GB and 16 s before it was refused.
+  std::string path = dir_ + "/huge.toml";
+  {
+    std::ofstream out(path);
+    const std::string block = "[[job]]\nname = \"a\"\ncommand = [\"x\"]\n";
+    for (size_t written = 0; written <= kMaxJobFileBytes; written += block.size()) out << block;
+  }
+  Result<JobFile> r = load_job_file(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message(), HasSubstr(path));
+  EXPECT_THAT(r.error().message(), HasSubstr("job files up to 8.0 MiB"));
+  EXPECT_THAT(r.error().message(), HasSubstr("repeat"));
+}
+
+TEST(JobFile, MoreJobSectionsThanJobsAllowedAreRefusedAtOnce) {
+  std::string text;
+  for (int i = 0; i <= 100'000; ++i) text += "[[job]]\n";
+  Result<JobFile> r = parse_job_file(text, "many.toml", kBase);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message(), HasSubstr("100001 [[job]] sections"));
+  EXPECT_THAT(r.error().message(), HasSubstr("at most 100000"));
 }
 
 TEST_F(JobFileOnDisk, EmptyFileOnDisk) {

@@ -68,10 +68,6 @@ JobEnd job_end_of(JobState state) {
 
 }  // namespace
 
-std::string run_token(const std::string& host, pid_t colo_pid, UnixMillis started_ms) {
-  return fmt::format("{}:{}:{}", host, colo_pid, started_ms);
-}
-
 // Live state of one job.
 struct RunEngine::JobRuntime {
   size_t key = 0;
@@ -100,7 +96,7 @@ struct RunEngine::JobRuntime {
   // Auto policy.
   bool probe = false;             // measured for its family's profile
   bool probe_first_sent = false;  // its first profile went to the scheduler
-  UnixMillis last_rate_ms = 0;  // time of the last progress event with samples
+  UnixMillis last_rate_ms = 0;    // time of the last progress event with samples
   int rates_seen = 0;
   uint64_t peak_memory_bytes = 0;  // largest summed memory of its processes seen
   double probe_sm_sum = 0;
@@ -261,6 +257,7 @@ void RunEngine::tick() {
     flush();
     next_flush_ms_ = now + options_.flush_ms;
   }
+  write_store();
   if (!mechanism_down_.empty()) {
     if (by_pid_.empty() && !stopping_ && now >= next_health_ms_) restart_mechanism();
   } else if (now >= next_health_ms_) {
@@ -276,6 +273,7 @@ void RunEngine::finish() {
   if (started_) sampler_.stop();
   collect_samples();
   flush();
+  write_store();
   display_.finish();
   SamplerStats stats = sampler_.stats();
   if (stats.wall_ms > 0) {
@@ -304,10 +302,7 @@ void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis en
   int64_t malformed = job.reader ? job.reader->malformed_lines() : 0;
   if (job.job.id != 0 && job.reader && job.reader->throttled().any())
     pending_events_.emplace_back(job.job.id, job.reader->throttled().to_event(ended_ms));
-  if (job.job.id != 0) {
-    report(ctx_.store.job_finished(job.job.id, exit, ended_ms, malformed),
-           "record the end of job " + job.job.spec.name);
-  }
+  if (job.job.id != 0) ctx_.writer.job_finished(job.job.id, exit, ended_ms, malformed);
   std::string what = fmt::format("{} {}", job.label(), to_string(exit.state));
   if (job.started_ms > 0)
     what += fmt::format(" after {}", format_duration_ms(ended_ms - job.started_ms));
@@ -321,7 +316,8 @@ void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis en
 void RunEngine::place() {
   std::vector<Decision> decisions = scheduler_->schedule(ctx_.clock.monotonic_ms());
   for (const Unplaceable& u : scheduler_->take_unplaceable()) {
-    record_final(*jobs_[u.job], JobExit{JobState::kFailed, std::nullopt, std::nullopt, u.reason},
+    record_final(*jobs_[u.job],
+                 JobExit{JobState::kFailed, std::nullopt, std::nullopt, u.reason, {}},
                  ctx_.clock.now_ms());
   }
   for (const std::string& note : scheduler_->take_notes()) display_.event("auto: " + note);
@@ -331,7 +327,7 @@ void RunEngine::place() {
 // A job whose start failed ends failed; the scheduler forgets it.
 void RunEngine::start_failed(JobRuntime& job, const Error& e) {
   (void)scheduler_->finished(job.key, JobEnd::kFailed, ctx_.clock.monotonic_ms());
-  record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message()},
+  record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message(), {}},
                ctx_.clock.now_ms());
 }
 
@@ -387,13 +383,23 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
     return;
   }
   LaunchRequest request{spec.name,     spec.command,     spec.working_dir, spec.env,
-                        log_path(job), job.job.base_env, job.job.run_as};
+                        log_path(job), job.job.base_env, job.job.run_as,   {}};
   for (const auto& [k, v] : job.job.extra_env) request.env[k] = v;
   for (const auto& [k, v] : *mech_env) request.env[k] = v;
   request.env[kProgressFileEnv] = job.job.progress_path;
   request.env["COLO_JOB_NAME"] = spec.name;
   request.env["COLO_RUN_ID"] = std::to_string(run_id_);
   request.env[kRunTokenEnv] = run_token_;
+  request.env[kJobTokenEnv] = job_token(run_token_, job.job.id);
+  if (ctx_.cgroup != nullptr) {
+    if (Result<std::string> cg = ctx_.cgroup->make_job_cgroup(job.job.id); cg.ok()) {
+      request.cgroup = *cg;
+    } else if (!cgroup_warned_) {
+      cgroup_warned_ = true;
+      display_.event("warning: " + cg.error().message() +
+                     "; jobs start in their process group only");
+    }
+  }
   if (!job.job.checkpoint_dir.empty()) request.env[kCheckpointDirEnv] = job.job.checkpoint_dir;
 
   Result<ProgressReader> reader =
@@ -442,12 +448,9 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   ctx_.backend.process_started(a.device, static_cast<uint32_t>(*pid), job.sim_load);
   if (a.estimate)
     pending_events_.emplace_back(job.job.id, profile_event(kEstimateEvent, *a.estimate, now));
-  report(ctx_.store.job_started(job.job.id, *pid, a.device, now, job.attempt),
-         "record the start of job " + spec.name);
-  if (auto mig = mech_env->find(kMigInstanceEnv); mig != mech_env->end()) {
-    report(ctx_.store.job_instance(job.job.id, mig->second),
-           "record the MIG instance of job " + spec.name);
-  }
+  ctx_.writer.job_started(job.job.id, *pid, a.device, now, job.attempt);
+  if (auto mig = mech_env->find(kMigInstanceEnv); mig != mech_env->end())
+    ctx_.writer.job_instance(job.job.id, mig->second);
   changes_.push_back({JobChange::Kind::kStarted, job.key, job.job.id, JobState::kRunning, "",
                       a.device, job.attempt, now});
   display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}{}{}", job.label(), a.device,
@@ -485,6 +488,12 @@ void RunEngine::reap() {
     JobRuntime& job = *jobs_[it->second];
     by_pid_.erase(it);
     retired_pids_.push_back(f.pid);  // samples taken before its end may still be in flight
+    // Without a cgroup, a daemon the job started in a new session escaped
+    // its process group: found by the job's token.
+    if (!f.contained) {
+      if (int n = stop_token_processes(kJobTokenEnv, job_token(run_token_, job.job.id)); n > 0)
+        display_.event(fmt::format("{}: stopped {} processes it left running", job.label(), n));
+    }
     ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
     read_progress_of(job, /*exited=*/true);  // the last lines it wrote before exiting
     if (job.probe && f.exit.state == JobState::kOk) finish_probe(job);
@@ -509,7 +518,8 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f) {
       scheduler_->enqueue({job.key, job.signature, job.job.spec.gpu_memory_bytes});
       return;
     }
-    record_final(job, JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal, reason},
+    record_final(job,
+                 JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal, reason, f.exit.usage},
                  f.ended_ms);
     return;
   }
@@ -547,8 +557,7 @@ void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string&
   job.state = JobState::kQueued;
   job.probe = false;
   job.note = reason;
-  report(ctx_.store.job_requeued(job.job.id, log_path(job), reason, ended_ms),
-         "record the retry of job " + job.job.spec.name);
+  ctx_.writer.job_requeued(job.job.id, log_path(job), reason, ended_ms);
   changes_.push_back({JobChange::Kind::kRequeued, job.key, job.job.id, JobState::kQueued, reason,
                       job.device, job.attempt, ended_ms});
   display_.event(fmt::format("{} requeued: {}", job.label(), reason));
@@ -560,7 +569,7 @@ bool RunEngine::cancel(size_t key, const std::string& reason) {
   if (is_final(job.state)) return false;
   if (job.state == JobState::kQueued) {
     if (!scheduler_->remove_queued(key)) return false;
-    record_final(job, JobExit{JobState::kCancelled, std::nullopt, std::nullopt, reason},
+    record_final(job, JobExit{JobState::kCancelled, std::nullopt, std::nullopt, reason, {}},
                  ctx_.clock.now_ms());
     return true;
   }
@@ -578,8 +587,11 @@ void RunEngine::stop_all(StopKind kind, int64_t grace_ms, const std::string& rea
     for (size_t i : scheduler_->drain_queued()) {
       if (kind == StopKind::kCancel) {
         record_final(*jobs_[i],
-                     JobExit{JobState::kCancelled, std::nullopt, std::nullopt,
-                             "cancelled before it started"},
+                     JobExit{JobState::kCancelled,
+                             std::nullopt,
+                             std::nullopt,
+                             "cancelled before it started",
+                             {}},
                      now);
       }
     }
@@ -795,16 +807,15 @@ void RunEngine::collect_samples() {
 }
 
 void RunEngine::flush() {
-  if (!pending_devices_.empty() || !pending_processes_.empty()) {
-    report(ctx_.store.add_samples(run_id_, pending_devices_, pending_processes_),
-           "write GPU samples");
-    pending_devices_.clear();
-    pending_processes_.clear();
-  }
-  if (!pending_events_.empty()) {
-    report(ctx_.store.add_job_events(pending_events_), "write job progress events");
-    pending_events_.clear();
-  }
+  ctx_.writer.add_samples(run_id_, std::move(pending_devices_), std::move(pending_processes_));
+  ctx_.writer.add_job_events(std::move(pending_events_));
+  pending_devices_.clear();
+  pending_processes_.clear();
+  pending_events_.clear();
+}
+
+void RunEngine::write_store() {
+  for (const std::string& line : ctx_.writer.flush()) display_.event(line);
 }
 
 void RunEngine::check_health() {
@@ -903,12 +914,6 @@ void RunEngine::redraw() {
   display_.redraw(fmt::format("run {}: {} running, {} queued, {} done of {}", run_id_, running,
                               queued(), done, jobs_.size()),
                   lines);
-}
-
-// Store write failures are shown, not fatal: the jobs keep running.
-void RunEngine::report(const Status& s, const std::string& what) {
-  if (!s.ok() && store_errors_shown_++ < 5)
-    display_.event(fmt::format("warning: could not {}: {}", what, s.error().message()));
 }
 
 }  // namespace colo

@@ -38,27 +38,27 @@
 #include "analysis/profiles.h"
 #include "common/clock.h"
 #include "gpu/gpu_backend.h"
+#include "jobs/cgroup.h"
 #include "jobs/job_spec.h"
 #include "jobs/job_state.h"
 #include "jobs/job_supervisor.h"
 #include "jobs/progress.h"
 #include "jobs/run_as.h"
 #include "monitor/gpu_sampler.h"
+#include "run/leftovers.h"
 #include "run/live_display.h"
 #include "sched/auto_scheduler.h"
 #include "sched/scheduler.h"
 #include "sharing/mechanism.h"
 #include "sharing/process_finder.h"
 #include "store/run_store.h"
+#include "store/store_writer.h"
 
 namespace colo {
 
-// Every job process carries COLO_RUN_TOKEN=<run_token()>, so the processes of
-// a run whose colo died can be found later without mistaking anyone else's.
-inline constexpr const char* kRunTokenEnv = "COLO_RUN_TOKEN";
+// Every job process carries COLO_RUN_TOKEN and COLO_JOB_TOKEN (run/leftovers.h).
 // Every job gets a checkpoint directory, the same across its attempts.
 inline constexpr const char* kCheckpointDirEnv = "COLO_CHECKPOINT_DIR";
-std::string run_token(const std::string& host, pid_t colo_pid, UnixMillis started_ms);
 
 struct EngineOptions {
   // "fixed" or "auto".
@@ -89,8 +89,10 @@ struct EngineOptions {
 struct EngineContext {
   Clock& clock;
   GpuBackend& backend;
-  RunStore& store;
+  RunStore& store;      // read (profiles); the jobs rows of jobs submitted without one
+  StoreWriter& writer;  // every other write, in order
   Mechanism& mechanism;
+  RunCgroup* cgroup;  // each job gets a cgroup under it; null: process groups only
   std::ostream& out;  // events and the live display
 };
 
@@ -236,12 +238,15 @@ class RunEngine {
   void read_progress_of(JobRuntime& job, bool exited = false);
   void read_progress();
   void collect_samples();
+  // Hands the samples and events gathered since the last call to the writer.
   void flush();
+  // Writes what the writer holds (it backs off while the store cannot be
+  // written) and shows what it has to say.
+  void write_store();
   void check_health();
   void mechanism_failed(const std::string& reason);
   void restart_mechanism();
   void redraw();
-  void report(const Status& s, const std::string& what);
   std::string log_path(const JobRuntime& job) const;
   const DeviceInfo& device(int index) const;
   int jobs_per_device_limit() const;
@@ -277,7 +282,7 @@ class RunEngine {
   bool started_ = false;
   bool finished_ = false;
   int sampler_errors_shown_ = 0;
-  int store_errors_shown_ = 0;
+  bool cgroup_warned_ = false;
 };
 
 }  // namespace colo

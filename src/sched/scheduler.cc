@@ -4,9 +4,9 @@
 
 namespace colo {
 
-FixedScheduler::FixedScheduler(std::vector<DeviceSlots> devices, std::string description,
+FixedScheduler::FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description,
                                int max_retries)
-    : queue_(std::move(devices)), description_(std::move(description)), max_retries_(max_retries) {}
+    : queue_(devices), description_(std::move(description)), max_retries_(max_retries) {}
 
 void FixedScheduler::enqueue(const SchedJob& job) {
   hints_[job.job] = job.memory_hint;

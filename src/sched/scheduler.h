@@ -103,7 +103,8 @@ class Scheduler {
 // ran out of memory alone ends there.
 class FixedScheduler final : public Scheduler {
  public:
-  FixedScheduler(std::vector<DeviceSlots> devices, std::string description, int max_retries = 2);
+  FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description,
+                 int max_retries = 2);
   std::string describe() const override { return description_; }
   void enqueue(const SchedJob& job) override;
   std::vector<Decision> schedule(int64_t now_ms) override;

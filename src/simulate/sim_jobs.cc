@@ -9,12 +9,18 @@
 #include "sched/family.h"
 
 namespace colo {
+namespace {
+
+// Lines of sources and assumptions kept: one per kind of job, up to this.
+constexpr size_t kMaxSourceLines = 50;
+
+}  // namespace
 
 SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known,
                         const std::map<std::string, JobProfile>& usable) {
   SimJobSet out;
   std::map<std::string, int> count;   // jobs per signature
-  std::vector<std::string> order;     // signatures, first seen first
+  std::vector<size_t> first_of_kind;  // the first job of each signature, in file order
   std::set<std::string> assumed_for;  // families (or signatures) with assumptions listed
   for (const JobSpec& spec : file.jobs) {
     SimJob job;
@@ -29,10 +35,10 @@ SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProf
     auto best = usable.find(job.signature);
     job.truth = best != usable.end() ? best->second : job.known;
     if (count[job.signature]++ == 0) {
-      order.push_back(job.signature);
+      first_of_kind.push_back(out.jobs.size());
       const std::string key = spec.family.empty() ? job.signature : spec.family;
       auto assume = [&](const char* what, const std::string& value) {
-        if (assumed_for.contains(key + what)) return;
+        if (assumed_for.contains(key + what) || out.assumptions.size() >= kMaxSourceLines) return;
         assumed_for.insert(key + what);
         out.assumptions.push_back(
             fmt::format("{}: {} assumed {} (no store profile, no hint)", spec.group, what, value));
@@ -49,24 +55,31 @@ SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProf
     out.jobs.push_back(std::move(job));
   }
   // One line per signature; consecutive signatures of one block that say the
-  // same (a grid with nothing known) are one line.
+  // same (a grid with nothing known) are one line; at most kMaxSourceLines.
   std::string last_line;
   int last_count = 0;
+  size_t kinds_left = first_of_kind.size();
   auto flush = [&] {
     if (last_count > 0) out.sources.push_back(fmt::format(fmt::runtime(last_line), last_count));
     last_count = 0;
   };
-  for (const std::string& sig : order) {
-    auto it = std::find_if(out.jobs.begin(), out.jobs.end(),
-                           [&](const SimJob& j) { return j.signature == sig; });
-    const JobProfile& t = it->truth;
+  for (size_t i : first_of_kind) {
+    const SimJob& job = out.jobs[i];
+    const JobProfile& t = job.truth;
     const std::string line =
-        fmt::format("{} x{{}}: {} peak, {:.0f}% SM, {:.0f}% busy, {} alone; from {}", it->label,
+        fmt::format("{} x{{}}: {} peak, {:.0f}% SM, {:.0f}% busy, {} alone; from {}", job.label,
                     format_bytes(*t.peak_memory_bytes), *t.sm_active_pct, t.gpu_busy_pct(),
                     format_duration_ms(*t.solo_ms), !t.source.empty() ? t.source : "assumptions");
-    if (line != last_line) flush();
+    if (line != last_line) {
+      flush();
+      if (out.sources.size() == kMaxSourceLines) {
+        out.sources.push_back(fmt::format("... and {} more kinds of job", kinds_left));
+        return out;
+      }
+    }
     last_line = line;
-    last_count += count[sig];
+    last_count += count[job.signature];
+    --kinds_left;
   }
   flush();
   return out;

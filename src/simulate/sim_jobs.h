@@ -21,9 +21,10 @@ inline constexpr int64_t kAssumedSoloMs = 10LL * 60 * 1000;
 struct SimJobSet {
   std::vector<SimJob> jobs;
   // One line per signature and assumed field: "resnet26: SM activity
-  // assumed 30% (no store profile, no hint)".
+  // assumed 30% (no store profile, no hint)"; the first 50.
   std::vector<std::string> assumptions;
-  // One line per signature: its label, job count and where its profile came from.
+  // One line per signature: its label, job count and where its profile came
+  // from; the first 50, then one saying how many more.
   std::vector<std::string> sources;
 };
 

@@ -51,6 +51,10 @@ struct PolicySpec {
   int degree = 0;  // kMpsFixed: jobs per GPU
 };
 
+// The most jobs MPS serves on one GPU (its client limit): mps-all's degree and
+// the largest K of mps-K.
+inline constexpr int kMaxMpsDegree = 48;
+
 // exclusive, naive-all, mps-all, mps-2 .. mps-<max_degree>, auto.
 std::vector<PolicySpec> standard_policies(int max_degree);
 // "auto,mps-3,exclusive": an error names the unknown entry and the valid forms.

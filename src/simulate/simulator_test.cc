@@ -174,6 +174,15 @@ TEST(Simulator, ParsePoliciesNamesTheBadEntry) {
   Result<std::vector<PolicySpec>> bad = parse_policies("auto,mps-x");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().message(), HasSubstr("unknown policy 'mps-x'"));
+  // Out of range: once "internal error: stoi" (an uncaught exception).
+  for (const char* degree : {"mps-99999999999", "mps-0", "mps-49", "mps-007"}) {
+    Result<std::vector<PolicySpec>> out_of_range = parse_policies(degree);
+    ASSERT_FALSE(out_of_range.ok()) << degree;
+    EXPECT_THAT(out_of_range.error().message(), HasSubstr(std::string("'") + degree + "'"));
+    EXPECT_THAT(out_of_range.error().message(), HasSubstr("1 to 48"));
+  }
+  EXPECT_EQ(parse_policies("mps-48")->front().degree, 48);
+  EXPECT_EQ(parse_policies("mps-1")->front().degree, 1);
 }
 
 // Issue 4's three orderings, on the benchmark job files in bench/policies
