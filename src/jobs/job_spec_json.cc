@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <vector>
 #include <string>
+#include <vector>
 
 namespace colo {
 namespace {
