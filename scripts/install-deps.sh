@@ -9,6 +9,7 @@ packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nloh
           python3-torch      # the data-sharing tests' consumers (python/colo_data.py)
           chromium           # PNG figures of `colo report` and its browser test
           slurm-wlm munge    # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
+          prometheus         # a real Prometheus scrapes `colo serve --http`'s /metrics in a test
           procps time)       # pgrep/pkill and /usr/bin/time: leftover-process tests, bench/soak.sh
 missing=()
 for p in "${packages[@]}"; do
