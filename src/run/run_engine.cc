@@ -87,6 +87,10 @@ struct RunEngine::JobRuntime {
   double probe_util_sum = 0;
   int probe_samples = 0;
   std::optional<int64_t> first_progress_ms;  // since its start
+  // What the mechanism gave the running attempt (see EngineJobView).
+  std::optional<int> mps_sm_share_pct;
+  std::optional<uint64_t> mps_memory_limit_bytes;
+  std::string mig_instance;
 };
 
 RunEngine::RunEngine(EngineContext ctx, EngineOptions options, int64_t run_id,
@@ -158,13 +162,15 @@ std::string RunEngine::policy_description() const {
 void RunEngine::introduce(JobRuntime& job) {
   if (introduced_.count(job.signature) > 0) return;
   introduced_[job.signature] = true;
-  auto* autos = dynamic_cast<AutoScheduler*>(scheduler_.get());
-  if (autos == nullptr) return;
   const JobSpec& spec = job.job.spec;
-  autos->set_label(job.signature, spec.group);
   std::map<std::string, JobProfile> known =
       known_profiles(measured_, {spec}, devices_.front().name, ctx_.backend.simulated());
   auto it = known.find(job.signature);
+  if (it != known.end() && it->second.samples_per_s)
+    solo_rates_[job.signature] = *it->second.samples_per_s;
+  auto* autos = dynamic_cast<AutoScheduler*>(scheduler_.get());
+  if (autos == nullptr) return;
+  autos->set_label(job.signature, spec.group);
   if (it == known.end()) return;
   autos->set_profile(job.signature, it->second);
   const JobProfile& p = it->second;
@@ -379,6 +385,14 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   job.pid = *pid;
   job.device = a.device;
   job.started_ms = now;
+  job.mps_sm_share_pct.reset();
+  job.mps_memory_limit_bytes.reset();
+  if (ctx_.mechanism.kind() == MechanismKind::kMps) {
+    job.mps_sm_share_pct = placement.sm_share_pct;
+    job.mps_memory_limit_bytes = placement.memory_limit_bytes;
+  }
+  auto mig = mech_env->find(kMigInstanceEnv);
+  job.mig_instance = mig != mech_env->end() ? mig->second : "";
   job.last_epoch_end_ms = now;
   by_pid_[*pid] = job.key;
   attributor_.add_job(*pid, job.job.id);
@@ -388,8 +402,8 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
                   spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct});
   report(ctx_.store.job_started(job.job.id, *pid, a.device, now),
          "record the start of job " + spec.name);
-  if (auto mig = mech_env->find(kMigInstanceEnv); mig != mech_env->end()) {
-    report(ctx_.store.job_instance(job.job.id, mig->second),
+  if (!job.mig_instance.empty()) {
+    report(ctx_.store.job_instance(job.job.id, job.mig_instance),
            "record the MIG instance of job " + spec.name);
   }
   changes_.push_back({JobChange::Kind::kStarted, job.key, job.job.id, JobState::kRunning, "",
@@ -557,7 +571,10 @@ void RunEngine::finish_probe(JobRuntime& job) {
     p.sm_active_pct = job.probe_sm_sum / job.probe_samples;
     p.gpu_util_pct = job.probe_util_sum / job.probe_samples;
   }
-  if (job.last_samples_per_s) p.samples_per_s = job.last_samples_per_s;
+  if (job.last_samples_per_s) {
+    p.samples_per_s = job.last_samples_per_s;
+    solo_rates_[job.signature] = *job.last_samples_per_s;
+  }
   p.startup_ms = job.first_progress_ms;
   p.source = fmt::format("probe: {} in run {}", job.job.spec.name, run_id_);
   display_.event(fmt::format(
@@ -628,6 +645,12 @@ void RunEngine::collect_samples() {
     std::optional<int64_t> job_id = attributor_.job_for(static_cast<pid_t>(p.pid));
     if (job_id && p.used_memory_bytes) memory[{*job_id, p.time_ms}] += *p.used_memory_bytes;
     pending_processes_.push_back({p, job_id});
+  }
+  for (const auto& [device, list] : batch.latest_process_lists) {
+    std::vector<EngineProcess>& latest = latest_processes_[device];
+    latest.clear();
+    for (const ProcessSample& p : list)
+      latest.push_back({p, attributor_.job_for(static_cast<pid_t>(p.pid))});
   }
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& job = *jobs_[key];
@@ -739,6 +762,11 @@ EngineJobView RunEngine::view(size_t key) const {
   v.probe = j.probe;
   v.note = j.note;
   v.log_path = log_path(j);
+  v.mps_sm_share_pct = j.mps_sm_share_pct;
+  v.mps_memory_limit_bytes = j.mps_memory_limit_bytes;
+  v.mig_instance = j.mig_instance;
+  if (auto solo = solo_rates_.find(j.signature); solo != solo_rates_.end())
+    v.solo_samples_per_s = solo->second;
   return v;
 }
 
