@@ -3,6 +3,8 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev
           libsqlite3-dev libgtest-dev libgmock-dev python3
+          libncurses-dev  # colo top (linked statically)
+          tmux       # colo top's test drives it in a real terminal
           chromium   # chromium: PNG figures of `colo report` and its browser test
           slurm-wlm munge)  # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
 missing=()

@@ -504,6 +504,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   add_mig_command(app, exit_code);
   add_simulate_commands(app, exit_code);
   add_serve_commands(app, exit_code, command_line);
+  add_top_command(app, exit_code);
   add_slurm_command(app, exit_code, command_line);
 
   CLI::App* devices_cmd = app.add_subcommand(

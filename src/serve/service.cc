@@ -305,7 +305,7 @@ ServiceSnapshot Service::snapshot() {
   s.service.mechanism_down = engine_.mechanism_down();
   std::map<int, std::deque<DeviceSample>> recent = engine_.recent_samples();
   for (const DeviceInfo& d : engine_.devices()) {
-    GpuView g{d.index, d.name, d.uuid, d.memory_total_bytes, 0, std::nullopt};
+    GpuView g{d.index, d.name, d.uuid, d.memory_total_bytes, 0, std::nullopt, d.power_limit_w};
     if (auto it = recent.find(d.index); it != recent.end() && !it->second.empty())
       g.latest = it->second.back();
     s.gpus.push_back(std::move(g));

@@ -157,7 +157,8 @@ json to_json(const ServiceSnapshot& s) {
                     {"uuid", g.uuid},
                     {"memory_total_bytes", g.memory_total_bytes},
                     {"jobs_running", g.jobs_running},
-                    {"latest", g.latest ? to_json(*g.latest) : json(nullptr)}});
+                    {"latest", g.latest ? to_json(*g.latest) : json(nullptr)},
+                    {"power_limit_w", value_or_null(g.power_limit_w)}});
   }
   json jobs = json::array();
   for (const QueueJob& j : s.jobs) jobs.push_back(to_json(j));
@@ -247,6 +248,7 @@ Result<ServiceSnapshot> snapshot_from_json(const json& j) {
       v.memory_total_bytes = g.value("memory_total_bytes", uint64_t{0});
       v.jobs_running = g.value("jobs_running", 0);
       if (g.contains("latest") && !g["latest"].is_null()) v.latest = sample_from_json(g["latest"]);
+      v.power_limit_w = optional_at<double>(g, "power_limit_w");
       s.gpus.push_back(std::move(v));
     }
     for (const json& job : j.at("jobs")) {

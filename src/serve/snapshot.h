@@ -99,6 +99,7 @@ struct GpuView {
   uint64_t memory_total_bytes = 0;
   int jobs_running = 0;
   std::optional<DeviceSample> latest;
+  std::optional<double> power_limit_w;  // the enforced power limit
 };
 
 struct RunView {
@@ -115,9 +116,9 @@ struct ServiceSnapshot {
   UnixMillis time_ms = 0;
   ServiceInfo service;
   std::vector<GpuView> gpus;
-  std::vector<QueueJob> jobs;         // queued and running in queue order, then recently ended
-  std::vector<DeviceSample> samples;  // recent device samples, oldest first
-  std::vector<RunView> runs;          // recent runs, newest first
+  std::vector<QueueJob> jobs;          // queued and running in queue order, then recently ended
+  std::vector<DeviceSample> samples;   // recent device samples, oldest first
+  std::vector<RunView> runs;           // recent runs, newest first
   std::vector<ProcessView> processes;  // per GPU, its latest process listing
 };
 

@@ -21,8 +21,8 @@ ServiceSnapshot example() {
   d.sm_active_pct = 45.5;
   d.memory_used_bytes = 30ull << 30;
   d.energy_mj = 123456;
-  s.gpus.push_back({0, "NVIDIA H200", "GPU-0", 141ull << 30, 1, d});
-  s.gpus.push_back({1, "NVIDIA H200", "GPU-1", 141ull << 30, 0, std::nullopt});
+  s.gpus.push_back({0, "NVIDIA H200", "GPU-0", 141ull << 30, 1, d, 700.0});
+  s.gpus.push_back({1, "NVIDIA H200", "GPU-1", 141ull << 30, 0, std::nullopt, std::nullopt});
   QueueJob running;
   running.id = 12;
   running.name = "resnet26#1";
