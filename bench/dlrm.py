@@ -210,8 +210,9 @@ def main(argv=None):
         synchronize()
         seconds = time.perf_counter() - epoch_start
         rate = samples / seconds
-        print("epoch %d/%d: %.1fs, %.0f samples/s, loss %.2f"
-              % (epoch, args.epochs, seconds, rate, mean_loss), flush=True)
+        print("epoch %d/%d: %.1fs, %.0f samples/s, loss %.2f, %d samples, ended at %.3f"
+              % (epoch, args.epochs, seconds, rate, mean_loss, samples, time.time()),
+              flush=True)
         colo.epoch_end(epoch, samples=samples, loss=mean_loss, epoch_time_s=seconds,
                        samples_per_s=rate)
 

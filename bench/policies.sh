@@ -8,8 +8,11 @@
 #     NAME: sweep-resnet26 | cait4 | mixed | underestimate
 #     POLICY: exclusive | naive-all | mps-all | mps-K | auto (default: exclusive mps-all auto)
 #
-# Leaves in OUTPUT_DIR: colo.db, <NAME>-<POLICY>.txt (colo's output), and
-# <NAME>-summary.txt (one line per policy: makespan, steady throughput, speed-up).
+# Leaves in OUTPUT_DIR: colo.db, <NAME>-<POLICY>.txt (colo's output),
+# <NAME>-summary.txt (one line per policy: makespan, steady throughput, speed-up)
+# and, when exclusive ran, <NAME>-compare.txt: each other run's steady
+# speed-up beside bench/verify-speedup.py's from the jobs' logs (most runs that
+# queue jobs have none: their jobs never all ran together).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 COLO="${COLO:-build/colo}"
@@ -23,6 +26,7 @@ mkdir -p "$OUT_DIR"
 export COLO_HOME="$OUT_DIR/home"
 DB="$OUT_DIR/colo.db"
 SUMMARY="$OUT_DIR/$NAME-summary.txt"
+declare -A run_of
 for policy in "${POLICIES[@]}"; do
   case "$policy" in
     exclusive) args=(--mechanism exclusive) ;;
@@ -42,10 +46,22 @@ for policy in "${POLICIES[@]}"; do
     "$COLO" show --db "$DB" --json | python3 -c '
 import json, sys
 s = json.load(sys.stdin)
-print("run %s makespan %.1f s, steady %.0f samples/s, jobs ok %d/%d" % (
-    s["run"]["id"], (s.get("makespan_ms") or 0) / 1000, s.get("steady_throughput_per_s") or 0,
+steady = s.get("steady_throughput_per_s")
+print("run %s makespan %.1f s, steady %s, jobs ok %d/%d" % (
+    s["run"]["id"], (s.get("makespan_ms") or 0) / 1000,
+    "%.0f samples/s" % steady if steady else "- (%s)" % s.get("steady_note", ""),
     sum(1 for j in s["jobs"] if j["state"] == "ok"), len(s["jobs"])))'
   } >>"$SUMMARY"
+  run_of[$policy]=$("$COLO" show --db "$DB" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["run"]["id"])')
 done
+if [ -n "${run_of[exclusive]:-}" ]; then
+  pairs=()
+  for policy in "${POLICIES[@]}"; do
+    [ "$policy" = exclusive ] || pairs+=(--pair "${run_of[exclusive]}" "${run_of[$policy]}")
+  done
+  [ ${#pairs[@]} -eq 0 ] || python3 bench/compare-speedups.py --colo "$COLO" --db "$DB" "${pairs[@]}" \
+    >"$OUT_DIR/$NAME-compare.txt" 2>&1
+  cat "$OUT_DIR/$NAME-compare.txt"
+fi
 "$COLO" profiles --db "$DB" >"$OUT_DIR/$NAME-profiles.txt" 2>&1
 cat "$SUMMARY"

@@ -90,6 +90,8 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--channels-last", action="store_true")
     parser.add_argument("--pool-batches", type=int, default=16)
+    parser.add_argument("--no-progress-client", action="store_true",
+                        help="report only through the printed epoch lines, as train.py")
     args = parser.parse_args(argv)
     for name in ("batch_size", "epoch_samples", "epochs"):
         if getattr(args, name) < 1:
@@ -115,6 +117,8 @@ def work(epoch, steps, seed):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.no_progress_client:
+        os.environ.pop(colo.ENV_VAR, None)
     steps = math.ceil(args.epoch_samples / args.batch_size)
     samples = steps * args.batch_size
     slowdown = max(1.0, sharing() * SM_SHARE[args.model] / 100.0)
@@ -139,8 +143,9 @@ def main(argv=None):
             time.sleep(remaining)
         seconds = time.monotonic() - start
         loss = 1.0 + (checksum % 1000) / 1000.0
-        print("epoch %d/%d: %.2fs, %.0f img/s, loss %.2f (simulated)"
-              % (epoch, args.epochs, seconds, samples / seconds, loss), flush=True)
+        print("epoch %d/%d: %.2fs, %.0f img/s, loss %.2f (simulated), %d samples, "
+              "ended at %.3f" % (epoch, args.epochs, seconds, samples / seconds, loss, samples,
+                                 time.time()), flush=True)
         colo.epoch_end(epoch, samples=samples, loss=loss, epoch_time_s=seconds,
                        img_per_s=samples / seconds)
     total = time.monotonic() - run_start

@@ -16,9 +16,12 @@ end the metrics max_memory_reserved_mib (what PyTorch's caching allocator held
 at most) and device_used_mib (device memory in use at the end, all processes),
 from which bench/memory_check.py derives the job's own footprint to compare
 with the peak colo measured through NVML. One line
-per epoch goes to stdout:
+per epoch goes to stdout, with the samples it trained and the wall-clock time
+(seconds since 1970) it ended, which bench/verify-speedup.py reads to check
+colo's speed-up from the logs alone, and which a job file's epoch_regex can
+read when --no-progress-client keeps the script from talking to colo:
 
-    epoch 2/5: 12.3s, 4065 img/s, loss 2.30
+    epoch 2/5: 12.3s, 4065 img/s, loss 2.30, 50048 samples, ended at 1732278012.345
 
 `python3 bench/train.py --help` works without PyTorch; training needs torch
 and timm.
@@ -83,6 +86,12 @@ def parse_args(argv=None):
         "--channels-last", action="store_true", help="use the channels-last memory format"
     )
     parser.add_argument(
+        "--no-progress-client",
+        action="store_true",
+        help="report nothing through python/colo_progress.py, only the printed epoch lines "
+        "(as a script colo cannot change; colo then reads epochs through epoch_regex)",
+    )
+    parser.add_argument(
         "--pool-batches",
         type=int,
         default=16,
@@ -120,6 +129,8 @@ def make_pool(torch, args, image_size, num_classes, device, memory_format):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.no_progress_client:
+        os.environ.pop(colo.ENV_VAR, None)
 
     import torch  # imported after argparse so that --help works without torch
     import timm
@@ -179,10 +190,11 @@ def main(argv=None):
         mean_loss = (loss_sum / steps).item()  # also waits for the epoch's work
         synchronize()
         seconds = time.perf_counter() - epoch_start
+        ended = time.time()
         rate = samples / seconds
         print(
-            "epoch %d/%d: %.1fs, %.0f img/s, loss %.2f"
-            % (epoch, args.epochs, seconds, rate, mean_loss),
+            "epoch %d/%d: %.1fs, %.0f img/s, loss %.2f, %d samples, ended at %.3f"
+            % (epoch, args.epochs, seconds, rate, mean_loss, samples, ended),
             flush=True,
         )
         colo.epoch_end(epoch, samples=samples, loss=mean_loss, epoch_time_s=seconds,

@@ -5,6 +5,8 @@ packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nloh
           libsqlite3-dev libgtest-dev libgmock-dev python3
           libncurses-dev  # colo top (linked statically)
           tmux       # colo top's test drives it in a real terminal
+          libturbojpeg0-dev  # JPEG decoding of the shared data loader (linked statically)
+          python3-torch      # the data-sharing tests' consumers (python/colo_data.py)
           chromium   # chromium: PNG figures of `colo report` and its browser test
           slurm-wlm munge)  # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
 missing=()

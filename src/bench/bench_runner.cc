@@ -6,6 +6,7 @@
 #include <map>
 #include <ostream>
 
+#include "analysis/run_summary.h"
 #include "common/units.h"
 #include "run/mechanism_inputs.h"
 
@@ -18,9 +19,9 @@ std::string seconds_text(double s) { return format_duration_ms(static_cast<int64
 struct Learned {
   // Peak memory of one job per workload label, from degree-1 and serial cases.
   std::map<std::string, MemoryFigure> peaks;
-  // Steady throughput of the degree-1 case per (workload label, repetition);
-  // exclusive wins over other mechanisms.
-  std::map<std::pair<std::string, int>, std::pair<double, bool>> solo_steady;
+  // Solo rate of each workload label per repetition, from cases whose jobs
+  // ran alone (degree 1, serial, exclusive); exclusive wins over others.
+  std::map<std::pair<std::string, int>, std::pair<SoloRate, bool>> solo;
   // Makespan of the serial reference per (models, repetition): the serial
   // case of a mix; for recsys the sum of the cases run alone.
   std::map<std::pair<std::string, int>, int64_t> serial_makespan_ms;
@@ -30,27 +31,40 @@ bool runs_jobs_alone(const BenchCase& c) {
   return c.serial || c.mechanism == "exclusive" || c.jobs.size() == 1;
 }
 
+// The workload of each job of a case's summary (jobs are recorded in file order).
+std::vector<const Workload*> workloads_of(const BenchCase& c, const RunSummary& s,
+                                          const std::vector<JobSpec>& specs) {
+  std::vector<const Workload*> out;
+  for (const JobSummary& j : s.jobs) {
+    auto spec = std::find_if(specs.begin(), specs.end(),
+                             [&](const JobSpec& js) { return js.name == j.name; });
+    const auto index = static_cast<size_t>(spec - specs.begin());
+    out.push_back(spec == specs.end() || index >= c.jobs.size() ? nullptr : &c.jobs[index]);
+  }
+  return out;
+}
+
 // Learns from a case that ended ok.
 void learn(const BenchCase& c, const RunSummary& s, const std::vector<JobSpec>& specs,
            Learned& learned) {
+  const std::vector<const Workload*> workloads = workloads_of(c, s, specs);
   if (runs_jobs_alone(c)) {
-    for (const JobSummary& j : s.jobs) {
-      auto spec = std::find_if(specs.begin(), specs.end(),
-                               [&](const JobSpec& js) { return js.name == j.name; });
-      if (spec == specs.end() || !j.peak_memory_bytes) continue;
-      const Workload& w = c.jobs[static_cast<size_t>(spec - specs.begin())];
-      MemoryFigure& f = learned.peaks[w.label()];
-      if (*j.peak_memory_bytes > f.bytes) {
-        f = {*j.peak_memory_bytes, "measured in " + c.name};
-      }
-    }
-  }
-  if (c.jobs.size() == 1 && s.steady_throughput_per_s) {
-    auto key = std::make_pair(c.jobs[0].label(), c.repetition);
     const bool exclusive = c.mechanism == "exclusive";
-    auto it = learned.solo_steady.find(key);
-    if (it == learned.solo_steady.end() || (exclusive && !it->second.second)) {
-      learned.solo_steady[key] = {*s.steady_throughput_per_s, exclusive};
+    for (size_t i = 0; i < s.jobs.size(); ++i) {
+      const JobSummary& j = s.jobs[i];
+      if (workloads[i] == nullptr) continue;
+      const std::string label = workloads[i]->label();
+      if (j.peak_memory_bytes) {
+        MemoryFigure& f = learned.peaks[label];
+        if (*j.peak_memory_bytes > f.bytes) f = {*j.peak_memory_bytes, "measured in " + c.name};
+      }
+      std::optional<SteadyEpochs> steady = steady_epochs(j.epoch_ends);
+      if (!steady) continue;
+      auto key = std::make_pair(label, c.repetition);
+      auto it = learned.solo.find(key);
+      if (it == learned.solo.end() || (exclusive && !it->second.second)) {
+        learned.solo[key] = {SoloRate{steady->samples_per_s, steady->epoch_ms, c.name}, exclusive};
+      }
     }
   }
   if (s.makespan_ms) {
@@ -61,22 +75,35 @@ void learn(const BenchCase& c, const RunSummary& s, const std::vector<JobSpec>& 
   }
 }
 
-// "2.59x over degree 1" or "1.31x faster than serial", when the reference ran.
-std::string comparison(const BenchCase& c, const RunSummary& s, const Learned& learned) {
-  if (c.workload == "mixed" || c.workload == "recsys") {
-    if (c.serial || c.jobs.size() < 2 || !s.makespan_ms || *s.makespan_ms <= 0) return "";
-    auto it = learned.serial_makespan_ms.find({c.models, c.repetition});
-    if (it == learned.serial_makespan_ms.end()) return "";
-    return fmt::format(", {:.2f}x faster than serial ({} vs {})",
-                       static_cast<double>(it->second) / static_cast<double>(*s.makespan_ms),
-                       format_duration_ms(*s.makespan_ms), format_duration_ms(it->second));
+// ", 2.59x steady speed-up (solo rates from small/resnet26/exclusive/x1/r1)",
+// and for mixes ", 1.31x faster than serial (...)", when the references ran.
+std::string comparison(const BenchCase& c, RunSummary& s, const std::vector<JobSpec>& specs,
+                       const Learned& learned) {
+  if (runs_jobs_alone(c)) return "";
+  std::string out;
+  const std::vector<const Workload*> workloads = workloads_of(c, s, specs);
+  std::vector<std::optional<SoloRate>> solo;
+  for (const Workload* w : workloads) {
+    auto it = w == nullptr ? learned.solo.end() : learned.solo.find({w->label(), c.repetition});
+    solo.push_back(it == learned.solo.end() ? std::nullopt
+                                            : std::optional<SoloRate>(it->second.first));
   }
-  if (c.jobs.empty() || !s.steady_throughput_per_s) return "";
-  auto it = learned.solo_steady.find({c.jobs[0].label(), c.repetition});
-  if (it == learned.solo_steady.end() || it->second.first <= 0) return "";
-  if (c.degree == 1 && c.mechanism == "exclusive") return "";
-  return fmt::format(", {:.2f}x steady throughput over degree 1",
-                     *s.steady_throughput_per_s / it->second.first);
+  apply_solo_rates(s, solo);
+  if (s.steady_speedup_vs_exclusive) {
+    out += fmt::format(", {:.2f}x steady speed-up (solo rates from {})",
+                       *s.steady_speedup_vs_exclusive, s.solo_source);
+  } else if (!s.steady_note.empty()) {
+    out += ", no steady speed-up: " + s.steady_note;
+  }
+  if ((c.workload == "mixed" || c.workload == "recsys") && s.makespan_ms && *s.makespan_ms > 0) {
+    auto it = learned.serial_makespan_ms.find({c.models, c.repetition});
+    if (it != learned.serial_makespan_ms.end()) {
+      out += fmt::format(", {:.2f}x faster than serial ({} vs {})",
+                         static_cast<double>(it->second) / static_cast<double>(*s.makespan_ms),
+                         format_duration_ms(*s.makespan_ms), format_duration_ms(it->second));
+    }
+  }
+  return out;
 }
 
 // Why a run that ended failed: the first job that did not end ok.
@@ -259,21 +286,22 @@ Result<BenchOutcome> run_bench(const std::vector<BenchCase>& cases, const Plan& 
       continue;
     }
     std::string status = case_status_for(run->state);
-    Result<RunSummary> summary = ctx.store.summarize_run(run->run_id);
+    Result<RunRecord> rows = ctx.store.run_record(run->run_id);
     std::string reason;
     std::string detail;
-    if (summary.ok()) {
-      if (status == "failed") reason = failure_reason(*summary);
+    if (rows.ok()) {
+      RunSummary summary = summarize(*rows);
+      if (status == "failed") reason = failure_reason(summary);
       if (status == "ok") {
-        learn(c, *summary, file.jobs, learned);
-        if (summary->steady_throughput_per_s) {
-          detail += fmt::format(", steady {:.0f} samples/s", *summary->steady_throughput_per_s);
+        learn(c, summary, file.jobs, learned);
+        if (summary.steady_throughput_per_s) {
+          detail += fmt::format(", steady {:.0f} samples/s", *summary.steady_throughput_per_s);
         }
-        detail += comparison(c, *summary, learned);
+        detail += comparison(c, summary, file.jobs, learned);
       }
     } else {
       reason = status == "failed" ? "the run failed" : "";
-      detail = ", summary unavailable: " + summary.error().message();
+      detail = ", summary unavailable: " + rows.error().message();
     }
     if (status == "cancelled") reason = "cancelled while running (Ctrl-C)";
     record(i, run->run_id, status, reason);

@@ -12,8 +12,11 @@
 //   3. close the experiment: cancelled, failed (a case failed) or ok.
 //
 // Prints one line per case as it starts and ends ("case 5/23
-// small/resnet26/mps/x3/r1: ok in 31.2s, steady 41,230 samples/s, 2.59x over
-// degree 1"). Not thread-safe; runs on the caller's thread.
+// small/resnet26/mps/x3/r1: ok in 31.2s (run 7), steady 41230 samples/s,
+// 2.59x steady speed-up (solo rates from small/resnet26/exclusive/x1/r1)"):
+// the collocated speed-up of analysis/together.h against the solo rates of
+// this experiment's cases that ran the same workloads alone. Not
+// thread-safe; runs on the caller's thread.
 #pragma once
 
 #include <atomic>

@@ -100,7 +100,7 @@ TEST(JobFileFor, OneJobPerWorkloadWithThePlansEpochSize) {
   EXPECT_EQ(arg("--model"), "resnet50");
   EXPECT_EQ(arg("--dataset"), "imagenet64");
   EXPECT_EQ(arg("--batch-size"), "128");
-  EXPECT_EQ(arg("--epochs"), "2");
+  EXPECT_EQ(arg("--epochs"), "4");
   EXPECT_EQ(arg("--epoch-samples"),
             std::to_string(plan->workloads.at("resnet50/imagenet64/b128").epoch_samples));
   EXPECT_EQ(file.jobs[1].env.at("COLO_SIM_SHARING"), "3");
@@ -169,7 +169,7 @@ TEST_F(BenchRunnerTest, DoesNotFitWithDefaultsOnASmallGpuRunsNothing) {
   ASSERT_TRUE(outcome.ok()) << outcome.error().message();
   EXPECT_EQ(outcome->does_not_fit, 2);
   EXPECT_EQ(outcome->not_run, 1);
-  Result<std::vector<RunRow>> runs = store_->list_runs();
+  Result<std::vector<RunRow>> runs = store_->list_runs(50);
   ASSERT_TRUE(runs.ok());
   EXPECT_TRUE(runs->empty());
   Result<std::vector<CaseRow>> rows = store_->experiment_cases(0);

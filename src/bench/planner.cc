@@ -102,6 +102,18 @@ Result<Plan> make_plan(const std::vector<BenchCase>& cases, const PlanOptions& o
   if (options.budget_ms && job_runs > 0) {
     const double budget_s = static_cast<double>(*options.budget_ms) / 1000.0;
     epoch_s = (budget_s - startup_total) / (options.epochs * job_runs);
+    if (epoch_s < options.min_epoch_s) {
+      const double least_s = startup_total + options.min_epoch_s * options.epochs * job_runs;
+      return Error(fmt::format(
+          "--budget {} is too small for these {} cases: solo epochs would take {}, less than "
+          "the {} minimum that keeps start-up and epoch boundaries from distorting the figures; "
+          "give --budget {} or more, or fewer cases with --cases, or fewer --epochs",
+          seconds_text(budget_s),
+          std::count_if(cases.begin(), cases.end(),
+                        [](const BenchCase& c) { return c.status == "planned"; }),
+          seconds_text(std::max(0.0, epoch_s)), seconds_text(options.min_epoch_s),
+          seconds_text(std::ceil(least_s))));
+    }
   }
   plan.solo_epoch_seconds = std::max(0.0, epoch_s);
   for (auto& [label, wp] : plan.workloads) {

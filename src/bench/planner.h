@@ -45,12 +45,22 @@ uint64_t default_memory_bytes(const Workload& workload, double dlrm_memory_gib);
 struct PlanOptions {
   // Total time the cases may take (estimated); nullopt: default epochs.
   std::optional<int64_t> budget_ms;
-  int epochs = 2;  // per job; the first is warm-up
+  // Per job; the first is warm-up. Four leave the jobs of a case three
+  // steady epochs, so that they run together for the two epochs the steady
+  // speed-up needs (analysis/together.h) while their start-ups differ by up
+  // to one epoch (seven ResNet-26 jobs started at once on an H200 ended their
+  // first epochs within 1 s of each other: docs/results/2026-11-22-h200-resnet26x7).
+  int epochs = 4;
   // Start-up of one job (Python, CUDA context, cuDNN autotuning): about 15 s
   // with bench/train.py on a GPU, about 1 s with bench/sim_train.py.
   double startup_s = 15.0;
   // Without a budget: samples per epoch make one solo epoch take this long.
   double default_epoch_s = 5.0;
+  // A budget never makes a solo epoch shorter than this: shorter epochs let
+  // start-up, epoch-boundary effects (data loader restarts, evaluation) and
+  // the timing of progress lines distort the figures. A budget that would
+  // need shorter epochs is an error naming the least budget that fits.
+  double min_epoch_s = 5.0;
   // Epochs never have fewer batches than this.
   int min_batches = 4;
   // Measured solo throughputs by Workload::label(), overriding the table.
@@ -73,10 +83,11 @@ struct Plan {
 };
 
 // Chooses samples per epoch (the same for every case of a workload, whole
-// batches, at least min_batches) so that the estimated total fits the budget,
-// or so that a solo epoch takes default_epoch_s. Only cases with status
-// "planned" count. Errors: a workload with no throughput, a budget too small
-// even for the smallest epochs (the message gives the least budget that fits).
+// batches, at least min_batches) so that the estimated total fits the budget
+// with solo epochs of at least min_epoch_s, or so that a solo epoch takes
+// default_epoch_s. Only cases with status "planned" count. Errors: a workload
+// with no throughput, a budget too small for epochs of min_epoch_s (the
+// message gives the least budget that fits).
 Result<Plan> make_plan(const std::vector<BenchCase>& cases, const PlanOptions& options);
 
 // The estimated seconds of one case under `plan` (start-up included).

@@ -23,10 +23,10 @@ TEST(Planner, WithoutABudgetASoloEpochTakesAboutFiveSeconds) {
   const WorkloadPlan& wp = plan->workloads.at("resnet26/cifar10/b128");
   EXPECT_EQ(wp.epoch_samples % 128, 0);
   EXPECT_EQ(wp.epoch_samples, 621 * 128);  // floor(5 s x 15900/s / 128) batches
-  EXPECT_EQ(plan->epochs, 2);
+  EXPECT_EQ(plan->epochs, 4);
   // 9 cases run (exclusive, naive and mps at 4 degrees), with 1+2x(1+2+3+7) = 27 jobs.
   const double epoch_s = 621.0 * 128 / 15900;
-  EXPECT_NEAR(plan->total_seconds, 9 * 15.0 + 2 * 27 * epoch_s, 1e-6);
+  EXPECT_NEAR(plan->total_seconds, 9 * 15.0 + 4 * 27 * epoch_s, 1e-6);
   // MIG cases are not run: no time.
   for (size_t i = 0; i < cases.size(); ++i) {
     if (cases[i].mechanism == "mig") {
@@ -40,6 +40,7 @@ struct BudgetRow {
   std::vector<std::string> globs;
   int64_t budget_ms;
   double startup_s;
+  double min_epoch_s = 5.0;
 };
 
 class PlannerBudget : public testing::TestWithParam<BudgetRow> {};
@@ -50,6 +51,7 @@ TEST_P(PlannerBudget, FitsTheBudgetWithWholeBatchesAndEqualSoloEpochs) {
   PlanOptions options;
   options.budget_ms = row.budget_ms;
   options.startup_s = row.startup_s;
+  options.min_epoch_s = row.min_epoch_s;
   Result<Plan> plan = make_plan(cases, options);
   ASSERT_TRUE(plan.ok()) << plan.error().message();
   const double budget_s = static_cast<double>(row.budget_ms) / 1000.0;
@@ -69,17 +71,18 @@ TEST_P(PlannerBudget, FitsTheBudgetWithWholeBatchesAndEqualSoloEpochs) {
                 wp.workload.batch_size / wp.samples_per_s + 1e-9)
         << label;
   }
-  EXPECT_GE(plan->total_seconds, budget_s - 2 * job_runs * slack - 1e-6);
+  EXPECT_GE(plan->solo_epoch_seconds, row.min_epoch_s);
+  EXPECT_GE(plan->total_seconds, budget_s - options.epochs * job_runs * slack - 1e-6);
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, PlannerBudget,
-                         testing::Values(BudgetRow{"paper-uniform", {"small/*"}, 8 * 60 * 1000, 15},
-                                         BudgetRow{
-                                             "paper-uniform", {"large/*"}, 10 * 60 * 1000, 15},
-                                         BudgetRow{"paper-uniform", {}, 60 * 60 * 1000, 15},
-                                         BudgetRow{"paper-mixed", {}, 8 * 60 * 1000, 15},
-                                         BudgetRow{"paper-recsys", {}, 8 * 60 * 1000, 15},
-                                         BudgetRow{"paper-uniform", {"small/*"}, 20 * 1000, 1}));
+INSTANTIATE_TEST_SUITE_P(
+    Table, PlannerBudget,
+    testing::Values(BudgetRow{"paper-uniform", {"small/*"}, 20 * 60 * 1000, 15},
+                    BudgetRow{"paper-uniform", {"large/*"}, 30 * 60 * 1000, 15},
+                    BudgetRow{"paper-uniform", {}, 90 * 60 * 1000, 15},
+                    BudgetRow{"paper-mixed", {}, 20 * 60 * 1000, 15},
+                    BudgetRow{"paper-recsys", {}, 8 * 60 * 1000, 15},
+                    BudgetRow{"paper-uniform", {"small/*"}, 60 * 1000, 1, 0.2}));
 
 TEST(Planner, SerialCasesPayStartUpPerJob) {
   std::vector<BenchCase> cases = expand("paper-mixed", {"mixed/S+M+M/serial/*"});
@@ -87,17 +90,29 @@ TEST(Planner, SerialCasesPayStartUpPerJob) {
   ASSERT_TRUE(plan.ok());
   const double s = plan->workloads.at("resnet26/cifar10/b128").epoch_samples / 15900.0;
   const double m = plan->workloads.at("resnet50/imagenet64/b128").epoch_samples / 7900.0;
-  EXPECT_NEAR(plan->total_seconds, 3 * 15.0 + 2 * (s + 2 * m), 1e-6);
+  EXPECT_NEAR(plan->total_seconds, 3 * 15.0 + 4 * (s + 2 * m), 1e-6);
 }
 
 TEST(Planner, ABudgetTooSmallSaysHowMuchIsNeeded) {
   std::vector<BenchCase> cases = expand("paper-uniform", {"small/*"});
   PlanOptions options;
-  options.budget_ms = 60 * 1000;  // 9 cases x 15 s of start-up alone exceed it
-  Result<Plan> plan = make_plan(cases, options);
-  ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.error().message().find("--budget"), std::string::npos);
-  EXPECT_NE(plan.error().message().find("2m15s"), std::string::npos) << plan.error().message();
+  struct Case {
+    int64_t budget_ms;
+    const char* says;
+  } cases_of_budget[] = {
+      // 9 cases x 15 s of start-up alone exceed it; the least budget is 2m15s
+      // of start-up and 27 jobs x 4 epochs x 5 s.
+      {60 * 1000, "11m15s"},
+      // Enough for start-up, but solo epochs of 3.2 s.
+      {8 * 60 * 1000, "less than the 5.0s minimum"},
+  };
+  for (const Case& c : cases_of_budget) {
+    options.budget_ms = c.budget_ms;
+    Result<Plan> plan = make_plan(cases, options);
+    ASSERT_FALSE(plan.ok()) << c.budget_ms;
+    EXPECT_NE(plan.error().message().find("--budget"), std::string::npos);
+    EXPECT_NE(plan.error().message().find(c.says), std::string::npos) << plan.error().message();
+  }
 }
 
 TEST(Planner, MeasuredThroughputOverridesTheTable) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/units.h"
 #include "run/run_controller.h"
@@ -95,8 +96,8 @@ std::optional<int64_t> duration_flag(std::string_view flag, const std::string& t
   return std::nullopt;
 }
 
-std::vector<StoredProfile> stored_profiles(const std::string& db, bool skip,
-                                           std::vector<Collocation>& collocations) {
+std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
+                                            std::vector<Collocation>& collocations) {
   if (skip) return {};
   std::string path = db.empty() ? default_db_path() : db;
   if (access(path.c_str(), F_OK) != 0) return {};
@@ -105,15 +106,15 @@ std::vector<StoredProfile> stored_profiles(const std::string& db, bool skip,
     std::cerr << "colo: warning: ignoring the store: " << store.error().message() << "\n";
     return {};
   }
-  Result<std::vector<StoredProfile>> profiles = (*store)->learned_profiles();
+  Result<std::vector<LearnedProfile>> profiles = learn_profiles(**store);
   if (!profiles.ok()) {
     std::cerr << "colo: warning: ignoring the store: " << profiles.error().message() << "\n";
     return {};
   }
-  std::vector<StoredProfile> measured;
+  std::vector<LearnedProfile> measured;
   std::copy_if(profiles->begin(), profiles->end(), std::back_inserter(measured),
-               [](const StoredProfile& p) { return !p.simulated; });
-  if (Result<std::vector<Collocation>> c = (*store)->measured_collocations(measured); c.ok())
+               [](const LearnedProfile& p) { return !p.simulated; });
+  if (Result<std::vector<Collocation>> c = measured_collocations(**store, measured); c.ok())
     collocations = std::move(*c);
   return *profiles;
 }

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/profiles.h"
 #include "common/clock.h"
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
@@ -67,7 +68,7 @@ std::optional<int64_t> duration_flag(std::string_view flag, const std::string& t
 // its measured collocations (of measured, not simulated, profiles) into
 // `collocations`; none, with a warning on stderr, when it cannot be read;
 // none when `skip` or when there is no store yet.
-std::vector<StoredProfile> stored_profiles(const std::string& db, bool skip,
-                                           std::vector<Collocation>& collocations);
+std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
+                                            std::vector<Collocation>& collocations);
 
 }  // namespace colo

@@ -9,12 +9,15 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/stored.h"
 #include "cli/cli_common.h"
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/units.h"
+#include "gpu/device_json.h"
 #include "gpu/gpu_backend.h"
 #include "jobs/job_file.h"
+#include "report/data_report.h"
 #include "report/text_report.h"
 #include "run/mechanism_inputs.h"
 #include "run/run_controller.h"
@@ -153,7 +156,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   if (!outcome.ok()) {
     std::cerr << "colo: " << outcome.error().message() << "\n";
   } else {
-    Result<RunSummary> summary = (*store)->summarize_run(outcome->run_id);
+    Result<RunSummary> summary = analyse_run(**store, outcome->run_id);
     if (summary.ok()) {
       std::cout << "\n" << format_run_summary(*summary);
     } else {
@@ -203,28 +206,7 @@ int devices_command(const DevicesFlags& flags) {
                           {"mps_control_on_path", mps},
                           {"devices", nlohmann::json::array()}};
     for (const DeviceInfo& d : devices) {
-      nlohmann::json j = {{"index", d.index},
-                          {"name", d.name},
-                          {"uuid", d.uuid},
-                          {"pci_bus_id", d.pci_bus_id},
-                          {"memory_total_bytes", d.memory_total_bytes},
-                          {"gpm_supported", d.gpm_supported},
-                          {"supported_metrics", d.supported_metrics}};
-      j["sm_count"] = d.sm_count ? nlohmann::json(*d.sm_count) : nlohmann::json(nullptr);
-      j["mig_enabled"] = d.mig_enabled ? nlohmann::json(*d.mig_enabled) : nlohmann::json(nullptr);
-      if (d.cuda_compute_major)
-        j["compute_capability"] =
-            fmt::format("{}.{}", *d.cuda_compute_major, d.cuda_compute_minor.value_or(0));
-      j["mig_profiles"] = nlohmann::json::array();
-      for (const MigProfile& p : d.mig_profiles) {
-        j["mig_profiles"].push_back({{"id", p.id},
-                                     {"name", p.name},
-                                     {"slices", p.slice_count},
-                                     {"memory_bytes", p.memory_bytes},
-                                     {"max_instances", p.max_instances},
-                                     {"sm_count", p.sm_count}});
-      }
-      out["devices"].push_back(std::move(j));
+      out["devices"].push_back(device_to_json(d));
     }
     std::cout << out.dump(2) << "\n";
     return kExitOk;
@@ -408,12 +390,22 @@ int show_command(const std::string& db, const std::string& run, bool json) {
     std::cerr << "colo: " << store.error().message() << "\n";
     return kExitEnvironment;
   }
-  Result<RunSummary> summary = (*store)->summarize_run(id);
+  Result<RunSummary> summary = analyse_run(**store, id);
   if (!summary.ok()) {
     std::cerr << "colo: " << summary.error().message() << "\n";
     return kExitBadInput;
   }
-  std::cout << (json ? to_json(*summary).dump(2) + "\n" : format_run_summary(*summary));
+  Result<std::vector<DataLoaderRow>> loaders = (*store)->data_loaders(summary->run.id);
+  if (!loaders.ok()) std::cerr << "colo: warning: " << loaders.error().message() << "\n";
+  const std::vector<DataLoaderRow> none;
+  const std::vector<DataLoaderRow>& data = loaders.ok() ? *loaders : none;
+  if (json) {
+    nlohmann::json j = to_json(*summary);
+    if (!data.empty()) j["data_loaders"] = data_loaders_json(data);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << format_run_summary(*summary) << format_data_loaders(data);
+  }
   return kExitOk;
 }
 
@@ -506,6 +498,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   add_serve_commands(app, exit_code, command_line);
   add_top_command(app, exit_code);
   add_slurm_command(app, exit_code, command_line);
+  add_data_command(app, exit_code);
 
   CLI::App* devices_cmd = app.add_subcommand(
       "devices", "List the GPUs: memory, SMs, MIG mode and profiles, MPS, metrics");

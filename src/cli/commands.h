@@ -36,6 +36,8 @@ void add_bench_command(CLI::App& app, int& exit_code, const std::string& command
 void add_report_command(CLI::App& app, int& exit_code);
 // `colo mig plan` and `colo mig profiles` (mig_command.cc).
 void add_mig_command(CLI::App& app, int& exit_code);
+// `colo data make-synthetic|pack|serve|cleanup` (data_command.cc).
+void add_data_command(CLI::App& app, int& exit_code);
 // `colo simulate` and `colo profiles` (simulate_command.cc).
 void add_simulate_commands(CLI::App& app, int& exit_code);
 // `colo slurm submit|status|collect` (slurm_command.cc).

@@ -1,10 +1,13 @@
-// `colo report [TARGET] --out DIR`: the HTML report, figure pages, PNGs, CSV
-// and text summary of a run or an experiment (see report/report_writer.h).
+// `colo report [TARGET...] --out DIR`: the HTML report, figure pages, PNGs,
+// CSV and text summary of a run, an experiment, or several experiments as one
+// (see report/report_writer.h).
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "common/paths.h"
@@ -14,17 +17,21 @@ namespace colo {
 namespace {
 
 struct ReportFlags {
-  std::string target;
+  std::vector<std::string> targets;
   std::string out;
   std::string db;
   bool no_png = false;
 };
 
 int report_command(const ReportFlags& flags) {
-  Result<ReportTarget> target = parse_report_target(flags.target);
-  if (!target) {
-    std::cerr << "colo: " << target.error().message() << "\n";
-    return kExitBadInput;
+  std::vector<ReportTarget> targets;
+  for (const std::string& text : flags.targets) {
+    Result<ReportTarget> target = parse_report_target(text);
+    if (!target) {
+      std::cerr << "colo: " << target.error().message() << "\n";
+      return kExitBadInput;
+    }
+    targets.push_back(*target);
   }
   const std::string db = flags.db.empty() ? default_db_path() : flags.db;
   if (access(db.c_str(), F_OK) != 0) {
@@ -42,7 +49,7 @@ int report_command(const ReportFlags& flags) {
   ReportOptions options;
   options.out_dir = flags.out;
   options.png = !flags.no_png;
-  Result<ReportOutcome> outcome = write_report(**store, *target, options);
+  Result<ReportOutcome> outcome = write_report(**store, targets, options);
   if (!outcome) {
     std::cerr << "colo: " << outcome.error().message() << "\n";
     return kExitEnvironment;
@@ -71,9 +78,10 @@ void add_report_command(CLI::App& app, int& exit_code) {
       "report",
       "Write an HTML report (charts of the paper's figures), PNGs, CSV and a text summary of a "
       "run or experiment");
-  cmd->add_option("target", flags.target,
+  cmd->add_option("targets", flags.targets,
                   "run:ID, exp:ID, a bare number (a run id), last-run, last-exp, or last (the "
-                  "most recent experiment, else the most recent run; the default)");
+                  "most recent experiment, else the most recent run; the default); several "
+                  "exp:ID make one report over those experiments");
   cmd->add_option("--out,-o", flags.out, "directory to write the report into (created)")
       ->required();
   cmd->add_option("--db", flags.db, "run store; default " + default_db_path());

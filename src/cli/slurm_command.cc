@@ -83,7 +83,7 @@ int submit_command(const SubmitFlags& flags) {
       planning_policy(mechanism, policy, flags.backend.backend == "sim", &policy_note);
 
   std::vector<Collocation> collocations;
-  std::vector<StoredProfile> stored = stored_profiles(flags.db, false, collocations);
+  std::vector<LearnedProfile> stored = stored_profiles(flags.db, false, collocations);
   SimJobSet set = make_sim_jobs(*file, known_profiles(stored, file->jobs, model->model, true));
   SimOptions node;
   node.gpus = flags.gpus_per_node;

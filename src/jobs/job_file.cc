@@ -38,15 +38,18 @@ constexpr size_t kMaxReportedErrors = 20;
 constexpr const char* kNeedsAJob =
     "a job file needs at least one [[job]] with name and command; see docs/job-file.md";
 
-constexpr std::array<const char*, 3> kTopLevelKeys = {"run", "defaults", "job"};
+constexpr std::array<const char*, 4> kTopLevelKeys = {"run", "defaults", "job", "data"};
 constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "policy"};
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 13> kSettingKeys = {
+constexpr std::array<const char*, 14> kSettingKeys = {
     "workdir",     "env",         "gpu_memory", "sm_share",  "memory_limit",
     "epoch_regex", "sm_activity", "gpu_util",   "solo_time", "startup_time",
-    "mig_profile", "mig_group",   "restart"};
+    "mig_profile", "mig_group",   "restart",    "dataset"};
+// Keys of a [data.NAME] table (a dataset served by a shared loader).
+constexpr std::array<const char*, 10> kDataKeys = {
+    "path", "format", "size", "augment", "threads", "ring", "chunk", "lag_timeout", "cpus", "seed"};
 // Keys only a [[job]] may have.
 constexpr std::array<const char*, 4> kJobOnlyKeys = {"name", "command", "repeat", "grid"};
 
@@ -194,6 +197,7 @@ struct Settings {
   std::optional<std::string> mig_profile;
   std::optional<std::string> mig_group;
   std::optional<RestartPolicy> restart;
+  std::optional<Sourced<std::string>> dataset;
 
   // `over` wins where it sets a field; env is merged key by key.
   static Settings merge(const Settings& base, const Settings& over) {
@@ -211,6 +215,7 @@ struct Settings {
     if (over.mig_profile) out.mig_profile = over.mig_profile;
     if (over.mig_group) out.mig_group = over.mig_group;
     if (over.restart) out.restart = over.restart;
+    if (over.dataset) out.dataset = over.dataset;
     return out;
   }
 };
@@ -348,6 +353,15 @@ class TableReader {
         error(line_of(node), fmt::format("key '{}' must not be empty", k));
       } else if (text) {
         (k == "mig_profile" ? settings.mig_profile : settings.mig_group) = *text;
+      }
+    } else if (k == "dataset") {
+      auto name = string(k, node, "the name of a [data.NAME] table");
+      if (name && !is_name(*name)) {
+        error(line_of(node), fmt::format("key 'dataset' must be a name (letters, digits, '_', "
+                                         "'.', '-') of a [data.NAME] table, got \"{}\"",
+                                         *name));
+      } else if (name) {
+        settings.dataset = Sourced<std::string>{*name, line_of(node)};
       }
     } else if (k == "restart") {
       auto text = string(k, node, "\"on-failure\" or \"never\"");
@@ -717,6 +731,7 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.mig_profile = block.settings.mig_profile;
     base.mig_group = block.settings.mig_group;
     base.restart = block.settings.restart.value_or(RestartPolicy::kOnFailure);
+    if (block.settings.dataset) base.dataset = block.settings.dataset->value;
     base.params = params;
     base.source = fmt::format("{}:{}", path, block.line);
     for (int64_t r = 1; r <= block.repeat; ++r) {
@@ -735,6 +750,100 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
       if (p == 0) return;
     }
     if (block.grid.empty()) return;
+  }
+}
+
+// Reads the [data.NAME] tables.
+void read_data(const toml::node& node, const std::string& path, const std::string& base_dir,
+               Diagnostics& diag, JobFile& out) {
+  const auto* tables = node.as_table();
+  if (tables == nullptr) {
+    diag.add(line_of(node), fmt::format("'data' must hold tables such as [data.imagenet] with a "
+                                        "path, got {}",
+                                        describe(node)));
+    return;
+  }
+  for (const auto& [name_key, value] : *tables) {
+    const std::string name(name_key.str());
+    TableReader reader(diag, fmt::format("[data.{}]: ", name));
+    const auto* table = value.as_table();
+    if (table == nullptr || !is_name(name)) {
+      reader.error(line_of(name_key, value),
+                   table == nullptr ? fmt::format("must be a table (write [data.{}] with a path "
+                                                  "= ...), got {}",
+                                                  name, describe(value))
+                                    : "the name must be letters, digits, '_', '.' or '-'");
+      continue;
+    }
+    DataSourceSpec spec;
+    spec.name = name;
+    spec.source = fmt::format("{}:{}", path, line_of(*table));
+    for (const auto& [key, v] : *table) {
+      const std::string_view k = key.str();
+      if (k == "path") {
+        if (auto p = reader.string(k, v, "the dataset's path (a string)"))
+          spec.path = absolute_path(*p, base_dir);
+      } else if (k == "format") {
+        auto f = reader.string(k, v, "\"imagefolder\", \"cifar10\" or \"packed\"");
+        if (f && *f != "imagefolder" && *f != "cifar10" && *f != "packed") {
+          reader.error(line_of(v), fmt::format("key 'format' must be \"imagefolder\", "
+                                               "\"cifar10\" or \"packed\", got \"{}\"",
+                                               *f));
+        } else if (f) {
+          spec.format = *f;
+        }
+      } else if (k == "size") {
+        if (auto n = reader.int_in_range(k, v, 1, 4096, "a crop size in pixels from 1 to 4096"))
+          spec.image_size = static_cast<int>(*n);
+      } else if (k == "threads") {
+        if (auto n = reader.int_in_range(k, v, 1, 1024, "a number of threads from 1 to 1024"))
+          spec.threads = static_cast<int>(*n);
+      } else if (k == "chunk") {
+        if (auto n = reader.int_in_range(k, v, 1, 4096, "samples per ring slot, 1 to 4096"))
+          spec.chunk = static_cast<int>(*n);
+      } else if (k == "seed") {
+        if (auto n = reader.int_in_range(k, v, 0, INT64_MAX, "a non-negative integer"))
+          spec.seed = *n;
+      } else if (k == "augment") {
+        if (const auto* b = v.as_boolean()) {
+          spec.augment = b->get();
+        } else {
+          reader.error(line_of(v),
+                       fmt::format("key 'augment' must be true or false, got {}", describe(v)));
+        }
+      } else if (k == "ring") {
+        if (auto bytes = reader.size(k, v)) spec.ring_bytes = bytes;
+      } else if (k == "lag_timeout") {
+        auto text = reader.string(k, v, "a duration such as \"30s\"");
+        if (!text) continue;
+        Result<int64_t> ms = parse_duration_ms(*text);
+        if (ms.ok() && *ms > 0) {
+          spec.lag_timeout_ms = *ms;
+        } else {
+          reader.error(line_of(v), fmt::format("key 'lag_timeout' must be a duration such as "
+                                               "\"30s\": {}",
+                                               ms.ok() ? "got zero" : ms.error().message()));
+        }
+      } else if (k == "cpus") {
+        auto text = reader.string(k, v, "a CPU list such as \"0-3\"");
+        if (text &&
+            (text->empty() || text->find_first_not_of("0123456789,-") != std::string::npos)) {
+          reader.error(line_of(v), fmt::format("key 'cpus' must be a CPU list such as \"0-3\" "
+                                               "or \"0,2,4-7\", got \"{}\"",
+                                               *text));
+        } else if (text) {
+          spec.cpus = *text;
+        }
+      } else {
+        reader.error(line_of(key, v),
+                     fmt::format("unknown key '{}'{}", k, did_you_mean(k, kDataKeys)));
+      }
+    }
+    if (spec.path.empty()) {
+      reader.error(line_of(*table), "needs a path: the dataset's directory or file");
+      continue;
+    }
+    out.data_sources[name] = std::move(spec);
   }
 }
 
@@ -765,6 +874,7 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
   Settings defaults;
   if (const toml::node* run = root.get("run")) read_run(*run, diag, out);
   if (const toml::node* d = root.get("defaults")) defaults = read_defaults(*d, diag);
+  if (const toml::node* d = root.get("data")) read_data(*d, path, abs_base, diag, out);
 
   for (const auto& [key, value] : root) {
     if (contains(kTopLevelKeys, key.str())) continue;
@@ -773,8 +883,8 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
       hint = fmt::format(" ('{}' belongs in a [[job]] or in [defaults])", key.str());
     }
     diag.add(line_of(key, value),
-             fmt::format("unknown top-level key '{}'{}; a job file has [run], [defaults] and "
-                         "[[job]] sections",
+             fmt::format("unknown top-level key '{}'{}; a job file has [run], [defaults], "
+                         "[data.NAME] and [[job]] sections",
                          key.str(), hint));
   }
 
@@ -822,6 +932,20 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
       return diag.to_error();
     }
   }
+
+  std::vector<std::string> dataset_names;
+  for (const auto& [name, spec] : out.data_sources) dataset_names.push_back(name);
+  for (const JobBlock& block : blocks) {
+    const auto& dataset = block.settings.dataset;
+    if (dataset && out.data_sources.count(dataset->value) == 0) {
+      diag.add(dataset->line,
+               fmt::format("job '{}': dataset '{}' has no [data.{}] table{}; add one with the "
+                           "dataset's path",
+                           block.name, dataset->value, dataset->value,
+                           did_you_mean(dataset->value, dataset_names)));
+    }
+  }
+  if (!diag.empty()) return diag.to_error();
 
   std::unordered_map<std::string, std::string> seen;  // name -> source
   for (const JobBlock& block : blocks) {

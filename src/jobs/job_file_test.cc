@@ -505,5 +505,79 @@ command = ["python3", "train.py"]
       << bad.error().message();
 }
 
+TEST(JobFileData, DataTablesAndTheDatasetKey) {
+  JobFile file = parse_ok(R"(
+[data.imagenet]
+path = "datasets/train"
+format = "imagefolder"
+size = 176
+augment = false
+threads = 6
+ring = "2GiB"
+chunk = 32
+lag_timeout = "1m"
+cpus = "0-3"
+seed = 7
+
+[data.cifar]
+path = "/data/cifar-10-batches-bin"
+
+[defaults]
+dataset = "imagenet"
+
+[[job]]
+name = "a"
+command = ["x"]
+
+[[job]]
+name = "b"
+command = ["x"]
+dataset = "cifar"
+)");
+  ASSERT_EQ(file.data_sources.size(), 2u);
+  const DataSourceSpec& d = file.data_sources.at("imagenet");
+  EXPECT_EQ(d.path, "/data/exp/datasets/train");
+  EXPECT_EQ(d.format, "imagefolder");
+  EXPECT_EQ(d.image_size, 176);
+  EXPECT_EQ(d.augment, false);
+  EXPECT_EQ(d.threads, 6);
+  EXPECT_EQ(d.ring_bytes, 2ull << 30);
+  EXPECT_EQ(d.chunk, 32);
+  EXPECT_EQ(d.lag_timeout_ms, 60'000);
+  EXPECT_EQ(d.cpus, "0-3");
+  EXPECT_EQ(d.seed, 7);
+  EXPECT_EQ(d.source, "f.toml:2");
+  EXPECT_FALSE(file.data_sources.at("cifar").image_size);
+  EXPECT_EQ(file.jobs[0].dataset, "imagenet");
+  EXPECT_EQ(file.jobs[1].dataset, "cifar");
+}
+
+TEST(JobFileData, BadDataTablesSayWhatToWrite) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"[data.x]\nformat = \"jpeg\"\n",
+       {"bad.toml:2:", "[data.x]: key 'format' must be \"imagefolder\"", "needs a path"}},
+      {"[data.x]\npath = \"d\"\nthreds = 2\n",
+       {"bad.toml:3:", "unknown key 'threds' (did you mean 'threads'?)"}},
+      {"[data.x]\npath = \"d\"\nsize = 0\n", {"bad.toml:3:", "'size' must be a crop size"}},
+      {"[data.x]\npath = \"d\"\ncpus = \"all\"\n", {"bad.toml:3:", "'cpus' must be a CPU list"}},
+      {"[data.x]\npath = \"d\"\nlag_timeout = \"never\"\n",
+       {"bad.toml:3:", "'lag_timeout' must be a duration"}},
+      {"data = 3\n", {"bad.toml:1:", "'data' must hold tables such as [data.imagenet]"}},
+      {"[data.imagenet]\npath = \"d\"\n[[job]]\nname = \"a\"\ncommand = [\"x\"]\n"
+       "dataset = \"imagenett\"\n",
+       {"bad.toml:6:", "job 'a': dataset 'imagenett' has no [data.imagenett] table",
+        "did you mean 'imagenet'"}},
+  };
+  for (const auto& [text, expected] : cases) {
+    std::string full = text;
+    if (full.find("[[job]]") == std::string::npos)
+      full += "[[job]]\nname = \"a\"\ncommand = [\"x\"]\n";
+    Result<JobFile> r = parse_job_file(full, "bad.toml", kBase);
+    ASSERT_FALSE(r.ok()) << text;
+    for (const std::string& part : expected)
+      EXPECT_THAT(r.error().message(), HasSubstr(part)) << text;
+  }
+}
+
 }  // namespace
 }  // namespace colo

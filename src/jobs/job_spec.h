@@ -44,18 +44,37 @@ struct JobSpec {
   std::optional<int64_t> startup_time_ms;  // of that, start-up before the GPU works
   std::optional<std::string> mig_profile;  // mig: GPU-instance profile ("3g.40gb")
   std::optional<std::string> mig_group;    // mig: jobs of a group share one GPU instance
+  std::optional<std::string> dataset;      // a [data.NAME] table: read through its shared loader
   RestartPolicy restart = RestartPolicy::kOnFailure;
   std::map<std::string, std::string> params;  // this instance's grid values
   int repeat_index = 1;                       // 1-based
   std::string source;                         // "file.toml:12" where it was defined
 };
 
+// A [data.NAME] table: a dataset that one shared loader serves to every job
+// naming it (docs/data-sharing.md). Unset fields take the loader's defaults.
+struct DataSourceSpec {
+  std::string name;
+  std::string path;                       // absolute
+  std::optional<std::string> format;      // "imagefolder", "cifar10" or "packed"
+  std::optional<int> image_size;          // crops are size x size (224)
+  std::optional<bool> augment;            // random-resized-crop and flip (true)
+  std::optional<int> threads;             // decoding threads (4)
+  std::optional<uint64_t> ring_bytes;     // shared memory for the ring (1 GiB)
+  std::optional<int> chunk;               // samples per ring slot (16)
+  std::optional<int64_t> lag_timeout_ms;  // see docs/data-sharing.md (30 s)
+  std::optional<std::string> cpus;        // CPU list for the loader ("0-3")
+  std::optional<int64_t> seed;            // sample order and augmentation (1)
+  std::string source;                     // "file.toml:12"
+};
+
 struct JobFile {
-  std::string path;                      // as given by the user
-  std::vector<JobSpec> jobs;             // in file order, expanded
-  std::optional<int> max_jobs_per_gpu;   // [run] max_per_gpu
-  std::optional<std::string> mechanism;  // [run] mechanism, when the file names one
-  std::optional<std::string> policy;     // [run] policy: "fixed" or "auto"
+  std::string path;                                    // as given by the user
+  std::vector<JobSpec> jobs;                           // in file order, expanded
+  std::optional<int> max_jobs_per_gpu;                 // [run] max_per_gpu
+  std::optional<std::string> mechanism;                // [run] mechanism, when the file names one
+  std::optional<std::string> policy;                   // [run] policy: "fixed" or "auto"
+  std::map<std::string, DataSourceSpec> data_sources;  // [data.NAME] tables, by name
 };
 
 }  // namespace colo

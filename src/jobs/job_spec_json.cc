@@ -104,6 +104,7 @@ json job_spec_to_json(const JobSpec& job) {
   if (job.startup_time_ms) j["startup_time_ms"] = *job.startup_time_ms;
   if (job.mig_profile) j["mig_profile"] = *job.mig_profile;
   if (job.mig_group) j["mig_group"] = *job.mig_group;
+  if (job.dataset) j["dataset"] = *job.dataset;
   j["restart"] = to_string(job.restart);
   j["params"] = job.params;
   j["repeat_index"] = job.repeat_index;
@@ -147,6 +148,7 @@ Result<JobSpec> job_spec_from_json(const json& j) {
   job.startup_time_ms = r.integer<int64_t>("startup_time_ms", 1, INT64_MAX);
   job.mig_profile = r.text("mig_profile");
   job.mig_group = r.text("mig_group");
+  job.dataset = r.text("dataset");
   std::string restart = r.text("restart").value_or("on-failure");
   if (restart == "never") {
     job.restart = RestartPolicy::kNever;

@@ -25,6 +25,7 @@ JobSpec full_spec() {
   job.startup_time_ms = 12'000;
   job.mig_profile = "3g.40gb";
   job.mig_group = "pair";
+  job.dataset = "imagenet";
   job.restart = RestartPolicy::kNever;
   job.params = {{"lr", "0.1"}};
   job.repeat_index = 2;
@@ -48,6 +49,7 @@ void expect_same(const JobSpec& a, const JobSpec& b) {
   EXPECT_EQ(a.startup_time_ms, b.startup_time_ms);
   EXPECT_EQ(a.mig_profile, b.mig_profile);
   EXPECT_EQ(a.mig_group, b.mig_group);
+  EXPECT_EQ(a.dataset, b.dataset);
   EXPECT_EQ(a.restart, b.restart);
   EXPECT_EQ(a.params, b.params);
   EXPECT_EQ(a.repeat_index, b.repeat_index);

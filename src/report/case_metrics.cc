@@ -9,41 +9,13 @@
 #include <tuple>
 #include <utility>
 
+#include "analysis/energy.h"
+#include "analysis/intervals.h"
+#include "analysis/stored.h"
+#include "analysis/together.h"
+
 namespace colo {
 namespace {
-
-using Interval = std::pair<UnixMillis, UnixMillis>;
-
-// Sorted, non-overlapping union of the intervals.
-std::vector<Interval> union_of(std::vector<Interval> intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  std::vector<Interval> merged;
-  for (const Interval& interval : intervals) {
-    if (interval.second <= interval.first) continue;
-    if (!merged.empty() && interval.first <= merged.back().second) {
-      merged.back().second = std::max(merged.back().second, interval.second);
-    } else {
-      merged.push_back(interval);
-    }
-  }
-  return merged;
-}
-
-bool inside(const std::vector<Interval>& intervals, UnixMillis t) {
-  return std::any_of(intervals.begin(), intervals.end(),
-                     [t](const Interval& i) { return t >= i.first && t <= i.second; });
-}
-
-// Milliseconds of [a, b] covered by the intervals.
-double overlap_ms(const std::vector<Interval>& intervals, UnixMillis a, UnixMillis b) {
-  double total = 0;
-  for (const Interval& i : intervals) {
-    const UnixMillis lo = std::max(a, i.first);
-    const UnixMillis hi = std::min(b, i.second);
-    if (hi > lo) total += static_cast<double>(hi - lo);
-  }
-  return total;
-}
 
 std::string model_of(const std::string& job_name) {
   const size_t hash = job_name.rfind('#');
@@ -55,23 +27,19 @@ std::string model_of(const std::string& job_name) {
   return job_name.substr(0, hash);
 }
 
-std::optional<double> second_epoch_s(const std::vector<ProgressEvent>& events) {
-  std::vector<const ProgressEvent*> ends;
-  for (const ProgressEvent& e : events) {
-    if (e.kind == "epoch_end") ends.push_back(&e);
-  }
-  const bool numbered = std::all_of(ends.begin(), ends.end(),
-                                    [](const ProgressEvent* e) { return e->epoch.has_value(); });
+std::optional<double> second_epoch_s(const std::vector<EpochEnd>& ends) {
+  const bool numbered =
+      std::all_of(ends.begin(), ends.end(), [](const EpochEnd& e) { return e.epoch.has_value(); });
   std::optional<UnixMillis> first;
   std::optional<UnixMillis> second;
   if (numbered) {
-    for (const ProgressEvent* e : ends) {
-      if (*e->epoch == 1 && !first) first = e->time_ms;
-      if (*e->epoch == 2 && !second) second = e->time_ms;
+    for (const EpochEnd& e : ends) {
+      if (*e.epoch == 1 && !first) first = e.time_ms;
+      if (*e.epoch == 2 && !second) second = e.time_ms;
     }
   } else if (ends.size() >= 2) {
-    first = ends[0]->time_ms;
-    second = ends[1]->time_ms;
+    first = ends[0].time_ms;
+    second = ends[1].time_ms;
   }
   if (!first || !second || *second < *first) return std::nullopt;
   return static_cast<double>(*second - *first) / 1000.0;
@@ -90,37 +58,6 @@ std::optional<double> mean_of(const std::vector<DeviceSample>& samples,
   }
   if (count == 0) return std::nullopt;
   return sum / count;
-}
-
-// Energy in joules over the parts of consecutive sample pairs inside `steady`.
-std::optional<double> energy_over(const std::vector<DeviceSample>& samples,
-                                  const std::vector<Interval>& steady) {
-  if (samples.size() < 2 || steady.empty()) return std::nullopt;
-  const bool counter = std::all_of(samples.begin(), samples.end(),
-                                   [](const DeviceSample& s) { return s.energy_mj.has_value(); });
-  double joules = 0;
-  bool any = false;
-  for (size_t i = 1; i < samples.size(); ++i) {
-    const DeviceSample& a = samples[i - 1];
-    const DeviceSample& b = samples[i];
-    if (b.time_ms <= a.time_ms) continue;
-    const double covered = overlap_ms(steady, a.time_ms, b.time_ms);
-    if (covered <= 0) continue;
-    const double span = static_cast<double>(b.time_ms - a.time_ms);
-    double pair_j = 0;
-    if (counter) {
-      if (*b.energy_mj < *a.energy_mj) continue;  // counter reset
-      pair_j = static_cast<double>(*b.energy_mj - *a.energy_mj) / 1000.0;
-    } else if (a.power_w && b.power_w) {
-      pair_j = (*a.power_w + *b.power_w) / 2.0 * span / 1000.0;
-    } else {
-      continue;
-    }
-    joules += pair_j * covered / span;
-    any = true;
-  }
-  if (!any) return std::nullopt;
-  return joules;
 }
 
 double seconds_between(UnixMillis from, UnixMillis to) {
@@ -184,9 +121,7 @@ int mechanism_rank(const std::string& mechanism) {
                             : static_cast<int>(it - kOrder.begin());
 }
 
-RunMetrics run_metrics_from(const RunSummary& summary,
-                            const std::vector<std::vector<ProgressEvent>>& events,
-                            const std::vector<DeviceSample>& samples) {
+RunMetrics run_metrics_from(const RunSummary& summary, const std::vector<DeviceSample>& samples) {
   RunMetrics m;
   m.run = summary.run;
   const UnixMillis origin = summary.run.started_ms;
@@ -201,8 +136,7 @@ RunMetrics run_metrics_from(const RunSummary& summary,
   std::vector<double> second_epochs;
   uint64_t summed_peaks = 0;
   bool any_peak = false;
-  for (size_t i = 0; i < summary.jobs.size(); ++i) {
-    const JobSummary& job = summary.jobs[i];
+  for (const JobSummary& job : summary.jobs) {
     JobMetrics j;
     j.job_id = job.id;
     j.name = job.name;
@@ -212,9 +146,11 @@ RunMetrics run_metrics_from(const RunSummary& summary,
     if (job.ended_ms) j.end_s = seconds_between(origin, *job.ended_ms);
     if (job.duration_ms) j.duration_s = static_cast<double>(*job.duration_ms) / 1000.0;
     j.epochs = job.epochs;
-    if (i < events.size()) j.second_epoch_s = second_epoch_s(events[i]);
+    j.second_epoch_s = second_epoch_s(job.epoch_ends);
     j.steady_throughput_per_s = job.steady_throughput_per_s;
     j.peak_memory_bytes = job.peak_memory_bytes;
+    j.device = job.device;
+    j.epoch_ends = job.epoch_ends;
     if (j.second_epoch_s) second_epochs.push_back(*j.second_epoch_s);
     if (job.peak_memory_bytes) {
       summed_peaks += *job.peak_memory_bytes;
@@ -223,7 +159,6 @@ RunMetrics run_metrics_from(const RunSummary& summary,
     if (job.steady_start_ms && job.steady_end_ms) {
       steady_parts.emplace_back(*job.steady_start_ms, *job.steady_end_ms);
     }
-    if (job.epochs >= 2) m.steady_epochs += job.epochs - 1;
     m.jobs.push_back(std::move(j));
   }
   if (any_peak) m.summed_job_peak_memory_bytes = summed_peaks;
@@ -239,11 +174,24 @@ RunMetrics run_metrics_from(const RunSummary& summary,
   m.steady_throughput_per_s = summary.steady_throughput_per_s;
   m.baseline_run_id = summary.baseline_run_id;
   m.steady_speedup_vs_exclusive = summary.steady_speedup_vs_exclusive;
+  m.steady_note = summary.steady_note;
 
-  const std::vector<Interval> steady = union_of(steady_parts);
+  // Steady: W when the jobs ran together long enough, else their steady epochs.
+  std::vector<Interval> steady;
+  if (summary.together && summary.steady_throughput_per_s) {
+    steady = {{summary.together->start_ms, summary.together->end_ms}};
+    m.together = true;
+  } else {
+    steady = union_of(steady_parts);
+  }
   if (!steady.empty()) {
     m.steady_start_s = seconds_between(origin, steady.front().first);
     m.steady_end_s = seconds_between(origin, steady.back().second);
+  }
+  for (const JobMetrics& j : m.jobs) {
+    for (const Interval& i : steady) {
+      m.steady_epochs += progress_between(j.epoch_ends, i.first, i.second, false);
+    }
   }
 
   std::vector<DeviceSample> mine;
@@ -256,9 +204,9 @@ RunMetrics run_metrics_from(const RunSummary& summary,
   m.mean_gpu_util_pct = mean_of(mine, steady, &DeviceSample::gpu_util_pct);
   m.mean_power_w = mean_of(mine, steady, &DeviceSample::power_w);
   m.mean_pcie_rx_mib_per_s = mean_of(mine, steady, &DeviceSample::pcie_rx_mib_per_s);
-  m.steady_energy_j = energy_over(mine, steady);
+  m.steady_energy_j = energy_within_j(mine, steady);
   if (m.steady_energy_j && m.steady_epochs > 0) {
-    m.energy_per_epoch_j = *m.steady_energy_j / static_cast<double>(m.steady_epochs);
+    m.energy_per_epoch_j = *m.steady_energy_j / m.steady_epochs;
   }
   for (const DeviceSample& s : mine) {
     if (s.memory_used_bytes) {
@@ -278,23 +226,67 @@ RunMetrics run_metrics_from(const RunSummary& summary,
 }
 
 Result<RunMetrics> compute_run_metrics(RunStore& store, int64_t run_id) {
-  Result<RunSummary> summary = store.summarize_run(run_id);
+  Result<RunRecord> record = store.run_record(run_id);
+  if (!record) return record.error();
+  Result<RunSummary> summary = analyse_record(store, *record);
   if (!summary) return summary.error();
-  std::vector<std::vector<ProgressEvent>> events;
-  for (const JobSummary& job : summary->jobs) {
-    Result<std::vector<ProgressEvent>> job_events = store.job_events(job.id);
-    if (!job_events) return job_events.error();
-    events.push_back(std::move(*job_events));
+  return run_metrics_from(*summary, record->device_samples);
+}
+
+std::map<std::string, SoloRate> solo_rates_by_model(const std::vector<CaseMetrics>& cases) {
+  struct Seen {
+    std::vector<double> samples_per_s;
+    std::vector<double> epoch_ms;
+    std::vector<std::string> cases;
+  };
+  // [model][exclusive?]
+  std::map<std::string, std::map<bool, Seen>> seen;
+  for (const CaseMetrics& c : cases) {
+    if (c.row.status != "ok" || !c.run) continue;
+    const bool exclusive = c.row.mechanism == "exclusive";
+    if (!exclusive && c.row.degree != 1) continue;
+    for (const JobMetrics& j : c.run->jobs) {
+      std::optional<SteadyEpochs> steady = steady_epochs(j.epoch_ends);
+      if (!steady) continue;
+      Seen& s = seen[j.model][exclusive];
+      if (steady->samples_per_s) s.samples_per_s.push_back(*steady->samples_per_s);
+      s.epoch_ms.push_back(steady->epoch_ms);
+      if (std::find(s.cases.begin(), s.cases.end(), c.row.name) == s.cases.end())
+        s.cases.push_back(c.row.name);
+    }
   }
-  Result<std::vector<DeviceSample>> samples = store.device_samples(summary->run.id);
-  if (!samples) return samples.error();
-  return run_metrics_from(*summary, events, *samples);
+  std::map<std::string, SoloRate> out;
+  for (auto& [model, by_kind] : seen) {
+    Seen& s = by_kind.contains(true) ? by_kind[true] : by_kind[false];
+    SoloRate rate;
+    if (std::optional<Spread> v = spread_of(s.samples_per_s)) rate.samples_per_s = v->median;
+    if (std::optional<Spread> v = spread_of(s.epoch_ms)) rate.epoch_ms = v->median;
+    rate.source = s.cases.size() == 1
+                      ? s.cases.front()
+                      : fmt::format("{} and {} more case{}", s.cases.front(), s.cases.size() - 1,
+                                    s.cases.size() == 2 ? "" : "s");
+    out[model] = rate;
+  }
+  return out;
 }
 
 ExperimentMetrics experiment_metrics_from(ExperimentRow experiment,
                                           std::vector<CaseMetrics> cases) {
+  return experiment_metrics_from(std::vector<ExperimentRow>{std::move(experiment)},
+                                 std::move(cases));
+}
+
+ExperimentMetrics experiment_metrics_from(std::vector<ExperimentRow> experiments,
+                                          std::vector<CaseMetrics> cases) {
   ExperimentMetrics metrics;
-  metrics.experiment = std::move(experiment);
+  metrics.experiments = std::move(experiments);
+  if (!metrics.experiments.empty()) metrics.experiment = metrics.experiments.front();
+  for (size_t i = 1; i < metrics.experiments.size(); ++i) {
+    const ExperimentRow& e = metrics.experiments[i];
+    metrics.experiment.suite += " + " + e.suite;
+    metrics.experiment.simulated = metrics.experiment.simulated || e.simulated;
+    if (e.gpu_name != metrics.experiment.gpu_name) metrics.experiment.gpu_name = "several GPUs";
+  }
   metrics.cases = std::move(cases);
 
   // Group by configuration, in first-appearance order, then sort.
@@ -365,18 +357,21 @@ ExperimentMetrics experiment_metrics_from(ExperimentRow experiment,
     group.steady_throughput_per_s = spread_over(
         metrics, group, [](const CaseMetrics& c) { return c.run->steady_throughput_per_s; });
   }
+  const std::map<std::string, SoloRate> solo = solo_rates_by_model(metrics.cases);
+  for (CaseMetrics& c : metrics.cases) {
+    if (c.row.status != "ok" || !c.run) continue;
+    std::vector<TogetherJob> jobs;
+    for (const JobMetrics& j : c.run->jobs) {
+      if (!j.start_s) continue;
+      auto it = solo.find(j.model);
+      jobs.push_back({j.name, &j.epoch_ends, j.device,
+                      it == solo.end() ? std::nullopt : std::optional<SoloRate>(it->second)});
+    }
+    Together together = measure_together(jobs);
+    c.speedup = together.speedup;
+    c.speedup_note = together.why_not;
+  }
   for (CaseGroup& group : metrics.groups) {
-    std::optional<double> base_throughput;
-    if (group.baseline && metrics.groups[*group.baseline].steady_throughput_per_s) {
-      base_throughput = metrics.groups[*group.baseline].steady_throughput_per_s->median;
-    }
-    for (size_t index : group.cases) {
-      CaseMetrics& c = metrics.cases[index];
-      if (c.row.status == "ok" && c.run && c.run->steady_throughput_per_s && base_throughput &&
-          *base_throughput > 0) {
-        c.speedup = *c.run->steady_throughput_per_s / *base_throughput;
-      }
-    }
     group.speedup = spread_over(metrics, group, [](const CaseMetrics& c) { return c.speedup; });
     group.makespan_s =
         spread_over(metrics, group, [](const CaseMetrics& c) { return c.run->makespan_s; });
@@ -400,25 +395,34 @@ ExperimentMetrics experiment_metrics_from(ExperimentRow experiment,
 }
 
 Result<ExperimentMetrics> compute_experiment_metrics(RunStore& store, int64_t experiment_id) {
-  Result<ExperimentRow> experiment = store.experiment(experiment_id);
-  if (!experiment) return experiment.error();
-  Result<std::vector<CaseRow>> rows = store.experiment_cases(experiment->id);
-  if (!rows) return rows.error();
+  return compute_experiments_metrics(store, {experiment_id});
+}
+
+Result<ExperimentMetrics> compute_experiments_metrics(RunStore& store,
+                                                      const std::vector<int64_t>& experiment_ids) {
+  std::vector<ExperimentRow> experiments;
   std::vector<CaseMetrics> cases;
-  for (CaseRow& row : *rows) {
-    CaseMetrics c;
-    c.row = std::move(row);
-    if (c.row.run_id) {
-      Result<RunMetrics> run = compute_run_metrics(store, *c.row.run_id);
-      if (!run) {
-        return run.error().with_context(
-            fmt::format("experiment #{} case {}", experiment->id, c.row.name));
+  for (int64_t experiment_id : experiment_ids) {
+    Result<ExperimentRow> experiment = store.experiment(experiment_id);
+    if (!experiment) return experiment.error();
+    Result<std::vector<CaseRow>> rows = store.experiment_cases(experiment->id);
+    if (!rows) return rows.error();
+    for (CaseRow& row : *rows) {
+      CaseMetrics c;
+      c.row = std::move(row);
+      if (c.row.run_id) {
+        Result<RunRecord> record = store.run_record(*c.row.run_id);
+        if (!record) {
+          return record.error().with_context(
+              fmt::format("experiment #{} case {}", experiment->id, c.row.name));
+        }
+        c.run = run_metrics_from(summarize(*record), record->device_samples);
       }
-      c.run = std::move(*run);
+      cases.push_back(std::move(c));
     }
-    cases.push_back(std::move(c));
+    experiments.push_back(std::move(*experiment));
   }
-  return experiment_metrics_from(std::move(*experiment), std::move(cases));
+  return experiment_metrics_from(std::move(experiments), std::move(cases));
 }
 
 }  // namespace colo

@@ -1,24 +1,28 @@
 // The measurements behind `colo report`, taken as the paper takes them
 // (Robroek et al., EuroMLSys '24, section 3): the time of each job's second
-// epoch (the first is warm-up), aggregate steady throughput and its speed-up
-// over one job alone, mean SM activity and GPU utilization, memory, PCIe
-// receive traffic, power and energy per epoch; for an experiment, per case and,
-// across repetitions, median and spread (min, max).
+// epoch (the first is warm-up), aggregate steady throughput and the
+// collocated speed-up over the jobs alone, mean SM activity and GPU
+// utilization, memory, PCIe receive traffic, power and energy per epoch; for
+// one or several experiments, per case and, across repetitions, median and
+// spread (min, max).
 //
-// "Steady" means while at least one job of the run is past its first epoch:
-// the union over jobs of [end of epoch 1, end of last epoch]. Device means are
-// over the samples inside it; energy is integrated over it.
+// "Steady" is the window in which the jobs ran together (W, see
+// analysis/together.h); for jobs that ran one after another, the union over
+// jobs of [end of epoch 1, end of last epoch]. Device means are over the
+// samples inside it; energy is integrated over it (analysis/energy.h).
 //
 // Device metrics describe one GPU: the one the run's first placed job used
-// (device 0 when no job was placed). Computing reads the store and nothing
-// else.
+// (device 0 when no job was placed). Every figure comes from analysis/;
+// computing reads the store and nothing else.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/run_summary.h"
 #include "common/result.h"
 #include "store/run_store.h"
 
@@ -60,6 +64,8 @@ struct JobMetrics {
   std::optional<double> second_epoch_s;
   std::optional<double> steady_throughput_per_s;  // samples/s over epochs 2..n
   std::optional<uint64_t> peak_memory_bytes;      // the job's processes, summed, at peak
+  std::optional<int> device;
+  std::vector<EpochEnd> epoch_ends;  // its last attempt's, oldest first
 };
 
 struct RunMetrics {
@@ -68,15 +74,17 @@ struct RunMetrics {
   std::vector<JobMetrics> jobs;
   std::optional<double> makespan_s;               // first job start to last job end
   std::optional<double> throughput_per_s;         // all samples / makespan
-  std::optional<double> steady_throughput_per_s;  // the store's union-of-intervals measure
+  std::optional<double> steady_throughput_per_s;  // RunSummary's: the jobs' rate in W
   std::optional<int64_t> baseline_run_id;         // exclusive run of the same jobs
   std::optional<double> steady_speedup_vs_exclusive;
+  std::string steady_note;                    // why there is no steady speed-up, when there is none
   std::optional<double> mean_second_epoch_s;  // mean over jobs that have one
   std::optional<double> max_second_epoch_s;
-  // Steady interval, seconds since the run started: earliest end of a first
-  // epoch to latest end of a last epoch.
+  // Steady interval, seconds since the run started: W, else the earliest
+  // end of a first epoch to the latest end of a last epoch.
   std::optional<double> steady_start_s;
   std::optional<double> steady_end_s;
+  bool together = false;                     // the steady interval is W
   std::optional<double> mean_sm_active_pct;  // samples inside the steady intervals
   std::optional<double> mean_gpu_util_pct;
   std::optional<double> mean_power_w;
@@ -87,26 +95,24 @@ struct RunMetrics {
   // Energy over the steady intervals: the driver's energy counter where every
   // sample has it, else power integrated over time (trapezoids).
   std::optional<double> steady_energy_j;
-  int64_t steady_epochs = 0;                 // epochs 2..n summed over jobs
+  double steady_epochs = 0;                  // job-epochs trained inside the steady interval
   std::optional<double> energy_per_epoch_j;  // steady energy / steady epochs
   std::vector<SeriesPoint> series;           // every sample of `device`, oldest first
 };
 
-// Reads the run's summary, its jobs' events and its device samples.
+// Reads the run and analyses it (analysis/stored.h: with its comparisons).
 Result<RunMetrics> compute_run_metrics(RunStore& store, int64_t run_id);
 
-// The same from data already read (for tests and for callers holding it):
-// `events[i]` are the progress events of `summary.jobs[i]`, oldest first.
-RunMetrics run_metrics_from(const RunSummary& summary,
-                            const std::vector<std::vector<ProgressEvent>>& events,
-                            const std::vector<DeviceSample>& samples);
+// The same from data already read (for tests and for callers holding it).
+RunMetrics run_metrics_from(const RunSummary& summary, const std::vector<DeviceSample>& samples);
 
 struct CaseMetrics {
   CaseRow row;
   std::optional<RunMetrics> run;  // present when the case ran and its run exists
-  // Steady throughput over the median of the degree-1 baseline's (see
-  // CaseGroup::baseline).
+  // The collocated speed-up (analysis/together.h) against the solo rates of
+  // the experiments' cases that ran the same models alone (solo_rates_by_model).
   std::optional<double> speedup;
+  std::string speedup_note;  // why there is none, when there is none
 };
 
 // The repetitions of one configuration and their median and spread.
@@ -139,8 +145,11 @@ struct CaseGroup {
 };
 
 struct ExperimentMetrics {
+  // The experiment; for a report over several, a row standing for all of
+  // them (first id, suites joined with " + ", the GPU name when they share one).
   ExperimentRow experiment;
-  std::vector<CaseMetrics> cases;  // as the store lists them
+  std::vector<ExperimentRow> experiments;  // every experiment reported, in the order given
+  std::vector<CaseMetrics> cases;          // as the store lists them
   // Ordered by workload (small, medium, large, mixed, recsys, then others in
   // order of appearance), models, mechanism (exclusive, naive, mps, mig,
   // others), degree.
@@ -151,9 +160,21 @@ struct ExperimentMetrics {
 // Reads the experiment, its cases and the runs of the cases that ran.
 Result<ExperimentMetrics> compute_experiment_metrics(RunStore& store, int64_t experiment_id);
 
+// The same over several experiments as one (`colo report exp:A exp:B`):
+// their cases together, grouped across experiments.
+Result<ExperimentMetrics> compute_experiments_metrics(RunStore& store,
+                                                      const std::vector<int64_t>& experiment_ids);
+
 // Groups cases (with their runs' metrics already filled in) into repetitions,
 // sets baselines, speed-ups and spreads.
 ExperimentMetrics experiment_metrics_from(ExperimentRow experiment, std::vector<CaseMetrics> cases);
+ExperimentMetrics experiment_metrics_from(std::vector<ExperimentRow> experiments,
+                                          std::vector<CaseMetrics> cases);
+
+// Each model's solo rate in these cases: the median over the jobs of that
+// model in ok cases whose jobs ran alone (mechanism exclusive, serial
+// included, or degree 1), exclusive ones preferred when there are any.
+std::map<std::string, SoloRate> solo_rates_by_model(const std::vector<CaseMetrics>& cases);
 
 // Display order helpers shared by the figures: lower first.
 int workload_rank(const std::string& workload);

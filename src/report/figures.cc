@@ -215,8 +215,12 @@ void mark_level(json& option, double y, const std::string& label) {
 
 std::string experiment_subtitle(const ExperimentMetrics& m) {
   std::string gpu = m.experiment.gpu_name.empty() ? "GPU" : m.experiment.gpu_name;
-  std::string out =
-      fmt::format("{} · experiment #{} ({})", gpu, m.experiment.id, m.experiment.suite);
+  std::string ids;
+  for (const ExperimentRow& e : m.experiments)
+    ids += (ids.empty() ? "#" : ", #") + std::to_string(e.id);
+  if (ids.empty()) ids = "#" + std::to_string(m.experiment.id);
+  std::string out = fmt::format("{} · experiment{} {} ({})", gpu,
+                                m.experiments.size() > 1 ? "s" : "", ids, m.experiment.suite);
   if (m.experiment.simulated) out = "SIMULATED · " + out;
   return out;
 }
@@ -419,9 +423,9 @@ Section uniform_section(const ExperimentMetrics& m, const WorkloadView& v, bool 
       fmt::format("Workload {}: {} (paper Fig. 2-4{})", w, v.models, first ? ", 5, 6, 7" : ", 6");
   s.intro = fmt::format(
       "Each bar is one configuration: {} training jobs of {} run together on one GPU under one "
-      "sharing mechanism. \"1 job\" is the baseline: one job alone. Measurements are taken as the "
-      "paper takes them, in steady state: from the end of each job's first epoch (warm-up) to "
-      "the end of its last.",
+      "sharing mechanism. \"1 job\" is the baseline: one job alone. Measurements are taken in "
+      "steady state: while all the jobs of a configuration ran together past their first epoch "
+      "(warm-up), from the latest end of a first epoch to the earliest end of a last epoch.",
       w, v.models);
   const std::string sub = " (" + v.models + ")";
   s.figures.push_back(workload_bar_figure(
@@ -434,9 +438,11 @@ Section uniform_section(const ExperimentMetrics& m, const WorkloadView& v, bool 
   s.figures.push_back(workload_bar_figure(
       m, v, &CaseGroup::speedup, 1.0, "speedup-" + w, "",
       "Training throughput over one job alone, " + w + sub,
-      "All jobs' samples per second together, in steady state, divided by the throughput of one "
-      "job alone (the 1-job bar). Above 1 means collocation gets more training done per hour; "
-      "the ideal for N jobs is N.",
+      "Each job's rate while all the jobs ran together (start-ups excluded) over the same model's "
+      "rate alone (its exclusive case), summed over the jobs: for identical jobs, their summed "
+      "samples per second over one job alone. Above 1 means collocation gets more training done "
+      "per hour; the ideal for N jobs is N. A configuration whose jobs did not run together for "
+      "two epochs of the slowest has no bar.",
       "Speed-up (x, one job alone = 1)", "x", [](const CaseMetrics& c) { return c.speedup; }));
   s.figures.push_back(workload_bar_figure(
       m, v, &CaseGroup::sm_active_pct, 1.0, "sm-activity-" + w, "Fig. 2b-4b",
@@ -705,7 +711,8 @@ Table cases_table(const ExperimentMetrics& m) {
               "pcie_rx_mib_per_s",
               "steady_energy_j",
               "steady_epochs",
-              "energy_per_epoch_j"};
+              "energy_per_epoch_j",
+              "speedup_note"};
   for (const CaseGroup& g : m.groups) {
     for (size_t index : g.cases) {
       const CaseMetrics& c = m.cases[index];
@@ -725,8 +732,8 @@ Table cases_table(const ExperimentMetrics& m) {
             {num(r.mean_second_epoch_s), num(r.max_second_epoch_s), num(r.steady_throughput_per_s),
              num(c.speedup), num(r.makespan_s), num(r.mean_sm_active_pct), num(r.mean_gpu_util_pct),
              num(r.peak_memory_bytes), num(r.summed_job_peak_memory_bytes), num(r.mean_power_w),
-             num(r.mean_pcie_rx_mib_per_s), num(r.steady_energy_j), std::to_string(r.steady_epochs),
-             num(r.energy_per_epoch_j)});
+             num(r.mean_pcie_rx_mib_per_s), num(r.steady_energy_j), num(r.steady_epochs),
+             num(r.energy_per_epoch_j), c.speedup_note});
       }
       t.rows.push_back(std::move(row));
     }
@@ -772,16 +779,19 @@ std::string spread_text(const std::optional<Spread>& s, const char* format, doub
 std::string experiment_summary(const ExperimentMetrics& m,
                                const std::vector<GuidelineFinding>& findings) {
   const ExperimentRow& e = m.experiment;
-  std::string out = fmt::format("colo report: experiment #{} ({}), {}, started {}, {}\n", e.id,
-                                e.suite, e.gpu_name.empty() ? "GPU unknown" : e.gpu_name,
-                                format_local_datetime(e.started_ms), e.state);
+  std::string out = fmt::format(
+      "colo report: {} ({}), {}, started {}, {}\n",
+      m.experiments.size() > 1 ? fmt::format("{} experiments from #{}", m.experiments.size(), e.id)
+                               : fmt::format("experiment #{}", e.id),
+      e.suite, e.gpu_name.empty() ? "GPU unknown" : e.gpu_name, format_local_datetime(e.started_ms),
+      e.state);
   if (e.simulated) {
     out += "SIMULATED: these numbers come from colo's simulated GPU, not from a real one\n";
   }
   out +=
       "\nPer configuration: median over repetitions [min-max when they differ]. Epoch time is "
-      "the second epoch (the first is warm-up); speed-up is steady throughput over one job "
-      "alone.\n\n";
+      "the second epoch (the first is warm-up); speed-up is the jobs' summed rate while they "
+      "ran together over their rates alone (docs/measurements.md).\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const CaseGroup& g : m.groups) {
     rows.push_back(
@@ -894,9 +904,11 @@ ReportContent run_report(const RunMetrics& m, const std::string& run_summary_tex
   if (m.steady_throughput_per_s) {
     totals += fmt::format(", steady throughput {:.0f} samples/s", *m.steady_throughput_per_s);
   }
-  if (m.steady_speedup_vs_exclusive && m.baseline_run_id) {
-    totals += fmt::format(", {:.2f}x the exclusive run #{} of the same jobs (steady state)",
-                          *m.steady_speedup_vs_exclusive, *m.baseline_run_id);
+  if (m.steady_speedup_vs_exclusive) {
+    totals += fmt::format(", steady speed-up {:.2f}x over the jobs alone (while they ran together)",
+                          *m.steady_speedup_vs_exclusive);
+  } else if (!m.steady_note.empty()) {
+    totals += ", no steady speed-up: " + m.steady_note;
   }
   r.facts.push_back(totals);
   const std::string subtitle =
@@ -954,8 +966,10 @@ ReportContent run_report(const RunMetrics& m, const std::string& run_summary_tex
   Section device;
   device.heading = "The GPU over time";
   device.intro =
-      "Device readings every sample interval. The shaded band is steady state: from the end of "
-      "the first job's first epoch to the end of the last job's last epoch.";
+      "Device readings every sample interval. The shaded band is steady state: while the jobs ran "
+      "together (from the latest end of a first epoch to the earliest end of a last epoch), or, "
+      "for jobs that ran one after another, from the end of the first job's first epoch to the "
+      "end of the last job's last epoch.";
   struct Metric {
     std::string name, title, caption, y_name, column;
     std::optional<double> SeriesPoint::*field;

@@ -10,7 +10,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A case that ran, with only the numbers the guidelines read.
+// A case that ran, with only the numbers the guidelines read: `degree`
+// jobs together at `throughput` samples/s in all, each ending four epochs
+// of 1000 samples.
 CaseMetrics ran(const std::string& workload, const std::string& mechanism, int degree,
                 double throughput, double sm_pct, double memory_gib,
                 std::optional<double> pcie = std::nullopt,
@@ -25,6 +27,18 @@ CaseMetrics ran(const std::string& workload, const std::string& mechanism, int d
   c.row.run_id = 1;
   RunMetrics r;
   r.steady_throughput_per_s = throughput;
+  const double epoch_ms = 1000.0 * degree / throughput * 1000.0;
+  for (int k = 1; k <= degree; ++k) {
+    JobMetrics j;
+    j.name = c.row.models + "#" + std::to_string(k);
+    j.model = c.row.models;
+    j.start_s = 0;
+    j.device = 0;
+    for (int e = 1; e <= 4; ++e) {
+      j.epoch_ends.push_back({static_cast<UnixMillis>(5000 + (e - 1) * epoch_ms), 1000, e});
+    }
+    r.jobs.push_back(j);
+  }
   r.mean_sm_active_pct = sm_pct;
   r.peak_memory_bytes = static_cast<uint64_t>(memory_gib * testing::kFakeGiB);
   r.mean_pcie_rx_mib_per_s = pcie;

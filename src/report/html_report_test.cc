@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/stored.h"
 #include "report/report_writer.h"
 #include "store/testing/fake_runs.h"
 
@@ -90,7 +91,7 @@ TEST(HtmlReport, RunReportCsvNumbersMatchTheStore) {
   ASSERT_TRUE(outcome.ok()) << outcome.error().message();
   EXPECT_EQ(outcome->description, fmt::format("run #{} (naive)", id));
 
-  Result<RunSummary> summary = store->summarize_run(id);
+  Result<RunSummary> summary = analyse_run(*store, id);
   ASSERT_TRUE(summary.ok());
   const auto jobs = read_csv(dir.path() + "/csv/jobs.csv");
   ASSERT_EQ(jobs.size(), summary->jobs.size());
@@ -153,9 +154,13 @@ TEST(HtmlReport, ExperimentReportHasThePaperFiguresAndCsvMatchesTheStore) {
       EXPECT_EQ(row.at("run_id"), "");
       continue;
     }
-    Result<RunSummary> summary = store->summarize_run(std::stoll(row.at("run_id")));
+    Result<RunSummary> summary = analyse_run(*store, std::stoll(row.at("run_id")));
     ASSERT_TRUE(summary.ok());
-    EXPECT_EQ(std::stod(row.at("steady_throughput_per_s")), *summary->steady_throughput_per_s);
+    if (summary->steady_throughput_per_s) {
+      EXPECT_EQ(std::stod(row.at("steady_throughput_per_s")), *summary->steady_throughput_per_s);
+    } else {
+      EXPECT_EQ(row.at("steady_throughput_per_s"), "") << row.at("case");
+    }
     EXPECT_EQ(std::stod(row.at("makespan_s")), *summary->makespan_ms / 1000.0);
     ++compared;
   }
@@ -171,6 +176,37 @@ TEST(HtmlReport, ExperimentReportHasThePaperFiguresAndCsvMatchesTheStore) {
   EXPECT_THAT(html, Not(HasSubstr("src=\"http")));
   EXPECT_THAT(html, Not(HasSubstr("href=\"http")));
   EXPECT_THAT(read(outcome->files.summary_txt), HasSubstr("Guideline 5"));
+}
+
+TEST(HtmlReport, OneReportOverSeveralExperiments) {
+  auto store = testing::open_memory_store();
+  const int64_t first = testing::add_fake_experiment(*store);
+  const int64_t second = testing::add_fake_experiment(*store);
+  testing::TempDir dir;
+  Result<ReportOutcome> outcome =
+      write_report(*store,
+                   std::vector<ReportTarget>{{ReportTarget::Kind::kExperiment, first},
+                                             {ReportTarget::Kind::kExperiment, second}},
+                   no_png(dir.path()));
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message();
+  EXPECT_EQ(outcome->description, "2 experiments (paper-uniform + paper-uniform)");
+  // Every case of both, and each configuration's repetitions from both.
+  Result<std::vector<CaseRow>> cases = store->experiment_cases(first);
+  ASSERT_TRUE(cases.ok());
+  EXPECT_EQ(read_csv(dir.path() + "/csv/cases.csv").size(), 2 * cases->size());
+  const std::string summary = read(outcome->files.summary_txt);
+  EXPECT_THAT(summary, HasSubstr(fmt::format("2 experiments from #{}", first)));
+  EXPECT_THAT(summary, HasSubstr("ok x4"));  // small exclusive x1: 2 repetitions each
+  EXPECT_THAT(summary, HasSubstr("Guideline 5"));
+
+  // Runs do not mix with experiments.
+  Result<ReportOutcome> mixed =
+      write_report(*store,
+                   std::vector<ReportTarget>{{ReportTarget::Kind::kExperiment, first},
+                                             {ReportTarget::Kind::kRun, 1}},
+                   no_png(dir.path()));
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_THAT(mixed.error().message(), HasSubstr("experiments only"));
 }
 
 TEST(HtmlReport, EmbeddedEchartsIsTheVendoredFileAndSafeInline) {

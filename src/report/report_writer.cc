@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
+#include "analysis/stored.h"
 #include "report/case_metrics.h"
 #include "report/figures.h"
 #include "report/png_export.h"
@@ -53,30 +55,49 @@ Result<ReportTarget> parse_report_target(std::string_view text) {
 
 Result<ReportOutcome> write_report(RunStore& store, const ReportTarget& target,
                                    const ReportOptions& options) {
+  return write_report(store, std::vector<ReportTarget>{target}, options);
+}
+
+Result<ReportOutcome> write_report(RunStore& store, const std::vector<ReportTarget>& targets,
+                                   const ReportOptions& options) {
   if (options.out_dir.empty()) return Error("colo report needs --out DIR");
-  ReportTarget resolved = target;
-  if (resolved.kind == ReportTarget::Kind::kLatest) {
+  std::vector<ReportTarget> resolved = targets.empty() ? std::vector<ReportTarget>{{}} : targets;
+  for (ReportTarget& t : resolved) {
+    if (t.kind != ReportTarget::Kind::kLatest) continue;
     Result<std::vector<ExperimentRow>> experiments = store.list_experiments(1);
     if (!experiments) return experiments.error();
-    resolved.kind =
-        experiments->empty() ? ReportTarget::Kind::kRun : ReportTarget::Kind::kExperiment;
+    t.kind = experiments->empty() ? ReportTarget::Kind::kRun : ReportTarget::Kind::kExperiment;
+  }
+  if (resolved.size() > 1 &&
+      std::any_of(resolved.begin(), resolved.end(), [](const ReportTarget& t) {
+        return t.kind != ReportTarget::Kind::kExperiment;
+      })) {
+    return Error(
+        "a report over several targets takes experiments only (exp:ID exp:ID ...); report on a "
+        "run alone");
   }
 
   ReportOutcome outcome;
   ReportContent content;
-  if (resolved.kind == ReportTarget::Kind::kExperiment) {
-    Result<ExperimentMetrics> metrics = compute_experiment_metrics(store, resolved.id);
+  if (resolved.front().kind == ReportTarget::Kind::kExperiment) {
+    std::vector<int64_t> ids;
+    for (const ReportTarget& t : resolved) ids.push_back(t.id);
+    Result<ExperimentMetrics> metrics = compute_experiments_metrics(store, ids);
     if (!metrics) return metrics.error();
     outcome.description =
-        fmt::format("experiment #{} ({})", metrics->experiment.id, metrics->experiment.suite);
+        metrics->experiments.size() > 1
+            ? fmt::format("{} experiments ({})", metrics->experiments.size(),
+                          metrics->experiment.suite)
+            : fmt::format("experiment #{} ({})", metrics->experiment.id, metrics->experiment.suite);
     content = experiment_report(*metrics);
   } else {
-    Result<RunSummary> summary = store.summarize_run(resolved.id);
+    Result<RunRecord> record = store.run_record(resolved.front().id);
+    if (!record) return record.error();
+    Result<RunSummary> summary = analyse_record(store, *record);
     if (!summary) return summary.error();
-    Result<RunMetrics> metrics = compute_run_metrics(store, summary->run.id);
-    if (!metrics) return metrics.error();
-    outcome.description = fmt::format("run #{} ({})", metrics->run.id, metrics->run.mechanism);
-    content = run_report(*metrics, format_run_summary(*summary));
+    RunMetrics metrics = run_metrics_from(*summary, record->device_samples);
+    outcome.description = fmt::format("run #{} ({})", metrics.run.id, metrics.run.mechanism);
+    content = run_report(metrics, format_run_summary(*summary));
   }
 
   Result<WrittenReport> written = write_html_report(content, options.out_dir);

@@ -49,4 +49,9 @@ struct ReportOutcome {
 Result<ReportOutcome> write_report(RunStore& store, const ReportTarget& target,
                                    const ReportOptions& options);
 
+// One report over several targets: experiments only (their cases together,
+// so that every guideline can get a verdict on one page), or one target as above.
+Result<ReportOutcome> write_report(RunStore& store, const std::vector<ReportTarget>& targets,
+                                   const ReportOptions& options);
+
 }  // namespace colo

@@ -155,6 +155,7 @@ std::string format_run_summary(const RunSummary& summary) {
                      {"PEAK MEM", Align::kRight},
                      {"SM %", Align::kRight},
                      {"ENERGY J", Align::kRight},
+                     {"SLOWDOWN", Align::kRight},
                      {"REASON"}});
     for (const JobSummary& job : summary.jobs) {
       const bool ok = job.state == JobState::kOk;
@@ -170,6 +171,7 @@ std::string format_run_summary(const RunSummary& summary) {
           or_absent(job.peak_memory_bytes, format_bytes),
           or_absent(job.mean_sm_active_pct, fixed1),
           or_absent(job.energy_j, fixed1),
+          or_absent(job.slowdown, [](double v) { return fmt::format("{:.2f}x", v); }),
           ok ? (job.attempts > 1 ? fmt::format("on attempt {}", job.attempts) : "")
              : (job.reason.empty() ? kAbsent : job.reason),
       });
@@ -194,10 +196,18 @@ std::string format_run_summary(const RunSummary& summary) {
                        return format_duration_ms(ms);
                      }));
   out += fmt::format("throughput:         {}\n", throughput);
-  out += fmt::format("steady throughput:  {}\n",
-                     or_absent(summary.steady_throughput_per_s, [](double v) {
-                       return fmt::format("{:.1f} samples/s (epochs 2+, start-up excluded)", v);
-                     }));
+  std::string steady = or_absent(summary.steady_throughput_per_s,
+                                 [](double v) { return fmt::format("{:.1f} samples/s", v); });
+  if (summary.steady_throughput_per_s && summary.together) {
+    steady += fmt::format(" (while the jobs ran together: {:.1f} s from {}, start-up excluded)",
+                          static_cast<double>(summary.together->length_ms()) / 1000.0,
+                          format_local_time_of_day(summary.together->start_ms));
+  } else if (summary.steady_throughput_per_s) {
+    steady += " (epochs 2+ of each job, start-up excluded)";
+  } else if (!summary.steady_note.empty()) {
+    steady += " (" + summary.steady_note + ")";
+  }
+  out += fmt::format("steady throughput:  {}\n", steady);
   out += fmt::format(
       "mean SM activity:   {}\n",
       or_absent(summary.mean_sm_active_pct, [](double v) { return fmt::format("{:.1f} %", v); }));
@@ -227,19 +237,29 @@ std::string format_run_summary(const RunSummary& summary) {
     out += table.render();
   }
 
+  auto ratio = [](double v) { return fmt::format("{:.2f}x", v); };
   if (run.mechanism == "exclusive") {
     out +=
         "speed-up:           - (this run is exclusive: it is the baseline for runs of the same "
         "jobs)\n";
-  } else if (summary.baseline_run_id) {
-    auto ratio = [](double v) { return fmt::format("{:.2f}x", v); };
-    out += fmt::format("speed-up vs exclusive run #{}: {} end to end, {} steady state\n",
-                       *summary.baseline_run_id, or_absent(summary.speedup_vs_exclusive, ratio),
-                       or_absent(summary.steady_speedup_vs_exclusive, ratio));
+    return out;
+  }
+  if (summary.baseline_run_id) {
+    out += fmt::format("speed-up end to end: {} over exclusive run #{} of the same jobs\n",
+                       or_absent(summary.speedup_vs_exclusive, ratio), *summary.baseline_run_id);
   } else {
     out +=
-        "speed-up:           no exclusive run of the same jobs in the store (run them with "
+        "speed-up end to end: - (no exclusive run of the same jobs in the store: run them with "
         "--mechanism exclusive to compare)\n";
+  }
+  if (summary.steady_speedup_vs_exclusive) {
+    out += fmt::format(
+        "speed-up steady:     {} (the jobs' rates while they ran together over their solo rates, "
+        "per GPU; solo rates from {})\n",
+        ratio(*summary.steady_speedup_vs_exclusive), summary.solo_source);
+  } else {
+    out += fmt::format("speed-up steady:     - ({})\n",
+                       summary.steady_note.empty() ? "not measured" : summary.steady_note);
   }
   return out;
 }
@@ -289,6 +309,12 @@ nlohmann::json to_json(const RunSummary& summary) {
         {"peak_memory_bytes", nullable(job.peak_memory_bytes)},
         {"mean_sm_active_pct", nullable(job.mean_sm_active_pct)},
         {"energy_j", nullable(job.energy_j)},
+        {"together_samples_per_s", nullable(job.together_samples_per_s)},
+        {"together_epochs_per_s", nullable(job.together_epochs_per_s)},
+        {"solo_samples_per_s", job.solo ? nullable(job.solo->samples_per_s) : nullptr},
+        {"solo_epoch_ms", job.solo ? nullable(job.solo->epoch_ms) : nullptr},
+        {"normalized_rate", nullable(job.normalized_rate)},
+        {"slowdown", nullable(job.slowdown)},
         {"log_path", job.log_path},
         {"malformed_progress_lines", job.malformed_progress_lines},
         {"instance", job.instance},
@@ -308,6 +334,11 @@ nlohmann::json to_json(const RunSummary& summary) {
       {"total_samples", nullable(summary.total_samples)},
       {"throughput_per_s", nullable(summary.throughput_per_s)},
       {"steady_throughput_per_s", nullable(summary.steady_throughput_per_s)},
+      {"together_start_ms",
+       summary.together ? nlohmann::json(summary.together->start_ms) : nlohmann::json(nullptr)},
+      {"together_end_ms",
+       summary.together ? nlohmann::json(summary.together->end_ms) : nlohmann::json(nullptr)},
+      {"together_gpus", summary.together_gpus},
       {"mean_sm_active_pct", nullable(summary.mean_sm_active_pct)},
       {"peak_memory_used_bytes", nullable(summary.peak_memory_used_bytes)},
       {"energy_j", nullable(summary.energy_j)},
@@ -317,6 +348,8 @@ nlohmann::json to_json(const RunSummary& summary) {
       {"baseline_run_id", nullable(summary.baseline_run_id)},
       {"speedup_vs_exclusive", nullable(summary.speedup_vs_exclusive)},
       {"steady_speedup_vs_exclusive", nullable(summary.steady_speedup_vs_exclusive)},
+      {"steady_note", summary.steady_note},
+      {"solo_source", summary.solo_source},
   };
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/run_summary.h"
 #include "common/clock.h"
 #include "store/run_store.h"
 
@@ -18,8 +19,11 @@ namespace colo {
 std::string format_runs_table(const std::vector<RunRow>& runs);
 
 // A header line naming the run, a SIMULATED banner when the numbers come
-// from the simulated GPU, one row per job, then the run's totals and its
-// speed-up over the exclusive run of the same jobs (or how to get one).
+// from the simulated GPU, one row per job (with its slowdown while the jobs
+// ran together), then the run's totals, the window in which the jobs ran
+// together, and the speed-ups: end to end over the exclusive run of the same
+// jobs, steady over the jobs' solo rates (or why there is none, or how to
+// get one).
 std::string format_run_summary(const RunSummary& summary);
 
 // `colo show --json`: every field of the summary, units in the key names,

@@ -144,7 +144,10 @@ TEST_F(TextReportTest, SummaryShowsHeaderJobsAndTotals) {
   s.baseline_run_id = 3;
   s.speedup_vs_exclusive = 5.1234;
   s.steady_speedup_vs_exclusive = 6.4;
+  s.solo_source = "exclusive run #3";
   s.steady_throughput_per_s = 7000.0;
+  s.together = TogetherWindow{kT0 + 4000, kT0 + 11'000};
+  s.jobs[0].slowdown = 1.09;
   std::string text = format_run_summary(s);
 
   EXPECT_EQ(lines_of(text)[0],
@@ -152,18 +155,18 @@ TEST_F(TextReportTest, SummaryShowsHeaderJobsAndTotals) {
             "sweep.toml");
   EXPECT_THAT(text, Not(HasSubstr("SIMULATED")));
 
-  EXPECT_EQ(
-      cells_of(line_starting(text, "JOB")),
-      (std::vector<std::string>{"JOB", "STATE", "GPU", "START", "DURATION", "EPOCHS", "EPOCH TIME",
-                                "SAMPLES/S", "PEAK MEM", "SM %", "ENERGY J", "REASON"}));
-  EXPECT_EQ(
-      cells_of(line_starting(text, "resnet")),
-      (std::vector<std::string>{"resnet[lr=0.1]", "ok", "0", "22:13:21", format_duration_ms(10'000),
-                                "3", format_duration_ms(3500), "300.0", "1.5 GiB", "23.0", "7.0"}));
+  EXPECT_EQ(cells_of(line_starting(text, "JOB")),
+            (std::vector<std::string>{"JOB", "STATE", "GPU", "START", "DURATION", "EPOCHS",
+                                      "EPOCH TIME", "SAMPLES/S", "PEAK MEM", "SM %", "ENERGY J",
+                                      "SLOWDOWN", "REASON"}));
+  EXPECT_EQ(cells_of(line_starting(text, "resnet")),
+            (std::vector<std::string>{"resnet[lr=0.1]", "ok", "0", "22:13:21",
+                                      format_duration_ms(10'000), "3", format_duration_ms(3500),
+                                      "300.0", "1.5 GiB", "23.0", "7.0", "1.09x"}));
   // Absent values of a job that never ran are "-"; its reason is shown.
   EXPECT_EQ(cells_of(line_starting(text, "broken")),
             (std::vector<std::string>{"broken", "failed", "-", "-", "-", "-", "-", "-", "-", "-",
-                                      "-", "could not start: /no/such/binary not found"}));
+                                      "-", "-", "could not start: /no/such/binary not found"}));
   EXPECT_THAT(text, HasSubstr("note: broken ignored 2 malformed progress lines"));
 
   EXPECT_EQ(line_starting(text, "makespan:"), "makespan:           " + format_duration_ms(10'000));
@@ -172,10 +175,14 @@ TEST_F(TextReportTest, SummaryShowsHeaderJobsAndTotals) {
   EXPECT_EQ(line_starting(text, "mean SM activity:"), "mean SM activity:   12.5 %");
   EXPECT_EQ(line_starting(text, "peak GPU memory:"), "peak GPU memory:    12.0 GiB");
   EXPECT_EQ(line_starting(text, "energy:"), "energy:             18.0 J");
-  EXPECT_EQ(line_starting(text, "speed-up"),
-            "speed-up vs exclusive run #3: 5.12x end to end, 6.40x steady state");
+  EXPECT_EQ(line_starting(text, "speed-up end to end"),
+            "speed-up end to end: 5.12x over exclusive run #3 of the same jobs");
+  EXPECT_EQ(line_starting(text, "speed-up steady"),
+            "speed-up steady:     6.40x (the jobs' rates while they ran together over their solo "
+            "rates, per GPU; solo rates from exclusive run #3)");
   EXPECT_EQ(line_starting(text, "steady throughput"),
-            "steady throughput:  7000.0 samples/s (epochs 2+, start-up excluded)");
+            "steady throughput:  7000.0 samples/s (while the jobs ran together: 7.0 s from "
+            "22:13:24, start-up excluded)");
 }
 
 TEST_F(TextReportTest, SimulatedRunCarriesABanner) {
@@ -186,8 +193,8 @@ TEST_F(TextReportTest, SimulatedRunCarriesABanner) {
 
 TEST_F(TextReportTest, SaysHowToGetABaselineWhenThereIsNone) {
   std::string text = format_run_summary(make_summary("naive", false));
-  EXPECT_EQ(line_starting(text, "speed-up"),
-            "speed-up:           no exclusive run of the same jobs in the store (run them with "
+  EXPECT_EQ(line_starting(text, "speed-up end to end"),
+            "speed-up end to end: - (no exclusive run of the same jobs in the store: run them with "
             "--mechanism exclusive to compare)");
   std::string exclusive = format_run_summary(make_summary("exclusive", false));
   EXPECT_THAT(line_starting(exclusive, "speed-up"), HasSubstr("this run is exclusive"));
@@ -206,8 +213,9 @@ TEST_F(TextReportTest, AbsentRunTotalsAreDashes) {
   EXPECT_EQ(line_starting(text, "mean SM activity:"), "mean SM activity:   -");
   EXPECT_EQ(line_starting(text, "peak GPU memory:"), "peak GPU memory:    -");
   EXPECT_EQ(line_starting(text, "energy:"), "energy:             -");
-  EXPECT_EQ(line_starting(text, "speed-up"),
-            "speed-up vs exclusive run #4: - end to end, - steady state");
+  EXPECT_EQ(line_starting(text, "speed-up end to end"),
+            "speed-up end to end: - over exclusive run #4 of the same jobs");
+  EXPECT_EQ(line_starting(text, "speed-up steady"), "speed-up steady:     - (not measured)");
   EXPECT_EQ(line_starting(text, "steady throughput"), "steady throughput:  -");
 }
 
@@ -232,6 +240,9 @@ TEST_F(TextReportTest, JsonHasEveryFieldWithNullsForAbsent) {
   EXPECT_DOUBLE_EQ(j["energy_j"].get<double>(), 18.0);
   EXPECT_EQ(j["baseline_run_id"], 3);
   EXPECT_DOUBLE_EQ(j["speedup_vs_exclusive"].get<double>(), 2.4);
+  EXPECT_TRUE(j["steady_speedup_vs_exclusive"].is_null());
+  EXPECT_TRUE(j["together_start_ms"].is_null());
+  EXPECT_TRUE(j["jobs"][0]["slowdown"].is_null());
 
   RunSummary empty;
   nlohmann::json e = to_json(empty);

@@ -5,10 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
+#include <map>
 #include <ostream>
 
 #include "common/paths.h"
+#include "common/units.h"
+#include "data/loader_process.h"
+#include "data/ring_owner.h"
+#include "gpu/device_json.h"
+#include "run/data_loading.h"
 #include "run/run_engine.h"
 #include "sharing/process_finder.h"
 
@@ -24,19 +29,6 @@ std::string file_stem(size_t index, const std::string& name) {
     stem += keep ? c : '_';
   }
   return stem.substr(0, 120);
-}
-
-std::string devices_json(const std::vector<DeviceInfo>& devices) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const DeviceInfo& d : devices) {
-    nlohmann::json j = {{"index", d.index},       {"name", d.name},
-                        {"uuid", d.uuid},         {"memory_total_bytes", d.memory_total_bytes},
-                        {"gpm", d.gpm_supported}, {"metrics", d.supported_metrics}};
-    if (d.sm_count) j["sm_count"] = *d.sm_count;
-    if (d.mig_enabled) j["mig_enabled"] = *d.mig_enabled;
-    list.push_back(std::move(j));
-  }
-  return list.dump();
 }
 
 // Kills what is left of the jobs of an interrupted run (a job's children
@@ -55,6 +47,13 @@ void stop_leftover_job_processes(const RunRow& run, std::ostream& out) {
 std::string host_name() {
   char buf[256] = {};
   return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
+}
+
+// This program's path, to start `colo data serve` children.
+std::string self_executable() {
+  std::string exe(4096, '\0');
+  ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
+  return n > 0 ? exe.substr(0, static_cast<size_t>(n)) : "colo";
 }
 
 }  // namespace
@@ -149,7 +148,7 @@ NewRun new_run_record(Clock& clock, const Mechanism& mechanism, const GpuBackend
                 command_line,
                 host_name(),
                 getpid(),
-                devices_json(devices),
+                devices_to_json(devices).dump(),
                 slurm ? SlurmRecord{slurm->job_id, slurm->step, slurm->node, slurm->restart_count}
                       : SlurmRecord{}};
 }
@@ -157,6 +156,15 @@ NewRun new_run_record(Clock& clock, const Mechanism& mechanism, const GpuBackend
 Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, RunContext& ctx) {
   // Step 1: clean up after an earlier colo that died.
   (void)clean_up_after_dead_colo(ctx.store, ctx.mechanism_options, ctx.backend, ctx.out);
+  const std::string state_dir = options.state_dir.empty() ? default_state_dir() : options.state_dir;
+  if (Result<std::vector<std::string>> cleaned = cleanup_stale_data_loaders(state_dir);
+      cleaned.ok()) {
+    for (const std::string& line : *cleaned) ctx.out << line << '\n';
+  } else {
+    ctx.out << "warning: " << cleaned.error().message() << '\n';
+  }
+  Result<std::vector<LoaderOptions>> loader_options = loaders_for(file);
+  if (!loader_options.ok()) return loader_options.error();
 
   // Step 2: the devices (inside Slurm, its GPUs; locked, so that no other
   // colo places jobs there), the run and its jobs.
@@ -224,6 +232,33 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
     return fail_run(e);
   }
 
+  // Step 3, continued: the shared data loaders; each job reading a dataset
+  // gets its loader's socket, and the auto policy its cost on the host.
+  SharedLoaders loaders(ctx.clock, SharedLoadersOptions{self_executable(), logs_dir, state_dir});
+  if (Status s = loaders.start(*loader_options, ctx.out); !s.ok()) {
+    for (const EngineJob& j : jobs) {
+      (void)ctx.store.job_finished(
+          j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, s.error().message()},
+          ctx.clock.now_ms(), 0);
+    }
+    (void)ctx.mechanism.teardown();
+    return fail_run(s.error());
+  }
+  std::map<std::string, HostCost> loader_costs;
+  for (const LoaderOptions& l : *loader_options)
+    loader_costs[l.name] = HostCost{l.name, static_cast<double>(l.threads), l.ring_bytes};
+  std::map<std::string, int64_t> job_ids;
+  for (EngineJob& j : jobs) {
+    job_ids[j.spec.name] = j.id;
+    if (!j.spec.dataset) continue;
+    std::map<std::string, std::string> data_env = loaders.environment_for(*j.spec.dataset);
+    if (data_env.empty())
+      ctx.out << fmt::format("warning: {}: the data loader of '{}' is not running\n", j.spec.name,
+                             *j.spec.dataset);
+    for (const auto& [k, v] : data_env) j.extra_env[k] = v;
+    if (loader_costs.count(*j.spec.dataset) > 0) j.host_cost = loader_costs.at(*j.spec.dataset);
+  }
+
   // Steps 4-6: the engine runs every job, then stops the sampler.
   EngineOptions engine_options;
   engine_options.policy = options.policy.value_or(file.policy.value_or("auto"));
@@ -252,12 +287,26 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
                         "cancelled");
       }
       engine.tick();
+      for (const std::string& e : loaders.poll()) engine.event("warning: " + e);
       if (engine.idle()) break;
       ctx.clock.sleep_for_ms(options.tick_ms);
     }
     engine.finish();
     outcome.jobs_ok = engine.count(true);
     outcome.jobs_not_ok = engine.count(false);
+  }
+  for (const LoaderOutcome& loader : loaders.stop()) {
+    const DataLoaderRow row = loader_record(loader, job_ids);
+    if (Status s = ctx.store.add_data_loader(*run_id, row); !s.ok())
+      ctx.out << "warning: " << s.error().message() << '\n';
+    if (row.cpu_ms && row.wall_ms && *row.wall_ms > 0) {
+      ctx.out << fmt::format("data loader '{}': {} samples decoded, {} CPU ({:.2f} cores)\n",
+                             row.name, row.samples_decoded.value_or(0),
+                             format_duration_ms(*row.cpu_ms),
+                             static_cast<double>(*row.cpu_ms) / static_cast<double>(*row.wall_ms));
+    } else if (!row.note.empty()) {
+      ctx.out << fmt::format("warning: data loader '{}': {}\n", row.name, row.note);
+    }
   }
 
   // Step 7.

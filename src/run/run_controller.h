@@ -4,14 +4,17 @@
 //      leftover MPS daemons stopped, MIG instances it created destroyed)
 //   2. choose the devices and lock them (GpuLocks: wait while another colo
 //      holds one); record the run and its jobs (all queued)
-//   3. prepare the mechanism (e.g. start the private MPS daemon)
+//   3. prepare the mechanism (e.g. start the private MPS daemon), then start
+//      the shared data loaders the jobs' datasets need
 //   4. start the engine (its GPU sampler and policy) and submit every job
 //   5. loop: RunEngine::tick() (place, start, follow, reap, requeue, write
 //      samples and events, check the mechanism) until every job has ended
-//   6. stop the sampler, write the last samples
+//   6. stop the sampler, write the last samples; stop the data loaders and
+//      record what they did
 //   7. tear the mechanism down
 //   8. close the run with its final state; release the GPUs
 //
+// Step 1 also removes the shared memory of data loaders whose colo died.
 // Teardown (6-8) runs on every path out of step 5: normal end, Ctrl-C (jobs
 // get TERM, then KILL after the grace period, and end cancelled), a job
 // crash, or an error. A colo killed with SIGKILL cannot run it; step 1 of the
@@ -75,6 +78,8 @@ struct RunOptions {
   bool live_display = false;
   // Recorded with the run.
   std::string command_line;
+  // Parent of data/, the data loaders' ownership records; default the state dir.
+  std::string state_dir;
 };
 
 // Everything the controller talks to, borrowed. Tests pass fakes.

@@ -2,15 +2,17 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <iterator>
 #include <ostream>
 
+#include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/units.h"
-#include "sched/auto_scheduler.h"
+#include "jobs/job_signature.h"
 #include "sharing/mig_mechanism.h"
 
 namespace colo {
@@ -31,6 +33,21 @@ std::vector<int> device_indices(const std::vector<DeviceInfo>& devices) {
   std::vector<int> idx;
   for (const DeviceInfo& d : devices) idx.push_back(d.index);
   return idx;
+}
+
+// CPUs this process may run on, and the machine's memory (for the auto
+// policy's accounting of shared loaders).
+double host_cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+uint64_t host_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
 JobEnd job_end_of(JobState state) {
@@ -119,10 +136,10 @@ int RunEngine::jobs_per_device_limit() const {
 
 std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
   const int limit = jobs_per_device_limit();
-  Result<std::vector<StoredProfile>> stored = ctx_.store.learned_profiles();
+  Result<std::vector<LearnedProfile>> stored = learn_profiles(ctx_.store);
   if (!stored.ok())
     display_.event("warning: no profiles from the store: " + stored.error().message());
-  measured_ = stored.ok() ? *stored : std::vector<StoredProfile>{};
+  measured_ = stored.ok() ? *stored : std::vector<LearnedProfile>{};
   if (options_.policy != "auto") {
     std::vector<DeviceSlots> slots;
     for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes, limit});
@@ -135,11 +152,14 @@ std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
   auto_options.max_jobs_per_gpu = limit;
   auto_options.memory_limits = ctx_.mechanism.kind() == MechanismKind::kMps;
   auto_options.max_retries = kMaxJobAttempts - 1;
+  auto_options.host_cpus = host_cpu_count();
+  auto_options.host_memory_bytes = host_memory_bytes();
   std::vector<GpuSlot> slots;
   for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes});
   InterferenceModel model;
-  if (Result<std::vector<Collocation>> c = ctx_.store.measured_collocations(measured_); c.ok())
-    model = calibrate(model, *c);
+  if (Result<InterferenceModel> fitted = calibrated_model(ctx_.store, model, measured_);
+      fitted.ok())
+    model = *fitted;
   display_.event("auto: interference model: " + model.describe());
   return std::make_unique<AutoScheduler>(slots, auto_options, model);
 }
@@ -171,6 +191,7 @@ void RunEngine::introduce(JobRuntime& job) {
   auto* autos = dynamic_cast<AutoScheduler*>(scheduler_.get());
   if (autos == nullptr) return;
   autos->set_label(job.signature, spec.group);
+  if (job.job.host_cost) autos->set_host_cost(job.signature, *job.job.host_cost);
   if (it == known.end()) return;
   autos->set_profile(job.signature, it->second);
   const JobProfile& p = it->second;
@@ -194,7 +215,7 @@ size_t RunEngine::submit(EngineJob job) {
   // The fixed policy keeps jobs off a GPU their known or hinted memory does not fit.
   std::optional<uint64_t> memory = j.job.spec.gpu_memory_bytes;
   if (!memory) {
-    for (const StoredProfile& p : measured_) {
+    for (const LearnedProfile& p : measured_) {
       if (p.signature == j.signature && p.simulated == ctx_.backend.simulated() &&
           p.profile.peak_memory_bytes)
         memory = std::max(memory.value_or(0), *p.profile.peak_memory_bytes);
@@ -203,6 +224,8 @@ size_t RunEngine::submit(EngineJob job) {
   scheduler_->enqueue({j.key, j.signature, memory});
   return j.key;
 }
+
+void RunEngine::event(const std::string& message) { display_.event(message); }
 
 bool RunEngine::idle() const { return queued() == 0 && by_pid_.empty(); }
 

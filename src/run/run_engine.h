@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/profiles.h"
 #include "common/clock.h"
 #include "gpu/gpu_backend.h"
 #include "jobs/job_spec.h"
@@ -42,6 +43,7 @@
 #include "jobs/run_as.h"
 #include "monitor/gpu_sampler.h"
 #include "run/live_display.h"
+#include "sched/auto_scheduler.h"
 #include "sched/scheduler.h"
 #include "sharing/mechanism.h"
 #include "sharing/process_finder.h"
@@ -107,6 +109,9 @@ struct EngineJob {
   std::map<std::string, std::string> extra_env;
   // How events name the job; empty: its name ("12 resnet26#1" for service jobs).
   std::string label;
+  // The shared data loader it reads through (its spec's dataset), for the
+  // auto policy's host accounting; its COLO_DATA_SOCKET is in extra_env.
+  std::optional<HostCost> host_cost;
 };
 
 // What changed about a job, for callers that keep their own records (the
@@ -216,6 +221,8 @@ class RunEngine {
   const std::string& mechanism_down() const { return mechanism_down_; }
   // Jobs that ended ok / not ok.
   int count(bool ok) const;
+  // Shows a message among the engine's events (the live display stays intact).
+  void event(const std::string& message);
 
  private:
   struct JobRuntime;
@@ -254,7 +261,7 @@ class RunEngine {
   JobSupervisor supervisor_;
   GpuSampler sampler_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::vector<StoredProfile> measured_;     // the store's profiles, read at start()
+  std::vector<LearnedProfile> measured_;    // learned from the store at start()
   std::map<std::string, bool> introduced_;  // signatures the scheduler knows
   ProcfsProcessTable process_table_;
   JobAttributor attributor_;

@@ -154,6 +154,7 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
   std::optional<uint64_t> limit;
   if (options_.memory_limits && !r.probe) limit = r.claim;
   out.push_back(Decision{job, gpu.slot.device, r.probe, limit});
+  host_update(r.waiting.signature, +1);
   running_.emplace(job, std::move(r));
   --queued_;
 }
@@ -236,7 +237,46 @@ std::optional<int64_t> AutoScheduler::expected_end(const Running& r, double gpu_
   return now_ms + static_cast<int64_t>(std::max(0.0, work - done) / rate);
 }
 
+void AutoScheduler::set_host_cost(const std::string& signature, HostCost cost) {
+  host_costs_[signature] = std::move(cost);
+}
+
+bool AutoScheduler::dataset_read(const std::string& signature) const {
+  auto it = host_costs_.find(signature);
+  if (it == host_costs_.end() || it->second.dataset.empty()) return false;
+  auto readers = dataset_readers_.find(it->second.dataset);
+  return readers != dataset_readers_.end() && readers->second > 0;
+}
+
+bool AutoScheduler::host_fits(const std::string& signature) const {
+  auto it = host_costs_.find(signature);
+  if (it == host_costs_.end() || it->second.dataset.empty() || dataset_read(signature) ||
+      running_.empty())
+    return true;
+  const HostCost& c = it->second;
+  return (options_.host_cpus <= 0 || loader_cpus_used_ + c.loader_cpus <= options_.host_cpus) &&
+         (options_.host_memory_bytes == 0 ||
+          loader_memory_used_ + c.loader_memory_bytes <= options_.host_memory_bytes);
+}
+
+void AutoScheduler::host_update(const std::string& signature, int delta) {
+  auto it = host_costs_.find(signature);
+  if (it == host_costs_.end() || it->second.dataset.empty()) return;
+  const HostCost& c = it->second;
+  int& readers = dataset_readers_[c.dataset];
+  const bool was_read = readers > 0;
+  readers = std::max(0, readers + delta);
+  if (!was_read && readers > 0) {
+    loader_cpus_used_ += c.loader_cpus;
+    loader_memory_used_ += c.loader_memory_bytes;
+  } else if (was_read && readers == 0) {
+    loader_cpus_used_ = std::max(0.0, loader_cpus_used_ - c.loader_cpus);
+    loader_memory_used_ -= std::min(loader_memory_used_, c.loader_memory_bytes);
+  }
+}
+
 bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out) {
+  if (!host_fits(w.signature)) return false;
   const JobProfile* p = profile(w.signature);
   if (p == nullptr || !p->admissible()) return place_probe(w, now_ms, out);
 
@@ -369,6 +409,9 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
     it = place(*it, now_ms, out) ? retries_.erase(it) : std::next(it);
   }
   std::vector<std::pair<uint64_t, std::string>> heads(heads_.begin(), heads_.end());
+  // Jobs whose dataset is being read already go first: they share its loader.
+  std::stable_partition(heads.begin(), heads.end(),
+                        [&](const auto& head) { return dataset_read(head.second); });
   for (const auto& head : heads) {
     std::deque<Waiting>& q = classes_[head.second];
     while (!q.empty() && place(q.front(), now_ms, out)) q.pop_front();
@@ -386,6 +429,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   if (it == running_.end()) return {};
   Running r = std::move(it->second);
   running_.erase(it);
+  host_update(r.waiting.signature, -1);
   Gpu& g = gpus_[static_cast<size_t>(r.gpu)];
   ++g.version;
   std::erase(g.jobs, job);

@@ -36,6 +36,12 @@
 //   remembered as bad, and the GPU takes no more jobs until one ends; a bad
 //   combination (or any superset) is never formed again. Freed capacity is
 //   refilled at once.
+// Shared data. Jobs that read one dataset through a shared loader
+//   (docs/data-sharing.md) cost the host its decoding once, however many run
+//   at once: queued jobs whose dataset is being read already are placed
+//   first, and, when host limits are given, a job whose dataset has no
+//   running reader yet is admitted only if its loader's threads and ring
+//   still fit the host's CPUs and memory (a job on an idle host always is).
 // Retries. A job that ends out of memory is requeued ahead of the queue with
 //   twice the memory estimate, alone with a whole GPU on its last attempt; after
 //   `max_retries` it ends failed. No job is dropped silently.
@@ -67,6 +73,16 @@ struct AutoOptions {
   int64_t settle_ms = 20'000;                     // a new combination is judged after this
   double tolerance = 0.05;                        // smaller drops are noise
   bool memory_limits = true;                      // give jobs memory limits (MPS)
+  double host_cpus = 0;                           // CPU cores for shared loaders; 0: not checked
+  uint64_t host_memory_bytes = 0;                 // host memory for their rings; 0: not checked
+};
+
+// The shared data loader a job reads through (none when dataset is empty):
+// its cost on the host, counted once while any job reading it runs.
+struct HostCost {
+  std::string dataset;
+  double loader_cpus = 0;            // its decoding threads
+  uint64_t loader_memory_bytes = 0;  // its ring
 };
 
 struct GpuSlot {
@@ -84,6 +100,8 @@ class AutoScheduler final : public Scheduler {
   const JobProfile* profile(const std::string& signature) const;
   // A short name for a signature's jobs in notes ("resnet26").
   void set_label(const std::string& signature, std::string label);
+  // The shared loader the signature's jobs read through (Shared data, above).
+  void set_host_cost(const std::string& signature, HostCost cost);
 
   std::string describe() const override;
   void enqueue(const SchedJob& job) override;
@@ -176,6 +194,11 @@ class AutoScheduler final : public Scheduler {
   std::string describe(const Combination& c) const;
   uint64_t largest_memory() const;
   void push_waiting(Waiting w);
+  // Shared data: whether `signature`'s dataset has a running reader, whether
+  // a job of it fits the host, and the bookkeeping as jobs start and end.
+  bool dataset_read(const std::string& signature) const;
+  bool host_fits(const std::string& signature) const;
+  void host_update(const std::string& signature, int delta);
 
   std::vector<Gpu> gpus_;
   AutoOptions options_;
@@ -191,6 +214,10 @@ class AutoScheduler final : public Scheduler {
   std::set<Combination> good_;
   std::vector<Unplaceable> unplaceable_;
   std::vector<std::string> notes_;
+  std::map<std::string, HostCost> host_costs_;  // by signature
+  std::map<std::string, int> dataset_readers_;  // running jobs per dataset
+  double loader_cpus_used_ = 0;
+  uint64_t loader_memory_used_ = 0;
   uint64_t next_seq_ = 0;
   size_t queued_ = 0;
 };

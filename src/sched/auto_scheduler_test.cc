@@ -294,6 +294,53 @@ TEST(AutoScheduler, BackfillsAroundAJobThatDoesNotFitYet) {
   EXPECT_EQ(d[1].job, 2u);
 }
 
+TEST(AutoSchedulerSharedData, JobsWhoseDatasetIsBeingReadGoFirst) {
+  AutoOptions options;
+  options.max_jobs_per_gpu = 2;
+  AutoScheduler s({{0, 80 * kGiB}}, options, InterferenceModel{});
+  for (const char* sig : {"a", "b", "c"}) s.set_profile(sig, profile(10, 30));
+  s.set_host_cost("a", {"imagenet", 4, 1 * kGiB});
+  s.set_host_cost("c", {"imagenet", 4, 1 * kGiB});
+  enqueue(s, "a", 1, 0);
+  ASSERT_EQ(s.schedule(0).size(), 1u);
+  enqueue(s, "b", 1, 1);  // queued before c, but reads its own data
+  enqueue(s, "c", 1, 2);
+  std::vector<Decision> d = s.schedule(1);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 2u) << "c shares the running job's loader";
+}
+
+TEST(AutoSchedulerSharedData, HostLimitsCountEachLoaderOnce) {
+  AutoOptions options;
+  options.host_cpus = 6;
+  options.host_memory_bytes = 64 * kGiB;
+  AutoScheduler s({{0, 80 * kGiB}, {1, 80 * kGiB}}, options, InterferenceModel{});
+  for (const char* sig : {"x", "y"}) s.set_profile(sig, profile(10, 30));
+  s.set_host_cost("x", {"imagenet", 4, 1 * kGiB});
+  s.set_host_cost("y", {"cifar", 4, 1 * kGiB});
+  enqueue(s, "x", 3, 0);
+  enqueue(s, "y", 1, 3);
+  std::vector<Decision> d = s.schedule(0);
+  ASSERT_EQ(d.size(), 3u) << "three readers of one dataset cost its loader once";
+  for (const Decision& x : d) EXPECT_LT(x.job, 3u);
+  EXPECT_TRUE(s.schedule(1).empty()) << "a second loader's 4 threads do not fit 6 CPUs";
+  for (size_t j = 0; j < 3; ++j) (void)s.finished(j, JobEnd::kOk, 2);
+  d = s.schedule(3);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 3u);
+}
+
+TEST(AutoSchedulerSharedData, AJobOnAnIdleHostIsAdmittedWhateverItsLoaderCosts) {
+  AutoOptions options;
+  options.host_cpus = 2;
+  options.host_memory_bytes = 1 * kGiB;
+  AutoScheduler s({{0, 80 * kGiB}}, options, InterferenceModel{});
+  s.set_profile("big", profile(10, 30));
+  s.set_host_cost("big", {"imagenet", 16, 8 * kGiB});
+  enqueue(s, "big", 1);
+  EXPECT_EQ(s.schedule(0).size(), 1u);
+}
+
 TEST(AutoScheduler, RemovesOneQueuedJobWhereverItWaits) {
   AutoScheduler s = make(1);
   s.set_profile("a", profile(1, 100));

@@ -14,7 +14,10 @@
 //     beyond the second.
 //
 // The defaults are fitted to colo's H200 measurements (steady throughput over
-// one job alone, docs/results/2026-11-22-h200-paper-suites and -policies):
+// one job alone, docs/results/2026-11-22-h200-paper-suites and -policies,
+// computed with the steady-state definition colo used before the collocated
+// speed-up of analysis/together.h, which understates the gain; refit them
+// with `colo profiles` on a store of runs measured since):
 // under MPS every workload levels off where its summed solo SM activity
 // reaches about 92% (cait_xxs24, 81% SM alone: 1.13x at 2, 3 and 7 jobs;
 // resnet152, 57%: 1.63x and 1.60x at 3 and 7; resnet26, 15-19%: 5.1x at 7)
@@ -76,6 +79,7 @@ struct Collocation {
   ShareMode mode = ShareMode::kSpatial;
   std::vector<SoloLoad> jobs;
   double measured_total = 0;
+  std::string source;  // where it was measured: "run 12 (mps, 7 jobs)"
 };
 
 // Fits the model to `measurements` by least squares over a grid: the

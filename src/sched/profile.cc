@@ -22,6 +22,7 @@ JobProfile merge_profiles(const JobProfile& measured, const JobProfile& hint) {
   fill(out.sm_active_pct, hint.sm_active_pct);
   fill(out.gpu_util_pct, hint.gpu_util_pct);
   fill(out.samples_per_s, hint.samples_per_s);
+  fill(out.epoch_ms, hint.epoch_ms);
   fill(out.solo_ms, hint.solo_ms);
   fill(out.startup_ms, hint.startup_ms);
   if (used_hint) out.source = out.source.empty() ? hint.source : out.source + " + " + hint.source;

@@ -1,8 +1,8 @@
 // JobProfile: what colo knows about one kind of job running alone on one GPU
 // model (its "signature": command, parameters, environment; see
-// job_signature() in store/), and where that knowledge came from.
+// job_signature() in jobs/), and where that knowledge came from.
 //
-// Profiles come from earlier runs in the store (store/profiles), from a short
+// Profiles come from earlier runs in the store (analysis/profiles), from a short
 // probe at the job's start (run/), or from hints in the job file; measured
 // numbers win over hints field by field (merge_profiles).
 #pragma once
@@ -17,7 +17,8 @@ struct JobProfile {
   std::optional<uint64_t> peak_memory_bytes;  // peak GPU memory of its processes
   std::optional<double> sm_active_pct;        // solo SM activity, 0-100
   std::optional<double> gpu_util_pct;         // solo share of time the GPU is busy, 0-100
-  std::optional<double> samples_per_s;        // solo progress rate
+  std::optional<double> samples_per_s;        // solo progress rate (steady epochs)
+  std::optional<double> epoch_ms;             // solo time per steady epoch
   std::optional<int64_t> solo_ms;             // solo duration (planning and simulation)
   std::optional<int64_t> startup_ms;          // of solo_ms, start-up before the GPU works
   std::string source;                         // "store: run 12 job 40", "hint: jobs.toml:3"

@@ -235,6 +235,13 @@ json Service::submit(const Caller& caller, const json& request) {
   for (size_t i = 0; i < jobs->size(); ++i) {
     Result<JobSpec> spec = job_spec_from_json((*jobs)[i]);
     if (!spec.ok()) return error_answer(fmt::format("job #{}: {}", i + 1, spec.error().message()));
+    if (spec->dataset) {
+      return error_answer(fmt::format(
+          "job '{}' reads dataset '{}' through a shared data loader, which colo serve does not "
+          "run yet; run this job file with colo run --local (which starts the loaders) on GPUs "
+          "that no colo serve holds (--gpus)",
+          spec->name, *spec->dataset));
+    }
     specs.push_back(std::move(spec).value());
   }
   const std::string env = request.contains("env") && request["env"].is_object()

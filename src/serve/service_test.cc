@@ -144,9 +144,20 @@ TEST_F(ServiceTest, SubmittedJobsRunWithTheSubmittersEnvironmentAndEndInTheStore
   EXPECT_EQ(rest["data"], "");
 
   // Each attempt is a row of the service's run, linked to its service job.
-  auto summary = store_->summarize_run(run_id_);
-  ASSERT_TRUE(summary.ok());
-  EXPECT_EQ(summary->jobs.size(), 2u);
+  auto record = store_->run_record(run_id_);
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->jobs.size(), 2u);
+}
+
+TEST_F(ServiceTest, AJobReadingASharedDatasetIsRefusedWithWhatToDoInstead) {
+  JobSpec reader = shell_job("reader", "true");
+  reader.dataset = "imagenet";
+  json answer = submit(root_, {shell_job("plain", "true"), reader});
+  EXPECT_FALSE(answer["ok"].get<bool>());
+  EXPECT_THAT(answer["error"].get<std::string>(),
+              HasSubstr("job 'reader' reads dataset 'imagenet' through a shared data loader"));
+  EXPECT_THAT(answer["error"].get<std::string>(), HasSubstr("colo run --local"));
+  EXPECT_EQ(engine_->job_count(), 0u) << "nothing of the file was queued";
 }
 
 TEST_F(ServiceTest, OnlyTheOwnerOrAnAdminMayCancelOrReadLogs) {

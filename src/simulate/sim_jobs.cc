@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/units.h"
-#include "store/run_store.h"
+#include "jobs/job_signature.h"
 
 namespace colo {
 

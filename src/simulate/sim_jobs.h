@@ -27,7 +27,7 @@ struct SimJobSet {
   std::vector<std::string> sources;
 };
 
-// `known` from known_profiles() (store/run_store.h).
+// `known` from known_profiles() (analysis/profiles.h).
 SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known);
 
 }  // namespace colo

@@ -6,9 +6,9 @@
 
 #include <cstdlib>
 
+#include "analysis/profiles.h"
 #include "jobs/job_file.h"
 #include "simulate/sim_jobs.h"
-#include "store/run_store.h"
 
 namespace colo {
 namespace {

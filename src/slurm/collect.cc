@@ -28,7 +28,7 @@ struct Published {
   int attempt = 0;
   std::string path;
   RunRow run;
-  std::vector<JobSummary> jobs;
+  std::vector<JobRow> jobs;
 };
 
 Result<Published> read_published(const std::string& dir, int shard, int attempt) {
@@ -37,10 +37,10 @@ Result<Published> read_published(const std::string& dir, int shard, int attempt)
   p.path = shard_store_path(dir, shard, attempt);
   Result<std::unique_ptr<RunStore>> store = RunStore::open(p.path);
   if (!store.ok()) return store.error();
-  Result<RunSummary> summary = (*store)->summarize_run(0);
-  if (!summary.ok()) return summary.error();
-  p.run = summary->run;
-  p.jobs = summary->jobs;
+  Result<RunRecord> record = (*store)->run_record(0);
+  if (!record.ok()) return record.error();
+  p.run = record->run;
+  p.jobs = record->jobs;
   return p;
 }
 
@@ -96,8 +96,7 @@ SweepStatus sweep_status(const ShardPlan& plan, const std::string& dir, const Co
       if (p.ok()) {
         s.run_state = to_string(p->run.state);
         s.node = p->run.slurm.node;
-        for (const JobSummary& j : p->jobs)
-          (j.state == JobState::kOk ? s.jobs_ok : s.jobs_not_ok)++;
+        for (const JobRow& j : p->jobs) (j.state == JobState::kOk ? s.jobs_ok : s.jobs_not_ok)++;
       } else {
         s.error = p.error().message();
       }
@@ -146,7 +145,7 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
     Result<Published> p = read_published(dir, shard, attempts.back());
     if (!p.ok()) return p.error().with_context(fmt::format("shard {}", shard));
     std::set<std::string> expected(planned.begin(), planned.end());
-    for (const JobSummary& j : p->jobs) {
+    for (const JobRow& j : p->jobs) {
       if (expected.erase(j.name) == 0) {
         return Error(fmt::format(
             "{} holds job '{}', which shard {} of {} does not: is the store from another "
@@ -227,10 +226,10 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
       Status s = (*store)->end_run(*run, RunState::kFailed, rows->front().ended_ms.value_or(now));
       if (!s.ok()) return s.error();
     }
-    Result<RunSummary> summary = (*store)->summarize_run(*run);
-    if (!summary.ok()) return summary.error();
-    result.jobs = static_cast<int>(summary->jobs.size());
-    for (const JobSummary& j : summary->jobs) result.jobs_ok += j.state == JobState::kOk;
+    Result<RunRecord> record = (*store)->run_record(*run);
+    if (!record.ok()) return record.error();
+    result.jobs = static_cast<int>(record->jobs.size());
+    for (const JobRow& j : record->jobs) result.jobs_ok += j.state == JobState::kOk;
     result.jobs_missing = static_cast<int>(missing.size());
   }
   remove_store_files(result.out_path);

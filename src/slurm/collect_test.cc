@@ -74,11 +74,11 @@ class CollectTest : public testing::Test {
     std::map<std::string, std::pair<JobState, std::string>> out;
     Result<std::unique_ptr<RunStore>> store = RunStore::open(path);
     EXPECT_TRUE(store.ok());
-    Result<std::vector<RunRow>> runs = (*store)->list_runs();
+    Result<std::vector<RunRow>> runs = (*store)->list_runs(50);
     EXPECT_EQ(runs->size(), 1u);  // one run however often collect ran
-    Result<RunSummary> summary = (*store)->summarize_run(0);
+    Result<RunRecord> summary = (*store)->run_record(0);
     EXPECT_TRUE(summary.ok());
-    for (const JobSummary& j : summary->jobs) {
+    for (const JobRow& j : summary->jobs) {
       EXPECT_EQ(out.count(j.name), 0u) << "job " << j.name << " twice";
       out[j.name] = {j.state, j.reason};
     }
@@ -110,7 +110,7 @@ TEST_F(CollectTest, EachShardsLastAttemptWinsAndNoJobIsLostOrDuplicated) {
   for (const auto& [name, state] : jobs) EXPECT_EQ(state.first, JobState::kOk) << name;
 
   Result<std::unique_ptr<RunStore>> store = RunStore::open(r->out_path);
-  RunRow run = (*store)->list_runs().value().front();
+  RunRow run = (*store)->list_runs(50).value().front();
   EXPECT_EQ(run.state, RunState::kOk);
   EXPECT_EQ(run.slurm.job_id, "10");
   EXPECT_EQ(run.slurm.node, "n2,n1");
@@ -149,7 +149,7 @@ TEST_F(CollectTest, JobsNoStoreHoldsAreRecordedFailedWithTheReason) {
   EXPECT_NE(jobs["c"].second.find("shard 1: no attempt published a store"), std::string::npos)
       << jobs["c"].second;
   Result<std::unique_ptr<RunStore>> store = RunStore::open(r->out_path);
-  EXPECT_EQ((*store)->list_runs().value().front().state, RunState::kFailed);
+  EXPECT_EQ((*store)->list_runs(50).value().front().state, RunState::kFailed);
 }
 
 TEST_F(CollectTest, RefusesWhileShardsAreQueuedUnlessPartial) {

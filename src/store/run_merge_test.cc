@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "analysis/stored.h"
 #include "store/run_store.h"
 #include "store/testing/fake_runs.h"
 
@@ -68,7 +69,7 @@ TEST(MergeRuns, CopiesEveryJobEventAndSampleIntoOneRunWithDevicesRenumbered) {
   Result<int64_t> run = merged->merge_runs(header, sources);
   ASSERT_TRUE(run.ok()) << run.error().message();
 
-  Result<std::vector<RunRow>> runs = merged->list_runs();
+  Result<std::vector<RunRow>> runs = merged->list_runs(50);
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 1u);
   const RunRow& row = runs->front();
@@ -81,7 +82,7 @@ TEST(MergeRuns, CopiesEveryJobEventAndSampleIntoOneRunWithDevicesRenumbered) {
   second.degree = 3;
   EXPECT_EQ(*row.ended_ms, testing::fake_run_end_ms(second, kFakeT0 + 60'000));
 
-  Result<RunSummary> summary = merged->summarize_run(*run);
+  Result<RunSummary> summary = analyse_run(*merged, *run);
   ASSERT_TRUE(summary.ok()) << summary.error().message();
   std::map<int, int> jobs_per_device;
   for (const JobSummary& j : summary->jobs) {
@@ -129,7 +130,7 @@ TEST(MergeRuns, AFailedJobMakesTheMergedRunFailed) {
   std::vector<RunSource> sources = write_sources(dir.path(), {2});
   {
     std::unique_ptr<RunStore> source = open_file(sources[0].path);
-    Result<RunSummary> s = source->summarize_run(0);
+    Result<RunRecord> s = source->run_record(0);
     ASSERT_TRUE(s.ok());
     ASSERT_TRUE(source
                     ->job_finished(s->jobs[0].id,
@@ -140,7 +141,7 @@ TEST(MergeRuns, AFailedJobMakesTheMergedRunFailed) {
   std::unique_ptr<RunStore> merged = open_file(dir.path() + "/merged.db");
   Result<int64_t> run = merged->merge_runs(NewRun{}, sources);
   ASSERT_TRUE(run.ok()) << run.error().message();
-  EXPECT_EQ(merged->list_runs().value().front().state, RunState::kFailed);
+  EXPECT_EQ(merged->list_runs(50).value().front().state, RunState::kFailed);
 }
 
 TEST(MergeRuns, RefusesAFileThatIsNotAColoStore) {

@@ -15,47 +15,17 @@
 #include <utility>
 
 #include "common/paths.h"
+#include "gpu/device_json.h"
+#include "jobs/job_signature.h"
 #include "store/schema.h"
 
 namespace colo {
 namespace {
 
-constexpr std::array<std::pair<RunState, const char*>, 5> kRunStateNames = {{
-    {RunState::kRunning, "running"},
-    {RunState::kOk, "ok"},
-    {RunState::kFailed, "failed"},
-    {RunState::kCancelled, "cancelled"},
-    {RunState::kInterrupted, "interrupted"},
-}};
-
 constexpr const char* kReasonInterruptedRunning =
     "colo stopped while the job was running (found at next start)";
 constexpr const char* kReasonInterruptedQueued =
     "colo stopped before the job started (found at next start)";
-
-constexpr UnixMillis kEndOfTime = std::numeric_limits<UnixMillis>::max();
-
-// FNV-1a, 64 bits. Strings are fed with their length first so that
-// ("ab", "c") and ("a", "bc") hash differently.
-class Fnv1a64 {
- public:
-  void add_bytes(const void* data, size_t size) {
-    const auto* bytes = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < size; ++i) {
-      hash_ ^= bytes[i];
-      hash_ *= 1099511628211ULL;
-    }
-  }
-  void add(std::string_view text) {
-    uint64_t size = text.size();
-    add_bytes(&size, sizeof size);
-    add_bytes(text.data(), text.size());
-  }
-  std::string hex() const { return fmt::format("{:016x}", hash_); }
-
- private:
-  uint64_t hash_ = 14695981039346656037ULL;
-};
 
 std::string this_host() {
   std::array<char, 256> name{};
@@ -84,71 +54,7 @@ nlohmann::json spec_to_json(const JobSpec& job) {
   return j;
 }
 
-// Whether a job was running on `device` at time `t`. A job with no end yet
-// counts as running until `open_end`.
-bool running_at(const JobSummary& job, int device, UnixMillis t, UnixMillis open_end) {
-  if (!job.device || *job.device != device || !job.started_ms) return false;
-  UnixMillis end = job.ended_ms.value_or(open_end);
-  return *job.started_ms <= t && t <= end;
-}
-
-struct EnergyPoint {
-  UnixMillis time_ms;
-  uint64_t energy_mj;
-};
-
-// Energy of consecutive readings of one device's counter: the sum of the
-// increases (equal to last - first while the counter only grows; a counter
-// reset, e.g. a driver reload, contributes nothing instead of a negative step).
-double energy_j(const std::vector<EnergyPoint>& points) {
-  uint64_t total_mj = 0;
-  for (size_t i = 1; i < points.size(); ++i) {
-    if (points[i].energy_mj >= points[i - 1].energy_mj) {
-      total_mj += points[i].energy_mj - points[i - 1].energy_mj;
-    }
-  }
-  return static_cast<double>(total_mj) / 1000.0;
-}
-
 }  // namespace
-
-std::string to_string(RunState state) {
-  for (const auto& [s, name] : kRunStateNames) {
-    if (s == state) return name;
-  }
-  return "unknown";
-}
-
-Result<RunState> parse_run_state(std::string_view text) {
-  for (const auto& [s, name] : kRunStateNames) {
-    if (text == name) return s;
-  }
-  return Error(fmt::format(
-      "unknown run state '{}'; expected running, ok, failed, cancelled or interrupted", text));
-}
-
-std::string job_signature(const JobSpec& job) {
-  Fnv1a64 hash;
-  hash.add("argv");
-  uint64_t argc = job.command.size();
-  hash.add_bytes(&argc, sizeof argc);
-  for (const std::string& arg : job.command) hash.add(arg);
-  hash.add("cwd");
-  hash.add(job.working_dir);
-  hash.add("env");
-  for (const auto& [key, value] : job.env) {  // std::map: sorted by key
-    hash.add(key);
-    hash.add(value);
-  }
-  return hash.hex();
-}
-
-std::string jobs_signature(std::vector<std::string> job_signatures) {
-  std::sort(job_signatures.begin(), job_signatures.end());
-  Fnv1a64 hash;
-  for (const std::string& signature : job_signatures) hash.add(signature);
-  return hash.hex();
-}
 
 bool process_is_alive(pid_t pid) {
   if (pid <= 0) return false;
@@ -589,82 +495,21 @@ Result<RunRow> RunStore::read_run(int64_t run_id) {
   return run_from_row(*select);
 }
 
-Result<RunSummary> RunStore::summarize_run(int64_t run_id) { return summarize(run_id, true); }
+Result<RunRow> RunStore::run(int64_t run_id) { return read_run(run_id); }
 
-// Steady samples of all jobs over the union of their steady intervals.
-std::optional<double> steady_throughput(const std::vector<JobSummary>& jobs) {
-  std::vector<std::pair<UnixMillis, UnixMillis>> intervals;
-  int64_t samples = 0;
-  for (const JobSummary& job : jobs) {
-    if (!job.steady_samples || !job.steady_start_ms || !job.steady_end_ms) continue;
-    samples += *job.steady_samples;
-    intervals.emplace_back(*job.steady_start_ms, *job.steady_end_ms);
-  }
-  std::sort(intervals.begin(), intervals.end());
-  int64_t covered_ms = 0;
-  UnixMillis reach = std::numeric_limits<UnixMillis>::min();
-  for (const auto& [start, end] : intervals) {
-    const UnixMillis from = std::max(start, reach);
-    if (end > from) covered_ms += end - from;
-    reach = std::max(reach, end);
-  }
-  if (covered_ms <= 0 || samples <= 0) return std::nullopt;
-  return static_cast<double>(samples) * 1000.0 / static_cast<double>(covered_ms);
-}
-
-namespace {
-
-// Busy and idle time of each instance over [first_start, last_end]. A job
-// that never ended counts until last_end.
-std::vector<InstanceUsage> instance_usage(const std::vector<JobSummary>& jobs,
-                                          UnixMillis first_start, UnixMillis last_end) {
-  std::vector<InstanceUsage> usage;
-  std::map<std::string, std::vector<std::pair<UnixMillis, UnixMillis>>> intervals;
-  for (const JobSummary& job : jobs) {
-    if (job.instance.empty() || !job.started_ms) continue;
-    auto& list = intervals[job.instance];
-    if (list.empty()) usage.push_back({job.instance, 0, 0, 0});
-    list.emplace_back(*job.started_ms, std::min(job.ended_ms.value_or(last_end), last_end));
-  }
-  for (InstanceUsage& u : usage) {
-    auto& list = intervals[u.instance];
-    std::sort(list.begin(), list.end());
-    u.jobs = static_cast<int>(list.size());
-    UnixMillis covered_to = first_start;
-    for (const auto& [start, end] : list) {
-      const UnixMillis from = std::max(start, covered_to);
-      if (end > from) u.busy_ms += end - from;
-      covered_to = std::max(covered_to, end);
-    }
-    u.idle_ms = std::max<int64_t>(0, (last_end - first_start) - u.busy_ms);
-  }
-  return usage;
-}
-
-}  // namespace
-
-Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
-  sqlite3* db = db_.get();
-  RunSummary summary;
-  {
-    Result<RunRow> run = read_run(run_id);
-    if (!run.ok()) return run.error();
-    summary.run = std::move(*run);
-  }
-  const int64_t id = summary.run.id;
-
-  // Jobs.
-  auto jobs = Statement::prepare(db, path_, R"sql(
+Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
+  auto jobs = Statement::prepare(db_.get(), path_, R"sql(
       SELECT id, name, state, reason, device, started_ms, ended_ms, log_path, malformed_lines,
              signature, grp, instance
       FROM jobs WHERE run_id = ? ORDER BY id)sql");
   if (!jobs.ok()) return jobs.error();
-  jobs->bind(1, id);
+  jobs->bind(1, run_id);
+  std::vector<JobRow> rows;
   while (true) {
     auto row = jobs->step();
     if (!row.ok()) return row.error();
     if (!*row) break;
-    JobSummary job;
+    JobRow job;
     job.id = jobs->int64_at(0);
     job.name = jobs->text_at(1);
     Result<JobState> state = parse_job_state(jobs->text_at(2));
@@ -679,228 +524,64 @@ Result<RunSummary> RunStore::summarize(int64_t run_id, bool with_baseline) {
     job.signature = jobs->text_at(9);
     job.group = jobs->text_at(10);
     job.instance = jobs->text_at(11);
-    if (job.started_ms && job.ended_ms) job.duration_ms = *job.ended_ms - *job.started_ms;
-    summary.jobs.push_back(std::move(job));
+    rows.push_back(std::move(job));
   }
+  return rows;
+}
 
-  // A job still running is taken to run until the run ended (or forever).
-  const UnixMillis open_end = summary.run.ended_ms.value_or(kEndOfTime);
-
-  // Epochs of the last attempt only (an attempt that ran out of memory may
-  // have ended some before).
-  auto epoch_ends = Statement::prepare(db, path_, R"sql(
-      SELECT time_ms, samples FROM job_events
-      WHERE job_id = ?1 AND kind = 'epoch_end' AND time_ms >= ?2 ORDER BY time_ms, id)sql");
-  if (!epoch_ends.ok()) return epoch_ends.error();
-  auto requeues = Statement::prepare(
-      db, path_, "SELECT count(*) FROM job_events WHERE job_id = ? AND kind = 'requeued'");
-  if (!requeues.ok()) return requeues.error();
-  auto peak_memory = Statement::prepare(db, path_, R"sql(
-      SELECT max(total) FROM (
-        SELECT sum(used_memory_bytes) AS total FROM process_samples
-        WHERE job_id = ? AND used_memory_bytes IS NOT NULL GROUP BY time_ms))sql");
-  if (!peak_memory.ok()) return peak_memory.error();
-  auto mean_sm = Statement::prepare(db, path_, R"sql(
-      SELECT avg(sm_active_pct), avg(gpu_util_pct) FROM device_samples
-      WHERE run_id = ? AND device = ? AND time_ms BETWEEN ? AND ?)sql");
-  if (!mean_sm.ok()) return mean_sm.error();
-  auto energy = Statement::prepare(db, path_, R"sql(
-      SELECT time_ms, energy_mj FROM device_samples
-      WHERE run_id = ? AND device = ? AND time_ms BETWEEN ? AND ? AND energy_mj IS NOT NULL
-      ORDER BY time_ms)sql");
-  if (!energy.ok()) return energy.error();
-
-  for (JobSummary& job : summary.jobs) {
-    // Epochs, mean epoch time, samples.
-    requeues->bind(1, job.id);
-    auto counted = requeues->step();
-    if (!counted.ok()) return counted.error();
-    job.attempts = 1 + static_cast<int>(requeues->int64_at(0));
-    requeues->reset();
-    epoch_ends->bind(1, job.id).bind(2, job.started_ms.value_or(0));
-    std::vector<UnixMillis> ends;
-    std::optional<int64_t> samples;
-    std::optional<int64_t> steady_samples;
-    while (true) {
-      auto row = epoch_ends->step();
-      if (!row.ok()) return row.error();
-      if (!*row) break;
-      ends.push_back(epoch_ends->int64_at(0));
-      if (auto s = epoch_ends->opt_int64_at(1)) {
-        samples = samples.value_or(0) + *s;
-        if (ends.size() >= 2) steady_samples = steady_samples.value_or(0) + *s;
-      }
-    }
-    epoch_ends->reset();
-    job.epochs = static_cast<int64_t>(ends.size());
-    job.samples = samples;
-    if (ends.size() >= 2) {
-      // The first epoch is warm-up (CUDA context, cuDNN autotuning, data
-      // loader start), so the mean is over epochs 2..n: the gaps between
-      // consecutive epoch ends, which sum to last - first.
-      job.mean_epoch_ms =
-          static_cast<double>(ends.back() - ends.front()) / static_cast<double>(ends.size() - 1);
-      job.steady_start_ms = ends.front();
-      job.steady_end_ms = ends.back();
-      job.steady_samples = steady_samples;
-      if (steady_samples && ends.back() > ends.front()) {
-        job.steady_throughput_per_s = static_cast<double>(*steady_samples) * 1000.0 /
-                                      static_cast<double>(ends.back() - ends.front());
-      }
-    } else if (ends.size() == 1 && job.started_ms) {
-      job.mean_epoch_ms = static_cast<double>(ends.front() - *job.started_ms);
-    }
-    if (job.samples && job.duration_ms && *job.duration_ms > 0) {
-      job.throughput_per_s =
-          static_cast<double>(*job.samples) / (static_cast<double>(*job.duration_ms) / 1000.0);
-    }
-
-    // Peak memory: the job's processes summed at each sampling instant.
-    peak_memory->bind(1, job.id);
-    auto row = peak_memory->step();
-    if (!row.ok()) return row.error();
-    if (*row) job.peak_memory_bytes = peak_memory->opt_uint64_at(0);
-    peak_memory->reset();
-
-    if (!job.device || !job.started_ms) continue;
-    const UnixMillis start = *job.started_ms;
-    const UnixMillis end = job.ended_ms.value_or(open_end);
-
-    // Mean device SM activity and utilization between two instants.
-    auto mean_load = [&](UnixMillis from, UnixMillis to, std::optional<double>& sm,
-                         std::optional<double>& util) -> Status {
-      mean_sm->bind(1, id).bind(2, *job.device).bind(3, from).bind(4, to);
-      auto mean_row = mean_sm->step();
-      if (!mean_row.ok()) return mean_row.error();
-      if (*mean_row) {
-        sm = mean_sm->opt_double_at(0);
-        util = mean_sm->opt_double_at(1);
-      }
-      mean_sm->reset();
-      return OkStatus();
-    };
-    if (Status s = mean_load(start, end, job.mean_sm_active_pct, job.mean_gpu_util_pct); !s.ok())
-      return s.error();
-    if (job.steady_start_ms && job.steady_end_ms && *job.steady_end_ms > *job.steady_start_ms) {
-      if (Status s = mean_load(*job.steady_start_ms, *job.steady_end_ms, job.steady_sm_active_pct,
-                               job.steady_gpu_util_pct);
-          !s.ok())
-        return s.error();
-    }
-
-    // Energy: each interval between two readings inside the job's lifetime
-    // is split evenly among the jobs running on the device at its midpoint.
-    energy->bind(1, id).bind(2, *job.device).bind(3, start).bind(4, end);
-    std::vector<EnergyPoint> points;
-    while (true) {
-      auto energy_row = energy->step();
-      if (!energy_row.ok()) return energy_row.error();
-      if (!*energy_row) break;
-      points.push_back({energy->int64_at(0), *energy->opt_uint64_at(1)});
-    }
-    energy->reset();
-    if (points.size() >= 2) {
-      double share_mj = 0;
-      for (size_t i = 1; i < points.size(); ++i) {
-        if (points[i].energy_mj < points[i - 1].energy_mj) continue;  // counter reset
-        const UnixMillis mid =
-            points[i - 1].time_ms + (points[i].time_ms - points[i - 1].time_ms) / 2;
-        int sharing = 0;
-        for (const JobSummary& other : summary.jobs) {
-          if (running_at(other, *job.device, mid, open_end)) ++sharing;
-        }
-        share_mj += static_cast<double>(points[i].energy_mj - points[i - 1].energy_mj) /
-                    std::max(sharing, 1);
-      }
-      job.energy_j = share_mj / 1000.0;
-    }
-  }
-
-  // Run totals.
-  std::optional<UnixMillis> first_start;
-  std::optional<UnixMillis> last_end;
-  for (const JobSummary& job : summary.jobs) {
-    if (job.started_ms) first_start = std::min(first_start.value_or(kEndOfTime), *job.started_ms);
-    if (job.ended_ms) last_end = std::max(last_end.value_or(0), *job.ended_ms);
-    if (job.samples) summary.total_samples = summary.total_samples.value_or(0) + *job.samples;
-  }
-  if (first_start && last_end && *last_end >= *first_start) {
-    summary.makespan_ms = *last_end - *first_start;
-  }
-  if (summary.makespan_ms) {
-    summary.instances = instance_usage(summary.jobs, *first_start, *last_end);
-    for (const InstanceUsage& u : summary.instances) {
-      summary.idle_instance_ms = summary.idle_instance_ms.value_or(0) + u.idle_ms;
-    }
-  }
-  if (summary.total_samples && summary.makespan_ms && *summary.makespan_ms > 0) {
-    summary.throughput_per_s = static_cast<double>(*summary.total_samples) /
-                               (static_cast<double>(*summary.makespan_ms) / 1000.0);
-  }
-
-  summary.steady_throughput_per_s = steady_throughput(summary.jobs);
-
-  auto device_totals = Statement::prepare(db, path_, R"sql(
-      SELECT count(*), avg(sm_active_pct), max(memory_used_bytes)
-      FROM device_samples WHERE run_id = ?)sql");
-  if (!device_totals.ok()) return device_totals.error();
-  device_totals->bind(1, id);
-  auto row = device_totals->step();
+Result<std::vector<DeviceInfo>> RunStore::run_devices(int64_t run_id) {
+  auto select = Statement::prepare(db_.get(), path_, "SELECT devices_json FROM runs WHERE id = ?");
+  if (!select.ok()) return select.error();
+  select->bind(1, run_id);
+  auto row = select->step();
   if (!row.ok()) return row.error();
-  if (*row) {
-    summary.device_samples = device_totals->int64_at(0);
-    summary.mean_sm_active_pct = device_totals->opt_double_at(1);
-    summary.peak_memory_used_bytes = device_totals->opt_uint64_at(2);
+  if (!*row) return std::vector<DeviceInfo>{};
+  Result<std::vector<DeviceInfo>> devices = devices_from_json(select->text_at(0));
+  if (!devices.ok()) {
+    return devices.error().with_context(
+        fmt::format("{}: the devices recorded with run #{}", path_, run_id));
   }
+  return devices;
+}
 
-  auto run_energy = Statement::prepare(db, path_, R"sql(
-      SELECT device, time_ms, energy_mj FROM device_samples
-      WHERE run_id = ? AND energy_mj IS NOT NULL ORDER BY device, time_ms)sql");
-  if (!run_energy.ok()) return run_energy.error();
-  run_energy->bind(1, id);
-  std::map<int64_t, std::vector<EnergyPoint>> per_device;
-  while (true) {
-    auto energy_row = run_energy->step();
-    if (!energy_row.ok()) return energy_row.error();
-    if (!*energy_row) break;
-    per_device[run_energy->int64_at(0)].push_back(
-        {run_energy->int64_at(1), *run_energy->opt_uint64_at(2)});
+Result<RunRecord> RunStore::run_record(int64_t run_id) {
+  RunRecord record;
+  Result<RunRow> run = read_run(run_id);
+  if (!run.ok()) return run.error();
+  record.run = std::move(*run);
+  const int64_t id = record.run.id;
+  Result<std::vector<DeviceInfo>> devices = run_devices(id);
+  if (!devices.ok()) return devices.error();
+  record.devices = std::move(*devices);
+  Result<std::vector<JobRow>> jobs = job_rows(id);
+  if (!jobs.ok()) return jobs.error();
+  record.jobs = std::move(*jobs);
+  for (const JobRow& job : record.jobs) {
+    Result<std::vector<ProgressEvent>> events = job_events(job.id);
+    if (!events.ok()) return events.error();
+    record.events.push_back(std::move(*events));
   }
-  for (const auto& [device, points] : per_device) {
-    if (points.size() >= 2) summary.energy_j = summary.energy_j.value_or(0) + energy_j(points);
-  }
+  Result<std::vector<DeviceSample>> samples = device_samples(id);
+  if (!samples.ok()) return samples.error();
+  record.device_samples = std::move(*samples);
+  Result<std::vector<ProcessSampleRow>> processes = process_samples(id);
+  if (!processes.ok()) return processes.error();
+  record.process_samples = std::move(*processes);
+  return record;
+}
 
-  // Baseline: the same jobs run one at a time.
-  if (with_baseline && summary.run.mechanism != "exclusive" &&
-      !summary.run.jobs_signature.empty()) {
-    auto baseline = Statement::prepare(db, path_, R"sql(
-        SELECT id FROM runs
-        WHERE state = 'ok' AND mechanism = 'exclusive' AND jobs_signature = ? AND simulated = ?
-              AND id != ?
-        ORDER BY started_ms DESC, id DESC LIMIT 1)sql");
-    if (!baseline.ok()) return baseline.error();
-    baseline->bind(1, summary.run.jobs_signature).bind(2, summary.run.simulated).bind(3, id);
-    auto baseline_row = baseline->step();
-    if (!baseline_row.ok()) return baseline_row.error();
-    if (*baseline_row) {
-      const int64_t baseline_id = baseline->int64_at(0);
-      Result<RunSummary> base = summarize(baseline_id, false);
-      if (!base.ok())
-        return base.error().with_context(fmt::format("baseline run #{}", baseline_id));
-      summary.baseline_run_id = baseline_id;
-      if (summary.steady_throughput_per_s && base->steady_throughput_per_s) {
-        summary.steady_speedup_vs_exclusive =
-            *summary.steady_throughput_per_s / *base->steady_throughput_per_s;
-      }
-      if (summary.throughput_per_s && base->throughput_per_s && *base->throughput_per_s > 0) {
-        summary.speedup_vs_exclusive = *summary.throughput_per_s / *base->throughput_per_s;
-      } else if (summary.makespan_ms && base->makespan_ms && *summary.makespan_ms > 0) {
-        summary.speedup_vs_exclusive =
-            static_cast<double>(*base->makespan_ms) / static_cast<double>(*summary.makespan_ms);
-      }
-    }
-  }
-  return summary;
+Result<std::optional<int64_t>> RunStore::exclusive_baseline(const RunRow& run) {
+  auto baseline = Statement::prepare(db_.get(), path_, R"sql(
+      SELECT id FROM runs
+      WHERE state = 'ok' AND mechanism = 'exclusive' AND jobs_signature = ? AND simulated = ?
+            AND id != ?
+      ORDER BY started_ms DESC, id DESC LIMIT 1)sql");
+  if (!baseline.ok()) return baseline.error();
+  baseline->bind(1, run.jobs_signature).bind(2, run.simulated).bind(3, run.id);
+  auto row = baseline->step();
+  if (!row.ok()) return row.error();
+  if (!*row) return std::optional<int64_t>();
+  return std::optional<int64_t>(baseline->int64_at(0));
 }
 
 Result<std::vector<DeviceSample>> RunStore::device_samples(int64_t run_id) {

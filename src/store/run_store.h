@@ -1,6 +1,8 @@
 // RunStore: the SQLite file where colo records runs, jobs, job events and
 // GPU samples. Schema versioned with migrations (schema.cc), WAL journal,
 // writes batched into transactions by the caller (one call = one transaction).
+// It reads and writes rows (store/rows.h) and computes nothing from them:
+// every figure comes from analysis/.
 //
 // A colo killed with SIGKILL leaves a readable database: every write is a
 // committed transaction, and the next open() marks runs whose colo process is
@@ -26,23 +28,10 @@
 #include "jobs/job_spec.h"
 #include "jobs/job_state.h"
 #include "jobs/progress.h"
-#include "sched/interference.h"
-#include "sched/profile.h"
+#include "store/rows.h"
 #include "store/sqlite_util.h"
 
 namespace colo {
-
-enum class RunState { kRunning, kOk, kFailed, kCancelled, kInterrupted };
-std::string to_string(RunState state);  // "running", "ok", "failed", "cancelled", "interrupted"
-Result<RunState> parse_run_state(std::string_view text);
-
-// Where a run ran inside Slurm; empty (and 0) outside.
-struct SlurmRecord {
-  std::string job_id;     // "1234", "1234_5" (array element); merged stores: "1234"
-  std::string step;       // "batch", "0"
-  std::string node;       // merged stores: the nodes, comma-separated
-  int restart_count = 0;  // SLURM_RESTART_COUNT
-};
 
 struct NewRun {
   UnixMillis started_ms = 0;
@@ -53,102 +42,8 @@ struct NewRun {
   std::string command_line;  // how colo was invoked
   std::string host;
   pid_t colo_pid = 0;
-  std::string devices_json;  // the DeviceInfo list, for the record
+  std::string devices_json;  // devices_to_json() of the GPUs it found
   SlurmRecord slurm;
-};
-
-struct ProcessSampleRow {
-  ProcessSample sample;
-  std::optional<int64_t> job_id;  // the job the process belongs to, when known
-};
-
-struct RunRow {
-  int64_t id = 0;
-  UnixMillis started_ms = 0;
-  std::optional<UnixMillis> ended_ms;
-  RunState state = RunState::kRunning;
-  std::string mechanism;
-  std::string backend;
-  bool simulated = false;
-  std::string job_file;
-  std::string jobs_signature;  // identifies "the same jobs" across runs
-  int job_count = 0;
-  std::string host;
-  pid_t colo_pid = 0;
-  SlurmRecord slurm;
-};
-
-struct JobSummary {
-  int64_t id = 0;
-  std::string name;
-  JobState state = JobState::kQueued;
-  std::string reason;
-  std::optional<int> device;
-  std::optional<UnixMillis> started_ms;
-  std::optional<UnixMillis> ended_ms;
-  std::optional<int64_t> duration_ms;
-  int64_t epochs = 0;                      // epoch_end events
-  std::optional<double> mean_epoch_ms;     // between epoch ends (first from start)
-  std::optional<int64_t> samples;          // summed over epoch_end events
-  std::optional<double> throughput_per_s;  // samples / duration
-  // Steady state: epochs 2..n (the first is warm-up), as the paper times it.
-  std::optional<UnixMillis> steady_start_ms;  // end of the first epoch
-  std::optional<UnixMillis> steady_end_ms;    // end of the last epoch
-  std::optional<int64_t> steady_samples;      // samples of epochs 2..n
-  std::optional<double> steady_throughput_per_s;
-  std::optional<uint64_t> peak_memory_bytes;  // max over samples of the job's processes' sum
-  std::optional<double> mean_sm_active_pct;   // device SM activity while the job ran
-  std::optional<double> mean_gpu_util_pct;    // device utilization while the job ran
-  // The same over its steady epochs (2..n) only: without start-up, when the
-  // GPU is idle, so a profile's SM activity is the job's working load.
-  std::optional<double> steady_sm_active_pct;
-  std::optional<double> steady_gpu_util_pct;
-  std::string signature;           // job_signature() of its spec
-  std::string group;               // its [[job]] block's name
-  std::optional<double> energy_j;  // device energy while it ran, shared among running jobs
-  std::string log_path;            // the last attempt's
-  int attempts = 1;                // 1 + its out-of-memory retries ('requeued' events)
-  int64_t malformed_progress_lines = 0;
-  std::string instance;  // the MIG instance it ran on; "" under other mechanisms
-};
-
-// One MIG instance of a run: how long jobs ran on it and how long it sat idle
-// between the run's first job start and last job end (the cost of a static
-// layout when jobs finish at different times).
-struct InstanceUsage {
-  std::string instance;  // as JobSummary::instance
-  int jobs = 0;
-  int64_t busy_ms = 0;  // union of its jobs' run intervals
-  int64_t idle_ms = 0;  // makespan - busy_ms
-};
-
-struct RunSummary {
-  RunRow run;
-  std::vector<JobSummary> jobs;
-  std::optional<int64_t> makespan_ms;  // first job start to last job end
-  std::optional<int64_t> total_samples;
-  std::optional<double> throughput_per_s;  // total samples / makespan
-  // Samples of epochs 2..n of every job over the time during which at least
-  // one job was in those epochs (the union of their steady intervals). Equals
-  // one job's rate for jobs run one at a time, the summed rate for jobs run
-  // together: the paper's measure, free of start-up time.
-  std::optional<double> steady_throughput_per_s;
-  std::optional<double> mean_sm_active_pct;        // device samples over the run
-  std::optional<uint64_t> peak_memory_used_bytes;  // device-level
-  std::optional<double> energy_j;                  // device energy over the run
-  int64_t device_samples = 0;
-  // MIG runs: per instance, in order of first use; and their idle time summed
-  // (instance-milliseconds with no job running).
-  std::vector<InstanceUsage> instances;
-  std::optional<int64_t> idle_instance_ms;
-  // The most recent completed exclusive run of the same jobs, when this run
-  // is not itself exclusive, and this run's throughput over that one's.
-  // "Completed" is state ok; "the same jobs" is an equal jobs_signature and the
-  // same simulated flag (a simulated run is never compared with a measured one).
-  // Without samples on both sides, the speed-up is baseline makespan / this one.
-  std::optional<int64_t> baseline_run_id;
-  std::optional<double> speedup_vs_exclusive;         // end to end (makespan)
-  std::optional<double> steady_speedup_vs_exclusive;  // steady state (epochs 2+)
 };
 
 // An experiment: one `colo bench --suite NAME`, made of cases. Each case is
@@ -229,18 +124,38 @@ struct ServiceJobRow {
   std::string log_path;  // of its latest attempt
 };
 
-// A job signature's profile on one GPU model, learned from the store: peak
-// memory from every completed run of it (the largest), solo SM activity,
-// utilization, steady rate and duration from the latest run in which it ran
-// alone on its GPU and ended ok.
-struct StoredProfile {
-  std::string signature;
-  std::string gpu_name;  // "NVIDIA H200"
-  std::string job_name;  // of the latest job measured ("resnet26#3")
-  std::string group;     // its [[job]] block
-  bool simulated = false;
-  int runs = 0;  // completed jobs that contributed
-  JobProfile profile;
+// A shared data loader of a run and the consumers it served (data_store.cc).
+struct DataConsumerRow {
+  std::optional<int64_t> job_id;  // the job it belonged to, when known
+  std::string job_name;
+  int64_t pid = 0;
+  int64_t batch_size = 0;
+  int64_t duration_ms = 0;  // from joining to leaving (or the loader's end)
+  int64_t samples = 0;
+  int64_t batches = 0;
+  int64_t epochs = 0;
+  int64_t wait_ms = 0;       // the consumer's own time blocked waiting for batches
+  int64_t pending_ms = 0;    // its requests' time at the loader before data was there
+  int64_t held_back_ms = 0;  // time it held the other consumers back
+  std::string detached;      // why it was detached; empty if it was not
+};
+
+struct DataLoaderRow {
+  int64_t id = 0;
+  std::string name;  // [data.NAME]
+  std::string path;
+  std::string format;
+  std::optional<int64_t> pid;
+  std::optional<int64_t> threads;
+  std::optional<int64_t> ring_bytes;
+  std::optional<int64_t> dataset_size;
+  std::optional<int64_t> wall_ms;
+  std::optional<int64_t> cpu_ms;
+  std::optional<int64_t> peak_rss_bytes;
+  std::optional<int64_t> samples_decoded;
+  std::optional<int64_t> decode_errors;
+  std::string note;  // e.g. why no statistics were recorded
+  std::vector<DataConsumerRow> consumers;
 };
 
 // One run of another colo store file, for RunStore::merge_runs.
@@ -250,7 +165,7 @@ struct RunSource {
   std::string label;   // recorded with its devices in the merged run ("shard 0 attempt 1")
 };
 
-class RunStore {
+class RunStore : public RunReader {
  public:
   // Opens (creating if needed) the database at `path` (":memory:" for
   // tests), applies migrations, enables WAL. The parent directory is created.
@@ -258,7 +173,7 @@ class RunStore {
   // (mark_stale_runs_interrupted with process_is_alive), so every reader sees
   // the runs of a killed colo as interrupted.
   static Result<std::unique_ptr<RunStore>> open(const std::string& path);
-  ~RunStore();
+  ~RunStore() override;
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
 
@@ -308,9 +223,12 @@ class RunStore {
   // exist (VACUUM INTO; run_merge.cc).
   Status copy_to(const std::string& path);
 
-  Result<std::vector<RunRow>> list_runs(int limit = 50);
-  // `run_id` 0 means the most recent run.
-  Result<RunSummary> summarize_run(int64_t run_id);
+  // RunReader: newest first; every row of one run; its exclusive baseline.
+  Result<std::vector<RunRow>> list_runs(int limit) override;
+  Result<RunRecord> run_record(int64_t run_id) override;
+  Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) override;
+  // The run row alone; `run_id` 0 means the most recent run.
+  Result<RunRow> run(int64_t run_id);
   // Experiments (experiment_store.cc).
   Result<int64_t> begin_experiment(const NewExperiment& experiment);
   // Adds a case (its id and experiment_id fields are ignored); returns its id.
@@ -323,14 +241,10 @@ class RunStore {
   Result<ExperimentRow> experiment(int64_t experiment_id);
   Result<std::vector<CaseRow>> experiment_cases(int64_t experiment_id);
 
-  // Profiles (profile_store.cc): what the store's runs measured about each
-  // job signature on each GPU model. See StoredProfile.
-  Result<std::vector<StoredProfile>> learned_profiles(int max_runs = 200);
-  // Runs in which jobs of one signature shared a GPU (mps or naive), with the
-  // summed steady progress they made in solo jobs' worth, for calibrate().
-  // Only signatures with a solo rate in `profiles` count.
-  Result<std::vector<Collocation>> measured_collocations(const std::vector<StoredProfile>& profiles,
-                                                         int max_runs = 200);
+  // Shared data loaders (data_store.cc): one call records a loader and its
+  // consumers in one transaction.
+  Status add_data_loader(int64_t run_id, const DataLoaderRow& loader);
+  Result<std::vector<DataLoaderRow>> data_loaders(int64_t run_id);
 
   // The service's queue (service_store.cc). Adding is one transaction;
   // returns the new ids in order.
@@ -374,34 +288,13 @@ class RunStore {
   Result<RunRow> read_run(int64_t run_id);
   // Sets the run's jobs_signature from every job it holds.
   Status refresh_jobs_signature(int64_t run_id);
-  Result<RunSummary> summarize(int64_t run_id, bool with_baseline);
+  Result<std::vector<JobRow>> job_rows(int64_t run_id);
+  Result<std::vector<DeviceInfo>> run_devices(int64_t run_id);
 
   SqliteDb db_;
   std::vector<int64_t> interrupted_at_open_;
   std::string path_;
 };
-
-// Stable identity of a job's work: FNV-1a 64 (16 hex digits) over its argv,
-// working directory and environment (sorted by key). Name, hints and the
-// mechanism do not enter, so the same command under any mechanism matches.
-std::string job_signature(const JobSpec& job);
-
-// Identity of a set of jobs: the hash of the sorted multiset of job signatures
-// (order of the jobs in the file does not matter; repeats count).
-std::string jobs_signature(std::vector<std::string> job_signatures);
-
-// The profile hints a job file gives for `job` (gpu_memory, sm_activity,
-// gpu_util, solo_time), with its source ("hint: jobs.toml:3").
-JobProfile hint_profile(const JobSpec& job);
-
-// What is known before a run about each signature of `jobs` on GPU model
-// `gpu_model` ("H200" matches "NVIDIA H200"): the store's profile for it
-// (measured runs; simulated ones only if `simulated` is true, and then
-// preferred), merged field by field over the job file's hints. Signatures
-// with neither are absent.
-std::map<std::string, JobProfile> known_profiles(const std::vector<StoredProfile>& stored,
-                                                 const std::vector<JobSpec>& jobs,
-                                                 std::string_view gpu_model, bool simulated);
 
 // True when a process with this pid exists on this host (kill(pid, 0)) and
 // is not a zombie.

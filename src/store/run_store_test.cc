@@ -124,7 +124,7 @@ TEST(SchemaTest, MigratesAnEmptyDatabaseToTheLatestVersion) {
   auto store = open_memory();
   EXPECT_EQ(store->schema_version(), latest_schema_version());
   EXPECT_GE(latest_schema_version(), 1);
-  auto runs = store->list_runs();
+  auto runs = store->list_runs(50);
   ASSERT_TRUE(runs.ok()) << runs.error().message();
   EXPECT_TRUE(runs->empty());
 }
@@ -146,7 +146,7 @@ TEST(SchemaTest, ReopeningKeepsDataAndVersion) {
   auto store = RunStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error().message();
   EXPECT_EQ((*store)->schema_version(), latest_schema_version());
-  auto runs = (*store)->list_runs();
+  auto runs = (*store)->list_runs(50);
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 1U);
   EXPECT_EQ((*runs)[0].id, run_id);
@@ -254,32 +254,6 @@ TEST(SqliteErrorTest, TransactionRollsBackUnlessCommitted) {
   ASSERT_FALSE(wrong.ok());
   EXPECT_THAT(wrong.error().message(), HasSubstr(path));
   EXPECT_THAT(wrong.error().message(), HasSubstr("SELEKT 1"));
-}
-
-// ------------------------------------------------------------ signatures
-
-TEST(SignatureTest, DependsOnCommandDirectoryAndEnvironmentOnly) {
-  JobSpec a = make_job("a", {"python", "train.py", "--lr", "0.1"}, {{"X", "1"}, {"Y", "2"}});
-  JobSpec renamed = a;
-  renamed.name = "another name";
-  renamed.sm_share_pct = 50;
-  EXPECT_EQ(job_signature(a), job_signature(renamed));
-  EXPECT_EQ(job_signature(a).size(), 16U);
-
-  JobSpec other_env = a;
-  other_env.env["Y"] = "3";
-  EXPECT_NE(job_signature(a), job_signature(other_env));
-  JobSpec other_dir = a;
-  other_dir.working_dir = "/elsewhere";
-  EXPECT_NE(job_signature(a), job_signature(other_dir));
-  // Argument boundaries matter.
-  EXPECT_NE(job_signature(make_job("x", {"ab", "c"})), job_signature(make_job("x", {"a", "bc"})));
-}
-
-TEST(SignatureTest, JobsSignatureIsAnOrderFreeMultiset) {
-  EXPECT_EQ(jobs_signature({"a", "b", "c"}), jobs_signature({"c", "a", "b"}));
-  EXPECT_NE(jobs_signature({"a", "a", "b"}), jobs_signature({"a", "b", "b"}));
-  EXPECT_NE(jobs_signature({"a", "b"}), jobs_signature({"a", "b", "b"}));
 }
 
 // ------------------------------------------------------------- lifecycle
@@ -416,79 +390,6 @@ class LifecycleTest : public ::testing::Test {
   }
 };
 
-TEST_F(LifecycleTest, SummarizesJobsAndRunWithHandComputedNumbers) {
-  auto store = open_memory();
-  Ids ids = record_collocated_run(*store, "mps", kT0);
-
-  auto summary = store->summarize_run(ids.run);
-  ASSERT_TRUE(summary.ok()) << summary.error().message();
-  const RunSummary& s = *summary;
-  EXPECT_EQ(s.run.id, ids.run);
-  EXPECT_EQ(s.run.state, RunState::kOk);
-  EXPECT_EQ(s.run.mechanism, "mps");
-  EXPECT_TRUE(s.run.simulated);
-  EXPECT_EQ(s.run.job_count, 3);
-  ASSERT_EQ(s.jobs.size(), 3U);
-
-  const JobSummary& a = s.jobs[0];
-  EXPECT_EQ(a.name, "A");
-  EXPECT_EQ(a.state, JobState::kOk);
-  EXPECT_EQ(a.device, 0);
-  EXPECT_EQ(a.duration_ms, 10000);
-  EXPECT_EQ(a.epochs, 3);
-  ASSERT_TRUE(a.mean_epoch_ms.has_value());
-  EXPECT_DOUBLE_EQ(*a.mean_epoch_ms, 3500.0);
-  EXPECT_EQ(a.samples, 3000);
-  ASSERT_TRUE(a.throughput_per_s.has_value());
-  EXPECT_DOUBLE_EQ(*a.throughput_per_s, 300.0);
-  EXPECT_EQ(a.peak_memory_bytes, kGiB + kGiB / 2);
-  ASSERT_TRUE(a.mean_sm_active_pct.has_value());
-  EXPECT_DOUBLE_EQ(*a.mean_sm_active_pct, 23.0);
-  ASSERT_TRUE(a.energy_j.has_value());
-  EXPECT_DOUBLE_EQ(*a.energy_j, 7.0);
-  EXPECT_EQ(a.log_path, "a.log");
-  EXPECT_EQ(a.malformed_progress_lines, 2);
-
-  const JobSummary& b = s.jobs[1];
-  EXPECT_EQ(b.name, "B");
-  EXPECT_EQ(b.epochs, 1);
-  ASSERT_TRUE(b.mean_epoch_ms.has_value());
-  EXPECT_DOUBLE_EQ(*b.mean_epoch_ms, 5000.0);
-  EXPECT_EQ(b.samples, 600);
-  EXPECT_DOUBLE_EQ(b.throughput_per_s.value_or(-1), 100.0);
-  EXPECT_EQ(b.peak_memory_bytes, 2 * kGiB);
-  EXPECT_DOUBLE_EQ(b.mean_sm_active_pct.value_or(-1), 20.0);
-  EXPECT_DOUBLE_EQ(b.energy_j.value_or(-1), 3.0);
-
-  const JobSummary& c = s.jobs[2];
-  EXPECT_EQ(c.state, JobState::kFailed);
-  EXPECT_EQ(c.reason, "could not start: /no/such/binary not found");
-  EXPECT_FALSE(c.started_ms.has_value());
-  EXPECT_FALSE(c.duration_ms.has_value());
-  EXPECT_EQ(c.epochs, 0);
-  EXPECT_FALSE(c.mean_epoch_ms.has_value());
-  EXPECT_FALSE(c.samples.has_value());
-  EXPECT_FALSE(c.throughput_per_s.has_value());
-  EXPECT_FALSE(c.peak_memory_bytes.has_value());
-  EXPECT_FALSE(c.mean_sm_active_pct.has_value());
-  EXPECT_FALSE(c.energy_j.has_value());
-
-  EXPECT_EQ(s.makespan_ms, 10000);
-  EXPECT_EQ(s.total_samples, 3600);
-  EXPECT_DOUBLE_EQ(s.throughput_per_s.value_or(-1), 360.0);
-  EXPECT_DOUBLE_EQ(s.mean_sm_active_pct.value_or(-1), 12.5);
-  EXPECT_EQ(s.peak_memory_used_bytes, 12 * kGiB);
-  EXPECT_DOUBLE_EQ(s.energy_j.value_or(-1), 18.0);
-  EXPECT_EQ(s.device_samples, 26);
-  EXPECT_FALSE(s.baseline_run_id.has_value());  // no exclusive run in the store
-  EXPECT_FALSE(s.speedup_vs_exclusive.has_value());
-
-  // Run 0 is the most recent run.
-  auto latest = store->summarize_run(0);
-  ASSERT_TRUE(latest.ok());
-  EXPECT_EQ(latest->run.id, ids.run);
-}
-
 TEST_F(LifecycleTest, StoresAndReadsBackSamplesAndEvents) {
   auto store = open_memory();
   Ids ids = record_collocated_run(*store, "mps", kT0);
@@ -520,89 +421,12 @@ TEST_F(LifecycleTest, StoresAndReadsBackSamplesAndEvents) {
   EXPECT_EQ((*events)[1].kind, "epoch_end");
   EXPECT_EQ((*events)[3].epoch, 3);
 
-  auto runs = store->list_runs();
+  auto runs = store->list_runs(50);
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 1U);
   EXPECT_EQ((*runs)[0].job_count, 3);
   EXPECT_EQ((*runs)[0].job_file, "sweep.toml");
   EXPECT_FALSE((*runs)[0].jobs_signature.empty());
-}
-
-TEST_F(LifecycleTest, SingleEpochMeanIsMeasuredFromStart) {
-  auto store = open_memory();
-  auto run = store->begin_run(make_run("naive", kT0));
-  ASSERT_TRUE(run.ok());
-  auto jobs = store->add_jobs(*run, {make_job("solo", {"x"})}, {}, kT0);
-  ASSERT_TRUE(jobs.ok());
-  ASSERT_TRUE(store->job_started((*jobs)[0], 1, 0, kT0 + 100).ok());
-  // An epoch_end without a sample count: epochs count, samples stay absent.
-  ASSERT_TRUE(store->add_job_events({{(*jobs)[0], epoch_end(kT0 + 2100, 1, std::nullopt)}}).ok());
-  ASSERT_TRUE(store->job_finished((*jobs)[0], exit_with(JobState::kOk, 0), kT0 + 2500, 0).ok());
-  auto summary = store->summarize_run(*run);
-  ASSERT_TRUE(summary.ok());
-  const JobSummary& job = summary->jobs[0];
-  EXPECT_EQ(job.epochs, 1);
-  EXPECT_DOUBLE_EQ(job.mean_epoch_ms.value_or(-1), 2000.0);
-  EXPECT_FALSE(job.samples.has_value());
-  EXPECT_FALSE(job.throughput_per_s.has_value());
-  EXPECT_FALSE(summary->total_samples.has_value());
-  EXPECT_EQ(summary->makespan_ms, 2400);
-  EXPECT_EQ(summary->device_samples, 0);
-  EXPECT_FALSE(summary->energy_j.has_value());
-  EXPECT_FALSE(summary->mean_sm_active_pct.has_value());
-}
-
-TEST_F(LifecycleTest, SpeedUpAgainstTheExclusiveRunOfTheSameJobs) {
-  auto store = open_memory();
-  const int64_t exclusive = record_exclusive_run(*store, kT0);
-  // Neither a failed exclusive run, a measured (not simulated) one, nor one of
-  // other jobs is a baseline, even though they are more recent.
-  record_exclusive_run(*store, kT0 + 100'000, RunState::kFailed);
-  record_exclusive_run(*store, kT0 + 200'000, RunState::kOk, /*simulated=*/false);
-  std::vector<JobSpec> other_jobs = sweep_jobs();
-  other_jobs[0].env["SEED"] = "2";
-  record_exclusive_run(*store, kT0 + 300'000, RunState::kOk, true, other_jobs);
-
-  Ids mps = record_collocated_run(*store, "mps", kT0 + 400'000);
-  Ids naive = record_collocated_run(*store, "naive", kT0 + 500'000);
-
-  auto summary = store->summarize_run(mps.run);
-  ASSERT_TRUE(summary.ok()) << summary.error().message();
-  EXPECT_EQ(summary->baseline_run_id, exclusive);
-  // 360/s against 150/s.
-  EXPECT_DOUBLE_EQ(summary->speedup_vs_exclusive.value_or(-1), 2.4);
-
-  auto naive_summary = store->summarize_run(naive.run);
-  ASSERT_TRUE(naive_summary.ok());
-  EXPECT_EQ(naive_summary->baseline_run_id, exclusive);
-
-  // An exclusive run has no baseline of its own.
-  auto exclusive_summary = store->summarize_run(exclusive);
-  ASSERT_TRUE(exclusive_summary.ok());
-  EXPECT_FALSE(exclusive_summary->baseline_run_id.has_value());
-  EXPECT_DOUBLE_EQ(exclusive_summary->throughput_per_s.value_or(-1), 150.0);
-  EXPECT_EQ(exclusive_summary->makespan_ms, 24000);
-}
-
-TEST_F(LifecycleTest, SpeedUpFallsBackToMakespanWithoutSamples) {
-  auto store = open_memory();
-  auto record = [&](const std::string& mechanism, UnixMillis t0, int64_t duration_ms) {
-    auto run = store->begin_run(make_run(mechanism, t0));
-    EXPECT_TRUE(run.ok());
-    auto jobs = store->add_jobs(*run, {make_job("j", {"sleep", "1"})}, {}, t0);
-    EXPECT_TRUE(jobs.ok());
-    EXPECT_TRUE(store->job_started((*jobs)[0], 1, 0, t0).ok());
-    EXPECT_TRUE(
-        store->job_finished((*jobs)[0], exit_with(JobState::kOk, 0), t0 + duration_ms, 0).ok());
-    EXPECT_TRUE(store->end_run(*run, RunState::kOk, t0 + duration_ms).ok());
-    return *run;
-  };
-  const int64_t exclusive = record("exclusive", kT0, 8000);
-  const int64_t mps = record("mps", kT0 + 10'000, 2000);
-  auto summary = store->summarize_run(mps);
-  ASSERT_TRUE(summary.ok());
-  EXPECT_EQ(summary->baseline_run_id, exclusive);
-  EXPECT_DOUBLE_EQ(summary->speedup_vs_exclusive.value_or(-1), 4.0);
 }
 
 TEST_F(LifecycleTest, RefusesUpdatesOfUnknownJobsAndRuns) {
@@ -616,7 +440,7 @@ TEST_F(LifecycleTest, RefusesUpdatesOfUnknownJobsAndRuns) {
   auto jobs = store->add_jobs(777, {make_job("j", {"x"})}, {}, kT0);
   ASSERT_FALSE(jobs.ok());
   EXPECT_THAT(jobs.error().message(), HasSubstr("no run #777"));
-  auto summary = store->summarize_run(0);
+  auto summary = store->run_record(0);
   ASSERT_FALSE(summary.ok());
   EXPECT_THAT(summary.error().message(), HasSubstr("no runs yet"));
   auto run = store->begin_run(make_run("naive", kT0));
@@ -667,7 +491,7 @@ TEST(StaleRunTest, MarksRunsOfDeadColoProcessesInterrupted) {
   ASSERT_TRUE(marked.ok()) << marked.error().message();
   EXPECT_THAT(*marked, ElementsAre(*dead_run, *empty_run));
 
-  auto summary = store->summarize_run(*dead_run);
+  auto summary = store->run_record(*dead_run);
   ASSERT_TRUE(summary.ok());
   EXPECT_EQ(summary->run.state, RunState::kInterrupted);
   EXPECT_EQ(summary->run.ended_ms, kT0 + 5000);  // the last sample
@@ -679,12 +503,12 @@ TEST(StaleRunTest, MarksRunsOfDeadColoProcessesInterrupted) {
   EXPECT_EQ(summary->jobs[1].reason, "colo stopped before the job started (found at next start)");
   EXPECT_EQ(summary->jobs[2].state, JobState::kOk);  // finished jobs keep their state
 
-  auto empty_summary = store->summarize_run(*empty_run);
+  auto empty_summary = store->run_record(*empty_run);
   ASSERT_TRUE(empty_summary.ok());
   EXPECT_EQ(empty_summary->run.state, RunState::kInterrupted);
   EXPECT_EQ(empty_summary->run.ended_ms, kT0 + 60'000);
 
-  auto alive_summary = store->summarize_run(*alive_run);
+  auto alive_summary = store->run_record(*alive_run);
   ASSERT_TRUE(alive_summary.ok());
   EXPECT_EQ(alive_summary->run.state, RunState::kRunning);
 
@@ -739,7 +563,7 @@ TEST(StaleRunTest, SigkillMidRunLeavesAReadableDatabase) {
 
   auto store = RunStore::open(path);  // finds the dead colo's run
   ASSERT_TRUE(store.ok()) << store.error().message();
-  auto runs = (*store)->list_runs();
+  auto runs = (*store)->list_runs(50);
   ASSERT_TRUE(runs.ok()) << runs.error().message();
   ASSERT_EQ(runs->size(), 1U);
   EXPECT_EQ((*runs)[0].state, RunState::kInterrupted);
@@ -750,104 +574,13 @@ TEST(StaleRunTest, SigkillMidRunLeavesAReadableDatabase) {
   auto samples = (*store)->device_samples((*runs)[0].id);
   ASSERT_TRUE(samples.ok()) << samples.error().message();
   EXPECT_EQ(samples->size(), static_cast<size_t>(kBatches * kSamplesPerBatch));
-  auto summary = (*store)->summarize_run((*runs)[0].id);
+  auto summary = (*store)->run_record((*runs)[0].id);
   ASSERT_TRUE(summary.ok());
   EXPECT_EQ(summary->jobs[0].state, JobState::kInterrupted);
   EXPECT_EQ(summary->jobs[1].state, JobState::kInterrupted);
-  EXPECT_DOUBLE_EQ(summary->mean_sm_active_pct.value_or(-1), 50.0);
-}
-
-}  // namespace
-}  // namespace colo
-
-namespace colo {
-namespace {
-
-// Two identical jobs, each: epoch 1 ends 10 s after its start (start-up),
-// then two epochs of 1000 samples in 2 s each.
-// One at a time: steady intervals [10,14] and [24,28] s: 4000 samples / 8 s = 500/s.
-// Together: intervals [10,14] and [11,15]: union 5 s, 4000 samples: 800/s.
-int64_t record_pair(RunStore& store, const std::string& mechanism, UnixMillis t0,
-                    UnixMillis second_start) {
-  auto run = store.begin_run(make_run(mechanism, t0));
-  EXPECT_TRUE(run.ok());
-  auto ids = store.add_jobs(*run, {make_job("a", {"train"}), make_job("b", {"train"})}, {}, t0);
-  EXPECT_TRUE(ids.ok());
-  UnixMillis starts[2] = {t0, second_start};
-  for (int i = 0; i < 2; ++i) {
-    int64_t id = (*ids)[i];
-    UnixMillis s = starts[i];
-    EXPECT_TRUE(store.job_started(id, 100 + i, 0, s).ok());
-    EXPECT_TRUE(store
-                    .add_job_events({{id, epoch_end(s + 10000, 1, 1000)},
-                                     {id, epoch_end(s + 12000, 2, 1000)},
-                                     {id, epoch_end(s + 14000, 3, 1000)}})
-                    .ok());
-    JobExit ok;
-    ok.state = JobState::kOk;
-    ok.exit_code = 0;
-    EXPECT_TRUE(store.job_finished(id, ok, s + 14000, 0).ok());
-  }
-  EXPECT_TRUE(store.end_run(*run, RunState::kOk, second_start + 14000).ok());
-  return *run;
-}
-
-TEST(SteadyStateTest, ThroughputLeavesOutTheFirstEpochAndCountsOverlapOnce) {
-  auto store = open_memory();
-  constexpr UnixMillis kT0 = 1'700'000'000'000;
-  int64_t exclusive = record_pair(*store, "exclusive", kT0, kT0 + 14000);
-  int64_t mps = record_pair(*store, "mps", kT0 + 100'000, kT0 + 101'000);
-
-  auto base = store->summarize_run(exclusive);
-  ASSERT_TRUE(base.ok()) << base.error().message();
-  ASSERT_TRUE(base->steady_throughput_per_s.has_value());
-  EXPECT_DOUBLE_EQ(*base->steady_throughput_per_s, 500.0);
-  EXPECT_DOUBLE_EQ(*base->jobs[0].steady_throughput_per_s, 500.0);
-  EXPECT_EQ(base->jobs[0].steady_samples, 2000);
-
-  auto together = store->summarize_run(mps);
-  ASSERT_TRUE(together.ok()) << together.error().message();
-  EXPECT_DOUBLE_EQ(*together->steady_throughput_per_s, 800.0);
-  // End to end: 6000 samples in 28 s against 6000 in 15 s.
-  ASSERT_TRUE(together->speedup_vs_exclusive.has_value());
-  EXPECT_NEAR(*together->speedup_vs_exclusive, 28.0 / 15.0, 1e-9);
-  ASSERT_TRUE(together->steady_speedup_vs_exclusive.has_value());
-  EXPECT_DOUBLE_EQ(*together->steady_speedup_vs_exclusive, 800.0 / 500.0);
-}
-
-}  // namespace
-}  // namespace colo
-
-namespace colo {
-namespace {
-
-TEST(RunStoreMig, IdleInstanceTimeFromJobStartsAndEnds) {
-  auto store = open_memory();
-  ASSERT_NE(store, nullptr);
-  const UnixMillis t0 = 1'700'000'000'000;
-  auto run = store->begin_run(make_run("mig", t0));
-  ASSERT_TRUE(run.ok());
-  JobSpec a = make_job("a", {"true"});
-  JobSpec b = make_job("b", {"false"});
-  auto ids = store->add_jobs(*run, {a, b}, {"a.log", "b.log"}, t0);
-  ASSERT_TRUE(ids.ok());
-  // a runs 10 s, b 4 s, on instances of their own: b's instance idles 6 s.
-  ASSERT_TRUE(store->job_started((*ids)[0], 100, 0, t0).ok());
-  ASSERT_TRUE(store->job_instance((*ids)[0], "3g.20gb gi1 ci0 MIG-aaaa").ok());
-  ASSERT_TRUE(store->job_started((*ids)[1], 101, 0, t0).ok());
-  ASSERT_TRUE(store->job_instance((*ids)[1], "3g.20gb gi2 ci0 MIG-bbbb").ok());
-  ASSERT_TRUE(store->job_finished((*ids)[1], exit_with(JobState::kOk, 0), t0 + 4000, 0).ok());
-  ASSERT_TRUE(store->job_finished((*ids)[0], exit_with(JobState::kOk, 0), t0 + 10000, 0).ok());
-
-  auto summary = store->summarize_run(*run);
-  ASSERT_TRUE(summary.ok()) << summary.error().message();
-  EXPECT_EQ(summary->jobs[0].instance, "3g.20gb gi1 ci0 MIG-aaaa");
-  ASSERT_EQ(summary->instances.size(), 2u);
-  EXPECT_EQ(summary->instances[0].busy_ms, 10000);
-  EXPECT_EQ(summary->instances[0].idle_ms, 0);
-  EXPECT_EQ(summary->instances[1].busy_ms, 4000);
-  EXPECT_EQ(summary->instances[1].idle_ms, 6000);
-  EXPECT_EQ(summary->idle_instance_ms, 6000);
+  double sm_sum = 0;
+  for (const DeviceSample& d : summary->device_samples) sm_sum += d.sm_active_pct.value_or(0);
+  EXPECT_DOUBLE_EQ(sm_sum / static_cast<double>(summary->device_samples.size()), 50.0);
 }
 
 }  // namespace

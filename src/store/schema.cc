@@ -161,12 +161,53 @@ ALTER TABLE runs ADD COLUMN slurm_node TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN slurm_restart_count INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-// Version 5: the service's queue (`colo serve`). A service job is what a
+// Version 5: the shared data loaders of a run ([data.NAME] tables) and the
+// consumers each served: the loader's CPU time and memory, each consumer's
+// time waiting for data (docs/data-sharing.md).
+constexpr const char* kMigration5 = R"sql(
+CREATE TABLE data_loaders (
+  id              INTEGER PRIMARY KEY,
+  run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name            TEXT NOT NULL,
+  path            TEXT NOT NULL DEFAULT '',
+  format          TEXT NOT NULL DEFAULT '',
+  pid             INTEGER,
+  threads         INTEGER,
+  ring_bytes      INTEGER,
+  dataset_size    INTEGER,
+  wall_ms         INTEGER,
+  cpu_ms          INTEGER,
+  peak_rss_bytes  INTEGER,
+  samples_decoded INTEGER,
+  decode_errors   INTEGER,
+  note            TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX data_loaders_by_run ON data_loaders(run_id);
+
+CREATE TABLE data_consumers (
+  loader_id    INTEGER NOT NULL REFERENCES data_loaders(id) ON DELETE CASCADE,
+  job_id       INTEGER REFERENCES jobs(id) ON DELETE SET NULL,
+  job_name     TEXT NOT NULL DEFAULT '',
+  pid          INTEGER,
+  batch_size   INTEGER,
+  duration_ms  INTEGER,
+  samples      INTEGER,
+  batches      INTEGER,
+  epochs       INTEGER,
+  wait_ms      INTEGER,
+  pending_ms   INTEGER,
+  held_back_ms INTEGER,
+  detached     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX data_consumers_by_loader ON data_consumers(loader_id);
+)sql";
+
+// Version 6: the service's queue (`colo serve`). A service job is what a
 // user submitted and sees (`colo queue`, `colo cancel ID`); it outlives the
 // service's restarts. Each attempt at it is a row of `jobs` in the run of the
 // service process that started it; service_jobs.job_id names the latest,
 // jobs.service_job_id links every attempt back.
-constexpr const char* kMigration5 = R"sql(
+constexpr const char* kMigration6 = R"sql(
 CREATE TABLE service_jobs (
   id           INTEGER PRIMARY KEY,
   submitted_ms INTEGER NOT NULL,
@@ -214,7 +255,7 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3,
-                                                       kMigration4, kMigration5};
+                                                       kMigration4, kMigration5, kMigration6};
   return kMigrations;
 }
 

@@ -1,5 +1,5 @@
 // The service's queue half of RunStore (declared in run_store.h): jobs
-// submitted to `colo serve` (schema version 5).
+// submitted to `colo serve` (schema version 6).
 #include <fmt/format.h>
 #include <sqlite3.h>
 

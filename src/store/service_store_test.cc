@@ -1,5 +1,5 @@
 // Tests of the service's queue half of RunStore (service_store.cc) and of
-// migration 5.
+// migration 6.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>

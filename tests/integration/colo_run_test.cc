@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "analysis/stored.h"
 #include "integration_util.h"
 #include "store/run_store.h"
 
@@ -60,7 +61,7 @@ TEST_F(ColoRun, RunsJobsOnTheSimulatedBackendAndRecordsEverything) {
 
   auto store = open_store();
   ASSERT_TRUE(store);
-  auto summary = store->summarize_run(0);
+  auto summary = analyse_run(*store, 0);
   ASSERT_TRUE(summary.ok()) << summary.error().message();
   EXPECT_EQ(summary->run.state, RunState::kOk);
   EXPECT_TRUE(summary->run.simulated);
@@ -89,7 +90,7 @@ TEST_F(ColoRun, AJobThatCannotStartFailsAloneWithAReason) {
   EXPECT_NE(r.output.find("pythn3-does-not-exist"), std::string::npos) << r.output;
   auto store = open_store();
   ASSERT_TRUE(store);
-  auto summary = store->summarize_run(0);
+  auto summary = analyse_run(*store, 0);
   ASSERT_TRUE(summary.ok());
   ASSERT_EQ(summary->jobs.size(), 2u);
   EXPECT_EQ(summary->jobs[0].state, JobState::kOk);
@@ -112,7 +113,7 @@ TEST_F(ColoRun, ExitsAreClassified) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   auto store = open_store();
   ASSERT_TRUE(store);
-  auto summary = store->summarize_run(0);
+  auto summary = analyse_run(*store, 0);
   ASSERT_TRUE(summary.ok());
   ASSERT_EQ(summary->jobs.size(), 3u);
   EXPECT_EQ(summary->jobs[0].state, JobState::kOutOfMemory);
@@ -146,7 +147,7 @@ TEST_F(ColoRun, AutoRetriesAJobOutOfMemoryAndRecordsTheAttempts) {
   EXPECT_NE(r.output.find("on attempt 2"), std::string::npos) << r.output;
   auto store = open_store();
   ASSERT_TRUE(store);
-  auto summary = store->summarize_run(0);
+  auto summary = analyse_run(*store, 0);
   ASSERT_TRUE(summary.ok()) << summary.error().message();
   ASSERT_EQ(summary->jobs.size(), 1u);
   const JobSummary& job = summary->jobs[0];
@@ -189,7 +190,7 @@ TEST_F(ColoRun, CtrlCCancelsRunningAndQueuedJobs) {
   EXPECT_NE(r.output.find("exit=130"), std::string::npos) << r.output;
   auto store = open_store();
   ASSERT_TRUE(store);
-  auto summary = store->summarize_run(0);
+  auto summary = analyse_run(*store, 0);
   ASSERT_TRUE(summary.ok());
   EXPECT_EQ(summary->run.state, RunState::kCancelled);
   for (const JobSummary& j : summary->jobs) EXPECT_EQ(j.state, JobState::kCancelled) << j.name;
@@ -236,7 +237,7 @@ TEST_F(ColoRun, AfterSigkillTheNextRunMarksTheOldOneInterruptedAndStopsItsMpsDae
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 2u);
   EXPECT_EQ((*runs)[1].state, RunState::kInterrupted);
-  auto old = store->summarize_run((*runs)[1].id);
+  auto old = analyse_run(*store, (*runs)[1].id);
   ASSERT_TRUE(old.ok());
   EXPECT_EQ(old->jobs[0].state, JobState::kInterrupted);
 }
@@ -276,7 +277,7 @@ TEST_F(ColoRun, ShowReportsSpeedUpAgainstAnExclusiveRunOfTheSameJobs) {
   EXPECT_NE(show.output.find("speed-up"), std::string::npos) << show.output;
   auto store = open_store();
   ASSERT_TRUE(store);
-  auto summary = store->summarize_run(0);
+  auto summary = analyse_run(*store, 0);
   ASSERT_TRUE(summary.ok());
   ASSERT_TRUE(summary->speedup_vs_exclusive.has_value());
   // Three jobs at once against one at a time: close to 3x, clearly above 2x.
@@ -301,7 +302,7 @@ TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
   EXPECT_LT(r.output.find("auto: measured toy"), r.output.find("toy#2 started")) << r.output;
   auto store = RunStore::open(db());
   ASSERT_TRUE(store.ok());
-  Result<RunSummary> summary = (*store)->summarize_run(0);
+  Result<RunSummary> summary = analyse_run(*(*store), 0);
   ASSERT_TRUE(summary.ok());
   for (const JobSummary& j : summary->jobs) EXPECT_EQ(j.state, JobState::kOk) << j.name;
 
@@ -315,6 +316,8 @@ TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
   EXPECT_NE(again.output.find("toy profile:"), std::string::npos) << again.output;
   CommandResult profiles = shell(colo("profiles --db " + db()));
   EXPECT_NE(profiles.output.find("store: run"), std::string::npos) << profiles.output;
+  EXPECT_NE(profiles.output.find("interference model refitted to this store: "), std::string::npos)
+      << profiles.output;
 }
 
 TEST_F(ColoRun, GpusLimitsTheRunToTheChosenDevices) {
@@ -326,7 +329,7 @@ TEST_F(ColoRun, GpusLimitsTheRunToTheChosenDevices) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto store = RunStore::open(db());
   ASSERT_TRUE(store.ok());
-  Result<RunSummary> summary = (*store)->summarize_run(0);
+  Result<RunSummary> summary = analyse_run(*(*store), 0);
   ASSERT_TRUE(summary.ok());
   for (const JobSummary& j : summary->jobs) EXPECT_EQ(j.device.value_or(-1), 2) << j.name;
 

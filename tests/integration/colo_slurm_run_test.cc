@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "analysis/stored.h"
 #include "integration_util.h"
 #include "store/run_store.h"
 
@@ -43,7 +44,7 @@ TEST_F(ColoSlurmRun, InsideAnAllocationOnlyItsGpusAreUsedAndWhereItRanIsRecorded
   CommandResult r =
       shell(colo(std::string(kAllocation) + " SLURM_JOB_GPUS=1,3 CUDA_VISIBLE_DEVICES=1,3",
                  "run " + file +
-                     " --backend sim --sim-devices 4 --mechanism naive "
+                     " --backend sim --sim-devices 4 --mechanism naive --policy fixed "
                      "--plain --db " +
                      db()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -52,7 +53,7 @@ TEST_F(ColoSlurmRun, InsideAnAllocationOnlyItsGpusAreUsedAndWhereItRanIsRecorded
       << r.output;
   auto store = open_store();
   ASSERT_TRUE(store);
-  Result<RunSummary> summary = store->summarize_run(0);
+  Result<RunSummary> summary = analyse_run(*store, 0);
   ASSERT_TRUE(summary.ok());
   EXPECT_EQ(summary->run.slurm.job_id, "70_7");
   EXPECT_EQ(summary->run.slurm.step, "batch");
@@ -107,7 +108,7 @@ TEST_F(ColoSlurmRun, OneShardOfAPlanRunsItsJobsPublishesItsStoreAndIsCollected) 
   EXPECT_NE(collect.output.find("2 ok, 2 not ok"), std::string::npos) << collect.output;
   Result<std::unique_ptr<RunStore>> merged = RunStore::open(sub + "/colo.db");
   ASSERT_TRUE(merged.ok());
-  Result<RunSummary> summary = (*merged)->summarize_run(0);
+  Result<RunSummary> summary = analyse_run(*(*merged), 0);
   ASSERT_TRUE(summary.ok());
   ASSERT_EQ(summary->jobs.size(), 4u);
   int failed = 0;

@@ -1,0 +1,83 @@
+// Profiles: what earlier runs measured about each job signature on each GPU
+// model (peak memory; and from the latest run in which it ran alone on its
+// GPU: steady SM activity and utilization, solo rate, time per epoch, time
+// alone, start-up), merged with a job file's hints; and the solo rates and
+// calibration inputs taken from them.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/run_summary.h"
+#include "jobs/job_spec.h"
+#include "sched/interference.h"
+#include "sched/profile.h"
+
+namespace colo {
+
+// A job signature's profile on one GPU model, learned from runs: peak memory
+// from every completed job of it (the largest); the solo numbers from the
+// latest run in which it ran alone on its GPU and ended ok.
+struct LearnedProfile {
+  std::string signature;
+  std::string gpu_name;  // "NVIDIA H200"
+  std::string job_name;  // of the latest job measured alone ("resnet26#3")
+  std::string group;     // its [[job]] block
+  bool simulated = false;
+  int runs = 0;  // completed jobs that contributed
+  JobProfile profile;
+};
+
+// Learns profiles from run summaries handed to it oldest first (later runs'
+// solo numbers replace earlier ones). Not thread-safe.
+class ProfileLearner {
+ public:
+  // Runs still running are ignored.
+  void add(const RunSummary& run);
+  // One per (signature, GPU name), ordered by them.
+  std::vector<LearnedProfile> profiles() const;
+
+ private:
+  std::map<std::pair<std::string, std::string>, LearnedProfile> by_key_;
+};
+
+// The name of the GPU `device` of a run ("" when the run did not record it).
+std::string gpu_name_of(const RunSummary& run, std::optional<int> device);
+
+// Whether no other job of the run shared `job`'s GPU while it ran.
+bool ran_alone(const JobSummary& job, const RunSummary& run);
+
+// The profile of `signature` on a GPU named `gpu_name` whose name contains
+// `gpu_model` ("H200" matches "NVIDIA H200"; case is ignored), measured
+// (simulated ones only when `simulated`, and then preferred); nullptr if none.
+const LearnedProfile* find_profile(const std::vector<LearnedProfile>& profiles,
+                                   const std::string& signature, std::string_view gpu_model,
+                                   bool simulated);
+
+// A profile's solo rate, when it has one.
+std::optional<SoloRate> solo_rate_of(const JobProfile& profile);
+
+// The profile hints a job file gives for `job` (gpu_memory, sm_activity,
+// gpu_util, solo_time), with its source ("hint: jobs.toml:3").
+JobProfile hint_profile(const JobSpec& job);
+
+// What is known before a run about each signature of `jobs` on GPU model
+// `gpu_model`: the learned profile (find_profile) merged field by field over
+// the job file's hints. Signatures with neither are absent.
+std::map<std::string, JobProfile> known_profiles(const std::vector<LearnedProfile>& learned,
+                                                 const std::vector<JobSpec>& jobs,
+                                                 std::string_view gpu_model, bool simulated);
+
+// The input calibrate() takes from one analysed run: jobs that shared one GPU
+// under mps or naive in a run that ended ok, with the summed normalized rate
+// of the collocated speed-up (together.h) as the measured total and each
+// job's solo load from its profile. nullopt when the run is not such a
+// measurement (fewer than two jobs, several GPUs, no speed-up, a job without
+// a profile with SM activity measured the way the run was: simulated or not).
+std::optional<Collocation> measured_collocation(const RunSummary& run,
+                                                const std::vector<LearnedProfile>& profiles);
+
+}  // namespace colo

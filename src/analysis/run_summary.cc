@@ -1,0 +1,330 @@
+#include "analysis/run_summary.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <utility>
+
+#include "analysis/energy.h"
+#include "analysis/intervals.h"
+
+namespace colo {
+namespace {
+
+constexpr UnixMillis kEndOfTime = std::numeric_limits<UnixMillis>::max();
+
+// Whether a job was running on `device` at time `t`. A job with no end yet
+// counts as running until `open_end`.
+bool running_at(const JobSummary& job, int device, UnixMillis t, UnixMillis open_end) {
+  if (!job.device || *job.device != device || !job.started_ms) return false;
+  UnixMillis end = job.ended_ms.value_or(open_end);
+  return *job.started_ms <= t && t <= end;
+}
+
+// Mean of a sample field over [from, to] (ends included); absent readings skipped.
+template <class T>
+std::optional<double> mean_between(const std::vector<DeviceSample>& samples, UnixMillis from,
+                                   UnixMillis to, std::optional<T> DeviceSample::*field) {
+  double sum = 0;
+  int count = 0;
+  for (const DeviceSample& s : samples) {
+    if (s.time_ms < from || s.time_ms > to || !(s.*field)) continue;
+    sum += static_cast<double>(*(s.*field));
+    ++count;
+  }
+  if (count == 0) return std::nullopt;
+  return sum / count;
+}
+
+// Each job's peak of its processes' summed memory over the sampling instants.
+std::map<int64_t, uint64_t> peak_memory_by_job(const std::vector<ProcessSampleRow>& rows) {
+  std::map<std::pair<int64_t, UnixMillis>, uint64_t> at;
+  for (const ProcessSampleRow& r : rows) {
+    if (!r.job_id || !r.sample.used_memory_bytes) continue;
+    at[{*r.job_id, r.sample.time_ms}] += *r.sample.used_memory_bytes;
+  }
+  std::map<int64_t, uint64_t> peak;
+  for (const auto& [key, bytes] : at) peak[key.first] = std::max(peak[key.first], bytes);
+  return peak;
+}
+
+// Busy and idle time of each instance over [first_start, last_end]. A job
+// that never ended counts until last_end.
+std::vector<InstanceUsage> instance_usage(const std::vector<JobSummary>& jobs,
+                                          UnixMillis first_start, UnixMillis last_end) {
+  std::vector<InstanceUsage> usage;
+  std::map<std::string, std::vector<Interval>> intervals;
+  for (const JobSummary& job : jobs) {
+    if (job.instance.empty() || !job.started_ms) continue;
+    auto& list = intervals[job.instance];
+    if (list.empty()) usage.push_back({job.instance, 0, 0, 0});
+    list.emplace_back(std::max(*job.started_ms, first_start),
+                      std::min(job.ended_ms.value_or(last_end), last_end));
+  }
+  for (InstanceUsage& u : usage) {
+    const auto& list = intervals[u.instance];
+    u.jobs = static_cast<int>(list.size());
+    u.busy_ms = covered_ms(union_of(list));
+    u.idle_ms = std::max<int64_t>(0, (last_end - first_start) - u.busy_ms);
+  }
+  return usage;
+}
+
+// The window, the steady throughput and, with solo rates, the speed-up.
+void fill_together(RunSummary& summary, const std::vector<std::optional<SoloRate>>& solo) {
+  std::vector<size_t> started;
+  std::vector<TogetherJob> input;
+  for (size_t i = 0; i < summary.jobs.size(); ++i) {
+    JobSummary& job = summary.jobs[i];
+    job.together_samples_per_s.reset();
+    job.together_epochs_per_s.reset();
+    job.normalized_rate.reset();
+    job.slowdown.reset();
+    job.solo = i < solo.size() ? solo[i] : std::nullopt;
+    if (!job.started_ms) continue;
+    started.push_back(i);
+    input.push_back({job.name, &job.epoch_ends, job.device, job.solo});
+  }
+  summary.together.reset();
+  summary.together_gpus = 0;
+  summary.steady_throughput_per_s.reset();
+  summary.steady_speedup_vs_exclusive.reset();
+  summary.steady_note.clear();
+
+  // Jobs that ran one after another: their steady epochs never overlap.
+  if (started.size() >= 2) {
+    std::vector<Interval> steady;
+    int64_t summed_ms = 0;
+    int64_t samples = 0;
+    bool every_samples = true;
+    for (size_t i : started) {
+      const JobSummary& job = summary.jobs[i];
+      if (!job.steady_start_ms) continue;
+      steady.emplace_back(*job.steady_start_ms, *job.steady_end_ms);
+      summed_ms += *job.steady_end_ms - *job.steady_start_ms;
+      if (job.steady_samples) {
+        samples += *job.steady_samples;
+      } else {
+        every_samples = false;
+      }
+    }
+    const int64_t covered = covered_ms(union_of(steady));
+    if (steady.size() == started.size() && covered == summed_ms && covered > 0) {
+      if (every_samples) {
+        summary.steady_throughput_per_s =
+            static_cast<double>(samples) * 1000.0 / static_cast<double>(covered);
+      }
+      summary.steady_note = "the jobs ran one after another: none ran together with another";
+      return;
+    }
+  }
+
+  Together together = measure_together(input);
+  summary.together = together.window;
+  summary.together_gpus = together.gpus;
+  summary.steady_note = together.why_not;
+  if (together.jobs.size() != started.size()) return;  // not long enough, or no window
+  summary.steady_throughput_per_s = together.samples_per_s;
+  summary.steady_speedup_vs_exclusive = together.speedup;
+  for (size_t k = 0; k < started.size(); ++k) {
+    JobSummary& job = summary.jobs[started[k]];
+    const JobInWindow& in = together.jobs[k];
+    job.together_samples_per_s = in.samples_per_s;
+    job.together_epochs_per_s = in.epochs_per_s;
+    job.normalized_rate = in.normalized_rate;
+    job.slowdown = in.slowdown;
+  }
+}
+
+}  // namespace
+
+RunSummary summarize(const RunRecord& record) {
+  RunSummary summary;
+  summary.run = record.run;
+  summary.devices = record.devices;
+  // A job still running is taken to run until the run ended (or forever).
+  const UnixMillis open_end = summary.run.ended_ms.value_or(kEndOfTime);
+
+  std::map<int, std::vector<DeviceSample>> by_device;
+  for (const DeviceSample& s : record.device_samples) by_device[s.device].push_back(s);
+  for (auto& [device, samples] : by_device) {
+    std::stable_sort(
+        samples.begin(), samples.end(),
+        [](const DeviceSample& a, const DeviceSample& b) { return a.time_ms < b.time_ms; });
+  }
+
+  const std::map<int64_t, uint64_t> peaks = peak_memory_by_job(record.process_samples);
+  for (size_t i = 0; i < record.jobs.size(); ++i) {
+    const JobRow& row = record.jobs[i];
+    static const std::vector<ProgressEvent> kNone;
+    const std::vector<ProgressEvent>& events = i < record.events.size() ? record.events[i] : kNone;
+    JobSummary job;
+    job.id = row.id;
+    job.name = row.name;
+    job.group = row.group;
+    job.signature = row.signature;
+    job.state = row.state;
+    job.reason = row.reason;
+    job.device = row.device;
+    job.started_ms = row.started_ms;
+    job.ended_ms = row.ended_ms;
+    job.log_path = row.log_path;
+    job.malformed_progress_lines = row.malformed_progress_lines;
+    job.instance = row.instance;
+    if (job.started_ms && job.ended_ms) job.duration_ms = *job.ended_ms - *job.started_ms;
+    job.attempts = 1 + static_cast<int>(std::count_if(
+                           events.begin(), events.end(),
+                           [](const ProgressEvent& e) { return e.kind == "requeued"; }));
+
+    job.epoch_ends = epoch_ends(events, job.started_ms);
+    const std::vector<EpochEnd>& ends = job.epoch_ends;
+    job.epochs = static_cast<int64_t>(ends.size());
+    for (const EpochEnd& e : ends) {
+      if (e.samples) job.samples = job.samples.value_or(0) + *e.samples;
+    }
+    if (ends.size() >= 2) {
+      // The gaps between consecutive epoch ends, which sum to last - first.
+      job.mean_epoch_ms = static_cast<double>(ends.back().time_ms - ends.front().time_ms) /
+                          static_cast<double>(ends.size() - 1);
+    } else if (ends.size() == 1 && job.started_ms) {
+      job.mean_epoch_ms = static_cast<double>(ends.front().time_ms - *job.started_ms);
+    }
+    if (std::optional<SteadyEpochs> steady = steady_epochs(ends)) {
+      job.steady_start_ms = steady->start_ms;
+      job.steady_end_ms = steady->end_ms;
+      job.steady_samples = steady->samples;
+      job.steady_throughput_per_s = steady->samples_per_s;
+    }
+    if (job.samples && job.duration_ms && *job.duration_ms > 0) {
+      job.throughput_per_s =
+          static_cast<double>(*job.samples) / (static_cast<double>(*job.duration_ms) / 1000.0);
+    }
+    if (auto peak = peaks.find(job.id); peak != peaks.end()) job.peak_memory_bytes = peak->second;
+    summary.jobs.push_back(std::move(job));
+  }
+
+  // Device load and energy while each job ran.
+  for (JobSummary& job : summary.jobs) {
+    if (!job.device || !job.started_ms) continue;
+    auto it = by_device.find(*job.device);
+    if (it == by_device.end()) continue;
+    const std::vector<DeviceSample>& samples = it->second;
+    const UnixMillis start = *job.started_ms;
+    const UnixMillis end = job.ended_ms.value_or(open_end);
+    job.mean_sm_active_pct = mean_between(samples, start, end, &DeviceSample::sm_active_pct);
+    job.mean_gpu_util_pct = mean_between(samples, start, end, &DeviceSample::gpu_util_pct);
+    if (job.steady_start_ms) {
+      job.steady_sm_active_pct = mean_between(samples, *job.steady_start_ms, *job.steady_end_ms,
+                                              &DeviceSample::sm_active_pct);
+      job.steady_gpu_util_pct = mean_between(samples, *job.steady_start_ms, *job.steady_end_ms,
+                                             &DeviceSample::gpu_util_pct);
+    }
+    // Each interval between two readings inside the job's lifetime is split
+    // evenly among the jobs running on the device at its midpoint.
+    job.energy_j = integrate_energy_j(samples, [&](UnixMillis a, UnixMillis b) {
+      if (a < start || b > end) return 0.0;
+      const UnixMillis mid = a + (b - a) / 2;
+      int sharing = 0;
+      for (const JobSummary& other : summary.jobs) {
+        if (running_at(other, *job.device, mid, open_end)) ++sharing;
+      }
+      return 1.0 / std::max(sharing, 1);
+    });
+  }
+
+  // Run totals.
+  std::optional<UnixMillis> first_start;
+  std::optional<UnixMillis> last_end;
+  for (const JobSummary& job : summary.jobs) {
+    if (job.started_ms) first_start = std::min(first_start.value_or(kEndOfTime), *job.started_ms);
+    if (job.ended_ms) last_end = std::max(last_end.value_or(0), *job.ended_ms);
+    if (job.samples) summary.total_samples = summary.total_samples.value_or(0) + *job.samples;
+  }
+  if (first_start && last_end && *last_end >= *first_start) {
+    summary.makespan_ms = *last_end - *first_start;
+    summary.instances = instance_usage(summary.jobs, *first_start, *last_end);
+    for (const InstanceUsage& u : summary.instances) {
+      summary.idle_instance_ms = summary.idle_instance_ms.value_or(0) + u.idle_ms;
+    }
+  }
+  if (summary.total_samples && summary.makespan_ms && *summary.makespan_ms > 0) {
+    summary.throughput_per_s = static_cast<double>(*summary.total_samples) /
+                               (static_cast<double>(*summary.makespan_ms) / 1000.0);
+  }
+
+  summary.device_samples = static_cast<int64_t>(record.device_samples.size());
+  summary.mean_sm_active_pct =
+      mean_between(record.device_samples, 0, kEndOfTime, &DeviceSample::sm_active_pct);
+  for (const DeviceSample& s : record.device_samples) {
+    if (s.memory_used_bytes) {
+      summary.peak_memory_used_bytes =
+          std::max(summary.peak_memory_used_bytes.value_or(0), *s.memory_used_bytes);
+    }
+  }
+  for (const auto& [device, samples] : by_device) {
+    if (std::optional<double> joules = energy_j(samples)) {
+      summary.energy_j = summary.energy_j.value_or(0) + *joules;
+    }
+  }
+
+  fill_together(summary, {});
+  return summary;
+}
+
+std::map<std::string, SoloRate> solo_rates_of(const RunSummary& alone, const std::string& source) {
+  struct Sums {
+    double epoch_ms = 0;
+    int epochs_count = 0;
+    double samples_per_s = 0;
+    int samples_count = 0;
+  };
+  std::map<std::string, Sums> sums;
+  for (const JobSummary& job : alone.jobs) {
+    std::optional<SteadyEpochs> steady = steady_epochs(job.epoch_ends);
+    if (job.signature.empty() || !steady) continue;
+    Sums& s = sums[job.signature];
+    s.epoch_ms += steady->epoch_ms;
+    ++s.epochs_count;
+    if (steady->samples_per_s) {
+      s.samples_per_s += *steady->samples_per_s;
+      ++s.samples_count;
+    }
+  }
+  std::map<std::string, SoloRate> out;
+  for (const auto& [signature, s] : sums) {
+    SoloRate rate;
+    rate.epoch_ms = s.epoch_ms / s.epochs_count;
+    if (s.samples_count > 0) rate.samples_per_s = s.samples_per_s / s.samples_count;
+    rate.source = source;
+    out[signature] = rate;
+  }
+  return out;
+}
+
+void apply_solo_rates(RunSummary& summary, const std::vector<std::optional<SoloRate>>& solo) {
+  fill_together(summary, solo);
+  std::vector<std::string> sources;
+  for (const JobSummary& job : summary.jobs) {
+    if (job.solo && std::find(sources.begin(), sources.end(), job.solo->source) == sources.end())
+      sources.push_back(job.solo->source);
+  }
+  summary.solo_source.clear();
+  for (const std::string& s : sources) {
+    summary.solo_source += (summary.solo_source.empty() ? "" : "; ") + s;
+  }
+}
+
+void compare_end_to_end(RunSummary& summary, const RunSummary& baseline) {
+  summary.baseline_run_id = baseline.run.id;
+  summary.speedup_vs_exclusive.reset();
+  if (summary.throughput_per_s && baseline.throughput_per_s && *baseline.throughput_per_s > 0) {
+    summary.speedup_vs_exclusive = *summary.throughput_per_s / *baseline.throughput_per_s;
+  } else if (summary.makespan_ms && baseline.makespan_ms && *summary.makespan_ms > 0) {
+    summary.speedup_vs_exclusive =
+        static_cast<double>(*baseline.makespan_ms) / static_cast<double>(*summary.makespan_ms);
+  }
+}
+
+}  // namespace colo

@@ -1,0 +1,131 @@
+// What a run's rows add up to: per job (epochs, time per epoch, samples,
+// steady rate, peak memory, SM activity, energy share) and per run
+// (makespan, throughput, the window in which the jobs ran together and their
+// rate in it, energy, MIG instance usage), and the comparisons with the same
+// jobs alone (speed-ups, slowdowns). The numbers `colo show` prints.
+//
+// Pure: computed from a RunRecord (store/rows.h) and, for the comparisons,
+// from solo rates the caller looked up (stored.h does that through a
+// RunReader).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/epochs.h"
+#include "analysis/together.h"
+#include "store/rows.h"
+
+namespace colo {
+
+struct JobSummary {
+  int64_t id = 0;
+  std::string name;
+  JobState state = JobState::kQueued;
+  std::string reason;
+  std::optional<int> device;
+  std::optional<UnixMillis> started_ms;
+  std::optional<UnixMillis> ended_ms;
+  std::optional<int64_t> duration_ms;
+  int64_t epochs = 0;                      // epoch_end events of the last attempt
+  std::vector<EpochEnd> epoch_ends;        // those events, oldest first
+  std::optional<double> mean_epoch_ms;     // over epochs 2..n (the first alone: from start)
+  std::optional<int64_t> samples;          // summed over epoch_end events
+  std::optional<double> throughput_per_s;  // samples / duration
+  // Steady state: epochs 2..n (the first is warm-up), as the paper times it.
+  std::optional<UnixMillis> steady_start_ms;  // end of the first epoch
+  std::optional<UnixMillis> steady_end_ms;    // end of the last epoch
+  std::optional<int64_t> steady_samples;      // samples of epochs 2..n
+  std::optional<double> steady_throughput_per_s;
+  std::optional<uint64_t> peak_memory_bytes;  // max over samples of the job's processes' sum
+  std::optional<double> mean_sm_active_pct;   // device SM activity while the job ran
+  std::optional<double> mean_gpu_util_pct;    // device utilization while the job ran
+  // The same over its steady epochs (2..n) only: without start-up, when the
+  // GPU is idle, so a profile's SM activity is the job's working load.
+  std::optional<double> steady_sm_active_pct;
+  std::optional<double> steady_gpu_util_pct;
+  std::string signature;           // job_signature() of its spec
+  std::string group;               // its [[job]] block's name
+  std::optional<double> energy_j;  // device energy while it ran, shared among running jobs
+  std::string log_path;            // the last attempt's
+  int attempts = 1;                // 1 + its out-of-memory retries ('requeued' events)
+  int64_t malformed_progress_lines = 0;
+  std::string instance;  // the MIG instance it ran on; "" under other mechanisms
+  // In the window the jobs ran together (together.h), when it was long enough.
+  std::optional<double> together_samples_per_s;
+  std::optional<double> together_epochs_per_s;
+  // Against its solo rate (after apply_solo_rates).
+  std::optional<SoloRate> solo;
+  std::optional<double> normalized_rate;  // rate together / rate alone
+  std::optional<double> slowdown;         // epoch time together / epoch time alone
+};
+
+// One MIG instance of a run: how long jobs ran on it and how long it sat idle
+// between the run's first job start and last job end (the cost of a static
+// layout when jobs finish at different times).
+struct InstanceUsage {
+  std::string instance;  // as JobSummary::instance
+  int jobs = 0;
+  int64_t busy_ms = 0;  // union of its jobs' run intervals
+  int64_t idle_ms = 0;  // makespan - busy_ms
+};
+
+struct RunSummary {
+  RunRow run;
+  std::vector<DeviceInfo> devices;
+  std::vector<JobSummary> jobs;
+  std::optional<int64_t> makespan_ms;  // first job start to last job end
+  std::optional<int64_t> total_samples;
+  std::optional<double> throughput_per_s;  // total samples / makespan
+  // The window in which the jobs ran together (together.h), when the jobs
+  // that started all ended at least two epochs and their steady epochs overlap.
+  std::optional<TogetherWindow> together;
+  int together_gpus = 0;
+  // Steady throughput, free of start-up: the jobs' summed samples/s inside
+  // W when it is long enough; for jobs that ran one after another (their
+  // steady epochs never overlap, as in an exclusive run on one GPU), their
+  // steady samples over the time spent in steady epochs. Otherwise absent.
+  std::optional<double> steady_throughput_per_s;
+  // Why there is no steady speed-up, when there is none ("the jobs did not
+  // run together long enough: ...", "no solo rate for ...").
+  std::string steady_note;
+  std::optional<double> mean_sm_active_pct;        // device samples over the run
+  std::optional<uint64_t> peak_memory_used_bytes;  // device-level
+  std::optional<double> energy_j;                  // device energy over the run
+  int64_t device_samples = 0;
+  // MIG runs: per instance, in order of first use; and their idle time summed
+  // (instance-milliseconds with no job running).
+  std::vector<InstanceUsage> instances;
+  std::optional<int64_t> idle_instance_ms;
+  // The most recent completed exclusive run of the same jobs, when this run
+  // is not itself exclusive (RunReader::exclusive_baseline), and this run's
+  // throughput over that one's; without samples on both sides, the baseline's
+  // makespan over this one's.
+  std::optional<int64_t> baseline_run_id;
+  std::optional<double> speedup_vs_exclusive;  // end to end (makespan)
+  // The collocated speed-up (together.h) against the jobs' solo rates.
+  std::optional<double> steady_speedup_vs_exclusive;
+  std::string solo_source;  // where the solo rates came from, in words
+};
+
+// Everything but the comparisons with other runs.
+RunSummary summarize(const RunRecord& record);
+
+// Solo rates per job signature from a run whose jobs ran alone on their
+// GPUs (an exclusive run): the mean of the steady rates of its jobs of each
+// signature. Jobs with fewer than two epochs give none.
+std::map<std::string, SoloRate> solo_rates_of(const RunSummary& alone, const std::string& source);
+
+// Fills in the steady speed-up and each job's normalized rate and slowdown
+// from `solo` (one entry per job of `summary`, same order; nullopt: not
+// known), and solo_source from their sources. Runs whose jobs never ran
+// together keep steady_speedup_vs_exclusive absent, with the reason.
+void apply_solo_rates(RunSummary& summary, const std::vector<std::optional<SoloRate>>& solo);
+
+// Sets baseline_run_id and the end-to-end speed-up over `baseline`.
+void compare_end_to_end(RunSummary& summary, const RunSummary& baseline);
+
+}  // namespace colo

@@ -1,0 +1,121 @@
+#include "analysis/together.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+namespace colo {
+namespace {
+
+std::string seconds(double ms) { return fmt::format("{:.1f} s", ms / 1000.0); }
+
+}  // namespace
+
+std::optional<TogetherWindow> together_window(
+    const std::vector<const std::vector<EpochEnd>*>& jobs) {
+  if (jobs.empty()) return std::nullopt;
+  TogetherWindow w{std::numeric_limits<UnixMillis>::min(), std::numeric_limits<UnixMillis>::max()};
+  for (const std::vector<EpochEnd>* ends : jobs) {
+    if (ends->size() < 2) return std::nullopt;
+    w.start_ms = std::max(w.start_ms, ends->front().time_ms);
+    w.end_ms = std::min(w.end_ms, ends->back().time_ms);
+  }
+  if (w.end_ms <= w.start_ms) return std::nullopt;
+  return w;
+}
+
+Together measure_together(const std::vector<TogetherJob>& jobs) {
+  Together out;
+  if (jobs.empty()) {
+    out.why_not = "no job started";
+    return out;
+  }
+  std::set<int> devices;
+  std::vector<const std::vector<EpochEnd>*> all;
+  for (const TogetherJob& job : jobs) {
+    devices.insert(job.device.value_or(-1));
+    all.push_back(job.ends);
+    if (job.ends->size() < 2) {
+      out.why_not = fmt::format(
+          "{} ended {} epoch{} (it needs two: the first is warm-up), so its steady rate is "
+          "unknown",
+          job.name, job.ends->size(), job.ends->size() == 1 ? "" : "s");
+      return out;
+    }
+  }
+  out.gpus = static_cast<int>(devices.size());
+  out.window = together_window(all);
+  if (!out.window) {
+    out.why_not = "the jobs never were in their steady epochs at the same time";
+    return out;
+  }
+
+  // Long enough: two steady epochs of the slowest job.
+  const TogetherJob* slowest = nullptr;
+  double slowest_ms = 0;
+  for (const TogetherJob& job : jobs) {
+    std::optional<SteadyEpochs> steady = steady_epochs(*job.ends);
+    if (steady && steady->epoch_ms > slowest_ms) {
+      slowest_ms = steady->epoch_ms;
+      slowest = &job;
+    }
+  }
+  const auto length = static_cast<double>(out.window->length_ms());
+  if (jobs.size() >= 2 && slowest != nullptr && length < 2 * slowest_ms) {
+    out.why_not = fmt::format(
+        "the jobs did not run together long enough: they all were in their steady epochs for "
+        "{}, less than two steady epochs of the slowest job ({}, {} each)",
+        seconds(length), slowest->name, seconds(slowest_ms));
+    return out;
+  }
+
+  const UnixMillis from = out.window->start_ms;
+  const UnixMillis to = out.window->end_ms;
+  double summed_normalized = 0;
+  double summed_samples = 0;
+  bool every_rate = true;
+  bool every_samples = true;
+  std::vector<std::string> without_solo;
+  for (const TogetherJob& job : jobs) {
+    JobInWindow j;
+    const bool samples = counts_samples(*job.ends);
+    j.epochs_per_s = progress_between(*job.ends, from, to, false) * 1000.0 / length;
+    if (samples) {
+      j.samples_per_s = progress_between(*job.ends, from, to, true) * 1000.0 / length;
+      summed_samples += *j.samples_per_s;
+    } else {
+      every_samples = false;
+    }
+    if (job.solo && samples && job.solo->samples_per_s && *job.solo->samples_per_s > 0) {
+      j.normalized_rate = *j.samples_per_s / *job.solo->samples_per_s;
+    } else if (job.solo && job.solo->epoch_ms && *job.solo->epoch_ms > 0) {
+      j.normalized_rate = j.epochs_per_s * *job.solo->epoch_ms / 1000.0;
+    }
+    if (j.normalized_rate && *j.normalized_rate > 0) {
+      j.slowdown = 1.0 / *j.normalized_rate;
+      summed_normalized += *j.normalized_rate;
+    } else {
+      every_rate = false;
+      without_solo.push_back(job.name);
+    }
+    out.jobs.push_back(j);
+  }
+  if (every_samples) out.samples_per_s = summed_samples;
+  if (every_rate) {
+    out.speedup = summed_normalized / out.gpus;
+  } else {
+    std::string names;
+    for (size_t i = 0; i < without_solo.size() && i < 3; ++i)
+      names += (i > 0 ? ", " : "") + without_solo[i];
+    if (without_solo.size() > 3) names += fmt::format(" and {} more", without_solo.size() - 3);
+    out.why_not = fmt::format(
+        "no solo rate for {} (run the same jobs with --mechanism exclusive, or one of them alone, "
+        "to measure it)",
+        names);
+  }
+  return out;
+}
+
+}  // namespace colo

@@ -1,0 +1,130 @@
+#include "data/ring_owner.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "common/paths.h"
+#include "data/ring_memory.h"
+
+namespace colo {
+namespace fs = std::filesystem;
+namespace {
+
+std::string hostname() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
+}
+
+bool alive(int pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+// The process's command line with NULs as spaces; empty when unreadable.
+std::string command_line(int pid) {
+  std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  return text;
+}
+
+}  // namespace
+
+std::string ring_owner_dir(const std::string& state_dir) { return state_dir + "/data"; }
+
+std::string ring_owner_path(const std::string& state_dir, const std::string& shm_name) {
+  std::string file = shm_name;
+  if (!file.empty() && file[0] == '/') file.erase(0, 1);
+  return ring_owner_dir(state_dir) + "/" + file + ".json";
+}
+
+Status write_ring_owner(const std::string& path, const RingOwnerRecord& r) {
+  if (Status s = make_dirs(fs::path(path).parent_path().string(), 0700); !s.ok()) return s;
+  nlohmann::json j = {{"shm_name", r.shm_name},
+                      {"socket_name", r.socket_name},
+                      {"loader_pid", r.loader_pid},
+                      {"owner_pid", r.owner_pid},
+                      {"hostname", r.hostname.empty() ? hostname() : r.hostname},
+                      {"started_ms", r.started_ms}};
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(2) << '\n';
+    if (!out) return Error(fmt::format("cannot write {}", tmp));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Error(fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
+  return OkStatus();
+}
+
+Result<RingOwnerRecord> read_ring_owner(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error(fmt::format("cannot read {}", path));
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("shm_name") || !j["shm_name"].is_string()) {
+    return Error(fmt::format("{} is not a loader ownership record", path));
+  }
+  RingOwnerRecord r;
+  r.shm_name = j["shm_name"].get<std::string>();
+  r.socket_name = j.value("socket_name", "");
+  r.loader_pid = j.value("loader_pid", 0);
+  r.owner_pid = j.value("owner_pid", 0);
+  r.hostname = j.value("hostname", "");
+  r.started_ms = j.value("started_ms", int64_t{0});
+  if (r.shm_name.rfind("/colo-data-", 0) != 0) {
+    return Error(
+        fmt::format("{} names shared memory '{}', which is not a colo ring", path, r.shm_name));
+  }
+  return r;
+}
+
+Result<std::vector<std::string>> cleanup_stale_data_loaders(const std::string& state_dir) {
+  std::vector<std::string> lines;
+  const std::string dir = ring_owner_dir(state_dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return lines;
+  std::vector<std::string> records;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") records.push_back(e.path().string());
+  if (ec) return Error(fmt::format("cannot list {}: {}", dir, ec.message()));
+  std::sort(records.begin(), records.end());
+  const std::string host = hostname();
+  for (const std::string& path : records) {
+    Result<RingOwnerRecord> r = read_ring_owner(path);
+    if (!r.ok()) {
+      lines.push_back(fmt::format("left {} alone: {}", path, r.error().message()));
+      continue;
+    }
+    if (r->hostname != host) continue;  // a shared home directory: not ours to judge
+    if (alive(r->owner_pid)) continue;
+    if (alive(r->loader_pid)) {
+      if (command_line(r->loader_pid).find(r->shm_name) == std::string::npos) {
+        // The pid was reused by an unrelated process; the loader is gone.
+      } else {
+        kill(r->loader_pid, SIGKILL);
+        for (int i = 0; i < 100 && alive(r->loader_pid); ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        lines.push_back(fmt::format("stopped data loader pid {} left by colo pid {}", r->loader_pid,
+                                    r->owner_pid));
+      }
+    }
+    if (Status s = unlink_ring(r->shm_name); !s.ok()) {
+      lines.push_back(s.error().message());
+      continue;
+    }
+    fs::remove(path, ec);
+    lines.push_back(
+        fmt::format("removed shared memory {} left by colo pid {}", r->shm_name, r->owner_pid));
+  }
+  return lines;
+}
+
+}  // namespace colo

@@ -1,0 +1,47 @@
+#include "jobs/job_signature.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace colo {
+namespace {
+
+JobSpec make_job(const std::string& name, std::vector<std::string> command,
+                 std::map<std::string, std::string> env = {}) {
+  JobSpec job;
+  job.name = name;
+  job.command = std::move(command);
+  job.working_dir = "/work";
+  job.env = std::move(env);
+  return job;
+}
+
+TEST(SignatureTest, DependsOnCommandDirectoryAndEnvironmentOnly) {
+  JobSpec a = make_job("a", {"python", "train.py", "--lr", "0.1"}, {{"X", "1"}, {"Y", "2"}});
+  JobSpec renamed = a;
+  renamed.name = "another name";
+  renamed.sm_share_pct = 50;
+  EXPECT_EQ(job_signature(a), job_signature(renamed));
+  EXPECT_EQ(job_signature(a).size(), 16U);
+
+  JobSpec other_env = a;
+  other_env.env["Y"] = "3";
+  EXPECT_NE(job_signature(a), job_signature(other_env));
+  JobSpec other_dir = a;
+  other_dir.working_dir = "/elsewhere";
+  EXPECT_NE(job_signature(a), job_signature(other_dir));
+  // Argument boundaries matter.
+  EXPECT_NE(job_signature(make_job("x", {"ab", "c"})), job_signature(make_job("x", {"a", "bc"})));
+}
+
+TEST(SignatureTest, JobsSignatureIsAnOrderFreeMultiset) {
+  EXPECT_EQ(jobs_signature({"a", "b", "c"}), jobs_signature({"c", "a", "b"}));
+  EXPECT_NE(jobs_signature({"a", "a", "b"}), jobs_signature({"a", "b", "b"}));
+  EXPECT_NE(jobs_signature({"a", "b"}), jobs_signature({"a", "b", "b"}));
+}
+
+}  // namespace
+}  // namespace colo

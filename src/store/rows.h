@@ -1,0 +1,98 @@
+// The rows the run store holds, as plain values: what colo recorded about a
+// run, its jobs, their progress events and the GPU samples, with nothing
+// derived from them. analysis/ computes every figure from these.
+//
+// RunReader is what a reader of runs needs from storage; RunStore implements
+// it over SQLite, tests over vectors.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "gpu/gpu_backend.h"
+#include "jobs/job_state.h"
+#include "jobs/progress.h"
+
+namespace colo {
+
+enum class RunState { kRunning, kOk, kFailed, kCancelled, kInterrupted };
+std::string to_string(RunState state);  // "running", "ok", "failed", "cancelled", "interrupted"
+Result<RunState> parse_run_state(std::string_view text);
+
+// Where a run ran inside Slurm; empty (and 0) outside.
+struct SlurmRecord {
+  std::string job_id;     // "1234", "1234_5" (array element); merged stores: "1234"
+  std::string step;       // "batch", "0"
+  std::string node;       // merged stores: the nodes, comma-separated
+  int restart_count = 0;  // SLURM_RESTART_COUNT
+};
+
+struct RunRow {
+  int64_t id = 0;
+  UnixMillis started_ms = 0;
+  std::optional<UnixMillis> ended_ms;
+  RunState state = RunState::kRunning;
+  std::string mechanism;
+  std::string backend;
+  bool simulated = false;
+  std::string job_file;
+  std::string jobs_signature;  // identifies "the same jobs" across runs
+  int job_count = 0;
+  std::string host;
+  pid_t colo_pid = 0;
+  SlurmRecord slurm;
+};
+
+// One job of a run as recorded: its last attempt's start, its end and how.
+struct JobRow {
+  int64_t id = 0;
+  std::string name;
+  std::string group;      // its [[job]] block's name
+  std::string signature;  // job_signature() of its spec
+  JobState state = JobState::kQueued;
+  std::string reason;
+  std::optional<int> device;
+  std::optional<UnixMillis> started_ms;  // of its last attempt
+  std::optional<UnixMillis> ended_ms;
+  std::string log_path;  // the last attempt's
+  int64_t malformed_progress_lines = 0;
+  std::string instance;  // the MIG instance it ran on; "" under other mechanisms
+};
+
+struct ProcessSampleRow {
+  ProcessSample sample;
+  std::optional<int64_t> job_id;  // the job the process belongs to, when known
+};
+
+// Everything recorded about one run.
+struct RunRecord {
+  RunRow run;
+  std::vector<DeviceInfo> devices;  // as the run found them (index, name, ...)
+  std::vector<JobRow> jobs;         // by id
+  // events[i]: the progress events of jobs[i], oldest first (every attempt).
+  std::vector<std::vector<ProgressEvent>> events;
+  std::vector<DeviceSample> device_samples;       // oldest first
+  std::vector<ProcessSampleRow> process_samples;  // oldest first
+};
+
+// Reading runs back. Implementations: RunStore (SQLite).
+class RunReader {
+ public:
+  virtual ~RunReader() = default;
+  // Newest first; at most `limit` (0 or less: all).
+  virtual Result<std::vector<RunRow>> list_runs(int limit) = 0;
+  // `run_id` 0 means the most recent run.
+  virtual Result<RunRecord> run_record(int64_t run_id) = 0;
+  // The most recent run in state ok under mechanism exclusive with the same
+  // jobs_signature and simulated flag as `run`, other than `run` itself.
+  virtual Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) = 0;
+};
+
+}  // namespace colo
