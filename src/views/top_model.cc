@@ -524,20 +524,17 @@ std::vector<TopLine> render_top(const TopInput& input, const TopState& state, in
       for (TopLine& l : gpu_blocks[i]) body.push_back(std::move(l));
       const std::vector<const ProcessView*>& procs = by_gpu[s.gpus[i].index];
       const int gpus_left = static_cast<int>(s.gpus.size() - i);
-      int share = process_room / gpus_left;
-      int shown = 0;
-      for (const ProcessView* p : procs) {
-        const bool last_room = shown + 1 == share && procs.size() > static_cast<size_t>(shown + 1);
-        if (shown >= share || last_room) break;
-        body.push_back(process_line(*p, s));
-        ++shown;
-      }
-      if (static_cast<size_t>(shown) < procs.size() && share > 0) {
+      const size_t room = static_cast<size_t>(std::max(0, process_room / gpus_left));
+      // When they do not all fit, the last line says how many are left out.
+      const size_t listed = procs.size() <= room ? procs.size() : (room > 0 ? room - 1 : 0);
+      for (size_t k = 0; k < listed; ++k) body.push_back(process_line(*procs[k], s));
+      size_t used = listed;
+      if (listed < procs.size() && room > 0) {
         body.push_back(
-            {{fmt::format("  ... and {} more processes", procs.size() - shown), TopStyle::kDim}});
-        ++shown;
+            {{fmt::format("  ... and {} more processes", procs.size() - listed), TopStyle::kDim}});
+        ++used;
       }
-      process_room -= shown;
+      process_room -= static_cast<int>(used);
     }
     if (input.from_service) {
       body.push_back({});

@@ -85,7 +85,7 @@ struct TopState {
   bool log_ended = false;
 };
 
-inline constexpr size_t kLogKeptBytes = 256 * 1024;
+inline constexpr size_t kLogKeptBytes = size_t{256} * 1024;
 
 // Keys beyond plain characters (values outside the byte range, as curses has them).
 enum TopKey : int {
