@@ -68,6 +68,8 @@ struct ServeFlags {
   std::string on_sigterm = "stop";
   std::string lock_dir;
   bool no_wait = false;
+  std::string http;  // ADDR:PORT; empty: no HTTP
+  bool http_logs = false;
 };
 
 int serve_command(const ServeFlags& flags, const std::string& command_line) {
@@ -76,6 +78,18 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   std::optional<int64_t> grace = duration_flag("--grace", flags.grace, 0);
   if (!period || !grace) return kExitBadInput;
   ServeOptions options;
+  if (!flags.http.empty()) {
+    Result<HttpOptions> http = parse_http_address(flags.http);
+    if (!http.ok()) {
+      std::cerr << "colo: " << http.error().message() << "\n";
+      return kExitBadInput;
+    }
+    http->logs = flags.http_logs;
+    options.http = *http;
+  } else if (flags.http_logs) {
+    std::cerr << "colo: --http-logs needs --http ADDR:PORT (the HTTP API is off without it)\n";
+    return kExitBadInput;
+  }
   if (!flags.socket_group.empty()) {
     Result<gid_t> gid = group_id(flags.socket_group);
     if (!gid.ok()) {
@@ -414,6 +428,12 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                         "/run/colo/locks or /tmp/colo-locks");
   serve_cmd->add_flag("--no-wait", serve.no_wait,
                       "refuse to start when another colo holds a GPU, instead of waiting");
+  serve_cmd->add_option("--http", serve.http,
+                        "serve the read-only JSON API and Prometheus /metrics on ADDR:PORT "
+                        "(127.0.0.1:8470; port 0 picks one); off by default");
+  serve_cmd->add_flag("--http-logs", serve.http_logs,
+                      "include job log tails in /api/jobs/ID (anyone who reaches --http reads "
+                      "them; the socket lets users read only their own)");
   serve_cmd->callback(
       [&exit_code, command_line] { exit_code = serve_command(serve, command_line); });
 

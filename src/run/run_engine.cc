@@ -423,7 +423,7 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
       a.device, static_cast<uint32_t>(*pid),
       SimLoadHint{spec.gpu_memory_bytes.value_or(kSimDefaultMemoryBytes),
                   spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct});
-  report(ctx_.store.job_started(job.job.id, *pid, a.device, now),
+  report(ctx_.store.job_started(job.job.id, *pid, a.device, now, job.attempt),
          "record the start of job " + spec.name);
   if (!job.mig_instance.empty()) {
     report(ctx_.store.job_instance(job.job.id, job.mig_instance),
@@ -522,7 +522,7 @@ void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string&
   job.state = JobState::kQueued;
   job.probe = false;
   job.note = reason;
-  report(ctx_.store.job_requeued(job.job.id, log_path(job)),
+  report(ctx_.store.job_requeued(job.job.id, log_path(job), reason, ended_ms),
          "record the retry of job " + job.job.spec.name);
   changes_.push_back({JobChange::Kind::kRequeued, job.key, job.job.id, JobState::kQueued, reason,
                       job.device, job.attempt, ended_ms});

@@ -267,7 +267,7 @@ json Service::submit(const Caller& caller, const json& request) {
               {"service", {{"mechanism", info_.mechanism}, {"policy", info_.policy}}}};
 }
 
-QueueJob Service::queue_job(const ServiceJobRow& row) const {
+QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism) {
   QueueJob q;
   q.id = row.id;
   q.name = row.name;
@@ -277,12 +277,17 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
   q.state = to_string(row.state);
   q.reason = row.reason;
   q.gpu = row.device;
-  q.mechanism = info_.mechanism;
+  q.mechanism = mechanism;
   q.attempts = row.attempts;
   q.submitted_ms = row.submitted_ms;
   q.started_ms = row.started_ms;
   q.ended_ms = row.ended_ms;
   q.job_file = row.job_file;
+  return q;
+}
+
+QueueJob Service::queue_job(const ServiceJobRow& row) const {
+  QueueJob q = queue_job_of(row, info_.mechanism);
   auto it = tracked_.find(row.id);
   if (it != tracked_.end()) {
     EngineJobView v = engine_.view(it->second.key);
@@ -474,6 +479,12 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
   listen.group = options.socket_group;
   Result<std::unique_ptr<SocketServer>> server = SocketServer::listen(listen);
   if (!server.ok()) return server.error();
+  std::unique_ptr<HttpServer> http;
+  if (options.http) {
+    Result<std::unique_ptr<HttpServer>> bound = HttpServer::bind(*options.http);
+    if (!bound.ok()) return bound.error();
+    http = std::move(bound).value();
+  }
 
   // Step 3.
   Result<std::vector<DeviceInfo>> devices = run_devices(ctx.backend, options.gpus, options.slurm);
@@ -525,6 +536,27 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
         info.simulated ? ", SIMULATED" : "", info.mechanism, engine.policy_description(),
         options.socket_path, *run_id);
     service.publish();
+    if (http) {
+      // Its own read-only connection to the store: HTTP readers never wait for the loop.
+      Result<std::unique_ptr<RunStore>> reader = RunStore::open_read_only(ctx.store.path());
+      if (!reader.ok()) {
+        ctx.log << "warning: the HTTP API cannot read the store (" << reader.error().message()
+                << "); /api/jobs/ID and /api/runs answer 503\n";
+      }
+      service.set_http_address(http->address());
+      service.publish();
+      http->serve(std::make_shared<ApiRoutes>([&service] { return service.latest_snapshot(); },
+                                              reader.ok() ? std::move(reader).value() : nullptr,
+                                              *options.http));
+      ctx.log << fmt::format("http: read-only API and /metrics on http://{}/ (docs/serve.md)\n",
+                             http->address());
+      if (!is_loopback(options.http->host)) {
+        ctx.log << fmt::format(
+            "warning: --http {} is reachable from other machines: anyone who reaches it reads "
+            "the queue{}\n",
+            http->address(), options.http->logs ? " and the jobs' log tails" : "");
+      }
+    }
 
     // Step 7.
     const SocketServer::Handler handler = [&service](const Caller& caller, const std::string& r) {
@@ -569,6 +601,7 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
     }
 
     // Step 8.
+    if (http) http->stop();  // its routes read `service`
     engine.finish();
     service.record_changes();
   }

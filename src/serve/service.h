@@ -7,14 +7,16 @@
 //   1. clean up after a colo that died (its runs interrupted, its leftover
 //      job processes, MPS daemons and MIG instances removed)
 //   2. claim the socket (one service per socket; a stale socket file of a
-//      killed service is replaced), so clients can queue requests meanwhile
+//      killed service is replaced), so clients can queue requests meanwhile;
+//      bind the HTTP address when one is asked for
 //   3. choose the GPUs and lock them (wait while a `colo run` holds one)
 //   4. record the service's run
 //   5. prepare the mechanism
 //   6. start the engine; recover the queue from the store: attempts that a
 //      killed service left running are recorded interrupted and run again
 //      (per each job's restart policy), queued jobs are submitted
-//   7. loop: answer requests, tick the engine, record what changed in the
+//   7. loop (the HTTP API answers from the published snapshot on threads of
+//      its own): answer requests, tick the engine, record what changed in the
 //      queue, publish the snapshot; on SIGTERM stop (running jobs stopped
 //      and queued again for the next start) or drain (no new jobs start;
 //      the running ones finish), as the options say
@@ -47,6 +49,7 @@
 #include "gpu/gpu_backend.h"
 #include "run/run_controller.h"
 #include "run/run_engine.h"
+#include "serve/http_api.h"
 #include "serve/snapshot.h"
 #include "serve/unix_socket.h"
 #include "sharing/mechanism.h"
@@ -67,6 +70,7 @@ struct ServeOptions {
   int64_t tick_ms = 200;              // the loop's period (requests wake it earlier)
   bool drain_on_stop = false;         // SIGTERM drains instead of stopping
   int ended_jobs_shown = 20;          // recently ended jobs in the snapshot
+  std::optional<HttpOptions> http;    // the read-only HTTP API and /metrics; unset: off
   std::string command_line;
 };
 
@@ -102,6 +106,8 @@ class Service {
 
   // "running", "draining" (no new jobs start), "stopping".
   void set_state(const std::string& state) { info_.state = state; }
+  // Where the HTTP API listens, for the snapshot ("" when it is off).
+  void set_http_address(const std::string& address) { info_.http = address; }
   const std::string& state() const { return info_.state; }
 
   ServiceSnapshot snapshot();
@@ -136,6 +142,10 @@ class Service {
   mutable std::mutex latest_mu_;
   std::shared_ptr<const ServiceSnapshot> latest_;  // guarded by latest_mu_
 };
+
+// A job of the queue as the store has it (none of the live values of a
+// running attempt: epoch, rate, predicted end, memory).
+QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism);
 
 // Where clients look for the service: $COLO_SOCKET; else <state dir>/colo.sock,
 // then (when $COLO_HOME is not set) the system service's /var/lib/colo/colo.sock.

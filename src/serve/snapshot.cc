@@ -137,6 +137,26 @@ json to_json(const ProcessView& p) {
               {"command", p.command}};
 }
 
+json to_json(const GpuView& g) {
+  return json{{"index", g.index},
+              {"name", g.name},
+              {"uuid", g.uuid},
+              {"memory_total_bytes", g.memory_total_bytes},
+              {"jobs_running", g.jobs_running},
+              {"latest", g.latest ? to_json(*g.latest) : json(nullptr)},
+              {"power_limit_w", value_or_null(g.power_limit_w)}};
+}
+
+json to_json(const RunView& r) {
+  return json{{"id", r.id},
+              {"state", r.state},
+              {"started_ms", r.started_ms},
+              {"ended_ms", value_or_null(r.ended_ms)},
+              {"mechanism", r.mechanism},
+              {"job_file", r.job_file},
+              {"job_count", r.job_count}};
+}
+
 json to_json(const ServiceSnapshot& s) {
   json service = {{"pid", s.service.pid},
                   {"user", s.service.user},
@@ -149,31 +169,16 @@ json to_json(const ServiceSnapshot& s) {
                   {"run_id", s.service.run_id},
                   {"state", s.service.state},
                   {"mechanism_down", s.service.mechanism_down},
-                  {"store", s.service.store}};
+                  {"store", s.service.store},
+                  {"http", s.service.http}};
   json gpus = json::array();
-  for (const GpuView& g : s.gpus) {
-    gpus.push_back({{"index", g.index},
-                    {"name", g.name},
-                    {"uuid", g.uuid},
-                    {"memory_total_bytes", g.memory_total_bytes},
-                    {"jobs_running", g.jobs_running},
-                    {"latest", g.latest ? to_json(*g.latest) : json(nullptr)},
-                    {"power_limit_w", value_or_null(g.power_limit_w)}});
-  }
+  for (const GpuView& g : s.gpus) gpus.push_back(to_json(g));
   json jobs = json::array();
   for (const QueueJob& j : s.jobs) jobs.push_back(to_json(j));
   json samples = json::array();
   for (const DeviceSample& d : s.samples) samples.push_back(to_json(d));
   json runs = json::array();
-  for (const RunView& r : s.runs) {
-    runs.push_back({{"id", r.id},
-                    {"state", r.state},
-                    {"started_ms", r.started_ms},
-                    {"ended_ms", value_or_null(r.ended_ms)},
-                    {"mechanism", r.mechanism},
-                    {"job_file", r.job_file},
-                    {"job_count", r.job_count}});
-  }
+  for (const RunView& r : s.runs) runs.push_back(to_json(r));
   json processes = json::array();
   for (const ProcessView& p : s.processes) processes.push_back(to_json(p));
   return json{{"version", kSnapshotVersion},   {"time_ms", s.time_ms},
@@ -240,6 +245,7 @@ Result<ServiceSnapshot> snapshot_from_json(const json& j) {
     s.service.state = svc.value("state", "");
     s.service.mechanism_down = svc.value("mechanism_down", "");
     s.service.store = svc.value("store", "");
+    s.service.http = svc.value("http", "");
     for (const json& g : j.at("gpus")) {
       GpuView v;
       v.index = g.value("index", 0);

@@ -38,6 +38,7 @@ struct ServiceInfo {
   std::string state;      // "running" | "draining" | "stopping"
   std::string mechanism_down;  // why no job is placed now; "" when the mechanism is up
   std::string store;           // the run store's path
+  std::string http;            // the HTTP API's address ("127.0.0.1:8470"); "" when off
 };
 
 // One job of the queue, as users see it.
@@ -125,6 +126,8 @@ struct ServiceSnapshot {
 nlohmann::json to_json(const DeviceSample& sample);
 nlohmann::json to_json(const QueueJob& job);
 nlohmann::json to_json(const ProcessView& process);
+nlohmann::json to_json(const GpuView& gpu);
+nlohmann::json to_json(const RunView& run);
 nlohmann::json to_json(const ServiceSnapshot& snapshot);
 
 Result<QueueJob> queue_job_from_json(const nlohmann::json& json);

@@ -13,8 +13,9 @@ constexpr UnixMillis kNow = 1'700'000'100'000;
 ServiceSnapshot example() {
   ServiceSnapshot s;
   s.time_ms = kNow;
-  s.service = {4242,  "root", "box", kNow - 60'000, "sim", true,
-               "mps", "auto", 7,     "running",     "",    "/var/lib/colo/colo.db"};
+  s.service = {
+      4242, "root",    "box", kNow - 60'000,           "sim",           true, "mps", "auto",
+      7,    "running", "",    "/var/lib/colo/colo.db", "127.0.0.1:8470"};
   DeviceSample d;
   d.device = 0;
   d.time_ms = kNow - 500;
@@ -73,6 +74,7 @@ TEST(Snapshot, JsonRoundTripsEveryField) {
   EXPECT_EQ(j["version"], kSnapshotVersion);
   EXPECT_TRUE(j["gpus"][1]["latest"].is_null());
   EXPECT_TRUE(j["jobs"][1]["gpu"].is_null());
+  EXPECT_EQ(j["service"]["http"], "127.0.0.1:8470");
   Result<ServiceSnapshot> back = snapshot_from_json(nlohmann::json::parse(j.dump()));
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_EQ(to_json(*back), j) << "one serialization, read back unchanged";

@@ -124,6 +124,22 @@ struct ServiceJobRow {
   std::string log_path;  // of its latest attempt
 };
 
+// One start of a job (job_attempts). A requeued job (an out-of-memory retry,
+// a mechanism failure) starts again in the same `jobs` row; a service job
+// restarted by a later service process continues in a new one.
+struct AttemptRow {
+  int64_t job_id = 0;  // its `jobs` row
+  int64_t run_id = 0;  // that row's run
+  int attempt = 1;     // 1-based; a service job's count continues across its rows
+  std::optional<int> device;
+  std::optional<int64_t> pid;
+  UnixMillis started_ms = 0;
+  std::optional<UnixMillis> ended_ms;  // absent while it runs
+  std::string state;                   // "running", "requeued", or the job's final state
+  std::string reason;
+  std::string log_path;
+};
+
 // A shared data loader of a run and the consumers it served (data_store.cc).
 struct DataConsumerRow {
   std::optional<int64_t> job_id;  // the job it belonged to, when known
@@ -173,6 +189,10 @@ class RunStore : public RunReader {
   // (mark_stale_runs_interrupted with process_is_alive), so every reader sees
   // the runs of a killed colo as interrupted.
   static Result<std::unique_ptr<RunStore>> open(const std::string& path);
+  // Opens an existing store for reading only (its writers go on meanwhile:
+  // WAL): no migration, no marking; every write fails. The store must have
+  // this colo's schema version.
+  static Result<std::unique_ptr<RunStore>> open_read_only(const std::string& path);
   ~RunStore() override;
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
@@ -194,10 +214,14 @@ class RunStore : public RunReader {
   Result<std::vector<int64_t>> add_jobs(int64_t run_id, const std::vector<JobSpec>& jobs,
                                         const std::vector<std::string>& log_paths,
                                         UnixMillis queued_ms);
-  Status job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms);
-  // The job ended and was queued again (an out-of-memory retry); its next
+  // Attempt number `attempt` of the job started; it logs to the job's
+  // log_path (job_attempts gets the row).
+  Status job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms, int attempt = 1);
+  // The job's attempt ended at `ended_ms` and the job was queued again (an
+  // out-of-memory retry, a mechanism failure), `reason` says why; its next
   // attempt logs to `log_path`.
-  Status job_requeued(int64_t job_id, const std::string& log_path);
+  Status job_requeued(int64_t job_id, const std::string& log_path, const std::string& reason,
+                      UnixMillis ended_ms);
   // The MIG instance the job runs on (see InstanceUsage).
   Status job_instance(int64_t job_id, const std::string& instance);
   Status job_finished(int64_t job_id, const JobExit& exit, UnixMillis ended_ms,
@@ -263,6 +287,9 @@ class RunStore : public RunReader {
   Status service_job_requeued(int64_t id, const std::string& reason);
   Status service_job_ended(int64_t id, JobState state, const std::string& reason,
                            UnixMillis ended_ms);
+  // Every attempt at a service job, over all the `jobs` rows linked to it,
+  // in attempt order.
+  Result<std::vector<AttemptRow>> service_job_attempts(int64_t id);
 
   // Device samples of a run, oldest first (for reports and tests).
   Result<std::vector<DeviceSample>> device_samples(int64_t run_id);
@@ -270,6 +297,8 @@ class RunStore : public RunReader {
   Result<std::vector<ProcessSampleRow>> process_samples(int64_t run_id);
   // Progress events of a job, oldest first.
   Result<std::vector<ProgressEvent>> job_events(int64_t job_id);
+  // The attempts of a job, in order.
+  Result<std::vector<AttemptRow>> job_attempts(int64_t job_id);
 
  private:
   // Lets open() use std::make_unique while no one else can construct.

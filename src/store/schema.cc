@@ -202,11 +202,14 @@ CREATE TABLE data_consumers (
 CREATE INDEX data_consumers_by_loader ON data_consumers(loader_id);
 )sql";
 
-// Version 6: the service's queue (`colo serve`). A service job is what a
-// user submitted and sees (`colo queue`, `colo cancel ID`); it outlives the
-// service's restarts. Each attempt at it is a row of `jobs` in the run of the
-// service process that started it; service_jobs.job_id names the latest,
-// jobs.service_job_id links every attempt back.
+// Version 6: the service's queue (`colo serve`), and every attempt at a job.
+// A service job is what a user submitted and sees (`colo queue`, `colo
+// cancel ID`); it outlives the service's restarts. Each service process that
+// starts it makes a row of `jobs` in its run; service_jobs.job_id names the
+// latest, jobs.service_job_id links each back. job_attempts has one row per
+// start of a `jobs` row (a requeued job starts again: an out-of-memory retry,
+// a mechanism failure); a service job's attempt numbers continue across its
+// `jobs` rows.
 constexpr const char* kMigration6 = R"sql(
 CREATE TABLE service_jobs (
   id           INTEGER PRIMARY KEY,
@@ -229,6 +232,20 @@ CREATE TABLE service_jobs (
 );
 CREATE INDEX service_jobs_by_state ON service_jobs(state);
 ALTER TABLE jobs ADD COLUMN service_job_id INTEGER;
+CREATE INDEX jobs_by_service_job ON jobs(service_job_id);
+
+CREATE TABLE job_attempts (
+  job_id     INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  attempt    INTEGER NOT NULL,
+  device     INTEGER,
+  pid        INTEGER,
+  started_ms INTEGER NOT NULL,
+  ended_ms   INTEGER,
+  state      TEXT NOT NULL,
+  reason     TEXT NOT NULL DEFAULT '',
+  log_path   TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (job_id, attempt)
+);
 )sql";
 
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {

@@ -2,9 +2,13 @@
 // background service, real clients, real child processes, a real SQLite
 // file, on the simulated GPU backend; SIGKILL, SIGHUP, two colo processes on
 // one machine, a second Unix user.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -170,6 +174,16 @@ TEST_F(ColoServe, SubmitCrashRestartEveryJobEndsOkExactlyOnce) {
   EXPECT_EQ(sql("SELECT id FROM jobs WHERE state = 'ok'").size(), 4u) << "nothing duplicated";
   EXPECT_EQ(sql("SELECT id FROM jobs WHERE state = 'interrupted'").size(), 2u)
       << "each interrupted attempt recorded";
+  EXPECT_EQ(sql("SELECT a.attempt FROM job_attempts a JOIN jobs j ON a.job_id = j.id "
+                "WHERE a.state = 'interrupted' AND a.attempt = 1")
+                .size(),
+            2u);
+  EXPECT_EQ(sql("SELECT j.service_job_id FROM job_attempts a JOIN jobs j ON a.job_id = j.id "
+                "WHERE a.state = 'ok' GROUP BY j.service_job_id")
+                .size(),
+            4u)
+      << "each job's ok attempt, numbered on from the interrupted one";
+  EXPECT_EQ(sql("SELECT 1 FROM job_attempts WHERE state = 'ok' AND attempt = 2").size(), 2u);
   std::map<std::string, int> ends;
   int starts = 0;
   for (const std::string& m : marks()) {
@@ -366,6 +380,147 @@ TEST_F(ColoServe, SigtermStopsAndTheNextStartRunsTheJobsAgain) {
   EXPECT_EQ(waited.exit_code, 0) << waited.output << service_log();
   EXPECT_EQ(sql("SELECT state, attempts FROM service_jobs ORDER BY id"),
             (std::vector<std::string>{"ok|2", "interrupted|1"}));
+}
+
+// A TCP port on 127.0.0.1 that nothing listens on now.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// The TCP sockets process `pid` listens on (from /proc: its socket inodes,
+// matched against /proc/net/tcp and tcp6 in state LISTEN).
+std::vector<std::string> listening_sockets(pid_t pid) {
+  std::vector<std::string> inodes;
+  CommandResult fds = shell("ls -l /proc/" + std::to_string(pid) + "/fd");
+  std::istringstream lines(fds.output);
+  for (std::string line; std::getline(lines, line);) {
+    size_t at = line.find("socket:[");
+    if (at != std::string::npos) inodes.push_back(line.substr(at + 8, line.find(']', at) - at - 8));
+  }
+  std::vector<std::string> listening;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string sl, local, remote, state, queues, timer, retr, uid, timeout, inode;
+      f >> sl >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
+      if (state == "0A" && std::find(inodes.begin(), inodes.end(), inode) != inodes.end())
+        listening.push_back(local);
+    }
+  }
+  return listening;
+}
+
+TEST_F(ColoServe, NothingListensOnTheNetworkUnlessAsked) {
+  start_service("--policy fixed --mechanism naive");
+  EXPECT_EQ(queue()["service"]["http"], "");
+  EXPECT_TRUE(listening_sockets(service_pid_).empty());
+  stop_service();
+  start_service("--policy fixed --mechanism naive --http 127.0.0.1:0");
+  const std::string address = queue()["service"]["http"];
+  ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address << service_log();
+  std::vector<std::string> listening = listening_sockets(service_pid_);
+  ASSERT_EQ(listening.size(), 1u);
+  EXPECT_EQ(listening[0].substr(0, 9), "0100007F:") << "127.0.0.1 only";
+  CommandResult bad = shell(colo("serve --backend sim --http 127.0.0.1:99999 --db " + db()));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--http 127.0.0.1:99999: expected ADDR:PORT"), std::string::npos)
+      << bad.output;
+}
+
+// A real Prometheus (Debian's `prometheus`) scrapes colo serve's /metrics;
+// its query API then has the GPU's dcgm-exporter metric and colo's per-job
+// metric with the job's label.
+TEST_F(ColoServe, PrometheusScrapesGpuAndPerJobMetrics) {
+  const std::string prometheus = shell("command -v prometheus").output;
+  if (prometheus.empty()) {
+    GTEST_SKIP() << "prometheus is not installed (Debian package prometheus; "
+                    "scripts/install-deps.sh installs it)";
+  }
+  std::string file = write_file("jobs.toml", job("scraped", 240, 0.5));
+  start_service("--mechanism naive --sample-period 200ms --http 127.0.0.1:0");
+  const std::string address = queue()["service"]["http"];
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  std::vector<int64_t> ids = submit(file);
+  ASSERT_EQ(ids.size(), 1u);
+  const std::string id = std::to_string(ids[0]);
+
+  // colo's own answer first: the running job's detail and its metric.
+  httplib::Client colo_http("127.0.0.1", port);
+  colo_http.set_connection_timeout(2);
+  colo_http.set_read_timeout(10);
+  ASSERT_TRUE(eventually(
+      [&] {
+        httplib::Result r = colo_http.Get("/metrics");
+        return r && r->status == 200 &&
+               r->body.find("colo_job_epoch{job=\"" + id + "\"") != std::string::npos;
+      },
+      30'000))
+      << service_log();
+  httplib::Result detail = colo_http.Get("/api/jobs/" + id);
+  ASSERT_TRUE(detail);
+  json d = json::parse(detail->body, nullptr, false);
+  ASSERT_TRUE(d.is_object()) << detail->body;
+  EXPECT_EQ(d["job"]["state"], "running");
+  ASSERT_EQ(d["attempts"].size(), 1u) << detail->body;
+  EXPECT_EQ(d["attempts"][0]["state"], "running");
+
+  const int prom_port = free_port();
+  ASSERT_GT(prom_port, 0);
+  write_file("prometheus.yml",
+             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+             "scrape_configs:\n  - job_name: colo\n    honor_labels: true\n"
+             "    static_configs:\n      - targets: ['" +
+                 address + "']\n");
+  CommandResult started =
+      shell("prometheus --config.file='" + dir_ + "/prometheus.yml' --storage.tsdb.path='" + dir_ +
+            "/prometheus' --web.listen-address=127.0.0.1:" + std::to_string(prom_port) + " > '" +
+            dir_ + "/prometheus.log' 2>&1 & echo $!");
+  const pid_t prom_pid = std::stoi(started.output);
+  httplib::Client prom("127.0.0.1", prom_port);
+  prom.set_connection_timeout(2);
+  prom.set_read_timeout(10);
+  auto query = [&](const std::string& q) {
+    httplib::Result r = prom.Get("/api/v1/query", httplib::Params{{"query", q}}, {});
+    if (!r || r->status != 200) return json();
+    json j = json::parse(r->body, nullptr, false);
+    return j.is_object() && j["status"] == "success" ? j["data"]["result"] : json();
+  };
+  json sm;
+  json epoch;
+  const bool scraped = eventually(
+      [&] {
+        sm = query("DCGM_FI_PROF_SM_ACTIVE");
+        epoch = query("colo_job_epoch{job=\"" + id + "\"}");
+        return sm.is_array() && !sm.empty() && epoch.is_array() && !epoch.empty();
+      },
+      90'000);
+  ::kill(prom_pid, SIGTERM);  // the shell's child, not ours: nothing to reap
+  ASSERT_TRUE(scraped) << shell("tail -20 '" + dir_ + "/prometheus.log'").output << service_log();
+  EXPECT_EQ(sm[0]["metric"]["gpu"], "0") << sm.dump();
+  EXPECT_EQ(sm[0]["metric"]["UUID"].get<std::string>().rfind("GPU-", 0), 0u) << sm.dump();
+  EXPECT_NE(sm[0]["metric"]["modelName"], "") << sm.dump();
+  const double ratio = std::stod(sm[0]["value"][1].get<std::string>());
+  EXPECT_GE(ratio, 0.0);
+  EXPECT_LE(ratio, 1.0);
+  EXPECT_EQ(epoch[0]["metric"]["job"], id) << epoch.dump();
+  std::string user = shell("id -un").output;
+  user.erase(user.find_last_not_of('\n') + 1);
+  EXPECT_EQ(epoch[0]["metric"]["user"], user) << epoch.dump();
+  EXPECT_GE(std::stoi(epoch[0]["value"][1].get<std::string>()), 1);
+  shell(colo("cancel " + id));
 }
 
 }  // namespace
