@@ -545,9 +545,11 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
       }
       service.set_http_address(http->address());
       service.publish();
-      http->serve(std::make_shared<ApiRoutes>([&service] { return service.latest_snapshot(); },
-                                              reader.ok() ? std::move(reader).value() : nullptr,
-                                              *options.http));
+      auto routes = std::make_shared<ApiRoutes>([&service] { return service.latest_snapshot(); },
+                                                reader.ok() ? std::move(reader).value() : nullptr,
+                                                *options.http);
+      if (options.http_pages) routes->add_pages(options.http_pages(ctx.store.path()));
+      http->serve(routes);
       ctx.log << fmt::format("http: read-only API and /metrics on http://{}/ (docs/serve.md)\n",
                              http->address());
       if (!is_loopback(options.http->host)) {
