@@ -17,6 +17,7 @@
 #include "serve/client.h"
 #include "serve/service.h"
 #include "slurm/allocation.h"
+#include "views/dashboard.h"
 
 namespace colo {
 namespace {
@@ -86,6 +87,7 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
     }
     http->logs = flags.http_logs;
     options.http = *http;
+    options.http_pages = dashboard_routes;
   } else if (flags.http_logs) {
     std::cerr << "colo: --http-logs needs --http ADDR:PORT (the HTTP API is off without it)\n";
     return kExitBadInput;
