@@ -53,13 +53,13 @@ env = { PYTHONUNBUFFERED = "1" }
 [[job]]
 name = "resnet26"
 command = ["python3", "$TRAIN", "--model", "resnet26", "--dataset", "cifar10",
-           "--batch-size", "128", "--epochs", "12", "--epoch-samples", "40960"]
+           "--batch-size", "128", "--epochs", "10", "--epoch-samples", "40960"]
 repeat = 2
 
 [[job]]
 name = "resnet50-in64"
 command = ["python3", "$TRAIN", "--model", "resnet50", "--dataset", "imagenet64",
-           "--batch-size", "128", "--epochs", "8", "--epoch-samples", "12800"]
+           "--batch-size", "128", "--epochs", "16", "--epoch-samples", "12800"]
 EOF
 
 mechanism=naive

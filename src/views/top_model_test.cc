@@ -34,8 +34,8 @@ TopInput example() {
   in.source = "colo serve at /tmp/colo.sock";
   ServiceSnapshot& s = in.snapshot;
   s.time_ms = kNow;
-  s.service = {4242,  "root", "box", kNow - 60'000, "sim", true,
-               "mps", "auto", 7,     "running",     "",    ""};
+  s.service = {4242, "root", "box", kNow - 60'000, "sim", true, "mps", "auto", 7, "running",
+               "",   "",     ""};
   DeviceSample d;
   d.device = 0;
   d.time_ms = kNow - 500;
