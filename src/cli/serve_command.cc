@@ -431,7 +431,8 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   serve_cmd->add_flag("--no-wait", serve.no_wait,
                       "refuse to start when another colo holds a GPU, instead of waiting");
   serve_cmd->add_option("--http", serve.http,
-                        "serve the read-only JSON API and Prometheus /metrics on ADDR:PORT "
+                        "serve the read-only JSON API, Prometheus /metrics and the dashboard "
+                        "(/dashboard/) on ADDR:PORT "
                         "(127.0.0.1:8470; port 0 picks one); off by default");
   serve_cmd->add_flag("--http-logs", serve.http_logs,
                       "include job log tails in /api/jobs/ID (anyone who reaches --http reads "
