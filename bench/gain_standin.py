@@ -28,7 +28,9 @@ Each epoch end goes to stdout as bench/train.py prints it:
     epoch 3/20: 0.62s, 1613 img/s, 1000 samples, ended at 1732278012.345
 
 and, inside colo, to $COLO_PROGRESS_FILE through python/colo_progress.py
-(stamped a moment later, well within a millisecond).
+(stamped a moment later, well within a millisecond), unless
+--no-progress-client makes it a script that only prints (colo then reads its
+epochs through the job file's epoch_regex).
 """
 
 import argparse
@@ -58,6 +60,8 @@ def parse_args(argv=None):
     parser.add_argument("--startup", type=float, default=0.5, help="seconds of start-up")
     parser.add_argument("--startup-step", type=float, default=0.0,
                         help="extra start-up per job index (#i in COLO_JOB_NAME)")
+    parser.add_argument("--no-progress-client", action="store_true",
+                        help="report only through the printed epoch lines")
     return parser.parse_args(argv)
 
 
@@ -72,6 +76,8 @@ def main(argv=None):
     active_dir = os.path.join(args.shared, "active")
     os.makedirs(active_dir, exist_ok=True)
     me = os.path.join(active_dir, str(os.getpid()))
+    if args.no_progress_client:
+        os.environ.pop(colo.ENV_VAR, None)
 
     colo.start()
     time.sleep(startup_s(args))

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/saturating.h"
+
 namespace colo {
 namespace {
 
@@ -53,7 +55,7 @@ std::optional<SteadyEpochs> steady_epochs(const std::vector<EpochEnd>& ends) {
   s.epoch_ms = static_cast<double>(s.end_ms - s.start_ms) / static_cast<double>(s.epochs);
   if (counts_samples(ends)) {
     int64_t samples = 0;
-    for (size_t k = 1; k < ends.size(); ++k) samples += *ends[k].samples;
+    for (size_t k = 1; k < ends.size(); ++k) samples = saturating_add(samples, *ends[k].samples);
     s.samples = samples;
     s.samples_per_s =
         static_cast<double>(samples) * 1000.0 / static_cast<double>(s.end_ms - s.start_ms);

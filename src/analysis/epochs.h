@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "jobs/progress.h"
+#include "jobs/progress_event.h"
 
 namespace colo {
 

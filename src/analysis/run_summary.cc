@@ -9,6 +9,7 @@
 
 #include "analysis/energy.h"
 #include "analysis/intervals.h"
+#include "common/saturating.h"
 
 namespace colo {
 namespace {
@@ -105,7 +106,7 @@ void fill_together(RunSummary& summary, const std::vector<std::optional<SoloRate
       steady.emplace_back(*job.steady_start_ms, *job.steady_end_ms);
       summed_ms += *job.steady_end_ms - *job.steady_start_ms;
       if (job.steady_samples) {
-        samples += *job.steady_samples;
+        samples = saturating_add(samples, *job.steady_samples);
       } else {
         every_samples = false;
       }
@@ -177,12 +178,18 @@ RunSummary summarize(const RunRecord& record) {
     job.attempts = 1 + static_cast<int>(std::count_if(
                            events.begin(), events.end(),
                            [](const ProgressEvent& e) { return e.kind == "requeued"; }));
+    for (auto e = events.rbegin(); e != events.rend(); ++e) {
+      if (e->kind == "throttled") {
+        job.progress_throttled = ThrottleCounts::from_event(*e);
+        break;
+      }
+    }
 
     job.epoch_ends = epoch_ends(events, job.started_ms);
     const std::vector<EpochEnd>& ends = job.epoch_ends;
     job.epochs = static_cast<int64_t>(ends.size());
     for (const EpochEnd& e : ends) {
-      if (e.samples) job.samples = job.samples.value_or(0) + *e.samples;
+      if (e.samples) job.samples = saturating_add(job.samples.value_or(0), *e.samples);
     }
     if (ends.size() >= 2) {
       // The gaps between consecutive epoch ends, which sum to last - first.
@@ -240,7 +247,8 @@ RunSummary summarize(const RunRecord& record) {
   for (const JobSummary& job : summary.jobs) {
     if (job.started_ms) first_start = std::min(first_start.value_or(kEndOfTime), *job.started_ms);
     if (job.ended_ms) last_end = std::max(last_end.value_or(0), *job.ended_ms);
-    if (job.samples) summary.total_samples = summary.total_samples.value_or(0) + *job.samples;
+    if (job.samples)
+      summary.total_samples = saturating_add(summary.total_samples.value_or(0), *job.samples);
   }
   if (first_start && last_end && *last_end >= *first_start) {
     summary.makespan_ms = *last_end - *first_start;

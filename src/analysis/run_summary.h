@@ -33,7 +33,7 @@ struct JobSummary {
   int64_t epochs = 0;                      // epoch_end events of the last attempt
   std::vector<EpochEnd> epoch_ends;        // those events, oldest first
   std::optional<double> mean_epoch_ms;     // over epochs 2..n (the first alone: from start)
-  std::optional<int64_t> samples;          // summed over epoch_end events
+  std::optional<int64_t> samples;          // summed over epoch_end events (saturating)
   std::optional<double> throughput_per_s;  // samples / duration
   // Steady state: epochs 2..n (the first is warm-up), as the paper times it.
   std::optional<UnixMillis> steady_start_ms;  // end of the first epoch
@@ -53,6 +53,8 @@ struct JobSummary {
   std::string log_path;            // the last attempt's
   int attempts = 1;                // 1 + its out-of-memory retries ('requeued' events)
   int64_t malformed_progress_lines = 0;
+  // What colo held back of its progress (its last "throttled" event); absent when nothing.
+  std::optional<ThrottleCounts> progress_throttled;
   std::string instance;  // the MIG instance it ran on; "" under other mechanisms
   // In the window the jobs ran together (together.h), when it was long enough.
   std::optional<double> together_samples_per_s;

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace colo {
 namespace {
 
@@ -141,6 +143,41 @@ TEST(RunSummary, AttemptsCountRequeuesAndEpochsComeFromTheLastAttempt) {
   EXPECT_EQ(s.jobs[0].attempts, 2);
   EXPECT_EQ(s.jobs[0].epochs, 3);
   EXPECT_EQ(s.jobs[0].samples, 3000);
+}
+
+// What colo held back of a job's progress reaches `colo show` through the
+// job's events: the last "throttled" event (its counts are cumulative).
+TEST(RunSummary, ThrottledCountsComeFromTheLastThrottledEvent) {
+  RunRecord r = record_of("naive", {{0, 5000, {3000, 5000}}, {0, 5000, {3000, 5000}}});
+  ThrottleCounts first;
+  first.dropped_events = 10;
+  ThrottleCounts last;
+  last.dropped_events = 25;
+  last.skipped_bytes = 4096;
+  last.refused_files = 1;
+  r.events[0].push_back(first.to_event(4000));
+  r.events[0].push_back(last.to_event(5000));
+  RunSummary s = summarize(r);
+  ASSERT_TRUE(s.jobs[0].progress_throttled);
+  EXPECT_EQ(s.jobs[0].progress_throttled->dropped_events, 25);
+  EXPECT_EQ(s.jobs[0].progress_throttled->skipped_bytes, 4096);
+  EXPECT_EQ(s.jobs[0].progress_throttled->refused_files, 1);
+  EXPECT_FALSE(s.jobs[1].progress_throttled);
+}
+
+// Issue 15: sums of samples wrapped into negative throughputs. Rows hold
+// whatever a store holds; the sums stop at INT64_MAX.
+TEST(RunSummary, SampleSumsSaturate) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  RunSummary s = summarize(record_of("naive", {{0, 7000, {3000, 5000, 7000}, kMax / 2 + 1},
+                                               {7000, 14000, {10000, 12000, 14000}, 1000}}));
+  EXPECT_EQ(s.jobs[0].samples, kMax);
+  EXPECT_EQ(s.jobs[0].steady_samples, kMax);
+  EXPECT_EQ(s.total_samples, kMax);
+  ASSERT_TRUE(s.jobs[0].throughput_per_s);
+  EXPECT_GT(*s.jobs[0].throughput_per_s, 0);
+  ASSERT_TRUE(s.steady_throughput_per_s) << s.steady_note;  // one after another
+  EXPECT_GT(*s.steady_throughput_per_s, 0);
 }
 
 }  // namespace

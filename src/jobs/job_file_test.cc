@@ -92,6 +92,8 @@ sm_share = 100
   EXPECT_EQ(one.sm_share_pct, 50);
   EXPECT_EQ(one.memory_limit_bytes, 10ull << 30);
   EXPECT_EQ(one.epoch_regex, "Epoch (\\d+) done");
+  EXPECT_FALSE(one.step_regex);
+  EXPECT_FALSE(one.epoch_samples);
   EXPECT_EQ(one.working_dir, "/abs/dir");
   const JobSpec& two = file.jobs[1];
   EXPECT_EQ(two.working_dir, "/data/exp/bench");
@@ -269,6 +271,31 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"bad regex",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nepoch_regex = \"(\"\n",
                 {"bad.toml:4:", "key 'epoch_regex' is not a valid regular expression"}},
+        BadCase{"regex only std::regex knew",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nepoch_regex = \"(a)\\\\1\"\n",
+                {"bad.toml:4:", "job 'a'",
+                 "key 'epoch_regex' is not a valid regular expression (RE2 "
+                 "syntax)"}},
+        // Found by tests/fuzz/job_file_fuzz.cc: toml++ 3.3.0 reached
+        // __builtin_unreachable() on this character (UBSan reports it).
+        BadCase{"non-ASCII character where a key goes",
+                "[[job]]\nname = \"a\"\nc\xc8\x88 = [\"true\"]\n",
+                {"bad.toml:3:", "TOML syntax error"}},
+        BadCase{"step group in epoch_regex",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nepoch_regex = \"(?P<step>\\\\d+)\"\n",
+                {"bad.toml:4:", "key 'epoch_regex' has a group named 'step'"}},
+        BadCase{"bad step_regex",
+                "[defaults]\nstep_regex = \"loss (?P<loss>\\\\S+)\"\n[[job]]\nname = \"a\"\n"
+                "command = [\"x\"]\n",
+                {"bad.toml:2:", "[defaults]", "key 'step_regex' needs a group named 'step'"}},
+        BadCase{"epoch_samples zero",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nepoch_samples = 0\n",
+                {"bad.toml:4:",
+                 "key 'epoch_samples' must be a whole number of samples from 1 to "
+                 "1000000000000, got an integer 0"}},
+        BadCase{"epoch_samples string",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nepoch_samples = \"50k\"\n",
+                {"bad.toml:4:", "key 'epoch_samples'"}},
         BadCase{"env not table",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nenv = \"A=1\"\n",
                 {"bad.toml:4:", "key 'env' must be a table"}},
@@ -389,6 +416,52 @@ restart = "on-failure"
   EXPECT_EQ(file.jobs[0].restart, RestartPolicy::kNever);
   EXPECT_EQ(file.jobs[1].restart, RestartPolicy::kOnFailure);
   EXPECT_EQ(parse_ok(kJobHead).jobs[0].restart, RestartPolicy::kOnFailure);
+}
+
+// The throughput keys exactly as docs/job-file.md shows them.
+TEST(JobFile, ThroughputKeysForScriptsColoCannotChange) {
+  JobFile file = parse_ok(R"toml(
+[defaults]
+epoch_samples = 50000
+
+[[job]]
+name = "own-print"
+command = ["python3", "train.py"]
+epoch_regex = 'Epoch (?P<epoch>\d+) done: (?P<samples>\d+) samples'
+
+[[job]]
+name = "timm"
+command = ["python3", "train.py", "/data/imagenet", "--model", "resnet50"]
+epoch_samples = 1281167
+step_regex = 'Train: (?P<epoch>\d+) \[\s*(?P<step>\d+)/(?P<steps>\d+) .*Loss: (?P<loss>[0-9.]+)'
+
+[[job]]
+name = "lightning"
+command = ["python3", "fit.py"]
+step_regex = 'Epoch (?P<epoch>\d+):.*\| (?P<step>\d+)/(?P<steps>\d+) \['
+
+[[job]]
+name = "hf"
+command = ["python3", "run_glue.py"]
+epoch_samples = 3668
+step_regex = "'loss': (?P<loss>[0-9.e-]+).*'epoch': (?P<epoch>[0-9.]+)"
+
+[[job]]
+name = "mnist"
+command = ["python3", "main.py"]
+epoch_samples = 60000
+step_regex = 'Train Epoch: (?P<epoch>\d+) \[(?P<step>\d+)/(?P<steps>\d+)'
+epoch_regex = '^Test set: Average loss: (?P<loss>\S+),'
+)toml");
+  ASSERT_EQ(file.jobs.size(), 5U);
+  EXPECT_EQ(file.jobs[0].epoch_samples, 50000);
+  EXPECT_EQ(file.jobs[0].epoch_regex, R"(Epoch (?P<epoch>\d+) done: (?P<samples>\d+) samples)");
+  EXPECT_FALSE(file.jobs[0].step_regex);
+  EXPECT_EQ(file.jobs[1].epoch_samples, 1281167);
+  EXPECT_TRUE(file.jobs[1].step_regex);
+  EXPECT_EQ(file.jobs[2].epoch_samples, 50000);
+  EXPECT_TRUE(file.jobs[3].step_regex);
+  EXPECT_TRUE(file.jobs[4].epoch_regex && file.jobs[4].step_regex);
 }
 
 TEST(JobFile, ReportsEveryErrorNotJustTheFirst) {

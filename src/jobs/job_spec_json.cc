@@ -98,6 +98,8 @@ json job_spec_to_json(const JobSpec& job) {
   if (job.sm_share_pct) j["sm_share_pct"] = *job.sm_share_pct;
   if (job.memory_limit_bytes) j["memory_limit_bytes"] = *job.memory_limit_bytes;
   if (job.epoch_regex) j["epoch_regex"] = *job.epoch_regex;
+  if (job.step_regex) j["step_regex"] = *job.step_regex;
+  if (job.epoch_samples) j["epoch_samples"] = *job.epoch_samples;
   if (job.sm_activity_pct) j["sm_activity_pct"] = *job.sm_activity_pct;
   if (job.gpu_util_pct) j["gpu_util_pct"] = *job.gpu_util_pct;
   if (job.solo_time_ms) j["solo_time_ms"] = *job.solo_time_ms;
@@ -142,6 +144,8 @@ Result<JobSpec> job_spec_from_json(const json& j) {
   job.sm_share_pct = r.integer<int>("sm_share_pct", 1, 100);
   job.memory_limit_bytes = r.bytes("memory_limit_bytes");
   job.epoch_regex = r.text("epoch_regex");
+  job.step_regex = r.text("step_regex");
+  job.epoch_samples = r.integer<int64_t>("epoch_samples", 1, INT64_MAX);
   job.sm_activity_pct = r.integer<int>("sm_activity_pct", 1, 100);
   job.gpu_util_pct = r.integer<int>("gpu_util_pct", 1, 100);
   job.solo_time_ms = r.integer<int64_t>("solo_time_ms", 1, INT64_MAX);

@@ -222,7 +222,8 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
     return Error(fmt::format("{}: cannot start: the command is empty", who));
   }
   // Everything the child needs is prepared here: after fork it may not allocate.
-  Fd log(::open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  Fd log(
+      ::open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644));
   if (log.get() < 0) {
     return Error(fmt::format("{}: cannot open log file {}: {}", who, request.log_path,
                              std::strerror(errno)));

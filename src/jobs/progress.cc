@@ -5,193 +5,251 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cmath>
-#include <limits>
-#include <nlohmann/json.hpp>
+
+#include "common/saturating.h"
 
 namespace colo {
 namespace {
 
-// A line longer than this without a newline is handed out as it is, so that a
-// job that never writes '\n' cannot make colo buffer without bound.
-constexpr size_t kMaxLineBytes = 1 << 20;
-// The epoch regex sees at most this much of each log line (std::regex
-// recurses per character and would overflow the stack on huge lines).
-constexpr size_t kMaxRegexLineBytes = 4096;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
+bool is_blank(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c) != 0; });
 }
 
-bool is_blank(std::string_view s) { return trim(s).empty(); }
-
-// Reads an optional integer field; null counts as absent.
-Status read_int(const nlohmann::json& object, const char* key, std::optional<int64_t>& out) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return OkStatus();
-  if (it->is_number_unsigned() &&
-      it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return Error(fmt::format("\"{}\" is out of range: {}", key, it->dump()));
-  }
-  if (it->is_number_integer()) {
-    out = it->get<int64_t>();
-    return OkStatus();
-  }
-  return Error(fmt::format("\"{}\" must be an integer, got {}", key, it->dump()));
+// Sums two optional sample counts; absent when both are.
+std::optional<int64_t> add_samples(std::optional<int64_t> a, std::optional<int64_t> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return saturating_add(*a, *b);
 }
 
-bool is_known_key(const std::string& key) {
-  return key == "event" || key == "epoch" || key == "step" || key == "samples" || key == "time" ||
-         key == "metrics";
+// `later` with the samples of both: what one event holding two says.
+ProgressEvent merge(const ProgressEvent& earlier, ProgressEvent later) {
+  later.samples = add_samples(earlier.samples, later.samples);
+  return later;
 }
 
 }  // namespace
 
-Result<ProgressEvent> parse_progress_line(std::string_view line, UnixMillis read_time_ms) {
-  std::string_view text = trim(line);
-  if (text.empty()) return Error("empty line");
-  nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return Error("not valid JSON");
-  if (!json.is_object()) return Error("not a JSON object");
-
-  ProgressEvent event;
-  auto kind = json.find("event");
-  if (kind == json.end()) return Error("missing \"event\"");
-  if (!kind->is_string())
-    return Error(fmt::format("\"event\" must be a string, got {}", kind->dump()));
-  event.kind = kind->get<std::string>();
-  if (event.kind.empty()) return Error("\"event\" must not be empty");
-
-  if (Status s = read_int(json, "epoch", event.epoch); !s.ok()) return s.error();
-  if (Status s = read_int(json, "step", event.step); !s.ok()) return s.error();
-  if (Status s = read_int(json, "samples", event.samples); !s.ok()) return s.error();
-
-  event.time_ms = read_time_ms;
-  if (auto t = json.find("time"); t != json.end() && !t->is_null()) {
-    if (!t->is_number()) return Error(fmt::format("\"time\" must be a number, got {}", t->dump()));
-    double seconds = t->get<double>();
-    if (!std::isfinite(seconds) || seconds < 0 || seconds > 1e13) {
-      return Error(fmt::format("\"time\" is not a plausible Unix time in seconds: {}", t->dump()));
-    }
-    event.time_ms = static_cast<UnixMillis>(std::llround(seconds * 1000.0));
+bool EventThrottle::Bucket::take(double per_s, int64_t burst, UnixMillis now_ms) {
+  if (now_ms > refilled_ms) {
+    tokens = std::min(static_cast<double>(burst),
+                      tokens + static_cast<double>(now_ms - refilled_ms) * per_s / 1000.0);
+    refilled_ms = now_ms;
   }
-
-  if (auto m = json.find("metrics"); m != json.end() && !m->is_null()) {
-    if (!m->is_object()) {
-      return Error(fmt::format("\"metrics\" must be an object, got {}", m->dump()));
-    }
-    for (const auto& [name, value] : m->items()) {
-      if (value.is_number()) event.metrics[name] = value.get<double>();
-    }
-  }
-  for (const auto& [name, value] : json.items()) {
-    if (!is_known_key(name) && value.is_number()) event.metrics[name] = value.get<double>();
-  }
-  return event;
+  if (tokens < 1.0) return false;
+  tokens -= 1.0;
+  return true;
 }
 
-std::vector<std::string> LineFollower::read_new_lines() {
-  std::vector<std::string> lines;
-  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return lines;  // not written yet (or unreadable: nothing to report)
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    ::close(fd);
-    return lines;
-  }
-  const auto inode = static_cast<uint64_t>(st.st_ino);
-  if (static_cast<uint64_t>(st.st_size) < offset_ || (inode_ != 0 && inode != inode_)) {
-    // Truncated or replaced: start over.
-    offset_ = 0;
-    partial_.clear();
-  }
-  inode_ = inode;
+EventThrottle::EventThrottle(const ProgressLimits& limits, UnixMillis now_ms)
+    : limits_(limits),
+      epoch_bucket_{static_cast<double>(limits.epoch_end_burst), now_ms},
+      other_bucket_{static_cast<double>(limits.other_event_burst), now_ms} {}
 
-  char buf[65536];
-  while (true) {
-    ssize_t n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(offset_));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    offset_ += static_cast<uint64_t>(n);
-    std::string_view chunk(buf, static_cast<size_t>(n));
-    while (!chunk.empty()) {
-      size_t nl = chunk.find('\n');
-      if (nl == std::string_view::npos) {
-        partial_.append(chunk);
-        if (partial_.size() >= kMaxLineBytes) {
-          lines.push_back(std::move(partial_));
-          partial_.clear();
-        }
-        break;
-      }
-      partial_.append(chunk.substr(0, nl));
-      if (!partial_.empty() && partial_.back() == '\r') partial_.pop_back();
-      lines.push_back(std::move(partial_));
-      partial_.clear();
-      chunk.remove_prefix(nl + 1);
+void EventThrottle::emit_step(UnixMillis now_ms, std::vector<ProgressEvent>& out) {
+  out.push_back(std::move(*pending_step_));
+  pending_step_.reset();
+  last_step_ms_ = now_ms;
+}
+
+void EventThrottle::emit_epoch(std::vector<ProgressEvent>& out) {
+  ProgressEvent e = std::move(*pending_epoch_);
+  if (pending_epochs_ > 1) {
+    e.metrics["coalesced_epochs"] = static_cast<double>(pending_epochs_);
+    coalesced_epochs_ += pending_epochs_ - 1;
+  }
+  out.push_back(std::move(e));
+  pending_epoch_.reset();
+  pending_epochs_ = 0;
+}
+
+void EventThrottle::add(ProgressEvent event, UnixMillis now_ms, std::vector<ProgressEvent>& out) {
+  if (event.kind == "step") {
+    pending_step_ = pending_step_ ? merge(*pending_step_, std::move(event)) : std::move(event);
+    if (now_ms - last_step_ms_ >= limits_.step_interval_ms) emit_step(now_ms, out);
+  } else if (event.kind == "epoch_end") {
+    pending_epoch_ = pending_epoch_ ? merge(*pending_epoch_, std::move(event)) : std::move(event);
+    ++pending_epochs_;
+    if (epoch_bucket_.take(limits_.epoch_ends_per_s, limits_.epoch_end_burst, now_ms)) {
+      emit_epoch(out);
     }
+  } else if (other_bucket_.take(limits_.other_events_per_s, limits_.other_event_burst, now_ms)) {
+    out.push_back(std::move(event));
+  } else {
+    ++dropped_;
+  }
+}
+
+void EventThrottle::flush(UnixMillis now_ms, bool final, std::vector<ProgressEvent>& out) {
+  if (pending_epoch_ &&
+      (final || epoch_bucket_.take(limits_.epoch_ends_per_s, limits_.epoch_end_burst, now_ms))) {
+    emit_epoch(out);
+  }
+  if (pending_step_ && (final || now_ms - last_step_ms_ >= limits_.step_interval_ms)) {
+    emit_step(now_ms, out);
+  }
+}
+
+Result<ProgressReader> ProgressReader::create(const ProgressSources& sources, UnixMillis now_ms,
+                                              const ProgressLimits& limits) {
+  std::optional<OutputPattern> epoch_pattern;
+  std::optional<OutputPattern> step_pattern;
+  if (sources.epoch_regex) {
+    Result<OutputPattern> p = OutputPattern::compile(PatternKind::kEpoch, *sources.epoch_regex);
+    if (!p.ok())
+      return Error(fmt::format("epoch_regex '{}' {}", *sources.epoch_regex, p.error().message()));
+    epoch_pattern = std::move(p).value();
+  }
+  if (sources.step_regex) {
+    Result<OutputPattern> p = OutputPattern::compile(PatternKind::kStep, *sources.step_regex);
+    if (!p.ok())
+      return Error(fmt::format("step_regex '{}' {}", *sources.step_regex, p.error().message()));
+    step_pattern = std::move(p).value();
+  }
+  return ProgressReader(sources, now_ms, limits, std::move(epoch_pattern), std::move(step_pattern));
+}
+
+ProgressReader::ProgressReader(const ProgressSources& sources, UnixMillis now_ms,
+                               const ProgressLimits& limits,
+                               std::optional<OutputPattern> epoch_pattern,
+                               std::optional<OutputPattern> step_pattern)
+    : limits_(limits),
+      created_ms_(now_ms),
+      progress_(sources.progress_path, limits.progress_file),
+      log_(sources.log_path, limits.log),
+      epoch_pattern_(std::move(epoch_pattern)),
+      step_pattern_(std::move(step_pattern)),
+      epoch_samples_(sources.epoch_samples),
+      steps_(sources.epoch_samples, /*derive_epochs=*/!epoch_pattern_),
+      throttle_(limits, now_ms) {}
+
+void ProgressReader::follow_log(const std::string& log_path) { log_.reset(log_path); }
+
+void ProgressReader::take(ProgressEvent event, UnixMillis now_ms, std::vector<ProgressEvent>& out) {
+  event.time_ms = std::max(event.time_ms, created_ms_);
+  if (event.kind == "epoch_end" && !event.samples) event.samples = epoch_samples_;
+  throttle_.add(std::move(event), now_ms, out);
+}
+
+void ProgressReader::read_progress_line(std::string_view line, bool truncated, UnixMillis now_ms,
+                                        std::vector<ProgressEvent>& out) {
+  if (is_blank(line)) return;
+  if (truncated) {
+    ++malformed_;
+    return;
+  }
+  // Over the budget, only epoch ends are worth parsing; a cheap look decides.
+  const uint64_t budget = limits_.parse_bytes_per_poll;
+  if (parsed_bytes_ >= budget &&
+      (parsed_bytes_ >= 2 * budget || line.find("epoch_end") == std::string_view::npos)) {
+    throttle_.count_dropped();
+    return;
+  }
+  parsed_bytes_ += line.size();
+  Result<ProgressEvent> event = parse_progress_line(line, now_ms);
+  if (!event.ok()) {
+    ++malformed_;
+    return;
+  }
+  take(std::move(event).value(), now_ms, out);
+}
+
+void ProgressReader::read_log_line(std::string_view line, UnixMillis now_ms,
+                                   std::vector<ProgressEvent>& out) {
+  if (epoch_pattern_) {
+    Result<std::optional<PatternMatch>> m = epoch_pattern_->match(line);
+    if (!m.ok()) {
+      ++malformed_;
+    } else if (*m) {
+      const PatternMatch& match = **m;
+      int64_t epoch = regex_epochs_ + 1;
+      if (match.epoch) {
+        epoch = *match.epoch;
+      } else if (match.first_group) {
+        int64_t parsed = 0;
+        const std::string& g = *match.first_group;
+        auto [end, ec] = std::from_chars(g.data(), g.data() + g.size(), parsed);
+        if (ec == std::errc() && end == g.data() + g.size() && parsed >= 0 && parsed <= kMaxEpoch)
+          epoch = parsed;
+      }
+      regex_epochs_ = std::min(epoch, kMaxEpoch);
+      ProgressEvent e;
+      e.time_ms = now_ms;
+      e.kind = "epoch_end";
+      e.epoch = regex_epochs_;
+      e.samples = match.samples;
+      e.metrics = match.metrics;
+      take(std::move(e), now_ms, out);
+    }
+  }
+  if (step_pattern_) {
+    Result<std::optional<PatternMatch>> m = step_pattern_->match(line);
+    if (!m.ok()) {
+      ++malformed_;
+    } else if (*m) {
+      std::vector<ProgressEvent> events;
+      steps_.add(**m, now_ms, events);
+      for (ProgressEvent& e : events) take(std::move(e), now_ms, out);
+    }
+  }
+}
+
+std::vector<ProgressEvent> ProgressReader::poll(UnixMillis now_ms, bool job_exited) {
+  std::vector<ProgressEvent> out;
+  parsed_bytes_ = 0;
+  throttle_.flush(now_ms, /*final=*/false, out);
+  progress_.read(job_exited, [&](std::string_view line, bool truncated) {
+    read_progress_line(line, truncated, now_ms, out);
+  });
+  if (epoch_pattern_ || step_pattern_) {
+    log_.read(job_exited,
+              [&](std::string_view line, bool /*truncated*/) { read_log_line(line, now_ms, out); });
+  }
+  throttle_.flush(now_ms, job_exited, out);
+  return out;
+}
+
+ThrottleCounts ProgressReader::throttled() const {
+  ThrottleCounts c;
+  c.skipped_bytes = static_cast<int64_t>(
+      std::min<uint64_t>(saturating_add(progress_.skipped_bytes(), log_.skipped_bytes()),
+                         static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+  c.dropped_events = throttle_.dropped_events();
+  c.coalesced_epochs = throttle_.coalesced_epochs();
+  c.refused_files = (progress_.refused() ? 1 : 0) + (log_.refused() ? 1 : 0);
+  return c;
+}
+
+std::vector<std::string> ProgressReader::take_notices() {
+  std::vector<std::string> notices;
+  for (LineFollower* f : {&progress_, &log_}) {
+    if (std::optional<std::string> n = f->take_notice()) notices.push_back(std::move(*n));
+  }
+  ThrottleCounts c = throttled();
+  if (!throttle_noted_ && (c.skipped_bytes > 0 || c.dropped_events > 0 || c.coalesced_epochs > 0)) {
+    throttle_noted_ = true;
+    c.refused_files = 0;
+    notices.push_back(fmt::format(
+        "progress throttled: the job reports faster than colo records ({} so far); epoch ends "
+        "are kept, the rest is coalesced or dropped (see docs/job-file.md)",
+        c.describe()));
+  }
+  return notices;
+}
+
+void append_note_to_log(const std::string& log_path, const std::string& note) {
+  int fd = ::open(log_path.c_str(),
+                  O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY);
+  if (fd < 0) return;
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    const std::string line = "\ncolo: " + note + "\n";
+    (void)!::write(fd, line.data(), line.size());
   }
   ::close(fd);
-  return lines;
-}
-
-Result<ProgressReader> ProgressReader::create(const std::string& progress_path,
-                                              const std::string& log_path,
-                                              const std::optional<std::string>& epoch_regex) {
-  std::optional<std::regex> re;
-  if (epoch_regex) {
-    try {
-      re.emplace(*epoch_regex);
-    } catch (const std::regex_error& e) {
-      return Error(fmt::format("invalid epoch_regex '{}': {}", *epoch_regex, e.what()));
-    }
-  }
-  return ProgressReader(progress_path, log_path, std::move(re));
-}
-
-ProgressReader::ProgressReader(std::string progress_path, std::string log_path,
-                               std::optional<std::regex> re)
-    : progress_(std::move(progress_path)), log_(std::move(log_path)), epoch_regex_(std::move(re)) {}
-
-std::vector<ProgressEvent> ProgressReader::poll(UnixMillis now_ms) {
-  std::vector<ProgressEvent> events;
-  if (!progress_.path().empty()) {
-    for (const std::string& line : progress_.read_new_lines()) {
-      if (is_blank(line)) continue;
-      Result<ProgressEvent> event = parse_progress_line(line, now_ms);
-      if (event.ok()) {
-        events.push_back(std::move(*event));
-      } else {
-        ++malformed_;
-      }
-    }
-  }
-  if (epoch_regex_ && !log_.path().empty()) {
-    for (const std::string& line : log_.read_new_lines()) {
-      std::string_view view(line);
-      if (view.size() > kMaxRegexLineBytes) view = view.substr(0, kMaxRegexLineBytes);
-      std::match_results<std::string_view::const_iterator> match;
-      if (!std::regex_search(view.begin(), view.end(), match, *epoch_regex_)) continue;
-      int64_t epoch = regex_epochs_ + 1;
-      if (match.size() > 1 && match[1].matched && match[1].length() > 0) {
-        std::string_view group(&*match[1].first, static_cast<size_t>(match[1].length()));
-        int64_t parsed = 0;
-        auto [end, ec] = std::from_chars(group.data(), group.data() + group.size(), parsed);
-        if (ec == std::errc() && end == group.data() + group.size()) epoch = parsed;
-      }
-      regex_epochs_ = epoch;
-      ProgressEvent event;
-      event.time_ms = now_ms;
-      event.kind = "epoch_end";
-      event.epoch = epoch;
-      events.push_back(std::move(event));
-    }
-  }
-  return events;
 }
 
 }  // namespace colo

@@ -1,94 +1,151 @@
-// Progress events that jobs report while they run.
+// Reading what a job reports while it runs: the JSON lines it appends to
+// $COLO_PROGRESS_FILE (progress_event.h), and its output through the job
+// file's epoch_regex and step_regex (output_patterns.h).
 //
-// Each job gets COLO_PROGRESS_FILE naming a file where it may append JSON
-// lines (python/colo_progress.py writes them), e.g.
-//   {"event":"epoch_end","epoch":2,"samples":50000,"time":1700000000.5,"metrics":{"loss":0.31}}
-// Known events: "start", "epoch_start", "epoch_end", "step", "metric", "end".
-// Unknown events and extra keys are kept; malformed lines are counted and
-// ignored, never fatal. For scripts that cannot be changed, an epoch regex
-// over stdout marks epoch ends instead.
+// Whatever a job writes, reading it costs colo bounded memory and bounded
+// time per poll (ProgressLimits), so the run loop keeps recording other jobs'
+// ends on time. A job that reports faster than that is throttled: colo then
+// keeps its epoch ends (coalescing them beyond a rate) and skips or drops the
+// rest, and says so once (take_notices(), and a "throttled" event).
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
-#include <regex>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "jobs/line_follower.h"
+#include "jobs/output_patterns.h"
+#include "jobs/progress_event.h"
 
 namespace colo {
 
-inline constexpr const char* kProgressFileEnv = "COLO_PROGRESS_FILE";
-
-struct ProgressEvent {
-  UnixMillis time_ms = 0;  // from the line's "time" (seconds, float) or when read
-  std::string kind;        // "epoch_end", ...
-  std::optional<int64_t> epoch;
-  std::optional<int64_t> step;
-  std::optional<int64_t> samples;  // samples processed in this epoch/step
-  std::map<std::string, double> metrics;
+// Bounds on what colo takes from one job. Defaults suit every real training
+// script by a wide margin; tests shrink them.
+struct ProgressLimits {
+  FollowLimits progress_file;  // the JSON lines
+  // The job's output log: regexes see at most the first 4096 bytes of a line.
+  FollowLimits log{4096, 16ULL << 20, 64ULL << 20, 256ULL << 20};
+  // JSON lines parsed per poll; beyond this, only epoch_end lines are parsed
+  // (up to as many bytes again) and the others are dropped.
+  uint64_t parse_bytes_per_poll = 4ULL << 20;
+  // Step events: at most one per interval; the steps between are coalesced
+  // into it (samples summed, the latest step's number, time and metrics).
+  int64_t step_interval_ms = 1000;
+  // Epoch ends: a token bucket; ends beyond it are coalesced into the next
+  // one let through (samples summed, "coalesced_epochs" = how many it holds).
+  double epoch_ends_per_s = 20;
+  int64_t epoch_end_burst = 200;
+  // Any other event (start, metric, end, custom ones): beyond this bucket they
+  // are dropped.
+  double other_events_per_s = 10;
+  int64_t other_event_burst = 100;
 };
 
-// Parses one line. `read_time_ms` is used when the line has no "time".
-// The line must be a JSON object with a non-empty string "event"; "epoch",
-// "step" and "samples" must be integers and "time" a number of seconds when
-// present (null counts as absent); "metrics" must be an object. Numeric
-// entries of "metrics", and numeric top-level keys other than the known
-// ones, become metrics; non-numeric metric values are ignored (the line is
-// still valid). Anything else is an Error saying what is wrong.
-Result<ProgressEvent> parse_progress_line(std::string_view line, UnixMillis read_time_ms);
+// What to follow for one job.
+struct ProgressSources {
+  std::string progress_path;  // JSON lines; empty: not followed
+  std::string log_path;       // the job's output; read only with a regex
+  std::optional<std::string> epoch_regex;
+  std::optional<std::string> step_regex;
+  std::optional<int64_t> epoch_samples;  // for epoch ends that do not say
+};
 
-// Follows a growing file and returns the complete lines appended since the
-// last call (a partial last line waits for its newline). A missing file is
-// not an error (the job has not written yet). Lines are returned without
-// their "\n" (or "\r\n"). A file that shrank or was replaced (new inode) is
-// read again from the start. A line that reaches 1 MiB without a newline is
-// returned as it is. Not thread-safe; owns only its offset and buffer.
-class LineFollower {
+// Bounds the events of one job: see ProgressLimits. Time is colo's (when it
+// read the lines), never the job's. Not thread-safe.
+class EventThrottle {
  public:
-  explicit LineFollower(std::string path) : path_(std::move(path)) {}
-  std::vector<std::string> read_new_lines();
-  const std::string& path() const { return path_; }
+  EventThrottle(const ProgressLimits& limits, UnixMillis now_ms);
+
+  // Takes one event read at `now_ms`; appends what may be recorded to `out`.
+  void add(ProgressEvent event, UnixMillis now_ms, std::vector<ProgressEvent>& out);
+  // Appends coalesced events that are due (all of them with `final`).
+  void flush(UnixMillis now_ms, bool final, std::vector<ProgressEvent>& out);
+  // An event that was not even parsed (over the per-poll budget).
+  void count_dropped() { ++dropped_; }
+
+  int64_t dropped_events() const { return dropped_; }
+  int64_t coalesced_epochs() const { return coalesced_epochs_; }
 
  private:
-  std::string path_;
-  uint64_t offset_ = 0;
-  uint64_t inode_ = 0;  // of the file last read; 0 before the first read
-  std::string partial_;
+  struct Bucket {
+    double tokens = 0;
+    UnixMillis refilled_ms = 0;
+    bool take(double per_s, int64_t burst, UnixMillis now_ms);
+  };
+  void emit_epoch(std::vector<ProgressEvent>& out);
+  void emit_step(UnixMillis now_ms, std::vector<ProgressEvent>& out);
+
+  ProgressLimits limits_;
+  Bucket epoch_bucket_;
+  Bucket other_bucket_;
+  std::optional<ProgressEvent> pending_step_;
+  UnixMillis last_step_ms_ = 0;  // when a step was last let through
+  std::optional<ProgressEvent> pending_epoch_;
+  int64_t pending_epochs_ = 0;  // epoch ends pending_epoch_ holds
+  int64_t dropped_ = 0;
+  int64_t coalesced_epochs_ = 0;
 };
 
-// Turns a job's progress file (and optionally its stdout log, through an
-// epoch regex) into events. Counts malformed lines; blank lines are skipped
-// and not counted. Either path may be empty (not followed). Not thread-safe.
+// Turns a job's progress file and output into events. Counts malformed
+// lines (blank lines are skipped and not counted). Not thread-safe.
 //
-// Regex epochs: the epoch number is the first capture group when it is an
-// integer, otherwise one more than the previous regex epoch (a running count
-// that continues from the last numbered match). Only the first 4096 bytes of
-// a log line are matched.
+// Event times: a JSON line's "time" when it has one, else when colo read the
+// line; never before the reader was created (the job had not started).
+//
+// epoch_regex epochs: the `epoch` group (or, without named groups, the first
+// group when it is an integer), otherwise one more than the previous regex
+// epoch; samples from the `samples` group, else epoch_samples. step_regex:
+// see StepTracker. With both, epoch ends come from epoch_regex only.
 class ProgressReader {
  public:
-  // `epoch_regex`, when set, is matched against each new line of `log_path`;
-  // a match is an epoch_end, with the first capture group (if numeric) as the
-  // epoch number. Fails on an invalid regex.
-  static Result<ProgressReader> create(const std::string& progress_path,
-                                       const std::string& log_path,
-                                       const std::optional<std::string>& epoch_regex);
+  // Fails when a regex does not compile (job files are checked earlier, so
+  // this is for callers that skip that).
+  static Result<ProgressReader> create(const ProgressSources& sources, UnixMillis now_ms,
+                                       const ProgressLimits& limits = {});
 
-  std::vector<ProgressEvent> poll(UnixMillis now_ms);
+  // Reads what is new. With `job_exited`, reads the rest (up to the final
+  // budget, skipping what is beyond) and lets every held-back event out.
+  std::vector<ProgressEvent> poll(UnixMillis now_ms, bool job_exited = false);
+
+  // Follows a new log path from its start (a retried job logs elsewhere).
+  void follow_log(const std::string& log_path);
+
   int64_t malformed_lines() const { return malformed_; }
+  ThrottleCounts throttled() const;
+  // Things to tell the job's owner, each once: a refused file, and the first
+  // time its progress was throttled.
+  std::vector<std::string> take_notices();
 
  private:
-  ProgressReader(std::string progress_path, std::string log_path, std::optional<std::regex> re);
+  ProgressReader(const ProgressSources& sources, UnixMillis now_ms, const ProgressLimits& limits,
+                 std::optional<OutputPattern> epoch_pattern,
+                 std::optional<OutputPattern> step_pattern);
+  void read_progress_line(std::string_view line, bool truncated, UnixMillis now_ms,
+                          std::vector<ProgressEvent>& out);
+  void read_log_line(std::string_view line, UnixMillis now_ms, std::vector<ProgressEvent>& out);
+  void take(ProgressEvent event, UnixMillis now_ms, std::vector<ProgressEvent>& out);
 
+  ProgressLimits limits_;
+  UnixMillis created_ms_;
   LineFollower progress_;
   LineFollower log_;
-  std::optional<std::regex> epoch_regex_;
+  std::optional<OutputPattern> epoch_pattern_;
+  std::optional<OutputPattern> step_pattern_;
+  std::optional<int64_t> epoch_samples_;
+  StepTracker steps_;
+  EventThrottle throttle_;
   int64_t regex_epochs_ = 0;
   int64_t malformed_ = 0;
+  uint64_t parsed_bytes_ = 0;  // in this poll
+  bool throttle_noted_ = false;
 };
+
+// Appends "colo: <note>" as a line to a job's log, so that whoever reads the
+// log learns what colo did about the job (e.g. throttled its progress). Only
+// a regular file is written (never through a link); failures are ignored.
+void append_note_to_log(const std::string& log_path, const std::string& note);
 
 }  // namespace colo

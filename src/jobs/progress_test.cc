@@ -2,10 +2,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace colo {
@@ -45,12 +47,13 @@ TEST(ParseProgressLine, MinimalLineUsesReadTime) {
 
 TEST(ParseProgressLine, TopLevelNumbersAreMetricsAndUnknownEventsAreKept) {
   Result<ProgressEvent> r = parse_progress_line(
-      R"({"event":"my_event","loss":1.5,"lr":1e-3,"tag":"x","flag":false,"epoch":null,"time":10})",
+      R"({"event":"my_event","loss":1.5,"lr":1e-3,"tag":"x","flag":false,"epoch":null,)"
+      R"("time":1699999990})",
       kReadTime);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->kind, "my_event");
   EXPECT_FALSE(r->epoch);
-  EXPECT_EQ(r->time_ms, 10'000);
+  EXPECT_EQ(r->time_ms, 1'699'999'990'000);
   EXPECT_THAT(r->metrics, ElementsAre(Pair("loss", 1.5), Pair("lr", 1e-3)));
 }
 
@@ -83,6 +86,15 @@ INSTANTIATE_TEST_SUITE_P(
                                     "\"samples\" is out of range"},
                       MalformedCase{R"({"event":"e","time":"now"})", "\"time\" must be a number"},
                       MalformedCase{R"({"event":"e","time":-5})", "plausible"},
+                      // Issue 15: implausible numbers were accepted and their sums wrapped.
+                      MalformedCase{R"({"event":"e","samples":-5})", "\"samples\" is out of range"},
+                      MalformedCase{R"({"event":"e","samples":9223372036854775807})",
+                                    "\"samples\" is out of range (0 to 1000000000000)"},
+                      MalformedCase{R"({"event":"e","epoch":-1})", "\"epoch\" is out of range"},
+                      MalformedCase{R"({"event":"e","step":1e3})", "\"step\" must be an integer"},
+                      MalformedCase{R"({"event":"e","time":1e13})", "plausible"},
+                      MalformedCase{R"({"event":"e","time":10})", "plausible"},
+                      MalformedCase{R"({"event":"e","time":1700000100})", "plausible"},
                       MalformedCase{R"({"event":"e","metrics":[1]})",
                                     "\"metrics\" must be an object"}));
 
@@ -103,87 +115,90 @@ class TempDirTest : public ::testing::Test {
   std::string dir_;
 };
 
-using LineFollowerTest = TempDirTest;
-
-TEST_F(LineFollowerTest, MissingFileIsNotAnError) {
-  LineFollower follower(dir_ + "/none");
-  EXPECT_TRUE(follower.read_new_lines().empty());
-}
-
-TEST_F(LineFollowerTest, PartialLinesWaitForTheirNewline) {
-  std::string path = dir_ + "/p.jsonl";
-  LineFollower follower(path);
-  append(path, "one\ntw");
-  EXPECT_THAT(follower.read_new_lines(), ElementsAre("one"));
-  EXPECT_TRUE(follower.read_new_lines().empty());
-  append(path, "o\r\nthree\n\nfo");
-  EXPECT_THAT(follower.read_new_lines(), ElementsAre("two", "three", ""));
-  append(path, "ur\n");
-  EXPECT_THAT(follower.read_new_lines(), ElementsAre("four"));
-}
-
-TEST_F(LineFollowerTest, LargeAppendsSpanningReadBuffers) {
-  std::string path = dir_ + "/big";
-  LineFollower follower(path);
-  std::string text;
-  for (int i = 0; i < 20000; ++i) text += "line " + std::to_string(i) + "\n";
-  append(path, text);
-  std::vector<std::string> lines = follower.read_new_lines();
-  ASSERT_EQ(lines.size(), 20000u);
-  EXPECT_EQ(lines[12345], "line 12345");
-}
-
-TEST_F(LineFollowerTest, TruncationRestartsAtTheBeginning) {
-  std::string path = dir_ + "/t";
-  LineFollower follower(path);
-  append(path, "aaaaaaaaaa\nbbbbbbbbbb\npart");
-  EXPECT_THAT(follower.read_new_lines(), ElementsAre("aaaaaaaaaa", "bbbbbbbbbb"));
-  overwrite(path, "new\n");
-  EXPECT_THAT(follower.read_new_lines(), ElementsAre("new"));
-  append(path, "more\n");
-  EXPECT_THAT(follower.read_new_lines(), ElementsAre("more"));
-}
-
-TEST_F(LineFollowerTest, ReplacedFileIsReadFromTheStart) {
-  std::string path = dir_ + "/r";
-  LineFollower follower(path);
-  append(path, "a\n");
-  EXPECT_THAT(follower.read_new_lines(), ElementsAre("a"));
-  std::string other = dir_ + "/r2";
-  append(other, "x\ny\nz\n");
-  ASSERT_EQ(std::rename(other.c_str(), path.c_str()), 0);
-  EXPECT_THAT(follower.read_new_lines(), ElementsAre("x", "y", "z"));
-}
-
 using ProgressReaderTest = TempDirTest;
+
+ProgressSources sources(std::string progress, std::string log = "",
+                        std::optional<std::string> epoch_regex = std::nullopt,
+                        std::optional<std::string> step_regex = std::nullopt,
+                        std::optional<int64_t> epoch_samples = std::nullopt) {
+  return ProgressSources{std::move(progress), std::move(log), std::move(epoch_regex),
+                         std::move(step_regex), epoch_samples};
+}
+
+// Limits small enough to reach in a test.
+ProgressLimits small_limits() {
+  ProgressLimits l;
+  l.step_interval_ms = 1000;
+  l.epoch_ends_per_s = 1;
+  l.epoch_end_burst = 3;
+  l.other_events_per_s = 1;
+  l.other_event_burst = 2;
+  return l;
+}
+
+std::string kinds(const std::vector<ProgressEvent>& events) {
+  std::string out;
+  for (const ProgressEvent& e : events) {
+    if (!out.empty()) out += ",";
+    out += e.kind;
+    if (e.epoch) out += std::to_string(*e.epoch);
+  }
+  return out;
+}
 
 TEST_F(ProgressReaderTest, ReadsEventsAndCountsMalformedLines) {
   std::string progress = dir_ + "/progress.jsonl";
-  Result<ProgressReader> reader = ProgressReader::create(progress, dir_ + "/log", std::nullopt);
+  Result<ProgressReader> reader =
+      ProgressReader::create(sources(progress, dir_ + "/log"), kReadTime);
   ASSERT_TRUE(reader.ok());
   EXPECT_TRUE(reader->poll(kReadTime).empty());
   append(progress,
-         "{\"event\":\"start\"}\nnot json\n\n{\"event\":\"epoch_end\",\"epoch\":1}\n{\"ev");
+         "{\"event\":\"start\"}\nnot json\n\n  \n{\"event\":\"epoch_end\",\"epoch\":1}\n{\"ev");
   std::vector<ProgressEvent> events = reader->poll(kReadTime);
-  ASSERT_EQ(events.size(), 2u);
-  EXPECT_EQ(events[0].kind, "start");
-  EXPECT_EQ(events[1].epoch, 1);
+  EXPECT_EQ(kinds(events), "start,epoch_end1");
+  EXPECT_FALSE(events[1].samples);
   EXPECT_EQ(reader->malformed_lines(), 1);
   append(progress, "ent\":\"end\"}\n");
   events = reader->poll(kReadTime + 5);
-  ASSERT_EQ(events.size(), 1u);
+  ASSERT_EQ(events.size(), 1U);
   EXPECT_EQ(events[0].kind, "end");
   EXPECT_EQ(events[0].time_ms, kReadTime + 5);
+  EXPECT_FALSE(reader->throttled().any());
+  EXPECT_TRUE(reader->take_notices().empty());
+}
+
+TEST_F(ProgressReaderTest, EpochSamplesFillEpochEndsThatDoNotSay) {
+  std::string progress = dir_ + "/progress.jsonl";
+  Result<ProgressReader> reader =
+      ProgressReader::create(sources(progress, "", std::nullopt, std::nullopt, 50000), kReadTime);
+  ASSERT_TRUE(reader.ok());
+  append(progress,
+         "{\"event\":\"epoch_end\",\"epoch\":1}\n{\"event\":\"epoch_end\",\"epoch\":2,"
+         "\"samples\":4}\n");
+  std::vector<ProgressEvent> events = reader->poll(kReadTime);
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[0].samples, 50000);
+  EXPECT_EQ(events[1].samples, 4);
+}
+
+TEST_F(ProgressReaderTest, TimesBeforeTheJobStartedAreTakenAsItsStart) {
+  std::string progress = dir_ + "/progress.jsonl";
+  Result<ProgressReader> reader = ProgressReader::create(sources(progress), kReadTime);
+  ASSERT_TRUE(reader.ok());
+  append(progress, "{\"event\":\"start\",\"time\":1699999000}\n");
+  std::vector<ProgressEvent> events = reader->poll(kReadTime + 10);
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].time_ms, kReadTime);
 }
 
 TEST_F(ProgressReaderTest, EpochRegexOverTheLog) {
   std::string log = dir_ + "/job.log";
-  Result<ProgressReader> reader =
-      ProgressReader::create(dir_ + "/progress.jsonl", log, std::string("Epoch (\\w+) done"));
+  Result<ProgressReader> reader = ProgressReader::create(
+      sources(dir_ + "/progress.jsonl", log, std::string("Epoch (\\w+) done")), kReadTime);
   ASSERT_TRUE(reader.ok());
   append(log, "starting\nEpoch 4 done, loss 1.2\nnoise\nEpoch five done\nEpoch 9 done\nEpoch x");
   std::vector<ProgressEvent> events = reader->poll(kReadTime);
-  ASSERT_EQ(events.size(), 3u);
+  ASSERT_EQ(events.size(), 3U);
   EXPECT_EQ(events[0].kind, "epoch_end");
   EXPECT_EQ(events[0].epoch, 4);
   EXPECT_EQ(events[1].epoch, 5);  // not numeric: running count after 4
@@ -191,25 +206,225 @@ TEST_F(ProgressReaderTest, EpochRegexOverTheLog) {
   EXPECT_EQ(events[2].time_ms, kReadTime);
   append(log, " done\n");
   events = reader->poll(kReadTime);
-  ASSERT_EQ(events.size(), 1u);
+  ASSERT_EQ(events.size(), 1U);
   EXPECT_EQ(events[0].epoch, 10);
   EXPECT_EQ(reader->malformed_lines(), 0);
 }
 
 TEST_F(ProgressReaderTest, RegexWithoutGroupCountsMatches) {
   std::string log = dir_ + "/job.log";
-  Result<ProgressReader> reader = ProgressReader::create("", log, std::string("end of epoch"));
+  Result<ProgressReader> reader =
+      ProgressReader::create(sources("", log, std::string("end of epoch")), kReadTime);
   ASSERT_TRUE(reader.ok());
   append(log, "end of epoch\nend of epoch\n" + std::string(100000, 'x') + "\nend of epoch\n");
   std::vector<ProgressEvent> events = reader->poll(kReadTime);
-  ASSERT_EQ(events.size(), 3u);
+  ASSERT_EQ(events.size(), 3U);
   EXPECT_EQ(events[2].epoch, 3);
 }
 
+TEST_F(ProgressReaderTest, EpochRegexNamedGroupsAndEpochSamples) {
+  std::string log = dir_ + "/job.log";
+  Result<ProgressReader> reader = ProgressReader::create(
+      {"", log, std::string(R"(Epoch (?P<epoch>\d+) done(?:: (?P<samples>-?\d+) samples)?)"),
+       std::nullopt, 1000},
+      kReadTime);
+  ASSERT_TRUE(reader.ok());
+  append(log, "Epoch 1 done: 640 samples\nEpoch 2 done\nEpoch 3 done: -5 samples\n");
+  std::vector<ProgressEvent> events = reader->poll(kReadTime);
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[0].samples, 640);
+  EXPECT_EQ(events[1].samples, 1000);  // epoch_samples
+  EXPECT_EQ(reader->malformed_lines(), 1);
+}
+
+TEST_F(ProgressReaderTest, StepRegexGivesStepsAndEpochEnds) {
+  std::string log = dir_ + "/job.log";
+  ProgressLimits limits;
+  limits.step_interval_ms = 0;
+  Result<ProgressReader> reader = ProgressReader::create(
+      {"", log, std::nullopt,
+       std::string(R"(Train: (?P<epoch>\d+) \[\s*(?P<step>\d+)/(?P<steps>\d+) )"), 390 * 128},
+      kReadTime, limits);
+  ASSERT_TRUE(reader.ok());
+  append(log,
+         "Train: 0 [   0/390 (  0%)]  Loss: 6.91 (6.91)\n"
+         "Train: 0 [ 195/390 ( 50%)]  Loss: 4.10 (5.02)\n"
+         "Train: 0 [ 389/390 (100%)]  Loss: 3.20 (4.11)\n"
+         "Test: [  78/78]  Time: 0.101 (0.120)\n"
+         "Train: 1 [   0/390 (  0%)]  Loss: 3.10 (3.10)\n");
+  std::vector<ProgressEvent> events = reader->poll(kReadTime);
+  EXPECT_EQ(kinds(events), "step0,step0,step0,epoch_end0,step1");
+  EXPECT_EQ(events[1].samples, 195 * 128);
+  EXPECT_EQ(events[3].samples, 390 * 128);
+}
+
 TEST_F(ProgressReaderTest, InvalidRegexIsAnError) {
-  Result<ProgressReader> reader = ProgressReader::create("", "", std::string("Epoch (\\d+"));
+  Result<ProgressReader> reader =
+      ProgressReader::create(sources("", "", std::string("Epoch (\\d+")), kReadTime);
   ASSERT_FALSE(reader.ok());
-  EXPECT_THAT(reader.error().message(), HasSubstr("invalid epoch_regex 'Epoch (\\d+'"));
+  EXPECT_THAT(reader.error().message(), HasSubstr("epoch_regex 'Epoch (\\d+' is not a valid"));
+  reader = ProgressReader::create(sources("", "", std::nullopt, std::string("loss")), kReadTime);
+  ASSERT_FALSE(reader.ok());
+  EXPECT_THAT(reader.error().message(), HasSubstr("step_regex 'loss' needs a group"));
+}
+
+TEST_F(ProgressReaderTest, StepsAreCoalescedToOnePerIntervalWithTheirSamplesSummed) {
+  std::string progress = dir_ + "/progress.jsonl";
+  Result<ProgressReader> reader =
+      ProgressReader::create(sources(progress), kReadTime, small_limits());
+  ASSERT_TRUE(reader.ok());
+  std::string steps;
+  for (int i = 1; i <= 1000; ++i) {
+    steps += "{\"event\":\"step\",\"step\":" + std::to_string(i) + ",\"samples\":128}\n";
+  }
+  append(progress, steps);
+  std::vector<ProgressEvent> events = reader->poll(kReadTime);
+  ASSERT_EQ(events.size(), 1U);  // the first step goes out at once
+  EXPECT_EQ(events[0].samples, 128);
+  EXPECT_TRUE(reader->poll(kReadTime + 500).empty());
+  events = reader->poll(kReadTime + 1000);  // the interval passed: the rest, as one
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].step, 1000);
+  EXPECT_EQ(events[0].samples, 999 * 128);
+  // Coalescing steps is normal, not throttling.
+  EXPECT_FALSE(reader->throttled().any());
+}
+
+TEST_F(ProgressReaderTest, EpochEndsBeyondTheirRateAreCoalescedNeverLost) {
+  std::string progress = dir_ + "/progress.jsonl";
+  Result<ProgressReader> reader =
+      ProgressReader::create(sources(progress), kReadTime, small_limits());
+  ASSERT_TRUE(reader.ok());
+  std::string text;
+  for (int e = 1; e <= 10; ++e) {
+    text += "{\"event\":\"epoch_end\",\"epoch\":" + std::to_string(e) + ",\"samples\":100}\n";
+  }
+  append(progress, text);
+  std::vector<ProgressEvent> events = reader->poll(kReadTime);
+  EXPECT_EQ(kinds(events), "epoch_end1,epoch_end2,epoch_end3");  // the burst
+  events = reader->poll(kReadTime + 1000);  // one more token: the other seven, as one
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].epoch, 10);
+  EXPECT_EQ(events[0].samples, 700);
+  EXPECT_EQ(events[0].metrics.at("coalesced_epochs"), 7);
+  EXPECT_EQ(reader->throttled().coalesced_epochs, 6);
+}
+
+TEST_F(ProgressReaderTest, SamplesSumsSaturateInsteadOfWrapping) {
+  std::string progress = dir_ + "/progress.jsonl";
+  Result<ProgressReader> reader =
+      ProgressReader::create(sources(progress), kReadTime, small_limits());
+  ASSERT_TRUE(reader.ok());
+  std::string text = "{\"event\":\"step\",\"samples\":1}\n";
+  for (int i = 0; i < 20; ++i) text += "{\"event\":\"step\",\"samples\":1000000000000}\n";
+  append(progress, text);
+  (void)reader->poll(kReadTime);
+  std::vector<ProgressEvent> events = reader->poll(kReadTime + 1000);
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].samples, 20 * kMaxSamplesPerEvent);
+  EXPECT_GT(*events[0].samples, 0);
+}
+
+TEST_F(ProgressReaderTest, OtherEventsBeyondTheirRateAreDroppedAndTheJobIsToldOnce) {
+  std::string progress = dir_ + "/progress.jsonl";
+  Result<ProgressReader> reader =
+      ProgressReader::create(sources(progress), kReadTime, small_limits());
+  ASSERT_TRUE(reader.ok());
+  append(progress, std::string(10, '\n') +
+                       "{\"event\":\"metric\",\"loss\":1}\n"
+                       "{\"event\":\"metric\",\"loss\":2}\n"
+                       "{\"event\":\"metric\",\"loss\":3}\n"
+                       "{\"event\":\"metric\",\"loss\":4}\n");
+  EXPECT_EQ(reader->poll(kReadTime).size(), 2U);
+  EXPECT_EQ(reader->throttled().dropped_events, 2);
+  std::vector<std::string> notices = reader->take_notices();
+  ASSERT_EQ(notices.size(), 1U);
+  EXPECT_THAT(notices[0], HasSubstr("progress throttled"));
+  EXPECT_THAT(notices[0], HasSubstr("2 events dropped"));
+  append(progress, "{\"event\":\"metric\",\"loss\":5}\n{\"event\":\"metric\",\"loss\":6}\n");
+  (void)reader->poll(kReadTime);
+  EXPECT_TRUE(reader->take_notices().empty());  // once
+
+  ThrottleCounts counts = reader->throttled();
+  EXPECT_EQ(counts.dropped_events, 4);
+  ProgressEvent event = counts.to_event(kReadTime);
+  EXPECT_EQ(event.kind, "throttled");
+  ThrottleCounts back = ThrottleCounts::from_event(event);
+  EXPECT_EQ(back.dropped_events, 4);
+  EXPECT_EQ(back.describe(), "4 events dropped");
+}
+
+TEST_F(ProgressReaderTest, OverTheParseBudgetEpochEndsAreStillRead) {
+  std::string progress = dir_ + "/progress.jsonl";
+  ProgressLimits limits;
+  limits.parse_bytes_per_poll = 4096;
+  Result<ProgressReader> reader = ProgressReader::create(sources(progress), kReadTime, limits);
+  ASSERT_TRUE(reader.ok());
+  std::string text;
+  for (int i = 0; i < 10000; ++i) {
+    text += "{\"event\":\"step\",\"samples\":1}\n";
+    if (i % 1000 == 999)
+      text += "{\"event\":\"epoch_end\",\"epoch\":" + std::to_string(i / 1000 + 1) + "}\n";
+  }
+  append(progress, text);
+  std::vector<ProgressEvent> events = reader->poll(kReadTime, /*job_exited=*/true);
+  int epochs = 0;
+  for (const ProgressEvent& e : events) epochs += e.kind == "epoch_end" ? 1 : 0;
+  EXPECT_EQ(epochs, 10);
+  EXPECT_GT(reader->throttled().dropped_events, 9000);
+}
+
+// Issue 15: a job flooding its progress file made colo read (and keep) all of
+// it at once. Each poll now reads a bounded amount and skips a backlog.
+TEST_F(ProgressReaderTest, AFloodIsReadInBoundedPollsAndItsBacklogSkipped) {
+  std::string progress = dir_ + "/progress.jsonl";
+  ProgressLimits limits;
+  limits.progress_file.max_read_bytes = 64 * 1024;
+  limits.progress_file.max_backlog_bytes = 1 << 20;
+  limits.progress_file.max_final_bytes = 128 * 1024;
+  Result<ProgressReader> reader = ProgressReader::create(sources(progress), kReadTime, limits);
+  ASSERT_TRUE(reader.ok());
+  std::string line = "{\"event\":\"step\",\"samples\":128}\n";
+  std::string chunk;
+  for (int i = 0; i < 1000; ++i) chunk += line;
+  for (int i = 0; i < 20; ++i) append(progress, chunk);  // 640 KB
+  UnixMillis now = kReadTime;
+  (void)reader->poll(now);
+  EXPECT_EQ(reader->throttled().skipped_bytes, 0);
+  for (int i = 0; i < 60; ++i) append(progress, chunk);  // 2.6 MB: over the backlog
+  (void)reader->poll(now += 200);
+  EXPECT_GT(reader->throttled().skipped_bytes, 1 << 20);
+  for (int i = 0; i < 20; ++i) append(progress, chunk);
+  (void)reader->poll(now += 200, /*job_exited=*/true);  // reads 128 KiB, skips the rest
+  EXPECT_GT(reader->throttled().skipped_bytes, (1 << 20) + 500 * 1000);
+  EXPECT_THAT(reader->take_notices(), ElementsAre(HasSubstr("skipped unread")));
+}
+
+TEST_F(ProgressReaderTest, ARefusedProgressFileIsToldOnce) {
+  std::string progress = dir_ + "/progress.jsonl";
+  ASSERT_EQ(mkfifo(progress.c_str(), 0600), 0);
+  Result<ProgressReader> reader = ProgressReader::create(sources(progress), kReadTime);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_TRUE(reader->poll(kReadTime).empty());
+  EXPECT_THAT(reader->take_notices(), ElementsAre(HasSubstr("is a FIFO")));
+  EXPECT_TRUE(reader->poll(kReadTime).empty());
+  EXPECT_TRUE(reader->take_notices().empty());
+  EXPECT_EQ(reader->throttled().refused_files, 1);
+}
+
+TEST_F(ProgressReaderTest, ANoteGoesIntoARegularLogOnly) {
+  std::string log = dir_ + "/job.log";
+  append(log, "partial line");
+  append_note_to_log(log, "progress throttled: x");
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "partial line\ncolo: progress throttled: x\n");
+  std::string link = dir_ + "/link.log";
+  ASSERT_EQ(symlink(log.c_str(), link.c_str()), 0);
+  append_note_to_log(link, "not through links");
+  std::ifstream again(log);
+  std::string after((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(after, text);
 }
 
 }  // namespace

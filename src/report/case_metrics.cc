@@ -233,7 +233,8 @@ Result<RunMetrics> compute_run_metrics(RunStore& store, int64_t run_id) {
   return run_metrics_from(*summary, record->device_samples);
 }
 
-std::map<std::string, SoloRate> solo_rates_by_model(const std::vector<CaseMetrics>& cases) {
+std::map<std::string, SoloRate> solo_rates_by_model(const std::vector<CaseMetrics>& cases,
+                                                    std::optional<int64_t> experiment_id) {
   struct Seen {
     std::vector<double> samples_per_s;
     std::vector<double> epoch_ms;
@@ -243,6 +244,7 @@ std::map<std::string, SoloRate> solo_rates_by_model(const std::vector<CaseMetric
   std::map<std::string, std::map<bool, Seen>> seen;
   for (const CaseMetrics& c : cases) {
     if (c.row.status != "ok" || !c.run) continue;
+    if (experiment_id && c.row.experiment_id != *experiment_id) continue;
     const bool exclusive = c.row.mechanism == "exclusive";
     if (!exclusive && c.row.degree != 1) continue;
     for (const JobMetrics& j : c.run->jobs) {
@@ -357,15 +359,28 @@ ExperimentMetrics experiment_metrics_from(std::vector<ExperimentRow> experiments
     group.steady_throughput_per_s = spread_over(
         metrics, group, [](const CaseMetrics& c) { return c.run->steady_throughput_per_s; });
   }
-  const std::map<std::string, SoloRate> solo = solo_rates_by_model(metrics.cases);
+  // A case is compared with the solo rates of its own experiment (the same
+  // session and machine), and with the other experiments' only for models its
+  // experiment never ran alone.
+  const std::map<std::string, SoloRate> pooled = solo_rates_by_model(metrics.cases);
+  std::map<int64_t, std::map<std::string, SoloRate>> own;
+  for (const CaseMetrics& c : metrics.cases) {
+    if (!own.contains(c.row.experiment_id))
+      own[c.row.experiment_id] = solo_rates_by_model(metrics.cases, c.row.experiment_id);
+  }
   for (CaseMetrics& c : metrics.cases) {
     if (c.row.status != "ok" || !c.run) continue;
+    const std::map<std::string, SoloRate>& same = own[c.row.experiment_id];
     std::vector<TogetherJob> jobs;
     for (const JobMetrics& j : c.run->jobs) {
       if (!j.start_s) continue;
-      auto it = solo.find(j.model);
-      jobs.push_back({j.name, &j.epoch_ends, j.device,
-                      it == solo.end() ? std::nullopt : std::optional<SoloRate>(it->second)});
+      std::optional<SoloRate> solo;
+      if (auto it = same.find(j.model); it != same.end()) {
+        solo = it->second;
+      } else if (auto any = pooled.find(j.model); any != pooled.end()) {
+        solo = any->second;
+      }
+      jobs.push_back({j.name, &j.epoch_ends, j.device, solo});
     }
     Together together = measure_together(jobs);
     c.speedup = together.speedup;

@@ -110,7 +110,8 @@ struct CaseMetrics {
   CaseRow row;
   std::optional<RunMetrics> run;  // present when the case ran and its run exists
   // The collocated speed-up (analysis/together.h) against the solo rates of
-  // the experiments' cases that ran the same models alone (solo_rates_by_model).
+  // its experiment's cases that ran the same models alone, else the other
+  // experiments' (solo_rates_by_model).
   std::optional<double> speedup;
   std::string speedup_note;  // why there is none, when there is none
 };
@@ -171,10 +172,12 @@ ExperimentMetrics experiment_metrics_from(ExperimentRow experiment, std::vector<
 ExperimentMetrics experiment_metrics_from(std::vector<ExperimentRow> experiments,
                                           std::vector<CaseMetrics> cases);
 
-// Each model's solo rate in these cases: the median over the jobs of that
-// model in ok cases whose jobs ran alone (mechanism exclusive, serial
-// included, or degree 1), exclusive ones preferred when there are any.
-std::map<std::string, SoloRate> solo_rates_by_model(const std::vector<CaseMetrics>& cases);
+// Each model's solo rate in these cases (those of `experiment_id` only, when
+// given): the median over the jobs of that model in ok cases whose jobs ran
+// alone (mechanism exclusive, serial included, or degree 1), exclusive ones
+// preferred when there are any.
+std::map<std::string, SoloRate> solo_rates_by_model(
+    const std::vector<CaseMetrics>& cases, std::optional<int64_t> experiment_id = std::nullopt);
 
 // Display order helpers shared by the figures: lower first.
 int workload_rank(const std::string& workload);

@@ -1,5 +1,6 @@
 #include "report/case_metrics.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "store/testing/fake_runs.h"
@@ -155,6 +156,54 @@ TEST(ExperimentMetrics, MediansSpreadsAndSpeedupOverOneJobAlone) {
   ASSERT_TRUE(large_mps2.baseline);
   EXPECT_EQ(m->groups[*large_mps2.baseline].mechanism, "naive");
   EXPECT_NEAR(large_mps2.speedup->median, (2 * 80'000 / 15.0) / (80'000 / 8.0), 1e-9);
+}
+
+// Two sessions on machines of different speed, and one without a solo case: a
+// case's speed-up is against its own experiment's solo rate where it has one.
+TEST(ExperimentMetrics, SpeedupAgainstTheSoloRateOfTheSameExperiment) {
+  auto store = testing::open_memory_store();
+  UnixMillis t = kFakeT0;
+  auto experiment = [&](int64_t epoch_ms, bool with_solo) {
+    NewExperiment e;
+    e.suite = "paper-uniform";
+    e.started_ms = t;
+    Result<int64_t> id = store->begin_experiment(e);
+    EXPECT_TRUE(id.ok());
+    for (int degree : {1, 2}) {
+      if (degree == 1 && !with_solo) continue;
+      FakeRun run;
+      run.mechanism = degree == 1 ? "exclusive" : "mps";
+      run.degree = degree;
+      run.epoch_ms = epoch_ms;  // each of two jobs as fast as one alone: 2x
+      CaseRow c;
+      c.name = fmt::format("small/resnet26/{}/x{}/r1", run.mechanism, degree);
+      c.workload = "small";
+      c.models = "resnet26";
+      c.mechanism = run.mechanism;
+      c.degree = degree;
+      Result<int64_t> case_id = store->add_case(*id, c);
+      EXPECT_TRUE(case_id.ok());
+      const int64_t run_id = add_fake_run(*store, run, t);
+      t = testing::fake_run_end_ms(run, t) + 1'000;
+      EXPECT_TRUE(store->update_case(*case_id, run_id, "ok", "").ok());
+    }
+    return *id;
+  };
+  const int64_t fast = experiment(5'000, true);
+  const int64_t slow = experiment(10'000, true);
+  const int64_t no_solo = experiment(5'000, false);
+  Result<ExperimentMetrics> m = compute_experiments_metrics(*store, {fast, slow, no_solo});
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  ASSERT_EQ(m->cases.size(), 5U);
+  for (const CaseMetrics& c : m->cases) {
+    ASSERT_TRUE(c.speedup) << c.row.name << ": " << c.speedup_note;
+    if (c.row.experiment_id == no_solo) {
+      // Against the median of both sessions' solo rates: 16k and 8k samples/s.
+      EXPECT_NEAR(*c.speedup, 2 * 16'000 / 12'000.0, 1e-6);
+    } else {
+      EXPECT_NEAR(*c.speedup, c.row.degree == 1 ? 1.0 : 2.0, 1e-6) << c.row.experiment_id;
+    }
+  }
 }
 
 }  // namespace

@@ -183,6 +183,10 @@ std::string format_run_summary(const RunSummary& summary) {
             fmt::format("note: {} ignored {} malformed progress line{}\n", job.name,
                         job.malformed_progress_lines, job.malformed_progress_lines == 1 ? "" : "s");
       }
+      if (job.progress_throttled) {
+        out += fmt::format("note: {}'s progress was throttled: {} (see docs/job-file.md)\n",
+                           job.name, job.progress_throttled->describe());
+      }
     }
   }
   out += "\n";
@@ -319,6 +323,13 @@ nlohmann::json to_json(const RunSummary& summary) {
         {"malformed_progress_lines", job.malformed_progress_lines},
         {"instance", job.instance},
     });
+    if (job.progress_throttled) {
+      const ThrottleCounts& t = *job.progress_throttled;
+      jobs.back()["progress_throttled"] = {{"skipped_bytes", t.skipped_bytes},
+                                           {"dropped_events", t.dropped_events},
+                                           {"coalesced_epochs", t.coalesced_epochs},
+                                           {"refused_files", t.refused_files}};
+    }
   }
   nlohmann::json instances = nlohmann::json::array();
   for (const InstanceUsage& u : summary.instances) {

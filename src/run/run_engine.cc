@@ -289,6 +289,8 @@ void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis en
   job.ended_ms = ended_ms;
   job.note = exit.state == JobState::kOk ? "" : exit.reason;
   int64_t malformed = job.reader ? job.reader->malformed_lines() : 0;
+  if (job.job.id != 0 && job.reader && job.reader->throttled().any())
+    pending_events_.emplace_back(job.job.id, job.reader->throttled().to_event(ended_ms));
   if (job.job.id != 0) {
     report(ctx_.store.job_finished(job.job.id, exit, ended_ms, malformed),
            "record the end of job " + job.job.spec.name);
@@ -382,13 +384,16 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   if (!job.job.checkpoint_dir.empty()) request.env[kCheckpointDirEnv] = job.job.checkpoint_dir;
 
   Result<ProgressReader> reader =
-      ProgressReader::create(job.job.progress_path, request.log_path, spec.epoch_regex);
+      ProgressReader::create({job.job.progress_path, request.log_path, spec.epoch_regex,
+                              spec.step_regex, spec.epoch_samples},
+                             ctx_.clock.now_ms());
   if (!reader.ok()) {
     start_failed(job, reader.error());
     return;
   }
   // A retry keeps reading the progress file where the last attempt stopped.
   if (!job.reader) job.reader.emplace(std::move(reader).value());
+  job.reader->follow_log(request.log_path);  // this attempt's output
 
   Result<pid_t> pid = supervisor_.start(request);
   UnixMillis now = ctx_.clock.now_ms();
@@ -467,7 +472,7 @@ void RunEngine::reap() {
     by_pid_.erase(it);
     retired_pids_.push_back(f.pid);  // samples taken before its end may still be in flight
     ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
-    read_progress_of(job);  // the last lines it wrote before exiting
+    read_progress_of(job, /*exited=*/true);  // the last lines it wrote before exiting
     if (job.probe && f.exit.state == JobState::kOk) finish_probe(job);
     end_attempt(job, f);
   }
@@ -608,12 +613,14 @@ void RunEngine::finish_probe(JobRuntime& job) {
   scheduler_->learned(job.signature, p);
 }
 
-void RunEngine::read_progress_of(JobRuntime& job) {
+void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
   if (!job.reader) return;
-  for (ProgressEvent& e : job.reader->poll(ctx_.clock.now_ms())) {
+  for (ProgressEvent& e : job.reader->poll(ctx_.clock.now_ms(), exited)) {
     if (!job.first_progress_ms) job.first_progress_ms = e.time_ms - job.started_ms;
     if ((e.kind == "epoch_end" || e.kind == "step") && e.samples) {
-      const UnixMillis since = job.last_rate_ms > job.started_ms ? job.last_rate_ms : 0;
+      // A step's rate runs from the previous step, an epoch's from the previous epoch's end.
+      const UnixMillis last = e.kind == "step" ? job.last_rate_ms : job.last_epoch_end_ms;
+      const UnixMillis since = last > job.started_ms ? last : 0;
       if (since > 0 && e.time_ms > since) {
         double rate =
             static_cast<double>(*e.samples) * 1000.0 / static_cast<double>(e.time_ms - since);
@@ -621,7 +628,7 @@ void RunEngine::read_progress_of(JobRuntime& job) {
         ++job.rates_seen;
         if (e.kind == "step") job.last_samples_per_s = rate;
       }
-      job.last_rate_ms = e.time_ms;
+      if (e.kind == "step") job.last_rate_ms = e.time_ms;
     }
     if (e.kind == "epoch_end") {
       ++job.epochs;
@@ -643,6 +650,10 @@ void RunEngine::read_progress_of(JobRuntime& job) {
       }
     }
     pending_events_.emplace_back(job.job.id, std::move(e));
+  }
+  for (const std::string& note : job.reader->take_notices()) {
+    display_.event(fmt::format("{}: {}", job.label(), note));
+    append_note_to_log(log_path(job), note);
   }
 }
 

@@ -239,7 +239,8 @@ class RunEngine {
   void requeue(JobRuntime& job, UnixMillis ended_ms, const std::string& reason);
   void finish_probes();
   void finish_probe(JobRuntime& job);
-  void read_progress_of(JobRuntime& job);
+  // `exited`: the job has ended; read what it left and let held-back events out.
+  void read_progress_of(JobRuntime& job, bool exited = false);
   void read_progress();
   void collect_samples();
   void flush();

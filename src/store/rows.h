@@ -18,7 +18,7 @@
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
 #include "jobs/job_state.h"
-#include "jobs/progress.h"
+#include "jobs/progress_event.h"
 
 namespace colo {
 

@@ -48,6 +48,8 @@ nlohmann::json spec_to_json(const JobSpec& job) {
   if (job.sm_share_pct) j["sm_share_pct"] = *job.sm_share_pct;
   if (job.memory_limit_bytes) j["memory_limit_bytes"] = *job.memory_limit_bytes;
   if (job.epoch_regex) j["epoch_regex"] = *job.epoch_regex;
+  if (job.step_regex) j["step_regex"] = *job.step_regex;
+  if (job.epoch_samples) j["epoch_samples"] = *job.epoch_samples;
   j["params"] = job.params;
   j["repeat_index"] = job.repeat_index;
   j["source"] = job.source;

@@ -27,7 +27,7 @@
 #include "gpu/gpu_backend.h"
 #include "jobs/job_spec.h"
 #include "jobs/job_state.h"
-#include "jobs/progress.h"
+#include "jobs/progress_event.h"
 #include "store/rows.h"
 #include "store/sqlite_util.h"
 

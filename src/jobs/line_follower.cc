@@ -1,0 +1,158 @@
+#include "jobs/line_follower.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace colo {
+namespace {
+
+constexpr size_t kReadChunkBytes = size_t{64} << 10;
+
+bool is_terminator(char c) { return c == '\n' || c == '\r'; }
+
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Closes a descriptor at scope exit.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+LineFollower::LineFollower(std::string path, FollowLimits limits)
+    : path_(std::move(path)), limits_(limits) {
+  partial_.reserve(std::min<size_t>(limits_.max_line_bytes, 4096));
+}
+
+void LineFollower::reset(std::string path) {
+  path_ = std::move(path);
+  offset_ = 0;
+  inode_ = 0;
+  partial_.clear();
+  discarding_ = false;
+}
+
+void LineFollower::refuse(std::string why) {
+  refused_ = true;
+  if (!notice_) notice_ = fmt::format("{} {}; colo does not read it", path_, why);
+}
+
+std::optional<std::string> LineFollower::take_notice() {
+  if (!notice_ || notice_taken_) return std::nullopt;
+  notice_taken_ = true;
+  return notice_;
+}
+
+void LineFollower::skip_to(int fd, uint64_t offset) {
+  if (offset <= offset_) return;
+  skipped_bytes_ += offset - offset_;
+  offset_ = offset;
+  partial_.clear();
+  // Reading resumes mid-line unless the byte before `offset` ends a line.
+  char last = 0;
+  discarding_ =
+      !(::pread(fd, &last, 1, static_cast<off_t>(offset - 1)) == 1 && is_terminator(last));
+}
+
+void LineFollower::consume(std::string_view chunk, const LineSink& on_line) {
+  while (!chunk.empty()) {
+    const auto end = std::find_if(chunk.begin(), chunk.end(), is_terminator);
+    const auto length = static_cast<size_t>(end - chunk.begin());
+    if (!discarding_) {
+      const size_t room = limits_.max_line_bytes - partial_.size();
+      if (length > room) {
+        partial_.append(chunk.substr(0, room));
+        on_line(partial_, /*truncated=*/true);
+        partial_.clear();
+        discarding_ = true;
+      } else {
+        partial_.append(chunk.substr(0, length));
+      }
+    }
+    if (end == chunk.end()) return;  // the line goes on in the next chunk
+    if (!discarding_ && !partial_.empty()) on_line(partial_, /*truncated=*/false);
+    partial_.clear();
+    discarding_ = false;
+    chunk.remove_prefix(length + 1);
+  }
+}
+
+void LineFollower::read(bool writer_exited, const LineSink& on_line) {
+  if (path_.empty()) return;
+  Fd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY));
+  if (fd.get() < 0) {
+    if (errno == ELOOP) {
+      refuse("is a symbolic link");
+    } else if (errno != ENOENT) {
+      refuse(fmt::format("cannot be opened ({})", std::strerror(errno)));
+    }
+    return;
+  }
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return;
+  if (!S_ISREG(st.st_mode)) {
+    refuse(fmt::format("is {}, not a regular file", file_kind(st.st_mode)));
+    return;
+  }
+  const auto inode = static_cast<uint64_t>(st.st_ino);
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size < offset_ || (inode_ != 0 && inode != inode_)) {
+    // Truncated or replaced: start over.
+    offset_ = 0;
+    partial_.clear();
+    discarding_ = false;
+  }
+  inode_ = inode;
+  if (!writer_exited && size - offset_ > limits_.max_backlog_bytes) skip_to(fd.get(), size);
+
+  const uint64_t budget = writer_exited ? limits_.max_final_bytes : limits_.max_read_bytes;
+  uint64_t read_bytes = 0;
+  bool at_end = false;
+  char buf[kReadChunkBytes];
+  while (read_bytes < budget) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(sizeof buf, budget - read_bytes));
+    ssize_t n = ::pread(fd.get(), buf, want, static_cast<off_t>(offset_));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      at_end = true;
+      break;
+    }
+    offset_ += static_cast<uint64_t>(n);
+    read_bytes += static_cast<uint64_t>(n);
+    consume(std::string_view(buf, static_cast<size_t>(n)), on_line);
+  }
+  if (!writer_exited) return;
+  if (!at_end) {
+    // The job has exited and left more than the final budget: skip the rest.
+    struct stat now {};
+    if (fstat(fd.get(), &now) == 0) skip_to(fd.get(), static_cast<uint64_t>(now.st_size));
+    return;
+  }
+  if (!discarding_ && !partial_.empty()) on_line(partial_, /*truncated=*/false);
+  partial_.clear();
+}
+
+}  // namespace colo
