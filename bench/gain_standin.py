@@ -31,6 +31,12 @@ and, inside colo, to $COLO_PROGRESS_FILE through python/colo_progress.py
 (stamped a moment later, well within a millisecond), unless
 --no-progress-client makes it a script that only prints (colo then reads its
 epochs through the job file's epoch_regex).
+
+For sweeps (grids): --lr, --weight-decay and --seed are accepted and change
+nothing; with --memory-mib the job tells colo's simulated GPU, as it starts,
+that it holds --memory-mib + --memory-mib-per-sample x --batch-size MiB there
+(and --sm-activity percent of its SMs), through the progress metrics
+simulated_gpu_memory_mib and simulated_sm_active_pct.
 """
 
 import argparse
@@ -62,7 +68,29 @@ def parse_args(argv=None):
                         help="extra start-up per job index (#i in COLO_JOB_NAME)")
     parser.add_argument("--no-progress-client", action="store_true",
                         help="report only through the printed epoch lines")
+    parser.add_argument("--lr", type=float, default=0.1, help="ignored (grids)")
+    parser.add_argument("--weight-decay", type=float, default=0.0, help="ignored (grids)")
+    parser.add_argument("--seed", type=int, default=0, help="ignored (grids)")
+    parser.add_argument("--batch-size", type=int, default=128, help="for --memory-mib-per-sample")
+    parser.add_argument("--memory-mib", type=float, default=None,
+                        help="simulated GPU memory: the fixed part (MiB); absent: not reported")
+    parser.add_argument("--memory-mib-per-sample", type=float, default=0.0,
+                        help="simulated GPU memory per sample of the batch (MiB)")
+    parser.add_argument("--sm-activity", type=float, default=None,
+                        help="simulated SM activity alone (percent); absent: not reported")
     return parser.parse_args(argv)
+
+
+def report_simulated_load(args):
+    """Tells colo's simulated GPU what this job holds there (nothing when not asked)."""
+    load = {}
+    if args.memory_mib is not None:
+        load["simulated_gpu_memory_mib"] = (args.memory_mib
+                                            + args.memory_mib_per_sample * args.batch_size)
+    if args.sm_activity is not None:
+        load["simulated_sm_active_pct"] = args.sm_activity
+    if load:
+        colo.metric(**load)
 
 
 def startup_s(args):
@@ -79,6 +107,7 @@ def main(argv=None):
     if args.no_progress_client:
         os.environ.pop(colo.ENV_VAR, None)
 
+    report_simulated_load(args)
     colo.start()
     time.sleep(startup_s(args))
     open(me, "w").close()

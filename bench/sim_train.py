@@ -23,8 +23,13 @@ slow down in proportion. The first epoch takes WARMUP_S longer, as real
 training does.
 
 Progress goes to colo through python/colo_progress.py like train.py's: one
-epoch_end per epoch, and at the end max_memory_reserved_mib (from MEMORY_MIB;
-for dlrm twice --memory-gib).
+epoch_end per epoch, and at the end max_memory_reserved_mib (the memory below;
+for dlrm twice --memory-gib). As it starts, an image model tells colo's
+simulated GPU what it holds there (progress metrics simulated_gpu_memory_mib
+and simulated_sm_active_pct): MEMORY_MIB scaled as 40% fixed and 60% in
+proportion to the batch size over 128, and SM_SHARE scaled by the square root
+of that ratio, so that a batch-size sweep has memory and load that grow with
+the batch, as a real one does.
 """
 
 import argparse
@@ -85,6 +90,7 @@ def parse_args(argv=None):
     parser.add_argument("--memory-gib", type=float, default=16.0, help="dlrm: table size")
     # Accepted for compatibility with train.py, ignored.
     parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--weight-decay", type=float, default=0.0)
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--seed", type=int, default=0)
@@ -117,6 +123,7 @@ def work(epoch, steps, seed):
 
 def main(argv=None):
     args = parse_args(argv)
+    print("sim_train.py: started at %.3f" % time.time(), flush=True)
     if args.no_progress_client:
         os.environ.pop(colo.ENV_VAR, None)
     steps = math.ceil(args.epoch_samples / args.batch_size)
@@ -130,6 +137,14 @@ def main(argv=None):
                                                         epoch_s),
         flush=True,
     )
+    batch_ratio = args.batch_size / 128.0
+    if args.model == "dlrm":  # its tables: the job file's memory hint says what they hold
+        memory_mib = 2 * 1024 * args.memory_gib
+    else:
+        memory_mib = MEMORY_MIB[args.model] * (0.4 + 0.6 * batch_ratio)
+        colo.metric(simulated_gpu_memory_mib=memory_mib,
+                    simulated_sm_active_pct=min(100.0, max(1.0, SM_SHARE[args.model]
+                                                           * math.sqrt(batch_ratio))))
     colo.start()
     run_start = time.monotonic()
     checksum = args.seed
@@ -149,8 +164,7 @@ def main(argv=None):
         colo.epoch_end(epoch, samples=samples, loss=loss, epoch_time_s=seconds,
                        img_per_s=samples / seconds)
     total = time.monotonic() - run_start
-    reserved = 2 * 1024 * args.memory_gib if args.model == "dlrm" else MEMORY_MIB[args.model]
-    colo.metric(max_memory_reserved_mib=reserved, simulated=1)
+    colo.metric(max_memory_reserved_mib=memory_mib, simulated=1)
     colo.end(total_time_s=total, img_per_s=samples * args.epochs / total)
     print("sim_train.py: done in %.1fs (simulated)" % total, flush=True)
     return 0

@@ -23,6 +23,9 @@ read when --no-progress-client keeps the script from talking to colo:
 
     epoch 2/5: 12.3s, 4065 img/s, loss 2.30, 50048 samples, ended at 1732278012.345
 
+Its first line says when it started ("train.py: started at 1732278000.123"),
+so that a makespan can be taken from the logs too (bench/sweep_check.py).
+
 `python3 bench/train.py --help` works without PyTorch; training needs torch
 and timm.
 """
@@ -80,6 +83,7 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=int, default=5, help="epochs to train")
     parser.add_argument("--lr", type=float, default=0.1, help="SGD learning rate")
     parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
+    parser.add_argument("--weight-decay", type=float, default=0.0, help="SGD weight decay")
     parser.add_argument("--device", default="cuda", help="torch device, e.g. cuda, cuda:1, cpu")
     parser.add_argument("--seed", type=int, default=0, help="seed of weights and data")
     parser.add_argument(
@@ -104,6 +108,8 @@ def parse_args(argv=None):
             parser.error("--%s must be at least 1" % name.replace("_", "-"))
     if args.lr <= 0:
         parser.error("--lr must be positive")
+    if args.weight_decay < 0:
+        parser.error("--weight-decay must not be negative")
     return args
 
 
@@ -129,6 +135,7 @@ def make_pool(torch, args, image_size, num_classes, device, memory_format):
 
 def main(argv=None):
     args = parse_args(argv)
+    print("train.py: started at %.3f" % time.time(), flush=True)
     if args.no_progress_client:
         os.environ.pop(colo.ENV_VAR, None)
 
@@ -152,7 +159,8 @@ def main(argv=None):
     model = model.to(device=device, memory_format=memory_format)
     model.train()
 
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum,
+                                weight_decay=args.weight_decay)
     loss_fn = torch.nn.CrossEntropyLoss()
     images, labels = make_pool(torch, args, image_size, num_classes, device, memory_format)
     steps = math.ceil(args.epoch_samples / args.batch_size)

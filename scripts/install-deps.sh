@@ -9,9 +9,10 @@ packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nloh
           clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
           libturbojpeg0-dev  # JPEG decoding of the shared data loader (linked statically)
           python3-torch      # the data-sharing tests' consumers (python/colo_data.py)
-          chromium   # chromium: PNG figures of `colo report` and its browser test
-          slurm-wlm munge  # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
-          prometheus)      # a real Prometheus scrapes `colo serve --http`'s /metrics in a test
+          chromium           # PNG figures of `colo report` and its browser test
+          slurm-wlm munge    # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
+          prometheus         # a real Prometheus scrapes `colo serve --http`'s /metrics in a test
+          procps time)       # pgrep/pkill and /usr/bin/time: leftover-process tests, bench/soak.sh
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

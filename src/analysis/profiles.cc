@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <set>
 
 #include "jobs/job_signature.h"
 
@@ -46,11 +47,35 @@ void ProfileLearner::add(const RunSummary& run) {
     p.gpu_name = gpu;
     p.simulated = run.run.simulated;
     p.runs += 1;
+    if (!job.family.empty()) p.family = job.family;
+    if (!job.params.empty()) p.params = job.params;
+    if (p.job_name.empty()) {  // a job measured alone replaces it below
+      p.group = job.group;
+      p.job_name = job.name;
+    }
     if (job.peak_memory_bytes) {
       p.profile.peak_memory_bytes =
           std::max(p.profile.peak_memory_bytes.value_or(0), *job.peak_memory_bytes);
     }
-    if (!ran_alone(job, run)) continue;
+    if (job.estimate) {
+      p.estimate =
+          LearnedProfile::EstimateCheck{run.run.id, job.name, *job.estimate, job.peak_memory_bytes};
+    }
+    if (!ran_alone(job, run)) {
+      // Probed by the auto policy, then joined by others: what it measured
+      // while its GPU was its own.
+      if (job.probe && job.probe->sm_active_pct) {
+        p.job_name = job.name;
+        p.group = job.group;
+        p.profile.sm_active_pct = job.probe->sm_active_pct;
+        p.profile.gpu_util_pct = job.probe->gpu_util_pct;
+        p.profile.samples_per_s = job.probe->samples_per_s;
+        p.profile.startup_ms = job.probe->startup_ms;
+        p.profile.source = fmt::format("store: run {} job {} ({}, probe{})", run.run.id, job.id,
+                                       run.run.mechanism, run.run.simulated ? ", simulated" : "");
+      }
+      continue;
+    }
     p.job_name = job.name;
     p.group = job.group;
     // The steady epochs' load; the whole job's mean counts start-up, when
@@ -96,6 +121,46 @@ const LearnedProfile* find_profile(const std::vector<LearnedProfile>& profiles,
     if (best == nullptr || (p.simulated == simulated && best->simulated != simulated)) best = &p;
   }
   return best;
+}
+
+std::map<std::string, std::vector<FamilyInstance>> family_instances(
+    const std::vector<LearnedProfile>& learned, const std::vector<JobSpec>& jobs,
+    std::string_view gpu_model, bool simulated) {
+  std::map<std::string, std::vector<FamilyInstance>> out;
+  std::set<std::string> families;
+  for (const JobSpec& job : jobs) {
+    if (!job.family.empty()) families.insert(job.family);
+  }
+  std::set<std::string> seen;  // signatures
+  for (const LearnedProfile& l : learned) {
+    if (!families.contains(l.family) || !seen.insert(l.signature).second) continue;
+    const LearnedProfile* best = find_profile(learned, l.signature, gpu_model, simulated);
+    if (best == nullptr) continue;
+    out[l.family].push_back({instance_label(best->job_name), best->params, best->profile});
+  }
+  return out;
+}
+
+std::map<std::string, JobProfile> usable_profiles(
+    const std::map<std::string, JobProfile>& known,
+    const std::map<std::string, std::vector<FamilyInstance>>& instances,
+    const std::vector<JobSpec>& jobs) {
+  std::map<std::string, JobProfile> out;
+  for (const JobSpec& job : jobs) {
+    const std::string signature = job_signature(job);
+    if (out.contains(signature)) continue;
+    auto own = known.find(signature);
+    if (own != known.end() && own->second.admissible()) {
+      out[signature] = own->second;
+      continue;
+    }
+    auto family = instances.find(job.family);
+    if (family == instances.end()) continue;
+    FamilyEstimate e = estimate_from_family(family->second, job.params, job.resource_params);
+    if (!e.profile) continue;
+    out[signature] = own != known.end() ? merge_profiles(own->second, *e.profile) : *e.profile;
+  }
+  return out;
 }
 
 std::optional<SoloRate> solo_rate_of(const JobProfile& profile) {

@@ -13,6 +13,7 @@
 
 #include "analysis/run_summary.h"
 #include "jobs/job_spec.h"
+#include "sched/family.h"
 #include "sched/interference.h"
 #include "sched/profile.h"
 
@@ -24,11 +25,22 @@ namespace colo {
 struct LearnedProfile {
   std::string signature;
   std::string gpu_name;  // "NVIDIA H200"
-  std::string job_name;  // of the latest job measured alone ("resnet26#3")
+  std::string job_name;  // of the latest job measured alone, else of the latest ("resnet26#3")
   std::string group;     // its [[job]] block
+  std::string family;    // its jobs' family (JobSpec::family); "" before families were recorded
+  std::map<std::string, std::string> params;  // its grid values
   bool simulated = false;
   int runs = 0;  // completed jobs that contributed
   JobProfile profile;
+  // The latest run that placed a job of it by an estimate from its family:
+  // the estimate beside what that job then measured.
+  struct EstimateCheck {
+    int64_t run_id = 0;
+    std::string job_name;
+    JobProfile estimate;
+    std::optional<uint64_t> measured_peak_bytes;  // that job's peak memory
+  };
+  std::optional<EstimateCheck> estimate;
 };
 
 // Learns profiles from run summaries handed to it oldest first (later runs'
@@ -56,6 +68,23 @@ bool ran_alone(const JobSummary& job, const RunSummary& run);
 const LearnedProfile* find_profile(const std::vector<LearnedProfile>& profiles,
                                    const std::string& signature, std::string_view gpu_model,
                                    bool simulated);
+
+// The measured instances of each family of `jobs` on GPU model `gpu_model`
+// (as find_profile picks them), for the scheduler's and the simulator's
+// family estimates: every signature of the family the store has measured,
+// named by its latest job without the repeat suffix.
+std::map<std::string, std::vector<FamilyInstance>> family_instances(
+    const std::vector<LearnedProfile>& learned, const std::vector<JobSpec>& jobs,
+    std::string_view gpu_model, bool simulated);
+
+// What the auto policy would place each signature of `jobs` by, before the
+// run: its own profile (known_profiles) when complete enough for admission,
+// else that over its family's estimate (sched/family.h) from `instances`;
+// signatures with neither are absent (they would be probed).
+std::map<std::string, JobProfile> usable_profiles(
+    const std::map<std::string, JobProfile>& known,
+    const std::map<std::string, std::vector<FamilyInstance>>& instances,
+    const std::vector<JobSpec>& jobs);
 
 // A profile's solo rate, when it has one.
 std::optional<SoloRate> solo_rate_of(const JobProfile& profile);

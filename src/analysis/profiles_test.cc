@@ -4,7 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "analysis/profile_event.h"
 #include "analysis/stored.h"
+#include "jobs/job_signature.h"
 #include "store/run_store.h"
 #include "store/testing/fake_runs.h"
 
@@ -113,6 +115,132 @@ TEST(LearnedProfiles, JobsThatNeverRanAloneHaveMemoryOnly) {
   EXPECT_FALSE(profiles->front().profile.sm_active_pct);
   EXPECT_FALSE(profiles->front().profile.admissible());
   EXPECT_EQ(profiles->front().profile.source, "store: 2 jobs, never alone");
+}
+
+// A run of a sweep as analysis sees it: a probe (job 1) that its family
+// joined, and two siblings placed by estimates; all on one H100.
+RunSummary sweep_run() {
+  RunSummary run;
+  run.run.id = 7;
+  run.run.state = RunState::kOk;
+  run.run.mechanism = "mps";
+  DeviceInfo gpu;
+  gpu.name = "NVIDIA H100 80GB HBM3";
+  run.devices = {gpu};
+  for (int i = 0; i < 3; ++i) {
+    JobSummary j;
+    j.id = i + 1;
+    j.state = JobState::kOk;
+    j.device = 0;
+    j.started_ms = kFakeT0 + (i == 0 ? 0 : 10'000);
+    j.ended_ms = kFakeT0 + 40'000;
+    j.group = "toy";
+    j.family = "fam";
+    j.params = {{"batch_size", std::to_string(32 << (4 * i))}};  // 32, 512, 8192
+    j.name = "toy[batch_size=" + j.params["batch_size"] + "]";
+    j.signature = "sig" + std::to_string(i);
+    run.jobs.push_back(std::move(j));
+  }
+  run.jobs[0].peak_memory_bytes = kFakeGiB;
+  run.jobs[1].peak_memory_bytes = 3 * kFakeGiB;
+  run.jobs[2].peak_memory_bytes = 40 * kFakeGiB;
+  JobProfile probe;
+  probe.peak_memory_bytes = kFakeGiB;
+  probe.sm_active_pct = 30;
+  probe.samples_per_s = 4000;
+  probe.startup_ms = 9'000;
+  run.jobs[0].probe = profile_in(profile_event(kProbeEvent, probe, kFakeT0), kProbeEvent);
+  JobProfile estimate;
+  estimate.peak_memory_bytes = 3 * kFakeGiB + kFakeGiB / 10;
+  estimate.memory_uncertainty = 0.05;
+  estimate.sm_active_pct = 50;
+  run.jobs[1].estimate =
+      profile_in(profile_event(kEstimateEvent, estimate, kFakeT0), kEstimateEvent);
+  return run;
+}
+
+TEST(ProfileEvents, RoundTripAndOnlyTheirKind) {
+  JobProfile p;
+  p.peak_memory_bytes = 5 * kFakeGiB;
+  p.memory_uncertainty = 0.12;
+  p.sm_active_pct = 40;
+  p.sm_uncertainty = 0.05;
+  p.samples_per_s = 1234;
+  p.rate_uncertainty = 0.2;
+  p.startup_ms = 8000;
+  ProgressEvent e = profile_event(kEstimateEvent, p, kFakeT0);
+  EXPECT_EQ(e.kind, "estimate");
+  std::optional<JobProfile> back = profile_in(e, kEstimateEvent);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back->peak_memory_bytes, 5 * kFakeGiB);
+  EXPECT_DOUBLE_EQ(back->memory_uncertainty, 0.12);
+  EXPECT_DOUBLE_EQ(*back->sm_active_pct, 40);
+  EXPECT_DOUBLE_EQ(*back->samples_per_s, 1234);
+  EXPECT_DOUBLE_EQ(back->rate_uncertainty, 0.2);
+  EXPECT_EQ(*back->startup_ms, 8000);
+  EXPECT_FALSE(profile_in(e, kProbeEvent).has_value());
+  ProgressEvent epoch;
+  epoch.kind = "epoch_end";
+  EXPECT_FALSE(profile_in(epoch, kEstimateEvent).has_value());
+}
+
+TEST(LearnedProfiles, AProbeJoinedByItsFamilyStillGivesItsSoloNumbers) {
+  ProfileLearner learner;
+  learner.add(sweep_run());
+  std::vector<LearnedProfile> profiles = learner.profiles();
+  ASSERT_EQ(profiles.size(), 3u);
+  const LearnedProfile& probed = profiles[0];
+  EXPECT_EQ(probed.family, "fam");
+  EXPECT_EQ(probed.params.at("batch_size"), "32");
+  EXPECT_TRUE(probed.profile.admissible());
+  EXPECT_DOUBLE_EQ(*probed.profile.sm_active_pct, 30);
+  EXPECT_EQ(*probed.profile.startup_ms, 9'000);
+  EXPECT_EQ(probed.profile.source, "store: run 7 job 1 (mps, probe)");
+  // The siblings ran with others: memory only, and the estimate one was placed by.
+  EXPECT_FALSE(profiles[1].profile.admissible());
+  ASSERT_TRUE(profiles[1].estimate.has_value());
+  EXPECT_EQ(profiles[1].estimate->run_id, 7);
+  EXPECT_EQ(*profiles[1].estimate->measured_peak_bytes, 3 * kFakeGiB);
+  EXPECT_EQ(profiles[1].job_name, "toy[batch_size=512]");
+  EXPECT_FALSE(profiles[2].estimate.has_value());
+}
+
+TEST(LearnedProfiles, FamilyInstancesAndWhatAFilesJobsWouldBePlacedBy) {
+  ProfileLearner learner;
+  learner.add(sweep_run());
+  const std::vector<LearnedProfile> learned = learner.profiles();
+  // A file with the family's three measured instances and a new one.
+  std::vector<JobSpec> jobs;
+  for (const char* bs : {"32", "512", "8192", "128"}) {
+    JobSpec j;
+    j.name = std::string("toy[batch_size=") + bs + "]";
+    j.group = "toy";
+    j.family = "fam";
+    j.params = {{"batch_size", bs}};
+    j.command = {"train", "--batch-size", bs};
+    jobs.push_back(j);
+  }
+  std::map<std::string, std::vector<FamilyInstance>> instances =
+      family_instances(learned, jobs, "H100", false);
+  ASSERT_EQ(instances.size(), 1u);
+  ASSERT_EQ(instances.at("fam").size(), 3u);
+  EXPECT_EQ(instances.at("fam")[0].name, "toy[batch_size=32]");
+  EXPECT_TRUE(family_instances(learned, jobs, "H200", false).empty());
+
+  // The store's signatures are not these jobs' (their commands differ), so
+  // every job is placed by the family: memory is fitted over 32..8192, but
+  // SM activity was measured at batch size 32 alone (presumed to matter: no
+  // fit from one value), so only that batch size has a usable profile.
+  std::map<std::string, JobProfile> usable = usable_profiles({}, instances, jobs);
+  ASSERT_EQ(usable.size(), 1u);
+  EXPECT_TRUE(usable.contains(job_signature(jobs[0])));
+  // Stated neutral, the probe's SM activity speaks for all of them.
+  for (JobSpec& j : jobs) j.resource_params = std::vector<std::string>{};
+  usable = usable_profiles({}, instances, jobs);
+  ASSERT_EQ(usable.size(), 4u);
+  const JobProfile& p = usable.at(job_signature(jobs[3]));
+  EXPECT_DOUBLE_EQ(*p.sm_active_pct, 30);
+  EXPECT_EQ(*p.peak_memory_bytes, 40 * kFakeGiB) << "neutral: the largest measured peak";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "analysis/energy.h"
 #include "analysis/intervals.h"
+#include "analysis/profile_event.h"
 #include "common/saturating.h"
 
 namespace colo {
@@ -166,6 +167,12 @@ RunSummary summarize(const RunRecord& record) {
     job.name = row.name;
     job.group = row.group;
     job.signature = row.signature;
+    job.family = row.family;
+    job.params = row.params;
+    for (const ProgressEvent& e : events) {
+      if (std::optional<JobProfile> p = profile_in(e, kEstimateEvent)) job.estimate = std::move(p);
+      if (std::optional<JobProfile> p = profile_in(e, kProbeEvent)) job.probe = std::move(p);
+    }
     job.state = row.state;
     job.reason = row.reason;
     job.device = row.device;
@@ -174,6 +181,7 @@ RunSummary summarize(const RunRecord& record) {
     job.log_path = row.log_path;
     job.malformed_progress_lines = row.malformed_progress_lines;
     job.instance = row.instance;
+    job.usage = row.usage;
     if (job.started_ms && job.ended_ms) job.duration_ms = *job.ended_ms - *job.started_ms;
     job.attempts = 1 + static_cast<int>(std::count_if(
                            events.begin(), events.end(),

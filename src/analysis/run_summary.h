@@ -17,6 +17,7 @@
 
 #include "analysis/epochs.h"
 #include "analysis/together.h"
+#include "sched/profile.h"
 #include "store/rows.h"
 
 namespace colo {
@@ -47,8 +48,15 @@ struct JobSummary {
   // GPU is idle, so a profile's SM activity is the job's working load.
   std::optional<double> steady_sm_active_pct;
   std::optional<double> steady_gpu_util_pct;
-  std::string signature;           // job_signature() of its spec
-  std::string group;               // its [[job]] block's name
+  std::string signature;  // job_signature() of its spec
+  std::string group;      // its [[job]] block's name
+  std::string family;     // its spec's family ("" in runs recorded before families)
+  std::map<std::string, std::string> params;  // its grid values
+  // The profile the auto policy placed it by when that was estimated from
+  // its family, and what it measured as the auto policy's probe (the
+  // latest "estimate" and "probe" events; profile_event.h), else absent.
+  std::optional<JobProfile> estimate;
+  std::optional<JobProfile> probe;
   std::optional<double> energy_j;  // device energy while it ran, shared among running jobs
   std::string log_path;            // the last attempt's
   int attempts = 1;                // 1 + its out-of-memory retries ('requeued' events)
@@ -56,6 +64,7 @@ struct JobSummary {
   // What colo held back of its progress (its last "throttled" event); absent when nothing.
   std::optional<ThrottleCounts> progress_throttled;
   std::string instance;  // the MIG instance it ran on; "" under other mechanisms
+  JobUsage usage;        // host CPU time and peak memory of everything it ran (its cgroup)
   // In the window the jobs ran together (together.h), when it was long enough.
   std::optional<double> together_samples_per_s;
   std::optional<double> together_epochs_per_s;

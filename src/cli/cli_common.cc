@@ -11,6 +11,7 @@
 #include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/units.h"
+#include "run/leftovers.h"
 #include "run/run_controller.h"
 
 namespace colo {
@@ -94,6 +95,29 @@ std::optional<int64_t> duration_flag(std::string_view flag, const std::string& t
   if (!why.empty()) problem += fmt::format(" ({})", why);
   std::cerr << "colo: " << flag << ": " << problem << "\n";
   return std::nullopt;
+}
+
+Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_flag) {
+  std::string path = db_flag.empty() ? default_db_path() : db_flag;
+  if (access(path.c_str(), F_OK) != 0) {
+    return Error(fmt::format(
+        "no run store at {} yet: `colo run FILE` or `colo bench` creates it (or pass --db PATH)",
+        path));
+  }
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(path, StoreAccess::kRead);
+  if (store.ok() && !(*store)->read_only_reason().empty()) {
+    std::cerr << fmt::format(
+        "colo: note: {} opened read-only ({}); runs of a colo that died show as it left them\n",
+        path, (*store)->read_only_reason());
+  }
+  // What a colo that died left running is stopped by whichever command comes
+  // next, not only by the next `colo run`.
+  if (store.ok()) {
+    for (const std::string& line : stop_leftovers_of_dead_colos(**store)) {
+      std::cerr << "colo: " << line << "\n";
+    }
+  }
+  return store;
 }
 
 std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,

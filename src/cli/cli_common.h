@@ -64,6 +64,13 @@ std::optional<MechanismKind> choose_mechanism(const std::string& flag,
 std::optional<int64_t> duration_flag(std::string_view flag, const std::string& text, int64_t min_ms,
                                      std::string_view why = "");
 
+// Opens the existing store that `db_flag` names (default_db_path() when empty)
+// for reading: colo runs, show and report. When it can only be read (a
+// read-only or full file system), says so on stderr and reads it anyway.
+// Stops what colos that died left running (run/leftovers.h), saying so on
+// stderr.
+Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_flag);
+
 // The profiles the store at `db` (default: the default store) learned, and
 // its measured collocations (of measured, not simulated, profiles) into
 // `collocations`; none, with a warning on stderr, when it cannot be read;

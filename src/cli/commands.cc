@@ -351,15 +351,6 @@ int monitor_command(const MonitorFlags& flags) {
 
 // ---- colo runs / colo show ------------------------------------------------
 
-Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& flag) {
-  std::string path = flag.empty() ? default_db_path() : flag;
-  if (access(path.c_str(), F_OK) != 0) {
-    return Error(fmt::format(
-        "no run store at {} yet: `colo run FILE` creates it (or pass --db PATH)", path));
-  }
-  return RunStore::open(path);
-}
-
 int runs_command(const std::string& db, int limit) {
   Result<std::unique_ptr<RunStore>> store = open_store_for_reading(db);
   if (!store.ok()) {
@@ -446,8 +437,9 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
           "Default: the job file's [run] mechanism, else mps where available, else naive")
       ->check(CLI::IsMember({"exclusive", "naive", "mps", "mig"}));
   run_cmd->add_option("--db", run.db, "run store (SQLite file); default " + default_db_path());
-  run_cmd->add_option("--logs", run.logs,
-                      "directory for job logs; default <state dir>/runs/<run id>");
+  run_cmd->add_option(
+      "--logs", run.logs,
+      "directory for job logs; default <state dir>/runs (then <store name>-<hash>/<run id>)");
   run_cmd
       ->add_option("--max-per-gpu", run.max_per_gpu,
                    "at most this many jobs on one GPU at once (overrides the file)")
@@ -495,6 +487,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   add_report_command(app, exit_code);
   add_mig_command(app, exit_code);
   add_simulate_commands(app, exit_code);
+  add_profiles_command(app, exit_code);
   add_serve_commands(app, exit_code, command_line);
   add_top_command(app, exit_code);
   add_slurm_command(app, exit_code, command_line);

@@ -38,8 +38,10 @@ void add_report_command(CLI::App& app, int& exit_code);
 void add_mig_command(CLI::App& app, int& exit_code);
 // `colo data make-synthetic|pack|serve|cleanup` (data_command.cc).
 void add_data_command(CLI::App& app, int& exit_code);
-// `colo simulate` and `colo profiles` (simulate_command.cc).
+// `colo simulate` (simulate_command.cc).
 void add_simulate_commands(CLI::App& app, int& exit_code);
+// `colo profiles [FILE]` (profiles_command.cc).
+void add_profiles_command(CLI::App& app, int& exit_code);
 // `colo slurm submit|status|collect` (slurm_command.cc).
 void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command_line);
 // `colo top` (top_command.cc).

@@ -1,4 +1,6 @@
 // colo: runs deep-learning training jobs collocated on NVIDIA GPUs.
+#include <signal.h>
+
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
@@ -11,6 +13,10 @@ int main(int argc, char** argv) {
       "colo: run training jobs collocated on NVIDIA GPUs (exclusive, naive sharing, MPS), "
       "watch the GPU, and keep every result in a SQLite store."};
   app.require_subcommand(1);
+  // A reader that goes away (`colo run ... | head -1`) must not end a run:
+  // writes to it fail instead (EPIPE) and colo carries on. Jobs get the
+  // default disposition back before exec.
+  signal(SIGPIPE, SIG_IGN);
   int exit_code = colo::kExitOk;
   std::string command_line = "colo";
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/paths.h"
 #include "report/report_writer.h"
@@ -33,15 +34,7 @@ int report_command(const ReportFlags& flags) {
     }
     targets.push_back(*target);
   }
-  const std::string db = flags.db.empty() ? default_db_path() : flags.db;
-  if (access(db.c_str(), F_OK) != 0) {
-    std::cerr << fmt::format(
-        "colo: no run store at {}: `colo run FILE` or `colo bench` creates it (or pass --db "
-        "PATH)\n",
-        db);
-    return kExitEnvironment;
-  }
-  Result<std::unique_ptr<RunStore>> store = RunStore::open(db);
+  Result<std::unique_ptr<RunStore>> store = open_store_for_reading(flags.db);
   if (!store) {
     std::cerr << "colo: " << store.error().message() << "\n";
     return kExitEnvironment;

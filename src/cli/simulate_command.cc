@@ -1,5 +1,4 @@
-// `colo simulate FILE --gpu MODEL`: every policy on the simulated clock, and
-// `colo profiles`: what the store has learned about each job signature.
+// `colo simulate FILE --gpu MODEL`: every policy on the simulated clock.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -85,9 +84,14 @@ int simulate_command(const SimulateFlags& flags) {
   }
   std::vector<Collocation> collocations;
   std::vector<LearnedProfile> stored = stored_profiles(flags.db, flags.no_store, collocations);
-  SimJobSet set = make_sim_jobs(*file, known_profiles(stored, file->jobs, model->model, true));
+  const std::map<std::string, JobProfile> known =
+      known_profiles(stored, file->jobs, model->model, true);
+  std::map<std::string, std::vector<FamilyInstance>> families =
+      family_instances(stored, file->jobs, model->model, true);
+  SimJobSet set = make_sim_jobs(*file, known, usable_profiles(known, families, file->jobs));
 
   SimOptions options;
+  options.family_instances = std::move(families);
   options.gpus = flags.gpus;
   options.gpu_memory_bytes = model->memory_total_bytes;
   options.model = calibrate(InterferenceModel{}, collocations);
@@ -135,70 +139,10 @@ int simulate_command(const SimulateFlags& flags) {
   return kExitOk;
 }
 
-int profiles_command(const std::string& db) {
-  std::string path = db.empty() ? default_db_path() : db;
-  if (access(path.c_str(), F_OK) != 0) {
-    std::cerr << fmt::format(
-        "colo: no run store at {} yet: `colo run FILE` creates it (or pass --db PATH)\n", path);
-    return kExitEnvironment;
-  }
-  Result<std::unique_ptr<RunStore>> store = RunStore::open(path);
-  Result<std::vector<LearnedProfile>> profiles =
-      store.ok() ? learn_profiles(**store) : Result<std::vector<LearnedProfile>>(store.error());
-  if (!profiles.ok()) {
-    std::cerr << "colo: " << profiles.error().message() << "\n";
-    return kExitEnvironment;
-  }
-  if (profiles->empty()) {
-    std::cout << "no profiles yet: they are learned from completed runs (colo run)\n";
-    return kExitOk;
-  }
-  auto opt = [](const auto& v, auto fmt_fn) { return v ? fmt_fn(*v) : std::string("-"); };
-  std::cout << fmt::format("{:<16} {:<24} {:<22} {:>9} {:>5} {:>6} {:>10} {:>8} {:>8} {:>8}  {}\n",
-                           "SIGNATURE", "JOB", "GPU", "PEAK MEM", "SM %", "UTIL %", "SAMPLES/S",
-                           "EPOCH", "ALONE", "STARTUP", "SOURCE");
-  for (const LearnedProfile& p : *profiles) {
-    const JobProfile& j = p.profile;
-    std::cout << fmt::format(
-        "{:<16} {:<24} {:<22} {:>9} {:>5} {:>6} {:>10} {:>8} {:>8} {:>8}  {}\n", p.signature,
-        p.job_name.empty() ? "-" : p.job_name, p.gpu_name, opt(j.peak_memory_bytes, format_bytes),
-        opt(j.sm_active_pct, [](double v) { return fmt::format("{:.0f}", v); }),
-        opt(j.gpu_util_pct, [](double v) { return fmt::format("{:.0f}", v); }),
-        opt(j.samples_per_s, [](double v) { return fmt::format("{:.0f}", v); }),
-        opt(j.epoch_ms, [](double v) { return format_duration_ms(static_cast<int64_t>(v)); }),
-        opt(j.solo_ms, format_duration_ms), opt(j.startup_ms, format_duration_ms), j.source);
-  }
-
-  // The interference model refitted to this store's collocations (what
-  // --policy auto and colo simulate use), with the measurements behind it.
-  Result<std::vector<Collocation>> collocations = measured_collocations(**store, *profiles);
-  if (!collocations.ok()) {
-    std::cerr << "colo: " << collocations.error().message() << "\n";
-    return kExitEnvironment;
-  }
-  const InterferenceModel fitted = calibrate(InterferenceModel{}, *collocations);
-  std::cout << "\ninterference model refitted to this store: " << fitted.describe() << "\n";
-  if (collocations->empty()) {
-    std::cout << "  no measured collocations (runs of two or more jobs on one GPU under mps or "
-                 "naive, with a steady speed-up and profiles of their jobs alone): defaults kept\n";
-  }
-  for (const Collocation& c : *collocations) {
-    double summed_sm = 0;
-    for (const SoloLoad& load : c.jobs) summed_sm += load.sm_active_pct;
-    std::cout << fmt::format(
-        "  {}: {} jobs, {:.0f}% summed solo SM activity: measured {:.2f}, refitted model {:.2f}, "
-        "defaults {:.2f}\n",
-        c.source, c.jobs.size(), summed_sm, c.measured_total, fitted.total(c.mode, c.jobs),
-        InterferenceModel{}.total(c.mode, c.jobs));
-  }
-  return kExitOk;
-}
-
 }  // namespace
 
 void add_simulate_commands(CLI::App& app, int& exit_code) {
   static SimulateFlags flags;
-  static std::string profiles_db;
   CLI::App* cmd = app.add_subcommand(
       "simulate",
       "Plan on a simulated clock: makespan, throughput and GPU-hours of a job file under every "
@@ -214,8 +158,10 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
                   "comma-separated: exclusive, naive-all, mps-all, mps-K, auto (default: all, "
                   "mps-2 up to --max-degree)");
   cmd->add_option("--max-degree", flags.max_degree,
-                  "largest fixed degree tried (default: the number of jobs, at most 16)")
-      ->check(CLI::PositiveNumber);
+                  fmt::format("largest fixed degree tried, 1 to {} (MPS's client limit; default: "
+                              "the number of jobs, at most 16)",
+                              kMaxMpsDegree))
+      ->check(CLI::Range(1, kMaxMpsDegree));
   cmd->add_option("--db", flags.db,
                   "run store whose measured profiles and collocations calibrate the simulation; "
                   "default " +
@@ -228,14 +174,6 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   cmd->callback([&exit_code] { exit_code = simulate_command(flags); });
-
-  CLI::App* profiles = app.add_subcommand(
-      "profiles",
-      "List what the store learned about each job signature (peak memory, solo SM activity, "
-      "utilization, rate, time per epoch, time alone) and the interference model refitted to "
-      "its measured collocations");
-  profiles->add_option("--db", profiles_db, "run store; default " + default_db_path());
-  profiles->callback([&exit_code] { exit_code = profiles_command(profiles_db); });
 }
 
 }  // namespace colo

@@ -15,20 +15,27 @@
 
 namespace colo {
 
+// Whether trying the same thing again later may succeed: a database locked by
+// another process or a full disk is transient; a bad input or a bug is not.
+enum class ErrorKind { kPermanent, kTransient };
+
 class Error {
  public:
-  explicit Error(std::string message) : message_(std::move(message)) {}
+  explicit Error(std::string message, ErrorKind kind = ErrorKind::kPermanent)
+      : message_(std::move(message)), kind_(kind) {}
 
   const std::string& message() const { return message_; }
+  bool transient() const { return kind_ == ErrorKind::kTransient; }
 
   // Returns a copy with "context: " prepended, for adding the file, job or
-  // step in which a lower-level error happened.
+  // step in which a lower-level error happened. The kind is kept.
   Error with_context(std::string_view context) const {
-    return Error(std::string(context) + ": " + message_);
+    return Error(std::string(context) + ": " + message_, kind_);
   }
 
  private:
   std::string message_;
+  ErrorKind kind_;
 };
 
 // Holds either a value or an Error. Accessing the value of an error result

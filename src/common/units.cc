@@ -63,7 +63,11 @@ Result<uint64_t> parse_bytes(std::string_view text) {
         fmt::format("'{}' has an unknown unit '{}'; use B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB)",
                     text, unit));
   }
-  return static_cast<uint64_t>(std::llround(number * scale));
+  const double bytes = number * scale;
+  if (bytes > static_cast<double>(kMaxBytes)) {
+    return Error(fmt::format("'{}' is too large: sizes go up to 1 PiB", text));
+  }
+  return static_cast<uint64_t>(std::llround(bytes));
 }
 
 std::string format_bytes(uint64_t bytes) {
@@ -114,6 +118,9 @@ Result<int64_t> parse_duration_ms(std::string_view text) {
     any = true;
   }
   if (!any) return Error(fmt::format("'{}' is not a duration", text));
+  if (total_ms > static_cast<double>(kMaxDurationMs)) {
+    return Error(fmt::format("'{}' is too long: durations go up to 3650d", text));
+  }
   return static_cast<int64_t>(std::llround(total_ms));
 }
 

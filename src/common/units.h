@@ -12,14 +12,17 @@ namespace colo {
 
 // Accepts an integer number of bytes or a number with a unit: B, K/KB/KiB,
 // M/MB/MiB, G/GB/GiB, T/TB/TiB (K, M, G, T and the *iB forms are powers of 1024;
-// KB, MB, GB, TB are powers of 1000). Case-insensitive, optional space.
+// KB, MB, GB, TB are powers of 1000). Case-insensitive, optional space. Sizes
+// above kMaxBytes are refused (never wrapped or capped).
+inline constexpr uint64_t kMaxBytes = uint64_t{1} << 50;  // 1 PiB
 Result<uint64_t> parse_bytes(std::string_view text);
 
 // "1.5 GiB", "512 MiB", "12 KiB", "100 B".
 std::string format_bytes(uint64_t bytes);
 
 // Accepts "250ms", "30s", "8m", "2h", "3d", combinations like "1h30m", or a
-// bare number of seconds.
+// bare number of seconds. Durations above kMaxDurationMs are refused.
+inline constexpr int64_t kMaxDurationMs = int64_t{3650} * 86'400'000;  // ten years
 Result<int64_t> parse_duration_ms(std::string_view text);
 
 // "1h02m", "3m05s", "12.3s", "250ms".

@@ -22,6 +22,26 @@ TEST(ParseBytes, RejectsGarbageWithAHint) {
   EXPECT_FALSE(parse_bytes("-3G").ok());
 }
 
+TEST(ParseBytes, RefusesSizesTooLargeToMeanAnythingInsteadOfWrapping) {
+  // 1e30 bytes was once capped at 2^63 without a word.
+  for (const char* text : {"1e30", "99999999999TiB", "18446744073709551616"}) {
+    auto r = parse_bytes(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message().find("too large"), std::string::npos) << r.error().message();
+  }
+  EXPECT_EQ(parse_bytes("1024TiB").value(), 1ull << 50);  // the bound itself
+}
+
+TEST(ParseDuration, RefusesDurationsTooLongInsteadOfWrapping) {
+  // 1e30s once came back as a negative number, reported as "got zero".
+  for (const char* text : {"1e30s", "99999999999d", "1e17ms"}) {
+    auto r = parse_duration_ms(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message().find("too long"), std::string::npos) << r.error().message();
+  }
+  EXPECT_EQ(parse_duration_ms("3650d").value(), int64_t{3650} * 86'400'000);
+}
+
 TEST(FormatBytes, PicksAReadableUnit) {
   EXPECT_EQ(format_bytes(100), "100 B");
   EXPECT_EQ(format_bytes(1536), "1.5 KiB");

@@ -1,7 +1,7 @@
 // colo's own declarations of the part of NVML it uses. There is no nvml.h at
 // build time: NVML is loaded with dlopen (see NvmlLibrary), so these types,
 // constants and function-pointer types are written from NVIDIA's published
-// header layouts (shared/design/nvidia-interfaces.md). The static_asserts pin
+// header layouts (docs/nvidia-interfaces.md). The static_asserts pin
 // every layout colo reads; a mismatch with the real driver corrupts memory, so
 // change them only against a real nvml.h.
 #pragma once

@@ -23,6 +23,7 @@
 
 #include "common/paths.h"
 #include "common/units.h"
+#include "jobs/job_signature.h"
 #include "jobs/output_patterns.h"
 #include "jobs/progress_event.h"
 
@@ -64,7 +65,8 @@ constexpr std::array<const char*, 16> kSettingKeys = {
 constexpr std::array<const char*, 10> kDataKeys = {
     "path", "format", "size", "augment", "threads", "ring", "chunk", "lag_timeout", "cpus", "seed"};
 // Keys only a [[job]] may have.
-constexpr std::array<const char*, 4> kJobOnlyKeys = {"name", "command", "repeat", "grid"};
+constexpr std::array<const char*, 5> kJobOnlyKeys = {"name", "command", "repeat", "grid",
+                                                     "resource_params"};
 
 // Collects every validation error of a file, so that the user can fix them
 // all in one go. Each message is prefixed with "file:line: ".
@@ -245,6 +247,7 @@ struct JobBlock {
   int64_t repeat = 1;
   // Grid parameters in key order (sorted), each with its values as text.
   std::vector<std::pair<std::string, std::vector<std::string>>> grid;
+  std::optional<Sourced<std::vector<std::string>>> resource_params;
   Settings settings;  // defaults already merged in
 };
 
@@ -487,6 +490,46 @@ std::string substitute(std::string_view text, const std::map<std::string, std::s
   return out;
 }
 
+// ASCII control characters (NUL, ESC, newline, ...): they cut arguments short
+// at exec or reach a terminal as escape codes.
+bool is_control(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
+
+std::string escaped_char(char c) { return fmt::format("\\x{:02x}", static_cast<unsigned char>(c)); }
+// A resource_params entry: a grid parameter's name, optionally "^k" (k from
+// 1 to 3: the value to that power, e.g. an image size squared for pixels).
+// Returns an error message, or nothing when it is valid.
+std::optional<std::string> check_resource_param(std::string_view entry,
+                                                const std::set<std::string>& params) {
+  std::string_view name = entry;
+  if (size_t caret = entry.find('^'); caret != std::string_view::npos) {
+    name = entry.substr(0, caret);
+    std::string_view power = entry.substr(caret + 1);
+    if (power != "1" && power != "2" && power != "3") {
+      return fmt::format("'{}': the power after '^' must be 1, 2 or 3", entry);
+    }
+  }
+  if (params.count(std::string(name)) > 0) return std::nullopt;
+  std::string known;
+  for (const std::string& p : params) known += (known.empty() ? "" : ", ") + p;
+  return fmt::format(
+      "'{}' names no grid parameter{} ({})", name, did_you_mean(name, params),
+      params.empty() ? "this job has no grid" : fmt::format("grid parameters: {}", known));
+}
+
+// The block's template with each placeholder marked (a unit separator before
+// its "{name}"), so that no literal text reads the same; without placeholders
+// the template is the job itself, and so is its signature.
+std::string template_text(std::string_view text) {
+  std::string out;
+  for (const TextPiece& piece : split_placeholders(text)) {
+    out += piece.placeholder ? "\x1f{" + piece.text + "}" : piece.text;
+  }
+  return out;
+}
+
 std::optional<std::string> grid_value_text(const toml::node& node) {
   if (const auto* s = node.as_string()) return s->get();
   if (const auto* i = node.as_integer()) return std::to_string(i->get());
@@ -668,10 +711,38 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const Sett
             ok = false;
             continue;
           }
+          if (auto bad = std::find_if(text->begin(), text->end(), is_control); bad != text->end()) {
+            reader.error(line_of(v),
+                         fmt::format("grid.{} value contains a control character ({}): grid "
+                                     "values become part of job names and commands, which "
+                                     "are printed and passed to exec; use printable text",
+                                     param.str(), escaped_char(*bad)));
+            ok = false;
+            continue;
+          }
           texts.push_back(std::move(*text));
         }
         block.grid.emplace_back(std::string(param.str()), std::move(texts));
       }
+    } else if (k == "resource_params") {
+      const auto* array = value.as_array();
+      if (array == nullptr) {
+        reader.error(line_of(value),
+                     fmt::format("key 'resource_params' must be an array of grid parameter names "
+                                 "such as [\"batch_size\", \"image_size^2\"], got {}",
+                                 describe(value)));
+        ok = false;
+        continue;
+      }
+      Sourced<std::vector<std::string>> names{{}, line_of(value)};
+      for (const toml::node& v : *array) {
+        if (auto text = reader.string("resource_params", v, "a grid parameter name (a string)")) {
+          names.value.push_back(*text);
+        } else {
+          ok = false;
+        }
+      }
+      block.resource_params = std::move(names);
     } else if (contains(kSettingKeys, k)) {
       reader.setting(key, value, own);
     } else {
@@ -707,6 +778,14 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const Sett
   for (const auto& [name, value] : block.settings.env) {
     check(value.value, value.line, fmt::format("env.{}", name));
   }
+  if (block.resource_params) {
+    for (const std::string& entry : block.resource_params->value) {
+      if (auto problem = check_resource_param(entry, params)) {
+        reader.error(block.resource_params->line, fmt::format("resource_params: {}", *problem));
+        ok = false;
+      }
+    }
+  }
   if (!ok) return std::nullopt;
   return block;
 }
@@ -721,6 +800,17 @@ std::string normal_dir(const std::string& path, const std::string& base_dir) {
 // (first parameter varying slowest), each repeated `repeat` times.
 void expand(const JobBlock& block, const std::string& path, const std::string& base_dir,
             std::vector<JobSpec>& jobs) {
+  JobSpec pattern;
+  for (const std::string& arg : block.command.value) pattern.command.push_back(template_text(arg));
+  pattern.working_dir = block.settings.workdir
+                            ? normal_dir(template_text(block.settings.workdir->value), base_dir)
+                            : base_dir;
+  for (const auto& [name, value] : block.settings.env)
+    pattern.env[name] = template_text(value.value);
+  const std::string family = job_signature(pattern);
+  std::optional<std::vector<std::string>> resource_params;
+  if (block.resource_params) resource_params = block.resource_params->value;
+
   std::vector<size_t> index(block.grid.size(), 0);
   while (true) {
     std::map<std::string, std::string> params;
@@ -734,6 +824,8 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
 
     JobSpec base;
     base.group = block.name;
+    base.family = family;
+    base.resource_params = resource_params;
     for (const std::string& arg : block.command.value)
       base.command.push_back(substitute(arg, params));
     base.working_dir = block.settings.workdir
@@ -924,6 +1016,11 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
                                                    describe(*job_node)));
   } else if (jobs->empty()) {
     diag.add(line_of(*job_node), fmt::format("'job' is empty: {}", kNeedsAJob));
+  } else if (jobs->size() > static_cast<size_t>(kMaxExpandedJobs)) {
+    diag.add(line_of(*job_node),
+             fmt::format("{} [[job]] sections; a job file has at most {} jobs (describe many "
+                         "alike with repeat and grid)",
+                         jobs->size(), kMaxExpandedJobs));
   } else {
     for (size_t i = 0; i < jobs->size(); ++i) {
       const toml::node& node = *jobs->get(i);
@@ -1000,6 +1097,17 @@ Result<JobFile> load_job_file(const std::string& path) {
     ::close(fd);
     return Error(fmt::format("cannot read job file {}: it is a directory", path));
   }
+  // `size`: "is 50.0 MiB", or "is over 8.0 MiB" when read from a stream.
+  auto too_large = [&](const std::string& size) {
+    return Error(fmt::format(
+        "job file {} is {}; colo reads job files up to {} (describe many jobs alike with "
+        "repeat and grid instead of one [[job]] each)",
+        path, size, format_bytes(kMaxJobFileBytes)));
+  };
+  if (st.st_size > 0 && static_cast<uint64_t>(st.st_size) > kMaxJobFileBytes) {
+    ::close(fd);
+    return too_large(format_bytes(static_cast<uint64_t>(st.st_size)));
+  }
   char buf[65536];
   while (true) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -1011,6 +1119,10 @@ Result<JobFile> load_job_file(const std::string& path) {
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxJobFileBytes) {  // a pipe or a file that grows as it is read
+      ::close(fd);
+      return too_large("over " + format_bytes(kMaxJobFileBytes));
+    }
   }
   ::close(fd);
   std::string dir = std::filesystem::path(absolute_path(path)).parent_path();

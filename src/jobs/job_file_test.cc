@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "jobs/job_signature.h"
+
 namespace colo {
 namespace {
 
@@ -372,7 +374,39 @@ INSTANTIATE_TEST_SUITE_P(
                 {"bad.toml:4:", "'restart' must be \"on-failure\" or \"never\"", "always"}},
         BadCase{"solo_time not a duration",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nsolo_time = \"soon\"\n",
-                {"bad.toml:4:", "'solo_time' must be a duration"}}),
+                {"bad.toml:4:", "'solo_time' must be a duration"}},
+        // Issue 15: overflowing values once read "got zero" or were capped at 2^63.
+        BadCase{"solo_time overflowing",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nsolo_time = \"1e30s\"\n",
+                {"bad.toml:4:", "too long"}},
+        BadCase{"gpu_memory overflowing",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\ngpu_memory = \"1e30\"\n",
+                {"bad.toml:4:", "too large"}},
+        // A NUL cut the argument short at exec; escape codes reached the terminal.
+        BadCase{
+            "grid value with a NUL",
+            "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{v}\"]\ngrid.v = [\"ok\", \"a\\u0000b\"]\n",
+            {"bad.toml:4:", "grid.v", "control character", "\\x00"}},
+        BadCase{
+            "grid value with an escape code",
+            "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{v}\"]\ngrid.v = [\"\\u001b[31mred\"]\n",
+            {"bad.toml:4:", "grid.v", "control character", "\\x1b"}},
+        BadCase{"resource_params names no grid parameter",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{batch}\"]\n"
+                "grid = { batch = [1, 2] }\nresource_params = [\"bach\"]\n",
+                {"bad.toml:5:", "resource_params: 'bach' names no grid parameter",
+                 "(did you mean 'batch'?)", "(grid parameters: batch)"}},
+        BadCase{"resource_params with a bad power",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{px}\"]\n"
+                "grid = { px = [32, 64] }\nresource_params = [\"px^4\"]\n",
+                {"bad.toml:5:", "'px^4': the power after '^' must be 1, 2 or 3"}},
+        BadCase{"resource_params not an array",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nresource_params = \"bs\"\n",
+                {"bad.toml:4:", "'resource_params' must be an array of grid parameter names"}},
+        BadCase{"resource_params in defaults",
+                "[defaults]\nresource_params = [\"bs\"]\n[[job]]\nname = \"a\"\n"
+                "command = [\"x\"]\n",
+                {"bad.toml:2:", "key 'resource_params' cannot have a default"}}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       std::string name = info.param.label;
       for (char& c : name) {
@@ -380,6 +414,49 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+TEST(JobFile, FamiliesAreTheBlocksTemplates) {
+  JobFile file = parse_ok(R"(
+[[job]]
+name = "sweep"
+command = ["python3", "train.py", "--lr", "{lr}", "--batch-size", "{batch_size}"]
+grid = { lr = [0.1, 0.01], batch_size = [32, 64] }
+resource_params = ["batch_size"]
+
+[[job]]
+name = "again"
+command = ["python3", "train.py", "--lr", "{lr}", "--batch-size", "{batch_size}"]
+grid = { lr = [0.5], batch_size = [128] }
+
+[[job]]
+name = "other"
+command = ["python3", "train.py", "--lr", "{lr}", "--batch-size", "{batch_size}", "--x"]
+grid = { lr = [0.5], batch_size = [128] }
+
+[[job]]
+name = "plain"
+command = ["python3", "train.py", "--lr", "0.1"]
+repeat = 2
+)");
+  ASSERT_EQ(file.jobs.size(), 8u);
+  // One block's instances share a family; so does another block with the
+  // same template; another template is another family.
+  for (size_t i = 1; i < 5; ++i) EXPECT_EQ(file.jobs[i].family, file.jobs[0].family);
+  EXPECT_NE(file.jobs[0].family, job_signature(file.jobs[0]));
+  EXPECT_NE(file.jobs[5].family, file.jobs[0].family);
+  EXPECT_EQ(file.jobs[0].resource_params, std::vector<std::string>{"batch_size"});
+  EXPECT_FALSE(file.jobs[4].resource_params.has_value());
+  // Without a grid the family is the job's own signature.
+  EXPECT_EQ(file.jobs[6].family, job_signature(file.jobs[6]));
+  EXPECT_EQ(file.jobs[7].family, file.jobs[6].family);
+  // A literal text that reads like a placeholder is not one.
+  JobFile literal = parse_ok(R"(
+[[job]]
+name = "braces"
+command = ["python3", "train.py", "--lr", "{{lr}}"]
+)");
+  EXPECT_NE(literal.jobs[0].family, file.jobs[0].family);
+}
 
 TEST(JobFile, PolicyAndProfileHints) {
   JobFile file = parse_ok(R"(
@@ -530,6 +607,30 @@ TEST_F(JobFileOnDisk, UnreadableFileGivesTheReason) {
   Result<JobFile> r = load_job_file(path);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.error().message(), HasSubstr("Permission denied"));
+}
+
+TEST_F(JobFileOnDisk, AFileTooLargeIsRefusedBeforeItIsParsed) {
+  // 50 MB of [[job]] once took 1.79 GB and 16 s before it was refused.
+  std::string path = dir_ + "/huge.toml";
+  {
+    std::ofstream out(path);
+    const std::string block = "[[job]]\nname = \"a\"\ncommand = [\"x\"]\n";
+    for (size_t written = 0; written <= kMaxJobFileBytes; written += block.size()) out << block;
+  }
+  Result<JobFile> r = load_job_file(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message(), HasSubstr(path));
+  EXPECT_THAT(r.error().message(), HasSubstr("job files up to 8.0 MiB"));
+  EXPECT_THAT(r.error().message(), HasSubstr("repeat"));
+}
+
+TEST(JobFile, MoreJobSectionsThanJobsAllowedAreRefusedAtOnce) {
+  std::string text;
+  for (int i = 0; i <= 100'000; ++i) text += "[[job]]\n";
+  Result<JobFile> r = parse_job_file(text, "many.toml", kBase);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message(), HasSubstr("100001 [[job]] sections"));
+  EXPECT_THAT(r.error().message(), HasSubstr("at most 100000"));
 }
 
 TEST_F(JobFileOnDisk, EmptyFileOnDisk) {

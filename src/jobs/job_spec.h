@@ -30,6 +30,16 @@ struct JobSpec {
   std::string name;
   // The [[job]] name before expansion; jobs from one block share it.
   std::string group;
+  // The job's family: the signature (job_signature) of its block's template,
+  // with each grid placeholder in place of its value. Instances of one block,
+  // and of blocks with the same template in other files, share it; a job
+  // without a grid is its own family (its family is its signature). Empty for
+  // jobs not read from a job file.
+  std::string family;
+  // The grid parameters that change the job's memory, SM activity or rate, as
+  // the job file states them ("batch_size", "image_size^2": the value to that
+  // power); nullopt: colo learns them (sched/family.h).
+  std::optional<std::vector<std::string>> resource_params;
   std::vector<std::string> command;            // argv; {param} already substituted
   std::string working_dir;                     // absolute
   std::map<std::string, std::string> env;      // added to colo's own environment

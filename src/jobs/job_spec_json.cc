@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <string>
+#include <vector>
 
 namespace colo {
 namespace {
@@ -55,6 +56,24 @@ class FieldReader {
       return std::nullopt;
     }
     return it->get<uint64_t>();
+  }
+
+  std::optional<std::vector<std::string>> string_list(const char* key) {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return std::nullopt;
+    std::vector<std::string> out;
+    if (!it->is_array()) {
+      fail(fmt::format("'{}' must be an array of strings", key));
+      return out;
+    }
+    for (const json& v : *it) {
+      if (!v.is_string()) {
+        fail(fmt::format("'{}' must be an array of strings", key));
+        break;
+      }
+      out.push_back(v.get<std::string>());
+    }
+    return out;
   }
 
   std::map<std::string, std::string> string_map(const char* key) {
@@ -109,6 +128,8 @@ json job_spec_to_json(const JobSpec& job) {
   if (job.dataset) j["dataset"] = *job.dataset;
   j["restart"] = to_string(job.restart);
   j["params"] = job.params;
+  if (!job.family.empty()) j["family"] = job.family;
+  if (job.resource_params) j["resource_params"] = *job.resource_params;
   j["repeat_index"] = job.repeat_index;
   j["source"] = job.source;
   return j;
@@ -160,6 +181,8 @@ Result<JobSpec> job_spec_from_json(const json& j) {
     r.fail("'restart' must be \"on-failure\" or \"never\"");
   }
   job.params = r.string_map("params");
+  job.family = r.text("family").value_or("");
+  job.resource_params = r.string_list("resource_params");
   job.repeat_index = r.integer<int>("repeat_index", 1, INT32_MAX).value_or(1);
   job.source = r.text("source").value_or("");
   if (!r.error().empty()) {

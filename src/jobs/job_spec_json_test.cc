@@ -21,6 +21,8 @@ JobSpec full_spec() {
   job.epoch_regex = "epoch (\\d+)";
   job.step_regex = "step (?P<step>\\d+)";
   job.epoch_samples = 50000;
+  job.family = "0123456789abcdef";
+  job.resource_params = std::vector<std::string>{"batch_size", "image_size^2"};
   job.sm_activity_pct = 40;
   job.gpu_util_pct = 70;
   job.solo_time_ms = 90'000;
@@ -47,6 +49,8 @@ void expect_same(const JobSpec& a, const JobSpec& b) {
   EXPECT_EQ(a.epoch_regex, b.epoch_regex);
   EXPECT_EQ(a.step_regex, b.step_regex);
   EXPECT_EQ(a.epoch_samples, b.epoch_samples);
+  EXPECT_EQ(a.family, b.family);
+  EXPECT_EQ(a.resource_params, b.resource_params);
   EXPECT_EQ(a.sm_activity_pct, b.sm_activity_pct);
   EXPECT_EQ(a.gpu_util_pct, b.gpu_util_pct);
   EXPECT_EQ(a.solo_time_ms, b.solo_time_ms);

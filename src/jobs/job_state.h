@@ -2,6 +2,7 @@
 // a final state, recorded in the store.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,12 +28,20 @@ std::string to_string(JobState state);
 Result<JobState> parse_job_state(std::string_view text);
 bool is_final(JobState state);
 
+// What everything a job ran (its cgroup) used on the host; absent where
+// colo could not measure it (no cgroup, or no memory controller).
+struct JobUsage {
+  std::optional<int64_t> cpu_ms;              // CPU time, all processes together
+  std::optional<uint64_t> memory_peak_bytes;  // peak host memory of the cgroup
+};
+
 struct JobExit {
   JobState state = JobState::kFailed;
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string
       reason;  // one line for people: "exit code 1", "CUDA out of memory (log line 88)", ...
+  JobUsage usage;
 };
 
 }  // namespace colo

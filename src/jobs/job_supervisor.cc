@@ -14,7 +14,10 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <string_view>
+
+#include "jobs/cgroup.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
 
@@ -31,7 +34,8 @@ constexpr std::array<std::string_view, 6> kOomPatterns = {
 };
 
 // What the child reports through the exec pipe when it cannot exec.
-enum class ChildStep : int { kChdir = 1, kExec = 2, kParentGone = 3, kIdentity = 4 };
+// kCgroup is not fatal: the job runs, in its process group only.
+enum class ChildStep : int { kChdir = 1, kExec = 2, kParentGone = 3, kIdentity = 4, kCgroup = 5 };
 struct ChildReport {
   ChildStep step;
   int error;
@@ -46,6 +50,21 @@ std::string trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return std::string(s);
+}
+
+// `text` with ASCII control characters written as \xNN: a line from a job's
+// log is shown to people, and escape codes must not reach their terminal.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 // The last `max_bytes` of the file, or "" when it cannot be read.
@@ -106,12 +125,19 @@ class Fd {
 }
 
 // Runs in the child between fork and exec: only async-signal-safe calls.
+// `cgroup_procs_fd`: the job cgroup's cgroup.procs, or -1.
 [[noreturn]] void exec_child(pid_t parent, int report_fd, int stdin_fd, int log_fd,
-                             const char* working_dir, char* const* argv, char** envp,
-                             const RunAs* run_as) {
+                             int cgroup_procs_fd, const char* working_dir, char* const* argv,
+                             char** envp, const RunAs* run_as) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) report_and_exit(report_fd, ChildStep::kParentGone, 0);
+  // Joined before exec, so everything the job starts is in its cgroup.
+  if (cgroup_procs_fd >= 0 && ::write(cgroup_procs_fd, "0", 1) != 1) {
+    ChildReport report{ChildStep::kCgroup, errno};
+    ssize_t ignored = ::write(report_fd, &report, sizeof report);
+    (void)ignored;
+  }
 
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -161,6 +187,7 @@ JobExit classify_exit(int wait_status, bool stop_requested, const std::string& l
     if (!line) return std::nullopt;
     std::string text = trim(*line);
     if (text.size() > kMaxReasonLineChars) text = text.substr(0, kMaxReasonLineChars) + "...";
+    text = printable(text);
     return "CUDA out of memory: " + text;
   };
 
@@ -213,7 +240,21 @@ JobSupervisor::~JobSupervisor() {
   for (auto& [pid, job] : running_) {
     while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
+    JobUsage ignored;
+    (void)kill_leftovers(job, ignored);
   }
+}
+
+bool JobSupervisor::kill_leftovers(const Running& job, JobUsage& usage) {
+  if (!job.cgroup.empty()) {
+    Result<JobUsage> ended = end_cgroup(job.cgroup);
+    if (ended.ok()) {
+      usage = *ended;
+      return true;
+    }
+  }
+  ::kill(-job.pid, SIGKILL);
+  return false;
 }
 
 Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
@@ -223,7 +264,7 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
   }
   // Everything the child needs is prepared here: after fork it may not allocate.
   Fd log(
-      ::open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644));
+      ::open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
   if (log.get() < 0) {
     return Error(fmt::format("{}: cannot open log file {}: {}", who, request.log_path,
                              std::strerror(errno)));
@@ -232,6 +273,11 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
   if (devnull.get() < 0) {
     return Error(fmt::format("{}: cannot open /dev/null: {}", who, std::strerror(errno)));
   }
+  std::string cgroup_problem;
+  Fd cgroup_procs(request.cgroup.empty()
+                      ? -1
+                      : ::open((request.cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+  if (!request.cgroup.empty() && cgroup_procs.get() < 0) cgroup_problem = std::strerror(errno);
   std::vector<char*> argv;
   for (const std::string& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
@@ -273,8 +319,9 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
-    exec_child(parent, report_write.get(), devnull.get(), log.get(), request.working_dir.c_str(),
-               argv.data(), envp.data(), request.run_as ? &*request.run_as : nullptr);
+    exec_child(parent, report_write.get(), devnull.get(), log.get(), cgroup_procs.get(),
+               request.working_dir.c_str(), argv.data(), envp.data(),
+               request.run_as ? &*request.run_as : nullptr);
   }
   const int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -286,11 +333,16 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
   setpgid(pid, pid);
   report_write.reset();
 
+  // Reports until the pipe closes at exec: a cgroup report, then maybe a fatal one.
   ChildReport report{};
   ssize_t n;
-  do {
-    n = ::read(report_read.get(), &report, sizeof report);
-  } while (n < 0 && errno == EINTR);
+  while (true) {
+    do {
+      n = ::read(report_read.get(), &report, sizeof report);
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(sizeof report) || report.step != ChildStep::kCgroup) break;
+    cgroup_problem = std::strerror(report.error);
+  }
   if (n == static_cast<ssize_t>(sizeof report)) {
     while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
@@ -323,6 +375,13 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
   job.job_name = request.job_name;
   job.pid = pid;
   job.log_path = request.log_path;
+  if (!request.cgroup.empty() && cgroup_problem.empty()) {
+    job.cgroup = request.cgroup;
+  } else if (!request.cgroup.empty()) {
+    write_all(log.get(), fmt::format("colo: job not in its cgroup {} ({}): what it leaves "
+                                     "running is stopped through its process group only\n",
+                                     request.cgroup, cgroup_problem));
+  }
   running_.emplace(pid, std::move(job));
   return pid;
 }
@@ -341,6 +400,9 @@ std::vector<FinishedJob> JobSupervisor::poll() {
 
     if (r == 0) {
       if (job.kill_at_ms && now >= *job.kill_at_ms) {
+        if (!job.cgroup.empty()) {
+          std::ofstream(job.cgroup + "/cgroup.kill") << "1";
+        }
         ::kill(-job.pid, SIGKILL);
         ::kill(job.pid, SIGKILL);
         job.kill_at_ms.reset();
@@ -360,8 +422,8 @@ std::vector<FinishedJob> JobSupervisor::poll() {
       done.exit.state = job.stop_requested ? JobState::kCancelled : JobState::kFailed;
       done.exit.reason = fmt::format("exit status lost: waitpid: {}", std::strerror(wait_errno));
     }
-    // Leftover members of a group we asked to stop (grandchildren) go too.
-    if (job.stop_requested) ::kill(-job.pid, SIGKILL);
+    // What the job left running (grandchildren, daemons) ends with it.
+    done.contained = kill_leftovers(job, done.exit.usage);
     finished.push_back(std::move(done));
     it = running_.erase(it);
   }

@@ -1,7 +1,9 @@
 // JobSupervisor: starts jobs as real child processes, each in its own process
-// group with stdout and stderr going to a per-job log file; reaps them and
-// classifies how they ended; stops them (TERM to the group, then KILL after a
-// grace period).
+// group (and its own cgroup when given one) with stdout and stderr going to a
+// per-job log file; reaps them and classifies how they ended; stops them (TERM
+// to the group, then KILL after a grace period). When a job's main process
+// ends, whatever it left running ends too: its cgroup is killed (which reaches
+// daemons in new sessions) or, without one, its process group.
 //
 // Threading: not thread-safe; the run controller's thread owns it. It never
 // talks to NVML. PR_SET_PDEATHSIG fires when the *thread* that forked a child
@@ -38,6 +40,9 @@ struct LaunchRequest {
   // When set, the job runs as this user (supplementary groups, group, then
   // user are set before exec; needs root) with HOME, USER and LOGNAME theirs.
   std::optional<RunAs> run_as;
+  // The job's own cgroup (jobs/cgroup.h), which the child joins before exec;
+  // empty: its process group only.
+  std::string cgroup;
 };
 
 // Classifies a finished process from its wait status, whether colo asked it
@@ -54,6 +59,10 @@ struct FinishedJob {
   pid_t pid = 0;
   JobExit exit;
   UnixMillis ended_ms = 0;
+  // True when its cgroup was emptied: nothing it started is left. Else only
+  // its process group was killed, and a daemon it started in a new session
+  // may still run (the caller finds those another way).
+  bool contained = false;
 };
 
 class JobSupervisor {
@@ -87,9 +96,14 @@ class JobSupervisor {
     std::string job_name;
     pid_t pid = 0;
     std::string log_path;
+    std::string cgroup;  // empty: not in one (none given, or joining it failed)
     bool stop_requested = false;
     std::optional<int64_t> kill_at_ms;  // monotonic
   };
+  // Kills what is left of a job: its cgroup (true, and what it used into
+  // `usage`), else its process group (false).
+  static bool kill_leftovers(const Running& job, JobUsage& usage);
+
   Clock& clock_;
   std::map<pid_t, Running> running_;
 };

@@ -93,6 +93,14 @@ TEST(ClassifyExitReason, LongOomLineIsCutTo200Chars) {
   EXPECT_EQ(exit.reason, "CUDA out of memory: " + line.substr(0, 200) + "...");
 }
 
+TEST(ClassifyExitReason, ControlCharactersFromTheLogAreShownEscaped) {
+  // The reason is printed by colo run and colo show: a job's escape codes must
+  // not reach the terminal.
+  JobExit exit = classify_exit(exited(1), false, "\x1b[31mCUDA out of memory\x07 x\n");
+  EXPECT_EQ(exit.state, JobState::kOutOfMemory);
+  EXPECT_EQ(exit.reason, "CUDA out of memory: \\x1b[31mCUDA out of memory\\x07 x");
+}
+
 TEST(FindOomMessage, RecognisesEachPatternAndReturnsTheLine) {
   for (const char* line :
        {"torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20 MiB",
@@ -209,6 +217,23 @@ TEST_F(SupervisorTest, SuccessfulJobIsOkAndStdinIsEmpty) {
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].exit.state, JobState::kOk);
   EXPECT_EQ(read(dir_ + "/ok.log"), "done\n");
+}
+
+TEST_F(SupervisorTest, WithoutACgroupTheProcessGroupEndsWithTheJob) {
+  // A grandchild once outlived a job that exited normally.
+  const std::string marker = "sleep 300.3" + std::to_string(getpid());
+  JobSupervisor sup(clock_);
+  ASSERT_TRUE(sup.start(shell("parent", marker + " & sleep 0.1")).ok());
+  auto done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].exit.state, JobState::kOk);
+  clock_.sleep_for_ms(50);
+  // "[.]": the pattern must not match the shell that runs pgrep.
+  EXPECT_NE(
+      std::system(("pgrep -f 'sleep 300[.]3" + std::to_string(getpid()) + "' >/dev/null").c_str()),
+      0)
+      << "the grandchild outlived the job";
+  EXPECT_FALSE(done[0].exit.usage.cpu_ms.has_value());  // no cgroup, nothing measured
 }
 
 TEST_F(SupervisorTest, MissingProgramFailsToStartAndSaysWhich) {

@@ -37,14 +37,28 @@ std::string escape_html(std::string_view text) {
   return out;
 }
 
-// JSON safe inside a <script> element: "</" cannot end it early.
+// JSON safe inside a <script> element: no '<', '>' or '&' at all (JSON has
+// them only inside strings, where \u escapes mean the same), so no text can
+// end the element ("</script"), nor open a comment or script ("<!--",
+// "<script") after which "</script>" would no longer end it.
 std::string script_json(const nlohmann::json& value) {
   std::string text = value.dump();
   std::string out;
   out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    out += text[i];
-    if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') out += '\\';
+  for (char c : text) {
+    switch (c) {
+      case '<':
+        out += "\\u003c";
+        break;
+      case '>':
+        out += "\\u003e";
+        break;
+      case '&':
+        out += "\\u0026";
+        break;
+      default:
+        out += c;
+    }
   }
   return out;
 }

@@ -226,6 +226,28 @@ TEST(HtmlReport, ScriptJsonCannotCloseTheScriptElement) {
   EXPECT_THAT(page, HasSubstr("&lt;/script&gt;&lt;b&gt;"));
 }
 
+TEST(HtmlReport, ScriptJsonCannotOpenACommentOrAScript) {
+  // "<!--" then "<script" inside a script element make "</script>" no longer
+  // end it: the rest of the page became script text.
+  Figure f;
+  f.name = "x";
+  f.title = "t";
+  f.option = {{"series", {{{"name", "lr=<!--<script>"}}}}, {"title", {{"text", "a</script b"}}}};
+  const std::string page = render_figure_html(f);
+  EXPECT_EQ(page.find("<!--"), std::string::npos);
+  EXPECT_EQ(page.find("</script b"), std::string::npos);
+  // The only script tags are the page's own.
+  size_t tags = 0;
+  for (size_t at = page.find("<script"); at != std::string::npos; at = page.find("<script", at + 1))
+    ++tags;
+  size_t ends = 0;
+  for (size_t at = page.find("</script>"); at != std::string::npos;
+       at = page.find("</script>", at + 1))
+    ++ends;
+  EXPECT_EQ(tags, ends);
+  EXPECT_THAT(page, HasSubstr("lr=\\u003c!--\\u003cscript\\u003e"));
+}
+
 TEST(HtmlReport, UnwritableDirectoryIsAnErrorNamingIt) {
   ReportContent content;
   Result<WrittenReport> written = write_html_report(content, "/proc/colo-report-test");

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -199,6 +200,44 @@ Result<std::vector<std::string>> export_pngs(const std::vector<std::string>& pag
     pngs.push_back(png);
   }
   return pngs;
+}
+
+Status verify_charts_drawn(const PngExportOptions& options, const std::string& page) {
+  PngExportOptions big = options;  // every chart of a long page laid out
+  big.width_px = std::max(options.width_px, 1200);
+  big.height_px = std::max(options.height_px, 900);
+  Result<std::string> dom = run_headless_browser(big, {"--dump-dom"}, file_url(page));
+  if (!dom) return dom.error().with_context("checking that the charts of " + page + " drew");
+  const std::string& html = *dom;
+  const std::string marker = "data-figure=\"";
+  std::string failed;
+  int charts = 0;
+  for (size_t at = html.find(marker); at != std::string::npos; at = html.find(marker, at + 1)) {
+    const size_t tag_start = html.rfind('<', at);
+    const size_t tag_end = html.find('>', at);
+    if (tag_start == std::string::npos || html.compare(tag_start, 5, "<div ") != 0 ||
+        html.find('\n', tag_start) < at)
+      continue;  // the page's script mentions the attribute too
+    ++charts;
+    const size_t name_start = at + marker.size();
+    const std::string name = html.substr(name_start, html.find('"', name_start) - name_start);
+    const std::string tag = html.substr(tag_start, tag_end - tag_start);
+    if (tag.find("data-rendered=\"yes\"") != std::string::npos) continue;
+    std::string why = "its script did not run";
+    const size_t next = html.find(marker, name_start);
+    const std::string error_mark = "could not be drawn: ";
+    const size_t error = html.find(error_mark, tag_end);
+    if (error != std::string::npos && error < next) {
+      const size_t from = error + error_mark.size();
+      why = html.substr(from, std::min(html.find('<', from), from + 200) - from);
+    }
+    failed += fmt::format("{}{} ({})", failed.empty() ? "" : ", ", name, why);
+  }
+  if (charts == 0) return Error(fmt::format("{} holds no chart (data-figure)", page));
+  if (!failed.empty()) {
+    return Error(fmt::format("charts did not draw in {} on {}: {}", options.browser, page, failed));
+  }
+  return OkStatus();
 }
 
 }  // namespace colo

@@ -36,6 +36,13 @@ Result<std::vector<std::string>> export_pngs(const std::vector<std::string>& pag
                                              const std::string& png_dir,
                                              const PngExportOptions& options);
 
+// Loads `page` in the browser and checks that every chart on it (each
+// data-figure element) drew (data-rendered="yes"); the error names each chart
+// that did not and why ("its script did not run", or the chart's error). A
+// screenshot of a chart that did not draw is blank: this is how the PNG step
+// knows.
+Status verify_charts_drawn(const PngExportOptions& options, const std::string& page);
+
 // Runs the browser headless on `url` with the options above plus `extra_args`
 // (e.g. "--dump-dom") and returns its stdout. For tests and for export_pngs.
 Result<std::string> run_headless_browser(const PngExportOptions& options,

@@ -118,5 +118,34 @@ TEST_F(ReportInBrowser, ExperimentReportRendersEveryChartWithGapsAndBanner) {
   expect_pngs(outcome);
 }
 
+TEST_F(ReportInBrowser, AGridValueThatOpensAnHtmlCommentLeavesEveryChartDrawn) {
+  // A job named after a grid value "<!--<script>" once put the rest of the
+  // page inside a script element: every chart blank, blank PNGs, no warning.
+  std::unique_ptr<RunStore> store = testing::open_memory_store();
+  testing::FakeRun run;
+  run.degree = 2;
+  run.model = "lr=<!--<script>";
+  const int64_t id = testing::add_fake_run(*store, run, testing::kFakeT0);
+  const ReportOutcome outcome = write(*store, ReportTarget{ReportTarget::Kind::kRun, id});
+  const std::string html = dom(outcome);
+  expect_charts_drawn(html, outcome);
+  EXPECT_THAT(html, ::testing::HasSubstr("lr=&lt;!--&lt;script&gt;"));
+  expect_pngs(outcome);
+}
+
+TEST_F(ReportInBrowser, ChartsThatDidNotDrawAreNamed) {
+  const std::string page = dir_.path() + "/page.html";
+  std::ofstream(page) << "<html><body><div data-figure=\"drawn\" data-rendered=\"yes\"><svg>"
+                         "</svg></div><div data-figure=\"blank\"></div><div data-figure=\"broken\">"
+                         "<div class=\"chart-error\">This chart could not be drawn: TypeError"
+                         "</div></div></body></html>";
+  Status drawn = verify_charts_drawn(options_, page);
+  ASSERT_FALSE(drawn.ok());
+  EXPECT_THAT(drawn.error().message(), ::testing::HasSubstr(page));
+  EXPECT_THAT(drawn.error().message(), ::testing::HasSubstr("blank (its script did not run)"));
+  EXPECT_THAT(drawn.error().message(), ::testing::HasSubstr("broken (TypeError)"));
+  EXPECT_THAT(drawn.error().message(), ::testing::Not(::testing::HasSubstr("drawn,")));
+}
+
 }  // namespace
 }  // namespace colo

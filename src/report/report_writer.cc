@@ -123,6 +123,11 @@ Result<ReportOutcome> write_report(RunStore& store, const std::vector<ReportTarg
   }
   PngExportOptions png_options;
   png_options.browser = *browser;
+  // The index holds every chart: if one did not draw there, its PNG is blank.
+  if (Status drawn = verify_charts_drawn(png_options, outcome.files.index_html); !drawn) {
+    return drawn.error().with_context(
+        fmt::format("the HTML report and CSV are in {}, but PNGs were not made", options.out_dir));
+  }
   Result<std::vector<std::string>> pngs =
       export_pngs(outcome.files.figure_pages, options.out_dir + "/png", png_options);
   if (!pngs) {

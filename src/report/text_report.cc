@@ -155,6 +155,8 @@ std::string format_run_summary(const RunSummary& summary) {
                      {"PEAK MEM", Align::kRight},
                      {"SM %", Align::kRight},
                      {"ENERGY J", Align::kRight},
+                     {"HOST CPU", Align::kRight},
+                     {"HOST MEM", Align::kRight},
                      {"SLOWDOWN", Align::kRight},
                      {"REASON"}});
     for (const JobSummary& job : summary.jobs) {
@@ -171,6 +173,8 @@ std::string format_run_summary(const RunSummary& summary) {
           or_absent(job.peak_memory_bytes, format_bytes),
           or_absent(job.mean_sm_active_pct, fixed1),
           or_absent(job.energy_j, fixed1),
+          or_absent(job.usage.cpu_ms, [](int64_t ms) { return format_duration_ms(ms); }),
+          or_absent(job.usage.memory_peak_bytes, format_bytes),
           or_absent(job.slowdown, [](double v) { return fmt::format("{:.2f}x", v); }),
           ok ? (job.attempts > 1 ? fmt::format("on attempt {}", job.attempts) : "")
              : (job.reason.empty() ? kAbsent : job.reason),
@@ -322,6 +326,8 @@ nlohmann::json to_json(const RunSummary& summary) {
         {"log_path", job.log_path},
         {"malformed_progress_lines", job.malformed_progress_lines},
         {"instance", job.instance},
+        {"host_cpu_ms", nullable(job.usage.cpu_ms)},
+        {"host_memory_peak_bytes", nullable(job.usage.memory_peak_bytes)},
     });
     if (job.progress_throttled) {
       const ThrottleCounts& t = *job.progress_throttled;

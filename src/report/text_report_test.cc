@@ -98,6 +98,8 @@ RunSummary make_summary(const std::string& mechanism, bool simulated) {
   a.peak_memory_bytes = kGiB + kGiB / 2;
   a.mean_sm_active_pct = 23;
   a.energy_j = 7;
+  a.usage.cpu_ms = 4200;
+  a.usage.memory_peak_bytes = 512ULL << 20;
   JobSummary b;
   b.id = 2;
   b.name = "broken";
@@ -158,15 +160,17 @@ TEST_F(TextReportTest, SummaryShowsHeaderJobsAndTotals) {
   EXPECT_EQ(cells_of(line_starting(text, "JOB")),
             (std::vector<std::string>{"JOB", "STATE", "GPU", "START", "DURATION", "EPOCHS",
                                       "EPOCH TIME", "SAMPLES/S", "PEAK MEM", "SM %", "ENERGY J",
-                                      "SLOWDOWN", "REASON"}));
-  EXPECT_EQ(cells_of(line_starting(text, "resnet")),
-            (std::vector<std::string>{"resnet[lr=0.1]", "ok", "0", "22:13:21",
-                                      format_duration_ms(10'000), "3", format_duration_ms(3500),
-                                      "300.0", "1.5 GiB", "23.0", "7.0", "1.09x"}));
+                                      "HOST CPU", "HOST MEM", "SLOWDOWN", "REASON"}));
+  EXPECT_EQ(
+      cells_of(line_starting(text, "resnet")),
+      (std::vector<std::string>{"resnet[lr=0.1]", "ok", "0", "22:13:21", format_duration_ms(10'000),
+                                "3", format_duration_ms(3500), "300.0", "1.5 GiB", "23.0", "7.0",
+                                "4.2s", "512 MiB", "1.09x"}));
   // Absent values of a job that never ran are "-"; its reason is shown.
-  EXPECT_EQ(cells_of(line_starting(text, "broken")),
-            (std::vector<std::string>{"broken", "failed", "-", "-", "-", "-", "-", "-", "-", "-",
-                                      "-", "-", "could not start: /no/such/binary not found"}));
+  EXPECT_EQ(
+      cells_of(line_starting(text, "broken")),
+      (std::vector<std::string>{"broken", "failed", "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                                "-", "-", "-", "could not start: /no/such/binary not found"}));
   EXPECT_THAT(text, HasSubstr("note: broken ignored 2 malformed progress lines"));
 
   EXPECT_EQ(line_starting(text, "makespan:"), "makespan:           " + format_duration_ms(10'000));

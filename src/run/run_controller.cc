@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <functional>
 #include <map>
 #include <ostream>
 
@@ -13,9 +15,12 @@
 #include "data/loader_process.h"
 #include "data/ring_owner.h"
 #include "gpu/device_json.h"
+#include "jobs/cgroup.h"
 #include "run/data_loading.h"
+#include "run/leftovers.h"
 #include "run/run_engine.h"
 #include "sharing/process_finder.h"
+#include "store/store_writer.h"
 
 namespace colo {
 namespace {
@@ -31,17 +36,24 @@ std::string file_stem(size_t index, const std::string& name) {
   return stem.substr(0, 120);
 }
 
-// Kills what is left of the jobs of an interrupted run (a job's children
-// outlive it when colo is killed: only its direct child dies with colo).
-void stop_leftover_job_processes(const RunRow& run, std::ostream& out) {
-  ProcFsProcessFinder finder;
-  std::string token = run_token(run.host, run.colo_pid, run.started_ms);
-  int stopped = 0;
-  for (const ProcessInfo& p : finder.find_with_env(kRunTokenEnv, token)) {
-    stopped += finder.send_signal(p.pid, SIGKILL, kRunTokenEnv, token).ok();
+// The directory of a store's logs under the logs root: run ids are per store,
+// so stores sharing a state directory must not share a directory of runs.
+// "<file stem>-<8 hex digits of its absolute path>", e.g. "colo-3fa2c1d0"
+// (std::hash: stable for a given colo build; the store keeps each log's path).
+std::string store_logs_key(const std::string& store_path) {
+  std::string absolute = absolute_path(store_path);
+  if (char* real = realpath(absolute.c_str(), nullptr)) {
+    absolute = real;
+    free(real);  // NOLINT(cppcoreguidelines-no-malloc)
   }
-  if (stopped > 0)
-    out << fmt::format("stopped {} leftover job processes of run {}\n", stopped, run.id);
+  std::string name = absolute.substr(absolute.rfind('/') + 1);
+  std::string stem = name.substr(0, name.rfind('.'));
+  if (stem.empty()) stem = "store";
+  for (char& c : stem) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  }
+  return fmt::format("{}-{:08x}", stem.substr(0, 40),
+                     static_cast<uint32_t>(std::hash<std::string>{}(absolute)));
 }
 
 std::string host_name() {
@@ -87,16 +99,11 @@ Result<std::vector<DeviceInfo>> select_devices(const std::vector<DeviceInfo>& fo
 Status clean_up_after_dead_colo(RunStore& store, const MechanismOptions& mechanism_options,
                                 GpuBackend& backend, std::ostream& out) {
   // Opening the store marked the runs of a colo that is gone interrupted.
-  if (!store.runs_interrupted_at_open().empty()) {
-    Result<std::vector<RunRow>> runs = store.list_runs(0);
-    for (int64_t id : store.runs_interrupted_at_open()) {
-      out << fmt::format(
-          "run {} was interrupted: the colo running it is gone; marked interrupted\n", id);
-      for (const RunRow& run : runs.ok() ? *runs : std::vector<RunRow>{}) {
-        if (run.id == id) stop_leftover_job_processes(run, out);
-      }
-    }
+  for (int64_t id : store.runs_interrupted_at_open()) {
+    out << fmt::format("run {} was interrupted: the colo running it is gone; marked interrupted\n",
+                       id);
   }
+  for (const std::string& line : stop_leftovers_of_dead_colos(store)) out << line << '\n';
   if (Result<std::vector<std::string>> cleaned = cleanup_stale_mps_daemons(mechanism_options);
       cleaned.ok()) {
     for (const std::string& line : *cleaned) out << line << '\n';
@@ -153,6 +160,22 @@ NewRun new_run_record(Clock& clock, const Mechanism& mechanism, const GpuBackend
                       : SlurmRecord{}};
 }
 
+std::optional<RunCgroup> make_run_cgroup(const std::string& parent_override, std::ostream& out) {
+  Result<std::string> parent = parent_override.empty()
+                                   ? cgroup_parent_from_environment()
+                                   : choose_cgroup_parent(parent_override.c_str());
+  if (parent.ok()) {
+    Result<RunCgroup> made = RunCgroup::create(*parent);
+    if (made.ok()) return std::move(made).value();
+    parent = made.error();
+  }
+  out << fmt::format(
+      "warning: jobs run in process groups, not cgroups ({}): what a job starts in a new "
+      "session is stopped only when the run ends, and host CPU and memory are not measured\n",
+      parent.error().message());
+  return std::nullopt;
+}
+
 Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, RunContext& ctx) {
   // Step 1: clean up after an earlier colo that died.
   (void)clean_up_after_dead_colo(ctx.store, ctx.mechanism_options, ctx.backend, ctx.out);
@@ -179,17 +202,20 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
 
   NewRun new_run = new_run_record(ctx.clock, ctx.mechanism, ctx.backend, file.path,
                                   options.command_line, *devices, options.slurm);
-  Result<int64_t> run_id = ctx.store.begin_run(new_run);
+  // Writes whose results are needed at once wait out a store locked by another colo.
+  Result<int64_t> run_id = retry_transient(ctx.clock, options.store_retry_ms,
+                                           [&] { return ctx.store.begin_run(new_run); });
   if (!run_id.ok()) return run_id.error();
 
   std::string logs_dir = fmt::format(
-      "{}/{}", options.logs_root.empty() ? default_state_dir() + "/runs" : options.logs_root,
-      *run_id);
+      "{}/{}/{}", options.logs_root.empty() ? default_state_dir() + "/runs" : options.logs_root,
+      store_logs_key(ctx.store.path()), *run_id);
   auto fail_run = [&](const Error& e) -> Error {
     (void)ctx.store.end_run(*run_id, RunState::kFailed, ctx.clock.now_ms());
     return e;
   };
-  if (Status s = make_dirs(logs_dir); !s.ok()) return fail_run(s.error());
+  // Logs may show what a job prints of its environment: its owner's only.
+  if (Status s = make_dirs(logs_dir, 0700); !s.ok()) return fail_run(s.error());
 
   std::vector<EngineJob> jobs(file.jobs.size());
   std::vector<std::string> log_paths;
@@ -201,8 +227,10 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
     jobs[i].checkpoint_dir = stem + ".checkpoint";
     log_paths.push_back(stem + ".log");
   }
-  Result<std::vector<int64_t>> ids =
-      ctx.store.add_jobs(*run_id, file.jobs, log_paths, ctx.clock.now_ms());
+  const UnixMillis queued_ms = ctx.clock.now_ms();
+  Result<std::vector<int64_t>> ids = retry_transient(ctx.clock, options.store_retry_ms, [&] {
+    return ctx.store.add_jobs(*run_id, file.jobs, log_paths, queued_ms);
+  });
   if (!ids.ok()) return fail_run(ids.error());
   for (size_t i = 0; i < jobs.size(); ++i) jobs[i].id = (*ids)[i];
 
@@ -225,7 +253,7 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
         fmt::format("{} mechanism could not start", to_string(ctx.mechanism.kind())));
     for (const EngineJob& j : jobs) {
       (void)ctx.store.job_finished(
-          j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message()},
+          j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message(), {}},
           ctx.clock.now_ms(), 0);
     }
     (void)ctx.mechanism.teardown();
@@ -238,7 +266,7 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   if (Status s = loaders.start(*loader_options, ctx.out); !s.ok()) {
     for (const EngineJob& j : jobs) {
       (void)ctx.store.job_finished(
-          j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, s.error().message()},
+          j.id, JobExit{JobState::kFailed, std::nullopt, std::nullopt, s.error().message(), {}},
           ctx.clock.now_ms(), 0);
     }
     (void)ctx.mechanism.teardown();
@@ -259,7 +287,12 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
     if (loader_costs.count(*j.spec.dataset) > 0) j.host_cost = loader_costs.at(*j.spec.dataset);
   }
 
-  // Steps 4-6: the engine runs every job, then stops the sampler.
+  // Steps 4-6: the engine runs every job, then stops the sampler. Each job
+  // runs in a cgroup of its own where colo may make them, so that what a job
+  // leaves running ends with it; else in its process group, said.
+  std::optional<RunCgroup> cgroup = make_run_cgroup(options.cgroup_parent_override, ctx.out);
+  StoreWriter writer(ctx.store, ctx.clock);
+  const std::string token = run_token(new_run.host, new_run.colo_pid, new_run.started_ms);
   EngineOptions engine_options;
   engine_options.policy = options.policy.value_or(file.policy.value_or("auto"));
   engine_options.max_jobs_per_gpu =
@@ -272,9 +305,9 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   bool cancelled = false;
   RunOutcome outcome{*run_id, RunState::kOk, 0, 0};
   {
-    RunEngine engine(EngineContext{ctx.clock, ctx.backend, ctx.store, ctx.mechanism, ctx.out},
-                     engine_options, *run_id,
-                     run_token(new_run.host, new_run.colo_pid, new_run.started_ms), *devices);
+    RunEngine engine(EngineContext{ctx.clock, ctx.backend, ctx.store, writer, ctx.mechanism,
+                                   cgroup ? &*cgroup : nullptr, ctx.out},
+                     engine_options, *run_id, token, *devices);
     engine.start();
     for (EngineJob& j : jobs) engine.submit(std::move(j));
     int handled_stops = 0;
@@ -295,6 +328,10 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
     outcome.jobs_ok = engine.count(true);
     outcome.jobs_not_ok = engine.count(false);
   }
+  // Whatever the jobs left that escaped both their cgroups and process groups.
+  if (int stopped = stop_token_processes(kRunTokenEnv, token); stopped > 0)
+    ctx.out << fmt::format("stopped {} processes the jobs left running\n", stopped);
+  cgroup.reset();
   for (const LoaderOutcome& loader : loaders.stop()) {
     const DataLoaderRow row = loader_record(loader, job_ids);
     if (Status s = ctx.store.add_data_loader(*run_id, row); !s.ok())
@@ -317,7 +354,10 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   outcome.state = cancelled                 ? RunState::kCancelled
                   : outcome.jobs_not_ok > 0 ? RunState::kFailed
                                             : RunState::kOk;
-  if (Status s = ctx.store.end_run(*run_id, outcome.state, ctx.clock.now_ms()); !s.ok())
+  writer.end_run(*run_id, outcome.state, ctx.clock.now_ms());
+  if (Status s = writer.drain(options.store_retry_ms,
+                              [&](const std::string& line) { ctx.out << line << '\n'; });
+      !s.ok())
     return s.error();
   return outcome;
 }

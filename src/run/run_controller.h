@@ -35,6 +35,7 @@
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
 #include "gpu/gpu_lock.h"
+#include "jobs/cgroup.h"
 #include "jobs/job_spec.h"
 #include "sharing/mechanism.h"
 #include "slurm/allocation.h"
@@ -64,7 +65,10 @@ struct RunOptions {
   std::optional<std::string> policy;
   LockOptions locks;
   // Auto policy: how long a probe measures a job with no profile alone, at
-  // most (it ends earlier once two progress rates were seen).
+  // most. Its first profile goes to the scheduler once it ended an epoch
+  // and its memory was sampled after that (the rest of its family may then
+  // start up beside it); the probe measures on until two progress rates
+  // were seen, another job on its GPU reported progress, or this long.
   int64_t probe_ms = 60'000;
   // Device sampling period.
   int64_t sample_period_ms = 500;
@@ -74,6 +78,13 @@ struct RunOptions {
   int64_t tick_ms = 200;
   // How often samples and events are written to the store (one transaction).
   int64_t flush_ms = 1000;
+  // At the end of a run, how long colo keeps trying to write what the store
+  // could not take (locked by another colo, disk full) before it gives up,
+  // naming what was not recorded.
+  int64_t store_retry_ms = 60'000;
+  // $COLO_CGROUP_PARENT: the cgroup under which jobs' cgroups are made, or
+  // "off" for process groups only; empty: chosen as jobs/cgroup.h says.
+  std::string cgroup_parent_override;
   // Redraw one line per job in place (a terminal) instead of printing events.
   bool live_display = false;
   // Recorded with the run.
@@ -132,6 +143,12 @@ NewRun new_run_record(Clock& clock, const Mechanism& mechanism, const GpuBackend
                       const std::string& job_file, const std::string& command_line,
                       const std::vector<DeviceInfo>& devices,
                       const std::optional<SlurmAllocation>& slurm);
+
+// The cgroup under which each job of a run or the service gets its own
+// (jobs/cgroup.h): under `parent_override` ($COLO_CGROUP_PARENT; "off" for
+// none), else where jobs/cgroup.h chooses. None: jobs run in their process
+// groups only, which `out` is told with the reason.
+std::optional<RunCgroup> make_run_cgroup(const std::string& parent_override, std::ostream& out);
 
 // Runs every job of `file`. Errors are returned only when the run could not
 // take place at all (no device, store unwritable, mechanism failed to

@@ -9,10 +9,12 @@
 #include <iterator>
 #include <ostream>
 
+#include "analysis/profile_event.h"
 #include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/units.h"
 #include "jobs/job_signature.h"
+#include "sched/family.h"
 #include "sharing/mig_mechanism.h"
 
 namespace colo {
@@ -66,10 +68,6 @@ JobEnd job_end_of(JobState state) {
 
 }  // namespace
 
-std::string run_token(const std::string& host, pid_t colo_pid, UnixMillis started_ms) {
-  return fmt::format("{}:{}:{}", host, colo_pid, started_ms);
-}
-
 // Live state of one job.
 struct RunEngine::JobRuntime {
   size_t key = 0;
@@ -96,18 +94,24 @@ struct RunEngine::JobRuntime {
   // Stopped because the service shuts down: ends interrupted.
   bool shutdown_victim = false;
   // Auto policy.
-  bool probe = false;
-  UnixMillis last_rate_ms = 0;  // time of the last progress event with samples
+  bool probe = false;             // measured for its family's profile
+  bool probe_first_sent = false;  // its first profile went to the scheduler
+  UnixMillis last_rate_ms = 0;    // time of the last progress event with samples
   int rates_seen = 0;
   uint64_t peak_memory_bytes = 0;  // largest summed memory of its processes seen
   double probe_sm_sum = 0;
   double probe_util_sum = 0;
   int probe_samples = 0;
+  UnixMillis memory_sampled_ms = 0;   // its processes' memory was last seen then
+  UnixMillis first_epoch_end_ms = 0;  // 0: no epoch ended yet (this attempt)
+  std::optional<int64_t> first_epoch_samples;
   std::optional<int64_t> first_progress_ms;  // since its start
   // What the mechanism gave the running attempt (see EngineJobView).
   std::optional<int> mps_sm_share_pct;
   std::optional<uint64_t> mps_memory_limit_bytes;
   std::string mig_instance;
+  SimLoadHint sim_load;             // what the simulated backend was told
+  bool sim_memory_assumed = false;  // it still holds the default (none stated)
 };
 
 RunEngine::RunEngine(EngineContext ctx, EngineOptions options, int64_t run_id,
@@ -192,6 +196,17 @@ void RunEngine::introduce(JobRuntime& job) {
   if (autos == nullptr) return;
   autos->set_label(job.signature, spec.group);
   if (job.job.host_cost) autos->set_host_cost(job.signature, *job.job.host_cost);
+  if (!spec.family.empty()) {
+    // The family's instances the store measured, once per family.
+    if (families_loaded_.insert(spec.family).second) {
+      for (auto& [family, instances] :
+           family_instances(measured_, {spec}, devices_.front().name, ctx_.backend.simulated())) {
+        for (FamilyInstance& i : instances) autos->add_family_instance(family, std::move(i));
+      }
+    }
+    autos->set_family(job.signature, FamilyMember{spec.family, instance_label(spec.name),
+                                                  spec.params, spec.resource_params});
+  }
   if (it == known.end()) return;
   autos->set_profile(job.signature, it->second);
   const JobProfile& p = it->second;
@@ -248,6 +263,7 @@ void RunEngine::tick() {
     flush();
     next_flush_ms_ = now + options_.flush_ms;
   }
+  write_store();
   if (!mechanism_down_.empty()) {
     if (by_pid_.empty() && !stopping_ && now >= next_health_ms_) restart_mechanism();
   } else if (now >= next_health_ms_) {
@@ -263,6 +279,7 @@ void RunEngine::finish() {
   if (started_) sampler_.stop();
   collect_samples();
   flush();
+  write_store();
   display_.finish();
   SamplerStats stats = sampler_.stats();
   if (stats.wall_ms > 0) {
@@ -291,10 +308,7 @@ void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis en
   int64_t malformed = job.reader ? job.reader->malformed_lines() : 0;
   if (job.job.id != 0 && job.reader && job.reader->throttled().any())
     pending_events_.emplace_back(job.job.id, job.reader->throttled().to_event(ended_ms));
-  if (job.job.id != 0) {
-    report(ctx_.store.job_finished(job.job.id, exit, ended_ms, malformed),
-           "record the end of job " + job.job.spec.name);
-  }
+  if (job.job.id != 0) ctx_.writer.job_finished(job.job.id, exit, ended_ms, malformed);
   std::string what = fmt::format("{} {}", job.label(), to_string(exit.state));
   if (job.started_ms > 0)
     what += fmt::format(" after {}", format_duration_ms(ended_ms - job.started_ms));
@@ -308,7 +322,8 @@ void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis en
 void RunEngine::place() {
   std::vector<Decision> decisions = scheduler_->schedule(ctx_.clock.monotonic_ms());
   for (const Unplaceable& u : scheduler_->take_unplaceable()) {
-    record_final(*jobs_[u.job], JobExit{JobState::kFailed, std::nullopt, std::nullopt, u.reason},
+    record_final(*jobs_[u.job],
+                 JobExit{JobState::kFailed, std::nullopt, std::nullopt, u.reason, {}},
                  ctx_.clock.now_ms());
   }
   for (const std::string& note : scheduler_->take_notes()) display_.event("auto: " + note);
@@ -318,7 +333,7 @@ void RunEngine::place() {
 // A job whose start failed ends failed; the scheduler forgets it.
 void RunEngine::start_failed(JobRuntime& job, const Error& e) {
   (void)scheduler_->finished(job.key, JobEnd::kFailed, ctx_.clock.monotonic_ms());
-  record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message()},
+  record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message(), {}},
                ctx_.clock.now_ms());
 }
 
@@ -374,13 +389,23 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
     return;
   }
   LaunchRequest request{spec.name,     spec.command,     spec.working_dir, spec.env,
-                        log_path(job), job.job.base_env, job.job.run_as};
+                        log_path(job), job.job.base_env, job.job.run_as,   {}};
   for (const auto& [k, v] : job.job.extra_env) request.env[k] = v;
   for (const auto& [k, v] : *mech_env) request.env[k] = v;
   request.env[kProgressFileEnv] = job.job.progress_path;
   request.env["COLO_JOB_NAME"] = spec.name;
   request.env["COLO_RUN_ID"] = std::to_string(run_id_);
   request.env[kRunTokenEnv] = run_token_;
+  request.env[kJobTokenEnv] = job_token(run_token_, job.job.id);
+  if (ctx_.cgroup != nullptr) {
+    if (Result<std::string> cg = ctx_.cgroup->make_job_cgroup(job.job.id); cg.ok()) {
+      request.cgroup = *cg;
+    } else if (!cgroup_warned_) {
+      cgroup_warned_ = true;
+      display_.event("warning: " + cg.error().message() +
+                     "; jobs start in their process group only");
+    }
+  }
   if (!job.job.checkpoint_dir.empty()) request.env[kCheckpointDirEnv] = job.job.checkpoint_dir;
 
   Result<ProgressReader> reader =
@@ -403,6 +428,10 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   }
   job.state = JobState::kRunning;
   job.probe = a.probe;
+  job.probe_first_sent = false;
+  job.memory_sampled_ms = 0;
+  job.first_epoch_end_ms = 0;
+  job.first_epoch_samples.reset();
   job.rates_seen = 0;
   job.last_rate_ms = 0;
   job.probe_samples = 0;
@@ -424,16 +453,17 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   job.last_epoch_end_ms = now;
   by_pid_[*pid] = job.key;
   attributor_.add_job(*pid, job.job.id);
-  ctx_.backend.process_started(
-      a.device, static_cast<uint32_t>(*pid),
-      SimLoadHint{spec.gpu_memory_bytes.value_or(kSimDefaultMemoryBytes),
-                  spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct});
-  report(ctx_.store.job_started(job.job.id, *pid, a.device, now, job.attempt),
-         "record the start of job " + spec.name);
-  if (!job.mig_instance.empty()) {
-    report(ctx_.store.job_instance(job.job.id, job.mig_instance),
-           "record the MIG instance of job " + spec.name);
-  }
+  // Simulated memory: the hint, else nothing until the job's first progress
+  // (start-up holds no GPU memory), then what it states or the default
+  // (simulated_load()).
+  job.sim_load = SimLoadHint{spec.gpu_memory_bytes.value_or(0),
+                             spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct};
+  job.sim_memory_assumed = !spec.gpu_memory_bytes;
+  ctx_.backend.process_started(a.device, static_cast<uint32_t>(*pid), job.sim_load);
+  if (a.estimate)
+    pending_events_.emplace_back(job.job.id, profile_event(kEstimateEvent, *a.estimate, now));
+  ctx_.writer.job_started(job.job.id, *pid, a.device, now, job.attempt);
+  if (!job.mig_instance.empty()) ctx_.writer.job_instance(job.job.id, job.mig_instance);
   changes_.push_back({JobChange::Kind::kStarted, job.key, job.job.id, JobState::kRunning, "",
                       a.device, job.attempt, now});
   display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}{}{}", job.label(), a.device,
@@ -471,9 +501,21 @@ void RunEngine::reap() {
     JobRuntime& job = *jobs_[it->second];
     by_pid_.erase(it);
     retired_pids_.push_back(f.pid);  // samples taken before its end may still be in flight
+    // Without a cgroup, a daemon the job started in a new session escaped
+    // its process group: found by the job's token.
+    if (!f.contained) {
+      if (int n = stop_token_processes(kJobTokenEnv, job_token(run_token_, job.job.id)); n > 0)
+        display_.event(fmt::format("{}: stopped {} processes it left running", job.label(), n));
+    }
     ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
     read_progress_of(job, /*exited=*/true);  // the last lines it wrote before exiting
     if (job.probe && f.exit.state == JobState::kOk) finish_probe(job);
+    if (f.exit.state == JobState::kOk && job.peak_memory_bytes > 0) {
+      JobProfile seen;
+      seen.peak_memory_bytes = job.peak_memory_bytes;
+      seen.source = fmt::format("measured: {} in run {}", job.job.spec.name, run_id_);
+      scheduler_->measured(job.key, seen);
+    }
     end_attempt(job, f);
   }
 }
@@ -489,7 +531,8 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f) {
       scheduler_->enqueue({job.key, job.signature, job.job.spec.gpu_memory_bytes});
       return;
     }
-    record_final(job, JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal, reason},
+    record_final(job,
+                 JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal, reason, f.exit.usage},
                  f.ended_ms);
     return;
   }
@@ -527,8 +570,7 @@ void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string&
   job.state = JobState::kQueued;
   job.probe = false;
   job.note = reason;
-  report(ctx_.store.job_requeued(job.job.id, log_path(job), reason, ended_ms),
-         "record the retry of job " + job.job.spec.name);
+  ctx_.writer.job_requeued(job.job.id, log_path(job), reason, ended_ms);
   changes_.push_back({JobChange::Kind::kRequeued, job.key, job.job.id, JobState::kQueued, reason,
                       job.device, job.attempt, ended_ms});
   display_.event(fmt::format("{} requeued: {}", job.label(), reason));
@@ -540,7 +582,7 @@ bool RunEngine::cancel(size_t key, const std::string& reason) {
   if (is_final(job.state)) return false;
   if (job.state == JobState::kQueued) {
     if (!scheduler_->remove_queued(key)) return false;
-    record_final(job, JobExit{JobState::kCancelled, std::nullopt, std::nullopt, reason},
+    record_final(job, JobExit{JobState::kCancelled, std::nullopt, std::nullopt, reason, {}},
                  ctx_.clock.now_ms());
     return true;
   }
@@ -558,8 +600,11 @@ void RunEngine::stop_all(StopKind kind, int64_t grace_ms, const std::string& rea
     for (size_t i : scheduler_->drain_queued()) {
       if (kind == StopKind::kCancel) {
         record_final(*jobs_[i],
-                     JobExit{JobState::kCancelled, std::nullopt, std::nullopt,
-                             "cancelled before it started"},
+                     JobExit{JobState::kCancelled,
+                             std::nullopt,
+                             std::nullopt,
+                             "cancelled before it started",
+                             {}},
                      now);
       }
     }
@@ -580,42 +625,106 @@ void RunEngine::stop_all(StopKind kind, int64_t grace_ms, const std::string& rea
   supervisor_.stop_all(grace_ms);
 }
 
-// Auto policy: a probe has measured enough once two progress rates were
-// seen, or after probe_ms; its profile then goes to the scheduler.
+// Auto policy: a probe's first profile goes to the scheduler once it ended
+// an epoch and its memory was sampled after that, so that the rest of its
+// family starts up while it measures on; its last when two progress rates
+// were seen, another job on its GPU reported progress (the GPU is no longer
+// its alone), or after probe_ms.
 void RunEngine::finish_probes() {
   const UnixMillis now = ctx_.clock.now_ms();
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& job = *jobs_[key];
     if (!job.probe) continue;
-    if (job.rates_seen >= 2 || now - job.started_ms >= options_.probe_ms) finish_probe(job);
+    if (job.rates_seen >= 2 || now - job.started_ms >= options_.probe_ms || shared_since(job)) {
+      finish_probe(job);
+    } else if (!job.probe_first_sent && job.first_epoch_end_ms > 0 &&
+               job.memory_sampled_ms >= job.first_epoch_end_ms && job.probe_samples > 0) {
+      job.probe_first_sent = true;
+      send_probe_profile(job, "first epoch");
+    }
   }
+}
+
+std::optional<UnixMillis> RunEngine::shared_since(const JobRuntime& job) const {
+  std::optional<UnixMillis> since;
+  for (const auto& [pid, key] : by_pid_) {
+    const JobRuntime& other = *jobs_[key];
+    if (&other == &job || other.device != job.device || !other.first_progress_ms) continue;
+    const UnixMillis t = other.started_ms + *other.first_progress_ms;
+    if (!since || t < *since) since = t;
+  }
+  return since;
 }
 
 void RunEngine::finish_probe(JobRuntime& job) {
   job.probe = false;
+  send_probe_profile(job, job.probe_first_sent ? "refined" : "");
+}
+
+void RunEngine::send_probe_profile(JobRuntime& job, std::string_view stage) {
   JobProfile p;
   if (job.peak_memory_bytes > 0) p.peak_memory_bytes = job.peak_memory_bytes;
   if (job.probe_samples > 0) {
     p.sm_active_pct = job.probe_sm_sum / job.probe_samples;
     p.gpu_util_pct = job.probe_util_sum / job.probe_samples;
   }
-  if (job.last_samples_per_s) {
+  if (job.rates_seen > 0) {
     p.samples_per_s = job.last_samples_per_s;
-    solo_rates_[job.signature] = *job.last_samples_per_s;
+  } else if (job.first_epoch_end_ms > 0 && job.first_progress_ms && job.first_epoch_samples) {
+    // One epoch: its rate from the first progress (start-up left out).
+    const UnixMillis from = job.started_ms + *job.first_progress_ms;
+    if (job.first_epoch_end_ms > from)
+      p.samples_per_s = static_cast<double>(*job.first_epoch_samples) * 1000.0 /
+                        static_cast<double>(job.first_epoch_end_ms - from);
   }
+  if (p.samples_per_s) solo_rates_[job.signature] = *p.samples_per_s;
   p.startup_ms = job.first_progress_ms;
   p.source = fmt::format("probe: {} in run {}", job.job.spec.name, run_id_);
   display_.event(fmt::format(
-      "auto: measured {}: {} peak, {} SM activity, {}", job.job.spec.group,
+      "auto: measured {}{}: {} peak, {} SM activity, {}", job.label(),
+      stage.empty() ? "" : fmt::format(" ({})", stage),
       p.peak_memory_bytes ? format_bytes(*p.peak_memory_bytes) : "memory not seen",
       p.sm_active_pct ? fmt::format("{:.0f}%", *p.sm_active_pct) : "unknown",
       p.samples_per_s ? fmt::format("{:.0f} samples/s", *p.samples_per_s) : "no rate yet"));
+  if (p.peak_memory_bytes && job.job.id != 0)
+    pending_events_.emplace_back(job.job.id, profile_event(kProbeEvent, p, ctx_.clock.now_ms()));
   scheduler_->learned(job.signature, p);
+}
+
+// The simulated backend: a job may state what it holds on the simulated GPU
+// (metrics simulated_gpu_memory_mib and simulated_sm_active_pct, as
+// bench/sim_train.py does) so that its samples follow it; a job without a
+// memory hint that states nothing by its first progress holds the default.
+void RunEngine::simulated_load(JobRuntime& job, const std::vector<ProgressEvent>& events) {
+  if (!job.device || job.pid <= 0) return;
+  bool changed = false;
+  for (const ProgressEvent& e : events) {
+    auto memory = e.metrics.find("simulated_gpu_memory_mib");
+    if (memory != e.metrics.end() && memory->second >= 0) {
+      job.sim_load.memory_bytes = static_cast<uint64_t>(memory->second * 1024 * 1024);
+      job.sim_memory_assumed = false;
+      changed = true;
+    }
+    auto sm = e.metrics.find("simulated_sm_active_pct");
+    if (sm != e.metrics.end() && sm->second >= 0) {
+      job.sim_load.sm_active_pct = sm->second;
+      changed = true;
+    }
+  }
+  if (job.sim_memory_assumed) {
+    job.sim_load.memory_bytes = kSimDefaultMemoryBytes;
+    job.sim_memory_assumed = false;
+    changed = true;
+  }
+  if (changed)
+    ctx_.backend.process_started(*job.device, static_cast<uint32_t>(job.pid), job.sim_load);
 }
 
 void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
   if (!job.reader) return;
-  for (ProgressEvent& e : job.reader->poll(ctx_.clock.now_ms(), exited)) {
+  std::vector<ProgressEvent> events = job.reader->poll(ctx_.clock.now_ms(), exited);
+  if (ctx_.backend.simulated() && !events.empty() && !exited) simulated_load(job, events);
+  for (ProgressEvent& e : events) {
     if (!job.first_progress_ms) job.first_progress_ms = e.time_ms - job.started_ms;
     if ((e.kind == "epoch_end" || e.kind == "step") && e.samples) {
       // A step's rate runs from the previous step, an epoch's from the previous epoch's end.
@@ -631,6 +740,10 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
       if (e.kind == "step") job.last_rate_ms = e.time_ms;
     }
     if (e.kind == "epoch_end") {
+      if (job.first_epoch_end_ms == 0) {
+        job.first_epoch_end_ms = e.time_ms;
+        job.first_epoch_samples = e.samples;
+      }
       ++job.epochs;
       job.epoch = e.epoch.value_or(job.epochs);
       int64_t took = e.time_ms - job.last_epoch_end_ms;
@@ -689,13 +802,17 @@ void RunEngine::collect_samples() {
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& job = *jobs_[key];
     for (auto it = memory.lower_bound({job.job.id, 0});
-         it != memory.end() && it->first.first == job.job.id; ++it)
+         it != memory.end() && it->first.first == job.job.id; ++it) {
       job.peak_memory_bytes = std::max(job.peak_memory_bytes, it->second);
+      job.memory_sampled_ms = std::max(job.memory_sampled_ms, it->first.second);
+    }
     if (!job.probe || !job.device) continue;
-    // Probe SM activity: the device while the job works (after its first progress).
+    // Probe SM activity: the device while the job works (after its first
+    // progress) and no other job there does.
+    const std::optional<UnixMillis> shared = shared_since(job);
     for (const DeviceSample& d : batch.devices) {
       if (d.device != *job.device || !job.first_progress_ms ||
-          d.time_ms < job.started_ms + *job.first_progress_ms)
+          d.time_ms < job.started_ms + *job.first_progress_ms || (shared && d.time_ms >= *shared))
         continue;
       if (d.sm_active_pct) {
         job.probe_sm_sum += *d.sm_active_pct;
@@ -710,16 +827,15 @@ void RunEngine::collect_samples() {
 }
 
 void RunEngine::flush() {
-  if (!pending_devices_.empty() || !pending_processes_.empty()) {
-    report(ctx_.store.add_samples(run_id_, pending_devices_, pending_processes_),
-           "write GPU samples");
-    pending_devices_.clear();
-    pending_processes_.clear();
-  }
-  if (!pending_events_.empty()) {
-    report(ctx_.store.add_job_events(pending_events_), "write job progress events");
-    pending_events_.clear();
-  }
+  ctx_.writer.add_samples(run_id_, std::move(pending_devices_), std::move(pending_processes_));
+  ctx_.writer.add_job_events(std::move(pending_events_));
+  pending_devices_.clear();
+  pending_processes_.clear();
+  pending_events_.clear();
+}
+
+void RunEngine::write_store() {
+  for (const std::string& line : ctx_.writer.flush()) display_.event(line);
 }
 
 void RunEngine::check_health() {
@@ -823,12 +939,6 @@ void RunEngine::redraw() {
   display_.redraw(fmt::format("run {}: {} running, {} queued, {} done of {}", run_id_, running,
                               queued(), done, jobs_.size()),
                   lines);
-}
-
-// Store write failures are shown, not fatal: the jobs keep running.
-void RunEngine::report(const Status& s, const std::string& what) {
-  if (!s.ok() && store_errors_shown_++ < 5)
-    display_.event(fmt::format("warning: could not {}: {}", what, s.error().message()));
 }
 
 }  // namespace colo

@@ -30,33 +30,35 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/profiles.h"
 #include "common/clock.h"
 #include "gpu/gpu_backend.h"
+#include "jobs/cgroup.h"
 #include "jobs/job_spec.h"
 #include "jobs/job_state.h"
 #include "jobs/job_supervisor.h"
 #include "jobs/progress.h"
 #include "jobs/run_as.h"
 #include "monitor/gpu_sampler.h"
+#include "run/leftovers.h"
 #include "run/live_display.h"
 #include "sched/auto_scheduler.h"
 #include "sched/scheduler.h"
 #include "sharing/mechanism.h"
 #include "sharing/process_finder.h"
 #include "store/run_store.h"
+#include "store/store_writer.h"
 
 namespace colo {
 
-// Every job process carries COLO_RUN_TOKEN=<run_token()>, so the processes of
-// a run whose colo died can be found later without mistaking anyone else's.
-inline constexpr const char* kRunTokenEnv = "COLO_RUN_TOKEN";
+// Every job process carries COLO_RUN_TOKEN and COLO_JOB_TOKEN (run/leftovers.h).
 // Every job gets a checkpoint directory, the same across its attempts.
 inline constexpr const char* kCheckpointDirEnv = "COLO_CHECKPOINT_DIR";
-std::string run_token(const std::string& host, pid_t colo_pid, UnixMillis started_ms);
 
 struct EngineOptions {
   // "fixed" or "auto".
@@ -64,7 +66,10 @@ struct EngineOptions {
   // At most this many jobs per GPU (below the mechanism's own limit).
   std::optional<int> max_jobs_per_gpu;
   // Auto policy: how long a probe measures a job with no profile alone, at
-  // most (it ends earlier once two progress rates were seen).
+  // most. Its first profile goes to the scheduler once it ended an epoch and
+  // its memory was sampled after that (the rest of its family may then start
+  // up beside it); the probe measures on until two progress rates were seen,
+  // another job on its GPU reported progress, or this long.
   int64_t probe_ms = 60'000;
   // Device sampling period.
   int64_t sample_period_ms = 500;
@@ -84,8 +89,10 @@ struct EngineOptions {
 struct EngineContext {
   Clock& clock;
   GpuBackend& backend;
-  RunStore& store;
+  RunStore& store;      // read (profiles); the jobs rows of jobs submitted without one
+  StoreWriter& writer;  // every other write, in order
   Mechanism& mechanism;
+  RunCgroup* cgroup;  // each job gets a cgroup under it; null: process groups only
   std::ostream& out;  // events and the live display
 };
 
@@ -239,16 +246,24 @@ class RunEngine {
   void requeue(JobRuntime& job, UnixMillis ended_ms, const std::string& reason);
   void finish_probes();
   void finish_probe(JobRuntime& job);
+  void send_probe_profile(JobRuntime& job, std::string_view stage);
+  // When another running job on `job`'s GPU first reported progress (it works
+  // there from then on), if one did.
+  std::optional<UnixMillis> shared_since(const JobRuntime& job) const;
+  void simulated_load(JobRuntime& job, const std::vector<ProgressEvent>& events);
   // `exited`: the job has ended; read what it left and let held-back events out.
   void read_progress_of(JobRuntime& job, bool exited = false);
   void read_progress();
   void collect_samples();
+  // Hands the samples and events gathered since the last call to the writer.
   void flush();
+  // Writes what the writer holds (it backs off while the store cannot be
+  // written) and shows what it has to say.
+  void write_store();
   void check_health();
   void mechanism_failed(const std::string& reason);
   void restart_mechanism();
   void redraw();
-  void report(const Status& s, const std::string& what);
   std::string log_path(const JobRuntime& job) const;
   const DeviceInfo& device(int index) const;
   int jobs_per_device_limit() const;
@@ -264,6 +279,7 @@ class RunEngine {
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<LearnedProfile> measured_;    // learned from the store at start()
   std::map<std::string, bool> introduced_;  // signatures the scheduler knows
+  std::set<std::string> families_loaded_;   // families whose measured instances it got
   ProcfsProcessTable process_table_;
   JobAttributor attributor_;
   LiveDisplay display_;
@@ -285,7 +301,7 @@ class RunEngine {
   bool started_ = false;
   bool finished_ = false;
   int sampler_errors_shown_ = 0;
-  int store_errors_shown_ = 0;
+  bool cgroup_warned_ = false;
 };
 
 }  // namespace colo

@@ -8,6 +8,12 @@
 #include "common/units.h"
 
 namespace colo {
+namespace {
+
+// Combinations are judged only against solo rates known this well.
+constexpr double kJudgedRateUncertainty = 0.1;
+
+}  // namespace
 
 AutoScheduler::AutoScheduler(const std::vector<GpuSlot>& gpus, AutoOptions options,
                              InterferenceModel model)
@@ -87,13 +93,91 @@ void AutoScheduler::enqueue(const SchedJob& job) {
 
 uint64_t AutoScheduler::estimate(const Waiting& w) const {
   if (w.memory_estimate) return *w.memory_estimate;
-  const JobProfile* p = profile(w.signature);
+  const JobProfile* p = usable_profile(w.signature);
   return p != nullptr ? p->peak_memory_bytes.value_or(0) : 0;
 }
 
-uint64_t AutoScheduler::claim_for(uint64_t estimate) const {
-  return static_cast<uint64_t>(static_cast<double>(estimate) * (1.0 + options_.memory_margin)) +
+uint64_t AutoScheduler::claim_for(uint64_t estimate, double uncertainty) const {
+  return static_cast<uint64_t>(static_cast<double>(estimate) *
+                               (1.0 + options_.memory_margin + std::max(0.0, uncertainty))) +
          options_.memory_headroom_bytes;
+}
+
+void AutoScheduler::set_family(const std::string& signature, FamilyMember member) {
+  Family& f = families_[member.family];
+  if (!members_.contains(signature)) f.signatures.push_back(signature);
+  if (member.resource_params) f.resource_params = member.resource_params;
+  members_[signature] = std::move(member);
+}
+
+void AutoScheduler::add_family_instance(const std::string& family, FamilyInstance instance) {
+  Family& f = families_[family];
+  f.instances.push_back(std::move(instance));
+  ++f.version;
+}
+
+const JobProfile* AutoScheduler::usable_profile(const std::string& signature) const {
+  const JobProfile* own = profile(signature);
+  if (own != nullptr && own->admissible()) return own;
+  auto member = members_.find(signature);
+  if (member == members_.end()) return nullptr;
+  const Family& f = families_.at(member->second.family);
+  Estimated& e = estimates_[signature];
+  if (e.version != f.version) {
+    e.estimate = estimate_from_family(f.instances, member->second.params, f.resource_params);
+    e.version = f.version;
+  }
+  if (!e.estimate.profile) return nullptr;
+  e.usable = own != nullptr ? merge_profiles(*own, *e.estimate.profile) : *e.estimate.profile;
+  // Estimated beyond every GPU: measure it instead.
+  if (e.usable.peak_memory_bytes.value_or(0) > largest_memory()) return nullptr;
+  return &e.usable;
+}
+
+bool AutoScheduler::estimated(const std::string& signature) const {
+  const JobProfile* own = profile(signature);
+  return !(own != nullptr && own->admissible()) && usable_profile(signature) != nullptr;
+}
+
+std::string AutoScheduler::probe_key(const std::string& signature) const {
+  auto member = members_.find(signature);
+  return member == members_.end() ? signature : "family:" + member->second.family;
+}
+
+std::string AutoScheduler::probe_target(const std::string& family) {
+  auto [it, inserted] = probe_targets_.try_emplace(family);
+  if (!inserted) return it->second;
+  const Family& f = families_.at(family);
+  double best = -1;
+  for (const std::string& sig : f.signatures) {
+    auto q = classes_.find(sig);
+    if (q == classes_.end() || q->second.empty() || usable_profile(sig) != nullptr) continue;
+    const double value = probe_value(f.instances, members_.at(sig).params, f.resource_params);
+    if (value > best) {
+      best = value;
+      it->second = sig;
+    }
+  }
+  return it->second;
+}
+
+void AutoScheduler::add_to_family(const std::string& signature, const JobProfile& measured) {
+  auto member = members_.find(signature);
+  if (member == members_.end()) return;
+  Family& f = families_.at(member->second.family);
+  auto it = std::find_if(f.instances.begin(), f.instances.end(), [&](const FamilyInstance& i) {
+    return i.params == member->second.params;
+  });
+  if (it == f.instances.end()) {
+    f.instances.push_back({member->second.name, member->second.params, measured});
+  } else {
+    // The newer measurement wins field by field; the peak is the largest seen.
+    std::optional<uint64_t> peak = it->measured.peak_memory_bytes;
+    it->measured = merge_profiles(measured, it->measured);
+    if (peak && measured.peak_memory_bytes)
+      it->measured.peak_memory_bytes = std::max(*peak, *measured.peak_memory_bytes);
+  }
+  ++f.version;
 }
 
 std::vector<SoloLoad> AutoScheduler::loads(const Gpu& gpu) const {
@@ -111,8 +195,9 @@ std::optional<double> AutoScheduler::measured_work(const Gpu& gpu, int64_t fresh
   double sum = 0;
   for (size_t j : gpu.jobs) {
     const Running& r = running_.at(j);
-    const JobProfile* p = profile(r.waiting.signature);
-    if (r.rate_ms < fresh_since_ms || p == nullptr || !p->samples_per_s || *p->samples_per_s <= 0)
+    const JobProfile* p = usable_profile(r.waiting.signature);
+    if (r.rate_ms < fresh_since_ms || p == nullptr || !p->samples_per_s || *p->samples_per_s <= 0 ||
+        p->rate_uncertainty > kJudgedRateUncertainty)
       return std::nullopt;
     sum += r.rate / *p->samples_per_s * InterferenceModel::weight(options_.mode, r.load);
   }
@@ -128,7 +213,8 @@ bool AutoScheduler::is_bad(const Combination& c) const {
   });
 }
 
-void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decision>& out) {
+void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decision>& out,
+                        std::optional<JobProfile> estimate) {
   if (gpu.changed_ms != now_ms) {
     // The first change at this instant: remember what the GPU did before it
     // (with at most one job: what the heaviest job would do alone, judge()).
@@ -148,24 +234,44 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
   // Judged only when every job there has a solo rate to compare with.
   gpu.judging = gpu.jobs.size() >= 2 && !good_.contains(gpu.combination) &&
                 std::all_of(gpu.combination.begin(), gpu.combination.end(), [&](const auto& c) {
-                  const JobProfile* p = profile(c.first);
-                  return p != nullptr && p->samples_per_s && *p->samples_per_s > 0;
+                  const JobProfile* p = usable_profile(c.first);
+                  return p != nullptr && p->samples_per_s && *p->samples_per_s > 0 &&
+                         p->rate_uncertainty <= kJudgedRateUncertainty;
                 });
   std::optional<uint64_t> limit;
   if (options_.memory_limits && !r.probe) limit = r.claim;
-  out.push_back(Decision{job, gpu.slot.device, r.probe, limit});
+  out.push_back(Decision{job, gpu.slot.device, r.probe, limit, std::move(estimate)});
   host_update(r.waiting.signature, +1);
   running_.emplace(job, std::move(r));
   --queued_;
 }
 
 bool AutoScheduler::place_probe(const Waiting& w, int64_t now_ms, std::vector<Decision>& out) {
-  if (probing_.contains(w.signature)) return false;
+  const std::string key = probe_key(w.signature);
+  if (probing_.contains(key)) return false;
+  auto member = members_.find(w.signature);
+  const Family* family = member != members_.end() ? &families_.at(member->second.family) : nullptr;
+  // A family measured already, but not enough for this instance: probe the
+  // queued instance that teaches most (perhaps another one).
+  if (family != nullptr && !family->instances.empty() &&
+      probe_target(member->second.family) != w.signature)
+    return false;
   for (Gpu& g : gpus_) {
     if (!g.jobs.empty()) continue;
-    probing_.insert(w.signature);
-    notes_.push_back(fmt::format("{}: no profile yet; probing it alone on gpu{}",
-                                 label(w.signature), g.slot.device));
+    probing_.insert(key);
+    std::string note = fmt::format(
+        "{}: no profile yet; probing it alone on gpu{}",
+        member != members_.end() ? member->second.name : label(w.signature), g.slot.device);
+    if (family != nullptr && !family->instances.empty()) {
+      note = fmt::format(
+          "{}: its family's measurements do not cover it ({}); probing it alone on "
+          "gpu{}",
+          member->second.name, estimates_[w.signature].estimate.missing, g.slot.device);
+    } else if (family != nullptr && family->signatures.size() > 1) {
+      note += fmt::format(" for its family ({} other kinds of job wait for it)",
+                          family->signatures.size() - 1);
+    }
+    notes_.push_back(std::move(note));
     Running r{w, static_cast<int>(&g - gpus_.data()), 0, SoloLoad{100.0, 100.0}, true};
     r.started_ms = now_ms;
     add(g, std::move(r), now_ms, out);
@@ -221,7 +327,7 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
 
 std::optional<int64_t> AutoScheduler::expected_end(const Running& r, double gpu_rate,
                                                    int64_t now_ms) const {
-  const JobProfile* p = profile(r.waiting.signature);
+  const JobProfile* p = usable_profile(r.waiting.signature);
   if (p == nullptr || !p->solo_ms || r.probe) return std::nullopt;
   const int64_t startup = std::min(*p->solo_ms, p->startup_ms.value_or(0));
   const double work = static_cast<double>(*p->solo_ms - startup);
@@ -277,10 +383,11 @@ void AutoScheduler::host_update(const std::string& signature, int delta) {
 
 bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out) {
   if (!host_fits(w.signature)) return false;
-  const JobProfile* p = profile(w.signature);
-  if (p == nullptr || !p->admissible()) return place_probe(w, now_ms, out);
+  const JobProfile* p = usable_profile(w.signature);
+  if (p == nullptr) return place_probe(w, now_ms, out);
 
   const uint64_t need = estimate(w);
+  const double uncertainty = w.memory_estimate ? 0.0 : p->memory_uncertainty;
   const SoloLoad load{*p->sm_active_pct, p->gpu_busy_pct()};
   const int64_t startup = p->startup_ms.value_or(0);
   Gpu* best = nullptr;
@@ -290,7 +397,8 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   std::optional<size_t> best_leaving;
   for (Gpu& g : gpus_) {
     const uint64_t total = g.slot.memory_total_bytes;
-    const uint64_t claim = g.jobs.empty() ? std::min(claim_for(need), total) : claim_for(need);
+    const uint64_t claim = g.jobs.empty() ? std::min(claim_for(need, uncertainty), total)
+                                          : claim_for(need, uncertainty);
     std::optional<size_t> leaving;
     std::optional<double> gain = admission_gain(g, w, load, claim, std::nullopt, now_ms);
     if (!gain && startup > 0 && !g.jobs.empty()) {
@@ -315,9 +423,27 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   }
   if (best == nullptr) return false;
   if (best_leaving) running_.at(*best_leaving).departing = true;
+  std::optional<JobProfile> from_family;
+  if (estimated(w.signature)) {
+    from_family = *p;
+    auto member = members_.find(w.signature);
+    const uint64_t version = families_.at(member->second.family).version;
+    if (announced_.insert({w.signature, version}).second) {
+      auto pct = [](double u) { return u > 0 ? fmt::format(" (+-{:.0f}%)", 100 * u) : ""; };
+      std::string what = fmt::format(
+          "profile {}: {} peak{}, {:.0f}% SM activity{}, {}; memory claim {}", p->source,
+          format_bytes(*p->peak_memory_bytes), pct(p->memory_uncertainty), *p->sm_active_pct,
+          pct(p->sm_uncertainty),
+          p->samples_per_s
+              ? fmt::format("{:.0f} samples/s{}", *p->samples_per_s, pct(p->rate_uncertainty))
+              : std::string("rate unknown"),
+          format_bytes(best_claim));
+      estimate_notes_[what].push_back(member->second.name);
+    }
+  }
   Running r{w, static_cast<int>(best - gpus_.data()), best_claim, load, false};
   r.started_ms = now_ms;
-  add(*best, std::move(r), now_ms, out);
+  add(*best, std::move(r), now_ms, out, std::move(from_family));
   return true;
 }
 
@@ -352,7 +478,7 @@ std::optional<int64_t> AutoScheduler::next_wakeup_ms(int64_t now_ms) const {
   if (queued_ == 0) return std::nullopt;
   int64_t startup = 0;
   for (const auto& [sig, q] : classes_) {
-    const JobProfile* p = q.empty() ? nullptr : profile(sig);
+    const JobProfile* p = q.empty() ? nullptr : usable_profile(sig);
     if (p != nullptr) startup = std::max(startup, p->startup_ms.value_or(0));
   }
   if (startup == 0) return std::nullopt;
@@ -404,6 +530,7 @@ void AutoScheduler::judge(int64_t now_ms) {
 
 std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
   judge(now_ms);
+  probe_targets_.clear();
   std::vector<Decision> out;
   for (auto it = retries_.begin(); it != retries_.end();) {
     it = place(*it, now_ms, out) ? retries_.erase(it) : std::next(it);
@@ -421,6 +548,13 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
     heads_.erase(head);
     if (!q.empty()) heads_.insert({q.front().seq, head.second});
   }
+  // Instances placed by the same estimate: one note.
+  for (auto& [what, names] : estimate_notes_) {
+    notes_.push_back(names.size() == 1 ? fmt::format("{}: {}", names.front(), what)
+                                       : fmt::format("{} and {} more instances: {}", names.front(),
+                                                     names.size() - 1, what));
+  }
+  estimate_notes_.clear();
   return out;
 }
 
@@ -439,7 +573,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   g.sm_sum = std::max(0.0, g.sm_sum - r.load.sm_active_pct);
   if (r.probe) {
     g.probing = false;
-    probing_.erase(r.waiting.signature);
+    probing_.erase(probe_key(r.waiting.signature));
   }
   if (r.waiting.alone) g.alone = false;
   g.held = false;
@@ -474,7 +608,7 @@ void AutoScheduler::observe_rate(size_t job, double samples_per_s, int64_t now_m
   auto it = running_.find(job);
   if (it == running_.end()) return;
   Running& r = it->second;
-  const JobProfile* p = profile(r.waiting.signature);
+  const JobProfile* p = usable_profile(r.waiting.signature);
   if (p != nullptr && p->samples_per_s && *p->samples_per_s > 0) {
     // Work since the last observation, at the rate last seen (the first one
     // counts from now: start-up did no GPU work).
@@ -491,7 +625,8 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
   auto it = profiles_.find(signature);
   JobProfile merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
   profiles_[signature] = merged;
-  probing_.erase(signature);
+  probing_.erase(probe_key(signature));
+  add_to_family(signature, measured);
   for (Gpu& g : gpus_) ++g.version;  // expected ends of its jobs, anywhere, may move
   for (auto& [job, r] : running_) {
     if (r.waiting.signature != signature || !r.probe) continue;
@@ -516,6 +651,20 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
     heads_.erase({q->second.front().seq, signature});
     classes_.erase(q);
   }
+}
+
+void AutoScheduler::measured(size_t job, const JobProfile& measured) {
+  auto it = running_.find(job);
+  if (it == running_.end() || !measured.peak_memory_bytes) return;
+  const std::string& signature = it->second.waiting.signature;
+  JobProfile& own = profiles_[signature];
+  own.peak_memory_bytes = std::max(own.peak_memory_bytes.value_or(0), *measured.peak_memory_bytes);
+  own.memory_uncertainty = 0;
+  if (own.source.empty()) own.source = measured.source;
+  JobProfile memory_only;
+  memory_only.peak_memory_bytes = measured.peak_memory_bytes;
+  memory_only.source = measured.source;
+  add_to_family(signature, memory_only);
 }
 
 std::vector<size_t> AutoScheduler::drain_queued() {

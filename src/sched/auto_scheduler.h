@@ -14,8 +14,15 @@
 //   does. Each job gets its claim as a memory limit (MPS pinned memory), so
 //   one that outgrows its estimate fails alone.
 // Profiles. Jobs of one signature share a profile (profile.h). A job whose
-//   profile is not known enough for admission runs first as a probe, alone
-//   on an idle GPU; the others of its signature wait for learned().
+//   profile is not known enough for admission takes what its family's
+//   measured instances say (family.h: a sibling's measurement, or a fit with
+//   an uncertainty that widens its memory claim); failing that it runs first
+//   as a probe, alone on an idle GPU, and the others of its family wait for
+//   learned(). One probe per family at a time: when the family has measured
+//   instances but they cannot speak for every queued one (a parameter that
+//   matters has one measured value), the queued instance that would teach
+//   most (family.h, probe_value) is probed, so that later estimates
+//   interpolate. Measurements of ended jobs (measured()) join the family.
 // Early starts. Start-up (imports, data loading) does not load the GPU, so
 //   when a GPU is full, the next job may start up to its profile's start-up
 //   time before a running job is expected to end (expected from the solo
@@ -51,11 +58,13 @@
 // jobs are cheap. Not thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <set>
 #include <unordered_map>
 
+#include "sched/family.h"
 #include "sched/interference.h"
 #include "sched/scheduler.h"
 
@@ -90,6 +99,15 @@ struct GpuSlot {
   uint64_t memory_total_bytes = 0;
 };
 
+// A signature's place in its family (family.h).
+struct FamilyMember {
+  std::string family;                         // jobs/JobSpec::family
+  std::string name;                           // "toy[lr=0.1]", for notes and sources
+  std::map<std::string, std::string> params;  // its parameter values
+  // The job file's resource_params; nullopt: learned.
+  std::optional<std::vector<std::string>> resource_params;
+};
+
 class AutoScheduler final : public Scheduler {
  public:
   AutoScheduler(const std::vector<GpuSlot>& gpus, AutoOptions options, InterferenceModel model);
@@ -102,6 +120,15 @@ class AutoScheduler final : public Scheduler {
   void set_label(const std::string& signature, std::string label);
   // The shared loader the signature's jobs read through (Shared data, above).
   void set_host_cost(const std::string& signature, HostCost cost);
+  // The signature's family; call before enqueueing its jobs. Signatures
+  // without one are families of their own.
+  void set_family(const std::string& signature, FamilyMember member);
+  // An instance of `family` measured before the run (the store's profiles).
+  void add_family_instance(const std::string& family, FamilyInstance instance);
+  // What admission uses for `signature`: its own profile when complete
+  // enough, else that profile over its family's estimate; nullptr when
+  // neither is enough (a probe is needed).
+  const JobProfile* usable_profile(const std::string& signature) const;
 
   std::string describe() const override;
   void enqueue(const SchedJob& job) override;
@@ -109,6 +136,7 @@ class AutoScheduler final : public Scheduler {
   EndVerdict finished(size_t job, JobEnd end, int64_t now_ms) override;
   void observe_rate(size_t job, double samples_per_s, int64_t now_ms) override;
   void learned(const std::string& signature, const JobProfile& profile) override;
+  void measured(size_t job, const JobProfile& profile) override;
   std::vector<size_t> drain_queued() override;
   bool remove_queued(size_t job) override;
   std::optional<int64_t> expected_end_ms(size_t job, int64_t now_ms) const override;
@@ -183,9 +211,19 @@ class AutoScheduler final : public Scheduler {
   // The model's rate (over solo) of the slowest of the GPU's current jobs.
   double predicted_rate(const Gpu& gpu) const;
   bool place_probe(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
-  void add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decision>& out);
+  void add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decision>& out,
+           std::optional<JobProfile> estimate = std::nullopt);
   uint64_t estimate(const Waiting& w) const;
-  uint64_t claim_for(uint64_t estimate) const;
+  // The memory claimed for a peak estimate: plus the margin, the estimate's
+  // relative uncertainty and the headroom.
+  uint64_t claim_for(uint64_t estimate, double uncertainty = 0) const;
+  // Families: the key probes are counted by (the family, else the
+  // signature), whether `signature`'s profile comes from its family, the
+  // queued instance of a family to probe next, and recording a measurement.
+  std::string probe_key(const std::string& signature) const;
+  bool estimated(const std::string& signature) const;
+  std::string probe_target(const std::string& family);
+  void add_to_family(const std::string& signature, const JobProfile& measured);
   std::optional<double> measured_work(const Gpu& gpu, int64_t fresh_since_ms) const;
   std::vector<SoloLoad> loads(const Gpu& gpu) const;
   bool is_bad(const Combination& c) const;
@@ -200,15 +238,34 @@ class AutoScheduler final : public Scheduler {
   bool host_fits(const std::string& signature) const;
   void host_update(const std::string& signature, int delta);
 
+  struct Family {
+    std::vector<FamilyInstance> instances;  // measured: the store's, then this run's
+    std::optional<std::vector<std::string>> resource_params;
+    std::vector<std::string> signatures;  // its members
+    uint64_t version = 0;                 // bumped by each new measurement
+  };
+  struct Estimated {
+    uint64_t version = UINT64_MAX;  // of the family when it was computed
+    FamilyEstimate estimate;
+    JobProfile usable;  // the signature's own profile over the estimate
+  };
+
   std::vector<Gpu> gpus_;
   AutoOptions options_;
   InterferenceModel model_;
   std::map<std::string, JobProfile> profiles_;
   std::map<std::string, std::string> labels_;
-  std::map<std::string, std::deque<Waiting>> classes_;  // FIFO per signature
-  std::set<std::pair<uint64_t, std::string>> heads_;    // (seq of a class's head, signature)
-  std::deque<Waiting> retries_;                         // placed before the classes
-  std::set<std::string> probing_;                       // signatures being probed
+  std::map<std::string, std::deque<Waiting>> classes_;    // FIFO per signature
+  std::set<std::pair<uint64_t, std::string>> heads_;      // (seq of a class's head, signature)
+  std::deque<Waiting> retries_;                           // placed before the classes
+  std::set<std::string> probing_;                         // probe_key()s being probed
+  std::map<std::string, FamilyMember> members_;           // by signature
+  std::map<std::string, Family> families_;                // by family
+  mutable std::map<std::string, Estimated> estimates_;    // by signature
+  std::map<std::string, std::string> probe_targets_;      // by family, for one schedule()
+  std::set<std::pair<std::string, uint64_t>> announced_;  // (signature, family version) noted
+  // Estimates used in this schedule() call: the note's text -> instances.
+  std::map<std::string, std::vector<std::string>> estimate_notes_;
   std::unordered_map<size_t, Running> running_;
   std::vector<Combination> bad_;
   std::set<Combination> good_;

@@ -415,3 +415,140 @@ TEST(FixedScheduler, RemovesOneQueuedJob) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+// A family of signatures "f<i>" with one parameter each, as a grid makes them.
+void add_family(AutoScheduler& s, const std::string& param, const std::vector<std::string>& values,
+                std::optional<std::vector<std::string>> stated = std::nullopt) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::string sig = "f" + std::to_string(i);
+    s.set_family(
+        sig,
+        FamilyMember{"fam", "toy[" + param + "=" + values[i] + "]", {{param, values[i]}}, stated});
+    s.set_label(sig, "toy");
+  }
+}
+
+size_t probes(const std::vector<Decision>& decisions) {
+  return static_cast<size_t>(
+      std::count_if(decisions.begin(), decisions.end(), [](const Decision& d) { return d.probe; }));
+}
+
+TEST(AutoSchedulerFamilies, OneProbeForTheFamilyThenSiblingsPackFromIt) {
+  AutoScheduler s = make(2);
+  const std::vector<std::string> lrs = {"0.1", "0.05", "0.01", "0.005", "0.001", "0.0005"};
+  add_family(s, "lr", lrs);
+  for (size_t i = 0; i < lrs.size(); ++i) enqueue(s, "f" + std::to_string(i), 2, 2 * i);
+  // Two idle GPUs, six unknown signatures: still one probe.
+  std::vector<Decision> first = s.schedule(0);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_TRUE(first[0].probe);
+  EXPECT_EQ(first[0].job, 0u);
+  EXPECT_THAT(s.take_notes(),
+              testing::Contains(HasSubstr("toy[lr=0.1]: no profile yet; probing it alone on gpu0 "
+                                          "for its family (5 other kinds of job wait for it)")));
+  EXPECT_TRUE(s.schedule(1000).empty());
+  s.learned("f0", profile(1.2, 19, 16000));
+  std::vector<Decision> rest = s.schedule(2000);
+  EXPECT_EQ(rest.size(), 11u);
+  EXPECT_EQ(probes(rest), 0u);
+  for (const Decision& d : rest) {
+    if (d.job <= 1) continue;  // f0's second job: its own profile
+    ASSERT_TRUE(d.estimate.has_value()) << d.job;
+    EXPECT_EQ(d.estimate->source, "from sibling toy[lr=0.1]");
+    // The sibling's measurement, as its own would be: no widening.
+    EXPECT_NEAR(static_cast<double>(*d.memory_limit_bytes), 1.2 * kGiB * 1.2 + (512ull << 20), 2);
+  }
+  EXPECT_THAT(
+      s.take_notes(),
+      testing::Contains(HasSubstr(
+          "toy[lr=0.05] and 4 more instances: profile from sibling toy[lr=0.1]: 1.2 GiB peak")));
+}
+
+TEST(AutoSchedulerFamilies, ASecondProbeTakesTheFarthestValueThenTheRestAreFitted) {
+  AutoScheduler s = make(1);
+  const std::vector<std::string> batches = {"32", "64", "128", "256", "512"};
+  add_family(s, "batch_size", batches);
+  for (size_t i = 0; i < batches.size(); ++i) enqueue(s, "f" + std::to_string(i), 1, i);
+  std::vector<Decision> first = s.schedule(0);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].job, 0u);
+  // Memory 1 GiB + 16 MiB per sample; SM activity 20% + 0.1 per sample.
+  auto truth = [](double batch) {
+    return profile(1.0 + batch / 64, 20 + 0.1 * batch, 100 * batch);
+  };
+  s.learned("f0", truth(32));
+  // batch_size presumed to matter and measured once: nothing to fit yet; the
+  // GPU is busy with the first, so nobody starts.
+  EXPECT_TRUE(s.schedule(1000).empty());
+  EXPECT_EQ(s.usable_profile("f1"), nullptr);
+  s.measured(0, truth(32));
+  s.finished(0, JobEnd::kOk, 2000);
+  std::vector<Decision> second = s.schedule(2000);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].job, 4u) << "the farthest value, 512, teaches most";
+  EXPECT_TRUE(second[0].probe);
+  EXPECT_THAT(s.take_notes(),
+              testing::Contains(HasSubstr("toy[batch_size=512]: its family's measurements do not "
+                                          "cover it (peak memory: one measured value of "
+                                          "batch_size (32): a fit needs two)")));
+  s.learned("f4", truth(512));
+  std::vector<Decision> rest = s.schedule(3000);
+  ASSERT_EQ(rest.size(), 3u);
+  for (const Decision& d : rest) {
+    ASSERT_TRUE(d.estimate.has_value());
+    const double batch = std::stod(batches[d.job]);
+    const double expected = (1.0 + batch / 64) * kGiB;
+    EXPECT_NEAR(static_cast<double>(*d.estimate->peak_memory_bytes), expected, 1e-6 * expected);
+    EXPECT_DOUBLE_EQ(d.estimate->memory_uncertainty, 0.05);
+    // The claim is widened by the fit's uncertainty.
+    EXPECT_EQ(*d.memory_limit_bytes,
+              static_cast<uint64_t>(static_cast<double>(*d.estimate->peak_memory_bytes) * 1.25) +
+                  (512ull << 20));
+    EXPECT_THAT(d.estimate->source, HasSubstr("a fit over batch_size"));
+  }
+}
+
+TEST(AutoSchedulerFamilies, StatedNeutralParametersNeedNoSecondProbe) {
+  AutoScheduler s = make(1);
+  add_family(s, "batch_size", {"32", "512"}, std::vector<std::string>{});
+  enqueue(s, "f0", 1, 0);
+  enqueue(s, "f1", 1, 1);
+  ASSERT_EQ(s.schedule(0).size(), 1u);
+  s.learned("f0", profile(1, 20));
+  std::vector<Decision> next = s.schedule(1000);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_FALSE(next[0].probe);
+}
+
+TEST(AutoSchedulerFamilies, StoreInstancesSpeakForTheRunAndEndedJobsCorrectThem) {
+  AutoScheduler s = make(1);
+  add_family(s, "lr", {"0.1", "0.01"});
+  FamilyInstance earlier{"toy[lr=0.5]", {{"lr", "0.5"}}, profile(1, 20)};
+  s.add_family_instance("fam", earlier);
+  enqueue(s, "f0", 1, 0);
+  enqueue(s, "f1", 1, 1);
+  std::vector<Decision> d = s.schedule(0);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(probes(d), 0u);
+  EXPECT_EQ(d[0].estimate->source, "from sibling toy[lr=0.5]");
+  // f0 really needed 3 GiB: measured at its end, it is f0's own from now on,
+  // and lr is seen to matter for memory, so f1's estimate is no longer the
+  // sibling's 1 GiB but the line through lr=0.5 (1 GiB) and lr=0.1 (3 GiB):
+  // 3.45 GiB at lr=0.01, outside the measured values by 0.09 of their 0.4.
+  JobProfile seen;
+  seen.peak_memory_bytes = 3 * kGiB;
+  s.measured(0, seen);
+  s.finished(0, JobEnd::kOk, 1000);
+  EXPECT_EQ(*s.usable_profile("f0")->peak_memory_bytes, 3 * kGiB);
+  const JobProfile* f1 = s.usable_profile("f1");
+  ASSERT_NE(f1, nullptr);
+  EXPECT_NEAR(static_cast<double>(*f1->peak_memory_bytes), 3.45 * kGiB, 1e-6 * kGiB);
+  EXPECT_NEAR(f1->memory_uncertainty, 0.05 * (1 + 0.09 / 0.4), 1e-9);
+  EXPECT_THAT(f1->source, HasSubstr("memory from a fit over lr"));
+}
+
+}  // namespace
+}  // namespace colo

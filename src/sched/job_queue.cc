@@ -8,11 +8,13 @@
 
 namespace colo {
 
-JobQueue::JobQueue(std::vector<DeviceSlots> devices) : devices_(std::move(devices)) {}
+JobQueue::JobQueue(const std::vector<DeviceSlots>& devices) {
+  for (const DeviceSlots& d : devices) devices_.push_back(Device{d, 0, 0, {}});
+}
 
 void JobQueue::enqueue(size_t job, std::optional<uint64_t> memory_bytes) {
   uint64_t largest = 0;
-  for (const DeviceSlots& d : devices_) largest = std::max(largest, d.memory_total_bytes);
+  for (const Device& d : devices_) largest = std::max(largest, d.slots.memory_total_bytes);
   if (devices_.empty()) {
     unplaceable_.push_back({job, "no GPU to run on"});
   } else if (memory_bytes && *memory_bytes > largest) {
@@ -20,118 +22,152 @@ void JobQueue::enqueue(size_t job, std::optional<uint64_t> memory_bytes) {
         {job, fmt::format("needs {} of GPU memory (its gpu_memory hint); the largest GPU has {}",
                           format_bytes(*memory_bytes), format_bytes(largest))});
   } else {
-    queue_.push_back(Entry{job, memory_bytes, std::nullopt});
+    queued_[memory_bytes.value_or(0)].push_back(Entry{job, memory_bytes, next_seq_++, {}});
+    ++queued_count_;
   }
 }
 
 void JobQueue::enqueue_front(size_t job, std::optional<uint64_t> memory_bytes,
                              std::optional<int> max_neighbours) {
-  queue_.push_front(Entry{job, memory_bytes, max_neighbours});
-}
-
-int JobQueue::limit_of(const DeviceSlots& d) const {
-  int limit = d.max_jobs;
-  for (const Placed& p : running_) {
-    if (p.device == d.device && p.entry.max_neighbours)
-      limit = std::min(limit, *p.entry.max_neighbours + 1);
-  }
-  return limit;
+  retries_.push_front(Entry{job, memory_bytes, 0, max_neighbours});
 }
 
 int JobQueue::running_on(int device) const {
-  return static_cast<int>(std::count_if(running_.begin(), running_.end(),
-                                        [&](const Placed& p) { return p.device == device; }));
-}
-
-uint64_t JobQueue::claimed_memory(int device) const {
-  uint64_t sum = 0;
-  for (const Placed& p : running_) {
-    if (p.device == device) sum += p.entry.memory_bytes.value_or(0);
+  for (const Device& d : devices_) {
+    if (d.slots.device == device) return d.jobs;
   }
-  return sum;
+  return 0;
 }
 
-std::optional<int> JobQueue::best_device_for(const Entry& entry,
-                                             const std::vector<int>& reserved) const {
-  std::optional<int> best;
-  int best_jobs = 0;
-  uint64_t best_free = 0;
-  for (const DeviceSlots& d : devices_) {
-    if (std::find(reserved.begin(), reserved.end(), d.device) != reserved.end()) continue;
-    int jobs = running_on(d.device);
-    if (jobs >= limit_of(d)) continue;
-    if (entry.max_neighbours && jobs > *entry.max_neighbours) continue;
-    uint64_t claimed = claimed_memory(d.device);
-    uint64_t free = d.memory_total_bytes > claimed ? d.memory_total_bytes - claimed : 0;
-    if (entry.memory_bytes && *entry.memory_bytes > free) continue;
-    if (!best || jobs < best_jobs || (jobs == best_jobs && free > best_free)) {
-      best = d.device;
-      best_jobs = jobs;
-      best_free = free;
+std::optional<size_t> JobQueue::best_device_for(const Entry& entry,
+                                                const std::vector<size_t>& reserved) const {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const Device& d = devices_[i];
+    if (std::find(reserved.begin(), reserved.end(), i) != reserved.end()) continue;
+    if (d.jobs >= d.limit()) continue;
+    if (entry.max_neighbours && d.jobs > *entry.max_neighbours) continue;
+    if (entry.memory_bytes && *entry.memory_bytes > d.free_bytes()) continue;
+    if (!best) {
+      best = i;
+      continue;
     }
+    const Device& b = devices_[*best];
+    if (d.jobs < b.jobs || (d.jobs == b.jobs && d.free_bytes() > b.free_bytes())) best = i;
   }
   return best;
 }
 
+void JobQueue::place(const Entry& entry, size_t pos, std::vector<Assignment>& placed) {
+  Device& d = devices_[pos];
+  d.jobs += 1;
+  d.claimed_bytes += entry.memory_bytes.value_or(0);
+  if (entry.max_neighbours) d.neighbour_limits.insert(*entry.max_neighbours);
+  running_[entry.job] = Placed{pos, entry.memory_bytes.value_or(0), entry.max_neighbours};
+  placed.push_back(Assignment{entry.job, d.slots.device});
+}
+
 std::vector<Assignment> JobQueue::schedule() {
   std::vector<Assignment> placed;
-  std::vector<int> reserved;  // devices draining for a retry that waits for fewer neighbours
-  for (auto it = queue_.begin(); it != queue_.end() && has_free_slot();) {
-    std::optional<int> device = best_device_for(*it, reserved);
-    if (device) {
-      running_.push_back(Placed{*it, *device});
-      placed.push_back(Assignment{it->job, *device});
-      it = queue_.erase(it);
+  // Retries first. One that does not fit reserves the device with the
+  // fewest jobs (among those not yet reserved): it takes no new job.
+  std::vector<size_t> reserved;
+  for (auto it = retries_.begin(); it != retries_.end();) {
+    if (std::optional<size_t> pos = best_device_for(*it, reserved)) {
+      place(*it, *pos, placed);
+      it = retries_.erase(it);
       continue;
     }
     if (it->max_neighbours) {
-      // The device with the fewest jobs takes no others until the retry fits there.
-      std::optional<int> drain;
-      for (const DeviceSlots& d : devices_) {
-        if (std::find(reserved.begin(), reserved.end(), d.device) != reserved.end()) continue;
-        if (!drain || running_on(d.device) < running_on(*drain)) drain = d.device;
+      std::optional<size_t> drain;
+      for (size_t i = 0; i < devices_.size(); ++i) {
+        if (std::find(reserved.begin(), reserved.end(), i) != reserved.end()) continue;
+        if (!drain || devices_[i].jobs < devices_[*drain].jobs) drain = i;
       }
       if (drain) reserved.push_back(*drain);
     }
     ++it;
   }
+
+  // Then the queue. Placing a job only takes capacity, so a job that did not
+  // fit earlier in this call cannot fit later: the oldest job that fits,
+  // again and again, is the queue walked once in order.
+  while (queued_count_ > 0) {
+    std::optional<uint64_t> most_free;  // among usable devices with a free slot
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      const Device& d = devices_[i];
+      if (d.jobs < d.limit() && std::find(reserved.begin(), reserved.end(), i) == reserved.end())
+        most_free = std::max(most_free.value_or(0), d.free_bytes());
+    }
+    if (!most_free) break;
+    std::deque<Entry>* oldest = nullptr;
+    for (auto& [hint, group] : queued_) {
+      if (hint > *most_free) break;
+      if (!group.empty() && (oldest == nullptr || group.front().seq < oldest->front().seq))
+        oldest = &group;
+    }
+    if (oldest == nullptr) break;
+    const Entry entry = oldest->front();
+    std::optional<size_t> pos = best_device_for(entry, reserved);
+    if (!pos) break;  // cannot happen: the device with most_free fits it
+    oldest->pop_front();
+    if (oldest->empty()) queued_.erase(entry.memory_bytes.value_or(0));
+    --queued_count_;
+    place(entry, *pos, placed);
+  }
   return placed;
 }
 
-bool JobQueue::has_free_slot() const {
-  return std::any_of(devices_.begin(), devices_.end(),
-                     [&](const DeviceSlots& d) { return running_on(d.device) < limit_of(d); });
-}
-
 void JobQueue::finished(size_t job) {
-  std::erase_if(running_, [&](const Placed& p) { return p.entry.job == job; });
+  auto it = running_.find(job);
+  if (it == running_.end()) return;
+  Device& d = devices_[it->second.device_pos];
+  d.jobs -= 1;
+  d.claimed_bytes -= it->second.memory_bytes;
+  if (it->second.max_neighbours)
+    d.neighbour_limits.erase(d.neighbour_limits.find(*it->second.max_neighbours));
+  running_.erase(it);
 }
 
 std::vector<size_t> JobQueue::drain_queued() {
+  std::vector<Entry> all;
+  for (auto& [hint, group] : queued_) all.insert(all.end(), group.begin(), group.end());
+  std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return a.seq < b.seq; });
   std::vector<size_t> jobs;
-  for (const Entry& e : queue_) jobs.push_back(e.job);
-  queue_.clear();
+  for (const Entry& e : retries_) jobs.push_back(e.job);
+  for (const Entry& e : all) jobs.push_back(e.job);
+  retries_.clear();
+  queued_.clear();
+  queued_count_ = 0;
   return jobs;
 }
 
 bool JobQueue::remove(size_t job) {
-  auto it =
-      std::find_if(queue_.begin(), queue_.end(), [&](const Entry& e) { return e.job == job; });
-  if (it == queue_.end()) return false;
-  queue_.erase(it);
-  return true;
+  auto is_job = [&](const Entry& e) { return e.job == job; };
+  if (auto it = std::find_if(retries_.begin(), retries_.end(), is_job); it != retries_.end()) {
+    retries_.erase(it);
+    return true;
+  }
+  for (auto group = queued_.begin(); group != queued_.end(); ++group) {
+    auto it = std::find_if(group->second.begin(), group->second.end(), is_job);
+    if (it == group->second.end()) continue;
+    group->second.erase(it);
+    if (group->second.empty()) queued_.erase(group);
+    --queued_count_;
+    return true;
+  }
+  return false;
 }
 
 std::optional<int> JobQueue::device_of(size_t job) const {
-  for (const Placed& p : running_) {
-    if (p.entry.job == job) return p.device;
-  }
-  return std::nullopt;
+  auto it = running_.find(job);
+  if (it == running_.end()) return std::nullopt;
+  return devices_[it->second.device_pos].slots.device;
 }
 
 int JobQueue::neighbours_of(size_t job) const {
-  std::optional<int> device = device_of(job);
-  return device ? running_on(*device) - 1 : 0;
+  auto it = running_.find(job);
+  return it == running_.end() ? 0 : devices_[it->second.device_pos].jobs - 1;
 }
 
 std::vector<Unplaceable> JobQueue::take_unplaceable() { return std::exchange(unplaceable_, {}); }

@@ -9,16 +9,25 @@
 // one with the fewest jobs wins, then the one with the most unclaimed memory,
 // then the lowest index.
 //
-// The queue only decides; it never starts processes (the run controller
-// does). Pure and deterministic: driven by table tests and by a simulated
-// clock alike. Not thread-safe.
+// Retries (enqueue_front) go ahead of the queue and may ask for fewer
+// neighbours; while one waits, the device with the fewest jobs takes no new
+// ones, so that it drains for the retry.
+//
+// The queue only decides; it never starts processes (the run engine does).
+// Placing a job costs O(devices + distinct memory hints + waiting retries),
+// whatever the length of the queue. Pure and deterministic: driven by table
+// tests and by a simulated clock alike. Not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace colo {
@@ -42,7 +51,7 @@ struct Unplaceable {
 
 class JobQueue {
  public:
-  explicit JobQueue(std::vector<DeviceSlots> devices);
+  explicit JobQueue(const std::vector<DeviceSlots>& devices);
 
   // Adds a job at the back. `memory_bytes` is its peak GPU memory hint. A job
   // that can never fit (no device, or more memory than the largest has) is
@@ -73,7 +82,7 @@ class JobQueue {
 
   std::vector<Unplaceable> take_unplaceable();
 
-  size_t queued() const { return queue_.size(); }
+  size_t queued() const { return queued_count_ + retries_.size(); }
   size_t running() const { return running_.size(); }
   int running_on(int device) const;
 
@@ -81,21 +90,44 @@ class JobQueue {
   struct Entry {
     size_t job = 0;
     std::optional<uint64_t> memory_bytes;
+    uint64_t seq = 0;  // queue order
     std::optional<int> max_neighbours;
   };
-  struct Placed {
-    Entry entry;
-    int device = 0;
+  struct Device {
+    DeviceSlots slots;
+    int jobs = 0;
+    uint64_t claimed_bytes = 0;           // memory hints of its jobs
+    std::multiset<int> neighbour_limits;  // max_neighbours of its jobs that set one
+    uint64_t free_bytes() const {
+      return slots.memory_total_bytes > claimed_bytes ? slots.memory_total_bytes - claimed_bytes
+                                                      : 0;
+    }
+    // Its job limit, lowered while a job with max_neighbours runs there.
+    int limit() const {
+      return neighbour_limits.empty() ? slots.max_jobs
+                                      : std::min(slots.max_jobs, *neighbour_limits.begin() + 1);
+    }
   };
-  std::optional<int> best_device_for(const Entry& entry, const std::vector<int>& reserved) const;
-  uint64_t claimed_memory(int device) const;
-  bool has_free_slot() const;
-  // The device's job limit, lowered while a job with max_neighbours runs there.
-  int limit_of(const DeviceSlots& d) const;
+  struct Placed {
+    size_t device_pos = 0;  // into devices_
+    uint64_t memory_bytes = 0;
+    std::optional<int> max_neighbours;
+  };
+  // The best device for `entry` among those not `reserved` (positions into devices_).
+  std::optional<size_t> best_device_for(const Entry& entry,
+                                        const std::vector<size_t>& reserved) const;
+  void place(const Entry& entry, size_t pos, std::vector<Assignment>& placed);
 
-  std::vector<DeviceSlots> devices_;
-  std::deque<Entry> queue_;
-  std::vector<Placed> running_;
+  std::vector<Device> devices_;
+  // Retries, newest first: walked before the rest.
+  std::deque<Entry> retries_;
+  // Queued jobs grouped by memory hint (0: none), each group in queue order:
+  // the oldest job that fits is the oldest front among the groups whose hint
+  // fits, so a placement costs O(devices + distinct hints), not O(queue).
+  std::map<uint64_t, std::deque<Entry>> queued_;
+  size_t queued_count_ = 0;
+  uint64_t next_seq_ = 0;
+  std::unordered_map<size_t, Placed> running_;  // by job
   std::vector<Unplaceable> unplaceable_;
 };
 

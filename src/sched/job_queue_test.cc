@@ -66,7 +66,15 @@ INSTANTIATE_TEST_SUITE_P(
                               {{0, 40 * kGiB, 4}, {1, 80 * kGiB, 4}},
                               {30 * kGiB, 60 * kGiB},
                               {{"30 to the emptier larger gpu, 60 nowhere yet", {}, {{0, 1}}},
-                               {"60 after 30 leaves gpu 1", {0}, {{1, 1}}}}}),
+                               {"60 after 30 leaves gpu 1", {0}, {{1, 1}}}}},
+                    // Jobs of equal hints are kept together inside the queue: queue
+                    // order across hints must still hold.
+                    QueueCase{"queue_order_across_hints_and_none",
+                              {{0, 12 * kGiB, 3}},
+                              {10 * kGiB, std::nullopt, 10 * kGiB, 1 * kGiB, 1 * kGiB},
+                              {{"10, none, then 1 (second 10 waits)", {}, {{0, 0}, {1, 0}, {3, 0}}},
+                               {"a 1 ends: the other 1, not the 10", {3}, {{4, 0}}},
+                               {"the first 10 ends: the second", {0}, {{2, 0}}}}}),
     [](const testing::TestParamInfo<QueueCase>& info) { return info.param.name; });
 
 TEST(JobQueue, JobLargerThanEveryGpuIsUnplaceableNotStuck) {
@@ -86,6 +94,13 @@ TEST(JobQueue, DrainReturnsQueuedInOrder) {
   for (size_t i = 0; i < 4; ++i) q.enqueue(i, std::nullopt);
   ASSERT_EQ(q.schedule().size(), 1u);
   EXPECT_EQ(q.drain_queued(), (std::vector<size_t>{1, 2, 3}));
+  EXPECT_EQ(q.queued(), 0u);
+  // Across memory hints too.
+  q.enqueue(4, 5 * kGiB);
+  q.enqueue(5, std::nullopt);
+  q.enqueue(6, 5 * kGiB);
+  q.enqueue(7, 2 * kGiB);
+  EXPECT_EQ(q.drain_queued(), (std::vector<size_t>{4, 5, 6, 7}));
   EXPECT_EQ(q.queued(), 0u);
   EXPECT_EQ(q.running(), 1u);
 }

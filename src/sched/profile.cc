@@ -18,6 +18,9 @@ JobProfile merge_profiles(const JobProfile& measured, const JobProfile& hint) {
       used_hint = true;
     }
   };
+  if (!out.peak_memory_bytes) out.memory_uncertainty = hint.memory_uncertainty;
+  if (!out.sm_active_pct) out.sm_uncertainty = hint.sm_uncertainty;
+  if (!out.samples_per_s) out.rate_uncertainty = hint.rate_uncertainty;
   fill(out.peak_memory_bytes, hint.peak_memory_bytes);
   fill(out.sm_active_pct, hint.sm_active_pct);
   fill(out.gpu_util_pct, hint.gpu_util_pct);

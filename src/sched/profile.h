@@ -22,6 +22,11 @@ struct JobProfile {
   std::optional<int64_t> solo_ms;             // solo duration (planning and simulation)
   std::optional<int64_t> startup_ms;          // of solo_ms, start-up before the GPU works
   std::string source;                         // "store: run 12 job 40", "hint: jobs.toml:3"
+  // Relative uncertainty of an estimate (0.1: within 10%), sched/family.h;
+  // 0 for what was measured or stated.
+  double memory_uncertainty = 0;
+  double sm_uncertainty = 0;
+  double rate_uncertainty = 0;
 
   // Enough to decide admission: memory and SM activity are known.
   bool admissible() const { return peak_memory_bytes.has_value() && sm_active_pct.has_value(); }
@@ -29,10 +34,12 @@ struct JobProfile {
   // doubled (on the H200 measurements resnet26 was 19% SM active and 37% busy,
   // cait 81% and 100%), capped at 100.
   double gpu_busy_pct() const;
+  bool operator==(const JobProfile&) const = default;
 };
 
-// `measured` wins field by field over `hint`; sources are joined ("store: run
-// 3 job 7 + hint: jobs.toml:4") when both contribute.
+// `measured` wins field by field over `hint` (an uncertainty goes with its
+// field); sources are joined ("store: run 3 job 7 + hint: jobs.toml:4") when
+// both contribute.
 JobProfile merge_profiles(const JobProfile& measured, const JobProfile& hint);
 
 }  // namespace colo

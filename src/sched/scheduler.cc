@@ -4,9 +4,9 @@
 
 namespace colo {
 
-FixedScheduler::FixedScheduler(std::vector<DeviceSlots> devices, std::string description,
+FixedScheduler::FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description,
                                int max_retries)
-    : queue_(std::move(devices)), description_(std::move(description)), max_retries_(max_retries) {}
+    : queue_(devices), description_(std::move(description)), max_retries_(max_retries) {}
 
 void FixedScheduler::enqueue(const SchedJob& job) {
   hints_[job.job] = job.memory_hint;
@@ -16,7 +16,7 @@ void FixedScheduler::enqueue(const SchedJob& job) {
 std::vector<Decision> FixedScheduler::schedule(int64_t /*now_ms*/) {
   std::vector<Decision> out;
   for (const Assignment& a : queue_.schedule())
-    out.push_back(Decision{a.job, a.device, false, std::nullopt});
+    out.push_back(Decision{a.job, a.device, false, std::nullopt, std::nullopt});
   return out;
 }
 

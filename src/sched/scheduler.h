@@ -10,7 +10,8 @@
 // Both the real run (`colo run`) and `colo simulate` drive a Scheduler the
 // same way: enqueue every job, then call schedule() whenever something
 // changed (a job ended, time passed), report ends with finished(), measured
-// progress with observe_rate(), and probe results with learned(). Time is
+// progress with observe_rate(), probe results with learned() and ended jobs'
+// measurements with measured(). Time is
 // passed in (milliseconds on any monotonic clock), so the same code runs on
 // a real and a simulated clock. Not thread-safe.
 #pragma once
@@ -42,6 +43,11 @@ struct Decision {
   // A per-job GPU memory limit (MPS pinned memory), so a job that outgrows
   // its estimate fails alone instead of taking its neighbours down.
   std::optional<uint64_t> memory_limit_bytes;
+  // The profile the job was placed by, when it was estimated from its
+  // family's measured instances (sched/family.h) rather than measured or
+  // stated for the job itself; the caller records it beside what it then
+  // measures.
+  std::optional<JobProfile> estimate;
   bool operator==(const Decision&) const = default;
 };
 
@@ -66,7 +72,11 @@ class Scheduler {
   // A running job's recent progress rate (samples per second).
   virtual void observe_rate(size_t /*job*/, double /*samples_per_s*/, int64_t /*now_ms*/) {}
   // A profile was measured (a probe ended) for every job of `signature`.
+  // It may come again, refined, for the same probe.
   virtual void learned(const std::string& /*signature*/, const JobProfile& /*profile*/) {}
+  // What a placed job's own run measured (its peak memory), reported before
+  // finished(): feedback for the estimates of its family.
+  virtual void measured(size_t /*job*/, const JobProfile& /*profile*/) {}
   // Removes and returns every queued job (cancellation).
   virtual std::vector<size_t> drain_queued() = 0;
   // Removes one queued job (its cancellation); false when it is not queued.
@@ -93,7 +103,8 @@ class Scheduler {
 // ran out of memory alone ends there.
 class FixedScheduler final : public Scheduler {
  public:
-  FixedScheduler(std::vector<DeviceSlots> devices, std::string description, int max_retries = 2);
+  FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description,
+                 int max_retries = 2);
   std::string describe() const override { return description_; }
   void enqueue(const SchedJob& job) override;
   std::vector<Decision> schedule(int64_t now_ms) override;

@@ -11,6 +11,8 @@
 #include "common/paths.h"
 #include "jobs/job_spec_json.h"
 #include "jobs/run_as.h"
+#include "run/leftovers.h"
+#include "store/store_writer.h"
 
 namespace colo {
 namespace {
@@ -19,6 +21,9 @@ using nlohmann::json;
 
 constexpr const char* kSystemSocket = "/var/lib/colo/colo.sock";
 constexpr size_t kMaxLogChunkBytes = size_t{256} * 1024;
+// How long the service keeps trying a store locked by another colo (its run's
+// record at start, what is left to write at the end).
+constexpr int64_t kStoreRetryMs = 60'000;
 
 json error_answer(const std::string& message) { return json{{"ok", false}, {"error", message}}; }
 
@@ -498,7 +503,8 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
   // Step 4.
   NewRun new_run = new_run_record(ctx.clock, ctx.mechanism, ctx.backend, "", options.command_line,
                                   *devices, options.slurm);
-  Result<int64_t> run_id = ctx.store.begin_run(new_run);
+  Result<int64_t> run_id =
+      retry_transient(ctx.clock, kStoreRetryMs, [&] { return ctx.store.begin_run(new_run); });
   if (!run_id.ok()) return run_id.error();
 
   // Step 5.
@@ -522,10 +528,14 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
   info.state = "running";
   info.store = ctx.store.path();
   RunState end_state = RunState::kOk;
+  // Each job in a cgroup of its own where colo may make them ($COLO_CGROUP_PARENT).
+  std::optional<RunCgroup> cgroup = make_run_cgroup("", ctx.log);
+  StoreWriter writer(ctx.store, ctx.clock);
+  const std::string token = run_token(new_run.host, new_run.colo_pid, new_run.started_ms);
   {
-    RunEngine engine(EngineContext{ctx.clock, ctx.backend, ctx.store, ctx.mechanism, ctx.log},
-                     options.engine, *run_id,
-                     run_token(new_run.host, new_run.colo_pid, new_run.started_ms), *devices);
+    RunEngine engine(EngineContext{ctx.clock, ctx.backend, ctx.store, writer, ctx.mechanism,
+                                   cgroup ? &*cgroup : nullptr, ctx.log},
+                     options.engine, *run_id, token, *devices);
     engine.start();
     Service service(ctx, options, engine, info);
     if (Status s = service.recover_queue(); !s.ok())
@@ -607,9 +617,16 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
     engine.finish();
     service.record_changes();
   }
+  // Whatever the jobs left that escaped both their cgroups and process groups.
+  if (int stopped = stop_token_processes(kRunTokenEnv, token); stopped > 0)
+    ctx.log << fmt::format("stopped {} processes the jobs left running\n", stopped);
+  cgroup.reset();
   if (Status s = ctx.mechanism.teardown(); !s.ok())
     ctx.log << "warning: " << s.error().message() << '\n';
-  if (Status s = ctx.store.end_run(*run_id, end_state, ctx.clock.now_ms()); !s.ok())
+  writer.end_run(*run_id, end_state, ctx.clock.now_ms());
+  if (Status s =
+          writer.drain(kStoreRetryMs, [&](const std::string& line) { ctx.log << line << '\n'; });
+      !s.ok())
     ctx.log << "warning: " << s.error().message() << '\n';
   ctx.log << "colo serve stopped; queued jobs stay in the store for the next start\n";
   return OkStatus();

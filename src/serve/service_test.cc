@@ -58,9 +58,10 @@ class ServiceTest : public ::testing::Test {
     run_id_ = *store_->begin_run(run);
     ctx_ = std::make_unique<ServeContext>(
         ServeContext{clock_, *backend_, *store_, *mechanism_, MechanismOptions{}, log_, stops_});
-    engine_ =
-        std::make_unique<RunEngine>(EngineContext{clock_, *backend_, *store_, *mechanism_, log_},
-                                    options_.engine, run_id_, "test-token", devices_);
+    writer_ = std::make_unique<StoreWriter>(*store_, clock_);
+    engine_ = std::make_unique<RunEngine>(
+        EngineContext{clock_, *backend_, *store_, *writer_, *mechanism_, nullptr, log_},
+        options_.engine, run_id_, "test-token", devices_);
     engine_->start();
     ServiceInfo info;
     info.mechanism = "naive";
@@ -109,6 +110,7 @@ class ServiceTest : public ::testing::Test {
   std::ostringstream log_;
   std::atomic<int> stops_{0};
   std::unique_ptr<ServeContext> ctx_;
+  std::unique_ptr<StoreWriter> writer_;
   std::unique_ptr<RunEngine> engine_;
   std::unique_ptr<Service> service_;
   Caller root_{0, 0, 1, "root"};

@@ -41,8 +41,6 @@ Result<sockaddr_un> address_of(const std::string& path) {
   return addr;
 }
 
-void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
-
 }  // namespace
 
 std::string user_name_of(uid_t uid) {

@@ -2,25 +2,44 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "common/units.h"
 #include "jobs/job_signature.h"
+#include "sched/family.h"
 
 namespace colo {
+namespace {
 
-SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known) {
+// Lines of sources and assumptions kept: one per kind of job, up to this.
+constexpr size_t kMaxSourceLines = 50;
+
+}  // namespace
+
+SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known,
+                        const std::map<std::string, JobProfile>& usable) {
   SimJobSet out;
-  std::map<std::string, int> count;
-  std::vector<std::string> order;
+  std::map<std::string, int> count;   // jobs per signature
+  std::vector<size_t> first_of_kind;  // the first job of each signature, in file order
+  std::set<std::string> assumed_for;  // families (or signatures) with assumptions listed
   for (const JobSpec& spec : file.jobs) {
     SimJob job;
     job.name = spec.name;
     job.signature = job_signature(spec);
     job.label = spec.group;
+    job.family = spec.family;
+    job.instance = instance_label(spec.name);
+    job.params = spec.params;
+    job.resource_params = spec.resource_params;
     if (auto it = known.find(job.signature); it != known.end()) job.known = it->second;
-    job.truth = job.known;
+    auto best = usable.find(job.signature);
+    job.truth = best != usable.end() ? best->second : job.known;
     if (count[job.signature]++ == 0) {
-      order.push_back(job.signature);
+      first_of_kind.push_back(out.jobs.size());
+      const std::string key = spec.family.empty() ? job.signature : spec.family;
       auto assume = [&](const char* what, const std::string& value) {
+        if (assumed_for.contains(key + what) || out.assumptions.size() >= kMaxSourceLines) return;
+        assumed_for.insert(key + what);
         out.assumptions.push_back(
             fmt::format("{}: {} assumed {} (no store profile, no hint)", spec.group, what, value));
       };
@@ -35,16 +54,34 @@ SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProf
     if (!job.truth.samples_per_s) job.truth.samples_per_s = 1000.0;
     out.jobs.push_back(std::move(job));
   }
-  for (const std::string& sig : order) {
-    auto it = std::find_if(out.jobs.begin(), out.jobs.end(),
-                           [&](const SimJob& j) { return j.signature == sig; });
-    const JobProfile& t = it->truth;
-    out.sources.push_back(
-        fmt::format("{} x{}: {} peak, {:.0f}% SM, {:.0f}% busy, {} alone; from {}", it->label,
-                    count[sig], format_bytes(*t.peak_memory_bytes), *t.sm_active_pct,
-                    t.gpu_busy_pct(), format_duration_ms(*t.solo_ms),
-                    it->known.source.empty() ? "assumptions" : it->known.source));
+  // One line per signature; consecutive signatures of one block that say the
+  // same (a grid with nothing known) are one line; at most kMaxSourceLines.
+  std::string last_line;
+  int last_count = 0;
+  size_t kinds_left = first_of_kind.size();
+  auto flush = [&] {
+    if (last_count > 0) out.sources.push_back(fmt::format(fmt::runtime(last_line), last_count));
+    last_count = 0;
+  };
+  for (size_t i : first_of_kind) {
+    const SimJob& job = out.jobs[i];
+    const JobProfile& t = job.truth;
+    const std::string line =
+        fmt::format("{} x{{}}: {} peak, {:.0f}% SM, {:.0f}% busy, {} alone; from {}", job.label,
+                    format_bytes(*t.peak_memory_bytes), *t.sm_active_pct, t.gpu_busy_pct(),
+                    format_duration_ms(*t.solo_ms), !t.source.empty() ? t.source : "assumptions");
+    if (line != last_line) {
+      flush();
+      if (out.sources.size() == kMaxSourceLines) {
+        out.sources.push_back(fmt::format("... and {} more kinds of job", kinds_left));
+        return out;
+      }
+    }
+    last_line = line;
+    last_count += count[job.signature];
+    --kinds_left;
   }
+  flush();
   return out;
 }
 

@@ -21,13 +21,17 @@ inline constexpr int64_t kAssumedSoloMs = 10LL * 60 * 1000;
 struct SimJobSet {
   std::vector<SimJob> jobs;
   // One line per signature and assumed field: "resnet26: SM activity
-  // assumed 30% (no store profile, no hint)".
+  // assumed 30% (no store profile, no hint)"; the first 50.
   std::vector<std::string> assumptions;
-  // One line per signature: its label, job count and where its profile came from.
+  // One line per signature: its label, job count and where its profile came
+  // from; the first 50, then one saying how many more.
   std::vector<std::string> sources;
 };
 
-// `known` from known_profiles() (analysis/profiles.h).
-SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known);
+// `known` from known_profiles() (analysis/profiles.h): what the scheduler is
+// told of each signature itself. `usable` from usable_profiles(): that, or
+// its family's estimate, which the truth takes before any default.
+SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known,
+                        const std::map<std::string, JobProfile>& usable = {});
 
 }  // namespace colo

@@ -37,8 +37,13 @@ std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const
     AutoOptions auto_options = options.auto_options;
     auto_options.mode = ShareMode::kSpatial;
     auto s = std::make_unique<AutoScheduler>(slots, auto_options, options.model);
+    for (const auto& [family, instances] : options.family_instances) {
+      for (const FamilyInstance& i : instances) s->add_family_instance(family, i);
+    }
     for (const SimJob& j : jobs) {
       s->set_label(j.signature, j.label);
+      if (!j.family.empty())
+        s->set_family(j.signature, FamilyMember{j.family, j.instance, j.params, j.resource_params});
       if (!s->profile(j.signature) && (j.known.peak_memory_bytes || j.known.sm_active_pct))
         s->set_profile(j.signature, j.known);
     }
@@ -46,7 +51,7 @@ std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const
   }
   int limit = 1;
   if (policy.kind == PolicyKind::kNaiveAll) limit = std::numeric_limits<int>::max() / 2;
-  if (policy.kind == PolicyKind::kMpsAll) limit = 48;  // MPS clients per GPU
+  if (policy.kind == PolicyKind::kMpsAll) limit = kMaxMpsDegree;
   if (policy.kind == PolicyKind::kMpsFixed) limit = policy.degree;
   std::vector<DeviceSlots> slots;
   for (int g = 0; g < options.gpus; ++g) slots.push_back({g, options.gpu_memory_bytes, limit});
@@ -87,9 +92,16 @@ Result<std::vector<PolicySpec>> parse_policies(std::string_view list) {
     } else if (item == "auto") {
       out.push_back({item, PolicyKind::kAuto, 0});
     } else if (item.starts_with("mps-") && item.size() > 4 &&
-               std::all_of(item.begin() + 4, item.end(), [](char c) { return std::isdigit(c); }) &&
-               std::stoi(item.substr(4)) >= 1 && item.size() < 8) {
-      out.push_back({item, PolicyKind::kMpsFixed, std::stoi(item.substr(4))});
+               std::all_of(item.begin() + 4, item.end(),
+                           [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      const std::string digits = item.substr(4);
+      const int degree = digits.size() <= 2 && digits[0] != '0' ? std::stoi(digits) : 0;
+      if (degree < 1 || degree > kMaxMpsDegree) {
+        return Error(fmt::format(
+            "policy '{}': mps-K: K must be 1 to {} (MPS serves at most {} clients per GPU)", item,
+            kMaxMpsDegree, kMaxMpsDegree));
+      }
+      out.push_back({item, PolicyKind::kMpsFixed, degree});
     } else {
       return Error(fmt::format(
           "unknown policy '{}'; policies: exclusive, naive-all, mps-all, mps-K (K jobs per GPU, "
@@ -261,6 +273,12 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
           JobProfile measured = job.truth;
           measured.source = "probe (simulated)";
           scheduler->learned(job.signature, measured);
+        }
+        if (!oom) {
+          JobProfile seen;
+          seen.peak_memory_bytes = job.truth.peak_memory_bytes;
+          seen.source = "measured (simulated)";
+          scheduler->measured(a.job, seen);
         }
         EndVerdict v = scheduler->finished(a.job, oom ? JobEnd::kOutOfMemory : JobEnd::kOk, now);
         last_end = now;

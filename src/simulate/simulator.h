@@ -7,15 +7,18 @@
 // Each job has a "truth" (what it really needs and how long it runs alone:
 // from the store, then hints, then documented defaults) and what the
 // scheduler is told before it starts ("known": store and hints only; a job
-// with nothing known is probed, as in a real run). The auto policy sees
-// only what a real run would: profiles, probe results after `probe_ms`,
-// measured rates, out-of-memory ends. Out of memory: a job whose truth
+// with nothing known is estimated from its family or probed, as in a real
+// run). The auto policy sees only what a real run would: profiles, its
+// families' measured instances, probe results after `probe_ms`, measured
+// rates, ended jobs' peak memory, out-of-memory ends. Out of memory: a job whose truth
 // exceeds its memory limit, or that joins a GPU whose jobs' summed memory
 // would exceed it (fixed policies do not check), fails a tenth of the way
 // in. Deterministic; everything it produces is simulated.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +36,11 @@ struct SimJob {
   std::string label;  // its [[job]] block, for notes
   JobProfile truth;   // complete: memory, SM activity, busy share, solo_ms
   JobProfile known;   // what the scheduler knows before the run (may be empty)
+  // Its family (sched/family.h; empty: none) and place in it.
+  std::string family;
+  std::string instance;  // "toy[lr=0.1]"
+  std::map<std::string, std::string> params;
+  std::optional<std::vector<std::string>> resource_params;
 };
 
 enum class PolicyKind { kExclusive, kNaiveAll, kMpsAll, kMpsFixed, kAuto };
@@ -42,6 +50,10 @@ struct PolicySpec {
   PolicyKind kind = PolicyKind::kExclusive;
   int degree = 0;  // kMpsFixed: jobs per GPU
 };
+
+// The most jobs MPS serves on one GPU (its client limit): mps-all's degree and
+// the largest K of mps-K.
+inline constexpr int kMaxMpsDegree = 48;
 
 // exclusive, naive-all, mps-all, mps-2 .. mps-<max_degree>, auto.
 std::vector<PolicySpec> standard_policies(int max_degree);
@@ -54,6 +66,9 @@ struct SimOptions {
   InterferenceModel model;        // the truth the simulated GPUs follow
   AutoOptions auto_options;       // for the auto policy (its mode is spatial: MPS)
   int64_t probe_ms = 30'000;      // a probe measures its job alone this long
+  // What the store measured of each family before the run (the auto policy
+  // estimates unmeasured instances from it, as in a real run).
+  std::map<std::string, std::vector<FamilyInstance>> family_instances;
 };
 
 struct PolicyResult {

@@ -98,6 +98,46 @@ TEST(Simulator, AutoRetriesAJobThatOutgrowsItsEstimate) {
   EXPECT_EQ(r.jobs_failed, 0);
 }
 
+// Issue 17: a grid is one family. Nothing is known of its jobs (no store, no
+// hints): auto probes one instance, then the rest start from its profile.
+TEST(Simulator, AGridIsProbedOnceThenPackedNearMpsAll) {
+  Result<JobFile> file = parse_job_file(
+      "[[job]]\nname = \"toy\"\ncommand = [\"train\", \"--lr\", \"{lr}\", \"--wd\", \"{wd}\"]\n"
+      "grid = { lr = [0.1, 0.05, 0.02, 0.01], wd = [0.0, 0.0001, 0.001] }\n",
+      "grid.toml", "/tmp");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  SimJobSet set = make_sim_jobs(*file, known_profiles({}, file->jobs, "H200", false));
+  ASSERT_EQ(set.jobs.size(), 12u);
+  PolicyResult autod = run(set.jobs, "auto", h200());
+  PolicyResult mps_all = run(set.jobs, "mps-all", h200());
+  EXPECT_EQ(autod.jobs_ok, 12);
+  int probes = 0;
+  for (const std::string& n : autod.notes) probes += n.find("probing") != std::string::npos ? 1 : 0;
+  EXPECT_EQ(probes, 1) << ::testing::PrintToString(autod.notes);
+  EXPECT_THAT(autod.notes,
+              ::testing::Contains(HasSubstr("toy[lr=0.1,wd=0.0001] and 10 more instances: profile "
+                                            "from sibling toy[lr=0.1,wd=0.0]")));
+  EXPECT_LE(static_cast<double>(autod.makespan_ms), 1.2 * static_cast<double>(mps_all.makespan_ms));
+}
+
+TEST(Simulator, ABatchSizeGridTakesASecondProbeAtTheFarthestValue) {
+  Result<JobFile> file = parse_job_file(
+      "[[job]]\nname = \"r\"\ncommand = [\"train\", \"--batch-size\", \"{batch_size}\"]\n"
+      "grid = { batch_size = [32, 64, 128, 256, 512] }\n",
+      "grid.toml", "/tmp");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  SimJobSet set = make_sim_jobs(*file, known_profiles({}, file->jobs, "H200", false));
+  PolicyResult r = run(set.jobs, "auto", h200());
+  EXPECT_EQ(r.jobs_ok, 5);
+  std::vector<std::string> probes;
+  for (const std::string& n : r.notes) {
+    if (n.find("probing") != std::string::npos) probes.push_back(n);
+  }
+  ASSERT_EQ(probes.size(), 2u) << ::testing::PrintToString(r.notes);
+  EXPECT_THAT(probes[0], HasSubstr("r[batch_size=32]: no profile yet"));
+  EXPECT_THAT(probes[1], HasSubstr("r[batch_size=512]: its family's measurements do not cover it"));
+}
+
 // Ten 10-minute jobs, one per GPU at a time: ceil(10 / GPUs) x 10 minutes.
 std::vector<SimJob> ten_exclusive_jobs() {
   std::vector<SimJob> jobs;
@@ -134,6 +174,15 @@ TEST(Simulator, ParsePoliciesNamesTheBadEntry) {
   Result<std::vector<PolicySpec>> bad = parse_policies("auto,mps-x");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().message(), HasSubstr("unknown policy 'mps-x'"));
+  // Out of range: once "internal error: stoi" (an uncaught exception).
+  for (const char* degree : {"mps-99999999999", "mps-0", "mps-49", "mps-007"}) {
+    Result<std::vector<PolicySpec>> out_of_range = parse_policies(degree);
+    ASSERT_FALSE(out_of_range.ok()) << degree;
+    EXPECT_THAT(out_of_range.error().message(), HasSubstr(std::string("'") + degree + "'"));
+    EXPECT_THAT(out_of_range.error().message(), HasSubstr("1 to 48"));
+  }
+  EXPECT_EQ(parse_policies("mps-48")->front().degree, 48);
+  EXPECT_EQ(parse_policies("mps-1")->front().degree, 1);
 }
 
 // Issue 4's three orderings, on the benchmark job files in bench/policies

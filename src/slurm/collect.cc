@@ -217,8 +217,8 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
       if (!ids.ok()) return ids.error();
       for (size_t k = 0; k < ids->size(); ++k) {
         Status s = (*store)->job_finished(
-            (*ids)[k], JobExit{JobState::kFailed, std::nullopt, std::nullopt, missing[k].second},
-            now, 0);
+            (*ids)[k],
+            JobExit{JobState::kFailed, std::nullopt, std::nullopt, missing[k].second, {}}, now, 0);
         if (!s.ok()) return s.error();
       }
       Result<std::vector<RunRow>> rows = (*store)->list_runs(1);

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,6 +57,8 @@ struct JobRow {
   std::string name;
   std::string group;      // its [[job]] block's name
   std::string signature;  // job_signature() of its spec
+  std::string family;  // its spec's family (JobSpec::family); "" in runs recorded before families
+  std::map<std::string, std::string> params;  // its grid values
   JobState state = JobState::kQueued;
   std::string reason;
   std::optional<int> device;
@@ -64,6 +67,7 @@ struct JobRow {
   std::string log_path;  // the last attempt's
   int64_t malformed_progress_lines = 0;
   std::string instance;  // the MIG instance it ran on; "" under other mechanisms
+  JobUsage usage;        // host CPU time and peak memory of everything it ran (its cgroup)
 };
 
 struct ProcessSampleRow {
@@ -76,7 +80,9 @@ struct RunRecord {
   RunRow run;
   std::vector<DeviceInfo> devices;  // as the run found them (index, name, ...)
   std::vector<JobRow> jobs;         // by id
-  // events[i]: the progress events of jobs[i], oldest first (every attempt).
+  // events[i]: the progress events of jobs[i] other than steps (epoch ends,
+  // retries, ...), oldest first, every attempt. Steps, which a job may write
+  // by the million, are read with RunStore::job_events.
   std::vector<std::vector<ProgressEvent>> events;
   std::vector<DeviceSample> device_samples;       // oldest first
   std::vector<ProcessSampleRow> process_samples;  // oldest first

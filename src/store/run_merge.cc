@@ -12,19 +12,6 @@
 namespace colo {
 namespace {
 
-// A path as an SQLite URI ('file:' with %, ?, # escaped), opened read-only.
-std::string read_only_uri(const std::string& path) {
-  std::string out = "file:";
-  for (char c : path) {
-    if (c == '%' || c == '?' || c == '#') {
-      out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "?mode=ro";
-}
-
 Result<std::vector<std::string>> table_columns(sqlite3* db, const std::string& path,
                                                const std::string& schema,
                                                const std::string& table) {
@@ -103,7 +90,7 @@ Result<int64_t> RunStore::merge_runs(const NewRun& header, const std::vector<Run
     const std::string where = "merging " + source.path;
     auto attach = Statement::prepare(db, path_, "ATTACH DATABASE ? AS src");
     if (!attach.ok()) return attach.error();
-    if (Status s = attach->bind(1, read_only_uri(source.path)).run(); !s.ok())
+    if (Status s = attach->bind(1, sqlite_uri(source.path, "?mode=ro")).run(); !s.ok())
       return s.error().with_context(where);
     Attached detach_at_end(db, path_);
 

@@ -134,7 +134,7 @@ TEST(MergeRuns, AFailedJobMakesTheMergedRunFailed) {
     ASSERT_TRUE(s.ok());
     ASSERT_TRUE(source
                     ->job_finished(s->jobs[0].id,
-                                   JobExit{JobState::kFailed, 1, std::nullopt, "exit code 1"},
+                                   JobExit{JobState::kFailed, 1, std::nullopt, "exit code 1", {}},
                                    kFakeT0 + 20'000, 0)
                     .ok());
   }

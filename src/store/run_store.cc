@@ -1,22 +1,27 @@
 #include "store/run_store.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <utility>
 
 #include "common/paths.h"
 #include "gpu/device_json.h"
 #include "jobs/job_signature.h"
+#include "jobs/secret_env.h"
 #include "store/schema.h"
 
 namespace colo {
@@ -37,13 +42,16 @@ bool is_in_memory(const std::string& path) {
   return path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0;
 }
 
+// The same for the one write a reading command makes (marking a dead colo's runs).
+constexpr int kReaderBusyTimeoutMs = 500;
+
 nlohmann::json spec_to_json(const JobSpec& job) {
   nlohmann::json j;
   j["name"] = job.name;
   j["group"] = job.group;
   j["command"] = job.command;
   j["working_dir"] = job.working_dir;
-  j["env"] = job.env;
+  j["env"] = redact_secret_env(job.env);
   if (job.gpu_memory_bytes) j["gpu_memory_bytes"] = *job.gpu_memory_bytes;
   if (job.sm_share_pct) j["sm_share_pct"] = *job.sm_share_pct;
   if (job.memory_limit_bytes) j["memory_limit_bytes"] = *job.memory_limit_bytes;
@@ -51,6 +59,8 @@ nlohmann::json spec_to_json(const JobSpec& job) {
   if (job.step_regex) j["step_regex"] = *job.step_regex;
   if (job.epoch_samples) j["epoch_samples"] = *job.epoch_samples;
   j["params"] = job.params;
+  if (!job.family.empty()) j["family"] = job.family;
+  if (job.resource_params) j["resource_params"] = *job.resource_params;
   j["repeat_index"] = job.repeat_index;
   j["source"] = job.source;
   return j;
@@ -69,11 +79,83 @@ bool process_is_alive(pid_t pid) {
   return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
 }
 
-Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path) {
+namespace {
+
+// Opens the connection and configures it: WAL, migrations, pragmas.
+Result<SqliteDb> open_writable(const std::string& path, bool create) {
+  sqlite3* raw = nullptr;
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | (create ? SQLITE_OPEN_CREATE : 0);
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  SqliteDb db(raw);
+  if (rc != SQLITE_OK) return sqlite_error(db.get(), rc, "cannot open the run store", path);
+  if (sqlite3_db_readonly(db.get(), "main") == 1) {
+    return Error(
+        fmt::format("{}: cannot open the run store for writing: the file is read-only", path));
+  }
+  sqlite3_busy_timeout(db.get(), kStoreBusyTimeoutMs);
+
+  // The first statements read the file: a file that is not a database fails here.
+  // Switching to WAL takes an exclusive lock without waiting on the busy
+  // handler: colos creating one store at once wait for each other here.
   if (!is_in_memory(path)) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kStoreBusyTimeoutMs);
+    while (true) {
+      Status wal =
+          exec_sql(db.get(), path, "PRAGMA journal_mode = WAL", "cannot open the run store");
+      if (wal.ok()) break;
+      if (!wal.error().transient() || std::chrono::steady_clock::now() >= deadline)
+        return wal.error();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  Status status = migrate_schema(db.get(), path);
+  if (!status.ok()) return status.error();
+  status = exec_sql(db.get(), path, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+                    "cannot configure the run store");
+  if (!status.ok()) return status.error();
+  return db;
+}
+
+// Opens an existing store read-only: through the WAL when its shared-memory
+// file can be used, else as an immutable file (a read-only file system).
+// Refuses a schema other than the latest (it cannot be migrated).
+Result<SqliteDb> open_sqlite_read_only(const std::string& path) {
+  Error last("");
+  for (const char* query : {"?mode=ro", "?immutable=1"}) {
+    std::string uri = sqlite_uri(path, query);
+    sqlite3* raw = nullptr;
+    int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    SqliteDb db(raw);
+    if (rc != SQLITE_OK) {
+      last = sqlite_error(db.get(), rc, "cannot open the run store read-only", path);
+      continue;
+    }
+    sqlite3_busy_timeout(db.get(), kStoreBusyTimeoutMs);
+    Result<int> version = read_schema_version(db.get(), path);
+    if (!version.ok()) {
+      last = version.error();
+      continue;
+    }
+    if (*version != latest_schema_version()) {
+      return Error(fmt::format(
+          "{} has schema version {} and this colo reads version {}; it cannot be migrated while "
+          "it is read-only: open it once where it can be written (any colo command does), or "
+          "use a colo of its version",
+          path, *version, latest_schema_version()));
+    }
+    return db;
+  }
+  return last;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreAccess access) {
+  if (!is_in_memory(path) && access == StoreAccess::kReadWrite) {
     size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash > 0) {
-      Status dirs = make_dirs(path.substr(0, slash));
+      Status dirs = make_dirs(path.substr(0, slash), 0700);
       if (!dirs.ok()) {
         return dirs.error().with_context(
             fmt::format("cannot create the directory of the run store {} (pass --db to choose "
@@ -83,47 +165,60 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path) {
     }
   }
 
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, nullptr);
-  SqliteDb db(raw);
-  if (rc != SQLITE_OK) return sqlite_error(db.get(), rc, "cannot open the run store", path);
-  sqlite3_busy_timeout(db.get(), 5000);
-
-  // The first statements read the file: a file that is not a database fails here.
-  if (!is_in_memory(path)) {
-    Status wal = exec_sql(db.get(), path, "PRAGMA journal_mode = WAL", "cannot open the run store");
-    if (!wal.ok()) return wal.error();
+  // The store holds job commands and environments: readable by its owner only
+  // (its -wal and -shm files take the same mode from SQLite).
+  if (!is_in_memory(path) && access == StoreAccess::kReadWrite) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      struct stat st {};
+      if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 077) != 0)
+        fchmod(fd, st.st_mode & 0700);
+      ::close(fd);
+    }
   }
-  Status status = migrate_schema(db.get(), path);
-  if (!status.ok()) return status.error();
-  status = exec_sql(db.get(), path, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
-                    "cannot configure the run store");
-  if (!status.ok()) return status.error();
 
-  auto store = std::make_unique<RunStore>(PrivateTag(), std::move(db), path);
-  UnixMillis now = SystemClock().now_ms();
-  auto stale = store->mark_stale_runs(process_is_alive, now, this_host());
-  if (!stale.ok()) return stale.error();
-  store->interrupted_at_open_ = std::move(stale).value();
+  // A reader marks the runs of a dead colo (a write) only when that is quick:
+  // it shows the store as it is rather than wait on a busy one.
+  const bool reader = access == StoreAccess::kRead;
+  std::unique_ptr<RunStore> store;
+  Result<SqliteDb> db = open_writable(path, !reader);
+  if (db.ok()) {
+    store = std::make_unique<RunStore>(PrivateTag(), std::move(db).value(), path);
+    if (reader) store->set_busy_timeout_ms(kReaderBusyTimeoutMs);
+    UnixMillis now = SystemClock().now_ms();
+    auto stale = store->mark_stale_runs(process_is_alive, now, this_host());
+    if (stale.ok()) {
+      store->interrupted_at_open_ = std::move(stale).value();
+      store->set_busy_timeout_ms(kStoreBusyTimeoutMs);
+      return store;
+    }
+    if (!reader) return stale.error();
+    store.reset();
+    db = stale.error();
+  }
+  if (!reader) return db.error();
+  // A reader falls back to reading only: a read-only file or file system, a
+  // full disk, a store locked by a writer for long.
+  Result<SqliteDb> read_only = open_sqlite_read_only(path);
+  if (!read_only.ok()) return db.error();
+  store = std::make_unique<RunStore>(PrivateTag(), std::move(read_only).value(), path);
+  store->read_only_reason_ = db.error().message();
   return store;
 }
 
 Result<std::unique_ptr<RunStore>> RunStore::open_read_only(const std::string& path) {
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
-  SqliteDb db(raw);
-  if (rc != SQLITE_OK) return sqlite_error(db.get(), rc, "cannot open the run store", path);
-  sqlite3_busy_timeout(db.get(), 5000);
-  Result<int> version = read_schema_version(db.get(), path);
-  if (!version.ok()) return version.error();
-  if (*version != latest_schema_version()) {
-    return Error(fmt::format(
-        "{}: the run store has schema version {}, this colo reads version {} (open it once "
-        "with this colo to migrate it)",
-        path, *version, latest_schema_version()));
-  }
-  return std::make_unique<RunStore>(PrivateTag(), std::move(db), path);
+  Result<SqliteDb> db = open_sqlite_read_only(path);
+  if (!db.ok()) return db.error();
+  auto store = std::make_unique<RunStore>(PrivateTag(), std::move(db).value(), path);
+  store->read_only_reason_ = "opened for reading only";
+  return store;
+}
+
+void RunStore::set_busy_timeout_ms(int timeout_ms) { sqlite3_busy_timeout(db_.get(), timeout_ms); }
+
+Status RunStore::set_max_pages(int64_t pages) {
+  return exec_sql(db_.get(), path_, fmt::format("PRAGMA max_page_count = {}", pages),
+                  "cannot set the page limit");
 }
 
 RunStore::~RunStore() = default;
@@ -389,7 +484,7 @@ Status RunStore::job_finished(int64_t job_id, const JobExit& exit, UnixMillis en
   }
   auto update = Statement::prepare(db_.get(), path_, R"sql(
       UPDATE jobs SET state = ?2, exit_code = ?3, signal = ?4, reason = ?5, ended_ms = ?6,
-                      malformed_lines = ?7
+                      malformed_lines = ?7, cpu_ms = ?8, host_memory_peak_bytes = ?9
       WHERE id = ?1)sql");
   if (!update.ok()) return update.error();
   update->bind(1, job_id)
@@ -398,7 +493,9 @@ Status RunStore::job_finished(int64_t job_id, const JobExit& exit, UnixMillis en
       .bind(4, exit.signal)
       .bind(5, exit.reason)
       .bind(6, ended_ms)
-      .bind(7, malformed_progress_lines);
+      .bind(7, malformed_progress_lines)
+      .bind(8, exit.usage.cpu_ms)
+      .bind(9, exit.usage.memory_peak_bytes);
   auto tx = Transaction::begin(db_.get(), path_);
   if (!tx.ok()) return tx.error();
   if (Status s = update_one(db_.get(), path_, *update, "recording the end of a job", "job", job_id);
@@ -575,7 +672,7 @@ Result<RunRow> RunStore::run(int64_t run_id) { return read_run(run_id); }
 Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
   auto jobs = Statement::prepare(db_.get(), path_, R"sql(
       SELECT id, name, state, reason, device, started_ms, ended_ms, log_path, malformed_lines,
-             signature, grp, instance
+             signature, grp, instance, spec_json, cpu_ms, host_memory_peak_bytes
       FROM jobs WHERE run_id = ? ORDER BY id)sql");
   if (!jobs.ok()) return jobs.error();
   jobs->bind(1, run_id);
@@ -599,6 +696,20 @@ Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
     job.signature = jobs->text_at(9);
     job.group = jobs->text_at(10);
     job.instance = jobs->text_at(11);
+    // The family and grid values live in the spec; a malformed spec (never
+    // written by colo) leaves them empty.
+    const nlohmann::json spec = nlohmann::json::parse(jobs->text_at(12), nullptr, false);
+    if (spec.is_object()) {
+      if (auto f = spec.find("family"); f != spec.end() && f->is_string())
+        job.family = f->get<std::string>();
+      if (auto p = spec.find("params"); p != spec.end() && p->is_object()) {
+        for (const auto& [k, v] : p->items()) {
+          if (v.is_string()) job.params[k] = v.get<std::string>();
+        }
+      }
+    }
+    job.usage.cpu_ms = jobs->opt_int64_at(13);
+    job.usage.memory_peak_bytes = jobs->opt_uint64_at(14);
     rows.push_back(std::move(job));
   }
   return rows;
@@ -632,7 +743,7 @@ Result<RunRecord> RunStore::run_record(int64_t run_id) {
   if (!jobs.ok()) return jobs.error();
   record.jobs = std::move(*jobs);
   for (const JobRow& job : record.jobs) {
-    Result<std::vector<ProgressEvent>> events = job_events(job.id);
+    Result<std::vector<ProgressEvent>> events = job_events(job.id, /*with_steps=*/false);
     if (!events.ok()) return events.error();
     record.events.push_back(std::move(*events));
   }
@@ -716,12 +827,12 @@ Result<std::vector<ProcessSampleRow>> RunStore::process_samples(int64_t run_id) 
   return rows;
 }
 
-Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id) {
+Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id, bool with_steps) {
   auto select = Statement::prepare(db_.get(), path_, R"sql(
       SELECT time_ms, kind, epoch, step, samples, metrics_json
-      FROM job_events WHERE job_id = ? ORDER BY time_ms, id)sql");
+      FROM job_events WHERE job_id = ?1 AND (?2 OR kind != 'step') ORDER BY time_ms, id)sql");
   if (!select.ok()) return select.error();
-  select->bind(1, job_id);
+  select->bind(1, job_id).bind(2, with_steps);
   std::vector<ProgressEvent> events;
   while (true) {
     auto row = select->step();

@@ -174,6 +174,19 @@ struct DataLoaderRow {
   std::vector<DataConsumerRow> consumers;
 };
 
+// How long a write waits for another process's lock before it fails with a
+// transient error (the caller may try again later).
+inline constexpr int kStoreBusyTimeoutMs = 5000;
+
+// How a command uses the store.
+enum class StoreAccess {
+  kReadWrite,  // create if needed, migrate, write (colo run, colo bench)
+  // An existing store, for reading (colo runs, show, report): writable when
+  // it can be, else opened read-only (a read-only file or file system, a full
+  // disk, a lock held for long) and read_only_reason() says why.
+  kRead,
+};
+
 // One run of another colo store file, for RunStore::merge_runs.
 struct RunSource {
   std::string path;    // the other store; opened read-only
@@ -183,12 +196,13 @@ struct RunSource {
 
 class RunStore : public RunReader {
  public:
-  // Opens (creating if needed) the database at `path` (":memory:" for
-  // tests), applies migrations, enables WAL. The parent directory is created.
-  // Then marks runs of this host whose colo process is gone as interrupted
-  // (mark_stale_runs_interrupted with process_is_alive), so every reader sees
-  // the runs of a killed colo as interrupted.
-  static Result<std::unique_ptr<RunStore>> open(const std::string& path);
+  // Opens the database at `path` (":memory:" for tests), applies migrations,
+  // enables WAL. kReadWrite creates the file and its parent directory when
+  // needed. Then marks runs of this host whose colo process is gone as
+  // interrupted (mark_stale_runs_interrupted with process_is_alive), so every
+  // reader sees the runs of a killed colo as interrupted.
+  static Result<std::unique_ptr<RunStore>> open(const std::string& path,
+                                                StoreAccess access = StoreAccess::kReadWrite);
   // Opens an existing store for reading only (its writers go on meanwhile:
   // WAL): no migration, no marking; every write fails. The store must have
   // this colo's schema version.
@@ -199,6 +213,16 @@ class RunStore : public RunReader {
 
   const std::string& path() const { return path_; }
   int schema_version() const;
+  // Empty when the store can be written; else why it was opened read-only
+  // (writes then fail; runs of a dead colo are shown as it left them).
+  const std::string& read_only_reason() const { return read_only_reason_; }
+  // How long a write waits for another process's lock before failing with a
+  // transient error (kStoreBusyTimeoutMs after open).
+  void set_busy_timeout_ms(int timeout_ms);
+  // Caps the database at `pages` pages (SQLite's max_page_count, never below
+  // the file's current size): writes that need more fail as on a full disk.
+  // A seam for tests of a full disk.
+  Status set_max_pages(int64_t pages);
 
   // The runs open() found orphaned (their colo gone) and marked interrupted.
   const std::vector<int64_t>& runs_interrupted_at_open() const { return interrupted_at_open_; }
@@ -295,8 +319,9 @@ class RunStore : public RunReader {
   Result<std::vector<DeviceSample>> device_samples(int64_t run_id);
   // Process samples of a run, oldest first.
   Result<std::vector<ProcessSampleRow>> process_samples(int64_t run_id);
-  // Progress events of a job, oldest first.
-  Result<std::vector<ProgressEvent>> job_events(int64_t job_id);
+  // Progress events of a job, oldest first; without its "step" events when
+  // `with_steps` is false (a flood of them costs memory, and no summary reads them).
+  Result<std::vector<ProgressEvent>> job_events(int64_t job_id, bool with_steps = true);
   // The attempts of a job, in order.
   Result<std::vector<AttemptRow>> job_attempts(int64_t job_id);
 
@@ -323,6 +348,7 @@ class RunStore : public RunReader {
   SqliteDb db_;
   std::vector<int64_t> interrupted_at_open_;
   std::string path_;
+  std::string read_only_reason_;
 };
 
 // True when a process with this pid exists on this host (kill(pid, 0)) and

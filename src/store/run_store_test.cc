@@ -167,6 +167,21 @@ TEST(SchemaTest, RefusesADatabaseFromANewerColo) {
   EXPECT_THAT(store.error().message(), HasSubstr("upgrade colo"));
 }
 
+TEST(SchemaTest, RefusesANegativeSchemaVersion) {
+  // A corrupt or hand-edited header once indexed the migrations at -1 (SIGSEGV).
+  TempDir dir;
+  const std::string path = dir.file("colo.db");
+  { ASSERT_TRUE(RunStore::open(path).ok()); }
+  for (const char* version : {"-1", "-2147483648"}) {
+    raw_sql(path, std::string("PRAGMA user_version = ") + version);
+    auto store = RunStore::open(path);
+    ASSERT_FALSE(store.ok()) << version;
+    EXPECT_THAT(store.error().message(), HasSubstr(path));
+    EXPECT_THAT(store.error().message(), HasSubstr(std::string("schema version ") + version));
+    EXPECT_THAT(store.error().message(), HasSubstr("not written by colo"));
+  }
+}
+
 TEST(SchemaTest, RefusesAFileThatIsNotADatabase) {
   TempDir dir;
   const std::string path = dir.file("notes.txt");
@@ -207,6 +222,12 @@ TEST(SqliteErrorTest, SaysWhatToDoForCommonFailures) {
                                 "to choose another path"));
   std::string full = sqlite_error(nullptr, SQLITE_FULL, "cannot insert", "/x/colo.db").message();
   EXPECT_THAT(full, HasSubstr("disk"));
+  // Locked and full may pass later (a writer queues and retries them); the rest will not.
+  EXPECT_TRUE(sqlite_error(nullptr, SQLITE_BUSY, "w", "/x").transient());
+  EXPECT_TRUE(sqlite_error(nullptr, SQLITE_FULL, "w", "/x").with_context("c").transient());
+  EXPECT_TRUE(sqlite_error(nullptr, SQLITE_IOERR, "w", "/x").transient());
+  EXPECT_FALSE(sqlite_error(nullptr, SQLITE_NOTADB, "w", "/x").transient());
+  EXPECT_FALSE(sqlite_error(nullptr, SQLITE_CONSTRAINT, "w", "/x").transient());
   std::string other =
       sqlite_error(nullptr, SQLITE_MISMATCH, "cannot insert", "/x/colo.db").message();
   EXPECT_THAT(other, HasSubstr("/x/colo.db: cannot insert: "));
@@ -429,6 +450,27 @@ TEST_F(LifecycleTest, StoresAndReadsBackSamplesAndEvents) {
   EXPECT_FALSE((*runs)[0].jobs_signature.empty());
 }
 
+TEST_F(LifecycleTest, JobRowsCarryTheFamilyAndGridValues) {
+  auto store = open_memory();
+  auto run = store->begin_run(make_run("mps", kT0));
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  JobSpec instance = make_job("toy[lr=0.1]", {"python", "toy.py", "--lr", "0.1"});
+  instance.group = "toy";
+  instance.family = "0123456789abcdef";
+  instance.params = {{"lr", "0.1"}};
+  instance.resource_params = std::vector<std::string>{};
+  JobSpec plain = make_job("plain", {"python", "plain.py"});
+  ASSERT_TRUE(store->add_jobs(*run, {instance, plain}, {"a.log", "b.log"}, kT0).ok());
+  auto record = store->run_record(*run);
+  ASSERT_TRUE(record.ok()) << record.error().message();
+  const std::vector<JobRow>& rows = record->jobs;
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_EQ(rows[0].family, "0123456789abcdef");
+  EXPECT_EQ(rows[0].params, (std::map<std::string, std::string>{{"lr", "0.1"}}));
+  EXPECT_EQ(rows[1].family, "");  // not read from a job file
+  EXPECT_TRUE(rows[1].params.empty());
+}
+
 TEST_F(LifecycleTest, RefusesUpdatesOfUnknownJobsAndRuns) {
   auto store = open_memory();
   Status status = store->job_started(12345, 1, 0, kT0);
@@ -518,6 +560,53 @@ TEST(StaleRunTest, MarksRunsOfDeadColoProcessesInterrupted) {
   ASSERT_TRUE(marked.ok());
   EXPECT_TRUE(marked->empty());
   EXPECT_THAT(asked, ElementsAre(222));
+}
+
+// A pid no process has: a child that has already been reaped.
+pid_t dead_pid() {
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+// colo runs/show/report read a store even when they cannot write it: here a
+// writer holds the lock while a dead colo's run waits to be marked.
+TEST(StoreAccessTest, AReaderFallsBackToReadOnlyWhenItCannotWrite) {
+  TempDir dir;
+  const std::string path = dir.file("colo.db");
+  {
+    auto store = RunStore::open(path);
+    ASSERT_TRUE(store.ok());
+    NewRun run = make_run("naive", kT0);
+    run.host = hostname();
+    run.colo_pid = dead_pid();
+    ASSERT_TRUE((*store)->begin_run(run).ok());
+  }
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  SqliteDb writer(raw);
+  ASSERT_TRUE(exec_sql(writer.get(), path,
+                       "BEGIN IMMEDIATE; INSERT INTO runs (started_ms, state, "
+                       "mechanism, backend, simulated, job_file, host, colo_pid, command_line, "
+                       "devices_json) VALUES (1, 'ok', 'naive', 'sim', 1, 'x', 'h', 1, 'c', '[]')",
+                       "lock")
+                  .ok());
+
+  auto reader = RunStore::open(path, StoreAccess::kRead);
+  ASSERT_TRUE(reader.ok()) << reader.error().message();
+  EXPECT_THAT((*reader)->read_only_reason(), HasSubstr("locked"));
+  auto runs = (*reader)->list_runs(0);
+  ASSERT_TRUE(runs.ok()) << runs.error().message();
+  ASSERT_EQ(runs->size(), 1U);                      // the writer's uncommitted run is not seen
+  EXPECT_EQ((*runs)[0].state, RunState::kRunning);  // not marked: shown as it was left
+  EXPECT_FALSE((*reader)->end_run((*runs)[0].id, RunState::kOk, kT0).ok());
+
+  ASSERT_TRUE(exec_sql(writer.get(), path, "ROLLBACK", "unlock").ok());
+  auto after = RunStore::open(path, StoreAccess::kRead);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)->read_only_reason(), "");
+  EXPECT_EQ((*after)->runs_interrupted_at_open().size(), 1U);
 }
 
 // A colo killed with SIGKILL in the middle of a run leaves a database that

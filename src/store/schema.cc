@@ -202,7 +202,14 @@ CREATE TABLE data_consumers (
 CREATE INDEX data_consumers_by_loader ON data_consumers(loader_id);
 )sql";
 
-// Version 6: the service's queue (`colo serve`), and every attempt at a job.
+// Version 6: what everything a job ran used on the host, from its cgroup
+// (NULL where colo could not measure it): CPU time and peak memory.
+constexpr const char* kMigration6 = R"sql(
+ALTER TABLE jobs ADD COLUMN cpu_ms INTEGER;
+ALTER TABLE jobs ADD COLUMN host_memory_peak_bytes INTEGER;
+)sql";
+
+// Version 7: the service's queue (`colo serve`), and every attempt at a job.
 // A service job is what a user submitted and sees (`colo queue`, `colo
 // cancel ID`); it outlives the service's restarts. Each service process that
 // starts it makes a row of `jobs` in its run; service_jobs.job_id names the
@@ -210,7 +217,7 @@ CREATE INDEX data_consumers_by_loader ON data_consumers(loader_id);
 // start of a `jobs` row (a requeued job starts again: an out-of-memory retry,
 // a mechanism failure); a service job's attempt numbers continue across its
 // `jobs` rows.
-constexpr const char* kMigration6 = R"sql(
+constexpr const char* kMigration7 = R"sql(
 CREATE TABLE service_jobs (
   id           INTEGER PRIMARY KEY,
   submitted_ms INTEGER NOT NULL,
@@ -271,8 +278,8 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 }  // namespace
 
 const std::vector<std::string>& schema_migrations() {
-  static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3,
-                                                       kMigration4, kMigration5, kMigration6};
+  static const std::vector<std::string> kMigrations = {
+      kMigration1, kMigration2, kMigration3, kMigration4, kMigration5, kMigration6, kMigration7};
   return kMigrations;
 }
 
@@ -284,11 +291,18 @@ Result<int> read_schema_version(sqlite3* db, const std::string& path) {
 
 Status migrate_schema(sqlite3* db, const std::string& path) {
   // Reading the header is the first access to the file: a file that is not a
-  // SQLite database fails here with SQLITE_NOTADB.
+  // SQLite database fails here with SQLITE_NOTADB. The version, the
+  // application id and the tables are read in one read transaction: another
+  // colo may be creating the schema meanwhile (seen apart, its tables
+  // without its version once made a new store "not a colo database").
+  if (Status s = exec_sql(db, path, "BEGIN", "cannot read the schema version"); !s.ok()) return s;
   Result<int> version = read_schema_version(db, path);
-  if (!version.ok()) return version.error();
   Result<int> application_id = read_int_pragma(db, path, "application_id");
+  Result<bool> tables = has_tables(db, path);
+  (void)exec_sql(db, path, "COMMIT", "cannot end a read transaction");
+  if (!version.ok()) return version.error();
   if (!application_id.ok()) return application_id.error();
+  if (!tables.ok()) return tables.error();
 
   const int latest = latest_schema_version();
   if (*application_id != 0 && *application_id != kColoApplicationId) {
@@ -298,14 +312,18 @@ Status migrate_schema(sqlite3* db, const std::string& path) {
         path, static_cast<unsigned>(*application_id)));
   }
   if (*version == 0 && *application_id == 0) {
-    Result<bool> tables = has_tables(db, path);
-    if (!tables.ok()) return tables.error();
     if (*tables) {
       return Error(fmt::format(
           "{} is not a colo database (it is a SQLite database with other tables); pass --db to "
           "choose another path",
           path));
     }
+  }
+  if (*version < 0) {
+    return Error(fmt::format(
+        "{} has schema version {}, which no colo ever wrote (the file is damaged or was not "
+        "written by colo); pass --db to use another store, or restore it from a copy",
+        path, *version));
   }
   if (*version > latest) {
     return Error(fmt::format(

@@ -56,8 +56,25 @@ Error sqlite_error(sqlite3* db, int rc, std::string_view what, const std::string
   std::string sqlite_message =
       db != nullptr && sqlite3_errcode(db) == rc ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   std::string advice = advice_for(rc, path);
-  if (advice.empty()) return Error(fmt::format("{}: {}: {}", path, what, sqlite_message));
-  return Error(fmt::format("{}: {}: {}; {}", path, what, sqlite_message, advice));
+  const int primary = rc & 0xff;
+  const ErrorKind kind = primary == SQLITE_BUSY || primary == SQLITE_LOCKED ||
+                                 primary == SQLITE_FULL || primary == SQLITE_IOERR
+                             ? ErrorKind::kTransient
+                             : ErrorKind::kPermanent;
+  if (advice.empty()) return Error(fmt::format("{}: {}: {}", path, what, sqlite_message), kind);
+  return Error(fmt::format("{}: {}: {}; {}", path, what, sqlite_message, advice), kind);
+}
+
+std::string sqlite_uri(const std::string& path, std::string_view query) {
+  std::string out = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + std::string(query);
 }
 
 Status exec_sql(sqlite3* db, const std::string& path, const std::string& sql,

@@ -31,8 +31,13 @@ using SqliteDb = std::unique_ptr<sqlite3, SqliteCloser>;
 
 // Builds the error for SQLite result code `rc` from connection `db` (which may
 // be null), e.g. "/x/colo.db: cannot insert job: database is locked; ...".
-// `what` says what colo was doing ("cannot insert job").
+// `what` says what colo was doing ("cannot insert job"). Locked, busy, full
+// and I/O errors are transient (trying again later may succeed).
 Error sqlite_error(sqlite3* db, int rc, std::string_view what, const std::string& path);
+
+// `path` as an SQLite URI: "file:" + the path with %, ? and # escaped +
+// `query` ("?mode=ro").
+std::string sqlite_uri(const std::string& path, std::string_view query);
 
 // Runs one or more SQL statements that return no rows.
 Status exec_sql(sqlite3* db, const std::string& path, const std::string& sql,

@@ -34,6 +34,11 @@ inline CommandResult shell(const std::string& script) {
 }
 
 // A fresh directory per test, removed unless the test failed (to look at).
+// Where this machine lets colo make cgroups, each test also gets a cgroup
+// parent of its own ($COLO_CGROUP_PARENT for the colos it starts): a colo
+// cleaning up after a dead colo stops the run cgroups of every dead colo
+// under its parent, and must not reach another test's leftovers, which that
+// test means to see stopped by its own next colo.
 class ColoTestDir : public testing::Test {
  protected:
   void SetUp() override {
@@ -42,8 +47,24 @@ class ColoTestDir : public testing::Test {
     dir_ = tmpl;
     // GPU locks of this test only: tests run in parallel on the same simulated GPUs.
     setenv("COLO_LOCK_DIR", (dir_ + "/locks").c_str(), 1);
+    CommandResult cgroup = shell(
+        "p=$(findmnt -n -t cgroup2 -o TARGET | head -n 1) && [ -n \"$p\" ] && "
+        "mkdir -p \"$p/colo\" && d=\"$p/colo/test-" +
+        dir_.substr(dir_.rfind('/') + 1) + "\" && mkdir \"$d\" && printf %s \"$d\"");
+    if (cgroup.exit_code == 0 && !cgroup.output.empty()) {
+      cgroup_parent_ = cgroup.output;
+      setenv("COLO_CGROUP_PARENT", cgroup_parent_.c_str(), 1);
+    } else {
+      unsetenv("COLO_CGROUP_PARENT");
+    }
   }
   void TearDown() override {
+    if (!cgroup_parent_.empty()) {
+      shell("d='" + cgroup_parent_ +
+            "'; [ -e \"$d/cgroup.kill\" ] && echo 1 > \"$d/cgroup.kill\"; sleep 0.1; "
+            "find \"$d\" -depth -type d -exec rmdir {} + 2>/dev/null");
+      unsetenv("COLO_CGROUP_PARENT");
+    }
     if (!HasFailure()) shell("rm -rf '" + dir_ + "'");
   }
 
@@ -62,6 +83,7 @@ class ColoTestDir : public testing::Test {
   }
 
   std::string dir_;
+  std::string cgroup_parent_;  // empty: none (colo chooses, or runs without cgroups)
 };
 
 }  // namespace colo

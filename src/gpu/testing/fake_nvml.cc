@@ -1,6 +1,6 @@
 // A stand-in for libnvidia-ml.so.1, built as a shared library so NvmlBackend
 // is tested through dlopen exactly as with the driver. It answers like the
-// driver did on an H200 (shared/design/nvidia-interfaces.md) and can be told
+// driver did on an H200 (docs/nvidia-interfaces.md) and can be told
 // to misbehave through the fake_nvml_* control functions (fake_nvml.h).
 // Built twice: fake_nvml exports everything NvmlBackend resolves;
 // fake_nvml_minimal (FAKE_NVML_MINIMAL) only the oldest names and the few

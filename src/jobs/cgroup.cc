@@ -1,0 +1,266 @@
+#include "jobs/cgroup.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace colo {
+namespace {
+
+constexpr std::string_view kRunPrefix = "run-";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Writes `text` to a cgroup control file; the error says which and why.
+Status write_control(const std::string& path, std::string_view text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  ssize_t n = ::write(fd, text.data(), text.size());
+  int error = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size()))
+    return Error(fmt::format("cannot write '{}' to {}: {}", text, path, std::strerror(error)));
+  return OkStatus();
+}
+
+std::vector<std::string> subdirectories(const std::string& path) {
+  std::vector<std::string> out;
+  DIR* dir = opendir(path.c_str());
+  if (dir == nullptr) return out;
+  while (dirent* entry = readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (stat((path + "/" + name).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) out.push_back(name);
+  }
+  closedir(dir);
+  return out;
+}
+
+std::vector<pid_t> members(const std::string& cgroup) {
+  std::vector<pid_t> pids;
+  std::istringstream in(read_text(cgroup + "/cgroup.procs"));
+  for (pid_t pid = 0; in >> pid;) pids.push_back(pid);
+  for (const std::string& child : subdirectories(cgroup)) {
+    std::vector<pid_t> more = members(cgroup + "/" + child);
+    pids.insert(pids.end(), more.begin(), more.end());
+  }
+  return pids;
+}
+
+// Removes the cgroup and its descendants, deepest first.
+bool remove_tree(const std::string& path) {
+  for (const std::string& child : subdirectories(path)) remove_tree(path + "/" + child);
+  return rmdir(path.c_str()) == 0 || errno == ENOENT;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
+}
+
+// "run-<host>-<pid>-<start ticks>" of this host -> pid and start ticks. A run
+// cgroup of another host (a parent shared between containers) is not ours to
+// judge: its pids mean nothing here.
+std::optional<std::pair<pid_t, uint64_t>> run_owner(std::string_view name,
+                                                    const std::string& host) {
+  const std::string prefix = std::string(kRunPrefix) + host + "-";
+  if (!name.starts_with(prefix)) return std::nullopt;
+  unsigned long long pid = 0;
+  unsigned long long ticks = 0;
+  char tail = 0;
+  if (std::sscanf(std::string(name.substr(prefix.size())).c_str(), "%llu-%llu%c", &pid, &ticks,
+                  &tail) != 2)
+    return std::nullopt;
+  return std::make_pair(static_cast<pid_t>(pid), static_cast<uint64_t>(ticks));
+}
+
+}  // namespace
+
+std::optional<std::string> cgroup2_mount(std::string_view mountinfo) {
+  // "36 25 0:30 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw"
+  std::istringstream in{std::string(mountinfo)};
+  for (std::string line; std::getline(in, line);) {
+    size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream after(line.substr(dash + 3));
+    std::string fstype;
+    after >> fstype;
+    if (fstype != "cgroup2") continue;
+    std::istringstream before(line.substr(0, dash));
+    std::string id, parent, devices, root, mount_point;
+    before >> id >> parent >> devices >> root >> mount_point;
+    if (!mount_point.empty()) return mount_point;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> own_cgroup(std::string_view proc_self_cgroup) {
+  std::istringstream in{std::string(proc_self_cgroup)};
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("0::")) return line.substr(3);
+  }
+  return std::nullopt;
+}
+
+Result<std::string> choose_cgroup_parent(const char* override_value) {
+  if (override_value != nullptr && *override_value != '\0') {
+    std::string value = override_value;
+    if (value == "off") return Error("COLO_CGROUP_PARENT=off");
+    if (access((value + "/cgroup.procs").c_str(), W_OK) != 0) {
+      return Error(fmt::format("COLO_CGROUP_PARENT={} is not a cgroup this user may write ({})",
+                               value, std::strerror(errno)));
+    }
+    return value;
+  }
+  std::optional<std::string> mount = cgroup2_mount(read_text("/proc/self/mountinfo"));
+  if (!mount) return Error("cgroup v2 is not mounted here");
+  if (geteuid() == 0) {
+    std::string parent = *mount + "/colo";
+    if (mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Error(fmt::format("cannot make {}: {}", parent, std::strerror(errno)));
+    }
+    // Pass on what the hierarchy offers (colo's own cgroup holds no process).
+    std::istringstream controllers(read_text(parent + "/cgroup.controllers"));
+    for (std::string c; controllers >> c;) {
+      if (c == "cpu" || c == "memory" || c == "pids")
+        (void)write_control(parent + "/cgroup.subtree_control", "+" + c);
+    }
+    return parent;
+  }
+  std::optional<std::string> own = own_cgroup(read_text("/proc/self/cgroup"));
+  if (!own) return Error("this process has no cgroup v2");
+  std::string dir = *mount + *own;
+  if (access((dir + "/cgroup.procs").c_str(), W_OK) != 0 || access(dir.c_str(), W_OK) != 0) {
+    return Error(fmt::format(
+        "this user may not make cgroups under {} (no delegated cgroup: run colo as root, or "
+        "under `systemd-run --user --scope -p Delegate=yes`)",
+        dir));
+  }
+  return dir;
+}
+
+Status kill_and_remove_cgroup(const std::string& path, int wait_ms) {
+  Result<JobUsage> ended = end_cgroup(path, wait_ms);
+  if (!ended.ok()) return ended.error();
+  return OkStatus();
+}
+
+Result<JobUsage> end_cgroup(const std::string& path, int wait_ms) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return JobUsage{};
+  const bool has_kill = access((path + "/cgroup.kill").c_str(), F_OK) == 0;
+  if (has_kill) (void)write_control(path + "/cgroup.kill", "1");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  while (true) {
+    std::vector<pid_t> left = members(path);
+    if (left.empty()) break;
+    if (!has_kill) {
+      for (pid_t pid : left) ::kill(pid, SIGKILL);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Error(fmt::format("{} still holds {} processes after SIGKILL", path, left.size()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  JobUsage usage = read_cgroup_usage(path);
+  if (!remove_tree(path)) {
+    return Error(fmt::format("cannot remove cgroup {}: {}", path, std::strerror(errno)));
+  }
+  return usage;
+}
+
+JobUsage read_cgroup_usage(const std::string& path) {
+  JobUsage usage;
+  std::istringstream cpu(read_text(path + "/cpu.stat"));
+  for (std::string key; cpu >> key;) {
+    uint64_t value = 0;
+    if (!(cpu >> value)) break;
+    if (key == "usage_usec") usage.cpu_ms = static_cast<int64_t>(value / 1000);
+  }
+  std::istringstream peak(read_text(path + "/memory.peak"));
+  if (uint64_t bytes = 0; peak >> bytes) usage.memory_peak_bytes = bytes;
+  return usage;
+}
+
+std::optional<uint64_t> process_start_ticks(pid_t pid) {
+  std::string stat = read_text(fmt::format("/proc/{}/stat", pid));
+  // Field 2 is "(comm)", which may hold spaces: count fields after its ')'.
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream in(stat.substr(close + 2));
+  std::string field;
+  for (int i = 3; i < 22 && in >> field; ++i) {
+  }
+  uint64_t ticks = 0;
+  if (!(in >> ticks)) return std::nullopt;
+  return ticks;
+}
+
+std::vector<std::string> cleanup_stale_run_cgroups(const std::string& parent) {
+  std::vector<std::string> lines;
+  const std::string host = host_name();
+  for (const std::string& name : subdirectories(parent)) {
+    auto owner = run_owner(name, host);
+    if (!owner || process_start_ticks(owner->first) == owner->second) continue;
+    const std::string path = parent + "/" + name;
+    const size_t left = members(path).size();
+    Status done = kill_and_remove_cgroup(path);
+    if (!done.ok()) {
+      lines.push_back("warning: " + done.error().message());
+    } else if (left > 0) {
+      lines.push_back(
+          fmt::format("stopped {} leftover job processes of a colo that died (pid {}; cgroup {})",
+                      left, owner->first, path));
+    }
+  }
+  return lines;
+}
+
+Result<RunCgroup> RunCgroup::create(const std::string& parent) {
+  const pid_t self = getpid();
+  std::optional<uint64_t> ticks = process_start_ticks(self);
+  if (!ticks) return Error("cannot read this process's start time from /proc");
+  std::string path = fmt::format("{}/{}{}-{}-{}", parent, kRunPrefix, host_name(), self, *ticks);
+  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Error(fmt::format("cannot make cgroup {}: {}", path, std::strerror(errno)));
+  }
+  std::istringstream controllers(read_text(path + "/cgroup.controllers"));
+  for (std::string c; controllers >> c;) {
+    if (c == "cpu" || c == "memory" || c == "pids")
+      (void)write_control(path + "/cgroup.subtree_control", "+" + c);
+  }
+  return RunCgroup(std::move(path));
+}
+
+RunCgroup::RunCgroup(RunCgroup&& other) noexcept : path_(std::exchange(other.path_, "")) {}
+
+RunCgroup::~RunCgroup() {
+  if (!path_.empty()) (void)kill_and_remove_cgroup(path_);
+}
+
+Result<std::string> RunCgroup::make_job_cgroup(int64_t job_id) {
+  std::string path = fmt::format("{}/job-{}", path_, job_id);
+  if (Status s = kill_and_remove_cgroup(path); !s.ok()) return s.error();
+  if (mkdir(path.c_str(), 0755) != 0) {
+    return Error(fmt::format("cannot make cgroup {}: {}", path, std::strerror(errno)));
+  }
+  return path;
+}
+
+}  // namespace colo

@@ -1,0 +1,92 @@
+// Job cgroups (cgroup v2): each job runs in a cgroup of its own, so that
+// everything it starts, also a daemon double-forked into a new session, can
+// be killed with it, and its CPU time and peak memory are known.
+//
+// Layout: <parent>/run-<host>-<colo pid>-<colo start time>/job-<job id>. The parent
+// is $COLO_CGROUP_PARENT when set ("off": no cgroups); else, as root, "colo"
+// at the top of the cgroup v2 hierarchy this process sees; else this
+// process's own cgroup when the user may write it (a delegated subtree, e.g.
+// `systemd-run --user --scope -p Delegate=yes colo run ...`). Where none of
+// these can be had, jobs run in process groups only, and the caller says so.
+//
+// A run cgroup is named after its colo (pid and start time), so any later
+// colo finds those whose colo is gone (cleanup_stale_run_cgroups) and kills
+// what is left in them, whatever command it runs.
+//
+// Threading: the functions are safe to call from any thread; a RunCgroup
+// belongs to one. Nothing here talks to NVML.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "jobs/job_state.h"
+
+namespace colo {
+
+// Where cgroup v2 is mounted, from /proc/self/mountinfo text; nullopt when it
+// is not.
+std::optional<std::string> cgroup2_mount(std::string_view mountinfo);
+
+// This process's cgroup v2 path ("/user.slice/..."), from /proc/self/cgroup
+// text (the "0::" line); nullopt when there is none.
+std::optional<std::string> own_cgroup(std::string_view proc_self_cgroup);
+
+// The directory under which run cgroups are made (see the file comment), or
+// why there is none (then jobs run in process groups).
+// `override_value` is $COLO_CGROUP_PARENT (null when unset).
+Result<std::string> choose_cgroup_parent(const char* override_value);
+
+// Kills every process in the cgroup and its descendants (cgroup.kill, or
+// SIGKILL to each member where the kernel has no cgroup.kill), waits up to
+// `wait_ms` for them to be gone, then removes the cgroup directories. Ok when
+// the cgroup is gone (also when it never existed).
+Status kill_and_remove_cgroup(const std::string& path, int wait_ms = 1000);
+
+// The same, returning what the cgroup used (read after the kill, before the
+// removal): the end of a job.
+Result<JobUsage> end_cgroup(const std::string& path, int wait_ms = 1000);
+
+// CPU time (cpu.stat usage_usec) and peak memory (memory.peak, where the
+// memory controller is on) of everything that ran in the cgroup.
+JobUsage read_cgroup_usage(const std::string& path);
+
+// A process's start time in clock ticks since boot (/proc/<pid>/stat field
+// 22); nullopt when there is no such process.
+std::optional<uint64_t> process_start_ticks(pid_t pid);
+
+// Kills and removes the run cgroups under `parent` whose colo (by pid and
+// start time) is gone. Returns one line per run cgroup cleaned
+// ("stopped 2 leftover processes of a colo that died (cgroup ...)").
+std::vector<std::string> cleanup_stale_run_cgroups(const std::string& parent);
+
+// The cgroup of one colo run: made under the parent, with the cpu, memory and
+// pids controllers passed on to its jobs where the parent has them. The
+// destructor kills and removes whatever is left in it.
+class RunCgroup {
+ public:
+  // Makes <parent>/run-<host>-<this pid>-<its start time>.
+  static Result<RunCgroup> create(const std::string& parent);
+  ~RunCgroup();
+  RunCgroup(RunCgroup&& other) noexcept;
+  RunCgroup& operator=(RunCgroup&&) = delete;
+  RunCgroup(const RunCgroup&) = delete;
+  RunCgroup& operator=(const RunCgroup&) = delete;
+
+  const std::string& path() const { return path_; }
+  // Makes the cgroup of job `job_id` (empty first if a retry left one) and
+  // returns its path.
+  Result<std::string> make_job_cgroup(int64_t job_id);
+
+ private:
+  explicit RunCgroup(std::string path) : path_(std::move(path)) {}
+  std::string path_;  // empty once moved from
+};
+
+}  // namespace colo

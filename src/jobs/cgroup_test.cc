@@ -1,0 +1,175 @@
+#include "jobs/cgroup.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/clock.h"
+#include "jobs/job_supervisor.h"
+
+namespace colo {
+namespace {
+
+TEST(CgroupParse, FindsTheCgroup2MountAmongOthers) {
+  struct Case {
+    const char* label;
+    const char* mountinfo;
+    std::optional<std::string> expected;
+  };
+  const Case cases[] = {
+      {"unified only",
+       "24 30 0:22 / /sys rw,nosuid - sysfs sysfs rw\n"
+       "36 24 0:30 / /sys/fs/cgroup rw,nosuid,nodev shared:9 - cgroup2 cgroup2 rw,nsdelegate\n",
+       "/sys/fs/cgroup"},
+      {"hybrid: v1 controllers and a unified mount",
+       "40 35 0:35 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+       "45 35 0:40 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+       "/sys/fs/cgroup/unified"},
+      {"optional fields before the separator",
+       "36 24 0:30 / /cg rw shared:9 master:2 - cgroup2 none rw\n", "/cg"},
+      {"v1 only", "40 35 0:35 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n", std::nullopt},
+      {"empty", "", std::nullopt},
+  };
+  for (const Case& c : cases) EXPECT_EQ(cgroup2_mount(c.mountinfo), c.expected) << c.label;
+}
+
+TEST(CgroupParse, OwnCgroupIsTheUnifiedLine) {
+  EXPECT_EQ(own_cgroup("0::/user.slice/user-1000.slice/session-3.scope\n"),
+            "/user.slice/user-1000.slice/session-3.scope");
+  EXPECT_EQ(own_cgroup("4:memory:/x\n1:name=systemd:/\n0::/\n"), "/");
+  EXPECT_EQ(own_cgroup("4:memory:/x\n"), std::nullopt);
+}
+
+TEST(CgroupParent, OffAndUnwritableOverridesSayWhy) {
+  Result<std::string> off = choose_cgroup_parent("off");
+  ASSERT_FALSE(off.ok());
+  EXPECT_EQ(off.error().message(), "COLO_CGROUP_PARENT=off");
+  Result<std::string> missing = choose_cgroup_parent("/nonexistent/cgroup");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("/nonexistent/cgroup is not a cgroup"),
+            std::string::npos);
+}
+
+TEST(ProcessStart, ThisProcessHasAStartTimeAndADeadOneNone) {
+  EXPECT_TRUE(process_start_ticks(getpid()).has_value());
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  EXPECT_FALSE(process_start_ticks(child).has_value());
+}
+
+// The real thing, where this machine lets colo make cgroups (root, or a
+// delegated subtree); skipped, saying why, elsewhere (CI in a container).
+class RealCgroup : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<std::string> parent = choose_cgroup_parent(std::getenv("COLO_CGROUP_PARENT"));
+    if (!parent.ok()) GTEST_SKIP() << "no cgroup here: " << parent.error().message();
+    Result<RunCgroup> run = RunCgroup::create(*parent);
+    if (!run.ok()) GTEST_SKIP() << "no cgroup here: " << run.error().message();
+    run_.emplace(std::move(*run));
+    parent_ = *parent;
+    std::string templ = ::testing::TempDir() + "cgroup.XXXXXX";
+    ASSERT_NE(mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+  // How many processes run `marker` (a pattern: its '.' must be written "[.]"
+  // so that it does not match the shell running pgrep).
+  static int alive(const std::string& marker) {
+    std::string pattern = marker;
+    if (size_t dot = pattern.find('.'); dot != std::string::npos) pattern.replace(dot, 1, "[.]");
+    std::string command = "pgrep -f '" + pattern + "' | wc -l";
+    FILE* p = popen(command.c_str(), "r");
+    int n = -1;
+    if (p != nullptr && fscanf(p, "%d", &n) != 1) n = -1;
+    if (p != nullptr) pclose(p);
+    return n;
+  }
+
+  std::optional<RunCgroup> run_;
+  std::string parent_;
+  std::string dir_;
+  SystemClock clock_;
+};
+
+TEST_F(RealCgroup, AJobsLeftoversEndWithItAndItsCpuTimeIsMeasured) {
+  Result<std::string> cgroup = run_->make_job_cgroup(7);
+  ASSERT_TRUE(cgroup.ok()) << cgroup.error().message();
+  const std::string marker = "sleep 300.0" + std::to_string(getpid());
+  JobSupervisor supervisor(clock_);
+  LaunchRequest request;
+  request.job_name = "leaky";
+  // Burns some CPU, then leaves a grandchild and a daemon in a new session.
+  request.argv = {"/bin/sh", "-c",
+                  "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; " + marker +
+                      "1 & setsid sh -c '" + marker + "2 &'; sleep 0.2"};
+  request.working_dir = dir_;
+  request.log_path = dir_ + "/leaky.log";
+  request.cgroup = *cgroup;
+  ASSERT_TRUE(supervisor.start(request).ok());
+  std::vector<FinishedJob> done;
+  for (int i = 0; i < 1000 && done.empty(); ++i) {
+    done = supervisor.poll();
+    clock_.sleep_for_ms(10);
+  }
+  ASSERT_EQ(done.size(), 1U);
+  EXPECT_EQ(done[0].exit.state, JobState::kOk);
+  EXPECT_EQ(alive(marker + "[12]"), 0);
+  ASSERT_TRUE(done[0].exit.usage.cpu_ms.has_value());
+  EXPECT_GT(*done[0].exit.usage.cpu_ms, 10);
+  struct stat st {};
+  EXPECT_NE(stat(cgroup->c_str(), &st), 0) << "the job's cgroup was not removed";
+}
+
+TEST_F(RealCgroup, RunCgroupsOfADeadColoAreFoundAndEmptied) {
+  // A stand-in for a colo that died: a child process that makes its run
+  // cgroup, starts a daemon in it, and is killed.
+  const std::string marker = "sleep 300.1" + std::to_string(getpid());
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t colo = fork();
+  if (colo == 0) {
+    close(ready[0]);
+    Result<RunCgroup> run = RunCgroup::create(parent_);
+    if (!run.ok()) _exit(1);
+    Result<std::string> job = run->make_job_cgroup(1);
+    if (!job.ok()) _exit(2);
+    std::ofstream(*job + "/cgroup.procs") << 0;
+    if (std::system(("setsid sh -c '" + marker + " &'").c_str()) != 0) _exit(3);
+    ssize_t ignored = write(ready[1], "x", 1);
+    (void)ignored;
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  close(ready[0]);
+  EXPECT_EQ(alive(marker), 1);
+  // Alive: its cgroup is left alone.
+  for (const std::string& line : cleanup_stale_run_cgroups(parent_))
+    EXPECT_EQ(line.find(std::to_string(colo)), std::string::npos) << line;
+  EXPECT_EQ(alive(marker), 1);
+  kill(colo, SIGKILL);
+  waitpid(colo, nullptr, 0);
+  std::vector<std::string> lines = cleanup_stale_run_cgroups(parent_);
+  std::string said;
+  for (const std::string& line : lines) said += line + "\n";
+  EXPECT_NE(said.find("stopped 1 leftover job processes of a colo that died (pid " +
+                      std::to_string(colo)),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(alive(marker), 0);
+}
+
+}  // namespace
+}  // namespace colo

@@ -1,0 +1,97 @@
+// Families: the jobs of one sweep, and what the measured ones say about the
+// others. A family is the instances of one [[job]] block (or of blocks with
+// the same template: jobs/JobSpec::family); they differ only in their
+// parameter values. Measuring one instance tells colo about all of them,
+// except where a parameter that changes memory, SM activity or rate differs.
+//
+// Which parameters matter, for each quantity: those the job file names in
+// `resource_params`, else what the measured instances show (two instances
+// that differ in that parameter alone, by more than the quantity's noise),
+// else a guess from the parameter's name (batch, size, resolution, ... are
+// presumed to matter; anything else, such as lr, seed or weight decay, is
+// presumed neutral). Measurements replace the guess as they come.
+//
+// Estimates: an instance whose values of the parameters that matter were
+// measured takes that measurement ("from sibling toy[lr=0.1]"). Otherwise the
+// quantity is fitted linearly against the product of the numeric parameters
+// that matter (each to its power: "image_size^2" for pixels), with a fixed
+// part: for memory, activations grow with the batch on top of weights,
+// optimizer state and the CUDA context. Each estimate carries a relative
+// uncertainty: the fit's largest relative residual, at least 5%, growing
+// with the distance outside the measured values (extrapolation). Categorical
+// parameters that matter (a model name) are never fitted across: an instance
+// needs a measured sibling with the same value.
+//
+// Pure functions over plain values; no I/O, no clock.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sched/profile.h"
+
+namespace colo {
+
+// One measured instance of a family.
+struct FamilyInstance {
+  std::string name;                           // "toy[lr=0.1]", for labels
+  std::map<std::string, std::string> params;  // its parameter values (as text)
+  JobProfile measured;                        // what was measured; fields may be absent
+};
+
+enum class Quantity { kMemory, kSmActivity, kRate };
+std::string_view to_string(Quantity q);  // "peak memory", "SM activity", "solo rate"
+
+// Whether a parameter changes a quantity, and why colo thinks so.
+struct ParamEffect {
+  std::string param;
+  int power = 1;  // the fit uses the value to this power
+  bool matters = false;
+  bool measured = false;  // decided by measurements (not stated, not guessed)
+  std::string reason;     // "stated in resource_params", "measured: a 1.2 GiB, b 2.4 GiB", ...
+};
+
+// The effect of each of `params` on `q`. `declared`: the job file's
+// resource_params ("batch_size", "image_size^2"); when set, exactly those
+// matter. Otherwise from pairs of `instances` that differ in one parameter
+// alone, else from the parameter's name.
+std::vector<ParamEffect> param_effects(const std::vector<FamilyInstance>& instances, Quantity q,
+                                       const std::vector<std::string>& params,
+                                       const std::optional<std::vector<std::string>>& declared);
+
+// A parameter name colo presumes to change resource use before anything is
+// measured (batch, size, resolution, ...; see family.cc).
+bool presumed_to_matter(std::string_view param);
+
+// What a family's measurements say about one instance.
+struct FamilyEstimate {
+  // Complete enough for admission (peak memory and SM activity) when set;
+  // its *_uncertainty fields are relative (0.1 = 10%) and its source says
+  // where it came from ("from sibling toy[lr=0.1]", "fit over batch_size
+  // from toy[batch_size=32], toy[batch_size=512]").
+  std::optional<JobProfile> profile;
+  // Why there is none: "no measured instance yet", "one measured value of
+  // batch_size (32): a fit needs two".
+  std::string missing;
+};
+
+FamilyEstimate estimate_from_family(const std::vector<FamilyInstance>& instances,
+                                    const std::map<std::string, std::string>& params,
+                                    const std::optional<std::vector<std::string>>& declared);
+
+// How much measuring an instance with `params` would teach: its distance
+// from the measured values of the numeric parameters that matter (summed
+// over quantities, in log scale when the values are positive), infinite when
+// a categorical one has no measured instance. The scheduler probes the
+// queued instance with the largest, so that later estimates interpolate.
+double probe_value(const std::vector<FamilyInstance>& instances,
+                   const std::map<std::string, std::string>& params,
+                   const std::optional<std::vector<std::string>>& declared);
+
+// "toy[lr=0.1]" from "toy[lr=0.1]#3": a job's name without its repeat suffix.
+std::string instance_label(std::string_view job_name);
+
+}  // namespace colo
