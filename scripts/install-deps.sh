@@ -4,6 +4,8 @@ set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev
           libre2-dev  # RE2: epoch_regex and step_regex, linked from its static archive
           libsqlite3-dev libgtest-dev libgmock-dev python3
+          libncurses-dev  # colo top (linked statically)
+          tmux       # colo top's test drives it in a real terminal
           clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
           libturbojpeg0-dev  # JPEG decoding of the shared data loader (linked statically)
           python3-torch      # the data-sharing tests' consumers (python/colo_data.py)

@@ -489,6 +489,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   add_simulate_commands(app, exit_code);
   add_profiles_command(app, exit_code);
   add_serve_commands(app, exit_code, command_line);
+  add_top_command(app, exit_code);
   add_slurm_command(app, exit_code, command_line);
   add_data_command(app, exit_code);
 

@@ -44,6 +44,8 @@ void add_simulate_commands(CLI::App& app, int& exit_code);
 void add_profiles_command(CLI::App& app, int& exit_code);
 // `colo slurm submit|status|collect` (slurm_command.cc).
 void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command_line);
+// `colo top` (top_command.cc).
+void add_top_command(CLI::App& app, int& exit_code);
 // `colo serve`, `submit`, `queue`, `cancel`, `logs`, `wait` (serve_command.cc).
 void add_serve_commands(CLI::App& app, int& exit_code, const std::string& command_line);
 // `colo run FILE` when a colo serve answers (at `socket`, else where clients

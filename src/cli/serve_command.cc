@@ -17,6 +17,7 @@
 #include "serve/client.h"
 #include "serve/service.h"
 #include "slurm/allocation.h"
+#include "views/dashboard.h"
 
 namespace colo {
 namespace {
@@ -86,6 +87,7 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
     }
     http->logs = flags.http_logs;
     options.http = *http;
+    options.http_pages = dashboard_routes;
   } else if (flags.http_logs) {
     std::cerr << "colo: --http-logs needs --http ADDR:PORT (the HTTP API is off without it)\n";
     return kExitBadInput;
@@ -429,7 +431,8 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   serve_cmd->add_flag("--no-wait", serve.no_wait,
                       "refuse to start when another colo holds a GPU, instead of waiting");
   serve_cmd->add_option("--http", serve.http,
-                        "serve the read-only JSON API and Prometheus /metrics on ADDR:PORT "
+                        "serve the read-only JSON API, Prometheus /metrics and the dashboard "
+                        "(/dashboard/) on ADDR:PORT "
                         "(127.0.0.1:8470; port 0 picks one); off by default");
   serve_cmd->add_flag("--http-logs", serve.http_logs,
                       "include job log tails in /api/jobs/ID (anyone who reaches --http reads "

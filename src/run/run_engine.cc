@@ -106,8 +106,12 @@ struct RunEngine::JobRuntime {
   UnixMillis first_epoch_end_ms = 0;  // 0: no epoch ended yet (this attempt)
   std::optional<int64_t> first_epoch_samples;
   std::optional<int64_t> first_progress_ms;  // since its start
-  SimLoadHint sim_load;                      // what the simulated backend was told
-  bool sim_memory_assumed = false;           // it still holds the default (none stated)
+  // What the mechanism gave the running attempt (see EngineJobView).
+  std::optional<int> mps_sm_share_pct;
+  std::optional<uint64_t> mps_memory_limit_bytes;
+  std::string mig_instance;
+  SimLoadHint sim_load;             // what the simulated backend was told
+  bool sim_memory_assumed = false;  // it still holds the default (none stated)
 };
 
 RunEngine::RunEngine(EngineContext ctx, EngineOptions options, int64_t run_id,
@@ -182,9 +186,14 @@ std::string RunEngine::policy_description() const {
 void RunEngine::introduce(JobRuntime& job) {
   if (introduced_.count(job.signature) > 0) return;
   introduced_[job.signature] = true;
+  const JobSpec& spec = job.job.spec;
+  std::map<std::string, JobProfile> known =
+      known_profiles(measured_, {spec}, devices_.front().name, ctx_.backend.simulated());
+  auto it = known.find(job.signature);
+  if (it != known.end() && it->second.samples_per_s)
+    solo_rates_[job.signature] = *it->second.samples_per_s;
   auto* autos = dynamic_cast<AutoScheduler*>(scheduler_.get());
   if (autos == nullptr) return;
-  const JobSpec& spec = job.job.spec;
   autos->set_label(job.signature, spec.group);
   if (job.job.host_cost) autos->set_host_cost(job.signature, *job.job.host_cost);
   if (!spec.family.empty()) {
@@ -198,9 +207,6 @@ void RunEngine::introduce(JobRuntime& job) {
     autos->set_family(job.signature, FamilyMember{spec.family, instance_label(spec.name),
                                                   spec.params, spec.resource_params});
   }
-  std::map<std::string, JobProfile> known =
-      known_profiles(measured_, {spec}, devices_.front().name, ctx_.backend.simulated());
-  auto it = known.find(job.signature);
   if (it == known.end()) return;
   autos->set_profile(job.signature, it->second);
   const JobProfile& p = it->second;
@@ -436,6 +442,14 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   job.pid = *pid;
   job.device = a.device;
   job.started_ms = now;
+  job.mps_sm_share_pct.reset();
+  job.mps_memory_limit_bytes.reset();
+  if (ctx_.mechanism.kind() == MechanismKind::kMps) {
+    job.mps_sm_share_pct = placement.sm_share_pct;
+    job.mps_memory_limit_bytes = placement.memory_limit_bytes;
+  }
+  auto mig = mech_env->find(kMigInstanceEnv);
+  job.mig_instance = mig != mech_env->end() ? mig->second : "";
   job.last_epoch_end_ms = now;
   by_pid_[*pid] = job.key;
   attributor_.add_job(*pid, job.job.id);
@@ -449,8 +463,7 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   if (a.estimate)
     pending_events_.emplace_back(job.job.id, profile_event(kEstimateEvent, *a.estimate, now));
   ctx_.writer.job_started(job.job.id, *pid, a.device, now, job.attempt);
-  if (auto mig = mech_env->find(kMigInstanceEnv); mig != mech_env->end())
-    ctx_.writer.job_instance(job.job.id, mig->second);
+  if (!job.mig_instance.empty()) ctx_.writer.job_instance(job.job.id, job.mig_instance);
   changes_.push_back({JobChange::Kind::kStarted, job.key, job.job.id, JobState::kRunning, "",
                       a.device, job.attempt, now});
   display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}{}{}", job.label(), a.device,
@@ -664,6 +677,7 @@ void RunEngine::send_probe_profile(JobRuntime& job, std::string_view stage) {
       p.samples_per_s = static_cast<double>(*job.first_epoch_samples) * 1000.0 /
                         static_cast<double>(job.first_epoch_end_ms - from);
   }
+  if (p.samples_per_s) solo_rates_[job.signature] = *p.samples_per_s;
   p.startup_ms = job.first_progress_ms;
   p.source = fmt::format("probe: {} in run {}", job.job.spec.name, run_id_);
   display_.event(fmt::format(
@@ -779,6 +793,12 @@ void RunEngine::collect_samples() {
     if (job_id && p.used_memory_bytes) memory[{*job_id, p.time_ms}] += *p.used_memory_bytes;
     pending_processes_.push_back({p, job_id});
   }
+  for (const auto& [device, list] : batch.latest_process_lists) {
+    std::vector<EngineProcess>& latest = latest_processes_[device];
+    latest.clear();
+    for (const ProcessSample& p : list)
+      latest.push_back({p, attributor_.job_for(static_cast<pid_t>(p.pid))});
+  }
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& job = *jobs_[key];
     for (auto it = memory.lower_bound({job.job.id, 0});
@@ -892,6 +912,11 @@ EngineJobView RunEngine::view(size_t key) const {
   v.probe = j.probe;
   v.note = j.note;
   v.log_path = log_path(j);
+  v.mps_sm_share_pct = j.mps_sm_share_pct;
+  v.mps_memory_limit_bytes = j.mps_memory_limit_bytes;
+  v.mig_instance = j.mig_instance;
+  if (auto solo = solo_rates_.find(j.signature); solo != solo_rates_.end())
+    v.solo_samples_per_s = solo->second;
   return v;
 }
 

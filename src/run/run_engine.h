@@ -155,6 +155,19 @@ struct EngineJobView {
   bool probe = false;
   std::string note;
   std::string log_path;
+  // Its limits under MPS (active thread percentage, pinned memory), when it
+  // runs under MPS with them; its MIG instance under MIG ("" otherwise).
+  std::optional<int> mps_sm_share_pct;
+  std::optional<uint64_t> mps_memory_limit_bytes;
+  std::string mig_instance;
+  // Its signature's progress rate alone (a stored profile, a hint or a probe).
+  std::optional<double> solo_samples_per_s;
+};
+
+// A GPU process as the sampler last listed it, with the job it belongs to.
+struct EngineProcess {
+  ProcessSample sample;
+  std::optional<int64_t> job_id;  // its row in the jobs table, when it is a job's
 };
 
 class RunEngine {
@@ -204,6 +217,10 @@ class RunEngine {
   size_t job_count() const { return jobs_.size(); }
   // Per GPU, its latest device samples, oldest first.
   std::map<int, std::deque<DeviceSample>> recent_samples() const { return recent_; }
+  // Per GPU, the processes of its latest process sample (MPS clients one by one).
+  const std::map<int, std::vector<EngineProcess>>& latest_processes() const {
+    return latest_processes_;
+  }
   const std::vector<DeviceInfo>& devices() const { return devices_; }
   // "auto", "fixed, up to 7 jobs per GPU"; empty before start().
   std::string policy_description() const;
@@ -273,6 +290,8 @@ class RunEngine {
   std::vector<pid_t> retired_pids_;
   std::vector<JobChange> changes_;
   std::map<int, std::deque<DeviceSample>> recent_;
+  std::map<int, std::vector<EngineProcess>> latest_processes_;
+  std::map<std::string, double> solo_rates_;  // signature -> samples/s alone
   int64_t next_flush_ms_ = 0;
   int64_t next_health_ms_ = 0;
   bool stopping_ = false;

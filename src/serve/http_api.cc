@@ -165,10 +165,15 @@ ApiRoutes::ApiRoutes(SnapshotSource snapshot, std::unique_ptr<RunStore> store, H
 
 HttpAnswer ApiRoutes::get(const std::string& path,
                           const std::map<std::string, std::string>& query) {
+  if (pages_) {
+    if (std::optional<HttpAnswer> page = pages_(path)) return std::move(*page);
+  }
   if (path == "/") {
     json routes = json::array();
     for (const char* r : kRoutes) routes.push_back(r);
-    return json_answer(json{{"colo", "serve"}, {"routes", routes}, {"docs", "docs/serve.md"}});
+    json index = {{"colo", "serve"}, {"routes", routes}, {"docs", "docs/serve.md"}};
+    if (pages_) index["dashboard"] = "/dashboard/";
+    return json_answer(index);
   }
   std::shared_ptr<const ServiceSnapshot> snap = snapshot_();
   if (!snap) return error(503, "colo serve is starting; try again in a second");

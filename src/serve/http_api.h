@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -62,6 +63,10 @@ struct HttpAnswer {
   std::string body;
 };
 
+// More GET routes, asked before the API's (the dashboard: src/views): the
+// answer, or nullopt when the path is not theirs. Called from HTTP threads.
+using PageRoutes = std::function<std::optional<HttpAnswer>(const std::string& path)>;
+
 class ApiRoutes {
  public:
   using SnapshotSource = std::function<std::shared_ptr<const ServiceSnapshot>()>;
@@ -72,6 +77,9 @@ class ApiRoutes {
   // Answers GET `path` with its query parameters. Thread-safe.
   HttpAnswer get(const std::string& path, const std::map<std::string, std::string>& query);
 
+  // Adds `pages` before requests are answered (before HttpServer::serve).
+  void add_pages(PageRoutes pages) { pages_ = std::move(pages); }
+
  private:
   HttpAnswer job_detail(const ServiceSnapshot& snapshot, int64_t id,
                         const std::map<std::string, std::string>& query);
@@ -81,6 +89,7 @@ class ApiRoutes {
   std::mutex store_mu_;
   std::unique_ptr<RunStore> store_;  // guarded by store_mu_
   HttpOptions options_;
+  PageRoutes pages_;
 };
 
 class HttpServer {

@@ -304,7 +304,12 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
       q.predicted_end_ms = v.expected_end_ms;
       if (v.peak_memory_bytes > 0) q.peak_memory_bytes = v.peak_memory_bytes;
       q.probe = v.probe;
+      q.pid = static_cast<uint32_t>(v.pid);
+      q.mps_sm_share_pct = v.mps_sm_share_pct;
+      q.mps_memory_limit_bytes = v.mps_memory_limit_bytes;
+      q.mig_instance = v.mig_instance;
     }
+    q.solo_samples_per_s = v.solo_samples_per_s;
   }
   return q;
 }
@@ -317,7 +322,7 @@ ServiceSnapshot Service::snapshot() {
   s.service.mechanism_down = engine_.mechanism_down();
   std::map<int, std::deque<DeviceSample>> recent = engine_.recent_samples();
   for (const DeviceInfo& d : engine_.devices()) {
-    GpuView g{d.index, d.name, d.uuid, d.memory_total_bytes, 0, std::nullopt};
+    GpuView g{d.index, d.name, d.uuid, d.memory_total_bytes, 0, std::nullopt, d.power_limit_w};
     if (auto it = recent.find(d.index); it != recent.end() && !it->second.empty())
       g.latest = it->second.back();
     s.gpus.push_back(std::move(g));
@@ -341,6 +346,24 @@ ServiceSnapshot Service::snapshot() {
   }
   std::sort(s.samples.begin(), s.samples.end(),
             [](const DeviceSample& a, const DeviceSample& b) { return a.time_ms < b.time_ms; });
+  std::map<int64_t, int64_t> service_id_of;  // jobs-table row -> service job
+  for (const auto& [id, tracked] : tracked_) {
+    if (int64_t row = engine_.view(tracked.key).job_id; row != 0) service_id_of[row] = id;
+  }
+  for (const auto& [device, processes] : engine_.latest_processes()) {
+    for (const EngineProcess& p : processes) {
+      ProcessView v;
+      v.gpu = device;
+      v.pid = p.sample.pid;
+      if (p.job_id) {
+        if (auto it = service_id_of.find(*p.job_id); it != service_id_of.end()) v.job = it->second;
+      }
+      v.used_memory_bytes = p.sample.used_memory_bytes;
+      v.sm_util_pct = p.sample.sm_util_pct;
+      v.mps_client = p.sample.mps_client;
+      s.processes.push_back(std::move(v));
+    }
+  }
   if (Result<std::vector<RunRow>> runs = ctx_.store.list_runs(10); runs.ok()) {
     for (const RunRow& r : *runs) {
       s.runs.push_back(RunView{r.id, to_string(r.state), r.started_ms, r.ended_ms, r.mechanism,
@@ -532,9 +555,11 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
       }
       service.set_http_address(http->address());
       service.publish();
-      http->serve(std::make_shared<ApiRoutes>([&service] { return service.latest_snapshot(); },
-                                              reader.ok() ? std::move(reader).value() : nullptr,
-                                              *options.http));
+      auto routes = std::make_shared<ApiRoutes>([&service] { return service.latest_snapshot(); },
+                                                reader.ok() ? std::move(reader).value() : nullptr,
+                                                *options.http);
+      if (options.http_pages) routes->add_pages(options.http_pages(ctx.store.path()));
+      http->serve(routes);
       ctx.log << fmt::format("http: read-only API and /metrics on http://{}/ (docs/serve.md)\n",
                              http->address());
       if (!is_loopback(options.http->host)) {

@@ -35,6 +35,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -71,6 +72,9 @@ struct ServeOptions {
   bool drain_on_stop = false;         // SIGTERM drains instead of stopping
   int ended_jobs_shown = 20;          // recently ended jobs in the snapshot
   std::optional<HttpOptions> http;    // the read-only HTTP API and /metrics; unset: off
+  // Pages served beside the HTTP API (the dashboard, src/views), made from the
+  // store's path once the service runs; unset: the API alone.
+  std::function<PageRoutes(const std::string& store_path)> http_pages;
   std::string command_line;
 };
 

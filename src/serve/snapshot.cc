@@ -49,6 +49,13 @@ constexpr const char* kHeader = "  {:<6} {:<10} {:<11} {:<9} {:>5} {:>9}  {:<12}
 
 bool is_final_state(const std::string& state) { return state != "queued" && state != "running"; }
 
+std::optional<double> slowdown(const QueueJob& job) {
+  if (!job.solo_samples_per_s || !job.samples_per_s || *job.solo_samples_per_s <= 0 ||
+      *job.samples_per_s <= 0)
+    return std::nullopt;
+  return *job.solo_samples_per_s / *job.samples_per_s;
+}
+
 json to_json(const DeviceSample& s) {
   return json{{"gpu", s.device},
               {"time_ms", s.time_ms},
@@ -110,7 +117,24 @@ json to_json(const QueueJob& j) {
               {"ended_ms", value_or_null(j.ended_ms)},
               {"job_file", j.job_file},
               {"run_id", value_or_null(j.run_id)},
-              {"probe", j.probe}};
+              {"probe", j.probe},
+              {"pid", value_or_null(j.pid)},
+              {"mps_sm_share_pct", value_or_null(j.mps_sm_share_pct)},
+              {"mps_memory_limit_bytes", value_or_null(j.mps_memory_limit_bytes)},
+              {"mig_instance", j.mig_instance},
+              {"solo_samples_per_s", value_or_null(j.solo_samples_per_s)},
+              {"slowdown", value_or_null(slowdown(j))}};
+}
+
+json to_json(const ProcessView& p) {
+  return json{{"gpu", p.gpu},
+              {"pid", p.pid},
+              {"job", value_or_null(p.job)},
+              {"used_memory_bytes", value_or_null(p.used_memory_bytes)},
+              {"sm_util_pct", value_or_null(p.sm_util_pct)},
+              {"mps_client", p.mps_client},
+              {"user", p.user},
+              {"command", p.command}};
 }
 
 json to_json(const GpuView& g) {
@@ -119,7 +143,8 @@ json to_json(const GpuView& g) {
               {"uuid", g.uuid},
               {"memory_total_bytes", g.memory_total_bytes},
               {"jobs_running", g.jobs_running},
-              {"latest", g.latest ? to_json(*g.latest) : json(nullptr)}};
+              {"latest", g.latest ? to_json(*g.latest) : json(nullptr)},
+              {"power_limit_w", value_or_null(g.power_limit_w)}};
 }
 
 json to_json(const RunView& r) {
@@ -154,10 +179,12 @@ json to_json(const ServiceSnapshot& s) {
   for (const DeviceSample& d : s.samples) samples.push_back(to_json(d));
   json runs = json::array();
   for (const RunView& r : s.runs) runs.push_back(to_json(r));
+  json processes = json::array();
+  for (const ProcessView& p : s.processes) processes.push_back(to_json(p));
   return json{{"version", kSnapshotVersion},   {"time_ms", s.time_ms},
               {"service", std::move(service)}, {"gpus", std::move(gpus)},
               {"jobs", std::move(jobs)},       {"samples", std::move(samples)},
-              {"runs", std::move(runs)}};
+              {"runs", std::move(runs)},       {"processes", std::move(processes)}};
 }
 
 Result<QueueJob> queue_job_from_json(const json& j) {
@@ -184,6 +211,11 @@ Result<QueueJob> queue_job_from_json(const json& j) {
     q.job_file = j.value("job_file", "");
     q.run_id = optional_at<int64_t>(j, "run_id");
     q.probe = j.value("probe", false);
+    q.pid = optional_at<uint32_t>(j, "pid");
+    q.mps_sm_share_pct = optional_at<int>(j, "mps_sm_share_pct");
+    q.mps_memory_limit_bytes = optional_at<uint64_t>(j, "mps_memory_limit_bytes");
+    q.mig_instance = j.value("mig_instance", "");
+    q.solo_samples_per_s = optional_at<double>(j, "solo_samples_per_s");
     return q;
   } catch (const json::exception& e) {
     return Error(fmt::format("a job in the service's answer is malformed: {}", e.what()));
@@ -222,6 +254,7 @@ Result<ServiceSnapshot> snapshot_from_json(const json& j) {
       v.memory_total_bytes = g.value("memory_total_bytes", uint64_t{0});
       v.jobs_running = g.value("jobs_running", 0);
       if (g.contains("latest") && !g["latest"].is_null()) v.latest = sample_from_json(g["latest"]);
+      v.power_limit_w = optional_at<double>(g, "power_limit_w");
       s.gpus.push_back(std::move(v));
     }
     for (const json& job : j.at("jobs")) {
@@ -240,6 +273,19 @@ Result<ServiceSnapshot> snapshot_from_json(const json& j) {
       v.job_file = r.value("job_file", "");
       v.job_count = r.value("job_count", 0);
       s.runs.push_back(std::move(v));
+    }
+    // Added after version 1's first readers: absent from older services.
+    for (const json& p : j.value("processes", json::array())) {
+      ProcessView v;
+      v.gpu = p.value("gpu", 0);
+      v.pid = p.value("pid", 0u);
+      v.job = optional_at<int64_t>(p, "job");
+      v.used_memory_bytes = optional_at<uint64_t>(p, "used_memory_bytes");
+      v.sm_util_pct = optional_at<double>(p, "sm_util_pct");
+      v.mps_client = p.value("mps_client", false);
+      v.user = p.value("user", "");
+      v.command = p.value("command", "");
+      s.processes.push_back(std::move(v));
     }
     return s;
   } catch (const json::exception& e) {

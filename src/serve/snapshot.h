@@ -65,6 +65,32 @@ struct QueueJob {
   std::string job_file;
   std::optional<int64_t> run_id;  // the run of its latest attempt, when it started in this one
   bool probe = false;             // running alone so that its profile is measured (auto)
+  // The running attempt's main process.
+  std::optional<uint32_t> pid;
+  // Its MPS limits (active thread percentage, pinned device memory) when it
+  // runs under MPS with them; its MIG instance ("" when none).
+  std::optional<int> mps_sm_share_pct;
+  std::optional<uint64_t> mps_memory_limit_bytes;
+  std::string mig_instance;
+  // Its progress rate alone (a stored profile, a hint or a probe); see slowdown().
+  std::optional<double> solo_samples_per_s;
+};
+
+// How many times slower the job progresses now than alone (solo rate over its
+// current rate; 1.0: as fast as alone); nullopt when either rate is unknown.
+// Written to JSON as "slowdown" (derived: readers never send it back).
+std::optional<double> slowdown(const QueueJob& job);
+
+// One process on a GPU as the driver last listed it: MPS clients one by one.
+struct ProcessView {
+  int gpu = 0;
+  uint32_t pid = 0;
+  std::optional<int64_t> job;  // the service job it belongs to (its id)
+  std::optional<uint64_t> used_memory_bytes;
+  std::optional<double> sm_util_pct;  // absent for MPS clients (NVML reports the server)
+  bool mps_client = false;
+  std::string user;     // "" when unknown
+  std::string command;  // the kernel's short name; "" when unknown
 };
 
 struct GpuView {
@@ -74,6 +100,7 @@ struct GpuView {
   uint64_t memory_total_bytes = 0;
   int jobs_running = 0;
   std::optional<DeviceSample> latest;
+  std::optional<double> power_limit_w;  // the enforced power limit
 };
 
 struct RunView {
@@ -90,13 +117,15 @@ struct ServiceSnapshot {
   UnixMillis time_ms = 0;
   ServiceInfo service;
   std::vector<GpuView> gpus;
-  std::vector<QueueJob> jobs;         // queued and running in queue order, then recently ended
-  std::vector<DeviceSample> samples;  // recent device samples, oldest first
-  std::vector<RunView> runs;          // recent runs, newest first
+  std::vector<QueueJob> jobs;          // queued and running in queue order, then recently ended
+  std::vector<DeviceSample> samples;   // recent device samples, oldest first
+  std::vector<RunView> runs;           // recent runs, newest first
+  std::vector<ProcessView> processes;  // per GPU, its latest process listing
 };
 
 nlohmann::json to_json(const DeviceSample& sample);
 nlohmann::json to_json(const QueueJob& job);
+nlohmann::json to_json(const ProcessView& process);
 nlohmann::json to_json(const GpuView& gpu);
 nlohmann::json to_json(const RunView& run);
 nlohmann::json to_json(const ServiceSnapshot& snapshot);

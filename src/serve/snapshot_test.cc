@@ -22,8 +22,8 @@ ServiceSnapshot example() {
   d.sm_active_pct = 45.5;
   d.memory_used_bytes = 30ull << 30;
   d.energy_mj = 123456;
-  s.gpus.push_back({0, "NVIDIA H200", "GPU-0", 141ull << 30, 1, d});
-  s.gpus.push_back({1, "NVIDIA H200", "GPU-1", 141ull << 30, 0, std::nullopt});
+  s.gpus.push_back({0, "NVIDIA H200", "GPU-0", 141ull << 30, 1, d, 700.0});
+  s.gpus.push_back({1, "NVIDIA H200", "GPU-1", 141ull << 30, 0, std::nullopt, std::nullopt});
   QueueJob running;
   running.id = 12;
   running.name = "resnet26#1";
@@ -41,6 +41,10 @@ ServiceSnapshot example() {
   running.started_ms = kNow - 40'000;
   running.job_file = "/home/alice/jobs.toml";
   running.run_id = 7;
+  running.pid = 31337;
+  running.mps_sm_share_pct = 50;
+  running.mps_memory_limit_bytes = 20ull << 30;
+  running.solo_samples_per_s = 24691.2;
   QueueJob queued = running;
   queued.id = 13;
   queued.name = "vit";
@@ -59,6 +63,8 @@ ServiceSnapshot example() {
   s.jobs = {running, queued, ended};
   s.samples = {d};
   s.runs.push_back({7, "running", kNow - 60'000, std::nullopt, "mps", "", 3});
+  s.processes.push_back({0, 31337, 12, 9ull << 30, std::nullopt, true, "alice", "python3"});
+  s.processes.push_back({0, 4000, std::nullopt, 1ull << 30, 12.5, false, "", ""});
   return s;
 }
 
@@ -72,6 +78,28 @@ TEST(Snapshot, JsonRoundTripsEveryField) {
   Result<ServiceSnapshot> back = snapshot_from_json(nlohmann::json::parse(j.dump()));
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_EQ(to_json(*back), j) << "one serialization, read back unchanged";
+  EXPECT_EQ(j["jobs"][0]["slowdown"], 2.0);
+  EXPECT_EQ(j["processes"][0]["job"], 12);
+  EXPECT_TRUE(j["processes"][1]["job"].is_null());
+}
+
+TEST(Snapshot, SlowdownIsTheSoloRateOverTheCurrentOneWhenBothAreKnown) {
+  QueueJob j;
+  EXPECT_FALSE(slowdown(j));
+  j.samples_per_s = 500;
+  EXPECT_FALSE(slowdown(j));
+  j.solo_samples_per_s = 1500;
+  EXPECT_DOUBLE_EQ(*slowdown(j), 3.0);
+  j.samples_per_s = 0;
+  EXPECT_FALSE(slowdown(j)) << "no progress is no rate, not an infinite slowdown";
+}
+
+TEST(Snapshot, ASnapshotWithoutProcessesFromAnOlderServiceIsRead) {
+  nlohmann::json j = to_json(example());
+  j.erase("processes");
+  Result<ServiceSnapshot> back = snapshot_from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_TRUE(back->processes.empty());
 }
 
 TEST(Snapshot, AnotherVersionIsRefusedWithWhatToDo) {
