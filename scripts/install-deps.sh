@@ -4,11 +4,14 @@ set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev
           libre2-dev  # RE2: epoch_regex and step_regex, linked from its static archive
           libsqlite3-dev libgtest-dev libgmock-dev python3
+          libncurses-dev  # colo top (linked statically)
+          tmux       # colo top's test drives it in a real terminal
           clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
           libturbojpeg0-dev  # JPEG decoding of the shared data loader (linked statically)
           python3-torch      # the data-sharing tests' consumers (python/colo_data.py)
           chromium           # PNG figures of `colo report` and its browser test
           slurm-wlm munge    # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
+          prometheus         # a real Prometheus scrapes `colo serve --http`'s /metrics in a test
           procps time        # pgrep/pkill and /usr/bin/time: leftover-process tests, bench/soak.sh
           help2man           # colo's man page (cmake --install)
           python3-setuptools python3-pip)  # the Python client as a package (python/pyproject.toml)

@@ -272,6 +272,7 @@ Result<BenchOutcome> run_bench(const std::vector<BenchCase>& cases, const Plan& 
                            seconds_text(plan.case_seconds[i]));
     RunOptions run_options = options.run;
     run_options.max_jobs_per_gpu = file.max_jobs_per_gpu;
+    run_options.policy = "fixed";  // the paper's cases fix the degree
     RunContext run_ctx{ctx.clock, backend,          ctx.store, **mechanism, ctx.mechanism_options,
                        ctx.out,   ctx.stop_requests};
     const int64_t started = ctx.clock.monotonic_ms();

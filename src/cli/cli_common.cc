@@ -17,6 +17,7 @@
 #include "common/paths.h"
 #include "common/units.h"
 #include "run/leftovers.h"
+#include "run/run_controller.h"
 
 namespace colo {
 
@@ -132,6 +133,35 @@ Result<OpenedGpu> open_gpu(const BackendFlags& flags, Clock& clock) {
   Result<std::vector<DeviceInfo>> devices = (*backend)->devices();
   if (!devices.ok()) return devices.error();
   return OpenedGpu{std::move(backend).value(), std::move(devices).value()};
+}
+
+MechanismOptions default_mechanism_options() {
+  MechanismOptions options;
+  options.state_dir = default_state_dir() + "/mps";
+  if (const char* p = std::getenv("COLO_MPS_CONTROL"); p && *p) options.mps_control_program = p;
+  return options;
+}
+
+std::optional<MechanismKind> choose_mechanism(const std::string& flag,
+                                              const std::optional<std::string>& from_file,
+                                              const std::string& file_path,
+                                              const GpuBackend& backend,
+                                              const MechanismOptions& options) {
+  std::string name = !flag.empty() ? flag : from_file.value_or("");
+  if (name.empty()) {
+    MechanismKind kind = default_mechanism(backend, options.mps_control_program);
+    std::cerr << fmt::format(
+        "colo: mechanism {} (the default here; choose with --mechanism exclusive|naive|mps|mig)\n",
+        to_string(kind));
+    return kind;
+  }
+  Result<MechanismKind> parsed = parse_mechanism(name);
+  if (!parsed.ok()) {
+    std::cerr << "colo: " << (flag.empty() ? file_path + ": [run] mechanism: " : "--mechanism: ")
+              << parsed.error().message() << "\n";
+    return std::nullopt;
+  }
+  return *parsed;
 }
 
 std::optional<int64_t> duration_flag(std::string_view flag, const std::string& text, int64_t min_ms,

@@ -17,6 +17,7 @@
 #include "gpu/sim_backend.h"
 #include "jobs/job_file.h"
 #include "sched/interference.h"
+#include "sharing/mechanism.h"
 #include "simulate/sim_jobs.h"
 #include "simulate/simulator.h"
 #include "store/run_store.h"
@@ -82,6 +83,19 @@ struct OpenedGpu {
 
 // open_backend, then the device list; either step's error is returned.
 Result<OpenedGpu> open_gpu(const BackendFlags& flags, Clock& clock);
+
+// Where the mechanisms keep their state (<state dir>/mps, /mig) and which MPS
+// control program they run ($COLO_MPS_CONTROL overrides it, for tests).
+MechanismOptions default_mechanism_options();
+
+// The mechanism `flag` names, else the job file's `from_file`, else the
+// default for this backend (said on stderr); nullopt after saying what is
+// wrong with the name.
+std::optional<MechanismKind> choose_mechanism(const std::string& flag,
+                                              const std::optional<std::string>& from_file,
+                                              const std::string& file_path,
+                                              const GpuBackend& backend,
+                                              const MechanismOptions& options);
 
 // A duration flag's value in milliseconds, at least `min_ms`; nullopt after
 // saying on stderr what is wrong with it ("colo: --interval: must be at least

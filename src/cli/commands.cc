@@ -50,6 +50,10 @@ struct RunFlags {
   std::string sample_period = "500ms";
   std::string grace = "10s";
   bool plain = false;
+  bool local = false;
+  bool no_wait = false;
+  std::string lock_dir;
+  std::string socket;
   BackendFlags backend;
   std::string shard_plan;    // `colo slurm submit`'s plan: run one shard of it
   std::optional<int> shard;  // which; default: the Slurm array element
@@ -82,6 +86,10 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     return kExitEnvironment;
   }
   if (!slurm_note.empty()) std::cerr << "colo: warning: " << slurm_note << "\n";
+  // Outside Slurm, a colo serve on this machine owns its GPUs: the jobs go there.
+  if (!flags.local && !*slurm && flags.shard_plan.empty()) {
+    if (std::optional<int> code = run_through_service(flags.file, flags.socket)) return *code;
+  }
   std::optional<ShardRun> shard;
   if (!flags.shard_plan.empty()) {
     Result<ShardRun> prepared =
@@ -110,29 +118,13 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     return kExitEnvironment;
   }
 
-  MechanismOptions mech_options;
+  MechanismOptions mech_options = default_mechanism_options();
   mech_options.state_dir = node_local_state_dir(*slurm, env) + "/mps";
-  if (const char* p = std::getenv("COLO_MPS_CONTROL"); p && *p)
-    mech_options.mps_control_program = p;
-
-  std::string mech_name = !flags.mechanism.empty() ? flags.mechanism : file->mechanism.value_or("");
-  MechanismKind kind = default_mechanism(**backend, mech_options.mps_control_program);
-  if (!mech_name.empty()) {
-    Result<MechanismKind> parsed = parse_mechanism(mech_name);
-    if (!parsed.ok()) {
-      std::cerr << "colo: "
-                << (flags.mechanism.empty() ? flags.file + ": [run] mechanism: " : "--mechanism: ")
-                << parsed.error().message() << "\n";
-      return kExitBadInput;
-    }
-    kind = *parsed;
-  } else {
-    std::cerr << fmt::format(
-        "colo: mechanism {} (the default here; choose with --mechanism exclusive|naive|mps|mig)\n",
-        to_string(kind));
-  }
+  std::optional<MechanismKind> kind =
+      choose_mechanism(flags.mechanism, file->mechanism, flags.file, **backend, mech_options);
+  if (!kind) return kExitBadInput;
   Result<std::unique_ptr<Mechanism>> mechanism =
-      make_mechanism(kind, mech_options, mechanism_inputs(*file, **backend));
+      make_mechanism(*kind, mech_options, mechanism_inputs(*file, **backend));
   if (!mechanism.ok()) {
     std::cerr << "colo: " << mechanism.error().message() << "\n";
     return kExitEnvironment;
@@ -154,6 +146,8 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   options.stop_grace_ms = *grace;
   options.live_display = !flags.plain && can_redraw(STDOUT_FILENO);
   options.command_line = command_line;
+  options.locks.dir = flags.lock_dir;
+  options.locks.wait = !flags.no_wait;
   options.slurm = *slurm;
 
   install_stop_handlers();
@@ -468,7 +462,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       ->add_option("--policy", run.policy,
                    "fixed: up to --max-per-gpu jobs per GPU; auto: colo decides from job profiles "
                    "(store, probes, hints) and measured progress, retries out-of-memory ends (see "
-                   "docs/policy.md). Default: the job file's [run] policy, else fixed")
+                   "docs/policy.md). Default: the job file's [run] policy, else auto")
       ->check(CLI::IsMember({"fixed", "auto"}));
   run_cmd->add_option("--sample-period", run.sample_period, "GPU sampling period")
       ->capture_default_str();
@@ -476,6 +470,15 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       ->capture_default_str();
   run_cmd->add_flag("--plain", run.plain,
                     "print one line per event instead of redrawing the job table");
+  run_cmd->add_flag("--local", run.local,
+                    "run here even when a colo serve runs on this machine (by default the jobs "
+                    "are submitted to it and followed)");
+  run_cmd->add_option("--socket", run.socket, "the colo serve to submit to (see colo submit)");
+  run_cmd->add_flag("--no-wait", run.no_wait,
+                    "refuse to start when another colo holds a GPU, instead of waiting for it");
+  run_cmd->add_option("--lock-dir", run.lock_dir,
+                      "machine-wide GPU lock directory; default $COLO_LOCK_DIR, else "
+                      "/run/colo/locks or /tmp/colo-locks");
   add_backend_flags(*run_cmd, run.backend);
   run_cmd->add_option("--shard-plan", run.shard_plan,
                       "run one shard of the plan `colo slurm submit` wrote (its batch script "
@@ -495,6 +498,8 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   add_simulate_commands(app, exit_code);
   add_profiles_command(app, exit_code);
   add_store_commands(app, exit_code);
+  add_serve_commands(app, exit_code, command_line);
+  add_top_command(app, exit_code);
   add_slurm_command(app, exit_code, command_line);
   add_data_command(app, exit_code);
 

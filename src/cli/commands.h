@@ -51,5 +51,13 @@ void add_store_commands(CLI::App& app, int& exit_code);
 void add_profiles_command(CLI::App& app, int& exit_code);
 // `colo slurm submit|status|collect` (slurm_command.cc).
 void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command_line);
+// `colo top` (top_command.cc).
+void add_top_command(CLI::App& app, int& exit_code);
+// `colo serve`, `submit`, `queue`, `cancel`, `logs`, `wait` (serve_command.cc).
+void add_serve_commands(CLI::App& app, int& exit_code, const std::string& command_line);
+// `colo run FILE` when a colo serve answers (at `socket`, else where clients
+// look): submits the file there and follows its jobs; the exit code. nullopt
+// when no service runs.
+std::optional<int> run_through_service(const std::string& path, const std::string& socket);
 
 }  // namespace colo

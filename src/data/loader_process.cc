@@ -136,9 +136,7 @@ std::vector<std::string> SharedLoaders::poll() {
 
 std::vector<LoaderOutcome> SharedLoaders::stop() {
   for (const Loader& l : loaders_)
-    if (!l.ended)
-      supervisor_.stop(l.options.name.empty() ? "" : "data:" + l.options.name,
-                       options_.stop_grace_ms);
+    if (!l.ended) supervisor_.stop(l.pid, options_.stop_grace_ms);
   const int64_t deadline = clock_.monotonic_ms() + options_.stop_grace_ms + 5'000;
   while (supervisor_.running_count() > 0 && clock_.monotonic_ms() < deadline) {
     (void)poll();

@@ -49,6 +49,7 @@ struct DeviceInfo {
   std::string uuid;  // "GPU-..."; what jobs get in CUDA_VISIBLE_DEVICES
   std::string pci_bus_id;
   uint64_t memory_total_bytes = 0;
+  std::optional<double> power_limit_w;  // the enforced power limit
   std::optional<int> sm_count;
   std::optional<int> cuda_compute_major;
   std::optional<int> cuda_compute_minor;

@@ -307,6 +307,13 @@ DeviceInfo NvmlBackend::read_device_info(int index, DeviceState& device) {
     info.memory_total_bytes = memory_v1.total;
   }
 
+  unsigned int power_limit_mw = 0;
+  if (api.device_get_enforced_power_limit != nullptr &&
+      api.device_get_enforced_power_limit(device.handle, &power_limit_mw) == NVML_SUCCESS &&
+      power_limit_mw > 0) {
+    info.power_limit_w = power_limit_mw / 1000.0;
+  }
+
   int major = 0;
   int minor = 0;
   if (api.device_get_cuda_compute_capability != nullptr &&

@@ -59,6 +59,7 @@ TEST_F(NvmlBackendTest, ReadsDeviceFacts) {
   EXPECT_EQ(d.pci_bus_id, "00000000:19:00.0");
   EXPECT_EQ(d.memory_total_bytes, 143771 * kMiB);
   EXPECT_EQ(d.sm_count, 132);  // 16896 cores / 128 per SM on compute capability 9.0
+  EXPECT_EQ(d.power_limit_w, 700.0);
   EXPECT_EQ(d.cuda_compute_major, 9);
   EXPECT_EQ(d.cuda_compute_minor, 0);
   EXPECT_EQ(d.mig_enabled, false);

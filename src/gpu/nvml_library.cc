@@ -94,6 +94,7 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::load(const std::string& path) 
   resolve(handle, api.device_get_compute_instance_id, {"nvmlDeviceGetComputeInstanceId"});
   resolve(handle, api.device_get_utilization_rates, {"nvmlDeviceGetUtilizationRates"});
   resolve(handle, api.device_get_power_usage, {"nvmlDeviceGetPowerUsage"});
+  resolve(handle, api.device_get_enforced_power_limit, {"nvmlDeviceGetEnforcedPowerLimit"});
   resolve(handle, api.device_get_total_energy_consumption, {"nvmlDeviceGetTotalEnergyConsumption"});
   resolve(handle, api.device_get_clock_info, {"nvmlDeviceGetClockInfo"});
   // _v2 and _v3 share the 24-byte entry layout.

@@ -40,6 +40,7 @@ struct NvmlApi {
       nullptr;
   nvmlDeviceGetUtilizationRates_fn device_get_utilization_rates = nullptr;
   nvmlDeviceGetPowerUsage_fn device_get_power_usage = nullptr;
+  nvmlDeviceGetEnforcedPowerLimit_fn device_get_enforced_power_limit = nullptr;
   nvmlDeviceGetTotalEnergyConsumption_fn device_get_total_energy_consumption = nullptr;
   nvmlDeviceGetClockInfo_fn device_get_clock_info = nullptr;
   nvmlDeviceGetRunningProcesses_fn device_get_compute_running_processes = nullptr;

@@ -143,6 +143,7 @@ Result<std::vector<DeviceInfo>> SimBackend::devices() {
     info.pci_bus_id = fmt::format("00000000:{:02X}:00.0", 0x18 + d);
     info.memory_total_bytes = model_.memory_total_bytes;
     info.sm_count = model_.sm_count;
+    info.power_limit_w = model_.max_power_w;
     info.cuda_compute_major = model_.cuda_compute_major;
     info.cuda_compute_minor = model_.cuda_compute_minor;
     info.mig_enabled = false;

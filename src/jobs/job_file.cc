@@ -57,10 +57,10 @@ constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "po
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 15> kSettingKeys = {
-    "workdir",     "env",          "gpu_memory",    "sm_share",    "memory_limit",
-    "epoch_regex", "step_regex",   "epoch_samples", "sm_activity", "gpu_util",
-    "solo_time",   "startup_time", "mig_profile",   "mig_group",   "dataset"};
+constexpr std::array<const char*, 16> kSettingKeys = {
+    "workdir",     "env",           "gpu_memory",  "sm_share", "memory_limit", "epoch_regex",
+    "step_regex",  "epoch_samples", "sm_activity", "gpu_util", "solo_time",    "startup_time",
+    "mig_profile", "mig_group",     "dataset",     "restart"};
 // Keys of a [data.NAME] table (a dataset served by a shared loader).
 constexpr std::array<const char*, 10> kDataKeys = {
     "path", "format", "size", "augment", "threads", "ring", "chunk", "lag_timeout", "cpus", "seed"};
@@ -213,6 +213,7 @@ struct Settings {
   std::optional<int64_t> startup_time_ms;
   std::optional<std::string> mig_profile;
   std::optional<std::string> mig_group;
+  std::optional<RestartPolicy> restart;
   std::optional<Sourced<std::string>> dataset;
 
   // `over` wins where it sets a field; env is merged key by key.
@@ -232,6 +233,7 @@ struct Settings {
     if (over.startup_time_ms) out.startup_time_ms = over.startup_time_ms;
     if (over.mig_profile) out.mig_profile = over.mig_profile;
     if (over.mig_group) out.mig_group = over.mig_group;
+    if (over.restart) out.restart = over.restart;
     if (over.dataset) out.dataset = over.dataset;
     return out;
   }
@@ -380,6 +382,16 @@ class TableReader {
                                          *name));
       } else if (name) {
         settings.dataset = Sourced<std::string>{*name, line_of(node)};
+      }
+    } else if (k == "restart") {
+      auto text = string(k, node, "\"on-failure\" or \"never\"");
+      if (text && *text == "on-failure") {
+        settings.restart = RestartPolicy::kOnFailure;
+      } else if (text && *text == "never") {
+        settings.restart = RestartPolicy::kNever;
+      } else if (text) {
+        error(line_of(node),
+              fmt::format("key 'restart' must be \"on-failure\" or \"never\", got \"{}\"", *text));
       }
     } else if (k == "epoch_regex" || k == "step_regex") {
       auto re = string(k, node, "a regular expression (a string)");
@@ -834,6 +846,7 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.startup_time_ms = block.settings.startup_time_ms;
     base.mig_profile = block.settings.mig_profile;
     base.mig_group = block.settings.mig_group;
+    base.restart = block.settings.restart.value_or(RestartPolicy::kOnFailure);
     if (block.settings.dataset) base.dataset = block.settings.dataset->value;
     base.params = params;
     base.source = fmt::format("{}:{}", path, block.line);

@@ -369,6 +369,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"sm_activity out of range",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nsm_activity = 120\n",
                 {"bad.toml:4:", "'sm_activity' must be a percentage from 1 to 100"}},
+        BadCase{"restart not a policy",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nrestart = \"always\"\n",
+                {"bad.toml:4:", "'restart' must be \"on-failure\" or \"never\"", "always"}},
         BadCase{"solo_time not a duration",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nsolo_time = \"soon\"\n",
                 {"bad.toml:4:", "'solo_time' must be a duration"}},
@@ -472,6 +475,24 @@ solo_time = "1m30s"
   EXPECT_EQ(file.jobs[0].sm_activity_pct, 19);
   EXPECT_EQ(file.jobs[0].gpu_util_pct, 37);
   EXPECT_EQ(file.jobs[0].solo_time_ms, 90'000);
+}
+
+TEST(JobFile, RestartDefaultsToOnFailureAndJobsOverrideDefaults) {
+  JobFile file = parse_ok(R"(
+[defaults]
+restart = "never"
+[[job]]
+name = "a"
+command = ["x"]
+[[job]]
+name = "b"
+command = ["x"]
+restart = "on-failure"
+)");
+  ASSERT_EQ(file.jobs.size(), 2u);
+  EXPECT_EQ(file.jobs[0].restart, RestartPolicy::kNever);
+  EXPECT_EQ(file.jobs[1].restart, RestartPolicy::kOnFailure);
+  EXPECT_EQ(parse_ok(kJobHead).jobs[0].restart, RestartPolicy::kOnFailure);
 }
 
 // The throughput keys exactly as docs/job-file.md shows them.

@@ -10,6 +10,20 @@
 
 namespace colo {
 
+// What happens to a job whose attempt ended through no fault of its own: colo
+// (or the service) was killed or stopped under it, or the MPS server died.
+enum class RestartPolicy {
+  kOnFailure,  // run it again, up to kMaxJobAttempts attempts in all (the default)
+  kNever,      // record the end (interrupted, failed) and leave it
+};
+// The attempts a job gets in all, counting out-of-memory retries and restarts.
+inline constexpr int kMaxJobAttempts = 3;
+
+// "on-failure", "never".
+inline const char* to_string(RestartPolicy policy) {
+  return policy == RestartPolicy::kNever ? "never" : "on-failure";
+}
+
 struct JobSpec {
   // Unique within the file: the job's name, then "[param=value,...]" for
   // sweep instances and "#k" (1-based) for repeats, e.g. "resnet26[lr=0.1]#3".
@@ -36,13 +50,14 @@ struct JobSpec {
   std::optional<std::string> step_regex;       // a per-step line in stdout (RE2)
   std::optional<int64_t> epoch_samples;        // samples per epoch, when the job does not say
   // Profile hints for the auto policy and `colo simulate` (measured profiles win).
-  std::optional<int> sm_activity_pct;         // solo SM activity, 1-100
-  std::optional<int> gpu_util_pct;            // solo GPU utilization, 1-100
-  std::optional<int64_t> solo_time_ms;        // how long it runs alone
-  std::optional<int64_t> startup_time_ms;     // of that, start-up before the GPU works
-  std::optional<std::string> mig_profile;     // mig: GPU-instance profile ("3g.40gb")
-  std::optional<std::string> mig_group;       // mig: jobs of a group share one GPU instance
-  std::optional<std::string> dataset;         // a [data.NAME] table: read through its shared loader
+  std::optional<int> sm_activity_pct;      // solo SM activity, 1-100
+  std::optional<int> gpu_util_pct;         // solo GPU utilization, 1-100
+  std::optional<int64_t> solo_time_ms;     // how long it runs alone
+  std::optional<int64_t> startup_time_ms;  // of that, start-up before the GPU works
+  std::optional<std::string> mig_profile;  // mig: GPU-instance profile ("3g.40gb")
+  std::optional<std::string> mig_group;    // mig: jobs of a group share one GPU instance
+  std::optional<std::string> dataset;      // a [data.NAME] table: read through its shared loader
+  RestartPolicy restart = RestartPolicy::kOnFailure;
   std::map<std::string, std::string> params;  // this instance's grid values
   int repeat_index = 1;                       // 1-based
   std::string source;                         // "file.toml:12" where it was defined

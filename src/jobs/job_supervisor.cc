@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -34,7 +35,7 @@ constexpr std::array<std::string_view, 6> kOomPatterns = {
 
 // What the child reports through the exec pipe when it cannot exec.
 // kCgroup is not fatal: the job runs, in its process group only.
-enum class ChildStep : int { kChdir = 1, kExec = 2, kParentGone = 3, kCgroup = 4 };
+enum class ChildStep : int { kChdir = 1, kExec = 2, kParentGone = 3, kIdentity = 4, kCgroup = 5 };
 struct ChildReport {
   ChildStep step;
   int error;
@@ -127,7 +128,7 @@ class Fd {
 // `cgroup_procs_fd`: the job cgroup's cgroup.procs, or -1.
 [[noreturn]] void exec_child(pid_t parent, int report_fd, int stdin_fd, int log_fd,
                              int cgroup_procs_fd, const char* working_dir, char* const* argv,
-                             char** envp) {
+                             char** envp, const RunAs* run_as) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) report_and_exit(report_fd, ChildStep::kParentGone, 0);
@@ -149,6 +150,10 @@ class Fd {
   if (dup2(stdin_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 ||
       dup2(log_fd, STDERR_FILENO) < 0) {
     report_and_exit(report_fd, ChildStep::kExec, errno);
+  }
+  if (run_as != nullptr && (setgroups(run_as->groups.size(), run_as->groups.data()) != 0 ||
+                            setgid(run_as->gid) != 0 || setuid(run_as->uid) != 0)) {
+    report_and_exit(report_fd, ChildStep::kIdentity, errno);
   }
   if (working_dir[0] != '\0' && chdir(working_dir) != 0)
     report_and_exit(report_fd, ChildStep::kChdir, errno);
@@ -262,13 +267,6 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
   if (request.argv.empty() || request.argv[0].empty()) {
     return Error(fmt::format("{}: cannot start: the command is empty", who));
   }
-  for (const auto& [pid, job] : running_) {
-    if (job.job_name == request.job_name) {
-      return Error(fmt::format("{}: cannot start: a job of that name is already running (pid {})",
-                               who, pid));
-    }
-  }
-
   // Everything the child needs is prepared here: after fork it may not allocate.
   Fd log(
       ::open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
@@ -288,13 +286,25 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
   std::vector<char*> argv;
   for (const std::string& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
-  std::vector<std::string> env_storage;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view entry(*e);
-    std::string name(entry.substr(0, entry.find('=')));
-    if (request.env.count(name) == 0) env_storage.emplace_back(entry);
+  std::map<std::string, std::string> env = request.env;
+  if (request.run_as) {
+    env.try_emplace("HOME", request.run_as->home);
+    env.try_emplace("USER", request.run_as->user);
+    env.try_emplace("LOGNAME", request.run_as->user);
   }
-  for (const auto& [name, value] : request.env) env_storage.push_back(name + "=" + value);
+  std::vector<std::string> env_storage;
+  if (request.base_env) {
+    for (const auto& [name, value] : *request.base_env) {
+      if (env.count(name) == 0) env_storage.push_back(name + "=" + value);
+    }
+  } else {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      std::string_view entry(*e);
+      std::string name(entry.substr(0, entry.find('=')));
+      if (env.count(name) == 0) env_storage.emplace_back(entry);
+    }
+  }
+  for (const auto& [name, value] : env) env_storage.push_back(name + "=" + value);
   std::vector<char*> envp;
   for (std::string& entry : env_storage) envp.push_back(entry.data());
   envp.push_back(nullptr);
@@ -315,7 +325,8 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
   const pid_t pid = fork();
   if (pid == 0) {
     exec_child(parent, report_write.get(), devnull.get(), log.get(), cgroup_procs.get(),
-               request.working_dir.c_str(), argv.data(), envp.data());
+               request.working_dir.c_str(), argv.data(), envp.data(),
+               request.run_as ? &*request.run_as : nullptr);
   }
   const int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -345,6 +356,12 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
       case ChildStep::kChdir:
         message = fmt::format("{}: cannot change to working directory '{}': {}", who,
                               request.working_dir, std::strerror(report.error));
+        break;
+      case ChildStep::kIdentity:
+        message =
+            fmt::format("{}: cannot run as user {} (uid {}): {}", who,
+                        request.run_as ? request.run_as->user : "?",
+                        request.run_as ? request.run_as->uid : 0, std::strerror(report.error));
         break;
       case ChildStep::kParentGone:
         message = fmt::format("{}: cannot start: colo exited while starting it", who);
@@ -419,23 +436,22 @@ std::vector<FinishedJob> JobSupervisor::poll() {
 }
 
 void JobSupervisor::stop_all(int64_t grace_ms) {
-  for (auto& [pid, job] : running_) stop(job.job_name, grace_ms);
+  for (auto& [pid, job] : running_) stop(pid, grace_ms);
 }
 
-void JobSupervisor::stop(const std::string& job_name, int64_t grace_ms) {
-  const int64_t now = clock_.monotonic_ms();
-  for (auto& [pid, job] : running_) {
-    if (job.job_name != job_name) continue;
-    if (grace_ms <= 0) {
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
-    } else if (!job.stop_requested) {
-      if (::kill(-pid, SIGTERM) != 0) ::kill(pid, SIGTERM);
-    }
-    job.stop_requested = true;
-    const int64_t kill_at = now + std::max<int64_t>(grace_ms, 0);
-    if (!job.kill_at_ms || kill_at < *job.kill_at_ms) job.kill_at_ms = kill_at;
+void JobSupervisor::stop(pid_t pid, int64_t grace_ms) {
+  auto it = running_.find(pid);
+  if (it == running_.end()) return;
+  Running& job = it->second;
+  if (grace_ms <= 0) {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+  } else if (!job.stop_requested) {
+    if (::kill(-pid, SIGTERM) != 0) ::kill(pid, SIGTERM);
   }
+  job.stop_requested = true;
+  const int64_t kill_at = clock_.monotonic_ms() + std::max<int64_t>(grace_ms, 0);
+  if (!job.kill_at_ms || kill_at < *job.kill_at_ms) job.kill_at_ms = kill_at;
 }
 
 std::vector<pid_t> JobSupervisor::running_pids() const {

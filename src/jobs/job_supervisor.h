@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "jobs/job_state.h"
+#include "jobs/run_as.h"
 
 namespace colo {
 
@@ -31,8 +32,14 @@ struct LaunchRequest {
   std::string job_name;
   std::vector<std::string> argv;  // argv[0] looked up on PATH
   std::string working_dir;
-  std::map<std::string, std::string> env;  // set on top of colo's environment
+  std::map<std::string, std::string> env;  // set on top of the base environment
   std::string log_path;                    // stdout+stderr, created/truncated
+  // The environment the job starts from: colo's own when unset (`colo run`),
+  // the submitter's for a job a service runs.
+  std::optional<std::map<std::string, std::string>> base_env;
+  // When set, the job runs as this user (supplementary groups, group, then
+  // user are set before exec; needs root) with HOME, USER and LOGNAME theirs.
+  std::optional<RunAs> run_as;
   // The job's own cgroup (jobs/cgroup.h), which the child joins before exec;
   // empty: its process group only.
   std::string cgroup;
@@ -78,8 +85,8 @@ class JobSupervisor {
   // Asks every running job to stop: TERM to its process group now, KILL
   // after `grace_ms`. Jobs stopped this way end as kCancelled.
   void stop_all(int64_t grace_ms);
-  // The same for one job.
-  void stop(const std::string& job_name, int64_t grace_ms);
+  // The same for the job whose process is `pid`.
+  void stop(pid_t pid, int64_t grace_ms);
 
   size_t running_count() const { return running_.size(); }
   std::vector<pid_t> running_pids() const;

@@ -1,5 +1,6 @@
 #include "jobs/job_supervisor.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -330,10 +331,11 @@ TEST_F(SupervisorTest, StopAllCancelsWithTerm) {
 TEST_F(SupervisorTest, ChildIgnoringTermIsKilledAfterTheGracePeriod) {
   JobSupervisor sup(clock_);
   const std::string ready = dir_ + "/ready";
-  ASSERT_TRUE(sup.start(shell("stubborn", "trap '' TERM; echo > " + ready + "; sleep 30")).ok());
+  Result<pid_t> pid = sup.start(shell("stubborn", "trap '' TERM; echo > " + ready + "; sleep 30"));
+  ASSERT_TRUE(pid.ok());
   ASSERT_FALSE(wait_for_file(ready).empty());
   const int64_t t0 = clock_.monotonic_ms();
-  sup.stop("stubborn", 200);
+  sup.stop(*pid, 200);
   std::vector<FinishedJob> done = wait_for(sup, 1);
   ASSERT_EQ(done.size(), 1u);
   const int64_t took = clock_.monotonic_ms() - t0;
@@ -344,15 +346,56 @@ TEST_F(SupervisorTest, ChildIgnoringTermIsKilledAfterTheGracePeriod) {
   EXPECT_EQ(done[0].exit.reason, "stopped by colo (SIGKILL after grace period)");
 }
 
-TEST_F(SupervisorTest, StopOnlyStopsTheNamedJob) {
+TEST_F(SupervisorTest, StopOnlyStopsThatJobEvenAmongNamesakes) {
   JobSupervisor sup(clock_);
-  ASSERT_TRUE(sup.start(request("keep", {"sleep", "30"})).ok());
-  ASSERT_TRUE(sup.start(request("stop", {"sleep", "30"})).ok());
-  sup.stop("stop", 200);
+  ASSERT_TRUE(sup.start(request("same", {"sleep", "30"})).ok());
+  Result<pid_t> stopped = sup.start(request("same", {"sleep", "30"}));
+  ASSERT_TRUE(stopped.ok());
+  sup.stop(*stopped, 200);
   std::vector<FinishedJob> done = wait_for(sup, 1);
   ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].job_name, "stop");
+  EXPECT_EQ(done[0].pid, *stopped);
+  EXPECT_EQ(done[0].exit.state, JobState::kCancelled);
   EXPECT_EQ(sup.running_count(), 1u);
+}
+
+TEST_F(SupervisorTest, BaseEnvironmentReplacesColosOwn) {
+  setenv("COLO_SUPERVISOR_TEST_OWN", "colo", 1);
+  JobSupervisor sup(clock_);
+  LaunchRequest r = shell("env", "echo own=$COLO_SUPERVISOR_TEST_OWN base=$BASE job=$JOB");
+  r.base_env = std::map<std::string, std::string>{
+      {"BASE", "b"}, {"JOB", "overridden"}, {"PATH", "/usr/bin:/bin"}};
+  r.env["JOB"] = "j";
+  ASSERT_TRUE(sup.start(r).ok());
+  ASSERT_EQ(wait_for(sup, 1).size(), 1u);
+  EXPECT_EQ(read(r.log_path), "own= base=b job=j\n");
+  unsetenv("COLO_SUPERVISOR_TEST_OWN");
+}
+
+TEST_F(SupervisorTest, RunsAsAnotherUserWhenRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to change identity";
+  Result<RunAs> nobody = run_as_user(65534);
+  if (!nobody.ok()) GTEST_SKIP() << "no user 65534 here: " << nobody.error().message();
+  JobSupervisor sup(clock_);
+  LaunchRequest r = shell("as", "echo $(id -u) $(id -g) $HOME $USER");
+  r.working_dir = "/";
+  r.run_as = *nobody;
+  ASSERT_TRUE(sup.start(r).ok());
+  std::vector<FinishedJob> done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].exit.state, JobState::kOk) << done[0].exit.reason;
+  EXPECT_EQ(read(r.log_path),
+            fmt::format("65534 {} {} {}\n", nobody->gid, nobody->home, nobody->user));
+}
+
+TEST(RunAs, UnknownUidIsAnError) {
+  Result<RunAs> who = run_as_user(4'000'000'001u);
+  ASSERT_FALSE(who.ok());
+  EXPECT_THAT(who.error().message(), HasSubstr("4000000001"));
+  Result<RunAs> self = run_as_user(getuid());
+  ASSERT_TRUE(self.ok()) << self.error().message();
+  EXPECT_EQ(self->uid, getuid());
+  EXPECT_FALSE(self->user.empty());
 }
 
 TEST_F(SupervisorTest, JobKilledBySomeoneElseIsKilled) {
@@ -401,14 +444,6 @@ TEST_F(SupervisorTest, StopKillsGrandchildrenInTheGroup) {
     if (!dead) clock_.sleep_for_ms(5);
   }
   EXPECT_TRUE(dead) << "grandchild " << grandchild << " survived the stop";
-}
-
-TEST_F(SupervisorTest, DuplicateRunningNameIsRefused) {
-  JobSupervisor sup(clock_);
-  ASSERT_TRUE(sup.start(request("same", {"sleep", "30"})).ok());
-  Result<pid_t> again = sup.start(request("same", {"sleep", "30"}));
-  ASSERT_FALSE(again.ok());
-  EXPECT_THAT(again.error().message(), HasSubstr("already running"));
 }
 
 TEST_F(SupervisorTest, DestructorKillsAndReapsRunningJobs) {

@@ -115,6 +115,7 @@ void GpuSampler::loop() {
       for (int device : devices_) {
         auto processes = backend_.sample_processes(device);
         if (processes.ok()) {
+          batch.latest_process_lists[device] = *processes;
           batch.processes.insert(batch.processes.end(), processes->begin(), processes->end());
         } else {
           add_error(batch, processes.error().message());
@@ -132,6 +133,8 @@ void GpuSampler::loop() {
     std::move(batch.devices.begin(), batch.devices.end(), std::back_inserter(pending_.devices));
     std::move(batch.processes.begin(), batch.processes.end(),
               std::back_inserter(pending_.processes));
+    for (auto& [device, list] : batch.latest_process_lists)
+      pending_.latest_process_lists[device] = std::move(list);
     for (std::string& error : batch.errors) add_error(pending_, std::move(error));
 
     // Sleep on the condition variable (real time) for as long as the clock

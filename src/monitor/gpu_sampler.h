@@ -34,6 +34,8 @@ struct SamplerOptions {
 struct SamplerBatch {
   std::vector<DeviceSample> devices;
   std::vector<ProcessSample> processes;
+  // Per GPU whose processes were listed, its newest listing (empty: none ran).
+  std::map<int, std::vector<ProcessSample>> latest_process_lists;
   std::vector<std::string> errors;  // one line each; a failing read never stops sampling
 };
 

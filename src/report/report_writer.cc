@@ -58,9 +58,7 @@ Result<ReportOutcome> write_report(RunStore& store, const ReportTarget& target,
   return write_report(store, std::vector<ReportTarget>{target}, options);
 }
 
-Result<ReportOutcome> write_report(RunStore& store, const std::vector<ReportTarget>& targets,
-                                   const ReportOptions& options) {
-  if (options.out_dir.empty()) return Error("colo report needs --out DIR");
+Result<BuiltReport> build_report(RunStore& store, const std::vector<ReportTarget>& targets) {
   std::vector<ReportTarget> resolved = targets.empty() ? std::vector<ReportTarget>{{}} : targets;
   for (ReportTarget& t : resolved) {
     if (t.kind != ReportTarget::Kind::kLatest) continue;
@@ -77,32 +75,42 @@ Result<ReportOutcome> write_report(RunStore& store, const std::vector<ReportTarg
         "run alone");
   }
 
-  auto step = [&](const std::string& what) {
-    if (options.progress) options.progress(what);
-  };
-  step("reading the store");
-  ReportOutcome outcome;
-  ReportContent content;
+  BuiltReport built;
   if (resolved.front().kind == ReportTarget::Kind::kExperiment) {
     std::vector<int64_t> ids;
     for (const ReportTarget& t : resolved) ids.push_back(t.id);
     Result<ExperimentMetrics> metrics = compute_experiments_metrics(store, ids);
     if (!metrics) return metrics.error();
-    outcome.description =
+    built.description =
         metrics->experiments.size() > 1
             ? fmt::format("{} experiments ({})", metrics->experiments.size(),
                           metrics->experiment.suite)
             : fmt::format("experiment #{} ({})", metrics->experiment.id, metrics->experiment.suite);
-    content = experiment_report(*metrics);
+    built.content = experiment_report(*metrics);
   } else {
     Result<RunRecord> record = store.run_record(resolved.front().id);
     if (!record) return record.error();
     Result<RunSummary> summary = analyse_record(store, *record);
     if (!summary) return summary.error();
     RunMetrics metrics = run_metrics_from(*summary, record->device_samples);
-    outcome.description = fmt::format("run #{} ({})", metrics.run.id, metrics.run.mechanism);
-    content = run_report(metrics, format_run_summary(*summary));
+    built.description = fmt::format("run #{} ({})", metrics.run.id, metrics.run.mechanism);
+    built.content = run_report(metrics, format_run_summary(*summary));
   }
+  return built;
+}
+
+Result<ReportOutcome> write_report(RunStore& store, const std::vector<ReportTarget>& targets,
+                                   const ReportOptions& options) {
+  if (options.out_dir.empty()) return Error("colo report needs --out DIR");
+  auto step = [&](const std::string& what) {
+    if (options.progress) options.progress(what);
+  };
+  step("reading the store");
+  Result<BuiltReport> built = build_report(store, targets);
+  if (!built) return built.error();
+  ReportOutcome outcome;
+  outcome.description = built->description;
+  const ReportContent& content = built->content;
 
   step("writing the HTML and CSV");
   Result<WrittenReport> written = write_html_report(content, options.out_dir);

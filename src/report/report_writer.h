@@ -46,6 +46,15 @@ struct ReportOutcome {
   std::string png_note;
 };
 
+// What the targets name as report content (sections, figures, tables), and
+// how it is described ("run #2 (mps)"): what write_report writes, and what
+// colo serve's dashboard shows for a run. Reads the store only.
+struct BuiltReport {
+  std::string description;
+  ReportContent content;
+};
+Result<BuiltReport> build_report(RunStore& store, const std::vector<ReportTarget>& targets);
+
 // Reads what `target` names from the store and writes its report into
 // options.out_dir. A browser that fails is an error (the HTML and CSV are
 // written by then and the message says so); a missing browser is not (see

@@ -2,19 +2,17 @@
 //
 //   1. clean up after an earlier colo that died (stale runs -> interrupted,
 //      leftover MPS daemons stopped, MIG instances it created destroyed)
-//   2. read the devices; record the run and its jobs (all queued)
+//   2. choose the devices and lock them (GpuLocks: wait while another colo
+//      holds one); record the run and its jobs (all queued)
 //   3. prepare the mechanism (e.g. start the private MPS daemon), then start
 //      the shared data loaders the jobs' datasets need
-//   4. start the GPU sampler
-//   5. loop: place queued jobs (the policy's Scheduler: fixed or auto), start
-//      them (JobSupervisor) with the mechanism's environment, follow their
-//      progress files (rates go to the scheduler), finish probes, reap jobs
-//      (an auto run requeues out-of-memory ends), write events and samples to
-//      the store in batches, update the display
+//   4. start the engine (its GPU sampler and policy) and submit every job
+//   5. loop: RunEngine::tick() (place, start, follow, reap, requeue, write
+//      samples and events, check the mechanism) until every job has ended
 //   6. stop the sampler, write the last samples; stop the data loaders and
 //      record what they did
 //   7. tear the mechanism down
-//   8. close the run with its final state
+//   8. close the run with its final state; release the GPUs
 //
 // Step 1 also removes the shared memory of data loaders whose colo died.
 // Teardown (6-8) runs on every path out of step 5: normal end, Ctrl-C (jobs
@@ -29,18 +27,28 @@
 #include <atomic>
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "common/clock.h"
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
+#include "gpu/gpu_lock.h"
+#include "jobs/cgroup.h"
 #include "jobs/job_spec.h"
 #include "sharing/mechanism.h"
 #include "slurm/allocation.h"
 #include "store/run_store.h"
 
 namespace colo {
+
+// How a colo process takes its GPUs (see GpuLocks).
+struct LockOptions {
+  std::string dir;      // empty: default_gpu_lock_dir()
+  bool wait = true;     // false: refuse when another colo holds a GPU
+  std::string command;  // what the holder is doing, for others to read; empty: the command line
+};
 
 struct RunOptions {
   // Where job logs and progress files go; default <state dir>/runs.
@@ -53,8 +61,9 @@ struct RunOptions {
   std::optional<SlurmAllocation> slurm;
   // Overrides the job file's [run] max_per_gpu.
   std::optional<int> max_jobs_per_gpu;
-  // "fixed" or "auto"; overrides the job file's [run] policy (default fixed).
+  // "fixed" or "auto"; overrides the job file's [run] policy (default auto).
   std::optional<std::string> policy;
+  LockOptions locks;
   // Auto policy: how long a probe measures a job with no profile alone, at
   // most. Its first profile goes to the scheduler once it ended an epoch
   // and its memory was sampled after that (the rest of its family may then
@@ -107,6 +116,39 @@ struct RunOutcome {
 // repeats once); an error names an index that is not there.
 Result<std::vector<DeviceInfo>> select_devices(const std::vector<DeviceInfo>& found,
                                                const std::vector<int>& wanted);
+
+// The steps `colo run` and `colo serve` share.
+
+// Step 1: the runs of a colo that is gone are interrupted (the store did that
+// when it opened; their leftover job processes are stopped here), and the MPS
+// daemons and MIG instances it left are removed. Says what it did on `out`.
+Status clean_up_after_dead_colo(RunStore& store, const MechanismOptions& mechanism_options,
+                                GpuBackend& backend, std::ostream& out);
+
+// The GPUs a run or the service may use: every GPU the backend finds (inside
+// a Slurm allocation, those Slurm gave the job), or those of them `wanted`
+// names. The one place where that choice is made.
+Result<std::vector<DeviceInfo>> run_devices(GpuBackend& backend, const std::vector<int>& wanted,
+                                            const std::optional<SlurmAllocation>& slurm);
+
+// Takes the machine-wide locks of `devices`, saying on `out` whom it waits
+// for; a stop request ends the wait.
+Result<std::unique_ptr<GpuLocks>> lock_devices(const std::vector<DeviceInfo>& devices,
+                                               const LockOptions& options, Clock& clock,
+                                               const std::atomic<int>& stop_requests,
+                                               std::ostream& out);
+
+// The run record for the store: now, this process, this host, the Slurm job.
+NewRun new_run_record(Clock& clock, const Mechanism& mechanism, const GpuBackend& backend,
+                      const std::string& job_file, const std::string& command_line,
+                      const std::vector<DeviceInfo>& devices,
+                      const std::optional<SlurmAllocation>& slurm);
+
+// The cgroup under which each job of a run or the service gets its own
+// (jobs/cgroup.h): under `parent_override` ($COLO_CGROUP_PARENT; "off" for
+// none), else where jobs/cgroup.h chooses. None: jobs run in their process
+// groups only, which `out` is told with the reason.
+std::optional<RunCgroup> make_run_cgroup(const std::string& parent_override, std::ostream& out);
 
 // Runs every job of `file`. Errors are returned only when the run could not
 // take place at all (no device, store unwritable, mechanism failed to

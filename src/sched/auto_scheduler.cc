@@ -683,6 +683,34 @@ std::vector<size_t> AutoScheduler::drain_queued() {
   return jobs;
 }
 
+bool AutoScheduler::remove_queued(size_t job) {
+  auto retry = std::find_if(retries_.begin(), retries_.end(),
+                            [&](const Waiting& w) { return w.job == job; });
+  if (retry != retries_.end()) {
+    retries_.erase(retry);
+    --queued_;
+    return true;
+  }
+  for (auto& [signature, q] : classes_) {
+    auto it = std::find_if(q.begin(), q.end(), [&](const Waiting& w) { return w.job == job; });
+    if (it == q.end()) continue;
+    const bool head = it == q.begin();
+    if (head) heads_.erase({it->seq, signature});
+    q.erase(it);
+    if (head && !q.empty()) heads_.insert({q.front().seq, signature});
+    --queued_;
+    return true;
+  }
+  return false;
+}
+
+std::optional<int64_t> AutoScheduler::expected_end_ms(size_t job, int64_t now_ms) const {
+  auto it = running_.find(job);
+  if (it == running_.end()) return std::nullopt;
+  return expected_end(it->second, predicted_rate(gpus_[static_cast<size_t>(it->second.gpu)]),
+                      now_ms);
+}
+
 std::vector<Unplaceable> AutoScheduler::take_unplaceable() {
   return std::exchange(unplaceable_, {});
 }

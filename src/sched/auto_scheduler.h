@@ -138,6 +138,8 @@ class AutoScheduler final : public Scheduler {
   void learned(const std::string& signature, const JobProfile& profile) override;
   void measured(size_t job, const JobProfile& profile) override;
   std::vector<size_t> drain_queued() override;
+  bool remove_queued(size_t job) override;
+  std::optional<int64_t> expected_end_ms(size_t job, int64_t now_ms) const override;
   std::vector<Unplaceable> take_unplaceable() override;
   std::vector<std::string> take_notes() override;
   size_t queued() const override { return queued_; }

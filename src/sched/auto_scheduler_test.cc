@@ -341,6 +341,78 @@ TEST(AutoSchedulerSharedData, AJobOnAnIdleHostIsAdmittedWhateverItsLoaderCosts) 
   EXPECT_EQ(s.schedule(0).size(), 1u);
 }
 
+TEST(AutoScheduler, RemovesOneQueuedJobWhereverItWaits) {
+  AutoScheduler s = make(1);
+  s.set_profile("a", profile(1, 100));
+  s.set_profile("b", profile(1, 100));
+  s.enqueue({0, "a", std::nullopt});
+  s.enqueue({1, "b", std::nullopt});
+  s.enqueue({2, "a", std::nullopt});
+  s.enqueue({3, "b", std::nullopt});
+  ASSERT_EQ(s.schedule(0).size(), 1u);
+  EXPECT_FALSE(s.remove_queued(0)) << "job 0 runs";
+  EXPECT_TRUE(s.remove_queued(1)) << "the head of class b";
+  EXPECT_TRUE(s.remove_queued(2));
+  EXPECT_FALSE(s.remove_queued(2));
+  EXPECT_EQ(s.queued(), 1u);
+  (void)s.finished(0, JobEnd::kOk, 1'000);
+  std::vector<Decision> d = s.schedule(1'000);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 3u);
+}
+
+TEST(AutoScheduler, ExpectedEndOfARunningJobFromItsSoloTime) {
+  AutoScheduler s = make(1);
+  s.set_profile("a", filling_job());
+  enqueue(s, "a", 2);
+  ASSERT_EQ(s.schedule(0).size(), 1u);
+  EXPECT_EQ(s.expected_end_ms(0, 0), 60'000);
+  EXPECT_FALSE(s.expected_end_ms(1, 0)) << "queued";
+}
+
+TEST(FixedScheduler, OutOfMemoryRetriesWithHalfTheNeighboursThenAloneThenGivesUp) {
+  FixedScheduler s({{0, 80 * kGiB, 4}}, "fixed");
+  for (size_t i = 0; i < 6; ++i) s.enqueue({i, "x", std::nullopt});
+  ASSERT_EQ(s.schedule(0).size(), 4u);
+  EndVerdict v = s.finished(0, JobEnd::kOutOfMemory, 0);
+  EXPECT_TRUE(v.requeued);
+  EXPECT_THAT(v.note, HasSubstr("3 other jobs there"));
+  EXPECT_THAT(v.note, HasSubstr("at most 1 other jobs (attempt 2 of 3)"));
+  // The retry goes first and waits until at most one other job runs
+  // there; the GPU drains for it instead of taking the jobs behind it.
+  EXPECT_TRUE(s.schedule(0).empty()) << "three others run";
+  (void)s.finished(1, JobEnd::kOk, 0);
+  EXPECT_TRUE(s.schedule(0).empty()) << "two others run";
+  (void)s.finished(2, JobEnd::kOk, 0);
+  std::vector<Decision> d = s.schedule(0);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 0u);
+  EXPECT_TRUE(s.schedule(0).empty()) << "its device takes no third job while it runs";
+  v = s.finished(0, JobEnd::kOutOfMemory, 0);
+  EXPECT_TRUE(v.requeued);
+  EXPECT_THAT(v.note, HasSubstr("at most 0 other jobs (attempt 3 of 3)"));
+  (void)s.finished(3, JobEnd::kOk, 0);
+  d = s.schedule(0);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 0u);
+  EXPECT_TRUE(s.schedule(0).empty()) << "alone: jobs 4 and 5 wait";
+  v = s.finished(0, JobEnd::kOutOfMemory, 0);
+  EXPECT_FALSE(v.requeued);
+  EXPECT_THAT(v.note, HasSubstr("alone on gpu0"));
+}
+
+TEST(FixedScheduler, RemovesOneQueuedJob) {
+  FixedScheduler s({{0, 80 * kGiB, 1}}, "fixed");
+  for (size_t i = 0; i < 3; ++i) s.enqueue({i, "x", std::nullopt});
+  ASSERT_EQ(s.schedule(0).size(), 1u);
+  EXPECT_TRUE(s.remove_queued(1));
+  EXPECT_FALSE(s.remove_queued(0));
+  (void)s.finished(0, JobEnd::kOk, 0);
+  std::vector<Decision> d = s.schedule(0);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 2u);
+}
+
 }  // namespace
 }  // namespace colo
 

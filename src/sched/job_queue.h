@@ -9,17 +9,23 @@
 // one with the fewest jobs wins, then the one with the most unclaimed memory,
 // then the lowest index.
 //
-// The queue only decides; it never starts processes (the run controller
-// does). Placing a job costs O(devices + distinct memory hints), whatever the
-// length of the queue. Pure and deterministic: driven by table tests and by a simulated
-// clock alike. Not thread-safe.
+// Retries (enqueue_front) go ahead of the queue and may ask for fewer
+// neighbours; while one waits, the device with the fewest jobs takes no new
+// ones, so that it drains for the retry.
+//
+// The queue only decides; it never starts processes (the run engine does).
+// Placing a job costs O(devices + distinct memory hints + waiting retries),
+// whatever the length of the queue. Pure and deterministic: driven by table
+// tests and by a simulated clock alike. Not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,6 +57,12 @@ class JobQueue {
   // that can never fit (no device, or more memory than the largest has) is
   // reported through take_unplaceable() instead.
   void enqueue(size_t job, std::optional<uint64_t> memory_bytes);
+  // Adds a job at the front (a retry). With `max_neighbours` set, it is
+  // placed only where at most that many other jobs run, and while it runs
+  // its device takes no more than that. While it waits, the device with the
+  // fewest jobs takes no new ones, so that it drains for the retry.
+  void enqueue_front(size_t job, std::optional<uint64_t> memory_bytes,
+                     std::optional<int> max_neighbours);
 
   // Places every queued job that fits now, in queue order, and returns the
   // placements (the jobs count as running from here on). Stops walking the
@@ -62,10 +74,15 @@ class JobQueue {
 
   // Removes every queued job (for cancellation) and returns them in order.
   std::vector<size_t> drain_queued();
+  // Removes one queued job; false when it is not queued.
+  bool remove(size_t job);
+  // The device of a running job and how many other jobs run there.
+  std::optional<int> device_of(size_t job) const;
+  int neighbours_of(size_t job) const;
 
   std::vector<Unplaceable> take_unplaceable();
 
-  size_t queued() const { return queued_count_; }
+  size_t queued() const { return queued_count_ + retries_.size(); }
   size_t running() const { return running_.size(); }
   int running_on(int device) const;
 
@@ -74,23 +91,36 @@ class JobQueue {
     size_t job = 0;
     std::optional<uint64_t> memory_bytes;
     uint64_t seq = 0;  // queue order
+    std::optional<int> max_neighbours;
   };
   struct Device {
     DeviceSlots slots;
     int jobs = 0;
-    uint64_t claimed_bytes = 0;  // memory hints of its jobs
+    uint64_t claimed_bytes = 0;           // memory hints of its jobs
+    std::multiset<int> neighbour_limits;  // max_neighbours of its jobs that set one
     uint64_t free_bytes() const {
       return slots.memory_total_bytes > claimed_bytes ? slots.memory_total_bytes - claimed_bytes
                                                       : 0;
+    }
+    // Its job limit, lowered while a job with max_neighbours runs there.
+    int limit() const {
+      return neighbour_limits.empty() ? slots.max_jobs
+                                      : std::min(slots.max_jobs, *neighbour_limits.begin() + 1);
     }
   };
   struct Placed {
     size_t device_pos = 0;  // into devices_
     uint64_t memory_bytes = 0;
+    std::optional<int> max_neighbours;
   };
-  std::optional<size_t> best_device_for(const Entry& entry) const;
+  // The best device for `entry` among those not `reserved` (positions into devices_).
+  std::optional<size_t> best_device_for(const Entry& entry,
+                                        const std::vector<size_t>& reserved) const;
+  void place(const Entry& entry, size_t pos, std::vector<Assignment>& placed);
 
   std::vector<Device> devices_;
+  // Retries, newest first: walked before the rest.
+  std::deque<Entry> retries_;
   // Queued jobs grouped by memory hint (0: none), each group in queue order:
   // the oldest job that fits is the oldest front among the groups whose hint
   // fits, so a placement costs O(devices + distinct hints), not O(queue).

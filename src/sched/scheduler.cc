@@ -1,11 +1,17 @@
 #include "sched/scheduler.h"
 
+#include <fmt/format.h>
+
 namespace colo {
 
-FixedScheduler::FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description)
-    : queue_(devices), description_(std::move(description)) {}
+FixedScheduler::FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description,
+                               int max_retries)
+    : queue_(devices), description_(std::move(description)), max_retries_(max_retries) {}
 
-void FixedScheduler::enqueue(const SchedJob& job) { queue_.enqueue(job.job, job.memory_hint); }
+void FixedScheduler::enqueue(const SchedJob& job) {
+  hints_[job.job] = job.memory_hint;
+  queue_.enqueue(job.job, job.memory_hint);
+}
 
 std::vector<Decision> FixedScheduler::schedule(int64_t /*now_ms*/) {
   std::vector<Decision> out;
@@ -14,9 +20,24 @@ std::vector<Decision> FixedScheduler::schedule(int64_t /*now_ms*/) {
   return out;
 }
 
-EndVerdict FixedScheduler::finished(size_t job, JobEnd /*end*/, int64_t /*now_ms*/) {
+EndVerdict FixedScheduler::finished(size_t job, JobEnd end, int64_t /*now_ms*/) {
+  const std::optional<int> device = queue_.device_of(job);
+  const int neighbours = queue_.neighbours_of(job);
   queue_.finished(job);
-  return {};
+  if (end != JobEnd::kOutOfMemory || !device) return {};
+  const int attempt = attempts_.count(job) > 0 ? attempts_[job] : 1;
+  if (neighbours == 0) {
+    return {false, fmt::format("out of GPU memory alone on gpu{}; it does not fit there", *device)};
+  }
+  if (attempt > max_retries_) {
+    return {false, fmt::format("out of GPU memory on each of {} attempts; giving up", attempt)};
+  }
+  attempts_[job] = attempt + 1;
+  const int allowed = attempt + 1 > max_retries_ ? 0 : neighbours / 2;
+  queue_.enqueue_front(job, hints_[job], allowed);
+  return {true, fmt::format("out of GPU memory on gpu{} ({} other jobs there); requeued to run "
+                            "with at most {} other jobs (attempt {} of {})",
+                            *device, neighbours, allowed, attempt + 1, max_retries_ + 1)};
 }
 
 }  // namespace colo

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -78,6 +79,13 @@ class Scheduler {
   virtual void measured(size_t /*job*/, const JobProfile& /*profile*/) {}
   // Removes and returns every queued job (cancellation).
   virtual std::vector<size_t> drain_queued() = 0;
+  // Removes one queued job (its cancellation); false when it is not queued.
+  virtual bool remove_queued(size_t job) = 0;
+  // When a running job is expected to end, on the clock of `now_ms`;
+  // nullopt when the policy cannot tell.
+  virtual std::optional<int64_t> expected_end_ms(size_t /*job*/, int64_t /*now_ms*/) const {
+    return std::nullopt;
+  }
   // Jobs that can never be placed, removed from the queue.
   virtual std::vector<Unplaceable> take_unplaceable() = 0;
   // Decisions worth telling the user ("gpu0: adding a job lowered ..."), since the last call.
@@ -89,21 +97,29 @@ class Scheduler {
   virtual std::optional<int64_t> next_wakeup_ms(int64_t /*now_ms*/) const { return std::nullopt; }
 };
 
-// The fixed policy over JobQueue. Out-of-memory ends are final.
+// The fixed policy over JobQueue. A job that ends out of memory next to
+// others is requeued ahead of the queue to run with at most half as many
+// neighbours (none on its last attempt), up to `max_retries` times; one that
+// ran out of memory alone ends there.
 class FixedScheduler final : public Scheduler {
  public:
-  FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description);
+  FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description,
+                 int max_retries = 2);
   std::string describe() const override { return description_; }
   void enqueue(const SchedJob& job) override;
   std::vector<Decision> schedule(int64_t now_ms) override;
   EndVerdict finished(size_t job, JobEnd end, int64_t now_ms) override;
   std::vector<size_t> drain_queued() override { return queue_.drain_queued(); }
+  bool remove_queued(size_t job) override { return queue_.remove(job); }
   std::vector<Unplaceable> take_unplaceable() override { return queue_.take_unplaceable(); }
   size_t queued() const override { return queue_.queued(); }
 
  private:
   JobQueue queue_;
   std::string description_;
+  int max_retries_;
+  std::map<size_t, int> attempts_;                   // jobs retried so far: their attempt
+  std::map<size_t, std::optional<uint64_t>> hints_;  // memory hints, for retries
 };
 
 }  // namespace colo

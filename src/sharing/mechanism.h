@@ -59,6 +59,12 @@ class Mechanism {
   // Cheap check that the mechanism still works (MPS: the daemon answers).
   virtual Status health_check() = 0;
 
+  // Called when a job under this mechanism ended in failure: an error when
+  // the mechanism itself failed under it (MPS: the control daemon no longer
+  // answers, or an MPS server seen earlier is gone), so that the job can be
+  // run again with that reason instead of failing. Default: health_check().
+  virtual Status check_after_job_failure() { return health_check(); }
+
   // Releases everything prepare() created. Idempotent; safe to call after a
   // failed prepare() and from every exit path.
   virtual Status teardown() = 0;

@@ -80,11 +80,29 @@ Result<Environment> MpsMechanism::environment_for(const Placement& placement) {
 
 Status MpsMechanism::health_check() {
   if (!daemon_) return Error("mps: no MPS daemon runs (before prepare() or after teardown())");
-  return daemon_->health_check();
+  Status health = daemon_->health_check();
+  seen_processes_.clear();
+  for (const ProcessInfo& p : daemon_->daemon_processes()) seen_processes_.insert(p.pid);
+  return health;
+}
+
+Status MpsMechanism::check_after_job_failure() {
+  if (!daemon_) return Error("mps: no MPS daemon runs");
+  const std::set<int> before = seen_processes_;
+  if (Status health = health_check(); !health.ok()) return health;
+  for (int pid : before) {
+    if (seen_processes_.count(pid) == 0) {
+      return Error(fmt::format(
+          "the MPS server (pid {}) is gone: it died under its clients (its log: {}/server.log)",
+          pid, daemon_->log_dir()));
+    }
+  }
+  return OkStatus();
 }
 
 Status MpsMechanism::teardown() {
   devices_.clear();
+  seen_processes_.clear();
   if (!daemon_) return OkStatus();
   Status stopped = daemon_->stop();
   daemon_.reset();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,12 @@ class MpsMechanism final : public Mechanism {
   int max_jobs_per_device() const override { return 48; }
   Status prepare(const std::vector<DeviceInfo>& devices) override;
   Result<Environment> environment_for(const Placement& placement) override;
+  // The control daemon answers. Also notes the daemon's processes (control
+  // daemon, servers) for check_after_job_failure().
   Status health_check() override;
+  // The control daemon answers and no MPS process seen at the last check has
+  // gone (a server that died under its clients); the error names it.
+  Status check_after_job_failure() override;
   Status teardown() override;
 
   // The running daemon, or nullptr before prepare() and after teardown().
@@ -51,6 +57,7 @@ class MpsMechanism final : public Mechanism {
   Clock& clock_;
   std::vector<DeviceInfo> devices_;
   std::unique_ptr<MpsDaemon> daemon_;  // destroyed before control_ and finder_
+  std::set<int> seen_processes_;       // the daemon's processes at the last check
 };
 
 // cleanup_stale_mps_daemons() over explicit seams: for each

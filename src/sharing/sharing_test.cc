@@ -475,5 +475,29 @@ TEST_F(MpsDaemonFakeTest, MechanismEnvironmentAndLifecycle) {
   EXPECT_FALSE(m.environment_for({"j", 0, {}, {}}).ok());
 }
 
+TEST_F(MpsDaemonFakeTest, AServerThatDiedUnderItsClientsIsNamedAfterAJobFailure) {
+  auto finder = std::make_unique<FakeProcessFinder>();
+  FakeProcessFinder* table = finder.get();
+  auto control = std::make_unique<FakeMpsControl>(*finder);
+  FakeMpsControl* control_view = control.get();
+  MpsMechanism m(options(), std::move(control), std::move(finder), clock_);
+  ASSERT_TRUE(m.prepare(two_devices()).ok());
+  const std::string ours = std::string(kMpsPipeDirectoryEnv) + "=" + m.daemon()->pipe_dir();
+  table->processes[10] = {"nvidia-cuda-mps", {ours}, false};  // control daemon
+  table->processes[11] = {"nvidia-cuda-mps", {ours}, false};  // server
+  ASSERT_TRUE(m.health_check().ok());
+  EXPECT_TRUE(m.check_after_job_failure().ok()) << "a job's own failure";
+
+  table->processes.erase(11);
+  Status dead = m.check_after_job_failure();
+  ASSERT_FALSE(dead.ok());
+  EXPECT_THAT(dead.error().message(), HasSubstr("MPS server (pid 11) is gone"));
+  EXPECT_TRUE(m.check_after_job_failure().ok()) << "said once";
+
+  control_view->health_answer = "Cannot find MPS control daemon process\n";
+  EXPECT_FALSE(m.check_after_job_failure().ok()) << "the control daemon no longer answers";
+  ASSERT_TRUE(m.teardown().ok());
+}
+
 }  // namespace
 }  // namespace colo

@@ -11,6 +11,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -69,7 +70,13 @@ nlohmann::json spec_to_json(const JobSpec& job) {
 
 bool process_is_alive(pid_t pid) {
   if (pid <= 0) return false;
-  return kill(pid, 0) == 0 || errno == EPERM;
+  if (kill(pid, 0) != 0 && errno != EPERM) return false;
+  // A zombie (killed, not yet reaped by its parent) is dead for our purposes.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  size_t paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
 }
 
 namespace {
@@ -113,7 +120,7 @@ Result<SqliteDb> open_writable(const std::string& path, bool create) {
 // Opens an existing store read-only: through the WAL when its shared-memory
 // file can be used, else as an immutable file (a read-only file system).
 // Refuses a schema other than the latest (it cannot be migrated).
-Result<SqliteDb> open_read_only(const std::string& path) {
+Result<SqliteDb> open_sqlite_read_only(const std::string& path) {
   Error last("");
   for (const char* query : {"?mode=ro", "?immutable=1"}) {
     std::string uri = sqlite_uri(path, query);
@@ -192,10 +199,18 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreA
   if (!reader) return db.error();
   // A reader falls back to reading only: a read-only file or file system, a
   // full disk, a store locked by a writer for long.
-  Result<SqliteDb> read_only = open_read_only(path);
+  Result<SqliteDb> read_only = open_sqlite_read_only(path);
   if (!read_only.ok()) return db.error();
   store = std::make_unique<RunStore>(PrivateTag(), std::move(read_only).value(), path);
   store->read_only_reason_ = db.error().message();
+  return store;
+}
+
+Result<std::unique_ptr<RunStore>> RunStore::open_read_only(const std::string& path) {
+  Result<SqliteDb> db = open_sqlite_read_only(path);
+  if (!db.ok()) return db.error();
+  auto store = std::make_unique<RunStore>(PrivateTag(), std::move(db).value(), path);
+  store->read_only_reason_ = "opened for reading only";
   return store;
 }
 
@@ -267,6 +282,10 @@ Result<std::vector<int64_t>> RunStore::mark_stale_runs(
       UPDATE jobs SET state = 'interrupted', reason = ?2
       WHERE run_id = ?1 AND state = 'queued')sql");
   if (!end_queued_jobs.ok()) return end_queued_jobs.error();
+  auto end_attempts = Statement::prepare(db, path_, R"sql(
+      UPDATE job_attempts SET state = 'interrupted', ended_ms = ?2, reason = ?3
+      WHERE ended_ms IS NULL AND job_id IN (SELECT id FROM jobs WHERE run_id = ?1))sql");
+  if (!end_attempts.ok()) return end_attempts.error();
 
   std::vector<int64_t> ids;
   for (const Stale& run : stale) {
@@ -284,6 +303,8 @@ Result<std::vector<int64_t>> RunStore::mark_stale_runs(
         end_running_jobs->bind(1, run.id).bind(2, ended).bind(3, kReasonInterruptedRunning).run();
     if (!status.ok()) return status.error();
     status = end_queued_jobs->bind(1, run.id).bind(2, kReasonInterruptedQueued).run();
+    if (!status.ok()) return status.error();
+    status = end_attempts->bind(1, run.id).bind(2, ended).bind(3, kReasonInterruptedRunning).run();
     if (!status.ok()) return status.error();
     ids.push_back(run.id);
   }
@@ -390,20 +411,61 @@ Status update_one(sqlite3* db, const std::string& path, Statement& statement, st
 
 }  // namespace
 
-Status RunStore::job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms) {
+Status RunStore::job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms,
+                             int attempt) {
+  auto tx = Transaction::begin(db_.get(), path_);
+  if (!tx.ok()) return tx.error();
   auto update = Statement::prepare(db_.get(), path_, R"sql(
       UPDATE jobs SET state = 'running', pid = ?2, device = ?3, started_ms = ?4 WHERE id = ?1)sql");
   if (!update.ok()) return update.error();
   update->bind(1, job_id).bind(2, static_cast<int64_t>(pid)).bind(3, device).bind(4, started_ms);
-  return update_one(db_.get(), path_, *update, "recording the start of a job", "job", job_id);
+  if (Status s =
+          update_one(db_.get(), path_, *update, "recording the start of a job", "job", job_id);
+      !s.ok())
+    return s;
+  auto insert = Statement::prepare(db_.get(), path_, R"sql(
+      INSERT OR REPLACE INTO job_attempts (job_id, attempt, device, pid, started_ms, state, log_path)
+      SELECT id, ?2, ?3, ?4, ?5, 'running', log_path FROM jobs WHERE id = ?1)sql");
+  if (!insert.ok()) return insert.error();
+  insert->bind(1, job_id)
+      .bind(2, attempt)
+      .bind(3, device)
+      .bind(4, static_cast<int64_t>(pid))
+      .bind(5, started_ms);
+  if (Status s = insert->run(); !s.ok()) return s.error().with_context("recording an attempt");
+  return tx->commit();
 }
 
-Status RunStore::job_requeued(int64_t job_id, const std::string& log_path) {
+namespace {
+
+// Ends the attempt of `job_id` that is still open, if any.
+Status end_open_attempt(sqlite3* db, const std::string& path, int64_t job_id,
+                        const std::string& state, const std::string& reason, UnixMillis ended_ms) {
+  auto update = Statement::prepare(db, path, R"sql(
+      UPDATE job_attempts SET state = ?2, reason = ?3, ended_ms = ?4
+      WHERE job_id = ?1 AND ended_ms IS NULL)sql");
+  if (!update.ok()) return update.error();
+  update->bind(1, job_id).bind(2, state).bind(3, reason).bind(4, ended_ms);
+  if (Status s = update->run(); !s.ok()) return s.error().with_context("recording an attempt");
+  return OkStatus();
+}
+
+}  // namespace
+
+Status RunStore::job_requeued(int64_t job_id, const std::string& log_path,
+                              const std::string& reason, UnixMillis ended_ms) {
+  auto tx = Transaction::begin(db_.get(), path_);
+  if (!tx.ok()) return tx.error();
   auto update = Statement::prepare(db_.get(), path_, R"sql(
       UPDATE jobs SET state = 'queued', pid = NULL, log_path = ?2 WHERE id = ?1)sql");
   if (!update.ok()) return update.error();
   update->bind(1, job_id).bind(2, log_path);
-  return update_one(db_.get(), path_, *update, "recording a job's retry", "job", job_id);
+  if (Status s = update_one(db_.get(), path_, *update, "recording a job's retry", "job", job_id);
+      !s.ok())
+    return s;
+  if (Status s = end_open_attempt(db_.get(), path_, job_id, "requeued", reason, ended_ms); !s.ok())
+    return s;
+  return tx->commit();
 }
 
 Status RunStore::job_instance(int64_t job_id, const std::string& instance) {
@@ -434,7 +496,16 @@ Status RunStore::job_finished(int64_t job_id, const JobExit& exit, UnixMillis en
       .bind(7, malformed_progress_lines)
       .bind(8, exit.usage.cpu_ms)
       .bind(9, exit.usage.memory_peak_bytes);
-  return update_one(db_.get(), path_, *update, "recording the end of a job", "job", job_id);
+  auto tx = Transaction::begin(db_.get(), path_);
+  if (!tx.ok()) return tx.error();
+  if (Status s = update_one(db_.get(), path_, *update, "recording the end of a job", "job", job_id);
+      !s.ok())
+    return s;
+  if (Status s =
+          end_open_attempt(db_.get(), path_, job_id, to_string(exit.state), exit.reason, ended_ms);
+      !s.ok())
+    return s;
+  return tx->commit();
 }
 
 Status RunStore::end_run(int64_t run_id, RunState state, UnixMillis ended_ms) {
@@ -784,6 +855,58 @@ Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id, bool wit
     events.push_back(std::move(e));
   }
   return events;
+}
+
+namespace {
+
+constexpr const char* kAttemptColumns =
+    "a.job_id, j.run_id, a.attempt, a.device, a.pid, a.started_ms, a.ended_ms, a.state, "
+    "a.reason, a.log_path";
+
+Result<std::vector<AttemptRow>> read_attempts(Statement& s) {
+  std::vector<AttemptRow> out;
+  while (true) {
+    auto row = s.step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    AttemptRow a;
+    a.job_id = s.int64_at(0);
+    a.run_id = s.int64_at(1);
+    a.attempt = static_cast<int>(s.int64_at(2));
+    if (std::optional<int64_t> d = s.opt_int64_at(3)) a.device = static_cast<int>(*d);
+    a.pid = s.opt_int64_at(4);
+    a.started_ms = s.int64_at(5);
+    a.ended_ms = s.opt_int64_at(6);
+    a.state = s.text_at(7);
+    a.reason = s.text_at(8);
+    a.log_path = s.text_at(9);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<AttemptRow>> RunStore::job_attempts(int64_t job_id) {
+  auto select = Statement::prepare(db_.get(), path_,
+                                   fmt::format(R"sql(
+      SELECT {} FROM job_attempts a JOIN jobs j ON a.job_id = j.id
+      WHERE a.job_id = ? ORDER BY a.attempt)sql",
+                                               kAttemptColumns));
+  if (!select.ok()) return select.error();
+  select->bind(1, job_id);
+  return read_attempts(*select);
+}
+
+Result<std::vector<AttemptRow>> RunStore::service_job_attempts(int64_t id) {
+  auto select = Statement::prepare(db_.get(), path_,
+                                   fmt::format(R"sql(
+      SELECT {} FROM job_attempts a JOIN jobs j ON a.job_id = j.id
+      WHERE j.service_job_id = ? ORDER BY a.attempt, a.started_ms)sql",
+                                               kAttemptColumns));
+  if (!select.ok()) return select.error();
+  select->bind(1, id);
+  return read_attempts(*select);
 }
 
 }  // namespace colo

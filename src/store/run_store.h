@@ -90,6 +90,56 @@ struct CaseRow {
   std::string reason;
 };
 
+// A job submitted to the service (`colo serve`): the queue entry users see,
+// which outlives the service's restarts (implemented in service_store.cc).
+struct NewServiceJob {
+  UnixMillis submitted_ms = 0;
+  uid_t owner_uid = 0;
+  std::string owner_name;
+  std::string job_file;   // as the submitter named it
+  std::string name;       // JobSpec::name
+  std::string group;      // JobSpec::group
+  std::string spec_json;  // the JobSpec, as job_spec_to_json writes it
+  std::string env_json;   // the submitter's environment, the job's base environment
+};
+
+struct ServiceJobRow {
+  int64_t id = 0;
+  UnixMillis submitted_ms = 0;
+  uid_t owner_uid = 0;
+  std::string owner_name;
+  std::string job_file;
+  std::string name;
+  std::string group;
+  std::string spec_json;
+  std::string env_json;
+  // queued, running, then a final state (ok, failed, oom, killed, cancelled, interrupted).
+  JobState state = JobState::kQueued;
+  std::string reason;
+  int attempts = 0;               // attempts started so far
+  std::optional<int64_t> job_id;  // the jobs row of its latest attempt
+  std::optional<int> device;
+  std::optional<UnixMillis> started_ms;  // of its latest attempt
+  std::optional<UnixMillis> ended_ms;
+  std::string log_path;  // of its latest attempt
+};
+
+// One start of a job (job_attempts). A requeued job (an out-of-memory retry,
+// a mechanism failure) starts again in the same `jobs` row; a service job
+// restarted by a later service process continues in a new one.
+struct AttemptRow {
+  int64_t job_id = 0;  // its `jobs` row
+  int64_t run_id = 0;  // that row's run
+  int attempt = 1;     // 1-based; a service job's count continues across its rows
+  std::optional<int> device;
+  std::optional<int64_t> pid;
+  UnixMillis started_ms = 0;
+  std::optional<UnixMillis> ended_ms;  // absent while it runs
+  std::string state;                   // "running", "requeued", or the job's final state
+  std::string reason;
+  std::string log_path;
+};
+
 // A shared data loader of a run and the consumers it served (data_store.cc).
 struct DataConsumerRow {
   std::optional<int64_t> job_id;  // the job it belonged to, when known
@@ -153,6 +203,10 @@ class RunStore : public RunReader {
   // reader sees the runs of a killed colo as interrupted.
   static Result<std::unique_ptr<RunStore>> open(const std::string& path,
                                                 StoreAccess access = StoreAccess::kReadWrite);
+  // Opens an existing store for reading only (its writers go on meanwhile:
+  // WAL): no migration, no marking; every write fails. The store must have
+  // this colo's schema version.
+  static Result<std::unique_ptr<RunStore>> open_read_only(const std::string& path);
   ~RunStore() override;
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
@@ -184,10 +238,14 @@ class RunStore : public RunReader {
   Result<std::vector<int64_t>> add_jobs(int64_t run_id, const std::vector<JobSpec>& jobs,
                                         const std::vector<std::string>& log_paths,
                                         UnixMillis queued_ms);
-  Status job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms);
-  // The job ended and was queued again (an out-of-memory retry); its next
+  // Attempt number `attempt` of the job started; it logs to the job's
+  // log_path (job_attempts gets the row).
+  Status job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms, int attempt = 1);
+  // The job's attempt ended at `ended_ms` and the job was queued again (an
+  // out-of-memory retry, a mechanism failure), `reason` says why; its next
   // attempt logs to `log_path`.
-  Status job_requeued(int64_t job_id, const std::string& log_path);
+  Status job_requeued(int64_t job_id, const std::string& log_path, const std::string& reason,
+                      UnixMillis ended_ms);
   // The MIG instance the job runs on (see InstanceUsage).
   Status job_instance(int64_t job_id, const std::string& instance);
   Status job_finished(int64_t job_id, const JobExit& exit, UnixMillis ended_ms,
@@ -242,6 +300,27 @@ class RunStore : public RunReader {
   Status add_data_loader(int64_t run_id, const DataLoaderRow& loader);
   Result<std::vector<DataLoaderRow>> data_loaders(int64_t run_id);
 
+  // The service's queue (service_store.cc). Adding is one transaction;
+  // returns the new ids in order.
+  Result<std::vector<int64_t>> add_service_jobs(const std::vector<NewServiceJob>& jobs);
+  // Jobs not yet ended (queued or running), oldest first.
+  Result<std::vector<ServiceJobRow>> unfinished_service_jobs();
+  // The jobs with these ids (those that exist), in id order.
+  Result<std::vector<ServiceJobRow>> service_jobs_by_id(const std::vector<int64_t>& ids);
+  // The `limit` most recently submitted jobs that have ended, newest first.
+  Result<std::vector<ServiceJobRow>> ended_service_jobs(int limit);
+  // An attempt started: state running, attempts + 1, and the attempt's jobs
+  // row (linked back to the service job).
+  Status service_job_started(int64_t id, int64_t job_id, int device, UnixMillis started_ms,
+                             const std::string& log_path);
+  // Back in the queue (its attempt was interrupted or requeued); `reason` says why.
+  Status service_job_requeued(int64_t id, const std::string& reason);
+  Status service_job_ended(int64_t id, JobState state, const std::string& reason,
+                           UnixMillis ended_ms);
+  // Every attempt at a service job, over all the `jobs` rows linked to it,
+  // in attempt order.
+  Result<std::vector<AttemptRow>> service_job_attempts(int64_t id);
+
   // Device samples of a run, oldest first (for reports and tests).
   Result<std::vector<DeviceSample>> device_samples(int64_t run_id);
   // Process samples of a run, oldest first.
@@ -249,6 +328,8 @@ class RunStore : public RunReader {
   // Progress events of a job, oldest first; without its "step" events when
   // `with_steps` is false (a flood of them costs memory, and no summary reads them).
   Result<std::vector<ProgressEvent>> job_events(int64_t job_id, bool with_steps = true);
+  // The attempts of a job, in order.
+  Result<std::vector<AttemptRow>> job_attempts(int64_t job_id);
 
  private:
   // Lets open() use std::make_unique while no one else can construct.
@@ -276,7 +357,8 @@ class RunStore : public RunReader {
   std::string read_only_reason_;
 };
 
-// True when a process with this pid exists on this host (kill(pid, 0)).
+// True when a process with this pid exists on this host (kill(pid, 0)) and
+// is not a zombie.
 bool process_is_alive(pid_t pid);
 
 }  // namespace colo

@@ -209,6 +209,52 @@ ALTER TABLE jobs ADD COLUMN cpu_ms INTEGER;
 ALTER TABLE jobs ADD COLUMN host_memory_peak_bytes INTEGER;
 )sql";
 
+// Version 7: the service's queue (`colo serve`), and every attempt at a job.
+// A service job is what a user submitted and sees (`colo queue`, `colo
+// cancel ID`); it outlives the service's restarts. Each service process that
+// starts it makes a row of `jobs` in its run; service_jobs.job_id names the
+// latest, jobs.service_job_id links each back. job_attempts has one row per
+// start of a `jobs` row (a requeued job starts again: an out-of-memory retry,
+// a mechanism failure); a service job's attempt numbers continue across its
+// `jobs` rows.
+constexpr const char* kMigration7 = R"sql(
+CREATE TABLE service_jobs (
+  id           INTEGER PRIMARY KEY,
+  submitted_ms INTEGER NOT NULL,
+  owner_uid    INTEGER NOT NULL,
+  owner_name   TEXT NOT NULL,
+  job_file     TEXT NOT NULL DEFAULT '',
+  name         TEXT NOT NULL,
+  grp          TEXT NOT NULL DEFAULT '',
+  spec_json    TEXT NOT NULL,
+  env_json     TEXT NOT NULL DEFAULT '{}',
+  state        TEXT NOT NULL,
+  reason       TEXT NOT NULL DEFAULT '',
+  attempts     INTEGER NOT NULL DEFAULT 0,
+  job_id       INTEGER REFERENCES jobs(id) ON DELETE SET NULL,
+  device       INTEGER,
+  started_ms   INTEGER,
+  ended_ms     INTEGER,
+  log_path     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX service_jobs_by_state ON service_jobs(state);
+ALTER TABLE jobs ADD COLUMN service_job_id INTEGER;
+CREATE INDEX jobs_by_service_job ON jobs(service_job_id);
+
+CREATE TABLE job_attempts (
+  job_id     INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  attempt    INTEGER NOT NULL,
+  device     INTEGER,
+  pid        INTEGER,
+  started_ms INTEGER NOT NULL,
+  ended_ms   INTEGER,
+  state      TEXT NOT NULL,
+  reason     TEXT NOT NULL DEFAULT '',
+  log_path   TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (job_id, attempt)
+);
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -232,8 +278,8 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 }  // namespace
 
 const std::vector<std::string>& schema_migrations() {
-  static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3,
-                                                       kMigration4, kMigration5, kMigration6};
+  static const std::vector<std::string> kMigrations = {
+      kMigration1, kMigration2, kMigration3, kMigration4, kMigration5, kMigration6, kMigration7};
   return kMigrations;
 }
 

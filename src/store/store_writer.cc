@@ -30,11 +30,13 @@ class ScopedBusyTimeout {
 StoreWriter::StoreWriter(RunStore& store, Clock& clock, StoreWriterOptions options)
     : store_(store), clock_(clock), options_(options) {}
 
-void StoreWriter::job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms) {
-  push(JobStarted{job_id, pid, device, started_ms});
+void StoreWriter::job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms,
+                              int attempt) {
+  push(JobStarted{job_id, pid, device, started_ms, attempt});
 }
-void StoreWriter::job_requeued(int64_t job_id, std::string log_path) {
-  push(JobRequeued{job_id, std::move(log_path)});
+void StoreWriter::job_requeued(int64_t job_id, std::string log_path, std::string reason,
+                               UnixMillis ended_ms) {
+  push(JobRequeued{job_id, std::move(log_path), std::move(reason), ended_ms});
 }
 void StoreWriter::job_instance(int64_t job_id, std::string instance) {
   push(JobInstance{job_id, std::move(instance)});
@@ -105,9 +107,9 @@ Status StoreWriter::apply(const Write& write) {
       [&](const auto& w) -> Status {
         using T = std::decay_t<decltype(w)>;
         if constexpr (std::is_same_v<T, JobStarted>) {
-          return store_.job_started(w.job_id, w.pid, w.device, w.started_ms);
+          return store_.job_started(w.job_id, w.pid, w.device, w.started_ms, w.attempt);
         } else if constexpr (std::is_same_v<T, JobRequeued>) {
-          return store_.job_requeued(w.job_id, w.log_path);
+          return store_.job_requeued(w.job_id, w.log_path, w.reason, w.ended_ms);
         } else if constexpr (std::is_same_v<T, JobInstance>) {
           return store_.job_instance(w.job_id, w.instance);
         } else if constexpr (std::is_same_v<T, JobFinished>) {

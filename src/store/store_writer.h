@@ -65,8 +65,9 @@ class StoreWriter {
   StoreWriter& operator=(const StoreWriter&) = delete;
 
   // Each queues one write; nothing reaches the store before flush().
-  void job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms);
-  void job_requeued(int64_t job_id, std::string log_path);
+  // See RunStore::job_started and job_requeued.
+  void job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms, int attempt = 1);
+  void job_requeued(int64_t job_id, std::string log_path, std::string reason, UnixMillis ended_ms);
   void job_instance(int64_t job_id, std::string instance);
   void job_finished(int64_t job_id, JobExit exit, UnixMillis ended_ms,
                     int64_t malformed_progress_lines);
@@ -96,10 +97,13 @@ class StoreWriter {
     pid_t pid;
     int device;
     UnixMillis started_ms;
+    int attempt;
   };
   struct JobRequeued {
     int64_t job_id;
     std::string log_path;
+    std::string reason;
+    UnixMillis ended_ms;
   };
   struct JobInstance {
     int64_t job_id;

@@ -28,8 +28,10 @@ class ColoHardening : public ColoTestDir {
   std::string colo(const std::string& args) const {
     return "COLO_HOME='" + dir_ + "/home' " + std::string(COLO_BINARY) + " " + args;
   }
+  // The fixed policy: jobs start at once, together (auto would probe each alone first).
   std::string run_args(const std::string& file, const std::string& db_path) const {
-    return "run '" + file + "' --backend sim --mechanism naive --plain --db '" + db_path + "'";
+    return "run '" + file + "' --backend sim --mechanism naive --policy fixed --plain --db '" +
+           db_path + "'";
   }
 
   // Runs `script` with sh in a private mount namespace, where `dir_/m` is a

@@ -269,7 +269,8 @@ TEST_F(ColoRun, ShowReportsSpeedUpAgainstAnExclusiveRunOfTheSameJobs) {
   ASSERT_EQ(shell(colo("run " + file + " --backend sim --mechanism exclusive --plain --db " + db()))
                 .exit_code,
             0);
-  ASSERT_EQ(shell(colo("run " + file + " --backend sim --mechanism naive --plain --db " + db()))
+  ASSERT_EQ(shell(colo("run " + file +
+                       " --backend sim --mechanism naive --policy fixed --plain --db " + db()))
                 .exit_code,
             0);
   CommandResult show = shell(colo("show --db " + db()));

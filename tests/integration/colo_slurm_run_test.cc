@@ -44,7 +44,7 @@ TEST_F(ColoSlurmRun, InsideAnAllocationOnlyItsGpusAreUsedAndWhereItRanIsRecorded
   CommandResult r =
       shell(colo(std::string(kAllocation) + " SLURM_JOB_GPUS=1,3 CUDA_VISIBLE_DEVICES=1,3",
                  "run " + file +
-                     " --backend sim --sim-devices 4 --mechanism naive "
+                     " --backend sim --sim-devices 4 --mechanism naive --policy fixed "
                      "--plain --db " +
                      db()));
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -74,6 +74,7 @@ echo "cluster up with ${#nodes[@]} node(s) after $(elapsed)"
 # What every job (and colo) inherits through sbatch: a private colo home and
 # node-local directory, the fake MPS control program.
 export COLO_HOME=$work/home
+export COLO_LOCK_DIR=$work/locks
 export TMPDIR=$work/tmp
 export COLO_MPS_CONTROL=$FAKE_MPS
 mkdir -p "$TMPDIR" "$COLO_HOME"

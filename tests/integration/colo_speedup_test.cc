@@ -82,7 +82,7 @@ TEST_P(ColoSpeedup, FourJobsWithAKnownGainAndStaggeredStartUps) {
   ASSERT_EQ(solo.exit_code, 0) << solo.output;
   CommandResult four =
       shell(colo("run " + job_file("four.toml", 4, reporting) + " --backend sim --mechanism " +
-                 mechanism + " --plain --db " + db()));
+                 mechanism + " --policy fixed --plain --db " + db()));
   ASSERT_EQ(four.exit_code, 0) << four.output;
   EXPECT_NE(four.output.find("speed-up steady:"), std::string::npos) << four.output;
 

@@ -122,7 +122,9 @@ class DataSharingTest(unittest.TestCase):
             f.write(CONSUMER % {"python_dir": PYTHON_DIR})
         self.procs = []
         self.seen = {}  # pid -> lines read by wait_line
-        self.env = dict(os.environ, COLO_HOME=os.path.join(self.dir, "home"))
+        # GPU locks of this test only (other tests use the same simulated GPUs).
+        self.env = dict(os.environ, COLO_HOME=os.path.join(self.dir, "home"),
+                        COLO_LOCK_DIR=os.path.join(self.dir, "locks"))
 
     def tearDown(self):
         for p in self.procs:

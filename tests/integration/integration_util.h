@@ -45,6 +45,8 @@ class ColoTestDir : public testing::Test {
     char tmpl[] = "/tmp/colo-it-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    // GPU locks of this test only: tests run in parallel on the same simulated GPUs.
+    setenv("COLO_LOCK_DIR", (dir_ + "/locks").c_str(), 1);
     CommandResult cgroup = shell(
         "p=$(findmnt -n -t cgroup2 -o TARGET | head -n 1) && [ -n \"$p\" ] && "
         "mkdir -p \"$p/colo\" && d=\"$p/colo/test-" +

@@ -722,6 +722,13 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned i
   return NVML_SUCCESS;
 }
 
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device,
+                                                         unsigned int* milliwatts) {
+  if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
+  *milliwatts = 700'000;
+  return NVML_SUCCESS;
+}
+
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
                                                              unsigned long long* millijoules) {
   if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;

@@ -1,0 +1,576 @@
+#!/usr/bin/env python3
+"""colo serve's GPU benchmarks (issue 11), driven from outside as a user would:
+a `colo serve` process, jobs submitted with `colo submit` at chosen times,
+`colo wait` for their ends, and every figure checked against the jobs' own logs.
+
+  serve_bench.py poisson OUT   12 jobs (the study's small, medium and large
+                               models and the recommender) submitted at
+                               Poisson-spaced times over SPAN seconds, to a
+                               first-come-first-served exclusive service and
+                               then to the default (auto, MPS) one: mean job
+                               completion time and makespan of each.
+  serve_bench.py faults OUT    (a) 8 recommender jobs whose memory together
+                               exceeds the GPU, under the default policy:
+                               none may be lost; (b) the MPS server killed
+                               while 4 jobs run: they are requeued and end ok.
+
+bench/serve-poisson.sh and bench/serve-faults.sh run them; see there for the
+environment (COLO, BACKEND=nvml|sim). On BACKEND=sim the jobs are
+bench/sim_train.py and MPS is tests/integration/fake-mps-control: the script
+runs end to end, and nothing it prints about speed is a measurement.
+
+Only the standard library; times are the wall clock (time.time()).
+"""
+
+import argparse
+import glob
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENDED_AT = re.compile(r"^epoch (\d+)/(\d+): .* ended at (\d+(?:\.\d+)?)\s*$")
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+# ---- the jobs ---------------------------------------------------------------
+
+# kind -> (script, arguments) for bench/train.py and bench/dlrm.py; the same
+# arguments go to bench/sim_train.py on the simulated backend. Sizes: about
+# 1.6 s per epoch alone on an H100 (recsys 1 s), so that a job takes about
+# 20 s alone, most of it start-up (importing torch and timm, cuDNN autotuning;
+# docs/results/2026-11-23-h100-mixed-gpus0), as many short jobs on a shared
+# GPU box do.
+def job_command(kind, backend, epochs, scale):
+    def samples(n):
+        return str(max(1, int(n * scale)))
+
+    if kind == "small":
+        script, args = "bench/train.py", ["--model", "resnet26", "--dataset", "cifar10",
+                                           "--batch-size", "128", "--epoch-samples", samples(12800)]
+    elif kind == "medium":
+        script, args = "bench/train.py", ["--model", "resnet50", "--dataset", "imagenet64",
+                                           "--batch-size", "128", "--epoch-samples", samples(6400)]
+    elif kind == "large":
+        script, args = "bench/train.py", ["--model", "resnet152", "--dataset", "imagenet",
+                                           "--batch-size", "32", "--epoch-samples", samples(640)]
+    elif kind == "recsys":
+        script, args = "bench/dlrm.py", ["--epoch-samples", samples(262144)]
+    else:
+        raise ValueError(kind)
+    if kind == "recsys" and backend == "sim":
+        args = ["--model", "dlrm", "--dataset", "criteo"] + args
+    if backend == "sim":
+        script = "bench/sim_train.py"
+    return ["python3", script] + args + ["--epochs", str(epochs)]
+
+
+def toml_string(s):
+    return json.dumps(s)  # a TOML basic string is a JSON string for these characters
+
+
+def write_job_file(path, name, command, repeat=1, hints=None):
+    with open(path, "w") as f:
+        f.write("[defaults]\nworkdir = %s\nenv = { PYTHONUNBUFFERED = \"1\" }\n\n"
+                % toml_string(REPO))
+        f.write("[[job]]\nname = %s\ncommand = [%s]\n" % (
+            toml_string(name), ", ".join(toml_string(c) for c in command)))
+        if repeat > 1:
+            f.write("repeat = %d\n" % repeat)
+        for key, value in (hints or {}).items():
+            f.write("%s = %s\n" % (key, json.dumps(value)))
+    return path
+
+
+# ---- a colo serve process ---------------------------------------------------
+
+class Service:
+    """`colo serve` in the background, with its own socket, logs and output file."""
+
+    def __init__(self, colo, out_dir, name, backend, args):
+        self.colo = colo
+        self.dir = os.path.join(out_dir, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.socket = os.path.join(self.dir, "colo.sock")
+        self.logs = os.path.join(self.dir, "logs")
+        self.output = os.path.join(self.dir, "serve.log")
+        self.db = os.path.join(out_dir, "colo.db")
+        cmd = [colo, "serve", "--backend", backend, "--db", self.db, "--socket", self.socket,
+               "--logs", self.logs] + args
+        log("$ " + " ".join(cmd))
+        self.out = open(self.output, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.time() + 120  # it may wait for the GPU lock of another colo
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit("colo serve exited with %s:\n%s" % (self.proc.returncode,
+                                                                      self.text()))
+            if self.client(["queue", "--json"], check=False).returncode == 0:
+                return
+            time.sleep(0.2)
+        raise SystemExit("colo serve did not answer within 120 s:\n" + self.text())
+
+    def client(self, args, check=True):
+        r = subprocess.run([self.colo] + args[:1] + ["--socket", self.socket] + args[1:],
+                           capture_output=True, text=True)
+        if check and r.returncode != 0:
+            raise SystemExit("colo %s failed (%d): %s%s" % (" ".join(args), r.returncode,
+                                                             r.stdout, r.stderr))
+        return r
+
+    def snapshot(self):
+        return json.loads(self.client(["queue", "--json"]).stdout)
+
+    def submit(self, path):
+        r = self.client(["submit", "--json", path])
+        return json.loads(r.stdout[r.stdout.index("{"):])["ids"]
+
+    def wait(self, ids):
+        r = self.client(["wait", "--json"] + [str(i) for i in ids], check=False)
+        try:
+            return json.loads(r.stdout)["jobs"]
+        except (ValueError, KeyError):
+            raise SystemExit("colo wait failed (%d): %s%s" % (r.returncode, r.stdout, r.stderr))
+
+    def http(self, path):
+        address = self.snapshot()["service"]["http"]
+        with urllib.request.urlopen("http://%s%s" % (address, path), timeout=10) as resp:
+            return json.loads(resp.read().decode())
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.out.close()
+
+    def text(self):
+        self.out.flush()
+        with open(self.output) as f:
+            return f.read()
+
+    def job_logs(self, job_id):
+        """The job's log files, one per attempt, in attempt order."""
+        files = glob.glob(os.path.join(self.logs, "jobs", "%d-*.log" % job_id))
+
+        def attempt(path):
+            m = re.search(r"\.attempt(\d+)\.log$", path)
+            return int(m.group(1)) if m else 1
+        return sorted(files, key=attempt)
+
+
+def epoch_lines(path):
+    """(epoch, epochs, ended_at) of each epoch line the job printed."""
+    out = []
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = ENDED_AT.match(line.strip())
+                if m:
+                    out.append((int(m.group(1)), int(m.group(2)), float(m.group(3))))
+    except OSError:
+        pass
+    return out
+
+
+def prepare_environment(out_dir, backend):
+    """On the simulated backend: the fake MPS control program first on PATH."""
+    os.environ["COLO_HOME"] = os.path.join(out_dir, "home")
+    if backend == "sim":
+        bin_dir = os.path.join(out_dir, "bin")
+        os.makedirs(bin_dir, exist_ok=True)
+        fake = os.path.join(bin_dir, "nvidia-cuda-mps-control")
+        shutil.copy(os.path.join(REPO, "tests", "integration", "fake-mps-control"), fake)
+        os.chmod(fake, 0o755)
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ["PATH"]
+
+
+def machine(out_dir, colo, backend):
+    lines = [time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "backend: " + backend,
+             "cpus: %d" % os.cpu_count()]
+    for cmd in (["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
+                 "--format=csv,noheader"],
+                ["python3", "-c", "import torch, timm; print('torch', torch.__version__, "
+                 "'timm', timm.__version__)"]):
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            lines.append((r.stdout or r.stderr).strip())
+        except (OSError, subprocess.TimeoutExpired) as e:
+            lines.append("%s: %s" % (cmd[0], e))
+    with open(os.path.join(out_dir, "machine.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    log("\n".join(lines))
+
+
+# ---- poisson ----------------------------------------------------------------
+
+KINDS = ["small"] * 4 + ["medium"] * 3 + ["large"] * 3 + ["recsys"] * 2
+
+
+def arrival_plan(seed, span_s):
+    """12 (time, kind): a Poisson process's arrivals given 12 in [0, span]:
+    exponential gaps, scaled so that the first comes at 0 and the last at span."""
+    rng = random.Random(seed)
+    kinds = KINDS[:]
+    rng.shuffle(kinds)
+    gaps = [rng.expovariate(1.0) for _ in range(len(kinds) - 1)]
+    total = sum(gaps)
+    times, t = [0.0], 0.0
+    for g in gaps:
+        t += g
+        times.append(t * span_s / total)
+    return list(zip(times, kinds))
+
+
+def run_pass(args, name, service_args, plan, files):
+    svc = Service(args.colo, args.out, name, args.backend, service_args)
+    submitted = []
+    try:
+        start = time.time()
+        for (offset, kind), path in zip(plan, files):
+            delay = start + offset - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            t = time.time()
+            ids = svc.submit(path)
+            submitted.append({"id": ids[0], "kind": kind, "offset_s": offset, "submit_time": t})
+            log("  %6.1f s  submitted %-6s -> job %d" % (t - start, kind, ids[0]))
+        jobs = svc.wait([s["id"] for s in submitted])
+        run_id = svc.snapshot()["service"]["run_id"]
+    finally:
+        svc.stop()
+    by_id = {j["id"]: j for j in jobs}
+    rows = []
+    for s in submitted:
+        j = by_id.get(s["id"], {})
+        logs = svc.job_logs(s["id"])
+        lines = epoch_lines(logs[-1]) if logs else []
+        row = dict(s)
+        row.update({
+            "state": j.get("state"), "attempts": j.get("attempts"),
+            "colo_jct_s": (j["ended_ms"] - j["submitted_ms"]) / 1000.0
+            if j.get("ended_ms") else None,
+            "colo_end": j["ended_ms"] / 1000.0 if j.get("ended_ms") else None,
+            "log": logs[-1] if logs else None,
+            "log_epochs": len(lines),
+            "log_end": lines[-1][2] if lines else None,
+            "log_complete": bool(lines) and lines[-1][0] == lines[-1][1],
+        })
+        row["log_jct_s"] = row["log_end"] - s["submit_time"] if row["log_end"] else None
+        rows.append(row)
+    first = min(s["submit_time"] for s in submitted)
+    ok = [r for r in rows if r["state"] == "ok"]
+    summary = {
+        "pass": name, "run_id": run_id, "jobs": len(rows), "ok": len(ok),
+        "mean_jct_colo_s": statistics.mean(r["colo_jct_s"] for r in ok) if ok else None,
+        "mean_jct_logs_s": statistics.mean(r["log_jct_s"] for r in ok if r["log_jct_s"])
+        if ok else None,
+        "makespan_colo_s": max(r["colo_end"] for r in ok) - first if ok else None,
+        "makespan_logs_s": max(r["log_end"] for r in ok if r["log_end"]) - first if ok else None,
+        "complete_logs": sum(1 for r in rows if r["log_complete"]),
+        "rows": rows,
+    }
+    with open(os.path.join(args.out, name + ".json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    with open(os.path.join(args.out, name + "-jobs.txt"), "w") as f:
+        f.write("%-4s %-7s %8s %-6s %8s %10s %10s %s\n" % (
+            "ID", "KIND", "SUBMIT", "STATE", "ATTEMPTS", "JCT colo", "JCT logs", "LOG"))
+        for r in rows:
+            f.write("%-4d %-7s %7.1fs %-6s %8s %9s %10s %s\n" % (
+                r["id"], r["kind"], r["offset_s"], r["state"], r["attempts"],
+                "%.1fs" % r["colo_jct_s"] if r["colo_jct_s"] is not None else "-",
+                "%.1fs" % r["log_jct_s"] if r["log_jct_s"] is not None else "-",
+                os.path.relpath(r["log"], args.out) if r["log"] else "-"))
+    return summary
+
+
+def fmt_s(v):
+    return "%.1f s" % v if v is not None else "-"
+
+
+def poisson(args):
+    plan = arrival_plan(args.seed, args.span)
+    jobs_dir = os.path.join(args.out, "jobs")
+    os.makedirs(jobs_dir, exist_ok=True)
+    files = []
+    for i, (offset, kind) in enumerate(plan, 1):
+        files.append(write_job_file(os.path.join(jobs_dir, "%02d-%s.toml" % (i, kind)), kind,
+                                    job_command(kind, args.backend, args.epochs, args.scale)))
+    log("plan (seed %d, %.0f s): %s" % (args.seed, args.span, ", ".join(
+        "%.1fs %s" % (t, k) for t, k in plan)))
+    mps = ["--mechanism", "mps"]
+    passes = [("fcfs-exclusive", ["--mechanism", "exclusive", "--policy", "fixed"]),
+              ("auto-mps", mps + ["--policy", "auto"])]
+    results = []
+    for name, service_args in passes:
+        log("=== %s" % name)
+        pass_start = time.time()
+        results.append(run_pass(args, name, service_args, plan, files))
+        log("    done in %.0f s" % (time.time() - pass_start))
+    lines = [
+        "serve-poisson: 12 jobs (4 small resnet26, 3 medium resnet50, 3 large resnet152, "
+        "2 recommender dlrm; %d epochs each, scale %g) submitted at Poisson-spaced times over "
+        "%.0f s (seed %d), backend %s%s" % (args.epochs, args.scale, args.span, args.seed,
+                                            args.backend,
+                                            " (SIMULATED: no figure is a measurement)"
+                                            if args.backend == "sim" else ""),
+        "",
+        "%-16s %8s %16s %16s %16s %16s %10s" % ("service", "jobs ok", "mean JCT colo",
+                                                "mean JCT logs", "makespan colo",
+                                                "makespan logs", "logs done"),
+    ]
+    for r in results:
+        lines.append("%-16s %5d/%-2d %16s %16s %16s %16s %7d/%-2d" % (
+            r["pass"], r["ok"], r["jobs"], fmt_s(r["mean_jct_colo_s"]),
+            fmt_s(r["mean_jct_logs_s"]), fmt_s(r["makespan_colo_s"]), fmt_s(r["makespan_logs_s"]),
+            r["complete_logs"], r["jobs"]))
+    fcfs, auto = results
+    if fcfs["mean_jct_colo_s"] and auto["mean_jct_colo_s"]:
+        lines.append("")
+        lines.append("auto over fcfs-exclusive: mean JCT %.2fx (colo) / %.2fx (logs), makespan "
+                     "%.2fx (colo) / %.2fx (logs); below 1 is better" % (
+                         auto["mean_jct_colo_s"] / fcfs["mean_jct_colo_s"],
+                         auto["mean_jct_logs_s"] / fcfs["mean_jct_logs_s"],
+                         auto["makespan_colo_s"] / fcfs["makespan_colo_s"],
+                         auto["makespan_logs_s"] / fcfs["makespan_logs_s"]))
+    diffs = [r["colo_jct_s"] - r["log_jct_s"] for p in results for r in p["rows"]
+             if r["colo_jct_s"] is not None and r["log_jct_s"] is not None]
+    if diffs:
+        lines.append(
+            "check: per job, colo's JCT (submission to the process's exit, the service's "
+            "clock) less the logs' (this script's submission time to the job's last epoch "
+            "line): median %.2f s, min %.2f s, max %.2f s; it should be small and positive "
+            "(the time from the last epoch line to the exit)" % (
+                statistics.median(diffs), min(diffs), max(diffs)))
+    lines.append("runs in %s: %s (colo show RUN --db %s)" % (
+        os.path.join(args.out, "colo.db"), ", ".join(
+            "%s %s" % (r["pass"], r["run_id"]) for r in results), os.path.join(args.out,
+                                                                                "colo.db")))
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        f.write(text)
+    log("")
+    log(text)
+    bad = [r for r in results if r["ok"] != r["jobs"] or r["complete_logs"] != r["jobs"]]
+    return 1 if bad else 0
+
+
+# ---- faults -----------------------------------------------------------------
+
+def colo_mps_victims(colo_home):
+    """Pids of the MPS server(s) of colo's own daemons (CUDA_MPS_PIPE_DIRECTORY
+    under $COLO_HOME/mps); on the simulated backend, where the fake control
+    program starts no server, its daemon stands in for it."""
+    prefix = os.path.join(colo_home, "mps") + os.sep
+    servers, daemons = [], []
+    for pid_dir in glob.glob("/proc/[0-9]*"):
+        try:
+            with open(os.path.join(pid_dir, "cmdline"), "rb") as f:
+                argv0 = f.read().split(b"\0")[0].decode(errors="replace")
+            with open(os.path.join(pid_dir, "environ"), "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if not any(e.startswith(b"CUDA_MPS_PIPE_DIRECTORY=" + prefix.encode()) for e in env):
+            continue
+        if os.path.basename(argv0) == "nvidia-cuda-mps-server":
+            servers.append(int(os.path.basename(pid_dir)))
+    if servers:
+        return servers, "nvidia-cuda-mps-server"
+    for pid_file in glob.glob(os.path.join(prefix, "*", "pipe", "nvidia-cuda-mps-control.pid")):
+        with open(pid_file) as f:
+            daemons.append(int(f.read().strip()))
+    return daemons, "the MPS control daemon (no nvidia-cuda-mps-server found: simulated?)"
+
+
+def faults(args):
+    lines = ["serve-faults: backend %s%s" % (args.backend, " (SIMULATED)"
+                                             if args.backend == "sim" else "")]
+    failures = []
+    svc = Service(args.colo, args.out, "service", args.backend,
+                  ["--mechanism", "mps", "--grace", "5s", "--http", "127.0.0.1:0"])
+    try:
+        gpu = svc.snapshot()["gpus"][0]
+        gpu_bytes = gpu["memory_total_bytes"]
+        gib = float(1 << 30)
+        if args.recsys_gib <= 0:
+            # Each holds about its tables and 1 GiB more: 8 of them 1.5 times the GPU.
+            args.recsys_gib = max(16.0, float(int(1.5 * gpu_bytes / gib / 8 + 0.999)))
+        # (a) 8 recommender jobs, no memory hints; together more memory than the GPU has.
+        log("=== (a) 8 recommender jobs under the default policy (%s)" %
+            svc.snapshot()["service"]["policy"])
+        recsys = job_command("recsys", args.backend, args.epochs, args.scale)
+        recsys += ["--memory-gib", str(args.recsys_gib)]
+        file_a = write_job_file(os.path.join(args.out, "recsys8.toml"), "recsys", recsys, 8)
+        ids_a = svc.submit(file_a)
+        jobs_a = svc.wait(ids_a)
+        run_id = svc.snapshot()["service"]["run_id"]
+        details = {i: svc.http("/api/jobs/%d" % i) for i in ids_a}
+        lost = [j for j in jobs_a if j["state"] != "ok"]
+        oom_attempts = sum(1 for d in details.values() for a in d["attempts"]
+                           if a["state"] in ("oom", "requeued"))
+        intervals = [(a["started_ms"], a["ended_ms"] or a["started_ms"])
+                     for d in details.values() for a in d["attempts"]]
+        most = max(sum(1 for s, e in intervals if s <= t < e) for t, _ in intervals)
+        complete = sum(1 for i in ids_a if svc.job_logs(i) and epoch_lines(svc.job_logs(i)[-1])
+                       and epoch_lines(svc.job_logs(i)[-1])[-1][0] == args.epochs)
+        show = subprocess.run([args.colo, "show", str(run_id), "--json", "--db", svc.db],
+                              capture_output=True, text=True)
+        peaks = []
+        try:
+            shown = json.loads(show.stdout)
+            peaks = [j.get("peak_memory_bytes") or 0 for j in shown["jobs"]
+                     if j["state"] == "ok" and j["name"].startswith("recsys")]
+            device_peak = shown.get("peak_memory_used_bytes")
+        except (ValueError, KeyError):
+            device_peak = None
+        lines += [
+            "",
+            "(a) 8 recommender jobs (dlrm, --memory-gib %g, no memory hints) on %s (%.0f GiB), "
+            "policy %s" % (args.recsys_gib, gpu["name"], gpu_bytes / gib,
+                           svc.snapshot()["service"]["policy"].split(" (")[0]),
+            "    lost: %d of 8 (states: %s)" % (len(lost), ", ".join(
+                "%d %s" % (j["id"], j["state"]) for j in jobs_a)),
+            "    out-of-memory retries: %d; at most %d jobs ran at once" % (oom_attempts, most),
+            "    their peak memory summed: %.1f GiB (%s per job; the GPU has %.1f GiB); the "
+            "GPU's own peak: %s" % (sum(peaks) / gib, ", ".join("%.1f" % (p / gib) for p in peaks),
+                                    gpu_bytes / gib,
+                                    "%.1f GiB" % (device_peak / gib) if device_peak else "-"),
+            "    check from the jobs' logs: %d of 8 printed their last epoch (%d/%d)" % (
+                complete, args.epochs, args.epochs),
+        ]
+        if lost or complete != 8:
+            failures.append("(a) jobs were lost")
+
+        # (b) the MPS server killed under 4 running jobs.
+        log("=== (b) the MPS server killed under 4 running jobs")
+        small = job_command("small", args.backend, args.kill_epochs, args.scale)
+        # Hints (the study's H200 figures for resnet26), so that the four start
+        # together rather than after a probe of the first alone.
+        file_b = write_job_file(os.path.join(args.out, "small4.toml"), "small", small, 4,
+                                {"gpu_memory": "2GiB", "sm_activity": 19, "gpu_util": 37})
+        ids_b = svc.submit(file_b)
+        deadline = time.time() + 240
+        running = []
+        while time.time() < deadline:
+            running = [j["id"] for j in svc.snapshot()["jobs"]
+                       if j["id"] in ids_b and j["state"] == "running" and (j["epoch"] or 0) >= 1]
+            if len(running) == len(ids_b):
+                break
+            time.sleep(0.5)
+        time.sleep(2)
+        running = [j["id"] for j in svc.snapshot()["jobs"]
+                   if j["id"] in ids_b and j["state"] == "running"]
+        victims, what = colo_mps_victims(os.environ["COLO_HOME"])
+        kill_time = time.time()
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        log("killed %s: pid %s" % (what, ", ".join(map(str, victims)) or "none found"))
+        if not victims:
+            failures.append("(b) no MPS process of colo's found to kill")
+        jobs_b = svc.wait(ids_b)
+        details_b = {i: svc.http("/api/jobs/%d" % i) for i in ids_b}
+        text = svc.text()
+        named = [line for line in text.splitlines() if "mechanism failed" in line]
+        restarted = [line for line in text.splitlines() if "mechanism restarted" in line]
+        requeued = {i: [a for a in d["attempts"] if a["state"] == "requeued"]
+                    for i, d in details_b.items()}
+        # From the logs alone: a first attempt cut short, then a full one begun after the kill.
+        log_checks = 0
+        for i in running:
+            files = svc.job_logs(i)
+            first = epoch_lines(files[0]) if files else []
+            last = epoch_lines(files[-1]) if files else []
+            if (len(files) >= 2 and len(first) < args.kill_epochs and last
+                    and last[-1][0] == args.kill_epochs and last[0][2] > kill_time):
+                log_checks += 1
+        lines += [
+            "",
+            "(b) 4 small jobs (resnet26, %d epochs) under mps; killed %s (pid %s) while %d of them "
+            "ran (%s), each past its first epoch" % (args.kill_epochs, what,
+                                                     ", ".join(map(str, victims)), len(running),
+                                                     ", ".join(map(str, running))),
+            "    ended: %s" % ", ".join("%d %s after %d attempts" % (j["id"], j["state"],
+                                                                     j["attempts"])
+                                       for j in jobs_b),
+            "    colo named it: %s" % (named[0].strip() if named else "NOT FOUND"),
+            "    %s" % (restarted[0].strip() if restarted else "mechanism restart NOT FOUND"),
+            "    attempts requeued (GET /api/jobs/ID): %s" % ", ".join(
+                "%d: %s" % (i, "; ".join(a["reason"][:120] for a in r) or "none")
+                for i, r in requeued.items()),
+            "    check from the jobs' logs: %d of the %d running at the kill have a first attempt "
+            "cut short and a complete attempt that began after it" % (log_checks, len(running)),
+        ]
+        if any(j["state"] != "ok" for j in jobs_b):
+            failures.append("(b) not every job ended ok")
+        if not named or not restarted:
+            failures.append("(b) the failure was not named or the daemon not restarted")
+        if len(running) < 2:
+            failures.append("(b) fewer than 2 jobs ran when the server was killed")
+        if log_checks != len(running):
+            failures.append("(b) the logs do not show every job running at the kill run again")
+        if any(not requeued[i] for i in running):
+            failures.append("(b) a job running at the kill has no requeued attempt")
+    finally:
+        svc.stop()
+    lines += ["", "result: %s" % ("PASS" if not failures else "FAIL: " + "; ".join(failures))]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        f.write(text)
+    log("")
+    log(text)
+    return 0 if not failures else 1
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("poisson", "faults"):
+        p = sub.add_parser(name)
+        p.add_argument("out", help="results directory (created)")
+        p.add_argument("--colo", default=os.path.join(REPO, "build-release", "colo"))
+        p.add_argument("--backend", choices=["nvml", "sim"], default="nvml")
+        p.add_argument("--scale", type=float, default=1.0, help="samples per epoch, scaled")
+        if name == "poisson":
+            p.add_argument("--span", type=float, default=120.0,
+                           help="seconds over which the 12 jobs are submitted")
+            p.add_argument("--seed", type=int, default=11)
+            p.add_argument("--epochs", type=int, default=2)
+        else:
+            p.add_argument("--epochs", type=int, default=3, help="of each recommender job")
+            p.add_argument("--recsys-gib", type=float, default=0.0,
+                           help="dlrm --memory-gib, its tables (it holds about 1 GiB more); "
+                           "0: enough that 8 jobs need 1.5 times the GPU (16 on an H100 80GB)")
+            p.add_argument("--kill-epochs", type=int, default=16,
+                           help="epochs of the jobs the MPS server dies under")
+    args = parser.parse_args(argv)
+    args.out = os.path.abspath(args.out)
+    args.colo = os.path.abspath(args.colo)
+    if not os.access(args.colo, os.X_OK):
+        parser.error("no colo binary at %s (build it, or set COLO)" % args.colo)
+    os.makedirs(args.out, exist_ok=True)
+    prepare_environment(args.out, args.backend)
+    machine(args.out, args.colo, args.backend)
+    started = time.time()
+    code = poisson(args) if args.command == "poisson" else faults(args)
+    log("%s took %.0f s" % (args.command, time.time() - started))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,487 @@
+// `colo serve` and its clients: `colo submit`, `colo queue`, `colo cancel`,
+// `colo logs`, `colo wait`; and `colo run` when a service runs.
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "common/paths.h"
+#include "jobs/job_file.h"
+#include "jobs/job_spec_json.h"
+#include "serve/client.h"
+#include "serve/service.h"
+#include "slurm/allocation.h"
+#include "views/dashboard.h"
+
+namespace colo {
+namespace {
+
+using nlohmann::json;
+
+std::atomic<int> g_serve_stops{0};
+std::atomic<int> g_client_detach{0};
+
+void on_serve_stop(int /*signo*/) { g_serve_stops.fetch_add(1); }
+void on_client_detach(int /*signo*/) { g_client_detach.fetch_add(1); }
+
+void install(int signo, void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sigaction(signo, &sa, nullptr);
+}
+
+// The service named by --socket, else the first one found; prints why not.
+std::optional<ServiceClient> connect(const std::string& socket) {
+  std::vector<std::string> candidates =
+      socket.empty() ? service_socket_candidates() : std::vector<std::string>{socket};
+  if (std::optional<ServiceClient> client = ServiceClient::find(candidates)) return client;
+  std::string tried;
+  for (const std::string& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
+  std::cerr << fmt::format(
+      "colo: no colo serve answers at {} (start one with `colo serve`, or name its socket with "
+      "--socket or $COLO_SOCKET)\n",
+      tried);
+  return std::nullopt;
+}
+
+// ---- colo serve ------------------------------------------------------------
+
+struct ServeFlags {
+  BackendFlags backend;
+  std::string mechanism;
+  std::string policy = "auto";
+  std::vector<int> gpus;
+  std::string db;
+  std::string logs;
+  std::string socket;
+  std::string socket_group;
+  std::string admin_group;
+  std::optional<int> max_per_gpu;
+  std::string sample_period = "500ms";
+  std::string grace = "10s";
+  std::string on_sigterm = "stop";
+  std::string lock_dir;
+  bool no_wait = false;
+  std::string http;  // ADDR:PORT; empty: no HTTP
+  bool http_logs = false;
+};
+
+int serve_command(const ServeFlags& flags, const std::string& command_line) {
+  std::optional<int64_t> period =
+      duration_flag("--sample-period", flags.sample_period, 100, "GPM needs that");
+  std::optional<int64_t> grace = duration_flag("--grace", flags.grace, 0);
+  if (!period || !grace) return kExitBadInput;
+  ServeOptions options;
+  if (!flags.http.empty()) {
+    Result<HttpOptions> http = parse_http_address(flags.http);
+    if (!http.ok()) {
+      std::cerr << "colo: " << http.error().message() << "\n";
+      return kExitBadInput;
+    }
+    http->logs = flags.http_logs;
+    options.http = *http;
+    options.http_pages = dashboard_routes;
+  } else if (flags.http_logs) {
+    std::cerr << "colo: --http-logs needs --http ADDR:PORT (the HTTP API is off without it)\n";
+    return kExitBadInput;
+  }
+  if (!flags.socket_group.empty()) {
+    Result<gid_t> gid = group_id(flags.socket_group);
+    if (!gid.ok()) {
+      std::cerr << "colo: --socket-group: " << gid.error().message() << "\n";
+      return kExitBadInput;
+    }
+    options.socket_group = *gid;
+  }
+  if (!flags.admin_group.empty()) {
+    Result<gid_t> gid = group_id(flags.admin_group);
+    if (!gid.ok()) {
+      std::cerr << "colo: --admin-group: " << gid.error().message() << "\n";
+      return kExitBadInput;
+    }
+    options.admin_group = *gid;
+  }
+
+  SystemClock clock;
+  Result<std::unique_ptr<GpuBackend>> backend = open_backend(flags.backend, clock);
+  if (!backend.ok()) {
+    std::cerr << "colo: " << backend.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  // Inside a Slurm allocation: only its GPUs, and its node-local MPS directory.
+  const EnvLookup env = process_environment();
+  std::string slurm_note;
+  Result<std::optional<SlurmAllocation>> slurm = slurm_allocation(env, &slurm_note);
+  if (!slurm.ok()) {
+    std::cerr << "colo: " << slurm.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  if (!slurm_note.empty()) std::cerr << "colo: warning: " << slurm_note << "\n";
+  options.slurm = *slurm;
+  MechanismOptions mech_options = default_mechanism_options();
+  mech_options.state_dir = node_local_state_dir(*slurm, env) + "/mps";
+  std::optional<MechanismKind> kind =
+      choose_mechanism(flags.mechanism, std::nullopt, "", **backend, mech_options);
+  if (!kind) return kExitBadInput;
+  Result<std::unique_ptr<Mechanism>> mechanism = make_mechanism(*kind, mech_options);
+  if (!mechanism.ok()) {
+    std::cerr << "colo: " << mechanism.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  std::string db_path = flags.db.empty() ? default_db_path() : flags.db;
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(db_path);
+  if (!store.ok()) {
+    std::cerr << "colo: " << store.error().message() << "\n";
+    return kExitEnvironment;
+  }
+
+  options.gpus = flags.gpus;
+  options.locks.dir = flags.lock_dir;
+  options.locks.wait = !flags.no_wait;
+  options.socket_path = flags.socket.empty() ? default_service_socket() : flags.socket;
+  options.logs_root = flags.logs.empty() ? default_state_dir() + "/serve" : flags.logs;
+  options.engine.policy = flags.policy;
+  options.engine.max_jobs_per_gpu = flags.max_per_gpu;
+  options.engine.sample_period_ms = *period;
+  options.engine.stop_grace_ms = *grace;
+  options.drain_on_stop = flags.on_sigterm == "drain";
+  options.command_line = command_line;
+
+  install(SIGTERM, on_serve_stop);
+  install(SIGINT, on_serve_stop);
+  install(SIGHUP, SIG_IGN);  // a service outlives the terminal that started it
+  install(SIGPIPE, SIG_IGN);
+  ServeContext ctx{clock, **backend, **store, **mechanism, mech_options, std::cerr, g_serve_stops};
+  if (Status s = run_service(options, ctx); !s.ok()) {
+    std::cerr << "colo serve: " << s.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  return kExitOk;
+}
+
+// ---- colo submit -------------------------------------------------------------
+
+// Submits the jobs of `file`; the answer (ids, the service's mechanism and
+// policy), after warning about [run] settings the service does not take.
+Result<json> submit_file(const ServiceClient& client, const JobFile& file) {
+  json jobs = json::array();
+  for (const JobSpec& spec : file.jobs) jobs.push_back(job_spec_to_json(spec));
+  Result<json> answer = client.call(json{{"op", "submit"},
+                                         {"job_file", absolute_path(file.path)},
+                                         {"jobs", std::move(jobs)},
+                                         {"env", client_environment()}});
+  if (!answer.ok()) return answer;
+  const std::string mechanism = (*answer)["service"].value("mechanism", "");
+  if (file.mechanism && *file.mechanism != mechanism) {
+    std::cerr << fmt::format("colo: {}: [run] mechanism = \"{}\" is ignored: the service runs {}\n",
+                             file.path, *file.mechanism, mechanism);
+  }
+  if (file.max_jobs_per_gpu || file.policy) {
+    std::cerr << fmt::format(
+        "colo: {}: [run] policy and max_per_gpu are the service's to choose (it runs {}); "
+        "ignored\n",
+        file.path, (*answer)["service"].value("policy", "?"));
+  }
+  return answer;
+}
+
+struct ClientFlags {
+  std::string socket;
+  bool json = false;
+};
+
+int submit_command(const std::string& path, const ClientFlags& flags) {
+  Result<JobFile> file = load_job_file(path);
+  if (!file.ok()) {
+    std::cerr << "colo: " << file.error().message() << "\n";
+    return kExitBadInput;
+  }
+  std::optional<ServiceClient> client = connect(flags.socket);
+  if (!client) return kExitEnvironment;
+  Result<json> answer = submit_file(*client, *file);
+  if (!answer.ok()) {
+    std::cerr << "colo: " << answer.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  std::vector<int64_t> ids = (*answer)["ids"];
+  if (flags.json) {
+    std::cout << json{{"ids", ids}}.dump() << "\n";
+  } else {
+    std::string list;
+    for (int64_t id : ids) list += fmt::format("{}{}", list.empty() ? "" : " ", id);
+    std::cout << fmt::format("submitted {} job{}: {}\n", ids.size(), ids.size() == 1 ? "" : "s",
+                             list);
+  }
+  return kExitOk;
+}
+
+// ---- colo queue, cancel, logs, wait -----------------------------------------
+
+int queue_command(const ClientFlags& flags) {
+  std::optional<ServiceClient> client = connect(flags.socket);
+  if (!client) return kExitEnvironment;
+  Result<json> answer = client->call(json{{"op", "queue"}});
+  if (!answer.ok()) {
+    std::cerr << "colo: " << answer.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  if (flags.json) {
+    std::cout << (*answer)["snapshot"].dump(2) << "\n";
+    return kExitOk;
+  }
+  Result<ServiceSnapshot> snapshot = snapshot_from_json((*answer)["snapshot"]);
+  if (!snapshot.ok()) {
+    std::cerr << "colo: " << snapshot.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  std::cout << format_queue(*snapshot, SystemClock().now_ms());
+  return kExitOk;
+}
+
+int cancel_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
+  std::optional<ServiceClient> client = connect(flags.socket);
+  if (!client) return kExitEnvironment;
+  Result<json> answer = client->call(json{{"op", "cancel"}, {"ids", ids}});
+  if (!answer.ok()) {
+    std::cerr << "colo: " << answer.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  bool all = true;
+  for (const json& r : (*answer)["results"]) {
+    all = all && r.value("ok", false);
+    if (!flags.json) {
+      if (r.value("ok", false)) {
+        std::cout << fmt::format("job {}: cancelling\n", r.value("id", int64_t{0}));
+      } else {
+        std::cerr << fmt::format("colo: job {}: {}\n", r.value("id", int64_t{0}),
+                                 r.value("error", ""));
+      }
+    }
+  }
+  if (flags.json) std::cout << json{{"results", (*answer)["results"]}}.dump() << "\n";
+  return all ? kExitOk : kExitJobsFailed;
+}
+
+int logs_command(int64_t id, bool follow, const ClientFlags& flags) {
+  std::optional<ServiceClient> client = connect(flags.socket);
+  if (!client) return kExitEnvironment;
+  install(SIGPIPE, SIG_DFL);
+  SystemClock clock;
+  uint64_t offset = 0;
+  std::string path;
+  while (true) {
+    Result<json> answer = client->call(json{{"op", "logs"}, {"id", id}, {"offset", offset}});
+    if (!answer.ok()) {
+      std::cerr << "colo: " << answer.error().message() << "\n";
+      return kExitEnvironment;
+    }
+    const std::string now_path = answer->value("path", "");
+    if (now_path != path && !path.empty()) {
+      // A new attempt logs to a new file.
+      std::cout << fmt::format("---- colo: attempt {} ({})\n", answer->value("attempts", 0),
+                               now_path)
+                << std::flush;
+      offset = 0;
+      path = now_path;
+      continue;
+    }
+    path = now_path;
+    const std::string data = answer->value("data", "");
+    std::cout << data << std::flush;
+    offset = answer->value("offset", offset);
+    if (!data.empty()) continue;  // more may be there already
+    if (!follow || answer->value("ended", false)) break;
+    clock.sleep_for_ms(500);
+  }
+  return kExitOk;
+}
+
+int wait_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
+  std::optional<ServiceClient> client = connect(flags.socket);
+  if (!client) return kExitEnvironment;
+  SystemClock clock;
+  FollowOptions follow;
+  follow.print_progress = false;
+  Result<FollowOutcome> outcome = follow_jobs(*client, ids, follow, clock, std::cout);
+  if (!outcome.ok()) {
+    std::cerr << "colo: " << outcome.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  if (outcome->jobs.size() < ids.size()) {
+    std::cerr << fmt::format("colo: {} of the {} ids are not jobs of this service\n",
+                             ids.size() - outcome->jobs.size(), ids.size());
+  }
+  if (flags.json) {
+    json jobs = json::array();
+    for (const QueueJob& j : outcome->jobs) jobs.push_back(to_json(j));
+    std::cout << json{{"jobs", jobs}}.dump() << "\n";
+  } else {
+    for (const QueueJob& j : outcome->jobs) {
+      std::cout << fmt::format("{} {}: {}{}\n", j.id, j.name, j.state,
+                               j.reason.empty() || j.state == "ok" ? "" : ": " + j.reason);
+    }
+  }
+  return outcome->not_ok == 0 && outcome->jobs.size() == ids.size() ? kExitOk : kExitJobsFailed;
+}
+
+}  // namespace
+
+std::optional<int> run_through_service(const std::string& path, const std::string& socket) {
+  std::vector<std::string> candidates =
+      socket.empty() ? service_socket_candidates() : std::vector<std::string>{socket};
+  std::optional<ServiceClient> client = ServiceClient::find(candidates);
+  if (!client) return std::nullopt;
+  Result<JobFile> file = load_job_file(path);
+  if (!file.ok()) {
+    std::cerr << "colo: " << file.error().message() << "\n";
+    return kExitBadInput;
+  }
+  Result<json> answer = submit_file(*client, *file);
+  if (!answer.ok()) {
+    std::cerr << "colo: " << answer.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  std::vector<int64_t> ids = (*answer)["ids"];
+  std::cout << fmt::format(
+      "colo serve runs on this machine ({}): submitted {} jobs ({}-{}), following them. They keep "
+      "running if this terminal closes (colo queue; colo logs ID); Ctrl-C cancels them.\n",
+      client->path(), ids.size(), ids.front(), ids.back());
+  install_stop_handlers();
+  install(SIGHUP, on_client_detach);
+  install(SIGPIPE, SIG_IGN);
+  SystemClock clock;
+  FollowOptions follow;
+  follow.stop_requests = &stop_requests();
+  follow.detach_requests = &g_client_detach;
+  Result<FollowOutcome> outcome = follow_jobs(*client, ids, follow, clock, std::cout);
+  if (!outcome.ok()) {
+    std::cerr << "colo: " << outcome.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  if (outcome->detached) {
+    std::cerr << "colo: stopped following; the jobs keep running in colo serve (colo wait "
+              << ids.front() << (ids.size() > 1 ? "..." : "") << ")\n";
+    return outcome->cancelled ? kExitCancelled : kExitOk;
+  }
+  std::cout << fmt::format("{} jobs: {} ok, {} not ok\n", outcome->jobs.size(), outcome->ok,
+                           outcome->not_ok);
+  if (outcome->cancelled) return kExitCancelled;
+  return outcome->not_ok == 0 ? kExitOk : kExitJobsFailed;
+}
+
+void add_serve_commands(CLI::App& app, int& exit_code, const std::string& command_line) {
+  static ServeFlags serve;
+  static ClientFlags client;
+  static std::string submit_file_path;
+  static std::vector<int64_t> ids;
+  static int64_t log_id = 0;
+  static bool follow = false;
+
+  CLI::App* serve_cmd = app.add_subcommand(
+      "serve",
+      "Run the service that owns this machine's GPUs: jobs submitted at any time (colo submit), "
+      "queued in the store, placed by the auto policy (see docs/serve.md)");
+  add_backend_flags(*serve_cmd, serve.backend);
+  serve_cmd
+      ->add_option("--mechanism,-m", serve.mechanism,
+                   "exclusive, naive or mps (mig is for colo run); default: mps where available, "
+                   "else naive")
+      ->check(CLI::IsMember({"exclusive", "naive", "mps", "mig"}));
+  serve_cmd->add_option("--policy", serve.policy, "auto or fixed (see docs/policy.md)")
+      ->check(CLI::IsMember({"fixed", "auto"}))
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--gpus", serve.gpus, "own only these GPUs (indices as colo devices lists them)")
+      ->delimiter(',')
+      ->check(gpu_index());
+  serve_cmd->add_option("--db", serve.db,
+                        "run store (holds the queue); default " + default_db_path());
+  serve_cmd->add_option("--logs", serve.logs,
+                        "job logs and checkpoint directories; default <state dir>/serve");
+  serve_cmd->add_option("--socket", serve.socket,
+                        "the Unix socket clients use; default $COLO_SOCKET, else <state "
+                        "dir>/colo.sock");
+  serve_cmd->add_option("--socket-group", serve.socket_group,
+                        "group of the socket (mode 0660): its members may submit jobs");
+  serve_cmd->add_option("--admin-group", serve.admin_group,
+                        "members of this group may cancel anyone's jobs (root always may)");
+  serve_cmd->add_option("--max-per-gpu", serve.max_per_gpu, "at most this many jobs on one GPU")
+      ->check(whole_number(1));
+  serve_cmd->add_option("--sample-period", serve.sample_period, "GPU sampling period")
+      ->capture_default_str();
+  serve_cmd->add_option("--grace", serve.grace, "time between TERM and KILL when stopping jobs")
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--on-sigterm", serve.on_sigterm,
+                   "stop: stop the running jobs (they run again at the next start, per their "
+                   "restart key); drain: start no new job and wait for the running ones (SIGTERM "
+                   "again stops them)")
+      ->check(CLI::IsMember({"stop", "drain"}))
+      ->capture_default_str();
+  serve_cmd->add_option("--lock-dir", serve.lock_dir,
+                        "machine-wide GPU lock directory; default $COLO_LOCK_DIR, else "
+                        "/run/colo/locks or /tmp/colo-locks");
+  serve_cmd->add_flag("--no-wait", serve.no_wait,
+                      "refuse to start when another colo holds a GPU, instead of waiting");
+  serve_cmd->add_option("--http", serve.http,
+                        "serve the read-only JSON API, Prometheus /metrics and the dashboard "
+                        "(/dashboard/) on ADDR:PORT "
+                        "(127.0.0.1:8470; port 0 picks one); off by default");
+  serve_cmd->add_flag("--http-logs", serve.http_logs,
+                      "include job log tails in /api/jobs/ID (anyone who reaches --http reads "
+                      "them; the socket lets users read only their own)");
+  set_example(*serve_cmd, "colo serve --backend sim --mechanism naive --http 127.0.0.1:8470");
+  serve_cmd->callback(
+      [&exit_code, command_line] { exit_code = serve_command(serve, command_line); });
+
+  auto add_client_flags = [](CLI::App* cmd, bool with_json) {
+    cmd->add_option("--socket", client.socket,
+                    "the service's socket; default $COLO_SOCKET, else <state dir>/colo.sock, "
+                    "then /var/lib/colo/colo.sock");
+    if (with_json) cmd->add_flag("--json", client.json, "machine-readable output (docs/serve.md)");
+  };
+
+  CLI::App* submit_cmd =
+      app.add_subcommand("submit", "Queue the jobs of a job file in colo serve; prints their ids");
+  submit_cmd->add_option("file", submit_file_path, "job file (see docs/job-file.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  add_client_flags(submit_cmd, true);
+  set_example(*submit_cmd, "colo submit examples/quickstart.toml --json");
+  submit_cmd->callback([&exit_code] { exit_code = submit_command(submit_file_path, client); });
+
+  CLI::App* queue_cmd = app.add_subcommand(
+      "queue", "Show colo serve's GPUs and jobs: owner, state, mechanism, epoch, rate, end");
+  add_client_flags(queue_cmd, true);
+  set_example(*queue_cmd, "colo queue --json");
+  queue_cmd->callback([&exit_code] { exit_code = queue_command(client); });
+
+  CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel jobs of colo serve (your own)");
+  cancel_cmd->add_option("ids", ids, "job ids")->required();
+  add_client_flags(cancel_cmd, true);
+  set_example(*cancel_cmd, "colo cancel 12 13");
+  cancel_cmd->callback([&exit_code] { exit_code = cancel_command(ids, client); });
+
+  CLI::App* logs_cmd = app.add_subcommand("logs", "Print a job's log (its latest attempt)");
+  logs_cmd->add_option("id", log_id, "job id")->required();
+  logs_cmd->add_flag("--follow,-f", follow, "keep printing until the job ends");
+  add_client_flags(logs_cmd, false);
+  set_example(*logs_cmd, "colo logs 12 --follow");
+  logs_cmd->callback([&exit_code] { exit_code = logs_command(log_id, follow, client); });
+
+  CLI::App* wait_cmd = app.add_subcommand(
+      "wait", "Wait until jobs of colo serve have ended; exit 0 when all ended ok");
+  wait_cmd->add_option("ids", ids, "job ids")->required();
+  add_client_flags(wait_cmd, true);
+  set_example(*wait_cmd, "colo wait 12 13 && echo all ok");
+  wait_cmd->callback([&exit_code] { exit_code = wait_command(ids, client); });
+}
+
+}  // namespace colo

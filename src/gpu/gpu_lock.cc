@@ -1,0 +1,192 @@
+#include "gpu/gpu_lock.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "common/paths.h"
+
+namespace colo {
+namespace {
+
+constexpr const char* kRunLockDir = "/run/colo/locks";
+constexpr const char* kTmpLockDir = "/tmp/colo-locks";
+
+// Creates `dir` (and parents) with mode 1777 for the last component.
+Status make_shared_dir(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0) return OkStatus();
+  if (Status s = make_dirs(dir, 0755); !s.ok()) return s;
+  if (::chmod(dir.c_str(), 01777) != 0) {
+    return Error(fmt::format("cannot make the GPU lock directory {} shared (chmod 1777): {}", dir,
+                             std::strerror(errno)));
+  }
+  return OkStatus();
+}
+
+std::string user_name(uid_t uid) {
+  char buf[4096];
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) return pw.pw_name;
+  return std::to_string(uid);
+}
+
+std::string lock_path(const std::string& dir, const std::string& uuid) {
+  std::string name;
+  for (char c : uuid) name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
+  return fmt::format("{}/{}.lock", dir, name);
+}
+
+// Opens (creating if needed) a lock file: without O_CREAT first, since the
+// kernel may refuse O_CREAT on another user's file in a sticky directory.
+int open_lock_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd >= 0 || errno != ENOENT) return fd;
+  fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd >= 0) {
+    (void)::fchmod(fd, 0666);  // every user's colo writes who holds it
+    return fd;
+  }
+  return errno == EEXIST ? ::open(path.c_str(), O_RDWR | O_CLOEXEC) : -1;
+}
+
+std::optional<GpuLockHolder> read_holder(int fd) {
+  char buf[4096];
+  ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(std::string(buf, static_cast<size_t>(n)), nullptr,
+                                           /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  GpuLockHolder h;
+  h.pid = j.value("pid", 0);
+  h.uid = j.value("uid", 0u);
+  h.user = j.value("user", "");
+  h.since_ms = j.value("since_ms", int64_t{0});
+  h.command = j.value("command", "");
+  return h;
+}
+
+void write_holder(int fd, const GpuLockHolder& h) {
+  std::string text = nlohmann::json{{"pid", h.pid},
+                                    {"uid", h.uid},
+                                    {"user", h.user},
+                                    {"since_ms", h.since_ms},
+                                    {"command", h.command}}
+                         .dump() +
+                     "\n";
+  if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, text.data(), text.size(), 0);
+}
+
+std::string holder_text(int fd) {
+  std::optional<GpuLockHolder> h = read_holder(fd);
+  return h ? describe(*h) : "another process (its lock file does not say who)";
+}
+
+}  // namespace
+
+std::string default_gpu_lock_dir() {
+  if (const char* dir = std::getenv("COLO_LOCK_DIR"); dir != nullptr && *dir != '\0') return dir;
+  struct stat st {};
+  if (::stat(kRunLockDir, &st) == 0 && S_ISDIR(st.st_mode) && ::access(kRunLockDir, W_OK) == 0)
+    return kRunLockDir;
+  if (geteuid() == 0 && make_shared_dir(kRunLockDir).ok()) return kRunLockDir;
+  return kTmpLockDir;
+}
+
+std::string describe(const GpuLockHolder& holder) {
+  std::time_t t = static_cast<std::time_t>(holder.since_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return fmt::format("colo pid {} (user {}) since {}{}", holder.pid,
+                     holder.user.empty() ? std::to_string(holder.uid) : holder.user, when,
+                     holder.command.empty() ? "" : ": " + holder.command);
+}
+
+Result<std::unique_ptr<GpuLocks>> GpuLocks::acquire(const std::vector<DeviceInfo>& devices,
+                                                    const GpuLockOptions& options, Clock& clock) {
+  if (Status s = make_shared_dir(options.dir); !s.ok())
+    return s.error().with_context("GPU locks (set COLO_LOCK_DIR to use another directory)");
+  std::vector<const DeviceInfo*> order;
+  for (const DeviceInfo& d : devices) order.push_back(&d);
+  std::sort(order.begin(), order.end(),
+            [](const DeviceInfo* a, const DeviceInfo* b) { return a->uuid < b->uuid; });
+
+  GpuLockHolder me{getpid(), geteuid(), user_name(geteuid()), clock.now_ms(), options.command};
+  std::unique_ptr<GpuLocks> locks(new GpuLocks());
+  for (const DeviceInfo* d : order) {
+    const std::string path = lock_path(options.dir, d->uuid);
+    int fd = open_lock_file(path);
+    if (fd < 0) {
+      return Error(
+          fmt::format("cannot open the lock file {} of GPU {}: {} (set COLO_LOCK_DIR to "
+                      "use another directory)",
+                      path, d->index, std::strerror(errno)));
+    }
+    locks->held_.push_back({path, fd});
+    std::string last_holder;
+    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EINTR) continue;
+      if (errno != EWOULDBLOCK) {
+        return Error(fmt::format("cannot lock GPU {} ({}): flock: {}", d->index, path,
+                                 std::strerror(errno)));
+      }
+      std::string holder = holder_text(fd);
+      if (!options.wait) {
+        return Error(fmt::format(
+            "GPU {} ({}) is in use by {}; wait for it (leave out --no-wait), choose other GPUs "
+            "with --gpus, or submit to that colo if it is a service (colo submit)",
+            d->index, d->uuid, holder));
+      }
+      if (holder != last_holder && options.on_wait) {
+        options.on_wait(
+            fmt::format("waiting for GPU {} ({}), in use by {}", d->index, d->uuid, holder));
+      }
+      last_holder = holder;
+      if (options.stop_requests != nullptr && options.stop_requests->load() > 0)
+        return Error(fmt::format("stopped while waiting for GPU {}", d->index));
+      clock.sleep_for_ms(options.poll_ms);
+    }
+    write_holder(fd, me);
+  }
+  return locks;
+}
+
+GpuLocks::~GpuLocks() {
+  for (Held& h : held_) {
+    if (h.fd >= 0) ::close(h.fd);  // releases the flock
+  }
+}
+
+std::vector<std::string> GpuLocks::paths() const {
+  std::vector<std::string> out;
+  for (const Held& h : held_) out.push_back(h.path);
+  return out;
+}
+
+std::optional<GpuLockHolder> GpuLocks::holder_of(const std::string& dir, const std::string& uuid) {
+  int fd = ::open(lock_path(dir, uuid).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<GpuLockHolder> holder;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    holder = read_holder(fd);
+    if (!holder) holder = GpuLockHolder{};
+  } else {
+    ::flock(fd, LOCK_UN);
+  }
+  ::close(fd);
+  return holder;
+}
+
+}  // namespace colo

@@ -1,0 +1,194 @@
+#include "jobs/job_spec_json.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+namespace colo {
+namespace {
+
+using nlohmann::json;
+
+bool valid_env_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+// Reads the fields of one job object; the first problem is kept.
+class FieldReader {
+ public:
+  explicit FieldReader(const json& j) : j_(j) {}
+
+  std::optional<std::string> text(const char* key, bool required = false) {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) {
+      if (required) fail(fmt::format("'{}' is missing", key));
+      return std::nullopt;
+    }
+    if (!it->is_string()) {
+      fail(fmt::format("'{}' must be a string", key));
+      return std::nullopt;
+    }
+    return it->get<std::string>();
+  }
+
+  template <class Int>
+  std::optional<Int> integer(const char* key, int64_t lo, int64_t hi) {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi) {
+      fail(fmt::format("'{}' must be an integer from {} to {}", key, lo, hi));
+      return std::nullopt;
+    }
+    return static_cast<Int>(it->get<int64_t>());
+  }
+
+  std::optional<uint64_t> bytes(const char* key) {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number_unsigned()) {
+      fail(fmt::format("'{}' must be a number of bytes", key));
+      return std::nullopt;
+    }
+    return it->get<uint64_t>();
+  }
+
+  std::optional<std::vector<std::string>> string_list(const char* key) {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return std::nullopt;
+    std::vector<std::string> out;
+    if (!it->is_array()) {
+      fail(fmt::format("'{}' must be an array of strings", key));
+      return out;
+    }
+    for (const json& v : *it) {
+      if (!v.is_string()) {
+        fail(fmt::format("'{}' must be an array of strings", key));
+        break;
+      }
+      out.push_back(v.get<std::string>());
+    }
+    return out;
+  }
+
+  std::map<std::string, std::string> string_map(const char* key) {
+    std::map<std::string, std::string> out;
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return out;
+    if (!it->is_object()) {
+      fail(fmt::format("'{}' must be an object of strings", key));
+      return out;
+    }
+    for (const auto& [k, v] : it->items()) {
+      if (!v.is_string()) {
+        fail(fmt::format("'{}.{}' must be a string", key, k));
+        continue;
+      }
+      out[k] = v.get<std::string>();
+    }
+    return out;
+  }
+
+  void fail(std::string message) {
+    if (error_.empty()) error_ = std::move(message);
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  const json& j_;
+  std::string error_;
+};
+
+}  // namespace
+
+json job_spec_to_json(const JobSpec& job) {
+  json j;
+  j["name"] = job.name;
+  j["group"] = job.group;
+  j["command"] = job.command;
+  j["working_dir"] = job.working_dir;
+  j["env"] = job.env;
+  if (job.gpu_memory_bytes) j["gpu_memory_bytes"] = *job.gpu_memory_bytes;
+  if (job.sm_share_pct) j["sm_share_pct"] = *job.sm_share_pct;
+  if (job.memory_limit_bytes) j["memory_limit_bytes"] = *job.memory_limit_bytes;
+  if (job.epoch_regex) j["epoch_regex"] = *job.epoch_regex;
+  if (job.step_regex) j["step_regex"] = *job.step_regex;
+  if (job.epoch_samples) j["epoch_samples"] = *job.epoch_samples;
+  if (job.sm_activity_pct) j["sm_activity_pct"] = *job.sm_activity_pct;
+  if (job.gpu_util_pct) j["gpu_util_pct"] = *job.gpu_util_pct;
+  if (job.solo_time_ms) j["solo_time_ms"] = *job.solo_time_ms;
+  if (job.startup_time_ms) j["startup_time_ms"] = *job.startup_time_ms;
+  if (job.mig_profile) j["mig_profile"] = *job.mig_profile;
+  if (job.mig_group) j["mig_group"] = *job.mig_group;
+  if (job.dataset) j["dataset"] = *job.dataset;
+  j["restart"] = to_string(job.restart);
+  j["params"] = job.params;
+  if (!job.family.empty()) j["family"] = job.family;
+  if (job.resource_params) j["resource_params"] = *job.resource_params;
+  j["repeat_index"] = job.repeat_index;
+  j["source"] = job.source;
+  return j;
+}
+
+Result<JobSpec> job_spec_from_json(const json& j) {
+  if (!j.is_object()) return Error("a job must be a JSON object");
+  FieldReader r(j);
+  JobSpec job;
+  job.name = r.text("name", true).value_or("");
+  if (job.name.empty()) r.fail("'name' must not be empty");
+  job.group = r.text("group").value_or(job.name);
+  auto command = j.find("command");
+  if (command == j.end() || !command->is_array() || command->empty()) {
+    r.fail("'command' must be a non-empty array of strings");
+  } else {
+    for (const json& arg : *command) {
+      if (!arg.is_string()) {
+        r.fail("'command' must be a non-empty array of strings");
+        break;
+      }
+      job.command.push_back(arg.get<std::string>());
+    }
+  }
+  job.working_dir = r.text("working_dir", true).value_or("");
+  if (job.working_dir.empty() || job.working_dir[0] != '/')
+    r.fail("'working_dir' must be an absolute path");
+  job.env = r.string_map("env");
+  for (const auto& [name, value] : job.env) {
+    if (!valid_env_name(name)) r.fail(fmt::format("env: '{}' is not a valid name", name));
+  }
+  job.gpu_memory_bytes = r.bytes("gpu_memory_bytes");
+  job.sm_share_pct = r.integer<int>("sm_share_pct", 1, 100);
+  job.memory_limit_bytes = r.bytes("memory_limit_bytes");
+  job.epoch_regex = r.text("epoch_regex");
+  job.step_regex = r.text("step_regex");
+  job.epoch_samples = r.integer<int64_t>("epoch_samples", 1, INT64_MAX);
+  job.sm_activity_pct = r.integer<int>("sm_activity_pct", 1, 100);
+  job.gpu_util_pct = r.integer<int>("gpu_util_pct", 1, 100);
+  job.solo_time_ms = r.integer<int64_t>("solo_time_ms", 1, INT64_MAX);
+  job.startup_time_ms = r.integer<int64_t>("startup_time_ms", 1, INT64_MAX);
+  job.mig_profile = r.text("mig_profile");
+  job.mig_group = r.text("mig_group");
+  job.dataset = r.text("dataset");
+  std::string restart = r.text("restart").value_or("on-failure");
+  if (restart == "never") {
+    job.restart = RestartPolicy::kNever;
+  } else if (restart != "on-failure") {
+    r.fail("'restart' must be \"on-failure\" or \"never\"");
+  }
+  job.params = r.string_map("params");
+  job.family = r.text("family").value_or("");
+  job.resource_params = r.string_list("resource_params");
+  job.repeat_index = r.integer<int>("repeat_index", 1, INT32_MAX).value_or(1);
+  job.source = r.text("source").value_or("");
+  if (!r.error().empty()) {
+    return Error(fmt::format("job '{}': {}", job.name.empty() ? "?" : job.name, r.error()));
+  }
+  return job;
+}
+
+}  // namespace colo

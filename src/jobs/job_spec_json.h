@@ -1,0 +1,22 @@
+// JobSpec as JSON: what `colo submit` sends to the service and what the
+// service keeps in its queue, so that a job survives the service's restart
+// exactly as it was submitted. Every field of JobSpec round-trips.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "jobs/job_spec.h"
+
+namespace colo {
+
+// Keys as the JobSpec fields are named; unset optional fields are left out.
+nlohmann::json job_spec_to_json(const JobSpec& job);
+
+// The inverse. Checks what a job file's parser would have checked (a name,
+// a non-empty command, an absolute working directory, valid environment
+// names, percentages from 1 to 100) and says which field is wrong, since the
+// JSON may come from another process.
+Result<JobSpec> job_spec_from_json(const nlohmann::json& json);
+
+}  // namespace colo

@@ -1,0 +1,130 @@
+#include "jobs/job_spec_json.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+
+JobSpec full_spec() {
+  JobSpec job;
+  job.name = "resnet[lr=0.1]#2";
+  job.group = "resnet";
+  job.command = {"python3", "train.py", "--lr", "0.1"};
+  job.working_dir = "/data/exp";
+  job.env = {{"A", "1"}, {"B_2", "two words"}};
+  job.gpu_memory_bytes = 6ull << 30;
+  job.sm_share_pct = 50;
+  job.memory_limit_bytes = 8ull << 30;
+  job.epoch_regex = "epoch (\\d+)";
+  job.step_regex = "step (?P<step>\\d+)";
+  job.epoch_samples = 50000;
+  job.family = "0123456789abcdef";
+  job.resource_params = std::vector<std::string>{"batch_size", "image_size^2"};
+  job.sm_activity_pct = 40;
+  job.gpu_util_pct = 70;
+  job.solo_time_ms = 90'000;
+  job.startup_time_ms = 12'000;
+  job.mig_profile = "3g.40gb";
+  job.mig_group = "pair";
+  job.dataset = "imagenet";
+  job.restart = RestartPolicy::kNever;
+  job.params = {{"lr", "0.1"}};
+  job.repeat_index = 2;
+  job.source = "jobs.toml:4";
+  return job;
+}
+
+void expect_same(const JobSpec& a, const JobSpec& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.group, b.group);
+  EXPECT_EQ(a.command, b.command);
+  EXPECT_EQ(a.working_dir, b.working_dir);
+  EXPECT_EQ(a.env, b.env);
+  EXPECT_EQ(a.gpu_memory_bytes, b.gpu_memory_bytes);
+  EXPECT_EQ(a.sm_share_pct, b.sm_share_pct);
+  EXPECT_EQ(a.memory_limit_bytes, b.memory_limit_bytes);
+  EXPECT_EQ(a.epoch_regex, b.epoch_regex);
+  EXPECT_EQ(a.step_regex, b.step_regex);
+  EXPECT_EQ(a.epoch_samples, b.epoch_samples);
+  EXPECT_EQ(a.family, b.family);
+  EXPECT_EQ(a.resource_params, b.resource_params);
+  EXPECT_EQ(a.sm_activity_pct, b.sm_activity_pct);
+  EXPECT_EQ(a.gpu_util_pct, b.gpu_util_pct);
+  EXPECT_EQ(a.solo_time_ms, b.solo_time_ms);
+  EXPECT_EQ(a.startup_time_ms, b.startup_time_ms);
+  EXPECT_EQ(a.mig_profile, b.mig_profile);
+  EXPECT_EQ(a.mig_group, b.mig_group);
+  EXPECT_EQ(a.dataset, b.dataset);
+  EXPECT_EQ(a.restart, b.restart);
+  EXPECT_EQ(a.params, b.params);
+  EXPECT_EQ(a.repeat_index, b.repeat_index);
+  EXPECT_EQ(a.source, b.source);
+}
+
+TEST(JobSpecJson, EveryFieldRoundTrips) {
+  const JobSpec job = full_spec();
+  Result<JobSpec> back = job_spec_from_json(nlohmann::json::parse(job_spec_to_json(job).dump()));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  expect_same(job, *back);
+}
+
+TEST(JobSpecJson, UnsetOptionalsStayUnset) {
+  JobSpec job;
+  job.name = "a";
+  job.command = {"x"};
+  job.working_dir = "/";
+  Result<JobSpec> back = job_spec_from_json(job_spec_to_json(job));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  expect_same(job, *back);
+  EXPECT_EQ(back->group, "");
+  EXPECT_EQ(back->restart, RestartPolicy::kOnFailure);
+}
+
+struct BadJson {
+  const char* label;
+  const char* json;
+  const char* expected;
+};
+
+class JobSpecJsonBad : public ::testing::TestWithParam<BadJson> {};
+
+TEST_P(JobSpecJsonBad, SaysWhichFieldIsWrong) {
+  Result<JobSpec> r = job_spec_from_json(nlohmann::json::parse(GetParam().json));
+  ASSERT_FALSE(r.ok()) << GetParam().label;
+  EXPECT_THAT(r.error().message(), HasSubstr(GetParam().expected)) << GetParam().label;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, JobSpecJsonBad,
+    ::testing::Values(
+        BadJson{"not an object", "[1]", "must be a JSON object"},
+        BadJson{"no name", R"({"command":["x"],"working_dir":"/"})", "'name' is missing"},
+        BadJson{"empty command", R"({"name":"a","command":[],"working_dir":"/"})",
+                "'command' must be a non-empty array"},
+        BadJson{"relative dir", R"({"name":"a","command":["x"],"working_dir":"rel"})",
+                "'working_dir' must be an absolute path"},
+        BadJson{"bad env name",
+                R"({"name":"a","command":["x"],"working_dir":"/","env":{"1X":"v"}})",
+                "'1X' is not a valid name"},
+        BadJson{"share out of range",
+                R"({"name":"a","command":["x"],"working_dir":"/","sm_share_pct":101})",
+                "'sm_share_pct' must be an integer from 1 to 100"},
+        BadJson{"negative memory",
+                R"({"name":"a","command":["x"],"working_dir":"/","gpu_memory_bytes":-1})",
+                "'gpu_memory_bytes' must be a number of bytes"},
+        BadJson{"bad restart",
+                R"({"name":"a","command":["x"],"working_dir":"/","restart":"always"})",
+                "'restart' must be"}),
+    [](const ::testing::TestParamInfo<BadJson>& info) {
+      std::string name = info.param.label;
+      for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace colo

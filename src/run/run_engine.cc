@@ -1,0 +1,944 @@
+#include "run/run_engine.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <iterator>
+#include <ostream>
+
+#include "analysis/profile_event.h"
+#include "analysis/stored.h"
+#include "common/paths.h"
+#include "common/units.h"
+#include "jobs/job_signature.h"
+#include "sched/family.h"
+#include "sharing/mig_mechanism.h"
+
+namespace colo {
+namespace {
+
+// What the simulated backend assumes for a job that gives no hints.
+constexpr uint64_t kSimDefaultMemoryBytes = 2ull << 30;
+constexpr double kSimDefaultSmPct = 30.0;
+
+// Process lists cost more than device metrics (several NVML calls, more with
+// more processes): read them every other device sample (about once a second
+// by default), but no less often than every 200 ms so short jobs are seen.
+int64_t process_period_ms(int64_t device_period_ms) {
+  return std::max<int64_t>(2 * device_period_ms, 200);
+}
+
+std::vector<int> device_indices(const std::vector<DeviceInfo>& devices) {
+  std::vector<int> idx;
+  for (const DeviceInfo& d : devices) idx.push_back(d.index);
+  return idx;
+}
+
+// CPUs this process may run on, and the machine's memory (for the auto
+// policy's accounting of shared loaders).
+double host_cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+uint64_t host_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+JobEnd job_end_of(JobState state) {
+  switch (state) {
+    case JobState::kOk:
+      return JobEnd::kOk;
+    case JobState::kOutOfMemory:
+      return JobEnd::kOutOfMemory;
+    case JobState::kCancelled:
+    case JobState::kKilled:
+      return JobEnd::kCancelled;
+    default:
+      return JobEnd::kFailed;
+  }
+}
+
+}  // namespace
+
+// Live state of one job.
+struct RunEngine::JobRuntime {
+  size_t key = 0;
+  EngineJob job;
+  const std::string& label() const { return job.label.empty() ? job.spec.name : job.label; }
+  std::string signature;
+  JobState state = JobState::kQueued;
+  std::optional<int> device;
+  pid_t pid = 0;
+  UnixMillis started_ms = 0;
+  UnixMillis ended_ms = 0;
+  int64_t epochs = 0;
+  std::optional<int64_t> epoch;
+  UnixMillis last_epoch_end_ms = 0;
+  std::optional<int64_t> last_epoch_ms;
+  std::optional<double> last_samples_per_s;
+  std::optional<ProgressReader> reader;
+  std::string note;
+  int attempt = 1;
+  // Why colo stopped it, when it did: recorded instead of "stopped by colo".
+  std::string stop_reason;
+  // Stopped because the mechanism failed: requeued (restart policy permitting).
+  bool mechanism_victim = false;
+  // Stopped because the service shuts down: ends interrupted.
+  bool shutdown_victim = false;
+  // Auto policy.
+  bool probe = false;             // measured for its family's profile
+  bool probe_first_sent = false;  // its first profile went to the scheduler
+  UnixMillis last_rate_ms = 0;    // time of the last progress event with samples
+  int rates_seen = 0;
+  uint64_t peak_memory_bytes = 0;  // largest summed memory of its processes seen
+  double probe_sm_sum = 0;
+  double probe_util_sum = 0;
+  int probe_samples = 0;
+  UnixMillis memory_sampled_ms = 0;   // its processes' memory was last seen then
+  UnixMillis first_epoch_end_ms = 0;  // 0: no epoch ended yet (this attempt)
+  std::optional<int64_t> first_epoch_samples;
+  std::optional<int64_t> first_progress_ms;  // since its start
+  // What the mechanism gave the running attempt (see EngineJobView).
+  std::optional<int> mps_sm_share_pct;
+  std::optional<uint64_t> mps_memory_limit_bytes;
+  std::string mig_instance;
+  SimLoadHint sim_load;             // what the simulated backend was told
+  bool sim_memory_assumed = false;  // it still holds the default (none stated)
+};
+
+RunEngine::RunEngine(EngineContext ctx, EngineOptions options, int64_t run_id,
+                     std::string run_token, std::vector<DeviceInfo> devices)
+    : ctx_(ctx),
+      options_(std::move(options)),
+      run_id_(run_id),
+      run_token_(std::move(run_token)),
+      devices_(std::move(devices)),
+      supervisor_(ctx.clock),
+      sampler_(
+          ctx.backend, ctx.clock, device_indices(devices_),
+          SamplerOptions{options_.sample_period_ms, process_period_ms(options_.sample_period_ms)}),
+      attributor_(process_table_),
+      display_(ctx.out, options_.live_display) {}
+
+RunEngine::~RunEngine() {
+  if (started_ && !finished_) sampler_.stop();
+}
+
+int RunEngine::jobs_per_device_limit() const {
+  int limit = ctx_.mechanism.max_jobs_per_device();
+  if (options_.max_jobs_per_gpu) limit = std::min(limit, *options_.max_jobs_per_gpu);
+  return std::max(1, limit);
+}
+
+std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
+  const int limit = jobs_per_device_limit();
+  Result<std::vector<LearnedProfile>> stored = learn_profiles(ctx_.store);
+  if (!stored.ok())
+    display_.event("warning: no profiles from the store: " + stored.error().message());
+  measured_ = stored.ok() ? *stored : std::vector<LearnedProfile>{};
+  if (options_.policy != "auto") {
+    std::vector<DeviceSlots> slots;
+    for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes, limit});
+    return std::make_unique<FixedScheduler>(slots,
+                                            fmt::format("fixed, up to {} jobs per GPU", limit));
+  }
+  AutoOptions auto_options;
+  auto_options.mode =
+      ctx_.mechanism.kind() == MechanismKind::kNaive ? ShareMode::kTimeSliced : ShareMode::kSpatial;
+  auto_options.max_jobs_per_gpu = limit;
+  auto_options.memory_limits = ctx_.mechanism.kind() == MechanismKind::kMps;
+  auto_options.max_retries = kMaxJobAttempts - 1;
+  auto_options.host_cpus = host_cpu_count();
+  auto_options.host_memory_bytes = host_memory_bytes();
+  std::vector<GpuSlot> slots;
+  for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes});
+  InterferenceModel model;
+  if (Result<InterferenceModel> fitted = calibrated_model(ctx_.store, model, measured_);
+      fitted.ok())
+    model = *fitted;
+  display_.event("auto: interference model: " + model.describe());
+  return std::make_unique<AutoScheduler>(slots, auto_options, model);
+}
+
+void RunEngine::start() {
+  scheduler_ = make_scheduler();
+  display_.event("policy: " + scheduler_->describe());
+  sampler_.start();
+  started_ = true;
+  next_flush_ms_ = ctx_.clock.monotonic_ms();
+  next_health_ms_ = ctx_.clock.monotonic_ms() + options_.health_check_ms;
+}
+
+std::string RunEngine::policy_description() const {
+  return scheduler_ ? scheduler_->describe() : "";
+}
+
+// Tells the scheduler what is known about the job's signature (the store's
+// profile merged over the job's hints), the first time it is seen.
+void RunEngine::introduce(JobRuntime& job) {
+  if (introduced_.count(job.signature) > 0) return;
+  introduced_[job.signature] = true;
+  const JobSpec& spec = job.job.spec;
+  std::map<std::string, JobProfile> known =
+      known_profiles(measured_, {spec}, devices_.front().name, ctx_.backend.simulated());
+  auto it = known.find(job.signature);
+  if (it != known.end() && it->second.samples_per_s)
+    solo_rates_[job.signature] = *it->second.samples_per_s;
+  auto* autos = dynamic_cast<AutoScheduler*>(scheduler_.get());
+  if (autos == nullptr) return;
+  autos->set_label(job.signature, spec.group);
+  if (job.job.host_cost) autos->set_host_cost(job.signature, *job.job.host_cost);
+  if (!spec.family.empty()) {
+    // The family's instances the store measured, once per family.
+    if (families_loaded_.insert(spec.family).second) {
+      for (auto& [family, instances] :
+           family_instances(measured_, {spec}, devices_.front().name, ctx_.backend.simulated())) {
+        for (FamilyInstance& i : instances) autos->add_family_instance(family, std::move(i));
+      }
+    }
+    autos->set_family(job.signature, FamilyMember{spec.family, instance_label(spec.name),
+                                                  spec.params, spec.resource_params});
+  }
+  if (it == known.end()) return;
+  autos->set_profile(job.signature, it->second);
+  const JobProfile& p = it->second;
+  display_.event(fmt::format(
+      "auto: {} profile: {} peak, {} SM activity, {} alone; from {}", spec.group,
+      p.peak_memory_bytes ? format_bytes(*p.peak_memory_bytes) : "memory unknown",
+      p.sm_active_pct ? fmt::format("{:.0f}%", *p.sm_active_pct) : "unknown",
+      p.samples_per_s ? fmt::format("{:.0f} samples/s", *p.samples_per_s) : "rate unknown",
+      p.source));
+}
+
+size_t RunEngine::submit(EngineJob job) {
+  auto runtime = std::make_unique<JobRuntime>();
+  runtime->key = jobs_.size();
+  runtime->attempt = std::max(1, job.attempt);
+  runtime->signature = job_signature(job.spec);
+  runtime->job = std::move(job);
+  JobRuntime& j = *runtime;
+  jobs_.push_back(std::move(runtime));
+  introduce(j);
+  // The fixed policy keeps jobs off a GPU their known or hinted memory does not fit.
+  std::optional<uint64_t> memory = j.job.spec.gpu_memory_bytes;
+  if (!memory) {
+    for (const LearnedProfile& p : measured_) {
+      if (p.signature == j.signature && p.simulated == ctx_.backend.simulated() &&
+          p.profile.peak_memory_bytes)
+        memory = std::max(memory.value_or(0), *p.profile.peak_memory_bytes);
+    }
+  }
+  scheduler_->enqueue({j.key, j.signature, memory});
+  return j.key;
+}
+
+void RunEngine::event(const std::string& message) { display_.event(message); }
+
+bool RunEngine::idle() const { return queued() == 0 && by_pid_.empty(); }
+
+size_t RunEngine::queued() const { return scheduler_ ? scheduler_->queued() : 0; }
+
+int RunEngine::count(bool ok) const {
+  return static_cast<int>(std::count_if(jobs_.begin(), jobs_.end(), [&](const auto& j) {
+    return is_final(j->state) && (j->state == JobState::kOk) == ok;
+  }));
+}
+
+void RunEngine::tick() {
+  collect_samples();
+  reap();
+  if (!stopping_ && !held_ && mechanism_down_.empty()) place();
+  read_progress();
+  finish_probes();
+  const int64_t now = ctx_.clock.monotonic_ms();
+  if (now >= next_flush_ms_) {
+    flush();
+    next_flush_ms_ = now + options_.flush_ms;
+  }
+  write_store();
+  if (!mechanism_down_.empty()) {
+    if (by_pid_.empty() && !stopping_ && now >= next_health_ms_) restart_mechanism();
+  } else if (now >= next_health_ms_) {
+    next_health_ms_ = now + options_.health_check_ms;
+    if (!by_pid_.empty() || queued() > 0) check_health();
+  }
+  redraw();
+}
+
+void RunEngine::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (started_) sampler_.stop();
+  collect_samples();
+  flush();
+  write_store();
+  display_.finish();
+  SamplerStats stats = sampler_.stats();
+  if (stats.wall_ms > 0) {
+    ctx_.out << fmt::format(
+        "sampler: {} device samples, {} process samples, {} errors, {:.2f}% of one core\n",
+        stats.device_samples, stats.process_samples, stats.errors,
+        100.0 * static_cast<double>(stats.thread_cpu_ms) / static_cast<double>(stats.wall_ms));
+  }
+}
+
+const DeviceInfo& RunEngine::device(int index) const {
+  auto it = std::find_if(devices_.begin(), devices_.end(),
+                         [&](const DeviceInfo& d) { return d.index == index; });
+  return it != devices_.end() ? *it : devices_.front();
+}
+
+std::string RunEngine::log_path(const JobRuntime& job) const {
+  return job.attempt <= 1 ? job.job.log_stem + ".log"
+                          : fmt::format("{}.attempt{}.log", job.job.log_stem, job.attempt);
+}
+
+void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis ended_ms) {
+  job.state = exit.state;
+  job.ended_ms = ended_ms;
+  job.note = exit.state == JobState::kOk ? "" : exit.reason;
+  int64_t malformed = job.reader ? job.reader->malformed_lines() : 0;
+  if (job.job.id != 0 && job.reader && job.reader->throttled().any())
+    pending_events_.emplace_back(job.job.id, job.reader->throttled().to_event(ended_ms));
+  if (job.job.id != 0) ctx_.writer.job_finished(job.job.id, exit, ended_ms, malformed);
+  std::string what = fmt::format("{} {}", job.label(), to_string(exit.state));
+  if (job.started_ms > 0)
+    what += fmt::format(" after {}", format_duration_ms(ended_ms - job.started_ms));
+  if (!job.note.empty()) what += ": " + job.note;
+  if (malformed > 0) what += fmt::format(" ({} malformed progress lines ignored)", malformed);
+  display_.event(what);
+  changes_.push_back({JobChange::Kind::kEnded, job.key, job.job.id, exit.state, job.note,
+                      job.device, job.attempt, ended_ms});
+}
+
+void RunEngine::place() {
+  std::vector<Decision> decisions = scheduler_->schedule(ctx_.clock.monotonic_ms());
+  for (const Unplaceable& u : scheduler_->take_unplaceable()) {
+    record_final(*jobs_[u.job],
+                 JobExit{JobState::kFailed, std::nullopt, std::nullopt, u.reason, {}},
+                 ctx_.clock.now_ms());
+  }
+  for (const std::string& note : scheduler_->take_notes()) display_.event("auto: " + note);
+  for (const Decision& d : decisions) start(*jobs_[d.job], d);
+}
+
+// A job whose start failed ends failed; the scheduler forgets it.
+void RunEngine::start_failed(JobRuntime& job, const Error& e) {
+  (void)scheduler_->finished(job.key, JobEnd::kFailed, ctx_.clock.monotonic_ms());
+  record_final(job, JobExit{JobState::kFailed, std::nullopt, std::nullopt, e.message(), {}},
+               ctx_.clock.now_ms());
+}
+
+// The progress file and checkpoint directory exist before the job starts,
+// and belong to the job's user.
+Status RunEngine::prepare_files(JobRuntime& job) {
+  const EngineJob& j = job.job;
+  if (size_t slash = j.log_stem.rfind('/'); slash != std::string::npos && slash > 0) {
+    if (Status s = make_dirs(j.log_stem.substr(0, slash)); !s.ok())
+      return s.error().with_context("log directory");
+  }
+  if (!j.checkpoint_dir.empty()) {
+    // Its parents only let the job's user through (0711); the directory is theirs alone.
+    if (size_t slash = j.checkpoint_dir.rfind('/'); slash != std::string::npos && slash > 0) {
+      if (Status s = make_dirs(j.checkpoint_dir.substr(0, slash), 0711); !s.ok())
+        return s.error().with_context("checkpoint directory");
+    }
+    if (Status s = make_dirs(j.checkpoint_dir, 0700); !s.ok())
+      return s.error().with_context("checkpoint directory");
+    if (j.run_as) {
+      if (Status s = give_to(j.checkpoint_dir, *j.run_as); !s.ok()) return s;
+    }
+  }
+  if (j.run_as) {
+    int fd = ::open(j.progress_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) return Error(fmt::format("cannot create {}: {}", j.progress_path, errno));
+    ::close(fd);
+    if (Status s = give_to(j.progress_path, *j.run_as); !s.ok()) return s;
+  }
+  return OkStatus();
+}
+
+void RunEngine::start(JobRuntime& job, const Decision& a) {
+  const JobSpec& spec = job.job.spec;
+  Placement placement{spec.name, a.device, spec.sm_share_pct,
+                      spec.memory_limit_bytes ? spec.memory_limit_bytes : a.memory_limit_bytes};
+  Result<Environment> mech_env = ctx_.mechanism.environment_for(placement);
+  if (!mech_env.ok()) {
+    start_failed(job, mech_env.error());
+    return;
+  }
+  if (job.job.id == 0) {
+    Result<std::vector<int64_t>> ids =
+        ctx_.store.add_jobs(run_id_, {spec}, {log_path(job)}, ctx_.clock.now_ms());
+    if (!ids.ok()) {
+      start_failed(job, ids.error().with_context("cannot record the job in the run store"));
+      return;
+    }
+    job.job.id = ids->front();
+  }
+  if (Status s = prepare_files(job); !s.ok()) {
+    start_failed(job, s.error());
+    return;
+  }
+  LaunchRequest request{spec.name,     spec.command,     spec.working_dir, spec.env,
+                        log_path(job), job.job.base_env, job.job.run_as,   {}};
+  for (const auto& [k, v] : job.job.extra_env) request.env[k] = v;
+  for (const auto& [k, v] : *mech_env) request.env[k] = v;
+  request.env[kProgressFileEnv] = job.job.progress_path;
+  request.env["COLO_JOB_NAME"] = spec.name;
+  request.env["COLO_RUN_ID"] = std::to_string(run_id_);
+  request.env[kRunTokenEnv] = run_token_;
+  request.env[kJobTokenEnv] = job_token(run_token_, job.job.id);
+  if (ctx_.cgroup != nullptr) {
+    if (Result<std::string> cg = ctx_.cgroup->make_job_cgroup(job.job.id); cg.ok()) {
+      request.cgroup = *cg;
+    } else if (!cgroup_warned_) {
+      cgroup_warned_ = true;
+      display_.event("warning: " + cg.error().message() +
+                     "; jobs start in their process group only");
+    }
+  }
+  if (!job.job.checkpoint_dir.empty()) request.env[kCheckpointDirEnv] = job.job.checkpoint_dir;
+
+  Result<ProgressReader> reader =
+      ProgressReader::create({job.job.progress_path, request.log_path, spec.epoch_regex,
+                              spec.step_regex, spec.epoch_samples},
+                             ctx_.clock.now_ms());
+  if (!reader.ok()) {
+    start_failed(job, reader.error());
+    return;
+  }
+  // A retry keeps reading the progress file where the last attempt stopped.
+  if (!job.reader) job.reader.emplace(std::move(reader).value());
+  job.reader->follow_log(request.log_path);  // this attempt's output
+
+  Result<pid_t> pid = supervisor_.start(request);
+  UnixMillis now = ctx_.clock.now_ms();
+  if (!pid.ok()) {
+    start_failed(job, pid.error());
+    return;
+  }
+  job.state = JobState::kRunning;
+  job.probe = a.probe;
+  job.probe_first_sent = false;
+  job.memory_sampled_ms = 0;
+  job.first_epoch_end_ms = 0;
+  job.first_epoch_samples.reset();
+  job.rates_seen = 0;
+  job.last_rate_ms = 0;
+  job.probe_samples = 0;
+  job.probe_sm_sum = job.probe_util_sum = 0;
+  job.first_progress_ms.reset();
+  job.stop_reason.clear();
+  job.mechanism_victim = job.shutdown_victim = false;
+  job.pid = *pid;
+  job.device = a.device;
+  job.started_ms = now;
+  job.mps_sm_share_pct.reset();
+  job.mps_memory_limit_bytes.reset();
+  if (ctx_.mechanism.kind() == MechanismKind::kMps) {
+    job.mps_sm_share_pct = placement.sm_share_pct;
+    job.mps_memory_limit_bytes = placement.memory_limit_bytes;
+  }
+  auto mig = mech_env->find(kMigInstanceEnv);
+  job.mig_instance = mig != mech_env->end() ? mig->second : "";
+  job.last_epoch_end_ms = now;
+  by_pid_[*pid] = job.key;
+  attributor_.add_job(*pid, job.job.id);
+  // Simulated memory: the hint, else nothing until the job's first progress
+  // (start-up holds no GPU memory), then what it states or the default
+  // (simulated_load()).
+  job.sim_load = SimLoadHint{spec.gpu_memory_bytes.value_or(0),
+                             spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct};
+  job.sim_memory_assumed = !spec.gpu_memory_bytes;
+  ctx_.backend.process_started(a.device, static_cast<uint32_t>(*pid), job.sim_load);
+  if (a.estimate)
+    pending_events_.emplace_back(job.job.id, profile_event(kEstimateEvent, *a.estimate, now));
+  ctx_.writer.job_started(job.job.id, *pid, a.device, now, job.attempt);
+  if (!job.mig_instance.empty()) ctx_.writer.job_instance(job.job.id, job.mig_instance);
+  changes_.push_back({JobChange::Kind::kStarted, job.key, job.job.id, JobState::kRunning, "",
+                      a.device, job.attempt, now});
+  display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}{}{}", job.label(), a.device,
+                             device(a.device).name, *pid, request.log_path,
+                             a.probe ? " (probe: alone until its profile is measured)" : "",
+                             a.memory_limit_bytes && !spec.memory_limit_bytes
+                                 ? ", memory limit " + format_bytes(*a.memory_limit_bytes)
+                                 : ""));
+}
+
+void RunEngine::reap() {
+  std::vector<FinishedJob> finished = supervisor_.poll();
+  // A job that failed may have failed because the mechanism did (the MPS
+  // server died under it): ask before recording anything.
+  if (mechanism_down_.empty() && !stopping_) {
+    for (const FinishedJob& f : finished) {
+      auto it = by_pid_.find(f.pid);
+      if (it == by_pid_.end() || !jobs_[it->second]->stop_reason.empty()) continue;
+      if (f.exit.state == JobState::kOk || f.exit.state == JobState::kCancelled) continue;
+      Status s = ctx_.mechanism.check_after_job_failure();
+      if (!s.ok()) {
+        for (const FinishedJob& g : finished) {
+          auto victim = by_pid_.find(g.pid);
+          if (victim != by_pid_.end() && g.exit.state != JobState::kOk)
+            jobs_[victim->second]->mechanism_victim = true;
+        }
+        mechanism_failed(s.error().message());
+      }
+      break;
+    }
+  }
+  for (const FinishedJob& f : finished) {
+    auto it = by_pid_.find(f.pid);
+    if (it == by_pid_.end()) continue;
+    JobRuntime& job = *jobs_[it->second];
+    by_pid_.erase(it);
+    retired_pids_.push_back(f.pid);  // samples taken before its end may still be in flight
+    // Without a cgroup, a daemon the job started in a new session escaped
+    // its process group: found by the job's token.
+    if (!f.contained) {
+      if (int n = stop_token_processes(kJobTokenEnv, job_token(run_token_, job.job.id)); n > 0)
+        display_.event(fmt::format("{}: stopped {} processes it left running", job.label(), n));
+    }
+    ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
+    read_progress_of(job, /*exited=*/true);  // the last lines it wrote before exiting
+    if (job.probe && f.exit.state == JobState::kOk) finish_probe(job);
+    if (f.exit.state == JobState::kOk && job.peak_memory_bytes > 0) {
+      JobProfile seen;
+      seen.peak_memory_bytes = job.peak_memory_bytes;
+      seen.source = fmt::format("measured: {} in run {}", job.job.spec.name, run_id_);
+      scheduler_->measured(job.key, seen);
+    }
+    end_attempt(job, f);
+  }
+}
+
+void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f) {
+  const int64_t now = ctx_.clock.monotonic_ms();
+  if (job.mechanism_victim && f.exit.state != JobState::kOk) {
+    (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
+    const std::string reason = fmt::format("{} (attempt {})", mechanism_down_, job.attempt);
+    if (!stopping_ && job.job.spec.restart == RestartPolicy::kOnFailure &&
+        job.attempt < kMaxJobAttempts) {
+      requeue(job, f.ended_ms, reason);
+      scheduler_->enqueue({job.key, job.signature, job.job.spec.gpu_memory_bytes});
+      return;
+    }
+    record_final(job,
+                 JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal, reason, f.exit.usage},
+                 f.ended_ms);
+    return;
+  }
+  if (job.shutdown_victim) {
+    (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
+    JobExit exit = f.exit;
+    if (exit.state != JobState::kOk) {
+      exit.state = JobState::kInterrupted;
+      exit.reason = job.stop_reason;
+    }
+    record_final(job, exit, f.ended_ms);
+    return;
+  }
+  EndVerdict verdict = scheduler_->finished(job.key, job_end_of(f.exit.state), now);
+  if (verdict.requeued && !stopping_) {
+    requeue(job, f.ended_ms, f.exit.reason + ": " + verdict.note);
+    return;
+  }
+  JobExit exit = f.exit;
+  if (!job.stop_reason.empty() && exit.state == JobState::kCancelled)
+    exit.reason = job.stop_reason + " (" + exit.reason + ")";
+  if (!verdict.note.empty()) exit.reason += "; " + verdict.note;
+  record_final(job, exit, f.ended_ms);
+}
+
+// The job is queued again (an out-of-memory retry, a mechanism failure); its
+// next attempt logs to <stem>.attempt<N>.log.
+void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string& reason) {
+  ProgressEvent e;
+  e.time_ms = ended_ms;
+  e.kind = "requeued";
+  e.metrics["attempt"] = job.attempt;
+  pending_events_.emplace_back(job.job.id, std::move(e));
+  job.attempt += 1;
+  job.state = JobState::kQueued;
+  job.probe = false;
+  job.note = reason;
+  ctx_.writer.job_requeued(job.job.id, log_path(job), reason, ended_ms);
+  changes_.push_back({JobChange::Kind::kRequeued, job.key, job.job.id, JobState::kQueued, reason,
+                      job.device, job.attempt, ended_ms});
+  display_.event(fmt::format("{} requeued: {}", job.label(), reason));
+}
+
+bool RunEngine::cancel(size_t key, const std::string& reason) {
+  if (key >= jobs_.size()) return false;
+  JobRuntime& job = *jobs_[key];
+  if (is_final(job.state)) return false;
+  if (job.state == JobState::kQueued) {
+    if (!scheduler_->remove_queued(key)) return false;
+    record_final(job, JobExit{JobState::kCancelled, std::nullopt, std::nullopt, reason, {}},
+                 ctx_.clock.now_ms());
+    return true;
+  }
+  job.stop_reason = reason;
+  supervisor_.stop(job.pid, options_.stop_grace_ms);
+  display_.event(fmt::format("{}: {}; stopping it (TERM, then KILL after {})", job.label(), reason,
+                             format_duration_ms(options_.stop_grace_ms)));
+  return true;
+}
+
+void RunEngine::stop_all(StopKind kind, int64_t grace_ms, const std::string& reason) {
+  if (!stopping_) {
+    stopping_ = true;
+    UnixMillis now = ctx_.clock.now_ms();
+    for (size_t i : scheduler_->drain_queued()) {
+      if (kind == StopKind::kCancel) {
+        record_final(*jobs_[i],
+                     JobExit{JobState::kCancelled,
+                             std::nullopt,
+                             std::nullopt,
+                             "cancelled before it started",
+                             {}},
+                     now);
+      }
+    }
+    for (auto& [pid, key] : by_pid_) {
+      JobRuntime& job = *jobs_[key];
+      if (kind == StopKind::kShutdown) {
+        job.shutdown_victim = true;
+        job.stop_reason = reason;
+      }
+    }
+  }
+  display_.event(
+      grace_ms > 0
+          ? fmt::format("stopping {} running jobs (TERM, then KILL after {}; {} again to kill now)",
+                        by_pid_.size(), format_duration_ms(grace_ms),
+                        kind == StopKind::kCancel ? "Ctrl-C" : "SIGTERM")
+          : fmt::format("killing {} running jobs", by_pid_.size()));
+  supervisor_.stop_all(grace_ms);
+}
+
+// Auto policy: a probe's first profile goes to the scheduler once it ended
+// an epoch and its memory was sampled after that, so that the rest of its
+// family starts up while it measures on; its last when two progress rates
+// were seen, another job on its GPU reported progress (the GPU is no longer
+// its alone), or after probe_ms.
+void RunEngine::finish_probes() {
+  const UnixMillis now = ctx_.clock.now_ms();
+  for (const auto& [pid, key] : by_pid_) {
+    JobRuntime& job = *jobs_[key];
+    if (!job.probe) continue;
+    if (job.rates_seen >= 2 || now - job.started_ms >= options_.probe_ms || shared_since(job)) {
+      finish_probe(job);
+    } else if (!job.probe_first_sent && job.first_epoch_end_ms > 0 &&
+               job.memory_sampled_ms >= job.first_epoch_end_ms && job.probe_samples > 0) {
+      job.probe_first_sent = true;
+      send_probe_profile(job, "first epoch");
+    }
+  }
+}
+
+std::optional<UnixMillis> RunEngine::shared_since(const JobRuntime& job) const {
+  std::optional<UnixMillis> since;
+  for (const auto& [pid, key] : by_pid_) {
+    const JobRuntime& other = *jobs_[key];
+    if (&other == &job || other.device != job.device || !other.first_progress_ms) continue;
+    const UnixMillis t = other.started_ms + *other.first_progress_ms;
+    if (!since || t < *since) since = t;
+  }
+  return since;
+}
+
+void RunEngine::finish_probe(JobRuntime& job) {
+  job.probe = false;
+  send_probe_profile(job, job.probe_first_sent ? "refined" : "");
+}
+
+void RunEngine::send_probe_profile(JobRuntime& job, std::string_view stage) {
+  JobProfile p;
+  if (job.peak_memory_bytes > 0) p.peak_memory_bytes = job.peak_memory_bytes;
+  if (job.probe_samples > 0) {
+    p.sm_active_pct = job.probe_sm_sum / job.probe_samples;
+    p.gpu_util_pct = job.probe_util_sum / job.probe_samples;
+  }
+  if (job.rates_seen > 0) {
+    p.samples_per_s = job.last_samples_per_s;
+  } else if (job.first_epoch_end_ms > 0 && job.first_progress_ms && job.first_epoch_samples) {
+    // One epoch: its rate from the first progress (start-up left out).
+    const UnixMillis from = job.started_ms + *job.first_progress_ms;
+    if (job.first_epoch_end_ms > from)
+      p.samples_per_s = static_cast<double>(*job.first_epoch_samples) * 1000.0 /
+                        static_cast<double>(job.first_epoch_end_ms - from);
+  }
+  if (p.samples_per_s) solo_rates_[job.signature] = *p.samples_per_s;
+  p.startup_ms = job.first_progress_ms;
+  p.source = fmt::format("probe: {} in run {}", job.job.spec.name, run_id_);
+  display_.event(fmt::format(
+      "auto: measured {}{}: {} peak, {} SM activity, {}", job.label(),
+      stage.empty() ? "" : fmt::format(" ({})", stage),
+      p.peak_memory_bytes ? format_bytes(*p.peak_memory_bytes) : "memory not seen",
+      p.sm_active_pct ? fmt::format("{:.0f}%", *p.sm_active_pct) : "unknown",
+      p.samples_per_s ? fmt::format("{:.0f} samples/s", *p.samples_per_s) : "no rate yet"));
+  if (p.peak_memory_bytes && job.job.id != 0)
+    pending_events_.emplace_back(job.job.id, profile_event(kProbeEvent, p, ctx_.clock.now_ms()));
+  scheduler_->learned(job.signature, p);
+}
+
+// The simulated backend: a job may state what it holds on the simulated GPU
+// (metrics simulated_gpu_memory_mib and simulated_sm_active_pct, as
+// bench/sim_train.py does) so that its samples follow it; a job without a
+// memory hint that states nothing by its first progress holds the default.
+void RunEngine::simulated_load(JobRuntime& job, const std::vector<ProgressEvent>& events) {
+  if (!job.device || job.pid <= 0) return;
+  bool changed = false;
+  for (const ProgressEvent& e : events) {
+    auto memory = e.metrics.find("simulated_gpu_memory_mib");
+    if (memory != e.metrics.end() && memory->second >= 0) {
+      job.sim_load.memory_bytes = static_cast<uint64_t>(memory->second * 1024 * 1024);
+      job.sim_memory_assumed = false;
+      changed = true;
+    }
+    auto sm = e.metrics.find("simulated_sm_active_pct");
+    if (sm != e.metrics.end() && sm->second >= 0) {
+      job.sim_load.sm_active_pct = sm->second;
+      changed = true;
+    }
+  }
+  if (job.sim_memory_assumed) {
+    job.sim_load.memory_bytes = kSimDefaultMemoryBytes;
+    job.sim_memory_assumed = false;
+    changed = true;
+  }
+  if (changed)
+    ctx_.backend.process_started(*job.device, static_cast<uint32_t>(job.pid), job.sim_load);
+}
+
+void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
+  if (!job.reader) return;
+  std::vector<ProgressEvent> events = job.reader->poll(ctx_.clock.now_ms(), exited);
+  if (ctx_.backend.simulated() && !events.empty() && !exited) simulated_load(job, events);
+  for (ProgressEvent& e : events) {
+    if (!job.first_progress_ms) job.first_progress_ms = e.time_ms - job.started_ms;
+    if ((e.kind == "epoch_end" || e.kind == "step") && e.samples) {
+      // A step's rate runs from the previous step, an epoch's from the previous epoch's end.
+      const UnixMillis last = e.kind == "step" ? job.last_rate_ms : job.last_epoch_end_ms;
+      const UnixMillis since = last > job.started_ms ? last : 0;
+      if (since > 0 && e.time_ms > since) {
+        double rate =
+            static_cast<double>(*e.samples) * 1000.0 / static_cast<double>(e.time_ms - since);
+        scheduler_->observe_rate(job.key, rate, ctx_.clock.monotonic_ms());
+        ++job.rates_seen;
+        if (e.kind == "step") job.last_samples_per_s = rate;
+      }
+      if (e.kind == "step") job.last_rate_ms = e.time_ms;
+    }
+    if (e.kind == "epoch_end") {
+      if (job.first_epoch_end_ms == 0) {
+        job.first_epoch_end_ms = e.time_ms;
+        job.first_epoch_samples = e.samples;
+      }
+      ++job.epochs;
+      job.epoch = e.epoch.value_or(job.epochs);
+      int64_t took = e.time_ms - job.last_epoch_end_ms;
+      if (took > 0) {
+        job.last_epoch_ms = took;
+        if (e.samples)
+          job.last_samples_per_s =
+              static_cast<double>(*e.samples) * 1000.0 / static_cast<double>(took);
+      }
+      job.last_epoch_end_ms = e.time_ms;
+      if (!options_.live_display) {
+        display_.event(fmt::format("{} epoch {} done in {}{}", job.label(),
+                                   e.epoch.value_or(job.epochs), format_duration_ms(took),
+                                   job.last_samples_per_s
+                                       ? fmt::format(", {:.0f} samples/s", *job.last_samples_per_s)
+                                       : ""));
+      }
+    }
+    pending_events_.emplace_back(job.job.id, std::move(e));
+  }
+  for (const std::string& note : job.reader->take_notices()) {
+    display_.event(fmt::format("{}: {}", job.label(), note));
+    append_note_to_log(log_path(job), note);
+  }
+}
+
+void RunEngine::read_progress() {
+  for (const auto& [pid, key] : by_pid_) read_progress_of(*jobs_[key]);
+}
+
+// Takes the sampler's readings and attributes processes to jobs while the
+// jobs' process trees still exist; jobs reaped since the last call are
+// forgotten only afterwards.
+void RunEngine::collect_samples() {
+  SamplerBatch batch = sampler_.drain();
+  for (const std::string& e : batch.errors) {
+    if (sampler_errors_shown_++ < 5) display_.event("warning: GPU sampling: " + e);
+  }
+  for (const DeviceSample& d : batch.devices) {
+    std::deque<DeviceSample>& recent = recent_[d.device];
+    recent.push_back(d);
+    while (recent.size() > options_.recent_samples_per_gpu) recent.pop_front();
+  }
+  std::map<std::pair<int64_t, UnixMillis>, uint64_t> memory;  // (job id, time) -> bytes
+  for (const ProcessSample& p : batch.processes) {
+    std::optional<int64_t> job_id = attributor_.job_for(static_cast<pid_t>(p.pid));
+    if (job_id && p.used_memory_bytes) memory[{*job_id, p.time_ms}] += *p.used_memory_bytes;
+    pending_processes_.push_back({p, job_id});
+  }
+  for (const auto& [device, list] : batch.latest_process_lists) {
+    std::vector<EngineProcess>& latest = latest_processes_[device];
+    latest.clear();
+    for (const ProcessSample& p : list)
+      latest.push_back({p, attributor_.job_for(static_cast<pid_t>(p.pid))});
+  }
+  for (const auto& [pid, key] : by_pid_) {
+    JobRuntime& job = *jobs_[key];
+    for (auto it = memory.lower_bound({job.job.id, 0});
+         it != memory.end() && it->first.first == job.job.id; ++it) {
+      job.peak_memory_bytes = std::max(job.peak_memory_bytes, it->second);
+      job.memory_sampled_ms = std::max(job.memory_sampled_ms, it->first.second);
+    }
+    if (!job.probe || !job.device) continue;
+    // Probe SM activity: the device while the job works (after its first
+    // progress) and no other job there does.
+    const std::optional<UnixMillis> shared = shared_since(job);
+    for (const DeviceSample& d : batch.devices) {
+      if (d.device != *job.device || !job.first_progress_ms ||
+          d.time_ms < job.started_ms + *job.first_progress_ms || (shared && d.time_ms >= *shared))
+        continue;
+      if (d.sm_active_pct) {
+        job.probe_sm_sum += *d.sm_active_pct;
+        job.probe_util_sum += d.gpu_util_pct.value_or(*d.sm_active_pct * 2);
+        ++job.probe_samples;
+      }
+    }
+  }
+  std::move(batch.devices.begin(), batch.devices.end(), std::back_inserter(pending_devices_));
+  for (pid_t pid : retired_pids_) attributor_.remove_job(pid);
+  retired_pids_.clear();
+}
+
+void RunEngine::flush() {
+  ctx_.writer.add_samples(run_id_, std::move(pending_devices_), std::move(pending_processes_));
+  ctx_.writer.add_job_events(std::move(pending_events_));
+  pending_devices_.clear();
+  pending_processes_.clear();
+  pending_events_.clear();
+}
+
+void RunEngine::write_store() {
+  for (const std::string& line : ctx_.writer.flush()) display_.event(line);
+}
+
+void RunEngine::check_health() {
+  Status health = ctx_.mechanism.health_check();
+  if (health.ok()) {
+    health_warned_ = false;
+    return;
+  }
+  if (ctx_.mechanism.kind() == MechanismKind::kMps) {
+    mechanism_failed(health.error().message());
+    return;
+  }
+  if (!health_warned_) {
+    health_warned_ = true;
+    display_.event(fmt::format("warning: {} mechanism unhealthy: {}",
+                               to_string(ctx_.mechanism.kind()), health.error().message()));
+  }
+}
+
+// The mechanism failed under the running jobs: they are stopped and
+// requeued when reaped; nothing is placed until it is back.
+void RunEngine::mechanism_failed(const std::string& reason) {
+  mechanism_down_ =
+      fmt::format("the {} mechanism failed: {}", to_string(ctx_.mechanism.kind()), reason);
+  display_.event(fmt::format("{}; stopping {} running jobs to run them again once it is restarted",
+                             mechanism_down_, by_pid_.size()));
+  for (const auto& [pid, key] : by_pid_) {
+    jobs_[key]->mechanism_victim = true;
+    supervisor_.stop(pid, std::min<int64_t>(options_.stop_grace_ms, 2000));
+  }
+  next_health_ms_ = ctx_.clock.monotonic_ms();  // restart as soon as the jobs are gone
+}
+
+void RunEngine::restart_mechanism() {
+  (void)ctx_.mechanism.teardown();
+  Status s = ctx_.mechanism.prepare(devices_);
+  if (!s.ok()) {
+    display_.event(fmt::format("could not restart the {} mechanism ({}); trying again in {}",
+                               to_string(ctx_.mechanism.kind()), s.error().message(),
+                               format_duration_ms(options_.health_check_ms)));
+    (void)ctx_.mechanism.teardown();
+    next_health_ms_ = ctx_.clock.monotonic_ms() + options_.health_check_ms;
+    return;
+  }
+  display_.event(
+      fmt::format("{} mechanism restarted; the queue resumes", to_string(ctx_.mechanism.kind())));
+  mechanism_down_.clear();
+  health_warned_ = false;
+  next_health_ms_ = ctx_.clock.monotonic_ms() + options_.health_check_ms;
+}
+
+EngineJobView RunEngine::view(size_t key) const {
+  const JobRuntime& j = *jobs_.at(key);
+  EngineJobView v;
+  v.key = key;
+  v.job_id = j.job.id;
+  v.name = j.job.spec.name;
+  v.state = j.state;
+  v.device = j.device;
+  v.pid = j.state == JobState::kRunning ? j.pid : 0;
+  v.attempt = j.attempt;
+  v.started_ms = j.started_ms;
+  v.ended_ms = j.ended_ms;
+  v.epochs = j.epochs;
+  v.epoch = j.epoch;
+  v.last_epoch_ms = j.last_epoch_ms;
+  v.samples_per_s = j.last_samples_per_s;
+  if (j.state == JobState::kRunning && scheduler_) {
+    const int64_t mono = ctx_.clock.monotonic_ms();
+    if (std::optional<int64_t> end = scheduler_->expected_end_ms(key, mono))
+      v.expected_end_ms = ctx_.clock.now_ms() + (*end - mono);
+  }
+  v.peak_memory_bytes = j.peak_memory_bytes;
+  v.probe = j.probe;
+  v.note = j.note;
+  v.log_path = log_path(j);
+  v.mps_sm_share_pct = j.mps_sm_share_pct;
+  v.mps_memory_limit_bytes = j.mps_memory_limit_bytes;
+  v.mig_instance = j.mig_instance;
+  if (auto solo = solo_rates_.find(j.signature); solo != solo_rates_.end())
+    v.solo_samples_per_s = solo->second;
+  return v;
+}
+
+void RunEngine::redraw() {
+  if (!options_.live_display) return;
+  UnixMillis now = ctx_.clock.now_ms();
+  std::vector<JobLine> lines;
+  lines.reserve(jobs_.size());
+  int running = 0;
+  int done = 0;
+  for (const auto& j : jobs_) {
+    running += j->state == JobState::kRunning;
+    done += is_final(j->state);
+    int64_t elapsed = j->state == JobState::kRunning ? now - j->started_ms
+                      : j->started_ms > 0            ? j->ended_ms - j->started_ms
+                                                     : 0;
+    lines.push_back(JobLine{j->job.spec.name, to_string(j->state), j->device, elapsed, j->epochs,
+                            j->last_epoch_ms, j->last_samples_per_s, j->note});
+  }
+  display_.redraw(fmt::format("run {}: {} running, {} queued, {} done of {}", run_id_, running,
+                              queued(), done, jobs_.size()),
+                  lines);
+}
+
+}  // namespace colo

@@ -1,0 +1,307 @@
+// RunEngine: runs jobs on a set of GPUs through one mechanism, and takes new
+// jobs at any time. It is the loop of `colo run` (which submits a job file's
+// jobs and ticks until they have ended) and of `colo serve` (which submits
+// jobs as they arrive and ticks until it is stopped): one engine, two callers.
+//
+// Each tick(): take the sampler's readings and attribute processes to jobs;
+// reap jobs that ended (the policy may requeue an out-of-memory end); place
+// queued jobs (the policy's Scheduler: fixed or auto) and start them
+// (JobSupervisor) with the mechanism's environment; follow their progress
+// files (rates go to the scheduler); finish probes; write events and samples
+// to the store in batches; check the mechanism's health; redraw the display.
+//
+// Mechanism failure: when the mechanism stops answering, or a job fails and
+// the mechanism says it failed under it (the MPS server died), every running
+// job is stopped and requeued with that reason (per its restart policy, up to
+// kMaxJobAttempts attempts), no job is placed until the mechanism has been
+// torn down and prepared again, and then the queue resumes.
+//
+// The caller owns the steps around it (cleaning up, recording the run,
+// preparing the mechanism, tearing down). Every job the engine takes ends in
+// a recorded state, or is handed back by stop_all(kRelease). Not
+// thread-safe: one thread calls everything (the sampler has its own).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/profiles.h"
+#include "common/clock.h"
+#include "gpu/gpu_backend.h"
+#include "jobs/cgroup.h"
+#include "jobs/job_spec.h"
+#include "jobs/job_state.h"
+#include "jobs/job_supervisor.h"
+#include "jobs/progress.h"
+#include "jobs/run_as.h"
+#include "monitor/gpu_sampler.h"
+#include "run/leftovers.h"
+#include "run/live_display.h"
+#include "sched/auto_scheduler.h"
+#include "sched/scheduler.h"
+#include "sharing/mechanism.h"
+#include "sharing/process_finder.h"
+#include "store/run_store.h"
+#include "store/store_writer.h"
+
+namespace colo {
+
+// Every job process carries COLO_RUN_TOKEN and COLO_JOB_TOKEN (run/leftovers.h).
+// Every job gets a checkpoint directory, the same across its attempts.
+inline constexpr const char* kCheckpointDirEnv = "COLO_CHECKPOINT_DIR";
+
+struct EngineOptions {
+  // "fixed" or "auto".
+  std::string policy = "auto";
+  // At most this many jobs per GPU (below the mechanism's own limit).
+  std::optional<int> max_jobs_per_gpu;
+  // Auto policy: how long a probe measures a job with no profile alone, at
+  // most. Its first profile goes to the scheduler once it ended an epoch and
+  // its memory was sampled after that (the rest of its family may then start
+  // up beside it); the probe measures on until two progress rates were seen,
+  // another job on its GPU reported progress, or this long.
+  int64_t probe_ms = 60'000;
+  // Device sampling period.
+  int64_t sample_period_ms = 500;
+  // Time between TERM and KILL when stopping jobs.
+  int64_t stop_grace_ms = 10'000;
+  // How often samples and events are written to the store (one transaction).
+  int64_t flush_ms = 1000;
+  // How often the mechanism's health is checked while jobs are queued or run.
+  int64_t health_check_ms = 5000;
+  // Redraw one line per job in place (a terminal) instead of printing events.
+  bool live_display = false;
+  // Device samples kept in memory for readers (recent_samples()), per GPU.
+  size_t recent_samples_per_gpu = 240;
+};
+
+// Everything the engine talks to, borrowed.
+struct EngineContext {
+  Clock& clock;
+  GpuBackend& backend;
+  RunStore& store;      // read (profiles); the jobs rows of jobs submitted without one
+  StoreWriter& writer;  // every other write, in order
+  Mechanism& mechanism;
+  RunCgroup* cgroup;  // each job gets a cgroup under it; null: process groups only
+  std::ostream& out;  // events and the live display
+};
+
+// A job handed to the engine.
+struct EngineJob {
+  JobSpec spec;
+  // Its row in the store's jobs table; 0: the engine adds the row to the run
+  // when the job first starts (the service's jobs, of which the queue is kept
+  // elsewhere).
+  int64_t id = 0;
+  // Logs go to <log_stem>.log, later attempts to <log_stem>.attempt<N>.log.
+  std::string log_stem;
+  std::string progress_path;
+  // COLO_CHECKPOINT_DIR; created (for the job's user) before it starts. Empty: none.
+  std::string checkpoint_dir;
+  // The number of its first attempt here (a service restart continues the count).
+  int attempt = 1;
+  std::optional<RunAs> run_as;  // see LaunchRequest
+  std::optional<std::map<std::string, std::string>> base_env;
+  // Extra environment (COLO_JOB_ID for service jobs).
+  std::map<std::string, std::string> extra_env;
+  // How events name the job; empty: its name ("12 resnet26#1" for service jobs).
+  std::string label;
+  // The shared data loader it reads through (its spec's dataset), for the
+  // auto policy's host accounting; its COLO_DATA_SOCKET is in extra_env.
+  std::optional<HostCost> host_cost;
+};
+
+// What changed about a job, for callers that keep their own records (the
+// service's queue). Taken with take_changes().
+struct JobChange {
+  enum class Kind { kStarted, kRequeued, kEnded };
+  Kind kind = Kind::kStarted;
+  size_t key = 0;
+  int64_t job_id = 0;  // its row in the jobs table (0 if it never started)
+  JobState state = JobState::kQueued;
+  std::string reason;
+  std::optional<int> device;
+  int attempt = 1;
+  UnixMillis time_ms = 0;
+};
+
+// A job as it stands now, for displays and snapshots.
+struct EngineJobView {
+  size_t key = 0;
+  int64_t job_id = 0;
+  std::string name;
+  JobState state = JobState::kQueued;
+  std::optional<int> device;
+  pid_t pid = 0;
+  int attempt = 1;
+  UnixMillis started_ms = 0;
+  UnixMillis ended_ms = 0;
+  int64_t epochs = 0;            // epoch ends seen in this attempt
+  std::optional<int64_t> epoch;  // the last epoch number the job reported
+  std::optional<int64_t> last_epoch_ms;
+  std::optional<double> samples_per_s;        // its latest rate
+  std::optional<UnixMillis> expected_end_ms;  // the policy's estimate (auto, with a solo time)
+  uint64_t peak_memory_bytes = 0;
+  bool probe = false;
+  std::string note;
+  std::string log_path;
+  // Its limits under MPS (active thread percentage, pinned memory), when it
+  // runs under MPS with them; its MIG instance under MIG ("" otherwise).
+  std::optional<int> mps_sm_share_pct;
+  std::optional<uint64_t> mps_memory_limit_bytes;
+  std::string mig_instance;
+  // Its signature's progress rate alone (a stored profile, a hint or a probe).
+  std::optional<double> solo_samples_per_s;
+};
+
+// A GPU process as the sampler last listed it, with the job it belongs to.
+struct EngineProcess {
+  ProcessSample sample;
+  std::optional<int64_t> job_id;  // its row in the jobs table, when it is a job's
+};
+
+class RunEngine {
+ public:
+  RunEngine(EngineContext ctx, EngineOptions options, int64_t run_id, std::string run_token,
+            std::vector<DeviceInfo> devices);
+  ~RunEngine();
+  RunEngine(const RunEngine&) = delete;
+  RunEngine& operator=(const RunEngine&) = delete;
+
+  // Makes the policy (with the store's profiles) and starts the sampler.
+  void start();
+
+  // Takes a job; it is placed by a later tick(). Returns its key.
+  size_t submit(EngineJob job);
+
+  // One pass of the loop (see the file comment). Never blocks.
+  void tick();
+
+  // Cancels one job: a queued one ends cancelled now; a running one gets
+  // TERM, then KILL after the grace period, and ends cancelled. `reason` is
+  // recorded ("cancelled by alice"). False when the job has already ended.
+  bool cancel(size_t key, const std::string& reason);
+
+  enum class StopKind {
+    kCancel,  // `colo run` stopped: queued jobs end cancelled, running ones are stopped (cancelled)
+    kShutdown,  // the service stops: queued jobs are released unrecorded, running ones are
+                // stopped and end interrupted (`reason`)
+  };
+  // Stops everything; no job is placed afterwards. Called again (a second
+  // Ctrl-C) with grace 0, kills what still runs.
+  void stop_all(StopKind kind, int64_t grace_ms, const std::string& reason);
+  // Holds placement (drain: running jobs finish, queued ones wait) or resumes it.
+  void hold(bool held) { held_ = held; }
+
+  // Nothing queued and nothing running.
+  bool idle() const;
+  size_t running() const { return by_pid_.size(); }
+  size_t queued() const;
+  bool stopping() const { return stopping_; }
+
+  // Stops the sampler and writes what is left; ends the display.
+  void finish();
+
+  std::vector<JobChange> take_changes() { return std::exchange(changes_, {}); }
+  EngineJobView view(size_t key) const;
+  size_t job_count() const { return jobs_.size(); }
+  // Per GPU, its latest device samples, oldest first.
+  std::map<int, std::deque<DeviceSample>> recent_samples() const { return recent_; }
+  // Per GPU, the processes of its latest process sample (MPS clients one by one).
+  const std::map<int, std::vector<EngineProcess>>& latest_processes() const {
+    return latest_processes_;
+  }
+  const std::vector<DeviceInfo>& devices() const { return devices_; }
+  // "auto", "fixed, up to 7 jobs per GPU"; empty before start().
+  std::string policy_description() const;
+  // Why the mechanism is down (no job is placed until it is back); empty when it is up.
+  const std::string& mechanism_down() const { return mechanism_down_; }
+  // Jobs that ended ok / not ok.
+  int count(bool ok) const;
+  // Shows a message among the engine's events (the live display stays intact).
+  void event(const std::string& message);
+
+ private:
+  struct JobRuntime;
+
+  std::unique_ptr<Scheduler> make_scheduler();
+  void introduce(JobRuntime& job);
+  void record_final(JobRuntime& job, const JobExit& exit, UnixMillis ended_ms);
+  void place();
+  void start_failed(JobRuntime& job, const Error& e);
+  void start(JobRuntime& job, const Decision& d);
+  Status prepare_files(JobRuntime& job);
+  void reap();
+  void end_attempt(JobRuntime& job, const FinishedJob& f);
+  void requeue(JobRuntime& job, UnixMillis ended_ms, const std::string& reason);
+  void finish_probes();
+  void finish_probe(JobRuntime& job);
+  void send_probe_profile(JobRuntime& job, std::string_view stage);
+  // When another running job on `job`'s GPU first reported progress (it works
+  // there from then on), if one did.
+  std::optional<UnixMillis> shared_since(const JobRuntime& job) const;
+  void simulated_load(JobRuntime& job, const std::vector<ProgressEvent>& events);
+  // `exited`: the job has ended; read what it left and let held-back events out.
+  void read_progress_of(JobRuntime& job, bool exited = false);
+  void read_progress();
+  void collect_samples();
+  // Hands the samples and events gathered since the last call to the writer.
+  void flush();
+  // Writes what the writer holds (it backs off while the store cannot be
+  // written) and shows what it has to say.
+  void write_store();
+  void check_health();
+  void mechanism_failed(const std::string& reason);
+  void restart_mechanism();
+  void redraw();
+  std::string log_path(const JobRuntime& job) const;
+  const DeviceInfo& device(int index) const;
+  int jobs_per_device_limit() const;
+
+  EngineContext ctx_;
+  EngineOptions options_;
+  int64_t run_id_;
+  std::string run_token_;
+  std::vector<DeviceInfo> devices_;
+  std::vector<std::unique_ptr<JobRuntime>> jobs_;
+  JobSupervisor supervisor_;
+  GpuSampler sampler_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<LearnedProfile> measured_;    // learned from the store at start()
+  std::map<std::string, bool> introduced_;  // signatures the scheduler knows
+  std::set<std::string> families_loaded_;   // families whose measured instances it got
+  ProcfsProcessTable process_table_;
+  JobAttributor attributor_;
+  LiveDisplay display_;
+  std::map<pid_t, size_t> by_pid_;
+  std::vector<std::pair<int64_t, ProgressEvent>> pending_events_;
+  std::vector<DeviceSample> pending_devices_;
+  std::vector<ProcessSampleRow> pending_processes_;
+  std::vector<pid_t> retired_pids_;
+  std::vector<JobChange> changes_;
+  std::map<int, std::deque<DeviceSample>> recent_;
+  std::map<int, std::vector<EngineProcess>> latest_processes_;
+  std::map<std::string, double> solo_rates_;  // signature -> samples/s alone
+  int64_t next_flush_ms_ = 0;
+  int64_t next_health_ms_ = 0;
+  bool stopping_ = false;
+  bool held_ = false;
+  std::string mechanism_down_;
+  bool health_warned_ = false;
+  bool started_ = false;
+  bool finished_ = false;
+  int sampler_errors_shown_ = 0;
+  bool cgroup_warned_ = false;
+};
+
+}  // namespace colo

@@ -1,0 +1,141 @@
+#include "serve/client.h"
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+#include "common/units.h"
+#include "serve/unix_socket.h"
+
+extern char** environ;  // NOLINT(readability-redundant-declaration)
+
+namespace colo {
+
+using nlohmann::json;
+
+std::optional<ServiceClient> ServiceClient::find(const std::vector<std::string>& candidates) {
+  for (const std::string& path : candidates) {
+    ServiceClient client(path, 5'000);
+    if (client.call(json{{"op", "status"}, {"ids", json::array()}}).ok())
+      return ServiceClient(path);
+  }
+  return std::nullopt;
+}
+
+Result<json> ServiceClient::call(const json& request) const {
+  Result<std::string> line =
+      call_socket(path_, request.dump(-1, ' ', false, json::error_handler_t::replace), timeout_ms_);
+  if (!line.ok()) return line.error();
+  json answer = json::parse(*line, nullptr, /*allow_exceptions=*/false);
+  if (!answer.is_object())
+    return Error(fmt::format("colo serve at {} answered something that is not JSON", path_));
+  if (!answer.value("ok", false)) return Error(answer.value("error", "colo serve said no"));
+  return answer;
+}
+
+Result<std::vector<QueueJob>> ServiceClient::status(const std::vector<int64_t>& ids) const {
+  Result<json> answer = call(json{{"op", "status"}, {"ids", ids}});
+  if (!answer.ok()) return answer.error();
+  std::vector<QueueJob> jobs;
+  for (const json& j : (*answer)["jobs"]) {
+    Result<QueueJob> q = queue_job_from_json(j);
+    if (!q.ok()) return q.error();
+    jobs.push_back(std::move(q).value());
+  }
+  return jobs;
+}
+
+std::map<std::string, std::string> client_environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    env[std::string(entry.substr(0, eq))] = std::string(entry.substr(eq + 1));
+  }
+  return env;
+}
+
+namespace {
+
+// One line per change worth telling: a start, a new epoch, a requeue, an end.
+void tell_changes(const QueueJob& before, const QueueJob& now, std::ostream& out) {
+  const std::string who = fmt::format("{} {}", now.id, now.name);
+  if (now.state == "running" && (before.state != "running" || before.attempts != now.attempts)) {
+    out << fmt::format("{}: running on gpu{}{}\n", who, now.gpu.value_or(0),
+                       now.attempts > 1 ? fmt::format(" (attempt {})", now.attempts) : "");
+  }
+  if (now.state == "running" && now.epoch && now.epoch != before.epoch) {
+    out << fmt::format(
+        "{}: epoch {}{}\n", who, *now.epoch,
+        now.samples_per_s ? fmt::format(", {:.0f} samples/s", *now.samples_per_s) : "");
+  }
+  if (now.state == "queued" && before.state == "running") {
+    out << fmt::format("{}: queued again: {}\n", who, now.reason);
+  }
+  if (is_final_state(now.state) && !is_final_state(before.state)) {
+    std::string took;
+    if (now.started_ms && now.ended_ms)
+      took = " after " + format_duration_ms(*now.ended_ms - *now.started_ms);
+    out << fmt::format("{}: {}{}{}\n", who, now.state, took,
+                       now.reason.empty() || now.state == "ok" ? "" : ": " + now.reason);
+  }
+}
+
+}  // namespace
+
+Result<FollowOutcome> follow_jobs(const ServiceClient& client, const std::vector<int64_t>& ids,
+                                  const FollowOptions& options, Clock& clock, std::ostream& out) {
+  FollowOutcome outcome;
+  std::map<int64_t, QueueJob> last;
+  int handled_stops = 0;
+  while (true) {
+    if (options.detach_requests != nullptr && options.detach_requests->load() > 0) {
+      outcome.detached = true;
+      break;
+    }
+    const int stops = options.stop_requests != nullptr ? options.stop_requests->load() : 0;
+    if (stops > handled_stops) {
+      handled_stops = stops;
+      if (stops >= 2) {
+        outcome.detached = true;
+        break;
+      }
+      std::vector<int64_t> open;
+      for (const auto& [id, job] : last) {
+        if (!is_final_state(job.state)) open.push_back(id);
+      }
+      if (!open.empty()) {
+        Result<json> cancelled = client.call(json{{"op", "cancel"}, {"ids", open}});
+        out << (cancelled.ok()
+                    ? fmt::format("cancelling {} jobs (again to stop waiting)\n", open.size())
+                    : "could not cancel: " + cancelled.error().message() + "\n");
+      }
+      outcome.cancelled = true;
+    }
+    Result<std::vector<QueueJob>> jobs = client.status(ids);
+    if (!jobs.ok()) {
+      return jobs.error().with_context(
+          "lost colo serve (the jobs stay in its queue and run again when it restarts)");
+    }
+    bool all_ended = true;
+    for (const QueueJob& job : *jobs) {
+      auto before = last.find(job.id);
+      QueueJob previous = before != last.end() ? before->second : QueueJob{};
+      if (before == last.end()) previous.state = "queued";
+      if (options.print_progress) tell_changes(previous, job, out);
+      last[job.id] = job;
+      all_ended = all_ended && is_final_state(job.state);
+    }
+    out.flush();
+    if (all_ended) break;
+    clock.sleep_for_ms(options.poll_ms);
+  }
+  for (const auto& [id, job] : last) {
+    outcome.jobs.push_back(job);
+    if (is_final_state(job.state)) (job.state == "ok" ? outcome.ok : outcome.not_ok)++;
+  }
+  return outcome;
+}
+
+}  // namespace colo

@@ -1,0 +1,66 @@
+// The clients' side of colo serve: finding the service, one request at a
+// time over its socket, and following submitted jobs until they end (what
+// `colo run` does when a service runs, and `colo wait`).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "serve/snapshot.h"
+
+namespace colo {
+
+class ServiceClient {
+ public:
+  explicit ServiceClient(std::string socket_path, int timeout_ms = 30'000)
+      : path_(std::move(socket_path)), timeout_ms_(timeout_ms) {}
+
+  // The first of `candidates` where a service answers; nullopt when none does.
+  static std::optional<ServiceClient> find(const std::vector<std::string>& candidates);
+
+  // Sends `request`; the answer when it says ok, else its error as an Error.
+  Result<nlohmann::json> call(const nlohmann::json& request) const;
+
+  Result<std::vector<QueueJob>> status(const std::vector<int64_t>& ids) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int timeout_ms_;
+};
+
+// This process's environment, which a submitted job starts from.
+std::map<std::string, std::string> client_environment();
+
+struct FollowOptions {
+  int64_t poll_ms = 500;
+  bool print_progress = true;  // state changes and epochs as they happen
+  // Signals seen by the client: a stop request cancels the jobs (a second
+  // one stops following), a detach request stops following and leaves them.
+  const std::atomic<int>* stop_requests = nullptr;
+  const std::atomic<int>* detach_requests = nullptr;
+};
+
+struct FollowOutcome {
+  std::vector<QueueJob> jobs;  // as last seen
+  bool cancelled = false;      // the client asked the service to cancel them
+  bool detached = false;       // the client stopped following; the jobs run on
+  int ok = 0;
+  int not_ok = 0;
+};
+
+// Polls the service until every job of `ids` has ended (or the client
+// detaches), printing what changed on `out`. An error when the service
+// cannot be reached.
+Result<FollowOutcome> follow_jobs(const ServiceClient& client, const std::vector<int64_t>& ids,
+                                  const FollowOptions& options, Clock& clock, std::ostream& out);
+
+}  // namespace colo

@@ -1,0 +1,393 @@
+#include "serve/http_api.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "serve/metrics.h"
+#include "serve/service.h"
+
+namespace colo {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kDefaultEvents = 200;
+constexpr int64_t kMaxEvents = 5000;
+constexpr int64_t kMaxEpochs = 10'000;
+constexpr int64_t kDefaultLogTail = int64_t{16} * 1024;
+constexpr int64_t kMaxLogTail = int64_t{256} * 1024;
+constexpr int64_t kDefaultRuns = 20;
+constexpr int64_t kMaxRuns = 500;
+
+const char* const kRoutes[] = {"/api/snapshot", "/api/service", "/api/gpus",
+                               "/api/jobs",     "/api/jobs/ID", "/api/samples?since=MS&gpu=N",
+                               "/api/runs",     "/metrics"};
+
+template <class T>
+json value_or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+HttpAnswer json_answer(const json& body, int status = 200) {
+  return HttpAnswer{status, "application/json",
+                    body.dump(-1, ' ', false, json::error_handler_t::replace)};
+}
+
+HttpAnswer error(int status, const std::string& message) {
+  return json_answer(json{{"error", message}}, status);
+}
+
+std::optional<int64_t> parse_int(std::string_view text) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// The query parameter `name` as a whole number in [lo, hi]; `fallback` when
+// absent; nullopt (after setting `bad`) when it is not one.
+std::optional<int64_t> int_param(const std::map<std::string, std::string>& query,
+                                 const std::string& name, int64_t fallback, int64_t lo, int64_t hi,
+                                 HttpAnswer& bad) {
+  auto it = query.find(name);
+  if (it == query.end()) return fallback;
+  std::optional<int64_t> v = parse_int(it->second);
+  if (!v || *v < lo || *v > hi) {
+    bad = error(400, fmt::format("?{}= must be a whole number from {} to {}, got \"{}\"", name, lo,
+                                 hi, it->second));
+    return std::nullopt;
+  }
+  return v;
+}
+
+json attempt_json(const AttemptRow& a) {
+  return json{{"attempt", a.attempt},
+              {"job_id", a.job_id},
+              {"run_id", a.run_id},
+              {"gpu", value_or_null(a.device)},
+              {"pid", value_or_null(a.pid)},
+              {"started_ms", a.started_ms},
+              {"ended_ms", value_or_null(a.ended_ms)},
+              {"state", a.state},
+              {"reason", a.reason},
+              {"log_path", a.log_path}};
+}
+
+// The attempt an event of `job_id` at `time_ms` belongs to: the latest of
+// that row's attempts started by then (else its first).
+int attempt_of(const std::vector<AttemptRow>& attempts, int64_t job_id, UnixMillis time_ms) {
+  int found = 0;
+  for (const AttemptRow& a : attempts) {
+    if (a.job_id != job_id) continue;
+    if (found == 0 || a.started_ms <= time_ms) found = a.attempt;
+  }
+  return found;
+}
+
+// The last `max_bytes` of the file, from the start of a line when cut.
+json log_tail(const std::string& path, int64_t max_bytes, bool enabled) {
+  json log = {{"path", path}, {"size_bytes", nullptr}, {"tail", nullptr}};
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) {
+    log["note"] = path.empty() ? "the job has not started" : "the log file is not there";
+    return log;
+  }
+  log["size_bytes"] = static_cast<int64_t>(st.st_size);
+  if (!enabled) {
+    log["note"] =
+        "log tails are off over HTTP: start colo serve with --http-logs, or read it "
+        "with colo logs ID";
+    return log;
+  }
+  std::ifstream in(path, std::ios::binary);
+  const int64_t size = static_cast<int64_t>(st.st_size);
+  const int64_t from = std::max<int64_t>(0, size - max_bytes);
+  // One byte more: whether the tail starts a line.
+  const int64_t read_from = std::max<int64_t>(0, from - 1);
+  in.seekg(read_from);
+  std::string data(static_cast<size_t>(size - read_from), '\0');
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  data.resize(static_cast<size_t>(in.gcount()));
+  if (from > 0) {
+    size_t newline = data.find('\n');
+    data.erase(0, newline == std::string::npos ? data.size() : newline + 1);
+  }
+  log["tail"] = std::move(data);
+  log["truncated"] = from > 0;
+  return log;
+}
+
+}  // namespace
+
+Result<HttpOptions> parse_http_address(std::string_view text) {
+  HttpOptions o;
+  std::string_view port = text;
+  if (!text.empty() && text.front() == '[') {
+    size_t close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
+      return Error(
+          fmt::format("--http {}: write an IPv6 address as [ADDR]:PORT ([::1]:8470)", text));
+    o.host = std::string(text.substr(1, close - 1));
+    port = text.substr(close + 2);
+  } else if (size_t colon = text.rfind(':'); colon != std::string_view::npos) {
+    if (text.find(':') != colon)
+      return Error(
+          fmt::format("--http {}: write an IPv6 address as [ADDR]:PORT ([::1]:8470)", text));
+    if (colon > 0) o.host = std::string(text.substr(0, colon));
+    port = text.substr(colon + 1);
+  }
+  std::optional<int64_t> number = parse_int(port);
+  if (!number || *number < 0 || *number > 65535) {
+    return Error(fmt::format(
+        "--http {}: expected ADDR:PORT with a port from 0 to 65535 (127.0.0.1:8470; 0 picks a "
+        "free port)",
+        text));
+  }
+  o.port = static_cast<int>(*number);
+  return o;
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+ApiRoutes::ApiRoutes(SnapshotSource snapshot, std::unique_ptr<RunStore> store, HttpOptions options)
+    : snapshot_(std::move(snapshot)), store_(std::move(store)), options_(std::move(options)) {}
+
+HttpAnswer ApiRoutes::get(const std::string& path,
+                          const std::map<std::string, std::string>& query) {
+  if (pages_) {
+    if (std::optional<HttpAnswer> page = pages_(path)) return std::move(*page);
+  }
+  if (path == "/") {
+    json routes = json::array();
+    for (const char* r : kRoutes) routes.push_back(r);
+    json index = {{"colo", "serve"}, {"routes", routes}, {"docs", "docs/serve.md"}};
+    if (pages_) index["dashboard"] = "/dashboard/";
+    return json_answer(index);
+  }
+  std::shared_ptr<const ServiceSnapshot> snap = snapshot_();
+  if (!snap) return error(503, "colo serve is starting; try again in a second");
+  if (path == "/metrics") {
+    return HttpAnswer{200, "text/plain; version=0.0.4; charset=utf-8", prometheus_metrics(*snap)};
+  }
+  if (path == "/api/snapshot") return json_answer(to_json(*snap));
+  if (path == "/api/service") {
+    return json_answer(json{{"time_ms", snap->time_ms}, {"service", to_json(*snap)["service"]}});
+  }
+  if (path == "/api/gpus") {
+    json gpus = json::array();
+    for (const GpuView& g : snap->gpus) gpus.push_back(to_json(g));
+    return json_answer(json{{"time_ms", snap->time_ms}, {"gpus", std::move(gpus)}});
+  }
+  if (path == "/api/jobs") {
+    std::string state;
+    if (auto it = query.find("state"); it != query.end()) state = it->second;
+    static const std::set<std::string> kStates = {"",          "queued",     "running", "ended",
+                                                  "ok",        "failed",     "oom",     "killed",
+                                                  "cancelled", "interrupted"};
+    if (kStates.count(state) == 0) {
+      return error(400, fmt::format("?state= must be queued, running, ended, ok, failed, oom, "
+                                    "killed, cancelled or interrupted, got \"{}\"",
+                                    state));
+    }
+    json jobs = json::array();
+    for (const QueueJob& j : snap->jobs) {
+      const bool keep =
+          state.empty() || j.state == state || (state == "ended" && is_final_state(j.state));
+      if (keep) jobs.push_back(to_json(j));
+    }
+    return json_answer(json{{"time_ms", snap->time_ms}, {"jobs", std::move(jobs)}});
+  }
+  if (path.rfind("/api/jobs/", 0) == 0) {
+    std::optional<int64_t> id = parse_int(std::string_view(path).substr(10));
+    if (!id || *id <= 0) return error(404, fmt::format("no such route: {} (/api/jobs/ID)", path));
+    return job_detail(*snap, *id, query);
+  }
+  if (path == "/api/samples") {
+    HttpAnswer bad;
+    std::optional<int64_t> since =
+        int_param(query, "since", 0, 0, std::numeric_limits<int64_t>::max(), bad);
+    if (!since) return bad;
+    std::optional<int64_t> gpu = int_param(query, "gpu", -1, -1, 1 << 20, bad);
+    if (!gpu) return bad;
+    json samples = json::array();
+    for (const DeviceSample& d : snap->samples) {
+      if (d.time_ms > *since && (*gpu < 0 || d.device == *gpu)) samples.push_back(to_json(d));
+    }
+    return json_answer(json{{"time_ms", snap->time_ms}, {"samples", std::move(samples)}});
+  }
+  if (path == "/api/runs") return runs(query);
+  return error(404, fmt::format("no such route: {} (GET / lists them)", path));
+}
+
+HttpAnswer ApiRoutes::runs(const std::map<std::string, std::string>& query) {
+  HttpAnswer bad;
+  std::optional<int64_t> limit = int_param(query, "limit", kDefaultRuns, 1, kMaxRuns, bad);
+  if (!limit) return bad;
+  std::lock_guard lock(store_mu_);
+  if (!store_) return error(503, "this colo serve has no store to read runs from");
+  Result<std::vector<RunRow>> rows = store_->list_runs(static_cast<int>(*limit));
+  if (!rows.ok()) return error(500, rows.error().message());
+  json runs = json::array();
+  for (const RunRow& r : *rows) {
+    runs.push_back(to_json(RunView{r.id, to_string(r.state), r.started_ms, r.ended_ms, r.mechanism,
+                                   r.job_file, r.job_count}));
+  }
+  return json_answer(json{{"runs", std::move(runs)}});
+}
+
+HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
+                                 const std::map<std::string, std::string>& query) {
+  HttpAnswer bad;
+  std::optional<int64_t> max_events =
+      int_param(query, "events", kDefaultEvents, 0, kMaxEvents, bad);
+  if (!max_events) return bad;
+  std::optional<int64_t> tail = int_param(query, "tail", kDefaultLogTail, 0, kMaxLogTail, bad);
+  if (!tail) return bad;
+
+  std::lock_guard lock(store_mu_);
+  if (!store_) return error(503, "this colo serve has no store to read jobs from");
+  Result<std::vector<ServiceJobRow>> rows = store_->service_jobs_by_id({id});
+  if (!rows.ok()) return error(500, rows.error().message());
+  if (rows->empty()) return error(404, fmt::format("there is no job {}", id));
+  const ServiceJobRow& row = rows->front();
+  auto live = std::find_if(snap.jobs.begin(), snap.jobs.end(),
+                           [&](const QueueJob& j) { return j.id == id; });
+  const QueueJob job = live != snap.jobs.end() && live->state == to_string(row.state)
+                           ? *live
+                           : queue_job_of(row, snap.service.mechanism);
+
+  Result<std::vector<AttemptRow>> attempts = store_->service_job_attempts(id);
+  if (!attempts.ok()) return error(500, attempts.error().message());
+  json attempts_json = json::array();
+  std::vector<int64_t> job_rows;
+  for (const AttemptRow& a : *attempts) {
+    attempts_json.push_back(attempt_json(a));
+    if (std::find(job_rows.begin(), job_rows.end(), a.job_id) == job_rows.end())
+      job_rows.push_back(a.job_id);
+  }
+
+  json events = json::array();
+  json epochs = json::array();
+  std::map<int, UnixMillis> last_epoch_end;  // per attempt
+  for (const AttemptRow& a : *attempts) last_epoch_end[a.attempt] = a.started_ms;
+  for (int64_t job_id : job_rows) {
+    Result<std::vector<ProgressEvent>> rows_events = store_->job_events(job_id);
+    if (!rows_events.ok()) return error(500, rows_events.error().message());
+    for (const ProgressEvent& e : *rows_events) {
+      const int attempt = attempt_of(*attempts, job_id, e.time_ms);
+      json metrics = json::object();
+      for (const auto& [k, v] : e.metrics) metrics[k] = v;
+      events.push_back({{"attempt", attempt},
+                        {"time_ms", e.time_ms},
+                        {"kind", e.kind},
+                        {"epoch", value_or_null(e.epoch)},
+                        {"step", value_or_null(e.step)},
+                        {"samples", value_or_null(e.samples)},
+                        {"metrics", std::move(metrics)}});
+      if (e.kind != "epoch_end") continue;
+      const UnixMillis since = last_epoch_end[attempt];
+      last_epoch_end[attempt] = e.time_ms;
+      json epoch = {{"attempt", attempt},   {"epoch", value_or_null(e.epoch)},
+                    {"time_ms", e.time_ms}, {"samples", value_or_null(e.samples)},
+                    {"seconds", nullptr},   {"samples_per_s", nullptr}};
+      if (since > 0 && e.time_ms > since) {
+        const double seconds = static_cast<double>(e.time_ms - since) / 1000.0;
+        epoch["seconds"] = seconds;
+        if (e.samples) epoch["samples_per_s"] = static_cast<double>(*e.samples) / seconds;
+      }
+      epochs.push_back(std::move(epoch));
+    }
+  }
+  auto keep_last = [](json& list, int64_t n) {
+    if (static_cast<int64_t>(list.size()) > n)
+      list.erase(list.begin(), list.begin() + static_cast<int64_t>(list.size()) - n);
+  };
+  keep_last(events, *max_events);
+  keep_last(epochs, kMaxEpochs);
+
+  std::string log_path = row.log_path;
+  if (log_path.empty() && !attempts->empty()) log_path = attempts->back().log_path;
+  return json_answer(json{{"time_ms", snap.time_ms},
+                          {"job", to_json(job)},
+                          {"attempts", std::move(attempts_json)},
+                          {"epochs", std::move(epochs)},
+                          {"events", std::move(events)},
+                          {"log", log_tail(log_path, *tail, options_.logs)}});
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::bind(const HttpOptions& options) {
+  std::unique_ptr<HttpServer> s(new HttpServer());
+  s->server_ = std::make_unique<httplib::Server>();
+  // cpp-httplib sets SO_REUSEPORT, which lets a second server take the same
+  // port and share its connections: only SO_REUSEADDR here, so a taken port
+  // is an error.
+  s->server_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  auto address = [&](int port) {
+    return options.host.find(':') != std::string::npos ? fmt::format("[{}]:{}", options.host, port)
+                                                       : fmt::format("{}:{}", options.host, port);
+  };
+  errno = 0;
+  int port = -1;
+  if (options.port == 0) {
+    port = s->server_->bind_to_any_port(options.host);
+  } else if (s->server_->bind_to_port(options.host, options.port)) {
+    port = options.port;
+  }
+  if (port <= 0) {
+    return Error(fmt::format(
+        "--http {}: cannot listen there{}; name a free port (0 picks one), or leave --http out",
+        address(options.port), errno != 0 ? fmt::format(" ({})", std::strerror(errno)) : ""));
+  }
+  s->address_ = address(port);
+  return s;
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::serve(std::shared_ptr<ApiRoutes> routes) {
+  routes_ = std::move(routes);
+  ApiRoutes* r = routes_.get();
+  server_->new_task_queue = [] { return new httplib::ThreadPool(4); };
+  server_->set_pre_routing_handler([r](const httplib::Request& req, httplib::Response& res) {
+    HttpAnswer answer;
+    if (req.method != "GET" && req.method != "HEAD") {
+      answer = error(405,
+                     "this API is read-only: submit and cancel jobs with colo submit and colo "
+                     "cancel (the Unix socket checks who asks)");
+      res.set_header("Allow", "GET, HEAD");
+    } else {
+      std::map<std::string, std::string> query;
+      for (const auto& [k, v] : req.params) query.emplace(k, v);
+      answer = r->get(req.path, query);
+    }
+    res.status = answer.status;
+    res.set_content(answer.body, answer.content_type);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  httplib::Server* server = server_.get();
+  thread_ = std::thread([server] { server->listen_after_bind(); });
+  // stop() before the listening loop runs would not end it: wait for it.
+  for (int i = 0; i < 2500 && !server_->is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+void HttpServer::stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace colo

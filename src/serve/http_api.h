@@ -1,0 +1,121 @@
+// colo serve's HTTP interface (`colo serve --http ADDR:PORT`): a read-only
+// JSON API for dashboards and scripts, and Prometheus /metrics. Off unless
+// asked for; 127.0.0.1 unless another address is named. Writes (submit,
+// cancel) go only through the Unix socket, which knows who is asking.
+//
+// Routes (GET; docs/serve.md gives every shape):
+//   /                  the routes
+//   /api/snapshot      the whole snapshot (the socket's `queue` answer)
+//   /api/service       the service
+//   /api/gpus          GPUs with their latest sample
+//   /api/jobs          queued, running and recently ended jobs (?state=)
+//   /api/jobs/ID       one job: its attempts, epochs, recent events, log tail
+//   /api/samples       recent device samples (?since=MS, ?gpu=N)
+//   /api/runs          recent runs of the store (?limit=N)
+//   /metrics           Prometheus text format (serve/metrics.h)
+//
+// ApiRoutes answers requests apart from any server (tests call it directly);
+// HttpServer is cpp-httplib's server around it, on its own threads. The
+// routes read only the service's latest published snapshot and the store
+// through a read-only connection of their own, so they never wait for the
+// service's loop and cannot change anything.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "common/result.h"
+#include "serve/snapshot.h"
+#include "store/run_store.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace colo {
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: any free port (the address says which)
+  // Job log tails in /api/jobs/ID. Off by default: the socket lets a user
+  // read only their own logs, while anyone who reaches the address reads
+  // these.
+  bool logs = false;
+};
+
+// "--http ADDR:PORT": "127.0.0.1:8470", "[::1]:8470", "0.0.0.0:8470"; ":8470"
+// and "8470" mean 127.0.0.1. An error says what is wrong and what to write.
+Result<HttpOptions> parse_http_address(std::string_view text);
+
+// True for addresses only this machine reaches (127.0.0.0/8, ::1, localhost).
+bool is_loopback(const std::string& host);
+
+struct HttpAnswer {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+// More GET routes, asked before the API's (the dashboard: src/views): the
+// answer, or nullopt when the path is not theirs. Called from HTTP threads.
+using PageRoutes = std::function<std::optional<HttpAnswer>(const std::string& path)>;
+
+class ApiRoutes {
+ public:
+  using SnapshotSource = std::function<std::shared_ptr<const ServiceSnapshot>()>;
+
+  // `store` may be null (no store routes: /api/jobs/ID and /api/runs answer 503).
+  ApiRoutes(SnapshotSource snapshot, std::unique_ptr<RunStore> store, HttpOptions options);
+
+  // Answers GET `path` with its query parameters. Thread-safe.
+  HttpAnswer get(const std::string& path, const std::map<std::string, std::string>& query);
+
+  // Adds `pages` before requests are answered (before HttpServer::serve).
+  void add_pages(PageRoutes pages) { pages_ = std::move(pages); }
+
+ private:
+  HttpAnswer job_detail(const ServiceSnapshot& snapshot, int64_t id,
+                        const std::map<std::string, std::string>& query);
+  HttpAnswer runs(const std::map<std::string, std::string>& query);
+
+  SnapshotSource snapshot_;
+  std::mutex store_mu_;
+  std::unique_ptr<RunStore> store_;  // guarded by store_mu_
+  HttpOptions options_;
+  PageRoutes pages_;
+};
+
+class HttpServer {
+ public:
+  // Listens on the options' address (binding now, so that a taken port is
+  // an error at start); requests are answered once serve() is called.
+  static Result<std::unique_ptr<HttpServer>> bind(const HttpOptions& options);
+  ~HttpServer();  // stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // "127.0.0.1:8470", "[::1]:8470".
+  const std::string& address() const { return address_; }
+
+  // Answers requests with `routes` on a thread of its own until stop().
+  void serve(std::shared_ptr<ApiRoutes> routes);
+  // Stops answering and waits for the threads. Idempotent.
+  void stop();
+
+ private:
+  HttpServer() = default;
+
+  std::unique_ptr<httplib::Server> server_;
+  std::shared_ptr<ApiRoutes> routes_;
+  std::thread thread_;
+  std::string address_;
+};
+
+}  // namespace colo

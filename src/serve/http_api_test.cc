@@ -1,0 +1,249 @@
+#include "serve/http_api.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace colo {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+constexpr UnixMillis kT0 = 1'700'000'000'000;
+
+TEST(HttpAddress, ParsesAddressesAndSaysWhatToWrite) {
+  struct Case {
+    const char* text;
+    const char* host;
+    int port;
+  };
+  for (const Case& c : {Case{"127.0.0.1:8470", "127.0.0.1", 8470}, Case{":9400", "127.0.0.1", 9400},
+                        Case{"8470", "127.0.0.1", 8470}, Case{"0.0.0.0:0", "0.0.0.0", 0},
+                        Case{"[::1]:8470", "::1", 8470}, Case{"localhost:80", "localhost", 80}}) {
+    Result<HttpOptions> o = parse_http_address(c.text);
+    ASSERT_TRUE(o.ok()) << c.text << ": " << o.error().message();
+    EXPECT_EQ(o->host, c.host) << c.text;
+    EXPECT_EQ(o->port, c.port) << c.text;
+  }
+  for (const char* bad : {"127.0.0.1", "host:", "host:99999", "::1:80", "[::1]80", "a:b"}) {
+    Result<HttpOptions> o = parse_http_address(bad);
+    ASSERT_FALSE(o.ok()) << bad;
+    EXPECT_THAT(o.error().message(), HasSubstr("--http")) << bad;
+  }
+  EXPECT_TRUE(is_loopback("127.0.0.1"));
+  EXPECT_TRUE(is_loopback("::1"));
+  EXPECT_FALSE(is_loopback("0.0.0.0"));
+}
+
+class HttpApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/colo-http-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    auto store = RunStore::open(dir_ + "/colo.db");
+    ASSERT_TRUE(store.ok());
+    writer_ = std::move(store).value();
+
+    // Service job 1: attempt 1 ran out of memory after one epoch, attempt 2 runs.
+    NewServiceJob submitted{kT0,          1000,       "alice", "/home/alice/jobs.toml",
+                            "resnet26#1", "resnet26", "{}",    "{}"};
+    auto ids = writer_->add_service_jobs({submitted});
+    ASSERT_TRUE(ids.ok());
+    id_ = ids->front();
+    NewRun run;
+    run.started_ms = kT0;
+    run.mechanism = "mps";
+    run.backend = "sim";
+    run.host = "box";
+    run.colo_pid = getpid();
+    run_id_ = *writer_->begin_run(run);
+    JobSpec spec;
+    spec.name = "resnet26#1";
+    spec.command = {"x"};
+    log_ = dir_ + "/job.log";
+    auto rows = writer_->add_jobs(run_id_, {spec}, {log_}, kT0);
+    ASSERT_TRUE(rows.ok());
+    const int64_t row = rows->front();
+    ASSERT_TRUE(writer_->service_job_started(id_, row, 0, kT0 + 1000, log_).ok());
+    ASSERT_TRUE(writer_->job_started(row, 100, 0, kT0 + 1000, 1).ok());
+    ASSERT_TRUE(writer_->add_job_events({{row, epoch_end(1, kT0 + 11'000, 5000)}}).ok());
+    ASSERT_TRUE(writer_->job_requeued(row, log_, "out of memory; retried", kT0 + 12'000).ok());
+    ASSERT_TRUE(writer_->job_started(row, 101, 1, kT0 + 13'000, 2).ok());
+    ASSERT_TRUE(writer_
+                    ->add_job_events({{row, epoch_end(1, kT0 + 18'000, 5000)},
+                                      {row, epoch_end(2, kT0 + 22'000, 5000)}})
+                    .ok());
+    std::ofstream(log_) << "epoch 1\nepoch 2\nepoch 3 of a long line\n";
+
+    snapshot_ = std::make_shared<ServiceSnapshot>();
+    snapshot_->time_ms = kT0 + 23'000;
+    snapshot_->service.host = "box";
+    snapshot_->service.mechanism = "mps";
+    snapshot_->service.state = "running";
+    DeviceSample d;
+    d.device = 1;
+    d.time_ms = kT0 + 22'500;
+    d.sm_active_pct = 50;
+    DeviceSample older = d;
+    older.time_ms = kT0 + 20'000;
+    snapshot_->gpus.push_back({1, "NVIDIA H100", "GPU-1", 80ull << 30, 1, d});
+    snapshot_->samples = {older, d};
+    QueueJob live;
+    live.id = id_;
+    live.name = "resnet26#1";
+    live.owner = "alice";
+    live.state = "running";
+    live.gpu = 1;
+    live.attempts = 2;
+    live.epoch = 2;
+    live.samples_per_s = 1250;
+    QueueJob queued = live;
+    queued.id = id_ + 1;
+    queued.state = "queued";
+    QueueJob ended = live;
+    ended.id = id_ + 2;
+    ended.state = "failed";
+    snapshot_->jobs = {live, queued, ended};
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  static ProgressEvent epoch_end(int64_t epoch, UnixMillis t, int64_t samples) {
+    ProgressEvent e;
+    e.time_ms = t;
+    e.kind = "epoch_end";
+    e.epoch = epoch;
+    e.samples = samples;
+    return e;
+  }
+
+  std::shared_ptr<ApiRoutes> routes(bool logs = false) {
+    auto reader = RunStore::open_read_only(dir_ + "/colo.db");
+    EXPECT_TRUE(reader.ok());
+    HttpOptions o;
+    o.logs = logs;
+    std::shared_ptr<const ServiceSnapshot> snap = snapshot_;
+    return std::make_shared<ApiRoutes>([snap] { return snap; },
+                                       reader.ok() ? std::move(reader).value() : nullptr, o);
+  }
+
+  static json body(const HttpAnswer& a) { return json::parse(a.body); }
+
+  std::string dir_;
+  std::string log_;
+  std::unique_ptr<RunStore> writer_;
+  int64_t id_ = 0;
+  int64_t run_id_ = 0;
+  std::shared_ptr<ServiceSnapshot> snapshot_;
+};
+
+TEST_F(HttpApiTest, AJobShowsItsAttemptsEpochsEventsAndLog) {
+  auto api = routes();
+  HttpAnswer a = api->get("/api/jobs/" + std::to_string(id_), {});
+  ASSERT_EQ(a.status, 200) << a.body;
+  json j = body(a);
+  EXPECT_EQ(j["job"]["samples_per_s"], 1250) << "the live values of the snapshot";
+  ASSERT_EQ(j["attempts"].size(), 2u);
+  EXPECT_EQ(j["attempts"][0]["state"], "requeued");
+  EXPECT_EQ(j["attempts"][0]["reason"], "out of memory; retried");
+  EXPECT_EQ(j["attempts"][0]["gpu"], 0);
+  EXPECT_EQ(j["attempts"][1]["state"], "running");
+  EXPECT_EQ(j["attempts"][1]["gpu"], 1);
+  EXPECT_EQ(j["attempts"][1]["run_id"], run_id_);
+  ASSERT_EQ(j["epochs"].size(), 3u);
+  // Attempt 1's epoch took 10 s from its start; attempt 2's first 5 s, its second 4 s.
+  EXPECT_EQ(j["epochs"][0]["attempt"], 1);
+  EXPECT_DOUBLE_EQ(j["epochs"][0]["seconds"].get<double>(), 10.0);
+  EXPECT_EQ(j["epochs"][1]["attempt"], 2);
+  EXPECT_DOUBLE_EQ(j["epochs"][1]["seconds"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(j["epochs"][2]["samples_per_s"].get<double>(), 1250.0);
+  ASSERT_EQ(j["events"].size(), 3u);
+  EXPECT_EQ(body(api->get("/api/jobs/" + std::to_string(id_), {{"events", "1"}}))["events"].size(),
+            1u);
+  EXPECT_EQ(j["log"]["path"], log_);
+  EXPECT_TRUE(j["log"]["tail"].is_null()) << "log tails are off by default";
+  EXPECT_THAT(j["log"]["note"].get<std::string>(), HasSubstr("--http-logs"));
+
+  json with_logs = body(routes(true)->get("/api/jobs/" + std::to_string(id_), {{"tail", "24"}}));
+  EXPECT_EQ(with_logs["log"]["tail"], "epoch 3 of a long line\n") << "from a line's start";
+  EXPECT_EQ(with_logs["log"]["truncated"], true);
+}
+
+TEST_F(HttpApiTest, ListsFilterAndBadRequestsSayWhy) {
+  auto api = routes();
+  json all = body(api->get("/api/jobs", {}));
+  EXPECT_EQ(all["jobs"].size(), 3u);
+  json ended = body(api->get("/api/jobs", {{"state", "ended"}}));
+  ASSERT_EQ(ended["jobs"].size(), 1u);
+  EXPECT_EQ(ended["jobs"][0]["state"], "failed");
+  HttpAnswer bad = api->get("/api/jobs", {{"state", "sleeping"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body, HasSubstr("?state= must be"));
+
+  json samples = body(api->get("/api/samples", {{"since", std::to_string(kT0 + 21'000)}}));
+  ASSERT_EQ(samples["samples"].size(), 1u);
+  EXPECT_EQ(samples["samples"][0]["time_ms"], kT0 + 22'500);
+  EXPECT_EQ(body(api->get("/api/samples", {{"gpu", "0"}}))["samples"].size(), 0u);
+  EXPECT_EQ(api->get("/api/samples", {{"since", "yesterday"}}).status, 400);
+
+  json gpus = body(api->get("/api/gpus", {}));
+  ASSERT_EQ(gpus["gpus"].size(), 1u);
+  EXPECT_EQ(gpus["gpus"][0]["uuid"], "GPU-1");
+  json runs = body(api->get("/api/runs", {{"limit", "5"}}));
+  ASSERT_EQ(runs["runs"].size(), 1u);
+  EXPECT_EQ(runs["runs"][0]["id"], run_id_);
+  EXPECT_EQ(runs["runs"][0]["state"], "running");
+  EXPECT_EQ(body(api->get("/api/snapshot", {}))["version"], kSnapshotVersion);
+  EXPECT_EQ(body(api->get("/api/service", {}))["service"]["mechanism"], "mps");
+  EXPECT_EQ(api->get("/api/jobs/999", {}).status, 404);
+  EXPECT_EQ(api->get("/api/nothing", {}).status, 404);
+  HttpAnswer metrics = api->get("/metrics", {});
+  EXPECT_EQ(metrics.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_THAT(metrics.body, HasSubstr("DCGM_FI_PROF_SM_ACTIVE{gpu=\"1\""));
+}
+
+TEST_F(HttpApiTest, BeforeTheFirstSnapshotItSaysItIsStarting) {
+  ApiRoutes api([] { return std::shared_ptr<const ServiceSnapshot>(); }, nullptr, HttpOptions{});
+  EXPECT_EQ(api.get("/api/jobs", {}).status, 503);
+  EXPECT_EQ(api.get("/", {}).status, 200);
+}
+
+TEST_F(HttpApiTest, ServesOverHttpReadOnly) {
+  HttpOptions o;
+  o.port = 0;
+  Result<std::unique_ptr<HttpServer>> server = HttpServer::bind(o);
+  ASSERT_TRUE(server.ok()) << server.error().message();
+  (*server)->serve(routes());
+  const std::string address = (*server)->address();
+  ASSERT_THAT(address, HasSubstr("127.0.0.1:"));
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+
+  // A second server on the same port is an error that says what to do.
+  HttpOptions same = o;
+  same.port = port;
+  Result<std::unique_ptr<HttpServer>> taken = HttpServer::bind(same);
+  ASSERT_FALSE(taken.ok());
+  EXPECT_THAT(taken.error().message(), HasSubstr("cannot listen there"));
+
+  httplib::Client client("127.0.0.1", port);
+  httplib::Result got = client.Get("/api/jobs?state=queued");
+  ASSERT_TRUE(got) << httplib::to_string(got.error());
+  EXPECT_EQ(got->status, 200);
+  EXPECT_EQ(json::parse(got->body)["jobs"].size(), 1u);
+  EXPECT_EQ(got->get_header_value("Content-Type"), "application/json");
+  httplib::Result post = client.Post("/api/jobs", "{}", "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  EXPECT_THAT(post->body, HasSubstr("read-only"));
+  (*server)->stop();
+  (*server)->stop();
+  EXPECT_FALSE(httplib::Client("127.0.0.1", port).Get("/"));
+}
+
+}  // namespace
+}  // namespace colo

@@ -1,0 +1,635 @@
+#include "serve/service.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ostream>
+
+#include "common/paths.h"
+#include "jobs/job_spec_json.h"
+#include "jobs/run_as.h"
+#include "run/leftovers.h"
+#include "store/store_writer.h"
+
+namespace colo {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kSystemSocket = "/var/lib/colo/colo.sock";
+constexpr size_t kMaxLogChunkBytes = size_t{256} * 1024;
+// How long the service keeps trying a store locked by another colo (its run's
+// record at start, what is left to write at the end).
+constexpr int64_t kStoreRetryMs = 60'000;
+
+json error_answer(const std::string& message) { return json{{"ok", false}, {"error", message}}; }
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// A file name made from a job name: letters, digits, '.', '_', '-', '=' kept.
+std::string file_stem(int64_t id, const std::string& name) {
+  std::string stem = fmt::format("{}-", id);
+  for (char c : name) {
+    bool keep =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '=';
+    stem += keep ? c : '_';
+  }
+  return stem.substr(0, 120);
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
+}
+
+std::vector<int64_t> ids_of(const json& request) {
+  std::vector<int64_t> ids;
+  auto it = request.find("ids");
+  if (it == request.end() || !it->is_array()) return ids;
+  for (const json& id : *it) {
+    if (id.is_number_integer()) ids.push_back(id.get<int64_t>());
+  }
+  return ids;
+}
+
+std::map<std::string, std::string> string_map(const json& j) {
+  std::map<std::string, std::string> out;
+  if (!j.is_object()) return out;
+  for (const auto& [k, v] : j.items()) {
+    if (v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string default_service_socket() {
+  if (const char* s = std::getenv("COLO_SOCKET"); s != nullptr && *s != '\0') return s;
+  return default_state_dir() + "/colo.sock";
+}
+
+std::vector<std::string> service_socket_candidates() {
+  if (const char* s = std::getenv("COLO_SOCKET"); s != nullptr && *s != '\0') return {s};
+  std::vector<std::string> out = {default_state_dir() + "/colo.sock"};
+  const char* home = std::getenv("COLO_HOME");
+  if ((home == nullptr || *home == '\0') && out.front() != kSystemSocket)
+    out.emplace_back(kSystemSocket);
+  return out;
+}
+
+Service::Service(ServeContext& ctx, const ServeOptions& options, RunEngine& engine,
+                 ServiceInfo info)
+    : ctx_(ctx), options_(options), engine_(engine), info_(std::move(info)) {}
+
+void Service::report(const Status& s, const std::string& what) {
+  if (!s.ok()) ctx_.log << fmt::format("warning: could not {}: {}\n", what, s.error().message());
+}
+
+bool Service::is_admin(const Caller& caller) const {
+  return caller.uid == 0 ||
+         (options_.admin_group && user_in_group(caller.uid, *options_.admin_group));
+}
+
+void Service::admit(const ServiceJobRow& row, const JobSpec& spec) {
+  EngineJob job;
+  job.spec = spec;
+  job.attempt = row.attempts + 1;
+  const std::string stem =
+      fmt::format("{}/jobs/{}", options_.logs_root, file_stem(row.id, row.name));
+  job.log_stem = stem;
+  job.progress_path = job.attempt > 1
+                          ? fmt::format("{}.attempt{}.progress.jsonl", stem, job.attempt)
+                          : stem + ".progress.jsonl";
+  job.checkpoint_dir = fmt::format("{}/checkpoints/{}", options_.logs_root, row.id);
+  job.extra_env["COLO_JOB_ID"] = std::to_string(row.id);
+  job.label = fmt::format("job {} ({}, {})", row.id, row.name, row.owner_name);
+  json env = json::parse(row.env_json, nullptr, /*allow_exceptions=*/false);
+  if (env.is_object() && !env.empty()) job.base_env = string_map(env);
+  if (geteuid() == 0 && row.owner_uid != 0) {
+    Result<RunAs> who = run_as_user(row.owner_uid);
+    if (!who.ok()) {
+      report(ctx_.store.service_job_ended(row.id, JobState::kFailed,
+                                          "cannot run as its submitter: " + who.error().message(),
+                                          ctx_.clock.now_ms()),
+             "record the end of job " + std::to_string(row.id));
+      return;
+    }
+    job.run_as = *who;
+  }
+  const size_t key = engine_.submit(std::move(job));
+  tracked_[row.id] = Tracked{key, spec.restart, row.attempts};
+  by_key_[key] = row.id;
+}
+
+Status Service::recover_queue() {
+  Result<std::vector<ServiceJobRow>> rows = ctx_.store.unfinished_service_jobs();
+  if (!rows.ok()) return rows.error().with_context("reading the queue");
+  int requeued = 0;
+  int queued = 0;
+  const UnixMillis now = ctx_.clock.now_ms();
+  for (const ServiceJobRow& row : *rows) {
+    Result<JobSpec> spec = job_spec_from_json(json::parse(row.spec_json, nullptr, false));
+    if (!spec.ok()) {
+      report(ctx_.store.service_job_ended(row.id, JobState::kFailed,
+                                          "its job spec is unreadable: " + spec.error().message(),
+                                          now),
+             "record the end of job " + std::to_string(row.id));
+      continue;
+    }
+    if (row.state == JobState::kRunning) {
+      // The service that ran it is gone (killed, or the machine went down).
+      const std::string what =
+          fmt::format("attempt {} was interrupted: colo serve stopped while it ran", row.attempts);
+      if (spec->restart == RestartPolicy::kNever) {
+        report(ctx_.store.service_job_ended(row.id, JobState::kInterrupted,
+                                            what + " (restart = \"never\")", now),
+               "record the end of job " + std::to_string(row.id));
+        ctx_.log << fmt::format("job {} ({}): {}; restart = \"never\": not run again\n", row.id,
+                                row.name, what);
+        continue;
+      }
+      if (row.attempts >= kMaxJobAttempts) {
+        report(ctx_.store.service_job_ended(
+                   row.id, JobState::kInterrupted,
+                   fmt::format("{}; gave up after {} attempts", what, row.attempts), now),
+               "record the end of job " + std::to_string(row.id));
+        continue;
+      }
+      report(ctx_.store.service_job_requeued(row.id, what + "; running it again"),
+             "requeue job " + std::to_string(row.id));
+      ctx_.log << fmt::format("job {} ({}): {}; running it again (attempt {})\n", row.id, row.name,
+                              what, row.attempts + 1);
+      ++requeued;
+    }
+    ++queued;
+    admit(row, *spec);
+  }
+  ctx_.log << fmt::format("queue: {} jobs from the store ({} interrupted and run again)\n", queued,
+                          requeued);
+  return OkStatus();
+}
+
+void Service::record_changes() {
+  for (const JobChange& c : engine_.take_changes()) {
+    auto it = by_key_.find(c.key);
+    if (it == by_key_.end()) continue;
+    const int64_t id = it->second;
+    const Tracked tracked = tracked_.at(id);
+    switch (c.kind) {
+      case JobChange::Kind::kStarted:
+        report(ctx_.store.service_job_started(id, c.job_id, c.device.value_or(0), c.time_ms,
+                                              engine_.view(c.key).log_path),
+               fmt::format("record the start of job {}", id));
+        break;
+      case JobChange::Kind::kRequeued:
+        report(ctx_.store.service_job_requeued(id, c.reason),
+               fmt::format("record the retry of job {}", id));
+        break;
+      case JobChange::Kind::kEnded:
+        if (c.state == JobState::kInterrupted && tracked.restart == RestartPolicy::kOnFailure) {
+          // The service stops under it: it runs again at the next start.
+          report(ctx_.store.service_job_requeued(
+                     id, fmt::format("attempt {} interrupted: {}; it runs again when the service "
+                                     "starts",
+                                     c.attempt, c.reason)),
+                 fmt::format("requeue job {}", id));
+        } else {
+          report(ctx_.store.service_job_ended(id, c.state, c.reason, c.time_ms),
+                 fmt::format("record the end of job {}", id));
+        }
+        tracked_.erase(id);
+        by_key_.erase(it);
+        break;
+    }
+  }
+}
+
+std::string Service::answer(const Caller& caller, const std::string& request_line) {
+  json parsed = json::parse(request_line, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) return dump(error_answer("the request is not a JSON object"));
+  return dump(handle(caller, parsed));
+}
+
+json Service::handle(const Caller& caller, const json& request) {
+  const std::string op = request.value("op", "");
+  if (op == "submit") return submit(caller, request);
+  if (op == "queue") return json{{"ok", true}, {"snapshot", to_json(snapshot())}};
+  if (op == "status") return status(request);
+  if (op == "cancel") return cancel(caller, request);
+  if (op == "logs") return logs(caller, request);
+  return error_answer(fmt::format(
+      "unknown request '{}'; colo serve answers submit, queue, status, cancel and logs", op));
+}
+
+json Service::submit(const Caller& caller, const json& request) {
+  if (info_.state != "running")
+    return error_answer(fmt::format("colo serve is {}; it takes no new jobs", info_.state));
+  if (geteuid() != 0 && caller.uid != geteuid()) {
+    return error_answer(fmt::format(
+        "this colo serve runs as {} and runs jobs only for {}; ask the administrator for a "
+        "system service (running as root, it runs each job as its submitter)",
+        info_.user, info_.user));
+  }
+  auto jobs = request.find("jobs");
+  if (jobs == request.end() || !jobs->is_array() || jobs->empty())
+    return error_answer("submit: 'jobs' must be a non-empty array of jobs");
+  std::vector<JobSpec> specs;
+  for (size_t i = 0; i < jobs->size(); ++i) {
+    Result<JobSpec> spec = job_spec_from_json((*jobs)[i]);
+    if (!spec.ok()) return error_answer(fmt::format("job #{}: {}", i + 1, spec.error().message()));
+    if (spec->dataset) {
+      return error_answer(fmt::format(
+          "job '{}' reads dataset '{}' through a shared data loader, which colo serve does not "
+          "run yet; run this job file with colo run --local (which starts the loaders) on GPUs "
+          "that no colo serve holds (--gpus)",
+          spec->name, *spec->dataset));
+    }
+    specs.push_back(std::move(spec).value());
+  }
+  const std::string env = request.contains("env") && request["env"].is_object()
+                              ? dump(json(string_map(request["env"])))
+                              : "{}";
+  std::vector<NewServiceJob> rows;
+  const UnixMillis now = ctx_.clock.now_ms();
+  for (const JobSpec& spec : specs) {
+    rows.push_back(NewServiceJob{now, caller.uid, caller.user, request.value("job_file", ""),
+                                 spec.name, spec.group, dump(job_spec_to_json(spec)), env});
+  }
+  Result<std::vector<int64_t>> ids = ctx_.store.add_service_jobs(rows);
+  if (!ids.ok()) return error_answer("could not queue the jobs: " + ids.error().message());
+  Result<std::vector<ServiceJobRow>> added = ctx_.store.service_jobs_by_id(*ids);
+  if (!added.ok())
+    return error_answer("could not read the queued jobs: " + added.error().message());
+  for (size_t i = 0; i < added->size(); ++i) admit((*added)[i], specs[i]);
+  ctx_.log << fmt::format("{} submitted {} job{} from {}: {}{}\n", caller.user, ids->size(),
+                          ids->size() == 1 ? "" : "s", request.value("job_file", "?"), ids->front(),
+                          ids->size() > 1 ? fmt::format("-{}", ids->back()) : "");
+  return json{{"ok", true},
+              {"ids", *ids},
+              {"service", {{"mechanism", info_.mechanism}, {"policy", info_.policy}}}};
+}
+
+QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism) {
+  QueueJob q;
+  q.id = row.id;
+  q.name = row.name;
+  q.group = row.group;
+  q.owner = row.owner_name;
+  q.owner_uid = row.owner_uid;
+  q.state = to_string(row.state);
+  q.reason = row.reason;
+  q.gpu = row.device;
+  q.mechanism = mechanism;
+  q.attempts = row.attempts;
+  q.submitted_ms = row.submitted_ms;
+  q.started_ms = row.started_ms;
+  q.ended_ms = row.ended_ms;
+  q.job_file = row.job_file;
+  return q;
+}
+
+QueueJob Service::queue_job(const ServiceJobRow& row) const {
+  QueueJob q = queue_job_of(row, info_.mechanism);
+  auto it = tracked_.find(row.id);
+  if (it != tracked_.end()) {
+    EngineJobView v = engine_.view(it->second.key);
+    if (v.state == JobState::kRunning) {
+      q.run_id = info_.run_id;
+      q.epoch = v.epoch;
+      q.samples_per_s = v.samples_per_s;
+      q.last_epoch_ms = v.last_epoch_ms;
+      q.predicted_end_ms = v.expected_end_ms;
+      if (v.peak_memory_bytes > 0) q.peak_memory_bytes = v.peak_memory_bytes;
+      q.probe = v.probe;
+      q.pid = static_cast<uint32_t>(v.pid);
+      q.mps_sm_share_pct = v.mps_sm_share_pct;
+      q.mps_memory_limit_bytes = v.mps_memory_limit_bytes;
+      q.mig_instance = v.mig_instance;
+    }
+    q.solo_samples_per_s = v.solo_samples_per_s;
+  }
+  return q;
+}
+
+ServiceSnapshot Service::snapshot() {
+  ServiceSnapshot s;
+  s.time_ms = ctx_.clock.now_ms();
+  s.service = info_;
+  s.service.policy = engine_.policy_description();
+  s.service.mechanism_down = engine_.mechanism_down();
+  std::map<int, std::deque<DeviceSample>> recent = engine_.recent_samples();
+  for (const DeviceInfo& d : engine_.devices()) {
+    GpuView g{d.index, d.name, d.uuid, d.memory_total_bytes, 0, std::nullopt, d.power_limit_w};
+    if (auto it = recent.find(d.index); it != recent.end() && !it->second.empty())
+      g.latest = it->second.back();
+    s.gpus.push_back(std::move(g));
+  }
+  if (Result<std::vector<ServiceJobRow>> rows = ctx_.store.unfinished_service_jobs(); rows.ok()) {
+    for (const ServiceJobRow& row : *rows) s.jobs.push_back(queue_job(row));
+  }
+  if (Result<std::vector<ServiceJobRow>> rows =
+          ctx_.store.ended_service_jobs(options_.ended_jobs_shown);
+      rows.ok()) {
+    for (const ServiceJobRow& row : *rows) s.jobs.push_back(queue_job(row));
+  }
+  for (GpuView& g : s.gpus) {
+    g.jobs_running =
+        static_cast<int>(std::count_if(s.jobs.begin(), s.jobs.end(), [&](const QueueJob& j) {
+          return j.state == "running" && j.gpu == g.index;
+        }));
+  }
+  for (const auto& [device, samples] : recent) {
+    s.samples.insert(s.samples.end(), samples.begin(), samples.end());
+  }
+  std::sort(s.samples.begin(), s.samples.end(),
+            [](const DeviceSample& a, const DeviceSample& b) { return a.time_ms < b.time_ms; });
+  std::map<int64_t, int64_t> service_id_of;  // jobs-table row -> service job
+  for (const auto& [id, tracked] : tracked_) {
+    if (int64_t row = engine_.view(tracked.key).job_id; row != 0) service_id_of[row] = id;
+  }
+  for (const auto& [device, processes] : engine_.latest_processes()) {
+    for (const EngineProcess& p : processes) {
+      ProcessView v;
+      v.gpu = device;
+      v.pid = p.sample.pid;
+      if (p.job_id) {
+        if (auto it = service_id_of.find(*p.job_id); it != service_id_of.end()) v.job = it->second;
+      }
+      v.used_memory_bytes = p.sample.used_memory_bytes;
+      v.sm_util_pct = p.sample.sm_util_pct;
+      v.mps_client = p.sample.mps_client;
+      s.processes.push_back(std::move(v));
+    }
+  }
+  if (Result<std::vector<RunRow>> runs = ctx_.store.list_runs(10); runs.ok()) {
+    for (const RunRow& r : *runs) {
+      s.runs.push_back(RunView{r.id, to_string(r.state), r.started_ms, r.ended_ms, r.mechanism,
+                               r.job_file, r.job_count});
+    }
+  }
+  return s;
+}
+
+void Service::publish() {
+  auto built = std::make_shared<const ServiceSnapshot>(snapshot());
+  std::lock_guard lock(latest_mu_);
+  latest_ = std::move(built);
+}
+
+std::shared_ptr<const ServiceSnapshot> Service::latest_snapshot() const {
+  std::lock_guard lock(latest_mu_);
+  return latest_;
+}
+
+json Service::status(const json& request) {
+  std::vector<int64_t> ids = ids_of(request);
+  Result<std::vector<ServiceJobRow>> rows = ctx_.store.service_jobs_by_id(ids);
+  if (!rows.ok()) return error_answer(rows.error().message());
+  json jobs = json::array();
+  std::vector<int64_t> missing = ids;
+  for (const ServiceJobRow& row : *rows) {
+    jobs.push_back(to_json(queue_job(row)));
+    std::erase(missing, row.id);
+  }
+  return json{{"ok", true}, {"jobs", std::move(jobs)}, {"missing", missing}};
+}
+
+json Service::cancel(const Caller& caller, const json& request) {
+  std::vector<int64_t> ids = ids_of(request);
+  if (ids.empty()) return error_answer("cancel: name at least one job id");
+  Result<std::vector<ServiceJobRow>> rows = ctx_.store.service_jobs_by_id(ids);
+  if (!rows.ok()) return error_answer(rows.error().message());
+  json results = json::array();
+  for (int64_t id : ids) {
+    auto row = std::find_if(rows->begin(), rows->end(),
+                            [&](const ServiceJobRow& r) { return r.id == id; });
+    json result = {{"id", id}, {"ok", false}};
+    if (row == rows->end()) {
+      result["error"] = fmt::format("there is no job {}", id);
+    } else if (row->owner_uid != caller.uid && !is_admin(caller)) {
+      result["error"] = fmt::format(
+          "job {} belongs to {}; you ({}) may cancel only your own jobs (root and the admin "
+          "group may cancel any)",
+          id, row->owner_name, caller.user);
+      ctx_.log << fmt::format("refused: {} (uid {}) asked to cancel job {} of {}\n", caller.user,
+                              caller.uid, id, row->owner_name);
+    } else if (is_final(row->state)) {
+      result["error"] = fmt::format("job {} has already ended ({})", id, to_string(row->state));
+    } else if (auto t = tracked_.find(id);
+               t == tracked_.end() ||
+               !engine_.cancel(t->second.key, "cancelled by " + caller.user)) {
+      result["error"] = fmt::format("job {} is not in this service's queue", id);
+    } else {
+      result["ok"] = true;
+      ctx_.log << fmt::format("{} cancelled job {} ({})\n", caller.user, id, row->name);
+    }
+    results.push_back(std::move(result));
+  }
+  record_changes();
+  return json{{"ok", true}, {"results", std::move(results)}};
+}
+
+json Service::logs(const Caller& caller, const json& request) {
+  const int64_t id = request.value("id", int64_t{0});
+  Result<std::vector<ServiceJobRow>> rows = ctx_.store.service_jobs_by_id({id});
+  if (!rows.ok()) return error_answer(rows.error().message());
+  if (rows->empty()) return error_answer(fmt::format("there is no job {}", id));
+  const ServiceJobRow& row = rows->front();
+  if (row.owner_uid != caller.uid && !is_admin(caller)) {
+    return error_answer(fmt::format("job {} belongs to {}; you ({}) may read only your own logs",
+                                    id, row.owner_name, caller.user));
+  }
+  json answer = {{"ok", true},
+                 {"path", row.log_path},
+                 {"attempts", row.attempts},
+                 {"state", to_string(row.state)},
+                 {"ended", is_final(row.state)}};
+  uint64_t offset = request.value("offset", uint64_t{0});
+  std::string data;
+  if (!row.log_path.empty()) {
+    int fd = ::open(row.log_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      data.resize(
+          std::min<uint64_t>(request.value("max_bytes", kMaxLogChunkBytes), kMaxLogChunkBytes));
+      ssize_t n = ::pread(fd, data.data(), data.size(), static_cast<off_t>(offset));
+      data.resize(n > 0 ? static_cast<size_t>(n) : 0);
+      ::close(fd);
+    }
+  }
+  answer["offset"] = offset + data.size();
+  answer["data"] = std::move(data);
+  return answer;
+}
+
+Status run_service(const ServeOptions& options, ServeContext& ctx) {
+  if (ctx.mechanism.kind() == MechanismKind::kMig) {
+    return Error(
+        "colo serve does not run the mig mechanism yet: a MIG layout is made for a known set of "
+        "jobs, and the service would have to repartition the GPU as jobs arrive; run MIG jobs with "
+        "`colo run --mechanism mig`, or serve with --mechanism mps, naive or exclusive");
+  }
+  // Step 1.
+  (void)clean_up_after_dead_colo(ctx.store, ctx.mechanism_options, ctx.backend, ctx.log);
+
+  // Step 2: one service per store (its queue) and per socket.
+  Result<std::unique_ptr<LockFile>> store_lock = LockFile::acquire(
+      ctx.store.path() + ".serve.lock", "another colo serve",
+      "owns the queue in " + ctx.store.path() + "; stop it first, or use another --db");
+  if (!store_lock.ok()) return store_lock.error();
+  ListenOptions listen;
+  listen.path = options.socket_path;
+  listen.group = options.socket_group;
+  Result<std::unique_ptr<SocketServer>> server = SocketServer::listen(listen);
+  if (!server.ok()) return server.error();
+  std::unique_ptr<HttpServer> http;
+  if (options.http) {
+    Result<std::unique_ptr<HttpServer>> bound = HttpServer::bind(*options.http);
+    if (!bound.ok()) return bound.error();
+    http = std::move(bound).value();
+  }
+
+  // Step 3.
+  Result<std::vector<DeviceInfo>> devices = run_devices(ctx.backend, options.gpus, options.slurm);
+  if (!devices.ok()) return devices.error();
+  LockOptions lock = options.locks;
+  if (lock.command.empty()) lock.command = options.command_line;
+  Result<std::unique_ptr<GpuLocks>> locks =
+      lock_devices(*devices, lock, ctx.clock, ctx.stop_requests, ctx.log);
+  if (!locks.ok()) return locks.error();
+
+  // Step 4.
+  NewRun new_run = new_run_record(ctx.clock, ctx.mechanism, ctx.backend, "", options.command_line,
+                                  *devices, options.slurm);
+  Result<int64_t> run_id =
+      retry_transient(ctx.clock, kStoreRetryMs, [&] { return ctx.store.begin_run(new_run); });
+  if (!run_id.ok()) return run_id.error();
+
+  // Step 5.
+  if (Status s = ctx.mechanism.prepare(*devices); !s.ok()) {
+    (void)ctx.mechanism.teardown();
+    (void)ctx.store.end_run(*run_id, RunState::kFailed, ctx.clock.now_ms());
+    return s.error().with_context(
+        fmt::format("{} mechanism could not start", to_string(ctx.mechanism.kind())));
+  }
+
+  // Step 6.
+  ServiceInfo info;
+  info.pid = getpid();
+  info.user = user_name_of(geteuid());
+  info.host = host_name();
+  info.started_ms = new_run.started_ms;
+  info.backend = ctx.backend.name();
+  info.simulated = ctx.backend.simulated();
+  info.mechanism = to_string(ctx.mechanism.kind());
+  info.run_id = *run_id;
+  info.state = "running";
+  info.store = ctx.store.path();
+  RunState end_state = RunState::kOk;
+  // Each job in a cgroup of its own where colo may make them ($COLO_CGROUP_PARENT).
+  std::optional<RunCgroup> cgroup = make_run_cgroup("", ctx.log);
+  StoreWriter writer(ctx.store, ctx.clock);
+  const std::string token = run_token(new_run.host, new_run.colo_pid, new_run.started_ms);
+  {
+    RunEngine engine(EngineContext{ctx.clock, ctx.backend, ctx.store, writer, ctx.mechanism,
+                                   cgroup ? &*cgroup : nullptr, ctx.log},
+                     options.engine, *run_id, token, *devices);
+    engine.start();
+    Service service(ctx, options, engine, info);
+    if (Status s = service.recover_queue(); !s.ok())
+      ctx.log << "warning: " << s.error().message() << '\n';
+    ctx.log << fmt::format(
+        "colo serve: pid {}, {} GPU{} ({}{}), mechanism {}, policy {}; socket {}; run {}\n",
+        info.pid, devices->size(), devices->size() == 1 ? "" : "s", devices->front().name,
+        info.simulated ? ", SIMULATED" : "", info.mechanism, engine.policy_description(),
+        options.socket_path, *run_id);
+    service.publish();
+    if (http) {
+      // Its own read-only connection to the store: HTTP readers never wait for the loop.
+      Result<std::unique_ptr<RunStore>> reader = RunStore::open_read_only(ctx.store.path());
+      if (!reader.ok()) {
+        ctx.log << "warning: the HTTP API cannot read the store (" << reader.error().message()
+                << "); /api/jobs/ID and /api/runs answer 503\n";
+      }
+      service.set_http_address(http->address());
+      service.publish();
+      auto routes = std::make_shared<ApiRoutes>([&service] { return service.latest_snapshot(); },
+                                                reader.ok() ? std::move(reader).value() : nullptr,
+                                                *options.http);
+      if (options.http_pages) routes->add_pages(options.http_pages(ctx.store.path()));
+      http->serve(routes);
+      ctx.log << fmt::format("http: read-only API and /metrics on http://{}/ (docs/serve.md)\n",
+                             http->address());
+      if (!is_loopback(options.http->host)) {
+        ctx.log << fmt::format(
+            "warning: --http {} is reachable from other machines: anyone who reaches it reads "
+            "the queue{}\n",
+            http->address(), options.http->logs ? " and the jobs' log tails" : "");
+      }
+    }
+
+    // Step 7.
+    const SocketServer::Handler handler = [&service](const Caller& caller, const std::string& r) {
+      return service.answer(caller, r);
+    };
+    int handled_stops = 0;
+    bool stopping = false;
+    int64_t next_publish = ctx.clock.monotonic_ms() + 1000;
+    while (true) {
+      const int stops = ctx.stop_requests.load();
+      if (stops > handled_stops) {
+        handled_stops = stops;
+        if (options.drain_on_stop && stops == 1) {
+          service.set_state("draining");
+          engine.hold(true);
+          ctx.log << fmt::format(
+              "draining: no new job starts; waiting for {} running jobs (SIGTERM again to stop "
+              "them)\n",
+              engine.running());
+        } else {
+          stopping = true;
+          service.set_state("stopping");
+          const int kill_at = options.drain_on_stop ? 3 : 2;
+          engine.stop_all(RunEngine::StopKind::kShutdown,
+                          stops >= kill_at ? 0 : options.engine.stop_grace_ms,
+                          "colo serve was stopped");
+        }
+      }
+      (*server)->poll_once(static_cast<int>(options.tick_ms), handler);
+      engine.tick();
+      service.record_changes();
+      const int64_t now = ctx.clock.monotonic_ms();
+      if (now >= next_publish) {
+        service.publish();
+        next_publish = now + 1000;
+      }
+      if (stopping && engine.idle()) break;
+      if (service.state() == "draining" && engine.running() == 0) {
+        engine.stop_all(RunEngine::StopKind::kShutdown, 0, "colo serve was stopped");
+        break;
+      }
+    }
+
+    // Step 8.
+    if (http) http->stop();  // its routes read `service`
+    engine.finish();
+    service.record_changes();
+  }
+  // Whatever the jobs left that escaped both their cgroups and process groups.
+  if (int stopped = stop_token_processes(kRunTokenEnv, token); stopped > 0)
+    ctx.log << fmt::format("stopped {} processes the jobs left running\n", stopped);
+  cgroup.reset();
+  if (Status s = ctx.mechanism.teardown(); !s.ok())
+    ctx.log << "warning: " << s.error().message() << '\n';
+  writer.end_run(*run_id, end_state, ctx.clock.now_ms());
+  if (Status s =
+          writer.drain(kStoreRetryMs, [&](const std::string& line) { ctx.log << line << '\n'; });
+      !s.ok())
+    ctx.log << "warning: " << s.error().message() << '\n';
+  ctx.log << "colo serve stopped; queued jobs stay in the store for the next start\n";
+  return OkStatus();
+}
+
+}  // namespace colo

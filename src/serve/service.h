@@ -1,0 +1,160 @@
+// colo serve: the long-running owner of a machine's GPUs. Users submit jobs
+// at any time over a Unix socket; the queue lives in the run store and
+// survives the service's restarts; one RunEngine places and runs the jobs.
+//
+// run_service() is an ordered list of steps; teardown runs on every path out:
+//
+//   1. clean up after a colo that died (its runs interrupted, its leftover
+//      job processes, MPS daemons and MIG instances removed)
+//   2. claim the socket (one service per socket; a stale socket file of a
+//      killed service is replaced), so clients can queue requests meanwhile;
+//      bind the HTTP address when one is asked for
+//   3. choose the GPUs and lock them (wait while a `colo run` holds one)
+//   4. record the service's run
+//   5. prepare the mechanism
+//   6. start the engine; recover the queue from the store: attempts that a
+//      killed service left running are recorded interrupted and run again
+//      (per each job's restart policy), queued jobs are submitted
+//   7. loop (the HTTP API answers from the published snapshot on threads of
+//      its own): answer requests, tick the engine, record what changed in the
+//      queue, publish the snapshot; on SIGTERM stop (running jobs stopped
+//      and queued again for the next start) or drain (no new jobs start;
+//      the running ones finish), as the options say
+//   8. stop the engine, tear the mechanism down, close the run, release the
+//      GPUs and the socket
+//
+// Requests (one JSON object per line; see docs/serve.md): submit, queue,
+// status, cancel, logs. The caller is who the kernel says (SO_PEERCRED); a
+// user cancels and reads the logs of their own jobs only, root and the admin
+// group any. A service running as root runs each job as its submitter (uid,
+// groups, HOME), never as root on someone else's behalf; a service running
+// as another user takes jobs from that user only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "gpu/gpu_backend.h"
+#include "run/run_controller.h"
+#include "run/run_engine.h"
+#include "serve/http_api.h"
+#include "serve/snapshot.h"
+#include "serve/unix_socket.h"
+#include "sharing/mechanism.h"
+#include "store/run_store.h"
+
+namespace colo {
+
+struct ServeOptions {
+  std::vector<int> gpus;  // empty: every GPU
+  // The Slurm allocation the service runs in: it uses only the allocation's GPUs.
+  std::optional<SlurmAllocation> slurm;
+  LockOptions locks;                  // how the GPUs are taken (waits by default)
+  std::string socket_path;            // required
+  std::optional<gid_t> socket_group;  // the socket's group (mode 0660); unset: the service's
+  std::optional<gid_t> admin_group;   // its members may cancel anyone's jobs
+  std::string logs_root;              // required: jobs/ (logs) and checkpoints/ go here
+  EngineOptions engine;               // policy (auto by default), limits, sampling, grace
+  int64_t tick_ms = 200;              // the loop's period (requests wake it earlier)
+  bool drain_on_stop = false;         // SIGTERM drains instead of stopping
+  int ended_jobs_shown = 20;          // recently ended jobs in the snapshot
+  std::optional<HttpOptions> http;    // the read-only HTTP API and /metrics; unset: off
+  // Pages served beside the HTTP API (the dashboard, src/views), made from the
+  // store's path once the service runs; unset: the API alone.
+  std::function<PageRoutes(const std::string& store_path)> http_pages;
+  std::string command_line;
+};
+
+struct ServeContext {
+  Clock& clock;
+  GpuBackend& backend;
+  RunStore& store;
+  Mechanism& mechanism;
+  MechanismOptions mechanism_options;
+  std::ostream& log;  // the service's log (stderr)
+  // Incremented by the signal handlers (SIGTERM, SIGINT).
+  const std::atomic<int>& stop_requests;
+};
+
+// Runs the service until it is stopped. Errors only when it could not start.
+Status run_service(const ServeOptions& options, ServeContext& ctx);
+
+// The service once its engine runs: the queue, requests, the snapshot.
+// Everything but latest_snapshot() runs on the service's thread.
+class Service {
+ public:
+  Service(ServeContext& ctx, const ServeOptions& options, RunEngine& engine, ServiceInfo info);
+
+  // Step 6: the queue the store kept (see the file comment).
+  Status recover_queue();
+
+  // Answers one request line with one answer line (JSON both).
+  std::string answer(const Caller& caller, const std::string& request_line);
+  nlohmann::json handle(const Caller& caller, const nlohmann::json& request);
+
+  // Records in the store what the last engine ticks changed about jobs.
+  void record_changes();
+
+  // "running", "draining" (no new jobs start), "stopping".
+  void set_state(const std::string& state) { info_.state = state; }
+  // Where the HTTP API listens, for the snapshot ("" when it is off).
+  void set_http_address(const std::string& address) { info_.http = address; }
+  const std::string& state() const { return info_.state; }
+
+  ServiceSnapshot snapshot();
+  // Builds the snapshot and makes it the one latest_snapshot() returns.
+  void publish();
+  // The last published snapshot; safe from any thread (HTTP readers).
+  std::shared_ptr<const ServiceSnapshot> latest_snapshot() const;
+
+ private:
+  struct Tracked {
+    size_t key = 0;
+    RestartPolicy restart = RestartPolicy::kOnFailure;
+    int attempts_before = 0;  // attempts recorded before this service process took it
+  };
+
+  nlohmann::json submit(const Caller& caller, const nlohmann::json& request);
+  nlohmann::json status(const nlohmann::json& request);
+  nlohmann::json cancel(const Caller& caller, const nlohmann::json& request);
+  nlohmann::json logs(const Caller& caller, const nlohmann::json& request);
+  // Hands a queued job to the engine; an error ends it failed.
+  void admit(const ServiceJobRow& row, const JobSpec& spec);
+  bool is_admin(const Caller& caller) const;
+  QueueJob queue_job(const ServiceJobRow& row) const;
+  void report(const Status& s, const std::string& what);
+
+  ServeContext& ctx_;
+  const ServeOptions& options_;
+  RunEngine& engine_;
+  ServiceInfo info_;
+  std::map<int64_t, Tracked> tracked_;  // service job id -> engine job
+  std::map<size_t, int64_t> by_key_;    // engine key -> service job id
+  mutable std::mutex latest_mu_;
+  std::shared_ptr<const ServiceSnapshot> latest_;  // guarded by latest_mu_
+};
+
+// A job of the queue as the store has it (none of the live values of a
+// running attempt: epoch, rate, predicted end, memory).
+QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism);
+
+// Where clients look for the service: $COLO_SOCKET; else <state dir>/colo.sock,
+// then (when $COLO_HOME is not set) the system service's /var/lib/colo/colo.sock.
+std::vector<std::string> service_socket_candidates();
+// The socket `colo serve` listens on by default: $COLO_SOCKET, else <state dir>/colo.sock.
+std::string default_service_socket();
+
+}  // namespace colo

@@ -1,0 +1,266 @@
+// The service's requests over a real engine: the simulated GPU, real child
+// processes, a real SQLite file; requests go straight to handle().
+#include "serve/service.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "gpu/sim_backend.h"
+#include "jobs/job_spec_json.h"
+
+namespace colo {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+JobSpec shell_job(const std::string& name, const std::string& script) {
+  JobSpec spec;
+  spec.name = name;
+  spec.group = name;
+  spec.command = {"/bin/sh", "-c", script};
+  spec.working_dir = "/";
+  return spec;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = ::testing::TempDir() + "service.XXXXXX";
+    ASSERT_NE(mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+    auto backend = SimBackend::create("H200", 1, clock_);
+    ASSERT_TRUE(backend.ok());
+    backend_ = std::move(backend).value();
+    auto store = RunStore::open(dir_ + "/colo.db");
+    ASSERT_TRUE(store.ok());
+    store_ = std::move(store).value();
+    auto mechanism = make_mechanism(MechanismKind::kNaive, MechanismOptions{});
+    ASSERT_TRUE(mechanism.ok());
+    mechanism_ = std::move(mechanism).value();
+    devices_ = *backend_->devices();
+    ASSERT_TRUE(mechanism_->prepare(devices_).ok());
+    options_.logs_root = dir_ + "/serve";
+    options_.engine.policy = "fixed";
+    options_.engine.sample_period_ms = 100;
+    options_.engine.stop_grace_ms = 500;
+    NewRun run;
+    run.started_ms = clock_.now_ms();
+    run.mechanism = "naive";
+    run.backend = "sim";
+    run.host = "h";
+    run.colo_pid = getpid();
+    run_id_ = *store_->begin_run(run);
+    ctx_ = std::make_unique<ServeContext>(
+        ServeContext{clock_, *backend_, *store_, *mechanism_, MechanismOptions{}, log_, stops_});
+    writer_ = std::make_unique<StoreWriter>(*store_, clock_);
+    engine_ = std::make_unique<RunEngine>(
+        EngineContext{clock_, *backend_, *store_, *writer_, *mechanism_, nullptr, log_},
+        options_.engine, run_id_, "test-token", devices_);
+    engine_->start();
+    ServiceInfo info;
+    info.mechanism = "naive";
+    info.run_id = run_id_;
+    info.state = "running";
+    info.user = "root";
+    service_ = std::make_unique<Service>(*ctx_, options_, *engine_, info);
+  }
+  void TearDown() override {
+    service_.reset();
+    if (engine_) engine_->finish();
+    engine_.reset();
+    std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+
+  json submit(const Caller& caller, const std::vector<JobSpec>& specs) {
+    json jobs = json::array();
+    for (const JobSpec& s : specs) jobs.push_back(job_spec_to_json(s));
+    return service_->handle(caller, json{{"op", "submit"},
+                                         {"job_file", "t.toml"},
+                                         {"jobs", jobs},
+                                         {"env", {{"PATH", "/usr/bin:/bin"}, {"MARK", "m"}}}});
+  }
+  // Ticks until every job has ended (or 10 s).
+  void run_until_idle() {
+    for (int i = 0; i < 200 && !engine_->idle(); ++i) {
+      engine_->tick();
+      service_->record_changes();
+      clock_.sleep_for_ms(50);
+    }
+    engine_->tick();
+    service_->record_changes();
+  }
+  json status(const std::vector<int64_t>& ids) {
+    return service_->handle(root_, json{{"op", "status"}, {"ids", ids}});
+  }
+
+  std::string dir_;
+  SystemClock clock_;
+  std::unique_ptr<SimBackend> backend_;
+  std::unique_ptr<RunStore> store_;
+  std::unique_ptr<Mechanism> mechanism_;
+  std::vector<DeviceInfo> devices_;
+  ServeOptions options_;
+  int64_t run_id_ = 0;
+  std::ostringstream log_;
+  std::atomic<int> stops_{0};
+  std::unique_ptr<ServeContext> ctx_;
+  std::unique_ptr<StoreWriter> writer_;
+  std::unique_ptr<RunEngine> engine_;
+  std::unique_ptr<Service> service_;
+  Caller root_{0, 0, 1, "root"};
+  Caller nobody_{65534, 65534, 2, "nobody"};
+};
+
+TEST_F(ServiceTest, SubmittedJobsRunWithTheSubmittersEnvironmentAndEndInTheStore) {
+  json answer =
+      submit(root_, {shell_job("a", "echo mark=$MARK job=$COLO_JOB_ID ckpt=$COLO_CHECKPOINT_DIR"),
+                     shell_job("b", "exit 3")});
+  ASSERT_TRUE(answer["ok"].get<bool>()) << answer.dump();
+  std::vector<int64_t> ids = answer["ids"];
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(answer["service"]["mechanism"], "naive");
+  run_until_idle();
+
+  json st = status(ids);
+  ASSERT_TRUE(st["ok"].get<bool>()) << st.dump();
+  ASSERT_EQ(st["jobs"].size(), 2u);
+  EXPECT_EQ(st["jobs"][0]["state"], "ok");
+  EXPECT_EQ(st["jobs"][0]["attempts"], 1);
+  EXPECT_EQ(st["jobs"][0]["owner"], "root");
+  EXPECT_EQ(st["jobs"][1]["state"], "failed");
+  EXPECT_EQ(st["jobs"][1]["reason"], "exit code 3");
+
+  json log = service_->handle(root_, json{{"op", "logs"}, {"id", ids[0]}});
+  ASSERT_TRUE(log["ok"].get<bool>()) << log.dump();
+  EXPECT_EQ(log["data"],
+            fmt::format("mark=m job={} ckpt={}/serve/checkpoints/{}\n", ids[0], dir_, ids[0]));
+  EXPECT_TRUE(log["ended"].get<bool>());
+  json rest =
+      service_->handle(root_, json{{"op", "logs"}, {"id", ids[0]}, {"offset", log["offset"]}});
+  EXPECT_EQ(rest["data"], "");
+
+  // Each attempt is a row of the service's run, linked to its service job.
+  auto record = store_->run_record(run_id_);
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(record->jobs.size(), 2u);
+}
+
+TEST_F(ServiceTest, AJobReadingASharedDatasetIsRefusedWithWhatToDoInstead) {
+  JobSpec reader = shell_job("reader", "true");
+  reader.dataset = "imagenet";
+  json answer = submit(root_, {shell_job("plain", "true"), reader});
+  EXPECT_FALSE(answer["ok"].get<bool>());
+  EXPECT_THAT(answer["error"].get<std::string>(),
+              HasSubstr("job 'reader' reads dataset 'imagenet' through a shared data loader"));
+  EXPECT_THAT(answer["error"].get<std::string>(), HasSubstr("colo run --local"));
+  EXPECT_EQ(engine_->job_count(), 0u) << "nothing of the file was queued";
+}
+
+TEST_F(ServiceTest, OnlyTheOwnerOrAnAdminMayCancelOrReadLogs) {
+  json answer = submit(root_, {shell_job("long", "sleep 30")});
+  ASSERT_TRUE(answer["ok"].get<bool>()) << answer.dump();
+  const int64_t id = answer["ids"][0];
+  engine_->tick();
+  service_->record_changes();
+
+  json refused = service_->handle(nobody_, json{{"op", "cancel"}, {"ids", {id}}});
+  ASSERT_TRUE(refused["ok"].get<bool>());
+  EXPECT_FALSE(refused["results"][0]["ok"].get<bool>());
+  EXPECT_THAT(refused["results"][0]["error"].get<std::string>(),
+              HasSubstr("belongs to root; you (nobody) may cancel only your own jobs"));
+  json logs = service_->handle(nobody_, json{{"op", "logs"}, {"id", id}});
+  EXPECT_FALSE(logs["ok"].get<bool>());
+  EXPECT_EQ(status({id})["jobs"][0]["state"], "running");
+
+  json cancelled = service_->handle(root_, json{{"op", "cancel"}, {"ids", {id, 999}}});
+  EXPECT_TRUE(cancelled["results"][0]["ok"].get<bool>()) << cancelled.dump();
+  EXPECT_THAT(cancelled["results"][1]["error"].get<std::string>(), HasSubstr("no job 999"));
+  run_until_idle();
+  json st = status({id});
+  EXPECT_EQ(st["jobs"][0]["state"], "cancelled");
+  EXPECT_THAT(st["jobs"][0]["reason"].get<std::string>(), HasSubstr("cancelled by root"));
+  json again = service_->handle(root_, json{{"op", "cancel"}, {"ids", {id}}});
+  EXPECT_THAT(again["results"][0]["error"].get<std::string>(), HasSubstr("already ended"));
+}
+
+TEST_F(ServiceTest, ASnapshotListsGpusJobsAndRunsAndServesQueue) {
+  json answer = submit(root_, {shell_job("q1", "sleep 30"), shell_job("q2", "sleep 30")});
+  ASSERT_TRUE(answer["ok"].get<bool>());
+  engine_->tick();
+  service_->record_changes();
+  json queue = service_->handle(root_, json{{"op", "queue"}});
+  ASSERT_TRUE(queue["ok"].get<bool>());
+  Result<ServiceSnapshot> s = snapshot_from_json(queue["snapshot"]);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  ASSERT_EQ(s->gpus.size(), 1u);
+  EXPECT_EQ(s->gpus[0].uuid, devices_[0].uuid);
+  ASSERT_EQ(s->jobs.size(), 2u);
+  EXPECT_EQ(s->jobs[0].state, "running");
+  EXPECT_EQ(s->jobs[0].gpu, 0);
+  EXPECT_EQ(s->jobs[0].run_id, run_id_);
+  ASSERT_FALSE(s->runs.empty());
+  EXPECT_EQ(s->runs[0].id, run_id_);
+  service_->publish();
+  ASSERT_TRUE(service_->latest_snapshot());
+  engine_->stop_all(RunEngine::StopKind::kShutdown, 0, "test over");
+  run_until_idle();
+}
+
+TEST_F(ServiceTest, BadRequestsGetClearErrors) {
+  EXPECT_THAT(service_->answer(root_, "not json"), HasSubstr("not a JSON object"));
+  EXPECT_THAT(service_->answer(root_, R"({"op":"launch"})"), HasSubstr("unknown request 'launch'"));
+  json empty = service_->handle(root_, json{{"op", "submit"}, {"jobs", json::array()}});
+  EXPECT_THAT(empty["error"].get<std::string>(), HasSubstr("non-empty array"));
+  json bad = service_->handle(
+      root_, json{{"op", "submit"}, {"jobs", {{{"name", "x"}, {"command", json::array()}}}}});
+  EXPECT_THAT(bad["error"].get<std::string>(), HasSubstr("job #1"));
+  service_->set_state("draining");
+  json refused = submit(root_, {shell_job("late", "true")});
+  EXPECT_THAT(refused["error"].get<std::string>(), HasSubstr("colo serve is draining"));
+}
+
+TEST_F(ServiceTest, RecoveringRequeuesAttemptsAKilledServiceLeftRunning) {
+  // What a killed service leaves: one job running (attempt 1), one queued, one
+  // running that must not restart, one running on its last attempt.
+  JobSpec never = shell_job("never", "true");
+  never.restart = RestartPolicy::kNever;
+  std::vector<NewServiceJob> rows;
+  for (const JobSpec& spec : {shell_job("again", "true"), shell_job("waiting", "true"), never,
+                              shell_job("last", "true")}) {
+    rows.push_back({clock_.now_ms(), 0, "root", "t.toml", spec.name, spec.group,
+                    job_spec_to_json(spec).dump(), "{}"});
+  }
+  auto ids = store_->add_service_jobs(rows);
+  ASSERT_TRUE(ids.ok());
+  auto attempt_row = store_->add_jobs(run_id_, {shell_job("x", "true")}, {}, clock_.now_ms());
+  ASSERT_TRUE(attempt_row.ok());
+  for (int64_t id : {(*ids)[0], (*ids)[2], (*ids)[3]})
+    ASSERT_TRUE(store_->service_job_started(id, attempt_row->front(), 0, clock_.now_ms(), "").ok());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(store_->service_job_requeued((*ids)[3], "x").ok());
+    ASSERT_TRUE(
+        store_->service_job_started((*ids)[3], attempt_row->front(), 0, clock_.now_ms(), "").ok());
+  }
+
+  ASSERT_TRUE(service_->recover_queue().ok());
+  run_until_idle();
+  json st = status(*ids);
+  EXPECT_EQ(st["jobs"][0]["state"], "ok");
+  EXPECT_EQ(st["jobs"][0]["attempts"], 2);
+  EXPECT_EQ(st["jobs"][1]["state"], "ok");
+  EXPECT_EQ(st["jobs"][1]["attempts"], 1);
+  EXPECT_EQ(st["jobs"][2]["state"], "interrupted");
+  EXPECT_THAT(st["jobs"][2]["reason"].get<std::string>(), HasSubstr("restart = \"never\""));
+  EXPECT_EQ(st["jobs"][3]["state"], "interrupted");
+  EXPECT_THAT(st["jobs"][3]["reason"].get<std::string>(), HasSubstr("gave up after 3 attempts"));
+  EXPECT_THAT(log_.str(), HasSubstr("running it again (attempt 2)"));
+}
+
+}  // namespace
+}  // namespace colo

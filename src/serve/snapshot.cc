@@ -1,0 +1,348 @@
+#include "serve/snapshot.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "common/units.h"
+
+namespace colo {
+namespace {
+
+using nlohmann::json;
+
+template <class T>
+json value_or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+template <class T>
+std::optional<T> optional_at(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+std::string rate_text(const std::optional<double>& rate) {
+  if (!rate) return "-";
+  if (*rate >= 10'000) return fmt::format("{:.1f}k/s", *rate / 1000);
+  return fmt::format("{:.0f}/s", *rate);
+}
+
+std::string job_line(const QueueJob& j, UnixMillis now_ms) {
+  std::string ends = "-";
+  if (j.state == "running" && j.predicted_end_ms)
+    ends = *j.predicted_end_ms > now_ms ? "in " + format_duration_ms(*j.predicted_end_ms - now_ms)
+                                        : "due";
+  if (j.ended_ms) ends = format_duration_ms(std::max<int64_t>(0, now_ms - *j.ended_ms)) + " ago";
+  std::string name = j.name + (j.probe ? " (probe)" : "");
+  if (!j.reason.empty() && j.state != "running") name += ": " + j.reason;
+  return fmt::format("  {:<6} {:<10} {:<11} {:<9} {:>5} {:>9}  {:<12} {}\n", j.id, j.owner,
+                     j.state + (j.attempts > 1 ? fmt::format("#{}", j.attempts) : ""), j.mechanism,
+                     j.epoch ? std::to_string(*j.epoch) : "-", rate_text(j.samples_per_s), ends,
+                     name);
+}
+
+constexpr const char* kHeader = "  {:<6} {:<10} {:<11} {:<9} {:>5} {:>9}  {:<12} {}\n";
+
+}  // namespace
+
+bool is_final_state(const std::string& state) { return state != "queued" && state != "running"; }
+
+std::optional<double> slowdown(const QueueJob& job) {
+  if (!job.solo_samples_per_s || !job.samples_per_s || *job.solo_samples_per_s <= 0 ||
+      *job.samples_per_s <= 0)
+    return std::nullopt;
+  return *job.solo_samples_per_s / *job.samples_per_s;
+}
+
+json to_json(const DeviceSample& s) {
+  return json{{"gpu", s.device},
+              {"time_ms", s.time_ms},
+              {"sm_active_pct", value_or_null(s.sm_active_pct)},
+              {"sm_occupancy_pct", value_or_null(s.sm_occupancy_pct)},
+              {"tensor_active_pct", value_or_null(s.tensor_active_pct)},
+              {"dram_active_pct", value_or_null(s.dram_active_pct)},
+              {"gpu_util_pct", value_or_null(s.gpu_util_pct)},
+              {"memory_used_bytes", value_or_null(s.memory_used_bytes)},
+              {"memory_total_bytes", value_or_null(s.memory_total_bytes)},
+              {"power_w", value_or_null(s.power_w)},
+              {"energy_mj", value_or_null(s.energy_mj)},
+              {"pcie_rx_mib_per_s", value_or_null(s.pcie_rx_mib_per_s)},
+              {"pcie_tx_mib_per_s", value_or_null(s.pcie_tx_mib_per_s)},
+              {"sm_clock_mhz", value_or_null(s.sm_clock_mhz)}};
+}
+
+namespace {
+
+DeviceSample sample_from_json(const json& j) {
+  DeviceSample s;
+  s.device = j.value("gpu", 0);
+  s.time_ms = j.value("time_ms", int64_t{0});
+  s.sm_active_pct = optional_at<double>(j, "sm_active_pct");
+  s.sm_occupancy_pct = optional_at<double>(j, "sm_occupancy_pct");
+  s.tensor_active_pct = optional_at<double>(j, "tensor_active_pct");
+  s.dram_active_pct = optional_at<double>(j, "dram_active_pct");
+  s.gpu_util_pct = optional_at<double>(j, "gpu_util_pct");
+  s.memory_used_bytes = optional_at<uint64_t>(j, "memory_used_bytes");
+  s.memory_total_bytes = optional_at<uint64_t>(j, "memory_total_bytes");
+  s.power_w = optional_at<double>(j, "power_w");
+  s.energy_mj = optional_at<uint64_t>(j, "energy_mj");
+  s.pcie_rx_mib_per_s = optional_at<double>(j, "pcie_rx_mib_per_s");
+  s.pcie_tx_mib_per_s = optional_at<double>(j, "pcie_tx_mib_per_s");
+  s.sm_clock_mhz = optional_at<uint32_t>(j, "sm_clock_mhz");
+  return s;
+}
+
+}  // namespace
+
+json to_json(const QueueJob& j) {
+  return json{{"id", j.id},
+              {"name", j.name},
+              {"group", j.group},
+              {"owner", j.owner},
+              {"owner_uid", j.owner_uid},
+              {"state", j.state},
+              {"reason", j.reason},
+              {"gpu", value_or_null(j.gpu)},
+              {"mechanism", j.mechanism},
+              {"attempts", j.attempts},
+              {"epoch", value_or_null(j.epoch)},
+              {"samples_per_s", value_or_null(j.samples_per_s)},
+              {"last_epoch_ms", value_or_null(j.last_epoch_ms)},
+              {"predicted_end_ms", value_or_null(j.predicted_end_ms)},
+              {"peak_memory_bytes", value_or_null(j.peak_memory_bytes)},
+              {"submitted_ms", j.submitted_ms},
+              {"started_ms", value_or_null(j.started_ms)},
+              {"ended_ms", value_or_null(j.ended_ms)},
+              {"job_file", j.job_file},
+              {"run_id", value_or_null(j.run_id)},
+              {"probe", j.probe},
+              {"pid", value_or_null(j.pid)},
+              {"mps_sm_share_pct", value_or_null(j.mps_sm_share_pct)},
+              {"mps_memory_limit_bytes", value_or_null(j.mps_memory_limit_bytes)},
+              {"mig_instance", j.mig_instance},
+              {"solo_samples_per_s", value_or_null(j.solo_samples_per_s)},
+              {"slowdown", value_or_null(slowdown(j))}};
+}
+
+json to_json(const ProcessView& p) {
+  return json{{"gpu", p.gpu},
+              {"pid", p.pid},
+              {"job", value_or_null(p.job)},
+              {"used_memory_bytes", value_or_null(p.used_memory_bytes)},
+              {"sm_util_pct", value_or_null(p.sm_util_pct)},
+              {"mps_client", p.mps_client},
+              {"user", p.user},
+              {"command", p.command}};
+}
+
+json to_json(const GpuView& g) {
+  return json{{"index", g.index},
+              {"name", g.name},
+              {"uuid", g.uuid},
+              {"memory_total_bytes", g.memory_total_bytes},
+              {"jobs_running", g.jobs_running},
+              {"latest", g.latest ? to_json(*g.latest) : json(nullptr)},
+              {"power_limit_w", value_or_null(g.power_limit_w)}};
+}
+
+json to_json(const RunView& r) {
+  return json{{"id", r.id},
+              {"state", r.state},
+              {"started_ms", r.started_ms},
+              {"ended_ms", value_or_null(r.ended_ms)},
+              {"mechanism", r.mechanism},
+              {"job_file", r.job_file},
+              {"job_count", r.job_count}};
+}
+
+json to_json(const ServiceSnapshot& s) {
+  json service = {{"pid", s.service.pid},
+                  {"user", s.service.user},
+                  {"host", s.service.host},
+                  {"started_ms", s.service.started_ms},
+                  {"backend", s.service.backend},
+                  {"simulated", s.service.simulated},
+                  {"mechanism", s.service.mechanism},
+                  {"policy", s.service.policy},
+                  {"run_id", s.service.run_id},
+                  {"state", s.service.state},
+                  {"mechanism_down", s.service.mechanism_down},
+                  {"store", s.service.store},
+                  {"http", s.service.http}};
+  json gpus = json::array();
+  for (const GpuView& g : s.gpus) gpus.push_back(to_json(g));
+  json jobs = json::array();
+  for (const QueueJob& j : s.jobs) jobs.push_back(to_json(j));
+  json samples = json::array();
+  for (const DeviceSample& d : s.samples) samples.push_back(to_json(d));
+  json runs = json::array();
+  for (const RunView& r : s.runs) runs.push_back(to_json(r));
+  json processes = json::array();
+  for (const ProcessView& p : s.processes) processes.push_back(to_json(p));
+  return json{{"version", kSnapshotVersion},   {"time_ms", s.time_ms},
+              {"service", std::move(service)}, {"gpus", std::move(gpus)},
+              {"jobs", std::move(jobs)},       {"samples", std::move(samples)},
+              {"runs", std::move(runs)},       {"processes", std::move(processes)}};
+}
+
+Result<QueueJob> queue_job_from_json(const json& j) {
+  try {
+    QueueJob q;
+    q.id = j.at("id").get<int64_t>();
+    q.name = j.value("name", "");
+    q.group = j.value("group", "");
+    q.owner = j.value("owner", "");
+    q.owner_uid = j.value("owner_uid", 0u);
+    q.state = j.value("state", "");
+    q.reason = j.value("reason", "");
+    q.gpu = optional_at<int>(j, "gpu");
+    q.mechanism = j.value("mechanism", "");
+    q.attempts = j.value("attempts", 0);
+    q.epoch = optional_at<int64_t>(j, "epoch");
+    q.samples_per_s = optional_at<double>(j, "samples_per_s");
+    q.last_epoch_ms = optional_at<int64_t>(j, "last_epoch_ms");
+    q.predicted_end_ms = optional_at<int64_t>(j, "predicted_end_ms");
+    q.peak_memory_bytes = optional_at<uint64_t>(j, "peak_memory_bytes");
+    q.submitted_ms = j.value("submitted_ms", int64_t{0});
+    q.started_ms = optional_at<int64_t>(j, "started_ms");
+    q.ended_ms = optional_at<int64_t>(j, "ended_ms");
+    q.job_file = j.value("job_file", "");
+    q.run_id = optional_at<int64_t>(j, "run_id");
+    q.probe = j.value("probe", false);
+    q.pid = optional_at<uint32_t>(j, "pid");
+    q.mps_sm_share_pct = optional_at<int>(j, "mps_sm_share_pct");
+    q.mps_memory_limit_bytes = optional_at<uint64_t>(j, "mps_memory_limit_bytes");
+    q.mig_instance = j.value("mig_instance", "");
+    q.solo_samples_per_s = optional_at<double>(j, "solo_samples_per_s");
+    return q;
+  } catch (const json::exception& e) {
+    return Error(fmt::format("a job in the service's answer is malformed: {}", e.what()));
+  }
+}
+
+Result<ServiceSnapshot> snapshot_from_json(const json& j) {
+  try {
+    if (j.value("version", 0) != kSnapshotVersion) {
+      return Error(fmt::format(
+          "the service answered with snapshot version {}, this colo reads version {} (use the "
+          "colo binary of the service)",
+          j.value("version", 0), kSnapshotVersion));
+    }
+    ServiceSnapshot s;
+    s.time_ms = j.value("time_ms", int64_t{0});
+    const json& svc = j.at("service");
+    s.service.pid = svc.value("pid", 0);
+    s.service.user = svc.value("user", "");
+    s.service.host = svc.value("host", "");
+    s.service.started_ms = svc.value("started_ms", int64_t{0});
+    s.service.backend = svc.value("backend", "");
+    s.service.simulated = svc.value("simulated", false);
+    s.service.mechanism = svc.value("mechanism", "");
+    s.service.policy = svc.value("policy", "");
+    s.service.run_id = svc.value("run_id", int64_t{0});
+    s.service.state = svc.value("state", "");
+    s.service.mechanism_down = svc.value("mechanism_down", "");
+    s.service.store = svc.value("store", "");
+    s.service.http = svc.value("http", "");
+    for (const json& g : j.at("gpus")) {
+      GpuView v;
+      v.index = g.value("index", 0);
+      v.name = g.value("name", "");
+      v.uuid = g.value("uuid", "");
+      v.memory_total_bytes = g.value("memory_total_bytes", uint64_t{0});
+      v.jobs_running = g.value("jobs_running", 0);
+      if (g.contains("latest") && !g["latest"].is_null()) v.latest = sample_from_json(g["latest"]);
+      v.power_limit_w = optional_at<double>(g, "power_limit_w");
+      s.gpus.push_back(std::move(v));
+    }
+    for (const json& job : j.at("jobs")) {
+      Result<QueueJob> q = queue_job_from_json(job);
+      if (!q.ok()) return q.error();
+      s.jobs.push_back(std::move(q).value());
+    }
+    for (const json& d : j.at("samples")) s.samples.push_back(sample_from_json(d));
+    for (const json& r : j.at("runs")) {
+      RunView v;
+      v.id = r.value("id", int64_t{0});
+      v.state = r.value("state", "");
+      v.started_ms = r.value("started_ms", int64_t{0});
+      v.ended_ms = optional_at<int64_t>(r, "ended_ms");
+      v.mechanism = r.value("mechanism", "");
+      v.job_file = r.value("job_file", "");
+      v.job_count = r.value("job_count", 0);
+      s.runs.push_back(std::move(v));
+    }
+    // Added after version 1's first readers: absent from older services.
+    for (const json& p : j.value("processes", json::array())) {
+      ProcessView v;
+      v.gpu = p.value("gpu", 0);
+      v.pid = p.value("pid", 0u);
+      v.job = optional_at<int64_t>(p, "job");
+      v.used_memory_bytes = optional_at<uint64_t>(p, "used_memory_bytes");
+      v.sm_util_pct = optional_at<double>(p, "sm_util_pct");
+      v.mps_client = p.value("mps_client", false);
+      v.user = p.value("user", "");
+      v.command = p.value("command", "");
+      s.processes.push_back(std::move(v));
+    }
+    return s;
+  } catch (const json::exception& e) {
+    return Error(fmt::format("the service's snapshot is malformed: {}", e.what()));
+  }
+}
+
+std::string format_queue(const ServiceSnapshot& s, UnixMillis now_ms) {
+  int running = 0;
+  int queued = 0;
+  for (const QueueJob& j : s.jobs) {
+    running += j.state == "running";
+    queued += j.state == "queued";
+  }
+  std::string out = fmt::format(
+      "colo serve, pid {} on {} as {}: {}, policy {}, {} GPU{}{}; {} running, {} queued{}\n",
+      s.service.pid, s.service.host, s.service.user, s.service.mechanism, s.service.policy,
+      s.gpus.size(), s.gpus.size() == 1 ? "" : "s", s.service.simulated ? " (SIMULATED)" : "",
+      running, queued, s.service.state == "running" ? "" : " [" + s.service.state + "]");
+  if (!s.service.mechanism_down.empty())
+    out += "placing nothing until the mechanism is back: " + s.service.mechanism_down + "\n";
+  std::map<int, std::vector<const QueueJob*>> by_gpu;
+  std::vector<const QueueJob*> waiting;
+  std::vector<const QueueJob*> ended;
+  for (const QueueJob& j : s.jobs) {
+    if (j.state == "running" && j.gpu) {
+      by_gpu[*j.gpu].push_back(&j);
+    } else if (j.state == "queued") {
+      waiting.push_back(&j);
+    } else {
+      ended.push_back(&j);
+    }
+  }
+  for (const GpuView& g : s.gpus) {
+    std::string load;
+    if (g.latest) {
+      if (g.latest->sm_active_pct) load += fmt::format(", SM {:.0f}%", *g.latest->sm_active_pct);
+      if (g.latest->memory_used_bytes)
+        load += fmt::format(", memory {} of {}", format_bytes(*g.latest->memory_used_bytes),
+                            format_bytes(g.memory_total_bytes));
+    }
+    out += fmt::format("\ngpu{}  {}  {} running{}\n", g.index, g.name, g.jobs_running, load);
+    if (by_gpu[g.index].empty()) continue;
+    out += fmt::format(kHeader, "ID", "OWNER", "STATE", "MECH", "EPOCH", "RATE", "END", "NAME");
+    for (const QueueJob* j : by_gpu[g.index]) out += job_line(*j, now_ms);
+  }
+  if (!waiting.empty()) {
+    out += fmt::format("\nqueued ({})\n", waiting.size());
+    out += fmt::format(kHeader, "ID", "OWNER", "STATE", "MECH", "EPOCH", "RATE", "END", "NAME");
+    for (const QueueJob* j : waiting) out += job_line(*j, now_ms);
+  }
+  if (!ended.empty()) {
+    out += "\nrecently ended\n";
+    out += fmt::format(kHeader, "ID", "OWNER", "STATE", "MECH", "EPOCH", "RATE", "ENDED", "NAME");
+    for (const QueueJob* j : ended) out += job_line(*j, now_ms);
+  }
+  return out;
+}
+
+}  // namespace colo

@@ -1,0 +1,143 @@
+// ServiceSnapshot: everything a reader of the service sees, at one instant:
+// the service itself, its GPUs with their latest samples, the jobs (queued,
+// running, recently ended), recent device samples, and recent runs.
+//
+// It has ONE JSON serialization (to_json / snapshot_from_json), with the
+// shape documented in docs/serve.md: `colo queue --json` prints it, the
+// Unix-socket API answers with it, and later readers (an HTTP API, a
+// dashboard, `colo top`) reuse it unchanged. Fields are only ever added;
+// "version" counts incompatible changes. Absent values are null.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "gpu/gpu_backend.h"
+
+namespace colo {
+
+inline constexpr int kSnapshotVersion = 1;
+
+struct ServiceInfo {
+  pid_t pid = 0;
+  std::string user;  // the service runs as
+  std::string host;
+  UnixMillis started_ms = 0;
+  std::string backend;  // "nvml" | "sim"
+  bool simulated = false;
+  std::string mechanism;  // "exclusive" | "naive" | "mps"
+  std::string policy;     // as the policy describes itself ("auto", "fixed, up to 4 jobs per GPU")
+  int64_t run_id = 0;     // the store's run of this service process
+  std::string state;      // "running" | "draining" | "stopping"
+  std::string mechanism_down;  // why no job is placed now; "" when the mechanism is up
+  std::string store;           // the run store's path
+  std::string http;            // the HTTP API's address ("127.0.0.1:8470"); "" when off
+};
+
+// One job of the queue, as users see it.
+struct QueueJob {
+  int64_t id = 0;  // the service job id (`colo cancel ID`)
+  std::string name;
+  std::string group;
+  std::string owner;
+  uid_t owner_uid = 0;
+  std::string
+      state;  // "queued", "running", "ok", "failed", "oom", "killed", "cancelled", "interrupted"
+  std::string reason;
+  std::optional<int> gpu;
+  std::string mechanism;
+  int attempts = 0;  // started so far
+  std::optional<int64_t> epoch;
+  std::optional<double> samples_per_s;
+  std::optional<int64_t> last_epoch_ms;
+  std::optional<UnixMillis> predicted_end_ms;
+  std::optional<uint64_t> peak_memory_bytes;
+  UnixMillis submitted_ms = 0;
+  std::optional<UnixMillis> started_ms;
+  std::optional<UnixMillis> ended_ms;
+  std::string job_file;
+  std::optional<int64_t> run_id;  // the run of its latest attempt, when it started in this one
+  bool probe = false;             // running alone so that its profile is measured (auto)
+  // The running attempt's main process.
+  std::optional<uint32_t> pid;
+  // Its MPS limits (active thread percentage, pinned device memory) when it
+  // runs under MPS with them; its MIG instance ("" when none).
+  std::optional<int> mps_sm_share_pct;
+  std::optional<uint64_t> mps_memory_limit_bytes;
+  std::string mig_instance;
+  // Its progress rate alone (a stored profile, a hint or a probe); see slowdown().
+  std::optional<double> solo_samples_per_s;
+};
+
+// How many times slower the job progresses now than alone (solo rate over its
+// current rate; 1.0: as fast as alone); nullopt when either rate is unknown.
+// Written to JSON as "slowdown" (derived: readers never send it back).
+std::optional<double> slowdown(const QueueJob& job);
+
+// One process on a GPU as the driver last listed it: MPS clients one by one.
+struct ProcessView {
+  int gpu = 0;
+  uint32_t pid = 0;
+  std::optional<int64_t> job;  // the service job it belongs to (its id)
+  std::optional<uint64_t> used_memory_bytes;
+  std::optional<double> sm_util_pct;  // absent for MPS clients (NVML reports the server)
+  bool mps_client = false;
+  std::string user;     // "" when unknown
+  std::string command;  // the kernel's short name; "" when unknown
+};
+
+struct GpuView {
+  int index = 0;
+  std::string name;
+  std::string uuid;
+  uint64_t memory_total_bytes = 0;
+  int jobs_running = 0;
+  std::optional<DeviceSample> latest;
+  std::optional<double> power_limit_w;  // the enforced power limit
+};
+
+struct RunView {
+  int64_t id = 0;
+  std::string state;
+  UnixMillis started_ms = 0;
+  std::optional<UnixMillis> ended_ms;
+  std::string mechanism;
+  std::string job_file;
+  int job_count = 0;
+};
+
+struct ServiceSnapshot {
+  UnixMillis time_ms = 0;
+  ServiceInfo service;
+  std::vector<GpuView> gpus;
+  std::vector<QueueJob> jobs;          // queued and running in queue order, then recently ended
+  std::vector<DeviceSample> samples;   // recent device samples, oldest first
+  std::vector<RunView> runs;           // recent runs, newest first
+  std::vector<ProcessView> processes;  // per GPU, its latest process listing
+};
+
+nlohmann::json to_json(const DeviceSample& sample);
+nlohmann::json to_json(const QueueJob& job);
+nlohmann::json to_json(const ProcessView& process);
+nlohmann::json to_json(const GpuView& gpu);
+nlohmann::json to_json(const RunView& run);
+nlohmann::json to_json(const ServiceSnapshot& snapshot);
+
+Result<QueueJob> queue_job_from_json(const nlohmann::json& json);
+Result<ServiceSnapshot> snapshot_from_json(const nlohmann::json& json);
+
+// True for the states a job does not leave.
+bool is_final_state(const std::string& state);
+
+// `colo queue`: the service line, then per GPU its running jobs, then the
+// queue, then recently ended jobs: ID, OWNER, STATE, MECH, EPOCH, RATE, END.
+std::string format_queue(const ServiceSnapshot& snapshot, UnixMillis now_ms);
+
+}  // namespace colo

@@ -1,0 +1,132 @@
+#include "serve/snapshot.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr UnixMillis kNow = 1'700'000'100'000;
+
+ServiceSnapshot example() {
+  ServiceSnapshot s;
+  s.time_ms = kNow;
+  s.service = {
+      4242, "root",    "box", kNow - 60'000,           "sim",           true, "mps", "auto",
+      7,    "running", "",    "/var/lib/colo/colo.db", "127.0.0.1:8470"};
+  DeviceSample d;
+  d.device = 0;
+  d.time_ms = kNow - 500;
+  d.sm_active_pct = 45.5;
+  d.memory_used_bytes = 30ull << 30;
+  d.energy_mj = 123456;
+  s.gpus.push_back({0, "NVIDIA H200", "GPU-0", 141ull << 30, 1, d, 700.0});
+  s.gpus.push_back({1, "NVIDIA H200", "GPU-1", 141ull << 30, 0, std::nullopt, std::nullopt});
+  QueueJob running;
+  running.id = 12;
+  running.name = "resnet26#1";
+  running.group = "resnet26";
+  running.owner = "alice";
+  running.owner_uid = 1000;
+  running.state = "running";
+  running.gpu = 0;
+  running.mechanism = "mps";
+  running.attempts = 2;
+  running.epoch = 3;
+  running.samples_per_s = 12345.6;
+  running.predicted_end_ms = kNow + 250'000;
+  running.submitted_ms = kNow - 50'000;
+  running.started_ms = kNow - 40'000;
+  running.job_file = "/home/alice/jobs.toml";
+  running.run_id = 7;
+  running.pid = 31337;
+  running.mps_sm_share_pct = 50;
+  running.mps_memory_limit_bytes = 20ull << 30;
+  running.solo_samples_per_s = 24691.2;
+  QueueJob queued = running;
+  queued.id = 13;
+  queued.name = "vit";
+  queued.state = "queued";
+  queued.gpu.reset();
+  queued.epoch.reset();
+  queued.samples_per_s.reset();
+  queued.predicted_end_ms.reset();
+  queued.started_ms.reset();
+  queued.attempts = 0;
+  QueueJob ended = queued;
+  ended.id = 9;
+  ended.state = "failed";
+  ended.reason = "exit code 1";
+  ended.ended_ms = kNow - 5'000;
+  s.jobs = {running, queued, ended};
+  s.samples = {d};
+  s.runs.push_back({7, "running", kNow - 60'000, std::nullopt, "mps", "", 3});
+  s.processes.push_back({0, 31337, 12, 9ull << 30, std::nullopt, true, "alice", "python3"});
+  s.processes.push_back({0, 4000, std::nullopt, 1ull << 30, 12.5, false, "", ""});
+  return s;
+}
+
+TEST(Snapshot, JsonRoundTripsEveryField) {
+  const ServiceSnapshot s = example();
+  nlohmann::json j = to_json(s);
+  EXPECT_EQ(j["version"], kSnapshotVersion);
+  EXPECT_TRUE(j["gpus"][1]["latest"].is_null());
+  EXPECT_TRUE(j["jobs"][1]["gpu"].is_null());
+  EXPECT_EQ(j["service"]["http"], "127.0.0.1:8470");
+  Result<ServiceSnapshot> back = snapshot_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(to_json(*back), j) << "one serialization, read back unchanged";
+  EXPECT_EQ(j["jobs"][0]["slowdown"], 2.0);
+  EXPECT_EQ(j["processes"][0]["job"], 12);
+  EXPECT_TRUE(j["processes"][1]["job"].is_null());
+}
+
+TEST(Snapshot, SlowdownIsTheSoloRateOverTheCurrentOneWhenBothAreKnown) {
+  QueueJob j;
+  EXPECT_FALSE(slowdown(j));
+  j.samples_per_s = 500;
+  EXPECT_FALSE(slowdown(j));
+  j.solo_samples_per_s = 1500;
+  EXPECT_DOUBLE_EQ(*slowdown(j), 3.0);
+  j.samples_per_s = 0;
+  EXPECT_FALSE(slowdown(j)) << "no progress is no rate, not an infinite slowdown";
+}
+
+TEST(Snapshot, ASnapshotWithoutProcessesFromAnOlderServiceIsRead) {
+  nlohmann::json j = to_json(example());
+  j.erase("processes");
+  Result<ServiceSnapshot> back = snapshot_from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_TRUE(back->processes.empty());
+}
+
+TEST(Snapshot, AnotherVersionIsRefusedWithWhatToDo) {
+  nlohmann::json j = to_json(example());
+  j["version"] = kSnapshotVersion + 1;
+  Result<ServiceSnapshot> back = snapshot_from_json(j);
+  ASSERT_FALSE(back.ok());
+  EXPECT_THAT(back.error().message(), HasSubstr("use the colo binary of the service"));
+}
+
+TEST(Snapshot, QueueTextShowsJobsPerGpuThenTheQueueThenEnded) {
+  std::string text = format_queue(example(), kNow);
+  EXPECT_THAT(text, HasSubstr("colo serve, pid 4242 on box as root: mps, policy auto, 2 GPUs "
+                              "(SIMULATED); 1 running, 1 queued"));
+  EXPECT_THAT(text, HasSubstr("gpu0  NVIDIA H200  1 running, SM 46%, memory 30.0 GiB"));
+  EXPECT_THAT(text, HasSubstr("12     alice      running#2   mps           3   12.3k/s  in 4m10s"));
+  const size_t gpu1 = text.find("gpu1");
+  const size_t queued = text.find("queued (1)");
+  const size_t ended = text.find("recently ended");
+  ASSERT_NE(gpu1, std::string::npos);
+  ASSERT_NE(queued, std::string::npos);
+  ASSERT_NE(ended, std::string::npos);
+  EXPECT_LT(gpu1, queued);
+  EXPECT_LT(queued, ended);
+  EXPECT_THAT(text, HasSubstr("vit: exit code 1"));
+  EXPECT_THAT(text, HasSubstr("5.0s ago"));
+}
+
+}  // namespace
+}  // namespace colo

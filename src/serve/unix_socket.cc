@@ -1,0 +1,270 @@
+#include "serve/unix_socket.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "common/paths.h"
+
+namespace colo {
+namespace {
+
+int64_t monotonic_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Result<sockaddr_un> address_of(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    return Error(
+        fmt::format("socket path {} is too long ({} bytes; at most {}): choose a shorter "
+                    "one with --socket",
+                    path, path.size(), sizeof addr.sun_path - 1));
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return addr;
+}
+
+}  // namespace
+
+std::string user_name_of(uid_t uid) {
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr)
+    return pw.pw_name;
+  return std::to_string(uid);
+}
+
+Result<gid_t> group_id(const std::string& name) {
+  std::vector<char> buf(16384);
+  group gr{};
+  group* found = nullptr;
+  if (getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &found) != 0 || found == nullptr)
+    return Error(
+        fmt::format("there is no group '{}' (create it with groupadd, or name another)", name));
+  return gr.gr_gid;
+}
+
+bool user_in_group(uid_t uid, gid_t gid) {
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) return false;
+  if (pw.pw_gid == gid) return true;
+  int count = 64;
+  std::vector<gid_t> groups(static_cast<size_t>(count));
+  while (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &count) < 0)
+    groups.resize(static_cast<size_t>(count));
+  groups.resize(static_cast<size_t>(count));
+  return std::find(groups.begin(), groups.end(), gid) != groups.end();
+}
+
+Result<std::unique_ptr<LockFile>> LockFile::acquire(const std::string& path,
+                                                    const std::string& who_else,
+                                                    const std::string& what_to_do) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  std::unique_ptr<LockFile> lock(new LockFile(fd));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {};
+    (void)!::pread(fd, pid, sizeof pid - 1, 0);
+    std::string holder(pid);
+    return Error(
+        fmt::format("{} (pid {}) {}", who_else, holder.substr(0, holder.find('\n')), what_to_do));
+  }
+  std::string me = std::to_string(getpid()) + "\n";
+  if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, me.data(), me.size(), 0);
+  return lock;
+}
+
+LockFile::~LockFile() { ::close(fd_); }
+
+Result<std::unique_ptr<SocketServer>> SocketServer::listen(const ListenOptions& options) {
+  Result<sockaddr_un> addr = address_of(options.path);
+  if (!addr.ok()) return addr.error();
+  if (size_t slash = options.path.rfind('/'); slash != std::string::npos && slash > 0) {
+    if (Status s = make_dirs(options.path.substr(0, slash)); !s.ok()) return s.error();
+  }
+  std::unique_ptr<SocketServer> server(new SocketServer(options));
+
+  // One service per socket: the kernel drops the lock with the process, so a
+  // socket file left by a killed service is stale.
+  Result<std::unique_ptr<LockFile>> lock = LockFile::acquire(
+      options.path + ".lock", "another colo serve",
+      "listens on " + options.path + "; stop it first, or choose another socket with --socket");
+  if (!lock.ok()) return lock.error();
+  server->lock_ = std::move(lock).value();
+
+  ::unlink(options.path.c_str());
+  server->listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (server->listen_fd_ < 0)
+    return Error(fmt::format("cannot create a Unix socket: {}", std::strerror(errno)));
+  if (::bind(server->listen_fd_, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0)
+    return Error(fmt::format("cannot bind {}: {}", options.path, std::strerror(errno)));
+  if (::chmod(options.path.c_str(), options.mode) != 0)
+    return Error(fmt::format("cannot chmod {}: {}", options.path, std::strerror(errno)));
+  if (options.group && ::chown(options.path.c_str(), static_cast<uid_t>(-1), *options.group) != 0)
+    return Error(fmt::format("cannot give {} to group {}: {}", options.path, *options.group,
+                             std::strerror(errno)));
+  if (::listen(server->listen_fd_, 64) != 0)
+    return Error(fmt::format("cannot listen on {}: {}", options.path, std::strerror(errno)));
+  return server;
+}
+
+SocketServer::~SocketServer() {
+  for (auto& [fd, c] : connections_) ::close(fd);
+  if (listen_fd_ >= 0) {
+    ::close(listen_fd_);
+    ::unlink(options_.path.c_str());
+  }
+}
+
+void SocketServer::accept_all() {
+  while (true) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      ::close(fd);
+      continue;
+    }
+    Connection c;
+    c.caller = Caller{cred.uid, cred.gid, cred.pid, user_name_of(cred.uid)};
+    c.opened_ms = monotonic_ms();
+    connections_.emplace(fd, std::move(c));
+  }
+}
+
+void SocketServer::read_from(int fd, Connection& c, const Handler& handler) {
+  char buf[65536];
+  while (!c.answered) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      c.in.append(buf, static_cast<size_t>(n));
+      if (c.in.size() > options_.max_request_bytes) {
+        c.out = R"({"ok":false,"error":"the request is too large"})"
+                "\n";
+        c.answered = true;
+      }
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+    c.eof = true;  // the client shut down its side, or an error
+    break;
+  }
+  if (c.answered) return;
+  size_t newline = c.in.find('\n');
+  if (newline == std::string::npos) return;
+  c.out = handler(c.caller, c.in.substr(0, newline)) + "\n";
+  c.answered = true;
+}
+
+void SocketServer::write_to(int fd, Connection& c) {
+  while (c.written < c.out.size()) {
+    ssize_t n = ::send(fd, c.out.data() + c.written, c.out.size() - c.written, MSG_NOSIGNAL);
+    if (n > 0) {
+      c.written += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    c.written = c.out.size();  // the client is gone
+  }
+}
+
+void SocketServer::poll_once(int timeout_ms, const Handler& handler) {
+  std::vector<pollfd> fds;
+  fds.push_back({listen_fd_, POLLIN, 0});
+  for (const auto& [fd, c] : connections_)
+    fds.push_back({fd, static_cast<short>(c.answered ? POLLOUT : POLLIN), 0});
+  int ready = ::poll(fds.data(), fds.size(), timeout_ms);
+  if (ready <= 0) return;
+  if (fds[0].revents & POLLIN) accept_all();
+  const int64_t now = monotonic_ms();
+  for (size_t i = 1; i < fds.size(); ++i) {
+    auto it = connections_.find(fds[i].fd);
+    if (it == connections_.end()) continue;
+    Connection& c = it->second;
+    if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(fds[i].fd, c, handler);
+    if (c.answered) write_to(fds[i].fd, c);
+    const bool done = c.answered && c.written >= c.out.size();
+    const bool hung_up = !c.answered && (c.eof || (fds[i].revents & (POLLHUP | POLLERR)));
+    if (done || hung_up || now - c.opened_ms > options_.idle_timeout_ms) {
+      ::close(fds[i].fd);
+      connections_.erase(it);
+    }
+  }
+}
+
+Result<std::string> call_socket(const std::string& path, const std::string& request,
+                                int timeout_ms) {
+  Result<sockaddr_un> addr = address_of(path);
+  if (!addr.ok()) return addr.error();
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Error(fmt::format("cannot create a Unix socket: {}", std::strerror(errno)));
+  timeval tv{timeout_ms / 1000, static_cast<suseconds_t>(timeout_ms % 1000) * 1000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
+    int e = errno;
+    ::close(fd);
+    if (e == ENOENT || e == ECONNREFUSED)
+      return Error(fmt::format("no colo serve listens on {}", path));
+    return Error(fmt::format("cannot connect to colo serve at {}: {}{}", path, std::strerror(e),
+                             e == EACCES ? " (is your user in the socket's group?)" : ""));
+  }
+  std::string line = request + "\n";
+  size_t sent = 0;
+  while (sent < line.size()) {
+    ssize_t n = ::send(fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = errno;
+      ::close(fd);
+      return Error(fmt::format("sending to colo serve at {}: {}", path, std::strerror(e)));
+    }
+    sent += static_cast<size_t>(n);
+  }
+  ::shutdown(fd, SHUT_WR);
+  std::string answer;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      answer.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      return Error(fmt::format("waiting for colo serve at {}: {}", path,
+                               e == EAGAIN ? "no answer in time" : std::strerror(e)));
+    }
+    break;
+  }
+  ::close(fd);
+  if (answer.empty() || answer.back() != '\n')
+    return Error(fmt::format("colo serve at {} closed the connection without an answer", path));
+  answer.pop_back();
+  return answer;
+}
+
+}  // namespace colo

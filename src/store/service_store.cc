@@ -1,0 +1,174 @@
+// The service's queue half of RunStore (declared in run_store.h): jobs
+// submitted to `colo serve` (schema version 6).
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+
+#include "store/run_store.h"
+
+namespace colo {
+namespace {
+
+constexpr const char* kServiceJobColumns =
+    "id, submitted_ms, owner_uid, owner_name, job_file, name, grp, spec_json, env_json, state, "
+    "reason, attempts, job_id, device, started_ms, ended_ms, log_path";
+
+Result<ServiceJobRow> read_service_job(const Statement& s) {
+  ServiceJobRow row;
+  row.id = s.int64_at(0);
+  row.submitted_ms = s.int64_at(1);
+  row.owner_uid = static_cast<uid_t>(s.int64_at(2));
+  row.owner_name = s.text_at(3);
+  row.job_file = s.text_at(4);
+  row.name = s.text_at(5);
+  row.group = s.text_at(6);
+  row.spec_json = s.text_at(7);
+  row.env_json = s.text_at(8);
+  Result<JobState> state = parse_job_state(s.text_at(9));
+  if (!state.ok()) return state.error().with_context(fmt::format("service job #{}", row.id));
+  row.state = *state;
+  row.reason = s.text_at(10);
+  row.attempts = static_cast<int>(s.int64_at(11));
+  row.job_id = s.opt_int64_at(12);
+  if (std::optional<int64_t> d = s.opt_int64_at(13)) row.device = static_cast<int>(*d);
+  row.started_ms = s.opt_int64_at(14);
+  row.ended_ms = s.opt_int64_at(15);
+  row.log_path = s.text_at(16);
+  return row;
+}
+
+Result<std::vector<ServiceJobRow>> read_all(Statement& s) {
+  std::vector<ServiceJobRow> rows;
+  while (true) {
+    Result<bool> row = s.step();
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    Result<ServiceJobRow> job = read_service_job(s);
+    if (!job.ok()) return job.error();
+    rows.push_back(std::move(job).value());
+  }
+  return rows;
+}
+
+Status update_service_job(sqlite3* db, const std::string& path, Statement& s, int64_t id,
+                          std::string_view what) {
+  Status status = s.run();
+  if (!status.ok()) return status.error().with_context(what);
+  if (sqlite3_changes(db) != 1)
+    return Error(fmt::format("{}: {}: there is no service job #{}", path, what, id));
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> RunStore::add_service_jobs(const std::vector<NewServiceJob>& jobs) {
+  sqlite3* db = db_.get();
+  auto tx = Transaction::begin(db, path_);
+  if (!tx.ok()) return tx.error();
+  auto insert = Statement::prepare(db, path_, R"sql(
+      INSERT INTO service_jobs (submitted_ms, owner_uid, owner_name, job_file, name, grp,
+                                spec_json, env_json, state)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued'))sql");
+  if (!insert.ok()) return insert.error();
+  std::vector<int64_t> ids;
+  for (const NewServiceJob& j : jobs) {
+    Status s = insert->bind(1, j.submitted_ms)
+                   .bind(2, static_cast<int64_t>(j.owner_uid))
+                   .bind(3, j.owner_name)
+                   .bind(4, j.job_file)
+                   .bind(5, j.name)
+                   .bind(6, j.group)
+                   .bind(7, j.spec_json)
+                   .bind(8, j.env_json)
+                   .run();
+    if (!s.ok()) return s.error().with_context("queueing job " + j.name);
+    ids.push_back(sqlite3_last_insert_rowid(db));
+  }
+  if (Status s = tx->commit(); !s.ok()) return s.error();
+  return ids;
+}
+
+Result<std::vector<ServiceJobRow>> RunStore::unfinished_service_jobs() {
+  auto s = Statement::prepare(
+      db_.get(), path_,
+      fmt::format("SELECT {} FROM service_jobs WHERE state IN ('queued', 'running') ORDER BY id",
+                  kServiceJobColumns));
+  if (!s.ok()) return s.error();
+  return read_all(*s);
+}
+
+Result<std::vector<ServiceJobRow>> RunStore::service_jobs_by_id(const std::vector<int64_t>& ids) {
+  auto s = Statement::prepare(
+      db_.get(), path_,
+      fmt::format("SELECT {} FROM service_jobs WHERE id = ?", kServiceJobColumns));
+  if (!s.ok()) return s.error();
+  std::vector<int64_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  std::vector<ServiceJobRow> out;
+  for (int64_t id : sorted) {
+    s->bind(1, id);
+    Result<std::vector<ServiceJobRow>> rows = read_all(*s);
+    s->reset();
+    if (!rows.ok()) return rows.error();
+    for (ServiceJobRow& r : *rows) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::vector<ServiceJobRow>> RunStore::ended_service_jobs(int limit) {
+  auto s = Statement::prepare(
+      db_.get(), path_,
+      fmt::format("SELECT {} FROM service_jobs WHERE state NOT IN ('queued', 'running') "
+                  "ORDER BY id DESC LIMIT ?",
+                  kServiceJobColumns));
+  if (!s.ok()) return s.error();
+  s->bind(1, limit);
+  return read_all(*s);
+}
+
+Status RunStore::service_job_started(int64_t id, int64_t job_id, int device, UnixMillis started_ms,
+                                     const std::string& log_path) {
+  sqlite3* db = db_.get();
+  auto tx = Transaction::begin(db, path_);
+  if (!tx.ok()) return tx.error();
+  auto update = Statement::prepare(db, path_, R"sql(
+      UPDATE service_jobs SET state = 'running', attempts = attempts + 1, job_id = ?2,
+                              device = ?3, started_ms = ?4, ended_ms = NULL, log_path = ?5
+      WHERE id = ?1)sql");
+  if (!update.ok()) return update.error();
+  update->bind(1, id).bind(2, job_id).bind(3, device).bind(4, started_ms).bind(5, log_path);
+  if (Status s = update_service_job(db, path_, *update, id, "recording the start of a job");
+      !s.ok())
+    return s;
+  auto link = Statement::prepare(db, path_, "UPDATE jobs SET service_job_id = ?2 WHERE id = ?1");
+  if (!link.ok()) return link.error();
+  if (Status s = link->bind(1, job_id).bind(2, id).run(); !s.ok()) return s;
+  return tx->commit();
+}
+
+Status RunStore::service_job_requeued(int64_t id, const std::string& reason) {
+  auto update = Statement::prepare(db_.get(), path_,
+                                   "UPDATE service_jobs SET state = 'queued', reason = ?2, "
+                                   "device = NULL WHERE id = ?1");
+  if (!update.ok()) return update.error();
+  update->bind(1, id).bind(2, reason);
+  return update_service_job(db_.get(), path_, *update, id, "requeueing a job");
+}
+
+Status RunStore::service_job_ended(int64_t id, JobState state, const std::string& reason,
+                                   UnixMillis ended_ms) {
+  if (!is_final(state)) {
+    return Error(fmt::format("service job #{} cannot end in state '{}' (a bug in colo)", id,
+                             to_string(state)));
+  }
+  auto update = Statement::prepare(
+      db_.get(), path_,
+      "UPDATE service_jobs SET state = ?2, reason = ?3, ended_ms = ?4 WHERE id = ?1");
+  if (!update.ok()) return update.error();
+  update->bind(1, id).bind(2, to_string(state)).bind(3, reason).bind(4, ended_ms);
+  return update_service_job(db_.get(), path_, *update, id, "recording the end of a job");
+}
+
+}  // namespace colo

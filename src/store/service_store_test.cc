@@ -1,0 +1,227 @@
+// Tests of the service's queue half of RunStore (service_store.cc) and of
+// migration 6.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store/run_store.h"
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr UnixMillis kT0 = 1'700'000'000'000;
+
+std::unique_ptr<RunStore> open_memory() {
+  auto store = RunStore::open(":memory:");
+  EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
+  return store.ok() ? std::move(store).value() : nullptr;
+}
+
+NewServiceJob submitted(const std::string& name, uid_t uid) {
+  NewServiceJob j;
+  j.submitted_ms = kT0;
+  j.owner_uid = uid;
+  j.owner_name = uid == 0 ? "root" : "alice";
+  j.job_file = "/home/alice/jobs.toml";
+  j.name = name;
+  j.group = "g";
+  j.spec_json = R"({"name":")" + name + R"("})";
+  j.env_json = R"({"PATH":"/usr/bin"})";
+  return j;
+}
+
+// A run with one jobs row, for the attempts to point at.
+int64_t attempt_row(RunStore& store, const std::string& name) {
+  NewRun run;
+  run.started_ms = kT0;
+  run.mechanism = "naive";
+  run.backend = "sim";
+  run.host = "h";
+  run.colo_pid = getpid();
+  auto run_id = store.begin_run(run);
+  EXPECT_TRUE(run_id.ok());
+  JobSpec spec;
+  spec.name = name;
+  spec.command = {"x"};
+  auto ids = store.add_jobs(*run_id, {spec}, {}, kT0);
+  EXPECT_TRUE(ids.ok());
+  return ids->front();
+}
+
+TEST(ServiceStore, AJobGoesFromQueuedThroughAttemptsToItsEnd) {
+  auto store = open_memory();
+  ASSERT_TRUE(store);
+  auto ids = store->add_service_jobs({submitted("a", 1000), submitted("b", 1001)});
+  ASSERT_TRUE(ids.ok()) << ids.error().message();
+  ASSERT_EQ(ids->size(), 2u);
+
+  auto queued = store->unfinished_service_jobs();
+  ASSERT_TRUE(queued.ok()) << queued.error().message();
+  ASSERT_EQ(queued->size(), 2u);
+  const ServiceJobRow& a = (*queued)[0];
+  EXPECT_EQ(a.name, "a");
+  EXPECT_EQ(a.owner_uid, 1000u);
+  EXPECT_EQ(a.owner_name, "alice");
+  EXPECT_EQ(a.job_file, "/home/alice/jobs.toml");
+  EXPECT_EQ(a.env_json, R"({"PATH":"/usr/bin"})");
+  EXPECT_EQ(a.state, JobState::kQueued);
+  EXPECT_EQ(a.attempts, 0);
+  EXPECT_FALSE(a.job_id);
+
+  const int64_t first = attempt_row(*store, "a");
+  ASSERT_TRUE(store->service_job_started((*ids)[0], first, 1, kT0 + 10, "/logs/a.log").ok());
+  ASSERT_TRUE(store->service_job_requeued((*ids)[0], "attempt 1 interrupted").ok());
+  const int64_t second = attempt_row(*store, "a");
+  ASSERT_TRUE(
+      store->service_job_started((*ids)[0], second, 0, kT0 + 20, "/logs/a.attempt2.log").ok());
+  auto running = store->service_jobs_by_id({(*ids)[0], 999});
+  ASSERT_TRUE(running.ok());
+  ASSERT_EQ(running->size(), 1u);
+  EXPECT_EQ((*running)[0].state, JobState::kRunning);
+  EXPECT_EQ((*running)[0].attempts, 2);
+  EXPECT_EQ((*running)[0].job_id, second);
+  EXPECT_EQ((*running)[0].device, 0);
+  EXPECT_EQ((*running)[0].started_ms, kT0 + 20);
+  EXPECT_EQ((*running)[0].log_path, "/logs/a.attempt2.log");
+  EXPECT_EQ((*running)[0].reason, "attempt 1 interrupted");
+
+  ASSERT_TRUE(store->service_job_ended((*ids)[0], JobState::kOk, "", kT0 + 30).ok());
+  ASSERT_TRUE(
+      store->service_job_ended((*ids)[1], JobState::kCancelled, "cancelled by alice", kT0 + 5)
+          .ok());
+  auto left = store->unfinished_service_jobs();
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty());
+  auto ended = store->ended_service_jobs(10);
+  ASSERT_TRUE(ended.ok());
+  ASSERT_EQ(ended->size(), 2u);
+  EXPECT_EQ((*ended)[0].name, "b") << "newest first";
+  EXPECT_EQ((*ended)[0].state, JobState::kCancelled);
+  EXPECT_EQ((*ended)[1].state, JobState::kOk);
+  EXPECT_EQ((*ended)[1].ended_ms, kT0 + 30);
+  EXPECT_EQ(store->ended_service_jobs(1)->size(), 1u);
+}
+
+TEST(ServiceStore, UnknownIdsAndNonFinalEndsAreErrors) {
+  auto store = open_memory();
+  ASSERT_TRUE(store);
+  Status missing = store->service_job_requeued(42, "x");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.error().message(), HasSubstr("no service job #42"));
+  auto ids = store->add_service_jobs({submitted("a", 0)});
+  ASSERT_TRUE(ids.ok());
+  Status not_final = store->service_job_ended(ids->front(), JobState::kRunning, "", kT0);
+  ASSERT_FALSE(not_final.ok());
+  EXPECT_THAT(not_final.error().message(), HasSubstr("cannot end in state 'running'"));
+}
+
+TEST(JobAttempts, EachStartIsAnAttemptAndAServiceJobCountsOnAcrossItsRows) {
+  auto store = open_memory();
+  ASSERT_TRUE(store);
+  auto ids = store->add_service_jobs({submitted("a", 1000)});
+  ASSERT_TRUE(ids.ok());
+  const int64_t id = ids->front();
+  // The first service process: attempt 1 runs out of memory and is requeued,
+  // attempt 2 runs when the service is killed.
+  const int64_t first = attempt_row(*store, "a");
+  ASSERT_TRUE(store->service_job_started(id, first, 0, kT0 + 10, "").ok());
+  ASSERT_TRUE(store->job_started(first, 100, 0, kT0 + 10, 1).ok());
+  ASSERT_TRUE(store->job_requeued(first, "/logs/a.attempt2.log", "out of memory", kT0 + 20).ok());
+  ASSERT_TRUE(store->job_started(first, 101, 1, kT0 + 30, 2).ok());
+  auto open_attempts = store->job_attempts(first);
+  ASSERT_TRUE(open_attempts.ok()) << open_attempts.error().message();
+  ASSERT_EQ(open_attempts->size(), 2u);
+  EXPECT_EQ((*open_attempts)[1].state, "running");
+  EXPECT_FALSE((*open_attempts)[1].ended_ms);
+  EXPECT_EQ((*open_attempts)[1].log_path, "/logs/a.attempt2.log");
+  // The second service process: attempt 3 in a new row ends ok.
+  const int64_t second = attempt_row(*store, "a");
+  ASSERT_TRUE(store
+                  ->job_finished(first,
+                                 JobExit{JobState::kInterrupted, std::nullopt, std::nullopt,
+                                         "colo serve was stopped"},
+                                 kT0 + 40, 0)
+                  .ok());
+  ASSERT_TRUE(store->service_job_started(id, second, 0, kT0 + 50, "").ok());
+  ASSERT_TRUE(store->job_started(second, 102, 0, kT0 + 50, 3).ok());
+  ASSERT_TRUE(
+      store->job_finished(second, JobExit{JobState::kOk, 0, std::nullopt, ""}, kT0 + 60, 0).ok());
+
+  auto attempts = store->service_job_attempts(id);
+  ASSERT_TRUE(attempts.ok()) << attempts.error().message();
+  ASSERT_EQ(attempts->size(), 3u);
+  struct Want {
+    int attempt;
+    int64_t job_id;
+    int device;
+    UnixMillis started, ended;
+    const char* state;
+    const char* reason;
+  };
+  const Want want[] = {{1, first, 0, kT0 + 10, kT0 + 20, "requeued", "out of memory"},
+                       {2, first, 1, kT0 + 30, kT0 + 40, "interrupted", "colo serve was stopped"},
+                       {3, second, 0, kT0 + 50, kT0 + 60, "ok", ""}};
+  for (size_t i = 0; i < 3; ++i) {
+    const AttemptRow& a = (*attempts)[i];
+    SCOPED_TRACE(i);
+    EXPECT_EQ(a.attempt, want[i].attempt);
+    EXPECT_EQ(a.job_id, want[i].job_id);
+    EXPECT_NE(a.run_id, 0);
+    EXPECT_EQ(a.device, want[i].device);
+    EXPECT_EQ(a.started_ms, want[i].started);
+    EXPECT_EQ(a.ended_ms, want[i].ended);
+    EXPECT_EQ(a.state, want[i].state);
+    EXPECT_EQ(a.reason, want[i].reason);
+  }
+}
+
+TEST(JobAttempts, AnAttemptOfAKilledColoEndsInterrupted) {
+  auto store = open_memory();
+  ASSERT_TRUE(store);
+  const int64_t job = attempt_row(*store, "a");
+  ASSERT_TRUE(store->job_started(job, 100, 0, kT0 + 10).ok());
+  auto marked = store->mark_stale_runs_interrupted([](pid_t) { return false; }, kT0 + 99);
+  ASSERT_TRUE(marked.ok());
+  ASSERT_EQ(marked->size(), 1u);
+  auto attempts = store->job_attempts(job);
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ((*attempts)[0].state, "interrupted");
+  EXPECT_TRUE((*attempts)[0].ended_ms);
+}
+
+TEST(ReadOnlyStore, ReadsWhatAWriterWroteAndCannotWrite) {
+  char tmpl[] = "/tmp/colo-ro-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/colo.db";
+  auto writer = RunStore::open(path);
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE((*writer)->add_service_jobs({submitted("a", 0)}).ok());
+  auto reader = RunStore::open_read_only(path);
+  ASSERT_TRUE(reader.ok()) << reader.error().message();
+  auto rows = (*reader)->unfinished_service_jobs();
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), 1u);
+  EXPECT_FALSE((*reader)->add_service_jobs({submitted("b", 0)}).ok());
+  ASSERT_TRUE((*writer)->add_service_jobs({submitted("c", 0)}).ok());
+  EXPECT_EQ((*reader)->unfinished_service_jobs()->size(), 2u) << "sees the writer's new rows";
+  auto missing = RunStore::open_read_only(std::string(tmpl) + "/none.db");
+  EXPECT_FALSE(missing.ok());
+  std::system(("rm -rf '" + std::string(tmpl) + "'").c_str());
+}
+
+TEST(ProcessIsAlive, AZombieIsDead) {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  for (int i = 0; i < 200 && process_is_alive(child); ++i) usleep(5000);
+  EXPECT_FALSE(process_is_alive(child)) << "killed but not yet reaped";
+  EXPECT_TRUE(process_is_alive(getpid()));
+  waitpid(child, nullptr, 0);
+  EXPECT_FALSE(process_is_alive(child));
+}
+
+}  // namespace
+}  // namespace colo

@@ -1,0 +1,132 @@
+#include "views/dashboard.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "report/figures.h"
+#include "report/html_report.h"
+
+namespace colo {
+namespace {
+
+constexpr size_t kEndedReportsKept = 8;
+
+HttpAnswer text_answer(int status, const std::string& content_type, std::string body) {
+  return HttpAnswer{status, content_type, std::move(body)};
+}
+
+HttpAnswer not_found(const std::string& what) {
+  return text_answer(404, "text/plain; charset=utf-8",
+                     what + "\n(the dashboard is at /dashboard/; / lists the JSON API)\n");
+}
+
+std::optional<int64_t> parse_id(std::string_view text) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+// `name` + `suffix` among the report's figures and tables; its file's content.
+std::optional<std::string> report_file(const ReportContent& content, std::string_view file,
+                                       std::string_view suffix, bool csv) {
+  if (file.size() <= suffix.size() || file.substr(file.size() - suffix.size()) != suffix)
+    return std::nullopt;
+  const std::string_view name = file.substr(0, file.size() - suffix.size());
+  for (const Section& section : content.sections) {
+    for (const Figure& f : section.figures) {
+      if (f.name == name) return csv ? to_csv(f.data) : render_figure_html(f);
+    }
+    if (!csv) continue;
+    for (const Table& t : section.tables) {
+      if (t.name == name) return to_csv(t);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+DashboardPages::DashboardPages(std::unique_ptr<RunStore> store) : store_(std::move(store)) {}
+
+std::optional<HttpAnswer> DashboardPages::get(const std::string& path) {
+  const std::string_view p(path);
+  if (p != "/dashboard" && p.rfind("/dashboard/", 0) != 0) return std::nullopt;
+  const std::string_view rest = p.size() > 11 ? p.substr(11) : std::string_view();
+  if (rest.empty())
+    return text_answer(200, "text/html; charset=utf-8", std::string(dashboard_html()));
+  if (rest == "echarts.min.js") {
+    return text_answer(200, "application/javascript; charset=utf-8", std::string(echarts_js()));
+  }
+  if (rest.rfind("job/", 0) == 0) {
+    if (!parse_id(rest.substr(4))) return not_found(fmt::format("no such page: {}", path));
+    return text_answer(200, "text/html; charset=utf-8", std::string(dashboard_html()));
+  }
+  if (rest.rfind("runs/", 0) == 0) {
+    const std::string_view after = rest.substr(5);
+    const size_t slash = after.find('/');
+    std::optional<int64_t> id = parse_id(after.substr(0, slash));
+    if (!id) return not_found(fmt::format("no such page: {} (/dashboard/runs/ID/)", path));
+    if (slash == std::string_view::npos) {
+      // The report's links are relative to the run's directory.
+      const std::string to = fmt::format("/dashboard/runs/{}/", *id);
+      return text_answer(200, "text/html; charset=utf-8",
+                         fmt::format("<!DOCTYPE html><meta http-equiv=\"refresh\" content=\"0; "
+                                     "url={0}\"><a href=\"{0}\">{0}</a>\n",
+                                     to));
+    }
+    return run_page(*id, std::string(after.substr(slash + 1)));
+  }
+  return not_found(fmt::format("no such page: {}", path));
+}
+
+HttpAnswer DashboardPages::run_page(int64_t run_id, const std::string& rest) {
+  Result<std::shared_ptr<const BuiltReport>> report = report_of(run_id);
+  if (!report.ok()) {
+    const bool missing = report.error().message().find("no run") != std::string::npos;
+    return text_answer(missing ? 404 : 503, "text/plain; charset=utf-8",
+                       fmt::format("run {}: {}\n", run_id, report.error().message()));
+  }
+  const ReportContent& content = (*report)->content;
+  if (rest.empty() || rest == "index.html")
+    return text_answer(200, "text/html; charset=utf-8", render_index_html(content));
+  if (rest == "summary.txt")
+    return text_answer(200, "text/plain; charset=utf-8", content.summary_text);
+  if (rest == "figures/echarts.min.js")
+    return text_answer(200, "application/javascript; charset=utf-8", std::string(echarts_js()));
+  if (rest.rfind("csv/", 0) == 0) {
+    if (auto csv = report_file(content, std::string_view(rest).substr(4), ".csv", true))
+      return text_answer(200, "text/csv; charset=utf-8", std::move(*csv));
+  }
+  if (rest.rfind("figures/", 0) == 0) {
+    if (auto page = report_file(content, std::string_view(rest).substr(8), ".html", false))
+      return text_answer(200, "text/html; charset=utf-8", std::move(*page));
+  }
+  return not_found(fmt::format("run {} has no {}", run_id, rest));
+}
+
+Result<std::shared_ptr<const BuiltReport>> DashboardPages::report_of(int64_t run_id) {
+  std::lock_guard lock(mu_);
+  if (!store_) return Error("this colo serve has no store to read runs from");
+  if (auto it = ended_reports_.find(run_id); it != ended_reports_.end()) return it->second;
+  Result<RunRow> run = store_->run(run_id);
+  if (!run.ok()) return run.error();
+  Result<BuiltReport> built =
+      build_report(*store_, {ReportTarget{ReportTarget::Kind::kRun, run_id}});
+  if (!built.ok()) return built.error();
+  auto shared = std::make_shared<const BuiltReport>(std::move(built).value());
+  if (run->state != RunState::kRunning) {
+    if (ended_reports_.size() >= kEndedReportsKept) ended_reports_.erase(ended_reports_.begin());
+    ended_reports_[run_id] = shared;
+  }
+  return shared;
+}
+
+PageRoutes dashboard_routes(const std::string& store_path) {
+  Result<std::unique_ptr<RunStore>> store = RunStore::open_read_only(store_path);
+  auto pages = std::make_shared<DashboardPages>(store.ok() ? std::move(store).value() : nullptr);
+  return [pages](const std::string& path) { return pages->get(path); };
+}
+
+}  // namespace colo

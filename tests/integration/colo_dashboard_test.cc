@@ -1,0 +1,283 @@
+// The dashboard in a real browser: headless Chromium (Debian package
+// chromium) against `colo serve --backend sim --http` running real jobs, with
+// every host name but the service's made unresolvable, so nothing loads from
+// the network. The page must draw every chart with data, show a job's epoch
+// count as /api/jobs/ID gives it, escape names, link each run to its report
+// page (which draws its figures), and change while jobs progress. Without a
+// browser every test here fails, saying how to install one.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "integration_util.h"
+#include "report/png_export.h"
+
+namespace colo {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+template <class Pred>
+bool eventually(Pred pred, int64_t timeout_ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return pred();
+}
+
+// The element of `html` that carries `marker`, up to the next chart or table.
+std::string element_at(const std::string& html, const std::string& marker) {
+  const size_t at = html.find(marker);
+  if (at == std::string::npos) return "";
+  const size_t start = html.rfind('<', at);
+  size_t end = html.find("data-chart=", at + marker.size());
+  if (end == std::string::npos) end = html.find("<h2", at);
+  if (end == std::string::npos) end = html.size();
+  return html.substr(start, end - start);
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+class Dashboard : public ColoTestDir {
+ protected:
+  void SetUp() override {
+    ColoTestDir::SetUp();
+    std::optional<std::string> browser = find_browser();
+    ASSERT_TRUE(browser) << "headless Chromium is required for this test and was not found on "
+                            "PATH: install it (Debian: apt-get install chromium, or run "
+                            "scripts/install-deps.sh)";
+    browser_.browser = *browser;
+    browser_.width_px = 1400;
+    browser_.height_px = 1800;
+    browser_.virtual_time_budget_ms = 4000;
+  }
+  void TearDown() override {
+    if (service_pid_ > 0) {
+      ::kill(service_pid_, SIGTERM);
+      eventually([&] { return ::kill(service_pid_, 0) != 0; }, 20'000);
+    }
+    ColoTestDir::TearDown();
+  }
+
+  std::string colo(const std::string& args) const {
+    return "COLO_HOME='" + dir_ + "/home' COLO_LOCK_DIR='" + dir_ + "/locks' " +
+           std::string(COLO_BINARY) + " " + args;
+  }
+
+  // Starts the service with HTTP on a free port; its address.
+  void start_service() {
+    CommandResult r = shell(colo("serve --backend sim --db " + db() +
+                                 " --policy fixed --max-per-gpu 4 --mechanism naive --grace 1s "
+                                 "--http 127.0.0.1:0 --http-logs") +
+                            " >> '" + dir_ + "/serve.log' 2>&1 & echo $!");
+    service_pid_ = std::stoi(r.output);
+    ASSERT_TRUE(eventually(
+        [&] {
+          json q = queue();
+          if (!q.is_object()) return false;
+          address_ = q["service"].value("http", "");
+          return !address_.empty();
+        },
+        20'000))
+        << shell("cat '" + dir_ + "/serve.log'").output;
+  }
+  json queue() const {
+    CommandResult r = shell(colo("queue --json"));
+    return r.exit_code == 0 ? json::parse(r.output, nullptr, false) : json();
+  }
+
+  json api(const std::string& path) const {
+    const size_t colon = address_.rfind(':');
+    httplib::Client client(address_.substr(0, colon), std::stoi(address_.substr(colon + 1)));
+    httplib::Result got = client.Get(path);
+    if (!got || got->status != 200) return json();
+    return json::parse(got->body, nullptr, false);
+  }
+
+  std::string url(const std::string& path) const { return "http://" + address_ + path; }
+
+  // Nothing but the service resolves: a page that needs the network fails.
+  std::vector<std::string> offline() const {
+    return {"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"};
+  }
+
+  std::string dom(const std::string& path) const {
+    std::vector<std::string> args = offline();
+    args.emplace_back("--dump-dom");
+    Result<std::string> html = run_headless_browser(browser_, args, url(path));
+    EXPECT_TRUE(html.ok()) << html.error().message();
+    return html.ok() ? *html : "";
+  }
+
+  std::string screenshot(const std::string& path, const std::string& png) const {
+    std::vector<std::string> args = offline();
+    args.push_back("--screenshot=" + png);
+    Result<std::string> ran = run_headless_browser(browser_, args, url(path));
+    EXPECT_TRUE(ran.ok()) << ran.error().message();
+    std::ifstream in(png, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    return bytes.str();
+  }
+
+  // Jobs: `epochs` epochs of 0.3 s each, 600 samples an epoch.
+  std::string job(const std::string& name, int epochs) const {
+    return "[[job]]\nname = '" + name +
+           "'\ncommand = [\"sh\", \"-c\", \"echo log of $COLO_JOB_NAME; echo "
+           "'<script>alert(1)</script> "
+           "&amp;'; for e in $(seq 1 " +
+           std::to_string(epochs) +
+           "); do sleep 0.3; printf '{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":%d,"
+           "\\\"samples\\\":600}\\\\n' $e >> \\\"$COLO_PROGRESS_FILE\\\"; done\"]\n";
+  }
+
+  static void expect_chart_drawn(const std::string& html, const std::string& name) {
+    const std::string chart = element_at(html, "data-chart=\"" + name + "\"");
+    ASSERT_FALSE(chart.empty()) << name << " has no container in the page";
+    EXPECT_THAT(chart, HasSubstr("data-rendered=\"yes\"")) << name;
+    std::smatch points;
+    ASSERT_TRUE(std::regex_search(chart, points, std::regex("data-points=\"(\\d+)\"")))
+        << name << ": " << chart.substr(0, 300);
+    EXPECT_GT(std::stoi(points[1]), 0) << name << " holds no data";
+    EXPECT_THAT(chart, HasSubstr("<svg")) << name;
+    EXPECT_GE(count(chart, "<path"), 10) << name << " looks empty";
+  }
+
+  PngExportOptions browser_;
+  pid_t service_pid_ = 0;
+  std::string address_;
+};
+
+TEST_F(Dashboard, DrawsLiveDataOfflineAndAgreesWithTheApi) {
+  start_service();
+  // Job names are plain; a job file's path and a log are not.
+  const std::string file =
+      write_file("jobs<img src=y onerror=alert(1)>.toml",
+                 job("short", 6) + job("alpha", 400) + job("beta", 400) + job("gamma", 400));
+  CommandResult submitted = shell(colo("submit '" + file + "'"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  // The short job ends; the others run with a few epochs each.
+  ASSERT_TRUE(eventually(
+      [&] {
+        json q = queue();
+        if (!q.is_object()) return false;
+        int running_with_epochs = 0;
+        bool short_ok = false;
+        for (const json& j : q["jobs"]) {
+          if (j["name"] == "short") short_ok = j["state"] == "ok";
+          if (j["state"] == "running" && j["epoch"].is_number() && j["epoch"] >= 2)
+            ++running_with_epochs;
+        }
+        return short_ok && running_with_epochs == 3 && q["processes"].size() >= 3;
+      },
+      30'000))
+      << queue().dump(1);
+
+  // The overview: every chart drawn with data, each job a row, names escaped.
+  const std::string html = dom("/dashboard/");
+  for (const char* chart : {"sm", "memory", "power", "pcie"}) expect_chart_drawn(html, chart);
+  EXPECT_THAT(html, HasSubstr("SIMULATED"));
+  for (int id = 1; id <= 4; ++id)
+    EXPECT_THAT(html, HasSubstr("data-job-id=\"" + std::to_string(id) + "\""));
+  // Each job's process on the GPU, linked to its job.
+  EXPECT_THAT(html, HasSubstr("href=\"/dashboard/job/2\">2 alpha</a>"));
+
+  // A running job's epoch in the table is at most what the API says just after.
+  std::smatch epoch;
+  ASSERT_TRUE(std::regex_search(html, epoch,
+                                std::regex("data-job-id=\"2\">.*?<td class=\"epoch\">(\\d+)</td>")))
+      << html.substr(html.find("data-job-id=\"2\""), 600);
+  const json alpha = api("/api/jobs/2");
+  ASSERT_TRUE(alpha.is_object());
+  EXPECT_LE(std::stoi(epoch[1]), alpha["job"]["epoch"].get<int>());
+  EXPECT_GE(std::stoi(epoch[1]), 2);
+
+  // The ended job's page: its epoch count equals the API's, its charts hold
+  // its epochs, its log is there.
+  const std::string page = dom("/dashboard/job/1");
+  const json short_job = api("/api/jobs/1");
+  ASSERT_TRUE(short_job.is_object());
+  ASSERT_EQ(short_job["epochs"].size(), 6u);
+  EXPECT_THAT(page,
+              HasSubstr("data-epochs=\"" + std::to_string(short_job["epochs"].size()) + "\""));
+  expect_chart_drawn(page, "job-rate");
+  expect_chart_drawn(page, "job-epochs");
+  EXPECT_THAT(page, HasSubstr("log of short"));
+  EXPECT_THAT(page, HasSubstr("job 1: short"));
+
+  // What jobs and files say is shown as text, never as HTML.
+  EXPECT_THAT(page, HasSubstr("jobs&lt;img src=y onerror=alert(1)&gt;.toml"));
+  EXPECT_THAT(page, Not(HasSubstr("<img src")));
+  EXPECT_THAT(page, HasSubstr("&lt;script&gt;alert(1)&lt;/script&gt; &amp;amp;"));
+  EXPECT_THAT(page, Not(HasSubstr("<script>alert")));
+
+  // Two screenshots a few seconds apart differ while the jobs progress.
+  const std::string first = screenshot("/dashboard/", dir_ + "/first.png");
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const std::string second = screenshot("/dashboard/", dir_ + "/second.png");
+  ASSERT_GT(first.size(), 10'000u);
+  ASSERT_GT(second.size(), 10'000u);
+  EXPECT_EQ(first.substr(1, 3), "PNG");
+  EXPECT_NE(first, second);
+}
+
+TEST_F(Dashboard, EachRunLinksToItsReportPageWhichDrawsItsFigures) {
+  // A run recorded by `colo run` in the same store, then the service.
+  const std::string file = write_file("run.toml", job("one", 4) + job("two", 4));
+  ASSERT_EQ(
+      shell(colo("run --local --backend sim --mechanism naive --plain --db " + db() + " " + file))
+          .exit_code,
+      0);
+  start_service();
+  const std::string html = dom("/dashboard/");
+  EXPECT_THAT(html, HasSubstr("href=\"/dashboard/runs/1/\""));
+  const std::string report = dom("/dashboard/runs/1/");
+  EXPECT_THAT(report, HasSubstr("run #1"));
+  int figures = 0;
+  const std::string marker = "<div class=\"chart\" data-figure=\"";
+  for (size_t at = report.find(marker); at != std::string::npos; at = report.find(marker, at + 1)) {
+    ++figures;
+    const size_t end = report.find("class=\"csv\"", at);
+    const std::string chart = report.substr(at, end - at);
+    EXPECT_THAT(chart, HasSubstr("data-rendered=\"yes\""));
+    EXPECT_THAT(chart, HasSubstr("<svg"));
+  }
+  EXPECT_GE(figures, 2);
+  // The CSV behind a figure, and a figure's own page, as the report links them.
+  const size_t link = report.find("href=\"csv/");
+  ASSERT_NE(link, std::string::npos);
+  const std::string csv = report.substr(link + 6, report.find('"', link + 6) - link - 6);
+  const size_t colon = address_.rfind(':');
+  httplib::Client client(address_.substr(0, colon), std::stoi(address_.substr(colon + 1)));
+  httplib::Result got = client.Get("/dashboard/runs/1/" + csv);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, 200) << csv;
+  EXPECT_THAT(got->get_header_value("Content-Type"), HasSubstr("text/csv"));
+  got = client.Get("/dashboard/runs/99/");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, 404);
+  // Read-only: nothing but GET.
+  got = client.Post("/dashboard/", "x", "text/plain");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, 405);
+}
+
+}  // namespace
+}  // namespace colo

@@ -1,0 +1,527 @@
+// End-to-end tests of `colo serve` and its clients: the real binary as a
+// background service, real clients, real child processes, a real SQLite
+// file, on the simulated GPU backend; SIGKILL, SIGHUP, two colo processes on
+// one machine, a second Unix user.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "integration_util.h"
+
+namespace colo {
+namespace {
+
+using nlohmann::json;
+
+class ColoServe : public ColoTestDir {
+ protected:
+  void TearDown() override {
+    if (service_pid_ > 0) stop_service();
+    ColoTestDir::TearDown();
+  }
+
+  std::string env() const {
+    return "COLO_HOME='" + dir_ + "/home' COLO_LOCK_DIR='" + dir_ + "/locks' ";
+  }
+  std::string colo(const std::string& args) const {
+    return env() + std::string(COLO_BINARY) + " " + args;
+  }
+
+  // Starts `colo serve ARGS` in the background, its output in serve.log, and
+  // waits until it answers.
+  void start_service(const std::string& args) {
+    CommandResult r = shell(colo("serve --backend sim --db " + db() + " " + args) + " >> '" + dir_ +
+                            "/serve.log' 2>&1 & echo $!");
+    service_pid_ = std::stoi(r.output);
+    ASSERT_TRUE(eventually([&] { return shell(colo("queue")).exit_code == 0; }, 20'000))
+        << service_log();
+  }
+  void kill_service(int sig) {
+    ::kill(service_pid_, sig);
+    eventually([&] { return ::kill(service_pid_, 0) != 0 || is_zombie(service_pid_); }, 30'000);
+    service_pid_ = 0;
+  }
+  void stop_service() { kill_service(SIGTERM); }
+  static bool is_zombie(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t paren = line.rfind(')');
+    return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+  }
+  std::string service_log() const { return shell("cat '" + dir_ + "/serve.log'").output; }
+
+  template <class Pred>
+  static bool eventually(Pred pred, int64_t timeout_ms) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < end) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return pred();
+  }
+
+  json queue() const {
+    CommandResult r = shell(colo("queue --json"));
+    return r.exit_code == 0 ? json::parse(r.output, nullptr, false) : json();
+  }
+  int count_in_state(const std::string& state) const {
+    json q = queue();
+    if (!q.is_object()) return -1;
+    return static_cast<int>(std::count_if(q["jobs"].begin(), q["jobs"].end(),
+                                          [&](const json& j) { return j["state"] == state; }));
+  }
+
+  std::vector<int64_t> submit(const std::string& file) const {
+    CommandResult r = shell(colo("submit --json " + file));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    json j = json::parse(r.output.substr(r.output.find('{')), nullptr, false);
+    return j.is_object() ? j["ids"].get<std::vector<int64_t>>() : std::vector<int64_t>{};
+  }
+
+  // Rows of a query on the store, each row's columns joined by '|'.
+  std::vector<std::string> sql(const std::string& query) const {
+    std::vector<std::string> rows;
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(this->db().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
+      return rows;
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, query.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
+      while (sqlite3_step(stmt) == SQLITE_ROW) {
+        std::string row;
+        for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
+          const unsigned char* text = sqlite3_column_text(stmt, c);
+          row += (c ? "|" : "") + std::string(text ? reinterpret_cast<const char*>(text) : "");
+        }
+        rows.push_back(row);
+      }
+    }
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return rows;
+  }
+
+  // A job that appends "start ID" and "end ID" to marks, with `epochs`
+  // epochs of `seconds` each reported in between.
+  std::string job(const std::string& name, int epochs, double seconds, int repeat = 1) const {
+    return "[[job]]\nname = \"" + name + "\"\nrepeat = " + std::to_string(repeat) +
+           "\ncommand = [\"sh\", \"-c\", \"echo start $COLO_JOB_ID >> '" + dir_ +
+           "/marks'; for e in $(seq 1 " + std::to_string(epochs) + "); do sleep " +
+           std::to_string(seconds) +
+           "; printf '{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":%d,\\\"samples\\\":100}\\\\n' "
+           "$e >> \\\"$COLO_PROGRESS_FILE\\\"; done; echo end $COLO_JOB_ID >> '" +
+           dir_ + "/marks'\"]\n";
+  }
+  std::vector<std::string> marks() const {
+    std::ifstream in(dir_ + "/marks");
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+
+  pid_t service_pid_ = 0;
+};
+
+TEST_F(ColoServe, SubmitCrashRestartEveryJobEndsOkExactlyOnce) {
+  std::string a = write_file("a.toml", job("alpha", 6, 0.4, 2));
+  std::string b = write_file("b.toml", job("beta", 6, 0.4, 2));
+  start_service("--policy fixed --max-per-gpu 2 --mechanism naive --grace 1s");
+  std::vector<int64_t> ids = submit(a);
+  std::vector<int64_t> more = submit(b);  // a second client
+  ids.insert(ids.end(), more.begin(), more.end());
+  ASSERT_EQ(ids.size(), 4u);
+  ASSERT_TRUE(eventually([&] { return count_in_state("running") == 2; }, 20'000)) << service_log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));  // an epoch or two in
+
+  kill_service(SIGKILL);
+  start_service("--policy fixed --max-per-gpu 2 --mechanism naive --grace 1s");
+  std::string wait_args;
+  for (int64_t id : ids) wait_args += " " + std::to_string(id);
+  CommandResult waited = shell(colo("wait" + wait_args));
+  ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
+
+  // Every job ended ok once, in the service's queue and in the attempts.
+  std::vector<std::string> rows = sql("SELECT id, state, attempts FROM service_jobs ORDER BY id");
+  ASSERT_EQ(rows.size(), 4u);
+  int restarted = 0;
+  for (const std::string& row : rows) {
+    EXPECT_NE(row.find("|ok|"), std::string::npos) << row;
+    restarted += row.back() == '2';
+    EXPECT_TRUE(row.back() == '1' || row.back() == '2') << row;
+  }
+  EXPECT_EQ(restarted, 2) << "the two that ran when the service was killed";
+  EXPECT_EQ(sql("SELECT service_job_id FROM jobs WHERE state = 'ok' GROUP BY service_job_id "
+                "HAVING count(*) = 1")
+                .size(),
+            4u);
+  EXPECT_EQ(sql("SELECT id FROM jobs WHERE state = 'ok'").size(), 4u) << "nothing duplicated";
+  EXPECT_EQ(sql("SELECT id FROM jobs WHERE state = 'interrupted'").size(), 2u)
+      << "each interrupted attempt recorded";
+  EXPECT_EQ(sql("SELECT a.attempt FROM job_attempts a JOIN jobs j ON a.job_id = j.id "
+                "WHERE a.state = 'interrupted' AND a.attempt = 1")
+                .size(),
+            2u);
+  EXPECT_EQ(sql("SELECT j.service_job_id FROM job_attempts a JOIN jobs j ON a.job_id = j.id "
+                "WHERE a.state = 'ok' GROUP BY j.service_job_id")
+                .size(),
+            4u)
+      << "each job's ok attempt, numbered on from the interrupted one";
+  EXPECT_EQ(sql("SELECT 1 FROM job_attempts WHERE state = 'ok' AND attempt = 2").size(), 2u);
+  std::map<std::string, int> ends;
+  int starts = 0;
+  for (const std::string& m : marks()) {
+    if (m.rfind("end ", 0) == 0) ++ends[m];
+    starts += m.rfind("start ", 0) == 0;
+  }
+  EXPECT_EQ(ends.size(), 4u);
+  for (const auto& [line, n] : ends) EXPECT_EQ(n, 1) << line;
+  EXPECT_EQ(starts, 6);
+  EXPECT_NE(service_log().find("running it again (attempt 2)"), std::string::npos);
+  EXPECT_NE(service_log().find("leftover job processes"), std::string::npos) << service_log();
+}
+
+TEST_F(ColoServe, SighupToAFollowingClientLeavesItsJobsRunning) {
+  std::string file = write_file("jobs.toml", job("follow", 4, 0.5, 2));
+  start_service("--policy fixed --mechanism naive");
+  CommandResult r = shell(colo("run " + file) + " > '" + dir_ +
+                          "/client.out' 2>&1 & pid=$!; sleep 1.5; kill -HUP $pid; wait $pid; "
+                          "echo rc=$?");
+  std::string out = shell("cat '" + dir_ + "/client.out'").output;
+  EXPECT_NE(r.output.find("rc=0"), std::string::npos) << r.output << out;
+  EXPECT_NE(out.find("colo serve runs on this machine"), std::string::npos) << out;
+  EXPECT_NE(out.find("stopped following; the jobs keep running"), std::string::npos) << out;
+  EXPECT_EQ(count_in_state("running") + count_in_state("queued"), 2) << "still there";
+  CommandResult waited = shell(colo("wait 1 2"));
+  EXPECT_EQ(waited.exit_code, 0) << waited.output << service_log();
+  EXPECT_NE(waited.output.find("1 follow#1: ok"), std::string::npos) << waited.output;
+}
+
+TEST_F(ColoServe, ColoRunFollowsItsJobsAndCtrlCCancelsThem) {
+  std::string quick = write_file("quick.toml", job("quick", 2, 0.2, 2));
+  start_service("--policy fixed --mechanism naive --grace 1s");
+  CommandResult done = shell(colo("run " + quick));
+  EXPECT_EQ(done.exit_code, 0) << done.output;
+  EXPECT_NE(done.output.find("2 jobs: 2 ok, 0 not ok"), std::string::npos) << done.output;
+  std::string slow = write_file("slow.toml", job("slow", 100, 0.5));
+  CommandResult cancelled =
+      shell(colo("run " + slow) + " & pid=$!; sleep 1.5; kill -INT $pid; wait $pid; echo rc=$?");
+  EXPECT_NE(cancelled.output.find("rc=130"), std::string::npos) << cancelled.output;
+  EXPECT_NE(cancelled.output.find("cancelled"), std::string::npos) << cancelled.output;
+  json q = queue();
+  ASSERT_TRUE(q.is_object());
+  bool found = false;
+  for (const json& j : q["jobs"]) {
+    if (j["name"] == "slow") {
+      found = true;
+      EXPECT_EQ(j["state"], "cancelled");
+      EXPECT_NE(j["reason"].get<std::string>().find("cancelled by"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(found) << q.dump();
+  EXPECT_NE(shell(colo("logs 1")).output.find(""), std::string::npos);
+}
+
+TEST_F(ColoServe, TwoColoProcessesNeverShareAGpu) {
+  // Each job records when it held which GPU.
+  auto file = [&](const std::string& name) {
+    return write_file(name + ".toml",
+                      "[[job]]\nname = \"" + name +
+                          "\"\nrepeat = 3\ncommand = [\"sh\", \"-c\", \"echo $CUDA_VISIBLE_DEVICES "
+                          "$(date +%s%N) $(sleep 0.6; date +%s%N) >> '" +
+                          dir_ + "/intervals'\"]\n");
+  };
+  std::string one = file("one");
+  std::string two = file("two");
+  const std::string args =
+      " --backend sim --sim-devices 2 --mechanism exclusive --policy fixed "
+      "--local --plain --db " +
+      db();
+  CommandResult r = shell(
+      colo("run " + one + args) + " > '" + dir_ + "/one.out' 2>&1 & " + colo("run " + two + args) +
+      " > '" + dir_ + "/two.out' 2>&1 & wait; cat '" + dir_ + "/one.out' '" + dir_ + "/two.out'");
+  EXPECT_NE(r.output.find("waiting for GPU"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("in use by colo pid"), std::string::npos) << r.output;
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> by_gpu;
+  std::ifstream in(dir_ + "/intervals");
+  std::string gpu;
+  int64_t start = 0;
+  int64_t end = 0;
+  int jobs = 0;
+  while (in >> gpu >> start >> end) {
+    by_gpu[gpu].emplace_back(start, end);
+    ++jobs;
+  }
+  EXPECT_EQ(jobs, 6) << r.output;
+  EXPECT_EQ(by_gpu.size(), 2u);
+  for (auto& [uuid, intervals] : by_gpu) {
+    std::sort(intervals.begin(), intervals.end());
+    for (size_t i = 1; i < intervals.size(); ++i) {
+      EXPECT_LE(intervals[i - 1].second, intervals[i].first)
+          << uuid << ": two jobs on one GPU at once";
+    }
+  }
+}
+
+TEST_F(ColoServe, AnotherUserCannotCancelAndJobsRunAsTheirSubmitter) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to create a second Unix user (CI runs as root)";
+  if (shell("command -v useradd && command -v runuser").exit_code != 0)
+    GTEST_SKIP() << "useradd or runuser missing";
+  const std::string user = "colot" + std::to_string(getpid() % 100000);
+  const std::string group = user + "g";
+  ASSERT_EQ(shell("groupadd " + group + " && useradd -M -d /nonexistent -G " + group + " " + user)
+                .exit_code,
+            0);
+  struct Cleanup {
+    std::string user, group;
+    ~Cleanup() { shell("userdel " + user + "; groupdel " + group); }
+  } cleanup{user, group};
+  shell("chmod 755 '" + dir_ + "'");
+  const std::string uid = shell("id -u " + user).output;
+
+  std::string mine =
+      write_file("mine.toml", "[[job]]\nname = \"roots\"\ncommand = [\"sleep\", \"60\"]\n");
+  std::string theirs =
+      write_file("theirs.toml",
+                 "[[job]]\nname = \"theirs\"\ncommand = [\"sh\", \"-c\", \"id -u; echo "
+                 "HOME=$HOME USER=$USER; touch $COLO_CHECKPOINT_DIR/ok\"]\n");
+  start_service("--policy fixed --mechanism naive --grace 1s --socket-group " + group);
+  shell("chmod 755 '" + dir_ + "/home'");
+  std::vector<int64_t> root_job = submit(mine);
+  ASSERT_EQ(root_job.size(), 1u);
+  ASSERT_TRUE(eventually([&] { return count_in_state("running") == 1; }, 10'000));
+
+  auto as_user = [&](const std::string& args) {
+    return shell("runuser -u " + user + " -- env " + env() + std::string(COLO_BINARY) + " " + args +
+                 " --socket '" + dir_ + "/home/colo.sock'");
+  };
+  CommandResult refused = as_user("cancel " + std::to_string(root_job[0]));
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("belongs to root; you (" + user + ") may cancel only your own"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_EQ(count_in_state("running"), 1) << "still running";
+  EXPECT_NE(as_user("logs " + std::to_string(root_job[0])).exit_code, 0);
+
+  CommandResult submitted = as_user("submit --json " + theirs);
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output << service_log();
+  const int64_t their_id =
+      json::parse(submitted.output.substr(submitted.output.find('{')))["ids"][0];
+  CommandResult waited = as_user("wait " + std::to_string(their_id));
+  EXPECT_EQ(waited.exit_code, 0) << waited.output << service_log();
+  CommandResult log = as_user("logs " + std::to_string(their_id));
+  EXPECT_EQ(log.exit_code, 0) << log.output;
+  EXPECT_EQ(log.output.substr(0, log.output.find('\n') + 1), uid) << log.output;
+  EXPECT_NE(log.output.find("HOME=/nonexistent USER=" + user), std::string::npos) << log.output;
+  EXPECT_EQ(
+      shell("stat -c %U '" + dir_ + "/home/serve/checkpoints/" + std::to_string(their_id) + "/ok'")
+          .output,
+      user + "\n");
+
+  CommandResult cancelled = shell(colo("cancel " + std::to_string(root_job[0])));
+  EXPECT_EQ(cancelled.exit_code, 0) << cancelled.output;
+}
+
+TEST_F(ColoServe, MpsServerDeathIsNamedAndItsJobsRunAgain) {
+  std::string bin = dir_ + "/bin";
+  shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
+        "/nvidia-cuda-mps-control'");
+  setenv("PATH", (bin + ":" + std::getenv("PATH")).c_str(), 1);
+  // Long enough that the health check (every 5 s) sees the daemon gone.
+  std::string file = write_file("jobs.toml", job("mpsjob", 16, 0.5, 2));
+  start_service("--policy fixed --mechanism mps --grace 1s");
+  std::vector<int64_t> ids = submit(file);
+  ASSERT_TRUE(eventually([&] { return count_in_state("running") == 2; }, 20'000));
+  // Kill the (fake) MPS control daemon: the mechanism fails under its clients.
+  CommandResult killed =
+      shell("kill -KILL $(cat '" + dir_ + "'/home/mps/*/pipe/nvidia-cuda-mps-control.pid)");
+  ASSERT_EQ(killed.exit_code, 0) << killed.output;
+  CommandResult waited =
+      shell(colo("wait " + std::to_string(ids[0]) + " " + std::to_string(ids[1])));
+  EXPECT_EQ(waited.exit_code, 0) << waited.output << service_log();
+  std::string log = service_log();
+  EXPECT_NE(log.find("the mps mechanism failed: MPS health check failed"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("mps mechanism restarted"), std::string::npos) << log;
+  for (const std::string& row : sql("SELECT state, attempts FROM service_jobs"))
+    EXPECT_EQ(row, "ok|2");
+  EXPECT_EQ(sql("SELECT id FROM job_events WHERE kind = 'requeued'").size(), 2u);
+}
+
+TEST_F(ColoServe, SigtermStopsAndTheNextStartRunsTheJobsAgain) {
+  std::string file = write_file("jobs.toml", job("again", 4, 0.5) +
+                                                 "[[job]]\nname = \"once\"\nrestart = \"never\"\n" +
+                                                 "command = [\"sleep\", \"30\"]\n");
+  start_service("--policy fixed --mechanism naive --grace 1s");
+  std::vector<int64_t> ids = submit(file);
+  ASSERT_TRUE(eventually([&] { return count_in_state("running") == 2; }, 20'000));
+  stop_service();
+  EXPECT_NE(service_log().find("colo serve stopped"), std::string::npos) << service_log();
+  EXPECT_EQ(sql("SELECT state FROM service_jobs ORDER BY id"),
+            (std::vector<std::string>{"queued", "interrupted"}));
+  start_service("--policy fixed --mechanism naive --grace 1s");
+  CommandResult waited = shell(colo("wait " + std::to_string(ids[0])));
+  EXPECT_EQ(waited.exit_code, 0) << waited.output << service_log();
+  EXPECT_EQ(sql("SELECT state, attempts FROM service_jobs ORDER BY id"),
+            (std::vector<std::string>{"ok|2", "interrupted|1"}));
+}
+
+// A TCP port on 127.0.0.1 that nothing listens on now.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// The TCP sockets process `pid` listens on (from /proc: its socket inodes,
+// matched against /proc/net/tcp and tcp6 in state LISTEN).
+std::vector<std::string> listening_sockets(pid_t pid) {
+  std::vector<std::string> inodes;
+  CommandResult fds = shell("ls -l /proc/" + std::to_string(pid) + "/fd");
+  std::istringstream lines(fds.output);
+  for (std::string line; std::getline(lines, line);) {
+    size_t at = line.find("socket:[");
+    if (at != std::string::npos) inodes.push_back(line.substr(at + 8, line.find(']', at) - at - 8));
+  }
+  std::vector<std::string> listening;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string sl, local, remote, state, queues, timer, retr, uid, timeout, inode;
+      f >> sl >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
+      if (state == "0A" && std::find(inodes.begin(), inodes.end(), inode) != inodes.end())
+        listening.push_back(local);
+    }
+  }
+  return listening;
+}
+
+TEST_F(ColoServe, NothingListensOnTheNetworkUnlessAsked) {
+  start_service("--policy fixed --mechanism naive");
+  EXPECT_EQ(queue()["service"]["http"], "");
+  EXPECT_TRUE(listening_sockets(service_pid_).empty());
+  stop_service();
+  start_service("--policy fixed --mechanism naive --http 127.0.0.1:0");
+  const std::string address = queue()["service"]["http"];
+  ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address << service_log();
+  std::vector<std::string> listening = listening_sockets(service_pid_);
+  ASSERT_EQ(listening.size(), 1u);
+  EXPECT_EQ(listening[0].substr(0, 9), "0100007F:") << "127.0.0.1 only";
+  CommandResult bad = shell(colo("serve --backend sim --http 127.0.0.1:99999 --db " + db()));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--http 127.0.0.1:99999: expected ADDR:PORT"), std::string::npos)
+      << bad.output;
+}
+
+// A real Prometheus (Debian's `prometheus`) scrapes colo serve's /metrics;
+// its query API then has the GPU's dcgm-exporter metric and colo's per-job
+// metric with the job's label.
+TEST_F(ColoServe, PrometheusScrapesGpuAndPerJobMetrics) {
+  const std::string prometheus = shell("command -v prometheus").output;
+  if (prometheus.empty()) {
+    GTEST_SKIP() << "prometheus is not installed (Debian package prometheus; "
+                    "scripts/install-deps.sh installs it)";
+  }
+  std::string file = write_file("jobs.toml", job("scraped", 240, 0.5));
+  start_service("--mechanism naive --sample-period 200ms --http 127.0.0.1:0");
+  const std::string address = queue()["service"]["http"];
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  std::vector<int64_t> ids = submit(file);
+  ASSERT_EQ(ids.size(), 1u);
+  const std::string id = std::to_string(ids[0]);
+
+  // colo's own answer first: the running job's detail and its metric.
+  httplib::Client colo_http("127.0.0.1", port);
+  colo_http.set_connection_timeout(2);
+  colo_http.set_read_timeout(10);
+  ASSERT_TRUE(eventually(
+      [&] {
+        httplib::Result r = colo_http.Get("/metrics");
+        return r && r->status == 200 &&
+               r->body.find("colo_job_epoch{job=\"" + id + "\"") != std::string::npos;
+      },
+      30'000))
+      << service_log();
+  httplib::Result detail = colo_http.Get("/api/jobs/" + id);
+  ASSERT_TRUE(detail);
+  json d = json::parse(detail->body, nullptr, false);
+  ASSERT_TRUE(d.is_object()) << detail->body;
+  EXPECT_EQ(d["job"]["state"], "running");
+  ASSERT_EQ(d["attempts"].size(), 1u) << detail->body;
+  EXPECT_EQ(d["attempts"][0]["state"], "running");
+
+  const int prom_port = free_port();
+  ASSERT_GT(prom_port, 0);
+  write_file("prometheus.yml",
+             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+             "scrape_configs:\n  - job_name: colo\n    honor_labels: true\n"
+             "    static_configs:\n      - targets: ['" +
+                 address + "']\n");
+  CommandResult started =
+      shell("prometheus --config.file='" + dir_ + "/prometheus.yml' --storage.tsdb.path='" + dir_ +
+            "/prometheus' --web.listen-address=127.0.0.1:" + std::to_string(prom_port) + " > '" +
+            dir_ + "/prometheus.log' 2>&1 & echo $!");
+  const pid_t prom_pid = std::stoi(started.output);
+  httplib::Client prom("127.0.0.1", prom_port);
+  prom.set_connection_timeout(2);
+  prom.set_read_timeout(10);
+  auto query = [&](const std::string& q) {
+    httplib::Result r = prom.Get("/api/v1/query", httplib::Params{{"query", q}}, {});
+    if (!r || r->status != 200) return json();
+    json j = json::parse(r->body, nullptr, false);
+    return j.is_object() && j["status"] == "success" ? j["data"]["result"] : json();
+  };
+  json sm;
+  json epoch;
+  const bool scraped = eventually(
+      [&] {
+        sm = query("DCGM_FI_PROF_SM_ACTIVE");
+        epoch = query("colo_job_epoch{job=\"" + id + "\"}");
+        return sm.is_array() && !sm.empty() && epoch.is_array() && !epoch.empty();
+      },
+      90'000);
+  ::kill(prom_pid, SIGTERM);  // the shell's child, not ours: nothing to reap
+  ASSERT_TRUE(scraped) << shell("tail -20 '" + dir_ + "/prometheus.log'").output << service_log();
+  EXPECT_EQ(sm[0]["metric"]["gpu"], "0") << sm.dump();
+  EXPECT_EQ(sm[0]["metric"]["UUID"].get<std::string>().rfind("GPU-", 0), 0u) << sm.dump();
+  EXPECT_NE(sm[0]["metric"]["modelName"], "") << sm.dump();
+  const double ratio = std::stod(sm[0]["value"][1].get<std::string>());
+  EXPECT_GE(ratio, 0.0);
+  EXPECT_LE(ratio, 1.0);
+  EXPECT_EQ(epoch[0]["metric"]["job"], id) << epoch.dump();
+  std::string user = shell("id -un").output;
+  user.erase(user.find_last_not_of('\n') + 1);
+  EXPECT_EQ(epoch[0]["metric"]["user"], user) << epoch.dump();
+  EXPECT_GE(std::stoi(epoch[0]["value"][1].get<std::string>()), 1);
+  shell(colo("cancel " + id));
+}
+
+}  // namespace
+}  // namespace colo
