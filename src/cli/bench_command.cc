@@ -97,17 +97,17 @@ nlohmann::json plan_json(const BenchFlags& flags, const std::vector<BenchCase>& 
   for (const auto& [label, wp] : plan.workloads) out["epoch_samples"][label] = wp.epoch_samples;
   for (size_t i = 0; i < cases.size(); ++i) {
     const BenchCase& c = cases[i];
-    out["cases"].push_back({{"name", c.name},
-                            {"workload", c.workload},
-                            {"models", c.models},
-                            {"mechanism", c.mechanism},
-                            {"serial", c.serial},
-                            {"degree", c.degree},
-                            {"repetition", c.repetition},
-                            {"status", c.status},
-                            {"reason", c.reason},
-                            {"estimated_s", i < plan.case_seconds.size() ? plan.case_seconds[i]
-                                                                         : 0.0}});
+    out["cases"].push_back(
+        {{"name", c.name},
+         {"workload", c.workload},
+         {"models", c.models},
+         {"mechanism", c.mechanism},
+         {"serial", c.serial},
+         {"degree", c.degree},
+         {"repetition", c.repetition},
+         {"status", c.status},
+         {"reason", c.reason},
+         {"estimated_s", i < plan.case_seconds.size() ? plan.case_seconds[i] : 0.0}});
   }
   return out;
 }
@@ -290,8 +290,7 @@ void add_bench_command(CLI::App& app, int& exit_code, const std::string& command
   cmd->add_option("--epochs", flags.epochs, "epochs per job (the first is warm-up)")
       ->check(CLI::Range(2, 1000))
       ->capture_default_str();
-  cmd->add_flag("--dry-run", flags.dry_run,
-                "print the plan and the estimated time; run nothing");
+  cmd->add_flag("--dry-run", flags.dry_run, "print the plan and the estimated time; run nothing");
   cmd->add_flag("--json", flags.json, "with --dry-run: the plan as JSON (docs/cli.md)");
   cmd->add_flag("--list", flags.list, "list the suites (or --suite's) and their case names");
   cmd->add_option("--trainer", flags.trainer,

@@ -1,19 +1,18 @@
 #include "cli/cli_common.h"
 
-#include "cli/commands.h"
-
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
-#include <limits>
-#include <string_view>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
+#include <string_view>
 
 #include "analysis/stored.h"
+#include "cli/commands.h"
 #include "common/paths.h"
 #include "common/units.h"
 #include "run/leftovers.h"
@@ -71,9 +70,8 @@ CLI::Validator whole_number(int64_t min, int64_t max, const std::string& hint) {
         const char* end = text.data() + text.size();
         auto [ptr, ec] = std::from_chars(text.data(), end, value);
         if (ec == std::errc() && ptr == end && value >= min && value <= max) return "";
-        std::string range = max == kNoMax
-                                ? fmt::format("of at least {}", min)
-                                : fmt::format("from {} to {}", min, max);
+        std::string range = max == kNoMax ? fmt::format("of at least {}", min)
+                                          : fmt::format("from {} to {}", min, max);
         return fmt::format("must be a whole number {}, not '{}'{}", range, text,
                            hint.empty() ? "" : " (" + hint + ")");
       },

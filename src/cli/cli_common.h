@@ -26,7 +26,7 @@ namespace CLI {
 class App;
 class Option;
 class Validator;
-}
+}  // namespace CLI
 
 namespace colo {
 

@@ -36,8 +36,8 @@ struct MigFlags {
 };
 
 // --gpu N is the live device's index; older colos took --gpu MODEL here,
-// which still works, with a note. With --backend sim, --gpu-model names the simulated GPU, whose live
-// profiles are then read like a real one's.
+// which still works, with a note. With --backend sim, --gpu-model names the simulated GPU, whose
+// live profiles are then read like a real one's.
 MigFlags resolved(MigFlags flags) {
   if (flags.backend.backend == "sim" && !flags.gpu.empty()) {
     flags.backend.sim_gpu = flags.gpu;

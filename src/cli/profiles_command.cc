@@ -257,8 +257,8 @@ int profiles_command(const ProfilesFlags& flags) {
     std::cout << fmt::format(
         "  {}: {}, {:.0f}% summed solo SM activity: measured {:.2f}, refitted model {:.2f}, "
         "defaults {:.2f}\n",
-        c.source, count_of(static_cast<int64_t>(c.jobs.size()), "job"), summed_sm, c.measured_total, fitted.total(c.mode, c.jobs),
-        InterferenceModel{}.total(c.mode, c.jobs));
+        c.source, count_of(static_cast<int64_t>(c.jobs.size()), "job"), summed_sm, c.measured_total,
+        fitted.total(c.mode, c.jobs), InterferenceModel{}.total(c.mode, c.jobs));
   }
   return kExitOk;
 }

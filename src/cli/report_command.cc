@@ -85,16 +85,16 @@ int report_command(const ReportFlags& flags) {
     return kExitEnvironment;
   }
   if (flags.json) {
-    nlohmann::json out = {{"description", outcome->description},
-                          {"out_dir", flags.out},
-                          {"index_html", outcome->files.index_html},
-                          {"summary_txt", outcome->files.summary_txt},
-                          {"csv_files", outcome->files.csv_files},
-                          {"figure_pages", outcome->files.figure_pages},
-                          {"png_files", outcome->pngs},
-                          {"png_note", outcome->png_note.empty()
-                                           ? nlohmann::json(nullptr)
-                                           : nlohmann::json(outcome->png_note)}};
+    nlohmann::json out = {
+        {"description", outcome->description},
+        {"out_dir", flags.out},
+        {"index_html", outcome->files.index_html},
+        {"summary_txt", outcome->files.summary_txt},
+        {"csv_files", outcome->files.csv_files},
+        {"figure_pages", outcome->files.figure_pages},
+        {"png_files", outcome->pngs},
+        {"png_note",
+         outcome->png_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(outcome->png_note)}};
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }

@@ -68,8 +68,8 @@ std::vector<PolicyResult> simulate_all(const std::vector<SimJob>& jobs,
   ProgressLine progress("colo: simulate: ");
   std::vector<PolicyResult> results;
   for (size_t i = 0; i < policies.size(); ++i) {
-    progress.show(fmt::format("policy {} of {} ({}), {}", i + 1, policies.size(),
-                              policies[i].name, count_of(static_cast<int64_t>(jobs.size()), "job")));
+    progress.show(fmt::format("policy {} of {} ({}), {}", i + 1, policies.size(), policies[i].name,
+                              count_of(static_cast<int64_t>(jobs.size()), "job")));
     results.push_back(simulate_policy(jobs, policies[i], options));
   }
   return results;
@@ -198,8 +198,7 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
   cmd->add_option("--gpu-count", flags.gpu_count, "GPUs in the node")
       ->check(whole_number(1, 64))
       ->capture_default_str();
-  add_deprecated_alias(*cmd, "--gpus", "--gpu-count", flags.gpu_count)
-      ->check(whole_number(1, 64));
+  add_deprecated_alias(*cmd, "--gpus", "--gpu-count", flags.gpu_count)->check(whole_number(1, 64));
   cmd->add_option("--policies", flags.policies,
                   "comma-separated: exclusive, naive-all, mps-all, mps-K, auto (default: all, "
                   "mps-2 up to --max-degree)");
@@ -219,7 +218,8 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-gpus", flags.max_gpus, "planning's upper bound on GPUs")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  set_example(*cmd, "colo simulate bench/policies/mixed.toml --gpu-model H200 --gpu-count 2 --deadline 2h");
+  set_example(
+      *cmd, "colo simulate bench/policies/mixed.toml --gpu-model H200 --gpu-count 2 --deadline 2h");
   cmd->add_flag("--json", flags.json, "machine-readable output (docs/cli.md)");
   cmd->callback([&exit_code] { exit_code = simulate_command(flags); });
 }

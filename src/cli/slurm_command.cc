@@ -193,8 +193,7 @@ int status_command(const std::string& dir_flag) {
   std::cout << fmt::format("array job {}: {} of {} in {} ({})\n",
                            plan->array_job_id.empty() ? "-" : plan->array_job_id,
                            count_of(plan->total_jobs, "job"), plan->job_file,
-                           count_of(static_cast<int64_t>(plan->shards.size()), "shard"),
-                           plan->how);
+                           count_of(static_cast<int64_t>(plan->shards.size()), "shard"), plan->how);
   for (const std::string& note : status.notes) std::cout << "  note: " << note << "\n";
   std::cout << fmt::format("{:<6} {:<12} {:<10} {:>5} {:<9} {:<10} {:>4} {:>7}  {}\n", "SHARD",
                            "SLURM", "NODE", "JOBS", "ATTEMPTS", "RUN", "OK", "NOT OK", "NOTE");

@@ -253,9 +253,11 @@ void add_store_commands(CLI::App& app, int& exit_code) {
   list->callback([&exit_code] { exit_code = experiments_command(experiments); });
 
   static RmFlags rm;
-  CLI::App* rm_cmd = app.add_subcommand(
-      "rm", "Remove runs (and experiments) from the store, with their job logs");
-  rm_cmd->add_option("targets", rm.targets, "run ID (or run:ID), or exp:ID: the experiment and its runs")
+  CLI::App* rm_cmd =
+      app.add_subcommand("rm", "Remove runs (and experiments) from the store, with their job logs");
+  rm_cmd
+      ->add_option("targets", rm.targets,
+                   "run ID (or run:ID), or exp:ID: the experiment and its runs")
       ->required();
   rm_cmd->add_option("--db", rm.db, "run store; default " + default_db_path());
   set_example(*rm_cmd, "colo rm 12 13 exp:2");

@@ -168,9 +168,10 @@ Result<NodePlan> plan_nodes(const std::vector<SimJob>& jobs, const PolicySpec& p
     int n = std::clamp(nodes.value_or(1), 1, most);
     plan.shards = split_jobs(jobs, n);
     plan.makespan_ms = simulate_shards(jobs, plan.shards, policy, node, std::nullopt).makespan_ms;
-    plan.how = nodes ? fmt::format("--nodes {}{}", *nodes,
-                                   n < *nodes ? fmt::format(" (only {})", count_of(most, "job")) : "")
-                     : "one node (no --nodes or --deadline)";
+    plan.how = nodes
+                   ? fmt::format("--nodes {}{}", *nodes,
+                                 n < *nodes ? fmt::format(" (only {})", count_of(most, "job")) : "")
+                   : "one node (no --nodes or --deadline)";
     return plan;
   }
   GpuPlan gpus = fewest_gpus(jobs, policy, node, *deadline_ms, max_nodes * node.gpus);

@@ -43,8 +43,8 @@ Status RunStore::remove_experiment(int64_t experiment_id) {
   Result<ExperimentRow> experiment = this->experiment(experiment_id);
   if (!experiment.ok()) return experiment.error();
   if (experiment->state == "running") {
-    return Error(fmt::format("experiment {} is still running: stop its colo bench first",
-                             experiment_id));
+    return Error(
+        fmt::format("experiment {} is still running: stop its colo bench first", experiment_id));
   }
   auto remove = Statement::prepare(db_.get(), path_, "DELETE FROM experiments WHERE id = ?");
   if (!remove.ok()) return remove.error();

@@ -7,10 +7,10 @@
 namespace colo {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::add_fake_experiment;
 using testing::add_fake_run;
 using testing::FakeRun;
+using ::testing::HasSubstr;
 using testing::kFakeT0;
 using testing::open_memory_store;
 

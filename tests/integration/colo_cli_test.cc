@@ -17,10 +17,10 @@
 namespace colo {
 namespace {
 
+using nlohmann::json;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using nlohmann::json;
 
 class ColoCli : public ColoTestDir {
  protected:
@@ -115,8 +115,8 @@ TEST_F(ColoCli, ExitCodesFollowTheConvention) {
   CommandResult no_store = run("show --db '" + dir_ + "/none.db'");
   EXPECT_EQ(no_store.exit_code, 3) << no_store.output;
   // SIGINT to colo: its jobs are stopped, the run is recorded cancelled.
-  CommandResult cancelled =
-      shell("timeout --preserve-status -s INT 3 env " + colo(sim_run(job_file("long.toml", "sleep 60"))));
+  CommandResult cancelled = shell("timeout --preserve-status -s INT 3 env " +
+                                  colo(sim_run(job_file("long.toml", "sleep 60"))));
   EXPECT_EQ(cancelled.exit_code, 130) << cancelled.output;
 }
 
@@ -227,7 +227,8 @@ TEST_F(ColoCli, JsonOfSimulateBenchPlanReportAndDevices) {
   ASSERT_EQ(sim["plans"].size(), 2U);
   EXPECT_TRUE(sim["plans"][0]["tried"].is_array());
 
-  json plan = json_of("bench --suite paper-uniform --cases 'small/*' --dry-run --json --backend sim");
+  json plan =
+      json_of("bench --suite paper-uniform --cases 'small/*' --dry-run --json --backend sim");
   EXPECT_EQ(plan["suite"], "paper-uniform");
   ASSERT_FALSE(plan["cases"].empty());
   EXPECT_THAT(plan["cases"][0]["name"].get<std::string>(), ::testing::StartsWith("small/"));
@@ -255,8 +256,9 @@ TEST_F(ColoCli, JsonOfSimulateBenchPlanReportAndDevices) {
 TEST_F(ColoCli, TheLiveTableHonoursTermDumb) {
   const std::string file = job_file("tty.toml", "sleep 1", 2);
   auto on_a_terminal = [&](const std::string& term) {
-    return shell("TERM=" + term + " script -qec \"" + colo("run " + file +
-                 " --backend sim --mechanism naive --db '" + db() + "'") + "\" /dev/null");
+    return shell("TERM=" + term + " script -qec \"" +
+                 colo("run " + file + " --backend sim --mechanism naive --db '" + db() + "'") +
+                 "\" /dev/null");
   };
   CommandResult redrawn = on_a_terminal("xterm");
   ASSERT_EQ(redrawn.exit_code, 0) << redrawn.output;
@@ -355,7 +357,8 @@ TEST_F(ColoCli, ProgressLineOnATerminalOnly) {
               Not(HasSubstr("colo: simulate:")));
 
   ASSERT_EQ(run(sim_run(job_file("r.toml", "exit 0"))).exit_code, 0);
-  const std::string report = colo("report last --no-png --db '" + db() + "' --out '" + dir_ + "/r'");
+  const std::string report =
+      colo("report last --no-png --db '" + db() + "' --out '" + dir_ + "/r'");
   CommandResult shown = shell("TERM=xterm script -qec \"" + report + "\" /dev/null");
   EXPECT_EQ(shown.exit_code, 0) << shown.output;
   EXPECT_THAT(shown.output, HasSubstr("colo: report: writing the HTML and CSV"));

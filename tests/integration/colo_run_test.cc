@@ -163,8 +163,8 @@ TEST_F(ColoRun, SimulatePlansTheFewestGpusForADeadline) {
   std::string file = write_file("sweep.toml",
                                 "[[job]]\nname = \"big\"\ncommand = [\"true\"]\nrepeat = 8\n"
                                 "gpu_memory = \"60GiB\"\nsm_activity = 100\nsolo_time = \"10m\"\n");
-  CommandResult r = shell(
-      colo("simulate " + file + " --gpu-model H200 --no-store --policies exclusive --deadline 25m"));
+  CommandResult r = shell(colo("simulate " + file +
+                               " --gpu-model H200 --no-store --policies exclusive --deadline 25m"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("SIMULATED"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("PLAN: the fewest GPUs (up to 64) that end every job within 25m"),
