@@ -25,9 +25,11 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
-
-import colo_progress as colo  # noqa: E402
+try:
+    import colo_progress as colo  # installed: pip install ./python
+except ImportError:  # a checkout: python/ beside this directory
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    import colo_progress as colo
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 

@@ -35,9 +35,11 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-
-import colo_progress as colo  # noqa: E402
+try:
+    import colo_progress as colo  # installed: pip install ./python
+except ImportError:  # a checkout: python/ beside this directory
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import colo_progress as colo
 from workload_end import report_end  # noqa: E402
 
 # Criteo Terabyte cardinalities of the 26 categorical features (as in DLRM's

@@ -45,9 +45,11 @@ import re
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-
-import colo_progress as colo  # noqa: E402
+try:
+    import colo_progress as colo  # installed: pip install ./python
+except ImportError:  # a checkout: python/ beside this directory
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import colo_progress as colo
 
 TICK_S = 0.005
 

@@ -36,9 +36,11 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-
-import colo_progress as colo  # noqa: E402
+try:
+    import colo_progress as colo  # installed: pip install ./python
+except ImportError:  # a checkout: python/ beside this directory
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import colo_progress as colo
 from workload_end import report_end  # noqa: E402
 
 MODELS = ["resnet26", "resnet50", "resnet152", "efficientnetv2_s", "cait_xxs24_224"]

@@ -18,9 +18,11 @@ import random
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-
-import colo_progress as colo  # noqa: E402
+try:
+    import colo_progress as colo  # installed: pip install ./python
+except ImportError:  # a checkout: python/ beside this directory
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import colo_progress as colo
 
 
 def make_dataset(samples, features, seed):

@@ -74,8 +74,12 @@ int submit_command(const SubmitFlags& flags) {
   PolicySpec planning =
       planning_policy(mechanism, policy, flags.backend.backend == "sim", &policy_note);
 
+  ProgressLine progress("colo: slurm submit: ");
+  progress.show(fmt::format("planning the shards of {} on a simulated clock ({})",
+                            count_of(static_cast<int64_t>(set.jobs.size()), "job"), planning.name));
   Result<NodePlan> nodes =
       plan_nodes(set.jobs, planning, node, flags.nodes, deadline_ms, flags.max_nodes);
+  progress.clear();
   if (!nodes.ok()) {
     std::cerr << "colo: " << nodes.error().message() << "\n";
     return kExitBadInput;
