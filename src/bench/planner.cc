@@ -26,7 +26,7 @@ constexpr Defaults kDefaults[] = {
     {"efficientnetv2_s/imagenet64/b32", 750, 1536 * kMiB},
     {"resnet152/imagenet/b32", 810, 5 * kGiB},
     {"cait_xxs24_224/imagenet/b128", 1040, 11 * kGiB},
-    {"dlrm/criteo/b2048", 30000, 0},  // memory from --memory-gib
+    {"dlrm/criteo/b2048", 335000, 0},  // memory from --memory-gib
 };
 
 const Defaults* find_defaults(const Workload& w) {
@@ -86,7 +86,7 @@ Result<Plan> make_plan(const std::vector<BenchCase>& cases, const PlanOptions& o
         wp.rate_source = "measured";
       } else if (std::optional<double> d = default_samples_per_s(w)) {
         wp.samples_per_s = *d;
-        wp.rate_source = w.model == "dlrm" ? "default table (a guess)" : "default table (H200)";
+        wp.rate_source = w.model == "dlrm" ? "default table (H100)" : "default table (H200)";
       } else {
         return Error(fmt::format("no throughput known for workload {}", w.label()));
       }

@@ -5,7 +5,7 @@
 // ends, whatever it left running ends too: its cgroup is killed (which reaches
 // daemons in new sessions) or, without one, its process group.
 //
-// Threading: not thread-safe; the run controller's thread owns it. It never
+// Threading: not thread-safe; the run engine's thread owns it. It never
 // talks to NVML. PR_SET_PDEATHSIG fires when the *thread* that forked a child
 // exits, so start() must be called from a thread that outlives the jobs.
 // Ownership: owns the child processes it started (the destructor kills and

@@ -1,7 +1,7 @@
 // GpuSampler: the one thread that reads the GPU backend while a run goes on.
 // Device metrics every `period_ms` (default 500 ms), process lists every
 // `process_period_ms`. Readings pile up in memory until the owner drains them
-// (the run controller writes them to the store in batches), so the sampler
+// (the run engine writes them to the store in batches), so the sampler
 // never touches SQL.
 //
 // Threading: start()/stop()/drain()/stats() may be called from any one owner

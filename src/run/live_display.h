@@ -2,7 +2,7 @@
 // per job redrawn in place; otherwise (a pipe, a log file, CI) plain lines,
 // one per event, that read well in a log.
 //
-// Not thread-safe; the run controller's thread owns it.
+// Not thread-safe; the run engine's thread owns it.
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 // (plain processes sharing the GPU), mps (a private MPS control daemon), mig
 // (a MIG compute instance per job, created for the run).
 //
-// Threading: not thread-safe; the run controller's thread owns it.
+// Threading: not thread-safe; the run engine's thread owns it.
 #pragma once
 
 #include <map>

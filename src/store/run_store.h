@@ -8,7 +8,7 @@
 // committed transaction, and the next open() marks runs whose colo process is
 // gone as interrupted (and their unfinished jobs likewise).
 //
-// Threading: not thread-safe; one thread (the run controller's) owns it.
+// Threading: not thread-safe; one thread (the run engine's) owns it.
 #pragma once
 
 #include <sys/types.h>

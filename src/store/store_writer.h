@@ -20,7 +20,7 @@
 // so that one colo's flood never holds the store's lock for long against the
 // other colos writing to it.
 //
-// Threading: not thread-safe; the run controller's thread owns it. Borrows the
+// Threading: not thread-safe; the run engine's thread owns it. Borrows the
 // store and the clock.
 #pragma once
 

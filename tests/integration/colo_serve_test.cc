@@ -443,6 +443,36 @@ TEST_F(ColoServe, NothingListensOnTheNetworkUnlessAsked) {
 // A real Prometheus (Debian's `prometheus`) scrapes colo serve's /metrics;
 // its query API then has the GPU's dcgm-exporter metric and colo's per-job
 // metric with the job's label.
+// Issue 11's two-GPU criterion, on the simulated backend: a sweep submitted
+// to a service that owns two GPUs runs on both. Eight grid points of a
+// stand-in job (bench/gain_standin.py) that each hold 30 GiB of a simulated
+// 141 GB H200: together they fit on neither GPU alone.
+TEST_F(ColoServe, ASweepSubmittedToTheServiceSpreadsOverBothGpus) {
+  shell("mkdir -p '" + dir_ + "/shared'");
+  std::string file = write_file(
+      "grid.toml",
+      "[[job]]\nname = \"toy\"\ncommand = [\"python3\", \"" COLO_SOURCE_DIR
+      "/bench/gain_standin.py\", \"--shared\", \"" +
+          dir_ +
+          "/shared\", \"--gain\", \"3.2\", \"--epochs\", \"8\", \"--epoch-s\", \"0.2\", "
+          "\"--startup\", \"0.3\", \"--sm-activity\", \"20\", \"--memory-mib\", \"30720\", "
+          "\"--lr\", \"{lr}\"]\ngrid = { lr = [0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001, "
+          "0.0005] }\n");
+  start_service("--sim-devices 2 --mechanism naive --grace 1s");
+  std::vector<int64_t> ids = submit(file);
+  ASSERT_EQ(ids.size(), 8u);
+  std::string wait_args;
+  for (int64_t id : ids) wait_args += " " + std::to_string(id);
+  CommandResult waited = shell(colo("wait" + wait_args));
+  ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
+
+  EXPECT_EQ(sql("SELECT DISTINCT device FROM jobs ORDER BY device"),
+            (std::vector<std::string>{"0", "1"}))
+      << service_log();
+  std::vector<std::string> ends = sql("SELECT state, attempts FROM service_jobs");
+  EXPECT_EQ(ends, std::vector<std::string>(8, "ok|1")) << service_log();
+}
+
 TEST_F(ColoServe, PrometheusScrapesGpuAndPerJobMetrics) {
   const std::string prometheus = shell("command -v prometheus").output;
   if (prometheus.empty()) {
