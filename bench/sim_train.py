@@ -52,7 +52,7 @@ RATES = {
     "efficientnetv2_s": 750.0,
     "resnet152": 810.0,
     "cait_xxs24_224": 1040.0,
-    "dlrm": 30000.0,
+    "dlrm": 335000.0,
 }
 
 # model -> SM activity of one job alone, percent (a rough figure per model)
