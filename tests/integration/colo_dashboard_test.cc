@@ -28,16 +28,6 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-template <class Pred>
-bool eventually(Pred pred, int64_t timeout_ms) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return pred();
-}
-
 // The element of `html` that carries `marker`, up to the next chart or table.
 std::string element_at(const std::string& html, const std::string& marker) {
   const size_t at = html.find(marker);

@@ -68,16 +68,6 @@ class ColoServe : public ColoTestDir {
   }
   std::string service_log() const { return shell("cat '" + dir_ + "/serve.log'").output; }
 
-  template <class Pred>
-  static bool eventually(Pred pred, int64_t timeout_ms) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (std::chrono::steady_clock::now() < end) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return pred();
-  }
-
   json queue() const {
     CommandResult r = shell(colo("queue --json"));
     return r.exit_code == 0 ? json::parse(r.output, nullptr, false) : json();

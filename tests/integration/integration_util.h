@@ -6,10 +6,13 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "store/run_store.h"
 
@@ -31,6 +34,17 @@ inline CommandResult shell(const std::string& script) {
   int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+// Polls `pred` every 100 ms until it holds or `timeout_ms` has passed; its last answer.
+template <class Pred>
+bool eventually(Pred pred, int64_t timeout_ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return pred();
 }
 
 // A fresh directory per test, removed unless the test failed (to look at).
