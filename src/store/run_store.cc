@@ -21,6 +21,7 @@
 #include "common/paths.h"
 #include "gpu/device_json.h"
 #include "jobs/job_signature.h"
+#include "jobs/job_spec_json.h"
 #include "jobs/secret_env.h"
 #include "store/schema.h"
 
@@ -45,24 +46,10 @@ bool is_in_memory(const std::string& path) {
 // The same for the one write a reading command makes (marking a dead colo's runs).
 constexpr int kReaderBusyTimeoutMs = 500;
 
+// A job's one JSON shape (jobs/job_spec_json.h), its secrets redacted.
 nlohmann::json spec_to_json(const JobSpec& job) {
-  nlohmann::json j;
-  j["name"] = job.name;
-  j["group"] = job.group;
-  j["command"] = job.command;
-  j["working_dir"] = job.working_dir;
+  nlohmann::json j = job_spec_to_json(job);
   j["env"] = redact_secret_env(job.env);
-  if (job.gpu_memory_bytes) j["gpu_memory_bytes"] = *job.gpu_memory_bytes;
-  if (job.sm_share_pct) j["sm_share_pct"] = *job.sm_share_pct;
-  if (job.memory_limit_bytes) j["memory_limit_bytes"] = *job.memory_limit_bytes;
-  if (job.epoch_regex) j["epoch_regex"] = *job.epoch_regex;
-  if (job.step_regex) j["step_regex"] = *job.step_regex;
-  if (job.epoch_samples) j["epoch_samples"] = *job.epoch_samples;
-  j["params"] = job.params;
-  if (!job.family.empty()) j["family"] = job.family;
-  if (job.resource_params) j["resource_params"] = *job.resource_params;
-  j["repeat_index"] = job.repeat_index;
-  j["source"] = job.source;
   return j;
 }
 
