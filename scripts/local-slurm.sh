@@ -39,6 +39,7 @@ usage() { sed -n '2,36p' "$0" >&2; exit 2; }
 cmd=$1
 dir=$2
 shift 2
+slice=/sys/fs/cgroup/system.slice  # where slurmd puts its step daemons under cgroup v2
 
 prefix_env() {
   if [ -n "${SLURM_PREFIX:-}" ]; then
@@ -149,6 +150,14 @@ do_stop() {
     stop_pidfile "$dir/watcher.pid"
   fi
   rm -f "$dir/watcher.pid"
+  # system.slice, if start made it: first the step daemons' scopes in it
+  # (empty once their processes are gone; cgroups go with rmdir, deepest first).
+  if [ -f "$dir/made-system-slice" ]; then
+    find "$slice" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
+    rmdir "$slice" 2>/dev/null || echo "local-slurm: $slice is not empty; left in place" >&2
+    rm -f "$dir/made-system-slice"
+  fi
+  return 0
 }
 
 do_start() {
@@ -228,6 +237,15 @@ do_start() {
     done
     echo "PartitionName=debug Nodes=$names Default=YES MaxTime=INFINITE State=UP"
   } >"$dir/slurm.conf"
+  # Under cgroup v2, slurmd asks systemd over D-Bus for a scope for its step
+  # daemons and fails to start without one. A container (the GPU machine) has
+  # no D-Bus, so slurmd makes the scope itself, under system.slice, which must
+  # exist: made here when missing (and noted, so that stop removes it).
+  : >"$dir/cgroup.conf"
+  if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
+    printf 'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\n' >"$dir/cgroup.conf"
+    if [ ! -d "$slice" ] && mkdir "$slice" 2>/dev/null; then : >"$dir/made-system-slice"; fi
+  fi
   : >"$dir/gres.conf"
   local g last=$((gpus - 1)) range
   range=$([ "$last" = 0 ] && echo 0 || echo "[0-$last]")  # Slurm counts "[0-0]" as two
