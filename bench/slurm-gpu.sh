@@ -75,8 +75,13 @@ done
 # ---- 3: colo slurm submit, then collect ----------------------------------------
 say "colo slurm submit --mechanism mps"
 submitted=$(date +%s)
+# Planned for this GPU's model, from the store of runs 1 and 2, whose profiles
+# the shard's colo run reads (--profiles-from), as colo run's did from its store.
+model=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 |
+  grep -o 'H[12]00' || echo H200)
 "$COLO" slurm submit "$SWEEP" --nodes 1 --gpus-per-node 1 --mechanism mps --db "$DB" \
-  --dir "$OUT_DIR/slurm-sweep" "${BACKEND[@]}" 2>&1 | tee "$OUT_DIR/run-slurm-submit.txt"
+  --gpu-model "$model" --dir "$OUT_DIR/slurm-sweep" "${BACKEND[@]}" 2>&1 |
+  tee "$OUT_DIR/run-slurm-submit.txt"
 array=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["array_job_id"])' \
   "$OUT_DIR/slurm-sweep/plan.json")
 for _ in $(seq 1 480); do

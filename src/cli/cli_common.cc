@@ -220,6 +220,19 @@ std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
   return *profiles;
 }
 
+std::vector<LearnedProfile> profiles_from(const std::string& path) {
+  Result<std::unique_ptr<RunStore>> store = RunStore::open_read_only(path);
+  Result<std::vector<LearnedProfile>> profiles =
+      store.ok() ? learn_profiles(**store) : Result<std::vector<LearnedProfile>>(store.error());
+  if (!profiles.ok()) {
+    std::cerr << fmt::format(
+        "colo: warning: --profiles-from {}: {}; jobs it knows are measured again\n", path,
+        profiles.error().message());
+    return {};
+  }
+  return std::move(profiles).value();
+}
+
 ProgressLine::ProgressLine(std::string prefix)
     : prefix_(std::move(prefix)), enabled_(can_redraw(STDERR_FILENO)) {}
 

@@ -117,6 +117,11 @@ Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_f
 std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
                                             std::vector<Collocation>& collocations);
 
+// The profiles of the store at `path`, opened read-only (`colo run
+// --profiles-from`); none, with a warning on stderr naming the store and what
+// went wrong, when it cannot be read: the run goes on and measures instead.
+std::vector<LearnedProfile> profiles_from(const std::string& path);
+
 // A line on stderr that redraws itself while long work goes on ("colo:
 // report: rendering PNG 3 of 12"), only where stderr can redraw
 // (can_redraw); elsewhere, and when piped, it prints nothing. Cleared by

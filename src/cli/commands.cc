@@ -55,8 +55,9 @@ struct RunFlags {
   std::string lock_dir;
   std::string socket;
   BackendFlags backend;
-  std::string shard_plan;    // `colo slurm submit`'s plan: run one shard of it
-  std::optional<int> shard;  // which; default: the Slurm array element
+  std::string shard_plan;     // `colo slurm submit`'s plan: run one shard of it
+  std::optional<int> shard;   // which; default: the Slurm array element
+  std::string profiles_from;  // another store whose profiles the auto policy may use
 };
 
 // The code a finished run exits with.
@@ -149,6 +150,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   options.locks.dir = flags.lock_dir;
   options.locks.wait = !flags.no_wait;
   options.slurm = *slurm;
+  if (!flags.profiles_from.empty()) options.profiles_elsewhere = profiles_from(flags.profiles_from);
 
   install_stop_handlers();
   RunContext ctx{clock, **backend, **store, **mechanism, mech_options, std::cout, g_stop_requests};
@@ -489,6 +491,10 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
                    "which shard of --shard-plan; default: the Slurm array element "
                    "(SLURM_ARRAY_TASK_ID)")
       ->check(whole_number(0));
+  run_cmd->add_option("--profiles-from", run.profiles_from,
+                      "another store (read only) whose measured profiles the auto policy uses "
+                      "for jobs this run's store does not know, instead of probing them alone "
+                      "(`colo slurm submit` passes the store it planned with)");
   set_example(*run_cmd, "colo run examples/quickstart.toml --backend sim --mechanism naive");
   run_cmd->callback([&exit_code, command_line] { exit_code = run_command(run, command_line); });
 

@@ -106,6 +106,11 @@ int submit_command(const SubmitFlags& flags) {
                               {"--gpu-model", flags.backend.sim_gpu, "--sim-devices",
                                std::to_string(flags.backend.sim_devices)});
   }
+  // Each shard runs with a store of its own: what the store planned with
+  // knows goes along, so that a shard's auto policy does not probe it again.
+  const std::string planned_with = absolute_path(flags.db.empty() ? default_db_path() : flags.db);
+  if (std::filesystem::exists(planned_with))
+    plan.run_arguments.insert(plan.run_arguments.end(), {"--profiles-from", planned_with});
   for (size_t i = 0; i < nodes->shards.size(); ++i) {
     Shard shard;
     for (size_t job : nodes->shards[i]) shard.jobs.push_back(file->jobs[job].name);

@@ -303,6 +303,7 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
   engine_options.stop_grace_ms = options.stop_grace_ms;
   engine_options.flush_ms = options.flush_ms;
   engine_options.live_display = options.live_display;
+  engine_options.profiles_elsewhere = options.profiles_elsewhere;
   bool cancelled = false;
   RunOutcome outcome{*run_id, RunState::kOk, 0, 0};
   {

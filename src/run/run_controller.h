@@ -30,7 +30,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "analysis/profiles.h"
 #include "common/clock.h"
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
@@ -91,6 +93,8 @@ struct RunOptions {
   std::string command_line;
   // Parent of data/, the data loaders' ownership records; default the state dir.
   std::string state_dir;
+  // See EngineOptions::profiles_elsewhere.
+  std::vector<LearnedProfile> profiles_elsewhere;
 };
 
 // Everything the controller talks to, borrowed. Tests pass fakes.

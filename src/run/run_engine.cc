@@ -144,6 +144,12 @@ std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
   if (!stored.ok())
     display_.event("warning: no profiles from the store: " + stored.error().message());
   measured_ = stored.ok() ? *stored : std::vector<LearnedProfile>{};
+  for (const LearnedProfile& p : options_.profiles_elsewhere) {
+    bool known = std::any_of(measured_.begin(), measured_.end(), [&](const LearnedProfile& m) {
+      return m.signature == p.signature && m.gpu_name == p.gpu_name && m.simulated == p.simulated;
+    });
+    if (!known) measured_.push_back(p);
+  }
   if (options_.policy != "auto") {
     std::vector<DeviceSlots> slots;
     for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes, limit});

@@ -83,6 +83,10 @@ struct EngineOptions {
   bool live_display = false;
   // Device samples kept in memory for readers (recent_samples()), per GPU.
   size_t recent_samples_per_gpu = 240;
+  // Profiles learned from other stores (`colo run --profiles-from`: a Slurm
+  // shard's from the store its sweep was planned with). The store's own
+  // profile of a signature on a GPU wins over one of these.
+  std::vector<LearnedProfile> profiles_elsewhere;
 };
 
 // Everything the engine talks to, borrowed.

@@ -319,6 +319,25 @@ TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
   EXPECT_NE(profiles.output.find("store: run"), std::string::npos) << profiles.output;
   EXPECT_NE(profiles.output.find("interference model refitted to this store: "), std::string::npos)
       << profiles.output;
+
+  // A run with a store of its own (a Slurm shard's) knows it through
+  // --profiles-from; a store that cannot be read is named, and the job probed.
+  const std::string fresh =
+      " --backend sim --mechanism naive --policy auto --plain "
+      "--sample-period 100ms --db ";
+  CommandResult elsewhere =
+      shell(colo("run " + file + fresh + dir_ + "/other.db --profiles-from " + db()));
+  ASSERT_EQ(elsewhere.exit_code, 0) << elsewhere.output;
+  EXPECT_EQ(elsewhere.output.find("probing"), std::string::npos) << elsewhere.output;
+  EXPECT_NE(elsewhere.output.find("toy profile:"), std::string::npos) << elsewhere.output;
+  CommandResult missing = shell(
+      colo("run " + file + fresh + dir_ + "/third.db --profiles-from " + dir_ + "/missing.db"));
+  ASSERT_EQ(missing.exit_code, 0) << missing.output;
+  EXPECT_NE(missing.output.find("warning: --profiles-from " + dir_ + "/missing.db: "),
+            std::string::npos)
+      << missing.output;
+  EXPECT_NE(missing.output.find("toy: no profile yet; probing it alone"), std::string::npos)
+      << missing.output;
 }
 
 TEST_F(ColoRun, GpusLimitsTheRunToTheChosenDevices) {

@@ -129,6 +129,27 @@ TEST_F(ColoSlurmRun, OneShardOfAPlanRunsItsJobsPublishesItsStoreAndIsCollected) 
       << changed.output;
 }
 
+TEST_F(ColoSlurmRun, ShardsUseTheProfilesOfTheStoreTheSweepWasPlannedWith) {
+  std::string file = jobs_file(2, 200);
+  const std::string db = dir_ + "/planned.db";
+  // No store yet: nothing to pass on.
+  ASSERT_EQ(shell(colo("", "slurm submit " + file + " --backend sim --dry-run --db " + db +
+                               " --dir " + dir_ + "/none"))
+                .exit_code,
+            0);
+  EXPECT_EQ(shell("cat " + dir_ + "/none/shard.sbatch").output.find("--profiles-from"),
+            std::string::npos);
+
+  ASSERT_EQ(shell(colo("", "run " + file + " --backend sim --plain --local --db " + db)).exit_code,
+            0);
+  CommandResult plan = shell(colo("", "slurm submit " + file + " --backend sim --dry-run --db " +
+                                          db + " --dir " + dir_ + "/sub"));
+  ASSERT_EQ(plan.exit_code, 0) << plan.output;
+  // The batch script's colo run reads the profiles of that store.
+  const std::string script = shell("cat " + dir_ + "/sub/shard.sbatch").output;
+  EXPECT_NE(script.find("'--profiles-from' '" + db + "'"), std::string::npos) << script;
+}
+
 TEST_F(ColoSlurmRun, SubmitPlansNodesForADeadline) {
   // 8 jobs of 10 minutes alone, exclusive, 2 GPUs a node: 4 nodes end within 12 minutes.
   std::string file = write_file("long.toml",
