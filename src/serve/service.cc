@@ -361,6 +361,11 @@ ServiceSnapshot Service::snapshot() {
       v.used_memory_bytes = p.sample.used_memory_bytes;
       v.sm_util_pct = p.sample.sm_util_pct;
       v.mps_client = p.sample.mps_client;
+      if (options_.describe_process) {
+        ProcessIdentity who = options_.describe_process(v.pid);
+        v.user = std::move(who.user);
+        v.command = std::move(who.command);
+      }
       s.processes.push_back(std::move(v));
     }
   }

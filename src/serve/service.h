@@ -51,6 +51,7 @@
 #include "run/run_controller.h"
 #include "run/run_engine.h"
 #include "serve/http_api.h"
+#include "serve/process_identity.h"
 #include "serve/snapshot.h"
 #include "serve/unix_socket.h"
 #include "sharing/mechanism.h"
@@ -76,6 +77,9 @@ struct ServeOptions {
   // store's path once the service runs; unset: the API alone.
   std::function<PageRoutes(const std::string& store_path)> http_pages;
   std::string command_line;
+  // Names the owner and command of each process on the GPUs in the snapshot
+  // (the MPS server's among them, to which NVML gives its clients' SM use).
+  ProcessDescriber describe_process = describe_process_from_proc;
 };
 
 struct ServeContext {

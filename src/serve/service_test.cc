@@ -212,6 +212,34 @@ TEST_F(ServiceTest, ASnapshotListsGpusJobsAndRunsAndServesQueue) {
   run_until_idle();
 }
 
+TEST_F(ServiceTest, ASnapshotNamesWhoRunsEachProcessOnTheGpus) {
+  // The seam in place of /proc (options_ is read by reference).
+  options_.describe_process = [](uint32_t pid) {
+    return ProcessIdentity{"alice", fmt::format("cmd{}", pid)};
+  };
+  ASSERT_TRUE(submit(root_, {shell_job("p1", "sleep 30")})["ok"].get<bool>());
+  std::optional<ServiceSnapshot> s;
+  for (int i = 0; i < 40; ++i) {
+    engine_->tick();
+    service_->record_changes();
+    Result<ServiceSnapshot> now =
+        snapshot_from_json(service_->handle(root_, json{{"op", "queue"}})["snapshot"]);
+    ASSERT_TRUE(now.ok()) << now.error().message();
+    if (!now->processes.empty()) {
+      s = *now;
+      break;
+    }
+    clock_.sleep_for_ms(50);
+  }
+  ASSERT_TRUE(s) << "no process was sampled on the GPU in 2 s";
+  for (const ProcessView& p : s->processes) {
+    EXPECT_EQ(p.user, "alice");
+    EXPECT_EQ(p.command, fmt::format("cmd{}", p.pid));
+  }
+  engine_->stop_all(RunEngine::StopKind::kShutdown, 0, "test over");
+  run_until_idle();
+}
+
 TEST_F(ServiceTest, BadRequestsGetClearErrors) {
   EXPECT_THAT(service_->answer(root_, "not json"), HasSubstr("not a JSON object"));
   EXPECT_THAT(service_->answer(root_, R"({"op":"launch"})"), HasSubstr("unknown request 'launch'"));

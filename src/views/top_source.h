@@ -17,6 +17,7 @@
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
 #include "serve/client.h"
+#include "serve/process_identity.h"
 #include "views/top_model.h"
 
 namespace colo {
@@ -52,14 +53,6 @@ class ServiceTopSource final : public TopSource {
   ServiceClient client_;
   TopInput last_;
 };
-
-// Who runs a process and what it is called: /proc/PID (a seam for tests).
-struct ProcessIdentity {
-  std::string user;
-  std::string command;
-};
-using ProcessDescriber = std::function<ProcessIdentity(uint32_t pid)>;
-ProcessIdentity describe_process_from_proc(uint32_t pid);
 
 // This machine's GPUs read through `backend` (borrowed), with the last
 // `history` device samples per GPU kept like the service keeps them.
