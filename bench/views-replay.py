@@ -21,6 +21,8 @@ import os
 import re
 import sys
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -30,12 +32,17 @@ def main():
     args = parser.parse_args()
     root = os.path.abspath(args.dir)
     snapshot_path = os.path.join(root, "snapshot-%s.json" % args.capture)
-    for need in ("dashboard.html", "echarts.min.js", os.path.basename(snapshot_path)):
+    for need in ("dashboard.html", os.path.basename(snapshot_path)):
         if not os.path.exists(os.path.join(root, need)):
             sys.exit("views-replay: %s has no %s: run bench/views-screens.sh first" % (root, need))
 
     def read(name):
-        with open(os.path.join(root, name), "rb") as f:
+        path = os.path.join(root, name)
+        # Kept captures (docs/results) leave out ECharts: the service serves
+        # the copy vendored in this repository.
+        if name == "echarts.min.js" and not os.path.exists(path):
+            path = os.path.join(REPO, "third_party", "echarts", "echarts.min.js")
+        with open(path, "rb") as f:
             return f.read()
 
     class Handler(http.server.BaseHTTPRequestHandler):
