@@ -32,16 +32,19 @@ def main():
     args = parser.parse_args()
     root = os.path.abspath(args.dir)
     snapshot_path = os.path.join(root, "snapshot-%s.json" % args.capture)
-    for need in ("dashboard.html", os.path.basename(snapshot_path)):
-        if not os.path.exists(os.path.join(root, need)):
-            sys.exit("views-replay: %s has no %s: run bench/views-screens.sh first" % (root, need))
+    if not os.path.exists(snapshot_path):
+        sys.exit("views-replay: %s has no %s: run bench/views-screens.sh first"
+                 % (root, os.path.basename(snapshot_path)))
+
+    # Kept captures (docs/results) leave out the page and ECharts, which the
+    # service serves from these files of the repository.
+    in_repo = {"dashboard.html": os.path.join(REPO, "src", "views", "dashboard.html"),
+               "echarts.min.js": os.path.join(REPO, "third_party", "echarts", "echarts.min.js")}
 
     def read(name):
         path = os.path.join(root, name)
-        # Kept captures (docs/results) leave out ECharts: the service serves
-        # the copy vendored in this repository.
-        if name == "echarts.min.js" and not os.path.exists(path):
-            path = os.path.join(REPO, "third_party", "echarts", "echarts.min.js")
+        if name in in_repo and not os.path.exists(path):
+            path = in_repo[name]
         with open(path, "rb") as f:
             return f.read()
 
