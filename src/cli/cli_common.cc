@@ -220,6 +220,18 @@ std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
   return *profiles;
 }
 
+bool read_slurm_allocation(const EnvLookup& env, std::optional<SlurmAllocation>& out) {
+  std::string note;
+  Result<std::optional<SlurmAllocation>> slurm = slurm_allocation(env, &note);
+  if (!slurm.ok()) {
+    std::cerr << "colo: " << slurm.error().message() << "\n";
+    return false;
+  }
+  if (!note.empty()) std::cerr << "colo: warning: " << note << "\n";
+  out = std::move(slurm).value();
+  return true;
+}
+
 std::vector<LearnedProfile> profiles_from(const std::string& path) {
   Result<std::unique_ptr<RunStore>> store = RunStore::open_read_only(path);
   Result<std::vector<LearnedProfile>> profiles =

@@ -20,6 +20,7 @@
 #include "sharing/mechanism.h"
 #include "simulate/sim_jobs.h"
 #include "simulate/simulator.h"
+#include "slurm/allocation.h"
 #include "store/run_store.h"
 
 namespace CLI {
@@ -116,6 +117,11 @@ Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_f
 // none when `skip` or when there is no store yet.
 std::vector<LearnedProfile> stored_profiles(const std::string& db, bool skip,
                                             std::vector<Collocation>& collocations);
+
+// The Slurm allocation this process runs in, into `out` (nullopt outside
+// one), its warning, if any, printed on stderr. False, with the reason
+// printed, when the environment names an allocation that cannot be read.
+bool read_slurm_allocation(const EnvLookup& env, std::optional<SlurmAllocation>& out);
 
 // The profiles of the store at `path`, opened read-only (`colo run
 // --profiles-from`); none, with a warning on stderr naming the store and what

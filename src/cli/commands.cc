@@ -80,21 +80,15 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   }
   // Inside a Slurm allocation: only its GPUs, and where it ran is recorded.
   const EnvLookup env = process_environment();
-  std::string slurm_note;
-  Result<std::optional<SlurmAllocation>> slurm = slurm_allocation(env, &slurm_note);
-  if (!slurm.ok()) {
-    std::cerr << "colo: " << slurm.error().message() << "\n";
-    return kExitEnvironment;
-  }
-  if (!slurm_note.empty()) std::cerr << "colo: warning: " << slurm_note << "\n";
+  std::optional<SlurmAllocation> slurm;
+  if (!read_slurm_allocation(env, slurm)) return kExitEnvironment;
   // Outside Slurm, a colo serve on this machine owns its GPUs: the jobs go there.
-  if (!flags.local && !*slurm && flags.shard_plan.empty()) {
+  if (!flags.local && !slurm && flags.shard_plan.empty()) {
     if (std::optional<int> code = run_through_service(flags.file, flags.socket)) return *code;
   }
   std::optional<ShardRun> shard;
   if (!flags.shard_plan.empty()) {
-    Result<ShardRun> prepared =
-        prepare_shard_run(flags.shard_plan, flags.shard, *file, *slurm, env);
+    Result<ShardRun> prepared = prepare_shard_run(flags.shard_plan, flags.shard, *file, slurm, env);
     if (!prepared.ok()) {
       std::cerr << "colo: " << prepared.error().message() << "\n";
       return kExitBadInput;
@@ -120,7 +114,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   }
 
   MechanismOptions mech_options = default_mechanism_options();
-  mech_options.state_dir = node_local_state_dir(*slurm, env) + "/mps";
+  mech_options.state_dir = node_local_state_dir(slurm, env) + "/mps";
   std::optional<MechanismKind> kind =
       choose_mechanism(flags.mechanism, file->mechanism, flags.file, **backend, mech_options);
   if (!kind) return kExitBadInput;
@@ -149,7 +143,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   options.command_line = command_line;
   options.locks.dir = flags.lock_dir;
   options.locks.wait = !flags.no_wait;
-  options.slurm = *slurm;
+  options.slurm = slurm;
   if (!flags.profiles_from.empty()) options.profiles_elsewhere = profiles_from(flags.profiles_from);
 
   install_stop_handlers();

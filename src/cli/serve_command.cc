@@ -117,16 +117,11 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   }
   // Inside a Slurm allocation: only its GPUs, and its node-local MPS directory.
   const EnvLookup env = process_environment();
-  std::string slurm_note;
-  Result<std::optional<SlurmAllocation>> slurm = slurm_allocation(env, &slurm_note);
-  if (!slurm.ok()) {
-    std::cerr << "colo: " << slurm.error().message() << "\n";
-    return kExitEnvironment;
-  }
-  if (!slurm_note.empty()) std::cerr << "colo: warning: " << slurm_note << "\n";
-  options.slurm = *slurm;
+  std::optional<SlurmAllocation> slurm;
+  if (!read_slurm_allocation(env, slurm)) return kExitEnvironment;
+  options.slurm = slurm;
   MechanismOptions mech_options = default_mechanism_options();
-  mech_options.state_dir = node_local_state_dir(*slurm, env) + "/mps";
+  mech_options.state_dir = node_local_state_dir(slurm, env) + "/mps";
   std::optional<MechanismKind> kind =
       choose_mechanism(flags.mechanism, std::nullopt, "", **backend, mech_options);
   if (!kind) return kExitBadInput;
