@@ -13,8 +13,11 @@ a `colo serve` process, jobs submitted with `colo submit` at chosen times,
                                exceeds the GPU, under the default policy:
                                none may be lost; (b) the MPS server killed
                                while 4 jobs run: they are requeued and end ok.
+  serve_bench.py spread OUT    a sweep of JOBS small jobs submitted at once to
+                               the default service on every GPU of the
+                               machine: every GPU runs some of them.
 
-bench/serve-poisson.sh and bench/serve-faults.sh run them; see there for the
+bench/serve-poisson.sh, bench/serve-faults.sh and bench/serve-spread.sh run them; see there for the
 environment (COLO, BACKEND=nvml|sim). On BACKEND=sim the jobs are
 bench/sim_train.py and MPS is tests/integration/fake-mps-control: the script
 runs end to end, and nothing it prints about speed is a measurement.
@@ -537,10 +540,86 @@ def faults(args):
     return 0 if not failures else 1
 
 
+# ---- spread ------------------------------------------------------------------
+
+VISIBLE = re.compile(r"^colo gave this job: CUDA_VISIBLE_DEVICES=(\S*)\s*$")
+
+
+def visible_devices(path):
+    """The CUDA_VISIBLE_DEVICES the job printed it was started with, or None."""
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = VISIBLE.match(line.strip())
+                if m:
+                    return m.group(1)
+    except OSError:
+        pass
+    return None
+
+
+def spread(args):
+    sim = args.backend == "sim"
+    lines = ["serve-spread: backend %s%s" % (args.backend, " (SIMULATED)" if sim else "")]
+    # Each job prints the GPU it was given before it starts: the check below
+    # reads that from the job's own log, not from colo's records.
+    command = ["sh", "-c", 'echo "colo gave this job: CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"'
+               '; exec "$@"', "job"] + job_command("small", args.backend, args.epochs, args.scale)
+    path = write_job_file(os.path.join(args.out, "sweep.toml"), "resnet26", command,
+                          repeat=args.jobs)
+    svc = Service(args.colo, args.out, "service", args.backend,
+                  ["--mechanism", "mps"] + (["--sim-devices", "2"] if sim else []))
+    try:
+        gpus = svc.snapshot()["gpus"]
+        log("=== %d jobs on %d GPUs (%s)" % (args.jobs, len(gpus),
+                                           ", ".join(g["uuid"] for g in gpus)))
+        started = time.time()
+        ids = svc.submit(path)
+        jobs = svc.wait(ids)
+        wall = time.time() - started
+    finally:
+        svc.stop()
+    uuid_of = {g["index"]: g["uuid"] for g in gpus}
+    per_gpu_colo = {g["uuid"]: 0 for g in gpus}
+    per_gpu_logs = {g["uuid"]: 0 for g in gpus}
+    failures, disagree = [], []
+    for j in jobs:
+        colo_uuid = uuid_of.get(j.get("gpu"))
+        logs = svc.job_logs(j["id"])
+        log_uuid = visible_devices(logs[-1]) if logs else None
+        if j.get("state") != "ok":
+            failures.append("job %d ended %s" % (j["id"], j.get("state")))
+        if colo_uuid in per_gpu_colo:
+            per_gpu_colo[colo_uuid] += 1
+        if log_uuid in per_gpu_logs:
+            per_gpu_logs[log_uuid] += 1
+        if colo_uuid != log_uuid:
+            disagree.append("job %d: colo says %s, its log %s" % (j["id"], colo_uuid, log_uuid))
+    lines.append("%d jobs (resnet26, %d epochs) submitted at once; all ended in %.0f s; %d ok"
+                 % (len(jobs), args.epochs, wall, sum(1 for j in jobs if j.get("state") == "ok")))
+    lines.append("%-44s %8s %14s" % ("GPU", "colo", "jobs' logs"))
+    for g in gpus:
+        lines.append("%-44s %8d %14d" % ("gpu%d %s" % (g["index"], g["uuid"]),
+                                         per_gpu_colo[g["uuid"]], per_gpu_logs[g["uuid"]]))
+    if len(gpus) < 2:
+        failures.append("this machine has %d GPU: the benchmark needs two or more" % len(gpus))
+    idle = [u for u, n in per_gpu_logs.items() if n == 0]
+    if idle:
+        failures.append("no job ran on %s (by the jobs' logs)" % ", ".join(idle))
+    failures += disagree
+    lines += ["FAIL: " + f for f in failures] or ["PASS: every GPU ran jobs of the sweep, and "
+                                                  "colo and the jobs' logs agree on each job's GPU"]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        f.write(text)
+    log(text)
+    return 0 if not failures else 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("poisson", "faults"):
+    for name in ("poisson", "faults", "spread"):
         p = sub.add_parser(name)
         p.add_argument("out", help="results directory (created)")
         p.add_argument("--colo", default=os.path.join(REPO, "build-release", "colo"))
@@ -551,6 +630,9 @@ def main(argv=None):
                            help="seconds over which the 12 jobs are submitted")
             p.add_argument("--seed", type=int, default=11)
             p.add_argument("--epochs", type=int, default=2)
+        elif name == "spread":
+            p.add_argument("--jobs", type=int, default=14)
+            p.add_argument("--epochs", type=int, default=4)
         else:
             p.add_argument("--epochs", type=int, default=3, help="of each recommender job")
             p.add_argument("--recsys-gib", type=float, default=0.0,
@@ -567,7 +649,7 @@ def main(argv=None):
     prepare_environment(args.out, args.backend)
     machine(args.out, args.colo, args.backend)
     started = time.time()
-    code = poisson(args) if args.command == "poisson" else faults(args)
+    code = {"poisson": poisson, "faults": faults, "spread": spread}[args.command](args)
     log("%s took %.0f s" % (args.command, time.time() - started))
     return code
 
