@@ -242,6 +242,8 @@ std::vector<LearnedProfile> profiles_from(const std::string& path) {
         profiles.error().message());
     return {};
   }
+  // "store: run 1 job 7 (...)" names a run of that store, not of this run's.
+  for (LearnedProfile& p : *profiles) p.profile.source += " of " + path;
   return std::move(profiles).value();
 }
 

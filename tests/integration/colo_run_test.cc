@@ -330,6 +330,7 @@ TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
   ASSERT_EQ(elsewhere.exit_code, 0) << elsewhere.output;
   EXPECT_EQ(elsewhere.output.find("probing"), std::string::npos) << elsewhere.output;
   EXPECT_NE(elsewhere.output.find("toy profile:"), std::string::npos) << elsewhere.output;
+  EXPECT_NE(elsewhere.output.find(") of " + db()), std::string::npos) << elsewhere.output;
   CommandResult missing = shell(
       colo("run " + file + fresh + dir_ + "/third.db --profiles-from " + dir_ + "/missing.db"));
   ASSERT_EQ(missing.exit_code, 0) << missing.output;
