@@ -117,18 +117,21 @@ TEST(RunSummary, SoloRatesGiveTheSpeedUpAndEachJobsSlowdown) {
   EXPECT_THAT(together.steady_note, HasSubstr("no solo rate for job2"));
 }
 
+// A process sample of `bytes` of GPU memory at `t`, of job row `job` (none: a stranger's).
+ProcessSampleRow process_row(UnixMillis t, uint32_t pid, std::optional<int64_t> job,
+                             uint64_t bytes) {
+  ProcessSampleRow row;
+  row.sample.time_ms = t;
+  row.sample.pid = pid;
+  row.sample.used_memory_bytes = bytes;
+  row.job_id = job;
+  return row;
+}
+
 TEST(RunSummary, PeakMemoryIsTheJobsProcessesSummedPerInstant) {
   RunRecord r = record_of("naive", {{0, 5000, {3000, 5000}}});
-  auto process = [](UnixMillis t, uint32_t pid, std::optional<int64_t> job, uint64_t bytes) {
-    ProcessSampleRow row;
-    row.sample.time_ms = t;
-    row.sample.pid = pid;
-    row.sample.used_memory_bytes = bytes;
-    row.job_id = job;
-    return row;
-  };
-  r.process_samples = {process(1000, 1, 1, 300), process(1000, 2, 1, 200), process(2000, 1, 1, 400),
-                       process(2000, 9, std::nullopt, 9000)};
+  r.process_samples = {process_row(1000, 1, 1, 300), process_row(1000, 2, 1, 200),
+                       process_row(2000, 1, 1, 400), process_row(2000, 9, std::nullopt, 9000)};
   RunSummary s = summarize(r);
   EXPECT_EQ(s.jobs[0].peak_memory_bytes, 500U);
 }
@@ -139,16 +142,8 @@ TEST(RunSummary, PeakGpuMemoryIsNeverBelowWhatTheProcessesHeld) {
   between.time_ms = 500;
   between.memory_used_bytes = 0;
   r.device_samples = {between};
-  auto process = [](UnixMillis t, uint32_t pid, int64_t job, uint64_t bytes) {
-    ProcessSampleRow row;
-    row.sample.time_ms = t;
-    row.sample.pid = pid;
-    row.sample.used_memory_bytes = bytes;
-    row.job_id = job;
-    return row;
-  };
-  r.process_samples = {process(1000, 1, 1, 2000), process(1000, 2, 2, 500),
-                       process(2000, 1, 1, 2500)};
+  r.process_samples = {process_row(1000, 1, 1, 2000), process_row(1000, 2, 2, 500),
+                       process_row(2000, 1, 1, 2500)};
   RunSummary s = summarize(r);
   EXPECT_EQ(s.peak_memory_used_bytes, 2500U);
   r.device_samples[0].memory_used_bytes = 4000;  // a device reading above the processes wins
