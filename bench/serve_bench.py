@@ -26,6 +26,7 @@ Only the standard library; times are the wall clock (time.time()).
 """
 
 import argparse
+import atexit
 import glob
 import json
 import os
@@ -36,6 +37,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -191,9 +193,21 @@ def epoch_lines(path):
     return out
 
 
+# colo refuses an MPS state directory ($COLO_HOME/mps) longer than this: MPS
+# makes Unix sockets below it, and their paths are limited to 107 bytes.
+MAX_MPS_STATE_DIR = 57
+
+
 def prepare_environment(out_dir, backend):
-    """On the simulated backend: the fake MPS control program first on PATH."""
-    os.environ["COLO_HOME"] = os.path.join(out_dir, "home")
+    """COLO_HOME under out_dir, or under /tmp (removed at exit) where out_dir's
+    path is too long for MPS's sockets. On the simulated backend: the fake MPS
+    control program first on PATH."""
+    home = os.path.join(out_dir, "home")
+    if len(os.path.join(home, "mps")) > MAX_MPS_STATE_DIR:
+        home = tempfile.mkdtemp(prefix="colo-bench-")
+        atexit.register(shutil.rmtree, home, ignore_errors=True)
+        log("COLO_HOME is %s: %s is too long a path for MPS's sockets" % (home, out_dir))
+    os.environ["COLO_HOME"] = home
     if backend == "sim":
         bin_dir = os.path.join(out_dir, "bin")
         os.makedirs(bin_dir, exist_ok=True)
