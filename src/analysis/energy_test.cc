@@ -33,7 +33,9 @@ TEST(Energy, CounterWherePairsHaveItElsePowerElseNothing) {
   for (const Case& c : cases) {
     std::optional<double> j = energy_j(c.samples);
     ASSERT_EQ(j.has_value(), c.joules.has_value()) << c.name;
-    if (j) EXPECT_DOUBLE_EQ(*j, *c.joules) << c.name;
+    if (j) {
+      EXPECT_DOUBLE_EQ(*j, *c.joules) << c.name;
+    }
   }
 }
 
@@ -54,7 +56,9 @@ TEST(Energy, WithinIntervalsCountsTheCoveredShareOfEachPair) {
   for (const Case& c : cases) {
     std::optional<double> j = energy_within_j(samples, union_of(c.within));
     ASSERT_EQ(j.has_value(), c.joules.has_value());
-    if (j) EXPECT_NEAR(*j, *c.joules, 1e-9);
+    if (j) {
+      EXPECT_NEAR(*j, *c.joules, 1e-9);
+    }
   }
 }
 

@@ -52,7 +52,9 @@ TEST(Epochs, SteadyEpochsAreTwoToN) {
     EXPECT_EQ(s->epochs, c.epochs) << c.name;
     EXPECT_DOUBLE_EQ(s->epoch_ms, c.epoch_ms) << c.name;
     ASSERT_EQ(s->samples_per_s.has_value(), c.samples_per_s.has_value()) << c.name;
-    if (c.samples_per_s) EXPECT_DOUBLE_EQ(*s->samples_per_s, *c.samples_per_s) << c.name;
+    if (c.samples_per_s) {
+      EXPECT_DOUBLE_EQ(*s->samples_per_s, *c.samples_per_s) << c.name;
+    }
   }
 }
 

@@ -82,7 +82,9 @@ TEST(RunSummary, SteadyThroughputIsTheRateTogetherOrOneAfterAnother) {
   for (const Case& c : cases) {
     RunSummary s = summarize(record_of("mps", c.jobs));
     ASSERT_EQ(s.steady_throughput_per_s.has_value(), c.steady_per_s.has_value()) << c.name;
-    if (c.steady_per_s) EXPECT_DOUBLE_EQ(*s.steady_throughput_per_s, *c.steady_per_s) << c.name;
+    if (c.steady_per_s) {
+      EXPECT_DOUBLE_EQ(*s.steady_throughput_per_s, *c.steady_per_s) << c.name;
+    }
     EXPECT_EQ(s.together.has_value(), c.window) << c.name;
     EXPECT_THAT(s.steady_note, HasSubstr(c.note)) << c.name;
     EXPECT_FALSE(s.steady_speedup_vs_exclusive) << c.name;  // no solo rates yet

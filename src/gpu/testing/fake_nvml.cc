@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -296,13 +297,11 @@ FakeMigHandle g_gi_handles[4][kMaxGi];
 FakeMigHandle g_ci_handles[4][kMaxGi][kMaxCi];
 FakeMigHandle g_mig_device_handles[4][kMaxCi];
 
-template <size_t N>
-bool in_slots(const void* p, const FakeMigHandle (&slots)[N]) {
-  return p >= static_cast<const void*>(&slots[0]) && p < static_cast<const void*>(&slots[N]);
-}
-template <size_t N, size_t M>
-bool in_slots(const void* p, const FakeMigHandle (&slots)[N][M]) {
-  return p >= static_cast<const void*>(&slots[0][0]) && p < static_cast<const void*>(&slots[N][0]);
+// Whether p points into `slots`, an array of handles of any rank.
+template <typename Slots>
+bool in_slots(const void* p, const Slots& slots) {
+  return p >= static_cast<const void*>(std::begin(slots)) &&
+         p < static_cast<const void*>(std::end(slots));
 }
 
 FakeMigHandle* gi_handle(unsigned int device, unsigned int id) {
@@ -1015,10 +1014,7 @@ FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t
 namespace {
 // The GPU instance and compute instance behind a compute-instance handle.
 std::pair<FakeGpuInstance*, FakeComputeInstance*> ci_of(nvmlComputeInstance_t handle) {
-  if (!in_slots(handle, g_ci_handles[0]) && !in_slots(handle, g_ci_handles[1]) &&
-      !in_slots(handle, g_ci_handles[2]) && !in_slots(handle, g_ci_handles[3])) {
-    return {nullptr, nullptr};
-  }
+  if (!in_slots(handle, g_ci_handles)) return {nullptr, nullptr};
   mig();
   const auto* h = reinterpret_cast<const FakeMigHandle*>(handle);
   FakeGpuInstance* g = find_gi(h->device, h->gi);
