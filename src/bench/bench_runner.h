@@ -28,6 +28,7 @@
 
 #include "bench/planner.h"
 #include "bench/suite.h"
+#include "bench/trainer.h"
 #include "common/clock.h"
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
@@ -39,17 +40,6 @@
 namespace colo {
 
 // How a case's jobs are started.
-struct TrainerConfig {
-  std::string python = "python3";  // interpreter (PATH lookup)
-  std::string trainer;             // bench/train.py or bench/sim_train.py, absolute
-  std::string dlrm;                // bench/dlrm.py, absolute (unused with sim_train)
-  std::string working_dir;         // where jobs start; absolute
-  // bench/sim_train.py: it plays every model (dlrm included) and is told
-  // through COLO_SIM_SHARING how many jobs share the GPU.
-  bool sim_trainer = false;
-  double dlrm_memory_gib = 16.0;  // the recommender's --memory-gib
-};
-
 // The jobs of one case, as `colo run` would read them from a job file:
 // named "<model>#k" (k counts the jobs of one model), with the plan's epoch
 // size, PYTHONUNBUFFERED=1 and a memory hint (the planner's default).

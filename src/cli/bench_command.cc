@@ -4,14 +4,13 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cmath>
-#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_runner.h"
 #include "bench/planner.h"
 #include "bench/suite.h"
+#include "bench/trainer.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/clock.h"
@@ -42,32 +41,6 @@ struct BenchFlags {
   std::string sample_period = "500ms";
   BackendFlags backend;
 };
-
-bool is_file(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
-
-// The directory holding train.py, sim_train.py and dlrm.py: $COLO_BENCH_DIR,
-// else bench/ beside or above the colo executable (a build directory inside
-// the repository), else ./bench.
-Result<std::string> find_bench_dir() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("COLO_BENCH_DIR"); env && *env) candidates.emplace_back(env);
-  std::array<char, 4096> exe{};
-  ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
-  if (n > 0) {
-    std::string dir(exe.data(), static_cast<size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    candidates.push_back(dir + "/bench");
-    candidates.push_back(dir + "/../bench");
-    candidates.push_back(dir + "/../share/colo/bench");
-  }
-  candidates.push_back(absolute_path("bench"));
-  for (const std::string& c : candidates) {
-    if (is_file(c + "/train.py")) return c;
-  }
-  return Error(
-      "cannot find colo's bench/ directory (train.py): run colo from the repository, set "
-      "COLO_BENCH_DIR, or pass --trainer PATH");
-}
 
 int list_suites(const std::string& only) {
   for (const SuiteInfo& s : bench_suites()) {
@@ -145,40 +118,16 @@ int bench_command(const BenchFlags& flags, const std::string& command_line) {
   const DeviceInfo& device = devices->front();
   const bool simulated = (*backend)->simulated();
 
-  MechanismOptions mech_options;
-  mech_options.state_dir = default_state_dir() + "/mps";
-  if (const char* p = std::getenv("COLO_MPS_CONTROL"); p && *p)
-    mech_options.mps_control_program = p;
-
-  // The trainer: bench/sim_train.py on the simulated backend, bench/train.py
-  // on a GPU, or --trainer.
-  TrainerConfig trainer;
-  trainer.python = flags.python;
-  std::string bench_dir;
-  if (Result<std::string> dir = find_bench_dir(); dir.ok()) {
-    bench_dir = *dir;
-  } else if (flags.trainer.empty()) {
-    std::cerr << "colo: " << dir.error().message() << "\n";
-    return kExitEnvironment;
+  const MechanismOptions mech_options = default_mechanism_options();
+  Result<TrainerConfig> chosen =
+      choose_trainer(TrainerChoice{flags.trainer, flags.python, flags.dlrm_memory_gib,
+                                   flags.dlrm_share_pct, flags.suite},
+                     device, simulated);
+  if (!chosen.ok()) {
+    std::cerr << "colo: " << chosen.error().message() << "\n";
+    return flags.trainer.empty() && !find_bench_dir().ok() ? kExitEnvironment : kExitBadInput;
   }
-  trainer.trainer = !flags.trainer.empty() ? absolute_path(flags.trainer)
-                    : simulated            ? bench_dir + "/sim_train.py"
-                                           : bench_dir + "/train.py";
-  if (!is_file(trainer.trainer)) {
-    std::cerr << fmt::format("colo: --trainer: cannot read {}\n", trainer.trainer);
-    return kExitBadInput;
-  }
-  trainer.sim_trainer = trainer.trainer.ends_with("/sim_train.py");
-  trainer.dlrm = bench_dir.empty() ? "" : bench_dir + "/dlrm.py";
-  trainer.working_dir = bench_dir.empty() ? absolute_path(".") : absolute_path(bench_dir + "/..");
-  const double device_gib = static_cast<double>(device.memory_total_bytes) / (1ULL << 30);
-  trainer.dlrm_memory_gib = flags.dlrm_memory_gib.value_or(
-      std::floor(device_gib * flags.dlrm_share_pct / 100.0 * 2.0) / 2.0);
-  if (flags.suite == "paper-recsys" && trainer.dlrm_memory_gib <= 0) {
-    std::cerr << "colo: the recommender's tables would be empty: raise --dlrm-share or pass "
-                 "--dlrm-memory-gib\n";
-    return kExitBadInput;
-  }
+  const TrainerConfig& trainer = *chosen;
   std::cerr << fmt::format("colo: jobs run {}{}\n", trainer.trainer,
                            trainer.sim_trainer
                                ? " (a stand-in that does tiny work and sleeps: for tests on the "

@@ -283,22 +283,8 @@ int monitor_command(const MonitorFlags& flags) {
         continue;
       }
       if (flags.json) {
-        nlohmann::json j = {{"time_ms", s->time_ms}, {"gpu", d.index}, {"simulated", sim}};
-        auto put = [&](const char* key, const auto& v) {
-          j[key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-        };
-        put("sm_active_pct", s->sm_active_pct);
-        put("sm_occupancy_pct", s->sm_occupancy_pct);
-        put("tensor_active_pct", s->tensor_active_pct);
-        put("dram_active_pct", s->dram_active_pct);
-        put("gpu_util_pct", s->gpu_util_pct);
-        put("memory_used_bytes", s->memory_used_bytes);
-        put("memory_total_bytes", s->memory_total_bytes);
-        put("power_w", s->power_w);
-        put("energy_mj", s->energy_mj);
-        put("pcie_rx_mib_per_s", s->pcie_rx_mib_per_s);
-        put("pcie_tx_mib_per_s", s->pcie_tx_mib_per_s);
-        put("sm_clock_mhz", s->sm_clock_mhz);
+        nlohmann::json j = device_sample_to_json(*s);
+        j["simulated"] = sim;
         std::cout << j.dump() << "\n";
       } else {
         time_t secs = static_cast<time_t>(s->time_ms / 1000);

@@ -15,6 +15,7 @@
 #include "jobs/job_file.h"
 #include "jobs/job_spec_json.h"
 #include "serve/client.h"
+#include "serve/protocol.h"
 #include "serve/service.h"
 #include "slurm/allocation.h"
 #include "views/dashboard.h"
@@ -168,10 +169,8 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
 Result<json> submit_file(const ServiceClient& client, const JobFile& file) {
   json jobs = json::array();
   for (const JobSpec& spec : file.jobs) jobs.push_back(job_spec_to_json(spec));
-  Result<json> answer = client.call(json{{"op", "submit"},
-                                         {"job_file", absolute_path(file.path)},
-                                         {"jobs", std::move(jobs)},
-                                         {"env", client_environment()}});
+  Result<json> answer = client.call(
+      protocol::submit_request(absolute_path(file.path), std::move(jobs), client_environment()));
   if (!answer.ok()) return answer;
   const std::string mechanism = (*answer)["service"].value("mechanism", "");
   if (file.mechanism && *file.mechanism != mechanism) {
@@ -222,7 +221,7 @@ int submit_command(const std::string& path, const ClientFlags& flags) {
 int queue_command(const ClientFlags& flags) {
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
-  Result<json> answer = client->call(json{{"op", "queue"}});
+  Result<json> answer = client->call(protocol::queue_request());
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
     return kExitEnvironment;
@@ -243,7 +242,7 @@ int queue_command(const ClientFlags& flags) {
 int cancel_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
-  Result<json> answer = client->call(json{{"op", "cancel"}, {"ids", ids}});
+  Result<json> answer = client->call(protocol::cancel_request(ids));
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
     return kExitEnvironment;
@@ -272,7 +271,7 @@ int logs_command(int64_t id, bool follow, const ClientFlags& flags) {
   uint64_t offset = 0;
   std::string path;
   while (true) {
-    Result<json> answer = client->call(json{{"op", "logs"}, {"id", id}, {"offset", offset}});
+    Result<json> answer = client->call(protocol::logs_request(id, offset));
     if (!answer.ok()) {
       std::cerr << "colo: " << answer.error().message() << "\n";
       return kExitEnvironment;

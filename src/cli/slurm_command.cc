@@ -8,7 +8,6 @@
 #include <climits>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "cli/cli_common.h"
@@ -21,6 +20,7 @@
 #include "slurm/collect.h"
 #include "slurm/shard_plan.h"
 #include "slurm/slurm_client.h"
+#include "slurm/submission.h"
 
 namespace colo {
 namespace {
@@ -92,13 +92,10 @@ int submit_command(const SubmitFlags& flags) {
         "colo: {} already holds a submission (plan.json): choose another --dir\n", dir);
     return kExitBadInput;
   }
-  ShardPlan plan;
-  plan.job_file = absolute_path(flags.file);
-  plan.total_jobs = static_cast<int>(file->jobs.size());
+  ShardPlan plan = make_shard_plan(absolute_path(flags.file), *file, *nodes);
   plan.mechanism = flags.mechanism;
   plan.policy = flags.policy;
   plan.gpus_per_node = flags.gpus_per_node;
-  plan.how = nodes->how;
   plan.colo_binary = this_executable();
   plan.run_arguments = {"--backend", flags.backend.backend};
   if (flags.backend.backend == "sim") {
@@ -111,82 +108,45 @@ int submit_command(const SubmitFlags& flags) {
   const std::string planned_with = absolute_path(flags.db.empty() ? default_db_path() : flags.db);
   if (std::filesystem::exists(planned_with))
     plan.run_arguments.insert(plan.run_arguments.end(), {"--profiles-from", planned_with});
-  for (size_t i = 0; i < nodes->shards.size(); ++i) {
-    Shard shard;
-    for (size_t job : nodes->shards[i]) shard.jobs.push_back(file->jobs[job].name);
-    shard.estimated_ms = nodes->makespan_ms[i];
-    plan.shards.push_back(std::move(shard));
-  }
   SbatchOptions sbatch;
   sbatch.partition = flags.partition;
   sbatch.time_limit = flags.time_limit;
   sbatch.job_name = "colo-" + std::filesystem::path(flags.file).stem().string();
   sbatch.extra = flags.sbatch_options;
-  Result<std::string> script = batch_script(plan, dir, sbatch);
-  if (!script.ok()) {
-    std::cerr << "colo: " << script.error().message() << "\n";
-    return kExitBadInput;
-  }
-  for (const std::string& d : {dir, dir + "/slurm", dir + "/shards"}) {
-    if (Status s = make_dirs(d); !s.ok()) {
-      std::cerr << "colo: " << s.error().message() << "\n";
-      return kExitEnvironment;
-    }
-  }
-  const std::string script_path = dir + "/shard.sbatch";
-  {
-    std::ofstream out(script_path);
-    out << *script;
-    if (!out) {
-      std::cerr << "colo: cannot write " << script_path << "\n";
-      return kExitEnvironment;
-    }
-  }
-  if (Status s = write_plan(plan_path(dir), plan); !s.ok()) {
-    std::cerr << "colo: " << s.error().message() << "\n";
+  Result<Submission> submission = write_submission(std::move(plan), dir, sbatch);
+  if (!submission.ok()) {
+    std::cerr << "colo: " << submission.error().message() << "\n";
     return kExitEnvironment;
   }
+  const ShardPlan& written = submission->plan;
 
   std::cout << fmt::format("{} from {} as {} of up to {} each ({})\n",
-                           count_of(plan.total_jobs, "job"), flags.file,
-                           count_of(static_cast<int64_t>(plan.shards.size()), "shard"),
-                           count_of(plan.gpus_per_node, "GPU"), plan.how);
+                           count_of(written.total_jobs, "job"), flags.file,
+                           count_of(static_cast<int64_t>(written.shards.size()), "shard"),
+                           count_of(written.gpus_per_node, "GPU"), written.how);
   for (const std::string& line : set.sources) std::cout << "  " << line << "\n";
   for (const std::string& line : set.assumptions) std::cout << "  assumption: " << line << "\n";
   if (!policy_note.empty()) std::cout << "  note: " << policy_note << "\n";
-  for (size_t i = 0; i < plan.shards.size(); ++i) {
+  for (size_t i = 0; i < written.shards.size(); ++i) {
     std::cout << fmt::format("  shard {}: {}, about {} on one node (simulated, {})\n", i,
-                             count_of(static_cast<int64_t>(plan.shards[i].jobs.size()), "job"),
-                             format_duration_ms(plan.shards[i].estimated_ms), planning.name);
+                             count_of(static_cast<int64_t>(written.shards[i].jobs.size()), "job"),
+                             format_duration_ms(written.shards[i].estimated_ms), planning.name);
   }
-  std::cout << fmt::format("plan: {}\nbatch script: {}\n", plan_path(dir), script_path);
+  std::cout << fmt::format("plan: {}\nbatch script: {}\n", plan_path(dir), submission->script_path);
   if (flags.dry_run) {
-    std::cout << fmt::format("not submitted (--dry-run): sbatch {} submits it\n", script_path);
+    std::cout << fmt::format("not submitted (--dry-run): sbatch {} submits it\n",
+                             submission->script_path);
     return kExitOk;
   }
-
   SystemClock clock;
-  Result<CommandOutput> out = process_runner(clock)({"sbatch", "--parsable", script_path});
-  if (!out.ok() || out->exit_status != 0) {
-    std::cerr << "colo: sbatch failed: "
-              << (out.ok() ? out->stderr_text + out->stdout_text : out.error().message()) << "\n";
-    return kExitEnvironment;
-  }
-  Result<std::string> id = parse_sbatch_output(out->stdout_text);
-  if (!id.ok()) {
-    std::cerr << "colo: " << id.error().message() << "\n";
-    return kExitEnvironment;
-  }
-  plan.array_job_id = *id;
-  plan.submitted_ms = clock.now_ms();
-  if (Status s = write_plan(plan_path(dir), plan); !s.ok()) {
+  if (Status s = submit_array(*submission, process_runner(clock), clock); !s.ok()) {
     std::cerr << "colo: " << s.error().message() << "\n";
     return kExitEnvironment;
   }
   std::cout << fmt::format(
       "submitted array job {} ({} elements)\n  colo slurm status {}\n  colo slurm collect {}   "
       "(once they ended; then colo show --db {}/colo.db)\n",
-      *id, plan.shards.size(), dir, dir, dir);
+      submission->plan.array_job_id, written.shards.size(), dir, dir, dir);
   return kExitOk;
 }
 

@@ -4,11 +4,9 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +16,7 @@
 #include "common/paths.h"
 #include "common/units.h"
 #include "report/text_report.h"
+#include "run/log_layout.h"
 
 namespace colo {
 namespace {
@@ -93,20 +92,6 @@ int experiments_command(const ExperimentsFlags& flags) {
 
 // ---- colo rm / colo gc ----------------------------------------------------
 
-// Removes a run's job logs: the run's own log directory (named after the
-// run, as colo run makes it) when every log is in it, else the files alone.
-void remove_logs(int64_t run_id, const std::vector<std::string>& paths) {
-  namespace fs = std::filesystem;
-  std::set<fs::path> dirs;
-  for (const std::string& p : paths) dirs.insert(fs::path(p).parent_path());
-  std::error_code ec;
-  if (dirs.size() == 1 && dirs.begin()->filename() == std::to_string(run_id)) {
-    fs::remove_all(*dirs.begin(), ec);
-  } else {
-    for (const std::string& p : paths) fs::remove(p, ec);
-  }
-}
-
 // Removes each run; one line per run on stdout, errors on stderr. Returns
 // whether every removal succeeded.
 bool remove_runs(RunStore& store, const std::vector<int64_t>& runs, bool dry_run) {
@@ -122,7 +107,7 @@ bool remove_runs(RunStore& store, const std::vector<int64_t>& runs, bool dry_run
       all = false;
       continue;
     }
-    remove_logs(id, *logs);
+    remove_run_logs(id, *logs);
     std::cout << fmt::format("removed run {} and its {}\n", id,
                              count_of(static_cast<int64_t>(logs->size()), "job log"));
   }

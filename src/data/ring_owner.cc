@@ -13,17 +13,13 @@
 #include <sstream>
 #include <thread>
 
+#include "common/names.h"
 #include "common/paths.h"
 #include "data/ring_memory.h"
 
 namespace colo {
 namespace fs = std::filesystem;
 namespace {
-
-std::string hostname() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
-}
 
 bool alive(int pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
@@ -51,7 +47,7 @@ Status write_ring_owner(const std::string& path, const RingOwnerRecord& r) {
                       {"socket_name", r.socket_name},
                       {"loader_pid", r.loader_pid},
                       {"owner_pid", r.owner_pid},
-                      {"hostname", r.hostname.empty() ? hostname() : r.hostname},
+                      {"hostname", r.hostname.empty() ? host_name() : r.hostname},
                       {"started_ms", r.started_ms}};
   const std::string tmp = path + ".tmp";
   {
@@ -96,7 +92,7 @@ Result<std::vector<std::string>> cleanup_stale_data_loaders(const std::string& s
     if (e.path().extension() == ".json") records.push_back(e.path().string());
   if (ec) return Error(fmt::format("cannot list {}: {}", dir, ec.message()));
   std::sort(records.begin(), records.end());
-  const std::string host = hostname();
+  const std::string host = host_name();
   for (const std::string& path : records) {
     Result<RingOwnerRecord> r = read_ring_owner(path);
     if (!r.ok()) {

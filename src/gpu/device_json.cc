@@ -108,4 +108,56 @@ Result<std::vector<DeviceInfo>> devices_from_json(std::string_view text) {
   return out;
 }
 
+namespace {
+
+template <class T>
+nlohmann::json value_or_null(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+template <class T>
+std::optional<T> optional_at(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+}  // namespace
+
+nlohmann::json device_sample_to_json(const DeviceSample& s) {
+  return nlohmann::json{{"gpu", s.device},
+                        {"time_ms", s.time_ms},
+                        {"sm_active_pct", value_or_null(s.sm_active_pct)},
+                        {"sm_occupancy_pct", value_or_null(s.sm_occupancy_pct)},
+                        {"tensor_active_pct", value_or_null(s.tensor_active_pct)},
+                        {"dram_active_pct", value_or_null(s.dram_active_pct)},
+                        {"gpu_util_pct", value_or_null(s.gpu_util_pct)},
+                        {"memory_used_bytes", value_or_null(s.memory_used_bytes)},
+                        {"memory_total_bytes", value_or_null(s.memory_total_bytes)},
+                        {"power_w", value_or_null(s.power_w)},
+                        {"energy_mj", value_or_null(s.energy_mj)},
+                        {"pcie_rx_mib_per_s", value_or_null(s.pcie_rx_mib_per_s)},
+                        {"pcie_tx_mib_per_s", value_or_null(s.pcie_tx_mib_per_s)},
+                        {"sm_clock_mhz", value_or_null(s.sm_clock_mhz)}};
+}
+
+DeviceSample device_sample_from_json(const nlohmann::json& j) {
+  DeviceSample s;
+  s.device = j.value("gpu", 0);
+  s.time_ms = j.value("time_ms", int64_t{0});
+  s.sm_active_pct = optional_at<double>(j, "sm_active_pct");
+  s.sm_occupancy_pct = optional_at<double>(j, "sm_occupancy_pct");
+  s.tensor_active_pct = optional_at<double>(j, "tensor_active_pct");
+  s.dram_active_pct = optional_at<double>(j, "dram_active_pct");
+  s.gpu_util_pct = optional_at<double>(j, "gpu_util_pct");
+  s.memory_used_bytes = optional_at<uint64_t>(j, "memory_used_bytes");
+  s.memory_total_bytes = optional_at<uint64_t>(j, "memory_total_bytes");
+  s.power_w = optional_at<double>(j, "power_w");
+  s.energy_mj = optional_at<uint64_t>(j, "energy_mj");
+  s.pcie_rx_mib_per_s = optional_at<double>(j, "pcie_rx_mib_per_s");
+  s.pcie_tx_mib_per_s = optional_at<double>(j, "pcie_tx_mib_per_s");
+  s.sm_clock_mhz = optional_at<uint32_t>(j, "sm_clock_mhz");
+  return s;
+}
+
 }  // namespace colo

@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "gpu/testing/fake_nvml_loader.h"
+#include "fake_nvml/fake_nvml_loader.h"
 
 namespace colo {
 namespace {

@@ -4,8 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "fake_nvml/fake_nvml_loader.h"
 #include "gpu/nvml_backend.h"
-#include "gpu/testing/fake_nvml_loader.h"
 
 namespace colo {
 namespace {

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "common/names.h"
+
 namespace colo {
 namespace {
 
@@ -67,11 +69,6 @@ std::vector<pid_t> members(const std::string& cgroup) {
 bool remove_tree(const std::string& path) {
   for (const std::string& child : subdirectories(path)) remove_tree(path + "/" + child);
   return rmdir(path.c_str()) == 0 || errno == ENOENT;
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
 }
 
 // "run-<host>-<pid>-<start ticks>" of this host -> pid and start ticks. A run

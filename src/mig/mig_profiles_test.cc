@@ -6,9 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "fake_nvml/fake_nvml_loader.h"
 #include "gpu/nvml_backend.h"
 #include "gpu/sim_backend.h"
-#include "gpu/testing/fake_nvml_loader.h"
 #include "mig/mig_planner.h"
 
 namespace colo {

@@ -1,6 +1,11 @@
 #include "run/data_loading.h"
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "common/units.h"
 
 namespace colo {
 
@@ -73,6 +78,44 @@ DataLoaderRow loader_record(const LoaderOutcome& outcome,
     row.consumers.push_back(std::move(r));
   }
   return row;
+}
+
+std::map<std::string, int64_t> attach_loaders(std::vector<EngineJob>& jobs,
+                                              const SharedLoaders& loaders,
+                                              const std::vector<LoaderOptions>& options,
+                                              std::ostream& out) {
+  std::map<std::string, HostCost> costs;
+  for (const LoaderOptions& l : options)
+    costs[l.name] = HostCost{l.name, static_cast<double>(l.threads), l.ring_bytes};
+  std::map<std::string, int64_t> job_ids;
+  for (EngineJob& j : jobs) {
+    job_ids[j.spec.name] = j.id;
+    if (!j.spec.dataset) continue;
+    std::map<std::string, std::string> env = loaders.environment_for(*j.spec.dataset);
+    if (env.empty()) {
+      out << fmt::format("warning: {}: the data loader of '{}' is not running\n", j.spec.name,
+                         *j.spec.dataset);
+    }
+    for (const auto& [k, v] : env) j.extra_env[k] = v;
+    if (auto cost = costs.find(*j.spec.dataset); cost != costs.end()) j.host_cost = cost->second;
+  }
+  return job_ids;
+}
+
+void record_loaders(const std::vector<LoaderOutcome>& outcomes,
+                    const std::map<std::string, int64_t>& job_ids, int64_t run_id,
+                    StoreWriter& writer, std::ostream& out) {
+  for (const LoaderOutcome& loader : outcomes) {
+    DataLoaderRow row = loader_record(loader, job_ids);
+    if (row.cpu_ms && row.wall_ms && *row.wall_ms > 0) {
+      out << fmt::format("data loader '{}': {} samples decoded, {} CPU ({:.2f} cores)\n", row.name,
+                         row.samples_decoded.value_or(0), format_duration_ms(*row.cpu_ms),
+                         static_cast<double>(*row.cpu_ms) / static_cast<double>(*row.wall_ms));
+    } else if (!row.note.empty()) {
+      out << fmt::format("warning: data loader '{}': {}\n", row.name, row.note);
+    }
+    writer.add_data_loader(run_id, std::move(row));
+  }
 }
 
 }  // namespace colo

@@ -1,8 +1,9 @@
 // What `colo run` does for shared data loading (the glue between the job
-// file, the data/ loaders and the store): the loaders a run needs, and the
-// record of what they did.
+// file, the data/ loaders, the engine's jobs and the store): the loaders a
+// run needs, what each job gets from them, and the record of what they did.
 #pragma once
 
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <vector>
@@ -10,7 +11,9 @@
 #include "data/loader_options.h"
 #include "data/loader_process.h"
 #include "jobs/job_spec.h"
+#include "run/run_engine.h"
 #include "store/run_store.h"
+#include "store/store_writer.h"
 
 namespace colo {
 
@@ -23,5 +26,19 @@ Result<std::vector<LoaderOptions>> loaders_for(const JobFile& file);
 // no statistics.
 DataLoaderRow loader_record(const LoaderOutcome& outcome,
                             const std::map<std::string, int64_t>& job_ids);
+
+// Gives each job that reads a dataset its loader's environment
+// (COLO_DATA_SOCKET) and its cost on the host (the auto policy counts it once
+// for all its readers); `out` is told of a dataset whose loader is not
+// running. Returns each job's id by name, for loader_record().
+std::map<std::string, int64_t> attach_loaders(std::vector<EngineJob>& jobs,
+                                              const SharedLoaders& loaders,
+                                              const std::vector<LoaderOptions>& options,
+                                              std::ostream& out);
+
+// Records each stopped loader of run `run_id` and tells `out` what it did.
+void record_loaders(const std::vector<LoaderOutcome>& outcomes,
+                    const std::map<std::string, int64_t>& job_ids, int64_t run_id,
+                    StoreWriter& writer, std::ostream& out);
 
 }  // namespace colo

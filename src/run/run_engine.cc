@@ -14,28 +14,14 @@
 #include "common/paths.h"
 #include "common/units.h"
 #include "jobs/job_signature.h"
+#include "run/simulated_load.h"
+#include "sched/auto_scheduler.h"
 #include "sched/family.h"
 #include "sharing/mig_mechanism.h"
+#include "sharing/process_finder.h"
 
 namespace colo {
 namespace {
-
-// What the simulated backend assumes for a job that gives no hints.
-constexpr uint64_t kSimDefaultMemoryBytes = 2ull << 30;
-constexpr double kSimDefaultSmPct = 30.0;
-
-// Process lists cost more than device metrics (several NVML calls, more with
-// more processes): read them every other device sample (about once a second
-// by default), but no less often than every 200 ms so short jobs are seen.
-int64_t process_period_ms(int64_t device_period_ms) {
-  return std::max<int64_t>(2 * device_period_ms, 200);
-}
-
-std::vector<int> device_indices(const std::vector<DeviceInfo>& devices) {
-  std::vector<int> idx;
-  for (const DeviceInfo& d : devices) idx.push_back(d.index);
-  return idx;
-}
 
 // CPUs this process may run on, and the machine's memory (for the auto
 // policy's accounting of shared loaders).
@@ -110,8 +96,7 @@ struct RunEngine::JobRuntime {
   std::optional<int> mps_sm_share_pct;
   std::optional<uint64_t> mps_memory_limit_bytes;
   std::string mig_instance;
-  SimLoadHint sim_load;             // what the simulated backend was told
-  bool sim_memory_assumed = false;  // it still holds the default (none stated)
+  std::optional<SimulatedLoad> sim_load;  // what the simulated backend is told
 };
 
 RunEngine::RunEngine(EngineContext ctx, EngineOptions options, int64_t run_id,
@@ -122,14 +107,13 @@ RunEngine::RunEngine(EngineContext ctx, EngineOptions options, int64_t run_id,
       run_token_(std::move(run_token)),
       devices_(std::move(devices)),
       supervisor_(ctx.clock),
-      sampler_(
-          ctx.backend, ctx.clock, device_indices(devices_),
-          SamplerOptions{options_.sample_period_ms, process_period_ms(options_.sample_period_ms)}),
-      attributor_(process_table_),
+      samples_(ctx.backend, ctx.clock, devices_, options_.sample_period_ms,
+               options_.recent_samples_per_gpu),
+      recovery_(ctx.mechanism, ctx.clock, options_.health_check_ms),
       display_(ctx.out, options_.live_display) {}
 
 RunEngine::~RunEngine() {
-  if (started_ && !finished_) sampler_.stop();
+  if (started_ && !finished_) samples_.stop();
 }
 
 int RunEngine::jobs_per_device_limit() const {
@@ -177,10 +161,10 @@ std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
 void RunEngine::start() {
   scheduler_ = make_scheduler();
   display_.event("policy: " + scheduler_->describe());
-  sampler_.start();
+  samples_.start();
+  recovery_.start();
   started_ = true;
   next_flush_ms_ = ctx_.clock.monotonic_ms();
-  next_health_ms_ = ctx_.clock.monotonic_ms() + options_.health_check_ms;
 }
 
 std::string RunEngine::policy_description() const {
@@ -198,23 +182,22 @@ void RunEngine::introduce(JobRuntime& job) {
   auto it = known.find(job.signature);
   if (it != known.end() && it->second.samples_per_s)
     solo_rates_[job.signature] = *it->second.samples_per_s;
-  auto* autos = dynamic_cast<AutoScheduler*>(scheduler_.get());
-  if (autos == nullptr) return;
-  autos->set_label(job.signature, spec.group);
-  if (job.job.host_cost) autos->set_host_cost(job.signature, *job.job.host_cost);
+  SignatureFacts facts;
+  facts.label = spec.group;
+  facts.host_cost = job.job.host_cost;
   if (!spec.family.empty()) {
+    facts.family =
+        FamilyMember{spec.family, instance_label(spec.name), spec.params, spec.resource_params};
     // The family's instances the store measured, once per family.
     if (families_loaded_.insert(spec.family).second) {
       for (auto& [family, instances] :
-           family_instances(measured_, {spec}, devices_.front().name, ctx_.backend.simulated())) {
-        for (FamilyInstance& i : instances) autos->add_family_instance(family, std::move(i));
-      }
+           family_instances(measured_, {spec}, devices_.front().name, ctx_.backend.simulated()))
+        std::move(instances.begin(), instances.end(), std::back_inserter(facts.family_instances));
     }
-    autos->set_family(job.signature, FamilyMember{spec.family, instance_label(spec.name),
-                                                  spec.params, spec.resource_params});
   }
-  if (it == known.end()) return;
-  autos->set_profile(job.signature, it->second);
+  if (it != known.end()) facts.profile = it->second;
+  scheduler_->introduce(job.signature, facts);
+  if (it == known.end() || options_.policy != "auto") return;
   const JobProfile& p = it->second;
   display_.event(fmt::format(
       "auto: {} profile: {} peak, {} SM activity, {} alone; from {}", spec.group,
@@ -261,7 +244,7 @@ int RunEngine::count(bool ok) const {
 void RunEngine::tick() {
   collect_samples();
   reap();
-  if (!stopping_ && !held_ && mechanism_down_.empty()) place();
+  if (!stopping_ && !held_ && recovery_.down().empty()) place();
   read_progress();
   finish_probes();
   const int64_t now = ctx_.clock.monotonic_ms();
@@ -270,11 +253,11 @@ void RunEngine::tick() {
     next_flush_ms_ = now + options_.flush_ms;
   }
   write_store();
-  if (!mechanism_down_.empty()) {
-    if (by_pid_.empty() && !stopping_ && now >= next_health_ms_) restart_mechanism();
-  } else if (now >= next_health_ms_) {
-    next_health_ms_ = now + options_.health_check_ms;
-    if (!by_pid_.empty() || queued() > 0) check_health();
+  const auto say = [this](const std::string& line) { display_.event(line); };
+  if (!recovery_.down().empty()) {
+    if (by_pid_.empty() && !stopping_) recovery_.restart(devices_, say);
+  } else if (recovery_.check(!by_pid_.empty() || queued() > 0, say)) {
+    stop_mechanism_victims();
   }
   redraw();
 }
@@ -282,12 +265,12 @@ void RunEngine::tick() {
 void RunEngine::finish() {
   if (finished_) return;
   finished_ = true;
-  if (started_) sampler_.stop();
+  if (started_) samples_.stop();
   collect_samples();
   flush();
   write_store();
   display_.finish();
-  SamplerStats stats = sampler_.stats();
+  SamplerStats stats = samples_.stats();
   if (stats.wall_ms > 0) {
     ctx_.out << fmt::format(
         "sampler: {} device samples, {} process samples, {} errors, {:.2f}% of one core\n",
@@ -383,7 +366,7 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   }
   if (job.job.id == 0) {
     Result<std::vector<int64_t>> ids =
-        ctx_.store.add_jobs(run_id_, {spec}, {log_path(job)}, ctx_.clock.now_ms());
+        ctx_.writer.add_jobs(run_id_, {spec}, {log_path(job)}, ctx_.clock.now_ms());
     if (!ids.ok()) {
       start_failed(job, ids.error().with_context("cannot record the job in the run store"));
       return;
@@ -458,14 +441,9 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   job.mig_instance = mig != mech_env->end() ? mig->second : "";
   job.last_epoch_end_ms = now;
   by_pid_[*pid] = job.key;
-  attributor_.add_job(*pid, job.job.id);
-  // Simulated memory: the hint, else nothing until the job's first progress
-  // (start-up holds no GPU memory), then what it states or the default
-  // (simulated_load()).
-  job.sim_load = SimLoadHint{spec.gpu_memory_bytes.value_or(0),
-                             spec.sm_share_pct ? double(*spec.sm_share_pct) : kSimDefaultSmPct};
-  job.sim_memory_assumed = !spec.gpu_memory_bytes;
-  ctx_.backend.process_started(a.device, static_cast<uint32_t>(*pid), job.sim_load);
+  samples_.add_job(*pid, job.job.id);
+  job.sim_load.emplace(spec);
+  ctx_.backend.process_started(a.device, static_cast<uint32_t>(*pid), job.sim_load->hint());
   if (a.estimate)
     pending_events_.emplace_back(job.job.id, profile_event(kEstimateEvent, *a.estimate, now));
   ctx_.writer.job_started(job.job.id, *pid, a.device, now, job.attempt);
@@ -484,7 +462,7 @@ void RunEngine::reap() {
   std::vector<FinishedJob> finished = supervisor_.poll();
   // A job that failed may have failed because the mechanism did (the MPS
   // server died under it): ask before recording anything.
-  if (mechanism_down_.empty() && !stopping_) {
+  if (recovery_.down().empty() && !stopping_) {
     for (const FinishedJob& f : finished) {
       auto it = by_pid_.find(f.pid);
       if (it == by_pid_.end() || !jobs_[it->second]->stop_reason.empty()) continue;
@@ -506,7 +484,7 @@ void RunEngine::reap() {
     if (it == by_pid_.end()) continue;
     JobRuntime& job = *jobs_[it->second];
     by_pid_.erase(it);
-    retired_pids_.push_back(f.pid);  // samples taken before its end may still be in flight
+    samples_.retire(f.pid);  // samples taken before its end may still be in flight
     // Without a cgroup, a daemon the job started in a new session escaped
     // its process group: found by the job's token.
     if (!f.contained) {
@@ -530,7 +508,7 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f) {
   const int64_t now = ctx_.clock.monotonic_ms();
   if (job.mechanism_victim && f.exit.state != JobState::kOk) {
     (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
-    const std::string reason = fmt::format("{} (attempt {})", mechanism_down_, job.attempt);
+    const std::string reason = fmt::format("{} (attempt {})", recovery_.down(), job.attempt);
     if (!stopping_ && job.job.spec.restart == RestartPolicy::kOnFailure &&
         job.attempt < kMaxJobAttempts) {
       requeue(job, f.ended_ms, reason);
@@ -697,39 +675,12 @@ void RunEngine::send_probe_profile(JobRuntime& job, std::string_view stage) {
   scheduler_->learned(job.signature, p);
 }
 
-// The simulated backend: a job may state what it holds on the simulated GPU
-// (metrics simulated_gpu_memory_mib and simulated_sm_active_pct, as
-// bench/sim_train.py does) so that its samples follow it; a job without a
-// memory hint that states nothing by its first progress holds the default.
-void RunEngine::simulated_load(JobRuntime& job, const std::vector<ProgressEvent>& events) {
-  if (!job.device || job.pid <= 0) return;
-  bool changed = false;
-  for (const ProgressEvent& e : events) {
-    auto memory = e.metrics.find("simulated_gpu_memory_mib");
-    if (memory != e.metrics.end() && memory->second >= 0) {
-      job.sim_load.memory_bytes = static_cast<uint64_t>(memory->second * 1024 * 1024);
-      job.sim_memory_assumed = false;
-      changed = true;
-    }
-    auto sm = e.metrics.find("simulated_sm_active_pct");
-    if (sm != e.metrics.end() && sm->second >= 0) {
-      job.sim_load.sm_active_pct = sm->second;
-      changed = true;
-    }
-  }
-  if (job.sim_memory_assumed) {
-    job.sim_load.memory_bytes = kSimDefaultMemoryBytes;
-    job.sim_memory_assumed = false;
-    changed = true;
-  }
-  if (changed)
-    ctx_.backend.process_started(*job.device, static_cast<uint32_t>(job.pid), job.sim_load);
-}
-
 void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
   if (!job.reader) return;
   std::vector<ProgressEvent> events = job.reader->poll(ctx_.clock.now_ms(), exited);
-  if (ctx_.backend.simulated() && !events.empty() && !exited) simulated_load(job, events);
+  if (ctx_.backend.simulated() && !exited && job.device && job.pid > 0 && job.sim_load &&
+      job.sim_load->update(events))
+    ctx_.backend.process_started(*job.device, static_cast<uint32_t>(job.pid), job.sim_load->hint());
   for (ProgressEvent& e : events) {
     if (!job.first_progress_ms) job.first_progress_ms = e.time_ms - job.started_ms;
     if ((e.kind == "epoch_end" || e.kind == "step") && e.samples) {
@@ -784,33 +735,13 @@ void RunEngine::read_progress() {
 // jobs' process trees still exist; jobs reaped since the last call are
 // forgotten only afterwards.
 void RunEngine::collect_samples() {
-  SamplerBatch batch = sampler_.drain();
-  for (const std::string& e : batch.errors) {
-    if (sampler_errors_shown_++ < 5) display_.event("warning: GPU sampling: " + e);
-  }
-  for (const DeviceSample& d : batch.devices) {
-    std::deque<DeviceSample>& recent = recent_[d.device];
-    recent.push_back(d);
-    while (recent.size() > options_.recent_samples_per_gpu) recent.pop_front();
-  }
-  std::map<std::pair<int64_t, UnixMillis>, uint64_t> memory;  // (job id, time) -> bytes
-  for (const ProcessSample& p : batch.processes) {
-    std::optional<int64_t> job_id = attributor_.job_for(static_cast<pid_t>(p.pid));
-    if (job_id && p.used_memory_bytes) memory[{*job_id, p.time_ms}] += *p.used_memory_bytes;
-    pending_processes_.push_back({p, job_id});
-  }
-  for (const auto& [device, list] : batch.latest_process_lists) {
-    std::vector<EngineProcess>& latest = latest_processes_[device];
-    latest.clear();
-    for (const ProcessSample& p : list)
-      latest.push_back({p, attributor_.job_for(static_cast<pid_t>(p.pid))});
-  }
+  SampleBatch batch = samples_.collect();
+  for (const std::string& e : batch.errors) display_.event("warning: GPU sampling: " + e);
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& job = *jobs_[key];
-    for (auto it = memory.lower_bound({job.job.id, 0});
-         it != memory.end() && it->first.first == job.job.id; ++it) {
-      job.peak_memory_bytes = std::max(job.peak_memory_bytes, it->second);
-      job.memory_sampled_ms = std::max(job.memory_sampled_ms, it->first.second);
+    if (auto seen = batch.memory.find(job.job.id); seen != batch.memory.end()) {
+      job.peak_memory_bytes = std::max(job.peak_memory_bytes, seen->second.peak_bytes);
+      job.memory_sampled_ms = std::max(job.memory_sampled_ms, seen->second.sampled_ms);
     }
     if (!job.probe || !job.device) continue;
     // Probe SM activity: the device while the job works (after its first
@@ -827,70 +758,29 @@ void RunEngine::collect_samples() {
       }
     }
   }
-  std::move(batch.devices.begin(), batch.devices.end(), std::back_inserter(pending_devices_));
-  for (pid_t pid : retired_pids_) attributor_.remove_job(pid);
-  retired_pids_.clear();
 }
 
 void RunEngine::flush() {
-  ctx_.writer.add_samples(run_id_, std::move(pending_devices_), std::move(pending_processes_));
-  ctx_.writer.add_job_events(std::move(pending_events_));
-  pending_devices_.clear();
-  pending_processes_.clear();
-  pending_events_.clear();
+  ctx_.writer.add_samples(run_id_, samples_.take_devices(), samples_.take_processes());
+  ctx_.writer.add_job_events(std::exchange(pending_events_, {}));
 }
 
 void RunEngine::write_store() {
   for (const std::string& line : ctx_.writer.flush()) display_.event(line);
 }
 
-void RunEngine::check_health() {
-  Status health = ctx_.mechanism.health_check();
-  if (health.ok()) {
-    health_warned_ = false;
-    return;
-  }
-  if (ctx_.mechanism.kind() == MechanismKind::kMps) {
-    mechanism_failed(health.error().message());
-    return;
-  }
-  if (!health_warned_) {
-    health_warned_ = true;
-    display_.event(fmt::format("warning: {} mechanism unhealthy: {}",
-                               to_string(ctx_.mechanism.kind()), health.error().message()));
-  }
+void RunEngine::mechanism_failed(const std::string& reason) {
+  recovery_.failed(reason);
+  stop_mechanism_victims();
 }
 
-// The mechanism failed under the running jobs: they are stopped and
-// requeued when reaped; nothing is placed until it is back.
-void RunEngine::mechanism_failed(const std::string& reason) {
-  mechanism_down_ =
-      fmt::format("the {} mechanism failed: {}", to_string(ctx_.mechanism.kind()), reason);
+void RunEngine::stop_mechanism_victims() {
   display_.event(fmt::format("{}; stopping {} running jobs to run them again once it is restarted",
-                             mechanism_down_, by_pid_.size()));
+                             recovery_.down(), by_pid_.size()));
   for (const auto& [pid, key] : by_pid_) {
     jobs_[key]->mechanism_victim = true;
     supervisor_.stop(pid, std::min<int64_t>(options_.stop_grace_ms, 2000));
   }
-  next_health_ms_ = ctx_.clock.monotonic_ms();  // restart as soon as the jobs are gone
-}
-
-void RunEngine::restart_mechanism() {
-  (void)ctx_.mechanism.teardown();
-  Status s = ctx_.mechanism.prepare(devices_);
-  if (!s.ok()) {
-    display_.event(fmt::format("could not restart the {} mechanism ({}); trying again in {}",
-                               to_string(ctx_.mechanism.kind()), s.error().message(),
-                               format_duration_ms(options_.health_check_ms)));
-    (void)ctx_.mechanism.teardown();
-    next_health_ms_ = ctx_.clock.monotonic_ms() + options_.health_check_ms;
-    return;
-  }
-  display_.event(
-      fmt::format("{} mechanism restarted; the queue resumes", to_string(ctx_.mechanism.kind())));
-  mechanism_down_.clear();
-  health_warned_ = false;
-  next_health_ms_ = ctx_.clock.monotonic_ms() + options_.health_check_ms;
 }
 
 EngineJobView RunEngine::view(size_t key) const {

@@ -44,13 +44,12 @@
 #include "jobs/job_supervisor.h"
 #include "jobs/progress.h"
 #include "jobs/run_as.h"
-#include "monitor/gpu_sampler.h"
 #include "run/leftovers.h"
 #include "run/live_display.h"
-#include "sched/auto_scheduler.h"
+#include "run/mechanism_recovery.h"
+#include "run/run_samples.h"
 #include "sched/scheduler.h"
 #include "sharing/mechanism.h"
-#include "sharing/process_finder.h"
 #include "store/run_store.h"
 #include "store/store_writer.h"
 
@@ -93,8 +92,8 @@ struct EngineOptions {
 struct EngineContext {
   Clock& clock;
   GpuBackend& backend;
-  RunStore& store;      // read (profiles); the jobs rows of jobs submitted without one
-  StoreWriter& writer;  // every other write, in order
+  RunStore& store;      // read only: the profiles earlier runs measured
+  StoreWriter& writer;  // every write
   Mechanism& mechanism;
   RunCgroup* cgroup;  // each job gets a cgroup under it; null: process groups only
   std::ostream& out;  // events and the live display
@@ -168,12 +167,6 @@ struct EngineJobView {
   std::optional<double> solo_samples_per_s;
 };
 
-// A GPU process as the sampler last listed it, with the job it belongs to.
-struct EngineProcess {
-  ProcessSample sample;
-  std::optional<int64_t> job_id;  // its row in the jobs table, when it is a job's
-};
-
 class RunEngine {
  public:
   RunEngine(EngineContext ctx, EngineOptions options, int64_t run_id, std::string run_token,
@@ -220,16 +213,18 @@ class RunEngine {
   EngineJobView view(size_t key) const;
   size_t job_count() const { return jobs_.size(); }
   // Per GPU, its latest device samples, oldest first.
-  std::map<int, std::deque<DeviceSample>> recent_samples() const { return recent_; }
+  const std::map<int, std::deque<DeviceSample>>& recent_samples() const {
+    return samples_.recent();
+  }
   // Per GPU, the processes of its latest process sample (MPS clients one by one).
   const std::map<int, std::vector<EngineProcess>>& latest_processes() const {
-    return latest_processes_;
+    return samples_.latest_processes();
   }
   const std::vector<DeviceInfo>& devices() const { return devices_; }
   // "auto", "fixed, up to 7 jobs per GPU"; empty before start().
   std::string policy_description() const;
   // Why the mechanism is down (no job is placed until it is back); empty when it is up.
-  const std::string& mechanism_down() const { return mechanism_down_; }
+  const std::string& mechanism_down() const { return recovery_.down(); }
   // Jobs that ended ok / not ok.
   int count(bool ok) const;
   // Shows a message among the engine's events (the live display stays intact).
@@ -254,7 +249,6 @@ class RunEngine {
   // When another running job on `job`'s GPU first reported progress (it works
   // there from then on), if one did.
   std::optional<UnixMillis> shared_since(const JobRuntime& job) const;
-  void simulated_load(JobRuntime& job, const std::vector<ProgressEvent>& events);
   // `exited`: the job has ended; read what it left and let held-back events out.
   void read_progress_of(JobRuntime& job, bool exited = false);
   void read_progress();
@@ -264,9 +258,10 @@ class RunEngine {
   // Writes what the writer holds (it backs off while the store cannot be
   // written) and shows what it has to say.
   void write_store();
-  void check_health();
+  // The mechanism failed under the running jobs: they are stopped, and
+  // requeued when reaped; nothing is placed until it is back.
   void mechanism_failed(const std::string& reason);
-  void restart_mechanism();
+  void stop_mechanism_victims();
   void redraw();
   std::string log_path(const JobRuntime& job) const;
   const DeviceInfo& device(int index) const;
@@ -279,32 +274,22 @@ class RunEngine {
   std::vector<DeviceInfo> devices_;
   std::vector<std::unique_ptr<JobRuntime>> jobs_;
   JobSupervisor supervisor_;
-  GpuSampler sampler_;
+  RunSamples samples_;
+  MechanismRecovery recovery_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<LearnedProfile> measured_;    // learned from the store at start()
   std::map<std::string, bool> introduced_;  // signatures the scheduler knows
   std::set<std::string> families_loaded_;   // families whose measured instances it got
-  ProcfsProcessTable process_table_;
-  JobAttributor attributor_;
   LiveDisplay display_;
   std::map<pid_t, size_t> by_pid_;
   std::vector<std::pair<int64_t, ProgressEvent>> pending_events_;
-  std::vector<DeviceSample> pending_devices_;
-  std::vector<ProcessSampleRow> pending_processes_;
-  std::vector<pid_t> retired_pids_;
   std::vector<JobChange> changes_;
-  std::map<int, std::deque<DeviceSample>> recent_;
-  std::map<int, std::vector<EngineProcess>> latest_processes_;
   std::map<std::string, double> solo_rates_;  // signature -> samples/s alone
   int64_t next_flush_ms_ = 0;
-  int64_t next_health_ms_ = 0;
   bool stopping_ = false;
   bool held_ = false;
-  std::string mechanism_down_;
-  bool health_warned_ = false;
   bool started_ = false;
   bool finished_ = false;
-  int sampler_errors_shown_ = 0;
   bool cgroup_warned_ = false;
 };
 

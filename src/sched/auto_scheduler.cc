@@ -25,6 +25,17 @@ AutoScheduler::AutoScheduler(const std::vector<GpuSlot>& gpus, AutoOptions optio
   }
 }
 
+void AutoScheduler::introduce(const std::string& signature, const SignatureFacts& facts) {
+  set_label(signature, facts.label);
+  if (facts.host_cost) set_host_cost(signature, *facts.host_cost);
+  if (facts.family) {
+    for (const FamilyInstance& i : facts.family_instances)
+      add_family_instance(facts.family->family, i);
+    set_family(signature, *facts.family);
+  }
+  if (facts.profile && profile(signature) == nullptr) set_profile(signature, *facts.profile);
+}
+
 void AutoScheduler::set_profile(const std::string& signature, const JobProfile& profile) {
   profiles_[signature] = profile;
 }

@@ -86,31 +86,18 @@ struct AutoOptions {
   uint64_t host_memory_bytes = 0;                 // host memory for their rings; 0: not checked
 };
 
-// The shared data loader a job reads through (none when dataset is empty):
-// its cost on the host, counted once while any job reading it runs.
-struct HostCost {
-  std::string dataset;
-  double loader_cpus = 0;            // its decoding threads
-  uint64_t loader_memory_bytes = 0;  // its ring
-};
-
 struct GpuSlot {
   int device = 0;
   uint64_t memory_total_bytes = 0;
 };
 
-// A signature's place in its family (family.h).
-struct FamilyMember {
-  std::string family;                         // jobs/JobSpec::family
-  std::string name;                           // "toy[lr=0.1]", for notes and sources
-  std::map<std::string, std::string> params;  // its parameter values
-  // The job file's resource_params; nullopt: learned.
-  std::optional<std::vector<std::string>> resource_params;
-};
-
 class AutoScheduler final : public Scheduler {
  public:
   AutoScheduler(const std::vector<GpuSlot>& gpus, AutoOptions options, InterferenceModel model);
+
+  // Calls the setters below with what `facts` holds (a profile only when the
+  // signature has none yet).
+  void introduce(const std::string& signature, const SignatureFacts& facts) override;
 
   // What is known about a signature before the run (store, hints). Call
   // before enqueueing its jobs.

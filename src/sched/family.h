@@ -42,6 +42,15 @@ struct FamilyInstance {
   JobProfile measured;                        // what was measured; fields may be absent
 };
 
+// A signature's place in its family.
+struct FamilyMember {
+  std::string family;                         // jobs/JobSpec::family
+  std::string name;                           // "toy[lr=0.1]", for notes and sources
+  std::map<std::string, std::string> params;  // its parameter values
+  // The job file's resource_params; nullopt: learned.
+  std::optional<std::vector<std::string>> resource_params;
+};
+
 enum class Quantity { kMemory, kSmActivity, kRate };
 std::string_view to_string(Quantity q);  // "peak memory", "SM activity", "solo rate"
 

@@ -23,10 +23,30 @@
 #include <string>
 #include <vector>
 
+#include "sched/family.h"
 #include "sched/job_queue.h"
 #include "sched/profile.h"
 
 namespace colo {
+
+// The shared data loader a job reads through (none when dataset is empty):
+// its cost on the host, counted once while any job reading it runs.
+struct HostCost {
+  std::string dataset;
+  double loader_cpus = 0;            // its decoding threads
+  uint64_t loader_memory_bytes = 0;  // its ring
+};
+
+// What a policy is told about a signature before its first job is enqueued.
+struct SignatureFacts {
+  std::string label;                   // its jobs' short name in notes ("resnet26")
+  std::optional<JobProfile> profile;   // measured earlier, or hinted (the store's over the hints)
+  std::optional<FamilyMember> family;  // its place in a sweep's family (sched/family.h)
+  // Instances of its family measured before the run (the store's); given
+  // with the first signature of each family.
+  std::vector<FamilyInstance> family_instances;
+  std::optional<HostCost> host_cost;  // the shared data loader it reads through
+};
 
 struct SchedJob {
   size_t job = 0;                       // the caller's job index
@@ -64,6 +84,9 @@ class Scheduler {
 
   // "fixed, up to 7 jobs per GPU" or "auto".
   virtual std::string describe() const = 0;
+  // What is known about a signature; call before enqueueing its first job.
+  // Policies take what they use of it (the fixed policy: nothing).
+  virtual void introduce(const std::string& /*signature*/, const SignatureFacts& /*facts*/) {}
   virtual void enqueue(const SchedJob& job) = 0;
   // Places every queued job that may start now; placed jobs count as running.
   virtual std::vector<Decision> schedule(int64_t now_ms) = 0;

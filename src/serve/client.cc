@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "common/units.h"
+#include "serve/protocol.h"
 #include "serve/unix_socket.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
@@ -16,8 +17,7 @@ using nlohmann::json;
 std::optional<ServiceClient> ServiceClient::find(const std::vector<std::string>& candidates) {
   for (const std::string& path : candidates) {
     ServiceClient client(path, 5'000);
-    if (client.call(json{{"op", "status"}, {"ids", json::array()}}).ok())
-      return ServiceClient(path);
+    if (client.call(protocol::status_request({})).ok()) return ServiceClient(path);
   }
   return std::nullopt;
 }
@@ -34,7 +34,7 @@ Result<json> ServiceClient::call(const json& request) const {
 }
 
 Result<std::vector<QueueJob>> ServiceClient::status(const std::vector<int64_t>& ids) const {
-  Result<json> answer = call(json{{"op", "status"}, {"ids", ids}});
+  Result<json> answer = call(protocol::status_request(ids));
   if (!answer.ok()) return answer.error();
   std::vector<QueueJob> jobs;
   for (const json& j : (*answer)["jobs"]) {
@@ -106,7 +106,7 @@ Result<FollowOutcome> follow_jobs(const ServiceClient& client, const std::vector
         if (!is_final_state(job.state)) open.push_back(id);
       }
       if (!open.empty()) {
-        Result<json> cancelled = client.call(json{{"op", "cancel"}, {"ids", open}});
+        Result<json> cancelled = client.call(protocol::cancel_request(open));
         out << (cancelled.ok()
                     ? fmt::format("cancelling {} jobs (again to stop waiting)\n", open.size())
                     : "could not cancel: " + cancelled.error().message() + "\n");

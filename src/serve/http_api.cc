@@ -222,7 +222,8 @@ HttpAnswer ApiRoutes::get(const std::string& path,
     if (!gpu) return bad;
     json samples = json::array();
     for (const DeviceSample& d : snap->samples) {
-      if (d.time_ms > *since && (*gpu < 0 || d.device == *gpu)) samples.push_back(to_json(d));
+      if (d.time_ms > *since && (*gpu < 0 || d.device == *gpu))
+        samples.push_back(device_sample_to_json(d));
     }
     return json_answer(json{{"time_ms", snap->time_ms}, {"samples", std::move(samples)}});
   }

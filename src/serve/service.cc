@@ -2,16 +2,20 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <ostream>
 
+#include "common/names.h"
 #include "common/paths.h"
 #include "jobs/job_spec_json.h"
 #include "jobs/run_as.h"
 #include "run/leftovers.h"
+#include "run/log_layout.h"
+#include "serve/protocol.h"
 #include "store/store_writer.h"
 
 namespace colo {
@@ -28,22 +32,6 @@ constexpr int64_t kStoreRetryMs = 60'000;
 json error_answer(const std::string& message) { return json{{"ok", false}, {"error", message}}; }
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// A file name made from a job name: letters, digits, '.', '_', '-', '=' kept.
-std::string file_stem(int64_t id, const std::string& name) {
-  std::string stem = fmt::format("{}-", id);
-  for (char c : name) {
-    bool keep =
-        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '=';
-    stem += keep ? c : '_';
-  }
-  return stem.substr(0, 120);
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
-}
 
 std::vector<int64_t> ids_of(const json& request) {
   std::vector<int64_t> ids;
@@ -97,13 +85,12 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec) {
   EngineJob job;
   job.spec = spec;
   job.attempt = row.attempts + 1;
-  const std::string stem =
-      fmt::format("{}/jobs/{}", options_.logs_root, file_stem(row.id, row.name));
+  const std::string stem = service_job_stem(options_.logs_root, row.id, row.name);
   job.log_stem = stem;
   job.progress_path = job.attempt > 1
                           ? fmt::format("{}.attempt{}.progress.jsonl", stem, job.attempt)
                           : stem + ".progress.jsonl";
-  job.checkpoint_dir = fmt::format("{}/checkpoints/{}", options_.logs_root, row.id);
+  job.checkpoint_dir = service_checkpoint_dir(options_.logs_root, row.id);
   job.extra_env["COLO_JOB_ID"] = std::to_string(row.id);
   job.label = fmt::format("job {} ({}, {})", row.id, row.name, row.owner_name);
   json env = json::parse(row.env_json, nullptr, /*allow_exceptions=*/false);
@@ -215,13 +202,13 @@ std::string Service::answer(const Caller& caller, const std::string& request_lin
 
 json Service::handle(const Caller& caller, const json& request) {
   const std::string op = request.value("op", "");
-  if (op == "submit") return submit(caller, request);
-  if (op == "queue") return json{{"ok", true}, {"snapshot", to_json(snapshot())}};
-  if (op == "status") return status(request);
-  if (op == "cancel") return cancel(caller, request);
-  if (op == "logs") return logs(caller, request);
-  return error_answer(fmt::format(
-      "unknown request '{}'; colo serve answers submit, queue, status, cancel and logs", op));
+  if (op == protocol::kSubmit) return submit(caller, request);
+  if (op == protocol::kQueue) return json{{"ok", true}, {"snapshot", to_json(snapshot())}};
+  if (op == protocol::kStatus) return status(request);
+  if (op == protocol::kCancel) return cancel(caller, request);
+  if (op == protocol::kLogs) return logs(caller, request);
+  return error_answer(fmt::format("unknown request '{}'; colo serve answers {}", op,
+                                  fmt::join(protocol::kOperations, ", ")));
 }
 
 json Service::submit(const Caller& caller, const json& request) {
@@ -469,6 +456,100 @@ json Service::logs(const Caller& caller, const json& request) {
   return answer;
 }
 
+namespace {
+
+ServiceInfo service_info(const RunSession& session, const ServeContext& ctx) {
+  ServiceInfo info;
+  info.pid = getpid();
+  info.user = user_name_of(geteuid());
+  info.host = session.record().host;
+  info.started_ms = session.record().started_ms;
+  info.backend = ctx.backend.name();
+  info.simulated = ctx.backend.simulated();
+  info.mechanism = to_string(ctx.mechanism.kind());
+  info.run_id = session.run_id();
+  info.state = "running";
+  info.store = ctx.store.path();
+  return info;
+}
+
+// The HTTP API answers from the service's published snapshot and its own
+// read-only connection to the store, so that HTTP readers never wait for
+// the loop.
+void serve_http(HttpServer& http, Service& service, const ServeOptions& options,
+                const ServeContext& ctx) {
+  Result<std::unique_ptr<RunStore>> reader = RunStore::open_read_only(ctx.store.path());
+  if (!reader.ok()) {
+    ctx.log << "warning: the HTTP API cannot read the store (" << reader.error().message()
+            << "); /api/jobs/ID and /api/runs answer 503\n";
+  }
+  service.set_http_address(http.address());
+  service.publish();
+  auto routes =
+      std::make_shared<ApiRoutes>([&service] { return service.latest_snapshot(); },
+                                  reader.ok() ? std::move(reader).value() : nullptr, *options.http);
+  if (options.http_pages) routes->add_pages(options.http_pages(ctx.store.path()));
+  http.serve(routes);
+  ctx.log << fmt::format("http: read-only API and /metrics on http://{}/ (docs/serve.md)\n",
+                         http.address());
+  if (!is_loopback(options.http->host)) {
+    ctx.log << fmt::format(
+        "warning: --http {} is reachable from other machines: anyone who reaches it reads "
+        "the queue{}\n",
+        http.address(), options.http->logs ? " and the jobs' log tails" : "");
+  }
+}
+
+// Answers requests and ticks the engine until the service is stopped: on
+// SIGTERM it stops (running jobs stopped, queued again for the next start)
+// or, with drain_on_stop, drains first (no new job starts; a second SIGTERM
+// stops).
+void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engine,
+                         const ServeOptions& options, const ServeContext& ctx) {
+  const SocketServer::Handler handler = [&service](const Caller& caller, const std::string& r) {
+    return service.answer(caller, r);
+  };
+  int handled_stops = 0;
+  bool stopping = false;
+  int64_t next_publish = ctx.clock.monotonic_ms() + 1000;
+  while (true) {
+    const int stops = ctx.stop_requests.load();
+    if (stops > handled_stops) {
+      handled_stops = stops;
+      if (options.drain_on_stop && stops == 1) {
+        service.set_state("draining");
+        engine.hold(true);
+        ctx.log << fmt::format(
+            "draining: no new job starts; waiting for {} running jobs (SIGTERM again to stop "
+            "them)\n",
+            engine.running());
+      } else {
+        stopping = true;
+        service.set_state("stopping");
+        const int kill_at = options.drain_on_stop ? 3 : 2;
+        engine.stop_all(RunEngine::StopKind::kShutdown,
+                        stops >= kill_at ? 0 : options.engine.stop_grace_ms,
+                        "colo serve was stopped");
+      }
+    }
+    server.poll_once(static_cast<int>(options.tick_ms), handler);
+    engine.tick();
+    service.record_changes();
+    const int64_t now = ctx.clock.monotonic_ms();
+    if (now >= next_publish) {
+      service.publish();
+      next_publish = now + 1000;
+    }
+    if (stopping && engine.idle()) break;
+    if (service.state() == "draining" && engine.running() == 0) {
+      engine.stop_all(RunEngine::StopKind::kShutdown, 0, "colo serve was stopped");
+      break;
+    }
+  }
+}
+
+}  // namespace
+
 Status run_service(const ServeOptions& options, ServeContext& ctx) {
   if (ctx.mechanism.kind() == MechanismKind::kMig) {
     return Error(
@@ -476,10 +557,13 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
         "jobs, and the service would have to repartition the GPU as jobs arrive; run MIG jobs with "
         "`colo run --mechanism mig`, or serve with --mechanism mps, naive or exclusive");
   }
-  // Step 1.
-  (void)clean_up_after_dead_colo(ctx.store, ctx.mechanism_options, ctx.backend, ctx.log);
-
-  // Step 2: one service per store (its queue) and per socket.
+  RunSession session(SessionContext{ctx.clock, ctx.backend, ctx.store, ctx.mechanism,
+                                    ctx.mechanism_options, ctx.log, ctx.stop_requests},
+                     SessionOptions{options.gpus, options.slurm, options.locks, "",
+                                    options.command_line, "", "", kStoreRetryMs});
+  session.clean_up();
+  // One service per store (its queue) and per socket; clients may queue
+  // requests on the socket while the GPUs are taken.
   Result<std::unique_ptr<LockFile>> store_lock = LockFile::acquire(
       ctx.store.path() + ".serve.lock", "another colo serve",
       "owns the queue in " + ctx.store.path() + "; stop it first, or use another --db");
@@ -495,143 +579,27 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
     if (!bound.ok()) return bound.error();
     http = std::move(bound).value();
   }
+  if (Status s = session.open(); !s.ok()) return s;
 
-  // Step 3.
-  Result<std::vector<DeviceInfo>> devices = run_devices(ctx.backend, options.gpus, options.slurm);
-  if (!devices.ok()) return devices.error();
-  LockOptions lock = options.locks;
-  if (lock.command.empty()) lock.command = options.command_line;
-  Result<std::unique_ptr<GpuLocks>> locks =
-      lock_devices(*devices, lock, ctx.clock, ctx.stop_requests, ctx.log);
-  if (!locks.ok()) return locks.error();
-
-  // Step 4.
-  NewRun new_run = new_run_record(ctx.clock, ctx.mechanism, ctx.backend, "", options.command_line,
-                                  *devices, options.slurm);
-  Result<int64_t> run_id =
-      retry_transient(ctx.clock, kStoreRetryMs, [&] { return ctx.store.begin_run(new_run); });
-  if (!run_id.ok()) return run_id.error();
-
-  // Step 5.
-  if (Status s = ctx.mechanism.prepare(*devices); !s.ok()) {
-    (void)ctx.mechanism.teardown();
-    (void)ctx.store.end_run(*run_id, RunState::kFailed, ctx.clock.now_ms());
-    return s.error().with_context(
-        fmt::format("{} mechanism could not start", to_string(ctx.mechanism.kind())));
-  }
-
-  // Step 6.
-  ServiceInfo info;
-  info.pid = getpid();
-  info.user = user_name_of(geteuid());
-  info.host = host_name();
-  info.started_ms = new_run.started_ms;
-  info.backend = ctx.backend.name();
-  info.simulated = ctx.backend.simulated();
-  info.mechanism = to_string(ctx.mechanism.kind());
-  info.run_id = *run_id;
-  info.state = "running";
-  info.store = ctx.store.path();
-  RunState end_state = RunState::kOk;
-  // Each job in a cgroup of its own where colo may make them ($COLO_CGROUP_PARENT).
-  std::optional<RunCgroup> cgroup = make_run_cgroup("", ctx.log);
-  StoreWriter writer(ctx.store, ctx.clock);
-  const std::string token = run_token(new_run.host, new_run.colo_pid, new_run.started_ms);
-  {
-    RunEngine engine(EngineContext{ctx.clock, ctx.backend, ctx.store, writer, ctx.mechanism,
-                                   cgroup ? &*cgroup : nullptr, ctx.log},
-                     options.engine, *run_id, token, *devices);
-    engine.start();
-    Service service(ctx, options, engine, info);
-    if (Status s = service.recover_queue(); !s.ok())
-      ctx.log << "warning: " << s.error().message() << '\n';
-    ctx.log << fmt::format(
-        "colo serve: pid {}, {} GPU{} ({}{}), mechanism {}, policy {}; socket {}; run {}\n",
-        info.pid, devices->size(), devices->size() == 1 ? "" : "s", devices->front().name,
-        info.simulated ? ", SIMULATED" : "", info.mechanism, engine.policy_description(),
-        options.socket_path, *run_id);
-    service.publish();
-    if (http) {
-      // Its own read-only connection to the store: HTTP readers never wait for the loop.
-      Result<std::unique_ptr<RunStore>> reader = RunStore::open_read_only(ctx.store.path());
-      if (!reader.ok()) {
-        ctx.log << "warning: the HTTP API cannot read the store (" << reader.error().message()
-                << "); /api/jobs/ID and /api/runs answer 503\n";
-      }
-      service.set_http_address(http->address());
-      service.publish();
-      auto routes = std::make_shared<ApiRoutes>([&service] { return service.latest_snapshot(); },
-                                                reader.ok() ? std::move(reader).value() : nullptr,
-                                                *options.http);
-      if (options.http_pages) routes->add_pages(options.http_pages(ctx.store.path()));
-      http->serve(routes);
-      ctx.log << fmt::format("http: read-only API and /metrics on http://{}/ (docs/serve.md)\n",
-                             http->address());
-      if (!is_loopback(options.http->host)) {
-        ctx.log << fmt::format(
-            "warning: --http {} is reachable from other machines: anyone who reaches it reads "
-            "the queue{}\n",
-            http->address(), options.http->logs ? " and the jobs' log tails" : "");
-      }
-    }
-
-    // Step 7.
-    const SocketServer::Handler handler = [&service](const Caller& caller, const std::string& r) {
-      return service.answer(caller, r);
-    };
-    int handled_stops = 0;
-    bool stopping = false;
-    int64_t next_publish = ctx.clock.monotonic_ms() + 1000;
-    while (true) {
-      const int stops = ctx.stop_requests.load();
-      if (stops > handled_stops) {
-        handled_stops = stops;
-        if (options.drain_on_stop && stops == 1) {
-          service.set_state("draining");
-          engine.hold(true);
-          ctx.log << fmt::format(
-              "draining: no new job starts; waiting for {} running jobs (SIGTERM again to stop "
-              "them)\n",
-              engine.running());
-        } else {
-          stopping = true;
-          service.set_state("stopping");
-          const int kill_at = options.drain_on_stop ? 3 : 2;
-          engine.stop_all(RunEngine::StopKind::kShutdown,
-                          stops >= kill_at ? 0 : options.engine.stop_grace_ms,
-                          "colo serve was stopped");
-        }
-      }
-      (*server)->poll_once(static_cast<int>(options.tick_ms), handler);
-      engine.tick();
-      service.record_changes();
-      const int64_t now = ctx.clock.monotonic_ms();
-      if (now >= next_publish) {
-        service.publish();
-        next_publish = now + 1000;
-      }
-      if (stopping && engine.idle()) break;
-      if (service.state() == "draining" && engine.running() == 0) {
-        engine.stop_all(RunEngine::StopKind::kShutdown, 0, "colo serve was stopped");
-        break;
-      }
-    }
-
-    // Step 8.
-    if (http) http->stop();  // its routes read `service`
-    engine.finish();
-    service.record_changes();
-  }
-  // Whatever the jobs left that escaped both their cgroups and process groups.
-  if (int stopped = stop_token_processes(kRunTokenEnv, token); stopped > 0)
-    ctx.log << fmt::format("stopped {} processes the jobs left running\n", stopped);
-  cgroup.reset();
-  if (Status s = ctx.mechanism.teardown(); !s.ok())
+  RunEngine engine(session.engine_context(ctx.log), options.engine, session.run_id(),
+                   session.token(), session.devices());
+  engine.start();
+  Service service(ctx, options, engine, service_info(session, ctx));
+  if (Status s = service.recover_queue(); !s.ok())
     ctx.log << "warning: " << s.error().message() << '\n';
-  writer.end_run(*run_id, end_state, ctx.clock.now_ms());
-  if (Status s =
-          writer.drain(kStoreRetryMs, [&](const std::string& line) { ctx.log << line << '\n'; });
-      !s.ok())
+  ctx.log << fmt::format(
+      "colo serve: pid {}, {} GPU{} ({}{}), mechanism {}, policy {}; socket {}; run {}\n", getpid(),
+      session.devices().size(), session.devices().size() == 1 ? "" : "s",
+      session.devices().front().name, ctx.backend.simulated() ? ", SIMULATED" : "",
+      to_string(ctx.mechanism.kind()), engine.policy_description(), options.socket_path,
+      session.run_id());
+  service.publish();
+  if (http) serve_http(*http, service, options, ctx);
+  serve_until_stopped(**server, service, engine, options, ctx);
+  if (http) http->stop();  // its routes read `service`
+  engine.finish();
+  service.record_changes();
+  if (Status s = session.close(RunState::kOk); !s.ok())
     ctx.log << "warning: " << s.error().message() << '\n';
   ctx.log << "colo serve stopped; queued jobs stay in the store for the next start\n";
   return OkStatus();

@@ -2,26 +2,18 @@
 // at any time over a Unix socket; the queue lives in the run store and
 // survives the service's restarts; one RunEngine places and runs the jobs.
 //
-// run_service() is an ordered list of steps; teardown runs on every path out:
-//
-//   1. clean up after a colo that died (its runs interrupted, its leftover
-//      job processes, MPS daemons and MIG instances removed)
-//   2. claim the socket (one service per socket; a stale socket file of a
-//      killed service is replaced), so clients can queue requests meanwhile;
-//      bind the HTTP address when one is asked for
-//   3. choose the GPUs and lock them (wait while a `colo run` holds one)
-//   4. record the service's run
-//   5. prepare the mechanism
-//   6. start the engine; recover the queue from the store: attempts that a
-//      killed service left running are recorded interrupted and run again
-//      (per each job's restart policy), queued jobs are submitted
-//   7. loop (the HTTP API answers from the published snapshot on threads of
-//      its own): answer requests, tick the engine, record what changed in the
-//      queue, publish the snapshot; on SIGTERM stop (running jobs stopped
-//      and queued again for the next start) or drain (no new jobs start;
-//      the running ones finish), as the options say
-//   8. stop the engine, tear the mechanism down, close the run, release the
-//      GPUs and the socket
+// run_service() runs the service over one RunSession (run/run_session.h: the
+// clean-up after a dead colo, the GPUs taken and locked, the run recorded,
+// the mechanism started; one close on every path out). What is its own: one
+// service per store and per socket (claimed before the GPUs, so that
+// clients can queue requests meanwhile), the HTTP address when one is asked
+// for, the queue the store kept (attempts that a killed service left running
+// are recorded interrupted and run again, per each job's restart policy),
+// and the loop: answer requests, tick the engine, record what changed in the
+// queue, publish the snapshot (the HTTP API answers from it on threads of its
+// own); on SIGTERM stop (running jobs stopped and queued again for the next
+// start) or drain (no new jobs start; the running ones finish), as the
+// options say.
 //
 // Requests (one JSON object per line; see docs/serve.md): submit, queue,
 // status, cancel, logs. The caller is who the kernel says (SO_PEERCRED); a
@@ -48,8 +40,8 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
-#include "run/run_controller.h"
 #include "run/run_engine.h"
+#include "run/run_session.h"
 #include "serve/http_api.h"
 #include "serve/process_identity.h"
 #include "serve/snapshot.h"
@@ -102,7 +94,7 @@ class Service {
  public:
   Service(ServeContext& ctx, const ServeOptions& options, RunEngine& engine, ServiceInfo info);
 
-  // Step 6: the queue the store kept (see the file comment).
+  // The queue the store kept (see the file comment).
   Status recover_queue();
 
   // Answers one request line with one answer line (JSON both).

@@ -219,7 +219,8 @@ TEST_F(ServiceTest, ASnapshotNamesWhoRunsEachProcessOnTheGpus) {
   };
   ASSERT_TRUE(submit(root_, {shell_job("p1", "sleep 30")})["ok"].get<bool>());
   std::optional<ServiceSnapshot> s;
-  for (int i = 0; i < 40; ++i) {
+  // Up to 10 s: the sampler's thread may be slow to get a core on a loaded machine.
+  for (int i = 0; i < 200; ++i) {
     engine_->tick();
     service_->record_changes();
     Result<ServiceSnapshot> now =
@@ -231,7 +232,7 @@ TEST_F(ServiceTest, ASnapshotNamesWhoRunsEachProcessOnTheGpus) {
     }
     clock_.sleep_for_ms(50);
   }
-  ASSERT_TRUE(s) << "no process was sampled on the GPU in 2 s";
+  ASSERT_TRUE(s) << "no process was sampled on the GPU in 10 s";
   for (const ProcessView& p : s->processes) {
     EXPECT_EQ(p.user, "alice");
     EXPECT_EQ(p.command, fmt::format("cmd{}", p.pid));

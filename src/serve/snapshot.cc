@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/units.h"
+#include "gpu/device_json.h"
 
 namespace colo {
 namespace {
@@ -56,46 +57,6 @@ std::optional<double> slowdown(const QueueJob& job) {
   return *job.solo_samples_per_s / *job.samples_per_s;
 }
 
-json to_json(const DeviceSample& s) {
-  return json{{"gpu", s.device},
-              {"time_ms", s.time_ms},
-              {"sm_active_pct", value_or_null(s.sm_active_pct)},
-              {"sm_occupancy_pct", value_or_null(s.sm_occupancy_pct)},
-              {"tensor_active_pct", value_or_null(s.tensor_active_pct)},
-              {"dram_active_pct", value_or_null(s.dram_active_pct)},
-              {"gpu_util_pct", value_or_null(s.gpu_util_pct)},
-              {"memory_used_bytes", value_or_null(s.memory_used_bytes)},
-              {"memory_total_bytes", value_or_null(s.memory_total_bytes)},
-              {"power_w", value_or_null(s.power_w)},
-              {"energy_mj", value_or_null(s.energy_mj)},
-              {"pcie_rx_mib_per_s", value_or_null(s.pcie_rx_mib_per_s)},
-              {"pcie_tx_mib_per_s", value_or_null(s.pcie_tx_mib_per_s)},
-              {"sm_clock_mhz", value_or_null(s.sm_clock_mhz)}};
-}
-
-namespace {
-
-DeviceSample sample_from_json(const json& j) {
-  DeviceSample s;
-  s.device = j.value("gpu", 0);
-  s.time_ms = j.value("time_ms", int64_t{0});
-  s.sm_active_pct = optional_at<double>(j, "sm_active_pct");
-  s.sm_occupancy_pct = optional_at<double>(j, "sm_occupancy_pct");
-  s.tensor_active_pct = optional_at<double>(j, "tensor_active_pct");
-  s.dram_active_pct = optional_at<double>(j, "dram_active_pct");
-  s.gpu_util_pct = optional_at<double>(j, "gpu_util_pct");
-  s.memory_used_bytes = optional_at<uint64_t>(j, "memory_used_bytes");
-  s.memory_total_bytes = optional_at<uint64_t>(j, "memory_total_bytes");
-  s.power_w = optional_at<double>(j, "power_w");
-  s.energy_mj = optional_at<uint64_t>(j, "energy_mj");
-  s.pcie_rx_mib_per_s = optional_at<double>(j, "pcie_rx_mib_per_s");
-  s.pcie_tx_mib_per_s = optional_at<double>(j, "pcie_tx_mib_per_s");
-  s.sm_clock_mhz = optional_at<uint32_t>(j, "sm_clock_mhz");
-  return s;
-}
-
-}  // namespace
-
 json to_json(const QueueJob& j) {
   return json{{"id", j.id},
               {"name", j.name},
@@ -143,7 +104,7 @@ json to_json(const GpuView& g) {
               {"uuid", g.uuid},
               {"memory_total_bytes", g.memory_total_bytes},
               {"jobs_running", g.jobs_running},
-              {"latest", g.latest ? to_json(*g.latest) : json(nullptr)},
+              {"latest", g.latest ? device_sample_to_json(*g.latest) : json(nullptr)},
               {"power_limit_w", value_or_null(g.power_limit_w)}};
 }
 
@@ -176,7 +137,7 @@ json to_json(const ServiceSnapshot& s) {
   json jobs = json::array();
   for (const QueueJob& j : s.jobs) jobs.push_back(to_json(j));
   json samples = json::array();
-  for (const DeviceSample& d : s.samples) samples.push_back(to_json(d));
+  for (const DeviceSample& d : s.samples) samples.push_back(device_sample_to_json(d));
   json runs = json::array();
   for (const RunView& r : s.runs) runs.push_back(to_json(r));
   json processes = json::array();
@@ -253,7 +214,8 @@ Result<ServiceSnapshot> snapshot_from_json(const json& j) {
       v.uuid = g.value("uuid", "");
       v.memory_total_bytes = g.value("memory_total_bytes", uint64_t{0});
       v.jobs_running = g.value("jobs_running", 0);
-      if (g.contains("latest") && !g["latest"].is_null()) v.latest = sample_from_json(g["latest"]);
+      if (g.contains("latest") && !g["latest"].is_null())
+        v.latest = device_sample_from_json(g["latest"]);
       v.power_limit_w = optional_at<double>(g, "power_limit_w");
       s.gpus.push_back(std::move(v));
     }
@@ -262,7 +224,7 @@ Result<ServiceSnapshot> snapshot_from_json(const json& j) {
       if (!q.ok()) return q.error();
       s.jobs.push_back(std::move(q).value());
     }
-    for (const json& d : j.at("samples")) s.samples.push_back(sample_from_json(d));
+    for (const json& d : j.at("samples")) s.samples.push_back(device_sample_from_json(d));
     for (const json& r : j.at("runs")) {
       RunView v;
       v.id = r.value("id", int64_t{0});

@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "gpu/device_json.h"
 #include "gpu/gpu_backend.h"
 
 namespace colo {
@@ -123,7 +124,6 @@ struct ServiceSnapshot {
   std::vector<ProcessView> processes;  // per GPU, its latest process listing
 };
 
-nlohmann::json to_json(const DeviceSample& sample);
 nlohmann::json to_json(const QueueJob& job);
 nlohmann::json to_json(const ProcessView& process);
 nlohmann::json to_json(const GpuView& gpu);

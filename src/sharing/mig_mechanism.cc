@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/names.h"
 #include "common/paths.h"
 #include "mig/mig_profiles.h"
 #include "sharing/mps_daemon.h"
@@ -285,8 +286,7 @@ Status MigMechanism::prepare(const std::vector<DeviceInfo>& devices) {
   Result<std::string> dir = make_record_dir(state_dir_, clock_);
   if (!dir.ok()) return dir.error().with_context("mig");
   dir_ = *dir;
-  record_ =
-      MigOwnerRecord{getpid(), local_hostname(), clock_.now_ms(), chosen->index, chosen->uuid, {}};
+  record_ = MigOwnerRecord{getpid(), host_name(), clock_.now_ms(), chosen->index, chosen->uuid, {}};
   if (Status saved = save(); !saved.ok()) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
@@ -428,7 +428,7 @@ Result<std::vector<std::string>> cleanup_stale_mig_instances(
     return Error(fmt::format("cannot list MIG record directory {}: {}", state_dir, ec.message()));
   }
   std::sort(dirs.begin(), dirs.end());
-  const std::string host = local_hostname();
+  const std::string host = host_name();
   ProcFsProcessFinder finder;
   for (const std::string& dir : dirs) {
     const std::string path = dir + "/" + kMigOwnerFileName;

@@ -10,9 +10,10 @@
 
 #include <filesystem>
 
+#include "common/names.h"
+#include "fake_nvml/fake_nvml_loader.h"
 #include "gpu/nvml_backend.h"
 #include "gpu/sim_backend.h"
-#include "gpu/testing/fake_nvml_loader.h"
 #include "sharing/mps_daemon.h"
 
 namespace colo {
@@ -204,7 +205,7 @@ TEST_F(MigMechanismTest, CleanupDestroysOnlyWhatADeadColoRecorded) {
   ASSERT_EQ(fake_.mig_add_gpu_instance(0, 19, 6, 1), 3);  // foreign: 1g.5gb at 6
   ASSERT_EQ(fake_.mig_add_gpu_instance(0, 14, 4, 0), 4);  // foreign, never recorded
   std::vector<DeviceInfo> devices = open();
-  MigOwnerRecord record{dead_pid(), local_hostname(), 0, 0, devices[0].uuid, {}};
+  MigOwnerRecord record{dead_pid(), host_name(), 0, 0, devices[0].uuid, {}};
   record.gpu_instances = {{"2g.10gb", 14, 0, 2, 1, {{"a", 2, 0, "MIG-x"}}},
                           {"2g.10gb", 14, 2, 2, std::nullopt, {}},
                           {"1g.5gb", 19, 5, 1, 3, {}}};

@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/names.h"
 #include "common/paths.h"
 
 namespace colo {
@@ -104,12 +105,6 @@ void remove_tree(const std::string& path) {
 
 }  // namespace
 
-std::string local_hostname() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
 Status write_owner_record(const std::string& path, const MpsOwnerRecord& record) {
   nlohmann::json j = {
       {"colo_pid", record.colo_pid},
@@ -195,7 +190,7 @@ Result<std::unique_ptr<MpsDaemon>> MpsDaemon::start(const MpsDaemonOptions& opti
 
   MpsOwnerRecord owner;
   owner.colo_pid = getpid();
-  owner.hostname = local_hostname();
+  owner.hostname = host_name();
   owner.start_time_ms = clock.now_ms();
   owner.pipe_dir = *dir + "/pipe";
   owner.log_dir = *dir + "/log";

@@ -39,9 +39,6 @@ struct MpsOwnerRecord {
 Status write_owner_record(const std::string& path, const MpsOwnerRecord& record);
 Result<MpsOwnerRecord> read_owner_record(const std::string& path);
 
-// This machine's host name, as recorded in owner.json.
-std::string local_hostname();
-
 struct MpsDaemonOptions {
   // Parent of the daemon's private directory; created (0700) if missing. Required.
   std::string state_dir;

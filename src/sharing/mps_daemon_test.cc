@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/names.h"
 #include "sharing/mechanism.h"
 #include "sharing/mps_control.h"
 #include "sharing/process_finder.h"
@@ -213,8 +214,8 @@ TEST_F(FakeMpsTest, StaleDaemonOfDeadColoIsStoppedOthersAreLeftAlone) {
   MechanismOptions options = mechanism_options("ok");
   ProcessMpsControl control(options.mps_control_program, clock_, 2'000);
   const int dead = dead_pid();
-  const std::string stale_pipe = start_daemon_by_hand("stale", dead, local_hostname(), control);
-  const std::string live_pipe = start_daemon_by_hand("live", getpid(), local_hostname(), control);
+  const std::string stale_pipe = start_daemon_by_hand("stale", dead, host_name(), control);
+  const std::string live_pipe = start_daemon_by_hand("live", getpid(), host_name(), control);
   const std::string remote_pipe = start_daemon_by_hand("remote", dead, "another-host", control);
   ASSERT_EQ(users_of(stale_pipe).size(), 1u);
 

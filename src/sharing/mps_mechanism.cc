@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/names.h"
 #include "sharing/plain_sharing.h"
 
 namespace colo {
@@ -127,7 +128,7 @@ Result<std::vector<std::string>> cleanup_stale_mps_daemons(const MpsDaemonOption
         fmt::format("cannot list MPS state directory {}: {}", options.state_dir, ec.message()));
   }
   std::sort(dirs.begin(), dirs.end());
-  const std::string host = local_hostname();
+  const std::string host = host_name();
   for (const std::string& dir : dirs) {
     Result<MpsOwnerRecord> owner = read_owner_record(dir + "/" + kMpsOwnerFileName);
     if (!owner.ok()) {

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <set>
 
+#include "common/names.h"
 #include "common/paths.h"
 #include "sharing/mechanism.h"
 #include "sharing/mps_control.h"
@@ -346,7 +347,7 @@ TEST_F(MpsDaemonFakeTest, StartWritesOwnerRecordAndPrivateDirs) {
   EXPECT_EQ(owner->colo_pid, getpid());
   EXPECT_EQ(owner->pipe_dir, d.pipe_dir());
   EXPECT_EQ(owner->log_dir, d.log_dir());
-  EXPECT_EQ(owner->hostname, local_hostname());
+  EXPECT_EQ(owner->hostname, host_name());
   EXPECT_EQ(owner->start_time_ms, clock_.now_ms());
   EXPECT_TRUE(d.health_check().ok());
   ASSERT_TRUE(d.stop().ok());

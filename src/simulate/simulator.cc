@@ -37,15 +37,18 @@ std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const
     AutoOptions auto_options = options.auto_options;
     auto_options.mode = ShareMode::kSpatial;
     auto s = std::make_unique<AutoScheduler>(slots, auto_options, options.model);
-    for (const auto& [family, instances] : options.family_instances) {
-      for (const FamilyInstance& i : instances) s->add_family_instance(family, i);
-    }
+    std::set<std::string> families;
     for (const SimJob& j : jobs) {
-      s->set_label(j.signature, j.label);
-      if (!j.family.empty())
-        s->set_family(j.signature, FamilyMember{j.family, j.instance, j.params, j.resource_params});
-      if (!s->profile(j.signature) && (j.known.peak_memory_bytes || j.known.sm_active_pct))
-        s->set_profile(j.signature, j.known);
+      SignatureFacts facts;
+      facts.label = j.label;
+      if (!j.family.empty()) {
+        facts.family = FamilyMember{j.family, j.instance, j.params, j.resource_params};
+        auto measured = options.family_instances.find(j.family);
+        if (families.insert(j.family).second && measured != options.family_instances.end())
+          facts.family_instances = measured->second;
+      }
+      if (j.known.peak_memory_bytes || j.known.sm_active_pct) facts.profile = j.known;
+      s->introduce(j.signature, facts);
     }
     return s;
   }

@@ -11,8 +11,8 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/names.h"
 #include "common/units.h"
-#include "sharing/mps_daemon.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -191,7 +191,7 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
     header.simulated = first_run && first_run->simulated;
     header.job_file = plan.job_file;
     header.command_line = options.command_line;
-    header.host = local_hostname();
+    header.host = host_name();
     header.colo_pid = getpid();
     std::string node_list;
     for (const std::string& n : nodes) node_list += (node_list.empty() ? "" : ",") + n;

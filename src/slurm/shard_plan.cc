@@ -203,4 +203,19 @@ Result<NodePlan> plan_nodes(const std::vector<SimJob>& jobs, const PolicySpec& p
       within, *gpus.gpus, std::min(most, max_nodes), node.gpus, policy.name));
 }
 
+ShardPlan make_shard_plan(const std::string& job_file_path, const JobFile& file,
+                          const NodePlan& nodes) {
+  ShardPlan plan;
+  plan.job_file = job_file_path;
+  plan.total_jobs = static_cast<int>(file.jobs.size());
+  plan.how = nodes.how;
+  for (size_t i = 0; i < nodes.shards.size(); ++i) {
+    Shard shard;
+    for (size_t job : nodes.shards[i]) shard.jobs.push_back(file.jobs[job].name);
+    shard.estimated_ms = nodes.makespan_ms[i];
+    plan.shards.push_back(std::move(shard));
+  }
+  return plan;
+}
+
 }  // namespace colo

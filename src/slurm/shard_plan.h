@@ -20,6 +20,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "jobs/job_spec.h"
 #include "simulate/simulator.h"
 
 namespace colo {
@@ -80,5 +81,11 @@ struct NodePlan {
 Result<NodePlan> plan_nodes(const std::vector<SimJob>& jobs, const PolicySpec& policy,
                             const SimOptions& node, std::optional<int> nodes,
                             std::optional<int64_t> deadline_ms, int max_nodes);
+
+// The plan of `file` (at `job_file_path`) split as `nodes` says: its shards'
+// jobs by name and estimated times. The caller adds how the shards run
+// (mechanism, policy, GPUs per node, the colo binary and its arguments).
+ShardPlan make_shard_plan(const std::string& job_file_path, const JobFile& file,
+                          const NodePlan& nodes);
 
 }  // namespace colo

@@ -67,10 +67,7 @@ Result<std::vector<DataLoaderRow>> RunStore::data_loaders(int64_t run_id) {
   if (!loaders.ok()) return loaders.error();
   loaders->bind(1, run_id);
   std::vector<DataLoaderRow> out;
-  while (true) {
-    auto row = loaders->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = loaders->for_each_row([&]() -> Status {
     DataLoaderRow l;
     l.id = loaders->int64_at(0);
     l.name = loaders->text_at(1);
@@ -87,7 +84,9 @@ Result<std::vector<DataLoaderRow>> RunStore::data_loaders(int64_t run_id) {
     l.decode_errors = loaders->opt_int64_at(12);
     l.note = loaders->text_at(13);
     out.push_back(std::move(l));
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   auto consumers = Statement::prepare(db_.get(), path_, R"sql(
       SELECT job_id, job_name, pid, batch_size, duration_ms, samples, batches, epochs, wait_ms,
              pending_ms, held_back_ms, detached
@@ -96,10 +95,7 @@ Result<std::vector<DataLoaderRow>> RunStore::data_loaders(int64_t run_id) {
   for (DataLoaderRow& l : out) {
     consumers->reset();
     consumers->bind(1, l.id);
-    while (true) {
-      auto row = consumers->step();
-      if (!row.ok()) return row.error();
-      if (!*row) break;
+    Status read = consumers->for_each_row([&]() -> Status {
       DataConsumerRow c;
       c.job_id = consumers->opt_int64_at(0);
       c.job_name = consumers->text_at(1);
@@ -114,7 +110,9 @@ Result<std::vector<DataLoaderRow>> RunStore::data_loaders(int64_t run_id) {
       c.held_back_ms = consumers->int64_at(10);
       c.detached = consumers->text_at(11);
       l.consumers.push_back(std::move(c));
-    }
+      return OkStatus();
+    });
+    if (!read.ok()) return read.error();
   }
   return out;
 }

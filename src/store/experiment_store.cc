@@ -13,6 +13,7 @@
 #include <array>
 #include <set>
 
+#include "common/names.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -28,12 +29,6 @@ const std::set<std::string, std::less<>>& case_statuses() {
   static const std::set<std::string, std::less<>> kStatuses = {
       "planned", "ok", "failed", "does_not_fit", "not_run", "cancelled"};
   return kStatuses;
-}
-
-std::string host_name() {
-  std::array<char, 256> name{};
-  if (gethostname(name.data(), name.size() - 1) != 0) return "";
-  return name.data();
 }
 
 constexpr const char* kExperimentColumns =
@@ -64,15 +59,14 @@ Status mark_stale_experiments(sqlite3* db, const std::string& path) {
   if (!running.ok()) return running.error();
   const std::string here = host_name();
   std::vector<int64_t> stale;
-  while (true) {
-    auto row = running->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = running->for_each_row([&]() -> Status {
     std::string host = running->text_at(2);
-    if (!host.empty() && host != here) continue;  // a pid means nothing on another host
-    if (process_is_alive(static_cast<pid_t>(running->int64_at(1)))) continue;
+    if (!host.empty() && host != here) return OkStatus();  // a pid means nothing on another host
+    if (process_is_alive(static_cast<pid_t>(running->int64_at(1)))) return OkStatus();
     stale.push_back(running->int64_at(0));
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   if (stale.empty()) return OkStatus();
 
   auto tx = Transaction::begin(db, path);
@@ -190,12 +184,11 @@ Result<std::vector<ExperimentRow>> RunStore::list_experiments(int limit) {
   if (!stmt.ok()) return stmt.error();
   stmt->bind(1, limit);
   std::vector<ExperimentRow> rows;
-  while (true) {
-    auto row = stmt->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = stmt->for_each_row([&]() -> Status {
     rows.push_back(read_experiment_row(*stmt));
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   return rows;
 }
 
@@ -229,10 +222,7 @@ Result<std::vector<CaseRow>> RunStore::experiment_cases(int64_t experiment_id) {
   if (!stmt.ok()) return stmt.error();
   stmt->bind(1, e->id);
   std::vector<CaseRow> cases;
-  while (true) {
-    auto row = stmt->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = stmt->for_each_row([&]() -> Status {
     CaseRow c;
     c.id = stmt->int64_at(0);
     c.experiment_id = stmt->int64_at(1);
@@ -246,7 +236,9 @@ Result<std::vector<CaseRow>> RunStore::experiment_cases(int64_t experiment_id) {
     c.status = stmt->text_at(9);
     c.reason = stmt->text_at(10);
     cases.push_back(std::move(c));
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   return cases;
 }
 

@@ -8,6 +8,7 @@
 #include <array>
 #include <filesystem>
 
+#include "common/names.h"
 #include "store/run_store.h"
 #include "store/schema.h"
 
@@ -51,12 +52,6 @@ pid_t dead_pid() {
   int status = 0;
   waitpid(pid, &status, 0);
   return pid;
-}
-
-std::string hostname() {
-  std::array<char, 256> name{};
-  gethostname(name.data(), name.size() - 1);
-  return name.data();
 }
 
 TEST(ExperimentStore, RecordsAnExperimentAndItsCasesInOrder) {
@@ -211,7 +206,7 @@ TEST_F(ExperimentStoreFile, ARunMarkedInterruptedTakesTheExperimentOfTheSameColo
   run.started_ms = kT0;
   run.mechanism = "mps";
   run.backend = "sim";
-  run.host = hostname();
+  run.host = host_name();
   run.colo_pid = getpid();
   ASSERT_TRUE((*store)->begin_run(run).ok());
   // As open() does after a SIGKILL, with a liveness check that says "gone".

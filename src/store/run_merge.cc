@@ -18,12 +18,11 @@ Result<std::vector<std::string>> table_columns(sqlite3* db, const std::string& p
   auto info = Statement::prepare(db, path, fmt::format("PRAGMA {}.table_info({})", schema, table));
   if (!info.ok()) return info.error();
   std::vector<std::string> columns;
-  while (true) {
-    auto row = info->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = info->for_each_row([&]() -> Status {
     columns.push_back(info->text_at(1));
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   return columns;
 }
 
@@ -145,12 +144,11 @@ Result<int64_t> RunStore::merge_runs(const NewRun& header, const std::vector<Run
         "SELECT DISTINCT device FROM src.device_samples WHERE run_id = ?1");
     if (!used.ok()) return used.error();
     used->bind(1, src_run);
-    while (true) {
-      auto row = used->step();
-      if (!row.ok()) return row.error().with_context(where);
-      if (!*row) break;
+    Status listed = used->for_each_row([&]() -> Status {
       olds.insert(used->int64_at(0));
-    }
+      return OkStatus();
+    });
+    if (!listed.ok()) return listed.error().with_context(where);
     auto map = Statement::prepare(db, path_, "INSERT INTO temp.merge_devices VALUES (?, ?)");
     if (!map.ok()) return map.error();
     for (int64_t old : olds) {

@@ -23,12 +23,11 @@ Result<std::vector<std::string>> RunStore::remove_run(int64_t run_id) {
   if (!logs.ok()) return logs.error();
   logs->bind(1, run_id);
   std::vector<std::string> paths;
-  while (true) {
-    auto row = logs->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = logs->for_each_row([&]() -> Status {
     if (std::string path = logs->text_at(0); !path.empty()) paths.push_back(std::move(path));
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   auto tx = Transaction::begin(db_.get(), path_);
   if (!tx.ok()) return tx.error().with_context(fmt::format("removing run {}", run_id));
   auto remove = Statement::prepare(db_.get(), path_, "DELETE FROM runs WHERE id = ?");

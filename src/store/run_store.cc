@@ -18,6 +18,7 @@
 #include <thread>
 #include <utility>
 
+#include "common/names.h"
 #include "common/paths.h"
 #include "gpu/device_json.h"
 #include "jobs/job_signature.h"
@@ -32,12 +33,6 @@ constexpr const char* kReasonInterruptedRunning =
     "colo stopped while the job was running (found at next start)";
 constexpr const char* kReasonInterruptedQueued =
     "colo stopped before the job started (found at next start)";
-
-std::string this_host() {
-  std::array<char, 256> name{};
-  if (gethostname(name.data(), name.size() - 1) != 0) return "";
-  return name.data();
-}
 
 bool is_in_memory(const std::string& path) {
   return path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0;
@@ -173,7 +168,7 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreA
     store = std::make_unique<RunStore>(PrivateTag(), std::move(db).value(), path);
     if (reader) store->set_busy_timeout_ms(kReaderBusyTimeoutMs);
     UnixMillis now = SystemClock().now_ms();
-    auto stale = store->mark_stale_runs(process_is_alive, now, this_host());
+    auto stale = store->mark_stale_runs(process_is_alive, now, host_name());
     if (stale.ok()) {
       store->interrupted_at_open_ = std::move(stale).value();
       store->set_busy_timeout_ms(kStoreBusyTimeoutMs);
@@ -232,16 +227,15 @@ Result<std::vector<int64_t>> RunStore::mark_stale_runs(
     UnixMillis started_ms;
   };
   std::vector<Stale> stale;
-  while (true) {
-    auto row = running->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = running->for_each_row([&]() -> Status {
     std::string host = running->text_at(2);
     // A pid means nothing on another host (a store on a shared file system).
-    if (only_host && !host.empty() && host != *only_host) continue;
-    if (is_alive(static_cast<pid_t>(running->int64_at(1)))) continue;
+    if (only_host && !host.empty() && host != *only_host) return OkStatus();
+    if (is_alive(static_cast<pid_t>(running->int64_at(1)))) return OkStatus();
     stale.push_back({running->int64_at(0), running->int64_at(3)});
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   if (stale.empty()) return std::vector<int64_t>{};  // the usual case: no write lock taken
 
   auto tx = Transaction::begin(db, path_);
@@ -372,12 +366,11 @@ Status RunStore::refresh_jobs_signature(int64_t run_id) {
   if (!signatures.ok()) return signatures.error();
   signatures->bind(1, run_id);
   std::vector<std::string> all;
-  while (true) {
-    auto row = signatures->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = signatures->for_each_row([&]() -> Status {
     all.push_back(signatures->text_at(0));
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   auto update = Statement::prepare(db, path_, "UPDATE runs SET jobs_signature = ? WHERE id = ?");
   if (!update.ok()) return update.error();
   return update->bind(1, jobs_signature(std::move(all))).bind(2, run_id).run();
@@ -623,14 +616,13 @@ Result<std::vector<RunRow>> RunStore::list_runs(int limit) {
   if (!select.ok()) return select.error();
   select->bind(1, limit > 0 ? limit : -1);
   std::vector<RunRow> runs;
-  while (true) {
-    auto row = select->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = select->for_each_row([&]() -> Status {
     Result<RunRow> run = run_from_row(*select);
     if (!run.ok()) return run.error();
     runs.push_back(std::move(*run));
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   return runs;
 }
 
@@ -664,10 +656,7 @@ Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
   if (!jobs.ok()) return jobs.error();
   jobs->bind(1, run_id);
   std::vector<JobRow> rows;
-  while (true) {
-    auto row = jobs->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = jobs->for_each_row([&]() -> Status {
     JobRow job;
     job.id = jobs->int64_at(0);
     job.name = jobs->text_at(1);
@@ -698,7 +687,9 @@ Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
     job.usage.cpu_ms = jobs->opt_int64_at(13);
     job.usage.memory_peak_bytes = jobs->opt_uint64_at(14);
     rows.push_back(std::move(job));
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   return rows;
 }
 
@@ -766,10 +757,7 @@ Result<std::vector<DeviceSample>> RunStore::device_samples(int64_t run_id) {
   if (!select.ok()) return select.error();
   select->bind(1, run_id);
   std::vector<DeviceSample> samples;
-  while (true) {
-    auto row = select->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = select->for_each_row([&]() -> Status {
     DeviceSample s;
     s.time_ms = select->int64_at(0);
     s.device = static_cast<int>(select->int64_at(1));
@@ -786,7 +774,9 @@ Result<std::vector<DeviceSample>> RunStore::device_samples(int64_t run_id) {
     s.pcie_tx_mib_per_s = select->opt_double_at(12);
     if (auto clock = select->opt_int64_at(13)) s.sm_clock_mhz = static_cast<uint32_t>(*clock);
     samples.push_back(s);
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   return samples;
 }
 
@@ -797,10 +787,7 @@ Result<std::vector<ProcessSampleRow>> RunStore::process_samples(int64_t run_id) 
   if (!select.ok()) return select.error();
   select->bind(1, run_id);
   std::vector<ProcessSampleRow> rows;
-  while (true) {
-    auto row = select->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = select->for_each_row([&]() -> Status {
     ProcessSampleRow r;
     r.sample.time_ms = select->int64_at(0);
     r.sample.device = static_cast<int>(select->int64_at(1));
@@ -810,7 +797,9 @@ Result<std::vector<ProcessSampleRow>> RunStore::process_samples(int64_t run_id) 
     r.sample.sm_util_pct = select->opt_double_at(5);
     r.sample.mps_client = select->int64_at(6) != 0;
     rows.push_back(r);
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   return rows;
 }
 
@@ -821,10 +810,7 @@ Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id, bool wit
   if (!select.ok()) return select.error();
   select->bind(1, job_id).bind(2, with_steps);
   std::vector<ProgressEvent> events;
-  while (true) {
-    auto row = select->step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = select->for_each_row([&]() -> Status {
     ProgressEvent e;
     e.time_ms = select->int64_at(0);
     e.kind = select->text_at(1);
@@ -840,7 +826,9 @@ Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id, bool wit
       }
     }
     events.push_back(std::move(e));
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   return events;
 }
 
@@ -852,10 +840,7 @@ constexpr const char* kAttemptColumns =
 
 Result<std::vector<AttemptRow>> read_attempts(Statement& s) {
   std::vector<AttemptRow> out;
-  while (true) {
-    auto row = s.step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = s.for_each_row([&]() -> Status {
     AttemptRow a;
     a.job_id = s.int64_at(0);
     a.run_id = s.int64_at(1);
@@ -868,7 +853,9 @@ Result<std::vector<AttemptRow>> read_attempts(Statement& s) {
     a.reason = s.text_at(8);
     a.log_path = s.text_at(9);
     out.push_back(std::move(a));
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   return out;
 }
 

@@ -40,14 +40,13 @@ Result<ServiceJobRow> read_service_job(const Statement& s) {
 
 Result<std::vector<ServiceJobRow>> read_all(Statement& s) {
   std::vector<ServiceJobRow> rows;
-  while (true) {
-    Result<bool> row = s.step();
-    if (!row.ok()) return row.error();
-    if (!*row) break;
+  Status read = s.for_each_row([&]() -> Status {
     Result<ServiceJobRow> job = read_service_job(s);
     if (!job.ok()) return job.error();
     rows.push_back(std::move(job).value());
-  }
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   return rows;
 }
 

@@ -81,6 +81,17 @@ class Statement {
   Status run();
   // Resets so the statement can run again; bindings are cleared.
   void reset();
+  // Steps through every row; `read()` reads the current row's columns and
+  // returns a Status (an error stops there). The first error, else ok.
+  template <class Read>
+  Status for_each_row(Read read) {
+    while (true) {
+      Result<bool> row = step();
+      if (!row.ok()) return row.error();
+      if (!*row) return OkStatus();
+      if (Status s = read(); !s.ok()) return s;
+    }
+  }
 
   bool is_null(int column) const;
   int64_t int64_at(int column) const;

@@ -67,6 +67,18 @@ void StoreWriter::add_samples(int64_t run_id, std::vector<DeviceSample> devices,
     push(Samples{run_id, std::move(devices), std::move(processes)});
 }
 
+void StoreWriter::add_data_loader(int64_t run_id, DataLoaderRow loader) {
+  push(DataLoader{run_id, std::move(loader)});
+}
+
+Result<std::vector<int64_t>> StoreWriter::add_jobs(int64_t run_id, const std::vector<JobSpec>& jobs,
+                                                   const std::vector<std::string>& log_paths,
+                                                   UnixMillis queued_ms, int64_t wait_ms) {
+  ScopedBusyTimeout busy(store_, options_.busy_timeout_ms);
+  return retry_transient(clock_, wait_ms,
+                         [&] { return store_.add_jobs(run_id, jobs, log_paths, queued_ms); });
+}
+
 void StoreWriter::push(Write write) {
   queued_rows_ += rows(write);
   queue_.push_back(std::move(write));
@@ -95,6 +107,8 @@ std::string StoreWriter::describe(const Write& write) {
           return fmt::format("the end of run {} ({})", w.run_id, to_string(w.state));
         } else if constexpr (std::is_same_v<T, Events>) {
           return fmt::format("{} progress events", w.events.size());
+        } else if constexpr (std::is_same_v<T, DataLoader>) {
+          return fmt::format("the data loader '{}' of run {}", w.loader.name, w.run_id);
         } else {
           return fmt::format("{} GPU samples", w.devices.size() + w.processes.size());
         }
@@ -118,6 +132,8 @@ Status StoreWriter::apply(const Write& write) {
           return store_.end_run(w.run_id, w.state, w.ended_ms);
         } else if constexpr (std::is_same_v<T, Events>) {
           return store_.add_job_events(w.events);
+        } else if constexpr (std::is_same_v<T, DataLoader>) {
+          return store_.add_data_loader(w.run_id, w.loader);
         } else {
           return store_.add_samples(w.run_id, w.devices, w.processes);
         }

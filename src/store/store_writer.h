@@ -75,6 +75,15 @@ class StoreWriter {
   void add_job_events(std::vector<std::pair<int64_t, ProgressEvent>> events);
   void add_samples(int64_t run_id, std::vector<DeviceSample> devices,
                    std::vector<ProcessSampleRow> processes);
+  // See RunStore::add_data_loader.
+  void add_data_loader(int64_t run_id, DataLoaderRow loader);
+
+  // Adds the jobs' rows at once, not queued (their ids are needed now); a
+  // store that cannot be written is waited out for up to `wait_ms`. See
+  // RunStore::add_jobs.
+  Result<std::vector<int64_t>> add_jobs(int64_t run_id, const std::vector<JobSpec>& jobs,
+                                        const std::vector<std::string>& log_paths,
+                                        UnixMillis queued_ms, int64_t wait_ms = 0);
 
   // Writes what is queued (for max_flush_ms at most), unless the backoff
   // after a failure is still running. Returns lines for people: the first failure of an episode,
@@ -123,13 +132,17 @@ class StoreWriter {
   struct Events {
     std::vector<std::pair<int64_t, ProgressEvent>> events;
   };
+  struct DataLoader {
+    int64_t run_id;
+    DataLoaderRow loader;
+  };
   struct Samples {
     int64_t run_id;
     std::vector<DeviceSample> devices;
     std::vector<ProcessSampleRow> processes;
   };
-  using Write =
-      std::variant<JobStarted, JobRequeued, JobInstance, JobFinished, RunEnded, Events, Samples>;
+  using Write = std::variant<JobStarted, JobRequeued, JobInstance, JobFinished, RunEnded, Events,
+                             Samples, DataLoader>;
 
   Status apply(const Write& write);
   static std::string describe(const Write& write);

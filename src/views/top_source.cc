@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "common/names.h"
+#include "serve/protocol.h"
+
 namespace colo {
 
 using nlohmann::json;
 
 TopInput ServiceTopSource::read() {
-  Result<json> answer = client_.call(json{{"op", "queue"}});
+  Result<json> answer = client_.call(protocol::queue_request());
   Result<ServiceSnapshot> snapshot = answer.ok() ? snapshot_from_json((*answer)["snapshot"])
                                                  : Result<ServiceSnapshot>(answer.error());
   if (!snapshot.ok()) {
@@ -23,7 +26,7 @@ TopInput ServiceTopSource::read() {
 }
 
 Status ServiceTopSource::cancel(int64_t id) {
-  Result<json> answer = client_.call(json{{"op", "cancel"}, {"ids", {id}}});
+  Result<json> answer = client_.call(protocol::cancel_request({id}));
   if (!answer.ok()) return answer.error();
   for (const json& r : (*answer)["results"]) {
     if (!r.value("ok", false)) return Error(r.value("error", "colo serve refused"));
@@ -32,7 +35,7 @@ Status ServiceTopSource::cancel(int64_t id) {
 }
 
 Result<LogChunk> ServiceTopSource::read_log(int64_t id, uint64_t offset) {
-  Result<json> answer = client_.call(json{{"op", "logs"}, {"id", id}, {"offset", offset}});
+  Result<json> answer = client_.call(protocol::logs_request(id, offset));
   if (!answer.ok()) return answer.error();
   LogChunk chunk;
   chunk.path = answer->value("path", "");
@@ -57,10 +60,7 @@ TopInput LocalTopSource::read() {
   input.source = fmt::format("local GPUs ({})", backend_.version());
   ServiceSnapshot& s = input.snapshot;
   s.time_ms = clock_.now_ms();
-  s.service.host = [] {
-    char buf[256] = {};
-    return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("?");
-  }();
+  s.service.host = host_name();
   s.service.backend = backend_.name();
   s.service.simulated = backend_.simulated();
   s.service.started_ms = started_ms_;

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "gpu/testing/fake_nvml_loader.h"
+#include "fake_nvml/fake_nvml_loader.h"
 #include "integration_util.h"
 
 namespace colo {

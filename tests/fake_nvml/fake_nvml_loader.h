@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "gpu/testing/fake_nvml.h"
+#include "fake_nvml/fake_nvml.h"
 
 namespace colo {
 

@@ -15,7 +15,7 @@
 // change), so it survives the process: a test sets it up, runs colo as a
 // child, kills it, and looks at what was left. A "kill_at" setting makes the
 // library SIGKILL its own process at one step of creating instances.
-#include "gpu/testing/fake_nvml.h"
+#include "fake_nvml/fake_nvml.h"
 
 #include <signal.h>
 #include <sys/stat.h>

@@ -1,0 +1,40 @@
+// The socket protocol of colo serve (docs/serve.md): one JSON object per line
+// each way. A request names its operation in "op"; every answer carries
+// "ok" (and "error" when false). This header is the one place that spells
+// the operations: the service answers them, and its clients (`colo submit`,
+// `queue`, `cancel`, `logs`, `wait`, `colo top`) build their requests here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace colo::protocol {
+
+inline constexpr std::string_view kSubmit = "submit";  // jobs, job_file, env -> ids
+inline constexpr std::string_view kQueue = "queue";    // -> snapshot
+inline constexpr std::string_view kStatus = "status";  // ids -> jobs
+inline constexpr std::string_view kCancel = "cancel";  // ids -> cancelled, not_cancelled
+inline constexpr std::string_view kLogs = "logs";      // id, offset, max_bytes -> data, offset
+inline constexpr std::string_view kOperations[] = {kSubmit, kQueue, kStatus, kCancel, kLogs};
+
+// `jobs`: each in jobs/job_spec_json's shape; `env`: the environment jobs start from.
+inline nlohmann::json submit_request(const std::string& job_file, nlohmann::json jobs,
+                                     const std::map<std::string, std::string>& env) {
+  return {{"op", kSubmit}, {"job_file", job_file}, {"jobs", std::move(jobs)}, {"env", env}};
+}
+inline nlohmann::json queue_request() { return {{"op", kQueue}}; }
+inline nlohmann::json status_request(const std::vector<int64_t>& ids) {
+  return {{"op", kStatus}, {"ids", ids}};
+}
+inline nlohmann::json cancel_request(const std::vector<int64_t>& ids) {
+  return {{"op", kCancel}, {"ids", ids}};
+}
+inline nlohmann::json logs_request(int64_t id, uint64_t offset) {
+  return {{"op", kLogs}, {"id", id}, {"offset", offset}};
+}
+
+}  // namespace colo::protocol
