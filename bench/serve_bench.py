@@ -3,12 +3,15 @@
 a `colo serve` process, jobs submitted with `colo submit` at chosen times,
 `colo wait` for their ends, and every figure checked against the jobs' own logs.
 
-  serve_bench.py poisson OUT   12 jobs (the study's small, medium and large
-                               models and the recommender) submitted at
-                               Poisson-spaced times over SPAN seconds, to a
-                               first-come-first-served exclusive service and
-                               then to the default (auto, MPS) one: mean job
-                               completion time and makespan of each.
+  serve_bench.py poisson OUT   jobs of the study's models (--mix cold: two
+                               each of resnet26, resnet50, resnet152 and
+                               cait_xxs24; --mix study: the 12 of issue 11)
+                               submitted at Poisson-spaced times over SPAN
+                               seconds, to a first-come-first-served
+                               exclusive service, to the default (auto, MPS)
+                               one on a fresh store (cold: it has never seen
+                               the jobs), and again on that store (warm):
+                               mean job completion time and makespan of each.
   serve_bench.py faults OUT    (a) 8 recommender jobs whose memory together
                                exceeds the GPU, under the default policy:
                                none may be lost; (b) the MPS server killed
@@ -70,6 +73,9 @@ def job_command(kind, backend, epochs, scale):
     elif kind == "large":
         script, args = "bench/train.py", ["--model", "resnet152", "--dataset", "imagenet",
                                            "--batch-size", "32", "--epoch-samples", samples(640)]
+    elif kind == "cait":
+        script, args = "bench/train.py", ["--model", "cait_xxs24_224", "--dataset", "imagenet",
+                                           "--batch-size", "64", "--epoch-samples", samples(1664)]
     elif kind == "recsys":
         script, args = "bench/dlrm.py", ["--epoch-samples", samples(262144)]
     else:
@@ -103,14 +109,14 @@ def write_job_file(path, name, command, repeat=1, hints=None):
 class Service:
     """`colo serve` in the background, with its own socket, logs and output file."""
 
-    def __init__(self, colo, out_dir, name, backend, args):
+    def __init__(self, colo, out_dir, name, backend, args, db="colo.db"):
         self.colo = colo
         self.dir = os.path.join(out_dir, name)
         os.makedirs(self.dir, exist_ok=True)
         self.socket = os.path.join(self.dir, "colo.sock")
         self.logs = os.path.join(self.dir, "logs")
         self.output = os.path.join(self.dir, "serve.log")
-        self.db = os.path.join(out_dir, "colo.db")
+        self.db = os.path.join(out_dir, db)
         cmd = [colo, "serve", "--backend", backend, "--db", self.db, "--socket", self.socket,
                "--logs", self.logs] + args
         log("$ " + " ".join(cmd))
@@ -236,14 +242,20 @@ def machine(out_dir, colo, backend):
 
 # ---- poisson ----------------------------------------------------------------
 
-KINDS = ["small"] * 4 + ["medium"] * 3 + ["large"] * 3 + ["recsys"] * 2
+MIXES = {
+    # issue 22: four of the study's models colo has never seen, two jobs each
+    "cold": ["small", "medium", "large", "cait"] * 2,
+    # issue 11: the study's small, medium and large models and the recommender
+    "study": ["small"] * 4 + ["medium"] * 3 + ["large"] * 3 + ["recsys"] * 2,
+}
 
 
-def arrival_plan(seed, span_s):
-    """12 (time, kind): a Poisson process's arrivals given 12 in [0, span]:
-    exponential gaps, scaled so that the first comes at 0 and the last at span."""
+def arrival_plan(seed, span_s, mix="study"):
+    """(time, kind) of each job of the mix: a Poisson process's arrivals given
+    their number in [0, span]: exponential gaps, scaled so that the first comes
+    at 0 and the last at span."""
     rng = random.Random(seed)
-    kinds = KINDS[:]
+    kinds = MIXES[mix][:]
     rng.shuffle(kinds)
     gaps = [rng.expovariate(1.0) for _ in range(len(kinds) - 1)]
     total = sum(gaps)
@@ -254,8 +266,8 @@ def arrival_plan(seed, span_s):
     return list(zip(times, kinds))
 
 
-def run_pass(args, name, service_args, plan, files):
-    svc = Service(args.colo, args.out, name, args.backend, service_args)
+def run_pass(args, name, service_args, plan, files, db):
+    svc = Service(args.colo, args.out, name, args.backend, service_args, db)
     submitted = []
     try:
         start = time.time()
@@ -300,8 +312,17 @@ def run_pass(args, name, service_args, plan, files):
         "makespan_colo_s": max(r["colo_end"] for r in ok) - first if ok else None,
         "makespan_logs_s": max(r["log_end"] for r in ok if r["log_end"]) - first if ok else None,
         "complete_logs": sum(1 for r in rows if r["log_complete"]),
+        "db": db,
         "rows": rows,
     }
+    show = subprocess.run([args.colo, "show", str(run_id), "--json", "--db",
+                           os.path.join(args.out, db)], capture_output=True, text=True)
+    try:
+        shown = json.loads(show.stdout)
+        summary["normalized_throughput"] = shown.get("normalized_throughput")
+        summary["normalized_throughput_estimated"] = shown.get("normalized_throughput_estimated")
+    except ValueError:
+        summary["normalized_throughput"] = None
     with open(os.path.join(args.out, name + ".json"), "w") as f:
         json.dump(summary, f, indent=1)
     with open(os.path.join(args.out, name + "-jobs.txt"), "w") as f:
@@ -321,7 +342,7 @@ def fmt_s(v):
 
 
 def poisson(args):
-    plan = arrival_plan(args.seed, args.span)
+    plan = arrival_plan(args.seed, args.span, args.mix)
     jobs_dir = os.path.join(args.out, "jobs")
     os.makedirs(jobs_dir, exist_ok=True)
     files = []
@@ -330,41 +351,65 @@ def poisson(args):
                                     job_command(kind, args.backend, args.epochs, args.scale)))
     log("plan (seed %d, %.0f s): %s" % (args.seed, args.span, ", ".join(
         "%.1fs %s" % (t, k) for t, k in plan)))
-    mps = ["--mechanism", "mps"]
-    passes = [("fcfs-exclusive", ["--mechanism", "exclusive", "--policy", "fixed"]),
-              ("auto-mps", mps + ["--policy", "auto"])]
+    mps = ["--mechanism", "mps", "--policy", "auto"]
+    # Each policy starts from a store of its own, so that no earlier pass
+    # teaches auto the jobs (the cold case); the warm pass is auto again on
+    # the store of its cold pass, which then knows every job.
+    passes = [("fcfs-exclusive", ["--mechanism", "exclusive", "--policy", "fixed"],
+               "fcfs-exclusive.db"),
+              ("auto-cold", mps, "auto.db"),
+              ("auto-warm", mps, "auto.db")]
+    if args.passes:
+        passes = [p for p in passes if p[0] in args.passes.split(",")]
     results = []
-    for name, service_args in passes:
-        log("=== %s" % name)
+    for name, service_args, db in passes:
+        log("=== %s (store %s)" % (name, db))
         pass_start = time.time()
-        results.append(run_pass(args, name, service_args, plan, files))
+        results.append(run_pass(args, name, service_args, plan, files, db))
         log("    done in %.0f s" % (time.time() - pass_start))
+    counts = {k: MIXES[args.mix].count(k) for k in dict.fromkeys(MIXES[args.mix])}
     lines = [
-        "serve-poisson: 12 jobs (4 small resnet26, 3 medium resnet50, 3 large resnet152, "
-        "2 recommender dlrm; %d epochs each, scale %g) submitted at Poisson-spaced times over "
-        "%.0f s (seed %d), backend %s%s" % (args.epochs, args.scale, args.span, args.seed,
-                                            args.backend,
-                                            " (SIMULATED: no figure is a measurement)"
-                                            if args.backend == "sim" else ""),
+        "serve-poisson: %d jobs (%s; %d epochs each, scale %g) submitted at Poisson-spaced "
+        "times over %.0f s (seed %d), backend %s%s; each pass on its own store, the warm one on "
+        "auto-cold's" % (len(plan), ", ".join("%d %s" % (n, k) for k, n in counts.items()),
+                         args.epochs, args.scale, args.span, args.seed, args.backend,
+                         " (SIMULATED: no figure is a measurement)"
+                         if args.backend == "sim" else ""),
         "",
-        "%-16s %8s %16s %16s %16s %16s %10s" % ("service", "jobs ok", "mean JCT colo",
-                                                "mean JCT logs", "makespan colo",
-                                                "makespan logs", "logs done"),
+        "%-16s %8s %16s %16s %16s %16s %10s %8s" % (
+            "service", "jobs ok", "mean JCT colo", "mean JCT logs", "makespan colo",
+            "makespan logs", "logs done", "norm tp"),
     ]
     for r in results:
-        lines.append("%-16s %5d/%-2d %16s %16s %16s %16s %7d/%-2d" % (
+        nt = r.get("normalized_throughput")
+        lines.append("%-16s %5d/%-2d %16s %16s %16s %16s %7d/%-2d %8s" % (
             r["pass"], r["ok"], r["jobs"], fmt_s(r["mean_jct_colo_s"]),
             fmt_s(r["mean_jct_logs_s"]), fmt_s(r["makespan_colo_s"]), fmt_s(r["makespan_logs_s"]),
-            r["complete_logs"], r["jobs"]))
-    fcfs, auto = results
-    if fcfs["mean_jct_colo_s"] and auto["mean_jct_colo_s"]:
-        lines.append("")
-        lines.append("auto over fcfs-exclusive: mean JCT %.2fx (colo) / %.2fx (logs), makespan "
-                     "%.2fx (colo) / %.2fx (logs); below 1 is better" % (
-                         auto["mean_jct_colo_s"] / fcfs["mean_jct_colo_s"],
-                         auto["mean_jct_logs_s"] / fcfs["mean_jct_logs_s"],
-                         auto["makespan_colo_s"] / fcfs["makespan_colo_s"],
-                         auto["makespan_logs_s"] / fcfs["makespan_logs_s"]))
+            r["complete_logs"], r["jobs"],
+            "%.2fx%s" % (nt, "*" if r.get("normalized_throughput_estimated") else "")
+            if nt else "-"))
+    by_name = {r["pass"]: r for r in results}
+    fcfs = by_name.get("fcfs-exclusive")
+    lines.append("")
+    for name, jct_bound, makespan_bound in (("auto-cold", 0.5, 0.8), ("auto-warm", 0.35, None)):
+        r = by_name.get(name)
+        if not (fcfs and r and fcfs["mean_jct_colo_s"] and r["mean_jct_colo_s"]):
+            continue
+        jct = (r["mean_jct_colo_s"] / fcfs["mean_jct_colo_s"],
+               r["mean_jct_logs_s"] / fcfs["mean_jct_logs_s"])
+        makespan = (r["makespan_colo_s"] / fcfs["makespan_colo_s"],
+                    r["makespan_logs_s"] / fcfs["makespan_logs_s"])
+        verdict = "PASS" if jct[1] <= jct_bound and (
+            makespan_bound is None or makespan[1] <= makespan_bound) else "FAIL"
+        lines.append("%s over fcfs-exclusive: mean JCT %.2fx (colo) / %.2fx (logs), makespan "
+                     "%.2fx (colo) / %.2fx (logs); wanted mean JCT <= %.2fx%s (logs): %s" % (
+                         name, jct[0], jct[1], makespan[0], makespan[1], jct_bound,
+                         ", makespan <= %.2fx" % makespan_bound if makespan_bound else "",
+                         verdict))
+    lines.append("norm tp: colo's normalized throughput of the run (summed rate over solo rate "
+                 "while two or more jobs were in their steady epochs; * with solo rates estimated, "
+                 "not measured alone); bench/verify-speedup.py recomputes it from the logs "
+                 "(check-*.txt)")
     diffs = [r["colo_jct_s"] - r["log_jct_s"] for p in results for r in p["rows"]
              if r["colo_jct_s"] is not None and r["log_jct_s"] is not None]
     if diffs:
@@ -374,10 +419,12 @@ def poisson(args):
             "line): median %.2f s, min %.2f s, max %.2f s; it should be small and positive "
             "(the time from the last epoch line to the exit)" % (
                 statistics.median(diffs), min(diffs), max(diffs)))
-    lines.append("runs in %s: %s (colo show RUN --db %s)" % (
-        os.path.join(args.out, "colo.db"), ", ".join(
-            "%s %s" % (r["pass"], r["run_id"]) for r in results), os.path.join(args.out,
-                                                                                "colo.db")))
+    lines.append("runs: %s" % ", ".join("%s: run %s in %s" % (r["pass"], r["run_id"], r["db"])
+                                       for r in results))
+    if fcfs:
+        for r in results:
+            if r is not fcfs:
+                lines.append(check_normalized_throughput(args, fcfs, r))
     text = "\n".join(lines) + "\n"
     with open(os.path.join(args.out, "summary.txt"), "w") as f:
         f.write(text)
@@ -385,6 +432,27 @@ def poisson(args):
     log(text)
     bad = [r for r in results if r["ok"] != r["jobs"] or r["complete_logs"] != r["jobs"]]
     return 1 if bad else 0
+
+
+def check_normalized_throughput(args, alone, shared):
+    """bench/verify-speedup.py on the jobs' own logs: the shared pass's jobs
+    against the same kinds' logs in the exclusive pass (their solo rates)."""
+    together = [r["log"] for r in shared["rows"] if r["log"]]
+    # Patterns match by kind: a job's log is named after it ("jobs/3-small.log").
+    solo = ["%s.log=%s" % (r["kind"], r["log"]) for r in alone["rows"] if r["log"]]
+    out = os.path.join(args.out, "check-%s.txt" % shared["pass"])
+    r = subprocess.run([sys.executable, os.path.join(REPO, "bench", "verify-speedup.py"),
+                        "--json", "--solo"] + solo + ["--together"] + together,
+                       capture_output=True, text=True)
+    with open(out, "w") as f:
+        f.write(r.stdout + r.stderr)
+    try:
+        nt = json.loads(r.stdout)["normalized_throughput"]
+    except (ValueError, KeyError):
+        return "check %s: verify-speedup.py failed (%s)" % (shared["pass"], os.path.basename(out))
+    colo_nt = shared.get("normalized_throughput")
+    return "check %s: normalized throughput from the logs %s, colo %s" % (
+        shared["pass"], "%.2fx" % nt if nt else "-", "%.2fx" % colo_nt if colo_nt else "-")
 
 
 # ---- faults -----------------------------------------------------------------
@@ -640,6 +708,9 @@ def main(argv=None):
         p.add_argument("--backend", choices=["nvml", "sim"], default="nvml")
         p.add_argument("--scale", type=float, default=1.0, help="samples per epoch, scaled")
         if name == "poisson":
+            p.add_argument("--mix", choices=sorted(MIXES), default="cold")
+            p.add_argument("--passes", default="",
+                           help="comma-separated subset of fcfs-exclusive,auto-cold,auto-warm")
             p.add_argument("--span", type=float, default=120.0,
                            help="seconds over which the 12 jobs are submitted")
             p.add_argument("--seed", type=int, default=11)

@@ -24,12 +24,17 @@ training does.
 
 Progress goes to colo through python/colo_progress.py like train.py's: one
 epoch_end per epoch, and at the end max_memory_reserved_mib (the memory below;
-for dlrm twice --memory-gib). As it starts, an image model tells colo's
-simulated GPU what it holds there (progress metrics simulated_gpu_memory_mib
-and simulated_sm_active_pct): MEMORY_MIB scaled as 40% fixed and 60% in
+for dlrm --memory-gib). As it starts, it tells colo's simulated GPU what it
+holds there (progress metrics simulated_gpu_memory_mib and
+simulated_sm_active_pct; dlrm: --memory-gib): MEMORY_MIB scaled as 40% fixed and 60% in
 proportion to the batch size over 128, and SM_SHARE scaled by the square root
 of that ratio, so that a batch-size sweep has memory and load that grow with
 the batch, as a real one does.
+
+Under MPS with a pinned memory limit (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, which
+colo's auto policy gives a job it has never measured), a model whose memory
+exceeds the limit fails as PyTorch would, with "CUDA out of memory", once it
+has taken what the limit allows: the overrun colo must contain.
 """
 
 import argparse
@@ -115,6 +120,20 @@ def sharing():
         return 1
 
 
+def mps_memory_limit_mib():
+    """The MPS pinned device memory limit of device 0 ("0=1234M"), in MiB; None without one."""
+    for entry in os.environ.get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "").split(","):
+        device, _, value = entry.partition("=")
+        if device.strip() != "0" or not value:
+            continue
+        units = {"M": 1.0, "G": 1024.0, "K": 1.0 / 1024}
+        try:
+            return float(value[:-1]) * units[value[-1]] if value[-1] in units else float(value) / 2**20
+        except ValueError:
+            return None
+    return None
+
+
 def work(epoch, steps, seed):
     """A little deterministic CPU work: a CRC over one small buffer per step."""
     crc = seed
@@ -140,13 +159,22 @@ def main(argv=None):
         flush=True,
     )
     batch_ratio = args.batch_size / 128.0
-    if args.model == "dlrm":  # its tables: the job file's memory hint says what they hold
-        memory_mib = 2 * 1024 * args.memory_gib
+    if args.model == "dlrm":  # its tables (bench/dlrm.py's sparse gradients add little)
+        memory_mib = 1024 * args.memory_gib
+        sm_pct = SM_SHARE[args.model]
     else:
         memory_mib = MEMORY_MIB[args.model] * (0.4 + 0.6 * batch_ratio)
-        colo.metric(simulated_gpu_memory_mib=memory_mib,
-                    simulated_sm_active_pct=min(100.0, max(1.0, SM_SHARE[args.model]
-                                                           * math.sqrt(batch_ratio))))
+        sm_pct = min(100.0, max(1.0, SM_SHARE[args.model] * math.sqrt(batch_ratio)))
+    limit_mib = mps_memory_limit_mib()
+    if limit_mib is None or memory_mib <= limit_mib:
+        colo.metric(simulated_gpu_memory_mib=memory_mib, simulated_sm_active_pct=sm_pct)
+    else:
+        time.sleep(WARMUP_S)  # it allocates as its first step runs
+        colo.metric(simulated_gpu_memory_mib=limit_mib, simulated_sm_active_pct=sm_pct)
+        time.sleep(1.5)  # long enough for colo to sample what it held
+        print("torch.OutOfMemoryError: CUDA out of memory (simulated: needs %.0f MiB, the MPS "
+              "pinned memory limit is %.0f MiB)" % (memory_mib, limit_mib), flush=True)
+        return 1
     colo.start()
     run_start = time.monotonic()
     checksum = args.seed

@@ -27,8 +27,14 @@ inside W are interpolated linearly within its epochs, and
 
 Each job's slowdown (epoch time together over alone) is its solo rate over
 its rate in W. When W is shorter than two steady epochs of the slowest job,
-there is no figure: "the jobs did not run together long enough" (exit 3).
-Exit 2 for bad input (a log without two epoch lines, a job without a solo log).
+there is no figure: "the jobs did not run together long enough".
+
+The normalized throughput needs no window in which every job ran together:
+whenever two or more jobs were in their steady epochs (2..n) on one GPU, the
+sum over them of (their rate in that epoch / solo rate), averaged over that
+time (and over the GPUs: --gpu-of LOG_PATTERN=N says which GPU a log's job ran
+on; 0 by default). Exit 3 when there is neither figure, 2 for bad input (a log
+without two epoch lines, a job without a solo log).
 """
 
 import argparse
@@ -96,7 +102,32 @@ def solo_for(path, solos):
     return solos.get(best) if best is not None else None
 
 
-def measure(solo_args, together_paths, gpus, regex):
+def normalized_throughput(jobs, solos, gpu_of):
+    """(value, shared seconds): see the module comment; value None without overlap."""
+    pieces = {}  # gpu -> [(start, end, rate / solo)]
+    for path, epochs in jobs:
+        solo = solo_for(path, solos)
+        if solo is None:
+            raise BadInput("no --solo log applies to %s" % path)
+        gpu = 0
+        for pattern, n in gpu_of.items():
+            if pattern in path:
+                gpu = n
+        for (_, _, t0), (_, samples, t1) in zip(epochs, epochs[1:]):
+            if t1 > t0:
+                pieces.setdefault(gpu, []).append((t0, t1, samples / (t1 - t0) / solo))
+    integral = shared = 0.0
+    for gpu_pieces in pieces.values():
+        cuts = sorted({t for p in gpu_pieces for t in p[:2]})
+        for a, b in zip(cuts, cuts[1:]):
+            active = [p for p in gpu_pieces if p[0] <= a and p[1] >= b]
+            if len(active) >= 2:
+                integral += sum(p[2] for p in active) * (b - a)
+                shared += b - a
+    return (integral / shared if shared > 0 else None), shared
+
+
+def measure(solo_args, together_paths, gpus, regex, gpu_of=None):
     runs = {}
     for arg in solo_args:
         pattern, _, path = arg.partition("=")
@@ -110,6 +141,8 @@ def measure(solo_args, together_paths, gpus, regex):
     end = min(e[-1][2] for _, e in jobs)
     result = {"jobs": [], "gpus": gpus, "window_s": max(0.0, end - start),
               "window_start": start, "window_end": end, "speedup": None, "why_not": None}
+    result["normalized_throughput"], result["normalized_throughput_shared_s"] = \
+        normalized_throughput(jobs, solos, gpu_of or {})
     slowest = max(steady(e)[1] for _, e in jobs)
     if end <= start:
         result["why_not"] = "the jobs never were in their steady epochs at the same time"
@@ -147,8 +180,17 @@ def main(argv=None):
                         help="GPUs the --together jobs ran on (the speed-up is per GPU)")
     parser.add_argument("--regex", default=DEFAULT_REGEX,
                         help="epoch line format: named groups epoch, samples, time")
+    parser.add_argument("--gpu-of", nargs="+", default=[], metavar="LOG_PATTERN=N",
+                        help="the GPU of the jobs whose log path holds LOG_PATTERN (default 0)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
+    gpu_of = {}
+    for arg in args.gpu_of:
+        pattern, _, n = arg.rpartition("=")
+        if not pattern or not n.isdigit():
+            print("verify-speedup: --gpu-of %s: expected LOG_PATTERN=N" % arg, file=sys.stderr)
+            return 2
+        gpu_of[pattern] = int(n)
     try:
         regex = re.compile(args.regex)
     except re.error as e:
@@ -159,7 +201,7 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     try:
-        result = measure(args.solo, args.together, args.gpus, regex)
+        result = measure(args.solo, args.together, args.gpus, regex, gpu_of)
     except BadInput as e:
         print("verify-speedup: %s" % e, file=sys.stderr)
         return 2
@@ -179,7 +221,13 @@ def main(argv=None):
             print("verify-speedup: steady speed-up %.2fx (%.0f samples/s together%s)"
                   % (result["speedup"], result["samples_per_s"],
                      ", per GPU of %d" % args.gpus if args.gpus > 1 else ""))
-    return 0 if result["speedup"] is not None else 3
+        if result["normalized_throughput"] is None:
+            print("verify-speedup: no normalized throughput: no two jobs were in their steady "
+                  "epochs on one GPU at the same time")
+        else:
+            print("verify-speedup: normalized throughput %.2fx per GPU (over %.1f s)"
+                  % (result["normalized_throughput"], result["normalized_throughput_shared_s"]))
+    return 0 if result["speedup"] is not None or result["normalized_throughput"] else 3
 
 
 if __name__ == "__main__":

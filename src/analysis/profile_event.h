@@ -1,11 +1,14 @@
 // Profile events: job events that record a profile with the job, so that
 // later runs and `colo profiles` see it.
-//   "probe"     what the job measured while the auto policy probed it (its
-//               GPU its own: peak memory, SM activity, utilization, rate,
-//               start-up); the latest one is the probe's final measurement.
+//   "probe"     what a job colo had never seen measured where it ran (peak
+//               memory, SM activity, utilization, rate, start-up; with their
+//               uncertainties when other jobs ran beside it); the latest one
+//               is its final measurement.
 //   "estimate"  the profile the auto policy placed it by when that was
 //               estimated from its family (sched/family.h), to be compared
 //               with what the job then measured.
+//   "prior"     the prior (sched/prior.h) a job colo had never seen started
+//               by, beside what it then measured.
 // Metrics: peak_memory_bytes, memory_uncertainty, sm_active_pct,
 // sm_uncertainty, and when known gpu_util_pct, samples_per_s,
 // rate_uncertainty, startup_ms.
@@ -22,6 +25,7 @@ namespace colo {
 
 inline constexpr std::string_view kProbeEvent = "probe";
 inline constexpr std::string_view kEstimateEvent = "estimate";
+inline constexpr std::string_view kPriorEvent = "prior";
 
 ProgressEvent profile_event(std::string_view kind, const JobProfile& profile, UnixMillis time_ms);
 

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/units.h"
+#include "jobs/job_features.h"
 #include "jobs/job_signature.h"
 
 namespace colo {
@@ -53,6 +54,7 @@ void ProfileLearner::add(const RunSummary& run) {
     if (p.job_name.empty()) {  // a job measured alone replaces it below
       p.group = job.group;
       p.job_name = job.name;
+      p.command = job.command;
     }
     if (job.peak_memory_bytes) {
       p.profile.peak_memory_bytes =
@@ -68,9 +70,12 @@ void ProfileLearner::add(const RunSummary& run) {
       if (job.probe && job.probe->sm_active_pct) {
         p.job_name = job.name;
         p.group = job.group;
+        p.command = job.command;
         p.profile.sm_active_pct = job.probe->sm_active_pct;
+        p.profile.sm_uncertainty = job.probe->sm_uncertainty;
         p.profile.gpu_util_pct = job.probe->gpu_util_pct;
         p.profile.samples_per_s = job.probe->samples_per_s;
+        p.profile.rate_uncertainty = job.probe->rate_uncertainty;
         p.profile.startup_ms = job.probe->startup_ms;
         p.profile.source = fmt::format("store: run {} job {} ({}, probe{})", run.run.id, job.id,
                                        run.run.mechanism, run.run.simulated ? ", simulated" : "");
@@ -79,6 +84,8 @@ void ProfileLearner::add(const RunSummary& run) {
     }
     p.job_name = job.name;
     p.group = job.group;
+    p.command = job.command;
+    p.profile.sm_uncertainty = p.profile.rate_uncertainty = 0;
     // The steady epochs' load; the whole job's mean counts start-up, when
     // the GPU idles (resnet26 on the H200: 8% over the job, 15% working).
     const bool steady = job.steady_sm_active_pct.has_value();
@@ -124,6 +131,20 @@ const LearnedProfile* find_profile(const std::vector<LearnedProfile>& profiles,
   return best;
 }
 
+std::vector<PriorSample> prior_samples(const std::vector<LearnedProfile>& learned,
+                                       std::string_view gpu_model, bool simulated) {
+  std::vector<PriorSample> out;
+  std::set<std::string> seen;  // signatures
+  for (const LearnedProfile& l : learned) {
+    if (!seen.insert(l.signature).second) continue;
+    const LearnedProfile* best = find_profile(learned, l.signature, gpu_model, simulated);
+    if (best == nullptr || !best->profile.peak_memory_bytes || !best->profile.sm_active_pct)
+      continue;
+    out.push_back({best->job_name, job_features(best->command), best->profile});
+  }
+  return out;
+}
+
 std::map<std::string, std::vector<FamilyInstance>> family_instances(
     const std::vector<LearnedProfile>& learned, const std::vector<JobSpec>& jobs,
     std::string_view gpu_model, bool simulated) {
@@ -166,7 +187,8 @@ std::map<std::string, JobProfile> usable_profiles(
 
 std::optional<SoloRate> solo_rate_of(const JobProfile& profile) {
   if (!profile.samples_per_s && !profile.epoch_ms) return std::nullopt;
-  return SoloRate{profile.samples_per_s, profile.epoch_ms, "profile (" + profile.source + ")"};
+  return SoloRate{profile.samples_per_s, profile.epoch_ms, "profile (" + profile.source + ")",
+                  profile.rate_uncertainty > 0};
 }
 
 JobProfile hint_profile(const JobSpec& job) {

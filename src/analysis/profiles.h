@@ -15,6 +15,7 @@
 #include "jobs/job_spec.h"
 #include "sched/family.h"
 #include "sched/interference.h"
+#include "sched/prior.h"
 #include "sched/profile.h"
 
 namespace colo {
@@ -29,6 +30,7 @@ struct LearnedProfile {
   std::string group;     // its [[job]] block
   std::string family;    // its jobs' family (JobSpec::family); "" before families were recorded
   std::map<std::string, std::string> params;  // its grid values
+  std::vector<std::string> command;           // of job_name's job
   bool simulated = false;
   int runs = 0;  // completed jobs that contributed
   JobProfile profile;
@@ -86,7 +88,13 @@ std::map<std::string, JobProfile> usable_profiles(
     const std::map<std::string, std::vector<FamilyInstance>>& instances,
     const std::vector<JobSpec>& jobs);
 
-// A profile's solo rate, when it has one.
+// What the auto policy's priors (sched/prior.h) draw on for GPU model
+// `gpu_model` (as find_profile matches it): each learned profile with peak
+// memory and SM activity, with the features of its command.
+std::vector<PriorSample> prior_samples(const std::vector<LearnedProfile>& learned,
+                                       std::string_view gpu_model, bool simulated);
+
+// A profile's solo rate, when it has one (estimated: its rate is uncertain).
 std::optional<SoloRate> solo_rate_of(const JobProfile& profile);
 
 // The profile hints a job file gives for `job` (gpu_memory, sm_activity,

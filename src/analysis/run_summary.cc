@@ -101,6 +101,7 @@ void fill_together(RunSummary& summary, const std::vector<std::optional<SoloRate
     started.push_back(i);
     input.push_back({job.name, &job.epoch_ends, job.device, job.solo});
   }
+  summary.normalized_throughput = normalized_throughput(input);
   summary.together.reset();
   summary.together_gpus = 0;
   summary.steady_throughput_per_s.reset();
@@ -181,9 +182,11 @@ RunSummary summarize(const RunRecord& record) {
     job.signature = row.signature;
     job.family = row.family;
     job.params = row.params;
+    job.command = row.command;
     for (const ProgressEvent& e : events) {
       if (std::optional<JobProfile> p = profile_in(e, kEstimateEvent)) job.estimate = std::move(p);
       if (std::optional<JobProfile> p = profile_in(e, kProbeEvent)) job.probe = std::move(p);
+      if (std::optional<JobProfile> p = profile_in(e, kPriorEvent)) job.prior = std::move(p);
     }
     job.state = row.state;
     job.reason = row.reason;

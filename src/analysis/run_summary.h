@@ -52,14 +52,16 @@ struct JobSummary {
   std::string group;      // its [[job]] block's name
   std::string family;     // its spec's family ("" in runs recorded before families)
   std::map<std::string, std::string> params;  // its grid values
+  std::vector<std::string> command;           // its spec's command
   // The profile the auto policy placed it by when that was estimated from
   // its family, and what it measured as the auto policy's probe (the
   // latest "estimate" and "probe" events; profile_event.h), else absent.
   std::optional<JobProfile> estimate;
   std::optional<JobProfile> probe;
-  std::optional<double> energy_j;  // device energy while it ran, shared among running jobs
-  std::string log_path;            // the last attempt's
-  int attempts = 1;                // 1 + its out-of-memory retries ('requeued' events)
+  std::optional<JobProfile> prior;  // a job colo had never seen: the prior it started by
+  std::optional<double> energy_j;   // device energy while it ran, shared among running jobs
+  std::string log_path;             // the last attempt's
+  int attempts = 1;                 // 1 + its out-of-memory retries ('requeued' events)
   int64_t malformed_progress_lines = 0;
   // What colo held back of its progress (its last "throttled" event); absent when nothing.
   std::optional<ThrottleCounts> progress_throttled;
@@ -119,6 +121,9 @@ struct RunSummary {
   std::optional<double> speedup_vs_exclusive;  // end to end (makespan)
   // The collocated speed-up (together.h) against the jobs' solo rates.
   std::optional<double> steady_speedup_vs_exclusive;
+  // Whenever two or more jobs ran in their steady epochs on one GPU, their
+  // summed rate over solo rate (together.h), against the same solo rates.
+  NormalizedThroughput normalized_throughput;
   std::string solo_source;  // where the solo rates came from, in words
 };
 

@@ -5,8 +5,40 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace colo {
+namespace {
+
+// A job never measured alone: what the auto policy measured of it in place,
+// what its family's measured instances say now, the estimate it was placed
+// by, or the prior it started by; each labelled estimated.
+std::optional<SoloRate> estimated_solo_rate(const JobSummary& job,
+                                            const std::vector<LearnedProfile>& known,
+                                            std::string_view gpu, bool simulated) {
+  auto labelled = [&](const std::optional<double>& rate, const std::string& what) {
+    return SoloRate{rate, std::nullopt, fmt::format("estimated for {} ({})", job.name, what),
+                    true};
+  };
+  if (job.probe && job.probe->samples_per_s)
+    return labelled(job.probe->samples_per_s, "measured beside other jobs");
+  if (!job.family.empty()) {
+    JobSpec member;
+    member.family = job.family;
+    for (const auto& [family, instances] : family_instances(known, {member}, gpu, simulated)) {
+      FamilyEstimate e = estimate_from_family(instances, job.params, std::nullopt);
+      if (e.profile && e.profile->samples_per_s)
+        return labelled(e.profile->samples_per_s, "its family: " + e.profile->source);
+    }
+  }
+  for (const auto& [guess, what] : {std::pair{&job.estimate, "the estimate it was placed by"},
+                                    std::pair{&job.prior, "the prior it started by"}}) {
+    if (*guess && (*guess)->samples_per_s) return labelled((*guess)->samples_per_s, what);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 Result<RunSummary> analyse_run(RunReader& reader, int64_t run_id,
                                const std::vector<LearnedProfile>* profiles) {
@@ -49,7 +81,10 @@ Result<RunSummary> analyse_record(RunReader& reader, const RunRecord& record,
     const std::vector<LearnedProfile>& known = profiles != nullptr ? *profiles : *learned;
     const LearnedProfile* p =
         find_profile(known, job.signature, gpu_name_of(summary, job.device), summary.run.simulated);
-    solo.push_back(p != nullptr ? solo_rate_of(p->profile) : std::nullopt);
+    std::optional<SoloRate> rate = p != nullptr ? solo_rate_of(p->profile) : std::nullopt;
+    solo.push_back(rate ? rate
+                        : estimated_solo_rate(job, known, gpu_name_of(summary, job.device),
+                                              summary.run.simulated));
   }
   apply_solo_rates(summary, solo);
   return summary;

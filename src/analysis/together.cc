@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace colo {
@@ -114,6 +116,74 @@ Together measure_together(const std::vector<TogetherJob>& jobs) {
         "no solo rate for {} (run the same jobs with --mechanism exclusive, or one of them alone, "
         "to measure it)",
         names);
+  }
+  return out;
+}
+
+}  // namespace colo
+
+namespace colo {
+
+NormalizedThroughput normalized_throughput(const std::vector<TogetherJob>& jobs) {
+  // Each job's steady epochs (2..n) on its GPU, with its normalized rate in each.
+  struct Piece {
+    UnixMillis start = 0;
+    UnixMillis end = 0;
+    std::optional<double> normalized;
+    bool estimated = false;
+    const std::string* job = nullptr;
+  };
+  std::map<int, std::vector<Piece>> by_gpu;  // an unknown GPU counts as one, -1
+  for (const TogetherJob& j : jobs) {
+    const std::vector<EpochEnd>& ends = *j.ends;
+    for (size_t k = 1; k < ends.size(); ++k) {
+      Piece p{ends[k - 1].time_ms, ends[k].time_ms, std::nullopt, false, &j.name};
+      if (p.end <= p.start) continue;
+      const auto ms = static_cast<double>(p.end - p.start);
+      if (j.solo && ends[k].samples && j.solo->samples_per_s && *j.solo->samples_per_s > 0) {
+        p.normalized = static_cast<double>(*ends[k].samples) * 1000.0 / ms / *j.solo->samples_per_s;
+      } else if (j.solo && j.solo->epoch_ms && *j.solo->epoch_ms > 0) {
+        p.normalized = *j.solo->epoch_ms / ms;
+      }
+      p.estimated = j.solo && j.solo->estimated;
+      by_gpu[j.device.value_or(-1)].push_back(p);
+    }
+  }
+  NormalizedThroughput out;
+  double integral = 0;  // normalized rate x ms
+  std::set<std::string> without_solo;
+  for (const auto& [gpu, pieces] : by_gpu) {
+    std::set<UnixMillis> cuts;
+    for (const Piece& p : pieces) cuts.insert({p.start, p.end});
+    for (auto t = cuts.begin(); t != cuts.end() && std::next(t) != cuts.end(); ++t) {
+      const UnixMillis from = *t;
+      const UnixMillis to = *std::next(t);
+      std::vector<const Piece*> active;
+      for (const Piece& p : pieces) {
+        if (p.start <= from && p.end >= to) active.push_back(&p);
+      }
+      if (active.size() < 2) continue;
+      double sum = 0;
+      bool known = true;
+      for (const Piece* p : active) {
+        if (!p->normalized) {
+          known = false;
+          without_solo.insert(*p->job);
+        }
+        sum += p->normalized.value_or(0);
+      }
+      if (!known) continue;
+      for (const Piece* p : active) out.estimated = out.estimated || p->estimated;
+      integral += sum * static_cast<double>(to - from);
+      out.shared_ms += to - from;
+    }
+  }
+  if (out.shared_ms > 0) {
+    out.value = integral / static_cast<double>(out.shared_ms);
+  } else if (!without_solo.empty()) {
+    out.why_not = fmt::format("no solo rate for {}", *without_solo.begin());
+  } else {
+    out.why_not = "no two jobs were in their steady epochs on one GPU at the same time";
   }
   return out;
 }

@@ -44,6 +44,8 @@ struct SoloRate {
   std::optional<double> samples_per_s;
   std::optional<double> epoch_ms;  // time per steady epoch
   std::string source;              // "exclusive run #4", "profile: store: run 7 job 12 (...)"
+  // Not measured alone: a prior, or a measurement beside other jobs.
+  bool estimated = false;
 };
 
 // One job of a run as measure_together() needs it.
@@ -80,5 +82,19 @@ std::optional<TogetherWindow> together_window(
 
 // Everything above for the jobs of one run (those that started).
 Together measure_together(const std::vector<TogetherJob>& jobs);
+
+// The normalized throughput: whenever two or more jobs ran in their steady
+// epochs on one GPU, the sum over them of rate / solo rate (each job's rate
+// in an epoch: its samples, else one epoch, over the epoch's time), averaged
+// over that time and over the GPUs. Unlike the speed-up it needs no window
+// in which every job ran together: it counts every stretch of overlap. 1.0:
+// sharing gained nothing; the figure is in "solo jobs' worth" per GPU.
+struct NormalizedThroughput {
+  std::optional<double> value;
+  int64_t shared_ms = 0;   // the time it averages over, summed over GPUs
+  bool estimated = false;  // a solo rate it used was estimated
+  std::string why_not;     // when there is no value
+};
+NormalizedThroughput normalized_throughput(const std::vector<TogetherJob>& jobs);
 
 }  // namespace colo

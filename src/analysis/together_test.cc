@@ -183,5 +183,41 @@ TEST(Together, StaggeredStartUpsDoNotFoolIt) {
   EXPECT_LT(steady_samples / union_s / 1000.0, 2.9);
 }
 
+// Normalized throughput: every stretch in which two or more jobs ran their
+// steady epochs on one GPU counts, whether or not all ran together.
+TEST(NormalizedThroughputTest, CountsEveryOverlapOfSteadyEpochs) {
+  // Alone 500 samples/s. A runs its steady epochs from 2 s to 12 s at 400/s
+  // (0.8 of solo); B from 6 s to 14 s at 300/s (0.6). Overlap 6..12 s: 1.4.
+  std::vector<EpochEnd> a = steady_job(0, 2000, 2500, 5, 1000);  // 1000 per 2.5 s = 400/s
+  std::vector<EpochEnd> b = steady_job(0, 6000, 2000, 5, 600);   // 600 per 2 s = 300/s
+  std::vector<TogetherJob> jobs = {{"a", &a, 0, solo(500, 2000)}, {"b", &b, 0, solo(500, 2000)}};
+  NormalizedThroughput nt = normalized_throughput(jobs);
+  ASSERT_TRUE(nt.value) << nt.why_not;
+  EXPECT_NEAR(*nt.value, 1.4, 1e-9);
+  EXPECT_EQ(nt.shared_ms, 6000);
+  EXPECT_FALSE(nt.estimated);
+}
+
+TEST(NormalizedThroughputTest, JobsOnOtherGpusDoNotOverlapAndEstimatesAreSaid) {
+  std::vector<EpochEnd> a = steady_job(0, 1000, 1000, 4, 400);
+  std::vector<EpochEnd> b = steady_job(0, 1000, 1000, 4, 400);
+  std::vector<EpochEnd> c = steady_job(0, 1000, 1000, 4, 400);
+  SoloRate guessed = solo(500, 2000);
+  guessed.estimated = true;
+  NormalizedThroughput apart =
+      normalized_throughput({{"a", &a, 0, solo(500, 2000)}, {"b", &b, 1, solo(500, 2000)}});
+  EXPECT_FALSE(apart.value);
+  EXPECT_THAT(apart.why_not, HasSubstr("no two jobs were in their steady epochs"));
+  NormalizedThroughput two = normalized_throughput(
+      {{"a", &a, 0, solo(500, 2000)}, {"b", &b, 1, solo(500, 2000)}, {"c", &c, 1, guessed}});
+  ASSERT_TRUE(two.value);
+  EXPECT_NEAR(*two.value, 1.6, 1e-9) << "gpu1: two jobs at 0.8 each";
+  EXPECT_TRUE(two.estimated);
+  NormalizedThroughput unknown =
+      normalized_throughput({{"a", &a, 0, solo(500, 2000)}, {"b", &b, 0, std::nullopt}});
+  EXPECT_FALSE(unknown.value);
+  EXPECT_THAT(unknown.why_not, HasSubstr("no solo rate for b"));
+}
+
 }  // namespace
 }  // namespace colo

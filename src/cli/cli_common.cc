@@ -290,7 +290,9 @@ std::optional<PlanningInput> planning_input(const std::string& job_file,
       known_profiles(stored, file->jobs, model->model, true);
   std::map<std::string, std::vector<FamilyInstance>> families =
       family_instances(stored, file->jobs, model->model, true);
-  SimJobSet set = make_sim_jobs(*file, known, usable_profiles(known, families, file->jobs));
+  const PriorModel priors(prior_samples(stored, model->model, true), model->memory_total_bytes);
+  SimJobSet set =
+      make_sim_jobs(*file, known, usable_profiles(known, families, file->jobs), &priors);
   SimOptions node;
   node.family_instances = std::move(families);
   node.gpus = gpus;

@@ -19,9 +19,12 @@
 #include "cli/commands.h"
 #include "common/paths.h"
 #include "common/units.h"
+#include "gpu/sim_backend.h"
+#include "jobs/job_features.h"
 #include "jobs/job_file.h"
 #include "jobs/job_signature.h"
 #include "sched/family.h"
+#include "sched/prior.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -163,25 +166,24 @@ void print_file(const JobFile& file, const std::vector<LearnedProfile>& profiles
                            file.path, gpu.empty() ? "any GPU" : gpu);
   std::cout << fmt::format("{:<32} {:>16} {:>9} {:>14}  {}\n", "JOB", "PEAK MEM", "SM %",
                            "SAMPLES/S", "FROM");
+  // Newcomers start by a prior, and are measured where they run.
+  Result<SimGpuModel> model = sim_gpu_model(gpu.empty() ? "H100" : gpu);
+  const PriorModel priors(prior_samples(profiles, gpu, simulated),
+                          model.ok() ? model->memory_total_bytes : 0);
   std::set<std::string> seen;
-  std::set<std::string> probed;  // families with a probe listed
+  std::set<std::string> measured;  // families with a newcomer listed
   for (const JobSpec& job : file.jobs) {
     const std::string signature = job_signature(job);
     if (!seen.insert(signature).second) continue;
     const std::string name = instance_label(job.name);
     auto it = usable.find(signature);
-    if (it == usable.end()) {
-      auto f = families.find(job.family);
-      std::string why =
-          f == families.end()
-              ? "no measured instance yet"
-              : estimate_from_family(f->second, job.params, job.resource_params).missing;
-      const bool first = probed.insert(job.family).second;
-      std::cout << fmt::format("{:<32} {:>16} {:>9} {:>14}  {}: {}\n", name, "-", "-", "-",
-                               first ? "probe" : "after a probe of its family", why);
+    const bool newcomer = it == usable.end();
+    if (newcomer && !job.family.empty() && !measured.insert(job.family).second) {
+      std::cout << fmt::format("{:<32} {:>16} {:>9} {:>14}  {}\n", name, "-", "-", "-",
+                               "after its family's newcomer is measured");
       continue;
     }
-    const JobProfile& p = it->second;
+    const JobProfile p = newcomer ? priors.prior(job_features(job.command)) : it->second;
     std::cout << fmt::format(
         "{:<32} {:>16} {:>9} {:>14}  {}\n", name,
         p.peak_memory_bytes
@@ -189,7 +191,7 @@ void print_file(const JobFile& file, const std::vector<LearnedProfile>& profiles
             : "-",
         p.sm_active_pct ? with_uncertainty(percent(*p.sm_active_pct), p.sm_uncertainty) : "-",
         p.samples_per_s ? with_uncertainty(percent(*p.samples_per_s), p.rate_uncertainty) : "-",
-        p.source);
+        newcomer ? "new, measured where it runs; " + p.source : p.source);
   }
 }
 

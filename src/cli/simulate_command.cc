@@ -144,7 +144,10 @@ int simulate_command(const SimulateFlags& flags) {
       format_bytes(model.memory_total_bytes));
   for (const std::string& line : set.sources) std::cout << "  " << line << "\n";
   for (const std::string& line : set.assumptions) std::cout << "  assumption: " << line << "\n";
-  std::cout << fmt::format("  interference model: {}\n\n", options.model.describe());
+  std::cout << fmt::format("  interference model: {}\n", options.model.describe());
+  std::cout << "  auto: as the store knows these jobs now (cold for those it never measured: "
+               "each starts by its prior and is measured where it runs); auto-warm: as if "
+               "every job had been measured\n\n";
 
   std::vector<PolicyResult> results = simulate_all(set.jobs, *policies, options);
   const PolicyResult* exclusive = nullptr;

@@ -42,7 +42,9 @@ Result<SimGpuModel> sim_gpu_model(std::string_view model);
 //                   capped at the device's memory.
 //   power         = idle + (TDP - idle) x SM activity / 100.
 //   energy        = power integrated over the Clock since the backend was made.
-//   GPU util      = 100 while any process runs, else 0.
+//   GPU util      = min(100, twice the summed solo SM activity) while any
+//                   process runs, else 0 (as measured: a job 19% SM active
+//                   kept the GPU busy 37% of the time).
 //   occupancy, tensor and DRAM activity, PCIe and SM clock follow from SM
 //   activity and the process count by fixed factors (see sim_backend.cc).
 // Everything is labelled simulated: name() "sim", version() "simulated H200",

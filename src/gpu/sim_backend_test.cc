@@ -104,6 +104,10 @@ TEST(SimBackend, ModelsLoadFromRegisteredProcesses) {
   EXPECT_EQ(sample->sm_active_pct, 70.0);
   EXPECT_DOUBLE_EQ(*sample->power_w, 90.0 + 610.0 * 0.7);
   EXPECT_EQ(sim->sample_processes(0)->at(0).sm_util_pct, 70.0);
+  EXPECT_EQ(sample->gpu_util_pct, 100.0) << "busy: twice its 70% SM activity, at most 100%";
+  sim->process_exited(200);
+  sim->process_started(0, 400, {1024 * kMiB, 20});
+  EXPECT_EQ(sim->sample_device(0)->gpu_util_pct, 40.0) << "busy: twice its 20% SM activity";
 }
 
 TEST(SimBackend, IntegratesEnergyOverTheClock) {

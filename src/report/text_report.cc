@@ -269,6 +269,17 @@ std::string format_run_summary(const RunSummary& summary) {
     out += fmt::format("speed-up steady:     - ({})\n",
                        summary.steady_note.empty() ? "not measured" : summary.steady_note);
   }
+  const NormalizedThroughput& nt = summary.normalized_throughput;
+  if (nt.value) {
+    out += fmt::format(
+        "normalized throughput: {} per GPU (summed rate over solo rate while two or more jobs "
+        "were in their steady epochs on a GPU, {} of it; solo rates {})\n",
+        ratio(*nt.value), format_duration_ms(nt.shared_ms),
+        nt.estimated ? "partly ESTIMATED (not measured alone): " + summary.solo_source
+                     : "from " + summary.solo_source);
+  } else {
+    out += fmt::format("normalized throughput: - ({})\n", nt.why_not);
+  }
   return out;
 }
 
@@ -367,6 +378,10 @@ nlohmann::json to_json(const RunSummary& summary) {
       {"steady_speedup_vs_exclusive", nullable(summary.steady_speedup_vs_exclusive)},
       {"steady_note", summary.steady_note},
       {"solo_source", summary.solo_source},
+      {"normalized_throughput", nullable(summary.normalized_throughput.value)},
+      {"normalized_throughput_shared_ms", summary.normalized_throughput.shared_ms},
+      {"normalized_throughput_estimated", summary.normalized_throughput.estimated},
+      {"normalized_throughput_note", summary.normalized_throughput.why_not},
   };
 }
 

@@ -13,6 +13,7 @@
 #include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/units.h"
+#include "jobs/job_features.h"
 #include "jobs/job_signature.h"
 #include "run/simulated_load.h"
 #include "sched/auto_scheduler.h"
@@ -79,18 +80,12 @@ struct RunEngine::JobRuntime {
   bool mechanism_victim = false;
   // Stopped because the service shuts down: ends interrupted.
   bool shutdown_victim = false;
-  // Auto policy.
-  bool probe = false;             // measured for its family's profile
-  bool probe_first_sent = false;  // its first profile went to the scheduler
-  UnixMillis last_rate_ms = 0;    // time of the last progress event with samples
-  int rates_seen = 0;
-  uint64_t peak_memory_bytes = 0;  // largest summed memory of its processes seen
-  double probe_sm_sum = 0;
-  double probe_util_sum = 0;
-  int probe_samples = 0;
-  UnixMillis memory_sampled_ms = 0;   // its processes' memory was last seen then
-  UnixMillis first_epoch_end_ms = 0;  // 0: no epoch ended yet (this attempt)
-  std::optional<int64_t> first_epoch_samples;
+  // Auto policy: a newcomer is measured where it runs (InPlaceMeasurement);
+  // its first profile goes to the scheduler once its memory plateaued.
+  std::optional<InPlaceMeasurement> measuring;
+  bool measurement_sent = false;
+  UnixMillis last_rate_ms = 0;               // time of the last progress event with samples
+  uint64_t peak_memory_bytes = 0;            // largest summed memory of its processes seen
   std::optional<int64_t> first_progress_ms;  // since its start
   // What the mechanism gave the running attempt (see EngineJobView).
   std::optional<int> mps_sm_share_pct;
@@ -155,6 +150,8 @@ std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
       fitted.ok())
     model = *fitted;
   display_.event("auto: interference model: " + model.describe());
+  priors_.emplace(prior_samples(measured_, devices_.front().name, ctx_.backend.simulated()),
+                  devices_.front().memory_total_bytes);
   return std::make_unique<AutoScheduler>(slots, auto_options, model);
 }
 
@@ -196,6 +193,7 @@ void RunEngine::introduce(JobRuntime& job) {
     }
   }
   if (it != known.end()) facts.profile = it->second;
+  if (priors_) facts.prior = priors_->prior(job_features(spec.command));
   scheduler_->introduce(job.signature, facts);
   if (it == known.end() || options_.policy != "auto") return;
   const JobProfile& p = it->second;
@@ -416,15 +414,10 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
     return;
   }
   job.state = JobState::kRunning;
-  job.probe = a.probe;
-  job.probe_first_sent = false;
-  job.memory_sampled_ms = 0;
-  job.first_epoch_end_ms = 0;
-  job.first_epoch_samples.reset();
-  job.rates_seen = 0;
+  job.measuring.reset();
+  if (a.probe) job.measuring.emplace(now, baseline(a.device, now), options_.measurement);
+  job.measurement_sent = false;
   job.last_rate_ms = 0;
-  job.probe_samples = 0;
-  job.probe_sm_sum = job.probe_util_sum = 0;
   job.first_progress_ms.reset();
   job.stop_reason.clear();
   job.mechanism_victim = job.shutdown_victim = false;
@@ -445,14 +438,15 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   job.sim_load.emplace(spec);
   ctx_.backend.process_started(a.device, static_cast<uint32_t>(*pid), job.sim_load->hint());
   if (a.estimate)
-    pending_events_.emplace_back(job.job.id, profile_event(kEstimateEvent, *a.estimate, now));
+    pending_events_.emplace_back(
+        job.job.id, profile_event(a.probe ? kPriorEvent : kEstimateEvent, *a.estimate, now));
   ctx_.writer.job_started(job.job.id, *pid, a.device, now, job.attempt);
   if (!job.mig_instance.empty()) ctx_.writer.job_instance(job.job.id, job.mig_instance);
   changes_.push_back({JobChange::Kind::kStarted, job.key, job.job.id, JobState::kRunning, "",
                       a.device, job.attempt, now});
   display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}{}{}", job.label(), a.device,
                              device(a.device).name, *pid, request.log_path,
-                             a.probe ? " (probe: alone until its profile is measured)" : "",
+                             a.probe ? " (new: measured where it runs)" : "",
                              a.memory_limit_bytes && !spec.memory_limit_bytes
                                  ? ", memory limit " + format_bytes(*a.memory_limit_bytes)
                                  : ""));
@@ -492,8 +486,18 @@ void RunEngine::reap() {
         display_.event(fmt::format("{}: stopped {} processes it left running", job.label(), n));
     }
     ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
+    // Newcomers measured on its GPU lose a neighbour that was there before them.
+    for (const auto& [other_pid, key] : by_pid_) {
+      JobRuntime& other = *jobs_[key];
+      if (!other.measuring || other.device != job.device || other.started_ms < job.started_ms)
+        continue;
+      const bool alone = std::none_of(by_pid_.begin(), by_pid_.end(), [&](const auto& p) {
+        return p.second != key && jobs_[p.second]->device == job.device;
+      });
+      other.measuring->neighbour_left(alone);
+    }
     read_progress_of(job, /*exited=*/true);  // the last lines it wrote before exiting
-    if (job.probe && f.exit.state == JobState::kOk) finish_probe(job);
+    if (job.measuring && f.exit.state == JobState::kOk) finish_probe(job);
     if (f.exit.state == JobState::kOk && job.peak_memory_bytes > 0) {
       JobProfile seen;
       seen.peak_memory_bytes = job.peak_memory_bytes;
@@ -552,7 +556,7 @@ void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string&
   pending_events_.emplace_back(job.job.id, std::move(e));
   job.attempt += 1;
   job.state = JobState::kQueued;
-  job.probe = false;
+  job.measuring.reset();
   job.note = reason;
   ctx_.writer.job_requeued(job.job.id, log_path(job), reason, ended_ms);
   changes_.push_back({JobChange::Kind::kRequeued, job.key, job.job.id, JobState::kQueued, reason,
@@ -609,31 +613,68 @@ void RunEngine::stop_all(StopKind kind, int64_t grace_ms, const std::string& rea
   supervisor_.stop_all(grace_ms);
 }
 
-// Auto policy: a probe's first profile goes to the scheduler once it ended
-// an epoch and its memory was sampled after that, so that the rest of its
-// family starts up while it measures on; its last when two progress rates
-// were seen, another job on its GPU reported progress (the GPU is no longer
-// its alone), or after probe_ms.
+// Auto policy: a newcomer's first profile goes to the scheduler once its
+// memory plateaued (the rest of its family starts then), its last when two
+// progress rates were seen, another job on its GPU began to work, or after
+// probe_ms.
 void RunEngine::finish_probes() {
   const UnixMillis now = ctx_.clock.now_ms();
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& job = *jobs_[key];
-    if (!job.probe) continue;
-    if (job.rates_seen >= 2 || now - job.started_ms >= options_.probe_ms || shared_since(job)) {
+    if (!job.measuring) continue;
+    if (now - job.started_ms >= options_.probe_ms ||
+        (job.measurement_sent && (job.measuring->rates_seen() >= 2 || shared_since(job)))) {
       finish_probe(job);
-    } else if (!job.probe_first_sent && job.first_epoch_end_ms > 0 &&
-               job.memory_sampled_ms >= job.first_epoch_end_ms && job.probe_samples > 0) {
-      job.probe_first_sent = true;
-      send_probe_profile(job, "first epoch");
+    } else if (!job.measurement_sent && job.measuring->plateaued()) {
+      job.measurement_sent = true;
+      send_probe_profile(job, "memory plateaued");
     }
   }
 }
 
+std::optional<GpuBaseline> RunEngine::baseline(int device, UnixMillis started_ms) const {
+  const bool others = std::any_of(by_pid_.begin(), by_pid_.end(), [&](const auto& running) {
+    return jobs_[running.second]->device == device;
+  });
+  if (!others) return std::nullopt;
+  GpuBaseline base;
+  int n = 0;
+  auto recent = samples_.recent().find(device);
+  if (recent != samples_.recent().end()) {
+    for (const DeviceSample& d : recent->second) {
+      if (d.time_ms < started_ms - kBaselineMs || d.time_ms > started_ms || !d.sm_active_pct)
+        continue;
+      base.sm_active_pct += *d.sm_active_pct;
+      base.gpu_util_pct += d.gpu_util_pct.value_or(*d.sm_active_pct * 2);
+      ++n;
+    }
+  }
+  if (n > 0) {
+    base.sm_active_pct /= n;
+    base.gpu_util_pct /= n;
+  }
+  return base;
+}
+
+int RunEngine::sharers(const JobRuntime& job, UnixMillis at_ms) const {
+  int n = 1;
+  for (const auto& [pid, key] : by_pid_) {
+    const JobRuntime& other = *jobs_[key];
+    n += &other != &job && other.device == job.device && other.first_progress_ms &&
+         other.started_ms >= job.started_ms && other.started_ms + *other.first_progress_ms <= at_ms;
+  }
+  return n;
+}
+
+// When a job that started after `job` on its GPU first reported progress
+// (it works there from then on), if one did.
 std::optional<UnixMillis> RunEngine::shared_since(const JobRuntime& job) const {
   std::optional<UnixMillis> since;
   for (const auto& [pid, key] : by_pid_) {
     const JobRuntime& other = *jobs_[key];
-    if (&other == &job || other.device != job.device || !other.first_progress_ms) continue;
+    if (&other == &job || other.device != job.device || !other.first_progress_ms ||
+        other.started_ms < job.started_ms)
+      continue;
     const UnixMillis t = other.started_ms + *other.first_progress_ms;
     if (!since || t < *since) since = t;
   }
@@ -641,38 +682,24 @@ std::optional<UnixMillis> RunEngine::shared_since(const JobRuntime& job) const {
 }
 
 void RunEngine::finish_probe(JobRuntime& job) {
-  job.probe = false;
-  send_probe_profile(job, job.probe_first_sent ? "refined" : "");
+  send_probe_profile(job, job.measurement_sent ? "refined" : "");
+  job.measuring.reset();
 }
 
 void RunEngine::send_probe_profile(JobRuntime& job, std::string_view stage) {
-  JobProfile p;
-  if (job.peak_memory_bytes > 0) p.peak_memory_bytes = job.peak_memory_bytes;
-  if (job.probe_samples > 0) {
-    p.sm_active_pct = job.probe_sm_sum / job.probe_samples;
-    p.gpu_util_pct = job.probe_util_sum / job.probe_samples;
-  }
-  if (job.rates_seen > 0) {
-    p.samples_per_s = job.last_samples_per_s;
-  } else if (job.first_epoch_end_ms > 0 && job.first_progress_ms && job.first_epoch_samples) {
-    // One epoch: its rate from the first progress (start-up left out).
-    const UnixMillis from = job.started_ms + *job.first_progress_ms;
-    if (job.first_epoch_end_ms > from)
-      p.samples_per_s = static_cast<double>(*job.first_epoch_samples) * 1000.0 /
-                        static_cast<double>(job.first_epoch_end_ms - from);
-  }
-  if (p.samples_per_s) solo_rates_[job.signature] = *p.samples_per_s;
-  p.startup_ms = job.first_progress_ms;
-  p.source = fmt::format("probe: {} in run {}", job.job.spec.name, run_id_);
+  JobProfile p =
+      job.measuring->profile(fmt::format("probe: {} in run {}", job.job.spec.name, run_id_));
+  if (p.samples_per_s && p.rate_uncertainty == 0) solo_rates_[job.signature] = *p.samples_per_s;
+  const std::string beside = job.measuring->beside_others() ? ", beside other jobs" : ", alone";
   display_.event(fmt::format(
       "auto: measured {}{}: {} peak, {} SM activity, {}", job.label(),
-      stage.empty() ? "" : fmt::format(" ({})", stage),
+      stage.empty() ? "" : fmt::format(" ({}{})", stage, beside),
       p.peak_memory_bytes ? format_bytes(*p.peak_memory_bytes) : "memory not seen",
       p.sm_active_pct ? fmt::format("{:.0f}%", *p.sm_active_pct) : "unknown",
       p.samples_per_s ? fmt::format("{:.0f} samples/s", *p.samples_per_s) : "no rate yet"));
   if (p.peak_memory_bytes && job.job.id != 0)
     pending_events_.emplace_back(job.job.id, profile_event(kProbeEvent, p, ctx_.clock.now_ms()));
-  scheduler_->learned(job.signature, p);
+  scheduler_->learned(job.signature, p, ctx_.clock.monotonic_ms());
 }
 
 void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
@@ -683,6 +710,10 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
     ctx_.backend.process_started(*job.device, static_cast<uint32_t>(job.pid), job.sim_load->hint());
   for (ProgressEvent& e : events) {
     if (!job.first_progress_ms) job.first_progress_ms = e.time_ms - job.started_ms;
+    // Its memory is measured from its first step or epoch (an epoch_start or
+    // a metric may come before its first allocation).
+    if (job.measuring && (e.kind == "step" || e.kind == "epoch_end"))
+      job.measuring->first_progress(e.time_ms);
     if ((e.kind == "epoch_end" || e.kind == "step") && e.samples) {
       // A step's rate runs from the previous step, an epoch's from the previous epoch's end.
       const UnixMillis last = e.kind == "step" ? job.last_rate_ms : job.last_epoch_end_ms;
@@ -691,16 +722,13 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
         double rate =
             static_cast<double>(*e.samples) * 1000.0 / static_cast<double>(e.time_ms - since);
         scheduler_->observe_rate(job.key, rate, ctx_.clock.monotonic_ms());
-        ++job.rates_seen;
+        if (job.measuring) job.measuring->rate(rate);
         if (e.kind == "step") job.last_samples_per_s = rate;
       }
       if (e.kind == "step") job.last_rate_ms = e.time_ms;
     }
     if (e.kind == "epoch_end") {
-      if (job.first_epoch_end_ms == 0) {
-        job.first_epoch_end_ms = e.time_ms;
-        job.first_epoch_samples = e.samples;
-      }
+      if (job.measuring && job.epochs == 0) job.measuring->first_epoch(e.time_ms, e.samples);
       ++job.epochs;
       job.epoch = e.epoch.value_or(job.epochs);
       int64_t took = e.time_ms - job.last_epoch_end_ms;
@@ -741,21 +769,13 @@ void RunEngine::collect_samples() {
     JobRuntime& job = *jobs_[key];
     if (auto seen = batch.memory.find(job.job.id); seen != batch.memory.end()) {
       job.peak_memory_bytes = std::max(job.peak_memory_bytes, seen->second.peak_bytes);
-      job.memory_sampled_ms = std::max(job.memory_sampled_ms, seen->second.sampled_ms);
+      if (job.measuring) job.measuring->memory(seen->second.peak_bytes, seen->second.sampled_ms);
     }
-    if (!job.probe || !job.device) continue;
-    // Probe SM activity: the device while the job works (after its first
-    // progress) and no other job there does.
-    const std::optional<UnixMillis> shared = shared_since(job);
+    if (!job.measuring || !job.device) continue;
+    // Its GPU's samples, shared with the jobs that came with or after it
+    // once they work too.
     for (const DeviceSample& d : batch.devices) {
-      if (d.device != *job.device || !job.first_progress_ms ||
-          d.time_ms < job.started_ms + *job.first_progress_ms || (shared && d.time_ms >= *shared))
-        continue;
-      if (d.sm_active_pct) {
-        job.probe_sm_sum += *d.sm_active_pct;
-        job.probe_util_sum += d.gpu_util_pct.value_or(*d.sm_active_pct * 2);
-        ++job.probe_samples;
-      }
+      if (d.device == *job.device) job.measuring->device(d, sharers(job, d.time_ms));
     }
   }
 }
@@ -805,7 +825,7 @@ EngineJobView RunEngine::view(size_t key) const {
       v.expected_end_ms = ctx_.clock.now_ms() + (*end - mono);
   }
   v.peak_memory_bytes = j.peak_memory_bytes;
-  v.probe = j.probe;
+  v.probe = j.measuring.has_value();
   v.note = j.note;
   v.log_path = log_path(j);
   v.mps_sm_share_pct = j.mps_sm_share_pct;

@@ -44,10 +44,12 @@
 #include "jobs/job_supervisor.h"
 #include "jobs/progress.h"
 #include "jobs/run_as.h"
+#include "run/in_place_measurement.h"
 #include "run/leftovers.h"
 #include "run/live_display.h"
 #include "run/mechanism_recovery.h"
 #include "run/run_samples.h"
+#include "sched/prior.h"
 #include "sched/scheduler.h"
 #include "sharing/mechanism.h"
 #include "store/run_store.h"
@@ -64,12 +66,13 @@ struct EngineOptions {
   std::string policy = "auto";
   // At most this many jobs per GPU (below the mechanism's own limit).
   std::optional<int> max_jobs_per_gpu;
-  // Auto policy: how long a probe measures a job with no profile alone, at
-  // most. Its first profile goes to the scheduler once it ended an epoch and
-  // its memory was sampled after that (the rest of its family may then start
-  // up beside it); the probe measures on until two progress rates were seen,
-  // another job on its GPU reported progress, or this long.
+  // Auto policy: a job colo has never measured (a newcomer) is measured where
+  // it runs. Its first profile goes to the scheduler once its memory
+  // plateaued (run/in_place_measurement.h; the rest of its family may then
+  // start beside it); it is refined until two progress rates were seen,
+  // another job on its GPU reported progress, or probe_ms passed.
   int64_t probe_ms = 60'000;
+  MeasurementOptions measurement;
   // Device sampling period.
   int64_t sample_period_ms = 500;
   // Time between TERM and KILL when stopping jobs.
@@ -246,9 +249,16 @@ class RunEngine {
   void finish_probes();
   void finish_probe(JobRuntime& job);
   void send_probe_profile(JobRuntime& job, std::string_view stage);
-  // When another running job on `job`'s GPU first reported progress (it works
-  // there from then on), if one did.
+  // When a job that started on `job`'s GPU after it first reported progress
+  // (it works there from then on), if one did.
   std::optional<UnixMillis> shared_since(const JobRuntime& job) const;
+  // The jobs working at `at_ms` on `job`'s GPU that started with or after
+  // it, itself included.
+  int sharers(const JobRuntime& job, UnixMillis at_ms) const;
+  // The load of the jobs on `device` over the kBaselineMs before
+  // `started_ms`; nullopt when none runs there.
+  std::optional<GpuBaseline> baseline(int device, UnixMillis started_ms) const;
+  static constexpr int64_t kBaselineMs = 5000;
   // `exited`: the job has ended; read what it left and let held-back events out.
   void read_progress_of(JobRuntime& job, bool exited = false);
   void read_progress();
@@ -278,6 +288,7 @@ class RunEngine {
   MechanismRecovery recovery_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<LearnedProfile> measured_;    // learned from the store at start()
+  std::optional<PriorModel> priors_;        // auto: for signatures nothing else speaks for
   std::map<std::string, bool> introduced_;  // signatures the scheduler knows
   std::set<std::string> families_loaded_;   // families whose measured instances it got
   LiveDisplay display_;

@@ -9,12 +9,12 @@
 
 #include <array>
 #include <chrono>
-#include <filesystem>
 #include <sstream>
 #include <thread>
 
 #include "gpu/sim_backend.h"
 #include "run/leftovers.h"
+#include "store/testing/fake_runs.h"
 
 extern char** environ;
 
@@ -44,38 +44,22 @@ class FakeMechanism final : public Mechanism {
   int torn_down = 0;
 };
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "colo_session_test.XXXXXX").string();
-    std::array<char, 4096> buffer{};
-    pattern.copy(buffer.data(), buffer.size() - 1);
-    const char* made = mkdtemp(buffer.data());
-    EXPECT_NE(made, nullptr);
-    path_ = made != nullptr ? made : "/tmp";
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
 class RunSessionTest : public ::testing::Test {
  protected:
   RunSessionTest() : backend_(std::move(SimBackend::create("H100", 2, clock_)).value()) {
-    auto store = RunStore::open(dir_.file("colo.db"));
+    auto store = RunStore::open(file("colo.db"));
     EXPECT_TRUE(store.ok()) << store.error().message();
     store_ = std::move(store).value();
-    options_.locks.dir = dir_.file("locks");
-    options_.state_dir = dir_.file("state");
+    options_.locks.dir = file("locks");
+    options_.state_dir = file("state");
     options_.command_line = "colo run test.toml";
     options_.cgroup_parent_override = "off";
     options_.store_retry_ms = 0;
-    mechanism_options_.state_dir = dir_.file("state/mps");
-    mechanism_options_.mig_state_dir = dir_.file("state/mig");
+    mechanism_options_.state_dir = file("state/mps");
+    mechanism_options_.mig_state_dir = file("state/mig");
   }
+
+  std::string file(const std::string& name) const { return dir_.path() + "/" + name; }
 
   SessionContext context(RunStore& store) {
     return SessionContext{clock_, *backend_, store, mechanism_, mechanism_options_, out_, stops_};
@@ -126,7 +110,7 @@ class RunSessionTest : public ::testing::Test {
     return false;
   }
 
-  TempDir dir_;
+  testing::TempDir dir_{"colo_session_test"};
   SystemClock clock_;
   std::unique_ptr<SimBackend> backend_;
   std::unique_ptr<RunStore> store_;
@@ -181,7 +165,7 @@ TEST_F(RunSessionTest, GpusHeldByAnotherColoAreRefusedWithoutWaiting) {
 }
 
 TEST_F(RunSessionTest, AStoreThatCannotRecordTheRunReleasesTheGpus) {
-  auto reader = RunStore::open_read_only(dir_.file("colo.db"));
+  auto reader = RunStore::open_read_only(file("colo.db"));
   ASSERT_TRUE(reader.ok()) << reader.error().message();
   RunSession session(context(**reader), options_);
   ASSERT_FALSE(session.open().ok());

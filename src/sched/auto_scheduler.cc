@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/units.h"
+#include "sched/prior.h"
 
 namespace colo {
 namespace {
@@ -34,6 +35,17 @@ void AutoScheduler::introduce(const std::string& signature, const SignatureFacts
     set_family(signature, *facts.family);
   }
   if (facts.profile && profile(signature) == nullptr) set_profile(signature, *facts.profile);
+  if (facts.prior) set_prior(signature, *facts.prior);
+}
+
+void AutoScheduler::set_prior(const std::string& signature, const JobProfile& prior) {
+  priors_[signature] = prior;
+}
+
+JobProfile AutoScheduler::prior_of(const std::string& signature) const {
+  auto it = priors_.find(signature);
+  if (it != priors_.end() && it->second.admissible()) return it->second;
+  return PriorModel({}, largest_memory()).prior({});
 }
 
 void AutoScheduler::set_profile(const std::string& signature, const JobProfile& profile) {
@@ -105,7 +117,8 @@ void AutoScheduler::enqueue(const SchedJob& job) {
 uint64_t AutoScheduler::estimate(const Waiting& w) const {
   if (w.memory_estimate) return *w.memory_estimate;
   const JobProfile* p = usable_profile(w.signature);
-  return p != nullptr ? p->peak_memory_bytes.value_or(0) : 0;
+  return p != nullptr ? p->peak_memory_bytes.value_or(0)
+                      : prior_of(w.signature).peak_memory_bytes.value_or(0);
 }
 
 uint64_t AutoScheduler::claim_for(uint64_t estimate, double uncertainty) const {
@@ -240,7 +253,10 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
   gpu.combination[r.waiting.signature] += 1;
   gpu.claimed += r.claim;
   gpu.sm_sum += r.load.sm_active_pct;
-  gpu.probing = gpu.probing || r.probe;
+  if (r.probe) ++gpu.measuring;
+  // Another job joined a newcomer: the slowdown of the jobs there before is
+  // no longer the newcomer's alone.
+  if (gpu.check && gpu.check->newcomer != r.waiting.job) gpu.check.reset();
   gpu.alone = gpu.alone || r.waiting.alone;
   // Judged only when every job there has a solo rate to compare with.
   gpu.judging = gpu.jobs.size() >= 2 && !good_.contains(gpu.combination) &&
@@ -250,53 +266,198 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
                          p->rate_uncertainty <= kJudgedRateUncertainty;
                 });
   std::optional<uint64_t> limit;
-  if (options_.memory_limits && !r.probe) limit = r.claim;
+  if (options_.memory_limits) limit = r.claim;
   out.push_back(Decision{job, gpu.slot.device, r.probe, limit, std::move(estimate)});
   host_update(r.waiting.signature, +1);
   running_.emplace(job, std::move(r));
   --queued_;
 }
 
-bool AutoScheduler::place_probe(const Waiting& w, int64_t now_ms, std::vector<Decision>& out) {
+size_t AutoScheduler::queued_with_key(const std::string& key) const {
+  size_t n = 0;
+  auto count = [&](const std::string& sig) {
+    auto q = classes_.find(sig);
+    n += q != classes_.end() ? q->second.size() : 0;
+  };
+  if (key.starts_with("family:")) {
+    for (const std::string& sig : families_.at(key.substr(7)).signatures) count(sig);
+  } else {
+    count(key);
+  }
+  return n;
+}
+
+bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key, int64_t now_ms,
+                                      std::vector<Decision>& out) {
+  const uint64_t waiting = std::max<size_t>(1, queued_with_key(key));
+  Gpu* best = nullptr;
+  uint64_t best_share = 0;
+  for (Gpu& g : gpus_) {
+    if (!g.scouts.contains(key) || g.held || g.alone || w.alone ||
+        static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu)
+      continue;
+    const uint64_t total = g.slot.memory_total_bytes;
+    const uint64_t usable =
+        total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
+    const uint64_t spare = usable - std::min(usable, g.claimed);
+    // An equal share for each of the family's queued jobs (half the spare at
+    // most: others may come), at least the floor.
+    const uint64_t share =
+        std::max(options_.speculative_floor_bytes, std::min(spare / waiting, spare / 2));
+    if (share > spare) continue;
+    if (!bad_.empty()) {
+      Combination after = g.combination;
+      after[w.signature] += 1;
+      if (is_bad(after)) continue;
+    }
+    if (best == nullptr || g.jobs.size() < best->jobs.size()) {  // the least crowded
+      best = &g;
+      best_share = share;
+    }
+  }
+  if (best == nullptr) return false;
+  const JobProfile prior = prior_of(w.signature);
+  Running r{w, static_cast<int>(best - gpus_.data()),
+            options_.memory_limits ? best_share
+                                   : std::min(best_share, claim_for(*prior.peak_memory_bytes)),
+            SoloLoad{*prior.sm_active_pct, prior.gpu_busy_pct()}, false};
+  r.started_ms = now_ms;
+  r.speculative = true;
+  auto member = members_.find(w.signature);
+  estimate_notes_[fmt::format("starting beside its family's newcomer while that is measured, "
+                              "memory limit {} (start-ups overlap)",
+                              format_bytes(r.claim))]
+      .push_back(member != members_.end() ? member->second.name : label(w.signature));
+  add(*best, std::move(r), now_ms, out);
+  return true;
+}
+
+bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector<Decision>& out) {
   const std::string key = probe_key(w.signature);
-  if (probing_.contains(key)) return false;
   auto member = members_.find(w.signature);
   const Family* family = member != members_.end() ? &families_.at(member->second.family) : nullptr;
-  // A family measured already, but not enough for this instance: probe the
-  // queued instance that teaches most (perhaps another one).
+  // A family measured already, but not enough for this instance: the queued
+  // instance that teaches most is measured (perhaps another one).
   if (family != nullptr && !family->instances.empty() &&
       probe_target(member->second.family) != w.signature)
     return false;
+  const JobProfile prior = prior_of(w.signature);
+  const SoloLoad load{*prior.sm_active_pct, prior.gpu_busy_pct()};
+  // A retry claims what its last attempt took; a first attempt at least its
+  // prior's peak (its uncertainty is what the limit contains).
+  const uint64_t need = claim_for(w.memory_estimate.value_or(*prior.peak_memory_bytes));
+  Gpu* best = nullptr;
+  uint64_t best_spare = 0;
+  uint64_t best_claim = 0;
   for (Gpu& g : gpus_) {
-    if (!g.jobs.empty()) continue;
-    probing_.insert(key);
-    std::string note = fmt::format(
-        "{}: no profile yet; probing it alone on gpu{}",
-        member != members_.end() ? member->second.name : label(w.signature), g.slot.device);
-    if (family != nullptr && !family->instances.empty()) {
-      note = fmt::format(
-          "{}: its family's measurements do not cover it ({}); probing it alone on "
-          "gpu{}",
-          member->second.name, estimates_[w.signature].estimate.missing, g.slot.device);
-    } else if (family != nullptr && family->signatures.size() > 1) {
-      note += fmt::format(" for its family ({} other kinds of job wait for it)",
-                          family->signatures.size() - 1);
+    // Its family is measured already: measured here too only rather than idle.
+    if (probing_.contains(key) && !g.jobs.empty()) continue;
+    const uint64_t total = g.slot.memory_total_bytes;
+    const uint64_t usable =
+        total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : total;
+    uint64_t claim = need;
+    if (!g.jobs.empty() && !options_.memory_limits) {
+      claim += std::max(
+          options_.naive_headroom_bytes,
+          static_cast<uint64_t>(options_.naive_headroom_fraction * static_cast<double>(total)));
     }
-    notes_.push_back(std::move(note));
-    Running r{w, static_cast<int>(&g - gpus_.data()), 0, SoloLoad{100.0, 100.0}, true};
-    r.started_ms = now_ms;
-    add(g, std::move(r), now_ms, out);
-    return true;
+    if (!admission_gain(g, w, load, claim, std::nullopt, now_ms)) continue;
+    const uint64_t spare = g.jobs.empty() ? usable : usable - std::min(usable, g.claimed);
+    // An idle GPU first, then the one with the most to spare.
+    const bool better = best == nullptr || (g.jobs.empty() && !best->jobs.empty()) ||
+                        (g.jobs.empty() == best->jobs.empty() && spare > best_spare);
+    if (!better) continue;
+    best = &g;
+    best_spare = spare;
+    best_claim = g.jobs.empty() ? std::min(claim, usable) : claim;
   }
-  return false;
+  if (best == nullptr) {
+    // Its family's newcomer is measured: start beside it (unless it overran
+    // that way already).
+    return probing_.contains(key) && !w.after_measurement &&
+           place_speculative(w, key, now_ms, out);
+  }
+  ++probing_[key];
+  ++best->scouts[key];
+  // Under MPS it may take what the GPU can spare, which its limit contains:
+  // half of it when others wait, so that they start up beside it.
+  uint64_t claim = best_claim;
+  if (options_.memory_limits) {
+    claim = w.memory_estimate || queued_ <= 1 ? best_spare
+                                              : std::clamp(best_spare / 2, best_claim, best_spare);
+  }
+  const std::string name = member != members_.end() ? member->second.name : label(w.signature);
+  std::string where =
+      best->jobs.empty()
+          ? fmt::format("on idle gpu{}", best->slot.device)
+          : fmt::format("on gpu{} beside {}", best->slot.device,
+                        count_of(static_cast<int64_t>(best->jobs.size()), "running job"));
+  if (options_.memory_limits) where += fmt::format(", memory limit {}", format_bytes(claim));
+  std::string why = w.memory_estimate ? fmt::format("retried with {}", format_bytes(need))
+                                      : fmt::format("never measured; {}", prior.source);
+  if (family != nullptr && !family->instances.empty())
+    why = fmt::format("its family's measurements do not cover it ({})",
+                      estimates_[w.signature].estimate.missing);
+  std::string note = fmt::format("{}: {}; starting it {}, measured there", name, why, where);
+  if (family != nullptr && family->signatures.size() > 1 && family->instances.empty())
+    note += fmt::format(" for its family ({} other kinds of job wait for it)",
+                        family->signatures.size() - 1);
+  notes_.push_back(std::move(note));
+  Running r{w, static_cast<int>(best - gpus_.data()), claim, load, true};
+  r.started_ms = now_ms;
+  if (!best->jobs.empty() && best->measuring == 0) {
+    Gpu::NeighbourCheck check;
+    check.newcomer = w.job;
+    for (size_t j : best->jobs) {
+      const Running& n = running_.at(j);
+      if (n.rate_ms >= 0 && n.rate > 0) check.before[j] = n.rate;
+    }
+    if (!check.before.empty()) best->check = std::move(check);
+  }
+  std::optional<JobProfile> placed_by;
+  if (!w.memory_estimate) placed_by = prior;
+  add(*best, std::move(r), now_ms, out, std::move(placed_by));
+  return true;
+}
+
+void AutoScheduler::check_neighbours(Gpu& g, int64_t now_ms) {
+  if (!g.check || g.check->from_ms < 0) return;
+  const Gpu::NeighbourCheck& c = *g.check;
+  double sum = 0;
+  int seen = 0;
+  bool waiting = false;
+  for (const auto& [job, before] : c.before) {
+    auto r = running_.find(job);
+    if (r == running_.end()) continue;  // ended meanwhile: no verdict from it
+    if (r->second.rate_ms < c.from_ms) {
+      waiting = true;
+      continue;
+    }
+    sum += r->second.rate / before;
+    ++seen;
+  }
+  if (waiting && now_ms < c.from_ms + options_.settle_ms) return;  // rates still coming
+  const double observed = seen > 0 ? sum / seen : 1.0;
+  if (seen > 0 && observed < c.predicted * (1.0 - options_.newcomer_tolerance)) {
+    bad_.push_back(g.combination);
+    g.held = true;
+    auto newcomer = running_.find(c.newcomer);
+    notes_.push_back(fmt::format(
+        "gpu{}: {} slowed the jobs already there to {:.2f}x of their rates before it (the "
+        "interference model predicted {:.2f}x); taking no more jobs there until one ends, and "
+        "not forming {} again",
+        g.slot.device,
+        newcomer != running_.end() ? label(newcomer->second.waiting.signature) : "a newcomer",
+        observed, c.predicted, describe(g.combination)));
+  }
+  g.check.reset();
 }
 
 std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting& w,
                                                     const SoloLoad& load, uint64_t claim,
                                                     std::optional<size_t> leaving,
                                                     int64_t now_ms) const {
-  if (g.probing || g.held || g.alone) return std::nullopt;
-  if (g.judging && g.changed_ms != now_ms) return std::nullopt;  // one change at a time
+  if (g.held || g.alone) return std::nullopt;
   // Jobs already replaced by an early start, and `leaving`, count as gone
   // (except for memory: they hold it until they end).
   auto gone = [&](size_t j) { return running_.at(j).departing || (leaving && j == *leaving); };
@@ -395,7 +556,7 @@ void AutoScheduler::host_update(const std::string& signature, int delta) {
 bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out) {
   if (!host_fits(w.signature)) return false;
   const JobProfile* p = usable_profile(w.signature);
-  if (p == nullptr) return place_probe(w, now_ms, out);
+  if (p == nullptr) return place_newcomer(w, now_ms, out);
 
   const uint64_t need = estimate(w);
   const double uncertainty = w.memory_estimate ? 0.0 : p->memory_uncertainty;
@@ -508,6 +669,7 @@ std::optional<int64_t> AutoScheduler::next_wakeup_ms(int64_t now_ms) const {
 }
 
 void AutoScheduler::judge(int64_t now_ms) {
+  for (Gpu& g : gpus_) check_neighbours(g, now_ms);
   for (Gpu& g : gpus_) {
     if (!g.judging || now_ms < g.changed_ms + options_.settle_ms) continue;
     std::optional<double> work = measured_work(g, g.changed_ms + options_.settle_ms / 2);
@@ -583,9 +745,16 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   g.claimed -= r.claim;
   g.sm_sum = std::max(0.0, g.sm_sum - r.load.sm_active_pct);
   if (r.probe) {
-    g.probing = false;
-    probing_.erase(probe_key(r.waiting.signature));
+    g.measuring = std::max(0, g.measuring - 1);
+    if (auto s = g.scouts.find(probe_key(r.waiting.signature));
+        s != g.scouts.end() && --s->second <= 0)
+      g.scouts.erase(s);
+    if (auto key = probing_.find(probe_key(r.waiting.signature));
+        key != probing_.end() && --key->second <= 0)
+      probing_.erase(key);
   }
+  if (g.check && g.check->newcomer == job) g.check.reset();
+  if (g.check) g.check->before.erase(job);
   if (r.waiting.alone) g.alone = false;
   g.held = false;
   g.judging = false;
@@ -593,6 +762,18 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
 
   if (end != JobEnd::kOutOfMemory) return {};
   Waiting w = r.waiting;
+  if (r.speculative) {
+    // Its share was too small: it waits for its family's measurement.
+    w.after_measurement = true;
+    w.attempt += 1;
+    retries_.push_back(w);
+    ++queued_;
+    return {true, fmt::format("out of GPU memory on gpu{} (a speculative start beside its "
+                              "family's newcomer, limit {}); requeued to start from the "
+                              "family's measurement (attempt {} of {})",
+                              g.slot.device, format_bytes(r.claim), w.attempt,
+                              options_.max_retries + 1)};
+  }
   if (w.attempt > options_.max_retries) {
     return {false, fmt::format("out of GPU memory on each of {} attempts; giving up", w.attempt)};
   }
@@ -632,22 +813,60 @@ void AutoScheduler::observe_rate(size_t job, double samples_per_s, int64_t now_m
   ++gpus_[static_cast<size_t>(r.gpu)].version;
 }
 
-void AutoScheduler::learned(const std::string& signature, const JobProfile& measured) {
+void AutoScheduler::learned(const std::string& signature, const JobProfile& measured,
+                            int64_t now_ms) {
   auto it = profiles_.find(signature);
   JobProfile merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
   profiles_[signature] = merged;
-  probing_.erase(probe_key(signature));
   add_to_family(signature, measured);
   for (Gpu& g : gpus_) ++g.version;  // expected ends of its jobs, anywhere, may move
   for (auto& [job, r] : running_) {
     if (r.waiting.signature != signature || !r.probe) continue;
     Gpu& g = gpus_[static_cast<size_t>(r.gpu)];
     r.probe = false;
-    r.load = SoloLoad{merged.sm_active_pct.value_or(100.0), merged.gpu_busy_pct()};
-    g.sm_sum = r.load.sm_active_pct;
-    r.claim = claim_for(merged.peak_memory_bytes.value_or(0));
-    g.claimed = r.claim;
-    g.probing = false;
+    g.measuring = std::max(0, g.measuring - 1);
+    if (auto s = g.scouts.find(probe_key(signature)); s != g.scouts.end() && --s->second <= 0)
+      g.scouts.erase(s);
+    if (auto key = probing_.find(probe_key(signature)); key != probing_.end() && --key->second <= 0)
+      probing_.erase(key);
+    const SoloLoad load{merged.sm_active_pct.value_or(100.0), merged.gpu_busy_pct()};
+    g.sm_sum = std::max(0.0, g.sm_sum - r.load.sm_active_pct + load.sm_active_pct);
+    const uint64_t claim =
+        claim_for(merged.peak_memory_bytes.value_or(0), merged.memory_uncertainty);
+    g.claimed = g.claimed - std::min(g.claimed, r.claim) + claim;
+    r.claim = claim;
+    if (g.check && g.check->newcomer == job) {
+      // What the model predicts for the jobs already there, with and without it.
+      std::vector<SoloLoad> without;
+      for (const auto& [neighbour, rate] : g.check->before) {
+        (void)rate;
+        without.push_back(running_.at(neighbour).load);
+      }
+      std::vector<SoloLoad> with = without;
+      with.push_back(load);
+      const std::vector<double> before = model_.rates(options_.mode, without);
+      const std::vector<double> after = model_.rates(options_.mode, with);
+      g.check->predicted =
+          before.empty() || before.front() <= 0 ? 1.0 : after.front() / before.front();
+      g.check->from_ms = now_ms;
+    }
+    r.load = load;
+  }
+  // Its family's speculative starts take what the measurement says of them.
+  const std::string key = probe_key(signature);
+  for (auto& [job, r] : running_) {
+    if (!r.speculative || probe_key(r.waiting.signature) != key) continue;
+    const JobProfile* p = usable_profile(r.waiting.signature);
+    if (p == nullptr) continue;
+    r.speculative = false;
+    Gpu& g = gpus_[static_cast<size_t>(r.gpu)];
+    const SoloLoad load{*p->sm_active_pct, p->gpu_busy_pct()};
+    g.sm_sum = std::max(0.0, g.sm_sum - r.load.sm_active_pct + load.sm_active_pct);
+    r.load = load;
+    // Its limit stays what it started with; it claims no more than that.
+    const uint64_t claim = std::min(r.claim, claim_for(*p->peak_memory_bytes, p->memory_uncertainty));
+    g.claimed = g.claimed - std::min(g.claimed, r.claim) + claim;
+    r.claim = claim;
   }
   if (merged.peak_memory_bytes && *merged.peak_memory_bytes > largest_memory()) {
     auto q = classes_.find(signature);

@@ -16,13 +16,34 @@
 // Profiles. Jobs of one signature share a profile (profile.h). A job whose
 //   profile is not known enough for admission takes what its family's
 //   measured instances say (family.h: a sibling's measurement, or a fit with
-//   an uncertainty that widens its memory claim); failing that it runs first
-//   as a probe, alone on an idle GPU, and the others of its family wait for
-//   learned(). One probe per family at a time: when the family has measured
-//   instances but they cannot speak for every queued one (a parameter that
-//   matters has one measured value), the queued instance that would teach
-//   most (family.h, probe_value) is probed, so that later estimates
-//   interpolate. Measurements of ended jobs (measured()) join the family.
+//   an uncertainty that widens its memory claim). Measurements of ended jobs
+//   (measured()) join the family.
+// Cold start. A job with neither is a newcomer: it starts at once where its
+//   prior (prior.h: a same-model or cross-model estimate from the store, else
+//   a conservative default) says it fits, beside running work, and is
+//   measured there (learned()) until its memory plateaus; the others of its
+//   family do not wait for that: while it is measured they start beside it,
+//   speculatively (their start-ups overlap its measurement), each with an
+//   equal share of what the GPU can spare beside it as its memory limit (half
+//   of it at most; at least `speculative_floor_bytes`), without the SM cap and the model's
+//   verdict, which its measurement then gives; one that overruns its share
+//   waits for the measurement (a GPU with nothing running takes another
+//   instance of the family rather than idle).
+//   Contained: under MPS its memory limit, which is also its claim while it
+//   is measured, is what the GPU can spare (its memory less the reserve and
+//   the running jobs' claims): all of it when nothing else waits, else half
+//   (at least its prior's claim), so that newcomers of other families start
+//   up beside it; an overrun fails the newcomer alone, which is retried with
+//   what it took (all the GPU can spare then). Under naive sharing, where no
+//   limit exists, its prior's claim must fit with `naive_headroom` to spare.
+//   When its measurement arrives, the rates of the jobs that were there
+//   before it (and no other newcomer) are compared with theirs before: a
+//   fall more than `newcomer_tolerance` below what the interference model
+//   predicts holds the GPU (no more jobs until one ends) and the combination
+//   is never formed again. When a family has measured instances that cannot
+//   speak for every queued one (a parameter that matters has one measured
+//   value), the queued instance that would teach most (family.h,
+//   probe_value) is the newcomer, so that later estimates interpolate.
 // Early starts. Start-up (imports, data loading) does not load the GPU, so
 //   when a GPU is full, the next job may start up to its profile's start-up
 //   time before a running job is expected to end (expected from the solo
@@ -37,7 +58,8 @@
 //   model predicts the largest gain in work wins (an empty GPU first, then
 //   the least loaded), then the tightest memory fit.
 // Feedback. A change to a GPU's set of jobs that was not seen before is
-//   judged `settle_ms` later from measured rates: if the measured work fell
+//   judged `settle_ms` after the GPU's last change, from measured rates (the
+//   GPU keeps taking jobs meanwhile: short jobs are not serialised): if the measured work fell
 //   more than `tolerance` below what the GPU did before the change (from at
 //   most one job: below its heaviest job alone), the combination is
 //   remembered as bad, and the GPU takes no more jobs until one ends; a bad
@@ -82,8 +104,16 @@ struct AutoOptions {
   int64_t settle_ms = 20'000;                     // a new combination is judged after this
   double tolerance = 0.05;                        // smaller drops are noise
   bool memory_limits = true;                      // give jobs memory limits (MPS)
-  double host_cpus = 0;                           // CPU cores for shared loaders; 0: not checked
-  uint64_t host_memory_bytes = 0;                 // host memory for their rings; 0: not checked
+  // Naive sharing: a newcomer's claim must leave this much of the GPU free
+  // (the larger of the two), as no limit contains it.
+  uint64_t naive_headroom_bytes = 2ull << 30;
+  double naive_headroom_fraction = 0.1;
+  // A newcomer whose neighbours slow down this much more than predicted holds its GPU.
+  double newcomer_tolerance = 0.1;
+  // A speculative sibling's memory limit is at least this.
+  uint64_t speculative_floor_bytes = 1ull << 30;
+  double host_cpus = 0;            // CPU cores for shared loaders; 0: not checked
+  uint64_t host_memory_bytes = 0;  // host memory for their rings; 0: not checked
 };
 
 struct GpuSlot {
@@ -102,6 +132,8 @@ class AutoScheduler final : public Scheduler {
   // What is known about a signature before the run (store, hints). Call
   // before enqueueing its jobs.
   void set_profile(const std::string& signature, const JobProfile& profile);
+  // What is assumed about a signature when nothing better is known (prior.h).
+  void set_prior(const std::string& signature, const JobProfile& prior);
   const JobProfile* profile(const std::string& signature) const;
   // A short name for a signature's jobs in notes ("resnet26").
   void set_label(const std::string& signature, std::string label);
@@ -122,7 +154,7 @@ class AutoScheduler final : public Scheduler {
   std::vector<Decision> schedule(int64_t now_ms) override;
   EndVerdict finished(size_t job, JobEnd end, int64_t now_ms) override;
   void observe_rate(size_t job, double samples_per_s, int64_t now_ms) override;
-  void learned(const std::string& signature, const JobProfile& profile) override;
+  void learned(const std::string& signature, const JobProfile& profile, int64_t now_ms) override;
   void measured(size_t job, const JobProfile& profile) override;
   std::vector<size_t> drain_queued() override;
   bool remove_queued(size_t job) override;
@@ -144,6 +176,8 @@ class AutoScheduler final : public Scheduler {
     int attempt = 1;
     std::optional<uint64_t> memory_estimate;  // overrides the profile's after an OOM
     bool alone = false;
+    // Overran its limit as a speculative sibling: waits for its family's measurement.
+    bool after_measurement = false;
   };
   struct Running {
     Waiting waiting;
@@ -157,6 +191,10 @@ class AutoScheduler final : public Scheduler {
     double work_done_ms = 0;     // solo milliseconds of GPU work done, from observed rates
     int64_t integrated_ms = -1;  // work_done_ms counts up to here
     bool departing = false;      // a job already started early to take its place
+    // Started beside its family's newcomer before that was measured (its
+    // start-up overlaps the measurement); placed by the family's measurement
+    // once it arrives.
+    bool speculative = false;
   };
   struct Gpu {
     GpuSlot slot;
@@ -164,7 +202,8 @@ class AutoScheduler final : public Scheduler {
     Combination combination;
     uint64_t claimed = 0;
     double sm_sum = 0;
-    bool probing = false;  // a probe runs here alone
+    int measuring = 0;                  // newcomers being measured here
+    std::map<std::string, int> scouts;  // by probe_key(): those of them
     bool alone = false;    // a job that must run alone runs here
     bool held = false;     // a change lowered progress: no more jobs until one ends
     bool judging = false;  // a new combination awaits its verdict
@@ -178,6 +217,16 @@ class AutoScheduler final : public Scheduler {
       std::optional<int64_t> end;
       size_t job = 0;
     } first_end;  // first_to_end()'s answer for (at_ms, version)
+    // The newcomer's neighbours: their rates before it started, and after its
+    // measurement arrived (from_ms), against what the model predicted.
+    struct NeighbourCheck {
+      size_t newcomer = 0;
+      std::map<size_t, double> before;
+      std::map<size_t, double> after;
+      double predicted = 1.0;  // their rate after over before, by the model
+      int64_t from_ms = -1;    // -1: the newcomer is still being measured
+    };
+    std::optional<NeighbourCheck> check;
   };
 
   bool place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
@@ -197,7 +246,16 @@ class AutoScheduler final : public Scheduler {
   std::optional<std::pair<int64_t, size_t>> first_to_end(Gpu& g, int64_t now_ms);
   // The model's rate (over solo) of the slowest of the GPU's current jobs.
   double predicted_rate(const Gpu& gpu) const;
-  bool place_probe(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
+  // Cold start (see the class comment): `w` has no usable profile.
+  bool place_newcomer(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
+  JobProfile prior_of(const std::string& signature) const;
+  // A sibling of a newcomer being measured starts beside it (see the class comment).
+  bool place_speculative(const Waiting& w, const std::string& key, int64_t now_ms,
+                         std::vector<Decision>& out);
+  // Queued jobs whose probe_key() is `key`.
+  size_t queued_with_key(const std::string& key) const;
+  // Judges a newcomer's neighbours once their rates after it are in.
+  void check_neighbours(Gpu& g, int64_t now_ms);
   void add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decision>& out,
            std::optional<JobProfile> estimate = std::nullopt);
   uint64_t estimate(const Waiting& w) const;
@@ -242,10 +300,11 @@ class AutoScheduler final : public Scheduler {
   InterferenceModel model_;
   std::map<std::string, JobProfile> profiles_;
   std::map<std::string, std::string> labels_;
-  std::map<std::string, std::deque<Waiting>> classes_;    // FIFO per signature
-  std::set<std::pair<uint64_t, std::string>> heads_;      // (seq of a class's head, signature)
-  std::deque<Waiting> retries_;                           // placed before the classes
-  std::set<std::string> probing_;                         // probe_key()s being probed
+  std::map<std::string, std::deque<Waiting>> classes_;  // FIFO per signature
+  std::set<std::pair<uint64_t, std::string>> heads_;    // (seq of a class's head, signature)
+  std::deque<Waiting> retries_;                         // placed before the classes
+  std::map<std::string, JobProfile> priors_;
+  std::map<std::string, int> probing_;                    // probe_key() -> newcomers measured
   std::map<std::string, FamilyMember> members_;           // by signature
   std::map<std::string, Family> families_;                // by family
   mutable std::map<std::string, Estimated> estimates_;    // by signature

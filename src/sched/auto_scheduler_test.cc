@@ -1,7 +1,10 @@
 #include "sched/auto_scheduler.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "common/units.h"
 
 namespace colo {
 namespace {
@@ -25,11 +28,19 @@ std::vector<int> devices_of(const std::vector<Decision>& decisions) {
   return out;
 }
 
-AutoScheduler make(int gpus, double memory_gib = 80) {
+AutoScheduler make(int gpus, double memory_gib = 80, AutoOptions options = {}) {
   std::vector<GpuSlot> slots;
   for (int i = 0; i < gpus; ++i)
     slots.push_back({i, static_cast<uint64_t>(memory_gib * static_cast<double>(kGiB))});
-  return AutoScheduler(slots, AutoOptions{}, InterferenceModel{});
+  return AutoScheduler(slots, options, InterferenceModel{});
+}
+
+// Siblings wait for their family's newcomer's measurement: no speculative
+// starts (for the tests of what the measurement then decides).
+AutoOptions waiting_siblings() {
+  AutoOptions options;
+  options.speculative_floor_bytes = 1000 * kGiB;
+  return options;
 }
 
 void enqueue(AutoScheduler& s, const std::string& sig, int count, size_t first = 0) {
@@ -111,32 +122,60 @@ TEST(AutoScheduler, MemoryLimitIsTheClaim) {
   EXPECT_EQ(*d[0].memory_limit_bytes, static_cast<uint64_t>(2.4 * kGiB) + (512ull << 20));
 }
 
-TEST(AutoScheduler, UnknownProfileIsProbedAloneThenTheRestFill) {
+TEST(AutoScheduler, UnknownProfileIsMeasuredOnAnIdleGpuWhileItsSiblingsStartBesideIt) {
   AutoScheduler s = make(1);
+  s.set_label("a", "resnet26");
+  enqueue(s, "a", 5);
+  std::vector<Decision> all = s.schedule(0);
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_TRUE(all[0].probe);
+  // The others share what is left, their start-ups overlapping its measurement.
+  for (size_t i = 1; i < all.size(); ++i) {
+    EXPECT_FALSE(all[i].probe);
+    // The last takes half of what is left: other jobs may come.
+    EXPECT_EQ(all[i].memory_limit_bytes, 79 * kGiB / 2 / 4 / (i == 4 ? 2 : 1)) << i;
+  }
+  EXPECT_THAT(s.take_notes(),
+              testing::Contains(HasSubstr("resnet26 and 2 more instances: starting beside its "
+                                          "family's newcomer while that is measured")));
+  s.learned("a", profile(1, 19), 1000);
+  EXPECT_EQ(s.queued(), 0u);
+}
+
+TEST(AutoScheduler, UnknownProfileIsMeasuredOnAnIdleGpuThenTheRestFill) {
+  AutoScheduler s = make(1, 80, waiting_siblings());
   s.set_label("a", "resnet26");
   enqueue(s, "a", 5);
   std::vector<Decision> first = s.schedule(0);
   ASSERT_EQ(first.size(), 1u);
   EXPECT_TRUE(first[0].probe);
-  EXPECT_FALSE(first[0].memory_limit_bytes);
-  EXPECT_THAT(s.take_notes(), testing::ElementsAre(HasSubstr("resnet26: no profile yet")));
-  EXPECT_TRUE(s.schedule(1000).empty()) << "nothing joins a probe";
-  s.learned("a", profile(1, 19));
+  // Half of all but the reserve: others wait.
+  EXPECT_EQ(first[0].memory_limit_bytes, 79 * kGiB / 2);
+  EXPECT_THAT(s.take_notes(),
+              testing::ElementsAre(HasSubstr("resnet26: never measured; prior: nothing measured on "
+                                             "this GPU model yet: a quarter of its memory, half "
+                                             "its SMs; starting it on idle gpu0, memory limit "
+                                             "39.5 GiB, measured there")));
+  EXPECT_TRUE(s.schedule(1000).empty()) << "nothing joins a newcomer while it is measured";
+  s.learned("a", profile(1, 19), 0);
   std::vector<Decision> rest = s.schedule(2000);
   EXPECT_EQ(rest.size(), 4u);
   EXPECT_EQ(s.queued(), 0u);
 }
 
-TEST(AutoScheduler, OtherSignaturesUseOtherGpusWhileOneIsProbed) {
-  AutoScheduler s = make(2);
+TEST(AutoScheduler, OtherSignaturesUseOtherGpusWhileANewcomerIsMeasured) {
+  AutoScheduler s = make(2, 80, waiting_siblings());
   s.set_profile("known", profile(1, 19));
-  enqueue(s, "unknown", 2);
-  enqueue(s, "known", 2, 2);
+  enqueue(s, "known", 2);
+  enqueue(s, "unknown", 2, 2);
   std::vector<Decision> d = s.schedule(0);
+  // The known jobs start, one per GPU; the newcomer beside one of them; its
+  // sibling waits for its measurement.
   ASSERT_EQ(d.size(), 3u);
-  EXPECT_TRUE(d[0].probe);
-  EXPECT_EQ(d[0].device, 0);
-  EXPECT_EQ(devices_of({d[1], d[2]}), (std::vector<int>{1, 1}));
+  EXPECT_EQ(devices_of({d[0], d[1]}), (std::vector<int>{0, 1}));
+  EXPECT_EQ(d[2].job, 2u);
+  EXPECT_TRUE(d[2].probe);
+  EXPECT_EQ(s.queued(), 1u);
 }
 
 TEST(AutoScheduler, CombinationThatLowersProgressIsHeldAndNeverFormedAgain) {
@@ -213,10 +252,10 @@ TEST(AutoScheduler, JobLargerThanEveryGpuIsUnplaceable) {
 }
 
 TEST(AutoScheduler, ProbeThatMeasuresTooMuchMemoryMakesItsSiblingsUnplaceable) {
-  AutoScheduler s = make(1, 80);
+  AutoScheduler s = make(1, 80, waiting_siblings());
   enqueue(s, "a", 3);
   ASSERT_EQ(s.schedule(0).size(), 1u);
-  s.learned("a", profile(90, 50));
+  s.learned("a", profile(90, 50), 0);
   EXPECT_EQ(s.take_unplaceable().size(), 2u);
   EXPECT_EQ(s.queued(), 0u);
 }
@@ -229,7 +268,7 @@ TEST(AutoScheduler, SignatureWhoseQueueEmptiedTakesMeasurementsAndNewJobs) {
   s.finished(0, JobEnd::kOk, 1000);
   enqueue(s, "a", 1, 1);
   EXPECT_EQ(devices_of(s.schedule(1000)), std::vector<int>{0});
-  s.learned("a", profile(90, 100));  // too large now, with nothing of "a" queued
+  s.learned("a", profile(90, 100), 0);  // too large now, with nothing of "a" queued
   EXPECT_TRUE(s.take_unplaceable().empty());
   enqueue(s, "a", 1, 2);
   ASSERT_EQ(s.take_unplaceable().size(), 1u);
@@ -437,25 +476,27 @@ size_t probes(const std::vector<Decision>& decisions) {
 }
 
 TEST(AutoSchedulerFamilies, OneProbeForTheFamilyThenSiblingsPackFromIt) {
-  AutoScheduler s = make(2);
+  AutoScheduler s = make(2, 80, waiting_siblings());
   const std::vector<std::string> lrs = {"0.1", "0.05", "0.01", "0.005", "0.001", "0.0005"};
   add_family(s, "lr", lrs);
   for (size_t i = 0; i < lrs.size(); ++i) enqueue(s, "f" + std::to_string(i), 2, 2 * i);
-  // Two idle GPUs, six unknown signatures: still one probe.
+  // Two idle GPUs, six unknown signatures: one newcomer measured, and a
+  // second on the GPU that would otherwise idle.
   std::vector<Decision> first = s.schedule(0);
-  ASSERT_EQ(first.size(), 1u);
-  EXPECT_TRUE(first[0].probe);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(probes(first), 2u);
   EXPECT_EQ(first[0].job, 0u);
+  EXPECT_EQ(devices_of(first), (std::vector<int>{0, 1}));
   EXPECT_THAT(s.take_notes(),
-              testing::Contains(HasSubstr("toy[lr=0.1]: no profile yet; probing it alone on gpu0 "
-                                          "for its family (5 other kinds of job wait for it)")));
+              testing::Contains(HasSubstr("starting it on idle gpu0, memory limit 39.5 GiB, "
+                                          "measured there for its family (5 other kinds of job "
+                                          "wait for it)")));
   EXPECT_TRUE(s.schedule(1000).empty());
-  s.learned("f0", profile(1.2, 19, 16000));
+  s.learned("f0", profile(1.2, 19, 16000), 1000);
   std::vector<Decision> rest = s.schedule(2000);
-  EXPECT_EQ(rest.size(), 11u);
+  EXPECT_EQ(rest.size(), 10u);
   EXPECT_EQ(probes(rest), 0u);
   for (const Decision& d : rest) {
-    if (d.job <= 1) continue;  // f0's second job: its own profile
     ASSERT_TRUE(d.estimate.has_value()) << d.job;
     EXPECT_EQ(d.estimate->source, "from sibling toy[lr=0.1]");
     // The sibling's measurement, as its own would be: no widening.
@@ -468,7 +509,7 @@ TEST(AutoSchedulerFamilies, OneProbeForTheFamilyThenSiblingsPackFromIt) {
 }
 
 TEST(AutoSchedulerFamilies, ASecondProbeTakesTheFarthestValueThenTheRestAreFitted) {
-  AutoScheduler s = make(1);
+  AutoScheduler s = make(1, 80, waiting_siblings());
   const std::vector<std::string> batches = {"32", "64", "128", "256", "512"};
   add_family(s, "batch_size", batches);
   for (size_t i = 0; i < batches.size(); ++i) enqueue(s, "f" + std::to_string(i), 1, i);
@@ -479,22 +520,24 @@ TEST(AutoSchedulerFamilies, ASecondProbeTakesTheFarthestValueThenTheRestAreFitte
   auto truth = [](double batch) {
     return profile(1.0 + batch / 64, 20 + 0.1 * batch, 100 * batch);
   };
-  s.learned("f0", truth(32));
+  s.learned("f0", truth(32), 1000);
   // batch_size presumed to matter and measured once: nothing to fit yet; the
-  // GPU is busy with the first, so nobody starts.
-  EXPECT_TRUE(s.schedule(1000).empty());
+  // instance that teaches most starts beside the first, measured there.
   EXPECT_EQ(s.usable_profile("f1"), nullptr);
-  s.measured(0, truth(32));
-  s.finished(0, JobEnd::kOk, 2000);
-  std::vector<Decision> second = s.schedule(2000);
+  std::vector<Decision> second = s.schedule(1000);
   ASSERT_EQ(second.size(), 1u);
   EXPECT_EQ(second[0].job, 4u) << "the farthest value, 512, teaches most";
   EXPECT_TRUE(second[0].probe);
+  // Half what the GPU can spare beside the first's claim (1.5 GiB x 1.2 + 512 MiB).
+  EXPECT_EQ(*second[0].memory_limit_bytes,
+            (79 * kGiB - (static_cast<uint64_t>(1.5 * 1.2 * kGiB) + (512ull << 20))) / 2);
   EXPECT_THAT(s.take_notes(),
               testing::Contains(HasSubstr("toy[batch_size=512]: its family's measurements do not "
                                           "cover it (peak memory: one measured value of "
                                           "batch_size (32): a fit needs two)")));
-  s.learned("f4", truth(512));
+  s.learned("f4", truth(512), 2000);
+  s.measured(0, truth(32));
+  s.finished(0, JobEnd::kOk, 2500);
   std::vector<Decision> rest = s.schedule(3000);
   ASSERT_EQ(rest.size(), 3u);
   for (const Decision& d : rest) {
@@ -512,12 +555,12 @@ TEST(AutoSchedulerFamilies, ASecondProbeTakesTheFarthestValueThenTheRestAreFitte
 }
 
 TEST(AutoSchedulerFamilies, StatedNeutralParametersNeedNoSecondProbe) {
-  AutoScheduler s = make(1);
+  AutoScheduler s = make(1, 80, waiting_siblings());
   add_family(s, "batch_size", {"32", "512"}, std::vector<std::string>{});
   enqueue(s, "f0", 1, 0);
   enqueue(s, "f1", 1, 1);
   ASSERT_EQ(s.schedule(0).size(), 1u);
-  s.learned("f0", profile(1, 20));
+  s.learned("f0", profile(1, 20), 0);
   std::vector<Decision> next = s.schedule(1000);
   ASSERT_EQ(next.size(), 1u);
   EXPECT_FALSE(next[0].probe);
@@ -548,6 +591,125 @@ TEST(AutoSchedulerFamilies, StoreInstancesSpeakForTheRunAndEndedJobsCorrectThem)
   EXPECT_NEAR(static_cast<double>(*f1->peak_memory_bytes), 3.45 * kGiB, 1e-6 * kGiB);
   EXPECT_NEAR(f1->memory_uncertainty, 0.05 * (1 + 0.09 / 0.4), 1e-9);
   EXPECT_THAT(f1->source, HasSubstr("memory from a fit over lr"));
+}
+
+// ------------------------------------------------------------- cold start
+
+JobProfile prior(double memory_gib, double sm_pct) {
+  JobProfile p = profile(memory_gib, sm_pct);
+  p.samples_per_s.reset();
+  p.memory_uncertainty = p.sm_uncertainty = 0.5;
+  p.source = "prior: test";
+  return p;
+}
+
+// A GPU of 80 GiB running two known jobs of 10 GiB (claims 12.5 GiB each).
+AutoScheduler two_running(AutoOptions options = {}) {
+  AutoScheduler s({{0, 80 * kGiB}}, options, InterferenceModel{});
+  s.set_profile("known", profile(10, 20));
+  s.set_label("new", "newcomer");
+  s.set_prior("new", prior(8, 30));
+  enqueue(s, "known", 2);
+  EXPECT_EQ(s.schedule(0).size(), 2u);
+  return s;
+}
+
+TEST(AutoSchedulerColdStart, ANewcomerStartsBesideRunningWorkWithWhatTheGpuCanSpare) {
+  AutoScheduler s = two_running();
+  enqueue(s, "new", 2, 10);
+  enqueue(s, "known", 1, 20);
+  std::vector<Decision> d = s.schedule(1000);
+  ASSERT_EQ(d.size(), 3u) << "its sibling starts beside it, and a known job fits too";
+  EXPECT_EQ(d[0].job, 10u);
+  EXPECT_TRUE(d[0].probe);
+  const uint64_t claims = 2 * (static_cast<uint64_t>(10 * 1.2 * kGiB) + (512ull << 20));
+  const uint64_t spare = 79 * kGiB - claims;
+  EXPECT_EQ(*d[0].memory_limit_bytes, spare / 2) << "half: others wait";
+  EXPECT_EQ(d[1].job, 11u);
+  EXPECT_FALSE(d[1].probe);
+  EXPECT_EQ(*d[1].memory_limit_bytes, (spare - spare / 2) / 2) << "half of what is left";
+  EXPECT_EQ(d[2].job, 20u);
+  EXPECT_FALSE(d[2].probe);
+  ASSERT_TRUE(d[0].estimate.has_value());
+  EXPECT_EQ(d[0].estimate->source, "prior: test") << "recorded beside what it then measures";
+  EXPECT_THAT(s.take_notes(), testing::Contains(HasSubstr("on gpu0 beside 2 running jobs")));
+  s.learned("new", profile(6, 30), 2000);
+  EXPECT_EQ(s.queued(), 0u);
+}
+
+TEST(AutoSchedulerColdStart, AnOverrunFailsTheNewcomerAloneWhichIsRetriedWithWhatItTook) {
+  AutoScheduler s = two_running();
+  enqueue(s, "new", 1, 10);
+  std::vector<Decision> d = s.schedule(1000);
+  ASSERT_EQ(d.size(), 1u);
+  const uint64_t limit = *d[0].memory_limit_bytes;
+  EndVerdict v = s.finished(10, JobEnd::kOutOfMemory, 5000);
+  EXPECT_TRUE(v.requeued);
+  EXPECT_THAT(v.note, HasSubstr(fmt::format("requeued with {}", format_bytes(limit))));
+  EXPECT_TRUE(s.schedule(6000).empty()) << "what it took does not fit beside the known jobs";
+  s.finished(0, JobEnd::kOk, 7000);
+  s.finished(1, JobEnd::kOk, 7000);
+  std::vector<Decision> again = s.schedule(8000);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].job, 10u);
+  EXPECT_GE(*again[0].memory_limit_bytes, limit);
+}
+
+TEST(AutoSchedulerColdStart, NeighboursSlowedMoreThanPredictedHoldTheGpu) {
+  AutoOptions options;
+  options.settle_ms = 10'000;
+  AutoScheduler s = two_running(options);
+  s.observe_rate(0, 1000, 500);
+  s.observe_rate(1, 1000, 500);
+  enqueue(s, "new", 1, 10);
+  ASSERT_EQ(s.schedule(1000).size(), 1u);
+  enqueue(s, "known", 3, 20);
+  // Measured at 20% SM: the model predicts no slowdown (60% in all) ...
+  s.learned("new", profile(4, 20), 2000);
+  // ... but the jobs already there fell to half their rates.
+  s.observe_rate(0, 500, 3000);
+  s.observe_rate(1, 500, 3000);
+  s.take_notes();
+  EXPECT_TRUE(s.schedule(3000).empty());
+  EXPECT_THAT(s.take_notes(),
+              testing::Contains(HasSubstr("newcomer slowed the jobs already there to 0.50x of "
+                                          "their rates before it (the interference model "
+                                          "predicted 1.00x)")));
+  EXPECT_EQ(s.bad_combinations().size(), 1u);
+  s.finished(0, JobEnd::kOk, 4000);
+  EXPECT_TRUE(s.schedule(4000).empty()) << "no longer held, but never the same combination again";
+}
+
+TEST(AutoSchedulerColdStart, NeighboursAsFastAsPredictedKeepTheGpuOpen) {
+  AutoScheduler s = two_running();
+  s.observe_rate(0, 1000, 500);
+  s.observe_rate(1, 1000, 500);
+  enqueue(s, "new", 1, 10);
+  ASSERT_EQ(s.schedule(1000).size(), 1u);
+  enqueue(s, "known", 2, 20);
+  s.learned("new", profile(4, 20), 2000);
+  s.observe_rate(0, 980, 3000);
+  s.observe_rate(1, 990, 3000);
+  EXPECT_EQ(s.schedule(3000).size(), 2u);
+  EXPECT_TRUE(s.bad_combinations().empty());
+}
+
+TEST(AutoSchedulerColdStart, UnderNaiveSharingANewcomerMustLeaveHeadroom) {
+  AutoOptions options;
+  options.mode = ShareMode::kTimeSliced;
+  options.memory_limits = false;
+  AutoScheduler s({{0, 80 * kGiB}}, options, InterferenceModel{});
+  s.set_profile("known", profile(45, 10));  // claims 54.5 GiB
+  s.set_prior("big", prior(14, 10));        // 14 x 1.2 + 0.5 = 17.3 GiB, + 8 GiB headroom
+  s.set_prior("small", prior(3, 10));       // 4.1 GiB + 8 GiB headroom: within the 24.5 spare
+  enqueue(s, "known", 1);
+  ASSERT_EQ(s.schedule(0).size(), 1u);
+  enqueue(s, "big", 1, 1);
+  enqueue(s, "small", 1, 2);
+  std::vector<Decision> d = s.schedule(1000);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 2u);
+  EXPECT_FALSE(d[0].memory_limit_bytes) << "naive sharing has no limits";
 }
 
 }  // namespace

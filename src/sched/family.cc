@@ -12,6 +12,7 @@
 #include <set>
 
 #include "common/units.h"
+#include "sched/least_squares.h"
 
 namespace colo {
 namespace {
@@ -233,21 +234,11 @@ Fitted fit_quantity(const std::vector<FamilyInstance>& instances, Quantity q, co
     return {std::nullopt, fmt::format("one measured value of {} ({}): a fit needs two",
                                       feature_name(b.numeric), values)};
   }
-  // Least squares: y = a + b x.
-  const auto n = static_cast<double>(points.size());
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& [x, y] : points) {
-    sx += x;
-    sy += y;
-    sxx += x * x;
-    sxy += x * y;
-  }
-  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-  const double intercept = (sy - slope * sx) / n;
+  const Line line = *fit_line(points);  // two distinct x at least (above)
   double residual = 0;
   double y_min = std::numeric_limits<double>::infinity();
   for (const auto& [x, y] : points) {
-    const double fitted = intercept + slope * x;
+    const double fitted = line.at(x);
     residual = std::max(residual, std::abs(y - fitted) / std::max(std::abs(fitted), 1e-9));
     y_min = std::min(y_min, y);
   }
@@ -257,7 +248,7 @@ Fitted fit_quantity(const std::vector<FamilyInstance>& instances, Quantity q, co
   QuantityEstimate e;
   // Never below half the least measured value: a line through noisy points
   // may dip towards zero outside them.
-  e.value = std::max(intercept + slope * xt, 0.5 * y_min);
+  e.value = std::max(line.at(xt), 0.5 * y_min);
   e.uncertainty = std::max(residual, kFitFloor) * (1.0 + outside / (x_hi - x_lo));
   e.basis = fmt::format("a fit over {} to {}", feature_name(b.numeric), list_names(b.candidates));
   return {e, ""};

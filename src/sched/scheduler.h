@@ -42,6 +42,9 @@ struct SignatureFacts {
   std::string label;                   // its jobs' short name in notes ("resnet26")
   std::optional<JobProfile> profile;   // measured earlier, or hinted (the store's over the hints)
   std::optional<FamilyMember> family;  // its place in a sweep's family (sched/family.h)
+  // What is assumed when nothing better is known (sched/prior.h): the
+  // policy's starting point for a job it has never measured.
+  std::optional<JobProfile> prior;
   // Instances of its family measured before the run (the store's); given
   // with the first signature of each family.
   std::vector<FamilyInstance> family_instances;
@@ -57,16 +60,16 @@ struct SchedJob {
 struct Decision {
   size_t job = 0;
   int device = 0;
-  // The job runs alone so that its profile can be measured; the caller
-  // reports the measurement with learned() (or the job's end).
+  // The job is a newcomer: the caller measures it where it runs and reports
+  // the measurement with learned() (or the job's end).
   bool probe = false;
   // A per-job GPU memory limit (MPS pinned memory), so a job that outgrows
   // its estimate fails alone instead of taking its neighbours down.
   std::optional<uint64_t> memory_limit_bytes;
   // The profile the job was placed by, when it was estimated from its
-  // family's measured instances (sched/family.h) rather than measured or
-  // stated for the job itself; the caller records it beside what it then
-  // measures.
+  // family's measured instances (sched/family.h), or, for a newcomer
+  // (`probe`), its prior (sched/prior.h), rather than measured or stated for
+  // the job itself; the caller records it beside what it then measures.
   std::optional<JobProfile> estimate;
   bool operator==(const Decision&) const = default;
 };
@@ -94,9 +97,10 @@ class Scheduler {
   virtual EndVerdict finished(size_t job, JobEnd end, int64_t now_ms) = 0;
   // A running job's recent progress rate (samples per second).
   virtual void observe_rate(size_t /*job*/, double /*samples_per_s*/, int64_t /*now_ms*/) {}
-  // A profile was measured (a probe ended) for every job of `signature`.
-  // It may come again, refined, for the same probe.
-  virtual void learned(const std::string& /*signature*/, const JobProfile& /*profile*/) {}
+  // A profile was measured (a newcomer's measurement ended) for every job of
+  // `signature`. It may come again, refined, for the same newcomer.
+  virtual void learned(const std::string& /*signature*/, const JobProfile& /*profile*/,
+                       int64_t /*now_ms*/) {}
   // What a placed job's own run measured (its peak memory), reported before
   // finished(): feedback for the estimates of its family.
   virtual void measured(size_t /*job*/, const JobProfile& /*profile*/) {}

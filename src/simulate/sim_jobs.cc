@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/units.h"
+#include "jobs/job_features.h"
 #include "jobs/job_signature.h"
 #include "sched/family.h"
 
@@ -17,7 +18,7 @@ constexpr size_t kMaxSourceLines = 50;
 }  // namespace
 
 SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known,
-                        const std::map<std::string, JobProfile>& usable) {
+                        const std::map<std::string, JobProfile>& usable, const PriorModel* priors) {
   SimJobSet out;
   std::map<std::string, int> count;   // jobs per signature
   std::vector<size_t> first_of_kind;  // the first job of each signature, in file order
@@ -32,6 +33,7 @@ SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProf
     job.params = spec.params;
     job.resource_params = spec.resource_params;
     if (auto it = known.find(job.signature); it != known.end()) job.known = it->second;
+    if (priors != nullptr) job.prior = priors->prior(job_features(spec.command));
     auto best = usable.find(job.signature);
     job.truth = best != usable.end() ? best->second : job.known;
     if (count[job.signature]++ == 0) {

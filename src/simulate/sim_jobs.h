@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "jobs/job_spec.h"
+#include "sched/prior.h"
 #include "simulate/simulator.h"
 
 namespace colo {
@@ -30,8 +31,10 @@ struct SimJobSet {
 
 // `known` from known_profiles() (analysis/profiles.h): what the scheduler is
 // told of each signature itself. `usable` from usable_profiles(): that, or
-// its family's estimate, which the truth takes before any default.
+// its family's estimate, which the truth takes before any default. `priors`:
+// each job's prior from its command's features (none: the scheduler's default).
 SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known,
-                        const std::map<std::string, JobProfile>& usable = {});
+                        const std::map<std::string, JobProfile>& usable = {},
+                        const PriorModel* priors = nullptr);
 
 }  // namespace colo

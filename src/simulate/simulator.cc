@@ -26,12 +26,13 @@ struct Active {
   double fail_at_ms = -1;   // remaining work at which it runs out of memory; -1: never
   bool probe = false;
   int64_t started_ms = 0;
-  double rate = 1.0;  // normalized, set each step
+  double rate = 1.0;           // normalized, set each step
+  int64_t measured_at_ms = 0;  // a newcomer: when its measurement reaches the policy
 };
 
 std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const PolicySpec& policy,
                                           const SimOptions& options) {
-  if (policy.kind == PolicyKind::kAuto) {
+  if (policy.kind == PolicyKind::kAuto || policy.kind == PolicyKind::kAutoWarm) {
     std::vector<GpuSlot> slots;
     for (int g = 0; g < options.gpus; ++g) slots.push_back({g, options.gpu_memory_bytes});
     AutoOptions auto_options = options.auto_options;
@@ -48,6 +49,8 @@ std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const
           facts.family_instances = measured->second;
       }
       if (j.known.peak_memory_bytes || j.known.sm_active_pct) facts.profile = j.known;
+      if (policy.kind == PolicyKind::kAutoWarm) facts.profile = j.truth;
+      if (j.prior.admissible()) facts.prior = j.prior;
       s->introduce(j.signature, facts);
     }
     return s;
@@ -74,6 +77,7 @@ std::vector<PolicySpec> standard_policies(int max_degree) {
   for (int k = 2; k <= max_degree; ++k)
     out.push_back({fmt::format("mps-{}", k), PolicyKind::kMpsFixed, k});
   out.push_back({"auto", PolicyKind::kAuto, 0});
+  out.push_back({"auto-warm", PolicyKind::kAutoWarm, 0});
   return out;
 }
 
@@ -94,6 +98,8 @@ Result<std::vector<PolicySpec>> parse_policies(std::string_view list) {
       out.push_back({item, PolicyKind::kMpsAll, 0});
     } else if (item == "auto") {
       out.push_back({item, PolicyKind::kAuto, 0});
+    } else if (item == "auto-warm") {
+      out.push_back({item, PolicyKind::kAutoWarm, 0});
     } else if (item.starts_with("mps-") && item.size() > 4 &&
                std::all_of(item.begin() + 4, item.end(),
                            [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
@@ -108,7 +114,7 @@ Result<std::vector<PolicySpec>> parse_policies(std::string_view list) {
     } else {
       return Error(fmt::format(
           "unknown policy '{}'; policies: exclusive, naive-all, mps-all, mps-K (K jobs per GPU, "
-          "e.g. mps-3), auto",
+          "e.g. mps-3), auto, auto-warm",
           item));
     }
   }
@@ -123,7 +129,7 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
   result.policy = policy;
   std::unique_ptr<Scheduler> scheduler = make_scheduler(jobs, policy, options);
   const ShareMode mode = mode_of(policy.kind);
-  const bool is_auto = policy.kind == PolicyKind::kAuto;
+  const bool is_auto = policy.kind == PolicyKind::kAuto || policy.kind == PolicyKind::kAutoWarm;
 
   auto timed = [&](auto&& fn) {
     auto t0 = SteadyClock::now();
@@ -192,7 +198,11 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       bool over_limit = d.memory_limit_bytes && *truth.peak_memory_bytes > *d.memory_limit_bytes;
       if (over_limit || on_gpu > options.gpu_memory_bytes)
         a.fail_at_ms = a.remaining_ms * (1.0 - kOomFraction);
-      if (d.probe) timers.insert(now + options.probe_ms);
+      if (d.probe) {
+        a.measured_at_ms = now + std::min(options.probe_ms,
+                                          static_cast<int64_t>(a.startup_ms) + options.measure_ms);
+        timers.insert(a.measured_at_ms);
+      }
       first_start = first_start.value_or(now);
       active.push_back(a);
     }
@@ -263,10 +273,10 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
               [](const Active& x, const Active& y) { return x.job < y.job; });
     event_ms = timed([&] {
       for (const Active& a : active) {
-        if (a.probe && now >= a.started_ms + options.probe_ms) {
+        if (a.probe && now >= a.measured_at_ms) {
           JobProfile measured = jobs[a.job].truth;
           measured.source = "probe (simulated)";
-          scheduler->learned(jobs[a.job].signature, measured);
+          scheduler->learned(jobs[a.job].signature, measured, now);
         }
       }
       for (const Active& a : ended) {
@@ -275,7 +285,7 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
         if (a.probe && !oom) {
           JobProfile measured = job.truth;
           measured.source = "probe (simulated)";
-          scheduler->learned(job.signature, measured);
+          scheduler->learned(job.signature, measured, now);
         }
         if (!oom) {
           JobProfile seen;
@@ -297,7 +307,7 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     });
     result.scheduler_total_ms += event_ms;
     result.scheduler_max_ms = std::max(result.scheduler_max_ms, event_ms);
-    for (Active& a : active) a.probe = a.probe && now < a.started_ms + options.probe_ms;
+    for (Active& a : active) a.probe = a.probe && now < a.measured_at_ms;
   }
   result.makespan_ms = first_start ? last_end - *first_start : 0;
   return result;

@@ -7,13 +7,17 @@
 // Each job has a "truth" (what it really needs and how long it runs alone:
 // from the store, then hints, then documented defaults) and what the
 // scheduler is told before it starts ("known": store and hints only; a job
-// with nothing known is estimated from its family or probed, as in a real
-// run). The auto policy sees only what a real run would: profiles, its
-// families' measured instances, probe results after `probe_ms`, measured
-// rates, ended jobs' peak memory, out-of-memory ends. Out of memory: a job whose truth
-// exceeds its memory limit, or that joins a GPU whose jobs' summed memory
-// would exceed it (fixed policies do not check), fails a tenth of the way
-// in. Deterministic; everything it produces is simulated.
+// with nothing known is estimated from its family, or starts as a newcomer
+// by its prior, as in a real run). The auto policy sees only what a real run
+// would: profiles, priors, its families' measured instances, a newcomer's
+// measurement once its memory plateaued (`measure_ms` after its start-up),
+// measured rates, ended jobs' peak memory, out-of-memory ends. Out of
+// memory: a job whose truth exceeds its memory limit, or that joins a GPU
+// whose jobs' summed memory would exceed it (fixed policies do not check),
+// fails a tenth of the way in, and the auto policy retries it. auto-warm is
+// the auto policy told every job's truth beforehand: what it would do once
+// the store knows every job (the warm case). Deterministic; everything it
+// produces is simulated.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +40,7 @@ struct SimJob {
   std::string label;  // its [[job]] block, for notes
   JobProfile truth;   // complete: memory, SM activity, busy share, solo_ms
   JobProfile known;   // what the scheduler knows before the run (may be empty)
+  JobProfile prior;   // what it assumes when nothing else speaks for the job (sched/prior.h)
   // Its family (sched/family.h; empty: none) and place in it.
   std::string family;
   std::string instance;  // "toy[lr=0.1]"
@@ -43,10 +48,10 @@ struct SimJob {
   std::optional<std::vector<std::string>> resource_params;
 };
 
-enum class PolicyKind { kExclusive, kNaiveAll, kMpsAll, kMpsFixed, kAuto };
+enum class PolicyKind { kExclusive, kNaiveAll, kMpsAll, kMpsFixed, kAuto, kAutoWarm };
 
 struct PolicySpec {
-  std::string name;  // "exclusive", "naive-all", "mps-all", "mps-3", "auto"
+  std::string name;  // "exclusive", "naive-all", "mps-all", "mps-3", "auto", "auto-warm"
   PolicyKind kind = PolicyKind::kExclusive;
   int degree = 0;  // kMpsFixed: jobs per GPU
 };
@@ -55,7 +60,7 @@ struct PolicySpec {
 // the largest K of mps-K.
 inline constexpr int kMaxMpsDegree = 48;
 
-// exclusive, naive-all, mps-all, mps-2 .. mps-<max_degree>, auto.
+// exclusive, naive-all, mps-all, mps-2 .. mps-<max_degree>, auto, auto-warm.
 std::vector<PolicySpec> standard_policies(int max_degree);
 // "auto,mps-3,exclusive": an error names the unknown entry and the valid forms.
 Result<std::vector<PolicySpec>> parse_policies(std::string_view list);
@@ -65,7 +70,8 @@ struct SimOptions {
   uint64_t gpu_memory_bytes = 0;  // per GPU
   InterferenceModel model;        // the truth the simulated GPUs follow
   AutoOptions auto_options;       // for the auto policy (its mode is spatial: MPS)
-  int64_t probe_ms = 30'000;      // a probe measures its job alone this long
+  int64_t probe_ms = 30'000;      // a newcomer's measurement ends by then at the latest
+  int64_t measure_ms = 3'000;     // ... and this long after its start-up (its memory plateaus)
   // What the store measured of each family before the run (the auto policy
   // estimates unmeasured instances from it, as in a real run).
   std::map<std::string, std::vector<FamilyInstance>> family_instances;

@@ -59,6 +59,7 @@ struct JobRow {
   std::string signature;  // job_signature() of its spec
   std::string family;  // its spec's family (JobSpec::family); "" in runs recorded before families
   std::map<std::string, std::string> params;  // its grid values
+  std::vector<std::string> command;           // its spec's command
   JobState state = JobState::kQueued;
   std::string reason;
   std::optional<int> device;

@@ -683,6 +683,11 @@ Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
           if (v.is_string()) job.params[k] = v.get<std::string>();
         }
       }
+      if (auto c = spec.find("command"); c != spec.end() && c->is_array()) {
+        for (const nlohmann::json& word : *c) {
+          if (word.is_string()) job.command.push_back(word.get<std::string>());
+        }
+      }
     }
     job.usage.cpu_ms = jobs->opt_int64_at(13);
     job.usage.memory_peak_bytes = jobs->opt_uint64_at(14);

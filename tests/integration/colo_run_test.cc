@@ -288,7 +288,7 @@ TEST_F(ColoRun, ShowReportsSpeedUpAgainstAnExclusiveRunOfTheSameJobs) {
   EXPECT_NE(runs.output.find("exclusive"), std::string::npos) << runs.output;
 }
 
-TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
+TEST_F(ColoRun, AutoPolicyMeasuresAnUnknownJobWhereItRunsThenFillsTheGpu) {
   std::string file = write_file("jobs.toml", toy_job("toy", 4, 300, "repeat = 4\n"));
   CommandResult r = shell(colo("run " + file +
                                " --backend sim --mechanism naive --policy auto --plain "
@@ -296,10 +296,13 @@ TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
                                db()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("policy: auto"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("toy: no profile yet; probing it alone on gpu0"), std::string::npos)
+  EXPECT_NE(r.output.find("toy: never measured; prior: nothing measured on this GPU model yet"),
+            std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("starting it on idle gpu0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(new: measured where it runs)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("auto: measured toy"), std::string::npos) << r.output;
-  // The probe ran alone: the second job started after it was measured.
+  // Its siblings (the same signature) waited for its measurement.
   EXPECT_LT(r.output.find("auto: measured toy"), r.output.find("toy#2 started")) << r.output;
   auto store = RunStore::open(db());
   ASSERT_TRUE(store.ok());
@@ -313,7 +316,7 @@ TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
                                    "--sample-period 100ms --db " +
                                    db()));
   ASSERT_EQ(again.exit_code, 0) << again.output;
-  EXPECT_EQ(again.output.find("probing"), std::string::npos) << again.output;
+  EXPECT_EQ(again.output.find("never measured"), std::string::npos) << again.output;
   EXPECT_NE(again.output.find("toy profile:"), std::string::npos) << again.output;
   CommandResult profiles = shell(colo("profiles --db " + db()));
   EXPECT_NE(profiles.output.find("store: run"), std::string::npos) << profiles.output;
@@ -321,14 +324,14 @@ TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
       << profiles.output;
 
   // A run with a store of its own (a Slurm shard's) knows it through
-  // --profiles-from; a store that cannot be read is named, and the job probed.
+  // --profiles-from; a store that cannot be read is named, and the job measured anew.
   const std::string fresh =
       " --backend sim --mechanism naive --policy auto --plain "
       "--sample-period 100ms --db ";
   CommandResult elsewhere =
       shell(colo("run " + file + fresh + dir_ + "/other.db --profiles-from " + db()));
   ASSERT_EQ(elsewhere.exit_code, 0) << elsewhere.output;
-  EXPECT_EQ(elsewhere.output.find("probing"), std::string::npos) << elsewhere.output;
+  EXPECT_EQ(elsewhere.output.find("never measured"), std::string::npos) << elsewhere.output;
   EXPECT_NE(elsewhere.output.find("toy profile:"), std::string::npos) << elsewhere.output;
   EXPECT_NE(elsewhere.output.find(") of " + db()), std::string::npos) << elsewhere.output;
   CommandResult missing = shell(
@@ -337,8 +340,7 @@ TEST_F(ColoRun, AutoPolicyProbesAnUnknownJobThenFillsTheGpu) {
   EXPECT_NE(missing.output.find("warning: --profiles-from " + dir_ + "/missing.db: "),
             std::string::npos)
       << missing.output;
-  EXPECT_NE(missing.output.find("toy: no profile yet; probing it alone"), std::string::npos)
-      << missing.output;
+  EXPECT_NE(missing.output.find("toy: never measured"), std::string::npos) << missing.output;
 }
 
 TEST_F(ColoRun, GpusLimitsTheRunToTheChosenDevices) {

@@ -68,10 +68,10 @@ class ColoSweep : public ColoTestDir {
 };
 
 // The CI criterion of issue 17: a 12-point grid (learning rate x weight
-// decay) under auto starts at most one probe, then packs the rest, and ends
+// decay) under auto measures one newcomer, then packs the rest, and ends
 // within 1.2x of mps-all on the same file. Each job: 0.5 s of start-up, then
 // 12 epochs of 0.15 s alone; together k jobs progress min(k, 3.2) / k each.
-TEST_F(ColoSweep, AGridUnderAutoProbesOnceThenPacksNearMpsAll) {
+TEST_F(ColoSweep, AGridUnderAutoMeasuresOneThenPacksNearMpsAll) {
   const std::string file = grid_file(
       "grid.toml",
       "\"--epochs\", \"12\", \"--epoch-s\", \"0.15\", \"--startup\", \"0.5\", \"--sm-activity\", "
@@ -83,9 +83,11 @@ TEST_F(ColoSweep, AGridUnderAutoProbesOnceThenPacksNearMpsAll) {
                                "--sample-period 100ms --db " +
                                auto_db));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(count(r.output, "(probe: alone until its profile is measured)"), 1u) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("toy[lr=0.1,wd=0.0]: no profile yet; probing it alone on gpu0 "
-                                  "for its family (11 other kinds of job wait for it)"));
+  EXPECT_EQ(count(r.output, "(new: measured where it runs)"), 1u) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("toy[lr=0.1,wd=0.0]: never measured; prior: "));
+  EXPECT_THAT(r.output, HasSubstr("starting it on idle gpu0, memory limit "));
+  EXPECT_THAT(r.output, HasSubstr("measured there for its family (11 other kinds of job wait for "
+                                  "it)"));
   EXPECT_THAT(
       r.output,
       HasSubstr(
@@ -93,7 +95,7 @@ TEST_F(ColoSweep, AGridUnderAutoProbesOnceThenPacksNearMpsAll) {
   Result<RunSummary> autod = last_run(auto_db);
   ASSERT_TRUE(autod.ok()) << autod.error().message();
   for (const JobSummary& j : autod->jobs) EXPECT_EQ(j.state, JobState::kOk) << j.name;
-  EXPECT_EQ(most_at_once(*autod), 12u) << "the eleven siblings start beside the probe";
+  EXPECT_EQ(most_at_once(*autod), 12u) << "the eleven siblings start beside the newcomer";
 
   const std::string mps_db = dir_ + "/mps.db";
   CommandResult all = shell(colo("run " + file +
@@ -110,21 +112,21 @@ TEST_F(ColoSweep, AGridUnderAutoProbesOnceThenPacksNearMpsAll) {
             << " ms: " << ratio << "x\n";
   EXPECT_LE(ratio, 1.2);
 
-  // The next run of the same grid knows the family from the store: no probe.
+  // The next run of the same grid knows the family from the store: no newcomer.
   CommandResult again = shell(colo("run " + file +
                                    " --backend sim --mechanism mps --policy auto --plain "
                                    "--sample-period 100ms --db " +
                                    auto_db));
   ASSERT_EQ(again.exit_code, 0) << again.output;
-  EXPECT_EQ(count(again.output, "probing"), 0u) << again.output;
+  EXPECT_EQ(count(again.output, "never measured"), 0u) << again.output;
 }
 
 // A batch-size grid: batch_size is presumed to matter (its name), so after
-// the first probe (32) colo probes the farthest value (512), fits the rest
+// the first newcomer (32) colo measures the farthest value (512), fits the rest
 // (memory: 1000 MiB + 8 MiB per sample, plus the simulated CUDA context) and
 // widens their memory limits by the fit's uncertainty. No job runs out of
 // memory, and every estimate is within 15% of what colo then measured.
-TEST_F(ColoSweep, ABatchSizeGridIsFittedFromTwoProbes) {
+TEST_F(ColoSweep, ABatchSizeGridIsFittedFromTwoMeasuredInstances) {
   const std::string file = grid_file(
       "batch.toml",
       "\"--epochs\", \"6\", \"--epoch-s\", \"0.15\", \"--startup\", \"0.3\", \"--memory-mib\", "
@@ -136,12 +138,12 @@ TEST_F(ColoSweep, ABatchSizeGridIsFittedFromTwoProbes) {
                                "--sample-period 100ms --db " +
                                db()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(count(r.output, "(probe: alone until its profile is measured)"), 2u) << r.output;
+  EXPECT_EQ(count(r.output, "(new: measured where it runs)"), 2u) << r.output;
   EXPECT_THAT(r.output, HasSubstr("toy[batch_size=512]: its family's measurements do not cover "
                                   "it (peak memory: one measured value of batch_size (32): a fit "
-                                  "needs two); probing it alone"));
+                                  "needs two); starting it on "));
   // Memory is fitted; SM activity (20% for every batch size here) is seen
-  // not to depend on it, so both probes speak for it.
+  // not to depend on it, so both measured instances speak for it.
   EXPECT_THAT(r.output, HasSubstr("toy[batch_size=128]: profile memory from a fit over batch_size "
                                   "to toy[batch_size=32], toy[batch_size=512]; SM activity from 2 "
                                   "siblings"));
@@ -172,10 +174,10 @@ TEST_F(ColoSweep, ABatchSizeGridIsFittedFromTwoProbes) {
   EXPECT_THAT(profiles.output, HasSubstr("batch_size       peak memory  matters, measured: "
                                          "toy[batch_size=32]"));
   EXPECT_THAT(profiles.output, HasSubstr("JOBS OF " + file));
-  // Next time no job of the file needs a probe.
-  EXPECT_EQ(count(profiles.output, " probe: "), 0u) << profiles.output;
-  EXPECT_EQ(count(profiles.output, "after a probe"), 0u) << profiles.output;
-  EXPECT_THAT(profiles.output, HasSubstr("store: run 1 job 5 (mps, probe, simulated)"));
+  // Next time every job of the file is placed by what was measured.
+  EXPECT_EQ(count(profiles.output, "new, measured where it runs"), 0u) << profiles.output;
+  EXPECT_EQ(count(profiles.output, "after its family's newcomer"), 0u) << profiles.output;
+  EXPECT_THAT(profiles.output, HasSubstr("store: run 1 job 5 (mps, alone, simulated)"));
 }
 
 }  // namespace

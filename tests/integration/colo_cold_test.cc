@@ -1,0 +1,197 @@
+// Cold start (issue 22), end to end on the simulated backend: jobs colo has
+// never seen start at once beside running work, contained by their MPS
+// memory limits (the fake MPS control program), are measured where they run,
+// and no GPU waits for a measurement; the quickstart shows two jobs together
+// and a speed-up; the normalized throughput of stand-ins with a known gain is
+// that gain.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/stored.h"
+#include "integration_util.h"
+#include "store/run_store.h"
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ColoCold : public ColoTestDir {
+ protected:
+  void SetUp() override {
+    ColoTestDir::SetUp();
+    shell("mkdir -p '" + dir_ + "/bin' && cp '" COLO_FAKE_MPS_CONTROL "' '" + dir_ +
+          "/bin/nvidia-cuda-mps-control'");
+  }
+
+  // `colo ARGS` with COLO_HOME in the test directory and the fake MPS control
+  // program first on PATH.
+  std::string colo(const std::string& args) const {
+    return "PATH='" + dir_ + "/bin':$PATH COLO_HOME='" + dir_ + "/home' " +
+           std::string(COLO_BINARY) + " " + args;
+  }
+
+  Result<RunSummary> last_run() const {
+    auto store = RunStore::open(db());
+    if (!store.ok()) return store.error();
+    return analyse_run(**store, 0);
+  }
+
+  // The most jobs that ran at once.
+  static size_t most_at_once(const RunSummary& run) {
+    std::vector<std::pair<UnixMillis, int>> edges;
+    for (const JobSummary& j : run.jobs) {
+      if (!j.started_ms || !j.ended_ms) continue;
+      edges.emplace_back(*j.started_ms, 1);
+      edges.emplace_back(*j.ended_ms, -1);
+    }
+    std::sort(edges.begin(), edges.end());
+    int now = 0, most = 0;
+    for (const auto& [t, d] : edges) most = std::max(most, now += d);
+    return static_cast<size_t>(most);
+  }
+};
+
+// The first thing a newcomer runs: three toy jobs colo has never seen, at
+// most two on the GPU. The first is measured where it runs and the second
+// starts beside it; the summary prints what sharing gained.
+TEST_F(ColoCold, TheQuickstartRunsTwoJobsTogetherAndPrintsASpeedUp) {
+  CommandResult r = shell(
+      colo("run " COLO_SOURCE_DIR "/examples/quickstart.toml --backend sim --plain --db " + db()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("(new: measured where it runs)"));
+  EXPECT_THAT(r.output, HasSubstr("auto: measured toy[lr=0.1] (memory plateaued, alone)"));
+  EXPECT_THAT(r.output, HasSubstr("normalized throughput: "));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("normalized throughput: -"))) << r.output;
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("none ran together"))) << r.output;
+  Result<RunSummary> run = last_run();
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  EXPECT_EQ(most_at_once(*run), 2u) << r.output;
+  ASSERT_TRUE(run->normalized_throughput.value) << run->normalized_throughput.why_not;
+  EXPECT_GT(*run->normalized_throughput.value, 0.5);
+}
+
+// A newcomer whose prior (a quarter of the GPU on a fresh store) fits what
+// the GPU can spare beside a known job, but that needs more: it fails alone
+// under its MPS limit, the known job runs on unharmed, and it is retried, then
+// ends ok once the room is there.
+TEST_F(ColoCold, ANewcomerThatOverrunsItsLimitFailsAloneAndIsRetried) {
+  const std::string sim = "[\"python3\", \"" COLO_SOURCE_DIR
+                          "/bench/sim_train.py\", \"--model\", \"dlrm\", \"--dataset\", "
+                          "\"criteo\", \"--memory-gib\", \"20\", ";
+  const std::string file = write_file(
+      "overrun.toml", "[[job]]\nname = \"known\"\ncommand = " + sim +
+                          "\"--epochs\", \"4\", \"--epoch-samples\", \"1500000\"]\n"
+                          "gpu_memory = \"40GiB\"\nsm_activity = 30\n\n"
+                          "[[job]]\nname = \"newcomer\"\ncommand = " +
+                          sim + "\"--epochs\", \"2\", \"--epoch-samples\", \"300000\"]\n");
+  CommandResult r = shell(colo("run " + file +
+                               " --backend sim --gpu-model H100 --mechanism mps --policy auto "
+                               "--plain --sample-period 100ms --db " +
+                               db()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("newcomer: never measured"));
+  EXPECT_THAT(r.output, HasSubstr("starting it on gpu0 beside 1 running job, memory limit"));
+  EXPECT_THAT(r.output, HasSubstr("newcomer requeued: torch.OutOfMemoryError: CUDA out of memory"));
+  EXPECT_THAT(r.output, HasSubstr("out of GPU memory on gpu0 (1 other jobs there, limit"));
+  Result<RunSummary> run = last_run();
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  std::map<std::string, const JobSummary*> jobs;
+  for (const JobSummary& j : run->jobs) jobs[j.name] = &j;
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs["known"]->state, JobState::kOk);
+  EXPECT_EQ(jobs["known"]->attempts, 1) << "never harmed by the newcomer";
+  EXPECT_EQ(jobs["newcomer"]->state, JobState::kOk);
+  EXPECT_EQ(jobs["newcomer"]->attempts, 2);
+  // Its first attempt's log holds the out-of-memory error of its limit.
+  CommandResult first = shell(
+      "cat '" + jobs["newcomer"]->log_path.substr(0, jobs["newcomer"]->log_path.rfind(".attempt")) +
+      ".log'");
+  EXPECT_THAT(first.output, HasSubstr("the MPS pinned memory limit is"));
+}
+
+// Two simulated GPUs and a grid nobody has measured: the first GPU measures
+// the family's first instance, and the second does not wait for it.
+TEST_F(ColoCold, NoGpuWaitsForAMeasurement) {
+  const std::string file = write_file(
+      "grid.toml", "[[job]]\nname = \"toy\"\ncommand = [\"python3\", \"" COLO_SOURCE_DIR
+                   "/bench/gain_standin.py\", \"--shared\", \"" +
+                       dir_ +
+                       "/shared\", \"--gain\", \"3.2\", \"--epochs\", \"12\", \"--epoch-s\", "
+                       "\"0.2\", \"--startup\", \"1.0\", \"--lr\", \"{lr}\"]\n"
+                       "grid = { lr = [0.1, 0.05, 0.02, 0.01, 0.005, 0.001] }\n");
+  CommandResult r = shell(colo("run " + file +
+                               " --backend sim --sim-devices 2 --mechanism mps --policy auto "
+                               "--plain --sample-period 100ms --db " +
+                               db()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Result<RunSummary> run = last_run();
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  std::map<int, UnixMillis> first_start;
+  UnixMillis first_end = 0;
+  for (const JobSummary& j : run->jobs) {
+    ASSERT_EQ(j.state, JobState::kOk) << j.name;
+    ASSERT_TRUE(j.device && j.started_ms && j.ended_ms) << j.name;
+    auto [it, inserted] = first_start.try_emplace(*j.device, *j.started_ms);
+    if (!inserted) it->second = std::min(it->second, *j.started_ms);
+    if (first_end == 0 || *j.ended_ms < first_end) first_end = *j.ended_ms;
+  }
+  ASSERT_EQ(first_start.size(), 2u) << "both GPUs ran jobs";
+  // Both GPUs took a job before the first measurement could have arrived:
+  // within the start-up (1 s) of the first job, long before any job ended.
+  EXPECT_LT(std::abs(first_start[0] - first_start[1]), 1000) << r.output;
+  EXPECT_LT(std::max(first_start[0], first_start[1]), first_end);
+  EXPECT_THAT(r.output, HasSubstr("starting it on idle gpu1"));
+}
+
+// Four stand-ins that together progress at exactly 3.2 times one alone
+// (bench/gain_standin.py), started at once: the normalized throughput is
+// 3.2 within 5%, and bench/verify-speedup.py finds the same from the logs.
+TEST_F(ColoCold, NormalizedThroughputOfAKnownGain) {
+  auto job_file = [&](const std::string& name, int repeat) {
+    return write_file(name, "[[job]]\nname = \"gain\"\ncommand = [\"python3\", \"" COLO_SOURCE_DIR
+                            "/bench/gain_standin.py\", \"--shared\", \"" +
+                                dir_ +
+                                "/shared\", \"--gain\", \"3.2\", \"--epochs\", \"20\", "
+                                "\"--epoch-s\", \"0.25\", \"--startup\", \"0.5\"]\nrepeat = " +
+                                std::to_string(repeat) + "\n");
+  };
+  CommandResult solo = shell(colo("run " + job_file("solo.toml", 1) +
+                                  " --backend sim --mechanism exclusive --plain --db " + db()));
+  ASSERT_EQ(solo.exit_code, 0) << solo.output;
+  CommandResult four =
+      shell(colo("run " + job_file("four.toml", 4) +
+                 " --backend sim --mechanism mps --policy fixed --plain --db " + db()));
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  CommandResult shown = shell(colo("show --json --db " + db()));
+  const nlohmann::json show = nlohmann::json::parse(shown.output, nullptr, false);
+  ASSERT_TRUE(show.is_object() && show["normalized_throughput"].is_number()) << shown.output;
+  const double nt = show["normalized_throughput"].get<double>();
+  EXPECT_NEAR(nt, 3.2, 0.05 * 3.2) << shown.output;
+  EXPECT_FALSE(show["normalized_throughput_estimated"].get<bool>());
+
+  auto store = open_store();
+  ASSERT_TRUE(store);
+  auto runs = store->list_runs(2);
+  ASSERT_TRUE(runs.ok() && runs->size() == 2u);
+  auto solo_rows = store->run_record((*runs)[1].id);
+  ASSERT_TRUE(solo_rows.ok());
+  std::string logs;
+  for (const nlohmann::json& job : show["jobs"])
+    logs += " '" + job["log_path"].get<std::string>() + "'";
+  CommandResult verified =
+      shell("python3 " COLO_SOURCE_DIR "/bench/verify-speedup.py --json --solo '" +
+            solo_rows->jobs[0].log_path + "' --together" + logs);
+  const nlohmann::json check = nlohmann::json::parse(verified.output, nullptr, false);
+  ASSERT_TRUE(check.is_object() && check["normalized_throughput"].is_number()) << verified.output;
+  EXPECT_NEAR(check["normalized_throughput"].get<double>(), nt, 0.02 * nt) << verified.output;
+}
+
+}  // namespace
+}  // namespace colo
