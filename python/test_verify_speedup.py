@@ -78,8 +78,18 @@ class VerifySpeedup(unittest.TestCase):
         a = self.write("a.log", log_text(10.0, 2.0, 3))
         b = self.write("b.log", log_text(11.0, 2.0, 3))  # W = 3 s < 2 x 2 s
         code, out, _ = self.run_main("--solo", solo, "--together", a, b)
-        self.assertEqual(code, 3)
+        self.assertEqual(code, 0)  # no speed-up, but a normalized throughput
         self.assertIn("did not run together long enough", out)
+        self.assertIn("normalized throughput 2.00x per GPU (over 3.0 s)", out)
+
+    def test_jobs_never_side_by_side_give_neither_figure(self):
+        solo = self.write("solo.log", log_text(0.0, 2.0, 3))
+        a = self.write("a.log", log_text(10.0, 2.0, 3))   # steady 10..14 s
+        b = self.write("b.log", log_text(20.0, 2.0, 3))   # steady 20..24 s
+        code, out, _ = self.run_main("--solo", solo, "--together", a, b)
+        self.assertEqual(code, 3)
+        self.assertIn("never were in their steady epochs at the same time", out)
+        self.assertIn("no normalized throughput", out)
 
     def test_bad_input_says_what_is_wrong(self):
         solo = self.write("solo.log", log_text(0.0, 2.0, 3))

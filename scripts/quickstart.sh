@@ -4,14 +4,40 @@
 # small ResNet26 trainings on the real GPU (examples/quickstart-gpu.toml);
 # without a GPU it runs three tiny pure-Python trainings on the SIMULATED GPU
 # backend (examples/quickstart.toml), and colo labels every number simulated.
+# The first time, it then runs the same jobs one at a time and prints the
+# shared run's summary against that: the speed-up sharing gave.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 export COLO_HOME="${COLO_HOME:-$PWD/colo-runs}"
-if ./build/colo devices >/dev/null 2>&1 && python3 -c 'import torch, timm; assert torch.cuda.is_available()' 2>/dev/null; then
+colo=./build/colo
+
+# `colo run FILE ARGS...`, then, when the store holds no one-at-a-time run of
+# the same jobs yet, that run too, and the first run's summary against it:
+# what sharing gained, measured. (Jobs colo has never seen run beside each
+# other from the start, so no rate of one alone exists until then.)
+run_and_compare() {
+  local file=$1
+  shift
+  "$colo" run "$file" "$@"
+  local id
+  id=$("$colo" runs --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["runs"][0]["id"])')
+  if "$colo" show "$id" --json | python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)["speedup_vs_exclusive"] is None)'; then
+    return 0  # compared already (an earlier quickstart ran them one at a time)
+  fi
+  echo
+  echo "quickstart: now the same jobs one at a time (--mechanism exclusive), to measure what sharing gained"
+  "$colo" run "$file" --mechanism exclusive "$@"
+  echo
+  echo "quickstart: run $id (shared) against that one-at-a-time run:"
+  "$colo" show "$id"
+}
+
+if "$colo" devices >/dev/null 2>&1 && python3 -c 'import torch, timm; assert torch.cuda.is_available()' 2>/dev/null; then
   echo "quickstart: GPU found: running examples/quickstart-gpu.toml on it"
-  exec ./build/colo run examples/quickstart-gpu.toml "$@"
+  run_and_compare examples/quickstart-gpu.toml "$@"
+  exit 0
 fi
 echo "quickstart: no usable GPU (or no PyTorch) here: running examples/quickstart.toml on the SIMULATED backend"
-exec ./build/colo run examples/quickstart.toml --backend sim "$@"
+run_and_compare examples/quickstart.toml --backend sim "$@"

@@ -186,7 +186,7 @@ std::map<std::string, JobProfile> usable_profiles(
 }
 
 std::optional<SoloRate> solo_rate_of(const JobProfile& profile) {
-  if (!profile.samples_per_s && !profile.epoch_ms) return std::nullopt;
+  if (!profile.has_solo_rate()) return std::nullopt;
   return SoloRate{profile.samples_per_s, profile.epoch_ms, "profile (" + profile.source + ")",
                   profile.rate_uncertainty > 0};
 }

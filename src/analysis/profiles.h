@@ -94,7 +94,8 @@ std::map<std::string, JobProfile> usable_profiles(
 std::vector<PriorSample> prior_samples(const std::vector<LearnedProfile>& learned,
                                        std::string_view gpu_model, bool simulated);
 
-// A profile's solo rate, when it has one (estimated: its rate is uncertain).
+// A profile's solo rate, when it has one (JobProfile::has_solo_rate;
+// estimated: its rate is uncertain).
 std::optional<SoloRate> solo_rate_of(const JobProfile& profile);
 
 // The profile hints a job file gives for `job` (gpu_memory, sm_activity,

@@ -10,31 +10,29 @@
 namespace colo {
 namespace {
 
-// A job never measured alone: what the auto policy measured of it in place,
-// what its family's measured instances say now, the estimate it was placed
-// by, or the prior it started by; each labelled estimated.
+// A job never measured alone: what the auto policy measured of it in place
+// while it ran alone, what its family's measured instances say now, or the
+// estimate it was placed by; each labelled estimated. A rate measured beside
+// other jobs, and a prior's (another job's), stand for no solo rate.
 std::optional<SoloRate> estimated_solo_rate(const JobSummary& job,
                                             const std::vector<LearnedProfile>& known,
                                             std::string_view gpu, bool simulated) {
   auto labelled = [&](const std::optional<double>& rate, const std::string& what) {
-    return SoloRate{rate, std::nullopt, fmt::format("estimated for {} ({})", job.name, what),
-                    true};
+    return SoloRate{rate, std::nullopt, fmt::format("estimated for {} ({})", job.name, what), true};
   };
-  if (job.probe && job.probe->samples_per_s)
-    return labelled(job.probe->samples_per_s, "measured beside other jobs");
+  if (job.probe && job.probe->samples_per_s && job.probe->rate_uncertainty == 0)
+    return labelled(job.probe->samples_per_s, "measured where it ran alone");
   if (!job.family.empty()) {
     JobSpec member;
     member.family = job.family;
     for (const auto& [family, instances] : family_instances(known, {member}, gpu, simulated)) {
       FamilyEstimate e = estimate_from_family(instances, job.params, std::nullopt);
-      if (e.profile && e.profile->samples_per_s)
+      if (e.profile && e.profile->samples_per_s && e.profile->has_solo_rate())
         return labelled(e.profile->samples_per_s, "its family: " + e.profile->source);
     }
   }
-  for (const auto& [guess, what] : {std::pair{&job.estimate, "the estimate it was placed by"},
-                                    std::pair{&job.prior, "the prior it started by"}}) {
-    if (*guess && (*guess)->samples_per_s) return labelled((*guess)->samples_per_s, what);
-  }
+  if (job.estimate && job.estimate->samples_per_s && job.estimate->has_solo_rate())
+    return labelled(job.estimate->samples_per_s, "the estimate it was placed by");
   return std::nullopt;
 }
 

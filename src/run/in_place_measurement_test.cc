@@ -82,7 +82,7 @@ TEST(InPlaceMeasurementTest, WhenItsLastNeighbourLeavesTheGpuIsItsOwn) {
   InPlaceMeasurement two(0, GpuBaseline{60, 100});
   two.first_progress(1000);
   two.device(device(1500, 90));
-  two.neighbour_left(false);            // one of two neighbours left: their load is unknown now
+  two.neighbour_left(false);     // one of two neighbours left: their load is unknown now
   two.device(device(2500, 45));  // not counted beside the known baseline
   EXPECT_DOUBLE_EQ(*two.profile("x").sm_active_pct, 30);
 }

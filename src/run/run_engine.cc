@@ -81,9 +81,12 @@ struct RunEngine::JobRuntime {
   // Stopped because the service shuts down: ends interrupted.
   bool shutdown_victim = false;
   // Auto policy: a newcomer is measured where it runs (InPlaceMeasurement);
-  // its first profile goes to the scheduler once its memory plateaued.
+  // its first profile goes to the scheduler once its memory plateaued. A
+  // speculative sibling (Decision::record) is measured too, and what it saw
+  // only recorded.
   std::optional<InPlaceMeasurement> measuring;
   bool measurement_sent = false;
+  bool record_only = false;
   UnixMillis last_rate_ms = 0;               // time of the last progress event with samples
   uint64_t peak_memory_bytes = 0;            // largest summed memory of its processes seen
   std::optional<int64_t> first_progress_ms;  // since its start
@@ -198,10 +201,13 @@ void RunEngine::introduce(JobRuntime& job) {
   if (it == known.end() || options_.policy != "auto") return;
   const JobProfile& p = it->second;
   display_.event(fmt::format(
-      "auto: {} profile: {} peak, {} SM activity, {} alone; from {}", spec.group,
+      "auto: {} profile: {} peak, {} SM activity, {}; from {}", spec.group,
       p.peak_memory_bytes ? format_bytes(*p.peak_memory_bytes) : "memory unknown",
       p.sm_active_pct ? fmt::format("{:.0f}%", *p.sm_active_pct) : "unknown",
-      p.samples_per_s ? fmt::format("{:.0f} samples/s", *p.samples_per_s) : "rate unknown",
+      !p.samples_per_s ? std::string("rate unknown alone")
+      : p.has_solo_rate()
+          ? fmt::format("{:.0f} samples/s alone", *p.samples_per_s)
+          : fmt::format("{:.0f} samples/s beside other jobs (none alone yet)", *p.samples_per_s),
       p.source));
 }
 
@@ -415,7 +421,9 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   }
   job.state = JobState::kRunning;
   job.measuring.reset();
-  if (a.probe) job.measuring.emplace(now, baseline(a.device, now), options_.measurement);
+  if (a.probe || a.record)
+    job.measuring.emplace(now, baseline(a.device, now), options_.measurement);
+  job.record_only = a.record && !a.probe;
   job.measurement_sent = false;
   job.last_rate_ms = 0;
   job.first_progress_ms.reset();
@@ -487,7 +495,8 @@ void RunEngine::reap() {
     }
     ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
     // Newcomers measured on its GPU lose a neighbour that was there before them.
-    for (const auto& [other_pid, key] : by_pid_) {
+    for (const auto& running : by_pid_) {
+      const size_t key = running.second;
       JobRuntime& other = *jobs_[key];
       if (!other.measuring || other.device != job.device || other.started_ms < job.started_ms)
         continue;
@@ -614,16 +623,17 @@ void RunEngine::stop_all(StopKind kind, int64_t grace_ms, const std::string& rea
 }
 
 // Auto policy: a newcomer's first profile goes to the scheduler once its
-// memory plateaued (the rest of its family starts then), its last when two
-// progress rates were seen, another job on its GPU began to work, or after
-// probe_ms.
+// memory plateaued, its last when two progress rates were seen, or one once
+// another job on its GPU began to work (its rate is no longer its own alone),
+// or after probe_ms.
 void RunEngine::finish_probes() {
   const UnixMillis now = ctx_.clock.now_ms();
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& job = *jobs_[key];
     if (!job.measuring) continue;
     if (now - job.started_ms >= options_.probe_ms ||
-        (job.measurement_sent && (job.measuring->rates_seen() >= 2 || shared_since(job)))) {
+        (job.measurement_sent && (job.measuring->rates_seen() >= 2 ||
+                                  (job.measuring->rates_seen() >= 1 && shared_since(job))))) {
       finish_probe(job);
     } else if (!job.measurement_sent && job.measuring->plateaued()) {
       job.measurement_sent = true;
@@ -689,6 +699,9 @@ void RunEngine::finish_probe(JobRuntime& job) {
 void RunEngine::send_probe_profile(JobRuntime& job, std::string_view stage) {
   JobProfile p =
       job.measuring->profile(fmt::format("probe: {} in run {}", job.job.spec.name, run_id_));
+  if (p.peak_memory_bytes && job.job.id != 0)
+    pending_events_.emplace_back(job.job.id, profile_event(kProbeEvent, p, ctx_.clock.now_ms()));
+  if (job.record_only) return;
   if (p.samples_per_s && p.rate_uncertainty == 0) solo_rates_[job.signature] = *p.samples_per_s;
   const std::string beside = job.measuring->beside_others() ? ", beside other jobs" : ", alone";
   display_.event(fmt::format(
@@ -697,8 +710,6 @@ void RunEngine::send_probe_profile(JobRuntime& job, std::string_view stage) {
       p.peak_memory_bytes ? format_bytes(*p.peak_memory_bytes) : "memory not seen",
       p.sm_active_pct ? fmt::format("{:.0f}%", *p.sm_active_pct) : "unknown",
       p.samples_per_s ? fmt::format("{:.0f} samples/s", *p.samples_per_s) : "no rate yet"));
-  if (p.peak_memory_bytes && job.job.id != 0)
-    pending_events_.emplace_back(job.job.id, profile_event(kProbeEvent, p, ctx_.clock.now_ms()));
   scheduler_->learned(job.signature, p, ctx_.clock.monotonic_ms());
 }
 
@@ -825,7 +836,7 @@ EngineJobView RunEngine::view(size_t key) const {
       v.expected_end_ms = ctx_.clock.now_ms() + (*end - mono);
   }
   v.peak_memory_bytes = j.peak_memory_bytes;
-  v.probe = j.measuring.has_value();
+  v.probe = j.measuring.has_value() && !j.record_only;
   v.note = j.note;
   v.log_path = log_path(j);
   v.mps_sm_share_pct = j.mps_sm_share_pct;

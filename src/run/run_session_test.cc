@@ -9,6 +9,7 @@
 
 #include <array>
 #include <chrono>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -95,6 +96,15 @@ class RunSessionTest : public ::testing::Test {
         posix_spawn(&pid, "/bin/sh", nullptr, &attr, const_cast<char**>(argv.data()), envp.data()),
         0);
     posix_spawnattr_destroy(&attr);
+    // Until the shell has become `sleep`: while it execs, its environment
+    // cannot be read, and on a loaded machine close() may look just then.
+    for (int i = 0; i < 100; ++i) {
+      std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
+      std::string first;
+      std::getline(cmdline, first, '\0');
+      if (first == "sleep") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     return pid;
   }
 

@@ -267,7 +267,7 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
                 });
   std::optional<uint64_t> limit;
   if (options_.memory_limits) limit = r.claim;
-  out.push_back(Decision{job, gpu.slot.device, r.probe, limit, std::move(estimate)});
+  out.push_back(Decision{job, gpu.slot.device, r.probe, limit, std::move(estimate), r.speculative});
   host_update(r.waiting.signature, +1);
   running_.emplace(job, std::move(r));
   --queued_;
@@ -361,7 +361,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
           options_.naive_headroom_bytes,
           static_cast<uint64_t>(options_.naive_headroom_fraction * static_cast<double>(total)));
     }
-    if (!admission_gain(g, w, load, claim, std::nullopt, now_ms)) continue;
+    if (!admission_gain(g, w, load, claim, std::nullopt)) continue;
     const uint64_t spare = g.jobs.empty() ? usable : usable - std::min(usable, g.claimed);
     // An idle GPU first, then the one with the most to spare.
     const bool better = best == nullptr || (g.jobs.empty() && !best->jobs.empty()) ||
@@ -374,8 +374,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
   if (best == nullptr) {
     // Its family's newcomer is measured: start beside it (unless it overran
     // that way already).
-    return probing_.contains(key) && !w.after_measurement &&
-           place_speculative(w, key, now_ms, out);
+    return probing_.contains(key) && !w.after_measurement && place_speculative(w, key, now_ms, out);
   }
   ++probing_[key];
   ++best->scouts[key];
@@ -400,7 +399,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
                       estimates_[w.signature].estimate.missing);
   std::string note = fmt::format("{}: {}; starting it {}, measured there", name, why, where);
   if (family != nullptr && family->signatures.size() > 1 && family->instances.empty())
-    note += fmt::format(" for its family ({} other kinds of job wait for it)",
+    note += fmt::format(" for its family ({} other kinds of job, placed by its measurement)",
                         family->signatures.size() - 1);
   notes_.push_back(std::move(note));
   Running r{w, static_cast<int>(best - gpus_.data()), claim, load, true};
@@ -455,8 +454,7 @@ void AutoScheduler::check_neighbours(Gpu& g, int64_t now_ms) {
 
 std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting& w,
                                                     const SoloLoad& load, uint64_t claim,
-                                                    std::optional<size_t> leaving,
-                                                    int64_t now_ms) const {
+                                                    std::optional<size_t> leaving) const {
   if (g.held || g.alone) return std::nullopt;
   // Jobs already replaced by an early start, and `leaving`, count as gone
   // (except for memory: they hold it until they end).
@@ -572,14 +570,14 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
     const uint64_t claim = g.jobs.empty() ? std::min(claim_for(need, uncertainty), total)
                                           : claim_for(need, uncertainty);
     std::optional<size_t> leaving;
-    std::optional<double> gain = admission_gain(g, w, load, claim, std::nullopt, now_ms);
+    std::optional<double> gain = admission_gain(g, w, load, claim, std::nullopt);
     if (!gain && startup > 0 && !g.jobs.empty()) {
       // Early start in the place of the job expected to end first, if that
       // is within this job's start-up.
       std::optional<std::pair<int64_t, size_t>> first = first_to_end(g, now_ms);
       if (first && first->first <= now_ms + startup) {
         leaving = first->second;
-        gain = admission_gain(g, w, load, claim, leaving, now_ms);
+        gain = admission_gain(g, w, load, claim, leaving);
       }
     }
     if (!gain) continue;
@@ -768,11 +766,11 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
     w.attempt += 1;
     retries_.push_back(w);
     ++queued_;
-    return {true, fmt::format("out of GPU memory on gpu{} (a speculative start beside its "
-                              "family's newcomer, limit {}); requeued to start from the "
-                              "family's measurement (attempt {} of {})",
-                              g.slot.device, format_bytes(r.claim), w.attempt,
-                              options_.max_retries + 1)};
+    return {true,
+            fmt::format("out of GPU memory on gpu{} (a speculative start beside its "
+                        "family's newcomer, limit {}); requeued to start from the "
+                        "family's measurement (attempt {} of {})",
+                        g.slot.device, format_bytes(r.claim), w.attempt, options_.max_retries + 1)};
   }
   if (w.attempt > options_.max_retries) {
     return {false, fmt::format("out of GPU memory on each of {} attempts; giving up", w.attempt)};
@@ -864,7 +862,8 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
     g.sm_sum = std::max(0.0, g.sm_sum - r.load.sm_active_pct + load.sm_active_pct);
     r.load = load;
     // Its limit stays what it started with; it claims no more than that.
-    const uint64_t claim = std::min(r.claim, claim_for(*p->peak_memory_bytes, p->memory_uncertainty));
+    const uint64_t claim =
+        std::min(r.claim, claim_for(*p->peak_memory_bytes, p->memory_uncertainty));
     g.claimed = g.claimed - std::min(g.claimed, r.claim) + claim;
     r.claim = claim;
   }

@@ -204,9 +204,9 @@ class AutoScheduler final : public Scheduler {
     double sm_sum = 0;
     int measuring = 0;                  // newcomers being measured here
     std::map<std::string, int> scouts;  // by probe_key(): those of them
-    bool alone = false;    // a job that must run alone runs here
-    bool held = false;     // a change lowered progress: no more jobs until one ends
-    bool judging = false;  // a new combination awaits its verdict
+    bool alone = false;                 // a job that must run alone runs here
+    bool held = false;                  // a change lowered progress: no more jobs until one ends
+    bool judging = false;               // a new combination awaits its verdict
     int64_t changed_ms = -1;
     std::optional<double> reference;  // measured_work() before the change
     bool reference_alone = false;     // ... which had at most one job
@@ -233,8 +233,7 @@ class AutoScheduler final : public Scheduler {
   // The gain in predicted summed progress if `w` joins `g` (without the job
   // `leaving`, when set), or nullopt when admission refuses it.
   std::optional<double> admission_gain(const Gpu& g, const Waiting& w, const SoloLoad& load,
-                                       uint64_t claim, std::optional<size_t> leaving,
-                                       int64_t now_ms) const;
+                                       uint64_t claim, std::optional<size_t> leaving) const;
   // When a running job is expected to end, from its profile's solo time and
   // the rates observed so far (before any: `gpu_rate`, predicted_rate() of
   // its GPU, passed in so that a GPU's jobs share one model evaluation);

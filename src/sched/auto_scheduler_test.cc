@@ -489,8 +489,8 @@ TEST(AutoSchedulerFamilies, OneProbeForTheFamilyThenSiblingsPackFromIt) {
   EXPECT_EQ(devices_of(first), (std::vector<int>{0, 1}));
   EXPECT_THAT(s.take_notes(),
               testing::Contains(HasSubstr("starting it on idle gpu0, memory limit 39.5 GiB, "
-                                          "measured there for its family (5 other kinds of job "
-                                          "wait for it)")));
+                                          "measured there for its family (5 other kinds of job, "
+                                          "placed by its measurement)")));
   EXPECT_TRUE(s.schedule(1000).empty());
   s.learned("f0", profile(1.2, 19, 16000), 1000);
   std::vector<Decision> rest = s.schedule(2000);

@@ -113,6 +113,13 @@ std::string list_names(const std::vector<const FamilyInstance*>& used) {
   return out;
 }
 
+// How uncertain an instance's measured rate is (a rate measured beside
+// other jobs is no solo rate, and neither is an estimate made from it); 0
+// for memory and SM activity, whose fits stand on their own spread.
+double input_uncertainty(Quantity q, const FamilyInstance& i) {
+  return q == Quantity::kRate ? i.measured.rate_uncertainty : 0.0;
+}
+
 // One quantity's estimate for one instance.
 struct QuantityEstimate {
   double value = 0;
@@ -215,6 +222,8 @@ Fitted fit_quantity(const std::vector<FamilyInstance>& instances, Quantity q, co
     QuantityEstimate e;
     e.value = value;
     e.uncertainty = value > 0 ? (hi - lo) / value : 0;
+    for (const FamilyInstance* i : exact)
+      e.uncertainty = std::max(e.uncertainty, input_uncertainty(q, *i));
     if (exact.size() == 1 && exact.front()->params == target) {
       e.basis = "its own measurement";
     } else {
@@ -250,6 +259,8 @@ Fitted fit_quantity(const std::vector<FamilyInstance>& instances, Quantity q, co
   // may dip towards zero outside them.
   e.value = std::max(line.at(xt), 0.5 * y_min);
   e.uncertainty = std::max(residual, kFitFloor) * (1.0 + outside / (x_hi - x_lo));
+  for (const FamilyInstance* i : b.candidates)
+    e.uncertainty = std::max(e.uncertainty, input_uncertainty(q, *i));
   e.basis = fmt::format("a fit over {} to {}", feature_name(b.numeric), list_names(b.candidates));
   return {e, ""};
 }

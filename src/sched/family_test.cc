@@ -113,6 +113,33 @@ TEST(FamilyEstimate, SiblingsThatDifferInNeutralParametersShareTheMeasurement) {
   EXPECT_EQ(*e.profile->startup_ms, 12000);
 }
 
+// Rates measured beside other jobs (kNoSoloRateUncertainty) are no solo
+// rates, and an estimate from two that agree is none either; a fit over
+// batch sizes keeps its inputs' uncertainty too.
+TEST(FamilyEstimate, AnEstimateFromRatesMeasuredBesideOthersIsNoSoloRate) {
+  std::vector<FamilyInstance> measured = {
+      instance("toy[lr=0.1]", {{"lr", "0.1"}}, 1200, 19, 16000),
+      instance("toy[lr=0.03]", {{"lr", "0.03"}}, 1200, 19, 16100)};
+  for (FamilyInstance& i : measured) i.measured.rate_uncertainty = kNoSoloRateUncertainty;
+  FamilyEstimate e = estimate_from_family(measured, {{"lr", "0.01"}}, std::nullopt);
+  ASSERT_TRUE(e.profile.has_value()) << e.missing;
+  EXPECT_DOUBLE_EQ(e.profile->rate_uncertainty, kNoSoloRateUncertainty);
+  EXPECT_FALSE(e.profile->has_solo_rate());
+  EXPECT_EQ(e.profile->sm_uncertainty, 0) << "SM activity keeps its own spread";
+
+  std::vector<FamilyInstance> sizes = {
+      instance("r[batch_size=32]", {{"batch_size", "32"}}, 1640, 30, 4000),
+      instance("r[batch_size=512]", {{"batch_size", "512"}}, 11240, 90, 12000)};
+  sizes[1].measured.rate_uncertainty = kNoSoloRateUncertainty;
+  FamilyEstimate fitted = estimate_from_family(sizes, {{"batch_size", "128"}}, std::nullopt);
+  ASSERT_TRUE(fitted.profile.has_value()) << fitted.missing;
+  EXPECT_FALSE(fitted.profile->has_solo_rate());
+  measured[0].measured.rate_uncertainty = 0;  // one measured alone
+  measured.pop_back();
+  EXPECT_TRUE(
+      estimate_from_family(measured, {{"lr", "0.01"}}, std::nullopt).profile->has_solo_rate());
+}
+
 TEST(FamilyEstimate, NothingMeasuredMeansNoEstimate) {
   FamilyEstimate e = estimate_from_family({}, {{"lr", "0.1"}}, std::nullopt);
   EXPECT_FALSE(e.profile.has_value());

@@ -9,6 +9,10 @@ double JobProfile::gpu_busy_pct() const {
   return std::clamp(2.0 * sm_active_pct.value_or(50.0), 0.0, 100.0);
 }
 
+bool JobProfile::has_solo_rate() const {
+  return (samples_per_s || epoch_ms) && rate_uncertainty < kNoSoloRateUncertainty;
+}
+
 JobProfile merge_profiles(const JobProfile& measured, const JobProfile& hint) {
   JobProfile out = measured;
   bool used_hint = false;

@@ -13,6 +13,11 @@
 
 namespace colo {
 
+// The uncertainty of a rate measured beside other jobs (slowed by them: no
+// solo rate, run/in_place_measurement.h) and the least of a prior's
+// (sched/prior.h); a rate this uncertain stands for no solo rate.
+inline constexpr double kNoSoloRateUncertainty = 0.5;
+
 struct JobProfile {
   std::optional<uint64_t> peak_memory_bytes;  // peak GPU memory of its processes
   std::optional<double> sm_active_pct;        // solo SM activity, 0-100
@@ -28,6 +33,9 @@ struct JobProfile {
   double sm_uncertainty = 0;
   double rate_uncertainty = 0;
 
+  // Its rate stands for a solo rate: known, and less uncertain than a rate
+  // measured beside other jobs (kNoSoloRateUncertainty).
+  bool has_solo_rate() const;
   // Enough to decide admission: memory and SM activity are known.
   bool admissible() const { return peak_memory_bytes.has_value() && sm_active_pct.has_value(); }
   // Time-busy share used for time-sliced sharing: measured, else SM activity

@@ -71,6 +71,10 @@ struct Decision {
   // (`probe`), its prior (sched/prior.h), rather than measured or stated for
   // the job itself; the caller records it beside what it then measures.
   std::optional<JobProfile> estimate;
+  // The job was never measured either, and starts beside its family's
+  // newcomer while that is measured: the caller measures it too and records
+  // what it saw for later runs, without reporting it.
+  bool record = false;
   bool operator==(const Decision&) const = default;
 };
 

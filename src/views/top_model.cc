@@ -317,7 +317,7 @@ TopLine job_row(const QueueJob& j, const ServiceSnapshot& s, UnixMillis now_ms, 
   const std::optional<uint64_t> memory = job_memory(j, s);
   const std::optional<double> slow = slowdown(j);
   const std::string state = j.state + (j.attempts > 1 ? fmt::format("#{}", j.attempts) : "");
-  std::string note = j.probe ? "probe: alone until its profile is measured" : "";
+  std::string note = j.probe ? "new: measured where it runs" : "";
   if (!j.reason.empty() && j.state != "running") note = j.reason;
   const std::string text = ascii(table_text(
       std::to_string(j.id), j.owner, j.name, width_of_name, state,

@@ -288,7 +288,7 @@ TEST_F(ColoRun, ShowReportsSpeedUpAgainstAnExclusiveRunOfTheSameJobs) {
   EXPECT_NE(runs.output.find("exclusive"), std::string::npos) << runs.output;
 }
 
-TEST_F(ColoRun, AutoPolicyMeasuresAnUnknownJobWhereItRunsThenFillsTheGpu) {
+TEST_F(ColoRun, AutoPolicyMeasuresAnUnknownJobWhereItRunsWithItsSiblingsBesideIt) {
   std::string file = write_file("jobs.toml", toy_job("toy", 4, 300, "repeat = 4\n"));
   CommandResult r = shell(colo("run " + file +
                                " --backend sim --mechanism naive --policy auto --plain "
@@ -302,8 +302,12 @@ TEST_F(ColoRun, AutoPolicyMeasuresAnUnknownJobWhereItRunsThenFillsTheGpu) {
   EXPECT_NE(r.output.find("starting it on idle gpu0"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("(new: measured where it runs)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("auto: measured toy"), std::string::npos) << r.output;
-  // Its siblings (the same signature) waited for its measurement.
-  EXPECT_LT(r.output.find("auto: measured toy"), r.output.find("toy#2 started")) << r.output;
+  // Its siblings (the same signature) start beside it while it is measured,
+  // under a share of the spare memory, instead of waiting for its figure.
+  EXPECT_NE(r.output.find("starting beside its family's newcomer while that is measured"),
+            std::string::npos)
+      << r.output;
+  EXPECT_LT(r.output.find("toy#4 started"), r.output.find("auto: measured toy")) << r.output;
   auto store = RunStore::open(db());
   ASSERT_TRUE(store.ok());
   Result<RunSummary> summary = analyse_run(*(*store), 0);

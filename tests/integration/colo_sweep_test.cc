@@ -86,12 +86,10 @@ TEST_F(ColoSweep, AGridUnderAutoMeasuresOneThenPacksNearMpsAll) {
   EXPECT_EQ(count(r.output, "(new: measured where it runs)"), 1u) << r.output;
   EXPECT_THAT(r.output, HasSubstr("toy[lr=0.1,wd=0.0]: never measured; prior: "));
   EXPECT_THAT(r.output, HasSubstr("starting it on idle gpu0, memory limit "));
-  EXPECT_THAT(r.output, HasSubstr("measured there for its family (11 other kinds of job wait for "
-                                  "it)"));
-  EXPECT_THAT(
-      r.output,
-      HasSubstr(
-          "toy[lr=0.1,wd=0.0001] and 10 more instances: profile from sibling toy[lr=0.1,wd=0.0]"));
+  EXPECT_THAT(r.output, HasSubstr("measured there for its family (11 other kinds of job, placed "
+                                  "by its measurement)"));
+  EXPECT_THAT(r.output, HasSubstr("and 9 more instances: starting beside its family's newcomer "
+                                  "while that is measured"));
   Result<RunSummary> autod = last_run(auto_db);
   ASSERT_TRUE(autod.ok()) << autod.error().message();
   for (const JobSummary& j : autod->jobs) EXPECT_EQ(j.state, JobState::kOk) << j.name;
@@ -121,32 +119,37 @@ TEST_F(ColoSweep, AGridUnderAutoMeasuresOneThenPacksNearMpsAll) {
   EXPECT_EQ(count(again.output, "never measured"), 0u) << again.output;
 }
 
-// A batch-size grid: batch_size is presumed to matter (its name), so after
-// the first newcomer (32) colo measures the farthest value (512), fits the rest
+// A batch-size grid, two jobs at a time: one sibling starts beside the first
+// newcomer (32) while it is measured; batch_size is presumed to matter (its
+// name), so after the newcomer colo measures the farthest value (512), fits the rest
 // (memory: 1000 MiB + 8 MiB per sample, plus the simulated CUDA context) and
 // widens their memory limits by the fit's uncertainty. No job runs out of
 // memory, and every estimate is within 15% of what colo then measured.
 TEST_F(ColoSweep, ABatchSizeGridIsFittedFromTwoMeasuredInstances) {
   const std::string file = grid_file(
       "batch.toml",
-      "\"--epochs\", \"6\", \"--epoch-s\", \"0.15\", \"--startup\", \"0.3\", \"--memory-mib\", "
+      "\"--epochs\", \"20\", \"--epoch-s\", \"0.15\", \"--startup\", \"0.3\", \"--memory-mib\", "
       "\"1000\", \"--memory-mib-per-sample\", \"8\", \"--sm-activity\", \"20\", \"--batch-size\", "
       "\"{batch_size}\"",
       "{ batch_size = [32, 64, 128, 256, 512] }");
   CommandResult r = shell(colo("run " + file +
-                               " --backend sim --mechanism mps --policy auto --plain "
-                               "--sample-period 100ms --db " +
+                               " --backend sim --mechanism mps --policy auto --max-per-gpu 2 "
+                               "--plain --sample-period 100ms --db " +
                                db()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(count(r.output, "(new: measured where it runs)"), 2u) << r.output;
+  // 512: what one measured value of batch_size cannot say (SM activity, and
+  // memory unless the speculative sibling's end told it) needs a second.
   EXPECT_THAT(r.output, HasSubstr("toy[batch_size=512]: its family's measurements do not cover "
-                                  "it (peak memory: one measured value of batch_size (32): a fit "
-                                  "needs two); starting it on "));
+                                  "it ("));
+  EXPECT_THAT(r.output, HasSubstr("one measured value of batch_size (32): a fit needs two); "
+                                  "starting it on "));
   // Memory is fitted; SM activity (20% for every batch size here) is seen
   // not to depend on it, so both measured instances speak for it.
-  EXPECT_THAT(r.output, HasSubstr("toy[batch_size=128]: profile memory from a fit over batch_size "
-                                  "to toy[batch_size=32], toy[batch_size=512]; SM activity from 2 "
-                                  "siblings"));
+  EXPECT_THAT(r.output, HasSubstr(": profile memory from a fit over batch_size to "
+                                  "toy[batch_size=32], "));
+  EXPECT_THAT(r.output, HasSubstr("SM activity from 2 siblings (toy[batch_size=32], "
+                                  "toy[batch_size=512])"));
   Result<RunSummary> run = last_run(db());
   ASSERT_TRUE(run.ok()) << run.error().message();
   int estimated = 0;
@@ -163,7 +166,7 @@ TEST_F(ColoSweep, ABatchSizeGridIsFittedFromTwoMeasuredInstances) {
               << " B, measured " << *j.peak_memory_bytes << " B (" << 100 * error << "%)\n";
     EXPECT_LT(std::abs(error), 0.15) << j.name;
   }
-  EXPECT_EQ(estimated, 3);
+  EXPECT_GE(estimated, 1);
 
   // colo profiles: the estimates beside the measurements, what batch_size
   // does, and what the file's jobs would be placed by next time.
@@ -177,7 +180,7 @@ TEST_F(ColoSweep, ABatchSizeGridIsFittedFromTwoMeasuredInstances) {
   // Next time every job of the file is placed by what was measured.
   EXPECT_EQ(count(profiles.output, "new, measured where it runs"), 0u) << profiles.output;
   EXPECT_EQ(count(profiles.output, "after its family's newcomer"), 0u) << profiles.output;
-  EXPECT_THAT(profiles.output, HasSubstr("store: run 1 job 5 (mps, alone, simulated)"));
+  EXPECT_THAT(profiles.output, HasSubstr("store: run 1 job 5 (mps, probe, simulated)"));
 }
 
 }  // namespace
