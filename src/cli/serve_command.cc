@@ -14,6 +14,7 @@
 #include "common/paths.h"
 #include "jobs/job_file.h"
 #include "jobs/job_spec_json.h"
+#include "run/log_layout.h"
 #include "serve/client.h"
 #include "serve/protocol.h"
 #include "serve/service.h"
@@ -42,13 +43,12 @@ void install(int signo, void (*handler)(int)) {
 std::optional<ServiceClient> connect(const std::string& socket) {
   std::vector<std::string> candidates =
       socket.empty() ? service_socket_candidates() : std::vector<std::string>{socket};
-  if (std::optional<ServiceClient> client = ServiceClient::find(candidates)) return client;
-  std::string tried;
-  for (const std::string& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
+  Result<ServiceClient> client = ServiceClient::find(candidates);
+  if (client.ok()) return std::move(client).value();
   std::cerr << fmt::format(
-      "colo: no colo serve answers at {} (start one with `colo serve`, or name its socket with "
-      "--socket or $COLO_SOCKET)\n",
-      tried);
+      "colo: {} (start one with `colo serve`, or name its socket with --socket or "
+      "$COLO_SOCKET)\n",
+      client.error().message());
   return std::nullopt;
 }
 
@@ -142,7 +142,7 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   options.locks.dir = flags.lock_dir;
   options.locks.wait = !flags.no_wait;
   options.socket_path = flags.socket.empty() ? default_service_socket() : flags.socket;
-  options.logs_root = flags.logs.empty() ? default_state_dir() + "/serve" : flags.logs;
+  options.logs_root = service_logs_dir(flags.logs, db_path);
   options.engine.policy = flags.policy;
   options.engine.max_jobs_per_gpu = flags.max_per_gpu;
   options.engine.sample_period_ms = *period;
@@ -169,8 +169,8 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
 Result<json> submit_file(const ServiceClient& client, const JobFile& file) {
   json jobs = json::array();
   for (const JobSpec& spec : file.jobs) jobs.push_back(job_spec_to_json(spec));
-  Result<json> answer = client.call(
-      protocol::submit_request(absolute_path(file.path), std::move(jobs), client_environment()));
+  Result<json> answer =
+      client.submit(absolute_path(file.path), std::move(jobs), client_environment());
   if (!answer.ok()) return answer;
   const std::string mechanism = (*answer)["service"].value("mechanism", "");
   if (file.mechanism && *file.mechanism != mechanism) {
@@ -330,8 +330,8 @@ int wait_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
 std::optional<int> run_through_service(const std::string& path, const std::string& socket) {
   std::vector<std::string> candidates =
       socket.empty() ? service_socket_candidates() : std::vector<std::string>{socket};
-  std::optional<ServiceClient> client = ServiceClient::find(candidates);
-  if (!client) return std::nullopt;
+  Result<ServiceClient> client = ServiceClient::find(candidates);
+  if (!client.ok()) return std::nullopt;  // colo run runs the file itself
   Result<JobFile> file = load_job_file(path);
   if (!file.ok()) {
     std::cerr << "colo: " << file.error().message() << "\n";

@@ -44,10 +44,10 @@ int top_command(const TopFlags& flags) {
   if (!flags.local) {
     std::vector<std::string> candidates =
         flags.socket.empty() ? service_socket_candidates() : std::vector<std::string>{flags.socket};
-    if (std::optional<ServiceClient> client = ServiceClient::find(candidates)) {
-      source = std::make_unique<ServiceTopSource>(std::move(*client));
+    if (Result<ServiceClient> client = ServiceClient::find(candidates); client.ok()) {
+      source = std::make_unique<ServiceTopSource>(std::move(client).value());
     } else if (!flags.socket.empty()) {
-      std::cerr << fmt::format("colo: no colo serve answers at {}\n", flags.socket);
+      std::cerr << fmt::format("colo: {}\n", client.error().message());
       return kExitEnvironment;
     }
   }

@@ -1,5 +1,6 @@
 #include "common/paths.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,6 +39,18 @@ Status make_dirs(const std::string& path, unsigned mode) {
     return Error(fmt::format("{} exists and is not a directory", path));
   }
   return OkStatus();
+}
+
+int open_regular_file(const std::string& path, int flags, unsigned mode) {
+  const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  return fd;
 }
 
 std::string absolute_path(const std::string& path, const std::string& base) {

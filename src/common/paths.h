@@ -18,6 +18,12 @@ std::string default_db_path();
 // Creates the directory and its parents (mode 0755 unless given); ok if it exists.
 Status make_dirs(const std::string& path, unsigned mode = 0755);
 
+// open(2) of a file that must be a regular file and is never reached through
+// a symbolic link at its last component (O_NOFOLLOW): for files a process
+// running as root opens where another user might have placed a link. -1 with
+// errno set: ELOOP for a link, EINVAL for something not a regular file.
+int open_regular_file(const std::string& path, int flags, unsigned mode = 0600);
+
 // Absolute form of path (relative paths resolved against base, or the
 // current directory when base is empty). Does not touch the filesystem.
 std::string absolute_path(const std::string& path, const std::string& base = "");

@@ -49,15 +49,17 @@ std::string lock_path(const std::string& dir, const std::string& uuid) {
 
 // Opens (creating if needed) a lock file: without O_CREAT first, since the
 // kernel may refuse O_CREAT on another user's file in a sticky directory.
+// Never through a symbolic link, and only a regular file: the directory is
+// shared, and a colo running as root writes in what it opens.
 int open_lock_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  int fd = open_regular_file(path, O_RDWR);
   if (fd >= 0 || errno != ENOENT) return fd;
-  fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  fd = open_regular_file(path, O_RDWR | O_CREAT | O_EXCL, 0666);
   if (fd >= 0) {
     (void)::fchmod(fd, 0666);  // every user's colo writes who holds it
     return fd;
   }
-  return errno == EEXIST ? ::open(path.c_str(), O_RDWR | O_CLOEXEC) : -1;
+  return errno == EEXIST ? open_regular_file(path, O_RDWR) : -1;
 }
 
 std::optional<GpuLockHolder> read_holder(int fd) {

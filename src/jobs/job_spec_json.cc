@@ -4,6 +4,8 @@
 
 #include <cctype>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace colo {
@@ -17,6 +19,19 @@ bool valid_env_name(const std::string& name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
   }
   return true;
+}
+
+// A name shown in `colo queue` and written in the service's log: printable,
+// one line, bounded.
+constexpr size_t kMaxNameBytes = 256;
+std::string name_problem(std::string_view name) {
+  if (name.size() > kMaxNameBytes)
+    return fmt::format("is {} bytes long; at most {} are allowed", name.size(), kMaxNameBytes);
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return fmt::format("holds the control character 0x{:02x}", u);
+  }
+  return "";
 }
 
 // Reads the fields of one job object; the first problem is kept.
@@ -141,7 +156,16 @@ Result<JobSpec> job_spec_from_json(const json& j) {
   JobSpec job;
   job.name = r.text("name", true).value_or("");
   if (job.name.empty()) r.fail("'name' must not be empty");
+  if (std::string why = name_problem(job.name); !why.empty()) {
+    r.fail("'name' " + why);
+    job.name.clear();  // not echoed back in the error
+  }
   job.group = r.text("group").value_or(job.name);
+  job.family = r.text("family").value_or("");
+  for (const auto& [key, value] : {std::pair{"group", &job.group}, {"family", &job.family}}) {
+    if (std::string why = name_problem(*value); !why.empty())
+      r.fail(fmt::format("'{}' {}", key, why));
+  }
   auto command = j.find("command");
   if (command == j.end() || !command->is_array() || command->empty()) {
     r.fail("'command' must be a non-empty array of strings");
@@ -181,7 +205,6 @@ Result<JobSpec> job_spec_from_json(const json& j) {
     r.fail("'restart' must be \"on-failure\" or \"never\"");
   }
   job.params = r.string_map("params");
-  job.family = r.text("family").value_or("");
   job.resource_params = r.string_list("resource_params");
   job.repeat_index = r.integer<int>("repeat_index", 1, INT32_MAX).value_or(1);
   job.source = r.text("source").value_or("");

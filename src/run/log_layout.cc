@@ -44,13 +44,18 @@ std::string run_job_stem(const std::string& logs_dir, size_t index, const std::s
   return logs_dir + "/" + file_stem(fmt::format("{:03}-", index + 1), name);
 }
 
-std::string service_job_stem(const std::string& logs_root, int64_t job_id,
-                             const std::string& name) {
-  return logs_root + "/jobs/" + file_stem(fmt::format("{}-", job_id), name);
+std::string service_logs_dir(const std::string& logs_root, const std::string& store_path) {
+  return fmt::format("{}/{}", logs_root.empty() ? default_state_dir() + "/serve" : logs_root,
+                     store_logs_key(store_path));
 }
 
-std::string service_checkpoint_dir(const std::string& logs_root, int64_t job_id) {
-  return fmt::format("{}/checkpoints/{}", logs_root, job_id);
+std::string service_job_stem(const std::string& service_dir, int64_t job_id,
+                             const std::string& name) {
+  return service_dir + "/jobs/" + file_stem(fmt::format("{}-", job_id), name);
+}
+
+std::string service_checkpoint_dir(const std::string& service_dir, int64_t job_id) {
+  return fmt::format("{}/checkpoints/{}", service_dir, job_id);
 }
 
 void remove_run_logs(int64_t run_id, const std::vector<std::string>& log_paths) {

@@ -2,10 +2,11 @@
 //
 //   colo run:    <logs root>/<store key>/<run id>/<NNN>-<job name>.log
 //                (.progress.jsonl, .checkpoint/, later attempts .attempt<N>.log)
-//   colo serve:  <logs root>/jobs/<job id>-<job name>.log, <logs root>/checkpoints/<job id>/
+//   colo serve:  <logs root>/<store key>/jobs/<job id>-<job name>.log,
+//                .../checkpoints/<job id>/, .../secrets/<job id>.json
 //
-// The store key keeps stores that share a state directory apart (run ids are
-// per store). `colo rm` removes a run's logs through remove_run_logs().
+// The store key keeps stores that share a state directory apart (run ids and
+// service job ids are per store). `colo rm` removes a run's logs through remove_run_logs().
 #pragma once
 
 #include <cstddef>
@@ -20,9 +21,13 @@ std::string run_logs_dir(const std::string& logs_root, const std::string& store_
                          int64_t run_id);
 // A job's file stem in that directory (`index`: its place in the job file, from 0).
 std::string run_job_stem(const std::string& logs_dir, size_t index, const std::string& name);
-// A service job's file stem and checkpoint directory.
-std::string service_job_stem(const std::string& logs_root, int64_t job_id, const std::string& name);
-std::string service_checkpoint_dir(const std::string& logs_root, int64_t job_id);
+// The directory of one service's job files (`service_dir` below); `logs_root`
+// empty: <state dir>/serve.
+std::string service_logs_dir(const std::string& logs_root, const std::string& store_path);
+// A service job's file stem and checkpoint directory, in `service_dir`.
+std::string service_job_stem(const std::string& service_dir, int64_t job_id,
+                             const std::string& name);
+std::string service_checkpoint_dir(const std::string& service_dir, int64_t job_id);
 
 // Removes the logs of a removed run: its directory, when every log is in a
 // directory named after the run (the layout above), else each log alone.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 #include <ostream>
 
@@ -335,7 +336,8 @@ void RunEngine::start_failed(JobRuntime& job, const Error& e) {
 Status RunEngine::prepare_files(JobRuntime& job) {
   const EngineJob& j = job.job;
   if (size_t slash = j.log_stem.rfind('/'); slash != std::string::npos && slash > 0) {
-    if (Status s = make_dirs(j.log_stem.substr(0, slash)); !s.ok())
+    // Jobs run as their submitters pass through to their progress files (0711).
+    if (Status s = make_dirs(j.log_stem.substr(0, slash), 0711); !s.ok())
       return s.error().with_context("log directory");
   }
   if (!j.checkpoint_dir.empty()) {
@@ -351,8 +353,9 @@ Status RunEngine::prepare_files(JobRuntime& job) {
     }
   }
   if (j.run_as) {
-    int fd = ::open(j.progress_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0) return Error(fmt::format("cannot create {}: {}", j.progress_path, errno));
+    int fd = open_regular_file(j.progress_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd < 0)
+      return Error(fmt::format("cannot create {}: {}", j.progress_path, std::strerror(errno)));
     ::close(fd);
     if (Status s = give_to(j.progress_path, *j.run_as); !s.ok()) return s;
   }

@@ -1,8 +1,13 @@
 #include "serve/client.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <chrono>
 #include <ostream>
+#include <random>
+#include <thread>
 
 #include "common/units.h"
 #include "serve/protocol.h"
@@ -14,23 +19,65 @@ namespace colo {
 
 using nlohmann::json;
 
-std::optional<ServiceClient> ServiceClient::find(const std::vector<std::string>& candidates) {
+Result<ServiceClient> ServiceClient::find(const std::vector<std::string>& candidates) {
+  std::vector<std::string> silent;  // nothing listens there
+  std::vector<std::string> refused;
   for (const std::string& path : candidates) {
     ServiceClient client(path, 5'000);
-    if (client.call(protocol::status_request({})).ok()) return ServiceClient(path);
+    Result<json> answer = client.call(protocol::status_request({}));
+    if (answer.ok()) return ServiceClient(path);
+    if (answer.error().message().starts_with("no colo serve listens"))
+      silent.push_back(path);
+    else
+      refused.push_back(answer.error().message());
   }
-  return std::nullopt;
+  if (!refused.empty()) return Error(fmt::format("{}", fmt::join(refused, "; ")));
+  return Error(fmt::format("no colo serve answers at {}", fmt::join(silent, ", ")));
 }
 
-Result<json> ServiceClient::call(const json& request) const {
-  Result<std::string> line =
-      call_socket(path_, request.dump(-1, ' ', false, json::error_handler_t::replace), timeout_ms_);
-  if (!line.ok()) return line.error();
-  json answer = json::parse(*line, nullptr, /*allow_exceptions=*/false);
-  if (!answer.is_object())
-    return Error(fmt::format("colo serve at {} answered something that is not JSON", path_));
-  if (!answer.value("ok", false)) return Error(answer.value("error", "colo serve said no"));
-  return answer;
+Result<json> ServiceClient::call(const json& request, bool* answered) const {
+  if (answered != nullptr) *answered = false;
+  const std::string line = request.dump(-1, ' ', false, json::error_handler_t::replace);
+  // A service at its connection limits says "busy": try again for a while.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+  for (int pause_ms = 20;; pause_ms = std::min(pause_ms * 2, 500)) {
+    Result<std::string> got = call_socket(path_, line, timeout_ms_);
+    if (!got.ok()) return got.error();
+    json answer = json::parse(*got, nullptr, /*allow_exceptions=*/false);
+    if (!answer.is_object())
+      return Error(fmt::format("colo serve at {} answered something that is not JSON", path_));
+    if (answered != nullptr) *answered = true;
+    if (answer.value("ok", false)) return answer;
+    const std::string error = answer.contains("error") && answer["error"].is_string()
+                                  ? answer["error"].get<std::string>()
+                                  : "colo serve said no";
+    if (!(answer.contains("busy") && answer["busy"] == true) ||
+        std::chrono::steady_clock::now() > give_up)
+      return Error(error);
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  }
+}
+
+Result<json> ServiceClient::submit(const std::string& job_file, json jobs,
+                                   const std::map<std::string, std::string>& env,
+                                   int64_t retry_ms) const {
+  std::random_device random;
+  const std::string key =
+      fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
+  const json request = protocol::submit_request(job_file, std::move(jobs), env, key);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(retry_ms);
+  while (true) {
+    bool answered = false;
+    Result<json> answer = call(request, &answered);
+    if (answer.ok() || answered) return answer;
+    if (std::chrono::steady_clock::now() > give_up) {
+      return Error(
+          fmt::format("{}; the jobs may or may not be queued: `colo queue` shows them "
+                      "(submission key {})",
+                      answer.error().message(), key));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
 }
 
 Result<std::vector<QueueJob>> ServiceClient::status(const std::vector<int64_t>& ids) const {

@@ -23,11 +23,22 @@ class ServiceClient {
   explicit ServiceClient(std::string socket_path, int timeout_ms = 30'000)
       : path_(std::move(socket_path)), timeout_ms_(timeout_ms) {}
 
-  // The first of `candidates` where a service answers; nullopt when none does.
-  static std::optional<ServiceClient> find(const std::vector<std::string>& candidates);
+  // The first of `candidates` where a service answers; else an error saying
+  // why not: where nothing listens, and where one listens that refuses you.
+  static Result<ServiceClient> find(const std::vector<std::string>& candidates);
 
   // Sends `request`; the answer when it says ok, else its error as an Error.
-  Result<nlohmann::json> call(const nlohmann::json& request) const;
+  // `answered` (when given) says whether the service answered at all: when
+  // not, the request may or may not have been carried out.
+  Result<nlohmann::json> call(const nlohmann::json& request, bool* answered = nullptr) const;
+
+  // Submits jobs under a fresh random key. When the answer is lost (the
+  // service died or restarted in between), submits again with the same key
+  // for up to `retry_ms`: the service answers with the jobs it stored, so
+  // none is queued twice.
+  Result<nlohmann::json> submit(const std::string& job_file, nlohmann::json jobs,
+                                const std::map<std::string, std::string>& env,
+                                int64_t retry_ms = 30'000) const;
 
   Result<std::vector<QueueJob>> status(const std::vector<int64_t>& ids) const;
   const std::string& path() const { return path_; }

@@ -354,6 +354,14 @@ Result<std::unique_ptr<HttpServer>> HttpServer::bind(const HttpOptions& options)
         address(options.port), errno != 0 ? fmt::format(" ({})", std::strerror(errno)) : ""));
   }
   s->address_ = address(port);
+  if (is_loopback(options.host)) {
+    // A web page elsewhere can make a browser send requests here under its
+    // own host name (DNS rebinding): only the loopback names are answered.
+    for (const std::string& name :
+         std::initializer_list<std::string>{"127.0.0.1", "localhost", "[::1]", options.host})
+      s->allowed_hosts_.insert({name, fmt::format("{}:{}", name, port)});
+    s->allowed_hosts_.insert(s->address_);
+  }
   return s;
 }
 
@@ -362,10 +370,22 @@ HttpServer::~HttpServer() { stop(); }
 void HttpServer::serve(std::shared_ptr<ApiRoutes> routes) {
   routes_ = std::move(routes);
   ApiRoutes* r = routes_.get();
-  server_->new_task_queue = [] { return new httplib::ThreadPool(4); };
-  server_->set_pre_routing_handler([r](const httplib::Request& req, httplib::Response& res) {
+  // Slow clients hold a worker each until the read timeout: enough workers
+  // and short timeouts keep a few of them from taking the API down.
+  server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpWorkers); };
+  server_->set_read_timeout(kHttpReadTimeoutS);
+  server_->set_write_timeout(kHttpReadTimeoutS);
+  server_->set_keep_alive_timeout(kHttpReadTimeoutS);
+  server_->set_keep_alive_max_count(20);
+  server_->set_payload_max_length(size_t{64} << 10);
+  const std::set<std::string>* hosts = &allowed_hosts_;
+  server_->set_pre_routing_handler([r, hosts](const httplib::Request& req, httplib::Response& res) {
     HttpAnswer answer;
-    if (req.method != "GET" && req.method != "HEAD") {
+    if (!hosts->empty() && !hosts->contains(req.get_header_value("Host"))) {
+      answer = error(421,
+                     "this API answers only requests addressed to the loopback address "
+                     "it listens on (Host: 127.0.0.1:PORT or localhost:PORT)");
+    } else if (req.method != "GET" && req.method != "HEAD") {
       answer = error(405,
                      "this API is read-only: submit and cancel jobs with colo submit and colo "
                      "cancel (the Unix socket checks who asks)");

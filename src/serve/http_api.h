@@ -22,11 +22,13 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -112,8 +114,13 @@ class HttpServer {
  private:
   HttpServer() = default;
 
+  static constexpr int kHttpWorkers = 32;
+  static constexpr time_t kHttpReadTimeoutS = 2;
+
   std::unique_ptr<httplib::Server> server_;
   std::shared_ptr<ApiRoutes> routes_;
+  // The Host headers answered; empty: any (the server is not on loopback).
+  std::set<std::string> allowed_hosts_;
   std::thread thread_;
   std::string address_;
 };

@@ -1,12 +1,17 @@
 #include "serve/http_api.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <vector>
 
 namespace colo {
 namespace {
@@ -240,6 +245,37 @@ TEST_F(HttpApiTest, ServesOverHttpReadOnly) {
   ASSERT_TRUE(post);
   EXPECT_EQ(post->status, 405);
   EXPECT_THAT(post->body, HasSubstr("read-only"));
+  // DNS rebinding: a page of another site, its name now resolving to
+  // 127.0.0.1, reads nothing.
+  httplib::Result rebound =
+      client.Get("/api/jobs", {{"Host", "evil.example:" + std::to_string(port)}});
+  ASSERT_TRUE(rebound);
+  EXPECT_EQ(rebound->status, 421);
+  EXPECT_EQ(rebound->body.find("queued"), std::string::npos);
+  httplib::Result by_name =
+      client.Get("/api/jobs", {{"Host", "localhost:" + std::to_string(port)}});
+  ASSERT_TRUE(by_name);
+  EXPECT_EQ(by_name->status, 200);
+
+  // Slow clients, each holding a connection with half a request line, do
+  // not keep others out.
+  std::vector<int> slow;
+  for (int i = 0; i < 8; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_GT(::send(fd, "GET /metrics HTTP/1.1\r\nX-Slow: ", 31, 0), 0);
+    slow.push_back(fd);
+  }
+  httplib::Client quick("127.0.0.1", port);
+  quick.set_read_timeout(std::chrono::seconds(4));
+  httplib::Result answered = quick.Get("/api/jobs");
+  ASSERT_TRUE(answered) << httplib::to_string(answered.error());
+  EXPECT_EQ(answered->status, 200);
+  for (int fd : slow) ::close(fd);
   (*server)->stop();
   (*server)->stop();
   EXPECT_FALSE(httplib::Client("127.0.0.1", port).Get("/"));

@@ -21,10 +21,17 @@ inline constexpr std::string_view kCancel = "cancel";  // ids -> cancelled, not_
 inline constexpr std::string_view kLogs = "logs";      // id, offset, max_bytes -> data, offset
 inline constexpr std::string_view kOperations[] = {kSubmit, kQueue, kStatus, kCancel, kLogs};
 
-// `jobs`: each in jobs/job_spec_json's shape; `env`: the environment jobs start from.
+// `jobs`: each in jobs/job_spec_json's shape; `env`: the environment jobs
+// start from; `submit_key`: the client's random token for this submission (a
+// retry with the same key is answered with the jobs stored the first time).
 inline nlohmann::json submit_request(const std::string& job_file, nlohmann::json jobs,
-                                     const std::map<std::string, std::string>& env) {
-  return {{"op", kSubmit}, {"job_file", job_file}, {"jobs", std::move(jobs)}, {"env", env}};
+                                     const std::map<std::string, std::string>& env,
+                                     const std::string& submit_key) {
+  return {{"op", kSubmit},
+          {"job_file", job_file},
+          {"jobs", std::move(jobs)},
+          {"env", env},
+          {"submit_key", submit_key}};
 }
 inline nlohmann::json queue_request() { return {{"op", kQueue}}; }
 inline nlohmann::json status_request(const std::vector<int64_t>& ids) {

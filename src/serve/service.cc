@@ -6,13 +6,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ostream>
 
 #include "common/names.h"
 #include "common/paths.h"
 #include "jobs/job_spec_json.h"
 #include "jobs/run_as.h"
+#include "jobs/secret_env.h"
 #include "run/leftovers.h"
 #include "run/log_layout.h"
 #include "serve/protocol.h"
@@ -29,16 +32,39 @@ constexpr size_t kMaxLogChunkBytes = size_t{256} * 1024;
 // record at start, what is left to write at the end).
 constexpr int64_t kStoreRetryMs = 60'000;
 
+// Bounds a submission (docs/serve.md, "Limits").
+constexpr size_t kMaxJobsPerSubmission = 10'000;
+constexpr int64_t kQueueAnswerMaxAgeMs = 500;
+
 json error_answer(const std::string& message) { return json{{"ok", false}, {"error", message}}; }
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-std::vector<int64_t> ids_of(const json& request) {
+// A request's field `name`: `fallback` when absent or null; an error naming
+// the field and what it must hold when it holds anything else.
+Result<std::string> string_field(const json& request, const char* name, std::string fallback) {
+  auto it = request.find(name);
+  if (it == request.end() || it->is_null()) return fallback;
+  if (!it->is_string()) return Error(fmt::format("'{}' must be a string", name));
+  return it->get<std::string>();
+}
+Result<int64_t> integer_field(const json& request, const char* name, int64_t fallback) {
+  auto it = request.find(name);
+  if (it == request.end() || it->is_null()) return fallback;
+  if (!it->is_number_integer() || it->get<int64_t>() < 0)
+    return Error(fmt::format("'{}' must be a whole number, 0 or more", name));
+  return it->get<int64_t>();
+}
+
+// "ids": an array of job ids.
+Result<std::vector<int64_t>> ids_of(const json& request) {
   std::vector<int64_t> ids;
   auto it = request.find("ids");
-  if (it == request.end() || !it->is_array()) return ids;
+  if (it == request.end() || it->is_null()) return ids;
+  if (!it->is_array()) return Error("'ids' must be an array of job ids");
   for (const json& id : *it) {
-    if (id.is_number_integer()) ids.push_back(id.get<int64_t>());
+    if (!id.is_number_integer()) return Error("'ids' must be an array of job ids");
+    ids.push_back(id.get<int64_t>());
   }
   return ids;
 }
@@ -50,6 +76,45 @@ std::map<std::string, std::string> string_map(const json& j) {
     if (v.is_string()) out[k] = v.get<std::string>();
   }
   return out;
+}
+
+// The entries of `env` whose names look secret, as a JSON object.
+json secret_values(const std::map<std::string, std::string>& env) {
+  json out = json::object();
+  for (const auto& [name, value] : env) {
+    if (is_secret_env_name(name)) out[name] = value;
+  }
+  return out;
+}
+
+// Writes `secrets` to `path` (0600, its directory 0700), replacing it whole.
+Status write_secrets(const std::string& path, const json& secrets) {
+  const std::string dir = path.substr(0, path.rfind('/'));
+  if (Status s = make_dirs(dir, 0700); !s.ok()) return s;
+  const std::string temp = path + ".tmp";
+  const int fd = open_regular_file(temp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return Error(fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
+  const std::string text = secrets.dump();
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written || !synced || ::rename(temp.c_str(), path.c_str()) != 0) {
+    ::unlink(temp.c_str());
+    return Error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  }
+  return OkStatus();
+}
+
+// What write_secrets wrote; an empty object when there is none.
+json read_secrets(const std::string& path) {
+  const int fd = open_regular_file(path, O_RDONLY);
+  if (fd < 0) return json::object();
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : json::object();
 }
 
 }  // namespace
@@ -81,9 +146,22 @@ bool Service::is_admin(const Caller& caller) const {
          (options_.admin_group && user_in_group(caller.uid, *options_.admin_group));
 }
 
-void Service::admit(const ServiceJobRow& row, const JobSpec& spec) {
+void Service::record_end(int64_t id, JobState state, const std::string& reason,
+                         UnixMillis time_ms) {
+  report(ctx_.store.service_job_ended(id, state, reason, time_ms),
+         fmt::format("record the end of job {}", id));
+  ::unlink(secrets_path(id).c_str());
+}
+
+std::string Service::secrets_path(int64_t id) const {
+  return fmt::format("{}/secrets/{}.json", options_.logs_root, id);
+}
+
+void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& secrets) {
   EngineJob job;
   job.spec = spec;
+  for (const auto& [name, value] : string_map(secrets.value("job_env", json::object())))
+    job.spec.env[name] = value;
   job.attempt = row.attempts + 1;
   const std::string stem = service_job_stem(options_.logs_root, row.id, row.name);
   job.log_stem = stem;
@@ -95,13 +173,15 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec) {
   job.label = fmt::format("job {} ({}, {})", row.id, row.name, row.owner_name);
   json env = json::parse(row.env_json, nullptr, /*allow_exceptions=*/false);
   if (env.is_object() && !env.empty()) job.base_env = string_map(env);
+  if (job.base_env) {
+    for (const auto& [name, value] : string_map(secrets.value("env", json::object())))
+      (*job.base_env)[name] = value;
+  }
   if (geteuid() == 0 && row.owner_uid != 0) {
     Result<RunAs> who = run_as_user(row.owner_uid);
     if (!who.ok()) {
-      report(ctx_.store.service_job_ended(row.id, JobState::kFailed,
-                                          "cannot run as its submitter: " + who.error().message(),
-                                          ctx_.clock.now_ms()),
-             "record the end of job " + std::to_string(row.id));
+      record_end(row.id, JobState::kFailed, "cannot run as its submitter: " + who.error().message(),
+                 ctx_.clock.now_ms());
       return;
     }
     job.run_as = *who;
@@ -120,10 +200,8 @@ Status Service::recover_queue() {
   for (const ServiceJobRow& row : *rows) {
     Result<JobSpec> spec = job_spec_from_json(json::parse(row.spec_json, nullptr, false));
     if (!spec.ok()) {
-      report(ctx_.store.service_job_ended(row.id, JobState::kFailed,
-                                          "its job spec is unreadable: " + spec.error().message(),
-                                          now),
-             "record the end of job " + std::to_string(row.id));
+      record_end(row.id, JobState::kFailed, "its job spec is unreadable: " + spec.error().message(),
+                 now);
       continue;
     }
     if (row.state == JobState::kRunning) {
@@ -131,18 +209,14 @@ Status Service::recover_queue() {
       const std::string what =
           fmt::format("attempt {} was interrupted: colo serve stopped while it ran", row.attempts);
       if (spec->restart == RestartPolicy::kNever) {
-        report(ctx_.store.service_job_ended(row.id, JobState::kInterrupted,
-                                            what + " (restart = \"never\")", now),
-               "record the end of job " + std::to_string(row.id));
+        record_end(row.id, JobState::kInterrupted, what + " (restart = \"never\")", now);
         ctx_.log << fmt::format("job {} ({}): {}; restart = \"never\": not run again\n", row.id,
                                 row.name, what);
         continue;
       }
       if (row.attempts >= kMaxJobAttempts) {
-        report(ctx_.store.service_job_ended(
-                   row.id, JobState::kInterrupted,
-                   fmt::format("{}; gave up after {} attempts", what, row.attempts), now),
-               "record the end of job " + std::to_string(row.id));
+        record_end(row.id, JobState::kInterrupted,
+                   fmt::format("{}; gave up after {} attempts", what, row.attempts), now);
         continue;
       }
       report(ctx_.store.service_job_requeued(row.id, what + "; running it again"),
@@ -152,7 +226,7 @@ Status Service::recover_queue() {
       ++requeued;
     }
     ++queued;
-    admit(row, *spec);
+    admit(row, *spec, read_secrets(secrets_path(row.id)));
   }
   ctx_.log << fmt::format("queue: {} jobs from the store ({} interrupted and run again)\n", queued,
                           requeued);
@@ -160,7 +234,9 @@ Status Service::recover_queue() {
 }
 
 void Service::record_changes() {
-  for (const JobChange& c : engine_.take_changes()) {
+  std::vector<JobChange> changes = engine_.take_changes();
+  if (!changes.empty()) queue_answer_.reset();
+  for (const JobChange& c : changes) {
     auto it = by_key_.find(c.key);
     if (it == by_key_.end()) continue;
     const int64_t id = it->second;
@@ -184,8 +260,7 @@ void Service::record_changes() {
                                      c.attempt, c.reason)),
                  fmt::format("requeue job {}", id));
         } else {
-          report(ctx_.store.service_job_ended(id, c.state, c.reason, c.time_ms),
-                 fmt::format("record the end of job {}", id));
+          record_end(id, c.state, c.reason, c.time_ms);
         }
         tracked_.erase(id);
         by_key_.erase(it);
@@ -197,13 +272,22 @@ void Service::record_changes() {
 std::string Service::answer(const Caller& caller, const std::string& request_line) {
   json parsed = json::parse(request_line, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) return dump(error_answer("the request is not a JSON object"));
-  return dump(handle(caller, parsed));
+  try {
+    return dump(handle(caller, parsed));
+  } catch (const json::exception& e) {
+    // A field of a type no check above foresaw: that request fails, the service goes on.
+    ctx_.log << fmt::format("warning: a request from {} (uid {}) was malformed: {}\n", caller.user,
+                            caller.uid, e.what());
+    return dump(error_answer(fmt::format("malformed request: {}", e.what())));
+  }
 }
 
 json Service::handle(const Caller& caller, const json& request) {
-  const std::string op = request.value("op", "");
+  Result<std::string> op_field = string_field(request, "op", "");
+  if (!op_field.ok()) return error_answer(op_field.error().message());
+  const std::string& op = *op_field;
   if (op == protocol::kSubmit) return submit(caller, request);
-  if (op == protocol::kQueue) return json{{"ok", true}, {"snapshot", to_json(snapshot())}};
+  if (op == protocol::kQueue) return queue_answer();
   if (op == protocol::kStatus) return status(request);
   if (op == protocol::kCancel) return cancel(caller, request);
   if (op == protocol::kLogs) return logs(caller, request);
@@ -220,9 +304,27 @@ json Service::submit(const Caller& caller, const json& request) {
         "system service (running as root, it runs each job as its submitter)",
         info_.user, info_.user));
   }
+  Result<std::string> job_file = string_field(request, "job_file", "");
+  if (!job_file.ok()) return error_answer("submit: " + job_file.error().message());
+  Result<std::string> submit_key = string_field(request, "submit_key", "");
+  if (!submit_key.ok()) return error_answer("submit: " + submit_key.error().message());
+  if (submit_key->size() > 128) return error_answer("submit: 'submit_key' is over 128 bytes");
+  // A retried submission (its answer was lost): the jobs stored the first time.
+  Result<std::vector<int64_t>> earlier =
+      ctx_.store.service_jobs_submitted_as(caller.uid, *submit_key);
+  if (!earlier.ok()) return error_answer("could not read the queue: " + earlier.error().message());
+  const json service = {{"mechanism", info_.mechanism}, {"policy", engine_.policy_description()}};
+  if (!earlier->empty())
+    return json{{"ok", true}, {"ids", *earlier}, {"already_submitted", true}, {"service", service}};
   auto jobs = request.find("jobs");
   if (jobs == request.end() || !jobs->is_array() || jobs->empty())
     return error_answer("submit: 'jobs' must be a non-empty array of jobs");
+  if (jobs->size() > kMaxJobsPerSubmission) {
+    return error_answer(
+        fmt::format("submit: {} jobs in one submission; at most {} are taken at "
+                    "once: split the job file",
+                    jobs->size(), kMaxJobsPerSubmission));
+  }
   std::vector<JobSpec> specs;
   for (size_t i = 0; i < jobs->size(); ++i) {
     Result<JobSpec> spec = job_spec_from_json((*jobs)[i]);
@@ -236,27 +338,48 @@ json Service::submit(const Caller& caller, const json& request) {
     }
     specs.push_back(std::move(spec).value());
   }
-  const std::string env = request.contains("env") && request["env"].is_object()
-                              ? dump(json(string_map(request["env"])))
-                              : "{}";
+  // The store keeps the environments with secret values redacted (the store
+  // is read by reports and copied around); the values stay in a file of
+  // their own, 0600, until the job ends.
+  const std::map<std::string, std::string> env =
+      request.contains("env") ? string_map(request["env"]) : std::map<std::string, std::string>{};
+  const json env_secrets = secret_values(env);
+  const std::string stored_env = dump(json(redact_secret_env(env)));
   std::vector<NewServiceJob> rows;
+  std::vector<json> secrets;
   const UnixMillis now = ctx_.clock.now_ms();
   for (const JobSpec& spec : specs) {
-    rows.push_back(NewServiceJob{now, caller.uid, caller.user, request.value("job_file", ""),
-                                 spec.name, spec.group, dump(job_spec_to_json(spec)), env});
+    JobSpec stored = spec;
+    stored.env = redact_secret_env(spec.env);
+    rows.push_back(NewServiceJob{now, caller.uid, caller.user, *job_file, spec.name, spec.group,
+                                 dump(job_spec_to_json(stored)), stored_env, *submit_key});
+    json s = json::object();
+    if (!env_secrets.empty()) s["env"] = env_secrets;
+    if (json job_env = secret_values(spec.env); !job_env.empty()) s["job_env"] = job_env;
+    secrets.push_back(std::move(s));
   }
   Result<std::vector<int64_t>> ids = ctx_.store.add_service_jobs(rows);
   if (!ids.ok()) return error_answer("could not queue the jobs: " + ids.error().message());
   Result<std::vector<ServiceJobRow>> added = ctx_.store.service_jobs_by_id(*ids);
   if (!added.ok())
     return error_answer("could not read the queued jobs: " + added.error().message());
-  for (size_t i = 0; i < added->size(); ++i) admit((*added)[i], specs[i]);
+  for (size_t i = 0; i < added->size(); ++i) {
+    const int64_t id = (*added)[i].id;
+    if (!secrets[i].empty()) {
+      if (Status written = write_secrets(secrets_path(id), secrets[i]); !written.ok()) {
+        ctx_.log << fmt::format(
+            "warning: job {}: {}; should the service restart before it "
+            "runs, it runs without its secret values\n",
+            id, written.error().message());
+      }
+    }
+    admit((*added)[i], specs[i], secrets[i]);
+  }
+  queue_answer_.reset();
   ctx_.log << fmt::format("{} submitted {} job{} from {}: {}{}\n", caller.user, ids->size(),
-                          ids->size() == 1 ? "" : "s", request.value("job_file", "?"), ids->front(),
-                          ids->size() > 1 ? fmt::format("-{}", ids->back()) : "");
-  return json{{"ok", true},
-              {"ids", *ids},
-              {"service", {{"mechanism", info_.mechanism}, {"policy", info_.policy}}}};
+                          ids->size() == 1 ? "" : "s", job_file->empty() ? "?" : *job_file,
+                          ids->front(), ids->size() > 1 ? fmt::format("-{}", ids->back()) : "");
+  return json{{"ok", true}, {"ids", *ids}, {"service", service}};
 }
 
 QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism) {
@@ -376,8 +499,19 @@ std::shared_ptr<const ServiceSnapshot> Service::latest_snapshot() const {
   return latest_;
 }
 
+const json& Service::queue_answer() {
+  const int64_t now = ctx_.clock.monotonic_ms();
+  if (!queue_answer_ || now - queue_answer_ms_ >= kQueueAnswerMaxAgeMs) {
+    queue_answer_ = json{{"ok", true}, {"snapshot", to_json(snapshot())}};
+    queue_answer_ms_ = now;
+  }
+  return *queue_answer_;
+}
+
 json Service::status(const json& request) {
-  std::vector<int64_t> ids = ids_of(request);
+  Result<std::vector<int64_t>> wanted = ids_of(request);
+  if (!wanted.ok()) return error_answer("status: " + wanted.error().message());
+  const std::vector<int64_t>& ids = *wanted;
   Result<std::vector<ServiceJobRow>> rows = ctx_.store.service_jobs_by_id(ids);
   if (!rows.ok()) return error_answer(rows.error().message());
   json jobs = json::array();
@@ -390,7 +524,9 @@ json Service::status(const json& request) {
 }
 
 json Service::cancel(const Caller& caller, const json& request) {
-  std::vector<int64_t> ids = ids_of(request);
+  Result<std::vector<int64_t>> wanted = ids_of(request);
+  if (!wanted.ok()) return error_answer("cancel: " + wanted.error().message());
+  const std::vector<int64_t>& ids = *wanted;
   if (ids.empty()) return error_answer("cancel: name at least one job id");
   Result<std::vector<ServiceJobRow>> rows = ctx_.store.service_jobs_by_id(ids);
   if (!rows.ok()) return error_answer(rows.error().message());
@@ -421,11 +557,19 @@ json Service::cancel(const Caller& caller, const json& request) {
     results.push_back(std::move(result));
   }
   record_changes();
+  queue_answer_.reset();
   return json{{"ok", true}, {"results", std::move(results)}};
 }
 
 json Service::logs(const Caller& caller, const json& request) {
-  const int64_t id = request.value("id", int64_t{0});
+  Result<int64_t> id_field = integer_field(request, "id", 0);
+  Result<int64_t> offset_field = integer_field(request, "offset", 0);
+  Result<int64_t> max_bytes_field =
+      integer_field(request, "max_bytes", static_cast<int64_t>(kMaxLogChunkBytes));
+  for (const Result<int64_t>* f : {&id_field, &offset_field, &max_bytes_field}) {
+    if (!f->ok()) return error_answer("logs: " + f->error().message());
+  }
+  const int64_t id = *id_field;
   Result<std::vector<ServiceJobRow>> rows = ctx_.store.service_jobs_by_id({id});
   if (!rows.ok()) return error_answer(rows.error().message());
   if (rows->empty()) return error_answer(fmt::format("there is no job {}", id));
@@ -439,13 +583,12 @@ json Service::logs(const Caller& caller, const json& request) {
                  {"attempts", row.attempts},
                  {"state", to_string(row.state)},
                  {"ended", is_final(row.state)}};
-  uint64_t offset = request.value("offset", uint64_t{0});
+  const auto offset = static_cast<uint64_t>(*offset_field);
   std::string data;
   if (!row.log_path.empty()) {
     int fd = ::open(row.log_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-      data.resize(
-          std::min<uint64_t>(request.value("max_bytes", kMaxLogChunkBytes), kMaxLogChunkBytes));
+      data.resize(std::min<uint64_t>(static_cast<uint64_t>(*max_bytes_field), kMaxLogChunkBytes));
       ssize_t n = ::pread(fd, data.data(), data.size(), static_cast<off_t>(offset));
       data.resize(n > 0 ? static_cast<size_t>(n) : 0);
       ::close(fd);

@@ -105,7 +105,10 @@ class Service {
   void record_changes();
 
   // "running", "draining" (no new jobs start), "stopping".
-  void set_state(const std::string& state) { info_.state = state; }
+  void set_state(const std::string& state) {
+    info_.state = state;
+    queue_answer_.reset();
+  }
   // Where the HTTP API listens, for the snapshot ("" when it is off).
   void set_http_address(const std::string& address) { info_.http = address; }
   const std::string& state() const { return info_.state; }
@@ -127,8 +130,16 @@ class Service {
   nlohmann::json status(const nlohmann::json& request);
   nlohmann::json cancel(const Caller& caller, const nlohmann::json& request);
   nlohmann::json logs(const Caller& caller, const nlohmann::json& request);
-  // Hands a queued job to the engine; an error ends it failed.
-  void admit(const ServiceJobRow& row, const JobSpec& spec);
+  // The answer to "queue": rebuilt when the queue changed or it is older
+  // than kQueueAnswerMaxAgeMs, so that many clients polling cost one snapshot.
+  const nlohmann::json& queue_answer();
+  // A job's secret environment values, kept out of the store (see submit()).
+  std::string secrets_path(int64_t id) const;
+  // Hands a queued job to the engine, its secret values (`secrets`: "env"
+  // and "job_env", as submit() keeps them) put back; an error ends it failed.
+  void admit(const ServiceJobRow& row, const JobSpec& spec, const nlohmann::json& secrets);
+  // Records a job's end and forgets its secret values.
+  void record_end(int64_t id, JobState state, const std::string& reason, UnixMillis time_ms);
   bool is_admin(const Caller& caller) const;
   QueueJob queue_job(const ServiceJobRow& row) const;
   void report(const Status& s, const std::string& what);
@@ -138,7 +149,9 @@ class Service {
   RunEngine& engine_;
   ServiceInfo info_;
   std::map<int64_t, Tracked> tracked_;  // service job id -> engine job
-  std::map<size_t, int64_t> by_key_;    // engine key -> service job id
+  std::optional<nlohmann::json> queue_answer_;
+  int64_t queue_answer_ms_ = 0;       // monotonic
+  std::map<size_t, int64_t> by_key_;  // engine key -> service job id
   mutable std::mutex latest_mu_;
   std::shared_ptr<const ServiceSnapshot> latest_;  // guarded by latest_mu_
 };

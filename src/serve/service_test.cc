@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -252,6 +253,97 @@ TEST_F(ServiceTest, BadRequestsGetClearErrors) {
   service_->set_state("draining");
   json refused = submit(root_, {shell_job("late", "true")});
   EXPECT_THAT(refused["error"].get<std::string>(), HasSubstr("colo serve is draining"));
+}
+
+// Each of these once made the service exit ("internal error: type_error.302"),
+// ending every running job.
+TEST_F(ServiceTest, AWrongTypedFieldGetsAnErrorAnswerAndTheServiceGoesOn) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"op":1})", "'op' must be a string"},
+      {R"({"op":null})", "unknown request ''"},
+      {R"({"op":"queue","op":1})", "'op' must be a string"},
+      {R"({"op":"logs","id":"x"})", "'id' must be a whole number"},
+      {R"({"op":"logs","id":1,"offset":-5})", "'offset' must be a whole number"},
+      {R"({"op":"logs","id":1,"max_bytes":[1]})", "'max_bytes' must be a whole number"},
+      {R"({"op":"status","ids":"1"})", "'ids' must be an array of job ids"},
+      {R"({"op":"cancel","ids":[1,"2"]})", "'ids' must be an array of job ids"},
+      {R"({"op":"submit","job_file":5,"jobs":[]})", "'job_file' must be a string"},
+  };
+  for (const auto& [request, error] : cases) {
+    json a = json::parse(service_->answer(root_, request));
+    EXPECT_EQ(a["ok"], false) << request;
+    EXPECT_THAT(a["error"].get<std::string>(), HasSubstr(error)) << request;
+  }
+  json ok = json::parse(service_->answer(root_, R"({"op":"queue"})"));
+  EXPECT_EQ(ok["ok"], true);
+}
+
+TEST_F(ServiceTest, AJobNameThatWouldForgeLinesOrFloodTheQueueIsRefused) {
+  for (const std::string& name : {std::string("a\nfake: job 9 ended ok"), std::string("bell\a"),
+                                  std::string("esc\x1b[2J"), std::string(100'000, 'n')}) {
+    json a = submit(root_, {shell_job(name, "true")});
+    EXPECT_EQ(a["ok"], false);
+    const std::string error = a["error"].get<std::string>();
+    EXPECT_THAT(error, HasSubstr("'name'"));
+    EXPECT_EQ(error.find(name), std::string::npos) << "the error echoes the name";
+  }
+  EXPECT_EQ(submit(root_, {shell_job("grid[lr=0.1,wd=0.01]", "true")})["ok"], true);
+  run_until_idle();
+}
+
+TEST_F(ServiceTest, SecretsReachTheJobButNeitherTheStoreNorAnyFileAfterItEnds) {
+  JobSpec spec = shell_job("s", "echo key=$WANDB_API_KEY token=$GITHUB_TOKEN mark=$MARK");
+  spec.env["WANDB_API_KEY"] = "wandb-secret-1";
+  json jobs = json::array({job_spec_to_json(spec)});
+  json answer = service_->handle(
+      root_, json{{"op", "submit"},
+                  {"jobs", jobs},
+                  {"env", {{"PATH", "/usr/bin:/bin"}, {"MARK", "m"}, {"GITHUB_TOKEN", "gh-2"}}}});
+  ASSERT_TRUE(answer["ok"].get<bool>()) << answer.dump();
+  const int64_t id = answer["ids"][0];
+  const std::string secrets = fmt::format("{}/serve/secrets/{}.json", dir_, id);
+  struct stat st {};
+  ASSERT_EQ(::stat(secrets.c_str(), &st), 0) << "kept for a restart while it waits";
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto rows = store_->service_jobs_by_id({id});
+  ASSERT_TRUE(rows.ok());
+  for (const std::string& stored : {rows->front().spec_json, rows->front().env_json}) {
+    EXPECT_THAT(stored, HasSubstr("<redacted>"));
+    EXPECT_EQ(stored.find("wandb-secret-1"), std::string::npos) << stored;
+    EXPECT_EQ(stored.find("gh-2"), std::string::npos) << stored;
+  }
+  run_until_idle();
+  json log = service_->handle(root_, json{{"op", "logs"}, {"id", id}});
+  EXPECT_EQ(log["data"], "key=wandb-secret-1 token=gh-2 mark=m\n");
+  EXPECT_NE(::access(secrets.c_str(), F_OK), 0) << "forgotten once the job ended";
+}
+
+TEST_F(ServiceTest, ARetriedSubmissionGetsTheJobsStoredTheFirstTime) {
+  json request = {{"op", "submit"},
+                  {"submit_key", "k-123"},
+                  {"jobs", json::array({job_spec_to_json(shell_job("once", "true"))})}};
+  json first = service_->handle(root_, request);
+  ASSERT_TRUE(first["ok"].get<bool>()) << first.dump();
+  EXPECT_FALSE(first["service"]["policy"].get<std::string>().empty());
+  json again = service_->handle(root_, request);
+  EXPECT_EQ(again["ids"], first["ids"]);
+  EXPECT_EQ(again["already_submitted"], true);
+  // The key is per user; and without a key every submit is new.
+  json other = service_->handle(Caller{1000, 1000, 3, "u"}, request);
+  EXPECT_NE(other["ids"], first["ids"]);
+  request.erase("submit_key");
+  EXPECT_NE(service_->handle(root_, request)["ids"], first["ids"]);
+  EXPECT_NE(service_->handle(root_, request)["ids"], first["ids"]);
+  run_until_idle();
+}
+
+TEST_F(ServiceTest, ASubmissionOfTooManyJobsIsRefusedWhole) {
+  json jobs = json::array();
+  for (int i = 0; i <= 10'000; ++i) jobs.push_back(job_spec_to_json(shell_job("j", "true")));
+  json a = service_->handle(root_, json{{"op", "submit"}, {"jobs", jobs}});
+  EXPECT_EQ(a["ok"], false);
+  EXPECT_THAT(a["error"].get<std::string>(), HasSubstr("10001 jobs in one submission"));
+  EXPECT_EQ(store_->unfinished_service_jobs()->size(), 0u);
 }
 
 TEST_F(ServiceTest, RecoveringRequeuesAttemptsAKilledServiceLeftRunning) {

@@ -79,8 +79,19 @@ bool user_in_group(uid_t uid, gid_t gid) {
 Result<std::unique_ptr<LockFile>> LockFile::acquire(const std::string& path,
                                                     const std::string& who_else,
                                                     const std::string& what_to_do) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  // Never through a link: a service running as root would truncate its target.
+  int fd = open_regular_file(path, O_RDWR | O_CREAT, 0644);
+  if (fd < 0) {
+    const int e = errno;
+    if (e == ELOOP || e == EINVAL) {
+      return Error(
+          fmt::format("{} is a symbolic link or not a regular file; colo opens its lock "
+                      "files only as regular files: remove it, and keep the directory "
+                      "writable only by colo's user",
+                      path));
+    }
+    return Error(fmt::format("cannot open {}: {}", path, std::strerror(e)));
+  }
   std::unique_ptr<LockFile> lock(new LockFile(fd));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char pid[32] = {};
@@ -100,7 +111,8 @@ Result<std::unique_ptr<SocketServer>> SocketServer::listen(const ListenOptions& 
   Result<sockaddr_un> addr = address_of(options.path);
   if (!addr.ok()) return addr.error();
   if (size_t slash = options.path.rfind('/'); slash != std::string::npos && slash > 0) {
-    if (Status s = make_dirs(options.path.substr(0, slash)); !s.ok()) return s.error();
+    // Others may only pass through (0711): the socket's own mode says who connects.
+    if (Status s = make_dirs(options.path.substr(0, slash), 0711); !s.ok()) return s.error();
   }
   std::unique_ptr<SocketServer> server(new SocketServer(options));
 
@@ -125,20 +137,62 @@ Result<std::unique_ptr<SocketServer>> SocketServer::listen(const ListenOptions& 
                              std::strerror(errno)));
   if (::listen(server->listen_fd_, 64) != 0)
     return Error(fmt::format("cannot listen on {}: {}", options.path, std::strerror(errno)));
+  server->spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   return server;
 }
 
 SocketServer::~SocketServer() {
   for (auto& [fd, c] : connections_) ::close(fd);
+  if (spare_fd_ >= 0) ::close(spare_fd_);
   if (listen_fd_ >= 0) {
     ::close(listen_fd_);
     ::unlink(options_.path.c_str());
   }
 }
 
+namespace {
+
+// `busy`: the refusal is about load, and the client may try again.
+std::string error_line(const std::string& message, bool busy = false) {
+  return fmt::format(R"({{"ok":false,"error":"{}"{}}})", message, busy ? R"(,"busy":true)" : "") +
+         "\n";
+}
+
+}  // namespace
+
+std::string SocketServer::refusal(uid_t uid) const {
+  const auto served = [](const auto& entry) { return entry.second.refusal.empty(); };
+  const auto open =
+      static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(), served));
+  if (open >= options_.max_connections) {
+    return fmt::format("colo serve has {} connections open, its limit; try again shortly", open);
+  }
+  const auto mine = static_cast<size_t>(std::count_if(
+      connections_.begin(), connections_.end(),
+      [&](const auto& entry) { return served(entry) && entry.second.caller.uid == uid; }));
+  if (mine >= options_.max_connections_per_user) {
+    return fmt::format("you have {} connections open to colo serve, the limit per user; close some",
+                       mine);
+  }
+  return "";
+}
+
 void SocketServer::accept_all() {
   while (true) {
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare_fd_ >= 0) {
+      // Out of descriptors: accept and close the waiting ones, or poll spins on them.
+      ::close(spare_fd_);
+      fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) {
+        const std::string line =
+            error_line("colo serve is out of file descriptors; try again", true);
+        (void)!::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
+        ::close(fd);
+      }
+      spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) continue;
+    }
     if (fd < 0) return;
     ucred cred{};
     socklen_t len = sizeof cred;
@@ -146,23 +200,44 @@ void SocketServer::accept_all() {
       ::close(fd);
       continue;
     }
+    if (connections_.size() >= options_.max_connections + kRefusingConnections) {
+      ::close(fd);
+      continue;
+    }
     Connection c;
     c.caller = Caller{cred.uid, cred.gid, cred.pid, user_name_of(cred.uid)};
     c.opened_ms = monotonic_ms();
+    c.refusal = refusal(cred.uid);
     connections_.emplace(fd, std::move(c));
   }
+}
+
+// The answer replaces what was read: its bytes no longer count.
+void SocketServer::answer(Connection& c, std::string line) {
+  buffered_bytes_ -= c.in.size();
+  std::string().swap(c.in);
+  c.out = std::move(line);
+  c.answered = true;
 }
 
 void SocketServer::read_from(int fd, Connection& c, const Handler& handler) {
   char buf[65536];
   while (!c.answered) {
     ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0 && !c.refusal.empty()) {  // read to the end of the request line, kept nowhere
+      if (std::memchr(buf, '\n', static_cast<size_t>(n)) != nullptr)
+        answer(c, error_line(c.refusal, /*busy=*/true));
+      continue;
+    }
     if (n > 0) {
       c.in.append(buf, static_cast<size_t>(n));
+      buffered_bytes_ += static_cast<size_t>(n);
       if (c.in.size() > options_.max_request_bytes) {
-        c.out = R"({"ok":false,"error":"the request is too large"})"
-                "\n";
-        c.answered = true;
+        answer(c, error_line(fmt::format("the request is larger than {} MiB",
+                                         options_.max_request_bytes >> 20)));
+      } else if (buffered_bytes_ > options_.max_buffered_bytes &&
+                 c.in.find('\n') == std::string::npos) {
+        answer(c, error_line("colo serve is reading too many large requests; try again", true));
       }
       continue;
     }
@@ -171,10 +246,16 @@ void SocketServer::read_from(int fd, Connection& c, const Handler& handler) {
     break;
   }
   if (c.answered) return;
+  if (!c.refusal.empty()) {
+    if (c.eof) answer(c, error_line(c.refusal, /*busy=*/true));
+    return;
+  }
   size_t newline = c.in.find('\n');
   if (newline == std::string::npos) return;
-  c.out = handler(c.caller, c.in.substr(0, newline)) + "\n";
-  c.answered = true;
+  buffered_bytes_ -= c.in.size() - newline;
+  c.in.resize(newline);
+  std::string line = handler(c.caller, c.in) + "\n";
+  answer(c, std::move(line));
 }
 
 void SocketServer::write_to(int fd, Connection& c) {
@@ -194,8 +275,8 @@ void SocketServer::poll_once(int timeout_ms, const Handler& handler) {
   fds.push_back({listen_fd_, POLLIN, 0});
   for (const auto& [fd, c] : connections_)
     fds.push_back({fd, static_cast<short>(c.answered ? POLLOUT : POLLIN), 0});
-  int ready = ::poll(fds.data(), fds.size(), timeout_ms);
-  if (ready <= 0) return;
+  // Even when nothing is ready, idle connections expire below.
+  if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return;
   if (fds[0].revents & POLLIN) accept_all();
   const int64_t now = monotonic_ms();
   for (size_t i = 1; i < fds.size(); ++i) {
@@ -208,6 +289,7 @@ void SocketServer::poll_once(int timeout_ms, const Handler& handler) {
     const bool hung_up = !c.answered && (c.eof || (fds[i].revents & (POLLHUP | POLLERR)));
     if (done || hung_up || now - c.opened_ms > options_.idle_timeout_ms) {
       ::close(fds[i].fd);
+      buffered_bytes_ -= c.in.size();
       connections_.erase(it);
     }
   }
@@ -227,8 +309,22 @@ Result<std::string> call_socket(const std::string& path, const std::string& requ
     ::close(fd);
     if (e == ENOENT || e == ECONNREFUSED)
       return Error(fmt::format("no colo serve listens on {}", path));
-    return Error(fmt::format("cannot connect to colo serve at {}: {}{}", path, std::strerror(e),
-                             e == EACCES ? " (is your user in the socket's group?)" : ""));
+    if (e == EACCES) {
+      struct stat st {};
+      std::string group = "the socket's group";
+      if (::stat(path.c_str(), &st) == 0) {
+        std::vector<char> buf(16384);
+        struct group gr {};
+        struct group* found = nullptr;
+        if (getgrgid_r(st.st_gid, &gr, buf.data(), buf.size(), &found) == 0 && found != nullptr)
+          group = fmt::format("group '{}'", found->gr_name);
+      }
+      return Error(fmt::format(
+          "colo serve at {} does not let you ({}) connect: only members of {} may; ask the "
+          "administrator to add you (usermod -aG GROUP USER, then log in again)",
+          path, user_name_of(geteuid()), group));
+    }
+    return Error(fmt::format("cannot connect to colo serve at {}: {}", path, std::strerror(e)));
   }
   std::string line = request + "\n";
   size_t sent = 0;

@@ -54,12 +54,18 @@ class LockFile {
   int fd_;
 };
 
+// The bounds that keep any local user from exhausting the service's file
+// descriptors or memory (docs/serve.md, "Limits"). A connection over a bound
+// gets one error line and is closed; the others go on.
 struct ListenOptions {
   std::string path;
   unsigned mode = 0660;
-  std::optional<gid_t> group;  // chgrp of the socket; unset: the service's group
-  size_t max_request_bytes = size_t{64} << 20;
-  int64_t idle_timeout_ms = 30'000;  // a connection that sends no full request is dropped
+  std::optional<gid_t> group;                    // chgrp of the socket; unset: the service's group
+  size_t max_request_bytes = size_t{16} << 20;   // one request line
+  size_t max_buffered_bytes = size_t{64} << 20;  // unanswered request bytes, all connections
+  size_t max_connections = 256;
+  size_t max_connections_per_user = 32;
+  int64_t idle_timeout_ms = 10'000;  // a connection that sends no full request is dropped
 };
 
 class SocketServer {
@@ -84,14 +90,28 @@ class SocketServer {
     bool answered = false;
     bool eof = false;
     int64_t opened_ms = 0;
+    // Set for a connection over a limit: its request is read and dropped,
+    // and this is the answer (closing before reading would reset the
+    // connection, and the client would not learn why).
+    std::string refusal;
   };
   explicit SocketServer(ListenOptions options) : options_(std::move(options)) {}
   void accept_all();
+  // Why a new connection from `uid` is refused; empty when it is not.
+  std::string refusal(uid_t uid) const;
+  // Connections being refused, beyond max_connections; past this many more,
+  // a connection is closed at once, unanswered.
+  static constexpr size_t kRefusingConnections = 64;
   void read_from(int fd, Connection& c, const Handler& handler);
+  void answer(Connection& c, std::string line);
   void write_to(int fd, Connection& c);
 
   ListenOptions options_;
   int listen_fd_ = -1;
+  // Held open so that, when the process runs out of descriptors, one can be
+  // freed to accept and close the waiting connections instead of spinning.
+  int spare_fd_ = -1;
+  size_t buffered_bytes_ = 0;  // the sum of the connections' unanswered `in`
   std::unique_ptr<LockFile> lock_;
   std::map<int, Connection> connections_;
 };

@@ -2,12 +2,16 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 namespace colo {
 namespace {
@@ -75,6 +79,96 @@ TEST_F(SocketTest, OneServicePerSocketAndAStaleSocketFileIsReplaced) {
   // A file left behind (a killed service) does not stop the next one.
   ASSERT_EQ(std::system(("touch '" + options.path + "'").c_str()), 0);
   EXPECT_TRUE(SocketServer::listen(options).ok());
+}
+
+// A service running as root once truncated the target of a link a user
+// placed at its lock file, and wrote its pid there.
+TEST_F(SocketTest, ALinkAtTheLockFileIsRefusedAndItsTargetUntouched) {
+  const std::string victim = dir_ + "/victim";
+  ASSERT_EQ(std::system(("echo precious > '" + victim + "'").c_str()), 0);
+  ListenOptions options;
+  options.path = dir_ + "/colo.sock";
+  ASSERT_EQ(::symlink(victim.c_str(), (options.path + ".lock").c_str()), 0);
+  auto server = SocketServer::listen(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(server.error().message(), HasSubstr("is a symbolic link or not a regular file"));
+  std::string text(64, '\0');
+  FILE* f = std::fopen(victim.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  text.resize(std::fread(text.data(), 1, text.size(), f));
+  std::fclose(f);
+  EXPECT_EQ(text, "precious\n");
+  auto lock = LockFile::acquire(dir_ + "/victim.lock", "x", "y");
+  EXPECT_TRUE(lock.ok()) << "a regular file is still fine";
+}
+
+// Raw connections that send nothing, as a hostile local user would open.
+std::vector<int> open_idle(const std::string& path, int n) {
+  std::vector<int> fds;
+  for (int i = 0; i < n; ++i) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    EXPECT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+TEST_F(SocketTest, IdleAndOversizedConnectionsAreBoundedAndTheServiceGoesOn) {
+  ListenOptions options;
+  options.path = dir_ + "/colo.sock";
+  options.max_connections_per_user = 4;
+  options.max_request_bytes = 1000;
+  options.max_buffered_bytes = 1500;
+  options.idle_timeout_ms = 600;
+  auto server = SocketServer::listen(options);
+  ASSERT_TRUE(server.ok()) << server.error().message();
+  std::atomic<bool> done{false};
+  std::thread loop([&] {
+    while (!done) {
+      (*server)->poll_once(20, [](const Caller&, const std::string& r) { return "ok:" + r; });
+    }
+  });
+  std::vector<int> idle = open_idle(options.path, 4);
+  ::usleep(100'000);
+  // A fifth connection of the same user is told why, at once, and may retry.
+  Result<std::string> refused = call_socket(options.path, "{}", 2000);
+  ASSERT_TRUE(refused.ok()) << refused.error().message();
+  EXPECT_THAT(*refused, HasSubstr("connections open to colo serve, the limit per user"));
+  EXPECT_THAT(*refused, HasSubstr(R"("busy":true)"));
+  // The idle ones are dropped after the timeout, even with nothing else going on.
+  ::usleep(900'000);
+  Result<std::string> later = call_socket(options.path, "{}", 2000);
+  ASSERT_TRUE(later.ok()) << later.error().message();
+  EXPECT_EQ(*later, "ok:{}");
+  for (int fd : idle) ::close(fd);
+
+  Result<std::string> big = call_socket(options.path, std::string(2000, 'x'), 2000);
+  ASSERT_TRUE(big.ok()) << big.error().message();
+  EXPECT_THAT(*big, HasSubstr("larger than"));
+  // Two unterminated requests of 900 bytes: together over the buffered bound.
+  std::vector<int> partial = open_idle(options.path, 2);
+  const std::string chunk(900, 'y');
+  for (int fd : partial) ASSERT_EQ(::send(fd, chunk.data(), chunk.size(), 0), 900);
+  ::usleep(200'000);
+  int refused_count = 0;
+  for (int fd : partial) {
+    char buf[256] = {};
+    timeval tv{0, 300'000};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (::recv(fd, buf, sizeof buf - 1, 0) > 0 &&
+        std::string(buf).find("too many large requests") != std::string::npos)
+      ++refused_count;
+    ::close(fd);
+  }
+  EXPECT_EQ(refused_count, 1);
+  Result<std::string> still = call_socket(options.path, "{}", 2000);
+  done = true;
+  loop.join();
+  ASSERT_TRUE(still.ok()) << still.error().message();
+  EXPECT_EQ(*still, "ok:{}");
 }
 
 TEST_F(SocketTest, TooLongAPathIsAClearError) {

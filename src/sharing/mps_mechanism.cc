@@ -82,28 +82,35 @@ Result<Environment> MpsMechanism::environment_for(const Placement& placement) {
 Status MpsMechanism::health_check() {
   if (!daemon_) return Error("mps: no MPS daemon runs (before prepare() or after teardown())");
   Status health = daemon_->health_check();
-  seen_processes_.clear();
-  for (const ProcessInfo& p : daemon_->daemon_processes()) seen_processes_.insert(p.pid);
+  const int64_t now = clock_.monotonic_ms();
+  std::map<int, uint64_t> current;
+  for (const ProcessInfo& p : daemon_->daemon_processes()) current[p.pid] = p.start_ticks;
+  for (const auto& [pid, start] : seen_processes_) {
+    auto it = current.find(pid);
+    if (it == current.end() || it->second != start) deaths_.push_back({pid, last_check_ms_, now});
+  }
+  std::erase_if(deaths_, [now](const Death& d) { return now - d.found_ms > kDeathBlamedForMs; });
+  seen_processes_ = std::move(current);
+  last_check_ms_ = now;
   return health;
 }
 
 Status MpsMechanism::check_after_job_failure() {
   if (!daemon_) return Error("mps: no MPS daemon runs");
-  const std::set<int> before = seen_processes_;
   if (Status health = health_check(); !health.ok()) return health;
-  for (int pid : before) {
-    if (seen_processes_.count(pid) == 0) {
-      return Error(fmt::format(
-          "the MPS server (pid {}) is gone: it died under its clients (its log: {}/server.log)",
-          pid, daemon_->log_dir()));
-    }
-  }
-  return OkStatus();
+  if (deaths_.empty()) return OkStatus();
+  const Death& d = deaths_.back();
+  return Error(fmt::format(
+      "the MPS server (pid {}) is gone: it died under its clients, between {:.1f} s and {:.1f} s "
+      "before this failure was seen (its log: {}/server.log)",
+      d.pid, static_cast<double>(last_check_ms_ - d.last_seen_ms) / 1000.0,
+      static_cast<double>(last_check_ms_ - d.found_ms) / 1000.0, daemon_->log_dir()));
 }
 
 Status MpsMechanism::teardown() {
   devices_.clear();
   seen_processes_.clear();
+  deaths_.clear();
   if (!daemon_) return OkStatus();
   Status stopped = daemon_->stop();
   daemon_.reset();

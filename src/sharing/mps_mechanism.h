@@ -2,8 +2,9 @@
 // control daemon that colo starts for the run and stops afterwards.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -40,11 +41,18 @@ class MpsMechanism final : public Mechanism {
   Status prepare(const std::vector<DeviceInfo>& devices) override;
   Result<Environment> environment_for(const Placement& placement) override;
   // The control daemon answers. Also notes the daemon's processes (control
-  // daemon, servers) for check_after_job_failure().
+  // daemon, servers) by pid and start time: one seen at the last check and
+  // gone now, or replaced by another under its pid, died (the control daemon
+  // starts a new server for the next client), at a time between the two checks.
   Status health_check() override;
-  // The control daemon answers and no MPS process seen at the last check has
-  // gone (a server that died under its clients); the error names it.
+  // Runs health_check(); an error when it fails, or when an MPS process died
+  // less than kDeathBlamedForMs before: a job that failed since the server's
+  // last good sighting is taken to have failed with it, however many checks
+  // ran in between. The error names the server and its log.
   Status check_after_job_failure() override;
+
+  // How long after a death is found that job failures are put down to it.
+  static constexpr int64_t kDeathBlamedForMs = 30'000;
   Status teardown() override;
 
   // The running daemon, or nullptr before prepare() and after teardown().
@@ -57,7 +65,14 @@ class MpsMechanism final : public Mechanism {
   Clock& clock_;
   std::vector<DeviceInfo> devices_;
   std::unique_ptr<MpsDaemon> daemon_;  // destroyed before control_ and finder_
-  std::set<int> seen_processes_;       // the daemon's processes at the last check
+  struct Death {
+    int pid = 0;
+    int64_t last_seen_ms = 0;  // monotonic: the last check that saw it
+    int64_t found_ms = 0;      // the check that found it gone
+  };
+  std::map<int, uint64_t> seen_processes_;  // pid -> start ticks, at the last check
+  int64_t last_check_ms_ = 0;
+  std::vector<Death> deaths_;  // found less than kDeathBlamedForMs ago
 };
 
 // cleanup_stale_mps_daemons() over explicit seams: for each

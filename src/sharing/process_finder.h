@@ -4,6 +4,7 @@
 // colo never signals a process it did not start.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,9 @@ namespace colo {
 struct ProcessInfo {
   int pid = 0;
   std::string comm;  // the kernel's short name (/proc/PID/comm, at most 15 characters)
+  // When it started (clock ticks after boot, /proc/PID/stat field 22): with
+  // the pid, it tells a process from a later one given the same pid.
+  uint64_t start_ticks = 0;
 };
 
 // Threading: implementations need not be thread-safe.

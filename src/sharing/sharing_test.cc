@@ -250,13 +250,14 @@ class FakeProcessFinder final : public ProcessFinder {
     std::string comm;
     std::set<std::string> env;  // "NAME=value"
     bool ignores_term = false;
+    uint64_t start = 0;  // ProcessInfo::start_ticks
   };
 
   std::vector<ProcessInfo> find_with_env(std::string_view name, std::string_view value) override {
     std::vector<ProcessInfo> found;
     const std::string entry = std::string(name) + "=" + std::string(value);
     for (const auto& [pid, p] : processes) {
-      if (p.env.count(entry)) found.push_back({pid, p.comm});
+      if (p.env.count(entry)) found.push_back({pid, p.comm, p.start});
     }
     return found;
   }
@@ -493,10 +494,47 @@ TEST_F(MpsDaemonFakeTest, AServerThatDiedUnderItsClientsIsNamedAfterAJobFailure)
   Status dead = m.check_after_job_failure();
   ASSERT_FALSE(dead.ok());
   EXPECT_THAT(dead.error().message(), HasSubstr("MPS server (pid 11) is gone"));
-  EXPECT_TRUE(m.check_after_job_failure().ok()) << "said once";
+  EXPECT_FALSE(m.check_after_job_failure().ok()) << "every job that failed with it";
+  clock_.advance_ms(MpsMechanism::kDeathBlamedForMs + 1);
+  EXPECT_TRUE(m.check_after_job_failure().ok()) << "a failure long after is the job's own";
 
   control_view->health_answer = "Cannot find MPS control daemon process\n";
   EXPECT_FALSE(m.check_after_job_failure().ok()) << "the control daemon no longer answers";
+  ASSERT_TRUE(m.teardown().ok());
+}
+
+// The periodic check runs between the server's death and its client's exit:
+// the death must still be named when the job's failure is seen.
+TEST_F(MpsDaemonFakeTest, AServerDeathSeenByThePeriodicCheckIsStillNamedAtTheFailure) {
+  auto finder = std::make_unique<FakeProcessFinder>();
+  FakeProcessFinder* table = finder.get();
+  auto control = std::make_unique<FakeMpsControl>(*finder);
+  MpsMechanism m(options(), std::move(control), std::move(finder), clock_);
+  ASSERT_TRUE(m.prepare(two_devices()).ok());
+  const std::string ours = std::string(kMpsPipeDirectoryEnv) + "=" + m.daemon()->pipe_dir();
+  table->processes[10] = {"nvidia-cuda-mps", {ours}, false, 100};  // control daemon
+  table->processes[11] = {"nvidia-cuda-mps", {ours}, false, 200};  // server
+  ASSERT_TRUE(m.health_check().ok());
+  clock_.advance_ms(5'000);
+  table->processes.erase(11);  // killed; the control daemon starts another
+  table->processes[12] = {"nvidia-cuda-mps", {ours}, false, 300};
+  ASSERT_TRUE(m.health_check().ok()) << "the control daemon still answers";
+  clock_.advance_ms(3'000);
+  Status dead = m.check_after_job_failure();
+  ASSERT_FALSE(dead.ok());
+  EXPECT_THAT(dead.error().message(), HasSubstr("MPS server (pid 11) is gone"));
+  EXPECT_THAT(dead.error().message(), HasSubstr("server.log"));
+
+  // The same pid, started again later, is another process: its predecessor died.
+  ASSERT_TRUE(m.teardown().ok());
+  ASSERT_TRUE(m.prepare(two_devices()).ok());
+  const std::string again = std::string(kMpsPipeDirectoryEnv) + "=" + m.daemon()->pipe_dir();
+  table->processes.clear();
+  table->processes[20] = {"nvidia-cuda-mps", {again}, false, 400};
+  ASSERT_TRUE(m.health_check().ok());
+  EXPECT_TRUE(m.check_after_job_failure().ok()) << "a new daemon has no deaths behind it";
+  table->processes[20].start = 500;
+  EXPECT_FALSE(m.check_after_job_failure().ok());
   ASSERT_TRUE(m.teardown().ok());
 }
 

@@ -96,11 +96,12 @@ struct NewServiceJob {
   UnixMillis submitted_ms = 0;
   uid_t owner_uid = 0;
   std::string owner_name;
-  std::string job_file;   // as the submitter named it
-  std::string name;       // JobSpec::name
-  std::string group;      // JobSpec::group
-  std::string spec_json;  // the JobSpec, as job_spec_to_json writes it
-  std::string env_json;   // the submitter's environment, the job's base environment
+  std::string job_file;    // as the submitter named it
+  std::string name;        // JobSpec::name
+  std::string group;       // JobSpec::group
+  std::string spec_json;   // the JobSpec, as job_spec_to_json writes it
+  std::string env_json;    // the submitter's environment, the job's base environment
+  std::string submit_key;  // the submission's key (see service_jobs_submitted_as); may be empty
 };
 
 struct ServiceJobRow {
@@ -303,6 +304,10 @@ class RunStore : public RunReader {
   // The service's queue (service_store.cc). Adding is one transaction;
   // returns the new ids in order.
   Result<std::vector<int64_t>> add_service_jobs(const std::vector<NewServiceJob>& jobs);
+  // The ids of the jobs `owner` submitted with `submit_key`, in order; empty
+  // when none (or the key is empty).
+  Result<std::vector<int64_t>> service_jobs_submitted_as(uid_t owner,
+                                                         const std::string& submit_key);
   // Jobs not yet ended (queued or running), oldest first.
   Result<std::vector<ServiceJobRow>> unfinished_service_jobs();
   // The jobs with these ids (those that exist), in id order.

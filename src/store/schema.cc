@@ -255,6 +255,14 @@ CREATE TABLE job_attempts (
 );
 )sql";
 
+// Version 8: a submission's key (the client's random token), so that a
+// submit retried after a lost answer gets the jobs stored the first time.
+constexpr const char* kMigration8 = R"sql(
+ALTER TABLE service_jobs ADD COLUMN submit_key TEXT NOT NULL DEFAULT '';
+CREATE INDEX service_jobs_by_submit_key ON service_jobs(owner_uid, submit_key)
+  WHERE submit_key != '';
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -278,8 +286,9 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 }  // namespace
 
 const std::vector<std::string>& schema_migrations() {
-  static const std::vector<std::string> kMigrations = {
-      kMigration1, kMigration2, kMigration3, kMigration4, kMigration5, kMigration6, kMigration7};
+  static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3,
+                                                       kMigration4, kMigration5, kMigration6,
+                                                       kMigration7, kMigration8};
   return kMigrations;
 }
 

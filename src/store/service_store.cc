@@ -67,8 +67,8 @@ Result<std::vector<int64_t>> RunStore::add_service_jobs(const std::vector<NewSer
   if (!tx.ok()) return tx.error();
   auto insert = Statement::prepare(db, path_, R"sql(
       INSERT INTO service_jobs (submitted_ms, owner_uid, owner_name, job_file, name, grp,
-                                spec_json, env_json, state)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued'))sql");
+                                spec_json, env_json, submit_key, state)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued'))sql");
   if (!insert.ok()) return insert.error();
   std::vector<int64_t> ids;
   for (const NewServiceJob& j : jobs) {
@@ -80,11 +80,29 @@ Result<std::vector<int64_t>> RunStore::add_service_jobs(const std::vector<NewSer
                    .bind(6, j.group)
                    .bind(7, j.spec_json)
                    .bind(8, j.env_json)
+                   .bind(9, j.submit_key)
                    .run();
     if (!s.ok()) return s.error().with_context("queueing job " + j.name);
     ids.push_back(sqlite3_last_insert_rowid(db));
   }
   if (Status s = tx->commit(); !s.ok()) return s.error();
+  return ids;
+}
+
+Result<std::vector<int64_t>> RunStore::service_jobs_submitted_as(uid_t owner,
+                                                                 const std::string& submit_key) {
+  std::vector<int64_t> ids;
+  if (submit_key.empty()) return ids;
+  auto s = Statement::prepare(
+      db_.get(), path_,
+      "SELECT id FROM service_jobs WHERE owner_uid = ? AND submit_key = ? ORDER BY id");
+  if (!s.ok()) return s.error();
+  s->bind(1, static_cast<int64_t>(owner)).bind(2, submit_key);
+  Status read = s->for_each_row([&]() -> Status {
+    ids.push_back(s->int64_at(0));
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
   return ids;
 }
 

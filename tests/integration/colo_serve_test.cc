@@ -319,10 +319,10 @@ TEST_F(ColoServe, AnotherUserCannotCancelAndJobsRunAsTheirSubmitter) {
   EXPECT_EQ(log.exit_code, 0) << log.output;
   EXPECT_EQ(log.output.substr(0, log.output.find('\n') + 1), uid) << log.output;
   EXPECT_NE(log.output.find("HOME=/nonexistent USER=" + user), std::string::npos) << log.output;
-  EXPECT_EQ(
-      shell("stat -c %U '" + dir_ + "/home/serve/checkpoints/" + std::to_string(their_id) + "/ok'")
-          .output,
-      user + "\n");
+  EXPECT_EQ(shell("stat -c %U '" + dir_ + "/home/serve/'*/checkpoints/" + std::to_string(their_id) +
+                  "/ok")
+                .output,
+            user + "\n");
 
   CommandResult cancelled = shell(colo("cancel " + std::to_string(root_job[0])));
   EXPECT_EQ(cancelled.exit_code, 0) << cancelled.output;
