@@ -12,6 +12,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/paths.h"
+#include "common/units.h"
 #include "jobs/job_file.h"
 #include "jobs/job_spec_json.h"
 #include "run/log_layout.h"
@@ -65,6 +66,8 @@ struct ServeFlags {
   std::string socket_group;
   std::string admin_group;
   std::optional<int> max_per_gpu;
+  std::string job_host_memory;
+  std::optional<int> job_cpus;
   std::string sample_period = "500ms";
   std::string grace = "10s";
   std::string on_sigterm = "stop";
@@ -101,6 +104,17 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
     }
     options.socket_group = *gid;
   }
+  if (!flags.job_host_memory.empty()) {
+    Result<uint64_t> bytes = parse_bytes(flags.job_host_memory);
+    if (!bytes.ok() || *bytes == 0) {
+      std::cerr << "colo: --job-host-memory: "
+                << (bytes.ok() ? "must be above zero" : bytes.error().message())
+                << " (write a size such as 32GiB)\n";
+      return kExitBadInput;
+    }
+    options.engine.default_limits.memory_bytes = *bytes;
+  }
+  options.engine.default_limits.cpus = flags.job_cpus;
   if (!flags.admin_group.empty()) {
     Result<gid_t> gid = group_id(flags.admin_group);
     if (!gid.ok()) {
@@ -407,6 +421,13 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   serve_cmd->add_option("--admin-group", serve.admin_group,
                         "members of this group may cancel anyone's jobs (root always may)");
   serve_cmd->add_option("--max-per-gpu", serve.max_per_gpu, "at most this many jobs on one GPU")
+      ->check(whole_number(1));
+  serve_cmd->add_option("--job-host-memory", serve.job_host_memory,
+                        "host memory limit (cgroup memory.max) of jobs that set no host_memory, "
+                        "e.g. 32GiB; a job over it is killed and recorded as such");
+  serve_cmd
+      ->add_option("--job-cpus", serve.job_cpus,
+                   "CPU limit (cgroup cpu.max, whole CPUs) of jobs that set no cpus")
       ->check(whole_number(1));
   serve_cmd->add_option("--sample-period", serve.sample_period, "GPU sampling period")
       ->capture_default_str();

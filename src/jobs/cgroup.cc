@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "common/names.h"
+#include "common/proc_stat.h"
 
 namespace colo {
 namespace {
@@ -192,21 +193,49 @@ JobUsage read_cgroup_usage(const std::string& path) {
   }
   std::istringstream peak(read_text(path + "/memory.peak"));
   if (uint64_t bytes = 0; peak >> bytes) usage.memory_peak_bytes = bytes;
+  std::istringstream max(read_text(path + "/memory.max"));  // "max" when unlimited
+  if (uint64_t bytes = 0; max >> bytes) usage.memory_max_bytes = bytes;
+  std::istringstream events(read_text(path + "/memory.events"));
+  for (std::string key; events >> key;) {
+    int64_t value = 0;
+    if (!(events >> value)) break;
+    if (key == "oom_kill") usage.oom_kills = value;
+  }
   return usage;
 }
 
-std::optional<uint64_t> process_start_ticks(pid_t pid) {
-  std::string stat = read_text(fmt::format("/proc/{}/stat", pid));
-  // Field 2 is "(comm)", which may hold spaces: count fields after its ')'.
-  size_t close = stat.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream in(stat.substr(close + 2));
-  std::string field;
-  for (int i = 3; i < 22 && in >> field; ++i) {
+Status apply_cgroup_limits(const std::string& path, const CgroupLimits& limits) {
+  // Each file exists only where its controller is enabled for the cgroup.
+  auto write = [&](const char* file, const std::string& value, const char* what) -> Status {
+    const std::string target = path + "/" + file;
+    if (::access(target.c_str(), W_OK) != 0) {
+      return Error(
+          fmt::format("cannot set {}: {} is missing (is the {} controller enabled for "
+                      "colo's cgroups? colo needs cgroup v2 with it)",
+                      what, target, file[0] == 'c' ? "cpu" : "memory"));
+    }
+    return write_control(target, value);
+  };
+  if (limits.memory_bytes) {
+    if (Status s = write("memory.max", std::to_string(*limits.memory_bytes), "host_memory");
+        !s.ok())
+      return s;
+    // Without this the limit would only push the job into swap.
+    const std::string swap = path + "/memory.swap.max";
+    if (::access(swap.c_str(), W_OK) == 0) (void)write_control(swap, "0");
   }
-  uint64_t ticks = 0;
-  if (!(in >> ticks)) return std::nullopt;
-  return ticks;
+  if (limits.cpus) {
+    constexpr int64_t kPeriodUs = 100'000;
+    if (Status s =
+            write("cpu.max", fmt::format("{} {}", *limits.cpus * kPeriodUs, kPeriodUs), "cpus");
+        !s.ok())
+      return s;
+  }
+  return OkStatus();
+}
+
+std::optional<uint64_t> process_start_ticks(pid_t pid) {
+  return start_ticks_in_stat(read_text(fmt::format("/proc/{}/stat", pid)));
 }
 
 std::vector<std::string> cleanup_stale_run_cgroups(const std::string& parent) {

@@ -53,9 +53,21 @@ Status kill_and_remove_cgroup(const std::string& path, int wait_ms = 1000);
 // removal): the end of a job.
 Result<JobUsage> end_cgroup(const std::string& path, int wait_ms = 1000);
 
-// CPU time (cpu.stat usage_usec) and peak memory (memory.peak, where the
-// memory controller is on) of everything that ran in the cgroup.
+// CPU time (cpu.stat usage_usec), peak memory (memory.peak), and, where the
+// memory controller is on, the memory limit (memory.max) and how often the
+// kernel killed for it (memory.events oom_kill) in the cgroup.
 JobUsage read_cgroup_usage(const std::string& path);
+
+// A job's host limits.
+struct CgroupLimits {
+  std::optional<uint64_t> memory_bytes;  // memory.max; swap is off for it (memory.swap.max 0)
+  std::optional<int> cpus;               // cpu.max: `cpus` periods of CPU time per period
+};
+
+// Writes `limits` into the cgroup at `path`. An error names the limit the
+// cgroup cannot take: its controller is not enabled there (as on a machine
+// whose memory controller is still on cgroup v1).
+Status apply_cgroup_limits(const std::string& path, const CgroupLimits& limits);
 
 // A process's start time in clock ticks since boot (/proc/<pid>/stat field
 // 22); nullopt when there is no such process.

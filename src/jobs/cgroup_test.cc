@@ -1,5 +1,6 @@
 #include "jobs/cgroup.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -7,6 +8,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -15,6 +17,8 @@
 
 namespace colo {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(CgroupParse, FindsTheCgroup2MountAmongOthers) {
   struct Case {
@@ -62,6 +66,41 @@ TEST(ProcessStart, ThisProcessHasAStartTimeAndADeadOneNone) {
   if (child == 0) _exit(0);
   waitpid(child, nullptr, 0);
   EXPECT_FALSE(process_start_ticks(child).has_value());
+}
+
+// Limits and what they did, on a directory standing in for a cgroup (the
+// kernel's files written by hand).
+TEST(CgroupFiles, LimitsAreWrittenAndAnOomKillIsRead) {
+  std::string dir = ::testing::TempDir() + "cgfiles.XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  auto put = [&](const std::string& file, const std::string& text) {
+    std::ofstream(dir + "/" + file) << text;
+  };
+  auto get = [&](const std::string& file) {
+    std::ifstream in(dir + "/" + file);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  Status none = apply_cgroup_limits(dir, {uint64_t{1} << 30, 2});
+  ASSERT_FALSE(none.ok()) << "no memory controller: said, not ignored";
+  EXPECT_THAT(none.error().message(), HasSubstr("memory.max is missing"));
+  // Empty files: a plain file keeps what a shorter write leaves, a control file does not.
+  for (const char* file : {"memory.max", "memory.swap.max", "cpu.max"}) put(file, "");
+  ASSERT_TRUE(apply_cgroup_limits(dir, {uint64_t{1} << 30, 2}).ok());
+  EXPECT_EQ(get("memory.max"), "1073741824");
+  EXPECT_EQ(get("memory.swap.max"), "0");
+  EXPECT_EQ(get("cpu.max"), "200000 100000");
+  EXPECT_TRUE(apply_cgroup_limits(dir, {}).ok()) << "no limits, nothing to write";
+
+  put("memory.peak", "1073700000\n");
+  put("memory.events", "low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 0\n");
+  put("cpu.stat", "usage_usec 2500000\nuser_usec 2000000\n");
+  JobUsage used = read_cgroup_usage(dir);
+  EXPECT_EQ(used.memory_max_bytes, uint64_t{1} << 30);
+  EXPECT_EQ(used.oom_kills, 1);
+  EXPECT_EQ(used.cpu_ms, 2500);
+  put("memory.max", "max\n");
+  EXPECT_FALSE(read_cgroup_usage(dir).memory_max_bytes.has_value());
+  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 // The real thing, where this machine lets colo make cgroups (root, or a
@@ -128,6 +167,33 @@ TEST_F(RealCgroup, AJobsLeftoversEndWithItAndItsCpuTimeIsMeasured) {
   EXPECT_GT(*done[0].exit.usage.cpu_ms, 10);
   struct stat st {};
   EXPECT_NE(stat(cgroup->c_str(), &st), 0) << "the job's cgroup was not removed";
+}
+
+// Needs the memory controller in colo's cgroups (cgroup v2 with it
+// delegated); skipped, saying so, where the kernel keeps memory on v1.
+TEST_F(RealCgroup, AJobOverItsHostMemoryLimitIsKilledAndRecordedAsSuch) {
+  Result<std::string> cgroup = run_->make_job_cgroup(8);
+  ASSERT_TRUE(cgroup.ok()) << cgroup.error().message();
+  if (Status s = apply_cgroup_limits(*cgroup, {uint64_t{64} << 20, std::nullopt}); !s.ok())
+    GTEST_SKIP() << s.error().message();
+  JobSupervisor supervisor(clock_);
+  LaunchRequest request;
+  request.job_name = "hog";
+  // Holds ever more memory in the shell's own variable until killed.
+  request.argv = {"/bin/sh", "-c", "x=0123456789; while :; do x=$x$x; done"};
+  request.working_dir = dir_;
+  request.log_path = dir_ + "/hog.log";
+  request.cgroup = *cgroup;
+  ASSERT_TRUE(supervisor.start(request).ok());
+  std::vector<FinishedJob> done;
+  for (int i = 0; i < 3000 && done.empty(); ++i) {
+    done = supervisor.poll();
+    clock_.sleep_for_ms(10);
+  }
+  ASSERT_EQ(done.size(), 1U);
+  EXPECT_EQ(done[0].exit.state, JobState::kFailed);
+  EXPECT_THAT(done[0].exit.reason, HasSubstr("killed by its host memory limit (host_memory 64"));
+  EXPECT_GE(done[0].exit.usage.oom_kills, 1);
 }
 
 TEST_F(RealCgroup, RunCgroupsOfADeadColoAreFoundAndEmptied) {

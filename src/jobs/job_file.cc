@@ -57,10 +57,10 @@ constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "po
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 16> kSettingKeys = {
+constexpr std::array<const char*, 18> kSettingKeys = {
     "workdir",     "env",           "gpu_memory",  "sm_share", "memory_limit", "epoch_regex",
     "step_regex",  "epoch_samples", "sm_activity", "gpu_util", "solo_time",    "startup_time",
-    "mig_profile", "mig_group",     "dataset",     "restart"};
+    "mig_profile", "mig_group",     "dataset",     "restart",  "host_memory",  "cpus"};
 // Keys of a [data.NAME] table (a dataset served by a shared loader).
 constexpr std::array<const char*, 10> kDataKeys = {
     "path", "format", "size", "augment", "threads", "ring", "chunk", "lag_timeout", "cpus", "seed"};
@@ -202,6 +202,8 @@ struct Settings {
   std::optional<Sourced<std::string>> workdir;
   std::map<std::string, Sourced<std::string>> env;
   std::optional<uint64_t> gpu_memory_bytes;
+  std::optional<uint64_t> host_memory_bytes;
+  std::optional<int> cpus;
   std::optional<int> sm_share_pct;
   std::optional<uint64_t> memory_limit_bytes;
   std::optional<std::string> epoch_regex;
@@ -222,6 +224,8 @@ struct Settings {
     if (over.workdir) out.workdir = over.workdir;
     for (const auto& [k, v] : over.env) out.env[k] = v;
     if (over.gpu_memory_bytes) out.gpu_memory_bytes = over.gpu_memory_bytes;
+    if (over.host_memory_bytes) out.host_memory_bytes = over.host_memory_bytes;
+    if (over.cpus) out.cpus = over.cpus;
     if (over.sm_share_pct) out.sm_share_pct = over.sm_share_pct;
     if (over.memory_limit_bytes) out.memory_limit_bytes = over.memory_limit_bytes;
     if (over.epoch_regex) out.epoch_regex = over.epoch_regex;
@@ -348,6 +352,11 @@ class TableReader {
       if (auto bytes = size(k, node)) settings.gpu_memory_bytes = bytes;
     } else if (k == "memory_limit") {
       if (auto bytes = size(k, node)) settings.memory_limit_bytes = bytes;
+    } else if (k == "host_memory") {
+      if (auto bytes = size(k, node)) settings.host_memory_bytes = bytes;
+    } else if (k == "cpus") {
+      if (auto n = int_in_range(k, node, 1, 4096, "a whole number of CPUs from 1 to 4096"))
+        settings.cpus = static_cast<int>(*n);
     } else if (k == "sm_share") {
       if (auto pct = int_in_range(k, node, 1, 100, "a percentage from 1 to 100")) {
         settings.sm_share_pct = static_cast<int>(*pct);
@@ -835,6 +844,8 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
       base.env[name] = substitute(value.value, params);
     }
     base.gpu_memory_bytes = block.settings.gpu_memory_bytes;
+    base.host_memory_bytes = block.settings.host_memory_bytes;
+    base.cpus = block.settings.cpus;
     base.sm_share_pct = block.settings.sm_share_pct;
     base.memory_limit_bytes = block.settings.memory_limit_bytes;
     base.epoch_regex = block.settings.epoch_regex;

@@ -46,9 +46,13 @@ struct JobSpec {
   std::optional<uint64_t> gpu_memory_bytes;    // hint: peak GPU memory
   std::optional<int> sm_share_pct;             // hint / MPS limit: 1-100
   std::optional<uint64_t> memory_limit_bytes;  // MPS pinned memory limit
-  std::optional<std::string> epoch_regex;      // marks an epoch end in stdout (RE2)
-  std::optional<std::string> step_regex;       // a per-step line in stdout (RE2)
-  std::optional<int64_t> epoch_samples;        // samples per epoch, when the job does not say
+  // Host limits of the job's cgroup (memory.max, cpu.max) where colo runs
+  // jobs in cgroups with the memory and cpu controllers.
+  std::optional<uint64_t> host_memory_bytes;
+  std::optional<int> cpus;
+  std::optional<std::string> epoch_regex;  // marks an epoch end in stdout (RE2)
+  std::optional<std::string> step_regex;   // a per-step line in stdout (RE2)
+  std::optional<int64_t> epoch_samples;    // samples per epoch, when the job does not say
   // Profile hints for the auto policy and `colo simulate` (measured profiles win).
   std::optional<int> sm_activity_pct;      // solo SM activity, 1-100
   std::optional<int> gpu_util_pct;         // solo GPU utilization, 1-100

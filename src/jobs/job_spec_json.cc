@@ -131,6 +131,8 @@ json job_spec_to_json(const JobSpec& job) {
   if (job.gpu_memory_bytes) j["gpu_memory_bytes"] = *job.gpu_memory_bytes;
   if (job.sm_share_pct) j["sm_share_pct"] = *job.sm_share_pct;
   if (job.memory_limit_bytes) j["memory_limit_bytes"] = *job.memory_limit_bytes;
+  if (job.host_memory_bytes) j["host_memory_bytes"] = *job.host_memory_bytes;
+  if (job.cpus) j["cpus"] = *job.cpus;
   if (job.epoch_regex) j["epoch_regex"] = *job.epoch_regex;
   if (job.step_regex) j["step_regex"] = *job.step_regex;
   if (job.epoch_samples) j["epoch_samples"] = *job.epoch_samples;
@@ -188,6 +190,8 @@ Result<JobSpec> job_spec_from_json(const json& j) {
   job.gpu_memory_bytes = r.bytes("gpu_memory_bytes");
   job.sm_share_pct = r.integer<int>("sm_share_pct", 1, 100);
   job.memory_limit_bytes = r.bytes("memory_limit_bytes");
+  job.host_memory_bytes = r.bytes("host_memory_bytes");
+  job.cpus = r.integer<int>("cpus", 1, 4096);
   job.epoch_regex = r.text("epoch_regex");
   job.step_regex = r.text("step_regex");
   job.epoch_samples = r.integer<int64_t>("epoch_samples", 1, INT64_MAX);

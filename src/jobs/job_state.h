@@ -33,6 +33,8 @@ bool is_final(JobState state);
 struct JobUsage {
   std::optional<int64_t> cpu_ms;              // CPU time, all processes together
   std::optional<uint64_t> memory_peak_bytes;  // peak host memory of the cgroup
+  std::optional<uint64_t> memory_max_bytes;   // its host memory limit, when it had one
+  int64_t oom_kills = 0;                      // processes the kernel killed for that limit
 };
 
 struct JobExit {

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <string_view>
 
+#include "common/units.h"
 #include "jobs/cgroup.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
@@ -429,6 +430,14 @@ std::vector<FinishedJob> JobSupervisor::poll() {
     }
     // What the job left running (grandchildren, daemons) ends with it.
     done.contained = kill_leftovers(job, done.exit.usage);
+    const JobUsage& used = done.exit.usage;
+    if (used.oom_kills > 0 && done.exit.state == JobState::kFailed) {
+      done.exit.reason = fmt::format(
+          "killed by its host memory limit (host_memory {}{}; {} process{} killed): {}",
+          used.memory_max_bytes ? format_bytes(*used.memory_max_bytes) : "?",
+          used.memory_peak_bytes ? ", peak " + format_bytes(*used.memory_peak_bytes) : "",
+          used.oom_kills, used.oom_kills == 1 ? "" : "es", done.exit.reason);
+    }
     finished.push_back(std::move(done));
     it = running_.erase(it);
   }

@@ -393,14 +393,28 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   request.env["COLO_RUN_ID"] = std::to_string(run_id_);
   request.env[kRunTokenEnv] = run_token_;
   request.env[kJobTokenEnv] = job_token(run_token_, job.job.id);
+  const CgroupLimits limits{
+      spec.host_memory_bytes ? spec.host_memory_bytes : options_.default_limits.memory_bytes,
+      spec.cpus ? spec.cpus : options_.default_limits.cpus};
+  const bool limited = limits.memory_bytes || limits.cpus;
   if (ctx_.cgroup != nullptr) {
     if (Result<std::string> cg = ctx_.cgroup->make_job_cgroup(job.job.id); cg.ok()) {
       request.cgroup = *cg;
+      if (Status applied = apply_cgroup_limits(*cg, limits); !applied.ok()) {
+        display_.event(fmt::format("{}: warning: {}; it runs without that limit", job.label(),
+                                   applied.error().message()));
+      }
     } else if (!cgroup_warned_) {
       cgroup_warned_ = true;
       display_.event("warning: " + cg.error().message() +
                      "; jobs start in their process group only");
     }
+  }
+  if (limited && request.cgroup.empty()) {
+    display_.event(
+        fmt::format("{}: warning: its host_memory and cpus limits need a cgroup, and "
+                    "it has none; it runs without them",
+                    job.label()));
   }
   if (!job.job.checkpoint_dir.empty()) request.env[kCheckpointDirEnv] = job.job.checkpoint_dir;
 

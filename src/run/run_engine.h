@@ -89,6 +89,9 @@ struct EngineOptions {
   // shard's from the store its sweep was planned with). The store's own
   // profile of a signature on a GPU wins over one of these.
   std::vector<LearnedProfile> profiles_elsewhere;
+  // Host limits for jobs that set none (`colo serve --job-host-memory`,
+  // `--job-cpus`); a job's own host_memory and cpus win.
+  CgroupLimits default_limits;
 };
 
 // Everything the engine talks to, borrowed.

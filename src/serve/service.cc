@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -87,14 +88,14 @@ json secret_values(const std::map<std::string, std::string>& env) {
   return out;
 }
 
-// Writes `secrets` to `path` (0600, its directory 0700), replacing it whole.
-Status write_secrets(const std::string& path, const json& secrets) {
+// Writes `value` to `path` (0600, its directory 0700), replacing it whole.
+Status write_private_json(const std::string& path, const json& value) {
   const std::string dir = path.substr(0, path.rfind('/'));
   if (Status s = make_dirs(dir, 0700); !s.ok()) return s;
   const std::string temp = path + ".tmp";
   const int fd = open_regular_file(temp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) return Error(fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
-  const std::string text = secrets.dump();
+  const std::string text = value.dump();
   const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   const bool synced = ::fsync(fd) == 0;
   ::close(fd);
@@ -105,8 +106,8 @@ Status write_secrets(const std::string& path, const json& secrets) {
   return OkStatus();
 }
 
-// What write_secrets wrote; an empty object when there is none.
-json read_secrets(const std::string& path) {
+// What write_private_json wrote; an empty object when there is none.
+json read_private_json(const std::string& path) {
   const int fd = open_regular_file(path, O_RDONLY);
   if (fd < 0) return json::object();
   std::string text;
@@ -115,6 +116,36 @@ json read_secrets(const std::string& path) {
   ::close(fd);
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   return j.is_object() ? j : json::object();
+}
+
+// The store's file as the service opened it: a store deleted or replaced
+// under the service is noticed, where its connection would go on writing
+// into a file nobody reads.
+struct StoreFile {
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+std::optional<StoreFile> store_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return StoreFile{st.st_dev, st.st_ino};
+}
+
+// Why the file at `path` is no longer the store `opened`; empty while it is.
+std::string store_lost(const std::string& path, const StoreFile& opened) {
+  std::optional<StoreFile> now = store_file(path);
+  if (!now) return "was deleted under the service";
+  if (now->dev != opened.dev || now->ino != opened.ino)
+    return "was replaced under the service by another file";
+  char header[16] = {};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const ssize_t n = fd >= 0 ? ::pread(fd, header, sizeof header, 0) : -1;
+  if (fd >= 0) ::close(fd);
+  if (n == static_cast<ssize_t>(sizeof header) &&
+      std::memcmp(header, "SQLite format 3", sizeof header) != 0)
+    return "was overwritten under the service: it no longer starts with SQLite's header";
+  return "";
 }
 
 }  // namespace
@@ -226,7 +257,7 @@ Status Service::recover_queue() {
       ++requeued;
     }
     ++queued;
-    admit(row, *spec, read_secrets(secrets_path(row.id)));
+    admit(row, *spec, read_private_json(secrets_path(row.id)));
   }
   ctx_.log << fmt::format("queue: {} jobs from the store ({} interrupted and run again)\n", queued,
                           requeued);
@@ -296,8 +327,10 @@ json Service::handle(const Caller& caller, const json& request) {
 }
 
 json Service::submit(const Caller& caller, const json& request) {
-  if (info_.state != "running")
-    return error_answer(fmt::format("colo serve is {}; it takes no new jobs", info_.state));
+  if (info_.state != "running") {
+    return error_answer(fmt::format("colo serve is {}{}; it takes no new jobs", info_.state,
+                                    halt_reason_.empty() ? "" : ": " + halt_reason_));
+  }
   if (geteuid() != 0 && caller.uid != geteuid()) {
     return error_answer(fmt::format(
         "this colo serve runs as {} and runs jobs only for {}; ask the administrator for a "
@@ -366,7 +399,7 @@ json Service::submit(const Caller& caller, const json& request) {
   for (size_t i = 0; i < added->size(); ++i) {
     const int64_t id = (*added)[i].id;
     if (!secrets[i].empty()) {
-      if (Status written = write_secrets(secrets_path(id), secrets[i]); !written.ok()) {
+      if (Status written = write_private_json(secrets_path(id), secrets[i]); !written.ok()) {
         ctx_.log << fmt::format(
             "warning: job {}: {}; should the service restart before it "
             "runs, it runs without its secret values\n",
@@ -380,6 +413,38 @@ json Service::submit(const Caller& caller, const json& request) {
                           ids->size() == 1 ? "" : "s", job_file->empty() ? "?" : *job_file,
                           ids->front(), ids->size() > 1 ? fmt::format("-{}", ids->back()) : "");
   return json{{"ok", true}, {"ids", *ids}, {"service", service}};
+}
+
+void Service::halt(const std::string& why) {
+  halt_reason_ = fmt::format("the store {} {}", ctx_.store.path(), why);
+  set_state("halted");
+  engine_.hold(true);
+  json queue = json::array();
+  if (Result<std::vector<ServiceJobRow>> rows = ctx_.store.unfinished_service_jobs(); rows.ok()) {
+    for (const ServiceJobRow& row : *rows) {
+      queue.push_back({{"id", row.id},
+                       {"owner", row.owner_name},
+                       {"state", to_string(row.state)},
+                       {"job_file", row.job_file},
+                       {"job", json::parse(row.spec_json, nullptr, false)}});
+    }
+  } else {
+    for (const auto& [id, tracked] : tracked_) {
+      const EngineJobView v = engine_.view(tracked.key);
+      queue.push_back({{"id", id}, {"state", to_string(v.state)}});
+    }
+  }
+  lost_queue_path_ = fmt::format("{}/queue-when-the-store-was-lost-{}.json", options_.logs_root,
+                                 ctx_.clock.now_ms());
+  Status written = write_private_json(lost_queue_path_, json{{"why", why}, {"jobs", queue}});
+  ctx_.log << fmt::format(
+      "ERROR: the store {} {}. colo serve takes no new jobs and starts none of the {} it holds; "
+      "running jobs run on, but nothing more about them can be recorded. {}. Stop the service, "
+      "put the store back or start it on a new one, and submit them again.\n",
+      ctx_.store.path(), why, queue.size(),
+      written.ok() ? "The queue is written to " + lost_queue_path_
+                   : "The queue could not be saved either: " + written.error().message());
+  if (!written.ok()) lost_queue_path_.clear();
 }
 
 QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism) {
@@ -655,6 +720,7 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
   int handled_stops = 0;
   bool stopping = false;
   int64_t next_publish = ctx.clock.monotonic_ms() + 1000;
+  const std::optional<StoreFile> opened = store_file(ctx.store.path());
   while (true) {
     const int stops = ctx.stop_requests.load();
     if (stops > handled_stops) {
@@ -680,6 +746,10 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
     service.record_changes();
     const int64_t now = ctx.clock.monotonic_ms();
     if (now >= next_publish) {
+      if (opened && !service.halted()) {
+        if (std::string why = store_lost(ctx.store.path(), *opened); !why.empty())
+          service.halt(why);
+      }
       service.publish();
       next_publish = now + 1000;
     }
@@ -744,7 +814,16 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
   service.record_changes();
   if (Status s = session.close(RunState::kOk); !s.ok())
     ctx.log << "warning: " << s.error().message() << '\n';
-  ctx.log << "colo serve stopped; queued jobs stay in the store for the next start\n";
+  if (service.halted()) {
+    ctx.log << fmt::format(
+        "colo serve stopped; its store was lost, so no job is kept for the next "
+        "start{}\n",
+        service.lost_queue_path().empty()
+            ? ""
+            : ": the queue it held is in " + service.lost_queue_path());
+  } else {
+    ctx.log << "colo serve stopped; queued jobs stay in the store for the next start\n";
+  }
   return OkStatus();
 }
 

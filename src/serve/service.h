@@ -109,6 +109,14 @@ class Service {
     info_.state = state;
     queue_answer_.reset();
   }
+  // The store's file was deleted or replaced under the service (`why`): it
+  // takes no new work and starts no queued job, says so loudly, and writes
+  // the queue it knows to a file beside the logs, so that nothing is lost
+  // silently. Running jobs run on.
+  void halt(const std::string& why);
+  bool halted() const { return !halt_reason_.empty(); }
+  // Where halt() wrote the queue; empty before.
+  const std::string& lost_queue_path() const { return lost_queue_path_; }
   // Where the HTTP API listens, for the snapshot ("" when it is off).
   void set_http_address(const std::string& address) { info_.http = address; }
   const std::string& state() const { return info_.state; }
@@ -149,6 +157,8 @@ class Service {
   RunEngine& engine_;
   ServiceInfo info_;
   std::map<int64_t, Tracked> tracked_;  // service job id -> engine job
+  std::string halt_reason_;
+  std::string lost_queue_path_;
   std::optional<nlohmann::json> queue_answer_;
   int64_t queue_answer_ms_ = 0;       // monotonic
   std::map<size_t, int64_t> by_key_;  // engine key -> service job id

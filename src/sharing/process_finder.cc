@@ -6,13 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
-#include <sstream>
 #include <string>
+
+#include "common/proc_stat.h"
 
 namespace colo {
 namespace {
@@ -22,21 +22,6 @@ std::string read_whole_file(const std::string& path, bool* ok) {
   *ok = static_cast<bool>(in);
   if (!in) return {};
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// Field 22 of /proc/PID/stat (starttime); 0 when it cannot be read. The
-// fields are counted after the command name, which may hold spaces and ')'.
-uint64_t start_ticks_of(const std::string& proc_root, long pid) {
-  bool ok = false;
-  const std::string stat = read_whole_file(fmt::format("{}/{}/stat", proc_root, pid), &ok);
-  const size_t close = stat.rfind(')');
-  if (!ok || close == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(close + 1));
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
-  }
-  return 0;
 }
 
 }  // namespace
@@ -71,7 +56,9 @@ std::vector<ProcessInfo> ProcFsProcessFinder::find_with_env(std::string_view nam
     std::string comm = read_whole_file(fmt::format("{}/{}/comm", proc_root_, pid), &ok);
     if (!ok) continue;  // exited meanwhile
     while (!comm.empty() && (comm.back() == '\n' || comm.back() == '\0')) comm.pop_back();
-    found.push_back({static_cast<int>(pid), comm, start_ticks_of(proc_root_, pid)});
+    bool stat_ok = false;
+    const std::string stat = read_whole_file(fmt::format("{}/{}/stat", proc_root_, pid), &stat_ok);
+    found.push_back({static_cast<int>(pid), comm, start_ticks_in_stat(stat).value_or(0)});
   }
   return found;
 }

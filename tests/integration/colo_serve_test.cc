@@ -354,6 +354,36 @@ TEST_F(ColoServe, MpsServerDeathIsNamedAndItsJobsRunAgain) {
   EXPECT_EQ(sql("SELECT id FROM job_events WHERE kind = 'requeued'").size(), 2u);
 }
 
+// Jobs were once lost silently: after `rm` of the store, submits still
+// succeeded and a restart found none of them.
+TEST_F(ColoServe, AStoreDeletedUnderTheServiceStopsItTakingWorkLoudlyAndKeepsTheQueue) {
+  std::string file = write_file("jobs.toml", job("held", 20, 0.5, 3));
+  start_service("--policy fixed --max-per-gpu 1");
+  std::vector<int64_t> ids = submit(file);
+  ASSERT_EQ(ids.size(), 3u);
+  ASSERT_TRUE(eventually([&] { return count_in_state("running") == 1; }, 20'000)) << service_log();
+  ASSERT_EQ(std::remove(db().c_str()), 0);
+  ASSERT_TRUE(eventually(
+      [&] { return service_log().find("ERROR: the store") != std::string::npos; }, 10'000))
+      << service_log();
+  const std::string log = service_log();
+  EXPECT_NE(log.find("was deleted under the service"), std::string::npos) << log;
+  CommandResult refused = shell(colo("submit " + file));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("colo serve is halted: the store " + db() +
+                                " was deleted under the service"),
+            std::string::npos)
+      << refused.output;
+  CommandResult saved = shell("cat '" + dir_ + "'/home/serve/*/queue-when-the-store-was-lost-*");
+  ASSERT_EQ(saved.exit_code, 0) << log;
+  json kept = json::parse(saved.output, nullptr, false);
+  ASSERT_TRUE(kept.is_object()) << saved.output;
+  EXPECT_EQ(kept["jobs"].size(), 3u) << saved.output;
+  stop_service();
+  EXPECT_NE(service_log().find("its store was lost, so no job is kept"), std::string::npos)
+      << service_log();
+}
+
 TEST_F(ColoServe, SigtermStopsAndTheNextStartRunsTheJobsAgain) {
   std::string file = write_file("jobs.toml", job("again", 4, 0.5) +
                                                  "[[job]]\nname = \"once\"\nrestart = \"never\"\n" +
