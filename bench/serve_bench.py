@@ -177,7 +177,8 @@ class Service:
 
     def job_logs(self, job_id):
         """The job's log files, one per attempt, in attempt order."""
-        files = glob.glob(os.path.join(self.logs, "jobs", "%d-*.log" % job_id))
+        # <logs>/<store>-<hash>/jobs/: this service's one store.
+        files = glob.glob(os.path.join(self.logs, "*", "jobs", "%d-*.log" % job_id))
 
         def attempt(path):
             m = re.search(r"\.attempt(\d+)\.log$", path)

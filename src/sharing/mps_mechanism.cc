@@ -43,6 +43,7 @@ Status MpsMechanism::prepare(const std::vector<DeviceInfo>& devices) {
   if (!daemon.ok()) return daemon.error().with_context("mps");
   daemon_ = std::move(daemon).value();
   devices_ = devices;
+  note_processes();
   return OkStatus();
 }
 
@@ -55,6 +56,7 @@ Result<Environment> MpsMechanism::environment_for(const Placement& placement) {
   }
   Result<std::string> uuid = placement_device_uuid(devices_, placement);
   if (!uuid.ok()) return uuid.error().with_context("mps");
+  note_processes();  // the server the running jobs use, before another job joins it
   Environment env = daemon_->control_environment();
   env["CUDA_VISIBLE_DEVICES"] = *uuid;
   if (placement.sm_share_pct) {
@@ -82,6 +84,11 @@ Result<Environment> MpsMechanism::environment_for(const Placement& placement) {
 Status MpsMechanism::health_check() {
   if (!daemon_) return Error("mps: no MPS daemon runs (before prepare() or after teardown())");
   Status health = daemon_->health_check();
+  note_processes();
+  return health;
+}
+
+void MpsMechanism::note_processes() {
   const int64_t now = clock_.monotonic_ms();
   std::map<int, uint64_t> current;
   for (const ProcessInfo& p : daemon_->daemon_processes()) current[p.pid] = p.start_ticks;
@@ -92,7 +99,6 @@ Status MpsMechanism::health_check() {
   std::erase_if(deaths_, [now](const Death& d) { return now - d.found_ms > kDeathBlamedForMs; });
   seen_processes_ = std::move(current);
   last_check_ms_ = now;
-  return health;
 }
 
 Status MpsMechanism::check_after_job_failure() {

@@ -59,6 +59,11 @@ class MpsMechanism final : public Mechanism {
   const MpsDaemon* daemon() const { return daemon_.get(); }
 
  private:
+  // Notes the daemon's processes (see health_check()): at every check, at
+  // prepare() and before each placement, so that a server is seen before
+  // it can die.
+  void note_processes();
+
   MpsDaemonOptions options_;
   std::unique_ptr<MpsControl> control_;
   std::unique_ptr<ProcessFinder> finder_;

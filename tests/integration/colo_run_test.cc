@@ -243,6 +243,39 @@ TEST_F(ColoRun, AfterSigkillTheNextRunMarksTheOldOneInterruptedAndStopsItsMpsDae
   EXPECT_EQ(old->jobs[0].state, JobState::kInterrupted);
 }
 
+// The race of issue 25: the server dies, a periodic health check runs (and
+// sees a new server the control daemon started), and only then does its
+// client fail. The death must still be named, and the job run again.
+TEST_F(ColoRun, AnMpsServerDeathSeenFirstByThePeriodicCheckIsNamedAndItsJobRunsAgain) {
+  std::string bin = dir_ + "/bin";
+  shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
+        "/nvidia-cuda-mps-control'");
+  // A client that fails 7 s after its server is gone (the health check runs every 5 s),
+  // and otherwise ends ok after 4 s.
+  std::string file =
+      write_file("jobs.toml",
+                 "[[job]]\nname = \"client\"\ncommand = [\"sh\", \"-c\", \"srv=$(cat "
+                 "$CUDA_MPS_PIPE_DIRECTORY/nvidia-cuda-mps-server.pid); for i in $(seq 1 40); do "
+                 "if ! kill -0 $srv 2>/dev/null; then sleep 7; echo lost my server; exit 1; fi; "
+                 "sleep 0.1; done\"]\n");
+  CommandResult r =
+      shell("PATH='" + bin + "':$PATH " +
+            colo("run " + file + " --backend sim --mechanism mps --plain --db " + db()) + " > '" +
+            dir_ + "/out' 2>&1 & pid=$!; sleep 2; kill -KILL $(cat '" + dir_ +
+            "'/home/mps/*/pipe/nvidia-cuda-mps-server.pid); wait $pid; echo exit=$?; cat '" + dir_ +
+            "/out'");
+  EXPECT_NE(r.output.find("exit=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is gone: it died under its clients"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("server.log"), std::string::npos) << r.output;
+  auto store = open_store();
+  ASSERT_TRUE(store);
+  auto summary = analyse_run(*store, 0);
+  ASSERT_TRUE(summary.ok());
+  ASSERT_EQ(summary->jobs.size(), 1u);
+  EXPECT_EQ(summary->jobs[0].state, JobState::kOk);
+  EXPECT_EQ(shell("ls -A '" + dir_ + "/home/mps' | wc -l").output, "0\n");
+}
+
 TEST_F(ColoRun, MpsJobsGetThePrivatePipeDirectoryAndLimits) {
   std::string bin = dir_ + "/bin";
   shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
