@@ -42,20 +42,6 @@ class ColoCold : public ColoTestDir {
     if (!store.ok()) return store.error();
     return analyse_run(**store, 0);
   }
-
-  // The most jobs that ran at once.
-  static size_t most_at_once(const RunSummary& run) {
-    std::vector<std::pair<UnixMillis, int>> edges;
-    for (const JobSummary& j : run.jobs) {
-      if (!j.started_ms || !j.ended_ms) continue;
-      edges.emplace_back(*j.started_ms, 1);
-      edges.emplace_back(*j.ended_ms, -1);
-    }
-    std::sort(edges.begin(), edges.end());
-    int now = 0, most = 0;
-    for (const auto& [t, d] : edges) most = std::max(most, now += d);
-    return static_cast<size_t>(most);
-  }
 };
 
 // The first thing a newcomer runs (scripts/quickstart.sh): three toy jobs
@@ -201,19 +187,9 @@ TEST_F(ColoCold, NormalizedThroughputOfAKnownGain) {
 
   auto store = open_store();
   ASSERT_TRUE(store);
-  auto runs = store->list_runs(2);
-  ASSERT_TRUE(runs.ok() && runs->size() == 2u);
-  auto solo_rows = store->run_record((*runs)[1].id);
-  ASSERT_TRUE(solo_rows.ok());
-  std::string logs;
-  for (const nlohmann::json& job : show["jobs"])
-    logs += " '" + job["log_path"].get<std::string>() + "'";
-  CommandResult verified =
-      shell("python3 " COLO_SOURCE_DIR "/bench/verify-speedup.py --json --solo '" +
-            solo_rows->jobs[0].log_path + "' --together" + logs);
-  const nlohmann::json check = nlohmann::json::parse(verified.output, nullptr, false);
-  ASSERT_TRUE(check.is_object() && check["normalized_throughput"].is_number()) << verified.output;
-  EXPECT_NEAR(check["normalized_throughput"].get<double>(), nt, 0.02 * nt) << verified.output;
+  const nlohmann::json check = verify_from_logs(*store, show);
+  ASSERT_TRUE(check.is_object() && check["normalized_throughput"].is_number()) << check;
+  EXPECT_NEAR(check["normalized_throughput"].get<double>(), nt, 0.02 * nt) << check;
 }
 
 }  // namespace

@@ -115,20 +115,13 @@ TEST_P(ColoSpeedup, FourJobsWithAKnownGainAndStaggeredStartUps) {
   ASSERT_TRUE(runs.ok() && runs->size() == 2u);
   auto solo_rows = store->run_record((*runs)[1].id);
   ASSERT_TRUE(solo_rows.ok());
-  std::string logs;
-  for (const nlohmann::json& job : show["jobs"])
-    logs += " '" + job["log_path"].get<std::string>() + "'";
-  CommandResult verified =
-      shell("python3 " COLO_SOURCE_DIR "/bench/verify-speedup.py --json --solo '" +
-            solo_rows->jobs[0].log_path + "' --together" + logs);
-  ASSERT_EQ(verified.exit_code, 0) << verified.output;
-  const nlohmann::json check = nlohmann::json::parse(verified.output, nullptr, false);
-  ASSERT_TRUE(check.is_object() && check["speedup"].is_number()) << verified.output;
+  const nlohmann::json check = verify_from_logs(*store, show);
+  ASSERT_TRUE(check.is_object() && check["speedup"].is_number()) << check;
   // The logs carry each epoch's end to the millisecond, as does the client;
   // an epoch read through epoch_regex is timed when colo reads the line,
   // within its 200 ms tick, on epochs of about 0.3 s here.
   const double agreement = reporting == Reporting::kClient ? 0.02 : 0.05;
-  EXPECT_NEAR(check["speedup"].get<double>(), speedup, agreement * speedup) << verified.output;
+  EXPECT_NEAR(check["speedup"].get<double>(), speedup, agreement * speedup) << check;
 
   // The figure colo printed before: every job's samples of epochs 2..n over
   // the union of their steady intervals, over one job's steady rate alone.

@@ -51,20 +51,6 @@ class ColoSweep : public ColoTestDir {
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
     return n;
   }
-
-  // The most jobs that ran at once.
-  static size_t most_at_once(const RunSummary& run) {
-    std::vector<std::pair<UnixMillis, int>> edges;
-    for (const JobSummary& j : run.jobs) {
-      if (!j.started_ms || !j.ended_ms) continue;
-      edges.emplace_back(*j.started_ms, 1);
-      edges.emplace_back(*j.ended_ms, -1);
-    }
-    std::sort(edges.begin(), edges.end());
-    int now = 0, most = 0;
-    for (const auto& [t, d] : edges) most = std::max(most, now += d);
-    return static_cast<size_t>(most);
-  }
 };
 
 // The CI criterion of issue 17: a 12-point grid (learning rate x weight

@@ -6,14 +6,19 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "analysis/run_summary.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -46,6 +51,40 @@ bool eventually(Pred pred, int64_t timeout_ms) {
   }
   return pred();
 }
+
+// The most jobs of `run` that ran at once.
+inline size_t most_at_once(const colo::RunSummary& run) {
+  std::vector<std::pair<colo::UnixMillis, int>> edges;
+  for (const colo::JobSummary& j : run.jobs) {
+    if (!j.started_ms || !j.ended_ms) continue;
+    edges.emplace_back(*j.started_ms, 1);
+    edges.emplace_back(*j.ended_ms, -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  int now = 0;
+  int most = 0;
+  for (const auto& [t, d] : edges) most = std::max(most, now += d);
+  return static_cast<size_t>(most);
+}
+
+#ifdef COLO_SOURCE_DIR
+// The independent check: bench/verify-speedup.py on the logs of the jobs in
+// `show` (`colo show --json` of the latest run), with the first job of the
+// run before it in `store` as the solo run. Its JSON; null when it printed none.
+inline nlohmann::json verify_from_logs(RunStore& store, const nlohmann::json& show) {
+  auto runs = store.list_runs(2);
+  if (!runs.ok() || runs->size() != 2u) return nullptr;
+  auto solo = store.run_record((*runs)[1].id);
+  if (!solo.ok() || solo->jobs.empty()) return nullptr;
+  std::string logs;
+  for (const nlohmann::json& job : show["jobs"])
+    logs += " '" + job["log_path"].get<std::string>() + "'";
+  const CommandResult verified =
+      shell("python3 " COLO_SOURCE_DIR "/bench/verify-speedup.py --json --solo '" +
+            solo->jobs[0].log_path + "' --together" + logs);
+  return nlohmann::json::parse(verified.output, nullptr, false);
+}
+#endif
 
 // A fresh directory per test, removed unless the test failed (to look at).
 // Where this machine lets colo make cgroups, each test also gets a cgroup
