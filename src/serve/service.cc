@@ -165,12 +165,8 @@ std::vector<std::string> service_socket_candidates() {
 }
 
 Service::Service(ServeContext& ctx, const ServeOptions& options, RunEngine& engine,
-                 ServiceInfo info)
-    : ctx_(ctx), options_(options), engine_(engine), info_(std::move(info)) {}
-
-void Service::report(const Status& s, const std::string& what) {
-  if (!s.ok()) ctx_.log << fmt::format("warning: could not {}: {}\n", what, s.error().message());
-}
+                 StoreWriter& writer, ServiceInfo info)
+    : ctx_(ctx), options_(options), engine_(engine), writer_(writer), info_(std::move(info)) {}
 
 bool Service::is_admin(const Caller& caller) const {
   return caller.uid == 0 ||
@@ -179,8 +175,7 @@ bool Service::is_admin(const Caller& caller) const {
 
 void Service::record_end(int64_t id, JobState state, const std::string& reason,
                          UnixMillis time_ms) {
-  report(ctx_.store.service_job_ended(id, state, reason, time_ms),
-         fmt::format("record the end of job {}", id));
+  writer_.service_job_ended(id, state, reason, time_ms);
   ::unlink(secrets_path(id).c_str());
 }
 
@@ -250,8 +245,7 @@ Status Service::recover_queue() {
                    fmt::format("{}; gave up after {} attempts", what, row.attempts), now);
         continue;
       }
-      report(ctx_.store.service_job_requeued(row.id, what + "; running it again"),
-             "requeue job " + std::to_string(row.id));
+      writer_.service_job_requeued(row.id, what + "; running it again");
       ctx_.log << fmt::format("job {} ({}): {}; running it again (attempt {})\n", row.id, row.name,
                               what, row.attempts + 1);
       ++requeued;
@@ -274,22 +268,18 @@ void Service::record_changes() {
     const Tracked tracked = tracked_.at(id);
     switch (c.kind) {
       case JobChange::Kind::kStarted:
-        report(ctx_.store.service_job_started(id, c.job_id, c.device.value_or(0), c.time_ms,
-                                              engine_.view(c.key).log_path),
-               fmt::format("record the start of job {}", id));
+        writer_.service_job_started(id, c.job_id, c.device.value_or(0), c.time_ms,
+                                    engine_.view(c.key).log_path);
         break;
       case JobChange::Kind::kRequeued:
-        report(ctx_.store.service_job_requeued(id, c.reason),
-               fmt::format("record the retry of job {}", id));
+        writer_.service_job_requeued(id, c.reason);
         break;
       case JobChange::Kind::kEnded:
         if (c.state == JobState::kInterrupted && tracked.restart == RestartPolicy::kOnFailure) {
           // The service stops under it: it runs again at the next start.
-          report(ctx_.store.service_job_requeued(
-                     id, fmt::format("attempt {} interrupted: {}; it runs again when the service "
-                                     "starts",
-                                     c.attempt, c.reason)),
-                 fmt::format("requeue job {}", id));
+          writer_.service_job_requeued(
+              id, fmt::format("attempt {} interrupted: {}; it runs again when the service starts",
+                              c.attempt, c.reason));
         } else {
           record_end(id, c.state, c.reason, c.time_ms);
         }
@@ -298,6 +288,9 @@ void Service::record_changes() {
         break;
     }
   }
+  // What the store could not take yet (full disk, locked) waits in the
+  // writer, in order, and is written once it can be: no job's end is lost.
+  for (const std::string& line : writer_.flush()) ctx_.log << line << '\n';
 }
 
 std::string Service::answer(const Caller& caller, const std::string& request_line) {
@@ -797,7 +790,7 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
   RunEngine engine(session.engine_context(ctx.log), options.engine, session.run_id(),
                    session.token(), session.devices());
   engine.start();
-  Service service(ctx, options, engine, service_info(session, ctx));
+  Service service(ctx, options, engine, session.writer(), service_info(session, ctx));
   if (Status s = service.recover_queue(); !s.ok())
     ctx.log << "warning: " << s.error().message() << '\n';
   ctx.log << fmt::format(

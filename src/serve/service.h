@@ -92,7 +92,9 @@ Status run_service(const ServeOptions& options, ServeContext& ctx);
 // Everything but latest_snapshot() runs on the service's thread.
 class Service {
  public:
-  Service(ServeContext& ctx, const ServeOptions& options, RunEngine& engine, ServiceInfo info);
+  // `writer` is the run's: every change of a job's state goes through it.
+  Service(ServeContext& ctx, const ServeOptions& options, RunEngine& engine, StoreWriter& writer,
+          ServiceInfo info);
 
   // The queue the store kept (see the file comment).
   Status recover_queue();
@@ -150,11 +152,11 @@ class Service {
   void record_end(int64_t id, JobState state, const std::string& reason, UnixMillis time_ms);
   bool is_admin(const Caller& caller) const;
   QueueJob queue_job(const ServiceJobRow& row) const;
-  void report(const Status& s, const std::string& what);
 
   ServeContext& ctx_;
   const ServeOptions& options_;
   RunEngine& engine_;
+  StoreWriter& writer_;
   ServiceInfo info_;
   std::map<int64_t, Tracked> tracked_;  // service job id -> engine job
   std::string halt_reason_;

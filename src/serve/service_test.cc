@@ -69,7 +69,7 @@ class ServiceTest : public ::testing::Test {
     info.run_id = run_id_;
     info.state = "running";
     info.user = "root";
-    service_ = std::make_unique<Service>(*ctx_, options_, *engine_, info);
+    service_ = std::make_unique<Service>(*ctx_, options_, *engine_, *writer_, info);
   }
   void TearDown() override {
     service_.reset();

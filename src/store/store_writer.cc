@@ -45,6 +45,24 @@ void StoreWriter::job_finished(int64_t job_id, JobExit exit, UnixMillis ended_ms
                                int64_t malformed_progress_lines) {
   push(JobFinished{job_id, std::move(exit), ended_ms, malformed_progress_lines});
 }
+void StoreWriter::service_job_started(int64_t id, int64_t job_id, int device, UnixMillis started_ms,
+                                      std::string log_path) {
+  push(ServiceJobChange{ServiceJobChange::Kind::kStarted, id, job_id, device, started_ms,
+                        std::move(log_path)});
+}
+void StoreWriter::service_job_requeued(int64_t id, std::string reason) {
+  ServiceJobChange c{ServiceJobChange::Kind::kRequeued, id};
+  c.reason = std::move(reason);
+  push(std::move(c));
+}
+void StoreWriter::service_job_ended(int64_t id, JobState state, std::string reason,
+                                    UnixMillis ended_ms) {
+  ServiceJobChange c{ServiceJobChange::Kind::kEnded, id};
+  c.state = state;
+  c.reason = std::move(reason);
+  c.time_ms = ended_ms;
+  push(std::move(c));
+}
 void StoreWriter::end_run(int64_t run_id, RunState state, UnixMillis ended_ms) {
   push(RunEnded{run_id, state, ended_ms});
 }
@@ -109,6 +127,17 @@ std::string StoreWriter::describe(const Write& write) {
           return fmt::format("{} progress events", w.events.size());
         } else if constexpr (std::is_same_v<T, DataLoader>) {
           return fmt::format("the data loader '{}' of run {}", w.loader.name, w.run_id);
+        } else if constexpr (std::is_same_v<T, ServiceJobChange>) {
+          switch (w.kind) {
+            case ServiceJobChange::Kind::kStarted:
+              return fmt::format("the start of service job {}", w.id);
+            case ServiceJobChange::Kind::kRequeued:
+              return fmt::format("the retry of service job {}", w.id);
+            case ServiceJobChange::Kind::kEnded:
+              return fmt::format("the end of service job {} ({}: {})", w.id, to_string(w.state),
+                                 w.reason);
+          }
+          return "";
         } else {
           return fmt::format("{} GPU samples", w.devices.size() + w.processes.size());
         }
@@ -134,6 +163,16 @@ Status StoreWriter::apply(const Write& write) {
           return store_.add_job_events(w.events);
         } else if constexpr (std::is_same_v<T, DataLoader>) {
           return store_.add_data_loader(w.run_id, w.loader);
+        } else if constexpr (std::is_same_v<T, ServiceJobChange>) {
+          switch (w.kind) {
+            case ServiceJobChange::Kind::kStarted:
+              return store_.service_job_started(w.id, w.job_id, w.device, w.time_ms, w.log_path);
+            case ServiceJobChange::Kind::kRequeued:
+              return store_.service_job_requeued(w.id, w.reason);
+            case ServiceJobChange::Kind::kEnded:
+              return store_.service_job_ended(w.id, w.state, w.reason, w.time_ms);
+          }
+          return OkStatus();
         } else {
           return store_.add_samples(w.run_id, w.devices, w.processes);
         }

@@ -77,6 +77,12 @@ class StoreWriter {
                    std::vector<ProcessSampleRow> processes);
   // See RunStore::add_data_loader.
   void add_data_loader(int64_t run_id, DataLoaderRow loader);
+  // The service's queue (colo serve); see RunStore::service_job_started,
+  // service_job_requeued and service_job_ended.
+  void service_job_started(int64_t id, int64_t job_id, int device, UnixMillis started_ms,
+                           std::string log_path);
+  void service_job_requeued(int64_t id, std::string reason);
+  void service_job_ended(int64_t id, JobState state, std::string reason, UnixMillis ended_ms);
 
   // Adds the jobs' rows at once, not queued (their ids are needed now); a
   // store that cannot be written is waited out for up to `wait_ms`. See
@@ -141,8 +147,18 @@ class StoreWriter {
     std::vector<DeviceSample> devices;
     std::vector<ProcessSampleRow> processes;
   };
+  struct ServiceJobChange {
+    enum class Kind { kStarted, kRequeued, kEnded } kind;
+    int64_t id;
+    int64_t job_id = 0;  // kStarted
+    int device = 0;      // kStarted
+    UnixMillis time_ms = 0;
+    std::string log_path;                // kStarted
+    JobState state = JobState::kQueued;  // kEnded
+    std::string reason;                  // kRequeued, kEnded
+  };
   using Write = std::variant<JobStarted, JobRequeued, JobInstance, JobFinished, RunEnded, Events,
-                             Samples, DataLoader>;
+                             Samples, DataLoader, ServiceJobChange>;
 
   Status apply(const Write& write);
   static std::string describe(const Write& write);

@@ -93,11 +93,12 @@ TEST_F(ColoHardening, RunsWorksOnAFullDiskWithARunToMarkInterrupted) {
 
 // A job that "trains" for `epochs` epochs of `ms` milliseconds, reporting each
 // through its progress file.
-std::string toy_job(const std::string& name, int epochs, int ms) {
+std::string toy_job(const std::string& name, int epochs, int ms, const std::string& extra = "") {
   return "[[job]]\nname = \"" + name + "\"\ncommand = [\"sh\", \"-c\", \"for e in $(seq 1 " +
          std::to_string(epochs) + "); do sleep " + std::to_string(ms / 1000.0) +
          "; printf '{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":%d,\\\"samples\\\":10}\\\\n' $e "
-         ">> \\\"$COLO_PROGRESS_FILE\\\"; done\"]\n";
+         ">> \\\"$COLO_PROGRESS_FILE\\\"; done\"]\n" +
+         extra;
 }
 
 // The state of every job of the latest run, "name=state,..." in id order.
@@ -254,6 +255,50 @@ TEST_F(ColoHardening, ADiskFullForAWhileDuringARunLosesNoEventAndSaysSo) {
   ASSERT_EQ(summary->jobs.size(), 1U);
   EXPECT_EQ(summary->jobs[0].state, JobState::kOk);
   EXPECT_EQ(summary->jobs[0].epochs, 16) << r.output;
+}
+
+// Under colo serve (issue 25): the queue once stranded after a full disk,
+// an ended job shown running, `colo wait` never returning.
+TEST_F(ColoHardening, ADiskFullForAWhileUnderTheServiceLeavesEveryJobEndedInTheStore) {
+  if (!private_tmpfs_available()) GTEST_SKIP() << "no private mounts here (needs root)";
+  std::string file = write_file("jobs.toml", toy_job("steady", 8, 250, "repeat = 4\n"));
+  std::string m = dir_ + "/m";
+  const std::string sock = " --socket '" + dir_ + "/s.sock'";
+  CommandResult r = in_private_tmpfs(
+      "4m", colo("serve --backend sim --mechanism naive --policy fixed --max-per-gpu 2 --db '" + m +
+                 "/colo.db' --logs '" + m + "/logs'" + sock) +
+                " > '" + dir_ +
+                "/serve.log' 2>&1 & spid=$!\n"
+                "for i in $(seq 1 100); do " +
+                colo("queue" + sock) + " >/dev/null 2>&1 && break; sleep 0.1; done\n" +
+                colo("submit" + sock + " '" + file + "'") + "\nsleep 0.5; dd if=/dev/zero of='" +
+                m +
+                "/fill' bs=16k 2>/dev/null\n"
+                "sleep 3; rm '" +
+                m +
+                "/fill'\n"
+                "timeout 60 " +
+                colo("wait" + sock + " 1 2 3 4") +
+                "; echo wait=$?\n"
+                "kill -TERM $spid; wait $spid; echo serve=$?\n"
+                "cp '" +
+                m + "/colo.db' '" + dir_ + "/copy.db'\n");
+  const std::string log = shell("cat '" + dir_ + "/serve.log'").output;
+  EXPECT_EQ(r.output.find("wait=124"), std::string::npos) << "colo wait never returned\n"
+                                                          << r.output << log;
+  EXPECT_NE(r.output.find("serve=0"), std::string::npos) << r.output << log;
+  auto store = RunStore::open(dir_ + "/copy.db");
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  auto unfinished = (*store)->unfinished_service_jobs();
+  ASSERT_TRUE(unfinished.ok());
+  EXPECT_EQ(unfinished->size(), 0u) << "a job left queued or running in the store\n" << log;
+  auto ended = (*store)->ended_service_jobs(10);
+  ASSERT_TRUE(ended.ok());
+  EXPECT_EQ(ended->size(), 4u) << log;
+  for (const ServiceJobRow& row : *ended) {
+    EXPECT_TRUE(row.state == JobState::kOk || !row.reason.empty())
+        << "job " << row.id << " " << to_string(row.state) << ": " << row.reason;
+  }
 }
 
 // ------------------------- item 9: two stores sharing one state directory
