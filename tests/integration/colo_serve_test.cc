@@ -275,13 +275,15 @@ TEST_F(ColoServe, AnotherUserCannotCancelAndJobsRunAsTheirSubmitter) {
     GTEST_SKIP() << "useradd or runuser missing";
   const std::string user = "colot" + std::to_string(getpid() % 100000);
   const std::string group = user + "g";
-  ASSERT_EQ(shell("groupadd " + group + " && useradd -M -d /nonexistent -G " + group + " " + user)
+  const std::string outsider = user + "x";  // not in the socket's group
+  ASSERT_EQ(shell("groupadd " + group + " && useradd -M -d /nonexistent -G " + group + " " + user +
+                  " && useradd -M -d /nonexistent " + outsider)
                 .exit_code,
             0);
   struct Cleanup {
-    std::string user, group;
-    ~Cleanup() { shell("userdel " + user + "; groupdel " + group); }
-  } cleanup{user, group};
+    std::string user, outsider, group;
+    ~Cleanup() { shell("userdel " + user + "; userdel " + outsider + "; groupdel " + group); }
+  } cleanup{user, outsider, group};
   shell("chmod 755 '" + dir_ + "'");
   const std::string uid = shell("id -u " + user).output;
 
@@ -301,6 +303,13 @@ TEST_F(ColoServe, AnotherUserCannotCancelAndJobsRunAsTheirSubmitter) {
     return shell("runuser -u " + user + " -- env " + env() + std::string(COLO_BINARY) + " " + args +
                  " --socket '" + dir_ + "/home/colo.sock'");
   };
+  // Someone outside the socket's group is told which group to join, not "no colo serve answers".
+  CommandResult outside =
+      shell("runuser -u " + outsider + " -- env " + env() + std::string(COLO_BINARY) +
+            " queue --socket '" + dir_ + "/home/colo.sock'");
+  EXPECT_NE(outside.exit_code, 0);
+  EXPECT_NE(outside.output.find("only members of group '" + group + "' may"), std::string::npos)
+      << outside.output;
   CommandResult refused = as_user("cancel " + std::to_string(root_job[0]));
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_NE(refused.output.find("belongs to root; you (" + user + ") may cancel only your own"),
