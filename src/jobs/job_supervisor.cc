@@ -395,6 +395,9 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
 std::vector<FinishedJob> JobSupervisor::poll() {
   std::vector<FinishedJob> finished;
   const int64_t now = clock_.monotonic_ms();
+  const UnixMillis wall = clock_.now_ms();
+  const UnixMillis since = last_poll_ms_;
+  last_poll_ms_ = wall;
   for (auto it = running_.begin(); it != running_.end();) {
     Running& job = it->second;
     int status = 0;
@@ -420,7 +423,16 @@ std::vector<FinishedJob> JobSupervisor::poll() {
     FinishedJob done;
     done.job_name = job.job_name;
     done.pid = job.pid;
-    done.ended_ms = clock_.now_ms();
+    done.ended_ms = wall;
+    if (since > 0 && wall - since > kLateReapMs) {
+      // It ended somewhere in the gap: its last output is the best witness.
+      struct stat st {};
+      if (::stat(job.log_path.c_str(), &st) == 0) {
+        const UnixMillis written =
+            static_cast<UnixMillis>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
+        done.ended_ms = std::clamp(written, since, wall);
+      }
+    }
     if (r == job.pid) {
       done.exit = classify_exit(status, job.stop_requested, read_tail(job.log_path, kLogTailBytes));
     } else {

@@ -79,8 +79,13 @@ class JobSupervisor {
   Result<pid_t> start(const LaunchRequest& request);
 
   // Non-blocking: returns the jobs that ended since the last call, and
-  // escalates TERM to KILL for groups whose grace period has passed.
+  // escalates TERM to KILL for groups whose grace period has passed. A job
+  // found ended after a long gap between calls (colo was stopped, or its
+  // host suspended) is given the time of its log's last write as its end,
+  // when that falls within the gap, instead of the time it was found.
   std::vector<FinishedJob> poll();
+  // A gap between polls longer than this is such a gap.
+  static constexpr int64_t kLateReapMs = 2'000;
 
   // Asks every running job to stop: TERM to its process group now, KILL
   // after `grace_ms`. Jobs stopped this way end as kCancelled.
@@ -106,6 +111,7 @@ class JobSupervisor {
 
   Clock& clock_;
   std::map<pid_t, Running> running_;
+  UnixMillis last_poll_ms_ = 0;  // wall clock
 };
 
 }  // namespace colo

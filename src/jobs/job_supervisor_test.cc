@@ -218,6 +218,22 @@ TEST_F(SupervisorTest, SuccessfulJobIsOkAndStdinIsEmpty) {
   EXPECT_EQ(read(dir_ + "/ok.log"), "done\n");
 }
 
+// colo stopped (kill -STOP) while its job ended: the end once was the time
+// colo looked again, 15 s late.
+TEST_F(SupervisorTest, AJobFoundEndedAfterALongGapEndsWhenItLastWroteNotWhenFound) {
+  JobSupervisor sup(clock_);
+  ASSERT_TRUE(sup.start(shell("quick", "sleep 0.3; echo done")).ok());
+  EXPECT_TRUE(sup.poll().empty());
+  const UnixMillis before = clock_.now_ms();
+  clock_.sleep_for_ms(JobSupervisor::kLateReapMs + 1500);  // "stopped"
+  std::vector<FinishedJob> done = sup.poll();
+  const UnixMillis found = clock_.now_ms();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].exit.state, JobState::kOk);
+  EXPECT_GE(done[0].ended_ms, before);
+  EXPECT_LT(done[0].ended_ms, before + 1500) << "found at +" << found - before << " ms";
+}
+
 TEST_F(SupervisorTest, WithoutACgroupTheProcessGroupEndsWithTheJob) {
   // A grandchild once outlived a job that exited normally.
   const std::string marker = "sleep 300.3" + std::to_string(getpid());
