@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/paths.h"
+#include "common/units.h"
 
 namespace colo {
 namespace {
@@ -233,10 +234,10 @@ void SocketServer::read_from(int fd, Connection& c, const Handler& handler) {
       c.in.append(buf, static_cast<size_t>(n));
       buffered_bytes_ += static_cast<size_t>(n);
       if (c.in.size() > options_.max_request_bytes) {
-        answer(c, error_line(fmt::format("the request is larger than {} MiB",
-                                         options_.max_request_bytes >> 20)));
+        answer(c, error_line(fmt::format("the request is larger than {}",
+                                         format_bytes(options_.max_request_bytes))));
       } else if (buffered_bytes_ > options_.max_buffered_bytes &&
-                 c.in.find('\n') == std::string::npos) {
+                 std::memchr(buf, '\n', static_cast<size_t>(n)) == nullptr) {
         answer(c, error_line("colo serve is reading too many large requests; try again", true));
       }
       continue;
