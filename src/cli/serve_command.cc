@@ -182,7 +182,13 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
 // policy), after warning about [run] settings the service does not take.
 Result<json> submit_file(const ServiceClient& client, const JobFile& file) {
   json jobs = json::array();
-  for (const JobSpec& spec : file.jobs) jobs.push_back(job_spec_to_json(spec));
+  for (JobSpec spec : file.jobs) {
+    if (spec.dataset) {  // the service starts the loader: it needs the table
+      if (auto d = file.data_sources.find(*spec.dataset); d != file.data_sources.end())
+        spec.data_source = d->second;
+    }
+    jobs.push_back(job_spec_to_json(spec));
+  }
   Result<json> answer =
       client.submit(absolute_path(file.path), std::move(jobs), client_environment());
   if (!answer.ok()) return answer;

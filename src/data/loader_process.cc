@@ -72,6 +72,7 @@ Status SharedLoaders::start(std::vector<LoaderOptions> loaders, std::ostream& ou
     for (std::string& a : serve_arguments(o)) request.argv.push_back(std::move(a));
     request.working_dir = options_.logs_dir;
     request.log_path = loader.log_path;
+    request.run_as = options_.run_as;
     loader.options = std::move(o);
     Result<pid_t> pid = supervisor_.start(request);
     if (!pid.ok()) {

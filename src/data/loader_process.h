@@ -19,6 +19,7 @@
 #include "common/result.h"
 #include "data/loader_options.h"
 #include "jobs/job_supervisor.h"
+#include "jobs/run_as.h"
 
 namespace colo {
 
@@ -30,6 +31,9 @@ struct SharedLoadersOptions {
   std::string state_dir;               // ownership records of the rings
   int64_t ready_timeout_ms = 120'000;  // to open the dataset and create the ring
   int64_t stop_grace_ms = 5'000;       // TERM, then KILL
+  // Whom the loaders run as (a service running as root starts a submitter's
+  // loader as the submitter, who must own logs_dir and state_dir); unset: colo's user.
+  std::optional<RunAs> run_as;
 };
 
 // What a stopped loader left: its statistics (the JSON run_loader writes),

@@ -24,6 +24,23 @@ inline const char* to_string(RestartPolicy policy) {
   return policy == RestartPolicy::kNever ? "never" : "on-failure";
 }
 
+// A [data.NAME] table: a dataset that one shared loader serves to every job
+// naming it (docs/data-sharing.md). Unset fields take the loader's defaults.
+struct DataSourceSpec {
+  std::string name;
+  std::string path;                       // absolute
+  std::optional<std::string> format;      // "imagefolder", "cifar10" or "packed"
+  std::optional<int> image_size;          // crops are size x size (224)
+  std::optional<bool> augment;            // random-resized-crop and flip (true)
+  std::optional<int> threads;             // decoding threads (4)
+  std::optional<uint64_t> ring_bytes;     // shared memory for the ring (1 GiB)
+  std::optional<int> chunk;               // samples per ring slot (16)
+  std::optional<int64_t> lag_timeout_ms;  // see docs/data-sharing.md (30 s)
+  std::optional<std::string> cpus;        // CPU list for the loader ("0-3")
+  std::optional<int64_t> seed;            // sample order and augmentation (1)
+  std::string source;                     // "file.toml:12"
+};
+
 struct JobSpec {
   // Unique within the file: the job's name, then "[param=value,...]" for
   // sweep instances and "#k" (1-based) for repeats, e.g. "resnet26[lr=0.1]#3".
@@ -61,27 +78,13 @@ struct JobSpec {
   std::optional<std::string> mig_profile;  // mig: GPU-instance profile ("3g.40gb")
   std::optional<std::string> mig_group;    // mig: jobs of a group share one GPU instance
   std::optional<std::string> dataset;      // a [data.NAME] table: read through its shared loader
+  // That table, carried with the job where the job leaves its file (`colo
+  // submit` sends it to the service); unset within a file.
+  std::optional<DataSourceSpec> data_source;
   RestartPolicy restart = RestartPolicy::kOnFailure;
   std::map<std::string, std::string> params;  // this instance's grid values
   int repeat_index = 1;                       // 1-based
   std::string source;                         // "file.toml:12" where it was defined
-};
-
-// A [data.NAME] table: a dataset that one shared loader serves to every job
-// naming it (docs/data-sharing.md). Unset fields take the loader's defaults.
-struct DataSourceSpec {
-  std::string name;
-  std::string path;                       // absolute
-  std::optional<std::string> format;      // "imagefolder", "cifar10" or "packed"
-  std::optional<int> image_size;          // crops are size x size (224)
-  std::optional<bool> augment;            // random-resized-crop and flip (true)
-  std::optional<int> threads;             // decoding threads (4)
-  std::optional<uint64_t> ring_bytes;     // shared memory for the ring (1 GiB)
-  std::optional<int> chunk;               // samples per ring slot (16)
-  std::optional<int64_t> lag_timeout_ms;  // see docs/data-sharing.md (30 s)
-  std::optional<std::string> cpus;        // CPU list for the loader ("0-3")
-  std::optional<int64_t> seed;            // sample order and augmentation (1)
-  std::string source;                     // "file.toml:12"
 };
 
 struct JobFile {

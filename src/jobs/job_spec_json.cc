@@ -143,6 +143,19 @@ json job_spec_to_json(const JobSpec& job) {
   if (job.mig_profile) j["mig_profile"] = *job.mig_profile;
   if (job.mig_group) j["mig_group"] = *job.mig_group;
   if (job.dataset) j["dataset"] = *job.dataset;
+  if (const std::optional<DataSourceSpec>& d = job.data_source) {
+    json t = {{"name", d->name}, {"path", d->path}};
+    if (d->format) t["format"] = *d->format;
+    if (d->image_size) t["image_size"] = *d->image_size;
+    if (d->augment) t["augment"] = *d->augment;
+    if (d->threads) t["threads"] = *d->threads;
+    if (d->ring_bytes) t["ring_bytes"] = *d->ring_bytes;
+    if (d->chunk) t["chunk"] = *d->chunk;
+    if (d->lag_timeout_ms) t["lag_timeout_ms"] = *d->lag_timeout_ms;
+    if (d->cpus) t["cpus"] = *d->cpus;
+    if (d->seed) t["seed"] = *d->seed;
+    j["data_source"] = std::move(t);
+  }
   j["restart"] = to_string(job.restart);
   j["params"] = job.params;
   if (!job.family.empty()) j["family"] = job.family;
@@ -202,6 +215,31 @@ Result<JobSpec> job_spec_from_json(const json& j) {
   job.mig_profile = r.text("mig_profile");
   job.mig_group = r.text("mig_group");
   job.dataset = r.text("dataset");
+  if (auto it = j.find("data_source"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      r.fail("'data_source' must be an object (a [data.NAME] table)");
+    } else {
+      FieldReader d(*it);
+      DataSourceSpec spec;
+      spec.name = d.text("name", true).value_or("");
+      spec.path = d.text("path", true).value_or("");
+      spec.format = d.text("format");
+      spec.image_size = d.integer<int>("image_size", 1, 4096);
+      if (auto a = it->find("augment"); a != it->end() && a->is_boolean())
+        spec.augment = a->get<bool>();
+      spec.threads = d.integer<int>("threads", 1, 1024);
+      spec.ring_bytes = d.bytes("ring_bytes");
+      spec.chunk = d.integer<int>("chunk", 1, 1 << 20);
+      spec.lag_timeout_ms = d.integer<int64_t>("lag_timeout_ms", 1, INT64_MAX);
+      spec.cpus = d.text("cpus");
+      spec.seed = d.integer<int64_t>("seed", 0, INT64_MAX);
+      spec.source = "submitted";
+      if (spec.path.empty() || spec.path[0] != '/') d.fail("'path' must be an absolute path");
+      if (!job.dataset || spec.name != *job.dataset) d.fail("'name' must be the job's dataset");
+      if (!d.error().empty()) r.fail("data_source: " + d.error());
+      job.data_source = std::move(spec);
+    }
+  }
   std::string restart = r.text("restart").value_or("on-failure");
   if (restart == "never") {
     job.restart = RestartPolicy::kNever;

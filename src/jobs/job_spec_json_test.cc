@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace colo {
 namespace {
 
@@ -30,6 +32,11 @@ JobSpec full_spec() {
   job.mig_profile = "3g.40gb";
   job.mig_group = "pair";
   job.dataset = "imagenet";
+  job.data_source = DataSourceSpec{
+      "imagenet", "/data/imagenet", "imagefolder", 160, false,      6, uint64_t{512} << 20,
+      32,         45'000,           "0-3",         7,   "submitted"};
+  job.host_memory_bytes = uint64_t{16} << 30;
+  job.cpus = 4;
   job.restart = RestartPolicy::kNever;
   job.params = {{"lr", "0.1"}};
   job.repeat_index = 2;
@@ -58,6 +65,17 @@ void expect_same(const JobSpec& a, const JobSpec& b) {
   EXPECT_EQ(a.mig_profile, b.mig_profile);
   EXPECT_EQ(a.mig_group, b.mig_group);
   EXPECT_EQ(a.dataset, b.dataset);
+  ASSERT_EQ(a.data_source.has_value(), b.data_source.has_value());
+  if (a.data_source) {
+    const DataSourceSpec& x = *a.data_source;
+    const DataSourceSpec& y = *b.data_source;
+    EXPECT_EQ(std::tie(x.name, x.path, x.format, x.image_size, x.augment, x.threads, x.ring_bytes,
+                       x.chunk, x.lag_timeout_ms, x.cpus, x.seed),
+              std::tie(y.name, y.path, y.format, y.image_size, y.augment, y.threads, y.ring_bytes,
+                       y.chunk, y.lag_timeout_ms, y.cpus, y.seed));
+  }
+  EXPECT_EQ(a.host_memory_bytes, b.host_memory_bytes);
+  EXPECT_EQ(a.cpus, b.cpus);
   EXPECT_EQ(a.restart, b.restart);
   EXPECT_EQ(a.params, b.params);
   EXPECT_EQ(a.repeat_index, b.repeat_index);

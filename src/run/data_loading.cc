@@ -1,6 +1,7 @@
 #include "run/data_loading.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -9,29 +10,41 @@
 
 namespace colo {
 
+std::string self_executable() {
+  std::string exe(4096, '\0');
+  ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
+  return n > 0 ? exe.substr(0, static_cast<size_t>(n)) : "colo";
+}
+
+Result<LoaderOptions> loader_options_for(const DataSourceSpec& spec) {
+  LoaderOptions o;
+  o.name = spec.name;
+  o.path = spec.path;
+  if (spec.format) {
+    Result<DatasetFormat> f = parse_dataset_format(*spec.format);
+    if (!f.ok()) return f.error().with_context(spec.source);
+    o.format = *f;
+  }
+  if (spec.image_size) o.transform.size = *spec.image_size;
+  if (spec.augment) o.transform.augment = *spec.augment;
+  if (spec.threads) o.threads = *spec.threads;
+  if (spec.ring_bytes) o.ring_bytes = *spec.ring_bytes;
+  if (spec.chunk) o.chunk_samples = static_cast<uint32_t>(*spec.chunk);
+  if (spec.lag_timeout_ms) o.lag_timeout_ms = *spec.lag_timeout_ms;
+  if (spec.cpus) o.cpus = *spec.cpus;
+  if (spec.seed) o.seed = static_cast<uint64_t>(*spec.seed);
+  return o;
+}
+
 Result<std::vector<LoaderOptions>> loaders_for(const JobFile& file) {
   std::vector<LoaderOptions> out;
   for (const auto& [name, spec] : file.data_sources) {
     bool used = false;
     for (const JobSpec& job : file.jobs) used |= job.dataset == name;
     if (!used) continue;
-    LoaderOptions o;
-    o.name = name;
-    o.path = spec.path;
-    if (spec.format) {
-      Result<DatasetFormat> f = parse_dataset_format(*spec.format);
-      if (!f.ok()) return f.error().with_context(spec.source);
-      o.format = *f;
-    }
-    if (spec.image_size) o.transform.size = *spec.image_size;
-    if (spec.augment) o.transform.augment = *spec.augment;
-    if (spec.threads) o.threads = *spec.threads;
-    if (spec.ring_bytes) o.ring_bytes = *spec.ring_bytes;
-    if (spec.chunk) o.chunk_samples = static_cast<uint32_t>(*spec.chunk);
-    if (spec.lag_timeout_ms) o.lag_timeout_ms = *spec.lag_timeout_ms;
-    if (spec.cpus) o.cpus = *spec.cpus;
-    if (spec.seed) o.seed = static_cast<uint64_t>(*spec.seed);
-    out.push_back(std::move(o));
+    Result<LoaderOptions> o = loader_options_for(spec);
+    if (!o.ok()) return o.error();
+    out.push_back(std::move(o).value());
   }
   return out;
 }

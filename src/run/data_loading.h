@@ -20,6 +20,11 @@ namespace colo {
 // One loader per [data.NAME] table that at least one job names, with the
 // table's settings over the loader's defaults.
 Result<std::vector<LoaderOptions>> loaders_for(const JobFile& file);
+// This program's path, to start `colo data serve` children.
+std::string self_executable();
+
+// The loader of one table.
+Result<LoaderOptions> loader_options_for(const DataSourceSpec& spec);
 
 // A stopped loader's record for the store: its statistics, each consumer
 // matched to its job by name (`job_ids`), or the note saying why there are

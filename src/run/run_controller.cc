@@ -14,13 +14,6 @@
 namespace colo {
 namespace {
 
-// This program's path, to start `colo data serve` children.
-std::string self_executable() {
-  std::string exe(4096, '\0');
-  ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
-  return n > 0 ? exe.substr(0, static_cast<size_t>(n)) : "colo";
-}
-
 SessionOptions session_options(const JobFile& file, const RunOptions& options) {
   return SessionOptions{options.only_devices, options.slurm,
                         options.locks,        file.path,

@@ -10,13 +10,16 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <ostream>
 
 #include "common/names.h"
 #include "common/paths.h"
+#include "data/ring_owner.h"
 #include "jobs/job_spec_json.h"
 #include "jobs/run_as.h"
 #include "jobs/secret_env.h"
+#include "run/data_loading.h"
 #include "run/leftovers.h"
 #include "run/log_layout.h"
 #include "serve/protocol.h"
@@ -212,12 +215,75 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& s
     }
     job.run_as = *who;
   }
+  if (job.spec.dataset) {
+    if (Status s = attach_loader(row, job); !s.ok()) {
+      record_end(row.id, JobState::kFailed,
+                 "its shared data loader could not start: " + s.error().message(),
+                 ctx_.clock.now_ms());
+      return;
+    }
+  }
   const size_t key = engine_.submit(std::move(job));
   tracked_[row.id] = Tracked{key, spec.restart, row.attempts};
   by_key_[key] = row.id;
 }
 
+Status Service::attach_loader(const ServiceJobRow& row, EngineJob& job) {
+  const JobSpec& spec = job.spec;
+  if (!spec.data_source) {
+    return Error(fmt::format("it reads dataset '{}', but its [data.{}] table did not come with it",
+                             *spec.dataset, *spec.dataset));
+  }
+  const std::string table = job_spec_to_json(spec)["data_source"].dump();
+  const std::string key = fmt::format("{}:{}", row.owner_uid, table);
+  auto it = loaders_.find(key);
+  if (it == loaders_.end()) {
+    Result<LoaderOptions> options = loader_options_for(*spec.data_source);
+    if (!options.ok()) return options.error();
+    // Unique among this service's loaders (it names the shared memory).
+    options->name =
+        fmt::format("{}.u{}.{}", spec.data_source->name, row.owner_uid, loaders_started_++);
+    // The loader writes its statistics and ring records here, as the submitter.
+    const std::string dir = fmt::format("{}/data/{}", options_.logs_root, row.owner_uid);
+    if (Status s = make_dirs(dir, 0700); !s.ok()) return s;
+    if (job.run_as) {
+      if (Status s = give_to(dir, *job.run_as); !s.ok()) return s;
+    }
+    SharedLoadersOptions shared{self_executable(), dir, dir};
+    shared.run_as = job.run_as;
+    auto loaders = std::make_unique<SharedLoaders>(ctx_.clock, shared);
+    if (Status s = loaders->start({*options}, ctx_.log); !s.ok()) return s;
+    it = loaders_.emplace(key, Loader{std::move(loaders), options->name, {}, {}}).first;
+  }
+  Loader& loader = it->second;
+  for (const auto& [k, v] : loader.loaders->environment_for(loader.name)) job.extra_env[k] = v;
+  loader.readers[row.id] = spec.name;
+  loader_of_[row.id] = key;
+  return OkStatus();
+}
+
+void Service::detach_loader(int64_t id) {
+  auto of = loader_of_.find(id);
+  if (of == loader_of_.end()) return;
+  auto it = loaders_.find(of->second);
+  loader_of_.erase(of);
+  if (it == loaders_.end()) return;
+  it->second.readers.erase(id);
+  if (!it->second.readers.empty()) return;
+  record_loaders(it->second.loaders->stop(), it->second.job_ids, info_.run_id, writer_, ctx_.log);
+  loaders_.erase(it);
+}
+
 Status Service::recover_queue() {
+  // Loaders a killed service left: their shared memory and processes.
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.logs_root + "/data", ec)) {
+    if (!entry.is_directory(ec)) continue;
+    Result<std::vector<std::string>> cleaned = cleanup_stale_data_loaders(entry.path().string());
+    if (cleaned.ok()) {
+      for (const std::string& line : *cleaned) ctx_.log << line << '\n';
+    }
+  }
   Result<std::vector<ServiceJobRow>> rows = ctx_.store.unfinished_service_jobs();
   if (!rows.ok()) return rows.error().with_context("reading the queue");
   int requeued = 0;
@@ -270,6 +336,10 @@ void Service::record_changes() {
       case JobChange::Kind::kStarted:
         writer_.service_job_started(id, c.job_id, c.device.value_or(0), c.time_ms,
                                     engine_.view(c.key).log_path);
+        if (auto of = loader_of_.find(id); of != loader_of_.end()) {
+          Loader& loader = loaders_.at(of->second);
+          loader.job_ids[loader.readers.at(id)] = c.job_id;
+        }
         break;
       case JobChange::Kind::kRequeued:
         writer_.service_job_requeued(id, c.reason);
@@ -283,6 +353,7 @@ void Service::record_changes() {
         } else {
           record_end(id, c.state, c.reason, c.time_ms);
         }
+        detach_loader(id);
         tracked_.erase(id);
         by_key_.erase(it);
         break;
@@ -355,12 +426,15 @@ json Service::submit(const Caller& caller, const json& request) {
   for (size_t i = 0; i < jobs->size(); ++i) {
     Result<JobSpec> spec = job_spec_from_json((*jobs)[i]);
     if (!spec.ok()) return error_answer(fmt::format("job #{}: {}", i + 1, spec.error().message()));
-    if (spec->dataset) {
+    if (spec->dataset && !spec->data_source) {
       return error_answer(fmt::format(
-          "job '{}' reads dataset '{}' through a shared data loader, which colo serve does not "
-          "run yet; run this job file with colo run --local (which starts the loaders) on GPUs "
-          "that no colo serve holds (--gpus)",
-          spec->name, *spec->dataset));
+          "job '{}' reads dataset '{}', but its [data.{}] table did not come with it: submit "
+          "its job file with colo submit, which sends the table",
+          spec->name, *spec->dataset, *spec->dataset));
+    }
+    if (spec->data_source) {
+      if (Result<LoaderOptions> o = loader_options_for(*spec->data_source); !o.ok())
+        return error_answer(fmt::format("job '{}': {}", spec->name, o.error().message()));
     }
     specs.push_back(std::move(spec).value());
   }

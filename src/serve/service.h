@@ -39,6 +39,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "data/loader_process.h"
 #include "gpu/gpu_backend.h"
 #include "run/run_engine.h"
 #include "run/run_session.h"
@@ -159,6 +160,23 @@ class Service {
   StoreWriter& writer_;
   ServiceInfo info_;
   std::map<int64_t, Tracked> tracked_;  // service job id -> engine job
+  // The shared data loaders of submitted jobs: one per dataset table of one
+  // submitter, started when the first job reading it is queued, stopped
+  // (and recorded in the service's run) once the last has ended.
+  struct Loader {
+    std::unique_ptr<SharedLoaders> loaders;
+    std::string name;                        // the loader's, unique in this service
+    std::map<int64_t, std::string> readers;  // service job id -> job name
+    std::map<std::string, int64_t> job_ids;  // jobs-table rows by job name, for the record
+  };
+  // Gives the job its dataset's loader, starting it if needed; an error says
+  // why the job cannot run.
+  Status attach_loader(const ServiceJobRow& row, EngineJob& job);
+  // The job has ended here: the loader stops (recorded) after its last reader.
+  void detach_loader(int64_t id);
+  int loaders_started_ = 0;
+  std::map<std::string, Loader> loaders_;     // by owner and table
+  std::map<int64_t, std::string> loader_of_;  // service job id -> loaders_ key
   std::string halt_reason_;
   std::string lost_queue_path_;
   std::optional<nlohmann::json> queue_answer_;

@@ -152,15 +152,19 @@ TEST_F(ServiceTest, SubmittedJobsRunWithTheSubmittersEnvironmentAndEndInTheStore
   EXPECT_EQ(record->jobs.size(), 2u);
 }
 
-TEST_F(ServiceTest, AJobReadingASharedDatasetIsRefusedWithWhatToDoInstead) {
+TEST_F(ServiceTest, AJobReadingADatasetWithoutItsTableIsRefusedWithWhatToDoInstead) {
   JobSpec reader = shell_job("reader", "true");
   reader.dataset = "imagenet";
   json answer = submit(root_, {shell_job("plain", "true"), reader});
   EXPECT_FALSE(answer["ok"].get<bool>());
   EXPECT_THAT(answer["error"].get<std::string>(),
-              HasSubstr("job 'reader' reads dataset 'imagenet' through a shared data loader"));
-  EXPECT_THAT(answer["error"].get<std::string>(), HasSubstr("colo run --local"));
+              HasSubstr("job 'reader' reads dataset 'imagenet', but its [data.imagenet] table did "
+                        "not come with it"));
   EXPECT_EQ(engine_->job_count(), 0u) << "nothing of the file was queued";
+  reader.data_source = DataSourceSpec{"imagenet", "/data/imagenet", std::string("jpegs")};
+  json bad = submit(root_, {reader});
+  EXPECT_FALSE(bad["ok"].get<bool>());
+  EXPECT_THAT(bad["error"].get<std::string>(), HasSubstr("jpegs"));
 }
 
 TEST_F(ServiceTest, OnlyTheOwnerOrAnAdminMayCancelOrReadLogs) {

@@ -294,6 +294,63 @@ class DataSharingTest(unittest.TestCase):
             self.assertEqual(consumers[name]["samples"], epochs * N)
         self.assertEqual(shm_names("colo-data-%d-" % shown["run"]["colo_pid"]), [])
 
+    def test_colo_serve_feeds_submitted_jobs_through_one_loader(self):
+        jobs = os.path.join(self.dir, "jobs.toml")
+        with open(jobs, "w") as f:
+            f.write(textwrap.dedent("""
+                [data.cifar]
+                path = "%s"
+                size = 32
+                augment = false
+                ring = "2MiB"
+                chunk = 8
+
+                [[job]]
+                name = "a"
+                command = ["%s", "%s", "-", "8", "2", "0"]
+                dataset = "cifar"
+
+                [[job]]
+                name = "b"
+                command = ["%s", "%s", "-", "20", "3", "0"]
+                dataset = "cifar"
+            """ % (self.cifar, sys.executable, self.consumer, sys.executable, self.consumer)))
+        db = os.path.join(self.dir, "colo.db")
+        sock = os.path.join(self.dir, "s.sock")
+        serve = subprocess.Popen([COLO, "serve", "--backend", "sim", "--db", db, "--socket", sock,
+                                  "--policy", "fixed"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 env=self.env)
+        self.procs.append(serve)
+        wait_for(lambda: subprocess.run([COLO, "queue", "--socket", sock], capture_output=True,
+                                        env=self.env).returncode == 0, 30, "colo serve")
+        submitted = subprocess.run([COLO, "submit", "--json", "--socket", sock, jobs],
+                                   capture_output=True, text=True, env=self.env)
+        self.assertEqual(submitted.returncode, 0, submitted.stdout + submitted.stderr)
+        ids = json.loads(submitted.stdout)["ids"]
+        waited = subprocess.run([COLO, "wait", "--socket", sock] + [str(i) for i in ids],
+                                capture_output=True, text=True, env=self.env, timeout=120)
+        logs = {}
+        for i, name in zip(ids, ("a", "b")):
+            logs[name] = subprocess.run([COLO, "logs", "--socket", sock, str(i)],
+                                        capture_output=True, text=True, env=self.env).stdout
+        serve.send_signal(signal.SIGTERM)
+        out, _ = serve.communicate(timeout=60)
+        self.assertEqual(waited.returncode, 0, waited.stdout + logs["a"] + logs["b"] + out)
+        # Each job saw every sample exactly once in each of its epochs.
+        for name, epochs in (("a", 2), ("b", 3)):
+            lines = [json.loads(l) for l in logs[name].splitlines() if l.startswith("{")]
+            self.assertEqual(sum(1 for l in lines if l.get("ok")), epochs, logs[name])
+        self.assertEqual(out.count("data loader 'cifar.u%d.0'" % os.geteuid()), 2, out)
+        shown = json.loads(subprocess.run([COLO, "show", "--db", db, "--json", "1"],
+                                          capture_output=True, text=True, env=self.env).stdout)
+        [loader] = shown["data_loaders"]
+        consumers = {c["job"]: c for c in loader["consumers"]}
+        self.assertEqual(sorted(consumers), ["a", "b"], loader)
+        for name, epochs in (("a", 2), ("b", 3)):
+            self.assertEqual(consumers[name]["samples"], epochs * N)
+        self.assertEqual(shm_names("colo-data-%d-" % serve.pid), [])
+
     def test_dev_shm_is_clean_after_sigkill_of_colo_and_after_the_next_start(self):
         jobs = os.path.join(self.dir, "jobs.toml")
         with open(jobs, "w") as f:
