@@ -1,9 +1,24 @@
 #include "common/proc_stat.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <sstream>
 #include <string>
 
 namespace colo {
+
+std::optional<std::string> read_proc_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  char buf[8192];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  if (n < 0) return std::nullopt;
+  return text;
+}
 
 std::optional<uint64_t> start_ticks_in_stat(std::string_view stat) {
   const size_t close = stat.rfind(')');

@@ -15,6 +15,7 @@
 
 #include "common/names.h"
 #include "common/paths.h"
+#include "common/proc_stat.h"
 #include "data/ring_memory.h"
 
 namespace colo {
@@ -25,8 +26,7 @@ bool alive(int pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
 // The process's command line with NULs as spaces; empty when unreadable.
 std::string command_line(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = read_proc_file(fmt::format("/proc/{}/cmdline", pid)).value_or("");
   std::replace(text.begin(), text.end(), '\0', ' ');
   return text;
 }

@@ -235,7 +235,7 @@ Status apply_cgroup_limits(const std::string& path, const CgroupLimits& limits) 
 }
 
 std::optional<uint64_t> process_start_ticks(pid_t pid) {
-  return start_ticks_in_stat(read_text(fmt::format("/proc/{}/stat", pid)));
+  return start_ticks_in_stat(read_proc_file(fmt::format("/proc/{}/stat", pid)).value_or(""));
 }
 
 std::vector<std::string> cleanup_stale_run_cgroups(const std::string& parent) {

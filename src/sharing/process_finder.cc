@@ -7,29 +7,17 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 
 #include "common/proc_stat.h"
 
 namespace colo {
-namespace {
-
-std::string read_whole_file(const std::string& path, bool* ok) {
-  std::ifstream in(path, std::ios::binary);
-  *ok = static_cast<bool>(in);
-  if (!in) return {};
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-}  // namespace
-
 bool ProcFsProcessFinder::environment_has(int pid, std::string_view entry) const {
-  bool ok = false;
-  std::string environ_text = read_whole_file(fmt::format("{}/{}/environ", proc_root_, pid), &ok);
-  if (!ok) return false;
+  std::optional<std::string> environ_file =
+      read_proc_file(fmt::format("{}/{}/environ", proc_root_, pid));
+  if (!environ_file) return false;
+  const std::string& environ_text = *environ_file;
   size_t start = 0;
   while (start < environ_text.size()) {
     size_t end = environ_text.find('\0', start);
@@ -52,12 +40,13 @@ std::vector<ProcessInfo> ProcFsProcessFinder::find_with_env(std::string_view nam
     long pid = std::strtol(d->d_name, &end, 10);
     if (pid <= 0 || *end != '\0' || pid == self) continue;
     if (!environment_has(static_cast<int>(pid), entry)) continue;
-    bool ok = false;
-    std::string comm = read_whole_file(fmt::format("{}/{}/comm", proc_root_, pid), &ok);
-    if (!ok) continue;  // exited meanwhile
+    std::optional<std::string> comm_file =
+        read_proc_file(fmt::format("{}/{}/comm", proc_root_, pid));
+    if (!comm_file) continue;  // exited meanwhile
+    std::string comm = std::move(*comm_file);
     while (!comm.empty() && (comm.back() == '\n' || comm.back() == '\0')) comm.pop_back();
-    bool stat_ok = false;
-    const std::string stat = read_whole_file(fmt::format("{}/{}/stat", proc_root_, pid), &stat_ok);
+    const std::string stat =
+        read_proc_file(fmt::format("{}/{}/stat", proc_root_, pid)).value_or("");
     found.push_back({static_cast<int>(pid), comm, start_ticks_in_stat(stat).value_or(0)});
   }
   return found;
