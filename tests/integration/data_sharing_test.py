@@ -251,7 +251,8 @@ class DataSharingTest(unittest.TestCase):
         self.assertGreaterEqual(s["consumers"][0]["left_ms"], 0)
         self.assertEqual(s["consumers"][0]["detached"], "")
 
-    def test_colo_run_feeds_its_jobs_and_colo_show_reports_the_loader(self):
+    def two_readers(self, b_epochs):
+        """A job file: jobs a (batch 8, 2 epochs) and b (batch 20) reading one cifar loader."""
         jobs = os.path.join(self.dir, "jobs.toml")
         with open(jobs, "w") as f:
             f.write(textwrap.dedent("""
@@ -269,9 +270,14 @@ class DataSharingTest(unittest.TestCase):
 
                 [[job]]
                 name = "b"
-                command = ["%s", "%s", "-", "20", "1", "0"]
+                command = ["%s", "%s", "-", "20", "%d", "0"]
                 dataset = "cifar"
-            """ % (self.cifar, sys.executable, self.consumer, sys.executable, self.consumer)))
+            """ % (self.cifar, sys.executable, self.consumer, sys.executable, self.consumer,
+                   b_epochs)))
+        return jobs
+
+    def test_colo_run_feeds_its_jobs_and_colo_show_reports_the_loader(self):
+        jobs = self.two_readers(b_epochs=1)
         db = os.path.join(self.dir, "colo.db")
         run = subprocess.run([COLO, "run", jobs, "--backend", "sim", "--plain", "--db", db],
                              capture_output=True, text=True, env=self.env, timeout=120)
@@ -295,26 +301,7 @@ class DataSharingTest(unittest.TestCase):
         self.assertEqual(shm_names("colo-data-%d-" % shown["run"]["colo_pid"]), [])
 
     def test_colo_serve_feeds_submitted_jobs_through_one_loader(self):
-        jobs = os.path.join(self.dir, "jobs.toml")
-        with open(jobs, "w") as f:
-            f.write(textwrap.dedent("""
-                [data.cifar]
-                path = "%s"
-                size = 32
-                augment = false
-                ring = "2MiB"
-                chunk = 8
-
-                [[job]]
-                name = "a"
-                command = ["%s", "%s", "-", "8", "2", "0"]
-                dataset = "cifar"
-
-                [[job]]
-                name = "b"
-                command = ["%s", "%s", "-", "20", "3", "0"]
-                dataset = "cifar"
-            """ % (self.cifar, sys.executable, self.consumer, sys.executable, self.consumer)))
+        jobs = self.two_readers(b_epochs=3)
         db = os.path.join(self.dir, "colo.db")
         sock = os.path.join(self.dir, "s.sock")
         serve = subprocess.Popen([COLO, "serve", "--backend", "sim", "--db", db, "--socket", sock,
