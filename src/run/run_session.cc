@@ -98,6 +98,8 @@ Status RunSession::open() {
 }
 
 void RunSession::clean_up() {
+  if (cleaned_up_) return;
+  cleaned_up_ = true;
   // Opening the store marked the runs of a colo that is gone interrupted.
   for (int64_t id : ctx_.store.runs_interrupted_at_open()) {
     ctx_.out << fmt::format(

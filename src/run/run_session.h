@@ -99,6 +99,8 @@ class RunSession {
   // is then closed failed, as far as it got).
   Status open();
 
+  // Once per session: open() after a front end's own clean_up() (`colo
+  // serve` cleans up before it takes its lock) does not repeat it.
   void clean_up();
   Status take_devices();
   Status record_run();
@@ -132,6 +134,7 @@ class RunSession {
   NewRun record_;
   std::string token_;
   bool mechanism_started_ = false;
+  bool cleaned_up_ = false;
   std::optional<RunCgroup> cgroup_;
   std::optional<Status> closed_;
 };

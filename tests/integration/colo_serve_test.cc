@@ -109,18 +109,23 @@ class ColoServe : public ColoTestDir {
   }
 
   // A job that appends "start ID" and "end ID" to marks, with `epochs`
-  // epochs of `seconds` each reported in between.
-  std::string job(const std::string& name, int epochs, double seconds, int repeat = 1) const {
+  // epochs of `seconds` each reported in between. With `leftover`, it first
+  // starts a minute-long process of its own, whose pid goes to leftovers: a
+  // process that outlives the job's main one when colo dies.
+  std::string job(const std::string& name, int epochs, double seconds, int repeat = 1,
+                  bool leftover = false) const {
     return "[[job]]\nname = \"" + name + "\"\nrepeat = " + std::to_string(repeat) +
-           "\ncommand = [\"sh\", \"-c\", \"echo start $COLO_JOB_ID >> '" + dir_ +
-           "/marks'; for e in $(seq 1 " + std::to_string(epochs) + "); do sleep " +
-           std::to_string(seconds) +
+           "\ncommand = [\"sh\", \"-c\", \"" +
+           (leftover ? "sleep 60 & echo $! >> '" + dir_ + "/leftovers'; " : std::string()) +
+           "echo start $COLO_JOB_ID >> '" + dir_ + "/marks'; for e in $(seq 1 " +
+           std::to_string(epochs) + "); do sleep " + std::to_string(seconds) +
            "; printf '{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":%d,\\\"samples\\\":100}\\\\n' "
            "$e >> \\\"$COLO_PROGRESS_FILE\\\"; done; echo end $COLO_JOB_ID >> '" +
            dir_ + "/marks'\"]\n";
   }
-  std::vector<std::string> marks() const {
-    std::ifstream in(dir_ + "/marks");
+  std::vector<std::string> marks() const { return lines_of("marks"); }
+  std::vector<std::string> lines_of(const std::string& name) const {
+    std::ifstream in(dir_ + "/" + name);
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) lines.push_back(line);
     return lines;
@@ -130,7 +135,9 @@ class ColoServe : public ColoTestDir {
 };
 
 TEST_F(ColoServe, SubmitCrashRestartEveryJobEndsOkExactlyOnce) {
-  std::string a = write_file("a.toml", job("alpha", 6, 0.4, 2));
+  // The jobs' main processes die with colo (PR_SET_PDEATHSIG); what they
+  // started lives on until the restarted service stops it.
+  std::string a = write_file("a.toml", job("alpha", 6, 0.4, 2, /*leftover=*/true));
   std::string b = write_file("b.toml", job("beta", 6, 0.4, 2));
   start_service("--policy fixed --max-per-gpu 2 --mechanism naive --grace 1s");
   std::vector<int64_t> ids = submit(a);
@@ -184,7 +191,19 @@ TEST_F(ColoServe, SubmitCrashRestartEveryJobEndsOkExactlyOnce) {
   for (const auto& [line, n] : ends) EXPECT_EQ(n, 1) << line;
   EXPECT_EQ(starts, 6);
   EXPECT_NE(service_log().find("running it again (attempt 2)"), std::string::npos);
-  EXPECT_NE(service_log().find("leftover job processes"), std::string::npos) << service_log();
+  EXPECT_NE(service_log().find(" leftover job processes of run 1"), std::string::npos)
+      << service_log();
+  std::vector<std::string> leftovers = lines_of("leftovers");
+  EXPECT_EQ(leftovers.size(), 4u) << "one per attempt";
+  for (const std::string& pid : leftovers) {
+    EXPECT_TRUE(eventually(
+        [&] {
+          const pid_t p = std::stoi(pid);
+          return ::kill(p, 0) != 0 || is_zombie(p);
+        },
+        10'000))
+        << "leftover " << pid << " still runs";
+  }
 }
 
 TEST_F(ColoServe, SighupToAFollowingClientLeavesItsJobsRunning) {
