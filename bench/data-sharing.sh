@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Issue 13's benchmark: one shared colo loader against K independent PyTorch
-# DataLoaders under the same data-loading CPU budget, K = 1, 3, 7 trainers
+# DataLoaders, and against K independent colo loaders (the gain of sharing
+# alone), under the same data-loading CPU budget, K = 1, 3, 7 trainers
 # (ResNet-50 from timm on 224 px crops of a generated JPEG dataset), each
 # configuration run by `colo run`. See bench/data_sharing.py for what is
 # measured and checked.
 #
 #   bench/data-sharing.sh RESULTS_DIR
 #
-# Environment (defaults for an H100 machine with 16 cores, under 8 minutes):
+# Environment (defaults for an H100 machine with 16 cores, about 9 minutes):
 #   COLO=build-release/colo  PYTHON=python3  DEVICE=cuda  BACKEND=nvml
 #   MODEL=resnet50  KS="1 3 7"  BATCH=64  CROP=224
 #   IMAGES=10000  IMAGE_SIZE=400  CLASSES=100  DATA_DIR=/tmp/colo-data-sharing-...

@@ -7,6 +7,10 @@ model on crops of a generated JPEG dataset), run under `colo run`:
                the data-loading CPUs (ceil(budget / K) workers each)
   shared       one colo loader ([data.NAME], threads = the budget's CPUs,
                pinned to them) feeds every trainer (python/colo_data.py)
+  colo-each    K colo loaders, one per trainer ([data.NAME-i], ceil(budget / K)
+               threads each, all pinned to the budget's CPUs): colo's decoder
+               without sharing, so that shared / colo-each is the gain of
+               sharing alone and colo-each / independent that of the decoder
 
 The trainers' own processes run on the other CPUs in both cases. Reported
 per configuration, each figure beside an independent check: aggregate
@@ -34,6 +38,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+
+
+MODES = ("independent", "colo-each", "shared")
 
 
 def env(name, default):
@@ -148,10 +155,15 @@ def job_file(s, k, mode, directory):
                "--duration", str(s.duration), "--tail", str(s.tail),
                "--budget-cpus", s.loader_cpus]
     lines = []
-    if mode == "shared":
-        lines += ['[data.bench]', 'path = "%s"' % s.data, 'size = %d' % s.crop,
-                  'threads = %d' % s.budget, 'cpus = "%s"' % s.loader_cpus,
-                  'ring = %d' % s.ring, '']
+    # The dataset each trainer reads: one for all (shared) or one each.
+    datasets = {"shared": ["bench"] * k, "colo-each": ["bench-%d" % i for i in range(k)]}
+    if mode in datasets:
+        threads = s.budget if mode == "shared" else max(1, math.ceil(s.budget / k))
+        ring = s.ring if mode == "shared" else max(64 << 20, s.ring // k)
+        for name in sorted(set(datasets[mode])):
+            lines += ['[data.%s]' % name, 'path = "%s"' % s.data, 'size = %d' % s.crop,
+                      'threads = %d' % threads, 'cpus = "%s"' % s.loader_cpus,
+                      'ring = %d' % ring, '']
         trainer += ["--loader", "shared"]
     else:
         workers = max(1, math.ceil(s.budget / k))
@@ -162,8 +174,8 @@ def job_file(s, k, mode, directory):
             "--log", os.path.join(directory, "trainer-%d.json" % i)]
         lines += ['[[job]]', 'name = "trainer-%d"' % i,
                   'command = [%s]' % ", ".join(json.dumps(c) for c in cmd)]
-        if mode == "shared":
-            lines.append('dataset = "bench"')
+        if mode in datasets:
+            lines.append('dataset = "%s"' % datasets[mode][i])
         lines.append('')
     path = os.path.join(directory, "jobs.toml")
     with open(path, "w") as f:
@@ -198,9 +210,12 @@ def run_config(s, k, mode, db):
     os.makedirs(directory)
     jobs = job_file(s, k, mode, directory)
     dmon = Dmon(os.path.join(directory, "nvidia-smi-dmon.txt"))
+    # The K trainers meet at a barrier, so all must run at once: the fixed
+    # policy at degree K (the auto one may hold one back, e.g. for the host
+    # CPUs of its loader).
     cmd = [s.colo, "run", jobs, "--db", db, "--logs", os.path.join(directory, "logs"), "--plain",
-           "--max-per-gpu", str(k)] + (["--backend", "sim"] if s.backend == "sim" else []) \
-        + s.colo_args
+           "--policy", "fixed", "--max-per-gpu", str(k)] \
+        + (["--backend", "sim"] if s.backend == "sim" else []) + s.colo_args
     started = time.time()
     with open(os.path.join(directory, "colo-run.txt"), "w") as out:
         print("=== K=%d %s: %s" % (k, mode, " ".join(cmd)), flush=True)
@@ -234,24 +249,35 @@ def run_config(s, k, mode, db):
     r["budget_busy_cores"] = logs[0]["budget_busy_s"] / logs[0]["window_s"]
     r["all_busy_cores"] = logs[0]["all_busy_s"] / logs[0]["window_s"]
     r["wait_pct_max"] = 100 * max(l["wait_fraction"] for l in logs)
-    if mode == "shared":
+    if mode != "independent":
         r["wait_pct_max_client"] = 100 * max(l["client_wait_s"] / l["window_s"] for l in logs)
     r["wait_pct_mean"] = 100 * sum(l["wait_fraction"] for l in logs) / k
     r["loader"] = logs[0]["kind"]
     loaders = show.get("data_loaders") or []
     if loaders:
-        l = loaders[0]
-        if l.get("cpu_ms") is not None and l.get("wall_ms"):
-            r["loader_cores_colo_run_avg"] = l["cpu_ms"] / l["wall_ms"]
-        shares = [100.0 * c["wait_ms"] / c["duration_ms"] for c in l["consumers"]
+        if all(l.get("cpu_ms") is not None and l.get("wall_ms") for l in loaders):
+            r["loader_cores_colo_run_avg"] = sum(l["cpu_ms"] / l["wall_ms"] for l in loaders)
+        consumers = [c for l in loaders for c in l["consumers"]]
+        shares = [100.0 * c["wait_ms"] / c["duration_ms"] for c in consumers
                   if c.get("duration_ms")]
         r["wait_pct_max_colo_whole_run"] = max(shares) if shares else None
-        r["detached"] = [c["detached"] for c in l["consumers"] if c["detached"]]
+        r["detached"] = [c["detached"] for c in consumers if c["detached"]]
     return r
 
 
 def fmt(v, spec="%.0f"):
     return "-" if v is None else spec % v
+
+
+def gain(by, k, over, under):
+    """'2.00x (2.00x)': the ratio of two configurations' images/s, by the
+    trainers' logs and by colo's store; '-' where either did not run."""
+    a, b = by.get((k, over), {}), by.get((k, under), {})
+    if not a.get("img_per_s") or not b.get("img_per_s"):
+        return "-"
+    check = (a["img_per_s_colo"] / b["img_per_s_colo"]
+             if a.get("img_per_s_colo") and b.get("img_per_s_colo") else None)
+    return "%.2fx (%s)" % (a["img_per_s"] / b["img_per_s"], fmt(check, "%.2fx"))
 
 
 def report(s, results):
@@ -264,7 +290,7 @@ def report(s, results):
         "img/s: trainers' logs | colo's store (step events). decode cores: the decoding "
         "processes' CPU time | /proc/stat busy time of the data-loading CPUs. colo loader "
         "cores: colo show, whole run. SM%: colo's samples | nvidia-smi utilization. wait%: "
-        "trainer's stopwatch around next() | colo_data's own count (shared).",
+        "trainer's stopwatch around next() | colo_data's own count (colo loaders).",
         "",
         "%-3s %-12s %19s %21s %21s %23s %17s" % (
             "K", "loader", "img/s train|colo", "decode cores proc|os", "colo loader cores",
@@ -289,6 +315,13 @@ def report(s, results):
     k = max(s.ks)
     by = {(r["k"], r["mode"]): r for r in results}
     shared, indep = by.get((k, "shared"), {}), by.get((k, "independent"), {})
+    lines.append("")
+    lines.append("the gain, split (images/s; colo's store in brackets): shared/independent = "
+                 "decoder (colo-each/independent) x sharing (shared/colo-each)")
+    for kk in s.ks:
+        lines.append("  K=%d: %s = %s x %s" % (
+            kk, gain(by, kk, "shared", "independent"), gain(by, kk, "colo-each", "independent"),
+            gain(by, kk, "shared", "colo-each")))
     lines.append("")
     if "img_per_s" in shared and "img_per_s" in indep and indep["img_per_s"] > 0:
         ratio = shared["img_per_s"] / indep["img_per_s"]
@@ -328,11 +361,11 @@ def main():
     db = os.path.join(out, "colo.db")
     per_config = s.warmup + s.duration + s.tail + 25
     print("data-sharing: %d configurations, about %.0f s each; results in %s"
-          % (2 * len(s.ks), per_config, out), flush=True)
+          % (len(MODES) * len(s.ks), per_config, out), flush=True)
     make_dataset(s)
     results = []
     for k in s.ks:
-        for mode in ("independent", "shared"):
+        for mode in MODES:
             r = run_config(s, k, mode, db)
             print(json.dumps(r), flush=True)
             results.append(r)
