@@ -114,7 +114,8 @@ int simulate_command(const SimulateFlags& flags) {
                                  {"jobs_failed", r.jobs_failed},
                                  {"retries", r.retries},
                                  {"failures", r.failures},
-                                 {"notes", r.notes}});
+                                 {"notes", r.notes},
+                                 {"starts", r.starts}});
     }
     if (deadline_ms) {
       out["deadline_ms"] = *deadline_ms;

@@ -231,7 +231,7 @@ Result<std::vector<ProcessSample>> SimBackend::sample_processes(int index) {
 void SimBackend::process_started(int device, uint32_t pid, const SimLoadHint& hint) {
   std::lock_guard lock(mu_);
   integrate_energy_to_now();
-  processes_[pid] = SimProcess{device, hint};
+  processes_.emplace(pid, SimProcess{device, hint});
 }
 
 void SimBackend::process_exited(uint32_t pid) {

@@ -57,10 +57,14 @@ constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "po
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 18> kSettingKeys = {
+constexpr std::array<const char*, 19> kSettingKeys = {
     "workdir",     "env",           "gpu_memory",  "sm_share", "memory_limit", "epoch_regex",
     "step_regex",  "epoch_samples", "sm_activity", "gpu_util", "solo_time",    "startup_time",
-    "mig_profile", "mig_group",     "dataset",     "restart",  "host_memory",  "cpus"};
+    "mig_profile", "mig_group",     "dataset",     "restart",  "host_memory",  "cpus",
+    "gpus"};
+// Placeholders every command, workdir and env value may use besides its grid's
+// parameters: the job's GPU count, and a free TCP port chosen when it starts.
+constexpr std::array<const char*, 2> kBuiltinPlaceholders = {"gpus", "port"};
 // Keys of a [data.NAME] table (a dataset served by a shared loader).
 constexpr std::array<const char*, 10> kDataKeys = {
     "path", "format", "size", "augment", "threads", "ring", "chunk", "lag_timeout", "cpus", "seed"};
@@ -204,6 +208,7 @@ struct Settings {
   std::optional<uint64_t> gpu_memory_bytes;
   std::optional<uint64_t> host_memory_bytes;
   std::optional<int> cpus;
+  std::optional<int> gpus;
   std::optional<int> sm_share_pct;
   std::optional<uint64_t> memory_limit_bytes;
   std::optional<std::string> epoch_regex;
@@ -226,6 +231,7 @@ struct Settings {
     if (over.gpu_memory_bytes) out.gpu_memory_bytes = over.gpu_memory_bytes;
     if (over.host_memory_bytes) out.host_memory_bytes = over.host_memory_bytes;
     if (over.cpus) out.cpus = over.cpus;
+    if (over.gpus) out.gpus = over.gpus;
     if (over.sm_share_pct) out.sm_share_pct = over.sm_share_pct;
     if (over.memory_limit_bytes) out.memory_limit_bytes = over.memory_limit_bytes;
     if (over.epoch_regex) out.epoch_regex = over.epoch_regex;
@@ -357,6 +363,12 @@ class TableReader {
     } else if (k == "cpus") {
       if (auto n = int_in_range(k, node, 1, 4096, "a whole number of CPUs from 1 to 4096"))
         settings.cpus = static_cast<int>(*n);
+    } else if (k == "gpus") {
+      if (auto n = int_in_range(k, node, 1, kMaxJobGpus,
+                                fmt::format("a whole number of GPUs from 1 to {}, all on one "
+                                            "machine",
+                                            kMaxJobGpus)))
+        settings.gpus = static_cast<int>(*n);
     } else if (k == "sm_share") {
       if (auto pct = int_in_range(k, node, 1, 100, "a percentage from 1 to 100")) {
         settings.sm_share_pct = static_cast<int>(*pct);
@@ -771,9 +783,19 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const Sett
   block.settings = Settings::merge(defaults, own);
   if (!ok) return std::nullopt;
 
-  // Every placeholder must name a grid parameter.
-  std::set<std::string> params;
-  for (const auto& [param, values] : block.grid) params.insert(param);
+  // Every placeholder must name a grid parameter or a built-in one.
+  std::set<std::string> params(kBuiltinPlaceholders.begin(), kBuiltinPlaceholders.end());
+  for (const auto& [param, values] : block.grid) {
+    if (params.contains(param)) {
+      reader.error(block.line, fmt::format("grid parameter '{}' is reserved: colo sets {{{}}} "
+                                           "itself ({}); name the parameter otherwise",
+                                           param, param,
+                                           param == "gpus" ? "the job's GPU count"
+                                                           : "a free TCP port at start"));
+      ok = false;
+    }
+    params.insert(param);
+  }
   auto check = [&](std::string_view text, int line, std::string_view field) {
     if (auto problem = check_placeholders(text, params)) {
       reader.error(line, fmt::format("{}: {}", field, *problem));
@@ -824,11 +846,16 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
   while (true) {
     std::map<std::string, std::string> params;
     std::string suffix;
+    const int gpus = block.settings.gpus.value_or(1);
+    // {gpus} is known now; {port} stays for the start (kPortPlaceholder).
+    std::map<std::string, std::string> values = {{"gpus", std::to_string(gpus)},
+                                                 {"port", kPortPlaceholder}};
     for (size_t p = 0; p < block.grid.size(); ++p) {
-      const auto& [name, values] = block.grid[p];
-      params[name] = values[index[p]];
-      suffix += fmt::format("{}{}={}", suffix.empty() ? "[" : ",", name, values[index[p]]);
+      const auto& [name, grid_values] = block.grid[p];
+      params[name] = grid_values[index[p]];
+      suffix += fmt::format("{}{}={}", suffix.empty() ? "[" : ",", name, grid_values[index[p]]);
     }
+    values.insert(params.begin(), params.end());
     if (!suffix.empty()) suffix += "]";
 
     JobSpec base;
@@ -836,13 +863,14 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.family = family;
     base.resource_params = resource_params;
     for (const std::string& arg : block.command.value)
-      base.command.push_back(substitute(arg, params));
+      base.command.push_back(substitute(arg, values));
     base.working_dir = block.settings.workdir
-                           ? normal_dir(substitute(block.settings.workdir->value, params), base_dir)
+                           ? normal_dir(substitute(block.settings.workdir->value, values), base_dir)
                            : base_dir;
     for (const auto& [name, value] : block.settings.env) {
-      base.env[name] = substitute(value.value, params);
+      base.env[name] = substitute(value.value, values);
     }
+    base.gpus = gpus;
     base.gpu_memory_bytes = block.settings.gpu_memory_bytes;
     base.host_memory_bytes = block.settings.host_memory_bytes;
     base.cpus = block.settings.cpus;

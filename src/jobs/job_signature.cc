@@ -46,6 +46,9 @@ std::string job_signature(const JobSpec& job) {
     hash.add(key);
     hash.add(value);
   }
+  // A gang's profile is per GPU of N: another job than the same command on
+  // one GPU. One-GPU jobs keep the signatures they always had.
+  if (job.gpus > 1) hash.add(fmt::format("gpus {}", job.gpus));
   return hash.hex();
 }
 

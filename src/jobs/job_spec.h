@@ -24,6 +24,13 @@ inline const char* to_string(RestartPolicy policy) {
   return policy == RestartPolicy::kNever ? "never" : "on-failure";
 }
 
+// The most GPUs one job (a gang: `gpus = N`) may ask for, all on one machine.
+inline constexpr int kMaxJobGpus = 64;
+// What `{port}` in a job's command, workdir or env becomes at expansion; the
+// engine replaces it with a free TCP port when the job starts (a gang's
+// rendezvous port: torchrun --master_port {port}).
+inline constexpr const char* kPortPlaceholder = "{port}";
+
 // A [data.NAME] table: a dataset that one shared loader serves to every job
 // naming it (docs/data-sharing.md). Unset fields take the loader's defaults.
 struct DataSourceSpec {
@@ -60,7 +67,11 @@ struct JobSpec {
   std::vector<std::string> command;            // argv; {param} already substituted
   std::string working_dir;                     // absolute
   std::map<std::string, std::string> env;      // added to colo's own environment
-  std::optional<uint64_t> gpu_memory_bytes;    // hint: peak GPU memory
+  // GPUs it needs at once, on one machine: more than one makes it a gang
+  // (docs/job-file.md), started only when all of them can take it. Its
+  // memory and SM hints and its profile are per GPU.
+  int gpus = 1;
+  std::optional<uint64_t> gpu_memory_bytes;    // hint: peak GPU memory (per GPU)
   std::optional<int> sm_share_pct;             // hint / MPS limit: 1-100
   std::optional<uint64_t> memory_limit_bytes;  // MPS pinned memory limit
   // Host limits of the job's cgroup (memory.max, cpu.max) where colo runs

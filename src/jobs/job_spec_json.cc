@@ -128,6 +128,7 @@ json job_spec_to_json(const JobSpec& job) {
   j["command"] = job.command;
   j["working_dir"] = job.working_dir;
   j["env"] = job.env;
+  if (job.gpus > 1) j["gpus"] = job.gpus;
   if (job.gpu_memory_bytes) j["gpu_memory_bytes"] = *job.gpu_memory_bytes;
   if (job.sm_share_pct) j["sm_share_pct"] = *job.sm_share_pct;
   if (job.memory_limit_bytes) j["memory_limit_bytes"] = *job.memory_limit_bytes;
@@ -200,6 +201,7 @@ Result<JobSpec> job_spec_from_json(const json& j) {
   for (const auto& [name, value] : job.env) {
     if (!valid_env_name(name)) r.fail(fmt::format("env: '{}' is not a valid name", name));
   }
+  job.gpus = r.integer<int>("gpus", 1, kMaxJobGpus).value_or(1);
   job.gpu_memory_bytes = r.bytes("gpu_memory_bytes");
   job.sm_share_pct = r.integer<int>("sm_share_pct", 1, 100);
   job.memory_limit_bytes = r.bytes("memory_limit_bytes");

@@ -16,9 +16,11 @@
 #include "common/units.h"
 #include "jobs/job_features.h"
 #include "jobs/job_signature.h"
+#include "jobs/rendezvous.h"
 #include "run/simulated_load.h"
 #include "sched/auto_scheduler.h"
 #include "sched/family.h"
+#include "sched/gang_scheduler.h"
 #include "sharing/mig_mechanism.h"
 #include "sharing/process_finder.h"
 
@@ -64,6 +66,7 @@ struct RunEngine::JobRuntime {
   std::string signature;
   JobState state = JobState::kQueued;
   std::optional<int> device;
+  std::vector<int> gang_devices;  // a gang's GPUs, `device` first
   pid_t pid = 0;
   UnixMillis started_ms = 0;
   UnixMillis ended_ms = 0;
@@ -136,8 +139,9 @@ std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
   if (options_.policy != "auto") {
     std::vector<DeviceSlots> slots;
     for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes, limit});
-    return std::make_unique<FixedScheduler>(slots,
-                                            fmt::format("fixed, up to {} jobs per GPU", limit));
+    return std::make_unique<GangScheduler>(
+        std::make_unique<FixedScheduler>(slots, fmt::format("fixed, up to {} jobs per GPU", limit)),
+        kMaxJobAttempts - 1);
   }
   AutoOptions auto_options;
   auto_options.mode =
@@ -156,7 +160,8 @@ std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
   display_.event("auto: interference model: " + model.describe());
   priors_.emplace(prior_samples(measured_, devices_.front().name, ctx_.backend.simulated()),
                   devices_.front().memory_total_bytes);
-  return std::make_unique<AutoScheduler>(slots, auto_options, model);
+  return std::make_unique<GangScheduler>(
+      std::make_unique<AutoScheduler>(slots, auto_options, model), kMaxJobAttempts - 1);
 }
 
 void RunEngine::start() {
@@ -221,8 +226,14 @@ size_t RunEngine::submit(EngineJob job) {
   JobRuntime& j = *runtime;
   jobs_.push_back(std::move(runtime));
   introduce(j);
+  scheduler_->enqueue(queued_as(j));
+  return j.key;
+}
+
+SchedJob RunEngine::queued_as(const JobRuntime& j) const {
+  const JobSpec& spec = j.job.spec;
   // The fixed policy keeps jobs off a GPU their known or hinted memory does not fit.
-  std::optional<uint64_t> memory = j.job.spec.gpu_memory_bytes;
+  std::optional<uint64_t> memory = spec.gpu_memory_bytes;
   if (!memory) {
     for (const LearnedProfile& p : measured_) {
       if (p.signature == j.signature && p.simulated == ctx_.backend.simulated() &&
@@ -230,8 +241,10 @@ size_t RunEngine::submit(EngineJob job) {
         memory = std::max(memory.value_or(0), *p.profile.peak_memory_bytes);
     }
   }
-  scheduler_->enqueue({j.key, j.signature, memory});
-  return j.key;
+  SchedJob queued{j.key, j.signature, memory, spec.gpus};
+  if (spec.sm_activity_pct) queued.sm_active_pct = *spec.sm_activity_pct;
+  queued.solo_time_ms = spec.solo_time_ms;
+  return queued;
 }
 
 void RunEngine::event(const std::string& message) { display_.event(message); }
@@ -365,7 +378,8 @@ Status RunEngine::prepare_files(JobRuntime& job) {
 void RunEngine::start(JobRuntime& job, const Decision& a) {
   const JobSpec& spec = job.job.spec;
   Placement placement{spec.name, a.device, spec.sm_share_pct,
-                      spec.memory_limit_bytes ? spec.memory_limit_bytes : a.memory_limit_bytes};
+                      spec.memory_limit_bytes ? spec.memory_limit_bytes : a.memory_limit_bytes,
+                      a.gang_devices};
   Result<Environment> mech_env = ctx_.mechanism.environment_for(placement);
   if (!mech_env.ok()) {
     start_failed(job, mech_env.error());
@@ -388,6 +402,15 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
                         log_path(job), job.job.base_env, job.job.run_as,   {}};
   for (const auto& [k, v] : job.job.extra_env) request.env[k] = v;
   for (const auto& [k, v] : *mech_env) request.env[k] = v;
+  // Its GPUs (a gang's several), and a free port where it asked for one.
+  std::string gpus;
+  for (int d : placement.devices()) gpus += fmt::format("{}{}", gpus.empty() ? "" : ",", d);
+  request.env[kGpusEnv] = gpus;
+  request.env[kGpuCountEnv] = std::to_string(placement.devices().size());
+  if (Status port = fill_in_port(request, spec.gpus > 1); !port.ok()) {
+    start_failed(job, port.error());
+    return;
+  }
   request.env[kProgressFileEnv] = job.job.progress_path;
   request.env["COLO_JOB_NAME"] = spec.name;
   request.env["COLO_RUN_ID"] = std::to_string(run_id_);
@@ -448,6 +471,7 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   job.mechanism_victim = job.shutdown_victim = false;
   job.pid = *pid;
   job.device = a.device;
+  job.gang_devices = a.gang_devices;
   job.started_ms = now;
   job.mps_sm_share_pct.reset();
   job.mps_memory_limit_bytes.reset();
@@ -461,15 +485,20 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   by_pid_[*pid] = job.key;
   samples_.add_job(*pid, job.job.id);
   job.sim_load.emplace(spec);
-  ctx_.backend.process_started(a.device, static_cast<uint32_t>(*pid), job.sim_load->hint());
+  for (int d : placement.devices())
+    ctx_.backend.process_started(d, static_cast<uint32_t>(*pid), job.sim_load->hint());
   if (a.estimate)
     pending_events_.emplace_back(
         job.job.id, profile_event(a.probe ? kPriorEvent : kEstimateEvent, *a.estimate, now));
   ctx_.writer.job_started(job.job.id, *pid, a.device, now, job.attempt);
   if (!job.mig_instance.empty()) ctx_.writer.job_instance(job.job.id, job.mig_instance);
+  if (!a.gang_devices.empty()) ctx_.writer.job_gpus(job.job.id, gpus);
   changes_.push_back({JobChange::Kind::kStarted, job.key, job.job.id, JobState::kRunning, "",
                       a.device, job.attempt, now});
-  display_.event(fmt::format("{} started on gpu{} ({}), pid {}, log {}{}{}", job.label(), a.device,
+  const std::string where = a.gang_devices.empty()
+                                ? fmt::format("gpu{}", a.device)
+                                : fmt::format("gpus {} (a gang of {})", gpus, a.gang_devices.size());
+  display_.event(fmt::format("{} started on {} ({}), pid {}, log {}{}{}", job.label(), where,
                              device(a.device).name, *pid, request.log_path,
                              a.probe ? " (new: measured where it runs)" : "",
                              a.memory_limit_bytes && !spec.memory_limit_bytes
@@ -542,7 +571,7 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f) {
     if (!stopping_ && job.job.spec.restart == RestartPolicy::kOnFailure &&
         job.attempt < kMaxJobAttempts) {
       requeue(job, f.ended_ms, reason);
-      scheduler_->enqueue({job.key, job.signature, job.job.spec.gpu_memory_bytes});
+      scheduler_->enqueue(queued_as(job));
       return;
     }
     record_final(job,
@@ -563,6 +592,17 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f) {
   EndVerdict verdict = scheduler_->finished(job.key, job_end_of(f.exit.state), now);
   if (verdict.requeued && !stopping_) {
     requeue(job, f.ended_ms, f.exit.reason + ": " + verdict.note);
+    return;
+  }
+  // A gang whose rank failed ended whole (its ranks are one process tree,
+  // stopped together); it runs again whole, as its restart policy allows.
+  const JobSpec& spec = job.job.spec;
+  if (spec.gpus > 1 && f.exit.state == JobState::kFailed && verdict.note.empty() && !stopping_ &&
+      spec.restart == RestartPolicy::kOnFailure && job.attempt < kMaxJobAttempts) {
+    requeue(job, f.ended_ms,
+            fmt::format("{}; a rank failed, so the gang runs again whole (attempt {} of {})",
+                        f.exit.reason, job.attempt + 1, kMaxJobAttempts));
+    scheduler_->enqueue(queued_as(job));
     return;
   }
   JobExit exit = f.exit;
@@ -839,6 +879,7 @@ EngineJobView RunEngine::view(size_t key) const {
   v.name = j.job.spec.name;
   v.state = j.state;
   v.device = j.device;
+  v.gang_devices = j.gang_devices;
   v.pid = j.state == JobState::kRunning ? j.pid : 0;
   v.attempt = j.attempt;
   v.started_ms = j.started_ms;

@@ -60,6 +60,11 @@ namespace colo {
 // Every job process carries COLO_RUN_TOKEN and COLO_JOB_TOKEN (run/leftovers.h).
 // Every job gets a checkpoint directory, the same across its attempts.
 inline constexpr const char* kCheckpointDirEnv = "COLO_CHECKPOINT_DIR";
+// Every job is told its GPUs by index ("0,1": a gang's several, in
+// CUDA_VISIBLE_DEVICES order) and how many; a gang gets COLO_PORT too
+// (jobs/rendezvous.h).
+inline constexpr const char* kGpusEnv = "COLO_GPUS";
+inline constexpr const char* kGpuCountEnv = "COLO_GPU_COUNT";
 
 struct EngineOptions {
   // "fixed" or "auto".
@@ -151,6 +156,7 @@ struct EngineJobView {
   std::string name;
   JobState state = JobState::kQueued;
   std::optional<int> device;
+  std::vector<int> gang_devices;  // a gang's GPUs, `device` first; empty otherwise
   pid_t pid = 0;
   int attempt = 1;
   UnixMillis started_ms = 0;
@@ -240,6 +246,8 @@ class RunEngine {
   struct JobRuntime;
 
   std::unique_ptr<Scheduler> make_scheduler();
+  // What the policy is told of a job when it is queued (again).
+  SchedJob queued_as(const JobRuntime& job) const;
   void introduce(JobRuntime& job);
   void record_final(JobRuntime& job, const JobExit& exit, UnixMillis ended_ms);
   void place();

@@ -294,7 +294,7 @@ bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key, 
   uint64_t best_share = 0;
   for (Gpu& g : gpus_) {
     if (!g.scouts.contains(key) || g.held || g.alone || w.alone ||
-        static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu)
+        static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu || !may_start(g, w, now_ms))
       continue;
     const uint64_t total = g.slot.memory_total_bytes;
     const uint64_t usable =
@@ -352,6 +352,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
   for (Gpu& g : gpus_) {
     // Its family is measured already: measured here too only rather than idle.
     if (probing_.contains(key) && !g.jobs.empty()) continue;
+    if (!may_start(g, w, now_ms)) continue;
     const uint64_t total = g.slot.memory_total_bytes;
     const uint64_t usable =
         total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : total;
@@ -566,6 +567,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   uint64_t best_claim = 0;
   std::optional<size_t> best_leaving;
   for (Gpu& g : gpus_) {
+    if (!may_start(g, w, now_ms)) continue;
     const uint64_t total = g.slot.memory_total_bytes;
     const uint64_t claim = g.jobs.empty() ? std::min(claim_for(need, uncertainty), total)
                                           : claim_for(need, uncertainty);
@@ -615,6 +617,65 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   r.started_ms = now_ms;
   add(*best, std::move(r), now_ms, out, std::move(from_family));
   return true;
+}
+
+bool AutoScheduler::may_start(const Gpu& g, const Waiting& w, int64_t now_ms) const {
+  if (!reserved_.contains(g.slot.device)) return true;
+  if (!reserved_until_) return false;
+  const JobProfile* p = usable_profile(w.signature);
+  if (p == nullptr || !p->solo_ms) return false;
+  const int64_t sharers = static_cast<int64_t>(g.jobs.size()) + 1;
+  return now_ms + *p->solo_ms * sharers <= *reserved_until_;
+}
+
+std::vector<DeviceRoom> AutoScheduler::rooms(int64_t now_ms) {
+  std::vector<DeviceRoom> out;
+  for (Gpu& g : gpus_) {
+    const uint64_t total = g.slot.memory_total_bytes;
+    const uint64_t usable =
+        total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
+    DeviceRoom room{g.slot.device, static_cast<int>(g.jobs.size()), 0,
+                    g.jobs.empty() ? total : usable - std::min(usable, g.claimed), std::nullopt};
+    if (!g.held && !g.alone)
+      room.slots_free = std::max(0, options_.max_jobs_per_gpu - room.jobs);
+    // Drained when the last of its jobs is expected to end, if each is.
+    std::optional<int64_t> drained = now_ms;
+    const double rate = predicted_rate(g);
+    for (size_t j : g.jobs) {
+      std::optional<int64_t> end = expected_end(running_.at(j), rate, now_ms);
+      drained = end && drained ? std::optional(std::max(*drained, *end)) : std::nullopt;
+    }
+    room.drained_ms = drained;
+    out.push_back(room);
+  }
+  return out;
+}
+
+void AutoScheduler::occupy(size_t key, int device, uint64_t memory_bytes, double sm_active_pct) {
+  for (Gpu& g : gpus_) {
+    if (g.slot.device != device) continue;
+    Waiting w{key | kOccupantKey, "gang"};
+    labels_.try_emplace("gang", "a gang's rank");
+    Running r{w, static_cast<int>(&g - gpus_.data()), memory_bytes,
+              SoloLoad{sm_active_pct, sm_active_pct}, false};
+    ++g.version;
+    g.jobs.push_back(w.job);
+    g.combination[w.signature] += 1;
+    g.claimed += memory_bytes;
+    g.sm_sum += sm_active_pct;
+    g.judging = false;  // a gang's rank has no solo rate to judge by
+    running_.emplace(w.job, std::move(r));
+    return;
+  }
+}
+
+void AutoScheduler::vacate(size_t key, int64_t now_ms) {
+  (void)finished(key | kOccupantKey, JobEnd::kOk, now_ms);
+}
+
+void AutoScheduler::reserve(const std::vector<int>& devices, std::optional<int64_t> until_ms) {
+  reserved_ = std::set<int>(devices.begin(), devices.end());
+  reserved_until_ = until_ms;
 }
 
 std::optional<std::pair<int64_t, size_t>> AutoScheduler::first_to_end(Gpu& g, int64_t now_ms) {

@@ -163,6 +163,14 @@ class AutoScheduler final : public Scheduler {
   std::vector<std::string> take_notes() override;
   size_t queued() const override { return queued_; }
   std::optional<int64_t> next_wakeup_ms(int64_t now_ms) const override;
+  // A gang's rank runs as a job of the signature "gang" with the load given
+  // (its SM activity) and its memory as its claim; a reserved GPU takes a
+  // job only if it would end by `until_ms` even with an equal share of the
+  // GPU among all its jobs (its solo time x their number).
+  std::vector<DeviceRoom> rooms(int64_t now_ms) override;
+  void occupy(size_t key, int device, uint64_t memory_bytes, double sm_active_pct) override;
+  void vacate(size_t key, int64_t now_ms) override;
+  void reserve(const std::vector<int>& devices, std::optional<int64_t> until_ms) override;
 
   // Combinations found bad so far, as "label x count + ..." (for reports).
   std::vector<std::string> bad_combinations() const;
@@ -230,6 +238,9 @@ class AutoScheduler final : public Scheduler {
   };
 
   bool place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
+  // Whether `w` may start on `g` now: `g` is not kept for a gang, or `w`
+  // would end before the gang could start there (reserve()).
+  bool may_start(const Gpu& g, const Waiting& w, int64_t now_ms) const;
   // The gain in predicted summed progress if `w` joins `g` (without the job
   // `leaving`, when set), or nullopt when admission refuses it.
   std::optional<double> admission_gain(const Gpu& g, const Waiting& w, const SoloLoad& load,
@@ -322,6 +333,8 @@ class AutoScheduler final : public Scheduler {
   uint64_t loader_memory_used_ = 0;
   uint64_t next_seq_ = 0;
   size_t queued_ = 0;
+  std::set<int> reserved_;  // devices kept for a gang
+  std::optional<int64_t> reserved_until_;
 };
 
 }  // namespace colo

@@ -70,8 +70,9 @@ void JobQueue::place(const Entry& entry, size_t pos, std::vector<Assignment>& pl
 std::vector<Assignment> JobQueue::schedule() {
   std::vector<Assignment> placed;
   // Retries first. One that does not fit reserves the device with the
-  // fewest jobs (among those not yet reserved): it takes no new job.
-  std::vector<size_t> reserved;
+  // fewest jobs (among those not yet reserved): it takes no new job. The
+  // devices kept for a gang take none either.
+  std::vector<size_t> reserved = gang_reserved_;
   for (auto it = retries_.begin(); it != retries_.end();) {
     if (std::optional<size_t> pos = best_device_for(*it, reserved)) {
       place(*it, *pos, placed);
@@ -127,6 +128,34 @@ void JobQueue::finished(size_t job) {
   if (it->second.max_neighbours)
     d.neighbour_limits.erase(d.neighbour_limits.find(*it->second.max_neighbours));
   running_.erase(it);
+}
+
+std::vector<DeviceRoom> JobQueue::rooms(int64_t now_ms) const {
+  std::vector<DeviceRoom> out;
+  for (const Device& d : devices_) {
+    DeviceRoom room{d.slots.device, d.jobs, std::max(0, d.limit() - d.jobs), d.free_bytes(),
+                    std::nullopt};
+    if (d.jobs == 0) room.drained_ms = now_ms;
+    out.push_back(room);
+  }
+  return out;
+}
+
+void JobQueue::occupy(size_t key, int device, uint64_t memory_bytes) {
+  for (size_t pos = 0; pos < devices_.size(); ++pos) {
+    if (devices_[pos].slots.device != device) continue;
+    std::vector<Assignment> ignored;
+    place(Entry{key | kOccupantKey, memory_bytes, 0, std::nullopt}, pos, ignored);
+    return;
+  }
+}
+
+void JobQueue::reserve(const std::vector<int>& devices) {
+  gang_reserved_.clear();
+  for (size_t pos = 0; pos < devices_.size(); ++pos) {
+    if (std::find(devices.begin(), devices.end(), devices_[pos].slots.device) != devices.end())
+      gang_reserved_.push_back(pos);
+  }
 }
 
 std::vector<size_t> JobQueue::drain_queued() {

@@ -30,6 +30,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sched/device_room.h"
+
 namespace colo {
 
 struct DeviceSlots {
@@ -82,6 +84,14 @@ class JobQueue {
 
   std::vector<Unplaceable> take_unplaceable();
 
+  // Gangs (Scheduler::rooms, occupy, reserve): a gang's rank counts as a job
+  // on `device` with its memory, as `key | kOccupantKey` (finished() frees
+  // it); reserved devices take no new job. Without expected ends, a device
+  // has a drained_ms only when idle.
+  std::vector<DeviceRoom> rooms(int64_t now_ms) const;
+  void occupy(size_t key, int device, uint64_t memory_bytes);
+  void reserve(const std::vector<int>& devices);
+
   size_t queued() const { return queued_count_ + retries_.size(); }
   size_t running() const { return running_.size(); }
   int running_on(int device) const;
@@ -128,6 +138,7 @@ class JobQueue {
   size_t queued_count_ = 0;
   uint64_t next_seq_ = 0;
   std::unordered_map<size_t, Placed> running_;  // by job
+  std::vector<size_t> gang_reserved_;           // positions into devices_
   std::vector<Unplaceable> unplaceable_;
 };
 

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "sched/device_room.h"
 #include "sched/family.h"
 #include "sched/job_queue.h"
 #include "sched/profile.h"
@@ -54,8 +55,16 @@ struct SignatureFacts {
 struct SchedJob {
   size_t job = 0;                       // the caller's job index
   std::string signature;                // jobs with one signature share a profile
-  std::optional<uint64_t> memory_hint;  // peak GPU memory hint (fixed policy)
+  std::optional<uint64_t> memory_hint;  // peak GPU memory hint (fixed policy); per GPU
+  // GPUs it needs at once (a gang when more than one: GangScheduler places it).
+  int gpus = 1;
+  // A gang's SM activity per GPU (its hint or profile), for the policy's
+  // model of the GPUs it shares; nullopt: unknown.
+  std::optional<double> sm_active_pct;
+  // How long it runs (its solo_time hint or profile), for reservations.
+  std::optional<int64_t> solo_time_ms;
 };
+
 
 struct Decision {
   size_t job = 0;
@@ -75,10 +84,13 @@ struct Decision {
   // newcomer while that is measured: the caller measures it too and records
   // what it saw for later runs, without reporting it.
   bool record = false;
+  // A gang's GPUs, `device` first; empty for a job on one GPU.
+  std::vector<int> gang_devices;
   bool operator==(const Decision&) const = default;
 };
 
 enum class JobEnd { kOk, kFailed, kOutOfMemory, kCancelled };
+
 
 struct EndVerdict {
   bool requeued = false;  // the job will be placed again
@@ -117,6 +129,16 @@ class Scheduler {
   virtual std::optional<int64_t> expected_end_ms(size_t /*job*/, int64_t /*now_ms*/) const {
     return std::nullopt;
   }
+  // Gangs (GangScheduler, over either policy). rooms(): every GPU as the
+  // policy sees it now. occupy(): a gang's rank takes `memory_bytes` and
+  // `sm_active_pct` on `device` until vacate(key); the policy counts it as a
+  // job there. reserve(): the devices a waiting gang is kept: the policy
+  // places no job there unless it expects the job to end by `until_ms`
+  // (none without it); it replaces the last call's set (empty: none).
+  virtual std::vector<DeviceRoom> rooms(int64_t now_ms) = 0;
+  virtual void occupy(size_t key, int device, uint64_t memory_bytes, double sm_active_pct) = 0;
+  virtual void vacate(size_t key, int64_t now_ms) = 0;
+  virtual void reserve(const std::vector<int>& devices, std::optional<int64_t> until_ms) = 0;
   // Jobs that can never be placed, removed from the queue.
   virtual std::vector<Unplaceable> take_unplaceable() = 0;
   // Decisions worth telling the user ("gpu0: adding a job lowered ..."), since the last call.
@@ -144,6 +166,15 @@ class FixedScheduler final : public Scheduler {
   bool remove_queued(size_t job) override { return queue_.remove(job); }
   std::vector<Unplaceable> take_unplaceable() override { return queue_.take_unplaceable(); }
   size_t queued() const override { return queue_.queued(); }
+  std::vector<DeviceRoom> rooms(int64_t now_ms) override { return queue_.rooms(now_ms); }
+  void occupy(size_t key, int device, uint64_t memory_bytes, double /*sm*/) override {
+    queue_.occupy(key, device, memory_bytes);
+  }
+  void vacate(size_t key, int64_t /*now_ms*/) override { queue_.finished(key | kOccupantKey); }
+  // The fixed policy has no expected ends: nothing backfills a reserved GPU.
+  void reserve(const std::vector<int>& devices, std::optional<int64_t> /*until_ms*/) override {
+    queue_.reserve(devices);
+  }
 
  private:
   JobQueue queue_;

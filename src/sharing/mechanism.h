@@ -27,12 +27,17 @@ enum class MechanismKind { kExclusive, kNaive, kMps, kMig };
 std::string to_string(MechanismKind kind);
 Result<MechanismKind> parse_mechanism(std::string_view text);
 
-// One job placed on one device.
+// One job placed on one device, or a gang on several.
 struct Placement {
   std::string job_name;
   int device = 0;                              // the GPU: DeviceInfo::index
   std::optional<int> sm_share_pct;             // 1-100; MPS active thread percentage
-  std::optional<uint64_t> memory_limit_bytes;  // MPS pinned device memory limit
+  std::optional<uint64_t> memory_limit_bytes;  // MPS pinned device memory limit, per GPU
+  std::vector<int> gang_devices;               // a gang's GPUs, `device` first; else empty
+  // Its GPUs, in the order CUDA numbers them for the job.
+  std::vector<int> devices() const {
+    return gang_devices.empty() ? std::vector<int>{device} : gang_devices;
+  }
 };
 
 using Environment = std::map<std::string, std::string>;

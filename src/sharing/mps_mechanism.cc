@@ -75,8 +75,12 @@ Result<Environment> MpsMechanism::environment_for(const Placement& placement) {
                       "granularity",
                       placement.job_name, *placement.memory_limit_bytes));
     }
-    // Whole MiB, rounded down so the job never gets more than asked for.
-    env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = fmt::format("0={}M", mib);
+    // Whole MiB, rounded down so the job never gets more than asked for;
+    // each of a gang's GPUs by its ordinal.
+    std::string limits;
+    for (size_t ordinal = 0; ordinal < placement.devices().size(); ++ordinal)
+      limits += fmt::format("{}{}={}M", ordinal == 0 ? "" : ",", ordinal, mib);
+    env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = limits;
   }
   return env;
 }

@@ -9,20 +9,23 @@ namespace colo {
 
 Result<std::string> placement_device_uuid(const std::vector<DeviceInfo>& devices,
                                           const Placement& placement) {
-  auto it = std::find_if(devices.begin(), devices.end(),
-                         [&](const DeviceInfo& d) { return d.index == placement.device; });
-  if (it == devices.end()) {
-    return Error(fmt::format("job '{}' is placed on GPU {}, which this run does not use",
-                             placement.job_name, placement.device));
+  std::string uuids;
+  for (int index : placement.devices()) {
+    auto it = std::find_if(devices.begin(), devices.end(),
+                           [&](const DeviceInfo& d) { return d.index == index; });
+    if (it == devices.end()) {
+      return Error(fmt::format("job '{}' is placed on GPU {}, which this run does not use",
+                               placement.job_name, index));
+    }
+    if (it->uuid.empty()) {
+      return Error(
+          fmt::format("device {} ({}) has no UUID, so job '{}' cannot be pinned to it with "
+                      "CUDA_VISIBLE_DEVICES",
+                      it->index, it->name, placement.job_name));
+    }
+    uuids += (uuids.empty() ? "" : ",") + it->uuid;
   }
-  const DeviceInfo& device = *it;
-  if (device.uuid.empty()) {
-    return Error(
-        fmt::format("device {} ({}) has no UUID, so job '{}' cannot be pinned to it with "
-                    "CUDA_VISIBLE_DEVICES",
-                    device.index, device.name, placement.job_name));
-  }
-  return device.uuid;
+  return uuids;
 }
 
 PlainSharing::PlainSharing(MechanismKind kind) : kind_(kind) {

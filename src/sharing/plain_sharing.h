@@ -35,7 +35,8 @@ class PlainSharing final : public Mechanism {
   bool prepared_ = false;
 };
 
-// The UUID of the placement's device, or an error naming what is wrong.
+// The UUIDs of the placement's devices (a gang's joined by commas: its
+// CUDA_VISIBLE_DEVICES), or an error naming what is wrong.
 // Shared by every mechanism.
 Result<std::string> placement_device_uuid(const std::vector<DeviceInfo>& devices,
                                           const Placement& placement);

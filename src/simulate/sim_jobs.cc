@@ -28,6 +28,7 @@ SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProf
     job.name = spec.name;
     job.signature = job_signature(spec);
     job.label = spec.group;
+    job.gpus = spec.gpus;
     job.family = spec.family;
     job.instance = instance_label(spec.name);
     job.params = spec.params;

@@ -11,16 +11,18 @@
 #include <set>
 
 #include "common/units.h"
+#include "sched/gang_scheduler.h"
 
 namespace colo {
 namespace {
 
 constexpr double kOomFraction = 0.1;  // a job out of memory fails this far in
 constexpr size_t kKeepLines = 20;
+constexpr size_t kKeepStarts = 1000;
 
 struct Active {
   size_t job = 0;
-  int gpu = 0;
+  std::vector<int> gpus;  // one, or a gang's several
   double startup_ms = 0;    // start-up left: wall time, no GPU load, not slowed
   double remaining_ms = 0;  // solo milliseconds of GPU work left
   double fail_at_ms = -1;   // remaining work at which it runs out of memory; -1: never
@@ -37,7 +39,9 @@ std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const
     for (int g = 0; g < options.gpus; ++g) slots.push_back({g, options.gpu_memory_bytes});
     AutoOptions auto_options = options.auto_options;
     auto_options.mode = ShareMode::kSpatial;
-    auto s = std::make_unique<AutoScheduler>(slots, auto_options, options.model);
+    auto s = std::make_unique<GangScheduler>(
+        std::make_unique<AutoScheduler>(slots, auto_options, options.model),
+        auto_options.max_retries);
     std::set<std::string> families;
     for (const SimJob& j : jobs) {
       SignatureFacts facts;
@@ -61,7 +65,17 @@ std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const
   if (policy.kind == PolicyKind::kMpsFixed) limit = policy.degree;
   std::vector<DeviceSlots> slots;
   for (int g = 0; g < options.gpus; ++g) slots.push_back({g, options.gpu_memory_bytes, limit});
-  return std::make_unique<FixedScheduler>(slots, policy.name);
+  auto gangs =
+      std::make_unique<GangScheduler>(std::make_unique<FixedScheduler>(slots, policy.name));
+  std::set<std::string> introduced;
+  for (const SimJob& j : jobs) {
+    if (j.gpus <= 1 || !introduced.insert(j.signature).second) continue;
+    SignatureFacts facts;
+    facts.label = j.label;
+    if (j.known.peak_memory_bytes) facts.profile = j.known;
+    gangs->introduce(j.signature, facts);
+  }
+  return gangs;
 }
 
 ShareMode mode_of(PolicyKind kind) {
@@ -139,8 +153,12 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
   };
 
   double event_ms = timed([&] {
-    for (size_t i = 0; i < jobs.size(); ++i)
-      scheduler->enqueue({i, jobs[i].signature, jobs[i].known.peak_memory_bytes});
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      SchedJob queued{i, jobs[i].signature, jobs[i].known.peak_memory_bytes, jobs[i].gpus};
+      queued.sm_active_pct = jobs[i].known.sm_active_pct;
+      queued.solo_time_ms = jobs[i].known.solo_ms;
+      scheduler->enqueue(queued);
+    }
   });
   result.scheduler_total_ms += event_ms;
 
@@ -185,15 +203,22 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       const JobProfile& truth = jobs[d.job].truth;
       Active a;
       a.job = d.job;
-      a.gpu = d.device;
+      a.gpus = d.gang_devices.empty() ? std::vector<int>{d.device} : d.gang_devices;
+      if (result.starts.size() < kKeepStarts) result.starts.push_back(jobs[d.job].name);
       const int64_t solo = truth.solo_ms.value_or(0);
       a.startup_ms = static_cast<double>(std::min(solo, truth.startup_ms.value_or(0)));
       a.remaining_ms = static_cast<double>(solo) - a.startup_ms;
       a.probe = d.probe;
       a.started_ms = now;
-      uint64_t on_gpu = *truth.peak_memory_bytes;
-      for (const Active& other : active) {
-        if (other.gpu == d.device) on_gpu += *jobs[other.job].truth.peak_memory_bytes;
+      // Its memory beside the others', on the fullest of its GPUs.
+      uint64_t on_gpu = 0;
+      for (int g : a.gpus) {
+        uint64_t here = *truth.peak_memory_bytes;
+        for (const Active& other : active) {
+          if (std::find(other.gpus.begin(), other.gpus.end(), g) != other.gpus.end())
+            here += *jobs[other.job].truth.peak_memory_bytes;
+        }
+        on_gpu = std::max(on_gpu, here);
       }
       bool over_limit = d.memory_limit_bytes && *truth.peak_memory_bytes > *d.memory_limit_bytes;
       if (over_limit || on_gpu > options.gpu_memory_bytes)
@@ -219,14 +244,13 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       }
     }
 
-    // Rates of the jobs on each GPU, from their true loads.
+    // Rates of the jobs on each GPU, from their true loads; a gang goes at
+    // the pace of its slowest rank.
     std::map<int, std::vector<size_t>> by_gpu;
     for (size_t i = 0; i < active.size(); ++i) {
-      if (active[i].startup_ms > 0) {
-        active[i].rate = 0;
-      } else {
-        by_gpu[active[i].gpu].push_back(i);
-      }
+      active[i].rate = active[i].startup_ms > 0 ? 0 : 1.0;
+      if (active[i].startup_ms > 0) continue;
+      for (int g : active[i].gpus) by_gpu[g].push_back(i);
     }
     for (const auto& [gpu, members] : by_gpu) {
       std::vector<SoloLoad> loads;
@@ -235,7 +259,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
         loads.push_back({*t.sm_active_pct, t.gpu_busy_pct()});
       }
       std::vector<double> rates = options.model.rates(mode, loads);
-      for (size_t k = 0; k < members.size(); ++k) active[members[k]].rate = rates[k];
+      for (size_t k = 0; k < members.size(); ++k)
+        active[members[k]].rate = std::min(active[members[k]].rate, rates[k]);
     }
 
     // The next event: a job ends (done or out of memory) or a timer fires.

@@ -16,8 +16,10 @@
 // whose jobs' summed memory would exceed it (fixed policies do not check),
 // fails a tenth of the way in, and the auto policy retries it. auto-warm is
 // the auto policy told every job's truth beforehand: what it would do once
-// the store knows every job (the warm case). Deterministic; everything it
-// produces is simulated.
+// the store knows every job (the warm case). A gang (gpus = N) runs a rank
+// on each of its GPUs at the pace of its slowest rank, placed by the
+// GangScheduler as in a real run. Deterministic; everything it produces is
+// simulated.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +40,7 @@ struct SimJob {
   std::string name;
   std::string signature;
   std::string label;  // its [[job]] block, for notes
+  int gpus = 1;       // a gang's GPUs (its truth and known are per GPU)
   JobProfile truth;   // complete: memory, SM activity, busy share, solo_ms
   JobProfile known;   // what the scheduler knows before the run (may be empty)
   JobProfile prior;   // what it assumes when nothing else speaks for the job (sched/prior.h)
@@ -90,6 +93,8 @@ struct PolicyResult {
   int64_t events_over_1ms = 0;        // events that took the scheduler over 1 ms
   std::vector<std::string> notes;     // the policy's own notes, first 20
   std::vector<std::string> failures;  // "job: reason", first 20
+  // Job names in the order they started (each attempt), first 1000.
+  std::vector<std::string> starts;
   // GPUs held for the makespan, in hours.
   double gpu_hours(int gpus) const { return gpus * static_cast<double>(makespan_ms) / 3.6e6; }
 };

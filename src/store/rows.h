@@ -68,6 +68,7 @@ struct JobRow {
   std::string log_path;  // the last attempt's
   int64_t malformed_progress_lines = 0;
   std::string instance;  // the MIG instance it ran on; "" under other mechanisms
+  std::string gpus;      // a gang's GPUs ("0,1"); "" for a job on one GPU (`device`)
   JobUsage usage;        // host CPU time and peak memory of everything it ran (its cgroup)
 };
 

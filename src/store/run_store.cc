@@ -456,6 +456,13 @@ Status RunStore::job_instance(int64_t job_id, const std::string& instance) {
                     job_id);
 }
 
+Status RunStore::job_gpus(int64_t job_id, const std::string& gpus) {
+  auto update = Statement::prepare(db_.get(), path_, "UPDATE jobs SET gpus = ?2 WHERE id = ?1");
+  if (!update.ok()) return update.error();
+  update->bind(1, job_id).bind(2, gpus);
+  return update_one(db_.get(), path_, *update, "recording the GPUs of a gang", "job", job_id);
+}
+
 Status RunStore::job_finished(int64_t job_id, const JobExit& exit, UnixMillis ended_ms,
                               int64_t malformed_progress_lines) {
   if (!is_final(exit.state)) {
@@ -651,7 +658,7 @@ Result<RunRow> RunStore::run(int64_t run_id) { return read_run(run_id); }
 Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
   auto jobs = Statement::prepare(db_.get(), path_, R"sql(
       SELECT id, name, state, reason, device, started_ms, ended_ms, log_path, malformed_lines,
-             signature, grp, instance, spec_json, cpu_ms, host_memory_peak_bytes
+             signature, grp, instance, spec_json, cpu_ms, host_memory_peak_bytes, gpus
       FROM jobs WHERE run_id = ? ORDER BY id)sql");
   if (!jobs.ok()) return jobs.error();
   jobs->bind(1, run_id);
@@ -672,6 +679,7 @@ Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
     job.signature = jobs->text_at(9);
     job.group = jobs->text_at(10);
     job.instance = jobs->text_at(11);
+    job.gpus = jobs->text_at(15);
     // The family and grid values live in the spec; a malformed spec (never
     // written by colo) leaves them empty.
     const nlohmann::json spec = nlohmann::json::parse(jobs->text_at(12), nullptr, false);

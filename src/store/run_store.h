@@ -249,6 +249,8 @@ class RunStore : public RunReader {
                       UnixMillis ended_ms);
   // The MIG instance the job runs on (see InstanceUsage).
   Status job_instance(int64_t job_id, const std::string& instance);
+  // A gang's GPUs, by index ("0,1"), recorded when it starts.
+  Status job_gpus(int64_t job_id, const std::string& gpus);
   Status job_finished(int64_t job_id, const JobExit& exit, UnixMillis ended_ms,
                       int64_t malformed_progress_lines);
   Status end_run(int64_t run_id, RunState state, UnixMillis ended_ms);

@@ -263,6 +263,11 @@ CREATE INDEX service_jobs_by_submit_key ON service_jobs(owner_uid, submit_key)
   WHERE submit_key != '';
 )sql";
 
+// Version 9: a gang's GPUs ("0,1"; '' for a job on one GPU, which `device` names).
+constexpr const char* kMigration9 = R"sql(
+ALTER TABLE jobs ADD COLUMN gpus TEXT NOT NULL DEFAULT '';
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -288,7 +293,7 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {kMigration1, kMigration2, kMigration3,
                                                        kMigration4, kMigration5, kMigration6,
-                                                       kMigration7, kMigration8};
+                                                       kMigration7, kMigration8, kMigration9};
   return kMigrations;
 }
 

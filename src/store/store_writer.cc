@@ -41,6 +41,9 @@ void StoreWriter::job_requeued(int64_t job_id, std::string log_path, std::string
 void StoreWriter::job_instance(int64_t job_id, std::string instance) {
   push(JobInstance{job_id, std::move(instance)});
 }
+void StoreWriter::job_gpus(int64_t job_id, std::string gpus) {
+  push(JobGpus{job_id, std::move(gpus)});
+}
 void StoreWriter::job_finished(int64_t job_id, JobExit exit, UnixMillis ended_ms,
                                int64_t malformed_progress_lines) {
   push(JobFinished{job_id, std::move(exit), ended_ms, malformed_progress_lines});
@@ -118,6 +121,8 @@ std::string StoreWriter::describe(const Write& write) {
           return fmt::format("the retry of job #{}", w.job_id);
         } else if constexpr (std::is_same_v<T, JobInstance>) {
           return fmt::format("the MIG instance of job #{}", w.job_id);
+        } else if constexpr (std::is_same_v<T, JobGpus>) {
+          return fmt::format("the GPUs of gang #{}", w.job_id);
         } else if constexpr (std::is_same_v<T, JobFinished>) {
           return fmt::format("the end of job #{} ({}: {})", w.job_id, to_string(w.exit.state),
                              w.exit.reason);
@@ -155,6 +160,8 @@ Status StoreWriter::apply(const Write& write) {
           return store_.job_requeued(w.job_id, w.log_path, w.reason, w.ended_ms);
         } else if constexpr (std::is_same_v<T, JobInstance>) {
           return store_.job_instance(w.job_id, w.instance);
+        } else if constexpr (std::is_same_v<T, JobGpus>) {
+          return store_.job_gpus(w.job_id, w.gpus);
         } else if constexpr (std::is_same_v<T, JobFinished>) {
           return store_.job_finished(w.job_id, w.exit, w.ended_ms, w.malformed);
         } else if constexpr (std::is_same_v<T, RunEnded>) {

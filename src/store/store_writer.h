@@ -69,6 +69,7 @@ class StoreWriter {
   void job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms, int attempt = 1);
   void job_requeued(int64_t job_id, std::string log_path, std::string reason, UnixMillis ended_ms);
   void job_instance(int64_t job_id, std::string instance);
+  void job_gpus(int64_t job_id, std::string gpus);
   void job_finished(int64_t job_id, JobExit exit, UnixMillis ended_ms,
                     int64_t malformed_progress_lines);
   void end_run(int64_t run_id, RunState state, UnixMillis ended_ms);
@@ -124,6 +125,10 @@ class StoreWriter {
     int64_t job_id;
     std::string instance;
   };
+  struct JobGpus {
+    int64_t job_id;
+    std::string gpus;
+  };
   struct JobFinished {
     int64_t job_id;
     JobExit exit;
@@ -157,7 +162,7 @@ class StoreWriter {
     JobState state = JobState::kQueued;  // kEnded
     std::string reason;                  // kRequeued, kEnded
   };
-  using Write = std::variant<JobStarted, JobRequeued, JobInstance, JobFinished, RunEnded, Events,
+  using Write = std::variant<JobStarted, JobRequeued, JobInstance, JobGpus, JobFinished, RunEnded, Events,
                              Samples, DataLoader, ServiceJobChange>;
 
   Status apply(const Write& write);

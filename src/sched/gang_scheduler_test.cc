@@ -1,0 +1,182 @@
+#include "sched/gang_scheduler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "sched/auto_scheduler.h"
+
+namespace colo {
+namespace {
+
+using testing::ElementsAre;
+using testing::HasSubstr;
+
+constexpr uint64_t kGiB = 1ull << 30;
+
+std::unique_ptr<Scheduler> fixed(int gpus, int per_gpu) {
+  std::vector<DeviceSlots> slots;
+  for (int i = 0; i < gpus; ++i) slots.push_back({i, 80 * kGiB, per_gpu});
+  return std::make_unique<FixedScheduler>(slots, "fixed");
+}
+
+std::unique_ptr<Scheduler> automatic(int gpus) {
+  std::vector<GpuSlot> slots;
+  for (int i = 0; i < gpus; ++i) slots.push_back({i, 80 * kGiB});
+  return std::make_unique<AutoScheduler>(slots, AutoOptions{}, InterferenceModel{});
+}
+
+SchedJob gang(size_t job, int gpus, std::optional<uint64_t> memory = 10 * kGiB) {
+  SchedJob j{job, "ddp", memory, gpus};
+  j.sm_active_pct = 40;
+  return j;
+}
+
+// The jobs placed, and the GPUs of each gang among them.
+struct Placed {
+  std::vector<size_t> jobs;
+  std::map<size_t, std::vector<int>> gangs;
+};
+Placed placed(const std::vector<Decision>& decisions) {
+  Placed p;
+  for (const Decision& d : decisions) {
+    p.jobs.push_back(d.job);
+    if (!d.gang_devices.empty()) p.gangs[d.job] = d.gang_devices;
+  }
+  return p;
+}
+
+TEST(GangScheduler, AGangStartsOnAllItsGpusBesideOneGpuJobsAndNeverOnFewer) {
+  GangScheduler s(fixed(2, 2));
+  s.enqueue({0, "single", std::nullopt});
+  s.enqueue(gang(1, 2));
+  for (size_t j = 2; j < 8; ++j) s.enqueue({j, "single", std::nullopt});
+  Placed first = placed(s.schedule(0));
+  // The gang takes a slot on each GPU; singles fill the other slot of each.
+  EXPECT_THAT(first.gangs[1], ElementsAre(0, 1));
+  EXPECT_EQ(first.jobs.size(), 3u);
+  // A single ends: one slot frees; the next single takes it.
+  (void)s.finished(0, JobEnd::kOk, 10);
+  Placed second = placed(s.schedule(10));
+  EXPECT_EQ(second.jobs.size(), 1u);
+  EXPECT_TRUE(second.gangs.empty());
+}
+
+TEST(GangScheduler, AGangThatCannotStartKeepsItsGpusAndStartsWhenTheyEmpty) {
+  GangScheduler s(fixed(2, 1));
+  s.enqueue({0, "single", std::nullopt});
+  s.enqueue({1, "single", std::nullopt});
+  EXPECT_THAT(placed(s.schedule(0)).jobs, ElementsAre(0, 1));
+  s.enqueue(gang(2, 2));
+  for (size_t j = 3; j < 20; ++j) s.enqueue({j, "single", std::nullopt});
+  EXPECT_TRUE(placed(s.schedule(1)).jobs.empty());
+  EXPECT_THAT(s.reserved(), ElementsAre(0, 1));
+  std::vector<std::string> notes = s.take_notes();
+  ASSERT_FALSE(notes.empty());
+  EXPECT_THAT(notes.front(), HasSubstr("gpu0, gpu1 kept for it"));
+  // The stream of singles behind it does not take the freed GPU.
+  (void)s.finished(0, JobEnd::kOk, 5);
+  EXPECT_TRUE(placed(s.schedule(5)).jobs.empty());
+  (void)s.finished(1, JobEnd::kOk, 9);
+  Placed p = placed(s.schedule(9));
+  EXPECT_THAT(p.gangs[2], ElementsAre(0, 1));
+  EXPECT_THAT(p.jobs, ElementsAre(2));
+  EXPECT_TRUE(s.reserved().empty());
+  (void)s.finished(2, JobEnd::kOk, 20);
+  EXPECT_EQ(placed(s.schedule(20)).jobs.size(), 2u) << "singles again";
+}
+
+TEST(GangScheduler, NeverMeasuredGangHasItsGpusToItself) {
+  GangScheduler s(fixed(2, 4));
+  s.enqueue(gang(0, 2, std::nullopt));
+  for (size_t j = 1; j < 4; ++j) s.enqueue({j, "single", std::nullopt});
+  Placed p = placed(s.schedule(0));
+  EXPECT_THAT(p.jobs, ElementsAre(0));
+  std::vector<std::string> notes = s.take_notes();
+  ASSERT_FALSE(notes.empty());
+  EXPECT_THAT(notes.front(), HasSubstr("has to itself until it is measured"));
+  // Measured (12 GiB over two GPUs: 6 per GPU), the next one shares.
+  JobProfile seen;
+  seen.peak_memory_bytes = 12 * kGiB;
+  s.measured(0, seen);
+  (void)s.finished(0, JobEnd::kOk, 10);
+  s.enqueue(gang(4, 2, std::nullopt));
+  Placed next = placed(s.schedule(10));
+  EXPECT_EQ(next.gangs.size(), 1u);
+  EXPECT_EQ(next.jobs.size(), 4u) << "the gang and the three singles at once";
+}
+
+TEST(GangScheduler, AGangNeedingMoreGpusThanThereAreIsUnplaceable) {
+  GangScheduler s(fixed(2, 2));
+  s.enqueue(gang(0, 4));
+  EXPECT_TRUE(s.schedule(0).empty());
+  std::vector<Unplaceable> u = s.take_unplaceable();
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_THAT(u[0].reason, HasSubstr("needs 4 GPUs at once"));
+  EXPECT_EQ(s.queued(), 0u);
+}
+
+TEST(GangScheduler, OutOfMemoryRequeuesTheWholeGangWithMoreMemory) {
+  GangScheduler s(fixed(2, 2));
+  s.enqueue(gang(0, 2));
+  ASSERT_EQ(s.schedule(0).size(), 1u);
+  EndVerdict v = s.finished(0, JobEnd::kOutOfMemory, 5);
+  EXPECT_TRUE(v.requeued);
+  EXPECT_THAT(v.note, HasSubstr("whole gang is requeued with 24.0 GiB per GPU"));
+  std::vector<Decision> again = s.schedule(6);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].gang_devices.size(), 2u);
+  EXPECT_EQ(again[0].memory_limit_bytes, static_cast<uint64_t>(24 * kGiB * 1.2) + 0);
+  v = s.finished(0, JobEnd::kOutOfMemory, 7);
+  EXPECT_TRUE(v.requeued);
+  EXPECT_THAT(v.note, HasSubstr("to have its GPUs to itself"));
+  ASSERT_EQ(s.schedule(8).size(), 1u);
+  v = s.finished(0, JobEnd::kOutOfMemory, 9);
+  EXPECT_FALSE(v.requeued);
+}
+
+TEST(GangScheduler, UnderAutoSinglesBackfillAKeptGpuOnlyIfTheyEndFirst) {
+  GangScheduler s(automatic(2));
+  JobProfile long_job;
+  long_job.peak_memory_bytes = 30 * kGiB;
+  long_job.sm_active_pct = 20;
+  long_job.samples_per_s = 100;
+  long_job.solo_ms = 100'000;
+  JobProfile short_job = long_job;
+  short_job.solo_ms = 10'000;
+  s.introduce("long", SignatureFacts{"long", long_job});
+  s.introduce("short", SignatureFacts{"short", short_job});
+  s.enqueue({0, "long", std::nullopt});
+  s.enqueue({1, "long", std::nullopt});
+  EXPECT_THAT(placed(s.schedule(0)).jobs, ElementsAre(0, 1));
+  s.enqueue(gang(2, 2, 60 * kGiB));
+  s.enqueue({3, "short", std::nullopt});
+  s.enqueue({4, "long", std::nullopt});
+  Placed p = placed(s.schedule(0));
+  // The gang waits for both GPUs (expected free at 100 s); the short job
+  // (10 s, at most 20 s shared by two) backfills; the third long one, which
+  // would fit as well, does not.
+  EXPECT_THAT(p.jobs, ElementsAre(3));
+  EXPECT_THAT(s.reserved(), ElementsAre(0, 1));
+  (void)s.finished(0, JobEnd::kOk, 100'000);
+  (void)s.finished(1, JobEnd::kOk, 100'000);
+  (void)s.finished(3, JobEnd::kOk, 20'000);
+  Placed q = placed(s.schedule(100'000));
+  EXPECT_EQ(q.gangs.size(), 1u);
+  EXPECT_THAT(q.gangs[2], ElementsAre(0, 1));
+}
+
+TEST(GangScheduler, CancellingAWaitingGangReleasesItsGpus) {
+  GangScheduler s(fixed(2, 1));
+  s.enqueue({0, "single", std::nullopt});
+  EXPECT_THAT(placed(s.schedule(0)).jobs, ElementsAre(0));
+  s.enqueue(gang(1, 2));
+  s.enqueue({2, "single", std::nullopt});
+  EXPECT_TRUE(placed(s.schedule(0)).jobs.empty());
+  EXPECT_TRUE(s.remove_queued(1));
+  EXPECT_THAT(placed(s.schedule(1)).jobs, ElementsAre(2));
+}
+
+}  // namespace
+}  // namespace colo
