@@ -96,8 +96,8 @@ class SimBackend final : public GpuBackend {
   mutable std::mutex mu_;
   // By pid; a gang's process once per GPU it runs on. Guarded by mu_.
   std::multimap<uint32_t, SimProcess> processes_;
-  std::vector<double> energy_mj_;             // guarded by mu_; per device
-  int64_t energy_integrated_to_ms_;           // guarded by mu_; monotonic
+  std::vector<double> energy_mj_;    // guarded by mu_; per device
+  int64_t energy_integrated_to_ms_;  // guarded by mu_; monotonic
 };
 
 }  // namespace colo

@@ -58,10 +58,10 @@ constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
 constexpr std::array<const char*, 19> kSettingKeys = {
-    "workdir",     "env",           "gpu_memory",  "sm_share", "memory_limit", "epoch_regex",
-    "step_regex",  "epoch_samples", "sm_activity", "gpu_util", "solo_time",    "startup_time",
-    "mig_profile", "mig_group",     "dataset",     "restart",  "host_memory",  "cpus",
-    "gpus"};
+    "workdir",     "env",          "gpu_memory",    "sm_share",    "memory_limit",
+    "epoch_regex", "step_regex",   "epoch_samples", "sm_activity", "gpu_util",
+    "solo_time",   "startup_time", "mig_profile",   "mig_group",   "dataset",
+    "restart",     "host_memory",  "cpus",          "gpus"};
 // Placeholders every command, workdir and env value may use besides its grid's
 // parameters: the job's GPU count, and a free TCP port chosen when it starts.
 constexpr std::array<const char*, 2> kBuiltinPlaceholders = {"gpus", "port"};

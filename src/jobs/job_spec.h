@@ -64,9 +64,9 @@ struct JobSpec {
   // the job file states them ("batch_size", "image_size^2": the value to that
   // power); nullopt: colo learns them (sched/family.h).
   std::optional<std::vector<std::string>> resource_params;
-  std::vector<std::string> command;            // argv; {param} already substituted
-  std::string working_dir;                     // absolute
-  std::map<std::string, std::string> env;      // added to colo's own environment
+  std::vector<std::string> command;        // argv; {param} already substituted
+  std::string working_dir;                 // absolute
+  std::map<std::string, std::string> env;  // added to colo's own environment
   // GPUs it needs at once, on one machine: more than one makes it a gang
   // (docs/job-file.md), started only when all of them can take it. Its
   // memory and SM hints and its profile are per GPU.

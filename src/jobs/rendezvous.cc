@@ -29,7 +29,9 @@ Result<int> free_tcp_port() {
 }
 
 Status fill_in_port(LaunchRequest& request, bool gang) {
-  auto asks = [](const std::string& text) { return text.find(kPortPlaceholder) != std::string::npos; };
+  auto asks = [](const std::string& text) {
+    return text.find(kPortPlaceholder) != std::string::npos;
+  };
   bool wanted = gang || asks(request.working_dir);
   for (const std::string& arg : request.argv) wanted = wanted || asks(arg);
   for (const auto& [name, value] : request.env) wanted = wanted || asks(value);

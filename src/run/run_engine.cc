@@ -495,9 +495,9 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   if (!a.gang_devices.empty()) ctx_.writer.job_gpus(job.job.id, gpus);
   changes_.push_back({JobChange::Kind::kStarted, job.key, job.job.id, JobState::kRunning, "",
                       a.device, job.attempt, now});
-  const std::string where = a.gang_devices.empty()
-                                ? fmt::format("gpu{}", a.device)
-                                : fmt::format("gpus {} (a gang of {})", gpus, a.gang_devices.size());
+  const std::string where =
+      a.gang_devices.empty() ? fmt::format("gpu{}", a.device)
+                             : fmt::format("gpus {} (a gang of {})", gpus, a.gang_devices.size());
   display_.event(fmt::format("{} started on {} ({}), pid {}, log {}{}{}", job.label(), where,
                              device(a.device).name, *pid, request.log_path,
                              a.probe ? " (new: measured where it runs)" : "",

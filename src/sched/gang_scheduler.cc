@@ -110,9 +110,10 @@ void GangScheduler::start(Gang& g, const std::vector<int>& devices, int64_t now_
   decision.gang_devices = devices;
   out.push_back(decision);
   if (!need) {
-    notes_.push_back(fmt::format("{}: a gang never measured; starting it on idle {}, "
-                                 "which it has to itself until it is measured",
-                                 labels_[g.job.signature], gpu_list(devices)));
+    notes_.push_back(
+        fmt::format("{}: a gang never measured; starting it on idle {}, "
+                    "which it has to itself until it is measured",
+                    labels_[g.job.signature], gpu_list(devices)));
   }
   if (reserved_for_ == g.job.job) release_reservation();
   running_[g.job.job] = Running{g, devices, now_ms};
@@ -178,8 +179,7 @@ std::vector<Decision> GangScheduler::schedule(int64_t now_ms) {
   for (const auto& [job, r] : running_) {
     if (!claim(r.gang)) closed.insert(closed.end(), r.devices.begin(), r.devices.end());
   }
-  policy_->reserve(closed,
-                   closed.size() == reserved_.size() ? reserved_until_ : std::nullopt);
+  policy_->reserve(closed, closed.size() == reserved_.size() ? reserved_until_ : std::nullopt);
   for (Decision& d : policy_->schedule(now_ms)) out.push_back(std::move(d));
   return out;
 }
@@ -208,9 +208,9 @@ EndVerdict GangScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   return {true, fmt::format("out of GPU memory on one of {}; the whole gang is requeued {} "
                             "(attempt {} of {})",
                             gpu_list(r.devices),
-                            g.whole_gpus ? std::string("to have its GPUs to itself")
-                                         : fmt::format("with {} per GPU",
-                                                       format_bytes(*g.memory_override)),
+                            g.whole_gpus
+                                ? std::string("to have its GPUs to itself")
+                                : fmt::format("with {} per GPU", format_bytes(*g.memory_override)),
                             g.attempt, max_retries_ + 1)};
 }
 
@@ -247,8 +247,8 @@ std::vector<size_t> GangScheduler::drain_queued() {
 }
 
 bool GangScheduler::remove_queued(size_t job) {
-  auto it = std::find_if(gangs_.begin(), gangs_.end(),
-                         [&](const Gang& g) { return g.job.job == job; });
+  auto it =
+      std::find_if(gangs_.begin(), gangs_.end(), [&](const Gang& g) { return g.job.job == job; });
   if (it == gangs_.end()) return policy_->remove_queued(job);
   gangs_.erase(it);
   if (reserved_for_ == job) release_reservation();

@@ -113,7 +113,7 @@ class GangScheduler final : public Scheduler {
   std::map<std::string, JobProfile> profiles_;  // per GPU, by signature
   std::map<std::string, std::string> labels_;
   std::vector<int> reserved_;
-  size_t reserved_for_ = SIZE_MAX;  // the gang the GPUs are kept for
+  size_t reserved_for_ = SIZE_MAX;         // the gang the GPUs are kept for
   std::optional<int64_t> reserved_until_;  // when they are expected to be free
   std::vector<Unplaceable> unplaceable_;
   std::vector<std::string> notes_;

@@ -65,7 +65,6 @@ struct SchedJob {
   std::optional<int64_t> solo_time_ms;
 };
 
-
 struct Decision {
   size_t job = 0;
   int device = 0;
@@ -90,7 +89,6 @@ struct Decision {
 };
 
 enum class JobEnd { kOk, kFailed, kOutOfMemory, kCancelled };
-
 
 struct EndVerdict {
   bool requeued = false;  // the job will be placed again

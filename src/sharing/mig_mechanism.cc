@@ -366,9 +366,10 @@ Result<Environment> MigMechanism::environment_for(const Placement& placement) {
         placement.job_name));
   }
   if (placement.gang_devices.size() > 1) {
-    return Error(fmt::format("mig: job '{}' needs {} GPUs; a gang does not run under MIG yet "
-                             "(run it with --mechanism mps or naive)",
-                             placement.job_name, placement.gang_devices.size()));
+    return Error(
+        fmt::format("mig: job '{}' needs {} GPUs; a gang does not run under MIG yet "
+                    "(run it with --mechanism mps or naive)",
+                    placement.job_name, placement.gang_devices.size()));
   }
   auto it = uuid_of_job_.find(placement.job_name);
   if (it == uuid_of_job_.end()) {

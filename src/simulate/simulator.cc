@@ -22,7 +22,7 @@ constexpr size_t kKeepStarts = 1000;
 
 struct Active {
   size_t job = 0;
-  std::vector<int> gpus;  // one, or a gang's several
+  std::vector<int> gpus;    // one, or a gang's several
   double startup_ms = 0;    // start-up left: wall time, no GPU load, not slowed
   double remaining_ms = 0;  // solo milliseconds of GPU work left
   double fail_at_ms = -1;   // remaining work at which it runs out of memory; -1: never

@@ -162,8 +162,8 @@ class StoreWriter {
     JobState state = JobState::kQueued;  // kEnded
     std::string reason;                  // kRequeued, kEnded
   };
-  using Write = std::variant<JobStarted, JobRequeued, JobInstance, JobGpus, JobFinished, RunEnded, Events,
-                             Samples, DataLoader, ServiceJobChange>;
+  using Write = std::variant<JobStarted, JobRequeued, JobInstance, JobGpus, JobFinished, RunEnded,
+                             Events, Samples, DataLoader, ServiceJobChange>;
 
   Status apply(const Write& write);
   static std::string describe(const Write& write);
