@@ -13,7 +13,14 @@ Two lines are enough in a training script::
     colo.epoch_end(epoch, samples=n, loss=l)
 
 Outside colo (COLO_PROGRESS_FILE unset) every call does nothing, so the same
-script runs anywhere. Reporting never raises into the training script: an I/O
+script runs anywhere.
+
+In a job that runs on several GPUs at once (a gang: torchrun, DeepSpeed,
+Lightning DDP), every rank inherits COLO_PROGRESS_FILE; only rank 0 (RANK
+unset or "0") reports, and its `samples` are taken as one rank's share of the
+global batch: they are multiplied by WORLD_SIZE, so that colo's rates are the
+whole gang's. Pass ``global_samples=True`` to Progress when rank 0 already
+counts the global batch. Reporting never raises into the training script: an I/O
 error is reported once on stderr and later calls are dropped.
 """
 
@@ -53,14 +60,23 @@ class Progress:
     """Appends progress events to one file.
 
     path: the file to append to; defaults to $COLO_PROGRESS_FILE. When neither
-    is set, every method is a no-op (``enabled`` is False).
+    is set, or RANK names a rank other than 0, every method is a no-op
+    (``enabled`` is False).
+    global_samples: whether `samples` already count every rank's (see the
+    module comment); by default they are multiplied by WORLD_SIZE.
 
     Thread-safe: each event is written as one line under a lock. The file is
     opened lazily in append mode, line-buffered, and flushed after every event.
     """
 
-    def __init__(self, path=None):
+    def __init__(self, path=None, global_samples=False):
         self.path = path if path is not None else os.environ.get(ENV_VAR) or None
+        rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+        if path is None and rank not in (None, "", "0"):
+            self.path = None  # another rank of a gang: rank 0 reports
+        self._scale = 1
+        if not global_samples and rank is not None and world and world.isdigit():
+            self._scale = max(1, int(world))
         self._file = None
         self._failed = False
         self._lock = threading.Lock()
@@ -78,11 +94,17 @@ class Progress:
 
     def epoch_end(self, epoch, samples=None, **metrics):
         """Epoch `epoch` finished; `samples` is how many samples it processed."""
-        self._emit("epoch_end", metrics, epoch=epoch, samples=samples)
+        self._emit("epoch_end", metrics, epoch=epoch, samples=self._global(samples))
 
     def step(self, step, samples=None, **metrics):
         """Step (iteration) `step` finished, having processed `samples` samples."""
-        self._emit("step", metrics, step=step, samples=samples)
+        self._emit("step", metrics, step=step, samples=self._global(samples))
+
+    def _global(self, samples):
+        try:
+            return samples * self._scale if samples is not None and self._scale > 1 else samples
+        except TypeError:
+            return samples  # dropped by _emit as a bad counter
 
     def metric(self, **metrics):
         """Metrics not tied to an epoch or step."""

@@ -28,6 +28,24 @@ class ProgressTest(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
+    def test_in_a_gang_only_rank_0_reports_and_counts_the_global_batch(self):
+        with mock.patch.dict(os.environ, {"COLO_PROGRESS_FILE": self.path, "RANK": "1",
+                                          "WORLD_SIZE": "2"}):
+            other = colo_progress.Progress()
+            self.assertFalse(other.enabled)
+            other.epoch_end(1, samples=64)
+        with mock.patch.dict(os.environ, {"COLO_PROGRESS_FILE": self.path, "RANK": "0",
+                                          "WORLD_SIZE": "2"}):
+            first = colo_progress.Progress()
+            first.epoch_end(1, samples=64)
+            first.step(3, samples=8)
+            first.close()
+            given = colo_progress.Progress(global_samples=True)
+            given.step(4, samples=16)
+            given.close()
+        events = read_events(self.path)
+        self.assertEqual([e.get("samples") for e in events], [128, 16, 16])
+
     def test_events_follow_the_line_format(self):
         p = colo_progress.Progress(self.path)
         before = time.time()

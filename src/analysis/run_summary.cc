@@ -191,6 +191,7 @@ RunSummary summarize(const RunRecord& record) {
     job.state = row.state;
     job.reason = row.reason;
     job.device = row.device;
+    job.gpus = row.gpus;
     job.started_ms = row.started_ms;
     job.ended_ms = row.ended_ms;
     job.log_path = row.log_path;

@@ -28,6 +28,7 @@ struct JobSummary {
   JobState state = JobState::kQueued;
   std::string reason;
   std::optional<int> device;
+  std::string gpus;  // a gang's GPUs ("0,1"; its first is `device`); "" for one GPU
   std::optional<UnixMillis> started_ms;
   std::optional<UnixMillis> ended_ms;
   std::optional<int64_t> duration_ms;

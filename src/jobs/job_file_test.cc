@@ -495,6 +495,45 @@ restart = "on-failure"
   EXPECT_EQ(parse_ok(kJobHead).jobs[0].restart, RestartPolicy::kOnFailure);
 }
 
+TEST(JobFile, AGangGetsItsGpuCountAndKeepsPortForTheStart) {
+  JobFile file = parse_ok(R"(
+[[job]]
+name = "ddp"
+gpus = 2
+grid = { lr = [0.1] }
+command = ["torchrun", "--nproc_per_node", "{gpus}", "--master_port", "{port}", "t.py", "{lr}"]
+env = { PORT_TOO = "{port}" }
+[[job]]
+name = "one"
+command = ["x", "{gpus}"]
+)");
+  ASSERT_EQ(file.jobs.size(), 2u);
+  EXPECT_EQ(file.jobs[0].gpus, 2);
+  EXPECT_THAT(file.jobs[0].command, ElementsAre("torchrun", "--nproc_per_node", "2",
+                                                "--master_port", "{port}", "t.py", "0.1"));
+  EXPECT_EQ(file.jobs[0].env.at("PORT_TOO"), "{port}");
+  EXPECT_EQ(file.jobs[1].gpus, 1);
+  EXPECT_THAT(file.jobs[1].command, ElementsAre("x", "1"));
+  // A gang is another job than the same command on one GPU.
+  JobSpec one = file.jobs[0];
+  one.gpus = 1;
+  EXPECT_NE(job_signature(one), job_signature(file.jobs[0]));
+}
+
+TEST(JobFile, GpusMustBeAWholeNumberAndGridNamesCannotTakeTheBuiltInPlaceholders) {
+  for (const char* bad : {"gpus = 0", "gpus = 65", "gpus = \"2\"", "gpus = 1.5"}) {
+    Result<JobFile> r = parse_job_file(std::string(kJobHead) + bad + "\n", "bad.toml", kBase);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(r.error().message(), HasSubstr("bad.toml:4:")) << bad;
+    EXPECT_THAT(r.error().message(), HasSubstr("a whole number of GPUs from 1 to 64")) << bad;
+  }
+  Result<JobFile> r = parse_job_file(
+      "[[job]]\nname = \"a\"\ncommand = [\"x\", \"{port}\"]\ngrid = { port = [1, 2] }\n",
+      "bad.toml", kBase);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message(), HasSubstr("grid parameter 'port' is reserved"));
+}
+
 // The throughput keys exactly as docs/job-file.md shows them.
 TEST(JobFile, ThroughputKeysForScriptsColoCannotChange) {
   JobFile file = parse_ok(R"toml(

@@ -164,7 +164,8 @@ std::string format_run_summary(const RunSummary& summary) {
       table.add_row({
           job.name,
           to_string(job.state),
-          or_absent(job.device, [](int d) { return std::to_string(d); }),
+          job.gpus.empty() ? or_absent(job.device, [](int d) { return std::to_string(d); })
+                           : job.gpus,
           or_absent(job.started_ms, format_local_time_of_day),
           or_absent(job.duration_ms, [](int64_t ms) { return format_duration_ms(ms); }),
           job.started_ms || job.epochs > 0 ? std::to_string(job.epochs) : kAbsent,
@@ -316,6 +317,7 @@ nlohmann::json to_json(const RunSummary& summary) {
         {"reason", job.reason},
         {"attempts", job.attempts},
         {"device", nullable(job.device)},
+        {"gpus", job.gpus},
         {"started_ms", nullable(job.started_ms)},
         {"ended_ms", nullable(job.ended_ms)},
         {"duration_ms", nullable(job.duration_ms)},

@@ -140,7 +140,8 @@ std::string prometheus_metrics(const ServiceSnapshot& s) {
   std::map<int, Labels> gpu_labels;
   std::map<int, std::vector<const QueueJob*>> running_on;
   for (const QueueJob& j : s.jobs) {
-    if (j.state == "running" && j.gpu) running_on[*j.gpu].push_back(&j);
+    if (j.state != "running") continue;
+    for (int g : gpus_of(j)) running_on[g].push_back(&j);
   }
   for (const GpuView& g : s.gpus) {
     Labels labels = {{"gpu", std::to_string(g.index)},
@@ -216,6 +217,7 @@ std::string prometheus_metrics(const ServiceSnapshot& s) {
     if (j.gpu && gpu_labels.count(*j.gpu) > 0) {
       for (const auto& label : gpu_labels[*j.gpu]) labels.push_back(label);
     }
+    if (!j.gang_gpus.empty()) labels.emplace_back("gpus", gpus_text(j));  // a gang: all of them
     Labels with_state = labels;
     with_state.emplace_back("state", j.state);
     job_info.add(with_state, 1);

@@ -550,6 +550,7 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
       q.mps_sm_share_pct = v.mps_sm_share_pct;
       q.mps_memory_limit_bytes = v.mps_memory_limit_bytes;
       q.mig_instance = v.mig_instance;
+      q.gang_gpus = v.gang_devices;
     }
     q.solo_samples_per_s = v.solo_samples_per_s;
   }
@@ -580,7 +581,8 @@ ServiceSnapshot Service::snapshot() {
   for (GpuView& g : s.gpus) {
     g.jobs_running =
         static_cast<int>(std::count_if(s.jobs.begin(), s.jobs.end(), [&](const QueueJob& j) {
-          return j.state == "running" && j.gpu == g.index;
+          const std::vector<int> on = gpus_of(j);
+          return j.state == "running" && std::find(on.begin(), on.end(), g.index) != on.end();
         }));
   }
   for (const auto& [device, samples] : recent) {

@@ -57,6 +57,17 @@ std::optional<double> slowdown(const QueueJob& job) {
   return *job.solo_samples_per_s / *job.samples_per_s;
 }
 
+std::vector<int> gpus_of(const QueueJob& j) {
+  if (!j.gang_gpus.empty()) return j.gang_gpus;
+  return j.gpu ? std::vector<int>{*j.gpu} : std::vector<int>{};
+}
+
+std::string gpus_text(const QueueJob& j) {
+  std::string out;
+  for (int g : gpus_of(j)) out += fmt::format("{}{}", out.empty() ? "" : ",", g);
+  return out.empty() ? "-" : out;
+}
+
 json to_json(const QueueJob& j) {
   return json{{"id", j.id},
               {"name", j.name},
@@ -66,6 +77,7 @@ json to_json(const QueueJob& j) {
               {"state", j.state},
               {"reason", j.reason},
               {"gpu", value_or_null(j.gpu)},
+              {"gang_gpus", j.gang_gpus},
               {"mechanism", j.mechanism},
               {"attempts", j.attempts},
               {"epoch", value_or_null(j.epoch)},
@@ -159,6 +171,11 @@ Result<QueueJob> queue_job_from_json(const json& j) {
     q.state = j.value("state", "");
     q.reason = j.value("reason", "");
     q.gpu = optional_at<int>(j, "gpu");
+    if (auto g = j.find("gang_gpus"); g != j.end() && g->is_array()) {
+      for (const json& d : *g) {
+        if (d.is_number_integer()) q.gang_gpus.push_back(d.get<int>());
+      }
+    }
     q.mechanism = j.value("mechanism", "");
     q.attempts = j.value("attempts", 0);
     q.epoch = optional_at<int64_t>(j, "epoch");

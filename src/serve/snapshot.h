@@ -53,6 +53,7 @@ struct QueueJob {
       state;  // "queued", "running", "ok", "failed", "oom", "killed", "cancelled", "interrupted"
   std::string reason;
   std::optional<int> gpu;
+  std::vector<int> gang_gpus;  // a running gang's GPUs (`gpu` first); empty otherwise
   std::string mechanism;
   int attempts = 0;  // started so far
   std::optional<int64_t> epoch;
@@ -76,6 +77,11 @@ struct QueueJob {
   // Its progress rate alone (a stored profile, a hint or a probe); see slowdown().
   std::optional<double> solo_samples_per_s;
 };
+
+// The GPUs the job runs on: a gang's several, else its one (none when not running).
+std::vector<int> gpus_of(const QueueJob& j);
+// "0,1" or "0"; "-" when none.
+std::string gpus_text(const QueueJob& j);
 
 // How many times slower the job progresses now than alone (solo rate over its
 // current rate; 1.0: as fast as alone); nullopt when either rate is unknown.

@@ -319,11 +319,11 @@ TopLine job_row(const QueueJob& j, const ServiceSnapshot& s, UnixMillis now_ms, 
   const std::string state = j.state + (j.attempts > 1 ? fmt::format("#{}", j.attempts) : "");
   std::string note = j.probe ? "new: measured where it runs" : "";
   if (!j.reason.empty() && j.state != "running") note = j.reason;
-  const std::string text = ascii(table_text(
-      std::to_string(j.id), j.owner, j.name, width_of_name, state,
-      j.gpu ? std::to_string(*j.gpu) : "-", j.mechanism, j.epoch ? std::to_string(*j.epoch) : "-",
-      rate_text(j.samples_per_s), slow ? fmt::format("{:.2f}x", *slow) : "-",
-      memory ? short_bytes(*memory) : "-", share_text(j), end_text(j, now_ms), note));
+  const std::string text = ascii(
+      table_text(std::to_string(j.id), j.owner, j.name, width_of_name, state, gpus_text(j),
+                 j.mechanism, j.epoch ? std::to_string(*j.epoch) : "-", rate_text(j.samples_per_s),
+                 slow ? fmt::format("{:.2f}x", *slow) : "-", memory ? short_bytes(*memory) : "-",
+                 share_text(j), end_text(j, now_ms), note));
   if (selected) return {{text, TopStyle::kSelected}};
   // The state column in its colour.
   const size_t state_at = 5 + 1 + 9 + 1 + width_of_name + 1;
