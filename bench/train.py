@@ -26,6 +26,11 @@ read when --no-progress-client keeps the script from talking to colo:
 Its first line says when it started ("train.py: started at 1732278000.123"),
 so that a makespan can be taken from the logs too (bench/sweep_check.py).
 
+Under torchrun (WORLD_SIZE > 1) it trains data-parallel: one rank per GPU
+(cuda:LOCAL_RANK; NCCL, or gloo on the CPU), DistributedDataParallel, each
+rank its own synthetic data. Rank 0 alone prints and reports, and its figures
+are the global batch's (samples x WORLD_SIZE): a colo gang (`gpus = N`).
+
 `python3 bench/train.py --help` works without PyTorch; training needs torch
 and timm.
 """
@@ -149,6 +154,16 @@ def main(argv=None):
         print("train.py: --device %s asked for, but CUDA is not available" % args.device,
               file=sys.stderr)
         return 2
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:  # torchrun: one rank per GPU
+        import torch.distributed as dist
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        args.seed += rank  # each rank its own data
+    say = print if rank == 0 else (lambda *a, **k: None)
     torch.manual_seed(args.seed)
     torch.backends.cudnn.benchmark = True
 
@@ -160,6 +175,9 @@ def main(argv=None):
     memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
     model = model.to(device=device, memory_format=memory_format)
     model.train()
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
 
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum,
                                 weight_decay=args.weight_decay)
@@ -173,11 +191,12 @@ def main(argv=None):
             torch.cuda.synchronize(device)
 
     params = sum(p.numel() for p in model.parameters())
-    print(
+    say(
         "train.py: %s on synthetic %s (%d px, %d classes), %.1fM parameters, batch %d, "
-        "%d steps (%d samples) per epoch, %d epochs, device %s"
+        "%d steps (%d samples) per epoch, %d epochs, device %s%s"
         % (args.model, args.dataset, image_size, num_classes, params / 1e6, args.batch_size,
-           steps, samples, args.epochs, device),
+           steps, samples, args.epochs, device,
+           ", %d ranks (the figures below: all of them)" % world if world > 1 else ""),
         flush=True,
     )
     colo.start()
@@ -207,10 +226,10 @@ def main(argv=None):
         synchronize()
         seconds = time.perf_counter() - epoch_start
         ended = time.time()
-        rate = samples / seconds
-        print(
+        rate = samples * world / seconds
+        say(
             "epoch %d/%d: %.1fs, %.0f img/s, loss %.2f, %d samples, ended at %.3f"
-            % (epoch, args.epochs, seconds, rate, mean_loss, samples, ended),
+            % (epoch, args.epochs, seconds, rate, mean_loss, samples * world, ended),
             flush=True,
         )
         colo.epoch_end(epoch, samples=samples, loss=mean_loss, epoch_time_s=seconds,
@@ -222,8 +241,11 @@ def main(argv=None):
             warned_loss = True
 
     total = time.perf_counter() - run_start
-    final = {"total_time_s": total, "img_per_s": samples * args.epochs / total}
-    report_end(colo, torch, device, "train.py", total, final)
+    final = {"total_time_s": total, "img_per_s": samples * world * args.epochs / total}
+    if rank == 0:
+        report_end(colo, torch, device, "train.py", total, final)
+    if world > 1:
+        torch.distributed.destroy_process_group()
     return 0
 
 

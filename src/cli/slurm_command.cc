@@ -67,6 +67,15 @@ int submit_command(const SubmitFlags& flags) {
   const JobFile* file = &input->file;
   const SimJobSet& set = input->set;
   const SimOptions& node = input->node;
+  // Each shard runs on one node: a gang needs its GPUs there.
+  for (const JobSpec& job : file->jobs) {
+    if (job.gpus <= flags.gpus_per_node) continue;
+    std::cerr << fmt::format(
+        "colo: {}: job '{}' needs {} GPUs at once (gpus = {}) and each node of the array asks "
+        "for {}; pass --gpus-per-node {} or more\n",
+        job.source, job.name, job.gpus, job.gpus, flags.gpus_per_node, job.gpus);
+    return kExitBadInput;
+  }
   const std::string mechanism =
       !flags.mechanism.empty() ? flags.mechanism : file->mechanism.value_or("");
   const std::string policy = !flags.policy.empty() ? flags.policy : file->policy.value_or("");

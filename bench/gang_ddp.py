@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""A gang beside one-GPU jobs on two GPUs (issue 23; bench/gang-ddp.sh runs it).
+
+One data-parallel training (bench/train.py under torchrun: GANG_MODEL, one
+rank per GPU, NCCL) and SINGLES one-GPU trainings (SINGLE_MODEL), run twice:
+
+  alone     one after another, each by its own `colo run --mechanism
+            exclusive` (the gang on both GPUs, then each one-GPU job)
+  together  one `colo run --mechanism mps --policy fixed --max-per-gpu K`
+            (MECHANISM: naive for a check without MPS):
+            the gang's ranks and the one-GPU jobs share both GPUs
+
+While `together` runs, `nvidia-smi --query-compute-apps` is sampled every
+second (which processes use which GPU). Then bench/check-gang.py recomputes
+every figure from the jobs' own logs and that sampling alone: the gang's
+steady rate together and alone, the makespan of both schedules, and whether
+both GPUs held a rank of the gang and a one-GPU job at once. colo's own
+figures (`colo show --json`) go beside them.
+
+Settings come from the environment (see bench/gang-ddp.sh).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def env(name, default):
+    return os.environ.get(name, default)
+
+
+class Settings:
+    def __init__(self, out):
+        self.out = out
+        self.colo = os.path.abspath(env("COLO", os.path.join(ROOT, "build-release", "colo")))
+        self.python = env("PYTHON", sys.executable)
+        self.backend = env("BACKEND", "nvml")
+        self.device = env("DEVICE", "cuda")
+        self.gang_model = env("GANG_MODEL", "resnet50")
+        self.single_model = env("SINGLE_MODEL", "resnet26")
+        self.singles = int(env("SINGLES", "4"))
+        self.dataset = env("DATASET", "cifar10")
+        self.batch = env("BATCH", "128")
+        self.epochs = env("EPOCHS", "6")
+        self.single_epochs = env("SINGLE_EPOCHS", "6")
+        self.epoch_samples = env("EPOCH_SAMPLES", "40000")
+        self.gang_memory = env("GANG_MEMORY", "12GiB")
+        self.single_memory = env("SINGLE_MEMORY", "6GiB")
+        self.per_gpu = env("MAX_PER_GPU", "3")
+        self.mechanism = env("MECHANISM", "mps")
+        self.launcher = env("LAUNCHER", "%s -m torch.distributed.run --standalone"
+                            % self.python).split()
+
+
+def toml_list(words):
+    return "[" + ", ".join(json.dumps(w) for w in words) + "]"
+
+
+def jobs(s):
+    """name -> its [[job]] table."""
+    train = os.path.join(HERE, "train.py")
+    common = ["--dataset", s.dataset, "--batch-size", s.batch, "--epoch-samples",
+              s.epoch_samples, "--device", s.device]
+    gang = s.launcher + ["--nproc_per_node", "{gpus}", "--master_port", "{port}", train,
+                         "--model", s.gang_model, "--epochs", s.epochs] + common
+    out = {"ddp": '[[job]]\nname = "ddp"\ngpus = 2\ngpu_memory = "%s"\ncommand = %s\n'
+           % (s.gang_memory, toml_list(gang))}
+    for i in range(s.singles):
+        cmd = [s.python, train, "--model", s.single_model, "--epochs", s.single_epochs] + common
+        out["single-%d" % i] = ('[[job]]\nname = "single-%d"\ngpu_memory = "%s"\ncommand = %s\n'
+                                % (i, s.single_memory, toml_list(cmd)))
+    return out
+
+
+def colo_run(s, name, text, extra, db, directory):
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, name + ".toml")
+    with open(path, "w") as f:
+        f.write(text)
+    cmd = [s.colo, "run", path, "--db", db, "--logs", os.path.join(directory, "logs"),
+           "--plain"] + extra + (["--backend", "sim", "--sim-devices", "2"]
+                                 if s.backend == "sim" else [])
+    print("+ " + " ".join(cmd), flush=True)
+    t0 = time.time()
+    with open(os.path.join(directory, name + ".colo.txt"), "w") as log:
+        code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=directory)
+    return code, time.time() - t0
+
+
+class AppsSampler:
+    """nvidia-smi's compute processes every second: time, pid, GPU, memory."""
+
+    def __init__(self, path):
+        self.proc = None
+        if shutil.which("nvidia-smi") is None:
+            return
+        self.file = open(path, "w")
+        self.proc = subprocess.Popen(
+            ["nvidia-smi", "--query-compute-apps=timestamp,pid,gpu_uuid,used_memory,process_name",
+             "--format=csv,noheader", "-l", "1"], stdout=self.file, stderr=subprocess.STDOUT)
+
+    def stop(self):
+        if self.proc:
+            self.proc.terminate()
+            self.proc.wait()
+            self.file.close()
+
+
+def gpu_uuids():
+    if shutil.which("nvidia-smi") is None:
+        return {}
+    out = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout
+    return {u.strip(): int(i) for i, u in (line.split(",") for line in out.splitlines() if line)}
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: bench/gang-ddp.sh RESULTS_DIR", file=sys.stderr)
+        return 2
+    out = os.path.abspath(sys.argv[1])
+    os.makedirs(out, exist_ok=True)
+    s = Settings(out)
+    if not os.access(s.colo, os.X_OK):
+        print("gang-ddp: no colo binary at %s (set COLO)" % s.colo, file=sys.stderr)
+        return 2
+    os.environ["COLO_HOME"] = os.path.join(out, "home")
+    with open(os.path.join(out, "gpus.json"), "w") as f:
+        json.dump(gpu_uuids(), f)
+    table = jobs(s)
+    codes = {}
+    # Alone, one after another: a store each, so nothing learned carries over.
+    for name, text in table.items():
+        codes["alone " + name], _ = colo_run(
+            s, name, text, ["--mechanism", "exclusive"],
+            os.path.join(out, "alone", name + ".db"), os.path.join(out, "alone", name))
+    # Together, on a fresh store.
+    apps = AppsSampler(os.path.join(out, "together-apps.csv"))
+    together = os.path.join(out, "together")
+    codes["together"], _ = colo_run(
+        s, "all", "\n".join(table.values()),
+        ["--mechanism", s.mechanism, "--policy", "fixed", "--max-per-gpu", s.per_gpu],
+        os.path.join(together, "colo.db"), together)
+    apps.stop()
+    show = subprocess.run([s.colo, "show", "--db", os.path.join(together, "colo.db"), "--json"],
+                          capture_output=True, text=True)
+    with open(os.path.join(together, "show.json"), "w") as f:
+        f.write(show.stdout)
+    with open(os.path.join(out, "exit-codes.json"), "w") as f:
+        json.dump(codes, f, indent=1)
+    check = subprocess.run([s.python, os.path.join(HERE, "check-gang.py"), out],
+                           capture_output=True, text=True)
+    sys.stdout.write(check.stdout)
+    sys.stderr.write(check.stderr)
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write(check.stdout)
+    return 0 if all(c == 0 for c in codes.values()) and check.returncode == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
