@@ -126,7 +126,9 @@ class GpuBackend {
   // nullptr when the backend cannot (the simulated one). Owned by the backend.
   virtual MigControl* mig_control() { return nullptr; }
 
-  // Simulation hooks; no-ops on real backends.
+  // Simulation hooks; no-ops on real backends. process_started() again for
+  // a (pid, device) it knows updates its load; a gang's process is started
+  // once per GPU; process_exited() ends it on all of them.
   virtual void process_started(int /*device*/, uint32_t /*pid*/, const SimLoadHint& /*hint*/) {}
   virtual void process_exited(uint32_t /*pid*/) {}
 };

@@ -231,6 +231,13 @@ Result<std::vector<ProcessSample>> SimBackend::sample_processes(int index) {
 void SimBackend::process_started(int device, uint32_t pid, const SimLoadHint& hint) {
   std::lock_guard lock(mu_);
   integrate_energy_to_now();
+  // Called again for a process it knows (its load changed): updated in place.
+  for (auto [it, end] = processes_.equal_range(pid); it != end; ++it) {
+    if (it->second.device == device) {
+      it->second.hint = hint;
+      return;
+    }
+  }
   processes_.emplace(pid, SimProcess{device, hint});
 }
 

@@ -774,8 +774,10 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
   if (!job.reader) return;
   std::vector<ProgressEvent> events = job.reader->poll(ctx_.clock.now_ms(), exited);
   if (ctx_.backend.simulated() && !exited && job.device && job.pid > 0 && job.sim_load &&
-      job.sim_load->update(events))
-    ctx_.backend.process_started(*job.device, static_cast<uint32_t>(job.pid), job.sim_load->hint());
+      job.sim_load->update(events)) {
+    for (int d : job.gang_devices.empty() ? std::vector<int>{*job.device} : job.gang_devices)
+      ctx_.backend.process_started(d, static_cast<uint32_t>(job.pid), job.sim_load->hint());
+  }
   for (ProgressEvent& e : events) {
     if (!job.first_progress_ms) job.first_progress_ms = e.time_ms - job.started_ms;
     // Its memory is measured from its first step or epoch (an epoch_start or
