@@ -484,12 +484,14 @@ std::vector<TextPiece> split_placeholders(std::string_view text) {
   return pieces;
 }
 
-// Checks the placeholders of `text` against `params`. Returns an error
+// Checks the placeholders of `text` against `params` (the grid's) and the
+// built-in ones (kBuiltinPlaceholders). Returns an error
 // message, or nothing when every placeholder is known.
 std::optional<std::string> check_placeholders(std::string_view text,
                                               const std::set<std::string>& params) {
   for (const TextPiece& piece : split_placeholders(text)) {
-    if (!piece.placeholder || params.count(piece.text) > 0) continue;
+    if (!piece.placeholder || params.count(piece.text) > 0 || contains(kBuiltinPlaceholders, piece.text))
+      continue;
     std::string known;
     for (const std::string& p : params) known += (known.empty() ? "" : ", ") + p;
     return fmt::format(
@@ -784,9 +786,9 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const Sett
   if (!ok) return std::nullopt;
 
   // Every placeholder must name a grid parameter or a built-in one.
-  std::set<std::string> params(kBuiltinPlaceholders.begin(), kBuiltinPlaceholders.end());
+  std::set<std::string> params;
   for (const auto& [param, values] : block.grid) {
-    if (params.contains(param)) {
+    if (contains(kBuiltinPlaceholders, param)) {
       reader.error(block.line, fmt::format("grid parameter '{}' is reserved: colo sets {{{}}} "
                                            "itself ({}); name the parameter otherwise",
                                            param, param,

@@ -256,15 +256,16 @@ TEST_F(GangTest, SimulateAndRunAgreeOnTheOrderOfStarts) {
 
 TEST_F(GangTest, SlurmSubmitAsksForTheGpusItsGangsNeedOnEachNode) {
   write_file("jobs.toml", gang_job(2, 1) + singles("single", 2, 1));
-  CommandResult too_few = shell(colo("slurm submit jobs.toml --backend sim --dry-run --dir " +
-                                     dir_ + "/sub1 --db " + db()));
+  CommandResult too_few = shell(
+      colo("slurm submit jobs.toml --backend sim --dry-run --dir " + dir_ + "/sub1 --db " + db()));
   EXPECT_NE(too_few.exit_code, 0) << too_few.output;
   EXPECT_NE(too_few.output.find("job 'ddp' needs 2 GPUs at once"), std::string::npos)
       << too_few.output;
   EXPECT_NE(too_few.output.find("--gpus-per-node 2"), std::string::npos) << too_few.output;
-  CommandResult enough = shell(colo("slurm submit jobs.toml --backend sim --dry-run "
-                                    "--gpus-per-node 2 --dir " +
-                                    dir_ + "/sub2 --db " + db()));
+  CommandResult enough =
+      shell(colo("slurm submit jobs.toml --backend sim --dry-run "
+                 "--gpus-per-node 2 --dir " +
+                 dir_ + "/sub2 --db " + db()));
   EXPECT_EQ(enough.exit_code, 0) << enough.output;
 }
 
