@@ -158,17 +158,19 @@ bool GangScheduler::place_gangs(int64_t now_ms, std::vector<Decision>& out) {
 }
 
 std::vector<Decision> GangScheduler::schedule(int64_t now_ms) {
+  // Without gangs this is the policy's event alone: nothing added to it.
+  if (gangs_.empty() && running_.empty() && !policy_reserves_) return policy_->schedule(now_ms);
   std::vector<Decision> out;
-  device_count_ = static_cast<int>(policy_->rooms(now_ms).size());
+  const int devices = gangs_.empty() ? 0 : static_cast<int>(policy_->rooms(now_ms).size());
   for (auto it = gangs_.begin(); it != gangs_.end();) {
-    if (it->job.gpus <= device_count_) {
+    if (it->job.gpus <= devices) {
       ++it;
       continue;
     }
     unplaceable_.push_back(
         {it->job.job, fmt::format("needs {} GPUs at once, on one machine; this one has {} for "
                                   "colo (lower gpus, or run it where there are more)",
-                                  it->job.gpus, device_count_)});
+                                  it->job.gpus, devices)});
     it = gangs_.erase(it);
   }
   // Gangs first (the oldest that cannot start keeps its GPUs), then the
@@ -180,6 +182,7 @@ std::vector<Decision> GangScheduler::schedule(int64_t now_ms) {
     if (!claim(r.gang)) closed.insert(closed.end(), r.devices.begin(), r.devices.end());
   }
   policy_->reserve(closed, closed.size() == reserved_.size() ? reserved_until_ : std::nullopt);
+  policy_reserves_ = !closed.empty();
   for (Decision& d : policy_->schedule(now_ms)) out.push_back(std::move(d));
   return out;
 }

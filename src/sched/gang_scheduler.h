@@ -107,7 +107,6 @@ class GangScheduler final : public Scheduler {
 
   std::unique_ptr<Scheduler> policy_;
   int max_retries_;
-  int device_count_ = -1;  // known at the first schedule()
   std::deque<Gang> gangs_;
   std::map<size_t, Running> running_;
   std::map<std::string, JobProfile> profiles_;  // per GPU, by signature
@@ -115,6 +114,7 @@ class GangScheduler final : public Scheduler {
   std::vector<int> reserved_;
   size_t reserved_for_ = SIZE_MAX;         // the gang the GPUs are kept for
   std::optional<int64_t> reserved_until_;  // when they are expected to be free
+  bool policy_reserves_ = false;           // the last reserve() handed the policy any GPU
   std::vector<Unplaceable> unplaceable_;
   std::vector<std::string> notes_;
 };

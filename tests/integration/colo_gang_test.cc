@@ -4,7 +4,6 @@
 // and, like torchrun, exits as soon as one rank fails.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "integration_util.h"
+#include "sql_rows.h"
 
 namespace colo {
 namespace {
@@ -78,26 +78,7 @@ for r in $(seq 1 $n); do wait -n || exit 1; done
     }
     return times;
   }
-  std::vector<std::string> sql(const std::string& query) const {
-    std::vector<std::string> rows;
-    sqlite3* db = nullptr;
-    if (sqlite3_open_v2(this->db().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
-      return rows;
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db, query.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
-      while (sqlite3_step(stmt) == SQLITE_ROW) {
-        std::string row;
-        for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
-          const unsigned char* text = sqlite3_column_text(stmt, c);
-          row += (c ? "|" : "") + std::string(text ? reinterpret_cast<const char*>(text) : "");
-        }
-        rows.push_back(row);
-      }
-    }
-    sqlite3_finalize(stmt);
-    sqlite3_close(db);
-    return rows;
-  }
+  std::vector<std::string> sql(const std::string& query) const { return sql_rows(db(), query); }
   // Job names in the order `colo run` started them.
   static std::vector<std::string> started(const std::string& output) {
     std::vector<std::string> names;

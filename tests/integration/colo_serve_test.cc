@@ -7,7 +7,6 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "integration_util.h"
+#include "sql_rows.h"
 
 namespace colo {
 namespace {
@@ -87,26 +87,7 @@ class ColoServe : public ColoTestDir {
   }
 
   // Rows of a query on the store, each row's columns joined by '|'.
-  std::vector<std::string> sql(const std::string& query) const {
-    std::vector<std::string> rows;
-    sqlite3* db = nullptr;
-    if (sqlite3_open_v2(this->db().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
-      return rows;
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db, query.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
-      while (sqlite3_step(stmt) == SQLITE_ROW) {
-        std::string row;
-        for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
-          const unsigned char* text = sqlite3_column_text(stmt, c);
-          row += (c ? "|" : "") + std::string(text ? reinterpret_cast<const char*>(text) : "");
-        }
-        rows.push_back(row);
-      }
-    }
-    sqlite3_finalize(stmt);
-    sqlite3_close(db);
-    return rows;
-  }
+  std::vector<std::string> sql(const std::string& query) const { return sql_rows(db(), query); }
 
   // A job that appends "start ID" and "end ID" to marks, with `epochs`
   // epochs of `seconds` each reported in between. With `leftover`, it first
