@@ -490,7 +490,8 @@ std::vector<TextPiece> split_placeholders(std::string_view text) {
 std::optional<std::string> check_placeholders(std::string_view text,
                                               const std::set<std::string>& params) {
   for (const TextPiece& piece : split_placeholders(text)) {
-    if (!piece.placeholder || params.count(piece.text) > 0 || contains(kBuiltinPlaceholders, piece.text))
+    if (!piece.placeholder || params.count(piece.text) > 0 ||
+        contains(kBuiltinPlaceholders, piece.text))
       continue;
     std::string known;
     for (const std::string& p : params) known += (known.empty() ? "" : ", ") + p;
