@@ -14,6 +14,9 @@
 #   IMAGES=10000  IMAGE_SIZE=400  CLASSES=100  DATA_DIR=/tmp/colo-data-sharing-...
 #   LOADER_CPUS=0-3 (the data-loading budget)  TRAINER_CPUS=4-15
 #   WARMUP=8  DURATION=25  TAIL=2 (seconds per configuration)  COLO_ARGS=
+#   MODES="independent colo-each shared" (a subset runs only those)
+#   RING=bytes of the shared loader's ring (default: colo's, 512 MiB per
+#   trainer; with RING set, each colo-each loader gets RING/K)
 # A CPU-only check of the logic (what CI-like machines can run):
 #   DEVICE=cpu BACKEND=sim MODEL=tiny KS="1 3" IMAGES=300 IMAGE_SIZE=64 CROP=32 \
 #   BATCH=16 WARMUP=1 DURATION=4 bench/data-sharing.sh /tmp/ds

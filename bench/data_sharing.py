@@ -79,13 +79,12 @@ class Settings:
         self.data = env("DATA_DIR", os.path.join(env("TMPDIR", "/tmp"), "colo-data-sharing-%dx%d"
                                                  % (self.images, self.image_size)))
         self.budget = cpu_count_of(self.loader_cpus)
-        self.ring = ring_size()
-
-
-def ring_size():
-    """1 GiB, or a quarter of what /dev/shm has free when that is less."""
-    free = shutil.disk_usage("/dev/shm").free
-    return max(64 << 20, min(1 << 30, free // 4))
+        # The shared loader's ring: colo's default (docs/job-file.md) unless RING is set.
+        self.ring = int(env("RING", "0")) or None
+        self.modes = [m for m in env("MODES", " ".join(MODES)).split()]
+        unknown = set(self.modes) - set(MODES)
+        if unknown:
+            raise SystemExit("MODES: unknown %s (known: %s)" % (sorted(unknown), " ".join(MODES)))
 
 
 def run(cmd, **kw):
@@ -159,11 +158,12 @@ def job_file(s, k, mode, directory):
     datasets = {"shared": ["bench"] * k, "colo-each": ["bench-%d" % i for i in range(k)]}
     if mode in datasets:
         threads = s.budget if mode == "shared" else max(1, math.ceil(s.budget / k))
-        ring = s.ring if mode == "shared" else max(64 << 20, s.ring // k)
+        # colo-each: RING/K each, else colo's default for one consumer.
+        ring = s.ring if mode == "shared" or not s.ring else max(64 << 20, s.ring // k)
         for name in sorted(set(datasets[mode])):
             lines += ['[data.%s]' % name, 'path = "%s"' % s.data, 'size = %d' % s.crop,
-                      'threads = %d' % threads, 'cpus = "%s"' % s.loader_cpus,
-                      'ring = %d' % ring, '']
+                      'threads = %d' % threads, 'cpus = "%s"' % s.loader_cpus]
+            lines += (['ring = %d' % ring] if ring else []) + ['']
         trainer += ["--loader", "shared"]
     else:
         workers = max(1, math.ceil(s.budget / k))
@@ -292,18 +292,23 @@ def report(s, results):
         "cores: colo show, whole run. SM%: colo's samples | nvidia-smi utilization. wait%: "
         "trainer's stopwatch around next() | colo_data's own count (colo loaders).",
         "",
-        "%-3s %-12s %19s %21s %21s %23s %17s" % (
-            "K", "loader", "img/s train|colo", "decode cores proc|os", "colo loader cores",
-            "SM% colo|util% smi", "wait% max tr|lib"),
+        "trainer cores: /proc/stat busy time of every CPU outside the data-loading ones (the "
+        "trainers are pinned to %d of them; colo itself runs there too)." %
+        cpu_count_of(s.trainer_cpus),
+        "",
+        "%-3s %-12s %19s %21s %14s %21s %23s %17s" % (
+            "K", "loader", "img/s train|colo", "decode cores proc|os", "trainer cores",
+            "colo loader cores", "SM% colo|util% smi", "wait% max tr|lib"),
     ]
     for r in results:
         if "error" in r:
             lines.append("%-3d %-12s %s" % (r["k"], r["mode"], r["error"]))
             continue
-        lines.append("%-3d %-12s %19s %21s %21s %23s %17s" % (
+        lines.append("%-3d %-12s %19s %21s %14s %21s %23s %17s" % (
             r["k"], r["mode"],
             "%s | %s" % (fmt(r["img_per_s"]), fmt(r["img_per_s_colo"])),
             "%s | %s" % (fmt(r["decode_cores"], "%.2f"), fmt(r["budget_busy_cores"], "%.2f")),
+            fmt(r["all_busy_cores"] - r["budget_busy_cores"], "%.2f"),
             fmt(r.get("loader_cores_colo_run_avg"), "%.2f"),
             "%s | %s" % (fmt(r["sm_active_pct_colo"], "%.1f"),
                          fmt(r["gpu_util_pct_nvidia_smi"], "%.1f")),
@@ -361,11 +366,11 @@ def main():
     db = os.path.join(out, "colo.db")
     per_config = s.warmup + s.duration + s.tail + 25
     print("data-sharing: %d configurations, about %.0f s each; results in %s"
-          % (len(MODES) * len(s.ks), per_config, out), flush=True)
+          % (len(s.modes) * len(s.ks), per_config, out), flush=True)
     make_dataset(s)
     results = []
     for k in s.ks:
-        for mode in MODES:
+        for mode in s.modes:
             r = run_config(s, k, mode, db)
             print(json.dumps(r), flush=True)
             results.append(r)

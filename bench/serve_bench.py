@@ -16,6 +16,12 @@ a `colo serve` process, jobs submitted with `colo submit` at chosen times,
                                exceeds the GPU, under the default policy:
                                none may be lost; (b) the MPS server killed
                                while 4 jobs run: they are requeued and end ok.
+  serve_bench.py mps-kill OUT  (issue 25) the MPS server SIGKILLed while one
+                               job is its only client, and while three are,
+                               under `colo run` and under `colo serve`: every
+                               job must end ok after a retry, colo must name
+                               the server's death, and the jobs' logs must
+                               show each cut short and run again.
   serve_bench.py spread OUT    a sweep of JOBS small jobs submitted at once to
                                the default service on every GPU of the
                                machine: every GPU runs some of them.
@@ -466,7 +472,7 @@ def check_normalized_throughput(args, alone, shared):
 def colo_mps_victims(colo_home):
     """Pids of the MPS server(s) of colo's own daemons (CUDA_MPS_PIPE_DIRECTORY
     under $COLO_HOME/mps); on the simulated backend, where the fake control
-    program starts no server, its daemon stands in for it."""
+    program's stand-in server (or, without one, its daemon) stands in for it."""
     prefix = os.path.join(colo_home, "mps") + os.sep
     servers, daemons = [], []
     for pid_dir in glob.glob("/proc/[0-9]*"):
@@ -483,6 +489,12 @@ def colo_mps_victims(colo_home):
             servers.append(int(os.path.basename(pid_dir)))
     if servers:
         return servers, "nvidia-cuda-mps-server"
+    # The fake control program's stand-in server.
+    for pid_file in glob.glob(os.path.join(prefix, "*", "pipe", "nvidia-cuda-mps-server.pid")):
+        with open(pid_file) as f:
+            servers.append(int(f.read().strip()))
+    if servers:
+        return servers, "the fake MPS server (simulated)"
     for pid_file in glob.glob(os.path.join(prefix, "*", "pipe", "nvidia-cuda-mps-control.pid")):
         with open(pid_file) as f:
             daemons.append(int(f.read().strip()))
@@ -628,6 +640,144 @@ def faults(args):
     return 0 if not failures else 1
 
 
+# ---- mps-kill ---------------------------------------------------------------
+
+def wait_for_epoch(log_files, count, deadline_s):
+    """Waits until `count` of the log files (a function returning them) show
+    an epoch line; the files found then."""
+    deadline = time.time() + deadline_s
+    while time.time() < deadline:
+        files = log_files()
+        if sum(1 for f in files if epoch_lines(f)) >= count:
+            return files
+        time.sleep(0.5)
+    return log_files()
+
+
+def kill_case(args, front_end, clients):
+    """The MPS server SIGKILLed while `clients` jobs (resnet26, hinted so that
+    they start together) are its clients, under `colo run` or `colo serve`.
+    Returns (summary lines, failures)."""
+    name = "%s-%d" % (front_end, clients)
+    case_dir = os.path.join(args.out, name)
+    os.makedirs(case_dir, exist_ok=True)
+    command = job_command("small", args.backend, args.kill_epochs, args.scale)
+    hints = {"gpu_memory": "2GiB", "sm_activity": 19, "gpu_util": 37}
+    job_file = write_job_file(os.path.join(case_dir, "jobs.toml"), "small", command, clients,
+                              hints)
+    db = os.path.join(case_dir, "colo.db")
+    logs = os.path.join(case_dir, "logs")
+    log("=== %s: the MPS server killed under %d client%s" % (name, clients,
+                                                           "s" if clients > 1 else ""))
+    svc = proc = out = None
+    if front_end == "serve":
+        svc = Service(args.colo, case_dir, "service", args.backend,
+                      ["--mechanism", "mps", "--grace", "5s", "--http", "127.0.0.1:0"],
+                      db=os.path.join(name, "colo.db"))
+        ids = svc.submit(job_file)
+        first_logs = lambda: [svc.job_logs(i)[0] for i in ids if svc.job_logs(i)]
+    else:
+        cmd = [args.colo, "run", job_file, "--backend", args.backend, "--mechanism", "mps",
+               "--plain", "--grace", "5s", "--db", db, "--logs", logs, "--local"]
+        log("$ " + " ".join(cmd))
+        out = open(os.path.join(case_dir, "colo-run.log"), "w")
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        first_logs = lambda: sorted(f for f in glob.glob(os.path.join(logs, "*", "*", "*.log"))
+                                    if ".attempt" not in f)
+    failures = []
+    try:
+        running = wait_for_epoch(first_logs, clients, 300)
+        if len(running) != clients:
+            failures.append("%s: only %d of %d jobs began an epoch within 300 s" % (
+                name, len(running), clients))
+        victims, what = colo_mps_victims(os.environ["COLO_HOME"])
+        kill_time = time.time()
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        log("killed %s: pid %s" % (what, ", ".join(map(str, victims)) or "none found"))
+        if not victims:
+            failures.append("%s: no MPS process of colo's found to kill" % name)
+        if svc:
+            ended = svc.wait(ids)
+            states = {j["id"]: (j["state"], j["attempts"]) for j in ended}
+            text = svc.text()
+            all_logs = {i: svc.job_logs(i) for i in ids}
+        else:
+            code = proc.wait(timeout=900)
+            out.close()
+            with open(os.path.join(case_dir, "colo-run.log")) as f:
+                text = f.read()
+            shown = json.loads(subprocess.run([args.colo, "show", "--json", "--db", db],
+                                              capture_output=True, text=True).stdout)
+            states = {j["name"]: (j["state"], j["attempts"]) for j in shown["jobs"]}
+            all_logs = {}
+            for f in sorted(glob.glob(os.path.join(logs, "*", "*", "*.log"))):
+                m = re.match(r"\d+-(.+?)(\.attempt(\d+))?\.log$", os.path.basename(f))
+                if m:
+                    all_logs.setdefault(m.group(1), []).append((int(m.group(3) or 1), f))
+            all_logs = {k: [f for _, f in sorted(v)] for k, v in all_logs.items()}
+            if code != 0:
+                failures.append("%s: colo run exited %d" % (name, code))
+    finally:
+        if svc:
+            svc.stop()
+        elif proc and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait()
+    named = [line.strip() for line in text.splitlines()
+             if any("MPS server (pid %d) is gone" % v in line for v in victims)]
+    requeued = [line for line in named if "requeued" in line]
+    # From the logs alone: a first attempt cut short before the kill's epoch
+    # count, then a complete attempt that began after the kill.
+    log_checks = 0
+    for files in all_logs.values():
+        first = epoch_lines(files[0]) if files else []
+        last = epoch_lines(files[-1]) if files else []
+        if (len(files) >= 2 and len(first) < args.kill_epochs and last
+                and last[-1][0] == args.kill_epochs and last[0][2] > kill_time):
+            log_checks += 1
+    lines = [
+        "",
+        "%s: colo %s, %d job%s (resnet26, %d epochs) under mps; killed %s (pid %s) once "
+        "%d had finished an epoch" % (name, front_end, clients, "s" if clients > 1 else "",
+                                      args.kill_epochs, what, ", ".join(map(str, victims)),
+                                      len(running)),
+        "    ended: %s" % ", ".join("%s %s after %d attempts" % (k, st, a)
+                                    for k, (st, a) in sorted(states.items())),
+        "    colo named the server's death: %s" % (named[0][:300] if named else "NOT FOUND"),
+        "    requeue lines naming it: %d" % len(requeued),
+        "    check from the jobs' logs: %d of %d have a first attempt cut short and a complete "
+        "attempt that began after the kill" % (log_checks, clients),
+    ]
+    if len(states) != clients or any(st != "ok" or a < 2 for st, a in states.values()):
+        failures.append("%s: not every job ended ok after a retry" % name)
+    if len(requeued) < clients:
+        failures.append("%s: fewer requeue lines name the server's death than jobs" % name)
+    if log_checks != clients:
+        failures.append("%s: the logs do not show every job cut short and run again" % name)
+    return lines, failures
+
+
+def mps_kill(args):
+    lines = ["mps-kill: backend %s%s; the MPS server SIGKILLed under 1 and under 3 clients, "
+             "under colo run and colo serve" % (args.backend, " (SIMULATED)"
+                                                if args.backend == "sim" else "")]
+    failures = []
+    for front_end in args.front_ends.split(","):
+        for clients in (1, 3):
+            case_lines, case_failures = kill_case(args, front_end, clients)
+            lines += case_lines
+            failures += case_failures
+    lines += ["", "result: %s" % ("PASS" if not failures else "FAIL: " + "; ".join(failures))]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        f.write(text)
+    log("")
+    log(text)
+    return 0 if not failures else 1
+
+
 # ---- spread ------------------------------------------------------------------
 
 VISIBLE = re.compile(r"^colo gave this job: CUDA_VISIBLE_DEVICES=(\S*)\s*$")
@@ -707,7 +857,7 @@ def spread(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("poisson", "faults", "spread"):
+    for name in ("poisson", "faults", "spread", "mps-kill"):
         p = sub.add_parser(name)
         p.add_argument("out", help="results directory (created)")
         p.add_argument("--colo", default=os.path.join(REPO, "build-release", "colo"))
@@ -724,6 +874,11 @@ def main(argv=None):
         elif name == "spread":
             p.add_argument("--jobs", type=int, default=14)
             p.add_argument("--epochs", type=int, default=4)
+        elif name == "mps-kill":
+            p.add_argument("--kill-epochs", type=int, default=12,
+                           help="epochs of the jobs the MPS server dies under")
+            p.add_argument("--front-ends", default="run,serve",
+                           help="comma-separated subset of run,serve")
         else:
             p.add_argument("--epochs", type=int, default=3, help="of each recommender job")
             p.add_argument("--recsys-gib", type=float, default=0.0,
@@ -740,7 +895,8 @@ def main(argv=None):
     prepare_environment(args.out, args.backend)
     machine(args.out, args.colo, args.backend)
     started = time.time()
-    code = {"poisson": poisson, "faults": faults, "spread": spread}[args.command](args)
+    code = {"poisson": poisson, "faults": faults, "spread": spread,
+            "mps-kill": mps_kill}[args.command](args)
     log("%s took %.0f s" % (args.command, time.time() - started))
     return code
 

@@ -34,7 +34,11 @@ the batch, as a real one does.
 Under MPS with a pinned memory limit (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, which
 colo's auto policy gives a job it has never measured), a model whose memory
 exceeds the limit fails as PyTorch would, with "CUDA out of memory", once it
-has taken what the limit allows: the overrun colo must contain.
+has taken what the limit allows: the overrun colo must contain. And it is a
+client of the MPS server it finds (the pid the stand-in control program,
+tests/integration/fake-mps-control, writes to nvidia-cuda-mps-server.pid in
+CUDA_MPS_PIPE_DIRECTORY): when that server dies, it fails with a CUDA error,
+as a real client does.
 """
 
 import argparse
@@ -134,6 +138,43 @@ def mps_memory_limit_mib():
     return None
 
 
+def mps_server():
+    """The pid of the MPS server this job is a client of; None when not under MPS."""
+    pipe_dir = os.environ.get("CUDA_MPS_PIPE_DIRECTORY")
+    if not pipe_dir:
+        return None
+    deadline = time.monotonic() + 2.0  # the control daemon starts a server for its clients
+    while time.monotonic() < deadline:
+        try:
+            with open(os.path.join(pipe_dir, "nvidia-cuda-mps-server.pid")) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            time.sleep(0.05)
+    return None
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def sleep_as_client(seconds, server):
+    """Sleeps; False as soon as the MPS server is gone."""
+    end = time.monotonic() + seconds
+    while True:
+        if server is not None and not alive(server):
+            return False
+        left = end - time.monotonic()
+        if left <= 0:
+            return True
+        time.sleep(min(left, 0.1))
+
+
 def work(epoch, steps, seed):
     """A little deterministic CPU work: a CRC over one small buffer per step."""
     crc = seed
@@ -175,6 +216,7 @@ def main(argv=None):
         print("torch.OutOfMemoryError: CUDA out of memory (simulated: needs %.0f MiB, the MPS "
               "pinned memory limit is %.0f MiB)" % (memory_mib, limit_mib), flush=True)
         return 1
+    server = mps_server()
     colo.start()
     run_start = time.monotonic()
     checksum = args.seed
@@ -183,9 +225,10 @@ def main(argv=None):
         start = time.monotonic()
         checksum = work(epoch, steps, checksum)
         target = epoch_s + (WARMUP_S if epoch == 1 else 0.0)
-        remaining = target - (time.monotonic() - start)
-        if remaining > 0:
-            time.sleep(remaining)
+        if not sleep_as_client(target - (time.monotonic() - start), server):
+            print("RuntimeError: CUDA error: the MPS server (pid %d) this client used is gone "
+                  "(simulated)" % server, flush=True)
+            return 1
         seconds = time.monotonic() - start
         loss = 1.0 + (checksum % 1000) / 1000.0
         print("epoch %d/%d: %.2fs, %.0f img/s, loss %.2f (simulated), %d samples, "

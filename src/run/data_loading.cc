@@ -1,8 +1,10 @@
 #include "run/data_loading.h"
 
 #include <fmt/format.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -16,7 +18,14 @@ std::string self_executable() {
   return n > 0 ? exe.substr(0, static_cast<size_t>(n)) : "colo";
 }
 
-Result<LoaderOptions> loader_options_for(const DataSourceSpec& spec) {
+uint64_t default_ring_bytes(int consumers, uint64_t shm_free_bytes) {
+  constexpr uint64_t kGiB = 1ULL << 30;
+  const uint64_t wanted =
+      std::max<uint64_t>(kGiB, static_cast<uint64_t>(std::max(consumers, 1)) * (kGiB / 2));
+  return std::max(kGiB, std::min(wanted, shm_free_bytes / 2));
+}
+
+Result<LoaderOptions> loader_options_for(const DataSourceSpec& spec, int consumers) {
   LoaderOptions o;
   o.name = spec.name;
   o.path = spec.path;
@@ -28,7 +37,14 @@ Result<LoaderOptions> loader_options_for(const DataSourceSpec& spec) {
   if (spec.image_size) o.transform.size = *spec.image_size;
   if (spec.augment) o.transform.augment = *spec.augment;
   if (spec.threads) o.threads = *spec.threads;
-  if (spec.ring_bytes) o.ring_bytes = *spec.ring_bytes;
+  if (spec.ring_bytes) {
+    o.ring_bytes = *spec.ring_bytes;
+  } else {
+    struct statvfs shm {};
+    const uint64_t free_bytes =
+        statvfs("/dev/shm", &shm) == 0 ? static_cast<uint64_t>(shm.f_bavail) * shm.f_frsize : 0;
+    o.ring_bytes = default_ring_bytes(consumers, free_bytes);
+  }
   if (spec.chunk) o.chunk_samples = static_cast<uint32_t>(*spec.chunk);
   if (spec.lag_timeout_ms) o.lag_timeout_ms = *spec.lag_timeout_ms;
   if (spec.cpus) o.cpus = *spec.cpus;
@@ -39,10 +55,10 @@ Result<LoaderOptions> loader_options_for(const DataSourceSpec& spec) {
 Result<std::vector<LoaderOptions>> loaders_for(const JobFile& file) {
   std::vector<LoaderOptions> out;
   for (const auto& [name, spec] : file.data_sources) {
-    bool used = false;
-    for (const JobSpec& job : file.jobs) used |= job.dataset == name;
-    if (!used) continue;
-    Result<LoaderOptions> o = loader_options_for(spec);
+    int consumers = 0;
+    for (const JobSpec& job : file.jobs) consumers += job.dataset == name ? 1 : 0;
+    if (consumers == 0) continue;
+    Result<LoaderOptions> o = loader_options_for(spec, consumers);
     if (!o.ok()) return o.error();
     out.push_back(std::move(o).value());
   }

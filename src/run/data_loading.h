@@ -23,8 +23,19 @@ Result<std::vector<LoaderOptions>> loaders_for(const JobFile& file);
 // This program's path, to start `colo data serve` children.
 std::string self_executable();
 
-// The loader of one table.
-Result<LoaderOptions> loader_options_for(const DataSourceSpec& spec);
+// The loader of one table, for `consumers` jobs that name it. Without a
+// `ring` in the table, the ring is default_ring_bytes(consumers, the free
+// space of /dev/shm).
+Result<LoaderOptions> loader_options_for(const DataSourceSpec& spec, int consumers = 1);
+
+// The ring a loader gets when its table does not say: 512 MiB per consumer,
+// at least 1 GiB, and no more than half of `shm_free_bytes` (but not below
+// 1 GiB for that). Trainers under MPS drift apart; the slowest holds the
+// oldest chunk, and once the ring is full the others wait for data with the
+// decoders idle. At 7 ResNet-50 trainers (batch 64, 224 px) on an H200 a
+// 1 GiB ring (about 4 batches each) had them waiting 23-28% of the time,
+// a 4 GiB one 2% (docs/results/2026-11-26-h200-data-sharing).
+uint64_t default_ring_bytes(int consumers, uint64_t shm_free_bytes);
 
 // A stopped loader's record for the store: its statistics, each consumer
 // matched to its job by name (`job_ids`), or the note saying why there are

@@ -13,8 +13,16 @@ void MechanismRecovery::start() { next_ms_ = clock_.monotonic_ms() + period_ms_;
 
 bool MechanismRecovery::check(bool has_work, const Say& say) {
   const int64_t now = clock_.monotonic_ms();
-  if (!down_.empty() || now < next_ms_) return false;
+  if (!down_.empty()) return false;
+  if (now < next_ms_) {
+    if (has_work && now >= next_watch_ms_) {
+      next_watch_ms_ = now + kWatchMs;
+      mechanism_.watch();
+    }
+    return false;
+  }
   next_ms_ = now + period_ms_;
+  next_watch_ms_ = now + kWatchMs;
   if (!has_work) return false;
   Status health = mechanism_.health_check();
   if (health.ok()) {

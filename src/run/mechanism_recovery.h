@@ -3,7 +3,9 @@
 // daemon died).
 //
 // The engine asks check() every tick: every health_check_ms, while the run
-// has jobs queued or running, the mechanism's health check runs. An MPS
+// has jobs queued or running, the mechanism's health check runs, and every
+// kWatchMs in between, its cheaper watch() (MPS: a server that dies is seen
+// even when it lived less than health_check_ms). An MPS
 // mechanism that fails it is down (check() says so once: the engine then
 // stops its running jobs, to run them again); another mechanism is warned
 // about once per episode and left up. A job failure the mechanism explains
@@ -32,6 +34,8 @@ class MechanismRecovery {
 
   MechanismRecovery(Mechanism& mechanism, Clock& clock, int64_t health_check_ms);
 
+  static constexpr int64_t kWatchMs = 1'000;
+
   // The first check comes one period from now.
   void start();
   // Why the mechanism is down ("the mps mechanism failed: ..."); empty when it is up.
@@ -50,6 +54,7 @@ class MechanismRecovery {
   Clock& clock_;
   int64_t period_ms_;
   int64_t next_ms_ = 0;
+  int64_t next_watch_ms_ = 0;
   std::string down_;
   bool warned_ = false;
 };

@@ -64,6 +64,11 @@ class Mechanism {
   // Cheap check that the mechanism still works (MPS: the daemon answers).
   virtual Status health_check() = 0;
 
+  // Notes, more often than health_check() and more cheaply, what may die under
+  // the jobs (MPS: the daemon's processes, so that a server that lives a few
+  // seconds is seen before it dies). Default: nothing.
+  virtual void watch() {}
+
   // Called when a job under this mechanism ended in failure: an error when
   // the mechanism itself failed under it (MPS: the control daemon no longer
   // answers, or an MPS server seen earlier is gone), so that the job can be

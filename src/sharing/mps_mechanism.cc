@@ -92,6 +92,10 @@ Status MpsMechanism::health_check() {
   return health;
 }
 
+void MpsMechanism::watch() {
+  if (daemon_) note_processes();
+}
+
 void MpsMechanism::note_processes() {
   const int64_t now = clock_.monotonic_ms();
   std::map<int, uint64_t> current;

@@ -45,6 +45,9 @@ class MpsMechanism final : public Mechanism {
   // gone now, or replaced by another under its pid, died (the control daemon
   // starts a new server for the next client), at a time between the two checks.
   Status health_check() override;
+  // Notes the daemon's processes, as health_check() does, without asking the
+  // control daemon anything.
+  void watch() override;
   // Runs health_check(); an error when it fails, or when an MPS process died
   // less than kDeathBlamedForMs before: a job that failed since the server's
   // last good sighting is taken to have failed with it, however many checks
