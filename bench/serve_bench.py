@@ -660,7 +660,8 @@ def kill_case(args, front_end, clients):
     Returns (summary lines, failures)."""
     name = "%s-%d" % (front_end, clients)
     case_dir = os.path.join(args.out, name)
-    os.makedirs(case_dir, exist_ok=True)
+    shutil.rmtree(case_dir, ignore_errors=True)  # a fresh store and no old logs each time
+    os.makedirs(case_dir)
     command = job_command("small", args.backend, args.kill_epochs, args.scale)
     hints = {"gpu_memory": "2GiB", "sm_activity": 19, "gpu_util": 37}
     job_file = write_job_file(os.path.join(case_dir, "jobs.toml"), "small", command, clients,

@@ -12,6 +12,11 @@ Two lines are enough in a training script::
     ...
     colo.epoch_end(epoch, samples=n, loss=l)
 
+and any training metric, at any step, for `colo show --sort loss` and the
+report's curves::
+
+    colo.log(step=i, loss=l, acc=a)
+
 Outside colo (COLO_PROGRESS_FILE unset) every call does nothing, so the same
 script runs anywhere.
 
@@ -39,6 +44,7 @@ __all__ = [
     "epoch_end",
     "step",
     "metric",
+    "log",
     "end",
 ]
 
@@ -109,6 +115,16 @@ class Progress:
     def metric(self, **metrics):
         """Metrics not tied to an epoch or step."""
         self._emit("metric", metrics)
+
+    def log(self, step=None, epoch=None, **metrics):
+        """Training metrics (loss, accuracy, val_loss, ...) at `step` and/or
+        `epoch` when given: `colo show` gives each one's last and best value,
+        and the report and dashboard draw its curve. With a step it is a step
+        event (colo keeps up to 2,000 evenly spaced per job for the curves)."""
+        if step is not None:
+            self._emit("step", metrics, step=step, epoch=epoch)
+        else:
+            self._emit("metric", metrics, epoch=epoch)
 
     def end(self, **metrics):
         """The job finished its work (final metrics, e.g. accuracy)."""
@@ -190,6 +206,10 @@ def step(step, samples=None, **metrics):
 
 def metric(**metrics):
     _instance().metric(**metrics)
+
+
+def log(step=None, epoch=None, **metrics):
+    _instance().log(step=step, epoch=epoch, **metrics)
 
 
 def end(**metrics):

@@ -74,6 +74,23 @@ class ProgressTest(unittest.TestCase):
         self.assertNotIn("metrics", events[0])
         self.assertNotIn("samples", events[1])
 
+    def test_log_writes_training_metrics_at_a_step_or_an_epoch(self):
+        p = colo_progress.Progress(self.path)
+        p.log(step=7, loss=1.25, acc=0.5)
+        p.log(epoch=2, val_loss=0.75)
+        p.log(loss="nan?")  # not a number: nothing to report
+        p.close()
+        events = read_events(self.path)
+        self.assertEqual(events[0]["event"], "step")
+        self.assertEqual(events[0]["step"], 7)
+        self.assertNotIn("samples", events[0])
+        self.assertEqual(events[0]["metrics"], {"loss": 1.25, "acc": 0.5})
+        self.assertEqual(events[1]["event"], "metric")
+        self.assertEqual(events[1]["epoch"], 2)
+        self.assertEqual(events[1]["metrics"], {"val_loss": 0.75})
+        self.assertEqual(len(events), 3)
+        self.assertNotIn("metrics", events[2])
+
     def test_each_event_is_flushed_immediately(self):
         p = colo_progress.Progress(self.path)
         p.epoch_end(3, samples=10)

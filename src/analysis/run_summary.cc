@@ -210,6 +210,13 @@ RunSummary summarize(const RunRecord& record) {
     }
 
     job.epoch_ends = epoch_ends(events, job.started_ms);
+    if (i < record.metric_steps.size() && !record.metric_steps[i].empty()) {
+      std::vector<ProgressEvent> all = events;
+      all.insert(all.end(), record.metric_steps[i].begin(), record.metric_steps[i].end());
+      job.metrics = training_metrics(all, job.started_ms);
+    } else {
+      job.metrics = training_metrics(events, job.started_ms);
+    }
     const std::vector<EpochEnd>& ends = job.epoch_ends;
     job.epochs = static_cast<int64_t>(ends.size());
     for (const EpochEnd& e : ends) {

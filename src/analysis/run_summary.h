@@ -17,6 +17,7 @@
 
 #include "analysis/epochs.h"
 #include "analysis/together.h"
+#include "analysis/training_metrics.h"
 #include "sched/profile.h"
 #include "store/rows.h"
 
@@ -53,7 +54,10 @@ struct JobSummary {
   std::string group;      // its [[job]] block's name
   std::string family;     // its spec's family ("" in runs recorded before families)
   std::map<std::string, std::string> params;  // its grid values
-  std::vector<std::string> command;           // its spec's command
+  // What it learned (training_metrics.h), its last attempt's: from its epoch
+  // ends, metric events and end, and the steps RunRecord::metric_steps holds.
+  std::vector<MetricSeries> metrics;
+  std::vector<std::string> command;  // its spec's command
   // The profile the auto policy placed it by when that was estimated from
   // its family, and what it measured as the auto policy's probe (the
   // latest "estimate" and "probe" events; profile_event.h), else absent.

@@ -115,6 +115,7 @@ Result<std::unique_ptr<GpuBackend>> open_backend(const BackendFlags& flags, Cloc
                                            : BackendKind::kNvml;
   options.sim_model = flags.sim_gpu;
   options.sim_device_count = flags.sim_devices;
+  options.sim_uuid_scope = absolute_path(default_state_dir());
   if (const char* lib = std::getenv("COLO_NVML_LIBRARY"); lib && *lib) options.nvml_library = lib;
   Result<std::unique_ptr<GpuBackend>> backend = make_gpu_backend(options, clock);
   if (backend.ok() && (*backend)->simulated()) {

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/job_selection.h"
 #include "analysis/stored.h"
 #include "cli/cli_common.h"
 #include "common/clock.h"
@@ -355,7 +356,25 @@ int runs_command(const std::string& db, int limit, bool json) {
   return kExitOk;
 }
 
-int show_command(const std::string& db, const std::string& run, bool json) {
+struct ShowFlags {
+  std::string run;
+  bool json = false;
+  bool csv = false;
+  std::string sort;
+  std::vector<std::string> filters;
+};
+
+int show_command(const std::string& db, const ShowFlags& flags) {
+  const std::string& run = flags.run;
+  std::vector<JobFilter> filters;
+  for (const std::string& text : flags.filters) {
+    Result<JobFilter> f = parse_job_filter(text);
+    if (!f.ok()) {
+      std::cerr << "colo: " << f.error().message() << "\n";
+      return kExitBadInput;
+    }
+    filters.push_back(std::move(f).value());
+  }
   int64_t id = 0;
   if (!run.empty() && run != "last") {
     char* end = nullptr;
@@ -375,16 +394,31 @@ int show_command(const std::string& db, const std::string& run, bool json) {
     std::cerr << "colo: " << summary.error().message() << "\n";
     return kExitBadInput;
   }
+  const size_t all_jobs = summary->jobs.size();
+  if (Status s = select_jobs(*summary, filters, flags.sort); !s.ok()) {
+    std::cerr << "colo: " << s.error().message() << "\n";
+    return kExitBadInput;
+  }
+  if (flags.csv) {
+    std::cout << format_jobs_csv(*summary);
+    return kExitOk;
+  }
   Result<std::vector<DataLoaderRow>> loaders = (*store)->data_loaders(summary->run.id);
   if (!loaders.ok()) std::cerr << "colo: warning: " << loaders.error().message() << "\n";
   const std::vector<DataLoaderRow> none;
   const std::vector<DataLoaderRow>& data = loaders.ok() ? *loaders : none;
-  if (json) {
+  if (flags.json) {
     nlohmann::json j = to_json(*summary);
     if (!data.empty()) j["data_loaders"] = data_loaders_json(data);
+    if (!filters.empty()) j["filtered_from_jobs"] = all_jobs;
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << format_run_summary(*summary) << format_data_loaders(data);
+    if (!filters.empty()) {
+      std::cout << fmt::format(
+          "showing {} of {} jobs (--filter); the run's totals above count them all\n",
+          summary->jobs.size(), all_jobs);
+    }
   }
   return kExitOk;
 }
@@ -410,8 +444,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   static std::string db;
   static int runs_limit = 30;
   static bool runs_json = false;
-  static std::string show_run;
-  static bool show_json = false;
+  static ShowFlags show;
 
   CLI::App* run_cmd =
       app.add_subcommand("run", "Run the jobs of a TOML job file, collocated on the GPUs");
@@ -480,6 +513,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
 
   add_bench_command(app, exit_code, command_line);
   add_report_command(app, exit_code);
+  add_export_command(app, exit_code);
   add_mig_command(app, exit_code);
   add_simulate_commands(app, exit_code);
   add_profiles_command(app, exit_code);
@@ -520,12 +554,30 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   runs_cmd->callback([&exit_code] { exit_code = runs_command(db, runs_limit, runs_json); });
 
   CLI::App* show_cmd = app.add_subcommand(
-      "show", "Show one run: per-job times, epochs, memory, SM activity, energy, speed-up");
-  show_cmd->add_option("run", show_run, "run id (default: the most recent run)");
+      "show",
+      "Show one run: per-job times, epochs, memory, SM activity, energy, speed-up, and what the "
+      "jobs learned (their grid parameters, the last and best value of each metric they "
+      "reported)");
+  show_cmd->add_option("run", show.run, "run id (default: the most recent run)");
   show_cmd->add_option("--db", db, "run store; default " + default_db_path());
-  show_cmd->add_flag("--json", show_json, "machine-readable output");
-  set_example(*show_cmd, "colo show last --json");
-  show_cmd->callback([&exit_code] { exit_code = show_command(db, show_run, show_json); });
+  CLI::Option* show_json = show_cmd->add_flag("--json", show.json, "machine-readable output");
+  show_cmd
+      ->add_flag("--csv", show.csv,
+                 "one CSV row per job: its fields, grid parameters and each metric's last and "
+                 "best value")
+      ->excludes(show_json);
+  show_cmd->add_option(
+      "--sort", show.sort,
+      "order the jobs by a metric (its best value, best first: the lowest loss or error, the "
+      "highest anything else), a grid parameter, or name, state, gpu, epochs, duration_s, "
+      "samples_per_s (ascending); -KEY reverses");
+  show_cmd
+      ->add_option("--filter", show.filters,
+                   "keep the jobs where NAME OP VALUE holds (OP: = != < <= > >=; NAME as for "
+                   "--sort, a metric by its best value); repeat to require several")
+      ->allow_extra_args(false);
+  set_example(*show_cmd, "colo show last --sort loss --filter 'lr<=0.01' --csv");
+  show_cmd->callback([&exit_code] { exit_code = show_command(db, show); });
 }
 
 }  // namespace colo

@@ -47,6 +47,8 @@ void add_data_command(CLI::App& app, int& exit_code);
 void add_simulate_commands(CLI::App& app, int& exit_code);
 // `colo experiments`, `colo rm`, `colo gc` (store_command.cc).
 void add_store_commands(CLI::App& app, int& exit_code);
+// `colo export mlflow` (export_command.cc).
+void add_export_command(CLI::App& app, int& exit_code);
 // `colo profiles [FILE]` (profiles_command.cc).
 void add_profiles_command(CLI::App& app, int& exit_code);
 // `colo slurm submit|status|collect` (slurm_command.cc).

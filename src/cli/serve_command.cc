@@ -274,8 +274,8 @@ int cancel_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
       if (r.value("ok", false)) {
         std::cout << fmt::format("job {}: cancelling\n", r.value("id", int64_t{0}));
       } else {
-        std::cerr << fmt::format("colo: job {}: {}\n", r.value("id", int64_t{0}),
-                                 r.value("error", ""));
+        // The service's error names the job ("job 3 has already ended (ok)").
+        std::cerr << "colo: " << r.value("error", "") << "\n";
       }
     }
   }
@@ -364,9 +364,9 @@ std::optional<int> run_through_service(const std::string& path, const std::strin
   }
   std::vector<int64_t> ids = (*answer)["ids"];
   std::cout << fmt::format(
-      "colo serve runs on this machine ({}): submitted {} jobs ({}-{}), following them. They keep "
+      "colo serve runs on this machine ({}): submitted {} ({}-{}), following them. They keep "
       "running if this terminal closes (colo queue; colo logs ID); Ctrl-C cancels them.\n",
-      client->path(), ids.size(), ids.front(), ids.back());
+      client->path(), count_of(static_cast<int64_t>(ids.size()), "job"), ids.front(), ids.back());
   install_stop_handlers();
   install(SIGHUP, on_client_detach);
   install(SIGPIPE, SIG_IGN);
@@ -384,7 +384,8 @@ std::optional<int> run_through_service(const std::string& path, const std::strin
               << ids.front() << (ids.size() > 1 ? "..." : "") << ")\n";
     return outcome->cancelled ? kExitCancelled : kExitOk;
   }
-  std::cout << fmt::format("{} jobs: {} ok, {} not ok\n", outcome->jobs.size(), outcome->ok,
+  std::cout << fmt::format("{}: {} ok, {} not ok\n",
+                           count_of(static_cast<int64_t>(outcome->jobs.size()), "job"), outcome->ok,
                            outcome->not_ok);
   if (outcome->cancelled) return kExitCancelled;
   return outcome->not_ok == 0 ? kExitOk : kExitJobsFailed;
@@ -448,7 +449,8 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
       ->capture_default_str();
   serve_cmd->add_option("--lock-dir", serve.lock_dir,
                         "machine-wide GPU lock directory; default $COLO_LOCK_DIR, else "
-                        "/run/colo/locks or /tmp/colo-locks");
+                        "/run/colo/locks or /tmp/colo-locks (simulated GPUs: "
+                        "$COLO_HOME/sim-locks)");
   serve_cmd->add_flag("--no-wait", serve.no_wait,
                       "refuse to start when another colo holds a GPU, instead of waiting");
   serve_cmd->add_option("--http", serve.http,

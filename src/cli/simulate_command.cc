@@ -176,10 +176,10 @@ int simulate_command(const SimulateFlags& flags) {
     for (const std::string& n : r.notes) std::cout << "  auto: " << n << "\n";
     std::cout << fmt::format(
         "  auto scheduler: {} events, {:.3f} ms in all, {:.1f} us per event on average, {:.1f} us "
-        "at most (an event that started {} jobs), {} events over 1 ms\n",
+        "at most (an event that started {}), {} events over 1 ms\n",
         r.events, r.scheduler_total_ms,
         1000.0 * r.scheduler_total_ms / std::max<int64_t>(1, r.events), 1000.0 * r.scheduler_max_ms,
-        r.max_event_decisions, r.events_over_1ms);
+        count_of(r.max_event_decisions, "job"), r.events_over_1ms);
   }
   if (deadline_ms) print_plans(set.jobs, *policies, options, *deadline_ms, flags.max_gpus);
   return kExitOk;

@@ -6,28 +6,18 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "common/text.h"
+
 namespace colo {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 // Splits "12.5GiB" into 12.5 and "gib". Fails when there is no leading number.
 bool split_number(std::string_view text, double& number, std::string& unit) {
-  std::string s(trim(text));
+  std::string s(trim_space(text));
   char* end = nullptr;
   number = std::strtod(s.c_str(), &end);
   if (end == s.c_str()) return false;
-  unit = lower(trim(std::string_view(end)));
+  unit = ascii_lower(trim_space(std::string_view(end)));
   return std::isfinite(number) && number >= 0;
 }
 
@@ -84,7 +74,7 @@ std::string format_bytes(uint64_t bytes) {
 }
 
 Result<int64_t> parse_duration_ms(std::string_view text) {
-  std::string s = lower(trim(text));
+  std::string s = ascii_lower(trim_space(text));
   if (s.empty()) return Error("empty duration; write e.g. 30s, 8m or 1h30m");
   double total_ms = 0;
   size_t i = 0;

@@ -11,7 +11,8 @@ Result<std::unique_ptr<GpuBackend>> make_gpu_backend(const BackendOptions& optio
     if (nvml.ok()) return std::unique_ptr<GpuBackend>(std::move(nvml).value());
     if (options.kind == BackendKind::kNvml) return nvml.error();
   }
-  auto sim = SimBackend::create(options.sim_model, options.sim_device_count, clock);
+  auto sim = SimBackend::create(options.sim_model, options.sim_device_count, clock,
+                                options.sim_uuid_scope);
   if (!sim.ok()) return sim.error();
   return std::unique_ptr<GpuBackend>(std::move(sim).value());
 }

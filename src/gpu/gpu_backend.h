@@ -142,6 +142,9 @@ struct BackendOptions {
   // SimBackend: GPU model to imitate ("H200", "H100", "A100-40GB") and count.
   std::string sim_model = "H200";
   int sim_device_count = 1;
+  // What the simulated GPUs' UUIDs derive from (SimBackend): colo's state
+  // directory, so that each COLO_HOME has simulated GPUs of its own.
+  std::string sim_uuid_scope;
 };
 
 // Factory. kNvml fails with one line naming the cause and suggesting

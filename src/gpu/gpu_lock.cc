@@ -105,6 +105,13 @@ std::string default_gpu_lock_dir() {
   return kTmpLockDir;
 }
 
+std::string gpu_lock_dir(const std::string& named, bool simulated, const std::string& state_dir) {
+  if (!named.empty()) return named;
+  if (const char* dir = std::getenv("COLO_LOCK_DIR"); dir != nullptr && *dir != '\0') return dir;
+  if (simulated) return state_dir + "/sim-locks";
+  return default_gpu_lock_dir();
+}
+
 std::string describe(const GpuLockHolder& holder) {
   std::time_t t = static_cast<std::time_t>(holder.since_ms / 1000);
   std::tm tm{};

@@ -7,7 +7,9 @@
 // (pid, user, since when, its command line). The kernel drops the lock when
 // the process dies, whatever the way, so a lock is never stale; what the
 // file says about an earlier holder is only read while its lock is held.
-// Simulated GPUs have UUIDs too, so tests exercise the same path.
+// Simulated GPUs have UUIDs too, so tests exercise the same path; they are
+// not the machine's but one COLO_HOME's (SimBackend), and so are their locks
+// (gpu_lock_dir).
 //
 // Locks are taken in UUID order, so two processes that want overlapping
 // sets of GPUs cannot deadlock. Lock file descriptors are close-on-exec:
@@ -33,6 +35,13 @@ namespace colo {
 // /tmp/colo-locks. A directory colo creates gets mode 1777 (every user's
 // colo locks there; the sticky bit keeps them from removing each other's files).
 std::string default_gpu_lock_dir();
+
+// The lock directory of a run's GPUs: `named` (--lock-dir) when not empty;
+// else $COLO_LOCK_DIR when set; else, for simulated GPUs, <state_dir>/sim-locks
+// (they belong to that COLO_HOME: a simulated run never waits for one of
+// another COLO_HOME, and leaves nothing in the machine's directory); else
+// default_gpu_lock_dir().
+std::string gpu_lock_dir(const std::string& named, bool simulated, const std::string& state_dir);
 
 // Who holds a GPU, as its lock file says.
 struct GpuLockHolder {

@@ -128,6 +128,20 @@ TEST_F(GpuLockTest, AnotherProcessHoldsUntilItDies) {
   close(ready[1]);
 }
 
+// Simulated GPUs are one COLO_HOME's: their locks stay in its state
+// directory unless a directory is named, never in the machine's.
+TEST(GpuLockDir, SimulatedGpusLockInTheStateDirectory) {
+  unsetenv("COLO_LOCK_DIR");
+  EXPECT_EQ(gpu_lock_dir("", true, "/home/a/.local/state/colo"),
+            "/home/a/.local/state/colo/sim-locks");
+  EXPECT_EQ(gpu_lock_dir("", false, "/home/a/.local/state/colo"), default_gpu_lock_dir());
+  EXPECT_EQ(gpu_lock_dir("/named", true, "/state"), "/named");
+  setenv("COLO_LOCK_DIR", "/somewhere/locks", 1);
+  EXPECT_EQ(gpu_lock_dir("", true, "/state"), "/somewhere/locks");
+  EXPECT_EQ(gpu_lock_dir("", false, "/state"), "/somewhere/locks");
+  unsetenv("COLO_LOCK_DIR");
+}
+
 TEST(GpuLockDir, EnvironmentOverridesTheDefault) {
   setenv("COLO_LOCK_DIR", "/somewhere/locks", 1);
   EXPECT_EQ(default_gpu_lock_dir(), "/somewhere/locks");

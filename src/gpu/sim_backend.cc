@@ -84,18 +84,35 @@ Result<SimGpuModel> sim_gpu_model(std::string_view model) {
 }
 
 Result<std::unique_ptr<SimBackend>> SimBackend::create(std::string_view model, int device_count,
-                                                       Clock& clock) {
+                                                       Clock& clock, std::string_view uuid_scope) {
   auto found = sim_gpu_model(model);
   if (!found.ok()) return found.error();
   if (device_count < 1 || device_count > 16) {
     return Error(fmt::format("simulated GPU count must be between 1 and 16, got {}", device_count));
   }
-  return std::make_unique<SimBackend>(std::move(found).value(), device_count, clock);
+  return std::make_unique<SimBackend>(std::move(found).value(), device_count, clock, uuid_scope);
 }
 
-SimBackend::SimBackend(SimGpuModel model, int device_count, Clock& clock)
+namespace {
+
+// FNV-1a (64 bits) of the scope; 0 for the empty scope.
+uint64_t scope_hash(std::string_view scope) {
+  if (scope.empty()) return 0;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : scope) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+SimBackend::SimBackend(SimGpuModel model, int device_count, Clock& clock,
+                       std::string_view uuid_scope)
     : model_(std::move(model)),
       device_count_(device_count),
+      uuid_hash_(scope_hash(uuid_scope)),
       clock_(clock),
       energy_mj_(device_count, 0.0),
       energy_integrated_to_ms_(clock.monotonic_ms()) {}
@@ -139,7 +156,9 @@ Result<std::vector<DeviceInfo>> SimBackend::devices() {
     DeviceInfo info;
     info.index = d;
     info.name = model_.device_name;
-    info.uuid = fmt::format("GPU-00000000-0000-4000-8000-51D{:09d}", d);
+    info.uuid =
+        fmt::format("GPU-{:08x}-{:04x}-4{:03x}-8{:03x}-51D{:09d}", uuid_hash_ >> 32,
+                    (uuid_hash_ >> 16) & 0xffff, (uuid_hash_ >> 4) & 0xfff, uuid_hash_ & 0xfff, d);
     info.pci_bus_id = fmt::format("00000000:{:02X}:00.0", 0x18 + d);
     info.memory_total_bytes = model_.memory_total_bytes;
     info.sm_count = model_.sm_count;

@@ -50,13 +50,21 @@ Result<SimGpuModel> sim_gpu_model(std::string_view model);
 // Everything is labelled simulated: name() "sim", version() "simulated H200",
 // device names "Simulated NVIDIA H200".
 //
+// Simulated GPUs belong to a scope, not to the machine: their UUIDs
+// (GPU-xxxxxxxx-xxxx-4xxx-8xxx-51D00000000N, N the index) derive from
+// `uuid_scope`, which colo sets to its state directory ($COLO_HOME). Colo
+// processes of one COLO_HOME thus see the same simulated GPUs (and exclude
+// each other through their locks), those of another COLO_HOME other ones; the
+// UUIDs are stable for a scope, across runs. An empty scope gives the UUIDs
+// GPU-00000000-0000-4000-8000-51D00000000N.
+//
 // Thread-safety: thread-safe (one mutex). Ownership: the Clock must outlive
 // the backend.
 class SimBackend final : public GpuBackend {
  public:
   static Result<std::unique_ptr<SimBackend>> create(std::string_view model, int device_count,
-                                                    Clock& clock);
-  SimBackend(SimGpuModel model, int device_count, Clock& clock);
+                                                    Clock& clock, std::string_view uuid_scope = {});
+  SimBackend(SimGpuModel model, int device_count, Clock& clock, std::string_view uuid_scope = {});
 
   std::string name() const override { return "sim"; }
   bool simulated() const override { return true; }
@@ -92,6 +100,7 @@ class SimBackend final : public GpuBackend {
 
   const SimGpuModel model_;
   const int device_count_;
+  const uint64_t uuid_hash_;  // of the scope; 0 for the empty one
   Clock& clock_;
   mutable std::mutex mu_;
   // By pid; a gang's process once per GPU it runs on. Guarded by mu_.

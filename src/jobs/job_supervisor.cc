@@ -68,6 +68,67 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+// The length of the UTF-8 character that starts `text`, when it is a valid
+// one (overlong forms and surrogates are not checked); 0 when it is not.
+size_t utf8_length(std::string_view text) {
+  const auto lead = static_cast<unsigned char>(text[0]);
+  const size_t n = lead < 0x80           ? 1
+                   : (lead >> 5) == 0x6  ? 2
+                   : (lead >> 4) == 0xe  ? 3
+                   : (lead >> 3) == 0x1e ? 4
+                                         : 0;
+  if (n == 0 || n > text.size()) return 0;
+  for (size_t i = 1; i < n; ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xc0) != 0x80) return 0;
+  }
+  return n;
+}
+
+// The last line of `log_tail` that holds more than white space, as a failed
+// job's reason shows it: ANSI escape sequences (colours) and other control
+// characters removed, invalid UTF-8 written as '?', white space trimmed, and
+// at most kMaxReasonLineChars bytes, cut between characters ("..." added).
+// "" when every line is blank. Lines end at '\n' or '\r' (progress bars).
+std::string last_log_line(std::string_view log_tail) {
+  size_t end = log_tail.size();
+  while (end > 0) {
+    size_t start = log_tail.find_last_of("\r\n", end - 1);
+    start = start == std::string_view::npos ? 0 : start + 1;
+    const std::string_view line = log_tail.substr(start, end - start);
+    std::string out;  // valid UTF-8 throughout
+    for (size_t i = 0; i < line.size();) {
+      const auto c = static_cast<unsigned char>(line[i]);
+      if (c == 0x1b && i + 1 < line.size() && line[i + 1] == '[') {
+        // CSI: parameter and intermediate bytes up to a final byte 0x40-0x7e.
+        for (i += 2; i < line.size(); ++i) {
+          const auto b = static_cast<unsigned char>(line[i]);
+          if (b >= 0x40 && b <= 0x7e) break;
+        }
+        ++i;
+      } else if (c < 0x20 || c == 0x7f) {
+        if (c == '\t') out += ' ';
+        ++i;
+      } else if (const size_t n = utf8_length(line.substr(i)); n > 0) {
+        out.append(line.substr(i, n));
+        i += n;
+      } else {
+        out += '?';
+        ++i;
+      }
+    }
+    out = trim(out);
+    if (out.size() > kMaxReasonLineChars) {
+      size_t cut = kMaxReasonLineChars;
+      while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;
+      out = trim(std::string_view(out).substr(0, cut)) + "...";
+    }
+    if (!out.empty()) return out;
+    if (start == 0) break;
+    end = start - 1;
+  }
+  return "";
+}
+
 // The last `max_bytes` of the file, or "" when it cannot be read.
 std::string read_tail(const std::string& path, size_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -211,7 +272,11 @@ JobExit classify_exit(int wait_status, bool stop_requested, const std::string& l
       exit.reason = *oom;
     } else {
       exit.state = JobState::kFailed;
-      exit.reason = fmt::format("exit code {}", code);
+      // What the job said last: a job that dies at once (a missing module, a
+      // bad argument) says why there.
+      const std::string said = last_log_line(log_tail);
+      exit.reason = said.empty() ? fmt::format("exit code {}", code)
+                                 : fmt::format("exit code {}: {}", code, said);
     }
     return exit;
   }

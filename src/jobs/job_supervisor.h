@@ -46,7 +46,10 @@ struct LaunchRequest {
 };
 
 // Classifies a finished process from its wait status, whether colo asked it
-// to stop, and the tail of its log. Pure; unit-tested.
+// to stop, and the tail of its log. A failed exit's reason ends with the last
+// non-blank line of the log, cleaned and bounded ("exit code 1:
+// ModuleNotFoundError: No module named 'foo'"); out of memory names the log's
+// out-of-memory line. Pure; unit-tested.
 JobExit classify_exit(int wait_status, bool stop_requested, const std::string& log_tail);
 
 // Finds a GPU out-of-memory message in log text ("CUDA out of memory",

@@ -55,7 +55,12 @@ INSTANTIATE_TEST_SUITE_P(
         ClassifyCase{"ok", exited(0), false, "", JobState::kOk, "exit code 0"},
         ClassifyCase{"ok despite oom text", exited(0), false, kOomLog, JobState::kOk,
                      "exit code 0"},
-        ClassifyCase{"failed", exited(3), false, "Traceback\n", JobState::kFailed, "exit code 3"},
+        ClassifyCase{"failed", exited(3), false, "Traceback\n", JobState::kFailed,
+                     "exit code 3: Traceback"},
+        ClassifyCase{"failed, nothing said", exited(3), false, "", JobState::kFailed,
+                     "exit code 3"},
+        ClassifyCase{"failed, blank lines only", exited(2), false, "\n  \n\r\n", JobState::kFailed,
+                     "exit code 2"},
         ClassifyCase{"oom exit", exited(1), false, kOomLog, JobState::kOutOfMemory,
                      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"},
         ClassifyCase{"stopped, exited", exited(0), true, "", JobState::kCancelled,
@@ -98,6 +103,30 @@ TEST(ClassifyExitReason, ControlCharactersFromTheLogAreShownEscaped) {
   JobExit exit = classify_exit(exited(1), false, "\x1b[31mCUDA out of memory\x07 x\n");
   EXPECT_EQ(exit.state, JobState::kOutOfMemory);
   EXPECT_EQ(exit.reason, "\\x1b[31mCUDA out of memory\\x07 x");
+}
+
+// A job that dies at once (an import error) says why in its last line: the
+// reason shows it, not only "exit code 1".
+TEST(ClassifyExitReason, AFailedJobsReasonEndsWithTheLastLineOfItsLog) {
+  const std::string traceback =
+      "Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\n"
+      "    import foo\nModuleNotFoundError: No module named 'foo'\n\n";
+  EXPECT_EQ(classify_exit(exited(1), false, traceback).reason,
+            "exit code 1: ModuleNotFoundError: No module named 'foo'");
+  // Colours and other control characters are removed; a progress bar's last
+  // redraw (after '\r') is the line.
+  EXPECT_EQ(classify_exit(exited(1), false, "\x1b[1;31mError:\x1b[0m bad\x07 flag\t--x\n").reason,
+            "exit code 1: Error: bad flag --x");
+  EXPECT_EQ(classify_exit(exited(1), false, "10%\r50%\rfailed at 50%\r\n").reason,
+            "exit code 1: failed at 50%");
+  // Bounded: 200 bytes, cut between characters, invalid UTF-8 as '?'.
+  const std::string long_line = std::string(199, 'x') + "\xc3\xa9" + std::string(100, 'y');
+  EXPECT_EQ(classify_exit(exited(1), false, long_line + "\n").reason,
+            "exit code 1: " + std::string(199, 'x') + "...");
+  EXPECT_EQ(classify_exit(exited(1), false, "bad \xff byte\n").reason, "exit code 1: bad ? byte");
+  // Out of memory keeps its own reason.
+  EXPECT_EQ(classify_exit(exited(1), false, "CUDA out of memory\nbye\n").state,
+            JobState::kOutOfMemory);
 }
 
 TEST(FindOomMessage, RecognisesEachPatternAndReturnsTheLine) {
@@ -203,7 +232,7 @@ TEST_F(SupervisorTest, FailedJobKeepsItsExitCodeAndLog) {
   EXPECT_EQ(done[0].pid, *pid);
   EXPECT_EQ(done[0].exit.state, JobState::kFailed);
   EXPECT_EQ(done[0].exit.exit_code, 3);
-  EXPECT_EQ(done[0].exit.reason, "exit code 3");
+  EXPECT_EQ(done[0].exit.reason, "exit code 3: err") << "with the last line of its log";
   EXPECT_GT(done[0].ended_ms, 0);
   EXPECT_EQ(read(dir_ + "/fail.log"), "hi\nerr\n");
   EXPECT_EQ(sup.running_count(), 0u);

@@ -151,6 +151,9 @@ RunMetrics run_metrics_from(const RunSummary& summary, const std::vector<DeviceS
     j.peak_memory_bytes = job.peak_memory_bytes;
     j.device = job.device;
     j.epoch_ends = job.epoch_ends;
+    j.params = job.params;
+    j.metrics = job.metrics;
+    j.started_ms = job.started_ms;
     if (j.second_epoch_s) second_epochs.push_back(*j.second_epoch_s);
     if (job.peak_memory_bytes) {
       summed_peaks += *job.peak_memory_bytes;

@@ -65,7 +65,10 @@ struct JobMetrics {
   std::optional<double> steady_throughput_per_s;  // samples/s over epochs 2..n
   std::optional<uint64_t> peak_memory_bytes;      // the job's processes, summed, at peak
   std::optional<int> device;
-  std::vector<EpochEnd> epoch_ends;  // its last attempt's, oldest first
+  std::vector<EpochEnd> epoch_ends;           // its last attempt's, oldest first
+  std::map<std::string, std::string> params;  // its grid values
+  std::vector<MetricSeries> metrics;          // what it learned (training_metrics.h)
+  std::optional<UnixMillis> started_ms;       // its last attempt's start
 };
 
 struct RunMetrics {

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
@@ -103,6 +105,9 @@ json bar_option(const std::string& title, const std::string& subtitle,
   json option = base_option(title, subtitle);
   option["xAxis"] = axis("category", x_name);
   option["xAxis"]["data"] = categories;
+  // Every category labelled (ECharts hides some when they would overlap),
+  // slanted when there are many.
+  option["xAxis"]["axisLabel"] = {{"interval", 0}, {"rotate", categories.size() > 6 ? 30 : 0}};
   option["yAxis"] = axis("value", y_name);
   if (y_max) option["yAxis"]["max"] = *y_max;
   bool any_spread = false;
@@ -889,6 +894,183 @@ ReportContent experiment_report(const ExperimentMetrics& m) {
   return r;
 }
 
+// One colour per job in the charts of what the jobs learned.
+const std::string& job_color(size_t i) {
+  static const std::vector<std::string> kColors = {"#1f5fbf", "#e8710a", "#1e8e3e", "#d93025",
+                                                   "#9334e6", "#12a4af", "#f538a0", "#795548",
+                                                   "#5f6368", "#b8a300"};
+  return kColors[i % kColors.size()];
+}
+
+// A file stem from a metric's name: letters, digits, '.', '_' and '-' kept.
+std::string stem_of(const std::string& name) {
+  std::string out;
+  for (char c : name)
+    out +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_';
+  return out;
+}
+
+// What the jobs learned: one chart per training metric with a line per job
+// (over its steps when every point of the metric has one, else over its
+// epochs, else over seconds since the job started), a parallel-coordinates
+// chart of the grid parameters against each metric's best value, and the
+// table of both. Empty when no job reported a metric.
+Section learning_section(const RunMetrics& m, const std::string& subtitle) {
+  Section s;
+  std::set<std::string> metric_names, param_names;
+  for (const JobMetrics& j : m.jobs) {
+    for (const MetricSeries& series : j.metrics) metric_names.insert(series.name);
+    for (const auto& [k, v] : j.params) param_names.insert(k);
+  }
+  if (metric_names.empty()) return s;
+  s.heading = "What the jobs learned";
+  s.intro =
+      "The metrics each job reported (through colo_progress or the named groups of its "
+      "epoch_regex and step_regex), its last attempt's. Best is the lowest value of a loss or "
+      "error and the highest of anything else.";
+  for (const std::string& name : metric_names) {
+    // Over steps when each job's first point has one, else over epochs
+    // likewise; a later point without one (the job's final "end" metrics)
+    // takes the one before it.
+    bool all_steps = true, all_epochs = true;
+    for (const JobMetrics& j : m.jobs) {
+      if (const MetricSeries* series = find_metric(j.metrics, name)) {
+        all_steps &= series->points.front().step.has_value();
+        all_epochs &= series->points.front().epoch.has_value();
+      }
+    }
+    const std::string x_column = all_steps ? "step" : all_epochs ? "epoch" : "seconds";
+    const std::string x_name = all_steps    ? "Step"
+                               : all_epochs ? "Epoch"
+                                            : "Time since the job started (s)";
+    Figure f;
+    f.name = "metric-" + stem_of(name);
+    f.title = name + ", per job";
+    f.caption = fmt::format("Each job's {} as it reported it, over its {}. {} is better.", name,
+                            all_steps    ? "steps"
+                            : all_epochs ? "epochs"
+                                         : "run time",
+                            lower_is_better(name) ? "Lower" : "Higher");
+    f.data.name = f.name;
+    f.data.header = {"job", x_column, name};
+    std::vector<LineSeries> lines;
+    for (size_t i = 0; i < m.jobs.size(); ++i) {
+      const JobMetrics& j = m.jobs[i];
+      const MetricSeries* series = find_metric(j.metrics, name);
+      if (!series) continue;
+      LineSeries line{j.name, job_color(i), {}};
+      double x = 0;
+      for (const MetricPoint& p : series->points) {
+        if (all_steps) {
+          if (p.step) x = static_cast<double>(*p.step);
+        } else if (all_epochs) {
+          if (p.epoch) x = static_cast<double>(*p.epoch);
+        } else {
+          const UnixMillis start = j.started_ms.value_or(series->points.front().time_ms);
+          x = static_cast<double>(p.time_ms - start) / 1000.0;
+        }
+        line.points.emplace_back(x, p.value);
+        f.data.rows.push_back({j.name, num(x), num(p.value)});
+      }
+      lines.push_back(std::move(line));
+    }
+    f.option = line_option(f.title, subtitle, x_name, name, lines);
+    for (json& series : f.option["series"]) series["showSymbol"] = !all_steps;
+    s.figures.push_back(std::move(f));
+  }
+
+  Table t;
+  t.name = "learned";
+  t.title = "Grid parameters and metrics, per job";
+  t.caption = "The last value each job reported of each metric, and its best.";
+  t.header = {"job"};
+  for (const std::string& p : param_names) t.header.push_back(p);
+  for (const std::string& name : metric_names) {
+    t.header.push_back(name + "_last");
+    t.header.push_back(name + "_best");
+  }
+  for (const JobMetrics& j : m.jobs) {
+    std::vector<std::string> row = {j.name};
+    for (const std::string& p : param_names) {
+      auto it = j.params.find(p);
+      row.push_back(it == j.params.end() ? "" : it->second);
+    }
+    for (const std::string& name : metric_names) {
+      const MetricSeries* series = find_metric(j.metrics, name);
+      row.push_back(series ? num(series->last) : "");
+      row.push_back(series ? num(series->best) : "");
+    }
+    t.rows.push_back(std::move(row));
+  }
+
+  if (!param_names.empty()) {
+    // One axis per parameter (numbers where every value is one, else its
+    // values as categories), then one per metric's best value; a line per job.
+    Figure f;
+    f.name = "parameters-and-metrics";
+    f.title = "Grid parameters against each metric's best value";
+    f.caption =
+        "One line per job, through its grid parameters (left) and the best value of each metric "
+        "it reported (right): the lines that end best show which settings won.";
+    f.option = base_option(f.title, subtitle);
+    f.option.erase("grid");
+    f.option["tooltip"] = {{"trigger", "item"}};
+    f.option["parallel"] = {{"left", 80}, {"right", 80}, {"top", 110}, {"bottom", 50}};
+    json axes = json::array();
+    int dim = 0;
+    for (const std::string& p : param_names) {
+      std::set<std::string> values;
+      bool numeric = true;
+      for (const JobMetrics& j : m.jobs) {
+        auto it = j.params.find(p);
+        if (it == j.params.end()) continue;
+        values.insert(it->second);
+        char* end = nullptr;
+        std::strtod(it->second.c_str(), &end);
+        numeric &= !it->second.empty() && *end == '\0';
+      }
+      json a{{"dim", dim++}, {"name", p}, {"type", numeric ? "value" : "category"}};
+      if (!numeric) a["data"] = std::vector<std::string>(values.begin(), values.end());
+      axes.push_back(a);
+    }
+    for (const std::string& name : metric_names)
+      axes.push_back({{"dim", dim++}, {"name", name + " (best)"}, {"type", "value"}});
+    f.option["parallelAxis"] = axes;
+    json series = json::array();
+    f.data.name = f.name;
+    f.data.header = t.header;
+    for (size_t i = 0; i < m.jobs.size(); ++i) {
+      const JobMetrics& j = m.jobs[i];
+      json row = json::array();
+      for (const std::string& p : param_names) {
+        auto it = j.params.find(p);
+        if (it == j.params.end()) {
+          row.push_back(nullptr);
+          continue;
+        }
+        char* end = nullptr;
+        const double v = std::strtod(it->second.c_str(), &end);
+        const bool numeric = axes[static_cast<int>(row.size())]["type"] == "value";
+        row.push_back(numeric ? json(v) : json(it->second));
+      }
+      for (const std::string& name : metric_names) {
+        const MetricSeries* ms = find_metric(j.metrics, name);
+        row.push_back(ms ? json(rounded(ms->best)) : json(nullptr));
+      }
+      series.push_back({{"name", j.name},
+                        {"type", "parallel"},
+                        {"lineStyle", {{"width", 2}, {"color", job_color(i)}, {"opacity", 0.8}}},
+                        {"data", json::array({row})}});
+    }
+    f.option["series"] = series;
+    f.data.rows = t.rows;
+    s.figures.push_back(std::move(f));
+  }
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
 ReportContent run_report(const RunMetrics& m, const std::string& run_summary_text) {
   ReportContent r;
   const RunRow& run = m.run;
@@ -962,6 +1144,8 @@ ReportContent run_report(const RunMetrics& m, const std::string& run_summary_tex
       bar_option(epochs.title, subtitle, names, "Job", "Time of the second epoch (s)", {bars});
   if (!m.jobs.empty()) jobs.figures.push_back(std::move(epochs));
   r.sections.push_back(std::move(jobs));
+  if (Section learned = learning_section(m, subtitle); !learned.heading.empty())
+    r.sections.push_back(std::move(learned));
 
   Section device;
   device.heading = "The GPU over time";

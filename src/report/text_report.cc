@@ -6,8 +6,10 @@
 #include <cmath>
 #include <ctime>
 #include <optional>
+#include <set>
 
 #include "common/units.h"
+#include "report/figures.h"
 
 namespace colo {
 namespace {
@@ -94,6 +96,24 @@ nlohmann::json nullable(const std::optional<T>& value) {
 }
 
 }  // namespace
+
+// The grid parameters and metric names of a run's jobs, in name order.
+std::vector<std::string> param_names(const RunSummary& summary) {
+  std::set<std::string> names;
+  for (const JobSummary& j : summary.jobs)
+    for (const auto& [k, v] : j.params) names.insert(k);
+  return {names.begin(), names.end()};
+}
+std::vector<std::string> metric_names(const RunSummary& summary) {
+  std::set<std::string> names;
+  for (const JobSummary& j : summary.jobs)
+    for (const MetricSeries& m : j.metrics) names.insert(m.name);
+  return {names.begin(), names.end()};
+}
+
+// A metric value as people read it: up to 4 significant digits, no exponent
+// for ordinary magnitudes.
+std::string metric_text(double v) { return fmt::format("{:.4g}", v); }
 
 std::string format_local_datetime(UnixMillis time_ms) {
   return format_local(time_ms, "%Y-%m-%d %H:%M:%S");
@@ -182,6 +202,7 @@ std::string format_run_summary(const RunSummary& summary) {
       });
     }
     out += table.render();
+    out += format_learning_table(summary);
     for (const JobSummary& job : summary.jobs) {
       if (job.malformed_progress_lines > 0) {
         out +=
@@ -307,6 +328,95 @@ nlohmann::json to_json(const RunRow& run) {
   };
 }
 
+std::string format_learning_table(const RunSummary& summary) {
+  const std::vector<std::string> params = param_names(summary);
+  const std::vector<std::string> metrics = metric_names(summary);
+  if (params.empty() && metrics.empty()) return "";
+  std::vector<TextTable::Column> columns = {{"JOB"}};
+  for (const std::string& p : params) columns.push_back({p, Align::kRight});
+  for (const std::string& m : metrics) {
+    columns.push_back({m + " last", Align::kRight});
+    columns.push_back({m + " best", Align::kRight});
+  }
+  TextTable table(std::move(columns));
+  for (const JobSummary& job : summary.jobs) {
+    std::vector<std::string> row = {job.name};
+    for (const std::string& p : params) {
+      auto it = job.params.find(p);
+      row.push_back(it == job.params.end() ? kAbsent : it->second);
+    }
+    for (const std::string& m : metrics) {
+      const MetricSeries* s = find_metric(job.metrics, m);
+      row.push_back(s ? metric_text(s->last) : kAbsent);
+      row.push_back(s ? metric_text(s->best) : kAbsent);
+    }
+    table.add_row(std::move(row));
+  }
+  std::string out = "\nWhat the jobs learned";
+  if (!metrics.empty()) {
+    out +=
+        " (best: the lowest value of a loss or error, the highest of anything else; last: "
+        "the last value reported)";
+  }
+  return out + "\n" + table.render();
+}
+
+std::string format_jobs_csv(const RunSummary& summary) {
+  const std::vector<std::string> params = param_names(summary);
+  const std::vector<std::string> metrics = metric_names(summary);
+  Table t;
+  t.header = {"id",
+              "name",
+              "state",
+              "gpu",
+              "started_ms",
+              "ended_ms",
+              "duration_s",
+              "epochs",
+              "samples_per_s",
+              "steady_samples_per_s",
+              "peak_memory_bytes",
+              "mean_sm_active_pct",
+              "energy_j",
+              "attempts",
+              "reason"};
+  for (const std::string& p : params) t.header.push_back(p);
+  for (const std::string& m : metrics) {
+    t.header.push_back(m + "_last");
+    t.header.push_back(m + "_best");
+  }
+  auto opt = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string(); };
+  for (const JobSummary& job : summary.jobs) {
+    std::vector<std::string> row = {
+        std::to_string(job.id),
+        job.name,
+        std::string(to_string(job.state)),
+        job.gpus.empty() ? opt(job.device) : job.gpus,
+        opt(job.started_ms),
+        opt(job.ended_ms),
+        job.duration_ms ? fmt::format("{}", *job.duration_ms / 1000.0) : "",
+        std::to_string(job.epochs),
+        opt(job.throughput_per_s),
+        opt(job.steady_throughput_per_s),
+        opt(job.peak_memory_bytes),
+        opt(job.mean_sm_active_pct),
+        opt(job.energy_j),
+        std::to_string(job.attempts),
+        job.reason};
+    for (const std::string& p : params) {
+      auto it = job.params.find(p);
+      row.push_back(it == job.params.end() ? "" : it->second);
+    }
+    for (const std::string& m : metrics) {
+      const MetricSeries* s = find_metric(job.metrics, m);
+      row.push_back(s ? fmt::format("{}", s->last) : "");
+      row.push_back(s ? fmt::format("{}", s->best) : "");
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return to_csv(t);
+}
+
 nlohmann::json to_json(const RunSummary& summary) {
   nlohmann::json jobs = nlohmann::json::array();
   for (const JobSummary& job : summary.jobs) {
@@ -341,7 +451,16 @@ nlohmann::json to_json(const RunSummary& summary) {
         {"instance", job.instance},
         {"host_cpu_ms", nullable(job.usage.cpu_ms)},
         {"host_memory_peak_bytes", nullable(job.usage.memory_peak_bytes)},
+        {"params", job.params},
     });
+    nlohmann::json metrics = nlohmann::json::object();
+    for (const MetricSeries& m : job.metrics) {
+      metrics[m.name] = {{"last", m.last},
+                         {"best", m.best},
+                         {"lower_is_better", m.lower_is_better},
+                         {"points", m.points.size()}};
+    }
+    jobs.back()["metrics"] = std::move(metrics);
     if (job.progress_throttled) {
       const ThrottleCounts& t = *job.progress_throttled;
       jobs.back()["progress_throttled"] = {{"skipped_bytes", t.skipped_bytes},

@@ -26,6 +26,16 @@ std::string format_runs_table(const std::vector<RunRow>& runs);
 // get one).
 std::string format_run_summary(const RunSummary& summary);
 
+// "What the jobs learned": one row per job with its grid parameters and the
+// last and best value of each training metric (training_metrics.h); "" when
+// the run's jobs have neither. format_run_summary() includes it.
+std::string format_learning_table(const RunSummary& summary);
+
+// `colo show --csv`: one RFC 4180 row per job: its fields, its grid
+// parameters (one column each) and each metric's last and best value
+// (<metric>_last, <metric>_best); empty cells where absent.
+std::string format_jobs_csv(const RunSummary& summary);
+
 // `colo show --json`: every field of the summary, units in the key names,
 // absent values as null.
 nlohmann::json to_json(const RunSummary& summary);

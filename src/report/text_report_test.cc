@@ -258,3 +258,77 @@ TEST_F(TextReportTest, JsonHasEveryFieldWithNullsForAbsent) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+// Two grid instances that reported a loss, one job that reported nothing.
+RunSummary learned_summary() {
+  RunSummary s;
+  s.run.id = 3;
+  for (int i = 0; i < 2; ++i) {
+    JobSummary j;
+    j.id = i + 1;
+    j.name = i == 0 ? "toy[lr=0.1]" : "toy[lr=0.01]";
+    j.state = JobState::kOk;
+    j.params["lr"] = i == 0 ? "0.1" : "0.01";
+    std::vector<ProgressEvent> events(2);
+    events[0].kind = events[1].kind = "epoch_end";
+    events[0].time_ms = 1'000;
+    events[0].epoch = 1;
+    events[0].metrics["loss"] = i == 0 ? 0.9 : 0.5;
+    events[1].time_ms = 2'000;
+    events[1].epoch = 2;
+    events[1].metrics["loss"] = i == 0 ? 1.2 : 0.25;  // the first job diverged
+    j.metrics = training_metrics(events, std::nullopt);
+    s.jobs.push_back(j);
+  }
+  JobSummary quiet;
+  quiet.id = 3;
+  quiet.name = "quiet, \"odd\" name";
+  quiet.state = JobState::kFailed;
+  quiet.reason = "exit code 1";
+  s.jobs.push_back(quiet);
+  return s;
+}
+
+TEST(LearningTable, ShowsParametersAndEachMetricsLastAndBest) {
+  const std::string text = format_learning_table(learned_summary());
+  EXPECT_THAT(text, HasSubstr("What the jobs learned"));
+  EXPECT_THAT(text, HasSubstr("lr"));
+  EXPECT_THAT(text, HasSubstr("loss last"));
+  EXPECT_THAT(text, HasSubstr("loss best"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("toy\\[lr=0\\.1\\] +0\\.1 +1\\.2 +0\\.9"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("toy\\[lr=0\\.01\\] +0\\.01 +0\\.25 +0\\.25"));
+  EXPECT_THAT(format_run_summary(learned_summary()), HasSubstr("What the jobs learned"));
+  RunSummary plain = make_summary("mps", false);
+  EXPECT_EQ(format_learning_table(plain), "") << "nothing learned, no table";
+}
+
+TEST(LearningTable, CsvHasOneRowPerJobWithParametersAndMetricsQuotedWhereNeeded) {
+  const std::string csv = format_jobs_csv(learned_summary());
+  std::vector<std::string> lines;
+  for (size_t at = 0, end; at < csv.size(); at = end + 1) {
+    end = csv.find('\n', at);
+    lines.push_back(csv.substr(at, end - at));
+  }
+  ASSERT_EQ(lines.size(), 4u) << csv;
+  EXPECT_THAT(lines[0], HasSubstr(",attempts,reason,lr,loss_last,loss_best"));
+  EXPECT_THAT(lines[1], ::testing::EndsWith(",0.1,1.2,0.9"));
+  EXPECT_THAT(lines[2], ::testing::EndsWith(",0.01,0.25,0.25"));
+  EXPECT_THAT(lines[3], HasSubstr("\"quiet, \"\"odd\"\" name\""));
+  EXPECT_THAT(lines[3], ::testing::EndsWith(",exit code 1,,,"));
+}
+
+TEST(LearningTable, JsonCarriesParametersAndMetrics) {
+  nlohmann::json j = to_json(learned_summary());
+  EXPECT_EQ(j["jobs"][1]["params"]["lr"], "0.01");
+  EXPECT_DOUBLE_EQ(j["jobs"][0]["metrics"]["loss"]["best"].get<double>(), 0.9);
+  EXPECT_DOUBLE_EQ(j["jobs"][0]["metrics"]["loss"]["last"].get<double>(), 1.2);
+  EXPECT_EQ(j["jobs"][0]["metrics"]["loss"]["lower_is_better"], true);
+  EXPECT_EQ(j["jobs"][0]["metrics"]["loss"]["points"], 2);
+  EXPECT_TRUE(j["jobs"][2]["metrics"].empty());
+}
+
+}  // namespace
+}  // namespace colo

@@ -140,7 +140,8 @@ std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
     std::vector<DeviceSlots> slots;
     for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes, limit});
     return std::make_unique<GangScheduler>(
-        std::make_unique<FixedScheduler>(slots, fmt::format("fixed, up to {} jobs per GPU", limit)),
+        std::make_unique<FixedScheduler>(
+            slots, fmt::format("fixed, up to {} per GPU", count_of(limit, "job"))),
         kMaxJobAttempts - 1);
   }
   AutoOptions auto_options;

@@ -117,7 +117,8 @@ Status RunSession::take_devices() {
       run_devices(ctx_.backend, options_.only_devices, options_.slurm);
   if (!devices.ok()) return devices.error();
   GpuLockOptions lock;
-  lock.dir = options_.locks.dir.empty() ? default_gpu_lock_dir() : options_.locks.dir;
+  lock.dir = gpu_lock_dir(options_.locks.dir, ctx_.backend.simulated(),
+                          options_.state_dir.empty() ? default_state_dir() : options_.state_dir);
   lock.command = options_.locks.command.empty() ? options_.command_line : options_.locks.command;
   lock.wait = options_.locks.wait;
   lock.stop_requests = &ctx_.stop_requests;

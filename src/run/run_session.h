@@ -50,7 +50,7 @@ namespace colo {
 
 // How a colo process takes its GPUs (see GpuLocks).
 struct LockOptions {
-  std::string dir;      // empty: default_gpu_lock_dir()
+  std::string dir;      // empty: as gpu_lock_dir() says (simulated GPUs: the state dir's)
   bool wait = true;     // false: refuse when another colo holds a GPU
   std::string command;  // what the holder is doing, for others to read; empty: the command line
 };
@@ -68,7 +68,8 @@ struct SessionOptions {
   // $COLO_CGROUP_PARENT: the cgroup under which jobs' cgroups are made, or
   // "off" for process groups only; empty: chosen as jobs/cgroup.h says.
   std::string cgroup_parent_override;
-  // Parent of data/, the data loaders' ownership records; empty: the state dir.
+  // Parent of data/ (the data loaders' ownership records) and of sim-locks/
+  // (simulated GPUs' locks); empty: the state dir.
   std::string state_dir;
   // How long writes whose result is needed at once (the run's row), and at
   // the end what is left to write, wait out a store locked by another colo

@@ -500,14 +500,19 @@ std::optional<int64_t> AutoScheduler::expected_end(const Running& r, double gpu_
                                                    int64_t now_ms) const {
   const JobProfile* p = usable_profile(r.waiting.signature);
   if (p == nullptr || !p->solo_ms || r.probe) return std::nullopt;
-  const int64_t startup = std::min(*p->solo_ms, p->startup_ms.value_or(0));
-  const double work = static_cast<double>(*p->solo_ms - startup);
+  return expected_end_by(r, *p, gpu_rate, now_ms);
+}
+
+std::optional<int64_t> AutoScheduler::expected_end_by(const Running& r, const JobProfile& p,
+                                                      double gpu_rate, int64_t now_ms) const {
+  const int64_t startup = std::min(*p.solo_ms, p.startup_ms.value_or(0));
+  const double work = static_cast<double>(*p.solo_ms - startup);
   const int64_t gpu_start = r.started_ms + startup;
   const double predicted = std::max(0.05, gpu_rate);
   if (now_ms <= gpu_start) return gpu_start + static_cast<int64_t>(work / predicted);
   // Work done: integrated from observed rates, else at the predicted rate.
-  const bool observed = r.integrated_ms >= 0 && p->samples_per_s && *p->samples_per_s > 0;
-  const double rate = std::max(0.05, observed ? r.rate / *p->samples_per_s : predicted);
+  const bool observed = r.integrated_ms >= 0 && p.samples_per_s && *p.samples_per_s > 0;
+  const double rate = std::max(0.05, observed ? r.rate / *p.samples_per_s : predicted);
   const double done = observed
                           ? r.work_done_ms + rate * static_cast<double>(now_ms - r.integrated_ms)
                           : predicted * static_cast<double>(now_ms - gpu_start);
@@ -817,6 +822,19 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   g.held = false;
   g.judging = false;
   g.changed_ms = now_ms;
+  if (end == JobEnd::kOk && r.integrated_ms >= 0) {
+    // Its work from its first observed rate on, for the expected ends of jobs like it.
+    const JobProfile* p = usable_profile(r.waiting.signature);
+    if (p != nullptr && p->samples_per_s && *p->samples_per_s > 0) {
+      const double work_ms =
+          r.work_done_ms + r.rate / *p->samples_per_s *
+                               static_cast<double>(std::max<int64_t>(0, now_ms - r.integrated_ms));
+      const double samples = work_ms * *p->samples_per_s / 1000.0;
+      ended_samples_[r.waiting.signature] = samples;
+      if (auto member = members_.find(r.waiting.signature); member != members_.end())
+        family_ended_samples_[member->second.family] = samples;
+    }
+  }
 
   if (end != JobEnd::kOutOfMemory) return {};
   Waiting w = r.waiting;
@@ -996,8 +1014,26 @@ bool AutoScheduler::remove_queued(size_t job) {
 std::optional<int64_t> AutoScheduler::expected_end_ms(size_t job, int64_t now_ms) const {
   auto it = running_.find(job);
   if (it == running_.end()) return std::nullopt;
-  return expected_end(it->second, predicted_rate(gpus_[static_cast<size_t>(it->second.gpu)]),
-                      now_ms);
+  const Running& r = it->second;
+  const double gpu_rate = predicted_rate(gpus_[static_cast<size_t>(r.gpu)]);
+  if (std::optional<int64_t> end = expected_end(r, gpu_rate, now_ms)) return end;
+  // No solo time, but a solo rate (its slowdown is known): the work of a job
+  // like it that ended here, counted as its observed rates count work.
+  const JobProfile* p = usable_profile(r.waiting.signature);
+  if (p == nullptr || r.probe || !p->has_solo_rate() || *p->samples_per_s <= 0) return std::nullopt;
+  std::optional<double> samples;
+  if (auto own = ended_samples_.find(r.waiting.signature); own != ended_samples_.end()) {
+    samples = own->second;
+  } else if (auto member = members_.find(r.waiting.signature); member != members_.end()) {
+    if (auto f = family_ended_samples_.find(member->second.family);
+        f != family_ended_samples_.end())
+      samples = f->second;
+  }
+  if (!samples) return std::nullopt;
+  JobProfile timed = *p;
+  timed.startup_ms = 0;
+  timed.solo_ms = static_cast<int64_t>(*samples * 1000.0 / *p->samples_per_s);
+  return expected_end_by(r, timed, gpu_rate, now_ms);
 }
 
 std::vector<Unplaceable> AutoScheduler::take_unplaceable() {

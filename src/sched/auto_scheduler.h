@@ -158,6 +158,10 @@ class AutoScheduler final : public Scheduler {
   void measured(size_t job, const JobProfile& profile) override;
   std::vector<size_t> drain_queued() override;
   bool remove_queued(size_t job) override;
+  // expected_end() when the job's profile has a solo time. Else, when its
+  // solo rate is known: from the work of the latest job of its signature (or
+  // else of its family) that ended ok here, in samples, at its own solo rate.
+  // For what it reports only: placements use solo times alone.
   std::optional<int64_t> expected_end_ms(size_t job, int64_t now_ms) const override;
   std::vector<Unplaceable> take_unplaceable() override;
   std::vector<std::string> take_notes() override;
@@ -250,6 +254,9 @@ class AutoScheduler final : public Scheduler {
   // its GPU, passed in so that a GPU's jobs share one model evaluation);
   // nullopt without a solo time.
   std::optional<int64_t> expected_end(const Running& r, double gpu_rate, int64_t now_ms) const;
+  // The same with `p` as its profile (it has a solo time).
+  std::optional<int64_t> expected_end_by(const Running& r, const JobProfile& p, double gpu_rate,
+                                         int64_t now_ms) const;
   // The job on `g` (not departing) expected to end first, and when; nullopt
   // when none has an expected end. Cached until `g` changes or time moves:
   // a wave of placements asks it of every full GPU for every job.
@@ -328,7 +335,12 @@ class AutoScheduler final : public Scheduler {
   std::vector<Unplaceable> unplaceable_;
   std::vector<std::string> notes_;
   std::map<std::string, HostCost> host_costs_;  // by signature
-  std::map<std::string, int> dataset_readers_;  // running jobs per dataset
+  // The samples the latest job of a signature, and of a family, that ended
+  // ok did from its first observed rate on (the work its observed rates
+  // integrate), for expected_end_ms().
+  std::map<std::string, double> ended_samples_;         // by signature
+  std::map<std::string, double> family_ended_samples_;  // by family
+  std::map<std::string, int> dataset_readers_;          // running jobs per dataset
   double loader_cpus_used_ = 0;
   uint64_t loader_memory_used_ = 0;
   uint64_t next_seq_ = 0;

@@ -409,6 +409,43 @@ TEST(AutoScheduler, ExpectedEndOfARunningJobFromItsSoloTime) {
   EXPECT_FALSE(s.expected_end_ms(1, 0)) << "queued";
 }
 
+// A job whose solo rate is known (its slowdown too) but not its solo time
+// once had no expected end at all. The work of a job like it that ended ok
+// (its own signature's, else its family's) gives one, at its own solo rate.
+TEST(AutoScheduler, ExpectedEndOfAJobWithASoloRateFromTheWorkOfOneLikeItThatEnded) {
+  AutoScheduler s = make(1);
+  s.set_family("a", FamilyMember{"fam", "toy[lr=1]", {{"lr", "1"}}, std::nullopt});
+  s.set_family("b", FamilyMember{"fam", "toy[lr=2]", {{"lr", "2"}}, std::nullopt});
+  s.set_profile("a", profile(10, 20, 100));  // 100 samples/s alone, no solo time
+  s.set_profile("b", profile(10, 20, 200));
+  s.enqueue({0, "a", std::nullopt});
+  s.enqueue({1, "a", std::nullopt});
+  s.enqueue({2, "b", std::nullopt});
+  ASSERT_EQ(s.schedule(0).size(), 3u);
+  EXPECT_FALSE(s.expected_end_ms(0, 0)) << "no solo time, and nothing like it ended";
+  // Job 0: 10 s at its solo rate after its first observed rate, then it ends.
+  s.observe_rate(0, 100, 1'000);
+  s.observe_rate(0, 100, 11'000);
+  (void)s.finished(0, JobEnd::kOk, 11'000);  // 1000 samples
+  // Job 1, same signature, at half its solo rate: 500 samples done in 10 s,
+  // 500 to go at 50 samples/s.
+  s.observe_rate(1, 50, 2'000);
+  s.observe_rate(1, 50, 12'000);
+  EXPECT_EQ(s.expected_end_ms(1, 12'000), 22'000);
+  // Job 2, a sibling twice as fast alone, at its solo rate: 1000 samples at 200/s.
+  s.observe_rate(2, 200, 2'000);
+  EXPECT_EQ(s.expected_end_ms(2, 2'000), 7'000);
+  // A job that failed teaches nothing.
+  AutoScheduler t = make(1);
+  t.set_profile("a", profile(10, 20, 100));
+  enqueue(t, "a", 2);
+  ASSERT_EQ(t.schedule(0).size(), 2u);
+  t.observe_rate(0, 100, 1'000);
+  (void)t.finished(0, JobEnd::kFailed, 5'000);
+  t.observe_rate(1, 100, 1'000);
+  EXPECT_FALSE(t.expected_end_ms(1, 2'000));
+}
+
 TEST(FixedScheduler, OutOfMemoryRetriesWithHalfTheNeighboursThenAloneThenGivesUp) {
   FixedScheduler s({{0, 80 * kGiB, 4}}, "fixed");
   for (size_t i = 0; i < 6; ++i) s.enqueue({i, "x", std::nullopt});

@@ -154,9 +154,9 @@ Result<FollowOutcome> follow_jobs(const ServiceClient& client, const std::vector
       }
       if (!open.empty()) {
         Result<json> cancelled = client.call(protocol::cancel_request(open));
-        out << (cancelled.ok()
-                    ? fmt::format("cancelling {} jobs (again to stop waiting)\n", open.size())
-                    : "could not cancel: " + cancelled.error().message() + "\n");
+        out << (cancelled.ok() ? fmt::format("cancelling {} (again to stop waiting)\n",
+                                             count_of(static_cast<int64_t>(open.size()), "job"))
+                               : "could not cancel: " + cancelled.error().message() + "\n");
       }
       outcome.cancelled = true;
     }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <set>
 
+#include "analysis/training_metrics.h"
 #include "serve/metrics.h"
 #include "serve/service.h"
 
@@ -23,14 +24,21 @@ using nlohmann::json;
 constexpr int64_t kDefaultEvents = 200;
 constexpr int64_t kMaxEvents = 5000;
 constexpr int64_t kMaxEpochs = 10'000;
+constexpr size_t kMaxMetricPoints = 2'000;
 constexpr int64_t kDefaultLogTail = int64_t{16} * 1024;
 constexpr int64_t kMaxLogTail = int64_t{256} * 1024;
 constexpr int64_t kDefaultRuns = 20;
 constexpr int64_t kMaxRuns = 500;
 
-const char* const kRoutes[] = {"/api/snapshot", "/api/service", "/api/gpus",
-                               "/api/jobs",     "/api/jobs/ID", "/api/samples?since=MS&gpu=N",
-                               "/api/runs",     "/metrics"};
+const char* const kRoutes[] = {"/api",
+                               "/api/snapshot",
+                               "/api/service",
+                               "/api/gpus",
+                               "/api/jobs",
+                               "/api/jobs/ID",
+                               "/api/samples?since=MS&gpu=N",
+                               "/api/runs",
+                               "/metrics"};
 
 template <class T>
 json value_or_null(const std::optional<T>& v) {
@@ -169,6 +177,11 @@ HttpAnswer ApiRoutes::get(const std::string& path,
     if (std::optional<HttpAnswer> page = pages_(path)) return std::move(*page);
   }
   if (path == "/") {
+    // Browsers land on the dashboard; the route index is at /api.
+    const std::string target = pages_ ? "/dashboard/" : "/api";
+    return HttpAnswer{303, "text/plain; charset=utf-8", "See " + target + "\n", target};
+  }
+  if (path == "/api") {
     json routes = json::array();
     for (const char* r : kRoutes) routes.push_back(r);
     json index = {{"colo", "serve"}, {"routes", routes}, {"docs", "docs/serve.md"}};
@@ -228,7 +241,7 @@ HttpAnswer ApiRoutes::get(const std::string& path,
     return json_answer(json{{"time_ms", snap->time_ms}, {"samples", std::move(samples)}});
   }
   if (path == "/api/runs") return runs(query);
-  return error(404, fmt::format("no such route: {} (GET / lists them)", path));
+  return error(404, fmt::format("no such route: {} (GET /api lists them)", path));
 }
 
 HttpAnswer ApiRoutes::runs(const std::map<std::string, std::string>& query) {
@@ -264,9 +277,8 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
   const ServiceJobRow& row = rows->front();
   auto live = std::find_if(snap.jobs.begin(), snap.jobs.end(),
                            [&](const QueueJob& j) { return j.id == id; });
-  const QueueJob job = live != snap.jobs.end() && live->state == to_string(row.state)
-                           ? *live
-                           : queue_job_of(row, snap.service.mechanism);
+  const bool from_snapshot = live != snap.jobs.end() && live->state == to_string(row.state);
+  QueueJob job = from_snapshot ? *live : queue_job_of(row, snap.service.mechanism);
 
   Result<std::vector<AttemptRow>> attempts = store_->service_job_attempts(id);
   if (!attempts.ok()) return error(500, attempts.error().message());
@@ -282,9 +294,11 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
   json epochs = json::array();
   std::map<int, UnixMillis> last_epoch_end;  // per attempt
   for (const AttemptRow& a : *attempts) last_epoch_end[a.attempt] = a.started_ms;
+  std::vector<ProgressEvent> all_events;  // for the metrics below
   for (int64_t job_id : job_rows) {
     Result<std::vector<ProgressEvent>> rows_events = store_->job_events(job_id);
     if (!rows_events.ok()) return error(500, rows_events.error().message());
+    all_events.insert(all_events.end(), rows_events->begin(), rows_events->end());
     for (const ProgressEvent& e : *rows_events) {
       const int attempt = attempt_of(*attempts, job_id, e.time_ms);
       json metrics = json::object();
@@ -314,8 +328,37 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
     if (static_cast<int64_t>(list.size()) > n)
       list.erase(list.begin(), list.begin() + static_cast<int64_t>(list.size()) - n);
   };
+  // A job the snapshot no longer lists (it ended long ago, or under an earlier
+  // service process): its run and last epoch from the store.
+  if (!from_snapshot && !attempts->empty()) {
+    job.run_id = attempts->back().run_id;
+    for (const json& e : epochs) {
+      if (e["attempt"] == attempts->back().attempt && e["epoch"].is_number_integer())
+        job.epoch = e["epoch"].get<int64_t>();
+    }
+  }
   keep_last(events, *max_events);
   keep_last(epochs, kMaxEpochs);
+  // What it learned, its last attempt's: each metric's last and best value
+  // and its curve, [time_ms, value, step, epoch] evenly thinned to at most
+  // kMaxMetricPoints points, the last always among them.
+  json learned = json::object();
+  const std::optional<UnixMillis> since =
+      attempts->empty() ? std::nullopt : std::optional<UnixMillis>(attempts->back().started_ms);
+  for (const MetricSeries& m : training_metrics(all_events, since)) {
+    json points = json::array();
+    const size_t n = m.points.size();
+    const size_t stride = (n + kMaxMetricPoints - 1) / kMaxMetricPoints;
+    for (size_t i = 0; i < n; ++i) {
+      if (i % stride != 0 && i + 1 != n) continue;
+      const MetricPoint& p = m.points[i];
+      points.push_back({p.time_ms, p.value, value_or_null(p.step), value_or_null(p.epoch)});
+    }
+    learned[m.name] = {{"last", m.last},
+                       {"best", m.best},
+                       {"lower_is_better", m.lower_is_better},
+                       {"points", std::move(points)}};
+  }
 
   std::string log_path = row.log_path;
   if (log_path.empty() && !attempts->empty()) log_path = attempts->back().log_path;
@@ -324,6 +367,7 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
                           {"attempts", std::move(attempts_json)},
                           {"epochs", std::move(epochs)},
                           {"events", std::move(events)},
+                          {"metrics", std::move(learned)},
                           {"log", log_tail(log_path, *tail, options_.logs)}});
 }
 
@@ -396,6 +440,7 @@ void HttpServer::serve(std::shared_ptr<ApiRoutes> routes) {
       answer = r->get(req.path, query);
     }
     res.status = answer.status;
+    if (!answer.location.empty()) res.set_header("Location", answer.location);
     res.set_content(answer.body, answer.content_type);
     return httplib::Server::HandlerResponse::Handled;
   });

@@ -4,7 +4,9 @@
 // cancel) go only through the Unix socket, which knows who is asking.
 //
 // Routes (GET; docs/serve.md gives every shape):
-//   /                  the routes
+//   /                  a redirect (303) to /dashboard/ when the dashboard is
+//                      served, else to /api
+//   /api               the routes
 //   /api/snapshot      the whole snapshot (the socket's `queue` answer)
 //   /api/service       the service
 //   /api/gpus          GPUs with their latest sample
@@ -63,6 +65,7 @@ struct HttpAnswer {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::string location;  // a redirect's target (the Location header); "" for none
 };
 
 // More GET routes, asked before the API's (the dashboard: src/views): the

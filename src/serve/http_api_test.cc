@@ -179,6 +179,16 @@ TEST_F(HttpApiTest, AJobShowsItsAttemptsEpochsEventsAndLog) {
   EXPECT_EQ(with_logs["log"]["truncated"], true);
 }
 
+// A job the snapshot no longer lists (ended long ago, or under an earlier
+// service process) still shows its run and last epoch, from the store.
+TEST_F(HttpApiTest, AJobOutsideTheSnapshotShowsItsRunAndLastEpochFromTheStore) {
+  snapshot_->jobs.clear();
+  json j = body(routes()->get("/api/jobs/" + std::to_string(id_), {}));
+  EXPECT_EQ(j["job"]["run_id"], run_id_);
+  EXPECT_EQ(j["job"]["epoch"], 2) << "attempt 2's last, not attempt 1's";
+  EXPECT_TRUE(j["job"]["samples_per_s"].is_null()) << "the snapshot's live values are gone";
+}
+
 TEST_F(HttpApiTest, ListsFilterAndBadRequestsSayWhy) {
   auto api = routes();
   json all = body(api->get("/api/jobs", {}));
@@ -215,7 +225,46 @@ TEST_F(HttpApiTest, ListsFilterAndBadRequestsSayWhy) {
 TEST_F(HttpApiTest, BeforeTheFirstSnapshotItSaysItIsStarting) {
   ApiRoutes api([] { return std::shared_ptr<const ServiceSnapshot>(); }, nullptr, HttpOptions{});
   EXPECT_EQ(api.get("/api/jobs", {}).status, 503);
-  EXPECT_EQ(api.get("/", {}).status, 200);
+  EXPECT_EQ(api.get("/api", {}).status, 200);
+}
+
+// A browser pointed at http://ADDR/ lands on the dashboard; scripts find the
+// route index at /api (it was once the answer to /).
+TEST_F(HttpApiTest, TheRootRedirectsToTheDashboardAndApiListsTheRoutes) {
+  ApiRoutes bare([] { return std::shared_ptr<const ServiceSnapshot>(); }, nullptr, HttpOptions{});
+  HttpAnswer root = bare.get("/", {});
+  EXPECT_EQ(root.status, 303);
+  EXPECT_EQ(root.location, "/api") << "no dashboard: the route index";
+  json index = json::parse(bare.get("/api", {}).body);
+  EXPECT_EQ(index["colo"], "serve");
+  EXPECT_THAT(index["routes"].dump(), HasSubstr("/api/jobs/ID"));
+  EXPECT_FALSE(index.contains("dashboard"));
+
+  auto api = routes();
+  EXPECT_THAT(api->get("/api/nothing", {}).body, HasSubstr("GET /api lists them"));
+  api->add_pages([](const std::string& path) -> std::optional<HttpAnswer> {
+    if (path != "/dashboard/") return std::nullopt;
+    return HttpAnswer{200, "text/html", "<html></html>"};
+  });
+  EXPECT_EQ(api->get("/", {}).location, "/dashboard/");
+  EXPECT_EQ(json::parse(api->get("/api", {}).body)["dashboard"], "/dashboard/");
+
+  HttpOptions o;
+  Result<std::unique_ptr<HttpServer>> server = HttpServer::bind(o);
+  ASSERT_TRUE(server.ok()) << server.error().message();
+  (*server)->serve(api);
+  const std::string address = (*server)->address();
+  httplib::Client client("127.0.0.1", std::stoi(address.substr(address.rfind(':') + 1)));
+  httplib::Result got = client.Get("/");
+  ASSERT_TRUE(got) << httplib::to_string(got.error());
+  EXPECT_EQ(got->status, 303);
+  EXPECT_EQ(got->get_header_value("Location"), "/dashboard/");
+  client.set_follow_location(true);
+  httplib::Result followed = client.Get("/");
+  ASSERT_TRUE(followed);
+  EXPECT_EQ(followed->status, 200);
+  EXPECT_EQ(followed->body, "<html></html>");
+  (*server)->stop();
 }
 
 TEST_F(HttpApiTest, ServesOverHttpReadOnly) {

@@ -161,7 +161,7 @@ std::string prometheus_metrics(const ServiceSnapshot& s) {
       if (!value) continue;
       Labels labels = gpu_labels[g.index];
       if (running_on[g.index].size() == 1) {
-        labels.emplace_back("job", std::to_string(running_on[g.index].front()->id));
+        labels.emplace_back("hpc_job", std::to_string(running_on[g.index].front()->id));
         labels.emplace_back("user", running_on[g.index].front()->owner);
       }
       family.add(labels, *value);
@@ -213,7 +213,7 @@ std::string prometheus_metrics(const ServiceSnapshot& s) {
              "When the policy expects the job to end (Unix time).");
   for (const QueueJob& j : s.jobs) {
     if (j.state != "queued" && j.state != "running") continue;
-    Labels labels = {{"job", std::to_string(j.id)}, {"user", j.owner}, {"name", j.name}};
+    Labels labels = {{"hpc_job", std::to_string(j.id)}, {"user", j.owner}, {"name", j.name}};
     if (j.gpu && gpu_labels.count(*j.gpu) > 0) {
       for (const auto& label : gpu_labels[*j.gpu]) labels.push_back(label);
     }

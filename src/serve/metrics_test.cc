@@ -88,7 +88,7 @@ constexpr const char* kGpu0 =
 TEST(Metrics, GpuMetricsTakeDcgmExporterNamesUnitsAndLabels) {
   const std::string text = prometheus_metrics(example());
   std::map<std::string, std::string> m = samples(text);
-  const std::string gpu0 = std::string(kGpu0) + R"(,job="12",user="alice")";
+  const std::string gpu0 = std::string(kGpu0) + R"(,hpc_job="12",user="alice")";
   struct Want {
     const char* name;
     const char* value;
@@ -126,15 +126,17 @@ TEST(Metrics, AGpuSharedByTwoJobsHasNoJobLabel) {
 
 TEST(Metrics, ColoMetricsPerJobAndForTheQueue) {
   std::map<std::string, std::string> m = samples(prometheus_metrics(example()));
-  const std::string labels = std::string(R"(job="12",user="alice",name="resnet26#12",)") + kGpu0;
+  const std::string labels =
+      std::string(R"(hpc_job="12",user="alice",name="resnet26#12",)") + kGpu0;
   EXPECT_EQ(m["colo_job_epoch{" + labels + "}"], "3");
   EXPECT_EQ(m["colo_job_samples_per_second{" + labels + "}"], "1234.5");
   EXPECT_EQ(m["colo_job_gpu_memory_peak_bytes{" + labels + "}"], "12884901888");
   EXPECT_EQ(m["colo_job_attempts{" + labels + "}"], "1");
   EXPECT_EQ(m["colo_job_predicted_end_timestamp_seconds{" + labels + "}"], "1700000350");
   EXPECT_EQ(m["colo_job_info{" + labels + R"(,state="running"})"], "1");
-  EXPECT_EQ(m[R"(colo_job_info{job="13",user="alice",name="resnet26#13",state="queued"})"], "1");
-  EXPECT_EQ(m.count(R"(colo_job_epoch{job="13",user="alice",name="resnet26#13"})"), 0u);
+  EXPECT_EQ(m[R"(colo_job_info{hpc_job="13",user="alice",name="resnet26#13",state="queued"})"],
+            "1");
+  EXPECT_EQ(m.count(R"(colo_job_epoch{hpc_job="13",user="alice",name="resnet26#13"})"), 0u);
   EXPECT_EQ(m["colo_queue_length"], "1");
   EXPECT_EQ(m["colo_jobs_running"], "1");
   EXPECT_EQ(m[std::string("colo_gpu_jobs_running{") + kGpu0 + "}"], "1");
@@ -142,7 +144,22 @@ TEST(Metrics, ColoMetricsPerJobAndForTheQueue) {
       m[R"(colo_gpu_jobs_running{gpu="1",UUID="GPU-1",device="nvidia1",modelName="NVIDIA H200",Hostname="box"})"],
       "0");
   EXPECT_EQ(m[R"(colo_service_mechanism_up{mechanism="mps"})"], "1");
-  for (const auto& [key, value] : m) EXPECT_EQ(key.find("job=\"9\""), std::string::npos) << key;
+  for (const auto& [key, value] : m) EXPECT_EQ(key.find("hpc_job=\"9\""), std::string::npos) << key;
+}
+
+// `job` is Prometheus's own label (the scrape job's name): under
+// honor_labels a target's `job` would replace it. The owning job is
+// `hpc_job`, as dcgm-exporter names it.
+TEST(Metrics, NoSeriesCarriesPrometheusesOwnJobLabel) {
+  std::map<std::string, std::string> m = samples(prometheus_metrics(example()));
+  ASSERT_FALSE(m.empty());
+  int owned = 0;
+  for (const auto& [key, value] : m) {
+    EXPECT_EQ(key.find("{job="), std::string::npos) << key;
+    EXPECT_EQ(key.find(",job="), std::string::npos) << key;
+    owned += key.find("hpc_job=\"12\"") != std::string::npos;
+  }
+  EXPECT_GT(owned, 0);
 }
 
 TEST(Metrics, LabelValuesAreEscaped) {

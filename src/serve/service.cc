@@ -15,6 +15,7 @@
 
 #include "common/names.h"
 #include "common/paths.h"
+#include "common/units.h"
 #include "data/ring_owner.h"
 #include "jobs/job_spec_json.h"
 #include "jobs/run_as.h"
@@ -319,8 +320,8 @@ Status Service::recover_queue() {
     ++queued;
     admit(row, *spec, read_private_json(secrets_path(row.id)));
   }
-  ctx_.log << fmt::format("queue: {} jobs from the store ({} interrupted and run again)\n", queued,
-                          requeued);
+  ctx_.log << fmt::format("queue: {} from the store ({} interrupted and run again)\n",
+                          count_of(queued, "job"), requeued);
   return OkStatus();
 }
 
@@ -352,6 +353,12 @@ void Service::record_changes() {
                               c.attempt, c.reason));
         } else {
           record_end(id, c.state, c.reason, c.time_ms);
+          ended_views_[id] = engine_.view(c.key);
+          ended_order_.push_back(id);
+          if (ended_order_.size() > kEndedViewsKept) {
+            ended_views_.erase(ended_order_.front());
+            ended_order_.pop_front();
+          }
         }
         detach_loader(id);
         tracked_.erase(id);
@@ -410,7 +417,7 @@ json Service::submit(const Caller& caller, const json& request) {
   Result<std::vector<int64_t>> earlier =
       ctx_.store.service_jobs_submitted_as(caller.uid, *submit_key);
   if (!earlier.ok()) return error_answer("could not read the queue: " + earlier.error().message());
-  const json service = {{"mechanism", info_.mechanism}, {"policy", engine_.policy_description()}};
+  const json service = {{"mechanism", info_.mechanism}, {"policy", info_.policy}};
   if (!earlier->empty())
     return json{{"ok", true}, {"ids", *earlier}, {"already_submitted", true}, {"service", service}};
   auto jobs = request.find("jobs");
@@ -535,16 +542,21 @@ QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism) {
 
 QueueJob Service::queue_job(const ServiceJobRow& row) const {
   QueueJob q = queue_job_of(row, info_.mechanism);
+  // Where a job got to, at what rate, with how much memory: while it runs,
+  // and after it ended (its last known values).
+  auto progress_of = [&](const EngineJobView& v) {
+    q.run_id = info_.run_id;
+    q.epoch = v.epoch;
+    q.samples_per_s = v.samples_per_s;
+    q.last_epoch_ms = v.last_epoch_ms;
+    if (v.peak_memory_bytes > 0) q.peak_memory_bytes = v.peak_memory_bytes;
+  };
   auto it = tracked_.find(row.id);
   if (it != tracked_.end()) {
     EngineJobView v = engine_.view(it->second.key);
     if (v.state == JobState::kRunning) {
-      q.run_id = info_.run_id;
-      q.epoch = v.epoch;
-      q.samples_per_s = v.samples_per_s;
-      q.last_epoch_ms = v.last_epoch_ms;
+      progress_of(v);
       q.predicted_end_ms = v.expected_end_ms;
-      if (v.peak_memory_bytes > 0) q.peak_memory_bytes = v.peak_memory_bytes;
       q.probe = v.probe;
       q.pid = static_cast<uint32_t>(v.pid);
       q.mps_sm_share_pct = v.mps_sm_share_pct;
@@ -553,6 +565,10 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
       q.gang_gpus = v.gang_devices;
     }
     q.solo_samples_per_s = v.solo_samples_per_s;
+  } else if (auto ended = ended_views_.find(row.id);
+             ended != ended_views_.end() && is_final(row.state)) {
+    progress_of(ended->second);
+    q.solo_samples_per_s = ended->second.solo_samples_per_s;
   }
   return q;
 }
@@ -561,7 +577,6 @@ ServiceSnapshot Service::snapshot() {
   ServiceSnapshot s;
   s.time_ms = ctx_.clock.now_ms();
   s.service = info_;
-  s.service.policy = engine_.policy_description();
   s.service.mechanism_down = engine_.mechanism_down();
   std::map<int, std::deque<DeviceSample>> recent = engine_.recent_samples();
   for (const DeviceInfo& d : engine_.devices()) {
@@ -735,7 +750,8 @@ json Service::logs(const Caller& caller, const json& request) {
 
 namespace {
 
-ServiceInfo service_info(const RunSession& session, const ServeContext& ctx) {
+ServiceInfo service_info(const RunSession& session, const ServeContext& ctx,
+                         const RunEngine& engine) {
   ServiceInfo info;
   info.pid = getpid();
   info.user = user_name_of(geteuid());
@@ -744,6 +760,7 @@ ServiceInfo service_info(const RunSession& session, const ServeContext& ctx) {
   info.backend = ctx.backend.name();
   info.simulated = ctx.backend.simulated();
   info.mechanism = to_string(ctx.mechanism.kind());
+  info.policy = engine.policy_description();
   info.run_id = session.run_id();
   info.state = "running";
   info.store = ctx.store.path();
@@ -767,8 +784,9 @@ void serve_http(HttpServer& http, Service& service, const ServeOptions& options,
                                   reader.ok() ? std::move(reader).value() : nullptr, *options.http);
   if (options.http_pages) routes->add_pages(options.http_pages(ctx.store.path()));
   http.serve(routes);
-  ctx.log << fmt::format("http: read-only API and /metrics on http://{}/ (docs/serve.md)\n",
-                         http.address());
+  ctx.log << fmt::format(
+      "http: http://{}/ ({}), the read-only API under /api and /metrics (docs/serve.md)\n",
+      http.address(), options.http_pages ? "the dashboard" : "the API's routes");
   if (!is_loopback(options.http->host)) {
     ctx.log << fmt::format(
         "warning: --http {} is reachable from other machines: anyone who reaches it reads "
@@ -866,7 +884,7 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
   RunEngine engine(session.engine_context(ctx.log), options.engine, session.run_id(),
                    session.token(), session.devices());
   engine.start();
-  Service service(ctx, options, engine, session.writer(), service_info(session, ctx));
+  Service service(ctx, options, engine, session.writer(), service_info(session, ctx, engine));
   if (Status s = service.recover_queue(); !s.ok())
     ctx.log << "warning: " << s.error().message() << '\n';
   ctx.log << fmt::format(

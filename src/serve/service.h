@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <iosfwd>
 #include <map>
@@ -94,6 +95,8 @@ Status run_service(const ServeOptions& options, ServeContext& ctx);
 class Service {
  public:
   // `writer` is the run's: every change of a job's state goes through it.
+  // `info` describes the service as submitters and the snapshot see it (its
+  // policy: the engine's description of its scheduler).
   Service(ServeContext& ctx, const ServeOptions& options, RunEngine& engine, StoreWriter& writer,
           ServiceInfo info);
 
@@ -182,12 +185,19 @@ class Service {
   std::optional<nlohmann::json> queue_answer_;
   int64_t queue_answer_ms_ = 0;       // monotonic
   std::map<size_t, int64_t> by_key_;  // engine key -> service job id
+  // What the engine last knew of the jobs that ended in this service process
+  // (their run, last epoch, rate and peak GPU memory), which the snapshot
+  // shows with them once they are no longer tracked: the latest
+  // kEndedViewsKept ends, oldest first in ended_order_.
+  static constexpr size_t kEndedViewsKept = 1000;
+  std::map<int64_t, EngineJobView> ended_views_;  // service job id -> its last view
+  std::deque<int64_t> ended_order_;
   mutable std::mutex latest_mu_;
   std::shared_ptr<const ServiceSnapshot> latest_;  // guarded by latest_mu_
 };
 
-// A job of the queue as the store has it (none of the live values of a
-// running attempt: epoch, rate, predicted end, memory).
+// A job of the queue as the store has it (none of the live values of an
+// attempt: epoch, rate, predicted end, memory, its run).
 QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism);
 
 // Where clients look for the service: $COLO_SOCKET; else <state dir>/colo.sock,

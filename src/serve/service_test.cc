@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -66,6 +67,7 @@ class ServiceTest : public ::testing::Test {
     engine_->start();
     ServiceInfo info;
     info.mechanism = "naive";
+    info.policy = engine_->policy_description();
     info.run_id = run_id_;
     info.state = "running";
     info.user = "root";
@@ -126,6 +128,7 @@ TEST_F(ServiceTest, SubmittedJobsRunWithTheSubmittersEnvironmentAndEndInTheStore
   std::vector<int64_t> ids = answer["ids"];
   ASSERT_EQ(ids.size(), 2u);
   EXPECT_EQ(answer["service"]["mechanism"], "naive");
+  EXPECT_THAT(answer["service"]["policy"].get<std::string>(), HasSubstr("fixed, up to"));
   run_until_idle();
 
   json st = status(ids);
@@ -215,6 +218,34 @@ TEST_F(ServiceTest, ASnapshotListsGpusJobsAndRunsAndServesQueue) {
   ASSERT_TRUE(service_->latest_snapshot());
   engine_->stop_all(RunEngine::StopKind::kShutdown, 0, "test over");
   run_until_idle();
+}
+
+// An ended job keeps what was last known of it: its epoch, rate, peak
+// memory and run (they once turned to "-" as it ended).
+TEST_F(ServiceTest, AnEndedJobKeepsItsLastEpochPeakMemoryAndRun) {
+  auto epoch = [](int n) {
+    return "printf '{\"event\":\"epoch_end\",\"epoch\":" + std::to_string(n) +
+           ",\"samples\":100}\\n' >> \"$COLO_PROGRESS_FILE\"; ";
+  };
+  json answer = submit(root_, {shell_job("e", epoch(1) + "sleep 0.8; " + epoch(2) + "sleep 0.3")});
+  ASSERT_TRUE(answer["ok"].get<bool>()) << answer.dump();
+  const int64_t id = answer["ids"][0];
+  run_until_idle();
+  Result<ServiceSnapshot> s =
+      snapshot_from_json(service_->handle(root_, json{{"op", "queue"}})["snapshot"]);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  auto job =
+      std::find_if(s->jobs.begin(), s->jobs.end(), [&](const QueueJob& j) { return j.id == id; });
+  ASSERT_NE(job, s->jobs.end());
+  EXPECT_EQ(job->state, "ok");
+  EXPECT_EQ(job->epoch, 2);
+  EXPECT_EQ(job->run_id, run_id_);
+  ASSERT_TRUE(job->peak_memory_bytes);
+  EXPECT_GT(*job->peak_memory_bytes, 0u);
+  EXPECT_TRUE(job->samples_per_s);
+  EXPECT_FALSE(job->pid) << "no longer running";
+  json st = status({id});
+  EXPECT_EQ(st["jobs"][0]["epoch"], 2);
 }
 
 TEST_F(ServiceTest, ASnapshotNamesWhoRunsEachProcessOnTheGpus) {

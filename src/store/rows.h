@@ -86,6 +86,11 @@ struct RunRecord {
   // retries, ...), oldest first, every attempt. Steps, which a job may write
   // by the million, are read with RunStore::job_events.
   std::vector<std::vector<ProgressEvent>> events;
+  // metric_steps[i]: the step events of jobs[i] that carry metrics (a loss
+  // per step), oldest first: at most kMaxMetricSteps of them, evenly spaced
+  // over its steps, the last always among them.
+  std::vector<std::vector<ProgressEvent>> metric_steps;
+  static constexpr int64_t kMaxMetricSteps = 2'000;
   std::vector<DeviceSample> device_samples;       // oldest first
   std::vector<ProcessSampleRow> process_samples;  // oldest first
 };

@@ -737,6 +737,9 @@ Result<RunRecord> RunStore::run_record(int64_t run_id) {
     Result<std::vector<ProgressEvent>> events = job_events(job.id, /*with_steps=*/false);
     if (!events.ok()) return events.error();
     record.events.push_back(std::move(*events));
+    Result<std::vector<ProgressEvent>> steps = metric_steps(job.id, RunRecord::kMaxMetricSteps);
+    if (!steps.ok()) return steps.error();
+    record.metric_steps.push_back(std::move(*steps));
   }
   Result<std::vector<DeviceSample>> samples = device_samples(id);
   if (!samples.ok()) return samples.error();
@@ -816,12 +819,10 @@ Result<std::vector<ProcessSampleRow>> RunStore::process_samples(int64_t run_id) 
   return rows;
 }
 
-Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id, bool with_steps) {
-  auto select = Statement::prepare(db_.get(), path_, R"sql(
-      SELECT time_ms, kind, epoch, step, samples, metrics_json
-      FROM job_events WHERE job_id = ?1 AND (?2 OR kind != 'step') ORDER BY time_ms, id)sql");
-  if (!select.ok()) return select.error();
-  select->bind(1, job_id).bind(2, with_steps);
+namespace {
+
+// Rows of (time_ms, kind, epoch, step, samples, metrics_json) as events.
+Result<std::vector<ProgressEvent>> read_events(Statement* select) {
   std::vector<ProgressEvent> events;
   Status read = select->for_each_row([&]() -> Status {
     ProgressEvent e;
@@ -843,6 +844,32 @@ Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id, bool wit
   });
   if (!read.ok()) return read.error();
   return events;
+}
+
+}  // namespace
+
+Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id, bool with_steps) {
+  auto select = Statement::prepare(db_.get(), path_, R"sql(
+      SELECT time_ms, kind, epoch, step, samples, metrics_json
+      FROM job_events WHERE job_id = ?1 AND (?2 OR kind != 'step') ORDER BY time_ms, id)sql");
+  if (!select.ok()) return select.error();
+  select->bind(1, job_id).bind(2, with_steps);
+  return read_events(&*select);
+}
+
+Result<std::vector<ProgressEvent>> RunStore::metric_steps(int64_t job_id, int64_t limit) {
+  auto select = Statement::prepare(db_.get(), path_, R"sql(
+      SELECT time_ms, kind, epoch, step, samples, metrics_json FROM (
+        SELECT time_ms, kind, epoch, step, samples, metrics_json, id,
+               row_number() OVER (ORDER BY time_ms, id) AS n, count(*) OVER () AS total
+        FROM job_events
+        WHERE job_id = ?1 AND kind = 'step' AND metrics_json IS NOT NULL
+              AND metrics_json != '{}')
+      WHERE (n - 1) % ((total + ?2 - 1) / ?2) = 0 OR n = total
+      ORDER BY time_ms, id)sql");
+  if (!select.ok()) return select.error();
+  select->bind(1, job_id).bind(2, std::max<int64_t>(limit, 1));
+  return read_events(&*select);
 }
 
 namespace {

@@ -335,6 +335,10 @@ class RunStore : public RunReader {
   // Progress events of a job, oldest first; without its "step" events when
   // `with_steps` is false (a flood of them costs memory, and no summary reads them).
   Result<std::vector<ProgressEvent>> job_events(int64_t job_id, bool with_steps = true);
+  // The job's step events that carry metrics, oldest first: every one when
+  // there are at most `limit`, else `limit` or so of them evenly spaced, the
+  // last always among them (RunRecord::metric_steps).
+  Result<std::vector<ProgressEvent>> metric_steps(int64_t job_id, int64_t limit);
   // The attempts of a job, in order.
   Result<std::vector<AttemptRow>> job_attempts(int64_t job_id);
 

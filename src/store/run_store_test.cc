@@ -253,6 +253,35 @@ TEST_F(LifecycleTest, StoresAndReadsBackSamplesAndEvents) {
   EXPECT_FALSE((*runs)[0].jobs_signature.empty());
 }
 
+// Steps that carry metrics (a loss per step) are read back thinned: evenly
+// spaced, the last always among them; steps without metrics never.
+TEST_F(LifecycleTest, MetricStepsAreThinnedEvenlyKeepingTheLast) {
+  auto store = open_memory();
+  Ids ids = record_collocated_run(*store, "mps", kT0);
+  std::vector<std::pair<int64_t, ProgressEvent>> steps;
+  for (int i = 1; i <= 1'000; ++i) {
+    ProgressEvent e;
+    e.time_ms = kT0 + 100'000 + i;
+    e.kind = "step";
+    e.step = i;
+    if (i % 2 == 0) e.metrics["loss"] = 1.0 / i;  // 500 with a loss, 500 without
+    steps.emplace_back(ids.jobs[1], e);
+  }
+  ASSERT_TRUE(store->add_job_events(steps).ok());
+  auto all = store->metric_steps(ids.jobs[1], 1'000);
+  ASSERT_TRUE(all.ok()) << all.error().message();
+  ASSERT_EQ(all->size(), 500U);
+  EXPECT_EQ(all->front().step, 2);
+  auto some = store->metric_steps(ids.jobs[1], 100);
+  ASSERT_TRUE(some.ok());
+  ASSERT_EQ(some->size(), 101U) << "every fifth, and the last";
+  EXPECT_EQ((*some)[1].step, 12);
+  EXPECT_EQ(some->back().step, 1'000) << "the last kept";
+  auto record = store->run_record(ids.run);
+  ASSERT_TRUE(record.ok());
+  ASSERT_EQ(record->metric_steps.size(), record->jobs.size());
+}
+
 TEST_F(LifecycleTest, JobRowsCarryTheFamilyAndGridValues) {
   auto store = open_memory();
   auto run = store->begin_run(make_run("mps", kT0));

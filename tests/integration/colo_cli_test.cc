@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -160,6 +161,47 @@ TEST_F(ColoCli, AMechanismThatCannotStartRecordsNothing) {
   EXPECT_THAT(mig.output, HasSubstr("the sim backend cannot create"));
   EXPECT_THAT(mig.output, HasSubstr("use --mechanism naive or exclusive"));
   EXPECT_NE(access(db().c_str(), F_OK), 0) << "a run that never started left a store";
+}
+
+TEST_F(ColoCli, SimulatingOneJobSaysJobInTheSingular) {
+  const std::string file = job_file("one.toml", "exit 0", 1);
+  CommandResult sim = run("simulate " + file + " --no-store");
+  EXPECT_EQ(sim.exit_code, 0) << sim.output;
+  EXPECT_THAT(sim.output, HasSubstr("(an event that started 1 job)"));
+  EXPECT_THAT(sim.output, Not(HasSubstr(" 1 jobs")));
+}
+
+// The README's commands name files that exist (it once named jobs.toml and
+// sweep.toml, which do not), and `colo profiles FILE`, which reads a job file
+// without running it, takes its file as written.
+TEST_F(ColoCli, TheReadmesCommandsNameFilesThatExist) {
+  std::ifstream readme(COLO_SOURCE_DIR "/README.md");
+  ASSERT_TRUE(readme) << COLO_SOURCE_DIR "/README.md";
+  ASSERT_EQ(run(sim_run(job_file("one.toml", "exit 0"))).exit_code, 0) << "a store to read";
+  bool in_shell = false;
+  int files = 0;
+  for (std::string line; std::getline(readme, line);) {
+    if (line.rfind("```", 0) == 0) {
+      in_shell = !in_shell && line == "```sh";
+      continue;
+    }
+    if (!in_shell || line.rfind("colo ", 0) != 0) continue;
+    const std::string command = line.substr(0, line.find("  #"));
+    std::istringstream words(command);
+    std::vector<std::string> args;
+    for (std::string w; words >> w;) args.push_back(w);
+    for (const std::string& a : args) {
+      if (a.size() < 6 || a.substr(a.size() - 5) != ".toml") continue;
+      ++files;
+      EXPECT_EQ(access((COLO_SOURCE_DIR "/" + a).c_str(), R_OK), 0) << line;
+    }
+    if (args.size() > 1 && args[1] == "profiles") {
+      CommandResult r =
+          shell("cd " COLO_SOURCE_DIR " && " + colo(command.substr(5) + " --db '" + db() + "'"));
+      EXPECT_EQ(r.exit_code, 0) << line << "\n" << r.output;
+    }
+  }
+  EXPECT_GE(files, 10) << "the README's job files";
 }
 
 TEST_F(ColoCli, OldFlagSpellingsStillWorkWithANote) {

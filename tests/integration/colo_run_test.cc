@@ -49,6 +49,41 @@ std::string toy_job(const std::string& name, int epochs, int ms, const std::stri
          extra;
 }
 
+// Simulated GPUs belong to one COLO_HOME: simulated runs of two homes at
+// once never wait for each other (they once shared one UUID and the
+// machine-wide lock directory), each home's GPUs keep their UUIDs from one
+// colo to the next, and their locks stay in the home.
+TEST_F(ColoRun, SimulatedRunsOfTwoHomesNeitherShareGpusNorWait) {
+  const std::string file =
+      write_file("slow.toml", "[[job]]\nname = \"slow\"\ncommand = [\"sleep\", \"2\"]\n");
+  auto in_home = [&](const std::string& home, const std::string& args) {
+    return "env -u COLO_LOCK_DIR COLO_HOME='" + dir_ + "/" + home + "' " +
+           std::string(COLO_BINARY) + " " + args;
+  };
+  auto run_in = [&](const std::string& home) {
+    return in_home(home, "run " + file +
+                             " --backend sim --mechanism naive --plain --no-wait --db '" + dir_ +
+                             "/" + home + ".db'") +
+           " > '" + dir_ + "/" + home + ".out' 2>&1; echo $? > '" + dir_ + "/" + home + ".rc'";
+  };
+  shell("(" + run_in("a") + ") & (" + run_in("b") + ") & wait");
+  for (const std::string home : {"a", "b"}) {
+    const std::string out = shell("cat '" + dir_ + "/" + home + ".out'").output;
+    EXPECT_EQ(shell("cat '" + dir_ + "/" + home + ".rc'").output, "0\n") << home << ": " << out;
+    EXPECT_EQ(out.find("in use by colo pid"), std::string::npos) << out;
+  }
+  auto uuid_in = [&](const std::string& home) {
+    CommandResult r = shell("(" + in_home(home, "devices --json --backend sim") + " 2>/dev/null)");
+    nlohmann::json j = nlohmann::json::parse(r.output, nullptr, false);
+    return j.is_object() ? j["devices"][0].value("uuid", "") : std::string();
+  };
+  const std::string a = uuid_in("a");
+  ASSERT_EQ(a.rfind("GPU-", 0), 0u) << a;
+  EXPECT_EQ(uuid_in("a"), a) << "stable within a home";
+  EXPECT_NE(uuid_in("b"), a);
+  EXPECT_EQ(shell("ls '" + dir_ + "/a/sim-locks/" + a + ".lock'").exit_code, 0);
+}
+
 TEST_F(ColoRun, RunsJobsOnTheSimulatedBackendAndRecordsEverything) {
   std::string file = write_file(
       "jobs.toml", "[run]\nmax_per_gpu = 2\n\n" + toy_job("toy", 3, 300, "repeat = 3\n"));

@@ -187,6 +187,33 @@ TEST_F(ColoServe, SubmitCrashRestartEveryJobEndsOkExactlyOnce) {
   }
 }
 
+// The service's policy is its own: a job file's [run] policy is ignored,
+// and the warning names the policy that runs (it once named none).
+TEST_F(ColoServe, SubmitWarnsThatAJobFilesPolicyIsIgnoredNamingTheServicesPolicy) {
+  std::string file = write_file("jobs.toml", "[run]\npolicy = \"auto\"\n" + job("named", 1, 0.1));
+  start_service("--policy fixed --max-per-gpu 2 --mechanism naive");
+  CommandResult r = shell(colo("submit " + file));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(it runs fixed, up to 2 jobs per GPU); ignored"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(queue()["service"]["policy"], "fixed, up to 2 jobs per GPU");
+}
+
+// Messages about one job say "job" once, and one of anything is singular
+// (they once said "job 1: job 1 has already ended" and "submitted 1 jobs").
+TEST_F(ColoServe, OneJobIsNamedOnceAndInTheSingular) {
+  std::string file = write_file("one.toml", job("single", 1, 0.1));
+  start_service("--policy fixed --max-per-gpu 1 --mechanism naive");
+  CommandResult ran = shell(colo("run " + file));
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_NE(ran.output.find("submitted 1 job (1-1)"), std::string::npos) << ran.output;
+  EXPECT_NE(ran.output.find("\n1 job: 1 ok, 0 not ok"), std::string::npos) << ran.output;
+  CommandResult again = shell(colo("cancel 1"));
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_EQ(again.output, "colo: job 1 has already ended (ok)\n");
+  EXPECT_EQ(queue()["service"]["policy"], "fixed, up to 1 job per GPU");
+}
+
 TEST_F(ColoServe, SighupToAFollowingClientLeavesItsJobsRunning) {
   std::string file = write_file("jobs.toml", job("follow", 4, 0.5, 2));
   start_service("--policy fixed --mechanism naive");
@@ -469,9 +496,6 @@ TEST_F(ColoServe, NothingListensOnTheNetworkUnlessAsked) {
       << bad.output;
 }
 
-// A real Prometheus (Debian's `prometheus`) scrapes colo serve's /metrics;
-// its query API then has the GPU's dcgm-exporter metric and colo's per-job
-// metric with the job's label.
 // Issue 11's two-GPU criterion, on the simulated backend: a sweep submitted
 // to a service that owns two GPUs runs on both. Eight grid points of a
 // stand-in job (bench/gain_standin.py) that each hold 30 GiB of a simulated
@@ -502,6 +526,9 @@ TEST_F(ColoServe, ASweepSubmittedToTheServiceSpreadsOverBothGpus) {
   EXPECT_EQ(ends, std::vector<std::string>(8, "ok|1")) << service_log();
 }
 
+// A real Prometheus (Debian's `prometheus`) scrapes colo serve's /metrics;
+// its query API then has the GPU's dcgm-exporter metric and colo's per-job
+// metric with the job's label (hpc_job), and its own `job` label intact.
 TEST_F(ColoServe, PrometheusScrapesGpuAndPerJobMetrics) {
   const std::string prometheus = shell("command -v prometheus").output;
   if (prometheus.empty()) {
@@ -524,7 +551,7 @@ TEST_F(ColoServe, PrometheusScrapesGpuAndPerJobMetrics) {
       [&] {
         httplib::Result r = colo_http.Get("/metrics");
         return r && r->status == 200 &&
-               r->body.find("colo_job_epoch{job=\"" + id + "\"") != std::string::npos;
+               r->body.find("colo_job_epoch{hpc_job=\"" + id + "\"") != std::string::npos;
       },
       30'000))
       << service_log();
@@ -562,7 +589,7 @@ TEST_F(ColoServe, PrometheusScrapesGpuAndPerJobMetrics) {
   const bool scraped = eventually(
       [&] {
         sm = query("DCGM_FI_PROF_SM_ACTIVE");
-        epoch = query("colo_job_epoch{job=\"" + id + "\"}");
+        epoch = query("colo_job_epoch{hpc_job=\"" + id + "\"}");
         return sm.is_array() && !sm.empty() && epoch.is_array() && !epoch.empty();
       },
       90'000);
@@ -574,7 +601,10 @@ TEST_F(ColoServe, PrometheusScrapesGpuAndPerJobMetrics) {
   const double ratio = std::stod(sm[0]["value"][1].get<std::string>());
   EXPECT_GE(ratio, 0.0);
   EXPECT_LE(ratio, 1.0);
-  EXPECT_EQ(epoch[0]["metric"]["job"], id) << epoch.dump();
+  EXPECT_EQ(epoch[0]["metric"]["hpc_job"], id) << epoch.dump();
+  // Prometheus's own label still names the scrape job: colo's labels leave it alone.
+  EXPECT_EQ(epoch[0]["metric"]["job"], "colo") << epoch.dump();
+  EXPECT_EQ(sm[0]["metric"]["job"], "colo") << sm.dump();
   std::string user = shell("id -un").output;
   user.erase(user.find_last_not_of('\n') + 1);
   EXPECT_EQ(epoch[0]["metric"]["user"], user) << epoch.dump();

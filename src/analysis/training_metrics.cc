@@ -1,0 +1,80 @@
+#include "analysis/training_metrics.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <map>
+
+#include "common/text.h"
+
+namespace colo {
+
+namespace {
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace
+
+bool is_training_metric(std::string_view name) {
+  static constexpr std::array<std::string_view, 6> kColoFigures = {
+      "img_per_s", "samples_per_s", "epoch_time_s", "total_time_s", "step_time_s", "time"};
+  if (std::find(kColoFigures.begin(), kColoFigures.end(), name) != kColoFigures.end()) return false;
+  return !starts_with(name, "max_memory_") && !starts_with(name, "simulated");
+}
+
+bool lower_is_better(std::string_view name) {
+  static constexpr std::array<std::string_view, 8> kLower = {"loss", "error", "err",        "mse",
+                                                             "mae",  "rmse",  "perplexity", "ppl"};
+  const std::string n = ascii_lower(name);
+  // Split at anything that is not a letter: "val_loss" -> val, loss; "top1err" -> top, err.
+  size_t i = 0;
+  while (i < n.size()) {
+    while (i < n.size() && !std::isalpha(static_cast<unsigned char>(n[i]))) ++i;
+    size_t j = i;
+    while (j < n.size() && std::isalpha(static_cast<unsigned char>(n[j]))) ++j;
+    const std::string_view part(n.data() + i, j - i);
+    if (!part.empty() && std::find(kLower.begin(), kLower.end(), part) != kLower.end()) return true;
+    i = j;
+  }
+  return false;
+}
+
+std::vector<MetricSeries> training_metrics(const std::vector<ProgressEvent>& events,
+                                           std::optional<UnixMillis> since_ms) {
+  std::map<std::string, MetricSeries> by_name;
+  for (const ProgressEvent& e : events) {
+    if (since_ms && e.time_ms < *since_ms) continue;
+    static constexpr std::array<std::string_view, 5> kJobKinds = {"start", "epoch_end", "step",
+                                                                  "metric", "end"};
+    if (std::find(kJobKinds.begin(), kJobKinds.end(), e.kind) == kJobKinds.end()) continue;
+    for (const auto& [name, value] : e.metrics) {
+      if (!is_training_metric(name)) continue;
+      MetricSeries& s = by_name[name];
+      s.points.push_back({e.time_ms, e.step, e.epoch, value});
+    }
+  }
+  std::vector<MetricSeries> out;
+  for (auto& [name, s] : by_name) {
+    s.name = name;
+    s.lower_is_better = lower_is_better(name);
+    std::stable_sort(
+        s.points.begin(), s.points.end(),
+        [](const MetricPoint& a, const MetricPoint& b) { return a.time_ms < b.time_ms; });
+    s.last = s.points.back().value;
+    s.best = s.points.front().value;
+    for (const MetricPoint& p : s.points)
+      s.best = s.lower_is_better ? std::min(s.best, p.value) : std::max(s.best, p.value);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+const MetricSeries* find_metric(const std::vector<MetricSeries>& metrics, std::string_view name) {
+  for (const MetricSeries& s : metrics)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+}  // namespace colo

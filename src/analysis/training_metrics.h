@@ -1,0 +1,60 @@
+// What a job learned, as it reported it: its training metrics (loss,
+// accuracy, val_*, anything it names), as opposed to colo's own figures
+// about it (rates, memory, time). A job reports them through the Python
+// client (colo_progress.log(loss=...), epoch_end(..., loss=...)) or through
+// named groups of its epoch_regex/step_regex; they arrive in the metrics of
+// its progress events, each with the event's time, step and epoch.
+//
+// Pure: from progress events, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "jobs/progress_event.h"
+
+namespace colo {
+
+// False for the metrics colo or its reference scripts report about the run
+// itself rather than about learning: rates and times (img_per_s,
+// samples_per_s, epoch_time_s, total_time_s), memory (max_memory_*), and
+// the simulated backend's inputs (simulated_*).
+bool is_training_metric(std::string_view name);
+
+// Whether a smaller value is better: names that contain loss, error, err,
+// mse, mae, rmse, perplexity or ppl (case-insensitive, as a word part:
+// "val_loss", "top1_err"); larger is better for every other name (accuracy,
+// f1, bleu, reward, ...). The rule `colo show` states in its help.
+bool lower_is_better(std::string_view name);
+
+struct MetricPoint {
+  UnixMillis time_ms = 0;
+  std::optional<int64_t> step;   // the event's step, when it had one
+  std::optional<int64_t> epoch;  // the event's epoch, when it had one
+  double value = 0;
+};
+
+struct MetricSeries {
+  std::string name;
+  bool lower_is_better = false;
+  std::vector<MetricPoint> points;  // oldest first
+  double last = 0;                  // the newest point's value
+  double best = 0;                  // the smallest or largest, by lower_is_better
+};
+
+// The training metrics in the events a job writes (start, epoch_end, step,
+// metric, end; not colo's own: a probe's or prior's figures, retries) among
+// `events`, at or after `since_ms` (a job's last attempt: an earlier
+// attempt's curve is not this one's), one series per name, in name order.
+// A series has at least one point.
+std::vector<MetricSeries> training_metrics(const std::vector<ProgressEvent>& events,
+                                           std::optional<UnixMillis> since_ms);
+
+// The series named `name`, or nullptr.
+const MetricSeries* find_metric(const std::vector<MetricSeries>& metrics, std::string_view name);
+
+}  // namespace colo

@@ -1,0 +1,81 @@
+#include "analysis/training_metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace colo {
+namespace {
+
+ProgressEvent event(UnixMillis t, const std::string& kind, std::map<std::string, double> metrics,
+                    std::optional<int64_t> step = {}, std::optional<int64_t> epoch = {}) {
+  ProgressEvent e;
+  e.time_ms = t;
+  e.kind = kind;
+  e.step = step;
+  e.epoch = epoch;
+  e.metrics = std::move(metrics);
+  return e;
+}
+
+TEST(TrainingMetrics, LossAndErrorNamesAreLowerIsBetterOthersHigher) {
+  EXPECT_TRUE(lower_is_better("loss"));
+  EXPECT_TRUE(lower_is_better("val_loss"));
+  EXPECT_TRUE(lower_is_better("Train/Loss"));
+  EXPECT_TRUE(lower_is_better("top1_err"));
+  EXPECT_TRUE(lower_is_better("eval-perplexity"));
+  EXPECT_TRUE(lower_is_better("rmse"));
+  EXPECT_FALSE(lower_is_better("acc"));
+  EXPECT_FALSE(lower_is_better("val_accuracy"));
+  EXPECT_FALSE(lower_is_better("glossary"));  // a word part, not a substring
+  EXPECT_FALSE(lower_is_better("f1"));
+}
+
+TEST(TrainingMetrics, ColoFiguresAreNotTrainingMetrics) {
+  EXPECT_FALSE(is_training_metric("img_per_s"));
+  EXPECT_FALSE(is_training_metric("epoch_time_s"));
+  EXPECT_FALSE(is_training_metric("max_memory_reserved_mib"));
+  EXPECT_FALSE(is_training_metric("simulated_gpu_memory_mib"));
+  EXPECT_TRUE(is_training_metric("loss"));
+  EXPECT_TRUE(is_training_metric("val_acc"));
+  EXPECT_TRUE(is_training_metric("lr"));
+}
+
+TEST(TrainingMetrics, OneSeriesPerNameFromEveryKindOfEventWithLastAndBest) {
+  std::vector<ProgressEvent> events = {
+      event(1'000, "step", {{"loss", 2.0}}, 10, 1),
+      event(3'000, "epoch_end", {{"loss", 1.5}, {"val_acc", 0.4}, {"img_per_s", 900.0}}, {}, 1),
+      event(2'000, "step", {{"loss", 1.2}}, 20, 1),  // out of order: sorted by time
+      event(4'000, "metric", {{"val_acc", 0.7}}),
+      event(5'000, "epoch_end", {{"loss", 1.3}, {"val_acc", 0.6}}, {}, 2),
+      event(6'000, "probe", {{"peak_memory_bytes", 1e9}, {"startup_ms", 900.0}}),  // colo's own
+  };
+  std::vector<MetricSeries> m = training_metrics(events, std::nullopt);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].name, "loss");
+  EXPECT_TRUE(m[0].lower_is_better);
+  ASSERT_EQ(m[0].points.size(), 4u);
+  EXPECT_EQ(m[0].points[1].time_ms, 2'000);
+  EXPECT_EQ(m[0].points[1].step, 20);
+  EXPECT_DOUBLE_EQ(m[0].last, 1.3);
+  EXPECT_DOUBLE_EQ(m[0].best, 1.2);
+  EXPECT_EQ(m[1].name, "val_acc");
+  EXPECT_FALSE(m[1].lower_is_better);
+  EXPECT_DOUBLE_EQ(m[1].last, 0.6);
+  EXPECT_DOUBLE_EQ(m[1].best, 0.7);
+  EXPECT_EQ(find_metric(m, "val_acc"), &m[1]);
+  EXPECT_EQ(find_metric(m, "img_per_s"), nullptr);
+}
+
+TEST(TrainingMetrics, AnEarlierAttemptsPointsAreLeftOut) {
+  std::vector<ProgressEvent> events = {
+      event(1'000, "epoch_end", {{"loss", 0.1}}, {}, 1),  // attempt 1, before the retry
+      event(9'000, "epoch_end", {{"loss", 0.9}}, {}, 1),
+  };
+  std::vector<MetricSeries> m = training_metrics(events, UnixMillis{5'000});
+  ASSERT_EQ(m.size(), 1u);
+  ASSERT_EQ(m[0].points.size(), 1u);
+  EXPECT_DOUBLE_EQ(m[0].best, 0.9);
+  EXPECT_TRUE(training_metrics({}, std::nullopt).empty());
+}
+
+}  // namespace
+}  // namespace colo
