@@ -3,6 +3,7 @@
 // ECharts, and the test reads the DOM it dumps: every chart container must hold
 // an <svg> with drawn <path>s. Also checks the PNG export. Without a browser
 // every test here fails, saying how to install one.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "analysis/stored.h"
 #include "report/png_export.h"
 #include "report/report_writer.h"
 #include "store/testing/fake_runs.h"
@@ -145,6 +147,52 @@ TEST_F(ReportInBrowser, ChartsThatDidNotDrawAreNamed) {
   EXPECT_THAT(drawn.error().message(), ::testing::HasSubstr("blank (its script did not run)"));
   EXPECT_THAT(drawn.error().message(), ::testing::HasSubstr("broken (TypeError)"));
   EXPECT_THAT(drawn.error().message(), ::testing::Not(::testing::HasSubstr("drawn,")));
+}
+
+}  // namespace
+}  // namespace colo
+
+namespace colo {
+namespace {
+
+// Issue 26: a run whose jobs reported a loss per epoch. Its report has one
+// loss chart with a line per job, drawn by the browser, and the DOM's table
+// holds each job's best loss as the store gives it.
+TEST_F(ReportInBrowser, TheLossOfEachJobIsDrawnAndItsBestIsTheStores) {
+  std::unique_ptr<RunStore> store = testing::open_memory_store();
+  testing::FakeRun run;
+  run.degree = 3;
+  const int64_t id = testing::add_fake_run(*store, run, testing::kFakeT0);
+  Result<RunRecord> record = store->run_record(id);
+  ASSERT_TRUE(record.ok()) << record.error().message();
+  std::vector<std::pair<int64_t, ProgressEvent>> events;
+  for (size_t j = 0; j < record->jobs.size(); ++j) {
+    for (int epoch = 1; epoch <= 3; ++epoch) {
+      ProgressEvent e;
+      e.kind = "metric";
+      e.time_ms = testing::kFakeT0 + 20'000 + epoch * 1'000;
+      e.epoch = epoch;
+      e.metrics["loss"] = 2.0 / (epoch + static_cast<double>(j)) + 0.125;
+      events.emplace_back(record->jobs[j].id, e);
+    }
+  }
+  ASSERT_TRUE(store->add_job_events(events).ok());
+  const ReportOutcome outcome = write(*store, ReportTarget{ReportTarget::Kind::kRun, id});
+  const std::string html = dom(outcome);
+  expect_charts_drawn(html, outcome);
+  const size_t at = html.find("data-figure=\"metric-loss\"");
+  ASSERT_NE(at, std::string::npos) << "no loss chart";
+  const std::string chart = html.substr(at, html.find("class=\"csv\"", at) - at);
+  Result<RunSummary> summary = analyse_run(*store, id);
+  ASSERT_TRUE(summary.ok());
+  for (const JobSummary& job : summary->jobs) {
+    EXPECT_THAT(chart, ::testing::HasSubstr(job.name)) << "a line per job, in the legend";
+    const MetricSeries* loss = find_metric(job.metrics, "loss");
+    ASSERT_NE(loss, nullptr) << job.name;
+    // The page's table shows it as it shows every value below 1: 3 significant digits.
+    EXPECT_THAT(html, ::testing::HasSubstr(fmt::format("<td>{:.3g}</td>", loss->best))) << job.name;
+  }
+  expect_pngs(outcome);
 }
 
 }  // namespace
