@@ -14,6 +14,7 @@ packages=(cmake ninja-build g++ pkg-config libcli11-dev libtomlplusplus-dev nloh
           prometheus         # a real Prometheus scrapes `colo serve --http`'s /metrics in a test
           procps time        # pgrep/pkill and /usr/bin/time: leftover-process tests, bench/soak.sh
           help2man           # colo's man page (cmake --install)
+          man-db             # the install test renders that man page
           python3-yaml       # the MLflow export test reads the export back as MLflow does
           python3-setuptools python3-pip)  # the Python client as a package (python/pyproject.toml)
 missing=()

@@ -20,6 +20,10 @@ man=$prefix/share/man/man1/colo.1
 [ -s "$man" ] || fail "no man page $man"
 grep -q 'Exit codes' "$man" || fail "the man page lacks the exit codes"
 grep -q 'simulate' "$man" || fail "the man page lacks the subcommands"
+# Its examples one per line, as `colo --help` prints them (not filled into one line).
+examples=$(MANWIDTH=200 man -l "$man" 2>/dev/null | sed -n '/Examples:/,$p')
+[ "$(printf '%s\n' "$examples" | grep -c '^ *colo ')" -ge 3 ] ||
+  fail "the man page's examples run together: $examples"
 
 completion=$prefix/share/bash-completion/completions/colo
 [ -s "$completion" ] || fail "no bash completion"
