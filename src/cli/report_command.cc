@@ -124,7 +124,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
       "run or experiment");
   cmd->add_option("targets", flags.targets,
                   "run:ID, exp:ID, a bare number (a run id), last-run, last-exp, or last (the "
-                  "most recent experiment, else the most recent run; the default); several "
+                  "run colo show shows, or the experiment it was a case of; the default); several "
                   "exp:ID make one report over those experiments");
   cmd->add_option("--out,-o", flags.out, "directory to write the report into (created)")
       ->required();

@@ -78,6 +78,24 @@ TEST(ReportTarget, ParsesEveryForm) {
   }
 }
 
+// `colo report` with no target reports what `colo show` shows: after an
+// experiment, a run started later is the latest, not the experiment.
+TEST(ReportTarget, LastIsTheLatestRunOrTheExperimentItWasACaseOf) {
+  std::unique_ptr<RunStore> store = testing::open_memory_store();
+  testing::add_fake_experiment(*store);
+  Result<BuiltReport> report = build_report(*store, {});
+  ASSERT_TRUE(report.ok()) << report.error().message();
+  EXPECT_THAT(report->description, ::testing::StartsWith("experiment #1"));
+  const int64_t later =
+      testing::add_fake_run(*store, testing::FakeRun{}, testing::kFakeT0 + 86'400'000);
+  report = build_report(*store, {});
+  ASSERT_TRUE(report.ok()) << report.error().message();
+  EXPECT_EQ(report->description, fmt::format("run #{} (naive)", later));
+  report = build_report(*store, {*parse_report_target("last-exp")});
+  ASSERT_TRUE(report.ok());
+  EXPECT_THAT(report->description, ::testing::StartsWith("experiment #1"));
+}
+
 TEST(HtmlReport, RunReportCsvNumbersMatchTheStore) {
   auto store = testing::open_memory_store();
   testing::FakeRun run;

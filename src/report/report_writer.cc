@@ -62,9 +62,17 @@ Result<BuiltReport> build_report(RunStore& store, const std::vector<ReportTarget
   std::vector<ReportTarget> resolved = targets.empty() ? std::vector<ReportTarget>{{}} : targets;
   for (ReportTarget& t : resolved) {
     if (t.kind != ReportTarget::Kind::kLatest) continue;
+    // What `colo show` shows, the most recent run, or the experiment it was
+    // a case of: the most recent experiment, unless a run started after it ended.
     Result<std::vector<ExperimentRow>> experiments = store.list_experiments(1);
     if (!experiments) return experiments.error();
-    t.kind = experiments->empty() ? ReportTarget::Kind::kRun : ReportTarget::Kind::kExperiment;
+    Result<std::vector<RunRow>> runs = store.list_runs(1);
+    if (!runs) return runs.error();
+    const bool run_after = !experiments->empty() && !runs->empty() &&
+                           experiments->front().ended_ms &&
+                           runs->front().started_ms > *experiments->front().ended_ms;
+    t.kind = experiments->empty() || run_after ? ReportTarget::Kind::kRun
+                                               : ReportTarget::Kind::kExperiment;
   }
   if (resolved.size() > 1 &&
       std::any_of(resolved.begin(), resolved.end(), [](const ReportTarget& t) {
