@@ -25,6 +25,12 @@ examples=$(MANWIDTH=200 man -l "$man" 2>/dev/null | sed -n '/Examples:/,$p')
 [ "$(printf '%s\n' "$examples" | grep -c '^ *colo ')" -ge 3 ] ||
   fail "the man page's examples run together: $examples"
 
+# The documents and examples its messages name.
+doc=$prefix/share/doc/colo
+for f in docs/job-file.md docs/cli.md examples/quickstart.toml README.md; do
+  [ -s "$doc/$f" ] || fail "$doc/$f is not installed (colo's messages name it)"
+done
+[ ! -e "$doc/docs/results" ] || fail "the measured results were installed with the docs"
 completion=$prefix/share/bash-completion/completions/colo
 [ -s "$completion" ] || fail "no bash completion"
 complete_words() {  # the completions of the words given, the last one being completed
