@@ -279,6 +279,7 @@ def main(argv=None):
     cpu1 = {pid: process_cpu_seconds(pid) for pid in pids}
     busy1, all1 = busy_cpu_seconds(budget), busy_cpu_seconds([])
     self1 = time.process_time()
+    client_wait1 = loader.wait_seconds if args.loader == "shared" else None
     decoder_cpu = sum(cpu1[p] - cpu0[p] for p in pids
                       if cpu0.get(p) is not None and cpu1.get(p) is not None)
 
@@ -302,7 +303,7 @@ def main(argv=None):
     if args.loader == "shared":
         log["consumer"] = loader.stats()
         # colo_data's own count (what colo records for this consumer), in the window.
-        log["client_wait_s"] = loader.wait_seconds - client_wait0
+        log["client_wait_s"] = client_wait1 - client_wait0
     with open(args.log + ".tmp", "w") as f:
         json.dump(log, f, indent=1)
     os.replace(args.log + ".tmp", args.log)

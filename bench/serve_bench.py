@@ -469,6 +469,20 @@ def check_normalized_throughput(args, alone, shared):
 
 # ---- faults -----------------------------------------------------------------
 
+def finish(args, lines, failures):
+    """Ends `lines` with PASS, or FAIL and why; writes them to OUT/summary.txt
+    and prints them. The exit status: 1 on any failure."""
+    lines = lines + ["", "result: %s" % ("PASS" if not failures
+                                          else "FAIL: " + "; ".join(failures))]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        f.write(text)
+    log("")
+    log(text)
+    return 0 if not failures else 1
+
+
+
 def colo_mps_victims(colo_home):
     """Pids of the MPS server(s) of colo's own daemons (CUDA_MPS_PIPE_DIRECTORY
     under $COLO_HOME/mps); on the simulated backend, where the fake control
@@ -631,13 +645,7 @@ def faults(args):
             failures.append("(b) a job running at the kill has no requeued attempt")
     finally:
         svc.stop()
-    lines += ["", "result: %s" % ("PASS" if not failures else "FAIL: " + "; ".join(failures))]
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(args.out, "summary.txt"), "w") as f:
-        f.write(text)
-    log("")
-    log(text)
-    return 0 if not failures else 1
+    return finish(args, lines, failures)
 
 
 # ---- mps-kill ---------------------------------------------------------------
@@ -770,13 +778,7 @@ def mps_kill(args):
             case_lines, case_failures = kill_case(args, front_end, clients)
             lines += case_lines
             failures += case_failures
-    lines += ["", "result: %s" % ("PASS" if not failures else "FAIL: " + "; ".join(failures))]
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(args.out, "summary.txt"), "w") as f:
-        f.write(text)
-    log("")
-    log(text)
-    return 0 if not failures else 1
+    return finish(args, lines, failures)
 
 
 # ---- spread ------------------------------------------------------------------
