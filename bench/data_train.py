@@ -26,7 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 try:
-    import colo_progress as colo  # installed: pip install ./python
+    import colo_progress as colo  # under colo, or installed (scripts/install-python-client.sh)
 except ImportError:  # a checkout: python/ beside this directory
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
     import colo_progress as colo

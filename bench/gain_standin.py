@@ -46,7 +46,7 @@ import sys
 import time
 
 try:
-    import colo_progress as colo  # installed: pip install ./python
+    import colo_progress as colo  # under colo, or installed (scripts/install-python-client.sh)
 except ImportError:  # a checkout: python/ beside this directory
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import colo_progress as colo

@@ -49,7 +49,7 @@ import time
 import zlib
 
 try:
-    import colo_progress as colo  # installed: pip install ./python
+    import colo_progress as colo  # under colo, or installed (scripts/install-python-client.sh)
 except ImportError:  # a checkout: python/ beside this directory
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import colo_progress as colo

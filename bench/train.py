@@ -21,10 +21,12 @@ per epoch goes to stdout, with the samples it trained and the wall-clock time
 colo's speed-up from the logs alone, and which a job file's epoch_regex can
 read when --no-progress-client keeps the script from talking to colo:
 
-    epoch 2/5: 12.3s, 4065 img/s, loss 2.30, 50048 samples, ended at 1732278012.345
+    epoch 2/5: 12.3s, 4065 img/s, loss 2.3026, 50048 samples, ended at 1732278012.345
 
 Its first line says when it started ("train.py: started at 1732278000.123"),
-so that a makespan can be taken from the logs too (bench/sweep_check.py).
+so that a makespan can be taken from the logs too (bench/sweep_check.py); its
+second, its arguments, so that a log says which grid point it trained
+(bench/check-learned.py).
 
 Under torchrun (WORLD_SIZE > 1) it trains data-parallel: one rank per GPU
 (cuda:LOCAL_RANK; NCCL, or gloo on the CPU), DistributedDataParallel, each
@@ -42,7 +44,7 @@ import sys
 import time
 
 try:
-    import colo_progress as colo  # installed: pip install ./python
+    import colo_progress as colo  # under colo, or installed (scripts/install-python-client.sh)
 except ImportError:  # a checkout: python/ beside this directory
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import colo_progress as colo
@@ -143,6 +145,7 @@ def make_pool(torch, args, image_size, num_classes, device, memory_format):
 def main(argv=None):
     args = parse_args(argv)
     print("train.py: started at %.3f" % time.time(), flush=True)
+    print("train.py: arguments: %s" % " ".join(argv if argv is not None else sys.argv[1:]), flush=True)
     if args.no_progress_client:
         os.environ.pop(colo.ENV_VAR, None)
 
@@ -228,7 +231,7 @@ def main(argv=None):
         ended = time.time()
         rate = samples * world / seconds
         say(
-            "epoch %d/%d: %.1fs, %.0f img/s, loss %.2f, %d samples, ended at %.3f"
+            "epoch %d/%d: %.1fs, %.0f img/s, loss %.4f, %d samples, ended at %.3f"
             % (epoch, args.epochs, seconds, rate, mean_loss, samples * world, ended),
             flush=True,
         )

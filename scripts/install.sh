@@ -2,8 +2,8 @@
 # Builds colo (Release, no tests) and installs it under PREFIX (default
 # /usr/local): bin/colo, its man page (help2man), bash completion, the Python
 # client (share/colo/python) and the scripts colo bench runs
-# (share/colo/bench). With --python, also installs the Python client as a
-# package (python/pyproject.toml) for the user with pip.
+# (share/colo/bench). With --python, also makes that Python client importable
+# by python3 outside colo (scripts/install-python-client.sh says how).
 #   scripts/install.sh [PREFIX] [--python]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,11 +24,8 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLO_BUILD_TE
 cmake --build "$build" -j "$(nproc)"
 cmake --install "$build" --prefix "$prefix"
 if [ "$python" -eq 1 ]; then
-  # A copy, so that the build leaves nothing in the checkout.
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
-  cp "$root"/python/pyproject.toml "$root"/python/colo_progress.py "$root"/python/colo_data.py "$tmp"
-  python3 -m pip install --user --no-build-isolation --no-deps "$tmp"
+  "$root"/scripts/install-python-client.sh "$prefix/share/colo/python"
 else
-  echo "Python client: $prefix/share/colo/python (PYTHONPATH), or scripts/install.sh --python"
+  echo "Python client: jobs colo starts import it as they are; for other scripts:"
+  echo "  scripts/install-python-client.sh $prefix/share/colo/python"
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's first command: install build dependencies, build colo, and run
-# the quickstart job file. With an NVIDIA driver and PyTorch it runs three
+# The README's first command: install what building colo needs, build the colo
+# binary (no tests), and run the quickstart job file. With an NVIDIA driver and PyTorch it runs three
 # small ResNet26 trainings on the real GPU (examples/quickstart-gpu.toml);
 # without a GPU it runs three tiny pure-Python trainings on the SIMULATED GPU
 # backend (examples/quickstart.toml), and colo labels every number simulated.
@@ -8,8 +8,8 @@
 # shared run's summary against that: the speed-up sharing gave.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+scripts/install-deps.sh --build  # what building needs; scripts/test.sh adds what testing needs
+scripts/build.sh --no-tests colo   # the binary only: no tests to build
 export COLO_HOME="${COLO_HOME:-$PWD/colo-runs}"
 colo=./build/colo
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's second command: install build dependencies, build everything
+# The README's second command: install what building and testing need, build everything
 # (with tests), and run every test: C++ unit and integration tests (ctest)
 # and the Python client's tests; then a bounded libFuzzer run over job files
 # and progress lines (scripts/fuzz.sh, FUZZ_SECONDS per target).

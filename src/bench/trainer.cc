@@ -3,12 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <array>
 #include <cmath>
-#include <cstdlib>
-#include <vector>
 
 #include "common/paths.h"
+#include "common/share_dir.h"
 
 namespace colo {
 namespace {
@@ -18,20 +16,8 @@ bool is_file(const std::string& path) { return access(path.c_str(), R_OK) == 0; 
 }  // namespace
 
 Result<std::string> find_bench_dir() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("COLO_BENCH_DIR"); env && *env) candidates.emplace_back(env);
-  std::array<char, 4096> exe{};
-  ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
-  if (n > 0) {
-    std::string dir(exe.data(), static_cast<size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    candidates.push_back(dir + "/bench");
-    candidates.push_back(dir + "/../bench");
-    candidates.push_back(dir + "/../share/colo/bench");
-  }
-  candidates.push_back(absolute_path("bench"));
-  for (const std::string& c : candidates) {
-    if (is_file(c + "/train.py")) return c;
+  if (std::optional<std::string> dir = find_share_dir("bench", "train.py", "COLO_BENCH_DIR")) {
+    return *dir;
   }
   return Error(
       "cannot find colo's bench/ directory (train.py): run colo from the repository, set "

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <ostream>
@@ -411,6 +412,17 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   if (Status port = fill_in_port(request, spec.gpus > 1); !port.ok()) {
     start_failed(job, port.error());
     return;
+  }
+  if (options_.python_client_dir) {
+    const char* own = std::getenv("PYTHONPATH");
+    std::string current = own ? own : "";
+    if (auto set = request.env.find("PYTHONPATH"); set != request.env.end()) {
+      current = set->second;
+    } else if (request.base_env) {
+      auto base = request.base_env->find("PYTHONPATH");
+      current = base == request.base_env->end() ? "" : base->second;
+    }
+    request.env["PYTHONPATH"] = append_python_path(current, *options_.python_client_dir);
   }
   request.env[kProgressFileEnv] = job.job.progress_path;
   request.env["COLO_JOB_NAME"] = spec.name;

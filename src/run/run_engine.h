@@ -37,6 +37,7 @@
 
 #include "analysis/profiles.h"
 #include "common/clock.h"
+#include "common/share_dir.h"
 #include "gpu/gpu_backend.h"
 #include "jobs/cgroup.h"
 #include "jobs/job_spec.h"
@@ -97,6 +98,9 @@ struct EngineOptions {
   // Host limits for jobs that set none (`colo serve --job-host-memory`,
   // `--job-cpus`); a job's own host_memory and cpus win.
   CgroupLimits default_limits;
+  // Appended to every job's PYTHONPATH, so that `import colo_progress` (and
+  // colo_data) works in a job with no install. nullopt: PYTHONPATH untouched.
+  std::optional<std::string> python_client_dir = find_python_client_dir();
 };
 
 // Everything the engine talks to, borrowed.

@@ -10,13 +10,16 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "integration_util.h"
 #include "report/png_export.h"
@@ -226,6 +229,59 @@ TEST_F(Dashboard, DrawsLiveDataOfflineAndAgreesWithTheApi) {
   ASSERT_GT(second.size(), 10'000u);
   EXPECT_EQ(first.substr(1, 3), "PNG");
   EXPECT_NE(first, second);
+}
+
+// A job's page draws the loss it reported at each epoch (with its step):
+// one point per epoch over the steps, its last and best the values the job
+// printed (its own log, not colo's). (Steps alone would be stored at most
+// once a second: docs/job-file.md.)
+TEST_F(Dashboard, AJobPageDrawsTheLossTheJobReportedAtEachEpoch) {
+  start_service();
+  const std::string losses = "0.9 0.71 0.52 0.47 0.4 0.43 0.38 0.39";
+  const std::string file =
+      write_file("learn.toml",
+                 "[[job]]\nname = 'learn'\ncommand = [\"sh\", \"-c\", \"s=0; for l in " + losses +
+                     "; do s=$((s+1)); echo step $s loss $l; printf "
+                     "'{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":%d,\\\"step\\\":%d,"
+                     "\\\"samples\\\":100,\\\"metrics\\\":{\\\"loss\\\":%s}}\\\\n' $s $((s*10)) $l "
+                     ">> \\\"$COLO_PROGRESS_FILE\\\"; sleep 0.1; done\"]\n");
+  CommandResult submitted = shell(colo("submit '" + file + "'"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  ASSERT_TRUE(eventually(
+      [&] {
+        json j = api("/api/jobs/1");
+        return j.is_object() && j["job"]["state"] == "ok";
+      },
+      30'000))
+      << api("/api/jobs/1").dump(1);
+
+  // What the job printed: its losses, in order, read from its log file.
+  const std::string log_path = api("/api/jobs/1")["log"].value("path", "");
+  std::ifstream in(log_path);
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<double> printed;
+  const std::regex line("step \\d+ loss ([0-9.]+)");
+  for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it)
+    printed.push_back(std::stod((*it)[1]));
+  ASSERT_EQ(printed.size(), 8u) << log;
+
+  const std::string page = dom("/dashboard/job/1");
+  expect_chart_drawn(page, "job-metric-loss");
+  const std::string chart = element_at(page, "data-chart=\"job-metric-loss\"");
+  EXPECT_THAT(chart, HasSubstr("data-points=\"8\""));
+  std::smatch last;
+  std::smatch best;
+  ASSERT_TRUE(std::regex_search(chart, last, std::regex("data-last=\"([^\"]+)\""))) << chart;
+  ASSERT_TRUE(std::regex_search(chart, best, std::regex("data-best=\"([^\"]+)\""))) << chart;
+  EXPECT_DOUBLE_EQ(std::stod(last[1]), printed.back());
+  EXPECT_DOUBLE_EQ(std::stod(best[1]), *std::min_element(printed.begin(), printed.end()));
+  // The same curve as the API's, which the report draws from the same store.
+  const json loss = api("/api/jobs/1")["metrics"]["loss"];
+  ASSERT_EQ(loss["points"].size(), printed.size());
+  for (size_t i = 0; i < printed.size(); ++i) {
+    EXPECT_DOUBLE_EQ(loss["points"][i][1].get<double>(), printed[i]) << i;
+    EXPECT_EQ(loss["points"][i][2].get<int>(), static_cast<int>(10 * (i + 1))) << i;
+  }
 }
 
 TEST_F(Dashboard, EachRunLinksToItsReportPageWhichDrawsItsFigures) {

@@ -332,6 +332,22 @@ TEST_F(ColoRun, MpsJobsGetThePrivatePipeDirectoryAndLimits) {
   EXPECT_EQ(shell("ls -A '" + dir_ + "/home/mps' | wc -l").output, "0\n");
 }
 
+// A job imports the Python client with nothing installed: colo appends the
+// client's folder to the job's PYTHONPATH, after the job's own entries.
+TEST_F(ColoRun, JobsImportThePythonClientWithNoInstall) {
+  std::string file = write_file("jobs.toml",
+                                "[[job]]\nname = \"client\"\nenv = { PYTHONPATH = \"/mine\" }\n"
+                                "command = [\"python3\", \"-c\", \"import colo_progress, os; "
+                                "print('path=' + os.environ['PYTHONPATH'])\"]\n");
+  CommandResult r = shell("cd / && " + colo("run " + file + " --backend sim --plain --logs " +
+                                            dir_ + "/logs --db " + db()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string log = shell("cat " + dir_ + "/logs/*/*/001-client.log").output;
+  EXPECT_NE(log.find("path=/mine:" + std::string(std::getenv("COLO_SOURCE_DIR")) + "/python\n"),
+            std::string::npos)
+      << log;
+}
+
 TEST_F(ColoRun, ShowReportsSpeedUpAgainstAnExclusiveRunOfTheSameJobs) {
   std::string file = write_file("jobs.toml", toy_job("t", 2, 300, "repeat = 3\n"));
   ASSERT_EQ(shell(colo("run " + file + " --backend sim --mechanism exclusive --plain --db " + db()))

@@ -2,13 +2,13 @@
 # `cmake --install` of the build under test into a temporary prefix: colo
 # runs from there, finds its bench scripts, has a man page that documents
 # the exit codes, bash completion that completes subcommands and options, the
-# Python client importable from share/colo/python and installable as a
-# package (python/pyproject.toml; that step is skipped without pip).
+# Python client importable from share/colo/python, and importable outside colo
+# after share/colo/install-python-client.sh (Debian's python3; a venv).
 set -euo pipefail
 : "${BUILD_DIR:?}" "${COLO_SOURCE_DIR:?}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-prefix=$tmp/prefix
+prefix=$(cd "$tmp" && pwd -P)/prefix  # as colo resolves it
 fail() { echo "install_test: $*" >&2; exit 1; }
 
 cmake --install "$BUILD_DIR" --prefix "$prefix" >/dev/null
@@ -46,18 +46,34 @@ gpu_flags=" $(complete_words colo simulate --gpu-) "
 
 # Run from elsewhere, the installed colo finds its installed bench scripts.
 (cd "$tmp" && "$colo" bench --suite paper-uniform --cases 'small/*' --dry-run --backend sim 2>&1) |
-  grep -q "jobs run $prefix/bin/../share/colo/bench/sim_train.py" || fail "colo bench's scripts"
+  grep -q "jobs run $prefix/share/colo/bench/sim_train.py" || fail "colo bench's scripts"
 
 PYTHONPATH=$prefix/share/colo/python python3 -c 'import colo_progress' || fail "share/colo/python"
-if python3 -m pip --version >/dev/null 2>&1 && python3 -c 'import setuptools, wheel' 2>/dev/null; then
-  cp "$COLO_SOURCE_DIR"/python/pyproject.toml "$COLO_SOURCE_DIR"/python/colo_progress.py \
-     "$COLO_SOURCE_DIR"/python/colo_data.py "$tmp/"
-  mkdir "$tmp/python" && mv "$tmp"/pyproject.toml "$tmp"/colo_*.py "$tmp/python/"
-  python3 -m pip install -q --no-build-isolation --no-deps --no-index --target "$tmp/site" \
-    "$tmp/python" 2>/dev/null || fail "pip install of python/pyproject.toml"
-  (cd "$tmp" && PYTHONPATH=$tmp/site python3 -c 'import colo_progress, colo_data') ||
-    fail "the installed package does not import"
-else
-  echo "install_test: no pip, setuptools or wheel for python3: the package step was skipped"
+# The Python client for scripts run outside colo, as installed colo documents
+# it: with Debian's own python3, which refuses pip installs (PEP 668), and in a
+# virtual environment; either leaves nothing beside the client.
+client=$prefix/share/colo/python
+install_client=$prefix/share/colo/install-python-client.sh
+[ -x "$install_client" ] || fail "no $install_client"
+imports_client() {  # PYTHON [HOME]: imports both modules from outside the client's folder
+  (cd "$tmp" && HOME=${2:-$HOME} "$1" -c 'import colo_progress, colo_data') 2>/dev/null
+}
+tried=0
+if /usr/bin/python3 -c 'import sys, sysconfig, os; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))' 2>/dev/null; then
+  tried=1
+  HOME=$tmp/home PYTHON=/usr/bin/python3 "$install_client" >/dev/null ||
+    fail "install-python-client.sh with Debian's python3"
+  imports_client /usr/bin/python3 "$tmp/home" || fail "Debian's python3 does not import the client"
 fi
+if /usr/bin/python3 -m venv --system-site-packages "$tmp/venv" 2>/dev/null &&
+   "$tmp/venv/bin/python" -c 'import setuptools, wheel' 2>/dev/null; then
+  tried=1
+  PYTHON=$tmp/venv/bin/python "$install_client" >/dev/null 2>&1 ||
+    fail "install-python-client.sh in a virtual environment"
+  imports_client "$tmp/venv/bin/python" || fail "the virtual environment does not import the client"
+  "$tmp/venv/bin/python" -m pip show colo-client >/dev/null || fail "no colo-client package in the venv"
+fi
+[ "$tried" -eq 1 ] || echo "install_test: no Debian python3 and no venv with setuptools: client install skipped"
+leftovers=$(find "$client" -mindepth 1 -not -name '*.py' -not -name pyproject.toml -not -path '*__pycache__*')
+[ -z "$leftovers" ] || fail "installing the client left files beside it: $leftovers"
 echo "install_test: ok"
