@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # The README's first command: install what building colo needs, build the colo
-# binary (no tests), and run the quickstart job file. With an NVIDIA driver and PyTorch it runs three
-# small ResNet26 trainings on the real GPU (examples/quickstart-gpu.toml);
+# binary (no tests), and run the quickstart job file. With an NVIDIA driver and
+# PyTorch it runs three small ResNet26 trainings on the real GPU
+# (examples/quickstart-gpu.toml);
 # without a GPU it runs three tiny pure-Python trainings on the SIMULATED GPU
 # backend (examples/quickstart.toml), and colo labels every number simulated.
 # The first time, it then runs the same jobs one at a time and prints the
 # shared run's summary against that: the speed-up sharing gave.
+# COLO_BIN=PATH: use that colo binary (no install, no build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh --build  # what building needs; scripts/test.sh adds what testing needs
-scripts/build.sh --no-tests colo   # the binary only: no tests to build
+if [ -n "${COLO_BIN:-}" ]; then  # a colo built elsewhere (scripts/install.sh, a release)
+  colo=$COLO_BIN
+else
+  scripts/install-deps.sh --build  # what building needs; scripts/test.sh adds what testing needs
+  scripts/build.sh --no-tests colo   # the binary only: no tests to build
+  colo=./build/colo
+fi
 export COLO_HOME="${COLO_HOME:-$PWD/colo-runs}"
-colo=./build/colo
 
 # `colo run FILE ARGS...`, then, when the store holds no one-at-a-time run of
 # the same jobs yet, that run too, and the first run's summary against it:
