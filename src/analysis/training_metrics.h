@@ -21,8 +21,10 @@ namespace colo {
 
 // False for the metrics colo or its reference scripts report about the run
 // itself rather than about learning: rates and times (img_per_s,
-// samples_per_s, epoch_time_s, total_time_s), memory (max_memory_*), and
-// the simulated backend's inputs (simulated_*).
+// samples_per_s, epoch_time_s, total_time_s), memory (max_memory_*), the
+// simulated backend's inputs (simulated_*), and any name ending in a unit of
+// memory, rate or time (_mib, _gib, _kib, _mb, _gb, _bytes, _per_s, _time_s:
+// device_used_mib, tokens_per_s).
 bool is_training_metric(std::string_view name);
 
 // Whether a smaller value is better: names that contain loss, error, err,

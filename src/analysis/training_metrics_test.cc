@@ -34,6 +34,11 @@ TEST(TrainingMetrics, ColoFiguresAreNotTrainingMetrics) {
   EXPECT_FALSE(is_training_metric("epoch_time_s"));
   EXPECT_FALSE(is_training_metric("max_memory_reserved_mib"));
   EXPECT_FALSE(is_training_metric("simulated_gpu_memory_mib"));
+  // bench/train.py's end-of-run memory figures, and any rate: units, not learning.
+  EXPECT_FALSE(is_training_metric("device_used_mib"));
+  EXPECT_FALSE(is_training_metric("memory_reserved_mib"));
+  EXPECT_FALSE(is_training_metric("tokens_per_s"));
+  EXPECT_FALSE(is_training_metric("Peak_GB"));
   EXPECT_TRUE(is_training_metric("loss"));
   EXPECT_TRUE(is_training_metric("val_acc"));
   EXPECT_TRUE(is_training_metric("lr"));
