@@ -19,7 +19,7 @@ done
 build=${BUILD_DIR:-$root/build-install}
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLO_BUILD_TESTS=OFF \
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOLO_BUILD_TESTS=OFF -DCMAKE_UNITY_BUILD=ON \
   "${launcher[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)"
 cmake --install "$build" --prefix "$prefix"

@@ -14,7 +14,7 @@ if [ -n "${COLO_BIN:-}" ]; then  # a colo built elsewhere (scripts/install.sh, a
   colo=$COLO_BIN
 else
   scripts/install-deps.sh --build  # what building needs; scripts/test.sh adds what testing needs
-  scripts/build.sh --no-tests colo   # the binary only: no tests to build
+  scripts/build.sh --no-tests --unity colo  # the binary only, in unity batches: a few minutes
   colo=./build/colo
 fi
 export COLO_HOME="${COLO_HOME:-$PWD/colo-runs}"

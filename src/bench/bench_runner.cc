@@ -13,8 +13,6 @@
 namespace colo {
 namespace {
 
-std::string seconds_text(double s) { return format_duration_ms(static_cast<int64_t>(s * 1000.0)); }
-
 // What the runner learns from cases that ran, for later cases.
 struct Learned {
   // Peak memory of one job per workload label, from degree-1 and serial cases.
@@ -220,7 +218,7 @@ Result<BenchOutcome> run_bench(const std::vector<BenchCase>& cases, const Plan& 
   ctx.out << fmt::format("experiment {}: {} with {} cases on gpu{} ({}{}); estimated {}\n",
                          *experiment_id, options.suite, cases.size(), device.index, device.name,
                          backend.simulated() ? ", SIMULATED" : "",
-                         seconds_text(plan.total_seconds));
+                         format_duration_s(plan.total_seconds));
 
   BenchOutcome outcome;
   outcome.experiment_id = *experiment_id;
@@ -269,7 +267,7 @@ Result<BenchOutcome> run_bench(const std::vector<BenchCase>& cases, const Plan& 
       continue;
     }
     ctx.out << fmt::format("{}: running (estimated {})\n", head,
-                           seconds_text(plan.case_seconds[i]));
+                           format_duration_s(plan.case_seconds[i]));
     RunOptions run_options = options.run;
     run_options.max_jobs_per_gpu = file.max_jobs_per_gpu;
     run_options.policy = "fixed";  // the paper's cases fix the degree
@@ -281,7 +279,7 @@ Result<BenchOutcome> run_bench(const std::vector<BenchCase>& cases, const Plan& 
     if (!run.ok()) {
       ++outcome.failed;
       record(i, std::nullopt, "failed", run.error().message());
-      ctx.out << fmt::format("{}: failed after {}: {}\n", head, seconds_text(took_s),
+      ctx.out << fmt::format("{}: failed after {}: {}\n", head, format_duration_s(took_s),
                              run.error().message());
       continue;
     }
@@ -309,7 +307,7 @@ Result<BenchOutcome> run_bench(const std::vector<BenchCase>& cases, const Plan& 
     outcome.failed += status == "failed";
     outcome.cancelled += status == "cancelled";
     if (status == "cancelled") stopped = true;
-    ctx.out << fmt::format("{}: {} in {} (run {}){}{}\n", head, status, seconds_text(took_s),
+    ctx.out << fmt::format("{}: {} in {} (run {}){}{}\n", head, status, format_duration_s(took_s),
                            run->run_id, detail, reason.empty() ? "" : ": " + reason);
   }
 

@@ -10,7 +10,6 @@
 namespace colo {
 namespace {
 
-constexpr uint64_t kMiB = 1024ULL * 1024;
 constexpr uint64_t kGiB = 1024 * kMiB;
 
 struct Defaults {
@@ -38,10 +37,6 @@ const Defaults* find_defaults(const Workload& w) {
 }
 
 int starts_of(const BenchCase& c) { return c.serial ? static_cast<int>(c.jobs.size()) : 1; }
-
-std::string seconds_text(double s) {
-  return format_duration_ms(static_cast<int64_t>(std::llround(s * 1000.0)));
-}
 
 }  // namespace
 
@@ -108,11 +103,11 @@ Result<Plan> make_plan(const std::vector<BenchCase>& cases, const PlanOptions& o
           "--budget {} is too small for these {} cases: solo epochs would take {}, less than "
           "the {} minimum that keeps start-up and epoch boundaries from distorting the figures; "
           "give --budget {} or more, or fewer cases with --cases, or fewer --epochs",
-          seconds_text(budget_s),
+          format_duration_s(budget_s),
           std::count_if(cases.begin(), cases.end(),
                         [](const BenchCase& c) { return c.status == "planned"; }),
-          seconds_text(std::max(0.0, epoch_s)), seconds_text(options.min_epoch_s),
-          seconds_text(std::ceil(least_s))));
+          format_duration_s(std::max(0.0, epoch_s)), format_duration_s(options.min_epoch_s),
+          format_duration_s(std::ceil(least_s))));
     }
   }
   plan.solo_epoch_seconds = std::max(0.0, epoch_s);
@@ -134,11 +129,11 @@ Result<Plan> make_plan(const std::vector<BenchCase>& cases, const PlanOptions& o
         "--budget {} is too small for these {} cases: start-up alone is estimated at {} and the "
         "shortest epochs ({} batches) bring the estimate to {}; give --budget {} or more, or "
         "fewer cases with --cases",
-        seconds_text(static_cast<double>(*options.budget_ms) / 1000.0),
+        format_duration_s(static_cast<double>(*options.budget_ms) / 1000.0),
         std::count_if(cases.begin(), cases.end(),
                       [](const BenchCase& c) { return c.status == "planned"; }),
-        seconds_text(startup_total), options.min_batches, seconds_text(plan.total_seconds),
-        seconds_text(std::ceil(plan.total_seconds))));
+        format_duration_s(startup_total), options.min_batches, format_duration_s(plan.total_seconds),
+        format_duration_s(std::ceil(plan.total_seconds))));
   }
   return plan;
 }
@@ -149,7 +144,7 @@ std::string format_plan(const std::string& suite, const std::vector<BenchCase>& 
   std::string out = fmt::format("plan for {}: {} cases, {} epochs per job (the first is warm-up)\n",
                                 suite, cases.size(), plan.epochs);
   out += "workloads (samples per epoch; estimated solo epoch ";
-  out += seconds_text(plan.solo_epoch_seconds) + "):\n";
+  out += format_duration_s(plan.solo_epoch_seconds) + "):\n";
   for (const auto& [label, wp] : plan.workloads) {
     out += fmt::format("  {:<34} {:>8} samples/epoch  at {:.0f} samples/s ({})\n", label,
                        wp.epoch_samples, wp.samples_per_s, wp.rate_source);
@@ -159,7 +154,7 @@ std::string format_plan(const std::string& suite, const std::vector<BenchCase>& 
   out += "cases (time is an estimate):\n";
   for (size_t i = 0; i < cases.size(); ++i) {
     const BenchCase& c = cases[i];
-    std::string when = c.status == "planned" ? "~" + seconds_text(plan.case_seconds[i]) : "-";
+    std::string when = c.status == "planned" ? "~" + format_duration_s(plan.case_seconds[i]) : "-";
     out += fmt::format("  {:>3}. {:<{}}  {:<8} {:>8}", i + 1, c.name, width, c.status, when);
     if (c.serial) out += "  (jobs one after another)";
     if (!c.reason.empty()) out += "  " + c.reason;
@@ -172,7 +167,7 @@ std::string format_plan(const std::string& suite, const std::vector<BenchCase>& 
   out += fmt::format(
       "estimated total: {} (estimate: start-up plus the jobs' work added up, as if "
       "collocation gave no speed-up)\n",
-      seconds_text(plan.total_seconds));
+      format_duration_s(plan.total_seconds));
   if (std::any_of(cases.begin(), cases.end(), [](const BenchCase& c) {
         return c.mechanism == "exclusive" && !c.serial && c.workload != "recsys";
       })) {

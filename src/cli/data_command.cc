@@ -50,7 +50,7 @@ class TtyProgress {
   std::chrono::steady_clock::time_point start_;
 };
 
-struct ServeFlags {
+struct DataServeFlags {
   LoaderOptions options;
   std::string format;
   std::string ring = "1GiB";
@@ -59,7 +59,7 @@ struct ServeFlags {
   bool no_augment = false;
 };
 
-int serve_command(ServeFlags& flags) {
+int data_serve_command(DataServeFlags& flags) {
   LoaderOptions& o = flags.options;
   if (!flags.format.empty()) {
     Result<DatasetFormat> f = parse_dataset_format(flags.format);
@@ -114,7 +114,7 @@ void add_data_command(CLI::App& app, int& exit_code) {
   static std::string synthetic_out;
   static std::string pack_in;
   static std::string pack_out;
-  static ServeFlags serve;
+  static DataServeFlags serve;
 
   CLI::App* data = app.add_subcommand(
       "data", "Shared data loading: one loader feeds every job that names its dataset");
@@ -226,7 +226,7 @@ void add_data_command(CLI::App& app, int& exit_code) {
   srv->add_option("--parent-pid", o.parent_pid, "stop when this process (colo) is gone")
       ->group("");  // set by colo run
   set_example(*srv, "colo data serve /tmp/images.colo --name images");
-  srv->callback([&exit_code] { exit_code = serve_command(serve); });
+  srv->callback([&exit_code] { exit_code = data_serve_command(serve); });
 
   CLI::App* clean = data->add_subcommand(
       "cleanup", "Remove the shared memory of loaders whose colo died (colo run does this too)");

@@ -1,6 +1,7 @@
 #include "common/text.h"
 
 #include <cctype>
+#include <cstring>
 
 namespace colo {
 
@@ -14,6 +15,10 @@ std::string ascii_lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
+}
+
+std::string c_string(const char* buffer, size_t size) {
+  return std::string(buffer, strnlen(buffer, size));
 }
 
 }  // namespace colo

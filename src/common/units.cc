@@ -124,6 +124,10 @@ std::string format_duration_ms(int64_t ms) {
   return fmt::format("{}d {}h", s / 86'400, (s % 86'400) / 3600);
 }
 
+std::string format_duration_s(double seconds) {
+  return format_duration_ms(static_cast<int64_t>(std::llround(seconds * 1000.0)));
+}
+
 std::string count_of(int64_t count, std::string_view noun) {
   return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
 }

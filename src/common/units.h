@@ -15,6 +15,7 @@ namespace colo {
 // KB, MB, GB, TB are powers of 1000). Case-insensitive, optional space. Sizes
 // above kMaxBytes are refused (never wrapped or capped).
 inline constexpr uint64_t kMaxBytes = uint64_t{1} << 50;  // 1 PiB
+inline constexpr uint64_t kMiB = uint64_t{1} << 20;
 Result<uint64_t> parse_bytes(std::string_view text);
 
 // "1.5 GiB", "512 MiB", "12 KiB", "100 B".
@@ -27,6 +28,8 @@ Result<int64_t> parse_duration_ms(std::string_view text);
 
 // "1153d 6h", "1h02m", "3m05s", "12.3s", "250ms".
 std::string format_duration_ms(int64_t ms);
+// format_duration_ms of `seconds`, rounded to the millisecond.
+std::string format_duration_s(double seconds);
 
 // "3 jobs", "1 job": `count` and `noun`, plural with an "s" unless one.
 std::string count_of(int64_t count, std::string_view noun);

@@ -27,6 +27,7 @@
 #include <random>
 #include <thread>
 
+#include "common/unique_fd.h"
 #include "common/units.h"
 #include "data/jpeg_codec.h"
 #include "data/ring_broker.h"
@@ -50,20 +51,6 @@ int64_t wall_ms() {
       .count();
 }
 
-// Closes a file descriptor when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
   sockaddr_un addr{};
@@ -300,7 +287,7 @@ class ControlLoop {
         started_ms_(monotonic_ms()) {}
 
   Status run() {
-    Fd ep(epoll_create1(EPOLL_CLOEXEC));
+    UniqueFd ep(epoll_create1(EPOLL_CLOEXEC));
     if (ep.get() < 0) return Error(fmt::format("epoll_create1: {}", std::strerror(errno)));
     epoll_ = ep.get();
     for (int fd : {listen_fd_, event_fd_, signal_fd_}) watch(fd);
@@ -575,9 +562,9 @@ Status run_loader(LoaderOptions options, std::ostream& log) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  Fd signal_fd(signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
-  Fd event_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  Fd listen_fd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  UniqueFd signal_fd(signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
+  UniqueFd event_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  UniqueFd listen_fd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (signal_fd.get() < 0 || event_fd.get() < 0)
     return Error(fmt::format("cannot set up the loader's descriptors: {}", std::strerror(errno)));
 

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include "common/json_values.h"
+
 namespace colo {
 namespace {
 
@@ -109,11 +111,6 @@ Result<std::vector<DeviceInfo>> devices_from_json(std::string_view text) {
 }
 
 namespace {
-
-template <class T>
-nlohmann::json value_or_null(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
 
 template <class T>
 std::optional<T> optional_at(const nlohmann::json& j, const char* key) {

@@ -9,12 +9,13 @@
 #include <set>
 #include <utility>
 
+#include "common/text.h"
+#include "common/units.h"
 #include "gpu/device_metrics.h"
 
 namespace colo {
 namespace {
 
-constexpr uint64_t kMiB = uint64_t{1024} * 1024;
 // GPM averages between two samples; NVML wants them more than 100 ms apart.
 constexpr int64_t kMinGpmIntervalMs = 100;
 constexpr int64_t kGpmPrimingSleepMs = kMinGpmIntervalMs + 10;
@@ -115,10 +116,6 @@ std::optional<unsigned int> cores_per_sm(int major, int minor) {
   auto it = kCoresPerSm.find({major, minor});
   if (it == kCoresPerSm.end()) return std::nullopt;
   return it->second;
-}
-
-std::string c_string(const char* buffer, size_t size) {
-  return std::string(buffer, strnlen(buffer, size));
 }
 
 std::optional<uint64_t> memory_or_absent(unsigned long long bytes) {

@@ -3,7 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
+
+#include "common/text.h"
 
 namespace colo {
 namespace {
@@ -46,10 +47,6 @@ std::string advice(nvmlReturn_t code, int device) {
     default:
       return "check `nvidia-smi mig -lgi`";
   }
-}
-
-std::string c_string(const char* buffer, size_t size) {
-  return std::string(buffer, strnlen(buffer, size));
 }
 
 }  // namespace

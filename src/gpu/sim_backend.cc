@@ -6,12 +6,12 @@
 #include <array>
 #include <cctype>
 
+#include "common/units.h"
 #include "gpu/device_metrics.h"
 
 namespace colo {
 namespace {
 
-constexpr uint64_t kMiB = uint64_t{1024} * 1024;
 constexpr uint64_t kContextBytes = 500 * kMiB;  // CUDA context per process
 // Fixed factors of the load model (fractions of SM activity, MiB/s per process).
 constexpr double kOccupancyPerSmActive = 0.3;

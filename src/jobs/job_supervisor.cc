@@ -17,6 +17,7 @@
 #include <fstream>
 #include <string_view>
 
+#include "common/unique_fd.h"
 #include "common/units.h"
 #include "jobs/cgroup.h"
 
@@ -161,22 +162,6 @@ void write_all(int fd, std::string_view text) {
   }
 }
 
-// Closes a file descriptor when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 // Tells the parent why the child could not exec, then ends the child.
 [[noreturn]] void report_and_exit(int report_fd, ChildStep step, int error) {
@@ -334,18 +319,18 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
     return Error(fmt::format("{}: cannot start: the command is empty", who));
   }
   // Everything the child needs is prepared here: after fork it may not allocate.
-  Fd log(
+  UniqueFd log(
       ::open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
   if (log.get() < 0) {
     return Error(fmt::format("{}: cannot open log file {}: {}", who, request.log_path,
                              std::strerror(errno)));
   }
-  Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (devnull.get() < 0) {
     return Error(fmt::format("{}: cannot open /dev/null: {}", who, std::strerror(errno)));
   }
   std::string cgroup_problem;
-  Fd cgroup_procs(request.cgroup.empty()
+  UniqueFd cgroup_procs(request.cgroup.empty()
                       ? -1
                       : ::open((request.cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
   if (!request.cgroup.empty() && cgroup_procs.get() < 0) cgroup_problem = std::strerror(errno);
@@ -379,8 +364,8 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return Error(fmt::format("{}: cannot start: pipe: {}", who, std::strerror(errno)));
   }
-  Fd report_read(pipe_fds[0]);
-  Fd report_write(pipe_fds[1]);
+  UniqueFd report_read(pipe_fds[0]);
+  UniqueFd report_write(pipe_fds[1]);
 
   // Block every signal across fork so that no handler of colo's runs in the
   // child before it has reset them to their defaults.

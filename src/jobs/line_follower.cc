@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/unique_fd.h"
+
 namespace colo {
 namespace {
 
@@ -25,20 +27,6 @@ const char* file_kind(mode_t mode) {
   return "not a regular file";
 }
 
-// Closes a descriptor at scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
@@ -102,7 +90,7 @@ void LineFollower::consume(std::string_view chunk, const LineSink& on_line) {
 
 void LineFollower::read(bool writer_exited, const LineSink& on_line) {
   if (path_.empty()) return;
-  Fd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY));
+  UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY));
   if (fd.get() < 0) {
     if (errno == ELOOP) {
       refuse("is a symbolic link");

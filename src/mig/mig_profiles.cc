@@ -7,10 +7,11 @@
 #include <optional>
 #include <utility>
 
+#include "common/units.h"
+
 namespace colo {
 namespace {
 
-constexpr uint64_t kMiB = uint64_t{1024} * 1024;
 
 std::string lower(std::string_view text) {
   std::string out(text);

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "analysis/training_metrics.h"
+#include "common/json_values.h"
 #include "serve/metrics.h"
 #include "serve/service.h"
 
@@ -39,11 +40,6 @@ const char* const kRoutes[] = {"/api",
                                "/api/samples?since=MS&gpu=N",
                                "/api/runs",
                                "/metrics"};
-
-template <class T>
-json value_or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 HttpAnswer json_answer(const json& body, int status = 200) {
   return HttpAnswer{status, "application/json",

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "common/json_values.h"
 #include "common/units.h"
 #include "gpu/device_json.h"
 
@@ -11,11 +12,6 @@ namespace colo {
 namespace {
 
 using nlohmann::json;
-
-template <class T>
-json value_or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 template <class T>
 std::optional<T> optional_at(const json& j, const char* key) {

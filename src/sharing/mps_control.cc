@@ -13,28 +13,12 @@
 #include <map>
 
 #include "common/paths.h"
+#include "common/unique_fd.h"
 
 extern char** environ;
 
 namespace colo {
 namespace {
-
-// A file descriptor closed on destruction.
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd = -1) : fd_(fd) {}
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 std::string errno_text() { return std::strerror(errno); }
 

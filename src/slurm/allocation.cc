@@ -12,7 +12,8 @@
 namespace colo {
 namespace {
 
-std::vector<std::string> split(const std::string& text, char sep) {
+// The items of a `sep`-separated list, trimmed of blanks, empty ones left out.
+std::vector<std::string> split_list(const std::string& text, char sep) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= text.size()) {
@@ -37,7 +38,7 @@ std::optional<int> parse_int(const std::string& text) {
 // "0,1,4-6" -> 0 1 4 5 6.
 Result<std::vector<int>> parse_index_list(const std::string& name, const std::string& value) {
   std::vector<int> out;
-  for (const std::string& item : split(value, ',')) {
+  for (const std::string& item : split_list(value, ',')) {
     size_t dash = item.find('-');
     std::optional<int> first = parse_int(item.substr(0, dash));
     std::optional<int> last = dash == std::string::npos ? first : parse_int(item.substr(dash + 1));
@@ -159,7 +160,7 @@ Result<std::vector<DeviceInfo>> usable_devices(const std::vector<DeviceInfo>& fo
   if (a.cuda_visible_devices) {
     const std::string& value = *a.cuda_visible_devices;
     std::vector<std::string> items =
-        value == "NoDevFiles" ? std::vector<std::string>{} : split(value, ',');
+        value == "NoDevFiles" ? std::vector<std::string>{} : split_list(value, ',');
     bool all_indices = std::all_of(items.begin(), items.end(),
                                    [](const std::string& s) { return parse_int(s).has_value(); });
     if (!items.empty() && !all_indices) return by_uuid(found, items, value, where);

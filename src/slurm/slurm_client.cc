@@ -11,7 +11,8 @@
 namespace colo {
 namespace {
 
-std::vector<std::string> split(const std::string& line, char sep) {
+// The fields of a `sep`-separated line, empty ones kept.
+std::vector<std::string> split_fields(const std::string& line, char sep) {
   std::vector<std::string> out;
   std::string item;
   std::istringstream in(line);
@@ -112,7 +113,7 @@ std::vector<ElementState> parse_squeue(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    std::vector<std::string> f = split(trimmed(line), '|');
+    std::vector<std::string> f = split_fields(trimmed(line), '|');
     if (f.size() < 5) continue;
     std::optional<int> task = parse_task(f[0]);
     if (!task) continue;
@@ -126,7 +127,7 @@ std::vector<ElementState> parse_sacct(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    std::vector<std::string> f = split(trimmed(line), '|');
+    std::vector<std::string> f = split_fields(trimmed(line), '|');
     if (f.size() < 4) continue;
     size_t underscore = f[0].find('_');
     if (underscore == std::string::npos || f[0].find('.') != std::string::npos) continue;
