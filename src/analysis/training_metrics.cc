@@ -21,8 +21,8 @@ bool is_training_metric(std::string_view name) {
   static constexpr std::array<std::string_view, 6> kColoFigures = {
       "img_per_s", "samples_per_s", "epoch_time_s", "total_time_s", "step_time_s", "time"};
   if (std::find(kColoFigures.begin(), kColoFigures.end(), name) != kColoFigures.end()) return false;
-  static constexpr std::array<std::string_view, 8> kUnits = {
-      "_mib", "_gib", "_kib", "_mb", "_gb", "_bytes", "_per_s", "_time_s"};
+  static constexpr std::array<std::string_view, 8> kUnits = {"_mib", "_gib",   "_kib",   "_mb",
+                                                             "_gb",  "_bytes", "_per_s", "_time_s"};
   const std::string lower = ascii_lower(name);
   for (std::string_view unit : kUnits) {
     if (lower.size() > unit.size() && lower.ends_with(unit)) return false;

@@ -132,8 +132,8 @@ Result<Plan> make_plan(const std::vector<BenchCase>& cases, const PlanOptions& o
         format_duration_s(static_cast<double>(*options.budget_ms) / 1000.0),
         std::count_if(cases.begin(), cases.end(),
                       [](const BenchCase& c) { return c.status == "planned"; }),
-        format_duration_s(startup_total), options.min_batches, format_duration_s(plan.total_seconds),
-        format_duration_s(std::ceil(plan.total_seconds))));
+        format_duration_s(startup_total), options.min_batches,
+        format_duration_s(plan.total_seconds), format_duration_s(std::ceil(plan.total_seconds))));
   }
   return plan;
 }

@@ -51,7 +51,6 @@ int64_t wall_ms() {
       .count();
 }
 
-
 sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;

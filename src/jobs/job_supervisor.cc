@@ -162,7 +162,6 @@ void write_all(int fd, std::string_view text) {
   }
 }
 
-
 // Tells the parent why the child could not exec, then ends the child.
 [[noreturn]] void report_and_exit(int report_fd, ChildStep step, int error) {
   ChildReport report{step, error};
@@ -330,9 +329,9 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
     return Error(fmt::format("{}: cannot open /dev/null: {}", who, std::strerror(errno)));
   }
   std::string cgroup_problem;
-  UniqueFd cgroup_procs(request.cgroup.empty()
-                      ? -1
-                      : ::open((request.cgroup + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+  UniqueFd cgroup_procs(request.cgroup.empty() ? -1
+                                               : ::open((request.cgroup + "/cgroup.procs").c_str(),
+                                                        O_WRONLY | O_CLOEXEC));
   if (!request.cgroup.empty() && cgroup_procs.get() < 0) cgroup_problem = std::strerror(errno);
   std::vector<char*> argv;
   for (const std::string& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));

@@ -27,7 +27,6 @@ const char* file_kind(mode_t mode) {
   return "not a regular file";
 }
 
-
 }  // namespace
 
 LineFollower::LineFollower(std::string path, FollowLimits limits)

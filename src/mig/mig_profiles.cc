@@ -12,7 +12,6 @@
 namespace colo {
 namespace {
 
-
 std::string lower(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
