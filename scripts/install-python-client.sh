@@ -25,7 +25,7 @@ py=${PYTHON:-python3}
 # managed: the interpreter is marked externally managed (PEP 668).
 read -r in_env managed < <("$py" - <<'EOF'
 import os, sys, sysconfig
-in_env = sys.prefix != sys.base_prefix or bool(os.environ.get("CONDA_PREFIX"))
+in_env = sys.prefix != sys.base_prefix or os.path.isdir(os.path.join(sys.prefix, "conda-meta"))
 managed = os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
 print(int(in_env), int(managed))
 EOF
