@@ -100,6 +100,13 @@ class ColoTestDir : public testing::Test {
     dir_ = tmpl;
     // GPU locks of this test only: tests run in parallel on the same simulated GPUs.
     setenv("COLO_LOCK_DIR", (dir_ + "/locks").c_str(), 1);
+    // The colo under test finds bench/ and the Python client in this source
+    // tree, wherever it was built (ctest gives COLO_SOURCE_DIR; an installed
+    // layout is install_test's).
+    if (const char* source = std::getenv("COLO_SOURCE_DIR")) {
+      setenv("COLO_BENCH_DIR", (std::string(source) + "/bench").c_str(), 1);
+      setenv("COLO_PYTHON_DIR", (std::string(source) + "/python").c_str(), 1);
+    }
     CommandResult cgroup = shell(
         "p=$(findmnt -n -t cgroup2 -o TARGET | head -n 1) && [ -n \"$p\" ] && "
         "mkdir -p \"$p/colo\" && d=\"$p/colo/test-" +
