@@ -515,6 +515,19 @@ def colo_mps_victims(colo_home):
     return daemons, "the MPS control daemon (no nvidia-cuda-mps-server found: simulated?)"
 
 
+def kill_colo_mps(failures, label):
+    """SIGKILLs colo's MPS server(s) (colo_mps_victims); notes a failure for
+    `label` when none is found. Returns (victims, what, when it killed)."""
+    victims, what = colo_mps_victims(os.environ["COLO_HOME"])
+    kill_time = time.time()
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    log("killed %s: pid %s" % (what, ", ".join(map(str, victims)) or "none found"))
+    if not victims:
+        failures.append("%s: no MPS process of colo's found to kill" % label)
+    return victims, what, kill_time
+
+
 def faults(args):
     lines = ["serve-faults: backend %s%s" % (args.backend, " (SIMULATED)"
                                              if args.backend == "sim" else "")]
@@ -593,13 +606,7 @@ def faults(args):
         time.sleep(2)
         running = [j["id"] for j in svc.snapshot()["jobs"]
                    if j["id"] in ids_b and j["state"] == "running"]
-        victims, what = colo_mps_victims(os.environ["COLO_HOME"])
-        kill_time = time.time()
-        for pid in victims:
-            os.kill(pid, signal.SIGKILL)
-        log("killed %s: pid %s" % (what, ", ".join(map(str, victims)) or "none found"))
-        if not victims:
-            failures.append("(b) no MPS process of colo's found to kill")
+        victims, what, kill_time = kill_colo_mps(failures, "(b)")
         jobs_b = svc.wait(ids_b)
         details_b = {i: svc.http("/api/jobs/%d" % i) for i in ids_b}
         text = svc.text()
@@ -700,13 +707,7 @@ def kill_case(args, front_end, clients):
         if len(running) != clients:
             failures.append("%s: only %d of %d jobs began an epoch within 300 s" % (
                 name, len(running), clients))
-        victims, what = colo_mps_victims(os.environ["COLO_HOME"])
-        kill_time = time.time()
-        for pid in victims:
-            os.kill(pid, signal.SIGKILL)
-        log("killed %s: pid %s" % (what, ", ".join(map(str, victims)) or "none found"))
-        if not victims:
-            failures.append("%s: no MPS process of colo's found to kill" % name)
+        victims, what, kill_time = kill_colo_mps(failures, name)
         if svc:
             ended = svc.wait(ids)
             states = {j["id"]: (j["state"], j["attempts"]) for j in ended}
