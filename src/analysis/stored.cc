@@ -55,7 +55,7 @@ Result<RunSummary> analyse_record(RunReader& reader, const RunRecord& record,
     Result<std::optional<int64_t>> baseline_id = reader.exclusive_baseline(summary.run);
     if (!baseline_id.ok()) return baseline_id.error();
     if (*baseline_id) {
-      Result<RunRecord> base = reader.run_record(**baseline_id);
+      Result<RunRecord> base = reader.run_record(**baseline_id, MetricSteps::kSkip);
       if (!base.ok())
         return base.error().with_context(fmt::format("baseline run #{}", **baseline_id));
       const RunSummary baseline = summarize(*base);
@@ -95,7 +95,7 @@ Result<std::vector<LearnedProfile>> learn_profiles(RunReader& reader, int max_ru
   // Oldest first, so later runs overwrite the solo numbers.
   for (auto it = runs->rbegin(); it != runs->rend(); ++it) {
     if (it->state == RunState::kRunning) continue;
-    Result<RunRecord> record = reader.run_record(it->id);
+    Result<RunRecord> record = reader.run_record(it->id, MetricSteps::kSkip);
     if (!record.ok()) return record.error();
     learner.add(summarize(*record));
   }
@@ -112,7 +112,9 @@ Result<std::vector<Collocation>> measured_collocations(RunReader& reader,
     if (run.state != RunState::kOk || run.job_count < 2 ||
         (run.mechanism != "mps" && run.mechanism != "naive"))
       continue;
-    Result<RunSummary> summary = analyse_run(reader, run.id, &profiles);
+    Result<RunRecord> record = reader.run_record(run.id, MetricSteps::kSkip);
+    if (!record.ok()) return record.error();
+    Result<RunSummary> summary = analyse_record(reader, *record, &profiles);
     if (!summary.ok()) return summary.error();
     if (std::optional<Collocation> c = measured_collocation(*summary, profiles))
       out.push_back(std::move(*c));

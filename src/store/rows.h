@@ -95,6 +95,11 @@ struct RunRecord {
   std::vector<ProcessSampleRow> process_samples;  // oldest first
 };
 
+// Whether a RunRecord holds its jobs' metric steps: what shows, reports and
+// exports draw, and what learning profiles and collocations (rates and
+// memory) never reads; a long job may hold thousands.
+enum class MetricSteps { kRead, kSkip };
+
 // Reading runs back. Implementations: RunStore (SQLite).
 class RunReader {
  public:
@@ -102,7 +107,8 @@ class RunReader {
   // Newest first; at most `limit` (0 or less: all).
   virtual Result<std::vector<RunRow>> list_runs(int limit) = 0;
   // `run_id` 0 means the most recent run.
-  virtual Result<RunRecord> run_record(int64_t run_id) = 0;
+  virtual Result<RunRecord> run_record(int64_t run_id, MetricSteps steps) = 0;
+  Result<RunRecord> run_record(int64_t run_id) { return run_record(run_id, MetricSteps::kRead); }
   // The most recent run in state ok under mechanism exclusive with the same
   // jobs_signature and simulated flag as `run`, other than `run` itself.
   virtual Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) = 0;

@@ -721,7 +721,7 @@ Result<std::vector<DeviceInfo>> RunStore::run_devices(int64_t run_id) {
   return devices;
 }
 
-Result<RunRecord> RunStore::run_record(int64_t run_id) {
+Result<RunRecord> RunStore::run_record(int64_t run_id, MetricSteps metric_steps_wanted) {
   RunRecord record;
   Result<RunRow> run = read_run(run_id);
   if (!run.ok()) return run.error();
@@ -737,6 +737,7 @@ Result<RunRecord> RunStore::run_record(int64_t run_id) {
     Result<std::vector<ProgressEvent>> events = job_events(job.id, /*with_steps=*/false);
     if (!events.ok()) return events.error();
     record.events.push_back(std::move(*events));
+    if (metric_steps_wanted == MetricSteps::kSkip) continue;
     Result<std::vector<ProgressEvent>> steps = metric_steps(job.id, RunRecord::kMaxMetricSteps);
     if (!steps.ok()) return steps.error();
     record.metric_steps.push_back(std::move(*steps));

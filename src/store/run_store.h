@@ -276,7 +276,8 @@ class RunStore : public RunReader {
 
   // RunReader: newest first; every row of one run; its exclusive baseline.
   Result<std::vector<RunRow>> list_runs(int limit) override;
-  Result<RunRecord> run_record(int64_t run_id) override;
+  using RunReader::run_record;
+  Result<RunRecord> run_record(int64_t run_id, MetricSteps steps) override;
   Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) override;
   // The run row alone; `run_id` 0 means the most recent run.
   Result<RunRow> run(int64_t run_id);
