@@ -33,6 +33,36 @@ Under torchrun (WORLD_SIZE > 1) it trains data-parallel: one rank per GPU
 rank its own synthetic data. Rank 0 alone prints and reports, and its figures
 are the global batch's (samples x WORLD_SIZE): a colo gang (`gpus = N`).
 
+Fault injection, for bench/faults.py (issue 31, peaceful sharing under MPS):
+
+  --bad-labels-at-epoch N   from epoch N on, every batch's labels are out of
+                            range (labels + num_classes): on CUDA cross_entropy
+                            trips a device-side assert ("Assertion `t >= 0 &&
+                            t < n_classes` failed"), a fatal fault of the
+                            process's GPU context; on the CPU an IndexError.
+  --stall-after-epoch N     once epoch N has ended and been reported, sleep
+                            for ever holding the GPU memory: a hung job. Once
+                            per job: only while COLO_CHECKPOINT_DIR holds no
+                            file `stalled-once` (created before it stalls), so
+                            that colo's retry trains normally; without
+                            COLO_CHECKPOINT_DIR it stalls every time.
+  --exit-at-epoch N         rank --exit-rank (default 1) ends with os._exit(1)
+                            a few steps into epoch N, abruptly (no cleanup, no
+                            traceback): a crashed rank of a gang. Once per
+                            job, by the same rule (marker `exited-once`).
+  --checkpoint-every-epoch  after each epoch, save the model, the optimizer and
+                            the epoch to COLO_CHECKPOINT_DIR/train.pt (written
+                            to a temporary file, then renamed), and at start
+                            resume from it ("train.py: resumed at epoch E",
+                            E the first epoch this attempt trains), so that a
+                            job that colo runs again loses at most an epoch.
+
+Its first lines also say whether it is an MPS client ("train.py: mps client:
+yes (pipe dir DIR)" when CUDA_MPS_PIPE_DIRECTORY is set, else "train.py: mps
+client: no") and, under colo, which job and attempt it is (COLO_JOB_NAME,
+COLO_RUN_ID, COLO_JOB_ID, COLO_ATTEMPT, COLO_CHECKPOINT_DIR, those set), so
+that bench/check-faults.py can tell from the logs alone where each attempt ran.
+
 `python3 bench/train.py --help` works without PyTorch; training needs torch
 and timm.
 """
@@ -111,7 +141,32 @@ def parse_args(argv=None):
         help="distinct synthetic batches kept on the device (fewer when they would exceed "
         "256 MiB)",
     )
+    faults = parser.add_argument_group(
+        "fault injection (bench/faults.py; 0: off)")
+    faults.add_argument(
+        "--bad-labels-at-epoch", type=int, default=0, metavar="N",
+        help="from epoch N on, labels out of range (labels + num_classes): a device-side "
+        "assert in cross_entropy on CUDA, an IndexError on the CPU")
+    faults.add_argument(
+        "--stall-after-epoch", type=int, default=0, metavar="N",
+        help="after epoch N has ended and been reported, sleep for ever holding the GPU "
+        "memory; once per job: not when COLO_CHECKPOINT_DIR holds the marker 'stalled-once' "
+        "(made before stalling); every time without COLO_CHECKPOINT_DIR")
+    faults.add_argument(
+        "--exit-at-epoch", type=int, default=0, metavar="N",
+        help="rank --exit-rank ends with os._exit(1) a few steps into epoch N; once per job "
+        "(marker 'exited-once' in COLO_CHECKPOINT_DIR)")
+    faults.add_argument(
+        "--exit-rank", type=int, default=1, metavar="R",
+        help="the rank (RANK; 0 without torchrun) that --exit-at-epoch ends")
+    parser.add_argument(
+        "--checkpoint-every-epoch", action="store_true",
+        help="save model, optimizer and epoch to COLO_CHECKPOINT_DIR/train.pt after every "
+        "epoch (a temporary file, then renamed) and resume from it at start")
     args = parser.parse_args(argv)
+    for name in ("bad_labels_at_epoch", "stall_after_epoch", "exit_at_epoch", "exit_rank"):
+        if getattr(args, name) < 0:
+            parser.error("--%s must not be negative" % name.replace("_", "-"))
     for name in ("batch_size", "epoch_samples", "epochs", "pool_batches"):
         if getattr(args, name) < 1:
             parser.error("--%s must be at least 1" % name.replace("_", "-"))
@@ -142,10 +197,56 @@ def make_pool(torch, args, image_size, num_classes, device, memory_format):
     return images, labels
 
 
+CHECKPOINT_FILE = "train.pt"
+
+
+def once_per_job(marker):
+    """Whether a once-per-job fault is due now: True when COLO_CHECKPOINT_DIR
+    is unset (every time), else when `marker` is not there yet, which it then
+    creates (so colo's next attempt runs normally)."""
+    directory = os.environ.get("COLO_CHECKPOINT_DIR", "")
+    if not directory:
+        return True
+    path = os.path.join(directory, marker)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    except OSError as e:  # an unusable directory: fault every time, as without one
+        print("train.py: cannot create %s (%s); faulting anyway" % (path, e), file=sys.stderr,
+              flush=True)
+        return True
+    os.write(fd, ("%.3f %d\n" % (time.time(), os.getpid())).encode())
+    os.close(fd)
+    return True
+
+
+def print_context():
+    """Where this process runs: an MPS client or not, and colo's job and attempt."""
+    pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "")
+    print("train.py: mps client: %s" % ("yes (pipe dir %s)" % pipe if pipe else "no"),
+          flush=True)
+    context = ["%s=%s" % (k, os.environ[k]) for k in
+               ("COLO_JOB_NAME", "COLO_RUN_ID", "COLO_JOB_ID", "COLO_ATTEMPT",
+                "COLO_CHECKPOINT_DIR", "CUDA_VISIBLE_DEVICES") if k in os.environ]
+    if "COLO_JOB_NAME" in os.environ:
+        print("train.py: colo attempt: %s" % " ".join(context), flush=True)
+
+
+def emit(line, stream=None):
+    """One line in one write: the ranks of a gang share the job's log, and
+    print() writes a line and its newline apart when output is unbuffered."""
+    stream = stream or sys.stdout
+    stream.write(line + "\n")
+    stream.flush()
+
+
 def main(argv=None):
     args = parse_args(argv)
-    print("train.py: started at %.3f" % time.time(), flush=True)
-    print("train.py: arguments: %s" % " ".join(argv if argv is not None else sys.argv[1:]), flush=True)
+    emit("train.py: started at %.3f" % time.time())
+    emit("train.py: arguments: %s" % " ".join(argv if argv is not None else sys.argv[1:]))
+    if os.environ.get("RANK", "0") == "0":
+        print_context()
     if args.no_progress_client:
         os.environ.pop(colo.ENV_VAR, None)
 
@@ -186,6 +287,23 @@ def main(argv=None):
                                 weight_decay=args.weight_decay)
     loss_fn = torch.nn.CrossEntropyLoss()
     images, labels = make_pool(torch, args, image_size, num_classes, device, memory_format)
+
+    checkpoint = None
+    if args.checkpoint_every_epoch:
+        if os.environ.get("COLO_CHECKPOINT_DIR"):
+            checkpoint = os.path.join(os.environ["COLO_CHECKPOINT_DIR"], CHECKPOINT_FILE)
+        else:
+            say("train.py: --checkpoint-every-epoch without COLO_CHECKPOINT_DIR: no checkpoints",
+                flush=True)
+    bare = model.module if world > 1 else model
+    first_epoch = 1
+    if checkpoint and os.path.exists(checkpoint):
+        state = torch.load(checkpoint, map_location=device)
+        bare.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        first_epoch = int(state["epoch"]) + 1
+        say("train.py: resumed at epoch %d (checkpoint of epoch %d, %s)"
+            % (first_epoch, state["epoch"], checkpoint), flush=True)
     steps = math.ceil(args.epoch_samples / args.batch_size)
     samples = steps * args.batch_size
 
@@ -206,20 +324,34 @@ def main(argv=None):
     synchronize()
     run_start = time.perf_counter()
     warned_loss = False
-    for epoch in range(1, args.epochs + 1):
+    exit_step = min(3, steps - 1)  # "a few steps" into the epoch
+    for epoch in range(first_epoch, args.epochs + 1):
         colo.epoch_start(epoch)
         epoch_start = time.perf_counter()
         loss_sum = torch.zeros((), device=device)
+        bad_labels = 0 < args.bad_labels_at_epoch <= epoch
+        if bad_labels:
+            say("train.py: epoch %d: labels out of range from now on (--bad-labels-at-epoch %d)"
+                % (epoch, args.bad_labels_at_epoch), flush=True)
         for i in range(steps):
+            if (epoch == args.exit_at_epoch and i == exit_step and rank == args.exit_rank
+                    and once_per_job("exited-once")):
+                synchronize()
+                sys.stdout.flush()
+                emit("train.py: rank %d exits abruptly (os._exit(1)) in epoch %d at step %d, "
+                     "at %.3f" % (rank, epoch, i, time.time()), sys.stderr)
+                os._exit(1)
             x = images[i % len(images)]
             y = labels[i % len(labels)]
+            if bad_labels:
+                y = y + num_classes
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
                 loss = loss_fn(model(x), y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             loss_sum += loss.detach().float()
-            if epoch == 1 and i == 0:
+            if epoch == first_epoch and i == 0:
                 # Its first step has run: its memory is nearly all allocated now,
                 # which is what colo waits for before it places this job's
                 # siblings by it (one synchronisation, once).
@@ -237,6 +369,16 @@ def main(argv=None):
         )
         colo.epoch_end(epoch, samples=samples, loss=mean_loss, epoch_time_s=seconds,
                        img_per_s=rate)
+        if checkpoint and rank == 0:
+            temporary = checkpoint + ".tmp"
+            torch.save({"model": bare.state_dict(), "optimizer": optimizer.state_dict(),
+                        "epoch": epoch}, temporary)
+            os.replace(temporary, checkpoint)
+        if epoch == args.stall_after_epoch and once_per_job("stalled-once"):
+            print("train.py: stalling after epoch %d at %.3f, holding its GPU memory "
+                  "(--stall-after-epoch)" % (epoch, time.time()), flush=True)
+            while True:
+                time.sleep(3600)
         if not math.isfinite(mean_loss) and not warned_loss:
             # Throughput is what this workload measures; keep going.
             print("train.py: the loss is %s (random data, lr %g)" % (mean_loss, args.lr),
@@ -244,7 +386,8 @@ def main(argv=None):
             warned_loss = True
 
     total = time.perf_counter() - run_start
-    final = {"total_time_s": total, "img_per_s": samples * world * args.epochs / total}
+    trained = max(0, args.epochs - first_epoch + 1)
+    final = {"total_time_s": total, "img_per_s": samples * world * trained / total}
     if rank == 0:
         report_end(colo, torch, device, "train.py", total, final)
     if world > 1:

@@ -175,6 +175,18 @@ std::optional<int64_t> duration_flag(std::string_view flag, const std::string& t
   return std::nullopt;
 }
 
+bool stall_timeout_flag(const std::string& text, StallOptions& stall) {
+  if (text.empty()) return true;
+  if (text == "off") {
+    stall.timeout_ms = 0;
+    return true;
+  }
+  std::optional<int64_t> ms = duration_flag("--stall-timeout", text, 1, "or \"off\"");
+  if (!ms) return false;
+  stall.timeout_ms = *ms;
+  return true;
+}
+
 Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_flag) {
   std::string path = db_flag.empty() ? default_db_path() : db_flag;
   if (access(path.c_str(), F_OK) != 0) {

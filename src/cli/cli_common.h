@@ -16,6 +16,7 @@
 #include "gpu/gpu_backend.h"
 #include "gpu/sim_backend.h"
 #include "jobs/job_file.h"
+#include "run/stall_watch.h"
 #include "sched/interference.h"
 #include "sharing/mechanism.h"
 #include "simulate/sim_jobs.h"
@@ -103,6 +104,16 @@ std::optional<MechanismKind> choose_mechanism(const std::string& flag,
 // 100ms", then " (`why`)" when given).
 std::optional<int64_t> duration_flag(std::string_view flag, const std::string& text, int64_t min_ms,
                                      std::string_view why = "");
+
+// --stall-timeout (colo run, colo serve): empty leaves `stall` adaptive, "off"
+// turns it off, a duration is the bound of every job that sets none. False
+// after saying on stderr what is wrong.
+bool stall_timeout_flag(const std::string& text, StallOptions& stall);
+// Its help text, the same for both commands.
+inline constexpr const char* kStallTimeoutHelp =
+    "how long a job that sets no stall_timeout may report no progress before colo stops it as "
+    "stalled and runs it again (\"off\": never); default: 3x its longest epoch or gap between "
+    "reports, plus 60s (docs/reliability.md)";
 
 // Opens the existing store that `db_flag` names (default_db_path() when empty)
 // for reading: colo runs, show and report. When it can only be read (a

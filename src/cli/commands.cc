@@ -50,6 +50,7 @@ struct RunFlags {
   std::string policy;
   std::string sample_period = "500ms";
   std::string grace = "10s";
+  std::string stall_timeout;
   bool plain = false;
   bool local = false;
   bool no_wait = false;
@@ -140,6 +141,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   if (!flags.policy.empty()) options.policy = flags.policy;
   options.sample_period_ms = *period;
   options.stop_grace_ms = *grace;
+  if (!stall_timeout_flag(flags.stall_timeout, options.stall)) return kExitBadInput;
   options.live_display = !flags.plain && can_redraw(STDOUT_FILENO);
   options.command_line = command_line;
   options.locks.dir = flags.lock_dir;
@@ -483,6 +485,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       ->capture_default_str();
   run_cmd->add_option("--grace", run.grace, "time between TERM and KILL when stopping jobs")
       ->capture_default_str();
+  run_cmd->add_option("--stall-timeout", run.stall_timeout, kStallTimeoutHelp);
   run_cmd->add_flag("--plain", run.plain,
                     "print one line per event instead of redrawing the job table");
   run_cmd->add_flag("--local", run.local,

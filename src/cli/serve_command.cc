@@ -70,6 +70,7 @@ struct ServeFlags {
   std::optional<int> job_cpus;
   std::string sample_period = "500ms";
   std::string grace = "10s";
+  std::string stall_timeout;
   std::string on_sigterm = "stop";
   std::string lock_dir;
   bool no_wait = false;
@@ -161,6 +162,7 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   options.engine.max_jobs_per_gpu = flags.max_per_gpu;
   options.engine.sample_period_ms = *period;
   options.engine.stop_grace_ms = *grace;
+  if (!stall_timeout_flag(flags.stall_timeout, options.engine.stall)) return kExitBadInput;
   options.drain_on_stop = flags.on_sigterm == "drain";
   options.command_line = command_line;
 
@@ -440,6 +442,7 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
       ->capture_default_str();
   serve_cmd->add_option("--grace", serve.grace, "time between TERM and KILL when stopping jobs")
       ->capture_default_str();
+  serve_cmd->add_option("--stall-timeout", serve.stall_timeout, kStallTimeoutHelp);
   serve_cmd
       ->add_option("--on-sigterm", serve.on_sigterm,
                    "stop: stop the running jobs (they run again at the next start, per their "

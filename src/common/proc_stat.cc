@@ -1,8 +1,11 @@
 #include "common/proc_stat.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -30,6 +33,37 @@ std::optional<uint64_t> start_ticks_in_stat(std::string_view stat) {
   uint64_t ticks = 0;
   if (!(fields >> ticks)) return std::nullopt;
   return ticks;
+}
+
+std::vector<ProcessState> process_group_states(int pgid, size_t max) {
+  std::vector<ProcessState> out;
+  std::error_code ec;
+  std::vector<int> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    pids.push_back(std::stoi(name));
+  }
+  std::sort(pids.begin(), pids.end());
+  for (int pid : pids) {
+    if (out.size() >= max) break;
+    const std::optional<std::string> stat = read_proc_file(fmt::format("/proc/{}/stat", pid));
+    if (!stat) continue;
+    const size_t open = stat->find('(');
+    const size_t close = stat->rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    std::istringstream fields{stat->substr(close + 1)};
+    char state = '?';
+    int ppid = 0;
+    int group = 0;
+    if (!(fields >> state >> ppid >> group) || group != pgid) continue;
+    ProcessState p{pid, stat->substr(open + 1, close - open - 1), state, ""};
+    if (std::optional<std::string> wchan = read_proc_file(fmt::format("/proc/{}/wchan", pid));
+        wchan && *wchan != "0")
+      p.wchan = *wchan;
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 }  // namespace colo

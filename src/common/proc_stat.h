@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace colo {
 
@@ -18,5 +19,18 @@ std::optional<std::string> read_proc_file(const std::string& path);
 // its /proc/PID/stat; nullopt when the text holds none. Fields are counted
 // after the command name's closing ')', since the name may hold spaces and ')'.
 std::optional<uint64_t> start_ticks_in_stat(std::string_view stat);
+
+// What a process is doing, from /proc: evidence for a job that stopped making
+// progress.
+struct ProcessState {
+  int pid = 0;
+  std::string command;  // its name (comm)
+  char state = '?';     // R running, S sleeping, D uninterruptible (I/O, a driver), Z, T, ...
+  std::string wchan;    // the kernel function it waits in ("" when running or hidden)
+};
+
+// The processes of process group `pgid` (a job's: its main process's pid),
+// at most `max`, by pid.
+std::vector<ProcessState> process_group_states(int pgid, size_t max);
 
 }  // namespace colo

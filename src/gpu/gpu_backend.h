@@ -8,9 +8,10 @@
 //
 // Threading: a backend is not thread-safe unless it says so. colo calls
 // devices() once from the main thread before sampling starts, and afterwards
-// only the monitor's sampling thread calls sample_device()/sample_processes()
-// (NVML calls serialize on a driver lock anyway). SimBackend's
-// process_started()/process_exited() may be called from any thread.
+// only the monitor's sampling thread calls sample_device()/sample_processes()/
+// poll_xid_events() (NVML calls serialize on a driver lock anyway).
+// xid_events_status() is fixed once the backend is made. SimBackend's
+// process_started()/process_exited()/inject_xid() may be called from any thread.
 #pragma once
 
 #include <cstdint>
@@ -90,6 +91,18 @@ struct ProcessSample {
   bool mps_client = false;  // listed by nvmlDeviceGetMPSComputeRunningProcesses
 };
 
+// A critical error the driver reported on a GPU (an Xid: 13 graphics engine
+// exception, 31 MMU fault, 43 GPU stopped processing, 45 preemptive cleanup,
+// 79 fallen off the bus, ...; 999 when the driver does not know which).
+struct XidEvent {
+  int device = 0;          // the backend's device index; -1 when the driver named no GPU colo knows
+  uint64_t xid = 0;        // the Xid number (nvmlEventData_t::eventData)
+  UnixMillis time_ms = 0;  // when colo received it (the driver gives no time), wall clock
+  // The MIG GPU and compute instance it is attributable to, when the driver says.
+  std::optional<int> gpu_instance_id;
+  std::optional<int> compute_instance_id;
+};
+
 // What a simulated backend is told about a process so it can model its load.
 // Real backends ignore it.
 struct SimLoadHint {
@@ -111,6 +124,16 @@ class GpuBackend {
   virtual Result<std::vector<DeviceInfo>> devices() = 0;
   virtual Result<DeviceSample> sample_device(int index) = 0;
   virtual Result<std::vector<ProcessSample>> sample_processes(int index) = 0;
+
+  // The Xid events that arrived since the last call, oldest first; never
+  // blocks, never fails (a driver that cannot report them gives none: see
+  // xid_events_status()). Only the sampling thread calls it.
+  virtual std::vector<XidEvent> poll_xid_events() { return {}; }
+  // "" when poll_xid_events() watches every device, else one line saying
+  // which GPUs are not watched and why. Fixed once the backend is made.
+  virtual std::string xid_events_status() const {
+    return "the '" + name() + "' backend does not report Xid events";
+  }
 
   // Where a GPU instance of MIG profile `profile_id` (MigProfile::id) may be
   // placed on an empty device, in memory slices. Read-only: never changes the

@@ -16,6 +16,7 @@ using nvmlDevice_t = struct nvmlDevice_st*;
 using nvmlGpmSample_t = struct nvmlGpmSample_st*;
 using nvmlGpuInstance_t = struct nvmlGpuInstance_st*;
 using nvmlComputeInstance_t = struct nvmlComputeInstance_st*;
+using nvmlEventSet_t = struct nvmlEventSet_st*;
 
 // Return codes colo distinguishes.
 inline constexpr nvmlReturn_t NVML_SUCCESS = 0;
@@ -26,6 +27,7 @@ inline constexpr nvmlReturn_t NVML_ERROR_NO_PERMISSION = 4;
 inline constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
 inline constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 inline constexpr nvmlReturn_t NVML_ERROR_DRIVER_NOT_LOADED = 9;
+inline constexpr nvmlReturn_t NVML_ERROR_TIMEOUT = 10;
 inline constexpr nvmlReturn_t NVML_ERROR_FUNCTION_NOT_FOUND = 13;
 inline constexpr nvmlReturn_t NVML_ERROR_GPU_IS_LOST = 15;
 inline constexpr nvmlReturn_t NVML_ERROR_RESET_REQUIRED = 16;
@@ -258,6 +260,20 @@ struct nvmlGpmMetricsGet_t {
   nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
 };
 
+// Event sets. Only Xid critical errors are registered; eventData is the Xid
+// (999 when unknown). gpuInstanceId / computeInstanceId name the MIG instance
+// an Xid is attributable to, else 0xFFFFFFFF; nvmlEventSetWait (v1) writes
+// only the first three fields.
+inline constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x0000000000000008ULL;
+
+struct nvmlEventData_t {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+
 // Function-pointer types, named after the symbol they are resolved from.
 using nvmlInit_fn = nvmlReturn_t (*)();
 using nvmlShutdown_fn = nvmlReturn_t (*)();
@@ -329,6 +345,15 @@ using nvmlComputeInstanceDestroy_fn = nvmlReturn_t (*)(nvmlComputeInstance_t);
 using nvmlDeviceGetUint_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
 using nvmlDeviceGetMigDeviceHandleByIndex_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int index,
                                                                 nvmlDevice_t* migDevice);
+using nvmlEventSetCreate_fn = nvmlReturn_t (*)(nvmlEventSet_t*);
+using nvmlEventSetFree_fn = nvmlReturn_t (*)(nvmlEventSet_t);
+using nvmlDeviceGetSupportedEventTypes_fn = nvmlReturn_t (*)(nvmlDevice_t,
+                                                             unsigned long long* eventTypes);
+using nvmlDeviceRegisterEvents_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long eventTypes,
+                                                     nvmlEventSet_t);
+// (set, data out, timeout in ms: 0 returns at once, NVML_ERROR_TIMEOUT when none is ready).
+using nvmlEventSetWait_fn = nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*,
+                                             unsigned int timeoutms);
 using nvmlGpmQueryDeviceSupport_fn = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSupport_t*);
 using nvmlGpmSampleAlloc_fn = nvmlReturn_t (*)(nvmlGpmSample_t*);
 using nvmlGpmSampleFree_fn = nvmlReturn_t (*)(nvmlGpmSample_t);
@@ -352,4 +377,6 @@ static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
 static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36);
 static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32);
 static_assert(sizeof(nvmlGpmMetric_t) == 40);
+static_assert(sizeof(nvmlEventData_t) == 32);
+static_assert(offsetof(nvmlEventData_t, eventData) == 16);
 static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);

@@ -24,6 +24,10 @@ constexpr int64_t kEnergyReadIntervalMs = 1000;
 // Tries for the two-call "how many? / fill" list queries when the list grows in between.
 constexpr int kListAttempts = 3;
 constexpr unsigned int kListHeadroom = 8;
+// Xid events taken per poll_xid_events(); the rest wait in the driver's queue.
+constexpr int kMaxXidEventsPerPoll = 64;
+// nvmlEventData_t's instance ids when the event is not attributable to one.
+constexpr unsigned int kNoInstanceId = 0xFFFFFFFF;
 
 struct GpmSampleDeleter {
   nvmlGpmSampleFree_fn free = nullptr;
@@ -219,6 +223,7 @@ Result<std::unique_ptr<NvmlBackend>> NvmlBackend::create(const std::string& libr
     }
     backend->devices_.push_back(std::move(state));
   }
+  backend->watch_xid_events();
   std::vector<nvmlDevice_t> handles;
   for (const auto& state : backend->devices_) handles.push_back(state->handle);
   backend->mig_ = std::make_unique<NvmlMigControl>(*backend->library_, std::move(handles));
@@ -240,6 +245,84 @@ NvmlBackend::NvmlBackend(Passkey, std::unique_ptr<NvmlLibrary> library, Clock& c
 
 // GPM samples (in devices_) are freed before library_ shuts NVML down.
 NvmlBackend::~NvmlBackend() = default;
+
+void NvmlBackend::watch_xid_events() {
+  const NvmlApi& api = library_->api();
+  if (api.event_set_create == nullptr || api.event_set_free == nullptr ||
+      api.device_register_events == nullptr || api.event_set_wait == nullptr) {
+    xid_events_status_ =
+        "Xid events (GPU faults) are not watched: this NVIDIA driver lacks the NVML event "
+        "functions (nvmlEventSetCreate, nvmlDeviceRegisterEvents, nvmlEventSetWait)";
+    return;
+  }
+  nvmlEventSet_t raw = nullptr;
+  const nvmlReturn_t created = api.event_set_create(&raw);
+  if (created != NVML_SUCCESS || raw == nullptr) {
+    xid_events_status_ =
+        fmt::format("Xid events (GPU faults) are not watched: nvmlEventSetCreate failed: {}",
+                    library_->describe(created));
+    return;
+  }
+  std::unique_ptr<nvmlEventSet_st, NvmlEventSetFree> set(raw, NvmlEventSetFree{api.event_set_free});
+  std::string unwatched;  // "GPU 1 (why), GPU 2 (why)"
+  size_t unwatched_count = 0;
+  auto leave_unwatched = [&](size_t index, const std::string& why) {
+    unwatched += fmt::format("{}GPU {} ({})", unwatched.empty() ? "" : ", ", index, why);
+    ++unwatched_count;
+  };
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const nvmlDevice_t handle = devices_[i]->handle;
+    unsigned long long supported = 0;
+    if (api.device_get_supported_event_types != nullptr &&
+        api.device_get_supported_event_types(handle, &supported) == NVML_SUCCESS &&
+        (supported & nvmlEventTypeXidCriticalError) == 0) {
+      leave_unwatched(i, "the driver offers no Xid events there");
+      continue;
+    }
+    const nvmlReturn_t code =
+        api.device_register_events(handle, nvmlEventTypeXidCriticalError, set.get());
+    if (code != NVML_SUCCESS) {
+      leave_unwatched(i, library_->describe(code));
+    }
+  }
+  if (!unwatched.empty()) {
+    xid_events_status_ = fmt::format("Xid events (GPU faults) are not watched on {}", unwatched);
+  }
+  if (unwatched_count < devices_.size()) xid_event_set_ = std::move(set);
+}
+
+int NvmlBackend::device_index_of(nvmlDevice_t handle) const {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    if (devices_[i]->handle == handle) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<XidEvent> NvmlBackend::poll_xid_events() {
+  std::vector<XidEvent> events;
+  if (!xid_event_set_) return events;
+  const NvmlApi& api = library_->api();
+  for (int taken = 0; taken < kMaxXidEventsPerPoll; ++taken) {
+    nvmlEventData_t data{};
+    data.gpuInstanceId = kNoInstanceId;  // the first nvmlEventSetWait leaves them
+    data.computeInstanceId = kNoInstanceId;
+    // NVML_ERROR_TIMEOUT: nothing queued. Any other failure: try again at the next poll.
+    if (api.event_set_wait(xid_event_set_.get(), &data, 0) != NVML_SUCCESS) break;
+    if ((data.eventType & nvmlEventTypeXidCriticalError) == 0) continue;
+    XidEvent event;
+    event.device = device_index_of(data.device);
+    event.xid = data.eventData;
+    event.time_ms = clock_.now_ms();
+    if (data.gpuInstanceId != kNoInstanceId) {
+      event.gpu_instance_id = static_cast<int>(data.gpuInstanceId);
+    }
+    if (data.computeInstanceId != kNoInstanceId) {
+      event.compute_instance_id = static_cast<int>(data.computeInstanceId);
+    }
+    events.push_back(event);
+  }
+  return events;
+}
 
 Result<NvmlBackend::DeviceState*> NvmlBackend::device_state(int index) {
   if (index < 0 || index >= static_cast<int>(devices_.size())) {

@@ -15,6 +15,14 @@
 
 namespace colo {
 
+// Frees an NVML event set (the deleter of NvmlBackend's).
+struct NvmlEventSetFree {
+  nvmlEventSetFree_fn free = nullptr;
+  void operator()(nvmlEventSet_st* set) const {
+    if (free != nullptr && set != nullptr) free(set);
+  }
+};
+
 // Reads devices, device metrics and process lists through NVML.
 //
 // Metric sources: GPM (Hopper and later) for SM activity, SM occupancy,
@@ -35,9 +43,17 @@ namespace colo {
 // the previous call's time as last-seen timestamp; a listed process without a
 // sample since then gets 0, MPS clients get none (NVML reports their server).
 //
+// Xid events: create() makes one event set and registers
+// nvmlEventTypeXidCriticalError on every device that offers it;
+// poll_xid_events() takes what is queued with nvmlEventSetWait_v2 and a zero
+// timeout (at most 64 per call; the rest stay queued for the next call). A
+// driver without the event functions, or refusing a device (NOT_SUPPORTED,
+// NO_PERMISSION in some containers), leaves that device unwatched, which
+// xid_events_status() names; it never fails the backend.
+//
 // Thread-safety: not thread-safe; see GpuBackend. Ownership: owns the
-// NvmlLibrary; GPM samples are freed before NVML is shut down. The Clock must
-// outlive the backend.
+// NvmlLibrary; GPM samples and the event set are freed before NVML is shut
+// down. The Clock must outlive the backend.
 class NvmlBackend final : public GpuBackend {
  public:
   // Loads `library_path`, initialises NVML and opens every device. Fails with
@@ -60,6 +76,8 @@ class NvmlBackend final : public GpuBackend {
   Result<std::vector<MigPlacementOption>> mig_placements(int device, int profile_id) override;
   // Always present: each MIG call fails naming the NVML function the driver lacks.
   MigControl* mig_control() override { return mig_.get(); }
+  std::vector<XidEvent> poll_xid_events() override;
+  std::string xid_events_status() const override { return xid_events_status_; }
 
   struct DeviceState;  // per-device handle, GPM samples and rate-limiting state
 
@@ -76,6 +94,9 @@ class NvmlBackend final : public GpuBackend {
   };
 
   Result<DeviceState*> device_state(int index);
+  // Creates the event set and registers Xid events on every device (create()).
+  void watch_xid_events();
+  int device_index_of(nvmlDevice_t handle) const;  // -1 when none
   DeviceInfo read_device_info(int index, DeviceState& device);
   void read_gpm(DeviceState& device, DeviceSample& sample);
   // std::nullopt when the driver has no list for `mode`.
@@ -88,6 +109,9 @@ class NvmlBackend final : public GpuBackend {
   std::unique_ptr<NvmlMigControl> mig_;  // borrows library_ and the device handles
   std::optional<std::vector<DeviceInfo>> device_infos_;
   std::string version_;
+  // Null when no device is watched; freed before library_ shuts NVML down.
+  std::unique_ptr<nvmlEventSet_st, NvmlEventSetFree> xid_event_set_;
+  std::string xid_events_status_;  // "" when every device is watched
 };
 
 // The nvidia-smi style name of a MIG GPU-instance profile ("3g.71gb") from

@@ -3,6 +3,7 @@
 #include "gpu/nvml_backend.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -297,6 +298,110 @@ TEST_F(NvmlBackendTest, FailingUtilizationQueryLeavesSmUtilAbsent) {
   for (const ProcessSample& p : processes) EXPECT_FALSE(p.sm_util_pct.has_value()) << p.pid;
 }
 
+// XidEvent as "device/xid", to compare lists in one line.
+std::vector<std::string> describe(const std::vector<XidEvent>& events) {
+  std::vector<std::string> out;
+  for (const XidEvent& e : events) out.push_back(fmt::format("{}/{}", e.device, e.xid));
+  return out;
+}
+
+TEST_F(NvmlBackendTest, AnInjectedXidComesBackOnceWithItsDeviceAndNumber) {
+  auto backend = create();
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(backend->xid_events_status(), "");
+  EXPECT_TRUE(backend->poll_xid_events().empty());
+
+  clock_.advance_ms(250);
+  fake_.inject_xid(0, 43);
+  std::vector<XidEvent> events = backend->poll_xid_events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].device, 0);
+  EXPECT_EQ(events[0].xid, 43u);
+  EXPECT_EQ(events[0].time_ms, clock_.now_ms());
+  EXPECT_FALSE(events[0].gpu_instance_id.has_value());  // 0xFFFFFFFF: not a MIG instance's
+  EXPECT_FALSE(events[0].compute_instance_id.has_value());
+  EXPECT_TRUE(backend->poll_xid_events().empty());       // once
+  EXPECT_EQ(fake_.get("event_wait_max_timeout_ms"), 0);  // never blocks
+}
+
+TEST_F(NvmlBackendTest, XidEventsOnTwoDevicesComeBackInArrivalOrder) {
+  fake_.set("device_count", 2);
+  auto backend = create();
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(backend->xid_events_status(), "");
+  fake_.inject_xid(1, 31);
+  fake_.inject_xid(0, 13);
+  fake_.inject_xid(1, 43);
+  EXPECT_EQ(describe(backend->poll_xid_events()),
+            (std::vector<std::string>{"1/31", "0/13", "1/43"}));
+  EXPECT_TRUE(backend->poll_xid_events().empty());
+}
+
+TEST_F(NvmlBackendTest, TakesABoundedNumberOfXidEventsPerPoll) {
+  auto backend = create();
+  ASSERT_NE(backend, nullptr);
+  for (int i = 0; i < 100; ++i) fake_.inject_xid(0, 1000 + i);
+  std::vector<XidEvent> first = backend->poll_xid_events();
+  std::vector<XidEvent> second = backend->poll_xid_events();
+  ASSERT_EQ(first.size(), 64u);
+  ASSERT_EQ(second.size(), 36u);  // the rest stayed queued, none lost
+  EXPECT_EQ(first.front().xid, 1000u);
+  EXPECT_EQ(second.front().xid, 1064u);
+  EXPECT_EQ(second.back().xid, 1099u);
+}
+
+TEST_F(NvmlBackendTest, UnsupportedXidRegistrationYieldsNoEventsAndNoError) {
+  fake_.set("register_events_result", NVML_ERROR_NOT_SUPPORTED);
+  auto backend = create();
+  ASSERT_NE(backend, nullptr);  // never fails the backend
+  EXPECT_EQ(backend->xid_events_status(),
+            "Xid events (GPU faults) are not watched on GPU 0 (Not Supported (NVML error 3))");
+  fake_.inject_xid(0, 43);
+  EXPECT_TRUE(backend->poll_xid_events().empty());
+  EXPECT_EQ(fake_.get("event_waits"), 0);       // nothing to wait on
+  EXPECT_EQ(fake_.get("event_sets_live"), 0);   // and the set was freed
+  EXPECT_TRUE(backend->sample_device(0).ok());  // sampling unaffected
+}
+
+TEST_F(NvmlBackendTest, ADeviceRefusingXidEventsLeavesTheOthersWatched) {
+  fake_.set("device_count", 2);
+  fake_.set("register_events_result_gpu0", NVML_ERROR_NO_PERMISSION);
+  auto backend = create();
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(backend->xid_events_status(),
+            "Xid events (GPU faults) are not watched on GPU 0 (Insufficient Permissions (NVML "
+            "error 4))");
+  fake_.inject_xid(0, 43);
+  fake_.inject_xid(1, 79);
+  EXPECT_EQ(describe(backend->poll_xid_events()), (std::vector<std::string>{"1/79"}));
+}
+
+TEST_F(NvmlBackendTest, ADeviceWithoutXidEventTypeIsNotRegistered) {
+  fake_.set("supported_event_types", 0x4);  // PState only
+  auto backend = create();
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(backend->xid_events_status(),
+            "Xid events (GPU faults) are not watched on GPU 0 (the driver offers no Xid events "
+            "there)");
+  EXPECT_TRUE(backend->poll_xid_events().empty());
+}
+
+TEST_F(NvmlBackendTest, FailingEventSetCreationIsAStatusNotAnError) {
+  fake_.set("event_set_create_result", NVML_ERROR_UNKNOWN);
+  auto backend = create();
+  ASSERT_NE(backend, nullptr);
+  EXPECT_THAT(backend->xid_events_status(), HasSubstr("nvmlEventSetCreate failed"));
+  EXPECT_TRUE(backend->poll_xid_events().empty());
+}
+
+TEST_F(NvmlBackendTest, FreesTheEventSetWithTheBackend) {
+  auto backend = create();
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(fake_.get("event_sets_live"), 1);
+  backend.reset();
+  EXPECT_EQ(fake_.get("event_sets_live"), 0);
+}
+
 // An old driver: oldest symbol names, no GPM, no MPS list, no utilization.
 TEST(NvmlBackendMinimal, MissingOptionalSymbolsMeanAbsentMetrics) {
   FakeNvml fake(FAKE_NVML_MINIMAL_PATH);
@@ -334,6 +439,10 @@ TEST(NvmlBackendMinimal, MissingOptionalSymbolsMeanAbsentMetrics) {
   EXPECT_FALSE((*processes)[0].mps_client);
   EXPECT_FALSE((*processes)[0].sm_util_pct.has_value());
   EXPECT_EQ(fake.get("init_calls"), 1);
+
+  EXPECT_THAT(backend->xid_events_status(), HasSubstr("lacks the NVML event functions"));
+  fake.inject_xid(0, 43);
+  EXPECT_TRUE(backend->poll_xid_events().empty());
 }
 
 }  // namespace

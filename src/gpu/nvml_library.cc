@@ -106,6 +106,12 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::load(const std::string& path) 
   resolve(handle, api.device_get_running_process_detail_list,
           {"nvmlDeviceGetRunningProcessDetailList"});
   resolve(handle, api.device_get_process_utilization, {"nvmlDeviceGetProcessUtilization"});
+  resolve(handle, api.event_set_create, {"nvmlEventSetCreate"});
+  resolve(handle, api.event_set_free, {"nvmlEventSetFree"});
+  resolve(handle, api.device_get_supported_event_types, {"nvmlDeviceGetSupportedEventTypes"});
+  resolve(handle, api.device_register_events, {"nvmlDeviceRegisterEvents"});
+  // The first version writes the 24-byte event struct, a prefix of _v2's.
+  resolve(handle, api.event_set_wait, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
   resolve(handle, api.gpm_query_device_support, {"nvmlGpmQueryDeviceSupport"});
   resolve(handle, api.gpm_sample_alloc, {"nvmlGpmSampleAlloc"});
   resolve(handle, api.gpm_sample_free, {"nvmlGpmSampleFree"});

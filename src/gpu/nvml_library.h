@@ -65,6 +65,12 @@ struct NvmlApi {
   nvmlDeviceGetMigDeviceHandleByIndex_fn device_get_mig_device_handle_by_index = nullptr;
   nvmlDeviceGetUint_fn device_get_gpu_instance_id = nullptr;
   nvmlDeviceGetUint_fn device_get_compute_instance_id = nullptr;
+  // Events (Xid critical errors): all optional.
+  nvmlEventSetCreate_fn event_set_create = nullptr;
+  nvmlEventSetFree_fn event_set_free = nullptr;
+  nvmlDeviceGetSupportedEventTypes_fn device_get_supported_event_types = nullptr;
+  nvmlDeviceRegisterEvents_fn device_register_events = nullptr;
+  nvmlEventSetWait_fn event_set_wait = nullptr;
   nvmlGpmQueryDeviceSupport_fn gpm_query_device_support = nullptr;
   nvmlGpmSampleAlloc_fn gpm_sample_alloc = nullptr;
   nvmlGpmSampleFree_fn gpm_sample_free = nullptr;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <utility>
 
 #include "common/units.h"
 #include "gpu/device_metrics.h"
@@ -264,6 +265,20 @@ void SimBackend::process_exited(uint32_t pid) {
   std::lock_guard lock(mu_);
   integrate_energy_to_now();
   processes_.erase(pid);
+}
+
+std::vector<XidEvent> SimBackend::poll_xid_events() {
+  std::lock_guard lock(mu_);
+  return std::exchange(xid_events_, {});
+}
+
+void SimBackend::inject_xid(int device, uint64_t xid) {
+  std::lock_guard lock(mu_);
+  XidEvent event;
+  event.device = device;
+  event.xid = xid;
+  event.time_ms = clock_.now_ms();
+  xid_events_.push_back(event);
 }
 
 }  // namespace colo

@@ -82,6 +82,12 @@ class SimBackend final : public GpuBackend {
   void process_started(int device, uint32_t pid, const SimLoadHint& hint) override;
   void process_exited(uint32_t pid) override;
 
+  // Xid events: what inject_xid() queued (for tests: a simulated GPU never
+  // faults by itself), stamped with the Clock's time at injection.
+  std::vector<XidEvent> poll_xid_events() override;
+  std::string xid_events_status() const override { return ""; }
+  void inject_xid(int device, uint64_t xid);
+
  private:
   struct SimProcess {
     int device = 0;
@@ -105,8 +111,9 @@ class SimBackend final : public GpuBackend {
   mutable std::mutex mu_;
   // By pid; a gang's process once per GPU it runs on. Guarded by mu_.
   std::multimap<uint32_t, SimProcess> processes_;
-  std::vector<double> energy_mj_;    // guarded by mu_; per device
-  int64_t energy_integrated_to_ms_;  // guarded by mu_; monotonic
+  std::vector<double> energy_mj_;     // guarded by mu_; per device
+  std::vector<XidEvent> xid_events_;  // guarded by mu_; oldest first
+  int64_t energy_integrated_to_ms_;   // guarded by mu_; monotonic
 };
 
 }  // namespace colo

@@ -27,6 +27,25 @@ TEST(SimBackend, IsLabelledSimulated) {
   EXPECT_EQ((*devices)[0].name, "Simulated NVIDIA H200");
 }
 
+TEST(SimBackend, ReturnsInjectedXidEventsOnceInOrder) {
+  FakeClock clock;
+  auto sim = make_sim(clock, "H200", 2);
+  EXPECT_EQ(sim->xid_events_status(), "");
+  EXPECT_TRUE(sim->poll_xid_events().empty());
+  sim->inject_xid(1, 43);
+  clock.advance_ms(10);
+  sim->inject_xid(0, 79);
+  std::vector<XidEvent> events = sim->poll_xid_events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].device, 1);
+  EXPECT_EQ(events[0].xid, 43u);
+  EXPECT_EQ(events[0].time_ms, clock.now_ms() - 10);
+  EXPECT_EQ(events[1].device, 0);
+  EXPECT_EQ(events[1].xid, 79u);
+  EXPECT_EQ(events[1].time_ms, clock.now_ms());
+  EXPECT_TRUE(sim->poll_xid_events().empty());
+}
+
 TEST(SimBackend, DescribesTheModelItImitates) {
   FakeClock clock;
   auto h200 = make_sim(clock, "h200", 2)->devices();

@@ -93,6 +93,10 @@ struct JobSpec {
   // submit` sends it to the service); unset within a file.
   std::optional<DataSourceSpec> data_source;
   RestartPolicy restart = RestartPolicy::kOnFailure;
+  // How long it may go without reporting progress before colo calls it
+  // stalled, stops it and runs it again (docs/reliability.md); 0: never.
+  // nullopt: the run's default, else a bound from its own epoch and step times.
+  std::optional<int64_t> stall_timeout_ms;
   std::map<std::string, std::string> params;  // this instance's grid values
   int repeat_index = 1;                       // 1-based
   std::string source;                         // "file.toml:12" where it was defined

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -28,12 +27,6 @@ namespace {
 
 // How much of the end of a job's log is searched for an out-of-memory line.
 constexpr size_t kLogTailBytes = size_t{64} * 1024;
-constexpr size_t kMaxReasonLineChars = 200;
-
-constexpr std::array<std::string_view, 6> kOomPatterns = {
-    "CUDA out of memory",        "OutOfMemoryError",          "CUBLAS_STATUS_ALLOC_FAILED",
-    "cudaErrorMemoryAllocation", "CUDA error: out of memory", "RESOURCE_EXHAUSTED: Out of memory",
-};
 
 // What the child reports through the exec pipe when it cannot exec.
 // kCgroup is not fatal: the job runs, in its process group only.
@@ -67,67 +60,6 @@ std::string printable(std::string_view text) {
     }
   }
   return out;
-}
-
-// The length of the UTF-8 character that starts `text`, when it is a valid
-// one (overlong forms and surrogates are not checked); 0 when it is not.
-size_t utf8_length(std::string_view text) {
-  const auto lead = static_cast<unsigned char>(text[0]);
-  const size_t n = lead < 0x80           ? 1
-                   : (lead >> 5) == 0x6  ? 2
-                   : (lead >> 4) == 0xe  ? 3
-                   : (lead >> 3) == 0x1e ? 4
-                                         : 0;
-  if (n == 0 || n > text.size()) return 0;
-  for (size_t i = 1; i < n; ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xc0) != 0x80) return 0;
-  }
-  return n;
-}
-
-// The last line of `log_tail` that holds more than white space, as a failed
-// job's reason shows it: ANSI escape sequences (colours) and other control
-// characters removed, invalid UTF-8 written as '?', white space trimmed, and
-// at most kMaxReasonLineChars bytes, cut between characters ("..." added).
-// "" when every line is blank. Lines end at '\n' or '\r' (progress bars).
-std::string last_log_line(std::string_view log_tail) {
-  size_t end = log_tail.size();
-  while (end > 0) {
-    size_t start = log_tail.find_last_of("\r\n", end - 1);
-    start = start == std::string_view::npos ? 0 : start + 1;
-    const std::string_view line = log_tail.substr(start, end - start);
-    std::string out;  // valid UTF-8 throughout
-    for (size_t i = 0; i < line.size();) {
-      const auto c = static_cast<unsigned char>(line[i]);
-      if (c == 0x1b && i + 1 < line.size() && line[i + 1] == '[') {
-        // CSI: parameter and intermediate bytes up to a final byte 0x40-0x7e.
-        for (i += 2; i < line.size(); ++i) {
-          const auto b = static_cast<unsigned char>(line[i]);
-          if (b >= 0x40 && b <= 0x7e) break;
-        }
-        ++i;
-      } else if (c < 0x20 || c == 0x7f) {
-        if (c == '\t') out += ' ';
-        ++i;
-      } else if (const size_t n = utf8_length(line.substr(i)); n > 0) {
-        out.append(line.substr(i, n));
-        i += n;
-      } else {
-        out += '?';
-        ++i;
-      }
-    }
-    out = trim(out);
-    if (out.size() > kMaxReasonLineChars) {
-      size_t cut = kMaxReasonLineChars;
-      while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;
-      out = trim(std::string_view(out).substr(0, cut)) + "...";
-    }
-    if (!out.empty()) return out;
-    if (start == 0) break;
-    end = start - 1;
-  }
-  return "";
 }
 
 // The last `max_bytes` of the file, or "" when it cannot be read.
@@ -210,22 +142,6 @@ void write_all(int fd, std::string_view text) {
 
 }  // namespace
 
-std::optional<std::string> find_oom_message(const std::string& log_text) {
-  // The last matching line: the one closest to where the job died.
-  size_t end = log_text.size();
-  while (end > 0) {
-    size_t start = log_text.find_last_of("\r\n", end - 1);
-    start = start == std::string::npos ? 0 : start + 1;
-    std::string_view line(log_text.data() + start, end - start);
-    for (std::string_view pattern : kOomPatterns) {
-      if (line.find(pattern) != std::string_view::npos) return std::string(line);
-    }
-    if (start == 0) break;
-    end = start - 1;
-  }
-  return std::nullopt;
-}
-
 JobExit classify_exit(int wait_status, bool stop_requested, const std::string& log_tail) {
   JobExit exit;
   auto oom_reason = [&]() -> std::optional<std::string> {
@@ -256,9 +172,9 @@ JobExit classify_exit(int wait_status, bool stop_requested, const std::string& l
       exit.reason = *oom;
     } else {
       exit.state = JobState::kFailed;
-      // What the job said last: a job that dies at once (a missing module, a
-      // bad argument) says why there.
-      const std::string said = last_log_line(log_tail);
+      // What the log says most about why: a CUDA assertion, an NCCL error,
+      // the exception a traceback ends with, else what the job said last.
+      const std::string said = informative_log_line(log_tail);
       exit.reason = said.empty() ? fmt::format("exit code {}", code)
                                  : fmt::format("exit code {}: {}", code, said);
     }
@@ -279,6 +195,13 @@ JobExit classify_exit(int wait_status, bool stop_requested, const std::string& l
       exit.state = JobState::kKilled;
       exit.reason = fmt::format("killed by signal {} ({}{})", sig, signal_name(sig),
                                 WCOREDUMP(wait_status) ? ", core dumped" : "");
+      // An abort after an assertion or an error says why; a line that is
+      // merely the last (a progress line) does not.
+      const InformativeLine said = find_informative_log_line(log_tail);
+      if (said.kind == LogLineKind::kCudaAssertion || said.kind == LogLineKind::kNcclError ||
+          said.kind == LogLineKind::kException) {
+        exit.reason += ": " + said.text;
+      }
     }
     return exit;
   }
@@ -529,5 +452,7 @@ std::vector<pid_t> JobSupervisor::running_pids() const {
   for (const auto& [pid, job] : running_) pids.push_back(pid);
   return pids;
 }
+
+std::string read_log_tail(const std::string& path) { return read_tail(path, kLogTailBytes); }
 
 }  // namespace colo

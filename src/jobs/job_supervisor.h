@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "jobs/job_state.h"
+#include "jobs/log_reason.h"
 #include "jobs/run_as.h"
 
 namespace colo {
@@ -46,16 +47,12 @@ struct LaunchRequest {
 };
 
 // Classifies a finished process from its wait status, whether colo asked it
-// to stop, and the tail of its log. A failed exit's reason ends with the last
-// non-blank line of the log, cleaned and bounded ("exit code 1:
-// ModuleNotFoundError: No module named 'foo'"); out of memory names the log's
-// out-of-memory line. Pure; unit-tested.
+// to stop, and the tail of its log. A failed exit's reason ends with the log's
+// most informative line (informative_log_line, jobs/log_reason.h: "exit code
+// 1: ModuleNotFoundError: No module named 'foo'"); a kill by a signal adds a
+// CUDA assertion, NCCL error or exception when the log has one; out of memory
+// names the log's out-of-memory line (find_oom_message). Pure; unit-tested.
 JobExit classify_exit(int wait_status, bool stop_requested, const std::string& log_tail);
-
-// Finds a GPU out-of-memory message in log text ("CUDA out of memory",
-// "torch.OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", ...). Returns the
-// matching line.
-std::optional<std::string> find_oom_message(const std::string& log_text);
 
 struct FinishedJob {
   std::string job_name;
@@ -116,5 +113,9 @@ class JobSupervisor {
   std::map<pid_t, Running> running_;
   UnixMillis last_poll_ms_ = 0;  // wall clock
 };
+
+// The tail of a job's log that classify_exit reads (its last 64 KiB), or ""
+// when it cannot be read.
+std::string read_log_tail(const std::string& path);
 
 }  // namespace colo

@@ -129,6 +129,32 @@ TEST(ClassifyExitReason, AFailedJobsReasonEndsWithTheLastLineOfItsLog) {
             JobState::kOutOfMemory);
 }
 
+// The reason is the log's most informative line (jobs/log_reason.h), not a
+// banner or a hint that happens to be last.
+TEST(ClassifyExitReason, AFailedJobsReasonIsTheMostInformativeLine) {
+  EXPECT_EQ(classify_exit(exited(1), false,
+                          "[rank1]: RuntimeError: rank 1 failed\n"
+                          "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+                          "====================\ntrain.py FAILED\n====================\n")
+                .reason,
+            "exit code 1: RuntimeError: rank 1 failed");
+  const std::string device_assert =
+      "/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: "
+      "block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.\n"
+      "RuntimeError: CUDA error: device-side assert triggered\n"
+      "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+      "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n";
+  EXPECT_EQ(classify_exit(exited(1), false, device_assert).reason,
+            "exit code 1: Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: Assertion `t >= 0 "
+            "&& t < n_classes` failed.");
+  // A kill adds an assertion, NCCL error or exception, not a mere last line.
+  EXPECT_EQ(classify_exit(signaled(SIGABRT), false, device_assert).reason,
+            "killed by signal 6 (SIGABRT): Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: "
+            "Assertion `t >= 0 && t < n_classes` failed.");
+  EXPECT_EQ(classify_exit(signaled(SIGKILL), false, "epoch 3 loss 0.2\n").reason,
+            "killed by signal 9 (SIGKILL)");
+}
+
 TEST(FindOomMessage, RecognisesEachPatternAndReturnsTheLine) {
   for (const char* line :
        {"torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20 MiB",

@@ -15,6 +15,9 @@ namespace {
 // Errors kept between drains; a backend failing on every tick must not grow
 // memory without bound when the owner drains late.
 constexpr size_t kMaxPendingErrors = 1000;
+// Xid events kept between drains: the first ones, which name the fault; later
+// ones are counted.
+constexpr size_t kMaxPendingXidEvents = 1000;
 // How far JobAttributor follows parents before giving up.
 constexpr int kMaxAncestorDepth = 64;
 
@@ -109,6 +112,7 @@ void GpuSampler::loop() {
           add_error(batch, sample.error().message());  // names the GPU itself
         }
       }
+      batch.xid_events = backend_.poll_xid_events();
       next_device_ms = next_due(next_device_ms, options_.period_ms, now_ms);
     }
     if (sample_processes && now_ms >= next_process_ms) {
@@ -136,6 +140,15 @@ void GpuSampler::loop() {
     for (auto& [device, list] : batch.latest_process_lists)
       pending_.latest_process_lists[device] = std::move(list);
     for (std::string& error : batch.errors) add_error(pending_, std::move(error));
+    stats_.xid_events += static_cast<int64_t>(batch.xid_events.size());
+    for (const XidEvent& event : batch.xid_events) {
+      if (pending_.xid_events.size() < kMaxPendingXidEvents) {
+        pending_.xid_events.push_back(event);
+      } else {
+        ++pending_.xid_events_dropped;
+        ++stats_.xid_events_dropped;
+      }
+    }
 
     // Sleep on the condition variable (real time) for as long as the clock
     // says is left, so stop() is prompt and a FakeClock that stands still

@@ -1,8 +1,8 @@
 // GpuSampler: the one thread that reads the GPU backend while a run goes on.
-// Device metrics every `period_ms` (default 500 ms), process lists every
-// `process_period_ms`. Readings pile up in memory until the owner drains them
-// (the run engine writes them to the store in batches), so the sampler
-// never touches SQL.
+// Device metrics and the backend's Xid events every `period_ms` (default
+// 500 ms), process lists every `process_period_ms`. Readings pile up in
+// memory until the owner drains them (the run engine writes them to the store
+// in batches), so the sampler never touches SQL.
 //
 // Threading: start()/stop()/drain()/stats() may be called from any one owner
 // thread; the backend is used only from the sampling thread between start()
@@ -37,14 +37,20 @@ struct SamplerBatch {
   // Per GPU whose processes were listed, its newest listing (empty: none ran).
   std::map<int, std::vector<ProcessSample>> latest_process_lists;
   std::vector<std::string> errors;  // one line each; a failing read never stops sampling
+  // GPU faults the backend reported, in arrival order; at most 1000 kept
+  // between drains (the first ones), the rest counted here.
+  std::vector<XidEvent> xid_events;
+  int64_t xid_events_dropped = 0;
 };
 
 struct SamplerStats {
   int64_t device_samples = 0;
   int64_t process_samples = 0;
   int64_t errors = 0;
-  int64_t thread_cpu_ms = 0;  // CPU time the sampling thread used
-  int64_t wall_ms = 0;        // time since start()
+  int64_t xid_events = 0;          // received from the backend, kept or not
+  int64_t xid_events_dropped = 0;  // of those, not kept because the owner drained late
+  int64_t thread_cpu_ms = 0;       // CPU time the sampling thread used
+  int64_t wall_ms = 0;             // time since start()
 };
 
 class GpuSampler {

@@ -122,6 +122,58 @@ TEST(GpuSampler, SchedulesOnTheClockWithoutSpinning) {
   EXPECT_TRUE(batch.processes.empty());  // process_period_ms 0: lists never read
 }
 
+TEST(GpuSampler, HandsOutXidEventsInArrivalOrderEachPeriod) {
+  FakeClock clock;
+  auto sim = std::move(SimBackend::create("H200", 2, clock)).value();
+  GpuSampler sampler(*sim, clock, {0, 1}, {.period_ms = 100, .process_period_ms = 0});
+  sampler.start();
+  ASSERT_TRUE(eventually([&] { return sampler.stats().device_samples == 2; }));
+  sim->inject_xid(1, 43);
+  sim->inject_xid(0, 13);
+  clock.advance_ms(100);
+  ASSERT_TRUE(eventually([&] { return sampler.stats().xid_events == 2; }));
+  sim->inject_xid(1, 79);
+  clock.advance_ms(100);
+  ASSERT_TRUE(eventually([&] { return sampler.stats().xid_events == 3; }));
+  sampler.stop();
+  SamplerBatch batch = sampler.drain();
+  ASSERT_EQ(batch.xid_events.size(), 3u);
+  EXPECT_EQ(batch.xid_events[0].device, 1);
+  EXPECT_EQ(batch.xid_events[0].xid, 43u);
+  EXPECT_EQ(batch.xid_events[1].device, 0);
+  EXPECT_EQ(batch.xid_events[1].xid, 13u);
+  EXPECT_EQ(batch.xid_events[2].xid, 79u);
+  EXPECT_EQ(batch.xid_events[2].time_ms - batch.xid_events[0].time_ms, 100);
+  EXPECT_EQ(batch.xid_events_dropped, 0);
+  EXPECT_TRUE(sampler.drain().xid_events.empty());  // drained once
+}
+
+TEST(GpuSampler, KeepsTheFirstXidEventsAndCountsThoseItDrops) {
+  FakeClock clock;
+  auto sim = make_sim(clock);
+  GpuSampler sampler(*sim, clock, {0}, {.period_ms = 100, .process_period_ms = 0});
+  sampler.start();
+  ASSERT_TRUE(eventually([&] { return sampler.stats().device_samples == 1; }));
+  for (uint64_t i = 0; i < 1200; ++i) sim->inject_xid(0, i);
+  clock.advance_ms(100);
+  ASSERT_TRUE(eventually([&] { return sampler.stats().xid_events == 1200; }));
+  SamplerBatch batch = sampler.drain();
+  ASSERT_EQ(batch.xid_events.size(), 1000u);
+  EXPECT_EQ(batch.xid_events.front().xid, 0u);
+  EXPECT_EQ(batch.xid_events.back().xid, 999u);
+  EXPECT_EQ(batch.xid_events_dropped, 200);
+  EXPECT_EQ(sampler.stats().xid_events_dropped, 200);
+
+  sim->inject_xid(0, 43);  // drained: room again, and the drop count starts over
+  clock.advance_ms(100);
+  ASSERT_TRUE(eventually([&] { return sampler.stats().xid_events == 1201; }));
+  sampler.stop();
+  batch = sampler.drain();
+  ASSERT_EQ(batch.xid_events.size(), 1u);
+  EXPECT_EQ(batch.xid_events[0].xid, 43u);
+  EXPECT_EQ(batch.xid_events_dropped, 0);
+}
+
 // A backend whose device reads cost CPU, to see whose CPU time is counted.
 class CpuHungryBackend final : public GpuBackend {
  public:

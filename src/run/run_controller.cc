@@ -28,6 +28,7 @@ EngineOptions engine_options(const JobFile& file, const RunOptions& options) {
   e.probe_ms = options.probe_ms;
   e.sample_period_ms = options.sample_period_ms;
   e.stop_grace_ms = options.stop_grace_ms;
+  e.stall = options.stall;
   e.flush_ms = options.flush_ms;
   e.live_display = options.live_display;
   e.profiles_elsewhere = options.profiles_elsewhere;

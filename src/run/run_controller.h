@@ -27,6 +27,7 @@
 #include "gpu/gpu_backend.h"
 #include "jobs/job_spec.h"
 #include "run/run_session.h"
+#include "run/stall_watch.h"
 #include "sharing/mechanism.h"
 #include "slurm/allocation.h"
 #include "store/run_store.h"
@@ -57,6 +58,8 @@ struct RunOptions {
   int64_t sample_period_ms = 500;
   // Time between TERM and KILL when stopping jobs.
   int64_t stop_grace_ms = 10'000;
+  // When a job counts as stalled (`--stall-timeout`).
+  StallOptions stall;
   // How often the loop wakes (reaps, reads progress, places jobs).
   int64_t tick_ms = 200;
   // How often samples and events are written to the store (one transaction).

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "analysis/profile_event.h"
 #include "analysis/stored.h"
 #include "common/paths.h"
+#include "common/proc_stat.h"
 #include "common/units.h"
 #include "jobs/job_features.h"
 #include "jobs/job_signature.h"
@@ -56,6 +58,20 @@ JobEnd job_end_of(JobState state) {
       return JobEnd::kFailed;
   }
 }
+
+// The GPUs' names in events and reasons: "gpu0", "gpus 0,1".
+std::string gpu_names(const std::vector<int>& gpus) {
+  if (gpus.size() == 1) return fmt::format("gpu{}", gpus.front());
+  return fmt::format("gpus {}", fmt::join(gpus, ","));
+}
+
+// Faults under MPS (see run_engine.h).
+constexpr int64_t kFaultStopGraceMs = 2000;     // a fault's victims: TERM, then KILL after this
+constexpr int64_t kFaultSettleMs = 2000;        // placement waits this long after a fault
+constexpr int64_t kNotReadyFirstWaitMs = 2000;  // back-off after a refused start, doubling
+constexpr int64_t kNotReadyMaxWaitMs = 30'000;
+constexpr int kNotReadyRestartAfter = 4;  // refused starts in a row that restart the daemon
+constexpr int kMaxUncountedAttempts = 10;
 
 }  // namespace
 
@@ -100,6 +116,23 @@ struct RunEngine::JobRuntime {
   std::optional<uint64_t> mps_memory_limit_bytes;
   std::string mig_instance;
   std::optional<SimulatedLoad> sim_load;  // what the simulated backend is told
+  // Faults (see the file comment of run_engine.h).
+  std::optional<StallWatch> stall;  // this attempt's
+  bool reported_progress = false;   // in any attempt
+  std::string stalled;              // why colo stopped it as stalled
+  std::string fault_victim;         // why colo stopped it: a neighbour's GPU fault
+  bool outside_mps = false;         // this attempt runs outside the shared MPS server
+  std::string suspect;              // why its next attempt runs outside the shared server
+  std::string fault_proven;         // why a fault it raised under MPS was its own
+  int uncounted = 0;                // attempts that ended through no fault of its own
+  int counted_attempts() const { return attempt - uncounted; }
+  std::vector<int> gpus() const {
+    if (!gang_devices.empty()) return gang_devices;
+    return device ? std::vector<int>{*device} : std::vector<int>{};
+  }
+  bool may_restart() const {
+    return job.spec.restart == RestartPolicy::kOnFailure && counted_attempts() < kMaxJobAttempts;
+  }
 };
 
 RunEngine::RunEngine(EngineContext ctx, EngineOptions options, int64_t run_id,
@@ -169,6 +202,8 @@ std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
 void RunEngine::start() {
   scheduler_ = make_scheduler();
   display_.event("policy: " + scheduler_->describe());
+  if (std::string xid = ctx_.backend.xid_events_status(); !xid.empty())
+    display_.event("note: " + xid);
   samples_.start();
   recovery_.start();
   started_ = true;
@@ -264,8 +299,9 @@ int RunEngine::count(bool ok) const {
 void RunEngine::tick() {
   collect_samples();
   reap();
-  if (!stopping_ && !held_ && recovery_.down().empty()) place();
+  if (!stopping_ && !held_ && recovery_.down().empty() && !placement_paused()) place();
   read_progress();
+  check_stalls();
   finish_probes();
   const int64_t now = ctx_.clock.monotonic_ms();
   if (now >= next_flush_ms_) {
@@ -382,6 +418,7 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   Placement placement{spec.name, a.device, spec.sm_share_pct,
                       spec.memory_limit_bytes ? spec.memory_limit_bytes : a.memory_limit_bytes,
                       a.gang_devices};
+  placement.outside_mps = !job.suspect.empty() && ctx_.mechanism.kind() == MechanismKind::kMps;
   Result<Environment> mech_env = ctx_.mechanism.environment_for(placement);
   if (!mech_env.ok()) {
     start_failed(job, mech_env.error());
@@ -482,13 +519,21 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   job.first_progress_ms.reset();
   job.stop_reason.clear();
   job.mechanism_victim = job.shutdown_victim = false;
+  job.stalled.clear();
+  job.fault_victim.clear();
+  job.fault_proven.clear();
+  job.outside_mps = placement.outside_mps;
+  job.stall.emplace(now, spec.stall_timeout_ms,
+                    job.reported_progress || spec.epoch_regex || spec.step_regex ||
+                        solo_rates_.count(job.signature) > 0,
+                    options_.stall);
   job.pid = *pid;
   job.device = a.device;
   job.gang_devices = a.gang_devices;
   job.started_ms = now;
   job.mps_sm_share_pct.reset();
   job.mps_memory_limit_bytes.reset();
-  if (ctx_.mechanism.kind() == MechanismKind::kMps) {
+  if (ctx_.mechanism.kind() == MechanismKind::kMps && !placement.outside_mps) {
     job.mps_sm_share_pct = placement.sm_share_pct;
     job.mps_memory_limit_bytes = placement.memory_limit_bytes;
   }
@@ -511,18 +556,44 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   const std::string where =
       a.gang_devices.empty() ? fmt::format("gpu{}", a.device)
                              : fmt::format("gpus {} (a gang of {})", gpus, a.gang_devices.size());
-  display_.event(fmt::format("{} started on {} ({}), pid {}, log {}{}{}", job.label(), where,
-                             device(a.device).name, *pid, request.log_path,
-                             a.probe ? " (new: measured where it runs)" : "",
-                             a.memory_limit_bytes && !spec.memory_limit_bytes
-                                 ? ", memory limit " + format_bytes(*a.memory_limit_bytes)
-                                 : ""));
+  display_.event(fmt::format(
+      "{} started on {} ({}), pid {}, log {}{}{}{}", job.label(), where, device(a.device).name,
+      *pid, request.log_path, a.probe ? " (new: measured where it runs)" : "",
+      a.memory_limit_bytes && !spec.memory_limit_bytes
+          ? ", memory limit " + format_bytes(*a.memory_limit_bytes)
+          : "",
+      placement.outside_mps ? ", alone: outside the shared MPS server (" + job.suspect + ")" : ""));
 }
 
 void RunEngine::reap() {
   std::vector<FinishedJob> finished = supervisor_.poll();
+  // Under MPS, what the log of a job that failed on its own (or was stopped
+  // as a fault's victim) says of a GPU fault; the jobs whose own fault it was
+  // come first (the suspects, which make their neighbours victims), those
+  // with an assertion first of all.
+  std::map<pid_t, GpuFaultSeen> faults;
+  std::set<pid_t> exited;
+  for (const FinishedJob& f : finished) {
+    exited.insert(f.pid);
+    auto it = by_pid_.find(f.pid);
+    if (ctx_.mechanism.kind() != MechanismKind::kMps || it == by_pid_.end()) continue;
+    const JobRuntime& job = *jobs_[it->second];
+    const bool failed = f.exit.state == JobState::kFailed || f.exit.state == JobState::kKilled;
+    if ((failed || !job.fault_victim.empty()) && f.exit.state != JobState::kOk &&
+        job.stop_reason.empty() && job.stalled.empty() && !job.mechanism_victim &&
+        !job.shutdown_victim)
+      faults[f.pid] = find_gpu_fault(read_log_tail(log_path(job)));
+  }
+  const auto rank = [&](const FinishedJob& f) {
+    auto it = faults.find(f.pid);
+    if (it == faults.end() || it->second.kind != GpuFault::kOwn) return 2;
+    return it->second.assertion ? 0 : 1;
+  };
+  std::stable_sort(finished.begin(), finished.end(),
+                   [&](const FinishedJob& a, const FinishedJob& b) { return rank(a) < rank(b); });
   // A job that failed may have failed because the mechanism did (the MPS
-  // server died under it): ask before recording anything.
+  // server died under it): ask before recording anything. A job whose own
+  // fault it was is no victim.
   if (recovery_.down().empty() && !stopping_) {
     for (const FinishedJob& f : finished) {
       auto it = by_pid_.find(f.pid);
@@ -532,7 +603,7 @@ void RunEngine::reap() {
       if (!s.ok()) {
         for (const FinishedJob& g : finished) {
           auto victim = by_pid_.find(g.pid);
-          if (victim != by_pid_.end() && g.exit.state != JobState::kOk)
+          if (victim != by_pid_.end() && g.exit.state != JobState::kOk && rank(g) == 2)
             jobs_[victim->second]->mechanism_victim = true;
         }
         mechanism_failed(s.error().message());
@@ -572,24 +643,108 @@ void RunEngine::reap() {
       seen.source = fmt::format("measured: {} in run {}", job.job.spec.name, run_id_);
       scheduler_->measured(job.key, seen);
     }
-    end_attempt(job, f);
+    auto fault = faults.find(f.pid);
+    const GpuFaultSeen seen = fault != faults.end() ? fault->second : GpuFaultSeen{};
+    if (!job.fault_victim.empty() && seen.assertion && !stopping_) {
+      // Stopped as a victim of a fault that its own assertion shows it raised.
+      job.fault_victim.clear();
+      job.suspect = fmt::format(
+          "its own fatal GPU fault on {} under MPS ({}); its neighbours there were restarted",
+          gpu_names(job.gpus()), seen.line);  // its exit reason says only that colo stopped it
+    } else if (seen.kind != GpuFault::kNone && job.fault_victim.empty() && !job.outside_mps &&
+               !stopping_) {
+      if (seen.kind == GpuFault::kAffected && !job.stall->reported()) {
+        server_not_ready(job, f, seen);
+        continue;
+      }
+      const std::vector<std::string> victims = gpu_fault(job, seen, exited);
+      if (seen.kind == GpuFault::kOwn) {
+        // The line is its exit reason already.
+        job.suspect = fmt::format("its own fatal GPU fault on {} under MPS", gpu_names(job.gpus()));
+        if (victims.empty()) {
+          // No other client shared its server: it already ran alone.
+          job.fault_proven = "no other job shared its MPS server";
+        } else {
+          job.suspect += fmt::format("; it restarted {}", fmt::join(victims, ", "));
+        }
+      }
+    }
+    end_attempt(job, f, seen);
   }
 }
 
-void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f) {
+void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault) {
   const int64_t now = ctx_.clock.monotonic_ms();
-  if (job.mechanism_victim && f.exit.state != JobState::kOk) {
-    (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
+  const bool failed = f.exit.state != JobState::kOk;
+  if (job.mechanism_victim && failed) {
     const std::string reason = fmt::format("{} (attempt {})", recovery_.down(), job.attempt);
-    if (!stopping_ && job.job.spec.restart == RestartPolicy::kOnFailure &&
-        job.attempt < kMaxJobAttempts) {
-      requeue(job, f.ended_ms, reason);
-      scheduler_->enqueue(queued_as(job));
+    if (!stopping_ && job.job.spec.restart == RestartPolicy::kOnFailure) {
+      requeue_uncounted(job, f, reason + "; not counted as an attempt");
       return;
     }
+    (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
     record_final(job,
                  JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal, reason, f.exit.usage},
                  f.ended_ms);
+    return;
+  }
+  if (!job.fault_victim.empty() && failed && !stopping_) {
+    if (job.job.spec.restart == RestartPolicy::kOnFailure) {
+      requeue_uncounted(job, f, job.fault_victim + "; not counted as an attempt");
+      return;
+    }
+    (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
+    record_final(job,
+                 JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal,
+                         job.fault_victim + " (restart = \"never\")", f.exit.usage},
+                 f.ended_ms);
+    return;
+  }
+  if (!job.stalled.empty() && failed) {
+    (void)scheduler_->finished(job.key, JobEnd::kFailed, now);
+    if (!stopping_ && job.may_restart()) {
+      requeue(job, f.ended_ms,
+              fmt::format("{}; running it again (attempt {} of {})", job.stalled,
+                          job.counted_attempts() + 1, kMaxJobAttempts));
+      scheduler_->enqueue(queued_as(job));
+      return;
+    }
+    record_final(
+        job, JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal, job.stalled, f.exit.usage},
+        f.ended_ms);
+    return;
+  }
+  if (fault.kind == GpuFault::kAffected && failed && !stopping_) {
+    // Its neighbour's fault reached it: it runs again, not counted.
+    if (job.job.spec.restart == RestartPolicy::kOnFailure) {
+      requeue_uncounted(
+          job, f,
+          fmt::format("{}; a fatal GPU fault on {} under MPS reached it; not counted as an attempt",
+                      f.exit.reason, gpu_names(job.gpus())));
+      return;
+    }
+  }
+  if (fault.kind == GpuFault::kOwn && failed && !stopping_) {
+    (void)scheduler_->finished(job.key, JobEnd::kFailed, now);
+    JobExit exit = f.exit;
+    if (job.outside_mps || !job.fault_proven.empty()) {
+      // Alone, it failed the same way: the fault is its own.
+      exit.reason += "; the fault is its own: " +
+                     (job.outside_mps ? "it failed again alone, outside the shared MPS server"
+                                      : job.fault_proven);
+      record_final(job, exit, f.ended_ms);
+      return;
+    }
+    if (job.may_restart()) {
+      requeue(job, f.ended_ms,
+              fmt::format("{}; {}; its next attempt runs alone, outside the shared MPS server "
+                          "(attempt {} of {})",
+                          f.exit.reason, job.suspect, job.counted_attempts() + 1, kMaxJobAttempts));
+      scheduler_->enqueue(queued_as(job));
+      return;
+    }
+    exit.reason += "; " + job.suspect;
+    record_final(job, exit, f.ended_ms);
     return;
   }
   if (job.shutdown_victim) {
@@ -611,10 +766,10 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f) {
   // stopped together); it runs again whole, as its restart policy allows.
   const JobSpec& spec = job.job.spec;
   if (spec.gpus > 1 && f.exit.state == JobState::kFailed && verdict.note.empty() && !stopping_ &&
-      spec.restart == RestartPolicy::kOnFailure && job.attempt < kMaxJobAttempts) {
+      job.may_restart()) {
     requeue(job, f.ended_ms,
             fmt::format("{}; a rank failed, so the gang runs again whole (attempt {} of {})",
-                        f.exit.reason, job.attempt + 1, kMaxJobAttempts));
+                        f.exit.reason, job.counted_attempts() + 1, kMaxJobAttempts));
     scheduler_->enqueue(queued_as(job));
     return;
   }
@@ -641,6 +796,175 @@ void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string&
   changes_.push_back({JobChange::Kind::kRequeued, job.key, job.job.id, JobState::kQueued, reason,
                       job.device, job.attempt, ended_ms});
   display_.event(fmt::format("{} requeued: {}", job.label(), reason));
+}
+
+void RunEngine::requeue_uncounted(JobRuntime& job, const FinishedJob& f,
+                                  const std::string& reason) {
+  (void)scheduler_->finished(job.key, JobEnd::kCancelled, ctx_.clock.monotonic_ms());
+  if (job.uncounted >= kMaxUncountedAttempts) {
+    record_final(job,
+                 JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal,
+                         fmt::format("{}; gave up after {} attempts that ended through no fault "
+                                     "of its own",
+                                     reason, job.uncounted + 1),
+                         f.exit.usage},
+                 f.ended_ms);
+    return;
+  }
+  requeue(job, f.ended_ms, reason);
+  job.uncounted += 1;
+  scheduler_->enqueue(queued_as(job));
+}
+
+std::vector<std::string> RunEngine::gpu_fault(const JobRuntime& source, const GpuFaultSeen& fault,
+                                              const std::set<pid_t>& exited) {
+  const std::vector<int> gpus = source.gpus();
+  const std::string where = gpu_names(gpus);
+  const std::string why =
+      fault.kind == GpuFault::kOwn
+          ? fmt::format("restarted: {} raised a fatal GPU fault on {} under MPS ({})",
+                        source.label(), where, fault.line)
+          : fmt::format("restarted: a fatal GPU fault on {} under MPS reached its clients ({}: {})",
+                        where, source.label(), fault.line);
+  std::vector<std::string> victims;
+  for (const auto& [pid, key] : by_pid_) {
+    JobRuntime& other = *jobs_[key];
+    if (&other == &source || other.outside_mps || !other.stop_reason.empty() ||
+        !other.stalled.empty())
+      continue;
+    const std::vector<int> theirs = other.gpus();
+    if (std::none_of(theirs.begin(), theirs.end(),
+                     [&](int d) { return std::find(gpus.begin(), gpus.end(), d) != gpus.end(); }))
+      continue;
+    victims.push_back(other.label());
+    // Those already stopped (the mechanism's failure, an earlier fault) run
+    // again as that says.
+    if (!other.fault_victim.empty() || other.mechanism_victim) continue;
+    other.fault_victim = why;
+    if (exited.count(pid) == 0)
+      supervisor_.stop(pid, std::min<int64_t>(options_.stop_grace_ms, kFaultStopGraceMs));
+  }
+  placement_paused_until_ms_ =
+      std::max(placement_paused_until_ms_, ctx_.clock.monotonic_ms() + kFaultSettleMs);
+  display_.event(fmt::format(
+      "{}: fatal GPU fault under MPS, {} {}: {}; {}", where, source.label(),
+      fault.kind == GpuFault::kOwn ? "raised it" : "was reached by it", fault.line,
+      victims.empty() ? std::string("no other job shares its server")
+                      : fmt::format("stopping its neighbours {} to run them again once the server "
+                                    "has recovered (not counted as an attempt)",
+                                    fmt::join(victims, ", "))));
+  return victims;
+}
+
+void RunEngine::server_not_ready(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault) {
+  ++not_ready_streak_;
+  const int64_t wait_ms = std::min<int64_t>(
+      kNotReadyMaxWaitMs, kNotReadyFirstWaitMs << std::min(not_ready_streak_ - 1, 5));
+  placement_paused_until_ms_ =
+      std::max(placement_paused_until_ms_, ctx_.clock.monotonic_ms() + wait_ms);
+  requeue_uncounted(job, f,
+                    fmt::format("its start was refused: the MPS server on {} was not ready ({}); "
+                                "it starts again in {}, not counted as an attempt",
+                                gpu_names(job.gpus()), fault.line, format_duration_ms(wait_ms)));
+  // Refused again and again with nothing running: restart the MPS daemon.
+  if (not_ready_streak_ >= kNotReadyRestartAfter && by_pid_.empty() && recovery_.down().empty()) {
+    mechanism_failed(fmt::format("the MPS server refused {} starts in a row", not_ready_streak_));
+    not_ready_streak_ = 0;
+  }
+}
+
+bool RunEngine::placement_paused() const {
+  if (ctx_.clock.monotonic_ms() < placement_paused_until_ms_) return true;
+  // The victims of a fault are still being stopped: the server recovers once they are gone.
+  return std::any_of(by_pid_.begin(), by_pid_.end(),
+                     [&](const auto& p) { return !jobs_[p.second]->fault_victim.empty(); });
+}
+
+void RunEngine::xid_seen(const XidEvent& x) {
+  const std::string what =
+      fmt::format("the driver reported Xid {} on gpu{} (a GPU fault)", x.xid, x.device);
+  std::vector<std::string> watched;
+  for (const auto& [pid, key] : by_pid_) {
+    JobRuntime& job = *jobs_[key];
+    const std::vector<int> gpus = job.gpus();
+    if (std::find(gpus.begin(), gpus.end(), x.device) == gpus.end()) continue;
+    append_note_to_log(log_path(job), what);
+    // Under MPS the fault reaches every client of the server, and a client
+    // may hang rather than fail: those that stop reporting are its victims.
+    if (ctx_.mechanism.kind() == MechanismKind::kMps && !job.outside_mps && job.stall) {
+      job.stall->fault_seen();
+      watched.push_back(job.label());
+    }
+  }
+  display_.event(what + (watched.empty()
+                             ? std::string()
+                             : fmt::format("; the MPS clients there that stop reporting progress "
+                                           "are restarted: {}",
+                                           fmt::join(watched, ", "))));
+}
+
+void RunEngine::check_stalls() {
+  if (stopping_) return;
+  const UnixMillis now = ctx_.clock.now_ms();
+  for (const auto& [pid, key] : by_pid_) {
+    JobRuntime& job = *jobs_[key];
+    if (!job.stall || !job.stalled.empty() || !job.stop_reason.empty() ||
+        !job.fault_victim.empty() || job.mechanism_victim || job.shutdown_victim)
+      continue;
+    std::optional<std::string> why = job.stall->stalled(now);
+    if (!why) continue;
+    const std::string evidence = stall_evidence(job);
+    if (job.stall->after_fault()) {
+      // A client hung on a faulted MPS server: the fault's victim.
+      job.fault_victim = fmt::format("restarted: {} after a GPU fault (Xid) on {} under MPS", *why,
+                                     gpu_names(job.gpus()));
+      job.note = job.fault_victim;
+      display_.event(
+          fmt::format("{} {}; {}; stopping it", job.label(), job.fault_victim, evidence));
+      append_note_to_log(log_path(job), job.fault_victim + "; " + evidence);
+      supervisor_.stop(pid, std::min<int64_t>(options_.stop_grace_ms, kFaultStopGraceMs));
+      continue;
+    }
+    job.stalled = *why;
+    job.note = *why;
+    display_.event(fmt::format("{} {}; {}; stopping it (TERM, then KILL after {})", job.label(),
+                               *why, evidence, format_duration_ms(options_.stop_grace_ms)));
+    append_note_to_log(log_path(job), *why + "; " + evidence);
+    supervisor_.stop(pid, options_.stop_grace_ms);
+  }
+}
+
+std::string RunEngine::stall_evidence(const JobRuntime& job) const {
+  std::vector<std::string> parts;
+  uint64_t memory = 0;
+  bool seen = false;
+  std::optional<double> sm;
+  for (const auto& [device, processes] : samples_.latest_processes()) {
+    for (const EngineProcess& p : processes) {
+      if (p.job_id != job.job.id) continue;
+      seen = true;
+      memory += p.sample.used_memory_bytes.value_or(0);
+      if (p.sample.sm_util_pct) sm = sm.value_or(0) + *p.sample.sm_util_pct;
+    }
+  }
+  parts.push_back(seen ? fmt::format("GPU memory {}{}", format_bytes(memory),
+                                     sm ? fmt::format(", its SM use {:.0f}%", *sm) : "")
+                       : "no GPU process of it seen");
+  for (int d : job.gpus()) {
+    auto recent = samples_.recent().find(d);
+    if (recent == samples_.recent().end() || recent->second.empty()) continue;
+    const DeviceSample& last = recent->second.back();
+    if (last.sm_active_pct)
+      parts.push_back(fmt::format("gpu{} SM activity {:.0f}%", d, *last.sm_active_pct));
+  }
+  std::vector<std::string> states;
+  for (const ProcessState& p : process_group_states(job.pid, 6)) {
+    states.push_back(fmt::format("{} {} {}{}", p.pid, p.command, p.state,
+                                 p.wchan.empty() ? "" : " in " + p.wchan));
+  }
+  parts.push_back(states.empty() ? std::string("no process left in its group")
+                                 : fmt::format("processes: {}", fmt::join(states, ", ")));
+  return fmt::format("{}", fmt::join(parts, "; "));
 }
 
 bool RunEngine::cancel(size_t key, const std::string& reason) {
@@ -791,8 +1115,22 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
     for (int d : job.gang_devices.empty() ? std::vector<int>{*job.device} : job.gang_devices)
       ctx_.backend.process_started(d, static_cast<uint32_t>(job.pid), job.sim_load->hint());
   }
+  const UnixMillis seen_ms = ctx_.clock.now_ms();
   for (ProgressEvent& e : events) {
-    if (!job.first_progress_ms) job.first_progress_ms = e.time_ms - job.started_ms;
+    if (!job.first_progress_ms) {
+      job.first_progress_ms = e.time_ms - job.started_ms;
+      not_ready_streak_ = 0;  // a client got going: the server accepts clients
+    }
+    job.reported_progress = true;
+    if (job.stall && !exited) {
+      const bool epoch_end = e.kind == "epoch_end";
+      job.stall->progress(
+          seen_ms,
+          epoch_end ? std::optional<int64_t>(e.epoch.value_or(job.epochs + 1)) : std::nullopt,
+          epoch_end && e.time_ms > job.last_epoch_end_ms
+              ? std::optional<int64_t>(e.time_ms - job.last_epoch_end_ms)
+              : std::nullopt);
+    }
     // Its memory is measured from its first step or epoch (an epoch_start or
     // a metric may come before its first allocation).
     if (job.measuring && (e.kind == "step" || e.kind == "epoch_end"))
@@ -848,6 +1186,10 @@ void RunEngine::read_progress() {
 void RunEngine::collect_samples() {
   SampleBatch batch = samples_.collect();
   for (const std::string& e : batch.errors) display_.event("warning: GPU sampling: " + e);
+  for (const XidEvent& x : batch.xid_events) xid_seen(x);
+  if (batch.xid_events_dropped > 0)
+    display_.event(fmt::format("warning: {} more Xid events came than colo keeps between two reads",
+                               batch.xid_events_dropped));
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& job = *jobs_[key];
     if (auto seen = batch.memory.find(job.job.id); seen != batch.memory.end()) {
@@ -912,6 +1254,9 @@ EngineJobView RunEngine::view(size_t key) const {
   v.probe = j.measuring.has_value() && !j.record_only;
   v.note = j.note;
   v.log_path = log_path(j);
+  v.stalled = j.state == JobState::kRunning ? j.stalled : "";
+  v.uncounted_attempts = j.uncounted;
+  v.outside_mps = j.outside_mps && j.state == JobState::kRunning;
   v.mps_sm_share_pct = j.mps_sm_share_pct;
   v.mps_memory_limit_bytes = j.mps_memory_limit_bytes;
   v.mig_instance = j.mig_instance;

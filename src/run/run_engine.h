@@ -12,9 +12,24 @@
 //
 // Mechanism failure: when the mechanism stops answering, or a job fails and
 // the mechanism says it failed under it (the MPS server died), every running
-// job is stopped and requeued with that reason (per its restart policy, up to
-// kMaxJobAttempts attempts), no job is placed until the mechanism has been
+// job is stopped and requeued with that reason (per its restart policy; not
+// counted as an attempt), no job is placed until the mechanism has been
 // torn down and prepared again, and then the queue resumes.
+//
+// Faults stay with their job (docs/reliability.md):
+// - Stalls: a running job that reports no progress for longer than its
+//   StallWatch allows is stopped and runs again as its restart policy allows
+//   (a counted attempt), with the evidence in its log.
+// - A fatal GPU fault under MPS, seen in a failed client's log (its own, as a
+//   device-side assert, or one it suffered, as "MPS client terminated"):
+//   every other client of that GPU is stopped and requeued without counting
+//   an attempt, placement waits for the server to recover, and the job whose
+//   own fault it was (the suspect) runs its next attempt outside the shared
+//   server (Placement::outside_mps); failing there the same way, it ends
+//   failed with its own error.
+// - A start refused by a recovering MPS server ("not ready", "busy or
+//   unavailable", before any progress) is retried after a back-off, not
+//   counted as an attempt.
 //
 // The caller owns the steps around it (cleaning up, recording the run,
 // preparing the mechanism, tearing down). Every job the engine takes ends in
@@ -40,6 +55,7 @@
 #include "common/share_dir.h"
 #include "gpu/gpu_backend.h"
 #include "jobs/cgroup.h"
+#include "jobs/gpu_fault.h"
 #include "jobs/job_spec.h"
 #include "jobs/job_state.h"
 #include "jobs/job_supervisor.h"
@@ -50,6 +66,7 @@
 #include "run/live_display.h"
 #include "run/mechanism_recovery.h"
 #include "run/run_samples.h"
+#include "run/stall_watch.h"
 #include "sched/prior.h"
 #include "sched/scheduler.h"
 #include "sharing/mechanism.h"
@@ -98,6 +115,8 @@ struct EngineOptions {
   // Host limits for jobs that set none (`colo serve --job-host-memory`,
   // `--job-cpus`); a job's own host_memory and cpus win.
   CgroupLimits default_limits;
+  // When a running job counts as stalled (run/stall_watch.h).
+  StallOptions stall;
   // Appended to every job's PYTHONPATH, so that `import colo_progress` (and
   // colo_data) works in a job with no install. nullopt: PYTHONPATH untouched.
   std::optional<std::string> python_client_dir = find_python_client_dir();
@@ -174,6 +193,13 @@ struct EngineJobView {
   bool probe = false;
   std::string note;
   std::string log_path;
+  // Why colo found it stalled and is stopping it; empty otherwise.
+  std::string stalled;
+  // Attempts that did not count against its restarts (a neighbour's fault,
+  // a start refused by a recovering MPS server, the mechanism's failure).
+  int uncounted_attempts = 0;
+  // This attempt runs outside the shared MPS server (a fault's suspect, alone).
+  bool outside_mps = false;
   // Its limits under MPS (active thread percentage, pinned memory), when it
   // runs under MPS with them; its MIG instance under MIG ("" otherwise).
   std::optional<int> mps_sm_share_pct;
@@ -259,8 +285,27 @@ class RunEngine {
   void start(JobRuntime& job, const Decision& d);
   Status prepare_files(JobRuntime& job);
   void reap();
-  void end_attempt(JobRuntime& job, const FinishedJob& f);
+  void end_attempt(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault);
   void requeue(JobRuntime& job, UnixMillis ended_ms, const std::string& reason);
+  // Requeues a job whose attempt ended through no fault of its own, without
+  // counting the attempt (it ends failed after kMaxUncountedAttempts of them).
+  void requeue_uncounted(JobRuntime& job, const FinishedJob& f, const std::string& reason);
+  // A fatal GPU fault under MPS seen in `source`'s log: every other client of
+  // its GPUs becomes a victim (stopped unless in `exited`), and placement
+  // waits for the server. Returns the victims' labels.
+  std::vector<std::string> gpu_fault(const JobRuntime& source, const GpuFaultSeen& fault,
+                                     const std::set<pid_t>& exited);
+  // A start refused by a recovering MPS server: placement backs off.
+  void server_not_ready(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault);
+  // Stops the running jobs whose StallWatch says they are stalled.
+  void check_stalls();
+  // The driver reported a GPU fault: noted in the logs of the jobs on that
+  // GPU; under MPS their StallWatch tightens (see StallOptions).
+  void xid_seen(const XidEvent& x);
+  // What colo sees of a stalled job: its GPU memory and SM activity, and
+  // its processes' states and kernel wait channels.
+  std::string stall_evidence(const JobRuntime& job) const;
+  bool placement_paused() const;
   void finish_probes();
   void finish_probe(JobRuntime& job);
   void send_probe_profile(JobRuntime& job, std::string_view stage);
@@ -312,6 +357,9 @@ class RunEngine {
   std::vector<JobChange> changes_;
   std::map<std::string, double> solo_rates_;  // signature -> samples/s alone
   int64_t next_flush_ms_ = 0;
+  // No job is placed before then (monotonic): an MPS server recovers from a fault.
+  int64_t placement_paused_until_ms_ = 0;
+  int not_ready_streak_ = 0;  // starts refused in a row by a recovering MPS server
   bool stopping_ = false;
   bool held_ = false;
   bool started_ = false;

@@ -59,6 +59,8 @@ SampleBatch RunSamples::collect() {
     m.peak_bytes = std::max(m.peak_bytes, bytes);
     m.sampled_ms = std::max(m.sampled_ms, key.second);
   }
+  out.xid_events = std::move(batch.xid_events);
+  out.xid_events_dropped = batch.xid_events_dropped;
   std::copy(batch.devices.begin(), batch.devices.end(), std::back_inserter(devices_));
   out.devices = std::move(batch.devices);
   for (pid_t pid : retired_) attributor_.remove_job(pid);

@@ -1,5 +1,6 @@
 // RunSamples: the GPU sampler of one run, and what its readings mean for the
-// run's jobs. Each collect() takes the sampler's readings, attributes every
+// run's jobs. Each collect() takes the sampler's readings (device samples,
+// process lists, the GPU faults the backend reported), attributes every
 // GPU process to the job whose process tree holds it (while that tree still
 // exists: a job reaped since the last collect() is forgotten only
 // afterwards), keeps the readings for the store until take_rows(), and the
@@ -43,6 +44,11 @@ struct SampleBatch {
   std::vector<DeviceSample> devices;
   std::map<int64_t, JobMemory> memory;  // by job id
   std::vector<std::string> errors;      // the sampler's, at most five per run
+  // GPU faults the backend reported (Xid events) since the last collect(), in
+  // arrival order. At most 1000 are kept between two collect()s (the first
+  // ones); xid_events_dropped counts those that arrived after.
+  std::vector<XidEvent> xid_events;
+  int64_t xid_events_dropped = 0;
 };
 
 class RunSamples {

@@ -201,6 +201,14 @@ std::string prometheus_metrics(const ServiceSnapshot& s) {
   Family jobs_running("colo_jobs_running", "gauge", "Jobs running.");
   jobs_running.add({}, by_state["running"]);
   jobs_running.write(out);
+  Family jobs_stalled("colo_jobs_stalled", "gauge",
+                      "Running jobs found stalled (no progress for longer than their bound), "
+                      "being stopped to run again.");
+  jobs_stalled.add(
+      {}, static_cast<double>(std::count_if(s.jobs.begin(), s.jobs.end(), [](const QueueJob& j) {
+        return shown_state(j) == "stalled";
+      })));
+  jobs_stalled.write(out);
 
   Family job_info("colo_job_info", "gauge",
                   "A job queued or running (value 1), with its state and GPU.");
@@ -219,7 +227,7 @@ std::string prometheus_metrics(const ServiceSnapshot& s) {
     }
     if (!j.gang_gpus.empty()) labels.emplace_back("gpus", gpus_text(j));  // a gang: all of them
     Labels with_state = labels;
-    with_state.emplace_back("state", j.state);
+    with_state.emplace_back("state", shown_state(j));
     job_info.add(with_state, 1);
     attempts.add(labels, j.attempts);
     if (j.state != "running") continue;

@@ -563,6 +563,8 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
       q.mps_memory_limit_bytes = v.mps_memory_limit_bytes;
       q.mig_instance = v.mig_instance;
       q.gang_gpus = v.gang_devices;
+      q.stalled = v.stalled;
+      q.outside_mps = v.outside_mps;
     }
     q.solo_samples_per_s = v.solo_samples_per_s;
   } else if (auto ended = ended_views_.find(row.id);

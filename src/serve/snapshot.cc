@@ -32,17 +32,22 @@ std::string job_line(const QueueJob& j, UnixMillis now_ms) {
     ends = *j.predicted_end_ms > now_ms ? "in " + format_duration_ms(*j.predicted_end_ms - now_ms)
                                         : "due";
   if (j.ended_ms) ends = format_duration_ms(std::max<int64_t>(0, now_ms - *j.ended_ms)) + " ago";
-  std::string name = j.name + (j.probe ? " (probe)" : "");
+  std::string name = j.name + (j.probe ? " (probe)" : "") + (j.outside_mps ? " (alone)" : "");
   if (!j.reason.empty() && j.state != "running") name += ": " + j.reason;
+  if (!j.stalled.empty()) name += ": " + j.stalled;
   return fmt::format("  {:<6} {:<10} {:<11} {:<9} {:>5} {:>9}  {:<12} {}\n", j.id, j.owner,
-                     j.state + (j.attempts > 1 ? fmt::format("#{}", j.attempts) : ""), j.mechanism,
-                     j.epoch ? std::to_string(*j.epoch) : "-", rate_text(j.samples_per_s), ends,
-                     name);
+                     shown_state(j) + (j.attempts > 1 ? fmt::format("#{}", j.attempts) : ""),
+                     j.mechanism, j.epoch ? std::to_string(*j.epoch) : "-",
+                     rate_text(j.samples_per_s), ends, name);
 }
 
 constexpr const char* kHeader = "  {:<6} {:<10} {:<11} {:<9} {:>5} {:>9}  {:<12} {}\n";
 
 }  // namespace
+
+std::string shown_state(const QueueJob& job) {
+  return job.state == "running" && !job.stalled.empty() ? "stalled" : job.state;
+}
 
 bool is_final_state(const std::string& state) { return state != "queued" && state != "running"; }
 
@@ -92,7 +97,9 @@ json to_json(const QueueJob& j) {
               {"mps_memory_limit_bytes", value_or_null(j.mps_memory_limit_bytes)},
               {"mig_instance", j.mig_instance},
               {"solo_samples_per_s", value_or_null(j.solo_samples_per_s)},
-              {"slowdown", value_or_null(slowdown(j))}};
+              {"slowdown", value_or_null(slowdown(j))},
+              {"stalled", j.stalled.empty() ? json(nullptr) : json(j.stalled)},
+              {"outside_mps", j.outside_mps}};
 }
 
 json to_json(const ProcessView& p) {
@@ -185,6 +192,9 @@ Result<QueueJob> queue_job_from_json(const json& j) {
     q.job_file = j.value("job_file", "");
     q.run_id = optional_at<int64_t>(j, "run_id");
     q.probe = j.value("probe", false);
+    if (auto stalled = j.find("stalled"); stalled != j.end() && stalled->is_string())
+      q.stalled = stalled->get<std::string>();
+    q.outside_mps = j.value("outside_mps", false);
     q.pid = optional_at<uint32_t>(j, "pid");
     q.mps_sm_share_pct = optional_at<int>(j, "mps_sm_share_pct");
     q.mps_memory_limit_bytes = optional_at<uint64_t>(j, "mps_memory_limit_bytes");

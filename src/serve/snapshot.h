@@ -76,7 +76,14 @@ struct QueueJob {
   std::string mig_instance;
   // Its progress rate alone (a stored profile, a hint or a probe); see slowdown().
   std::optional<double> solo_samples_per_s;
+  // Running: why colo found it stalled and is stopping it ("" when it is not).
+  std::string stalled;
+  // Running outside the shared MPS server: a GPU fault's suspect, run alone.
+  bool outside_mps = false;
 };
+
+// The state as people read it: "stalled" for a running job found stalled.
+std::string shown_state(const QueueJob& job);
 
 // The GPUs the job runs on: a gang's several, else its one (none when not running).
 std::vector<int> gpus_of(const QueueJob& j);

@@ -34,6 +34,10 @@ struct Placement {
   std::optional<int> sm_share_pct;             // 1-100; MPS active thread percentage
   std::optional<uint64_t> memory_limit_bytes;  // MPS pinned device memory limit, per GPU
   std::vector<int> gang_devices;               // a gang's GPUs, `device` first; else empty
+  // mps: the job runs outside the shared MPS server, as a plain process in a
+  // CUDA context of its own (a suspected fault's cause, run alone, so that a
+  // fault it raises again reaches no other job). Other mechanisms ignore it.
+  bool outside_mps = false;
   // Its GPUs, in the order CUDA numbers them for the job.
   std::vector<int> devices() const {
     return gang_devices.empty() ? std::vector<int>{device} : gang_devices;

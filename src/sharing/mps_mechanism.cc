@@ -56,6 +56,7 @@ Result<Environment> MpsMechanism::environment_for(const Placement& placement) {
   }
   Result<std::string> uuid = placement_device_uuid(devices_, placement);
   if (!uuid.ok()) return uuid.error().with_context("mps");
+  if (placement.outside_mps) return Environment{{"CUDA_VISIBLE_DEVICES", *uuid}};
   note_processes();  // the server the running jobs use, before another job joins it
   Environment env = daemon_->control_environment();
   env["CUDA_VISIBLE_DEVICES"] = *uuid;

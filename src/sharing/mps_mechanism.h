@@ -22,7 +22,8 @@ namespace colo {
 //   CUDA_VISIBLE_DEVICES=<its GPU's UUID>
 //   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=<sm_share_pct>        when set
 //   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=<memory limit in MiB>M  when set
-// (device ordinal 0, since each job sees only its own GPU). teardown() and the
+// (device ordinal 0, since each job sees only its own GPU); a placement
+// `outside_mps` gets CUDA_VISIBLE_DEVICES alone. teardown() and the
 // destructor stop the daemon, so it does not outlive the run on any exit path
 // that unwinds.
 //

@@ -61,12 +61,19 @@ struct FakeGpmSample {
   long long sm_util_sum = 0;
 };
 
+// An event set: the devices registered on it and the events queued for it.
+struct FakeEventSet {
+  std::vector<int> devices;
+  std::vector<nvmlEventData_t> queue;  // oldest first
+};
+
 struct FakeState {
   std::map<std::string, long long> settings;
   std::map<std::string, long long> counters;
   std::vector<FakeProcess> processes;
   std::vector<nvmlProcessUtilizationSample_t> utilization;
   std::map<FakeGpmSample*, std::unique_ptr<FakeGpmSample>> gpm_samples;  // by handle
+  std::map<FakeEventSet*, std::unique_ptr<FakeEventSet>> event_sets;     // by handle
   long long gpm_sequence = 0;
   long long gpm_sm_util_sum = 0;
   unsigned long long energy_mj = 5'000'000;
@@ -479,11 +486,31 @@ FAKE_EXPORT void fake_nvml_set(const char* key, long long value) { state().setti
 FAKE_EXPORT long long fake_nvml_get(const char* key) {
   if (std::string(key) == "gpm_samples_live")
     return static_cast<long long>(state().gpm_samples.size());
+  if (std::string(key) == "event_sets_live")
+    return static_cast<long long>(state().event_sets.size());
   return state().counters[key];
 }
 FAKE_EXPORT void fake_nvml_add_process(unsigned int mode, unsigned int pid,
                                        unsigned long long used_bytes) {
   state().processes.push_back({mode, pid, used_bytes});
+}
+// Like the driver: the Xid reaches every event set `device` is registered on,
+// and is lost when none is.
+FAKE_EXPORT void fake_nvml_inject_xid(unsigned int device, unsigned long long xid) {
+  if (device >= std::size(g_devices)) return;
+  for (auto& [handle, set] : state().event_sets) {
+    if (std::find(set->devices.begin(), set->devices.end(), static_cast<int>(device)) ==
+        set->devices.end()) {
+      continue;
+    }
+    nvmlEventData_t data{};
+    data.device = reinterpret_cast<nvmlDevice_t>(&g_devices[device]);
+    data.eventType = nvmlEventTypeXidCriticalError;
+    data.eventData = xid;
+    data.gpuInstanceId = 0xFFFFFFFF;
+    data.computeInstanceId = 0xFFFFFFFF;
+    set->queue.push_back(data);
+  }
 }
 FAKE_EXPORT void fake_nvml_add_utilization(unsigned int pid, unsigned int sm_util,
                                            unsigned long long timestamp_us) {
@@ -564,6 +591,8 @@ FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t code) {
       return "In use by another client";
     case NVML_ERROR_INSUFFICIENT_RESOURCES:
       return "Insufficient Resources";
+    case NVML_ERROR_TIMEOUT:
+      return "Timeout";
     default:
       return "Unknown Error";
   }
@@ -857,6 +886,68 @@ FAKE_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* request) {
   }
   return NVML_SUCCESS;
 }
+// ---- events ----
+
+FAKE_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  if (nvmlReturn_t forced = static_cast<nvmlReturn_t>(state().setting("event_set_create_result"))) {
+    return forced;
+  }
+  auto owned = std::make_unique<FakeEventSet>();
+  *set = reinterpret_cast<nvmlEventSet_t>(owned.get());
+  state().event_sets.emplace(owned.get(), std::move(owned));
+  return NVML_SUCCESS;
+}
+
+FAKE_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+  auto* fake = reinterpret_cast<FakeEventSet*>(set);
+  return state().event_sets.erase(fake) == 1 ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
+}
+
+// Xid only when "supported_event_types" is unset; PState and Clock always.
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device,
+                                                          unsigned long long* types) {
+  if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
+  auto it = state().settings.find("supported_event_types");
+  *types = it != state().settings.end() ? static_cast<unsigned long long>(it->second)
+                                        : 0x4ULL | nvmlEventTypeXidCriticalError | 0x10ULL;
+  return NVML_SUCCESS;
+}
+
+// "register_events_result" (all devices) or "register_events_result_gpuN"
+// forces an error code, as drivers in containers answer NOT_SUPPORTED or
+// NO_PERMISSION.
+FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types,
+                                                  nvmlEventSet_t set) {
+  if (nvmlReturn_t c = check(device); c != NVML_SUCCESS) return c;
+  const int index = device_of(device)->index;
+  const std::string per_device = "register_events_result_gpu" + std::to_string(index);
+  if (nvmlReturn_t forced = static_cast<nvmlReturn_t>(state().setting(per_device))) return forced;
+  if (nvmlReturn_t forced = static_cast<nvmlReturn_t>(state().setting("register_events_result"))) {
+    return forced;
+  }
+  auto* fake = reinterpret_cast<FakeEventSet*>(set);
+  if (state().event_sets.count(fake) == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  if (types != nvmlEventTypeXidCriticalError) return NVML_ERROR_NOT_SUPPORTED;  // all colo asks
+  fake->devices.push_back(index);
+  return NVML_SUCCESS;
+}
+
+// Never sleeps: answers NVML_ERROR_TIMEOUT at once when nothing is queued.
+// Counts the calls ("event_waits") and keeps the largest timeout asked for
+// ("event_wait_max_timeout_ms").
+FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                             unsigned int timeout_ms) {
+  ++state().counters["event_waits"];
+  long long& max_timeout = state().counters["event_wait_max_timeout_ms"];
+  max_timeout = std::max<long long>(max_timeout, timeout_ms);
+  auto* fake = reinterpret_cast<FakeEventSet*>(set);
+  if (state().event_sets.count(fake) == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  if (fake->queue.empty()) return NVML_ERROR_TIMEOUT;
+  *data = fake->queue.front();
+  fake->queue.erase(fake->queue.begin());
+  return NVML_SUCCESS;
+}
+
 // ---- MIG instances ----
 
 namespace {

@@ -20,6 +20,7 @@ class FakeNvml {
     get = symbol<fake_nvml_get_fn>("fake_nvml_get");
     add_process = symbol<fake_nvml_add_process_fn>("fake_nvml_add_process");
     add_utilization = symbol<fake_nvml_add_utilization_fn>("fake_nvml_add_utilization");
+    inject_xid = symbol<fake_nvml_inject_xid_fn>("fake_nvml_inject_xid");
     mig_set = symbol<fake_nvml_mig_set_fn>("fake_nvml_mig_set");
     mig_add_gpu_instance =
         symbol<fake_nvml_mig_add_gpu_instance_fn>("fake_nvml_mig_add_gpu_instance");
@@ -33,7 +34,8 @@ class FakeNvml {
 
   // The control functions every build has (the minimal one lacks the MIG ones).
   bool loaded() const {
-    return handle_ != nullptr && reset && set && get && add_process && add_utilization;
+    return handle_ != nullptr && reset && set && get && add_process && add_utilization &&
+           inject_xid;
   }
   bool has_mig() const { return mig_set && mig_add_gpu_instance && mig_describe_fn; }
 
@@ -50,6 +52,7 @@ class FakeNvml {
   fake_nvml_get_fn get = nullptr;
   fake_nvml_add_process_fn add_process = nullptr;
   fake_nvml_add_utilization_fn add_utilization = nullptr;
+  fake_nvml_inject_xid_fn inject_xid = nullptr;
   fake_nvml_mig_set_fn mig_set = nullptr;
   fake_nvml_mig_add_gpu_instance_fn mig_add_gpu_instance = nullptr;
   fake_nvml_mig_describe_fn mig_describe_fn = nullptr;

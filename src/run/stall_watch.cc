@@ -1,0 +1,75 @@
+#include "run/stall_watch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace colo {
+namespace {
+
+std::string seconds(int64_t ms) {
+  return ms >= 10'000 ? fmt::format("{} s", (ms + 500) / 1000)
+                      : fmt::format("{:.1f} s", static_cast<double>(ms) / 1000.0);
+}
+
+}  // namespace
+
+StallWatch::StallWatch(UnixMillis started_ms, std::optional<int64_t> own_timeout_ms,
+                       bool expects_progress, const StallOptions& options)
+    : fixed_ms_(own_timeout_ms ? own_timeout_ms : options.timeout_ms),
+      expects_progress_(expects_progress),
+      options_(options),
+      started_ms_(started_ms),
+      last_ms_(started_ms) {}
+
+void StallWatch::progress(UnixMillis at_ms, std::optional<int64_t> epoch,
+                          std::optional<int64_t> epoch_ms) {
+  if (reports_ > 0) longest_gap_ms_ = std::max(longest_gap_ms_, at_ms - last_ms_);
+  last_ms_ = std::max(last_ms_, at_ms);
+  ++reports_;
+  if (epoch) last_epoch_ = epoch;
+  if (epoch_ms && *epoch_ms > 0) last_epoch_ms_ = epoch_ms;
+}
+
+std::optional<int64_t> StallWatch::bound_ms() const {
+  const int64_t typical = std::max(longest_gap_ms_, last_epoch_ms_.value_or(0));
+  const auto adaptive = [&](int64_t floor_ms) {
+    return floor_ms +
+           static_cast<int64_t>(std::llround(options_.multiple * static_cast<double>(typical)));
+  };
+  if (after_fault_ && reports_ > 0) {
+    const int64_t after_fault = adaptive(options_.after_fault_floor_ms);
+    if (!fixed_ms_ || *fixed_ms_ == 0) return after_fault;
+    return std::min(*fixed_ms_, after_fault);
+  }
+  if (fixed_ms_) return *fixed_ms_ > 0 ? fixed_ms_ : std::nullopt;
+  if (reports_ == 0) {
+    return expects_progress_ ? std::optional<int64_t>(options_.before_progress_ms) : std::nullopt;
+  }
+  return adaptive(options_.floor_ms);
+}
+
+std::optional<std::string> StallWatch::stalled(UnixMillis now_ms) const {
+  const std::optional<int64_t> bound = bound_ms();
+  if (!bound) return std::nullopt;
+  const int64_t quiet = now_ms - last_ms_;
+  if (quiet <= *bound) return std::nullopt;
+  std::string reason = fmt::format("stalled: no progress for {}", seconds(quiet));
+  if (reports_ == 0) {
+    reason += " since it started";
+  } else if (last_epoch_) {
+    reason += fmt::format(" after epoch {}", *last_epoch_);
+  } else {
+    reason += " after its last progress report";
+  }
+  if (last_epoch_ms_) {
+    reason += fmt::format(" (last epoch took {}; the bound was {})", seconds(*last_epoch_ms_),
+                          seconds(*bound));
+  } else {
+    reason += fmt::format(" (the bound was {})", seconds(*bound));
+  }
+  return reason;
+}
+
+}  // namespace colo

@@ -1,0 +1,99 @@
+#include "run/stall_watch.h"
+
+#include <gtest/gtest.h>
+
+namespace colo {
+namespace {
+
+constexpr UnixMillis kStart = 1'000'000;
+
+StallOptions adaptive() {
+  StallOptions o;
+  o.floor_ms = 60'000;
+  o.multiple = 3;
+  o.before_progress_ms = 900'000;
+  return o;
+}
+
+// After epochs of 2 s, the bound is the floor plus 3 x 2 s: silent for 66 s
+// is fine, for 67 s stalled, and the reason names the last epoch and its time.
+TEST(StallWatch, TheAdaptiveBoundIsTheFloorPlusAMultipleOfItsEpochTime) {
+  StallWatch w(kStart, std::nullopt, false, adaptive());
+  w.progress(kStart + 5'000, std::nullopt);  // a first step
+  w.progress(kStart + 7'000, 1, 2'000);
+  w.progress(kStart + 9'000, 2, 2'000);
+  ASSERT_EQ(w.bound_ms(), 66'000);
+  EXPECT_FALSE(w.stalled(kStart + 9'000 + 66'000));
+  std::optional<std::string> why = w.stalled(kStart + 9'000 + 67'000);
+  ASSERT_TRUE(why);
+  EXPECT_EQ(*why,
+            "stalled: no progress for 67 s after epoch 2 (last epoch took 2.0 s; the bound was "
+            "66 s)");
+}
+
+// The longest gap between reports counts too (an evaluation pass between
+// epochs), so a job with steps of 0.1 s and a 20 s pause is not stalled at 25 s.
+TEST(StallWatch, TheLongestGapBetweenReportsWidensTheBound) {
+  StallWatch w(kStart, std::nullopt, false, adaptive());
+  w.progress(kStart + 1'000);
+  w.progress(kStart + 21'000);
+  w.progress(kStart + 21'100);
+  EXPECT_EQ(w.bound_ms(), 60'000 + 60'000);
+  EXPECT_FALSE(w.stalled(kStart + 21'100 + 25'000));
+}
+
+// Before its first report a job is watched only when it is known to report,
+// with the generous start-up bound; a job that never reports is never stalled.
+TEST(StallWatch, BeforeAnyProgressOnlyJobsKnownToReportAreWatched) {
+  StallWatch silent(kStart, std::nullopt, false, adaptive());
+  EXPECT_FALSE(silent.bound_ms());
+  EXPECT_FALSE(silent.stalled(kStart + 10 * 3'600'000));
+  StallWatch known(kStart, std::nullopt, true, adaptive());
+  EXPECT_EQ(known.bound_ms(), 900'000);
+  EXPECT_FALSE(known.stalled(kStart + 900'000));
+  ASSERT_TRUE(known.stalled(kStart + 900'001));
+  EXPECT_EQ(*known.stalled(kStart + 900'001),
+            "stalled: no progress for 900 s since it started (the bound was 900 s)");
+}
+
+// A job's own stall_timeout wins over the run's default, which wins over the
+// adaptive bound; 0 turns the watch off.
+TEST(StallWatch, AJobsOwnTimeoutWinsOverTheRunsDefaultAndZeroTurnsItOff) {
+  StallOptions run = adaptive();
+  run.timeout_ms = 30'000;
+  StallWatch by_default(kStart, std::nullopt, false, run);
+  EXPECT_EQ(by_default.bound_ms(), 30'000);
+  EXPECT_TRUE(by_default.stalled(kStart + 30'001));  // even before its first report
+  StallWatch own(kStart, 2'000, false, run);
+  own.progress(kStart + 1'000, 1, 1'000);
+  EXPECT_EQ(own.bound_ms(), 2'000);
+  EXPECT_FALSE(own.stalled(kStart + 3'000));
+  EXPECT_TRUE(own.stalled(kStart + 3'001));
+  StallWatch off(kStart, 0, true, run);
+  EXPECT_FALSE(off.bound_ms());
+  EXPECT_FALSE(off.stalled(kStart + 10 * 3'600'000));
+}
+
+// After a fatal fault on its GPU, a job that has reported progress is
+// watched closely, even one whose watch was off: a hung client of a faulted
+// MPS server holds the server. One that has not reported yet keeps its bound.
+TEST(StallWatch, AfterAFaultOnItsGpuAReportingJobIsWatchedClosely) {
+  StallWatch w(kStart, std::nullopt, false, adaptive());
+  w.progress(kStart + 1'000, 1, 1'000);
+  w.progress(kStart + 2'000, 2, 1'000);
+  EXPECT_EQ(w.bound_ms(), 63'000);
+  w.fault_seen();
+  EXPECT_TRUE(w.after_fault());
+  EXPECT_EQ(w.bound_ms(), 5'000 + 3'000);
+  EXPECT_TRUE(w.stalled(kStart + 2'000 + 8'001));
+  StallWatch starting(kStart, std::nullopt, true, adaptive());
+  starting.fault_seen();
+  EXPECT_EQ(starting.bound_ms(), 900'000);
+  StallWatch off(kStart, 0, false, adaptive());
+  off.progress(kStart + 1'000, 1, 1'000);
+  off.fault_seen();
+  EXPECT_EQ(off.bound_ms(), 5'000 + 3'000);
+}
+
+}  // namespace
+}  // namespace colo
