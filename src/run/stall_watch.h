@@ -31,7 +31,7 @@ struct StallOptions {
   int64_t floor_ms = 60'000;
   double multiple = 3.0;
   // Adaptive, before a job's first progress report (if it is known to report).
-  int64_t before_progress_ms = 15 * 60'000;
+  int64_t before_progress_ms = 900'000;  // 15 minutes
   // After a fatal fault on its GPU (fault_seen()), a job that has reported
   // progress is watched with this floor instead (a client of a faulted MPS
   // server hangs).

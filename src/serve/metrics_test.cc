@@ -124,6 +124,17 @@ TEST(Metrics, AGpuSharedByTwoJobsHasNoJobLabel) {
   EXPECT_EQ(m[std::string("DCGM_FI_PROF_SM_ACTIVE{") + kGpu0 + "}"], "0.455");
 }
 
+TEST(Metrics, AStalledJobIsCountedAndLabelledStalled) {
+  ServiceSnapshot s = example();
+  EXPECT_EQ(samples(prometheus_metrics(s))["colo_jobs_stalled"], "0");
+  s.jobs[0].stalled = "stalled: no progress for 74 s after epoch 2";
+  std::map<std::string, std::string> m = samples(prometheus_metrics(s));
+  EXPECT_EQ(m["colo_jobs_stalled"], "1");
+  const std::string labels =
+      std::string(R"(hpc_job="12",user="alice",name="resnet26#12",)") + kGpu0;
+  EXPECT_EQ(m["colo_job_info{" + labels + R"(,state="stalled"})"], "1");
+}
+
 TEST(Metrics, ColoMetricsPerJobAndForTheQueue) {
   std::map<std::string, std::string> m = samples(prometheus_metrics(example()));
   const std::string labels =

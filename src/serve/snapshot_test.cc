@@ -83,6 +83,28 @@ TEST(Snapshot, JsonRoundTripsEveryField) {
   EXPECT_TRUE(j["processes"][1]["job"].is_null());
 }
 
+// A running job found stalled reads "stalled" (with why) while colo stops
+// it; one running alone outside the shared MPS server is marked so.
+TEST(Snapshot, AStalledJobShowsAsStalledAndAJobRunOutsideMpsAsAlone) {
+  ServiceSnapshot s = example();
+  s.jobs[0].stalled = "stalled: no progress for 74 s after epoch 2";
+  s.jobs[1].outside_mps = true;
+  EXPECT_EQ(shown_state(s.jobs[0]), "stalled");
+  EXPECT_EQ(shown_state(s.jobs[1]), "queued");
+  nlohmann::json j = to_json(s);
+  EXPECT_EQ(j["jobs"][0]["state"], "running");
+  EXPECT_EQ(j["jobs"][0]["stalled"], "stalled: no progress for 74 s after epoch 2");
+  EXPECT_TRUE(j["jobs"][2]["stalled"].is_null());
+  Result<ServiceSnapshot> back = snapshot_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->jobs[0].stalled, s.jobs[0].stalled);
+  EXPECT_TRUE(back->jobs[1].outside_mps);
+  const std::string text = format_queue(s, kNow);
+  EXPECT_THAT(text, HasSubstr("stalled#2"));
+  EXPECT_THAT(text, HasSubstr("resnet26#1: stalled: no progress for 74 s after epoch 2"));
+  EXPECT_THAT(text, HasSubstr("vit (alone)"));
+}
+
 TEST(Snapshot, SlowdownIsTheSoloRateOverTheCurrentOneWhenBothAreKnown) {
   QueueJob j;
   EXPECT_FALSE(slowdown(j));
