@@ -122,35 +122,8 @@ json read_private_json(const std::string& path) {
   return j.is_object() ? j : json::object();
 }
 
-// The store's file as the service opened it: a store deleted or replaced
-// under the service is noticed, where its connection would go on writing
-// into a file nobody reads.
-struct StoreFile {
-  dev_t dev = 0;
-  ino_t ino = 0;
-};
-
-std::optional<StoreFile> store_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return StoreFile{st.st_dev, st.st_ino};
-}
-
-// Why the file at `path` is no longer the store `opened`; empty while it is.
-std::string store_lost(const std::string& path, const StoreFile& opened) {
-  std::optional<StoreFile> now = store_file(path);
-  if (!now) return "was deleted under the service";
-  if (now->dev != opened.dev || now->ino != opened.ino)
-    return "was replaced under the service by another file";
-  char header[16] = {};
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  const ssize_t n = fd >= 0 ? ::pread(fd, header, sizeof header, 0) : -1;
-  if (fd >= 0) ::close(fd);
-  if (n == static_cast<ssize_t>(sizeof header) &&
-      std::memcmp(header, "SQLite format 3", sizeof header) != 0)
-    return "was overwritten under the service: it no longer starts with SQLite's header";
-  return "";
-}
+// How often the service reads every page of its store (PRAGMA quick_check).
+constexpr int64_t kStoreQuickCheckMs = 10 * 60'000;
 
 }  // namespace
 
@@ -201,12 +174,11 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& s
   job.checkpoint_dir = service_checkpoint_dir(options_.logs_root, row.id);
   job.extra_env["COLO_JOB_ID"] = std::to_string(row.id);
   job.label = fmt::format("job {} ({}, {})", row.id, row.name, row.owner_name);
-  json env = json::parse(row.env_json, nullptr, /*allow_exceptions=*/false);
-  if (env.is_object() && !env.empty()) job.base_env = string_map(env);
-  if (job.base_env) {
-    for (const auto& [name, value] : string_map(secrets.value("env", json::object())))
-      (*job.base_env)[name] = value;
-  }
+  // Only what its submitter sent, whatever the request said: never the
+  // service's own environment (root's, with its secrets).
+  job.base_env = string_map(json::parse(row.env_json, nullptr, /*allow_exceptions=*/false));
+  for (const auto& [name, value] : string_map(secrets.value("env", json::object())))
+    (*job.base_env)[name] = value;
   if (geteuid() == 0 && row.owner_uid != 0) {
     Result<RunAs> who = run_as_user(row.owner_uid);
     if (!who.ok()) {
@@ -809,7 +781,10 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
   int handled_stops = 0;
   bool stopping = false;
   int64_t next_publish = ctx.clock.monotonic_ms() + 1000;
-  const std::optional<StoreFile> opened = store_file(ctx.store.path());
+  int64_t next_quick_check = ctx.clock.monotonic_ms() + kStoreQuickCheckMs;
+  // A damaged file halts the service when two checks a second apart agree
+  // (one might read the header while SQLite rewrites it).
+  std::string damage_seen;
   while (true) {
     const int stops = ctx.stop_requests.load();
     if (stops > handled_stops) {
@@ -835,9 +810,15 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
     service.record_changes();
     const int64_t now = ctx.clock.monotonic_ms();
     if (now >= next_publish) {
-      if (opened && !service.halted()) {
-        if (std::string why = store_lost(ctx.store.path(), *opened); !why.empty())
-          service.halt(why);
+      if (!service.halted()) {
+        std::string why = ctx.store.file_damage();
+        if (!why.empty() && !damage_seen.empty()) service.halt(why);
+        damage_seen = why;
+      }
+      if (!service.halted() && now >= next_quick_check) {
+        if (Status sound = ctx.store.quick_check(); !sound.ok())
+          service.halt("is damaged: " + sound.error().message());
+        next_quick_check = now + kStoreQuickCheckMs;
       }
       service.publish();
       next_publish = now + 1000;

@@ -20,6 +20,7 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 JobSpec shell_job(const std::string& name, const std::string& script) {
   JobSpec spec;
@@ -153,6 +154,34 @@ TEST_F(ServiceTest, SubmittedJobsRunWithTheSubmittersEnvironmentAndEndInTheStore
   auto record = store_->run_record(run_id_);
   ASSERT_TRUE(record.ok());
   EXPECT_EQ(record->jobs.size(), 2u);
+}
+
+// A job once ran with the service's whole environment when its submission
+// sent no environment, an empty one or one that is no object: a secret of
+// the service was readable by the user.
+TEST_F(ServiceTest, AJobGetsOnlyTheEnvironmentItsSubmitterSentNeverTheServices) {
+  setenv("COLO_TEST_SERVICE_SECRET", "hunter2", 1);
+  for (const json& env : {json(), json::object(), json("PATH=/bin"), json::array()}) {
+    SCOPED_TRACE(env.dump());
+    json request{{"op", "submit"},
+                 {"job_file", "t.toml"},
+                 {"jobs", json::array({job_spec_to_json(shell_job("e", "env"))})}};
+    if (!env.is_null()) request["env"] = env;
+    json answer = service_->handle(root_, request);
+    if (!answer["ok"].get<bool>()) {
+      EXPECT_THAT(answer["error"].get<std::string>(), HasSubstr("env")) << answer.dump();
+      continue;
+    }
+    run_until_idle();
+    const int64_t id = answer["ids"][0];
+    json log = service_->handle(root_, json{{"op", "logs"}, {"id", id}});
+    ASSERT_TRUE(log["ok"].get<bool>()) << log.dump();
+    const std::string seen = log["data"];
+    EXPECT_THAT(seen, HasSubstr("COLO_JOB_ID="));
+    EXPECT_THAT(seen, Not(HasSubstr("hunter2")));
+    EXPECT_THAT(seen, Not(HasSubstr("COLO_TEST_SERVICE_SECRET")));
+  }
+  unsetenv("COLO_TEST_SERVICE_SECRET");
 }
 
 TEST_F(ServiceTest, AJobReadingADatasetWithoutItsTableIsRefusedWithWhatToDoInstead) {

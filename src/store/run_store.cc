@@ -11,6 +11,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -66,7 +67,8 @@ namespace {
 // Opens the connection and configures it: WAL, migrations, pragmas.
 Result<SqliteDb> open_writable(const std::string& path, bool create) {
   sqlite3* raw = nullptr;
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | (create ? SQLITE_OPEN_CREATE : 0);
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW |
+              (create ? SQLITE_OPEN_CREATE : 0);
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   SqliteDb db(raw);
   if (rc != SQLITE_OK) return sqlite_error(db.get(), rc, "cannot open the run store", path);
@@ -107,7 +109,8 @@ Result<SqliteDb> open_sqlite_read_only(const std::string& path) {
   for (const char* query : {"?mode=ro", "?immutable=1"}) {
     std::string uri = sqlite_uri(path, query);
     sqlite3* raw = nullptr;
-    int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    int rc = sqlite3_open_v2(
+        uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW, nullptr);
     SqliteDb db(raw);
     if (rc != SQLITE_OK) {
       last = sqlite_error(db.get(), rc, "cannot open the run store read-only", path);
@@ -148,15 +151,24 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreA
   }
 
   // The store holds job commands and environments: readable by its owner only
-  // (its -wal and -shm files take the same mode from SQLite).
+  // (its -wal and -shm files take the same mode from SQLite). Never through a
+  // link: one at --db in a directory others may write would make colo, maybe
+  // root, create or write the store where it points. The descriptor stays
+  // open as long as the store (file_damage()): closing any descriptor of the
+  // file would drop the locks SQLite holds on it.
+  UniqueFd file;
   if (!is_in_memory(path) && access == StoreAccess::kReadWrite) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      struct stat st {};
-      if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 077) != 0)
-        fchmod(fd, st.st_mode & 0700);
-      ::close(fd);
+    file = UniqueFd(::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (file.get() < 0 && errno == ELOOP) {
+      return Error(fmt::format(
+          "{} is a symbolic link: colo opens a run store only at its real path (pass that with "
+          "--db)",
+          path));
     }
+    struct stat st {};
+    if (file.get() >= 0 && fstat(file.get(), &st) == 0 && st.st_uid == geteuid() &&
+        (st.st_mode & 077) != 0)
+      fchmod(file.get(), st.st_mode & 0700);
   }
 
   // A reader marks the runs of a dead colo (a write) only when that is quick:
@@ -166,6 +178,7 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreA
   Result<SqliteDb> db = open_writable(path, !reader);
   if (db.ok()) {
     store = std::make_unique<RunStore>(PrivateTag(), std::move(db).value(), path);
+    store->file_ = std::move(file);
     if (reader) store->set_busy_timeout_ms(kReaderBusyTimeoutMs);
     UnixMillis now = SystemClock().now_ms();
     auto stale = store->mark_stale_runs(process_is_alive, now, host_name());
@@ -204,6 +217,51 @@ Status RunStore::set_max_pages(int64_t pages) {
 }
 
 RunStore::~RunStore() = default;
+
+std::string RunStore::file_damage() const {
+  if (file_.get() < 0) return "";
+  struct stat held {};
+  if (fstat(file_.get(), &held) != 0) return "";
+  if (held.st_nlink == 0) return "was deleted under the service";
+  struct stat now {};
+  if (::lstat(path_.c_str(), &now) != 0) return "was moved away under the service";
+  if (now.st_dev != held.st_dev || now.st_ino != held.st_ino)
+    return "was replaced under the service by another file";
+  std::array<unsigned char, 101> header{};
+  const ssize_t n = ::pread(file_.get(), header.data(), header.size(), 0);
+  if (n < static_cast<ssize_t>(header.size()))
+    return fmt::format("was truncated under the service to {} bytes", held.st_size);
+  if (std::memcmp(header.data(), "SQLite format 3", 16) != 0)
+    return "was overwritten under the service: it no longer starts with SQLite's header";
+  // The header's page count is valid when its "version valid for" matches
+  // its change counter; the file holds at least that many pages.
+  const auto be32 = [&](size_t at) {
+    return (uint32_t{header[at]} << 24) | (uint32_t{header[at + 1]} << 16) |
+           (uint32_t{header[at + 2]} << 8) | uint32_t{header[at + 3]};
+  };
+  const uint32_t page_size_field = (uint32_t{header[16]} << 8) | header[17];
+  const uint64_t page_size = page_size_field == 1 ? 65536 : page_size_field;
+  const uint64_t pages = be32(28);
+  if (be32(92) == be32(24) && static_cast<uint64_t>(held.st_size) < pages * page_size) {
+    return fmt::format(
+        "was truncated under the service: {} bytes, where its header counts {} pages of {} bytes",
+        held.st_size, pages, page_size);
+  }
+  // Page 1 is the schema's table: its b-tree page starts after the header.
+  if (header[100] != 0x0d && header[100] != 0x05)
+    return "was overwritten under the service: its first page is no longer SQLite's schema table";
+  return "";
+}
+
+Status RunStore::quick_check() {
+  auto stmt = Statement::prepare(db_.get(), path_, "PRAGMA quick_check(1)");
+  if (!stmt.ok()) return stmt.error();
+  auto row = stmt->step();
+  if (!row.ok()) return row.error();
+  const std::string result = *row ? stmt->text_at(0) : "no answer";
+  if (result == "ok") return OkStatus();
+  return Error(fmt::format("{} failed SQLite's integrity check: {}", path_, result));
+}
 
 int RunStore::schema_version() const {
   Result<int> version = read_schema_version(db_.get(), path_);

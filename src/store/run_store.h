@@ -24,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "common/unique_fd.h"
 #include "gpu/gpu_backend.h"
 #include "jobs/job_spec.h"
 #include "jobs/job_state.h"
@@ -213,6 +214,18 @@ class RunStore : public RunReader {
   RunStore& operator=(const RunStore&) = delete;
 
   const std::string& path() const { return path_; }
+
+  // Why the store's file is no longer sound, "" while it is: deleted, moved
+  // away or replaced under the process, truncated, or overwritten (SQLite's
+  // header, its page count, the schema page). Reads through the descriptor
+  // held since open(), never opening the file again: closing any descriptor
+  // of a file drops the POSIX locks SQLite holds on it, and the next process
+  // to open the store would then delete its WAL under this one. "" for
+  // stores opened read-only or in memory.
+  std::string file_damage() const;
+  // SQLite's PRAGMA quick_check: reads every page (seconds for a large
+  // store); an error naming the first problem.
+  Status quick_check();
   int schema_version() const;
   // Empty when the store can be written; else why it was opened read-only
   // (writes then fail; runs of a dead colo are shown as it left them).
@@ -363,6 +376,8 @@ class RunStore : public RunReader {
   Result<std::vector<JobRow>> job_rows(int64_t run_id);
   Result<std::vector<DeviceInfo>> run_devices(int64_t run_id);
 
+  // Declared before db_, so closed after it (see file_damage()).
+  UniqueFd file_;
   SqliteDb db_;
   std::vector<int64_t> interrupted_at_open_;
   std::string path_;

@@ -504,5 +504,75 @@ TEST(StaleRunTest, SigkillMidRunLeavesAReadableDatabase) {
   EXPECT_DOUBLE_EQ(sm_sum / static_cast<double>(summary->device_samples.size()), 50.0);
 }
 
+// The store's own check of its file (what `colo serve` runs every second)
+// sees each way the file can be lost under it, through the descriptor it
+// holds: the file is never opened again, which would drop SQLite's locks.
+TEST(StoreFileTest, DamageToTheFileUnderAnOpenStoreIsSeenAndNamed) {
+  TempDir dir;
+  const std::string path = dir.file("colo.db");
+  auto store = RunStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  EXPECT_EQ((*store)->file_damage(), "");
+  EXPECT_TRUE((*store)->quick_check().ok());
+
+  // Everything after the 100-byte header overwritten (zeros).
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    const std::string zeros(4096, '\0');
+    f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  EXPECT_THAT((*store)->file_damage(), HasSubstr("its first page is no longer SQLite's schema"));
+  // Truncated to nothing.
+  ASSERT_EQ(::truncate(path.c_str(), 0), 0);
+  EXPECT_EQ((*store)->file_damage(), "was truncated under the service to 0 bytes");
+  // Replaced, then deleted.
+  ASSERT_EQ(std::rename(path.c_str(), dir.file("old.db").c_str()), 0);
+  EXPECT_EQ((*store)->file_damage(), "was moved away under the service");
+  std::ofstream(path) << "not a store";
+  EXPECT_EQ((*store)->file_damage(), "was replaced under the service by another file");
+  ASSERT_EQ(std::remove(dir.file("old.db").c_str()), 0);
+  EXPECT_EQ((*store)->file_damage(), "was deleted under the service");
+}
+
+// The whole file overwritten from its second page on is found by the
+// integrity check (the header and the schema page still look right).
+TEST(StoreFileTest, QuickCheckFindsPagesOverwrittenBehindAGoodHeader) {
+  TempDir dir;
+  const std::string path = dir.file("colo.db");
+  {
+    auto store = RunStore::open(path);
+    ASSERT_TRUE(store.ok());
+    for (int i = 0; i < 200; ++i) ASSERT_TRUE((*store)->begin_run(make_run("mps", kT0 + i)).ok());
+  }
+  auto store = RunStore::open(path);
+  ASSERT_TRUE(store.ok());
+  raw_sql(path, "PRAGMA wal_checkpoint(TRUNCATE)");
+  const auto size = std::filesystem::file_size(path);
+  ASSERT_GT(size, 8192u);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);
+    const std::string junk(size - 4096, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  EXPECT_EQ((*store)->file_damage(), "");
+  Status sound = (*store)->quick_check();
+  ASSERT_FALSE(sound.ok());
+  EXPECT_THAT(sound.error().message(), HasSubstr("failed SQLite's integrity check"));
+}
+
+// A link at the store's path (a dangling one in a directory others may
+// write) is refused: root would create the store where it points.
+TEST(StoreFileTest, ALinkAtTheStorePathIsRefusedAndNothingIsCreatedWhereItPoints) {
+  TempDir dir;
+  const std::string target = dir.file("elsewhere.db");
+  ASSERT_EQ(::symlink(target.c_str(), dir.file("colo.db").c_str()), 0);
+  auto store = RunStore::open(dir.file("colo.db"));
+  ASSERT_FALSE(store.ok());
+  EXPECT_THAT(store.error().message(), HasSubstr("is a symbolic link"));
+  EXPECT_FALSE(std::filesystem::exists(target));
+}
+
 }  // namespace
 }  // namespace colo

@@ -420,6 +420,65 @@ TEST_F(ColoServe, AStoreDeletedUnderTheServiceStopsItTakingWorkLoudlyAndKeepsThe
       << service_log();
 }
 
+// The service once checked its store by opening and closing the file every
+// second, which dropped the POSIX locks SQLite held on it: the next reader
+// (`colo runs --db`, as the docs suggest) took itself for the last user and
+// deleted the WAL under the service, and a SIGKILL then lost a job that had
+// ended ok and one that was running.
+TEST_F(ColoServe, AReaderOfTheStoreThenASigkillLoseNoJob) {
+  std::string file = write_file("jobs.toml", job("quick", 1, 0.1) + job("long", 400, 0.5));
+  start_service("--policy fixed --max-per-gpu 2 --mechanism naive --grace 1s");
+  std::vector<int64_t> ids = submit(file);
+  ASSERT_EQ(ids.size(), 2u);
+  ASSERT_TRUE(eventually(
+      [&] { return count_in_state("ok") == 1 && count_in_state("running") == 1; }, 20'000))
+      << service_log();
+  // The service checks its store with each snapshot (every second): two
+  // snapshots later it has, and then readers come and go.
+  const int64_t since = queue()["time_ms"].get<int64_t>();
+  ASSERT_TRUE(eventually([&] { return queue()["time_ms"].get<int64_t>() > since + 1500; }, 20'000));
+  for (int i = 0; i < 3; ++i) {
+    CommandResult runs = shell(colo("runs --db " + db()));
+    ASSERT_EQ(runs.exit_code, 0) << runs.output;
+  }
+  EXPECT_EQ(shell("ls '" + db() + "-wal'").exit_code, 0) << "the WAL was deleted under the service";
+  kill_service(SIGKILL);
+  EXPECT_EQ(sql("SELECT name, state FROM service_jobs ORDER BY id"),
+            (std::vector<std::string>{"quick|ok", "long|running"}));
+}
+
+// A damaged store halts the service loudly, as a deleted one does: truncated
+// to nothing, or overwritten behind its header, it once went unnoticed, took
+// new submissions and lost the queue at shutdown.
+TEST_F(ColoServe, AStoreTruncatedOrOverwrittenUnderTheServiceHaltsItLoudly) {
+  for (const char* damage : {"truncate -s 0", "overwrite"}) {
+    SCOPED_TRACE(damage);
+    std::string file = write_file("jobs.toml", job("held", 40, 0.5, 2));
+    start_service("--policy fixed --max-per-gpu 1 --mechanism naive --grace 1s");
+    std::vector<int64_t> ids = submit(file);
+    ASSERT_EQ(ids.size(), 2u);
+    ASSERT_TRUE(eventually([&] { return count_in_state("running") == 1; }, 20'000))
+        << service_log();
+    shell(std::string(damage) == "overwrite"
+              ? "dd if=/dev/zero of='" + db() +
+                    "' bs=1 seek=100 count=4000 conv=notrunc 2>/dev/null"
+              : "truncate -s 0 '" + db() + "'");
+    ASSERT_TRUE(eventually(
+        [&] { return service_log().find("ERROR: the store") != std::string::npos; }, 10'000))
+        << service_log();
+    CommandResult refused = shell(colo("submit " + file));
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_NE(refused.output.find("colo serve is halted: the store " + db()), std::string::npos)
+        << refused.output;
+    CommandResult saved = shell("cat '" + dir_ + "'/home/serve/*/queue-when-the-store-was-lost-*");
+    ASSERT_EQ(saved.exit_code, 0) << service_log();
+    EXPECT_EQ(json::parse(saved.output, nullptr, false)["jobs"].size(), 2u) << saved.output;
+    stop_service();
+    shell("rm -f '" + db() + "' '" + db() + "'-wal '" + db() + "'-shm '" + dir_ +
+          "'/home/serve/*/queue-when-the-store-was-lost-* '" + dir_ + "/serve.log'");
+  }
+}
+
 TEST_F(ColoServe, SigtermStopsAndTheNextStartRunsTheJobsAgain) {
   std::string file = write_file("jobs.toml", job("again", 4, 0.5) +
                                                  "[[job]]\nname = \"once\"\nrestart = \"never\"\n" +
