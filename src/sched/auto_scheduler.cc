@@ -639,8 +639,12 @@ std::vector<DeviceRoom> AutoScheduler::rooms(int64_t now_ms) {
     const uint64_t total = g.slot.memory_total_bytes;
     const uint64_t usable =
         total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
-    DeviceRoom room{g.slot.device, static_cast<int>(g.jobs.size()), 0,
-                    g.jobs.empty() ? total : usable - std::min(usable, g.claimed), std::nullopt};
+    DeviceRoom room{g.slot.device,
+                    static_cast<int>(g.jobs.size()),
+                    0,
+                    g.jobs.empty() ? total : usable - std::min(usable, g.claimed),
+                    std::nullopt,
+                    total};
     if (!g.held && !g.alone) room.slots_free = std::max(0, options_.max_jobs_per_gpu - room.jobs);
     // Drained when the last of its jobs is expected to end, if each is.
     std::optional<int64_t> drained = now_ms;

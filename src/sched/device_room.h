@@ -22,6 +22,7 @@ struct DeviceRoom {
   // When every job there is expected to have ended, on the clock of now_ms
   // (now_ms when none runs); nullopt when the policy cannot tell.
   std::optional<int64_t> drained_ms;
+  uint64_t memory_total_bytes = 0;  // the GPU's whole memory
 };
 
 }  // namespace colo

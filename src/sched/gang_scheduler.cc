@@ -161,16 +161,35 @@ std::vector<Decision> GangScheduler::schedule(int64_t now_ms) {
   // Without gangs this is the policy's event alone: nothing added to it.
   if (gangs_.empty() && running_.empty() && !policy_reserves_) return policy_->schedule(now_ms);
   std::vector<Decision> out;
-  const int devices = gangs_.empty() ? 0 : static_cast<int>(policy_->rooms(now_ms).size());
+  const std::vector<DeviceRoom> all =
+      gangs_.empty() ? std::vector<DeviceRoom>{} : policy_->rooms(now_ms);
+  const int devices = static_cast<int>(all.size());
   for (auto it = gangs_.begin(); it != gangs_.end();) {
-    if (it->job.gpus <= devices) {
+    // What it needs per GPU (its hint or profile, no margin): a gang that no
+    // set of this machine's GPUs could ever hold fails now, never waits.
+    std::optional<uint64_t> need = it->job.memory_hint;
+    if (auto p = profiles_.find(it->job.signature); !need && p != profiles_.end())
+      need = p->second.peak_memory_bytes;
+    const int big_enough =
+        static_cast<int>(std::count_if(all.begin(), all.end(), [&](const DeviceRoom& r) {
+          return !need || r.memory_total_bytes == 0 || r.memory_total_bytes >= *need;
+        }));
+    if (it->job.gpus > devices) {
+      unplaceable_.push_back(
+          {it->job.job, fmt::format("needs {} GPUs at once, on one machine; this one has {} for "
+                                    "colo (lower gpus, or run it where there are more)",
+                                    it->job.gpus, devices)});
+    } else if (it->job.gpus > big_enough) {
+      unplaceable_.push_back(
+          {it->job.job,
+           fmt::format("needs {} GPUs of {} each at once (its gpu_memory hint or profile); this "
+                       "machine has {} such GPU{} (lower gpu_memory, or spread it over more GPUs)",
+                       it->job.gpus, format_bytes(*need), big_enough, big_enough == 1 ? "" : "s")});
+    } else {
       ++it;
       continue;
     }
-    unplaceable_.push_back(
-        {it->job.job, fmt::format("needs {} GPUs at once, on one machine; this one has {} for "
-                                  "colo (lower gpus, or run it where there are more)",
-                                  it->job.gpus, devices)});
+    if (reserved_for_ == it->job.job) release_reservation();
     it = gangs_.erase(it);
   }
   // Gangs first (the oldest that cannot start keeps its GPUs), then the

@@ -117,6 +117,25 @@ TEST(GangScheduler, AGangNeedingMoreGpusThanThereAreIsUnplaceable) {
   EXPECT_EQ(s.queued(), 0u);
 }
 
+// A gang whose memory per GPU no GPU of the machine holds once waited
+// forever with its GPUs kept for it, and another user's one-GPU job waited
+// behind it on an idle machine: it fails at once, under either policy.
+TEST(GangScheduler, AGangNoGpuOfTheMachineCanHoldFailsAtOnceAndHoldsNothing) {
+  for (bool auto_policy : {false, true}) {
+    SCOPED_TRACE(auto_policy ? "auto" : "fixed");
+    GangScheduler s(auto_policy ? automatic(2) : fixed(2, 2));
+    s.enqueue(gang(0, 2, 200 * kGiB));
+    s.enqueue({1, "single", 2 * kGiB});
+    Placed first = placed(s.schedule(0));
+    std::vector<Unplaceable> u = s.take_unplaceable();
+    ASSERT_EQ(u.size(), 1u);
+    EXPECT_EQ(u[0].job, 0u);
+    EXPECT_THAT(u[0].reason, HasSubstr("needs 2 GPUs of 200 GiB each at once"));
+    EXPECT_THAT(u[0].reason, HasSubstr("this machine has 0 such GPUs"));
+    EXPECT_THAT(first.jobs, ElementsAre(1u)) << "the one-GPU job starts on the idle machine";
+  }
+}
+
 TEST(GangScheduler, OutOfMemoryRequeuesTheWholeGangWithMoreMemory) {
   GangScheduler s(fixed(2, 2));
   s.enqueue(gang(0, 2));

@@ -133,8 +133,8 @@ void JobQueue::finished(size_t job) {
 std::vector<DeviceRoom> JobQueue::rooms(int64_t now_ms) const {
   std::vector<DeviceRoom> out;
   for (const Device& d : devices_) {
-    DeviceRoom room{d.slots.device, d.jobs, std::max(0, d.limit() - d.jobs), d.free_bytes(),
-                    std::nullopt};
+    DeviceRoom room{d.slots.device, d.jobs,       std::max(0, d.limit() - d.jobs),
+                    d.free_bytes(), std::nullopt, d.slots.memory_total_bytes};
     if (d.jobs == 0) room.drained_ms = now_ms;
     out.push_back(room);
   }
