@@ -458,19 +458,29 @@ def neighbour_assert(args, report):
             len(ratios), min(ratios), statistics.median(ratios), max(ratios)))
 
 
-def stall(args, report):
+def one_job_case(args, report, case):
+    """The logs and store of a case of one job: (name, its attempts' logs,
+    colo's record of it), after the lines every such case prints; None when
+    its logs are not one job's."""
     logs = find_logs(args.case_dir, args.assert_pattern)
     store = read_store(args.case_dir)
     info = run_info(args.case_dir)
-    report.say("stall: colo exited %s after %s%s" % (
-        info.get("exit_code"), fmt(info.get("seconds")),
+    report.say("%s: colo exited %s after %s%s" % (
+        case, info.get("exit_code"), fmt(info.get("seconds")),
         " (TIMED OUT: killed by faults.py)" if info.get("timed_out") else ""))
     job_table(report, logs, store)
     report.check(not info.get("timed_out"), "colo ended by itself")
     if not report.check(len(logs) == 1, "one job's logs found (%d)" % len(logs)):
-        return
+        return None
     name, attempts = next(iter(logs.items()))
-    job = store.get(name, {"state": "absent", "reason": "", "attempts": []})
+    return name, attempts, store.get(name, {"state": "absent", "reason": "", "attempts": []})
+
+
+def stall(args, report):
+    found = one_job_case(args, report, "stall")
+    if found is None:
+        return
+    name, attempts, job = found
     first = attempts[0]
     after = int(first.arg("--stall-after-epoch", "0") or 0)
     epochs = epochs_wanted(attempts)
@@ -511,18 +521,10 @@ def stall(args, report):
 
 
 def gang_rank_exit(args, report):
-    logs = find_logs(args.case_dir, args.assert_pattern)
-    store = read_store(args.case_dir)
-    info = run_info(args.case_dir)
-    report.say("gang-rank-exit: colo exited %s after %s%s" % (
-        info.get("exit_code"), fmt(info.get("seconds")),
-        " (TIMED OUT: killed by faults.py)" if info.get("timed_out") else ""))
-    job_table(report, logs, store)
-    report.check(not info.get("timed_out"), "colo ended by itself")
-    if not report.check(len(logs) == 1, "one job's logs found (%d)" % len(logs)):
+    found = one_job_case(args, report, "gang-rank-exit")
+    if found is None:
         return
-    name, attempts = next(iter(logs.items()))
-    job = store.get(name, {"state": "absent", "reason": "", "attempts": []})
+    name, attempts, job = found
     report.check(job["state"] == "ok", "%s ended %s in the store (wanted ok)"
                  % (name, job["state"]))
     first = attempts[0]

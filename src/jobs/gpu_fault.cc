@@ -72,16 +72,4 @@ GpuFaultSeen find_gpu_fault(std::string_view log_text) {
   return affected;
 }
 
-const char* to_string(GpuFault fault) {
-  switch (fault) {
-    case GpuFault::kOwn:
-      return "own GPU fault";
-    case GpuFault::kAffected:
-      return "affected by a GPU fault";
-    case GpuFault::kNone:
-      break;
-  }
-  return "none";
-}
-
 }  // namespace colo

@@ -29,7 +29,4 @@ struct GpuFaultSeen {
 // another's, else kNone. Pure.
 GpuFaultSeen find_gpu_fault(std::string_view log_text);
 
-// "own GPU fault", "affected by a GPU fault", "none".
-const char* to_string(GpuFault fault);
-
 }  // namespace colo

@@ -1255,7 +1255,6 @@ EngineJobView RunEngine::view(size_t key) const {
   v.note = j.note;
   v.log_path = log_path(j);
   v.stalled = j.state == JobState::kRunning ? j.stalled : "";
-  v.uncounted_attempts = j.uncounted;
   v.outside_mps = j.outside_mps && j.state == JobState::kRunning;
   v.mps_sm_share_pct = j.mps_sm_share_pct;
   v.mps_memory_limit_bytes = j.mps_memory_limit_bytes;

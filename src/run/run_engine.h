@@ -195,9 +195,6 @@ struct EngineJobView {
   std::string log_path;
   // Why colo found it stalled and is stopping it; empty otherwise.
   std::string stalled;
-  // Attempts that did not count against its restarts (a neighbour's fault,
-  // a start refused by a recovering MPS server, the mechanism's failure).
-  int uncounted_attempts = 0;
   // This attempt runs outside the shared MPS server (a fault's suspect, alone).
   bool outside_mps = false;
   // Its limits under MPS (active thread percentage, pinned memory), when it

@@ -123,7 +123,7 @@ json read_private_json(const std::string& path) {
 }
 
 // How often the service reads every page of its store (PRAGMA quick_check).
-constexpr int64_t kStoreQuickCheckMs = 10 * 60'000;
+constexpr int64_t kStoreQuickCheckMs = 600'000;  // 10 minutes
 
 }  // namespace
 
