@@ -898,8 +898,9 @@ void RunEngine::xid_seen(const XidEvent& x) {
   }
   display_.event(what + (watched.empty()
                              ? std::string()
-                             : fmt::format("; the MPS clients there that stop reporting progress "
-                                           "are restarted: {}",
+                             : fmt::format("; its MPS clients are watched closely, and those "
+                                           "that stop reporting progress are restarted, not "
+                                           "counted: {}",
                                            fmt::join(watched, ", "))));
 }
 
