@@ -12,6 +12,7 @@
 #include <map>
 #include <thread>
 
+#include "common/testing/eventually.h"
 #include "gpu/sim_backend.h"
 
 namespace colo {
@@ -26,16 +27,7 @@ std::unique_ptr<SimBackend> make_sim(Clock& clock) {
   return std::move(SimBackend::create("H200", 1, clock)).value();
 }
 
-// Polls `condition` for up to `limit_ms` of real time.
-template <class Condition>
-bool eventually(Condition condition, int64_t limit_ms = 5000) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limit_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return condition();
-}
+using ::colo::testutil::eventually;
 
 int64_t process_cpu_ms() {
   timespec cpu{};

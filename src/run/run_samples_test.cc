@@ -5,21 +5,13 @@
 #include <chrono>
 #include <thread>
 
+#include "common/testing/eventually.h"
 #include "gpu/sim_backend.h"
 
 namespace colo {
 namespace {
 
-// Polls `condition` for up to `limit_ms` of real time.
-template <class Condition>
-bool eventually(Condition condition, int64_t limit_ms = 10'000) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limit_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return condition();
-}
+using ::colo::testutil::eventually;
 
 class RunSamplesXidTest : public ::testing::Test {
  protected:

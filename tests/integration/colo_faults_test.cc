@@ -228,9 +228,10 @@ TEST_F(ColoFaults, AStalledJobIsStoppedWithItsEvidenceAndRunAgain) {
       << rows[0].reason;
   EXPECT_NE(rows[0].reason.find("; the bound was 2.0 s)"), std::string::npos) << rows[0].reason;
   EXPECT_NE(rows[0].reason.find("running it again (attempt 2 of 3)"), std::string::npos);
-  // Found within its bound plus a tick or two, not at the next minute.
+  // Found by its own 2 s bound (the reason says so), not the adaptive one,
+  // whose floor alone is 60 s; loose enough for a loaded machine.
   ASSERT_TRUE(rows[0].ended_ms);
-  EXPECT_LT(*rows[0].ended_ms - rows[0].started_ms, 2 * 1000 + 5000);
+  EXPECT_LT(*rows[0].ended_ms - rows[0].started_ms, 60'000);
   const std::string log = shell("cat '" + rows[0].log_path + "'").output;
   EXPECT_NE(log.find("processes: "), std::string::npos) << log;
   EXPECT_NE(log.find(" sleep S"), std::string::npos) << log;
