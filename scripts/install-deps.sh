@@ -17,6 +17,7 @@ tests=(libgtest-dev libgmock-dev  # the unit and integration tests
        slurm-wlm munge    # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
        prometheus         # a real Prometheus scrapes `colo serve --http`'s /metrics in a test
        procps time        # pgrep/pkill and /usr/bin/time: leftover-process tests, bench/soak.sh
+       stress-ng          # scripts/test-under-load.sh: the suite on a busy machine
        help2man           # colo's man page (cmake --install)
        man-db             # the install test renders that man page
        python3-yaml       # the MLflow export test reads the export back as MLflow does
