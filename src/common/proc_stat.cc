@@ -35,6 +35,15 @@ std::optional<uint64_t> start_ticks_in_stat(std::string_view stat) {
   return ticks;
 }
 
+namespace {
+
+int64_t clock_ticks_per_s() {
+  static const int64_t ticks = std::max<int64_t>(1, ::sysconf(_SC_CLK_TCK));
+  return ticks;
+}
+
+}  // namespace
+
 std::vector<ProcessState> process_group_states(int pgid, size_t max) {
   std::vector<ProcessState> out;
   std::error_code ec;
@@ -57,13 +66,27 @@ std::vector<ProcessState> process_group_states(int pgid, size_t max) {
     int ppid = 0;
     int group = 0;
     if (!(fields >> state >> ppid >> group) || group != pgid) continue;
-    ProcessState p{pid, stat->substr(open + 1, close - open - 1), state, ""};
+    ProcessState p{pid, stat->substr(open + 1, close - open - 1), state, "", 0};
+    std::string skipped;
+    for (int field = 6; field < 14 && fields >> skipped; ++field) {
+    }
+    int64_t user = 0;
+    int64_t system = 0;
+    if (fields >> user >> system) p.cpu_ms = (user + system) * 1000 / clock_ticks_per_s();
     if (std::optional<std::string> wchan = read_proc_file(fmt::format("/proc/{}/wchan", pid));
         wchan && *wchan != "0")
       p.wchan = *wchan;
     out.push_back(std::move(p));
   }
   return out;
+}
+
+std::optional<int64_t> process_group_cpu_ms(int pgid) {
+  const std::vector<ProcessState> processes = process_group_states(pgid, 4096);
+  if (processes.empty()) return std::nullopt;
+  int64_t total = 0;
+  for (const ProcessState& p : processes) total += p.cpu_ms;
+  return total;
 }
 
 }  // namespace colo

@@ -27,10 +27,15 @@ struct ProcessState {
   std::string command;  // its name (comm)
   char state = '?';     // R running, S sleeping, D uninterruptible (I/O, a driver), Z, T, ...
   std::string wchan;    // the kernel function it waits in ("" when running or hidden)
+  int64_t cpu_ms = 0;   // CPU time it has used, user and system (fields 14 and 15)
 };
 
 // The processes of process group `pgid` (a job's: its main process's pid),
 // at most `max`, by pid.
 std::vector<ProcessState> process_group_states(int pgid, size_t max);
+
+// The CPU time the processes of group `pgid` now alive have used, in ms;
+// nullopt when none is left.
+std::optional<int64_t> process_group_cpu_ms(int pgid);
 
 }  // namespace colo

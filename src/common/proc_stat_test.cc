@@ -1,7 +1,9 @@
 #include "common/proc_stat.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <ctime>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -18,6 +20,23 @@ TEST(ProcStat, StartTicksAreCountedAfterACommandNameWithSpacesAndParentheses) {
   std::ifstream self("/proc/self/stat");
   const std::string text((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
   EXPECT_GT(start_ticks_in_stat(text).value_or(0), 0u);
+}
+
+// The CPU time of a process group grows with the work its processes do, and
+// a group with no process has none.
+TEST(ProcStat, AGroupsCpuTimeGrowsWithItsWork) {
+  const std::optional<int64_t> before = process_group_cpu_ms(::getpgrp());
+  ASSERT_TRUE(before.has_value());
+  const auto cpu_ms = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<int64_t>(t.tv_sec) * 1000 + t.tv_nsec / 1'000'000;
+  };
+  const int64_t start = cpu_ms();
+  volatile uint64_t sink = 0;
+  while (cpu_ms() - start < 300) sink = sink + 1;  // 300 ms of this process's CPU time
+  EXPECT_GE(process_group_cpu_ms(::getpgrp()).value_or(0) - *before, 250);
+  EXPECT_EQ(process_group_cpu_ms(0x7ffffff0), std::nullopt);
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ GpuFaultSeen find_gpu_fault(std::string_view log_text) {
     if (end == std::string_view::npos) end = log_text.size();
     const std::string_view line = log_text.substr(start, end - start);
     start = end + 1;
-    if (line.empty()) continue;
+    if (line.empty() || line.starts_with(kColoLogNotePrefix)) continue;
     const std::string lowered = ascii_lower(line);
     if (matches(lowered, kOwnPatterns))
       return {GpuFault::kOwn, std::string(trim_space(line)), false};

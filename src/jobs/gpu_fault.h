@@ -26,7 +26,7 @@ struct GpuFaultSeen {
 // Looks through `log_text` (a job's log tail) for a fault: kOwn when any line
 // shows one of the job's own (its `line` the assertion when there is one, else
 // the first such line), else kAffected when a line shows the consequence of
-// another's, else kNone. Pure.
+// another's, else kNone. colo's own notes (kColoLogNotePrefix) are skipped. Pure.
 GpuFaultSeen find_gpu_fault(std::string_view log_text);
 
 }  // namespace colo

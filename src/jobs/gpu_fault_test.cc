@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace colo {
 namespace {
 
@@ -66,6 +68,20 @@ TEST(GpuFault, OrdinaryFailuresAreNoFault) {
                            "assertions.\n")
                 .kind,
             GpuFault::kNone);
+}
+
+// colo's own notes in a job's log name a neighbour's fault (its assertion
+// included): they are colo's, not the job's, and show no fault of its own.
+TEST(GpuFault, ColosOwnNotesInTheLogAreNotTheJobs) {
+  const std::string note =
+      "colo: buggy raised a fatal GPU fault on gpu0 under MPS (Loss.cu:250: kernel: Assertion `t "
+      ">= 0 && t < n_classes` failed.); watched\n";
+  EXPECT_EQ(find_gpu_fault("epoch 2/12: 2.1s\n" + note).kind, GpuFault::kNone);
+  const GpuFaultSeen seen = find_gpu_fault(
+      "epoch 2/12: 2.1s\n" + note +
+      "RuntimeError: CUDA error: the MPS client has been terminated by the server.\n");
+  EXPECT_EQ(seen.kind, GpuFault::kAffected);
+  EXPECT_FALSE(seen.assertion);
 }
 
 }  // namespace

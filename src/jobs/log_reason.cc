@@ -215,7 +215,8 @@ std::vector<std::string> clean_lines(std::string_view log_tail) {
   while (start <= log_tail.size()) {
     size_t end = log_tail.find_first_of("\r\n", start);
     if (end == std::string_view::npos) end = log_tail.size();
-    lines.push_back(clean_line(log_tail.substr(start, end - start)));
+    const std::string_view line = log_tail.substr(start, end - start);
+    if (!line.starts_with(kColoLogNotePrefix)) lines.push_back(clean_line(line));
     start = end + 1;
   }
   return lines;

@@ -13,6 +13,10 @@
 
 namespace colo {
 
+// How colo's own notes in a job's log begin (append_note_to_log). Such lines
+// are colo's, not the job's: the functions below skip them.
+inline constexpr std::string_view kColoLogNotePrefix = "colo: ";
+
 // The most a reason's log line holds, in bytes ("..." added when cut).
 inline constexpr size_t kMaxReasonLineChars = 200;
 

@@ -10,6 +10,7 @@
 #include <charconv>
 
 #include "common/saturating.h"
+#include "jobs/log_reason.h"
 
 namespace colo {
 namespace {
@@ -246,7 +247,7 @@ void append_note_to_log(const std::string& log_path, const std::string& note) {
   if (fd < 0) return;
   struct stat st {};
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    const std::string line = "\ncolo: " + note + "\n";
+    const std::string line = "\n" + std::string(kColoLogNotePrefix) + note + "\n";
     (void)!::write(fd, line.data(), line.size());
   }
   ::close(fd);

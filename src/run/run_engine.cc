@@ -68,6 +68,8 @@ std::string gpu_names(const std::vector<int>& gpus) {
 // Faults under MPS (see run_engine.h).
 constexpr int64_t kFaultStopGraceMs = 2000;     // a fault's victims: TERM, then KILL after this
 constexpr int64_t kFaultSettleMs = 2000;        // placement waits this long after a fault
+constexpr int64_t kRecentFaultMs = 60'000;      // a client's fault explains others' this long
+constexpr int64_t kFaultCpuReadMs = 1000;       // a watched job's CPU time is read this often
 constexpr int64_t kNotReadyFirstWaitMs = 2000;  // back-off after a refused start, doubling
 constexpr int64_t kNotReadyMaxWaitMs = 30'000;
 constexpr int kNotReadyRestartAfter = 4;  // refused starts in a row that restart the daemon
@@ -121,6 +123,8 @@ struct RunEngine::JobRuntime {
   bool reported_progress = false;   // in any attempt
   std::string stalled;              // why colo stopped it as stalled
   std::string fault_victim;         // why colo stopped it: a neighbour's GPU fault
+  std::string fault_watched;        // the GPU fault it is watched after (it had run on)
+  int64_t cpu_read_ms = 0;          // when its CPU time was last read (monotonic)
   bool outside_mps = false;         // this attempt runs outside the shared MPS server
   std::string suspect;              // why its next attempt runs outside the shared server
   std::string fault_proven;         // why a fault it raised under MPS was its own
@@ -657,15 +661,19 @@ void RunEngine::reap() {
         server_not_ready(job, f, seen);
         continue;
       }
-      const std::vector<std::string> victims = gpu_fault(job, seen, exited);
+      const FaultNeighbours neighbours = gpu_fault(job, seen, exited);
       if (seen.kind == GpuFault::kOwn) {
         // The line is its exit reason already.
         job.suspect = fmt::format("its own fatal GPU fault on {} under MPS", gpu_names(job.gpus()));
-        if (victims.empty()) {
+        if (neighbours.stopped.empty() && neighbours.watched.empty()) {
           // No other client shared its server: it already ran alone.
           job.fault_proven = "no other job shared its MPS server";
-        } else {
-          job.suspect += fmt::format("; it restarted {}", fmt::join(victims, ", "));
+        }
+        if (!neighbours.stopped.empty())
+          job.suspect += fmt::format("; it restarted {}", fmt::join(neighbours.stopped, ", "));
+        if (!neighbours.watched.empty()) {
+          job.suspect +=
+              fmt::format("; {} ran on, watched closely", fmt::join(neighbours.watched, ", "));
         }
       }
     }
@@ -717,10 +725,12 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f, const GpuFaul
   if (fault.kind == GpuFault::kAffected && failed && !stopping_) {
     // Its neighbour's fault reached it: it runs again, not counted.
     if (job.job.spec.restart == RestartPolicy::kOnFailure) {
-      requeue_uncounted(
-          job, f,
-          fmt::format("{}; a fatal GPU fault on {} under MPS reached it; not counted as an attempt",
-                      f.exit.reason, gpu_names(job.gpus())));
+      const std::optional<std::string> cause = recent_fault(job.gpus());
+      requeue_uncounted(job, f,
+                        fmt::format("{}; a fatal GPU fault on {} under MPS reached it{}; not "
+                                    "counted as an attempt",
+                                    f.exit.reason, gpu_names(job.gpus()),
+                                    cause ? " (" + *cause + ")" : std::string()));
       return;
     }
   }
@@ -816,17 +826,20 @@ void RunEngine::requeue_uncounted(JobRuntime& job, const FinishedJob& f,
   scheduler_->enqueue(queued_as(job));
 }
 
-std::vector<std::string> RunEngine::gpu_fault(const JobRuntime& source, const GpuFaultSeen& fault,
-                                              const std::set<pid_t>& exited) {
+RunEngine::FaultNeighbours RunEngine::gpu_fault(const JobRuntime& source, const GpuFaultSeen& fault,
+                                                const std::set<pid_t>& exited) {
   const std::vector<int> gpus = source.gpus();
   const std::string where = gpu_names(gpus);
-  const std::string why =
+  std::string cause =
       fault.kind == GpuFault::kOwn
-          ? fmt::format("restarted: {} raised a fatal GPU fault on {} under MPS ({})",
-                        source.label(), where, fault.line)
-          : fmt::format("restarted: a fatal GPU fault on {} under MPS reached its clients ({}: {})",
-                        where, source.label(), fault.line);
-  std::vector<std::string> victims;
+          ? fmt::format("{} raised a fatal GPU fault on {} under MPS ({})", source.label(), where,
+                        fault.line)
+          : fmt::format("a fatal GPU fault on {} under MPS reached its clients ({}: {})", where,
+                        source.label(), fault.line);
+  if (fault.kind == GpuFault::kAffected) {
+    if (std::optional<std::string> known = recent_fault(gpus)) cause = *known;
+  }
+  FaultNeighbours out;
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& other = *jobs_[key];
     if (&other == &source || other.outside_mps || !other.stop_reason.empty() ||
@@ -836,24 +849,62 @@ std::vector<std::string> RunEngine::gpu_fault(const JobRuntime& source, const Gp
     if (std::none_of(theirs.begin(), theirs.end(),
                      [&](int d) { return std::find(gpus.begin(), gpus.end(), d) != gpus.end(); }))
       continue;
-    victims.push_back(other.label());
     // Those already stopped (the mechanism's failure, an earlier fault) run
     // again as that says.
-    if (!other.fault_victim.empty() || other.mechanism_victim) continue;
-    other.fault_victim = why;
+    if (!other.fault_victim.empty() || other.mechanism_victim) {
+      out.stopped.push_back(other.label());
+      continue;
+    }
+    // A client that reports progress is watched, not stopped: measured on an
+    // H100 (docs/reliability.md), most clients of a faulted server run on
+    // unharmed; one that the fault reached fails by itself or goes silent.
+    if (exited.count(pid) == 0) read_progress_of(other);
+    if (exited.count(pid) == 0 && other.stall && other.stall->reported()) {
+      watch_after_fault(other, cause);
+      append_note_to_log(log_path(other), cause +
+                                              "; watched: it is restarted if it stops "
+                                              "reporting progress");
+      out.watched.push_back(other.label());
+      continue;
+    }
+    other.fault_victim = "restarted: " + cause;
+    out.stopped.push_back(other.label());
     if (exited.count(pid) == 0)
       supervisor_.stop(pid, std::min<int64_t>(options_.stop_grace_ms, kFaultStopGraceMs));
   }
+  if (fault.kind == GpuFault::kOwn) {
+    for (int d : gpus) recent_fault_[d] = {cause, ctx_.clock.monotonic_ms()};
+  }
   placement_paused_until_ms_ =
       std::max(placement_paused_until_ms_, ctx_.clock.monotonic_ms() + kFaultSettleMs);
-  display_.event(fmt::format(
-      "{}: fatal GPU fault under MPS, {} {}: {}; {}", where, source.label(),
-      fault.kind == GpuFault::kOwn ? "raised it" : "was reached by it", fault.line,
-      victims.empty() ? std::string("no other job shares its server")
-                      : fmt::format("stopping its neighbours {} to run them again once the server "
-                                    "has recovered (not counted as an attempt)",
-                                    fmt::join(victims, ", "))));
-  return victims;
+  std::vector<std::string> parts;
+  if (!out.stopped.empty()) {
+    parts.push_back(
+        fmt::format("stopping {} (no progress reported yet) to run them again once "
+                    "the server has recovered, not counted as an attempt",
+                    fmt::join(out.stopped, ", ")));
+  }
+  if (!out.watched.empty()) {
+    parts.push_back(
+        fmt::format("watching {}: those that stop reporting progress are restarted, "
+                    "not counted",
+                    fmt::join(out.watched, ", ")));
+  }
+  display_.event(fmt::format("{}: fatal GPU fault under MPS, {} {}: {}; {}", where, source.label(),
+                             fault.kind == GpuFault::kOwn ? "raised it" : "was reached by it",
+                             fault.line,
+                             parts.empty() ? std::string("no other job shares its server")
+                                           : fmt::format("{}", fmt::join(parts, "; "))));
+  return out;
+}
+
+std::optional<std::string> RunEngine::recent_fault(const std::vector<int>& gpus) const {
+  for (int d : gpus) {
+    auto it = recent_fault_.find(d);
+    if (it != recent_fault_.end() && ctx_.clock.monotonic_ms() - it->second.at_ms <= kRecentFaultMs)
+      return it->second.cause;
+  }
+  return std::nullopt;
 }
 
 void RunEngine::server_not_ready(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault) {
@@ -892,7 +943,8 @@ void RunEngine::xid_seen(const XidEvent& x) {
     // Under MPS the fault reaches every client of the server, and a client
     // may hang rather than fail: those that stop reporting are its victims.
     if (ctx_.mechanism.kind() == MechanismKind::kMps && !job.outside_mps && job.stall) {
-      job.stall->fault_seen();
+      watch_after_fault(job,
+                        fmt::format("a GPU fault (Xid {}) on gpu{} under MPS", x.xid, x.device));
       watched.push_back(job.label());
     }
   }
@@ -904,6 +956,14 @@ void RunEngine::xid_seen(const XidEvent& x) {
                                            fmt::join(watched, ", "))));
 }
 
+void RunEngine::watch_after_fault(JobRuntime& job, const std::string& cause) {
+  job.stall->fault_seen(ctx_.clock.now_ms());
+  job.fault_watched = cause;
+  job.cpu_read_ms = ctx_.clock.monotonic_ms();
+  if (std::optional<int64_t> cpu = process_group_cpu_ms(job.pid))
+    job.stall->cpu_used(ctx_.clock.now_ms(), *cpu);
+}
+
 void RunEngine::check_stalls() {
   if (stopping_) return;
   const UnixMillis now = ctx_.clock.now_ms();
@@ -912,13 +972,19 @@ void RunEngine::check_stalls() {
     if (!job.stall || !job.stalled.empty() || !job.stop_reason.empty() ||
         !job.fault_victim.empty() || job.mechanism_victim || job.shutdown_victim)
       continue;
+    // Watched after a fault: whether its processes still work, once a second.
+    if (job.stall->after_fault() &&
+        ctx_.clock.monotonic_ms() - job.cpu_read_ms >= kFaultCpuReadMs) {
+      job.cpu_read_ms = ctx_.clock.monotonic_ms();
+      if (std::optional<int64_t> cpu = process_group_cpu_ms(pid)) job.stall->cpu_used(now, *cpu);
+    }
     std::optional<std::string> why = job.stall->stalled(now);
     if (!why) continue;
     const std::string evidence = stall_evidence(job);
     if (job.stall->after_fault()) {
       // A client hung on a faulted MPS server: the fault's victim.
-      job.fault_victim = fmt::format("restarted: {} after a GPU fault (Xid) on {} under MPS", *why,
-                                     gpu_names(job.gpus()));
+      job.fault_victim = fmt::format("restarted: it stopped reporting progress after {} ({})",
+                                     job.fault_watched, *why);
       job.note = job.fault_victim;
       display_.event(
           fmt::format("{} {}; {}; stopping it", job.label(), job.fault_victim, evidence));

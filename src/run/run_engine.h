@@ -21,12 +21,15 @@
 //   StallWatch allows is stopped and runs again as its restart policy allows
 //   (a counted attempt), with the evidence in its log.
 // - A fatal GPU fault under MPS, seen in a failed client's log (its own, as a
-//   device-side assert, or one it suffered, as "MPS client terminated"):
-//   every other client of that GPU is stopped and requeued without counting
-//   an attempt, placement waits for the server to recover, and the job whose
-//   own fault it was (the suspect) runs its next attempt outside the shared
-//   server (Placement::outside_mps); failing there the same way, it ends
-//   failed with its own error.
+//   device-side assert, or one it suffered, as "MPS client terminated"): the
+//   other clients of that GPU that report progress are watched closely and
+//   run on (a client the fault reached fails by itself, or goes silent and
+//   is stopped within seconds); those that have reported nothing yet are
+//   stopped. Either way they run again without counting an attempt.
+//   Placement waits a moment, and the job whose own fault it was (the
+//   suspect) runs its next attempt outside the shared server
+//   (Placement::outside_mps); failing there the same way, it ends failed
+//   with its own error.
 // - A start refused by a recovering MPS server ("not ready", "busy or
 //   unavailable", before any progress) is retried after a back-off, not
 //   counted as an attempt.
@@ -287,13 +290,24 @@ class RunEngine {
   // Requeues a job whose attempt ended through no fault of its own, without
   // counting the attempt (it ends failed after kMaxUncountedAttempts of them).
   void requeue_uncounted(JobRuntime& job, const FinishedJob& f, const std::string& reason);
+  // The other clients of a faulted MPS server, by label.
+  struct FaultNeighbours {
+    std::vector<std::string> stopped;  // to run again, not counted
+    std::vector<std::string> watched;  // ran on; restarted if they stop reporting progress
+  };
   // A fatal GPU fault under MPS seen in `source`'s log: every other client of
-  // its GPUs becomes a victim (stopped unless in `exited`), and placement
-  // waits for the server. Returns the victims' labels.
-  std::vector<std::string> gpu_fault(const JobRuntime& source, const GpuFaultSeen& fault,
-                                     const std::set<pid_t>& exited);
+  // its GPUs that has reported progress is watched closely (its StallWatch's
+  // fault_seen); one that has not is stopped (unless in `exited`) and runs
+  // again, not counted; placement waits kFaultSettleMs.
+  FaultNeighbours gpu_fault(const JobRuntime& source, const GpuFaultSeen& fault,
+                            const std::set<pid_t>& exited);
+  // The fault a client raised on one of `gpus` in the last kRecentFaultMs.
+  std::optional<std::string> recent_fault(const std::vector<int>& gpus) const;
   // A start refused by a recovering MPS server: placement backs off.
   void server_not_ready(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault);
+  // `job` has reported progress and a fault (`cause`) was seen on its GPU:
+  // its StallWatch watches it closely, its CPU time read from now on.
+  void watch_after_fault(JobRuntime& job, const std::string& cause);
   // Stops the running jobs whose StallWatch says they are stalled.
   void check_stalls();
   // The driver reported a GPU fault: noted in the logs of the jobs on that
@@ -357,6 +371,14 @@ class RunEngine {
   // No job is placed before then (monotonic): an MPS server recovers from a fault.
   int64_t placement_paused_until_ms_ = 0;
   int not_ready_streak_ = 0;  // starts refused in a row by a recovering MPS server
+  // GPU -> the latest fatal fault a client raised there under MPS ("buggy
+  // raised a fatal GPU fault on gpu0 under MPS (...)"), named in the records
+  // of the clients it reached.
+  struct RecentFault {
+    std::string cause;
+    int64_t at_ms = 0;  // monotonic
+  };
+  std::map<int, RecentFault> recent_fault_;
   bool stopping_ = false;
   bool held_ = false;
   bool started_ = false;

@@ -26,20 +26,32 @@ StallWatch::StallWatch(UnixMillis started_ms, std::optional<int64_t> own_timeout
 void StallWatch::progress(UnixMillis at_ms, std::optional<int64_t> epoch,
                           std::optional<int64_t> epoch_ms) {
   if (reports_ > 0) longest_gap_ms_ = std::max(longest_gap_ms_, at_ms - last_ms_);
+  last_gap_ms_ = std::max<int64_t>(0, at_ms - last_ms_);
   last_ms_ = std::max(last_ms_, at_ms);
+  if (fault_ms_ && at_ms > *fault_ms_) fault_ms_.reset();  // it ran on past the fault
   ++reports_;
   if (epoch) last_epoch_ = epoch;
   if (epoch_ms && *epoch_ms > 0) last_epoch_ms_ = epoch_ms;
 }
 
+void StallWatch::fault_seen(UnixMillis at_ms) {
+  fault_ms_ = at_ms;
+  fault_cpu_first_.reset();
+  fault_cpu_last_.reset();
+}
+
+void StallWatch::cpu_used(UnixMillis at_ms, int64_t cpu_ms) {
+  if (!fault_ms_) return;
+  (fault_cpu_first_ ? fault_cpu_last_ : fault_cpu_first_) = CpuRead{at_ms, cpu_ms};
+}
+
 std::optional<int64_t> StallWatch::bound_ms() const {
-  const int64_t typical = std::max(longest_gap_ms_, last_epoch_ms_.value_or(0));
-  const auto adaptive = [&](int64_t floor_ms) {
+  const auto adaptive = [&](int64_t floor_ms, int64_t typical) {
     return floor_ms +
            static_cast<int64_t>(std::llround(options_.multiple * static_cast<double>(typical)));
   };
-  if (after_fault_ && reports_ > 0) {
-    const int64_t after_fault = adaptive(options_.after_fault_floor_ms);
+  if (fault_ms_ && reports_ > 0) {
+    const int64_t after_fault = adaptive(options_.after_fault_floor_ms, last_gap_ms_);
     if (!fixed_ms_ || *fixed_ms_ == 0) return after_fault;
     return std::min(*fixed_ms_, after_fault);
   }
@@ -47,13 +59,27 @@ std::optional<int64_t> StallWatch::bound_ms() const {
   if (reports_ == 0) {
     return expects_progress_ ? std::optional<int64_t>(options_.before_progress_ms) : std::nullopt;
   }
-  return adaptive(options_.floor_ms);
+  return adaptive(options_.floor_ms, std::max(longest_gap_ms_, last_epoch_ms_.value_or(0)));
 }
 
 std::optional<std::string> StallWatch::stalled(UnixMillis now_ms) const {
   const std::optional<int64_t> bound = bound_ms();
   if (!bound) return std::nullopt;
   const int64_t quiet = now_ms - last_ms_;
+  // After a fault: silent, and its processes asleep.
+  if (fault_ms_ && reports_ > 0 && fault_cpu_first_ && fault_cpu_last_) {
+    const int64_t window = fault_cpu_last_->at_ms - fault_cpu_first_->at_ms;
+    const int64_t used = fault_cpu_last_->cpu_ms - fault_cpu_first_->cpu_ms;
+    if (window >= options_.after_fault_floor_ms &&
+        static_cast<double>(used) * 100.0 <
+            options_.after_fault_idle_cpu_pct * static_cast<double>(window)) {
+      return fmt::format(
+          "stalled: no progress for {}{}, and its processes used {} ms of CPU time in the {} "
+          "after the fault",
+          seconds(quiet), last_epoch_ ? fmt::format(" after epoch {}", *last_epoch_) : "", used,
+          seconds(window));
+    }
+  }
   if (quiet <= *bound) return std::nullopt;
   std::string reason = fmt::format("stalled: no progress for {}", seconds(quiet));
   if (reports_ == 0) {

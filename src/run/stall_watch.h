@@ -34,8 +34,13 @@ struct StallOptions {
   int64_t before_progress_ms = 900'000;  // 15 minutes
   // After a fatal fault on its GPU (fault_seen()), a job that has reported
   // progress is watched with this floor instead (a client of a faulted MPS
-  // server hangs).
+  // server may hang), until it reports progress again.
   int64_t after_fault_floor_ms = 5'000;
+  // After a fault, a job whose processes used less than this share of one
+  // core (in %) over at least after_fault_floor_ms is stalled at once: a
+  // client hung on a faulted MPS server sleeps (measured on an H100: in
+  // futex_do_wait), while one that trains drives its GPU from the CPU.
+  double after_fault_idle_cpu_pct = 2.0;
 };
 
 class StallWatch {
@@ -50,10 +55,16 @@ class StallWatch {
   void progress(UnixMillis at_ms, std::optional<int64_t> epoch = std::nullopt,
                 std::optional<int64_t> epoch_ms = std::nullopt);
 
-  // A fatal fault was seen on its GPU: from now on, once it has reported
-  // progress, its bound is after_fault_floor_ms + multiple x its longest gap.
-  void fault_seen() { after_fault_ = true; }
-  bool after_fault() const { return after_fault_; }
+  // A fatal fault was seen on its GPU at `at_ms`: until it reports progress
+  // made after that, a job that has reported progress before is bounded by
+  // after_fault_floor_ms + multiple x its latest pace (the gap between its
+  // last two reports, which leaves out the warm-up of a first epoch), not by
+  // its longest gap. A job that reports again has run on past the fault.
+  void fault_seen(UnixMillis at_ms);
+  bool after_fault() const { return fault_ms_.has_value(); }
+  // The CPU time (ms) its processes had used by `at_ms`, read while it is
+  // watched after a fault (the first read after fault_seen is the baseline).
+  void cpu_used(UnixMillis at_ms, int64_t cpu_ms);
 
   // How long the job may now go without progress; nullopt: it is not watched.
   std::optional<int64_t> bound_ms() const;
@@ -71,8 +82,15 @@ class StallWatch {
   UnixMillis started_ms_;
   UnixMillis last_ms_;
   int64_t reports_ = 0;
-  bool after_fault_ = false;
+  std::optional<UnixMillis> fault_ms_;
+  struct CpuRead {
+    UnixMillis at_ms = 0;
+    int64_t cpu_ms = 0;
+  };
+  std::optional<CpuRead> fault_cpu_first_;  // since the fault
+  std::optional<CpuRead> fault_cpu_last_;
   int64_t longest_gap_ms_ = 0;
+  int64_t last_gap_ms_ = 0;  // between its last two reports (its start and its first)
   std::optional<int64_t> last_epoch_;
   std::optional<int64_t> last_epoch_ms_;
 };

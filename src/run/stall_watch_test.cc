@@ -76,23 +76,68 @@ TEST(StallWatch, AJobsOwnTimeoutWinsOverTheRunsDefaultAndZeroTurnsItOff) {
 
 // After a fatal fault on its GPU, a job that has reported progress is
 // watched closely, even one whose watch was off: a hung client of a faulted
-// MPS server holds the server. One that has not reported yet keeps its bound.
+// MPS server holds the server. The bound follows its latest pace, not its
+// first epoch's warm-up. One that has not reported yet keeps its bound, and
+// one that reports again has run on past the fault.
 TEST(StallWatch, AfterAFaultOnItsGpuAReportingJobIsWatchedClosely) {
   StallWatch w(kStart, std::nullopt, false, adaptive());
-  w.progress(kStart + 1'000, 1, 1'000);
-  w.progress(kStart + 2'000, 2, 1'000);
-  EXPECT_EQ(w.bound_ms(), 63'000);
-  w.fault_seen();
+  w.progress(kStart + 8'000);             // its first step, after start-up
+  w.progress(kStart + 10'000, 1, 9'000);  // its first epoch, with the warm-up
+  EXPECT_EQ(w.bound_ms(), 60'000 + 27'000);
+  w.fault_seen(kStart + 10'500);
   EXPECT_TRUE(w.after_fault());
-  EXPECT_EQ(w.bound_ms(), 5'000 + 3'000);
-  EXPECT_TRUE(w.stalled(kStart + 2'000 + 8'001));
+  EXPECT_EQ(w.bound_ms(), 5'000 + 6'000);  // its pace since its first step
+  EXPECT_FALSE(w.stalled(kStart + 10'000 + 11'000));
+  EXPECT_TRUE(w.stalled(kStart + 10'000 + 11'001));
+  // A report made before the fault, read after it, proves nothing.
+  w.progress(kStart + 10'400, 2, 400);
+  EXPECT_TRUE(w.after_fault());
+  EXPECT_EQ(w.bound_ms(), 5'000 + 1'200);
+  w.progress(kStart + 11'400, 3, 1'000);
+  EXPECT_FALSE(w.after_fault());
+  EXPECT_EQ(w.bound_ms(), 60'000 + 6'000);  // the longest gap, between step 1 and epoch 1
+
   StallWatch starting(kStart, std::nullopt, true, adaptive());
-  starting.fault_seen();
+  starting.fault_seen(kStart);
   EXPECT_EQ(starting.bound_ms(), 900'000);
   StallWatch off(kStart, 0, false, adaptive());
   off.progress(kStart + 1'000, 1, 1'000);
-  off.fault_seen();
+  off.fault_seen(kStart + 1'500);
   EXPECT_EQ(off.bound_ms(), 5'000 + 3'000);
+}
+
+// After a fault, a silent job whose processes sleep (a client hung on the
+// faulted MPS server) is stalled once the floor has passed, long before its
+// bound; one whose processes compute is left to its bound.
+TEST(StallWatch, AfterAFaultASilentJobWhoseProcessesSleepIsStalledAtTheFloor) {
+  StallWatch hung(kStart, std::nullopt, false, adaptive());
+  hung.progress(kStart + 10'000);  // its first step, after start-up
+  hung.fault_seen(kStart + 11'000);
+  EXPECT_EQ(hung.bound_ms(), 5'000 + 30'000);
+  hung.cpu_used(kStart + 11'000, 50'000);
+  hung.cpu_used(kStart + 15'000, 50'010);  // 4 s: not the floor yet
+  EXPECT_FALSE(hung.stalled(kStart + 15'000));
+  hung.cpu_used(kStart + 16'000, 50'020);  // 20 ms in 5 s: 0.4% of a core
+  const std::optional<std::string> why = hung.stalled(kStart + 16'000);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(*why,
+            "stalled: no progress for 6.0 s, and its processes used 20 ms of CPU time in the "
+            "5.0 s after the fault");
+
+  StallWatch busy(kStart, std::nullopt, false, adaptive());
+  busy.progress(kStart + 10'000);
+  busy.fault_seen(kStart + 11'000);
+  busy.cpu_used(kStart + 11'000, 50'000);
+  busy.cpu_used(kStart + 16'000, 54'000);
+  EXPECT_FALSE(busy.stalled(kStart + 16'000));
+  EXPECT_TRUE(busy.stalled(kStart + 10'000 + 35'001));
+
+  // CPU time read without a fault, or before its baseline, decides nothing.
+  StallWatch quiet(kStart, std::nullopt, false, adaptive());
+  quiet.progress(kStart + 10'000);
+  quiet.cpu_used(kStart + 11'000, 0);
+  quiet.cpu_used(kStart + 20'000, 0);
+  EXPECT_FALSE(quiet.stalled(kStart + 20'000));
 }
 
 }  // namespace

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# What one MPS client's device-side assert does to the other clients of the
+# same server, with no colo at all (issue 31: does the fault reach them, do
+# they fail, hang or run on?).
+#
+#   bench/mps-fault-reach.sh RESULTS_DIR
+#
+# Each repeat starts a private MPS control daemon (its own pipe and log
+# directories under RESULTS_DIR, stopped at the end by its own "quit"), three
+# healthy resnet26 trainings (bench/train.py, 12 epochs) and, DELAY_S seconds
+# later, a fourth whose labels go out of range in its epoch BAD_EPOCH. Once the
+# buggy one has exited, the healthy ones get HANG_S seconds to end by
+# themselves; those still alive then are recorded as hung and killed (by the
+# process ids this script started). It prints one line per job and repeat and
+# keeps every log, and the MPS server's log, under RESULTS_DIR.
+#
+# Knobs (environment): GPU (0), REPEATS (2), DELAY_S ("0 12": one pass per
+# value), BAD_EPOCH (3), EPOCHS (12), HANG_S (60), PYTHON (python3).
+set -u
+results=${1:?usage: bench/mps-fault-reach.sh RESULTS_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+python=${PYTHON:-python3}
+epochs=${EPOCHS:-12}
+hang_s=${HANG_S:-60}
+train=("$python" "$here/train.py" --model resnet26 --dataset cifar10 --batch-size 128
+  --epoch-samples 12800 --epochs "$epochs" --device cuda)
+
+alive() { kill -0 "$1" 2>/dev/null; }
+
+for delay in ${DELAY_S:-0 12}; do
+  for r in $(seq 1 "${REPEATS:-2}"); do
+    d="$results/delay$delay-r$r"
+    mkdir -p "$d/pipe" "$d/log"
+    export CUDA_VISIBLE_DEVICES=${GPU:-0} CUDA_MPS_PIPE_DIRECTORY="$d/pipe" \
+      CUDA_MPS_LOG_DIRECTORY="$d/log"
+    nvidia-cuda-mps-control -d || { echo "cannot start an MPS daemon" >&2; exit 1; }
+    pids=()
+    for i in 1 2 3; do
+      "${train[@]}" >"$d/healthy-$i.log" 2>&1 &
+      pids+=($!)
+    done
+    sleep "$delay"
+    "${train[@]}" --bad-labels-at-epoch "${BAD_EPOCH:-3}" >"$d/buggy.log" 2>&1 &
+    buggy=$!
+    wait "$buggy"
+    buggy_rc=$?
+    buggy_end=$(date +%s.%N)
+    deadline=$((SECONDS + hang_s))
+    while ((SECONDS < deadline)); do
+      any=0
+      for p in "${pids[@]}"; do alive "$p" && any=1; done
+      ((any)) || break
+      sleep 1
+    done
+    echo "=== delay $delay s, repeat $r: buggy exited $buggy_rc at $buggy_end"
+    for i in 1 2 3; do
+      p=${pids[$((i - 1))]}
+      if alive "$p"; then
+        state="HUNG (alive ${hang_s}s after the buggy job's exit; killed)"
+        kill -KILL "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+      else
+        wait "$p"
+        state="exited $?"
+      fi
+      last_epoch=$(grep -o 'epoch [0-9]*/[0-9]*' "$d/healthy-$i.log" | tail -1)
+      err=$(grep -m1 -E 'Error|error:|CUDA error' "$d/healthy-$i.log" | cut -c1-160)
+      echo "healthy-$i: $state; last: ${last_epoch:-none}; first error line: ${err:-none}"
+    done
+    echo quit | nvidia-cuda-mps-control
+    for _ in $(seq 1 20); do [ -e "$d/pipe/control" ] || break; sleep 0.5; done
+    echo "--- MPS server log (last 15 lines)"
+    tail -n 15 "$d/log/server.log" 2>/dev/null
+    echo "--- MPS control log (last 8 lines)"
+    tail -n 8 "$d/log/control.log" 2>/dev/null
+  done
+done
