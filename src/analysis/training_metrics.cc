@@ -78,9 +78,9 @@ std::vector<MetricSeries> training_metrics(const std::vector<ProgressEvent>& eve
 }
 
 const MetricSeries* find_metric(const std::vector<MetricSeries>& metrics, std::string_view name) {
-  for (const MetricSeries& s : metrics)
-    if (s.name == name) return &s;
-  return nullptr;
+  auto it = std::lower_bound(metrics.begin(), metrics.end(), name,
+                             [](const MetricSeries& s, std::string_view n) { return s.name < n; });
+  return it != metrics.end() && it->name == name ? &*it : nullptr;
 }
 
 }  // namespace colo

@@ -56,7 +56,8 @@ struct MetricSeries {
 std::vector<MetricSeries> training_metrics(const std::vector<ProgressEvent>& events,
                                            std::optional<UnixMillis> since_ms);
 
-// The series named `name`, or nullptr.
+// The series named `name`, or nullptr; `metrics` in name order, as
+// training_metrics gives them (a binary search: a job may have 1,000 names).
 const MetricSeries* find_metric(const std::vector<MetricSeries>& metrics, std::string_view name);
 
 }  // namespace colo

@@ -66,6 +66,7 @@ struct ServeFlags {
   std::string socket_group;
   std::string admin_group;
   std::optional<int> max_per_gpu;
+  size_t max_jobs_per_user = 10'000;
   std::string job_host_memory;
   std::optional<int> job_cpus;
   std::string sample_period = "500ms";
@@ -164,6 +165,7 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   options.engine.stop_grace_ms = *grace;
   if (!stall_timeout_flag(flags.stall_timeout, options.engine.stall)) return kExitBadInput;
   options.drain_on_stop = flags.on_sigterm == "drain";
+  options.max_jobs_per_user = flags.max_jobs_per_user;
   options.command_line = command_line;
 
   install(SIGTERM, on_serve_stop);
@@ -431,6 +433,11 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                         "members of this group may cancel anyone's jobs (root always may)");
   serve_cmd->add_option("--max-per-gpu", serve.max_per_gpu, "at most this many jobs on one GPU")
       ->check(whole_number(1));
+  serve_cmd
+      ->add_option("--max-jobs-per-user", serve.max_jobs_per_user,
+                   "jobs one user may have queued or running; submissions past it are refused")
+      ->check(whole_number(1))
+      ->capture_default_str();
   serve_cmd->add_option("--job-host-memory", serve.job_host_memory,
                         "host memory limit (cgroup memory.max) of jobs that set no host_memory, "
                         "e.g. 32GiB; a job over it is killed and recorded as such");

@@ -21,4 +21,39 @@ std::string c_string(const char* buffer, size_t size) {
   return std::string(buffer, strnlen(buffer, size));
 }
 
+namespace {
+
+// The length of the control character at `s[i]` (1, or 2 for a C1 in UTF-8); 0 if none.
+size_t control_length(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x20 || c == 0x7f) return 1;
+  if (c == 0xc2 && i + 1 < s.size()) {
+    const auto next = static_cast<unsigned char>(s[i + 1]);
+    if (next >= 0x80 && next <= 0x9f) return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::optional<size_t> control_char_at(std::string_view s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (control_length(s, i) > 0) return i;
+  }
+  return std::nullopt;
+}
+
+std::string strip_control_chars(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    if (const size_t n = control_length(s, i); n > 0) {
+      i += n;
+    } else {
+      out += s[i++];
+    }
+  }
+  return out;
+}
+
 }  // namespace colo

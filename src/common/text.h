@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,5 +16,17 @@ std::string ascii_lower(std::string_view s);
 
 // The text of a C buffer of `size` bytes: up to its first NUL, or all of it.
 std::string c_string(const char* buffer, size_t size);
+
+// Control characters are what a terminal acts on instead of showing: C0
+// (bytes 0x00-0x1f, ESC, BEL, CR and TAB among them), DEL (0x7f) and C1
+// (U+0080-U+009F, written in UTF-8 as 0xc2 0x80-0x9f).
+//
+// The byte offset of the first control character in `s`; nullopt when none.
+std::optional<size_t> control_char_at(std::string_view s);
+// `s` with its control characters removed: for text a user sends that other
+// users see (a job file's name, metric names). Fields that also decide what
+// runs (a command, a directory, a regex) are refused instead (see
+// job_spec_from_json), so that what is shown is what runs.
+std::string strip_control_chars(std::string_view s);
 
 }  // namespace colo

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "common/text.h"
 
 namespace colo {
 namespace {
@@ -254,6 +257,29 @@ Result<JobSpec> job_spec_from_json(const json& j) {
   job.resource_params = r.string_list("resource_params");
   job.repeat_index = r.integer<int>("repeat_index", 1, INT32_MAX).value_or(1);
   job.source = r.text("source").value_or("");
+  // What every user's `colo queue` and `colo show` print, and what decides
+  // what runs: a control character there (ESC, BEL, CR, ...) is refused, so
+  // that no user's text acts on another's terminal.
+  std::vector<std::pair<std::string, std::string_view>> shown = {
+      {"command[0]", job.command.empty() ? std::string_view() : job.command[0]},
+      {"working_dir", job.working_dir},
+      {"epoch_regex", job.epoch_regex ? *job.epoch_regex : std::string_view()},
+      {"step_regex", job.step_regex ? *job.step_regex : std::string_view()},
+      {"mig_profile", job.mig_profile ? *job.mig_profile : std::string_view()},
+      {"mig_group", job.mig_group ? *job.mig_group : std::string_view()},
+      {"dataset", job.dataset ? *job.dataset : std::string_view()},
+      {"source", job.source}};
+  if (job.data_source) shown.emplace_back("data_source.path", job.data_source->path);
+  for (const auto& [key, value] : job.params) {
+    shown.emplace_back("a key of 'params'", key);
+    shown.emplace_back(fmt::format("params.{}", strip_control_chars(key)), value);
+  }
+  for (const auto& [key, value] : shown) {
+    if (std::optional<size_t> at = control_char_at(value)) {
+      r.fail(fmt::format("'{}' holds a control character (byte {}, 0x{:02x}); remove it", key, *at,
+                         static_cast<unsigned char>(value[*at])));
+    }
+  }
   if (!r.error().empty()) {
     return Error(fmt::format("job '{}': {}", job.name.empty() ? "?" : job.name, r.error()));
   }

@@ -135,7 +135,20 @@ INSTANTIATE_TEST_SUITE_P(
                 "'gpu_memory_bytes' must be a number of bytes"},
         BadJson{"bad restart",
                 R"({"name":"a","command":["x"],"working_dir":"/","restart":"always"})",
-                "'restart' must be"}),
+                "'restart' must be"},
+        // What every user's queue shows, and what runs: control characters refused.
+        BadJson{"escape in the program",
+                R"({"name":"a","command":["x\u001b[2J"],"working_dir":"/"})",
+                "'command[0]' holds a control character (byte 1, 0x1b); remove it"},
+        BadJson{"carriage return in the directory",
+                R"({"name":"a","command":["x"],"working_dir":"/tmp\rroot"})",
+                "'working_dir' holds a control character (byte 4, 0x0d)"},
+        BadJson{"bell in a regex",
+                R"({"name":"a","command":["x"],"working_dir":"/","epoch_regex":"e\u0007"})",
+                "'epoch_regex' holds a control character (byte 1, 0x07)"},
+        BadJson{"C1 control in a param",
+                R"({"name":"a","command":["x"],"working_dir":"/","params":{"lr":"1\u009b"}})",
+                "'params.lr' holds a control character (byte 1, 0xc2)"}),
     [](const ::testing::TestParamInfo<BadJson>& info) {
       std::string name = info.param.label;
       for (char& c : name) {

@@ -132,6 +132,15 @@ void ProgressReader::follow_log(const std::string& log_path) { log_.reset(log_pa
 void ProgressReader::take(ProgressEvent event, UnixMillis now_ms, std::vector<ProgressEvent>& out) {
   event.time_ms = std::max(event.time_ms, created_ms_);
   if (event.kind == "epoch_end" && !event.samples) event.samples = epoch_samples_;
+  for (auto it = event.metrics.begin(); it != event.metrics.end();) {
+    if (metric_names_.count(it->first) > 0 || (metric_names_.size() < limits_.max_metric_names &&
+                                               metric_names_.insert(it->first).second)) {
+      ++it;
+    } else {
+      ++dropped_metrics_;
+      it = event.metrics.erase(it);
+    }
+  }
   throttle_.add(std::move(event), now_ms, out);
 }
 
@@ -221,6 +230,7 @@ ThrottleCounts ProgressReader::throttled() const {
   c.dropped_events = throttle_.dropped_events();
   c.coalesced_epochs = throttle_.coalesced_epochs();
   c.refused_files = (progress_.refused() ? 1 : 0) + (log_.refused() ? 1 : 0);
+  c.dropped_metrics = dropped_metrics_;
   return c;
 }
 
@@ -237,6 +247,13 @@ std::vector<std::string> ProgressReader::take_notices() {
         "progress throttled: the job reports faster than colo records ({} so far); epoch ends "
         "are kept, the rest is coalesced or dropped (see docs/job-file.md)",
         c.describe()));
+  }
+  if (!metrics_noted_ && dropped_metrics_ > 0) {
+    metrics_noted_ = true;
+    notices.push_back(fmt::format(
+        "the job reported more than {} distinct metric names; the values of the others are "
+        "dropped (counted as dropped_metrics)",
+        limits_.max_metric_names));
   }
   return notices;
 }

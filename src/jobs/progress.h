@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "common/clock.h"
@@ -42,6 +43,9 @@ struct ProgressLimits {
   // are dropped.
   double other_events_per_s = 10;
   int64_t other_event_burst = 100;
+  // Distinct metric names taken from one job (its first ones); the values of
+  // any other name are dropped and counted (ThrottleCounts::dropped_metrics).
+  size_t max_metric_names = 1000;
 };
 
 // What to follow for one job.
@@ -139,6 +143,9 @@ class ProgressReader {
   EventThrottle throttle_;
   int64_t regex_epochs_ = 0;
   int64_t malformed_ = 0;
+  std::unordered_set<std::string> metric_names_;  // at most limits_.max_metric_names
+  int64_t dropped_metrics_ = 0;
+  bool metrics_noted_ = false;
   uint64_t parsed_bytes_ = 0;  // in this poll
   bool throttle_noted_ = false;
 };

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "common/text.h"
 #include "common/units.h"
 
 namespace colo {
@@ -46,11 +47,14 @@ void add_metric(std::map<std::string, double>& metrics, const std::string& name,
                 const nlohmann::json& value) {
   if (!value.is_number()) return;
   const double v = value.get<double>();
-  if (std::isfinite(v)) metrics[name] = v;
+  if (!std::isfinite(v)) return;
+  // Every user's `colo show` and the dashboard print the name.
+  std::string shown = strip_control_chars(name);
+  if (!shown.empty()) metrics[std::move(shown)] = v;
 }
 
 constexpr const char* kMetricNames[] = {"skipped_bytes", "dropped_events", "coalesced_epochs",
-                                        "refused_files"};
+                                        "refused_files", "dropped_metrics"};
 
 }  // namespace
 
@@ -109,6 +113,9 @@ std::string ThrottleCounts::describe() const {
     parts.push_back(fmt::format("{} epoch ends coalesced", coalesced_epochs));
   if (refused_files > 0)
     parts.push_back(fmt::format("{} file{} refused", refused_files, refused_files == 1 ? "" : "s"));
+  if (dropped_metrics > 0)
+    parts.push_back(
+        fmt::format("{} values of metric names beyond the bound dropped", dropped_metrics));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -116,7 +123,8 @@ ProgressEvent ThrottleCounts::to_event(UnixMillis time_ms) const {
   ProgressEvent e;
   e.time_ms = time_ms;
   e.kind = "throttled";
-  const int64_t values[] = {skipped_bytes, dropped_events, coalesced_epochs, refused_files};
+  const int64_t values[] = {skipped_bytes, dropped_events, coalesced_epochs, refused_files,
+                            dropped_metrics};
   for (size_t i = 0; i < std::size(kMetricNames); ++i) {
     e.metrics[kMetricNames[i]] = static_cast<double>(values[i]);
   }
@@ -125,7 +133,8 @@ ProgressEvent ThrottleCounts::to_event(UnixMillis time_ms) const {
 
 ThrottleCounts ThrottleCounts::from_event(const ProgressEvent& event) {
   ThrottleCounts c;
-  int64_t* fields[] = {&c.skipped_bytes, &c.dropped_events, &c.coalesced_epochs, &c.refused_files};
+  int64_t* fields[] = {&c.skipped_bytes, &c.dropped_events, &c.coalesced_epochs, &c.refused_files,
+                       &c.dropped_metrics};
   for (size_t i = 0; i < std::size(kMetricNames); ++i) {
     auto it = event.metrics.find(kMetricNames[i]);
     if (it != event.metrics.end() && it->second > 0 && it->second < 9e18) {

@@ -56,9 +56,11 @@ struct ThrottleCounts {
   int64_t dropped_events = 0;    // lines not parsed, or events over the bucket
   int64_t coalesced_epochs = 0;  // epoch ends folded into a later one
   int64_t refused_files = 0;     // progress file or log refused (link, FIFO, device)
+  int64_t dropped_metrics = 0;   // values of metric names beyond ProgressLimits::max_metric_names
 
   bool any() const {
-    return skipped_bytes > 0 || dropped_events > 0 || coalesced_epochs > 0 || refused_files > 0;
+    return skipped_bytes > 0 || dropped_events > 0 || coalesced_epochs > 0 || refused_files > 0 ||
+           dropped_metrics > 0;
   }
   // "912.0 MiB skipped, 4021 events dropped, ..." for notes.
   std::string describe() const;

@@ -427,5 +427,32 @@ TEST_F(ProgressReaderTest, ANoteGoesIntoARegularLogOnly) {
   EXPECT_EQ(after, text);
 }
 
+// A job's metric names: control characters are stripped (every user's
+// `colo show` prints them), and beyond max_metric_names distinct names the
+// values of new ones are dropped, counted, and the job is told once.
+TEST_F(ProgressReaderTest, MetricNamesAreCleanedAndBoundedPerJob) {
+  std::string progress = dir_ + "/progress.jsonl";
+  ProgressLimits limits;
+  limits.max_metric_names = 3;
+  Result<ProgressReader> reader = ProgressReader::create(sources(progress), kReadTime, limits);
+  ASSERT_TRUE(reader.ok());
+  append(progress,
+         "{\"event\":\"epoch_end\",\"epoch\":1,\"metrics\":{\"lo\\u001b[31mss\":1,\"acc\":0.5,"
+         "\"\\u0007\":3}}\n"
+         "{\"event\":\"epoch_end\",\"epoch\":2,\"metrics\":{\"loss\":0.5,\"lr\":0.1,\"m1\":1,"
+         "\"m2\":2}}\n");
+  std::vector<ProgressEvent> events = reader->poll(kReadTime, /*job_exited=*/true);
+  ASSERT_EQ(events.size(), 2U);
+  // "\x1b[31m" loses its ESC; a name of control characters only is no name.
+  EXPECT_THAT(events[0].metrics, ElementsAre(Pair("acc", 0.5), Pair("lo[31mss", 1)));
+  // "loss" (names come in name order) is the third; lr, m1 and m2 are over the bound.
+  EXPECT_THAT(events[1].metrics, ElementsAre(Pair("loss", 0.5)));
+  EXPECT_EQ(reader->throttled().dropped_metrics, 3);
+  std::vector<std::string> notices = reader->take_notices();
+  ASSERT_EQ(notices.size(), 1U);
+  EXPECT_THAT(notices[0], HasSubstr("more than 3 distinct metric names"));
+  EXPECT_TRUE(reader->take_notices().empty());
+}
+
 }  // namespace
 }  // namespace colo

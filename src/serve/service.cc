@@ -15,6 +15,7 @@
 
 #include "common/names.h"
 #include "common/paths.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "data/ring_owner.h"
 #include "jobs/job_spec_json.h"
@@ -197,7 +198,8 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& s
     }
   }
   const size_t key = engine_.submit(std::move(job));
-  tracked_[row.id] = Tracked{key, spec.restart, row.attempts};
+  tracked_[row.id] = Tracked{key, spec.restart, row.attempts, row.owner_uid};
+  ++unfinished_by_owner_[row.owner_uid];
   by_key_[key] = row.id;
 }
 
@@ -333,6 +335,9 @@ void Service::record_changes() {
           }
         }
         detach_loader(id);
+        if (auto count = unfinished_by_owner_.find(tracked.owner);
+            count != unfinished_by_owner_.end() && --count->second == 0)
+          unfinished_by_owner_.erase(count);
         tracked_.erase(id);
         by_key_.erase(it);
         break;
@@ -382,6 +387,7 @@ json Service::submit(const Caller& caller, const json& request) {
   }
   Result<std::string> job_file = string_field(request, "job_file", "");
   if (!job_file.ok()) return error_answer("submit: " + job_file.error().message());
+  *job_file = strip_control_chars(*job_file);  // a label every user's queue shows
   Result<std::string> submit_key = string_field(request, "submit_key", "");
   if (!submit_key.ok()) return error_answer("submit: " + submit_key.error().message());
   if (submit_key->size() > 128) return error_answer("submit: 'submit_key' is over 128 bytes");
@@ -400,6 +406,17 @@ json Service::submit(const Caller& caller, const json& request) {
         fmt::format("submit: {} jobs in one submission; at most {} are taken at "
                     "once: split the job file",
                     jobs->size(), kMaxJobsPerSubmission));
+  }
+  if (auto mine = unfinished_by_owner_.find(caller.uid);
+      (mine == unfinished_by_owner_.end() ? 0 : mine->second) + jobs->size() >
+      options_.max_jobs_per_user) {
+    const size_t have = mine == unfinished_by_owner_.end() ? 0 : mine->second;
+    return error_answer(fmt::format(
+        "submit: you have {} job{} queued or running, and this colo serve takes at most {} per "
+        "user (its --max-jobs-per-user); the {} job{} of this submission would pass that: wait "
+        "for some to end, or cancel some (colo cancel)",
+        have, have == 1 ? "" : "s", options_.max_jobs_per_user, jobs->size(),
+        jobs->size() == 1 ? "" : "s"));
   }
   std::vector<JobSpec> specs;
   for (size_t i = 0; i < jobs->size(); ++i) {

@@ -66,7 +66,10 @@ struct ServeOptions {
   int64_t tick_ms = 200;              // the loop's period (requests wake it earlier)
   bool drain_on_stop = false;         // SIGTERM drains instead of stopping
   int ended_jobs_shown = 20;          // recently ended jobs in the snapshot
-  std::optional<HttpOptions> http;    // the read-only HTTP API and /metrics; unset: off
+  // Jobs one user may have not yet ended (queued or running); a submission
+  // that would pass it is refused whole, saying so.
+  size_t max_jobs_per_user = 10'000;
+  std::optional<HttpOptions> http;  // the read-only HTTP API and /metrics; unset: off
   // Pages served beside the HTTP API (the dashboard, src/views), made from the
   // store's path once the service runs; unset: the API alone.
   std::function<PageRoutes(const std::string& store_path)> http_pages;
@@ -138,6 +141,7 @@ class Service {
     size_t key = 0;
     RestartPolicy restart = RestartPolicy::kOnFailure;
     int attempts_before = 0;  // attempts recorded before this service process took it
+    uid_t owner = 0;
   };
 
   nlohmann::json submit(const Caller& caller, const nlohmann::json& request);
@@ -162,7 +166,8 @@ class Service {
   RunEngine& engine_;
   StoreWriter& writer_;
   ServiceInfo info_;
-  std::map<int64_t, Tracked> tracked_;  // service job id -> engine job
+  std::map<int64_t, Tracked> tracked_;           // service job id -> engine job
+  std::map<uid_t, size_t> unfinished_by_owner_;  // tracked_ counted by owner
   // The shared data loaders of submitted jobs: one per dataset table of one
   // submitter, started when the first job reading it is queued, stopped
   // (and recorded in the service's run) once the last has ended.

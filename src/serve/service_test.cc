@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "gpu/sim_backend.h"
@@ -413,6 +414,51 @@ TEST_F(ServiceTest, ASubmissionOfTooManyJobsIsRefusedWhole) {
   EXPECT_EQ(a["ok"], false);
   EXPECT_THAT(a["error"].get<std::string>(), HasSubstr("10001 jobs in one submission"));
   EXPECT_EQ(store_->unfinished_service_jobs()->size(), 0u);
+}
+
+// A user's jobs not yet ended are bounded (--max-jobs-per-user): a submission
+// that would pass the bound is refused whole, saying what to do, and jobs
+// that end make room again.
+TEST_F(ServiceTest, AUsersJobsNotYetEndedAreBoundedAndEndedOnesMakeRoom) {
+  options_.max_jobs_per_user = 3;
+  const std::string go = dir_ + "/go";
+  const std::string wait = "while [ ! -e '" + go + "' ]; do sleep 0.05; done";
+  EXPECT_EQ(submit(root_, {shell_job("a", wait), shell_job("b", wait)})["ok"], true);
+  json over = submit(root_, {shell_job("c", wait), shell_job("d", wait)});
+  EXPECT_EQ(over["ok"], false);
+  EXPECT_THAT(over["error"].get<std::string>(),
+              HasSubstr("you have 2 jobs queued or running, and this colo serve takes at most 3 "
+                        "per user (its --max-jobs-per-user); the 2 jobs of this submission would "
+                        "pass that"));
+  EXPECT_EQ(store_->unfinished_service_jobs()->size(), 2u) << "nothing of it was queued";
+  EXPECT_EQ(submit(root_, {shell_job("c", wait)})["ok"], true);
+  EXPECT_EQ(submit(root_, {shell_job("d", wait)})["ok"], false);
+  std::ofstream(go).put('\n');
+  run_until_idle();
+  ASSERT_EQ(store_->unfinished_service_jobs()->size(), 0u);
+  EXPECT_EQ(
+      submit(root_, {shell_job("e", "true"), shell_job("f", "true"), shell_job("g", "true")})["ok"],
+      true);
+  run_until_idle();
+}
+
+// Text other users see is cleaned at the boundary: the job file's name loses
+// its control characters, and a command whose program holds one is refused.
+TEST_F(ServiceTest, ControlCharactersNeverReachAnotherUsersQueue) {
+  json jobs = json::array({job_spec_to_json(shell_job("clean", "true"))});
+  json a = service_->handle(
+      root_, json{{"op", "submit"}, {"job_file", "jobs\x1b[2J\r.toml"}, {"jobs", jobs}});
+  ASSERT_EQ(a["ok"], true) << a.dump();
+  run_until_idle();
+  json queue = service_->handle(root_, json{{"op", "queue"}});
+  EXPECT_THAT(queue.dump(), HasSubstr("jobs[2J.toml"));
+  EXPECT_THAT(queue.dump(), Not(HasSubstr("\\u001b")));
+  JobSpec bad = shell_job("bad", "true");
+  bad.command[0] = "/bin/sh\x07";
+  json refused = submit(root_, {bad});
+  EXPECT_EQ(refused["ok"], false);
+  EXPECT_THAT(refused["error"].get<std::string>(),
+              HasSubstr("'command[0]' holds a control character (byte 7, 0x07)"));
 }
 
 TEST_F(ServiceTest, RecoveringRequeuesAttemptsAKilledServiceLeftRunning) {
