@@ -116,6 +116,7 @@ void GangScheduler::start(Gang& g, const std::vector<int>& devices, int64_t now_
                     labels_[g.job.signature], gpu_list(devices)));
   }
   if (reserved_for_ == g.job.job) release_reservation();
+  keeps_none_until_.erase(g.job.job);
   running_[g.job.job] = Running{g, devices, now_ms};
 }
 
@@ -137,6 +138,27 @@ bool GangScheduler::place_gangs(int64_t now_ms, std::vector<Decision>& out) {
       it = gangs_.erase(it);
       continue;
     }
+    if (auto none = keeps_none_until_.find(it->job.job);
+        none != keeps_none_until_.end() && now_ms < none->second) {
+      ++it;  // its reservation expired: it waits without one for now
+      continue;
+    }
+    if (reserved_for_ == it->job.job && now_ms - reserved_since_ms_ > kReservationBoundMs) {
+      notes_.push_back(fmt::format(
+          "{} (a gang of {} GPUs) could not start in {} of keeping {}{}; they are open to every "
+          "job again, and it waits on, starting when {} GPUs are free, keeping none for {}",
+          labels_[it->job.signature], it->job.gpus, format_duration_ms(kReservationBoundMs),
+          gpu_list(reserved_),
+          reserved_until_ && *reserved_until_ < now_ms
+              ? fmt::format(" (expected free {} ago)",
+                            format_duration_ms(now_ms - *reserved_until_))
+              : std::string(),
+          it->job.gpus, format_duration_ms(kReservationBoundMs)));
+      keeps_none_until_[it->job.job] = now_ms + kReservationBoundMs;
+      release_reservation();
+      ++it;
+      continue;
+    }
     if (!kept) {
       kept = true;
       if (reserved_for_ != it->job.job) {
@@ -144,6 +166,7 @@ bool GangScheduler::place_gangs(int64_t now_ms, std::vector<Decision>& out) {
         reserved_ = keep;
         reserved_for_ = it->job.job;
         reserved_until_ = expected;
+        reserved_since_ms_ = now_ms;
         notes_.push_back(fmt::format(
             "{} (a gang of {} GPUs) waits; {} kept for it{}", labels_[it->job.signature],
             it->job.gpus, gpu_list(reserved_),
@@ -273,6 +296,7 @@ bool GangScheduler::remove_queued(size_t job) {
       std::find_if(gangs_.begin(), gangs_.end(), [&](const Gang& g) { return g.job.job == job; });
   if (it == gangs_.end()) return policy_->remove_queued(job);
   gangs_.erase(it);
+  keeps_none_until_.erase(job);
   if (reserved_for_ == job) release_reservation();
   return true;
 }

@@ -21,7 +21,11 @@
 //   bound: the gang starts once the jobs running on its kept GPUs when it
 //   took them have ended (and the backfilled ones, predicted to end before
 //   that, have: later only by what their prediction missed). Younger gangs
-//   may start meanwhile on other GPUs.
+//   may start meanwhile on other GPUs. A reservation expires after
+//   kReservationBoundMs (a job on the kept GPUs that never ends must not
+//   hold the machine): the GPUs open to every job again, the gang is told
+//   why, and it still waits, starting when its GPUs happen to be free, but
+//   keeps none for another kReservationBoundMs; the next gang in line may.
 // Retries. A gang is one unit: its ranks are one process tree, so a failure
 //   on one ends all of them (the engine retries it whole). An out-of-memory
 //   end requeues it ahead of the other gangs with twice its memory per GPU
@@ -76,6 +80,7 @@ class GangScheduler final : public Scheduler {
   const std::vector<int>& reserved() const { return reserved_; }
 
   static constexpr double kMemoryMargin = 0.2;
+  static constexpr int64_t kReservationBoundMs = 1'800'000;  // 30 minutes
 
  private:
   struct Gang {
@@ -114,7 +119,9 @@ class GangScheduler final : public Scheduler {
   std::vector<int> reserved_;
   size_t reserved_for_ = SIZE_MAX;         // the gang the GPUs are kept for
   std::optional<int64_t> reserved_until_;  // when they are expected to be free
-  bool policy_reserves_ = false;           // the last reserve() handed the policy any GPU
+  int64_t reserved_since_ms_ = 0;
+  std::map<size_t, int64_t> keeps_none_until_;  // gangs whose reservation expired
+  bool policy_reserves_ = false;                // the last reserve() handed the policy any GPU
   std::vector<Unplaceable> unplaceable_;
   std::vector<std::string> notes_;
 };

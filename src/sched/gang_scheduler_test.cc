@@ -87,6 +87,41 @@ TEST(GangScheduler, AGangThatCannotStartKeepsItsGpusAndStartsWhenTheyEmpty) {
   EXPECT_EQ(placed(s.schedule(20)).jobs.size(), 2u) << "singles again";
 }
 
+// A job on the kept GPUs that never ends must not hold the machine: after
+// kReservationBoundMs the reservation expires, saying why, the GPUs take
+// other jobs again, and the gang keeps none for another bound, yet starts
+// when its GPUs are free.
+TEST(GangScheduler, AReservationExpiresAfterItsBoundAndTheGpusOpenAgain) {
+  constexpr int64_t kBound = GangScheduler::kReservationBoundMs;
+  GangScheduler s(fixed(2, 1));
+  s.enqueue({0, "single", std::nullopt});
+  s.enqueue({1, "single", std::nullopt});
+  EXPECT_THAT(placed(s.schedule(0)).jobs, ElementsAre(0, 1));
+  s.enqueue(gang(2, 2));
+  for (size_t j = 3; j < 6; ++j) s.enqueue({j, "single", std::nullopt});
+  EXPECT_TRUE(placed(s.schedule(1)).jobs.empty());
+  EXPECT_THAT(s.reserved(), ElementsAre(0, 1));
+  (void)s.take_notes();
+  EXPECT_TRUE(placed(s.schedule(1 + kBound)).jobs.empty());
+  EXPECT_THAT(s.reserved(), ElementsAre(0, 1)) << "not before its bound";
+  EXPECT_TRUE(placed(s.schedule(2 + kBound)).jobs.empty());
+  EXPECT_TRUE(s.reserved().empty());
+  std::vector<std::string> notes = s.take_notes();
+  ASSERT_FALSE(notes.empty());
+  EXPECT_THAT(notes.front(), HasSubstr("could not start in 30m00s of keeping gpu0, gpu1; they are "
+                                       "open to every job again"));
+  // A GPU that frees now takes a single: nothing is kept.
+  (void)s.finished(0, JobEnd::kOk, 3 + kBound);
+  EXPECT_THAT(placed(s.schedule(3 + kBound)).jobs, ElementsAre(3));
+  EXPECT_TRUE(s.reserved().empty());
+  // After another bound it keeps GPUs again, and starts once they empty.
+  (void)s.schedule(3 + 2 * kBound);
+  EXPECT_THAT(s.reserved(), ElementsAre(0, 1));
+  (void)s.finished(1, JobEnd::kOk, 4 + 2 * kBound);
+  (void)s.finished(3, JobEnd::kOk, 4 + 2 * kBound);
+  EXPECT_THAT(placed(s.schedule(4 + 2 * kBound)).gangs[2], ElementsAre(0, 1));
+}
+
 TEST(GangScheduler, NeverMeasuredGangHasItsGpusToItself) {
   GangScheduler s(fixed(2, 4));
   s.enqueue(gang(0, 2, std::nullopt));
