@@ -85,8 +85,12 @@ do_unpack() {
 # log open.
 stepd_pids() {
   local p log want="$dir/log/slurmd-${1:-}"
+  local -a argv
   for p in /proc/[0-9]*; do
-    { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q '^slurmstepd' || continue
+    # Builtins only: a scan that forks per process takes seconds on a loaded
+    # machine, while the jobs it is to kill run on.
+    mapfile -d '' -t argv 2>/dev/null <"$p/cmdline" || continue
+    [[ ${argv[0]:-} == slurmstepd* ]] || continue
     for log in "$p"/fd/*; do
       log=$(readlink "$log" 2>/dev/null) || continue
       if [[ $log == "$want"*.log ]]; then
@@ -103,15 +107,25 @@ stepd_pids() {
 # SLURMD_NODENAME=$1); a shell that merely points Slurm's commands here has
 # no SLURM_JOB_ID. Then the step daemons.
 cluster_pids() {
-  local p env node=${1:-}
+  local p e node=${1:-} colo conf job on
+  local -a env
   for p in /proc/[0-9]*; do
     p=${p#/proc/}
     [ "$p" = "$$" ] && continue
-    { env=$(tr '\0' '\n' <"/proc/$p/environ"); } 2>/dev/null || continue
-    if [ -z "$node" ] && grep -qxF "COLO_LOCAL_SLURM=$dir" <<<"$env"; then
+    mapfile -d '' -t env 2>/dev/null <"/proc/$p/environ" || continue
+    colo=0 conf=0 job=0 on=0
+    for e in "${env[@]}"; do
+      case $e in
+        "COLO_LOCAL_SLURM=$dir") colo=1 ;;
+        "SLURM_CONF=$dir/slurm.conf") conf=1 ;;
+        SLURM_JOB_ID=*) job=1 ;;
+        "SLURMD_NODENAME=$node") on=1 ;;
+      esac
+    done
+    if [ -z "$node" ] && ((colo)); then
       echo "$p"
-    elif grep -qxF "SLURM_CONF=$dir/slurm.conf" <<<"$env" && grep -q '^SLURM_JOB_ID=' <<<"$env"; then
-      [ -z "$node" ] || grep -qxF "SLURMD_NODENAME=$node" <<<"$env" && echo "$p"
+    elif ((conf && job)) && { [ -z "$node" ] || ((on)); }; then
+      echo "$p"
     fi
   done
   stepd_pids "$node"

@@ -28,7 +28,9 @@ void StallWatch::progress(UnixMillis at_ms, std::optional<int64_t> epoch,
   if (reports_ > 0) longest_gap_ms_ = std::max(longest_gap_ms_, at_ms - last_ms_);
   last_gap_ms_ = std::max<int64_t>(0, at_ms - last_ms_);
   last_ms_ = std::max(last_ms_, at_ms);
-  if (fault_ms_ && at_ms > *fault_ms_) fault_ms_.reset();  // it ran on past the fault
+  // A report after the fault's floor: it ran on past the fault (one sooner
+  // may be work that was in flight when it hung).
+  if (fault_ms_ && at_ms >= *fault_ms_ + options_.after_fault_floor_ms) fault_ms_.reset();
   ++reports_;
   if (epoch) last_epoch_ = epoch;
   if (epoch_ms && *epoch_ms > 0) last_epoch_ms_ = epoch_ms;

@@ -56,10 +56,10 @@ class StallWatch {
                 std::optional<int64_t> epoch_ms = std::nullopt);
 
   // A fatal fault was seen on its GPU at `at_ms`: until it reports progress
-  // made after that, a job that has reported progress before is bounded by
-  // after_fault_floor_ms + multiple x its latest pace (the gap between its
-  // last two reports, which leaves out the warm-up of a first epoch), not by
-  // its longest gap. A job that reports again has run on past the fault.
+  // made after_fault_floor_ms or more after that, a job that has reported progress before is
+  // bounded by after_fault_floor_ms + multiple x its latest pace (the gap between its last two
+  // reports, which leaves out the warm-up of a first epoch), not by its longest gap. A job that
+  // reports again has run on past the fault.
   void fault_seen(UnixMillis at_ms);
   bool after_fault() const { return fault_ms_.has_value(); }
   // The CPU time (ms) its processes had used by `at_ms`, read while it is

@@ -89,13 +89,16 @@ TEST(StallWatch, AfterAFaultOnItsGpuAReportingJobIsWatchedClosely) {
   EXPECT_EQ(w.bound_ms(), 5'000 + 6'000);  // its pace since its first step
   EXPECT_FALSE(w.stalled(kStart + 10'000 + 11'000));
   EXPECT_TRUE(w.stalled(kStart + 10'000 + 11'001));
-  // A report made before the fault, read after it, proves nothing.
+  // A report made before the fault, read after it, proves nothing; nor does
+  // one within the floor after it (work in flight when the client hung).
   w.progress(kStart + 10'400, 2, 400);
   EXPECT_TRUE(w.after_fault());
   EXPECT_EQ(w.bound_ms(), 5'000 + 1'200);
   w.progress(kStart + 11'400, 3, 1'000);
+  EXPECT_TRUE(w.after_fault());
+  w.progress(kStart + 15'500, 4, 1'000);
   EXPECT_FALSE(w.after_fault());
-  EXPECT_EQ(w.bound_ms(), 60'000 + 6'000);  // the longest gap, between step 1 and epoch 1
+  EXPECT_EQ(w.bound_ms(), 60'000 + 12'300);  // the longest gap, between epochs 3 and 4
 
   StallWatch starting(kStart, std::nullopt, true, adaptive());
   starting.fault_seen(kStart);

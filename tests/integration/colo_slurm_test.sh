@@ -81,7 +81,8 @@ export TMPDIR=$work/tmp
 export COLO_MPS_CONTROL=$FAKE_MPS
 mkdir -p "$TMPDIR" "$COLO_HOME"
 
-# 12 jobs of about 24 s each (3 epochs of 8 s), the sweep as 2 shards of 6.
+# 12 jobs of about 40 s each (5 epochs of 8 s), the sweep as 2 shards of 6:
+# long enough that a loaded machine still kills shard 0 before its jobs end.
 cat >"$work/sweep.toml" <<EOF
 [defaults]
 workdir = "$SRC"
@@ -89,10 +90,10 @@ env = { PYTHONUNBUFFERED = "1" }
 
 [[job]]
 name = "sim"
-command = ["python3", "bench/sim_train.py", "--model", "resnet26", "--epochs", "3",
+command = ["python3", "bench/sim_train.py", "--model", "resnet26", "--epochs", "5",
            "--epoch-samples", "127200", "--seed", "{seed}"]
 grid = { seed = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] }
-solo_time = "24s"
+solo_time = "40s"
 EOF
 
 # ---- 1. a sweep whose node dies mid-run --------------------------------------
@@ -111,7 +112,10 @@ jobs_started() {
   [ "$(grep -c ' started on gpu' "$work/sub/slurm/shard-0.out" 2>/dev/null || true)" -ge 6 ]
 }
 wait_for 240 "shard 0's jobs to start" jobs_started
-sleep 3
+# Killed mid-run: none of its jobs may have ended (else the test proves nothing).
+if grep -q ' ok after' "$work/sub/slurm/shard-0.out" 2>/dev/null; then
+  fail "shard 0's jobs ended before the node could be killed (a machine this slow needs longer jobs)"
+fi
 echo "killing node $node (shard 0, attempt 0) after $(elapsed)"
 "$LOCAL_SLURM" kill-node "$cluster" "$node"
 if [ "${#nodes[@]}" = 1 ]; then
