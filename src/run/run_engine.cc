@@ -880,8 +880,8 @@ RunEngine::FaultNeighbours RunEngine::gpu_fault(const JobRuntime& source, const 
   std::vector<std::string> parts;
   if (!out.stopped.empty()) {
     parts.push_back(
-        fmt::format("stopping {} (no progress reported yet) to run them again once "
-                    "the server has recovered, not counted as an attempt",
+        fmt::format("stopping {} (no progress reported yet, or stopping already) to run them "
+                    "again once the server has recovered, not counted as an attempt",
                     fmt::join(out.stopped, ", ")));
   }
   if (!out.watched.empty()) {
@@ -940,8 +940,8 @@ void RunEngine::xid_seen(const XidEvent& x) {
     const std::vector<int> gpus = job.gpus();
     if (std::find(gpus.begin(), gpus.end(), x.device) == gpus.end()) continue;
     append_note_to_log(log_path(job), what);
-    // Under MPS the fault reaches every client of the server, and a client
-    // may hang rather than fail: those that stop reporting are its victims.
+    // Under MPS a client of the server may hang rather than fail (measured:
+    // docs/nvidia-interfaces.md): those that stop reporting are its victims.
     if (ctx_.mechanism.kind() == MechanismKind::kMps && !job.outside_mps && job.stall) {
       watch_after_fault(job,
                         fmt::format("a GPU fault (Xid {}) on gpu{} under MPS", x.xid, x.device));
@@ -959,6 +959,10 @@ void RunEngine::xid_seen(const XidEvent& x) {
 void RunEngine::watch_after_fault(JobRuntime& job, const std::string& cause) {
   job.stall->fault_seen(ctx_.clock.now_ms());
   job.fault_watched = cause;
+  read_cpu_after_fault(job);  // the baseline
+}
+
+void RunEngine::read_cpu_after_fault(JobRuntime& job) {
   job.cpu_read_ms = ctx_.clock.monotonic_ms();
   if (std::optional<int64_t> cpu = process_group_cpu_ms(job.pid))
     job.stall->cpu_used(ctx_.clock.now_ms(), *cpu);
@@ -973,11 +977,8 @@ void RunEngine::check_stalls() {
         !job.fault_victim.empty() || job.mechanism_victim || job.shutdown_victim)
       continue;
     // Watched after a fault: whether its processes still work, once a second.
-    if (job.stall->after_fault() &&
-        ctx_.clock.monotonic_ms() - job.cpu_read_ms >= kFaultCpuReadMs) {
-      job.cpu_read_ms = ctx_.clock.monotonic_ms();
-      if (std::optional<int64_t> cpu = process_group_cpu_ms(pid)) job.stall->cpu_used(now, *cpu);
-    }
+    if (job.stall->after_fault() && ctx_.clock.monotonic_ms() - job.cpu_read_ms >= kFaultCpuReadMs)
+      read_cpu_after_fault(job);
     std::optional<std::string> why = job.stall->stalled(now);
     if (!why) continue;
     const std::string evidence = stall_evidence(job);

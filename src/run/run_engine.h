@@ -308,6 +308,8 @@ class RunEngine {
   // `job` has reported progress and a fault (`cause`) was seen on its GPU:
   // its StallWatch watches it closely, its CPU time read from now on.
   void watch_after_fault(JobRuntime& job, const std::string& cause);
+  // Hands `job`'s StallWatch the CPU time its processes have used by now.
+  void read_cpu_after_fault(JobRuntime& job);
   // Stops the running jobs whose StallWatch says they are stalled.
   void check_stalls();
   // The driver reported a GPU fault: noted in the logs of the jobs on that

@@ -68,8 +68,11 @@ std::optional<std::string> StallWatch::stalled(UnixMillis now_ms) const {
   const std::optional<int64_t> bound = bound_ms();
   if (!bound) return std::nullopt;
   const int64_t quiet = now_ms - last_ms_;
-  // After a fault: silent, and its processes asleep.
-  if (fault_ms_ && reports_ > 0 && fault_cpu_first_ && fault_cpu_last_) {
+  // After a fault: silent for the floor and its own pace, and its processes
+  // asleep (a job that waits on its GPU without spinning, and reports often,
+  // is never silent that long).
+  if (fault_ms_ && reports_ > 0 && fault_cpu_first_ && fault_cpu_last_ &&
+      quiet >= std::max(options_.after_fault_floor_ms, last_gap_ms_)) {
     const int64_t window = fault_cpu_last_->at_ms - fault_cpu_first_->at_ms;
     const int64_t used = fault_cpu_last_->cpu_ms - fault_cpu_first_->cpu_ms;
     if (window >= options_.after_fault_floor_ms &&

@@ -36,8 +36,9 @@ struct StallOptions {
   // progress is watched with this floor instead (a client of a faulted MPS
   // server may hang), until it reports progress again.
   int64_t after_fault_floor_ms = 5'000;
-  // After a fault, a job whose processes used less than this share of one
-  // core (in %) over at least after_fault_floor_ms is stalled at once: a
+  // After a fault, a job silent for after_fault_floor_ms and its last gap,
+  // whose processes used less than this share of one core (in %) over at
+  // least after_fault_floor_ms, is stalled at once: a
   // client hung on a faulted MPS server sleeps (measured on an H100: in
   // futex_do_wait), while one that trains drives its GPU from the CPU.
   double after_fault_idle_cpu_pct = 2.0;

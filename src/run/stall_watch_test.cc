@@ -114,9 +114,10 @@ TEST(StallWatch, AfterAFaultOnItsGpuAReportingJobIsWatchedClosely) {
 // bound; one whose processes compute is left to its bound.
 TEST(StallWatch, AfterAFaultASilentJobWhoseProcessesSleepIsStalledAtTheFloor) {
   StallWatch hung(kStart, std::nullopt, false, adaptive());
-  hung.progress(kStart + 10'000);  // its first step, after start-up
+  hung.progress(kStart + 9'000);
+  hung.progress(kStart + 10'000);
   hung.fault_seen(kStart + 11'000);
-  EXPECT_EQ(hung.bound_ms(), 5'000 + 30'000);
+  EXPECT_EQ(hung.bound_ms(), 5'000 + 3'000);
   hung.cpu_used(kStart + 11'000, 50'000);
   hung.cpu_used(kStart + 15'000, 50'010);  // 4 s: not the floor yet
   EXPECT_FALSE(hung.stalled(kStart + 15'000));
@@ -128,12 +129,27 @@ TEST(StallWatch, AfterAFaultASilentJobWhoseProcessesSleepIsStalledAtTheFloor) {
             "5.0 s after the fault");
 
   StallWatch busy(kStart, std::nullopt, false, adaptive());
-  busy.progress(kStart + 10'000);
+  busy.progress(kStart + 10'000);  // its first report: 10 s after its start
   busy.fault_seen(kStart + 11'000);
   busy.cpu_used(kStart + 11'000, 50'000);
   busy.cpu_used(kStart + 16'000, 54'000);
   EXPECT_FALSE(busy.stalled(kStart + 16'000));
   EXPECT_TRUE(busy.stalled(kStart + 10'000 + 35'001));
+
+  // One that waits on its GPU without spinning (little CPU) but reports
+  // within its pace is not stalled by its CPU time.
+  StallWatch blocking(kStart, std::nullopt, false, adaptive());
+  blocking.progress(kStart + 9'000);
+  blocking.progress(kStart + 10'000);
+  blocking.fault_seen(kStart + 10'500);
+  blocking.cpu_used(kStart + 10'500, 1'000);
+  blocking.progress(kStart + 11'000);
+  blocking.progress(kStart + 12'000);
+  blocking.progress(kStart + 13'000);
+  blocking.progress(kStart + 14'000);
+  blocking.progress(kStart + 15'000);
+  blocking.cpu_used(kStart + 15'600, 1'005);
+  EXPECT_FALSE(blocking.stalled(kStart + 15'600));
 
   // CPU time read without a fault, or before its baseline, decides nothing.
   StallWatch quiet(kStart, std::nullopt, false, adaptive());
