@@ -26,14 +26,17 @@ N = 300  # samples in the test dataset (1000 in the exactly-once test)
 # checks that every epoch holds every sample exactly once and that every
 # image is the one its id names (also after holding it for `hold` seconds),
 # and prints one JSON line per epoch and one at the end. An optional fifth
-# argument "E:F:S" pauses it for S seconds once it has read a fraction F of
-# epoch E (printing {"paused": ...} first), holding its batch.
+# argument "E:F:PATH" pauses it once it has read a fraction F of epoch E
+# (printing {"paused": ...} first), holding its batch, until the file PATH
+# exists (at most 120 s): the test says when, not a wall-clock guess.
 CONSUMER = textwrap.dedent("""
-    import json, sys, time
+    import json, os, sys, time
     sys.path.insert(0, %(python_dir)r)
     import colo_data, torch
     socket_name, batch, epochs, hold = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-    pause = [float(x) for x in sys.argv[5].split(":")] if len(sys.argv) > 5 else None
+    pause = sys.argv[5].split(":", 2) if len(sys.argv) > 5 else None
+    if pause:
+        pause = [int(pause[0]), float(pause[1]), pause[2]]
     mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
     std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
 
@@ -65,7 +68,9 @@ CONSUMER = textwrap.dedent("""
                 seen += ids.tolist()
                 if pause and epoch == pause[0] and len(seen) >= pause[1] * loader.dataset_size:
                     print(json.dumps({"paused": len(seen)}), flush=True)
-                    time.sleep(pause[2])
+                    until = time.monotonic() + 120
+                    while not os.path.exists(pause[2]) and time.monotonic() < until:
+                        time.sleep(0.02)
                     pause = None
             if sorted(seen) != list(range(loader.dataset_size)):
                 print(json.dumps({"epoch": epoch, "not_exactly_once": len(seen)}), flush=True)
@@ -192,12 +197,17 @@ class DataSharingTest(unittest.TestCase):
         loader, name, stats = self.start_loader("once", "--ring", "2200KiB", dataset=big)
         # b joins while a pauses 40% into its second epoch, c while b pauses 10% into its
         # first: the ring (176 samples) then holds none of the next epoch, so both start in
-        # the middle of one.
-        a = self.start_consumer(name, 7, 6, hold=0.002, pause="1:0.4:4")
+        # the middle of one. Each pause lasts until the next consumer has joined.
+        go_a, go_b = os.path.join(self.dir, "go-a"), os.path.join(self.dir, "go-b")
+        a = self.start_consumer(name, 7, 6, hold=0.002, pause="1:0.4:" + go_a)
         self.wait_line(a, "paused")
-        b = self.start_consumer(name, 16, 4, hold=0.002, pause="0:0.1:4")
+        b = self.start_consumer(name, 16, 4, hold=0.002, pause="0:0.1:" + go_b)
+        self.wait_line(b, "joined")
+        open(go_a, "w").close()
         self.wait_line(b, "paused")
         c = self.start_consumer(name, 33, 3, hold=0.002)
+        self.wait_line(c, "joined")
+        open(go_b, "w").close()
         joined = []
         for p, epochs in ((a, 6), (b, 4), (c, 3)):
             code, lines, err = self.finish(p)
