@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -87,6 +88,18 @@ std::optional<int64_t> process_group_cpu_ms(int pgid) {
   int64_t total = 0;
   for (const ProcessState& p : processes) total += p.cpu_ms;
   return total;
+}
+
+size_t raise_open_file_limit(size_t wanted) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  const rlim_t target = std::min<rlim_t>(limit.rlim_max, wanted);
+  if (limit.rlim_cur < target) {
+    rlimit raised = limit;
+    raised.rlim_cur = target;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  return static_cast<size_t>(limit.rlim_cur);
 }
 
 }  // namespace colo

@@ -38,4 +38,9 @@ std::vector<ProcessState> process_group_states(int pgid, size_t max);
 // nullopt when none is left.
 std::optional<int64_t> process_group_cpu_ms(int pgid);
 
+// Raises this process's soft limit on open files toward its hard limit, to
+// at most `wanted`; returns the soft limit now. A service that bounds its
+// connections below this limit never runs out of descriptors first.
+size_t raise_open_file_limit(size_t wanted);
+
 }  // namespace colo

@@ -14,6 +14,8 @@
 
 #include "analysis/training_metrics.h"
 #include "common/json_values.h"
+#include "common/proc_stat.h"
+#include "serve/http_gate.h"
 #include "serve/metrics.h"
 #include "serve/service.h"
 
@@ -369,7 +371,12 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
 
 Result<std::unique_ptr<HttpServer>> HttpServer::bind(const HttpOptions& options) {
   std::unique_ptr<HttpServer> s(new HttpServer());
-  s->server_ = std::make_unique<httplib::Server>();
+  // Connections are bounded below the open-file limit, raised first: the
+  // service never runs out of descriptors before it refuses anyone.
+  GateOptions gate;
+  gate.limits.total = std::min(gate.limits.total, raise_open_file_limit(kWantedOpenFiles) / 4);
+  gate.limits.per_user = std::min(gate.limits.per_user, gate.limits.total);
+  s->server_ = std::make_unique<GatedServer>(gate);
   // cpp-httplib sets SO_REUSEPORT, which lets a second server take the same
   // port and share its connections: only SO_REUSEADDR here, so a taken port
   // is an error.
@@ -410,14 +417,11 @@ HttpServer::~HttpServer() { stop(); }
 void HttpServer::serve(std::shared_ptr<ApiRoutes> routes) {
   routes_ = std::move(routes);
   ApiRoutes* r = routes_.get();
-  // Slow clients hold a worker each until the read timeout: enough workers
-  // and short timeouts keep a few of them from taking the API down.
-  server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpWorkers); };
+  // The gate (serve/http_gate.h) holds idle and slow clients without a
+  // thread; a worker reads a request whose head has arrived, and never a
+  // body: every request is answered by the handler below, before one is read.
   server_->set_read_timeout(kHttpReadTimeoutS);
   server_->set_write_timeout(kHttpReadTimeoutS);
-  server_->set_keep_alive_timeout(kHttpReadTimeoutS);
-  server_->set_keep_alive_max_count(20);
-  server_->set_payload_max_length(size_t{64} << 10);
   const std::set<std::string>* hosts = &allowed_hosts_;
   server_->set_pre_routing_handler([r, hosts](const httplib::Request& req, httplib::Response& res) {
     HttpAnswer answer;
@@ -440,7 +444,8 @@ void HttpServer::serve(std::shared_ptr<ApiRoutes> routes) {
     res.set_content(answer.body, answer.content_type);
     return httplib::Server::HandlerResponse::Handled;
   });
-  httplib::Server* server = server_.get();
+  GatedServer* server = server_.get();
+  server->start_gate();
   thread_ = std::thread([server] { server->listen_after_bind(); });
   // stop() before the listening loop runs would not end it: wait for it.
   for (int i = 0; i < 2500 && !server_->is_running(); ++i)
@@ -450,6 +455,7 @@ void HttpServer::serve(std::shared_ptr<ApiRoutes> routes) {
 void HttpServer::stop() {
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
+  if (server_) server_->stop_gate();
 }
 
 }  // namespace colo

@@ -39,11 +39,9 @@
 #include "serve/snapshot.h"
 #include "store/run_store.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace colo {
+
+class GatedServer;
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
@@ -117,10 +115,10 @@ class HttpServer {
  private:
   HttpServer() = default;
 
-  static constexpr int kHttpWorkers = 32;
   static constexpr time_t kHttpReadTimeoutS = 2;
+  static constexpr size_t kWantedOpenFiles = 8192;
 
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<GatedServer> server_;
   std::shared_ptr<ApiRoutes> routes_;
   // The Host headers answered; empty: any (the server is not on loopback).
   std::set<std::string> allowed_hosts_;

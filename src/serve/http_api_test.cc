@@ -11,7 +11,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <vector>
+
+#include "common/proc_stat.h"
 
 namespace colo {
 namespace {
@@ -290,10 +293,14 @@ TEST_F(HttpApiTest, ServesOverHttpReadOnly) {
   EXPECT_EQ(got->status, 200);
   EXPECT_EQ(json::parse(got->body)["jobs"].size(), 1u);
   EXPECT_EQ(got->get_header_value("Content-Type"), "application/json");
-  httplib::Result post = client.Post("/api/jobs", "{}", "application/json");
+  httplib::Result post = client.Post("/api/jobs", "", "application/json");
   ASSERT_TRUE(post);
   EXPECT_EQ(post->status, 405);
   EXPECT_THAT(post->body, HasSubstr("read-only"));
+  // No route takes a body: none is read, so one sent slowly holds no worker.
+  httplib::Result with_body = client.Post("/api/jobs", "{}", "application/json");
+  ASSERT_TRUE(with_body);
+  EXPECT_EQ(with_body->status, 405);
   // DNS rebinding: a page of another site, its name now resolving to
   // 127.0.0.1, reads nothing.
   httplib::Result rebound =
@@ -328,6 +335,59 @@ TEST_F(HttpApiTest, ServesOverHttpReadOnly) {
   (*server)->stop();
   (*server)->stop();
   EXPECT_FALSE(httplib::Client("127.0.0.1", port).Get("/"));
+}
+
+int connect_tcp(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  return fd;
+}
+
+// Issue 35, item 5: 1,035 idle connections, or 40 slow clients, left
+// /metrics unanswered for 10 s (each held one of httplib's workers). The
+// figure "within 1 s" is measured by bench/http-flood.sh; this test fails
+// where the old server would have answered after a minute.
+TEST_F(HttpApiTest, MetricsAnswerUnderAThousandIdleAndAHundredSlowClients) {
+  if (raise_open_file_limit(8192) < 3000) GTEST_SKIP() << "the hard limit on open files is low";
+  Result<std::unique_ptr<HttpServer>> server = HttpServer::bind(HttpOptions{});
+  ASSERT_TRUE(server.ok()) << server.error().message();
+  (*server)->serve(routes());
+  const std::string address = (*server)->address();
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  std::vector<int> held;
+  for (int i = 0; i < 1100; ++i) held.push_back(connect_tcp(port));
+  for (int i = 0; i < 100; ++i) {
+    int fd = connect_tcp(port);
+    ASSERT_GT(::send(fd, "GET /metrics HTTP/1.1\r\nX-Slow: ", 31, 0), 0);
+    held.push_back(fd);
+  }
+  httplib::Client scraper("127.0.0.1", port);
+  scraper.set_connection_timeout(std::chrono::seconds(5));
+  scraper.set_read_timeout(std::chrono::seconds(5));
+  const auto start = std::chrono::steady_clock::now();
+  httplib::Result metrics = scraper.Get("/metrics");
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  ASSERT_TRUE(metrics) << httplib::to_string(metrics.error());
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_THAT(metrics->body, HasSubstr("colo_"));
+  std::cout << "/metrics answered in " << ms << " ms beside 1,100 idle and 100 slow clients\n";
+  // The connections beyond this user's bound were closed, each told why
+  // (or, on a machine too busy to open them all within the deadline, told
+  // that their request never came).
+  char buf[512] = {};
+  timeval tv{5, 0};
+  ::setsockopt(held.front(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ASSERT_GT(::recv(held.front(), buf, sizeof buf - 1, 0), 0);
+  EXPECT_THAT(std::string(buf), ::testing::ContainsRegex(
+                                    "^HTTP/1.1 (503 .*the limit per user|408 .*did not arrive)"));
+  for (int fd : held) ::close(fd);
+  (*server)->stop();
 }
 
 }  // namespace

@@ -161,21 +161,30 @@ std::string error_line(const std::string& message, bool busy = false) {
 
 }  // namespace
 
-std::string SocketServer::refusal(uid_t uid) const {
-  const auto served = [](const auto& entry) { return entry.second.refusal.empty(); };
-  const auto open =
-      static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(), served));
-  if (open >= options_.max_connections) {
-    return fmt::format("colo serve has {} connections open, its limit; try again shortly", open);
+std::map<std::string, Occupancy> SocketServer::occupancy() const {
+  std::map<std::string, Occupancy> users;
+  for (const auto& [fd, c] : connections_) {
+    if (!c.refusal.empty()) continue;
+    Occupancy& o = users[std::to_string(c.caller.uid)];
+    ++o.open;
+    if (!c.answered) ++o.waiting;
   }
-  const auto mine = static_cast<size_t>(std::count_if(
-      connections_.begin(), connections_.end(),
-      [&](const auto& entry) { return served(entry) && entry.second.caller.uid == uid; }));
-  if (mine >= options_.max_connections_per_user) {
-    return fmt::format("you have {} connections open to colo serve, the limit per user; close some",
-                       mine);
+  return users;
+}
+
+void SocketServer::shed_oldest_waiting_of(uid_t uid, const std::string& reason) {
+  auto oldest = connections_.end();
+  for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+    const Connection& c = it->second;
+    if (c.caller.uid == uid && c.refusal.empty() && !c.answered &&
+        (oldest == connections_.end() || c.opened_ms < oldest->second.opened_ms))
+      oldest = it;
   }
-  return "";
+  if (oldest == connections_.end()) return;
+  answer(oldest->second, error_line(reason, /*busy=*/true));
+  write_to(oldest->first, oldest->second);
+  ::close(oldest->first);
+  connections_.erase(oldest);
 }
 
 void SocketServer::accept_all() {
@@ -201,14 +210,28 @@ void SocketServer::accept_all() {
       ::close(fd);
       continue;
     }
-    if (connections_.size() >= options_.max_connections + kRefusingConnections) {
-      ::close(fd);
-      continue;
-    }
     Connection c;
     c.caller = Caller{cred.uid, cred.gid, cred.pid, user_name_of(cred.uid)};
     c.opened_ms = monotonic_ms();
-    c.refusal = refusal(cred.uid);
+    const Admission admission = admit(occupancy(), std::to_string(cred.uid), limits());
+    if (admission.kind == Admission::Kind::kShed) {
+      shed_oldest_waiting_of(static_cast<uid_t>(std::stoul(admission.shed_from)), admission.reason);
+    } else if (admission.kind == Admission::Kind::kRefuse) {
+      // Told why once its request line is read (closing first would reset
+      // it unanswered); a few per user, the rest closed at once.
+      const auto refusing = [&](uid_t uid) {
+        return static_cast<size_t>(
+            std::count_if(connections_.begin(), connections_.end(), [&](const auto& entry) {
+              return !entry.second.refusal.empty() &&
+                     (uid == kAnyone || entry.second.caller.uid == uid);
+            }));
+      };
+      if (refusing(cred.uid) >= kRefusingPerUser || refusing(kAnyone) >= kRefusingConnections) {
+        ::close(fd);
+        continue;
+      }
+      c.refusal = admission.reason;
+    }
     connections_.emplace(fd, std::move(c));
   }
 }
@@ -278,7 +301,6 @@ void SocketServer::poll_once(int timeout_ms, const Handler& handler) {
     fds.push_back({fd, static_cast<short>(c.answered ? POLLOUT : POLLIN), 0});
   // Even when nothing is ready, idle connections expire below.
   if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return;
-  if (fds[0].revents & POLLIN) accept_all();
   const int64_t now = monotonic_ms();
   for (size_t i = 1; i < fds.size(); ++i) {
     auto it = connections_.find(fds[i].fd);
@@ -294,6 +316,10 @@ void SocketServer::poll_once(int timeout_ms, const Handler& handler) {
       connections_.erase(it);
     }
   }
+  // After the others: accepting may shed a connection, and its descriptor
+  // may be reused by the next one accepted, which this round's events are
+  // not about.
+  if (fds[0].revents & POLLIN) accept_all();
 }
 
 Result<std::string> call_socket(const std::string& path, const std::string& request,

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "serve/admission.h"
 
 namespace colo {
 
@@ -55,8 +56,10 @@ class LockFile {
 };
 
 // The bounds that keep any local user from exhausting the service's file
-// descriptors or memory (docs/serve.md, "Limits"). A connection over a bound
-// gets one error line and is closed; the others go on.
+// descriptors or memory (docs/serve.md, "Limits"). Connections are let in by
+// admit() (serve/admission.h): a user at a bound sheds their own oldest idle
+// connection, the heaviest user is shed at the total, and a connection that
+// is refused gets one error line and is closed; the others go on.
 struct ListenOptions {
   std::string path;
   unsigned mode = 0660;
@@ -97,11 +100,19 @@ class SocketServer {
   };
   explicit SocketServer(ListenOptions options) : options_(std::move(options)) {}
   void accept_all();
-  // Why a new connection from `uid` is refused; empty when it is not.
-  std::string refusal(uid_t uid) const;
-  // Connections being refused, beyond max_connections; past this many more,
-  // a connection is closed at once, unanswered.
+  AdmissionLimits limits() const {
+    return {options_.max_connections_per_user, options_.max_connections};
+  }
+  // Every user's served connections (by uid), for admit().
+  std::map<std::string, Occupancy> occupancy() const;
+  // Answers `reason` to the oldest connection of `uid` still waiting for its
+  // request, and closes it.
+  void shed_oldest_waiting_of(uid_t uid, const std::string& reason);
+  // Connections being refused, beyond the limits, per user and in all; past
+  // these, a connection is closed at once, unanswered.
+  static constexpr size_t kRefusingPerUser = 4;
   static constexpr size_t kRefusingConnections = 64;
+  static constexpr uid_t kAnyone = static_cast<uid_t>(-1);
   void read_from(int fd, Connection& c, const Handler& handler);
   void answer(Connection& c, std::string line);
   void write_to(int fd, Connection& c);
