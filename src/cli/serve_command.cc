@@ -242,10 +242,16 @@ int submit_command(const std::string& path, const ClientFlags& flags) {
 
 // ---- colo queue, cancel, logs, wait -----------------------------------------
 
-int queue_command(const ClientFlags& flags) {
+// Which queued jobs `colo queue` shows: the service's first page by default.
+struct QueuePage {
+  int64_t offset = 0;
+  int64_t limit = protocol::kQueuedPage;
+};
+
+int queue_command(const ClientFlags& flags, const QueuePage& page) {
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
-  Result<json> answer = client->call(protocol::queue_request());
+  Result<json> answer = client->call(protocol::queue_request(page.offset, page.limit));
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
     return kExitEnvironment;
@@ -402,6 +408,7 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   static std::vector<int64_t> ids;
   static int64_t log_id = 0;
   static bool follow = false;
+  static QueuePage page;
 
   CLI::App* serve_cmd = app.add_subcommand(
       "serve",
@@ -493,8 +500,16 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   CLI::App* queue_cmd = app.add_subcommand(
       "queue", "Show colo serve's GPUs and jobs: owner, state, mechanism, epoch, rate, end");
   add_client_flags(queue_cmd, true);
-  set_example(*queue_cmd, "colo queue --json");
-  queue_cmd->callback([&exit_code] { exit_code = queue_command(client); });
+  queue_cmd
+      ->add_option("--offset", page.offset,
+                   "show queued jobs from this one on (0: the first); running jobs and the "
+                   "counts per owner are always shown")
+      ->check(CLI::NonNegativeNumber);
+  queue_cmd->add_option("--limit", page.limit, "show at most this many queued jobs")
+      ->check(CLI::Range(int64_t{1}, protocol::kMaxQueuedPage))
+      ->capture_default_str();
+  set_example(*queue_cmd, "colo queue --json --offset 500 --limit 500");
+  queue_cmd->callback([&exit_code] { exit_code = queue_command(client, page); });
 
   CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel jobs of colo serve (your own)");
   cancel_cmd->add_option("ids", ids, "job ids")->required();

@@ -33,7 +33,15 @@ inline nlohmann::json submit_request(const std::string& job_file, nlohmann::json
           {"env", env},
           {"submit_key", submit_key}};
 }
+// `offset` and `limit` page the queued jobs (docs/serve.md): a snapshot
+// holds kQueuedPage of them unless a reader asks for another page, at most
+// kMaxQueuedPage, so that it costs the same whatever the queue's length.
+inline constexpr int64_t kQueuedPage = 500;
+inline constexpr int64_t kMaxQueuedPage = 5'000;
 inline nlohmann::json queue_request() { return {{"op", kQueue}}; }
+inline nlohmann::json queue_request(int64_t offset, int64_t limit) {
+  return {{"op", kQueue}, {"offset", offset}, {"limit", limit}};
+}
 inline nlohmann::json status_request(const std::vector<int64_t>& ids) {
   return {{"op", kStatus}, {"ids", ids}};
 }

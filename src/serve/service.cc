@@ -366,7 +366,7 @@ json Service::handle(const Caller& caller, const json& request) {
   if (!op_field.ok()) return error_answer(op_field.error().message());
   const std::string& op = *op_field;
   if (op == protocol::kSubmit) return submit(caller, request);
-  if (op == protocol::kQueue) return queue_answer();
+  if (op == protocol::kQueue) return queue_answer(request);
   if (op == protocol::kStatus) return status(request);
   if (op == protocol::kCancel) return cancel(caller, request);
   if (op == protocol::kLogs) return logs(caller, request);
@@ -564,7 +564,7 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
   return q;
 }
 
-ServiceSnapshot Service::snapshot() {
+ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit) {
   ServiceSnapshot s;
   s.time_ms = ctx_.clock.now_ms();
   s.service = info_;
@@ -576,8 +576,23 @@ ServiceSnapshot Service::snapshot() {
       g.latest = it->second.back();
     s.gpus.push_back(std::move(g));
   }
-  if (Result<std::vector<ServiceJobRow>> rows = ctx_.store.unfinished_service_jobs(); rows.ok()) {
-    for (const ServiceJobRow& row : *rows) s.jobs.push_back(queue_job(row));
+  s.queued_offset = queued_offset;
+  if (Result<std::map<std::string, ServiceJobCounts>> counts =
+          ctx_.store.unfinished_service_job_counts();
+      counts.ok()) {
+    s.owners = std::move(counts).value();
+    for (const auto& [owner, n] : s.owners) s.queued_total += n.queued;
+  }
+  Result<std::vector<ServiceJobRow>> running = ctx_.store.running_service_jobs();
+  Result<std::vector<ServiceJobRow>> queued =
+      ctx_.store.queued_service_jobs(queued_offset, queued_limit);
+  if (running.ok() && queued.ok()) {
+    std::vector<ServiceJobRow> rows = std::move(running).value();
+    rows.insert(rows.end(), std::make_move_iterator(queued->begin()),
+                std::make_move_iterator(queued->end()));
+    std::sort(rows.begin(), rows.end(),
+              [](const ServiceJobRow& a, const ServiceJobRow& b) { return a.id < b.id; });
+    for (const ServiceJobRow& row : rows) s.jobs.push_back(queue_job(row));
   }
   if (Result<std::vector<ServiceJobRow>> rows =
           ctx_.store.ended_service_jobs(options_.ended_jobs_shown);
@@ -639,7 +654,17 @@ std::shared_ptr<const ServiceSnapshot> Service::latest_snapshot() const {
   return latest_;
 }
 
-const json& Service::queue_answer() {
+json Service::queue_answer(const json& request) {
+  Result<int64_t> offset = integer_field(request, "offset", 0);
+  if (!offset.ok()) return error_answer("queue: " + offset.error().message());
+  Result<int64_t> limit = integer_field(request, "limit", protocol::kQueuedPage);
+  if (!limit.ok()) return error_answer("queue: " + limit.error().message());
+  if (*limit < 1 || *limit > protocol::kMaxQueuedPage) {
+    return error_answer(fmt::format("queue: 'limit' must be from 1 to {} (got {})",
+                                    protocol::kMaxQueuedPage, *limit));
+  }
+  if (*offset != 0 || *limit != protocol::kQueuedPage)
+    return json{{"ok", true}, {"snapshot", to_json(snapshot(*offset, *limit))}};
   const int64_t now = ctx_.clock.monotonic_ms();
   if (!queue_answer_ || now - queue_answer_ms_ >= kQueueAnswerMaxAgeMs) {
     queue_answer_ = json{{"ok", true}, {"snapshot", to_json(snapshot())}};

@@ -46,6 +46,7 @@
 #include "run/run_session.h"
 #include "serve/http_api.h"
 #include "serve/process_identity.h"
+#include "serve/protocol.h"
 #include "serve/snapshot.h"
 #include "serve/unix_socket.h"
 #include "sharing/mechanism.h"
@@ -130,7 +131,9 @@ class Service {
   void set_http_address(const std::string& address) { info_.http = address; }
   const std::string& state() const { return info_.state; }
 
-  ServiceSnapshot snapshot();
+  // The snapshot with one page of queued jobs (protocol.h: kQueuedPage);
+  // counts cover the whole queue.
+  ServiceSnapshot snapshot(int64_t queued_offset = 0, int64_t queued_limit = protocol::kQueuedPage);
   // Builds the snapshot and makes it the one latest_snapshot() returns.
   void publish();
   // The last published snapshot; safe from any thread (HTTP readers).
@@ -148,9 +151,10 @@ class Service {
   nlohmann::json status(const nlohmann::json& request);
   nlohmann::json cancel(const Caller& caller, const nlohmann::json& request);
   nlohmann::json logs(const Caller& caller, const nlohmann::json& request);
-  // The answer to "queue": rebuilt when the queue changed or it is older
+  // The answer to "queue" (optional "offset" and "limit" page the queued
+  // jobs): the first page is rebuilt when the queue changed or it is older
   // than kQueueAnswerMaxAgeMs, so that many clients polling cost one snapshot.
-  const nlohmann::json& queue_answer();
+  nlohmann::json queue_answer(const nlohmann::json& request);
   // A job's secret environment values, kept out of the store (see submit()).
   std::string secrets_path(int64_t id) const;
   // Hands a queued job to the engine, its secret values (`secrets`: "env"

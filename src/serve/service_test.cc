@@ -442,6 +442,40 @@ TEST_F(ServiceTest, AUsersJobsNotYetEndedAreBoundedAndEndedOnesMakeRoom) {
   run_until_idle();
 }
 
+// Issue 35, item 8: `colo queue --json` with 60,000 jobs queued took 6-14 s
+// for 45 MB. A snapshot holds one page of queued jobs, counts the whole queue
+// per owner, and another page is asked for by offset.
+TEST_F(ServiceTest, TheQueueIsPagedAndCountedWhateverItsLength) {
+  std::vector<JobSpec> many;
+  for (int i = 0; i < 1203; ++i) many.push_back(shell_job("j" + std::to_string(i), "true"));
+  ASSERT_EQ(submit(root_, many)["ok"], true);
+  const auto queued_in = [](const ServiceSnapshot& s) {
+    return std::count_if(s.jobs.begin(), s.jobs.end(),
+                         [](const QueueJob& j) { return j.state == "queued"; });
+  };
+  Result<ServiceSnapshot> first =
+      snapshot_from_json(service_->handle(root_, json{{"op", "queue"}})["snapshot"]);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  const OwnerJobs root_jobs = first->owners.at("root");
+  EXPECT_EQ(root_jobs.queued + root_jobs.running, 1203);
+  EXPECT_EQ(first->queued_total, root_jobs.queued);
+  EXPECT_EQ(queued_in(*first), 500);
+  const std::string text = format_queue(*first, first->time_ms);
+  EXPECT_THAT(text, HasSubstr(fmt::format("queued (1 to 500 of {})", first->queued_total)));
+  EXPECT_THAT(text, HasSubstr(fmt::format("... {} more queued: colo queue --offset 500",
+                                          first->queued_total - 500)));
+
+  Result<ServiceSnapshot> last = snapshot_from_json(
+      service_->handle(root_, json{{"op", "queue"}, {"offset", 1000}, {"limit", 500}})["snapshot"]);
+  ASSERT_TRUE(last.ok()) << last.error().message();
+  EXPECT_EQ(last->queued_offset, 1000);
+  EXPECT_EQ(queued_in(*last), last->queued_total - 1000);
+  EXPECT_THAT(service_->handle(root_, json{{"op", "queue"}, {"limit", 0}})["error"].dump(),
+              HasSubstr("'limit' must be from 1 to 5000"));
+  EXPECT_THAT(service_->handle(root_, json{{"op", "queue"}, {"offset", -1}})["error"].dump(),
+              HasSubstr("'offset' must be a whole number"));
+}
+
 // Text other users see is cleaned at the boundary: the job file's name loses
 // its control characters, and a command whose program holds one is refused.
 TEST_F(ServiceTest, ControlCharactersNeverReachAnotherUsersQueue) {

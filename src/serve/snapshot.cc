@@ -1,7 +1,9 @@
 #include "serve/snapshot.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 
 #include "common/json_values.h"
@@ -157,10 +159,15 @@ json to_json(const ServiceSnapshot& s) {
   for (const RunView& r : s.runs) runs.push_back(to_json(r));
   json processes = json::array();
   for (const ProcessView& p : s.processes) processes.push_back(to_json(p));
-  return json{{"version", kSnapshotVersion},   {"time_ms", s.time_ms},
-              {"service", std::move(service)}, {"gpus", std::move(gpus)},
-              {"jobs", std::move(jobs)},       {"samples", std::move(samples)},
-              {"runs", std::move(runs)},       {"processes", std::move(processes)}};
+  json owners = json::object();
+  for (const auto& [owner, n] : s.owners)
+    owners[owner] = json{{"queued", n.queued}, {"running", n.running}};
+  return json{{"version", kSnapshotVersion},      {"time_ms", s.time_ms},
+              {"service", std::move(service)},    {"gpus", std::move(gpus)},
+              {"jobs", std::move(jobs)},          {"queued_total", s.queued_total},
+              {"queued_offset", s.queued_offset}, {"owners", std::move(owners)},
+              {"samples", std::move(samples)},    {"runs", std::move(runs)},
+              {"processes", std::move(processes)}};
 }
 
 Result<QueueJob> queue_job_from_json(const json& j) {
@@ -247,6 +254,16 @@ Result<ServiceSnapshot> snapshot_from_json(const json& j) {
       if (!q.ok()) return q.error();
       s.jobs.push_back(std::move(q).value());
     }
+    // A service from before paging sent its whole queue.
+    s.queued_total = j.value(
+        "queued_total",
+        static_cast<int64_t>(std::count_if(s.jobs.begin(), s.jobs.end(),
+                                           [](const QueueJob& q) { return q.state == "queued"; })));
+    s.queued_offset = j.value("queued_offset", int64_t{0});
+    if (j.contains("owners") && j["owners"].is_object()) {
+      for (const auto& [owner, n] : j["owners"].items())
+        s.owners[owner] = OwnerJobs{n.value("queued", int64_t{0}), n.value("running", int64_t{0})};
+    }
     for (const json& d : j.at("samples")) s.samples.push_back(device_sample_from_json(d));
     for (const json& r : j.at("runs")) {
       RunView v;
@@ -280,16 +297,25 @@ Result<ServiceSnapshot> snapshot_from_json(const json& j) {
 
 std::string format_queue(const ServiceSnapshot& s, UnixMillis now_ms) {
   int running = 0;
-  int queued = 0;
+  int64_t queued_shown = 0;
   for (const QueueJob& j : s.jobs) {
     running += j.state == "running";
-    queued += j.state == "queued";
+    queued_shown += j.state == "queued";
   }
+  // A snapshot built without counts (by hand, or by a service before paging)
+  // counts what it holds.
+  const int64_t queued_total = std::max(s.queued_total, s.queued_offset + queued_shown);
   std::string out = fmt::format(
       "colo serve, pid {} on {} as {}: {}, policy {}, {} GPU{}{}; {} running, {} queued{}\n",
       s.service.pid, s.service.host, s.service.user, s.service.mechanism, s.service.policy,
       s.gpus.size(), s.gpus.size() == 1 ? "" : "s", s.service.simulated ? " (SIMULATED)" : "",
-      running, queued, s.service.state == "running" ? "" : " [" + s.service.state + "]");
+      running, queued_total, s.service.state == "running" ? "" : " [" + s.service.state + "]");
+  if (s.owners.size() > 1) {
+    std::vector<std::string> each;
+    for (const auto& [owner, n] : s.owners)
+      each.push_back(fmt::format("{} {} running, {} queued", owner, n.running, n.queued));
+    out += fmt::format("by owner: {}\n", fmt::join(each, "; "));
+  }
   if (!s.service.mechanism_down.empty())
     out += "placing nothing until the mechanism is back: " + s.service.mechanism_down + "\n";
   std::map<int, std::vector<const QueueJob*>> by_gpu;
@@ -318,9 +344,19 @@ std::string format_queue(const ServiceSnapshot& s, UnixMillis now_ms) {
     for (const QueueJob* j : by_gpu[g.index]) out += job_line(*j, now_ms);
   }
   if (!waiting.empty()) {
-    out += fmt::format("\nqueued ({})\n", waiting.size());
+    if (queued_shown == queued_total) {
+      out += fmt::format("\nqueued ({})\n", queued_shown);
+    } else {
+      out += fmt::format("\nqueued ({} to {} of {})\n", s.queued_offset + 1,
+                         s.queued_offset + queued_shown, queued_total);
+    }
     out += fmt::format(kHeader, "ID", "OWNER", "STATE", "MECH", "EPOCH", "RATE", "END", "NAME");
     for (const QueueJob* j : waiting) out += job_line(*j, now_ms);
+    if (s.queued_offset + queued_shown < queued_total) {
+      out += fmt::format("... {} more queued: colo queue --offset {}\n",
+                         queued_total - s.queued_offset - queued_shown,
+                         s.queued_offset + queued_shown);
+    }
   }
   if (!ended.empty()) {
     out += "\nrecently ended\n";

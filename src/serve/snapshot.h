@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 #include "common/result.h"
 #include "gpu/device_json.h"
 #include "gpu/gpu_backend.h"
+#include "store/run_store.h"
 
 namespace colo {
 
@@ -127,14 +129,24 @@ struct RunView {
   int job_count = 0;
 };
 
+// One owner's jobs not yet ended, counted over the whole queue.
+using OwnerJobs = ServiceJobCounts;
+
+// The queue is paged, so that what a reader costs does not grow with it:
+// `jobs` holds every running job and one page of the queued ones (from the
+// `queued_offset`-th in queue order), then recently ended ones;
+// `queued_total` and `owners` count the whole queue.
 struct ServiceSnapshot {
   UnixMillis time_ms = 0;
   ServiceInfo service;
   std::vector<GpuView> gpus;
-  std::vector<QueueJob> jobs;          // queued and running in queue order, then recently ended
-  std::vector<DeviceSample> samples;   // recent device samples, oldest first
-  std::vector<RunView> runs;           // recent runs, newest first
-  std::vector<ProcessView> processes;  // per GPU, its latest process listing
+  std::vector<QueueJob> jobs;  // running and one page of queued, in queue order; recently ended
+  int64_t queued_total = 0;
+  int64_t queued_offset = 0;
+  std::map<std::string, OwnerJobs> owners;  // by owner name; those with none are absent
+  std::vector<DeviceSample> samples;        // recent device samples, oldest first
+  std::vector<RunView> runs;                // recent runs, newest first
+  std::vector<ProcessView> processes;       // per GPU, its latest process listing
 };
 
 nlohmann::json to_json(const QueueJob& job);

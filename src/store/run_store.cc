@@ -713,6 +713,18 @@ Result<RunRow> RunStore::read_run(int64_t run_id) {
 
 Result<RunRow> RunStore::run(int64_t run_id) { return read_run(run_id); }
 
+Result<int64_t> RunStore::data_version() {
+  auto s = Statement::prepare(db_.get(), path_, "PRAGMA data_version");
+  if (!s.ok()) return s.error();
+  int64_t version = 0;
+  Status read = s->for_each_row([&]() -> Status {
+    version = s->int64_at(0);
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  return version;
+}
+
 Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
   auto jobs = Statement::prepare(db_.get(), path_, R"sql(
       SELECT id, name, state, reason, device, started_ms, ended_ms, log_path, malformed_lines,

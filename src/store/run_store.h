@@ -105,6 +105,12 @@ struct NewServiceJob {
   std::string submit_key;  // the submission's key (see service_jobs_submitted_as); may be empty
 };
 
+// One owner's jobs not yet ended.
+struct ServiceJobCounts {
+  int64_t queued = 0;
+  int64_t running = 0;
+};
+
 struct ServiceJobRow {
   int64_t id = 0;
   UnixMillis submitted_ms = 0;
@@ -294,6 +300,10 @@ class RunStore : public RunReader {
   Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) override;
   // The run row alone; `run_id` 0 means the most recent run.
   Result<RunRow> run(int64_t run_id);
+  // A number that changes whenever another connection commits to the store
+  // (SQLite's data_version): a reader's cache of what it built is current
+  // while this stays the same.
+  Result<int64_t> data_version();
   // Removes a run and everything it recorded (run_removal.cc); refuses one
   // still running. Returns the log paths its jobs had, for the caller to
   // remove with their directory.
@@ -326,6 +336,12 @@ class RunStore : public RunReader {
                                                          const std::string& submit_key);
   // Jobs not yet ended (queued or running), oldest first.
   Result<std::vector<ServiceJobRow>> unfinished_service_jobs();
+  // The running jobs, oldest first.
+  Result<std::vector<ServiceJobRow>> running_service_jobs();
+  // Queued jobs in queue order, from the `offset`-th, at most `limit`.
+  Result<std::vector<ServiceJobRow>> queued_service_jobs(int64_t offset, int64_t limit);
+  // How many jobs each owner has queued and running (owners with none are absent).
+  Result<std::map<std::string, ServiceJobCounts>> unfinished_service_job_counts();
   // The jobs with these ids (those that exist), in id order.
   Result<std::vector<ServiceJobRow>> service_jobs_by_id(const std::vector<int64_t>& ids);
   // The `limit` most recently submitted jobs that have ended, newest first.

@@ -115,6 +115,40 @@ Result<std::vector<ServiceJobRow>> RunStore::unfinished_service_jobs() {
   return read_all(*s);
 }
 
+Result<std::vector<ServiceJobRow>> RunStore::running_service_jobs() {
+  auto s = Statement::prepare(
+      db_.get(), path_,
+      fmt::format("SELECT {} FROM service_jobs WHERE state = 'running' ORDER BY id",
+                  kServiceJobColumns));
+  if (!s.ok()) return s.error();
+  return read_all(*s);
+}
+
+Result<std::vector<ServiceJobRow>> RunStore::queued_service_jobs(int64_t offset, int64_t limit) {
+  auto s = Statement::prepare(
+      db_.get(), path_,
+      fmt::format("SELECT {} FROM service_jobs WHERE state = 'queued' ORDER BY id LIMIT ? OFFSET ?",
+                  kServiceJobColumns));
+  if (!s.ok()) return s.error();
+  s->bind(1, limit).bind(2, offset);
+  return read_all(*s);
+}
+
+Result<std::map<std::string, ServiceJobCounts>> RunStore::unfinished_service_job_counts() {
+  auto s = Statement::prepare(db_.get(), path_,
+                              "SELECT owner_name, state, COUNT(*) FROM service_jobs "
+                              "WHERE state IN ('queued', 'running') GROUP BY owner_name, state");
+  if (!s.ok()) return s.error();
+  std::map<std::string, ServiceJobCounts> counts;
+  Status read = s->for_each_row([&]() -> Status {
+    ServiceJobCounts& c = counts[s->text_at(0)];
+    (s->text_at(1) == "running" ? c.running : c.queued) = s->int64_at(2);
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  return counts;
+}
+
 Result<std::vector<ServiceJobRow>> RunStore::service_jobs_by_id(const std::vector<int64_t>& ids) {
   auto s = Statement::prepare(
       db_.get(), path_,

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <vector>
 
 #include "report/figures.h"
 #include "report/html_report.h"
@@ -48,7 +51,23 @@ std::optional<std::string> report_file(const ReportContent& content, std::string
 
 }  // namespace
 
-DashboardPages::DashboardPages(std::unique_ptr<RunStore> store) : store_(std::move(store)) {}
+DashboardPages::DashboardPages(std::unique_ptr<RunStore> store) : store_(std::move(store)) {
+  if (store_) refresher_ = std::thread([this] { refresh_loop(); });
+}
+
+DashboardPages::~DashboardPages() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (refresher_.joinable()) refresher_.join();
+}
+
+int64_t DashboardPages::builds() const {
+  std::lock_guard lock(mu_);
+  return builds_;
+}
 
 std::optional<HttpAnswer> DashboardPages::get(const std::string& path) {
   const std::string_view p(path);
@@ -107,20 +126,77 @@ HttpAnswer DashboardPages::run_page(int64_t run_id, const std::string& rest) {
 }
 
 Result<std::shared_ptr<const BuiltReport>> DashboardPages::report_of(int64_t run_id) {
-  std::lock_guard lock(mu_);
   if (!store_) return Error("this colo serve has no store to read runs from");
-  if (auto it = ended_reports_.find(run_id); it != ended_reports_.end()) return it->second;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = cache_.find(run_id); it != cache_.end()) {
+      it->second.asked_ms = clock_.monotonic_ms();
+      return it->second.report;
+    }
+  }
+  return build(run_id, /*refresh=*/false);
+}
+
+Result<std::shared_ptr<const BuiltReport>> DashboardPages::build(int64_t run_id, bool refresh) {
+  std::lock_guard build_lock(build_mu_);
+  // The version first: a commit while building makes the next round rebuild.
+  Result<int64_t> version = store_->data_version();
+  if (!version.ok()) return version.error();
+  {
+    std::lock_guard lock(mu_);
+    auto it = cache_.find(run_id);
+    // Another request built it while this one waited; or nothing changed.
+    if (it != cache_.end() && (!refresh || it->second.data_version == *version)) {
+      it->second.built_ms = clock_.monotonic_ms();
+      return it->second.report;
+    }
+  }
   Result<RunRow> run = store_->run(run_id);
   if (!run.ok()) return run.error();
   Result<BuiltReport> built =
       build_report(*store_, {ReportTarget{ReportTarget::Kind::kRun, run_id}});
   if (!built.ok()) return built.error();
   auto shared = std::make_shared<const BuiltReport>(std::move(built).value());
-  if (run->state != RunState::kRunning) {
-    if (ended_reports_.size() >= kEndedReportsKept) ended_reports_.erase(ended_reports_.begin());
-    ended_reports_[run_id] = shared;
+  std::lock_guard lock(mu_);
+  ++builds_;
+  const int64_t now = clock_.monotonic_ms();
+  auto [it, added] = cache_.try_emplace(run_id);
+  it->second = Cached{shared, *version, now, added ? now : it->second.asked_ms,
+                      run->state != RunState::kRunning};
+  // Ended runs no longer change: a few are kept.
+  size_t ended = 0;
+  for (const auto& entry : cache_) ended += entry.second.ended;
+  for (auto e = cache_.begin(); ended > kEndedReportsKept && e != cache_.end();) {
+    if (e->second.ended && e->first != run_id) {
+      e = cache_.erase(e);
+      --ended;
+    } else {
+      ++e;
+    }
   }
   return shared;
+}
+
+void DashboardPages::refresh_loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(kRefreshMs));
+    if (stopping_) return;
+    std::vector<int64_t> due;
+    const int64_t now = clock_.monotonic_ms();
+    for (auto it = cache_.begin(); it != cache_.end();) {
+      const Cached& c = it->second;
+      if (!c.ended && now - c.asked_ms > kWatchedMs) {
+        it = cache_.erase(it);  // nobody reads it: built again when asked for
+        continue;
+      }
+      if (!c.ended && now - c.built_ms >= kRefreshMs) due.push_back(it->first);
+      ++it;
+    }
+    lock.unlock();
+    for (int64_t run_id : due) (void)build(run_id, /*refresh=*/true);
+    lock.lock();
+  }
 }
 
 PageRoutes dashboard_routes(const std::string& store_path) {

@@ -16,6 +16,7 @@
 // the report pages escape as `colo report` does.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -23,7 +24,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
+#include "common/clock.h"
 #include "common/result.h"
 #include "report/report_writer.h"
 #include "serve/http_api.h"
@@ -35,24 +38,59 @@ namespace colo {
 std::string_view dashboard_html();
 
 // Thread-safe: HTTP threads call get() concurrently.
+//
+// Run reports are cached per version of the store's data and rebuilt off the
+// request path: a request is answered from the report built last (building
+// it only the first time a run is asked for), and a thread of the
+// dashboard's own rebuilds a running run's report when the store has changed
+// since, at most every kRefreshMs, while someone has asked for it in the last
+// kWatchedMs. So many readers of the service's always-running report cost
+// one build per refresh, not one each (issue 35, item 7: 40 requests left
+// /metrics unanswered for 20 s).
 class DashboardPages {
  public:
   // `store`: a read-only connection of the dashboard's own; null: the run
   // report pages answer 503.
   explicit DashboardPages(std::unique_ptr<RunStore> store);
+  ~DashboardPages();  // stops the rebuilding thread
+  DashboardPages(const DashboardPages&) = delete;
+  DashboardPages& operator=(const DashboardPages&) = delete;
 
   // The answer to GET `path`; nullopt when the path is not the dashboard's.
   std::optional<HttpAnswer> get(const std::string& path);
 
- private:
-  HttpAnswer run_page(int64_t run_id, const std::string& rest);
-  // Run `run_id`'s report; ended runs' reports are kept (a few), since they
-  // no longer change.
-  Result<std::shared_ptr<const BuiltReport>> report_of(int64_t run_id);
+  // Reports built so far (the first build of each run and every rebuild).
+  int64_t builds() const;
 
-  std::mutex mu_;
-  std::unique_ptr<RunStore> store_;                                      // guarded by mu_
-  std::map<int64_t, std::shared_ptr<const BuiltReport>> ended_reports_;  // guarded by mu_
+  static constexpr int64_t kRefreshMs = 2'000;
+  static constexpr int64_t kWatchedMs = 60'000;
+
+ private:
+  struct Cached {
+    std::shared_ptr<const BuiltReport> report;
+    int64_t data_version = 0;
+    int64_t built_ms = 0;  // monotonic
+    int64_t asked_ms = 0;  // monotonic: the last request for it
+    bool ended = false;    // built after its run ended: never rebuilt
+  };
+  HttpAnswer run_page(int64_t run_id, const std::string& rest);
+  // Run `run_id`'s latest report: the cached one, else built now.
+  Result<std::shared_ptr<const BuiltReport>> report_of(int64_t run_id);
+  // Builds run `run_id`'s report and caches it, under build_mu_. A first
+  // build (`refresh` false) returns what another request built meanwhile; a
+  // refresh rebuilds only when the store changed since the cached one.
+  Result<std::shared_ptr<const BuiltReport>> build(int64_t run_id, bool refresh);
+  void refresh_loop();
+
+  SystemClock clock_;
+  std::mutex build_mu_;              // one build at a time; held while the store is read
+  std::unique_ptr<RunStore> store_;  // guarded by build_mu_
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::map<int64_t, Cached> cache_;  // guarded by mu_
+  int64_t builds_ = 0;               // guarded by mu_
+  bool stopping_ = false;            // guarded by mu_
+  std::thread refresher_;
 };
 
 // The dashboard's routes for colo serve (ServeOptions::http_pages): pages

@@ -2,6 +2,13 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+#include <vector>
 
 #include "report/html_report.h"
 #include "store/testing/fake_runs.h"
@@ -106,6 +113,52 @@ TEST_F(DashboardPagesTest, AMissingRunIs404AndNoStoreIs503) {
   ASSERT_TRUE(a);
   EXPECT_EQ(a->status, 503);
   EXPECT_EQ(without.get("/dashboard/")->status, 200) << "the rest works without a store";
+}
+
+// Issue 35, item 7: every request rebuilt the service's always-running
+// report, one at a time under a lock. Requests now share one build, and a
+// change to the store is built in by the dashboard's own thread.
+TEST(DashboardCache, RequestsShareOneBuildAndAChangeIsBuiltOffTheRequestPath) {
+  std::string dir = ::testing::TempDir() + "dash.XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string path = dir + "/colo.db";
+  Result<std::unique_ptr<RunStore>> writer = RunStore::open(path);
+  ASSERT_TRUE(writer.ok()) << writer.error().message();
+  NewRun run;
+  run.started_ms = testing::kFakeT0;
+  run.mechanism = "naive";
+  run.backend = "sim";
+  run.simulated = true;
+  run.host = "fake-host";
+  run.colo_pid = 1;
+  run.devices_json = R"([{"index":0,"name":"NVIDIA H200","uuid":"GPU-fake"}])";
+  Result<int64_t> running = (*writer)->begin_run(run);  // never ended: like colo serve's
+  ASSERT_TRUE(running.ok()) << running.error().message();
+  Result<std::unique_ptr<RunStore>> reader = RunStore::open_read_only(path);
+  ASSERT_TRUE(reader.ok()) << reader.error().message();
+  DashboardPages pages(std::move(reader).value());
+  const std::string page = "/dashboard/runs/" + std::to_string(*running) + "/summary.txt";
+
+  std::vector<std::thread> readers;
+  std::atomic<int> answered{0};
+  for (int i = 0; i < 16; ++i) {
+    readers.emplace_back([&] {
+      std::optional<HttpAnswer> a = pages.get(page);
+      if (a && a->status == 200) ++answered;
+    });
+  }
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(answered, 16);
+  EXPECT_EQ(pages.builds(), 1) << "16 requests at once, one build";
+
+  testing::add_fake_run(**writer, testing::FakeRun{}, testing::kFakeT0 + 60'000);
+  // Rebuilt within a refresh round or two, with no request waiting for it.
+  for (int i = 0; i < 400 && pages.builds() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(pages.builds(), 2);
+  EXPECT_EQ(pages.get(page)->status, 200);
+  EXPECT_EQ(pages.builds(), 2) << "answered from the cache";
+  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 }  // namespace
