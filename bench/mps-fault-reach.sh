@@ -16,6 +16,11 @@
 #
 # Knobs (environment): GPU (0), REPEATS (2), DELAY_S ("0 12": one pass per
 # value), BAD_EPOCH (3), EPOCHS (12), HANG_S (60), PYTHON (python3).
+# THREAD_PCT and PINNED_MEM (unset: none) give every client the MPS limits
+# colo gives its clients (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, and
+# CUDA_MPS_PINNED_DEVICE_MEM_LIMIT as "0=<PINNED_MEM>", e.g. 16G): under colo
+# 14 of 42 healthy clients hung after a neighbour's assert, without it 1 of 12;
+# these knobs test whether the limits are why.
 set -u
 results=${1:?usage: bench/mps-fault-reach.sh RESULTS_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +39,8 @@ for delay in ${DELAY_S:-0 12}; do
     export CUDA_VISIBLE_DEVICES=${GPU:-0} CUDA_MPS_PIPE_DIRECTORY="$d/pipe" \
       CUDA_MPS_LOG_DIRECTORY="$d/log"
     nvidia-cuda-mps-control -d || { echo "cannot start an MPS daemon" >&2; exit 1; }
+    if [ -n "${THREAD_PCT:-}" ]; then export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$THREAD_PCT; fi
+    if [ -n "${PINNED_MEM:-}" ]; then export CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="0=$PINNED_MEM"; fi
     pids=()
     for i in 1 2 3; do
       "${train[@]}" >"$d/healthy-$i.log" 2>&1 &

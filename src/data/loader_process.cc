@@ -58,6 +58,19 @@ SharedLoaders::~SharedLoaders() {
 }
 
 Status SharedLoaders::start(std::vector<LoaderOptions> loaders, std::ostream& out) {
+  if (Status s = launch(std::move(loaders), out); !s.ok()) return s;
+  while (true) {
+    Result<bool> all = ready();
+    if (!all.ok()) {
+      (void)stop();
+      return all.error();
+    }
+    if (*all) return OkStatus();
+    clock_.sleep_for_ms(20);
+  }
+}
+
+Status SharedLoaders::launch(std::vector<LoaderOptions> loaders, std::ostream& out) {
   for (LoaderOptions& o : loaders) {
     o.parent_pid = getpid();
     o.state_dir = options_.state_dir;
@@ -80,37 +93,41 @@ Status SharedLoaders::start(std::vector<LoaderOptions> loaders, std::ostream& ou
       return pid.error().with_context("data loader " + loader.options.name);
     }
     loader.pid = *pid;
-    loaders_.push_back(std::move(loader));
-    if (Status s = wait_ready(loaders_.back()); !s.ok()) {
-      (void)stop();
-      return s;
-    }
-    const LoaderOptions& started = loaders_.back().options;
+    loader.launched_ms = clock_.monotonic_ms();
+    const LoaderOptions& started = loader.options;
     out << fmt::format("data loader '{}': {} ({} threads{}), pid {}, log {}\n", started.name,
                        started.path, started.threads,
                        started.cpus.empty() ? "" : " on CPUs " + started.cpus, *pid,
-                       loaders_.back().log_path);
+                       loader.log_path);
+    loaders_.push_back(std::move(loader));
   }
   return OkStatus();
 }
 
-Status SharedLoaders::wait_ready(Loader& loader) {
-  const int64_t deadline = clock_.monotonic_ms() + options_.ready_timeout_ms;
-  while (true) {
-    if (can_connect(loader.options.socket_name)) return OkStatus();
-    for (const FinishedJob& f : supervisor_.poll()) {
-      if (f.pid != loader.pid) continue;
-      loader.ended = true;
-      return Error(fmt::format("data loader '{}' could not start: {} (log {})", loader.options.name,
-                               log_tail(loader.log_path), loader.log_path));
+Result<bool> SharedLoaders::ready() {
+  for (const FinishedJob& f : supervisor_.poll()) {
+    for (Loader& l : loaders_) {
+      if (l.pid == f.pid) l.ended = true;
     }
-    if (clock_.monotonic_ms() > deadline) {
-      return Error(fmt::format("data loader '{}' was not ready after {} s (log {})",
-                               loader.options.name, options_.ready_timeout_ms / 1000,
-                               loader.log_path));
-    }
-    clock_.sleep_for_ms(20);
   }
+  bool all = true;
+  for (Loader& l : loaders_) {
+    if (l.ready) continue;
+    if (l.ended) {
+      return Error(fmt::format("data loader '{}' could not start: {} (log {})", l.options.name,
+                               log_tail(l.log_path), l.log_path));
+    }
+    if (can_connect(l.options.socket_name)) {
+      l.ready = true;
+      continue;
+    }
+    if (clock_.monotonic_ms() - l.launched_ms > options_.ready_timeout_ms) {
+      return Error(fmt::format("data loader '{}' was not ready after {} s (log {})", l.options.name,
+                               options_.ready_timeout_ms / 1000, l.log_path));
+    }
+    all = false;
+  }
+  return all;
 }
 
 std::map<std::string, std::string> SharedLoaders::environment_for(

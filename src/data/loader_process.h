@@ -56,6 +56,14 @@ class SharedLoaders {
   // Starts one loader per entry (names must differ) and waits until each
   // accepts consumers. On error, the ones started are stopped again.
   Status start(std::vector<LoaderOptions> loaders, std::ostream& out);
+  // Starts them without waiting: ready() says when they accept consumers
+  // (colo serve's loop goes on meanwhile). On error, the ones started are
+  // stopped again.
+  Status launch(std::vector<LoaderOptions> loaders, std::ostream& out);
+  // Looks once: true when every loader launched accepts consumers, false
+  // while some do not yet; an error when one ended first or was not ready
+  // within ready_timeout_ms of its launch (the caller stops them).
+  Result<bool> ready();
   // The environment for a job reading `dataset` (COLO_DATA_SOCKET); empty
   // for a dataset without a loader.
   std::map<std::string, std::string> environment_for(const std::string& dataset) const;
@@ -69,9 +77,10 @@ class SharedLoaders {
     LoaderOptions options;
     std::string log_path;
     pid_t pid = 0;
+    int64_t launched_ms = 0;  // monotonic
+    bool ready = false;
     bool ended = false;
   };
-  Status wait_ready(Loader& loader);
 
   Clock& clock_;
   SharedLoadersOptions options_;

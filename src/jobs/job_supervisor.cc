@@ -140,6 +140,46 @@ void write_all(int fd, std::string_view text) {
   report_and_exit(report_fd, ChildStep::kExec, errno);
 }
 
+// The job's log, emptied for this start. It may be in a directory its user
+// owns (a shared loader's, under a root service), so nothing there is
+// followed or emptied that is not a log of theirs or colo's: a link at the
+// path is refused (O_NOFOLLOW), and an existing file is emptied only once
+// seen to be a regular file with no other name, owned by root or by the user
+// the job runs as. A new one is given to that user, who may then read it.
+Result<UniqueFd> open_log(const LaunchRequest& request) {
+  const std::string& path = request.log_path;
+  // O_NONBLOCK: a FIFO placed there fails at once instead of blocking colo.
+  UniqueFd fd(::open(path.c_str(),
+                     O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                     0600));
+  if (fd.get() < 0) {
+    const int e = errno;
+    return Error(fmt::format(
+        "cannot open log file {}: {}", path,
+        e == ELOOP ? "it is a symbolic link, which colo does not follow" : std::strerror(e)));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return Error(fmt::format("cannot read log file {}: {}", path, std::strerror(errno)));
+  }
+  const uid_t owner = request.run_as ? request.run_as->uid : ::geteuid();
+  if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || (st.st_uid != 0 && st.st_uid != owner)) {
+    return Error(fmt::format(
+        "log file {} is not a plain file of its own (a hard link, a device or another user's "
+        "file): colo leaves it as it is; remove it",
+        path));
+  }
+  if (::fcntl(fd.get(), F_SETFL, O_APPEND) != 0 || ::ftruncate(fd.get(), 0) != 0) {
+    return Error(fmt::format("cannot empty log file {}: {}", path, std::strerror(errno)));
+  }
+  if (request.run_as && st.st_uid != request.run_as->uid &&
+      ::fchown(fd.get(), request.run_as->uid, request.run_as->gid) != 0) {
+    return Error(fmt::format("cannot give log file {} to {}: {}", path, request.run_as->user,
+                             std::strerror(errno)));
+  }
+  return fd;
+}
+
 }  // namespace
 
 JobExit classify_exit(int wait_status, bool stop_requested, const std::string& log_tail) {
@@ -241,12 +281,8 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
     return Error(fmt::format("{}: cannot start: the command is empty", who));
   }
   // Everything the child needs is prepared here: after fork it may not allocate.
-  UniqueFd log(
-      ::open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
-  if (log.get() < 0) {
-    return Error(fmt::format("{}: cannot open log file {}: {}", who, request.log_path,
-                             std::strerror(errno)));
-  }
+  Result<UniqueFd> log = open_log(request);
+  if (!log.ok()) return log.error().with_context(who);
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (devnull.get() < 0) {
     return Error(fmt::format("{}: cannot open /dev/null: {}", who, std::strerror(errno)));
@@ -297,7 +333,7 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
-    exec_child(parent, report_write.get(), devnull.get(), log.get(), cgroup_procs.get(),
+    exec_child(parent, report_write.get(), devnull.get(), log->get(), cgroup_procs.get(),
                request.working_dir.c_str(), argv.data(), envp.data(),
                request.run_as ? &*request.run_as : nullptr);
   }
@@ -345,7 +381,7 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
                               std::strerror(report.error));
         break;
     }
-    write_all(log.get(), "colo: " + message + "\n");
+    write_all(log->get(), "colo: " + message + "\n");
     return Error(message);
   }
 
@@ -356,9 +392,9 @@ Result<pid_t> JobSupervisor::start(const LaunchRequest& request) {
   if (!request.cgroup.empty() && cgroup_problem.empty()) {
     job.cgroup = request.cgroup;
   } else if (!request.cgroup.empty()) {
-    write_all(log.get(), fmt::format("colo: job not in its cgroup {} ({}): what it leaves "
-                                     "running is stopped through its process group only\n",
-                                     request.cgroup, cgroup_problem));
+    write_all(log->get(), fmt::format("colo: job not in its cgroup {} ({}): what it leaves "
+                                      "running is stopped through its process group only\n",
+                                      request.cgroup, cgroup_problem));
   }
   running_.emplace(pid, std::move(job));
   return pid;

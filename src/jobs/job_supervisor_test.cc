@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -457,6 +458,38 @@ TEST_F(SupervisorTest, RunsAsAnotherUserWhenRoot) {
   EXPECT_EQ(done[0].exit.state, JobState::kOk) << done[0].exit.reason;
   EXPECT_EQ(read(r.log_path),
             fmt::format("65534 {} {} {}\n", nobody->gid, nobody->home, nobody->user));
+  struct stat st {};
+  ASSERT_EQ(::stat(r.log_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u) << "the log is given to whom the job runs as";
+}
+
+// Issue 35, item 10: a root service opened a shared loader's log, in a
+// directory its user owns, with truncate and following links. Whatever the
+// user placed at the path is left as it is, and colo is not blocked.
+TEST_F(SupervisorTest, ALinkAFifoOrAnotherNameAtTheLogPathIsNeverFollowedOrEmptied) {
+  const std::string victim = dir_ + "/victim";
+  std::ofstream(victim) << "precious\n";
+  JobSupervisor sup(clock_);
+  LaunchRequest r = shell("log", "echo fresh");
+  ASSERT_EQ(::symlink(victim.c_str(), r.log_path.c_str()), 0);
+  Result<pid_t> linked = sup.start(r);
+  ASSERT_FALSE(linked.ok());
+  EXPECT_THAT(linked.error().message(), HasSubstr("symbolic link, which colo does not follow"));
+  ASSERT_EQ(::unlink(r.log_path.c_str()), 0);
+  ASSERT_EQ(::link(victim.c_str(), r.log_path.c_str()), 0);
+  Result<pid_t> hard = sup.start(r);
+  ASSERT_FALSE(hard.ok());
+  EXPECT_THAT(hard.error().message(), HasSubstr("not a plain file of its own"));
+  EXPECT_EQ(read(victim), "precious\n");
+  ASSERT_EQ(::unlink(r.log_path.c_str()), 0);
+  ASSERT_EQ(::mkfifo(r.log_path.c_str(), 0600), 0);
+  EXPECT_FALSE(sup.start(r).ok()) << "a FIFO with no reader is refused, not waited on";
+  ASSERT_EQ(::unlink(r.log_path.c_str()), 0);
+  // Its own log from an earlier start is emptied, as before.
+  std::ofstream(r.log_path) << "an earlier start\n";
+  ASSERT_TRUE(sup.start(r).ok());
+  ASSERT_EQ(wait_for(sup, 1, 10'000).size(), 1u);
+  EXPECT_EQ(read(r.log_path), "fresh\n");
 }
 
 TEST(RunAs, UnknownUidIsAnError) {

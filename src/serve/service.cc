@@ -189,21 +189,97 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& s
     }
     job.run_as = *who;
   }
-  if (job.spec.dataset) {
-    if (Status s = attach_loader(row, job); !s.ok()) {
-      record_end(row.id, JobState::kFailed,
-                 "its shared data loader could not start: " + s.error().message(),
-                 ctx_.clock.now_ms());
-      return;
-    }
+  if (!job.spec.dataset) {
+    ++unfinished_by_owner_[row.owner_uid];
+    hand_to_engine(row.id, std::move(job), spec.restart, row.attempts, row.owner_uid);
+    return;
   }
-  const size_t key = engine_.submit(std::move(job));
-  tracked_[row.id] = Tracked{key, spec.restart, row.attempts, row.owner_uid};
+  Result<std::string> key = loader_for(row, job);
+  if (!key.ok()) {
+    record_end(row.id, JobState::kFailed,
+               "its shared data loader could not start: " + key.error().message(),
+               ctx_.clock.now_ms());
+    return;
+  }
+  Loader& loader = loaders_.at(*key);
+  loader.readers[row.id] = spec.name;
+  loader_of_[row.id] = *key;
   ++unfinished_by_owner_[row.owner_uid];
-  by_key_[key] = row.id;
+  if (!loader.ready) {
+    loader.held.push_back(
+        HeldJob{row.id, std::move(job), spec.restart, row.attempts, row.owner_uid});
+    return;
+  }
+  for (const auto& [k, v] : loader.loaders->environment_for(loader.name)) job.extra_env[k] = v;
+  hand_to_engine(row.id, std::move(job), spec.restart, row.attempts, row.owner_uid);
 }
 
-Status Service::attach_loader(const ServiceJobRow& row, EngineJob& job) {
+void Service::hand_to_engine(int64_t id, EngineJob job, RestartPolicy restart, int attempts_before,
+                             uid_t owner) {
+  const size_t key = engine_.submit(std::move(job));
+  tracked_[id] = Tracked{key, restart, attempts_before, owner};
+  by_key_[key] = id;
+}
+
+void Service::poll_loaders() {
+  for (auto it = loaders_.begin(); it != loaders_.end();) {
+    Loader& loader = it->second;
+    if (loader.ready) {
+      ++it;
+      continue;
+    }
+    Result<bool> ready = loader.loaders->ready();
+    if (ready.ok() && !*ready) {
+      ++it;
+      continue;
+    }
+    std::vector<HeldJob> held = std::move(loader.held);
+    loader.held.clear();
+    if (ready.ok()) {
+      loader.ready = true;
+      queue_answer_.reset();
+      for (HeldJob& h : held) {
+        for (const auto& [k, v] : loader.loaders->environment_for(loader.name))
+          h.job.extra_env[k] = v;
+        hand_to_engine(h.id, std::move(h.job), h.restart, h.attempts_before, h.owner);
+      }
+      ++it;
+      continue;
+    }
+    ctx_.log << fmt::format("{}\n", ready.error().message());
+    for (const HeldJob& h : held) {
+      record_end(h.id, JobState::kFailed,
+                 "its shared data loader could not start: " + ready.error().message(),
+                 ctx_.clock.now_ms());
+      one_fewer_unfinished(h.owner);
+      loader_of_.erase(h.id);
+    }
+    queue_answer_.reset();
+    record_loaders(loader.loaders->stop(), loader.job_ids, info_.run_id, writer_, ctx_.log);
+    it = loaders_.erase(it);
+  }
+}
+
+void Service::one_fewer_unfinished(uid_t owner) {
+  if (auto count = unfinished_by_owner_.find(owner);
+      count != unfinished_by_owner_.end() && --count->second == 0)
+    unfinished_by_owner_.erase(count);
+}
+
+bool Service::cancel_held(int64_t id, const std::string& reason) {
+  auto of = loader_of_.find(id);
+  if (of == loader_of_.end()) return false;
+  std::vector<HeldJob>& held = loaders_.at(of->second).held;
+  auto h = std::find_if(held.begin(), held.end(), [&](const HeldJob& j) { return j.id == id; });
+  if (h == held.end()) return false;
+  one_fewer_unfinished(h->owner);
+  held.erase(h);
+  record_end(id, JobState::kCancelled, reason, ctx_.clock.now_ms());
+  detach_loader(id);
+  return true;
+}
+
+Result<std::string> Service::loader_for(const ServiceJobRow& row, const EngineJob& job) {
   const JobSpec& spec = job.spec;
   if (!spec.data_source) {
     return Error(fmt::format("it reads dataset '{}', but its [data.{}] table did not come with it",
@@ -220,21 +296,21 @@ Status Service::attach_loader(const ServiceJobRow& row, EngineJob& job) {
         fmt::format("{}.u{}.{}", spec.data_source->name, row.owner_uid, loaders_started_++);
     // The loader writes its statistics and ring records here, as the submitter.
     const std::string dir = fmt::format("{}/data/{}", options_.logs_root, row.owner_uid);
-    if (Status s = make_dirs(dir, 0700); !s.ok()) return s;
+    if (Status s = make_dirs(dir, 0700); !s.ok()) return s.error();
     if (job.run_as) {
-      if (Status s = give_to(dir, *job.run_as); !s.ok()) return s;
+      if (Status s = give_to(dir, *job.run_as); !s.ok()) return s.error();
     }
     SharedLoadersOptions shared{self_executable(), dir, dir};
     shared.run_as = job.run_as;
+    shared.ready_timeout_ms = options_.loader_ready_timeout_ms;
     auto loaders = std::make_unique<SharedLoaders>(ctx_.clock, shared);
-    if (Status s = loaders->start({*options}, ctx_.log); !s.ok()) return s;
-    it = loaders_.emplace(key, Loader{std::move(loaders), options->name, {}, {}}).first;
+    if (Status s = loaders->launch({*options}, ctx_.log); !s.ok()) return s.error();
+    Loader loader;
+    loader.loaders = std::move(loaders);
+    loader.name = options->name;
+    loaders_.emplace(key, std::move(loader));
   }
-  Loader& loader = it->second;
-  for (const auto& [k, v] : loader.loaders->environment_for(loader.name)) job.extra_env[k] = v;
-  loader.readers[row.id] = spec.name;
-  loader_of_[row.id] = key;
-  return OkStatus();
+  return key;
 }
 
 void Service::detach_loader(int64_t id) {
@@ -300,6 +376,7 @@ Status Service::recover_queue() {
 }
 
 void Service::record_changes() {
+  poll_loaders();
   std::vector<JobChange> changes = engine_.take_changes();
   if (!changes.empty()) queue_answer_.reset();
   for (const JobChange& c : changes) {
@@ -335,9 +412,7 @@ void Service::record_changes() {
           }
         }
         detach_loader(id);
-        if (auto count = unfinished_by_owner_.find(tracked.owner);
-            count != unfinished_by_owner_.end() && --count->second == 0)
-          unfinished_by_owner_.erase(count);
+        one_fewer_unfinished(tracked.owner);
         tracked_.erase(id);
         by_key_.erase(it);
         break;
@@ -711,6 +786,9 @@ json Service::cancel(const Caller& caller, const json& request) {
                               caller.uid, id, row->owner_name);
     } else if (is_final(row->state)) {
       result["error"] = fmt::format("job {} has already ended ({})", id, to_string(row->state));
+    } else if (cancel_held(id, "cancelled by " + caller.user)) {
+      result["ok"] = true;
+      ctx_.log << fmt::format("{} cancelled job {} ({})\n", caller.user, id, row->name);
     } else if (auto t = tracked_.find(id);
                t == tracked_.end() ||
                !engine_.cancel(t->second.key, "cancelled by " + caller.user)) {

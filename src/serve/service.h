@@ -67,6 +67,9 @@ struct ServeOptions {
   int64_t tick_ms = 200;              // the loop's period (requests wake it earlier)
   bool drain_on_stop = false;         // SIGTERM drains instead of stopping
   int ended_jobs_shown = 20;          // recently ended jobs in the snapshot
+  // How long a shared data loader may take to accept consumers; its readers
+  // wait queued meanwhile, and fail with the reason after it.
+  int64_t loader_ready_timeout_ms = 120'000;
   // Jobs one user may have not yet ended (queued or running); a submission
   // that would pass it is refused whole, saying so.
   size_t max_jobs_per_user = 10'000;
@@ -175,15 +178,36 @@ class Service {
   // The shared data loaders of submitted jobs: one per dataset table of one
   // submitter, started when the first job reading it is queued, stopped
   // (and recorded in the service's run) once the last has ended.
+  // A job admitted but not yet handed to the engine: its loader is starting.
+  struct HeldJob {
+    int64_t id = 0;
+    EngineJob job;
+    RestartPolicy restart = RestartPolicy::kOnFailure;
+    int attempts_before = 0;
+    uid_t owner = 0;
+  };
   struct Loader {
     std::unique_ptr<SharedLoaders> loaders;
     std::string name;                        // the loader's, unique in this service
+    bool ready = false;                      // it accepts consumers
+    std::vector<HeldJob> held;               // its readers admitted before it was ready
     std::map<int64_t, std::string> readers;  // service job id -> job name
     std::map<std::string, int64_t> job_ids;  // jobs-table rows by job name, for the record
   };
-  // Gives the job its dataset's loader, starting it if needed; an error says
-  // why the job cannot run.
-  Status attach_loader(const ServiceJobRow& row, EngineJob& job);
+  // The loader of the job's dataset, launched if needed (it starts outside
+  // the service's loop: poll_loaders() hands its held readers on once it
+  // accepts consumers); an error says why the job cannot run.
+  Result<std::string> loader_for(const ServiceJobRow& row, const EngineJob& job);
+  // Hands loaders' held jobs to the engine once they are ready, and ends
+  // them failed, with the reason, when their loader could not start.
+  void poll_loaders();
+  // `owner` has one job fewer not yet ended (unfinished_by_owner_).
+  void one_fewer_unfinished(uid_t owner);
+  // Ends a job held for its loader as cancelled; false when it is not held.
+  bool cancel_held(int64_t id, const std::string& reason);
+  // The job goes to the engine's queue (already counted in unfinished_by_owner_).
+  void hand_to_engine(int64_t id, EngineJob job, RestartPolicy restart, int attempts_before,
+                      uid_t owner);
   // The job has ended here: the loader stops (recorded) after its last reader.
   void detach_loader(int64_t id);
   int loaders_started_ = 0;

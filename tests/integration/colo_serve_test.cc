@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -212,6 +213,35 @@ TEST_F(ColoServe, OneJobIsNamedOnceAndInTheSingular) {
   EXPECT_NE(again.exit_code, 0);
   EXPECT_EQ(again.output, "colo: job 1 has already ended (ok)\n");
   EXPECT_EQ(queue()["service"]["policy"], "fixed, up to 1 job per GPU");
+}
+
+// Issue 35, item 10: a shared loader was started and waited for (up to
+// 120 s) inside the service's loop, so a FIFO as dataset made every user's
+// `colo queue` time out. The loader now starts outside the loop: the service
+// answers meanwhile, other jobs run, and the reader, held queued until its
+// loader accepts consumers, can be cancelled.
+TEST_F(ColoServe, ALoaderThatNeverOpensItsDatasetHoldsOnlyItsOwnReaders) {
+  const std::string fifo = dir_ + "/stuck.bin";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string reader =
+      write_file("reader.toml", "[data.stuck]\npath = \"" + fifo +
+                                    "\"\nformat = \"cifar10\"\n\n[[job]]\nname = \"reader\"\n"
+                                    "dataset = \"stuck\"\ncommand = [\"true\"]\n");
+  start_service("--policy fixed --mechanism naive");
+  std::vector<int64_t> held = submit(reader);
+  ASSERT_EQ(held.size(), 1u) << service_log();
+  std::vector<int64_t> other = submit(write_file("other.toml", job("other", 1, 0.1)));
+  ASSERT_EQ(other.size(), 1u);
+  CommandResult waited = shell(colo("wait " + std::to_string(other[0])));
+  EXPECT_EQ(waited.exit_code, 0) << waited.output << service_log();
+  EXPECT_EQ(count_in_state("queued"), 1) << "the reader waits for its loader";
+  CommandResult cancelled = shell(colo("cancel " + std::to_string(held[0])));
+  EXPECT_EQ(cancelled.exit_code, 0) << cancelled.output;
+  EXPECT_TRUE(eventually([&] { return count_in_state("cancelled") == 1; }, 20'000))
+      << queue().dump() << service_log();
+  // Its loader had no other reader: stopped, and recorded.
+  EXPECT_TRUE(
+      eventually([&] { return service_log().find("data loader") != std::string::npos; }, 20'000));
 }
 
 TEST_F(ColoServe, SighupToAFollowingClientLeavesItsJobsRunning) {
