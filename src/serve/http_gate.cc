@@ -36,7 +36,7 @@ const char* reason_phrase(int status) {
 
 }  // namespace
 
-GatedServer::GatedServer(GateOptions options) : options_(std::move(options)) {
+GatedServer::GatedServer(GateOptions options) : options_(options) {
   new_task_queue = [] { return new InlineQueue(); };
 }
 

@@ -786,12 +786,9 @@ json Service::cancel(const Caller& caller, const json& request) {
                               caller.uid, id, row->owner_name);
     } else if (is_final(row->state)) {
       result["error"] = fmt::format("job {} has already ended ({})", id, to_string(row->state));
-    } else if (cancel_held(id, "cancelled by " + caller.user)) {
-      result["ok"] = true;
-      ctx_.log << fmt::format("{} cancelled job {} ({})\n", caller.user, id, row->name);
-    } else if (auto t = tracked_.find(id);
-               t == tracked_.end() ||
-               !engine_.cancel(t->second.key, "cancelled by " + caller.user)) {
+    } else if (const std::string why = "cancelled by " + caller.user;
+               !cancel_held(id, why) &&
+               (tracked_.find(id) == tracked_.end() || !engine_.cancel(tracked_.at(id).key, why))) {
       result["error"] = fmt::format("job {} is not in this service's queue", id);
     } else {
       result["ok"] = true;
