@@ -16,6 +16,7 @@
 
 #include "gpu/sim_backend.h"
 #include "jobs/job_spec_json.h"
+#include "run/leftovers.h"
 
 namespace colo {
 namespace {
@@ -66,7 +67,10 @@ class ServiceTest : public ::testing::Test {
     writer_ = std::make_unique<StoreWriter>(*store_, clock_);
     engine_ = std::make_unique<RunEngine>(
         EngineContext{clock_, *backend_, *store_, *writer_, *mechanism_, nullptr, log_},
-        options_.engine, run_id_, "test-token", devices_);
+        // A token of this run alone: a job's end stops the processes that
+        // carry its token, so a token shared by tests running side by side
+        // let one test's job 1 end kill another's job 1 ("killed" under load).
+        options_.engine, run_id_, run_token(run.host, run.colo_pid, run.started_ms), devices_);
     engine_->start();
     ServiceInfo info;
     info.mechanism = "naive";
