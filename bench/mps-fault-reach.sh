@@ -20,7 +20,16 @@
 # colo gives its clients (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, and
 # CUDA_MPS_PINNED_DEVICE_MEM_LIMIT as "0=<PINNED_MEM>", e.g. 16G): under colo
 # 14 of 42 healthy clients hung after a neighbour's assert, without it 1 of 12;
-# these knobs test whether the limits are why.
+# these knobs test whether the limits are why (they are not: on an H200, 8 of
+# 24 clients hung with the memory limit, 6 of 24 without it; see
+# docs/results/2026-11-28-h200-mps-fault-reach). CHECKPOINT=1 makes every job
+# save a checkpoint after each epoch, as colo's bench jobs do
+# (--checkpoint-every-epoch, COLO_CHECKPOINT_DIR under RESULTS_DIR, removed
+# at the end of the repeat). QUIET_S (15): a healthy job still alive whose log
+# has not grown for QUIET_S seconds after the buggy job's exit counts as hung
+# at once, without waiting out HANG_S; it is sent SIGABRT first, so that
+# Python's fault handler (PYTHONFAULTHANDLER) writes its threads' stacks to
+# its log, then SIGKILL. The last line counts the hung clients.
 set -u
 results=${1:?usage: bench/mps-fault-reach.sh RESULTS_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,7 +39,13 @@ hang_s=${HANG_S:-60}
 train=("$python" "$here/train.py" --model resnet26 --dataset cifar10 --batch-size 128
   --epoch-samples 12800 --epochs "$epochs" --device cuda)
 
+quiet_s=${QUIET_S:-15}
+hung_total=0
+clients_total=0
+
 alive() { kill -0 "$1" 2>/dev/null; }
+# Seconds since FILE last changed.
+quiet_for() { echo $(($(date +%s) - $(stat -c %Y "$1"))); }
 
 for delay in ${DELAY_S:-0 12}; do
   for r in $(seq 1 "${REPEATS:-2}"); do
@@ -41,29 +56,49 @@ for delay in ${DELAY_S:-0 12}; do
     nvidia-cuda-mps-control -d || { echo "cannot start an MPS daemon" >&2; exit 1; }
     if [ -n "${THREAD_PCT:-}" ]; then export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$THREAD_PCT; fi
     if [ -n "${PINNED_MEM:-}" ]; then export CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="0=$PINNED_MEM"; fi
+    # Each job's checkpoint directory, when CHECKPOINT=1.
+    start_job() {
+      local name=$1
+      shift
+      if [ "${CHECKPOINT:-0}" = 1 ]; then
+        mkdir -p "$d/ckpt-$name"
+        COLO_CHECKPOINT_DIR="$d/ckpt-$name" "${train[@]}" --checkpoint-every-epoch "$@" \
+          >"$d/$name.log" 2>&1 &
+      else
+        "${train[@]}" "$@" >"$d/$name.log" 2>&1 &
+      fi
+    }
+    export PYTHONFAULTHANDLER=1
     pids=()
     for i in 1 2 3; do
-      "${train[@]}" >"$d/healthy-$i.log" 2>&1 &
+      start_job "healthy-$i"
       pids+=($!)
     done
     sleep "$delay"
-    "${train[@]}" --bad-labels-at-epoch "${BAD_EPOCH:-3}" >"$d/buggy.log" 2>&1 &
+    start_job buggy --bad-labels-at-epoch "${BAD_EPOCH:-3}"
     buggy=$!
     wait "$buggy"
     buggy_rc=$?
     buggy_end=$(date +%s.%N)
     deadline=$((SECONDS + hang_s))
     while ((SECONDS < deadline)); do
-      any=0
-      for p in "${pids[@]}"; do alive "$p" && any=1; done
-      ((any)) || break
+      busy=0
+      for i in 1 2 3; do
+        alive "${pids[$((i - 1))]}" || continue
+        (($(quiet_for "$d/healthy-$i.log") >= quiet_s)) || busy=1
+      done
+      ((busy)) || break
       sleep 1
     done
     echo "=== delay $delay s, repeat $r: buggy exited $buggy_rc at $buggy_end"
     for i in 1 2 3; do
       p=${pids[$((i - 1))]}
       if alive "$p"; then
-        state="HUNG (alive ${hang_s}s after the buggy job's exit; killed)"
+        silent=$(quiet_for "$d/healthy-$i.log")
+        kill -ABRT "$p" 2>/dev/null
+        for _ in 1 2 3 4 5 6; do alive "$p" || break; sleep 0.5; done
+        state="HUNG (alive, log silent for $silent s, $((SECONDS - deadline + hang_s)) s after the buggy job's exit; killed)"
+        hung_total=$((hung_total + 1))
         kill -KILL "$p" 2>/dev/null
         wait "$p" 2>/dev/null
       else
@@ -72,6 +107,7 @@ for delay in ${DELAY_S:-0 12}; do
       fi
       last_epoch=$(grep -o 'epoch [0-9]*/[0-9]*' "$d/healthy-$i.log" | tail -1)
       err=$(grep -m1 -E 'Error|error:|CUDA error' "$d/healthy-$i.log" | cut -c1-160)
+      clients_total=$((clients_total + 1))
       echo "healthy-$i: $state; last: ${last_epoch:-none}; first error line: ${err:-none}"
     done
     echo quit | nvidia-cuda-mps-control
@@ -80,5 +116,7 @@ for delay in ${DELAY_S:-0 12}; do
     tail -n 15 "$d/log/server.log" 2>/dev/null
     echo "--- MPS control log (last 8 lines)"
     tail -n 8 "$d/log/control.log" 2>/dev/null
+    rm -rf "$d"/ckpt-*
   done
 done
+echo "=== hung: $hung_total of $clients_total healthy clients (THREAD_PCT=${THREAD_PCT:-none} PINNED_MEM=${PINNED_MEM:-none} CHECKPOINT=${CHECKPOINT:-0})"
