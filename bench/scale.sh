@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Issue 4's scale benchmark: the auto scheduler over 100,000 queued jobs on 8
-# simulated GPUs (bench/scale/queue-100k.toml), through `colo simulate`, which
-# times the scheduler's own work per event. Needs no GPU. Keeps the output,
-# the command and the machine in OUTPUT_DIR.
+# The control plane's scale benchmark (issues 4 and 37): `colo simulate`
+# under the auto policy, on one core, at sizes a tenth apart, so that growth
+# shows. Needs no GPU. Cases:
+#   grid-1k, grid-10k on 8 GPUs, grid-100k on 64 GPUs (bench/scale/grid-*.toml:
+#     every point of a sweep is a signature of its own);
+#   queue-100k on 8 GPUs (four kinds of job, 100,000 of them: few signatures).
+# Prints one table row per case: the command's wall and CPU time (its own
+# clock and getrusage, through /usr/bin/time), the scheduler's time as colo
+# reports it, and the ratio of each to the case a tenth its size. Keeps the
+# output of each case, the command and the machine in OUTPUT_DIR.
 #
-#   bench/scale.sh OUTPUT_DIR          (COLO=path/to/colo; default build-release/colo)
+#   bench/scale.sh OUTPUT_DIR   (COLO=path/to/colo; default build-release/colo;
+#                                CPU=1: the core it runs on; CASES="grid-1k ...")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COLO="${COLO:-build-release/colo}"
@@ -15,13 +22,44 @@ if [ ! -x "$COLO" ]; then
   exit 2
 fi
 mkdir -p "$OUT_DIR"
-cmd=("$COLO" simulate bench/scale/queue-100k.toml --gpu-count 8 --policies auto)
+cpu=${CPU:-1}
+cases=${CASES:-grid-1k grid-10k grid-100k queue-100k}
+gpus_of() { case $1 in grid-100k) echo 64 ;; *) echo 8 ;; esac; }
+# The case a tenth the size of $1, if it is run too.
+smaller_of() { case $1 in grid-10k) echo grid-1k ;; grid-100k) echo grid-10k ;; esac; }
+
 {
-  echo "command: ${cmd[*]}"
-  echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+  echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs);" \
+    "each case pinned to core $cpu (taskset)"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  start=$(date +%s.%N)
-  "${cmd[@]}"
-  end=$(date +%s.%N)
-  echo "wall time of the whole command: $(echo "$end - $start" | bc) s"
-} 2>&1 | tee "$OUT_DIR/scale.txt"
+  echo "colo: $("$COLO" --version 2>/dev/null || echo unknown)"
+} | tee "$OUT_DIR/machine.txt"
+
+declare -A wall sched
+rows=()
+for c in $cases; do
+  gpus=$(gpus_of "$c")
+  cmd=(taskset -c "$cpu" "$COLO" simulate "bench/scale/$c.toml" --gpu-count "$gpus" --policies auto)
+  out="$OUT_DIR/$c.txt"
+  echo "command: ${cmd[*]}" >"$out"
+  /usr/bin/time -f "time: %e s wall, %U s user, %S s system, %M KB max RSS" "${cmd[@]}" >>"$out" 2>&1
+  wall[$c]=$(sed -n 's/^time: \([0-9.]*\) s wall.*/\1/p' "$out")
+  cpu_s=$(sed -n 's/^time: .* \([0-9.]*\) s user, \([0-9.]*\) s system.*/\1 \2/p' "$out" |
+    awk '{printf "%.2f", $1 + $2}')
+  rss=$(sed -n 's/.* \([0-9]*\) KB max RSS/\1/p' "$out")
+  sched[$c]=$(sed -n 's/.*auto scheduler: [0-9]* events, \([0-9.]*\) ms in all.*/\1/p' "$out" | head -1)
+  small=$(smaller_of "$c")
+  ratio_wall=- ratio_sched=-
+  if [ -n "$small" ] && [ -n "${wall[$small]:-}" ]; then
+    ratio_wall=$(awk -v a="${wall[$c]}" -v b="${wall[$small]}" 'BEGIN{printf "%.1fx", a / (b > 0 ? b : 0.01)}')
+    ratio_sched=$(awk -v a="${sched[$c]}" -v b="${sched[$small]}" 'BEGIN{printf "%.1fx", a / (b > 0 ? b : 0.01)}')
+  fi
+  rows+=("$(printf '| %s | %s | %s s | %s s | %s MB | %s ms | %s | %s |' "$c" "$gpus" "${wall[$c]}" \
+    "$cpu_s" "$((rss / 1024))" "${sched[$c]}" "$ratio_wall" "$ratio_sched")")
+  echo "$c done: ${wall[$c]} s" >&2
+done
+{
+  echo "| case | GPUs | wall | CPU | max RSS | scheduler | wall vs a tenth the size | scheduler vs a tenth |"
+  echo "|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+} | tee "$OUT_DIR/table.md"

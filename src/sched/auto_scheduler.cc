@@ -88,8 +88,9 @@ uint64_t AutoScheduler::largest_memory() const {
 }
 
 void AutoScheduler::push_waiting(Waiting w) {
-  std::deque<Waiting>& q = classes_[w.signature];
-  if (q.empty()) heads_.insert({w.seq, w.signature});
+  auto [it, inserted] = classes_.try_emplace(w.signature);
+  std::deque<Waiting>& q = it->second;
+  if (q.empty()) heads_.emplace(w.seq, &*it);
   q.push_back(std::move(w));
   ++queued_;
 }
@@ -136,6 +137,7 @@ void AutoScheduler::set_family(const std::string& signature, FamilyMember member
 
 void AutoScheduler::add_family_instance(const std::string& family, FamilyInstance instance) {
   Family& f = families_[family];
+  f.first_with.try_emplace(instance.params, f.instances.size());
   f.instances.push_back(std::move(instance));
   ++f.version;
 }
@@ -148,7 +150,8 @@ const JobProfile* AutoScheduler::usable_profile(const std::string& signature) co
   const Family& f = families_.at(member->second.family);
   Estimated& e = estimates_[signature];
   if (e.version != f.version) {
-    e.estimate = estimate_from_family(f.instances, member->second.params, f.resource_params);
+    e.estimate =
+        estimate_from_family(f.instances, member->second.params, f.resource_params, &effects_of(f));
     e.version = f.version;
   }
   if (!e.estimate.profile) return nullptr;
@@ -156,6 +159,14 @@ const JobProfile* AutoScheduler::usable_profile(const std::string& signature) co
   // Estimated beyond every GPU: measure it instead.
   if (e.usable.peak_memory_bytes.value_or(0) > largest_memory()) return nullptr;
   return &e.usable;
+}
+
+EffectsMemo& AutoScheduler::effects_of(const Family& f) const {
+  if (f.effects_version != f.version) {
+    f.effects.clear();
+    f.effects_version = f.version;
+  }
+  return f.effects;
 }
 
 bool AutoScheduler::estimated(const std::string& signature) const {
@@ -176,7 +187,8 @@ std::string AutoScheduler::probe_target(const std::string& family) {
   for (const std::string& sig : f.signatures) {
     auto q = classes_.find(sig);
     if (q == classes_.end() || q->second.empty() || usable_profile(sig) != nullptr) continue;
-    const double value = probe_value(f.instances, members_.at(sig).params, f.resource_params);
+    const double value =
+        probe_value(f.instances, members_.at(sig).params, f.resource_params, &effects_of(f));
     if (value > best) {
       best = value;
       it->second = sig;
@@ -189,12 +201,11 @@ void AutoScheduler::add_to_family(const std::string& signature, const JobProfile
   auto member = members_.find(signature);
   if (member == members_.end()) return;
   Family& f = families_.at(member->second.family);
-  auto it = std::find_if(f.instances.begin(), f.instances.end(), [&](const FamilyInstance& i) {
-    return i.params == member->second.params;
-  });
-  if (it == f.instances.end()) {
+  auto [first, added] = f.first_with.try_emplace(member->second.params, f.instances.size());
+  if (added) {
     f.instances.push_back({member->second.name, member->second.params, measured});
   } else {
+    auto it = f.instances.begin() + static_cast<std::ptrdiff_t>(first->second);
     // The newer measurement wins field by field; the peak is the largest seen.
     std::optional<uint64_t> peak = it->measured.peak_memory_bytes;
     it->measured = merge_profiles(measured, it->measured);
@@ -247,6 +258,7 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
                                         : measured_work(gpu, gpu.changed_ms + options_.settle_ms);
     gpu.changed_ms = now_ms;
   }
+  failed_alike_.clear();
   size_t job = r.waiting.job;
   ++gpu.version;
   gpu.jobs.push_back(job);
@@ -346,6 +358,13 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
   // A retry claims what its last attempt took; a first attempt at least its
   // prior's peak (its uncertainty is what the limit contains).
   const uint64_t need = claim_for(w.memory_estimate.value_or(*prior.peak_memory_bytes));
+  // What the loops here and in place_speculative() read of `w` and its
+  // prior, for a failure (a job with no usable profile never starts on a
+  // GPU kept for a gang: may_start()).
+  std::string alike = fmt::format("new {} {} {} {} {} {}", key, need, load.sm_active_pct,
+                                  load.gpu_busy_pct, w.alone, w.after_measurement);
+  if (!bad_.empty()) alike += " " + w.signature;
+  if (failed_alike_.contains(alike)) return false;
   Gpu* best = nullptr;
   uint64_t best_spare = 0;
   uint64_t best_claim = 0;
@@ -375,7 +394,10 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
   if (best == nullptr) {
     // Its family's newcomer is measured: start beside it (unless it overran
     // that way already).
-    return probing_.contains(key) && !w.after_measurement && place_speculative(w, key, now_ms, out);
+    if (probing_.contains(key) && !w.after_measurement && place_speculative(w, key, now_ms, out))
+      return true;
+    failed_alike_.insert(std::move(alike));
+    return false;
   }
   ++probing_[key];
   ++best->scouts[key];
@@ -566,6 +588,12 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   const double uncertainty = w.memory_estimate ? 0.0 : p->memory_uncertainty;
   const SoloLoad load{*p->sm_active_pct, p->gpu_busy_pct()};
   const int64_t startup = p->startup_ms.value_or(0);
+  // What the loop below reads of `w` and its profile (may_start(): the solo
+  // time; admission_gain(): the signature only to judge combinations).
+  std::string alike = fmt::format("{} {} {} {} {} {} {}", need, uncertainty, load.sm_active_pct,
+                                  load.gpu_busy_pct, startup, p->solo_ms.value_or(-1), w.alone);
+  if (!bad_.empty()) alike += " " + w.signature;
+  if (failed_alike_.contains(alike)) return false;
   Gpu* best = nullptr;
   double best_gain = 0;
   uint64_t best_free_after = 0;
@@ -598,7 +626,10 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
       best_leaving = leaving;
     }
   }
-  if (best == nullptr) return false;
+  if (best == nullptr) {
+    failed_alike_.insert(std::move(alike));
+    return false;
+  }
   if (best_leaving) running_.at(*best_leaving).departing = true;
   std::optional<JobProfile> from_family;
   if (estimated(w.signature)) {
@@ -716,8 +747,8 @@ double AutoScheduler::predicted_rate(const Gpu& gpu) const {
 std::optional<int64_t> AutoScheduler::next_wakeup_ms(int64_t now_ms) const {
   if (queued_ == 0) return std::nullopt;
   int64_t startup = 0;
-  for (const auto& [sig, q] : classes_) {
-    const JobProfile* p = q.empty() ? nullptr : usable_profile(sig);
+  for (const auto& [seq, cls] : heads_) {
+    const JobProfile* p = usable_profile(cls->first);
     if (p != nullptr) startup = std::max(startup, p->startup_ms.value_or(0));
   }
   if (startup == 0) return std::nullopt;
@@ -771,22 +802,29 @@ void AutoScheduler::judge(int64_t now_ms) {
 std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
   judge(now_ms);
   probe_targets_.clear();
+  failed_alike_.clear();
   std::vector<Decision> out;
   for (auto it = retries_.begin(); it != retries_.end();) {
     it = place(*it, now_ms, out) ? retries_.erase(it) : std::next(it);
   }
-  std::vector<std::pair<uint64_t, std::string>> heads(heads_.begin(), heads_.end());
+  // Each class is tried once, from its head as the call began.
+  std::vector<std::pair<uint64_t, Classes::value_type*>> heads(heads_.begin(), heads_.end());
   // Jobs whose dataset is being read already go first: they share its loader.
-  std::stable_partition(heads.begin(), heads.end(),
-                        [&](const auto& head) { return dataset_read(head.second); });
-  for (const auto& head : heads) {
-    std::deque<Waiting>& q = classes_[head.second];
-    while (!q.empty() && place(q.front(), now_ms, out)) q.pop_front();
+  if (!host_costs_.empty()) {
+    std::stable_partition(heads.begin(), heads.end(),
+                          [&](const auto& head) { return dataset_read(head.second->first); });
+  }
+  for (const auto& [seq, cls] : heads) {
+    std::deque<Waiting>& q = cls->second;
+    if (!place(q.front(), now_ms, out)) continue;
+    do {
+      q.pop_front();
+    } while (!q.empty() && place(q.front(), now_ms, out));
     // An emptied class stays (signatures are few): destroying a deque that
     // held tens of thousands of jobs returns their memory at once, which
     // took 2 ms in one event.
-    heads_.erase(head);
-    if (!q.empty()) heads_.insert({q.front().seq, head.second});
+    heads_.erase(seq);
+    if (!q.empty()) heads_.emplace(q.front().seq, cls);
   }
   // Instances placed by the same estimate: one note.
   for (auto& [what, names] : estimate_notes_) {
@@ -959,7 +997,7 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
                        format_bytes(*merged.peak_memory_bytes), format_bytes(largest_memory()))});
       --queued_;
     }
-    heads_.erase({q->second.front().seq, signature});
+    heads_.erase(q->second.front().seq);
     classes_.erase(q);
   }
 }
@@ -1002,13 +1040,14 @@ bool AutoScheduler::remove_queued(size_t job) {
     --queued_;
     return true;
   }
-  for (auto& [signature, q] : classes_) {
+  for (auto& cls : classes_) {
+    std::deque<Waiting>& q = cls.second;
     auto it = std::find_if(q.begin(), q.end(), [&](const Waiting& w) { return w.job == job; });
     if (it == q.end()) continue;
     const bool head = it == q.begin();
-    if (head) heads_.erase({it->seq, signature});
+    if (head) heads_.erase(it->seq);
     q.erase(it);
-    if (head && !q.empty()) heads_.insert({q.front().seq, signature});
+    if (head && !q.empty()) heads_.emplace(q.front().seq, &cls);
     --queued_;
     return true;
   }

@@ -85,6 +85,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sched/family.h"
 #include "sched/interference.h"
@@ -284,6 +285,9 @@ class AutoScheduler final : public Scheduler {
   // queued instance of a family to probe next, and recording a measurement.
   std::string probe_key(const std::string& signature) const;
   bool estimated(const std::string& signature) const;
+  struct Family;
+  // The family's EffectsMemo, emptied when its measurements changed.
+  EffectsMemo& effects_of(const Family& f) const;
   std::string probe_target(const std::string& family);
   void add_to_family(const std::string& signature, const JobProfile& measured);
   std::optional<double> measured_work(const Gpu& gpu, int64_t fresh_since_ms) const;
@@ -302,9 +306,16 @@ class AutoScheduler final : public Scheduler {
 
   struct Family {
     std::vector<FamilyInstance> instances;  // measured: the store's, then this run's
+    // The first of `instances` with each set of parameter values (a sweep's
+    // measurement finds its own instance without a scan of them all).
+    std::map<std::map<std::string, std::string>, size_t> first_with;
     std::optional<std::vector<std::string>> resource_params;
     std::vector<std::string> signatures;  // its members
     uint64_t version = 0;                 // bumped by each new measurement
+    // What its measurements say of each parameter, shared by its members'
+    // estimates while `version` is effects_version.
+    mutable EffectsMemo effects;
+    mutable uint64_t effects_version = UINT64_MAX;
   };
   struct Estimated {
     uint64_t version = UINT64_MAX;  // of the family when it was computed
@@ -315,18 +326,29 @@ class AutoScheduler final : public Scheduler {
   std::vector<Gpu> gpus_;
   AutoOptions options_;
   InterferenceModel model_;
-  std::map<std::string, JobProfile> profiles_;
+  // By signature, looked up for every queued class in each schedule():
+  // hashed, as signatures are long and share their leading text.
+  std::unordered_map<std::string, JobProfile> profiles_;
   std::map<std::string, std::string> labels_;
-  std::map<std::string, std::deque<Waiting>> classes_;  // FIFO per signature
-  std::set<std::pair<uint64_t, std::string>> heads_;    // (seq of a class's head, signature)
-  std::deque<Waiting> retries_;                         // placed before the classes
+  using Classes = std::map<std::string, std::deque<Waiting>>;  // FIFO per signature
+  Classes classes_;
+  // The non-empty classes by the seq of their head (a class's node in
+  // classes_, which never moves).
+  std::map<uint64_t, Classes::value_type*> heads_;
+  std::deque<Waiting> retries_;  // placed before the classes
   std::map<std::string, JobProfile> priors_;
-  std::map<std::string, int> probing_;                    // probe_key() -> newcomers measured
-  std::map<std::string, FamilyMember> members_;           // by signature
-  std::map<std::string, Family> families_;                // by family
-  mutable std::map<std::string, Estimated> estimates_;    // by signature
-  std::map<std::string, std::string> probe_targets_;      // by family, for one schedule()
+  std::map<std::string, int> probing_;                     // probe_key() -> newcomers measured
+  std::unordered_map<std::string, FamilyMember> members_;  // by signature
+  std::map<std::string, Family> families_;                 // by family
+  mutable std::unordered_map<std::string, Estimated> estimates_;  // by signature
+  std::map<std::string, std::string> probe_targets_;              // by family, for one schedule()
   std::set<std::pair<std::string, uint64_t>> announced_;  // (signature, family version) noted
+  // In one schedule() call, the likenesses of the jobs that could not be
+  // placed since the last placement (add() clears them). A job's likeness is
+  // all that its placement reads besides the GPUs' state: a job alike one
+  // that could not be placed cannot be either while no GPU changed, so it is
+  // not tried (the points of a sweep share one).
+  std::unordered_set<std::string> failed_alike_;
   // Estimates used in this schedule() call: the note's text -> instances.
   std::map<std::string, std::vector<std::string>> estimate_notes_;
   std::unordered_map<size_t, Running> running_;

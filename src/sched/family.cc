@@ -405,14 +405,31 @@ std::vector<ParamEffect> param_effects(const std::vector<FamilyInstance>& instan
   return out;
 }
 
+namespace {
+
+// param_effects(), from `memo` when it has them.
+const std::vector<ParamEffect>& effects_of(const std::vector<FamilyInstance>& instances, Quantity q,
+                                           const std::vector<std::string>& names,
+                                           const std::optional<std::vector<std::string>>& declared,
+                                           EffectsMemo& memo) {
+  auto [it, added] = memo.try_emplace({q, names});
+  if (added) it->second = param_effects(instances, q, names, declared);
+  return it->second;
+}
+
+}  // namespace
+
 FamilyEstimate estimate_from_family(const std::vector<FamilyInstance>& instances,
                                     const std::map<std::string, std::string>& params,
-                                    const std::optional<std::vector<std::string>>& declared) {
+                                    const std::optional<std::vector<std::string>>& declared,
+                                    EffectsMemo* memo) {
   if (instances.empty()) return {std::nullopt, "no measured instance yet"};
   const std::vector<std::string> names = all_params(instances, params);
-  auto fit = [&](Quantity q, const Getter& get, Quantity effects_of) {
+  EffectsMemo own;
+  EffectsMemo& effects = memo != nullptr ? *memo : own;
+  auto fit = [&](Quantity q, const Getter& get, Quantity effects_q) {
     return fit_quantity(instances, q, get, params,
-                        param_effects(instances, effects_of, names, declared));
+                        effects_of(instances, effects_q, names, declared, effects));
   };
   Fitted memory = fit(Quantity::kMemory, getter_of(Quantity::kMemory), Quantity::kMemory);
   if (!memory.estimate) return {std::nullopt, "peak memory: " + memory.missing};
@@ -458,12 +475,14 @@ FamilyEstimate estimate_from_family(const std::vector<FamilyInstance>& instances
 
 double probe_value(const std::vector<FamilyInstance>& instances,
                    const std::map<std::string, std::string>& params,
-                   const std::optional<std::vector<std::string>>& declared) {
+                   const std::optional<std::vector<std::string>>& declared, EffectsMemo* memo) {
   const std::vector<std::string> names = all_params(instances, params);
   double value = 0;
   for (Quantity q : {Quantity::kMemory, Quantity::kSmActivity}) {
     const Getter get = getter_of(q);
-    Basis b = basis_for(instances, get, params, param_effects(instances, q, names, declared));
+    Basis b = basis_for(instances, get, params,
+                        memo != nullptr ? effects_of(instances, q, names, declared, *memo)
+                                        : param_effects(instances, q, names, declared));
     if (b.candidates.empty()) return std::numeric_limits<double>::infinity();
     if (b.numeric.empty()) continue;
     const double xt = feature(params, b.numeric);

@@ -71,6 +71,13 @@ std::vector<ParamEffect> param_effects(const std::vector<FamilyInstance>& instan
                                        const std::vector<std::string>& params,
                                        const std::optional<std::vector<std::string>>& declared);
 
+// param_effects() of a family's instances by quantity and parameter names,
+// kept by a caller that estimates many instances of one family from the same
+// measurements (a sweep's points): valid while those measurements stay as
+// they are.
+using EffectsMemo =
+    std::map<std::pair<Quantity, std::vector<std::string>>, std::vector<ParamEffect>>;
+
 // A parameter name colo presumes to change resource use before anything is
 // measured (batch, size, resolution, ...; see family.cc).
 bool presumed_to_matter(std::string_view param);
@@ -89,7 +96,8 @@ struct FamilyEstimate {
 
 FamilyEstimate estimate_from_family(const std::vector<FamilyInstance>& instances,
                                     const std::map<std::string, std::string>& params,
-                                    const std::optional<std::vector<std::string>>& declared);
+                                    const std::optional<std::vector<std::string>>& declared,
+                                    EffectsMemo* memo = nullptr);
 
 // How much measuring an instance with `params` would teach: its distance
 // from the measured values of the numeric parameters that matter (summed
@@ -98,7 +106,8 @@ FamilyEstimate estimate_from_family(const std::vector<FamilyInstance>& instances
 // queued instance with the largest, so that later estimates interpolate.
 double probe_value(const std::vector<FamilyInstance>& instances,
                    const std::map<std::string, std::string>& params,
-                   const std::optional<std::vector<std::string>>& declared);
+                   const std::optional<std::vector<std::string>>& declared,
+                   EffectsMemo* memo = nullptr);
 
 // "toy[lr=0.1]" from "toy[lr=0.1]#3": a job's name without its repeat suffix.
 std::string instance_label(std::string_view job_name);
