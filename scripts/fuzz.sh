@@ -15,7 +15,7 @@ fi
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLO_FUZZ=ON \
-  -DCOLO_BUILD_TESTS=OFF "${launcher[@]}" >/dev/null
+  -DCOLO_BUILD_TESTS=OFF -DCMAKE_UNITY_BUILD=ON "${launcher[@]}" >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target job_file_fuzz progress_fuzz
 for target in job_file progress; do
   mkdir -p "build-fuzz/new-corpus/$target"

@@ -5,19 +5,12 @@
 
 #include <limits>
 
+#include "store/testing/lifecycle_runs.h"
+
 namespace colo {
 namespace {
 
 using ::testing::HasSubstr;
-
-ProgressEvent epoch_end(UnixMillis t, int64_t epoch, std::optional<int64_t> samples) {
-  ProgressEvent e;
-  e.time_ms = t;
-  e.kind = "epoch_end";
-  e.epoch = epoch;
-  e.samples = samples;
-  return e;
-}
 
 // A record of jobs on GPU 0 with the given starts, ends and epoch ends.
 struct JobPlan {

@@ -10,8 +10,6 @@
 namespace colo {
 namespace {
 
-constexpr uint64_t kGiB = 1024 * kMiB;
-
 struct Defaults {
   const char* label;
   double samples_per_s;

@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "common/units.h"
+
 namespace colo {
 namespace {
-
-constexpr uint64_t kGiB = 1ULL << 30;
 
 std::vector<BenchCase> expand(const std::string& suite, std::vector<std::string> globs) {
   ExpandOptions options;

@@ -16,6 +16,7 @@ namespace colo {
 // above kMaxBytes are refused (never wrapped or capped).
 inline constexpr uint64_t kMaxBytes = uint64_t{1} << 50;  // 1 PiB
 inline constexpr uint64_t kMiB = uint64_t{1} << 20;
+inline constexpr uint64_t kGiB = uint64_t{1} << 30;
 Result<uint64_t> parse_bytes(std::string_view text);
 
 // "1.5 GiB", "512 MiB", "12 KiB", "100 B".

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/units.h"
 #include "fake_nvml/fake_nvml_loader.h"
 
 namespace colo {
@@ -15,8 +16,6 @@ namespace {
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-constexpr uint64_t kMiB = 1024 * 1024;
 
 class NvmlBackendTest : public ::testing::Test {
  protected:

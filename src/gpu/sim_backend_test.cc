@@ -4,10 +4,10 @@
 
 #include <thread>
 
+#include "common/units.h"
+
 namespace colo {
 namespace {
-
-constexpr uint64_t kMiB = 1024 * 1024;
 
 std::unique_ptr<SimBackend> make_sim(Clock& clock, std::string_view model = "H200", int count = 1) {
   auto backend = SimBackend::create(model, count, clock);

@@ -3,12 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/units.h"
+
 namespace colo {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 // A job's MIG demand; unset fields absent.
 MigJobDemand job(std::string name, std::optional<std::string> profile = std::nullopt,

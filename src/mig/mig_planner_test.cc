@@ -7,12 +7,12 @@
 
 #include <numeric>
 
+#include "common/units.h"
+
 namespace colo {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr uint64_t kGiB = uint64_t{1024} * 1024 * 1024;
 
 MigGeometry a100_40gb() {
   Result<MigGeometry> g = builtin_mig_geometry("A100-40GB");

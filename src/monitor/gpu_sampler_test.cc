@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/testing/eventually.h"
+#include "common/units.h"
 #include "gpu/sim_backend.h"
 
 namespace colo {
@@ -20,8 +21,6 @@ namespace {
 
 using ::testing::Each;
 using ::testing::HasSubstr;
-
-constexpr uint64_t kMiB = 1024 * 1024;
 
 std::unique_ptr<SimBackend> make_sim(Clock& clock) {
   return std::move(SimBackend::create("H200", 1, clock)).value();

@@ -20,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Full precision for CSV: the shortest text that reads back to the same value.
 std::string num(double value) { return fmt::format("{}", value); }
@@ -418,7 +418,7 @@ Figure over_time_figure(const ExperimentMetrics& m, const std::vector<const Case
 
 std::optional<double> memory_gib(const std::optional<uint64_t>& bytes) {
   if (!bytes) return std::nullopt;
-  return static_cast<double>(*bytes) / kGiB;
+  return static_cast<double>(*bytes) / kBytesPerGiB;
 }
 
 Section uniform_section(const ExperimentMetrics& m, const WorkloadView& v, bool first) {
@@ -458,7 +458,7 @@ Section uniform_section(const ExperimentMetrics& m, const WorkloadView& v, bool 
       "SM activity (%)", "pct", [](const CaseMetrics& c) { return c.run->mean_sm_active_pct; },
       100.0));
   Figure memory = workload_bar_figure(
-      m, v, &CaseGroup::peak_memory_bytes, 1.0 / kGiB, "memory-" + w, "Fig. 2c-4c",
+      m, v, &CaseGroup::peak_memory_bytes, 1.0 / kBytesPerGiB, "memory-" + w, "Fig. 2c-4c",
       "Peak GPU memory in use, " + w + sub,
       "The most memory the whole GPU had in use during the run, all jobs together. It grows "
       "with the number of jobs, roughly as the sum of the jobs alone; configurations whose sum "
@@ -468,10 +468,11 @@ Section uniform_section(const ExperimentMetrics& m, const WorkloadView& v, bool 
   if (m.memory_total_bytes) {
     // The GPU's memory as a line where it is within reach of the bars; else
     // it would flatten them, and the subtitle says it.
-    const double total_gib = static_cast<double>(*m.memory_total_bytes) / kGiB;
+    const double total_gib = static_cast<double>(*m.memory_total_bytes) / kBytesPerGiB;
     double highest = 0;
     for (const CaseGroup* g : v.groups) {
-      if (g->peak_memory_bytes) highest = std::max(highest, g->peak_memory_bytes->max / kGiB);
+      if (g->peak_memory_bytes)
+        highest = std::max(highest, g->peak_memory_bytes->max / kBytesPerGiB);
     }
     if (highest >= 0.25 * total_gib) {
       mark_level(memory.option, total_gib, fmt::format("GPU memory {:.0f} GiB", total_gib));
@@ -680,7 +681,7 @@ Section recsys_section(const ExperimentMetrics& m) {
                       ? num((g.makespan_s->median / *sequential - 1.0) * 100.0)
                       : "");
     row.push_back(num(median_of(g.gpu_util_pct)));
-    row.push_back(g.peak_memory_bytes ? num(g.peak_memory_bytes->median / kGiB) : "");
+    row.push_back(g.peak_memory_bytes ? num(g.peak_memory_bytes->median / kBytesPerGiB) : "");
     t.rows.push_back(std::move(row));
   }
   s.tables.push_back(std::move(t));
@@ -804,7 +805,7 @@ std::string experiment_summary(const ExperimentMetrics& m,
          g.status == "ok" ? fmt::format("ok x{}", g.ok_repetitions) : status_label(g.status),
          spread_text(g.second_epoch_s, "{:.2f}"), spread_text(g.speedup, "{:.2f}"),
          spread_text(g.sm_active_pct, "{:.0f}"), spread_text(g.gpu_util_pct, "{:.0f}"),
-         spread_text(g.peak_memory_bytes, "{:.1f}", 1.0 / kGiB),
+         spread_text(g.peak_memory_bytes, "{:.1f}", 1.0 / kBytesPerGiB),
          spread_text(g.mean_power_w, "{:.0f}"), spread_text(g.energy_per_epoch_j, "{:.0f}")});
   }
   out += text_table({"WORKLOAD", "MECHANISM", "JOBS", "STATUS", "EPOCH S", "SPEED-UP", "SM %",
@@ -1186,13 +1187,14 @@ ReportContent run_report(const RunMetrics& m, const std::string& run_summary_tex
     LineSeries line{"memory in use", mechanism_color(run.mechanism), {}};
     for (const SeriesPoint& p : m.series) {
       if (!p.memory_used_bytes) continue;
-      line.points.emplace_back(p.t_s, static_cast<double>(*p.memory_used_bytes) / kGiB);
+      line.points.emplace_back(p.t_s, static_cast<double>(*p.memory_used_bytes) / kBytesPerGiB);
       f.data.rows.push_back({num(p.t_s), num(p.memory_used_bytes)});
     }
     f.option =
         line_option(f.title, subtitle, "Seconds since the run started", "Memory (GiB)", {line});
     if (m.memory_total_bytes) {
-      f.option["yAxis"]["max"] = std::ceil(static_cast<double>(*m.memory_total_bytes) / kGiB);
+      f.option["yAxis"]["max"] =
+          std::ceil(static_cast<double>(*m.memory_total_bytes) / kBytesPerGiB);
     }
     if (m.steady_start_s && m.steady_end_s)
       mark_band(f.option, *m.steady_start_s, *m.steady_end_s, "steady state");

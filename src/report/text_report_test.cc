@@ -17,7 +17,6 @@ using ::testing::Not;
 
 // 2023-11-14 22:13:20 UTC.
 constexpr UnixMillis kT0 = 1'700'000'000'000;
-constexpr uint64_t kGiB = 1024ULL * 1024 * 1024;
 
 // Local times in these tests are UTC.
 class TextReportTest : public ::testing::Test {

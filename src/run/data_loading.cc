@@ -19,7 +19,6 @@ std::string self_executable() {
 }
 
 uint64_t default_ring_bytes(int consumers, uint64_t shm_free_bytes) {
-  constexpr uint64_t kGiB = 1ULL << 30;
   const uint64_t wanted =
       std::max<uint64_t>(kGiB, static_cast<uint64_t>(std::max(consumers, 1)) * (kGiB / 2));
   return std::max(kGiB, std::min(wanted, shm_free_bytes / 2));

@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "common/units.h"
+
 namespace colo {
 namespace {
-
-constexpr uint64_t kGiB = 1ULL << 30;
 
 TEST(DefaultRing, HalfAGibibytePerConsumerAtLeastOneAndAtMostHalfTheFreeSharedMemory) {
   EXPECT_EQ(default_ring_bytes(1, 64 * kGiB), kGiB);

@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "common/units.h"
+
 namespace colo {
 namespace {
-
-constexpr uint64_t kGiB = 1ull << 30;
 
 DeviceSample device(UnixMillis t, double sm) {
   DeviceSample d;

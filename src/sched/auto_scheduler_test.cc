@@ -11,8 +11,6 @@ namespace {
 
 using testing::HasSubstr;
 
-constexpr uint64_t kGiB = 1ull << 30;
-
 JobProfile profile(double memory_gib, double sm_pct, double samples_per_s = 1000) {
   JobProfile p;
   p.peak_memory_bytes = static_cast<uint64_t>(memory_gib * static_cast<double>(kGiB));

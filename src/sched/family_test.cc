@@ -5,12 +5,12 @@
 
 #include <cmath>
 
+#include "common/units.h"
+
 namespace colo {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr uint64_t kMiB = 1024ull * 1024;
 
 // A measured instance: memory in MiB, SM activity, rate; solo time optional.
 FamilyInstance instance(std::string name, std::map<std::string, std::string> params,

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "common/units.h"
 #include "sched/auto_scheduler.h"
 
 namespace colo {
@@ -12,8 +13,6 @@ namespace {
 
 using testing::ElementsAre;
 using testing::HasSubstr;
-
-constexpr uint64_t kGiB = 1ull << 30;
 
 std::unique_ptr<Scheduler> fixed(int gpus, int per_gpu) {
   std::vector<DeviceSlots> slots;

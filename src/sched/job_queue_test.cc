@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/units.h"
+
 namespace colo {
 
 void PrintTo(const Assignment& a, std::ostream* os) {
@@ -9,8 +11,6 @@ void PrintTo(const Assignment& a, std::ostream* os) {
 }
 
 namespace {
-
-constexpr uint64_t kGiB = 1ull << 30;
 
 struct Step {
   std::string what;

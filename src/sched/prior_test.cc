@@ -3,12 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/units.h"
+
 namespace colo {
 namespace {
 
 using testing::HasSubstr;
-
-constexpr uint64_t kGiB = 1ull << 30;
 
 PriorSample sample(const std::string& name, std::vector<std::string> command, double memory_gib,
                    double sm_pct) {

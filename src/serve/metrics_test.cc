@@ -7,14 +7,15 @@
 #include <regex>
 #include <sstream>
 
+#include "common/units.h"
+
 namespace colo {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr UnixMillis kNow = 1'700'000'100'000;
-constexpr uint64_t kGiB = 1ull << 30;
+constexpr UnixMillis kScrapeMs = 1'700'000'100'000;
 
 QueueJob job(int64_t id, const std::string& state, std::optional<int> gpu) {
   QueueJob j;
@@ -28,18 +29,18 @@ QueueJob job(int64_t id, const std::string& state, std::optional<int> gpu) {
 }
 
 // Two GPUs: gpu0 sampled, running job 12; gpu1 never sampled; job 13 queued.
-ServiceSnapshot example() {
+ServiceSnapshot scraped_service() {
   ServiceSnapshot s;
-  s.time_ms = kNow;
+  s.time_ms = kScrapeMs;
   s.service.host = "box";
   s.service.mechanism = "mps";
   s.service.policy = "auto";
   s.service.backend = "nvml";
   s.service.state = "running";
-  s.service.started_ms = kNow - 60'000;
+  s.service.started_ms = kScrapeMs - 60'000;
   DeviceSample d;
   d.device = 0;
-  d.time_ms = kNow - 500;
+  d.time_ms = kScrapeMs - 500;
   d.sm_active_pct = 45.5;
   d.sm_occupancy_pct = 20;
   d.dram_active_pct = 10;
@@ -55,7 +56,7 @@ ServiceSnapshot example() {
   running.epoch = 3;
   running.samples_per_s = 1234.5;
   running.peak_memory_bytes = 12 * kGiB;
-  running.predicted_end_ms = kNow + 250'000;
+  running.predicted_end_ms = kScrapeMs + 250'000;
   s.jobs = {running, job(13, "queued", std::nullopt), job(9, "ok", std::nullopt)};
   return s;
 }
@@ -86,7 +87,7 @@ constexpr const char* kGpu0 =
     R"(gpu="0",UUID="GPU-0",device="nvidia0",modelName="NVIDIA H200",Hostname="box")";
 
 TEST(Metrics, GpuMetricsTakeDcgmExporterNamesUnitsAndLabels) {
-  const std::string text = prometheus_metrics(example());
+  const std::string text = prometheus_metrics(scraped_service());
   std::map<std::string, std::string> m = samples(text);
   const std::string gpu0 = std::string(kGpu0) + R"(,hpc_job="12",user="alice")";
   struct Want {
@@ -118,14 +119,14 @@ TEST(Metrics, GpuMetricsTakeDcgmExporterNamesUnitsAndLabels) {
 }
 
 TEST(Metrics, AGpuSharedByTwoJobsHasNoJobLabel) {
-  ServiceSnapshot s = example();
+  ServiceSnapshot s = scraped_service();
   s.jobs.push_back(job(14, "running", 0));
   std::map<std::string, std::string> m = samples(prometheus_metrics(s));
   EXPECT_EQ(m[std::string("DCGM_FI_PROF_SM_ACTIVE{") + kGpu0 + "}"], "0.455");
 }
 
 TEST(Metrics, AStalledJobIsCountedAndLabelledStalled) {
-  ServiceSnapshot s = example();
+  ServiceSnapshot s = scraped_service();
   EXPECT_EQ(samples(prometheus_metrics(s))["colo_jobs_stalled"], "0");
   s.jobs[0].stalled = "stalled: no progress for 74 s after epoch 2";
   std::map<std::string, std::string> m = samples(prometheus_metrics(s));
@@ -136,7 +137,7 @@ TEST(Metrics, AStalledJobIsCountedAndLabelledStalled) {
 }
 
 TEST(Metrics, ColoMetricsPerJobAndForTheQueue) {
-  std::map<std::string, std::string> m = samples(prometheus_metrics(example()));
+  std::map<std::string, std::string> m = samples(prometheus_metrics(scraped_service()));
   const std::string labels =
       std::string(R"(hpc_job="12",user="alice",name="resnet26#12",)") + kGpu0;
   EXPECT_EQ(m["colo_job_epoch{" + labels + "}"], "3");
@@ -162,7 +163,7 @@ TEST(Metrics, ColoMetricsPerJobAndForTheQueue) {
 // honor_labels a target's `job` would replace it. The owning job is
 // `hpc_job`, as dcgm-exporter names it.
 TEST(Metrics, NoSeriesCarriesPrometheusesOwnJobLabel) {
-  std::map<std::string, std::string> m = samples(prometheus_metrics(example()));
+  std::map<std::string, std::string> m = samples(prometheus_metrics(scraped_service()));
   ASSERT_FALSE(m.empty());
   int owned = 0;
   for (const auto& [key, value] : m) {
@@ -174,7 +175,7 @@ TEST(Metrics, NoSeriesCarriesPrometheusesOwnJobLabel) {
 }
 
 TEST(Metrics, LabelValuesAreEscaped) {
-  ServiceSnapshot s = example();
+  ServiceSnapshot s = scraped_service();
   s.jobs[0].name = "a \"quoted\" \\ name\nnext";
   const std::string text = prometheus_metrics(s);
   EXPECT_THAT(text, HasSubstr(R"(name="a \"quoted\" \\ name\nnext")"));

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "analysis/profiles.h"
+#include "common/units.h"
 #include "jobs/job_file.h"
 #include "simulate/sim_jobs.h"
 
@@ -15,7 +16,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr uint64_t kGiB = 1ull << 30;
 constexpr uint64_t kH200MemoryBytes = 143'771ull << 20;
 
 SimJob job(const std::string& name, const std::string& sig, double memory_gib, double sm,

@@ -11,17 +11,10 @@
 #include "common/names.h"
 #include "store/run_store.h"
 #include "store/schema.h"
+#include "store/testing/lifecycle_runs.h"
 
 namespace colo {
 namespace {
-
-constexpr UnixMillis kT0 = 1'700'000'000'000;
-
-std::unique_ptr<RunStore> open_memory() {
-  auto store = RunStore::open(":memory:");
-  EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
-  return store.ok() ? std::move(store).value() : nullptr;
-}
 
 NewExperiment make_experiment(const std::string& suite) {
   NewExperiment e;
@@ -43,15 +36,6 @@ CaseRow make_case(const std::string& name, const std::string& mechanism, int deg
   c.mechanism = mechanism;
   c.degree = degree;
   return c;
-}
-
-// A pid that no process has: a child that has exited and been reaped.
-pid_t dead_pid() {
-  pid_t pid = fork();
-  if (pid == 0) _exit(0);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return pid;
 }
 
 TEST(ExperimentStore, RecordsAnExperimentAndItsCasesInOrder) {
@@ -140,7 +124,7 @@ TEST(ExperimentStore, ListsNewestFirstAndRejectsUnknownIdsAndStates) {
   EXPECT_TRUE(store->add_case(*second, make_case("x", "naive", 1)).ok());
 }
 
-class ExperimentStoreFile : public testing::Test {
+class ExperimentStoreFile : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string pattern =

@@ -23,18 +23,22 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // A temporary directory removed at the end of the test.
-class TempDir {
+class StoreDir {
  public:
-  TempDir() {
+  StoreDir() {
     std::string pattern =
         (std::filesystem::temp_directory_path() / "colo_store_test.XXXXXX").string();
     std::array<char, 4096> buffer{};
     pattern.copy(buffer.data(), buffer.size() - 1);
     const char* made = mkdtemp(buffer.data());
     EXPECT_NE(made, nullptr);
-    path_ = made != nullptr ? made : "/tmp";
+    if (made != nullptr) path_ = made;
   }
-  ~TempDir() { std::filesystem::remove_all(path_); }
+  ~StoreDir() {
+    if (!path_.empty()) std::filesystem::remove_all(path_);
+  }
+  StoreDir(const StoreDir&) = delete;
+  StoreDir& operator=(const StoreDir&) = delete;
   std::string file(const std::string& name) const { return path_ + "/" + name; }
 
  private:
@@ -65,7 +69,7 @@ TEST(SchemaTest, MigratesAnEmptyDatabaseToTheLatestVersion) {
 }
 
 TEST(SchemaTest, ReopeningKeepsDataAndVersion) {
-  TempDir dir;
+  StoreDir dir;
   const std::string path = dir.file("nested/dir/colo.db");  // parent directories are created
   int64_t run_id = 0;
   {
@@ -91,7 +95,7 @@ TEST(SchemaTest, ReopeningKeepsDataAndVersion) {
 }
 
 TEST(SchemaTest, RefusesADatabaseFromANewerColo) {
-  TempDir dir;
+  StoreDir dir;
   const std::string path = dir.file("colo.db");
   { ASSERT_TRUE(RunStore::open(path).ok()); }
   raw_sql(path, "PRAGMA user_version = 99");
@@ -104,7 +108,7 @@ TEST(SchemaTest, RefusesADatabaseFromANewerColo) {
 
 TEST(SchemaTest, RefusesANegativeSchemaVersion) {
   // A corrupt or hand-edited header once indexed the migrations at -1 (SIGSEGV).
-  TempDir dir;
+  StoreDir dir;
   const std::string path = dir.file("colo.db");
   { ASSERT_TRUE(RunStore::open(path).ok()); }
   for (const char* version : {"-1", "-2147483648"}) {
@@ -118,7 +122,7 @@ TEST(SchemaTest, RefusesANegativeSchemaVersion) {
 }
 
 TEST(SchemaTest, RefusesAFileThatIsNotADatabase) {
-  TempDir dir;
+  StoreDir dir;
   const std::string path = dir.file("notes.txt");
   {
     std::ofstream out(path);
@@ -137,7 +141,7 @@ TEST(SchemaTest, RefusesAFileThatIsNotADatabase) {
 }
 
 TEST(SchemaTest, RefusesAnotherProgramsSqliteDatabase) {
-  TempDir dir;
+  StoreDir dir;
   const std::string path = dir.file("other.db");
   raw_sql(path, "CREATE TABLE bookmarks (url TEXT)");
   auto store = RunStore::open(path);
@@ -169,7 +173,7 @@ TEST(SqliteErrorTest, SaysWhatToDoForCommonFailures) {
 }
 
 TEST(SqliteErrorTest, TransactionRollsBackUnlessCommitted) {
-  TempDir dir;
+  StoreDir dir;
   const std::string path = dir.file("t.db");
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
@@ -394,18 +398,10 @@ TEST(StaleRunTest, MarksRunsOfDeadColoProcessesInterrupted) {
   EXPECT_THAT(asked, ElementsAre(222));
 }
 
-// A pid no process has: a child that has already been reaped.
-pid_t dead_pid() {
-  pid_t pid = fork();
-  if (pid == 0) _exit(0);
-  waitpid(pid, nullptr, 0);
-  return pid;
-}
-
 // colo runs/show/report read a store even when they cannot write it: here a
 // writer holds the lock while a dead colo's run waits to be marked.
 TEST(StoreAccessTest, AReaderFallsBackToReadOnlyWhenItCannotWrite) {
-  TempDir dir;
+  StoreDir dir;
   const std::string path = dir.file("colo.db");
   {
     auto store = RunStore::open(path);
@@ -444,7 +440,7 @@ TEST(StoreAccessTest, AReaderFallsBackToReadOnlyWhenItCannotWrite) {
 // A colo killed with SIGKILL in the middle of a run leaves a database that
 // the next colo opens, reads, and in which it finds the run interrupted.
 TEST(StaleRunTest, SigkillMidRunLeavesAReadableDatabase) {
-  TempDir dir;
+  StoreDir dir;
   const std::string path = dir.file("colo.db");
   constexpr int kBatches = 5;
   constexpr int kSamplesPerBatch = 4;
@@ -508,7 +504,7 @@ TEST(StaleRunTest, SigkillMidRunLeavesAReadableDatabase) {
 // sees each way the file can be lost under it, through the descriptor it
 // holds: the file is never opened again, which would drop SQLite's locks.
 TEST(StoreFileTest, DamageToTheFileUnderAnOpenStoreIsSeenAndNamed) {
-  TempDir dir;
+  StoreDir dir;
   const std::string path = dir.file("colo.db");
   auto store = RunStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error().message();
@@ -538,7 +534,7 @@ TEST(StoreFileTest, DamageToTheFileUnderAnOpenStoreIsSeenAndNamed) {
 // The whole file overwritten from its second page on is found by the
 // integrity check (the header and the schema page still look right).
 TEST(StoreFileTest, QuickCheckFindsPagesOverwrittenBehindAGoodHeader) {
-  TempDir dir;
+  StoreDir dir;
   const std::string path = dir.file("colo.db");
   {
     auto store = RunStore::open(path);
@@ -565,7 +561,7 @@ TEST(StoreFileTest, QuickCheckFindsPagesOverwrittenBehindAGoodHeader) {
 // A link at the store's path (a dangling one in a directory others may
 // write) is refused: root would create the store where it points.
 TEST(StoreFileTest, ALinkAtTheStorePathIsRefusedAndNothingIsCreatedWhereItPoints) {
-  TempDir dir;
+  StoreDir dir;
   const std::string target = dir.file("elsewhere.db");
   ASSERT_EQ(::symlink(target.c_str(), dir.file("colo.db").c_str()), 0);
   auto store = RunStore::open(dir.file("colo.db"));

@@ -6,19 +6,12 @@
 #include <unistd.h>
 
 #include "store/run_store.h"
+#include "store/testing/lifecycle_runs.h"
 
 namespace colo {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr UnixMillis kT0 = 1'700'000'000'000;
-
-std::unique_ptr<RunStore> open_memory() {
-  auto store = RunStore::open(":memory:");
-  EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
-  return store.ok() ? std::move(store).value() : nullptr;
-}
 
 NewServiceJob submitted(const std::string& name, uid_t uid) {
   NewServiceJob j;

@@ -11,15 +11,14 @@
 
 #include "analysis/stored.h"
 #include "store/sqlite_util.h"
+#include "store/testing/lifecycle_runs.h"
 
 namespace colo {
 namespace {
 
 using ::testing::HasSubstr;
 
-constexpr UnixMillis kT0 = 1'700'000'000'000;
-
-class StoreWriterTest : public testing::Test {
+class StoreWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string pattern =

@@ -1,10 +1,12 @@
-// What the store's and the analysis' tests share: a fresh store in memory,
-// rows made the way colo makes them, and LifecycleTest, a fixture that
+// What the store's and the analysis' tests share: a fresh store in memory, a
+// dead pid, rows made the way colo makes them, and LifecycleTest, a fixture that
 // writes a collocated run and an exclusive run of the same jobs with numbers
 // worked out by hand. Tests only.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -14,17 +16,25 @@
 #include <string>
 #include <vector>
 
+#include "common/units.h"
 #include "store/run_store.h"
 
 namespace colo {
 
 inline constexpr UnixMillis kT0 = 1'700'000'000'000;
-inline constexpr uint64_t kGiB = 1024ULL * 1024 * 1024;
+
+// A pid that no process has: a child that has exited and been reaped.
+inline pid_t dead_pid() {
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
 
 inline std::unique_ptr<RunStore> open_memory() {
   auto store = RunStore::open(":memory:");
   EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message());
-  return std::move(store).value();
+  return store.ok() ? std::move(store).value() : nullptr;
 }
 
 inline JobSpec make_job(const std::string& name, std::vector<std::string> command,
