@@ -39,7 +39,9 @@ declare -A wall sched
 rows=()
 for c in $cases; do
   gpus=$(gpus_of "$c")
-  cmd=(taskset -c "$cpu" "$COLO" simulate "bench/scale/$c.toml" --gpu-count "$gpus" --policies auto)
+  # --no-store: the cold case, whatever a store on this machine has learned.
+  cmd=(taskset -c "$cpu" "$COLO" simulate "bench/scale/$c.toml" --gpu-count "$gpus" --policies auto
+    --no-store)
   out="$OUT_DIR/$c.txt"
   echo "command: ${cmd[*]}" >"$out"
   /usr/bin/time -f "time: %e s wall, %U s user, %S s system, %M KB max RSS" "${cmd[@]}" >>"$out" 2>&1

@@ -20,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr auto kBytesPerGiB = static_cast<double>(kGiB);
 
 // Full precision for CSV: the shortest text that reads back to the same value.
 std::string num(double value) { return fmt::format("{}", value); }

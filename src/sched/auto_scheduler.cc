@@ -131,7 +131,10 @@ uint64_t AutoScheduler::claim_for(uint64_t estimate, double uncertainty) const {
 void AutoScheduler::set_family(const std::string& signature, FamilyMember member) {
   Family& f = families_[member.family];
   if (!members_.contains(signature)) f.signatures.push_back(signature);
-  if (member.resource_params) f.resource_params = member.resource_params;
+  if (member.resource_params && member.resource_params != f.resource_params) {
+    f.resource_params = member.resource_params;
+    ++f.version;  // its members' estimates and parameter effects read them
+  }
   members_[signature] = std::move(member);
 }
 

@@ -477,12 +477,12 @@ double probe_value(const std::vector<FamilyInstance>& instances,
                    const std::map<std::string, std::string>& params,
                    const std::optional<std::vector<std::string>>& declared, EffectsMemo* memo) {
   const std::vector<std::string> names = all_params(instances, params);
+  EffectsMemo own;
+  EffectsMemo& effects = memo != nullptr ? *memo : own;
   double value = 0;
   for (Quantity q : {Quantity::kMemory, Quantity::kSmActivity}) {
     const Getter get = getter_of(q);
-    Basis b = basis_for(instances, get, params,
-                        memo != nullptr ? effects_of(instances, q, names, declared, *memo)
-                                        : param_effects(instances, q, names, declared));
+    Basis b = basis_for(instances, get, params, effects_of(instances, q, names, declared, effects));
     if (b.candidates.empty()) return std::numeric_limits<double>::infinity();
     if (b.numeric.empty()) continue;
     const double xt = feature(params, b.numeric);
