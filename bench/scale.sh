@@ -4,11 +4,15 @@
 # shows. Needs no GPU. Cases:
 #   grid-1k, grid-10k on 8 GPUs, grid-100k on 64 GPUs (bench/scale/grid-*.toml:
 #     every point of a sweep is a signature of its own);
-#   queue-100k on 8 GPUs (four kinds of job, 100,000 of them: few signatures).
+#   queue-100k on 8 GPUs (four kinds of job, 100,000 of them: few signatures);
+#   true-100, true-1k, true-10k: `colo run` of that many `true` jobs (repeats)
+#     on 8 simulated GPUs, 8 at a time on each, a fresh store: what colo itself
+#     costs per job (its own CPU time, without its children's: bench/own-cpu.py).
 # Prints one table row per case: the command's wall and CPU time (its own
-# clock and getrusage, through /usr/bin/time), the scheduler's time as colo
-# reports it, and the ratio of each to the case a tenth its size. Keeps the
-# output of each case, the command and the machine in OUTPUT_DIR.
+# clock and getrusage, through /usr/bin/time; for true-*, colo's own CPU time
+# and that per job), the scheduler's time as colo reports it, and the ratio of
+# each to the case a tenth its size. Keeps the output of each case, the
+# command and the machine in OUTPUT_DIR.
 #
 #   bench/scale.sh OUTPUT_DIR   (COLO=path/to/colo; default build-release/colo;
 #                                CPU=1: the core it runs on; CASES="grid-1k ...")
@@ -23,10 +27,17 @@ if [ ! -x "$COLO" ]; then
 fi
 mkdir -p "$OUT_DIR"
 cpu=${CPU:-1}
-cases=${CASES:-grid-1k grid-10k grid-100k queue-100k}
+cases=${CASES:-grid-1k grid-10k grid-100k queue-100k true-100 true-1k true-10k}
 gpus_of() { case $1 in grid-100k) echo 64 ;; *) echo 8 ;; esac; }
 # The case a tenth the size of $1, if it is run too.
-smaller_of() { case $1 in grid-10k) echo grid-1k ;; grid-100k) echo grid-10k ;; esac; }
+smaller_of() {
+  case $1 in
+    grid-10k) echo grid-1k ;; grid-100k) echo grid-10k ;;
+    true-1k) echo true-100 ;; true-10k) echo true-1k ;;
+  esac
+}
+# The number of jobs of a true-* case.
+jobs_of() { case $1 in true-100) echo 100 ;; true-1k) echo 1000 ;; true-10k) echo 10000 ;; esac; }
 
 {
   echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs);" \
@@ -35,33 +46,65 @@ smaller_of() { case $1 in grid-10k) echo grid-1k ;; grid-100k) echo grid-10k ;; 
   echo "colo: $("$COLO" --version 2>/dev/null || echo unknown)"
 } | tee "$OUT_DIR/machine.txt"
 
-declare -A wall sched
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1fx", a / (b > 0 ? b : 0.01)}'; }
+declare -A wall sched per_job
 rows=()
+true_rows=()
 for c in $cases; do
   gpus=$(gpus_of "$c")
-  # --no-store: the cold case, whatever a store on this machine has learned.
-  cmd=(taskset -c "$cpu" "$COLO" simulate "bench/scale/$c.toml" --gpu-count "$gpus" --policies auto
-    --no-store)
   out="$OUT_DIR/$c.txt"
-  echo "command: ${cmd[*]}" >"$out"
-  /usr/bin/time -f "time: %e s wall, %U s user, %S s system, %M KB max RSS" "${cmd[@]}" >>"$out" 2>&1
-  wall[$c]=$(sed -n 's/^time: \([0-9.]*\) s wall.*/\1/p' "$out")
-  cpu_s=$(sed -n 's/^time: .* \([0-9.]*\) s user, \([0-9.]*\) s system.*/\1 \2/p' "$out" |
-    awk '{printf "%.2f", $1 + $2}')
-  rss=$(sed -n 's/.* \([0-9]*\) KB max RSS/\1/p' "$out")
-  sched[$c]=$(sed -n 's/.*auto scheduler: [0-9]* events, \([0-9.]*\) ms in all.*/\1/p' "$out" | head -1)
   small=$(smaller_of "$c")
-  ratio_wall=- ratio_sched=-
-  if [ -n "$small" ] && [ -n "${wall[$small]:-}" ]; then
-    ratio_wall=$(awk -v a="${wall[$c]}" -v b="${wall[$small]}" 'BEGIN{printf "%.1fx", a / (b > 0 ? b : 0.01)}')
-    ratio_sched=$(awk -v a="${sched[$c]}" -v b="${sched[$small]}" 'BEGIN{printf "%.1fx", a / (b > 0 ? b : 0.01)}')
+  if [[ $c == true-* ]]; then
+    n=$(jobs_of "$c")
+    work="$OUT_DIR/$c.work"
+    rm -rf "$work" && mkdir -p "$work"
+    printf '[[job]]\nname = "t"\ncommand = ["true"]\nrepeat = %s\ngpu_memory = "100MiB"\n' "$n" \
+      >"$work/jobs.toml"
+    cmd=(taskset -c "$cpu" bench/own-cpu.py "$COLO" run "$work/jobs.toml" --backend sim
+      --sim-devices "$gpus" --policy fixed --max-per-gpu 8 --mechanism naive --local --plain
+      --db "$work/colo.db" --logs "$work/logs" --lock-dir "$work/locks")
+    echo "command: ${cmd[*]}" >"$out"
+    COLO_HOME="$work/home" "${cmd[@]}" >>"$out" 2>&1
+    line=$(grep '^own-cpu:' "$out")
+    own=$(sed -n 's/^own-cpu: \([0-9.]*\) s own.*/\1/p' <<<"$line")
+    wall[$c]=$(sed -n 's/.* \([0-9.]*\) s wall$/\1/p' <<<"$line")
+    per_job[$c]=$(awk -v a="$own" -v n="$n" 'BEGIN{printf "%.2f", a * 1000 / n}')
+    ratio_job=-
+    [ -n "$small" ] && [ -n "${per_job[$small]:-}" ] && ratio_job=$(ratio "${per_job[$c]}" "${per_job[$small]}")
+    true_rows+=("$(printf '| %s | %s | %s s | %s s | %s ms | %s |' "$c" "$n" "${wall[$c]}" "$own" \
+      "${per_job[$c]}" "$ratio_job")")
+    rm -rf "$work/logs"
+  else
+    # --no-store: the cold case, whatever a store on this machine has learned.
+    cmd=(taskset -c "$cpu" "$COLO" simulate "bench/scale/$c.toml" --gpu-count "$gpus" --policies auto
+      --no-store)
+    echo "command: ${cmd[*]}" >"$out"
+    /usr/bin/time -f "time: %e s wall, %U s user, %S s system, %M KB max RSS" "${cmd[@]}" >>"$out" 2>&1
+    wall[$c]=$(sed -n 's/^time: \([0-9.]*\) s wall.*/\1/p' "$out")
+    cpu_s=$(sed -n 's/^time: .* \([0-9.]*\) s user, \([0-9.]*\) s system.*/\1 \2/p' "$out" |
+      awk '{printf "%.2f", $1 + $2}')
+    rss=$(sed -n 's/.* \([0-9]*\) KB max RSS/\1/p' "$out")
+    sched[$c]=$(sed -n 's/.*auto scheduler: [0-9]* events, \([0-9.]*\) ms in all.*/\1/p' "$out" | head -1)
+    ratio_wall=- ratio_sched=-
+    if [ -n "$small" ] && [ -n "${wall[$small]:-}" ]; then
+      ratio_wall=$(ratio "${wall[$c]}" "${wall[$small]}")
+      ratio_sched=$(ratio "${sched[$c]}" "${sched[$small]}")
+    fi
+    rows+=("$(printf '| %s | %s | %s s | %s s | %s MB | %s ms | %s | %s |' "$c" "$gpus" "${wall[$c]}" \
+      "$cpu_s" "$((rss / 1024))" "${sched[$c]}" "$ratio_wall" "$ratio_sched")")
   fi
-  rows+=("$(printf '| %s | %s | %s s | %s s | %s MB | %s ms | %s | %s |' "$c" "$gpus" "${wall[$c]}" \
-    "$cpu_s" "$((rss / 1024))" "${sched[$c]}" "$ratio_wall" "$ratio_sched")")
   echo "$c done: ${wall[$c]} s" >&2
 done
 {
-  echo "| case | GPUs | wall | CPU | max RSS | scheduler | wall vs a tenth the size | scheduler vs a tenth |"
-  echo "|---|---|---|---|---|---|---|---|"
-  printf '%s\n' "${rows[@]}"
+  if [ ${#rows[@]} -gt 0 ]; then
+    echo "| case | GPUs | wall | CPU | max RSS | scheduler | wall vs a tenth the size | scheduler vs a tenth |"
+    echo "|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${rows[@]}"
+  fi
+  if [ ${#true_rows[@]} -gt 0 ]; then
+    [ ${#rows[@]} -gt 0 ] && echo
+    echo "| case | jobs | wall | colo's own CPU | per job | per job vs a tenth the size |"
+    echo "|---|---|---|---|---|---|"
+    printf '%s\n' "${true_rows[@]}"
+  fi
 } | tee "$OUT_DIR/table.md"

@@ -6,8 +6,11 @@
 // daemons in new sessions) or, without one, its process group.
 //
 // Threading: not thread-safe; the run engine's thread owns it. It never
-// talks to NVML. PR_SET_PDEATHSIG fires when the *thread* that forked a child
-// exits, so start() must be called from a thread that outlives the jobs.
+// talks to NVML. A child is started without copying colo (clone with
+// CLONE_VM and CLONE_VFORK, as posix_spawn does): a start costs the same
+// whatever colo holds. PR_SET_PDEATHSIG fires when the *thread* that started
+// a child exits, so start() must be called from a thread that outlives the
+// jobs.
 // Ownership: owns the child processes it started (the destructor kills and
 // reaps them); borrows the clock.
 #pragma once

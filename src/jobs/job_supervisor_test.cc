@@ -376,6 +376,41 @@ TEST_F(SupervisorTest, PathFromTheJobEnvironmentIsUsedToFindTheProgram) {
   EXPECT_EQ(read(dir_ + "/p.log"), "tool ran\n");
 }
 
+// The program is found as execvp finds it (the child cannot call execvp: it
+// shares colo's memory, and execvp reads colo's environment): a file on PATH
+// that may not be executed is passed over for a later one, a file the kernel
+// cannot execute (no #!) is run by /bin/sh, and colo's own environment is
+// left as it was.
+TEST_F(SupervisorTest, TheProgramIsFoundAsExecvpFindsItAndColosEnvironmentStays) {
+  JobSupervisor sup(clock_);
+  const std::string first = dir_ + "/first";
+  const std::string second = dir_ + "/second";
+  ASSERT_EQ(mkdir(first.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(second.c_str(), 0755), 0);
+  std::ofstream(first + "/colo-test-tool") << "#!/bin/sh\necho not me\n";  // not executable
+  std::ofstream(second + "/colo-test-tool") << "echo \"no shebang, args $1 $2\"\n";
+  chmod((second + "/colo-test-tool").c_str(), 0755);
+  char** environ_before = environ;
+  const std::string path_before = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  LaunchRequest r = request("p", {"colo-test-tool", "a", "b c"});
+  r.env = {{"PATH", first + ":" + second + ":/usr/bin:/bin"}};
+  Result<pid_t> pid = sup.start(r);
+  ASSERT_TRUE(pid.ok()) << pid.error().message();
+  EXPECT_EQ(environ, environ_before);
+  EXPECT_EQ(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "", path_before);
+  std::vector<FinishedJob> done = wait_for(sup, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].exit.state, JobState::kOk) << read(dir_ + "/p.log");
+  EXPECT_EQ(read(dir_ + "/p.log"), "no shebang, args a b c\n");
+
+  // Only a file that may not be executed: that is the error, as execvp says it.
+  LaunchRequest denied = request("q", {"colo-test-tool"});
+  denied.env = {{"PATH", first + ":" + dir_ + "/missing"}};
+  pid = sup.start(denied);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_THAT(pid.error().message(), HasSubstr("Permission denied"));
+}
+
 TEST_F(SupervisorTest, ChildRunsInItsOwnProcessGroup) {
   JobSupervisor sup(clock_);
   Result<pid_t> pid = sup.start(request("s", {"sleep", "30"}));

@@ -40,6 +40,7 @@ void AutoScheduler::introduce(const std::string& signature, const SignatureFacts
 
 void AutoScheduler::set_prior(const std::string& signature, const JobProfile& prior) {
   priors_[signature] = prior;
+  ++knowledge_;
 }
 
 JobProfile AutoScheduler::prior_of(const std::string& signature) const {
@@ -50,6 +51,7 @@ JobProfile AutoScheduler::prior_of(const std::string& signature) const {
 
 void AutoScheduler::set_profile(const std::string& signature, const JobProfile& profile) {
   profiles_[signature] = profile;
+  ++knowledge_;
 }
 
 const JobProfile* AutoScheduler::profile(const std::string& signature) const {
@@ -90,7 +92,10 @@ uint64_t AutoScheduler::largest_memory() const {
 void AutoScheduler::push_waiting(Waiting w) {
   auto [it, inserted] = classes_.try_emplace(w.signature);
   std::deque<Waiting>& q = it->second;
-  if (q.empty()) heads_.emplace(w.seq, &*it);
+  if (q.empty()) {
+    heads_.emplace(w.seq, &*it);
+    ++heads_changes_;
+  }
   q.push_back(std::move(w));
   ++queued_;
 }
@@ -136,6 +141,7 @@ void AutoScheduler::set_family(const std::string& signature, FamilyMember member
     ++f.version;  // its members' estimates and parameter effects read them
   }
   members_[signature] = std::move(member);
+  ++knowledge_;
 }
 
 void AutoScheduler::add_family_instance(const std::string& family, FamilyInstance instance) {
@@ -143,6 +149,7 @@ void AutoScheduler::add_family_instance(const std::string& family, FamilyInstanc
   f.first_with.try_emplace(instance.params, f.instances.size());
   f.instances.push_back(std::move(instance));
   ++f.version;
+  ++knowledge_;
 }
 
 const JobProfile* AutoScheduler::usable_profile(const std::string& signature) const {
@@ -216,6 +223,7 @@ void AutoScheduler::add_to_family(const std::string& signature, const JobProfile
       it->measured.peak_memory_bytes = std::max(*peak, *measured.peak_memory_bytes);
   }
   ++f.version;
+  ++knowledge_;
 }
 
 std::vector<SoloLoad> AutoScheduler::loads(const Gpu& gpu) const {
@@ -364,10 +372,11 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
   // What the loops here and in place_speculative() read of `w` and its
   // prior, for a failure (a job with no usable profile never starts on a
   // GPU kept for a gang: may_start()).
-  std::string alike = fmt::format("new {} {} {} {} {} {}", key, need, load.sm_active_pct,
-                                  load.gpu_busy_pct, w.alone, w.after_measurement);
-  if (!bad_.empty()) alike += " " + w.signature;
-  if (failed_alike_.contains(alike)) return false;
+  const bool failed = alike_failed(w, [&] {
+    return fmt::format("new {} {} {} {} {} {}{}", key, need, load.sm_active_pct, load.gpu_busy_pct,
+                       w.alone, w.after_measurement, bad_.empty() ? "" : " " + w.signature);
+  });
+  if (failed) return false;
   Gpu* best = nullptr;
   uint64_t best_spare = 0;
   uint64_t best_claim = 0;
@@ -399,7 +408,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
     // that way already).
     if (probing_.contains(key) && !w.after_measurement && place_speculative(w, key, now_ms, out))
       return true;
-    failed_alike_.insert(std::move(alike));
+    failed_alike_.insert(w.alike.hash);
     return false;
   }
   ++probing_[key];
@@ -465,6 +474,7 @@ void AutoScheduler::check_neighbours(Gpu& g, int64_t now_ms) {
   const double observed = seen > 0 ? sum / seen : 1.0;
   if (seen > 0 && observed < c.predicted * (1.0 - options_.newcomer_tolerance)) {
     bad_.push_back(g.combination);
+    ++knowledge_;
     g.held = true;
     auto newcomer = running_.find(c.newcomer);
     notes_.push_back(fmt::format(
@@ -583,6 +593,8 @@ void AutoScheduler::host_update(const std::string& signature, int delta) {
 }
 
 bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out) {
+  // Before any lookup: what follows would find the same likeness and fail.
+  if (known_failed(w)) return false;
   if (!host_fits(w.signature)) return false;
   const JobProfile* p = usable_profile(w.signature);
   if (p == nullptr) return place_newcomer(w, now_ms, out);
@@ -593,10 +605,12 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   const int64_t startup = p->startup_ms.value_or(0);
   // What the loop below reads of `w` and its profile (may_start(): the solo
   // time; admission_gain(): the signature only to judge combinations).
-  std::string alike = fmt::format("{} {} {} {} {} {} {}", need, uncertainty, load.sm_active_pct,
-                                  load.gpu_busy_pct, startup, p->solo_ms.value_or(-1), w.alone);
-  if (!bad_.empty()) alike += " " + w.signature;
-  if (failed_alike_.contains(alike)) return false;
+  const bool failed = alike_failed(w, [&] {
+    return fmt::format("{} {} {} {} {} {} {}{}", need, uncertainty, load.sm_active_pct,
+                       load.gpu_busy_pct, startup, p->solo_ms.value_or(-1), w.alone,
+                       bad_.empty() ? "" : " " + w.signature);
+  });
+  if (failed) return false;
   Gpu* best = nullptr;
   double best_gain = 0;
   uint64_t best_free_after = 0;
@@ -630,7 +644,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
     }
   }
   if (best == nullptr) {
-    failed_alike_.insert(std::move(alike));
+    failed_alike_.insert(w.alike.hash);
     return false;
   }
   if (best_leaving) running_.at(*best_leaving).departing = true;
@@ -747,13 +761,22 @@ double AutoScheduler::predicted_rate(const Gpu& gpu) const {
   return rates.empty() ? 1.0 : *std::min_element(rates.begin(), rates.end());
 }
 
-std::optional<int64_t> AutoScheduler::next_wakeup_ms(int64_t now_ms) const {
-  if (queued_ == 0) return std::nullopt;
+int64_t AutoScheduler::longest_queued_startup() const {
+  LongestStartup& cached = longest_startup_;
+  if (cached.knowledge == knowledge_ && cached.heads_changes == heads_changes_)
+    return cached.startup_ms;
   int64_t startup = 0;
   for (const auto& [seq, cls] : heads_) {
     const JobProfile* p = usable_profile(cls->first);
     if (p != nullptr) startup = std::max(startup, p->startup_ms.value_or(0));
   }
+  cached = {knowledge_, heads_changes_, startup};
+  return startup;
+}
+
+std::optional<int64_t> AutoScheduler::next_wakeup_ms(int64_t now_ms) const {
+  if (queued_ == 0) return std::nullopt;
+  const int64_t startup = longest_queued_startup();
   if (startup == 0) return std::nullopt;
   std::optional<int64_t> next;
   for (const Gpu& g : gpus_) {
@@ -789,6 +812,7 @@ void AutoScheduler::judge(int64_t now_ms) {
     }
     if (*work < *reference * (1.0 - options_.tolerance)) {
       bad_.push_back(g.combination);
+      ++knowledge_;
       g.held = true;
       notes_.push_back(fmt::format(
           "gpu{}: {} did {:.2f}x the work of {} (measured progress over solo rates, weighted "
@@ -828,6 +852,7 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
     // took 2 ms in one event.
     heads_.erase(seq);
     if (!q.empty()) heads_.emplace(q.front().seq, cls);
+    ++heads_changes_;
   }
   // Instances placed by the same estimate: one note.
   for (auto& [what, names] : estimate_notes_) {
@@ -886,6 +911,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   if (r.speculative) {
     // Its share was too small: it waits for its family's measurement.
     w.after_measurement = true;
+    w.alike = {};
     w.attempt += 1;
     retries_.push_back(w);
     ++queued_;
@@ -904,8 +930,10 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   w.attempt += 1;
   w.alone = w.attempt > options_.max_retries || had >= largest;
   if (w.alone) w.memory_estimate = largest;  // the last attempt gets a whole GPU
+  w.alike = {};
   JobProfile& p = profiles_[w.signature];
   p.peak_memory_bytes = std::max(p.peak_memory_bytes.value_or(0), *w.memory_estimate);
+  ++knowledge_;
   std::string note = fmt::format(
       "out of GPU memory on gpu{} ({} other jobs there, limit {}); requeued{} with {} (attempt "
       "{} of {})",
@@ -939,6 +967,7 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
   auto it = profiles_.find(signature);
   JobProfile merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
   profiles_[signature] = merged;
+  ++knowledge_;
   add_to_family(signature, measured);
   for (Gpu& g : gpus_) ++g.version;  // expected ends of its jobs, anywhere, may move
   for (auto& [job, r] : running_) {
@@ -1001,6 +1030,7 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
       --queued_;
     }
     heads_.erase(q->second.front().seq);
+    ++heads_changes_;
     classes_.erase(q);
   }
 }
@@ -1012,6 +1042,7 @@ void AutoScheduler::measured(size_t job, const JobProfile& measured) {
   JobProfile& own = profiles_[signature];
   own.peak_memory_bytes = std::max(own.peak_memory_bytes.value_or(0), *measured.peak_memory_bytes);
   own.memory_uncertainty = 0;
+  ++knowledge_;
   if (own.source.empty()) own.source = measured.source;
   JobProfile memory_only;
   memory_only.peak_memory_bytes = measured.peak_memory_bytes;
@@ -1029,6 +1060,7 @@ std::vector<size_t> AutoScheduler::drain_queued() {
   retries_.clear();
   classes_.clear();
   heads_.clear();
+  ++heads_changes_;
   queued_ = 0;
   std::vector<size_t> jobs;
   for (const auto& [seq, job] : all) jobs.push_back(job);
@@ -1051,6 +1083,7 @@ bool AutoScheduler::remove_queued(size_t job) {
     if (head) heads_.erase(it->seq);
     q.erase(it);
     if (head && !q.empty()) heads_.emplace(q.front().seq, &cls);
+    if (head) ++heads_changes_;
     --queued_;
     return true;
   }

@@ -191,6 +191,14 @@ class AutoScheduler final : public Scheduler {
     bool alone = false;
     // Overran its limit as a speculative sibling: waits for its family's measurement.
     bool after_measurement = false;
+    // Its likeness (see failed_alike_) as a hash, computed while the
+    // scheduler's knowledge_ was `knowledge` (0: never). Whoever changes a
+    // field above resets it.
+    struct Alike {
+      uint64_t knowledge = 0;
+      size_t hash = 0;
+    };
+    mutable Alike alike;
   };
   struct Running {
     Waiting waiting;
@@ -335,6 +343,18 @@ class AutoScheduler final : public Scheduler {
   // The non-empty classes by the seq of their head (a class's node in
   // classes_, which never moves).
   std::map<uint64_t, Classes::value_type*> heads_;
+  // Counts changes to heads_ (whoever changes it bumps it).
+  uint64_t heads_changes_ = 0;
+  // The longest start-up among the queued classes' profiles, as computed
+  // while knowledge_ and heads_changes_ were these (next_wakeup_ms() is
+  // asked at every step of a run, and the classes may be tens of thousands).
+  struct LongestStartup {
+    uint64_t knowledge = 0;
+    uint64_t heads_changes = 0;
+    int64_t startup_ms = 0;
+  };
+  mutable LongestStartup longest_startup_;
+  int64_t longest_queued_startup() const;
   std::deque<Waiting> retries_;  // placed before the classes
   std::map<std::string, JobProfile> priors_;
   std::map<std::string, int> probing_;                     // probe_key() -> newcomers measured
@@ -347,8 +367,27 @@ class AutoScheduler final : public Scheduler {
   // placed since the last placement (add() clears them). A job's likeness is
   // all that its placement reads besides the GPUs' state: a job alike one
   // that could not be placed cannot be either while no GPU changed, so it is
-  // not tried (the points of a sweep share one).
-  std::unordered_set<std::string> failed_alike_;
+  // not tried (the points of a sweep share one). Kept as hashes of the
+  // likeness's text (a collision of two 64-bit hashes among the queued
+  // likenesses is what it would take to skip a job wrongly).
+  std::unordered_set<size_t> failed_alike_;
+  // Counts changes to what likenesses read besides the job itself: profiles,
+  // priors, families and their measurements, bad combinations. A job's
+  // likeness computed at the same count is still its likeness, so an event
+  // skips a job alike a failed one without looking anything up (cached in
+  // Waiting::alike); starts at 1, so that 0 means never computed.
+  uint64_t knowledge_ = 1;
+  // The cached likeness of `w` when still valid and failed in this call.
+  bool known_failed(const Waiting& w) const {
+    return w.alike.knowledge == knowledge_ && failed_alike_.contains(w.alike.hash);
+  }
+  // w's likeness, from `text()` (its text) unless cached; true when a job
+  // alike it failed already in this call.
+  template <typename Text>
+  bool alike_failed(const Waiting& w, const Text& text) const {
+    if (w.alike.knowledge != knowledge_) w.alike = {knowledge_, std::hash<std::string>{}(text())};
+    return failed_alike_.contains(w.alike.hash);
+  }
   // Estimates used in this schedule() call: the note's text -> instances.
   std::map<std::string, std::vector<std::string>> estimate_notes_;
   std::unordered_map<size_t, Running> running_;

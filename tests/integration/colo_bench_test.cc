@@ -78,7 +78,15 @@ TEST_F(ColoBench, UniformSmallRunsEndToEndAndIsRecordedAsOneExperiment) {
       EXPECT_EQ(j.state, JobState::kOk) << c.name << " " << j.name;
       EXPECT_EQ(j.epochs, 5) << c.name << " " << j.name;
     }
-    EXPECT_TRUE(summary->steady_throughput_per_s.has_value()) << c.name;
+    // A lone job always has a steady window. Jobs started together on a busy
+    // machine may start seconds apart and, at 5 tiny epochs, share too short
+    // a window: then the summary says so instead of a figure.
+    if (c.degree == 1 || summary->steady_throughput_per_s.has_value()) {
+      EXPECT_TRUE(summary->steady_throughput_per_s.has_value()) << c.name;
+    } else {
+      EXPECT_NE(summary->steady_note.find("did not run together long enough"), std::string::npos)
+          << c.name << ": " << summary->steady_note;
+    }
   }
 }
 
