@@ -17,12 +17,16 @@
 #include "common/units.h"
 #include "gpu/sim_backend.h"
 #include "jobs/job_file.h"
+#include "simulate/arrivals.h"
 #include "simulate/sim_jobs.h"
 #include "simulate/simulator.h"
 #include "store/run_store.h"
 
 namespace colo {
 namespace {
+
+// The most GPUs `colo simulate` models (a cluster's).
+constexpr int kMaxSimulatedGpus = 1024;
 
 struct SimulateFlags {
   std::string file;
@@ -35,6 +39,8 @@ struct SimulateFlags {
   std::string deadline;  // empty: no planning
   int max_gpus = 64;     // planning's upper bound
   bool json = false;
+  std::string arrivals;  // empty: every job at the start (simulate/arrivals.h)
+  uint64_t seed = 1;     // of generated arrivals
 };
 
 // `--deadline`: for each policy, the fewest GPUs that end every job in time.
@@ -81,9 +87,17 @@ int simulate_command(const SimulateFlags& flags) {
   if (!input) return kExitBadInput;
   const std::optional<int64_t>& deadline_ms = input->deadline_ms;
   const SimGpuModel& model = input->model;
-  const SimJobSet& set = input->set;
+  SimJobSet& set = input->set;
   const SimOptions& options = input->node;
-  const int jobs_count = static_cast<int>(input->file.jobs.size());
+  if (!flags.arrivals.empty()) {
+    Result<std::vector<SimJob>> arriving = with_arrivals(set.jobs, flags.arrivals, flags.seed);
+    if (!arriving.ok()) {
+      std::cerr << "colo: simulate: " << arriving.error().message() << "\n";
+      return kExitBadInput;
+    }
+    set.jobs = std::move(*arriving);
+  }
+  const int jobs_count = static_cast<int>(set.jobs.size());
   Result<std::vector<PolicySpec>> policies =
       flags.policies.empty()
           ? Result<std::vector<PolicySpec>>(standard_policies(
@@ -101,6 +115,8 @@ int simulate_command(const SimulateFlags& flags) {
                           {"jobs", jobs_count},
                           {"gpu_model", model.model},
                           {"gpu_count", flags.gpu_count},
+                          {"arrivals", flags.arrivals.empty() ? nlohmann::json(nullptr)
+                                                              : nlohmann::json(flags.arrivals)},
                           {"gpu_memory_bytes", model.memory_total_bytes},
                           {"sources", set.sources},
                           {"assumptions", set.assumptions},
@@ -109,6 +125,8 @@ int simulate_command(const SimulateFlags& flags) {
     for (const PolicyResult& r : results) {
       out["policies"].push_back({{"policy", r.policy.name},
                                  {"makespan_ms", r.makespan_ms},
+                                 {"mean_completion_ms", r.mean_completion_ms},
+                                 {"mean_wait_ms", r.mean_wait_ms},
                                  {"gpu_hours", r.gpu_hours(flags.gpu_count)},
                                  {"jobs_ok", r.jobs_ok},
                                  {"jobs_failed", r.jobs_failed},
@@ -143,6 +161,10 @@ int simulate_command(const SimulateFlags& flags) {
       "SIMULATED: {} from {} on {} x {} ({} each); nothing here was measured\n",
       count_of(jobs_count, "job"), flags.file, flags.gpu_count, model.device_name,
       format_bytes(model.memory_total_bytes));
+  if (!flags.arrivals.empty()) {
+    std::cout << fmt::format("  arrivals: {}: submitted over {}\n", flags.arrivals,
+                             format_duration_ms(set.jobs.back().submit_ms));
+  }
   for (const std::string& line : set.sources) std::cout << "  " << line << "\n";
   for (const std::string& line : set.assumptions) std::cout << "  assumption: " << line << "\n";
   std::cout << fmt::format("  interference model: {}\n", options.model.describe());
@@ -168,6 +190,15 @@ int simulate_command(const SimulateFlags& flags) {
                              r.policy.name, format_duration_ms(r.makespan_ms),
                              hours > 0 ? r.jobs_ok / hours : 0.0, vs, r.gpu_hours(flags.gpu_count),
                              r.jobs_ok, r.jobs_failed, r.retries);
+  }
+  if (!flags.arrivals.empty()) {
+    std::cout << fmt::format("\n{:<11} {:>16} {:>10}   (jobs ended ok, from their submission)\n",
+                             "POLICY", "MEAN COMPLETION", "MEAN WAIT");
+    for (const PolicyResult& r : results) {
+      std::cout << fmt::format("{:<11} {:>16} {:>10}\n", r.policy.name,
+                               format_duration_ms(static_cast<int64_t>(r.mean_completion_ms)),
+                               format_duration_ms(static_cast<int64_t>(r.mean_wait_ms)));
+    }
   }
   for (const PolicyResult& r : results) {
     for (const std::string& f : r.failures)
@@ -199,10 +230,16 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
   cmd->add_option("--gpu-model", flags.gpu_model, "GPU model: H200, H100 or A100-40GB")
       ->capture_default_str();
   add_deprecated_alias(*cmd, "--gpu", "--gpu-model", flags.gpu_model);
-  cmd->add_option("--gpu-count", flags.gpu_count, "GPUs in the node")
-      ->check(whole_number(1, 64))
+  cmd->add_option("--gpu-count", flags.gpu_count, "GPUs in the node (or cluster)")
+      ->check(whole_number(1, kMaxSimulatedGpus))
       ->capture_default_str();
-  add_deprecated_alias(*cmd, "--gpus", "--gpu-count", flags.gpu_count)->check(whole_number(1, 64));
+  add_deprecated_alias(*cmd, "--gpus", "--gpu-count", flags.gpu_count)
+      ->check(whole_number(1, kMaxSimulatedGpus));
+  cmd->add_option("--arrivals", flags.arrivals,
+                  "when jobs are submitted: poisson:RATE (e.g. 120/h), diurnal:RATE (the same "
+                  "rate on average, following the day), or a CSV trace FILE of time,job[,count] "
+                  "lines (see docs/policy.md); default: every job at the start");
+  cmd->add_option("--seed", flags.seed, "seed of generated arrivals")->capture_default_str();
   cmd->add_option("--policies", flags.policies,
                   "comma-separated: exclusive, naive-all, mps-all, mps-K, auto (default: all, "
                   "mps-2 up to --max-degree)");
@@ -220,7 +257,7 @@ void add_simulate_commands(CLI::App& app, int& exit_code) {
                   "plan: for each policy, the fewest GPUs that end every job within this "
                   "(e.g. 3d, 36h, 90m); limit the policies with --policies");
   cmd->add_option("--max-gpus", flags.max_gpus, "planning's upper bound on GPUs")
-      ->check(CLI::Range(1, 1024))
+      ->check(CLI::Range(1, kMaxSimulatedGpus))
       ->capture_default_str();
   set_example(
       *cmd, "colo simulate bench/policies/mixed.toml --gpu-model H200 --gpu-count 2 --deadline 2h");

@@ -41,8 +41,11 @@ double InterferenceModel::rate_each(ShareMode mode, size_t n, double load) const
 }
 
 std::vector<double> InterferenceModel::rates(ShareMode mode, std::span<const SoloLoad> jobs) const {
-  return std::vector<double>(jobs.size(),
-                             rate_each(mode, jobs.size(), summed_load_pct(mode, jobs)));
+  return std::vector<double>(jobs.size(), rate_of_each(mode, jobs));
+}
+
+double InterferenceModel::rate_of_each(ShareMode mode, std::span<const SoloLoad> jobs) const {
+  return rate_each(mode, jobs.size(), summed_load_pct(mode, jobs));
 }
 
 double InterferenceModel::total(ShareMode mode, std::span<const SoloLoad> jobs) const {

@@ -51,6 +51,8 @@ struct InterferenceModel {
   std::string describe() const;
   // Each job's normalized rate when `jobs` share one GPU (same order).
   std::vector<double> rates(ShareMode mode, std::span<const SoloLoad> jobs) const;
+  // The same rate, which every one of `jobs` gets (1 for none).
+  double rate_of_each(ShareMode mode, std::span<const SoloLoad> jobs) const;
   // Summed normalized rate: the GPU's throughput in "solo jobs".
   double total(ShareMode mode, std::span<const SoloLoad> jobs) const;
   // The GPU's useful work: each job's normalized rate weighted by its solo

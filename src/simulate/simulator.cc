@@ -152,17 +152,27 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     return ms;
   };
 
-  double event_ms = timed([&] {
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      SchedJob queued{i, jobs[i].signature, jobs[i].known.peak_memory_bytes, jobs[i].gpus};
-      queued.sm_active_pct = jobs[i].known.sm_active_pct;
-      queued.solo_time_ms = jobs[i].known.solo_ms;
+  // Jobs are queued in order as they are submitted (jobs[arrived] next).
+  size_t arrived = 0;
+  auto arrive = [&](int64_t now_ms) {
+    for (; arrived < jobs.size() && jobs[arrived].submit_ms <= now_ms; ++arrived) {
+      const SimJob& job = jobs[arrived];
+      SchedJob queued{arrived, job.signature, job.known.peak_memory_bytes, job.gpus};
+      queued.sm_active_pct = job.known.sm_active_pct;
+      queued.solo_time_ms = job.known.solo_ms;
       scheduler->enqueue(queued);
     }
-  });
+  };
+  double event_ms = timed([&] { arrive(0); });
   result.scheduler_total_ms += event_ms;
+  std::vector<int64_t> first_started(jobs.size(), -1);
+  double completion_sum = 0;
+  double wait_sum = 0;
 
   std::vector<Active> active;
+  std::vector<std::vector<size_t>> by_gpu(static_cast<size_t>(std::max(1, options.gpus)));
+  std::vector<int> used;  // the GPUs by_gpu holds jobs of
+  std::vector<SoloLoad> loads;
   std::multiset<int64_t> timers;  // probe ends and verdicts: the scheduler looks again then
   int64_t now = 0;
   std::optional<int64_t> first_start;
@@ -187,6 +197,7 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
           scheduler->observe_rate(a.job, a.rate * solo, now);
         }
       }
+      arrive(now);
       decisions = scheduler->schedule(now);
     });
     result.scheduler_total_ms += event_ms;
@@ -210,6 +221,7 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       a.remaining_ms = static_cast<double>(solo) - a.startup_ms;
       a.probe = d.probe;
       a.started_ms = now;
+      if (first_started[d.job] < 0) first_started[d.job] = now;
       // Its memory beside the others', on the fullest of its GPUs.
       uint64_t on_gpu = 0;
       for (int g : a.gpus) {
@@ -236,7 +248,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
         wake && !timers.contains(*wake))
       timers.insert(*wake);
 
-    if (active.empty()) {
+    const bool more_arrive = arrived < jobs.size();
+    if (active.empty() && !more_arrive) {
       if (scheduler->queued() == 0 && timers.empty()) break;
       if (timers.empty()) {  // nothing runs and nothing will: cannot happen with a sane policy
         for (size_t j : scheduler->drain_queued()) fail(j, "never placed (simulation stalled)");
@@ -246,25 +259,34 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
 
     // Rates of the jobs on each GPU, from their true loads; a gang goes at
     // the pace of its slowest rank.
-    std::map<int, std::vector<size_t>> by_gpu;
+    // (by_gpu, used and loads keep their memory from step to step: a
+    // cluster's day has hundreds of thousands of steps.)
+    for (int g : used) by_gpu[static_cast<size_t>(g)].clear();
+    used.clear();
     for (size_t i = 0; i < active.size(); ++i) {
       active[i].rate = active[i].startup_ms > 0 ? 0 : 1.0;
       if (active[i].startup_ms > 0) continue;
-      for (int g : active[i].gpus) by_gpu[g].push_back(i);
+      for (int g : active[i].gpus) {
+        std::vector<size_t>& members = by_gpu[static_cast<size_t>(g)];
+        if (members.empty()) used.push_back(g);
+        members.push_back(i);
+      }
     }
-    for (const auto& [gpu, members] : by_gpu) {
-      std::vector<SoloLoad> loads;
+    for (int g : used) {
+      const std::vector<size_t>& members = by_gpu[static_cast<size_t>(g)];
+      loads.clear();
       for (size_t i : members) {
         const JobProfile& t = jobs[active[i].job].truth;
         loads.push_back({*t.sm_active_pct, t.gpu_busy_pct()});
       }
-      std::vector<double> rates = options.model.rates(mode, loads);
-      for (size_t k = 0; k < members.size(); ++k)
-        active[members[k]].rate = std::min(active[members[k]].rate, rates[k]);
+      const double rate = options.model.rate_of_each(mode, loads);
+      for (size_t i : members) active[i].rate = std::min(active[i].rate, rate);
     }
 
-    // The next event: a job ends (done or out of memory) or a timer fires.
-    double next = std::numeric_limits<double>::infinity();
+    // The next event: a job ends (done or out of memory), a timer fires or a
+    // job is submitted.
+    double next = more_arrive ? static_cast<double>(jobs[arrived].submit_ms)
+                              : std::numeric_limits<double>::infinity();
     for (const Active& a : active) {
       double stop = std::max(0.0, a.fail_at_ms);
       next =
@@ -322,6 +344,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
         last_end = now;
         if (!oom) {
           ++result.jobs_ok;
+          completion_sum += static_cast<double>(now - job.submit_ms);
+          wait_sum += static_cast<double>(first_started[a.job] - job.submit_ms);
         } else if (v.requeued) {
           ++result.retries;
           note(fmt::format("{}: {}", job.name, v.note));
@@ -335,6 +359,10 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     for (Active& a : active) a.probe = a.probe && now < a.measured_at_ms;
   }
   result.makespan_ms = first_start ? last_end - *first_start : 0;
+  if (result.jobs_ok > 0) {
+    result.mean_completion_ms = completion_sum / result.jobs_ok;
+    result.mean_wait_ms = wait_sum / result.jobs_ok;
+  }
   return result;
 }
 

@@ -18,8 +18,9 @@
 // the auto policy told every job's truth beforehand: what it would do once
 // the store knows every job (the warm case). A gang (gpus = N) runs a rank
 // on each of its GPUs at the pace of its slowest rank, placed by the
-// GangScheduler as in a real run. Deterministic; everything it produces is
-// simulated.
+// GangScheduler as in a real run. Jobs are queued when submitted (all at
+// the start unless arrivals say otherwise). Deterministic; everything it
+// produces is simulated.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,9 @@ struct SimJob {
   std::string instance;  // "toy[lr=0.1]"
   std::map<std::string, std::string> params;
   std::optional<std::vector<std::string>> resource_params;
+  // When it is submitted (simulate/arrivals.h); 0: at the start. Jobs are
+  // given ordered by it.
+  int64_t submit_ms = 0;
 };
 
 enum class PolicyKind { kExclusive, kNaiveAll, kMpsAll, kMpsFixed, kAuto, kAutoWarm };
@@ -83,6 +87,9 @@ struct SimOptions {
 struct PolicyResult {
   PolicySpec policy;
   int64_t makespan_ms = 0;  // first start to last end
+  // Over the jobs that ended ok: submit to end, and submit to first start.
+  double mean_completion_ms = 0;
+  double mean_wait_ms = 0;
   int jobs_ok = 0;
   int jobs_failed = 0;
   int retries = 0;                    // out-of-memory ends the policy requeued

@@ -175,6 +175,31 @@ TEST_F(ColoCli, SimulatingOneJobSaysJobInTheSingular) {
   EXPECT_THAT(sim.output, Not(HasSubstr(" 0 job)")));
 }
 
+// `colo simulate --arrivals`: a trace replayed on a cluster of more than 64
+// GPUs, each policy's mean completion from submission; a trace's error names
+// its file and line and loses nothing (exit 2, nothing simulated).
+TEST_F(ColoCli, SimulateReplaysATraceOfArrivalsAndNamesItsErrors) {
+  const std::string file = job_file("two.toml", "exit 0", 2);
+  const std::string trace = write_file("trace.csv", "time,job,count\n0,j0,300\n1h,j1\n");
+  CommandResult sim = run("simulate " + file +
+                          " --no-store --gpu-count 128 --policies "
+                          "exclusive,auto --arrivals " +
+                          trace);
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  EXPECT_THAT(sim.output, HasSubstr("SIMULATED: 301 jobs from"));
+  EXPECT_THAT(sim.output, HasSubstr("on 128 x"));
+  EXPECT_THAT(sim.output, HasSubstr(": submitted over 1h"));
+  EXPECT_THAT(sim.output, HasSubstr("MEAN COMPLETION"));
+  EXPECT_THAT(sim.output, ::testing::ContainsRegex("exclusive .* 301 +0 +0"));
+
+  const std::string bad = write_file("bad.csv", "0,j0\n5,j9\n");
+  CommandResult refused = run("simulate " + file + " --no-store --arrivals " + bad);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("bad.csv:2: no [[job]] named 'j9' in the job file"));
+  EXPECT_THAT(refused.output, Not(HasSubstr("POLICY")));
+  EXPECT_NE(run("simulate " + file + " --no-store --gpu-count 1025").exit_code, 0);
+}
+
 // The README's commands name files that exist (it once named jobs.toml and
 // sweep.toml, which do not), and `colo profiles FILE`, which reads a job file
 // without running it, takes its file as written.

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# colo serve with a long queue (issue 37, item 3), on the simulated backend:
+# a service on SIM_GPUS simulated GPUs (default 64), one job per GPU (each
+# asks for 100 GiB), and a sweep of POINTS grid points (default 10,000)
+# submitted at once, so that all but SIM_GPUS wait. Its jobs sleep, so the
+# machine is quiet but for colo. Measures, from outside colo:
+#   - the service's CPU while nothing changes (10 s, from /proc/PID/stat);
+#   - `colo queue` (the first page) and a one-job `colo submit`, 5 times
+#     each, their wall time as the client's (`date +%s%N` around it);
+#   - the service's resident memory (/proc/PID/status VmRSS).
+# Prints one table row per figure; keeps the outputs in OUTPUT_DIR.
+#
+#   bench/scale-serve.sh OUTPUT_DIR   (COLO=path/to/colo, default build-release/colo;
+#                                      POINTS=10000, SIM_GPUS=64, CPU=1: the service's core)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+COLO="$(realpath "${COLO:-build-release/colo}")"
+OUT_DIR="${1:?usage: bench/scale-serve.sh OUTPUT_DIR}"
+points=${POINTS:-10000}
+gpus=${SIM_GPUS:-64}
+mkdir -p "$OUT_DIR"
+OUT_DIR=$(realpath "$OUT_DIR")
+work=$(mktemp -d /tmp/colo-scale-serve.XXXXXX)
+pid=
+cleanup() {
+  [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export COLO_HOME="$work/home" COLO_SOCKET="$work/colo.sock"
+
+# The sweep: POINTS points of `sleep`, each its own signature.
+seeds=$(seq -s, 0 $((points / 10 - 1)))
+cat >"$work/sweep.toml" <<EOF
+[[job]]
+name = "sweep"
+command = ["sleep", "3600", "{lr}", "{seed}"]
+grid = { lr = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], seed = [$seeds] }
+gpu_memory = "100GiB"
+EOF
+printf '[[job]]\nname = "one"\ncommand = ["sleep", "3600"]\ngpu_memory = "100GiB"\n' >"$work/one.toml"
+
+{
+  echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs);" \
+    "the service pinned to core ${CPU:-1} (taskset)"
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "colo: $("$COLO" --version 2>/dev/null || echo unknown)"
+  echo "service: colo serve --backend sim --sim-devices $gpus --policy auto; $points grid points queued"
+} | tee "$OUT_DIR/machine.txt"
+
+taskset -c "${CPU:-1}" "$COLO" serve --backend sim --sim-devices "$gpus" --db "$work/colo.db" \
+  --logs "$work/logs" --lock-dir "$work/locks" --max-jobs-per-user $((points + 100)) \
+  >"$OUT_DIR/serve.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do [ -S "$COLO_SOCKET" ] && break; sleep 0.1; done
+ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+t0=$(date +%s%N)
+"$COLO" submit "$work/sweep.toml" >"$OUT_DIR/submit-sweep.txt" 2>&1
+echo "sweep of $points submitted in $(ms "$t0") ms" | tee -a "$OUT_DIR/machine.txt"
+# Until the GPUs are full and the starts have settled.
+for _ in $(seq 600); do
+  n=$("$COLO" queue --json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(sum(1 for j in d.get("jobs", []) if j.get("state") == "running"))' 2>/dev/null || echo 0)
+  [ "$n" -ge "$gpus" ] && break
+  sleep 1
+done
+sleep 5
+ticks=$(getconf CLK_TCK)
+cpu_of() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+c0=$(cpu_of); t0=$(date +%s%N)
+sleep 10
+c1=$(cpu_of); wall=$(ms "$t0")
+idle=$(awk -v c=$((c1 - c0)) -v t="$ticks" -v w="$wall" 'BEGIN{printf "%.1f", 100 * c / t / (w / 1000)}')
+queue_ms=() submit_ms=()
+for i in 1 2 3 4 5; do
+  t0=$(date +%s%N); "$COLO" queue >"$OUT_DIR/queue.txt" 2>&1; queue_ms+=("$(ms "$t0")")
+  t0=$(date +%s%N); "$COLO" submit "$work/one.toml" >>"$OUT_DIR/submit-one.txt" 2>&1
+  submit_ms+=("$(ms "$t0")")
+done
+rss=$(awk '/VmRSS/ {print int($2 / 1024)}' "/proc/$pid/status")
+{
+  echo "| figure | measured | target |"
+  echo "|---|---|---|"
+  echo "| idle CPU of the service (10 s) | ${idle}% | at most 2% |"
+  echo "| \`colo queue\`, first page (5 times) | ${queue_ms[*]} ms | at most 50 ms |"
+  echo "| one-job \`colo submit\` (5 times) | ${submit_ms[*]} ms | at most 20 ms |"
+  echo "| the service's RSS | ${rss} MB | at most 100 MB |"
+} | tee "$OUT_DIR/table.md"
