@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # colo serve with a long queue (issue 37, item 3), on the simulated backend:
-# a service on SIM_GPUS simulated GPUs (default 64), one job per GPU (each
-# asks for 100 GiB), and a sweep of POINTS grid points (default 10,000)
+# a service on SIM_GPUS simulated GPUs (default 64), one job per GPU
+# (--max-per-gpu 1: the simulated GPU sees no memory of a `sleep`, so the
+# auto policy would otherwise pack them), and a sweep of POINTS grid points (default 10,000)
 # submitted at once, so that all but SIM_GPUS wait. Its jobs sleep, so the
 # machine is quiet but for colo. Measures, from outside colo:
 #   - the service's CPU while nothing changes (10 s, from /proc/PID/stat);
@@ -49,7 +50,7 @@ printf '[[job]]\nname = "one"\ncommand = ["sleep", "3600"]\ngpu_memory = "100GiB
 } | tee "$OUT_DIR/machine.txt"
 
 taskset -c "${CPU:-1}" "$COLO" serve --backend sim --sim-devices "$gpus" --db "$work/colo.db" \
-  --logs "$work/logs" --lock-dir "$work/locks" --max-jobs-per-user $((points + 100)) \
+  --logs "$work/logs" --lock-dir "$work/locks" --max-jobs-per-user $((points + 100)) --max-per-gpu 1 \
   >"$OUT_DIR/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do [ -S "$COLO_SOCKET" ] && break; sleep 0.1; done
@@ -58,7 +59,7 @@ t0=$(date +%s%N)
 "$COLO" submit "$work/sweep.toml" >"$OUT_DIR/submit-sweep.txt" 2>&1
 echo "sweep of $points submitted in $(ms "$t0") ms" | tee -a "$OUT_DIR/machine.txt"
 # Until the GPUs are full and the starts have settled.
-for _ in $(seq 600); do
+for _ in $(seq 120); do
   n=$("$COLO" queue --json 2>/dev/null | python3 -c '
 import json, sys
 d = json.load(sys.stdin)

@@ -33,8 +33,9 @@ void add_backend_flags(CLI::App& cmd, BackendFlags& flags, bool model_flag) {
         ->capture_default_str();
   }
   add_deprecated_alias(cmd, "--sim-gpu", "--gpu-model", flags.sim_gpu);
-  cmd.add_option("--sim-devices", flags.sim_devices, "number of simulated GPUs")
-      ->check(whole_number(1, 16))
+  cmd.add_option("--sim-devices", flags.sim_devices,
+                 fmt::format("number of simulated GPUs (up to {})", kMaxSimDevices))
+      ->check(whole_number(1, kMaxSimDevices))
       ->capture_default_str();
 }
 

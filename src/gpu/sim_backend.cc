@@ -88,8 +88,9 @@ Result<std::unique_ptr<SimBackend>> SimBackend::create(std::string_view model, i
                                                        Clock& clock, std::string_view uuid_scope) {
   auto found = sim_gpu_model(model);
   if (!found.ok()) return found.error();
-  if (device_count < 1 || device_count > 16) {
-    return Error(fmt::format("simulated GPU count must be between 1 and 16, got {}", device_count));
+  if (device_count < 1 || device_count > kMaxSimDevices) {
+    return Error(fmt::format("simulated GPU count must be between 1 and {}, got {}", kMaxSimDevices,
+                             device_count));
   }
   return std::make_unique<SimBackend>(std::move(found).value(), device_count, clock, uuid_scope);
 }

@@ -60,6 +60,9 @@ Result<SimGpuModel> sim_gpu_model(std::string_view model);
 //
 // Thread-safety: thread-safe (one mutex). Ownership: the Clock must outlive
 // the backend.
+// The most GPUs one simulated backend has (a 64-GPU service's scale tests).
+inline constexpr int kMaxSimDevices = 256;
+
 class SimBackend final : public GpuBackend {
  public:
   static Result<std::unique_ptr<SimBackend>> create(std::string_view model, int device_count,
