@@ -3,10 +3,12 @@
 // it.
 //
 // At the start: the job's memory hint (else nothing: start-up holds no GPU
-// memory) and its SM share hint (else kDefaultSmPct). From its progress: what
-// it states through the metrics simulated_gpu_memory_mib and
+// memory) and no SM activity (start-up does no GPU work, as `colo simulate`
+// models it; a neighbour measured meanwhile is not charged for it). From its
+// progress: what it states through the metrics simulated_gpu_memory_mib and
 // simulated_sm_active_pct (bench/sim_train.py does), else, from its first
-// progress on, kDefaultMemoryBytes when it gave no memory hint.
+// progress on, kDefaultMemoryBytes when it gave no memory hint and its SM
+// share hint (else kDefaultSmPct).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,9 @@ class SimulatedLoad {
 
  private:
   SimLoadHint hint_;
-  bool memory_assumed_;  // it holds nothing yet and will hold the default
+  bool memory_assumed_;      // it holds nothing yet and will hold the default
+  double sm_from_progress_;  // its SM activity from its first progress, unless it states one
+  bool progressed_ = false;
 };
 
 }  // namespace colo

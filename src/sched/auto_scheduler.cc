@@ -828,7 +828,11 @@ void AutoScheduler::judge(int64_t now_ms) {
 
 std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
   judge(now_ms);
-  probe_targets_.clear();
+  if (probe_targets_knowledge_ != knowledge_ || probe_targets_heads_ != heads_changes_) {
+    probe_targets_.clear();
+    probe_targets_knowledge_ = knowledge_;
+    probe_targets_heads_ = heads_changes_;
+  }
   failed_alike_.clear();
   std::vector<Decision> out;
   for (auto it = retries_.begin(); it != retries_.end();) {

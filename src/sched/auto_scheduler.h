@@ -361,7 +361,12 @@ class AutoScheduler final : public Scheduler {
   std::unordered_map<std::string, FamilyMember> members_;  // by signature
   std::map<std::string, Family> families_;                 // by family
   mutable std::unordered_map<std::string, Estimated> estimates_;  // by signature
-  std::map<std::string, std::string> probe_targets_;              // by family, for one schedule()
+  // By family: what probe_target() found, while knowledge_ and
+  // heads_changes_ stay what they were when it was last emptied (it reads
+  // the families, the profiles and which classes are queued, nothing else).
+  std::map<std::string, std::string> probe_targets_;
+  uint64_t probe_targets_knowledge_ = 0;
+  uint64_t probe_targets_heads_ = 0;
   std::set<std::pair<std::string, uint64_t>> announced_;  // (signature, family version) noted
   // In one schedule() call, the likenesses of the jobs that could not be
   // placed since the last placement (add() clears them). A job's likeness is

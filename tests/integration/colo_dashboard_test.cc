@@ -60,6 +60,9 @@ class Dashboard : public ColoTestDir {
     browser_.width_px = 1400;
     browser_.height_px = 1800;
     browser_.virtual_time_budget_ms = 4000;
+    // Chromium alone took 60 s once on a loaded 2-core machine (the suite at
+    // 4 tests at once): a page that never loads still fails, later.
+    browser_.timeout_ms = 200'000;
   }
   void TearDown() override {
     if (service_pid_ > 0) {
