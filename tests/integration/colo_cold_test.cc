@@ -57,9 +57,9 @@ class ColoCold : public ColoTestDir {
 TEST_F(ColoCold, TheQuickstartRunsTwoJobsTogetherThenShowsWhatSharingGained) {
   std::ifstream in(COLO_SOURCE_DIR "/examples/quickstart.toml");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"\"--epochs\", \"20\"",
-                                                                      "\"--epochs\", \"5\""},
-                                 {"workdir = \"..\"", "workdir = \"" COLO_SOURCE_DIR "\""}}) {
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"\"--epochs\", \"20\"", "\"--epochs\", \"5\""},
+        {"workdir = \"..\"", "workdir = \"" COLO_SOURCE_DIR "\""}}) {
     const size_t at = text.find(from);
     ASSERT_NE(at, std::string::npos) << from << " is no longer in examples/quickstart.toml";
     text.replace(at, from.size(), to);
