@@ -251,7 +251,9 @@ struct QueuePage {
 int queue_command(const ClientFlags& flags, const QueuePage& page) {
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
-  Result<json> answer = client->call(protocol::queue_request(page.offset, page.limit));
+  // The table shows each GPU's latest sample; --json keeps the documented history.
+  Result<json> answer =
+      client->call(protocol::queue_request(page.offset, page.limit, /*samples=*/flags.json));
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
     return kExitEnvironment;

@@ -38,9 +38,10 @@ struct LaunchRequest {
   std::string working_dir;
   std::map<std::string, std::string> env;  // set on top of the base environment
   std::string log_path;                    // stdout+stderr, created/truncated
-  // The environment the job starts from: colo's own when unset (`colo run`),
-  // the submitter's for a job a service runs.
-  std::optional<std::map<std::string, std::string>> base_env;
+  // The environment the job starts from: colo's own when null (`colo run`),
+  // the submitter's for a job a service runs (shared by the jobs of one
+  // submission).
+  std::shared_ptr<const std::map<std::string, std::string>> base_env;
   // When set, the job runs as this user (supplementary groups, group, then
   // user are set before exec; needs root) with HOME, USER and LOGNAME theirs.
   std::optional<RunAs> run_as;

@@ -204,7 +204,7 @@ std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
 }
 
 void RunEngine::start() {
-  scheduler_ = make_scheduler();
+  scheduler_ = std::make_unique<OnChangeScheduler>(make_scheduler());
   display_.event("policy: " + scheduler_->describe());
   if (std::string xid = ctx_.backend.xid_events_status(); !xid.empty())
     display_.event("note: " + xid);
@@ -303,7 +303,9 @@ int RunEngine::count(bool ok) const {
 void RunEngine::tick() {
   collect_samples();
   reap();
-  if (!stopping_ && !held_ && recovery_.down().empty() && !placement_paused()) place();
+  if (!stopping_ && !held_ && recovery_.down().empty() && !placement_paused() &&
+      scheduler_->due(ctx_.clock.monotonic_ms()))
+    place();
   read_progress();
   check_stalls();
   finish_probes();

@@ -71,6 +71,7 @@
 #include "run/run_samples.h"
 #include "run/stall_watch.h"
 #include "sched/prior.h"
+#include "sched/on_change_scheduler.h"
 #include "sched/scheduler.h"
 #include "sharing/mechanism.h"
 #include "store/run_store.h"
@@ -150,8 +151,8 @@ struct EngineJob {
   std::string checkpoint_dir;
   // The number of its first attempt here (a service restart continues the count).
   int attempt = 1;
-  std::optional<RunAs> run_as;  // see LaunchRequest
-  std::optional<std::map<std::string, std::string>> base_env;
+  std::optional<RunAs> run_as;                                           // see LaunchRequest
+  std::shared_ptr<const std::map<std::string, std::string>> base_env;  // see LaunchRequest
   // Extra environment (COLO_JOB_ID for service jobs).
   std::map<std::string, std::string> extra_env;
   // How events name the job; empty: its name ("12 resnet26#1" for service jobs).
@@ -359,7 +360,8 @@ class RunEngine {
   JobSupervisor supervisor_;
   RunSamples samples_;
   MechanismRecovery recovery_;
-  std::unique_ptr<Scheduler> scheduler_;
+  // Its schedule() runs only when something changed (on_change_scheduler.h).
+  std::unique_ptr<OnChangeScheduler> scheduler_;
   std::vector<LearnedProfile> measured_;    // learned from the store at start()
   std::optional<PriorModel> priors_;        // auto: for signatures nothing else speaks for
   std::map<std::string, bool> introduced_;  // signatures the scheduler knows

@@ -792,6 +792,21 @@ std::optional<int64_t> AutoScheduler::next_wakeup_ms(int64_t now_ms) const {
   return next;
 }
 
+std::optional<int64_t> AutoScheduler::next_check_ms(int64_t now_ms) const {
+  std::optional<int64_t> next = next_wakeup_ms(now_ms);
+  auto consider = [&](int64_t at) {
+    if (at > now_ms && (!next || at < *next)) next = at;
+  };
+  for (const Gpu& g : gpus_) {
+    if (g.check && g.check->from_ms >= 0) consider(g.check->from_ms + options_.settle_ms);
+    if (g.judging) {
+      consider(g.changed_ms + options_.settle_ms);
+      consider(g.changed_ms + 3 * options_.settle_ms);
+    }
+  }
+  return next;
+}
+
 void AutoScheduler::judge(int64_t now_ms) {
   for (Gpu& g : gpus_) check_neighbours(g, now_ms);
   for (Gpu& g : gpus_) {

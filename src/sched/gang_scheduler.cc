@@ -180,6 +180,16 @@ bool GangScheduler::place_gangs(int64_t now_ms, std::vector<Decision>& out) {
   return kept;
 }
 
+std::optional<int64_t> GangScheduler::next_check_ms(int64_t now_ms) const {
+  std::optional<int64_t> next = policy_->next_check_ms(now_ms);
+  auto consider = [&](int64_t at) {
+    if (at > now_ms && (!next || at < *next)) next = at;
+  };
+  if (reserved_for_ != SIZE_MAX) consider(reserved_since_ms_ + kReservationBoundMs + 1);
+  for (const auto& [job, until] : keeps_none_until_) consider(until);
+  return next;
+}
+
 std::vector<Decision> GangScheduler::schedule(int64_t now_ms) {
   // Without gangs this is the policy's event alone: nothing added to it.
   if (gangs_.empty() && running_.empty() && !policy_reserves_) return policy_->schedule(now_ms);

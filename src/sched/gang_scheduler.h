@@ -66,6 +66,7 @@ class GangScheduler final : public Scheduler {
   std::optional<int64_t> next_wakeup_ms(int64_t now_ms) const override {
     return policy_->next_wakeup_ms(now_ms);
   }
+  std::optional<int64_t> next_check_ms(int64_t now_ms) const override;
   // Gangs of gangs are not a thing: these go to the policy.
   std::vector<DeviceRoom> rooms(int64_t now_ms) override { return policy_->rooms(now_ms); }
   void occupy(size_t key, int device, uint64_t memory_bytes, double sm) override {

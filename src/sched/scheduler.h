@@ -146,6 +146,14 @@ class Scheduler {
   // changed (a planned early start); nullopt when only events matter. A
   // simulated clock must wake then; a real loop that ticks anyway may ignore it.
   virtual std::optional<int64_t> next_wakeup_ms(int64_t /*now_ms*/) const { return std::nullopt; }
+  // The next time after `now_ms` that schedule() may decide something on
+  // time alone: next_wakeup_ms(), and the policy's own deadlines (a
+  // combination judged once it settled, a reservation's bound). A loop that
+  // calls schedule() only when something changed (OnChangeScheduler) must
+  // call it then too; nullopt when only events matter.
+  virtual std::optional<int64_t> next_check_ms(int64_t now_ms) const {
+    return next_wakeup_ms(now_ms);
+  }
 };
 
 // The fixed policy over JobQueue. A job that ends out of memory next to

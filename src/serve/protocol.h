@@ -39,8 +39,10 @@ inline nlohmann::json submit_request(const std::string& job_file, nlohmann::json
 inline constexpr int64_t kQueuedPage = 500;
 inline constexpr int64_t kMaxQueuedPage = 5'000;
 inline nlohmann::json queue_request() { return {{"op", kQueue}}; }
-inline nlohmann::json queue_request(int64_t offset, int64_t limit) {
-  return {{"op", kQueue}, {"offset", offset}, {"limit", limit}};
+// `samples`: false leaves out the GPUs' recent samples (each GPU's latest
+// stays), which are most of a snapshot's bytes on a machine of many GPUs.
+inline nlohmann::json queue_request(int64_t offset, int64_t limit, bool samples = true) {
+  return {{"op", kQueue}, {"offset", offset}, {"limit", limit}, {"samples", samples}};
 }
 inline nlohmann::json status_request(const std::vector<int64_t>& ids) {
   return {{"op", kStatus}, {"ids", ids}};

@@ -18,6 +18,7 @@
 #include "common/text.h"
 #include "common/units.h"
 #include "data/ring_owner.h"
+#include "gpu/device_json.h"
 #include "jobs/job_spec_json.h"
 #include "jobs/run_as.h"
 #include "jobs/secret_env.h"
@@ -161,6 +162,21 @@ std::string Service::secrets_path(int64_t id) const {
   return fmt::format("{}/secrets/{}.json", options_.logs_root, id);
 }
 
+std::shared_ptr<const std::map<std::string, std::string>> Service::submitted_env(
+    const std::string& env_json, const json& secret_env) {
+  std::string key = env_json + '\n' + dump(secret_env);
+  if (auto known = envs_.find(key); known != envs_.end()) {
+    if (auto env = known->second.lock()) return env;
+  }
+  std::erase_if(envs_, [](const auto& entry) { return entry.second.expired(); });
+  std::map<std::string, std::string> env =
+      string_map(json::parse(env_json, nullptr, /*allow_exceptions=*/false));
+  for (const auto& [name, value] : string_map(secret_env)) env[name] = value;
+  auto shared = std::make_shared<const std::map<std::string, std::string>>(std::move(env));
+  envs_[std::move(key)] = shared;
+  return shared;
+}
+
 void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& secrets) {
   EngineJob job;
   job.spec = spec;
@@ -177,9 +193,7 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& s
   job.label = fmt::format("job {} ({}, {})", row.id, row.name, row.owner_name);
   // Only what its submitter sent, whatever the request said: never the
   // service's own environment (root's, with its secrets).
-  job.base_env = string_map(json::parse(row.env_json, nullptr, /*allow_exceptions=*/false));
-  for (const auto& [name, value] : string_map(secrets.value("env", json::object())))
-    (*job.base_env)[name] = value;
+  job.base_env = submitted_env(row.env_json, secrets.value("env", json::object()));
   if (geteuid() == 0 && row.owner_uid != 0) {
     Result<RunAs> who = run_as_user(row.owner_uid);
     if (!who.ok()) {
@@ -639,12 +653,21 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
   return q;
 }
 
-ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit) {
+std::vector<DeviceSample> Service::recent_samples() const {
+  std::vector<DeviceSample> out;
+  for (const auto& [device, samples] : engine_.recent_samples())
+    out.insert(out.end(), samples.begin(), samples.end());
+  std::sort(out.begin(), out.end(),
+            [](const DeviceSample& a, const DeviceSample& b) { return a.time_ms < b.time_ms; });
+  return out;
+}
+
+ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, bool samples) {
   ServiceSnapshot s;
   s.time_ms = ctx_.clock.now_ms();
   s.service = info_;
   s.service.mechanism_down = engine_.mechanism_down();
-  std::map<int, std::deque<DeviceSample>> recent = engine_.recent_samples();
+  const std::map<int, std::deque<DeviceSample>>& recent = engine_.recent_samples();
   for (const DeviceInfo& d : engine_.devices()) {
     GpuView g{d.index, d.name, d.uuid, d.memory_total_bytes, 0, std::nullopt, d.power_limit_w};
     if (auto it = recent.find(d.index); it != recent.end() && !it->second.empty())
@@ -681,14 +704,14 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit) {
           return j.state == "running" && std::find(on.begin(), on.end(), g.index) != on.end();
         }));
   }
-  for (const auto& [device, samples] : recent) {
-    s.samples.insert(s.samples.end(), samples.begin(), samples.end());
-  }
-  std::sort(s.samples.begin(), s.samples.end(),
-            [](const DeviceSample& a, const DeviceSample& b) { return a.time_ms < b.time_ms; });
-  std::map<int64_t, int64_t> service_id_of;  // jobs-table row -> service job
-  for (const auto& [id, tracked] : tracked_) {
-    if (int64_t row = engine_.view(tracked.key).job_id; row != 0) service_id_of[row] = id;
+  if (samples) s.samples = recent_samples();
+  // A GPU's processes are its running jobs': jobs-table row -> service job.
+  std::map<int64_t, int64_t> service_id_of;
+  for (const QueueJob& j : s.jobs) {
+    if (j.state != "running") continue;
+    if (auto it = tracked_.find(j.id); it != tracked_.end()) {
+      if (int64_t row = engine_.view(it->second.key).job_id; row != 0) service_id_of[row] = j.id;
+    }
   }
   for (const auto& [device, processes] : engine_.latest_processes()) {
     for (const EngineProcess& p : processes) {
@@ -738,14 +761,23 @@ json Service::queue_answer(const json& request) {
     return error_answer(fmt::format("queue: 'limit' must be from 1 to {} (got {})",
                                     protocol::kMaxQueuedPage, *limit));
   }
+  auto samples = request.find("samples");
+  if (samples != request.end() && !samples->is_boolean())
+    return error_answer("queue: 'samples' must be true or false");
+  const bool with_samples = samples == request.end() || samples->get<bool>();
   if (*offset != 0 || *limit != protocol::kQueuedPage)
-    return json{{"ok", true}, {"snapshot", to_json(snapshot(*offset, *limit))}};
+    return json{{"ok", true}, {"snapshot", to_json(snapshot(*offset, *limit, with_samples))}};
   const int64_t now = ctx_.clock.monotonic_ms();
   if (!queue_answer_ || now - queue_answer_ms_ >= kQueueAnswerMaxAgeMs) {
-    queue_answer_ = json{{"ok", true}, {"snapshot", to_json(snapshot())}};
+    queue_answer_ = json{{"ok", true},
+                         {"snapshot", to_json(snapshot(0, protocol::kQueuedPage, false))}};
     queue_answer_ms_ = now;
   }
-  return *queue_answer_;
+  if (!with_samples) return *queue_answer_;
+  json answer = *queue_answer_;
+  json& history = answer["snapshot"]["samples"];
+  for (const DeviceSample& d : recent_samples()) history.push_back(device_sample_to_json(d));
+  return answer;
 }
 
 json Service::status(const json& request) {

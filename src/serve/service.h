@@ -136,7 +136,11 @@ class Service {
 
   // The snapshot with one page of queued jobs (protocol.h: kQueuedPage);
   // counts cover the whole queue.
-  ServiceSnapshot snapshot(int64_t queued_offset = 0, int64_t queued_limit = protocol::kQueuedPage);
+  // `samples`: with the GPUs' recent samples (the history `colo top` draws);
+  // each GPU's latest is there either way.
+  ServiceSnapshot snapshot(int64_t queued_offset = 0, int64_t queued_limit = protocol::kQueuedPage,
+                           bool samples = true);
+  std::vector<DeviceSample> recent_samples() const;  // every GPU's, oldest first
   // Builds the snapshot and makes it the one latest_snapshot() returns.
   void publish();
   // The last published snapshot; safe from any thread (HTTP readers).
@@ -173,6 +177,12 @@ class Service {
   RunEngine& engine_;
   StoreWriter& writer_;
   ServiceInfo info_;
+  // The environment a job starts from (its stored one with its secret
+  // values), one map for the jobs that share it: a sweep's points share
+  // their submission's. Expired entries go as new ones come.
+  std::shared_ptr<const std::map<std::string, std::string>> submitted_env(
+      const std::string& env_json, const nlohmann::json& secret_env);
+  std::map<std::string, std::weak_ptr<const std::map<std::string, std::string>>> envs_;
   std::map<int64_t, Tracked> tracked_;           // service job id -> engine job
   std::map<uid_t, size_t> unfinished_by_owner_;  // tracked_ counted by owner
   // The shared data loaders of submitted jobs: one per dataset table of one

@@ -336,6 +336,9 @@ class RunStore : public RunReader {
                                                          const std::string& submit_key);
   // Jobs not yet ended (queued or running), oldest first.
   Result<std::vector<ServiceJobRow>> unfinished_service_jobs();
+  // For listings (the queue's snapshot), these three leave spec_json and
+  // env_json empty: a submitter's environment is kilobytes, and the service
+  // lists hundreds of jobs every second.
   // The running jobs, oldest first.
   Result<std::vector<ServiceJobRow>> running_service_jobs();
   // Queued jobs in queue order, from the `offset`-th, at most `limit`.

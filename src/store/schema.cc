@@ -278,6 +278,17 @@ CREATE INDEX service_jobs_ended ON service_jobs(id) WHERE state NOT IN ('queued'
 CREATE INDEX service_jobs_by_state_owner ON service_jobs(state, owner_name);
 )sql";
 
+// Version 11: a submission's environment stored once (service_envs), not
+// once per job: a sweep of 10,000 points copied its submitter's environment,
+// kilobytes, into each row. Rows before it keep theirs in env_json.
+constexpr const char* kMigration11 = R"sql(
+CREATE TABLE service_envs (
+  id       INTEGER PRIMARY KEY,
+  env_json TEXT NOT NULL
+);
+ALTER TABLE service_jobs ADD COLUMN env_id INTEGER REFERENCES service_envs(id);
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -303,7 +314,8 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
       kMigration1, kMigration2, kMigration3, kMigration4, kMigration5,
-      kMigration6, kMigration7, kMigration8, kMigration9, kMigration10};
+      kMigration6, kMigration7, kMigration8, kMigration9, kMigration10,
+      kMigration11};
   return kMigrations;
 }
 

@@ -2,6 +2,7 @@
 // migration 6.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -203,6 +204,57 @@ TEST(ReadOnlyStore, ReadsWhatAWriterWroteAndCannotWrite) {
   EXPECT_EQ((*reader)->unfinished_service_jobs()->size(), 2u) << "sees the writer's new rows";
   auto missing = RunStore::open_read_only(std::string(tmpl) + "/none.db");
   EXPECT_FALSE(missing.ok());
+  std::system(("rm -rf '" + std::string(tmpl) + "'").c_str());
+}
+
+// A submission's environment is stored once, however many jobs it has;
+// rows from before migration 11 keep theirs; listings leave spec and
+// environment out.
+TEST(ServiceStore, AnEnvironmentIsStoredOncePerSubmission) {
+  char tmpl[] = "/tmp/colo-env-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/colo.db";
+  auto store = RunStore::open(path);
+  ASSERT_TRUE(store.ok());
+  NewServiceJob other = submitted("d", 1000);
+  other.env_json = R"({"PATH":"/opt/bin"})";
+  ASSERT_TRUE((*store)
+                  ->add_service_jobs({submitted("a", 1000), submitted("b", 1000),
+                                      submitted("c", 1000), other})
+                  .ok());
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  auto count = [&](const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(raw, sql, -1, &s, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(s), SQLITE_ROW);
+    const int64_t n = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return n;
+  };
+  EXPECT_EQ(count("SELECT COUNT(*) FROM service_envs"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM service_jobs WHERE env_json != ''"), 0);
+  // A row as a service before version 11 wrote it.
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "INSERT INTO service_jobs (submitted_ms, owner_uid, owner_name, name, "
+                         "spec_json, env_json, state) VALUES (1, 1000, 'alice', 'old', '{}', "
+                         "'{\"OLD\":\"1\"}', 'queued')",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  auto rows = (*store)->unfinished_service_jobs();
+  ASSERT_TRUE(rows.ok()) << rows.error().message();
+  ASSERT_EQ(rows->size(), 5u);
+  EXPECT_EQ((*rows)[0].env_json, R"({"PATH":"/usr/bin"})");
+  EXPECT_EQ((*rows)[2].env_json, R"({"PATH":"/usr/bin"})");
+  EXPECT_EQ((*rows)[3].env_json, R"({"PATH":"/opt/bin"})");
+  EXPECT_EQ((*rows)[4].env_json, R"({"OLD":"1"})");
+  auto listed = (*store)->queued_service_jobs(0, 10);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 5u);
+  EXPECT_EQ((*listed)[0].name, "a");
+  EXPECT_EQ((*listed)[0].env_json, "");
+  EXPECT_EQ((*listed)[0].spec_json, "");
   std::system(("rm -rf '" + std::string(tmpl) + "'").c_str());
 }
 

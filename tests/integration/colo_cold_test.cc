@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -174,9 +175,56 @@ TEST_F(ColoCold, NoGpuWaitsForAMeasurement) {
   EXPECT_THAT(r.output, HasSubstr("starting it on idle gpu1"));
 }
 
+// What bench/gain_standin.py's rule makes of the jobs' logs: a stand-in is
+// in its epochs from the start of its first epoch to the end of its last, and
+// while k are, each progresses at min(k, gain) / k of its solo speed. The
+// normalized throughput averages, over the time two or more stand-ins were
+// in their steady epochs (past their first), the sum of those stand-ins'
+// speeds. Started at once on an idle machine they run together throughout
+// and this is `gain`; on a busy one their starts (Python's start-up) spread
+// by up to a second, and the first to start finishes first, leaving three,
+// then two (3.03 for a gain of 3.2, seen under stress-ng).
+double expected_normalized_throughput(const nlohmann::json& show, double gain) {
+  struct Span {
+    double active = 0, steady = 0, end = 0;  // seconds
+  };
+  std::vector<Span> spans;
+  for (const nlohmann::json& job : show["jobs"]) {
+    std::ifstream log(job["log_path"].get<std::string>());
+    std::vector<std::pair<double, double>> epochs;  // (its seconds, ended at)
+    for (std::string line; std::getline(log, line);) {
+      double seconds = 0, ended = 0;
+      if (std::sscanf(line.c_str(), "epoch %*d/%*d: %lfs, %*f img/s, %*d samples, ended at %lf",
+                      &seconds, &ended) == 2)
+        epochs.emplace_back(seconds, ended);
+    }
+    if (epochs.size() < 2) return 0;
+    spans.push_back({epochs.front().second - epochs.front().first, epochs.front().second,
+                     epochs.back().second});
+  }
+  std::vector<double> times;
+  for (const Span& s : spans) times.insert(times.end(), {s.active, s.steady, s.end});
+  std::sort(times.begin(), times.end());
+  double shared = 0, worth = 0;
+  for (size_t i = 0; i + 1 < times.size(); ++i) {
+    const double mid = (times[i] + times[i + 1]) / 2, length = times[i + 1] - times[i];
+    int active = 0, steady = 0;
+    for (const Span& s : spans) {
+      active += s.active <= mid && mid < s.end;
+      steady += s.steady <= mid && mid < s.end;
+    }
+    if (steady < 2) continue;
+    shared += length;
+    worth += length * steady * std::min<double>(active, gain) / active;
+  }
+  return shared > 0 ? worth / shared : 0;
+}
+
 // Four stand-ins that together progress at exactly 3.2 times one alone
 // (bench/gain_standin.py), started at once: the normalized throughput is
-// 3.2 within 5%, and bench/verify-speedup.py finds the same from the logs.
+// what the stand-ins' rule makes of when each ran (3.2 when they ran together
+// throughout) within 5%, and bench/verify-speedup.py finds the same from the
+// logs.
 TEST_F(ColoCold, NormalizedThroughputOfAKnownGain) {
   auto job_file = [&](const std::string& name, int repeat) {
     return write_file(name, "[[job]]\nname = \"gain\"\ncommand = [\"python3\", \"" COLO_SOURCE_DIR
@@ -197,7 +245,10 @@ TEST_F(ColoCold, NormalizedThroughputOfAKnownGain) {
   const nlohmann::json show = nlohmann::json::parse(shown.output, nullptr, false);
   ASSERT_TRUE(show.is_object() && show["normalized_throughput"].is_number()) << shown.output;
   const double nt = show["normalized_throughput"].get<double>();
-  EXPECT_NEAR(nt, 3.2, 0.05 * 3.2) << shown.output;
+  const double expected = expected_normalized_throughput(show, 3.2);
+  EXPECT_GE(expected, 2.0) << "two or more stand-ins ran together";
+  EXPECT_LE(expected, 3.2 + 1e-9);
+  EXPECT_NEAR(nt, expected, 0.05 * expected) << shown.output;
   EXPECT_FALSE(show["normalized_throughput_estimated"].get<bool>());
 
   auto store = open_store();
