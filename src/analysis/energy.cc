@@ -2,6 +2,17 @@
 
 namespace colo {
 
+std::optional<double> pair_energy_j(const DeviceSample& a, const DeviceSample& b) {
+  if (b.time_ms <= a.time_ms) return std::nullopt;
+  if (a.energy_mj && b.energy_mj) {
+    if (*b.energy_mj < *a.energy_mj) return std::nullopt;  // counter reset (driver reload)
+    return static_cast<double>(*b.energy_mj - *a.energy_mj) / 1000.0;
+  }
+  if (a.power_w && b.power_w)
+    return (*a.power_w + *b.power_w) / 2.0 * static_cast<double>(b.time_ms - a.time_ms) / 1000.0;
+  return std::nullopt;
+}
+
 std::optional<double> integrate_energy_j(const std::vector<DeviceSample>& samples,
                                          const EnergyWeight& weight) {
   double joules = 0;
@@ -9,20 +20,11 @@ std::optional<double> integrate_energy_j(const std::vector<DeviceSample>& sample
   for (size_t i = 1; i < samples.size(); ++i) {
     const DeviceSample& a = samples[i - 1];
     const DeviceSample& b = samples[i];
-    if (b.time_ms <= a.time_ms) continue;
-    double pair_j = 0;
-    if (a.energy_mj && b.energy_mj) {
-      if (*b.energy_mj < *a.energy_mj) continue;  // counter reset (driver reload)
-      pair_j = static_cast<double>(*b.energy_mj - *a.energy_mj) / 1000.0;
-    } else if (a.power_w && b.power_w) {
-      pair_j =
-          (*a.power_w + *b.power_w) / 2.0 * static_cast<double>(b.time_ms - a.time_ms) / 1000.0;
-    } else {
-      continue;
-    }
+    std::optional<double> pair_j = pair_energy_j(a, b);
+    if (!pair_j) continue;
     const double w = weight(a.time_ms, b.time_ms);
     if (w <= 0) continue;
-    joules += pair_j * w;
+    joules += *pair_j * w;
     any = true;
   }
   if (!any) return std::nullopt;

@@ -16,12 +16,15 @@ namespace colo {
 // that counts, in [0, 1].
 using EnergyWeight = std::function<double(UnixMillis a_ms, UnixMillis b_ms)>;
 
-// Joules drawn by one device over its samples (oldest first, one device).
-// Each pair of consecutive samples contributes, times weight(a, b): the
-// driver's energy counter's increase when both carry it (a decrease, a
-// counter reset, contributes nothing), else the mean of their power times
-// the time between them when both carry power, else nothing. nullopt when no
-// pair contributed.
+// Joules drawn between two consecutive samples of one device (a before b):
+// the driver's energy counter's increase when both carry it (a decrease, a
+// counter reset, gives nothing), else the mean of their power times the time
+// between them when both carry power, else nothing.
+std::optional<double> pair_energy_j(const DeviceSample& a, const DeviceSample& b);
+
+// Joules drawn by one device over its samples (oldest first, one device):
+// each pair of consecutive samples contributes its pair_energy_j() times
+// weight(a, b). nullopt when no pair contributed.
 std::optional<double> integrate_energy_j(const std::vector<DeviceSample>& samples,
                                          const EnergyWeight& weight);
 

@@ -17,27 +17,57 @@ namespace {
 
 constexpr UnixMillis kEndOfTime = std::numeric_limits<UnixMillis>::max();
 
-// Whether a job was running on `device` at time `t`. A job with no end yet
-// counts as running until `open_end`.
-bool running_at(const JobSummary& job, int device, UnixMillis t, UnixMillis open_end) {
-  if (!job.device || *job.device != device || !job.started_ms) return false;
-  UnixMillis end = job.ended_ms.value_or(open_end);
-  return *job.started_ms <= t && t <= end;
-}
-
-// Mean of a sample field over [from, to] (ends included); absent readings skipped.
+// Mean of a sample field over [from, to] (ends included); absent readings
+// skipped. `samples` in time order: only those inside are read.
 template <class T>
 std::optional<double> mean_between(const std::vector<DeviceSample>& samples, UnixMillis from,
                                    UnixMillis to, std::optional<T> DeviceSample::*field) {
   double sum = 0;
   int count = 0;
-  for (const DeviceSample& s : samples) {
-    if (s.time_ms < from || s.time_ms > to || !(s.*field)) continue;
-    sum += static_cast<double>(*(s.*field));
+  auto first = std::lower_bound(samples.begin(), samples.end(), from,
+                                [](const DeviceSample& s, UnixMillis t) { return s.time_ms < t; });
+  for (auto s = first; s != samples.end() && s->time_ms <= to; ++s) {
+    const std::optional<T>& value = (*s).*field;
+    if (!value) continue;
+    sum += static_cast<double>(*value);
     ++count;
   }
   if (count == 0) return std::nullopt;
   return sum / count;
+}
+
+// Each job's share of its device's energy: each interval between two
+// readings inside the job's lifetime is split evenly among the jobs running
+// on the device at its midpoint. One pass over each device's samples (in
+// time order), with the jobs running there at each midpoint.
+void split_energy(std::vector<JobSummary>& jobs,
+                  const std::map<int, std::vector<DeviceSample>>& by_device, UnixMillis open_end) {
+  for (const auto& [device, samples] : by_device) {
+    std::vector<size_t> on;  // the device's jobs, by start
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (jobs[j].device == device && jobs[j].started_ms) on.push_back(j);
+    }
+    std::sort(on.begin(), on.end(),
+              [&](size_t a, size_t b) { return *jobs[a].started_ms < *jobs[b].started_ms; });
+    auto end_of = [&](size_t j) { return jobs[j].ended_ms.value_or(open_end); };
+    std::vector<size_t> running;
+    size_t next = 0;
+    for (size_t i = 1; i < samples.size(); ++i) {
+      const UnixMillis a = samples[i - 1].time_ms;
+      const UnixMillis b = samples[i].time_ms;
+      std::optional<double> pair_j = pair_energy_j(samples[i - 1], samples[i]);
+      if (!pair_j) continue;
+      const UnixMillis mid = a + (b - a) / 2;
+      for (; next < on.size() && *jobs[on[next]].started_ms <= mid; ++next)
+        running.push_back(on[next]);
+      std::erase_if(running, [&](size_t j) { return end_of(j) < mid; });
+      const double share = 1.0 / static_cast<double>(std::max<size_t>(running.size(), 1));
+      for (size_t j : running) {
+        if (a < *jobs[j].started_ms || b > end_of(j)) continue;
+        jobs[j].energy_j = jobs[j].energy_j.value_or(0) + *pair_j * share;
+      }
+    }
+  }
 }
 
 // Each job's peak of its processes' summed memory over the sampling instants.
@@ -259,18 +289,8 @@ RunSummary summarize(const RunRecord& record) {
       job.steady_gpu_util_pct = mean_between(samples, *job.steady_start_ms, *job.steady_end_ms,
                                              &DeviceSample::gpu_util_pct);
     }
-    // Each interval between two readings inside the job's lifetime is split
-    // evenly among the jobs running on the device at its midpoint.
-    job.energy_j = integrate_energy_j(samples, [&](UnixMillis a, UnixMillis b) {
-      if (a < start || b > end) return 0.0;
-      const UnixMillis mid = a + (b - a) / 2;
-      int sharing = 0;
-      for (const JobSummary& other : summary.jobs) {
-        if (running_at(other, *job.device, mid, open_end)) ++sharing;
-      }
-      return 1.0 / std::max(sharing, 1);
-    });
   }
+  split_energy(summary.jobs, by_device, open_end);
 
   // Run totals.
   std::optional<UnixMillis> first_start;
