@@ -71,6 +71,7 @@ struct ServeFlags {
   std::optional<int> job_cpus;
   std::string sample_period = "500ms";
   std::string grace = "10s";
+  std::string fair_share_half_life = "1d";
   std::string stall_timeout;
   std::string on_sigterm = "stop";
   std::string lock_dir;
@@ -83,8 +84,11 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   std::optional<int64_t> period =
       duration_flag("--sample-period", flags.sample_period, 100, "GPM needs that");
   std::optional<int64_t> grace = duration_flag("--grace", flags.grace, 0);
-  if (!period || !grace) return kExitBadInput;
+  std::optional<int64_t> half_life =
+      duration_flag("--fair-share-half-life", flags.fair_share_half_life, 1000);
+  if (!period || !grace || !half_life) return kExitBadInput;
   ServeOptions options;
+  options.fair_share_half_life_ms = *half_life;
   if (!flags.http.empty()) {
     Result<HttpOptions> http = parse_http_address(flags.http);
     if (!http.ok()) {
@@ -184,9 +188,12 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
 
 // Submits the jobs of `file`; the answer (ids, the service's mechanism and
 // policy), after warning about [run] settings the service does not take.
-Result<json> submit_file(const ServiceClient& client, const JobFile& file) {
+// `priority`: every job's, over what the file says.
+Result<json> submit_file(const ServiceClient& client, const JobFile& file,
+                         std::optional<int> priority = std::nullopt) {
   json jobs = json::array();
   for (JobSpec spec : file.jobs) {
+    if (priority) spec.priority = *priority;
     if (spec.dataset) {  // the service starts the loader: it needs the table
       if (auto d = file.data_sources.find(*spec.dataset); d != file.data_sources.end())
         spec.data_source = d->second;
@@ -215,7 +222,7 @@ struct ClientFlags {
   bool json = false;
 };
 
-int submit_command(const std::string& path, const ClientFlags& flags) {
+int submit_command(const std::string& path, std::optional<int> priority, const ClientFlags& flags) {
   Result<JobFile> file = load_job_file(path);
   if (!file.ok()) {
     std::cerr << "colo: " << file.error().message() << "\n";
@@ -223,7 +230,7 @@ int submit_command(const std::string& path, const ClientFlags& flags) {
   }
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
-  Result<json> answer = submit_file(*client, *file);
+  Result<json> answer = submit_file(*client, *file, priority);
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
     return kExitEnvironment;
@@ -407,6 +414,7 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   static ServeFlags serve;
   static ClientFlags client;
   static std::string submit_file_path;
+  static std::optional<int> submit_priority;
   static std::vector<int64_t> ids;
   static int64_t log_id = 0;
   static bool follow = false;
@@ -440,6 +448,11 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                         "group of the socket (mode 0660): its members may submit jobs");
   serve_cmd->add_option("--admin-group", serve.admin_group,
                         "members of this group may cancel anyone's jobs (root always may)");
+  serve_cmd
+      ->add_option("--fair-share-half-life", serve.fair_share_half_life,
+                   "fair share: a user's usage (solo-equivalent GPU time) counts half after "
+                   "this long (docs/serve.md, Fair share)")
+      ->capture_default_str();
   serve_cmd->add_option("--max-per-gpu", serve.max_per_gpu, "at most this many jobs on one GPU")
       ->check(whole_number(1));
   serve_cmd
@@ -495,9 +508,15 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   submit_cmd->add_option("file", submit_file_path, "job file (see docs/job-file.md)")
       ->required()
       ->check(CLI::ExistingFile);
+  submit_cmd
+      ->add_option("--priority", submit_priority,
+                   "every job's priority, over the file's: higher starts first (-100 to 100; "
+                   "above 0 only for the service's admins; docs/serve.md, Fair share)")
+      ->check(CLI::Range(kMinJobPriority, kMaxJobPriority));
   add_client_flags(submit_cmd, true);
   set_example(*submit_cmd, "colo submit examples/quickstart.toml --json");
-  submit_cmd->callback([&exit_code] { exit_code = submit_command(submit_file_path, client); });
+  submit_cmd->callback(
+      [&exit_code] { exit_code = submit_command(submit_file_path, submit_priority, client); });
 
   CLI::App* queue_cmd = app.add_subcommand(
       "queue", "Show colo serve's GPUs and jobs: owner, state, mechanism, epoch, rate, end");

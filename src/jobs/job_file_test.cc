@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "jobs/job_signature.h"
+#include "jobs/job_spec_json.h"
 
 namespace colo {
 namespace {
@@ -258,6 +259,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"repeat float",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nrepeat = 1.5\n",
                 {"bad.toml:4:", "key 'repeat'", "got a float 1.5"}},
+        BadCase{"priority range",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\npriority = 500\n",
+                {"bad.toml:4:", "key 'priority'", "from -100 (last) to 100 (first)"}},
         BadCase{"sm_share range",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nsm_share = 101\n",
                 {"bad.toml:4:", "key 'sm_share' must be a percentage from 1 to 100"}},
@@ -493,6 +497,27 @@ restart = "on-failure"
   EXPECT_EQ(file.jobs[0].restart, RestartPolicy::kNever);
   EXPECT_EQ(file.jobs[1].restart, RestartPolicy::kOnFailure);
   EXPECT_EQ(parse_ok(kJobHead).jobs[0].restart, RestartPolicy::kOnFailure);
+}
+
+TEST(JobFile, PriorityDefaultsToZeroAndTravelsToTheService) {
+  JobFile file = parse_ok(R"(
+[defaults]
+priority = -5
+[[job]]
+name = "a"
+command = ["x"]
+[[job]]
+name = "b"
+command = ["x"]
+priority = 20
+)");
+  ASSERT_EQ(file.jobs.size(), 2u);
+  EXPECT_EQ(file.jobs[0].priority, -5);
+  EXPECT_EQ(file.jobs[1].priority, 20);
+  EXPECT_EQ(parse_ok(kJobHead).jobs[0].priority, 0);
+  Result<JobSpec> back = job_spec_from_json(job_spec_to_json(file.jobs[1]));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->priority, 20);
 }
 
 TEST(JobFile, AGangGetsItsGpuCountAndKeepsPortForTheStart) {

@@ -26,6 +26,9 @@ inline const char* to_string(RestartPolicy policy) {
 
 // The most GPUs one job (a gang: `gpus = N`) may ask for, all on one machine.
 inline constexpr int kMaxJobGpus = 64;
+// A job's `priority`: higher starts first.
+inline constexpr int kMinJobPriority = -100;
+inline constexpr int kMaxJobPriority = 100;
 // What `{port}` in a job's command, workdir or env becomes at expansion; the
 // engine replaces it with a free TCP port when the job starts (a gang's
 // rendezvous port: torchrun --master_port {port}).
@@ -97,6 +100,10 @@ struct JobSpec {
   // stalled, stops it and runs it again (docs/reliability.md); 0: never.
   // nullopt: the run's default, else a bound from its own epoch and step times.
   std::optional<int64_t> stall_timeout_ms;
+  // Its place among the service's queued jobs (docs/serve.md, Fair share):
+  // higher goes first, before fair share orders the rest; -100 to 100, 0 by
+  // default, above 0 only for the service's admins.
+  int priority = 0;
   std::map<std::string, std::string> params;  // this instance's grid values
   int repeat_index = 1;                       // 1-based
   std::string source;                         // "file.toml:12" where it was defined

@@ -145,6 +145,7 @@ json job_spec_to_json(const JobSpec& job) {
   if (job.solo_time_ms) j["solo_time_ms"] = *job.solo_time_ms;
   if (job.startup_time_ms) j["startup_time_ms"] = *job.startup_time_ms;
   if (job.stall_timeout_ms) j["stall_timeout_ms"] = *job.stall_timeout_ms;
+  if (job.priority != 0) j["priority"] = job.priority;
   if (job.mig_profile) j["mig_profile"] = *job.mig_profile;
   if (job.mig_group) j["mig_group"] = *job.mig_group;
   if (job.dataset) j["dataset"] = *job.dataset;
@@ -219,6 +220,7 @@ Result<JobSpec> job_spec_from_json(const json& j) {
   job.solo_time_ms = r.integer<int64_t>("solo_time_ms", 1, INT64_MAX);
   job.startup_time_ms = r.integer<int64_t>("startup_time_ms", 1, INT64_MAX);
   job.stall_timeout_ms = r.integer<int64_t>("stall_timeout_ms", 0, INT64_MAX);
+  job.priority = r.integer<int>("priority", kMinJobPriority, kMaxJobPriority).value_or(0);
   job.mig_profile = r.text("mig_profile");
   job.mig_group = r.text("mig_group");
   job.dataset = r.text("dataset");

@@ -470,8 +470,8 @@ TEST_F(SupervisorTest, BaseEnvironmentReplacesColosOwn) {
   setenv("COLO_SUPERVISOR_TEST_OWN", "colo", 1);
   JobSupervisor sup(clock_);
   LaunchRequest r = shell("env", "echo own=$COLO_SUPERVISOR_TEST_OWN base=$BASE job=$JOB");
-  r.base_env = std::make_shared<const std::map<std::string, std::string>>(
-      std::map<std::string, std::string>{
+  r.base_env =
+      std::make_shared<const std::map<std::string, std::string>>(std::map<std::string, std::string>{
           {"BASE", "b"}, {"JOB", "overridden"}, {"PATH", "/usr/bin:/bin"}});
   r.env["JOB"] = "j";
   ASSERT_TRUE(sup.start(r).ok());

@@ -285,12 +285,21 @@ SchedJob RunEngine::queued_as(const JobRuntime& j) const {
   SchedJob queued{j.key, j.signature, memory, spec.gpus};
   if (spec.sm_activity_pct) queued.sm_active_pct = *spec.sm_activity_pct;
   queued.solo_time_ms = spec.solo_time_ms;
+  queued.owner = j.job.owner;
+  queued.priority = spec.priority;
   return queued;
 }
 
 void RunEngine::event(const std::string& message) { display_.event(message); }
 
 bool RunEngine::idle() const { return queued() == 0 && by_pid_.empty(); }
+
+std::vector<size_t> RunEngine::running_keys() const {
+  std::vector<size_t> keys;
+  keys.reserve(by_pid_.size());
+  for (const auto& [pid, key] : by_pid_) keys.push_back(key);
+  return keys;
+}
 
 size_t RunEngine::queued() const { return scheduler_ ? scheduler_->queued() : 0; }
 

@@ -70,8 +70,8 @@
 #include "run/mechanism_recovery.h"
 #include "run/run_samples.h"
 #include "run/stall_watch.h"
-#include "sched/prior.h"
 #include "sched/on_change_scheduler.h"
+#include "sched/prior.h"
 #include "sched/scheduler.h"
 #include "sharing/mechanism.h"
 #include "store/run_store.h"
@@ -151,7 +151,8 @@ struct EngineJob {
   std::string checkpoint_dir;
   // The number of its first attempt here (a service restart continues the count).
   int attempt = 1;
-  std::optional<RunAs> run_as;                                           // see LaunchRequest
+  uint32_t owner = 0;           // who it is accounted to (fair share: set_usage())
+  std::optional<RunAs> run_as;  // see LaunchRequest
   std::shared_ptr<const std::map<std::string, std::string>> base_env;  // see LaunchRequest
   // Extra environment (COLO_JOB_ID for service jobs).
   std::map<std::string, std::string> extra_env;
@@ -246,6 +247,11 @@ class RunEngine {
   // Nothing queued and nothing running.
   bool idle() const;
   size_t running() const { return by_pid_.size(); }
+  // The keys of the running jobs.
+  std::vector<size_t> running_keys() const;
+  // Fair share: each owner's recent usage, for the order of the queue
+  // (Scheduler::set_usage).
+  void set_usage(std::map<uint32_t, double> usage) { scheduler_->set_usage(std::move(usage)); }
   size_t queued() const;
   bool stopping() const { return stopping_; }
 

@@ -117,6 +117,9 @@ void AutoScheduler::enqueue(const SchedJob& job) {
   w.job = job.job;
   w.signature = job.signature;
   w.seq = next_seq_++;
+  w.owner = job.owner;
+  w.priority = job.priority;
+  prioritised_ = prioritised_ || job.priority != 0;
   push_waiting(std::move(w));
 }
 
@@ -859,6 +862,20 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
   if (!host_costs_.empty()) {
     std::stable_partition(heads.begin(), heads.end(),
                           [&](const auto& head) { return dataset_read(head.second->first); });
+  }
+  // Higher priority first, then the owner who used least (fair share), then
+  // as above.
+  if (prioritised_ || !usage_.empty()) {
+    auto used = [&](uint32_t owner) {
+      auto it = usage_.find(owner);
+      return it == usage_.end() ? 0.0 : it->second;
+    };
+    std::stable_sort(heads.begin(), heads.end(), [&](const auto& a, const auto& b) {
+      const Waiting& x = a.second->second.front();
+      const Waiting& y = b.second->second.front();
+      if (x.priority != y.priority) return x.priority > y.priority;
+      return used(x.owner) < used(y.owner);
+    });
   }
   for (const auto& [seq, cls] : heads) {
     std::deque<Waiting>& q = cls->second;

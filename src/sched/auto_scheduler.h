@@ -171,6 +171,7 @@ class AutoScheduler final : public Scheduler {
   // next_wakeup_ms(), and when a GPU's newcomer check or combination is due
   // to be judged (settle_ms after its change, 3 x settle_ms at the latest).
   std::optional<int64_t> next_check_ms(int64_t now_ms) const override;
+  void set_usage(std::map<uint32_t, double> usage) override { usage_ = std::move(usage); }
   // A gang's rank runs as a job of the signature "gang" with the load given
   // (its SM activity) and its memory as its claim; a reserved GPU takes a
   // job only if it would end by `until_ms` even with an equal share of the
@@ -189,6 +190,8 @@ class AutoScheduler final : public Scheduler {
     size_t job = 0;
     std::string signature;
     uint64_t seq = 0;
+    uint32_t owner = 0;  // SchedJob's
+    int priority = 0;
     int attempt = 1;
     std::optional<uint64_t> memory_estimate;  // overrides the profile's after an OOM
     bool alone = false;
@@ -413,6 +416,10 @@ class AutoScheduler final : public Scheduler {
   double loader_cpus_used_ = 0;
   uint64_t loader_memory_used_ = 0;
   uint64_t next_seq_ = 0;
+  // Fair share (set_usage) and priorities: whether the queue is ordered by
+  // more than arrival (a job with a priority came, or usage was given).
+  std::map<uint32_t, double> usage_;
+  bool prioritised_ = false;
   size_t queued_ = 0;
   std::set<int> reserved_;  // devices kept for a gang
   std::optional<int64_t> reserved_until_;

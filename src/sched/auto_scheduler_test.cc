@@ -747,5 +747,38 @@ TEST(AutoSchedulerColdStart, UnderNaiveSharingANewcomerMustLeaveHeadroom) {
   EXPECT_FALSE(d[0].memory_limit_bytes) << "naive sharing has no limits";
 }
 
+// Fair share and priorities order the queue; a job that fits is placed
+// whatever its rank (nothing idles for fairness).
+TEST(AutoSchedulerFairShare, TheOwnerWhoUsedLeastGoesFirstThenArrivalOrder) {
+  AutoScheduler s = make(1);
+  s.set_profile("a", profile(30, 19));  // two fit 80 GiB with their margins
+  s.set_profile("b", profile(30, 19));
+  for (size_t j = 0; j < 6; ++j) s.enqueue({j, "a", std::nullopt, 1, {}, {}, /*owner=*/1000});
+  ASSERT_EQ(s.schedule(0).size(), 2u);  // alice's first two
+  s.enqueue({6, "b", std::nullopt, 1, {}, {}, /*owner=*/2000});
+  s.set_usage({{1000, 60'000.0}});  // alice has used a minute; bob nothing
+  (void)s.finished(0, JobEnd::kOk, 10'000);
+  std::vector<Decision> d = s.schedule(10'000);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 6u) << "bob's job, though alice's came first";
+  (void)s.finished(1, JobEnd::kOk, 20'000);
+  d = s.schedule(20'000);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 2u) << "then alice's, in the order they came";
+}
+
+TEST(AutoSchedulerFairShare, AHigherPriorityGoesFirstWhateverItsOwnerUsed) {
+  AutoScheduler s = make(1);
+  s.set_profile("a", profile(30, 19));
+  s.set_profile("b", profile(30, 19));
+  for (size_t j = 0; j < 3; ++j) s.enqueue({j, "a", std::nullopt, 1, {}, {}, 1000});
+  s.enqueue({3, "b", std::nullopt, 1, {}, {}, 1000, /*priority=*/10});
+  s.set_usage({{1000, 60'000.0}, {2000, 0.0}});
+  std::vector<Decision> d = s.schedule(0);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].job, 3u) << "the priority-10 job first";
+  EXPECT_EQ(d[1].job, 0u);
+}
+
 }  // namespace
 }  // namespace colo

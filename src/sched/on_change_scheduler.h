@@ -57,6 +57,10 @@ class OnChangeScheduler final : public Scheduler {
   std::optional<int64_t> next_check_ms(int64_t now_ms) const override {
     return policy_->next_check_ms(now_ms);
   }
+  // Usage only orders what may start: not a change that could start anything.
+  void set_usage(std::map<uint32_t, double> usage) override {
+    policy_->set_usage(std::move(usage));
+  }
 
  private:
   std::unique_ptr<Scheduler> policy_;

@@ -63,6 +63,10 @@ struct SchedJob {
   std::optional<double> sm_active_pct;
   // How long it runs (its solo_time hint or profile), for reservations.
   std::optional<int64_t> solo_time_ms;
+  // Who it is accounted to (a Unix uid; set_usage()) and its priority
+  // (higher first): the order of the auto policy's queue.
+  uint32_t owner = 0;
+  int priority = 0;
 };
 
 struct Decision {
@@ -154,6 +158,12 @@ class Scheduler {
   virtual std::optional<int64_t> next_check_ms(int64_t now_ms) const {
     return next_wakeup_ms(now_ms);
   }
+  // Fair share: each owner's recent usage (smaller goes first among jobs of
+  // one priority; absent: none). The auto policy orders its queue by
+  // (priority, usage, arrival); the fixed policy stays first come, first
+  // served. Order only: a job that fits is placed whatever its rank, so no
+  // GPU idles for fairness.
+  virtual void set_usage(std::map<uint32_t, double> /*usage*/) {}
 };
 
 // The fixed policy over JobQueue. A job that ends out of memory next to

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -191,6 +192,8 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& s
   job.checkpoint_dir = service_checkpoint_dir(options_.logs_root, row.id);
   job.extra_env["COLO_JOB_ID"] = std::to_string(row.id);
   job.label = fmt::format("job {} ({}, {})", row.id, row.name, row.owner_name);
+  job.owner = row.owner_uid;
+  owner_names_[row.owner_uid] = row.owner_name;
   // Only what its submitter sent, whatever the request said: never the
   // service's own environment (root's, with its secrets).
   job.base_env = submitted_env(row.env_json, secrets.value("env", json::object()));
@@ -521,6 +524,12 @@ json Service::submit(const Caller& caller, const json& request) {
       if (Result<LoaderOptions> o = loader_options_for(*spec->data_source); !o.ok())
         return error_answer(fmt::format("job '{}': {}", spec->name, o.error().message()));
     }
+    if (spec->priority > 0 && !is_admin(caller) && caller.uid != geteuid()) {
+      return error_answer(fmt::format(
+          "job '{}': priority {} is above 0, which only the service's admins may set (root, "
+          "the service's user or --admin-group); submit it with priority 0 or below",
+          spec->name, spec->priority));
+    }
     specs.push_back(std::move(spec).value());
   }
   // The store keeps the environments with secret values redacted (the store
@@ -653,6 +662,46 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
   return q;
 }
 
+void Service::account_usage() {
+  const int64_t now = ctx_.clock.monotonic_ms();
+  const int64_t since = usage_at_ms_ < 0 ? now : usage_at_ms_;
+  usage_at_ms_ = now;
+  if (now <= since) return;
+  const double dt = static_cast<double>(now - since);
+  const double decay =
+      std::exp2(-dt / static_cast<double>(std::max<int64_t>(1, options_.fair_share_half_life_ms)));
+  for (auto& [owner, used] : usage_ms_) used *= decay;
+  std::vector<EngineJobView> running;
+  std::map<int, int> on_gpu;  // running jobs per GPU
+  for (size_t key : engine_.running_keys()) {
+    running.push_back(engine_.view(key));
+    for (int g : running.back().gang_devices.empty() && running.back().device
+                     ? std::vector<int>{*running.back().device}
+                     : running.back().gang_devices)
+      ++on_gpu[g];
+  }
+  for (const EngineJobView& v : running) {
+    auto id = by_key_.find(v.key);
+    if (id == by_key_.end()) continue;
+    auto t = tracked_.find(id->second);
+    if (t == tracked_.end()) continue;
+    // Solo-equivalent: its rate over its rate alone where both are known,
+    // else its share of each of its GPUs.
+    double worth = 0;
+    const std::vector<int> gpus =
+        v.gang_devices.empty() && v.device ? std::vector<int>{*v.device} : v.gang_devices;
+    if (v.samples_per_s && v.solo_samples_per_s && *v.solo_samples_per_s > 0) {
+      worth = std::min(1.0, *v.samples_per_s / *v.solo_samples_per_s) *
+              static_cast<double>(std::max<size_t>(1, gpus.size()));
+    } else {
+      for (int g : gpus) worth += 1.0 / std::max(1, on_gpu[g]);
+    }
+    usage_ms_[t->second.owner] += worth * dt;
+  }
+  std::map<uint32_t, double> usage(usage_ms_.begin(), usage_ms_.end());
+  engine_.set_usage(std::move(usage));
+}
+
 std::vector<DeviceSample> Service::recent_samples() const {
   std::vector<DeviceSample> out;
   for (const auto& [device, samples] : engine_.recent_samples())
@@ -678,8 +727,15 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
   if (Result<std::map<std::string, ServiceJobCounts>> counts =
           ctx_.store.unfinished_service_job_counts();
       counts.ok()) {
-    s.owners = std::move(counts).value();
-    for (const auto& [owner, n] : s.owners) s.queued_total += n.queued;
+    for (const auto& [owner, n] : *counts) {
+      s.owners[owner] = OwnerJobs{n.queued, n.running, 0};
+      s.queued_total += n.queued;
+    }
+    for (const auto& [uid, used] : usage_ms_) {
+      auto name = owner_names_.find(uid);
+      if (name == owner_names_.end()) continue;
+      if (auto o = s.owners.find(name->second); o != s.owners.end()) o->second.usage_ms = used;
+    }
   }
   Result<std::vector<ServiceJobRow>> running = ctx_.store.running_service_jobs();
   Result<std::vector<ServiceJobRow>> queued =
@@ -696,6 +752,18 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
           ctx_.store.ended_service_jobs(options_.ended_jobs_shown);
       rows.ok()) {
     for (const ServiceJobRow& row : *rows) s.jobs.push_back(queue_job(row));
+  }
+  // Why a job waits, where nothing else says: when more than one user has
+  // jobs, the order of fair share.
+  if (s.owners.size() > 1) {
+    for (QueueJob& j : s.jobs) {
+      if (j.state != "queued" || !j.reason.empty()) continue;
+      auto used = usage_ms_.find(j.owner_uid);
+      j.reason = fmt::format(
+          "fair share: {} used {} of solo-equivalent GPU time lately (half-life {})", j.owner,
+          format_duration_ms(static_cast<int64_t>(used == usage_ms_.end() ? 0 : used->second)),
+          format_duration_ms(options_.fair_share_half_life_ms));
+    }
   }
   for (GpuView& g : s.gpus) {
     g.jobs_running =
@@ -769,8 +837,8 @@ json Service::queue_answer(const json& request) {
     return json{{"ok", true}, {"snapshot", to_json(snapshot(*offset, *limit, with_samples))}};
   const int64_t now = ctx_.clock.monotonic_ms();
   if (!queue_answer_ || now - queue_answer_ms_ >= kQueueAnswerMaxAgeMs) {
-    queue_answer_ = json{{"ok", true},
-                         {"snapshot", to_json(snapshot(0, protocol::kQueuedPage, false))}};
+    queue_answer_ =
+        json{{"ok", true}, {"snapshot", to_json(snapshot(0, protocol::kQueuedPage, false))}};
     queue_answer_ms_ = now;
   }
   if (!with_samples) return *queue_answer_;
@@ -969,6 +1037,7 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
           service.halt("is damaged: " + sound.error().message());
         next_quick_check = now + kStoreQuickCheckMs;
       }
+      service.account_usage();
       service.publish();
       next_publish = now + 1000;
     }

@@ -73,6 +73,9 @@ struct ServeOptions {
   // Jobs one user may have not yet ended (queued or running); a submission
   // that would pass it is refused whole, saying so.
   size_t max_jobs_per_user = 10'000;
+  // Fair share: a user's usage counts half after this long (Slurm's
+  // PriorityDecayHalfLife).
+  int64_t fair_share_half_life_ms = 86'400'000;
   std::optional<HttpOptions> http;  // the read-only HTTP API and /metrics; unset: off
   // Pages served beside the HTTP API (the dashboard, src/views), made from the
   // store's path once the service runs; unset: the API alone.
@@ -143,6 +146,10 @@ class Service {
   std::vector<DeviceSample> recent_samples() const;  // every GPU's, oldest first
   // Builds the snapshot and makes it the one latest_snapshot() returns.
   void publish();
+  // Fair share, once a second: adds each running job's solo-equivalent GPU
+  // time since the last call to its owner's usage, decays it, and hands it
+  // to the engine, which orders the queue by it (docs/serve.md).
+  void account_usage();
   // The last published snapshot; safe from any thread (HTTP readers).
   std::shared_ptr<const ServiceSnapshot> latest_snapshot() const;
 
@@ -183,7 +190,13 @@ class Service {
   std::shared_ptr<const std::map<std::string, std::string>> submitted_env(
       const std::string& env_json, const nlohmann::json& secret_env);
   std::map<std::string, std::weak_ptr<const std::map<std::string, std::string>>> envs_;
-  std::map<int64_t, Tracked> tracked_;           // service job id -> engine job
+  std::map<int64_t, Tracked> tracked_;  // service job id -> engine job
+  // Fair share: each owner's solo-equivalent GPU time (ms) in running jobs,
+  // decayed with options_.fair_share_half_life_ms, as of usage_at_ms_
+  // (monotonic; -1: never). Counted from this service's start.
+  std::map<uid_t, double> usage_ms_;
+  std::map<uid_t, std::string> owner_names_;  // of the jobs admitted
+  int64_t usage_at_ms_ = -1;
   std::map<uid_t, size_t> unfinished_by_owner_;  // tracked_ counted by owner
   // The shared data loaders of submitted jobs: one per dataset table of one
   // submitter, started when the first job reading it is queued, stopped

@@ -412,6 +412,20 @@ TEST_F(ServiceTest, ARetriedSubmissionGetsTheJobsStoredTheFirstTime) {
   run_until_idle();
 }
 
+TEST_F(ServiceTest, OnlyAnAdminMaySetAPriorityAboveZero) {
+  JobSpec urgent = shell_job("urgent", "true");
+  urgent.priority = 10;
+  json refused = submit(Caller{1000, 1000, 3, "u"}, {urgent});
+  EXPECT_FALSE(refused["ok"].get<bool>());
+  EXPECT_THAT(refused["error"].get<std::string>(),
+              HasSubstr("job 'urgent': priority 10 is above 0, which only the service's admins"));
+  urgent.priority = -10;
+  EXPECT_TRUE(submit(Caller{1000, 1000, 3, "u"}, {urgent})["ok"].get<bool>()) << "below 0: anyone";
+  urgent.priority = 10;
+  EXPECT_TRUE(submit(root_, {urgent})["ok"].get<bool>());
+  run_until_idle();
+}
+
 TEST_F(ServiceTest, ASubmissionOfTooManyJobsIsRefusedWhole) {
   json jobs = json::array();
   for (int i = 0; i <= 10'000; ++i) jobs.push_back(job_spec_to_json(shell_job("j", "true")));

@@ -161,7 +161,7 @@ json to_json(const ServiceSnapshot& s) {
   for (const ProcessView& p : s.processes) processes.push_back(to_json(p));
   json owners = json::object();
   for (const auto& [owner, n] : s.owners)
-    owners[owner] = json{{"queued", n.queued}, {"running", n.running}};
+    owners[owner] = json{{"queued", n.queued}, {"running", n.running}, {"usage_ms", n.usage_ms}};
   return json{{"version", kSnapshotVersion},      {"time_ms", s.time_ms},
               {"service", std::move(service)},    {"gpus", std::move(gpus)},
               {"jobs", std::move(jobs)},          {"queued_total", s.queued_total},
@@ -262,7 +262,8 @@ Result<ServiceSnapshot> snapshot_from_json(const json& j) {
     s.queued_offset = j.value("queued_offset", int64_t{0});
     if (j.contains("owners") && j["owners"].is_object()) {
       for (const auto& [owner, n] : j["owners"].items())
-        s.owners[owner] = OwnerJobs{n.value("queued", int64_t{0}), n.value("running", int64_t{0})};
+        s.owners[owner] = OwnerJobs{n.value("queued", int64_t{0}), n.value("running", int64_t{0}),
+                                    n.value("usage_ms", 0.0)};
     }
     for (const json& d : j.at("samples")) s.samples.push_back(device_sample_from_json(d));
     for (const json& r : j.at("runs")) {
@@ -313,7 +314,8 @@ std::string format_queue(const ServiceSnapshot& s, UnixMillis now_ms) {
   if (s.owners.size() > 1) {
     std::vector<std::string> each;
     for (const auto& [owner, n] : s.owners)
-      each.push_back(fmt::format("{} {} running, {} queued", owner, n.running, n.queued));
+      each.push_back(fmt::format("{} {} running, {} queued, used {}", owner, n.running, n.queued,
+                                 format_duration_ms(static_cast<int64_t>(n.usage_ms))));
     out += fmt::format("by owner: {}\n", fmt::join(each, "; "));
   }
   if (!s.service.mechanism_down.empty())

@@ -129,8 +129,13 @@ struct RunView {
   int job_count = 0;
 };
 
-// One owner's jobs not yet ended, counted over the whole queue.
-using OwnerJobs = ServiceJobCounts;
+// One owner's jobs not yet ended, counted over the whole queue, and the
+// usage fair share orders the queue by (docs/serve.md).
+struct OwnerJobs {
+  int64_t queued = 0;
+  int64_t running = 0;
+  double usage_ms = 0;  // solo-equivalent GPU time lately (decayed), in ms
+};
 
 // The queue is paged, so that what a reader costs does not grow with it:
 // `jobs` holds every running job and one page of the queued ones (from the

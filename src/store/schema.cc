@@ -313,9 +313,8 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
-      kMigration1, kMigration2, kMigration3, kMigration4, kMigration5,
-      kMigration6, kMigration7, kMigration8, kMigration9, kMigration10,
-      kMigration11};
+      kMigration1, kMigration2, kMigration3, kMigration4,  kMigration5, kMigration6,
+      kMigration7, kMigration8, kMigration9, kMigration10, kMigration11};
   return kMigrations;
 }
 

@@ -76,8 +76,7 @@ Result<std::vector<int64_t>> RunStore::add_service_jobs(const std::vector<NewSer
                                 spec_json, env_json, submit_key, state, env_id)
       VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, 'queued', ?))sql");
   if (!insert.ok()) return insert.error();
-  auto insert_env =
-      Statement::prepare(db, path_, "INSERT INTO service_envs (env_json) VALUES (?)");
+  auto insert_env = Statement::prepare(db, path_, "INSERT INTO service_envs (env_json) VALUES (?)");
   if (!insert_env.ok()) return insert_env.error();
   // Each distinct environment once (a submission's jobs share theirs).
   std::map<std::string, int64_t> env_ids;

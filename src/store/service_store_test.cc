@@ -219,8 +219,8 @@ TEST(ServiceStore, AnEnvironmentIsStoredOncePerSubmission) {
   NewServiceJob other = submitted("d", 1000);
   other.env_json = R"({"PATH":"/opt/bin"})";
   ASSERT_TRUE((*store)
-                  ->add_service_jobs({submitted("a", 1000), submitted("b", 1000),
-                                      submitted("c", 1000), other})
+                  ->add_service_jobs(
+                      {submitted("a", 1000), submitted("b", 1000), submitted("c", 1000), other})
                   .ok());
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);

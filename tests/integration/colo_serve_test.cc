@@ -394,6 +394,74 @@ TEST_F(ColoServe, AnotherUserCannotCancelAndJobsRunAsTheirSubmitter) {
   EXPECT_EQ(cancelled.exit_code, 0) << cancelled.output;
 }
 
+// Fair share (issue 32): user A's sweep of 8 is queued on one GPU that
+// takes two at a time; user B then submits one job. B's job starts at the
+// first free place, ahead of every job of A's still waiting, and A's sweep
+// keeps the GPU full meanwhile (both places taken until its queue empties).
+// Nothing here waits on the clock: the order is read from the store.
+TEST_F(ColoServe, AnotherUsersJobGoesAheadOfASweepQueuedBeforeIt) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to create a second Unix user (CI runs as root)";
+  if (shell("command -v useradd && command -v runuser").exit_code != 0)
+    GTEST_SKIP() << "useradd or runuser missing";
+  const std::string user = "colof" + std::to_string(getpid() % 100000);
+  const std::string group = user + "g";
+  ASSERT_EQ(shell("groupadd " + group + " && useradd -M -d /nonexistent -G " + group + " " + user)
+                .exit_code,
+            0);
+  struct Cleanup {
+    std::string user, group;
+    ~Cleanup() { shell("userdel " + user + "; groupdel " + group); }
+  } cleanup{user, group};
+  shell("chmod 755 '" + dir_ + "'");
+  // Known memory and SM activity: placed by profile, two to the GPU.
+  const std::string hints = "gpu_memory = \"30GiB\"\nsm_activity = 30\n";
+  std::string sweep =
+      write_file("sweep.toml",
+                 "[[job]]\nname = \"sweep\"\ncommand = [\"sleep\", \"2\"]\nrepeat = 8\n" + hints);
+  std::string single = write_file(
+      "single.toml", "[[job]]\nname = \"single\"\ncommand = [\"sleep\", \"1\"]\n" + hints);
+  start_service(
+      "--sim-devices 1 --policy auto --mechanism naive --max-per-gpu 2 --grace 1s "
+      "--socket-group " +
+      group);
+  shell("chmod 755 '" + dir_ + "/home'");
+  std::vector<int64_t> sweep_ids = submit(sweep);
+  ASSERT_EQ(sweep_ids.size(), 8u);
+  // A's usage shows once its jobs have run a moment: B's single then goes first.
+  ASSERT_TRUE(eventually(
+      [&] {
+        json q = queue();
+        return q.is_object() && q["owners"].contains("root") &&
+               q["owners"]["root"].value("usage_ms", 0.0) > 0;
+      },
+      20'000))
+      << service_log();
+  CommandResult submitted =
+      shell("runuser -u " + user + " -- env " + env() + std::string(COLO_BINARY) +
+            " submit --json " + single + " --socket '" + dir_ + "/home/colo.sock'");
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output << service_log();
+  const int64_t theirs = json::parse(submitted.output.substr(submitted.output.find('{')))["ids"][0];
+  std::string all;
+  for (int64_t id : sweep_ids) all += " " + std::to_string(id);
+  CommandResult waited = shell(colo("wait" + all + " " + std::to_string(theirs)));
+  ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
+
+  const std::vector<std::string> b =
+      sql("SELECT submitted_ms, started_ms FROM service_jobs WHERE id = " + std::to_string(theirs));
+  ASSERT_EQ(b.size(), 1u);
+  const int64_t b_submitted = std::stoll(b[0].substr(0, b[0].find('|')));
+  const int64_t b_started = std::stoll(b[0].substr(b[0].find('|') + 1));
+  int waiting_at_b = 0;
+  for (const std::string& row :
+       sql("SELECT started_ms FROM service_jobs WHERE owner_uid = 0 ORDER BY id")) {
+    const int64_t started = std::stoll(row);
+    if (started <= b_submitted) continue;  // running before B came
+    ++waiting_at_b;
+    EXPECT_LE(b_started, started) << "a job of the sweep queued before B's started first";
+  }
+  EXPECT_GE(waiting_at_b, 4) << "B came while most of the sweep still waited";
+}
+
 TEST_F(ColoServe, MpsServerDeathIsNamedAndItsJobsRunAgain) {
   std::string bin = dir_ + "/bin";
   shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
