@@ -116,6 +116,7 @@ void LineFollower::read(bool writer_exited, const LineSink& on_line) {
   if (!writer_exited && size - offset_ > limits_.max_backlog_bytes) skip_to(fd.get(), size);
 
   const uint64_t budget = writer_exited ? limits_.max_final_bytes : limits_.max_read_bytes;
+  this_read_bytes_ = partial_.size() + std::min(size - offset_, budget);
   uint64_t read_bytes = 0;
   bool at_end = false;
   char buf[kReadChunkBytes];

@@ -55,6 +55,10 @@ class LineFollower {
   // Follows another path from its start (a retried job's new log).
   void reset(std::string path);
   uint64_t skipped_bytes() const { return skipped_bytes_; }
+  // While read() hands out lines: about how many bytes it hands out in all
+  // (what was appended, within its budget, with a partial line kept from
+  // the read before), for placing a line within the read.
+  uint64_t this_read_bytes() const { return this_read_bytes_; }
   // Whether the path was ever refused (a link, FIFO, device, unreadable).
   bool refused() const { return refused_; }
   // Why the path was refused, once: the first call after the first refusal.
@@ -72,6 +76,7 @@ class LineFollower {
   std::string partial_;
   bool discarding_ = false;  // skipping the rest of a cut (or skipped-into) line
   uint64_t skipped_bytes_ = 0;
+  uint64_t this_read_bytes_ = 0;
   bool refused_ = false;
   std::optional<std::string> notice_;
   bool notice_taken_ = false;

@@ -119,6 +119,7 @@ ProgressReader::ProgressReader(const ProgressSources& sources, UnixMillis now_ms
                                std::optional<OutputPattern> step_pattern)
     : limits_(limits),
       created_ms_(now_ms),
+      last_poll_ms_(now_ms),
       progress_(sources.progress_path, limits.progress_file),
       log_(sources.log_path, limits.log),
       epoch_pattern_(std::move(epoch_pattern)),
@@ -215,9 +216,18 @@ std::vector<ProgressEvent> ProgressReader::poll(UnixMillis now_ms, bool job_exit
     read_progress_line(line, truncated, now_ms, out);
   });
   if (epoch_pattern_ || step_pattern_) {
-    log_.read(job_exited,
-              [&](std::string_view line, bool /*truncated*/) { read_log_line(line, now_ms, out); });
+    const UnixMillis since = std::min(last_poll_ms_, now_ms);
+    uint64_t through = 0;  // bytes of this read up to the end of the line
+    log_.read(job_exited, [&](std::string_view line, bool /*truncated*/) {
+      through += line.size() + 1;
+      const double share =
+          std::min(1.0, static_cast<double>(through) /
+                            static_cast<double>(std::max<uint64_t>(1, log_.this_read_bytes())));
+      read_log_line(
+          line, since + static_cast<UnixMillis>(static_cast<double>(now_ms - since) * share), out);
+    });
   }
+  last_poll_ms_ = std::max(last_poll_ms_, now_ms);
   throttle_.flush(now_ms, job_exited, out);
   return out;
 }

@@ -237,6 +237,28 @@ TEST_F(ProgressReaderTest, EpochRegexNamedGroupsAndEpochSamples) {
   EXPECT_EQ(reader->malformed_lines(), 1);
 }
 
+// Lines read in one poll were written since the poll before: each gets its
+// share of that time by its place in the bytes read, not all the read time.
+TEST_F(ProgressReaderTest, RegexEpochsReadTogetherAreSpreadOverTheTimeSinceTheLastPoll) {
+  std::string log = dir_ + "/job.log";
+  Result<ProgressReader> reader = ProgressReader::create(
+      {"", log, std::string(R"(epoch (?P<epoch>\d+))"), std::nullopt, 1000}, kReadTime);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_TRUE(reader->poll(kReadTime + 200).empty());
+  append(log, "epoch 1\nepoch 2\nepoch 3\nepoch 4\n");
+  // Colo was held up: the next poll comes 2 s after the last.
+  std::vector<ProgressEvent> events = reader->poll(kReadTime + 2200);
+  ASSERT_EQ(events.size(), 4U);
+  EXPECT_EQ(events[0].time_ms, kReadTime + 700);
+  EXPECT_EQ(events[1].time_ms, kReadTime + 1200);
+  EXPECT_EQ(events[2].time_ms, kReadTime + 1700);
+  EXPECT_EQ(events[3].time_ms, kReadTime + 2200);
+  append(log, "epoch 5\n");
+  events = reader->poll(kReadTime + 2400);
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].time_ms, kReadTime + 2400) << "alone in its poll: the read time";
+}
+
 TEST_F(ProgressReaderTest, StepRegexGivesStepsAndEpochEnds) {
   std::string log = dir_ + "/job.log";
   ProgressLimits limits;
