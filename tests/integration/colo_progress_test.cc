@@ -100,12 +100,12 @@ class ColoProgress : public ColoTestDir {
                          [&](const ProgressEvent& e) { return e.kind == kind; });
   }
   // The recorded duration is the job's own, give or take colo's 200 ms tick
-  // and process start-up.
-  void expect_on_time(const JobSummary& job) {
+  // and process start-up (`slack_ms`).
+  void expect_on_time(const JobSummary& job, int64_t slack_ms = 1500) {
     const int64_t true_ms = true_ms_in(read_text(job.log_path));
     ASSERT_GE(true_ms, 0) << read_text(job.log_path).substr(0, 500);
     ASSERT_TRUE(job.duration_ms);
-    EXPECT_LE(*job.duration_ms, true_ms + 1500)
+    EXPECT_LE(*job.duration_ms, true_ms + slack_ms)
         << "recorded late: the job ran " << true_ms << " ms";
     EXPECT_GE(*job.duration_ms, true_ms);
   }
@@ -170,7 +170,9 @@ TEST_F(ColoProgress, AFloodOfEpochLinesOnStdoutIsCoalesced) {
   EXPECT_LT(r.max_rss_kb, kMaxRssKb);
   JobSummary job = only_job();
   EXPECT_EQ(job.state, JobState::kOk);
-  expect_on_time(job);
+  // A tick parses up to 4 MB of the flood (ProgressLimits::parse_bytes_per_poll):
+  // on a machine loaded twice over that takes over a second (1,516 ms late once).
+  expect_on_time(job, 3000);
   // A burst of 200, then 20 a second, over the time colo read them (on a
   // loaded machine it reads the last of the flood after the job has ended).
   auto store = open_store();
