@@ -671,16 +671,20 @@ void Service::account_usage() {
   const double decay =
       std::exp2(-dt / static_cast<double>(std::max<int64_t>(1, options_.fair_share_half_life_ms)));
   for (auto& [owner, used] : usage_ms_) used *= decay;
-  std::vector<EngineJobView> running;
+  struct Running {
+    EngineJobView view;
+    std::vector<int> gpus;  // a gang's, else its one
+  };
+  std::vector<Running> running;
   std::map<int, int> on_gpu;  // running jobs per GPU
   for (size_t key : engine_.running_keys()) {
-    running.push_back(engine_.view(key));
-    for (int g : running.back().gang_devices.empty() && running.back().device
-                     ? std::vector<int>{*running.back().device}
-                     : running.back().gang_devices)
-      ++on_gpu[g];
+    EngineJobView v = engine_.view(key);
+    std::vector<int> gpus = v.gang_devices;
+    if (gpus.empty() && v.device) gpus.push_back(*v.device);
+    for (int g : gpus) ++on_gpu[g];
+    running.push_back({std::move(v), std::move(gpus)});
   }
-  for (const EngineJobView& v : running) {
+  for (const auto& [v, gpus] : running) {
     auto id = by_key_.find(v.key);
     if (id == by_key_.end()) continue;
     auto t = tracked_.find(id->second);
@@ -688,8 +692,6 @@ void Service::account_usage() {
     // Solo-equivalent: its rate over its rate alone where both are known,
     // else its share of each of its GPUs.
     double worth = 0;
-    const std::vector<int> gpus =
-        v.gang_devices.empty() && v.device ? std::vector<int>{*v.device} : v.gang_devices;
     if (v.samples_per_s && v.solo_samples_per_s && *v.solo_samples_per_s > 0) {
       worth = std::min(1.0, *v.samples_per_s / *v.solo_samples_per_s) *
               static_cast<double>(std::max<size_t>(1, gpus.size()));

@@ -94,9 +94,17 @@ TEST_P(ColoSpeedup, FourJobsWithAKnownGainAndStaggeredStartUps) {
   const double speedup = show["steady_speedup_vs_exclusive"].get<double>();
   EXPECT_NEAR(speedup, kGain, 0.1 * kGain) << show.dump(2);
   EXPECT_NE(show["solo_source"].get<std::string>().find("profile"), std::string::npos);
+  // An epoch read through epoch_regex is timed when colo reads its line
+  // (lines read together are spread over the time since the read before): on
+  // an idle machine within a 200 ms tick, on one loaded twice over up to a
+  // second late. One job's rate over the ~5 s that all four run together then
+  // misses by up to 15% (1.41 against the logs' 1.25, under stress-ng); the
+  // sum over the four, the speed-up, stays within 10%, and within 5% of the
+  // logs' figure (below).
+  const double per_job = reporting == Reporting::kClient ? 0.1 : 0.2;
   for (const nlohmann::json& job : show["jobs"]) {
     // Each job at 3.2 / 4 of its solo speed while all four ran.
-    EXPECT_NEAR(job["slowdown"].get<double>(), 4 / kGain, 0.1 * 4 / kGain) << job.dump();
+    EXPECT_NEAR(job["slowdown"].get<double>(), 4 / kGain, per_job * 4 / kGain) << job.dump();
     // 30 epochs of 1000 samples, from the client or from epoch_samples.
     EXPECT_EQ(job["epochs"], 30) << job.dump();
     EXPECT_EQ(job["samples"], 30000) << job.dump();
