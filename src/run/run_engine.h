@@ -251,7 +251,7 @@ class RunEngine {
   std::vector<size_t> running_keys() const;
   // Fair share: each owner's recent usage, for the order of the queue
   // (Scheduler::set_usage).
-  void set_usage(std::map<uint32_t, double> usage) { scheduler_->set_usage(std::move(usage)); }
+  void set_usage(const std::map<uint32_t, double>& usage) { scheduler_->set_usage(usage); }
   size_t queued() const;
   bool stopping() const { return stopping_; }
 

@@ -171,7 +171,7 @@ class AutoScheduler final : public Scheduler {
   // next_wakeup_ms(), and when a GPU's newcomer check or combination is due
   // to be judged (settle_ms after its change, 3 x settle_ms at the latest).
   std::optional<int64_t> next_check_ms(int64_t now_ms) const override;
-  void set_usage(std::map<uint32_t, double> usage) override { usage_ = std::move(usage); }
+  void set_usage(const std::map<uint32_t, double>& usage) override { usage_ = usage; }
   // A gang's rank runs as a job of the signature "gang" with the load given
   // (its SM activity) and its memory as its claim; a reserved GPU takes a
   // job only if it would end by `until_ms` even with an equal share of the

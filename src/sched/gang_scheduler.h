@@ -67,9 +67,7 @@ class GangScheduler final : public Scheduler {
     return policy_->next_wakeup_ms(now_ms);
   }
   std::optional<int64_t> next_check_ms(int64_t now_ms) const override;
-  void set_usage(std::map<uint32_t, double> usage) override {
-    policy_->set_usage(std::move(usage));
-  }
+  void set_usage(const std::map<uint32_t, double>& usage) override { policy_->set_usage(usage); }
   // Gangs of gangs are not a thing: these go to the policy.
   std::vector<DeviceRoom> rooms(int64_t now_ms) override { return policy_->rooms(now_ms); }
   void occupy(size_t key, int device, uint64_t memory_bytes, double sm) override {

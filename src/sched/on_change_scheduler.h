@@ -58,9 +58,7 @@ class OnChangeScheduler final : public Scheduler {
     return policy_->next_check_ms(now_ms);
   }
   // Usage only orders what may start: not a change that could start anything.
-  void set_usage(std::map<uint32_t, double> usage) override {
-    policy_->set_usage(std::move(usage));
-  }
+  void set_usage(const std::map<uint32_t, double>& usage) override { policy_->set_usage(usage); }
 
  private:
   std::unique_ptr<Scheduler> policy_;

@@ -163,7 +163,7 @@ class Scheduler {
   // (priority, usage, arrival); the fixed policy stays first come, first
   // served. Order only: a job that fits is placed whatever its rank, so no
   // GPU idles for fairness.
-  virtual void set_usage(std::map<uint32_t, double> /*usage*/) {}
+  virtual void set_usage(const std::map<uint32_t, double>& /*usage*/) {}
 };
 
 // The fixed policy over JobQueue. A job that ends out of memory next to

@@ -700,8 +700,7 @@ void Service::account_usage() {
     }
     usage_ms_[t->second.owner] += worth * dt;
   }
-  std::map<uint32_t, double> usage(usage_ms_.begin(), usage_ms_.end());
-  engine_.set_usage(std::move(usage));
+  engine_.set_usage(std::map<uint32_t, double>(usage_ms_.begin(), usage_ms_.end()));
 }
 
 std::vector<DeviceSample> Service::recent_samples() const {
