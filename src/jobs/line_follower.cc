@@ -117,6 +117,8 @@ void LineFollower::read(bool writer_exited, const LineSink& on_line) {
 
   const uint64_t budget = writer_exited ? limits_.max_final_bytes : limits_.max_read_bytes;
   this_read_bytes_ = partial_.size() + std::min(size - offset_, budget);
+  this_read_written_ms_ = static_cast<UnixMillis>(st.st_mtim.tv_sec) * 1000 +
+                          static_cast<UnixMillis>(st.st_mtim.tv_nsec / 1'000'000);
   uint64_t read_bytes = 0;
   bool at_end = false;
   char buf[kReadChunkBytes];

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/clock.h"
+
 namespace colo {
 
 // Bounds on what one follower reads. Defaults are for a job's progress file.
@@ -59,6 +61,9 @@ class LineFollower {
   // (what was appended, within its budget, with a partial line kept from
   // the read before), for placing a line within the read.
   uint64_t this_read_bytes() const { return this_read_bytes_; }
+  // While read() hands out lines: the file's modification time, when the
+  // last of what it read (or more) was written, by the real clock.
+  UnixMillis this_read_written_ms() const { return this_read_written_ms_; }
   // Whether the path was ever refused (a link, FIFO, device, unreadable).
   bool refused() const { return refused_; }
   // Why the path was refused, once: the first call after the first refusal.
@@ -77,6 +82,7 @@ class LineFollower {
   bool discarding_ = false;  // skipping the rest of a cut (or skipped-into) line
   uint64_t skipped_bytes_ = 0;
   uint64_t this_read_bytes_ = 0;
+  UnixMillis this_read_written_ms_ = 0;
   bool refused_ = false;
   std::optional<std::string> notice_;
   bool notice_taken_ = false;

@@ -168,7 +168,7 @@ void ProgressReader::read_progress_line(std::string_view line, bool truncated, U
   take(std::move(event).value(), now_ms, out);
 }
 
-void ProgressReader::read_log_line(std::string_view line, UnixMillis now_ms,
+void ProgressReader::read_log_line(std::string_view line, UnixMillis line_ms, UnixMillis now_ms,
                                    std::vector<ProgressEvent>& out) {
   if (epoch_pattern_) {
     Result<std::optional<PatternMatch>> m = epoch_pattern_->match(line);
@@ -188,7 +188,7 @@ void ProgressReader::read_log_line(std::string_view line, UnixMillis now_ms,
       }
       regex_epochs_ = std::min(epoch, kMaxEpoch);
       ProgressEvent e;
-      e.time_ms = now_ms;
+      e.time_ms = line_ms;
       e.kind = "epoch_end";
       e.epoch = regex_epochs_;
       e.samples = match.samples;
@@ -202,7 +202,7 @@ void ProgressReader::read_log_line(std::string_view line, UnixMillis now_ms,
       ++malformed_;
     } else if (*m) {
       std::vector<ProgressEvent> events;
-      steps_.add(**m, now_ms, events);
+      steps_.add(**m, line_ms, events);
       for (ProgressEvent& e : events) take(std::move(e), now_ms, out);
     }
   }
@@ -223,8 +223,14 @@ std::vector<ProgressEvent> ProgressReader::poll(UnixMillis now_ms, bool job_exit
       const double share =
           std::min(1.0, static_cast<double>(through) /
                             static_cast<double>(std::max<uint64_t>(1, log_.this_read_bytes())));
-      read_log_line(
-          line, since + static_cast<UnixMillis>(static_cast<double>(now_ms - since) * share), out);
+      // The last line was written when the file last changed, which a busy
+      // machine may read a second later; a time outside the span since the
+      // last poll is another clock's (a test's) and says nothing.
+      const UnixMillis written = log_.this_read_written_ms();
+      const UnixMillis until = written >= since && written < now_ms ? written : now_ms;
+      read_log_line(line,
+                    since + static_cast<UnixMillis>(static_cast<double>(until - since) * share),
+                    now_ms, out);
     });
   }
   last_poll_ms_ = std::max(last_poll_ms_, now_ms);

@@ -134,7 +134,10 @@ class ProgressReader {
                  std::optional<OutputPattern> step_pattern);
   void read_progress_line(std::string_view line, bool truncated, UnixMillis now_ms,
                           std::vector<ProgressEvent>& out);
-  void read_log_line(std::string_view line, UnixMillis now_ms, std::vector<ProgressEvent>& out);
+  // A line of the log read at `now_ms` (the throttle's time), written at
+  // about `line_ms` (its events' time).
+  void read_log_line(std::string_view line, UnixMillis line_ms, UnixMillis now_ms,
+                     std::vector<ProgressEvent>& out);
   void take(ProgressEvent event, UnixMillis now_ms, std::vector<ProgressEvent>& out);
 
   ProgressLimits limits_;

@@ -1,5 +1,6 @@
 #include "jobs/progress.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -257,6 +258,24 @@ TEST_F(ProgressReaderTest, RegexEpochsReadTogetherAreSpreadOverTheTimeSinceTheLa
   events = reader->poll(kReadTime + 2400);
   ASSERT_EQ(events.size(), 1U);
   EXPECT_EQ(events[0].time_ms, kReadTime + 2400) << "alone in its poll: the read time";
+}
+
+// The file's modification time says when its last line was written: lines
+// read late are spread up to it, not up to the read.
+TEST_F(ProgressReaderTest, RegexEpochsReadLateEndAtTheFilesLastWrite) {
+  std::string log = dir_ + "/job.log";
+  Result<ProgressReader> reader = ProgressReader::create(
+      {"", log, std::string(R"(epoch (?P<epoch>\d+))"), std::nullopt, 1000}, kReadTime);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_TRUE(reader->poll(kReadTime + 200).empty());
+  append(log, "epoch 1\nepoch 2\n");
+  const struct timespec written = {(kReadTime + 1200) / 1000, 200'000'000};
+  const struct timespec times[2] = {written, written};
+  ASSERT_EQ(utimensat(AT_FDCWD, log.c_str(), times, 0), 0);
+  std::vector<ProgressEvent> events = reader->poll(kReadTime + 2200);
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[0].time_ms, kReadTime + 700);
+  EXPECT_EQ(events[1].time_ms, kReadTime + 1200);
 }
 
 TEST_F(ProgressReaderTest, StepRegexGivesStepsAndEpochEnds) {

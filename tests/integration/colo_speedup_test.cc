@@ -95,7 +95,8 @@ TEST_P(ColoSpeedup, FourJobsWithAKnownGainAndStaggeredStartUps) {
   EXPECT_NEAR(speedup, kGain, 0.1 * kGain) << show.dump(2);
   EXPECT_NE(show["solo_source"].get<std::string>().find("profile"), std::string::npos);
   // An epoch read through epoch_regex is timed when colo reads its line
-  // (lines read together are spread over the time since the read before): on
+  // (lines read together are spread over the time since the read before, up
+  // to the log's last write): on
   // an idle machine within a 200 ms tick, on one loaded twice over up to a
   // second late. One job's rate over the ~5 s that all four run together then
   // misses by up to 15% (1.41 against the logs' 1.25, under stress-ng); the
