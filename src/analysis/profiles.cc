@@ -39,72 +39,106 @@ bool ran_alone(const JobSummary& job, const RunSummary& run) {
   });
 }
 
-void ProfileLearner::add(const RunSummary& run) {
-  if (run.run.state == RunState::kRunning) return;
+std::vector<ProfileContribution> profile_contributions(const RunSummary& run) {
+  std::vector<ProfileContribution> out;
+  if (run.run.state == RunState::kRunning) return out;
   for (const JobSummary& job : run.jobs) {
     if (job.state != JobState::kOk || job.signature.empty() || !job.device) continue;
-    const std::string gpu = gpu_name_of(run, job.device);
-    LearnedProfile& p = by_key_[{job.signature, gpu}];
-    p.signature = job.signature;
-    p.gpu_name = gpu;
-    p.simulated = run.run.simulated;
-    p.runs += 1;
-    if (!job.family.empty()) p.family = job.family;
-    if (!job.params.empty()) p.params = job.params;
-    if (p.job_name.empty()) {  // a job measured alone replaces it below
-      p.group = job.group;
-      p.job_name = job.name;
-      p.command = job.command;
-    }
-    if (job.peak_memory_bytes) {
-      p.profile.peak_memory_bytes =
-          std::max(p.profile.peak_memory_bytes.value_or(0), *job.peak_memory_bytes);
-    }
+    ProfileContribution c;
+    c.signature = job.signature;
+    c.gpu_name = gpu_name_of(run, job.device);
+    c.simulated = run.run.simulated;
+    c.job_name = job.name;
+    c.group = job.group;
+    c.family = job.family;
+    c.params = job.params;
+    c.command = job.command;
+    c.peak_memory_bytes = job.peak_memory_bytes;
     if (job.estimate) {
-      p.estimate =
+      c.estimate =
           LearnedProfile::EstimateCheck{run.run.id, job.name, *job.estimate, job.peak_memory_bytes};
     }
+    JobProfile& m = c.measured;
     if (!ran_alone(job, run)) {
       // Probed by the auto policy, then joined by others: what it measured
       // while its GPU was its own.
       if (job.probe && job.probe->sm_active_pct) {
-        p.job_name = job.name;
-        p.group = job.group;
-        p.command = job.command;
-        p.profile.sm_active_pct = job.probe->sm_active_pct;
-        p.profile.sm_uncertainty = job.probe->sm_uncertainty;
-        p.profile.gpu_util_pct = job.probe->gpu_util_pct;
-        p.profile.samples_per_s = job.probe->samples_per_s;
-        p.profile.rate_uncertainty = job.probe->rate_uncertainty;
-        p.profile.startup_ms = job.probe->startup_ms;
-        p.profile.source = fmt::format("store: run {} job {} ({}, probe{})", run.run.id, job.id,
-                                       run.run.mechanism, run.run.simulated ? ", simulated" : "");
+        c.solo = ProfileContribution::Solo::kProbe;
+        m.sm_active_pct = job.probe->sm_active_pct;
+        m.sm_uncertainty = job.probe->sm_uncertainty;
+        m.gpu_util_pct = job.probe->gpu_util_pct;
+        m.samples_per_s = job.probe->samples_per_s;
+        m.rate_uncertainty = job.probe->rate_uncertainty;
+        m.startup_ms = job.probe->startup_ms;
+        m.source = fmt::format("store: run {} job {} ({}, probe{})", run.run.id, job.id,
+                               run.run.mechanism, run.run.simulated ? ", simulated" : "");
       }
+      out.push_back(std::move(c));
       continue;
     }
-    p.job_name = job.name;
-    p.group = job.group;
-    p.command = job.command;
-    p.profile.sm_uncertainty = p.profile.rate_uncertainty = 0;
+    c.solo = ProfileContribution::Solo::kAlone;
     // The steady epochs' load; the whole job's mean counts start-up, when
     // the GPU idles (resnet26 on the H200: 8% over the job, 15% working).
     const bool steady = job.steady_sm_active_pct.has_value();
-    p.profile.sm_active_pct = steady ? job.steady_sm_active_pct : job.mean_sm_active_pct;
-    p.profile.gpu_util_pct = steady ? job.steady_gpu_util_pct : job.mean_gpu_util_pct;
-    p.profile.samples_per_s =
+    m.sm_active_pct = steady ? job.steady_sm_active_pct : job.mean_sm_active_pct;
+    m.gpu_util_pct = steady ? job.steady_gpu_util_pct : job.mean_gpu_util_pct;
+    m.samples_per_s =
         job.steady_throughput_per_s ? job.steady_throughput_per_s : job.throughput_per_s;
     std::optional<SteadyEpochs> epochs = steady_epochs(job.epoch_ends);
-    p.profile.epoch_ms = epochs ? std::optional<double>(epochs->epoch_ms) : std::nullopt;
-    p.profile.solo_ms = job.duration_ms;
-    p.profile.startup_ms.reset();
+    m.epoch_ms = epochs ? std::optional<double>(epochs->epoch_ms) : std::nullopt;
+    m.solo_ms = job.duration_ms;
     // Start-up: the first epoch took this much longer than a steady one.
     if (job.started_ms && job.steady_start_ms && job.mean_epoch_ms) {
-      p.profile.startup_ms = std::max<int64_t>(
+      m.startup_ms = std::max<int64_t>(
           0, *job.steady_start_ms - *job.started_ms - static_cast<int64_t>(*job.mean_epoch_ms));
     }
-    p.profile.source = fmt::format("store: run {} job {} ({}, alone{})", run.run.id, job.id,
-                                   run.run.mechanism, run.run.simulated ? ", simulated" : "");
+    m.source = fmt::format("store: run {} job {} ({}, alone{})", run.run.id, job.id,
+                           run.run.mechanism, run.run.simulated ? ", simulated" : "");
+    out.push_back(std::move(c));
   }
+  return out;
+}
+
+void ProfileLearner::add(const RunSummary& run) {
+  for (const ProfileContribution& c : profile_contributions(run)) add(c);
+}
+
+void ProfileLearner::add(const ProfileContribution& c) {
+  LearnedProfile& p = by_key_[{c.signature, c.gpu_name}];
+  p.signature = c.signature;
+  p.gpu_name = c.gpu_name;
+  p.simulated = c.simulated;
+  p.runs += 1;
+  if (!c.family.empty()) p.family = c.family;
+  if (!c.params.empty()) p.params = c.params;
+  if (p.job_name.empty() || c.solo != ProfileContribution::Solo::kNone) {
+    p.group = c.group;
+    p.job_name = c.job_name;
+    p.command = c.command;
+  }
+  if (c.peak_memory_bytes) {
+    p.profile.peak_memory_bytes =
+        std::max(p.profile.peak_memory_bytes.value_or(0), *c.peak_memory_bytes);
+  }
+  if (c.estimate) p.estimate = c.estimate;
+  const JobProfile& m = c.measured;
+  switch (c.solo) {
+    case ProfileContribution::Solo::kNone:
+      return;
+    case ProfileContribution::Solo::kAlone:
+      p.profile.epoch_ms = m.epoch_ms;
+      p.profile.solo_ms = m.solo_ms;
+      break;
+    case ProfileContribution::Solo::kProbe:
+      break;
+  }
+  p.profile.sm_active_pct = m.sm_active_pct;
+  p.profile.sm_uncertainty = m.sm_uncertainty;
+  p.profile.gpu_util_pct = m.gpu_util_pct;
+  p.profile.samples_per_s = m.samples_per_s;
+  p.profile.rate_uncertainty = m.rate_uncertainty;
+  p.profile.startup_ms = m.startup_ms;
+  p.profile.source = m.source;
 }
 
 std::vector<LearnedProfile> ProfileLearner::profiles() const {
@@ -219,12 +253,14 @@ std::map<std::string, JobProfile> known_profiles(const std::vector<LearnedProfil
   return out;
 }
 
+bool may_be_collocation(const RunSummary& run) {
+  return run.run.state == RunState::kOk && run.jobs.size() >= 2 &&
+         (run.run.mechanism == "mps" || run.run.mechanism == "naive") && run.together_gpus == 1;
+}
+
 std::optional<Collocation> measured_collocation(const RunSummary& run,
                                                 const std::vector<LearnedProfile>& profiles) {
-  if (run.run.state != RunState::kOk || run.jobs.size() < 2 ||
-      (run.run.mechanism != "mps" && run.run.mechanism != "naive") ||
-      !run.steady_speedup_vs_exclusive || run.together_gpus != 1)
-    return std::nullopt;
+  if (!may_be_collocation(run) || !run.steady_speedup_vs_exclusive) return std::nullopt;
   Collocation c;
   c.mode = run.run.mechanism == "mps" ? ShareMode::kSpatial : ShareMode::kTimeSliced;
   double total = 0;

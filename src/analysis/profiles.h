@@ -41,16 +41,47 @@ struct LearnedProfile {
     std::string job_name;
     JobProfile estimate;
     std::optional<uint64_t> measured_peak_bytes;  // that job's peak memory
+    bool operator==(const EstimateCheck&) const = default;
   };
   std::optional<EstimateCheck> estimate;
+  bool operator==(const LearnedProfile&) const = default;
 };
 
-// Learns profiles from run summaries handed to it oldest first (later runs'
-// solo numbers replace earlier ones). Not thread-safe.
+// What one job that ended ok adds to its signature's profile on its GPU
+// (ProfileLearner): its memory, names and estimate, and its solo numbers when
+// it ran alone on its GPU (`alone`), else what the auto policy measured of it
+// while its GPU was its own (`probe`), else none. A run's contributions are
+// what the store keeps of it for learning (stored.h).
+struct ProfileContribution {
+  enum class Solo { kNone, kProbe, kAlone };
+  std::string signature;
+  std::string gpu_name;
+  bool simulated = false;
+  std::string job_name;
+  std::string group;
+  std::string family;
+  std::map<std::string, std::string> params;
+  std::vector<std::string> command;
+  std::optional<uint64_t> peak_memory_bytes;
+  std::optional<LearnedProfile::EstimateCheck> estimate;
+  Solo solo = Solo::kNone;
+  // kAlone: SM activity, utilization, rate, epoch time, duration, start-up;
+  // kProbe: SM activity, utilization, rate, start-up and their uncertainties.
+  // With the source of either.
+  JobProfile measured;
+  bool operator==(const ProfileContribution&) const = default;
+};
+
+// The contributions of a run's jobs, in job order; none while it runs.
+std::vector<ProfileContribution> profile_contributions(const RunSummary& run);
+
+// Learns profiles from runs handed to it oldest first (later runs' solo
+// numbers replace earlier ones). Not thread-safe.
 class ProfileLearner {
  public:
-  // Runs still running are ignored.
+  // profile_contributions(run), each in turn.
   void add(const RunSummary& run);
+  void add(const ProfileContribution& job);
   // One per (signature, GPU name), ordered by them.
   std::vector<LearnedProfile> profiles() const;
 
@@ -117,5 +148,9 @@ std::map<std::string, JobProfile> known_profiles(const std::vector<LearnedProfil
 // a profile with SM activity measured the way the run was: simulated or not).
 std::optional<Collocation> measured_collocation(const RunSummary& run,
                                                 const std::vector<LearnedProfile>& profiles);
+
+// Whether `run` can be such a measurement, whatever the solo rates: it ended
+// ok, and two or more jobs ran together on one GPU under mps or naive.
+bool may_be_collocation(const RunSummary& run);
 
 }  // namespace colo

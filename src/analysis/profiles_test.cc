@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "analysis/profile_event.h"
 #include "analysis/stored.h"
 #include "jobs/job_signature.h"
@@ -241,6 +243,70 @@ TEST(LearnedProfiles, FamilyInstancesAndWhatAFilesJobsWouldBePlacedBy) {
   const JobProfile& p = usable.at(job_signature(jobs[3]));
   EXPECT_DOUBLE_EQ(*p.sm_active_pct, 30);
   EXPECT_EQ(*p.peak_memory_bytes, 40 * kFakeGiB) << "neutral: the largest measured peak";
+}
+
+// What learning reads of a run is derived once and kept in the store: a
+// later learn reads the kept facts (shown by facts kept with a memory no row
+// holds), the profiles are the same as from the rows, and facts kept by
+// another version of colo, or that are not facts, are derived again.
+TEST(RunFacts, LearningReadsTheFactsKeptOfEachEndedRun) {
+  auto store = testing::open_memory_store();
+  FakeRun solo;
+  solo.mechanism = "exclusive";
+  const int64_t first = add_fake_run(*store, solo, kFakeT0);
+  FakeRun together = solo;
+  together.mechanism = "mps";
+  together.degree = 4;
+  const int64_t second = add_fake_run(*store, together, kFakeT0 + 100'000);
+  for (int64_t run : {first, second}) {
+    Result<std::optional<std::string>> kept = store->derived(run, kRunFactsKind, kRunFactsVersion);
+    ASSERT_TRUE(kept.ok());
+    EXPECT_FALSE(kept->has_value()) << "nothing is kept before it is derived";
+  }
+  Result<std::vector<LearnedProfile>> from_rows = learn_profiles(*store);
+  ASSERT_TRUE(from_rows.ok()) << from_rows.error().message();
+  Result<std::optional<std::string>> kept = store->derived(second, kRunFactsKind, kRunFactsVersion);
+  ASSERT_TRUE(kept.ok() && kept->has_value());
+  std::optional<RunFacts> facts = parse_run_facts(**kept);
+  ASSERT_TRUE(facts.has_value());
+  EXPECT_EQ(facts->contributions.size(), 4u);
+  EXPECT_TRUE(facts->may_be_collocation);
+
+  Result<std::vector<LearnedProfile>> from_facts = learn_profiles(*store);
+  ASSERT_TRUE(from_facts.ok()) << from_facts.error().message();
+  EXPECT_EQ(*from_facts, *from_rows);
+
+  RunFacts marked = *facts;
+  marked.contributions[0].peak_memory_bytes = 7 * kFakeGiB;
+  ASSERT_TRUE(
+      store->keep_derived(second, kRunFactsKind, kRunFactsVersion, run_facts_json(marked)).ok());
+  Result<std::vector<LearnedProfile>> marked_profiles = learn_profiles(*store);
+  ASSERT_TRUE(marked_profiles.ok());
+  EXPECT_EQ(marked_profiles->front().profile.peak_memory_bytes, 7 * kFakeGiB);
+
+  for (auto [version, body] : {std::pair{kRunFactsVersion + 1, run_facts_json(marked)},
+                               std::pair{kRunFactsVersion, std::string("{\"jobs\": 3}")}}) {
+    ASSERT_TRUE(store->keep_derived(second, kRunFactsKind, version, body).ok());
+    Result<std::vector<LearnedProfile>> again = learn_profiles(*store);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(*again, *from_rows) << body;
+    kept = store->derived(second, kRunFactsKind, kRunFactsVersion);
+    ASSERT_TRUE(kept.ok() && kept->has_value());
+    EXPECT_EQ(parse_run_facts(**kept), facts) << "derived again and kept";
+  }
+}
+
+TEST(RunFacts, KeptFactsReadBackAsTheyWereWithEveryField) {
+  RunFacts facts{profile_contributions(sweep_run()), true};
+  ASSERT_EQ(facts.contributions.size(), 3u);
+  ASSERT_TRUE(std::any_of(facts.contributions.begin(), facts.contributions.end(),
+                          [](const ProfileContribution& c) { return c.estimate.has_value(); }));
+  facts.contributions[2].solo = ProfileContribution::Solo::kAlone;
+  facts.contributions[2].measured.epoch_ms = 1234.5;
+  facts.contributions[2].measured.solo_ms = 99'000;
+  EXPECT_EQ(parse_run_facts(run_facts_json(facts)), facts);
+  EXPECT_FALSE(parse_run_facts("not json").has_value());
+  EXPECT_FALSE(parse_run_facts(R"({"may_be_collocation": true, "jobs": [{"solo": "maybe"}]})"));
 }
 
 }  // namespace

@@ -183,15 +183,10 @@ void fill_together(RunSummary& summary, const std::vector<std::optional<SoloRate
   }
 }
 
-}  // namespace
-
-RunSummary summarize(const RunRecord& record) {
-  RunSummary summary;
-  summary.run = record.run;
-  summary.devices = record.devices;
+// Fills in what the record's samples say (SampleFigures' fields).
+void add_sample_figures(RunSummary& summary, const RunRecord& record) {
   // A job still running is taken to run until the run ended (or forever).
   const UnixMillis open_end = summary.run.ended_ms.value_or(kEndOfTime);
-
   std::map<int, std::vector<DeviceSample>> by_device;
   for (const DeviceSample& s : record.device_samples) by_device[s.device].push_back(s);
   for (auto& [device, samples] : by_device) {
@@ -200,7 +195,91 @@ RunSummary summarize(const RunRecord& record) {
         [](const DeviceSample& a, const DeviceSample& b) { return a.time_ms < b.time_ms; });
   }
 
+  // Device load and energy while each job ran, and its processes' peak memory.
   const std::map<int64_t, uint64_t> peaks = peak_memory_by_job(record.process_samples);
+  for (JobSummary& job : summary.jobs) {
+    if (auto peak = peaks.find(job.id); peak != peaks.end()) job.peak_memory_bytes = peak->second;
+    if (!job.device || !job.started_ms) continue;
+    auto it = by_device.find(*job.device);
+    if (it == by_device.end()) continue;
+    const std::vector<DeviceSample>& samples = it->second;
+    const UnixMillis start = *job.started_ms;
+    const UnixMillis end = job.ended_ms.value_or(open_end);
+    job.mean_sm_active_pct = mean_between(samples, start, end, &DeviceSample::sm_active_pct);
+    job.mean_gpu_util_pct = mean_between(samples, start, end, &DeviceSample::gpu_util_pct);
+    if (job.steady_start_ms) {
+      job.steady_sm_active_pct = mean_between(samples, *job.steady_start_ms, *job.steady_end_ms,
+                                              &DeviceSample::sm_active_pct);
+      job.steady_gpu_util_pct = mean_between(samples, *job.steady_start_ms, *job.steady_end_ms,
+                                             &DeviceSample::gpu_util_pct);
+    }
+  }
+  split_energy(summary.jobs, by_device, open_end);
+
+  // Run totals.
+  summary.device_samples = static_cast<int64_t>(record.device_samples.size());
+  summary.mean_sm_active_pct =
+      mean_between(record.device_samples, 0, kEndOfTime, &DeviceSample::sm_active_pct);
+  for (const DeviceSample& s : record.device_samples) {
+    if (s.memory_used_bytes) {
+      summary.peak_memory_used_bytes =
+          std::max(summary.peak_memory_used_bytes.value_or(0), *s.memory_used_bytes);
+    }
+  }
+  // A device reading taken between jobs (or none) must not hide what the
+  // jobs' processes held: the device held at least their sum at each instant.
+  if (std::optional<uint64_t> processes = peak_job_memory(record.process_samples)) {
+    summary.peak_memory_used_bytes =
+        std::max(summary.peak_memory_used_bytes.value_or(0), *processes);
+  }
+  for (const auto& [device, samples] : by_device) {
+    if (std::optional<double> joules = energy_j(samples)) {
+      summary.energy_j = summary.energy_j.value_or(0) + *joules;
+    }
+  }
+}
+
+void apply_sample_figures(RunSummary& summary, const SampleFigures& figures) {
+  std::map<int64_t, const SampleFigures::Job*> by_id;
+  for (const SampleFigures::Job& f : figures.jobs) by_id[f.id] = &f;
+  for (JobSummary& job : summary.jobs) {
+    auto it = by_id.find(job.id);
+    if (it == by_id.end()) continue;
+    const SampleFigures::Job& f = *it->second;
+    job.peak_memory_bytes = f.peak_memory_bytes;
+    job.mean_sm_active_pct = f.mean_sm_active_pct;
+    job.mean_gpu_util_pct = f.mean_gpu_util_pct;
+    job.steady_sm_active_pct = f.steady_sm_active_pct;
+    job.steady_gpu_util_pct = f.steady_gpu_util_pct;
+    job.energy_j = f.energy_j;
+  }
+  summary.device_samples = figures.device_samples;
+  summary.mean_sm_active_pct = figures.mean_sm_active_pct;
+  summary.peak_memory_used_bytes = figures.peak_memory_used_bytes;
+  summary.energy_j = figures.energy_j;
+}
+
+}  // namespace
+
+SampleFigures sample_figures(const RunSummary& summary) {
+  SampleFigures out;
+  for (const JobSummary& job : summary.jobs) {
+    out.jobs.push_back({job.id, job.peak_memory_bytes, job.mean_sm_active_pct,
+                        job.mean_gpu_util_pct, job.steady_sm_active_pct, job.steady_gpu_util_pct,
+                        job.energy_j});
+  }
+  out.device_samples = summary.device_samples;
+  out.mean_sm_active_pct = summary.mean_sm_active_pct;
+  out.peak_memory_used_bytes = summary.peak_memory_used_bytes;
+  out.energy_j = summary.energy_j;
+  return out;
+}
+
+RunSummary summarize(const RunRecord& record, const SampleFigures* figures) {
+  RunSummary summary;
+  summary.run = record.run;
+  summary.devices = record.devices;
+
   for (size_t i = 0; i < record.jobs.size(); ++i) {
     const JobRow& row = record.jobs[i];
     static const std::vector<ProgressEvent> kNone;
@@ -269,28 +348,14 @@ RunSummary summarize(const RunRecord& record) {
       job.throughput_per_s =
           static_cast<double>(*job.samples) / (static_cast<double>(*job.duration_ms) / 1000.0);
     }
-    if (auto peak = peaks.find(job.id); peak != peaks.end()) job.peak_memory_bytes = peak->second;
     summary.jobs.push_back(std::move(job));
   }
 
-  // Device load and energy while each job ran.
-  for (JobSummary& job : summary.jobs) {
-    if (!job.device || !job.started_ms) continue;
-    auto it = by_device.find(*job.device);
-    if (it == by_device.end()) continue;
-    const std::vector<DeviceSample>& samples = it->second;
-    const UnixMillis start = *job.started_ms;
-    const UnixMillis end = job.ended_ms.value_or(open_end);
-    job.mean_sm_active_pct = mean_between(samples, start, end, &DeviceSample::sm_active_pct);
-    job.mean_gpu_util_pct = mean_between(samples, start, end, &DeviceSample::gpu_util_pct);
-    if (job.steady_start_ms) {
-      job.steady_sm_active_pct = mean_between(samples, *job.steady_start_ms, *job.steady_end_ms,
-                                              &DeviceSample::sm_active_pct);
-      job.steady_gpu_util_pct = mean_between(samples, *job.steady_start_ms, *job.steady_end_ms,
-                                             &DeviceSample::gpu_util_pct);
-    }
+  if (figures != nullptr) {
+    apply_sample_figures(summary, *figures);
+  } else {
+    add_sample_figures(summary, record);
   }
-  split_energy(summary.jobs, by_device, open_end);
 
   // Run totals.
   std::optional<UnixMillis> first_start;
@@ -311,27 +376,6 @@ RunSummary summarize(const RunRecord& record) {
   if (summary.total_samples && summary.makespan_ms && *summary.makespan_ms > 0) {
     summary.throughput_per_s = static_cast<double>(*summary.total_samples) /
                                (static_cast<double>(*summary.makespan_ms) / 1000.0);
-  }
-
-  summary.device_samples = static_cast<int64_t>(record.device_samples.size());
-  summary.mean_sm_active_pct =
-      mean_between(record.device_samples, 0, kEndOfTime, &DeviceSample::sm_active_pct);
-  for (const DeviceSample& s : record.device_samples) {
-    if (s.memory_used_bytes) {
-      summary.peak_memory_used_bytes =
-          std::max(summary.peak_memory_used_bytes.value_or(0), *s.memory_used_bytes);
-    }
-  }
-  // A device reading taken between jobs (or none) must not hide what the
-  // jobs' processes held: the device held at least their sum at each instant.
-  if (std::optional<uint64_t> processes = peak_job_memory(record.process_samples)) {
-    summary.peak_memory_used_bytes =
-        std::max(summary.peak_memory_used_bytes.value_or(0), *processes);
-  }
-  for (const auto& [device, samples] : by_device) {
-    if (std::optional<double> joules = energy_j(samples)) {
-      summary.energy_j = summary.energy_j.value_or(0) + *joules;
-    }
   }
 
   fill_together(summary, {});

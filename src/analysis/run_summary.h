@@ -132,8 +132,38 @@ struct RunSummary {
   std::string solo_source;  // where the solo rates came from, in words
 };
 
-// Everything but the comparisons with other runs.
-RunSummary summarize(const RunRecord& record);
+// What summarize() derives from a run's GPU samples: per job its processes'
+// peak memory, the device's SM activity and utilization while it ran and in
+// its steady epochs, its share of the energy; per run the number of device
+// samples, their mean SM activity, the peak memory and the energy. Of a long
+// run, the costly part (two samples a second per GPU, for days); an ended
+// run's figures are kept in the store and read instead (stored.h).
+struct SampleFigures {
+  struct Job {
+    int64_t id = 0;
+    std::optional<uint64_t> peak_memory_bytes;
+    std::optional<double> mean_sm_active_pct;
+    std::optional<double> mean_gpu_util_pct;
+    std::optional<double> steady_sm_active_pct;
+    std::optional<double> steady_gpu_util_pct;
+    std::optional<double> energy_j;
+    bool operator==(const Job&) const = default;
+  };
+  std::vector<Job> jobs;
+  int64_t device_samples = 0;
+  std::optional<double> mean_sm_active_pct;
+  std::optional<uint64_t> peak_memory_used_bytes;
+  std::optional<double> energy_j;
+  bool operator==(const SampleFigures&) const = default;
+};
+
+// Everything but the comparisons with other runs; the samples' part from
+// `figures` when given (the record's samples are then not read), else from
+// the record's samples.
+RunSummary summarize(const RunRecord& record, const SampleFigures* figures = nullptr);
+
+// The sample figures of a summary (as summarize() derived them).
+SampleFigures sample_figures(const RunSummary& summary);
 
 // Solo rates per job signature from a run whose jobs ran alone on their
 // GPUs (an exclusive run): the mean of the steady rates of its jobs of each

@@ -3,12 +3,64 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "common/enum_names.h"
+#include "common/json_values.h"
+
 namespace colo {
 namespace {
+
+using nlohmann::json;
+
+constexpr EnumNames<ProfileContribution::Solo, 3> kSoloNames{
+    "solo measurement",
+    {{
+        {ProfileContribution::Solo::kNone, "none"},
+        {ProfileContribution::Solo::kProbe, "probe"},
+        {ProfileContribution::Solo::kAlone, "alone"},
+    }}};
+
+template <class T>
+std::optional<T> optional_at(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+json profile_json(const JobProfile& p) {
+  return {{"peak_memory_bytes", value_or_null(p.peak_memory_bytes)},
+          {"sm_active_pct", value_or_null(p.sm_active_pct)},
+          {"gpu_util_pct", value_or_null(p.gpu_util_pct)},
+          {"samples_per_s", value_or_null(p.samples_per_s)},
+          {"epoch_ms", value_or_null(p.epoch_ms)},
+          {"solo_ms", value_or_null(p.solo_ms)},
+          {"startup_ms", value_or_null(p.startup_ms)},
+          {"source", p.source},
+          {"memory_uncertainty", p.memory_uncertainty},
+          {"sm_uncertainty", p.sm_uncertainty},
+          {"rate_uncertainty", p.rate_uncertainty}};
+}
+
+// Throws nlohmann::json::exception on a body of another shape.
+JobProfile parse_profile(const json& j) {
+  JobProfile p;
+  p.peak_memory_bytes = optional_at<uint64_t>(j, "peak_memory_bytes");
+  p.sm_active_pct = optional_at<double>(j, "sm_active_pct");
+  p.gpu_util_pct = optional_at<double>(j, "gpu_util_pct");
+  p.samples_per_s = optional_at<double>(j, "samples_per_s");
+  p.epoch_ms = optional_at<double>(j, "epoch_ms");
+  p.solo_ms = optional_at<int64_t>(j, "solo_ms");
+  p.startup_ms = optional_at<int64_t>(j, "startup_ms");
+  p.source = j.at("source").get<std::string>();
+  p.memory_uncertainty = j.at("memory_uncertainty").get<double>();
+  p.sm_uncertainty = j.at("sm_uncertainty").get<double>();
+  p.rate_uncertainty = j.at("rate_uncertainty").get<double>();
+  return p;
+}
 
 // A job never measured alone: what the auto policy measured of it in place
 // while it ran alone, what its family's measured instances say now, or the
@@ -36,18 +88,37 @@ std::optional<SoloRate> estimated_solo_rate(const JobSummary& job,
   return std::nullopt;
 }
 
-}  // namespace
-
-Result<RunSummary> analyse_run(RunReader& reader, int64_t run_id,
-                               const std::vector<LearnedProfile>* profiles) {
-  Result<RunRecord> record = reader.run_record(run_id);
+// The summary of run `run_id` (0: the latest) without comparisons: the
+// samples' part from the figures kept of it, else from its samples, then
+// kept once it has ended.
+Result<RunSummary> summarize_stored(RunReader& reader, int64_t run_id, MetricSteps steps) {
+  if (run_id == 0) {
+    Result<std::vector<RunRow>> latest = reader.list_runs(1);
+    if (!latest.ok()) return latest.error();
+    if (!latest->empty()) run_id = latest->front().id;  // else run_record says there is none
+  }
+  std::optional<SampleFigures> figures;
+  if (run_id != 0) {
+    Result<std::optional<std::string>> kept =
+        reader.derived(run_id, kSampleFiguresKind, kSampleFiguresVersion);
+    if (!kept.ok()) return kept.error();
+    if (*kept) figures = parse_sample_figures(**kept);
+  }
+  Result<RunRecord> record =
+      reader.run_record(run_id, steps, figures ? Samples::kSkip : Samples::kRead);
   if (!record.ok()) return record.error();
-  return analyse_record(reader, *record, profiles);
+  RunSummary summary = summarize(*record, figures ? &*figures : nullptr);
+  // A run that was still running when its record was read changes yet.
+  if (!figures && summary.run.state != RunState::kRunning) {
+    (void)reader.keep_derived(summary.run.id, kSampleFiguresKind, kSampleFiguresVersion,
+                              sample_figures_json(sample_figures(summary)));
+  }
+  return summary;
 }
 
-Result<RunSummary> analyse_record(RunReader& reader, const RunRecord& record,
-                                  const std::vector<LearnedProfile>* profiles) {
-  RunSummary summary = summarize(record);
+// analyse_record's comparisons, for a summary made.
+Result<RunSummary> compare(RunReader& reader, RunSummary summary,
+                           const std::vector<LearnedProfile>* profiles) {
   if (summary.run.mechanism == "exclusive") return summary;  // the baseline itself
 
   std::map<std::string, SoloRate> from_baseline;
@@ -55,10 +126,10 @@ Result<RunSummary> analyse_record(RunReader& reader, const RunRecord& record,
     Result<std::optional<int64_t>> baseline_id = reader.exclusive_baseline(summary.run);
     if (!baseline_id.ok()) return baseline_id.error();
     if (*baseline_id) {
-      Result<RunRecord> base = reader.run_record(**baseline_id, MetricSteps::kSkip);
+      Result<RunSummary> base = summarize_stored(reader, **baseline_id, MetricSteps::kSkip);
       if (!base.ok())
         return base.error().with_context(fmt::format("baseline run #{}", **baseline_id));
-      const RunSummary baseline = summarize(*base);
+      const RunSummary& baseline = *base;
       compare_end_to_end(summary, baseline);
       from_baseline = solo_rates_of(baseline, fmt::format("exclusive run #{}", baseline.run.id));
     }
@@ -88,6 +159,134 @@ Result<RunSummary> analyse_record(RunReader& reader, const RunRecord& record,
   return summary;
 }
 
+}  // namespace
+
+Result<RunSummary> analyse_run(RunReader& reader, int64_t run_id,
+                               const std::vector<LearnedProfile>* profiles) {
+  Result<RunSummary> summary = summarize_stored(reader, run_id, MetricSteps::kRead);
+  if (!summary.ok()) return summary.error();
+  return compare(reader, std::move(*summary), profiles);
+}
+
+Result<RunSummary> analyse_record(RunReader& reader, const RunRecord& record,
+                                  const std::vector<LearnedProfile>* profiles) {
+  return compare(reader, summarize(record), profiles);
+}
+
+std::string run_facts_json(const RunFacts& facts) {
+  json jobs = json::array();
+  for (const ProfileContribution& c : facts.contributions) {
+    json estimate = nullptr;
+    if (c.estimate) {
+      estimate = {{"run_id", c.estimate->run_id},
+                  {"job", c.estimate->job_name},
+                  {"profile", profile_json(c.estimate->estimate)},
+                  {"measured_peak_bytes", value_or_null(c.estimate->measured_peak_bytes)}};
+    }
+    jobs.push_back({{"signature", c.signature},
+                    {"gpu", c.gpu_name},
+                    {"simulated", c.simulated},
+                    {"job", c.job_name},
+                    {"group", c.group},
+                    {"family", c.family},
+                    {"params", c.params},
+                    {"command", c.command},
+                    {"peak_memory_bytes", value_or_null(c.peak_memory_bytes)},
+                    {"estimate", std::move(estimate)},
+                    {"solo", kSoloNames.name(c.solo)},
+                    {"measured", profile_json(c.measured)}});
+  }
+  return json{{"may_be_collocation", facts.may_be_collocation}, {"jobs", std::move(jobs)}}.dump();
+}
+
+std::optional<RunFacts> parse_run_facts(std::string_view text) {
+  try {
+    const json j = json::parse(text);
+    RunFacts facts;
+    facts.may_be_collocation = j.at("may_be_collocation").get<bool>();
+    for (const json& job : j.at("jobs")) {
+      ProfileContribution c;
+      c.signature = job.at("signature").get<std::string>();
+      c.gpu_name = job.at("gpu").get<std::string>();
+      c.simulated = job.at("simulated").get<bool>();
+      c.job_name = job.at("job").get<std::string>();
+      c.group = job.at("group").get<std::string>();
+      c.family = job.at("family").get<std::string>();
+      c.params = job.at("params").get<std::map<std::string, std::string>>();
+      c.command = job.at("command").get<std::vector<std::string>>();
+      c.peak_memory_bytes = optional_at<uint64_t>(job, "peak_memory_bytes");
+      if (const json& e = job.at("estimate"); !e.is_null()) {
+        c.estimate = LearnedProfile::EstimateCheck{
+            e.at("run_id").get<int64_t>(), e.at("job").get<std::string>(),
+            parse_profile(e.at("profile")), optional_at<uint64_t>(e, "measured_peak_bytes")};
+      }
+      Result<ProfileContribution::Solo> solo = kSoloNames.parse(job.at("solo").get<std::string>());
+      if (!solo.ok()) return std::nullopt;
+      c.solo = *solo;
+      c.measured = parse_profile(job.at("measured"));
+      facts.contributions.push_back(std::move(c));
+    }
+    return facts;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string sample_figures_json(const SampleFigures& figures) {
+  json jobs = json::array();
+  for (const SampleFigures::Job& j : figures.jobs) {
+    jobs.push_back({{"id", j.id},
+                    {"peak_memory_bytes", value_or_null(j.peak_memory_bytes)},
+                    {"mean_sm_active_pct", value_or_null(j.mean_sm_active_pct)},
+                    {"mean_gpu_util_pct", value_or_null(j.mean_gpu_util_pct)},
+                    {"steady_sm_active_pct", value_or_null(j.steady_sm_active_pct)},
+                    {"steady_gpu_util_pct", value_or_null(j.steady_gpu_util_pct)},
+                    {"energy_j", value_or_null(j.energy_j)}});
+  }
+  return json{{"device_samples", figures.device_samples},
+              {"mean_sm_active_pct", value_or_null(figures.mean_sm_active_pct)},
+              {"peak_memory_used_bytes", value_or_null(figures.peak_memory_used_bytes)},
+              {"energy_j", value_or_null(figures.energy_j)},
+              {"jobs", std::move(jobs)}}
+      .dump();
+}
+
+std::optional<SampleFigures> parse_sample_figures(std::string_view text) {
+  try {
+    const json j = json::parse(text);
+    SampleFigures figures;
+    figures.device_samples = j.at("device_samples").get<int64_t>();
+    figures.mean_sm_active_pct = optional_at<double>(j, "mean_sm_active_pct");
+    figures.peak_memory_used_bytes = optional_at<uint64_t>(j, "peak_memory_used_bytes");
+    figures.energy_j = optional_at<double>(j, "energy_j");
+    for (const json& job : j.at("jobs")) {
+      figures.jobs.push_back(
+          {job.at("id").get<int64_t>(), optional_at<uint64_t>(job, "peak_memory_bytes"),
+           optional_at<double>(job, "mean_sm_active_pct"),
+           optional_at<double>(job, "mean_gpu_util_pct"),
+           optional_at<double>(job, "steady_sm_active_pct"),
+           optional_at<double>(job, "steady_gpu_util_pct"), optional_at<double>(job, "energy_j")});
+    }
+    return figures;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+Result<RunFacts> run_facts(RunReader& reader, int64_t run_id) {
+  Result<std::optional<std::string>> kept = reader.derived(run_id, kRunFactsKind, kRunFactsVersion);
+  if (!kept.ok()) return kept.error();
+  if (*kept) {
+    if (std::optional<RunFacts> facts = parse_run_facts(**kept)) return std::move(*facts);
+  }
+  Result<RunSummary> summary = summarize_stored(reader, run_id, MetricSteps::kSkip);
+  if (!summary.ok()) return summary.error();
+  RunFacts facts{profile_contributions(*summary), may_be_collocation(*summary)};
+  if (summary->run.state != RunState::kRunning)
+    (void)reader.keep_derived(run_id, kRunFactsKind, kRunFactsVersion, run_facts_json(facts));
+  return facts;
+}
+
 Result<std::vector<LearnedProfile>> learn_profiles(RunReader& reader, int max_runs) {
   Result<std::vector<RunRow>> runs = reader.list_runs(max_runs);
   if (!runs.ok()) return runs.error();
@@ -95,9 +294,9 @@ Result<std::vector<LearnedProfile>> learn_profiles(RunReader& reader, int max_ru
   // Oldest first, so later runs overwrite the solo numbers.
   for (auto it = runs->rbegin(); it != runs->rend(); ++it) {
     if (it->state == RunState::kRunning) continue;
-    Result<RunRecord> record = reader.run_record(it->id, MetricSteps::kSkip);
-    if (!record.ok()) return record.error();
-    learner.add(summarize(*record));
+    Result<RunFacts> facts = run_facts(reader, it->id);
+    if (!facts.ok()) return facts.error();
+    for (const ProfileContribution& c : facts->contributions) learner.add(c);
   }
   return learner.profiles();
 }
@@ -112,9 +311,12 @@ Result<std::vector<Collocation>> measured_collocations(RunReader& reader,
     if (run.state != RunState::kOk || run.job_count < 2 ||
         (run.mechanism != "mps" && run.mechanism != "naive"))
       continue;
-    Result<RunRecord> record = reader.run_record(run.id, MetricSteps::kSkip);
-    if (!record.ok()) return record.error();
-    Result<RunSummary> summary = analyse_record(reader, *record, &profiles);
+    Result<RunFacts> facts = run_facts(reader, run.id);
+    if (!facts.ok()) return facts.error();
+    if (!facts->may_be_collocation) continue;
+    Result<RunSummary> stored = summarize_stored(reader, run.id, MetricSteps::kSkip);
+    if (!stored.ok()) return stored.error();
+    Result<RunSummary> summary = compare(reader, std::move(*stored), &profiles);
     if (!summary.ok()) return summary.error();
     if (std::optional<Collocation> c = measured_collocation(*summary, profiles))
       out.push_back(std::move(*c));

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/profiles.h"
@@ -27,11 +30,47 @@ Result<RunSummary> analyse_run(RunReader& reader, int64_t run_id,
 Result<RunSummary> analyse_record(RunReader& reader, const RunRecord& record,
                                   const std::vector<LearnedProfile>* profiles = nullptr);
 
-// Profiles learned from the `max_runs` most recent runs (ProfileLearner).
+// An ended run's sample figures (run_summary.h) as the store keeps them
+// (RunReader::derived, kind kSampleFiguresKind): analyse_run, learning and
+// calibration read them instead of the run's samples once derived.
+inline constexpr std::string_view kSampleFiguresKind = "samples";
+// Raise it whenever what summarize() derives from samples changes.
+inline constexpr int kSampleFiguresVersion = 1;
+std::string sample_figures_json(const SampleFigures& figures);
+// nullopt for a body that is not one.
+std::optional<SampleFigures> parse_sample_figures(std::string_view json);
+
+// What learning and calibration read of an ended run: its jobs'
+// contributions to profiles, and whether it may be a measured collocation
+// (may_be_collocation). Derived once, from all of its rows, and kept in the
+// store (RunReader::derived, kind kRunFactsKind) to be read back by every
+// later start, show and calibration: ended runs do not change.
+struct RunFacts {
+  std::vector<ProfileContribution> contributions;
+  bool may_be_collocation = false;
+  bool operator==(const RunFacts&) const = default;
+};
+inline constexpr std::string_view kRunFactsKind = "learning";
+// Raise it whenever profile_contributions(), may_be_collocation() or what
+// summarize() gives them changes: facts kept by older code are then derived
+// again.
+inline constexpr int kRunFactsVersion = 1;
+
+// The facts of run `run_id` (not running): kept ones, else derived from its rows
+// and kept (when the store cannot keep them, derived again next time).
+Result<RunFacts> run_facts(RunReader& reader, int64_t run_id);
+
+// RunFacts as the store keeps them; nullopt for a body that is not one.
+std::string run_facts_json(const RunFacts& facts);
+std::optional<RunFacts> parse_run_facts(std::string_view json);
+
+// Profiles learned from the `max_runs` most recent runs (ProfileLearner),
+// from their facts.
 Result<std::vector<LearnedProfile>> learn_profiles(RunReader& reader, int max_runs = 200);
 
 // calibrate()'s measurements: measured_collocation() of each of the
-// `max_runs` most recent runs that is one, analysed as analyse_run does.
+// `max_runs` most recent runs that is one, analysed as analyse_run does
+// (only the runs whose facts say they may be one are read).
 Result<std::vector<Collocation>> measured_collocations(RunReader& reader,
                                                        const std::vector<LearnedProfile>& profiles,
                                                        int max_runs = 200);

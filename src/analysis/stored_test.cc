@@ -94,6 +94,71 @@ TEST_F(LifecycleTest, SummarizesJobsAndRunWithHandComputedNumbers) {
   EXPECT_EQ(latest->run.id, ids.run);
 }
 
+// What an ended run's samples give is derived once and kept: a later analysis
+// reads the kept figures (shown by figures no sample gives), with the same
+// numbers; figures of another version, or not figures, are derived again.
+TEST_F(LifecycleTest, AnEndedRunsSampleFiguresAreKeptAndReadInsteadOfItsSamples) {
+  auto store = open_memory();
+  Ids ids = record_collocated_run(*store, "mps", kT0);
+  auto kept = [&](int version) {
+    Result<std::optional<std::string>> body = store->derived(ids.run, kSampleFiguresKind, version);
+    EXPECT_TRUE(body.ok());
+    return body.ok() && *body ? parse_sample_figures(**body) : std::nullopt;
+  };
+  EXPECT_FALSE(kept(kSampleFiguresVersion).has_value());
+  auto first = analyse_run(*store, ids.run);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  std::optional<SampleFigures> figures = kept(kSampleFiguresVersion);
+  ASSERT_TRUE(figures.has_value());
+  EXPECT_EQ(*figures, sample_figures(*first));
+  EXPECT_EQ(figures->device_samples, 26);
+  EXPECT_DOUBLE_EQ(figures->energy_j.value_or(-1), 18.0);
+
+  auto again = analyse_run(*store, 0);  // the latest: the same run
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(sample_figures(*again), *figures);
+  EXPECT_DOUBLE_EQ(again->jobs[0].energy_j.value_or(-1), 7.0);
+  EXPECT_DOUBLE_EQ(again->jobs[0].mean_sm_active_pct.value_or(-1), 23.0);
+  EXPECT_EQ(again->jobs[1].peak_memory_bytes, 2 * kGiB);
+
+  SampleFigures marked = *figures;
+  marked.energy_j = 42;
+  marked.jobs[0].mean_sm_active_pct = 77;
+  ASSERT_TRUE(store
+                  ->keep_derived(ids.run, kSampleFiguresKind, kSampleFiguresVersion,
+                                 sample_figures_json(marked))
+                  .ok());
+  auto from_kept = analyse_run(*store, ids.run);
+  ASSERT_TRUE(from_kept.ok());
+  EXPECT_DOUBLE_EQ(from_kept->energy_j.value_or(-1), 42.0);
+  EXPECT_DOUBLE_EQ(from_kept->jobs[0].mean_sm_active_pct.value_or(-1), 77.0);
+
+  for (auto [version, body] : {std::pair{kSampleFiguresVersion + 1, sample_figures_json(marked)},
+                               std::pair{kSampleFiguresVersion, std::string("[1, 2]")}}) {
+    ASSERT_TRUE(store->keep_derived(ids.run, kSampleFiguresKind, version, body).ok());
+    auto derived = analyse_run(*store, ids.run);
+    ASSERT_TRUE(derived.ok());
+    EXPECT_DOUBLE_EQ(derived->energy_j.value_or(-1), 18.0) << body;
+    EXPECT_EQ(kept(kSampleFiguresVersion), figures) << "derived again and kept";
+  }
+}
+
+// A run still running changes: nothing of it is kept.
+TEST_F(LifecycleTest, NothingIsKeptOfARunStillRunning) {
+  auto store = open_memory();
+  auto run = store->begin_run(make_run("mps", kT0));
+  ASSERT_TRUE(run.ok());
+  ASSERT_TRUE(store->add_jobs(*run, sweep_jobs(), {"a.log", "b.log", "c.log"}, kT0).ok());
+  ASSERT_TRUE(analyse_run(*store, *run).ok());
+  ASSERT_TRUE(run_facts(*store, *run).ok());
+  for (auto [kind, version] :
+       {std::pair{kSampleFiguresKind, kSampleFiguresVersion}, {kRunFactsKind, kRunFactsVersion}}) {
+    Result<std::optional<std::string>> body = store->derived(*run, kind, version);
+    ASSERT_TRUE(body.ok());
+    EXPECT_FALSE(body->has_value()) << kind;
+  }
+}
+
 TEST_F(LifecycleTest, SingleEpochMeanIsMeasuredFromStart) {
   auto store = open_memory();
   auto run = store->begin_run(make_run("naive", kT0));

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 
 namespace colo {
@@ -152,17 +153,34 @@ NormalizedThroughput normalized_throughput(const std::vector<TogetherJob>& jobs)
   NormalizedThroughput out;
   double integral = 0;  // normalized rate x ms
   std::set<std::string> without_solo;
-  for (const auto& [gpu, pieces] : by_gpu) {
+  for (const auto& gpu_pieces : by_gpu) {
+    const std::vector<Piece>& pieces = gpu_pieces.second;
     std::set<UnixMillis> cuts;
     for (const Piece& p : pieces) cuts.insert({p.start, p.end});
+    // One sweep over the cuts: the pieces that start by each cut join, those
+    // that end by it leave; the rest are active until the next cut. Active
+    // pieces are kept in their order in `pieces`, so that sums add up alike.
+    std::vector<size_t> by_start(pieces.size());
+    std::iota(by_start.begin(), by_start.end(), size_t{0});
+    std::stable_sort(by_start.begin(), by_start.end(),
+                     [&](size_t a, size_t b) { return pieces[a].start < pieces[b].start; });
+    std::multimap<UnixMillis, size_t> ending;  // the active pieces by their end
+    std::set<size_t> in;
+    size_t joined = 0;
     for (auto t = cuts.begin(); t != cuts.end() && std::next(t) != cuts.end(); ++t) {
       const UnixMillis from = *t;
       const UnixMillis to = *std::next(t);
-      std::vector<const Piece*> active;
-      for (const Piece& p : pieces) {
-        if (p.start <= from && p.end >= to) active.push_back(&p);
+      for (; joined < by_start.size() && pieces[by_start[joined]].start <= from; ++joined) {
+        in.insert(by_start[joined]);
+        ending.emplace(pieces[by_start[joined]].end, by_start[joined]);
       }
-      if (active.size() < 2) continue;
+      while (!ending.empty() && ending.begin()->first <= from) {
+        in.erase(ending.begin()->second);
+        ending.erase(ending.begin());
+      }
+      if (in.size() < 2) continue;
+      std::vector<const Piece*> active;
+      for (size_t i : in) active.push_back(&pieces[i]);
       double sum = 0;
       bool known = true;
       for (const Piece* p : active) {

@@ -5,6 +5,7 @@
 
 #include <ostream>
 
+#include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/units.h"
 #include "run/data_loading.h"
@@ -142,6 +143,9 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
                   : outcome.jobs_not_ok > 0 ? RunState::kFailed
                                             : RunState::kOk;
   if (Status s = session.close(outcome.state); !s.ok()) return s.error();
+  // What the next start learns from this run, derived now, once (stored.h):
+  // a start then reads it back instead of reading every row of every run.
+  (void)run_facts(ctx.store, session.run_id());
   return outcome;
 }
 

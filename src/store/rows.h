@@ -100,6 +100,11 @@ struct RunRecord {
 // memory) never reads; a long job may hold thousands.
 enum class MetricSteps { kRead, kSkip };
 
+// Whether a RunRecord holds the run's device and process samples: what
+// charts and exports draw; analyses of an ended run read the figures kept
+// from them instead (analysis/stored.h).
+enum class Samples { kRead, kSkip };
+
 // Reading runs back. Implementations: RunStore (SQLite).
 class RunReader {
  public:
@@ -107,11 +112,23 @@ class RunReader {
   // Newest first; at most `limit` (0 or less: all).
   virtual Result<std::vector<RunRow>> list_runs(int limit) = 0;
   // `run_id` 0 means the most recent run.
-  virtual Result<RunRecord> run_record(int64_t run_id, MetricSteps steps) = 0;
+  virtual Result<RunRecord> run_record(int64_t run_id, MetricSteps steps, Samples samples) = 0;
+  Result<RunRecord> run_record(int64_t run_id, MetricSteps steps) {
+    return run_record(run_id, steps, Samples::kRead);
+  }
   Result<RunRecord> run_record(int64_t run_id) { return run_record(run_id, MetricSteps::kRead); }
   // The most recent run in state ok under mechanism exclusive with the same
   // jobs_signature and simulated flag as `run`, other than `run` itself.
   virtual Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) = 0;
+  // What an analysis derived from an ended run (which no longer changes),
+  // kept so as not to derive it again: the body kept for `run_id` under
+  // `kind` by code of `version`, nullopt when none of that version is kept.
+  // keep_derived may fail (a read-only store, a lock held too long): the
+  // caller then derives it again next time.
+  virtual Result<std::optional<std::string>> derived(int64_t run_id, std::string_view kind,
+                                                     int version) = 0;
+  virtual Status keep_derived(int64_t run_id, std::string_view kind, int version,
+                              const std::string& body) = 0;
 };
 
 }  // namespace colo

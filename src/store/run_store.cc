@@ -211,6 +211,12 @@ Result<std::unique_ptr<RunStore>> RunStore::open_read_only(const std::string& pa
 
 void RunStore::set_busy_timeout_ms(int timeout_ms) { sqlite3_busy_timeout(db_.get(), timeout_ms); }
 
+ScopedBusyTimeout::ScopedBusyTimeout(RunStore& store, int timeout_ms) : store_(store) {
+  store_.set_busy_timeout_ms(timeout_ms);
+}
+
+ScopedBusyTimeout::~ScopedBusyTimeout() { store_.set_busy_timeout_ms(kStoreBusyTimeoutMs); }
+
 Status RunStore::set_max_pages(int64_t pages) {
   return exec_sql(db_.get(), path_, fmt::format("PRAGMA max_page_count = {}", pages),
                   "cannot set the page limit");
@@ -791,7 +797,8 @@ Result<std::vector<DeviceInfo>> RunStore::run_devices(int64_t run_id) {
   return devices;
 }
 
-Result<RunRecord> RunStore::run_record(int64_t run_id, MetricSteps metric_steps_wanted) {
+Result<RunRecord> RunStore::run_record(int64_t run_id, MetricSteps metric_steps_wanted,
+                                       Samples samples_wanted) {
   RunRecord record;
   Result<RunRow> run = read_run(run_id);
   if (!run.ok()) return run.error();
@@ -812,6 +819,7 @@ Result<RunRecord> RunStore::run_record(int64_t run_id, MetricSteps metric_steps_
     if (!steps.ok()) return steps.error();
     record.metric_steps.push_back(std::move(*steps));
   }
+  if (samples_wanted == Samples::kSkip) return record;
   Result<std::vector<DeviceSample>> samples = device_samples(id);
   if (!samples.ok()) return samples.error();
   record.device_samples = std::move(*samples);
@@ -833,6 +841,30 @@ Result<std::optional<int64_t>> RunStore::exclusive_baseline(const RunRow& run) {
   if (!row.ok()) return row.error();
   if (!*row) return std::optional<int64_t>();
   return std::optional<int64_t>(baseline->int64_at(0));
+}
+
+Result<std::optional<std::string>> RunStore::derived(int64_t run_id, std::string_view kind,
+                                                     int version) {
+  auto select = Statement::prepare(
+      db_.get(), path_,
+      "SELECT body FROM run_derived WHERE run_id = ? AND kind = ? AND version = ?");
+  if (!select.ok()) return select.error();
+  select->bind(1, run_id).bind(2, kind).bind(3, version);
+  auto row = select->step();
+  if (!row.ok()) return row.error();
+  if (!*row) return std::optional<std::string>();
+  return std::optional<std::string>(select->text_at(0));
+}
+
+Status RunStore::keep_derived(int64_t run_id, std::string_view kind, int version,
+                              const std::string& body) {
+  auto insert = Statement::prepare(db_.get(), path_, R"sql(
+      INSERT INTO run_derived (run_id, kind, version, body) VALUES (?, ?, ?, ?)
+      ON CONFLICT (run_id, kind) DO UPDATE SET version = excluded.version, body = excluded.body)sql");
+  if (!insert.ok()) return insert.error();
+  insert->bind(1, run_id).bind(2, kind).bind(3, version).bind(4, body);
+  ScopedBusyTimeout brief(*this, kDerivedBusyTimeoutMs);
+  return insert->run();
 }
 
 Result<std::vector<DeviceSample>> RunStore::device_samples(int64_t run_id) {

@@ -202,6 +202,21 @@ struct RunSource {
   std::string label;   // recorded with its devices in the merged run ("shard 0 attempt 1")
 };
 
+class RunStore;
+
+// Sets a store's busy timeout for a scope and puts back the default
+// afterwards (other users of the store wait the usual time).
+class ScopedBusyTimeout {
+ public:
+  ScopedBusyTimeout(RunStore& store, int timeout_ms);
+  ~ScopedBusyTimeout();
+  ScopedBusyTimeout(const ScopedBusyTimeout&) = delete;
+  ScopedBusyTimeout& operator=(const ScopedBusyTimeout&) = delete;
+
+ private:
+  RunStore& store_;
+};
+
 class RunStore : public RunReader {
  public:
   // Opens the database at `path` (":memory:" for tests), applies migrations,
@@ -296,8 +311,15 @@ class RunStore : public RunReader {
   // RunReader: newest first; every row of one run; its exclusive baseline.
   Result<std::vector<RunRow>> list_runs(int limit) override;
   using RunReader::run_record;
-  Result<RunRecord> run_record(int64_t run_id, MetricSteps steps) override;
+  Result<RunRecord> run_record(int64_t run_id, MetricSteps steps, Samples samples) override;
   Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) override;
+  // Kept in run_derived; keep_derived waits at most kDerivedBusyTimeoutMs
+  // for another process's lock (it is a cache: a reader must not wait on it).
+  Result<std::optional<std::string>> derived(int64_t run_id, std::string_view kind,
+                                             int version) override;
+  Status keep_derived(int64_t run_id, std::string_view kind, int version,
+                      const std::string& body) override;
+  static constexpr int kDerivedBusyTimeoutMs = 100;
   // The run row alone; `run_id` 0 means the most recent run.
   Result<RunRow> run(int64_t run_id);
   // A number that changes whenever another connection commits to the store

@@ -289,6 +289,20 @@ CREATE TABLE service_envs (
 ALTER TABLE service_jobs ADD COLUMN env_id INTEGER REFERENCES service_envs(id);
 )sql";
 
+// Version 12: what analyses derive from an ended run, kept so that a start,
+// `colo show` or a report reads it instead of deriving it again from every
+// job, event and sample (RunReader::derived). Keyed by what was derived
+// (kind) and the version of the code that derived it.
+constexpr const char* kMigration12 = R"sql(
+CREATE TABLE run_derived (
+  run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  kind    TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  body    TEXT NOT NULL,
+  PRIMARY KEY (run_id, kind)
+);
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -313,8 +327,8 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
-      kMigration1, kMigration2, kMigration3, kMigration4,  kMigration5, kMigration6,
-      kMigration7, kMigration8, kMigration9, kMigration10, kMigration11};
+      kMigration1, kMigration2, kMigration3, kMigration4,  kMigration5,  kMigration6,
+      kMigration7, kMigration8, kMigration9, kMigration10, kMigration11, kMigration12};
   return kMigrations;
 }
 

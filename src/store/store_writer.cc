@@ -8,24 +8,6 @@
 #include "common/units.h"
 
 namespace colo {
-namespace {
-
-// Sets the store's busy timeout for the writer's writes and puts back the
-// default afterwards (other users of the store wait the usual time).
-class ScopedBusyTimeout {
- public:
-  ScopedBusyTimeout(RunStore& store, int timeout_ms) : store_(store) {
-    store_.set_busy_timeout_ms(timeout_ms);
-  }
-  ~ScopedBusyTimeout() { store_.set_busy_timeout_ms(kStoreBusyTimeoutMs); }
-  ScopedBusyTimeout(const ScopedBusyTimeout&) = delete;
-  ScopedBusyTimeout& operator=(const ScopedBusyTimeout&) = delete;
-
- private:
-  RunStore& store_;
-};
-
-}  // namespace
 
 StoreWriter::StoreWriter(RunStore& store, Clock& clock, StoreWriterOptions options)
     : store_(store), clock_(clock), options_(options) {}
