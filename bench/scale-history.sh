@@ -11,13 +11,16 @@
 # Keeps the outputs and the table in OUTPUT_DIR.
 #
 #   bench/scale-history.sh OUTPUT_DIR   (COLO=path/to/colo, default build-release/colo;
-#                                        DAYS=10, GPUS=8, CPU=1)
+#                                        DAYS=10, GPUS=8, JOB_MINUTES=30, EPOCH_S=60, CPU=1)
+# JOB_MINUTES=1 EPOCH_S=20 makes the service's run one of about 115,000 jobs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COLO="$(realpath "${COLO:-build-release/colo}")"
 OUT_DIR="${1:?usage: bench/scale-history.sh OUTPUT_DIR}"
 days=${DAYS:-10}
 gpus=${GPUS:-8}
+job_minutes=${JOB_MINUTES:-30}
+epoch_s=${EPOCH_S:-60}
 cpu=${CPU:-1}
 mkdir -p "$OUT_DIR"
 OUT_DIR=$(realpath "$OUT_DIR")
@@ -30,7 +33,8 @@ export COLO_HOME="$work/home"
     "each command pinned to core $cpu (taskset)"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "colo: $("$COLO" --version 2>/dev/null || echo unknown)"
-  echo "history: bench/scale_history.py --days $days --gpus $gpus"
+  echo "history: bench/scale_history.py --days $days --gpus $gpus --job-minutes $job_minutes" \
+    "--epoch-s $epoch_s"
 } | tee "$OUT_DIR/machine.txt"
 
 printf '[[job]]\nname = "t"\ncommand = ["date", "+%%s%%N"]\nrepeat = 4\n' >"$work/four.toml"
@@ -38,7 +42,7 @@ printf '[[job]]\nname = "t"\ncommand = ["date", "+%%s%%N"]\nrepeat = 4\n' >"$wor
 "$COLO" run "$work/four.toml" --backend sim --plain --db "$work/pristine.db" \
   --logs "$work/logs0" >/dev/null 2>&1
 history_run=$(python3 bench/scale_history.py "$work/pristine.db" --days "$days" --gpus "$gpus" \
-  2>"$OUT_DIR/history.txt")
+  --job-minutes "$job_minutes" --epoch-s "$epoch_s" 2>"$OUT_DIR/history.txt")
 cat "$OUT_DIR/history.txt"
 
 timed() {  # OUT_FILE COMMAND...: runs it pinned, /usr/bin/time's line last in OUT_FILE

@@ -287,6 +287,25 @@ Result<RunFacts> run_facts(RunReader& reader, int64_t run_id) {
   return facts;
 }
 
+Status keep_run_derivations(RunReader& reader, int64_t run_id) {
+  Result<RunSummary> summary = summarize_stored(reader, run_id, MetricSteps::kSkip);
+  if (!summary.ok()) return summary.error();
+  if (summary->run.state == RunState::kRunning)
+    return Error(fmt::format("run {} is still running: what it derives would change", run_id));
+  if (Result<RunFacts> facts = run_facts(reader, run_id); !facts.ok()) return facts.error();
+  for (auto [kind, version] : {std::pair{kSampleFiguresKind, kSampleFiguresVersion},
+                               std::pair{kRunFactsKind, kRunFactsVersion}}) {
+    Result<std::optional<std::string>> kept = reader.derived(run_id, kind, version);
+    if (!kept.ok()) return kept.error();
+    if (!*kept)
+      return Error(
+          fmt::format("what colo derives of run {} could not be kept in the store (it is "
+                      "read-only, or locked by another colo): try again",
+                      run_id));
+  }
+  return OkStatus();
+}
+
 Result<std::vector<LearnedProfile>> learn_profiles(RunReader& reader, int max_runs) {
   Result<std::vector<RunRow>> runs = reader.list_runs(max_runs);
   if (!runs.ok()) return runs.error();

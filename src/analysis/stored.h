@@ -60,6 +60,11 @@ inline constexpr int kRunFactsVersion = 1;
 // and kept (when the store cannot keep them, derived again next time).
 Result<RunFacts> run_facts(RunReader& reader, int64_t run_id);
 
+// Derives and keeps what analyses read of ended run `run_id` instead of its
+// rows (its sample figures and its facts), unless they are kept already:
+// before its samples are thinned. An error when they could not be kept.
+Status keep_run_derivations(RunReader& reader, int64_t run_id);
+
 // RunFacts as the store keeps them; nullopt for a body that is not one.
 std::string run_facts_json(const RunFacts& facts);
 std::optional<RunFacts> parse_run_facts(std::string_view json);

@@ -72,6 +72,8 @@ struct ServeFlags {
   std::string sample_period = "500ms";
   std::string grace = "10s";
   std::string fair_share_half_life = "1d";
+  std::string samples_full_for = "7d";
+  std::string samples_thinned_to = "1m";
   std::string stall_timeout;
   std::string on_sigterm = "stop";
   std::string lock_dir;
@@ -86,9 +88,14 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   std::optional<int64_t> grace = duration_flag("--grace", flags.grace, 0);
   std::optional<int64_t> half_life =
       duration_flag("--fair-share-half-life", flags.fair_share_half_life, 1000);
-  if (!period || !grace || !half_life) return kExitBadInput;
+  std::optional<int64_t> full_for = duration_flag("--samples-full-for", flags.samples_full_for, 0);
+  std::optional<int64_t> thinned_to =
+      duration_flag("--samples-thinned-to", flags.samples_thinned_to, 0);
+  if (!period || !grace || !half_life || !full_for || !thinned_to) return kExitBadInput;
   ServeOptions options;
   options.fair_share_half_life_ms = *half_life;
+  options.samples_full_for_ms = *full_for;
+  options.samples_thinned_to_ms = *thinned_to;
   if (!flags.http.empty()) {
     Result<HttpOptions> http = parse_http_address(flags.http);
     if (!http.ok()) {
@@ -452,6 +459,15 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
       ->add_option("--fair-share-half-life", serve.fair_share_half_life,
                    "fair share: a user's usage (solo-equivalent GPU time) counts half after "
                    "this long (docs/serve.md, Fair share)")
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--samples-full-for", serve.samples_full_for,
+                   "GPU samples are kept at the sampling rate for this long, then thinned "
+                   "(docs/serve.md, Sample retention)")
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--samples-thinned-to", serve.samples_thinned_to,
+                   "older samples: one per GPU and process every this long; 0 keeps them all")
       ->capture_default_str();
   serve_cmd->add_option("--max-per-gpu", serve.max_per_gpu, "at most this many jobs on one GPU")
       ->check(whole_number(1));

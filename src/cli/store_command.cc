@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "analysis/stored.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/clock.h"
@@ -178,20 +180,65 @@ int rm_command(const RmFlags& flags) {
 
 struct GcFlags {
   std::string older_than;
+  std::string thin_after;
+  std::string thin_to = "1m";
   std::string db;
   bool dry_run = false;
 };
 
+// Thins the samples taken before `cutoff` of each ended run that has some, to
+// one per GPU (and process) every `every_ms`, after keeping what colo show,
+// profiles and calibration read of the run instead. One line per run.
+bool thin_runs(RunStore& store, const std::vector<RunRow>& runs, UnixMillis cutoff,
+               int64_t every_ms, bool dry_run) {
+  const UnixMillis until = cutoff - cutoff % every_ms;
+  bool ok = true;
+  for (const RunRow& r : runs) {
+    if (r.state == RunState::kRunning || r.started_ms >= until) continue;
+    if (dry_run) {
+      std::cout << fmt::format("would thin run {}'s samples to one every {}\n", r.id,
+                               format_duration_ms(every_ms));
+      continue;
+    }
+    if (Status kept = keep_run_derivations(store, r.id); !kept.ok()) {
+      std::cerr << fmt::format("colo: run {} not thinned: {}\n", r.id, kept.error().message());
+      ok = false;
+      continue;
+    }
+    Result<int64_t> removed = store.thin_samples(r.id, 0, until, every_ms);
+    if (!removed.ok()) {
+      std::cerr << fmt::format("colo: run {} not thinned: {}\n", r.id, removed.error().message());
+      ok = false;
+    } else if (*removed > 0) {
+      std::cout << fmt::format("thinned run {}: {} removed, one every {} left\n", r.id,
+                               count_of(*removed, "sample"), format_duration_ms(every_ms));
+    }
+  }
+  return ok;
+}
+
 int gc_command(const GcFlags& flags) {
-  std::optional<int64_t> age_ms = duration_flag("--older-than", flags.older_than, 1);
-  if (!age_ms) return kExitBadInput;
+  if (flags.older_than.empty() && flags.thin_after.empty()) {
+    std::cerr << "colo: gc: say what to collect: --older-than AGE removes the runs that ended "
+                 "longer ago, --thin-samples-after AGE thins the GPU samples older than that\n";
+    return kExitBadInput;
+  }
+  std::optional<int64_t> age_ms = flags.older_than.empty()
+                                      ? std::optional<int64_t>(std::numeric_limits<int64_t>::max())
+                                      : duration_flag("--older-than", flags.older_than, 1);
+  std::optional<int64_t> thin_after_ms =
+      flags.thin_after.empty() ? std::optional<int64_t>()
+                               : duration_flag("--thin-samples-after", flags.thin_after, 0);
+  std::optional<int64_t> thin_to_ms = duration_flag("--thin-to", flags.thin_to, 1);
+  if (!age_ms || (!flags.thin_after.empty() && !thin_after_ms) || !thin_to_ms) return kExitBadInput;
   Result<std::unique_ptr<RunStore>> store = open_store_for_removal(flags.db);
   if (!store.ok()) {
     std::cerr << "colo: " << store.error().message() << "\n";
     return kExitEnvironment;
   }
   SystemClock clock;
-  const UnixMillis cutoff = clock.now_ms() - *age_ms;
+  const UnixMillis now = clock.now_ms();
+  const UnixMillis cutoff = flags.older_than.empty() ? 0 : now - *age_ms;
   Result<std::vector<RunRow>> runs = (*store)->list_runs(std::numeric_limits<int>::max());
   Result<std::vector<ExperimentRow>> experiments =
       (*store)->list_experiments(std::numeric_limits<int>::max());
@@ -217,8 +264,15 @@ int gc_command(const GcFlags& flags) {
       old.push_back(r.id);
   }
   ok = remove_runs(**store, old, flags.dry_run) && ok;
-  if (old.empty()) {
+  if (old.empty() && !flags.older_than.empty()) {
     std::cout << fmt::format("no run ended more than {} ago\n", format_duration_ms(*age_ms));
+  }
+  if (thin_after_ms) {
+    std::vector<RunRow> kept;
+    for (const RunRow& r : *runs) {
+      if (std::find(old.begin(), old.end(), r.id) == old.end()) kept.push_back(r);
+    }
+    ok = thin_runs(**store, kept, now - *thin_after_ms, *thin_to_ms, flags.dry_run) && ok;
   }
   return ok ? kExitOk : kExitEnvironment;
 }
@@ -250,11 +304,18 @@ void add_store_commands(CLI::App& app, int& exit_code) {
 
   static GcFlags gc;
   CLI::App* gc_cmd = app.add_subcommand(
-      "gc", "Remove runs and experiments that ended longer ago than --older-than, with their logs");
-  gc_cmd->add_option("--older-than", gc.older_than, "age, e.g. 30d, 12h")->required();
+      "gc",
+      "Remove runs and experiments that ended longer ago than --older-than, with their logs; "
+      "thin GPU samples older than --thin-samples-after");
+  gc_cmd->add_option("--older-than", gc.older_than, "age, e.g. 30d, 12h");
+  gc_cmd->add_option("--thin-samples-after", gc.thin_after,
+                     "thin the GPU samples of ended runs older than this (e.g. 7d), keeping first "
+                     "what colo show and the profiles read of them");
+  gc_cmd->add_option("--thin-to", gc.thin_to, "one sample per GPU and process every this long")
+      ->capture_default_str();
   gc_cmd->add_option("--db", gc.db, "run store; default " + default_db_path());
   gc_cmd->add_flag("--dry-run", gc.dry_run, "say what would be removed; remove nothing");
-  set_example(*gc_cmd, "colo gc --older-than 30d --dry-run");
+  set_example(*gc_cmd, "colo gc --older-than 30d --thin-samples-after 7d --dry-run");
   gc_cmd->callback([&exit_code] { exit_code = gc_command(gc); });
 }
 

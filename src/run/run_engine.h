@@ -219,6 +219,8 @@ class RunEngine {
   RunEngine(const RunEngine&) = delete;
   RunEngine& operator=(const RunEngine&) = delete;
 
+  int64_t run_id() const { return run_id_; }
+
   // Makes the policy (with the store's profiles) and starts the sampler.
   void start();
 

@@ -76,6 +76,11 @@ struct ServeOptions {
   // Fair share: a user's usage counts half after this long (Slurm's
   // PriorityDecayHalfLife).
   int64_t fair_share_half_life_ms = 86'400'000;
+  // Sample retention: the service's samples older than samples_full_for_ms
+  // are thinned to one per GPU (and process) every samples_thinned_to_ms
+  // (RunStore::thin_samples); 0 keeps them all.
+  int64_t samples_full_for_ms = 7 * 86'400'000LL;
+  int64_t samples_thinned_to_ms = 60'000;
   std::optional<HttpOptions> http;  // the read-only HTTP API and /metrics; unset: off
   // Pages served beside the HTTP API (the dashboard, src/views), made from the
   // store's path once the service runs; unset: the API alone.

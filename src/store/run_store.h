@@ -332,6 +332,15 @@ class RunStore : public RunReader {
   Result<std::vector<std::string>> remove_run(int64_t run_id);
   // Removes an experiment and its cases, not their runs; refuses one still running.
   Status remove_experiment(int64_t experiment_id);
+  // Thins run `run_id`'s samples taken in [from_ms, to_ms) to one every
+  // `every_ms` (spans counted from time 0; every_ms > 0): of each GPU's
+  // device samples in a span, the first stays; of each process's samples, the
+  // one with the most memory (peaks stay, though a job's processes' peaks may
+  // then come from different instants). One transaction (run_removal.cc).
+  // Returns how many rows it removed. What an analysis derives from the
+  // samples changes with them: keep it first (analysis/stored.h).
+  Result<int64_t> thin_samples(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms,
+                               int64_t every_ms);
   // Experiments (experiment_store.cc).
   Result<int64_t> begin_experiment(const NewExperiment& experiment);
   // Adds a case (its id and experiment_id fields are ignored); returns its id.

@@ -570,5 +570,49 @@ TEST(StoreFileTest, ALinkAtTheStorePathIsRefusedAndNothingIsCreatedWhereItPoints
   EXPECT_FALSE(std::filesystem::exists(target));
 }
 
+// Thinning keeps, in each span, each GPU's first sample and each process's
+// largest; samples outside the range stay, and thinning again removes none.
+TEST(RunStoreThinning, KeepsEachGpusFirstSampleAndEachProcesssLargestPerSpan) {
+  auto store = open_memory();
+  auto run = store->begin_run(make_run("naive", kT0));
+  ASSERT_TRUE(run.ok());
+  std::vector<DeviceSample> devices;
+  std::vector<ProcessSampleRow> processes;
+  for (int k = 0; k < 20; ++k) {  // every 500 ms for 10 s
+    const UnixMillis t = kT0 + 500 * static_cast<int64_t>(k);
+    for (int d = 0; d < 2; ++d) {
+      DeviceSample s;
+      s.time_ms = t;
+      s.device = d;
+      s.sm_active_pct = k;
+      devices.push_back(s);
+    }
+    processes.push_back(process(t, 100, std::nullopt, static_cast<uint64_t>(k % 4 + 1) * kGiB));
+  }
+  ASSERT_TRUE(store->add_samples(*run, devices, processes).ok());
+
+  Result<int64_t> removed = store->thin_samples(*run, kT0, kT0 + 6000, 2000);
+  ASSERT_TRUE(removed.ok()) << removed.error().message();
+  EXPECT_EQ(*removed, 2 * 9 + 9);  // of 12 samples each in the range, 3 stay
+  auto kept = store->device_samples(*run);
+  ASSERT_TRUE(kept.ok());
+  std::vector<UnixMillis> gpu0;
+  for (const DeviceSample& s : *kept) {
+    if (s.device == 0) gpu0.push_back(s.time_ms - kT0);
+  }
+  EXPECT_THAT(gpu0, ElementsAre(0, 2000, 4000, 6000, 6500, 7000, 7500, 8000, 8500, 9000, 9500));
+  auto kept_processes = store->process_samples(*run);
+  ASSERT_TRUE(kept_processes.ok());
+  ASSERT_EQ(kept_processes->size(), 3U + 8U);
+  for (int span = 0; span < 3; ++span) {
+    EXPECT_EQ((*kept_processes)[span].sample.time_ms, kT0 + 2000 * span + 1500);
+    EXPECT_EQ((*kept_processes)[span].sample.used_memory_bytes, 4 * kGiB) << "the largest";
+  }
+  Result<int64_t> again = store->thin_samples(*run, kT0, kT0 + 6000, 2000);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 0);
+  EXPECT_FALSE(store->thin_samples(*run, kT0, kT0 + 6000, 0).ok());
+}
+
 }  // namespace
 }  // namespace colo

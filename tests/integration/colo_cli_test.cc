@@ -393,6 +393,44 @@ TEST_F(ColoCli, RmAndGcRemoveRunsWithTheirLogs) {
   EXPECT_EQ(run("rm two --db '" + db() + "'").exit_code, 2);
 }
 
+// A run's old samples are thinned, and what colo show reads of them was kept
+// first: the same figures after as before.
+TEST_F(ColoCli, GcThinsOldSamplesAndShowKeepsItsFigures) {
+  {
+    std::unique_ptr<RunStore> store = open_store();
+    ASSERT_TRUE(store);
+    testing::FakeRun fake;
+    fake.degree = 2;
+    testing::add_fake_run(*store, fake, testing::kFakeT0);  // run 1, in 2023: samples every 500 ms
+  }
+  auto samples = [&] {
+    std::unique_ptr<RunStore> store = open_store();
+    auto rows = store->device_samples(1);
+    return rows.ok() ? rows->size() : 0;
+  };
+  const size_t before = samples();
+  ASSERT_GT(before, 40U);
+  const json shown = json_of("show 1 --json --db '" + db() + "'");
+
+  CommandResult dry = run("gc --thin-samples-after 7d --thin-to 5s --dry-run --db '" + db() + "'");
+  EXPECT_EQ(dry.exit_code, 0) << dry.output;
+  EXPECT_THAT(dry.output, HasSubstr("would thin run 1's samples to one every 5.0s"));
+  EXPECT_EQ(samples(), before);
+  CommandResult gc = run("gc --thin-samples-after 7d --thin-to 5s --db '" + db() + "'");
+  EXPECT_EQ(gc.exit_code, 0) << gc.output;
+  EXPECT_THAT(gc.output, HasSubstr("thinned run 1: "));
+  EXPECT_LE(samples(), before / 10 + 2) << "one in ten left: 500 ms to 5 s";
+  const json after = json_of("show 1 --json --db '" + db() + "'");
+  for (const char* figure : {"energy_j", "mean_sm_active_pct", "peak_memory_used_bytes"})
+    EXPECT_EQ(after[figure], shown[figure]) << figure;
+  ASSERT_EQ(after["jobs"].size(), shown["jobs"].size());
+  for (size_t i = 0; i < shown["jobs"].size(); ++i) {
+    for (const char* figure : {"energy_j", "mean_sm_active_pct", "peak_memory_bytes"})
+      EXPECT_EQ(after["jobs"][i][figure], shown["jobs"][i][figure]) << figure;
+  }
+  EXPECT_EQ(run("gc --db '" + db() + "'").exit_code, 2) << "nothing to collect said";
+}
+
 TEST_F(ColoCli, ReportRefusesAFolderColoDidNotWriteUnlessForced) {
   ASSERT_EQ(run(sim_run(job_file("r.toml", "exit 0"))).exit_code, 0);
   const std::string mine = dir_ + "/mine";

