@@ -305,6 +305,11 @@ TEST(RunFacts, KeptFactsReadBackAsTheyWereWithEveryField) {
   facts.contributions[2].measured.epoch_ms = 1234.5;
   facts.contributions[2].measured.solo_ms = 99'000;
   EXPECT_EQ(parse_run_facts(run_facts_json(facts)), facts);
+  // A command's argument that is not UTF-8 is kept replaced, not thrown on.
+  facts.contributions[0].command.push_back("\xff");
+  std::optional<RunFacts> odd = parse_run_facts(run_facts_json(facts));
+  ASSERT_TRUE(odd.has_value());
+  EXPECT_EQ(odd->contributions[0].command.back(), "\xEF\xBF\xBD");
   EXPECT_FALSE(parse_run_facts("not json").has_value());
   EXPECT_FALSE(parse_run_facts(R"({"may_be_collocation": true, "jobs": [{"solo": "maybe"}]})"));
 }

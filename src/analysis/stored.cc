@@ -24,6 +24,12 @@ constexpr EnumNames<ProfileContribution::Solo, 3> kSoloNames{
         {ProfileContribution::Solo::kAlone, "alone"},
     }}};
 
+// A kept body: bytes that are not UTF-8 (a command's argument may hold any)
+// are replaced rather than thrown on.
+std::string body_text(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 template <class T>
 std::optional<T> optional_at(const json& j, const char* key) {
   auto it = j.find(key);
@@ -196,7 +202,8 @@ std::string run_facts_json(const RunFacts& facts) {
                     {"solo", kSoloNames.name(c.solo)},
                     {"measured", profile_json(c.measured)}});
   }
-  return json{{"may_be_collocation", facts.may_be_collocation}, {"jobs", std::move(jobs)}}.dump();
+  return body_text(
+      json{{"may_be_collocation", facts.may_be_collocation}, {"jobs", std::move(jobs)}});
 }
 
 std::optional<RunFacts> parse_run_facts(std::string_view text) {
@@ -243,12 +250,11 @@ std::string sample_figures_json(const SampleFigures& figures) {
                     {"steady_gpu_util_pct", value_or_null(j.steady_gpu_util_pct)},
                     {"energy_j", value_or_null(j.energy_j)}});
   }
-  return json{{"device_samples", figures.device_samples},
-              {"mean_sm_active_pct", value_or_null(figures.mean_sm_active_pct)},
-              {"peak_memory_used_bytes", value_or_null(figures.peak_memory_used_bytes)},
-              {"energy_j", value_or_null(figures.energy_j)},
-              {"jobs", std::move(jobs)}}
-      .dump();
+  return body_text(json{{"device_samples", figures.device_samples},
+                        {"mean_sm_active_pct", value_or_null(figures.mean_sm_active_pct)},
+                        {"peak_memory_used_bytes", value_or_null(figures.peak_memory_used_bytes)},
+                        {"energy_j", value_or_null(figures.energy_j)},
+                        {"jobs", std::move(jobs)}});
 }
 
 std::optional<SampleFigures> parse_sample_figures(std::string_view text) {

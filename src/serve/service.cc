@@ -27,6 +27,7 @@
 #include "run/leftovers.h"
 #include "run/log_layout.h"
 #include "serve/protocol.h"
+#include "serve/sample_thinning.h"
 #include "store/store_writer.h"
 
 namespace colo {
@@ -127,8 +128,6 @@ json read_private_json(const std::string& path) {
 
 // How often the service reads every page of its store (PRAGMA quick_check).
 constexpr int64_t kStoreQuickCheckMs = 600'000;  // 10 minutes
-// How often the service thins the samples that aged past their full rate.
-constexpr int64_t kSampleThinningMs = 600'000;
 
 }  // namespace
 
@@ -989,48 +988,6 @@ void serve_http(HttpServer& http, Service& service, const ServeOptions& options,
   }
 }
 
-// The service's sample retention (ServeOptions::samples_full_for_ms): every
-// kSampleThinningMs, the samples of its run that aged past their full rate
-// since the last time are thinned. Its run is still running: what its
-// samples give is derived when it has ended, from what is left of them.
-class SampleThinning {
- public:
-  SampleThinning(const ServeOptions& options, const ServeContext& ctx, int64_t run_id)
-      : options_(options),
-        ctx_(ctx),
-        run_id_(run_id),
-        thinned_to_ms_(span_start(ctx.clock.now_ms())),
-        next_ms_(ctx.clock.monotonic_ms() + kSampleThinningMs) {}
-
-  void tick() {
-    if (options_.samples_thinned_to_ms <= 0 || ctx_.clock.monotonic_ms() < next_ms_) return;
-    next_ms_ = ctx_.clock.monotonic_ms() + kSampleThinningMs;
-    const UnixMillis until = span_start(ctx_.clock.now_ms() - options_.samples_full_for_ms);
-    if (until <= thinned_to_ms_) return;
-    Result<int64_t> removed =
-        ctx_.store.thin_samples(run_id_, thinned_to_ms_, until, options_.samples_thinned_to_ms);
-    if (!removed.ok()) {
-      ctx_.log << "warning: samples not thinned (tried again in 10 minutes): "
-               << removed.error().message() << '\n';
-      return;
-    }
-    thinned_to_ms_ = until;
-  }
-
- private:
-  // The start of the thinning span that holds `ms`.
-  UnixMillis span_start(UnixMillis ms) const {
-    const int64_t every = std::max<int64_t>(1, options_.samples_thinned_to_ms);
-    return ms - ms % every;
-  }
-
-  const ServeOptions& options_;
-  const ServeContext& ctx_;
-  const int64_t run_id_;
-  UnixMillis thinned_to_ms_;  // everything before it is thinned
-  int64_t next_ms_;           // monotonic
-};
-
 // Answers requests and ticks the engine until the service is stopped: on
 // SIGTERM it stops (running jobs stopped, queued again for the next start)
 // or, with drain_on_stop, drains first (no new job starts; a second SIGTERM
@@ -1044,7 +1001,8 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
   bool stopping = false;
   int64_t next_publish = ctx.clock.monotonic_ms() + 1000;
   int64_t next_quick_check = ctx.clock.monotonic_ms() + kStoreQuickCheckMs;
-  SampleThinning thinning(options, ctx, engine.run_id());
+  SampleThinning thinning(ctx.store, ctx.clock, ctx.log, engine.run_id(),
+                          options.samples_full_for_ms, options.samples_thinned_to_ms);
   // A damaged file halts the service when two checks a second apart agree
   // (one might read the header while SQLite rewrites it).
   std::string damage_seen;
