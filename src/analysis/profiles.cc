@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "common/units.h"
@@ -30,19 +31,53 @@ std::string gpu_name_of(const RunSummary& run, std::optional<int> device) {
   return "";
 }
 
-bool ran_alone(const JobSummary& job, const RunSummary& run) {
-  if (!job.device || !job.started_ms || !job.ended_ms) return false;
-  return std::none_of(run.jobs.begin(), run.jobs.end(), [&](const JobSummary& other) {
-    return other.id != job.id && other.device == job.device && other.started_ms &&
-           *other.started_ms < *job.ended_ms &&
-           other.ended_ms.value_or(std::numeric_limits<UnixMillis>::max()) > *job.started_ms;
-  });
+std::vector<bool> ran_alone(const RunSummary& run) {
+  const std::vector<JobSummary>& jobs = run.jobs;
+  constexpr UnixMillis kNever = std::numeric_limits<UnixMillis>::max();
+  auto end_of = [&](size_t i) { return jobs[i].ended_ms.value_or(kNever); };
+  // Whether another job on i's GPU started before i ended and ended after it started.
+  auto shares_with_any = [&](size_t i) {
+    return std::any_of(jobs.begin(), jobs.end(), [&](const JobSummary& other) {
+      return other.id != jobs[i].id && other.device == jobs[i].device && other.started_ms &&
+             *other.started_ms < *jobs[i].ended_ms &&
+             other.ended_ms.value_or(kNever) > *jobs[i].started_ms;
+    });
+  };
+  std::map<int, std::vector<size_t>> started_on;  // per GPU, in order of start
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].device && jobs[i].started_ms) started_on[*jobs[i].device].push_back(i);
+  }
+  std::vector<bool> alone(jobs.size(), false);
+  for (auto& [device, order] : started_on) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return *jobs[a].started_ms < *jobs[b].started_ms; });
+    UnixMillis latest_end = std::numeric_limits<UnixMillis>::min();  // of those before
+    for (size_t k = 0; k < order.size(); ++k) {
+      const size_t i = order[k];
+      const UnixMillis start = *jobs[i].started_ms;
+      if (jobs[i].ended_ms && *jobs[i].ended_ms <= start) {
+        alone[i] = !shares_with_any(i);  // an instant: not worth a sweep
+      } else if (jobs[i].ended_ms) {
+        // One that started before shares when it ended after this start; of
+        // those that started after, the first usually tells.
+        bool shared = latest_end > start;
+        for (size_t n = k + 1;
+             !shared && n < order.size() && *jobs[order[n]].started_ms < *jobs[i].ended_ms; ++n)
+          shared = end_of(order[n]) > start;
+        alone[i] = !shared;
+      }
+      latest_end = std::max(latest_end, end_of(i));
+    }
+  }
+  return alone;
 }
 
 std::vector<ProfileContribution> profile_contributions(const RunSummary& run) {
   std::vector<ProfileContribution> out;
   if (run.run.state == RunState::kRunning) return out;
-  for (const JobSummary& job : run.jobs) {
+  const std::vector<bool> alone = ran_alone(run);
+  for (size_t index = 0; index < run.jobs.size(); ++index) {
+    const JobSummary& job = run.jobs[index];
     if (job.state != JobState::kOk || job.signature.empty() || !job.device) continue;
     ProfileContribution c;
     c.signature = job.signature;
@@ -59,7 +94,7 @@ std::vector<ProfileContribution> profile_contributions(const RunSummary& run) {
           LearnedProfile::EstimateCheck{run.run.id, job.name, *job.estimate, job.peak_memory_bytes};
     }
     JobProfile& m = c.measured;
-    if (!ran_alone(job, run)) {
+    if (!alone[index]) {
       // Probed by the auto policy, then joined by others: what it measured
       // while its GPU was its own.
       if (job.probe && job.probe->sm_active_pct) {
@@ -99,6 +134,54 @@ std::vector<ProfileContribution> profile_contributions(const RunSummary& run) {
   return out;
 }
 
+std::vector<ProfileContribution> fold_contributions(
+    std::vector<ProfileContribution> contributions) {
+  using Solo = ProfileContribution::Solo;
+  std::map<std::pair<std::string_view, std::string_view>, std::vector<size_t>> by_key;
+  for (size_t i = 0; i < contributions.size(); ++i)
+    by_key[{contributions[i].signature, contributions[i].gpu_name}].push_back(i);
+  std::vector<bool> kept(contributions.size(), false);
+  for (const auto& entry : by_key) {
+    const std::vector<size_t>& indexes = entry.second;
+    // What add() reads of each, where the last (or first) one wins.
+    auto keep_last = [&](auto wanted) {
+      auto it = std::find_if(indexes.rbegin(), indexes.rend(),
+                             [&](size_t i) { return wanted(contributions[i]); });
+      return it == indexes.rend() ? indexes.size() : static_cast<size_t>(indexes.rend() - it - 1);
+    };
+    auto keep_to_named = [&](size_t from) {  // the name sticks once it is not empty
+      for (size_t k = from; k < indexes.size(); ++k) {
+        kept[indexes[k]] = true;
+        if (!contributions[indexes[k]].job_name.empty()) break;
+      }
+    };
+    keep_to_named(0);
+    const size_t last_solo = keep_last([](const auto& c) { return c.solo != Solo::kNone; });
+    if (last_solo < indexes.size()) keep_to_named(last_solo);
+    for (size_t k :
+         {keep_last([](const auto& c) { return c.solo == Solo::kAlone; }),
+          keep_last([](const auto& c) { return !c.family.empty(); }),
+          keep_last([](const auto& c) { return !c.params.empty(); }),
+          keep_last([](const auto& c) { return c.estimate.has_value(); }), indexes.size() - 1}) {
+      if (k < indexes.size()) kept[indexes[k]] = true;
+    }
+    auto peak = std::max_element(indexes.begin(), indexes.end(), [&](size_t a, size_t b) {
+      const auto& x = contributions[a].peak_memory_bytes;
+      const auto& y = contributions[b].peak_memory_bytes;
+      return std::pair(x.has_value(), x.value_or(0)) < std::pair(y.has_value(), y.value_or(0));
+    });
+    kept[*peak] = true;
+    int64_t folded = 0;
+    for (size_t i : indexes) folded += kept[i] ? 0 : contributions[i].jobs;
+    contributions[indexes.back()].jobs += folded;
+  }
+  std::vector<ProfileContribution> out;
+  for (size_t i = 0; i < contributions.size(); ++i) {
+    if (kept[i]) out.push_back(std::move(contributions[i]));
+  }
+  return out;
+}
+
 void ProfileLearner::add(const RunSummary& run) {
   for (const ProfileContribution& c : profile_contributions(run)) add(c);
 }
@@ -108,7 +191,7 @@ void ProfileLearner::add(const ProfileContribution& c) {
   p.signature = c.signature;
   p.gpu_name = c.gpu_name;
   p.simulated = c.simulated;
-  p.runs += 1;
+  p.runs += static_cast<int>(c.jobs);
   if (!c.family.empty()) p.family = c.family;
   if (!c.params.empty()) p.params = c.params;
   if (p.job_name.empty() || c.solo != ProfileContribution::Solo::kNone) {

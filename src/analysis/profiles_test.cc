@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
+#include <random>
 
 #include "analysis/profile_event.h"
 #include "analysis/stored.h"
@@ -104,6 +106,41 @@ TEST(LearnedProfiles, SmActivityComesFromTheSteadyEpochsNotStartUp) {
   ASSERT_EQ(profiles->size(), 1u);
   EXPECT_NEAR(*profiles->front().profile.sm_active_pct, 19, 1e-9);
   EXPECT_NEAR(*profiles->front().profile.gpu_util_pct, 37, 1e-9);
+}
+
+// ran_alone's sweep against the definition, job by job, on random runs with
+// shared starts and ends, instants, jobs still running and jobs never started.
+TEST(LearnedProfiles, RanAloneIsWhetherAnyOtherJobOverlappedOnItsGpu) {
+  std::mt19937 random(11);
+  auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+  int alone_seen = 0;
+  for (int trial = 0; trial < 500; ++trial) {
+    RunSummary run;
+    const int count = 1 + pick(12);
+    for (int i = 0; i < count; ++i) {
+      JobSummary job;
+      job.id = i + 1;
+      if (pick(8) > 0) job.device = pick(2);
+      if (pick(8) > 0) job.started_ms = pick(20);
+      if (job.started_ms && pick(8) > 0) job.ended_ms = *job.started_ms + pick(6) - 1;
+      run.jobs.push_back(job);
+    }
+    const std::vector<bool> alone = ran_alone(run);
+    ASSERT_EQ(alone.size(), run.jobs.size());
+    for (size_t i = 0; i < run.jobs.size(); ++i) {
+      const JobSummary& job = run.jobs[i];
+      const bool expected =
+          job.device && job.started_ms && job.ended_ms &&
+          std::none_of(run.jobs.begin(), run.jobs.end(), [&](const JobSummary& other) {
+            return other.id != job.id && other.device == job.device && other.started_ms &&
+                   *other.started_ms < *job.ended_ms &&
+                   other.ended_ms.value_or(std::numeric_limits<int64_t>::max()) > *job.started_ms;
+          });
+      ASSERT_EQ(alone[i], expected) << "trial " << trial << ", job " << job.id;
+      alone_seen += expected ? 1 : 0;
+    }
+  }
+  EXPECT_GT(alone_seen, 100) << "the runs hold jobs that ran alone";
 }
 
 TEST(LearnedProfiles, JobsThatNeverRanAloneHaveMemoryOnly) {
@@ -269,7 +306,9 @@ TEST(RunFacts, LearningReadsTheFactsKeptOfEachEndedRun) {
   ASSERT_TRUE(kept.ok() && kept->has_value());
   std::optional<RunFacts> facts = parse_run_facts(**kept);
   ASSERT_TRUE(facts.has_value());
-  EXPECT_EQ(facts->contributions.size(), 4u);
+  // Four jobs of one signature, folded (fold_contributions).
+  ASSERT_EQ(facts->contributions.size(), 2u);
+  EXPECT_EQ(facts->contributions[0].jobs + facts->contributions[1].jobs, 4);
   EXPECT_TRUE(facts->may_be_collocation);
 
   Result<std::vector<LearnedProfile>> from_facts = learn_profiles(*store);
@@ -296,6 +335,62 @@ TEST(RunFacts, LearningReadsTheFactsKeptOfEachEndedRun) {
   }
 }
 
+TEST(RunFacts, FoldedContributionsLearnTheSameProfilesFromFewerEntries) {
+  // Random runs of three signatures on two GPUs, with every kind of entry
+  // add() reads (names empty or not, each kind of solo, family, params,
+  // estimates, peaks absent, zero or not), learned after history already
+  // learned: folded or not, the same profiles.
+  std::mt19937 random(7);
+  auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<ProfileContribution> history;
+    std::vector<ProfileContribution> run;
+    for (std::vector<ProfileContribution>* into : {&history, &run}) {
+      const int count = 1 + pick(40);
+      for (int i = 0; i < count; ++i) {
+        ProfileContribution c;
+        c.signature = fmt::format("sig{}", pick(3));
+        c.gpu_name = pick(2) == 0 ? "NVIDIA H100" : "NVIDIA H200";
+        c.simulated = pick(2) == 0;
+        c.job_name = pick(4) == 0 ? "" : fmt::format("job{}", i);
+        c.group = fmt::format("g{}", pick(3));
+        c.command = {fmt::format("cmd{}", i)};
+        if (pick(3) == 0) c.family = fmt::format("fam{}", pick(2));
+        if (pick(3) == 0) c.params = {{"lr", fmt::format("{}", pick(5))}};
+        if (int peak = pick(4); peak > 0) c.peak_memory_bytes = (peak - 1) * kFakeGiB;
+        if (pick(5) == 0) c.estimate = LearnedProfile::EstimateCheck{i, c.job_name, {}, {}};
+        c.solo = static_cast<ProfileContribution::Solo>(pick(3));
+        c.measured.sm_active_pct = pick(100);
+        c.measured.epoch_ms = pick(1000);
+        c.measured.source = fmt::format("entry {}", i);
+        into->push_back(std::move(c));
+      }
+    }
+    ProfileLearner whole;
+    ProfileLearner folded;
+    for (const ProfileContribution& c : history) {
+      whole.add(c);
+      folded.add(c);
+    }
+    for (const ProfileContribution& c : run) whole.add(c);
+    const std::vector<ProfileContribution> fewer = fold_contributions(run);
+    for (const ProfileContribution& c : fewer) folded.add(c);
+    ASSERT_EQ(folded.profiles(), whole.profiles()) << "trial " << trial;
+    ASSERT_LE(fewer.size(), run.size());
+  }
+
+  // Many jobs of one signature keep a handful.
+  std::vector<ProfileContribution> many(10'000);
+  for (size_t i = 0; i < many.size(); ++i) {
+    many[i].signature = "sweep point";
+    many[i].job_name = fmt::format("job{}", i);
+    many[i].peak_memory_bytes = i % 97 * kFakeGiB;
+  }
+  const std::vector<ProfileContribution> few = fold_contributions(many);
+  EXPECT_LE(few.size(), 3u);
+  EXPECT_EQ(few.back().jobs + static_cast<int64_t>(few.size()) - 1, 10'000);
+}
+
 TEST(RunFacts, KeptFactsReadBackAsTheyWereWithEveryField) {
   RunFacts facts{profile_contributions(sweep_run()), true};
   ASSERT_EQ(facts.contributions.size(), 3u);
@@ -304,6 +399,7 @@ TEST(RunFacts, KeptFactsReadBackAsTheyWereWithEveryField) {
   facts.contributions[2].solo = ProfileContribution::Solo::kAlone;
   facts.contributions[2].measured.epoch_ms = 1234.5;
   facts.contributions[2].measured.solo_ms = 99'000;
+  facts.contributions[1].jobs = 41;
   EXPECT_EQ(parse_run_facts(run_facts_json(facts)), facts);
   // A command's argument that is not UTF-8 is kept replaced, not thrown on.
   facts.contributions[0].command.push_back("\xff");

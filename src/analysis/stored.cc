@@ -200,7 +200,8 @@ std::string run_facts_json(const RunFacts& facts) {
                     {"peak_memory_bytes", value_or_null(c.peak_memory_bytes)},
                     {"estimate", std::move(estimate)},
                     {"solo", kSoloNames.name(c.solo)},
-                    {"measured", profile_json(c.measured)}});
+                    {"measured", profile_json(c.measured)},
+                    {"jobs", c.jobs}});
   }
   return body_text(
       json{{"may_be_collocation", facts.may_be_collocation}, {"jobs", std::move(jobs)}});
@@ -231,6 +232,7 @@ std::optional<RunFacts> parse_run_facts(std::string_view text) {
       if (!solo.ok()) return std::nullopt;
       c.solo = *solo;
       c.measured = parse_profile(job.at("measured"));
+      c.jobs = job.at("jobs").get<int64_t>();
       facts.contributions.push_back(std::move(c));
     }
     return facts;
@@ -287,7 +289,7 @@ Result<RunFacts> run_facts(RunReader& reader, int64_t run_id) {
   }
   Result<RunSummary> summary = summarize_stored(reader, run_id, MetricSteps::kSkip);
   if (!summary.ok()) return summary.error();
-  RunFacts facts{profile_contributions(*summary), may_be_collocation(*summary)};
+  RunFacts facts{fold_contributions(profile_contributions(*summary)), may_be_collocation(*summary)};
   if (summary->run.state != RunState::kRunning)
     (void)reader.keep_derived(run_id, kRunFactsKind, kRunFactsVersion, run_facts_json(facts));
   return facts;

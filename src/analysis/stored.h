@@ -41,10 +41,10 @@ std::string sample_figures_json(const SampleFigures& figures);
 std::optional<SampleFigures> parse_sample_figures(std::string_view json);
 
 // What learning and calibration read of an ended run: its jobs'
-// contributions to profiles, and whether it may be a measured collocation
-// (may_be_collocation). Derived once, from all of its rows, and kept in the
-// store (RunReader::derived, kind kRunFactsKind) to be read back by every
-// later start, show and calibration: ended runs do not change.
+// contributions to profiles (folded: fold_contributions), and whether it may be a measured
+// collocation (may_be_collocation). Derived once, from all of its rows, and kept in the store
+// (RunReader::derived, kind kRunFactsKind) to be read back by every later start, show and
+// calibration: ended runs do not change.
 struct RunFacts {
   std::vector<ProfileContribution> contributions;
   bool may_be_collocation = false;
@@ -54,7 +54,7 @@ inline constexpr std::string_view kRunFactsKind = "learning";
 // Raise it whenever profile_contributions(), may_be_collocation() or what
 // summarize() gives them changes: facts kept by older code are then derived
 // again.
-inline constexpr int kRunFactsVersion = 1;
+inline constexpr int kRunFactsVersion = 2;  // 2: contributions folded
 
 // The facts of run `run_id` (not running): kept ones, else derived from its rows
 // and kept (when the store cannot keep them, derived again next time).

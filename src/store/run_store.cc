@@ -797,6 +797,44 @@ Result<std::vector<DeviceInfo>> RunStore::run_devices(int64_t run_id) {
   return devices;
 }
 
+namespace {
+
+// Rows whose columns from `first` on are (time_ms, kind, epoch, step,
+// samples, metrics_json), each handed to `take` as an event with column 0
+// (a job id, where first > 0).
+template <class Take>
+Status read_events(Statement& select, int first, Take take) {
+  return select.for_each_row([&]() -> Status {
+    ProgressEvent e;
+    e.time_ms = select.int64_at(first);
+    e.kind = select.text_at(first + 1);
+    e.epoch = select.opt_int64_at(first + 2);
+    e.step = select.opt_int64_at(first + 3);
+    e.samples = select.opt_int64_at(first + 4);
+    if (!select.is_null(first + 5)) {
+      nlohmann::json metrics = nlohmann::json::parse(select.text_at(first + 5), nullptr, false);
+      if (metrics.is_object()) {
+        for (const auto& [key, value] : metrics.items()) {
+          if (value.is_number()) e.metrics[key] = value.template get<double>();
+        }
+      }
+    }
+    return take(first > 0 ? select.int64_at(0) : 0, std::move(e));
+  });
+}
+
+Result<std::vector<ProgressEvent>> all_events(Statement& select) {
+  std::vector<ProgressEvent> events;
+  Status read = read_events(select, 0, [&](int64_t, ProgressEvent e) -> Status {
+    events.push_back(std::move(e));
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  return events;
+}
+
+}  // namespace
+
 Result<RunRecord> RunStore::run_record(int64_t run_id, MetricSteps metric_steps_wanted,
                                        Samples samples_wanted) {
   RunRecord record;
@@ -810,14 +848,32 @@ Result<RunRecord> RunStore::run_record(int64_t run_id, MetricSteps metric_steps_
   Result<std::vector<JobRow>> jobs = job_rows(id);
   if (!jobs.ok()) return jobs.error();
   record.jobs = std::move(*jobs);
-  for (const JobRow& job : record.jobs) {
-    Result<std::vector<ProgressEvent>> events = job_events(job.id, /*with_steps=*/false);
-    if (!events.ok()) return events.error();
-    record.events.push_back(std::move(*events));
-    if (metric_steps_wanted == MetricSteps::kSkip) continue;
-    Result<std::vector<ProgressEvent>> steps = metric_steps(job.id, RunRecord::kMaxMetricSteps);
+  // One statement for every job's events, one prepared once for the metric
+  // steps: a run of 100,000 jobs would otherwise compile 200,000 of them.
+  record.events.resize(record.jobs.size());
+  auto events = Statement::prepare(db_.get(), path_, R"sql(
+      SELECT job_id, time_ms, kind, epoch, step, samples, metrics_json FROM job_events
+      WHERE job_id IN (SELECT id FROM jobs WHERE run_id = ?) AND kind != 'step'
+      ORDER BY job_id, time_ms, id)sql");
+  if (!events.ok()) return events.error();
+  events->bind(1, id);
+  size_t job_index = 0;  // jobs are ordered by id, as the events are
+  Status read = read_events(*events, 1, [&](int64_t job_id, ProgressEvent e) -> Status {
+    while (job_index < record.jobs.size() && record.jobs[job_index].id < job_id) ++job_index;
+    if (job_index < record.jobs.size() && record.jobs[job_index].id == job_id)
+      record.events[job_index].push_back(std::move(e));
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  if (metric_steps_wanted == MetricSteps::kRead) {
+    auto steps = prepare_metric_steps();
     if (!steps.ok()) return steps.error();
-    record.metric_steps.push_back(std::move(*steps));
+    for (const JobRow& job : record.jobs) {
+      Result<std::vector<ProgressEvent>> of_job =
+          metric_steps_of(*steps, job.id, RunRecord::kMaxMetricSteps);
+      if (!of_job.ok()) return of_job.error();
+      record.metric_steps.push_back(std::move(*of_job));
+    }
   }
   if (samples_wanted == Samples::kSkip) return record;
   Result<std::vector<DeviceSample>> samples = device_samples(id);
@@ -922,46 +978,17 @@ Result<std::vector<ProcessSampleRow>> RunStore::process_samples(int64_t run_id) 
   return rows;
 }
 
-namespace {
-
-// Rows of (time_ms, kind, epoch, step, samples, metrics_json) as events.
-Result<std::vector<ProgressEvent>> read_events(Statement* select) {
-  std::vector<ProgressEvent> events;
-  Status read = select->for_each_row([&]() -> Status {
-    ProgressEvent e;
-    e.time_ms = select->int64_at(0);
-    e.kind = select->text_at(1);
-    e.epoch = select->opt_int64_at(2);
-    e.step = select->opt_int64_at(3);
-    e.samples = select->opt_int64_at(4);
-    if (!select->is_null(5)) {
-      nlohmann::json metrics = nlohmann::json::parse(select->text_at(5), nullptr, false);
-      if (metrics.is_object()) {
-        for (const auto& [key, value] : metrics.items()) {
-          if (value.is_number()) e.metrics[key] = value.get<double>();
-        }
-      }
-    }
-    events.push_back(std::move(e));
-    return OkStatus();
-  });
-  if (!read.ok()) return read.error();
-  return events;
-}
-
-}  // namespace
-
 Result<std::vector<ProgressEvent>> RunStore::job_events(int64_t job_id, bool with_steps) {
   auto select = Statement::prepare(db_.get(), path_, R"sql(
       SELECT time_ms, kind, epoch, step, samples, metrics_json
       FROM job_events WHERE job_id = ?1 AND (?2 OR kind != 'step') ORDER BY time_ms, id)sql");
   if (!select.ok()) return select.error();
   select->bind(1, job_id).bind(2, with_steps);
-  return read_events(&*select);
+  return all_events(*select);
 }
 
-Result<std::vector<ProgressEvent>> RunStore::metric_steps(int64_t job_id, int64_t limit) {
-  auto select = Statement::prepare(db_.get(), path_, R"sql(
+Result<Statement> RunStore::prepare_metric_steps() {
+  return Statement::prepare(db_.get(), path_, R"sql(
       SELECT time_ms, kind, epoch, step, samples, metrics_json FROM (
         SELECT time_ms, kind, epoch, step, samples, metrics_json, id,
                row_number() OVER (ORDER BY time_ms, id) AS n, count(*) OVER () AS total
@@ -970,9 +997,19 @@ Result<std::vector<ProgressEvent>> RunStore::metric_steps(int64_t job_id, int64_
               AND metrics_json != '{}')
       WHERE (n - 1) % ((total + ?2 - 1) / ?2) = 0 OR n = total
       ORDER BY time_ms, id)sql");
+}
+
+Result<std::vector<ProgressEvent>> RunStore::metric_steps_of(Statement& select, int64_t job_id,
+                                                             int64_t limit) {
+  select.reset();
+  select.bind(1, job_id).bind(2, std::max<int64_t>(limit, 1));
+  return all_events(select);
+}
+
+Result<std::vector<ProgressEvent>> RunStore::metric_steps(int64_t job_id, int64_t limit) {
+  auto select = prepare_metric_steps();
   if (!select.ok()) return select.error();
-  select->bind(1, job_id).bind(2, std::max<int64_t>(limit, 1));
-  return read_events(&*select);
+  return metric_steps_of(*select, job_id, limit);
 }
 
 namespace {

@@ -407,6 +407,10 @@ class RunStore : public RunReader {
   Result<std::vector<AttemptRow>> job_attempts(int64_t job_id);
 
  private:
+  // metric_steps' statement, and one run of it (prepared once for many jobs).
+  Result<Statement> prepare_metric_steps();
+  static Result<std::vector<ProgressEvent>> metric_steps_of(Statement& select, int64_t job_id,
+                                                            int64_t limit);
   // Lets open() use std::make_unique while no one else can construct.
   struct PrivateTag {
     explicit PrivateTag() = default;
