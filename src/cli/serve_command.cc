@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <charconv>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -72,6 +73,7 @@ struct ServeFlags {
   std::string sample_period = "500ms";
   std::string grace = "10s";
   std::string fair_share_half_life = "1d";
+  std::vector<std::string> fair_share_weights;  // USER=W or @GROUP=W
   std::string samples_full_for = "7d";
   std::string samples_thinned_to = "1m";
   std::string stall_timeout;
@@ -81,6 +83,42 @@ struct ServeFlags {
   std::string http;  // ADDR:PORT; empty: no HTTP
   bool http_logs = false;
 };
+
+// --fair-share-weight USER=W or @GROUP=W into the options; false (said) on bad input.
+bool parse_fair_share_weights(const std::vector<std::string>& texts, ServeOptions& options) {
+  for (const std::string& text : texts) {
+    const size_t eq = text.rfind('=');
+    double weight = 0;
+    const std::string name = text.substr(0, eq == std::string::npos ? 0 : eq);
+    const std::string value = eq == std::string::npos ? "" : text.substr(eq + 1);
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), weight);
+    if (name.empty() || name == "@" || ec != std::errc() || end != value.data() + value.size() ||
+        !(weight > 0) || weight > 1e6) {
+      std::cerr << "colo: --fair-share-weight '" << text
+                << "': write USER=WEIGHT or @GROUP=WEIGHT, a weight above 0 (alice=2: alice is "
+                   "owed twice the GPU time of a user of weight 1)\n";
+      return false;
+    }
+    if (name.front() == '@') {
+      Result<gid_t> gid = group_id(name.substr(1));
+      if (!gid.ok()) {
+        std::cerr << "colo: --fair-share-weight '" << text << "': " << gid.error().message()
+                  << "\n";
+        return false;
+      }
+      options.group_weights[*gid] = weight;
+    } else {
+      Result<uid_t> uid = user_id(name);
+      if (!uid.ok()) {
+        std::cerr << "colo: --fair-share-weight '" << text << "': " << uid.error().message()
+                  << "\n";
+        return false;
+      }
+      options.user_weights[*uid] = weight;
+    }
+  }
+  return true;
+}
 
 int serve_command(const ServeFlags& flags, const std::string& command_line) {
   std::optional<int64_t> period =
@@ -94,6 +132,7 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   if (!period || !grace || !half_life || !full_for || !thinned_to) return kExitBadInput;
   ServeOptions options;
   options.fair_share_half_life_ms = *half_life;
+  if (!parse_fair_share_weights(flags.fair_share_weights, options)) return kExitBadInput;
   options.samples_full_for_ms = *full_for;
   options.samples_thinned_to_ms = *thinned_to;
   if (!flags.http.empty()) {
@@ -285,6 +324,28 @@ int queue_command(const ClientFlags& flags, const QueuePage& page) {
   return kExitOk;
 }
 
+int usage_command(const ClientFlags& flags) {
+  std::optional<ServiceClient> client = connect(flags.socket);
+  if (!client) return kExitEnvironment;
+  Result<json> answer = client->call(protocol::queue_request(0, 1, /*samples=*/false));
+  if (!answer.ok()) {
+    std::cerr << "colo: " << answer.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  if (flags.json) {
+    std::cout << json{{"owners", (*answer)["snapshot"].value("owners", json::object())}}.dump(2)
+              << "\n";
+    return kExitOk;
+  }
+  Result<ServiceSnapshot> snapshot = snapshot_from_json((*answer)["snapshot"]);
+  if (!snapshot.ok()) {
+    std::cerr << "colo: " << snapshot.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  std::cout << format_usage(*snapshot);
+  return kExitOk;
+}
+
 int cancel_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
@@ -460,6 +521,9 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                    "fair share: a user's usage (solo-equivalent GPU time) counts half after "
                    "this long (docs/serve.md, Fair share)")
       ->capture_default_str();
+  serve_cmd->add_option("--fair-share-weight", serve.fair_share_weights,
+                        "USER=W or @GROUP=W, repeatable: that user (or each member of that "
+                        "group) is owed W times the GPU time of a user of weight 1 (default 1)");
   serve_cmd
       ->add_option("--samples-full-for", serve.samples_full_for,
                    "GPU samples are kept at the sampling rate for this long, then thinned "
@@ -547,6 +611,12 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
       ->capture_default_str();
   set_example(*queue_cmd, "colo queue --json --offset 500 --limit 500");
   queue_cmd->callback([&exit_code] { exit_code = queue_command(client, page); });
+
+  CLI::App* usage_cmd = app.add_subcommand(
+      "usage", "Show who used colo serve's GPUs: each user's solo-equivalent GPU time and weight");
+  add_client_flags(usage_cmd, true);
+  set_example(*usage_cmd, "colo usage --json");
+  usage_cmd->callback([&exit_code] { exit_code = usage_command(client); });
 
   CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel jobs of colo serve (your own)");
   cancel_cmd->add_option("ids", ids, "job ids")->required();

@@ -344,6 +344,8 @@ void Service::detach_loader(int64_t id) {
 }
 
 Status Service::recover_queue() {
+  if (Status loaded = load_usage(); !loaded.ok())
+    ctx_.log << "warning: " << loaded.error().message() << "; fair share starts from none\n";
   // Loaders a killed service left: their shared memory and processes.
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(options_.logs_root + "/data", ec)) {
@@ -404,6 +406,7 @@ void Service::record_changes() {
     const Tracked tracked = tracked_.at(id);
     switch (c.kind) {
       case JobChange::Kind::kStarted:
+        tracked_.at(id).accounted_to_ms = c.time_ms;
         writer_.service_job_started(id, c.job_id, c.device.value_or(0), c.time_ms,
                                     engine_.view(c.key).log_path);
         if (auto of = loader_of_.find(id); of != loader_of_.end()) {
@@ -412,9 +415,11 @@ void Service::record_changes() {
         }
         break;
       case JobChange::Kind::kRequeued:
+        account_last_span(c.key, c.time_ms);
         writer_.service_job_requeued(id, c.reason);
         break;
       case JobChange::Kind::kEnded:
+        account_last_span(c.key, c.time_ms);
         if (c.state == JobState::kInterrupted && tracked.restart == RestartPolicy::kOnFailure) {
           // The service stops under it: it runs again at the next start.
           writer_.service_job_requeued(
@@ -667,41 +672,119 @@ void Service::account_usage() {
   const int64_t now = ctx_.clock.monotonic_ms();
   const int64_t since = usage_at_ms_ < 0 ? now : usage_at_ms_;
   usage_at_ms_ = now;
-  if (now <= since) return;
-  const double dt = static_cast<double>(now - since);
-  const double decay =
-      std::exp2(-dt / static_cast<double>(std::max<int64_t>(1, options_.fair_share_half_life_ms)));
-  for (auto& [owner, used] : usage_ms_) used *= decay;
-  struct Running {
-    EngineJobView view;
-    std::vector<int> gpus;  // a gang's, else its one
-  };
-  std::vector<Running> running;
-  std::map<int, int> on_gpu;  // running jobs per GPU
+  if (now > since) {
+    const double decay =
+        std::exp2(-static_cast<double>(now - since) /
+                  static_cast<double>(std::max<int64_t>(1, options_.fair_share_half_life_ms)));
+    for (auto& [owner, used] : usage_ms_) used *= decay;
+  }
+  const UnixMillis wall = ctx_.clock.now_ms();
+  const std::map<int, int> on_gpu = running_per_gpu();
+  for (size_t key : engine_.running_keys()) account_run_until(key, wall, on_gpu);
+  std::map<uint32_t, double> weighted;
+  for (const auto& [owner, used] : usage_ms_) weighted[owner] = used / weight_of(owner);
+  engine_.set_usage(weighted);
+  if (usage_kept_at_ms_ < 0 || now - usage_kept_at_ms_ >= kUsageKeptEveryMs) {
+    usage_kept_at_ms_ = now;
+    if (Status kept = keep_usage(); !kept.ok())
+      ctx_.log << "warning: the users' fair-share usage was not kept: " << kept.error().message()
+               << '\n';
+  }
+}
+
+namespace {
+
+std::vector<int> gpus_of(const EngineJobView& v) {
+  std::vector<int> gpus = v.gang_devices;  // a gang's, else its one
+  if (gpus.empty() && v.device) gpus.push_back(*v.device);
+  return gpus;
+}
+
+}  // namespace
+
+std::map<int, int> Service::running_per_gpu() const {
+  std::map<int, int> on_gpu;
   for (size_t key : engine_.running_keys()) {
-    EngineJobView v = engine_.view(key);
-    std::vector<int> gpus = v.gang_devices;
-    if (gpus.empty() && v.device) gpus.push_back(*v.device);
-    for (int g : gpus) ++on_gpu[g];
-    running.push_back({std::move(v), std::move(gpus)});
+    for (int g : gpus_of(engine_.view(key))) ++on_gpu[g];
   }
-  for (const auto& [v, gpus] : running) {
-    auto id = by_key_.find(v.key);
-    if (id == by_key_.end()) continue;
-    auto t = tracked_.find(id->second);
-    if (t == tracked_.end()) continue;
-    // Solo-equivalent: its rate over its rate alone where both are known,
-    // else its share of each of its GPUs.
-    double worth = 0;
-    if (v.samples_per_s && v.solo_samples_per_s && *v.solo_samples_per_s > 0) {
-      worth = std::min(1.0, *v.samples_per_s / *v.solo_samples_per_s) *
-              static_cast<double>(std::max<size_t>(1, gpus.size()));
-    } else {
-      for (int g : gpus) worth += 1.0 / std::max(1, on_gpu[g]);
+  return on_gpu;
+}
+
+void Service::account_run_until(size_t key, UnixMillis until_ms, const std::map<int, int>& on_gpu) {
+  auto id = by_key_.find(key);
+  if (id == by_key_.end()) return;
+  Tracked& t = tracked_.at(id->second);
+  if (!t.accounted_to_ms) return;  // not running
+  const double span = static_cast<double>(until_ms - *t.accounted_to_ms);
+  t.accounted_to_ms = until_ms;
+  if (span <= 0) return;
+  // Solo-equivalent: its rate over its rate alone where both are known,
+  // else its share of each of its GPUs (one over the jobs running there,
+  // itself among them).
+  const EngineJobView v = engine_.view(key);
+  const std::vector<int> gpus = gpus_of(v);
+  double worth = 0;
+  if (v.samples_per_s && v.solo_samples_per_s && *v.solo_samples_per_s > 0) {
+    worth = std::min(1.0, *v.samples_per_s / *v.solo_samples_per_s) *
+            static_cast<double>(std::max<size_t>(1, gpus.size()));
+  } else {
+    for (int g : gpus) {
+      auto it = on_gpu.find(g);
+      worth += 1.0 / std::max(1, it == on_gpu.end() ? 1 : it->second);
     }
-    usage_ms_[t->second.owner] += worth * dt;
   }
-  engine_.set_usage(std::map<uint32_t, double>(usage_ms_.begin(), usage_ms_.end()));
+  usage_ms_[t.owner] += worth * span;
+  total_ms_[t.owner] += worth * span;
+}
+
+void Service::account_last_span(size_t key, UnixMillis end_ms) {
+  std::map<int, int> on_gpu = running_per_gpu();
+  const std::vector<size_t> running = engine_.running_keys();
+  if (std::find(running.begin(), running.end(), key) == running.end()) {
+    for (int g : gpus_of(engine_.view(key))) ++on_gpu[g];  // it ran there until its end
+  }
+  account_run_until(key, end_ms, on_gpu);
+  if (auto id = by_key_.find(key); id != by_key_.end())
+    tracked_.at(id->second).accounted_to_ms.reset();
+}
+
+double Service::weight_of(uid_t owner) const {
+  if (auto it = options_.user_weights.find(owner); it != options_.user_weights.end())
+    return it->second;
+  if (options_.group_weights.empty()) return 1.0;
+  auto [cached, is_new] = group_weight_of_.try_emplace(owner, 0.0);
+  if (is_new) {  // groups are read once per owner: the snapshot asks every second
+    for (const auto& [group, w] : options_.group_weights) {
+      if (user_in_group(owner, group)) cached->second = std::max(cached->second, w);
+    }
+  }
+  return cached->second > 0 ? cached->second : 1.0;
+}
+
+Status Service::load_usage() {
+  Result<std::vector<ServiceUsageRow>> rows = ctx_.store.service_usage();
+  if (!rows.ok()) return rows.error().with_context("reading the users' fair-share usage");
+  const UnixMillis now = ctx_.clock.now_ms();
+  for (const ServiceUsageRow& r : *rows) {
+    const double since = static_cast<double>(std::max<int64_t>(0, now - r.at_ms));
+    usage_ms_[r.owner_uid] =
+        r.usage_ms * std::exp2(-since / static_cast<double>(std::max<int64_t>(
+                                            1, options_.fair_share_half_life_ms)));
+    total_ms_[r.owner_uid] = r.total_ms;
+    owner_names_.emplace(r.owner_uid, r.owner_name);
+  }
+  return OkStatus();
+}
+
+Status Service::keep_usage() {
+  std::vector<ServiceUsageRow> rows;
+  const UnixMillis now = ctx_.clock.now_ms();
+  for (const auto& [owner, used] : usage_ms_) {
+    auto name = owner_names_.find(owner);
+    rows.push_back({owner, name == owner_names_.end() ? std::to_string(owner) : name->second, used,
+                    total_ms_[owner], now});
+  }
+  return ctx_.store.keep_service_usage(rows);
 }
 
 std::vector<DeviceSample> Service::recent_samples() const {
@@ -733,10 +816,13 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
       s.owners[owner] = OwnerJobs{n.queued, n.running, 0};
       s.queued_total += n.queued;
     }
-    for (const auto& [uid, used] : usage_ms_) {
-      auto name = owner_names_.find(uid);
-      if (name == owner_names_.end()) continue;
-      if (auto o = s.owners.find(name->second); o != s.owners.end()) o->second.usage_ms = used;
+    for (const auto& [uid, name] : owner_names_) {
+      auto used = usage_ms_.find(uid);
+      if (used == usage_ms_.end() && !s.owners.contains(name)) continue;
+      OwnerJobs& o = s.owners[name];
+      o.usage_ms = used == usage_ms_.end() ? 0 : used->second;
+      o.total_ms = total_ms_[uid];
+      o.weight = weight_of(uid);
     }
   }
   Result<std::vector<ServiceJobRow>> running = ctx_.store.running_service_jobs();
@@ -757,13 +843,16 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
   }
   // Why a job waits, where nothing else says: when more than one user has
   // jobs, the order of fair share.
-  if (s.owners.size() > 1) {
+  if (std::count_if(s.owners.begin(), s.owners.end(),
+                    [](const auto& o) { return o.second.queued + o.second.running > 0; }) > 1) {
     for (QueueJob& j : s.jobs) {
       if (j.state != "queued" || !j.reason.empty()) continue;
       auto used = usage_ms_.find(j.owner_uid);
+      const double weight = weight_of(j.owner_uid);
       j.reason = fmt::format(
-          "fair share: {} used {} of solo-equivalent GPU time lately (half-life {})", j.owner,
+          "fair share: {} used {} of solo-equivalent GPU time lately{} (half-life {})", j.owner,
           format_duration_ms(static_cast<int64_t>(used == usage_ms_.end() ? 0 : used->second)),
+          weight == 1.0 ? std::string() : fmt::format(", weight {:g}", weight),
           format_duration_ms(options_.fair_share_half_life_ms));
     }
   }
@@ -1105,6 +1194,10 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
   if (http) http->stop();  // its routes read `service`
   engine.finish();
   service.record_changes();
+  service.account_usage();
+  if (Status kept = service.keep_usage(); !kept.ok())
+    ctx.log << "warning: the users' fair-share usage was not kept: " << kept.error().message()
+            << '\n';
   if (Status s = session.close(RunState::kOk); !s.ok())
     ctx.log << "warning: " << s.error().message() << '\n';
   if (service.halted()) {

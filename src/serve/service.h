@@ -76,6 +76,11 @@ struct ServeOptions {
   // Fair share: a user's usage counts half after this long (Slurm's
   // PriorityDecayHalfLife).
   int64_t fair_share_half_life_ms = 86'400'000;
+  // Fair-share weights (--fair-share-weight): a user's own, else the largest
+  // of their groups', else 1. A user of weight 2 is owed twice the GPU time
+  // of one of weight 1: the queue is ordered by usage over weight.
+  std::map<uid_t, double> user_weights;
+  std::map<gid_t, double> group_weights;
   // Sample retention: the service's samples older than samples_full_for_ms
   // are thinned to one per GPU (and process) every samples_thinned_to_ms
   // (RunStore::thin_samples); 0 keeps them all.
@@ -153,8 +158,14 @@ class Service {
   void publish();
   // Fair share, once a second: adds each running job's solo-equivalent GPU
   // time since the last call to its owner's usage, decays it, and hands it
-  // to the engine, which orders the queue by it (docs/serve.md).
+  // over the owner's weight to the engine, which orders the queue by it
+  // (docs/serve.md). Keeps it in the store every kUsageKeptEveryMs.
   void account_usage();
+  // The usage a service before this one kept, decayed over the time since;
+  // and keeping this one's (also as the service stops).
+  Status load_usage();
+  Status keep_usage();
+  static constexpr int64_t kUsageKeptEveryMs = 10'000;
   // The last published snapshot; safe from any thread (HTTP readers).
   std::shared_ptr<const ServiceSnapshot> latest_snapshot() const;
 
@@ -164,6 +175,8 @@ class Service {
     RestartPolicy restart = RestartPolicy::kOnFailure;
     int attempts_before = 0;  // attempts recorded before this service process took it
     uid_t owner = 0;
+    // While it runs: the time (wall) up to which its usage is counted.
+    std::optional<UnixMillis> accounted_to_ms;
   };
 
   nlohmann::json submit(const Caller& caller, const nlohmann::json& request);
@@ -198,10 +211,24 @@ class Service {
   std::map<int64_t, Tracked> tracked_;  // service job id -> engine job
   // Fair share: each owner's solo-equivalent GPU time (ms) in running jobs,
   // decayed with options_.fair_share_half_life_ms, as of usage_at_ms_
-  // (monotonic; -1: never). Counted from this service's start.
+  // (monotonic; -1: never), and in all (total_ms_). Kept in the store
+  // (load_usage, keep_usage) across restarts.
   std::map<uid_t, double> usage_ms_;
-  std::map<uid_t, std::string> owner_names_;  // of the jobs admitted
+  std::map<uid_t, double> total_ms_;
+  std::map<uid_t, std::string> owner_names_;  // of the jobs admitted, and of the usage kept
   int64_t usage_at_ms_ = -1;
+  int64_t usage_kept_at_ms_ = -1;  // monotonic
+  double weight_of(uid_t owner) const;
+  // Adds the running job's solo-equivalent GPU time since it was last
+  // counted, up to `until_ms`, to its owner's usage (account_usage, and as
+  // it ends or is requeued: a job shorter than a second counts too).
+  // `on_gpu`: the jobs running on each GPU (running_per_gpu()).
+  void account_run_until(size_t key, UnixMillis until_ms, const std::map<int, int>& on_gpu);
+  std::map<int, int> running_per_gpu() const;
+  // The last span of a job that ended or was requeued (`end_ms`).
+  void account_last_span(size_t key, UnixMillis end_ms);
+  // The largest weight of each owner's groups (0: none), read once per owner.
+  mutable std::map<uid_t, double> group_weight_of_;
   std::map<uid_t, size_t> unfinished_by_owner_;  // tracked_ counted by owner
   // The shared data loaders of submitted jobs: one per dataset table of one
   // submitter, started when the first job reading it is queued, stopped

@@ -236,6 +236,53 @@ TEST_F(ServiceTest, OnlyTheOwnerOrAnAdminMayCancelOrReadLogs) {
   EXPECT_THAT(again["results"][0]["error"].get<std::string>(), HasSubstr("already ended"));
 }
 
+// Fair share's usage: counted while a job runs, shown with the owner's
+// weight, kept in the store, and read back decayed over the time since it
+// was kept (a restart forgives no one).
+TEST_F(ServiceTest, UsageIsKeptInTheStoreAndReadBackDecayedWithTheOwnersWeight) {
+  options_.user_weights[0] = 2;
+  json answer = submit(root_, {shell_job("u", "sleep 30")});
+  ASSERT_TRUE(answer["ok"].get<bool>());
+  auto root_usage = [&]() -> OwnerJobs {
+    ServiceSnapshot s = service_->snapshot();
+    auto it = s.owners.find("root");
+    return it == s.owners.end() ? OwnerJobs{} : it->second;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (root_usage().usage_ms <= 0 && std::chrono::steady_clock::now() < deadline) {
+    engine_->tick();
+    service_->record_changes();
+    service_->account_usage();
+    clock_.sleep_for_ms(20);
+  }
+  const OwnerJobs counted = root_usage();
+  ASSERT_GT(counted.usage_ms, 0) << "a running job's owner is accounted";
+  EXPECT_EQ(counted.weight, 2);
+  EXPECT_GE(counted.total_ms, counted.usage_ms);
+  EXPECT_THAT(format_usage(service_->snapshot()),
+              ::testing::ContainsRegex("root +2 .*100% .* 1 +0"));
+
+  ASSERT_TRUE(service_->keep_usage().ok());
+  Result<std::vector<ServiceUsageRow>> kept = store_->service_usage();
+  ASSERT_TRUE(kept.ok()) << kept.error().message();
+  ASSERT_EQ(kept->size(), 1u);
+  EXPECT_EQ((*kept)[0].owner_uid, 0u);
+  EXPECT_EQ((*kept)[0].owner_name, "root");
+  EXPECT_GT((*kept)[0].usage_ms, 0);
+
+  // Kept a half-life ago (as by a service stopped a day ago): half remains.
+  ASSERT_TRUE(store_
+                  ->keep_service_usage(
+                      {{0, "root", 4000, 9000, clock_.now_ms() - options_.fair_share_half_life_ms}})
+                  .ok());
+  ASSERT_TRUE(service_->load_usage().ok());
+  const OwnerJobs read_back = root_usage();
+  EXPECT_NEAR(read_back.usage_ms, 2000, 5);
+  EXPECT_EQ(read_back.total_ms, 9000) << "usage in all does not decay";
+  engine_->stop_all(RunEngine::StopKind::kShutdown, 0, "test over");
+  run_until_idle();
+}
+
 TEST_F(ServiceTest, ASnapshotListsGpusJobsAndRunsAndServesQueue) {
   json answer = submit(root_, {shell_job("q1", "sleep 30"), shell_job("q2", "sleep 30")});
   ASSERT_TRUE(answer["ok"].get<bool>());

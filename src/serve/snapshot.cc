@@ -161,7 +161,11 @@ json to_json(const ServiceSnapshot& s) {
   for (const ProcessView& p : s.processes) processes.push_back(to_json(p));
   json owners = json::object();
   for (const auto& [owner, n] : s.owners)
-    owners[owner] = json{{"queued", n.queued}, {"running", n.running}, {"usage_ms", n.usage_ms}};
+    owners[owner] = json{{"queued", n.queued},
+                         {"running", n.running},
+                         {"usage_ms", n.usage_ms},
+                         {"weight", n.weight},
+                         {"total_ms", n.total_ms}};
   return json{{"version", kSnapshotVersion},      {"time_ms", s.time_ms},
               {"service", std::move(service)},    {"gpus", std::move(gpus)},
               {"jobs", std::move(jobs)},          {"queued_total", s.queued_total},
@@ -262,8 +266,9 @@ Result<ServiceSnapshot> snapshot_from_json(const json& j) {
     s.queued_offset = j.value("queued_offset", int64_t{0});
     if (j.contains("owners") && j["owners"].is_object()) {
       for (const auto& [owner, n] : j["owners"].items())
-        s.owners[owner] = OwnerJobs{n.value("queued", int64_t{0}), n.value("running", int64_t{0}),
-                                    n.value("usage_ms", 0.0)};
+        s.owners[owner] =
+            OwnerJobs{n.value("queued", int64_t{0}), n.value("running", int64_t{0}),
+                      n.value("usage_ms", 0.0), n.value("weight", 1.0), n.value("total_ms", 0.0)};
     }
     for (const json& d : j.at("samples")) s.samples.push_back(device_sample_from_json(d));
     for (const json& r : j.at("runs")) {
@@ -313,9 +318,11 @@ std::string format_queue(const ServiceSnapshot& s, UnixMillis now_ms) {
       running, queued_total, s.service.state == "running" ? "" : " [" + s.service.state + "]");
   if (s.owners.size() > 1) {
     std::vector<std::string> each;
-    for (const auto& [owner, n] : s.owners)
+    for (const auto& [owner, n] : s.owners) {
+      if (n.running == 0 && n.queued == 0) continue;  // `colo usage` has them
       each.push_back(fmt::format("{} {} running, {} queued, used {}", owner, n.running, n.queued,
                                  format_duration_ms(static_cast<int64_t>(n.usage_ms))));
+    }
     out += fmt::format("by owner: {}\n", fmt::join(each, "; "));
   }
   if (!s.service.mechanism_down.empty())
@@ -365,6 +372,33 @@ std::string format_queue(const ServiceSnapshot& s, UnixMillis now_ms) {
     out += fmt::format(kHeader, "ID", "OWNER", "STATE", "MECH", "EPOCH", "RATE", "ENDED", "NAME");
     for (const QueueJob* j : ended) out += job_line(*j, now_ms);
   }
+  return out;
+}
+
+std::string format_usage(const ServiceSnapshot& s) {
+  std::vector<std::pair<std::string, OwnerJobs>> owners(s.owners.begin(), s.owners.end());
+  double all = 0;
+  for (const auto& [owner, n] : owners) all += n.usage_ms;
+  std::stable_sort(owners.begin(), owners.end(), [](const auto& a, const auto& b) {
+    return a.second.usage_ms > b.second.usage_ms;
+  });
+  std::string out = fmt::format(
+      "colo serve, pid {} on {}: usage in solo-equivalent GPU time (a job's rate beside others "
+      "over its rate alone, times its time){}\n",
+      s.service.pid, s.service.host, s.service.simulated ? " (SIMULATED)" : "");
+  if (owners.empty()) return out + "no one has used it yet\n";
+  out += fmt::format("{:<16} {:>6} {:>12} {:>6} {:>12} {:>8} {:>7}\n", "USER", "WEIGHT", "LATELY",
+                     "SHARE", "IN ALL", "RUNNING", "QUEUED");
+  for (const auto& [owner, n] : owners) {
+    out += fmt::format("{:<16} {:>6} {:>12} {:>6} {:>12} {:>8} {:>7}\n", owner,
+                       fmt::format("{:g}", n.weight),
+                       format_duration_ms(static_cast<int64_t>(n.usage_ms)),
+                       all > 0 ? fmt::format("{:.0f}%", 100 * n.usage_ms / all) : std::string("-"),
+                       format_duration_ms(static_cast<int64_t>(n.total_ms)), n.running, n.queued);
+  }
+  out +=
+      "LATELY decays with the service's --fair-share-half-life; the next job to start comes from "
+      "the user with the least LATELY over WEIGHT (docs/serve.md, Fair share)\n";
   return out;
 }
 

@@ -135,6 +135,8 @@ struct OwnerJobs {
   int64_t queued = 0;
   int64_t running = 0;
   double usage_ms = 0;  // solo-equivalent GPU time lately (decayed), in ms
+  double weight = 1;    // their share of the GPUs against others' (--fair-share-weight)
+  double total_ms = 0;  // solo-equivalent GPU time in all, not decayed
 };
 
 // The queue is paged, so that what a reader costs does not grow with it:
@@ -148,10 +150,11 @@ struct ServiceSnapshot {
   std::vector<QueueJob> jobs;  // running and one page of queued, in queue order; recently ended
   int64_t queued_total = 0;
   int64_t queued_offset = 0;
-  std::map<std::string, OwnerJobs> owners;  // by owner name; those with none are absent
-  std::vector<DeviceSample> samples;        // recent device samples, oldest first
-  std::vector<RunView> runs;                // recent runs, newest first
-  std::vector<ProcessView> processes;       // per GPU, its latest process listing
+  // By owner name: those with jobs not yet ended, or usage the service keeps.
+  std::map<std::string, OwnerJobs> owners;
+  std::vector<DeviceSample> samples;   // recent device samples, oldest first
+  std::vector<RunView> runs;           // recent runs, newest first
+  std::vector<ProcessView> processes;  // per GPU, its latest process listing
 };
 
 nlohmann::json to_json(const QueueJob& job);
@@ -169,5 +172,7 @@ bool is_final_state(const std::string& state);
 // `colo queue`: the service line, then per GPU its running jobs, then the
 // queue, then recently ended jobs: ID, OWNER, STATE, MECH, EPOCH, RATE, END.
 std::string format_queue(const ServiceSnapshot& snapshot, UnixMillis now_ms);
+// `colo usage`: each owner's usage, weight and jobs, most used first.
+std::string format_usage(const ServiceSnapshot& snapshot);
 
 }  // namespace colo

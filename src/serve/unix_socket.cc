@@ -53,6 +53,15 @@ std::string user_name_of(uid_t uid) {
   return std::to_string(uid);
 }
 
+Result<uid_t> user_id(const std::string& name) {
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr)
+    return Error(fmt::format("there is no user '{}' (name a login of this machine)", name));
+  return pw.pw_uid;
+}
+
 Result<gid_t> group_id(const std::string& name) {
   std::vector<char> buf(16384);
   group gr{};

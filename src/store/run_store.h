@@ -111,6 +111,18 @@ struct ServiceJobCounts {
   int64_t running = 0;
 };
 
+// One user's fair-share usage in a service, in milliseconds of
+// solo-equivalent GPU time: decayed with the service's half-life, and in all,
+// both as of at_ms (wall clock).
+struct ServiceUsageRow {
+  uid_t owner_uid = 0;
+  std::string owner_name;
+  double usage_ms = 0;
+  double total_ms = 0;
+  UnixMillis at_ms = 0;
+  bool operator==(const ServiceUsageRow&) const = default;
+};
+
 struct ServiceJobRow {
   int64_t id = 0;
   UnixMillis submitted_ms = 0;
@@ -376,6 +388,10 @@ class RunStore : public RunReader {
   Result<std::vector<ServiceJobRow>> queued_service_jobs(int64_t offset, int64_t limit);
   // How many jobs each owner has queued and running (owners with none are absent).
   Result<std::map<std::string, ServiceJobCounts>> unfinished_service_job_counts();
+  // The usage the service kept, by owner uid; keep_service_usage replaces
+  // each given owner's row (others stay).
+  Result<std::vector<ServiceUsageRow>> service_usage();
+  Status keep_service_usage(const std::vector<ServiceUsageRow>& rows);
   // The jobs with these ids (those that exist), in id order.
   Result<std::vector<ServiceJobRow>> service_jobs_by_id(const std::vector<int64_t>& ids);
   // The `limit` most recently submitted jobs that have ended, newest first.

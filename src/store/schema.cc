@@ -303,6 +303,19 @@ CREATE TABLE run_derived (
 );
 )sql";
 
+// Version 13: each user's fair-share usage in a service (solo-equivalent GPU
+// time, decayed and in all, as of at_ms), so that a restart does not forget
+// who used the GPUs.
+constexpr const char* kMigration13 = R"sql(
+CREATE TABLE service_usage (
+  owner_uid  INTEGER PRIMARY KEY,
+  owner_name TEXT NOT NULL,
+  usage_ms   REAL NOT NULL,
+  total_ms   REAL NOT NULL,
+  at_ms      INTEGER NOT NULL
+);
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -327,8 +340,8 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
-      kMigration1, kMigration2, kMigration3, kMigration4,  kMigration5,  kMigration6,
-      kMigration7, kMigration8, kMigration9, kMigration10, kMigration11, kMigration12};
+      kMigration1, kMigration2, kMigration3,  kMigration4,  kMigration5,  kMigration6, kMigration7,
+      kMigration8, kMigration9, kMigration10, kMigration11, kMigration12, kMigration13};
   return kMigrations;
 }
 

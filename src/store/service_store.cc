@@ -169,6 +169,41 @@ Result<std::map<std::string, ServiceJobCounts>> RunStore::unfinished_service_job
   return counts;
 }
 
+Result<std::vector<ServiceUsageRow>> RunStore::service_usage() {
+  auto s = Statement::prepare(
+      db_.get(), path_,
+      "SELECT owner_uid, owner_name, usage_ms, total_ms, at_ms FROM service_usage ORDER BY 1");
+  if (!s.ok()) return s.error();
+  std::vector<ServiceUsageRow> rows;
+  Status read = s->for_each_row([&]() -> Status {
+    rows.push_back({static_cast<uid_t>(s->int64_at(0)), s->text_at(1), s->double_at(2),
+                    s->double_at(3), s->int64_at(4)});
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  return rows;
+}
+
+Status RunStore::keep_service_usage(const std::vector<ServiceUsageRow>& rows) {
+  Result<Transaction> tx = Transaction::begin(db_.get(), path_);
+  if (!tx.ok()) return tx.error();
+  auto s = Statement::prepare(db_.get(), path_, R"sql(
+      INSERT INTO service_usage (owner_uid, owner_name, usage_ms, total_ms, at_ms)
+      VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (owner_uid) DO UPDATE SET owner_name = excluded.owner_name,
+        usage_ms = excluded.usage_ms, total_ms = excluded.total_ms, at_ms = excluded.at_ms)sql");
+  if (!s.ok()) return s.error();
+  for (const ServiceUsageRow& r : rows) {
+    s->bind(1, static_cast<int64_t>(r.owner_uid))
+        .bind(2, r.owner_name)
+        .bind(3, r.usage_ms)
+        .bind(4, r.total_ms)
+        .bind(5, r.at_ms);
+    if (Status run = s->run(); !run.ok()) return run;
+  }
+  return tx->commit();
+}
+
 Result<std::vector<ServiceJobRow>> RunStore::service_jobs_by_id(const std::vector<int64_t>& ids) {
   auto s = Statement::prepare(
       db_.get(), path_,

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "store/run_store.h"
+#include "store/testing/fake_runs.h"
 #include "store/testing/lifecycle_runs.h"
 
 namespace colo {
@@ -256,6 +257,24 @@ TEST(ServiceStore, AnEnvironmentIsStoredOncePerSubmission) {
   EXPECT_EQ((*listed)[0].env_json, "");
   EXPECT_EQ((*listed)[0].spec_json, "");
   std::system(("rm -rf '" + std::string(tmpl) + "'").c_str());
+}
+
+TEST(ServiceStore, UsageIsKeptPerOwnerAndReplacedByTheNextKeep) {
+  auto store = testing::open_memory_store();
+  Result<std::vector<ServiceUsageRow>> none = store->service_usage();
+  ASSERT_TRUE(none.ok()) << none.error().message();
+  EXPECT_TRUE(none->empty());
+  const ServiceUsageRow alice{1000, "alice", 1500.5, 9000, 1'700'000'000'000};
+  const ServiceUsageRow bob{1001, "bob", 20, 20, 1'700'000'000'000};
+  ASSERT_TRUE(store->keep_service_usage({alice, bob}).ok());
+  ServiceUsageRow later = alice;
+  later.usage_ms = 700;
+  later.total_ms = 9500;
+  later.at_ms += 60'000;
+  ASSERT_TRUE(store->keep_service_usage({later}).ok());
+  Result<std::vector<ServiceUsageRow>> kept = store->service_usage();
+  ASSERT_TRUE(kept.ok()) << kept.error().message();
+  EXPECT_EQ(*kept, (std::vector<ServiceUsageRow>{later, bob})) << "bob's row stays as it was";
 }
 
 TEST(ProcessIsAlive, AZombieIsDead) {

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -399,6 +400,54 @@ TEST_F(ColoServe, AnotherUserCannotCancelAndJobsRunAsTheirSubmitter) {
 // first free place, ahead of every job of A's still waiting, and A's sweep
 // keeps the GPU full meanwhile (both places taken until its queue empties).
 // Nothing here waits on the clock: the order is read from the store.
+// What a user used survives a restart of the service (kept in the store as
+// it stops), `colo usage` shows it with the weight the service was given,
+// and a weight that names no one, or is not a number above 0, is refused
+// before the service starts.
+TEST_F(ColoServe, UsageOutlivesARestartAndColoUsageShowsItWithItsWeight) {
+  for (const std::string& bad :
+       {"root=0", "root=two", "=2", "nosuchuser-colo=2", "@nosuchgroup-colo=2"}) {
+    CommandResult refused =
+        shell(colo("serve --backend sim --db " + db() + " --fair-share-weight " + bad));
+    EXPECT_EQ(refused.exit_code, 2) << bad << ": " << refused.output;
+    EXPECT_NE(refused.output.find("--fair-share-weight '" + bad + "'"), std::string::npos)
+        << refused.output;
+  }
+  start_service("--sim-devices 1 --mechanism naive --grace 1s --fair-share-weight root=3");
+  CommandResult empty = shell(colo("usage"));
+  EXPECT_EQ(empty.exit_code, 0) << empty.output;
+  EXPECT_NE(empty.output.find("no one has used it yet"), std::string::npos) << empty.output;
+  std::vector<int64_t> ids = submit(write_file("u.toml", job("used", 3, 0.5)));
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_EQ(shell(colo("wait " + std::to_string(ids[0]))).exit_code, 0) << service_log();
+  double used = 0;
+  std::string last;
+  ASSERT_TRUE(eventually(
+      [&] {
+        CommandResult u = shell(colo("usage --json"));
+        last = u.output;
+        json j = json::parse(u.output, nullptr, false);
+        if (!j.is_object() || !j["owners"].contains("root")) return false;
+        used = j["owners"]["root"].value("total_ms", 0.0);
+        return used > 0 && j["owners"]["root"].value("weight", 0.0) == 3;
+      },
+      20'000))
+      << last << service_log();
+  stop_service();
+  std::vector<std::string> kept =
+      sql("SELECT owner_name, usage_ms > 0, total_ms FROM service_usage");
+  ASSERT_EQ(kept.size(), 1u) << service_log();
+  EXPECT_EQ(kept[0].rfind("root|1|", 0), 0u) << kept[0];
+  EXPECT_GE(std::stod(kept[0].substr(7)), used);
+
+  start_service("--sim-devices 1 --mechanism naive --grace 1s");
+  CommandResult after = shell(colo("usage"));
+  ASSERT_EQ(after.exit_code, 0) << after.output;
+  EXPECT_TRUE(std::regex_search(after.output, std::regex("root +1 +[0-9][^ ]* +100%")))
+      << "the usage before the restart, now at weight 1:\n"
+      << after.output;
+}
+
 TEST_F(ColoServe, AnotherUsersJobGoesAheadOfASweepQueuedBeforeIt) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a second Unix user (CI runs as root)";
   if (shell("command -v useradd && command -v runuser").exit_code != 0)
