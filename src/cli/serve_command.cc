@@ -68,6 +68,7 @@ struct ServeFlags {
   std::string admin_group;
   std::optional<int> max_per_gpu;
   size_t max_jobs_per_user = 10'000;
+  std::optional<double> max_gpus_per_user;
   std::string job_host_memory;
   std::optional<int> job_cpus;
   std::string sample_period = "500ms";
@@ -216,6 +217,8 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   if (!stall_timeout_flag(flags.stall_timeout, options.engine.stall)) return kExitBadInput;
   options.drain_on_stop = flags.on_sigterm == "drain";
   options.max_jobs_per_user = flags.max_jobs_per_user;
+  options.max_gpus_per_user = flags.max_gpus_per_user;
+  options.engine.quotas = flags.max_gpus_per_user.has_value();
   options.command_line = command_line;
 
   install(SIGTERM, on_serve_stop);
@@ -540,6 +543,12 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                    "jobs one user may have queued or running; submissions past it are refused")
       ->check(whole_number(1))
       ->capture_default_str();
+  serve_cmd
+      ->add_option("--max-gpus-per-user", serve.max_gpus_per_user,
+                   "quota: at most this many GPUs' worth of one user's jobs run at once (a job "
+                   "counts its share of each GPU: one over the jobs there); the rest wait, "
+                   "saying so in colo queue (default: none)")
+      ->check(CLI::PositiveNumber);
   serve_cmd->add_option("--job-host-memory", serve.job_host_memory,
                         "host memory limit (cgroup memory.max) of jobs that set no host_memory, "
                         "e.g. 32GiB; a job over it is killed and recorded as such");

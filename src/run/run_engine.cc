@@ -204,7 +204,9 @@ std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
 }
 
 void RunEngine::start() {
-  scheduler_ = std::make_unique<OnChangeScheduler>(make_scheduler());
+  std::unique_ptr<Scheduler> policy = make_scheduler();
+  if (options_.quotas) policy = std::make_unique<QuotaScheduler>(std::move(policy));
+  scheduler_ = std::make_unique<OnChangeScheduler>(std::move(policy));
   display_.event("policy: " + scheduler_->describe());
   if (std::string xid = ctx_.backend.xid_events_status(); !xid.empty())
     display_.event("note: " + xid);

@@ -72,6 +72,7 @@
 #include "run/stall_watch.h"
 #include "sched/on_change_scheduler.h"
 #include "sched/prior.h"
+#include "sched/quota_scheduler.h"
 #include "sched/scheduler.h"
 #include "sharing/mechanism.h"
 #include "store/run_store.h"
@@ -116,6 +117,9 @@ struct EngineOptions {
   // shard's from the store its sweep was planned with). The store's own
   // profile of a signature on a GPU wins over one of these.
   std::vector<LearnedProfile> profiles_elsewhere;
+  // Owners' quotas are given (set_quota_left): the policy is wrapped in a
+  // QuotaScheduler (colo serve --max-gpus-per-user).
+  bool quotas = false;
   // Host limits for jobs that set none (`colo serve --job-host-memory`,
   // `--job-cpus`); a job's own host_memory and cpus win.
   CgroupLimits default_limits;
@@ -254,6 +258,11 @@ class RunEngine {
   // Fair share: each owner's recent usage, for the order of the queue
   // (Scheduler::set_usage).
   void set_usage(const std::map<uint32_t, double>& usage) { scheduler_->set_usage(usage); }
+  // How many GPUs' worth of each owner's jobs may still start (with
+  // EngineOptions::quotas; Scheduler::set_quota_left).
+  void set_quota_left(const std::map<uint32_t, double>& gpus_left) {
+    scheduler_->set_quota_left(gpus_left);
+  }
   size_t queued() const;
   bool stopping() const { return stopping_; }
 

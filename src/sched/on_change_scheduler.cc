@@ -80,4 +80,11 @@ std::vector<Unplaceable> OnChangeScheduler::take_unplaceable() {
   return given_up;
 }
 
+void OnChangeScheduler::set_quota_left(const std::map<uint32_t, double>& gpus_left) {
+  if (gpus_left == quota_left_) return;
+  quota_left_ = gpus_left;
+  changed_ = true;
+  policy_->set_quota_left(gpus_left);
+}
+
 }  // namespace colo

@@ -11,6 +11,8 @@
 // Not thread-safe.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,11 +61,14 @@ class OnChangeScheduler final : public Scheduler {
   }
   // Usage only orders what may start: not a change that could start anything.
   void set_usage(const std::map<uint32_t, double>& usage) override { policy_->set_usage(usage); }
+  // A quota that changed may let a job start: a change when it differs from the last.
+  void set_quota_left(const std::map<uint32_t, double>& gpus_left) override;
 
  private:
   std::unique_ptr<Scheduler> policy_;
   bool changed_ = true;
-  std::optional<int64_t> check_ms_;  // the policy's next_check_ms() after the last schedule()
+  std::optional<int64_t> check_ms_;        // the policy's next_check_ms() after the last schedule()
+  std::map<uint32_t, double> quota_left_;  // the last set_quota_left()
 };
 
 }  // namespace colo

@@ -164,6 +164,9 @@ class Scheduler {
   // served. Order only: a job that fits is placed whatever its rank, so no
   // GPU idles for fairness.
   virtual void set_usage(const std::map<uint32_t, double>& /*usage*/) {}
+  // Quotas: for each owner given, how many GPUs' worth of their jobs may
+  // still start (QuotaScheduler enforces it over a policy; others ignore it).
+  virtual void set_quota_left(const std::map<uint32_t, double>& /*gpus_left*/) {}
 };
 
 // The fixed policy over JobQueue. A job that ends out of memory next to

@@ -234,6 +234,9 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& s
 
 void Service::hand_to_engine(int64_t id, EngineJob job, RestartPolicy restart, int attempts_before,
                              uid_t owner) {
+  // An owner the quota has not bounded yet is bounded before their first job
+  // reaches the engine, or it could start them all at once.
+  if (options_.max_gpus_per_user && !quota_left_.contains(owner)) update_quotas();
   const size_t key = engine_.submit(std::move(job));
   tracked_[id] = Tracked{key, restart, attempts_before, owner};
   by_key_[key] = id;
@@ -441,6 +444,7 @@ void Service::record_changes() {
         break;
     }
   }
+  if (!changes.empty()) update_quotas();
   // What the store could not take yet (full disk, locked) waits in the
   // writer, in order, and is written once it can be: no job's end is lost.
   for (const std::string& line : writer_.flush()) ctx_.log << line << '\n';
@@ -681,6 +685,7 @@ void Service::account_usage() {
   const UnixMillis wall = ctx_.clock.now_ms();
   const std::map<int, int> on_gpu = running_per_gpu();
   for (size_t key : engine_.running_keys()) account_run_until(key, wall, on_gpu);
+  update_quotas();
   std::map<uint32_t, double> weighted;
   for (const auto& [owner, used] : usage_ms_) weighted[owner] = used / weight_of(owner);
   engine_.set_usage(weighted);
@@ -735,6 +740,25 @@ void Service::account_run_until(size_t key, UnixMillis until_ms, const std::map<
   }
   usage_ms_[t.owner] += worth * span;
   total_ms_[t.owner] += worth * span;
+}
+
+void Service::update_quotas() {
+  if (!options_.max_gpus_per_user) return;
+  const std::map<int, int> on_gpu = running_per_gpu();
+  gpus_held_.clear();
+  for (size_t key : engine_.running_keys()) {
+    auto id = by_key_.find(key);
+    if (id == by_key_.end()) continue;
+    double& held = gpus_held_[tracked_.at(id->second).owner];
+    for (int g : gpus_of(engine_.view(key))) held += 1.0 / std::max(1, on_gpu.at(g));
+  }
+  quota_left_.clear();
+  for (const auto& [owner, n] : unfinished_by_owner_) {
+    auto held = gpus_held_.find(owner);
+    quota_left_[owner] =
+        *options_.max_gpus_per_user - (held == gpus_held_.end() ? 0.0 : held->second);
+  }
+  engine_.set_quota_left(quota_left_);
 }
 
 void Service::account_last_span(size_t key, UnixMillis end_ms) {
@@ -841,8 +865,20 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
       rows.ok()) {
     for (const ServiceJobRow& row : *rows) s.jobs.push_back(queue_job(row));
   }
-  // Why a job waits, where nothing else says: when more than one user has
-  // jobs, the order of fair share.
+  // Why a job waits, where nothing else says: its owner's quota; when more
+  // than one user has jobs, the order of fair share.
+  if (options_.max_gpus_per_user) {
+    for (QueueJob& j : s.jobs) {
+      if (j.state != "queued" || !j.reason.empty()) continue;
+      auto held = gpus_held_.find(j.owner_uid);
+      const double used = held == gpus_held_.end() ? 0.0 : held->second;
+      if (used + 1 <= *options_.max_gpus_per_user + 1e-9) continue;  // room for one GPU more
+      j.reason = fmt::format(
+          "quota: {} runs {:.1f} GPUs' worth, at most {:g} per user (colo serve "
+          "--max-gpus-per-user)",
+          j.owner, used, *options_.max_gpus_per_user);
+    }
+  }
   if (std::count_if(s.owners.begin(), s.owners.end(),
                     [](const auto& o) { return o.second.queued + o.second.running > 0; }) > 1) {
     for (QueueJob& j : s.jobs) {

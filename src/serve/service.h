@@ -81,6 +81,10 @@ struct ServeOptions {
   // of one of weight 1: the queue is ordered by usage over weight.
   std::map<uid_t, double> user_weights;
   std::map<gid_t, double> group_weights;
+  // Quota: at most this many GPUs' worth of one user's jobs run at once (a
+  // job counts its share of each GPU it runs on: one over the jobs there);
+  // the rest wait, saying so. Unset: none. Needs engine.quotas.
+  std::optional<double> max_gpus_per_user;
   // Sample retention: the service's samples older than samples_full_for_ms
   // are thinned to one per GPU (and process) every samples_thinned_to_ms
   // (RunStore::thin_samples); 0 keeps them all.
@@ -225,6 +229,11 @@ class Service {
   // `on_gpu`: the jobs running on each GPU (running_per_gpu()).
   void account_run_until(size_t key, UnixMillis until_ms, const std::map<int, int>& on_gpu);
   std::map<int, int> running_per_gpu() const;
+  // Each owner's share of the GPUs now, and what is left of their quota,
+  // handed to the engine (with options_.max_gpus_per_user).
+  void update_quotas();
+  std::map<uid_t, double> gpus_held_;      // as of the last update_quotas()
+  std::map<uint32_t, double> quota_left_;  // what it handed to the engine
   // The last span of a job that ended or was requeued (`end_ms`).
   void account_last_span(size_t key, UnixMillis end_ms);
   // The largest weight of each owner's groups (0: none), read once per owner.

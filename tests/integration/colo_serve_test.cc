@@ -448,6 +448,43 @@ TEST_F(ColoServe, UsageOutlivesARestartAndColoUsageShowsItWithItsWeight) {
       << after.output;
 }
 
+// --max-gpus-per-user 1 on two GPUs taking one job each: the user's jobs
+// run one at a time although a GPU is free, and `colo queue` says why.
+TEST_F(ColoServe, AUsersQuotaOfGpusBoundsTheirRunningJobsAndTheQueueSaysWhy) {
+  start_service(
+      "--sim-devices 2 --mechanism naive --max-per-gpu 1 --grace 1s --max-gpus-per-user 1");
+  std::vector<int64_t> ids = submit(write_file("q.toml", job("q", 2, 0.4, 3)));
+  ASSERT_EQ(ids.size(), 3u);
+  std::string reason;
+  ASSERT_TRUE(eventually(
+      [&] {
+        json q = queue();
+        if (!q.is_object()) return false;
+        for (const json& j : q["jobs"]) {
+          if (j["state"] == "queued" && j.value("reason", "").rfind("quota:", 0) == 0)
+            reason = j["reason"];
+        }
+        return !reason.empty();
+      },
+      20'000))
+      << service_log();
+  EXPECT_NE(reason.find("root runs 1.0 GPUs' worth, at most 1 per user"), std::string::npos)
+      << reason;
+  std::string all;
+  for (int64_t id : ids) all += " " + std::to_string(id);
+  CommandResult waited = shell(colo("wait" + all));
+  ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
+  // Never two at once: each started after the one before it ended.
+  std::vector<std::string> spans =
+      sql("SELECT started_ms, ended_ms FROM service_jobs ORDER BY started_ms");
+  ASSERT_EQ(spans.size(), 3u);
+  for (size_t i = 1; i < spans.size(); ++i) {
+    const int64_t started = std::stoll(spans[i].substr(0, spans[i].find('|')));
+    const int64_t ended_before = std::stoll(spans[i - 1].substr(spans[i - 1].find('|') + 1));
+    EXPECT_GE(started, ended_before) << spans[i - 1] << " then " << spans[i];
+  }
+}
+
 TEST_F(ColoServe, AnotherUsersJobGoesAheadOfASweepQueuedBeforeIt) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a second Unix user (CI runs as root)";
   if (shell("command -v useradd && command -v runuser").exit_code != 0)
