@@ -228,6 +228,12 @@ std::string prometheus_metrics(const ServiceSnapshot& s) {
     if (!j.gang_gpus.empty()) labels.emplace_back("gpus", gpus_text(j));  // a gang: all of them
     Labels with_state = labels;
     with_state.emplace_back("state", shown_state(j));
+    // Why it waits, as a kind ("quota", "fair share", "gang"): the words
+    // before the reason's colon, so that the label's values stay few.
+    if (j.state == "queued" && !j.reason.empty()) {
+      const std::string kind = j.reason.substr(0, j.reason.find(':'));
+      with_state.emplace_back("waiting_for", kind.size() <= 24 ? kind : "other");
+    }
     job_info.add(with_state, 1);
     attempts.add(labels, j.attempts);
     if (j.state != "running") continue;
@@ -237,6 +243,23 @@ std::string prometheus_metrics(const ServiceSnapshot& s) {
     if (j.predicted_end_ms) end.add(labels, static_cast<double>(*j.predicted_end_ms) / 1000.0);
   }
   for (const Family* f : {&job_info, &epoch, &rate, &memory, &attempts, &end}) f->write(out);
+
+  Family usage("colo_user_usage_seconds", "gauge",
+               "Fair share: the user's solo-equivalent GPU time lately (decayed with the "
+               "service's half-life).");
+  Family usage_total("colo_user_usage_seconds_total", "counter",
+                     "The user's solo-equivalent GPU time in all (kept across restarts).");
+  Family weight("colo_user_fair_share_weight", "gauge", "The user's fair-share weight.");
+  Family user_jobs("colo_user_jobs", "gauge", "The user's jobs queued or running.");
+  for (const auto& [user, o] : s.owners) {
+    const Labels labels = {{"user", user}};
+    usage.add(labels, o.usage_ms / 1000.0);
+    usage_total.add(labels, o.total_ms / 1000.0);
+    weight.add(labels, o.weight);
+    user_jobs.add({{"user", user}, {"state", "queued"}}, static_cast<double>(o.queued));
+    user_jobs.add({{"user", user}, {"state", "running"}}, static_cast<double>(o.running));
+  }
+  for (const Family* f : {&usage, &usage_total, &weight, &user_jobs}) f->write(out);
   return out;
 }
 

@@ -159,6 +159,21 @@ TEST(Metrics, ColoMetricsPerJobAndForTheQueue) {
   for (const auto& [key, value] : m) EXPECT_EQ(key.find("hpc_job=\"9\""), std::string::npos) << key;
 }
 
+TEST(Metrics, EachUsersUsageWeightAndJobsAndWhyAQueuedJobWaits) {
+  ServiceSnapshot s = scraped_service();
+  s.owners["alice"] = OwnerJobs{1, 1, 90'500, 2, 600'000};
+  s.jobs[1].reason = "quota: alice runs 2.0 GPUs' worth, at most 2 per user";
+  std::map<std::string, std::string> m = samples(prometheus_metrics(s));
+  EXPECT_EQ(m[R"(colo_user_usage_seconds{user="alice"})"], "90.5");
+  EXPECT_EQ(m[R"(colo_user_usage_seconds_total{user="alice"})"], "600");
+  EXPECT_EQ(m[R"(colo_user_fair_share_weight{user="alice"})"], "2");
+  EXPECT_EQ(m[R"(colo_user_jobs{user="alice",state="queued"})"], "1");
+  EXPECT_EQ(m[R"(colo_user_jobs{user="alice",state="running"})"], "1");
+  EXPECT_EQ(
+      m[R"(colo_job_info{hpc_job="13",user="alice",name="resnet26#13",state="queued",waiting_for="quota"})"],
+      "1");
+}
+
 // `job` is Prometheus's own label (the scrape job's name): under
 // honor_labels a target's `job` would replace it. The owning job is
 // `hpc_job`, as dcgm-exporter names it.
