@@ -27,11 +27,26 @@ global batch: they are multiplied by WORLD_SIZE, so that colo's rates are the
 whole gang's. Pass ``global_samples=True`` to Progress when rank 0 already
 counts the global batch. Reporting never raises into the training script: an I/O
 error is reported once on stderr and later calls are dropped.
+
+Preemption (colo serve --preempt-after): colo stops a preemptible job with
+SIGTERM, waits the service's grace, then kills it; it runs again later in the
+same COLO_CHECKPOINT_DIR. A script that calls should_checkpoint() once (at
+start) gets SIGTERM caught from then on, and should_checkpoint() returns True
+after it came: save into checkpoint_dir() and exit::
+
+    colo.should_checkpoint()          # catch SIGTERM from here on
+    start = load(colo.checkpoint_dir()) or 0
+    for epoch in range(start, epochs):
+        train_one_epoch()
+        if colo.should_checkpoint():
+            save(colo.checkpoint_dir(), epoch + 1)
+            sys.exit(0)
 """
 
 import json
 import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -46,6 +61,8 @@ __all__ = [
     "metric",
     "log",
     "end",
+    "should_checkpoint",
+    "checkpoint_dir",
 ]
 
 ENV_VAR = "COLO_PROGRESS_FILE"
@@ -214,3 +231,27 @@ def log(step=None, epoch=None, **metrics):
 
 def end(**metrics):
     _instance().end(**metrics)
+
+
+_term = threading.Event()
+_term_installed = False
+
+
+def should_checkpoint():
+    """True once colo asked the job to stop (SIGTERM): save and exit.
+
+    The first call installs a SIGTERM handler (from the main thread; a call
+    from another thread only reads the flag), so that the signal no longer
+    kills the script outright. Outside colo it still works: a SIGTERM sent by
+    anyone sets the flag."""
+    global _term_installed
+    if not _term_installed and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: _term.set())
+        _term_installed = True
+    return _term.is_set()
+
+
+def checkpoint_dir():
+    """The job's checkpoint directory (COLO_CHECKPOINT_DIR; kept across its
+    attempts), or None outside colo."""
+    return os.environ.get("COLO_CHECKPOINT_DIR") or None

@@ -207,5 +207,29 @@ class ModuleFunctionsTest(unittest.TestCase):
         self.assertEqual(events[2]["samples"], 64)
 
 
+class CheckpointTest(unittest.TestCase):
+    def test_sigterm_after_should_checkpoint_sets_the_flag_instead_of_killing(self):
+        import signal
+
+        previous = signal.getsignal(signal.SIGTERM)
+        try:
+            self.assertFalse(colo_progress.should_checkpoint())
+            os.kill(os.getpid(), signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while not colo_progress.should_checkpoint() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertTrue(colo_progress.should_checkpoint())
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            colo_progress._term.clear()
+            colo_progress._term_installed = False
+
+    def test_checkpoint_dir_is_colos_or_none(self):
+        with mock.patch.dict(os.environ, {"COLO_CHECKPOINT_DIR": "/ckpt/7"}):
+            self.assertEqual(colo_progress.checkpoint_dir(), "/ckpt/7")
+        with mock.patch.dict(os.environ, {}, clear=True):
+            self.assertIsNone(colo_progress.checkpoint_dir())
+
+
 if __name__ == "__main__":
     unittest.main()

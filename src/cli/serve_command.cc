@@ -69,6 +69,7 @@ struct ServeFlags {
   std::optional<int> max_per_gpu;
   size_t max_jobs_per_user = 10'000;
   std::optional<double> max_gpus_per_user;
+  std::string preempt_after;  // empty: off
   std::string job_host_memory;
   std::optional<int> job_cpus;
   std::string sample_period = "500ms";
@@ -134,6 +135,11 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   ServeOptions options;
   options.fair_share_half_life_ms = *half_life;
   if (!parse_fair_share_weights(flags.fair_share_weights, options)) return kExitBadInput;
+  if (!flags.preempt_after.empty()) {
+    std::optional<int64_t> after = duration_flag("--preempt-after", flags.preempt_after, 1000);
+    if (!after) return kExitBadInput;
+    options.preempt_after_ms = *after;
+  }
   options.samples_full_for_ms = *full_for;
   options.samples_thinned_to_ms = *thinned_to;
   if (!flags.http.empty()) {
@@ -543,6 +549,11 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                    "jobs one user may have queued or running; submissions past it are refused")
       ->check(whole_number(1))
       ->capture_default_str();
+  serve_cmd->add_option(
+      "--preempt-after", serve.preempt_after,
+      "preemption: a queued job that waited this long may stop a running preemptible job of "
+      "lower priority (TERM, then --grace to checkpoint; it runs again later, not counted); "
+      "default: never (docs/serve.md, Preemption)");
   serve_cmd
       ->add_option("--max-gpus-per-user", serve.max_gpus_per_user,
                    "quota: at most this many GPUs' worth of one user's jobs run at once (a job "

@@ -57,11 +57,11 @@ constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "po
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 21> kSettingKeys = {
-    "workdir",     "env",           "gpu_memory",  "sm_share", "memory_limit", "epoch_regex",
-    "step_regex",  "epoch_samples", "sm_activity", "gpu_util", "solo_time",    "startup_time",
-    "mig_profile", "mig_group",     "dataset",     "restart",  "host_memory",  "cpus",
-    "gpus",        "stall_timeout", "priority"};
+constexpr std::array<const char*, 22> kSettingKeys = {
+    "workdir",     "env",           "gpu_memory",  "sm_share",   "memory_limit", "epoch_regex",
+    "step_regex",  "epoch_samples", "sm_activity", "gpu_util",   "solo_time",    "startup_time",
+    "mig_profile", "mig_group",     "dataset",     "restart",    "host_memory",  "cpus",
+    "gpus",        "stall_timeout", "priority",    "preemptible"};
 // Placeholders every command, workdir and env value may use besides its grid's
 // parameters: the job's GPU count, and a free TCP port chosen when it starts.
 constexpr std::array<const char*, 2> kBuiltinPlaceholders = {"gpus", "port"};
@@ -223,6 +223,7 @@ struct Settings {
   std::optional<RestartPolicy> restart;
   std::optional<int64_t> stall_timeout_ms;
   std::optional<int> priority;
+  std::optional<bool> preemptible;
   std::optional<Sourced<std::string>> dataset;
 
   // `over` wins where it sets a field; env is merged key by key.
@@ -248,6 +249,7 @@ struct Settings {
     if (over.restart) out.restart = over.restart;
     if (over.stall_timeout_ms) out.stall_timeout_ms = over.stall_timeout_ms;
     if (over.priority) out.priority = over.priority;
+    if (over.preemptible) out.preemptible = over.preemptible;
     if (over.dataset) out.dataset = over.dataset;
     return out;
   }
@@ -391,6 +393,13 @@ class TableReader {
       } else {
         error(line_of(node), fmt::format("key '{}' must be a duration such as \"12m\": {}", k,
                                          ms.ok() ? "got zero" : ms.error().message()));
+      }
+    } else if (k == "preemptible") {
+      if (const auto* b = node.as_boolean()) {
+        settings.preemptible = b->get();
+      } else {
+        error(line_of(node),
+              fmt::format("key 'preemptible' must be true or false, got {}", describe(node)));
       }
     } else if (k == "priority") {
       if (auto n = int_in_range(k, node, kMinJobPriority, kMaxJobPriority,
@@ -914,6 +923,8 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.restart = block.settings.restart.value_or(RestartPolicy::kOnFailure);
     base.stall_timeout_ms = block.settings.stall_timeout_ms;
     base.priority = block.settings.priority.value_or(0);
+    // A sweep's points may be preempted unless the file says otherwise.
+    base.preemptible = block.settings.preemptible.value_or(!params.empty() || block.repeat > 1);
     if (block.settings.dataset) base.dataset = block.settings.dataset->value;
     base.params = params;
     base.source = fmt::format("{}:{}", path, block.line);

@@ -302,6 +302,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"epoch_samples string",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nepoch_samples = \"50k\"\n",
                 {"bad.toml:4:", "key 'epoch_samples'"}},
+        BadCase{"preemptible not bool",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\npreemptible = \"yes\"\n",
+                {"bad.toml:4:", "key 'preemptible' must be true or false", "got a string"}},
         BadCase{"env not table",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nenv = \"A=1\"\n",
                 {"bad.toml:4:", "key 'env' must be a table"}},
@@ -518,6 +521,39 @@ priority = 20
   Result<JobSpec> back = job_spec_from_json(job_spec_to_json(file.jobs[1]));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->priority, 20);
+}
+
+TEST(JobFile, SweepPointsArePreemptibleUnlessTheFileSaysOtherwise) {
+  JobFile file = parse_ok(R"(
+[[job]]
+name = "one"
+command = ["x"]
+[[job]]
+name = "sweep"
+command = ["x", "{lr}"]
+grid = { lr = ["0.1", "0.2"] }
+[[job]]
+name = "kept"
+command = ["x"]
+repeat = 2
+preemptible = false
+[[job]]
+name = "opted"
+command = ["x"]
+preemptible = true
+)");
+  ASSERT_EQ(file.jobs.size(), 6u);
+  EXPECT_FALSE(file.jobs[0].preemptible) << "a single job is not, by default";
+  EXPECT_TRUE(file.jobs[1].preemptible);
+  EXPECT_TRUE(file.jobs[2].preemptible);
+  EXPECT_FALSE(file.jobs[3].preemptible);
+  EXPECT_FALSE(file.jobs[4].preemptible);
+  EXPECT_TRUE(file.jobs[5].preemptible);
+  for (const JobSpec& job : file.jobs) {
+    Result<JobSpec> back = job_spec_from_json(job_spec_to_json(job));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back->preemptible, job.preemptible) << job.name;
+  }
 }
 
 TEST(JobFile, AGangGetsItsGpuCountAndKeepsPortForTheStart) {

@@ -104,6 +104,10 @@ struct JobSpec {
   // higher goes first, before fair share orders the rest; -100 to 100, 0 by
   // default, above 0 only for the service's admins.
   int priority = 0;
+  // Under `colo serve --preempt-after`, a job of higher priority that waits
+  // may stop it (TERM, the grace to checkpoint), and it runs again later,
+  // not counted as an attempt. Default: true for sweep points and repeats.
+  bool preemptible = false;
   std::map<std::string, std::string> params;  // this instance's grid values
   int repeat_index = 1;                       // 1-based
   std::string source;                         // "file.toml:12" where it was defined

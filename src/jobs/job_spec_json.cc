@@ -146,6 +146,7 @@ json job_spec_to_json(const JobSpec& job) {
   if (job.startup_time_ms) j["startup_time_ms"] = *job.startup_time_ms;
   if (job.stall_timeout_ms) j["stall_timeout_ms"] = *job.stall_timeout_ms;
   if (job.priority != 0) j["priority"] = job.priority;
+  if (job.preemptible) j["preemptible"] = true;
   if (job.mig_profile) j["mig_profile"] = *job.mig_profile;
   if (job.mig_group) j["mig_group"] = *job.mig_group;
   if (job.dataset) j["dataset"] = *job.dataset;
@@ -221,6 +222,13 @@ Result<JobSpec> job_spec_from_json(const json& j) {
   job.startup_time_ms = r.integer<int64_t>("startup_time_ms", 1, INT64_MAX);
   job.stall_timeout_ms = r.integer<int64_t>("stall_timeout_ms", 0, INT64_MAX);
   job.priority = r.integer<int>("priority", kMinJobPriority, kMaxJobPriority).value_or(0);
+  if (auto p = j.find("preemptible"); p != j.end()) {
+    if (p->is_boolean()) {
+      job.preemptible = p->get<bool>();
+    } else {
+      r.fail("'preemptible' must be true or false");
+    }
+  }
   job.mig_profile = r.text("mig_profile");
   job.mig_group = r.text("mig_group");
   job.dataset = r.text("dataset");

@@ -129,7 +129,9 @@ struct RunEngine::JobRuntime {
   std::string suspect;              // why its next attempt runs outside the shared server
   std::string fault_proven;         // why a fault it raised under MPS was its own
   int uncounted = 0;                // attempts that ended through no fault of its own
-  int counted_attempts() const { return attempt - uncounted; }
+  std::string preempted;            // why colo stopped it for a job of higher priority
+  int preemptions = 0;              // attempts it was preempted in (not counted either)
+  int counted_attempts() const { return attempt - uncounted - preemptions; }
   std::vector<int> gpus() const {
     if (!gang_devices.empty()) return gang_devices;
     return device ? std::vector<int>{*device} : std::vector<int>{};
@@ -303,7 +305,9 @@ std::vector<size_t> RunEngine::running_keys() const {
   return keys;
 }
 
-size_t RunEngine::queued() const { return scheduler_ ? scheduler_->queued() : 0; }
+size_t RunEngine::queued() const {
+  return (scheduler_ ? scheduler_->queued() : 0) + parked_.size();
+}
 
 int RunEngine::count(bool ok) const {
   return static_cast<int>(std::count_if(jobs_.begin(), jobs_.end(), [&](const auto& j) {
@@ -697,6 +701,20 @@ void RunEngine::reap() {
 void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault) {
   const int64_t now = ctx_.clock.monotonic_ms();
   const bool failed = f.exit.state != JobState::kOk;
+  if (!job.preempted.empty() && !stopping_) {
+    // However it ended (saved and exited 0, or killed after the grace), it
+    // has not finished: it waits, parked, until release_parked().
+    (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
+    const std::string why = job.preempted;
+    job.preempted.clear();
+    requeue(job, f.ended_ms,
+            fmt::format("{}; it runs again later, from its checkpoint if it saved one (not "
+                        "counted as an attempt)",
+                        why));
+    job.preemptions += 1;
+    parked_.push_back(job.key);
+    return;
+  }
   if (job.mechanism_victim && failed) {
     const std::string reason = fmt::format("{} (attempt {})", recovery_.down(), job.attempt);
     if (!stopping_ && job.job.spec.restart == RestartPolicy::kOnFailure) {
@@ -987,7 +1005,8 @@ void RunEngine::check_stalls() {
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& job = *jobs_[key];
     if (!job.stall || !job.stalled.empty() || !job.stop_reason.empty() ||
-        !job.fault_victim.empty() || job.mechanism_victim || job.shutdown_victim)
+        !job.fault_victim.empty() || job.mechanism_victim || job.shutdown_victim ||
+        !job.preempted.empty())
       continue;
     // Watched after a fault: whether its processes still work, once a second.
     if (job.stall->after_fault() && ctx_.clock.monotonic_ms() - job.cpu_read_ms >= kFaultCpuReadMs)
@@ -1053,7 +1072,11 @@ bool RunEngine::cancel(size_t key, const std::string& reason) {
   JobRuntime& job = *jobs_[key];
   if (is_final(job.state)) return false;
   if (job.state == JobState::kQueued) {
-    if (!scheduler_->remove_queued(key)) return false;
+    if (auto parked = std::find(parked_.begin(), parked_.end(), key); parked != parked_.end()) {
+      parked_.erase(parked);
+    } else if (!scheduler_->remove_queued(key)) {
+      return false;
+    }
     record_final(job, JobExit{JobState::kCancelled, std::nullopt, std::nullopt, reason, {}},
                  ctx_.clock.now_ms());
     return true;
@@ -1065,8 +1088,34 @@ bool RunEngine::cancel(size_t key, const std::string& reason) {
   return true;
 }
 
+bool RunEngine::preempt(size_t key, const std::string& reason) {
+  if (key >= jobs_.size() || stopping_) return false;
+  JobRuntime& job = *jobs_[key];
+  if (job.state != JobState::kRunning || job.pid == 0 ||
+      job.job.spec.restart != RestartPolicy::kOnFailure || !job.preempted.empty() ||
+      !job.stalled.empty() || !job.stop_reason.empty() || !job.fault_victim.empty() ||
+      job.mechanism_victim || job.shutdown_victim)
+    return false;
+  job.preempted = reason;
+  job.note = reason;
+  display_.event(fmt::format("{} preempted: {}; stopping it (TERM, then KILL after {})",
+                             job.label(), reason, format_duration_ms(options_.stop_grace_ms)));
+  append_note_to_log(log_path(job),
+                     fmt::format("preempted: {}; TERM now, KILL after {}: save a checkpoint into "
+                                 "COLO_CHECKPOINT_DIR and exit",
+                                 reason, format_duration_ms(options_.stop_grace_ms)));
+  supervisor_.stop(job.pid, options_.stop_grace_ms);
+  return true;
+}
+
+void RunEngine::release_parked() {
+  for (size_t key : parked_) scheduler_->enqueue(queued_as(*jobs_[key]));
+  parked_.clear();
+}
+
 void RunEngine::stop_all(StopKind kind, int64_t grace_ms, const std::string& reason) {
   if (!stopping_) {
+    release_parked();  // drained with the rest of the queue
     stopping_ = true;
     UnixMillis now = ctx_.clock.now_ms();
     for (size_t i : scheduler_->drain_queued()) {

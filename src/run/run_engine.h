@@ -238,6 +238,14 @@ class RunEngine {
   // TERM, then KILL after the grace period, and ends cancelled. `reason` is
   // recorded ("cancelled by alice"). False when the job has already ended.
   bool cancel(size_t key, const std::string& reason);
+  // Stops a running job to make room for one of higher priority (`reason`
+  // says which): TERM, then KILL after the grace. Reaped, it is requeued, not
+  // counted as an attempt, and parked (queued, but not shown to the policy)
+  // until release_parked(), so that it does not take back the room it left
+  // before the job it was stopped for starts. False when it is not running,
+  // cannot run again (restart = "never"), or is already being stopped.
+  bool preempt(size_t key, const std::string& reason);
+  void release_parked();
 
   enum class StopKind {
     kCancel,  // `colo run` stopped: queued jobs end cancelled, running ones are stopped (cancelled)
@@ -387,6 +395,7 @@ class RunEngine {
   std::map<pid_t, size_t> by_pid_;
   std::vector<std::pair<int64_t, ProgressEvent>> pending_events_;
   std::vector<JobChange> changes_;
+  std::vector<size_t> parked_;                // preempted, requeued, waiting for release_parked()
   std::map<std::string, double> solo_rates_;  // signature -> samples/s alone
   int64_t next_flush_ms_ = 0;
   // No job is placed before then (monotonic): an MPS server recovers from a fault.

@@ -237,8 +237,13 @@ void Service::hand_to_engine(int64_t id, EngineJob job, RestartPolicy restart, i
   // An owner the quota has not bounded yet is bounded before their first job
   // reaches the engine, or it could start them all at once.
   if (options_.max_gpus_per_user && !quota_left_.contains(owner)) update_quotas();
+  const int priority = job.spec.priority;
+  const bool preemptible = job.spec.preemptible;
   const size_t key = engine_.submit(std::move(job));
-  tracked_[id] = Tracked{key, restart, attempts_before, owner};
+  Tracked& t = tracked_[id] = Tracked{key, restart, attempts_before, owner};
+  t.priority = priority;
+  t.preemptible = preemptible;
+  t.waiting_since_ms = ctx_.clock.now_ms();
   by_key_[key] = id;
 }
 
@@ -410,6 +415,7 @@ void Service::record_changes() {
     switch (c.kind) {
       case JobChange::Kind::kStarted:
         tracked_.at(id).accounted_to_ms = c.time_ms;
+        tracked_.at(id).started_ms = c.time_ms;
         writer_.service_job_started(id, c.job_id, c.device.value_or(0), c.time_ms,
                                     engine_.view(c.key).log_path);
         if (auto of = loader_of_.find(id); of != loader_of_.end()) {
@@ -419,6 +425,7 @@ void Service::record_changes() {
         break;
       case JobChange::Kind::kRequeued:
         account_last_span(c.key, c.time_ms);
+        tracked_.at(id).waiting_since_ms = c.time_ms;
         writer_.service_job_requeued(id, c.reason);
         break;
       case JobChange::Kind::kEnded:
@@ -740,6 +747,60 @@ void Service::account_run_until(size_t key, UnixMillis until_ms, const std::map<
   }
   usage_ms_[t.owner] += worth * span;
   total_ms_[t.owner] += worth * span;
+}
+
+void Service::preempt_for_waiting() {
+  if (!options_.preempt_after_ms || info_.state != "running") return;
+  const UnixMillis now = ctx_.clock.now_ms();
+  const int64_t wait = *options_.preempt_after_ms;
+  if (preempting_for_) {
+    auto w = tracked_.find(*preempting_for_);
+    const bool waits = w != tracked_.end() && !w->second.accounted_to_ms;
+    // Its victim waits parked until it starts (or leaves the queue), or,
+    // when room did not come of it, for two waits at most.
+    if (waits && now - preempted_at_ms_ < 2 * wait) return;
+    engine_.release_parked();
+    preempting_for_.reset();
+  }
+  // The waiting job: the highest priority, then the longest waiting, of
+  // those that waited long enough and are not held by their owner's quota.
+  int64_t waiting_id = 0;
+  Tracked* waiting = nullptr;
+  for (auto& [id, t] : tracked_) {
+    if (t.accounted_to_ms || now - t.waiting_since_ms < wait) continue;
+    if (options_.max_gpus_per_user) {
+      auto held = gpus_held_.find(t.owner);
+      if (held != gpus_held_.end() && held->second + 1 > *options_.max_gpus_per_user + 1e-9)
+        continue;
+    }
+    if (waiting == nullptr || t.priority > waiting->priority ||
+        (t.priority == waiting->priority && t.waiting_since_ms < waiting->waiting_since_ms)) {
+      waiting = &t;
+      waiting_id = id;
+    }
+  }
+  if (waiting == nullptr) return;
+  // Its victim: a running preemptible job of lower priority; the lowest,
+  // then the one that started last (the least work lost).
+  const Tracked* victim = nullptr;
+  int64_t victim_id = 0;
+  for (const auto& [id, t] : tracked_) {
+    if (!t.accounted_to_ms || !t.preemptible || t.priority >= waiting->priority) continue;
+    if (victim == nullptr || t.priority < victim->priority ||
+        (t.priority == victim->priority && t.started_ms > victim->started_ms)) {
+      victim = &t;
+      victim_id = id;
+    }
+  }
+  if (victim == nullptr) return;
+  const std::string reason =
+      fmt::format("preempted for job {} (priority {}), which waited {}", waiting_id,
+                  waiting->priority, format_duration_ms(now - waiting->waiting_since_ms));
+  if (!engine_.preempt(victim->key, reason)) return;
+  ctx_.log << fmt::format("job {} {}\n", victim_id, reason);
+  preempting_for_ = waiting_id;
+  preempted_at_ms_ = now;
+  waiting->waiting_since_ms = now;  // its next victim only after it waited again
 }
 
 void Service::update_quotas() {
@@ -1167,6 +1228,7 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
         next_quick_check = now + kStoreQuickCheckMs;
       }
       service.account_usage();
+      service.preempt_for_waiting();
       thinning.tick();
       service.publish();
       next_publish = now + 1000;

@@ -85,6 +85,10 @@ struct ServeOptions {
   // job counts its share of each GPU it runs on: one over the jobs there);
   // the rest wait, saying so. Unset: none. Needs engine.quotas.
   std::optional<double> max_gpus_per_user;
+  // Preemption: a queued job that has waited this long may stop one running
+  // preemptible job of lower priority (RunEngine::preempt); one at a time,
+  // the next only after it waited as long again. Unset: never.
+  std::optional<int64_t> preempt_after_ms;
   // Sample retention: the service's samples older than samples_full_for_ms
   // are thinned to one per GPU (and process) every samples_thinned_to_ms
   // (RunStore::thin_samples); 0 keeps them all.
@@ -160,6 +164,10 @@ class Service {
   std::vector<DeviceSample> recent_samples() const;  // every GPU's, oldest first
   // Builds the snapshot and makes it the one latest_snapshot() returns.
   void publish();
+  // Preemption, once a second (options_.preempt_after_ms): lets the job
+  // preempted for start first, then picks the next waiting job and its
+  // victim (docs/serve.md, Preemption).
+  void preempt_for_waiting();
   // Fair share, once a second: adds each running job's solo-equivalent GPU
   // time since the last call to its owner's usage, decays it, and hands it
   // over the owner's weight to the engine, which orders the queue by it
@@ -181,6 +189,13 @@ class Service {
     uid_t owner = 0;
     // While it runs: the time (wall) up to which its usage is counted.
     std::optional<UnixMillis> accounted_to_ms;
+    // Preemption: its priority, whether it may be stopped for a higher one,
+    // since when it waits (wall; handed over, requeued, or last preempted
+    // for), and when its attempt started.
+    int priority = 0;
+    bool preemptible = false;
+    UnixMillis waiting_since_ms = 0;
+    UnixMillis started_ms = 0;
   };
 
   nlohmann::json submit(const Caller& caller, const nlohmann::json& request);
@@ -234,6 +249,10 @@ class Service {
   void update_quotas();
   std::map<uid_t, double> gpus_held_;      // as of the last update_quotas()
   std::map<uint32_t, double> quota_left_;  // what it handed to the engine
+  // The job a victim was preempted for, while the victim waits parked in the
+  // engine, and when.
+  std::optional<int64_t> preempting_for_;
+  UnixMillis preempted_at_ms_ = 0;
   // The last span of a job that ended or was requeued (`end_ms`).
   void account_last_span(size_t key, UnixMillis end_ms);
   // The largest weight of each owner's groups (0: none), read once per owner.

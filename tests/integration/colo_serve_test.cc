@@ -485,6 +485,51 @@ TEST_F(ColoServe, AUsersQuotaOfGpusBoundsTheirRunningJobsAndTheQueueSaysWhy) {
   }
 }
 
+// --preempt-after: a job of higher priority that waits stops a running
+// preemptible one of lower priority, which saves a checkpoint on TERM, waits
+// until the other started, and resumes from its checkpoint; both end ok.
+TEST_F(ColoServe, AHigherPriorityJobPreemptsALowerOneWhichResumesFromItsCheckpoint) {
+  const std::string marks_path = dir_ + "/marks";
+  // `sleep & wait`: the trap runs as soon as TERM comes. The marks path
+  // (a temporary directory's) has no spaces.
+  write_file("low.sh", R"(e=0
+if [ -f "$COLO_CHECKPOINT_DIR/ckpt" ]; then e=$(cat "$COLO_CHECKPOINT_DIR/ckpt"); echo resume $e >> MARKS; fi
+trap 'echo $e > "$COLO_CHECKPOINT_DIR/ckpt"; echo saved $e >> MARKS; exit 0' TERM
+while [ $e -lt 8 ]; do
+  sleep 0.3 & wait $!
+  e=$((e+1))
+  printf '{"event":"epoch_end","epoch":%d,"samples":100}\n' $e >> "$COLO_PROGRESS_FILE"
+done
+echo done $e >> MARKS
+)");
+  shell("sed -i 's|MARKS|" + marks_path + "|g' '" + dir_ + "/low.sh'");
+  std::string low = write_file("low.toml", "[[job]]\nname = \"low\"\ncommand = [\"sh\", \"" + dir_ +
+                                               "/low.sh\"]\npriority = -10\npreemptible = true\n");
+  std::string high = write_file(
+      "high.toml", "[[job]]\nname = \"high\"\ncommand = [\"sh\", \"-c\", \"echo high >> '" +
+                       marks_path + "'; sleep 1\"]\n");
+  start_service("--sim-devices 1 --mechanism naive --max-per-gpu 1 --grace 5s --preempt-after 1s");
+  std::vector<int64_t> ids = submit(low);
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_TRUE(eventually([&] { return count_in_state("running") == 1; }, 20'000)) << service_log();
+  std::vector<int64_t> more = submit(high);
+  ASSERT_EQ(more.size(), 1u);
+  CommandResult waited =
+      shell(colo("wait " + std::to_string(ids[0]) + " " + std::to_string(more[0])));
+  ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
+
+  const std::vector<std::string> m = marks();
+  ASSERT_GE(m.size(), 4u) << service_log();
+  EXPECT_EQ(m[0].rfind("saved ", 0), 0u) << m[0];
+  EXPECT_EQ(m[1], "high");
+  EXPECT_EQ(m[2], "resume " + m[0].substr(6)) << "it resumes where it saved";
+  EXPECT_EQ(m.back(), "done 8");
+  EXPECT_NE(service_log().find("preempted for job " + std::to_string(more[0])), std::string::npos)
+      << service_log();
+  EXPECT_EQ(sql("SELECT state, attempts FROM service_jobs WHERE id = " + std::to_string(ids[0])),
+            std::vector<std::string>{"ok|2"});
+}
+
 TEST_F(ColoServe, AnotherUsersJobGoesAheadOfASweepQueuedBeforeIt) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a second Unix user (CI runs as root)";
   if (shell("command -v useradd && command -v runuser").exit_code != 0)
