@@ -333,25 +333,37 @@ int queue_command(const ClientFlags& flags, const QueuePage& page) {
   return kExitOk;
 }
 
-int usage_command(const ClientFlags& flags) {
+int usage_command(const ClientFlags& flags, const std::string& since) {
+  std::optional<int64_t> span = duration_flag("--since", since, 1000);
+  if (!span) return kExitBadInput;
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
-  Result<json> answer = client->call(protocol::queue_request(0, 1, /*samples=*/false));
+  const int64_t since_ms = SystemClock().now_ms() - *span;
+  Result<json> answer = client->call(protocol::usage_request(since_ms));
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
     return kExitEnvironment;
   }
   if (flags.json) {
-    std::cout << json{{"owners", (*answer)["snapshot"].value("owners", json::object())}}.dump(2)
+    std::cout << json{{"since_ms", since_ms},
+                      {"owners", (*answer)["owners"]},
+                      {"ended", (*answer)["ended"]}}
+                     .dump(2)
               << "\n";
     return kExitOk;
   }
-  Result<ServiceSnapshot> snapshot = snapshot_from_json((*answer)["snapshot"]);
-  if (!snapshot.ok()) {
-    std::cerr << "colo: " << snapshot.error().message() << "\n";
+  try {
+    std::vector<ServiceUsageReport> ended;
+    for (const json& r : (*answer)["ended"]) {
+      ended.push_back({r.at("owner").get<std::string>(), r.at("jobs").get<int64_t>(),
+                       r.at("failed").get<int64_t>(), r.at("gpu_ms").get<double>(),
+                       r.at("solo_ms").get<double>()});
+    }
+    std::cout << format_usage(owners_from_json((*answer)["owners"]), ended, "in the last " + since);
+  } catch (const json::exception& e) {
+    std::cerr << "colo: the service's usage answer is malformed: " << e.what() << "\n";
     return kExitEnvironment;
   }
-  std::cout << format_usage(*snapshot);
   return kExitOk;
 }
 
@@ -495,6 +507,7 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   static std::vector<int64_t> ids;
   static int64_t log_id = 0;
   static bool follow = false;
+  static std::string usage_since = "7d";
   static QueuePage page;
 
   CLI::App* serve_cmd = app.add_subcommand(
@@ -634,9 +647,13 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
 
   CLI::App* usage_cmd = app.add_subcommand(
       "usage", "Show who used colo serve's GPUs: each user's solo-equivalent GPU time and weight");
+  usage_cmd
+      ->add_option("--since", usage_since,
+                   "the second table: jobs that ended in this span (a duration: 7d, 12h)")
+      ->capture_default_str();
   add_client_flags(usage_cmd, true);
-  set_example(*usage_cmd, "colo usage --json");
-  usage_cmd->callback([&exit_code] { exit_code = usage_command(client); });
+  set_example(*usage_cmd, "colo usage --since 30d --json");
+  usage_cmd->callback([&exit_code] { exit_code = usage_command(client, usage_since); });
 
   CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel jobs of colo serve (your own)");
   cancel_cmd->add_option("ids", ids, "job ids")->required();

@@ -22,17 +22,17 @@ std::string gpu_list(const std::vector<int>& devices) {
 }  // namespace
 
 GangScheduler::GangScheduler(std::unique_ptr<Scheduler> policy, int max_retries)
-    : policy_(std::move(policy)), max_retries_(max_retries) {}
+    : ForwardingScheduler(std::move(policy)), max_retries_(max_retries) {}
 
 void GangScheduler::introduce(const std::string& signature, const SignatureFacts& facts) {
   labels_[signature] = facts.label;
   if (facts.profile) profiles_[signature] = *facts.profile;
-  policy_->introduce(signature, facts);
+  policy().introduce(signature, facts);
 }
 
 void GangScheduler::enqueue(const SchedJob& job) {
   if (job.gpus <= 1) {
-    policy_->enqueue(job);
+    policy().enqueue(job);
     return;
   }
   gangs_.push_back(Gang{job});
@@ -98,11 +98,11 @@ std::pair<std::vector<int>, std::optional<int64_t>> GangScheduler::to_keep(
 void GangScheduler::start(Gang& g, const std::vector<int>& devices, int64_t now_ms,
                           std::vector<Decision>& out) {
   const std::optional<uint64_t> need = claim(g);
-  const std::vector<DeviceRoom> rooms = policy_->rooms(now_ms);
+  const std::vector<DeviceRoom> rooms = policy().rooms(now_ms);
   for (size_t rank = 0; rank < devices.size(); ++rank) {
     auto room = std::find_if(rooms.begin(), rooms.end(),
                              [&](const DeviceRoom& r) { return r.device == devices[rank]; });
-    policy_->occupy(rank_key(g.job.job, rank), devices[rank],
+    policy().occupy(rank_key(g.job.job, rank), devices[rank],
                     need.value_or(room != rooms.end() ? room->memory_free_bytes : 0), sm_of(g));
   }
   Decision decision{g.job.job, devices.front()};
@@ -132,7 +132,7 @@ bool GangScheduler::place_gangs(int64_t now_ms, std::vector<Decision>& out) {
     // The GPUs kept for the oldest waiting gang are its own; others start elsewhere.
     const bool others = reserved_for_ != SIZE_MAX && reserved_for_ != it->job.job;
     std::optional<std::vector<int>> devices =
-        fit(*it, policy_->rooms(now_ms), others ? reserved_ : std::vector<int>{});
+        fit(*it, policy().rooms(now_ms), others ? reserved_ : std::vector<int>{});
     if (devices) {
       start(*it, *devices, now_ms, out);
       it = gangs_.erase(it);
@@ -162,7 +162,7 @@ bool GangScheduler::place_gangs(int64_t now_ms, std::vector<Decision>& out) {
     if (!kept) {
       kept = true;
       if (reserved_for_ != it->job.job) {
-        auto [keep, expected] = to_keep(*it, policy_->rooms(now_ms));
+        auto [keep, expected] = to_keep(*it, policy().rooms(now_ms));
         reserved_ = keep;
         reserved_for_ = it->job.job;
         reserved_until_ = expected;
@@ -181,7 +181,7 @@ bool GangScheduler::place_gangs(int64_t now_ms, std::vector<Decision>& out) {
 }
 
 std::optional<int64_t> GangScheduler::next_check_ms(int64_t now_ms) const {
-  std::optional<int64_t> next = policy_->next_check_ms(now_ms);
+  std::optional<int64_t> next = policy().next_check_ms(now_ms);
   auto consider = [&](int64_t at) {
     if (at > now_ms && (!next || at < *next)) next = at;
   };
@@ -192,10 +192,10 @@ std::optional<int64_t> GangScheduler::next_check_ms(int64_t now_ms) const {
 
 std::vector<Decision> GangScheduler::schedule(int64_t now_ms) {
   // Without gangs this is the policy's event alone: nothing added to it.
-  if (gangs_.empty() && running_.empty() && !policy_reserves_) return policy_->schedule(now_ms);
+  if (gangs_.empty() && running_.empty() && !policy_reserves_) return policy().schedule(now_ms);
   std::vector<Decision> out;
   const std::vector<DeviceRoom> all =
-      gangs_.empty() ? std::vector<DeviceRoom>{} : policy_->rooms(now_ms);
+      gangs_.empty() ? std::vector<DeviceRoom>{} : policy().rooms(now_ms);
   const int devices = static_cast<int>(all.size());
   for (auto it = gangs_.begin(); it != gangs_.end();) {
     // What it needs per GPU (its hint or profile, no margin): a gang that no
@@ -233,19 +233,19 @@ std::vector<Decision> GangScheduler::schedule(int64_t now_ms) {
   for (const auto& [job, r] : running_) {
     if (!claim(r.gang)) closed.insert(closed.end(), r.devices.begin(), r.devices.end());
   }
-  policy_->reserve(closed, closed.size() == reserved_.size() ? reserved_until_ : std::nullopt);
+  policy().reserve(closed, closed.size() == reserved_.size() ? reserved_until_ : std::nullopt);
   policy_reserves_ = !closed.empty();
-  for (Decision& d : policy_->schedule(now_ms)) out.push_back(std::move(d));
+  for (Decision& d : policy().schedule(now_ms)) out.push_back(std::move(d));
   return out;
 }
 
 EndVerdict GangScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   auto it = running_.find(job);
-  if (it == running_.end()) return policy_->finished(job, end, now_ms);
+  if (it == running_.end()) return policy().finished(job, end, now_ms);
   Running r = std::move(it->second);
   running_.erase(it);
   for (size_t rank = 0; rank < r.devices.size(); ++rank)
-    policy_->vacate(rank_key(job, rank), now_ms);
+    policy().vacate(rank_key(job, rank), now_ms);
   if (end != JobEnd::kOutOfMemory) return {};
   Gang g = r.gang;
   if (g.attempt > max_retries_) {
@@ -270,18 +270,13 @@ EndVerdict GangScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
 }
 
 void GangScheduler::observe_rate(size_t job, double samples_per_s, int64_t now_ms) {
-  if (!running_.contains(job)) policy_->observe_rate(job, samples_per_s, now_ms);
-}
-
-void GangScheduler::learned(const std::string& signature, const JobProfile& profile,
-                            int64_t now_ms) {
-  policy_->learned(signature, profile, now_ms);
+  if (!running_.contains(job)) policy().observe_rate(job, samples_per_s, now_ms);
 }
 
 void GangScheduler::measured(size_t job, const JobProfile& profile) {
   auto it = running_.find(job);
   if (it == running_.end()) {
-    policy_->measured(job, profile);
+    policy().measured(job, profile);
     return;
   }
   // What its processes took, summed over its GPUs: per GPU, an equal share
@@ -294,7 +289,7 @@ void GangScheduler::measured(size_t job, const JobProfile& profile) {
 }
 
 std::vector<size_t> GangScheduler::drain_queued() {
-  std::vector<size_t> jobs = policy_->drain_queued();
+  std::vector<size_t> jobs = policy().drain_queued();
   for (const Gang& g : gangs_) jobs.push_back(g.job.job);
   gangs_.clear();
   release_reservation();
@@ -304,7 +299,7 @@ std::vector<size_t> GangScheduler::drain_queued() {
 bool GangScheduler::remove_queued(size_t job) {
   auto it =
       std::find_if(gangs_.begin(), gangs_.end(), [&](const Gang& g) { return g.job.job == job; });
-  if (it == gangs_.end()) return policy_->remove_queued(job);
+  if (it == gangs_.end()) return policy().remove_queued(job);
   gangs_.erase(it);
   keeps_none_until_.erase(job);
   if (reserved_for_ == job) release_reservation();
@@ -313,7 +308,7 @@ bool GangScheduler::remove_queued(size_t job) {
 
 std::optional<int64_t> GangScheduler::expected_end_ms(size_t job, int64_t now_ms) const {
   auto it = running_.find(job);
-  if (it == running_.end()) return policy_->expected_end_ms(job, now_ms);
+  if (it == running_.end()) return policy().expected_end_ms(job, now_ms);
   std::optional<int64_t> solo = it->second.gang.job.solo_time_ms;
   if (auto p = profiles_.find(it->second.gang.job.signature); !solo && p != profiles_.end())
     solo = p->second.solo_ms;
@@ -323,13 +318,13 @@ std::optional<int64_t> GangScheduler::expected_end_ms(size_t job, int64_t now_ms
 
 std::vector<Unplaceable> GangScheduler::take_unplaceable() {
   std::vector<Unplaceable> out = std::exchange(unplaceable_, {});
-  for (Unplaceable& u : policy_->take_unplaceable()) out.push_back(std::move(u));
+  for (Unplaceable& u : policy().take_unplaceable()) out.push_back(std::move(u));
   return out;
 }
 
 std::vector<std::string> GangScheduler::take_notes() {
   std::vector<std::string> out = std::exchange(notes_, {});
-  for (std::string& n : policy_->take_notes()) out.push_back(std::move(n));
+  for (std::string& n : policy().take_notes()) out.push_back(std::move(n));
   return out;
 }
 

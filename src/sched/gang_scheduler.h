@@ -41,42 +41,29 @@
 #include <string>
 #include <vector>
 
-#include "sched/scheduler.h"
+#include "sched/forwarding_scheduler.h"
 
 namespace colo {
 
-class GangScheduler final : public Scheduler {
+class GangScheduler final : public ForwardingScheduler {
  public:
   explicit GangScheduler(std::unique_ptr<Scheduler> policy, int max_retries = 2);
 
-  std::string describe() const override { return policy_->describe(); }
   void introduce(const std::string& signature, const SignatureFacts& facts) override;
   void enqueue(const SchedJob& job) override;
   std::vector<Decision> schedule(int64_t now_ms) override;
   EndVerdict finished(size_t job, JobEnd end, int64_t now_ms) override;
   void observe_rate(size_t job, double samples_per_s, int64_t now_ms) override;
-  void learned(const std::string& signature, const JobProfile& profile, int64_t now_ms) override;
   void measured(size_t job, const JobProfile& profile) override;
   std::vector<size_t> drain_queued() override;
   bool remove_queued(size_t job) override;
   std::optional<int64_t> expected_end_ms(size_t job, int64_t now_ms) const override;
   std::vector<Unplaceable> take_unplaceable() override;
   std::vector<std::string> take_notes() override;
-  size_t queued() const override { return policy_->queued() + gangs_.size(); }
-  std::optional<int64_t> next_wakeup_ms(int64_t now_ms) const override {
-    return policy_->next_wakeup_ms(now_ms);
-  }
+  size_t queued() const override { return policy().queued() + gangs_.size(); }
   std::optional<int64_t> next_check_ms(int64_t now_ms) const override;
-  void set_usage(const std::map<uint32_t, double>& usage) override { policy_->set_usage(usage); }
-  // Gangs of gangs are not a thing: these go to the policy.
-  std::vector<DeviceRoom> rooms(int64_t now_ms) override { return policy_->rooms(now_ms); }
-  void occupy(size_t key, int device, uint64_t memory_bytes, double sm) override {
-    policy_->occupy(key, device, memory_bytes, sm);
-  }
-  void vacate(size_t key, int64_t now_ms) override { policy_->vacate(key, now_ms); }
-  void reserve(const std::vector<int>& devices, std::optional<int64_t> until_ms) override {
-    policy_->reserve(devices, until_ms);
-  }
+  // Gangs of gangs are not a thing: rooms(), occupy(), vacate() and reserve()
+  // go to the policy (ForwardingScheduler).
 
   // The GPUs kept for the oldest waiting gang (empty: none), for displays and tests.
   const std::vector<int>& reserved() const { return reserved_; }
@@ -112,7 +99,6 @@ class GangScheduler final : public Scheduler {
   void start(Gang& g, const std::vector<int>& devices, int64_t now_ms, std::vector<Decision>& out);
   void release_reservation();
 
-  std::unique_ptr<Scheduler> policy_;
   int max_retries_;
   std::deque<Gang> gangs_;
   std::map<size_t, Running> running_;

@@ -6,7 +6,8 @@
 // costs tens of milliseconds (issue 37), so the loop asks due() first.
 //
 // Everything is forwarded to the wrapped policy unchanged; this only keeps
-// track of whether something changed since the last schedule().
+// track of whether something changed since the last schedule(). Usage only
+// orders what may start: not a change that could start anything.
 //
 // Not thread-safe.
 #pragma once
@@ -18,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "sched/scheduler.h"
+#include "sched/forwarding_scheduler.h"
 
 namespace colo {
 
-class OnChangeScheduler final : public Scheduler {
+class OnChangeScheduler final : public ForwardingScheduler {
  public:
   explicit OnChangeScheduler(std::unique_ptr<Scheduler> policy);
 
@@ -33,7 +34,6 @@ class OnChangeScheduler final : public Scheduler {
   // another); or now_ms reached the policy's next_check_ms() as of that call.
   bool due(int64_t now_ms) const;
 
-  std::string describe() const override { return policy_->describe(); }
   void introduce(const std::string& signature, const SignatureFacts& facts) override;
   void enqueue(const SchedJob& job) override;
   std::vector<Decision> schedule(int64_t now_ms) override;
@@ -43,29 +43,14 @@ class OnChangeScheduler final : public Scheduler {
   void measured(size_t job, const JobProfile& profile) override;
   std::vector<size_t> drain_queued() override;
   bool remove_queued(size_t job) override;
-  std::optional<int64_t> expected_end_ms(size_t job, int64_t now_ms) const override {
-    return policy_->expected_end_ms(job, now_ms);
-  }
-  std::vector<DeviceRoom> rooms(int64_t now_ms) override { return policy_->rooms(now_ms); }
   void occupy(size_t key, int device, uint64_t memory_bytes, double sm) override;
   void vacate(size_t key, int64_t now_ms) override;
   void reserve(const std::vector<int>& devices, std::optional<int64_t> until_ms) override;
   std::vector<Unplaceable> take_unplaceable() override;
-  std::vector<std::string> take_notes() override { return policy_->take_notes(); }
-  size_t queued() const override { return policy_->queued(); }
-  std::optional<int64_t> next_wakeup_ms(int64_t now_ms) const override {
-    return policy_->next_wakeup_ms(now_ms);
-  }
-  std::optional<int64_t> next_check_ms(int64_t now_ms) const override {
-    return policy_->next_check_ms(now_ms);
-  }
-  // Usage only orders what may start: not a change that could start anything.
-  void set_usage(const std::map<uint32_t, double>& usage) override { policy_->set_usage(usage); }
   // A quota that changed may let a job start: a change when it differs from the last.
   void set_quota_left(const std::map<uint32_t, double>& gpus_left) override;
 
  private:
-  std::unique_ptr<Scheduler> policy_;
   bool changed_ = true;
   std::optional<int64_t> check_ms_;        // the policy's next_check_ms() after the last schedule()
   std::map<uint32_t, double> quota_left_;  // the last set_quota_left()

@@ -4,8 +4,6 @@
 
 namespace colo {
 
-QuotaScheduler::QuotaScheduler(std::unique_ptr<Scheduler> policy) : policy_(std::move(policy)) {}
-
 bool QuotaScheduler::held(size_t job) const {
   return std::any_of(owners_.begin(), owners_.end(),
                      [&](const auto& o) { return o.second.waiting.contains(job); });
@@ -27,7 +25,7 @@ void QuotaScheduler::show(const SchedJob& job) {
   o.shown.insert(job.job);
   o.shown_needs += needs(job);
   shown_[job.job] = job;
-  policy_->enqueue(job);
+  policy().enqueue(job);
 }
 
 void QuotaScheduler::forget_shown(size_t job) {
@@ -40,7 +38,7 @@ void QuotaScheduler::forget_shown(size_t job) {
 }
 
 std::vector<Decision> QuotaScheduler::schedule(int64_t now_ms) {
-  std::vector<Decision> placed = policy_->schedule(now_ms);
+  std::vector<Decision> placed = policy().schedule(now_ms);
   for (const Decision& d : placed) {
     auto it = shown_.find(d.job);
     if (it == shown_.end()) continue;
@@ -52,12 +50,8 @@ std::vector<Decision> QuotaScheduler::schedule(int64_t now_ms) {
   return placed;
 }
 
-EndVerdict QuotaScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
-  return policy_->finished(job, end, now_ms);
-}
-
 std::vector<size_t> QuotaScheduler::drain_queued() {
-  std::vector<size_t> out = policy_->drain_queued();
+  std::vector<size_t> out = policy().drain_queued();
   for (auto& [owner, o] : owners_) {
     for (const auto& [job, j] : o.waiting) out.push_back(job);
     o = Owner{};
@@ -78,13 +72,13 @@ bool QuotaScheduler::remove_queued(size_t job) {
   const std::optional<uint32_t> owner =
       it == shown_.end() ? std::nullopt : std::optional<uint32_t>(it->second.owner);
   forget_shown(job);
-  const bool removed = policy_->remove_queued(job);
+  const bool removed = policy().remove_queued(job);
   if (owner) rebalance(*owner);  // room for the owner's next one
   return removed;
 }
 
 std::vector<Unplaceable> QuotaScheduler::take_unplaceable() {
-  std::vector<Unplaceable> out = policy_->take_unplaceable();
+  std::vector<Unplaceable> out = policy().take_unplaceable();
   std::set<uint32_t> touched;
   for (const Unplaceable& u : out) {
     if (auto it = shown_.find(u.job); it != shown_.end()) touched.insert(it->second.owner);
@@ -112,7 +106,7 @@ void QuotaScheduler::rebalance(uint32_t owner) {
       const size_t newest = *o.shown.rbegin();
       const SchedJob job = shown_.at(newest);
       forget_shown(newest);
-      if (policy_->remove_queued(newest)) {
+      if (policy().remove_queued(newest)) {
         o.waiting[newest] = job;
         ++waiting_count_;
       }

@@ -19,7 +19,9 @@ inline constexpr std::string_view kQueue = "queue";    // -> snapshot
 inline constexpr std::string_view kStatus = "status";  // ids -> jobs
 inline constexpr std::string_view kCancel = "cancel";  // ids -> cancelled, not_cancelled
 inline constexpr std::string_view kLogs = "logs";      // id, offset, max_bytes -> data, offset
-inline constexpr std::string_view kOperations[] = {kSubmit, kQueue, kStatus, kCancel, kLogs};
+inline constexpr std::string_view kUsage = "usage";    // since_ms -> owners, ended
+inline constexpr std::string_view kOperations[] = {kSubmit, kQueue, kStatus,
+                                                   kCancel, kLogs,  kUsage};
 
 // `jobs`: each in jobs/job_spec_json's shape; `env`: the environment jobs
 // start from; `submit_key`: the client's random token for this submission (a
@@ -49,6 +51,12 @@ inline nlohmann::json status_request(const std::vector<int64_t>& ids) {
 }
 inline nlohmann::json cancel_request(const std::vector<int64_t>& ids) {
   return {{"op", kCancel}, {"ids", ids}};
+}
+// `owners`: the snapshot's (each user's usage lately, weight, jobs); `ended`:
+// per user, the jobs that ended since `since_ms` and their usage (the
+// store's per-job figures summed: RunStore::service_usage_since).
+inline nlohmann::json usage_request(int64_t since_ms) {
+  return {{"op", kUsage}, {"since_ms", since_ms}};
 }
 inline nlohmann::json logs_request(int64_t id, uint64_t offset) {
   return {{"op", kLogs}, {"id", id}, {"offset", offset}};

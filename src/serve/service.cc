@@ -479,6 +479,7 @@ json Service::handle(const Caller& caller, const json& request) {
   if (op == protocol::kStatus) return status(request);
   if (op == protocol::kCancel) return cancel(caller, request);
   if (op == protocol::kLogs) return logs(caller, request);
+  if (op == protocol::kUsage) return usage_answer(request);
   return error_answer(fmt::format("unknown request '{}'; colo serve answers {}", op,
                                   fmt::join(protocol::kOperations, ", ")));
 }
@@ -747,6 +748,8 @@ void Service::account_run_until(size_t key, UnixMillis until_ms, const std::map<
   }
   usage_ms_[t.owner] += worth * span;
   total_ms_[t.owner] += worth * span;
+  t.attempt_solo_ms += worth * span;
+  t.attempt_gpu_ms += span * static_cast<double>(std::max<size_t>(1, gpus.size()));
 }
 
 void Service::preempt_for_waiting() {
@@ -829,8 +832,13 @@ void Service::account_last_span(size_t key, UnixMillis end_ms) {
     for (int g : gpus_of(engine_.view(key))) ++on_gpu[g];  // it ran there until its end
   }
   account_run_until(key, end_ms, on_gpu);
-  if (auto id = by_key_.find(key); id != by_key_.end())
-    tracked_.at(id->second).accounted_to_ms.reset();
+  auto id = by_key_.find(key);
+  if (id == by_key_.end()) return;
+  Tracked& t = tracked_.at(id->second);
+  if (t.accounted_to_ms) writer_.service_job_usage(id->second, t.attempt_gpu_ms, t.attempt_solo_ms);
+  t.accounted_to_ms.reset();
+  t.attempt_gpu_ms = 0;
+  t.attempt_solo_ms = 0;
 }
 
 double Service::weight_of(uid_t owner) const {
@@ -1034,6 +1042,26 @@ json Service::queue_answer(const json& request) {
   json& history = answer["snapshot"]["samples"];
   for (const DeviceSample& d : recent_samples()) history.push_back(device_sample_to_json(d));
   return answer;
+}
+
+json Service::usage_answer(const json& request) {
+  Result<int64_t> since = integer_field(request, "since_ms", 0);
+  if (!since.ok()) return error_answer("usage: " + since.error().message());
+  Result<std::vector<ServiceUsageReport>> ended = ctx_.store.service_usage_since(*since);
+  if (!ended.ok()) return error_answer("usage: " + ended.error().message());
+  json rows = json::array();
+  for (const ServiceUsageReport& r : *ended) {
+    rows.push_back({{"owner", r.owner_name},
+                    {"jobs", r.jobs},
+                    {"failed", r.failed},
+                    {"gpu_ms", r.gpu_ms},
+                    {"solo_ms", r.solo_ms}});
+  }
+  json snapshot = to_json(this->snapshot(0, 1, false));
+  return json{{"ok", true},
+              {"since_ms", *since},
+              {"owners", snapshot.value("owners", json::object())},
+              {"ended", std::move(rows)}};
 }
 
 json Service::status(const json& request) {

@@ -196,12 +196,16 @@ class Service {
     bool preemptible = false;
     UnixMillis waiting_since_ms = 0;
     UnixMillis started_ms = 0;
+    // This attempt's usage so far, written to the store as it ends.
+    double attempt_gpu_ms = 0;
+    double attempt_solo_ms = 0;
   };
 
   nlohmann::json submit(const Caller& caller, const nlohmann::json& request);
   nlohmann::json status(const nlohmann::json& request);
   nlohmann::json cancel(const Caller& caller, const nlohmann::json& request);
   nlohmann::json logs(const Caller& caller, const nlohmann::json& request);
+  nlohmann::json usage_answer(const nlohmann::json& request);
   // The answer to "queue" (optional "offset" and "limit" page the queued
   // jobs): the first page is rebuilt when the queue changed or it is older
   // than kQueueAnswerMaxAgeMs, so that many clients polling cost one snapshot.

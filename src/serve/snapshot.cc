@@ -264,12 +264,7 @@ Result<ServiceSnapshot> snapshot_from_json(const json& j) {
         static_cast<int64_t>(std::count_if(s.jobs.begin(), s.jobs.end(),
                                            [](const QueueJob& q) { return q.state == "queued"; })));
     s.queued_offset = j.value("queued_offset", int64_t{0});
-    if (j.contains("owners") && j["owners"].is_object()) {
-      for (const auto& [owner, n] : j["owners"].items())
-        s.owners[owner] =
-            OwnerJobs{n.value("queued", int64_t{0}), n.value("running", int64_t{0}),
-                      n.value("usage_ms", 0.0), n.value("weight", 1.0), n.value("total_ms", 0.0)};
-    }
+    if (j.contains("owners")) s.owners = owners_from_json(j["owners"]);
     for (const json& d : j.at("samples")) s.samples.push_back(device_sample_from_json(d));
     for (const json& r : j.at("runs")) {
       RunView v;
@@ -375,31 +370,57 @@ std::string format_queue(const ServiceSnapshot& s, UnixMillis now_ms) {
   return out;
 }
 
-std::string format_usage(const ServiceSnapshot& s) {
-  std::vector<std::pair<std::string, OwnerJobs>> owners(s.owners.begin(), s.owners.end());
+std::map<std::string, OwnerJobs> owners_from_json(const json& j) {
+  std::map<std::string, OwnerJobs> owners;
+  if (!j.is_object()) return owners;
+  for (const auto& [owner, n] : j.items()) {
+    owners[owner] =
+        OwnerJobs{n.value("queued", int64_t{0}), n.value("running", int64_t{0}),
+                  n.value("usage_ms", 0.0), n.value("weight", 1.0), n.value("total_ms", 0.0)};
+  }
+  return owners;
+}
+
+std::string format_usage(const std::map<std::string, OwnerJobs>& by_owner,
+                         const std::vector<ServiceUsageReport>& ended, const std::string& since) {
+  std::vector<std::pair<std::string, OwnerJobs>> owners(by_owner.begin(), by_owner.end());
   double all = 0;
   for (const auto& [owner, n] : owners) all += n.usage_ms;
   std::stable_sort(owners.begin(), owners.end(), [](const auto& a, const auto& b) {
     return a.second.usage_ms > b.second.usage_ms;
   });
-  std::string out = fmt::format(
-      "colo serve, pid {} on {}: usage in solo-equivalent GPU time (a job's rate beside others "
-      "over its rate alone, times its time){}\n",
-      s.service.pid, s.service.host, s.service.simulated ? " (SIMULATED)" : "");
-  if (owners.empty()) return out + "no one has used it yet\n";
-  out += fmt::format("{:<16} {:>6} {:>12} {:>6} {:>12} {:>8} {:>7}\n", "USER", "WEIGHT", "LATELY",
-                     "SHARE", "IN ALL", "RUNNING", "QUEUED");
-  for (const auto& [owner, n] : owners) {
-    out += fmt::format("{:<16} {:>6} {:>12} {:>6} {:>12} {:>8} {:>7}\n", owner,
-                       fmt::format("{:g}", n.weight),
-                       format_duration_ms(static_cast<int64_t>(n.usage_ms)),
-                       all > 0 ? fmt::format("{:.0f}%", 100 * n.usage_ms / all) : std::string("-"),
-                       format_duration_ms(static_cast<int64_t>(n.total_ms)), n.running, n.queued);
+  std::string out =
+      "Usage in solo-equivalent GPU time: a job's rate beside others over its rate alone, "
+      "times its time\n";
+  if (owners.empty()) {
+    out += "no one has used it yet\n";
+  } else {
+    out += fmt::format("{:<16} {:>6} {:>12} {:>6} {:>12} {:>8} {:>7}\n", "USER", "WEIGHT", "LATELY",
+                       "SHARE", "IN ALL", "RUNNING", "QUEUED");
+    for (const auto& [owner, n] : owners) {
+      out += fmt::format(
+          "{:<16} {:>6} {:>12} {:>6} {:>12} {:>8} {:>7}\n", owner, fmt::format("{:g}", n.weight),
+          format_duration_ms(static_cast<int64_t>(n.usage_ms)),
+          all > 0 ? fmt::format("{:.0f}%", 100 * n.usage_ms / all) : std::string("-"),
+          format_duration_ms(static_cast<int64_t>(n.total_ms)), n.running, n.queued);
+    }
+    out +=
+        "LATELY decays with the service's --fair-share-half-life; the next job to start comes "
+        "from the user with the least LATELY over WEIGHT (docs/serve.md, Fair share)\n";
   }
-  out +=
-      "LATELY decays with the service's --fair-share-half-life; the next job to start comes from "
-      "the user with the least LATELY over WEIGHT (docs/serve.md, Fair share)\n";
-  return out;
+  out += fmt::format("\nJobs that ended {}:\n", since);
+  if (ended.empty()) return out + "none\n";
+  out += fmt::format("{:<16} {:>6} {:>7} {:>12} {:>12} {:>10}\n", "USER", "JOBS", "FAILED",
+                     "GPU TIME", "SOLO-EQUIV", "SOLO/GPU");
+  for (const ServiceUsageReport& r : ended) {
+    out += fmt::format("{:<16} {:>6} {:>7} {:>12} {:>12} {:>10}\n", r.owner_name, r.jobs, r.failed,
+                       format_duration_ms(static_cast<int64_t>(r.gpu_ms)),
+                       format_duration_ms(static_cast<int64_t>(r.solo_ms)),
+                       r.gpu_ms > 0 ? fmt::format("{:.2f}", r.solo_ms / r.gpu_ms) : "-");
+  }
+  return out +
+         "SOLO/GPU: the work a GPU-second gave, against a GPU of one's own (below 1: slowed by "
+         "neighbours; summed over the jobs sharing a GPU, the gain of collocation)\n";
 }
 
 }  // namespace colo

@@ -172,7 +172,12 @@ bool is_final_state(const std::string& state);
 // `colo queue`: the service line, then per GPU its running jobs, then the
 // queue, then recently ended jobs: ID, OWNER, STATE, MECH, EPOCH, RATE, END.
 std::string format_queue(const ServiceSnapshot& snapshot, UnixMillis now_ms);
-// `colo usage`: each owner's usage, weight and jobs, most used first.
-std::string format_usage(const ServiceSnapshot& snapshot);
+// A snapshot's "owners" object (an older service's may lack fields).
+std::map<std::string, OwnerJobs> owners_from_json(const nlohmann::json& owners);
+// `colo usage`: each owner's usage lately, weight and jobs, most used first
+// (`owners`); then, per owner, the jobs that ended `since` ("in the last
+// 7d") with their GPU time and solo-equivalent GPU time.
+std::string format_usage(const std::map<std::string, OwnerJobs>& owners,
+                         const std::vector<ServiceUsageReport>& ended, const std::string& since);
 
 }  // namespace colo

@@ -123,6 +123,17 @@ struct ServiceUsageRow {
   bool operator==(const ServiceUsageRow&) const = default;
 };
 
+// The usage of one owner's service jobs that ended in a span of time
+// (RunStore::service_usage_since).
+struct ServiceUsageReport {
+  std::string owner_name;
+  int64_t jobs = 0;
+  int64_t failed = 0;  // failed or interrupted
+  double gpu_ms = 0;   // time on GPUs: each attempt's time times its GPUs
+  double solo_ms = 0;  // solo-equivalent GPU time
+  bool operator==(const ServiceUsageReport&) const = default;
+};
+
 struct ServiceJobRow {
   int64_t id = 0;
   UnixMillis submitted_ms = 0;
@@ -392,6 +403,10 @@ class RunStore : public RunReader {
   // each given owner's row (others stay).
   Result<std::vector<ServiceUsageRow>> service_usage();
   Status keep_service_usage(const std::vector<ServiceUsageRow>& rows);
+  // Adds an attempt's usage to a service job's (gpu_ms, solo_ms).
+  Status add_service_job_usage(int64_t id, double gpu_ms, double solo_ms);
+  // Per owner, the service jobs that ended at or after `since_ms` (by name).
+  Result<std::vector<ServiceUsageReport>> service_usage_since(UnixMillis since_ms);
   // The jobs with these ids (those that exist), in id order.
   Result<std::vector<ServiceJobRow>> service_jobs_by_id(const std::vector<int64_t>& ids);
   // The `limit` most recently submitted jobs that have ended, newest first.

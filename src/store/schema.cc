@@ -316,6 +316,14 @@ CREATE TABLE service_usage (
 );
 )sql";
 
+// Version 14: each service job's usage, summed over its attempts as they
+// end: GPU time (its time times its GPUs) and solo-equivalent GPU time (fair
+// share's measure), read by `colo usage`.
+constexpr const char* kMigration14 = R"sql(
+ALTER TABLE service_jobs ADD COLUMN gpu_ms REAL NOT NULL DEFAULT 0;
+ALTER TABLE service_jobs ADD COLUMN solo_ms REAL NOT NULL DEFAULT 0;
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -340,8 +348,9 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
-      kMigration1, kMigration2, kMigration3,  kMigration4,  kMigration5,  kMigration6, kMigration7,
-      kMigration8, kMigration9, kMigration10, kMigration11, kMigration12, kMigration13};
+      kMigration1,  kMigration2,  kMigration3,  kMigration4, kMigration5,
+      kMigration6,  kMigration7,  kMigration8,  kMigration9, kMigration10,
+      kMigration11, kMigration12, kMigration13, kMigration14};
   return kMigrations;
 }
 

@@ -48,6 +48,12 @@ void StoreWriter::service_job_ended(int64_t id, JobState state, std::string reas
   c.time_ms = ended_ms;
   push(std::move(c));
 }
+void StoreWriter::service_job_usage(int64_t id, double gpu_ms, double solo_ms) {
+  ServiceJobChange c{ServiceJobChange::Kind::kUsage, id};
+  c.gpu_ms = gpu_ms;
+  c.solo_ms = solo_ms;
+  push(std::move(c));
+}
 void StoreWriter::end_run(int64_t run_id, RunState state, UnixMillis ended_ms) {
   push(RunEnded{run_id, state, ended_ms});
 }
@@ -123,6 +129,8 @@ std::string StoreWriter::describe(const Write& write) {
             case ServiceJobChange::Kind::kEnded:
               return fmt::format("the end of service job {} ({}: {})", w.id, to_string(w.state),
                                  w.reason);
+            case ServiceJobChange::Kind::kUsage:
+              return fmt::format("the usage of service job {}", w.id);
           }
           return "";
         } else {
@@ -160,6 +168,8 @@ Status StoreWriter::apply(const Write& write) {
               return store_.service_job_requeued(w.id, w.reason);
             case ServiceJobChange::Kind::kEnded:
               return store_.service_job_ended(w.id, w.state, w.reason, w.time_ms);
+            case ServiceJobChange::Kind::kUsage:
+              return store_.add_service_job_usage(w.id, w.gpu_ms, w.solo_ms);
           }
           return OkStatus();
         } else {

@@ -84,6 +84,8 @@ class StoreWriter {
                            std::string log_path);
   void service_job_requeued(int64_t id, std::string reason);
   void service_job_ended(int64_t id, JobState state, std::string reason, UnixMillis ended_ms);
+  // See RunStore::add_service_job_usage.
+  void service_job_usage(int64_t id, double gpu_ms, double solo_ms);
 
   // Adds the jobs' rows at once, not queued (their ids are needed now); a
   // store that cannot be written is waited out for up to `wait_ms`. See
@@ -153,7 +155,7 @@ class StoreWriter {
     std::vector<ProcessSampleRow> processes;
   };
   struct ServiceJobChange {
-    enum class Kind { kStarted, kRequeued, kEnded } kind;
+    enum class Kind { kStarted, kRequeued, kEnded, kUsage } kind;
     int64_t id;
     int64_t job_id = 0;  // kStarted
     int device = 0;      // kStarted
@@ -161,6 +163,8 @@ class StoreWriter {
     std::string log_path;                // kStarted
     JobState state = JobState::kQueued;  // kEnded
     std::string reason;                  // kRequeued, kEnded
+    double gpu_ms = 0;                   // kUsage
+    double solo_ms = 0;                  // kUsage
   };
   using Write = std::variant<JobStarted, JobRequeued, JobInstance, JobGpus, JobFinished, RunEnded,
                              Events, Samples, DataLoader, ServiceJobChange>;

@@ -433,12 +433,26 @@ TEST_F(ColoServe, UsageOutlivesARestartAndColoUsageShowsItWithItsWeight) {
       },
       20'000))
       << last << service_log();
+  // Its totals are the store's per-job figures: one job, all of root's usage.
+  CommandResult report = shell(colo("usage --since 1h --json"));
+  json r = json::parse(report.output, nullptr, false);
+  ASSERT_TRUE(r.is_object() && r["ended"].size() == 1u) << report.output;
+  EXPECT_EQ(r["ended"][0]["owner"], "root");
+  EXPECT_EQ(r["ended"][0]["jobs"], 1);
+  EXPECT_EQ(r["ended"][0]["failed"], 0);
+  EXPECT_NEAR(r["ended"][0]["solo_ms"].get<double>(), r["owners"]["root"]["total_ms"].get<double>(),
+              1.0);
+  EXPECT_GE(r["ended"][0]["gpu_ms"].get<double>(), r["ended"][0]["solo_ms"].get<double>());
   stop_service();
   std::vector<std::string> kept =
       sql("SELECT owner_name, usage_ms > 0, total_ms FROM service_usage");
   ASSERT_EQ(kept.size(), 1u) << service_log();
   EXPECT_EQ(kept[0].rfind("root|1|", 0), 0u) << kept[0];
   EXPECT_GE(std::stod(kept[0].substr(7)), used);
+  std::vector<std::string> per_job = sql("SELECT sum(solo_ms) FROM service_jobs");
+  ASSERT_EQ(per_job.size(), 1u);
+  EXPECT_NEAR(std::stod(kept[0].substr(7)), std::stod(per_job[0]), 1.0)
+      << "the kept total is the sum of the jobs' own";
 
   start_service("--sim-devices 1 --mechanism naive --grace 1s");
   CommandResult after = shell(colo("usage"));
