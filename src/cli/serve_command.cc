@@ -333,7 +333,7 @@ int queue_command(const ClientFlags& flags, const QueuePage& page) {
   return kExitOk;
 }
 
-int usage_command(const ClientFlags& flags, const std::string& since) {
+int usage_command(const ClientFlags& flags, const std::string& since, bool csv) {
   std::optional<int64_t> span = duration_flag("--since", since, 1000);
   if (!span) return kExitBadInput;
   std::optional<ServiceClient> client = connect(flags.socket);
@@ -359,7 +359,9 @@ int usage_command(const ClientFlags& flags, const std::string& since) {
                        r.at("failed").get<int64_t>(), r.at("gpu_ms").get<double>(),
                        r.at("solo_ms").get<double>()});
     }
-    std::cout << format_usage(owners_from_json((*answer)["owners"]), ended, "in the last " + since);
+    const std::map<std::string, OwnerJobs> owners = owners_from_json((*answer)["owners"]);
+    std::cout << (csv ? usage_csv(owners, ended)
+                      : format_usage(owners, ended, "in the last " + since));
   } catch (const json::exception& e) {
     std::cerr << "colo: the service's usage answer is malformed: " << e.what() << "\n";
     return kExitEnvironment;
@@ -508,6 +510,7 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   static int64_t log_id = 0;
   static bool follow = false;
   static std::string usage_since = "7d";
+  static bool usage_as_csv = false;
   static QueuePage page;
 
   CLI::App* serve_cmd = app.add_subcommand(
@@ -651,9 +654,13 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
       ->add_option("--since", usage_since,
                    "the second table: jobs that ended in this span (a duration: 7d, 12h)")
       ->capture_default_str();
+  usage_cmd->add_flag("--csv", usage_as_csv,
+                      "one row per user as CSV (usage lately and in all, jobs, and the ended "
+                      "jobs' counts and times in ms)");
   add_client_flags(usage_cmd, true);
-  set_example(*usage_cmd, "colo usage --since 30d --json");
-  usage_cmd->callback([&exit_code] { exit_code = usage_command(client, usage_since); });
+  set_example(*usage_cmd, "colo usage --since 30d --csv > usage.csv");
+  usage_cmd->callback(
+      [&exit_code] { exit_code = usage_command(client, usage_since, usage_as_csv); });
 
   CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel jobs of colo serve (your own)");
   cancel_cmd->add_option("ids", ids, "job ids")->required();

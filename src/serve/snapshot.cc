@@ -423,4 +423,24 @@ std::string format_usage(const std::map<std::string, OwnerJobs>& by_owner,
          "neighbours; summed over the jobs sharing a GPU, the gain of collocation)\n";
 }
 
+std::string usage_csv(const std::map<std::string, OwnerJobs>& owners,
+                      const std::vector<ServiceUsageReport>& ended) {
+  std::map<std::string, std::pair<OwnerJobs, ServiceUsageReport>> rows;
+  for (const auto& [owner, n] : owners) rows[owner].first = n;
+  for (const ServiceUsageReport& r : ended) rows[r.owner_name].second = r;
+  std::string out =
+      "user,weight,usage_lately_ms,usage_total_ms,running,queued,ended_jobs,failed,gpu_ms,"
+      "solo_ms\n";
+  for (const auto& [owner, row] : rows) {
+    const auto& [n, r] = row;
+    std::string quoted = "\"";
+    for (char c : owner) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    quoted += '"';
+    out += fmt::format("{},{:g},{:.0f},{:.0f},{},{},{},{},{:.0f},{:.0f}\n", quoted, n.weight,
+                       n.usage_ms, n.total_ms, n.running, n.queued, r.jobs, r.failed, r.gpu_ms,
+                       r.solo_ms);
+  }
+  return out;
+}
+
 }  // namespace colo

@@ -179,5 +179,10 @@ std::map<std::string, OwnerJobs> owners_from_json(const nlohmann::json& owners);
 // 7d") with their GPU time and solo-equivalent GPU time.
 std::string format_usage(const std::map<std::string, OwnerJobs>& owners,
                          const std::vector<ServiceUsageReport>& ended, const std::string& since);
+// The same as CSV, one row per user of either (a header row first; the
+// user's name quoted): user, weight, usage_lately_ms, usage_total_ms,
+// running, queued, ended_jobs, failed, gpu_ms, solo_ms.
+std::string usage_csv(const std::map<std::string, OwnerJobs>& owners,
+                      const std::vector<ServiceUsageReport>& ended);
 
 }  // namespace colo

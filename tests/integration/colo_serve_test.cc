@@ -443,6 +443,13 @@ TEST_F(ColoServe, UsageOutlivesARestartAndColoUsageShowsItWithItsWeight) {
   EXPECT_NEAR(r["ended"][0]["solo_ms"].get<double>(), r["owners"]["root"]["total_ms"].get<double>(),
               1.0);
   EXPECT_GE(r["ended"][0]["gpu_ms"].get<double>(), r["ended"][0]["solo_ms"].get<double>());
+  CommandResult csv = shell(colo("usage --since 1h --csv"));
+  EXPECT_EQ(csv.exit_code, 0) << csv.output;
+  EXPECT_EQ(csv.output.rfind("user,weight,usage_lately_ms,usage_total_ms,running,queued,"
+                             "ended_jobs,failed,gpu_ms,solo_ms\n\"root\",3,",
+                             0),
+            0u)
+      << csv.output;
   stop_service();
   std::vector<std::string> kept =
       sql("SELECT owner_name, usage_ms > 0, total_ms FROM service_usage");
