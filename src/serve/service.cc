@@ -914,7 +914,8 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
       if (used == usage_ms_.end() && !s.owners.contains(name)) continue;
       OwnerJobs& o = s.owners[name];
       o.usage_ms = used == usage_ms_.end() ? 0 : used->second;
-      o.total_ms = total_ms_[uid];
+      auto total = total_ms_.find(uid);  // a reader: nothing is added to it here
+      o.total_ms = total == total_ms_.end() ? 0 : total->second;
       o.weight = weight_of(uid);
     }
   }
