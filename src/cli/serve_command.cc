@@ -75,6 +75,7 @@ struct ServeFlags {
   std::string sample_period = "500ms";
   std::string grace = "10s";
   std::string fair_share_half_life = "1d";
+  std::string queue_order = "fair-share";
   std::vector<std::string> fair_share_weights;  // USER=W or @GROUP=W
   std::string samples_full_for = "7d";
   std::string samples_thinned_to = "1m";
@@ -134,6 +135,7 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   if (!period || !grace || !half_life || !full_for || !thinned_to) return kExitBadInput;
   ServeOptions options;
   options.fair_share_half_life_ms = *half_life;
+  options.fair_share = flags.queue_order == "fair-share";
   if (!parse_fair_share_weights(flags.fair_share_weights, options)) return kExitBadInput;
   if (!flags.preempt_after.empty()) {
     std::optional<int64_t> after = duration_flag("--preempt-after", flags.preempt_after, 1000);
@@ -541,6 +543,13 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                         "group of the socket (mode 0660): its members may submit jobs");
   serve_cmd->add_option("--admin-group", serve.admin_group,
                         "members of this group may cancel anyone's jobs (root always may)");
+  serve_cmd
+      ->add_option("--queue-order", serve.queue_order,
+                   "fair-share: the next job comes from the user with the least recent usage "
+                   "(solo-equivalent GPU time over weight), first come first served within a "
+                   "user; fcfs: first come, first served across users (both within priorities)")
+      ->check(CLI::IsMember({"fair-share", "fcfs"}))
+      ->capture_default_str();
   serve_cmd
       ->add_option("--fair-share-half-life", serve.fair_share_half_life,
                    "fair share: a user's usage (solo-equivalent GPU time) counts half after "

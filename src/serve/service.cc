@@ -696,7 +696,7 @@ void Service::account_usage() {
   update_quotas();
   std::map<uint32_t, double> weighted;
   for (const auto& [owner, used] : usage_ms_) weighted[owner] = used / weight_of(owner);
-  engine_.set_usage(weighted);
+  if (options_.fair_share) engine_.set_usage(weighted);
   if (usage_kept_at_ms_ < 0 || now - usage_kept_at_ms_ >= kUsageKeptEveryMs) {
     usage_kept_at_ms_ = now;
     if (Status kept = keep_usage(); !kept.ok())
@@ -949,8 +949,9 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
           j.owner, used, *options_.max_gpus_per_user);
     }
   }
-  if (std::count_if(s.owners.begin(), s.owners.end(),
-                    [](const auto& o) { return o.second.queued + o.second.running > 0; }) > 1) {
+  if (options_.fair_share && std::count_if(s.owners.begin(), s.owners.end(), [](const auto& o) {
+                               return o.second.queued + o.second.running > 0;
+                             }) > 1) {
     for (QueueJob& j : s.jobs) {
       if (j.state != "queued" || !j.reason.empty()) continue;
       auto used = usage_ms_.find(j.owner_uid);

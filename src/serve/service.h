@@ -76,6 +76,9 @@ struct ServeOptions {
   // Fair share: a user's usage counts half after this long (Slurm's
   // PriorityDecayHalfLife).
   int64_t fair_share_half_life_ms = 86'400'000;
+  // false (--queue-order fcfs): the queue is first come, first served across
+  // users (within priorities); usage is still accounted and reported.
+  bool fair_share = true;
   // Fair-share weights (--fair-share-weight): a user's own, else the largest
   // of their groups', else 1. A user of weight 2 is owed twice the GPU time
   // of one of weight 1: the queue is ordered by usage over weight.

@@ -9,6 +9,8 @@
 // Threading: not thread-safe; the run engine's thread owns it.
 #pragma once
 
+#include <sys/types.h>
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,6 +29,14 @@ enum class MechanismKind { kExclusive, kNaive, kMps, kMig };
 std::string to_string(MechanismKind kind);
 Result<MechanismKind> parse_mechanism(std::string_view text);
 
+// The Unix user a job runs as, when it is not colo's own (a service running
+// as root runs each job as its submitter).
+struct ClientUser {
+  uid_t uid = 0;
+  gid_t gid = 0;              // primary group
+  std::vector<gid_t> groups;  // supplementary groups
+};
+
 // One job placed on one device, or a gang on several.
 struct Placement {
   std::string job_name;
@@ -38,6 +48,9 @@ struct Placement {
   // CUDA context of its own (a suspected fault's cause, run alone, so that a
   // fault it raises again reaches no other job). Other mechanisms ignore it.
   bool outside_mps = false;
+  // Whose process the job is, when not colo's own user; mps gives each user
+  // an MPS daemon of their own (MPS never runs two users' servers at once).
+  std::optional<ClientUser> user;
   // Its GPUs, in the order CUDA numbers them for the job.
   std::vector<int> devices() const {
     return gang_devices.empty() ? std::vector<int>{device} : gang_devices;

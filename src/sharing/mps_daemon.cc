@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -67,6 +68,33 @@ Status make_private_dir(const std::string& path) {
     return Error(fmt::format("cannot create directory {}: {}", path, std::strerror(errno)));
   }
   chmod(path.c_str(), 0700);
+  return OkStatus();
+}
+
+// Ok when `user` may enter `path`: every directory from / down to it lets
+// them through (owner, group or other execute bit, as the kernel decides);
+// else an error naming the first that does not.
+Status reachable_by(const std::string& path, const ClientUser& user) {
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    partial = pos == std::string::npos ? path : path.substr(0, pos);
+    if (partial.empty()) partial = "/";
+    struct stat st {};
+    if (::stat(partial.c_str(), &st) != 0)
+      return Error(fmt::format("cannot stat {}: {}", partial, std::strerror(errno)));
+    const bool in_group = st.st_gid == user.gid || std::find(user.groups.begin(), user.groups.end(),
+                                                             st.st_gid) != user.groups.end();
+    const mode_t bit = st.st_uid == user.uid ? S_IXUSR : in_group ? S_IXGRP : S_IXOTH;
+    if ((st.st_mode & bit) == 0) {
+      return Error(fmt::format(
+          "user {} cannot enter {} (mode {:04o}, owner uid {}), so their jobs cannot reach the MPS "
+          "pipe directory {}; put colo's state directory (COLO_HOME) where every user may pass "
+          "through, as the packaged service does (/var/lib/colo, mode 0711)",
+          user.uid, partial, st.st_mode & 07777, st.st_uid, path));
+    }
+  }
   return OkStatus();
 }
 
@@ -199,6 +227,22 @@ Result<std::unique_ptr<MpsDaemon>> MpsDaemon::start(const MpsDaemonOptions& opti
     if (Status made = make_private_dir(*sub); !made.ok()) {
       remove_tree(*dir);
       return made.error();
+    }
+    // Another user's daemon: its server runs as that user and writes both.
+    if (options.client && ::chown(sub->c_str(), options.client->uid, options.client->gid) != 0) {
+      const int err = errno;
+      remove_tree(*dir);
+      return Error(fmt::format("cannot give {} to user {}: {}", *sub, options.client->uid,
+                               std::strerror(err)));
+    }
+  }
+  if (options.client) {
+    // The user passes through to pipe/ and log/; the record stays colo's.
+    ::chmod(state_dir.c_str(), 0711);
+    ::chmod(dir->c_str(), 0711);
+    if (Status reach = reachable_by(owner.pipe_dir, *options.client); !reach.ok()) {
+      remove_tree(*dir);
+      return reach.error();
     }
   }
   if (Status written = write_owner_record(*dir + "/" + kMpsOwnerFileName, owner); !written.ok()) {

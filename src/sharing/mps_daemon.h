@@ -4,12 +4,14 @@
 //
 // Layout: <state_dir>/<pid>-<monotonic ms>/ holds pipe/ (the daemon's
 // CUDA_MPS_PIPE_DIRECTORY), log/ (CUDA_MPS_LOG_DIRECTORY) and owner.json (who
-// started it), all mode 0700. owner.json is written before the daemon starts,
+// started it), all mode 0700 (a daemon for another user's jobs: see
+// MpsDaemonOptions::client). owner.json is written before the daemon starts,
 // so a daemon colo started always has a record naming it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,12 @@ struct MpsDaemonOptions {
   // CUDA_VISIBLE_DEVICES for the daemon (comma-separated UUIDs of the run's
   // devices); empty: the variable is removed from the daemon's environment.
   std::string visible_devices;
+  // Set when the daemon serves the jobs of a user other than colo's own (MPS
+  // runs the servers of different users one after another, never together):
+  // its pipe/ and log/ belong to that user (0700), its directory and
+  // state_dir let others pass through (0711), and start() fails, naming the
+  // directory, when the user cannot reach pipe/.
+  std::optional<ClientUser> client;
   // How long start() waits for the daemon to answer a health check.
   int start_timeout_ms = 10'000;
   // Interval between checks while waiting for start or exit.

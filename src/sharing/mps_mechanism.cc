@@ -1,6 +1,7 @@
 #include "sharing/mps_mechanism.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -38,6 +39,7 @@ Status MpsMechanism::prepare(const std::vector<DeviceInfo>& devices) {
   }
   MpsDaemonOptions options = options_;
   options.visible_devices = uuids;
+  visible_devices_ = uuids;
   Result<std::unique_ptr<MpsDaemon>> daemon =
       MpsDaemon::start(options, *control_, *finder_, clock_);
   if (!daemon.ok()) return daemon.error().with_context("mps");
@@ -57,8 +59,10 @@ Result<Environment> MpsMechanism::environment_for(const Placement& placement) {
   Result<std::string> uuid = placement_device_uuid(devices_, placement);
   if (!uuid.ok()) return uuid.error().with_context("mps");
   if (placement.outside_mps) return Environment{{"CUDA_VISIBLE_DEVICES", *uuid}};
+  Result<MpsDaemon*> daemon = daemon_for(placement);
+  if (!daemon.ok()) return daemon.error();
   note_processes();  // the server the running jobs use, before another job joins it
-  Environment env = daemon_->control_environment();
+  Environment env = (*daemon)->control_environment();
   env["CUDA_VISIBLE_DEVICES"] = *uuid;
   if (placement.sm_share_pct) {
     const int pct = *placement.sm_share_pct;
@@ -86,9 +90,36 @@ Result<Environment> MpsMechanism::environment_for(const Placement& placement) {
   return env;
 }
 
+Result<MpsDaemon*> MpsMechanism::daemon_for(const Placement& placement) {
+  if (!placement.user || placement.user->uid == ::geteuid()) return daemon_.get();
+  const uid_t uid = placement.user->uid;
+  if (auto it = user_daemons_.find(uid); it != user_daemons_.end()) return it->second.get();
+  MpsDaemonOptions options = options_;
+  options.visible_devices = visible_devices_;
+  options.client = placement.user;
+  Result<std::unique_ptr<MpsDaemon>> daemon =
+      MpsDaemon::start(options, *control_, *finder_, clock_);
+  if (!daemon.ok()) {
+    return daemon.error().with_context(fmt::format(
+        "mps: job '{}': starting an MPS daemon for user {}'s jobs", placement.job_name, uid));
+  }
+  return user_daemons_.emplace(uid, std::move(daemon).value()).first->second.get();
+}
+
+std::vector<MpsDaemon*> MpsMechanism::daemons() const {
+  std::vector<MpsDaemon*> all;
+  if (daemon_) all.push_back(daemon_.get());
+  for (const auto& [uid, daemon] : user_daemons_) all.push_back(daemon.get());
+  return all;
+}
+
 Status MpsMechanism::health_check() {
   if (!daemon_) return Error("mps: no MPS daemon runs (before prepare() or after teardown())");
-  Status health = daemon_->health_check();
+  Status health = OkStatus();
+  for (MpsDaemon* daemon : daemons()) {
+    health = daemon->health_check();
+    if (!health.ok()) break;
+  }
   note_processes();
   return health;
 }
@@ -99,11 +130,15 @@ void MpsMechanism::watch() {
 
 void MpsMechanism::note_processes() {
   const int64_t now = clock_.monotonic_ms();
-  std::map<int, uint64_t> current;
-  for (const ProcessInfo& p : daemon_->daemon_processes()) current[p.pid] = p.start_ticks;
-  for (const auto& [pid, start] : seen_processes_) {
+  std::map<int, Seen> current;
+  for (MpsDaemon* daemon : daemons()) {
+    for (const ProcessInfo& p : daemon->daemon_processes())
+      current[p.pid] = {p.start_ticks, daemon->log_dir()};
+  }
+  for (const auto& [pid, seen] : seen_processes_) {
     auto it = current.find(pid);
-    if (it == current.end() || it->second != start) deaths_.push_back({pid, last_check_ms_, now});
+    if (it == current.end() || it->second.start_ticks != seen.start_ticks)
+      deaths_.push_back({pid, last_check_ms_, now, seen.log_dir});
   }
   std::erase_if(deaths_, [now](const Death& d) { return now - d.found_ms > kDeathBlamedForMs; });
   seen_processes_ = std::move(current);
@@ -119,15 +154,18 @@ Status MpsMechanism::check_after_job_failure() {
       "the MPS server (pid {}) is gone: it died under its clients, between {:.1f} s and {:.1f} s "
       "before this failure was seen (its log: {}/server.log)",
       d.pid, static_cast<double>(last_check_ms_ - d.last_seen_ms) / 1000.0,
-      static_cast<double>(last_check_ms_ - d.found_ms) / 1000.0, daemon_->log_dir()));
+      static_cast<double>(last_check_ms_ - d.found_ms) / 1000.0, d.log_dir));
 }
 
 Status MpsMechanism::teardown() {
   devices_.clear();
   seen_processes_.clear();
   deaths_.clear();
-  if (!daemon_) return OkStatus();
-  Status stopped = daemon_->stop();
+  Status stopped = OkStatus();
+  for (MpsDaemon* daemon : daemons()) {
+    if (Status s = daemon->stop(); !s.ok() && stopped.ok()) stopped = s;
+  }
+  user_daemons_.clear();
   daemon_.reset();
   if (!stopped.ok()) return stopped.error().with_context("mps teardown");
   return OkStatus();

@@ -23,9 +23,15 @@ namespace colo {
 //   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=<sm_share_pct>        when set
 //   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=<memory limit in MiB>M  when set
 // (device ordinal 0, since each job sees only its own GPU); a placement
-// `outside_mps` gets CUDA_VISIBLE_DEVICES alone. teardown() and the
-// destructor stop the daemon, so it does not outlive the run on any exit path
-// that unwinds.
+// `outside_mps` gets CUDA_VISIBLE_DEVICES alone. A job of another user
+// (Placement::user) gets that user's own daemon, started at their first job
+// and kept until teardown: the MPS control daemon runs the servers of
+// different users one after another, never together, so a second user's job
+// through the first user's daemon would wait, holding its place, until every
+// job of the first had ended (measured on an H200:
+// docs/results/2026-11-29-h200-mps-two-users). Servers of separate daemons
+// share the GPU as contexts do, time-sliced. teardown() and the destructor
+// stop every daemon, so none outlives the run on any exit path that unwinds.
 //
 // Owns the daemon, the control seam and the process finder; borrows `clock`,
 // which must outlive it. Not thread-safe.
@@ -59,10 +65,18 @@ class MpsMechanism final : public Mechanism {
   static constexpr int64_t kDeathBlamedForMs = 30'000;
   Status teardown() override;
 
-  // The running daemon, or nullptr before prepare() and after teardown().
+  // The running daemon of colo's own user, or nullptr before prepare() and
+  // after teardown().
   const MpsDaemon* daemon() const { return daemon_.get(); }
+  // How many daemons run for other users' jobs.
+  size_t user_daemons() const { return user_daemons_.size(); }
 
  private:
+  // The daemon a placement's job is a client of: colo's own, or its user's
+  // (started here on their first job).
+  Result<MpsDaemon*> daemon_for(const Placement& placement);
+  // Every running daemon, colo's own first.
+  std::vector<MpsDaemon*> daemons() const;
   // Notes the daemon's processes (see health_check()): at every check, at
   // prepare() and before each placement, so that a server is seen before
   // it can die.
@@ -73,13 +87,20 @@ class MpsMechanism final : public Mechanism {
   std::unique_ptr<ProcessFinder> finder_;
   Clock& clock_;
   std::vector<DeviceInfo> devices_;
+  std::string visible_devices_;        // the daemons' CUDA_VISIBLE_DEVICES
   std::unique_ptr<MpsDaemon> daemon_;  // destroyed before control_ and finder_
+  std::map<uid_t, std::unique_ptr<MpsDaemon>> user_daemons_;  // likewise
+  struct Seen {
+    uint64_t start_ticks = 0;
+    std::string log_dir;  // its daemon's
+  };
   struct Death {
     int pid = 0;
     int64_t last_seen_ms = 0;  // monotonic: the last check that saw it
     int64_t found_ms = 0;      // the check that found it gone
+    std::string log_dir;
   };
-  std::map<int, uint64_t> seen_processes_;  // pid -> start ticks, at the last check
+  std::map<int, Seen> seen_processes_;  // pid -> what it was, at the last check
   int64_t last_check_ms_ = 0;
   std::vector<Death> deaths_;  // found less than kDeathBlamedForMs ago
 };

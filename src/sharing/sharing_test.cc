@@ -477,6 +477,72 @@ TEST_F(MpsDaemonFakeTest, MechanismEnvironmentAndLifecycle) {
   EXPECT_FALSE(m.environment_for({"j", 0, {}, {}}).ok());
 }
 
+// MPS runs the servers of different users one after another, never
+// together: a job of another user gets a daemon of that user's own, which
+// that user can reach and no one else can list.
+TEST_F(MpsDaemonFakeTest, AnotherUsersJobsGetAnMpsDaemonOfTheirOwn) {
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a directory to another user needs root";
+  ASSERT_EQ(::chmod(state_.path().c_str(), 0711), 0);
+  auto finder = std::make_unique<FakeProcessFinder>();
+  auto control = std::make_unique<FakeMpsControl>(*finder);
+  FakeMpsControl* control_view = control.get();
+  MpsMechanism m(options(), std::move(control), std::move(finder), clock_);
+  ASSERT_TRUE(m.prepare(two_devices()).ok());
+  const std::string own_pipe = m.daemon()->pipe_dir();
+
+  Placement own{"mine", 0, {}, {}};
+  own.user = ClientUser{::geteuid(), ::getegid(), {}};
+  Result<Environment> mine = m.environment_for(own);
+  ASSERT_TRUE(mine.ok()) << mine.error().message();
+  EXPECT_EQ(mine->at(kMpsPipeDirectoryEnv), own_pipe) << "colo's own user: its own daemon";
+  EXPECT_EQ(m.user_daemons(), 0u);
+
+  Placement theirs{"theirs", 1, {}, uint64_t{2} << 30};
+  theirs.user = ClientUser{65534, 65534, {}};
+  Result<Environment> env = m.environment_for(theirs);
+  ASSERT_TRUE(env.ok()) << env.error().message();
+  const std::string pipe = env->at(kMpsPipeDirectoryEnv);
+  EXPECT_NE(pipe, own_pipe);
+  EXPECT_EQ(control_view->start_env.at(kMpsPipeDirectoryEnv), pipe) << "a daemon was started";
+  EXPECT_EQ(control_view->start_env.at("CUDA_VISIBLE_DEVICES"), "GPU-aaaa,GPU-bbbb");
+  EXPECT_EQ(env->at("CUDA_VISIBLE_DEVICES"), "GPU-bbbb");
+  EXPECT_EQ(env->at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=2048M");
+  struct stat st {};
+  for (const std::string& dir : {pipe, env->at(kMpsLogDirectoryEnv)}) {
+    ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 65534u) << dir;
+    EXPECT_EQ(st.st_mode & 07777, 0700u) << dir;
+  }
+  ASSERT_EQ(::stat(std::filesystem::path(pipe).parent_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0711u) << "others pass through, and cannot list";
+
+  Result<Environment> again = m.environment_for(theirs);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->at(kMpsPipeDirectoryEnv), pipe) << "one daemon per user";
+  EXPECT_EQ(m.user_daemons(), 1u);
+
+  ASSERT_TRUE(m.teardown().ok());
+  EXPECT_EQ(m.user_daemons(), 0u);
+  EXPECT_FALSE(std::filesystem::exists(pipe));
+  EXPECT_FALSE(std::filesystem::exists(own_pipe));
+}
+
+TEST_F(MpsDaemonFakeTest, AUserWhoCannotReachThePipeDirectoryIsToldWhichDirectoryStopsThem) {
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a directory to another user needs root";
+  ASSERT_EQ(::chmod(state_.path().c_str(), 0700), 0);
+  MpsMechanism m(options(), std::make_unique<FakeMpsControl>(finder_),
+                 std::make_unique<FakeProcessFinder>(), clock_);
+  ASSERT_TRUE(m.prepare(two_devices()).ok());
+  Placement theirs{"theirs", 0, {}, {}};
+  theirs.user = ClientUser{65534, 65534, {}};
+  Result<Environment> env = m.environment_for(theirs);
+  ASSERT_FALSE(env.ok());
+  EXPECT_THAT(env.error().message(), HasSubstr("user 65534 cannot enter " + state_.path()));
+  EXPECT_THAT(env.error().message(), HasSubstr("job 'theirs'"));
+  EXPECT_EQ(m.user_daemons(), 0u);
+  ASSERT_TRUE(m.teardown().ok());
+}
+
 TEST_F(MpsDaemonFakeTest, AServerThatDiedUnderItsClientsIsNamedAfterAJobFailure) {
   auto finder = std::make_unique<FakeProcessFinder>();
   FakeProcessFinder* table = finder.get();

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -69,6 +70,14 @@ class ColoServe : public ColoTestDir {
     return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
   }
   std::string service_log() const { return shell("cat '" + dir_ + "/serve.log'").output; }
+
+  // The fake MPS control program first on PATH, for --mechanism mps.
+  void fake_mps_on_path() {
+    std::string bin = dir_ + "/bin";
+    shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
+          "/nvidia-cuda-mps-control'");
+    setenv("PATH", (bin + ":" + std::getenv("PATH")).c_str(), 1);
+  }
 
   json queue() const {
     CommandResult r = shell(colo("queue --json"));
@@ -327,6 +336,28 @@ TEST_F(ColoServe, TwoColoProcessesNeverShareAGpu) {
   }
 }
 
+// A Unix user, in a group of their own (for --socket-group), made for one
+// test and removed after it. Needs root, useradd and runuser (CI has them).
+struct TestUser {
+  static constexpr const char* kWhyNot =
+      "needs root, useradd and runuser to create a second Unix user (CI has them)";
+  static bool possible() {
+    return geteuid() == 0 && shell("command -v useradd && command -v runuser").exit_code == 0;
+  }
+  explicit TestUser(const std::string& prefix)
+      : name(prefix + std::to_string(getpid() % 100000)), group(name + "g") {
+    made = shell("groupadd " + group + " && useradd -M -d /nonexistent -G " + group + " " + name)
+               .exit_code == 0;
+  }
+  TestUser(const TestUser&) = delete;
+  TestUser& operator=(const TestUser&) = delete;
+  ~TestUser() { shell("userdel " + name + "; groupdel " + group); }
+  bool created() const { return made; }
+
+  std::string name, group;
+  bool made = false;
+};
+
 TEST_F(ColoServe, AnotherUserCannotCancelAndJobsRunAsTheirSubmitter) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a second Unix user (CI runs as root)";
   if (shell("command -v useradd && command -v runuser").exit_code != 0)
@@ -395,17 +426,12 @@ TEST_F(ColoServe, AnotherUserCannotCancelAndJobsRunAsTheirSubmitter) {
   EXPECT_EQ(cancelled.exit_code, 0) << cancelled.output;
 }
 
-// Fair share (issue 32): user A's sweep of 8 is queued on one GPU that
-// takes two at a time; user B then submits one job. B's job starts at the
-// first free place, ahead of every job of A's still waiting, and A's sweep
-// keeps the GPU full meanwhile (both places taken until its queue empties).
-// Nothing here waits on the clock: the order is read from the store.
 // What a user used survives a restart of the service (kept in the store as
 // it stops), `colo usage` shows it with the weight the service was given,
 // and a weight that names no one, or is not a number above 0, is refused
 // before the service starts.
 TEST_F(ColoServe, UsageOutlivesARestartAndColoUsageShowsItWithItsWeight) {
-  for (const std::string& bad :
+  for (const std::string bad :
        {"root=0", "root=two", "=2", "nosuchuser-colo=2", "@nosuchgroup-colo=2"}) {
     CommandResult refused =
         shell(colo("serve --backend sim --db " + db() + " --fair-share-weight " + bad));
@@ -551,74 +577,141 @@ echo done $e >> MARKS
             std::vector<std::string>{"ok|2"});
 }
 
-TEST_F(ColoServe, AnotherUsersJobGoesAheadOfASweepQueuedBeforeIt) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to create a second Unix user (CI runs as root)";
-  if (shell("command -v useradd && command -v runuser").exit_code != 0)
-    GTEST_SKIP() << "useradd or runuser missing";
-  const std::string user = "colof" + std::to_string(getpid() % 100000);
-  const std::string group = user + "g";
-  ASSERT_EQ(shell("groupadd " + group + " && useradd -M -d /nonexistent -G " + group + " " + user)
-                .exit_code,
-            0);
-  struct Cleanup {
-    std::string user, group;
-    ~Cleanup() { shell("userdel " + user + "; groupdel " + group); }
-  } cleanup{user, group};
+// User A's sweep of 8 is queued on one GPU that takes two at a time; user B
+// then submits one job, under `--queue-order ORDER`. Returns when B's job
+// started and when each job of A's started that was still waiting as B's came
+// (from the store). Nothing here waits on the clock.
+class ColoServeTwoUsers : public ColoServe {
+ protected:
+  struct Starts {
+    int64_t b_started = 0;
+    std::vector<int64_t> a_waiting_started;
+  };
+  Starts sweep_then_another_users_job(const std::string& order) {
+    TestUser other("colof");
+    EXPECT_TRUE(other.created());
+    shell("chmod 755 '" + dir_ + "'");
+    // Known memory and SM activity: placed by profile, two to the GPU.
+    const std::string hints = "gpu_memory = \"30GiB\"\nsm_activity = 30\n";
+    std::string sweep =
+        write_file("sweep.toml",
+                   "[[job]]\nname = \"sweep\"\ncommand = [\"sleep\", \"2\"]\nrepeat = 8\n" + hints);
+    std::string single = write_file(
+        "single.toml", "[[job]]\nname = \"single\"\ncommand = [\"sleep\", \"1\"]\n" + hints);
+    start_service(
+        "--sim-devices 1 --policy auto --mechanism naive --max-per-gpu 2 --grace 1s "
+        "--queue-order " +
+        order + " --socket-group " + other.group);
+    shell("chmod 755 '" + dir_ + "/home'");
+    std::vector<int64_t> sweep_ids = submit(sweep);
+    EXPECT_EQ(sweep_ids.size(), 8u);
+    // A's usage shows once its jobs have run a moment.
+    EXPECT_TRUE(eventually(
+        [&] {
+          json q = queue();
+          return q.is_object() && q["owners"].contains("root") &&
+                 q["owners"]["root"].value("usage_ms", 0.0) > 0;
+        },
+        20'000))
+        << service_log();
+    CommandResult submitted =
+        shell("runuser -u " + other.name + " -- env " + env() + std::string(COLO_BINARY) +
+              " submit --json " + single + " --socket '" + dir_ + "/home/colo.sock'");
+    EXPECT_EQ(submitted.exit_code, 0) << submitted.output << service_log();
+    if (submitted.exit_code != 0) return {};
+    const int64_t theirs =
+        json::parse(submitted.output.substr(submitted.output.find('{')))["ids"][0];
+    std::string all;
+    for (int64_t id : sweep_ids) all += " " + std::to_string(id);
+    CommandResult waited = shell(colo("wait" + all + " " + std::to_string(theirs)));
+    EXPECT_EQ(waited.exit_code, 0) << waited.output << service_log();
+
+    const std::vector<std::string> b =
+        sql("SELECT submitted_ms, started_ms FROM service_jobs "
+            "WHERE id = " +
+            std::to_string(theirs));
+    EXPECT_EQ(b.size(), 1u);
+    if (b.size() != 1) return {};
+    const int64_t b_submitted = std::stoll(b[0].substr(0, b[0].find('|')));
+    Starts starts{std::stoll(b[0].substr(b[0].find('|') + 1)), {}};
+    for (const std::string& row :
+         sql("SELECT started_ms FROM service_jobs WHERE owner_uid = 0 ORDER BY id")) {
+      const int64_t started = std::stoll(row);
+      if (started > b_submitted) starts.a_waiting_started.push_back(started);  // not yet running
+    }
+    EXPECT_GE(starts.a_waiting_started.size(), 4u) << "B came while most of the sweep waited";
+    return starts;
+  }
+};
+
+// Fair share (issue 32): B's job starts at the first free place, ahead of
+// every job of A's still waiting, and A's sweep keeps the GPU full meanwhile.
+TEST_F(ColoServeTwoUsers, AnotherUsersJobGoesAheadOfASweepQueuedBeforeIt) {
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  const Starts starts = sweep_then_another_users_job("fair-share");
+  for (int64_t a : starts.a_waiting_started)
+    EXPECT_LE(starts.b_started, a) << "a job of the sweep queued before B's started first";
+}
+
+// --queue-order fcfs: B's job waits behind the whole sweep (the baseline the
+// fair-share benchmark compares against).
+TEST_F(ColoServeTwoUsers, FirstComeFirstServedKeepsAnotherUsersJobBehindTheSweep) {
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  const Starts starts = sweep_then_another_users_job("fcfs");
+  for (int64_t a : starts.a_waiting_started)
+    EXPECT_GE(starts.b_started, a) << "B's job went ahead of a job of the sweep queued before it";
+}
+
+// MPS runs the servers of different users one after another, never together
+// (on an H200 a second user's client waited until the first user's client
+// ended: docs/results/2026-11-29-h200-mps-two-users). So each user's jobs are
+// clients of an MPS daemon of their own, whose pipe directory that user owns
+// and reaches.
+TEST_F(ColoServe, TwoUsersJobsUnderMpsAreClientsOfADaemonEach) {
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  TestUser b("colom");
+  ASSERT_TRUE(b.created());
   shell("chmod 755 '" + dir_ + "'");
-  // Known memory and SM activity: placed by profile, two to the GPU.
-  const std::string hints = "gpu_memory = \"30GiB\"\nsm_activity = 30\n";
-  std::string sweep =
-      write_file("sweep.toml",
-                 "[[job]]\nname = \"sweep\"\ncommand = [\"sleep\", \"2\"]\nrepeat = 8\n" + hints);
-  std::string single = write_file(
-      "single.toml", "[[job]]\nname = \"single\"\ncommand = [\"sleep\", \"1\"]\n" + hints);
-  start_service(
-      "--sim-devices 1 --policy auto --mechanism naive --max-per-gpu 2 --grace 1s "
-      "--socket-group " +
-      group);
+  fake_mps_on_path();
+  const std::string command =
+      "command = [\"sh\", \"-c\", \"echo pipe=$CUDA_MPS_PIPE_DIRECTORY; test -w "
+      "$CUDA_MPS_PIPE_DIRECTORY && echo writable; sleep 1\"]\n";
+  std::string mine = write_file("mine.toml", "[[job]]\nname = \"mine\"\n" + command);
+  std::string theirs = write_file("theirs.toml", "[[job]]\nname = \"theirs\"\n" + command);
+  start_service("--policy fixed --mechanism mps --grace 1s --socket-group " + b.group);
   shell("chmod 755 '" + dir_ + "/home'");
-  std::vector<int64_t> sweep_ids = submit(sweep);
-  ASSERT_EQ(sweep_ids.size(), 8u);
-  // A's usage shows once its jobs have run a moment: B's single then goes first.
-  ASSERT_TRUE(eventually(
-      [&] {
-        json q = queue();
-        return q.is_object() && q["owners"].contains("root") &&
-               q["owners"]["root"].value("usage_ms", 0.0) > 0;
-      },
-      20'000))
-      << service_log();
+  const std::vector<int64_t> my_ids = submit(mine);
+  ASSERT_EQ(my_ids.size(), 1u);
   CommandResult submitted =
-      shell("runuser -u " + user + " -- env " + env() + std::string(COLO_BINARY) +
-            " submit --json " + single + " --socket '" + dir_ + "/home/colo.sock'");
+      shell("runuser -u " + b.name + " -- env " + env() + std::string(COLO_BINARY) +
+            " submit --json " + theirs + " --socket '" + dir_ + "/home/colo.sock'");
   ASSERT_EQ(submitted.exit_code, 0) << submitted.output << service_log();
-  const int64_t theirs = json::parse(submitted.output.substr(submitted.output.find('{')))["ids"][0];
-  std::string all;
-  for (int64_t id : sweep_ids) all += " " + std::to_string(id);
-  CommandResult waited = shell(colo("wait" + all + " " + std::to_string(theirs)));
+  const int64_t their_id =
+      json::parse(submitted.output.substr(submitted.output.find('{')))["ids"][0];
+  CommandResult waited =
+      shell(colo("wait " + std::to_string(my_ids[0]) + " " + std::to_string(their_id)));
   ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
 
-  const std::vector<std::string> b =
-      sql("SELECT submitted_ms, started_ms FROM service_jobs WHERE id = " + std::to_string(theirs));
-  ASSERT_EQ(b.size(), 1u);
-  const int64_t b_submitted = std::stoll(b[0].substr(0, b[0].find('|')));
-  const int64_t b_started = std::stoll(b[0].substr(b[0].find('|') + 1));
-  int waiting_at_b = 0;
-  for (const std::string& row :
-       sql("SELECT started_ms FROM service_jobs WHERE owner_uid = 0 ORDER BY id")) {
-    const int64_t started = std::stoll(row);
-    if (started <= b_submitted) continue;  // running before B came
-    ++waiting_at_b;
-    EXPECT_LE(b_started, started) << "a job of the sweep queued before B's started first";
-  }
-  EXPECT_GE(waiting_at_b, 4) << "B came while most of the sweep still waited";
+  auto pipe_of = [&](int64_t id) {
+    const std::string log = shell(colo("logs " + std::to_string(id))).output;
+    EXPECT_NE(log.find("writable"), std::string::npos) << "job " << id << ": " << log;
+    const size_t at = log.find("pipe=");
+    return at == std::string::npos ? std::string()
+                                   : log.substr(at + 5, log.find('\n', at) - at - 5);
+  };
+  const std::string my_pipe = pipe_of(my_ids[0]);
+  const std::string their_pipe = pipe_of(their_id);
+  ASSERT_FALSE(my_pipe.empty());
+  ASSERT_FALSE(their_pipe.empty());
+  EXPECT_NE(my_pipe, their_pipe) << "one daemon per user";
+  EXPECT_EQ(shell("stat -c %U '" + their_pipe + "'").output, b.name + "\n");
+  EXPECT_EQ(shell("stat -c %U '" + my_pipe + "'").output, "root\n");
+  stop_service();
+  EXPECT_FALSE(std::filesystem::exists(their_pipe)) << "its daemon stopped with the service";
 }
 
 TEST_F(ColoServe, MpsServerDeathIsNamedAndItsJobsRunAgain) {
-  std::string bin = dir_ + "/bin";
-  shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
-        "/nvidia-cuda-mps-control'");
-  setenv("PATH", (bin + ":" + std::getenv("PATH")).c_str(), 1);
+  fake_mps_on_path();
   // Long enough that the health check (every 5 s) sees the daemon gone.
   std::string file = write_file("jobs.toml", job("mpsjob", 16, 0.5, 2));
   start_service("--policy fixed --mechanism mps --grace 1s");
