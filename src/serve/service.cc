@@ -1291,6 +1291,11 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
       ctx.store.path() + ".serve.lock", "another colo serve",
       "owns the queue in " + ctx.store.path() + "; stop it first, or use another --db");
   if (!store_lock.ok()) return store_lock.error();
+  // Jobs run as their submitters pass through to their progress files and
+  // checkpoint directories below it (0711: no one else may list it), also
+  // where a secret written first made it 0700.
+  if (Status made = make_dirs(options.logs_root, 0711); !made.ok()) return made;
+  if (::geteuid() == 0) ::chmod(options.logs_root.c_str(), 0711);
   ListenOptions listen;
   listen.path = options.socket_path;
   listen.group = options.socket_group;

@@ -666,7 +666,7 @@ TEST_F(ColoServeTwoUsers, FirstComeFirstServedKeepsAnotherUsersJobBehindTheSweep
 // (on an H200 a second user's client waited until the first user's client
 // ended: docs/results/2026-11-29-h200-mps-two-users). So each user's jobs are
 // clients of an MPS daemon of their own, whose pipe directory that user owns
-// and reaches.
+// and reaches; and each reaches its checkpoint directory below the logs root.
 TEST_F(ColoServe, TwoUsersJobsUnderMpsAreClientsOfADaemonEach) {
   if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
   TestUser b("colom");
@@ -675,13 +675,18 @@ TEST_F(ColoServe, TwoUsersJobsUnderMpsAreClientsOfADaemonEach) {
   fake_mps_on_path();
   const std::string command =
       "command = [\"sh\", \"-c\", \"echo pipe=$CUDA_MPS_PIPE_DIRECTORY; test -w "
-      "$CUDA_MPS_PIPE_DIRECTORY && echo writable; sleep 1\"]\n";
+      "$CUDA_MPS_PIPE_DIRECTORY && echo writable; touch $COLO_CHECKPOINT_DIR/ok && echo "
+      "checkpoint-ok; sleep 1\"]\n";
   std::string mine = write_file("mine.toml", "[[job]]\nname = \"mine\"\n" + command);
   std::string theirs = write_file("theirs.toml", "[[job]]\nname = \"theirs\"\n" + command);
   start_service("--policy fixed --mechanism mps --grace 1s --socket-group " + b.group);
   shell("chmod 755 '" + dir_ + "/home'");
-  const std::vector<int64_t> my_ids = submit(mine);
-  ASSERT_EQ(my_ids.size(), 1u);
+  // A secret in the first submission makes the service write a file below
+  // the logs root before any job starts: the other user must still pass.
+  CommandResult mine_submitted = shell("COLO_TEST_TOKEN=x " + colo("submit --json " + mine));
+  ASSERT_EQ(mine_submitted.exit_code, 0) << mine_submitted.output << service_log();
+  const std::vector<int64_t> my_ids{
+      json::parse(mine_submitted.output.substr(mine_submitted.output.find('{')))["ids"][0]};
   CommandResult submitted =
       shell("runuser -u " + b.name + " -- env " + env() + std::string(COLO_BINARY) +
             " submit --json " + theirs + " --socket '" + dir_ + "/home/colo.sock'");
@@ -695,6 +700,7 @@ TEST_F(ColoServe, TwoUsersJobsUnderMpsAreClientsOfADaemonEach) {
   auto pipe_of = [&](int64_t id) {
     const std::string log = shell(colo("logs " + std::to_string(id))).output;
     EXPECT_NE(log.find("writable"), std::string::npos) << "job " << id << ": " << log;
+    EXPECT_NE(log.find("checkpoint-ok"), std::string::npos) << "job " << id << ": " << log;
     const size_t at = log.find("pipe=");
     return at == std::string::npos ? std::string()
                                    : log.substr(at + 5, log.find('\n', at) - at - 5);
