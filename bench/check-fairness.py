@@ -9,9 +9,14 @@ From the logs alone (never colo's store or code):
   - a job is in the system from its submission (the bench script's clock,
     OUT/<pass>.json "submit_time") to its last epoch line's end;
   - the contended period: while both users have a job in the system;
-  - a user's solo-equivalent time: each epoch line's samples over its model's
-    solo rate, spread evenly over the epoch ("12.3s" before "ended at"),
-    counted where it falls in the contended period;
+  - a user's solo-equivalent time, as issue 32 defines it (run time times
+    the rate beside others over the rate alone; where no rate is known, the
+    job's share of the GPU): each epoch line's samples over its model's solo
+    rate, spread evenly over the epoch ("12.3s" before "ended at"); and the
+    job's start-up (its "started at" line to its first epoch's start, no rate
+    yet) at its share of the GPU, one over the jobs whose processes were
+    alive then (from their own "started at" to last epoch lines); both
+    counted where they fall in the contended period;
   - Jain's index of the two users' times: (a + b)^2 / (2 (a^2 + b^2)), 1 when
     equal, 0.5 when one user had everything;
   - makespan: first submission to the last epoch line's end; user B's mean
@@ -101,22 +106,33 @@ def from_logs(out, run, rates):
     spans = {u: [(j["submit_time"], j["end"]) for j in jobs if j["user"] == u and j["end"]]
              for u in ("A", "B")}
     windows = both_busy(spans["A"], spans["B"])
+    alive = [(j["started"], j["end"]) for j in jobs if j["started"] and j["end"]]
     share = {"A": 0.0, "B": 0.0}
     for j in jobs:
         rate = rates.get(j["kind"])
+        if j["started"] and j["epochs"]:
+            # Start-up at the GPU share, in steps of 0.1 s.
+            t, until = j["started"], j["epochs"][0]["end"] - j["epochs"][0]["seconds"]
+            while t < until:
+                step = min(0.1, until - t)
+                n = sum(1 for a, b in alive if a <= t < b) or 1
+                share[j["user"]] += overlap(t, t + step, windows) / n
+                t += step
         for e in j["epochs"]:
             if rate and e["seconds"] > 0:
                 inside = overlap(e["end"] - e["seconds"], e["end"], windows) / e["seconds"]
                 share[j["user"]] += e["samples"] / rate * inside
     first = min(j["submit_time"] for j in jobs)
     ends = [j["end"] for j in jobs if j["end"]]
+    if run.get("interrupted"):  # shares and makespan need every job's end
+        windows, share, ends = [], {"A": None, "B": None}, []
     waits = [j["started"] - j["submit_time"] for j in jobs if j["user"] == "B" and j["started"]]
-    return {"window_s": sum(b - a for a, b in windows), "share_s": share,
-            "jain": jain([share["A"], share["B"]]),
+    return {"window_s": sum(b - a for a, b in windows) if windows else None, "share_s": share,
+            "jain": jain([share["A"], share["B"]]) if None not in share.values() else None,
             "makespan_s": max(ends) - first if ends else None,
             "b_mean_wait_s": statistics.mean(waits) if waits else None,
             "complete": sum(j["complete"] for j in jobs), "jobs": len(jobs),
-            "ok": sum(j["state"] == "ok" for j in jobs)}
+            "ok": sum(j.get("state") == "ok" for j in jobs), "interrupted": run.get("interrupted")}
 
 
 def from_colo(run, users):
@@ -129,9 +145,11 @@ def from_colo(run, users):
             share[u] = (polls[-1]["owners"][users[u]]["total_ms"] -
                         polls[0]["owners"][users[u]]["total_ms"]) / 1000.0
     first = min(j["submit_time"] for j in run["jobs"])
-    ends = [j["colo_ended_ms"] / 1000.0 for j in run["jobs"] if j["colo_ended_ms"]]
+    ends = [j["colo_ended_ms"] / 1000.0 for j in run["jobs"] if j.get("colo_ended_ms")]
     waits = [j["colo_started_ms"] / 1000.0 - j["submit_time"] for j in run["jobs"]
-             if j["user"] == "B" and j["colo_started_ms"]]
+             if j["user"] == "B" and j.get("colo_started_ms")]
+    if run.get("interrupted"):
+        share, ends = {"A": None, "B": None}, []
     return {"window_s": polls[-1]["t"] - polls[0]["t"] if len(polls) >= 2 else None,
             "share_s": share,
             "jain": jain([share["A"], share["B"]]) if None not in share.values() else None,
@@ -178,10 +196,11 @@ def main():
                 fmt(r["window_s"]), fmt(r["share_s"]["A"]), fmt(r["share_s"]["B"]),
                 fmt(r["jain"], "%.3f"), fmt(r["b_mean_wait_s"]), fmt(r["makespan_s"])))
     print()
-    print("logs: shares recomputed from the epoch lines over the solo rates, the contended "
-          "period from the bench's submission clock and the last epoch lines; colo: its usage "
-          "in all (solo-equivalent GPU time, counting start-up at the job's GPU share) between "
-          "the first and last poll with both users' jobs queued or running.")
+    print("logs: solo-equivalent time recomputed from the jobs' lines (epochs: samples over the "
+          "solo rate; start-up: the GPU share), the contended period from the bench's submission "
+          "clock and the last epoch lines; colo: its usage in all (owners.NAME.total_ms) between "
+          "the first and last poll with both users' jobs queued or running, where a job's rates "
+          "not yet known count at its GPU share.")
     fair, fcfs = results.get("fair-share"), results.get("fcfs")
     failures = []
     if fair and fcfs:
@@ -197,7 +216,9 @@ def main():
         if ratio is None or ratio > 1.05:
             failures.append("makespan %s > 1.05x" % fmt(ratio, "%.2fx"))
     for name, r in results.items():
-        if r["ok"] != r["jobs"] or r["complete"] != r["jobs"]:
+        if r["interrupted"]:
+            failures.append("%s: interrupted before every job ended" % name)
+        elif r["ok"] != r["jobs"] or r["complete"] != r["jobs"]:
             failures.append("%s: %d of %d jobs ok, %d complete logs" % (name, r["ok"], r["jobs"],
                                                                        r["complete"]))
     print("result: %s" % ("PASS" if not failures else "FAIL: " + "; ".join(failures)))

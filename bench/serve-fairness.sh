@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 32's fair-share benchmark: two Unix users (this one and uid 65534)
+# Issue 32's fair-share benchmark: two Unix users (this one and one it creates)
 # send Poisson streams to one `colo serve` (a 24-job sweep against 6 single
 # jobs of other models); first come, first served against fair share, each on
 # a fresh store; Jain's index of their solo-equivalent shares while both had
@@ -8,7 +8,7 @@
 #
 #   bench/serve-fairness.sh RESULTS_DIR
 #
-# Needs root. COLO=path/to/colo (default build-release/colo); BACKEND=sim runs
+# Needs root and useradd. COLO=path/to/colo (default build-release/colo); BACKEND=sim runs
 # it without a GPU (bench/sim_train.py; nothing measured); SPAN (30), SEED
 # (32), EPOCHS (5), SCALE (1.0), MAX_PER_GPU (3), PASSES (calibrate,fcfs,fair-share).
 # Leaves in RESULTS_DIR: summary.txt (the table and PASS or FAIL), plan.json,

@@ -5,9 +5,10 @@ Two Unix users send Poisson streams of jobs to one service on one GPU:
 
   user A (this script's user): a sweep of 24 resnet50 trainings (learning
       rates), submitted one by one at Poisson-spaced times over SPAN seconds;
-  user B (uid --other-uid, `nobody` by default): 6 single jobs of other
-      models (2 each of resnet26, resnet152 and cait_xxs24), at Poisson-spaced
-      times over the middle of the same span.
+  user B (a user this script creates with useradd, with a home directory of
+      their own under the work directory, and removes at the end): 6 single
+      jobs of other models (2 each of resnet26, resnet152 and cait_xxs24), at
+      Poisson-spaced times over the middle of the same span.
 
 Passes, each on a fresh store (the cold case), with the same arrivals:
 
@@ -30,7 +31,9 @@ script's submission clock, and Jain's fairness index of each pass.
 Everything the other user reads (the job scripts, the socket, colo's state
 and log directories) lies under a fresh directory in /tmp (mode 0755) that
 this script copies into OUT at the end: a result directory under /root would
-keep that user out. Needs root (to submit as another user). On the simulated
+keep that user out. User B needs a writable home as any real user has: with
+`nobody`'s /nonexistent, CUDA cannot keep its kernel cache, and every job of
+B's first epoch took 25 s longer on an H200. Needs root and useradd. On the simulated
 backend the jobs are bench/sim_train.py and nothing measured is a measurement.
 """
 
@@ -135,7 +138,7 @@ def run_pass(args, base, name, service_args, plan, files, other, other_env):
     db = os.path.join(base, name + ".db")
     svc = Service(args.colo, base, name, args.backend, service_args, db)
     poller = Poller(svc)
-    submitted = []
+    submitted, jobs, usage, interrupted = [], [], "", False
     try:
         poller.start()
         start = time.time()
@@ -150,6 +153,8 @@ def run_pass(args, base, name, service_args, plan, files, other, other_env):
             log("  %6.1f s  %s submitted %-12s -> job %d" % (t - start, user, job, job_id))
         jobs = svc.wait([s["id"] for s in submitted])
         usage = svc.client(["usage", "--json"], check=False).stdout
+    except KeyboardInterrupt:  # the time guard (timeout -s INT): keep what the pass saw
+        interrupted = True
     finally:
         poller.stop_flag.set()
         poller.join(timeout=10)
@@ -163,18 +168,38 @@ def run_pass(args, base, name, service_args, plan, files, other, other_env):
                   "colo_started_ms": j.get("started_ms"), "colo_ended_ms": j.get("ended_ms"),
                   "log": os.path.relpath(logs[-1], base) if logs else None})
     result = {"pass": name, "service_args": service_args, "jobs": submitted,
-              "usage_polls": poller.samples}
+              "usage_polls": poller.samples, "interrupted": interrupted}
     try:
         result["colo_usage"] = json.loads(usage)
     except ValueError:
         result["colo_usage"] = None
     with open(os.path.join(base, name + ".json"), "w") as f:
         json.dump(result, f, indent=1)
+    if interrupted:
+        raise KeyboardInterrupt("interrupted during the %s pass" % name)
     bad = [s for s in submitted if s["state"] != "ok"]
     log("    %s: %d of %d jobs ok%s" % (name, len(submitted) - len(bad), len(submitted),
                                         "; not ok: " + ", ".join("%d %s" % (s["id"], s["state"])
                                                                  for s in bad) if bad else ""))
     return result
+
+
+def run_passes(args, base, passes, plan, files, other, other_env, job_file):
+    """Runs the passes named in args.passes; a KeyboardInterrupt (the time
+    guard) ends them, each pass seen so far kept."""
+    failed = False
+    for name in args.passes.split(","):
+        log("=== %s" % name)
+        pass_start = time.time()
+        if name == "calibrate":
+            cal = [(0.0, "A", k, "solo-" + k) for k in KINDS]
+            cal_files = [job_file("solo-" + k, k) for k in KINDS]
+            r = run_pass(args, base, name, passes[name], cal, cal_files, None, None)
+        else:
+            r = run_pass(args, base, name, passes[name], plan, files, other, other_env)
+        failed |= any(j["state"] != "ok" for j in r["jobs"])
+        log("    done in %.0f s" % (time.time() - pass_start))
+    return failed
 
 
 def main(argv=None):
@@ -188,28 +213,30 @@ def main(argv=None):
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--scale", type=float, default=1.0, help="samples per epoch, scaled")
     p.add_argument("--max-per-gpu", type=int, default=3)
-    p.add_argument("--other-uid", type=int, default=65534, help="user B")
     args = p.parse_args(argv)
-    if os.geteuid() != 0:
-        p.error("needs root: user B's jobs are submitted as uid %d" % args.other_uid)
+    if os.geteuid() != 0 or not shutil.which("useradd"):
+        p.error("needs root and useradd: user B is made for the run, and submits as themself")
     args.out = os.path.abspath(args.out)
     args.colo = os.path.abspath(args.colo)
     os.makedirs(args.out, exist_ok=True)
-    other = pwd.getpwuid(args.other_uid)
-    other_group = grp.getgrgid(other.pw_gid).gr_name
     base = tempfile.mkdtemp(prefix="colo-fair-")
     os.chmod(base, 0o755)
     started = time.time()
+    user_b = "colofair%d" % (os.getpid() % 100000)
+    home = os.path.join(base, "home-b")
+    made = subprocess.run(["useradd", "--create-home", "--home-dir", home, "--user-group",
+                           user_b], capture_output=True, text=True)
+    if made.returncode != 0:
+        raise SystemExit("useradd %s failed: %s" % (user_b, made.stderr))
     try:
+        other = pwd.getpwnam(user_b)
+        other_group = grp.getgrgid(other.pw_gid).gr_name
         serve_bench.prepare_environment(base, args.backend)  # COLO_HOME under base
         os.makedirs(os.environ["COLO_HOME"], exist_ok=True)
         os.chmod(os.environ["COLO_HOME"], 0o711)
         serve_bench.machine(args.out, args.colo, args.backend)
         code = code_dir(base, args.backend)
         os.environ["COLO_PYTHON_DIR"] = os.path.join(code, "python")
-        home = os.path.join(base, "home-b")
-        os.makedirs(home)
-        os.chown(home, other.pw_uid, other.pw_gid)
         other_env = dict(os.environ, HOME=home, USER=other.pw_name, LOGNAME=other.pw_name)
 
         plan = arrivals(args.seed, args.span)
@@ -248,17 +275,11 @@ def main(argv=None):
             "fair-share": sharing + ["--queue-order", "fair-share"],
         }
         failed = False
-        for name in args.passes.split(","):
-            log("=== %s" % name)
-            pass_start = time.time()
-            if name == "calibrate":
-                cal = [(0.0, "A", k, "solo-" + k) for k in KINDS]
-                cal_files = [job_file("solo-" + k, k) for k in KINDS]
-                r = run_pass(args, base, name, passes[name], cal, cal_files, None, None)
-            else:
-                r = run_pass(args, base, name, passes[name], plan, files, other, other_env)
-            failed |= any(j["state"] != "ok" for j in r["jobs"])
-            log("    done in %.0f s" % (time.time() - pass_start))
+        try:
+            failed = run_passes(args, base, passes, plan, files, other, other_env, job_file)
+        except KeyboardInterrupt as e:
+            log("stopped: %s" % (e or "interrupted"))
+            failed = True
     finally:
         for entry in os.listdir(base):
             if entry in ("home", "home-b", "bin"):
@@ -270,6 +291,7 @@ def main(argv=None):
             else:
                 shutil.copy(src, dst)
         shutil.rmtree(base, ignore_errors=True)
+        subprocess.run(["userdel", user_b], capture_output=True)
     log("took %.0f s" % (time.time() - started))
     check = subprocess.run([sys.executable, os.path.join(REPO, "bench", "check-fairness.py"),
                             args.out], capture_output=True, text=True)
