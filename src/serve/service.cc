@@ -263,7 +263,7 @@ void Service::poll_loaders() {
     loader.held.clear();
     if (ready.ok()) {
       loader.ready = true;
-      queue_answer_.reset();
+      queue_cache_.reset();
       for (HeldJob& h : held) {
         for (const auto& [k, v] : loader.loaders->environment_for(loader.name))
           h.job.extra_env[k] = v;
@@ -280,7 +280,7 @@ void Service::poll_loaders() {
       one_fewer_unfinished(h.owner);
       loader_of_.erase(h.id);
     }
-    queue_answer_.reset();
+    queue_cache_.reset();
     record_loaders(loader.loaders->stop(), loader.job_ids, info_.run_id, writer_, ctx_.log);
     it = loaders_.erase(it);
   }
@@ -406,7 +406,7 @@ Status Service::recover_queue() {
 void Service::record_changes() {
   poll_loaders();
   std::vector<JobChange> changes = engine_.take_changes();
-  if (!changes.empty()) queue_answer_.reset();
+  if (!changes.empty()) queue_cache_.reset();
   for (const JobChange& c : changes) {
     auto it = by_key_.find(c.key);
     if (it == by_key_.end()) continue;
@@ -460,6 +460,14 @@ void Service::record_changes() {
 std::string Service::answer(const Caller& caller, const std::string& request_line) {
   json parsed = json::parse(request_line, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) return dump(error_answer("the request is not a JSON object"));
+  // The queue's first page without samples, as colo queue asks: its cached text.
+  if (parsed.size() <= 4 && parsed.value("op", json()) == protocol::kQueue &&
+      parsed.value("samples", json()) == false && parsed.value("offset", json(0)) == 0 &&
+      parsed.value("limit", json(protocol::kQueuedPage)) == protocol::kQueuedPage) {
+    const json& page = first_queue_page();
+    if (queue_cache_.text.empty()) queue_cache_.text = dump(page);
+    return queue_cache_.text;
+  }
   try {
     return dump(handle(caller, parsed));
   } catch (const json::exception& e) {
@@ -587,7 +595,7 @@ json Service::submit(const Caller& caller, const json& request) {
     }
     admit((*added)[i], specs[i], secrets[i]);
   }
-  queue_answer_.reset();
+  queue_cache_.reset();
   ctx_.log << fmt::format("{} submitted {} job{} from {}: {}{}\n", caller.user, ids->size(),
                           ids->size() == 1 ? "" : "s", job_file->empty() ? "?" : *job_file,
                           ids->front(), ids->size() > 1 ? fmt::format("-{}", ids->back()) : "");
@@ -1033,17 +1041,22 @@ json Service::queue_answer(const json& request) {
   const bool with_samples = samples == request.end() || samples->get<bool>();
   if (*offset != 0 || *limit != protocol::kQueuedPage)
     return json{{"ok", true}, {"snapshot", to_json(snapshot(*offset, *limit, with_samples))}};
-  const int64_t now = ctx_.clock.monotonic_ms();
-  if (!queue_answer_ || now - queue_answer_ms_ >= kQueueAnswerMaxAgeMs) {
-    queue_answer_ =
-        json{{"ok", true}, {"snapshot", to_json(snapshot(0, protocol::kQueuedPage, false))}};
-    queue_answer_ms_ = now;
-  }
-  if (!with_samples) return *queue_answer_;
-  json answer = *queue_answer_;
+  if (!with_samples) return first_queue_page();
+  json answer = first_queue_page();
   json& history = answer["snapshot"]["samples"];
   for (const DeviceSample& d : recent_samples()) history.push_back(device_sample_to_json(d));
   return answer;
+}
+
+const json& Service::first_queue_page() {
+  const int64_t now = ctx_.clock.monotonic_ms();
+  if (!queue_cache_.answer || now - queue_cache_.made_ms >= kQueueAnswerMaxAgeMs) {
+    queue_cache_.answer =
+        json{{"ok", true}, {"snapshot", to_json(snapshot(0, protocol::kQueuedPage, false))}};
+    queue_cache_.text.clear();
+    queue_cache_.made_ms = now;
+  }
+  return *queue_cache_.answer;
 }
 
 json Service::usage_answer(const json& request) {
@@ -1115,7 +1128,7 @@ json Service::cancel(const Caller& caller, const json& request) {
     results.push_back(std::move(result));
   }
   record_changes();
-  queue_answer_.reset();
+  queue_cache_.reset();
   return json{{"ok", true}, {"results", std::move(results)}};
 }
 

@@ -144,7 +144,7 @@ class Service {
   // "running", "draining" (no new jobs start), "stopping".
   void set_state(const std::string& state) {
     info_.state = state;
-    queue_answer_.reset();
+    queue_cache_.reset();
   }
   // The store's file was deleted or replaced under the service (`why`): it
   // takes no new work and starts no queued job, says so loudly, and writes
@@ -305,8 +305,21 @@ class Service {
   std::map<int64_t, std::string> loader_of_;  // service job id -> loaders_ key
   std::string halt_reason_;
   std::string lost_queue_path_;
-  std::optional<nlohmann::json> queue_answer_;
-  int64_t queue_answer_ms_ = 0;       // monotonic
+  // The queue's first page, which most requests ask for (colo queue, colo
+  // top): made at most every kQueueAnswerMaxAgeMs and after every change;
+  // its text made once for the requests without samples.
+  struct QueueAnswerCache {
+    std::optional<nlohmann::json> answer;
+    std::string text;     // `answer` dumped; empty until asked for
+    int64_t made_ms = 0;  // monotonic
+    void reset() {
+      answer.reset();
+      text.clear();
+    }
+  };
+  // The cached first page, made again where it is stale.
+  const nlohmann::json& first_queue_page();
+  QueueAnswerCache queue_cache_;
   std::map<size_t, int64_t> by_key_;  // engine key -> service job id
   // What the engine last knew of the jobs that ended in this service process
   // (their run, last epoch, rate and peak GPU memory), which the snapshot

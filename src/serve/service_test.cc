@@ -542,6 +542,22 @@ TEST_F(ServiceTest, TheQueueIsPagedAndCountedWhateverItsLength) {
               HasSubstr("'offset' must be a whole number"));
 }
 
+// colo queue's request (the first page, no samples) is answered from a text
+// made once per change: the same bytes as the answer made afresh, and a
+// submission shows at once.
+TEST_F(ServiceTest, TheFirstQueuePageIsAnsweredFromItsCachedTextUntilSomethingChanges) {
+  const std::string request = protocol::queue_request(0, protocol::kQueuedPage, false).dump();
+  ASSERT_EQ(submit(root_, {shell_job("a", "sleep 30")})["ok"], true);
+  const std::string first = service_->answer(root_, request);
+  EXPECT_EQ(first, service_->answer(root_, request));
+  EXPECT_EQ(json::parse(first), service_->handle(root_, json::parse(request)));
+  ASSERT_EQ(submit(root_, {shell_job("b", "sleep 30")})["ok"], true);
+  const json after = json::parse(service_->answer(root_, request));
+  EXPECT_EQ(after["snapshot"]["jobs"].size(), 2u) << "the submission is seen at once";
+  engine_->stop_all(RunEngine::StopKind::kShutdown, 0, "test over");
+  run_until_idle();
+}
+
 // Text other users see is cleaned at the boundary: the job file's name loses
 // its control characters, and a command whose program holds one is refused.
 TEST_F(ServiceTest, ControlCharactersNeverReachAnotherUsersQueue) {
