@@ -279,6 +279,19 @@ struct ClientFlags {
   bool json = false;
 };
 
+// Job ids as ranges of consecutive ones, in order: "1-10000", "3 5-7".
+std::string id_ranges(const std::vector<int64_t>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    out += fmt::format("{}{}", out.empty() ? "" : " ", ids[i]);
+    if (j > i) out += fmt::format("-{}", ids[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
 int submit_command(const std::string& path, std::optional<int> priority, const ClientFlags& flags) {
   Result<JobFile> file = load_job_file(path);
   if (!file.ok()) {
@@ -296,10 +309,8 @@ int submit_command(const std::string& path, std::optional<int> priority, const C
   if (flags.json) {
     std::cout << json{{"ids", ids}}.dump() << "\n";
   } else {
-    std::string list;
-    for (int64_t id : ids) list += fmt::format("{}{}", list.empty() ? "" : " ", id);
-    std::cout << fmt::format("submitted {} job{}: {}\n", ids.size(), ids.size() == 1 ? "" : "s",
-                             list);
+    std::cout << fmt::format("submitted {}: {}\n",
+                             count_of(static_cast<int64_t>(ids.size()), "job"), id_ranges(ids));
   }
   return kExitOk;
 }
@@ -476,9 +487,9 @@ std::optional<int> run_through_service(const std::string& path, const std::strin
   }
   std::vector<int64_t> ids = (*answer)["ids"];
   std::cout << fmt::format(
-      "colo serve runs on this machine ({}): submitted {} ({}-{}), following them. They keep "
+      "colo serve runs on this machine ({}): submitted {} ({}), following them. They keep "
       "running if this terminal closes (colo queue; colo logs ID); Ctrl-C cancels them.\n",
-      client->path(), count_of(static_cast<int64_t>(ids.size()), "job"), ids.front(), ids.back());
+      client->path(), count_of(static_cast<int64_t>(ids.size()), "job"), id_ranges(ids));
   install_stop_handlers();
   install(SIGHUP, on_client_detach);
   install(SIGPIPE, SIG_IGN);
