@@ -94,7 +94,8 @@ struct RunEngine::JobRuntime {
   UnixMillis last_epoch_end_ms = 0;
   std::optional<int64_t> last_epoch_ms;
   std::optional<double> last_samples_per_s;
-  std::optional<ProgressReader> reader;
+  // Held apart (1.3 KB): most of a long queue's jobs never start.
+  std::unique_ptr<ProgressReader> reader;
   std::string note;
   int attempt = 1;
   // Why colo stopped it, when it did: recorded instead of "stopped by colo".
@@ -523,7 +524,7 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
     return;
   }
   // A retry keeps reading the progress file where the last attempt stopped.
-  if (!job.reader) job.reader.emplace(std::move(reader).value());
+  if (!job.reader) job.reader = std::make_unique<ProgressReader>(std::move(reader).value());
   job.reader->follow_log(request.log_path);  // this attempt's output
 
   Result<pid_t> pid = supervisor_.start(request);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <ostream>
 
+#include "common/heap.h"
 #include "common/names.h"
 #include "common/paths.h"
 #include "common/text.h"
@@ -44,6 +45,11 @@ constexpr int64_t kStoreRetryMs = 60'000;
 // Bounds a submission (docs/serve.md, "Limits").
 constexpr size_t kMaxJobsPerSubmission = 10'000;
 constexpr int64_t kQueueAnswerMaxAgeMs = 500;
+// Every this often the service gives the heap's free pages back to the
+// kernel where more than kHeapSlackBytes were freed since it last did
+// (HeapTrimmer): what a large submission or the passes after it freed.
+constexpr int64_t kHeapTrimEveryMs = 10'000;
+constexpr size_t kHeapSlackBytes = size_t{16} << 20;
 
 json error_answer(const std::string& message) { return json{{"ok", false}, {"error", message}}; }
 
@@ -1229,6 +1235,8 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
   int handled_stops = 0;
   bool stopping = false;
   int64_t next_publish = ctx.clock.monotonic_ms() + 1000;
+  int64_t next_heap_trim = next_publish;
+  HeapTrimmer heap(kHeapSlackBytes);
   int64_t next_quick_check = ctx.clock.monotonic_ms() + kStoreQuickCheckMs;
   SampleThinning thinning(ctx.store, ctx.clock, ctx.log, engine.run_id(),
                           options.samples_full_for_ms, options.samples_thinned_to_ms);
@@ -1275,6 +1283,10 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
       thinning.tick();
       service.publish();
       next_publish = now + 1000;
+      if (now >= next_heap_trim) {
+        heap.maybe_trim();
+        next_heap_trim = now + kHeapTrimEveryMs;
+      }
     }
     if (stopping && engine.idle()) break;
     if (service.state() == "draining" && engine.running() == 0) {
