@@ -90,6 +90,10 @@ uint64_t AutoScheduler::largest_memory() const {
 }
 
 void AutoScheduler::push_waiting(Waiting w) {
+  if (auto m = members_.find(w.signature); m != members_.end()) {
+    w.family = m->second.family;
+    ++queued_in_family_[w.family];
+  }
   auto [it, inserted] = classes_.try_emplace(w.signature);
   std::deque<Waiting>& q = it->second;
   if (q.empty()) {
@@ -300,17 +304,18 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
 }
 
 size_t AutoScheduler::queued_with_key(const std::string& key) const {
-  size_t n = 0;
-  auto count = [&](const std::string& sig) {
-    auto q = classes_.find(sig);
-    n += q != classes_.end() ? q->second.size() : 0;
-  };
   if (key.starts_with("family:")) {
-    for (const std::string& sig : families_.at(key.substr(7)).signatures) count(sig);
-  } else {
-    count(key);
+    auto n = queued_in_family_.find(key.substr(7));
+    return n != queued_in_family_.end() ? n->second : 0;
   }
-  return n;
+  auto q = classes_.find(key);
+  return q != classes_.end() ? q->second.size() : 0;
+}
+
+void AutoScheduler::uncount(const Waiting& w) {
+  if (w.family.empty()) return;
+  auto n = queued_in_family_.find(w.family);
+  if (n != queued_in_family_.end() && --n->second == 0) queued_in_family_.erase(n);
 }
 
 bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key, int64_t now_ms,
@@ -844,18 +849,7 @@ void AutoScheduler::judge(int64_t now_ms) {
   }
 }
 
-std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
-  judge(now_ms);
-  if (probe_targets_knowledge_ != knowledge_ || probe_targets_heads_ != heads_changes_) {
-    probe_targets_.clear();
-    probe_targets_knowledge_ = knowledge_;
-    probe_targets_heads_ = heads_changes_;
-  }
-  failed_alike_.clear();
-  std::vector<Decision> out;
-  for (auto it = retries_.begin(); it != retries_.end();) {
-    it = place(*it, now_ms, out) ? retries_.erase(it) : std::next(it);
-  }
+void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {
   // Each class is tried once, from its head as the call began.
   std::vector<std::pair<uint64_t, Classes::value_type*>> heads(heads_.begin(), heads_.end());
   // Jobs whose dataset is being read already go first: they share its loader.
@@ -881,6 +875,7 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
     std::deque<Waiting>& q = cls->second;
     if (!place(q.front(), now_ms, out)) continue;
     do {
+      uncount(q.front());
       q.pop_front();
     } while (!q.empty() && place(q.front(), now_ms, out));
     // An emptied class stays (signatures are few): destroying a deque that
@@ -890,6 +885,27 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
     if (!q.empty()) heads_.emplace(q.front().seq, cls);
     ++heads_changes_;
   }
+}
+
+std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
+  judge(now_ms);
+  if (probe_targets_knowledge_ != knowledge_ || probe_targets_heads_ != heads_changes_) {
+    probe_targets_.clear();
+    probe_targets_knowledge_ = knowledge_;
+    probe_targets_heads_ = heads_changes_;
+  }
+  failed_alike_.clear();
+  std::vector<Decision> out;
+  for (auto it = retries_.begin(); it != retries_.end();) {
+    it = place(*it, now_ms, out) ? retries_.erase(it) : std::next(it);
+  }
+  // No GPU takes another job (each at max_jobs_per_gpu, held for a gang or
+  // running one alone): no class can start (admission_gain() refuses them
+  // all), and a walk of thousands of classes would only find that.
+  if (std::any_of(gpus_.begin(), gpus_.end(), [&](const Gpu& g) {
+        return !g.held && !g.alone && static_cast<int>(g.jobs.size()) < options_.max_jobs_per_gpu;
+      }))
+    place_heads(now_ms, out);
   // Instances placed by the same estimate: one note.
   for (auto& [what, names] : estimate_notes_) {
     notes_.push_back(names.size() == 1 ? fmt::format("{}: {}", names.front(), what)
@@ -1063,6 +1079,7 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
           {w.job,
            fmt::format("needs {} of GPU memory (measured); the largest GPU has {}",
                        format_bytes(*merged.peak_memory_bytes), format_bytes(largest_memory()))});
+      uncount(w);
       --queued_;
     }
     heads_.erase(q->second.front().seq);
@@ -1095,6 +1112,7 @@ std::vector<size_t> AutoScheduler::drain_queued() {
   std::sort(all.begin(), all.end());
   retries_.clear();
   classes_.clear();
+  queued_in_family_.clear();
   heads_.clear();
   ++heads_changes_;
   queued_ = 0;
@@ -1117,6 +1135,7 @@ bool AutoScheduler::remove_queued(size_t job) {
     if (it == q.end()) continue;
     const bool head = it == q.begin();
     if (head) heads_.erase(it->seq);
+    uncount(*it);
     q.erase(it);
     if (head && !q.empty()) heads_.emplace(q.front().seq, &cls);
     if (head) ++heads_changes_;

@@ -195,6 +195,8 @@ class AutoScheduler final : public Scheduler {
     int attempt = 1;
     std::optional<uint64_t> memory_estimate;  // overrides the profile's after an OOM
     bool alone = false;
+    // Its family as it joined classes_ (counted in queued_in_family_), else "".
+    std::string family;
     // Overran its limit as a speculative sibling: waits for its family's measurement.
     bool after_measurement = false;
     // Its likeness (see failed_alike_) as a hash, computed while the
@@ -312,6 +314,9 @@ class AutoScheduler final : public Scheduler {
   std::string describe(const Combination& c) const;
   uint64_t largest_memory() const;
   void push_waiting(Waiting w);
+  // schedule()'s walk of the queued classes, each tried once from its head,
+  // in order of priority, fair share and arrival.
+  void place_heads(int64_t now_ms, std::vector<Decision>& out);
   // Shared data: whether `signature`'s dataset has a running reader, whether
   // a job of it fits the host, and the bookkeeping as jobs start and end.
   bool dataset_read(const std::string& signature) const;
@@ -346,6 +351,11 @@ class AutoScheduler final : public Scheduler {
   std::map<std::string, std::string> labels_;
   using Classes = std::map<std::string, std::deque<Waiting>>;  // FIFO per signature
   Classes classes_;
+  // Jobs in classes_ by family (Waiting::family): queued_with_key's count of a
+  // sweep's thousands of signatures without a walk of them.
+  std::unordered_map<std::string, size_t> queued_in_family_;
+  // Takes a job leaving classes_ off queued_in_family_.
+  void uncount(const Waiting& w);
   // The non-empty classes by the seq of their head (a class's node in
   // classes_, which never moves).
   std::map<uint64_t, Classes::value_type*> heads_;
