@@ -1,6 +1,8 @@
 // `colo serve` and its clients: `colo submit`, `colo queue`, `colo cancel`,
 // `colo logs`, `colo wait`; and `colo run` when a service runs.
 #include <fmt/format.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -346,7 +348,18 @@ int queue_command(const ClientFlags& flags, const QueuePage& page) {
   return kExitOk;
 }
 
-int usage_command(const ClientFlags& flags, const std::string& since, bool csv) {
+// A user's primary group in this machine's user database (the service's:
+// colo usage talks to a local socket); a user it does not know stands alone,
+// under their own name.
+std::string primary_group_of(const std::string& user) {
+  const struct passwd* pw = ::getpwnam(user.c_str());
+  if (pw == nullptr) return user;
+  const struct group* gr = ::getgrgid(pw->pw_gid);
+  return gr != nullptr ? std::string(gr->gr_name) : std::to_string(pw->pw_gid);
+}
+
+int usage_command(const ClientFlags& flags, const std::string& since, bool csv,
+                  const std::string& by) {
   std::optional<int64_t> span = duration_flag("--since", since, 1000);
   if (!span) return kExitBadInput;
   std::optional<ServiceClient> client = connect(flags.socket);
@@ -357,7 +370,7 @@ int usage_command(const ClientFlags& flags, const std::string& since, bool csv) 
     std::cerr << "colo: " << answer.error().message() << "\n";
     return kExitEnvironment;
   }
-  if (flags.json) {
+  if (flags.json && by == "user") {
     std::cout << json{{"since_ms", since_ms},
                       {"owners", (*answer)["owners"]},
                       {"ended", (*answer)["ended"]}}
@@ -366,15 +379,35 @@ int usage_command(const ClientFlags& flags, const std::string& since, bool csv) 
     return kExitOk;
   }
   try {
-    std::vector<ServiceUsageReport> ended;
+    UsageReport report;
     for (const json& r : (*answer)["ended"]) {
-      ended.push_back({r.at("owner").get<std::string>(), r.at("jobs").get<int64_t>(),
-                       r.at("failed").get<int64_t>(), r.at("gpu_ms").get<double>(),
-                       r.at("solo_ms").get<double>()});
+      report.ended.push_back({r.at("owner").get<std::string>(), r.at("jobs").get<int64_t>(),
+                              r.at("failed").get<int64_t>(), r.at("gpu_ms").get<double>(),
+                              r.at("solo_ms").get<double>()});
     }
-    const std::map<std::string, OwnerJobs> owners = owners_from_json((*answer)["owners"]);
-    std::cout << (csv ? usage_csv(owners, ended)
-                      : format_usage(owners, ended, "in the last " + since));
+    report.owners = owners_from_json((*answer)["owners"]);
+    if (by == "group") report = usage_by_group(report, primary_group_of);
+    if (flags.json) {
+      json groups = json::object();
+      for (const auto& [group, n] : report.owners) {
+        groups[group] = {{"queued", n.queued},
+                         {"running", n.running},
+                         {"usage_ms", n.usage_ms},
+                         {"total_ms", n.total_ms}};
+      }
+      json ended = json::array();
+      for (const ServiceUsageReport& r : report.ended) {
+        ended.push_back({{"group", r.owner_name},
+                         {"jobs", r.jobs},
+                         {"failed", r.failed},
+                         {"gpu_ms", r.gpu_ms},
+                         {"solo_ms", r.solo_ms}});
+      }
+      std::cout << json{{"since_ms", since_ms}, {"groups", groups}, {"ended", ended}}.dump(2)
+                << "\n";
+      return kExitOk;
+    }
+    std::cout << (csv ? usage_csv(report) : format_usage(report, "in the last " + since));
   } catch (const json::exception& e) {
     std::cerr << "colo: the service's usage answer is malformed: " << e.what() << "\n";
     return kExitEnvironment;
@@ -524,6 +557,7 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   static bool follow = false;
   static std::string usage_since = "7d";
   static bool usage_as_csv = false;
+  static std::string usage_by = "user";
   static QueuePage page;
 
   CLI::App* serve_cmd = app.add_subcommand(
@@ -677,10 +711,15 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   usage_cmd->add_flag("--csv", usage_as_csv,
                       "one row per user as CSV (usage lately and in all, jobs, and the ended "
                       "jobs' counts and times in ms)");
+  usage_cmd
+      ->add_option("--by", usage_by,
+                   "user: one row per user; group: the users' figures summed per primary group")
+      ->check(CLI::IsMember({"user", "group"}))
+      ->capture_default_str();
   add_client_flags(usage_cmd, true);
   set_example(*usage_cmd, "colo usage --since 30d --csv > usage.csv");
   usage_cmd->callback(
-      [&exit_code] { exit_code = usage_command(client, usage_since, usage_as_csv); });
+      [&exit_code] { exit_code = usage_command(client, usage_since, usage_as_csv, usage_by); });
 
   CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel jobs of colo serve (your own)");
   cancel_cmd->add_option("ids", ids, "job ids")->required();

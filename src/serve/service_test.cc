@@ -259,7 +259,7 @@ TEST_F(ServiceTest, UsageIsKeptInTheStoreAndReadBackDecayedWithTheOwnersWeight) 
   ASSERT_GT(counted.usage_ms, 0) << "a running job's owner is accounted";
   EXPECT_EQ(counted.weight, 2);
   EXPECT_GE(counted.total_ms, counted.usage_ms);
-  EXPECT_THAT(format_usage(service_->snapshot().owners, {}, "in the last 7d"),
+  EXPECT_THAT(format_usage({service_->snapshot().owners, {}}, "in the last 7d"),
               ::testing::ContainsRegex("root +2 .*100% .* 1 +0"));
 
   ASSERT_TRUE(service_->keep_usage().ok());

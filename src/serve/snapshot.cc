@@ -381,8 +381,36 @@ std::map<std::string, OwnerJobs> owners_from_json(const json& j) {
   return owners;
 }
 
-std::string format_usage(const std::map<std::string, OwnerJobs>& by_owner,
-                         const std::vector<ServiceUsageReport>& ended, const std::string& since) {
+UsageReport usage_by_group(const UsageReport& by_user,
+                           const std::function<std::string(const std::string&)>& group_of) {
+  UsageReport out;
+  out.by = "group";
+  for (const auto& [user, n] : by_user.owners) {
+    OwnerJobs& g = out.owners.try_emplace(group_of(user), OwnerJobs{0, 0, 0, 0, 0}).first->second;
+    g.queued += n.queued;
+    g.running += n.running;
+    g.usage_ms += n.usage_ms;
+    g.total_ms += n.total_ms;
+  }
+  std::map<std::string, ServiceUsageReport> ended;
+  for (const ServiceUsageReport& r : by_user.ended) {
+    const std::string group = group_of(r.owner_name);
+    ServiceUsageReport& g = ended.try_emplace(group, ServiceUsageReport{group}).first->second;
+    g.jobs += r.jobs;
+    g.failed += r.failed;
+    g.gpu_ms += r.gpu_ms;
+    g.solo_ms += r.solo_ms;
+  }
+  for (auto& [group, r] : ended) out.ended.push_back(std::move(r));
+  std::stable_sort(out.ended.begin(), out.ended.end(),
+                   [](const auto& a, const auto& b) { return a.gpu_ms > b.gpu_ms; });
+  return out;
+}
+
+std::string format_usage(const UsageReport& report, const std::string& since) {
+  const std::map<std::string, OwnerJobs>& by_owner = report.owners;
+  const std::vector<ServiceUsageReport>& ended = report.ended;
+  const std::string who = report.by == "group" ? "GROUP" : "USER";
   std::vector<std::pair<std::string, OwnerJobs>> owners(by_owner.begin(), by_owner.end());
   double all = 0;
   for (const auto& [owner, n] : owners) all += n.usage_ms;
@@ -395,23 +423,25 @@ std::string format_usage(const std::map<std::string, OwnerJobs>& by_owner,
   if (owners.empty()) {
     out += "no one has used it yet\n";
   } else {
-    out += fmt::format("{:<16} {:>6} {:>12} {:>6} {:>12} {:>8} {:>7}\n", "USER", "WEIGHT", "LATELY",
+    out += fmt::format("{:<16} {:>6} {:>12} {:>6} {:>12} {:>8} {:>7}\n", who, "WEIGHT", "LATELY",
                        "SHARE", "IN ALL", "RUNNING", "QUEUED");
     for (const auto& [owner, n] : owners) {
-      out += fmt::format(
-          "{:<16} {:>6} {:>12} {:>6} {:>12} {:>8} {:>7}\n", owner, fmt::format("{:g}", n.weight),
-          format_duration_ms(static_cast<int64_t>(n.usage_ms)),
-          all > 0 ? fmt::format("{:.0f}%", 100 * n.usage_ms / all) : std::string("-"),
-          format_duration_ms(static_cast<int64_t>(n.total_ms)), n.running, n.queued);
+      out +=
+          fmt::format("{:<16} {:>6} {:>12} {:>6} {:>12} {:>8} {:>7}\n", owner,
+                      n.weight > 0 ? fmt::format("{:g}", n.weight) : std::string("-"),
+                      format_duration_ms(static_cast<int64_t>(n.usage_ms)),
+                      all > 0 ? fmt::format("{:.0f}%", 100 * n.usage_ms / all) : std::string("-"),
+                      format_duration_ms(static_cast<int64_t>(n.total_ms)), n.running, n.queued);
     }
     out +=
         "LATELY decays with the service's --fair-share-half-life; the next job to start comes "
         "from the user with the least LATELY over WEIGHT (docs/serve.md, Fair share)\n";
+    if (report.by == "group") out += "Each user is counted in their primary group.\n";
   }
   out += fmt::format("\nJobs that ended {}:\n", since);
   if (ended.empty()) return out + "none\n";
-  out += fmt::format("{:<16} {:>6} {:>7} {:>12} {:>12} {:>10}\n", "USER", "JOBS", "FAILED",
-                     "GPU TIME", "SOLO-EQUIV", "SOLO/GPU");
+  out += fmt::format("{:<16} {:>6} {:>7} {:>12} {:>12} {:>10}\n", who, "JOBS", "FAILED", "GPU TIME",
+                     "SOLO-EQUIV", "SOLO/GPU");
   for (const ServiceUsageReport& r : ended) {
     out += fmt::format("{:<16} {:>6} {:>7} {:>12} {:>12} {:>10}\n", r.owner_name, r.jobs, r.failed,
                        format_duration_ms(static_cast<int64_t>(r.gpu_ms)),
@@ -423,13 +453,13 @@ std::string format_usage(const std::map<std::string, OwnerJobs>& by_owner,
          "neighbours; summed over the jobs sharing a GPU, the gain of collocation)\n";
 }
 
-std::string usage_csv(const std::map<std::string, OwnerJobs>& owners,
-                      const std::vector<ServiceUsageReport>& ended) {
+std::string usage_csv(const UsageReport& report) {
   std::map<std::string, std::pair<OwnerJobs, ServiceUsageReport>> rows;
-  for (const auto& [owner, n] : owners) rows[owner].first = n;
-  for (const ServiceUsageReport& r : ended) rows[r.owner_name].second = r;
+  for (const auto& [owner, n] : report.owners) rows[owner].first = n;
+  for (const ServiceUsageReport& r : report.ended) rows[r.owner_name].second = r;
   std::string out =
-      "user,weight,usage_lately_ms,usage_total_ms,running,queued,ended_jobs,failed,gpu_ms,"
+      report.by +
+      ",weight,usage_lately_ms,usage_total_ms,running,queued,ended_jobs,failed,gpu_ms,"
       "solo_ms\n";
   for (const auto& [owner, row] : rows) {
     const auto& [n, r] = row;

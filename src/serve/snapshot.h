@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -174,15 +175,27 @@ bool is_final_state(const std::string& state);
 std::string format_queue(const ServiceSnapshot& snapshot, UnixMillis now_ms);
 // A snapshot's "owners" object (an older service's may lack fields).
 std::map<std::string, OwnerJobs> owners_from_json(const nlohmann::json& owners);
-// `colo usage`: each owner's usage lately, weight and jobs, most used first
-// (`owners`); then, per owner, the jobs that ended `since` ("in the last
-// 7d") with their GPU time and solo-equivalent GPU time.
-std::string format_usage(const std::map<std::string, OwnerJobs>& owners,
-                         const std::vector<ServiceUsageReport>& ended, const std::string& since);
-// The same as CSV, one row per user of either (a header row first; the
-// user's name quoted): user, weight, usage_lately_ms, usage_total_ms,
-// running, queued, ended_jobs, failed, gpu_ms, solo_ms.
-std::string usage_csv(const std::map<std::string, OwnerJobs>& owners,
-                      const std::vector<ServiceUsageReport>& ended);
+// What `colo usage` reports: per user (or per group, usage_by_group()),
+// usage lately, weight and jobs (`owners`), and the jobs that ended in the
+// span with their GPU time and solo-equivalent GPU time (`ended`).
+struct UsageReport {
+  std::map<std::string, OwnerJobs> owners;
+  std::vector<ServiceUsageReport> ended;
+  std::string by = "user";  // "user" or "group": what the names are
+};
+// The same figures summed per group: each user counted in the group
+// `group_of` gives for them (colo usage: their primary group in the user
+// database of the service's machine). Weights belong to users: a group's is
+// 0, shown as "-". Ended jobs most GPU time first.
+UsageReport usage_by_group(const UsageReport& by_user,
+                           const std::function<std::string(const std::string&)>& group_of);
+// `colo usage`: each owner's usage lately, weight and jobs, most used first;
+// then, per owner, the jobs that ended `since` ("in the last 7d") with their
+// GPU time and solo-equivalent GPU time.
+std::string format_usage(const UsageReport& report, const std::string& since);
+// The same as CSV, one row per user (or group) of either (a header row
+// first; the name quoted): user (or group), weight, usage_lately_ms,
+// usage_total_ms, running, queued, ended_jobs, failed, gpu_ms, solo_ms.
+std::string usage_csv(const UsageReport& report);
 
 }  // namespace colo

@@ -150,5 +150,40 @@ TEST(Snapshot, QueueTextShowsJobsPerGpuThenTheQueueThenEnded) {
   EXPECT_THAT(text, HasSubstr("5.0s ago"));
 }
 
+// colo usage --by group: each user's figures summed in their group; the
+// sums equal the users' (nothing lost or counted twice), a group has no
+// weight, and the table and CSV name the column GROUP / group.
+TEST(UsageByGroup, SumsEachUsersFiguresIntoTheirGroup) {
+  UsageReport by_user;
+  by_user.owners["alice"] = OwnerJobs{2, 1, 4000, 2, 9000};
+  by_user.owners["bob"] = OwnerJobs{0, 3, 1000, 1, 5000};
+  by_user.owners["carol"] = OwnerJobs{1, 0, 500, 1, 700};
+  by_user.ended = {
+      {"alice", 3, 1, 6000, 5000}, {"bob", 2, 0, 8000, 4000}, {"carol", 1, 1, 100, 90}};
+  const auto group_of = [](const std::string& user) {
+    return user == "carol" ? std::string("audio") : std::string("vision");
+  };
+  const UsageReport by_group = usage_by_group(by_user, group_of);
+  EXPECT_EQ(by_group.by, "group");
+  ASSERT_EQ(by_group.owners.size(), 2u);
+  const OwnerJobs& vision = by_group.owners.at("vision");
+  EXPECT_EQ(vision.queued, 2);
+  EXPECT_EQ(vision.running, 4);
+  EXPECT_DOUBLE_EQ(vision.usage_ms, 5000);
+  EXPECT_DOUBLE_EQ(vision.total_ms, 14000);
+  EXPECT_EQ(vision.weight, 0) << "weights are users'";
+  ASSERT_EQ(by_group.ended.size(), 2u);
+  EXPECT_EQ(by_group.ended[0], (ServiceUsageReport{"vision", 5, 1, 14000, 9000}))
+      << "most GPU time first";
+  EXPECT_EQ(by_group.ended[1], (ServiceUsageReport{"audio", 1, 1, 100, 90}));
+
+  const std::string text = format_usage(by_group, "in the last 7d");
+  EXPECT_THAT(text, ::testing::ContainsRegex("GROUP +WEIGHT"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("vision +- "));
+  EXPECT_THAT(text, HasSubstr("Each user is counted in their primary group."));
+  EXPECT_THAT(usage_csv(by_group), ::testing::StartsWith("group,weight,"));
+  EXPECT_THAT(usage_csv(by_user), ::testing::StartsWith("user,weight,"));
+}
+
 }  // namespace
 }  // namespace colo

@@ -479,6 +479,14 @@ TEST_F(ColoServe, UsageOutlivesARestartAndColoUsageShowsItWithItsWeight) {
                              0),
             0u)
       << csv.output;
+  // By group: root's figures under its primary group, the same totals.
+  const std::string group = shell("id -gn root").output;
+  CommandResult grouped = shell(colo("usage --since 1h --by group --json"));
+  json g = json::parse(grouped.output, nullptr, false);
+  ASSERT_TRUE(g.is_object() && g["ended"].size() == 1u) << grouped.output;
+  EXPECT_EQ(g["ended"][0]["group"].get<std::string>() + "\n", group);
+  EXPECT_EQ(g["ended"][0]["solo_ms"], r["ended"][0]["solo_ms"]);
+  EXPECT_NE(shell(colo("usage --by group")).output.find("GROUP"), std::string::npos);
   stop_service();
   std::vector<std::string> kept =
       sql("SELECT owner_name, usage_ms > 0, total_ms FROM service_usage");
