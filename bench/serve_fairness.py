@@ -84,7 +84,7 @@ def arrivals(seed, span):
     return sorted(plan)
 
 
-def code_dir(base, backend):
+def code_dir(base):
     """The job scripts and the Python client, copied where the other user can read them."""
     code = os.path.join(base, "code")
     os.makedirs(os.path.join(code, "bench"))
@@ -235,7 +235,7 @@ def main(argv=None):
         os.makedirs(os.environ["COLO_HOME"], exist_ok=True)
         os.chmod(os.environ["COLO_HOME"], 0o711)
         serve_bench.machine(args.out, args.colo, args.backend)
-        code = code_dir(base, args.backend)
+        code = code_dir(base)
         os.environ["COLO_PYTHON_DIR"] = os.path.join(code, "python")
         other_env = dict(os.environ, HOME=home, USER=other.pw_name, LOGNAME=other.pw_name)
 
