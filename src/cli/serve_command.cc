@@ -328,9 +328,10 @@ struct QueuePage {
 int queue_command(const ClientFlags& flags, const QueuePage& page) {
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
-  // The table shows each GPU's latest sample; --json keeps the documented history.
+  // --json keeps the documented history; the table is the service's own.
   Result<json> answer =
-      client->call(protocol::queue_request(page.offset, page.limit, /*samples=*/flags.json));
+      client->call(flags.json ? protocol::queue_request(page.offset, page.limit)
+                              : protocol::queue_table_request(page.offset, page.limit));
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
     return kExitEnvironment;
@@ -339,6 +340,11 @@ int queue_command(const ClientFlags& flags, const QueuePage& page) {
     std::cout << (*answer)["snapshot"].dump(2) << "\n";
     return kExitOk;
   }
+  if (auto table = answer->find("table"); table != answer->end() && table->is_string()) {
+    std::cout << table->get_ref<const std::string&>();
+    return kExitOk;
+  }
+  // A service from before the table answer sends its snapshot.
   Result<ServiceSnapshot> snapshot = snapshot_from_json((*answer)["snapshot"]);
   if (!snapshot.ok()) {
     std::cerr << "colo: " << snapshot.error().message() << "\n";

@@ -46,6 +46,13 @@ inline nlohmann::json queue_request() { return {{"op", kQueue}}; }
 inline nlohmann::json queue_request(int64_t offset, int64_t limit, bool samples = true) {
   return {{"op", kQueue}, {"offset", offset}, {"limit", limit}, {"samples", samples}};
 }
+// The same page as `colo queue`'s table (format_queue, at the service's
+// clock), answered as {"ok":true,"table":TEXT}: the service keeps the first
+// page's table until something changes, so a caller reads text, not a
+// snapshot of hundreds of jobs to parse (issue 37).
+inline nlohmann::json queue_table_request(int64_t offset, int64_t limit) {
+  return {{"op", kQueue}, {"offset", offset}, {"limit", limit}, {"table", true}};
+}
 inline nlohmann::json status_request(const std::vector<int64_t>& ids) {
   return {{"op", kStatus}, {"ids", ids}};
 }

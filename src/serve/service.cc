@@ -466,13 +466,22 @@ void Service::record_changes() {
 std::string Service::answer(const Caller& caller, const std::string& request_line) {
   json parsed = json::parse(request_line, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_object()) return dump(error_answer("the request is not a JSON object"));
-  // The queue's first page without samples, as colo queue asks: its cached text.
+  // The queue's first page as colo queue and colo top ask for it (its table,
+  // or its snapshot without samples): the cached text.
   if (parsed.size() <= 4 && parsed.value("op", json()) == protocol::kQueue &&
-      parsed.value("samples", json()) == false && parsed.value("offset", json(0)) == 0 &&
+      parsed.value("offset", json(0)) == 0 &&
       parsed.value("limit", json(protocol::kQueuedPage)) == protocol::kQueuedPage) {
-    const json& page = first_queue_page();
-    if (queue_cache_.text.empty()) queue_cache_.text = dump(page);
-    return queue_cache_.text;
+    if (parsed.value("table", json()) == true && !parsed.contains("samples")) {
+      const ServiceSnapshot& page = first_page_snapshot();
+      if (queue_cache_.table.empty())
+        queue_cache_.table = dump(json{{"ok", true}, {"table", format_queue(page, page.time_ms)}});
+      return queue_cache_.table;
+    }
+    if (parsed.value("samples", json()) == false && !parsed.contains("table")) {
+      const json& page = first_queue_page();
+      if (queue_cache_.text.empty()) queue_cache_.text = dump(page);
+      return queue_cache_.text;
+    }
   }
   try {
     return dump(handle(caller, parsed));
@@ -1044,6 +1053,13 @@ json Service::queue_answer(const json& request) {
   auto samples = request.find("samples");
   if (samples != request.end() && !samples->is_boolean())
     return error_answer("queue: 'samples' must be true or false");
+  auto table = request.find("table");
+  if (table != request.end() && !table->is_boolean())
+    return error_answer("queue: 'table' must be true or false");
+  if (table != request.end() && table->get<bool>()) {
+    ServiceSnapshot page = snapshot(*offset, *limit, false);
+    return json{{"ok", true}, {"table", format_queue(page, page.time_ms)}};
+  }
   const bool with_samples = samples == request.end() || samples->get<bool>();
   if (*offset != 0 || *limit != protocol::kQueuedPage)
     return json{{"ok", true}, {"snapshot", to_json(snapshot(*offset, *limit, with_samples))}};
@@ -1054,14 +1070,19 @@ json Service::queue_answer(const json& request) {
   return answer;
 }
 
-const json& Service::first_queue_page() {
+const ServiceSnapshot& Service::first_page_snapshot() {
   const int64_t now = ctx_.clock.monotonic_ms();
-  if (!queue_cache_.answer || now - queue_cache_.made_ms >= kQueueAnswerMaxAgeMs) {
-    queue_cache_.answer =
-        json{{"ok", true}, {"snapshot", to_json(snapshot(0, protocol::kQueuedPage, false))}};
-    queue_cache_.text.clear();
+  if (!queue_cache_.snapshot || now - queue_cache_.made_ms >= kQueueAnswerMaxAgeMs) {
+    queue_cache_.reset();
+    queue_cache_.snapshot = snapshot(0, protocol::kQueuedPage, false);
     queue_cache_.made_ms = now;
   }
+  return *queue_cache_.snapshot;
+}
+
+const json& Service::first_queue_page() {
+  const ServiceSnapshot& page = first_page_snapshot();
+  if (!queue_cache_.answer) queue_cache_.answer = json{{"ok", true}, {"snapshot", to_json(page)}};
   return *queue_cache_.answer;
 }
 

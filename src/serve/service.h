@@ -307,17 +307,17 @@ class Service {
   std::string lost_queue_path_;
   // The queue's first page, which most requests ask for (colo queue, colo
   // top): made at most every kQueueAnswerMaxAgeMs and after every change;
-  // its text made once for the requests without samples.
+  // each form of its answer made once, when first asked for.
   struct QueueAnswerCache {
-    std::optional<nlohmann::json> answer;
-    std::string text;     // `answer` dumped; empty until asked for
-    int64_t made_ms = 0;  // monotonic
-    void reset() {
-      answer.reset();
-      text.clear();
-    }
+    std::optional<ServiceSnapshot> snapshot;  // without samples
+    std::optional<nlohmann::json> answer;     // {"ok", "snapshot"}
+    std::string text;                         // `answer` dumped
+    std::string table;                        // {"ok", "table"} dumped
+    int64_t made_ms = 0;                      // monotonic
+    void reset() { *this = QueueAnswerCache(); }
   };
   // The cached first page, made again where it is stale.
+  const ServiceSnapshot& first_page_snapshot();
   const nlohmann::json& first_queue_page();
   QueueAnswerCache queue_cache_;
   std::map<size_t, int64_t> by_key_;  // engine key -> service job id

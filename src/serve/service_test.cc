@@ -558,6 +558,35 @@ TEST_F(ServiceTest, TheFirstQueuePageIsAnsweredFromItsCachedTextUntilSomethingCh
   run_until_idle();
 }
 
+// colo queue's table (issue 37: the client parsed a 400 KB page of 500 jobs
+// to print it) is the service's format_queue of the same page, kept until
+// something changes; other pages are made when asked; a table that is not a
+// boolean is refused.
+TEST_F(ServiceTest, TheQueueTableIsTheServicesFormatOfTheSamePage) {
+  const std::string request = protocol::queue_table_request(0, protocol::kQueuedPage).dump();
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 6; ++i) jobs.push_back(shell_job("alpha" + std::to_string(i), "sleep 30"));
+  ASSERT_EQ(submit(root_, jobs)["ok"], true);
+  const std::string first = service_->answer(root_, request);
+  EXPECT_EQ(first, service_->answer(root_, request));
+  Result<ServiceSnapshot> page = snapshot_from_json(
+      service_->handle(root_, protocol::queue_request(0, protocol::kQueuedPage, false))["snapshot"]);
+  ASSERT_TRUE(page.ok()) << page.error().message();
+  EXPECT_EQ(json::parse(first)["table"], format_queue(*page, page->time_ms));
+  EXPECT_THAT(json::parse(first)["table"].get<std::string>(), HasSubstr("alpha5"));
+
+  ASSERT_EQ(submit(root_, {shell_job("later", "sleep 30")})["ok"], true);
+  EXPECT_THAT(json::parse(service_->answer(root_, request))["table"].get<std::string>(),
+              HasSubstr("later"))
+      << "a submission shows at once";
+  const json second = service_->handle(root_, protocol::queue_table_request(1, 1));
+  EXPECT_THAT(second["table"].get<std::string>(), HasSubstr("queued (2 to 2 of"));
+  EXPECT_THAT(service_->handle(root_, json{{"op", "queue"}, {"table", 1}})["error"].dump(),
+              HasSubstr("'table' must be true or false"));
+  engine_->stop_all(RunEngine::StopKind::kShutdown, 0, "test over");
+  run_until_idle();
+}
+
 // Text other users see is cleaned at the boundary: the job file's name loses
 // its control characters, and a command whose program holds one is refused.
 TEST_F(ServiceTest, ControlCharactersNeverReachAnotherUsersQueue) {
