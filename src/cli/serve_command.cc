@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -79,6 +80,8 @@ struct ServeFlags {
   std::string fair_share_half_life = "1d";
   std::string queue_order = "fair-share";
   std::vector<std::string> fair_share_weights;  // USER=W or @GROUP=W
+  std::vector<std::string> max_gpus_for;        // USER=N or @GROUP=N
+  std::vector<std::string> max_jobs_for;        // USER=M or @GROUP=M
   std::string samples_full_for = "7d";
   std::string samples_thinned_to = "1m";
   std::string stall_timeout;
@@ -89,39 +92,68 @@ struct ServeFlags {
   bool http_logs = false;
 };
 
-// --fair-share-weight USER=W or @GROUP=W into the options; false (said) on bad input.
-bool parse_fair_share_weights(const std::vector<std::string>& texts, ServeOptions& options) {
+// A WHO=VALUE flag's values (--fair-share-weight, --max-gpus-for,
+// --max-jobs-for): WHO a user of this machine or @GROUP one of its groups,
+// VALUE above 0 and at most `most` (whole where `whole`); `hint` says what to
+// write. False (said) on bad input.
+struct WhoValue {
+  bool group = false;
+  uint32_t id = 0;  // uid or gid
+  std::string name;
+  double value = 0;
+};
+bool parse_who_values(const std::string& flag, const std::vector<std::string>& texts, double most,
+                      bool whole, const std::string& hint, std::vector<WhoValue>& out) {
   for (const std::string& text : texts) {
     const size_t eq = text.rfind('=');
-    double weight = 0;
+    double value = 0;
     const std::string name = text.substr(0, eq == std::string::npos ? 0 : eq);
-    const std::string value = eq == std::string::npos ? "" : text.substr(eq + 1);
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), weight);
-    if (name.empty() || name == "@" || ec != std::errc() || end != value.data() + value.size() ||
-        !(weight > 0) || weight > 1e6) {
-      std::cerr << "colo: --fair-share-weight '" << text
-                << "': write USER=WEIGHT or @GROUP=WEIGHT, a weight above 0 (alice=2: alice is "
-                   "owed twice the GPU time of a user of weight 1)\n";
+    const std::string number = eq == std::string::npos ? "" : text.substr(eq + 1);
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (name.empty() || name == "@" || ec != std::errc() || end != number.data() + number.size() ||
+        !(value > 0) || value > most || (whole && value != std::floor(value))) {
+      std::cerr << "colo: " << flag << " '" << text << "': " << hint << "\n";
       return false;
     }
-    if (name.front() == '@') {
-      Result<gid_t> gid = group_id(name.substr(1));
-      if (!gid.ok()) {
-        std::cerr << "colo: --fair-share-weight '" << text << "': " << gid.error().message()
-                  << "\n";
-        return false;
-      }
-      options.group_weights[*gid] = weight;
-    } else {
-      Result<uid_t> uid = user_id(name);
-      if (!uid.ok()) {
-        std::cerr << "colo: --fair-share-weight '" << text << "': " << uid.error().message()
-                  << "\n";
-        return false;
-      }
-      options.user_weights[*uid] = weight;
+    WhoValue who{name.front() == '@', 0, name.front() == '@' ? name.substr(1) : name, value};
+    Result<uint32_t> id = who.group ? group_id(who.name) : user_id(who.name);
+    if (!id.ok()) {
+      std::cerr << "colo: " << flag << " '" << text << "': " << id.error().message() << "\n";
+      return false;
     }
+    who.id = *id;
+    out.push_back(std::move(who));
   }
+  return true;
+}
+
+// --fair-share-weight, --max-gpus-for and --max-jobs-for into the options;
+// false (said) on bad input.
+bool parse_user_and_group_settings(const ServeFlags& flags, ServeOptions& options) {
+  std::vector<WhoValue> weights, gpus, jobs;
+  if (!parse_who_values("--fair-share-weight", flags.fair_share_weights, 1e6, false,
+                        "write USER=WEIGHT or @GROUP=WEIGHT, a weight above 0 (alice=2: alice is "
+                        "owed twice the GPU time of a user of weight 1)",
+                        weights) ||
+      !parse_who_values("--max-gpus-for", flags.max_gpus_for, 1e6, false,
+                        "write USER=GPUS or @GROUP=GPUS, above 0 (alice=2: at most 2 GPUs' worth "
+                        "of alice's jobs at once; @vision=4: of the group's members' together)",
+                        gpus) ||
+      !parse_who_values("--max-jobs-for", flags.max_jobs_for, 1e9, true,
+                        "write USER=JOBS or @GROUP=JOBS, a whole number above 0 (alice=500: at "
+                        "most 500 of alice's jobs queued or running)",
+                        jobs)) {
+    return false;
+  }
+  for (const WhoValue& w : weights)
+    (w.group ? options.group_weights : options.user_weights)[w.id] = w.value;
+  const auto quota = [&](const WhoValue& w) -> ServeOptions::Quota& {
+    ServeOptions::Quota& q = (w.group ? options.group_quotas : options.user_quotas)[w.id];
+    q.name = w.name;
+    return q;
+  };
+  for (const WhoValue& w : gpus) quota(w).gpus = w.value;
+  for (const WhoValue& w : jobs) quota(w).jobs = static_cast<size_t>(w.value);
   return true;
 }
 
@@ -138,7 +170,7 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   ServeOptions options;
   options.fair_share_half_life_ms = *half_life;
   options.fair_share = flags.queue_order == "fair-share";
-  if (!parse_fair_share_weights(flags.fair_share_weights, options)) return kExitBadInput;
+  if (!parse_user_and_group_settings(flags, options)) return kExitBadInput;
   if (!flags.preempt_after.empty()) {
     std::optional<int64_t> after = duration_flag("--preempt-after", flags.preempt_after, 1000);
     if (!after) return kExitBadInput;
@@ -228,7 +260,7 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   options.drain_on_stop = flags.on_sigterm == "drain";
   options.max_jobs_per_user = flags.max_jobs_per_user;
   options.max_gpus_per_user = flags.max_gpus_per_user;
-  options.engine.quotas = flags.max_gpus_per_user.has_value();
+  options.engine.quotas = options.gpu_quotas();
   options.command_line = command_line;
 
   install(SIGTERM, on_serve_stop);
@@ -636,6 +668,14 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                    "counts its share of each GPU: one over the jobs there); the rest wait, "
                    "saying so in colo queue (default: none)")
       ->check(CLI::PositiveNumber);
+  serve_cmd->add_option("--max-gpus-for", serve.max_gpus_for,
+                        "USER=N or @GROUP=N, repeatable: at most N GPUs' worth of that user's "
+                        "jobs at once (in place of --max-gpus-per-user), or of that group's "
+                        "members' together (docs/serve.md, Quotas)");
+  serve_cmd->add_option("--max-jobs-for", serve.max_jobs_for,
+                        "USER=M or @GROUP=M, repeatable: at most M of that user's jobs queued or "
+                        "running (in place of --max-jobs-per-user), or of that group's members' "
+                        "together; submissions past it are refused");
   serve_cmd->add_option("--job-host-memory", serve.job_host_memory,
                         "host memory limit (cgroup memory.max) of jobs that set no host_memory, "
                         "e.g. 32GiB; a job over it is killed and recorded as such");

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <ostream>
 
 #include "common/heap.h"
@@ -242,7 +243,7 @@ void Service::hand_to_engine(int64_t id, EngineJob job, RestartPolicy restart, i
                              uid_t owner) {
   // An owner the quota has not bounded yet is bounded before their first job
   // reaches the engine, or it could start them all at once.
-  if (options_.max_gpus_per_user && !quota_left_.contains(owner)) update_quotas();
+  if (options_.gpu_quotas() && !quota_left_.contains(owner)) update_quotas();
   const int priority = job.spec.priority;
   const bool preemptible = job.spec.preemptible;
   const size_t key = engine_.submit(std::move(job));
@@ -540,17 +541,8 @@ json Service::submit(const Caller& caller, const json& request) {
                     "once: split the job file",
                     jobs->size(), kMaxJobsPerSubmission));
   }
-  if (auto mine = unfinished_by_owner_.find(caller.uid);
-      (mine == unfinished_by_owner_.end() ? 0 : mine->second) + jobs->size() >
-      options_.max_jobs_per_user) {
-    const size_t have = mine == unfinished_by_owner_.end() ? 0 : mine->second;
-    return error_answer(fmt::format(
-        "submit: you have {} job{} queued or running, and this colo serve takes at most {} per "
-        "user (its --max-jobs-per-user); the {} job{} of this submission would pass that: wait "
-        "for some to end, or cancel some (colo cancel)",
-        have, have == 1 ? "" : "s", options_.max_jobs_per_user, jobs->size(),
-        jobs->size() == 1 ? "" : "s"));
-  }
+  if (std::optional<std::string> over = over_job_quota(caller, jobs->size()))
+    return error_answer(*over);
   std::vector<JobSpec> specs;
   for (size_t i = 0; i < jobs->size(); ++i) {
     Result<JobSpec> spec = job_spec_from_json((*jobs)[i]);
@@ -794,11 +786,7 @@ void Service::preempt_for_waiting() {
   Tracked* waiting = nullptr;
   for (auto& [id, t] : tracked_) {
     if (t.accounted_to_ms || now - t.waiting_since_ms < wait) continue;
-    if (options_.max_gpus_per_user) {
-      auto held = gpus_held_.find(t.owner);
-      if (held != gpus_held_.end() && held->second + 1 > *options_.max_gpus_per_user + 1e-9)
-        continue;
-    }
+    if (quota_holds(t.owner)) continue;
     if (waiting == nullptr || t.priority > waiting->priority ||
         (t.priority == waiting->priority && t.waiting_since_ms < waiting->waiting_since_ms)) {
       waiting = &t;
@@ -830,22 +818,150 @@ void Service::preempt_for_waiting() {
 }
 
 void Service::update_quotas() {
-  if (!options_.max_gpus_per_user) return;
+  if (!options_.gpu_quotas()) return;
   const std::map<int, int> on_gpu = running_per_gpu();
   gpus_held_.clear();
+  std::map<uid_t, size_t> running;
   for (size_t key : engine_.running_keys()) {
     auto id = by_key_.find(key);
     if (id == by_key_.end()) continue;
-    double& held = gpus_held_[tracked_.at(id->second).owner];
+    const uid_t owner = tracked_.at(id->second).owner;
+    ++running[owner];
+    double& held = gpus_held_[owner];
     for (int g : gpus_of(engine_.view(key))) held += 1.0 / std::max(1, on_gpu.at(g));
   }
-  quota_left_.clear();
+  const auto held_by = [&](uid_t owner) {
+    auto it = gpus_held_.find(owner);
+    return it == gpus_held_.end() ? 0.0 : it->second;
+  };
+  // Each bounded group's room: its bound less what its members hold.
+  std::map<gid_t, double> group_held;
+  for (const auto& [gid, q] : options_.group_quotas) {
+    if (q.gpus) group_held[gid] = 0;
+  }
   for (const auto& [owner, n] : unfinished_by_owner_) {
-    auto held = gpus_held_.find(owner);
-    quota_left_[owner] =
-        *options_.max_gpus_per_user - (held == gpus_held_.end() ? 0.0 : held->second);
+    for (gid_t gid : quota_groups_of(owner)) {
+      if (auto g = group_held.find(gid); g != group_held.end()) g->second += held_by(owner);
+    }
+  }
+  std::map<gid_t, double> group_room;
+  for (const auto& [gid, held] : group_held)
+    group_room[gid] = *options_.group_quotas.at(gid).gpus - held;
+  // Owners in fair-share order: a group's room goes first to whoever used least.
+  std::vector<uid_t> owners;
+  for (const auto& [owner, n] : unfinished_by_owner_) owners.push_back(owner);
+  const auto share = [&](uid_t owner) {
+    auto it = usage_ms_.find(owner);
+    return (it == usage_ms_.end() ? 0.0 : it->second) / weight_of(owner);
+  };
+  std::stable_sort(owners.begin(), owners.end(),
+                   [&](uid_t a, uid_t b) { return share(a) < share(b); });
+  quota_left_.clear();
+  quota_why_.clear();
+  for (uid_t owner : owners) {
+    const double held = held_by(owner);
+    const std::string name = user_name_of(owner);
+    double left = std::numeric_limits<double>::infinity();
+    std::string why;
+    auto own = options_.user_quotas.find(owner);
+    if (own != options_.user_quotas.end() && own->second.gpus) {
+      left = *own->second.gpus - held;
+      why = fmt::format(
+          "{} runs {:.1f} GPUs' worth, at most {:g} for them (colo serve --max-gpus-for {}={:g})",
+          name, held, *own->second.gpus, name, *own->second.gpus);
+    } else if (options_.max_gpus_per_user) {
+      left = *options_.max_gpus_per_user - held;
+      why = fmt::format(
+          "{} runs {:.1f} GPUs' worth, at most {:g} per user (colo serve --max-gpus-per-user)",
+          name, held, *options_.max_gpus_per_user);
+    }
+    const std::vector<gid_t>& groups = quota_groups_of(owner);
+    for (gid_t gid : groups) {
+      auto room = group_room.find(gid);
+      if (room == group_room.end() || room->second >= left) continue;
+      left = room->second;
+      const ServeOptions::Quota& q = options_.group_quotas.at(gid);
+      const std::string flag = fmt::format("colo serve --max-gpus-for @{}={:g}", q.name, *q.gpus);
+      why = group_held.at(gid) + 1 > *q.gpus + 1e-9
+                ? fmt::format("group {} runs {:.1f} GPUs' worth, at most {:g} ({})", q.name,
+                              group_held.at(gid), *q.gpus, flag)
+                : fmt::format(
+                      "group {} runs {:.1f} of its {:g} GPUs' worth ({}); the rest goes "
+                      "first to its members who used less lately",
+                      q.name, group_held.at(gid), *q.gpus, flag);
+    }
+    quota_left_[owner] = left;
+    if (!why.empty()) quota_why_[owner] = why;
+    // What this owner may take of each group's room (each queued job counted
+    // as one GPU) is not left to the members after them.
+    auto n = unfinished_by_owner_.find(owner);
+    auto r = running.find(owner);
+    const size_t ran = r == running.end() ? 0 : r->second;
+    const double queued = static_cast<double>(n->second > ran ? n->second - ran : 0);
+    for (gid_t gid : groups) {
+      if (auto room = group_room.find(gid); room != group_room.end())
+        room->second -= std::clamp(std::min(left, queued), 0.0, std::max(0.0, room->second));
+    }
   }
   engine_.set_quota_left(quota_left_);
+}
+
+bool Service::quota_holds(uid_t owner) const {
+  auto left = quota_left_.find(owner);
+  return left != quota_left_.end() && left->second < 1 - 1e-9;  // room for one GPU more
+}
+
+const std::vector<gid_t>& Service::quota_groups_of(uid_t owner) const {
+  auto [cached, is_new] = quota_groups_of_.try_emplace(owner);
+  if (is_new) {  // groups are read once per owner: update_quotas() runs at every change
+    for (const auto& [gid, q] : options_.group_quotas) {
+      if (user_in_group(owner, gid)) cached->second.push_back(gid);
+    }
+  }
+  return cached->second;
+}
+
+std::optional<std::string> Service::over_job_quota(const Caller& caller, size_t adding) const {
+  const auto unfinished = [&](uid_t uid) {
+    auto it = unfinished_by_owner_.find(uid);
+    return it == unfinished_by_owner_.end() ? size_t{0} : it->second;
+  };
+  const auto jobs = [](size_t n) { return fmt::format("{} job{}", n, n == 1 ? "" : "s"); };
+  const std::string what_to_do = fmt::format(
+      "the {} of this submission would pass that: wait for some to end, or cancel some (colo "
+      "cancel)",
+      jobs(adding));
+  const size_t have = unfinished(caller.uid);
+  auto own = options_.user_quotas.find(caller.uid);
+  if (own != options_.user_quotas.end() && own->second.jobs) {
+    if (have + adding > *own->second.jobs) {
+      return fmt::format(
+          "submit: you have {} queued or running, and this colo serve takes at most {} of "
+          "yours (its --max-jobs-for {}={}); {}",
+          jobs(have), *own->second.jobs, own->second.name, *own->second.jobs, what_to_do);
+    }
+  } else if (have + adding > options_.max_jobs_per_user) {
+    return fmt::format(
+        "submit: you have {} queued or running, and this colo serve takes at most {} per user "
+        "(its --max-jobs-per-user); {}",
+        jobs(have), options_.max_jobs_per_user, what_to_do);
+  }
+  for (gid_t gid : quota_groups_of(caller.uid)) {
+    const ServeOptions::Quota& q = options_.group_quotas.at(gid);
+    if (!q.jobs) continue;
+    size_t members = 0;
+    for (const auto& [uid, n] : unfinished_by_owner_) {
+      const std::vector<gid_t>& groups = quota_groups_of(uid);
+      if (std::find(groups.begin(), groups.end(), gid) != groups.end()) members += n;
+    }
+    if (members + adding > *q.jobs) {
+      return fmt::format(
+          "submit: group {}'s members have {} queued or running, and this colo serve takes at "
+          "most {} of theirs together (its --max-jobs-for @{}={}); {}",
+          q.name, jobs(members), *q.jobs, q.name, *q.jobs, what_to_do);
+    }
+  }
+  return std::nullopt;
 }
 
 void Service::account_last_span(size_t key, UnixMillis end_ms) {
@@ -960,17 +1076,10 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
   }
   // Why a job waits, where nothing else says: its owner's quota; when more
   // than one user has jobs, the order of fair share.
-  if (options_.max_gpus_per_user) {
-    for (QueueJob& j : s.jobs) {
-      if (j.state != "queued" || !j.reason.empty()) continue;
-      auto held = gpus_held_.find(j.owner_uid);
-      const double used = held == gpus_held_.end() ? 0.0 : held->second;
-      if (used + 1 <= *options_.max_gpus_per_user + 1e-9) continue;  // room for one GPU more
-      j.reason = fmt::format(
-          "quota: {} runs {:.1f} GPUs' worth, at most {:g} per user (colo serve "
-          "--max-gpus-per-user)",
-          j.owner, used, *options_.max_gpus_per_user);
-    }
+  for (QueueJob& j : s.jobs) {
+    if (j.state != "queued" || !j.reason.empty() || !quota_holds(j.owner_uid)) continue;
+    auto why = quota_why_.find(j.owner_uid);
+    if (why != quota_why_.end()) j.reason = "quota: " + why->second;
   }
   if (options_.fair_share && std::count_if(s.owners.begin(), s.owners.end(), [](const auto& o) {
                                return o.second.queued + o.second.running > 0;

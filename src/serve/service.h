@@ -25,6 +25,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -88,6 +89,23 @@ struct ServeOptions {
   // job counts its share of each GPU it runs on: one over the jobs there);
   // the rest wait, saying so. Unset: none. Needs engine.quotas.
   std::optional<double> max_gpus_per_user;
+  // Quotas of one user (--max-gpus-for alice=N, --max-jobs-for alice=M), in
+  // place of max_gpus_per_user and max_jobs_per_user for them; and of a
+  // group (@vision=N), which bounds its members' jobs together. `name` is
+  // the user's or group's, for messages.
+  struct Quota {
+    std::string name;
+    std::optional<double> gpus;  // GPUs' worth at once
+    std::optional<size_t> jobs;  // queued or running
+  };
+  std::map<uid_t, Quota> user_quotas;
+  std::map<gid_t, Quota> group_quotas;
+  // Some bound on GPUs' worth is set (the engine must hold jobs back).
+  bool gpu_quotas() const {
+    const auto has_gpus = [](const auto& q) { return q.second.gpus.has_value(); };
+    return max_gpus_per_user || std::any_of(user_quotas.begin(), user_quotas.end(), has_gpus) ||
+           std::any_of(group_quotas.begin(), group_quotas.end(), has_gpus);
+  }
   // Preemption: a queued job that has waited this long may stop one running
   // preemptible job of lower priority (RunEngine::preempt); one at a time,
   // the next only after it waited as long again. Unset: never.
@@ -252,10 +270,22 @@ class Service {
   void account_run_until(size_t key, UnixMillis until_ms, const std::map<int, int>& on_gpu);
   std::map<int, int> running_per_gpu() const;
   // Each owner's share of the GPUs now, and what is left of their quota,
-  // handed to the engine (with options_.max_gpus_per_user).
+  // handed to the engine (options_.gpu_quotas()): the least of their own
+  // bound (or max_gpus_per_user) and each bounded group's room, which goes
+  // to the group's members in fair-share order (what one member may take is
+  // not left to the next), so that the members together stay within it.
   void update_quotas();
-  std::map<uid_t, double> gpus_held_;      // as of the last update_quotas()
-  std::map<uint32_t, double> quota_left_;  // what it handed to the engine
+  std::map<uid_t, double> gpus_held_;       // as of the last update_quotas()
+  std::map<uint32_t, double> quota_left_;   // what it handed to the engine (inf: no bound)
+  std::map<uid_t, std::string> quota_why_;  // the bound that leaves an owner least
+  // The owner's quota leaves no room for one more GPU's worth.
+  bool quota_holds(uid_t owner) const;
+  // Why a submission of `adding` jobs would pass the caller's bound on jobs
+  // queued or running (their own, or a group's); nullopt: it would not.
+  std::optional<std::string> over_job_quota(const Caller& caller, size_t adding) const;
+  // The groups of options_.group_quotas `owner` is in (read once per owner).
+  const std::vector<gid_t>& quota_groups_of(uid_t owner) const;
+  mutable std::map<uid_t, std::vector<gid_t>> quota_groups_of_;
   // The job a victim was preempted for, while the victim waits parked in the
   // engine, and when.
   std::optional<int64_t> preempting_for_;

@@ -543,6 +543,108 @@ TEST_F(ColoServe, AUsersQuotaOfGpusBoundsTheirRunningJobsAndTheQueueSaysWhy) {
   }
 }
 
+// Quotas per user and per group: two users of one group bounded together
+// by --max-gpus-for @GROUP=1 on two free GPUs run one job at a time between
+// them, the queue saying so, while root's jobs (outside the group) take the
+// other GPU; --max-jobs-for refuses a submission past a user's own bound or
+// the group's, naming the flag.
+TEST_F(ColoServe, AGroupsQuotaBoundsItsMembersTogetherAndAUsersOwnReplacesTheDefault) {
+  for (const std::string bad : {"--max-gpus-for root=0", "--max-jobs-for root=1.5",
+                                "--max-gpus-for nosuchuser-colo=1", "--max-jobs-for @=3"}) {
+    CommandResult refused = shell(colo("serve --backend sim --db " + db() + " " + bad));
+    EXPECT_EQ(refused.exit_code, 2) << bad << ": " << refused.output;
+    EXPECT_NE(refused.output.find(bad.substr(0, bad.find(' ')) + " '" +
+                                  bad.substr(bad.find(' ') + 1) + "'"),
+              std::string::npos)
+        << refused.output;
+  }
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  TestUser a("colqa");
+  TestUser b("colqb");
+  ASSERT_TRUE(a.created() && b.created());
+  ASSERT_EQ(shell("usermod -aG " + a.group + " " + b.name).exit_code, 0);
+  shell("chmod 755 '" + dir_ + "'");
+  start_service("--sim-devices 2 --mechanism naive --max-per-gpu 1 --grace 1s --socket-group " +
+                a.group + " --max-gpus-for @" + a.group + "=1 --max-jobs-for @" + a.group +
+                "=3 --max-jobs-for root=2");
+  shell("chmod 755 '" + dir_ + "/home'");
+  const std::string two =
+      write_file("two.toml", "[[job]]\nname = \"g\"\ncommand = [\"sleep\", \"1\"]\nrepeat = 2\n");
+  const std::string one =
+      write_file("one.toml", "[[job]]\nname = \"g\"\ncommand = [\"sleep\", \"1\"]\n");
+  auto as = [&](const TestUser& u, const std::string& args) {
+    return shell("runuser -u " + u.name + " -- env " + env() + std::string(COLO_BINARY) + " " +
+                 args + " --socket '" + dir_ + "/home/colo.sock'");
+  };
+  std::vector<int64_t> ids;
+  auto submitted = [&](const CommandResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << r.output << service_log();
+    if (r.exit_code != 0) return;
+    const json answer = json::parse(r.output.substr(r.output.find('{')));
+    for (int64_t id : answer["ids"]) ids.push_back(id);
+  };
+  submitted(as(a, "submit --json " + two));
+  CommandResult refused = as(b, "submit " + two);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("group " + a.group +
+                                "'s members have 2 jobs queued or running, "
+                                "and this colo serve takes at most 3 of theirs together (its "
+                                "--max-jobs-for @" +
+                                a.group + "=3)"),
+            std::string::npos)
+      << refused.output;
+  submitted(as(b, "submit --json " + one));
+  ASSERT_EQ(ids.size(), 3u);
+  std::string reason;
+  ASSERT_TRUE(eventually(
+      [&] {
+        json q = queue();
+        if (!q.is_object()) return false;
+        for (const json& j : q["jobs"]) {
+          if (j["state"] == "queued" && j.value("reason", "").rfind("quota:", 0) == 0)
+            reason = j["reason"];
+        }
+        return !reason.empty();
+      },
+      20'000))
+      << service_log();
+  EXPECT_NE(reason.find("group " + a.group +
+                        " runs 1.0 GPUs' worth, at most 1 (colo serve "
+                        "--max-gpus-for @" +
+                        a.group + "=1)"),
+            std::string::npos)
+      << reason;
+  // root is outside the group: its own bound (2 jobs), not the group's, applies.
+  CommandResult too_many = shell(colo(
+      "submit " + write_file("three.toml",
+                             "[[job]]\nname = \"r\"\ncommand = [\"sleep\", \"1\"]\nrepeat = 3\n")));
+  EXPECT_NE(too_many.exit_code, 0);
+  EXPECT_NE(too_many.output.find("takes at most 2 of yours (its --max-jobs-for root=2)"),
+            std::string::npos)
+      << too_many.output;
+  std::vector<int64_t> roots = submit(one);
+  ASSERT_EQ(roots.size(), 1u);
+  std::string all;
+  for (int64_t id : ids) all += " " + std::to_string(id);
+  CommandResult waited = shell(colo("wait" + all + " " + std::to_string(roots[0])));
+  ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
+  // The group's three jobs never two at once; root's ran beside them.
+  std::vector<std::string> spans =
+      sql("SELECT started_ms, ended_ms FROM service_jobs WHERE owner_uid != 0 ORDER BY started_ms");
+  ASSERT_EQ(spans.size(), 3u);
+  for (size_t i = 1; i < spans.size(); ++i) {
+    const int64_t started = std::stoll(spans[i].substr(0, spans[i].find('|')));
+    const int64_t ended_before = std::stoll(spans[i - 1].substr(spans[i - 1].find('|') + 1));
+    EXPECT_GE(started, ended_before) << spans[i - 1] << " then " << spans[i];
+  }
+  const std::vector<std::string> root_span =
+      sql("SELECT started_ms, ended_ms FROM service_jobs WHERE owner_uid = 0");
+  ASSERT_EQ(root_span.size(), 1u);
+  const int64_t group_last_end = std::stoll(spans.back().substr(spans.back().find('|') + 1));
+  EXPECT_LT(std::stoll(root_span[0].substr(0, root_span[0].find('|'))), group_last_end)
+      << "root's job did not wait for the group's";
+}
+
 // --preempt-after: a job of higher priority that waits stops a running
 // preemptible one of lower priority, which saves a checkpoint on TERM, waits
 // until the other started, and resumes from its checkpoint; both end ok.
