@@ -419,9 +419,11 @@ int usage_command(const ClientFlags& flags, const std::string& since, bool csv,
   try {
     UsageReport report;
     for (const json& r : (*answer)["ended"]) {
+      // share_ms and energy_j: absent from an older service's answer.
       report.ended.push_back({r.at("owner").get<std::string>(), r.at("jobs").get<int64_t>(),
                               r.at("failed").get<int64_t>(), r.at("gpu_ms").get<double>(),
-                              r.at("solo_ms").get<double>()});
+                              r.at("solo_ms").get<double>(), r.value("share_ms", 0.0),
+                              r.value("energy_j", 0.0)});
     }
     report.owners = owners_from_json((*answer)["owners"]);
     if (by == "group") report = usage_by_group(report, primary_group_of);
@@ -439,7 +441,9 @@ int usage_command(const ClientFlags& flags, const std::string& since, bool csv,
                          {"jobs", r.jobs},
                          {"failed", r.failed},
                          {"gpu_ms", r.gpu_ms},
-                         {"solo_ms", r.solo_ms}});
+                         {"solo_ms", r.solo_ms},
+                         {"share_ms", r.share_ms},
+                         {"energy_j", r.energy_j}});
       }
       std::cout << json{{"since_ms", since_ms}, {"groups", groups}, {"ended", ended}}.dump(2)
                 << "\n";

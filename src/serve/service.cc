@@ -15,6 +15,7 @@
 #include <limits>
 #include <ostream>
 
+#include "analysis/energy.h"
 #include "common/heap.h"
 #include "common/names.h"
 #include "common/paths.h"
@@ -708,6 +709,7 @@ void Service::account_usage() {
   const UnixMillis wall = ctx_.clock.now_ms();
   const std::map<int, int> on_gpu = running_per_gpu();
   for (size_t key : engine_.running_keys()) account_run_until(key, wall, on_gpu);
+  account_energy(on_gpu);
   update_quotas();
   std::map<uint32_t, double> weighted;
   for (const auto& [owner, used] : usage_ms_) weighted[owner] = used / weight_of(owner);
@@ -751,20 +753,48 @@ void Service::account_run_until(size_t key, UnixMillis until_ms, const std::map<
   // itself among them).
   const EngineJobView v = engine_.view(key);
   const std::vector<int> gpus = gpus_of(v);
-  double worth = 0;
+  double share = 0;
+  for (int g : gpus) {
+    auto it = on_gpu.find(g);
+    share += 1.0 / std::max(1, it == on_gpu.end() ? 1 : it->second);
+  }
+  double worth = share;
   if (v.samples_per_s && v.solo_samples_per_s && *v.solo_samples_per_s > 0) {
     worth = std::min(1.0, *v.samples_per_s / *v.solo_samples_per_s) *
             static_cast<double>(std::max<size_t>(1, gpus.size()));
-  } else {
-    for (int g : gpus) {
-      auto it = on_gpu.find(g);
-      worth += 1.0 / std::max(1, it == on_gpu.end() ? 1 : it->second);
-    }
   }
   usage_ms_[t.owner] += worth * span;
   total_ms_[t.owner] += worth * span;
-  t.attempt_solo_ms += worth * span;
-  t.attempt_gpu_ms += span * static_cast<double>(std::max<size_t>(1, gpus.size()));
+  t.attempt += {.gpu_ms = span * static_cast<double>(std::max<size_t>(1, gpus.size())),
+                .solo_ms = worth * span,
+                .share_ms = share * span};
+}
+
+void Service::account_energy(const std::map<int, int>& on_gpu) {
+  std::map<int, double> joules;
+  for (const auto& [gpu, samples] : engine_.recent_samples()) {
+    auto counted = energy_counted_to_.find(gpu);
+    const DeviceSample* before = nullptr;
+    for (const DeviceSample& s : samples) {
+      const bool is_new = counted == energy_counted_to_.end() || s.time_ms > counted->second;
+      if (is_new && before != nullptr) {
+        if (std::optional<double> j = pair_energy_j(*before, s)) joules[gpu] += *j;
+      }
+      before = &s;
+    }
+    if (!samples.empty()) energy_counted_to_[gpu] = samples.back().time_ms;
+  }
+  for (size_t key : engine_.running_keys()) {
+    auto id = by_key_.find(key);
+    if (id == by_key_.end()) continue;
+    Tracked& t = tracked_.at(id->second);
+    if (!t.accounted_to_ms) continue;
+    for (int g : gpus_of(engine_.view(key))) {
+      auto j = joules.find(g);
+      auto n = on_gpu.find(g);
+      if (j != joules.end()) t.attempt.energy_j += j->second / (n == on_gpu.end() ? 1 : n->second);
+    }
+  }
 }
 
 void Service::preempt_for_waiting() {
@@ -974,10 +1004,9 @@ void Service::account_last_span(size_t key, UnixMillis end_ms) {
   auto id = by_key_.find(key);
   if (id == by_key_.end()) return;
   Tracked& t = tracked_.at(id->second);
-  if (t.accounted_to_ms) writer_.service_job_usage(id->second, t.attempt_gpu_ms, t.attempt_solo_ms);
+  if (t.accounted_to_ms) writer_.service_job_usage(id->second, t.attempt);
   t.accounted_to_ms.reset();
-  t.attempt_gpu_ms = 0;
-  t.attempt_solo_ms = 0;
+  t.attempt = {};
 }
 
 double Service::weight_of(uid_t owner) const {
@@ -1206,7 +1235,9 @@ json Service::usage_answer(const json& request) {
                     {"jobs", r.jobs},
                     {"failed", r.failed},
                     {"gpu_ms", r.gpu_ms},
-                    {"solo_ms", r.solo_ms}});
+                    {"solo_ms", r.solo_ms},
+                    {"share_ms", r.share_ms},
+                    {"energy_j", r.energy_j}});
   }
   json snapshot = to_json(this->snapshot(0, 1, false));
   return json{{"ok", true},

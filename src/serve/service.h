@@ -218,8 +218,7 @@ class Service {
     UnixMillis waiting_since_ms = 0;
     UnixMillis started_ms = 0;
     // This attempt's usage so far, written to the store as it ends.
-    double attempt_gpu_ms = 0;
-    double attempt_solo_ms = 0;
+    ServiceJobUsage attempt;
   };
 
   nlohmann::json submit(const Caller& caller, const nlohmann::json& request);
@@ -268,6 +267,13 @@ class Service {
   // it ends or is requeued: a job shorter than a second counts too).
   // `on_gpu`: the jobs running on each GPU (running_per_gpu()).
   void account_run_until(size_t key, UnixMillis until_ms, const std::map<int, int>& on_gpu);
+  // Energy, in account_usage(): each pair of a GPU's samples newer than the
+  // last counted (analysis/energy.h's integrator), split evenly among the
+  // jobs running there now (a job that ended since the last call has its
+  // energy to that call; a pair at most a second old goes to whoever runs
+  // there now).
+  void account_energy(const std::map<int, int>& on_gpu);
+  std::map<int, UnixMillis> energy_counted_to_;  // per GPU: the last sample counted
   std::map<int, int> running_per_gpu() const;
   // Each owner's share of the GPUs now, and what is left of their quota,
   // handed to the engine (options_.gpu_quotas()): the least of their own

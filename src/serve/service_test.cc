@@ -569,8 +569,8 @@ TEST_F(ServiceTest, TheQueueTableIsTheServicesFormatOfTheSamePage) {
   ASSERT_EQ(submit(root_, jobs)["ok"], true);
   const std::string first = service_->answer(root_, request);
   EXPECT_EQ(first, service_->answer(root_, request));
-  Result<ServiceSnapshot> page = snapshot_from_json(
-      service_->handle(root_, protocol::queue_request(0, protocol::kQueuedPage, false))["snapshot"]);
+  Result<ServiceSnapshot> page = snapshot_from_json(service_->handle(
+      root_, protocol::queue_request(0, protocol::kQueuedPage, false))["snapshot"]);
   ASSERT_TRUE(page.ok()) << page.error().message();
   EXPECT_EQ(json::parse(first)["table"], format_queue(*page, page->time_ms));
   EXPECT_THAT(json::parse(first)["table"].get<std::string>(), HasSubstr("alpha5"));

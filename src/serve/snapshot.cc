@@ -400,6 +400,8 @@ UsageReport usage_by_group(const UsageReport& by_user,
     g.failed += r.failed;
     g.gpu_ms += r.gpu_ms;
     g.solo_ms += r.solo_ms;
+    g.share_ms += r.share_ms;
+    g.energy_j += r.energy_j;
   }
   for (auto& [group, r] : ended) out.ended.push_back(std::move(r));
   std::stable_sort(out.ended.begin(), out.ended.end(),
@@ -440,17 +442,28 @@ std::string format_usage(const UsageReport& report, const std::string& since) {
   }
   out += fmt::format("\nJobs that ended {}:\n", since);
   if (ended.empty()) return out + "none\n";
-  out += fmt::format("{:<16} {:>6} {:>7} {:>12} {:>12} {:>10}\n", who, "JOBS", "FAILED", "GPU TIME",
-                     "SOLO-EQUIV", "SOLO/GPU");
+  out += fmt::format("{:<16} {:>6} {:>7} {:>12} {:>12} {:>9} {:>9} {:>10}\n", who, "JOBS", "FAILED",
+                     "GPU TIME", "SOLO-EQUIV", "SOLO/GPU", "SPEED-UP", "ENERGY");
   for (const ServiceUsageReport& r : ended) {
-    out += fmt::format("{:<16} {:>6} {:>7} {:>12} {:>12} {:>10}\n", r.owner_name, r.jobs, r.failed,
-                       format_duration_ms(static_cast<int64_t>(r.gpu_ms)),
+    out += fmt::format("{:<16} {:>6} {:>7} {:>12} {:>12} {:>9} {:>9} {:>10}\n", r.owner_name,
+                       r.jobs, r.failed, format_duration_ms(static_cast<int64_t>(r.gpu_ms)),
                        format_duration_ms(static_cast<int64_t>(r.solo_ms)),
-                       r.gpu_ms > 0 ? fmt::format("{:.2f}", r.solo_ms / r.gpu_ms) : "-");
+                       r.gpu_ms > 0 ? fmt::format("{:.2f}", r.solo_ms / r.gpu_ms) : "-",
+                       r.share_ms > 0 ? fmt::format("{:.2f}x", r.solo_ms / r.share_ms) : "-",
+                       r.energy_j > 0 ? format_energy(r.energy_j) : "-");
   }
   return out +
          "SOLO/GPU: the work a GPU-second gave, against a GPU of one's own (below 1: slowed by "
-         "neighbours; summed over the jobs sharing a GPU, the gain of collocation)\n";
+         "neighbours). SPEED-UP: solo-equivalent time over the GPU time held (each job's time "
+         "times its share of its GPUs: one over the jobs there), the gain collocation gave "
+         "(1.00x: as much as GPUs of one's own; 1.40x: 40% more work from the same GPU time). "
+         "ENERGY: each job's share of its GPUs' energy (split evenly among the jobs on a GPU)\n";
+}
+
+std::string format_energy(double joules) {
+  if (joules < 3600) return fmt::format("{:.0f} J", joules);
+  if (joules < 3.6e6) return fmt::format("{:.1f} Wh", joules / 3600);
+  return fmt::format("{:.2f} kWh", joules / 3.6e6);
 }
 
 std::string usage_csv(const UsageReport& report) {
@@ -460,15 +473,15 @@ std::string usage_csv(const UsageReport& report) {
   std::string out =
       report.by +
       ",weight,usage_lately_ms,usage_total_ms,running,queued,ended_jobs,failed,gpu_ms,"
-      "solo_ms\n";
+      "solo_ms,share_ms,energy_j\n";
   for (const auto& [owner, row] : rows) {
     const auto& [n, r] = row;
     std::string quoted = "\"";
     for (char c : owner) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
     quoted += '"';
-    out += fmt::format("{},{:g},{:.0f},{:.0f},{},{},{},{},{:.0f},{:.0f}\n", quoted, n.weight,
-                       n.usage_ms, n.total_ms, n.running, n.queued, r.jobs, r.failed, r.gpu_ms,
-                       r.solo_ms);
+    out += fmt::format("{},{:g},{:.0f},{:.0f},{},{},{},{},{:.0f},{:.0f},{:.0f},{:.1f}\n", quoted,
+                       n.weight, n.usage_ms, n.total_ms, n.running, n.queued, r.jobs, r.failed,
+                       r.gpu_ms, r.solo_ms, r.share_ms, r.energy_j);
   }
   return out;
 }

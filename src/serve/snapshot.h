@@ -191,11 +191,14 @@ UsageReport usage_by_group(const UsageReport& by_user,
                            const std::function<std::string(const std::string&)>& group_of);
 // `colo usage`: each owner's usage lately, weight and jobs, most used first;
 // then, per owner, the jobs that ended `since` ("in the last 7d") with their
-// GPU time and solo-equivalent GPU time.
+// GPU time, solo-equivalent GPU time, collocation's speed-up and energy.
 std::string format_usage(const UsageReport& report, const std::string& since);
 // The same as CSV, one row per user (or group) of either (a header row
 // first; the name quoted): user (or group), weight, usage_lately_ms,
-// usage_total_ms, running, queued, ended_jobs, failed, gpu_ms, solo_ms.
+// usage_total_ms, running, queued, ended_jobs, failed, gpu_ms, solo_ms,
+// share_ms, energy_j.
 std::string usage_csv(const UsageReport& report);
+// Energy for people: "850 J", "12.5 Wh", "3.20 kWh".
+std::string format_energy(double joules);
 
 }  // namespace colo

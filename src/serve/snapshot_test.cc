@@ -158,8 +158,9 @@ TEST(UsageByGroup, SumsEachUsersFiguresIntoTheirGroup) {
   by_user.owners["alice"] = OwnerJobs{2, 1, 4000, 2, 9000};
   by_user.owners["bob"] = OwnerJobs{0, 3, 1000, 1, 5000};
   by_user.owners["carol"] = OwnerJobs{1, 0, 500, 1, 700};
-  by_user.ended = {
-      {"alice", 3, 1, 6000, 5000}, {"bob", 2, 0, 8000, 4000}, {"carol", 1, 1, 100, 90}};
+  by_user.ended = {{"alice", 3, 1, 6000, 5000, 4000, 7200},
+                   {"bob", 2, 0, 8000, 4000, 8000, 3600},
+                   {"carol", 1, 1, 100, 90, 100, 10}};
   const auto group_of = [](const std::string& user) {
     return user == "carol" ? std::string("audio") : std::string("vision");
   };
@@ -173,9 +174,9 @@ TEST(UsageByGroup, SumsEachUsersFiguresIntoTheirGroup) {
   EXPECT_DOUBLE_EQ(vision.total_ms, 14000);
   EXPECT_EQ(vision.weight, 0) << "weights are users'";
   ASSERT_EQ(by_group.ended.size(), 2u);
-  EXPECT_EQ(by_group.ended[0], (ServiceUsageReport{"vision", 5, 1, 14000, 9000}))
+  EXPECT_EQ(by_group.ended[0], (ServiceUsageReport{"vision", 5, 1, 14000, 9000, 12000, 10800}))
       << "most GPU time first";
-  EXPECT_EQ(by_group.ended[1], (ServiceUsageReport{"audio", 1, 1, 100, 90}));
+  EXPECT_EQ(by_group.ended[1], (ServiceUsageReport{"audio", 1, 1, 100, 90, 100, 10}));
 
   const std::string text = format_usage(by_group, "in the last 7d");
   EXPECT_THAT(text, ::testing::ContainsRegex("GROUP +WEIGHT"));
@@ -183,6 +184,23 @@ TEST(UsageByGroup, SumsEachUsersFiguresIntoTheirGroup) {
   EXPECT_THAT(text, HasSubstr("Each user is counted in their primary group."));
   EXPECT_THAT(usage_csv(by_group), ::testing::StartsWith("group,weight,"));
   EXPECT_THAT(usage_csv(by_user), ::testing::StartsWith("user,weight,"));
+}
+
+// colo usage's speed-up is solo-equivalent time over the GPU time held (two
+// jobs sharing a GPU, each at 70% of its solo rate: 1.40x), and its energy
+// is in units a person reads.
+TEST(FormatUsage, GivesEachUsersSpeedUpFromCollocationAndEnergy) {
+  UsageReport report;
+  report.ended = {{"alice", 2, 0, 20'000, 14'000, 10'000, 7'200}, {"bob", 1, 0, 1'000, 0, 0, 0}};
+  const std::string text = format_usage(report, "in the last 7d");
+  EXPECT_THAT(text, ::testing::ContainsRegex("SOLO/GPU +SPEED-UP +ENERGY"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("alice +2 +0 .* 0\\.70 +1\\.40x +2\\.0 Wh"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("bob .* - +-\n"));
+  EXPECT_EQ(format_energy(850), "850 J");
+  EXPECT_EQ(format_energy(45'000), "12.5 Wh");
+  EXPECT_EQ(format_energy(11.52e6), "3.20 kWh");
+  EXPECT_THAT(usage_csv(report), HasSubstr("gpu_ms,solo_ms,share_ms,energy_j\n"));
+  EXPECT_THAT(usage_csv(report), HasSubstr(",20000,14000,10000,7200.0\n"));
 }
 
 }  // namespace

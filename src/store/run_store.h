@@ -128,10 +128,28 @@ struct ServiceUsageRow {
 struct ServiceUsageReport {
   std::string owner_name;
   int64_t jobs = 0;
-  int64_t failed = 0;  // failed or interrupted
-  double gpu_ms = 0;   // time on GPUs: each attempt's time times its GPUs
-  double solo_ms = 0;  // solo-equivalent GPU time
+  int64_t failed = 0;   // failed or interrupted
+  double gpu_ms = 0;    // time on GPUs: each attempt's time times its GPUs
+  double solo_ms = 0;   // solo-equivalent GPU time
+  double share_ms = 0;  // GPU time held: each span times its share of each GPU
+  double energy_j = 0;  // its share of its GPUs' energy
   bool operator==(const ServiceUsageReport&) const = default;
+};
+
+// What one attempt of a service job used, added to its row as it ends
+// (RunStore::add_service_job_usage); the fields as ServiceUsageReport's.
+struct ServiceJobUsage {
+  double gpu_ms = 0;
+  double solo_ms = 0;
+  double share_ms = 0;
+  double energy_j = 0;
+  ServiceJobUsage& operator+=(const ServiceJobUsage& o) {
+    gpu_ms += o.gpu_ms;
+    solo_ms += o.solo_ms;
+    share_ms += o.share_ms;
+    energy_j += o.energy_j;
+    return *this;
+  }
 };
 
 struct ServiceJobRow {
@@ -403,8 +421,8 @@ class RunStore : public RunReader {
   // each given owner's row (others stay).
   Result<std::vector<ServiceUsageRow>> service_usage();
   Status keep_service_usage(const std::vector<ServiceUsageRow>& rows);
-  // Adds an attempt's usage to a service job's (gpu_ms, solo_ms).
-  Status add_service_job_usage(int64_t id, double gpu_ms, double solo_ms);
+  // Adds an attempt's usage to a service job's (gpu_ms, solo_ms, share_ms, energy_j).
+  Status add_service_job_usage(int64_t id, const ServiceJobUsage& usage);
   // Per owner, the service jobs that ended at or after `since_ms` (by name).
   Result<std::vector<ServiceUsageReport>> service_usage_since(UnixMillis since_ms);
   // The jobs with these ids (those that exist), in id order.

@@ -324,6 +324,15 @@ ALTER TABLE service_jobs ADD COLUMN gpu_ms REAL NOT NULL DEFAULT 0;
 ALTER TABLE service_jobs ADD COLUMN solo_ms REAL NOT NULL DEFAULT 0;
 )sql";
 
+// Version 15: what `colo usage` adds per job: the GPU time it held (each
+// span times its share of each GPU: one over the jobs there), against which
+// its solo-equivalent time is collocation's speed-up, and its share of its
+// GPUs' energy.
+constexpr const char* kMigration15 = R"sql(
+ALTER TABLE service_jobs ADD COLUMN share_ms REAL NOT NULL DEFAULT 0;
+ALTER TABLE service_jobs ADD COLUMN energy_j REAL NOT NULL DEFAULT 0;
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -348,9 +357,9 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
-      kMigration1,  kMigration2,  kMigration3,  kMigration4, kMigration5,
-      kMigration6,  kMigration7,  kMigration8,  kMigration9, kMigration10,
-      kMigration11, kMigration12, kMigration13, kMigration14};
+      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,
+      kMigration6,  kMigration7,  kMigration8,  kMigration9,  kMigration10,
+      kMigration11, kMigration12, kMigration13, kMigration14, kMigration15};
   return kMigrations;
 }
 

@@ -204,27 +204,33 @@ Status RunStore::keep_service_usage(const std::vector<ServiceUsageRow>& rows) {
   return tx->commit();
 }
 
-Status RunStore::add_service_job_usage(int64_t id, double gpu_ms, double solo_ms) {
-  auto update = Statement::prepare(
-      db_.get(), path_,
-      "UPDATE service_jobs SET gpu_ms = gpu_ms + ?2, solo_ms = solo_ms + ?3 WHERE id = ?1");
+Status RunStore::add_service_job_usage(int64_t id, const ServiceJobUsage& usage) {
+  auto update =
+      Statement::prepare(db_.get(), path_,
+                         "UPDATE service_jobs SET gpu_ms = gpu_ms + ?2, solo_ms = solo_ms "
+                         "+ ?3, share_ms = share_ms + ?4, energy_j = energy_j + ?5 "
+                         "WHERE id = ?1");
   if (!update.ok()) return update.error();
-  update->bind(1, id).bind(2, gpu_ms).bind(3, solo_ms);
+  update->bind(1, id)
+      .bind(2, usage.gpu_ms)
+      .bind(3, usage.solo_ms)
+      .bind(4, usage.share_ms)
+      .bind(5, usage.energy_j);
   return update_service_job(db_.get(), path_, *update, id, "recording a job's usage");
 }
 
 Result<std::vector<ServiceUsageReport>> RunStore::service_usage_since(UnixMillis since_ms) {
   auto s = Statement::prepare(db_.get(), path_, R"sql(
       SELECT owner_name, count(*), sum(state IN ('failed', 'interrupted')), sum(gpu_ms),
-             sum(solo_ms)
+             sum(solo_ms), sum(share_ms), sum(energy_j)
       FROM service_jobs WHERE state NOT IN ('queued', 'running') AND ended_ms >= ?
       GROUP BY owner_name ORDER BY owner_name)sql");
   if (!s.ok()) return s.error();
   s->bind(1, since_ms);
   std::vector<ServiceUsageReport> out;
   Status read = s->for_each_row([&]() -> Status {
-    out.push_back(
-        {s->text_at(0), s->int64_at(1), s->int64_at(2), s->double_at(3), s->double_at(4)});
+    out.push_back({s->text_at(0), s->int64_at(1), s->int64_at(2), s->double_at(3), s->double_at(4),
+                   s->double_at(5), s->double_at(6)});
     return OkStatus();
   });
   if (!read.ok()) return read.error();

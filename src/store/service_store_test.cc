@@ -284,17 +284,18 @@ TEST(ServiceStore, AJobsUsageAddsUpOverItsAttemptsAndIsReportedPerOwnerOnceEnded
   Result<std::vector<int64_t>> ids =
       store->add_service_jobs({submitted("a", 1000), submitted("b", 1000), c});
   ASSERT_TRUE(ids.ok()) << ids.error().message();
-  ASSERT_TRUE(store->add_service_job_usage((*ids)[0], 1000, 600).ok());
-  ASSERT_TRUE(store->add_service_job_usage((*ids)[0], 500, 250).ok()) << "a second attempt";
-  ASSERT_TRUE(store->add_service_job_usage((*ids)[1], 2000, 2000).ok());
-  ASSERT_TRUE(store->add_service_job_usage((*ids)[2], 700, 300).ok());
+  ASSERT_TRUE(store->add_service_job_usage((*ids)[0], {1000, 600, 500, 90}).ok());
+  ASSERT_TRUE(store->add_service_job_usage((*ids)[0], {500, 250, 250, 10}).ok())
+      << "a second attempt";
+  ASSERT_TRUE(store->add_service_job_usage((*ids)[1], {2000, 2000, 2000, 300}).ok());
+  ASSERT_TRUE(store->add_service_job_usage((*ids)[2], {700, 300, 350, 5}).ok());
   ASSERT_TRUE(store->service_job_ended((*ids)[0], JobState::kOk, "", 5000).ok());
   ASSERT_TRUE(store->service_job_ended((*ids)[1], JobState::kFailed, "exit 1", 6000).ok());
   ASSERT_TRUE(store->service_job_ended((*ids)[2], JobState::kOk, "", 1500).ok());
   Result<std::vector<ServiceUsageReport>> since = store->service_usage_since(2000);
   ASSERT_TRUE(since.ok()) << since.error().message();
   ASSERT_EQ(since->size(), 1u) << "bob's job ended before";
-  EXPECT_EQ(since->front(), (ServiceUsageReport{"alice", 2, 1, 3500, 2850}));
+  EXPECT_EQ(since->front(), (ServiceUsageReport{"alice", 2, 1, 3500, 2850, 2750, 400}));
   Result<std::vector<ServiceUsageReport>> all = store->service_usage_since(0);
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 2u);

@@ -48,10 +48,9 @@ void StoreWriter::service_job_ended(int64_t id, JobState state, std::string reas
   c.time_ms = ended_ms;
   push(std::move(c));
 }
-void StoreWriter::service_job_usage(int64_t id, double gpu_ms, double solo_ms) {
+void StoreWriter::service_job_usage(int64_t id, const ServiceJobUsage& usage) {
   ServiceJobChange c{ServiceJobChange::Kind::kUsage, id};
-  c.gpu_ms = gpu_ms;
-  c.solo_ms = solo_ms;
+  c.usage = usage;
   push(std::move(c));
 }
 void StoreWriter::end_run(int64_t run_id, RunState state, UnixMillis ended_ms) {
@@ -169,7 +168,7 @@ Status StoreWriter::apply(const Write& write) {
             case ServiceJobChange::Kind::kEnded:
               return store_.service_job_ended(w.id, w.state, w.reason, w.time_ms);
             case ServiceJobChange::Kind::kUsage:
-              return store_.add_service_job_usage(w.id, w.gpu_ms, w.solo_ms);
+              return store_.add_service_job_usage(w.id, w.usage);
           }
           return OkStatus();
         } else {

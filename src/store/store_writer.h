@@ -85,7 +85,7 @@ class StoreWriter {
   void service_job_requeued(int64_t id, std::string reason);
   void service_job_ended(int64_t id, JobState state, std::string reason, UnixMillis ended_ms);
   // See RunStore::add_service_job_usage.
-  void service_job_usage(int64_t id, double gpu_ms, double solo_ms);
+  void service_job_usage(int64_t id, const ServiceJobUsage& usage);
 
   // Adds the jobs' rows at once, not queued (their ids are needed now); a
   // store that cannot be written is waited out for up to `wait_ms`. See
@@ -163,8 +163,7 @@ class StoreWriter {
     std::string log_path;                // kStarted
     JobState state = JobState::kQueued;  // kEnded
     std::string reason;                  // kRequeued, kEnded
-    double gpu_ms = 0;                   // kUsage
-    double solo_ms = 0;                  // kUsage
+    ServiceJobUsage usage;               // kUsage
   };
   using Write = std::variant<JobStarted, JobRequeued, JobInstance, JobGpus, JobFinished, RunEnded,
                              Events, Samples, DataLoader, ServiceJobChange>;

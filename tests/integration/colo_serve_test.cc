@@ -472,10 +472,18 @@ TEST_F(ColoServe, UsageOutlivesARestartAndColoUsageShowsItWithItsWeight) {
   EXPECT_NEAR(r["ended"][0]["solo_ms"].get<double>(), r["owners"]["root"]["total_ms"].get<double>(),
               1.0);
   EXPECT_GE(r["ended"][0]["gpu_ms"].get<double>(), r["ended"][0]["solo_ms"].get<double>());
+  // Alone on its GPU: it held the GPU all its time, and its energy is the
+  // GPU's over that time (the simulated GPU draws at least its idle power).
+  EXPECT_NEAR(r["ended"][0]["share_ms"].get<double>(), r["ended"][0]["gpu_ms"].get<double>(), 1.0);
+  const std::vector<std::string> energy =
+      sql("SELECT sum(energy_j), sum(gpu_ms) FROM service_jobs");
+  ASSERT_EQ(energy.size(), 1u);
+  EXPECT_NEAR(r["ended"][0]["energy_j"].get<double>(), std::stod(energy[0]), 0.01);
+  EXPECT_GT(r["ended"][0]["energy_j"].get<double>(), 0) << "the job's share of its GPU's energy";
   CommandResult csv = shell(colo("usage --since 1h --csv"));
   EXPECT_EQ(csv.exit_code, 0) << csv.output;
   EXPECT_EQ(csv.output.rfind("user,weight,usage_lately_ms,usage_total_ms,running,queued,"
-                             "ended_jobs,failed,gpu_ms,solo_ms\n\"root\",3,",
+                             "ended_jobs,failed,gpu_ms,solo_ms,share_ms,energy_j\n\"root\",3,",
                              0),
             0u)
       << csv.output;
