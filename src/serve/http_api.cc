@@ -31,6 +31,7 @@ constexpr size_t kMaxMetricPoints = 2'000;
 constexpr int64_t kDefaultLogTail = int64_t{16} * 1024;
 constexpr int64_t kMaxLogTail = int64_t{256} * 1024;
 constexpr int64_t kDefaultRuns = 20;
+constexpr int64_t kUsageDefaultSpanMs = 7 * 86'400'000LL;  // as colo usage's --since
 constexpr int64_t kMaxRuns = 500;
 
 const char* const kRoutes[] = {"/api",
@@ -41,6 +42,7 @@ const char* const kRoutes[] = {"/api",
                                "/api/jobs/ID",
                                "/api/samples?since=MS&gpu=N",
                                "/api/runs",
+                               "/api/usage?since=MS",
                                "/metrics"};
 
 HttpAnswer json_answer(const json& body, int status = 200) {
@@ -239,7 +241,24 @@ HttpAnswer ApiRoutes::get(const std::string& path,
     return json_answer(json{{"time_ms", snap->time_ms}, {"samples", std::move(samples)}});
   }
   if (path == "/api/runs") return runs(query);
+  if (path == "/api/usage") return usage(*snap, query);
   return error(404, fmt::format("no such route: {} (GET /api lists them)", path));
+}
+
+HttpAnswer ApiRoutes::usage(const ServiceSnapshot& snap,
+                            const std::map<std::string, std::string>& query) {
+  HttpAnswer bad;
+  std::optional<int64_t> since = int_param(query, "since", snap.time_ms - kUsageDefaultSpanMs, 0,
+                                           std::numeric_limits<int64_t>::max(), bad);
+  if (!since) return bad;
+  std::lock_guard lock(store_mu_);
+  if (!store_) return error(503, "this colo serve has no store to read usage from");
+  Result<std::vector<ServiceUsageReport>> ended = store_->service_usage_since(*since);
+  if (!ended.ok()) return error(500, ended.error().message());
+  return json_answer(json{{"time_ms", snap.time_ms},
+                          {"since_ms", *since},
+                          {"owners", owners_to_json(snap.owners)},
+                          {"ended", usage_rows_to_json(*ended)}});
 }
 
 HttpAnswer ApiRoutes::runs(const std::map<std::string, std::string>& query) {

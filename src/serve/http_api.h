@@ -14,6 +14,10 @@
 //   /api/jobs/ID       one job: its attempts, epochs, recent events, log tail
 //   /api/samples       recent device samples (?since=MS, ?gpu=N)
 //   /api/runs          recent runs of the store (?limit=N)
+//   /api/usage         colo usage's figures: each user's usage lately and in
+//                      all, and the jobs that ended since ?since=MS (default:
+//                      the last 7 days) with their GPU time, solo-equivalent
+//                      time, GPU time held and energy
 //   /metrics           Prometheus text format (serve/metrics.h)
 //
 // ApiRoutes answers requests apart from any server (tests call it directly);
@@ -87,6 +91,7 @@ class ApiRoutes {
   HttpAnswer job_detail(const ServiceSnapshot& snapshot, int64_t id,
                         const std::map<std::string, std::string>& query);
   HttpAnswer runs(const std::map<std::string, std::string>& query);
+  HttpAnswer usage(const ServiceSnapshot& snap, const std::map<std::string, std::string>& query);
 
   SnapshotSource snapshot_;
   std::mutex store_mu_;

@@ -225,6 +225,27 @@ TEST_F(HttpApiTest, ListsFilterAndBadRequestsSayWhy) {
   EXPECT_THAT(metrics.body, HasSubstr("DCGM_FI_PROF_SM_ACTIVE{gpu=\"1\""));
 }
 
+// The dashboard's usage page reads /api/usage: the snapshot's owners, and
+// per user the jobs that ended since ?since= with the store's per-job
+// figures summed (the same rows as `colo usage --json`).
+TEST_F(HttpApiTest, UsageGivesEachUsersFiguresFromTheStoreSinceAMoment) {
+  ASSERT_TRUE(writer_->add_service_job_usage(id_, {4000, 2800, 2000, 360}).ok());
+  ASSERT_TRUE(writer_->service_job_ended(id_, JobState::kOk, "", kT0 + 22'000).ok());
+  snapshot_->owners["alice"] = OwnerJobs{1, 0, 2500, 2, 2800};
+  auto api = routes();
+  json u = body(api->get("/api/usage", {}));
+  EXPECT_EQ(u["since_ms"], kT0 + 23'000 - 7 * 86'400'000LL) << "the last 7 days by default";
+  EXPECT_EQ(u["owners"]["alice"]["weight"], 2);
+  ASSERT_EQ(u["ended"].size(), 1u);
+  EXPECT_EQ(u["ended"][0]["owner"], "alice");
+  EXPECT_EQ(u["ended"][0]["jobs"], 1);
+  EXPECT_EQ(u["ended"][0]["share_ms"], 2000);
+  EXPECT_EQ(u["ended"][0]["energy_j"], 360);
+  EXPECT_EQ(body(api->get("/api/usage", {{"since", std::to_string(kT0 + 22'001)}}))["ended"].size(),
+            0u);
+  EXPECT_EQ(api->get("/api/usage", {{"since", "monday"}}).status, 400);
+}
+
 TEST_F(HttpApiTest, BeforeTheFirstSnapshotItSaysItIsStarting) {
   ApiRoutes api([] { return std::shared_ptr<const ServiceSnapshot>(); }, nullptr, HttpOptions{});
   EXPECT_EQ(api.get("/api/jobs", {}).status, 503);

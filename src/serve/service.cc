@@ -1229,21 +1229,10 @@ json Service::usage_answer(const json& request) {
   if (!since.ok()) return error_answer("usage: " + since.error().message());
   Result<std::vector<ServiceUsageReport>> ended = ctx_.store.service_usage_since(*since);
   if (!ended.ok()) return error_answer("usage: " + ended.error().message());
-  json rows = json::array();
-  for (const ServiceUsageReport& r : *ended) {
-    rows.push_back({{"owner", r.owner_name},
-                    {"jobs", r.jobs},
-                    {"failed", r.failed},
-                    {"gpu_ms", r.gpu_ms},
-                    {"solo_ms", r.solo_ms},
-                    {"share_ms", r.share_ms},
-                    {"energy_j", r.energy_j}});
-  }
-  json snapshot = to_json(this->snapshot(0, 1, false));
   return json{{"ok", true},
               {"since_ms", *since},
-              {"owners", snapshot.value("owners", json::object())},
-              {"ended", std::move(rows)}};
+              {"owners", owners_to_json(this->snapshot(0, 1, false).owners)},
+              {"ended", usage_rows_to_json(*ended)}};
 }
 
 json Service::status(const json& request) {

@@ -135,6 +135,31 @@ json to_json(const RunView& r) {
               {"job_count", r.job_count}};
 }
 
+json owners_to_json(const std::map<std::string, OwnerJobs>& owners) {
+  json out = json::object();
+  for (const auto& [owner, n] : owners)
+    out[owner] = json{{"queued", n.queued},
+                      {"running", n.running},
+                      {"usage_ms", n.usage_ms},
+                      {"weight", n.weight},
+                      {"total_ms", n.total_ms}};
+  return out;
+}
+
+json usage_rows_to_json(const std::vector<ServiceUsageReport>& rows) {
+  json out = json::array();
+  for (const ServiceUsageReport& r : rows) {
+    out.push_back({{"owner", r.owner_name},
+                   {"jobs", r.jobs},
+                   {"failed", r.failed},
+                   {"gpu_ms", r.gpu_ms},
+                   {"solo_ms", r.solo_ms},
+                   {"share_ms", r.share_ms},
+                   {"energy_j", r.energy_j}});
+  }
+  return out;
+}
+
 json to_json(const ServiceSnapshot& s) {
   json service = {{"pid", s.service.pid},
                   {"user", s.service.user},
@@ -159,13 +184,7 @@ json to_json(const ServiceSnapshot& s) {
   for (const RunView& r : s.runs) runs.push_back(to_json(r));
   json processes = json::array();
   for (const ProcessView& p : s.processes) processes.push_back(to_json(p));
-  json owners = json::object();
-  for (const auto& [owner, n] : s.owners)
-    owners[owner] = json{{"queued", n.queued},
-                         {"running", n.running},
-                         {"usage_ms", n.usage_ms},
-                         {"weight", n.weight},
-                         {"total_ms", n.total_ms}};
+  json owners = owners_to_json(s.owners);
   return json{{"version", kSnapshotVersion},      {"time_ms", s.time_ms},
               {"service", std::move(service)},    {"gpus", std::move(gpus)},
               {"jobs", std::move(jobs)},          {"queued_total", s.queued_total},

@@ -163,6 +163,11 @@ nlohmann::json to_json(const ProcessView& process);
 nlohmann::json to_json(const GpuView& gpu);
 nlohmann::json to_json(const RunView& run);
 nlohmann::json to_json(const ServiceSnapshot& snapshot);
+// A snapshot's "owners" object: per user, queued, running, usage_ms, weight, total_ms.
+nlohmann::json owners_to_json(const std::map<std::string, OwnerJobs>& owners);
+// `colo usage`'s "ended" rows (the socket's usage answer, /api/usage): per
+// user, {"owner","jobs","failed","gpu_ms","solo_ms","share_ms","energy_j"}.
+nlohmann::json usage_rows_to_json(const std::vector<ServiceUsageReport>& rows);
 
 Result<QueueJob> queue_job_from_json(const nlohmann::json& json);
 Result<ServiceSnapshot> snapshot_from_json(const nlohmann::json& json);

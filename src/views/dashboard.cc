@@ -78,6 +78,8 @@ std::optional<HttpAnswer> DashboardPages::get(const std::string& path) {
   if (rest == "echarts.min.js") {
     return text_answer(200, "application/javascript; charset=utf-8", std::string(echarts_js()));
   }
+  if (rest == "usage")
+    return text_answer(200, "text/html; charset=utf-8", std::string(dashboard_html()));
   if (rest.rfind("job/", 0) == 0) {
     if (!parse_id(rest.substr(4))) return not_found(fmt::format("no such page: {}", path));
     return text_answer(200, "text/html; charset=utf-8", std::string(dashboard_html()));

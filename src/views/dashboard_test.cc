@@ -39,7 +39,7 @@ class DashboardPagesTest : public ::testing::Test {
 };
 
 TEST_F(DashboardPagesTest, ThePageAndEchartsComeFromTheBinary) {
-  for (const char* path : {"/dashboard", "/dashboard/", "/dashboard/job/12"}) {
+  for (const char* path : {"/dashboard", "/dashboard/", "/dashboard/job/12", "/dashboard/usage"}) {
     HttpAnswer page = get(path);
     EXPECT_EQ(page.status, 200) << path;
     EXPECT_THAT(page.content_type, StartsWith("text/html"));

@@ -287,6 +287,38 @@ TEST_F(Dashboard, AJobPageDrawsTheLossTheJobReportedAtEachEpoch) {
   }
 }
 
+// The usage page (issue 32): each user's row with the jobs that ended, as
+// /api/usage gives them (the store's per-job figures), and its charts drawn.
+TEST_F(Dashboard, TheUsagePageShowsEachUsersFiguresAsTheApiGivesThem) {
+  start_service();
+  CommandResult submitted =
+      shell(colo("submit '" + write_file("two.toml", job("pair", 3) + "repeat = 2\n") + "'"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  ASSERT_TRUE(eventually(
+      [&] {
+        json u = api("/api/usage");
+        return u.is_object() && u["ended"].size() == 1u && u["ended"][0]["jobs"] == 2;
+      },
+      30'000))
+      << api("/api/usage").dump(1);
+  const json u = api("/api/usage");
+  const std::string page = dom("/dashboard/usage");
+  const std::string ended = element_at(page, "id=\"usage-ended\"");
+  EXPECT_TRUE(std::regex_search(ended, std::regex("<td class=\"text\">root</td><td[^>]*>2</td>")))
+      << ended.substr(0, 600);
+  const double speedup =
+      u["ended"][0]["solo_ms"].get<double>() / u["ended"][0]["share_ms"].get<double>();
+  char shown[32];
+  std::snprintf(shown, sizeof shown, ">%.2fx<", speedup);
+  EXPECT_THAT(ended, HasSubstr(shown));
+  for (const char* name : {"usage-time", "usage-speedup"}) {
+    const std::string chart = element_at(page, std::string("data-chart=\"") + name + "\"");
+    EXPECT_THAT(chart, HasSubstr("data-rendered=\"yes\"")) << name;
+    EXPECT_THAT(chart, HasSubstr("<svg")) << name;
+  }
+  EXPECT_THAT(page, HasSubstr("href=\"/dashboard/usage\""));
+}
+
 TEST_F(Dashboard, EachRunLinksToItsReportPageWhichDrawsItsFigures) {
   // A run recorded by `colo run` in the same store, then the service.
   const std::string file = write_file("run.toml", job("one", 4) + job("two", 4));
