@@ -69,14 +69,20 @@ ENV_VAR = "COLO_PROGRESS_FILE"
 
 
 def _number(value):
-    """The metric as a JSON-safe float, or None when it is not a finite number."""
+    """The metric as JSON: a float, "nan", "inf" or "-inf" (JSON has no NaN, and
+    a diverged loss is worth recording: colo marks the job diverged), or None
+    when it is not a number."""
     try:
         if hasattr(value, "item"):  # numpy / torch scalars
             value = value.item()
         number = float(value)
     except (TypeError, ValueError):
         return None
-    return number if math.isfinite(number) else None
+    if math.isnan(number):
+        return "nan"
+    if math.isinf(number):
+        return "inf" if number > 0 else "-inf"
+    return number
 
 
 class Progress:

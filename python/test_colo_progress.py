@@ -91,6 +91,13 @@ class ProgressTest(unittest.TestCase):
         self.assertEqual(len(events), 3)
         self.assertNotIn("metrics", events[2])
 
+    def test_a_value_that_is_not_finite_is_written_by_name(self):
+        p = colo_progress.Progress(self.path)
+        p.log(step=1, loss=float("nan"), grad=float("inf"), low=float("-inf"))
+        p.close()
+        events = read_events(self.path)
+        self.assertEqual(events[0]["metrics"], {"loss": "nan", "grad": "inf", "low": "-inf"})
+
     def test_each_event_is_flushed_immediately(self):
         p = colo_progress.Progress(self.path)
         p.epoch_end(3, samples=10)

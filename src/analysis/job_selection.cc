@@ -34,11 +34,34 @@ struct Value {
 constexpr std::array<std::string_view, 6> kFields = {"name",   "state",      "gpu",
                                                      "epochs", "duration_s", "samples_per_s"};
 
+// A metric's value as `colo show` ranks it: `name` its best, `name_best`
+// and `name_last` (the CSV's columns) those; a value that is not finite (no
+// finite best, a diverged last) is absent.
+std::optional<Value> metric_value(const JobSummary& job, std::string_view name) {
+  const MetricSeries* m = find_metric(job.metrics, name);
+  std::optional<double> v;
+  if (m != nullptr) {
+    v = m->best;
+  } else if (name.ends_with("_best") || name.ends_with("_last")) {
+    m = find_metric(job.metrics, name.substr(0, name.size() - 5));
+    if (m != nullptr) v = name.ends_with("_best") ? m->best : m->last;
+  }
+  if (!v || !std::isfinite(*v)) return std::nullopt;
+  return Value{fmt::format("{}", *v), *v};
+}
+
+// The metric a metric sort key names (`loss`, `loss_best`, `loss_last`).
+const MetricSeries* metric_of_key(const JobSummary& job, std::string_view key) {
+  if (const MetricSeries* m = find_metric(job.metrics, key)) return m;
+  if (key.ends_with("_best") || key.ends_with("_last"))
+    return find_metric(job.metrics, key.substr(0, key.size() - 5));
+  return nullptr;
+}
+
 std::optional<Value> value_of(const JobSummary& job, std::string_view name) {
   if (auto p = job.params.find(std::string(name)); p != job.params.end())
     return Value{p->second, as_number(p->second)};
-  if (const MetricSeries* m = find_metric(job.metrics, name))
-    return Value{fmt::format("{}", m->best), m->best};
+  if (metric_of_key(job, name) != nullptr) return metric_value(job, name);
   auto number = [](double v) { return Value{fmt::format("{}", v), v}; };
   if (name == "name") return Value{job.name, std::nullopt};
   if (name == "state") return Value{std::string(to_string(job.state)), std::nullopt};
@@ -57,7 +80,7 @@ std::optional<Value> value_of(const JobSummary& job, std::string_view name) {
 bool known(const RunSummary& summary, std::string_view name) {
   if (std::find(kFields.begin(), kFields.end(), name) != kFields.end()) return true;
   return std::any_of(summary.jobs.begin(), summary.jobs.end(), [&](const JobSummary& j) {
-    return j.params.count(std::string(name)) > 0 || find_metric(j.metrics, name) != nullptr;
+    return j.params.count(std::string(name)) > 0 || metric_of_key(j, name) != nullptr;
   });
 }
 
@@ -142,6 +165,18 @@ Result<JobFilter> parse_job_filter(std::string_view text) {
   return f;
 }
 
+std::string declared_objective(const RunSummary& summary) {
+  std::string objective;
+  bool reported = false;
+  for (const JobSummary& j : summary.jobs) {
+    if (j.objective.empty()) continue;
+    if (!objective.empty() && j.objective != objective) return "";
+    objective = j.objective;
+    reported |= find_metric(j.metrics, objective) != nullptr;
+  }
+  return reported ? objective : "";
+}
+
 Status select_jobs(RunSummary& summary, const std::vector<JobFilter>& filters,
                    std::string_view sort_key) {
   for (const JobFilter& f : filters) {
@@ -161,21 +196,27 @@ Status select_jobs(RunSummary& summary, const std::vector<JobFilter>& filters,
     return Error(fmt::format("--sort {}: no job of run #{} has '{}' ({})", sort_key, summary.run.id,
                              key, known_names(summary)));
   }
-  // A metric sorts best first; everything else ascending.
+  // A metric sorts best first (by its declared goal, else its name), and
+  // jobs that failed or diverged after every other; everything else ascending.
   bool higher_first = false;
+  bool is_metric = false;
   for (const JobSummary& j : summary.jobs) {
-    if (const MetricSeries* m = find_metric(j.metrics, key)) {
+    if (const MetricSeries* m = metric_of_key(j, key)) {
       higher_first = !m->lower_is_better;
+      is_metric = true;
       break;
     }
   }
   if (reversed) higher_first = !higher_first;
+
   const bool numeric = std::all_of(summary.jobs.begin(), summary.jobs.end(), [&](const auto& j) {
     std::optional<Value> v = value_of(j, key);
     return !v || v->number;
   });
   std::stable_sort(summary.jobs.begin(), summary.jobs.end(),
                    [&](const JobSummary& a, const JobSummary& b) {
+                     if (is_metric && failed_or_diverged(a) != failed_or_diverged(b))
+                       return failed_or_diverged(b);
                      std::optional<Value> va = value_of(a, key), vb = value_of(b, key);
                      if (!va || !vb) return va.has_value() && !vb.has_value();  // absent last
                      if (numeric) {

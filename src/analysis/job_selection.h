@@ -44,4 +44,9 @@ Result<JobFilter> parse_job_filter(std::string_view text);
 Status select_jobs(RunSummary& summary, const std::vector<JobFilter>& filters,
                    std::string_view sort_key);
 
+// The metric the run's job files declared their objective ([objective]
+// metric), when its jobs agree on one and some job reported it: `colo show`
+// ranks by it when no --sort is given. "" otherwise.
+std::string declared_objective(const RunSummary& summary);
+
 }  // namespace colo

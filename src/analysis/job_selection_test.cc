@@ -60,14 +60,32 @@ TEST(JobSelection, ParsesFiltersAndSaysWhatItExpects) {
   EXPECT_THAT(parse_job_filter("loss<abc").error().message(), HasSubstr("compares numbers"));
 }
 
-TEST(JobSelection, SortsByAMetricBestFirstWithJobsWithoutItLast) {
+// By a metric: best first, jobs without it after, and a failed job (d)
+// after all of them whichever way (issue 33: a crashed job ranked first).
+TEST(JobSelection, SortsByAMetricBestFirstWithJobsWithoutItAndFailedOnesLast) {
   RunSummary s = grid();
   ASSERT_TRUE(select_jobs(s, {}, "loss").ok());
-  EXPECT_EQ(names(s), "badc");
+  EXPECT_EQ(names(s), "bacd");
   ASSERT_TRUE(select_jobs(s, {}, "acc").ok());  // higher is better: highest first
-  EXPECT_EQ(names(s), "badc");
+  EXPECT_EQ(names(s), "bacd");
   ASSERT_TRUE(select_jobs(s, {}, "-loss").ok());
-  EXPECT_EQ(names(s), "dabc");
+  EXPECT_EQ(names(s), "abcd");
+  ASSERT_TRUE(select_jobs(s, {}, "loss_last").ok()) << "the CSV's column names sort too";
+  EXPECT_EQ(names(s), "bacd");
+}
+
+// A diverged job (a NaN loss) ranks with the failed ones, and a job file's
+// declared objective is the default order (colo show without --sort).
+TEST(JobSelection, ADivergedJobRanksLastAndTheDeclaredObjectiveIsFound) {
+  RunSummary s = grid();
+  s.jobs[1].diverged = true;  // b, the best loss
+  ASSERT_TRUE(select_jobs(s, {}, "loss").ok());
+  EXPECT_EQ(names(s), "acbd");
+  EXPECT_EQ(declared_objective(s), "");
+  for (JobSummary& j : s.jobs) j.objective = "loss";
+  EXPECT_EQ(declared_objective(s), "loss");
+  s.jobs[0].objective = "acc";
+  EXPECT_EQ(declared_objective(s), "") << "the jobs disagree";
 }
 
 TEST(JobSelection, SortsParametersAsNumbersWhenAllAreNumbers) {

@@ -322,10 +322,13 @@ RunSummary summarize(const RunRecord& record, const SampleFigures* figures) {
     if (i < record.metric_steps.size() && !record.metric_steps[i].empty()) {
       std::vector<ProgressEvent> all = events;
       all.insert(all.end(), record.metric_steps[i].begin(), record.metric_steps[i].end());
-      job.metrics = training_metrics(all, job.started_ms);
+      job.metrics = training_metrics(all, job.started_ms, row.lower_is_better);
     } else {
-      job.metrics = training_metrics(events, job.started_ms);
+      job.metrics = training_metrics(events, job.started_ms, row.lower_is_better);
     }
+    job.objective = row.objective;
+    job.diverged = std::any_of(job.metrics.begin(), job.metrics.end(),
+                               [](const MetricSeries& m) { return m.diverged; });
     const std::vector<EpochEnd>& ends = job.epoch_ends;
     job.epochs = static_cast<int64_t>(ends.size());
     for (const EpochEnd& e : ends) {
@@ -434,6 +437,23 @@ void compare_end_to_end(RunSummary& summary, const RunSummary& baseline) {
     summary.speedup_vs_exclusive =
         static_cast<double>(*baseline.makespan_ms) / static_cast<double>(*summary.makespan_ms);
   }
+}
+
+bool failed_or_diverged(const JobSummary& job) {
+  switch (job.state) {
+    case JobState::kFailed:
+    case JobState::kOutOfMemory:
+    case JobState::kKilled:
+    case JobState::kCancelled:
+    case JobState::kInterrupted:
+      return true;
+    default:
+      return job.diverged;
+  }
+}
+
+std::string shown_state(const JobSummary& job) {
+  return to_string(job.state) + (job.diverged ? ", diverged" : "");
 }
 
 }  // namespace colo

@@ -57,6 +57,10 @@ struct JobSummary {
   // What it learned (training_metrics.h), its last attempt's: from its epoch
   // ends, metric events and end, and the steps RunRecord::metric_steps holds.
   std::vector<MetricSeries> metrics;
+  // Some training metric of it was not finite (NaN, inf): its training
+  // diverged, whatever its exit. Ranks last with the failed ones.
+  bool diverged = false;
+  std::string objective;             // its job file's [objective] metric ("": none)
   std::vector<std::string> command;  // its spec's command
   // The profile the auto policy placed it by when that was estimated from
   // its family, and what it measured as the auto policy's probe (the
@@ -90,6 +94,12 @@ struct InstanceUsage {
   int64_t busy_ms = 0;  // union of its jobs' run intervals
   int64_t idle_ms = 0;  // makespan - busy_ms
 };
+
+// The job failed (failed, oom, killed, cancelled, interrupted) or diverged:
+// `colo show` and the report rank it after the others by any metric.
+bool failed_or_diverged(const JobSummary& job);
+// The state as people read it: "ok", "failed", "ok, diverged", ...
+std::string shown_state(const JobSummary& job);
 
 struct RunSummary {
   RunRow run;

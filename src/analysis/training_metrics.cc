@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <map>
 
 #include "common/text.h"
@@ -48,7 +50,8 @@ bool lower_is_better(std::string_view name) {
 }
 
 std::vector<MetricSeries> training_metrics(const std::vector<ProgressEvent>& events,
-                                           std::optional<UnixMillis> since_ms) {
+                                           std::optional<UnixMillis> since_ms,
+                                           const MetricGoals& goals) {
   std::map<std::string, MetricSeries> by_name;
   for (const ProgressEvent& e : events) {
     if (since_ms && e.time_ms < *since_ms) continue;
@@ -64,14 +67,23 @@ std::vector<MetricSeries> training_metrics(const std::vector<ProgressEvent>& eve
   std::vector<MetricSeries> out;
   for (auto& [name, s] : by_name) {
     s.name = name;
-    s.lower_is_better = lower_is_better(name);
+    auto goal = goals.find(name);
+    s.declared = goal != goals.end();
+    s.lower_is_better = s.declared ? goal->second : lower_is_better(name);
     std::stable_sort(
         s.points.begin(), s.points.end(),
         [](const MetricPoint& a, const MetricPoint& b) { return a.time_ms < b.time_ms; });
     s.last = s.points.back().value;
-    s.best = s.points.front().value;
-    for (const MetricPoint& p : s.points)
-      s.best = s.lower_is_better ? std::min(s.best, p.value) : std::max(s.best, p.value);
+    s.best = std::numeric_limits<double>::quiet_NaN();
+    for (const MetricPoint& p : s.points) {
+      if (!std::isfinite(p.value)) {
+        s.diverged = true;
+      } else if (std::isnan(s.best)) {
+        s.best = p.value;
+      } else {
+        s.best = s.lower_is_better ? std::min(s.best, p.value) : std::max(s.best, p.value);
+      }
+    }
     out.push_back(std::move(s));
   }
   return out;

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,18 +45,25 @@ struct MetricPoint {
 struct MetricSeries {
   std::string name;
   bool lower_is_better = false;
+  bool declared = false;            // lower_is_better as the job file declared it
   std::vector<MetricPoint> points;  // oldest first
-  double last = 0;                  // the newest point's value
-  double best = 0;                  // the smallest or largest, by lower_is_better
+  double last = 0;                  // the newest point's value (NaN when it diverged)
+  double best = 0;        // the smallest or largest finite value, by lower_is_better; NaN when none
+  bool diverged = false;  // some value was not finite (NaN, inf): the training diverged
 };
+
+// What a job file declared better for its metrics ([objective]): name ->
+// whether lower is better. It overrides lower_is_better()'s name rule.
+using MetricGoals = std::map<std::string, bool, std::less<>>;
 
 // The training metrics in the events a job writes (start, epoch_end, step,
 // metric, end; not colo's own: a probe's or prior's figures, retries) among
 // `events`, at or after `since_ms` (a job's last attempt: an earlier
 // attempt's curve is not this one's), one series per name, in name order.
-// A series has at least one point.
+// A series has at least one point. `goals`: the job's declared ones.
 std::vector<MetricSeries> training_metrics(const std::vector<ProgressEvent>& events,
-                                           std::optional<UnixMillis> since_ms);
+                                           std::optional<UnixMillis> since_ms,
+                                           const MetricGoals& goals = {});
 
 // The series named `name`, or nullptr; `metrics` in name order, as
 // training_metrics gives them (a binary search: a job may have 1,000 names).

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 namespace colo {
 namespace {
 
@@ -68,6 +71,33 @@ TEST(TrainingMetrics, OneSeriesPerNameFromEveryKindOfEventWithLastAndBest) {
   EXPECT_DOUBLE_EQ(m[1].best, 0.7);
   EXPECT_EQ(find_metric(m, "val_acc"), &m[1]);
   EXPECT_EQ(find_metric(m, "img_per_s"), nullptr);
+}
+
+// Issue 33: a job file's declared goal beats the name rule (fid is "higher
+// is better" by name), and a value that is not finite is kept, marks the
+// series diverged and is never its best.
+TEST(TrainingMetrics, ADeclaredGoalWinsAndANanMarksTheSeriesDiverged) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<ProgressEvent> events = {
+      event(1'000, "epoch_end", {{"fid", 30.0}, {"loss", 0.4}}, {}, 1),
+      event(2'000, "epoch_end", {{"fid", 12.0}, {"loss", 0.1}}, {}, 2),
+      event(3'000, "epoch_end", {{"fid", 20.0}, {"loss", nan}}, {}, 3),
+      event(4'000, "epoch_end", {{"loss", nan}}, {}, 4),
+  };
+  std::vector<MetricSeries> m = training_metrics(events, std::nullopt, {{"fid", true}});
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_TRUE(m[0].lower_is_better);
+  EXPECT_TRUE(m[0].declared);
+  EXPECT_DOUBLE_EQ(m[0].best, 12.0);
+  EXPECT_FALSE(m[0].diverged);
+  ASSERT_EQ(m[1].points.size(), 4u) << "the NaNs are kept";
+  EXPECT_TRUE(m[1].diverged);
+  EXPECT_TRUE(std::isnan(m[1].last));
+  EXPECT_DOUBLE_EQ(m[1].best, 0.1);
+  EXPECT_FALSE(training_metrics(events, std::nullopt)[0].lower_is_better) << "fid by its name";
+  std::vector<MetricSeries> only_nan =
+      training_metrics({event(1'000, "metric", {{"loss", nan}})}, std::nullopt);
+  EXPECT_TRUE(std::isnan(only_nan[0].best)) << "no finite value: no best";
 }
 
 TEST(TrainingMetrics, AnEarlierAttemptsPointsAreLeftOut) {

@@ -397,7 +397,9 @@ int show_command(const std::string& db, const ShowFlags& flags) {
     return kExitBadInput;
   }
   const size_t all_jobs = summary->jobs.size();
-  if (Status s = select_jobs(*summary, filters, flags.sort); !s.ok()) {
+  // Ranked by the declared objective unless --sort says otherwise.
+  const std::string sort = flags.sort.empty() ? declared_objective(*summary) : flags.sort;
+  if (Status s = select_jobs(*summary, filters, sort); !s.ok()) {
     std::cerr << "colo: " << s.error().message() << "\n";
     return kExitBadInput;
   }
@@ -571,9 +573,11 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       ->excludes(show_json);
   show_cmd->add_option(
       "--sort", show.sort,
-      "order the jobs by a metric (its best value, best first: the lowest loss or error, the "
-      "highest anything else), a grid parameter, or name, state, gpu, epochs, duration_s, "
-      "samples_per_s (ascending); -KEY reverses");
+      "order the jobs by a metric (its best value, best first: as the job file's [objective] "
+      "declares, else the lowest loss or error and the highest anything else; METRIC_last and "
+      "METRIC_best as the CSV names them; failed and diverged jobs last), a grid parameter, or "
+      "name, state, gpu, epochs, duration_s, samples_per_s (ascending); -KEY reverses; default: "
+      "the declared objective, else the run's order");
   show_cmd
       ->add_option("--filter", show.filters,
                    "keep the jobs where NAME OP VALUE holds (OP: = != < <= > >=; NAME as for "

@@ -52,7 +52,9 @@ constexpr size_t kMaxReportedErrors = 20;
 constexpr const char* kNeedsAJob =
     "a job file needs at least one [[job]] with name and command; see docs/job-file.md";
 
-constexpr std::array<const char*, 4> kTopLevelKeys = {"run", "defaults", "job", "data"};
+constexpr std::array<const char*, 5> kTopLevelKeys = {"run", "defaults", "job", "data",
+                                                      "objective"};
+constexpr std::array<const char*, 3> kObjectiveKeys = {"metric", "goal", "goals"};
 constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "policy"};
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
@@ -594,6 +596,67 @@ std::optional<std::string> grid_value_text(const toml::node& node) {
   return std::nullopt;
 }
 
+// [objective]: the metric the jobs optimize (`metric`, with its `goal`, "min"
+// or "max"), and the goals of other metrics (`goals = { bleu = "max" }`).
+// Into every job of the file (JobSpec::objective, lower_is_better).
+void read_objective(const toml::node& node, Diagnostics& diag, std::string& metric,
+                    std::map<std::string, bool>& lower_is_better) {
+  TableReader reader(diag, "[objective]: ");
+  const auto* table = node.as_table();
+  if (table == nullptr) {
+    reader.error(line_of(node), fmt::format("must be a table, got {}", describe(node)));
+    return;
+  }
+  const auto goal_of = [&](std::string_view key, const toml::node& value) -> std::optional<bool> {
+    auto goal = reader.string(key, value, "\"min\" or \"max\"");
+    if (!goal) return std::nullopt;
+    if (*goal != "min" && *goal != "max") {
+      reader.error(line_of(value),
+                   fmt::format("key '{}' must be \"min\" (lower is better) or \"max\", got \"{}\"",
+                               key, *goal));
+      return std::nullopt;
+    }
+    return *goal == "min";
+  };
+  std::optional<bool> goal;
+  for (const auto& [key, value] : *table) {
+    if (key.str() == "metric") {
+      if (auto name = reader.string(key.str(), value, "a metric's name (\"val_loss\")"))
+        metric = *name;
+    } else if (key.str() == "goal") {
+      goal = goal_of(key.str(), value);
+    } else if (key.str() == "goals") {
+      const auto* goals = value.as_table();
+      if (goals == nullptr) {
+        reader.error(line_of(value),
+                     fmt::format("key 'goals' must be a table of metric = \"min\" or \"max\" "
+                                 "(goals = {{ fid = \"min\", bleu = \"max\" }}), got {}",
+                                 describe(value)));
+        continue;
+      }
+      for (const auto& [name, g] : *goals) {
+        if (auto lower = goal_of(fmt::format("goals.{}", name.str()), g))
+          lower_is_better[std::string(name.str())] = *lower;
+      }
+    } else {
+      reader.error(line_of(key, value),
+                   fmt::format("unknown key '{}'{}; [objective] takes metric, goal and goals",
+                               key.str(), did_you_mean(key.str(), kObjectiveKeys)));
+    }
+  }
+  if (!metric.empty() && !goal) {
+    if (!table->contains("goal")) {
+      reader.error(line_of(node), fmt::format("metric '{}' needs its goal: add goal = \"min\" "
+                                              "(lower is better) or goal = \"max\"",
+                                              metric));
+    }
+  } else if (metric.empty() && goal) {
+    reader.error(line_of(node), "goal without a metric: add metric = \"NAME\"");
+  } else if (goal) {
+    lower_is_better[metric] = *goal;
+  }
+}
+
 void read_run(const toml::node& node, Diagnostics& diag, JobFile& out) {
   TableReader reader(diag, "[run]: ");
   const auto* table = node.as_table();
@@ -1069,6 +1132,10 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
   if (const toml::node* run = root.get("run")) read_run(*run, diag, out);
   if (const toml::node* d = root.get("defaults")) defaults = read_defaults(*d, diag);
   if (const toml::node* d = root.get("data")) read_data(*d, path, abs_base, diag, out);
+  std::string objective;
+  std::map<std::string, bool> lower_is_better;
+  if (const toml::node* o = root.get("objective"))
+    read_objective(*o, diag, objective, lower_is_better);
 
   for (const auto& [key, value] : root) {
     if (contains(kTopLevelKeys, key.str())) continue;
@@ -1078,7 +1145,7 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
     }
     diag.add(line_of(key, value),
              fmt::format("unknown top-level key '{}'{}; a job file has [run], [defaults], "
-                         "[data.NAME] and [[job]] sections",
+                         "[data.NAME], [objective] and [[job]] sections",
                          key.str(), hint));
   }
 
@@ -1151,6 +1218,8 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
     size_t first = out.jobs.size();
     expand(block, path, abs_base, out.jobs);
     for (size_t i = first; i < out.jobs.size(); ++i) {
+      out.jobs[i].objective = objective;
+      out.jobs[i].lower_is_better = lower_is_better;
       auto [it, inserted] = seen.emplace(out.jobs[i].name, out.jobs[i].source);
       if (!inserted) {
         diag.add(block.line,

@@ -641,6 +641,52 @@ epoch_regex = '^Test set: Average loss: (?P<loss>\S+),'
   EXPECT_TRUE(file.jobs[4].epoch_regex && file.jobs[4].step_regex);
 }
 
+// [objective]: the metric and its goal, and other metrics' goals, into
+// every job (and through the service's JSON); a goal that is neither min nor
+// max, a metric without its goal and an unknown key are errors on their line.
+TEST(JobFile, AnObjectiveDeclaresWhichWayIsBetterForEveryJob) {
+  JobFile file = parse_ok(R"(
+[objective]
+metric = "fid"
+goal = "min"
+goals = { inception_score = "max" }
+
+[[job]]
+name = "gan"
+command = ["x"]
+grid = { lr = [1, 2] }
+)");
+  ASSERT_EQ(file.jobs.size(), 2u);
+  for (const JobSpec& job : file.jobs) {
+    EXPECT_EQ(job.objective, "fid");
+    EXPECT_THAT(job.lower_is_better,
+                ElementsAre(Pair("fid", true), Pair("inception_score", false)));
+  }
+  Result<JobSpec> back = job_spec_from_json(job_spec_to_json(file.jobs[0]));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->objective, "fid");
+  EXPECT_EQ(back->lower_is_better, file.jobs[0].lower_is_better);
+  EXPECT_EQ(objective_of_spec(job_spec_to_json(file.jobs[0])).lower_is_better.at("fid"), true);
+
+  Result<JobFile> bad = parse_job_file(R"([objective]
+metric = "fid"
+goals = { bleu = "higher" }
+mode = 1
+
+[[job]]
+name = "a"
+command = ["x"]
+)",
+                                       "f.toml", kBase);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message(),
+              HasSubstr("f.toml:3: [objective]: key 'goals.bleu' must be \"min\" (lower is "
+                        "better) or \"max\", got \"higher\""));
+  EXPECT_THAT(bad.error().message(), HasSubstr("[objective]: unknown key 'mode'"));
+  EXPECT_THAT(bad.error().message(),
+              HasSubstr("[objective]: metric 'fid' needs its goal: add goal = \"min\""));
+}
+
 TEST(JobFile, ReportsEveryErrorNotJustTheFirst) {
   Result<JobFile> r = parse_job_file(R"([[job]]
 name = "a"

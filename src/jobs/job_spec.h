@@ -108,6 +108,12 @@ struct JobSpec {
   // may stop it (TERM, the grace to checkpoint), and it runs again later,
   // not counted as an attempt. Default: true for sweep points and repeats.
   bool preemptible = false;
+  // The job file's [objective]: the metric its sweep optimizes ("" when not
+  // declared), and whether lower is better for each metric it declared (the
+  // objective's among them), in place of the rule by name (`colo show`,
+  // the report, the dashboard, the export).
+  std::string objective;
+  std::map<std::string, bool> lower_is_better;
   std::map<std::string, std::string> params;  // this instance's grid values
   int repeat_index = 1;                       // 1-based
   std::string source;                         // "file.toml:12" where it was defined

@@ -147,6 +147,12 @@ json job_spec_to_json(const JobSpec& job) {
   if (job.stall_timeout_ms) j["stall_timeout_ms"] = *job.stall_timeout_ms;
   if (job.priority != 0) j["priority"] = job.priority;
   if (job.preemptible) j["preemptible"] = true;
+  if (!job.objective.empty()) j["objective"] = job.objective;
+  if (!job.lower_is_better.empty()) {
+    nlohmann::json goals = nlohmann::json::object();
+    for (const auto& [name, lower] : job.lower_is_better) goals[name] = lower ? "min" : "max";
+    j["goals"] = std::move(goals);
+  }
   if (job.mig_profile) j["mig_profile"] = *job.mig_profile;
   if (job.mig_group) j["mig_group"] = *job.mig_group;
   if (job.dataset) j["dataset"] = *job.dataset;
@@ -170,6 +176,19 @@ json job_spec_to_json(const JobSpec& job) {
   j["repeat_index"] = job.repeat_index;
   j["source"] = job.source;
   return j;
+}
+
+SpecObjective objective_of_spec(const json& spec) {
+  SpecObjective out;
+  if (!spec.is_object()) return out;
+  if (auto o = spec.find("objective"); o != spec.end() && o->is_string())
+    out.metric = o->get<std::string>();
+  if (auto g = spec.find("goals"); g != spec.end() && g->is_object()) {
+    for (const auto& [name, goal] : g->items()) {
+      if (goal == "min" || goal == "max") out.lower_is_better[name] = goal == "min";
+    }
+  }
+  return out;
 }
 
 Result<JobSpec> job_spec_from_json(const json& j) {
@@ -228,6 +247,14 @@ Result<JobSpec> job_spec_from_json(const json& j) {
     } else {
       r.fail("'preemptible' must be true or false");
     }
+  }
+  job.objective = r.text("objective").value_or("");
+  for (const auto& [name, goal] : r.string_map("goals")) {
+    if (goal != "min" && goal != "max") {
+      r.fail(fmt::format("'goals.{}' must be \"min\" or \"max\"", name));
+      continue;
+    }
+    job.lower_is_better[name] = goal == "min";
   }
   job.mig_profile = r.text("mig_profile");
   job.mig_group = r.text("mig_group");

@@ -19,4 +19,14 @@ nlohmann::json job_spec_to_json(const JobSpec& job);
 // JSON may come from another process.
 Result<JobSpec> job_spec_from_json(const nlohmann::json& json);
 
+// A spec's [objective] as job_spec_to_json writes it ("objective", "goals"),
+// for readers of stored specs that need nothing else of them (colo show,
+// the HTTP API): the metric ("" when none) and each declared metric's
+// lower-is-better. A malformed spec gives nothing.
+struct SpecObjective {
+  std::string metric;
+  std::map<std::string, bool, std::less<>> lower_is_better;
+};
+SpecObjective objective_of_spec(const nlohmann::json& spec);
+
 }  // namespace colo

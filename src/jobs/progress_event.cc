@@ -45,18 +45,40 @@ bool is_known_key(const std::string& key) {
 
 void add_metric(std::map<std::string, double>& metrics, const std::string& name,
                 const nlohmann::json& value) {
-  if (!value.is_number()) return;
-  const double v = value.get<double>();
-  if (!std::isfinite(v)) return;
+  std::optional<double> v = metric_from_json(value);
+  if (!v) return;
   // Every user's `colo show` and the dashboard print the name.
   std::string shown = strip_control_chars(name);
-  if (!shown.empty()) metrics[std::move(shown)] = v;
+  if (!shown.empty()) metrics[std::move(shown)] = *v;
 }
 
 constexpr const char* kMetricNames[] = {"skipped_bytes", "dropped_events", "coalesced_epochs",
                                         "refused_files", "dropped_metrics"};
 
 }  // namespace
+
+nlohmann::json metric_to_json(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return value;
+}
+
+std::optional<double> metric_from_json(const nlohmann::json& value) {
+  if (value.is_number()) return value.get<double>();
+  if (!value.is_string()) return std::nullopt;
+  const std::string text = ascii_lower(value.get_ref<const std::string&>());
+  if (text == "nan" || text == "-nan") return std::numeric_limits<double>::quiet_NaN();
+  if (text == "inf" || text == "infinity" || text == "+inf")
+    return std::numeric_limits<double>::infinity();
+  if (text == "-inf" || text == "-infinity") return -std::numeric_limits<double>::infinity();
+  return std::nullopt;
+}
+
+nlohmann::json metrics_to_json(const std::map<std::string, double>& metrics) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, value] : metrics) out[name] = metric_to_json(value);
+  return out;
+}
 
 Result<ProgressEvent> parse_progress_line(std::string_view line, UnixMillis read_time_ms) {
   std::string_view text = trim(line);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,14 @@ inline constexpr int64_t kMaxSamplesPerEvent = 1'000'000'000'000;  // samples in
 // both read the same clock.
 inline constexpr int64_t kMaxLineAgeMs = 24LL * 3600 * 1000;
 inline constexpr int64_t kMaxClockSkewMs = 60'000;
+
+// A metric's value in JSON: a number, or for a value that is not finite
+// (a diverged loss) the string "nan", "inf" or "-inf" (JSON has no NaN;
+// python/colo_progress.py writes these). metric_from_json reads either
+// (the strings in any case: Python's "NaN", "Infinity"), else nullopt.
+nlohmann::json metric_to_json(double value);
+std::optional<double> metric_from_json(const nlohmann::json& value);
+nlohmann::json metrics_to_json(const std::map<std::string, double>& metrics);
 
 struct ProgressEvent {
   UnixMillis time_ms = 0;  // from the line's "time" (seconds, float) or when read

@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 
 namespace colo {
@@ -33,6 +35,20 @@ TEST(ParseProgressLine, FullEpochEnd) {
   EXPECT_EQ(r->time_ms, 1'700'000'001'250);
   // Non-numeric metric values are ignored; the line stays valid.
   EXPECT_THAT(r->metrics, ElementsAre(Pair("acc", 0.9), Pair("loss", 0.31)));
+}
+
+// A diverged value is recorded: JSON has no NaN, so the client writes it as
+// a string; Python's own spellings are read too. Other text is not a value.
+TEST(ParseProgressLine, NonFiniteValuesAreReadFromTheirNames) {
+  Result<ProgressEvent> r = parse_progress_line(
+      R"({"event":"metric","metrics":{"a":"nan","b":"Infinity","c":"-inf","d":"NaN?"}})",
+      kReadTime);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->metrics.size(), 3u);
+  EXPECT_TRUE(std::isnan(r->metrics.at("a")));
+  EXPECT_EQ(r->metrics.at("b"), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(r->metrics.at("c"), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(metrics_to_json(r->metrics).dump(), R"({"a":"nan","b":"inf","c":"-inf"})");
 }
 
 TEST(ParseProgressLine, MinimalLineUsesReadTime) {

@@ -935,8 +935,13 @@ Section learning_section(const RunMetrics& m, const std::string& subtitle) {
     // likewise; a later point without one (the job's final "end" metrics)
     // takes the one before it.
     bool all_steps = true, all_epochs = true;
+    bool lower = lower_is_better(name), declared = false;
     for (const JobMetrics& j : m.jobs) {
       if (const MetricSeries* series = find_metric(j.metrics, name)) {
+        if (series->declared && !declared) {
+          lower = series->lower_is_better;
+          declared = true;
+        }
         all_steps &= series->points.front().step.has_value();
         all_epochs &= series->points.front().epoch.has_value();
       }
@@ -948,11 +953,12 @@ Section learning_section(const RunMetrics& m, const std::string& subtitle) {
     Figure f;
     f.name = "metric-" + stem_of(name);
     f.title = name + ", per job";
-    f.caption = fmt::format("Each job's {} as it reported it, over its {}. {} is better.", name,
-                            all_steps    ? "steps"
-                            : all_epochs ? "epochs"
-                                         : "run time",
-                            lower_is_better(name) ? "Lower" : "Higher");
+    f.caption = fmt::format(
+        "Each job's {} as it reported it, over its {}. {} is better.", name,
+        all_steps    ? "steps"
+        : all_epochs ? "epochs"
+                     : "run time",
+        std::string(lower ? "Lower" : "Higher") + (declared ? " (as the job file declares)" : ""));
     f.data.name = f.name;
     f.data.header = {"job", x_column, name};
     std::vector<LineSeries> lines;
@@ -1020,23 +1026,46 @@ Section learning_section(const RunMetrics& m, const std::string& subtitle) {
     f.option["parallel"] = {{"left", 80}, {"right", 80}, {"top", 110}, {"bottom", 50}};
     json axes = json::array();
     int dim = 0;
+    // A value axis spans every job's value (ECharts took the extent of the
+    // first job's line alone: most lines ran off the chart), padded a little.
+    const auto value_axis = [&](const std::string& axis_name, const std::vector<double>& values) {
+      json a{{"dim", dim++}, {"name", axis_name}, {"type", "value"}};
+      if (values.empty()) return a;
+      const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+      const double pad = *hi > *lo ? (*hi - *lo) * 0.05 : std::max(std::abs(*lo) * 0.1, 1e-9);
+      a["min"] = rounded(*lo - pad);
+      a["max"] = rounded(*hi + pad);
+      return a;
+    };
     for (const std::string& p : param_names) {
       std::set<std::string> values;
+      std::vector<double> numbers;
       bool numeric = true;
       for (const JobMetrics& j : m.jobs) {
         auto it = j.params.find(p);
         if (it == j.params.end()) continue;
         values.insert(it->second);
         char* end = nullptr;
-        std::strtod(it->second.c_str(), &end);
+        numbers.push_back(std::strtod(it->second.c_str(), &end));
         numeric &= !it->second.empty() && *end == '\0';
       }
-      json a{{"dim", dim++}, {"name", p}, {"type", numeric ? "value" : "category"}};
-      if (!numeric) a["data"] = std::vector<std::string>(values.begin(), values.end());
-      axes.push_back(a);
+      if (numeric) {
+        axes.push_back(value_axis(p, numbers));
+      } else {
+        axes.push_back({{"dim", dim++},
+                        {"name", p},
+                        {"type", "category"},
+                        {"data", std::vector<std::string>(values.begin(), values.end())}});
+      }
     }
-    for (const std::string& name : metric_names)
-      axes.push_back({{"dim", dim++}, {"name", name + " (best)"}, {"type", "value"}});
+    for (const std::string& name : metric_names) {
+      std::vector<double> bests;
+      for (const JobMetrics& j : m.jobs) {
+        const MetricSeries* ms = find_metric(j.metrics, name);
+        if (ms != nullptr && std::isfinite(ms->best)) bests.push_back(ms->best);
+      }
+      axes.push_back(value_axis(name + " (best)", bests));
+    }
     f.option["parallelAxis"] = axes;
     json series = json::array();
     f.data.name = f.name;
@@ -1057,7 +1086,7 @@ Section learning_section(const RunMetrics& m, const std::string& subtitle) {
       }
       for (const std::string& name : metric_names) {
         const MetricSeries* ms = find_metric(j.metrics, name);
-        row.push_back(ms ? json(rounded(ms->best)) : json(nullptr));
+        row.push_back(ms && std::isfinite(ms->best) ? json(rounded(ms->best)) : json(nullptr));
       }
       series.push_back({{"name", j.name},
                         {"type", "parallel"},

@@ -1,6 +1,7 @@
 #include "report/text_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "common/units.h"
+#include "jobs/progress_event.h"
 #include "report/figures.h"
 
 namespace colo {
@@ -332,7 +334,7 @@ std::string format_learning_table(const RunSummary& summary) {
   const std::vector<std::string> params = param_names(summary);
   const std::vector<std::string> metrics = metric_names(summary);
   if (params.empty() && metrics.empty()) return "";
-  std::vector<TextTable::Column> columns = {{"JOB"}};
+  std::vector<TextTable::Column> columns = {{"JOB"}, {"STATE"}};
   for (const std::string& p : params) columns.push_back({p, Align::kRight});
   for (const std::string& m : metrics) {
     columns.push_back({m + " last", Align::kRight});
@@ -340,7 +342,7 @@ std::string format_learning_table(const RunSummary& summary) {
   }
   TextTable table(std::move(columns));
   for (const JobSummary& job : summary.jobs) {
-    std::vector<std::string> row = {job.name};
+    std::vector<std::string> row = {job.name, shown_state(job)};
     for (const std::string& p : params) {
       auto it = job.params.find(p);
       row.push_back(it == job.params.end() ? kAbsent : it->second);
@@ -348,15 +350,27 @@ std::string format_learning_table(const RunSummary& summary) {
     for (const std::string& m : metrics) {
       const MetricSeries* s = find_metric(job.metrics, m);
       row.push_back(s ? metric_text(s->last) : kAbsent);
-      row.push_back(s ? metric_text(s->best) : kAbsent);
+      row.push_back(s && std::isfinite(s->best) ? metric_text(s->best) : kAbsent);
     }
     table.add_row(std::move(row));
   }
   std::string out = "\nWhat the jobs learned";
   if (!metrics.empty()) {
-    out +=
-        " (best: the lowest value of a loss or error, the highest of anything else; last: "
-        "the last value reported)";
+    std::vector<std::string> declared;
+    for (const std::string& m : metrics) {
+      for (const JobSummary& job : summary.jobs) {
+        const MetricSeries* s = find_metric(job.metrics, m);
+        if (s == nullptr || !s->declared) continue;
+        declared.push_back(fmt::format("{} {}", m, s->lower_is_better ? "lowest" : "highest"));
+        break;
+      }
+    }
+    out += fmt::format(
+        " (best: {}the lowest value of a loss or error, the highest of anything else; last: the "
+        "last value reported; nan: a value that was not a number, and the job diverged)",
+        declared.empty()
+            ? std::string()
+            : fmt::format("as the job file declares, {}; else ", fmt::join(declared, ", ")));
   }
   return out + "\n" + table.render();
 }
@@ -379,7 +393,8 @@ std::string format_jobs_csv(const RunSummary& summary) {
               "mean_sm_active_pct",
               "energy_j",
               "attempts",
-              "reason"};
+              "reason",
+              "diverged"};
   for (const std::string& p : params) t.header.push_back(p);
   for (const std::string& m : metrics) {
     t.header.push_back(m + "_last");
@@ -402,7 +417,8 @@ std::string format_jobs_csv(const RunSummary& summary) {
         opt(job.mean_sm_active_pct),
         opt(job.energy_j),
         std::to_string(job.attempts),
-        job.reason};
+        job.reason,
+        job.diverged ? "true" : "false"};
     for (const std::string& p : params) {
       auto it = job.params.find(p);
       row.push_back(it == job.params.end() ? "" : it->second);
@@ -410,7 +426,7 @@ std::string format_jobs_csv(const RunSummary& summary) {
     for (const std::string& m : metrics) {
       const MetricSeries* s = find_metric(job.metrics, m);
       row.push_back(s ? fmt::format("{}", s->last) : "");
-      row.push_back(s ? fmt::format("{}", s->best) : "");
+      row.push_back(s && std::isfinite(s->best) ? fmt::format("{}", s->best) : "");
     }
     t.rows.push_back(std::move(row));
   }
@@ -455,12 +471,17 @@ nlohmann::json to_json(const RunSummary& summary) {
     });
     nlohmann::json metrics = nlohmann::json::object();
     for (const MetricSeries& m : job.metrics) {
-      metrics[m.name] = {{"last", m.last},
-                         {"best", m.best},
-                         {"lower_is_better", m.lower_is_better},
-                         {"points", m.points.size()}};
+      metrics[m.name] = {
+          {"last", metric_to_json(m.last)},
+          {"best", std::isfinite(m.best) ? nlohmann::json(m.best) : nlohmann::json()},
+          {"lower_is_better", m.lower_is_better},
+          {"declared", m.declared},
+          {"diverged", m.diverged},
+          {"points", m.points.size()}};
     }
     jobs.back()["metrics"] = std::move(metrics);
+    jobs.back()["diverged"] = job.diverged;
+    if (!job.objective.empty()) jobs.back()["objective"] = job.objective;
     if (job.progress_throttled) {
       const ThrottleCounts& t = *job.progress_throttled;
       jobs.back()["progress_throttled"] = {{"skipped_bytes", t.skipped_bytes},

@@ -297,8 +297,11 @@ TEST(LearningTable, ShowsParametersAndEachMetricsLastAndBest) {
   EXPECT_THAT(text, HasSubstr("lr"));
   EXPECT_THAT(text, HasSubstr("loss last"));
   EXPECT_THAT(text, HasSubstr("loss best"));
-  EXPECT_THAT(text, ::testing::ContainsRegex("toy\\[lr=0\\.1\\] +0\\.1 +1\\.2 +0\\.9"));
-  EXPECT_THAT(text, ::testing::ContainsRegex("toy\\[lr=0\\.01\\] +0\\.01 +0\\.25 +0\\.25"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("toy\\[lr=0\\.1\\] +ok +0\\.1 +1\\.2 +0\\.9"));
+  EXPECT_THAT(text,
+              ::testing::ContainsRegex("toy\\[lr=0\\.01\\] +ok +0\\.01 +0\\.25 +0\\.25"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("odd\" name +failed"))
+      << "the learned table says each job's state";
   EXPECT_THAT(format_run_summary(learned_summary()), HasSubstr("What the jobs learned"));
   RunSummary plain = make_summary("mps", false);
   EXPECT_EQ(format_learning_table(plain), "") << "nothing learned, no table";
@@ -312,11 +315,11 @@ TEST(LearningTable, CsvHasOneRowPerJobWithParametersAndMetricsQuotedWhereNeeded)
     lines.push_back(csv.substr(at, end - at));
   }
   ASSERT_EQ(lines.size(), 4u) << csv;
-  EXPECT_THAT(lines[0], HasSubstr(",attempts,reason,lr,loss_last,loss_best"));
+  EXPECT_THAT(lines[0], HasSubstr(",attempts,reason,diverged,lr,loss_last,loss_best"));
   EXPECT_THAT(lines[1], ::testing::EndsWith(",0.1,1.2,0.9"));
   EXPECT_THAT(lines[2], ::testing::EndsWith(",0.01,0.25,0.25"));
   EXPECT_THAT(lines[3], HasSubstr("\"quiet, \"\"odd\"\" name\""));
-  EXPECT_THAT(lines[3], ::testing::EndsWith(",exit code 1,,,"));
+  EXPECT_THAT(lines[3], ::testing::EndsWith(",exit code 1,false,,,"));
 }
 
 TEST(LearningTable, JsonCarriesParametersAndMetrics) {

@@ -362,7 +362,9 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
   json learned = json::object();
   const std::optional<UnixMillis> since =
       attempts->empty() ? std::nullopt : std::optional<UnixMillis>(attempts->back().started_ms);
-  for (const MetricSeries& m : training_metrics(all_events, since)) {
+  const SpecObjective objective =
+      objective_of_spec(json::parse(row.spec_json, nullptr, /*allow_exceptions=*/false));
+  for (const MetricSeries& m : training_metrics(all_events, since, objective.lower_is_better)) {
     json points = json::array();
     const size_t n = m.points.size();
     const size_t stride = (n + kMaxMetricPoints - 1) / kMaxMetricPoints;
@@ -371,9 +373,11 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
       const MetricPoint& p = m.points[i];
       points.push_back({p.time_ms, p.value, value_or_null(p.step), value_or_null(p.epoch)});
     }
-    learned[m.name] = {{"last", m.last},
-                       {"best", m.best},
+    learned[m.name] = {{"last", metric_to_json(m.last)},
+                       {"best", metric_to_json(m.best)},
                        {"lower_is_better", m.lower_is_better},
+                       {"declared", m.declared},
+                       {"diverged", m.diverged},
                        {"points", std::move(points)}};
   }
 

@@ -60,6 +60,9 @@ struct JobRow {
   std::string family;  // its spec's family (JobSpec::family); "" in runs recorded before families
   std::map<std::string, std::string> params;  // its grid values
   std::vector<std::string> command;           // its spec's command
+  // Its job file's [objective] (JobSpec::objective, lower_is_better).
+  std::string objective;
+  std::map<std::string, bool, std::less<>> lower_is_better;
   JobState state = JobState::kQueued;
   std::string reason;
   std::optional<int> device;

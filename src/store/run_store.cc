@@ -588,7 +588,7 @@ Status RunStore::add_job_events(const std::vector<std::pair<int64_t, ProgressEve
     if (event.metrics.empty()) {
       insert->bind_null(7);
     } else {
-      insert->bind(7, nlohmann::json(event.metrics).dump());
+      insert->bind(7, metrics_to_json(event.metrics).dump());
     }
     Status status = insert->run();
     if (!status.ok()) {
@@ -772,6 +772,9 @@ Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
           if (word.is_string()) job.command.push_back(word.get<std::string>());
         }
       }
+      SpecObjective objective = objective_of_spec(spec);
+      job.objective = std::move(objective.metric);
+      job.lower_is_better = std::move(objective.lower_is_better);
     }
     job.usage.cpu_ms = jobs->opt_int64_at(13);
     job.usage.memory_peak_bytes = jobs->opt_uint64_at(14);
@@ -815,7 +818,7 @@ Status read_events(Statement& select, int first, Take take) {
       nlohmann::json metrics = nlohmann::json::parse(select.text_at(first + 5), nullptr, false);
       if (metrics.is_object()) {
         for (const auto& [key, value] : metrics.items()) {
-          if (value.is_number()) e.metrics[key] = value.template get<double>();
+          if (std::optional<double> v = metric_from_json(value)) e.metrics[key] = *v;
         }
       }
     }

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -192,6 +194,98 @@ std::vector<std::string> csv_fields(const std::string& line) {
   }
   out.push_back(field);
   return out;
+}
+
+// Issue 33, items 1-2: a 12-trial sweep whose objective, fid, is declared
+// lower-is-better (the name rule would call it higher-is-better) ranks
+// best first in show (without --sort too), its CSV and its JSON; a trial
+// whose fid became NaN is recorded, marked diverged and ranks last, as does
+// a trial that crashed after reporting the lowest fid of all (the two
+// after the rest, by their own best).
+TEST_F(ColoSweep, ADeclaredObjectiveRanksTheSweepWithDivergedAndFailedTrialsLast) {
+  const std::string report_fid =
+      "printf '{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":%d,\\\"samples\\\":10,"
+      "\\\"metrics\\\":{\\\"fid\\\":%s}}\\n' ";
+  const std::string file = write_file(
+      "fid.toml",
+      "[run]\nmechanism = \"naive\"\nmax_per_gpu = 12\n[objective]\nmetric = \"fid\"\ngoal = "
+      "\"min\"\n[[job]]\nname = \"gan\"\ngrid = { v = [5, 3, 9, 1, 7, 8, 6, 4, 2, 10] }\n"
+      "command = [\"sh\", \"-c\", \"" +
+          report_fid + "1 $(({v} * 2)) >> $COLO_PROGRESS_FILE; " + report_fid +
+          "2 {v} >> $COLO_PROGRESS_FILE\"]\n[[job]]\nname = \"diverged\"\n"
+          "command = [\"sh\", \"-c\", \"" +
+          report_fid + "1 4 >> $COLO_PROGRESS_FILE; " + report_fid +
+          "2 '\\\"nan\\\"' >> $COLO_PROGRESS_FILE\"]\n[[job]]\nname = \"crashed\"\n"
+          "restart = \"never\"\ncommand = [\"sh\", \"-c\", \"" +
+          report_fid + "1 0.5 >> $COLO_PROGRESS_FILE; exit 3\"]\n");
+  const std::string db = dir_ + "/fid.db";
+  CommandResult r = shell(colo("run " + file + " --backend sim --policy fixed --plain --db " + db +
+                               " --logs " + dir_ + "/logs"));
+  EXPECT_EQ(r.exit_code, 1) << "a job failed:\n" << r.output;
+
+  const std::vector<std::string> ranked = {"gan[v=1]", "gan[v=2]",  "gan[v=3]", "gan[v=4]",
+                                           "gan[v=5]", "gan[v=6]",  "gan[v=7]", "gan[v=8]",
+                                           "gan[v=9]", "gan[v=10]", "crashed",  "diverged"};
+  for (const std::string sort : {"", " --sort fid"}) {
+    CommandResult csv = shell(colo("show --csv --db " + db + sort));
+    ASSERT_EQ(csv.exit_code, 0) << csv.output;
+    std::vector<std::vector<std::string>> rows;
+    std::istringstream lines(csv.output);
+    for (std::string line; std::getline(lines, line);) rows.push_back(csv_fields(line));
+    ASSERT_EQ(rows.size(), 13u) << csv.output;
+    const auto at = [&](const std::string& name) {
+      return static_cast<size_t>(std::find(rows[0].begin(), rows[0].end(), name) - rows[0].begin());
+    };
+    ASSERT_LT(at("fid_best"), rows[0].size()) << csv.output;
+    for (size_t i = 0; i < ranked.size(); ++i)
+      EXPECT_EQ(rows[i + 1][at("name")], ranked[i]) << "sort '" << sort << "':\n" << csv.output;
+    EXPECT_EQ(rows[1][at("fid_best")], "1");
+    EXPECT_EQ(rows[11][at("state")], "failed");
+    EXPECT_EQ(rows[12][at("diverged")], "true");
+    EXPECT_EQ(rows[12][at("fid_last")], "nan");
+    EXPECT_EQ(rows[12][at("fid_best")], "4") << "the best of its finite values";
+  }
+  CommandResult shown = shell(colo("show --db " + db));
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_THAT(shown.output, HasSubstr("best: as the job file declares, fid lowest"));
+  EXPECT_TRUE(std::regex_search(shown.output, std::regex("diverged +ok, diverged +- +nan +4")))
+      << shown.output;
+  EXPECT_TRUE(std::regex_search(shown.output, std::regex("crashed +failed +- +0\\.5 +0\\.5")))
+      << shown.output;
+
+  nlohmann::json json = nlohmann::json::parse(shell(colo("show --json --db " + db)).output);
+  ASSERT_EQ(json["jobs"].size(), 12u);
+  EXPECT_EQ(json["jobs"][0]["name"], "gan[v=1]");
+  EXPECT_EQ(json["jobs"][0]["metrics"]["fid"]["best"], 1) << "a number, not text";
+  EXPECT_EQ(json["jobs"][0]["metrics"]["fid"]["lower_is_better"], true);
+  EXPECT_EQ(json["jobs"][0]["metrics"]["fid"]["declared"], true);
+  EXPECT_EQ(json["jobs"][0]["objective"], "fid");
+  EXPECT_EQ(json["jobs"][11]["diverged"], true);
+  EXPECT_EQ(json["jobs"][11]["metrics"]["fid"]["last"], "nan");
+
+  // The last value sorts and filters as the CSV names it.
+  CommandResult by_last =
+      shell(colo("show --csv --sort fid_last --filter 'fid_last<3' --db " + db));
+  ASSERT_EQ(by_last.exit_code, 0) << by_last.output;
+  EXPECT_EQ(std::count(by_last.output.begin(), by_last.output.end(), '\n'), 1 + 3)
+      << "v=1, v=2 and the crashed trial's 0.5:\n"
+      << by_last.output;
+
+  // The report's parallel coordinates: the fid axis spans every trial's best
+  // (0.5 to 10), not the first job's alone (issue 33, item 3).
+  CommandResult report =
+      shell(colo("report last --no-png --db " + db + " --out '" + dir_ + "/report'"));
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  const std::string figure =
+      shell("cat '" + dir_ + "/report/figures/parameters-and-metrics.html'").output;
+  std::smatch axis;
+  ASSERT_TRUE(std::regex_search(
+      figure, axis,
+      std::regex(R"re("max":([-0-9.eE+]+),"min":([-0-9.eE+]+),"name":"fid \(best\)")re")))
+      << figure.substr(0, 2000);
+  EXPECT_LE(std::stod(axis[2]), 0.5);
+  EXPECT_GE(std::stod(axis[1]), 10);
+  EXPECT_LE(std::stod(axis[1]), 11) << "padded a little, not more";
 }
 
 // Issue 26: an 8-point learning-rate sweep of a real (tiny) training that
