@@ -21,10 +21,13 @@
 namespace colo {
 
 void add_backend_flags(CLI::App& cmd, BackendFlags& flags, bool model_flag) {
+  // $COLO_BACKEND is the default; open_backend() says when it names none.
+  if (const char* env = std::getenv("COLO_BACKEND"); env != nullptr && *env != '\0')
+    flags.backend = env;
   cmd.add_option(
          "--backend", flags.backend,
          "nvml: the real GPU through the driver; sim: a simulated GPU (numbers are not measured); "
-         "auto: nvml, or sim when no driver is found")
+         "auto: nvml, or sim when no driver is found; default: $COLO_BACKEND, else nvml")
       ->check(CLI::IsMember({"nvml", "sim", "auto"}))
       ->capture_default_str();
   if (model_flag) {
@@ -110,6 +113,12 @@ bool can_redraw(int fd) {
 }
 
 Result<std::unique_ptr<GpuBackend>> open_backend(const BackendFlags& flags, Clock& clock) {
+  if (flags.backend != "nvml" && flags.backend != "sim" && flags.backend != "auto") {
+    // --backend is checked as it is parsed: this came from the environment.
+    return Error(
+        fmt::format("COLO_BACKEND='{}' is not a backend: set it to nvml, sim or auto, or unset it",
+                    flags.backend));
+  }
   BackendOptions options;
   options.kind = flags.backend == "sim"    ? BackendKind::kSim
                  : flags.backend == "auto" ? BackendKind::kAuto

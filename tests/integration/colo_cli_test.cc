@@ -107,6 +107,25 @@ TEST_F(ColoCli, EverySubcommandsHelpEndsWithAnExample) {
   EXPECT_TRUE(seen.count("mig plan")) << "the walk did not reach nested subcommands";
 }
 
+// Issue 33, item 12: on a machine without a GPU, COLO_BACKEND=sim spares
+// every command its --backend sim; --backend still wins, and a value that is
+// no backend says where it came from.
+TEST_F(ColoCli, ColoBackendSetsTheDefaultBackend) {
+  const std::string file = write_file("t.toml", "[[job]]\nname = \"t\"\ncommand = [\"true\"]\n");
+  CommandResult simulated =
+      shell("COLO_BACKEND=sim " + colo("run " + file + " --plain --db " + dir_ + "/a.db"));
+  EXPECT_EQ(simulated.exit_code, 0) << simulated.output;
+  EXPECT_THAT(simulated.output, HasSubstr("SIMULATED"));
+  CommandResult bad =
+      shell("COLO_BACKEND=simm " + colo("run " + file + " --plain --db " + dir_ + "/b.db"));
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("COLO_BACKEND='simm' is not a backend: set it to nvml, sim or "
+                                    "auto, or unset it"));
+  CommandResult flag_wins = shell(
+      "COLO_BACKEND=simm " + colo("run " + file + " --backend sim --plain --db " + dir_ + "/c.db"));
+  EXPECT_EQ(flag_wins.exit_code, 0) << flag_wins.output;
+}
+
 TEST_F(ColoCli, ExitCodesFollowTheConvention) {
   EXPECT_EQ(run(sim_run(job_file("ok.toml", "exit 0"))).exit_code, 0);
   CommandResult failed = run(sim_run(job_file("failed.toml", "exit 3")));
