@@ -435,17 +435,10 @@ int usage_command(const ClientFlags& flags, const std::string& since, bool csv,
                          {"usage_ms", n.usage_ms},
                          {"total_ms", n.total_ms}};
       }
-      json ended = json::array();
-      for (const ServiceUsageReport& r : report.ended) {
-        ended.push_back({{"group", r.owner_name},
-                         {"jobs", r.jobs},
-                         {"failed", r.failed},
-                         {"gpu_ms", r.gpu_ms},
-                         {"solo_ms", r.solo_ms},
-                         {"share_ms", r.share_ms},
-                         {"energy_j", r.energy_j}});
-      }
-      std::cout << json{{"since_ms", since_ms}, {"groups", groups}, {"ended", ended}}.dump(2)
+      std::cout << json{{"since_ms", since_ms},
+                        {"groups", groups},
+                        {"ended", usage_rows_to_json(report.ended, "group")}}
+                       .dump(2)
                 << "\n";
       return kExitOk;
     }

@@ -146,10 +146,10 @@ json owners_to_json(const std::map<std::string, OwnerJobs>& owners) {
   return out;
 }
 
-json usage_rows_to_json(const std::vector<ServiceUsageReport>& rows) {
+json usage_rows_to_json(const std::vector<ServiceUsageReport>& rows, const std::string& name_key) {
   json out = json::array();
   for (const ServiceUsageReport& r : rows) {
-    out.push_back({{"owner", r.owner_name},
+    out.push_back({{name_key, r.owner_name},
                    {"jobs", r.jobs},
                    {"failed", r.failed},
                    {"gpu_ms", r.gpu_ms},

@@ -166,8 +166,10 @@ nlohmann::json to_json(const ServiceSnapshot& snapshot);
 // A snapshot's "owners" object: per user, queued, running, usage_ms, weight, total_ms.
 nlohmann::json owners_to_json(const std::map<std::string, OwnerJobs>& owners);
 // `colo usage`'s "ended" rows (the socket's usage answer, /api/usage): per
-// user, {"owner","jobs","failed","gpu_ms","solo_ms","share_ms","energy_j"}.
-nlohmann::json usage_rows_to_json(const std::vector<ServiceUsageReport>& rows);
+// user, {"owner","jobs","failed","gpu_ms","solo_ms","share_ms","energy_j"};
+// `name_key` "group" for rows by group (colo usage --by group --json).
+nlohmann::json usage_rows_to_json(const std::vector<ServiceUsageReport>& rows,
+                                  const std::string& name_key = "owner");
 
 Result<QueueJob> queue_job_from_json(const nlohmann::json& json);
 Result<ServiceSnapshot> snapshot_from_json(const nlohmann::json& json);

@@ -83,6 +83,23 @@ class ColoServe : public ColoTestDir {
     CommandResult r = shell(colo("queue --json"));
     return r.exit_code == 0 ? json::parse(r.output, nullptr, false) : json();
   }
+  // The reason of a queued job that starts with `prefix`, once one does
+  // (within 20 s); "" if none did.
+  std::string queued_reason(const std::string& prefix) const {
+    std::string reason;
+    eventually(
+        [&] {
+          json q = queue();
+          if (!q.is_object()) return false;
+          for (const json& j : q["jobs"]) {
+            if (j["state"] == "queued" && j.value("reason", "").rfind(prefix, 0) == 0)
+              reason = j["reason"];
+          }
+          return !reason.empty();
+        },
+        20'000);
+    return reason;
+  }
   int count_in_state(const std::string& state) const {
     json q = queue();
     if (!q.is_object()) return -1;
@@ -521,19 +538,8 @@ TEST_F(ColoServe, AUsersQuotaOfGpusBoundsTheirRunningJobsAndTheQueueSaysWhy) {
       "--sim-devices 2 --mechanism naive --max-per-gpu 1 --grace 1s --max-gpus-per-user 1");
   std::vector<int64_t> ids = submit(write_file("q.toml", job("q", 2, 0.4, 3)));
   ASSERT_EQ(ids.size(), 3u);
-  std::string reason;
-  ASSERT_TRUE(eventually(
-      [&] {
-        json q = queue();
-        if (!q.is_object()) return false;
-        for (const json& j : q["jobs"]) {
-          if (j["state"] == "queued" && j.value("reason", "").rfind("quota:", 0) == 0)
-            reason = j["reason"];
-        }
-        return !reason.empty();
-      },
-      20'000))
-      << service_log();
+  const std::string reason = queued_reason("quota:");
+  ASSERT_FALSE(reason.empty()) << service_log();
   EXPECT_NE(reason.find("root runs 1.0 GPUs' worth, at most 1 per user"), std::string::npos)
       << reason;
   std::string all;
@@ -603,19 +609,8 @@ TEST_F(ColoServe, AGroupsQuotaBoundsItsMembersTogetherAndAUsersOwnReplacesTheDef
       << refused.output;
   submitted(as(b, "submit --json " + one));
   ASSERT_EQ(ids.size(), 3u);
-  std::string reason;
-  ASSERT_TRUE(eventually(
-      [&] {
-        json q = queue();
-        if (!q.is_object()) return false;
-        for (const json& j : q["jobs"]) {
-          if (j["state"] == "queued" && j.value("reason", "").rfind("quota:", 0) == 0)
-            reason = j["reason"];
-        }
-        return !reason.empty();
-      },
-      20'000))
-      << service_log();
+  const std::string reason = queued_reason("quota:");
+  ASSERT_FALSE(reason.empty()) << service_log();
   EXPECT_NE(reason.find("group " + a.group +
                         " runs 1.0 GPUs' worth, at most 1 (colo serve "
                         "--max-gpus-for @" +
