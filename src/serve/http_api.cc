@@ -15,6 +15,8 @@
 #include "analysis/training_metrics.h"
 #include "common/json_values.h"
 #include "common/proc_stat.h"
+#include "jobs/job_spec_json.h"
+#include "jobs/progress_event.h"
 #include "serve/http_gate.h"
 #include "serve/metrics.h"
 #include "serve/service.h"
