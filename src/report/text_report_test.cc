@@ -298,8 +298,7 @@ TEST(LearningTable, ShowsParametersAndEachMetricsLastAndBest) {
   EXPECT_THAT(text, HasSubstr("loss last"));
   EXPECT_THAT(text, HasSubstr("loss best"));
   EXPECT_THAT(text, ::testing::ContainsRegex("toy\\[lr=0\\.1\\] +ok +0\\.1 +1\\.2 +0\\.9"));
-  EXPECT_THAT(text,
-              ::testing::ContainsRegex("toy\\[lr=0\\.01\\] +ok +0\\.01 +0\\.25 +0\\.25"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("toy\\[lr=0\\.01\\] +ok +0\\.01 +0\\.25 +0\\.25"));
   EXPECT_THAT(text, ::testing::ContainsRegex("odd\" name +failed"))
       << "the learned table says each job's state";
   EXPECT_THAT(format_run_summary(learned_summary()), HasSubstr("What the jobs learned"));
