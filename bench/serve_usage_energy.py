@@ -50,7 +50,8 @@ def poll_energy(samples, stop):
         try:
             samples.append((t, float(r.stdout.strip().splitlines()[0]) / 1000.0))  # J
         except (ValueError, IndexError):
-            pass
+            if not samples:
+                log("nvidia-smi gave no energy: %r %r" % (r.stdout[:200], r.stderr[:200]))
         stop.wait(0.2)
 
 
