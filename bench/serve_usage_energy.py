@@ -4,26 +4,28 @@ driver's own energy counter read by nvidia-smi, not by colo.
 
 One `colo serve` (fresh store, naive sharing, two jobs to a GPU); user root
 submits JOBS jobs of bench/train.py (resnet26) at once, so that they share
-GPU 0. Meanwhile this script polls `nvidia-smi --query-gpu=
-timestamp,total_energy_consumption` (millijoules since the driver loaded)
-every 0.2 s. When every job ended:
+GPU 0. Meanwhile this script polls `nvidia-smi --query-gpu=power.draw`
+every 0.2 s (this driver's nvidia-smi has no total_energy_consumption
+field; colo reads NVML's energy counter, so the two are independent). When
+every job ended:
 
   colo:   `colo usage --json` ended[root].energy_j (the jobs' shares of the
           GPU's energy, summed), share_ms, gpu_ms;
-  check:  the GPU's energy over the union of the jobs' lifetimes, from
-          nvidia-smi's counter, interpolated at each job's first and last
-          line of its own log ("started at", the last epoch's "ended at").
+  check:  the GPU's energy over the union of the jobs' lifetimes: nvidia-smi's
+          power readings integrated (trapezoids) from each job's first line of
+          its own log ("started at") to its last epoch's "ended at".
 
 While both share the GPU, colo splits each interval's energy evenly between
 them, so the sum of the shares is the GPU's energy while any job ran, which
 is what the check computes independently. colo counts at its sampling
 instants (and once a second), so the two differ by the energy of a
-fraction of a second at each job's start and end.
+fraction of a second at each job's start and end, and by what 0.2 s power
+readings miss.
 
     serve_usage_energy.py OUT [--colo build-release/colo] [--jobs 2] [--epochs 3]
 
-Writes OUT/summary.txt (both figures and their ratio), OUT/energy.csv (the
-polled counter), OUT/usage.json, the service's log and the jobs' logs.
+Writes OUT/summary.txt (both figures and their ratio), OUT/power.csv (the
+polled power), OUT/usage.json, the service's log and the jobs' logs.
 """
 
 import argparse
@@ -42,25 +44,32 @@ STARTED = re.compile(r"^\S+\.py: started at ([\d.]+)")
 EPOCH_END = re.compile(r"^epoch \d+/\d+: .*ended at ([\d.]+)")
 
 
-def poll_energy(samples, stop):
+def poll_power(samples, stop):
     while not stop.is_set():
-        r = subprocess.run(["nvidia-smi", "--id=0", "--query-gpu=total_energy_consumption",
+        r = subprocess.run(["nvidia-smi", "--id=0", "--query-gpu=power.draw",
                             "--format=csv,noheader,nounits"], capture_output=True, text=True)
         t = time.time()
         try:
-            samples.append((t, float(r.stdout.strip().splitlines()[0]) / 1000.0))  # J
+            samples.append((t, float(r.stdout.strip().splitlines()[0])))  # W
         except (ValueError, IndexError):
             if not samples:
-                log("nvidia-smi gave no energy: %r %r" % (r.stdout[:200], r.stderr[:200]))
+                log("nvidia-smi gave no power: %r %r" % (r.stdout[:200], r.stderr[:200]))
         stop.wait(0.2)
 
 
-def energy_at(samples, t):
-    """The counter at time t, linear between the two polls around it."""
-    for (t0, e0), (t1, e1) in zip(samples, samples[1:]):
-        if t0 <= t <= t1:
-            return e0 + (e1 - e0) * (t - t0) / (t1 - t0) if t1 > t0 else e0
-    return None
+def energy_between(samples, a, b):
+    """Joules from time a to b: the power readings' trapezoids, clipped to [a, b];
+    None when the readings do not cover it."""
+    if not samples or samples[0][0] > a or samples[-1][0] < b:
+        return None
+    joules = 0.0
+    for (t0, p0), (t1, p1) in zip(samples, samples[1:]):
+        lo, hi = max(t0, a), min(t1, b)
+        if hi <= lo or t1 <= t0:
+            continue
+        at = lambda t: p0 + (p1 - p0) * (t - t0) / (t1 - t0)  # noqa: E731
+        joules += (at(lo) + at(hi)) / 2 * (hi - lo)
+    return joules
 
 
 def lifetime(path):
@@ -96,7 +105,7 @@ def main():
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     samples, stop = [], threading.Event()
-    poller = threading.Thread(target=poll_energy, args=(samples, stop), daemon=True)
+    poller = threading.Thread(target=poll_power, args=(samples, stop), daemon=True)
     poller.start()
     service = Service(args.colo, args.out, "serve", "nvml",
                       ["--mechanism", "naive", "--policy", "fixed", "--max-per-gpu",
@@ -124,21 +133,21 @@ def main():
         service.stop()
         stop.set()
         poller.join(timeout=5)
-    with open(os.path.join(args.out, "energy.csv"), "w") as f:
-        f.write("time_s,total_energy_j\n")
-        for t, e in samples:
-            f.write("%.3f,%.3f\n" % (t, e))
+    with open(os.path.join(args.out, "power.csv"), "w") as f:
+        f.write("time_s,power_w\n")
+        for t, w in samples:
+            f.write("%.3f,%.2f\n" % (t, w))
     row = next((r for r in usage.get("ended", []) if r.get("owner") == "root"), None)
     lines = ["serve_usage_energy: %d jobs of resnet26 sharing GPU 0 under colo serve (naive), "
              "%d epochs each" % (args.jobs, args.epochs)]
     check = 0.0
     for s, e in union(lives):
-        a, b = energy_at(samples, s), energy_at(samples, e)
-        if a is None or b is None:
-            lines.append("a job's lifetime lies outside the polled counter: no check")
+        joules = energy_between(samples, s, e)
+        if joules is None:
+            lines.append("a job's lifetime lies outside the power readings: no check")
             check = None
             break
-        check += b - a
+        check += joules
     lines.append("jobs' lifetimes from their logs: %s" % ["%.1f s" % (e - s) for s, e in lives])
     if row is None or check is None or len(lives) != len(ids):
         lines.append("result: FAIL (missing figures: usage %s, lifetimes %d of %d)"
@@ -148,7 +157,8 @@ def main():
         ratio = colo_j / check if check > 0 else float("nan")
         lines.append("colo usage: energy %.0f J, GPU time held %.1f s, GPU time %.1f s"
                      % (colo_j, row["share_ms"] / 1000, row["gpu_ms"] / 1000))
-        lines.append("nvidia-smi counter over the jobs' lifetimes: %.0f J" % check)
+        lines.append("nvidia-smi power over the jobs' lifetimes: %.0f J (%d readings)"
+                     % (check, len(samples)))
         lines.append("colo over the check: %.3f" % ratio)
         lines.append("result: %s (wanted within 10%%)" % ("PASS" if abs(ratio - 1) <= 0.10
                                                          else "FAIL"))
