@@ -272,7 +272,10 @@ std::string render_figure_html(const Figure& figure) {
   return out;
 }
 
-Result<WrittenReport> write_html_report(const ReportContent& content, const std::string& dir) {
+Result<WrittenReport> write_html_report(const ReportContent& content, const std::string& out_dir) {
+  // `--out report/` names the same directory as `report` (and prints no "report//index.html").
+  std::string dir = out_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   for (const std::string& sub : {dir, dir + "/figures", dir + "/csv"}) {
     if (Status made = make_dirs(sub); !made) return made.error();
   }

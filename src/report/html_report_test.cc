@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -264,6 +265,17 @@ TEST(HtmlReport, ScriptJsonCannotOpenACommentOrAScript) {
     ++ends;
   EXPECT_EQ(tags, ends);
   EXPECT_THAT(page, HasSubstr("lr=\\u003c!--\\u003cscript\\u003e"));
+}
+
+// Issue 33, item 16: `colo report --out report/` printed "report//index.html".
+TEST(HtmlReport, ADirectoryWithATrailingSlashGivesPlainPaths) {
+  char tmpl[] = "/tmp/colo-report-slash-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = std::string(tmpl) + "/report//";
+  Result<WrittenReport> written = write_html_report(ReportContent{}, dir);
+  ASSERT_TRUE(written.ok()) << written.error().message();
+  EXPECT_EQ(written->index_html, std::string(tmpl) + "/report/index.html");
+  std::system(("rm -rf '" + std::string(tmpl) + "'").c_str());
 }
 
 TEST(HtmlReport, UnwritableDirectoryIsAnErrorNamingIt) {
