@@ -203,11 +203,20 @@ TopLine title_line(const TopInput& input, UnixMillis now_ms) {
   }
   line.push_back({ascii(what), TopStyle::kNormal});
   if (s.service.simulated) line.push_back({"  SIMULATED", TopStyle::kBad});
-  time_t secs = static_cast<time_t>(now_ms / 1000);
-  struct tm tm {};
-  localtime_r(&secs, &tm);
-  line.push_back(
-      {fmt::format("  {:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec), TopStyle::kDim});
+  const auto clock_text = [](UnixMillis ms) {
+    time_t secs = static_cast<time_t>(ms / 1000);
+    struct tm tm {};
+    localtime_r(&secs, &tm);
+    return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
+  };
+  if (input.from_service && !input.error.empty()) {
+    // The service stopped answering: what follows is its last answer, not now.
+    line.push_back(
+        {fmt::format("  LOST THE SERVICE: as it was at {}, not live", clock_text(s.time_ms)),
+         TopStyle::kBad});
+    return line;
+  }
+  line.push_back({"  " + clock_text(now_ms), TopStyle::kDim});
   return line;
 }
 

@@ -128,6 +128,19 @@ TEST(TopRender, JobRowsShowEpochRateSlowdownMemoryLimitsAndEnd) {
   EXPECT_THAT(screen, HasSubstr("5.0s ago"));
 }
 
+// Issue 33, item 10: a service that stopped answering is not shown as live:
+// the title says so and gives the time of its last answer, not a ticking clock.
+TEST(TopRender, AServiceThatStoppedAnsweringIsShownAsLostNotLive) {
+  TopInput in = example();
+  EXPECT_EQ(text(in).find("LOST THE SERVICE"), std::string::npos);
+  in.error = "colo serve at /tmp/colo.sock: no colo serve listens on /tmp/colo.sock";
+  in.snapshot.time_ms = kNow - 90'000;
+  const std::string shown = text(in);
+  EXPECT_THAT(shown, HasSubstr("LOST THE SERVICE: as it was at "));
+  EXPECT_THAT(shown, HasSubstr("not live"));
+  EXPECT_THAT(shown, HasSubstr("no colo serve listens"));
+}
+
 TEST(TopRender, EveryLineFitsTheTerminalAtAnySize) {
   for (int width : {20, 40, 80, 120, 300}) {
     for (int height : {3, 8, 24, 60}) {
