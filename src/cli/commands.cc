@@ -14,6 +14,7 @@
 #include "cli/cli_common.h"
 #include "common/clock.h"
 #include "common/paths.h"
+#include "common/stop_signal.h"
 #include "common/units.h"
 #include "gpu/device_json.h"
 #include "gpu/gpu_backend.h"
@@ -32,7 +33,10 @@ namespace {
 
 std::atomic<int> g_stop_requests{0};
 
-void on_stop_signal(int /*signo*/) { g_stop_requests.fetch_add(1); }
+void on_stop_signal(int signo) {
+  note_stop_signal(signo);
+  g_stop_requests.fetch_add(1);
+}
 
 std::string opt(const std::optional<double>& v, const char* spec = "{:.1f}") {
   return v ? fmt::format(fmt::runtime(spec), *v) : "-";

@@ -16,6 +16,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/paths.h"
+#include "common/stop_signal.h"
 #include "common/units.h"
 #include "jobs/job_file.h"
 #include "jobs/job_spec_json.h"
@@ -34,7 +35,10 @@ using nlohmann::json;
 std::atomic<int> g_serve_stops{0};
 std::atomic<int> g_client_detach{0};
 
-void on_serve_stop(int /*signo*/) { g_serve_stops.fetch_add(1); }
+void on_serve_stop(int signo) {
+  note_stop_signal(signo);
+  g_serve_stops.fetch_add(1);
+}
 void on_client_detach(int /*signo*/) { g_client_detach.fetch_add(1); }
 
 void install(int signo, void (*handler)(int)) {

@@ -16,6 +16,7 @@
 #include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/proc_stat.h"
+#include "common/stop_signal.h"
 #include "common/units.h"
 #include "jobs/job_features.h"
 #include "jobs/job_signature.h"
@@ -1144,7 +1145,7 @@ void RunEngine::stop_all(StopKind kind, int64_t grace_ms, const std::string& rea
       grace_ms > 0
           ? fmt::format("stopping {} running jobs (TERM, then KILL after {}; {} again to kill now)",
                         by_pid_.size(), format_duration_ms(grace_ms),
-                        kind == StopKind::kCancel ? "Ctrl-C" : "SIGTERM")
+                        stop_signal_name(kind == StopKind::kCancel ? "Ctrl-C" : "SIGTERM"))
           : fmt::format("killing {} running jobs", by_pid_.size()));
   supervisor_.stop_all(grace_ms);
 }

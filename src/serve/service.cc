@@ -19,6 +19,7 @@
 #include "common/heap.h"
 #include "common/names.h"
 #include "common/paths.h"
+#include "common/stop_signal.h"
 #include "common/text.h"
 #include "common/units.h"
 #include "data/ring_owner.h"
@@ -1401,9 +1402,9 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
         service.set_state("draining");
         engine.hold(true);
         ctx.log << fmt::format(
-            "draining: no new job starts; waiting for {} running jobs (SIGTERM again to stop "
+            "draining: no new job starts; waiting for {} running jobs ({} again to stop "
             "them)\n",
-            engine.running());
+            engine.running(), stop_signal_name("SIGTERM"));
       } else {
         stopping = true;
         service.set_state("stopping");
