@@ -891,7 +891,8 @@ void Service::update_quotas() {
   quota_why_.clear();
   for (uid_t owner : owners) {
     const double held = held_by(owner);
-    const std::string name = user_name_of(owner);
+    auto known = owner_names_.find(owner);  // of every job admitted: no user database read
+    const std::string name = known != owner_names_.end() ? known->second : user_name_of(owner);
     double left = std::numeric_limits<double>::infinity();
     std::string why;
     auto own = options_.user_quotas.find(owner);
