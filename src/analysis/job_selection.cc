@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <set>
+#include <utility>
 
 #include "analysis/training_metrics.h"
 #include "common/text.h"
@@ -34,34 +36,25 @@ struct Value {
 constexpr std::array<std::string_view, 6> kFields = {"name",   "state",      "gpu",
                                                      "epochs", "duration_s", "samples_per_s"};
 
-// A metric's value as `colo show` ranks it: `name` its best, `name_best`
-// and `name_last` (the CSV's columns) those; a value that is not finite (no
-// finite best, a diverged last) is absent.
-std::optional<Value> metric_value(const JobSummary& job, std::string_view name) {
-  const MetricSeries* m = find_metric(job.metrics, name);
-  std::optional<double> v;
-  if (m != nullptr) {
-    v = m->best;
-  } else if (name.ends_with("_best") || name.ends_with("_last")) {
-    m = find_metric(job.metrics, name.substr(0, name.size() - 5));
-    if (m != nullptr) v = name.ends_with("_best") ? m->best : m->last;
-  }
-  if (!v || !std::isfinite(*v)) return std::nullopt;
-  return Value{fmt::format("{}", *v), *v};
-}
-
-// The metric a metric sort key names (`loss`, `loss_best`, `loss_last`).
-const MetricSeries* metric_of_key(const JobSummary& job, std::string_view key) {
-  if (const MetricSeries* m = find_metric(job.metrics, key)) return m;
+// The metric a sort or filter key names, and whether the key means its
+// last value: `loss` and `loss_best` its best, `loss_last` its last (the
+// CSV's column names). {nullptr, false} when it names none.
+std::pair<const MetricSeries*, bool> metric_of_key(const JobSummary& job, std::string_view key) {
+  if (const MetricSeries* m = find_metric(job.metrics, key)) return {m, false};
   if (key.ends_with("_best") || key.ends_with("_last"))
-    return find_metric(job.metrics, key.substr(0, key.size() - 5));
-  return nullptr;
+    return {find_metric(job.metrics, key.substr(0, key.size() - 5)), key.ends_with("_last")};
+  return {nullptr, false};
 }
 
 std::optional<Value> value_of(const JobSummary& job, std::string_view name) {
   if (auto p = job.params.find(std::string(name)); p != job.params.end())
     return Value{p->second, as_number(p->second)};
-  if (metric_of_key(job, name) != nullptr) return metric_value(job, name);
+  if (auto [m, last] = metric_of_key(job, name); m != nullptr) {
+    // A value that is not finite (no finite best, a diverged last) is absent.
+    const double v = last ? m->last : m->best;
+    if (!std::isfinite(v)) return std::nullopt;
+    return Value{fmt::format("{}", v), v};
+  }
   auto number = [](double v) { return Value{fmt::format("{}", v), v}; };
   if (name == "name") return Value{job.name, std::nullopt};
   if (name == "state") return Value{std::string(to_string(job.state)), std::nullopt};
@@ -80,7 +73,7 @@ std::optional<Value> value_of(const JobSummary& job, std::string_view name) {
 bool known(const RunSummary& summary, std::string_view name) {
   if (std::find(kFields.begin(), kFields.end(), name) != kFields.end()) return true;
   return std::any_of(summary.jobs.begin(), summary.jobs.end(), [&](const JobSummary& j) {
-    return j.params.count(std::string(name)) > 0 || metric_of_key(j, name) != nullptr;
+    return j.params.count(std::string(name)) > 0 || metric_of_key(j, name).first != nullptr;
   });
 }
 
@@ -201,7 +194,7 @@ Status select_jobs(RunSummary& summary, const std::vector<JobFilter>& filters,
   bool higher_first = false;
   bool is_metric = false;
   for (const JobSummary& j : summary.jobs) {
-    if (const MetricSeries* m = metric_of_key(j, key)) {
+    if (const MetricSeries* m = metric_of_key(j, key).first) {
       higher_first = !m->lower_is_better;
       is_metric = true;
       break;
