@@ -1087,8 +1087,10 @@ bool RunEngine::cancel(size_t key, const std::string& reason) {
   }
   job.stop_reason = reason;
   supervisor_.stop(job.pid, options_.stop_grace_ms);
-  display_.event(fmt::format("{}: {}; stopping it (TERM, then KILL after {})", job.label(), reason,
-                             format_duration_ms(options_.stop_grace_ms)));
+  const std::string what = fmt::format("{}; stopping it (TERM, then KILL after {})", reason,
+                                       format_duration_ms(options_.stop_grace_ms));
+  display_.event(fmt::format("{}: {}", job.label(), what));
+  append_note_to_log(log_path(job), what);  // the log says why it ends here
   return true;
 }
 
@@ -1139,6 +1141,8 @@ void RunEngine::stop_all(StopKind kind, int64_t grace_ms, const std::string& rea
         job.shutdown_victim = true;
         job.stop_reason = reason;
       }
+      append_note_to_log(log_path(job), fmt::format("{}; stopping it (TERM, then KILL after {})",
+                                                    reason, format_duration_ms(grace_ms)));
     }
   }
   display_.event(

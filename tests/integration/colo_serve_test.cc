@@ -274,6 +274,24 @@ TEST_F(ColoServe, ALoaderThatNeverOpensItsDatasetHoldsOnlyItsOwnReaders) {
       eventually([&] { return service_log().find("data loader") != std::string::npos; }, 20'000));
 }
 
+// Issue 33, item 11: a cancelled job's log ends saying who cancelled it.
+TEST_F(ColoServe, ACancelledJobsLogSaysWhoCancelledIt) {
+  start_service("--policy fixed --mechanism naive --grace 1s");
+  std::vector<int64_t> ids =
+      submit(write_file("long.toml", "[[job]]\nname = \"long\"\ncommand = [\"sleep\", \"60\"]\n"));
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_TRUE(eventually([&] { return count_in_state("running") == 1; }, 20'000)) << service_log();
+  CommandResult cancelled = shell(colo("cancel " + std::to_string(ids[0])));
+  EXPECT_EQ(cancelled.exit_code, 0) << cancelled.output;
+  ASSERT_TRUE(eventually([&] { return count_in_state("cancelled") == 1; }, 20'000))
+      << service_log();
+  CommandResult log = shell(colo("logs " + std::to_string(ids[0])));
+  EXPECT_EQ(log.exit_code, 0) << log.output;
+  EXPECT_NE(log.output.find("cancelled by root; stopping it (TERM, then KILL after 1.0s)"),
+            std::string::npos)
+      << log.output;
+}
+
 TEST_F(ColoServe, SighupToAFollowingClientLeavesItsJobsRunning) {
   std::string file = write_file("jobs.toml", job("follow", 4, 0.5, 2));
   start_service("--policy fixed --mechanism naive");
