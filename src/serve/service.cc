@@ -774,16 +774,20 @@ void Service::account_run_until(size_t key, UnixMillis until_ms, const std::map<
 void Service::account_energy(const std::map<int, int>& on_gpu) {
   std::map<int, double> joules;
   for (const auto& [gpu, samples] : engine_.recent_samples()) {
+    if (samples.empty()) continue;
+    // The samples are in time order: the new ones are found by a binary
+    // search, not a walk of the GPU's whole recent history every second.
     auto counted = energy_counted_to_.find(gpu);
-    const DeviceSample* before = nullptr;
-    for (const DeviceSample& s : samples) {
-      const bool is_new = counted == energy_counted_to_.end() || s.time_ms > counted->second;
-      if (is_new && before != nullptr) {
-        if (std::optional<double> j = pair_energy_j(*before, s)) joules[gpu] += *j;
-      }
-      before = &s;
+    auto first_new =
+        counted == energy_counted_to_.end()
+            ? samples.begin()
+            : std::upper_bound(samples.begin(), samples.end(), counted->second,
+                               [](UnixMillis t, const DeviceSample& d) { return t < d.time_ms; });
+    for (auto it = first_new == samples.begin() ? std::next(first_new) : first_new;
+         it != samples.end(); ++it) {
+      if (std::optional<double> j = pair_energy_j(*std::prev(it), *it)) joules[gpu] += *j;
     }
-    if (!samples.empty()) energy_counted_to_[gpu] = samples.back().time_ms;
+    energy_counted_to_[gpu] = samples.back().time_ms;
   }
   for (size_t key : engine_.running_keys()) {
     auto id = by_key_.find(key);
