@@ -33,7 +33,12 @@ for r in $(seq 0 $((n-1))); do
   (
     echo "rank $r start $(date +%s.%N) $BASHPID" >> ranks.log
     if [ $r = 0 ]; then echo $BASHPID >> rank0-pids; fi
-    if [ $r = 1 ] && rm fail-once 2>/dev/null; then exit 1; fi
+    # Fails once rank 0 noted its pid: on a loaded machine rank 0 once
+    # had not, and the test could not see it stopped.
+    if [ $r = 1 ] && [ -f fail-once ]; then
+      until [ -s rank0-pids ]; do sleep 0.02; done
+      rm fail-once; exit 1
+    fi
     sleep $secs
     echo "rank $r end $(date +%s.%N) $BASHPID" >> ranks.log
     if [ $r = 0 ]; then printf '{"event":"epoch_end","epoch":1,"samples":100}\n' >> "$COLO_PROGRESS_FILE"; fi
