@@ -116,12 +116,16 @@ class ProgressTest(unittest.TestCase):
         p.close()
         self.assertEqual([e["event"] for e in read_events(self.path)], ["start", "epoch_end"])
 
-    def test_non_numeric_and_non_finite_metrics_are_dropped(self):
+    def test_non_numeric_metrics_are_dropped_and_non_finite_ones_kept_as_strings(self):
+        # JSON has no NaN: a diverged loss is kept as "nan" / "inf" / "-inf", so that
+        # colo can rank the job as diverged instead of showing its last finite value.
         p = colo_progress.Progress(self.path)
-        p.epoch_end(1, samples="many", loss=float("nan"), name="resnet", lr=0.1, ok=True)
+        p.epoch_end(1, samples="many", loss=float("nan"), gn=float("inf"),
+                    lo=float("-inf"), name="resnet", lr=0.1, ok=True)
         p.close()
         (event,) = read_events(self.path)
-        self.assertEqual(event["metrics"], {"lr": 0.1, "ok": 1.0})
+        self.assertEqual(event["metrics"],
+                         {"loss": "nan", "gn": "inf", "lo": "-inf", "lr": 0.1, "ok": 1.0})
         self.assertNotIn("samples", event)
 
     def test_objects_with_item_are_converted(self):
