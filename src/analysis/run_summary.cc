@@ -17,83 +17,6 @@ namespace {
 
 constexpr UnixMillis kEndOfTime = std::numeric_limits<UnixMillis>::max();
 
-// Mean of a sample field over [from, to] (ends included); absent readings
-// skipped. `samples` in time order: only those inside are read.
-template <class T>
-std::optional<double> mean_between(const std::vector<DeviceSample>& samples, UnixMillis from,
-                                   UnixMillis to, std::optional<T> DeviceSample::*field) {
-  double sum = 0;
-  int count = 0;
-  auto first = std::lower_bound(samples.begin(), samples.end(), from,
-                                [](const DeviceSample& s, UnixMillis t) { return s.time_ms < t; });
-  for (auto s = first; s != samples.end() && s->time_ms <= to; ++s) {
-    const std::optional<T>& value = (*s).*field;
-    if (!value) continue;
-    sum += static_cast<double>(*value);
-    ++count;
-  }
-  if (count == 0) return std::nullopt;
-  return sum / count;
-}
-
-// Each job's share of its device's energy: each interval between two
-// readings inside the job's lifetime is split evenly among the jobs running
-// on the device at its midpoint. One pass over each device's samples (in
-// time order), with the jobs running there at each midpoint.
-void split_energy(std::vector<JobSummary>& jobs,
-                  const std::map<int, std::vector<DeviceSample>>& by_device, UnixMillis open_end) {
-  for (const auto& [device, samples] : by_device) {
-    std::vector<size_t> on;  // the device's jobs, by start
-    for (size_t j = 0; j < jobs.size(); ++j) {
-      if (jobs[j].device == device && jobs[j].started_ms) on.push_back(j);
-    }
-    std::sort(on.begin(), on.end(),
-              [&](size_t a, size_t b) { return *jobs[a].started_ms < *jobs[b].started_ms; });
-    auto end_of = [&](size_t j) { return jobs[j].ended_ms.value_or(open_end); };
-    std::vector<size_t> running;
-    size_t next = 0;
-    for (size_t i = 1; i < samples.size(); ++i) {
-      const UnixMillis a = samples[i - 1].time_ms;
-      const UnixMillis b = samples[i].time_ms;
-      std::optional<double> pair_j = pair_energy_j(samples[i - 1], samples[i]);
-      if (!pair_j) continue;
-      const UnixMillis mid = a + (b - a) / 2;
-      for (; next < on.size() && *jobs[on[next]].started_ms <= mid; ++next)
-        running.push_back(on[next]);
-      std::erase_if(running, [&](size_t j) { return end_of(j) < mid; });
-      const double share = 1.0 / static_cast<double>(std::max<size_t>(running.size(), 1));
-      for (size_t j : running) {
-        if (a < *jobs[j].started_ms || b > end_of(j)) continue;
-        jobs[j].energy_j = jobs[j].energy_j.value_or(0) + *pair_j * share;
-      }
-    }
-  }
-}
-
-// Each job's peak of its processes' summed memory over the sampling instants.
-std::map<int64_t, uint64_t> peak_memory_by_job(const std::vector<ProcessSampleRow>& rows) {
-  std::map<std::pair<int64_t, UnixMillis>, uint64_t> at;
-  for (const ProcessSampleRow& r : rows) {
-    if (!r.job_id || !r.sample.used_memory_bytes) continue;
-    at[{*r.job_id, r.sample.time_ms}] += *r.sample.used_memory_bytes;
-  }
-  std::map<int64_t, uint64_t> peak;
-  for (const auto& [key, bytes] : at) peak[key.first] = std::max(peak[key.first], bytes);
-  return peak;
-}
-
-// The most memory the jobs' processes on one device held at one instant.
-std::optional<uint64_t> peak_job_memory(const std::vector<ProcessSampleRow>& rows) {
-  std::map<std::pair<int, UnixMillis>, uint64_t> at;
-  for (const ProcessSampleRow& r : rows) {
-    if (!r.job_id || !r.sample.used_memory_bytes) continue;
-    at[{r.sample.device, r.sample.time_ms}] += *r.sample.used_memory_bytes;
-  }
-  std::optional<uint64_t> peak;
-  for (const auto& [key, bytes] : at) peak = std::max(peak.value_or(0), bytes);
-  return peak;
-}
-
 // Busy and idle time of each instance over [first_start, last_end]. A job
 // that never ended counts until last_end.
 std::vector<InstanceUsage> instance_usage(const std::vector<JobSummary>& jobs,
@@ -183,60 +106,124 @@ void fill_together(RunSummary& summary, const std::vector<std::optional<SoloRate
   }
 }
 
-// Fills in what the record's samples say (SampleFigures' fields).
-void add_sample_figures(RunSummary& summary, const RunRecord& record) {
+}  // namespace
+
+SampleFigureBuilder::SampleFigureBuilder(const RunSummary& summary) {
   // A job still running is taken to run until the run ended (or forever).
   const UnixMillis open_end = summary.run.ended_ms.value_or(kEndOfTime);
-  std::map<int, std::vector<DeviceSample>> by_device;
-  for (const DeviceSample& s : record.device_samples) by_device[s.device].push_back(s);
-  for (auto& [device, samples] : by_device) {
-    std::stable_sort(
-        samples.begin(), samples.end(),
-        [](const DeviceSample& a, const DeviceSample& b) { return a.time_ms < b.time_ms; });
-  }
-
-  // Device load and energy while each job ran, and its processes' peak memory.
-  const std::map<int64_t, uint64_t> peaks = peak_memory_by_job(record.process_samples);
-  for (JobSummary& job : summary.jobs) {
-    if (auto peak = peaks.find(job.id); peak != peaks.end()) job.peak_memory_bytes = peak->second;
+  jobs_.resize(summary.jobs.size());
+  for (size_t j = 0; j < summary.jobs.size(); ++j) {
+    const JobSummary& job = summary.jobs[j];
+    jobs_[j].id = job.id;
+    index_of_[job.id] = j;
     if (!job.device || !job.started_ms) continue;
-    auto it = by_device.find(*job.device);
-    if (it == by_device.end()) continue;
-    const std::vector<DeviceSample>& samples = it->second;
-    const UnixMillis start = *job.started_ms;
-    const UnixMillis end = job.ended_ms.value_or(open_end);
-    job.mean_sm_active_pct = mean_between(samples, start, end, &DeviceSample::sm_active_pct);
-    job.mean_gpu_util_pct = mean_between(samples, start, end, &DeviceSample::gpu_util_pct);
-    if (job.steady_start_ms) {
-      job.steady_sm_active_pct = mean_between(samples, *job.steady_start_ms, *job.steady_end_ms,
-                                              &DeviceSample::sm_active_pct);
-      job.steady_gpu_util_pct = mean_between(samples, *job.steady_start_ms, *job.steady_end_ms,
-                                             &DeviceSample::gpu_util_pct);
-    }
+    Device& d = devices_[*job.device];
+    d.windows.push_back({*job.started_ms, job.ended_ms.value_or(open_end), j, false});
+    if (job.steady_start_ms && job.steady_end_ms)
+      d.windows.push_back({*job.steady_start_ms, *job.steady_end_ms, j, true});
   }
-  split_energy(summary.jobs, by_device, open_end);
+  for (auto& [device, d] : devices_) {
+    std::stable_sort(d.windows.begin(), d.windows.end(),
+                     [](const Window& a, const Window& b) { return a.from < b.from; });
+  }
+}
 
-  // Run totals.
-  summary.device_samples = static_cast<int64_t>(record.device_samples.size());
-  summary.mean_sm_active_pct =
-      mean_between(record.device_samples, 0, kEndOfTime, &DeviceSample::sm_active_pct);
-  for (const DeviceSample& s : record.device_samples) {
-    if (s.memory_used_bytes) {
-      summary.peak_memory_used_bytes =
-          std::max(summary.peak_memory_used_bytes.value_or(0), *s.memory_used_bytes);
+void SampleFigureBuilder::Mean::add(const std::optional<double>& value) {
+  if (!value) return;
+  sum += *value;
+  ++count;
+}
+
+std::optional<double> SampleFigureBuilder::Mean::value() const {
+  if (count == 0) return std::nullopt;
+  return sum / count;
+}
+
+void SampleFigureBuilder::Device::advance_to(UnixMillis t) {
+  for (; next < windows.size() && windows[next].from <= t; ++next) open.push_back(next);
+  std::erase_if(open, [&](size_t w) { return windows[w].to < t; });
+}
+
+void SampleFigureBuilder::add(const DeviceSample& sample) {
+  ++device_samples_;
+  if (sample.memory_used_bytes)
+    peak_used_ = std::max(peak_used_.value_or(0), *sample.memory_used_bytes);
+
+  Device& d = devices_.try_emplace(sample.device).first->second;
+  d.sm.add(sample.sm_active_pct);
+  if (d.previous) {
+    // The energy between the two readings is split evenly among the jobs
+    // running at its midpoint; a job gets its part only when it ran over
+    // the whole interval.
+    const DeviceSample& a = *d.previous;
+    if (std::optional<double> pair_j = pair_energy_j(a, sample)) {
+      d.energy_j = d.energy_j.value_or(0) + *pair_j;
+      d.advance_to(a.time_ms + (sample.time_ms - a.time_ms) / 2);
+      const auto running = std::count_if(d.open.begin(), d.open.end(),
+                                         [&](size_t w) { return !d.windows[w].steady; });
+      const double share = 1.0 / static_cast<double>(std::max<std::ptrdiff_t>(running, 1));
+      for (size_t w : d.open) {
+        const Window& window = d.windows[w];
+        if (window.steady || a.time_ms < window.from || sample.time_ms > window.to) continue;
+        Job& job = jobs_[window.job];
+        job.energy_j = job.energy_j.value_or(0) + *pair_j * share;
+      }
     }
   }
+  d.advance_to(sample.time_ms);
+  for (size_t w : d.open) {
+    const Window& window = d.windows[w];
+    Job& job = jobs_[window.job];
+    (window.steady ? job.steady_sm : job.sm).add(sample.sm_active_pct);
+    (window.steady ? job.steady_util : job.util).add(sample.gpu_util_pct);
+  }
+  d.previous = sample;
+}
+
+void SampleFigureBuilder::add(const ProcessSampleRow& row) {
+  if (!row.job_id || !row.sample.used_memory_bytes) return;
+  if (instant_ != row.sample.time_ms) close_instant();
+  instant_ = row.sample.time_ms;
+  job_bytes_[*row.job_id] += *row.sample.used_memory_bytes;
+  device_bytes_[row.sample.device] += *row.sample.used_memory_bytes;
+}
+
+void SampleFigureBuilder::close_instant() {
+  for (const auto& [id, bytes] : job_bytes_) {
+    auto it = index_of_.find(id);
+    if (it == index_of_.end()) continue;
+    Job& job = jobs_[it->second];
+    job.peak_bytes = std::max(job.peak_bytes.value_or(0), bytes);
+  }
+  for (const auto& [device, bytes] : device_bytes_)
+    peak_processes_ = std::max(peak_processes_.value_or(0), bytes);
+  job_bytes_.clear();
+  device_bytes_.clear();
+}
+
+SampleFigures SampleFigureBuilder::figures() {
+  close_instant();
+  SampleFigures out;
+  for (const Job& job : jobs_) {
+    out.jobs.push_back({job.id, job.peak_bytes, job.sm.value(), job.util.value(),
+                        job.steady_sm.value(), job.steady_util.value(), job.energy_j});
+  }
+  out.device_samples = device_samples_;
+  Mean all_sm;  // summed device by device, whatever order the devices came in
+  for (const auto& [device, d] : devices_) {
+    all_sm.sum += d.sm.sum;
+    all_sm.count += d.sm.count;
+  }
+  out.mean_sm_active_pct = all_sm.value();
+  out.peak_memory_used_bytes = peak_used_;
   // A device reading taken between jobs (or none) must not hide what the
   // jobs' processes held: the device held at least their sum at each instant.
-  if (std::optional<uint64_t> processes = peak_job_memory(record.process_samples)) {
-    summary.peak_memory_used_bytes =
-        std::max(summary.peak_memory_used_bytes.value_or(0), *processes);
+  if (peak_processes_)
+    out.peak_memory_used_bytes = std::max(out.peak_memory_used_bytes.value_or(0), *peak_processes_);
+  for (const auto& [device, d] : devices_) {
+    if (d.energy_j) out.energy_j = out.energy_j.value_or(0) + *d.energy_j;
   }
-  for (const auto& [device, samples] : by_device) {
-    if (std::optional<double> joules = energy_j(samples)) {
-      summary.energy_j = summary.energy_j.value_or(0) + *joules;
-    }
-  }
+  return out;
 }
 
 void apply_sample_figures(RunSummary& summary, const SampleFigures& figures) {
@@ -259,8 +246,6 @@ void apply_sample_figures(RunSummary& summary, const SampleFigures& figures) {
   summary.energy_j = figures.energy_j;
 }
 
-}  // namespace
-
 SampleFigures sample_figures(const RunSummary& summary) {
   SampleFigures out;
   for (const JobSummary& job : summary.jobs) {
@@ -274,6 +259,29 @@ SampleFigures sample_figures(const RunSummary& summary) {
   out.energy_j = summary.energy_j;
   return out;
 }
+
+namespace {
+
+// The figures of a record's samples, for `summary` (its jobs), fed oldest
+// first.
+SampleFigures sample_figures_of(const RunSummary& summary, const RunRecord& record) {
+  SampleFigureBuilder builder(summary);
+  auto by_time = [](const auto& list, auto time_of) {
+    std::vector<size_t> order(list.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return time_of(list[a]) < time_of(list[b]); });
+    return order;
+  };
+  for (size_t i : by_time(record.device_samples, [](const DeviceSample& s) { return s.time_ms; }))
+    builder.add(record.device_samples[i]);  // any order of devices will do
+  for (size_t i :
+       by_time(record.process_samples, [](const ProcessSampleRow& r) { return r.sample.time_ms; }))
+    builder.add(record.process_samples[i]);
+  return builder.figures();
+}
+
+}  // namespace
 
 RunSummary summarize(const RunRecord& record, const SampleFigures* figures) {
   RunSummary summary;
@@ -357,7 +365,7 @@ RunSummary summarize(const RunRecord& record, const SampleFigures* figures) {
   if (figures != nullptr) {
     apply_sample_figures(summary, *figures);
   } else {
-    add_sample_figures(summary, record);
+    apply_sample_figures(summary, sample_figures_of(summary, record));
   }
 
   // Run totals.

@@ -167,6 +167,77 @@ struct SampleFigures {
   bool operator==(const SampleFigures&) const = default;
 };
 
+// Derives a run's SampleFigures from its samples in one pass, holding only
+// what is open at each instant (the jobs running on each device, the
+// processes' memory at the latest instant), so that a run's millions of
+// samples need not be held at once (RunReader::for_each_sample). Samples
+// come in SampleSink's order: each device's oldest first, process samples
+// oldest first. The definitions:
+// - a job's means: of the device's readings at instants inside its lifetime
+//   (ends included), and inside its steady window; absent readings skipped;
+// - a job's energy: each interval between two consecutive readings of its
+//   device is split evenly among the jobs running there at its midpoint, and
+//   a job gets its part of the intervals wholly inside its lifetime;
+// - a job's peak memory: the most its processes held together at one instant;
+// - the run's peak memory: the most any device's readings said, or that the
+//   jobs' processes on one device held together at one instant.
+// A job still running counts until the run's end (or forever).
+class SampleFigureBuilder : public SampleSink {
+ public:
+  // `summary`: the run summarized without samples (its jobs' devices,
+  // lifetimes and steady windows).
+  explicit SampleFigureBuilder(const RunSummary& summary);
+  void add(const DeviceSample& sample) override;
+  void add(const ProcessSampleRow& row) override;
+  // After the last sample.
+  SampleFigures figures();
+
+ private:
+  struct Mean {
+    double sum = 0;
+    int count = 0;
+    void add(const std::optional<double>& value);
+    std::optional<double> value() const;
+  };
+  struct Job {
+    int64_t id = 0;
+    Mean sm, util, steady_sm, steady_util;
+    std::optional<double> energy_j;
+    std::optional<uint64_t> peak_bytes;
+  };
+  struct Window {  // a job's lifetime, or its steady epochs: [from, to]
+    UnixMillis from = 0;
+    UnixMillis to = 0;
+    size_t job = 0;
+    bool steady = false;
+  };
+  struct Device {
+    std::vector<Window> windows;  // by `from`
+    size_t next = 0;              // the first window not yet opened
+    std::vector<size_t> open;     // the windows holding the latest instant
+    std::optional<DeviceSample> previous;
+    Mean sm;  // of all its readings
+    std::optional<double> energy_j;
+    // Opens and closes windows so that `open` holds those with from <= t <= to
+    // (t never decreases).
+    void advance_to(UnixMillis t);
+  };
+  void close_instant();
+
+  std::vector<Job> jobs_;  // as the summary's
+  std::map<int64_t, size_t> index_of_;
+  std::map<int, Device> devices_;
+  int64_t device_samples_ = 0;
+  std::optional<uint64_t> peak_used_;
+  std::optional<UnixMillis> instant_;  // of the process rows being summed
+  std::map<int64_t, uint64_t> job_bytes_;
+  std::map<int, uint64_t> device_bytes_;
+  std::optional<uint64_t> peak_processes_;
+};
+
+// Sets a summary's sample figures (its jobs matched by id).
+void apply_sample_figures(RunSummary& summary, const SampleFigures& figures);
+
 // Everything but the comparisons with other runs; the samples' part from
 // `figures` when given (the record's samples are then not read), else from
 // the record's samples.

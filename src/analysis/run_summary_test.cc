@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <map>
+#include <random>
 
+#include "analysis/energy.h"
 #include "store/testing/lifecycle_runs.h"
 
 namespace colo {
@@ -190,6 +193,158 @@ TEST(RunSummary, SampleSumsSaturate) {
   EXPECT_GT(*s.jobs[0].throughput_per_s, 0);
   ASSERT_TRUE(s.steady_throughput_per_s) << s.steady_note;  // one after another
   EXPECT_GT(*s.steady_throughput_per_s, 0);
+}
+
+// The one-pass sample figures against their definitions (SampleFigureBuilder),
+// computed here the slow way, on random runs: jobs on three devices, some
+// still running, readings with gaps and repeated instants, processes of
+// known and unknown jobs, samples handed over out of order.
+TEST(RunSummary, SampleFiguresInOnePassMatchTheirDefinitions) {
+  std::mt19937 random(5);
+  auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<JobPlan> plans;
+    const int jobs = 1 + pick(8);
+    for (int j = 0; j < jobs; ++j) {
+      const UnixMillis start = pick(20) * 500;
+      const UnixMillis end = start + 500 + pick(20) * 500;
+      std::vector<UnixMillis> ends;
+      for (UnixMillis t = start + 700; t <= end; t += 700 + pick(3) * 300) ends.push_back(t);
+      plans.push_back({start, end, ends, 100, "sig", pick(3)});
+    }
+    RunRecord r = record_of("naive", plans);
+    const bool running = pick(4) == 0;
+    if (running) {
+      r.run.state = RunState::kRunning;
+      r.jobs[0].ended_ms.reset();
+    } else {
+      r.run.ended_ms = 21000;
+    }
+    for (UnixMillis t = 0; t < 21000; t += 250 * (1 + pick(3))) {
+      for (int device = 0; device < 3; ++device) {
+        if (pick(5) == 0) continue;
+        DeviceSample s;
+        s.time_ms = pick(10) == 0 && t > 0 ? t - 250 : t;  // now and then an instant again
+        s.device = device;
+        if (pick(6) != 0) s.sm_active_pct = pick(100);
+        if (pick(6) != 0) s.gpu_util_pct = pick(100);
+        if (pick(3) != 0) s.memory_used_bytes = static_cast<uint64_t>(pick(1000));
+        if (pick(2) == 0) {
+          s.power_w = 100 + pick(300);
+        } else if (pick(4) != 0) {
+          s.energy_mj = static_cast<uint64_t>(t) * 300 + static_cast<uint64_t>(pick(50));
+        }
+        r.device_samples.push_back(s);
+      }
+      for (int k = pick(4); k > 0; --k) {
+        std::optional<int64_t> job = 1 + pick(jobs + 1);  // jobs + 1: no such job
+        if (pick(8) == 0) job.reset();
+        r.process_samples.push_back(
+            process_row(t, static_cast<uint32_t>(k), job, static_cast<uint64_t>(pick(800))));
+        r.process_samples.back().sample.device = pick(3);
+      }
+    }
+    std::shuffle(r.device_samples.begin(), r.device_samples.end(), random);
+    std::shuffle(r.process_samples.begin(), r.process_samples.end(), random);
+    const RunSummary got = summarize(r);
+    SCOPED_TRACE("trial " + std::to_string(trial));
+
+    // The definitions, each over the samples in time order.
+    std::vector<DeviceSample> samples = r.device_samples;
+    std::stable_sort(
+        samples.begin(), samples.end(),
+        [](const DeviceSample& a, const DeviceSample& b) { return a.time_ms < b.time_ms; });
+    const UnixMillis open_end = r.run.ended_ms.value_or(std::numeric_limits<UnixMillis>::max());
+    auto end_of = [&](const JobSummary& job) { return job.ended_ms.value_or(open_end); };
+    auto mean = [&](int device, UnixMillis from, UnixMillis to,
+                    std::optional<double> DeviceSample::*field) -> std::optional<double> {
+      double sum = 0;
+      int count = 0;
+      for (const DeviceSample& s : samples) {
+        if (s.device != device || s.time_ms < from || s.time_ms > to || !(s.*field)) continue;
+        sum += *(s.*field);
+        ++count;
+      }
+      if (count == 0) return std::nullopt;
+      return sum / count;
+    };
+    auto near = [](std::optional<double> a, std::optional<double> b) {
+      return a.has_value() == b.has_value() &&
+             (!a || std::abs(*a - *b) <= 1e-9 * (1 + std::abs(*b)));
+    };
+    std::vector<std::optional<double>> energy(got.jobs.size());
+    std::optional<double> run_energy;
+    for (int device = 0; device < 3; ++device) {
+      std::vector<DeviceSample> on;
+      for (const DeviceSample& s : samples)
+        if (s.device == device) on.push_back(s);
+      for (size_t i = 1; i < on.size(); ++i) {
+        std::optional<double> pair = pair_energy_j(on[i - 1], on[i]);
+        if (!pair) continue;
+        run_energy = run_energy.value_or(0) + *pair;
+        const UnixMillis a = on[i - 1].time_ms;
+        const UnixMillis b = on[i].time_ms;
+        const UnixMillis mid = a + (b - a) / 2;
+        std::vector<size_t> at_mid;
+        for (size_t j = 0; j < got.jobs.size(); ++j) {
+          const JobSummary& job = got.jobs[j];
+          if (job.device == device && *job.started_ms <= mid && end_of(job) >= mid)
+            at_mid.push_back(j);
+        }
+        for (size_t j : at_mid) {
+          if (a < *got.jobs[j].started_ms || b > end_of(got.jobs[j])) continue;
+          energy[j] = energy[j].value_or(0) + *pair / static_cast<double>(at_mid.size());
+        }
+      }
+    }
+    std::map<std::pair<int64_t, UnixMillis>, uint64_t> job_at;
+    std::map<std::pair<int, UnixMillis>, uint64_t> device_at;
+    for (const ProcessSampleRow& row : r.process_samples) {
+      if (!row.job_id) continue;
+      job_at[{*row.job_id, row.sample.time_ms}] += *row.sample.used_memory_bytes;
+      device_at[{row.sample.device, row.sample.time_ms}] += *row.sample.used_memory_bytes;
+    }
+    for (size_t j = 0; j < got.jobs.size(); ++j) {
+      const JobSummary& job = got.jobs[j];
+      SCOPED_TRACE("job " + std::to_string(job.id));
+      const int device = *job.device;
+      EXPECT_TRUE(near(job.mean_sm_active_pct,
+                       mean(device, *job.started_ms, end_of(job), &DeviceSample::sm_active_pct)));
+      EXPECT_TRUE(near(job.mean_gpu_util_pct,
+                       mean(device, *job.started_ms, end_of(job), &DeviceSample::gpu_util_pct)));
+      if (job.steady_start_ms) {
+        EXPECT_TRUE(near(
+            job.steady_sm_active_pct,
+            mean(device, *job.steady_start_ms, *job.steady_end_ms, &DeviceSample::sm_active_pct)));
+        EXPECT_TRUE(near(
+            job.steady_gpu_util_pct,
+            mean(device, *job.steady_start_ms, *job.steady_end_ms, &DeviceSample::gpu_util_pct)));
+      } else {
+        EXPECT_FALSE(job.steady_sm_active_pct);
+      }
+      EXPECT_TRUE(near(job.energy_j, energy[j]));
+      std::optional<uint64_t> peak;
+      for (const auto& [key, bytes] : job_at)
+        if (key.first == job.id) peak = std::max(peak.value_or(0), bytes);
+      EXPECT_EQ(job.peak_memory_bytes, peak);
+    }
+    EXPECT_EQ(got.device_samples, static_cast<int64_t>(samples.size()));
+    double sm_sum = 0;
+    int sm_count = 0;
+    std::optional<uint64_t> peak_used;
+    for (const DeviceSample& s : samples) {
+      if (s.sm_active_pct) {
+        sm_sum += *s.sm_active_pct;
+        ++sm_count;
+      }
+      if (s.memory_used_bytes) peak_used = std::max(peak_used.value_or(0), *s.memory_used_bytes);
+    }
+    for (const auto& [key, bytes] : device_at) peak_used = std::max(peak_used.value_or(0), bytes);
+    EXPECT_TRUE(near(got.mean_sm_active_pct,
+                     sm_count ? std::optional<double>(sm_sum / sm_count) : std::nullopt));
+    EXPECT_EQ(got.peak_memory_used_bytes, peak_used);
+    EXPECT_TRUE(near(got.energy_j, run_energy));
+  }
 }
 
 }  // namespace

@@ -110,14 +110,20 @@ Result<RunSummary> summarize_stored(RunReader& reader, int64_t run_id, MetricSte
     if (!kept.ok()) return kept.error();
     if (*kept) figures = parse_sample_figures(**kept);
   }
-  Result<RunRecord> record =
-      reader.run_record(run_id, steps, figures ? Samples::kSkip : Samples::kRead);
+  Result<RunRecord> record = reader.run_record(run_id, steps, Samples::kSkip);
   if (!record.ok()) return record.error();
   RunSummary summary = summarize(*record, figures ? &*figures : nullptr);
+  if (figures) return summary;
+  // The samples, one at a time: a service's run holds millions.
+  SampleFigureBuilder builder(summary);
+  if (Status read = reader.for_each_sample(summary.run.id, builder); !read.ok())
+    return read.error();
+  const SampleFigures derived = builder.figures();
+  apply_sample_figures(summary, derived);
   // A run that was still running when its record was read changes yet.
-  if (!figures && summary.run.state != RunState::kRunning) {
+  if (summary.run.state != RunState::kRunning) {
     (void)reader.keep_derived(summary.run.id, kSampleFiguresKind, kSampleFiguresVersion,
-                              sample_figures_json(sample_figures(summary)));
+                              sample_figures_json(derived));
   }
   return summary;
 }

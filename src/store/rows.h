@@ -109,6 +109,17 @@ enum class MetricSteps { kRead, kSkip };
 enum class Samples { kRead, kSkip };
 
 // Reading runs back. Implementations: RunStore (SQLite).
+// Receives a run's samples as RunReader::for_each_sample reads them, one at
+// a time, so that a run's millions of samples are never all held at once:
+// device samples device by device, each device's oldest first; process
+// samples oldest first.
+class SampleSink {
+ public:
+  virtual ~SampleSink() = default;
+  virtual void add(const DeviceSample& sample) = 0;
+  virtual void add(const ProcessSampleRow& row) = 0;
+};
+
 class RunReader {
  public:
   virtual ~RunReader() = default;
@@ -120,6 +131,9 @@ class RunReader {
     return run_record(run_id, steps, Samples::kRead);
   }
   Result<RunRecord> run_record(int64_t run_id) { return run_record(run_id, MetricSteps::kRead); }
+  // Hands run `run_id`'s device samples, then its process samples, to
+  // `sink`, in SampleSink's order.
+  virtual Status for_each_sample(int64_t run_id, SampleSink& sink) = 0;
   // The most recent run in state ok under mechanism exclusive with the same
   // jobs_signature and simulated flag as `run`, other than `run` itself.
   virtual Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) = 0;

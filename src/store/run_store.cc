@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -926,16 +927,23 @@ Status RunStore::keep_derived(int64_t run_id, std::string_view kind, int version
   return insert->run();
 }
 
-Result<std::vector<DeviceSample>> RunStore::device_samples(int64_t run_id) {
-  auto select = Statement::prepare(db_.get(), path_, R"sql(
+namespace {
+
+// A run's samples, read one row at a time: the one reading of each table.
+// Oldest first; `by_device`: device by device, each oldest first (the
+// index's order: a third of the time for millions of rows, with no sort).
+Status read_device_samples(sqlite3* db, const std::string& path, int64_t run_id, bool by_device,
+                           const std::function<void(const DeviceSample&)>& each) {
+  auto select = Statement::prepare(db, path,
+                                   fmt::format(R"sql(
       SELECT time_ms, device, sm_active_pct, sm_occupancy_pct, tensor_active_pct, dram_active_pct,
              gpu_util_pct, memory_used_bytes, memory_total_bytes, power_w, energy_mj,
              pcie_rx_mib_per_s, pcie_tx_mib_per_s, sm_clock_mhz
-      FROM device_samples WHERE run_id = ? ORDER BY time_ms, device)sql");
+      FROM device_samples WHERE run_id = ? ORDER BY {})sql",
+                                               by_device ? "device, time_ms" : "time_ms, device"));
   if (!select.ok()) return select.error();
   select->bind(1, run_id);
-  std::vector<DeviceSample> samples;
-  Status read = select->for_each_row([&]() -> Status {
+  return select->for_each_row([&]() -> Status {
     DeviceSample s;
     s.time_ms = select->int64_at(0);
     s.device = static_cast<int>(select->int64_at(1));
@@ -951,21 +959,19 @@ Result<std::vector<DeviceSample>> RunStore::device_samples(int64_t run_id) {
     s.pcie_rx_mib_per_s = select->opt_double_at(11);
     s.pcie_tx_mib_per_s = select->opt_double_at(12);
     if (auto clock = select->opt_int64_at(13)) s.sm_clock_mhz = static_cast<uint32_t>(*clock);
-    samples.push_back(s);
+    each(s);
     return OkStatus();
   });
-  if (!read.ok()) return read.error();
-  return samples;
 }
 
-Result<std::vector<ProcessSampleRow>> RunStore::process_samples(int64_t run_id) {
-  auto select = Statement::prepare(db_.get(), path_, R"sql(
+Status read_process_samples(sqlite3* db, const std::string& path, int64_t run_id,
+                            const std::function<void(const ProcessSampleRow&)>& each) {
+  auto select = Statement::prepare(db, path, R"sql(
       SELECT time_ms, device, pid, job_id, used_memory_bytes, sm_util_pct, mps_client
       FROM process_samples WHERE run_id = ? ORDER BY time_ms, device, pid)sql");
   if (!select.ok()) return select.error();
   select->bind(1, run_id);
-  std::vector<ProcessSampleRow> rows;
-  Status read = select->for_each_row([&]() -> Status {
+  return select->for_each_row([&]() -> Status {
     ProcessSampleRow r;
     r.sample.time_ms = select->int64_at(0);
     r.sample.device = static_cast<int>(select->int64_at(1));
@@ -974,9 +980,33 @@ Result<std::vector<ProcessSampleRow>> RunStore::process_samples(int64_t run_id) 
     r.sample.used_memory_bytes = select->opt_uint64_at(4);
     r.sample.sm_util_pct = select->opt_double_at(5);
     r.sample.mps_client = select->int64_at(6) != 0;
-    rows.push_back(r);
+    each(r);
     return OkStatus();
   });
+}
+
+}  // namespace
+
+Status RunStore::for_each_sample(int64_t run_id, SampleSink& sink) {
+  Status devices = read_device_samples(db_.get(), path_, run_id, /*by_device=*/true,
+                                       [&](const DeviceSample& s) { sink.add(s); });
+  if (!devices.ok()) return devices;
+  return read_process_samples(db_.get(), path_, run_id,
+                              [&](const ProcessSampleRow& r) { sink.add(r); });
+}
+
+Result<std::vector<DeviceSample>> RunStore::device_samples(int64_t run_id) {
+  std::vector<DeviceSample> samples;
+  Status read = read_device_samples(db_.get(), path_, run_id, /*by_device=*/false,
+                                    [&](const DeviceSample& s) { samples.push_back(s); });
+  if (!read.ok()) return read.error();
+  return samples;
+}
+
+Result<std::vector<ProcessSampleRow>> RunStore::process_samples(int64_t run_id) {
+  std::vector<ProcessSampleRow> rows;
+  Status read = read_process_samples(db_.get(), path_, run_id,
+                                     [&](const ProcessSampleRow& r) { rows.push_back(r); });
   if (!read.ok()) return read.error();
   return rows;
 }

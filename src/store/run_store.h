@@ -353,6 +353,7 @@ class RunStore : public RunReader {
   Result<std::vector<RunRow>> list_runs(int limit) override;
   using RunReader::run_record;
   Result<RunRecord> run_record(int64_t run_id, MetricSteps steps, Samples samples) override;
+  Status for_each_sample(int64_t run_id, SampleSink& sink) override;
   Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) override;
   // Kept in run_derived; keep_derived waits at most kDerivedBusyTimeoutMs
   // for another process's lock (it is a cache: a reader must not wait on it).
