@@ -381,8 +381,15 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
   // prior, for a failure (a job with no usable profile never starts on a
   // GPU kept for a gang: may_start()).
   const bool failed = alike_failed(w, [&] {
-    return fmt::format("new {} {} {} {} {} {}{}", key, need, load.sm_active_pct, load.gpu_busy_pct,
-                       w.alone, w.after_measurement, bad_.empty() ? "" : " " + w.signature);
+    return LikenessHash{}
+        .add(std::string_view("new"))
+        .add(std::string_view(key))
+        .add(need)
+        .add(load.sm_active_pct)
+        .add(load.gpu_busy_pct)
+        .add(w.alone)
+        .add(w.after_measurement)
+        .add(std::string_view(bad_.empty() ? "" : w.signature));
   });
   if (failed) return false;
   Gpu* best = nullptr;
@@ -607,16 +614,23 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   const JobProfile* p = usable_profile(w.signature);
   if (p == nullptr) return place_newcomer(w, now_ms, out);
 
-  const uint64_t need = estimate(w);
+  const uint64_t need = w.memory_estimate.value_or(p->peak_memory_bytes.value_or(0));  // estimate()
   const double uncertainty = w.memory_estimate ? 0.0 : p->memory_uncertainty;
   const SoloLoad load{*p->sm_active_pct, p->gpu_busy_pct()};
   const int64_t startup = p->startup_ms.value_or(0);
   // What the loop below reads of `w` and its profile (may_start(): the solo
   // time; admission_gain(): the signature only to judge combinations).
   const bool failed = alike_failed(w, [&] {
-    return fmt::format("{} {} {} {} {} {} {}{}", need, uncertainty, load.sm_active_pct,
-                       load.gpu_busy_pct, startup, p->solo_ms.value_or(-1), w.alone,
-                       bad_.empty() ? "" : " " + w.signature);
+    return LikenessHash{}
+        .add(std::string_view("placed"))
+        .add(need)
+        .add(uncertainty)
+        .add(load.sm_active_pct)
+        .add(load.gpu_busy_pct)
+        .add(startup)
+        .add(p->solo_ms.value_or(-1))
+        .add(w.alone)
+        .add(std::string_view(bad_.empty() ? "" : w.signature));
   });
   if (failed) return false;
   Gpu* best = nullptr;

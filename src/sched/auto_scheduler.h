@@ -80,6 +80,7 @@
 // jobs are cheap. Not thread-safe.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -204,7 +205,7 @@ class AutoScheduler final : public Scheduler {
     // field above resets it.
     struct Alike {
       uint64_t knowledge = 0;
-      size_t hash = 0;
+      uint64_t hash = 0;
     };
     mutable Alike alike;
   };
@@ -388,10 +389,10 @@ class AutoScheduler final : public Scheduler {
   // placed since the last placement (add() clears them). A job's likeness is
   // all that its placement reads besides the GPUs' state: a job alike one
   // that could not be placed cannot be either while no GPU changed, so it is
-  // not tried (the points of a sweep share one). Kept as hashes of the
-  // likeness's text (a collision of two 64-bit hashes among the queued
-  // likenesses is what it would take to skip a job wrongly).
-  std::unordered_set<size_t> failed_alike_;
+  // not tried (the points of a sweep share one). Kept as 64-bit hashes of
+  // its fields (LikenessHash; a collision of two among the queued likenesses
+  // is what it would take to skip a job wrongly).
+  std::unordered_set<uint64_t> failed_alike_;
   // Counts changes to what likenesses read besides the job itself: profiles,
   // priors, families and their measurements, bad combinations. A job's
   // likeness computed at the same count is still its likeness, so an event
@@ -402,11 +403,26 @@ class AutoScheduler final : public Scheduler {
   bool known_failed(const Waiting& w) const {
     return w.alike.knowledge == knowledge_ && failed_alike_.contains(w.alike.hash);
   }
-  // w's likeness, from `text()` (its text) unless cached; true when a job
-  // alike it failed already in this call.
-  template <typename Text>
-  bool alike_failed(const Waiting& w, const Text& text) const {
-    if (w.alike.knowledge != knowledge_) w.alike = {knowledge_, std::hash<std::string>{}(text())};
+  // A likeness's hash, field by field (each mixed in, so that the order and
+  // every bit count), without formatting the likeness as text first.
+  struct LikenessHash {
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    LikenessHash& add(uint64_t v) {
+      h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      h ^= h >> 31;
+      h *= 0xbf58476d1ce4e5b9ULL;
+      return *this;
+    }
+    LikenessHash& add(int64_t v) { return add(static_cast<uint64_t>(v)); }
+    LikenessHash& add(bool v) { return add(static_cast<uint64_t>(v ? 1 : 2)); }
+    LikenessHash& add(double v) { return add(std::bit_cast<uint64_t>(v)); }
+    LikenessHash& add(std::string_view v) { return add(std::hash<std::string_view>{}(v)); }
+  };
+  // w's likeness, from `hash()` (a LikenessHash) unless cached; true when a
+  // job alike it failed already in this call.
+  template <typename Hash>
+  bool alike_failed(const Waiting& w, const Hash& hash) const {
+    if (w.alike.knowledge != knowledge_) w.alike = {knowledge_, hash().h};
     return failed_alike_.contains(w.alike.hash);
   }
   // Estimates used in this schedule() call: the note's text -> instances.
