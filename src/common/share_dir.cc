@@ -1,12 +1,19 @@
 #include "common/share_dir.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <array>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string_view>
 #include <vector>
 
+#include "common/embedded_client.h"
 #include "common/paths.h"
 
 namespace colo {
@@ -33,8 +40,50 @@ std::optional<std::string> find_share_dir(const std::string& name, const std::st
   return std::nullopt;
 }
 
+namespace {
+
+// Writes `content` to `path` unless it holds it already: by a rename of a
+// file written beside it, so that a job never reads half of it.
+bool write_file_once(const std::string& path, std::string_view content) {
+  if (std::ifstream in(path, std::ios::binary); in) {
+    std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (held == content) return true;
+  }
+  const std::string tmp = fmt::format("{}.{}.tmp", path, getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    if (!out.flush()) return false;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> embedded_python_client_dir() {
+  std::string all;
+  for (const EmbeddedFile& f : embedded_python_client()) {
+    all.append(f.name);
+    all.append(f.content);
+  }
+  const std::string dir =
+      fmt::format("{}/python-client/{:016x}", default_state_dir(), std::hash<std::string>{}(all));
+  if (!make_dirs(dir).ok()) return std::nullopt;
+  for (const EmbeddedFile& f : embedded_python_client()) {
+    if (!write_file_once(dir + "/" + std::string(f.name), f.content)) return std::nullopt;
+  }
+  return dir;
+}
+
 std::optional<std::string> find_python_client_dir() {
-  return find_share_dir("python", "colo_progress.py", "COLO_PYTHON_DIR");
+  if (std::optional<std::string> dir =
+          find_share_dir("python", "colo_progress.py", "COLO_PYTHON_DIR"))
+    return dir;
+  return embedded_python_client_dir();
 }
 
 std::string append_python_path(const std::string& value, const std::string& dir) {

@@ -126,6 +126,28 @@ TEST_F(ColoCli, ColoBackendSetsTheDefaultBackend) {
   EXPECT_EQ(flag_wins.exit_code, 0) << flag_wins.output;
 }
 
+// Issue 33 (9): a colo binary copied alone (no checkout or installation
+// beside it, none in the working directory) still gives its jobs `import
+// colo_progress`: the client compiled into it, written under COLO_HOME.
+TEST_F(ColoCli, AColoBinaryAloneGivesItsJobsThePythonClient) {
+  ASSERT_EQ(shell("mkdir -p '" + dir_ + "/alone/bin' && cp " + std::string(COLO_BINARY) + " '" +
+                  dir_ + "/alone/bin/colo'")
+                .exit_code,
+            0);
+  write_file("alone/train.py",
+             "import colo_progress\n"
+             "print('client:', colo_progress.__file__)\n"
+             "colo_progress.Progress().epoch_end(1, samples=10, loss=0.5)\n");
+  write_file("alone/job.toml", "[[job]]\nname = \"t\"\ncommand = [\"python3\", \"train.py\"]\n");
+  CommandResult r =
+      shell("cd '" + dir_ + "/alone' && env -u COLO_PYTHON_DIR -u PYTHONPATH COLO_HOME='" + dir_ +
+            "/home' bin/colo run job.toml --backend sim --plain --logs logs");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  CommandResult log = shell("cat '" + dir_ + "/alone/logs/'*/*/*.log");
+  EXPECT_THAT(log.output, HasSubstr("client: " + dir_ + "/home/python-client/")) << log.output;
+  EXPECT_THAT(r.output, HasSubstr("loss")) << r.output;
+}
+
 TEST_F(ColoCli, ExitCodesFollowTheConvention) {
   EXPECT_EQ(run(sim_run(job_file("ok.toml", "exit 0"))).exit_code, 0);
   CommandResult failed = run(sim_run(job_file("failed.toml", "exit 3")));
