@@ -10,7 +10,9 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
@@ -20,6 +22,7 @@
 #include "common/units.h"
 #include "jobs/job_file.h"
 #include "jobs/job_spec_json.h"
+#include "jobs/job_state.h"
 #include "run/log_layout.h"
 #include "serve/client.h"
 #include "serve/protocol.h"
@@ -478,9 +481,85 @@ int cancel_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
   return all ? kExitOk : kExitJobsFailed;
 }
 
-int logs_command(int64_t id, bool follow, const ClientFlags& flags) {
+// `colo logs JOB --run RUN`: the log of a job of `colo run`, read from the
+// store (its row names the log's path); JOB is its name or its id. With
+// `follow`, printed until the job's row says it ended.
+int run_job_logs_command(int64_t run_id, const std::string& job, bool follow,
+                         const std::string& db) {
+  Result<std::unique_ptr<RunStore>> store = open_store_for_reading(db);
+  if (!store.ok()) {
+    std::cerr << "colo: " << store.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  install(SIGPIPE, SIG_DFL);
+  SystemClock clock;
+  uint64_t offset = 0;
+  while (true) {
+    Result<std::vector<JobRow>> rows = (*store)->job_rows(run_id);
+    if (!rows.ok()) {
+      std::cerr << "colo: " << rows.error().message() << "\n";
+      return kExitEnvironment;
+    }
+    const JobRow* row = nullptr;
+    for (const JobRow& r : *rows) {
+      if (r.name == job || std::to_string(r.id) == job) row = &r;  // the last attempt's
+    }
+    if (row == nullptr) {
+      std::string names;
+      for (size_t i = 0; i < rows->size() && i < 5; ++i)
+        names += (i > 0 ? ", " : "") + (*rows)[i].name;
+      std::cerr << fmt::format(
+          "colo: run {} has no job named or numbered '{}'{}; `colo show {}` lists them\n", run_id,
+          job,
+          rows->empty() ? ""
+                        : fmt::format(" (its jobs: {}{})", names, rows->size() > 5 ? ", ..." : ""),
+          run_id);
+      return kExitBadInput;
+    }
+    if (row->log_path.empty()) {
+      if (!follow || is_final(row->state)) {
+        std::cerr << fmt::format("colo: job {} of run {} has no log ({})\n", row->name, run_id,
+                                 to_string(row->state));
+        return is_final(row->state) ? kExitEnvironment : kExitOk;
+      }
+      clock.sleep_for_ms(500);
+      continue;
+    }
+    const bool ended = is_final(row->state);
+    std::ifstream in(row->log_path, std::ios::binary);
+    if (!in) {
+      std::cerr << fmt::format("colo: cannot read {} (the log of job {} of run {})\n",
+                               row->log_path, row->name, run_id);
+      return kExitEnvironment;
+    }
+    in.seekg(static_cast<std::streamoff>(offset));
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::cout << data << std::flush;
+    offset += data.size();
+    // Read after the state: what the job wrote before it ended is printed.
+    if (!follow || ended) break;
+    clock.sleep_for_ms(500);
+  }
+  return kExitOk;
+}
+
+int logs_command(const std::string& job, std::optional<int64_t> run_id, bool follow,
+                 const std::string& db, const ClientFlags& flags) {
+  if (run_id) return run_job_logs_command(*run_id, job, follow, db);
+  int64_t id = 0;
+  if (auto [end, ec] = std::from_chars(job.data(), job.data() + job.size(), id);
+      ec != std::errc() || end != job.data() + job.size()) {
+    std::cerr << fmt::format(
+        "colo: '{}' is not a job id of colo serve; for a job of `colo run`, name its run: colo "
+        "logs {} --run RUN\n",
+        job, job);
+    return kExitBadInput;
+  }
   std::optional<ServiceClient> client = connect(flags.socket);
-  if (!client) return kExitEnvironment;
+  if (!client) {
+    std::cerr << "colo: for a job of `colo run`, name its run: colo logs JOB --run RUN\n";
+    return kExitEnvironment;
+  }
   install(SIGPIPE, SIG_DFL);
   SystemClock clock;
   uint64_t offset = 0;
@@ -592,7 +671,9 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   static std::string submit_file_path;
   static std::optional<int> submit_priority;
   static std::vector<int64_t> ids;
-  static int64_t log_id = 0;
+  static std::string log_job;
+  static std::optional<int64_t> log_run;
+  static std::string log_db;
   static bool follow = false;
   static std::string usage_since = "7d";
   static bool usage_as_csv = false;
@@ -774,12 +855,19 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   set_example(*cancel_cmd, "colo cancel 12 13");
   cancel_cmd->callback([&exit_code] { exit_code = cancel_command(ids, client); });
 
-  CLI::App* logs_cmd = app.add_subcommand("logs", "Print a job's log (its latest attempt)");
-  logs_cmd->add_option("id", log_id, "job id")->required();
+  CLI::App* logs_cmd = app.add_subcommand(
+      "logs", "Print a job's log (its latest attempt): of colo serve, or of a run of colo run");
+  logs_cmd->add_option("job", log_job, "a job id of colo serve; with --run, a job's name or id")
+      ->required();
+  logs_cmd->add_option("--run", log_run,
+                       "a run of `colo run` (colo runs lists them): the job is one of its jobs, "
+                       "read from the store");
+  logs_cmd->add_option("--db", log_db, "with --run: the run store (default: colo's own)");
   logs_cmd->add_flag("--follow,-f", follow, "keep printing until the job ends");
   add_client_flags(logs_cmd, false);
-  set_example(*logs_cmd, "colo logs 12 --follow");
-  logs_cmd->callback([&exit_code] { exit_code = logs_command(log_id, follow, client); });
+  set_example(*logs_cmd, "colo logs 12 --follow; colo logs train-3 --run 7");
+  logs_cmd->callback(
+      [&exit_code] { exit_code = logs_command(log_job, log_run, follow, log_db, client); });
 
   CLI::App* wait_cmd = app.add_subcommand(
       "wait", "Wait until jobs of colo serve have ended; exit 0 when all ended ok");

@@ -455,6 +455,8 @@ class RunStore : public RunReader {
   Result<std::vector<ProgressEvent>> metric_steps(int64_t job_id, int64_t limit);
   // The attempts of a job, in order.
   Result<std::vector<AttemptRow>> job_attempts(int64_t job_id);
+  // A run's jobs, by id (no events: cheap to read again while following one).
+  Result<std::vector<JobRow>> job_rows(int64_t run_id);
 
  private:
   // metric_steps' statement, and one run of it (prepared once for many jobs).
@@ -477,7 +479,6 @@ class RunStore : public RunReader {
   Result<RunRow> read_run(int64_t run_id);
   // Sets the run's jobs_signature from every job it holds.
   Status refresh_jobs_signature(int64_t run_id);
-  Result<std::vector<JobRow>> job_rows(int64_t run_id);
   Result<std::vector<DeviceInfo>> run_devices(int64_t run_id);
 
   // Declared before db_, so closed after it (see file_damage()).

@@ -148,6 +148,48 @@ TEST_F(ColoCli, AColoBinaryAloneGivesItsJobsThePythonClient) {
   EXPECT_THAT(r.output, HasSubstr("loss")) << r.output;
 }
 
+// Issue 33 (11): `colo logs JOB --run RUN` prints a job of `colo run`, by
+// name or id, and --follow prints until it ended; wrong names are named.
+TEST_F(ColoCli, LogsOfAJobOfColoRunByNameAndFollowedToItsEnd) {
+  const std::string go = dir_ + "/go";
+  const std::string file =
+      write_file("slow.toml",
+                 "[[job]]\nname = \"slow\"\ncommand = [\"sh\", \"-c\", \"echo first; "
+                 "while [ ! -e " +
+                     go + " ]; do sleep 0.05; done; echo second\"]\n");
+  ASSERT_EQ(shell("(" + colo(sim_run(file) + " --logs '" + dir_ + "/logs'") + " >'" + dir_ +
+                  "/run.out' 2>&1 &)")
+                .exit_code,
+            0);
+  // Once the job has printed its first line, follow it, then let it end.
+  ASSERT_TRUE(eventually(
+      [&] {
+        return run("logs slow --run 1 --db '" + db() + "'").output.find("first") !=
+               std::string::npos;
+      },
+      30'000));
+  ASSERT_EQ(shell("(" + colo("logs slow --run 1 --follow --db '" + db() + "'") + " >'" + dir_ +
+                  "/follow.out' 2>&1; echo $? >'" + dir_ + "/follow.rc') >/dev/null 2>&1 &")
+                .exit_code,
+            0);
+  write_file("go", "");
+  ASSERT_TRUE(
+      eventually([&] { return shell("cat '" + dir_ + "/follow.rc'").exit_code == 0; }, 30'000));
+  EXPECT_EQ(shell("cat '" + dir_ + "/follow.rc'").output, "0\n");
+  EXPECT_EQ(shell("cat '" + dir_ + "/follow.out'").output, "first\nsecond\n");
+
+  CommandResult by_id = run("logs 1 --run 1 --db '" + db() + "'");
+  EXPECT_EQ(by_id.exit_code, 0) << by_id.output;
+  EXPECT_EQ(by_id.output, "first\nsecond\n");
+  CommandResult wrong = run("logs slwo --run 1 --db '" + db() + "'");
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_THAT(wrong.output,
+              HasSubstr("run 1 has no job named or numbered 'slwo' (its jobs: slow)"));
+  CommandResult not_an_id = run("logs slow --socket '" + dir_ + "/none.sock'");
+  EXPECT_EQ(not_an_id.exit_code, 2);
+  EXPECT_THAT(not_an_id.output, HasSubstr("colo logs slow --run RUN"));
+}
+
 TEST_F(ColoCli, ExitCodesFollowTheConvention) {
   EXPECT_EQ(run(sim_run(job_file("ok.toml", "exit 0"))).exit_code, 0);
   CommandResult failed = run(sim_run(job_file("failed.toml", "exit 3")));
