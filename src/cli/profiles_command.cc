@@ -23,6 +23,7 @@
 #include "jobs/job_features.h"
 #include "jobs/job_file.h"
 #include "jobs/job_signature.h"
+#include "jobs/job_spec_json.h"
 #include "sched/family.h"
 #include "sched/prior.h"
 #include "store/run_store.h"
@@ -51,7 +52,7 @@ nlohmann::json profiles_json(const std::vector<LearnedProfile>& profiles,
                                {"job", p.job_name},
                                {"group", p.group},
                                {"family", p.family},
-                               {"params", p.params},
+                               {"params", params_to_json(p.params)},
                                {"gpu_name", p.gpu_name},
                                {"simulated", p.simulated},
                                {"jobs_measured", p.runs},

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -321,6 +324,26 @@ Result<JobSpec> job_spec_from_json(const json& j) {
     return Error(fmt::format("job '{}': {}", job.name.empty() ? "?" : job.name, r.error()));
   }
   return job;
+}
+
+nlohmann::json param_to_json(const std::string& text) {
+  if (text == "true" || text == "false") return text == "true";
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  int64_t whole = 0;
+  if (auto [at, ec] = std::from_chars(begin, end, whole); ec == std::errc() && at == end)
+    return whole;
+  double number = 0;
+  if (auto [at, ec] = std::from_chars(begin, end, number);
+      ec == std::errc() && at == end && std::isfinite(number))
+    return number;
+  return text;
+}
+
+nlohmann::json params_to_json(const std::map<std::string, std::string>& params) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, value] : params) out[name] = param_to_json(value);
+  return out;
 }
 
 }  // namespace colo

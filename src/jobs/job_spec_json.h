@@ -29,4 +29,11 @@ struct SpecObjective {
 };
 SpecObjective objective_of_spec(const nlohmann::json& spec);
 
+// A grid parameter's value (kept as text, JobSpec::params) as JSON for a
+// reader: an integer or a finite number as a number, true/false as a
+// boolean, anything else as the string ("0.1" -> 0.1, "adam" -> "adam").
+nlohmann::json param_to_json(const std::string& text);
+// Every parameter of `params` so.
+nlohmann::json params_to_json(const std::map<std::string, std::string>& params);
+
 }  // namespace colo

@@ -89,6 +89,21 @@ TEST(JobSpecJson, EveryFieldRoundTrips) {
   expect_same(job, *back);
 }
 
+// Issue 33 (15): a reader of --json gets numbers and booleans as such.
+TEST(JobSpecJson, ParametersAreNumbersBooleansOrText) {
+  EXPECT_EQ(param_to_json("0.1"), nlohmann::json(0.1));
+  EXPECT_EQ(param_to_json("64"), nlohmann::json(64));
+  EXPECT_TRUE(param_to_json("64").is_number_integer());
+  EXPECT_EQ(param_to_json("-3e-4"), nlohmann::json(-3e-4));
+  EXPECT_EQ(param_to_json("true"), nlohmann::json(true));
+  EXPECT_EQ(param_to_json("adam"), nlohmann::json("adam"));
+  EXPECT_EQ(param_to_json("0.1x"), nlohmann::json("0.1x"));
+  EXPECT_EQ(param_to_json("nan"), nlohmann::json("nan"));
+  EXPECT_EQ(param_to_json(""), nlohmann::json(""));
+  EXPECT_EQ(params_to_json({{"bs", "32"}, {"opt", "sgd"}}),
+            nlohmann::json({{"bs", 32}, {"opt", "sgd"}}));
+}
+
 TEST(JobSpecJson, UnsetOptionalsStayUnset) {
   JobSpec job;
   job.name = "a";

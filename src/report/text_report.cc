@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/units.h"
+#include "jobs/job_spec_json.h"
 #include "jobs/progress_event.h"
 #include "report/figures.h"
 
@@ -467,7 +468,7 @@ nlohmann::json to_json(const RunSummary& summary) {
         {"instance", job.instance},
         {"host_cpu_ms", nullable(job.usage.cpu_ms)},
         {"host_memory_peak_bytes", nullable(job.usage.memory_peak_bytes)},
-        {"params", job.params},
+        {"params", params_to_json(job.params)},
     });
     nlohmann::json metrics = nlohmann::json::object();
     for (const MetricSeries& m : job.metrics) {

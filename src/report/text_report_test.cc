@@ -323,7 +323,7 @@ TEST(LearningTable, CsvHasOneRowPerJobWithParametersAndMetricsQuotedWhereNeeded)
 
 TEST(LearningTable, JsonCarriesParametersAndMetrics) {
   nlohmann::json j = to_json(learned_summary());
-  EXPECT_EQ(j["jobs"][1]["params"]["lr"], "0.01");
+  EXPECT_EQ(j["jobs"][1]["params"]["lr"], 0.01);  // a number, as the job file gave it
   EXPECT_DOUBLE_EQ(j["jobs"][0]["metrics"]["loss"]["best"].get<double>(), 0.9);
   EXPECT_DOUBLE_EQ(j["jobs"][0]["metrics"]["loss"]["last"].get<double>(), 1.2);
   EXPECT_EQ(j["jobs"][0]["metrics"]["loss"]["lower_is_better"], true);

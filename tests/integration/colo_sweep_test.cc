@@ -349,11 +349,12 @@ TEST_F(ColoSweep, ALearningRateSweepShowsWhichRateWonInShowCsvJsonAndTheReport) 
     const double printed = std::stod(log.substr(at + 5));
     const double last = job["metrics"]["loss"]["last"].get<double>();
     EXPECT_NEAR(last, printed, 6e-5) << job["name"];
-    const std::string lr = job["params"]["lr"].get<std::string>();
+    ASSERT_TRUE(job["params"]["lr"].is_number()) << job["params"];  // a number, not its text
+    const double lr = job["params"]["lr"].get<double>();
     auto row = std::find_if(rows.begin() + 1, rows.end(),
                             [&](const auto& f) { return f[name_at] == job["name"]; });
     ASSERT_NE(row, rows.end());
-    EXPECT_EQ((*row)[lr_at], lr);
+    EXPECT_DOUBLE_EQ(std::stod((*row)[lr_at]), lr);
     EXPECT_DOUBLE_EQ(std::stod((*row)[last_at]), last) << "CSV and JSON carry the same value";
   }
 
