@@ -42,6 +42,12 @@ struct MetricPoint {
   double value = 0;
 };
 
+// A value reported at an epoch end (with an epoch and no step): a series
+// over steps has no place for it (the last step stored is not its own), so
+// the report draws these over epochs, and the MLflow export keeps them
+// apart (NAME_epoch), when the same metric also has values at steps.
+inline bool is_epoch_end_point(const MetricPoint& p) { return p.epoch && !p.step; }
+
 struct MetricSeries {
   std::string name;
   bool lower_is_better = false;

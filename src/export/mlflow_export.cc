@@ -19,6 +19,7 @@
 
 #include "analysis/profile_event.h"
 #include "analysis/stored.h"
+#include "analysis/training_metrics.h"
 #include "common/paths.h"
 #include "export/mlflow_format.h"
 
@@ -75,8 +76,11 @@ std::string experiment_name_in(const fs::path& folder) {
   return "without a name";
 }
 
-// Who named a metric: colo, or the job (which may use one of colo's names).
-enum class MetricSource { kColo, kJob };
+// Who named a metric: colo, or the job (which may use one of colo's names);
+// kJobEpochEnds: the job's values at epoch ends of a metric it also reported
+// at steps, kept apart as "NAME_epoch" (two step axes must not mix; the name
+// PyTorch Lightning gives them).
+enum class MetricSource { kColo, kJob, kJobEpochEnds };
 
 // The metric files of one MLflow run: lines by key, in the order given.
 class MetricFiles {
@@ -257,11 +261,32 @@ Status add_training_metrics(MetricFiles& files, RunStore& store, const JobRow& j
                             std::optional<UnixMillis> since_ms) {
   Result<std::vector<ProgressEvent>> events = store.job_events(job.id, /*with_steps=*/true);
   if (!events.ok()) return events.error();
+  auto counts = [&](const ProgressEvent& e) {
+    return !is_colos_event(e.kind) && (!since_ms || e.time_ms >= *since_ms);
+  };
+  // MLflow draws a metric over its step numbers: a metric reported at steps
+  // keeps step numbers, and its values at epoch ends go to NAME_epoch over
+  // epoch numbers; one reported only at epoch ends is NAME over epochs. A
+  // value with neither (a plain metric) takes the latest step (or epoch).
+  std::set<std::string, std::less<>> at_steps;
   for (const ProgressEvent& event : *events) {
-    if (is_colos_event(event.kind) || (since_ms && event.time_ms < *since_ms)) continue;
-    const int64_t step = event.step.value_or(event.epoch.value_or(0));
+    if (!counts(event) || !event.step) continue;
+    for (const auto& [name, value] : event.metrics) at_steps.insert(name);
+  }
+  int64_t last_step = 0;
+  int64_t last_epoch = 0;
+  for (const ProgressEvent& event : *events) {
+    if (!counts(event)) continue;
+    if (event.step) last_step = *event.step;
+    if (event.epoch) last_epoch = *event.epoch;
+    const bool epoch_end = is_epoch_end_point({event.time_ms, event.step, event.epoch, 0});
     for (const auto& [name, value] : event.metrics) {
-      files.add(MetricSource::kJob, name, event.time_ms, value, step);
+      const bool stepped = at_steps.contains(name);
+      if (epoch_end && stepped) {
+        files.add(MetricSource::kJobEpochEnds, name + "_epoch", event.time_ms, value, last_epoch);
+      } else {
+        files.add(MetricSource::kJob, name, event.time_ms, value, stepped ? last_step : last_epoch);
+      }
     }
   }
   return OkStatus();

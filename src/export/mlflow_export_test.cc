@@ -332,13 +332,18 @@ TEST_F(MlflowExportTest, OneRunPerJobWithParamsTagsAndMetrics) {
   EXPECT_EQ(files.at("tags/colo.command"), "python3 train.py --lr 0.1");
   EXPECT_EQ(files.at("tags/colo.attempts"), "1");
 
-  // What the job reported: at its step, else its epoch, else 0; colo's own
-  // events (throttled) are not the job's.
-  EXPECT_EQ(files.at("metrics/loss"), fmt::format("{} 2.5 10\n{} 2.0 20\n{} 1.5 1\n{} 1.0 2\n",
-                                                  kT0 + 1000, kT0 + 2000, kT0 + 3000, kT0 + 5000));
+  // What the job reported (issue 33, item 4): a metric reported at steps over
+  // its step numbers, and its values at epoch ends apart, as NAME_epoch over
+  // epoch numbers (never two axes in one series); one reported only at epoch
+  // ends over epochs; a plain metric at the latest epoch (or step). colo's
+  // own events (throttled) are not the job's.
+  EXPECT_EQ(files.at("metrics/loss"),
+            fmt::format("{} 2.5 10\n{} 2.0 20\n", kT0 + 1000, kT0 + 2000));
+  EXPECT_EQ(files.at("metrics/loss_epoch"),
+            fmt::format("{} 1.5 1\n{} 1.0 2\n", kT0 + 3000, kT0 + 5000));
   EXPECT_EQ(files.at("metrics/val/acc"),
             fmt::format("{} 0.5 1\n{} 0.75 2\n", kT0 + 3000, kT0 + 5000));
-  EXPECT_EQ(files.at("metrics/lr_now"), fmt::format("{} 0.001 0\n", kT0 + 4000));
+  EXPECT_EQ(files.at("metrics/lr_now"), fmt::format("{} 0.001 1\n", kT0 + 4000));
   for (const auto& [path, content] : files) {
     EXPECT_EQ(path.find("dropped_events"), std::string::npos) << path;
   }
@@ -622,6 +627,16 @@ TEST_F(MlflowExportTest, ReadsBackAsMlflowReadsIt) {
   EXPECT_EQ(train["params"]["weird key_1"], kOddValue);
   EXPECT_EQ(train["metrics"]["loss"][0], nlohmann::json::array({kT0 + 1000, 2.5, 10}));
   EXPECT_TRUE(runs["never"]["meta"]["end_time"].is_number());
+  // Step and epoch series apart (issue 33, item 4): MLflow's by-step chart of
+  // each of the job's metrics is one axis, its steps never going back.
+  EXPECT_EQ(train["metrics"]["loss"].size(), 2u);
+  EXPECT_EQ(train["metrics"]["loss_epoch"],
+            nlohmann::json::array({nlohmann::json::array({kT0 + 3000, 1.5, 1}),
+                                   nlohmann::json::array({kT0 + 5000, 1.0, 2})}));
+  for (const auto& [key, points] : train["metrics"].items()) {
+    for (size_t i = 1; i < points.size(); ++i)
+      EXPECT_LE(points[i - 1][2].get<int64_t>(), points[i][2].get<int64_t>()) << key;
+  }
 }
 
 }  // namespace

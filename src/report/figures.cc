@@ -932,9 +932,11 @@ Section learning_section(const RunMetrics& m, const std::string& subtitle) {
       "error and the highest of anything else.";
   for (const std::string& name : metric_names) {
     // Over steps when each job's first point has one, else over epochs
-    // likewise; a later point without one (the job's final "end" metrics)
-    // takes the one before it.
-    bool all_steps = true, all_epochs = true;
+    // likewise, else over seconds; a later point with neither (the job's
+    // final "end" metrics) takes the one before it. Values a job reported
+    // at epoch ends of a metric drawn over steps are a chart of their own,
+    // over epochs: on the step axis they would sit at the last step stored.
+    bool all_steps = true, all_epochs = true, epoch_ends = false;
     bool lower = lower_is_better(name), declared = false;
     for (const JobMetrics& j : m.jobs) {
       if (const MetricSeries* series = find_metric(j.metrics, name)) {
@@ -944,47 +946,67 @@ Section learning_section(const RunMetrics& m, const std::string& subtitle) {
         }
         all_steps &= series->points.front().step.has_value();
         all_epochs &= series->points.front().epoch.has_value();
+        epoch_ends |= std::any_of(series->points.begin(), series->points.end(),
+                                  [](const MetricPoint& p) { return is_epoch_end_point(p); });
       }
     }
-    const std::string x_column = all_steps ? "step" : all_epochs ? "epoch" : "seconds";
-    const std::string x_name = all_steps    ? "Step"
-                               : all_epochs ? "Epoch"
-                                            : "Time since the job started (s)";
-    Figure f;
-    f.name = "metric-" + stem_of(name);
-    f.title = name + ", per job";
-    f.caption = fmt::format(
-        "Each job's {} as it reported it, over its {}. {} is better.", name,
-        all_steps    ? "steps"
-        : all_epochs ? "epochs"
-                     : "run time",
-        std::string(lower ? "Lower" : "Higher") + (declared ? " (as the job file declares)" : ""));
-    f.data.name = f.name;
-    f.data.header = {"job", x_column, name};
-    std::vector<LineSeries> lines;
-    for (size_t i = 0; i < m.jobs.size(); ++i) {
-      const JobMetrics& j = m.jobs[i];
-      const MetricSeries* series = find_metric(j.metrics, name);
-      if (!series) continue;
-      LineSeries line{j.name, job_color(i), {}};
-      double x = 0;
-      for (const MetricPoint& p : series->points) {
-        if (all_steps) {
-          if (p.step) x = static_cast<double>(*p.step);
-        } else if (all_epochs) {
-          if (p.epoch) x = static_cast<double>(*p.epoch);
-        } else {
-          const UnixMillis start = j.started_ms.value_or(series->points.front().time_ms);
-          x = static_cast<double>(p.time_ms - start) / 1000.0;
+    enum class Axis { kSteps, kEpochs, kSeconds, kEpochEnds };
+    auto add_figure = [&](Axis axis) {
+      const bool steps = axis == Axis::kSteps;
+      const bool epochs = axis == Axis::kEpochs || axis == Axis::kEpochEnds;
+      const std::string x_column = steps ? "step" : epochs ? "epoch" : "seconds";
+      const std::string x_name = steps    ? "Step"
+                                 : epochs ? "Epoch"
+                                          : "Time since the job started (s)";
+      const bool at_epoch_ends = axis == Axis::kEpochEnds;
+      Figure f;
+      f.name = "metric-" + stem_of(name) + (at_epoch_ends ? "-epochs" : "");
+      f.title = name + (at_epoch_ends ? " at epoch ends, per job" : ", per job");
+      f.caption = fmt::format("Each job's {} as it reported it{}, over its {}. {} is better.", name,
+                              at_epoch_ends ? " at its epoch ends"
+                              : steps && epoch_ends
+                                  ? " at its steps (its values at epoch ends are the next chart)"
+                                  : "",
+                              steps    ? "steps"
+                              : epochs ? "epochs"
+                                       : "run time",
+                              std::string(lower ? "Lower" : "Higher") +
+                                  (declared ? " (as the job file declares)" : ""));
+      f.data.name = f.name;
+      f.data.header = {"job", x_column, name};
+      std::vector<LineSeries> lines;
+      for (size_t i = 0; i < m.jobs.size(); ++i) {
+        const JobMetrics& j = m.jobs[i];
+        const MetricSeries* series = find_metric(j.metrics, name);
+        if (!series) continue;
+        LineSeries line{j.name, job_color(i), {}};
+        double x = 0;
+        for (const MetricPoint& p : series->points) {
+          if ((steps && is_epoch_end_point(p)) || (at_epoch_ends && !is_epoch_end_point(p)))
+            continue;
+          if (steps) {
+            if (p.step) x = static_cast<double>(*p.step);
+          } else if (epochs) {
+            if (p.epoch) x = static_cast<double>(*p.epoch);
+          } else {
+            const UnixMillis start = j.started_ms.value_or(series->points.front().time_ms);
+            x = static_cast<double>(p.time_ms - start) / 1000.0;
+          }
+          line.points.emplace_back(x, p.value);
+          f.data.rows.push_back({j.name, num(x), num(p.value)});
         }
-        line.points.emplace_back(x, p.value);
-        f.data.rows.push_back({j.name, num(x), num(p.value)});
+        if (!line.points.empty()) lines.push_back(std::move(line));
       }
-      lines.push_back(std::move(line));
+      f.option = line_option(f.title, subtitle, x_name, name, lines);
+      for (json& series : f.option["series"]) series["showSymbol"] = !steps;
+      s.figures.push_back(std::move(f));
+    };
+    if (all_steps) {
+      add_figure(Axis::kSteps);
+      if (epoch_ends) add_figure(Axis::kEpochEnds);
+    } else {
+      add_figure(all_epochs ? Axis::kEpochs : Axis::kSeconds);
     }
-    f.option = line_option(f.title, subtitle, x_name, name, lines);
-    for (json& series : f.option["series"]) series["showSymbol"] = !all_steps;
-    s.figures.push_back(std::move(f));
   }
 
   Table t;

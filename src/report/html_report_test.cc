@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "analysis/stored.h"
+#include "report/figures.h"
 #include "report/report_writer.h"
 #include "store/testing/fake_runs.h"
 
@@ -226,6 +227,42 @@ TEST(HtmlReport, OneReportOverSeveralExperiments) {
                    no_png(dir.path()));
   ASSERT_FALSE(mixed.ok());
   EXPECT_THAT(mixed.error().message(), HasSubstr("experiments only"));
+}
+
+// Issue 33 (4): a loss reported at steps and at epoch ends is two charts,
+// one over steps and one over epochs: the epoch values no longer sit at the
+// last step stored, as a sawtooth on the step axis.
+TEST(HtmlReport, AMetricAtStepsAndEpochEndsIsTwoChartsOfOneAxisEach) {
+  RunMetrics m;
+  m.run.id = 1;
+  JobMetrics j;
+  j.name = "train";
+  j.started_ms = 0;
+  MetricSeries loss;
+  loss.name = "loss";
+  loss.lower_is_better = true;
+  loss.points = {{1000, 100, std::nullopt, 2.0},
+                 {2000, 200, std::nullopt, 1.5},
+                 {2100, std::nullopt, 1, 1.4},
+                 {3000, 300, std::nullopt, 1.0},
+                 {3100, std::nullopt, 2, 0.9}};
+  j.metrics = {loss};
+  m.jobs = {j};
+  const ReportContent report = run_report(m, "");
+  std::map<std::string, const Figure*> figures;
+  for (const Section& s : report.sections)
+    for (const Figure& f : s.figures) figures[f.name] = &f;
+  ASSERT_TRUE(figures.contains("metric-loss"));
+  ASSERT_TRUE(figures.contains("metric-loss-epochs"));
+  const Table& steps = figures["metric-loss"]->data;
+  EXPECT_EQ(steps.header, (std::vector<std::string>{"job", "step", "loss"}));
+  ASSERT_EQ(steps.rows.size(), 3u);
+  EXPECT_EQ(steps.rows[2][1], "300");
+  const Table& epochs = figures["metric-loss-epochs"]->data;
+  EXPECT_EQ(epochs.header, (std::vector<std::string>{"job", "epoch", "loss"}));
+  ASSERT_EQ(epochs.rows.size(), 2u);
+  EXPECT_EQ(epochs.rows[0][1], "1");
+  EXPECT_EQ(epochs.rows[1][2], "0.9");
 }
 
 TEST(HtmlReport, EmbeddedEchartsIsTheVendoredFileAndSafeInline) {
