@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "analysis/stored.h"
 #include "integration_util.h"
 #include "sql_rows.h"
 
@@ -243,6 +244,28 @@ TEST_F(ColoServe, OneJobIsNamedOnceAndInTheSingular) {
   CommandResult three = shell(colo("submit " + write_file("three.toml", job("three", 1, 0.1, 3))));
   EXPECT_EQ(three.output, "submitted 3 jobs: 2-4\n");
   EXPECT_EQ(queue()["service"]["policy"], "fixed, up to 1 job per GPU");
+}
+
+// Issue 37 (item 2): a service keeps what its run taught as it stops (its
+// samples' figures and its facts), so that the first command after days of
+// service reads them instead of deriving them from every sample.
+TEST_F(ColoServe, AStoppedServiceKeepsWhatItsRunTaught) {
+  std::string file = write_file("one.toml", job("single", 1, 0.1));
+  start_service("--policy fixed --max-per-gpu 1 --mechanism naive");
+  ASSERT_EQ(shell(colo("run " + file)).exit_code, 0) << service_log();
+  stop_service();
+  std::unique_ptr<RunStore> store = open_store();
+  ASSERT_TRUE(store);
+  Result<std::vector<RunRow>> runs = store->list_runs(0);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->front().state, RunState::kOk);
+  for (auto [kind, version] : {std::pair{kSampleFiguresKind, kSampleFiguresVersion},
+                               std::pair{kRunFactsKind, kRunFactsVersion}}) {
+    Result<std::optional<std::string>> kept = store->derived(runs->front().id, kind, version);
+    ASSERT_TRUE(kept.ok());
+    EXPECT_TRUE(kept->has_value()) << kind << "\n" << service_log();
+  }
 }
 
 // Issue 35, item 10: a shared loader was started and waited for (up to
