@@ -13,6 +13,18 @@ _colo_options() {
        on && /^  +-/ { split($1, names, ","); for (i in names) { sub(/[=:].*/, "", names[i]); print names[i] } }' <<<"$1"
 }
 
+# The values an option lists in a help text ("-m,--mechanism TEXT:{exclusive,naive}"), one a line.
+_colo_option_values() {  # HELP OPTION
+  awk -v opt="$2" '/^  +-/ {
+      n = split($1, names, ",")
+      for (i = 1; i <= n; i++) if (names[i] == opt && match($0, /:\{[^}]*\}/)) {
+        m = split(substr($0, RSTART + 2, RLENGTH - 3), values, ",")
+        for (j = 1; j <= m; j++) print values[j]
+        exit
+      }
+    }' <<<"$1"
+}
+
 _colo() {
   local cur=${COMP_WORDS[COMP_CWORD]} colo=${COMP_WORDS[0]}
   local -a path=()
@@ -31,13 +43,29 @@ _colo() {
     mapfile -t COMPREPLY < <(compgen -W "$(_colo_options "$help")" -- "$cur")
     return
   fi
+  # An option's value: what its help lists (--mechanism, --backend, --policy, ...).
+  local prev=${COMP_WORDS[COMP_CWORD - 1]} values
+  if [[ $prev == -* ]]; then
+    values=$(_colo_option_values "$help" "$prev")
+    if [[ -n $values ]]; then
+      mapfile -t COMPREPLY < <(compgen -W "$values" -- "$cur")
+      return
+    fi
+  fi
   local subs
   subs=$(_colo_subcommands "$help")
   if [[ -n $subs ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$subs" -- "$cur")
-  else
-    mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+    return
   fi
+  case ${path[-1]-} in
+    run | submit | simulate | plan | profiles)  # a job file: .toml files and folders
+      mapfile -t COMPREPLY < <(compgen -f -X '!*.toml' -- "$cur"; compgen -d -- "$cur") ;;
+    show | report | rm)  # a run: the store's recent run ids, and "last"
+      mapfile -t COMPREPLY < <(compgen -W "last $("$colo" runs --json -n 30 2>/dev/null |
+        sed -n 's/^      "id": \([0-9]*\),$/\1/p')" -- "$cur") ;;
+    *) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+  esac
 }
 
 complete -o filenames -o bashdefault -F _colo colo

@@ -40,6 +40,13 @@ complete_words() {  # the completions of the words given, the last one being com
 [ "$(complete_words colo mi)" = "mig" ] || fail "colo mi<TAB>: '$(complete_words colo mi)'"
 [ "$(complete_words colo mig st)" = "status" ] || fail "colo mig st<TAB>"
 [ "$(complete_words colo runs --js)" = "--json" ] || fail "colo runs --js<TAB>"
+# Values (issue 33, item 19): an option's listed values, job files, run ids.
+[ "$(complete_words colo run --backend s)" = "sim" ] || fail "colo run --backend s<TAB>"
+[[ " $(complete_words colo run --mechanism '') " == *" mps "* ]] || fail "colo run --mechanism <TAB>"
+touch "$tmp/sweep.toml" "$tmp/notes.txt"
+[ "$(cd "$tmp" && complete_words colo run sw)" = "sweep.toml" ] || fail "colo run sw<TAB>"
+[ -z "$(cd "$tmp" && complete_words colo run no)" ] || fail "colo run no<TAB> offers a non-.toml file"
+[[ " $(complete_words colo show '') " == *" last "* ]] || fail "colo show <TAB>"
 gpu_flags=" $(complete_words colo simulate --gpu-) "
 [[ $gpu_flags == *" --gpu-model "* && $gpu_flags == *" --gpu-count "* ]] ||
   fail "colo simulate --gpu-<TAB>: '$gpu_flags'"
