@@ -55,6 +55,14 @@ void fill_together(RunSummary& summary, const std::vector<std::optional<SoloRate
     input.push_back({job.name, &job.epoch_ends, job.device, job.solo});
   }
   summary.normalized_throughput = normalized_throughput(input);
+  // Each job's rate against alone over the stretches it shared its GPU in
+  // its steady epochs; where a window holds every job (below), the window's.
+  for (size_t k = 0; k < started.size(); ++k) {
+    const std::optional<double>& shared = summary.normalized_throughput.job_normalized[k];
+    if (!shared || *shared <= 0) continue;
+    summary.jobs[started[k]].normalized_rate = shared;
+    summary.jobs[started[k]].slowdown = 1.0 / *shared;
+  }
   summary.together.reset();
   summary.together_gpus = 0;
   summary.steady_throughput_per_s.reset();

@@ -115,6 +115,22 @@ TEST(RunSummary, SoloRatesGiveTheSpeedUpAndEachJobsSlowdown) {
   EXPECT_THAT(together.steady_note, HasSubstr("no solo rate for job2"));
 }
 
+// Issue 33 (17): three jobs on one GPU, two together and the third after
+// them, so no window holds every job: the two that shared still get their
+// slowdown (over the stretches they shared), the one alone none.
+TEST(RunSummary, EachJobThatSharedHasASlowdownWithoutAWindowOfAllJobs) {
+  const SoloRate solo{500.0, 2000.0, "exclusive run #1", false};  // 1000 samples per 2 s epoch
+  RunSummary s = summarize(
+      record_of("naive", {{0, 10000, {2000, 4000, 6000, 8000, 10000}, 1000},       // at 2 s: 1.0
+                          {0, 16000, {4000, 8000, 12000, 16000}, 1000},            // at 4 s: 0.5
+                          {16000, 26000, {18000, 20000, 22000, 24000, 26000}}}));  // alone
+  apply_solo_rates(s, {solo, solo, solo});
+  EXPECT_FALSE(s.steady_speedup_vs_exclusive);  // no window of all three
+  EXPECT_DOUBLE_EQ(s.jobs[0].slowdown.value_or(-1), 1.0);
+  EXPECT_DOUBLE_EQ(s.jobs[1].slowdown.value_or(-1), 2.0);
+  EXPECT_FALSE(s.jobs[2].slowdown);
+}
+
 // A process sample of `bytes` of GPU memory at `t`, of job row `job` (none: a stranger's).
 ProcessSampleRow process_row(UnixMillis t, uint32_t pid, std::optional<int64_t> job,
                              uint64_t bytes) {

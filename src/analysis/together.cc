@@ -132,13 +132,14 @@ NormalizedThroughput normalized_throughput(const std::vector<TogetherJob>& jobs)
     UnixMillis end = 0;
     std::optional<double> normalized;
     bool estimated = false;
-    const std::string* job = nullptr;
+    size_t job = 0;  // index into `jobs`
   };
   std::map<int, std::vector<Piece>> by_gpu;  // an unknown GPU counts as one, -1
-  for (const TogetherJob& j : jobs) {
+  for (size_t index = 0; index < jobs.size(); ++index) {
+    const TogetherJob& j = jobs[index];
     const std::vector<EpochEnd>& ends = *j.ends;
     for (size_t k = 1; k < ends.size(); ++k) {
-      Piece p{ends[k - 1].time_ms, ends[k].time_ms, std::nullopt, false, &j.name};
+      Piece p{ends[k - 1].time_ms, ends[k].time_ms, std::nullopt, false, index};
       if (p.end <= p.start) continue;
       const auto ms = static_cast<double>(p.end - p.start);
       if (j.solo && ends[k].samples && j.solo->samples_per_s && *j.solo->samples_per_s > 0) {
@@ -152,6 +153,8 @@ NormalizedThroughput normalized_throughput(const std::vector<TogetherJob>& jobs)
   }
   NormalizedThroughput out;
   double integral = 0;  // normalized rate x ms
+  std::vector<double> job_integral(jobs.size(), 0.0);
+  std::vector<int64_t> job_ms(jobs.size(), 0);
   std::set<std::string> without_solo;
   for (const auto& gpu_pieces : by_gpu) {
     const std::vector<Piece>& pieces = gpu_pieces.second;
@@ -186,15 +189,23 @@ NormalizedThroughput normalized_throughput(const std::vector<TogetherJob>& jobs)
       for (const Piece* p : active) {
         if (!p->normalized) {
           known = false;
-          without_solo.insert(*p->job);
+          without_solo.insert(jobs[p->job].name);
         }
         sum += p->normalized.value_or(0);
       }
       if (!known) continue;
-      for (const Piece* p : active) out.estimated = out.estimated || p->estimated;
+      for (const Piece* p : active) {
+        out.estimated = out.estimated || p->estimated;
+        job_integral[p->job] += *p->normalized * static_cast<double>(to - from);
+        job_ms[p->job] += to - from;
+      }
       integral += sum * static_cast<double>(to - from);
       out.shared_ms += to - from;
     }
+  }
+  out.job_normalized.resize(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (job_ms[i] > 0) out.job_normalized[i] = job_integral[i] / static_cast<double>(job_ms[i]);
   }
   if (out.shared_ms > 0) {
     out.value = integral / static_cast<double>(out.shared_ms);

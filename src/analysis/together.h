@@ -94,6 +94,9 @@ struct NormalizedThroughput {
   int64_t shared_ms = 0;   // the time it averages over, summed over GPUs
   bool estimated = false;  // a solo rate it used was estimated
   std::string why_not;     // when there is no value
+  // Per job (as given): its own rate / solo rate averaged over the same
+  // time, that of the stretches it was in; nullopt for a job in none.
+  std::vector<std::optional<double>> job_normalized;
 };
 NormalizedThroughput normalized_throughput(const std::vector<TogetherJob>& jobs);
 
