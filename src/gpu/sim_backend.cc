@@ -13,7 +13,7 @@
 namespace colo {
 namespace {
 
-constexpr uint64_t kContextBytes = 500 * kMiB;  // CUDA context per process
+constexpr uint64_t kContextBytes = kSimContextBytes;  // CUDA context per process
 // Fixed factors of the load model (fractions of SM activity, MiB/s per process).
 constexpr double kOccupancyPerSmActive = 0.3;
 constexpr double kTensorPerSmActive = 0.5;

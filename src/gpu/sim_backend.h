@@ -60,6 +60,9 @@ Result<SimGpuModel> sim_gpu_model(std::string_view model);
 //
 // Thread-safety: thread-safe (one mutex). Ownership: the Clock must outlive
 // the backend.
+// The memory a simulated process holds beyond what it states: its CUDA context.
+inline constexpr uint64_t kSimContextBytes = 500ull << 20;
+
 // The most GPUs one simulated backend has (a 64-GPU service's scale tests).
 inline constexpr int kMaxSimDevices = 256;
 

@@ -18,6 +18,7 @@
 #include "common/proc_stat.h"
 #include "common/stop_signal.h"
 #include "common/units.h"
+#include "gpu/sim_backend.h"
 #include "jobs/job_features.h"
 #include "jobs/job_signature.h"
 #include "jobs/rendezvous.h"
@@ -124,6 +125,7 @@ struct RunEngine::JobRuntime {
   std::optional<StallWatch> stall;  // this attempt's
   bool reported_progress = false;   // in any attempt
   std::string stalled;              // why colo stopped it as stalled
+  std::string simulated_oom;        // why colo stopped it: the simulated GPU's memory was full
   std::string fault_victim;         // why colo stopped it: a neighbour's GPU fault
   std::string fault_watched;        // the GPU fault it is watched after (it had run on)
   int64_t cpu_read_ms = 0;          // when its CPU time was last read (monotonic)
@@ -568,8 +570,10 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   by_pid_[*pid] = job.key;
   samples_.add_job(*pid, job.job.id);
   job.sim_load.emplace(spec);
+  job.simulated_oom.clear();
   for (int d : placement.devices())
     ctx_.backend.process_started(d, static_cast<uint32_t>(*pid), job.sim_load->hint());
+  check_simulated_memory(job);
   if (a.estimate)
     pending_events_.emplace_back(
         job.job.id, profile_event(a.probe ? kPriorEvent : kEstimateEvent, *a.estimate, now));
@@ -702,8 +706,51 @@ void RunEngine::reap() {
   }
 }
 
-void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault) {
+void RunEngine::check_simulated_memory(JobRuntime& job) {
+  if (!ctx_.backend.simulated() || !job.sim_load || job.pid <= 0 || !job.stop_reason.empty())
+    return;
+  auto devices_of = [](const JobRuntime& j) {
+    return j.gang_devices.empty() ? std::vector<int>{j.device.value_or(0)} : j.gang_devices;
+  };
+  for (int d : devices_of(job)) {
+    auto device = std::find_if(devices_.begin(), devices_.end(),
+                               [&](const DeviceInfo& i) { return i.index == d; });
+    if (device == devices_.end() || device->memory_total_bytes == 0) continue;
+    uint64_t others = 0;
+    for (const auto& [pid, key] : by_pid_) {
+      const JobRuntime& other = *jobs_[key];
+      if (key == job.key || !other.sim_load || !other.simulated_oom.empty()) continue;
+      const std::vector<int> on = devices_of(other);
+      if (std::find(on.begin(), on.end(), d) == on.end()) continue;
+      others += other.sim_load->hint().memory_bytes + kSimContextBytes;
+    }
+    const uint64_t own = job.sim_load->hint().memory_bytes + kSimContextBytes;
+    if (others + own <= device->memory_total_bytes) continue;
+    // The job whose memory grew past the GPU's is the one that runs out, as
+    // an allocation on a full GPU fails; the auto policy retries it.
+    job.simulated_oom = fmt::format(
+        "out of GPU memory on gpu{} (SIMULATED: its {} on top of the {} the other jobs held, on a "
+        "{} GPU)",
+        d, format_bytes(own), format_bytes(others), format_bytes(device->memory_total_bytes));
+    job.stop_reason = job.simulated_oom;
+    supervisor_.stop(job.pid, 0);
+    ctx_.backend.process_exited(static_cast<uint32_t>(job.pid));  // its allocation failed
+    display_.event(fmt::format("{}: {}", job.label(), job.simulated_oom));
+    append_note_to_log(log_path(job), job.simulated_oom);
+    return;
+  }
+}
+
+void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& ended, const GpuFaultSeen& fault) {
   const int64_t now = ctx_.clock.monotonic_ms();
+  FinishedJob f = ended;
+  if (!job.simulated_oom.empty()) {
+    // Stopped by colo because the simulated GPU was full: it ran out of memory.
+    f.exit.state = JobState::kOutOfMemory;
+    f.exit.reason = job.simulated_oom;
+    job.stop_reason.clear();
+    job.simulated_oom.clear();
+  }
   const bool failed = f.exit.state != JobState::kOk;
   if (!job.preempted.empty() && !stopping_) {
     // However it ended (saved and exited 0, or killed after the grace), it
@@ -1252,6 +1299,7 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
       job.sim_load->update(events)) {
     for (int d : job.gang_devices.empty() ? std::vector<int>{*job.device} : job.gang_devices)
       ctx_.backend.process_started(d, static_cast<uint32_t>(job.pid), job.sim_load->hint());
+    check_simulated_memory(job);
   }
   const UnixMillis seen_ms = ctx_.clock.now_ms();
   for (ProgressEvent& e : events) {

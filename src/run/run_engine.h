@@ -311,7 +311,11 @@ class RunEngine {
   void start(JobRuntime& job, const Decision& d);
   Status prepare_files(JobRuntime& job);
   void reap();
-  void end_attempt(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault);
+  void end_attempt(JobRuntime& job, const FinishedJob& ended, const GpuFaultSeen& fault);
+  // On the simulated backend: when `job`'s memory (as it last stated it) and
+  // that of the other jobs on one of its GPUs exceed the GPU's, the job is
+  // stopped at once and ends out of memory (end_attempt), as on a real GPU.
+  void check_simulated_memory(JobRuntime& job);
   void requeue(JobRuntime& job, UnixMillis ended_ms, const std::string& reason);
   // Requeues a job whose attempt ended through no fault of its own, without
   // counting the attempt (it ends failed after kMaxUncountedAttempts of them).

@@ -190,6 +190,44 @@ TEST_F(ColoCli, LogsOfAJobOfColoRunByNameAndFollowedToItsEnd) {
   EXPECT_THAT(not_an_id.output, HasSubstr("colo logs slow --run RUN"));
 }
 
+// Issue 33 (13): the simulated GPU has a capacity. Three jobs of 58.6 GiB
+// (as they state, simulated_gpu_memory_mib) on one 140 GiB GPU: the one whose
+// memory passed the GPU's runs out of memory, as on a real GPU, and runs
+// again after; the run's peak stays within the GPU.
+TEST_F(ColoCli, TheSimulatedGpuRunsOutOfMemoryWhenItsJobsExceedIt) {
+  // Each job waits until all three have started (marker files), so that all
+  // three state their memory together however loaded the machine is.
+  write_file("big.py",
+             "import glob, os, time, colo_progress\n"
+             "d = os.path.dirname(os.path.abspath(__file__))\n"
+             "open(os.path.join(d, 'started.%d' % os.getpid()), 'w').close()\n"
+             "end = time.time() + 30\n"
+             "while len(glob.glob(os.path.join(d, 'started.*'))) < 3 and time.time() < end:\n"
+             "    time.sleep(0.05)\n"
+             "p = colo_progress.Progress()\n"
+             "for e in range(1, 4):\n"
+             "    p.epoch_end(e, samples=100, simulated_gpu_memory_mib=60000)\n"
+             "    time.sleep(0.5)\n");
+  const std::string file =
+      write_file("big.toml",
+                 "[run]\npolicy = \"fixed\"\nmax_per_gpu = 3\n\n[[job]]\nname = \"big\"\n"
+                 "command = [\"python3\", \"" +
+                     dir_ + "/big.py\"]\nrepeat = 3\n");
+  CommandResult r = run(sim_run(file) + " --logs '" + dir_ + "/logs'");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const json show = json_of("show --json --db '" + db() + "'");
+  int retried = 0;
+  for (const json& job : show["jobs"]) {
+    EXPECT_EQ(job["state"], "ok") << job;
+    retried += job["attempts"].get<int>() - 1;
+  }
+  EXPECT_EQ(retried, 1) << r.output;
+  EXPECT_LE(show["peak_memory_used_bytes"].get<uint64_t>(), 143771ull << 20);  // a simulated H200
+  EXPECT_THAT(shell("cat '" + dir_ + "/logs/'*/*/*.log").output,
+              HasSubstr("out of GPU memory on gpu0 (SIMULATED: its 59.1 GiB on top of the 118 GiB "
+                        "the other jobs held"));
+}
+
 TEST_F(ColoCli, ExitCodesFollowTheConvention) {
   EXPECT_EQ(run(sim_run(job_file("ok.toml", "exit 0"))).exit_code, 0);
   CommandResult failed = run(sim_run(job_file("failed.toml", "exit 3")));
