@@ -138,7 +138,10 @@ std::string format_runs_table(const std::vector<RunRow>& runs) {
   for (const RunRow& run : runs) {
     table.add_row({std::to_string(run.id), format_local(run.started_ms, "%Y-%m-%d %H:%M"),
                    to_string(run.state), run.mechanism, backend_label(run),
-                   std::to_string(run.job_count), run.job_file.empty() ? kAbsent : run.job_file});
+                   run.jobs_not_ok > 0
+                       ? fmt::format("{} ({} not ok)", run.job_count, run.jobs_not_ok)
+                       : std::to_string(run.job_count),
+                   run.job_file.empty() ? kAbsent : run.job_file});
   }
   return table.render();
 }
@@ -320,6 +323,7 @@ nlohmann::json to_json(const RunRow& run) {
       {"job_file", run.job_file},
       {"jobs_signature", run.jobs_signature},
       {"job_count", run.job_count},
+      {"jobs_not_ok", run.jobs_not_ok},
       {"host", run.host},
       {"colo_pid", run.colo_pid},
       {"slurm", run.slurm.job_id.empty()

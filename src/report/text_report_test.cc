@@ -121,6 +121,7 @@ TEST_F(TextReportTest, RunsTableHasOneRowPerRun) {
   RunRow real = make_run_row(3, "exclusive", false);
   real.state = RunState::kInterrupted;
   real.job_file = "";
+  real.jobs_not_ok = 1;  // issue 33 (5): a run's state says nothing of its jobs'
   std::string text = format_runs_table({sim, real});
   std::vector<std::string> lines = lines_of(text);
   ASSERT_EQ(lines.size(), 3U);
@@ -128,8 +129,9 @@ TEST_F(TextReportTest, RunsTableHasOneRowPerRun) {
                                                           "BACKEND", "JOBS", "JOB FILE"}));
   EXPECT_EQ(cells_of(lines[1]), (std::vector<std::string>{"12", "2023-11-14 22:13", "ok", "mps",
                                                           "sim (simulated)", "2", "sweep.toml"}));
-  EXPECT_EQ(cells_of(lines[2]), (std::vector<std::string>{"3", "2023-11-14 22:13", "interrupted",
-                                                          "exclusive", "nvml", "2", "-"}));
+  EXPECT_EQ(cells_of(lines[2]),
+            (std::vector<std::string>{"3", "2023-11-14 22:13", "interrupted", "exclusive", "nvml",
+                                      "2 (1 not ok)", "-"}));
   // Columns line up: the state column starts at the same offset on every row.
   EXPECT_EQ(lines[1].find("ok"), lines[0].find("STATE"));
   EXPECT_EQ(lines[2].find("interrupted"), lines[0].find("STATE"));

@@ -46,6 +46,7 @@ struct RunRow {
   std::string job_file;
   std::string jobs_signature;  // identifies "the same jobs" across runs
   int job_count = 0;
+  int jobs_not_ok = 0;  // of those, ended otherwise than ok (failed, oom, killed, cancelled...)
   std::string host;
   pid_t colo_pid = 0;
   SlurmRecord slurm;

@@ -657,7 +657,9 @@ namespace {
 constexpr const char* kRunColumns =
     "r.id, r.started_ms, r.ended_ms, r.state, r.mechanism, r.backend, r.simulated, r.job_file, "
     "r.jobs_signature, (SELECT count(*) FROM jobs j WHERE j.run_id = r.id), r.host, r.colo_pid, "
-    "r.slurm_job_id, r.slurm_step, r.slurm_node, r.slurm_restart_count";
+    "r.slurm_job_id, r.slurm_step, r.slurm_node, r.slurm_restart_count, "
+    "(SELECT count(*) FROM jobs j WHERE j.run_id = r.id "
+    "AND j.state NOT IN ('ok', 'queued', 'running'))";
 
 Result<RunRow> run_from_row(const Statement& s) {
   RunRow run;
@@ -676,6 +678,7 @@ Result<RunRow> run_from_row(const Statement& s) {
   run.host = s.text_at(10);
   run.colo_pid = static_cast<pid_t>(s.int64_at(11));
   run.slurm = {s.text_at(12), s.text_at(13), s.text_at(14), static_cast<int>(s.int64_at(15))};
+  run.jobs_not_ok = static_cast<int>(s.int64_at(16));
   return run;
 }
 
