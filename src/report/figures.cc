@@ -1201,11 +1201,19 @@ ReportContent run_report(const RunMetrics& m, const std::string& run_summary_tex
 
   Section device;
   device.heading = "The GPU over time";
+  // The band is steady state together only when the jobs were (m.together);
+  // else it spans their steady epochs, which the summary says never
+  // overlapped all at once: it must not be called steady state then.
+  const std::string band = m.together ? "steady state" : "steady epochs, not all together";
   device.intro =
-      "Device readings every sample interval. The shaded band is steady state: while the jobs ran "
-      "together (from the latest end of a first epoch to the earliest end of a last epoch), or, "
-      "for jobs that ran one after another, from the end of the first job's first epoch to the "
-      "end of the last job's last epoch.";
+      m.together
+          ? "Device readings every sample interval. The shaded band is steady state: while the "
+            "jobs ran together (from the latest end of a first epoch to the earliest end of a "
+            "last epoch)."
+          : "Device readings every sample interval. The jobs were never all in their steady "
+            "epochs at once (the summary says why), so there is no steady state together; the "
+            "shaded band spans their steady epochs, from the end of the first first epoch to the "
+            "end of the last last epoch.";
   struct Metric {
     std::string name, title, caption, y_name, column;
     std::optional<double> SeriesPoint::*field;
@@ -1248,7 +1256,7 @@ ReportContent run_report(const RunMetrics& m, const std::string& run_summary_tex
           std::ceil(static_cast<double>(*m.memory_total_bytes) / kBytesPerGiB);
     }
     if (m.steady_start_s && m.steady_end_s)
-      mark_band(f.option, *m.steady_start_s, *m.steady_end_s, "steady state");
+      mark_band(f.option, *m.steady_start_s, *m.steady_end_s, band);
     if (!f.data.rows.empty()) device.figures.push_back(std::move(f));
   }
   for (const Metric& metric : metrics) {
@@ -1268,7 +1276,7 @@ ReportContent run_report(const RunMetrics& m, const std::string& run_summary_tex
                            {line}, metric.y_max);
     f.option.erase("legend");
     if (m.steady_start_s && m.steady_end_s)
-      mark_band(f.option, *m.steady_start_s, *m.steady_end_s, "steady state");
+      mark_band(f.option, *m.steady_start_s, *m.steady_end_s, band);
     if (!f.data.rows.empty()) device.figures.push_back(std::move(f));
   }
   r.sections.push_back(std::move(device));

@@ -265,6 +265,35 @@ TEST(HtmlReport, AMetricAtStepsAndEpochEndsIsTwoChartsOfOneAxisEach) {
   EXPECT_EQ(epochs.rows[1][2], "0.9");
 }
 
+// Issue 33 (16): jobs that were never all in their steady epochs at once
+// have no steady state together; the band over the GPU's charts must not be
+// called so (the summary says they never were), only when they were.
+TEST(HtmlReport, TheBandIsSteadyStateOnlyWhenTheJobsRanTogether) {
+  RunMetrics m;
+  m.run.id = 1;
+  m.series = {{0, 10.0}, {10, 40.0}, {20, 40.0}, {30, 5.0}};
+  m.steady_start_s = 1;
+  m.steady_end_s = 25;
+  auto band_and_intro = [](const ReportContent& report) {
+    for (const Section& s : report.sections) {
+      for (const Figure& f : s.figures) {
+        if (f.name == "sm-activity-over-time")
+          return std::pair{f.option["series"][0]["markArea"].dump(), s.intro};
+      }
+    }
+    return std::pair{std::string(), std::string()};
+  };
+  m.together = false;
+  auto [apart_band, apart_intro] = band_and_intro(run_report(m, ""));
+  EXPECT_THAT(apart_band, HasSubstr("steady epochs, not all together"));
+  EXPECT_THAT(apart_intro, HasSubstr("no steady state together"));
+  m.together = true;
+  auto [together_band, together_intro] = band_and_intro(run_report(m, ""));
+  EXPECT_THAT(together_band, HasSubstr("steady state"));
+  EXPECT_THAT(together_band, Not(HasSubstr("not all together")));
+  EXPECT_THAT(together_intro, HasSubstr("The shaded band is steady state"));
+}
+
 TEST(HtmlReport, EmbeddedEchartsIsTheVendoredFileAndSafeInline) {
   const char* source = std::getenv("COLO_SOURCE_DIR");
   ASSERT_NE(source, nullptr) << "run through ctest (COLO_SOURCE_DIR)";
