@@ -491,45 +491,62 @@ int run_job_logs_command(int64_t run_id, const std::string& job, bool follow,
     std::cerr << "colo: " << store.error().message() << "\n";
     return kExitEnvironment;
   }
+  // The job, found once by name or id; then only its own row is read again.
+  Result<std::vector<JobRow>> rows = (*store)->job_rows(run_id);
+  if (!rows.ok()) {
+    std::cerr << "colo: " << rows.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  std::optional<int64_t> job_id;
+  for (const JobRow& r : *rows) {
+    if (r.name == job || std::to_string(r.id) == job) job_id = r.id;  // the last attempt's
+  }
+  if (!job_id) {
+    std::string names;
+    for (size_t i = 0; i < rows->size() && i < 5; ++i)
+      names += (i > 0 ? ", " : "") + (*rows)[i].name;
+    std::cerr << fmt::format(
+        "colo: run {} has no job named or numbered '{}'{}; `colo show {}` lists them\n", run_id,
+        job,
+        rows->empty() ? ""
+                      : fmt::format(" (its jobs: {}{})", names, rows->size() > 5 ? ", ..." : ""),
+        run_id);
+    return kExitBadInput;
+  }
   install(SIGPIPE, SIG_DFL);
   SystemClock clock;
   uint64_t offset = 0;
+  std::string path;
   while (true) {
-    Result<std::vector<JobRow>> rows = (*store)->job_rows(run_id);
-    if (!rows.ok()) {
-      std::cerr << "colo: " << rows.error().message() << "\n";
+    Result<std::optional<JobRow>> read = (*store)->job_row(*job_id);
+    if (!read.ok() || !*read) {
+      std::cerr << "colo: "
+                << (read.ok() ? fmt::format("job {} is no longer in the store", *job_id)
+                              : read.error().message())
+                << "\n";
       return kExitEnvironment;
     }
-    const JobRow* row = nullptr;
-    for (const JobRow& r : *rows) {
-      if (r.name == job || std::to_string(r.id) == job) row = &r;  // the last attempt's
-    }
-    if (row == nullptr) {
-      std::string names;
-      for (size_t i = 0; i < rows->size() && i < 5; ++i)
-        names += (i > 0 ? ", " : "") + (*rows)[i].name;
-      std::cerr << fmt::format(
-          "colo: run {} has no job named or numbered '{}'{}; `colo show {}` lists them\n", run_id,
-          job,
-          rows->empty() ? ""
-                        : fmt::format(" (its jobs: {}{})", names, rows->size() > 5 ? ", ..." : ""),
-          run_id);
-      return kExitBadInput;
-    }
-    if (row->log_path.empty()) {
-      if (!follow || is_final(row->state)) {
-        std::cerr << fmt::format("colo: job {} of run {} has no log ({})\n", row->name, run_id,
-                                 to_string(row->state));
-        return is_final(row->state) ? kExitEnvironment : kExitOk;
+    const JobRow& row = **read;
+    const bool ended = is_final(row.state);
+    if (row.log_path.empty()) {
+      if (!follow || ended) {
+        std::cerr << fmt::format("colo: job {} of run {} has no log ({})\n", row.name, run_id,
+                                 to_string(row.state));
+        return ended ? kExitEnvironment : kExitOk;
       }
       clock.sleep_for_ms(500);
       continue;
     }
-    const bool ended = is_final(row->state);
-    std::ifstream in(row->log_path, std::ios::binary);
+    if (row.log_path != path) {
+      // A new attempt logs to a new file.
+      if (!path.empty()) std::cout << fmt::format("---- colo: next attempt ({})\n", row.log_path);
+      path = row.log_path;
+      offset = 0;
+    }
+    std::ifstream in(path, std::ios::binary);
     if (!in) {
-      std::cerr << fmt::format("colo: cannot read {} (the log of job {} of run {})\n",
-                               row->log_path, row->name, run_id);
+      std::cerr << fmt::format("colo: cannot read {} (the log of job {} of run {})\n", path,
+                               row.name, run_id);
       return kExitEnvironment;
     }
     in.seekg(static_cast<std::streamoff>(offset));

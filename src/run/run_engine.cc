@@ -709,10 +709,7 @@ void RunEngine::reap() {
 void RunEngine::check_simulated_memory(JobRuntime& job) {
   if (!ctx_.backend.simulated() || !job.sim_load || job.pid <= 0 || !job.stop_reason.empty())
     return;
-  auto devices_of = [](const JobRuntime& j) {
-    return j.gang_devices.empty() ? std::vector<int>{j.device.value_or(0)} : j.gang_devices;
-  };
-  for (int d : devices_of(job)) {
+  for (int d : job.gpus()) {
     auto device = std::find_if(devices_.begin(), devices_.end(),
                                [&](const DeviceInfo& i) { return i.index == d; });
     if (device == devices_.end() || device->memory_total_bytes == 0) continue;
@@ -720,7 +717,7 @@ void RunEngine::check_simulated_memory(JobRuntime& job) {
     for (const auto& [pid, key] : by_pid_) {
       const JobRuntime& other = *jobs_[key];
       if (key == job.key || !other.sim_load || !other.simulated_oom.empty()) continue;
-      const std::vector<int> on = devices_of(other);
+      const std::vector<int> on = other.gpus();
       if (std::find(on.begin(), on.end(), d) == on.end()) continue;
       others += other.sim_load->hint().memory_bytes + kSimContextBytes;
     }
@@ -1297,7 +1294,7 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
   std::vector<ProgressEvent> events = job.reader->poll(ctx_.clock.now_ms(), exited);
   if (ctx_.backend.simulated() && !exited && job.device && job.pid > 0 && job.sim_load &&
       job.sim_load->update(events)) {
-    for (int d : job.gang_devices.empty() ? std::vector<int>{*job.device} : job.gang_devices)
+    for (int d : job.gpus())
       ctx_.backend.process_started(d, static_cast<uint32_t>(job.pid), job.sim_load->hint());
     check_simulated_memory(job);
   }

@@ -736,12 +736,25 @@ Result<int64_t> RunStore::data_version() {
 }
 
 Result<std::vector<JobRow>> RunStore::job_rows(int64_t run_id) {
-  auto jobs = Statement::prepare(db_.get(), path_, R"sql(
+  return read_job_rows("run_id", run_id);
+}
+
+Result<std::optional<JobRow>> RunStore::job_row(int64_t job_id) {
+  Result<std::vector<JobRow>> rows = read_job_rows("id", job_id);
+  if (!rows.ok()) return rows.error();
+  if (rows->empty()) return std::optional<JobRow>();
+  return std::optional<JobRow>(std::move(rows->front()));
+}
+
+Result<std::vector<JobRow>> RunStore::read_job_rows(std::string_view column, int64_t value) {
+  auto jobs = Statement::prepare(db_.get(), path_,
+                                 fmt::format(R"sql(
       SELECT id, name, state, reason, device, started_ms, ended_ms, log_path, malformed_lines,
              signature, grp, instance, spec_json, cpu_ms, host_memory_peak_bytes, gpus
-      FROM jobs WHERE run_id = ? ORDER BY id)sql");
+      FROM jobs WHERE {} = ? ORDER BY id)sql",
+                                             column));
   if (!jobs.ok()) return jobs.error();
-  jobs->bind(1, run_id);
+  jobs->bind(1, value);
   std::vector<JobRow> rows;
   Status read = jobs->for_each_row([&]() -> Status {
     JobRow job;

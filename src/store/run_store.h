@@ -455,8 +455,10 @@ class RunStore : public RunReader {
   Result<std::vector<ProgressEvent>> metric_steps(int64_t job_id, int64_t limit);
   // The attempts of a job, in order.
   Result<std::vector<AttemptRow>> job_attempts(int64_t job_id);
-  // A run's jobs, by id (no events: cheap to read again while following one).
+  // A run's jobs, by id (no events).
   Result<std::vector<JobRow>> job_rows(int64_t run_id);
+  // One job's row; nullopt when there is none.
+  Result<std::optional<JobRow>> job_row(int64_t job_id);
 
  private:
   // metric_steps' statement, and one run of it (prepared once for many jobs).
@@ -479,6 +481,8 @@ class RunStore : public RunReader {
   Result<RunRow> read_run(int64_t run_id);
   // Sets the run's jobs_signature from every job it holds.
   Status refresh_jobs_signature(int64_t run_id);
+  // The jobs whose `column` ("run_id" or "id") is `value`, by id.
+  Result<std::vector<JobRow>> read_job_rows(std::string_view column, int64_t value);
   Result<std::vector<DeviceInfo>> run_devices(int64_t run_id);
 
   // Declared before db_, so closed after it (see file_damage()).
