@@ -17,7 +17,8 @@
 
 namespace {
 
-// One file per process, rewritten for each input.
+// One file per process, rewritten for each input and removed when the
+// process exits.
 const std::string& scratch_path() {
   static const std::string path = [] {
     std::string templ = "/tmp/colo-progress-fuzz.XXXXXX";
@@ -25,6 +26,10 @@ const std::string& scratch_path() {
     if (fd >= 0) ::close(fd);
     return templ;
   }();
+  static const bool removed_at_exit = [] {
+    return std::atexit([] { ::unlink(path.c_str()); }) == 0;
+  }();
+  (void)removed_at_exit;
   return path;
 }
 
