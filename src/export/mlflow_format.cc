@@ -149,6 +149,7 @@ MlflowRunStatus mlflow_status(JobState state) {
     case JobState::kRunning:
       return MlflowRunStatus::kRunning;
     case JobState::kOk:
+    case JobState::kStopped:  // as Ray Tune ends an early-stopped trial: terminated, not failed
       return MlflowRunStatus::kFinished;
     case JobState::kFailed:
     case JobState::kOutOfMemory:

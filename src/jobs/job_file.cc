@@ -52,9 +52,11 @@ constexpr size_t kMaxReportedErrors = 20;
 constexpr const char* kNeedsAJob =
     "a job file needs at least one [[job]] with name and command; see docs/job-file.md";
 
-constexpr std::array<const char*, 5> kTopLevelKeys = {"run", "defaults", "job", "data",
-                                                      "objective"};
+constexpr std::array<const char*, 6> kTopLevelKeys = {"run",  "defaults",  "job",
+                                                      "data", "objective", "early_stop"};
 constexpr std::array<const char*, 3> kObjectiveKeys = {"metric", "goal", "goals"};
+constexpr std::array<const char*, 5> kEarlyStopKeys = {"rule", "min_epochs", "min_trials",
+                                                       "reduction", "max_epochs"};
 constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "policy"};
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
@@ -657,6 +659,73 @@ void read_objective(const toml::node& node, Diagnostics& diag, std::string& metr
   }
 }
 
+// [early_stop]: the rule and its numbers (EarlyStopSpec); needs an
+// [objective] with a metric, which it judges.
+std::optional<EarlyStopSpec> read_early_stop(const toml::node& node, Diagnostics& diag,
+                                             const std::string& objective) {
+  TableReader reader(diag, "[early_stop]: ");
+  const auto* table = node.as_table();
+  if (table == nullptr) {
+    reader.error(line_of(node), fmt::format("must be a table, got {}", describe(node)));
+    return std::nullopt;
+  }
+  EarlyStopSpec spec;
+  bool ok = true;
+  const auto integer = [&](std::string_view key, const toml::node& value, int lo, int& into,
+                           std::string_view expected) {
+    if (auto n = reader.int_in_range(key, value, lo, 1'000'000, expected)) {
+      into = static_cast<int>(*n);
+    } else {
+      ok = false;
+    }
+  };
+  for (const auto& [key, value] : *table) {
+    const std::string_view k = key.str();
+    if (k == "rule") {
+      auto rule = reader.string(k, value, "\"median\" or \"asha\"");
+      if (rule == "median") {
+        spec.rule = EarlyStopRule::kMedian;
+      } else if (rule == "asha") {
+        spec.rule = EarlyStopRule::kAsha;
+      } else {
+        if (rule) {
+          reader.error(line_of(value),
+                       fmt::format("key 'rule' must be \"median\" or \"asha\", got \"{}\"", *rule));
+        }
+        ok = false;
+      }
+    } else if (k == "min_epochs") {
+      integer(k, value, 1, spec.min_epochs, "an epoch number, 1 or more");
+    } else if (k == "min_trials") {
+      integer(k, value, 1, spec.min_trials, "a number of trials, 1 or more");
+    } else if (k == "reduction") {
+      integer(k, value, 2, spec.reduction, "an integer of 2 or more (3: keep the best third)");
+    } else if (k == "max_epochs") {
+      int max = 0;
+      integer(k, value, 1, max, "an epoch number, 1 or more");
+      if (max > 0) spec.max_epochs = max;
+    } else {
+      reader.error(line_of(key, value),
+                   fmt::format("unknown key '{}'{}; [early_stop] takes rule, min_epochs, "
+                               "min_trials, reduction and max_epochs",
+                               k, did_you_mean(k, kEarlyStopKeys)));
+      ok = false;
+    }
+  }
+  if (!table->contains("rule")) {
+    reader.error(line_of(node), "needs its rule: add rule = \"median\" or rule = \"asha\"");
+    ok = false;
+  }
+  if (objective.empty()) {
+    reader.error(line_of(node),
+                 "judges the objective, and the file declares none: add an [objective] with "
+                 "metric = \"NAME\" and goal = \"min\" or \"max\" (docs/early-stopping.md)");
+    ok = false;
+  }
+  if (!ok) return std::nullopt;
+  return spec;
+}
+
 void read_run(const toml::node& node, Diagnostics& diag, JobFile& out) {
   TableReader reader(diag, "[run]: ");
   const auto* table = node.as_table();
@@ -1136,6 +1205,8 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
   std::map<std::string, bool> lower_is_better;
   if (const toml::node* o = root.get("objective"))
     read_objective(*o, diag, objective, lower_is_better);
+  std::optional<EarlyStopSpec> early_stop;
+  if (const toml::node* e = root.get("early_stop")) early_stop = read_early_stop(*e, diag, objective);
 
   for (const auto& [key, value] : root) {
     if (contains(kTopLevelKeys, key.str())) continue;
@@ -1145,7 +1216,7 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
     }
     diag.add(line_of(key, value),
              fmt::format("unknown top-level key '{}'{}; a job file has [run], [defaults], "
-                         "[data.NAME], [objective] and [[job]] sections",
+                         "[data.NAME], [objective], [early_stop] and [[job]] sections",
                          key.str(), hint));
   }
 
@@ -1220,6 +1291,7 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
     for (size_t i = first; i < out.jobs.size(); ++i) {
       out.jobs[i].objective = objective;
       out.jobs[i].lower_is_better = lower_is_better;
+      out.jobs[i].early_stop = early_stop;
       auto [it, inserted] = seen.emplace(out.jobs[i].name, out.jobs[i].source);
       if (!inserted) {
         diag.add(block.line,

@@ -687,6 +687,61 @@ command = ["x"]
               HasSubstr("[objective]: metric 'fid' needs its goal: add goal = \"min\""));
 }
 
+// [early_stop]: the rule and its numbers into every job (and through the
+// service's JSON); it needs a declared objective, a known rule and sane
+// numbers, each error on its line.
+TEST(JobFile, AnEarlyStopRuleGoesWithTheObjectiveIntoEveryJob) {
+  JobFile file = parse_ok(R"(
+[objective]
+metric = "val_loss"
+goal = "min"
+
+[early_stop]
+rule = "asha"
+min_epochs = 2
+reduction = 4
+max_epochs = 32
+
+[[job]]
+name = "t"
+command = ["x"]
+grid = { lr = [1, 2] }
+)");
+  ASSERT_EQ(file.jobs.size(), 2u);
+  for (const JobSpec& job : file.jobs) {
+    ASSERT_TRUE(job.early_stop);
+    EXPECT_EQ(job.early_stop->rule, EarlyStopRule::kAsha);
+    EXPECT_EQ(job.early_stop->min_epochs, 2);
+    EXPECT_EQ(job.early_stop->reduction, 4);
+    EXPECT_EQ(job.early_stop->max_epochs, 32);
+    EXPECT_EQ(job.early_stop->min_trials, 3) << "the default";
+  }
+  Result<JobSpec> back = job_spec_from_json(job_spec_to_json(file.jobs[0]));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->early_stop, file.jobs[0].early_stop);
+  EXPECT_FALSE(parse_ok("[[job]]\nname = \"a\"\ncommand = [\"x\"]\n").jobs[0].early_stop);
+
+  Result<JobFile> bad = parse_job_file(R"([early_stop]
+rule = "hyperband"
+reduction = 1
+patience = 3
+
+[[job]]
+name = "a"
+command = ["x"]
+)",
+                                       "f.toml", kBase);
+  ASSERT_FALSE(bad.ok());
+  const std::string message = bad.error().message();
+  EXPECT_THAT(message, HasSubstr("f.toml:2: [early_stop]: key 'rule' must be \"median\" or "
+                                 "\"asha\", got \"hyperband\""));
+  EXPECT_THAT(message, HasSubstr("f.toml:3: [early_stop]: key 'reduction' must be an integer of "
+                                 "2 or more"));
+  EXPECT_THAT(message, HasSubstr("f.toml:4: [early_stop]: unknown key 'patience'"));
+  EXPECT_THAT(message, HasSubstr("[early_stop]: judges the objective, and the file declares "
+                                 "none: add an [objective]"));
+}
+
 TEST(JobFile, ReportsEveryErrorNotJustTheFirst) {
   Result<JobFile> r = parse_job_file(R"([[job]]
 name = "a"

@@ -34,6 +34,26 @@ inline constexpr int kMaxJobPriority = 100;
 // rendezvous port: torchrun --master_port {port}).
 inline constexpr const char* kPortPlaceholder = "{port}";
 
+// An [early_stop] table (docs/early-stopping.md): stop the trials of a sweep
+// whose objective falls behind their siblings', judged at the end of their
+// epochs, among the jobs of one [[job]] table in one run.
+enum class EarlyStopRule {
+  kMedian,  // below the median of the others' best so far at the same epoch
+  kAsha,    // asynchronous successive halving: not in the best 1/reduction at a rung
+};
+// "median", "asha".
+inline const char* to_string(EarlyStopRule rule) {
+  return rule == EarlyStopRule::kAsha ? "asha" : "median";
+}
+struct EarlyStopSpec {
+  EarlyStopRule rule = EarlyStopRule::kMedian;
+  int min_epochs = 1;  // no trial is judged before its epoch min_epochs (grace)
+  int min_trials = 3;  // median: others that reached the epoch, at least
+  int reduction = 3;   // asha: rungs at min_epochs * reduction^k epochs
+  std::optional<int> max_epochs;  // asha: no rung at or past it
+  bool operator==(const EarlyStopSpec&) const = default;
+};
+
 // A [data.NAME] table: a dataset that one shared loader serves to every job
 // naming it (docs/data-sharing.md). Unset fields take the loader's defaults.
 struct DataSourceSpec {
@@ -114,6 +134,8 @@ struct JobSpec {
   // the report, the dashboard, the export).
   std::string objective;
   std::map<std::string, bool> lower_is_better;
+  // The job file's [early_stop], on `objective` (set only with it).
+  std::optional<EarlyStopSpec> early_stop;
   std::map<std::string, std::string> params;  // this instance's grid values
   int repeat_index = 1;                       // 1-based
   std::string source;                         // "file.toml:12" where it was defined

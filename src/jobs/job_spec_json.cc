@@ -156,6 +156,14 @@ json job_spec_to_json(const JobSpec& job) {
     for (const auto& [name, lower] : job.lower_is_better) goals[name] = lower ? "min" : "max";
     j["goals"] = std::move(goals);
   }
+  if (const std::optional<EarlyStopSpec>& e = job.early_stop) {
+    json t = {{"rule", to_string(e->rule)},
+              {"min_epochs", e->min_epochs},
+              {"min_trials", e->min_trials},
+              {"reduction", e->reduction}};
+    if (e->max_epochs) t["max_epochs"] = *e->max_epochs;
+    j["early_stop"] = std::move(t);
+  }
   if (job.mig_profile) j["mig_profile"] = *job.mig_profile;
   if (job.mig_group) j["mig_group"] = *job.mig_group;
   if (job.dataset) j["dataset"] = *job.dataset;
@@ -258,6 +266,27 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       continue;
     }
     job.lower_is_better[name] = goal == "min";
+  }
+  if (auto it = j.find("early_stop"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      r.fail("'early_stop' must be an object (an [early_stop] table)");
+    } else {
+      FieldReader e(*it);
+      EarlyStopSpec spec;
+      const std::string rule = e.text("rule", true).value_or("");
+      if (rule == "asha") {
+        spec.rule = EarlyStopRule::kAsha;
+      } else if (rule != "median") {
+        e.fail("'rule' must be \"median\" or \"asha\"");
+      }
+      spec.min_epochs = e.integer<int>("min_epochs", 1, 1'000'000).value_or(spec.min_epochs);
+      spec.min_trials = e.integer<int>("min_trials", 1, 1'000'000).value_or(spec.min_trials);
+      spec.reduction = e.integer<int>("reduction", 2, 1'000'000).value_or(spec.reduction);
+      spec.max_epochs = e.integer<int>("max_epochs", 1, 1'000'000);
+      if (job.objective.empty()) e.fail("needs the job's 'objective'");
+      if (!e.error().empty()) r.fail("early_stop: " + e.error());
+      job.early_stop = spec;
+    }
   }
   job.mig_profile = r.text("mig_profile");
   job.mig_group = r.text("mig_group");

@@ -5,7 +5,7 @@
 namespace colo {
 namespace {
 
-constexpr EnumNames<JobState, 8> kNames{"job state",
+constexpr EnumNames<JobState, 9> kNames{"job state",
                                         {{
                                             {JobState::kQueued, "queued"},
                                             {JobState::kRunning, "running"},
@@ -15,6 +15,7 @@ constexpr EnumNames<JobState, 8> kNames{"job state",
                                             {JobState::kKilled, "killed"},
                                             {JobState::kCancelled, "cancelled"},
                                             {JobState::kInterrupted, "interrupted"},
+                                            {JobState::kStopped, "stopped"},
                                         }}};
 
 }  // namespace
@@ -24,5 +25,9 @@ std::string to_string(JobState state) { return kNames.name(state); }
 Result<JobState> parse_job_state(std::string_view text) { return kNames.parse(text); }
 
 bool is_final(JobState state) { return state != JobState::kQueued && state != JobState::kRunning; }
+
+bool ended_well(JobState state) { return state == JobState::kOk || state == JobState::kStopped; }
+
+bool ended_well(std::string_view state) { return state == "ok" || state == "stopped"; }
 
 }  // namespace colo

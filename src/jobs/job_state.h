@@ -21,12 +21,18 @@ enum class JobState {
   kKilled,       // ended by a signal colo did not send
   kCancelled,    // stopped by colo (Ctrl-C, or the run was cancelled)
   kInterrupted,  // colo itself died while the job ran (found on next start)
+  kStopped,      // stopped early by its sweep's [early_stop] rule: a result, not a failure
 };
 
-// "queued", "running", "ok", "failed", "oom", "killed", "cancelled", "interrupted".
+// "queued", "running", "ok", "failed", "oom", "killed", "cancelled",
+// "interrupted", "stopped".
 std::string to_string(JobState state);
 Result<JobState> parse_job_state(std::string_view text);
 bool is_final(JobState state);
+// Ended as it should: ok, or stopped early by its rule (neither counts as
+// not ok in a run's state or colo's exit code).
+bool ended_well(JobState state);
+bool ended_well(std::string_view state);
 
 // What everything a job ran (its cgroup) used on the host; absent where
 // colo could not measure it (no cgroup, or no memory controller).

@@ -55,6 +55,7 @@ JobEnd job_end_of(JobState state) {
       return JobEnd::kOutOfMemory;
     case JobState::kCancelled:
     case JobState::kKilled:
+    case JobState::kStopped:
       return JobEnd::kCancelled;
     default:
       return JobEnd::kFailed;
@@ -106,6 +107,8 @@ struct RunEngine::JobRuntime {
   bool mechanism_victim = false;
   // Stopped because the service shuts down: ends interrupted.
   bool shutdown_victim = false;
+  // Stopped by its sweep's [early_stop] rule (the rule's verdict): ends stopped.
+  std::string stopped_early;
   // Auto policy: a newcomer is measured where it runs (InPlaceMeasurement);
   // its first profile goes to the scheduler once its memory plateaued. A
   // speculative sibling (Decision::record) is measured too, and what it saw
@@ -315,7 +318,7 @@ size_t RunEngine::queued() const {
 
 int RunEngine::count(bool ok) const {
   return static_cast<int>(std::count_if(jobs_.begin(), jobs_.end(), [&](const auto& j) {
-    return is_final(j->state) && (j->state == JobState::kOk) == ok;
+    return is_final(j->state) && ended_well(j->state) == ok;
   }));
 }
 
@@ -545,6 +548,7 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   job.last_rate_ms = 0;
   job.first_progress_ms.reset();
   job.stop_reason.clear();
+  job.stopped_early.clear();
   job.mechanism_victim = job.shutdown_victim = false;
   job.stalled.clear();
   job.fault_victim.clear();
@@ -747,6 +751,16 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& ended, const Gpu
     f.exit.reason = job.simulated_oom;
     job.stop_reason.clear();
     job.simulated_oom.clear();
+  }
+  if (!job.stopped_early.empty()) {
+    // However it ended after the rule's TERM (saved and exited, or killed
+    // after the grace), its sweep has its result: it ends stopped, for good.
+    (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
+    JobExit exit = f.exit;
+    exit.state = JobState::kStopped;
+    exit.reason = job.stopped_early;
+    record_final(job, exit, f.ended_ms);
+    return;
   }
   const bool failed = f.exit.state != JobState::kOk;
   if (!job.preempted.empty() && !stopping_) {
@@ -1351,12 +1365,40 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
                                        : ""));
       }
     }
+    if (!exited) judge_early_stop(job, e);
     pending_events_.emplace_back(job.job.id, std::move(e));
   }
   for (const std::string& note : job.reader->take_notices()) {
     display_.event(fmt::format("{}: {}", job.label(), note));
     append_note_to_log(log_path(job), note);
   }
+}
+
+void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
+  const JobSpec& spec = job.job.spec;
+  if (!spec.early_stop || spec.objective.empty() || stopping_ || job.pid <= 0 ||
+      !job.stop_reason.empty() || !job.preempted.empty() || !job.fault_victim.empty())
+    return;
+  if (e.kind != "epoch_end" && e.kind != "metric") return;
+  auto value = e.metrics.find(spec.objective);
+  if (value == e.metrics.end()) return;
+  // An epoch's end counts for that epoch; a metric for its own epoch, else
+  // for the last epoch that ended before it.
+  const int64_t epoch = e.kind == "epoch_end" ? job.epoch.value_or(job.epochs)
+                                              : e.epoch.value_or(job.epochs);
+  auto goal = spec.lower_is_better.find(spec.objective);
+  std::optional<std::string> verdict = early_stop_.report(
+      spec.source, static_cast<int64_t>(job.key), *spec.early_stop,
+      TrialReport{spec.objective, goal == spec.lower_is_better.end() || goal->second, epoch,
+                  value->second});
+  if (!verdict) return;
+  job.stopped_early = *verdict;
+  job.stop_reason = *verdict;
+  supervisor_.stop(job.pid, options_.stop_grace_ms);
+  const std::string what = fmt::format("{}; stopping it (TERM, then KILL after {})", *verdict,
+                                       format_duration_ms(options_.stop_grace_ms));
+  display_.event(fmt::format("{}: {}", job.label(), what));
+  append_note_to_log(log_path(job), what);
 }
 
 void RunEngine::read_progress() {

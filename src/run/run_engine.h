@@ -64,6 +64,7 @@
 #include "jobs/job_supervisor.h"
 #include "jobs/progress.h"
 #include "jobs/run_as.h"
+#include "run/early_stop.h"
 #include "run/in_place_measurement.h"
 #include "run/leftovers.h"
 #include "run/live_display.h"
@@ -364,6 +365,9 @@ class RunEngine {
   static constexpr int64_t kBaselineMs = 5000;
   // `exited`: the job has ended; read what it left and let held-back events out.
   void read_progress_of(JobRuntime& job, bool exited = false);
+  // The job's sweep's [early_stop] rule on event `e`, before it is stored:
+  // stops the job (TERM, the grace) when the rule says so; it ends stopped.
+  void judge_early_stop(JobRuntime& job, const ProgressEvent& e);
   void read_progress();
   void collect_samples();
   // Hands the samples and events gathered since the last call to the writer.
@@ -413,6 +417,7 @@ class RunEngine {
     int64_t at_ms = 0;  // monotonic
   };
   std::map<int, RecentFault> recent_fault_;
+  EarlyStopper early_stop_;  // the trials of this run's sweeps with an [early_stop]
   bool stopping_ = false;
   bool held_ = false;
   bool started_ = false;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/units.h"
+#include "jobs/job_state.h"
 #include "serve/protocol.h"
 #include "serve/unix_socket.h"
 
@@ -180,7 +181,7 @@ Result<FollowOutcome> follow_jobs(const ServiceClient& client, const std::vector
   }
   for (const auto& [id, job] : last) {
     outcome.jobs.push_back(job);
-    if (is_final_state(job.state)) (job.state == "ok" ? outcome.ok : outcome.not_ok)++;
+    if (is_final_state(job.state)) (ended_well(job.state) ? outcome.ok : outcome.not_ok)++;
   }
   return outcome;
 }

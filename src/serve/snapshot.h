@@ -52,8 +52,7 @@ struct QueueJob {
   std::string group;
   std::string owner;
   uid_t owner_uid = 0;
-  std::string
-      state;  // "queued", "running", "ok", "failed", "oom", "killed", "cancelled", "interrupted"
+  std::string state;  // to_string(JobState): "queued", "running", "ok", "failed", ...
   std::string reason;
   std::optional<int> gpu;
   std::vector<int> gang_gpus;  // a running gang's GPUs (`gpu` first); empty otherwise

@@ -97,7 +97,7 @@ SweepStatus sweep_status(const ShardPlan& plan, const std::string& dir, const Co
       if (p.ok()) {
         s.run_state = to_string(p->run.state);
         s.node = p->run.slurm.node;
-        for (const JobRow& j : p->jobs) (j.state == JobState::kOk ? s.jobs_ok : s.jobs_not_ok)++;
+        for (const JobRow& j : p->jobs) (ended_well(j.state) ? s.jobs_ok : s.jobs_not_ok)++;
       } else {
         s.error = p.error().message();
       }
@@ -231,7 +231,7 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
     Result<RunRecord> record = (*store)->run_record(*run);
     if (!record.ok()) return record.error();
     result.jobs = static_cast<int>(record->jobs.size());
-    for (const JobRow& j : record->jobs) result.jobs_ok += j.state == JobState::kOk;
+    for (const JobRow& j : record->jobs) result.jobs_ok += ended_well(j.state);
     result.jobs_missing = static_cast<int>(missing.size());
   }
   remove_store_files(result.out_path);

@@ -659,7 +659,7 @@ constexpr const char* kRunColumns =
     "r.jobs_signature, (SELECT count(*) FROM jobs j WHERE j.run_id = r.id), r.host, r.colo_pid, "
     "r.slurm_job_id, r.slurm_step, r.slurm_node, r.slurm_restart_count, "
     "(SELECT count(*) FROM jobs j WHERE j.run_id = r.id "
-    "AND j.state NOT IN ('ok', 'queued', 'running'))";
+    "AND j.state NOT IN ('ok', 'stopped', 'queued', 'running'))";
 
 Result<RunRow> run_from_row(const Statement& s) {
   RunRow run;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "common/units.h"
+#include "jobs/job_state.h"
 
 namespace colo {
 namespace {
@@ -135,7 +136,7 @@ std::optional<uint64_t> job_memory(const QueueJob& j, const ServiceSnapshot& s) 
 }
 
 TopStyle state_style(const std::string& state) {
-  if (state == "ok") return TopStyle::kGood;
+  if (ended_well(state)) return TopStyle::kGood;
   if (state == "failed" || state == "oom" || state == "killed") return TopStyle::kBad;
   if (state == "running") return TopStyle::kBold;
   return TopStyle::kNormal;

@@ -377,5 +377,54 @@ TEST_F(ColoSweep, ALearningRateSweepShowsWhichRateWonInShowCsvJsonAndTheReport) 
   EXPECT_THAT(page, HasSubstr("What the jobs learned"));
 }
 
+// Issue 33, item 4: ASHA on the declared objective. Twelve trials whose loss
+// is q/epoch, best first (q = 1 is the best at every epoch), four at a time:
+// at least half are stopped early, each recorded "stopped" with the rule's
+// numbers (also in its log), the best trial ends ok, and the run and colo's
+// exit code count stopped trials as results, not failures.
+TEST_F(ColoSweep, AshaStopsMostOfASweepWhoseBadTrialsAreKnownAndTheBestEndsOk) {
+  const std::string file = write_file(
+      "asha.toml",
+      "[run]\nmechanism = \"naive\"\nmax_per_gpu = 4\n[objective]\nmetric = \"loss\"\ngoal = "
+      "\"min\"\n[early_stop]\nrule = \"asha\"\nmax_epochs = 9\n[[job]]\nname = \"t\"\n"
+      "grid = { q = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] }\n"
+      "command = [\"sh\", \"-c\", \"for e in 1 2 3 4 5 6 7 8 9; do printf "
+      "'{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":%d,\\\"samples\\\":10,\\\"metrics\\\":"
+      "{\\\"loss\\\":%s}}\\\\n' $e $(awk \\\"BEGIN { print {q} / $e }\\\") >> "
+      "$COLO_PROGRESS_FILE; sleep 1; done\"]\n");
+  const std::string db = dir_ + "/asha.db";
+  CommandResult r = shell(colo("run " + file + " --backend sim --policy fixed --plain --db " + db +
+                               " --logs " + dir_ + "/logs"));
+  EXPECT_EQ(r.exit_code, 0) << "stopped trials are not failures:\n" << r.output;
+
+  CommandResult shown = shell(colo("show --json --db " + db));
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  const nlohmann::json json = nlohmann::json::parse(shown.output);
+  ASSERT_EQ(json["jobs"].size(), 12u) << shown.output;
+  int stopped = 0;
+  for (const nlohmann::json& job : json["jobs"]) {
+    const std::string name = job["name"];
+    if (name == "t[q=1]") {
+      EXPECT_EQ(job["state"], "ok") << "the best trial runs to its end";
+      EXPECT_EQ(job["epochs"], 9);
+    } else if (job["state"] == "stopped") {
+      ++stopped;
+      EXPECT_THAT(job["reason"].get<std::string>(),
+                  ::testing::MatchesRegex("stopped early by ASHA at its rung of epoch [13]: its "
+                                          "loss there, [0-9.]+, is worse than [0-9.]+, the cut "
+                                          "of the best 1/3 among the [0-9]+ trials? judged there "
+                                          "before it"));
+    } else {
+      EXPECT_EQ(job["state"], "ok") << name;
+    }
+  }
+  EXPECT_GE(stopped, 6) << shown.output;
+  CommandResult logs = shell("grep -l 'stopped early by ASHA' -r '" + dir_ + "/logs' | wc -l");
+  EXPECT_EQ(std::stoi(logs.output), stopped) << "each stopped trial's log says why";
+  CommandResult runs = shell(colo("runs --db " + db));
+  EXPECT_TRUE(std::regex_search(runs.output, std::regex(" ok +naive +sim \\(simulated\\) +12 ")))
+      << runs.output;
+}
+
 }  // namespace
 }  // namespace colo

@@ -1,0 +1,101 @@
+#include "run/early_stop.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace colo {
+namespace {
+
+constexpr double kWorst = std::numeric_limits<double>::infinity();
+
+double badness(double value, bool lower_is_better) {
+  if (!std::isfinite(value)) return kWorst;
+  return lower_is_better ? value : -value;
+}
+
+// Back to the metric's own sign, as the job reported it.
+std::string shown(double bad, bool lower_is_better) {
+  if (std::isinf(bad)) return "NaN or infinite";
+  return fmt::format("{:.4g}", lower_is_better ? bad : -bad);
+}
+
+// The q-quantile (0..1) of `values`, linear between neighbours as numpy's
+// percentile; an infinite neighbour makes it infinite.
+double quantile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  const double at = q * static_cast<double>(values.size() - 1);
+  const auto lo = static_cast<size_t>(std::floor(at));
+  const double frac = at - static_cast<double>(lo);
+  if (frac == 0 || lo + 1 >= values.size()) return values[lo];
+  if (std::isinf(values[lo + 1])) return kWorst;
+  return values[lo] + frac * (values[lo + 1] - values[lo]);
+}
+
+}  // namespace
+
+double EarlyStopper::Trial::best_by(int64_t epoch) const {
+  double best = kWorst;
+  for (auto it = by_epoch.begin(); it != by_epoch.end() && it->first <= epoch; ++it)
+    best = std::min(best, it->second);
+  return best;
+}
+
+std::optional<std::string> EarlyStopper::report(const std::string& sweep, int64_t trial,
+                                                const EarlyStopSpec& spec, const TrialReport& r) {
+  if (r.epoch < 1) return std::nullopt;
+  Sweep& s = sweeps_[sweep];
+  const double bad = badness(r.value, r.lower_is_better);
+  auto [at, added] = s.trials[trial].by_epoch.try_emplace(r.epoch, bad);
+  if (!added) at->second = std::min(at->second, bad);  // a retried attempt's epoch again
+  if (r.epoch < spec.min_epochs) return std::nullopt;
+  return spec.rule == EarlyStopRule::kMedian ? median(s, trial, spec, r)
+                                             : asha(s, trial, spec, r, bad);
+}
+
+std::optional<std::string> EarlyStopper::median(const Sweep& s, int64_t trial,
+                                                const EarlyStopSpec& spec, const TrialReport& r) {
+  const double own = s.trials.at(trial).best_by(r.epoch);
+  std::vector<double> others;
+  for (const auto& [id, t] : s.trials) {
+    if (id != trial && t.by_epoch.rbegin()->first >= r.epoch) others.push_back(t.best_by(r.epoch));
+  }
+  if (others.size() < static_cast<size_t>(spec.min_trials)) return std::nullopt;
+  const double m = quantile(others, 0.5);
+  if (!(own > m)) return std::nullopt;
+  return fmt::format(
+      "stopped early by the median rule at epoch {}: its best {} so far, {}, is worse than {}, "
+      "the median of the best by epoch {} of the {} other trials that got that far",
+      r.epoch, r.metric, shown(own, r.lower_is_better), shown(m, r.lower_is_better), r.epoch,
+      others.size());
+}
+
+std::optional<std::string> EarlyStopper::asha(Sweep& s, int64_t trial, const EarlyStopSpec& spec,
+                                              const TrialReport& r, double bad) {
+  // The highest rung at or below this epoch.
+  int64_t rung = 0;
+  for (int64_t at = spec.min_epochs; at <= r.epoch; at *= spec.reduction) {
+    if (spec.max_epochs && at >= *spec.max_epochs) break;
+    rung = at;
+  }
+  if (rung == 0) return std::nullopt;
+  std::map<int64_t, double>& recorded = s.rungs[rung];
+  if (recorded.contains(trial)) return std::nullopt;  // judged there already
+  std::vector<double> before;
+  before.reserve(recorded.size());
+  for (const auto& [id, v] : recorded) before.push_back(v);
+  recorded[trial] = bad;
+  if (before.empty()) return std::nullopt;
+  const double cutoff = quantile(before, 1.0 / spec.reduction);
+  if (!(bad > cutoff)) return std::nullopt;
+  return fmt::format(
+      "stopped early by ASHA at its rung of epoch {}: its {} there, {}, is worse than {}, the cut "
+      "of the best 1/{} among the {} trial{} judged there before it",
+      rung, r.metric, shown(bad, r.lower_is_better), shown(cutoff, r.lower_is_better),
+      spec.reduction, before.size(), before.size() == 1 ? "" : "s");
+}
+
+}  // namespace colo

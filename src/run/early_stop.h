@@ -1,0 +1,58 @@
+// EarlyStopper: the [early_stop] rules (docs/early-stopping.md) over the
+// trials of sweeps. Fed each trial's objective as its epochs end, it answers
+// whether to stop the trial now, with the numbers that decided. It holds no
+// clock and starts nothing: the engine asks, and stops the trial.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "jobs/job_spec.h"
+
+namespace colo {
+
+// What a trial reported: the objective `metric` (lower better when
+// `lower_is_better`) was `value` at the end of its epoch `epoch` (1-based).
+struct TrialReport {
+  std::string metric;
+  bool lower_is_better = true;
+  int64_t epoch = 0;
+  double value = 0;
+};
+
+class EarlyStopper {
+ public:
+  // Trial `trial` of `sweep` (the jobs of one [[job]] table in one run)
+  // reported `r`; the reason to stop it now, naming the rule and its
+  // numbers, or nullopt to let it go on. NaN and infinities count as the
+  // worst value (a diverged trial). A trial is judged by
+  //  - median: at each epoch from min_epochs on, its best value so far
+  //    against the median of the best values by that epoch of the other
+  //    trials that reached it (at least min_trials of them); worse stops it;
+  //  - asha: at each rung (epochs min_epochs * reduction^k, below
+  //    max_epochs), once, the first time it reports at or past the rung and
+  //    at no higher one: outside the best 1/reduction of the values the
+  //    trials judged there before it stops it (the first judged goes on).
+  std::optional<std::string> report(const std::string& sweep, int64_t trial,
+                                    const EarlyStopSpec& spec, const TrialReport& r);
+
+ private:
+  // Values as badness: lower is better, non-finite is +infinity.
+  struct Trial {
+    std::map<int64_t, double> by_epoch;  // its best value at each epoch it reported
+    double best_by(int64_t epoch) const;  // its best at that epoch and before
+  };
+  struct Sweep {
+    std::map<int64_t, Trial> trials;
+    std::map<int64_t, std::map<int64_t, double>> rungs;  // asha: rung epoch -> trial -> value
+  };
+  static std::optional<std::string> median(const Sweep& s, int64_t trial,
+                                           const EarlyStopSpec& spec, const TrialReport& r);
+  static std::optional<std::string> asha(Sweep& s, int64_t trial, const EarlyStopSpec& spec,
+                                         const TrialReport& r, double badness);
+  std::map<std::string, Sweep> sweeps_;
+};
+
+}  // namespace colo

@@ -1,0 +1,136 @@
+#include "run/early_stop.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+
+EarlyStopSpec median_rule(int min_trials = 3, int min_epochs = 1) {
+  EarlyStopSpec s;
+  s.rule = EarlyStopRule::kMedian;
+  s.min_trials = min_trials;
+  s.min_epochs = min_epochs;
+  return s;
+}
+
+EarlyStopSpec asha(int reduction = 3, int min_epochs = 1, std::optional<int> max_epochs = {}) {
+  EarlyStopSpec s;
+  s.rule = EarlyStopRule::kAsha;
+  s.reduction = reduction;
+  s.min_epochs = min_epochs;
+  s.max_epochs = max_epochs;
+  return s;
+}
+
+TrialReport loss(int64_t epoch, double value) { return {"loss", true, epoch, value}; }
+
+TEST(EarlyStopper, TheMedianRuleStopsATrialWhoseBestIsWorseThanTheOthersMedian) {
+  EarlyStopper stop;
+  const EarlyStopSpec spec = median_rule();
+  for (int t = 1; t <= 3; ++t) {
+    EXPECT_FALSE(stop.report("s", t, spec, loss(1, 4.0)));
+    EXPECT_FALSE(stop.report("s", t, spec, loss(2, t)));  // 1, 2, 3 by epoch 2: the median 2
+  }
+  // 3 others by epoch 1: 4, 4, 4; worse than 4 stops it.
+  EXPECT_TRUE(stop.report("s", 4, spec, loss(1, 9.0)));
+  // A stopped trial counts among the others (4 others: 4, 4, 4, 9; median 4).
+  std::optional<std::string> why = stop.report("s", 5, spec, loss(1, 9.0));
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("median rule at epoch 1"));
+  EXPECT_THAT(*why, HasSubstr("its best loss so far, 9, is worse than 4"));
+  EXPECT_THAT(*why, HasSubstr("the 4 other trials"));
+  // At epoch 2 (that trials 4 and 5 never reached) the median of 1, 2, 3 is
+  // 2: 1.5 goes on; then the median of 1, 1.5, 2, 3 is 1.75: 2.5 stops.
+  EXPECT_FALSE(stop.report("s", 6, spec, loss(2, 1.5)));
+  why = stop.report("s", 7, spec, loss(2, 2.5));
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("2.5, is worse than 1.75"));
+}
+
+TEST(EarlyStopper, TheMedianRuleJudgesTheBestSoFarAndWaitsForEnoughOthersAndEpochs) {
+  EarlyStopper stop;
+  const EarlyStopSpec spec = median_rule(/*min_trials=*/2, /*min_epochs=*/2);
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(2, 1.0)));
+  EXPECT_FALSE(stop.report("s", 2, spec, loss(2, 1.0)));
+  // Before min_epochs nothing is judged, however bad.
+  EXPECT_FALSE(stop.report("s", 3, spec, loss(1, 0.5)));
+  // Its best so far (0.5 at epoch 1) is what is judged, not its last value.
+  EXPECT_FALSE(stop.report("s", 3, spec, loss(2, 100.0)));
+  // Another sweep's trials are not its others.
+  EXPECT_FALSE(stop.report("other", 1, spec, loss(2, 100.0)));
+  // Only one other trial reached epoch 3: not enough.
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(3, 1.0)));
+  EXPECT_FALSE(stop.report("s", 2, spec, loss(3, 50.0)));
+}
+
+TEST(EarlyStopper, AGoalOfMaxStopsTheLowValues) {
+  EarlyStopper stop;
+  const EarlyStopSpec spec = median_rule(2);
+  EXPECT_FALSE(stop.report("s", 1, spec, {"acc", false, 1, 0.8}));
+  EXPECT_FALSE(stop.report("s", 2, spec, {"acc", false, 1, 0.9}));
+  EXPECT_FALSE(stop.report("s", 3, spec, {"acc", false, 1, 0.95}));
+  std::optional<std::string> why = stop.report("s", 4, spec, {"acc", false, 1, 0.5});
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("its best acc so far, 0.5, is worse than 0.9"));
+}
+
+TEST(EarlyStopper, ADivergedTrialIsTheWorst) {
+  EarlyStopper stop;
+  const EarlyStopSpec spec = median_rule(1);
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(1, 1e6)));
+  std::optional<std::string> why = stop.report("s", 2, spec, loss(1, std::nan("")));
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("NaN or infinite, is worse than 1e+06"));
+  EXPECT_FALSE(stop.report("inf", 1, spec, loss(1, 1.0)));
+  EXPECT_TRUE(stop.report("inf", 2, spec, loss(1, INFINITY)));
+}
+
+TEST(EarlyStopper, AshaKeepsTheBestFractionAtEachRungJudgingEachTrialOnceThere) {
+  EarlyStopper stop;
+  const EarlyStopSpec spec = asha(/*reduction=*/2);  // rungs at epochs 1, 2, 4, 8, ...
+  // The first at a rung goes on; after it, a value outside the best half of
+  // those judged there before stops.
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(1, 1.0)));
+  EXPECT_FALSE(stop.report("s", 2, spec, loss(1, 0.5)));  // better than 1: goes on
+  // Before it: 1 and 0.5, the cut at their best half (numpy's percentile 50: 0.75).
+  std::optional<std::string> why = stop.report("s", 3, spec, loss(1, 0.8));
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("ASHA at its rung of epoch 1: its loss there, 0.8, is worse than "
+                              "0.75, the cut of the best 1/2 among the 2 trials judged there "
+                              "before it"));
+  // Judged once per rung: trial 1 is not judged again at epoch 1, nor at
+  // epoch 3 (its highest rung is 2, where it is the first).
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(1, 5.0)));
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(2, 5.0)));
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(3, 5.0)));
+  // Trial 2 skips from epoch 1 to epoch 4: judged at rung 4 only, first there.
+  EXPECT_FALSE(stop.report("s", 2, spec, loss(4, 9.0)));
+  // At rung 2, behind trial 1's 5: 6 stops, 4 goes on.
+  EXPECT_TRUE(stop.report("s", 4, spec, loss(2, 6.0)));
+  EXPECT_FALSE(stop.report("s", 5, spec, loss(2, 4.0)));
+}
+
+TEST(EarlyStopper, AshaHasNoRungBeforeMinEpochsNorAtOrPastMaxEpochs) {
+  EarlyStopper stop;
+  const EarlyStopSpec spec = asha(/*reduction=*/3, /*min_epochs=*/2, /*max_epochs=*/6);
+  // Rungs: 2 (and 6 is max_epochs, so none there).
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(1, 1.0)));
+  EXPECT_FALSE(stop.report("s", 2, spec, loss(1, 9.0)));  // epoch 1: before the first rung
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(2, 1.0)));
+  EXPECT_TRUE(stop.report("s", 2, spec, loss(2, 9.0)));
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(6, 1.0)));
+  // Epoch 6 is judged at rung 2, behind 1 and 9 (the cut at their best third: 3.67).
+  std::optional<std::string> why = stop.report("s", 3, spec, loss(6, 9.0));
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("rung of epoch 2"));
+  EXPECT_THAT(*why, HasSubstr("is worse than 3.667"));
+  EXPECT_FALSE(stop.report("s", 3, spec, loss(7, 9.0)));  // judged there already
+}
+
+}  // namespace
+}  // namespace colo
