@@ -13,6 +13,7 @@
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -73,8 +74,8 @@ constexpr std::array<const char*, 2> kBuiltinPlaceholders = {"gpus", "port"};
 constexpr std::array<const char*, 10> kDataKeys = {
     "path", "format", "size", "augment", "threads", "ring", "chunk", "lag_timeout", "cpus", "seed"};
 // Keys only a [[job]] may have.
-constexpr std::array<const char*, 5> kJobOnlyKeys = {"name", "command", "repeat", "grid",
-                                                     "resource_params"};
+constexpr std::array<const char*, 6> kJobOnlyKeys = {"name", "command",         "repeat",
+                                                     "grid", "resource_params", "search"};
 
 // Collects every validation error of a file, so that the user can fix them
 // all in one go. Each message is prefixed with "file:line: ".
@@ -259,14 +260,33 @@ struct Settings {
   }
 };
 
+// A grid parameter: its values as text (a grid's array, a search's choice),
+// or a range a random search draws from.
+struct GridParam {
+  enum class Draw { kListed, kUniform, kLogUniform };
+  std::string name;
+  std::vector<std::string> values;  // kListed
+  Draw draw = Draw::kListed;
+  double lo = 0, hi = 0;  // the range of the others
+  int line = 0;
+};
+
+// A [[job]]'s `search = { kind = "random", samples = N, seed = S }`.
+struct RandomSearch {
+  int64_t samples = 0;
+  uint64_t seed = 0;
+  int line = 0;
+};
+
 // One [[job]] block before expansion.
 struct JobBlock {
   std::string name;
   int line = 0;
   Sourced<std::vector<std::string>> command;
   int64_t repeat = 1;
-  // Grid parameters in key order (sorted), each with its values as text.
-  std::vector<std::pair<std::string, std::vector<std::string>>> grid;
+  // Grid parameters in key order (sorted).
+  std::vector<GridParam> grid;
+  std::optional<RandomSearch> search;  // else the grid's cartesian product
   std::optional<Sourced<std::vector<std::string>>> resource_params;
   Settings settings;  // defaults already merged in
 };
@@ -598,6 +618,161 @@ std::optional<std::string> grid_value_text(const toml::node& node) {
   return std::nullopt;
 }
 
+// The values of grid.NAME as text, for names and commands.
+std::optional<std::vector<std::string>> grid_values(TableReader& reader, std::string_view param,
+                                                    const toml::node& values, bool choice) {
+  const auto* array = values.as_array();
+  const std::string what = fmt::format("grid.{}{}", param, choice ? ".choice" : "");
+  if (array == nullptr || array->empty()) {
+    reader.error(line_of(values),
+                 fmt::format("{} must be a non-empty array of strings, integers, floats or "
+                             "booleans{}, got {}",
+                             what,
+                             choice ? ""
+                                    : ", or a distribution to search ({ loguniform = [1e-4, "
+                                      "0.1] })",
+                             array != nullptr ? "an empty array" : describe(values)));
+    return std::nullopt;
+  }
+  std::vector<std::string> texts;
+  bool ok = true;
+  for (const toml::node& v : *array) {
+    auto text = grid_value_text(v);
+    if (!text) {
+      reader.error(line_of(v), fmt::format("{} values must be strings, integers, floats or "
+                                           "booleans, got {}",
+                                           what, describe(v)));
+      ok = false;
+      continue;
+    }
+    if (auto bad = std::find_if(text->begin(), text->end(), is_control); bad != text->end()) {
+      reader.error(line_of(v),
+                   fmt::format("{} value contains a control character ({}): grid values "
+                               "become part of job names and commands, which are printed and "
+                               "passed to exec; use printable text",
+                               what, escaped_char(*bad)));
+      ok = false;
+      continue;
+    }
+    texts.push_back(std::move(*text));
+  }
+  if (!ok) return std::nullopt;
+  return texts;
+}
+
+// grid.NAME: an array of values, or (for a random search) one of
+// { uniform = [lo, hi] }, { loguniform = [lo, hi] }, { choice = [...] }.
+std::optional<GridParam> grid_param(TableReader& reader, std::string_view param,
+                                    const toml::node& node) {
+  GridParam p;
+  p.name = std::string(param);
+  p.line = line_of(node);
+  const auto* table = node.as_table();
+  if (table == nullptr) {
+    auto values = grid_values(reader, param, node, false);
+    if (!values) return std::nullopt;
+    p.values = std::move(*values);
+    return p;
+  }
+  const std::string expected = fmt::format(
+      "grid.{} must be an array of values, or one distribution for a random search: {{ uniform "
+      "= [lo, hi] }}, {{ loguniform = [lo, hi] }} or {{ choice = [...] }}",
+      param);
+  if (table->size() != 1) {
+    reader.error(p.line, expected);
+    return std::nullopt;
+  }
+  // (An iterator's pair lives in the iterator: hold it while reading it.)
+  const auto entry = table->begin();
+  const toml::key& kind = entry->first;
+  const toml::node& value = entry->second;
+  if (kind.str() == "choice") {
+    auto values = grid_values(reader, param, value, true);
+    if (!values) return std::nullopt;
+    p.values = std::move(*values);
+    return p;
+  }
+  if (kind.str() != "uniform" && kind.str() != "loguniform") {
+    reader.error(p.line, fmt::format("{}; got '{}'{}", expected, kind.str(),
+                                     did_you_mean(kind.str(), std::array{"uniform", "loguniform",
+                                                                         "choice"})));
+    return std::nullopt;
+  }
+  p.draw = kind.str() == "uniform" ? GridParam::Draw::kUniform : GridParam::Draw::kLogUniform;
+  const auto* range = value.as_array();
+  const auto number = [](const toml::node* n) -> std::optional<double> {
+    if (n == nullptr) return std::nullopt;
+    if (const auto* f = n->as_floating_point()) return f->get();
+    if (const auto* i = n->as_integer()) return static_cast<double>(i->get());
+    return std::nullopt;
+  };
+  std::optional<double> lo = range ? number(range->get(0)) : std::nullopt;
+  std::optional<double> hi = range ? number(range->get(1)) : std::nullopt;
+  if (range == nullptr || range->size() != 2 || !lo || !hi || !std::isfinite(*lo) ||
+      !std::isfinite(*hi) || !(*lo < *hi) ||
+      (p.draw == GridParam::Draw::kLogUniform && !(*lo > 0))) {
+    reader.error(line_of(value),
+                 fmt::format("grid.{}.{} must be [lo, hi], two numbers with lo < hi{}, got {}",
+                             param, kind.str(),
+                             p.draw == GridParam::Draw::kLogUniform ? " and lo > 0" : "",
+                             describe(value)));
+    return std::nullopt;
+  }
+  p.lo = *lo;
+  p.hi = *hi;
+  return p;
+}
+
+// search = { kind = "random", samples = N, seed = S }.
+std::optional<RandomSearch> random_search(TableReader& reader, const toml::node& node) {
+  constexpr std::string_view kExpected =
+      "key 'search' must be a table such as { kind = \"random\", samples = 16, seed = 0 }";
+  const auto* table = node.as_table();
+  if (table == nullptr) {
+    reader.error(line_of(node), fmt::format("{}, got {}", kExpected, describe(node)));
+    return std::nullopt;
+  }
+  RandomSearch search;
+  search.line = line_of(node);
+  bool ok = true;
+  bool have_samples = false;
+  for (const auto& [key, value] : *table) {
+    const std::string_view k = key.str();
+    if (k == "kind") {
+      auto kind = reader.string("search.kind", value, "\"random\"");
+      if (kind && *kind != "random") {
+        reader.error(line_of(value),
+                     fmt::format("search.kind must be \"random\" (a grid is `grid` alone), got "
+                                 "\"{}\"",
+                                 *kind));
+      }
+      ok = ok && kind == "random";
+    } else if (k == "samples") {
+      auto n = reader.int_in_range("search.samples", value, 1, kMaxExpandedJobs,
+                                   fmt::format("a number of trials from 1 to {}", kMaxExpandedJobs));
+      if (n) search.samples = *n;
+      have_samples = n.has_value();
+      ok = ok && n;
+    } else if (k == "seed") {
+      auto n = reader.int_in_range("search.seed", value, 0, std::numeric_limits<int64_t>::max(),
+                                   "a non-negative integer");
+      if (n) search.seed = static_cast<uint64_t>(*n);
+      ok = ok && n;
+    } else {
+      reader.error(line_of(key, value),
+                   fmt::format("unknown key 'search.{}'; {}", k, kExpected));
+      ok = false;
+    }
+  }
+  if (!table->contains("kind") || !table->contains("samples")) {
+    if (!have_samples || !table->contains("kind"))
+      reader.error(search.line, fmt::format("{} (kind and samples are required)", kExpected));
+    ok = false;
+  }
+  if (!ok) return std::nullopt;
+  return search;
+}
+
 // [objective]: the metric the jobs optimize (`metric`, with its `goal`, "min"
 // or "max"), and the goals of other metrics (`goals = { bleu = "max" }`).
 // Into every job of the file (JobSpec::objective, lower_is_better).
@@ -879,38 +1054,17 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const Sett
           ok = false;
           continue;
         }
-        const auto* array = values.as_array();
-        if (array == nullptr || array->empty()) {
-          reader.error(line_of(values),
-                       fmt::format("grid.{} must be a non-empty array of strings, integers, "
-                                   "floats or booleans, got {}",
-                                   param.str(), array ? "an empty array" : describe(values)));
+        if (auto p = grid_param(reader, param.str(), values)) {
+          block.grid.push_back(std::move(*p));
+        } else {
           ok = false;
-          continue;
         }
-        std::vector<std::string> texts;
-        for (const toml::node& v : *array) {
-          auto text = grid_value_text(v);
-          if (!text) {
-            reader.error(line_of(v),
-                         fmt::format("grid.{} values must be strings, integers, floats or "
-                                     "booleans, got {}",
-                                     param.str(), describe(v)));
-            ok = false;
-            continue;
-          }
-          if (auto bad = std::find_if(text->begin(), text->end(), is_control); bad != text->end()) {
-            reader.error(line_of(v),
-                         fmt::format("grid.{} value contains a control character ({}): grid "
-                                     "values become part of job names and commands, which "
-                                     "are printed and passed to exec; use printable text",
-                                     param.str(), escaped_char(*bad)));
-            ok = false;
-            continue;
-          }
-          texts.push_back(std::move(*text));
-        }
-        block.grid.emplace_back(std::string(param.str()), std::move(texts));
+      }
+    } else if (k == "search") {
+      if (auto search = random_search(reader, value)) {
+        block.search = *search;
+      } else {
+        ok = false;
       }
     } else if (k == "resource_params") {
       const auto* array = value.as_array();
@@ -950,9 +1104,25 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const Sett
   block.settings = Settings::merge(defaults, own);
   if (!ok) return std::nullopt;
 
+  if (block.search && block.grid.empty()) {
+    reader.error(block.search->line,
+                 "search draws the grid's parameters, and this job has no grid: add grid = { lr "
+                 "= { loguniform = [1e-4, 0.1] } }");
+    ok = false;
+  }
+  for (const GridParam& p : block.grid) {
+    if (p.draw != GridParam::Draw::kListed && !block.search) {
+      reader.error(p.line, fmt::format("grid.{} is a distribution, which only a random search "
+                                       "draws from: add search = {{ kind = \"random\", samples "
+                                       "= 16 }}, or list its values",
+                                       p.name));
+      ok = false;
+    }
+  }
   // Every placeholder must name a grid parameter or a built-in one.
   std::set<std::string> params;
-  for (const auto& [param, values] : block.grid) {
+  for (const GridParam& g : block.grid) {
+    const std::string& param = g.name;
     if (contains(kBuiltinPlaceholders, param)) {
       reader.error(block.line, fmt::format("grid parameter '{}' is reserved: colo sets {{{}}} "
                                            "itself ({}); name the parameter otherwise",
@@ -994,8 +1164,78 @@ std::string normal_dir(const std::string& path, const std::string& base_dir) {
   return out;
 }
 
-// Appends the block's instances to `jobs`: the cartesian product of the grid
-// (first parameter varying slowest), each repeated `repeat` times.
+// A uniform draw in [0, 1) from SplitMix64: the same samples for the same
+// seed on every machine and build (std's distributions are not specified
+// bit for bit).
+class UnitDraws {
+ public:
+  explicit UnitDraws(uint64_t seed) : state_(seed) {}
+  double next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+// The block's points, each its grid parameters' values in grid order: the
+// cartesian product of the grid (first parameter varying slowest), or a
+// random search's samples (each parameter drawn on its own; a point drawn
+// twice is drawn again, so that every instance has its own name). One
+// empty point for a job without a grid.
+std::vector<std::vector<std::string>> grid_points(const JobBlock& block) {
+  std::vector<std::vector<std::string>> points;
+  if (block.search) {
+    UnitDraws draws(block.search->seed);
+    std::set<std::vector<std::string>> seen;
+    constexpr int kTriesPerSample = 100;
+    for (int64_t tries = 0; static_cast<int64_t>(points.size()) < block.search->samples &&
+                            tries < block.search->samples * kTriesPerSample;
+         ++tries) {
+      std::vector<std::string> point;
+      for (const GridParam& p : block.grid) {
+        const double u = draws.next();
+        switch (p.draw) {
+          case GridParam::Draw::kListed:
+            point.push_back(p.values[std::min(
+                p.values.size() - 1, static_cast<size_t>(u * static_cast<double>(p.values.size())))]);
+            break;
+          case GridParam::Draw::kUniform:
+            point.push_back(fmt::format("{:.4g}", p.lo + u * (p.hi - p.lo)));
+            break;
+          case GridParam::Draw::kLogUniform:
+            point.push_back(fmt::format(
+                "{:.4g}", std::exp(std::log(p.lo) + u * (std::log(p.hi) - std::log(p.lo)))));
+            break;
+        }
+      }
+      if (seen.insert(point).second) points.push_back(std::move(point));
+    }
+    return points;
+  }
+  std::vector<size_t> index(block.grid.size(), 0);
+  while (true) {
+    std::vector<std::string> point;
+    for (size_t p = 0; p < block.grid.size(); ++p) point.push_back(block.grid[p].values[index[p]]);
+    points.push_back(std::move(point));
+    // Odometer step; the last parameter varies fastest.
+    size_t p = block.grid.size();
+    while (p > 0) {
+      --p;
+      if (++index[p] < block.grid[p].values.size()) break;
+      index[p] = 0;
+      if (p == 0) return points;
+    }
+    if (block.grid.empty()) return points;
+  }
+}
+
+// Appends the block's instances to `jobs`: one per point of grid_points(),
+// each repeated `repeat` times.
 void expand(const JobBlock& block, const std::string& path, const std::string& base_dir,
             std::vector<JobSpec>& jobs) {
   JobSpec pattern;
@@ -1009,8 +1249,7 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
   std::optional<std::vector<std::string>> resource_params;
   if (block.resource_params) resource_params = block.resource_params->value;
 
-  std::vector<size_t> index(block.grid.size(), 0);
-  while (true) {
+  for (const std::vector<std::string>& point : grid_points(block)) {
     std::map<std::string, std::string> params;
     std::string suffix;
     const int gpus = block.settings.gpus.value_or(1);
@@ -1018,9 +1257,8 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     std::map<std::string, std::string> values = {{"gpus", std::to_string(gpus)},
                                                  {"port", kPortPlaceholder}};
     for (size_t p = 0; p < block.grid.size(); ++p) {
-      const auto& [name, grid_values] = block.grid[p];
-      params[name] = grid_values[index[p]];
-      suffix += fmt::format("{}{}={}", suffix.empty() ? "[" : ",", name, grid_values[index[p]]);
+      params[block.grid[p].name] = point[p];
+      suffix += fmt::format("{}{}={}", suffix.empty() ? "[" : ",", block.grid[p].name, point[p]);
     }
     values.insert(params.begin(), params.end());
     if (!suffix.empty()) suffix += "]";
@@ -1066,16 +1304,6 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
       spec.repeat_index = static_cast<int>(r);
       jobs.push_back(std::move(spec));
     }
-
-    // Odometer step; the last parameter varies fastest.
-    size_t p = block.grid.size();
-    while (p > 0) {
-      --p;
-      if (++index[p] < block.grid[p].second.size()) break;
-      index[p] = 0;
-      if (p == 0) return;
-    }
-    if (block.grid.empty()) return;
   }
 }
 
@@ -1256,9 +1484,13 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
   int64_t total = 0;
   for (const JobBlock& block : blocks) {
     int64_t count = block.repeat;
-    for (const auto& [param, values] : block.grid) {
-      count *= static_cast<int64_t>(values.size());
-      if (count > kMaxExpandedJobs) break;
+    if (block.search) {
+      count *= block.search->samples;
+    } else {
+      for (const GridParam& p : block.grid) {
+        count *= static_cast<int64_t>(p.values.size());
+        if (count > kMaxExpandedJobs) break;
+      }
     }
     total += count;
     if (total > kMaxExpandedJobs) {

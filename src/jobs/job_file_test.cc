@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -740,6 +741,89 @@ command = ["x"]
   EXPECT_THAT(message, HasSubstr("f.toml:4: [early_stop]: unknown key 'patience'"));
   EXPECT_THAT(message, HasSubstr("[early_stop]: judges the objective, and the file declares "
                                  "none: add an [objective]"));
+}
+
+// search = { kind = "random" }: `samples` points, each parameter drawn on its
+// own from its distribution (an array or choice: one of its values), the
+// same for the same seed, within the ranges, every instance named apart;
+// a distribution without a search, and bad ranges, are errors on their line.
+TEST(JobFile, ARandomSearchDrawsItsSamplesFromTheDistributions) {
+  const std::string text = R"(
+[[job]]
+name = "t"
+command = ["train", "--lr", "{lr}", "--wd", "{wd}", "--opt", "{opt}", "--bs", "{bs}"]
+search = { kind = "random", samples = 40, seed = 7 }
+grid = { lr = { loguniform = [1e-4, 0.1] }, wd = { uniform = [0, 0.5] }, opt = { choice = ["sgd", "adam"] }, bs = [32, 64, 128] }
+)";
+  JobFile file = parse_ok(text);
+  ASSERT_EQ(file.jobs.size(), 40u);
+  std::set<std::string> names, opts, sizes;
+  double lr_min = 1, lr_max = 0, below_1e3 = 0;
+  for (const JobSpec& job : file.jobs) {
+    names.insert(job.name);
+    const double lr = std::stod(job.params.at("lr"));
+    const double wd = std::stod(job.params.at("wd"));
+    EXPECT_GE(lr, 1e-4);
+    EXPECT_LE(lr, 0.1);
+    EXPECT_GE(wd, 0);
+    EXPECT_LE(wd, 0.5);
+    lr_min = std::min(lr_min, lr);
+    lr_max = std::max(lr_max, lr);
+    below_1e3 += lr < 1e-3;
+    opts.insert(job.params.at("opt"));
+    sizes.insert(job.params.at("bs"));
+    EXPECT_EQ(job.command[2], job.params.at("lr"));
+    EXPECT_EQ(job.family, file.jobs[0].family) << "one family, as a grid's points";
+  }
+  EXPECT_EQ(names.size(), 40u) << "every instance named apart";
+  EXPECT_THAT(opts, ElementsAre("adam", "sgd"));
+  EXPECT_THAT(sizes, ElementsAre("128", "32", "64"));
+  // Log-uniform over three decades: about a third below 1e-3 (uniform would give 1%).
+  EXPECT_GE(below_1e3, 5);
+  EXPECT_LT(lr_max / lr_min, 1000.0 + 1e-9);
+  EXPECT_GT(lr_max / lr_min, 50.0);
+  // The same seed draws the same points; another seed others.
+  JobFile again = parse_ok(text);
+  for (size_t i = 0; i < 40; ++i) EXPECT_EQ(again.jobs[i].name, file.jobs[i].name);
+  std::string other = text;
+  other.replace(other.find("seed = 7"), 8, "seed = 8");
+  EXPECT_NE(parse_ok(other).jobs[0].name, file.jobs[0].name);
+
+  // A space of 2 x 3 points cannot give 10 samples apart: it gives its 6.
+  JobFile small = parse_ok(R"([[job]]
+name = "t"
+command = ["x"]
+search = { kind = "random", samples = 10 }
+grid = { opt = { choice = ["sgd", "adam"] }, bs = [32, 64, 128] }
+)");
+  EXPECT_EQ(small.jobs.size(), 6u);
+
+  Result<JobFile> bad = parse_job_file(R"([[job]]
+name = "a"
+command = ["x"]
+grid = { lr = { loguniform = [0, 0.1] }, wd = { uniform = [1, 1] }, m = { normal = [0, 1] } }
+
+[[job]]
+name = "b"
+command = ["x"]
+grid = { lr = { uniform = [0.1, 0.2] } }
+
+[[job]]
+name = "c"
+command = ["x"]
+search = { kind = "bayes", samples = 4 }
+grid = { lr = [1] }
+)",
+                                       "f.toml", kBase);
+  ASSERT_FALSE(bad.ok());
+  const std::string message = bad.error().message();
+  EXPECT_THAT(message, HasSubstr("f.toml:4: job 'a': grid.lr.loguniform must be [lo, hi], two "
+                                 "numbers with lo < hi and lo > 0"));
+  EXPECT_THAT(message, HasSubstr("grid.wd.uniform must be [lo, hi], two numbers with lo < hi,"));
+  EXPECT_THAT(message, HasSubstr("grid.m must be an array of values, or one distribution"));
+  EXPECT_THAT(message, HasSubstr("f.toml:9: job 'b': grid.lr is a distribution, which only a "
+                                 "random search draws from"));
+  EXPECT_THAT(message, HasSubstr("f.toml:14: job 'c': search.kind must be \"random\""));
 }
 
 TEST(JobFile, ReportsEveryErrorNotJustTheFirst) {
