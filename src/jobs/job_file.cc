@@ -58,7 +58,8 @@ constexpr std::array<const char*, 6> kTopLevelKeys = {"run",  "defaults",  "job"
 constexpr std::array<const char*, 3> kObjectiveKeys = {"metric", "goal", "goals"};
 constexpr std::array<const char*, 5> kEarlyStopKeys = {"rule", "min_epochs", "min_trials",
                                                        "reduction", "max_epochs"};
-constexpr std::array<const char*, 3> kRunKeys = {"max_per_gpu", "mechanism", "policy"};
+constexpr std::array<const char*, 4> kRunKeys = {"max_per_gpu", "mechanism", "policy",
+                                                 "fail_fast"};
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
@@ -936,9 +937,17 @@ void read_run(const toml::node& node, Diagnostics& diag, JobFile& out) {
         continue;
       }
       out.policy = *name;
+    } else if (key.str() == "fail_fast") {
+      if (const auto* b = value.as_boolean()) {
+        out.fail_fast = b->get();
+      } else {
+        reader.error(line_of(value), fmt::format("key 'fail_fast' must be true or false, got {}",
+                                                 describe(value)));
+      }
     } else {
       reader.error(line_of(key, value),
-                   fmt::format("unknown key '{}'{}; [run] takes max_per_gpu, mechanism and policy",
+                   fmt::format("unknown key '{}'{}; [run] takes max_per_gpu, mechanism, policy "
+                               "and fail_fast",
                                key.str(), did_you_mean(key.str(), kRunKeys)));
     }
   }
@@ -1524,6 +1533,7 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
       out.jobs[i].objective = objective;
       out.jobs[i].lower_is_better = lower_is_better;
       out.jobs[i].early_stop = early_stop;
+      out.jobs[i].fail_fast = out.fail_fast;
       auto [it, inserted] = seen.emplace(out.jobs[i].name, out.jobs[i].source);
       if (!inserted) {
         diag.add(block.line,

@@ -18,6 +18,8 @@ enum class RestartPolicy {
 };
 // The attempts a job gets in all, counting out-of-memory retries and restarts.
 inline constexpr int kMaxJobAttempts = 3;
+// Fail-fast: the jobs of a file that must all fail the same way, first.
+inline constexpr int kFailFastJobs = 3;
 
 // "on-failure", "never".
 inline const char* to_string(RestartPolicy policy) {
@@ -136,6 +138,10 @@ struct JobSpec {
   std::map<std::string, bool> lower_is_better;
   // The job file's [early_stop], on `objective` (set only with it).
   std::optional<EarlyStopSpec> early_stop;
+  // The job file's [run] fail_fast: when the first kFailFastJobs of its
+  // jobs to end all failed the same way (and none ended ok), its jobs that
+  // have not started are not started (they end cancelled, saying why).
+  bool fail_fast = true;
   std::map<std::string, std::string> params;  // this instance's grid values
   int repeat_index = 1;                       // 1-based
   std::string source;                         // "file.toml:12" where it was defined
@@ -147,6 +153,7 @@ struct JobFile {
   std::optional<int> max_jobs_per_gpu;                 // [run] max_per_gpu
   std::optional<std::string> mechanism;                // [run] mechanism, when the file names one
   std::optional<std::string> policy;                   // [run] policy: "fixed" or "auto"
+  bool fail_fast = true;                               // [run] fail_fast (JobSpec::fail_fast)
   std::map<std::string, DataSourceSpec> data_sources;  // [data.NAME] tables, by name
 };
 

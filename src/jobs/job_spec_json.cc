@@ -151,6 +151,7 @@ json job_spec_to_json(const JobSpec& job) {
   if (job.priority != 0) j["priority"] = job.priority;
   if (job.preemptible) j["preemptible"] = true;
   if (!job.objective.empty()) j["objective"] = job.objective;
+  if (!job.fail_fast) j["fail_fast"] = false;
   if (!job.lower_is_better.empty()) {
     nlohmann::json goals = nlohmann::json::object();
     for (const auto& [name, lower] : job.lower_is_better) goals[name] = lower ? "min" : "max";
@@ -260,6 +261,13 @@ Result<JobSpec> job_spec_from_json(const json& j) {
     }
   }
   job.objective = r.text("objective").value_or("");
+  if (auto f = j.find("fail_fast"); f != j.end()) {
+    if (f->is_boolean()) {
+      job.fail_fast = f->get<bool>();
+    } else {
+      r.fail("'fail_fast' must be true or false");
+    }
+  }
   for (const auto& [name, goal] : r.string_map("goals")) {
     if (goal != "min" && goal != "max") {
       r.fail(fmt::format("'goals.{}' must be \"min\" or \"max\"", name));

@@ -390,6 +390,43 @@ void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis en
   display_.event(what);
   changes_.push_back({JobChange::Kind::kEnded, job.key, job.job.id, exit.state, job.note,
                       job.device, job.attempt, ended_ms});
+  fail_fast(job);
+}
+
+void RunEngine::fail_fast(const JobRuntime& job) {
+  const JobSpec& spec = job.job.spec;
+  if (!spec.fail_fast || stopping_) return;
+  const std::string file = spec.source.substr(0, spec.source.rfind(':'));
+  FailFast& f = fail_fast_[file];
+  if (f.settled) return;
+  if (job.state == JobState::kOk || job.state == JobState::kStopped) {
+    f.settled = true;  // one ended well: the file's jobs can run
+    return;
+  }
+  if (job.state != JobState::kFailed) return;  // cancelled, out of memory, ...: not its cause
+  if (!f.reasons.empty() && job.note != f.reasons.front()) {
+    f.settled = true;  // failures of different kinds: not one cause
+    return;
+  }
+  f.reasons.push_back(job.note);
+  if (static_cast<int>(f.reasons.size()) < kFailFastJobs) return;
+  f.settled = true;
+  std::vector<size_t> waiting;
+  for (const auto& other : jobs_) {
+    if (other->state == JobState::kQueued && other->job.spec.fail_fast &&
+        other->job.spec.source.compare(0, file.size(), file) == 0 &&
+        other->job.spec.source.size() > file.size() && other->job.spec.source[file.size()] == ':')
+      waiting.push_back(other->key);
+  }
+  const std::string cause = fmt::format("the first {} jobs of {} to end all failed the same way ({})",
+                                        kFailFastJobs, file, f.reasons.front());
+  display_.event(fmt::format(
+      "fail-fast: {}; not starting its {} jobs that wait (they end cancelled): fix the cause and "
+      "run them again, or set fail_fast = false in the file's [run] to run every job regardless",
+      cause, waiting.size()));
+  for (size_t key : waiting) {
+    (void)cancel(key, fmt::format("not started: {} (fail_fast)", cause));
+  }
 }
 
 void RunEngine::place() {

@@ -418,6 +418,16 @@ class RunEngine {
   };
   std::map<int, RecentFault> recent_fault_;
   EarlyStopper early_stop_;  // the trials of this run's sweeps with an [early_stop]
+  // Fail-fast, by job file: the reasons of its first jobs to fail, until one
+  // ends well, one fails otherwise, or kFailFastJobs failed alike (settled).
+  struct FailFast {
+    std::vector<std::string> reasons;
+    bool settled = false;
+  };
+  std::map<std::string, FailFast> fail_fast_;
+  // After `job` ended: its file's fail-fast, which may cancel the file's
+  // jobs that wait.
+  void fail_fast(const JobRuntime& job);
   bool stopping_ = false;
   bool held_ = false;
   bool started_ = false;

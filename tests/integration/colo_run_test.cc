@@ -1,9 +1,11 @@
 // End-to-end tests of `colo run` and friends: the real binary, real child
 // processes and a real SQLite file, on the simulated GPU backend.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -16,6 +18,9 @@
 
 namespace colo {
 namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A fresh COLO_HOME, store and job-file directory per test.
 class ColoRun : public ColoTestDir {
@@ -346,6 +351,67 @@ TEST_F(ColoRun, JobsImportThePythonClientWithNoInstall) {
   EXPECT_NE(log.find("path=/mine:" + std::string(std::getenv("COLO_SOURCE_DIR")) + "/python\n"),
             std::string::npos)
       << log;
+}
+
+// Issue 33, item 5: when the first three jobs of a file to end all failed
+// the same way, the ones still waiting are not started: they end cancelled,
+// naming the cause and fail_fast; the run says so. A job that ended ok
+// first, or fail_fast = false, keeps every job running.
+TEST_F(ColoRun, WhenTheFirstJobsAllFailTheSameWayTheRestAreNotStarted) {
+  const std::string broken =
+      "command = [\"sh\", \"-c\", \"echo \\\"ModuleNotFoundError: No module named "
+      "'colo_progress'\\\" >&2; exit 1\"]\nrepeat = 10\n";
+  std::string file = write_file("broken.toml", "[run]\nmax_per_gpu = 2\nmechanism = \"naive\"\n"
+                                               "[[job]]\nname = \"t\"\n" +
+                                                   broken);
+  CommandResult r = shell(colo("run " + file + " --backend sim --policy fixed --plain --db " +
+                               db() + " --logs " + dir_ + "/logs"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("fail-fast: the first 3 jobs of " + file +
+                                  " to end all failed the same way"));
+  EXPECT_THAT(r.output, HasSubstr("No module named 'colo_progress'"));
+  CommandResult shown = shell(colo("show --json --db " + db()));
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  const nlohmann::json jobs = nlohmann::json::parse(shown.output)["jobs"];
+  ASSERT_EQ(jobs.size(), 10u);
+  int failed = 0, cancelled = 0;
+  for (const nlohmann::json& j : jobs) {
+    if (j["state"] == "failed") ++failed;
+    if (j["state"] == "cancelled") {
+      ++cancelled;
+      EXPECT_THAT(j["reason"].get<std::string>(), HasSubstr("not started: the first 3 jobs"));
+      EXPECT_THAT(j["reason"].get<std::string>(), HasSubstr("(fail_fast)"));
+      EXPECT_FALSE(j["started_ms"].is_number()) << "never started";
+    }
+  }
+  // Three failed first; at most two more were running then (2 per GPU).
+  EXPECT_GE(cancelled, 5) << shown.output;
+  EXPECT_EQ(failed + cancelled, 10) << shown.output;
+
+  // fail_fast = false: every job runs (and fails).
+  std::string all = write_file("all.toml", "[run]\nmax_per_gpu = 2\nmechanism = \"naive\"\n"
+                                           "fail_fast = false\n[[job]]\nname = \"t\"\n" +
+                                               broken);
+  r = shell(colo("run " + all + " --backend sim --policy fixed --plain --db " + db() +
+                 " --logs " + dir_ + "/logs"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("fail-fast")));
+  shown = shell(colo("show --json --db " + db()));
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  const nlohmann::json every = nlohmann::json::parse(shown.output)["jobs"];
+  EXPECT_EQ(std::count_if(every.begin(), every.end(),
+                          [](const nlohmann::json& j) { return j["state"] == "failed"; }),
+            10)
+      << shown.output;
+
+  // A job that ended ok first: the failures are not the file's cause.
+  std::string mixed = write_file(
+      "mixed.toml", "[run]\nmax_per_gpu = 1\nmechanism = \"naive\"\n[[job]]\nname = \"fine\"\n"
+                    "command = [\"true\"]\n[[job]]\nname = \"t\"\n" +
+                        broken);
+  r = shell(colo("run " + mixed + " --backend sim --policy fixed --plain --db " + db() +
+                 " --logs " + dir_ + "/logs"));
+  EXPECT_THAT(r.output, Not(HasSubstr("fail-fast")));
 }
 
 TEST_F(ColoRun, ShowReportsSpeedUpAgainstAnExclusiveRunOfTheSameJobs) {
