@@ -22,6 +22,7 @@
 #include "report/data_report.h"
 #include "report/text_report.h"
 #include "run/mechanism_inputs.h"
+#include "run/resume.h"
 #include "run/run_controller.h"
 #include "sharing/mechanism.h"
 #include "slurm/allocation.h"
@@ -64,6 +65,7 @@ struct RunFlags {
   std::string shard_plan;     // `colo slurm submit`'s plan: run one shard of it
   std::optional<int> shard;   // which; default: the Slurm array element
   std::string profiles_from;  // another store whose profiles the auto policy may use
+  std::optional<int64_t> resume;  // run again the jobs of this run that did not end well
 };
 
 // The code a finished run exits with.
@@ -79,7 +81,30 @@ int run_exit_code(RunState state) {
 }
 
 int run_command(const RunFlags& flags, const std::string& command_line) {
-  Result<JobFile> file = load_job_file(flags.file);
+  if (flags.file.empty() == !flags.resume) {
+    std::cerr << "colo: run needs a job file, or --resume RUN (the jobs of a run that did not end "
+                 "ok), not both\n";
+    return kExitBadInput;
+  }
+  std::optional<ResumePlan> resume;
+  if (flags.resume) {
+    const std::string db = !flags.db.empty() ? flags.db : default_db_path();
+    Result<std::unique_ptr<RunStore>> from = RunStore::open(db);
+    Result<ResumePlan> plan =
+        from.ok() ? plan_resume(**from, *flags.resume) : Result<ResumePlan>(from.error());
+    if (!plan.ok()) {
+      std::cerr << "colo: --resume " << *flags.resume << ": " << plan.error().message() << "\n";
+      return kExitBadInput;
+    }
+    resume = std::move(plan).value();
+    std::cout << fmt::format(
+        "resuming run {} ({}): {} that did not end ok, each with its checkpoint directory; {} "
+        "ended ok and {} not run again\n",
+        *flags.resume, resume->file.path,
+        count_of(static_cast<int64_t>(resume->file.jobs.size()), "job"),
+        count_of(resume->ended_well, "job"), resume->ended_well == 1 ? "is" : "are");
+  }
+  Result<JobFile> file = resume ? Result<JobFile>(resume->file) : load_job_file(flags.file);
   if (!file.ok()) {
     std::cerr << "colo: " << file.error().message() << "\n";
     return kExitBadInput;
@@ -89,7 +114,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   std::optional<SlurmAllocation> slurm;
   if (!read_slurm_allocation(env, slurm)) return kExitEnvironment;
   // Outside Slurm, a colo serve on this machine owns its GPUs: the jobs go there.
-  if (!flags.local && !slurm && flags.shard_plan.empty()) {
+  if (!flags.local && !slurm && flags.shard_plan.empty() && !resume) {
     if (std::optional<int> code = run_through_service(flags.file, flags.socket)) return *code;
   }
   std::optional<ShardRun> shard;
@@ -122,7 +147,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   MechanismOptions mech_options = default_mechanism_options();
   mech_options.state_dir = node_local_state_dir(slurm, env) + "/mps";
   std::optional<MechanismKind> kind =
-      choose_mechanism(flags.mechanism, file->mechanism, flags.file, **backend, mech_options);
+      choose_mechanism(flags.mechanism, file->mechanism, file->path, **backend, mech_options);
   if (!kind) return kExitBadInput;
   Result<std::unique_ptr<Mechanism>> mechanism =
       make_mechanism(*kind, mech_options, mechanism_inputs(*file, **backend));
@@ -152,6 +177,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   options.locks.wait = !flags.no_wait;
   options.slurm = slurm;
   if (!flags.profiles_from.empty()) options.profiles_elsewhere = profiles_from(flags.profiles_from);
+  if (resume) options.checkpoint_dirs = resume->checkpoint_dirs;
 
   install_stop_handlers();
   RunContext ctx{clock, **backend, **store, **mechanism, mech_options, std::cout, g_stop_requests};
@@ -457,8 +483,13 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   CLI::App* run_cmd =
       app.add_subcommand("run", "Run the jobs of a TOML job file, collocated on the GPUs");
   run_cmd->add_option("file", run.file, "job file (see docs/job-file.md)")
-      ->required()
       ->check(CLI::ExistingFile);
+  run_cmd->add_option(
+      "--resume", run.resume,
+      "instead of a job file: run again the jobs of run RUN (in --db) that did not end ok or "
+      "stopped early (failed, cancelled, interrupted, ...), as they were submitted and each with "
+      "the checkpoint directory it had (COLO_CHECKPOINT_DIR); a new run, on the old run's "
+      "mechanism unless --mechanism says otherwise");
   run_cmd
       ->add_option(
           "--mechanism,-m", run.mechanism,

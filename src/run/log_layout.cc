@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -56,6 +57,30 @@ std::string service_job_stem(const std::string& service_dir, int64_t job_id,
 
 std::string service_checkpoint_dir(const std::string& service_dir, int64_t job_id) {
   return fmt::format("{}/checkpoints/{}", service_dir, job_id);
+}
+
+std::string checkpoint_dir_of_log(const std::string& log_path) {
+  const size_t slash = log_path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return "";
+  const std::string dir = log_path.substr(0, slash);
+  std::string name = log_path.substr(slash + 1);
+  if (name.size() <= 4 || name.compare(name.size() - 4, 4, ".log") != 0) return "";
+  name.resize(name.size() - 4);
+  // A later attempt's log: <stem>.attempt<N>.log.
+  if (const size_t at = name.rfind(".attempt"); at != std::string::npos &&
+      at + 8 < name.size() &&
+      std::all_of(name.begin() + static_cast<std::ptrdiff_t>(at + 8), name.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }))
+    name.resize(at);
+  const size_t dash = name.find('-');
+  if (dash == 0 || dash == std::string::npos ||
+      !std::all_of(name.begin(), name.begin() + static_cast<std::ptrdiff_t>(dash),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }))
+    return "";
+  const size_t parent = dir.rfind('/');
+  if (parent != std::string::npos && dir.substr(parent + 1) == "jobs")  // a service job's
+    return fmt::format("{}/checkpoints/{}", dir.substr(0, parent), name.substr(0, dash));
+  return dir + "/" + name + ".checkpoint";
 }
 
 void remove_run_logs(int64_t run_id, const std::vector<std::string>& log_paths) {

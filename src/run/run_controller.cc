@@ -50,7 +50,9 @@ Result<std::vector<EngineJob>> record_jobs(const JobFile& file, const RunOptions
     jobs[i].spec = file.jobs[i];
     jobs[i].log_stem = stem;
     jobs[i].progress_path = stem + ".progress.jsonl";
-    jobs[i].checkpoint_dir = stem + ".checkpoint";
+    jobs[i].checkpoint_dir = i < options.checkpoint_dirs.size() && !options.checkpoint_dirs[i].empty()
+                                 ? options.checkpoint_dirs[i]
+                                 : stem + ".checkpoint";
     log_paths.push_back(stem + ".log");
   }
   Result<std::vector<int64_t>> ids = session.writer().add_jobs(

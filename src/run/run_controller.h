@@ -79,6 +79,9 @@ struct RunOptions {
   std::string state_dir;
   // See EngineOptions::profiles_elsewhere.
   std::vector<LearnedProfile> profiles_elsewhere;
+  // `colo run --resume`: by job, as the file's jobs, the checkpoint directory
+  // each had in the run it resumes (run/resume.h), in place of a new one.
+  std::vector<std::string> checkpoint_dirs;
 };
 
 // Everything `colo run` talks to, borrowed (the session's). Tests pass fakes.

@@ -746,6 +746,29 @@ Result<std::optional<JobRow>> RunStore::job_row(int64_t job_id) {
   return std::optional<JobRow>(std::move(rows->front()));
 }
 
+Result<std::vector<RunStore::StoredJobSpec>> RunStore::job_specs(int64_t run_id) {
+  auto select = Statement::prepare(
+      db_.get(), path_,
+      "SELECT id, name, state, log_path, spec_json FROM jobs WHERE run_id = ? ORDER BY id");
+  if (!select.ok()) return select.error();
+  select->bind(1, run_id);
+  std::vector<StoredJobSpec> out;
+  Status read = select->for_each_row([&]() -> Status {
+    StoredJobSpec job;
+    job.id = select->int64_at(0);
+    job.name = select->text_at(1);
+    Result<JobState> state = parse_job_state(select->text_at(2));
+    if (!state.ok()) return state.error().with_context(fmt::format("{}: job #{}", path_, job.id));
+    job.state = *state;
+    job.log_path = select->text_at(3);
+    job.spec_json = select->text_at(4);
+    out.push_back(std::move(job));
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  return out;
+}
+
 Result<std::vector<JobRow>> RunStore::read_job_rows(std::string_view column, int64_t value) {
   auto jobs = Statement::prepare(db_.get(), path_,
                                  fmt::format(R"sql(

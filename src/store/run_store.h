@@ -459,6 +459,16 @@ class RunStore : public RunReader {
   Result<std::vector<JobRow>> job_rows(int64_t run_id);
   // One job's row; nullopt when there is none.
   Result<std::optional<JobRow>> job_row(int64_t job_id);
+  // A run's jobs as they were submitted, by id: what `colo run --resume`
+  // runs again.
+  struct StoredJobSpec {
+    int64_t id = 0;
+    std::string name;
+    JobState state = JobState::kQueued;
+    std::string log_path;   // the last attempt's
+    std::string spec_json;  // job_spec_to_json's
+  };
+  Result<std::vector<StoredJobSpec>> job_specs(int64_t run_id);
 
  private:
   // metric_steps' statement, and one run of it (prepared once for many jobs).

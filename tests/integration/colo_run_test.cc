@@ -414,6 +414,52 @@ TEST_F(ColoRun, WhenTheFirstJobsAllFailTheSameWayTheRestAreNotStarted) {
   EXPECT_THAT(r.output, Not(HasSubstr("fail-fast")));
 }
 
+// Issue 33, item 3: `colo run --resume RUN` runs again only the jobs of RUN
+// that did not end ok, as they were submitted, each with the checkpoint
+// directory it had: a job that saved its state there before failing finds it.
+TEST_F(ColoRun, ResumeRunsOnlyTheUnfinishedJobsWithTheirCheckpoints) {
+  const std::string mark = dir_ + "/fixed";
+  std::string file = write_file(
+      "jobs.toml",
+      "[run]\nmechanism = \"naive\"\n[[job]]\nname = \"good\"\ncommand = [\"true\"]\nrepeat = 2\n"
+      "[[job]]\nname = \"flaky\"\ncommand = [\"sh\", \"-c\", \"test -f " +
+          mark +
+          " || exit 3\"]\n"
+          "[[job]]\nname = \"ckpt\"\ncommand = [\"sh\", \"-c\", \"if [ -f "
+          "\\\"$COLO_CHECKPOINT_DIR/state\\\" ]; then echo resumed from $(cat "
+          "\\\"$COLO_CHECKPOINT_DIR/state\\\"); else echo epoch5 > "
+          "\\\"$COLO_CHECKPOINT_DIR/state\\\"; exit 4; fi\"]\n");
+  const std::string run = " --backend sim --policy fixed --plain --db " + db() + " --logs " +
+                          dir_ + "/logs";
+  CommandResult first = shell(colo("run " + file + run));
+  ASSERT_EQ(first.exit_code, 1) << first.output;
+
+  write_file("fixed", "");
+  CommandResult resumed = shell(colo("run --resume 1" + run));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("resuming run 1 (" + file +
+                                        "): 2 jobs that did not end ok, each with its "
+                                        "checkpoint directory; 2 jobs ended ok and are not run "
+                                        "again"));
+  CommandResult shown = shell(colo("show 2 --json --db " + db()));
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  const nlohmann::json jobs = nlohmann::json::parse(shown.output)["jobs"];
+  ASSERT_EQ(jobs.size(), 2u) << shown.output;
+  EXPECT_EQ(jobs[0]["name"], "flaky");
+  EXPECT_EQ(jobs[1]["name"], "ckpt");
+  for (const nlohmann::json& j : jobs) EXPECT_EQ(j["state"], "ok") << j.dump();
+  EXPECT_THAT(shell("cat '" + jobs[1]["log_path"].get<std::string>() + "'").output,
+              HasSubstr("resumed from epoch5"));
+
+  // Nothing left to resume, and neither a file nor --resume, are errors.
+  CommandResult again = shell(colo("run --resume 2" + run));
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("--resume 2: run 2: all 2 of its jobs ended ok"));
+  CommandResult none = shell(colo("run" + run));
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_THAT(none.output, HasSubstr("run needs a job file, or --resume RUN"));
+}
+
 TEST_F(ColoRun, ShowReportsSpeedUpAgainstAnExclusiveRunOfTheSameJobs) {
   std::string file = write_file("jobs.toml", toy_job("t", 2, 300, "repeat = 3\n"));
   ASSERT_EQ(shell(colo("run " + file + " --backend sim --mechanism exclusive --plain --db " + db()))
