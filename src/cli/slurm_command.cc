@@ -108,9 +108,10 @@ int submit_command(const SubmitFlags& flags) {
   plan.colo_binary = this_executable();
   plan.run_arguments = {"--backend", flags.backend.backend};
   if (flags.backend.backend == "sim") {
+    // A simulated node has the GPUs each node of the array asks for.
     plan.run_arguments.insert(plan.run_arguments.end(),
                               {"--gpu-model", flags.backend.sim_gpu, "--sim-devices",
-                               std::to_string(flags.backend.sim_devices)});
+                               std::to_string(flags.gpus_per_node)});
   }
   // Each shard runs with a store of its own: what the store planned with
   // knows goes along, so that a shard's auto policy does not probe it again.

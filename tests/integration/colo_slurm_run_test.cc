@@ -148,6 +148,14 @@ TEST_F(ColoSlurmRun, ShardsUseTheProfilesOfTheStoreTheSweepWasPlannedWith) {
   // The batch script's colo run reads the profiles of that store.
   const std::string script = shell("cat " + dir_ + "/sub/shard.sbatch").output;
   EXPECT_NE(script.find("'--profiles-from' '" + db + "'"), std::string::npos) << script;
+
+  // A simulated node has the GPUs each node asks for (issue 33, item 14).
+  ASSERT_EQ(shell(colo("", "slurm submit " + file + " --backend sim --gpus-per-node 2 --dry-run "
+                           "--db " + db + " --dir " + dir_ + "/two"))
+                .exit_code,
+            0);
+  const std::string two = shell("cat " + dir_ + "/two/shard.sbatch").output;
+  EXPECT_NE(two.find("'--sim-devices' '2'"), std::string::npos) << two;
 }
 
 TEST_F(ColoSlurmRun, SubmitPlansNodesForADeadline) {
