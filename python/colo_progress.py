@@ -41,6 +41,12 @@ after it came: save into checkpoint_dir() and exit::
         if colo.should_checkpoint():
             save(colo.checkpoint_dir(), epoch + 1)
             sys.exit(0)
+
+Profiling (docs/profiling.md): a job whose file asks for a window
+(`profile = { tool = "torch", after_epoch = 1, steps = 20 }`), or that
+`colo profile JOB` asks while it runs, gets torch.profiler started and stopped
+by this module around its own epoch_end() and step() calls; it writes a
+Chrome trace and a summary into COLO_PROFILE_DIR. torch is imported only then.
 """
 
 import json
@@ -109,6 +115,7 @@ class Progress:
         self._file = None
         self._failed = False
         self._lock = threading.Lock()
+        self._profiler = _Profiler(self) if self.path is not None else None
 
     @property
     def enabled(self):
@@ -124,10 +131,14 @@ class Progress:
     def epoch_end(self, epoch, samples=None, **metrics):
         """Epoch `epoch` finished; `samples` is how many samples it processed."""
         self._emit("epoch_end", metrics, epoch=epoch, samples=self._global(samples))
+        if self._profiler is not None:
+            self._profiler.tick("epoch_end", epoch, samples)
 
     def step(self, step, samples=None, **metrics):
         """Step (iteration) `step` finished, having processed `samples` samples."""
         self._emit("step", metrics, step=step, samples=self._global(samples))
+        if self._profiler is not None:
+            self._profiler.tick("step", None, samples)
 
     def _global(self, samples):
         try:
@@ -198,6 +209,191 @@ class Progress:
                 except Exception:  # stderr itself may be gone
                     pass
 
+
+
+def _env_number(name, kind):
+    try:
+        return kind(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+class _Profiler:
+    """Profiling windows of torch.profiler around the job's own reports.
+
+    A window opens when the job file's (COLO_PROFILE=torch, with
+    COLO_PROFILE_AFTER_EPOCH or COLO_PROFILE_AFTER_S) is due, or when
+    `colo profile` left COLO_PROFILE_DIR/request.json (looked for at most once
+    a second); it closes after its steps (COLO_PROFILE_STEPS) or its duration
+    (COLO_PROFILE_DURATION_S), else at the next epoch's end. Each window
+    writes torch-trace-N.json (a Chrome trace) and torch-summary-N.json (its
+    top operators by self time, by torch's key_averages(); the GPU's busy
+    share and memcpy time from the trace; the job's rate inside the window and
+    over the 30 s before it), and reports a "profile" event. Nothing here ever
+    raises into training: a failure is said once on stderr and ends profiling."""
+
+    def __init__(self, progress):
+        self._progress = progress
+        self.dir = os.environ.get("COLO_PROFILE_DIR") or None
+        self._planned = os.environ.get("COLO_PROFILE") == "torch"
+        self._after_epoch = _env_number("COLO_PROFILE_AFTER_EPOCH", int)
+        self._after_s = _env_number("COLO_PROFILE_AFTER_S", float)
+        self._steps = _env_number("COLO_PROFILE_STEPS", int)
+        self._duration_s = _env_number("COLO_PROFILE_DURATION_S", float)
+        self._born = time.time()
+        self._next_look = 0.0
+        self._window = None
+        self._done = 0
+        self._recent = []  # (time, samples) of the reports before a window
+        self._broken = self.dir is None
+
+    def tick(self, kind, epoch, samples):
+        if self._broken:
+            return
+        try:
+            now = time.time()
+            if self._window is not None:
+                self._advance(kind, samples, now)
+                return
+            if isinstance(samples, (int, float)):
+                self._recent.append((now, samples))
+                self._recent = [r for r in self._recent if r[0] >= now - 30]
+            if self._planned and self._due(kind, epoch, now):
+                self._planned = False
+                self._open("job file", self._steps, self._duration_s, now)
+            elif now >= self._next_look:
+                self._next_look = now + 1.0
+                self._look_for_request(now)
+        except Exception as error:  # noqa: BLE001 - never into training
+            self._broken = True
+            try:
+                sys.stderr.write("colo_progress: profiling stopped: %r\n" % (error,))
+            except Exception:
+                pass
+
+    def _due(self, kind, epoch, now):
+        if self._after_epoch is not None:
+            return kind == "epoch_end" and epoch is not None and epoch >= self._after_epoch
+        if self._after_s is not None:
+            return now - self._born >= self._after_s
+        return True
+
+    def _look_for_request(self, now):
+        path = os.path.join(self.dir, "request.json")
+        if not os.path.exists(path):
+            return
+        taken = os.path.join(self.dir, "request-%d.taken.json" % (self._done + 1))
+        os.replace(path, taken)  # one window per request
+        with open(taken, encoding="utf-8") as f:
+            request = json.load(f)
+        if request.get("tool", "torch") != "torch":
+            return
+        self._open("colo profile", request.get("steps"), request.get("duration_s"), now)
+
+    def _open(self, trigger, steps, duration_s, now):
+        import torch  # only now: a job never profiled never imports it
+
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        cuda = torch.cuda.is_available()
+        if cuda:
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        profile = torch.profiler.profile(activities=activities)
+        profile.start()
+        span = (now - self._recent[0][0]) if self._recent else 0
+        before = sum(s for t, s in self._recent[1:]) / span if span > 0 else None
+        self._window = {
+            "profile": profile, "cuda": cuda, "trigger": trigger, "started": now,
+            "steps_wanted": steps, "duration_s": duration_s, "steps": 0, "samples": 0,
+            "rate_before": before,
+        }
+
+    def _advance(self, kind, samples, now):
+        w = self._window
+        if isinstance(samples, (int, float)):
+            w["samples"] += samples
+        if kind == "step":
+            w["steps"] += 1
+        if w["steps_wanted"] is not None:
+            done = w["steps"] >= w["steps_wanted"]
+        elif w["duration_s"] is not None:
+            done = now - w["started"] >= w["duration_s"]
+        else:
+            done = kind == "epoch_end"
+        if done:
+            self._close(now)
+
+    def _close(self, now):
+        w, self._window = self._window, None
+        self._done += 1
+        n = self._done
+        profile = w["profile"]
+        if w["cuda"]:
+            import torch
+
+            torch.cuda.synchronize()
+        profile.stop()
+        trace_name = "torch-trace-%d.json" % n
+        trace = os.path.join(self.dir, trace_name)
+        profile.export_chrome_trace(trace)
+        top = []
+        for e in profile.key_averages():
+            device = getattr(e, "self_device_time_total", None)
+            if device is None:
+                device = getattr(e, "self_cuda_time_total", 0)
+            top.append({"name": e.key, "calls": e.count,
+                        "self_cpu_us": e.self_cpu_time_total, "cpu_total_us": e.cpu_time_total,
+                        "self_device_us": device})
+        by = "self_device_us" if any(t["self_device_us"] > 0 for t in top) else "self_cpu_us"
+        top.sort(key=lambda t: t[by], reverse=True)
+        elapsed = now - w["started"]
+        summary = {
+            "tool": "torch", "window": n, "trigger": w["trigger"], "started": w["started"],
+            "ended": now, "steps": w["steps"], "samples": w["samples"],
+            "rate_in": w["samples"] / elapsed if elapsed > 0 and w["samples"] else None,
+            "rate_before": w["rate_before"], "trace": trace_name, "sorted_by": by,
+            "top": top[:20],
+        }
+        summary.update(_trace_gpu_figures(trace, elapsed))
+        path = os.path.join(self.dir, "torch-summary-%d.json" % n)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(summary, f)
+        os.replace(path + ".tmp", path)
+        figures = {"window": n, "steps": w["steps"]}
+        for key in ("rate_in", "rate_before", "gpu_busy_pct"):
+            if summary.get(key) is not None:
+                figures[key] = summary[key]
+        self._progress._emit("profile", figures)
+
+
+def _trace_gpu_figures(trace, elapsed_s):
+    """The GPU's busy share of the window (the union of its kernels'
+    intervals) and its memcpy time, from the Chrome trace; empty without
+    GPU events (a CPU-only job)."""
+    with open(trace, encoding="utf-8") as f:
+        data = json.load(f)
+    events = data if isinstance(data, list) else data.get("traceEvents", [])
+    spans, memcpy_us = [], 0.0
+    for e in events:
+        cat = str(e.get("cat", "")).lower()
+        if e.get("ph") != "X" or "dur" not in e:
+            continue
+        if cat == "kernel" or cat.startswith("gpu_"):
+            spans.append((float(e["ts"]), float(e["ts"]) + float(e["dur"])))
+            if cat == "gpu_memcpy":
+                memcpy_us += float(e["dur"])
+    if not spans:
+        return {}
+    spans.sort()
+    busy, end = 0.0, None
+    for start, stop in spans:
+        if end is None or start > end:
+            busy += stop - start
+            end = stop
+        elif stop > end:
+            busy += stop - end
+            end = stop
+    return {"gpu_busy_pct": 100.0 * busy / (elapsed_s * 1e6) if elapsed_s > 0 else None,
+            "memcpy_us": memcpy_us}
 
 _default = None
 _default_lock = threading.Lock()

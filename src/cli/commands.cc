@@ -22,6 +22,8 @@
 #include "report/data_report.h"
 #include "report/text_report.h"
 #include "run/mechanism_inputs.h"
+#include "profiling/windows.h"
+#include "run/log_layout.h"
 #include "run/resume.h"
 #include "run/run_controller.h"
 #include "sharing/mechanism.h"
@@ -441,13 +443,25 @@ int show_command(const std::string& db, const ShowFlags& flags) {
   if (!loaders.ok()) std::cerr << "colo: warning: " << loaders.error().message() << "\n";
   const std::vector<DataLoaderRow> none;
   const std::vector<DataLoaderRow>& data = loaders.ok() ? *loaders : none;
+  // Each job's profiling windows, as its profile directory holds them.
+  std::vector<JobWindows> profiled;
+  for (const JobSummary& job : summary->jobs) {
+    const std::string dir = job_dir_of_log(job.log_path, JobDir::kProfile);
+    if (dir.empty()) continue;
+    std::vector<std::string> problems;
+    std::vector<ProfileWindow> windows = read_profile_windows(dir, &problems);
+    for (const std::string& p : problems) std::cerr << "colo: warning: " << p << "\n";
+    if (!windows.empty()) profiled.push_back({job.name, std::move(windows)});
+  }
   if (flags.json) {
     nlohmann::json j = to_json(*summary);
     if (!data.empty()) j["data_loaders"] = data_loaders_json(data);
+    if (!profiled.empty()) j["profiles"] = profile_windows_json(profiled);
     if (!filters.empty()) j["filtered_from_jobs"] = all_jobs;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << format_run_summary(*summary) << format_data_loaders(data);
+    std::cout << format_run_summary(*summary) << format_data_loaders(data)
+              << format_profile_windows(profiled);
     if (!filters.empty()) {
       std::cout << fmt::format(
           "showing {} of {} jobs (--filter); the run's totals above count them all\n",
@@ -560,6 +574,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   add_store_commands(app, exit_code);
   add_serve_commands(app, exit_code, command_line);
   add_top_command(app, exit_code);
+  add_profile_command(app, exit_code);
   add_slurm_command(app, exit_code, command_line);
   add_data_command(app, exit_code);
 

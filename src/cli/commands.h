@@ -53,6 +53,8 @@ void add_export_command(CLI::App& app, int& exit_code);
 void add_profiles_command(CLI::App& app, int& exit_code);
 // `colo slurm submit|status|collect` (slurm_command.cc).
 void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command_line);
+// `colo profile JOB` (profile_command.cc).
+void add_profile_command(CLI::App& app, int& exit_code);
 // `colo top` (top_command.cc).
 void add_top_command(CLI::App& app, int& exit_code);
 // `colo serve`, `submit`, `queue`, `cancel`, `logs`, `wait` (serve_command.cc).

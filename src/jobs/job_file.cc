@@ -63,11 +63,14 @@ constexpr std::array<const char*, 4> kRunKeys = {"max_per_gpu", "mechanism", "po
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 22> kSettingKeys = {
-    "workdir",     "env",           "gpu_memory",  "sm_share",   "memory_limit", "epoch_regex",
-    "step_regex",  "epoch_samples", "sm_activity", "gpu_util",   "solo_time",    "startup_time",
-    "mig_profile", "mig_group",     "dataset",     "restart",    "host_memory",  "cpus",
-    "gpus",        "stall_timeout", "priority",    "preemptible"};
+constexpr std::array<const char*, 23> kSettingKeys = {
+    "workdir",     "env",           "gpu_memory",  "sm_share",    "memory_limit", "epoch_regex",
+    "step_regex",  "epoch_samples", "sm_activity", "gpu_util",    "solo_time",    "startup_time",
+    "mig_profile", "mig_group",     "dataset",     "restart",     "host_memory",  "cpus",
+    "gpus",        "stall_timeout", "priority",    "preemptible", "profile"};
+constexpr std::array<const char*, 5> kProfileKeys = {"tool", "after_epoch", "after", "steps",
+                                                     "duration"};
+constexpr std::array<const char*, 3> kProfileTools = {"torch", "nsys", "ncu"};
 // Placeholders every command, workdir and env value may use besides its grid's
 // parameters: the job's GPU count, and a free TCP port chosen when it starts.
 constexpr std::array<const char*, 2> kBuiltinPlaceholders = {"gpus", "port"};
@@ -231,6 +234,7 @@ struct Settings {
   std::optional<int> priority;
   std::optional<bool> preemptible;
   std::optional<Sourced<std::string>> dataset;
+  std::optional<ProfileSpec> profile;
 
   // `over` wins where it sets a field; env is merged key by key.
   static Settings merge(const Settings& base, const Settings& over) {
@@ -256,6 +260,7 @@ struct Settings {
     if (over.stall_timeout_ms) out.stall_timeout_ms = over.stall_timeout_ms;
     if (over.priority) out.priority = over.priority;
     if (over.preemptible) out.preemptible = over.preemptible;
+    if (over.profile) out.profile = over.profile;
     if (over.dataset) out.dataset = over.dataset;
     return out;
   }
@@ -291,6 +296,11 @@ struct JobBlock {
   std::optional<Sourced<std::vector<std::string>>> resource_params;
   Settings settings;  // defaults already merged in
 };
+
+template <class Names>
+bool contains(const Names& names, std::string_view key) {
+  return std::find(names.begin(), names.end(), key) != names.end();
+}
 
 // Reads the typed values of one table and reports what is wrong with them.
 // `where` prefixes messages: "job 'a': ", "[defaults]: ", ...
@@ -345,6 +355,88 @@ class TableReader {
     error(line_of(node),
           fmt::format("key '{}' must be {}, got {}", key, kExpected, describe(node)));
     return std::nullopt;
+  }
+
+  // profile = { tool = "torch", after_epoch = 1, steps = 20 } (ProfileSpec).
+  std::optional<ProfileSpec> profile(const toml::node& node) {
+    const auto* table = node.as_table();
+    if (table == nullptr) {
+      error(line_of(node), fmt::format("key 'profile' must be a table such as {{ tool = "
+                                       "\"torch\", after_epoch = 1, steps = 20 }}, got {}",
+                                       describe(node)));
+      return std::nullopt;
+    }
+    ProfileSpec p;
+    bool ok = true;
+    const auto duration = [&](std::string_view key, const toml::node& value)
+        -> std::optional<int64_t> {
+      auto text = string(key, value, "a duration such as \"30s\"");
+      if (!text) return std::nullopt;
+      Result<int64_t> ms = parse_duration_ms(*text);
+      if (ms.ok() && *ms > 0) return *ms;
+      error(line_of(value), fmt::format("key 'profile.{}' must be a duration such as \"30s\": {}",
+                                        key, ms.ok() ? "got zero" : ms.error().message()));
+      return std::nullopt;
+    };
+    for (const auto& [key, value] : *table) {
+      const std::string_view k = key.str();
+      if (k == "tool") {
+        auto tool = string("profile.tool", value, "\"torch\", \"nsys\" or \"ncu\"");
+        if (tool && contains(kProfileTools, *tool)) {
+          p.tool = *tool;
+        } else {
+          if (tool) {
+            error(line_of(value), fmt::format("key 'profile.tool' must be \"torch\", \"nsys\" or "
+                                              "\"ncu\", got \"{}\"{}",
+                                              *tool, did_you_mean(*tool, kProfileTools)));
+          }
+          ok = false;
+        }
+      } else if (k == "after_epoch" || k == "steps") {
+        auto n = int_in_range(fmt::format("profile.{}", k), value, k == "steps" ? 1 : 0,
+                              1'000'000'000, k == "steps" ? "a number of steps, 1 or more"
+                                                           : "a number of epochs, 0 or more");
+        if (!n) {
+          ok = false;
+        } else {
+          (k == "steps" ? p.steps : p.after_epoch) = static_cast<int>(*n);
+        }
+      } else if (k == "after" || k == "duration") {
+        auto ms = duration(k, value);
+        if (!ms) {
+          ok = false;
+        } else {
+          (k == "after" ? p.after_ms : p.duration_ms) = *ms;
+        }
+      } else {
+        error(line_of(key, value),
+              fmt::format("unknown key 'profile.{}'{}; profile takes tool, after_epoch or after, "
+                          "and steps or duration",
+                          k, did_you_mean(k, kProfileKeys)));
+        ok = false;
+      }
+    }
+    if (ok && p.tool.empty()) {
+      error(line_of(node), "profile needs its tool: add tool = \"torch\", \"nsys\" or \"ncu\"");
+      ok = false;
+    }
+    if (ok && p.after_epoch && p.after_ms) {
+      error(line_of(node), "profile takes after_epoch or after, not both");
+      ok = false;
+    }
+    if (ok && p.steps && p.duration_ms) {
+      error(line_of(node), "profile takes steps or duration, not both");
+      ok = false;
+    }
+    if (ok && p.tool != "torch" && p.after_epoch) {
+      error(line_of(node), fmt::format("profile.after_epoch needs the Python client, which only "
+                                       "tool = \"torch\" uses; {} starts after a time: use after "
+                                       "= \"30s\"",
+                                       p.tool));
+      ok = false;
+    }
+    if (!ok) return std::nullopt;
+    return p;
   }
 
   // Reads one of kSettingKeys into `settings`.
@@ -419,6 +511,8 @@ class TableReader {
         error(line_of(node), fmt::format("key '{}' must be a duration such as \"12m\": {}", k,
                                          ms.ok() ? "got zero" : ms.error().message()));
       }
+    } else if (k == "profile") {
+      if (auto p = profile(node)) settings.profile = std::move(*p);
     } else if (k == "preemptible") {
       if (const auto* b = node.as_boolean()) {
         settings.preemptible = b->get();
@@ -493,11 +587,6 @@ class TableReader {
   Diagnostics& diag_;
   std::string where_;
 };
-
-template <class Names>
-bool contains(const Names& names, std::string_view key) {
-  return std::find(names.begin(), names.end(), key) != names.end();
-}
 
 // Placeholders: "{name}" (name of letters, digits and '_') stands for a grid
 // value; "{{name}}" is the literal text "{name}"; every other brace is
@@ -1302,6 +1391,7 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.restart = block.settings.restart.value_or(RestartPolicy::kOnFailure);
     base.stall_timeout_ms = block.settings.stall_timeout_ms;
     base.priority = block.settings.priority.value_or(0);
+    base.profile = block.settings.profile;
     // A sweep's points may be preempted unless the file says otherwise.
     base.preemptible = block.settings.preemptible.value_or(!params.empty() || block.repeat > 1);
     if (block.settings.dataset) base.dataset = block.settings.dataset->value;

@@ -826,6 +826,60 @@ grid = { lr = [1] }
   EXPECT_THAT(message, HasSubstr("f.toml:14: job 'c': search.kind must be \"random\""));
 }
 
+// profile = { ... }: a job's profiling window, from [defaults] too, through
+// the service's JSON; a tool other than torch, nsys or ncu, both after and
+// after_epoch, and after_epoch for a tool without the client are errors.
+TEST(JobFile, AProfileWindowIsReadWithItsTool) {
+  JobFile file = parse_ok(R"(
+[defaults]
+profile = { tool = "torch", after_epoch = 2, steps = 20 }
+
+[[job]]
+name = "a"
+command = ["x"]
+
+[[job]]
+name = "b"
+command = ["x"]
+profile = { tool = "nsys", after = "30s", duration = "10s" }
+)");
+  ASSERT_EQ(file.jobs.size(), 2u);
+  ASSERT_TRUE(file.jobs[0].profile);
+  EXPECT_EQ(file.jobs[0].profile->tool, "torch");
+  EXPECT_EQ(file.jobs[0].profile->after_epoch, 2);
+  EXPECT_EQ(file.jobs[0].profile->steps, 20);
+  ASSERT_TRUE(file.jobs[1].profile);
+  EXPECT_EQ(file.jobs[1].profile->after_ms, 30'000);
+  EXPECT_EQ(file.jobs[1].profile->duration_ms, 10'000);
+  for (const JobSpec& job : file.jobs) {
+    Result<JobSpec> back = job_spec_from_json(job_spec_to_json(job));
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    EXPECT_EQ(back->profile, job.profile);
+  }
+  Result<JobFile> bad = parse_job_file(R"([[job]]
+name = "a"
+command = ["x"]
+profile = { tool = "perf" }
+
+[[job]]
+name = "b"
+command = ["x"]
+profile = { tool = "torch", after = "1s", after_epoch = 1 }
+
+[[job]]
+name = "c"
+command = ["x"]
+profile = { tool = "ncu", after_epoch = 1 }
+)",
+                                       "f.toml", kBase);
+  ASSERT_FALSE(bad.ok());
+  const std::string message = bad.error().message();
+  EXPECT_THAT(message, HasSubstr("f.toml:4: job 'a': key 'profile.tool' must be \"torch\", "
+                                 "\"nsys\" or \"ncu\", got \"perf\""));
+  EXPECT_THAT(message, HasSubstr("job 'b': profile takes after_epoch or after, not both"));
+  EXPECT_THAT(message, HasSubstr("job 'c': profile.after_epoch needs the Python client"));
+}
+
 TEST(JobFile, ReportsEveryErrorNotJustTheFirst) {
   Result<JobFile> r = parse_job_file(R"([[job]]
 name = "a"

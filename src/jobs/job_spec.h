@@ -56,6 +56,18 @@ struct EarlyStopSpec {
   bool operator==(const EarlyStopSpec&) const = default;
 };
 
+// A job's `profile` (docs/profiling.md): one profiling window of the job
+// with `tool`, opened after `after_epoch` epochs ended or `after_ms` from its
+// start, for `steps` steps or `duration_ms`.
+struct ProfileSpec {
+  std::string tool;  // "torch" (through the Python client), "nsys", "ncu"
+  std::optional<int> after_epoch;
+  std::optional<int64_t> after_ms;
+  std::optional<int> steps;
+  std::optional<int64_t> duration_ms;
+  bool operator==(const ProfileSpec&) const = default;
+};
+
 // A [data.NAME] table: a dataset that one shared loader serves to every job
 // naming it (docs/data-sharing.md). Unset fields take the loader's defaults.
 struct DataSourceSpec {
@@ -138,6 +150,7 @@ struct JobSpec {
   std::map<std::string, bool> lower_is_better;
   // The job file's [early_stop], on `objective` (set only with it).
   std::optional<EarlyStopSpec> early_stop;
+  std::optional<ProfileSpec> profile;  // its `profile` window, if any
   // The job file's [run] fail_fast: when the first kFailFastJobs of its
   // jobs to end all failed the same way (and none ended ok), its jobs that
   // have not started are not started (they end cancelled, saying why).

@@ -152,6 +152,14 @@ json job_spec_to_json(const JobSpec& job) {
   if (job.preemptible) j["preemptible"] = true;
   if (!job.objective.empty()) j["objective"] = job.objective;
   if (!job.fail_fast) j["fail_fast"] = false;
+  if (const std::optional<ProfileSpec>& p = job.profile) {
+    json t = {{"tool", p->tool}};
+    if (p->after_epoch) t["after_epoch"] = *p->after_epoch;
+    if (p->after_ms) t["after_ms"] = *p->after_ms;
+    if (p->steps) t["steps"] = *p->steps;
+    if (p->duration_ms) t["duration_ms"] = *p->duration_ms;
+    j["profile"] = std::move(t);
+  }
   if (!job.lower_is_better.empty()) {
     nlohmann::json goals = nlohmann::json::object();
     for (const auto& [name, lower] : job.lower_is_better) goals[name] = lower ? "min" : "max";
@@ -274,6 +282,23 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       continue;
     }
     job.lower_is_better[name] = goal == "min";
+  }
+  if (auto it = j.find("profile"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      r.fail("'profile' must be an object (a job's profile table)");
+    } else {
+      FieldReader p(*it);
+      ProfileSpec spec;
+      spec.tool = p.text("tool", true).value_or("");
+      if (spec.tool != "torch" && spec.tool != "nsys" && spec.tool != "ncu")
+        p.fail("'tool' must be \"torch\", \"nsys\" or \"ncu\"");
+      spec.after_epoch = p.integer<int>("after_epoch", 0, 1'000'000'000);
+      spec.after_ms = p.integer<int64_t>("after_ms", 1, INT64_MAX);
+      spec.steps = p.integer<int>("steps", 1, 1'000'000'000);
+      spec.duration_ms = p.integer<int64_t>("duration_ms", 1, INT64_MAX);
+      if (!p.error().empty()) r.fail("profile: " + p.error());
+      job.profile = std::move(spec);
+    }
   }
   if (auto it = j.find("early_stop"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) {

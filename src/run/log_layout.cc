@@ -59,7 +59,11 @@ std::string service_checkpoint_dir(const std::string& service_dir, int64_t job_i
   return fmt::format("{}/checkpoints/{}", service_dir, job_id);
 }
 
-std::string checkpoint_dir_of_log(const std::string& log_path) {
+std::string service_profile_dir(const std::string& service_dir, int64_t job_id) {
+  return fmt::format("{}/profiles/{}", service_dir, job_id);
+}
+
+std::string job_dir_of_log(const std::string& log_path, JobDir which) {
   const size_t slash = log_path.rfind('/');
   if (slash == std::string::npos || slash == 0) return "";
   const std::string dir = log_path.substr(0, slash);
@@ -78,9 +82,12 @@ std::string checkpoint_dir_of_log(const std::string& log_path) {
                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }))
     return "";
   const size_t parent = dir.rfind('/');
-  if (parent != std::string::npos && dir.substr(parent + 1) == "jobs")  // a service job's
-    return fmt::format("{}/checkpoints/{}", dir.substr(0, parent), name.substr(0, dash));
-  return dir + "/" + name + ".checkpoint";
+  const bool checkpoint = which == JobDir::kCheckpoint;
+  if (parent != std::string::npos && dir.substr(parent + 1) == "jobs") {  // a service job's
+    return fmt::format("{}/{}/{}", dir.substr(0, parent), checkpoint ? "checkpoints" : "profiles",
+                       name.substr(0, dash));
+  }
+  return dir + "/" + name + (checkpoint ? ".checkpoint" : ".profile");
 }
 
 void remove_run_logs(int64_t run_id, const std::vector<std::string>& log_paths) {

@@ -28,9 +28,13 @@ std::string service_logs_dir(const std::string& logs_root, const std::string& st
 std::string service_job_stem(const std::string& service_dir, int64_t job_id,
                              const std::string& name);
 std::string service_checkpoint_dir(const std::string& service_dir, int64_t job_id);
-// The checkpoint directory of the job whose log (of any attempt) is
-// `log_path`, in either layout above; "" when the path is in neither.
-std::string checkpoint_dir_of_log(const std::string& log_path);
+// A service job's profile directory (COLO_PROFILE_DIR), in `service_dir`;
+// a `colo run` job's is its stem + ".profile".
+std::string service_profile_dir(const std::string& service_dir, int64_t job_id);
+// The checkpoint or profile directory of the job whose log (of any attempt)
+// is `log_path`, in either layout above; "" when the path is in neither.
+enum class JobDir { kCheckpoint, kProfile };
+std::string job_dir_of_log(const std::string& log_path, JobDir which);
 
 // Removes the logs of a removed run: its directory, when every log is in a
 // directory named after the run (the layout above), else each log alone.

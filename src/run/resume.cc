@@ -33,7 +33,7 @@ Result<ResumePlan> plan_resume(RunStore& store, int64_t run_id) {
           fmt::format("run {}: job {} ({}): its recorded spec", run_id, job.id, job.name));
     }
     plan.file.jobs.push_back(std::move(*spec));
-    plan.checkpoint_dirs.push_back(checkpoint_dir_of_log(job.log_path));
+    plan.checkpoint_dirs.push_back(job_dir_of_log(job.log_path, JobDir::kCheckpoint));
   }
   if (plan.file.jobs.empty()) {
     return Error(fmt::format("run {}: all {} of its jobs ended ok (or were stopped early by "

@@ -53,6 +53,7 @@ Result<std::vector<EngineJob>> record_jobs(const JobFile& file, const RunOptions
     jobs[i].checkpoint_dir = i < options.checkpoint_dirs.size() && !options.checkpoint_dirs[i].empty()
                                  ? options.checkpoint_dirs[i]
                                  : stem + ".checkpoint";
+    jobs[i].profile_dir = stem + ".profile";
     log_paths.push_back(stem + ".log");
   }
   Result<std::vector<int64_t>> ids = session.writer().add_jobs(

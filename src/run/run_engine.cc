@@ -468,6 +468,13 @@ Status RunEngine::prepare_files(JobRuntime& job) {
       if (Status s = give_to(j.checkpoint_dir, *j.run_as); !s.ok()) return s;
     }
   }
+  if (!j.profile_dir.empty() && j.spec.profile) {
+    if (Status s = make_dirs(j.profile_dir, 0700); !s.ok())
+      return s.error().with_context("profile directory");
+    if (j.run_as) {
+      if (Status s = give_to(j.profile_dir, *j.run_as); !s.ok()) return s;
+    }
+  }
   if (j.run_as) {
     int fd = open_regular_file(j.progress_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (fd < 0)
@@ -557,6 +564,8 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
                     job.label()));
   }
   if (!job.job.checkpoint_dir.empty()) request.env[kCheckpointDirEnv] = job.job.checkpoint_dir;
+  if (!job.job.profile_dir.empty()) request.env[kProfileDirEnv] = job.job.profile_dir;
+  const std::string profile_note = spec.profile ? profile_window(job, request) : "";
 
   Result<ProgressReader> reader =
       ProgressReader::create({job.job.progress_path, request.log_path, spec.epoch_regex,
@@ -576,6 +585,7 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
     start_failed(job, pid.error());
     return;
   }
+  if (!profile_note.empty()) append_note_to_log(request.log_path, profile_note);
   job.state = JobState::kRunning;
   job.measuring.reset();
   if (a.probe || a.record)
@@ -1436,6 +1446,45 @@ void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
                                        format_duration_ms(options_.stop_grace_ms));
   display_.event(fmt::format("{}: {}", job.label(), what));
   append_note_to_log(log_path(job), what);
+}
+
+std::string RunEngine::profile_window(JobRuntime& job, LaunchRequest& request) {
+  const ProfileSpec& p = *job.job.spec.profile;
+  const auto seconds = [](int64_t ms) { return fmt::format("{:g}", static_cast<double>(ms) / 1000); };
+  if (p.tool == "torch") {
+    // The Python client opens the window (python/colo_progress.py).
+    request.env["COLO_PROFILE"] = "torch";
+    if (p.after_epoch) request.env["COLO_PROFILE_AFTER_EPOCH"] = std::to_string(*p.after_epoch);
+    if (p.after_ms) request.env["COLO_PROFILE_AFTER_S"] = seconds(*p.after_ms);
+    if (p.steps) request.env["COLO_PROFILE_STEPS"] = std::to_string(*p.steps);
+    if (p.duration_ms) request.env["COLO_PROFILE_DURATION_S"] = seconds(*p.duration_ms);
+    return "";
+  }
+  const std::optional<std::string> tool = find_program(p.tool);
+  if (!tool) {
+    const std::string note = fmt::format(
+        "profile: {} is not installed here (not on PATH), so this attempt runs unprofiled; "
+        "install {} or use tool = \"torch\" (docs/profiling.md)",
+        p.tool, p.tool == "nsys" ? "NVIDIA Nsight Systems" : "NVIDIA Nsight Compute");
+    display_.event(fmt::format("{}: {}", job.label(), note));
+    return note;
+  }
+  const std::string out = fmt::format("{}/{}-attempt{}", job.job.profile_dir, p.tool, job.attempt);
+  std::vector<std::string> wrapped;
+  if (p.tool == "nsys") {
+    wrapped = {*tool, "profile", "--output", out, "--force-overwrite", "true"};
+    if (p.after_ms) wrapped.insert(wrapped.end(), {"--delay", seconds(*p.after_ms)});
+    if (p.duration_ms) wrapped.insert(wrapped.end(), {"--duration", seconds(*p.duration_ms)});
+  } else {
+    // A bounded kernel range: ncu counts kernel launches, so `steps` is
+    // the number of kernels it profiles (default 10), from the first.
+    wrapped = {*tool, "--target-processes", "all", "--export", out, "--force-overwrite",
+               "--launch-count", std::to_string(p.steps.value_or(10))};
+  }
+  wrapped.insert(wrapped.end(), request.argv.begin(), request.argv.end());
+  request.argv = std::move(wrapped);
+  display_.event(fmt::format("{}: profiled by {} into {}", job.label(), p.tool, out));
+  return "";
 }
 
 void RunEngine::read_progress() {

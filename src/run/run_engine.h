@@ -84,6 +84,7 @@ namespace colo {
 // Every job process carries COLO_RUN_TOKEN and COLO_JOB_TOKEN (run/leftovers.h).
 // Every job gets a checkpoint directory, the same across its attempts.
 inline constexpr const char* kCheckpointDirEnv = "COLO_CHECKPOINT_DIR";
+inline constexpr const char* kProfileDirEnv = "COLO_PROFILE_DIR";
 // Every job is told its GPUs by index ("0,1": a gang's several, in
 // CUDA_VISIBLE_DEVICES order) and how many; a gang gets COLO_PORT too
 // (jobs/rendezvous.h).
@@ -154,6 +155,10 @@ struct EngineJob {
   std::string progress_path;
   // COLO_CHECKPOINT_DIR; created (for the job's user) before it starts. Empty: none.
   std::string checkpoint_dir;
+  // COLO_PROFILE_DIR (docs/profiling.md): where its profiling windows go and
+  // where `colo profile` asks for one; created before it starts when its
+  // spec has a profile window. Empty: none.
+  std::string profile_dir;
   // The number of its first attempt here (a service restart continues the count).
   int attempt = 1;
   uint32_t owner = 0;           // who it is accounted to (fair share: set_usage())
@@ -368,6 +373,11 @@ class RunEngine {
   // The job's sweep's [early_stop] rule on event `e`, before it is stored:
   // stops the job (TERM, the grace) when the rule says so; it ends stopped.
   void judge_early_stop(JobRuntime& job, const ProgressEvent& e);
+  // The job's `profile` window at its start: the Python client told through
+  // COLO_PROFILE_* (torch), or its command wrapped in nsys or ncu (when on
+  // PATH; else it runs unprofiled). Returns what its log must say once it
+  // started (the log is created then), "" for nothing.
+  std::string profile_window(JobRuntime& job, LaunchRequest& request);
   void read_progress();
   void collect_samples();
   // Hands the samples and events gathered since the last call to the writer.

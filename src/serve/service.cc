@@ -201,6 +201,7 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& s
                           ? fmt::format("{}.attempt{}.progress.jsonl", stem, job.attempt)
                           : stem + ".progress.jsonl";
   job.checkpoint_dir = service_checkpoint_dir(options_.logs_root, row.id);
+  job.profile_dir = service_profile_dir(options_.logs_root, row.id);
   job.extra_env["COLO_JOB_ID"] = std::to_string(row.id);
   job.label = fmt::format("job {} ({}, {})", row.id, row.name, row.owner_name);
   job.owner = row.owner_uid;

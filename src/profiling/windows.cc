@@ -1,0 +1,161 @@
+#include "profiling/windows.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/paths.h"
+
+namespace colo {
+namespace {
+
+using nlohmann::json;
+
+std::optional<double> number(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+}  // namespace
+
+Result<ProfileWindow> parse_profile_window(const std::string& text, const std::string& dir) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return Error("not a JSON object");
+  ProfileWindow w;
+  const std::optional<double> window = number(j, "window");
+  if (!window || *window < 1) return Error("no window number");
+  w.window = static_cast<int>(*window);
+  w.trigger = j.value("trigger", "");
+  const std::optional<double> started = number(j, "started");
+  const std::optional<double> ended = number(j, "ended");
+  if (started && ended && *ended >= *started) w.seconds = *ended - *started;
+  w.steps = static_cast<int64_t>(number(j, "steps").value_or(0));
+  w.rate_in = number(j, "rate_in");
+  w.rate_before = number(j, "rate_before");
+  w.gpu_busy_pct = number(j, "gpu_busy_pct");
+  w.memcpy_us = number(j, "memcpy_us");
+  w.sorted_by = j.value("sorted_by", "self_cpu_us");
+  const std::string trace = j.value("trace", "");
+  if (!trace.empty()) w.trace_path = trace[0] == '/' ? trace : dir + "/" + trace;
+  if (auto top = j.find("top"); top != j.end() && top->is_array()) {
+    for (const json& op : *top) {
+      if (!op.is_object()) continue;
+      w.top.push_back(ProfileOp{op.value("name", ""),
+                                static_cast<int64_t>(number(op, "calls").value_or(0)),
+                                number(op, w.sorted_by.c_str()).value_or(0)});
+    }
+  }
+  return w;
+}
+
+std::vector<ProfileWindow> read_profile_windows(const std::string& dir,
+                                                std::vector<std::string>* problems) {
+  std::map<int, ProfileWindow> by_number;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("torch-summary-", 0) != 0 || entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    Result<ProfileWindow> w = parse_profile_window(text.str(), dir);
+    if (!w.ok()) {
+      if (problems != nullptr)
+        problems->push_back(fmt::format("{}: {}", entry.path().string(), w.error().message()));
+      continue;
+    }
+    by_number[w->window] = std::move(*w);
+  }
+  std::vector<ProfileWindow> out;
+  for (auto& [n, w] : by_number) out.push_back(std::move(w));
+  return out;
+}
+
+std::string format_profile_windows(const std::vector<JobWindows>& jobs, size_t ops) {
+  std::string out;
+  for (const JobWindows& job : jobs) {
+    for (const ProfileWindow& w : job.windows) {
+      if (out.empty()) out = "\nProfiling windows (docs/profiling.md)\n";
+      std::string rate;
+      if (w.rate_in) {
+        rate = fmt::format(", {:.0f} samples/s inside", *w.rate_in);
+        if (w.rate_before && *w.rate_before > 0) {
+          rate += fmt::format(" against {:.0f} before ({:.2f}x: what profiling cost)",
+                              *w.rate_before, *w.rate_in / *w.rate_before);
+        }
+      }
+      out += fmt::format("{} window {} ({}): {:.2f}s, {} steps{}{}\n", job.job, w.window,
+                         w.trigger.empty() ? "?" : w.trigger, w.seconds, w.steps, rate,
+                         w.gpu_busy_pct ? fmt::format(", GPU busy {:.1f}%", *w.gpu_busy_pct) : "");
+      double total = 0;
+      for (const ProfileOp& op : w.top) total += op.self_us;
+      const bool device = w.sorted_by == "self_device_us";
+      for (size_t i = 0; i < std::min(ops, w.top.size()); ++i) {
+        const ProfileOp& op = w.top[i];
+        out += fmt::format("  {:>10.3f} ms {:>5.1f}%  {:>6} calls  {}\n", op.self_us / 1000,
+                           total > 0 ? 100 * op.self_us / total : 0.0, op.calls, op.name);
+      }
+      out += fmt::format("  (self {} time, of the top {} operators; memcpy {}; trace: {})\n",
+                         device ? "GPU" : "CPU", w.top.size(),
+                         w.memcpy_us ? fmt::format("{:.3f} ms", *w.memcpy_us / 1000) : "-",
+                         w.trace_path.empty() ? "-" : w.trace_path);
+    }
+  }
+  return out;
+}
+
+json profile_windows_json(const std::vector<JobWindows>& jobs) {
+  json out = json::object();
+  for (const JobWindows& job : jobs) {
+    json windows = json::array();
+    for (const ProfileWindow& w : job.windows) {
+      json top = json::array();
+      for (const ProfileOp& op : w.top)
+        top.push_back({{"name", op.name}, {"calls", op.calls}, {"self_us", op.self_us}});
+      const auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(); };
+      windows.push_back({{"window", w.window},
+                         {"trigger", w.trigger},
+                         {"seconds", w.seconds},
+                         {"steps", w.steps},
+                         {"rate_in", opt(w.rate_in)},
+                         {"rate_before", opt(w.rate_before)},
+                         {"gpu_busy_pct", opt(w.gpu_busy_pct)},
+                         {"memcpy_us", opt(w.memcpy_us)},
+                         {"sorted_by", w.sorted_by},
+                         {"trace", w.trace_path},
+                         {"top", std::move(top)}});
+    }
+    out[job.job] = std::move(windows);
+  }
+  return out;
+}
+
+Status request_profile_window(const std::string& dir, std::optional<double> duration_s,
+                              std::optional<int64_t> steps) {
+  if (Status s = make_dirs(dir, 0700); !s.ok()) return s.error().with_context("profile directory");
+  json request = {{"tool", "torch"}};
+  if (duration_s) request["duration_s"] = *duration_s;
+  if (steps) request["steps"] = *steps;
+  const std::string path = dir + "/request.json";
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << request.dump() << "\n";
+    if (!out) return Error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return Error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  return OkStatus();
+}
+
+}  // namespace colo

@@ -1,0 +1,65 @@
+// A job's profiling windows (docs/profiling.md), as the Python client wrote
+// them into its COLO_PROFILE_DIR: torch-summary-N.json beside
+// torch-trace-N.json. Read back for `colo show`, and a request for one more
+// window (`colo profile`).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+
+namespace colo {
+
+struct ProfileOp {
+  std::string name;
+  int64_t calls = 0;
+  double self_us = 0;  // by the window's `sorted_by`: device time when the GPU ran it, else CPU
+};
+
+struct ProfileWindow {
+  int window = 0;          // N, from 1 per job
+  std::string trigger;     // "job file" or "colo profile"
+  double seconds = 0;      // how long it was open
+  int64_t steps = 0;       // steps the job reported in it
+  std::optional<double> rate_in;      // samples/s inside the window
+  std::optional<double> rate_before;  // samples/s over the 30 s before it
+  std::optional<double> gpu_busy_pct;  // the union of its kernels over the window
+  std::optional<double> memcpy_us;
+  std::string sorted_by;   // "self_device_us" or "self_cpu_us"
+  std::string trace_path;  // the Chrome trace (absolute)
+  std::vector<ProfileOp> top;  // by self time, most first
+};
+
+// One summary file's text; `dir` makes its trace's path absolute. An error
+// says what is missing.
+Result<ProfileWindow> parse_profile_window(const std::string& text, const std::string& dir);
+// Every torch-summary-N.json in `dir`, by N (none when `dir` does not exist);
+// a file that does not parse is left out and named in `problems`.
+std::vector<ProfileWindow> read_profile_windows(const std::string& dir,
+                                                std::vector<std::string>* problems);
+
+// `colo show`'s section: for each job with windows, each window's figures,
+// the rate inside against before (what profiling cost), and its top `ops`.
+struct JobWindows {
+  std::string job;
+  std::vector<ProfileWindow> windows;
+};
+std::string format_profile_windows(const std::vector<JobWindows>& jobs, size_t ops = 5);
+
+// The same as JSON for `colo show --json`: {job: [{window, trigger,
+// seconds, steps, rate_in, rate_before, gpu_busy_pct, memcpy_us, sorted_by,
+// trace, top: [{name, calls, self_us}]}]}.
+nlohmann::json profile_windows_json(const std::vector<JobWindows>& jobs);
+
+// Asks the running job whose profile directory is `dir` for a torch window
+// of `duration_s` seconds or `steps` steps (request.json, which the client
+// takes within a second of its next report). An error names the directory.
+Status request_profile_window(const std::string& dir, std::optional<double> duration_s,
+                              std::optional<int64_t> steps);
+
+}  // namespace colo

@@ -1,0 +1,72 @@
+#include "profiling/windows.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* kSummary = R"({"tool": "torch", "window": 2, "trigger": "job file",
+  "started": 100.0, "ended": 100.5, "steps": 5, "samples": 2560, "rate_in": 5120.0,
+  "rate_before": 6400.0, "trace": "torch-trace-2.json", "sorted_by": "self_cpu_us",
+  "top": [{"name": "aten::addmm", "calls": 10, "self_cpu_us": 3000, "self_device_us": 0},
+          {"name": "aten::mm", "calls": 15, "self_cpu_us": 1000, "self_device_us": 0}]})";
+
+TEST(ProfileWindows, ASummaryIsReadAndShownWithTheCostOfProfiling) {
+  Result<ProfileWindow> w = parse_profile_window(kSummary, "/p");
+  ASSERT_TRUE(w.ok()) << w.error().message();
+  EXPECT_EQ(w->window, 2);
+  EXPECT_DOUBLE_EQ(w->seconds, 0.5);
+  EXPECT_EQ(w->trace_path, "/p/torch-trace-2.json");
+  ASSERT_EQ(w->top.size(), 2u);
+  EXPECT_EQ(w->top[0].name, "aten::addmm");
+  EXPECT_DOUBLE_EQ(w->top[0].self_us, 3000);
+  const std::string shown = format_profile_windows({{"tiny", {*w}}});
+  EXPECT_THAT(shown, HasSubstr("tiny window 2 (job file): 0.50s, 5 steps, 5120 samples/s inside "
+                               "against 6400 before (0.80x: what profiling cost)"));
+  EXPECT_THAT(shown, HasSubstr("3.000 ms  75.0%      10 calls  aten::addmm"));
+  EXPECT_THAT(shown, HasSubstr("self CPU time"));
+  EXPECT_EQ(format_profile_windows({{"none", {}}}), "");
+  EXPECT_FALSE(parse_profile_window("[]", "/p").ok());
+  EXPECT_FALSE(parse_profile_window(R"({"top": []})", "/p").ok());
+}
+
+TEST(ProfileWindows, ADirectoryGivesItsWindowsInOrderAndNamesWhatDoesNotParse) {
+  char tmpl[] = "/tmp/colo-profiling-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::string second = kSummary;
+  std::ofstream(dir + "/torch-summary-2.json") << second;
+  nlohmann::json first = nlohmann::json::parse(kSummary);
+  first["window"] = 1;
+  std::ofstream(dir + "/torch-summary-1.json") << first.dump();
+  std::ofstream(dir + "/torch-summary-3.json") << "{not json";
+  std::ofstream(dir + "/torch-trace-1.json") << "[]";
+  std::vector<std::string> problems;
+  std::vector<ProfileWindow> windows = read_profile_windows(dir, &problems);
+  ASSERT_EQ(windows.size(), 2u);
+  EXPECT_EQ(windows[0].window, 1);
+  EXPECT_EQ(windows[1].window, 2);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], HasSubstr("torch-summary-3.json"));
+  EXPECT_TRUE(read_profile_windows(dir + "/missing", nullptr).empty());
+
+  // A request for a window: request.json, whole.
+  ASSERT_TRUE(request_profile_window(dir + "/new", 2.5, std::nullopt).ok());
+  std::ifstream in(dir + "/new/request.json");
+  const nlohmann::json request = nlohmann::json::parse(in);
+  EXPECT_EQ(request["tool"], "torch");
+  EXPECT_EQ(request["duration_s"], 2.5);
+  EXPECT_FALSE(request.contains("steps"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace colo

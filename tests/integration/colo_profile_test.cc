@@ -1,0 +1,125 @@
+// Profiling windows (issue 36), on CPU PyTorch (Debian's python3-torch, as
+// /usr/bin/python3 imports it): a window from the job file and one asked by
+// `colo profile` of a running job each leave a Chrome trace and a summary
+// whose top operator is the one the trace itself gives (recomputed without
+// torch or colo: tests/integration/profile/check_trace.py), shown by `colo
+// show`; a job whose profiler is not installed runs unprofiled and says why.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "integration_util.h"
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+class ColoProfile : public ColoTestDir {
+ protected:
+  void SetUp() override {
+    ColoTestDir::SetUp();
+    ASSERT_EQ(shell("/usr/bin/python3 -c 'import torch.profiler'").exit_code, 0)
+        << "CPU PyTorch is required for this test: apt-get install python3-torch (or run "
+           "scripts/install-deps.sh)";
+  }
+  std::string colo(const std::string& args) const {
+    return "COLO_HOME='" + dir_ + "/home' " + std::string(COLO_BINARY) + " " + args;
+  }
+  std::string job(const std::string& args, const std::string& profile) const {
+    return "[[job]]\nname = \"tiny\"\ncommand = [\"/usr/bin/python3\", \"" COLO_SOURCE_DIR
+           "/tests/integration/profile/tiny_train.py\"" +
+           args + "]\n" + profile;
+  }
+  std::string run_flags() const {
+    return " --backend sim --policy fixed --mechanism naive --plain --db " + db() + " --logs " +
+           dir_ + "/logs";
+  }
+  // The top operator of the trace, recomputed from it alone.
+  std::string top_of_trace(const std::string& trace) const {
+    CommandResult r = shell("/usr/bin/python3 " COLO_SOURCE_DIR
+                            "/tests/integration/profile/check_trace.py '" +
+                            trace + "'");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.output.substr(0, r.output.find('\n'));
+  }
+};
+
+TEST_F(ColoProfile, AWindowFromTheJobFileLeavesATraceWhoseTopOperatorItsSummaryNames) {
+  const std::string file =
+      write_file("p.toml", job("", "profile = { tool = \"torch\", after_epoch = 1, steps = 5 }\n"));
+  CommandResult r = shell(colo("run " + file + run_flags()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  CommandResult shown = shell(colo("show --json --db " + db()));
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  const json profiles = json::parse(shown.output)["profiles"];
+  ASSERT_TRUE(profiles.contains("tiny")) << shown.output;
+  ASSERT_EQ(profiles["tiny"].size(), 1u);
+  const json& w = profiles["tiny"][0];
+  EXPECT_EQ(w["trigger"], "job file");
+  EXPECT_EQ(w["steps"], 5);
+  EXPECT_TRUE(w["rate_in"].is_number());
+  EXPECT_TRUE(w["rate_before"].is_number()) << "the rate outside the window, beside it";
+  ASSERT_FALSE(w["top"].empty());
+  EXPECT_EQ(w["top"][0]["name"], "aten::mm");
+  EXPECT_EQ(top_of_trace(w["trace"]), w["top"][0]["name"].get<std::string>());
+  CommandResult text = shell(colo("show --db " + db()));
+  EXPECT_THAT(text.output, HasSubstr("tiny window 1 (job file):"));
+  EXPECT_THAT(text.output, HasSubstr("what profiling cost"));
+  EXPECT_THAT(text.output, HasSubstr("aten::mm"));
+}
+
+TEST_F(ColoProfile, ColoProfileTakesAWindowOfARunningJob) {
+  const std::string until = dir_ + "/stop";
+  const std::string file = write_file("p.toml", job(", \"--until\", \"" + until + "\"", ""));
+  // The run in the background; the job loops until `until` exists.
+  shell(colo("run " + file + run_flags()) + " > '" + dir_ + "/run.txt' 2>&1 & echo $! > '" +
+        dir_ + "/run.pid'");
+  ASSERT_TRUE(eventually(
+      [&] {
+        CommandResult s = shell(colo("show --json --db " + db()));
+        if (s.exit_code != 0) return false;
+        const json j = json::parse(s.output, nullptr, false);
+        return j.is_object() && !j["jobs"].empty() && j["jobs"][0]["epochs"].is_number() &&
+               j["jobs"][0]["epochs"].get<int>() >= 1;
+      },
+      60'000))
+      << shell("cat '" + dir_ + "/run.txt'").output;
+  CommandResult p = shell(colo("profile tiny --run 1 --steps 4 --wait 60s --db " + db()));
+  shell("touch '" + until + "'");
+  EXPECT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_THAT(p.output, HasSubstr("asked tiny for a torch window of 4 steps"));
+  EXPECT_THAT(p.output, HasSubstr("tiny window 1 (colo profile):"));
+  EXPECT_THAT(p.output, HasSubstr("4 steps"));
+  ASSERT_TRUE(eventually(
+      [&] { return shell("kill -0 $(cat '" + dir_ + "/run.pid') 2>/dev/null").exit_code != 0; },
+      60'000));
+  CommandResult shown = shell(colo("show --json --db " + db()));
+  const json w = json::parse(shown.output)["profiles"]["tiny"][0];
+  EXPECT_EQ(top_of_trace(w["trace"]), w["top"][0]["name"].get<std::string>());
+
+  // An ended job is not profiled, and says how to profile from the start.
+  CommandResult ended = shell(colo("profile tiny --run 1 --db " + db()));
+  EXPECT_EQ(ended.exit_code, 2) << ended.output;
+  EXPECT_THAT(ended.output, HasSubstr("job 'tiny' is ok, not running"));
+}
+
+TEST_F(ColoProfile, AJobWhoseProfilerIsNotInstalledRunsUnprofiledAndSaysWhy) {
+  const std::string file = write_file(
+      "p.toml",
+      "[[job]]\nname = \"plain\"\ncommand = [\"true\"]\nprofile = { tool = \"nsys\", after = "
+      "\"1s\", duration = \"2s\" }\n");
+  // A PATH without nsys (nor ncu), with what `true` needs.
+  CommandResult r = shell("PATH=/usr/bin:/bin " + colo("run " + file + run_flags()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("plain: profile: nsys is not installed here (not on PATH), so "
+                                  "this attempt runs unprofiled"));
+  EXPECT_THAT(shell("cat " + dir_ + "/logs/*/1/001-plain.log").output,
+              HasSubstr("nsys is not installed here"));
+}
+
+}  // namespace
+}  // namespace colo
