@@ -226,10 +226,12 @@ class _Profiler:
     `colo profile` left COLO_PROFILE_DIR/request.json (looked for at most once
     a second); it closes after its steps (COLO_PROFILE_STEPS) or its duration
     (COLO_PROFILE_DURATION_S), else at the next epoch's end. Each window
-    writes torch-trace-N.json (a Chrome trace) and torch-summary-N.json (its
-    top operators by self time, by torch's key_averages(); the GPU's busy
-    share and memcpy time from the trace; the job's rate inside the window and
-    over the 30 s before it), and reports a "profile" event. Nothing here ever
+    writes torch-trace-N.json (a Chrome trace) and torch-summary-N.json (by
+    torch's key_averages(), its top kernels by GPU time when the GPU ran any,
+    else its top operators by self CPU time; the GPU's busy
+    share and memcpy time from the trace; the job's rate inside the window,
+    over the 30 s before it, and from its end to the job's next report after
+    it), and reports a "profile" event. Nothing here ever
     raises into training: a failure is said once on stderr and ends profiling."""
 
     def __init__(self, progress):
@@ -245,6 +247,7 @@ class _Profiler:
         self._window = None
         self._done = 0
         self._recent = []  # (time, samples) of the reports before a window
+        self._after = None  # the last window's summary, until the job's rate after it is known
         self._broken = self.dir is None
 
     def tick(self, kind, epoch, samples):
@@ -256,6 +259,8 @@ class _Profiler:
                 self._advance(kind, samples, now)
                 return
             if isinstance(samples, (int, float)):
+                if self._after is not None:
+                    self._rate_after(samples, now)
                 self._recent.append((now, samples))
                 self._recent = [r for r in self._recent if r[0] >= now - 30]
             if self._planned and self._due(kind, epoch, now):
@@ -335,15 +340,23 @@ class _Profiler:
         trace_name = "torch-trace-%d.json" % n
         trace = os.path.join(self.dir, trace_name)
         profile.export_chrome_trace(trace)
-        top = []
+        # GPU kernels by their GPU time when the GPU ran any, else CPU
+        # operators by their own (self) CPU time.
+        kernels, ops = [], []
         for e in profile.key_averages():
+            if getattr(e, "is_user_annotation", False):
+                continue  # a span on the GPU's timeline (Optimizer.step#SGD.step), not a kernel
             device = getattr(e, "self_device_time_total", None)
             if device is None:
                 device = getattr(e, "self_cuda_time_total", 0)
-            top.append({"name": e.key, "calls": e.count,
-                        "self_cpu_us": e.self_cpu_time_total, "cpu_total_us": e.cpu_time_total,
-                        "self_device_us": device})
-        by = "self_device_us" if any(t["self_device_us"] > 0 for t in top) else "self_cpu_us"
+            entry = {"name": e.key, "calls": e.count, "self_cpu_us": e.self_cpu_time_total,
+                     "cpu_total_us": e.cpu_time_total, "self_device_us": device}
+            on_cpu = "CPU" in str(getattr(e, "device_type", "CPU"))
+            (ops if on_cpu else kernels).append(entry)
+        if any(k["self_device_us"] > 0 for k in kernels):
+            top, by = kernels, "self_device_us"
+        else:
+            top, by = ops, "self_cpu_us"
         top.sort(key=lambda t: t[by], reverse=True)
         elapsed = now - w["started"]
         summary = {
@@ -354,15 +367,31 @@ class _Profiler:
             "top": top[:20],
         }
         summary.update(_trace_gpu_figures(trace, elapsed))
-        path = os.path.join(self.dir, "torch-summary-%d.json" % n)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(summary, f)
-        os.replace(path + ".tmp", path)
+        self._write(summary)
+        self._after = summary
+        self._recent = [(now, 0)]  # the rate after it counts from its end
         figures = {"window": n, "steps": w["steps"]}
         for key in ("rate_in", "rate_before", "gpu_busy_pct"):
             if summary.get(key) is not None:
                 figures[key] = summary[key]
         self._progress._emit("profile", figures)
+
+
+    def _write(self, summary):
+        path = os.path.join(self.dir, "torch-summary-%d.json" % summary["window"])
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(summary, f)
+        os.replace(path + ".tmp", path)
+
+    def _rate_after(self, samples, now):
+        """The job's rate from the window's end to its first report after
+        it: the rate outside the window, beside the one inside."""
+        summary, self._after = self._after, None
+        if now > summary["ended"]:
+            summary["rate_after"] = samples / (now - summary["ended"])
+            self._write(summary)
+            self._progress._emit("profile", {"window": summary["window"],
+                                             "rate_after": summary["rate_after"]})
 
 
 def _trace_gpu_figures(trace, elapsed_s):

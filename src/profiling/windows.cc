@@ -42,6 +42,7 @@ Result<ProfileWindow> parse_profile_window(const std::string& text, const std::s
   w.steps = static_cast<int64_t>(number(j, "steps").value_or(0));
   w.rate_in = number(j, "rate_in");
   w.rate_before = number(j, "rate_before");
+  w.rate_after = number(j, "rate_after");
   w.gpu_busy_pct = number(j, "gpu_busy_pct");
   w.memcpy_us = number(j, "memcpy_us");
   w.sorted_by = j.value("sorted_by", "self_cpu_us");
@@ -88,10 +89,13 @@ std::string format_profile_windows(const std::vector<JobWindows>& jobs, size_t o
       if (out.empty()) out = "\nProfiling windows (docs/profiling.md)\n";
       std::string rate;
       if (w.rate_in) {
+        // Outside the window: after it where known (a job that reports only
+        // epochs has no rate before its first window), else before it.
+        const std::optional<double>& outside = w.rate_after ? w.rate_after : w.rate_before;
         rate = fmt::format(", {:.0f} samples/s inside", *w.rate_in);
-        if (w.rate_before && *w.rate_before > 0) {
-          rate += fmt::format(" against {:.0f} before ({:.2f}x: what profiling cost)",
-                              *w.rate_before, *w.rate_in / *w.rate_before);
+        if (outside && *outside > 0) {
+          rate += fmt::format(" against {:.0f} {} it ({:.2f}x: what profiling cost)", *outside,
+                              w.rate_after ? "after" : "before", *w.rate_in / *outside);
         }
       }
       out += fmt::format("{} window {} ({}): {:.2f}s, {} steps{}{}\n", job.job, w.window,
@@ -102,11 +106,17 @@ std::string format_profile_windows(const std::vector<JobWindows>& jobs, size_t o
       const bool device = w.sorted_by == "self_device_us";
       for (size_t i = 0; i < std::min(ops, w.top.size()); ++i) {
         const ProfileOp& op = w.top[i];
+        // A kernel's name may be a page of template arguments: its head
+        // (the JSON and the trace have it whole).
+        constexpr size_t kNameChars = 100;
+        const std::string name =
+            op.name.size() > kNameChars ? op.name.substr(0, kNameChars - 3) + "..." : op.name;
         out += fmt::format("  {:>10.3f} ms {:>5.1f}%  {:>6} calls  {}\n", op.self_us / 1000,
-                           total > 0 ? 100 * op.self_us / total : 0.0, op.calls, op.name);
+                           total > 0 ? 100 * op.self_us / total : 0.0, op.calls, name);
       }
-      out += fmt::format("  (self {} time, of the top {} operators; memcpy {}; trace: {})\n",
-                         device ? "GPU" : "CPU", w.top.size(),
+      out += fmt::format("  ({}, of the top {}; memcpy {}; trace: {})\n",
+                         device ? "GPU time of its kernels" : "self CPU time of its operators",
+                         w.top.size(),
                          w.memcpy_us ? fmt::format("{:.3f} ms", *w.memcpy_us / 1000) : "-",
                          w.trace_path.empty() ? "-" : w.trace_path);
     }
@@ -129,6 +139,7 @@ json profile_windows_json(const std::vector<JobWindows>& jobs) {
                          {"steps", w.steps},
                          {"rate_in", opt(w.rate_in)},
                          {"rate_before", opt(w.rate_before)},
+                         {"rate_after", opt(w.rate_after)},
                          {"gpu_busy_pct", opt(w.gpu_busy_pct)},
                          {"memcpy_us", opt(w.memcpy_us)},
                          {"sorted_by", w.sorted_by},

@@ -30,9 +30,16 @@ TEST(ProfileWindows, ASummaryIsReadAndShownWithTheCostOfProfiling) {
   EXPECT_DOUBLE_EQ(w->top[0].self_us, 3000);
   const std::string shown = format_profile_windows({{"tiny", {*w}}});
   EXPECT_THAT(shown, HasSubstr("tiny window 2 (job file): 0.50s, 5 steps, 5120 samples/s inside "
-                               "against 6400 before (0.80x: what profiling cost)"));
+                               "against 6400 before it (0.80x: what profiling cost)"));
+  // The rate after the window, where known, is the one compared.
+  std::string with_after = kSummary;
+  with_after.insert(with_after.find("\"rate_before\""), "\"rate_after\": 10240.0, ");
+  Result<ProfileWindow> after = parse_profile_window(with_after, "/p");
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  EXPECT_THAT(format_profile_windows({{"tiny", {*after}}}),
+              HasSubstr("5120 samples/s inside against 10240 after it (0.50x"));
   EXPECT_THAT(shown, HasSubstr("3.000 ms  75.0%      10 calls  aten::addmm"));
-  EXPECT_THAT(shown, HasSubstr("self CPU time"));
+  EXPECT_THAT(shown, HasSubstr("self CPU time of its operators"));
   EXPECT_EQ(format_profile_windows({{"none", {}}}), "");
   EXPECT_FALSE(parse_profile_window("[]", "/p").ok());
   EXPECT_FALSE(parse_profile_window(R"({"top": []})", "/p").ok());

@@ -2,7 +2,7 @@
 // /usr/bin/python3 imports it): a window from the job file and one asked by
 // `colo profile` of a running job each leave a Chrome trace and a summary
 // whose top operator is the one the trace itself gives (recomputed without
-// torch or colo: tests/integration/profile/check_trace.py), shown by `colo
+// torch or colo: bench/check-profile-trace.py), shown by `colo
 // show`; a job whose profiler is not installed runs unprofiled and says why.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -41,7 +41,7 @@ class ColoProfile : public ColoTestDir {
   // The top operator of the trace, recomputed from it alone.
   std::string top_of_trace(const std::string& trace) const {
     CommandResult r = shell("/usr/bin/python3 " COLO_SOURCE_DIR
-                            "/tests/integration/profile/check_trace.py '" +
+                            "/bench/check-profile-trace.py '" +
                             trace + "'");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return r.output.substr(0, r.output.find('\n'));
@@ -63,6 +63,7 @@ TEST_F(ColoProfile, AWindowFromTheJobFileLeavesATraceWhoseTopOperatorItsSummaryN
   EXPECT_EQ(w["steps"], 5);
   EXPECT_TRUE(w["rate_in"].is_number());
   EXPECT_TRUE(w["rate_before"].is_number()) << "the rate outside the window, beside it";
+  EXPECT_TRUE(w["rate_after"].is_number()) << "and after it";
   ASSERT_FALSE(w["top"].empty());
   EXPECT_EQ(w["top"][0]["name"], "aten::mm");
   EXPECT_EQ(top_of_trace(w["trace"]), w["top"][0]["name"].get<std::string>());
