@@ -367,9 +367,12 @@ class _Profiler:
             "top": top[:20],
         }
         summary.update(_trace_gpu_figures(trace, elapsed))
+        # Writing the trace takes the job's time too (seconds for a large
+        # one): said apart, and the rate after the window counts from here.
+        summary["written_s"] = time.time() - now
         self._write(summary)
         self._after = summary
-        self._recent = [(now, 0)]  # the rate after it counts from its end
+        self._recent = [(time.time(), 0)]
         figures = {"window": n, "steps": w["steps"]}
         for key in ("rate_in", "rate_before", "gpu_busy_pct"):
             if summary.get(key) is not None:
@@ -384,11 +387,12 @@ class _Profiler:
         os.replace(path + ".tmp", path)
 
     def _rate_after(self, samples, now):
-        """The job's rate from the window's end to its first report after
-        it: the rate outside the window, beside the one inside."""
+        """The job's rate from the window's files written to its first report
+        after it: the rate outside the window, beside the one inside."""
         summary, self._after = self._after, None
-        if now > summary["ended"]:
-            summary["rate_after"] = samples / (now - summary["ended"])
+        since = summary["ended"] + summary["written_s"]
+        if now > since:
+            summary["rate_after"] = samples / (now - since)
             self._write(summary)
             self._progress._emit("profile", {"window": summary["window"],
                                              "rate_after": summary["rate_after"]})

@@ -43,6 +43,7 @@ Result<ProfileWindow> parse_profile_window(const std::string& text, const std::s
   w.rate_in = number(j, "rate_in");
   w.rate_before = number(j, "rate_before");
   w.rate_after = number(j, "rate_after");
+  w.written_s = number(j, "written_s");
   w.gpu_busy_pct = number(j, "gpu_busy_pct");
   w.memcpy_us = number(j, "memcpy_us");
   w.sorted_by = j.value("sorted_by", "self_cpu_us");
@@ -98,9 +99,11 @@ std::string format_profile_windows(const std::vector<JobWindows>& jobs, size_t o
                               w.rate_after ? "after" : "before", *w.rate_in / *outside);
         }
       }
-      out += fmt::format("{} window {} ({}): {:.2f}s, {} steps{}{}\n", job.job, w.window,
+      out += fmt::format("{} window {} ({}): {:.2f}s, {} steps{}{}{}\n", job.job, w.window,
                          w.trigger.empty() ? "?" : w.trigger, w.seconds, w.steps, rate,
-                         w.gpu_busy_pct ? fmt::format(", GPU busy {:.1f}%", *w.gpu_busy_pct) : "");
+                         w.gpu_busy_pct ? fmt::format(", GPU busy {:.1f}%", *w.gpu_busy_pct) : "",
+                         w.written_s ? fmt::format("; writing its trace took {:.1f}s", *w.written_s)
+                                     : "");
       double total = 0;
       for (const ProfileOp& op : w.top) total += op.self_us;
       const bool device = w.sorted_by == "self_device_us";
@@ -140,6 +143,7 @@ json profile_windows_json(const std::vector<JobWindows>& jobs) {
                          {"rate_in", opt(w.rate_in)},
                          {"rate_before", opt(w.rate_before)},
                          {"rate_after", opt(w.rate_after)},
+                         {"written_s", opt(w.written_s)},
                          {"gpu_busy_pct", opt(w.gpu_busy_pct)},
                          {"memcpy_us", opt(w.memcpy_us)},
                          {"sorted_by", w.sorted_by},

@@ -28,7 +28,8 @@ struct ProfileWindow {
   int64_t steps = 0;       // steps the job reported in it
   std::optional<double> rate_in;      // samples/s inside the window
   std::optional<double> rate_before;  // samples/s over the 30 s before it
-  std::optional<double> rate_after;   // samples/s from its end to the job's next report
+  std::optional<double> rate_after;   // samples/s from its files written to the next report
+  std::optional<double> written_s;    // how long writing its trace and summary took the job
   std::optional<double> gpu_busy_pct;  // the union of its kernels over the window
   std::optional<double> memcpy_us;
   std::string sorted_by;   // "self_device_us" or "self_cpu_us"
