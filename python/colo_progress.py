@@ -210,7 +210,6 @@ class Progress:
                     pass
 
 
-
 def _env_number(name, kind):
     try:
         return kind(os.environ[name])

@@ -244,3 +244,36 @@ class CheckpointTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ProfilingTest(unittest.TestCase):
+    """Windows themselves need torch (tests/integration/colo_profile_test.cc);
+    here, what must hold without it."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "progress.jsonl")
+        self.profile_dir = os.path.join(self.dir.name, "profile")
+        os.mkdir(self.profile_dir)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_a_request_is_taken_once_and_a_failure_never_reaches_training(self):
+        with open(os.path.join(self.profile_dir, "request.json"), "w") as f:
+            json.dump({"tool": "torch", "steps": 2}, f)
+        stderr = io.StringIO()
+        with mock.patch.dict(os.environ, {"COLO_PROFILE_DIR": self.profile_dir}), \
+                mock.patch.dict(sys.modules, {"torch": None}), mock.patch("sys.stderr", stderr):
+            progress = colo_progress.Progress(self.path)
+            for i in range(1, 5):
+                progress.step(i, samples=8, loss=1.0)  # torch cannot be imported: no raise
+        self.assertEqual(sorted(os.listdir(self.profile_dir)), ["request-1.taken.json"])
+        self.assertIn("profiling stopped", stderr.getvalue())
+        self.assertEqual([e["event"] for e in read_events(self.path)], ["step"] * 4)
+
+    def test_without_a_profile_directory_nothing_is_looked_for(self):
+        with mock.patch.dict(os.environ, {}, clear=True):
+            progress = colo_progress.Progress(self.path)
+            progress.step(1, samples=8)
+        self.assertTrue(progress._profiler._broken)

@@ -19,11 +19,11 @@
 #include "gpu/device_json.h"
 #include "gpu/gpu_backend.h"
 #include "jobs/job_file.h"
+#include "profiling/windows.h"
 #include "report/data_report.h"
 #include "report/text_report.h"
-#include "run/mechanism_inputs.h"
-#include "profiling/windows.h"
 #include "run/log_layout.h"
+#include "run/mechanism_inputs.h"
 #include "run/resume.h"
 #include "run/run_controller.h"
 #include "sharing/mechanism.h"
@@ -64,9 +64,9 @@ struct RunFlags {
   std::string lock_dir;
   std::string socket;
   BackendFlags backend;
-  std::string shard_plan;     // `colo slurm submit`'s plan: run one shard of it
-  std::optional<int> shard;   // which; default: the Slurm array element
-  std::string profiles_from;  // another store whose profiles the auto policy may use
+  std::string shard_plan;         // `colo slurm submit`'s plan: run one shard of it
+  std::optional<int> shard;       // which; default: the Slurm array element
+  std::string profiles_from;      // another store whose profiles the auto policy may use
   std::optional<int64_t> resume;  // run again the jobs of this run that did not end well
 };
 

@@ -37,24 +37,27 @@ Result<std::pair<std::string, std::string>> running_job(RunStore& store, const P
       if (r.name == f.job || std::to_string(r.id) == f.job) found = r;
     }
     if (!found) {
-      return Error(fmt::format("run {} has no job named or numbered '{}'; `colo show {}` lists "
-                               "them",
-                               *f.run, f.job, *f.run));
+      return Error(
+          fmt::format("run {} has no job named or numbered '{}'; `colo show {}` lists "
+                      "them",
+                      *f.run, f.job, *f.run));
     }
   } else {
     int64_t id = 0;
     auto [end, ec] = std::from_chars(f.job.data(), f.job.data() + f.job.size(), id);
     if (ec != std::errc() || end != f.job.data() + f.job.size()) {
-      return Error(fmt::format("'{}' is not a job id of colo serve; for a job of `colo run`, name "
-                               "its run: colo profile {} --run RUN",
-                               f.job, f.job));
+      return Error(
+          fmt::format("'{}' is not a job id of colo serve; for a job of `colo run`, name "
+                      "its run: colo profile {} --run RUN",
+                      f.job, f.job));
     }
     Result<std::vector<ServiceJobRow>> rows = store.service_jobs_by_id({id});
     if (!rows.ok()) return rows.error();
     if (rows->empty()) {
-      return Error(fmt::format("colo serve has no job {}; for a job of `colo run`, name its run: "
-                               "colo profile {} --run RUN",
-                               id, f.job));
+      return Error(
+          fmt::format("colo serve has no job {}; for a job of `colo run`, name its run: "
+                      "colo profile {} --run RUN",
+                      id, f.job));
     }
     found.emplace();
     found->name = rows->front().name;
@@ -62,10 +65,11 @@ Result<std::pair<std::string, std::string>> running_job(RunStore& store, const P
     found->log_path = rows->front().log_path;
   }
   if (found->state != JobState::kRunning) {
-    return Error(fmt::format("job '{}' is {}, not running: a profiling window is taken of a "
-                             "running job (a window from its start: profile = {{ tool = "
-                             "\"torch\" }} in its job file)",
-                             found->name, to_string(found->state)));
+    return Error(
+        fmt::format("job '{}' is {}, not running: a profiling window is taken of a "
+                    "running job (a window from its start: profile = {{ tool = "
+                    "\"torch\" }} in its job file)",
+                    found->name, to_string(found->state)));
   }
   return std::make_pair(found->name, found->log_path);
 }
@@ -99,9 +103,10 @@ int profile_command(const ProfileFlags& flags) {
   const auto& [name, log] = *job;
   const std::string dir = job_dir_of_log(log, JobDir::kProfile);
   if (dir.empty()) {
-    std::cerr << fmt::format("colo: job '{}' logs to {}, outside colo's layout: its profile "
-                             "directory is unknown\n",
-                             name, log);
+    std::cerr << fmt::format(
+        "colo: job '{}' logs to {}, outside colo's layout: its profile "
+        "directory is unknown\n",
+        name, log);
     return kExitEnvironment;
   }
   const size_t before = read_profile_windows(dir, nullptr).size();
@@ -148,8 +153,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--db", flags.db, "run store; default " + default_db_path());
   cmd->add_option("--tool", flags.tool, "torch (nsys and ncu: in the job file)")
       ->capture_default_str();
-  cmd->add_option("--for", flags.duration, "how long the window stays open")
-      ->capture_default_str();
+  cmd->add_option("--for", flags.duration, "how long the window stays open")->capture_default_str();
   cmd->add_option("--steps", flags.steps, "the window's length in steps, instead of --for")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--wait", flags.wait,

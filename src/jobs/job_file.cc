@@ -58,8 +58,7 @@ constexpr std::array<const char*, 6> kTopLevelKeys = {"run",  "defaults",  "job"
 constexpr std::array<const char*, 3> kObjectiveKeys = {"metric", "goal", "goals"};
 constexpr std::array<const char*, 5> kEarlyStopKeys = {"rule", "min_epochs", "min_trials",
                                                        "reduction", "max_epochs"};
-constexpr std::array<const char*, 4> kRunKeys = {"max_per_gpu", "mechanism", "policy",
-                                                 "fail_fast"};
+constexpr std::array<const char*, 4> kRunKeys = {"max_per_gpu", "mechanism", "policy", "fail_fast"};
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
@@ -368,8 +367,8 @@ class TableReader {
     }
     ProfileSpec p;
     bool ok = true;
-    const auto duration = [&](std::string_view key, const toml::node& value)
-        -> std::optional<int64_t> {
+    const auto duration = [&](std::string_view key,
+                              const toml::node& value) -> std::optional<int64_t> {
       auto text = string(key, value, "a duration such as \"30s\"");
       if (!text) return std::nullopt;
       Result<int64_t> ms = parse_duration_ms(*text);
@@ -393,9 +392,9 @@ class TableReader {
           ok = false;
         }
       } else if (k == "after_epoch" || k == "steps") {
-        auto n = int_in_range(fmt::format("profile.{}", k), value, k == "steps" ? 1 : 0,
-                              1'000'000'000, k == "steps" ? "a number of steps, 1 or more"
-                                                           : "a number of epochs, 0 or more");
+        auto n = int_in_range(
+            fmt::format("profile.{}", k), value, k == "steps" ? 1 : 0, 1'000'000'000,
+            k == "steps" ? "a number of steps, 1 or more" : "a number of epochs, 0 or more");
         if (!n) {
           ok = false;
         } else {
@@ -784,8 +783,8 @@ std::optional<GridParam> grid_param(TableReader& reader, std::string_view param,
   }
   if (kind.str() != "uniform" && kind.str() != "loguniform") {
     reader.error(p.line, fmt::format("{}; got '{}'{}", expected, kind.str(),
-                                     did_you_mean(kind.str(), std::array{"uniform", "loguniform",
-                                                                         "choice"})));
+                                     did_you_mean(kind.str(),
+                                                  std::array{"uniform", "loguniform", "choice"})));
     return std::nullopt;
   }
   p.draw = kind.str() == "uniform" ? GridParam::Draw::kUniform : GridParam::Draw::kLogUniform;
@@ -801,11 +800,11 @@ std::optional<GridParam> grid_param(TableReader& reader, std::string_view param,
   if (range == nullptr || range->size() != 2 || !lo || !hi || !std::isfinite(*lo) ||
       !std::isfinite(*hi) || !(*lo < *hi) ||
       (p.draw == GridParam::Draw::kLogUniform && !(*lo > 0))) {
-    reader.error(line_of(value),
-                 fmt::format("grid.{}.{} must be [lo, hi], two numbers with lo < hi{}, got {}",
-                             param, kind.str(),
-                             p.draw == GridParam::Draw::kLogUniform ? " and lo > 0" : "",
-                             describe(value)));
+    reader.error(
+        line_of(value),
+        fmt::format("grid.{}.{} must be [lo, hi], two numbers with lo < hi{}, got {}", param,
+                    kind.str(), p.draw == GridParam::Draw::kLogUniform ? " and lo > 0" : "",
+                    describe(value)));
     return std::nullopt;
   }
   p.lo = *lo;
@@ -838,8 +837,9 @@ std::optional<RandomSearch> random_search(TableReader& reader, const toml::node&
       }
       ok = ok && kind == "random";
     } else if (k == "samples") {
-      auto n = reader.int_in_range("search.samples", value, 1, kMaxExpandedJobs,
-                                   fmt::format("a number of trials from 1 to {}", kMaxExpandedJobs));
+      auto n =
+          reader.int_in_range("search.samples", value, 1, kMaxExpandedJobs,
+                              fmt::format("a number of trials from 1 to {}", kMaxExpandedJobs));
       if (n) search.samples = *n;
       have_samples = n.has_value();
       ok = ok && n;
@@ -849,8 +849,7 @@ std::optional<RandomSearch> random_search(TableReader& reader, const toml::node&
       if (n) search.seed = static_cast<uint64_t>(*n);
       ok = ok && n;
     } else {
-      reader.error(line_of(key, value),
-                   fmt::format("unknown key 'search.{}'; {}", k, kExpected));
+      reader.error(line_of(key, value), fmt::format("unknown key 'search.{}'; {}", k, kExpected));
       ok = false;
     }
   }
@@ -1030,8 +1029,8 @@ void read_run(const toml::node& node, Diagnostics& diag, JobFile& out) {
       if (const auto* b = value.as_boolean()) {
         out.fail_fast = b->get();
       } else {
-        reader.error(line_of(value), fmt::format("key 'fail_fast' must be true or false, got {}",
-                                                 describe(value)));
+        reader.error(line_of(value),
+                     fmt::format("key 'fail_fast' must be true or false, got {}", describe(value)));
       }
     } else {
       reader.error(line_of(key, value),
@@ -1299,8 +1298,9 @@ std::vector<std::vector<std::string>> grid_points(const JobBlock& block) {
         const double u = draws.next();
         switch (p.draw) {
           case GridParam::Draw::kListed:
-            point.push_back(p.values[std::min(
-                p.values.size() - 1, static_cast<size_t>(u * static_cast<double>(p.values.size())))]);
+            point.push_back(
+                p.values[std::min(p.values.size() - 1,
+                                  static_cast<size_t>(u * static_cast<double>(p.values.size())))]);
             break;
           case GridParam::Draw::kUniform:
             point.push_back(fmt::format("{:.4g}", p.lo + u * (p.hi - p.lo)));
@@ -1533,7 +1533,8 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
   if (const toml::node* o = root.get("objective"))
     read_objective(*o, diag, objective, lower_is_better);
   std::optional<EarlyStopSpec> early_stop;
-  if (const toml::node* e = root.get("early_stop")) early_stop = read_early_stop(*e, diag, objective);
+  if (const toml::node* e = root.get("early_stop"))
+    early_stop = read_early_stop(*e, diag, objective);
 
   for (const auto& [key, value] : root) {
     if (contains(kTopLevelKeys, key.str())) continue;

@@ -49,9 +49,9 @@ inline const char* to_string(EarlyStopRule rule) {
 }
 struct EarlyStopSpec {
   EarlyStopRule rule = EarlyStopRule::kMedian;
-  int min_epochs = 1;  // no trial is judged before its epoch min_epochs (grace)
-  int min_trials = 3;  // median: others that reached the epoch, at least
-  int reduction = 3;   // asha: rungs at min_epochs * reduction^k epochs
+  int min_epochs = 1;             // no trial is judged before its epoch min_epochs (grace)
+  int min_trials = 3;             // median: others that reached the epoch, at least
+  int reduction = 3;              // asha: rungs at min_epochs * reduction^k epochs
   std::optional<int> max_epochs;  // asha: no rung at or past it
   bool operator==(const EarlyStopSpec&) const = default;
 };

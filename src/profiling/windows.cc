@@ -99,11 +99,11 @@ std::string format_profile_windows(const std::vector<JobWindows>& jobs, size_t o
                               w.rate_after ? "after" : "before", *w.rate_in / *outside);
         }
       }
-      out += fmt::format("{} window {} ({}): {:.2f}s, {} steps{}{}{}\n", job.job, w.window,
-                         w.trigger.empty() ? "?" : w.trigger, w.seconds, w.steps, rate,
-                         w.gpu_busy_pct ? fmt::format(", GPU busy {:.1f}%", *w.gpu_busy_pct) : "",
-                         w.written_s ? fmt::format("; writing its trace took {:.1f}s", *w.written_s)
-                                     : "");
+      out += fmt::format(
+          "{} window {} ({}): {:.2f}s, {} steps{}{}{}\n", job.job, w.window,
+          w.trigger.empty() ? "?" : w.trigger, w.seconds, w.steps, rate,
+          w.gpu_busy_pct ? fmt::format(", GPU busy {:.1f}%", *w.gpu_busy_pct) : "",
+          w.written_s ? fmt::format("; writing its trace took {:.1f}s", *w.written_s) : "");
       double total = 0;
       for (const ProfileOp& op : w.top) total += op.self_us;
       const bool device = w.sorted_by == "self_device_us";

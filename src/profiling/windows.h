@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/result.h"
 
@@ -22,18 +21,18 @@ struct ProfileOp {
 };
 
 struct ProfileWindow {
-  int window = 0;          // N, from 1 per job
-  std::string trigger;     // "job file" or "colo profile"
-  double seconds = 0;      // how long it was open
-  int64_t steps = 0;       // steps the job reported in it
-  std::optional<double> rate_in;      // samples/s inside the window
-  std::optional<double> rate_before;  // samples/s over the 30 s before it
-  std::optional<double> rate_after;   // samples/s from its files written to the next report
-  std::optional<double> written_s;    // how long writing its trace and summary took the job
+  int window = 0;                      // N, from 1 per job
+  std::string trigger;                 // "job file" or "colo profile"
+  double seconds = 0;                  // how long it was open
+  int64_t steps = 0;                   // steps the job reported in it
+  std::optional<double> rate_in;       // samples/s inside the window
+  std::optional<double> rate_before;   // samples/s over the 30 s before it
+  std::optional<double> rate_after;    // samples/s from its files written to the next report
+  std::optional<double> written_s;     // how long writing its trace and summary took the job
   std::optional<double> gpu_busy_pct;  // the union of its kernels over the window
   std::optional<double> memcpy_us;
-  std::string sorted_by;   // "self_device_us" or "self_cpu_us"
-  std::string trace_path;  // the Chrome trace (absolute)
+  std::string sorted_by;       // "self_device_us" or "self_cpu_us"
+  std::string trace_path;      // the Chrome trace (absolute)
   std::vector<ProfileOp> top;  // by self time, most first
 };
 

@@ -41,15 +41,15 @@ class EarlyStopper {
  private:
   // Values as badness: lower is better, non-finite is +infinity.
   struct Trial {
-    std::map<int64_t, double> by_epoch;  // its best value at each epoch it reported
+    std::map<int64_t, double> by_epoch;   // its best value at each epoch it reported
     double best_by(int64_t epoch) const;  // its best at that epoch and before
   };
   struct Sweep {
     std::map<int64_t, Trial> trials;
     std::map<int64_t, std::map<int64_t, double>> rungs;  // asha: rung epoch -> trial -> value
   };
-  static std::optional<std::string> median(const Sweep& s, int64_t trial,
-                                           const EarlyStopSpec& spec, const TrialReport& r);
+  static std::optional<std::string> median(const Sweep& s, int64_t trial, const EarlyStopSpec& spec,
+                                           const TrialReport& r);
   static std::optional<std::string> asha(Sweep& s, int64_t trial, const EarlyStopSpec& spec,
                                          const TrialReport& r, double badness);
   std::map<std::string, Sweep> sweeps_;

@@ -71,8 +71,8 @@ std::string job_dir_of_log(const std::string& log_path, JobDir which) {
   if (name.size() <= 4 || name.compare(name.size() - 4, 4, ".log") != 0) return "";
   name.resize(name.size() - 4);
   // A later attempt's log: <stem>.attempt<N>.log.
-  if (const size_t at = name.rfind(".attempt"); at != std::string::npos &&
-      at + 8 < name.size() &&
+  if (const size_t at = name.rfind(".attempt");
+      at != std::string::npos && at + 8 < name.size() &&
       std::all_of(name.begin() + static_cast<std::ptrdiff_t>(at + 8), name.end(),
                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }))
     name.resize(at);

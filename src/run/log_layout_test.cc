@@ -21,8 +21,8 @@ TEST(LogLayout, TheJobsDirectoriesOfALogInEitherLayout) {
     EXPECT_EQ(job_dir_of_log(log, JobDir::kCheckpoint), service_checkpoint_dir(service, 42));
     EXPECT_EQ(job_dir_of_log(log, JobDir::kProfile), service_profile_dir(service, 42));
   }
-  for (const std::string& neither : {std::string("/somewhere/job.log"), std::string("relative.log"),
-                                     stem + ".progress.jsonl"}) {
+  for (const std::string& neither :
+       {std::string("/somewhere/job.log"), std::string("relative.log"), stem + ".progress.jsonl"}) {
     EXPECT_EQ(job_dir_of_log(neither, JobDir::kCheckpoint), "") << neither;
   }
 }

@@ -13,9 +13,10 @@ Result<ResumePlan> plan_resume(RunStore& store, int64_t run_id) {
   Result<RunRow> run = store.run(run_id);
   if (!run.ok()) return run.error();
   if (run->state == RunState::kRunning) {
-    return Error(fmt::format("run {} is still running (colo pid {} on {}): resume it once it has "
-                             "ended, or cancel it first",
-                             run_id, run->colo_pid, run->host));
+    return Error(
+        fmt::format("run {} is still running (colo pid {} on {}): resume it once it has "
+                    "ended, or cancel it first",
+                    run_id, run->colo_pid, run->host));
   }
   Result<std::vector<RunStore::StoredJobSpec>> jobs = store.job_specs(run_id);
   if (!jobs.ok()) return jobs.error();
@@ -36,9 +37,10 @@ Result<ResumePlan> plan_resume(RunStore& store, int64_t run_id) {
     plan.checkpoint_dirs.push_back(job_dir_of_log(job.log_path, JobDir::kCheckpoint));
   }
   if (plan.file.jobs.empty()) {
-    return Error(fmt::format("run {}: all {} of its jobs ended ok (or were stopped early by "
-                             "their rule): there is nothing to resume",
-                             run_id, jobs->size()));
+    return Error(
+        fmt::format("run {}: all {} of its jobs ended ok (or were stopped early by "
+                    "their rule): there is nothing to resume",
+                    run_id, jobs->size()));
   }
   return plan;
 }

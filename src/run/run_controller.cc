@@ -50,9 +50,10 @@ Result<std::vector<EngineJob>> record_jobs(const JobFile& file, const RunOptions
     jobs[i].spec = file.jobs[i];
     jobs[i].log_stem = stem;
     jobs[i].progress_path = stem + ".progress.jsonl";
-    jobs[i].checkpoint_dir = i < options.checkpoint_dirs.size() && !options.checkpoint_dirs[i].empty()
-                                 ? options.checkpoint_dirs[i]
-                                 : stem + ".checkpoint";
+    jobs[i].checkpoint_dir =
+        i < options.checkpoint_dirs.size() && !options.checkpoint_dirs[i].empty()
+            ? options.checkpoint_dirs[i]
+            : stem + ".checkpoint";
     jobs[i].profile_dir = stem + ".profile";
     log_paths.push_back(stem + ".log");
   }

@@ -396,7 +396,9 @@ void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis en
 void RunEngine::fail_fast(const JobRuntime& job) {
   const JobSpec& spec = job.job.spec;
   if (!spec.fail_fast || stopping_) return;
-  const std::string file = spec.source.substr(0, spec.source.rfind(':'));
+  // A job's file: its source ("file.toml:12") without the line.
+  const auto file_of = [](const JobSpec& s) { return s.source.substr(0, s.source.rfind(':')); };
+  const std::string file = file_of(spec);
   FailFast& f = fail_fast_[file];
   if (f.settled) return;
   if (job.state == JobState::kOk || job.state == JobState::kStopped) {
@@ -414,12 +416,12 @@ void RunEngine::fail_fast(const JobRuntime& job) {
   std::vector<size_t> waiting;
   for (const auto& other : jobs_) {
     if (other->state == JobState::kQueued && other->job.spec.fail_fast &&
-        other->job.spec.source.compare(0, file.size(), file) == 0 &&
-        other->job.spec.source.size() > file.size() && other->job.spec.source[file.size()] == ':')
+        file_of(other->job.spec) == file)
       waiting.push_back(other->key);
   }
-  const std::string cause = fmt::format("the first {} jobs of {} to end all failed the same way ({})",
-                                        kFailFastJobs, file, f.reasons.front());
+  const std::string cause =
+      fmt::format("the first {} jobs of {} to end all failed the same way ({})", kFailFastJobs,
+                  file, f.reasons.front());
   display_.event(fmt::format(
       "fail-fast: {}; not starting its {} jobs that wait (they end cancelled): fix the cause and "
       "run them again, or set fail_fast = false in the file's [run] to run every job regardless",
@@ -1431,8 +1433,8 @@ void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
   if (value == e.metrics.end()) return;
   // An epoch's end counts for that epoch; a metric for its own epoch, else
   // for the last epoch that ended before it.
-  const int64_t epoch = e.kind == "epoch_end" ? job.epoch.value_or(job.epochs)
-                                              : e.epoch.value_or(job.epochs);
+  const int64_t epoch =
+      e.kind == "epoch_end" ? job.epoch.value_or(job.epochs) : e.epoch.value_or(job.epochs);
   auto goal = spec.lower_is_better.find(spec.objective);
   std::optional<std::string> verdict = early_stop_.report(
       spec.source, static_cast<int64_t>(job.key), *spec.early_stop,
@@ -1450,7 +1452,9 @@ void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
 
 std::string RunEngine::profile_window(JobRuntime& job, LaunchRequest& request) {
   const ProfileSpec& p = *job.job.spec.profile;
-  const auto seconds = [](int64_t ms) { return fmt::format("{:g}", static_cast<double>(ms) / 1000); };
+  const auto seconds = [](int64_t ms) {
+    return fmt::format("{:g}", static_cast<double>(ms) / 1000);
+  };
   if (p.tool == "torch") {
     // The Python client opens the window (python/colo_progress.py).
     request.env["COLO_PROFILE"] = "torch";
@@ -1478,8 +1482,14 @@ std::string RunEngine::profile_window(JobRuntime& job, LaunchRequest& request) {
   } else {
     // A bounded kernel range: ncu counts kernel launches, so `steps` is
     // the number of kernels it profiles (default 10), from the first.
-    wrapped = {*tool, "--target-processes", "all", "--export", out, "--force-overwrite",
-               "--launch-count", std::to_string(p.steps.value_or(10))};
+    wrapped = {*tool,
+               "--target-processes",
+               "all",
+               "--export",
+               out,
+               "--force-overwrite",
+               "--launch-count",
+               std::to_string(p.steps.value_or(10))};
   }
   wrapped.insert(wrapped.end(), request.argv.begin(), request.argv.end());
   request.argv = std::move(wrapped);

@@ -207,9 +207,9 @@ HttpAnswer ApiRoutes::get(const std::string& path,
   if (path == "/api/jobs") {
     std::string state;
     if (auto it = query.find("state"); it != query.end()) state = it->second;
-    static const std::set<std::string> kStates = {
-        "",       "queued", "running",   "ended",       "ok",     "failed",
-        "oom",    "killed", "cancelled", "interrupted", "stopped"};
+    static const std::set<std::string> kStates = {"",          "queued",      "running", "ended",
+                                                  "ok",        "failed",      "oom",     "killed",
+                                                  "cancelled", "interrupted", "stopped"};
     if (kStates.count(state) == 0) {
       return error(400, fmt::format("?state= must be queued, running, ended, ok, failed, oom, "
                                     "killed, cancelled, interrupted or stopped, got \"{}\"",

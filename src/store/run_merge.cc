@@ -225,7 +225,8 @@ Result<int64_t> RunStore::merge_runs(const NewRun& header, const std::vector<Run
                  .run();
   if (!s.ok()) return s.error();
   Result<int64_t> not_ok = single_int(
-      db, path_, "SELECT count(*) FROM jobs WHERE run_id = ? AND state NOT IN ('ok', 'stopped')", *merged);
+      db, path_, "SELECT count(*) FROM jobs WHERE run_id = ? AND state NOT IN ('ok', 'stopped')",
+      *merged);
   if (!not_ok.ok()) return not_ok.error();
   Result<int64_t> all =
       single_int(db, path_, "SELECT count(*) FROM jobs WHERE run_id = ?", *merged);

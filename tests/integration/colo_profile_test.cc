@@ -15,8 +15,8 @@
 namespace colo {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 class ColoProfile : public ColoTestDir {
  protected:
@@ -40,9 +40,8 @@ class ColoProfile : public ColoTestDir {
   }
   // The top operator of the trace, recomputed from it alone.
   std::string top_of_trace(const std::string& trace) const {
-    CommandResult r = shell("/usr/bin/python3 " COLO_SOURCE_DIR
-                            "/bench/check-profile-trace.py '" +
-                            trace + "'");
+    CommandResult r =
+        shell("/usr/bin/python3 " COLO_SOURCE_DIR "/bench/check-profile-trace.py '" + trace + "'");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return r.output.substr(0, r.output.find('\n'));
   }
@@ -77,8 +76,8 @@ TEST_F(ColoProfile, ColoProfileTakesAWindowOfARunningJob) {
   const std::string until = dir_ + "/stop";
   const std::string file = write_file("p.toml", job(", \"--until\", \"" + until + "\"", ""));
   // The run in the background; the job loops until `until` exists.
-  shell(colo("run " + file + run_flags()) + " > '" + dir_ + "/run.txt' 2>&1 & echo $! > '" +
-        dir_ + "/run.pid'");
+  shell(colo("run " + file + run_flags()) + " > '" + dir_ + "/run.txt' 2>&1 & echo $! > '" + dir_ +
+        "/run.pid'");
   ASSERT_TRUE(eventually(
       [&] {
         CommandResult s = shell(colo("show --json --db " + db()));

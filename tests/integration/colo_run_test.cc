@@ -361,9 +361,10 @@ TEST_F(ColoRun, WhenTheFirstJobsAllFailTheSameWayTheRestAreNotStarted) {
   const std::string broken =
       "command = [\"sh\", \"-c\", \"echo \\\"ModuleNotFoundError: No module named "
       "'colo_progress'\\\" >&2; exit 1\"]\nrepeat = 10\n";
-  std::string file = write_file("broken.toml", "[run]\nmax_per_gpu = 2\nmechanism = \"naive\"\n"
-                                               "[[job]]\nname = \"t\"\n" +
-                                                   broken);
+  std::string file = write_file("broken.toml",
+                                "[run]\nmax_per_gpu = 2\nmechanism = \"naive\"\n"
+                                "[[job]]\nname = \"t\"\n" +
+                                    broken);
   CommandResult r = shell(colo("run " + file + " --backend sim --policy fixed --plain --db " +
                                db() + " --logs " + dir_ + "/logs"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -389,11 +390,12 @@ TEST_F(ColoRun, WhenTheFirstJobsAllFailTheSameWayTheRestAreNotStarted) {
   EXPECT_EQ(failed + cancelled, 10) << shown.output;
 
   // fail_fast = false: every job runs (and fails).
-  std::string all = write_file("all.toml", "[run]\nmax_per_gpu = 2\nmechanism = \"naive\"\n"
-                                           "fail_fast = false\n[[job]]\nname = \"t\"\n" +
-                                               broken);
-  r = shell(colo("run " + all + " --backend sim --policy fixed --plain --db " + db() +
-                 " --logs " + dir_ + "/logs"));
+  std::string all = write_file("all.toml",
+                               "[run]\nmax_per_gpu = 2\nmechanism = \"naive\"\n"
+                               "fail_fast = false\n[[job]]\nname = \"t\"\n" +
+                                   broken);
+  r = shell(colo("run " + all + " --backend sim --policy fixed --plain --db " + db() + " --logs " +
+                 dir_ + "/logs"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, Not(HasSubstr("fail-fast")));
   shown = shell(colo("show --json --db " + db()));
@@ -405,10 +407,11 @@ TEST_F(ColoRun, WhenTheFirstJobsAllFailTheSameWayTheRestAreNotStarted) {
       << shown.output;
 
   // A job that ended ok first: the failures are not the file's cause.
-  std::string mixed = write_file(
-      "mixed.toml", "[run]\nmax_per_gpu = 1\nmechanism = \"naive\"\n[[job]]\nname = \"fine\"\n"
-                    "command = [\"true\"]\n[[job]]\nname = \"t\"\n" +
-                        broken);
+  std::string mixed =
+      write_file("mixed.toml",
+                 "[run]\nmax_per_gpu = 1\nmechanism = \"naive\"\n[[job]]\nname = \"fine\"\n"
+                 "command = [\"true\"]\n[[job]]\nname = \"t\"\n" +
+                     broken);
   r = shell(colo("run " + mixed + " --backend sim --policy fixed --plain --db " + db() +
                  " --logs " + dir_ + "/logs"));
   EXPECT_THAT(r.output, Not(HasSubstr("fail-fast")));
@@ -429,8 +432,8 @@ TEST_F(ColoRun, ResumeRunsOnlyTheUnfinishedJobsWithTheirCheckpoints) {
           "\\\"$COLO_CHECKPOINT_DIR/state\\\" ]; then echo resumed from $(cat "
           "\\\"$COLO_CHECKPOINT_DIR/state\\\"); else echo epoch5 > "
           "\\\"$COLO_CHECKPOINT_DIR/state\\\"; exit 4; fi\"]\n");
-  const std::string run = " --backend sim --policy fixed --plain --db " + db() + " --logs " +
-                          dir_ + "/logs";
+  const std::string run =
+      " --backend sim --policy fixed --plain --db " + db() + " --logs " + dir_ + "/logs";
   CommandResult first = shell(colo("run " + file + run));
   ASSERT_EQ(first.exit_code, 1) << first.output;
 

@@ -150,8 +150,10 @@ TEST_F(ColoSlurmRun, ShardsUseTheProfilesOfTheStoreTheSweepWasPlannedWith) {
   EXPECT_NE(script.find("'--profiles-from' '" + db + "'"), std::string::npos) << script;
 
   // A simulated node has the GPUs each node asks for (issue 33, item 14).
-  ASSERT_EQ(shell(colo("", "slurm submit " + file + " --backend sim --gpus-per-node 2 --dry-run "
-                           "--db " + db + " --dir " + dir_ + "/two"))
+  ASSERT_EQ(shell(colo("", "slurm submit " + file +
+                               " --backend sim --gpus-per-node 2 --dry-run "
+                               "--db " +
+                               db + " --dir " + dir_ + "/two"))
                 .exit_code,
             0);
   const std::string two = shell("cat " + dir_ + "/two/shard.sbatch").output;
