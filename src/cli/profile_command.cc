@@ -10,6 +10,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/clock.h"
+#include "common/paths.h"
 #include "profiling/windows.h"
 #include "run/log_layout.h"
 #include "store/run_store.h"

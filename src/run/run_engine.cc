@@ -1466,7 +1466,7 @@ std::string RunEngine::profile_window(JobRuntime& job, LaunchRequest& request) {
   }
   const std::optional<std::string> tool = find_program(p.tool);
   if (!tool) {
-    const std::string note = fmt::format(
+    std::string note = fmt::format(
         "profile: {} is not installed here (not on PATH), so this attempt runs unprofiled; "
         "install {} or use tool = \"torch\" (docs/profiling.md)",
         p.tool, p.tool == "nsys" ? "NVIDIA Nsight Systems" : "NVIDIA Nsight Compute");
