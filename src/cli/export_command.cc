@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/paths.h"
 #include "export/mlflow_export.h"
+#include "run/log_layout.h"
 
 namespace colo {
 namespace {
@@ -73,6 +74,9 @@ int export_mlflow_command(const MlflowFlags& flags) {
   options.now_ms = clock.now_ms();
   ProgressLine progress("colo: export: ");
   options.progress = [&progress](const std::string& step) { progress.show(step); };
+  options.profile_dir_of = [](const std::string& log) {
+    return job_dir_of_log(log, JobDir::kProfile);
+  };
 
   Result<MlflowExportPlan> plan = plan_mlflow_export(**store, targets, options);
   if (!plan.ok()) {

@@ -402,6 +402,7 @@ class ExperimentWriter {
     if (!meta.end_time_ms && is_final(job.state)) meta.end_time_ms = run.ended_ms;
     if (Status s = write_file(dir / "meta.yaml", mlflow_run_meta(meta)); !s.ok()) return s;
     if (Status s = make_dir(dir / "artifacts"); !s.ok()) return s;
+    if (Status s = add_profile_artifacts(job, dir / "artifacts"); !s.ok()) return s;
 
     std::vector<std::pair<std::string, std::string>> params(job.params.begin(), job.params.end());
     if (Status s = write_key_files(dir / "params", params, kMlflowMaxParamValueLength); !s.ok()) {
@@ -430,6 +431,35 @@ class ExperimentWriter {
     if (Status s = metrics.write(dir / "metrics"); !s.ok()) return s;
     ++jobs_;
     points_ += metrics.points();
+    return OkStatus();
+  }
+
+  // The job's profiling windows' files, as artifacts under profile/: linked
+  // where the file system allows (a trace may be hundreds of MB), else copied.
+  Status add_profile_artifacts(const JobRow& job, const fs::path& artifacts) const {
+    if (!options_.profile_dir_of || job.log_path.empty()) return OkStatus();
+    const std::string from = options_.profile_dir_of(job.log_path);
+    std::error_code error;
+    if (from.empty() || !fs::is_directory(from, error)) return OkStatus();
+    bool made = false;
+    for (const fs::directory_entry& entry : fs::directory_iterator(from, error)) {
+      const std::string name = entry.path().filename().string();
+      if (!entry.is_regular_file(error) || name.rfind("request", 0) == 0) continue;
+      if (!made) {
+        if (Status s = make_dir(artifacts / "profile"); !s.ok()) return s;
+        made = true;
+      }
+      const fs::path to = artifacts / "profile" / name;
+      fs::create_hard_link(entry.path(), to, error);
+      if (error) {
+        error.clear();
+        fs::copy_file(entry.path(), to, fs::copy_options::overwrite_existing, error);
+        if (error) {
+          return Error(fmt::format("cannot copy {} into {}: {}", entry.path().string(), to.string(),
+                                   error.message()));
+        }
+      }
+    }
     return OkStatus();
   }
 
@@ -465,6 +495,11 @@ class ExperimentWriter {
     add("colo.host", run.host);
     add("colo.command", join_command(job.command));
     add("colo.log_path", job.log_path);
+    if (!job.objective.empty()) {
+      add("colo.objective", job.objective);
+      if (auto goal = job.lower_is_better.find(job.objective); goal != job.lower_is_better.end())
+        add("colo.objective_goal", goal->second ? "min" : "max");
+    }
     if (experiment_.target.kind == MlflowTarget::Kind::kExperiment) {
       add("colo.experiment_id", std::to_string(experiment_.target.id));
       add("colo.case", case_name);

@@ -92,6 +92,10 @@ struct MlflowExportOptions {
   // Told each step as it starts ("run 12: job 3 of 40"), for a progress
   // line; may be empty.
   std::function<void(const std::string&)> progress;
+  // The profile directory of the job whose log is at a path (the layout is
+  // run/log_layout.h's); its files (traces, summaries, nsys and ncu reports)
+  // become the run's artifacts under profile/. Empty: none exported.
+  std::function<std::string(const std::string& log_path)> profile_dir_of;
 };
 
 // One MLflow experiment the export will write or wrote.

@@ -48,8 +48,9 @@ class ColoProfile : public ColoTestDir {
 };
 
 TEST_F(ColoProfile, AWindowFromTheJobFileLeavesATraceWhoseTopOperatorItsSummaryNames) {
-  const std::string file =
-      write_file("p.toml", job("", "profile = { tool = \"torch\", after_epoch = 1, steps = 5 }\n"));
+  const std::string file = write_file(
+      "p.toml", "[objective]\nmetric = \"loss\"\ngoal = \"min\"\n" +
+                    job("", "profile = { tool = \"torch\", after_epoch = 1, steps = 5 }\n"));
   CommandResult r = shell(colo("run " + file + run_flags()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   CommandResult shown = shell(colo("show --json --db " + db()));
@@ -70,6 +71,21 @@ TEST_F(ColoProfile, AWindowFromTheJobFileLeavesATraceWhoseTopOperatorItsSummaryN
   EXPECT_THAT(text.output, HasSubstr("tiny window 1 (job file):"));
   EXPECT_THAT(text.output, HasSubstr("what profiling cost"));
   EXPECT_THAT(text.output, HasSubstr("aten::mm"));
+
+  // The MLflow export carries the window's files as the run's artifacts, and
+  // the objective as tags.
+  CommandResult exported =
+      shell(colo("export mlflow last --db " + db() + " --to '" + dir_ + "/mlruns'"));
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const std::string run_dir =
+      shell("dirname $(grep -lx tiny '" + dir_ + "'/mlruns/*/*/tags/mlflow.runName)").output;
+  const std::string run = run_dir.substr(0, run_dir.find('\n')) + "/..";
+  EXPECT_EQ(shell("cmp '" + w["trace"].get<std::string>() + "' '" + run +
+                  "/artifacts/profile/torch-trace-1.json'")
+                .exit_code,
+            0);
+  EXPECT_EQ(shell("cat '" + run + "/tags/colo.objective'").output, "loss");
+  EXPECT_EQ(shell("cat '" + run + "/tags/colo.objective_goal'").output, "min");
 }
 
 TEST_F(ColoProfile, ColoProfileTakesAWindowOfARunningJob) {
