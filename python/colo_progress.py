@@ -210,6 +210,11 @@ class Progress:
                     pass
 
 
+# A window with neither steps nor a duration: at most this many steps (a
+# trace of a whole epoch can take the job a minute to write).
+_DEFAULT_STEPS = 20
+
+
 def _env_number(name, kind):
     try:
         return kind(os.environ[name])
@@ -224,7 +229,8 @@ class _Profiler:
     COLO_PROFILE_AFTER_EPOCH or COLO_PROFILE_AFTER_S) is due, or when
     `colo profile` left COLO_PROFILE_DIR/request.json (looked for at most once
     a second); it closes after its steps (COLO_PROFILE_STEPS) or its duration
-    (COLO_PROFILE_DURATION_S), else at the next epoch's end. Each window
+    (COLO_PROFILE_DURATION_S), else after 20 steps or at the next epoch's end,
+    whichever comes first. Each window
     writes torch-trace-N.json (a Chrome trace) and torch-summary-N.json (by
     torch's key_averages(), its top kernels by GPU time when the GPU ran any,
     else its top operators by self CPU time; the GPU's busy
@@ -321,8 +327,8 @@ class _Profiler:
             done = w["steps"] >= w["steps_wanted"]
         elif w["duration_s"] is not None:
             done = now - w["started"] >= w["duration_s"]
-        else:
-            done = kind == "epoch_end"
+        else:  # an epoch at most, and _DEFAULT_STEPS of a job that reports steps
+            done = kind == "epoch_end" or w["steps"] >= _DEFAULT_STEPS
         if done:
             self._close(now)
 

@@ -48,9 +48,13 @@ class ColoProfile : public ColoTestDir {
 };
 
 TEST_F(ColoProfile, AWindowFromTheJobFileLeavesATraceWhoseTopOperatorItsSummaryNames) {
+  std::string long_epochs = job(", \"--epochs\", \"2\", \"--steps\", \"30\"",
+                                "profile = { tool = \"torch\", after_epoch = 1 }\n");
+  long_epochs.replace(long_epochs.find("\"tiny\""), 6, "\"long\"");
   const std::string file = write_file(
       "p.toml", "[objective]\nmetric = \"loss\"\ngoal = \"min\"\n" +
-                    job("", "profile = { tool = \"torch\", after_epoch = 1, steps = 5 }\n"));
+                    job("", "profile = { tool = \"torch\", after_epoch = 1, steps = 5 }\n") +
+                    long_epochs);
   CommandResult r = shell(colo("run " + file + run_flags()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   CommandResult shown = shell(colo("show --json --db " + db()));
@@ -69,6 +73,9 @@ TEST_F(ColoProfile, AWindowFromTheJobFileLeavesATraceWhoseTopOperatorItsSummaryN
   EXPECT_EQ(top_of_trace(w["trace"]), w["top"][0]["name"].get<std::string>());
   CommandResult text = shell(colo("show --db " + db()));
   EXPECT_THAT(text.output, HasSubstr("tiny window 1 (job file):"));
+  // Without steps or a duration: 20 steps at most (of an epoch of 30 here).
+  ASSERT_TRUE(profiles.contains("long")) << shown.output;
+  EXPECT_EQ(profiles["long"][0]["steps"], 20);
   EXPECT_THAT(text.output, HasSubstr("what profiling cost"));
   EXPECT_THAT(text.output, HasSubstr("aten::mm"));
 
