@@ -4,8 +4,10 @@
 # under the default policy on a fresh store: a and b take a torch window of
 # their second epoch from the job file; c is asked for one by `colo profile`
 # once it has ended its first epoch; where nsys is installed, d runs under it.
-# Then `colo show` (its profiling section) and, beside each window, the check
-# from its trace alone (bench/check-profile-trace.py --summary).
+# Then `colo show` (its profiling section) and, beside each window, the checks
+# from its trace alone (bench/check-profile-trace.py --summary) and from the
+# job's own log (bench/check-profile-rates.py: the rates inside and after it,
+# and how long writing its files took).
 #
 #   bench/profile-gpu.sh RESULTS_DIR       (COLO=build-release/colo, BACKEND=nvml)
 set -euo pipefail
@@ -54,4 +56,8 @@ for summary in "$out"/logs/*/1/*.profile/torch-summary-*.json; do
 done >"$out/check.txt"
 cat "$out/check.txt"
 ls -la "$out"/logs/*/1/*.profile/ >"$out/profile-files.txt" 2>&1 || true
-grep -q PASS "$out/check.txt" && ! grep -q FAIL "$out/check.txt"
+echo "== what profiling cost, from the jobs' logs (bench/check-profile-rates.py)"
+python3 bench/check-profile-rates.py "$out"/logs/*/1/*.profile/torch-summary-*.json \
+  >"$out/check-rates.txt" || true
+cat "$out/check-rates.txt"
+grep -q PASS "$out/check.txt" && ! grep -q FAIL "$out/check.txt" "$out/check-rates.txt"

@@ -49,6 +49,7 @@ by this module around its own epoch_end() and step() calls; it writes a
 Chrome trace and a summary into COLO_PROFILE_DIR. torch is imported only then.
 """
 
+import collections
 import json
 import math
 import os
@@ -251,7 +252,11 @@ class _Profiler:
         self._next_look = 0.0
         self._window = None
         self._done = 0
-        self._recent = []  # (time, samples) of the reports before a window
+        # (time, samples) of the reports of the last 30 s, and their samples
+        # summed: the rate before a window, kept in O(1) a report (a job may
+        # report a thousand steps a second).
+        self._recent = collections.deque()
+        self._recent_samples = 0
         self._after = None  # the last window's summary, until the job's rate after it is known
         self._broken = self.dir is None
 
@@ -266,8 +271,7 @@ class _Profiler:
             if isinstance(samples, (int, float)):
                 if self._after is not None:
                     self._rate_after(samples, now)
-                self._recent.append((now, samples))
-                self._recent = [r for r in self._recent if r[0] >= now - 30]
+                self._remember(now, samples)
             if self._planned and self._due(kind, epoch, now):
                 self._planned = False
                 self._open("job file", self._steps, self._duration_s, now)
@@ -280,6 +284,12 @@ class _Profiler:
                 sys.stderr.write("colo_progress: profiling stopped: %r\n" % (error,))
             except Exception:
                 pass
+
+    def _remember(self, now, samples):
+        self._recent.append((now, samples))
+        self._recent_samples += samples
+        while self._recent[0][0] < now - 30:
+            self._recent_samples -= self._recent.popleft()[1]
 
     def _due(self, kind, epoch, now):
         if self._after_epoch is not None:
@@ -310,7 +320,8 @@ class _Profiler:
         profile = torch.profiler.profile(activities=activities)
         profile.start()
         span = (now - self._recent[0][0]) if self._recent else 0
-        before = sum(s for t, s in self._recent[1:]) / span if span > 0 else None
+        # The first report only starts the span: its samples came before it.
+        before = (self._recent_samples - self._recent[0][1]) / span if span > 0 else None
         self._window = {
             "profile": profile, "cuda": cuda, "trigger": trigger, "started": now,
             "steps_wanted": steps, "duration_s": duration_s, "steps": 0, "samples": 0,
@@ -377,7 +388,9 @@ class _Profiler:
         summary["written_s"] = time.time() - now
         self._write(summary)
         self._after = summary
-        self._recent = [(time.time(), 0)]
+        self._recent.clear()
+        self._recent_samples = 0
+        self._remember(time.time(), 0)
         figures = {"window": n, "steps": w["steps"]}
         for key in ("rate_in", "rate_before", "gpu_busy_pct"):
             if summary.get(key) is not None:
