@@ -37,11 +37,17 @@ double quantile(std::vector<double> values, double q) {
 
 }  // namespace
 
+void EarlyStopper::Trial::add(int64_t epoch, double value) {
+  const double best = std::min(value, best_by(epoch));
+  best_so_far[epoch] = best;
+  // Later epochs (a retried attempt reports its epochs again) keep the better.
+  for (auto it = best_so_far.upper_bound(epoch); it != best_so_far.end(); ++it)
+    it->second = std::min(it->second, best);
+}
+
 double EarlyStopper::Trial::best_by(int64_t epoch) const {
-  double best = kWorst;
-  for (auto it = by_epoch.begin(); it != by_epoch.end() && it->first <= epoch; ++it)
-    best = std::min(best, it->second);
-  return best;
+  auto it = best_so_far.upper_bound(epoch);
+  return it == best_so_far.begin() ? kWorst : std::prev(it)->second;
 }
 
 std::optional<std::string> EarlyStopper::report(const std::string& sweep, int64_t trial,
@@ -49,8 +55,7 @@ std::optional<std::string> EarlyStopper::report(const std::string& sweep, int64_
   if (r.epoch < 1) return std::nullopt;
   Sweep& s = sweeps_[sweep];
   const double bad = badness(r.value, r.lower_is_better);
-  auto [at, added] = s.trials[trial].by_epoch.try_emplace(r.epoch, bad);
-  if (!added) at->second = std::min(at->second, bad);  // a retried attempt's epoch again
+  s.trials[trial].add(r.epoch, bad);
   if (r.epoch < spec.min_epochs) return std::nullopt;
   return spec.rule == EarlyStopRule::kMedian ? median(s, trial, spec, r)
                                              : asha(s, trial, spec, r, bad);
@@ -61,7 +66,8 @@ std::optional<std::string> EarlyStopper::median(const Sweep& s, int64_t trial,
   const double own = s.trials.at(trial).best_by(r.epoch);
   std::vector<double> others;
   for (const auto& [id, t] : s.trials) {
-    if (id != trial && t.by_epoch.rbegin()->first >= r.epoch) others.push_back(t.best_by(r.epoch));
+    if (id != trial && t.best_so_far.rbegin()->first >= r.epoch)
+      others.push_back(t.best_by(r.epoch));
   }
   if (others.size() < static_cast<size_t>(spec.min_trials)) return std::nullopt;
   const double m = quantile(others, 0.5);

@@ -41,7 +41,11 @@ class EarlyStopper {
  private:
   // Values as badness: lower is better, non-finite is +infinity.
   struct Trial {
-    std::map<int64_t, double> by_epoch;   // its best value at each epoch it reported
+    // At each epoch it reported, its best value by then (that epoch's and
+    // every earlier one's): the median rule reads it for every other trial
+    // at each report, so a lookup, not a walk of its epochs.
+    std::map<int64_t, double> best_so_far;
+    void add(int64_t epoch, double value);
     double best_by(int64_t epoch) const;  // its best at that epoch and before
   };
   struct Sweep {

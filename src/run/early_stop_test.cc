@@ -68,6 +68,19 @@ TEST(EarlyStopper, TheMedianRuleJudgesTheBestSoFarAndWaitsForEnoughOthersAndEpoc
   EXPECT_FALSE(stop.report("s", 2, spec, loss(3, 50.0)));
 }
 
+// A retried attempt reports its epochs again: a better value at an earlier
+// epoch is the trial's best by every later epoch too.
+TEST(EarlyStopper, ARetriedAttemptsBetterEarlyValueCountsForLaterEpochs) {
+  EarlyStopper stop;
+  const EarlyStopSpec spec = median_rule(1);
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(1, 5.0)));
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(2, 5.0)));
+  EXPECT_FALSE(stop.report("s", 1, spec, loss(1, 0.1)));  // its second attempt
+  std::optional<std::string> why = stop.report("s", 2, spec, loss(2, 1.0));
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("1, is worse than 0.1"));
+}
+
 TEST(EarlyStopper, AGoalOfMaxStopsTheLowValues) {
   EarlyStopper stop;
   const EarlyStopSpec spec = median_rule(2);
