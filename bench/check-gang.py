@@ -9,7 +9,10 @@ nvidia-smi's process sampling, not from colo's store; colo's `colo show
 The gang's steady rate is its mean img/s over epochs 2 and later. A
 schedule's makespan is its first "started at" to its last "ended at"
 (alone: summed over the runs one after another, and also first to last
-across them, which adds colo's start-ups in between).
+across them, which adds colo's start-ups in between). For the cold and warm
+passes (issue 34): each pass's makespan, how long after the gang each
+one-GPU job started (their "started at" lines), cold over warm, and from
+nvidia-smi how many samples had a one-GPU job beside each of the gang's ranks.
 """
 
 import csv
@@ -88,11 +91,65 @@ def apps_overlap(path, gpus):
     return both, most
 
 
+def colo_makespan(directory):
+    """colo's own makespan of the pass (colo show --json), in seconds."""
+    try:
+        with open(os.path.join(directory, "show.json")) as f:
+            show = json.load(f)
+    except (ValueError, OSError):
+        return None
+    ms = show.get("summary", {}).get("makespan_ms") or show.get("makespan_ms")
+    return ms / 1000 if ms else None
+
+
+def cold_and_warm(out, gpus):
+    """Issue 34's figures of the cold and warm passes, as lines; None without them."""
+    lines, makespans = [], {}
+    for name in ("cold", "warm"):
+        logs = logs_of(os.path.join(out, name, "logs"))
+        if "ddp" not in logs:
+            continue
+        first, last = span(logs)
+        makespans[name] = last - first if first is not None else None
+        g_start = logs["ddp"][0]
+        delays = sorted(s - g_start for n, (s, _) in logs.items()
+                        if n != "ddp" and s is not None and g_start is not None)
+        ok = sum(1 for n, (_, e) in logs.items() if e)
+        lines.append("%s: makespan %s s from the logs (colo: %s s); %d of %d jobs trained; "
+                     "one-GPU jobs started %s s after the gang (at most %s s)"
+                     % (name, fmt(makespans[name]), fmt(colo_makespan(os.path.join(out, name))),
+                        ok, len(logs), ", ".join("%.1f" % d for d in delays),
+                        fmt(max(delays) if delays else None)))
+        both, most = apps_overlap(os.path.join(out, name + "-apps.csv"), gpus)
+        if both is not None:
+            lines.append("%s, nvidia-smi: %d one-second samples with two or more compute "
+                         "processes on every GPU at once; the most on each GPU: %s"
+                         % (name, both, ", ".join("gpu%s %d" % (g, n)
+                                                  for g, n in sorted(most.items()))))
+    if not lines:
+        return None
+    if makespans.get("cold") and makespans.get("warm"):
+        lines.append("cold over warm (logs): %.2fx; cold over the 75 s of issue 34: %.2fx"
+                     % (makespans["cold"] / makespans["warm"], makespans["cold"] / 75.0))
+    return lines
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
         return 2
     out = sys.argv[1]
+    gpus = {}
+    if os.path.exists(os.path.join(out, "gpus.json")):
+        with open(os.path.join(out, "gpus.json")) as f:
+            gpus = json.load(f)
+    issue34 = cold_and_warm(out, gpus)
+    if issue34 is not None:
+        print("\n".join(["Cold gang beside one-GPU jobs (issue 34), from the jobs' own logs "
+                         "(bench/check-gang.py)", ""] + issue34))
+        if not os.path.isdir(os.path.join(out, "together")):
+            return 0
+        print()
     alone = {}
     for d in sorted(glob.glob(os.path.join(out, "alone", "*"))):
         alone.update(logs_of(os.path.join(d, "logs")))
@@ -132,10 +189,6 @@ def main():
                    and min(e[-1][3], g_end) - max(s, g_start) > 0]
     lines.append("one-GPU jobs that trained while the gang did (their logs' start-end "
                  "overlapping the gang's): %d of %d" % (len(overlapping), len(together) - 1))
-    gpus = {}
-    if os.path.exists(os.path.join(out, "gpus.json")):
-        with open(os.path.join(out, "gpus.json")) as f:
-            gpus = json.load(f)
     both, most = apps_overlap(os.path.join(out, "together-apps.csv"), gpus)
     if both is None:
         lines.append("nvidia-smi: no process sampling (no nvidia-smi here)")

@@ -9,6 +9,11 @@ rank per GPU, NCCL) and SINGLES one-GPU trainings (SINGLE_MODEL), run twice:
   together  one `colo run --mechanism mps --policy fixed --max-per-gpu K`
             (MECHANISM: naive for a check without MPS):
             the gang's ranks and the one-GPU jobs share both GPUs
+  cold      issue 34: one `colo run` with colo's defaults (auto over MPS) and
+            no memory hints, on a fresh store: nothing is known of any job
+  warm      the same again on cold's store, which now knows every job
+
+PASSES (default alone,together) picks them, in that order.
 
 While `together` runs, `nvidia-smi --query-compute-apps` is sampled every
 second (which processes use which GPU). Then bench/check-gang.py recomputes
@@ -63,19 +68,21 @@ def toml_list(words):
     return "[" + ", ".join(json.dumps(w) for w in words) + "]"
 
 
-def jobs(s):
-    """name -> its [[job]] table."""
+def jobs(s, hints=True):
+    """name -> its [[job]] table (without gpu_memory hints: what a newcomer writes)."""
     train = os.path.join(HERE, "train.py")
     common = ["--dataset", s.dataset, "--batch-size", s.batch, "--epoch-samples",
               s.epoch_samples, "--device", s.device]
     gang = s.launcher + ["--nproc_per_node", "{gpus}", "--master_port", "{port}", train,
                          "--model", s.gang_model, "--epochs", s.epochs] + common
-    out = {"ddp": '[[job]]\nname = "ddp"\ngpus = 2\ngpu_memory = "%s"\ncommand = %s\n'
-           % (s.gang_memory, toml_list(gang))}
+    def hint(memory):
+        return 'gpu_memory = "%s"\n' % memory if hints else ""
+    out = {"ddp": '[[job]]\nname = "ddp"\ngpus = 2\n%scommand = %s\n'
+           % (hint(s.gang_memory), toml_list(gang))}
     for i in range(s.singles):
         cmd = [s.python, train, "--model", s.single_model, "--epochs", s.single_epochs] + common
-        out["single-%d" % i] = ('[[job]]\nname = "single-%d"\ngpu_memory = "%s"\ncommand = %s\n'
-                                % (i, s.single_memory, toml_list(cmd)))
+        out["single-%d" % i] = ('[[job]]\nname = "single-%d"\n%scommand = %s\n'
+                                % (i, hint(s.single_memory), toml_list(cmd)))
     return out
 
 
@@ -135,24 +142,35 @@ def main():
     with open(os.path.join(out, "gpus.json"), "w") as f:
         json.dump(gpu_uuids(), f)
     table = jobs(s)
+    passes = env("PASSES", "alone,together").split(",")
     codes = {}
     # Alone, one after another: a store each, so nothing learned carries over.
-    for name, text in table.items():
-        codes["alone " + name], _ = colo_run(
-            s, name, text, ["--mechanism", "exclusive"],
-            os.path.join(out, "alone", name + ".db"), os.path.join(out, "alone", name))
+    if "alone" in passes:
+        for name, text in table.items():
+            codes["alone " + name], _ = colo_run(
+                s, name, text, ["--mechanism", "exclusive"],
+                os.path.join(out, "alone", name + ".db"), os.path.join(out, "alone", name))
+
+    def shared(name, text, extra, db):
+        apps = AppsSampler(os.path.join(out, name + "-apps.csv"))
+        directory = os.path.join(out, name)
+        codes[name], _ = colo_run(s, "all", text, extra, db, directory)
+        apps.stop()
+        show = subprocess.run([s.colo, "show", "--db", db, "--json"],
+                              capture_output=True, text=True)
+        with open(os.path.join(directory, "show.json"), "w") as f:
+            f.write(show.stdout)
+
     # Together, on a fresh store.
-    apps = AppsSampler(os.path.join(out, "together-apps.csv"))
-    together = os.path.join(out, "together")
-    codes["together"], _ = colo_run(
-        s, "all", "\n".join(table.values()),
-        ["--mechanism", s.mechanism, "--policy", "fixed", "--max-per-gpu", s.per_gpu],
-        os.path.join(together, "colo.db"), together)
-    apps.stop()
-    show = subprocess.run([s.colo, "show", "--db", os.path.join(together, "colo.db"), "--json"],
-                          capture_output=True, text=True)
-    with open(os.path.join(together, "show.json"), "w") as f:
-        f.write(show.stdout)
+    if "together" in passes:
+        shared("together", "\n".join(table.values()),
+               ["--mechanism", s.mechanism, "--policy", "fixed", "--max-per-gpu", s.per_gpu],
+               os.path.join(out, "together", "colo.db"))
+    # Cold: colo's defaults, no hints, a fresh store; warm: the same on that store.
+    newcomers = "\n".join(jobs(s, hints=False).values())
+    for name in ("cold", "warm"):
+        if name in passes:
+            shared(name, newcomers, [], os.path.join(out, "cold", "colo.db"))
     with open(os.path.join(out, "exit-codes.json"), "w") as f:
         json.dump(codes, f, indent=1)
     check = subprocess.run([s.python, os.path.join(HERE, "check-gang.py"), out],

@@ -99,6 +99,9 @@ def parse_args(argv=None):
     parser.add_argument("--epoch-samples", type=int, default=50000)
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--memory-gib", type=float, default=16.0, help="dlrm: table size")
+    parser.add_argument("--overrun-s", type=float, default=1.5,
+                        help="over its MPS memory limit: how long it holds the limit before it "
+                        "fails (its allocations growing)")
     # Accepted for compatibility with train.py, ignored.
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--weight-decay", type=float, default=0.0)
@@ -212,7 +215,7 @@ def main(argv=None):
     else:
         time.sleep(WARMUP_S)  # it allocates as its first step runs
         colo.metric(simulated_gpu_memory_mib=limit_mib, simulated_sm_active_pct=sm_pct)
-        time.sleep(1.5)  # long enough for colo to sample what it held
+        time.sleep(args.overrun_s)  # long enough for colo to sample what it held
         print("torch.OutOfMemoryError: CUDA out of memory (simulated: needs %.0f MiB, the MPS "
               "pinned memory limit is %.0f MiB)" % (memory_mib, limit_mib), flush=True)
         return 1

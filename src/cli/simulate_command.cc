@@ -131,6 +131,7 @@ int simulate_command(const SimulateFlags& flags) {
                                  {"jobs_ok", r.jobs_ok},
                                  {"jobs_failed", r.jobs_failed},
                                  {"retries", r.retries},
+                                 {"stopped", r.stopped},
                                  {"failures", r.failures},
                                  {"notes", r.notes},
                                  {"starts", r.starts}});

@@ -137,6 +137,7 @@ struct RunEngine::JobRuntime {
   std::string fault_proven;         // why a fault it raised under MPS was its own
   int uncounted = 0;                // attempts that ended through no fault of its own
   std::string preempted;            // why colo stopped it for a job of higher priority
+  std::string doomed;               // why the policy stopped it (take_stops()): runs again
   int preemptions = 0;              // attempts it was preempted in (not counted either)
   int counted_attempts() const { return attempt - uncounted - preemptions; }
   std::vector<int> gpus() const {
@@ -209,7 +210,8 @@ std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
   priors_.emplace(prior_samples(measured_, devices_.front().name, ctx_.backend.simulated()),
                   devices_.front().memory_total_bytes);
   return std::make_unique<GangScheduler>(
-      std::make_unique<AutoScheduler>(slots, auto_options, model), kMaxJobAttempts - 1);
+      std::make_unique<AutoScheduler>(slots, auto_options, model), kMaxJobAttempts - 1,
+      auto_options.memory_limits);
 }
 
 void RunEngine::start() {
@@ -324,6 +326,7 @@ int RunEngine::count(bool ok) const {
 
 void RunEngine::tick() {
   collect_samples();
+  stop_doomed();
   reap();
   if (!stopping_ && !held_ && recovery_.down().empty() && !placement_paused() &&
       scheduler_->due(ctx_.clock.monotonic_ms()))
@@ -809,6 +812,16 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& ended, const Gpu
     exit.state = JobState::kStopped;
     exit.reason = job.stopped_early;
     record_final(job, exit, f.ended_ms);
+    return;
+  }
+  if (!job.doomed.empty() && !stopping_) {
+    // The policy stopped it before it could overrun its limit: it runs again
+    // as the policy says, not counted as an attempt.
+    const std::string why = std::exchange(job.doomed, {});
+    const EndVerdict verdict = scheduler_->finished(job.key, JobEnd::kStopped, now);
+    requeue(job, f.ended_ms, verdict.note.empty() ? why : verdict.note);
+    job.uncounted += 1;
+    if (!verdict.requeued) scheduler_->enqueue(queued_as(job));
     return;
   }
   const bool failed = f.exit.state != JobState::kOk;
@@ -1497,6 +1510,20 @@ std::string RunEngine::profile_window(JobRuntime& job, LaunchRequest& request) {
   return "";
 }
 
+void RunEngine::stop_doomed() {
+  if (!scheduler_) return;
+  for (const Unplaceable& u : scheduler_->take_stops()) {
+    JobRuntime& job = *jobs_[u.job];
+    if (job.state != JobState::kRunning || job.pid <= 0 || !job.doomed.empty() ||
+        !job.stop_reason.empty() || stopping_)
+      continue;
+    job.doomed = u.reason;
+    display_.event(fmt::format("{}: {}", job.label(), u.reason));
+    append_note_to_log(log_path(job), "stopped by colo: " + u.reason);
+    supervisor_.stop(job.pid, 0);
+  }
+}
+
 void RunEngine::read_progress() {
   for (const auto& [pid, key] : by_pid_) read_progress_of(*jobs_[key]);
 }
@@ -1516,6 +1543,8 @@ void RunEngine::collect_samples() {
     if (auto seen = batch.memory.find(job.job.id); seen != batch.memory.end()) {
       job.peak_memory_bytes = std::max(job.peak_memory_bytes, seen->second.peak_bytes);
       if (job.measuring) job.measuring->memory(seen->second.peak_bytes, seen->second.sampled_ms);
+      if (job.measuring && !job.record_only)
+        scheduler_->observe_memory(key, job.peak_memory_bytes, ctx_.clock.monotonic_ms());
     }
     if (!job.measuring || !job.device) continue;
     // Its GPU's samples, shared with the jobs that came with or after it

@@ -378,6 +378,9 @@ class RunEngine {
   // PATH; else it runs unprofiled). Returns what its log must say once it
   // started (the log is created then), "" for nothing.
   std::string profile_window(JobRuntime& job, LaunchRequest& request);
+  // Stops the running jobs the policy asks to (Scheduler::take_stops()):
+  // at once; reaped, each is requeued, not counted as an attempt.
+  void stop_doomed();
   void read_progress();
   void collect_samples();
   // Hands the samples and events gathered since the last call to the writer.

@@ -321,10 +321,22 @@ void AutoScheduler::uncount(const Waiting& w) {
 bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key, int64_t now_ms,
                                       std::vector<Decision>& out) {
   const uint64_t waiting = std::max<size_t>(1, queued_with_key(key));
+  // At least what its family's newcomer holds already (with the margin): a
+  // smaller limit is sure to fail. (Not its prior's peak: on a fresh store
+  // that is a quarter of the GPU, and a cold sweep of small jobs would start
+  // one or two at a time.)
+  uint64_t seen = 0;
+  for (const auto& [job, r] : running_) {
+    if (r.probe && r.memory_seen > seen && probe_key(r.waiting.signature) == key)
+      seen = r.memory_seen;
+  }
+  const uint64_t least = std::max(options_.speculative_floor_bytes, claim_for(seen));
   Gpu* best = nullptr;
   uint64_t best_share = 0;
   for (Gpu& g : gpus_) {
-    if (!g.scouts.contains(key) || g.held || g.alone || w.alone ||
+    // Beside the newcomer, or beside other work (an idle GPU measures
+    // another instance instead: place_newcomer()).
+    if ((!g.scouts.contains(key) && g.jobs.empty()) || g.held || g.alone || w.alone ||
         static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu || !may_start(g, w, now_ms))
       continue;
     const uint64_t total = g.slot.memory_total_bytes;
@@ -332,9 +344,8 @@ bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key, 
         total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
     const uint64_t spare = usable - std::min(usable, g.claimed);
     // An equal share for each of the family's queued jobs (half the spare at
-    // most: others may come), at least the floor.
-    const uint64_t share =
-        std::max(options_.speculative_floor_bytes, std::min(spare / waiting, spare / 2));
+    // most: others may come), at least `least`; none wider than the room.
+    const uint64_t share = std::max(least, std::min(spare / waiting, spare / 2));
     if (share > spare) continue;
     if (!bad_.empty()) {
       Combination after = g.combination;
@@ -972,6 +983,18 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
     }
   }
 
+  if (end == JobEnd::kStopped && r.doomed) {
+    // Stopped before it overran (observe_memory()): not an attempt.
+    Waiting w = r.waiting;
+    w.after_measurement = true;
+    w.alike = {};
+    retries_.push_back(w);
+    ++queued_;
+    return {true, fmt::format("stopped on gpu{} before it overran its limit {} (a speculative "
+                              "start beside its family's newcomer); requeued to start from the "
+                              "family's measurement, not counted as an attempt",
+                              g.slot.device, format_bytes(r.claim))};
+  }
   if (end != JobEnd::kOutOfMemory) return {};
   Waiting w = r.waiting;
   if (r.speculative) {
@@ -1027,6 +1050,31 @@ void AutoScheduler::observe_rate(size_t job, double samples_per_s, int64_t now_m
   r.rate_ms = now_ms;
   ++gpus_[static_cast<size_t>(r.gpu)].version;
 }
+
+void AutoScheduler::observe_memory(size_t job, uint64_t bytes, int64_t /*now_ms*/) {
+  auto it = running_.find(job);
+  if (it == running_.end() || !it->second.probe || bytes <= it->second.memory_seen) return;
+  Running& newcomer = it->second;
+  newcomer.memory_seen = bytes;
+  if (!options_.memory_limits) return;  // no limit that a sibling is sure to overrun
+  // Its family's speculative starts hold no more than their limits, and
+  // each needs at least what this one holds already: those whose limit is
+  // smaller cannot fit.
+  const std::string key = probe_key(newcomer.waiting.signature);
+  for (auto& [other, r] : running_) {
+    if (!r.speculative || r.doomed || r.claim >= bytes || probe_key(r.waiting.signature) != key)
+      continue;
+    r.doomed = true;
+    stops_.push_back(
+        {other, fmt::format("its family's newcomer ({}) holds {} of GPU memory already, more than "
+                            "this speculative start's limit {}: it cannot fit; stopped to start "
+                            "again from the family's measurement",
+                            label(newcomer.waiting.signature), format_bytes(bytes),
+                            format_bytes(r.claim))});
+  }
+}
+
+std::vector<Unplaceable> AutoScheduler::take_stops() { return std::exchange(stops_, {}); }
 
 void AutoScheduler::learned(const std::string& signature, const JobProfile& measured,
                             int64_t now_ms) {

@@ -22,12 +22,18 @@
 //   prior (prior.h: a same-model or cross-model estimate from the store, else
 //   a conservative default) says it fits, beside running work, and is
 //   measured there (learned()) until its memory plateaus; the others of its
-//   family do not wait for that: while it is measured they start beside it,
+//   family do not wait for that: while it is measured they start beside it
+//   (or beside other work on another GPU),
 //   speculatively (their start-ups overlap its measurement), each with an
 //   equal share of what the GPU can spare beside it as its memory limit (half
-//   of it at most; at least `speculative_floor_bytes`), without the SM cap and the model's
-//   verdict, which its measurement then gives; one that overruns its share
-//   waits for the measurement (a GPU with nothing running takes another
+//   of it at most; at least `speculative_floor_bytes` and what the newcomer
+//   holds so far, so none starts under a limit it is sure to overrun, and
+//   none starts where that much is not spare), without the
+//   SM cap and the model's verdict, which its measurement then gives. When
+//   the newcomer's memory (observe_memory()) passes a speculative start's
+//   limit, that start cannot fit: it is stopped at once (take_stops()) and
+//   waits for the measurement, not counted as an attempt; one that overruns
+//   its share waits for it too (a GPU with nothing running takes another
 //   instance of the family rather than idle).
 //   Contained: under MPS its memory limit, which is also its claim while it
 //   is measured, is what the GPU can spare (its memory less the reserve and
@@ -156,6 +162,8 @@ class AutoScheduler final : public Scheduler {
   std::vector<Decision> schedule(int64_t now_ms) override;
   EndVerdict finished(size_t job, JobEnd end, int64_t now_ms) override;
   void observe_rate(size_t job, double samples_per_s, int64_t now_ms) override;
+  void observe_memory(size_t job, uint64_t bytes, int64_t now_ms) override;
+  std::vector<Unplaceable> take_stops() override;
   void learned(const std::string& signature, const JobProfile& profile, int64_t now_ms) override;
   void measured(size_t job, const JobProfile& profile) override;
   std::vector<size_t> drain_queued() override;
@@ -225,6 +233,10 @@ class AutoScheduler final : public Scheduler {
     // start-up overlaps the measurement); placed by the family's measurement
     // once it arrives.
     bool speculative = false;
+    // A speculative start whose limit its family's newcomer outgrew: asked
+    // to stop (take_stops()).
+    bool doomed = false;
+    uint64_t memory_seen = 0;  // a newcomer's: the most observe_memory() gave
   };
   struct Gpu {
     GpuSlot slot;
@@ -431,6 +443,7 @@ class AutoScheduler final : public Scheduler {
   std::vector<Combination> bad_;
   std::set<Combination> good_;
   std::vector<Unplaceable> unplaceable_;
+  std::vector<Unplaceable> stops_;  // take_stops()
   std::vector<std::string> notes_;
   std::map<std::string, HostCost> host_costs_;  // by signature
   // The samples the latest job of a signature, and of a family, that ended

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "common/units.h"
 
 namespace colo {
@@ -688,6 +690,65 @@ TEST(AutoSchedulerColdStart, AnOverrunFailsTheNewcomerAloneWhichIsRetriedWithWha
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].job, 10u);
   EXPECT_GE(*again[0].memory_limit_bytes, limit);
+}
+
+// Issue 34: speculative siblings start under equal shares of what the GPU
+// can spare; once the newcomer holds more than a sibling's limit, that
+// sibling cannot fit: the policy asks for it to be stopped, and it waits for
+// the measurement, not counted as an attempt. One started later gets at least
+// what the newcomer holds.
+TEST(AutoSchedulerColdStart, ASiblingWhoseLimitTheNewcomerOutgrewIsStoppedAndWaitsForTheMeasurement) {
+  AutoScheduler s = make(1);
+  s.set_label("a", "cait");
+  s.set_prior("a", prior(4, 30));
+  enqueue(s, "a", 8);
+  std::vector<Decision> d = s.schedule(0);
+  ASSERT_EQ(d.size(), 8u) << "7 siblings beside the newcomer";
+  EXPECT_TRUE(d[0].probe);
+  std::set<size_t> small;
+  for (size_t i = 1; i < d.size(); ++i) {
+    if (*d[i].memory_limit_bytes < 6 * kGiB) small.insert(d[i].job);
+  }
+  ASSERT_FALSE(small.empty());
+  s.observe_memory(0, 2 * kGiB, 500);
+  EXPECT_TRUE(s.take_stops().empty()) << "2 GiB is in every limit";
+  s.observe_memory(0, 6 * kGiB, 1000);
+  std::vector<Unplaceable> stops = s.take_stops();
+  std::set<size_t> stopped;
+  for (const Unplaceable& u : stops) {
+    stopped.insert(u.job);
+    EXPECT_THAT(u.reason, HasSubstr("holds 6.0 GiB of GPU memory already, more than this "
+                                    "speculative start's limit"));
+  }
+  EXPECT_EQ(stopped, small);
+  s.observe_memory(0, 6 * kGiB, 1100);
+  EXPECT_TRUE(s.take_stops().empty()) << "asked once";
+  const size_t first = *stopped.begin();
+  EndVerdict v = s.finished(first, JobEnd::kStopped, 2000);
+  EXPECT_TRUE(v.requeued);
+  EXPECT_THAT(v.note, HasSubstr("not counted as an attempt"));
+  EXPECT_TRUE(s.schedule(2000).empty()) << "it waits for the measurement";
+  s.learned("a", profile(6, 30), 3000);
+  std::vector<Decision> again = s.schedule(3000);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].job, first);
+  EXPECT_FALSE(again[0].record) << "placed by the measurement";
+}
+
+TEST(AutoSchedulerColdStart, ASpeculativeStartGetsAtLeastWhatTheNewcomerHoldsSoFar) {
+  AutoScheduler s = make(1);
+  s.set_label("a", "cait");
+  s.set_prior("a", prior(1, 30));
+  s.set_profile("big", profile(60, 30));  // waits: the newcomer takes half of the GPU
+  enqueue(s, "a", 1);
+  enqueue(s, "big", 1, 100);
+  ASSERT_EQ(s.schedule(0).size(), 1u);
+  s.observe_memory(0, 30 * kGiB, 1000);
+  enqueue(s, "a", 3, 1);
+  std::vector<Decision> d = s.schedule(1000);
+  ASSERT_EQ(d.size(), 1u) << "one sibling with room for what the newcomer holds; no more fit";
+  EXPECT_GT(*d[0].memory_limit_bytes, 30 * kGiB);
+  EXPECT_TRUE(s.take_stops().empty());
 }
 
 TEST(AutoSchedulerColdStart, NeighboursSlowedMoreThanPredictedHoldTheGpu) {

@@ -37,6 +37,10 @@ class ForwardingScheduler : public Scheduler {
     policy_->learned(signature, profile, now_ms);
   }
   void measured(size_t job, const JobProfile& profile) override { policy_->measured(job, profile); }
+  void observe_memory(size_t job, uint64_t bytes, int64_t now_ms) override {
+    policy_->observe_memory(job, bytes, now_ms);
+  }
+  std::vector<Unplaceable> take_stops() override { return policy_->take_stops(); }
   std::vector<size_t> drain_queued() override { return policy_->drain_queued(); }
   bool remove_queued(size_t job) override { return policy_->remove_queued(job); }
   std::optional<int64_t> expected_end_ms(size_t job, int64_t now_ms) const override {

@@ -21,12 +21,16 @@ std::string gpu_list(const std::vector<int>& devices) {
 
 }  // namespace
 
-GangScheduler::GangScheduler(std::unique_ptr<Scheduler> policy, int max_retries)
-    : ForwardingScheduler(std::move(policy)), max_retries_(max_retries) {}
+GangScheduler::GangScheduler(std::unique_ptr<Scheduler> policy, int max_retries,
+                             bool memory_limits)
+    : ForwardingScheduler(std::move(policy)),
+      max_retries_(max_retries),
+      memory_limits_(memory_limits) {}
 
 void GangScheduler::introduce(const std::string& signature, const SignatureFacts& facts) {
   labels_[signature] = facts.label;
   if (facts.profile) profiles_[signature] = *facts.profile;
+  if (facts.prior && facts.prior->admissible()) priors_[signature] = *facts.prior;
   policy().introduce(signature, facts);
 }
 
@@ -44,14 +48,25 @@ std::optional<uint64_t> GangScheduler::claim(const Gang& g) const {
     auto p = profiles_.find(g.job.signature);
     if (p != profiles_.end()) need = p->second.peak_memory_bytes;
   }
+  if (!need && !g.whole_gpus && memory_limits_) {
+    // A newcomer, contained by its limit: its prior's peak.
+    auto prior = priors_.find(g.job.signature);
+    if (prior != priors_.end()) need = prior->second.peak_memory_bytes;
+  }
   if (!need || g.whole_gpus) return std::nullopt;
   return *need + static_cast<uint64_t>(kMemoryMargin * static_cast<double>(*need));
+}
+
+bool GangScheduler::newcomer(const Gang& g) const {
+  return !g.memory_override && !g.job.memory_hint && !profiles_.contains(g.job.signature);
 }
 
 double GangScheduler::sm_of(const Gang& g) const {
   if (g.job.sm_active_pct) return *g.job.sm_active_pct;
   auto p = profiles_.find(g.job.signature);
   if (p != profiles_.end() && p->second.sm_active_pct) return *p->second.sm_active_pct;
+  if (auto prior = priors_.find(g.job.signature); prior != priors_.end() && newcomer(g))
+    return *prior->second.sm_active_pct;
   return 100.0;  // unknown: as busy as a GPU gets
 }
 
@@ -108,16 +123,31 @@ void GangScheduler::start(Gang& g, const std::vector<int>& devices, int64_t now_
   Decision decision{g.job.job, devices.front()};
   decision.memory_limit_bytes = need;
   decision.gang_devices = devices;
-  out.push_back(decision);
   if (!need) {
     notes_.push_back(
         fmt::format("{}: a gang never measured; starting it on idle {}, "
                     "which it has to itself until it is measured",
                     labels_[g.job.signature], gpu_list(devices)));
+  } else if (newcomer(g)) {
+    const JobProfile& prior = priors_.at(g.job.signature);
+    decision.estimate = prior;
+    int beside = 0;
+    for (int d : devices) {
+      auto room = std::find_if(rooms.begin(), rooms.end(),
+                               [&](const DeviceRoom& r) { return r.device == d; });
+      if (room != rooms.end()) beside += room->jobs;
+    }
+    notes_.push_back(fmt::format(
+        "{}: a gang never measured; {}; starting it on {}{}, memory limit {} per GPU, measured "
+        "there (one-GPU jobs start beside it)",
+        labels_[g.job.signature], prior.source, gpu_list(devices),
+        beside > 0 ? fmt::format(" beside {}", count_of(beside, "running job")) : std::string(),
+        format_bytes(*need)));
   }
+  out.push_back(decision);
   if (reserved_for_ == g.job.job) release_reservation();
   keeps_none_until_.erase(g.job.job);
-  running_[g.job.job] = Running{g, devices, now_ms};
+  running_[g.job.job] = Running{g, devices, now_ms, need};
 }
 
 void GangScheduler::release_reservation() {
@@ -231,7 +261,7 @@ std::vector<Decision> GangScheduler::schedule(int64_t now_ms) {
   // A gang that does not know its memory has its GPUs to itself.
   std::vector<int> closed = reserved_;
   for (const auto& [job, r] : running_) {
-    if (!claim(r.gang)) closed.insert(closed.end(), r.devices.begin(), r.devices.end());
+    if (!r.claim) closed.insert(closed.end(), r.devices.begin(), r.devices.end());
   }
   policy().reserve(closed, closed.size() == reserved_.size() ? reserved_until_ : std::nullopt);
   policy_reserves_ = !closed.empty();
@@ -255,7 +285,7 @@ EndVerdict GangScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
     return {false, fmt::format("out of GPU memory with {} to itself; it does not fit them",
                                gpu_list(r.devices))};
   }
-  const std::optional<uint64_t> had = claim(g);
+  const std::optional<uint64_t> had = r.claim;
   g.attempt += 1;
   g.whole_gpus = !had || g.attempt > max_retries_;
   if (had) g.memory_override = 2 * *had;

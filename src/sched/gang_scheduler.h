@@ -5,8 +5,15 @@
 // Placement. A gang starts only when N GPUs can each take one rank: a free
 //   slot and room for its memory per GPU (its hint or profile, plus a 20%
 //   margin) as the policy sees them (Scheduler::rooms). A gang nothing is
-//   known about (no memory hint, never measured) takes GPUs with nothing on
-//   them, and has them to itself, until it has been measured. Among the GPUs
+//   known about (no memory hint, never measured) is a newcomer. Where memory
+//   limits hold (`memory_limits`: MPS) and it has a prior (sched/prior.h),
+//   it starts at once beside other work, each rank under its prior's peak
+//   plus the margin as its memory limit, and counts as that much (and its
+//   prior's SM activity) on each GPU; what its run measures (measured())
+//   places its later attempts and instances. One that overruns its limit
+//   fails alone and is retried (below). Without limits or a prior it takes
+//   GPUs with nothing on them, and has them to itself, until it has been
+//   measured. Among the GPUs
 //   that fit, the least crowded win, then those with most memory free. Each
 //   rank then counts as a job on its GPU for the policy (occupy), so one-GPU
 //   jobs fill what is left beside it.
@@ -47,7 +54,10 @@ namespace colo {
 
 class GangScheduler final : public ForwardingScheduler {
  public:
-  explicit GangScheduler(std::unique_ptr<Scheduler> policy, int max_retries = 2);
+  // `memory_limits`: the caller enforces each decision's memory limit
+  // (MPS), so a newcomer gang may start beside other work (see above).
+  explicit GangScheduler(std::unique_ptr<Scheduler> policy, int max_retries = 2,
+                         bool memory_limits = false);
 
   void introduce(const std::string& signature, const SignatureFacts& facts) override;
   void enqueue(const SchedJob& job) override;
@@ -82,9 +92,13 @@ class GangScheduler final : public ForwardingScheduler {
     Gang gang;
     std::vector<int> devices;
     int64_t started_ms = 0;
+    std::optional<uint64_t> claim;  // per GPU, as it started; nullopt: GPUs to itself
   };
-  // Its memory per GPU with the margin; nullopt when nothing is known.
+  // Its memory per GPU with the margin (a newcomer's prior's under memory
+  // limits); nullopt when nothing is known.
   std::optional<uint64_t> claim(const Gang& g) const;
+  // Nothing known of its memory but perhaps a prior: no hint, profile or retry's figure.
+  bool newcomer(const Gang& g) const;
   double sm_of(const Gang& g) const;
   // N devices of `rooms` that take `g` now, or nothing.
   std::optional<std::vector<int>> fit(const Gang& g, const std::vector<DeviceRoom>& rooms,
@@ -100,9 +114,11 @@ class GangScheduler final : public ForwardingScheduler {
   void release_reservation();
 
   int max_retries_;
+  bool memory_limits_;
   std::deque<Gang> gangs_;
   std::map<size_t, Running> running_;
   std::map<std::string, JobProfile> profiles_;  // per GPU, by signature
+  std::map<std::string, JobProfile> priors_;    // per GPU, by signature (SignatureFacts::prior)
   std::map<std::string, std::string> labels_;
   std::vector<int> reserved_;
   size_t reserved_for_ = SIZE_MAX;         // the gang the GPUs are kept for

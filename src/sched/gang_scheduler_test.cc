@@ -141,6 +141,50 @@ TEST(GangScheduler, NeverMeasuredGangHasItsGpusToItself) {
   EXPECT_EQ(next.jobs.size(), 4u) << "the gang and the three singles at once";
 }
 
+// Issue 34: under memory limits, a gang never measured with a prior starts
+// at once beside one-GPU jobs, each rank under its prior's claim, and the
+// one-GPU jobs fill the room beside it; an overrun requeues it with twice
+// that, and without limits it still has its GPUs to itself.
+TEST(GangScheduler, ANewcomerGangWithAPriorStartsBesideOneGpuJobsUnderItsLimit) {
+  JobProfile prior;
+  prior.peak_memory_bytes = 10 * kGiB;
+  prior.sm_active_pct = 10;
+  prior.source = "prior: test";
+  JobProfile single;
+  single.peak_memory_bytes = 8 * kGiB;
+  single.sm_active_pct = 10;
+  single.samples_per_s = 100;
+  single.solo_ms = 100'000;
+  for (bool limits : {true, false}) {
+    SCOPED_TRACE(limits ? "memory limits" : "no limits");
+    GangScheduler s(automatic(2), 2, limits);
+    SignatureFacts ddp{"ddp"};
+    ddp.prior = prior;
+    s.introduce("ddp", ddp);
+    s.introduce("single", SignatureFacts{"single", single});
+    SchedJob g = gang(0, 2, std::nullopt);
+    g.sm_active_pct.reset();
+    s.enqueue(g);
+    for (size_t j = 1; j < 5; ++j) s.enqueue({j, "single", std::nullopt});
+    std::vector<Decision> d = s.schedule(0);
+    Placed p = placed(d);
+    EXPECT_THAT(p.gangs[0], ElementsAre(0, 1));
+    if (!limits) {
+      EXPECT_THAT(p.jobs, ElementsAre(0)) << "its GPUs to itself";
+      continue;
+    }
+    EXPECT_EQ(p.jobs.size(), 5u) << "the gang and the four one-GPU jobs at once";
+    EXPECT_EQ(d[0].memory_limit_bytes, static_cast<uint64_t>(12 * kGiB));
+    ASSERT_TRUE(d[0].estimate.has_value());
+    EXPECT_THAT(s.take_notes(),
+                testing::Contains(HasSubstr("ddp: a gang never measured; prior: test; starting it "
+                                            "on gpu0, gpu1, memory limit 12.0 GiB per GPU")));
+    EndVerdict v = s.finished(0, JobEnd::kOutOfMemory, 10);
+    EXPECT_TRUE(v.requeued);
+    EXPECT_THAT(v.note, HasSubstr("requeued with 24.0 GiB per GPU"));
+  }
+}
+
 TEST(GangScheduler, AGangNeedingMoreGpusThanThereAreIsUnplaceable) {
   GangScheduler s(fixed(2, 2));
   s.enqueue(gang(0, 4));

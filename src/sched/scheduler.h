@@ -92,7 +92,8 @@ struct Decision {
   bool operator==(const Decision&) const = default;
 };
 
-enum class JobEnd { kOk, kFailed, kOutOfMemory, kCancelled };
+// kStopped: stopped at the policy's own request (Scheduler::take_stops()).
+enum class JobEnd { kOk, kFailed, kOutOfMemory, kCancelled, kStopped };
 
 struct EndVerdict {
   bool requeued = false;  // the job will be placed again
@@ -122,6 +123,14 @@ class Scheduler {
   // What a placed job's own run measured (its peak memory), reported before
   // finished(): feedback for the estimates of its family.
   virtual void measured(size_t /*job*/, const JobProfile& /*profile*/) {}
+  // A newcomer's (a `probe` decision's) GPU memory so far, as the caller
+  // samples it while the job is measured. The policy may find that jobs it
+  // started cannot fit any more (take_stops()).
+  virtual void observe_memory(size_t /*job*/, uint64_t /*bytes*/, int64_t /*now_ms*/) {}
+  // Running jobs the policy wants stopped now, and why: the caller stops
+  // each at once and reports its end with finished(job, JobEnd::kStopped),
+  // which requeues it (not counted as a failed attempt). Since the last call.
+  virtual std::vector<Unplaceable> take_stops() { return {}; }
   // Removes and returns every queued job (cancellation).
   virtual std::vector<size_t> drain_queued() = 0;
   // Removes one queued job (its cancellation); false when it is not queued.

@@ -41,7 +41,7 @@ std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const
     auto_options.mode = ShareMode::kSpatial;
     auto s = std::make_unique<GangScheduler>(
         std::make_unique<AutoScheduler>(slots, auto_options, options.model),
-        auto_options.max_retries);
+        auto_options.max_retries, auto_options.memory_limits);
     std::set<std::string> families;
     for (const SimJob& j : jobs) {
       SignatureFacts facts;
@@ -238,7 +238,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       if (d.probe) {
         a.measured_at_ms = now + std::min(options.probe_ms,
                                           static_cast<int64_t>(a.startup_ms) + options.measure_ms);
-        timers.insert(a.measured_at_ms);
+        // Its memory grows as it is measured (memory_so_far): the policy sees it at quarters.
+        for (int q = 1; q <= 4; ++q) timers.insert(now + (a.measured_at_ms - now) * q / 4);
       }
       first_start = first_start.value_or(now);
       active.push_back(a);
@@ -320,6 +321,15 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
               [](const Active& x, const Active& y) { return x.job < y.job; });
     event_ms = timed([&] {
       for (const Active& a : active) {
+        if (a.probe && now < a.measured_at_ms) {
+          // A newcomer's memory so far: its peak, reached linearly by its measurement.
+          const double part = static_cast<double>(now - a.started_ms) /
+                              static_cast<double>(std::max<int64_t>(1, a.measured_at_ms - a.started_ms));
+          scheduler->observe_memory(
+              a.job,
+              static_cast<uint64_t>(part * static_cast<double>(*jobs[a.job].truth.peak_memory_bytes)),
+              now);
+        }
         if (a.probe && now >= a.measured_at_ms) {
           JobProfile measured = jobs[a.job].truth;
           measured.source = "probe (simulated)";
@@ -335,8 +345,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
           scheduler->learned(job.signature, measured, now);
         }
         if (!oom) {
-          JobProfile seen;
-          seen.peak_memory_bytes = job.truth.peak_memory_bytes;
+          JobProfile seen;  // summed over its GPUs, as the caller of measured() sees a job
+          seen.peak_memory_bytes = *job.truth.peak_memory_bytes * a.gpus.size();
           seen.source = "measured (simulated)";
           scheduler->measured(a.job, seen);
         }
@@ -354,6 +364,17 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
         }
       }
     });
+    // Jobs the policy stops (a speculative start that cannot fit): they end now, requeued.
+    for (const Unplaceable& stop : scheduler->take_stops()) {
+      auto it = std::find_if(active.begin(), active.end(),
+                             [&](const Active& a) { return a.job == stop.job; });
+      if (it == active.end()) continue;
+      active.erase(it);
+      EndVerdict v = scheduler->finished(stop.job, JobEnd::kStopped, now);
+      ++result.stopped;
+      note(fmt::format("{}: {}", jobs[stop.job].name, v.requeued ? v.note : stop.reason));
+      if (!v.requeued) fail(stop.job, stop.reason);
+    }
     result.scheduler_total_ms += event_ms;
     result.scheduler_max_ms = std::max(result.scheduler_max_ms, event_ms);
     for (Active& a : active) a.probe = a.probe && now < a.measured_at_ms;

@@ -93,6 +93,7 @@ struct PolicyResult {
   int jobs_ok = 0;
   int jobs_failed = 0;
   int retries = 0;                    // out-of-memory ends the policy requeued
+  int stopped = 0;                    // running jobs the policy stopped and requeued (take_stops)
   int64_t events = 0;                 // scheduling events (each: observe, schedule, ends)
   double scheduler_total_ms = 0;      // wall time spent in the scheduler
   double scheduler_max_ms = 0;        // the longest single event

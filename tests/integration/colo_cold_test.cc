@@ -141,6 +141,73 @@ TEST_F(ColoCold, ANewcomerThatOverrunsItsLimitFailsAloneAndIsRetried) {
   EXPECT_THAT(first.output, HasSubstr("the MPS pinned memory limit is"));
 }
 
+// Issue 34: a gang colo has never seen starts at once beside one-GPU jobs
+// nobody has measured either, each rank under its prior's MPS memory limit,
+// instead of holding both GPUs to itself until it is measured.
+TEST_F(ColoCold, ANewcomerGangStartsBesideOneGpuJobs) {
+  const std::string sim = "[\"python3\", \"" COLO_SOURCE_DIR "/bench/sim_train.py\", ";
+  const std::string file = write_file(
+      "gang.toml", "[[job]]\nname = \"ddp\"\ngpus = 2\ncommand = " + sim +
+                       "\"--model\", \"resnet50\", \"--epochs\", \"3\", \"--epoch-samples\", "
+                       "\"20000\"]\n\n[[job]]\nname = \"single\"\nrepeat = 4\ncommand = " +
+                       sim +
+                       "\"--model\", \"resnet26\", \"--epochs\", \"3\", \"--epoch-samples\", "
+                       "\"20000\"]\n");
+  CommandResult r = shell(colo("run " + file +
+                               " --backend sim --sim-devices 2 --gpu-model H100 --mechanism mps "
+                               "--policy auto --plain --sample-period 100ms --db " +
+                               db()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ddp: a gang never measured; prior: "));
+  EXPECT_THAT(r.output, HasSubstr("starting it on gpu0, gpu1, memory limit"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("which it has to itself")));
+  Result<RunSummary> run = last_run();
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  const JobSummary* gang = nullptr;
+  for (const JobSummary& j : run->jobs) {
+    ASSERT_EQ(j.state, JobState::kOk) << j.name << "\n" << r.output;
+    if (j.name == "ddp") gang = &j;
+  }
+  ASSERT_NE(gang, nullptr);
+  ASSERT_TRUE(gang->started_ms && gang->ended_ms);
+  int beside = 0;  // one-GPU jobs that started with the gang
+  for (const JobSummary& j : run->jobs) {
+    if (&j != gang && j.started_ms && std::abs(*j.started_ms - *gang->started_ms) < 1000) ++beside;
+  }
+  EXPECT_GE(beside, 2) << r.output;
+}
+
+// Issue 34: a speculative sibling whose limit its family's newcomer outgrew
+// cannot fit: it is stopped as soon as colo sees the newcomer's memory (long
+// before it would have run out: --overrun-s 60), requeued without counting an
+// attempt, and starts again from the family's measurement; every job ends ok.
+TEST_F(ColoCold, ASpeculativeSiblingThatCannotFitIsStoppedBeforeItOverruns) {
+  const std::string file = write_file(
+      "tables.toml",
+      "[[job]]\nname = \"tables\"\nrepeat = 3\ncommand = [\"python3\", \"" COLO_SOURCE_DIR
+      "/bench/sim_train.py\", \"--model\", \"dlrm\", \"--dataset\", \"criteo\", "
+      "\"--memory-gib\", \"30\", \"--overrun-s\", \"60\", \"--epochs\", \"2\", "
+      "\"--epoch-samples\", \"300000\"]\n");
+  CommandResult r = shell(colo("run " + file +
+                               " --backend sim --gpu-model H100 --mechanism mps --policy auto "
+                               "--plain --sample-period 100ms --db " +
+                               db()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("starting beside its family's newcomer while that is measured"));
+  EXPECT_THAT(r.output, HasSubstr("it cannot fit; stopped to start again from the family's "
+                                  "measurement"));
+  EXPECT_THAT(r.output, HasSubstr("not counted as an attempt"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("CUDA out of memory"))) << "stopped before";
+  Result<RunSummary> run = last_run();
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  int restarted = 0;
+  for (const JobSummary& j : run->jobs) {
+    EXPECT_EQ(j.state, JobState::kOk) << j.name;
+    restarted += j.attempts > 1;
+  }
+  EXPECT_GE(restarted, 1) << r.output;
+}
+
 // Two simulated GPUs and a grid nobody has measured: the first GPU measures
 // the family's first instance, and the second does not wait for it.
 TEST_F(ColoCold, NoGpuWaitsForAMeasurement) {

@@ -1091,6 +1091,39 @@ TEST_F(ColoServe, ASweepSubmittedToTheServiceSpreadsOverBothGpus) {
   EXPECT_EQ(ends, std::vector<std::string>(8, "ok|1")) << service_log();
 }
 
+// Issue 34 under the service, as under `colo run` (ColoCold): a gang never
+// measured starts at once beside one-GPU jobs, each rank under its prior's
+// MPS memory limit, instead of holding both GPUs until it is measured.
+TEST_F(ColoServe, ANewcomerGangStartsBesideOneGpuJobs) {
+  const std::string sim = "[\"python3\", \"" COLO_SOURCE_DIR "/bench/sim_train.py\", ";
+  std::string file = write_file(
+      "gang.toml", "[[job]]\nname = \"ddp\"\ngpus = 2\ncommand = " + sim +
+                       "\"--model\", \"resnet50\", \"--epochs\", \"3\", \"--epoch-samples\", "
+                       "\"20000\"]\n\n[[job]]\nname = \"single\"\nrepeat = 4\ncommand = " +
+                       sim +
+                       "\"--model\", \"resnet26\", \"--epochs\", \"3\", \"--epoch-samples\", "
+                       "\"20000\"]\n");
+  fake_mps_on_path();
+  start_service("--sim-devices 2 --policy auto --mechanism mps --grace 1s");
+  std::vector<int64_t> ids = submit(file);
+  ASSERT_EQ(ids.size(), 5u);
+  std::string wait_args;
+  for (int64_t id : ids) wait_args += " " + std::to_string(id);
+  CommandResult waited = shell(colo("wait" + wait_args));
+  ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
+  EXPECT_NE(service_log().find("ddp: a gang never measured; prior: "), std::string::npos)
+      << service_log();
+  EXPECT_EQ(service_log().find("which it has to itself"), std::string::npos) << service_log();
+  const std::vector<std::string> gang = sql("SELECT started_ms FROM jobs WHERE name = 'ddp'");
+  ASSERT_EQ(gang.size(), 1u) << service_log();
+  const int64_t at = std::stoll(gang[0]);
+  const std::vector<std::string> beside =
+      sql("SELECT name FROM jobs WHERE name != 'ddp' AND abs(started_ms - " + std::to_string(at) +
+          ") < 1000");
+  EXPECT_GE(beside.size(), 2u) << service_log();
+  EXPECT_EQ(sql("SELECT DISTINCT state FROM service_jobs"), std::vector<std::string>{"ok"});
+}
+
 // A real Prometheus (Debian's `prometheus`) scrapes colo serve's /metrics;
 // its query API then has the GPU's dcgm-exporter metric and colo's per-job
 // metric with the job's label (hpc_job), and its own `job` label intact.
