@@ -86,9 +86,14 @@ def jobs(s, hints=True):
     return out
 
 
-def colo_run(s, name, text, extra, db, directory):
+def colo_run(s, name, text, extra, db, directory, file_dir=None):
+    """`colo run` of `text` as FILE_DIR/NAME.toml (default DIRECTORY), from FILE_DIR,
+    its logs under DIRECTORY: one FILE_DIR for two passes gives their jobs one
+    signature (a job's signature holds its working directory)."""
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, name + ".toml")
+    file_dir = file_dir or directory
+    os.makedirs(file_dir, exist_ok=True)
+    path = os.path.join(file_dir, name + ".toml")
     with open(path, "w") as f:
         f.write(text)
     cmd = [s.colo, "run", path, "--db", db, "--logs", os.path.join(directory, "logs"),
@@ -97,7 +102,7 @@ def colo_run(s, name, text, extra, db, directory):
     print("+ " + " ".join(cmd), flush=True)
     t0 = time.time()
     with open(os.path.join(directory, name + ".colo.txt"), "w") as log:
-        code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=directory)
+        code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=file_dir)
     return code, time.time() - t0
 
 
@@ -151,10 +156,10 @@ def main():
                 s, name, text, ["--mechanism", "exclusive"],
                 os.path.join(out, "alone", name + ".db"), os.path.join(out, "alone", name))
 
-    def shared(name, text, extra, db):
+    def shared(name, text, extra, db, file_dir=None):
         apps = AppsSampler(os.path.join(out, name + "-apps.csv"))
         directory = os.path.join(out, name)
-        codes[name], _ = colo_run(s, "all", text, extra, db, directory)
+        codes[name], _ = colo_run(s, "all", text, extra, db, directory, file_dir)
         apps.stop()
         show = subprocess.run([s.colo, "show", "--db", db, "--json"],
                               capture_output=True, text=True)
@@ -170,7 +175,8 @@ def main():
     newcomers = "\n".join(jobs(s, hints=False).values())
     for name in ("cold", "warm"):
         if name in passes:
-            shared(name, newcomers, [], os.path.join(out, "cold", "colo.db"))
+            shared(name, newcomers, [], os.path.join(out, "cold", "colo.db"),
+                   os.path.join(out, "newcomers"))
     with open(os.path.join(out, "exit-codes.json"), "w") as f:
         json.dump(codes, f, indent=1)
     check = subprocess.run([s.python, os.path.join(HERE, "check-gang.py"), out],

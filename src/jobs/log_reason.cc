@@ -10,9 +10,18 @@
 namespace colo {
 namespace {
 
-constexpr std::array<std::string_view, 6> kOomPatterns = {
-    "CUDA out of memory",        "OutOfMemoryError",          "CUBLAS_STATUS_ALLOC_FAILED",
-    "cudaErrorMemoryAllocation", "CUDA error: out of memory", "RESOURCE_EXHAUSTED: Out of memory",
+// The last two: NCCL's own check of a CUDA call (a rank of a gang that ran
+// out of memory under its MPS limit says only "unhandled cuda error" in
+// PyTorch's exception; NCCL prints the CUDA error before it).
+constexpr std::array<std::string_view, 8> kOomPatterns = {
+    "CUDA out of memory",
+    "OutOfMemoryError",
+    "CUBLAS_STATUS_ALLOC_FAILED",
+    "cudaErrorMemoryAllocation",
+    "CUDA error: out of memory",
+    "RESOURCE_EXHAUSTED: Out of memory",
+    "Cuda failure 2 'out of memory'",
+    "Cuda failure 'out of memory'",
 };
 
 // NCCL's own error names and PyTorch's wording around them (ProcessGroupNCCL).

@@ -186,5 +186,18 @@ TEST(LogReason, TorchrunsRootCauseIsSummedUpAndItsBannersAndHintsSkipped) {
   EXPECT_EQ(find_informative_log_line(" \n\r\n").kind, LogLineKind::kNone);
 }
 
+// A rank of a DDP gang that ran out of memory under its MPS limit (an H200,
+// torch 2.11, NCCL 2.28.9): PyTorch's exception says "unhandled cuda error";
+// NCCL's line before it says out of memory.
+TEST(FindOomMessage, NcclsCudaFailureOfARankIsOutOfMemory) {
+  const std::string log =
+      "[rank1]: torch.distributed.DistBackendError: NCCL error in: "
+      "/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3780, unhandled cuda error (run "
+      "with NCCL_DEBUG=INFO for details), NCCL version 2.28.9\n"
+      "[rank1]: Cuda failure 2 'out of memory'\n";
+  EXPECT_EQ(find_oom_message(log), "[rank1]: Cuda failure 2 'out of memory'");
+  EXPECT_FALSE(find_oom_message("[rank1]: NCCL error: unhandled system error\n"));
+}
+
 }  // namespace
 }  // namespace colo

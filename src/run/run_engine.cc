@@ -821,7 +821,7 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& ended, const Gpu
     const EndVerdict verdict = scheduler_->finished(job.key, JobEnd::kStopped, now);
     requeue(job, f.ended_ms, verdict.note.empty() ? why : verdict.note);
     job.uncounted += 1;
-    if (!verdict.requeued) scheduler_->enqueue(queued_as(job));
+    if (!verdict.requeued) scheduler_->enqueue(queued_as(job));  // a policy that does not stop
     return;
   }
   const bool failed = f.exit.state != JobState::kOk;
@@ -925,6 +925,7 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& ended, const Gpu
   EndVerdict verdict = scheduler_->finished(job.key, job_end_of(f.exit.state), now);
   if (verdict.requeued && !stopping_) {
     requeue(job, f.ended_ms, f.exit.reason + ": " + verdict.note);
+    if (!verdict.counted) job.uncounted += 1;
     return;
   }
   // A gang whose rank failed ended whole (its ranks are one process tree,

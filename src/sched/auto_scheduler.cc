@@ -990,25 +990,28 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
     w.alike = {};
     retries_.push_back(w);
     ++queued_;
-    return {true, fmt::format("stopped on gpu{} before it overran its limit {} (a speculative "
-                              "start beside its family's newcomer); requeued to start from the "
-                              "family's measurement, not counted as an attempt",
-                              g.slot.device, format_bytes(r.claim))};
+    return {true,
+            fmt::format("stopped on gpu{} before it overran its limit {} (a speculative "
+                        "start beside its family's newcomer); requeued to start from the "
+                        "family's measurement, not counted as an attempt",
+                        g.slot.device, format_bytes(r.claim)),
+            false};
   }
   if (end != JobEnd::kOutOfMemory) return {};
   Waiting w = r.waiting;
   if (r.speculative) {
-    // Its share was too small: it waits for its family's measurement.
+    // Its share was too small: it waits for its family's measurement. The
+    // bet was the policy's: not counted against the job.
     w.after_measurement = true;
     w.alike = {};
-    w.attempt += 1;
     retries_.push_back(w);
     ++queued_;
     return {true,
             fmt::format("out of GPU memory on gpu{} (a speculative start beside its "
                         "family's newcomer, limit {}); requeued to start from the "
-                        "family's measurement (attempt {} of {})",
-                        g.slot.device, format_bytes(r.claim), w.attempt, options_.max_retries + 1)};
+                        "family's measurement, not counted as an attempt",
+                        g.slot.device, format_bytes(r.claim)),
+            false};
   }
   if (w.attempt > options_.max_retries) {
     return {false, fmt::format("out of GPU memory on each of {} attempts; giving up", w.attempt)};

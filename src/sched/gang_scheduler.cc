@@ -112,8 +112,19 @@ std::pair<std::vector<int>, std::optional<int64_t>> GangScheduler::to_keep(
 
 void GangScheduler::start(Gang& g, const std::vector<int>& devices, int64_t now_ms,
                           std::vector<Decision>& out) {
-  const std::optional<uint64_t> need = claim(g);
+  std::optional<uint64_t> need = claim(g);
   const std::vector<DeviceRoom> rooms = policy().rooms(now_ms);
+  if (need && newcomer(g)) {
+    // As a one-GPU newcomer: at least half of what its emptiest GPU can
+    // spare, so that a prior too small rarely fails it.
+    uint64_t spare = UINT64_MAX;
+    for (int d : devices) {
+      auto room = std::find_if(rooms.begin(), rooms.end(),
+                               [&](const DeviceRoom& r) { return r.device == d; });
+      if (room != rooms.end()) spare = std::min(spare, room->memory_free_bytes);
+    }
+    if (spare != UINT64_MAX) need = std::max(*need, spare / 2);
+  }
   for (size_t rank = 0; rank < devices.size(); ++rank) {
     auto room = std::find_if(rooms.begin(), rooms.end(),
                              [&](const DeviceRoom& r) { return r.device == devices[rank]; });

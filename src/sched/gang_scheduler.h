@@ -7,9 +7,11 @@
 //   margin) as the policy sees them (Scheduler::rooms). A gang nothing is
 //   known about (no memory hint, never measured) is a newcomer. Where memory
 //   limits hold (`memory_limits`: MPS) and it has a prior (sched/prior.h),
-//   it starts at once beside other work, each rank under its prior's peak
-//   plus the margin as its memory limit, and counts as that much (and its
-//   prior's SM activity) on each GPU; what its run measures (measured())
+//   it starts at once beside other work where its prior's peak plus the
+//   margin fits, each rank under a memory limit of that or half of what its
+//   emptiest GPU can spare, whichever is more (a prior may be far too small),
+//   and counts as that much (and its prior's SM activity) on each GPU; what
+//   its run measures (measured())
 //   places its later attempts and instances. One that overruns its limit
 //   fails alone and is retried (below). Without limits or a prior it takes
 //   GPUs with nothing on them, and has them to itself, until it has been

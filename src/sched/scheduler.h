@@ -98,6 +98,9 @@ enum class JobEnd { kOk, kFailed, kOutOfMemory, kCancelled, kStopped };
 struct EndVerdict {
   bool requeued = false;  // the job will be placed again
   std::string note;       // why, for the user ("retrying alone (attempt 2 of 3)")
+  // The attempt counts against the job's attempts: false when the policy's
+  // own bet failed (a speculative start), not the job.
+  bool counted = true;
 };
 
 class Scheduler {
