@@ -23,6 +23,7 @@
 #
 # COLO=path/to/colo (default build-release/colo); BACKEND=sim runs it without
 # a GPU (bench/sim_train.py, the fake MPS control program; nothing measured);
+# COLO_SERVE_ARGS adds flags to every `colo serve` ("--gpus 0");
 # SPAN=seconds, SEED (11), SCALE (samples per epoch, 1.0), EPOCHS (2), PASSES
 # (a comma-separated subset). Leaves in RESULTS_DIR: summary.txt (the table and
 # the criteria: cold mean JCT <= 0.5x and makespan <= 0.8x of FCFS, warm mean

@@ -41,6 +41,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import statistics
@@ -123,8 +124,9 @@ class Service:
         self.logs = os.path.join(self.dir, "logs")
         self.output = os.path.join(self.dir, "serve.log")
         self.db = os.path.join(out_dir, db)
+        # COLO_SERVE_ARGS: more `colo serve` flags for every service ("--gpus 0").
         cmd = [colo, "serve", "--backend", backend, "--db", self.db, "--socket", self.socket,
-               "--logs", self.logs] + args
+               "--logs", self.logs] + args + shlex.split(os.environ.get("COLO_SERVE_ARGS", ""))
         log("$ " + " ".join(cmd))
         self.out = open(self.output, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT,
