@@ -65,7 +65,9 @@ double GangScheduler::sm_of(const Gang& g) const {
   if (g.job.sm_active_pct) return *g.job.sm_active_pct;
   auto p = profiles_.find(g.job.signature);
   if (p != profiles_.end() && p->second.sm_active_pct) return *p->second.sm_active_pct;
-  if (auto prior = priors_.find(g.job.signature); prior != priors_.end() && newcomer(g))
+  // Its prior's, when nothing measured it (a gang never runs alone beside
+  // others, so the store may know its memory but not its SM activity).
+  if (auto prior = priors_.find(g.job.signature); prior != priors_.end())
     return *prior->second.sm_active_pct;
   return 100.0;  // unknown: as busy as a GPU gets
 }

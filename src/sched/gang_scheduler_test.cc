@@ -189,6 +189,36 @@ TEST(GangScheduler, ANewcomerGangWithAPriorStartsBesideOneGpuJobsUnderItsLimit) 
   }
 }
 
+// The store knows a gang's memory from an earlier run but not its SM
+// activity (it never ran alone): it takes its prior's, not "as busy as a GPU
+// gets", or the warm run on an H200 x2 kept four one-GPU jobs behind it.
+TEST(GangScheduler, AGangKnownByItsMemoryAloneTakesItsPriorsSmActivity) {
+  JobProfile memory_only;
+  memory_only.peak_memory_bytes = 2 * kGiB;
+  memory_only.source = "store";
+  JobProfile prior;
+  prior.peak_memory_bytes = 10 * kGiB;
+  prior.sm_active_pct = 10;
+  prior.source = "prior: test";
+  JobProfile single;
+  single.peak_memory_bytes = 1 * kGiB;
+  single.sm_active_pct = 30;
+  single.samples_per_s = 100;
+  single.solo_ms = 100'000;
+  GangScheduler s(automatic(2), 2, true);
+  SignatureFacts ddp{"ddp", memory_only};
+  ddp.prior = prior;
+  s.introduce("ddp", ddp);
+  s.introduce("single", SignatureFacts{"single", single});
+  SchedJob g = gang(0, 2, std::nullopt);
+  g.sm_active_pct.reset();
+  s.enqueue(g);
+  for (size_t j = 1; j < 5; ++j) s.enqueue({j, "single", std::nullopt});
+  Placed p = placed(s.schedule(0));
+  EXPECT_THAT(p.gangs[0], ElementsAre(0, 1));
+  EXPECT_EQ(p.jobs.size(), 5u) << "the four one-GPU jobs start beside it";
+}
+
 TEST(GangScheduler, AGangNeedingMoreGpusThanThereAreIsUnplaceable) {
   GangScheduler s(fixed(2, 2));
   s.enqueue(gang(0, 4));
