@@ -123,6 +123,45 @@ TEST(Simulator, AGridIsMeasuredOnceThenPackedNearMpsAll) {
   EXPECT_LE(static_cast<double>(autod.makespan_ms), 1.2 * static_cast<double>(mps_all.makespan_ms));
 }
 
+// Issue 34: eight jobs of one kind nobody has measured, each a quarter of
+// the GPU: the siblings start beside the newcomer under small shares; as its
+// memory grows past their limits (the simulator reports it as it grows),
+// they are stopped and start again from its measurement; none fails, no
+// attempt is counted against them.
+TEST(Simulator, SpeculativeSiblingsTheNewcomerOutgrowsAreStoppedAndEndOk) {
+  std::vector<SimJob> jobs;
+  for (int i = 0; i < 8; ++i) {
+    jobs.push_back(job("tables" + std::to_string(i), "tables", 36, 10, 60'000, false));
+    jobs.back().truth.startup_ms = 10'000;
+  }
+  PolicyResult r = run(jobs, "auto", h200());
+  EXPECT_EQ(r.jobs_ok, 8);
+  EXPECT_EQ(r.jobs_failed, 0);
+  EXPECT_EQ(r.stopped, 7) << ::testing::PrintToString(r.notes);
+  EXPECT_EQ(r.retries, 0) << "stopped before they overran";
+  EXPECT_THAT(r.notes, ::testing::Contains(HasSubstr("not counted as an attempt")));
+}
+
+// Issue 34: a gang nobody has measured starts at once beside one-GPU jobs
+// under the auto policy (its prior's claim contains it), instead of having
+// its GPUs to itself until it is measured.
+TEST(Simulator, ANewcomerGangStartsBesideOneGpuJobs) {
+  std::vector<SimJob> jobs;
+  jobs.push_back(job("ddp", "ddp", 6, 30, 60'000, false));
+  jobs.back().gpus = 2;
+  for (int i = 0; i < 4; ++i)
+    jobs.push_back(job("single" + std::to_string(i), "single", 2, 20, 30'000, false));
+  for (SimJob& j : jobs) {
+    j.prior.peak_memory_bytes = 10 * kGiB;
+    j.prior.sm_active_pct = 30;
+    j.prior.source = "prior: test";
+  }
+  PolicyResult r = run(jobs, "auto", h200(2));
+  EXPECT_EQ(r.jobs_ok, 5);
+  EXPECT_THAT(r.notes, ::testing::Contains(HasSubstr("ddp: a gang never measured; prior: test")));
+  EXPECT_LE(r.makespan_ms, 61'000) << "the one-GPU jobs ran beside the gang";
+}
+
 // Two at a time: one sibling starts beside the first newcomer while it is
 // measured; the rest wait for it, and batch_size (presumed to matter) needs
 // a second measured value, the farthest.
