@@ -697,7 +697,7 @@ TEST(AutoSchedulerColdStart, AnOverrunFailsTheNewcomerAloneWhichIsRetriedWithWha
 // sibling cannot fit: the policy asks for it to be stopped, and it waits for
 // the measurement, not counted as an attempt. One started later gets at least
 // what the newcomer holds.
-TEST(AutoSchedulerColdStart, ASiblingWhoseLimitTheNewcomerOutgrewIsStoppedAndWaitsForTheMeasurement) {
+TEST(AutoSchedulerColdStart, ASiblingTheNewcomerOutgrewIsStoppedAndWaitsForTheMeasurement) {
   AutoScheduler s = make(1);
   s.set_label("a", "cait");
   s.set_prior("a", prior(4, 30));

@@ -21,8 +21,7 @@ std::string gpu_list(const std::vector<int>& devices) {
 
 }  // namespace
 
-GangScheduler::GangScheduler(std::unique_ptr<Scheduler> policy, int max_retries,
-                             bool memory_limits)
+GangScheduler::GangScheduler(std::unique_ptr<Scheduler> policy, int max_retries, bool memory_limits)
     : ForwardingScheduler(std::move(policy)),
       max_retries_(max_retries),
       memory_limits_(memory_limits) {}

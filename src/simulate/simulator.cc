@@ -323,11 +323,13 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       for (const Active& a : active) {
         if (a.probe && now < a.measured_at_ms) {
           // A newcomer's memory so far: its peak, reached linearly by its measurement.
-          const double part = static_cast<double>(now - a.started_ms) /
-                              static_cast<double>(std::max<int64_t>(1, a.measured_at_ms - a.started_ms));
+          const double part =
+              static_cast<double>(now - a.started_ms) /
+              static_cast<double>(std::max<int64_t>(1, a.measured_at_ms - a.started_ms));
           scheduler->observe_memory(
               a.job,
-              static_cast<uint64_t>(part * static_cast<double>(*jobs[a.job].truth.peak_memory_bytes)),
+              static_cast<uint64_t>(part *
+                                    static_cast<double>(*jobs[a.job].truth.peak_memory_bytes)),
               now);
         }
         if (a.probe && now >= a.measured_at_ms) {
