@@ -45,8 +45,13 @@ void AutoScheduler::set_prior(const std::string& signature, const JobProfile& pr
 
 JobProfile AutoScheduler::prior_of(const std::string& signature) const {
   auto it = priors_.find(signature);
-  if (it != priors_.end() && it->second.admissible()) return it->second;
-  return PriorModel({}, largest_memory()).prior({});
+  JobProfile prior = it != priors_.end() && it->second.admissible()
+                         ? it->second
+                         : PriorModel({}, largest_memory()).prior({});
+  // What is known of the job itself (a gpu_memory hint without an SM
+  // activity one) wins field by field.
+  const JobProfile* own = profile(signature);
+  return own != nullptr ? merge_profiles(*own, prior) : prior;
 }
 
 void AutoScheduler::set_profile(const std::string& signature, const JobProfile& profile) {
@@ -321,16 +326,15 @@ void AutoScheduler::uncount(const Waiting& w) {
 bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key, int64_t now_ms,
                                       std::vector<Decision>& out) {
   const uint64_t waiting = std::max<size_t>(1, queued_with_key(key));
-  // At least what its family's newcomer holds already (with the margin): a
-  // smaller limit is sure to fail. (Not its prior's peak: on a fresh store
+  // At least its memory hint, and what its family's newcomer holds already
+  // (with the margin): a smaller limit is sure to fail. (Not its prior's peak: on a fresh store
   // that is a quarter of the GPU, and a cold sweep of small jobs would start
   // one or two at a time.)
-  uint64_t seen = 0;
-  for (const auto& [job, r] : running_) {
-    if (r.probe && r.memory_seen > seen && probe_key(r.waiting.signature) == key)
-      seen = r.memory_seen;
-  }
-  const uint64_t least = std::max(options_.speculative_floor_bytes, claim_for(seen));
+  auto probing = probing_.find(key);
+  const uint64_t seen = probing != probing_.end() ? probing->second.memory_seen : 0;
+  uint64_t least = std::max(options_.speculative_floor_bytes, claim_for(seen));
+  if (const JobProfile* own = profile(w.signature); own != nullptr && own->peak_memory_bytes)
+    least = std::max(least, claim_for(*own->peak_memory_bytes));  // its hint
   Gpu* best = nullptr;
   uint64_t best_share = 0;
   for (Gpu& g : gpus_) {
@@ -437,7 +441,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
     failed_alike_.insert(w.alike.hash);
     return false;
   }
-  ++probing_[key];
+  ++probing_[key].newcomers;
   ++best->scouts[key];
   // Under MPS it may take what the GPU can spare, which its limit contains:
   // half of it when others wait, so that they start up beside it.
@@ -960,7 +964,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
         s != g.scouts.end() && --s->second <= 0)
       g.scouts.erase(s);
     if (auto key = probing_.find(probe_key(r.waiting.signature));
-        key != probing_.end() && --key->second <= 0)
+        key != probing_.end() && --key->second.newcomers <= 0)
       probing_.erase(key);
   }
   if (g.check && g.check->newcomer == job) g.check.reset();
@@ -1056,14 +1060,16 @@ void AutoScheduler::observe_rate(size_t job, double samples_per_s, int64_t now_m
 
 void AutoScheduler::observe_memory(size_t job, uint64_t bytes, int64_t /*now_ms*/) {
   auto it = running_.find(job);
-  if (it == running_.end() || !it->second.probe || bytes <= it->second.memory_seen) return;
-  Running& newcomer = it->second;
-  newcomer.memory_seen = bytes;
+  if (it == running_.end() || !it->second.probe) return;
+  const Running& newcomer = it->second;
+  const std::string key = probe_key(newcomer.waiting.signature);
+  auto probing = probing_.find(key);
+  if (probing == probing_.end() || bytes <= probing->second.memory_seen) return;
+  probing->second.memory_seen = bytes;
   if (!options_.memory_limits) return;  // no limit that a sibling is sure to overrun
   // Its family's speculative starts hold no more than their limits, and
   // each needs at least what this one holds already: those whose limit is
   // smaller cannot fit.
-  const std::string key = probe_key(newcomer.waiting.signature);
   for (auto& [other, r] : running_) {
     if (!r.speculative || r.doomed || r.claim >= bytes || probe_key(r.waiting.signature) != key)
       continue;
@@ -1094,7 +1100,8 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
     g.measuring = std::max(0, g.measuring - 1);
     if (auto s = g.scouts.find(probe_key(signature)); s != g.scouts.end() && --s->second <= 0)
       g.scouts.erase(s);
-    if (auto key = probing_.find(probe_key(signature)); key != probing_.end() && --key->second <= 0)
+    if (auto key = probing_.find(probe_key(signature));
+        key != probing_.end() && --key->second.newcomers <= 0)
       probing_.erase(key);
     const SoloLoad load{merged.sm_active_pct.value_or(100.0), merged.gpu_busy_pct()};
     g.sm_sum = std::max(0.0, g.sm_sum - r.load.sm_active_pct + load.sm_active_pct);

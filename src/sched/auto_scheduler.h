@@ -236,7 +236,6 @@ class AutoScheduler final : public Scheduler {
     // A speculative start whose limit its family's newcomer outgrew: asked
     // to stop (take_stops()).
     bool doomed = false;
-    uint64_t memory_seen = 0;  // a newcomer's: the most observe_memory() gave
   };
   struct Gpu {
     GpuSlot slot;
@@ -295,6 +294,8 @@ class AutoScheduler final : public Scheduler {
   double predicted_rate(const Gpu& gpu) const;
   // Cold start (see the class comment): `w` has no usable profile.
   bool place_newcomer(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
+  // Its prior (set_prior(), else the default), with what is known of the job
+  // itself (a hint's memory or SM activity) over it.
   JobProfile prior_of(const std::string& signature) const;
   // A sibling of a newcomer being measured starts beside it (see the class comment).
   bool place_speculative(const Waiting& w, const std::string& key, int64_t now_ms,
@@ -386,9 +387,13 @@ class AutoScheduler final : public Scheduler {
   int64_t longest_queued_startup() const;
   std::deque<Waiting> retries_;  // placed before the classes
   std::map<std::string, JobProfile> priors_;
-  std::map<std::string, int> probing_;                     // probe_key() -> newcomers measured
-  std::unordered_map<std::string, FamilyMember> members_;  // by signature
-  std::map<std::string, Family> families_;                 // by family
+  struct Probing {
+    int newcomers = 0;         // being measured
+    uint64_t memory_seen = 0;  // the most any of them held (observe_memory())
+  };
+  std::map<std::string, Probing> probing_;                        // by probe_key()
+  std::unordered_map<std::string, FamilyMember> members_;         // by signature
+  std::map<std::string, Family> families_;                        // by family
   mutable std::unordered_map<std::string, Estimated> estimates_;  // by signature
   // By family: what probe_target() found, while knowledge_ and
   // heads_changes_ stay what they were when it was last emptied (it reads

@@ -735,6 +735,29 @@ TEST(AutoSchedulerColdStart, ASiblingTheNewcomerOutgrewIsStoppedAndWaitsForTheMe
   EXPECT_FALSE(again[0].record) << "placed by the measurement";
 }
 
+// A gpu_memory hint without an SM activity one leaves a job a newcomer; its
+// hint, not its prior (a quarter of the GPU), is what it claims, and no
+// sibling starts under a limit below it (on a simulated H200 under the
+// service, a third 60 GiB job started beside two and ran out of memory).
+TEST(AutoSchedulerColdStart, ANewcomersMemoryHintOutweighsItsPrior) {
+  for (bool limits : {true, false}) {
+    SCOPED_TRACE(limits ? "MPS" : "naive");
+    AutoOptions options;
+    options.memory_limits = limits;
+    AutoScheduler s = make(1, 140, options);
+    s.set_label("big", "big");
+    JobProfile hint;
+    hint.peak_memory_bytes = 60 * kGiB;
+    hint.source = "hint: jobs.toml:1";
+    s.set_profile("big", hint);
+    enqueue(s, "big", 3);
+    std::vector<Decision> d = s.schedule(0);
+    ASSERT_EQ(d.size(), 1u) << "a second would need 72.5 GiB beside its 72.5";
+    EXPECT_TRUE(d[0].probe);
+    if (limits) EXPECT_GE(*d[0].memory_limit_bytes, 60 * kGiB);
+  }
+}
+
 TEST(AutoSchedulerColdStart, ASpeculativeStartGetsAtLeastWhatTheNewcomerHoldsSoFar) {
   AutoScheduler s = make(1);
   s.set_label("a", "cait");

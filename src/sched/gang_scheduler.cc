@@ -115,22 +115,29 @@ void GangScheduler::start(Gang& g, const std::vector<int>& devices, int64_t now_
                           std::vector<Decision>& out) {
   std::optional<uint64_t> need = claim(g);
   const std::vector<DeviceRoom> rooms = policy().rooms(now_ms);
-  if (need && newcomer(g)) {
+  std::vector<const DeviceRoom*> mine;  // the rooms of `devices`, in their order
+  for (int d : devices) {
+    auto room = std::find_if(rooms.begin(), rooms.end(),
+                             [&](const DeviceRoom& r) { return r.device == d; });
+    mine.push_back(room != rooms.end() ? &*room : nullptr);
+  }
+  const bool contained_newcomer = need && newcomer(g);
+  int beside = 0;  // jobs already on its GPUs
+  if (contained_newcomer) {
     // As a one-GPU newcomer: at least half of what its emptiest GPU can
     // spare, so that a prior too small rarely fails it.
     uint64_t spare = UINT64_MAX;
-    for (int d : devices) {
-      auto room = std::find_if(rooms.begin(), rooms.end(),
-                               [&](const DeviceRoom& r) { return r.device == d; });
-      if (room != rooms.end()) spare = std::min(spare, room->memory_free_bytes);
+    for (const DeviceRoom* r : mine) {
+      if (r == nullptr) continue;
+      spare = std::min(spare, r->memory_free_bytes);
+      beside += r->jobs;
     }
     if (spare != UINT64_MAX) need = std::max(*need, spare / 2);
   }
   for (size_t rank = 0; rank < devices.size(); ++rank) {
-    auto room = std::find_if(rooms.begin(), rooms.end(),
-                             [&](const DeviceRoom& r) { return r.device == devices[rank]; });
     policy().occupy(rank_key(g.job.job, rank), devices[rank],
-                    need.value_or(room != rooms.end() ? room->memory_free_bytes : 0), sm_of(g));
+                    need.value_or(mine[rank] != nullptr ? mine[rank]->memory_free_bytes : 0),
+                    sm_of(g));
   }
   Decision decision{g.job.job, devices.front()};
   decision.memory_limit_bytes = need;
@@ -140,15 +147,9 @@ void GangScheduler::start(Gang& g, const std::vector<int>& devices, int64_t now_
         fmt::format("{}: a gang never measured; starting it on idle {}, "
                     "which it has to itself until it is measured",
                     labels_[g.job.signature], gpu_list(devices)));
-  } else if (newcomer(g)) {
+  } else if (contained_newcomer) {
     const JobProfile& prior = priors_.at(g.job.signature);
     decision.estimate = prior;
-    int beside = 0;
-    for (int d : devices) {
-      auto room = std::find_if(rooms.begin(), rooms.end(),
-                               [&](const DeviceRoom& r) { return r.device == d; });
-      if (room != rooms.end()) beside += room->jobs;
-    }
     notes_.push_back(fmt::format(
         "{}: a gang never measured; {}; starting it on {}{}, memory limit {} per GPU, measured "
         "there (one-GPU jobs start beside it)",

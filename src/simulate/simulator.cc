@@ -238,7 +238,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       if (d.probe) {
         a.measured_at_ms = now + std::min(options.probe_ms,
                                           static_cast<int64_t>(a.startup_ms) + options.measure_ms);
-        // Its memory grows as it is measured (memory_so_far): the policy sees it at quarters.
+        // Its memory grows as it is measured (observe_memory() below): the
+        // policy sees it at each quarter of its measurement.
         for (int q = 1; q <= 4; ++q) timers.insert(now + (a.measured_at_ms - now) * q / 4);
       }
       first_start = first_start.value_or(now);
