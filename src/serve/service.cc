@@ -1139,6 +1139,22 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
           return j.state == "running" && std::find(on.begin(), on.end(), g.index) != on.end();
         }));
   }
+  // Else: a service that starts nothing says so; a gang waits for its GPUs
+  // at once; another job for room on one.
+  std::string busy;
+  for (const GpuView& g : s.gpus)
+    busy += fmt::format("{}gpu{} runs {}", busy.empty() ? "" : ", ", g.index, g.jobs_running);
+  for (QueueJob& j : s.jobs) {
+    if (j.state != "queued" || !j.reason.empty()) continue;
+    if (info_.state != "running") {
+      j.reason = fmt::format("{}: the service starts no job", info_.state);
+      continue;
+    }
+    auto it = tracked_.find(j.id);
+    const int gpus = it != tracked_.end() ? engine_.view(it->second.key).gpus : 1;
+    j.reason = gpus > 1 ? fmt::format("gang: needs {} GPUs at once ({})", gpus, busy)
+                        : fmt::format("room: no GPU has room for it now ({})", busy);
+  }
   if (samples) s.samples = recent_samples();
   // A GPU's processes are its running jobs': jobs-table row -> service job.
   std::map<int64_t, int64_t> service_id_of;

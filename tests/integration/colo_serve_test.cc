@@ -1091,6 +1091,30 @@ TEST_F(ColoServe, ASweepSubmittedToTheServiceSpreadsOverBothGpus) {
   EXPECT_EQ(ends, std::vector<std::string>(8, "ok|1")) << service_log();
 }
 
+// Issue 32: a queued job that no quota or fair share holds still says why
+// it waits: a one-GPU job for room on a GPU, a gang for its GPUs at once.
+TEST_F(ColoServe, AQueuedJobSaysItWaitsForRoomAndAGangForItsGpus) {
+  start_service("--sim-devices 2 --mechanism naive --max-per-gpu 1 --grace 1s");
+  std::vector<int64_t> ids = submit(write_file("long.toml", job("long", 60, 0.5, 2)));
+  ASSERT_EQ(ids.size(), 2u);
+  ASSERT_TRUE(eventually(
+      [&] {
+        json q = queue();
+        return q.is_object() && q["gpus"].size() == 2 && q["gpus"][0]["jobs_running"] == 1 &&
+               q["gpus"][1]["jobs_running"] == 1;
+      },
+      20'000))
+      << service_log();
+  for (int64_t id : submit(write_file("more.toml", job("more", 1, 0.1)))) ids.push_back(id);
+  EXPECT_EQ(queued_reason("room:"), "room: no GPU has room for it now (gpu0 runs 1, gpu1 runs 1)")
+      << service_log();
+  for (int64_t id : submit(write_file("gang.toml", job("ddp", 1, 0.1) + "gpus = 2\n")))
+    ids.push_back(id);
+  EXPECT_EQ(queued_reason("gang:"), "gang: needs 2 GPUs at once (gpu0 runs 1, gpu1 runs 1)")
+      << service_log();
+  for (int64_t id : ids) shell(colo("cancel " + std::to_string(id)));
+}
+
 // Issue 34 under the service, as under `colo run` (ColoCold): a gang never
 // measured starts at once beside one-GPU jobs, each rank under its prior's
 // MPS memory limit, instead of holding both GPUs until it is measured.
