@@ -987,36 +987,26 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
     }
   }
 
-  if (end == JobEnd::kStopped && r.doomed) {
-    // Stopped before it overran (observe_memory()): not an attempt.
+  // A speculative start stopped before it overran (observe_memory()), or one
+  // that overran its share: it waits for its family's measurement. The bet
+  // was the policy's: not counted against the job.
+  const bool stopped = end == JobEnd::kStopped && r.doomed;
+  if (stopped || (end == JobEnd::kOutOfMemory && r.speculative)) {
     Waiting w = r.waiting;
     w.after_measurement = true;
     w.alike = {};
     retries_.push_back(w);
     ++queued_;
     return {true,
-            fmt::format("stopped on gpu{} before it overran its limit {} (a speculative "
-                        "start beside its family's newcomer); requeued to start from the "
-                        "family's measurement, not counted as an attempt",
-                        g.slot.device, format_bytes(r.claim)),
+            fmt::format("{} on gpu{} (a speculative start beside its family's newcomer, limit "
+                        "{}); requeued to start from the family's measurement, not counted as "
+                        "an attempt",
+                        stopped ? "stopped before it overran" : "out of GPU memory", g.slot.device,
+                        format_bytes(r.claim)),
             false};
   }
   if (end != JobEnd::kOutOfMemory) return {};
   Waiting w = r.waiting;
-  if (r.speculative) {
-    // Its share was too small: it waits for its family's measurement. The
-    // bet was the policy's: not counted against the job.
-    w.after_measurement = true;
-    w.alike = {};
-    retries_.push_back(w);
-    ++queued_;
-    return {true,
-            fmt::format("out of GPU memory on gpu{} (a speculative start beside its "
-                        "family's newcomer, limit {}); requeued to start from the "
-                        "family's measurement, not counted as an attempt",
-                        g.slot.device, format_bytes(r.claim)),
-            false};
-  }
   if (w.attempt > options_.max_retries) {
     return {false, fmt::format("out of GPU memory on each of {} attempts; giving up", w.attempt)};
   }

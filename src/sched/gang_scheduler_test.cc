@@ -47,6 +47,30 @@ Placed placed(const std::vector<Decision>& decisions) {
   return p;
 }
 
+// Issue 34's case: a gang `ddp` whose prior is 10 GiB and 10% SM per GPU
+// (and `known`, when the store has something), then four one-GPU jobs of
+// `single_gib` and 10% SM, measured alone. Enqueues the gang (job 0) and the
+// four (jobs 1-4).
+void gang_beside_singles(GangScheduler& s, std::optional<JobProfile> known, double single_gib) {
+  JobProfile prior;
+  prior.peak_memory_bytes = 10 * kGiB;
+  prior.sm_active_pct = 10;
+  prior.source = "prior: test";
+  JobProfile single;
+  single.peak_memory_bytes = static_cast<uint64_t>(single_gib * static_cast<double>(kGiB));
+  single.sm_active_pct = 10;
+  single.samples_per_s = 100;
+  single.solo_ms = 100'000;
+  SignatureFacts ddp{"ddp", std::move(known)};
+  ddp.prior = prior;
+  s.introduce("ddp", ddp);
+  s.introduce("single", SignatureFacts{"single", single});
+  SchedJob g = gang(0, 2, std::nullopt);
+  g.sm_active_pct.reset();
+  s.enqueue(g);
+  for (size_t j = 1; j < 5; ++j) s.enqueue({j, "single", std::nullopt});
+}
+
 TEST(GangScheduler, AGangStartsOnAllItsGpusBesideOneGpuJobsAndNeverOnFewer) {
   GangScheduler s(fixed(2, 2));
   s.enqueue({0, "single", std::nullopt});
@@ -147,26 +171,10 @@ TEST(GangScheduler, NeverMeasuredGangHasItsGpusToItself) {
 // one-GPU jobs fill the room beside it; an overrun requeues it with twice
 // that, and without limits it still has its GPUs to itself.
 TEST(GangScheduler, ANewcomerGangWithAPriorStartsBesideOneGpuJobsUnderItsLimit) {
-  JobProfile prior;
-  prior.peak_memory_bytes = 10 * kGiB;
-  prior.sm_active_pct = 10;
-  prior.source = "prior: test";
-  JobProfile single;
-  single.peak_memory_bytes = 8 * kGiB;
-  single.sm_active_pct = 10;
-  single.samples_per_s = 100;
-  single.solo_ms = 100'000;
   for (bool limits : {true, false}) {
     SCOPED_TRACE(limits ? "memory limits" : "no limits");
     GangScheduler s(automatic(2), 2, limits);
-    SignatureFacts ddp{"ddp"};
-    ddp.prior = prior;
-    s.introduce("ddp", ddp);
-    s.introduce("single", SignatureFacts{"single", single});
-    SchedJob g = gang(0, 2, std::nullopt);
-    g.sm_active_pct.reset();
-    s.enqueue(g);
-    for (size_t j = 1; j < 5; ++j) s.enqueue({j, "single", std::nullopt});
+    gang_beside_singles(s, std::nullopt, 8);
     const uint64_t half = s.rooms(0)[0].memory_free_bytes / 2;
     std::vector<Decision> d = s.schedule(0);
     Placed p = placed(d);
@@ -196,24 +204,8 @@ TEST(GangScheduler, AGangKnownByItsMemoryAloneTakesItsPriorsSmActivity) {
   JobProfile memory_only;
   memory_only.peak_memory_bytes = 2 * kGiB;
   memory_only.source = "store";
-  JobProfile prior;
-  prior.peak_memory_bytes = 10 * kGiB;
-  prior.sm_active_pct = 10;
-  prior.source = "prior: test";
-  JobProfile single;
-  single.peak_memory_bytes = 1 * kGiB;
-  single.sm_active_pct = 30;
-  single.samples_per_s = 100;
-  single.solo_ms = 100'000;
   GangScheduler s(automatic(2), 2, true);
-  SignatureFacts ddp{"ddp", memory_only};
-  ddp.prior = prior;
-  s.introduce("ddp", ddp);
-  s.introduce("single", SignatureFacts{"single", single});
-  SchedJob g = gang(0, 2, std::nullopt);
-  g.sm_active_pct.reset();
-  s.enqueue(g);
-  for (size_t j = 1; j < 5; ++j) s.enqueue({j, "single", std::nullopt});
+  gang_beside_singles(s, memory_only, 1);
   Placed p = placed(s.schedule(0));
   EXPECT_THAT(p.gangs[0], ElementsAre(0, 1));
   EXPECT_EQ(p.jobs.size(), 5u) << "the four one-GPU jobs start beside it";

@@ -40,6 +40,15 @@ class ColoCold : public ColoTestDir {
            std::string(COLO_BINARY) + " " + args;
   }
 
+  // `colo run FILE` on a simulated H100 under the auto policy over MPS,
+  // sampling every 100 ms, with ARGS.
+  CommandResult run_auto(const std::string& file, const std::string& args = "") const {
+    return shell(colo("run " + file +
+                      " --backend sim --gpu-model H100 --mechanism mps --policy auto --plain "
+                      "--sample-period 100ms --db " +
+                      db() + " " + args));
+  }
+
   Result<RunSummary> last_run() const {
     auto store = RunStore::open(db());
     if (!store.ok()) return store.error();
@@ -116,10 +125,7 @@ TEST_F(ColoCold, ANewcomerThatOverrunsItsLimitFailsAloneAndIsRetried) {
                                      sim +
                                      "\"--memory-gib\", \"36\", \"--epochs\", \"2\", "
                                      "\"--epoch-samples\", \"300000\"]\n");
-  CommandResult r = shell(colo("run " + file +
-                               " --backend sim --gpu-model H100 --mechanism mps --policy auto "
-                               "--plain --sample-period 100ms --db " +
-                               db()));
+  CommandResult r = run_auto(file);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("newcomer: never measured"));
   EXPECT_THAT(r.output, HasSubstr("starting it on gpu0 beside 1 running job, memory limit"));
@@ -145,18 +151,8 @@ TEST_F(ColoCold, ANewcomerThatOverrunsItsLimitFailsAloneAndIsRetried) {
 // nobody has measured either, each rank under its prior's MPS memory limit,
 // instead of holding both GPUs to itself until it is measured.
 TEST_F(ColoCold, ANewcomerGangStartsBesideOneGpuJobs) {
-  const std::string sim = "[\"python3\", \"" COLO_SOURCE_DIR "/bench/sim_train.py\", ";
-  const std::string file = write_file(
-      "gang.toml", "[[job]]\nname = \"ddp\"\ngpus = 2\ncommand = " + sim +
-                       "\"--model\", \"resnet50\", \"--epochs\", \"3\", \"--epoch-samples\", "
-                       "\"20000\"]\n\n[[job]]\nname = \"single\"\nrepeat = 4\ncommand = " +
-                       sim +
-                       "\"--model\", \"resnet26\", \"--epochs\", \"3\", \"--epoch-samples\", "
-                       "\"20000\"]\n");
-  CommandResult r = shell(colo("run " + file +
-                               " --backend sim --sim-devices 2 --gpu-model H100 --mechanism mps "
-                               "--policy auto --plain --sample-period 100ms --db " +
-                               db()));
+  CommandResult r =
+      run_auto(write_file("gang.toml", cold_gang_beside_singles()), "--sim-devices 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("ddp: a gang never measured; prior: "));
   EXPECT_THAT(r.output, HasSubstr("starting it on gpu0, gpu1, memory limit"));
@@ -188,10 +184,7 @@ TEST_F(ColoCold, ASpeculativeSiblingThatCannotFitIsStoppedBeforeItOverruns) {
       "/bench/sim_train.py\", \"--model\", \"dlrm\", \"--dataset\", \"criteo\", "
       "\"--memory-gib\", \"30\", \"--overrun-s\", \"60\", \"--epochs\", \"2\", "
       "\"--epoch-samples\", \"300000\"]\n");
-  CommandResult r = shell(colo("run " + file +
-                               " --backend sim --gpu-model H100 --mechanism mps --policy auto "
-                               "--plain --sample-period 100ms --db " +
-                               db()));
+  CommandResult r = run_auto(file);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("starting beside its family's newcomer while that is measured"));
   EXPECT_THAT(r.output, HasSubstr("it cannot fit; stopped to start again from the family's "

@@ -156,7 +156,10 @@ TEST_F(ColoProgress, AQuarterGibibyteOfProgressIsSkippedNotHeld) {
   EXPECT_LT(r.max_rss_kb, kMaxRssKb);
   JobSummary job = only_job();
   EXPECT_EQ(job.state, JobState::kOk);
-  expect_on_time(job);
+  // Under stress-ng on both cores its end was recorded 1,546 ms after its
+  // own 3,382 ms once; holding the quarter GiB (64 reads of 4 MB, a tick
+  // each) would be over 12 s late.
+  expect_on_time(job, 3000);
   EXPECT_LE(events_of(job, "step"), *job.duration_ms / 1000 + 3);
   ASSERT_TRUE(job.progress_throttled);
 }

@@ -1119,14 +1119,7 @@ TEST_F(ColoServe, AQueuedJobSaysItWaitsForRoomAndAGangForItsGpus) {
 // measured starts at once beside one-GPU jobs, each rank under its prior's
 // MPS memory limit, instead of holding both GPUs until it is measured.
 TEST_F(ColoServe, ANewcomerGangStartsBesideOneGpuJobs) {
-  const std::string sim = "[\"python3\", \"" COLO_SOURCE_DIR "/bench/sim_train.py\", ";
-  std::string file = write_file(
-      "gang.toml", "[[job]]\nname = \"ddp\"\ngpus = 2\ncommand = " + sim +
-                       "\"--model\", \"resnet50\", \"--epochs\", \"3\", \"--epoch-samples\", "
-                       "\"20000\"]\n\n[[job]]\nname = \"single\"\nrepeat = 4\ncommand = " +
-                       sim +
-                       "\"--model\", \"resnet26\", \"--epochs\", \"3\", \"--epoch-samples\", "
-                       "\"20000\"]\n");
+  std::string file = write_file("gang.toml", cold_gang_beside_singles());
   fake_mps_on_path();
   start_service("--sim-devices 2 --policy auto --mechanism mps --grace 1s");
   std::vector<int64_t> ids = submit(file);

@@ -84,6 +84,17 @@ inline nlohmann::json verify_from_logs(RunStore& store, const nlohmann::json& sh
             solo->jobs[0].log_path + "' --together" + logs);
   return nlohmann::json::parse(verified.output, nullptr, false);
 }
+
+// Issue 34's case on the simulated backend (bench/sim_train.py): a resnet50
+// gang of two ranks (`ddp`) and four one-GPU resnet26 jobs (`single`), no
+// memory hints: nothing known of any of them on a fresh store.
+inline std::string cold_gang_beside_singles() {
+  const std::string sim = "[\"python3\", \"" COLO_SOURCE_DIR "/bench/sim_train.py\", ";
+  const std::string epochs = "\"--epochs\", \"3\", \"--epoch-samples\", \"20000\"]\n";
+  return "[[job]]\nname = \"ddp\"\ngpus = 2\ncommand = " + sim + "\"--model\", \"resnet50\", " +
+         epochs + "\n[[job]]\nname = \"single\"\nrepeat = 4\ncommand = " + sim +
+         "\"--model\", \"resnet26\", " + epochs;
+}
 #endif
 
 // A fresh directory per test, removed unless the test failed (to look at).
