@@ -115,6 +115,13 @@ class ColoServe : public ColoTestDir {
     return j.is_object() ? j["ids"].get<std::vector<int64_t>>() : std::vector<int64_t>{};
   }
 
+  // `colo wait` on every job of `ids`.
+  CommandResult wait_all(const std::vector<int64_t>& ids) const {
+    std::string args;
+    for (int64_t id : ids) args += " " + std::to_string(id);
+    return shell(colo("wait" + args));
+  }
+
   // Rows of a query on the store, each row's columns joined by '|'.
   std::vector<std::string> sql(const std::string& query) const { return sql_rows(db(), query); }
 
@@ -159,9 +166,7 @@ TEST_F(ColoServe, SubmitCrashRestartEveryJobEndsOkExactlyOnce) {
 
   kill_service(SIGKILL);
   start_service("--policy fixed --max-per-gpu 2 --mechanism naive --grace 1s");
-  std::string wait_args;
-  for (int64_t id : ids) wait_args += " " + std::to_string(id);
-  CommandResult waited = shell(colo("wait" + wait_args));
+  CommandResult waited = wait_all(ids);
   ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
 
   // Every job ended ok once, in the service's queue and in the attempts.
@@ -583,9 +588,7 @@ TEST_F(ColoServe, AUsersQuotaOfGpusBoundsTheirRunningJobsAndTheQueueSaysWhy) {
   ASSERT_FALSE(reason.empty()) << service_log();
   EXPECT_NE(reason.find("root runs 1.0 GPUs' worth, at most 1 per user"), std::string::npos)
       << reason;
-  std::string all;
-  for (int64_t id : ids) all += " " + std::to_string(id);
-  CommandResult waited = shell(colo("wait" + all));
+  CommandResult waited = wait_all(ids);
   ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
   // Never two at once: each started after the one before it ended.
   std::vector<std::string> spans =
@@ -1079,9 +1082,7 @@ TEST_F(ColoServe, ASweepSubmittedToTheServiceSpreadsOverBothGpus) {
   start_service("--sim-devices 2 --mechanism naive --grace 1s");
   std::vector<int64_t> ids = submit(file);
   ASSERT_EQ(ids.size(), 8u);
-  std::string wait_args;
-  for (int64_t id : ids) wait_args += " " + std::to_string(id);
-  CommandResult waited = shell(colo("wait" + wait_args));
+  CommandResult waited = wait_all(ids);
   ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
 
   EXPECT_EQ(sql("SELECT DISTINCT device FROM jobs ORDER BY device"),
@@ -1124,9 +1125,7 @@ TEST_F(ColoServe, ANewcomerGangStartsBesideOneGpuJobs) {
   start_service("--sim-devices 2 --policy auto --mechanism mps --grace 1s");
   std::vector<int64_t> ids = submit(file);
   ASSERT_EQ(ids.size(), 5u);
-  std::string wait_args;
-  for (int64_t id : ids) wait_args += " " + std::to_string(id);
-  CommandResult waited = shell(colo("wait" + wait_args));
+  CommandResult waited = wait_all(ids);
   ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
   EXPECT_NE(service_log().find("ddp: a gang never measured; prior: "), std::string::npos)
       << service_log();
