@@ -11,10 +11,13 @@
 #   GANG_MODEL=resnet50  SINGLE_MODEL=resnet26  SINGLES=4  DATASET=cifar10  BATCH=128
 #   EPOCHS=6  SINGLE_EPOCHS=6  EPOCH_SAMPLES=40000  GANG_MEMORY=12GiB  SINGLE_MEMORY=6GiB
 #   MAX_PER_GPU=3  MECHANISM=mps  LAUNCHER="python3 -m torch.distributed.run --standalone"
+#   PASSES=alone,together; PASSES=cold,warm is issue 34's case: the same jobs without
+#   hints under colo's defaults, on a fresh store, then again on it (each fresh pass
+#   removes a store an earlier run left in RESULTS_DIR)
 # A CPU-only check of the logic (no timm or torchrun needed: a stand-in model
 # and bench/launch_ranks.py):
 #   BACKEND=sim DEVICE=cpu MECHANISM=naive EPOCH_SAMPLES=256 BATCH=32 EPOCHS=3 SINGLE_EPOCHS=3 \
-#   PYTHONPATH=<dir with a stand-in timm.py> LAUNCHER="python3 bench/launch_ranks.py" \
+#   PYTHONPATH=<dir with a stand-in timm.py> LAUNCHER="python3 $PWD/bench/launch_ranks.py" \
 #   bench/gang-ddp.sh /tmp/gang
 set -euo pipefail
 cd "$(dirname "$0")/.."

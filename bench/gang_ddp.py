@@ -125,6 +125,13 @@ class AppsSampler:
             self.file.close()
 
 
+def remove_store(db):
+    """A store an earlier run left in the results directory is not cold."""
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+
+
 def gpu_uuids():
     if shutil.which("nvidia-smi") is None:
         return {}
@@ -152,11 +159,14 @@ def main():
     # Alone, one after another: a store each, so nothing learned carries over.
     if "alone" in passes:
         for name, text in table.items():
-            codes["alone " + name], _ = colo_run(
-                s, name, text, ["--mechanism", "exclusive"],
-                os.path.join(out, "alone", name + ".db"), os.path.join(out, "alone", name))
+            db = os.path.join(out, "alone", name + ".db")
+            remove_store(db)
+            codes["alone " + name], _ = colo_run(s, name, text, ["--mechanism", "exclusive"], db,
+                                                 os.path.join(out, "alone", name))
 
     def shared(name, text, extra, db, file_dir=None):
+        if name != "warm":
+            remove_store(db)
         apps = AppsSampler(os.path.join(out, name + "-apps.csv"))
         directory = os.path.join(out, name)
         codes[name], _ = colo_run(s, "all", text, extra, db, directory, file_dir)

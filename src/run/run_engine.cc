@@ -1588,7 +1588,6 @@ EngineJobView RunEngine::view(size_t key) const {
   v.state = j.state;
   v.device = j.device;
   v.gang_devices = j.gang_devices;
-  v.gpus = j.job.spec.gpus;
   v.pid = j.state == JobState::kRunning ? j.pid : 0;
   v.attempt = j.attempt;
   v.started_ms = j.started_ms;

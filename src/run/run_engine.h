@@ -195,7 +195,6 @@ struct EngineJobView {
   JobState state = JobState::kQueued;
   std::optional<int> device;
   std::vector<int> gang_devices;  // a gang's GPUs, `device` first; empty otherwise
-  int gpus = 1;                   // GPUs it needs at once (a gang: more than one)
   pid_t pid = 0;
   int attempt = 1;
   UnixMillis started_ms = 0;

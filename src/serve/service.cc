@@ -250,10 +250,12 @@ void Service::hand_to_engine(int64_t id, EngineJob job, RestartPolicy restart, i
   if (options_.gpu_quotas() && !quota_left_.contains(owner)) update_quotas();
   const int priority = job.spec.priority;
   const bool preemptible = job.spec.preemptible;
+  const int gpus = job.spec.gpus;
   const size_t key = engine_.submit(std::move(job));
   Tracked& t = tracked_[id] = Tracked{key, restart, attempts_before, owner};
   t.priority = priority;
   t.preemptible = preemptible;
+  t.gpus = gpus;
   t.waiting_since_ms = ctx_.clock.now_ms();
   by_key_[key] = id;
 }
@@ -1151,7 +1153,7 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
       continue;
     }
     auto it = tracked_.find(j.id);
-    const int gpus = it != tracked_.end() ? engine_.view(it->second.key).gpus : 1;
+    const int gpus = it != tracked_.end() ? it->second.gpus : 1;
     j.reason = gpus > 1 ? fmt::format("gang: needs {} GPUs at once ({})", gpus, busy)
                         : fmt::format("room: no GPU has room for it now ({})", busy);
   }
