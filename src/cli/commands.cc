@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -50,6 +52,55 @@ std::string opt(const std::optional<double>& v, const char* spec = "{:.1f}") {
 
 // ---- colo run -------------------------------------------------------------
 
+// --name, --tag KEY=VALUE (repeatable), --note: what a person calls a run.
+struct LabelFlags {
+  std::optional<std::string> name;
+  std::vector<std::string> tags;
+  std::optional<std::string> note;
+};
+
+void add_label_flags(CLI::App& cmd, LabelFlags& flags) {
+  cmd.add_option("--name", flags.name,
+                 "a name for the run: `colo show NAME` and `colo show NAME OTHER` find it (the "
+                 "newest run of that name); not a number, not 'last'");
+  cmd.add_option("--tag", flags.tags,
+                 "KEY=VALUE kept with the run, shown by `colo runs` and `colo show`; repeat for "
+                 "several (with `colo label`, KEY= removes one)")
+      ->allow_extra_args(false);
+  cmd.add_option("--note", flags.note, "a line of text kept with the run");
+}
+
+// `base` with what the flags set: a name, tags (KEY= removes KEY), a note.
+// An error names the flag at fault.
+Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base) {
+  if (flags.name) {
+    const std::string& n = *flags.name;
+    if (!n.empty() && (n == "last" || std::all_of(n.begin(), n.end(), [](unsigned char c) {
+                         return std::isdigit(c) != 0;
+                       }))) {
+      return Error(fmt::format(
+          "--name '{}': a run's name cannot be a number or 'last' (`colo show` reads those as "
+          "run ids)",
+          n));
+    }
+    base.name = n;
+  }
+  for (const std::string& tag : flags.tags) {
+    const size_t eq = tag.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Error(fmt::format("--tag '{}': expected KEY=VALUE, e.g. --tag model=resnet50", tag));
+    }
+    const std::string value = tag.substr(eq + 1);
+    if (value.empty()) {
+      base.tags.erase(tag.substr(0, eq));
+    } else {
+      base.tags[tag.substr(0, eq)] = value;
+    }
+  }
+  if (flags.note) base.note = *flags.note;
+  return base;
+}
+
 struct RunFlags {
   std::string file;
   std::string mechanism;
@@ -71,6 +122,7 @@ struct RunFlags {
   std::optional<int> shard;       // which; default: the Slurm array element
   std::string profiles_from;      // another store whose profiles the auto policy may use
   std::optional<int64_t> resume;  // run again the jobs of this run that did not end well
+  LabelFlags label;
 };
 
 // The code a finished run exits with.
@@ -89,6 +141,11 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   if (flags.file.empty() == !flags.resume) {
     std::cerr << "colo: run needs a job file, or --resume RUN (the jobs of a run that did not end "
                  "ok), not both\n";
+    return kExitBadInput;
+  }
+  Result<RunLabel> label = apply_label_flags(flags.label, {});
+  if (!label.ok()) {
+    std::cerr << "colo: " << label.error().message() << "\n";
     return kExitBadInput;
   }
   std::optional<ResumePlan> resume;
@@ -120,7 +177,9 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   if (!read_slurm_allocation(env, slurm)) return kExitEnvironment;
   // Outside Slurm, a colo serve on this machine owns its GPUs: the jobs go there.
   if (!flags.local && !slurm && flags.shard_plan.empty() && !resume) {
-    if (std::optional<int> code = run_through_service(flags.file, flags.socket)) return *code;
+    const bool labelled = !label->name.empty() || !label->tags.empty() || !label->note.empty();
+    if (std::optional<int> code = run_through_service(flags.file, flags.socket, labelled))
+      return *code;
   }
   std::optional<ShardRun> shard;
   if (!flags.shard_plan.empty()) {
@@ -183,6 +242,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   options.slurm = slurm;
   if (!flags.profiles_from.empty()) options.profiles_elsewhere = profiles_from(flags.profiles_from);
   if (resume) options.checkpoint_dirs = resume->checkpoint_dirs;
+  options.label = std::move(label).value();
 
   install_stop_handlers();
   RunContext ctx{clock, **backend, **store, **mechanism, mech_options, std::cout, g_stop_requests};
@@ -394,15 +454,59 @@ int runs_command(const std::string& db, int limit, bool json) {
 }
 
 struct ShowFlags {
-  std::string run;
+  std::vector<std::string> runs;  // none: the most recent; two: compared
   bool json = false;
   bool csv = false;
   std::string sort;
   std::vector<std::string> filters;
 };
 
+// The run that `text` names: "" or "last" the most recent (0), a number
+// that id, else the newest run of that name. An error says what to do.
+Result<int64_t> resolve_run(RunStore& store, const std::string& text) {
+  if (text.empty() || text == "last") return int64_t{0};
+  if (std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    const int64_t id = std::strtoll(text.c_str(), nullptr, 10);
+    if (id > 0) return id;
+  }
+  Result<std::optional<int64_t>> named = store.run_named(text);
+  if (!named.ok()) return named.error();
+  if (!*named) {
+    return Error(fmt::format(
+        "'{}' is neither a run id nor a run's name; `colo runs` lists both (a run gets a name "
+        "with `colo run --name` or `colo label`)",
+        text));
+  }
+  return **named;
+}
+
+// `colo show A B`.
+int compare_command(RunStore& store, const ShowFlags& flags) {
+  std::vector<RunSummary> summaries;
+  for (const std::string& text : flags.runs) {
+    Result<int64_t> id = resolve_run(store, text);
+    Result<RunSummary> summary = id.ok() ? analyse_run(store, *id) : Result<RunSummary>(id.error());
+    if (!summary.ok()) {
+      std::cerr << "colo: " << summary.error().message() << "\n";
+      return kExitBadInput;
+    }
+    summaries.push_back(std::move(summary).value());
+  }
+  std::string metric = flags.sort;
+  if (!metric.empty() && metric.front() == '-') metric.erase(0, 1);
+  if (metric.empty()) metric = declared_objective(summaries[0]);
+  if (metric.empty()) metric = declared_objective(summaries[1]);
+  if (flags.json) {
+    nlohmann::json j = {{"runs", {to_json(summaries[0]), to_json(summaries[1])}},
+                        {"metric", metric}};
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << format_run_comparison(summaries[0], summaries[1], metric);
+  return kExitOk;
+}
+
 int show_command(const std::string& db, const ShowFlags& flags) {
-  const std::string& run = flags.run;
   std::vector<JobFilter> filters;
   for (const std::string& text : flags.filters) {
     Result<JobFilter> f = parse_job_filter(text);
@@ -412,21 +516,26 @@ int show_command(const std::string& db, const ShowFlags& flags) {
     }
     filters.push_back(std::move(f).value());
   }
-  int64_t id = 0;
-  if (!run.empty() && run != "last") {
-    char* end = nullptr;
-    id = std::strtoll(run.c_str(), &end, 10);
-    if (*end != '\0' || id <= 0) {
-      std::cerr << fmt::format("colo: '{}' is not a run id; `colo runs` lists them\n", run);
-      return kExitBadInput;
-    }
+  if (flags.runs.size() > 2) {
+    std::cerr << "colo: show takes one run, or two to compare\n";
+    return kExitBadInput;
+  }
+  if (flags.runs.size() == 2 && (flags.csv || !filters.empty())) {
+    std::cerr << "colo: --csv and --filter show one run; compare two without them\n";
+    return kExitBadInput;
   }
   Result<std::unique_ptr<RunStore>> store = open_store_for_reading(db);
   if (!store.ok()) {
     std::cerr << "colo: " << store.error().message() << "\n";
     return kExitEnvironment;
   }
-  Result<RunSummary> summary = analyse_run(**store, id);
+  if (flags.runs.size() == 2) return compare_command(**store, flags);
+  Result<int64_t> id = resolve_run(**store, flags.runs.empty() ? "" : flags.runs.front());
+  if (!id.ok()) {
+    std::cerr << "colo: " << id.error().message() << "\n";
+    return kExitBadInput;
+  }
+  Result<RunSummary> summary = analyse_run(**store, *id);
   if (!summary.ok()) {
     std::cerr << "colo: " << summary.error().message() << "\n";
     return kExitBadInput;
@@ -485,6 +594,37 @@ int show_command(const std::string& db, const ShowFlags& flags) {
           summary->jobs.size(), all_jobs);
     }
   }
+  return kExitOk;
+}
+
+// `colo label RUN`: changes what the flags set, keeps the rest.
+int label_command(const std::string& db, const std::string& run, const LabelFlags& flags) {
+  if (!flags.name && flags.tags.empty() && !flags.note) {
+    std::cerr << "colo: label needs --name, --tag or --note\n";
+    return kExitBadInput;
+  }
+  Result<std::unique_ptr<RunStore>> store = RunStore::open(!db.empty() ? db : default_db_path());
+  if (!store.ok()) {
+    std::cerr << "colo: " << store.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  Result<int64_t> id = resolve_run(**store, run);
+  Result<RunRow> row = id.ok() ? (*store)->run(*id) : Result<RunRow>(id.error());
+  if (!row.ok()) {
+    std::cerr << "colo: " << row.error().message() << "\n";
+    return kExitBadInput;
+  }
+  Result<RunLabel> label = apply_label_flags(flags, row->label);
+  if (!label.ok()) {
+    std::cerr << "colo: " << label.error().message() << "\n";
+    return kExitBadInput;
+  }
+  if (Status set = (*store)->set_label(row->id, *label); !set.ok()) {
+    std::cerr << "colo: " << set.error().message() << "\n";
+    return kExitEnvironment;
+  }
+  row->label = std::move(label).value();
+  std::cout << format_runs_table({*row});
   return kExitOk;
 }
 
@@ -579,6 +719,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
                       "another store (read only) whose measured profiles the auto policy uses "
                       "for jobs this run's store does not know, instead of probing them alone "
                       "(`colo slurm submit` passes the store it planned with)");
+  add_label_flags(*run_cmd, run.label);
   set_example(*run_cmd, "colo run examples/quickstart.toml --backend sim --mechanism naive");
   run_cmd->callback([&exit_code, command_line] { exit_code = run_command(run, command_line); });
 
@@ -630,7 +771,12 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       "Show one run: per-job times, epochs, memory, SM activity, energy, speed-up, and what the "
       "jobs learned (their grid parameters, the last and best value of each metric they "
       "reported)");
-  show_cmd->add_option("run", show.run, "run id (default: the most recent run)");
+  show_cmd
+      ->add_option("run", show.runs,
+                   "run id or name (default: the most recent run); two runs are compared side "
+                   "by side, their jobs matched by name, by the declared objective or --sort's "
+                   "metric")
+      ->expected(0, 2);
   show_cmd->add_option("--db", db, "run store; default " + default_db_path());
   CLI::Option* show_json = show_cmd->add_flag("--json", show.json, "machine-readable output");
   show_cmd
@@ -650,8 +796,19 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
                    "keep the jobs where NAME OP VALUE holds (OP: = != < <= > >=; NAME as for "
                    "--sort, a metric by its best value); repeat to require several")
       ->allow_extra_args(false);
-  set_example(*show_cmd, "colo show last --sort loss --filter 'lr<=0.01' --csv");
+  set_example(*show_cmd,
+              "colo show last --sort loss --filter 'lr<=0.01' --csv; colo show lr-a lr-b");
   show_cmd->callback([&exit_code] { exit_code = show_command(db, show); });
+
+  static std::string label_run;
+  static LabelFlags label;
+  CLI::App* label_cmd =
+      app.add_subcommand("label", "Name a recorded run, tag it or give it a note (or change them)");
+  label_cmd->add_option("run", label_run, "run id or name ('last': the most recent)")->required();
+  label_cmd->add_option("--db", db, "run store; default " + default_db_path());
+  add_label_flags(*label_cmd, label);
+  set_example(*label_cmd, "colo label 12 --name lr-sweep --tag model=resnet50 --note 'warm-up 5'");
+  label_cmd->callback([&exit_code] { exit_code = label_command(db, label_run, label); });
 }
 
 }  // namespace colo

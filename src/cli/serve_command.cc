@@ -638,11 +638,21 @@ int wait_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
 
 }  // namespace
 
-std::optional<int> run_through_service(const std::string& path, const std::string& socket) {
+std::optional<int> run_through_service(const std::string& path, const std::string& socket,
+                                       bool labelled) {
   std::vector<std::string> candidates =
       socket.empty() ? service_socket_candidates() : std::vector<std::string>{socket};
   Result<ServiceClient> client = ServiceClient::find(candidates);
   if (!client.ok()) return std::nullopt;  // colo run runs the file itself
+  if (labelled) {
+    std::cerr << fmt::format(
+        "colo: colo serve runs on this machine ({}) and keeps every submission in its one run, "
+        "which --name, --tag and --note cannot label; add --local to run these jobs as a run "
+        "of their own outside it (it waits for the GPUs the service holds), or drop the "
+        "label\n",
+        client->path());
+    return kExitBadInput;
+  }
   Result<JobFile> file = load_job_file(path);
   if (!file.ok()) {
     std::cerr << "colo: " << file.error().message() << "\n";

@@ -339,10 +339,10 @@ class ExperimentWriter {
       return s;
     }
     const std::string note = fmt::format(
-        "{}, exported by `colo export mlflow` from {}: one MLflow run per job, with its grid "
+        "{}{}, exported by `colo export mlflow` from {}: one MLflow run per job, with its grid "
         "parameters, what it reported, colo's GPU readings while it ran (system/) and colo's "
         "summary of it (colo/).",
-        experiment_.name, store_.path());
+        experiment_.note.empty() ? "" : experiment_.note + "\n\n", experiment_.name, store_.path());
     if (Status s = write_key_files(
             folder_ / "tags", {{kSourceTag, experiment_.source}, {"mlflow.note.content", note}},
             kMlflowMaxTagValueLength);
@@ -476,6 +476,8 @@ class ExperimentWriter {
     add("mlflow.source.name", run.job_file);
     add("mlflow.source.type", "LOCAL");
     add("colo.run_id", std::to_string(run.id));
+    add("colo.run_name", run.label.name);
+    for (const auto& [key, value] : run.label.tags) tags.emplace_back(key, value);
     add("colo.job_id", std::to_string(job.id));
     add("colo.state", to_string(job.state));
     add("colo.reason", job.reason);
@@ -526,8 +528,11 @@ Result<MlflowExportedExperiment> resolve(RunStore& store, const MlflowTarget& ta
     if (!run.ok()) return run.error();
     e.target.id = run->id;
     e.source = fmt::format("colo run {} started {} on {}", run->id, run->started_ms, run->host);
-    e.name = run->job_file.empty() ? fmt::format("colo run {}", run->id)
-                                   : fmt::format("colo run {}: {}", run->id, run->job_file);
+    // Its name when it has one (`colo run --name`), else its job file.
+    const std::string& what = !run->label.name.empty() ? run->label.name : run->job_file;
+    e.name = what.empty() ? fmt::format("colo run {}", run->id)
+                          : fmt::format("colo run {}: {}", run->id, what);
+    e.note = run->label.note;
     e.runs = {run->id};
     e.created_ms = run->started_ms;
     e.updated_ms = run->ended_ms.value_or(run->started_ms);

@@ -101,9 +101,10 @@ struct MlflowExportOptions {
 // One MLflow experiment the export will write or wrote.
 struct MlflowExportedExperiment {
   std::string id;
-  std::string name;                // "colo run 12: jobs.toml", "colo experiment 3: paper-uniform"
-  std::string path;                // DIR/<id>
-  std::string source;              // what it stands for (its colo.source tag)
+  std::string name;    // "colo run 12: jobs.toml" (or its name), "colo experiment 3: paper-uniform"
+  std::string note;    // the run's note (`colo run --note`), first in the experiment's note
+  std::string path;    // DIR/<id>
+  std::string source;  // what it stands for (its colo.source tag)
   bool replaces = false;           // an earlier export of it is there and will be replaced
   MlflowTarget target;             // resolved: id never 0
   std::vector<int64_t> runs;       // the colo runs whose jobs it holds

@@ -239,6 +239,20 @@ TEST(ParseMlflowTarget, TakesRunsAndExperiments) {
   }
 }
 
+TEST_F(MlflowExportTest, ANamedRunGivesTheExperimentItsNameNoteAndTags) {
+  const SweepRun sweep = add_sweep_run(*store_);
+  ASSERT_TRUE(store_->set_label(sweep.run_id, {"lr-a", {{"model", "r26"}}, "first try"}).ok());
+  Result<MlflowExportOutcome> outcome = export_mlflow(*store_, latest_run(), options());
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message();
+  const MlflowExportedExperiment& e = outcome->experiments.at(0);
+  EXPECT_EQ(e.name, fmt::format("colo run {}: lr-a", sweep.run_id));
+  EXPECT_THAT(read(fs::path(e.path) / "tags" / "mlflow.note.content"),
+              ::testing::StartsWith("first try\n\n"));
+  const fs::path job = run_folder(*outcome, "train[lr=0.1]");
+  EXPECT_EQ(read(job / "tags" / "colo.run_name"), "lr-a");
+  EXPECT_EQ(read(job / "tags" / "model"), "r26");
+}
+
 TEST_F(MlflowExportTest, WritesTheFileStoreLayout) {
   const SweepRun sweep = add_sweep_run(*store_);
   Result<MlflowExportOutcome> outcome = export_mlflow(*store_, latest_run(), options());

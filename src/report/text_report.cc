@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <optional>
 #include <set>
 
+#include "analysis/training_metrics.h"
 #include "common/units.h"
 #include "jobs/job_spec_json.h"
 #include "jobs/progress_event.h"
@@ -91,6 +93,14 @@ std::string or_absent(const std::optional<T>& value, F&& format) {
 
 std::string fixed1(double value) { return fmt::format("{:.1f}", value); }
 
+// "name key=value ..." ("-" for none).
+std::string label_text(const RunLabel& label) {
+  std::vector<std::string> words;
+  if (!label.name.empty()) words.push_back(label.name);
+  for (const auto& [key, value] : label.tags) words.push_back(key + "=" + value);
+  return words.empty() ? std::string(kAbsent) : fmt::format("{}", fmt::join(words, " "));
+}
+
 std::string duration(double ms) { return format_duration_ms(std::llround(ms)); }
 
 template <class T>
@@ -128,20 +138,29 @@ std::string format_local_time_of_day(UnixMillis time_ms) {
 
 std::string format_runs_table(const std::vector<RunRow>& runs) {
   if (runs.empty()) return "no runs recorded yet; start one with `colo run <jobs.toml>`\n";
-  TextTable table({{"ID", Align::kRight},
-                   {"STARTED"},
-                   {"STATE"},
-                   {"MECHANISM"},
-                   {"BACKEND"},
-                   {"JOBS", Align::kRight},
-                   {"JOB FILE"}});
+  const bool named = std::any_of(runs.begin(), runs.end(), [](const RunRow& r) {
+    return !r.label.name.empty() || !r.label.tags.empty();
+  });
+  std::vector<TextTable::Column> columns = {{"ID", Align::kRight}};
+  if (named) columns.push_back({"NAME"});
+  for (std::string header : {"STARTED", "STATE", "MECHANISM", "BACKEND"})
+    columns.push_back({header});
+  columns.push_back({"JOBS", Align::kRight});
+  columns.push_back({"JOB FILE"});
+  TextTable table(std::move(columns));
   for (const RunRow& run : runs) {
-    table.add_row({std::to_string(run.id), format_local(run.started_ms, "%Y-%m-%d %H:%M"),
-                   to_string(run.state), run.mechanism, backend_label(run),
-                   run.jobs_not_ok > 0
-                       ? fmt::format("{} ({} not ok)", run.job_count, run.jobs_not_ok)
-                       : std::to_string(run.job_count),
-                   run.job_file.empty() ? kAbsent : run.job_file});
+    std::vector<std::string> cells = {std::to_string(run.id)};
+    if (named) cells.push_back(label_text(run.label));
+    std::vector<std::string> rest = {
+        format_local(run.started_ms, "%Y-%m-%d %H:%M"),
+        to_string(run.state),
+        run.mechanism,
+        backend_label(run),
+        run.jobs_not_ok > 0 ? fmt::format("{} ({} not ok)", run.job_count, run.jobs_not_ok)
+                            : std::to_string(run.job_count),
+        run.job_file.empty() ? kAbsent : run.job_file};
+    cells.insert(cells.end(), rest.begin(), rest.end());
+    table.add_row(std::move(cells));
   }
   return table.render();
 }
@@ -153,6 +172,9 @@ std::string format_run_summary(const RunSummary& summary) {
                   run.mechanism, backend_label(run), format_local_datetime(run.started_ms));
   if (!run.job_file.empty()) out += "  job file " + run.job_file;
   out += "\n";
+  if (!run.label.name.empty() || !run.label.tags.empty())
+    out += "Name " + label_text(run.label) + "\n";
+  if (!run.label.note.empty()) out += "Note " + run.label.note + "\n";
   if (!run.slurm.job_id.empty()) {
     out += fmt::format("Slurm job {}{} on {}{}\n", run.slurm.job_id,
                        run.slurm.step.empty() ? "" : " step " + run.slurm.step, run.slurm.node,
@@ -332,6 +354,9 @@ nlohmann::json to_json(const RunRow& run) {
                                      {"step", run.slurm.step},
                                      {"node", run.slurm.node},
                                      {"restart_count", run.slurm.restart_count}}},
+      {"name", run.label.name},
+      {"tags", run.label.tags},
+      {"note", run.label.note},
   };
 }
 
@@ -530,6 +555,163 @@ nlohmann::json to_json(const RunSummary& summary) {
       {"normalized_throughput_estimated", summary.normalized_throughput.estimated},
       {"normalized_throughput_note", summary.normalized_throughput.why_not},
   };
+}
+
+namespace {
+
+// "#3" or "#3 lr-sweep".
+std::string run_title(const RunRow& run) {
+  return run.label.name.empty() ? fmt::format("#{}", run.id)
+                                : fmt::format("#{} {}", run.id, run.label.name);
+}
+
+// "b/a" as "1.25x", or "-".
+std::string ratio_text(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b || *a <= 0) return kAbsent;
+  return fmt::format("{:.2f}x", *b / *a);
+}
+
+// The job's best value of `metric`, when it reported a finite one.
+std::optional<double> best_of(const JobSummary& job, std::string_view metric) {
+  const MetricSeries* m = find_metric(job.metrics, metric);
+  if (m == nullptr || std::isnan(m->best)) return std::nullopt;
+  return m->best;
+}
+
+// Whether lower is better for `metric`, as the runs' jobs reported it.
+bool lower_better(const RunSummary& a, const RunSummary& b, std::string_view metric) {
+  for (const RunSummary* s : {&a, &b}) {
+    for (const JobSummary& job : s->jobs)
+      if (const MetricSeries* m = find_metric(job.metrics, metric)) return m->lower_is_better;
+  }
+  return lower_is_better(metric);
+}
+
+// The run's best value of `metric` among its jobs, and the job's name.
+std::optional<std::pair<double, std::string>> run_best(const RunSummary& s, std::string_view metric,
+                                                       bool lower) {
+  std::optional<std::pair<double, std::string>> best;
+  for (const JobSummary& job : s.jobs) {
+    std::optional<double> v = best_of(job, metric);
+    if (v && (!best || (lower ? *v < best->first : *v > best->first))) best.emplace(*v, job.name);
+  }
+  return best;
+}
+
+std::string jobs_text(const RunSummary& s) {
+  int ok = 0;
+  for (const JobSummary& job : s.jobs) ok += failed_or_diverged(job) ? 0 : 1;
+  const int not_ok = static_cast<int>(s.jobs.size()) - ok;
+  return not_ok > 0 ? fmt::format("{}: {} ok, {} not", s.jobs.size(), ok, not_ok)
+                    : fmt::format("{}: all ok", s.jobs.size());
+}
+
+std::string params_text(const JobSummary& job) {
+  std::vector<std::string> words;
+  for (const auto& [k, v] : job.params) words.push_back(k + "=" + v);
+  return words.empty() ? std::string(kAbsent) : fmt::format("{}", fmt::join(words, " "));
+}
+
+}  // namespace
+
+std::string format_run_comparison(const RunSummary& a, const RunSummary& b,
+                                  std::string_view metric) {
+  const std::string ta = run_title(a.run);
+  const std::string tb = run_title(b.run);
+  std::string out = fmt::format("Run {} against run {}\n", ta, tb);
+  if (a.run.simulated || b.run.simulated) {
+    out += "SIMULATED: numbers of a run on colo's simulated GPU come from no measurement\n";
+  }
+  out += "\n";
+  TextTable facts({{""}, {ta}, {tb}, {"B OVER A", Align::kRight}});
+  facts.add_row({"state", to_string(a.run.state), to_string(b.run.state)});
+  if (!a.run.label.tags.empty() || !b.run.label.tags.empty()) {
+    RunLabel la = a.run.label;
+    RunLabel lb = b.run.label;
+    la.name.clear();
+    lb.name.clear();
+    facts.add_row({"tags", label_text(la), label_text(lb)});
+  }
+  if (!a.run.label.note.empty() || !b.run.label.note.empty()) {
+    facts.add_row({"note", a.run.label.note.empty() ? kAbsent : a.run.label.note,
+                   b.run.label.note.empty() ? kAbsent : b.run.label.note});
+  }
+  facts.add_row({"job file", a.run.job_file.empty() ? kAbsent : a.run.job_file,
+                 b.run.job_file.empty() ? kAbsent : b.run.job_file});
+  facts.add_row({"mechanism", a.run.mechanism, b.run.mechanism});
+  facts.add_row({"jobs", jobs_text(a), jobs_text(b)});
+  auto as_double = [](const std::optional<int64_t>& v) {
+    return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+  };
+  facts.add_row({"makespan", or_absent(a.makespan_ms, [](int64_t ms) { return duration(ms); }),
+                 or_absent(b.makespan_ms, [](int64_t ms) { return duration(ms); }),
+                 ratio_text(as_double(a.makespan_ms), as_double(b.makespan_ms))});
+  auto rate = [](double v) { return fmt::format("{:.1f} samples/s", v); };
+  facts.add_row({"throughput", or_absent(a.throughput_per_s, rate),
+                 or_absent(b.throughput_per_s, rate),
+                 ratio_text(a.throughput_per_s, b.throughput_per_s)});
+  auto joules = [](double v) { return fmt::format("{:.0f} J", v); };
+  facts.add_row({"GPU energy", or_absent(a.energy_j, joules), or_absent(b.energy_j, joules),
+                 ratio_text(a.energy_j, b.energy_j)});
+  const bool lower = !metric.empty() && lower_better(a, b, metric);
+  if (!metric.empty()) {
+    auto best = [&](const RunSummary& s) {
+      auto v = run_best(s, metric, lower);
+      return v ? fmt::format("{} ({})", metric_text(v->first), v->second) : std::string(kAbsent);
+    };
+    facts.add_row({fmt::format("best {} ({} is better)", metric, lower ? "lower" : "higher"),
+                   best(a), best(b)});
+  }
+  out += facts.render();
+
+  // The jobs, matched by name: A's in its order, then those only B has.
+  std::map<std::string, const JobSummary*, std::less<>> in_b;
+  for (const JobSummary& job : b.jobs) in_b.try_emplace(job.name, &job);
+  std::vector<std::pair<const JobSummary*, const JobSummary*>> pairs;
+  std::set<std::string, std::less<>> in_a;
+  for (const JobSummary& job : a.jobs) {
+    in_a.insert(job.name);
+    auto it = in_b.find(job.name);
+    pairs.emplace_back(&job, it == in_b.end() ? nullptr : it->second);
+  }
+  for (const JobSummary& job : b.jobs)
+    if (!in_a.contains(job.name)) pairs.emplace_back(nullptr, &job);
+  std::vector<TextTable::Column> columns = {{"JOB"}, {"PARAMS"}, {"STATE " + ta}, {"STATE " + tb}};
+  if (!metric.empty()) {
+    columns.push_back({fmt::format("{} {}", metric, ta), Align::kRight});
+    columns.push_back({fmt::format("{} {}", metric, tb), Align::kRight});
+    columns.push_back({"CHANGE", Align::kRight});
+  }
+  TextTable jobs(std::move(columns));
+  int both = 0;
+  for (const auto& [ja, jb] : pairs) {
+    const JobSummary& any = ja != nullptr ? *ja : *jb;
+    both += ja != nullptr && jb != nullptr ? 1 : 0;
+    std::vector<std::string> row = {any.name, params_text(any),
+                                    ja != nullptr ? shown_state(*ja) : "(not in this run)",
+                                    jb != nullptr ? shown_state(*jb) : "(not in this run)"};
+    if (!metric.empty()) {
+      std::optional<double> va = ja != nullptr ? best_of(*ja, metric) : std::nullopt;
+      std::optional<double> vb = jb != nullptr ? best_of(*jb, metric) : std::nullopt;
+      row.push_back(or_absent(va, metric_text));
+      row.push_back(or_absent(vb, metric_text));
+      std::string change = kAbsent;
+      if (va && vb) {
+        const double d = *vb - *va;
+        change = d == 0 ? "same"
+                        : fmt::format("{}{} ({})", d > 0 ? "+" : "", metric_text(d),
+                                      (d < 0) == lower ? "better" : "worse");
+      }
+      row.push_back(change);
+    }
+    jobs.add_row(std::move(row));
+  }
+  out += fmt::format("\nJobs by name: {} in both, {} only in {}, {} only in {}{}\n", both,
+                     a.jobs.size() - static_cast<size_t>(both), ta,
+                     b.jobs.size() - static_cast<size_t>(both), tb,
+                     metric.empty() ? "" : fmt::format("; {}: each job's best", metric));
+  out += jobs.render();
+  return out;
 }
 
 }  // namespace colo

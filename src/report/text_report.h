@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/run_summary.h"
@@ -14,8 +15,9 @@
 
 namespace colo {
 
-// One line per run, newest first as given: id, start (local date and time),
-// state, mechanism, backend (with "(simulated)"), job count, job file.
+// One line per run, newest first as given: id, name and tags (when some
+// run has them), start (local date and time), state, mechanism, backend
+// (with "(simulated)"), job count, job file.
 std::string format_runs_table(const std::vector<RunRow>& runs);
 
 // A header line naming the run, a SIMULATED banner when the numbers come
@@ -35,6 +37,14 @@ std::string format_learning_table(const RunSummary& summary);
 // parameters (one column each) and each metric's last and best value
 // (<metric>_last, <metric>_best); empty cells where absent.
 std::string format_jobs_csv(const RunSummary& summary);
+
+// `colo show A B`: the two runs side by side (state, label, jobs, makespan,
+// throughput, energy, with B over A; the best value of `metric` and which
+// job had it, when `metric` is not ""), then their jobs matched by name:
+// each one's state in both and, with `metric`, its best value in both and
+// the change from A to B ("better" or "worse" by the metric's goal).
+std::string format_run_comparison(const RunSummary& a, const RunSummary& b,
+                                  std::string_view metric);
 
 // `colo show --json`: every field of the summary, units in the key names,
 // absent values as null.

@@ -19,7 +19,8 @@ SessionOptions session_options(const JobFile& file, const RunOptions& options) {
   return SessionOptions{options.only_devices, options.slurm,
                         options.locks,        file.path,
                         options.command_line, options.cgroup_parent_override,
-                        options.state_dir,    options.store_retry_ms};
+                        options.state_dir,    options.store_retry_ms,
+                        options.label};
 }
 
 EngineOptions engine_options(const JobFile& file, const RunOptions& options) {

@@ -75,6 +75,7 @@ struct RunOptions {
   bool live_display = false;
   // Recorded with the run.
   std::string command_line;
+  RunLabel label;
   // Parent of data/, the data loaders' ownership records; default the state dir.
   std::string state_dir;
   // See EngineOptions::profiles_elsewhere.

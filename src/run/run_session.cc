@@ -144,7 +144,8 @@ Status RunSession::record_run() {
              getpid(),
              devices_to_json(devices_).dump(),
              slurm ? SlurmRecord{slurm->job_id, slurm->step, slurm->node, slurm->restart_count}
-                   : SlurmRecord{}};
+                   : SlurmRecord{},
+             options_.label};
   // The run's id is needed at once: wait out a store locked by another colo.
   Result<int64_t> id = retry_transient(ctx_.clock, options_.store_retry_ms,
                                        [&] { return ctx_.store.begin_run(record_); });

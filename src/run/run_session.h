@@ -75,6 +75,8 @@ struct SessionOptions {
   // the end what is left to write, wait out a store locked by another colo
   // or on a full disk before giving up.
   int64_t store_retry_ms = 60'000;
+  // What a person called the run (`colo run --name --tag --note`).
+  RunLabel label;
 };
 
 // Everything the session talks to, borrowed.

@@ -35,6 +35,14 @@ struct SlurmRecord {
   int restart_count = 0;  // SLURM_RESTART_COUNT
 };
 
+// What a person called a run (`colo run --name --tag --note`); all empty
+// by default.
+struct RunLabel {
+  std::string name;  // need not be unique: `colo show NAME` takes the newest
+  std::map<std::string, std::string> tags;
+  std::string note;
+};
+
 struct RunRow {
   int64_t id = 0;
   UnixMillis started_ms = 0;
@@ -50,6 +58,7 @@ struct RunRow {
   std::string host;
   pid_t colo_pid = 0;
   SlurmRecord slurm;
+  RunLabel label;
 };
 
 // One job of a run as recorded: its last attempt's start, its end and how.
@@ -112,8 +121,10 @@ enum class Samples { kRead, kSkip };
 // Reading runs back. Implementations: RunStore (SQLite).
 // Receives a run's samples as RunReader::for_each_sample reads them, one at
 // a time, so that a run's millions of samples are never all held at once:
-// device samples device by device, each device's oldest first; process
-// samples oldest first.
+// device samples device by device, each device's oldest first, with the
+// fields a run's figures read (time, device, SM activity, utilization,
+// memory used, power, energy; the others unset: a third of the reading);
+// process samples oldest first.
 class SampleSink {
  public:
   virtual ~SampleSink() = default;

@@ -65,10 +65,15 @@ bool process_is_alive(pid_t pid) {
 
 namespace {
 
+// A RunStore is used by one thread at a time (run_store.h), so its
+// connection takes no mutex of SQLite's on each call: reading a service's
+// millions of samples spent an eighth of its time locking and unlocking one.
+constexpr int kOneThread = SQLITE_OPEN_NOMUTEX;
+
 // Opens the connection and configures it: WAL, migrations, pragmas.
 Result<SqliteDb> open_writable(const std::string& path, bool create) {
   sqlite3* raw = nullptr;
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW |
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW | kOneThread |
               (create ? SQLITE_OPEN_CREATE : 0);
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   SqliteDb db(raw);
@@ -111,7 +116,8 @@ Result<SqliteDb> open_sqlite_read_only(const std::string& path) {
     std::string uri = sqlite_uri(path, query);
     sqlite3* raw = nullptr;
     int rc = sqlite3_open_v2(
-        uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW, nullptr);
+        uri.c_str(), &raw,
+        SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW | kOneThread, nullptr);
     SqliteDb db(raw);
     if (rc != SQLITE_OK) {
       last = sqlite_error(db.get(), rc, "cannot open the run store read-only", path);
@@ -363,8 +369,8 @@ Result<int64_t> RunStore::begin_run(const NewRun& run) {
   auto insert = Statement::prepare(db_.get(), path_, R"sql(
       INSERT INTO runs (started_ms, state, mechanism, backend, simulated, job_file, host, colo_pid,
                         command_line, devices_json, slurm_job_id, slurm_step, slurm_node,
-                        slurm_restart_count)
-      VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
+                        slurm_restart_count, name, tags_json, note)
+      VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
   if (!insert.ok()) return insert.error();
   Status status = insert->bind(1, run.started_ms)
                       .bind(2, run.mechanism)
@@ -379,9 +385,40 @@ Result<int64_t> RunStore::begin_run(const NewRun& run) {
                       .bind(11, run.slurm.step)
                       .bind(12, run.slurm.node)
                       .bind(13, run.slurm.restart_count)
+                      .bind(14, run.label.name)
+                      .bind(15, nlohmann::json(run.label.tags).dump())
+                      .bind(16, run.label.note)
                       .run();
   if (!status.ok()) return status.error().with_context("recording the start of a run");
   return sqlite3_last_insert_rowid(db_.get());
+}
+
+Status RunStore::set_label(int64_t run_id, const RunLabel& label) {
+  auto update = Statement::prepare(
+      db_.get(), path_, "UPDATE runs SET name = ?, tags_json = ?, note = ? WHERE id = ?");
+  if (!update.ok()) return update.error();
+  Status status = update->bind(1, label.name)
+                      .bind(2, nlohmann::json(label.tags).dump())
+                      .bind(3, label.note)
+                      .bind(4, run_id)
+                      .run();
+  if (!status.ok()) return status.error().with_context(fmt::format("labelling run #{}", run_id));
+  if (sqlite3_changes(db_.get()) == 0)
+    return Error(
+        fmt::format("{} has no run #{}; `colo runs` lists the runs it holds", path_, run_id));
+  return OkStatus();
+}
+
+Result<std::optional<int64_t>> RunStore::run_named(const std::string& name) {
+  auto select = Statement::prepare(
+      db_.get(), path_,
+      "SELECT id FROM runs WHERE name = ? AND name != '' ORDER BY id DESC LIMIT 1");
+  if (!select.ok()) return select.error();
+  select->bind(1, name);
+  auto row = select->step();
+  if (!row.ok()) return row.error();
+  if (!*row) return std::optional<int64_t>();
+  return std::optional<int64_t>(select->int64_at(0));
 }
 
 Result<std::vector<int64_t>> RunStore::add_jobs(int64_t run_id, const std::vector<JobSpec>& jobs,
@@ -659,7 +696,7 @@ constexpr const char* kRunColumns =
     "r.jobs_signature, (SELECT count(*) FROM jobs j WHERE j.run_id = r.id), r.host, r.colo_pid, "
     "r.slurm_job_id, r.slurm_step, r.slurm_node, r.slurm_restart_count, "
     "(SELECT count(*) FROM jobs j WHERE j.run_id = r.id "
-    "AND j.state NOT IN ('ok', 'stopped', 'queued', 'running'))";
+    "AND j.state NOT IN ('ok', 'stopped', 'queued', 'running')), r.name, r.tags_json, r.note";
 
 Result<RunRow> run_from_row(const Statement& s) {
   RunRow run;
@@ -679,6 +716,13 @@ Result<RunRow> run_from_row(const Statement& s) {
   run.colo_pid = static_cast<pid_t>(s.int64_at(11));
   run.slurm = {s.text_at(12), s.text_at(13), s.text_at(14), static_cast<int>(s.int64_at(15))};
   run.jobs_not_ok = static_cast<int>(s.int64_at(16));
+  run.label.name = s.text_at(17);
+  const nlohmann::json tags = nlohmann::json::parse(s.text_at(18), nullptr, false);
+  if (tags.is_object()) {
+    for (const auto& [key, value] : tags.items())
+      if (value.is_string()) run.label.tags[key] = value.get<std::string>();
+  }
+  run.label.note = s.text_at(19);
   return run;
 }
 
@@ -880,6 +924,7 @@ Result<std::vector<ProgressEvent>> all_events(Statement& select) {
 
 Result<RunRecord> RunStore::run_record(int64_t run_id, MetricSteps metric_steps_wanted,
                                        Samples samples_wanted) {
+  const ReadSnapshot snapshot(db_.get());
   RunRecord record;
   Result<RunRow> run = read_run(run_id);
   if (!run.ok()) return run.error();
@@ -971,15 +1016,20 @@ namespace {
 // A run's samples, read one row at a time: the one reading of each table.
 // Oldest first; `by_device`: device by device, each oldest first (the
 // index's order: a third of the time for millions of rows, with no sort).
+// `all_fields` false: only SampleSink's fields (rows.h), the rest unset.
 Status read_device_samples(sqlite3* db, const std::string& path, int64_t run_id, bool by_device,
-                           const std::function<void(const DeviceSample&)>& each) {
-  auto select = Statement::prepare(db, path,
-                                   fmt::format(R"sql(
-      SELECT time_ms, device, sm_active_pct, sm_occupancy_pct, tensor_active_pct, dram_active_pct,
-             gpu_util_pct, memory_used_bytes, memory_total_bytes, power_w, energy_mj,
-             pcie_rx_mib_per_s, pcie_tx_mib_per_s, sm_clock_mhz
+                           bool all_fields, const std::function<void(const DeviceSample&)>& each) {
+  auto select = Statement::prepare(
+      db, path,
+      fmt::format(R"sql(
+      SELECT time_ms, device, sm_active_pct, gpu_util_pct, memory_used_bytes, power_w, energy_mj
+             {}
       FROM device_samples WHERE run_id = ? ORDER BY {})sql",
-                                               by_device ? "device, time_ms" : "time_ms, device"));
+                  all_fields ? ", sm_occupancy_pct, tensor_active_pct, dram_active_pct, "
+                               "memory_total_bytes, pcie_rx_mib_per_s, pcie_tx_mib_per_s, "
+                               "sm_clock_mhz"
+                             : "",
+                  by_device ? "device, time_ms" : "time_ms, device"));
   if (!select.ok()) return select.error();
   select->bind(1, run_id);
   return select->for_each_row([&]() -> Status {
@@ -987,17 +1037,19 @@ Status read_device_samples(sqlite3* db, const std::string& path, int64_t run_id,
     s.time_ms = select->int64_at(0);
     s.device = static_cast<int>(select->int64_at(1));
     s.sm_active_pct = select->opt_double_at(2);
-    s.sm_occupancy_pct = select->opt_double_at(3);
-    s.tensor_active_pct = select->opt_double_at(4);
-    s.dram_active_pct = select->opt_double_at(5);
-    s.gpu_util_pct = select->opt_double_at(6);
-    s.memory_used_bytes = select->opt_uint64_at(7);
-    s.memory_total_bytes = select->opt_uint64_at(8);
-    s.power_w = select->opt_double_at(9);
-    s.energy_mj = select->opt_uint64_at(10);
-    s.pcie_rx_mib_per_s = select->opt_double_at(11);
-    s.pcie_tx_mib_per_s = select->opt_double_at(12);
-    if (auto clock = select->opt_int64_at(13)) s.sm_clock_mhz = static_cast<uint32_t>(*clock);
+    s.gpu_util_pct = select->opt_double_at(3);
+    s.memory_used_bytes = select->opt_uint64_at(4);
+    s.power_w = select->opt_double_at(5);
+    s.energy_mj = select->opt_uint64_at(6);
+    if (all_fields) {
+      s.sm_occupancy_pct = select->opt_double_at(7);
+      s.tensor_active_pct = select->opt_double_at(8);
+      s.dram_active_pct = select->opt_double_at(9);
+      s.memory_total_bytes = select->opt_uint64_at(10);
+      s.pcie_rx_mib_per_s = select->opt_double_at(11);
+      s.pcie_tx_mib_per_s = select->opt_double_at(12);
+      if (auto clock = select->opt_int64_at(13)) s.sm_clock_mhz = static_cast<uint32_t>(*clock);
+    }
     each(s);
     return OkStatus();
   });
@@ -1027,8 +1079,10 @@ Status read_process_samples(sqlite3* db, const std::string& path, int64_t run_id
 }  // namespace
 
 Status RunStore::for_each_sample(int64_t run_id, SampleSink& sink) {
-  Status devices = read_device_samples(db_.get(), path_, run_id, /*by_device=*/true,
-                                       [&](const DeviceSample& s) { sink.add(s); });
+  const ReadSnapshot snapshot(db_.get());
+  Status devices =
+      read_device_samples(db_.get(), path_, run_id, /*by_device=*/true, /*all_fields=*/false,
+                          [&](const DeviceSample& s) { sink.add(s); });
   if (!devices.ok()) return devices;
   return read_process_samples(db_.get(), path_, run_id,
                               [&](const ProcessSampleRow& r) { sink.add(r); });
@@ -1036,8 +1090,9 @@ Status RunStore::for_each_sample(int64_t run_id, SampleSink& sink) {
 
 Result<std::vector<DeviceSample>> RunStore::device_samples(int64_t run_id) {
   std::vector<DeviceSample> samples;
-  Status read = read_device_samples(db_.get(), path_, run_id, /*by_device=*/false,
-                                    [&](const DeviceSample& s) { samples.push_back(s); });
+  Status read =
+      read_device_samples(db_.get(), path_, run_id, /*by_device=*/false, /*all_fields=*/true,
+                          [&](const DeviceSample& s) { samples.push_back(s); });
   if (!read.ok()) return read.error();
   return samples;
 }

@@ -45,6 +45,7 @@ struct NewRun {
   pid_t colo_pid = 0;
   std::string devices_json;  // devices_to_json() of the GPUs it found
   SlurmRecord slurm;
+  RunLabel label;
 };
 
 // An experiment: one `colo bench --suite NAME`, made of cases. Each case is
@@ -348,6 +349,12 @@ class RunStore : public RunReader {
   // Writes a consistent copy of the whole store to `path`, which must not
   // exist (VACUUM INTO; run_merge.cc).
   Status copy_to(const std::string& path);
+
+  // Replaces run `run_id`'s name, tags and note; an error when there is no
+  // such run.
+  Status set_label(int64_t run_id, const RunLabel& label);
+  // The newest run named `name`, if any.
+  Result<std::optional<int64_t>> run_named(const std::string& name);
 
   // RunReader: newest first; every row of one run; its exclusive baseline.
   Result<std::vector<RunRow>> list_runs(int limit) override;

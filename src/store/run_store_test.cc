@@ -216,6 +216,28 @@ TEST(SqliteErrorTest, TransactionRollsBackUnlessCommitted) {
   EXPECT_THAT(wrong.error().message(), HasSubstr("SELEKT 1"));
 }
 
+TEST(ReadSnapshotTest, BeginsOnlyOutsideATransactionAndEndsWithItsScope) {
+  StoreDir dir;
+  const std::string path = dir.file("t.db");
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  SqliteDb db(raw);
+  ASSERT_TRUE(exec_sql(db.get(), path, "CREATE TABLE t (x INTEGER)", "create").ok());
+  {
+    const ReadSnapshot snapshot(db.get());
+    EXPECT_EQ(sqlite3_get_autocommit(db.get()), 0);  // inside a transaction
+    { const ReadSnapshot nested(db.get()); }         // began nothing, ends nothing
+    EXPECT_EQ(sqlite3_get_autocommit(db.get()), 0);
+  }
+  EXPECT_NE(sqlite3_get_autocommit(db.get()), 0);
+  // Inside a writer's transaction it neither fails nor ends that transaction.
+  auto tx = Transaction::begin(db.get(), path);
+  ASSERT_TRUE(tx.ok());
+  { const ReadSnapshot inside(db.get()); }
+  ASSERT_TRUE(exec_sql(db.get(), path, "INSERT INTO t VALUES (1)", "insert").ok());
+  ASSERT_TRUE(tx->commit().ok());
+}
+
 // ------------------------------------------------------------- lifecycle
 
 TEST_F(LifecycleTest, StoresAndReadsBackSamplesAndEvents) {
@@ -305,6 +327,39 @@ TEST_F(LifecycleTest, JobRowsCarryTheFamilyAndGridValues) {
   EXPECT_EQ(rows[0].params, (std::map<std::string, std::string>{{"lr", "0.1"}}));
   EXPECT_EQ(rows[1].family, "");  // not read from a job file
   EXPECT_TRUE(rows[1].params.empty());
+}
+
+TEST_F(LifecycleTest, ARunsLabelIsKeptChangedAndFoundByItsName) {
+  auto store = open_memory();
+  NewRun run;
+  run.started_ms = kT0;
+  run.mechanism = "mps";
+  run.backend = "sim";
+  run.label = {"lr-a", {{"model", "resnet26"}}, "first try"};
+  Result<int64_t> first = store->begin_run(run);
+  Result<int64_t> second = store->begin_run(run);  // the same name again
+  ASSERT_TRUE(first.ok() && second.ok());
+  Result<RunRow> row = store->run(*first);
+  ASSERT_TRUE(row.ok());
+  EXPECT_EQ(row->label.name, "lr-a");
+  EXPECT_EQ(row->label.tags, (std::map<std::string, std::string>{{"model", "resnet26"}}));
+  EXPECT_EQ(row->label.note, "first try");
+  Result<std::optional<int64_t>> named = store->run_named("lr-a");
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(*named, *second);  // the newest of that name
+
+  ASSERT_TRUE(store->set_label(*first, {"lr-b", {}, ""}).ok());
+  Result<std::vector<RunRow>> runs = store->list_runs(0);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ(runs->back().label.name, "lr-b");
+  EXPECT_TRUE(runs->back().label.tags.empty());
+  EXPECT_EQ(store->run_named("lr-b").value(), *first);
+  EXPECT_EQ(store->run_named("nobody").value(), std::nullopt);
+  EXPECT_EQ(store->run_named("").value(), std::nullopt);  // unnamed runs are not found by ""
+  Status missing = store->set_label(99, {"x", {}, ""});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.error().message(), HasSubstr("has no run #99"));
 }
 
 TEST_F(LifecycleTest, RefusesUpdatesOfUnknownJobsAndRuns) {

@@ -333,6 +333,15 @@ ALTER TABLE service_jobs ADD COLUMN share_ms REAL NOT NULL DEFAULT 0;
 ALTER TABLE service_jobs ADD COLUMN energy_j REAL NOT NULL DEFAULT 0;
 )sql";
 
+// Version 16: a run's name, tags and note (`colo run --name --tag --note`),
+// so that a sweep can be found, compared and told apart by what it was for.
+constexpr const char* kMigration16 = R"sql(
+ALTER TABLE runs ADD COLUMN name TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN tags_json TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT '';
+CREATE INDEX runs_by_name ON runs(name) WHERE name != '';
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -357,9 +366,9 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
-      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,
-      kMigration6,  kMigration7,  kMigration8,  kMigration9,  kMigration10,
-      kMigration11, kMigration12, kMigration13, kMigration14, kMigration15};
+      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,
+      kMigration7,  kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12,
+      kMigration13, kMigration14, kMigration15, kMigration16};
   return kMigrations;
 }
 

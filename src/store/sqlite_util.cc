@@ -232,4 +232,15 @@ Status Transaction::commit() {
   return OkStatus();
 }
 
+ReadSnapshot::ReadSnapshot(sqlite3* db) {
+  // A failed BEGIN leaves the reads as they were: each its own snapshot.
+  if (sqlite3_get_autocommit(db) != 0 &&
+      sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) == SQLITE_OK)
+    db_ = db;
+}
+
+ReadSnapshot::~ReadSnapshot() {
+  if (db_ != nullptr) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
 }  // namespace colo

@@ -134,4 +134,19 @@ class Transaction {
   std::string path_;
 };
 
+// BEGIN (deferred) ... ROLLBACK around reads: the statements inside read one
+// snapshot of the file, and take SQLite's shared lock once instead of once
+// each (a run's record reads a statement per job). Does nothing when the
+// connection is in a transaction already. Borrows the connection.
+class ReadSnapshot {
+ public:
+  explicit ReadSnapshot(sqlite3* db);
+  ReadSnapshot(const ReadSnapshot&) = delete;
+  ReadSnapshot& operator=(const ReadSnapshot&) = delete;
+  ~ReadSnapshot();
+
+ private:
+  sqlite3* db_ = nullptr;  // borrowed; null when it began nothing
+};
+
 }  // namespace colo

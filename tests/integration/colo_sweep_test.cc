@@ -382,6 +382,59 @@ TEST_F(ColoSweep, ALearningRateSweepShowsWhichRateWonInShowCsvJsonAndTheReport) 
 // at least half are stopped early, each recorded "stopped" with the rule's
 // numbers (also in its log), the best trial ends ok, and the run and colo's
 // exit code count stopped trials as results, not failures.
+// Issue 33, item 6: runs named, tagged and given a note, found by name, and
+// two compared side by side, their jobs matched by name.
+TEST_F(ColoSweep, TwoNamedSweepsAreComparedByNameJobByJob) {
+  auto sweep = [&](const std::string& name, const std::string& lrs) {
+    return write_file(name,
+                      "[objective]\nmetric = \"loss\"\ngoal = \"min\"\n[run]\nmechanism = "
+                      "\"naive\"\nmax_per_gpu = 8\n[[job]]\nname = \"toy\"\ncommand = "
+                      "[\"python3\", \"" COLO_SOURCE_DIR
+                      "/examples/toy_train.py\", \"--lr\", \"{lr}\", \"--epochs\", \"3\", "
+                      "\"--samples\", \"2000\", \"--features\", \"8\"]\ngrid = { lr = [" +
+                          lrs + "] }\n");
+  };
+  const std::string db = dir_ + "/named.db";
+  const std::string flags = " --backend sim --policy fixed --plain --db " + db;
+  CommandResult a = shell(colo("run " + sweep("a.toml", "1.0, 0.1") + flags +
+                               " --name lr-a --tag model=toy --note 'two rates'"));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  CommandResult b = shell(colo("run " + sweep("b.toml", "0.1, 0.01") + flags + " --name lr-b"));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+
+  CommandResult runs = shell(colo("runs --db " + db));
+  EXPECT_THAT(runs.output, HasSubstr("lr-a model=toy")) << runs.output;
+  CommandResult one = shell(colo("show lr-a --db " + db));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_THAT(one.output, HasSubstr("Run #1 "));
+  EXPECT_THAT(one.output, HasSubstr("Note two rates"));
+
+  CommandResult both = shell(colo("show lr-a lr-b --db " + db));
+  ASSERT_EQ(both.exit_code, 0) << both.output;
+  EXPECT_THAT(both.output, HasSubstr("Run #1 lr-a against run #2 lr-b"));
+  EXPECT_THAT(both.output, HasSubstr("best loss (lower is better)"));
+  // toy[lr=0.1] ran in both; lr 1.0 only in A, 0.01 only in B.
+  EXPECT_THAT(both.output, HasSubstr("1 in both, 1 only in #1 lr-a, 1 only in #2 lr-b"));
+  EXPECT_THAT(both.output, HasSubstr("(not in this run)"));
+  nlohmann::json json = nlohmann::json::parse(shell(colo("show 1 2 --json --db " + db)).output);
+  EXPECT_EQ(json["metric"], "loss");
+  EXPECT_EQ(json["runs"][1]["run"]["name"], "lr-b");
+
+  // Renamed later; the old name no longer finds it; bad names and tags are refused.
+  CommandResult relabel = shell(colo("label lr-b --name lr-b2 --tag model= --db " + db));
+  ASSERT_EQ(relabel.exit_code, 0) << relabel.output;
+  EXPECT_THAT(shell(colo("show lr-b2 --db " + db)).output, HasSubstr("Run #2 "));
+  CommandResult gone = shell(colo("show lr-b --db " + db));
+  EXPECT_EQ(gone.exit_code, 2);
+  EXPECT_THAT(gone.output, HasSubstr("neither a run id nor a run's name"));
+  CommandResult numeric = shell(colo("label 1 --name 7 --db " + db));
+  EXPECT_EQ(numeric.exit_code, 2);
+  EXPECT_THAT(numeric.output, HasSubstr("cannot be a number"));
+  CommandResult tag = shell(colo("label 1 --tag nokey --db " + db));
+  EXPECT_EQ(tag.exit_code, 2);
+  EXPECT_THAT(tag.output, HasSubstr("expected KEY=VALUE"));
+}
+
 TEST_F(ColoSweep, AshaStopsMostOfASweepWhoseBadTrialsAreKnownAndTheBestEndsOk) {
   const std::string file = write_file(
       "asha.toml",
