@@ -101,12 +101,16 @@ int report_command(const ReportFlags& flags) {
   std::cout << fmt::format("report of {} written to {}\n", outcome->description, flags.out);
   std::cout << fmt::format("  open in a browser:  {}\n", outcome->files.index_html);
   std::cout << fmt::format("  text summary:       {}\n", outcome->files.summary_txt);
-  std::cout << fmt::format("  CSV ({} files):     {}/csv/\n", outcome->files.csv_files.size(),
-                           flags.out);
-  std::cout << fmt::format("  figure pages ({}):  {}/figures/\n",
-                           outcome->files.figure_pages.size(), flags.out);
+  // "report/" and "report" alike: one slash before each folder.
+  const auto folder = [&](const char* name) {
+    return (std::filesystem::path(flags.out) / name / "").string();
+  };
+  std::cout << fmt::format("  CSV ({} files):     {}\n", outcome->files.csv_files.size(),
+                           folder("csv"));
+  std::cout << fmt::format("  figure pages ({}):  {}\n", outcome->files.figure_pages.size(),
+                           folder("figures"));
   if (outcome->png_note.empty()) {
-    std::cout << fmt::format("  PNG figures ({}):   {}/png/\n", outcome->pngs.size(), flags.out);
+    std::cout << fmt::format("  PNG figures ({}):   {}\n", outcome->pngs.size(), folder("png"));
   } else {
     std::cout << "  " << outcome->png_note << "\n";
   }

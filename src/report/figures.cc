@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -58,6 +59,10 @@ std::string lighter(const std::string& color, double amount) {
   }
   return out;
 }
+
+// A metric's chart gets a log axis when its largest value over its smallest
+// is at least this (two decades) and all are positive.
+constexpr double kLogAxisRatio = 100;
 
 json base_option(const std::string& title, const std::string& subtitle) {
   return json{
@@ -999,6 +1004,21 @@ Section learning_section(const RunMetrics& m, const std::string& subtitle) {
       }
       f.option = line_option(f.title, subtitle, x_name, name, lines);
       for (json& series : f.option["series"]) series["showSymbol"] = !steps;
+      // A loss that falls from 7 to 0.001 is a flat line on a linear axis
+      // after its first epoch: values all positive over two decades or more
+      // get a log axis.
+      double low = std::numeric_limits<double>::infinity(), high = 0;
+      for (const LineSeries& line : lines) {
+        for (const auto& [x, y] : line.points) {
+          if (!std::isfinite(y)) continue;
+          low = std::min(low, y);
+          high = std::max(high, y);
+        }
+      }
+      if (low > 0 && std::isfinite(low) && high / low >= kLogAxisRatio) {
+        f.option["yAxis"]["type"] = "log";
+        f.caption += fmt::format(" On a log scale: its values span {:.4g} to {:.4g}.", low, high);
+      }
       s.figures.push_back(std::move(f));
     };
     if (all_steps) {

@@ -265,6 +265,34 @@ TEST(HtmlReport, AMetricAtStepsAndEpochEndsIsTwoChartsOfOneAxisEach) {
   EXPECT_EQ(epochs.rows[1][2], "0.9");
 }
 
+// Issue 33 (16): a loss over several decades is drawn on a log axis, one
+// within a decade on a linear one.
+TEST(HtmlReport, AMetricOverTwoDecadesOrMoreGetsALogAxis) {
+  auto chart = [](std::vector<double> values) {
+    RunMetrics m;
+    m.run.id = 1;
+    JobMetrics j;
+    j.name = "train";
+    MetricSeries loss;
+    loss.name = "loss";
+    loss.lower_is_better = true;
+    for (size_t i = 0; i < values.size(); ++i)
+      loss.points.push_back({static_cast<UnixMillis>(1000 * (i + 1)), std::nullopt,
+                             static_cast<int64_t>(i + 1), values[i]});
+    j.metrics = {loss};
+    m.jobs = {j};
+    for (const Section& s : run_report(m, "").sections)
+      for (const Figure& f : s.figures)
+        if (f.name == "metric-loss") return f;
+    ADD_FAILURE() << "no metric-loss chart";
+    return Figure{};
+  };
+  const Figure wide = chart({7.0, 0.5, 0.02, 0.001});
+  EXPECT_EQ(wide.option["yAxis"]["type"], "log");
+  EXPECT_THAT(wide.caption, HasSubstr("On a log scale"));
+  EXPECT_EQ(chart({2.0, 1.0, 0.5}).option["yAxis"]["type"], "value");
+}
+
 // Issue 33 (16): jobs that were never all in their steady epochs at once
 // have no steady state together; the band over the GPU's charts must not be
 // called so (the summary says they never were), only when they were.
