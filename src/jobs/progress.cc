@@ -48,7 +48,8 @@ bool EventThrottle::Bucket::take(double per_s, int64_t burst, UnixMillis now_ms)
 EventThrottle::EventThrottle(const ProgressLimits& limits, UnixMillis now_ms)
     : limits_(limits),
       epoch_bucket_{static_cast<double>(limits.epoch_end_burst), now_ms},
-      other_bucket_{static_cast<double>(limits.other_event_burst), now_ms} {}
+      other_bucket_{static_cast<double>(limits.other_event_burst), now_ms},
+      metric_step_bucket_{static_cast<double>(limits.metric_step_burst), now_ms} {}
 
 void EventThrottle::emit_step(UnixMillis now_ms, std::vector<ProgressEvent>& out) {
   out.push_back(std::move(*pending_step_));
@@ -69,8 +70,12 @@ void EventThrottle::emit_epoch(std::vector<ProgressEvent>& out) {
 
 void EventThrottle::add(ProgressEvent event, UnixMillis now_ms, std::vector<ProgressEvent>& out) {
   if (event.kind == "step") {
+    const bool with_metrics = !event.metrics.empty();
     pending_step_ = pending_step_ ? merge(*pending_step_, std::move(event)) : std::move(event);
-    if (now_ms - last_step_ms_ >= limits_.step_interval_ms) emit_step(now_ms, out);
+    if ((with_metrics &&
+         metric_step_bucket_.take(limits_.metric_steps_per_s, limits_.metric_step_burst, now_ms)) ||
+        now_ms - last_step_ms_ >= limits_.step_interval_ms)
+      emit_step(now_ms, out);
   } else if (event.kind == "epoch_end") {
     pending_epoch_ = pending_epoch_ ? merge(*pending_epoch_, std::move(event)) : std::move(event);
     ++pending_epochs_;

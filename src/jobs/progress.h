@@ -35,6 +35,12 @@ struct ProgressLimits {
   // Step events: at most one per interval; the steps between are coalesced
   // into it (samples summed, the latest step's number, time and metrics).
   int64_t step_interval_ms = 1000;
+  // Steps that carry metrics (a loss per step) also pass through a token
+  // bucket: a short run keeps every step it logged (up to the burst), a long
+  // one about one a second more, so its curve and best value are not those
+  // of a one-a-second sample (400 steps logged in 5 s kept 5).
+  double metric_steps_per_s = 1;
+  int64_t metric_step_burst = 2000;
   // Epoch ends: a token bucket; ends beyond it are coalesced into the next
   // one let through (samples summed, "coalesced_epochs" = how many it holds).
   double epoch_ends_per_s = 20;
@@ -85,6 +91,7 @@ class EventThrottle {
   ProgressLimits limits_;
   Bucket epoch_bucket_;
   Bucket other_bucket_;
+  Bucket metric_step_bucket_;
   std::optional<ProgressEvent> pending_step_;
   UnixMillis last_step_ms_ = 0;  // when a step was last let through
   std::optional<ProgressEvent> pending_epoch_;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -146,6 +147,8 @@ ProgressSources sources(std::string progress, std::string log = "",
 ProgressLimits small_limits() {
   ProgressLimits l;
   l.step_interval_ms = 1000;
+  l.metric_steps_per_s = 1;
+  l.metric_step_burst = 3;
   l.epoch_ends_per_s = 1;
   l.epoch_end_burst = 3;
   l.other_events_per_s = 1;
@@ -345,6 +348,40 @@ TEST_F(ProgressReaderTest, StepsAreCoalescedToOnePerIntervalWithTheirSamplesSumm
   EXPECT_EQ(events[0].samples, 999 * 128);
   // Coalescing steps is normal, not throttling.
   EXPECT_FALSE(reader->throttled().any());
+}
+
+// Issue 33 (4): steps that carry a metric are kept one by one up to the
+// burst (a short run keeps every loss it logged), then about one a second.
+TEST_F(ProgressReaderTest, StepsWithMetricsAreKeptEachUpToTheirBurst) {
+  std::string progress = dir_ + "/progress.jsonl";
+  auto steps = [](int from, int to) {
+    std::string text;
+    for (int i = from; i <= to; ++i) {
+      text += "{\"event\":\"step\",\"step\":" + std::to_string(i) +
+              ",\"samples\":1,\"loss\":" + std::to_string(1.0 / i) + "}\n";
+    }
+    return text;
+  };
+  {  // The defaults: 400 steps logged at once are 400 events, each with its loss.
+    Result<ProgressReader> reader = ProgressReader::create(sources(progress), kReadTime);
+    ASSERT_TRUE(reader.ok());
+    append(progress, steps(1, 400));
+    std::vector<ProgressEvent> events = reader->poll(kReadTime);
+    ASSERT_EQ(events.size(), 400U);
+    EXPECT_EQ(events[399].step, 400);
+    EXPECT_DOUBLE_EQ(events[399].metrics.at("loss"), 1.0 / 400);
+  }
+  std::filesystem::remove(progress);
+  // Beyond the burst (3 here): the rest wait for the interval, coalesced.
+  Result<ProgressReader> reader =
+      ProgressReader::create(sources(progress), kReadTime, small_limits());
+  ASSERT_TRUE(reader.ok());
+  append(progress, steps(1, 10));
+  EXPECT_EQ(reader->poll(kReadTime).size(), 3U);
+  std::vector<ProgressEvent> events = reader->poll(kReadTime + 1000);
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].step, 10);
+  EXPECT_EQ(events[0].samples, 7);
 }
 
 TEST_F(ProgressReaderTest, EpochEndsBeyondTheirRateAreCoalescedNeverLost) {
