@@ -291,6 +291,56 @@ SampleFigures sample_figures_of(const RunSummary& summary, const RunRecord& reco
 
 }  // namespace
 
+void set_job_totals(RunSummary& summary) {
+  summary.makespan_ms.reset();
+  summary.total_samples.reset();
+  summary.throughput_per_s.reset();
+  summary.instances.clear();
+  summary.idle_instance_ms.reset();
+  std::optional<UnixMillis> first_start;
+  std::optional<UnixMillis> last_end;
+  for (const JobSummary& job : summary.jobs) {
+    if (job.started_ms) first_start = std::min(first_start.value_or(kEndOfTime), *job.started_ms);
+    if (job.ended_ms) last_end = std::max(last_end.value_or(0), *job.ended_ms);
+    if (job.samples)
+      summary.total_samples = saturating_add(summary.total_samples.value_or(0), *job.samples);
+  }
+  if (first_start && last_end && *last_end >= *first_start) {
+    summary.makespan_ms = *last_end - *first_start;
+    summary.instances = instance_usage(summary.jobs, *first_start, *last_end);
+    for (const InstanceUsage& u : summary.instances) {
+      summary.idle_instance_ms = summary.idle_instance_ms.value_or(0) + u.idle_ms;
+    }
+  }
+  if (summary.total_samples && summary.makespan_ms && *summary.makespan_ms > 0) {
+    summary.throughput_per_s = static_cast<double>(*summary.total_samples) /
+                               (static_cast<double>(*summary.makespan_ms) / 1000.0);
+  }
+}
+
+void restrict_to_submission(RunSummary& summary, const SubmissionRow& submission,
+                            const std::set<int64_t>& job_ids) {
+  std::erase_if(summary.jobs, [&](const JobSummary& job) { return !job_ids.contains(job.id); });
+  set_job_totals(summary);
+  // What the GPUs did, other submissions' jobs beside these: the run's.
+  summary.together.reset();
+  summary.together_gpus = 0;
+  summary.steady_throughput_per_s.reset();
+  summary.steady_note =
+      "a submission's jobs shared the GPUs with other submissions' jobs: the GPU figures are "
+      "those of its run";
+  summary.mean_sm_active_pct.reset();
+  summary.peak_memory_used_bytes.reset();
+  summary.energy_j.reset();
+  summary.device_samples = 0;
+  summary.baseline_run_id.reset();
+  summary.speedup_vs_exclusive.reset();
+  summary.steady_speedup_vs_exclusive.reset();
+  summary.normalized_throughput = {};
+  summary.normalized_throughput.why_not = summary.steady_note;
+  summary.submission = submission;
+}
+
 RunSummary summarize(const RunRecord& record, const SampleFigures* figures) {
   RunSummary summary;
   summary.run = record.run;
@@ -376,27 +426,7 @@ RunSummary summarize(const RunRecord& record, const SampleFigures* figures) {
     apply_sample_figures(summary, sample_figures_of(summary, record));
   }
 
-  // Run totals.
-  std::optional<UnixMillis> first_start;
-  std::optional<UnixMillis> last_end;
-  for (const JobSummary& job : summary.jobs) {
-    if (job.started_ms) first_start = std::min(first_start.value_or(kEndOfTime), *job.started_ms);
-    if (job.ended_ms) last_end = std::max(last_end.value_or(0), *job.ended_ms);
-    if (job.samples)
-      summary.total_samples = saturating_add(summary.total_samples.value_or(0), *job.samples);
-  }
-  if (first_start && last_end && *last_end >= *first_start) {
-    summary.makespan_ms = *last_end - *first_start;
-    summary.instances = instance_usage(summary.jobs, *first_start, *last_end);
-    for (const InstanceUsage& u : summary.instances) {
-      summary.idle_instance_ms = summary.idle_instance_ms.value_or(0) + u.idle_ms;
-    }
-  }
-  if (summary.total_samples && summary.makespan_ms && *summary.makespan_ms > 0) {
-    summary.throughput_per_s = static_cast<double>(*summary.total_samples) /
-                               (static_cast<double>(*summary.makespan_ms) / 1000.0);
-  }
-
+  set_job_totals(summary);
   fill_together(summary, {});
   return summary;
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,9 @@ struct RunSummary {
   // summed rate over solo rate (together.h), against the same solo rates.
   NormalizedThroughput normalized_throughput;
   std::string solo_source;  // where the solo rates came from, in words
+  // Set when this is one submission's part of a service's run
+  // (restrict_to_submission).
+  std::optional<SubmissionRow> submission;
 };
 
 // What summarize() derives from a run's GPU samples: per job its processes'
@@ -242,6 +246,17 @@ void apply_sample_figures(RunSummary& summary, const SampleFigures& figures);
 // `figures` when given (the record's samples are then not read), else from
 // the record's samples.
 RunSummary summarize(const RunRecord& record, const SampleFigures* figures = nullptr);
+
+// The run's totals that come from its jobs alone: makespan (first start to
+// last end), samples, throughput, MIG instances' use.
+void set_job_totals(RunSummary& summary);
+
+// One submission's part of a service's run: only the jobs in `job_ids`,
+// their totals (set_job_totals), and none of the GPUs' figures (energy, SM
+// activity, memory, the speed-ups), which other submissions' jobs shared:
+// steady_note says so.
+void restrict_to_submission(RunSummary& summary, const SubmissionRow& submission,
+                            const std::set<int64_t>& job_ids);
 
 // The sample figures of a summary (as summarize() derived them).
 SampleFigures sample_figures(const RunSummary& summary);

@@ -87,6 +87,31 @@ TEST(RunSummary, SteadyThroughputIsTheRateTogetherOrOneAfterAnother) {
   }
 }
 
+// Issue 33 (5): one submission's part of a service's run: its jobs, their
+// makespan and throughput, and no figure of the GPUs the others shared.
+TEST(RunSummary, ASubmissionKeepsItsJobsAndTheirTotalsOnly) {
+  RunSummary s = summarize(record_of("naive", {{0, 10'000, {4'000, 10'000}},
+                                               {2'000, 6'000, {4'000, 6'000}},
+                                               {5'000, 9'000, {7'000, 9'000}}}));
+  ASSERT_EQ(s.makespan_ms, 10'000);
+  SubmissionRow sub;
+  sub.id = 3;
+  sub.label.name = "lr-b";
+  restrict_to_submission(s, sub, {2, 3});
+  ASSERT_EQ(s.jobs.size(), 2u);
+  EXPECT_EQ(s.jobs[0].name, "job2");
+  EXPECT_EQ(s.makespan_ms, 7'000);  // 2 s to 9 s
+  EXPECT_EQ(s.total_samples, 4'000);
+  ASSERT_TRUE(s.throughput_per_s);
+  EXPECT_NEAR(*s.throughput_per_s, 4'000 / 7.0, 1e-9);
+  EXPECT_FALSE(s.together);
+  EXPECT_FALSE(s.energy_j);
+  EXPECT_FALSE(s.steady_throughput_per_s);
+  EXPECT_THAT(s.steady_note, HasSubstr("shared the GPUs with other submissions"));
+  ASSERT_TRUE(s.submission);
+  EXPECT_EQ(s.submission->label.name, "lr-b");
+}
+
 TEST(RunSummary, SoloRatesGiveTheSpeedUpAndEachJobsSlowdown) {
   // Alone: 1000 samples per 2 s epoch. Together: job1 at 2 s, job2 at 4 s.
   RunSummary alone =

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <iostream>
@@ -323,6 +324,47 @@ std::optional<PlanningInput> planning_input(const std::string& job_file,
   node.model = calibrate(InterferenceModel{}, collocations);
   return PlanningInput{std::move(file).value(), std::move(model).value(), std::move(set),
                        std::move(node), deadline_ms};
+}
+
+void add_label_flags(CLI::App& cmd, LabelFlags& flags) {
+  cmd.add_option("--name", flags.name,
+                 "a name for the run (of colo submit: for the submission): `colo show NAME` and "
+                 "`colo show NAME OTHER` find it (the newest of that name); not a number, not "
+                 "'last'");
+  cmd.add_option("--tag", flags.tags,
+                 "KEY=VALUE kept with it, shown by `colo runs` and `colo show`; repeat for "
+                 "several (with `colo label`, KEY= removes one)")
+      ->allow_extra_args(false);
+  cmd.add_option("--note", flags.note, "a line of text kept with it");
+}
+
+Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base) {
+  if (flags.name) {
+    const std::string& n = *flags.name;
+    if (!n.empty() && (n == "last" || std::all_of(n.begin(), n.end(), [](unsigned char c) {
+                         return std::isdigit(c) != 0;
+                       }))) {
+      return Error(fmt::format(
+          "--name '{}': a run's name cannot be a number or 'last' (`colo show` reads those as "
+          "run ids)",
+          n));
+    }
+    base.name = n;
+  }
+  for (const std::string& tag : flags.tags) {
+    const size_t eq = tag.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Error(fmt::format("--tag '{}': expected KEY=VALUE, e.g. --tag model=resnet50", tag));
+    }
+    const std::string value = tag.substr(eq + 1);
+    if (value.empty()) {
+      base.tags.erase(tag.substr(0, eq));
+    } else {
+      base.tags[tag.substr(0, eq)] = value;
+    }
+  }
+  if (flags.note) base.note = *flags.note;
+  return base;
 }
 
 }  // namespace colo

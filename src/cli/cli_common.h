@@ -119,6 +119,18 @@ inline constexpr const char* kStallTimeoutHelp =
 // for reading: colo runs, show and report. When it can only be read (a
 // read-only or full file system), says so on stderr and reads it anyway.
 // Stops what colos that died left running (run/leftovers.h), saying so on
+// --name, --tag KEY=VALUE (repeatable), --note: what a person calls a run
+// (colo run, colo label) or a submission (colo submit).
+struct LabelFlags {
+  std::optional<std::string> name;
+  std::vector<std::string> tags;
+  std::optional<std::string> note;
+};
+void add_label_flags(CLI::App& cmd, LabelFlags& flags);
+// `base` with what the flags set: a name, tags (KEY= removes KEY), a note.
+// An error names the flag at fault.
+Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base);
+
 // stderr.
 Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_flag);
 

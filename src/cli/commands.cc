@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -51,55 +52,6 @@ std::string opt(const std::optional<double>& v, const char* spec = "{:.1f}") {
 }
 
 // ---- colo run -------------------------------------------------------------
-
-// --name, --tag KEY=VALUE (repeatable), --note: what a person calls a run.
-struct LabelFlags {
-  std::optional<std::string> name;
-  std::vector<std::string> tags;
-  std::optional<std::string> note;
-};
-
-void add_label_flags(CLI::App& cmd, LabelFlags& flags) {
-  cmd.add_option("--name", flags.name,
-                 "a name for the run: `colo show NAME` and `colo show NAME OTHER` find it (the "
-                 "newest run of that name); not a number, not 'last'");
-  cmd.add_option("--tag", flags.tags,
-                 "KEY=VALUE kept with the run, shown by `colo runs` and `colo show`; repeat for "
-                 "several (with `colo label`, KEY= removes one)")
-      ->allow_extra_args(false);
-  cmd.add_option("--note", flags.note, "a line of text kept with the run");
-}
-
-// `base` with what the flags set: a name, tags (KEY= removes KEY), a note.
-// An error names the flag at fault.
-Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base) {
-  if (flags.name) {
-    const std::string& n = *flags.name;
-    if (!n.empty() && (n == "last" || std::all_of(n.begin(), n.end(), [](unsigned char c) {
-                         return std::isdigit(c) != 0;
-                       }))) {
-      return Error(fmt::format(
-          "--name '{}': a run's name cannot be a number or 'last' (`colo show` reads those as "
-          "run ids)",
-          n));
-    }
-    base.name = n;
-  }
-  for (const std::string& tag : flags.tags) {
-    const size_t eq = tag.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Error(fmt::format("--tag '{}': expected KEY=VALUE, e.g. --tag model=resnet50", tag));
-    }
-    const std::string value = tag.substr(eq + 1);
-    if (value.empty()) {
-      base.tags.erase(tag.substr(0, eq));
-    } else {
-      base.tags[tag.substr(0, eq)] = value;
-    }
-  }
-  if (flags.note) base.note = *flags.note;
-  return base;
-}
 
 struct RunFlags {
   std::string file;
@@ -177,8 +129,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   if (!read_slurm_allocation(env, slurm)) return kExitEnvironment;
   // Outside Slurm, a colo serve on this machine owns its GPUs: the jobs go there.
   if (!flags.local && !slurm && flags.shard_plan.empty() && !resume) {
-    const bool labelled = !label->name.empty() || !label->tags.empty() || !label->note.empty();
-    if (std::optional<int> code = run_through_service(flags.file, flags.socket, labelled))
+    if (std::optional<int> code = run_through_service(flags.file, flags.socket, *label))
       return *code;
   }
   std::optional<ShardRun> shard;
@@ -443,13 +394,39 @@ int runs_command(const std::string& db, int limit, bool json) {
     std::cerr << "colo: " << runs.error().message() << "\n";
     return kExitEnvironment;
   }
+  // A service's run holds every submission: its named ones are listed under it.
+  std::map<int64_t, std::vector<SubmissionRow>> submissions;
+  for (const RunRow& r : *runs) {
+    if (!r.job_file.empty()) continue;  // a service's run has none
+    Result<std::vector<SubmissionRow>> named = (*store)->named_submissions_of(r.id, 20);
+    if (!named.ok()) {
+      std::cerr << "colo: " << named.error().message() << "\n";
+      return kExitEnvironment;
+    }
+    if (!named->empty()) submissions[r.id] = std::move(named).value();
+  }
   if (json) {
     nlohmann::json out = {{"runs", nlohmann::json::array()}};
-    for (const RunRow& r : *runs) out["runs"].push_back(to_json(r));
+    for (const RunRow& r : *runs) {
+      nlohmann::json row = to_json(r);
+      if (auto subs = submissions.find(r.id); subs != submissions.end()) {
+        for (const SubmissionRow& sub : subs->second) {
+          row["submissions"].push_back({{"id", sub.id},
+                                        {"name", sub.label.name},
+                                        {"tags", sub.label.tags},
+                                        {"note", sub.label.note},
+                                        {"owner", sub.owner_name},
+                                        {"submitted_ms", sub.submitted_ms},
+                                        {"jobs", sub.jobs},
+                                        {"job_file", sub.job_file}});
+        }
+      }
+      out["runs"].push_back(std::move(row));
+    }
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << format_runs_table(*runs);
+  std::cout << format_runs_table(*runs, submissions);
   return kExitOk;
 }
 
@@ -461,31 +438,97 @@ struct ShowFlags {
   std::vector<std::string> filters;
 };
 
-// The run that `text` names: "" or "last" the most recent (0), a number
-// that id, else the newest run of that name. An error says what to do.
-Result<int64_t> resolve_run(RunStore& store, const std::string& text) {
-  if (text.empty() || text == "last") return int64_t{0};
-  if (std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
-    const int64_t id = std::strtoll(text.c_str(), nullptr, 10);
-    if (id > 0) return id;
+// What `colo show` was asked for: a run, or one submission's part of a
+// service's run.
+struct ShowTarget {
+  int64_t run_id = 0;  // 0: the most recent run
+  std::optional<SubmissionRow> submission;
+};
+
+bool all_digits(std::string_view s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+// The run or submission that `text` names: "" or "last" the most recent run,
+// a number that run, RUN/SUBMISSION a submission, else the newest run of
+// that name, else the newest submission of that name. An error says what to do.
+Result<ShowTarget> resolve_target(RunStore& store, const std::string& text) {
+  if (text.empty() || text == "last") return ShowTarget{};
+  if (all_digits(text)) return ShowTarget{std::strtoll(text.c_str(), nullptr, 10), std::nullopt};
+  if (const size_t slash = text.find('/'); slash != std::string::npos &&
+                                           all_digits(std::string_view(text).substr(0, slash)) &&
+                                           all_digits(std::string_view(text).substr(slash + 1))) {
+    const int64_t run = std::strtoll(text.c_str(), nullptr, 10);
+    Result<std::optional<SubmissionRow>> sub =
+        store.submission(std::strtoll(text.c_str() + slash + 1, nullptr, 10));
+    if (!sub.ok()) return sub.error();
+    if (!*sub) {
+      return Error(
+          fmt::format("'{}': the store has no submission {}; `colo runs` lists the named "
+                      "ones under their runs",
+                      text, text.substr(slash + 1)));
+    }
+    return ShowTarget{run, std::move(*sub)};
   }
   Result<std::optional<int64_t>> named = store.run_named(text);
   if (!named.ok()) return named.error();
-  if (!*named) {
-    return Error(fmt::format(
-        "'{}' is neither a run id nor a run's name; `colo runs` lists both (a run gets a name "
-        "with `colo run --name` or `colo label`)",
-        text));
+  if (*named) return ShowTarget{**named, std::nullopt};
+  Result<std::optional<SubmissionRow>> sub = store.submission_named(text);
+  if (!sub.ok()) return sub.error();
+  if (*sub) return ShowTarget{0, std::move(*sub)};
+  return Error(fmt::format(
+      "'{}' is neither a run id nor the name of a run or a submission; `colo runs` lists them "
+      "(a run gets a name with `colo run --name` or `colo label`, a submission with `colo "
+      "submit --name`)",
+      text));
+}
+
+// The run of a target, or the run holding a submission's jobs (the newest,
+// when a restarted service continued some in a later run) restricted to
+// them. A warning names the other runs that hold some of them.
+Result<RunSummary> analyse_target(RunStore& store, const ShowTarget& target) {
+  if (!target.submission) return analyse_run(store, target.run_id);
+  const SubmissionRow& sub = *target.submission;
+  Result<std::vector<SubmissionJob>> jobs = store.submission_jobs(sub.id);
+  if (!jobs.ok()) return jobs.error();
+  int64_t run = target.run_id;
+  if (run == 0) {
+    run = sub.run_id.value_or(0);
+    for (const SubmissionJob& j : *jobs) run = std::max(run, j.run_id);
   }
-  return **named;
+  if (run == 0) {
+    return Error(fmt::format("submission {} has no run to show yet (none of its {} jobs started)",
+                             sub.id, sub.jobs));
+  }
+  Result<RunSummary> summary = analyse_run(store, run);
+  if (!summary.ok()) return summary.error();
+  std::set<int64_t> here;
+  std::set<int64_t> elsewhere;
+  for (const SubmissionJob& j : *jobs) {
+    if (j.run_id == run) {
+      here.insert(j.job_id);
+    } else {
+      elsewhere.insert(j.run_id);
+    }
+  }
+  if (!elsewhere.empty()) {
+    std::cerr << fmt::format(
+        "colo: note: some of submission {}'s jobs were recorded in run{} {} (a service that "
+        "restarted continues them in its new run): `colo show` each for them\n",
+        sub.id, elsewhere.size() == 1 ? "" : "s", fmt::join(elsewhere, ", "));
+  }
+  restrict_to_submission(*summary, sub, here);
+  return summary;
 }
 
 // `colo show A B`.
 int compare_command(RunStore& store, const ShowFlags& flags) {
   std::vector<RunSummary> summaries;
   for (const std::string& text : flags.runs) {
-    Result<int64_t> id = resolve_run(store, text);
-    Result<RunSummary> summary = id.ok() ? analyse_run(store, *id) : Result<RunSummary>(id.error());
+    Result<ShowTarget> target = resolve_target(store, text);
+    Result<RunSummary> summary =
+        target.ok() ? analyse_target(store, *target) : Result<RunSummary>(target.error());
     if (!summary.ok()) {
       std::cerr << "colo: " << summary.error().message() << "\n";
       return kExitBadInput;
@@ -530,12 +573,9 @@ int show_command(const std::string& db, const ShowFlags& flags) {
     return kExitEnvironment;
   }
   if (flags.runs.size() == 2) return compare_command(**store, flags);
-  Result<int64_t> id = resolve_run(**store, flags.runs.empty() ? "" : flags.runs.front());
-  if (!id.ok()) {
-    std::cerr << "colo: " << id.error().message() << "\n";
-    return kExitBadInput;
-  }
-  Result<RunSummary> summary = analyse_run(**store, *id);
+  Result<ShowTarget> target = resolve_target(**store, flags.runs.empty() ? "" : flags.runs.front());
+  Result<RunSummary> summary =
+      target.ok() ? analyse_target(**store, *target) : Result<RunSummary>(target.error());
   if (!summary.ok()) {
     std::cerr << "colo: " << summary.error().message() << "\n";
     return kExitBadInput;
@@ -608,8 +648,13 @@ int label_command(const std::string& db, const std::string& run, const LabelFlag
     std::cerr << "colo: " << store.error().message() << "\n";
     return kExitEnvironment;
   }
-  Result<int64_t> id = resolve_run(**store, run);
-  Result<RunRow> row = id.ok() ? (*store)->run(*id) : Result<RunRow>(id.error());
+  Result<ShowTarget> target = resolve_target(**store, run);
+  if (target.ok() && target->submission) {
+    std::cerr << "colo: label names runs; a submission is named when it is submitted (colo "
+                 "submit --name)\n";
+    return kExitBadInput;
+  }
+  Result<RunRow> row = target.ok() ? (*store)->run(target->run_id) : Result<RunRow>(target.error());
   if (!row.ok()) {
     std::cerr << "colo: " << row.error().message() << "\n";
     return kExitBadInput;

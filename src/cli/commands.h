@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "store/rows.h"
+
 namespace CLI {
 class App;
 }
@@ -61,9 +63,8 @@ void add_top_command(CLI::App& app, int& exit_code);
 void add_serve_commands(CLI::App& app, int& exit_code, const std::string& command_line);
 // `colo run FILE` when a colo serve answers (at `socket`, else where clients
 // look): submits the file there and follows its jobs; the exit code. nullopt
-// when no service runs. `labelled` (--name, --tag or --note given): refused,
-// saying why, as a service keeps every submission in its one run.
+// when no service runs. `label` names the submission (colo show NAME).
 std::optional<int> run_through_service(const std::string& path, const std::string& socket,
-                                       bool labelled);
+                                       const RunLabel& label);
 
 }  // namespace colo

@@ -286,9 +286,16 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
 
 // Submits the jobs of `file`; the answer (ids, the service's mechanism and
 // policy), after warning about [run] settings the service does not take.
-// `priority`: every job's, over what the file says.
+// `priority`: every job's, over what the file says; `label` names the
+// submission.
+// The label as a submit request carries it: null when it says nothing.
+json label_request(const RunLabel& label) {
+  if (label.name.empty() && label.tags.empty() && label.note.empty()) return nullptr;
+  return json{{"name", label.name}, {"tags", label.tags}, {"note", label.note}};
+}
+
 Result<json> submit_file(const ServiceClient& client, const JobFile& file,
-                         std::optional<int> priority = std::nullopt) {
+                         std::optional<int> priority = std::nullopt, const RunLabel& label = {}) {
   json jobs = json::array();
   for (JobSpec spec : file.jobs) {
     if (priority) spec.priority = *priority;
@@ -298,8 +305,8 @@ Result<json> submit_file(const ServiceClient& client, const JobFile& file,
     }
     jobs.push_back(job_spec_to_json(spec));
   }
-  Result<json> answer =
-      client.submit(absolute_path(file.path), std::move(jobs), client_environment());
+  Result<json> answer = client.submit(absolute_path(file.path), std::move(jobs),
+                                      client_environment(), label_request(label));
   if (!answer.ok()) return answer;
   const std::string mechanism = (*answer)["service"].value("mechanism", "");
   if (file.mechanism && *file.mechanism != mechanism) {
@@ -333,7 +340,13 @@ std::string id_ranges(const std::vector<int64_t>& ids) {
   return out;
 }
 
-int submit_command(const std::string& path, std::optional<int> priority, const ClientFlags& flags) {
+int submit_command(const std::string& path, std::optional<int> priority, const LabelFlags& labels,
+                   const ClientFlags& flags) {
+  Result<RunLabel> label = apply_label_flags(labels, {});
+  if (!label.ok()) {
+    std::cerr << "colo: " << label.error().message() << "\n";
+    return kExitBadInput;
+  }
   Result<JobFile> file = load_job_file(path);
   if (!file.ok()) {
     std::cerr << "colo: " << file.error().message() << "\n";
@@ -341,17 +354,32 @@ int submit_command(const std::string& path, std::optional<int> priority, const C
   }
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
-  Result<json> answer = submit_file(*client, *file, priority);
+  Result<json> answer = submit_file(*client, *file, priority, *label);
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
     return kExitEnvironment;
   }
   std::vector<int64_t> ids = (*answer)["ids"];
+  // A service of an older colo answers without them.
+  const std::string submission =
+      answer->contains("submission")
+          ? fmt::format("{}/{}", answer->value("run", int64_t{0}), answer->value("submission", 0))
+          : "";
   if (flags.json) {
-    std::cout << json{{"ids", ids}}.dump() << "\n";
+    json out = {{"ids", ids}};
+    if (!submission.empty()) {
+      out["run"] = (*answer)["run"];
+      out["submission"] = (*answer)["submission"];
+    }
+    std::cout << out.dump() << "\n";
   } else {
-    std::cout << fmt::format("submitted {}: {}\n",
-                             count_of(static_cast<int64_t>(ids.size()), "job"), id_ranges(ids));
+    std::cout << fmt::format("submitted {}: {}", count_of(static_cast<int64_t>(ids.size()), "job"),
+                             id_ranges(ids));
+    if (!submission.empty()) {
+      std::cout << fmt::format("; submission {} (colo show {})", submission,
+                               label->name.empty() ? submission : label->name);
+    }
+    std::cout << "\n";
   }
   return kExitOk;
 }
@@ -639,26 +667,17 @@ int wait_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
 }  // namespace
 
 std::optional<int> run_through_service(const std::string& path, const std::string& socket,
-                                       bool labelled) {
+                                       const RunLabel& label) {
   std::vector<std::string> candidates =
       socket.empty() ? service_socket_candidates() : std::vector<std::string>{socket};
   Result<ServiceClient> client = ServiceClient::find(candidates);
   if (!client.ok()) return std::nullopt;  // colo run runs the file itself
-  if (labelled) {
-    std::cerr << fmt::format(
-        "colo: colo serve runs on this machine ({}) and keeps every submission in its one run, "
-        "which --name, --tag and --note cannot label; add --local to run these jobs as a run "
-        "of their own outside it (it waits for the GPUs the service holds), or drop the "
-        "label\n",
-        client->path());
-    return kExitBadInput;
-  }
   Result<JobFile> file = load_job_file(path);
   if (!file.ok()) {
     std::cerr << "colo: " << file.error().message() << "\n";
     return kExitBadInput;
   }
-  Result<json> answer = submit_file(*client, *file);
+  Result<json> answer = submit_file(*client, *file, std::nullopt, label);
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
     return kExitEnvironment;
@@ -697,6 +716,7 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   static ClientFlags client;
   static std::string submit_file_path;
   static std::optional<int> submit_priority;
+  static LabelFlags submit_label;
   static std::vector<int64_t> ids;
   static std::string log_job;
   static std::optional<int64_t> log_run;
@@ -839,9 +859,11 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                    "above 0 only for the service's admins; docs/serve.md, Fair share)")
       ->check(CLI::Range(kMinJobPriority, kMaxJobPriority));
   add_client_flags(submit_cmd, true);
-  set_example(*submit_cmd, "colo submit examples/quickstart.toml --json");
-  submit_cmd->callback(
-      [&exit_code] { exit_code = submit_command(submit_file_path, submit_priority, client); });
+  add_label_flags(*submit_cmd, submit_label);
+  set_example(*submit_cmd, "colo submit examples/quickstart.toml --name lr-a --json");
+  submit_cmd->callback([&exit_code] {
+    exit_code = submit_command(submit_file_path, submit_priority, submit_label, client);
+  });
 
   CLI::App* queue_cmd = app.add_subcommand(
       "queue", "Show colo serve's GPUs and jobs: owner, state, mechanism, epoch, rate, end");

@@ -136,11 +136,13 @@ std::string format_local_time_of_day(UnixMillis time_ms) {
   return format_local(time_ms, "%H:%M:%S");
 }
 
-std::string format_runs_table(const std::vector<RunRow>& runs) {
+std::string format_runs_table(const std::vector<RunRow>& runs,
+                              const std::map<int64_t, std::vector<SubmissionRow>>& submissions) {
   if (runs.empty()) return "no runs recorded yet; start one with `colo run <jobs.toml>`\n";
-  const bool named = std::any_of(runs.begin(), runs.end(), [](const RunRow& r) {
-    return !r.label.name.empty() || !r.label.tags.empty();
-  });
+  const bool named =
+      !submissions.empty() || std::any_of(runs.begin(), runs.end(), [](const RunRow& r) {
+        return !r.label.name.empty() || !r.label.tags.empty();
+      });
   std::vector<TextTable::Column> columns = {{"ID", Align::kRight}};
   if (named) columns.push_back({"NAME"});
   for (std::string header : {"STARTED", "STATE", "MECHANISM", "BACKEND"})
@@ -148,19 +150,26 @@ std::string format_runs_table(const std::vector<RunRow>& runs) {
   columns.push_back({"JOBS", Align::kRight});
   columns.push_back({"JOB FILE"});
   TextTable table(std::move(columns));
+  const auto add = [&](std::vector<std::string> first, std::vector<std::string> rest) {
+    if (named) first.push_back(rest.front());
+    first.insert(first.end(), rest.begin() + 1, rest.end());
+    table.add_row(std::move(first));
+  };
   for (const RunRow& run : runs) {
-    std::vector<std::string> cells = {std::to_string(run.id)};
-    if (named) cells.push_back(label_text(run.label));
-    std::vector<std::string> rest = {
-        format_local(run.started_ms, "%Y-%m-%d %H:%M"),
-        to_string(run.state),
-        run.mechanism,
-        backend_label(run),
-        run.jobs_not_ok > 0 ? fmt::format("{} ({} not ok)", run.job_count, run.jobs_not_ok)
-                            : std::to_string(run.job_count),
-        run.job_file.empty() ? kAbsent : run.job_file};
-    cells.insert(cells.end(), rest.begin(), rest.end());
-    table.add_row(std::move(cells));
+    add({std::to_string(run.id)},
+        {label_text(run.label), format_local(run.started_ms, "%Y-%m-%d %H:%M"),
+         to_string(run.state), run.mechanism, backend_label(run),
+         run.jobs_not_ok > 0 ? fmt::format("{} ({} not ok)", run.job_count, run.jobs_not_ok)
+                             : std::to_string(run.job_count),
+         run.job_file.empty() ? kAbsent : run.job_file});
+    auto subs = submissions.find(run.id);
+    if (subs == submissions.end()) continue;
+    for (const SubmissionRow& sub : subs->second) {
+      add({fmt::format("{}/{}", run.id, sub.id)},
+          {label_text(sub.label), format_local(sub.submitted_ms, "%Y-%m-%d %H:%M"), "submission",
+           "by " + sub.owner_name, "", std::to_string(sub.jobs),
+           sub.job_file.empty() ? kAbsent : sub.job_file});
+    }
   }
   return table.render();
 }
@@ -175,6 +184,17 @@ std::string format_run_summary(const RunSummary& summary) {
   if (!run.label.name.empty() || !run.label.tags.empty())
     out += "Name " + label_text(run.label) + "\n";
   if (!run.label.note.empty()) out += "Note " + run.label.note + "\n";
+  if (const std::optional<SubmissionRow>& sub = summary.submission) {
+    out += fmt::format(
+        "Submission {}/{}  by {}  submitted {}{}: its {} here (a service's run holds every "
+        "submission; `colo show {}` for all of them)\n",
+        run.id, sub->id, sub->owner_name, format_local_datetime(sub->submitted_ms),
+        sub->job_file.empty() ? "" : "  job file " + sub->job_file,
+        summary.jobs.size() == 1 ? "1 job" : fmt::format("{} jobs", summary.jobs.size()), run.id);
+    if (!sub->label.name.empty() || !sub->label.tags.empty())
+      out += "Name " + label_text(sub->label) + "\n";
+    if (!sub->label.note.empty()) out += "Note " + sub->label.note + "\n";
+  }
   if (!run.slurm.job_id.empty()) {
     out += fmt::format("Slurm job {}{} on {}{}\n", run.slurm.job_id,
                        run.slurm.step.empty() ? "" : " step " + run.slurm.step, run.slurm.node,
@@ -527,8 +547,19 @@ nlohmann::json to_json(const RunSummary& summary) {
                          {"busy_ms", u.busy_ms},
                          {"idle_ms", u.idle_ms}});
   }
+  nlohmann::json submission = nullptr;
+  if (const std::optional<SubmissionRow>& sub = summary.submission) {
+    submission = {{"id", sub->id},
+                  {"owner", sub->owner_name},
+                  {"submitted_ms", sub->submitted_ms},
+                  {"job_file", sub->job_file},
+                  {"name", sub->label.name},
+                  {"tags", sub->label.tags},
+                  {"note", sub->label.note}};
+  }
   return {
       {"run", to_json(summary.run)},
+      {"submission", std::move(submission)},
       {"jobs", std::move(jobs)},
       {"makespan_ms", nullable(summary.makespan_ms)},
       {"total_samples", nullable(summary.total_samples)},
@@ -559,10 +590,27 @@ nlohmann::json to_json(const RunSummary& summary) {
 
 namespace {
 
-// "#3" or "#3 lr-sweep".
-std::string run_title(const RunRow& run) {
-  return run.label.name.empty() ? fmt::format("#{}", run.id)
-                                : fmt::format("#{} {}", run.id, run.label.name);
+// "#3" or "#3 lr-sweep"; a submission "#3/2" or "#3/2 lr-sweep".
+std::string run_title(const RunSummary& s) {
+  const std::string id = s.submission ? fmt::format("#{}/{}", s.run.id, s.submission->id)
+                                      : fmt::format("#{}", s.run.id);
+  const std::string& name = s.submission ? s.submission->label.name : s.run.label.name;
+  return name.empty() ? id : id + " " + name;
+}
+
+// A run's state; a submission's: running while a job of it has not ended,
+// then ok, or failed when a job of it did not end well.
+std::string state_of(const RunSummary& s) {
+  if (!s.submission) return to_string(s.run.state);
+  if (std::any_of(s.jobs.begin(), s.jobs.end(),
+                  [](const JobSummary& j) { return !is_final(j.state); }))
+    return "running";
+  return std::any_of(s.jobs.begin(), s.jobs.end(), failed_or_diverged) ? "failed" : "ok";
+}
+
+// The label a comparison shows: the submission's, else the run's.
+const RunLabel& label_of(const RunSummary& s) {
+  return s.submission ? s.submission->label : s.run.label;
 }
 
 // "b/a" as "1.25x", or "-".
@@ -616,28 +664,31 @@ std::string params_text(const JobSummary& job) {
 
 std::string format_run_comparison(const RunSummary& a, const RunSummary& b,
                                   std::string_view metric) {
-  const std::string ta = run_title(a.run);
-  const std::string tb = run_title(b.run);
+  const std::string ta = run_title(a);
+  const std::string tb = run_title(b);
   std::string out = fmt::format("Run {} against run {}\n", ta, tb);
   if (a.run.simulated || b.run.simulated) {
     out += "SIMULATED: numbers of a run on colo's simulated GPU come from no measurement\n";
   }
   out += "\n";
   TextTable facts({{""}, {ta}, {tb}, {"B OVER A", Align::kRight}});
-  facts.add_row({"state", to_string(a.run.state), to_string(b.run.state)});
-  if (!a.run.label.tags.empty() || !b.run.label.tags.empty()) {
-    RunLabel la = a.run.label;
-    RunLabel lb = b.run.label;
+  facts.add_row({"state", state_of(a), state_of(b)});
+  if (!label_of(a).tags.empty() || !label_of(b).tags.empty()) {
+    RunLabel la = label_of(a);
+    RunLabel lb = label_of(b);
     la.name.clear();
     lb.name.clear();
     facts.add_row({"tags", label_text(la), label_text(lb)});
   }
-  if (!a.run.label.note.empty() || !b.run.label.note.empty()) {
-    facts.add_row({"note", a.run.label.note.empty() ? kAbsent : a.run.label.note,
-                   b.run.label.note.empty() ? kAbsent : b.run.label.note});
+  if (!label_of(a).note.empty() || !label_of(b).note.empty()) {
+    facts.add_row({"note", label_of(a).note.empty() ? kAbsent : label_of(a).note,
+                   label_of(b).note.empty() ? kAbsent : label_of(b).note});
   }
-  facts.add_row({"job file", a.run.job_file.empty() ? kAbsent : a.run.job_file,
-                 b.run.job_file.empty() ? kAbsent : b.run.job_file});
+  const auto job_file = [](const RunSummary& s) {
+    const std::string& file = s.submission ? s.submission->job_file : s.run.job_file;
+    return file.empty() ? std::string(kAbsent) : file;
+  };
+  facts.add_row({"job file", job_file(a), job_file(b)});
   facts.add_row({"mechanism", a.run.mechanism, b.run.mechanism});
   facts.add_row({"jobs", jobs_text(a), jobs_text(b)});
   auto as_double = [](const std::optional<int64_t>& v) {

@@ -4,6 +4,7 @@
 // are shown in the process's local time zone (TZ).
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -16,9 +17,13 @@
 namespace colo {
 
 // One line per run, newest first as given: id, name and tags (when some
-// run has them), start (local date and time), state, mechanism, backend
-// (with "(simulated)"), job count, job file.
-std::string format_runs_table(const std::vector<RunRow>& runs);
+// run or submission has them), start (local date and time), state,
+// mechanism, backend (with "(simulated)"), job count, job file; under a
+// run, a line per submission of it in `submissions` (by run id: a
+// service's named ones), "RUN/SUBMISSION".
+std::string format_runs_table(
+    const std::vector<RunRow>& runs,
+    const std::map<int64_t, std::vector<SubmissionRow>>& submissions = {});
 
 // A header line naming the run, a SIMULATED banner when the numbers come
 // from the simulated GPU, one row per job (with its slowdown while the jobs

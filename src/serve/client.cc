@@ -60,12 +60,13 @@ Result<json> ServiceClient::call(const json& request, bool* answered) const {
 }
 
 Result<json> ServiceClient::submit(const std::string& job_file, json jobs,
-                                   const std::map<std::string, std::string>& env,
+                                   const std::map<std::string, std::string>& env, json label,
                                    int64_t retry_ms) const {
   std::random_device random;
   const std::string key =
       fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
-  const json request = protocol::submit_request(job_file, std::move(jobs), env, key);
+  const json request =
+      protocol::submit_request(job_file, std::move(jobs), env, key, std::move(label));
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(retry_ms);
   while (true) {
     bool answered = false;

@@ -36,9 +36,10 @@ class ServiceClient {
   // service died or restarted in between), submits again with the same key
   // for up to `retry_ms`: the service answers with the jobs it stored, so
   // none is queued twice.
+  // `label`: as protocol::submit_request takes it.
   Result<nlohmann::json> submit(const std::string& job_file, nlohmann::json jobs,
                                 const std::map<std::string, std::string>& env,
-                                int64_t retry_ms = 30'000) const;
+                                nlohmann::json label = nullptr, int64_t retry_ms = 30'000) const;
 
   Result<std::vector<QueueJob>> status(const std::vector<int64_t>& ids) const;
   const std::string& path() const { return path_; }

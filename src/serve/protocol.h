@@ -26,14 +26,19 @@ inline constexpr std::string_view kOperations[] = {kSubmit, kQueue, kStatus,
 // `jobs`: each in jobs/job_spec_json's shape; `env`: the environment jobs
 // start from; `submit_key`: the client's random token for this submission (a
 // retry with the same key is answered with the jobs stored the first time).
+// `label`: what the submitter called the submission ({"name", "tags": {...},
+// "note"}, each optional; null: nothing).
 inline nlohmann::json submit_request(const std::string& job_file, nlohmann::json jobs,
                                      const std::map<std::string, std::string>& env,
-                                     const std::string& submit_key) {
-  return {{"op", kSubmit},
-          {"job_file", job_file},
-          {"jobs", std::move(jobs)},
-          {"env", env},
-          {"submit_key", submit_key}};
+                                     const std::string& submit_key,
+                                     nlohmann::json label = nullptr) {
+  nlohmann::json request = {{"op", kSubmit},
+                            {"job_file", job_file},
+                            {"jobs", std::move(jobs)},
+                            {"env", env},
+                            {"submit_key", submit_key}};
+  if (!label.is_null()) request["label"] = std::move(label);
+  return request;
 }
 // `offset` and `limit` page the queued jobs (docs/serve.md): a snapshot
 // holds kQueuedPage of them unless a reader asks for another page, at most

@@ -75,6 +75,30 @@ Result<int64_t> integer_field(const json& request, const char* name, int64_t fal
   return it->get<int64_t>();
 }
 
+// A submit request's "label" ({"name", "tags": {KEY: VALUE}, "note"}, each
+// optional), control characters removed (other users' views show it); an
+// error naming the field that holds something else.
+Result<RunLabel> submission_label(const json& request) {
+  RunLabel label;
+  auto it = request.find("label");
+  if (it == request.end() || it->is_null()) return label;
+  if (!it->is_object()) return Error("'label' must be an object");
+  Result<std::string> name = string_field(*it, "name", "");
+  if (!name.ok()) return name.error().with_context("label");
+  Result<std::string> note = string_field(*it, "note", "");
+  if (!note.ok()) return note.error().with_context("label");
+  label.name = strip_control_chars(*name);
+  label.note = strip_control_chars(*note);
+  if (auto tags = it->find("tags"); tags != it->end() && !tags->is_null()) {
+    if (!tags->is_object()) return Error("label: 'tags' must be an object of strings");
+    for (const auto& [key, value] : tags->items()) {
+      if (!value.is_string()) return Error("label: 'tags' must be an object of strings");
+      label.tags[strip_control_chars(key)] = strip_control_chars(value.get<std::string>());
+    }
+  }
+  return label;
+}
+
 // "ids": an array of job ids.
 Result<std::vector<int64_t>> ids_of(const json& request) {
   std::vector<int64_t> ids;
@@ -591,7 +615,9 @@ json Service::submit(const Caller& caller, const json& request) {
     if (json job_env = secret_values(spec.env); !job_env.empty()) s["job_env"] = job_env;
     secrets.push_back(std::move(s));
   }
-  Result<std::vector<int64_t>> ids = ctx_.store.add_service_jobs(rows);
+  Result<RunLabel> label = submission_label(request);
+  if (!label.ok()) return error_answer("submit: " + label.error().message());
+  Result<std::vector<int64_t>> ids = ctx_.store.add_service_jobs(rows, info_.run_id, *label);
   if (!ids.ok()) return error_answer("could not queue the jobs: " + ids.error().message());
   Result<std::vector<ServiceJobRow>> added = ctx_.store.service_jobs_by_id(*ids);
   if (!added.ok())
@@ -612,7 +638,12 @@ json Service::submit(const Caller& caller, const json& request) {
   ctx_.log << fmt::format("{} submitted {} job{} from {}: {}{}\n", caller.user, ids->size(),
                           ids->size() == 1 ? "" : "s", job_file->empty() ? "?" : *job_file,
                           ids->front(), ids->size() > 1 ? fmt::format("-{}", ids->back()) : "");
-  return json{{"ok", true}, {"ids", *ids}, {"service", service}};
+  json answer = {{"ok", true}, {"ids", *ids}, {"service", service}};
+  if (!added->empty() && added->front().submission_id) {
+    answer["submission"] = *added->front().submission_id;
+    answer["run"] = info_.run_id;
+  }
+  return answer;
 }
 
 void Service::halt(const std::string& why) {

@@ -61,6 +61,23 @@ struct RunRow {
   RunLabel label;
 };
 
+// One submission to a service: the jobs of one `colo submit` (service_submissions).
+struct SubmissionRow {
+  int64_t id = 0;
+  std::optional<int64_t> run_id;  // the service's run when it was submitted
+  UnixMillis submitted_ms = 0;
+  std::string owner_name;
+  std::string job_file;
+  RunLabel label;
+  int64_t jobs = 0;  // its service jobs
+};
+
+// A submission's job as a run recorded it: its `jobs` row and that row's run.
+struct SubmissionJob {
+  int64_t job_id = 0;
+  int64_t run_id = 0;
+};
+
 // One job of a run as recorded: its last attempt's start, its end and how.
 struct JobRow {
   int64_t id = 0;

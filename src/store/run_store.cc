@@ -365,6 +365,19 @@ Result<std::vector<int64_t>> RunStore::mark_stale_runs(
   return ids;
 }
 
+std::string tags_json(const std::map<std::string, std::string>& tags) {
+  return nlohmann::json(tags).dump();
+}
+
+std::map<std::string, std::string> parse_tags_json(const std::string& text) {
+  std::map<std::string, std::string> tags;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return tags;
+  for (const auto& [key, value] : j.items())
+    if (value.is_string()) tags[key] = value.get<std::string>();
+  return tags;
+}
+
 Result<int64_t> RunStore::begin_run(const NewRun& run) {
   auto insert = Statement::prepare(db_.get(), path_, R"sql(
       INSERT INTO runs (started_ms, state, mechanism, backend, simulated, job_file, host, colo_pid,
@@ -386,7 +399,7 @@ Result<int64_t> RunStore::begin_run(const NewRun& run) {
                       .bind(12, run.slurm.node)
                       .bind(13, run.slurm.restart_count)
                       .bind(14, run.label.name)
-                      .bind(15, nlohmann::json(run.label.tags).dump())
+                      .bind(15, tags_json(run.label.tags))
                       .bind(16, run.label.note)
                       .run();
   if (!status.ok()) return status.error().with_context("recording the start of a run");
@@ -398,7 +411,7 @@ Status RunStore::set_label(int64_t run_id, const RunLabel& label) {
       db_.get(), path_, "UPDATE runs SET name = ?, tags_json = ?, note = ? WHERE id = ?");
   if (!update.ok()) return update.error();
   Status status = update->bind(1, label.name)
-                      .bind(2, nlohmann::json(label.tags).dump())
+                      .bind(2, tags_json(label.tags))
                       .bind(3, label.note)
                       .bind(4, run_id)
                       .run();
@@ -716,13 +729,7 @@ Result<RunRow> run_from_row(const Statement& s) {
   run.colo_pid = static_cast<pid_t>(s.int64_at(11));
   run.slurm = {s.text_at(12), s.text_at(13), s.text_at(14), static_cast<int>(s.int64_at(15))};
   run.jobs_not_ok = static_cast<int>(s.int64_at(16));
-  run.label.name = s.text_at(17);
-  const nlohmann::json tags = nlohmann::json::parse(s.text_at(18), nullptr, false);
-  if (tags.is_object()) {
-    for (const auto& [key, value] : tags.items())
-      if (value.is_string()) run.label.tags[key] = value.get<std::string>();
-  }
-  run.label.note = s.text_at(19);
+  run.label = {s.text_at(17), parse_tags_json(s.text_at(18)), s.text_at(19)};
   return run;
 }
 

@@ -106,6 +106,11 @@ struct NewServiceJob {
   std::string submit_key;  // the submission's key (see service_jobs_submitted_as); may be empty
 };
 
+// A label's tags as the store keeps them (a JSON object of strings), and
+// back (anything else in the text is ignored).
+std::string tags_json(const std::map<std::string, std::string>& tags);
+std::map<std::string, std::string> parse_tags_json(const std::string& text);
+
 // One owner's jobs not yet ended.
 struct ServiceJobCounts {
   int64_t queued = 0;
@@ -171,7 +176,8 @@ struct ServiceJobRow {
   std::optional<int> device;
   std::optional<UnixMillis> started_ms;  // of its latest attempt
   std::optional<UnixMillis> ended_ms;
-  std::string log_path;  // of its latest attempt
+  std::string log_path;                  // of its latest attempt
+  std::optional<int64_t> submission_id;  // service_submissions (stores before version 17: none)
 };
 
 // One start of a job (job_attempts). A requeued job (an out-of-memory retry,
@@ -409,7 +415,20 @@ class RunStore : public RunReader {
 
   // The service's queue (service_store.cc). Adding is one transaction;
   // returns the new ids in order.
-  Result<std::vector<int64_t>> add_service_jobs(const std::vector<NewServiceJob>& jobs);
+  // The jobs are one submission (service_submissions: `run_id` the
+  // service's run, `label` what its submitter called it); each job's row
+  // points at it.
+  Result<std::vector<int64_t>> add_service_jobs(const std::vector<NewServiceJob>& jobs,
+                                                std::optional<int64_t> run_id = std::nullopt,
+                                                const RunLabel& label = {});
+  // A submission, by id; by name (the newest of that name); those of a run
+  // that have a name (newest first, at most `limit`).
+  Result<std::optional<SubmissionRow>> submission(int64_t id);
+  Result<std::optional<SubmissionRow>> submission_named(const std::string& name);
+  Result<std::vector<SubmissionRow>> named_submissions_of(int64_t run_id, int limit);
+  // Where a submission's jobs were recorded: a `jobs` row per service job
+  // that started (a job continued by a later service process: its latest).
+  Result<std::vector<SubmissionJob>> submission_jobs(int64_t submission_id);
   // The ids of the jobs `owner` submitted with `submit_key`, in order; empty
   // when none (or the key is empty).
   Result<std::vector<int64_t>> service_jobs_submitted_as(uid_t owner,

@@ -342,6 +342,27 @@ ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT '';
 CREATE INDEX runs_by_name ON runs(name) WHERE name != '';
 )sql";
 
+// Version 17: each submission to a service (`colo submit`), with what its
+// submitter called it, so that a service's one run can be read submission
+// by submission (`colo show NAME`, `colo show RUN/SUBMISSION`).
+constexpr const char* kMigration17 = R"sql(
+CREATE TABLE service_submissions (
+  id           INTEGER PRIMARY KEY,
+  run_id       INTEGER,
+  submitted_ms INTEGER NOT NULL,
+  owner_uid    INTEGER NOT NULL,
+  owner_name   TEXT NOT NULL,
+  job_file     TEXT NOT NULL DEFAULT '',
+  name         TEXT NOT NULL DEFAULT '',
+  tags_json    TEXT NOT NULL DEFAULT '{}',
+  note         TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX service_submissions_by_name ON service_submissions(name) WHERE name != '';
+CREATE INDEX service_submissions_by_run ON service_submissions(run_id);
+ALTER TABLE service_jobs ADD COLUMN submission_id INTEGER;
+CREATE INDEX service_jobs_by_submission ON service_jobs(submission_id);
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -368,7 +389,7 @@ const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
       kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,
       kMigration7,  kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12,
-      kMigration13, kMigration14, kMigration15, kMigration16};
+      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17};
   return kMigrations;
 }
 

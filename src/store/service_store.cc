@@ -14,11 +14,12 @@ namespace {
 constexpr const char* kServiceJobColumns =
     "id, submitted_ms, owner_uid, owner_name, job_file, name, grp, spec_json, "
     "COALESCE((SELECT e.env_json FROM service_envs e WHERE e.id = service_jobs.env_id), "
-    "env_json), state, reason, attempts, job_id, device, started_ms, ended_ms, log_path";
+    "env_json), state, reason, attempts, job_id, device, started_ms, ended_ms, log_path, "
+    "submission_id";
 // The same without the job's spec and environment (empty), for listings.
 constexpr const char* kServiceJobListColumns =
     "id, submitted_ms, owner_uid, owner_name, job_file, name, grp, '', '', state, reason, "
-    "attempts, job_id, device, started_ms, ended_ms, log_path";
+    "attempts, job_id, device, started_ms, ended_ms, log_path, submission_id";
 
 Result<ServiceJobRow> read_service_job(const Statement& s) {
   ServiceJobRow row;
@@ -41,6 +42,7 @@ Result<ServiceJobRow> read_service_job(const Statement& s) {
   row.started_ms = s.opt_int64_at(14);
   row.ended_ms = s.opt_int64_at(15);
   row.log_path = s.text_at(16);
+  row.submission_id = s.opt_int64_at(17);
   return row;
 }
 
@@ -67,14 +69,36 @@ Status update_service_job(sqlite3* db, const std::string& path, Statement& s, in
 
 }  // namespace
 
-Result<std::vector<int64_t>> RunStore::add_service_jobs(const std::vector<NewServiceJob>& jobs) {
+Result<std::vector<int64_t>> RunStore::add_service_jobs(const std::vector<NewServiceJob>& jobs,
+                                                        std::optional<int64_t> run_id,
+                                                        const RunLabel& label) {
   sqlite3* db = db_.get();
   auto tx = Transaction::begin(db, path_);
   if (!tx.ok()) return tx.error();
+  std::optional<int64_t> submission;
+  if (!jobs.empty()) {
+    auto insert_submission = Statement::prepare(db, path_, R"sql(
+        INSERT INTO service_submissions (run_id, submitted_ms, owner_uid, owner_name, job_file,
+                                         name, tags_json, note)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?))sql");
+    if (!insert_submission.ok()) return insert_submission.error();
+    const NewServiceJob& first = jobs.front();
+    Status s = insert_submission->bind(1, run_id)
+                   .bind(2, first.submitted_ms)
+                   .bind(3, static_cast<int64_t>(first.owner_uid))
+                   .bind(4, first.owner_name)
+                   .bind(5, first.job_file)
+                   .bind(6, label.name)
+                   .bind(7, tags_json(label.tags))
+                   .bind(8, label.note)
+                   .run();
+    if (!s.ok()) return s.error().with_context("recording a submission");
+    submission = sqlite3_last_insert_rowid(db);
+  }
   auto insert = Statement::prepare(db, path_, R"sql(
       INSERT INTO service_jobs (submitted_ms, owner_uid, owner_name, job_file, name, grp,
-                                spec_json, env_json, submit_key, state, env_id)
-      VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, 'queued', ?))sql");
+                                spec_json, env_json, submit_key, state, env_id, submission_id)
+      VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, 'queued', ?, ?))sql");
   if (!insert.ok()) return insert.error();
   auto insert_env = Statement::prepare(db, path_, "INSERT INTO service_envs (env_json) VALUES (?)");
   if (!insert_env.ok()) return insert_env.error();
@@ -97,12 +121,90 @@ Result<std::vector<int64_t>> RunStore::add_service_jobs(const std::vector<NewSer
                    .bind(7, j.spec_json)
                    .bind(8, j.submit_key)
                    .bind(9, env->second)
+                   .bind(10, submission)
                    .run();
     if (!s.ok()) return s.error().with_context("queueing job " + j.name);
     ids.push_back(sqlite3_last_insert_rowid(db));
   }
   if (Status s = tx->commit(); !s.ok()) return s.error();
   return ids;
+}
+
+namespace {
+
+constexpr const char* kSubmissionColumns =
+    "u.id, u.run_id, u.submitted_ms, u.owner_name, u.job_file, u.name, u.tags_json, u.note, "
+    "(SELECT count(*) FROM service_jobs s WHERE s.submission_id = u.id)";
+
+SubmissionRow read_submission(const Statement& s) {
+  return SubmissionRow{
+      s.int64_at(0), s.opt_int64_at(1),
+      s.int64_at(2), s.text_at(3),
+      s.text_at(4),  RunLabel{s.text_at(5), parse_tags_json(s.text_at(6)), s.text_at(7)},
+      s.int64_at(8)};
+}
+
+Result<std::vector<SubmissionRow>> read_submissions(Statement& s) {
+  std::vector<SubmissionRow> rows;
+  Status read = s.for_each_row([&]() -> Status {
+    rows.push_back(read_submission(s));
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  return rows;
+}
+
+Result<std::optional<SubmissionRow>> first_of(Result<std::vector<SubmissionRow>> rows) {
+  if (!rows.ok()) return rows.error();
+  if (rows->empty()) return std::optional<SubmissionRow>();
+  return std::optional<SubmissionRow>(std::move(rows->front()));
+}
+
+}  // namespace
+
+Result<std::optional<SubmissionRow>> RunStore::submission(int64_t id) {
+  auto s = Statement::prepare(
+      db_.get(), path_,
+      fmt::format("SELECT {} FROM service_submissions u WHERE u.id = ?", kSubmissionColumns));
+  if (!s.ok()) return s.error();
+  s->bind(1, id);
+  return first_of(read_submissions(*s));
+}
+
+Result<std::optional<SubmissionRow>> RunStore::submission_named(const std::string& name) {
+  auto s = Statement::prepare(db_.get(), path_,
+                              fmt::format("SELECT {} FROM service_submissions u WHERE u.name = ? "
+                                          "AND u.name != '' ORDER BY u.id DESC LIMIT 1",
+                                          kSubmissionColumns));
+  if (!s.ok()) return s.error();
+  s->bind(1, name);
+  return first_of(read_submissions(*s));
+}
+
+Result<std::vector<SubmissionRow>> RunStore::named_submissions_of(int64_t run_id, int limit) {
+  auto s = Statement::prepare(db_.get(), path_,
+                              fmt::format("SELECT {} FROM service_submissions u WHERE u.run_id = ? "
+                                          "AND u.name != '' ORDER BY u.id DESC LIMIT ?",
+                                          kSubmissionColumns));
+  if (!s.ok()) return s.error();
+  s->bind(1, run_id).bind(2, limit > 0 ? limit : -1);
+  return read_submissions(*s);
+}
+
+Result<std::vector<SubmissionJob>> RunStore::submission_jobs(int64_t submission_id) {
+  // A service job's latest `jobs` row (service_jobs.job_id), with its run.
+  auto s = Statement::prepare(db_.get(), path_, R"sql(
+      SELECT j.id, j.run_id FROM service_jobs s JOIN jobs j ON j.id = s.job_id
+      WHERE s.submission_id = ? ORDER BY j.id)sql");
+  if (!s.ok()) return s.error();
+  s->bind(1, submission_id);
+  std::vector<SubmissionJob> jobs;
+  Status read = s->for_each_row([&]() -> Status {
+    jobs.push_back({s->int64_at(0), s->int64_at(1)});
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  return jobs;
 }
 
 Result<std::vector<int64_t>> RunStore::service_jobs_submitted_as(uid_t owner,

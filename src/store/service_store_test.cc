@@ -100,6 +100,46 @@ TEST(ServiceStore, AJobGoesFromQueuedThroughAttemptsToItsEnd) {
   EXPECT_EQ(store->ended_service_jobs(1)->size(), 1u);
 }
 
+// Issue 33 (5): each submission is recorded with its label, found by name,
+// listed under its run when named, and leads to its jobs' rows.
+TEST(ServiceStore, EachSubmissionIsRecordedNamedAndLeadsToItsJobs) {
+  auto store = open_memory();
+  ASSERT_TRUE(store);
+  auto first = store->add_service_jobs({submitted("a", 1000), submitted("b", 1000)}, 7,
+                                       {"lr-a", {{"model", "r26"}}, "first"});
+  auto second = store->add_service_jobs({submitted("c", 1000)}, 7);  // no label
+  ASSERT_TRUE(first.ok() && second.ok());
+  auto rows = store->service_jobs_by_id({(*first)[0], (*first)[1], (*second)[0]});
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 3u);
+  ASSERT_TRUE((*rows)[0].submission_id && (*rows)[2].submission_id);
+  EXPECT_EQ((*rows)[0].submission_id, (*rows)[1].submission_id);
+  EXPECT_NE((*rows)[0].submission_id, (*rows)[2].submission_id);
+
+  auto named = store->submission_named("lr-a");
+  ASSERT_TRUE(named.ok() && *named);
+  EXPECT_EQ((*named)->id, *(*rows)[0].submission_id);
+  EXPECT_EQ((*named)->run_id, 7);
+  EXPECT_EQ((*named)->owner_name, "alice");
+  EXPECT_EQ((*named)->jobs, 2);
+  EXPECT_EQ((*named)->label.tags.at("model"), "r26");
+  EXPECT_EQ((*named)->label.note, "first");
+  EXPECT_FALSE(store->submission_named("")->has_value());
+  auto listed = store->named_submissions_of(7, 10);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);  // the unnamed one is not listed
+  EXPECT_TRUE(store->submission(*(*rows)[2].submission_id)->has_value());
+
+  // Its jobs' rows, once they started.
+  EXPECT_TRUE(store->submission_jobs((*named)->id)->empty());
+  const int64_t row = attempt_row(*store, "a");
+  ASSERT_TRUE(store->service_job_started((*first)[0], row, 0, kT0 + 10, "/logs/a.log").ok());
+  auto jobs = store->submission_jobs((*named)->id);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].job_id, row);
+}
+
 TEST(ServiceStore, UnknownIdsAndNonFinalEndsAreErrors) {
   auto store = open_memory();
   ASSERT_TRUE(store);

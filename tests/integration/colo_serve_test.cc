@@ -3,6 +3,7 @@
 // file, on the simulated GPU backend; SIGKILL, SIGHUP, two colo processes on
 // one machine, a second Unix user.
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -33,6 +34,8 @@ namespace colo {
 namespace {
 
 using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 class ColoServe : public ColoTestDir {
  protected:
@@ -247,8 +250,44 @@ TEST_F(ColoServe, OneJobIsNamedOnceAndInTheSingular) {
   EXPECT_EQ(again.output, "colo: job 1 has already ended (ok)\n");
   // Many ids as ranges (a sweep of 10,000 once printed every id).
   CommandResult three = shell(colo("submit " + write_file("three.toml", job("three", 1, 0.1, 3))));
-  EXPECT_EQ(three.output, "submitted 3 jobs: 2-4\n");
+  EXPECT_EQ(three.output, "submitted 3 jobs: 2-4; submission 1/2 (colo show 1/2)\n");
   EXPECT_EQ(queue()["service"]["policy"], "fixed, up to 1 job per GPU");
+}
+
+// Issue 33 (5): each submission is a part of the service's run that can be
+// named at submission (colo submit --name, colo run --name through the
+// service), listed under the run, shown alone and compared with another.
+TEST_F(ColoServe, NamedSubmissionsAreShownAloneAndCompared) {
+  start_service("--policy fixed --max-per-gpu 2 --mechanism naive");
+  CommandResult a = shell(colo("submit " + write_file("a.toml", job("alpha", 1, 0.1, 2)) +
+                               " --name sweep-a --tag model=r26 --note 'two of them'"));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_THAT(a.output, HasSubstr("submission 1/1 (colo show sweep-a)"));
+  CommandResult b =
+      shell(colo("run " + write_file("b.toml", job("beta", 1, 0.1)) + " --name sweep-b"));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  ASSERT_EQ(wait_all({1, 2, 3}).exit_code, 0) << service_log();
+
+  CommandResult runs = shell(colo("runs --db " + db()));
+  EXPECT_THAT(runs.output, HasSubstr("1/1  sweep-a model=r26")) << runs.output;
+  EXPECT_THAT(runs.output, HasSubstr("1/2  sweep-b")) << runs.output;
+  CommandResult shown = shell(colo("show sweep-a --db " + db()));
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_THAT(shown.output, HasSubstr("Submission 1/1"));
+  EXPECT_THAT(shown.output, HasSubstr("Note two of them"));
+  EXPECT_THAT(shown.output, HasSubstr("alpha"));
+  EXPECT_THAT(shown.output, Not(HasSubstr("beta")));
+  json alone = json::parse(shell(colo("show 1/2 --json --db " + db())).output, nullptr, false);
+  ASSERT_TRUE(alone.is_object());
+  EXPECT_EQ(alone["jobs"].size(), 1u);
+  EXPECT_EQ(alone["submission"]["name"], "sweep-b");
+  CommandResult both = shell(colo("show sweep-a sweep-b --db " + db()));
+  ASSERT_EQ(both.exit_code, 0) << both.output;
+  EXPECT_THAT(both.output, HasSubstr("Run #1/1 sweep-a against run #1/2 sweep-b"));
+  EXPECT_THAT(both.output, HasSubstr("2: all ok"));
+  CommandResult relabel = shell(colo("label sweep-a --name x --db " + db()));
+  EXPECT_EQ(relabel.exit_code, 2);
+  EXPECT_THAT(relabel.output, HasSubstr("a submission is named when it is submitted"));
 }
 
 // Issue 37 (item 2): a service keeps what its run taught as it stops (its

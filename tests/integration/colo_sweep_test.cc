@@ -426,7 +426,7 @@ TEST_F(ColoSweep, TwoNamedSweepsAreComparedByNameJobByJob) {
   EXPECT_THAT(shell(colo("show lr-b2 --db " + db)).output, HasSubstr("Run #2 "));
   CommandResult gone = shell(colo("show lr-b --db " + db));
   EXPECT_EQ(gone.exit_code, 2);
-  EXPECT_THAT(gone.output, HasSubstr("neither a run id nor a run's name"));
+  EXPECT_THAT(gone.output, HasSubstr("neither a run id nor the name of a run or a submission"));
   CommandResult numeric = shell(colo("label 1 --name 7 --db " + db));
   EXPECT_EQ(numeric.exit_code, 2);
   EXPECT_THAT(numeric.output, HasSubstr("cannot be a number"));
