@@ -10,7 +10,10 @@ The top operator: with GPU kernels in the trace, the kernel name with the most
 summed duration (GPU time); else the CPU operator with the most self time (its
 duration less its direct children's on the same thread, summed by name). With
 --summary, also the GPU's busy share of the window (the union of the kernels'
-intervals over the window's length) must agree with the summary's to 0.5 points."""
+intervals over the window's length) and the top kernel's share of the top 20's
+GPU time (the trace's device spans, kernels, memcpy and memset, summed by name:
+what `colo show` prints beside each name) must agree with the summary's to 0.5
+points."""
 import collections
 import json
 import os
@@ -59,6 +62,27 @@ def top_operator(events):
     return self_time.most_common(1)[0][0]
 
 
+def top_share_pct(events):
+    """The first name's share of the 20 names with the most GPU time (device
+    spans summed by name), in percent; None without device spans."""
+    time = collections.Counter()
+    for e in complete(events):
+        cat = str(e.get("cat", "")).lower()
+        if cat == "kernel" or cat in ("gpu_memcpy", "gpu_memset"):
+            time[e["name"]] += float(e["dur"])
+    top = time.most_common(20)
+    total = sum(t for _, t in top)
+    return 100.0 * top[0][1] / total if top and total > 0 else None
+
+
+def summary_share_pct(summary):
+    """The same share from the summary's own list (as colo show computes it)."""
+    by = summary.get("sorted_by", "self_device_us")
+    top = summary.get("top") or []
+    total = sum(float(t.get(by, 0)) for t in top)
+    return 100.0 * float(top[0].get(by, 0)) / total if top and total > 0 else None
+
+
 def busy_pct(events, window_s):
     spans = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in kernels(events))
     busy, end = 0.0, None
@@ -83,8 +107,13 @@ def main():
         theirs = summary.get("gpu_busy_pct")
         if (busy is None) != (theirs is None) or (busy is not None and abs(busy - theirs) > 0.5):
             problems.append("GPU busy: trace %s, summary %s" % (busy, theirs))
-        print("%s: top %s, GPU busy %s%%: %s" % (sys.argv[2], top,
-              "-" if busy is None else "%.1f" % busy, "PASS" if not problems else "FAIL: " + "; ".join(problems)))
+        share = top_share_pct(events) if summary.get("sorted_by") == "self_device_us" else None
+        their_share = summary_share_pct(summary) if share is not None else None
+        if share is not None and (their_share is None or abs(share - their_share) > 0.5):
+            problems.append("top kernel's share: trace %.2f%%, summary %s" % (share, their_share))
+        print("%s: top %s%s, GPU busy %s%%: %s" % (
+            sys.argv[2], top, "" if share is None else " (%.1f%% of the top 20's GPU time)" % share,
+            "-" if busy is None else "%.1f" % busy, "PASS" if not problems else "FAIL: " + "; ".join(problems)))
         return 1 if problems else 0
     print(top_operator(load(sys.argv[1])))
     return 0

@@ -382,7 +382,12 @@ class _Profiler:
             "rate_before": w["rate_before"], "trace": trace_name, "sorted_by": by,
             "top": top[:20],
         }
-        summary.update(_trace_gpu_figures(trace, elapsed))
+        figures, spans = _trace_gpu_figures(trace, elapsed)
+        summary.update(figures)
+        if spans:
+            # The device spans on the wall clock, for one timeline across the
+            # jobs that share a GPU (`colo profile --gpu`).
+            summary["kernels"] = _write_spans(self.dir, n, spans)
         # Writing the trace takes the job's time too (seconds for a large
         # one): said apart, and the rate after the window counts from here.
         summary["written_s"] = time.time() - now
@@ -418,22 +423,32 @@ class _Profiler:
 
 def _trace_gpu_figures(trace, elapsed_s):
     """The GPU's busy share of the window (the union of its kernels'
-    intervals) and its memcpy time, from the Chrome trace; empty without
-    GPU events (a CPU-only job)."""
+    intervals) and its memcpy time, from the Chrome trace, and its device
+    spans (start and end in microseconds since the Unix epoch, name); empty
+    without GPU events (a CPU-only job).
+
+    A trace's "ts" are microseconds on the host's clock, counted from its
+    "baseTimeNanoseconds" when it has one (newer PyTorch), else since the
+    epoch: the same clock in every process of the machine."""
     with open(trace, encoding="utf-8") as f:
         data = json.load(f)
     events = data if isinstance(data, list) else data.get("traceEvents", [])
-    spans, memcpy_us = [], 0.0
+    base_us = 0.0
+    if isinstance(data, dict) and data.get("baseTimeNanoseconds"):
+        base_us = float(data["baseTimeNanoseconds"]) / 1000.0
+    spans, named, memcpy_us = [], [], 0.0
     for e in events:
         cat = str(e.get("cat", "")).lower()
         if e.get("ph") != "X" or "dur" not in e:
             continue
         if cat == "kernel" or cat.startswith("gpu_"):
-            spans.append((float(e["ts"]), float(e["ts"]) + float(e["dur"])))
+            start = float(e["ts"])
+            spans.append((start, start + float(e["dur"])))
+            named.append((base_us + start, base_us + start + float(e["dur"]), str(e.get("name", ""))))
             if cat == "gpu_memcpy":
                 memcpy_us += float(e["dur"])
     if not spans:
-        return {}
+        return {}, []
     spans.sort()
     busy, end = 0.0, None
     for start, stop in spans:
@@ -443,8 +458,21 @@ def _trace_gpu_figures(trace, elapsed_s):
         elif stop > end:
             busy += stop - end
             end = stop
-    return {"gpu_busy_pct": 100.0 * busy / (elapsed_s * 1e6) if elapsed_s > 0 else None,
-            "memcpy_us": memcpy_us}
+    return ({"gpu_busy_pct": 100.0 * busy / (elapsed_s * 1e6) if elapsed_s > 0 else None,
+             "memcpy_us": memcpy_us}, named)
+
+
+def _write_spans(directory, window, spans):
+    """Writes torch-kernels-N.tsv: a line per device span, "start_us end_us
+    name" (tab-separated, microseconds since the Unix epoch, names cut at 200
+    characters); returns its file name."""
+    name = "torch-kernels-%d.tsv" % window
+    path = os.path.join(directory, name)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        for start, stop, kernel in sorted(spans):
+            f.write("%.3f\t%.3f\t%s\n" % (start, stop, kernel.replace("\t", " ").replace("\n", " ")[:200]))
+    os.replace(path + ".tmp", path)
+    return name
 
 _default = None
 _default_lock = threading.Lock()

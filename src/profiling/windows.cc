@@ -38,7 +38,11 @@ Result<ProfileWindow> parse_profile_window(const std::string& text, const std::s
   w.trigger = j.value("trigger", "");
   const std::optional<double> started = number(j, "started");
   const std::optional<double> ended = number(j, "ended");
-  if (started && ended && *ended >= *started) w.seconds = *ended - *started;
+  if (started && ended && *ended >= *started) {
+    w.seconds = *ended - *started;
+    w.started_s = *started;
+    w.ended_s = *ended;
+  }
   w.steps = static_cast<int64_t>(number(j, "steps").value_or(0));
   w.rate_in = number(j, "rate_in");
   w.rate_before = number(j, "rate_before");
@@ -49,6 +53,8 @@ Result<ProfileWindow> parse_profile_window(const std::string& text, const std::s
   w.sorted_by = j.value("sorted_by", "self_cpu_us");
   const std::string trace = j.value("trace", "");
   if (!trace.empty()) w.trace_path = trace[0] == '/' ? trace : dir + "/" + trace;
+  const std::string kernels = j.value("kernels", "");
+  if (!kernels.empty()) w.kernels_path = kernels[0] == '/' ? kernels : dir + "/" + kernels;
   if (auto top = j.find("top"); top != j.end() && top->is_array()) {
     for (const json& op : *top) {
       if (!op.is_object()) continue;

@@ -31,8 +31,11 @@ struct ProfileWindow {
   std::optional<double> written_s;     // how long writing its trace and summary took the job
   std::optional<double> gpu_busy_pct;  // the union of its kernels over the window
   std::optional<double> memcpy_us;
-  std::string sorted_by;       // "self_device_us" or "self_cpu_us"
-  std::string trace_path;      // the Chrome trace (absolute)
+  std::string sorted_by;     // "self_device_us" or "self_cpu_us"
+  std::string trace_path;    // the Chrome trace (absolute)
+  std::string kernels_path;  // its device spans on the wall clock (absolute; "" on a CPU)
+  double started_s = 0;      // the window, in seconds since the Unix epoch
+  double ended_s = 0;
   std::vector<ProfileOp> top;  // by self time, most first
 };
 

@@ -130,6 +130,43 @@ TEST_F(ColoProfile, ColoProfileTakesAWindowOfARunningJob) {
   EXPECT_THAT(ended.output, HasSubstr("job 'tiny' is ok, not running"));
 }
 
+// Issue 36, item 3: every job on a GPU asked at once. On CPU PyTorch the
+// windows have no kernels: both are taken, and colo says there is no timeline.
+TEST_F(ColoProfile, EveryJobOnAGpuIsAskedForAWindowAtOnce) {
+  const std::string until = dir_ + "/stop";
+  std::string two = job(", \"--until\", \"" + until + "\"", "");
+  two.replace(two.find("name = \"tiny\""), 13, "name = \"tiny\"\nrepeat = 2");
+  shell(colo("run " + write_file("p.toml", two) + run_flags() + " --max-per-gpu 2") + " > '" +
+        dir_ + "/run.txt' 2>&1 & echo $! > '" + dir_ + "/run.pid'");
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json j = json::parse(shell(colo("show --json --db " + db())).output, nullptr, false);
+        if (!j.is_object() || j["jobs"].size() != 2) return false;
+        for (const json& job : j["jobs"])
+          if (!job["epochs"].is_number() || job["epochs"].get<int>() < 1) return false;
+        return true;
+      },
+      60'000))
+      << shell("cat '" + dir_ + "/run.txt'").output;
+  CommandResult p = shell(colo("profile --gpu 0 --steps 3 --wait 60s --db " + db()));
+  shell("touch '" + until + "'");
+  EXPECT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_THAT(p.output, HasSubstr("asked tiny#1 for a torch window"));
+  EXPECT_THAT(p.output, HasSubstr("asked tiny#2 for a torch window"));
+  EXPECT_THAT(p.output, HasSubstr("tiny#1 window 1 (colo profile)"));
+  EXPECT_THAT(p.output, HasSubstr("tiny#2 window 1 (colo profile)"));
+  EXPECT_THAT(p.output, HasSubstr("no GPU kernels in these windows"));
+  EXPECT_TRUE(eventually(
+      [&] { return shell("kill -0 $(cat '" + dir_ + "/run.pid') 2>/dev/null").exit_code != 0; },
+      60'000));
+  CommandResult none = shell(colo("profile --gpu 3 --run 1 --db " + db()));
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.output, HasSubstr("no job of run 1 is running on GPU 3"));
+  CommandResult both = shell(colo("profile tiny#1 --gpu 0 --run 1 --db " + db()));
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.output, HasSubstr("a job, or --gpu N"));
+}
+
 TEST_F(ColoProfile, AJobWhoseProfilerIsNotInstalledRunsUnprofiledAndSaysWhy) {
   const std::string file = write_file(
       "p.toml",

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Recomputes `colo profile --gpu`'s timeline figures from the jobs' own files
+(no colo code): each window's summary (torch-summary-N.json: when it opened
+and closed) and device spans (torch-kernels-N.tsv, written by the client from
+the trace), and checks colo's printed ones (timeline.txt) against them; then,
+given a second run of the same model alone, each kernel family's time per
+kernel beside the others over alone (the interference per family).
+
+    bench/check-timeline.py TOGETHER_DIR [ALONE_DIR]
+
+Each DIR is one of bench/profile-timeline.sh's runs. Prints PASS or FAIL per
+figure and the families' table."""
+import collections
+import glob
+import json
+import os
+import re
+import sys
+
+FAMILIES = [  # the first that matches, in this order (docs/profiling.md)
+    ("memcpy", ["memcpy"]), ("memset", ["memset"]),
+    ("convolution", ["conv", "fprop", "dgrad", "wgrad", "implicit_gemm", "winograd"]),
+    ("GEMM", ["gemm", "xmma", "cutlass", "matmul", "cublas"]),
+    ("normalization", ["norm"]),
+    ("layout", ["nchwtonhwc", "nhwctonchw", "transpose", "permute", "copy_kernel"]),
+    ("softmax", ["softmax"]), ("optimizer", ["multi_tensor", "adam", "sgd", "optimizer"]),
+    ("reduction", ["reduce", "reduction"]), ("elementwise", ["elementwise", "vectorized", "unrolled"]),
+]
+
+
+def family(name):
+    lower = name.lower()
+    for fam, words in FAMILIES:
+        if any(w in lower for w in words):
+            return fam
+    return "other"
+
+
+def windows(run_dir):
+    """Each job's window taken by `colo profile`: (job, summary, spans)."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(run_dir, "logs", "*", "*", "*.profile", "torch-summary-*.json"))):
+        with open(path) as f:
+            s = json.load(f)
+        if s.get("trigger") != "colo profile" or not s.get("kernels"):
+            continue
+        spans = []
+        with open(os.path.join(os.path.dirname(path), s["kernels"])) as f:
+            for line in f:
+                a, b, name = line.rstrip("\n").split("\t", 2)
+                spans.append((float(a), float(b), name))
+        job = re.sub(r"^\d+-", "", os.path.basename(os.path.dirname(path))[: -len(".profile")])
+        out.append((job, s, spans))
+    return out
+
+
+def union(spans, lo, hi):
+    cut = sorted((max(a, lo), min(b, hi)) for a, b, _ in spans if min(b, hi) > max(a, lo))
+    merged = []
+    for a, b in cut:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged
+
+
+def figures(wins):
+    lo = max(s["started"] for _, s, _ in wins) * 1e6
+    hi = min(s["ended"] for _, s, _ in wins) * 1e6
+    unions = [union(spans, lo, hi) for _, _, spans in wins]
+    edges = sorted([(a, 1) for u in unions for a, _ in u] + [(b, -1) for u in unions for _, b in u])
+    by_count = collections.Counter()
+    count, at = 0, lo
+    for t, d in edges:
+        by_count[count] += max(0.0, t - at)
+        at = max(at, t)
+        count += d
+    by_count[count] += max(0.0, hi - at)
+    busy = [sum(b - a for a, b in u) for u in unions]
+    fams = []
+    for _, _, spans in wins:
+        f = collections.defaultdict(lambda: [0.0, 0])
+        for a, b, name in spans:
+            a, b = max(a, lo), min(b, hi)
+            if b > a:
+                f[family(name)][0] += b - a
+                f[family(name)][1] += 1
+        fams.append(f)
+    return {"window_ms": (hi - lo) / 1000, "idle_ms": by_count[0] / 1000,
+            "overlap_ms": sum(v for k, v in by_count.items() if k >= 2) / 1000,
+            "busy_ms": [b / 1000 for b in busy], "families": fams}
+
+
+def close(a, b, tolerance_ms=0.2):
+    return abs(a - b) <= max(tolerance_ms, 0.001 * abs(b))
+
+
+def check(run_dir):
+    wins = windows(run_dir)
+    if not wins:
+        print("%s: FAIL: no window with kernels" % run_dir)
+        return None
+    got = figures(wins)
+    with open(os.path.join(run_dir, "timeline.txt")) as f:
+        text = f.read()
+    problems = []
+    head = re.search(r"over the same ([\d.]+) ms on one clock: the GPU ran none of their kernels "
+                     r"([\d.]+) ms .* at once ([\d.]+) ms", text)
+    if not head:
+        problems.append("colo's timeline line not found")
+    else:
+        for what, theirs, mine in (("window", head.group(1), got["window_ms"]),
+                                   ("idle", head.group(2), got["idle_ms"]),
+                                   ("overlap", head.group(3), got["overlap_ms"])):
+            if not close(float(theirs), mine, 0.1):
+                problems.append("%s: colo %s ms, files %.1f ms" % (what, theirs, mine))
+    for (job, _, _), busy in zip(wins, got["busy_ms"]):
+        row = re.search(r"^\s+%s\s+([\d.]+) ms" % re.escape(job), text, re.M)
+        if not row or not close(float(row.group(1)), busy, 0.1):
+            problems.append("%s busy: colo %s, files %.1f ms" % (job, row.group(1) if row else None, busy))
+    print("%s: %d jobs over %.1f ms: idle %.1f ms (%.1f%%), two or more at once %.1f ms (%.1f%%), "
+          "busy %s: %s" % (run_dir, len(wins), got["window_ms"], got["idle_ms"],
+                           100 * got["idle_ms"] / got["window_ms"], got["overlap_ms"],
+                           100 * got["overlap_ms"] / got["window_ms"],
+                           ", ".join("%s %.1f ms" % (j, b) for (j, _, _), b in zip(wins, got["busy_ms"])),
+                           "PASS" if not problems else "FAIL: " + "; ".join(problems)))
+    return got
+
+
+def main():
+    together = check(sys.argv[1])
+    alone = check(sys.argv[2]) if len(sys.argv) > 2 else None
+    if not together or not alone:
+        return 0 if together else 1
+    print("kernel time per kernel by family: beside two others (mean of the three jobs) over alone")
+    print("%-14s %14s %14s %10s %10s" % ("FAMILY", "ALONE us", "BESIDE us", "SLOWDOWN", "SHARE"))
+    total = sum(t for t, _ in alone["families"][0].values())
+    for fam, (t_alone, n_alone) in sorted(alone["families"][0].items(), key=lambda kv: -kv[1][0]):
+        t = sum(f[fam][0] for f in together["families"] if fam in f)
+        n = sum(f[fam][1] for f in together["families"] if fam in f)
+        if not n or not n_alone:
+            continue
+        per_alone, per_beside = t_alone / n_alone, t / n
+        print("%-14s %14.2f %14.2f %9.2fx %9.1f%%" % (fam, per_alone, per_beside,
+                                                     per_beside / per_alone, 100 * t_alone / total))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
