@@ -287,8 +287,9 @@ std::string panel(const std::string& caption, const std::vector<std::string>& na
     const double x = kLeft + (kWidth - kLeft - 10) * tick / 10.0;
     svg += fmt::format(
         "<line x1='{0:.1f}' x2='{0:.1f}' y1='{1:.0f}' y2='{2:.0f}' stroke='#888'/>"
-        "<text x='{0:.1f}' y='{3:.0f}' text-anchor='middle'>{4:.{5}f} ms</text>\n",
-        x, y, y + 5, y + 18, span / 1000 * tick / 10.0, span < 20'000 ? 2 : 0);
+        "<text x='{0:.1f}' y='{3:.0f}' text-anchor='{6}'>{4:.{5}f} ms</text>\n",
+        x, y, y + 5, y + 18, span / 1000 * tick / 10.0, span < 20'000 ? 2 : 0,
+        tick == 10 ? "end" : "middle");
   }
   return svg;
 }
