@@ -410,16 +410,7 @@ int runs_command(const std::string& db, int limit, bool json) {
     for (const RunRow& r : *runs) {
       nlohmann::json row = to_json(r);
       if (auto subs = submissions.find(r.id); subs != submissions.end()) {
-        for (const SubmissionRow& sub : subs->second) {
-          row["submissions"].push_back({{"id", sub.id},
-                                        {"name", sub.label.name},
-                                        {"tags", sub.label.tags},
-                                        {"note", sub.label.note},
-                                        {"owner", sub.owner_name},
-                                        {"submitted_ms", sub.submitted_ms},
-                                        {"jobs", sub.jobs},
-                                        {"job_file", sub.job_file}});
-        }
+        for (const SubmissionRow& sub : subs->second) row["submissions"].push_back(to_json(sub));
       }
       out["runs"].push_back(std::move(row));
     }
@@ -455,7 +446,11 @@ bool all_digits(std::string_view s) {
 // that name, else the newest submission of that name. An error says what to do.
 Result<ShowTarget> resolve_target(RunStore& store, const std::string& text) {
   if (text.empty() || text == "last") return ShowTarget{};
-  if (all_digits(text)) return ShowTarget{std::strtoll(text.c_str(), nullptr, 10), std::nullopt};
+  if (all_digits(text)) {
+    const int64_t id = std::strtoll(text.c_str(), nullptr, 10);
+    if (id <= 0) return Error(fmt::format("'{}' is not a run id; `colo runs` lists them", text));
+    return ShowTarget{id, std::nullopt};
+  }
   if (const size_t slash = text.find('/'); slash != std::string::npos &&
                                            all_digits(std::string_view(text).substr(0, slash)) &&
                                            all_digits(std::string_view(text).substr(slash + 1))) {

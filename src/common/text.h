@@ -29,4 +29,7 @@ std::optional<size_t> control_char_at(std::string_view s);
 // job_spec_from_json), so that what is shown is what runs.
 std::string strip_control_chars(std::string_view s);
 
+// `s` safe as HTML text or an attribute's value: & < > " escaped.
+std::string escape_html(std::string_view s);
+
 }  // namespace colo

@@ -4,13 +4,14 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <string_view>
 #include <utility>
+
+#include "common/text.h"
 
 namespace colo {
 namespace {
@@ -49,29 +50,6 @@ std::string pct(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100 * part / whole) : "-";
 }
 
-std::string escape_html(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<std::vector<KernelSpan>> read_kernel_spans(const std::string& path) {
@@ -99,9 +77,7 @@ Result<std::vector<KernelSpan>> read_kernel_spans(const std::string& path) {
 }
 
 std::string kernel_family(const std::string& name) {
-  std::string lower(name.size(), ' ');
-  std::transform(name.begin(), name.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = ascii_lower(name);
   auto has = [&](std::initializer_list<std::string_view> words) {
     return std::any_of(words.begin(), words.end(),
                        [&](std::string_view w) { return lower.find(w) != std::string::npos; });

@@ -8,34 +8,11 @@
 #include <fstream>
 
 #include "common/paths.h"
+#include "common/text.h"
 #include "common/units.h"
 
 namespace colo {
 namespace {
-
-std::string escape_html(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // JSON safe inside a <script> element: no '<', '>' or '&' at all (JSON has
 // them only inside strings, where \u escapes mean the same), so no text can

@@ -353,6 +353,12 @@ std::string format_run_summary(const RunSummary& summary) {
   return out;
 }
 
+nlohmann::json to_json(const SubmissionRow& sub) {
+  return {{"id", sub.id},           {"name", sub.label.name},  {"tags", sub.label.tags},
+          {"note", sub.label.note}, {"owner", sub.owner_name}, {"submitted_ms", sub.submitted_ms},
+          {"jobs", sub.jobs},       {"job_file", sub.job_file}};
+}
+
 nlohmann::json to_json(const RunRow& run) {
   return {
       {"id", run.id},
@@ -547,16 +553,8 @@ nlohmann::json to_json(const RunSummary& summary) {
                          {"busy_ms", u.busy_ms},
                          {"idle_ms", u.idle_ms}});
   }
-  nlohmann::json submission = nullptr;
-  if (const std::optional<SubmissionRow>& sub = summary.submission) {
-    submission = {{"id", sub->id},
-                  {"owner", sub->owner_name},
-                  {"submitted_ms", sub->submitted_ms},
-                  {"job_file", sub->job_file},
-                  {"name", sub->label.name},
-                  {"tags", sub->label.tags},
-                  {"note", sub->label.note}};
-  }
+  const nlohmann::json submission =
+      summary.submission ? to_json(*summary.submission) : nlohmann::json(nullptr);
   return {
       {"run", to_json(summary.run)},
       {"submission", std::move(submission)},
@@ -646,12 +644,23 @@ std::optional<std::pair<double, std::string>> run_best(const RunSummary& s, std:
   return best;
 }
 
+// "12: all ok", "12: 9 ok, 2 not ok, 1 not ended".
 std::string jobs_text(const RunSummary& s) {
   int ok = 0;
-  for (const JobSummary& job : s.jobs) ok += failed_or_diverged(job) ? 0 : 1;
-  const int not_ok = static_cast<int>(s.jobs.size()) - ok;
-  return not_ok > 0 ? fmt::format("{}: {} ok, {} not", s.jobs.size(), ok, not_ok)
-                    : fmt::format("{}: all ok", s.jobs.size());
+  int open = 0;
+  for (const JobSummary& job : s.jobs) {
+    if (!is_final(job.state)) {
+      ++open;
+    } else if (!failed_or_diverged(job)) {
+      ++ok;
+    }
+  }
+  const int not_ok = static_cast<int>(s.jobs.size()) - ok - open;
+  if (not_ok == 0 && open == 0) return fmt::format("{}: all ok", s.jobs.size());
+  std::string out = fmt::format("{}: {} ok", s.jobs.size(), ok);
+  if (not_ok > 0) out += fmt::format(", {} not ok", not_ok);
+  if (open > 0) out += fmt::format(", {} not ended", open);
+  return out;
 }
 
 std::string params_text(const JobSummary& job) {

@@ -55,6 +55,8 @@ std::string format_run_comparison(const RunSummary& a, const RunSummary& b,
 // absent values as null.
 nlohmann::json to_json(const RunSummary& summary);
 nlohmann::json to_json(const RunRow& run);
+// A submission to a service: id, name, tags, note, owner, submitted_ms, jobs, job_file.
+nlohmann::json to_json(const SubmissionRow& sub);
 
 // "2023-11-14 22:13:20" and "22:13:20" in local time.
 std::string format_local_datetime(UnixMillis time_ms);
