@@ -557,7 +557,7 @@ nlohmann::json to_json(const RunSummary& summary) {
       summary.submission ? to_json(*summary.submission) : nlohmann::json(nullptr);
   return {
       {"run", to_json(summary.run)},
-      {"submission", std::move(submission)},
+      {"submission", submission},
       {"jobs", std::move(jobs)},
       {"makespan_ms", nullable(summary.makespan_ms)},
       {"total_samples", nullable(summary.total_samples)},
