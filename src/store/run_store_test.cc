@@ -172,13 +172,21 @@ TEST(SqliteErrorTest, SaysWhatToDoForCommonFailures) {
   EXPECT_THAT(other, HasSubstr("/x/colo.db: cannot insert: "));
 }
 
+// A new SQLite file at `path` holding one table, t (x INTEGER); null on failure.
+SqliteDb table_t(const std::string& path) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open(path.c_str(), &raw);
+  SqliteDb db(raw);
+  if (rc != SQLITE_OK || !exec_sql(db.get(), path, "CREATE TABLE t (x INTEGER)", "create").ok())
+    return SqliteDb();
+  return db;
+}
+
 TEST(SqliteErrorTest, TransactionRollsBackUnlessCommitted) {
   StoreDir dir;
   const std::string path = dir.file("t.db");
-  sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
-  SqliteDb db(raw);
-  ASSERT_TRUE(exec_sql(db.get(), path, "CREATE TABLE t (x INTEGER)", "create").ok());
+  SqliteDb db = table_t(path);
+  ASSERT_TRUE(db);
   {
     auto tx = Transaction::begin(db.get(), path);
     ASSERT_TRUE(tx.ok());
@@ -219,10 +227,8 @@ TEST(SqliteErrorTest, TransactionRollsBackUnlessCommitted) {
 TEST(ReadSnapshotTest, BeginsOnlyOutsideATransactionAndEndsWithItsScope) {
   StoreDir dir;
   const std::string path = dir.file("t.db");
-  sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
-  SqliteDb db(raw);
-  ASSERT_TRUE(exec_sql(db.get(), path, "CREATE TABLE t (x INTEGER)", "create").ok());
+  SqliteDb db = table_t(path);
+  ASSERT_TRUE(db);
   {
     const ReadSnapshot snapshot(db.get());
     EXPECT_EQ(sqlite3_get_autocommit(db.get()), 0);  // inside a transaction
