@@ -811,12 +811,10 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       "Show one run: per-job times, epochs, memory, SM activity, energy, speed-up, and what the "
       "jobs learned (their grid parameters, the last and best value of each metric they "
       "reported)");
-  show_cmd
-      ->add_option("run", show.runs,
-                   "run id or name (default: the most recent run); two runs are compared side "
-                   "by side, their jobs matched by name, by the declared objective or --sort's "
-                   "metric")
-      ->expected(0, 2);
+  show_cmd->add_option("run", show.runs,
+                       "run id or name, or a service's submission as RUN/ID or by its name "
+                       "(default: the most recent run); two are compared side by side, their jobs "
+                       "matched by name, by the declared objective or --sort's metric");
   show_cmd->add_option("--db", db, "run store; default " + default_db_path());
   CLI::Option* show_json = show_cmd->add_flag("--json", show.json, "machine-readable output");
   show_cmd
