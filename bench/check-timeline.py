@@ -54,8 +54,36 @@ def windows(run_dir):
                 a, b, name = line.rstrip("\n").split("\t", 2)
                 spans.append((float(a), float(b), name))
         job = re.sub(r"^\d+-", "", os.path.basename(os.path.dirname(path))[: -len(".profile")])
-        out.append((job, s, spans))
+        trace = os.path.join(os.path.dirname(path), s["trace"])
+        # The spans file is the client's transcription of the trace: checked
+        # against the trace itself while it exists (bench/profile-timeline.sh
+        # deletes traces only after this check).
+        verified = same_spans(spans, spans_of_trace(trace)) if os.path.exists(trace) else None
+        out.append((job, s, spans, verified))
     return out
+
+
+def spans_of_trace(path):
+    """The device spans of a Chrome trace, by this script's own reading: events
+    of category kernel or gpu_*, start at its "ts" plus "baseTimeNanoseconds"
+    (microseconds since the epoch)."""
+    with open(path) as f:
+        data = json.load(f)
+    events = data if isinstance(data, list) else data.get("traceEvents", [])
+    base = float(data.get("baseTimeNanoseconds", 0)) / 1000.0 if isinstance(data, dict) else 0.0
+    out = []
+    for e in events:
+        cat = str(e.get("cat", "")).lower()
+        if e.get("ph") == "X" and "dur" in e and (cat == "kernel" or cat.startswith("gpu_")):
+            out.append((base + float(e["ts"]), base + float(e["ts"]) + float(e["dur"])))
+    return sorted(out)
+
+
+def same_spans(spans, trace):
+    """Whether the client's spans file holds the trace's spans (to its 1 ns rounding)."""
+    mine = sorted((a, b) for a, b, _ in spans)
+    return len(mine) == len(trace) and all(
+        abs(a - c) < 0.002 and abs(b - d) < 0.002 for (a, b), (c, d) in zip(mine, trace))
 
 
 def union(spans, lo, hi):
@@ -70,9 +98,9 @@ def union(spans, lo, hi):
 
 
 def figures(wins):
-    lo = max(s["started"] for _, s, _ in wins) * 1e6
-    hi = min(s["ended"] for _, s, _ in wins) * 1e6
-    unions = [union(spans, lo, hi) for _, _, spans in wins]
+    lo = max(s["started"] for _, s, _, _ in wins) * 1e6
+    hi = min(s["ended"] for _, s, _, _ in wins) * 1e6
+    unions = [union(spans, lo, hi) for _, _, spans, _ in wins]
     edges = sorted([(a, 1) for u in unions for a, _ in u] + [(b, -1) for u in unions for _, b in u])
     by_count = collections.Counter()
     count, at = 0, lo
@@ -83,7 +111,7 @@ def figures(wins):
     by_count[count] += max(0.0, hi - at)
     busy = [sum(b - a for a, b in u) for u in unions]
     fams = []
-    for _, _, spans in wins:
+    for _, _, spans, _ in wins:
         f = collections.defaultdict(lambda: [0.0, 0])
         for a, b, name in spans:
             a, b = max(a, lo), min(b, hi)
@@ -119,15 +147,21 @@ def check(run_dir):
                                    ("overlap", head.group(3), got["overlap_ms"])):
             if not close(float(theirs), mine, 0.1):
                 problems.append("%s: colo %s ms, files %.1f ms" % (what, theirs, mine))
-    for (job, _, _), busy in zip(wins, got["busy_ms"]):
+    for job, _, _, verified in wins:
+        if verified is False:
+            problems.append("%s: its spans file differs from its trace" % job)
+    traced = sum(1 for w in wins if w[3])
+    for (job, _, _, _), busy in zip(wins, got["busy_ms"]):
         row = re.search(r"^\s+%s\s+([\d.]+) ms" % re.escape(job), text, re.M)
         if not row or not close(float(row.group(1)), busy, 0.1):
             problems.append("%s busy: colo %s, files %.1f ms" % (job, row.group(1) if row else None, busy))
+    print("%s: spans checked against the traces: %s" % (
+        run_dir, "%d of %d" % (traced, len(wins)) if traced else "no (traces not kept)"))
     print("%s: %d jobs over %.1f ms: idle %.1f ms (%.1f%%), two or more at once %.1f ms (%.1f%%), "
           "busy %s: %s" % (run_dir, len(wins), got["window_ms"], got["idle_ms"],
                            100 * got["idle_ms"] / got["window_ms"], got["overlap_ms"],
                            100 * got["overlap_ms"] / got["window_ms"],
-                           ", ".join("%s %.1f ms" % (j, b) for (j, _, _), b in zip(wins, got["busy_ms"])),
+                           ", ".join("%s %.1f ms" % (j, b) for (j, _, _, _), b in zip(wins, got["busy_ms"])),
                            "PASS" if not problems else "FAIL: " + "; ".join(problems)))
     return got
 

@@ -10,7 +10,8 @@
 # spans and the windows' times, no colo code).
 #
 #   bench/profile-timeline.sh RESULTS_DIR   (COLO=build-release/colo, BACKEND=nvml, GPU=0)
-# Traces (hundreds of MB) are deleted once the spans are written; the spans
+# Traces (about 100 MB each) are deleted after the check, which also checks the
+# spans against them; the spans
 # (torch-kernels-N.tsv) and summaries stay.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,8 +50,6 @@ print(sum(1 for x in j["jobs"] if (x.get("epochs") or 0) >= 1))' 2>/dev/null || 
   cat "$dir/timeline.txt"
   wait "$run" || true
   tail -n 12 "$dir/run.txt"
-  find "$dir/logs" -name 'torch-trace-*.json' -printf '%s %p\n' >"$dir/traces.txt" || true
-  find "$dir/logs" -name 'torch-trace-*.json' -delete || true
 }
 
 {
@@ -63,4 +62,9 @@ echo "== one alone"
 profiled_run "$out/alone" 1
 echo "== the check, from the jobs' own files (bench/check-timeline.py)"
 python3 bench/check-timeline.py "$out/together" "$out/alone" | tee "$out/check.txt"
+# The traces only now, after the check read them.
+for dir in "$out/together" "$out/alone"; do
+  find "$dir/logs" -name 'torch-trace-*.json' -printf '%s %p\n' >"$dir/traces.txt" || true
+  find "$dir/logs" -name 'torch-trace-*.json' -delete || true
+done
 ! grep -q FAIL "$out/check.txt"

@@ -96,6 +96,12 @@ std::string kernel_family(const std::string& name) {
   return "other";
 }
 
+double TimelineStats::overlap_us() const {
+  double sum = 0;
+  for (size_t k = 2; k < lanes_busy_us.size(); ++k) sum += lanes_busy_us[k];
+  return sum;
+}
+
 TimelineStats timeline_stats(const std::vector<TimelineLane>& lanes, double from_us, double to_us) {
   TimelineStats s;
   s.from_us = from_us;
@@ -145,8 +151,6 @@ TimelineStats timeline_stats(const std::vector<TimelineLane>& lanes, double from
     count = delta > 0 ? count + 1 : count - 1;
   }
   account(s.to_us);
-  s.idle_us = s.lanes_busy_us[0];
-  for (size_t k = 2; k <= n; ++k) s.overlap_us += s.lanes_busy_us[k];
   return s;
 }
 
@@ -155,8 +159,8 @@ std::string format_timeline(const std::vector<TimelineLane>& lanes, const Timeli
   std::string out = fmt::format(
       "{} jobs over the same {} on one clock: the GPU ran none of their kernels {} of it ({}), "
       "kernels of two jobs or more at once {} ({})\n",
-      lanes.size(), ms(window), ms(s.idle_us), pct(s.idle_us, window), ms(s.overlap_us),
-      pct(s.overlap_us, window));
+      lanes.size(), ms(window), ms(s.idle_us()), pct(s.idle_us(), window), ms(s.overlap_us()),
+      pct(s.overlap_us(), window));
   out += fmt::format("  {:<24} {:>12} {:>7} {:>12} {:>12}\n", "JOB", "KERNELS", "BUSY", "ALONE",
                      "BESIDE OTHERS");
   for (size_t i = 0; i < lanes.size(); ++i) {

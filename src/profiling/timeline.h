@@ -40,9 +40,9 @@ struct TimelineStats {
   std::vector<double> busy_us;        // per lane: the union of its spans
   std::vector<double> only_us;        // per lane: busy while no other lane was
   std::vector<double> shared_us;      // per lane: busy while another lane was too
-  double idle_us = 0;                 // no lane busy
-  double overlap_us = 0;              // two lanes or more busy
   std::vector<double> lanes_busy_us;  // [k]: exactly k lanes busy, k = 0..lanes
+  double idle_us() const { return lanes_busy_us.front(); }  // no lane busy
+  double overlap_us() const;                                // two lanes or more busy
   // Per lane, per family: the spans' summed time (not their union) and count.
   std::vector<std::map<std::string, std::pair<double, int64_t>>> families;
 };

@@ -54,8 +54,8 @@ TEST(TimelineStats, SplitsTheWindowByHowManyJobsRanKernels) {
   EXPECT_DOUBLE_EQ(s.shared_us[0], 10);
   EXPECT_DOUBLE_EQ(s.only_us[1], 10);
   EXPECT_DOUBLE_EQ(s.shared_us[1], 10);
-  EXPECT_DOUBLE_EQ(s.idle_us, 40);
-  EXPECT_DOUBLE_EQ(s.overlap_us, 10);
+  EXPECT_DOUBLE_EQ(s.idle_us(), 40);
+  EXPECT_DOUBLE_EQ(s.overlap_us(), 10);
   EXPECT_DOUBLE_EQ(s.lanes_busy_us[1], 50);
   // Families sum the spans (overlapping ones of a job too) inside the window.
   EXPECT_DOUBLE_EQ(s.families[0].at("GEMM").first, 50);

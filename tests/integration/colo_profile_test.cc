@@ -38,6 +38,23 @@ class ColoProfile : public ColoTestDir {
     return " --backend sim --policy fixed --mechanism naive --plain --db " + db() + " --logs " +
            dir_ + "/logs";
   }
+  // Starts `colo run FILE` (run_flags() and `flags`) in the background,
+  // its pid in run.pid and its output in run.txt; true once `jobs` jobs each
+  // ended an epoch (within 60 s).
+  bool run_until_epochs(const std::string& file, const std::string& flags, size_t jobs) const {
+    shell(colo("run " + file + run_flags() + flags) + " > '" + dir_ +
+          "/run.txt' 2>&1 & echo $! > '" + dir_ + "/run.pid'");
+    return eventually(
+        [&] {
+          const json j =
+              json::parse(shell(colo("show --json --db " + db())).output, nullptr, false);
+          if (!j.is_object() || j["jobs"].size() != jobs) return false;
+          for (const json& job : j["jobs"])
+            if (!job["epochs"].is_number() || job["epochs"].get<int>() < 1) return false;
+          return true;
+        },
+        60'000);
+  }
   // The top operator of the trace, recomputed from it alone.
   std::string top_of_trace(const std::string& trace) const {
     CommandResult r =
@@ -99,18 +116,7 @@ TEST_F(ColoProfile, ColoProfileTakesAWindowOfARunningJob) {
   const std::string until = dir_ + "/stop";
   const std::string file = write_file("p.toml", job(", \"--until\", \"" + until + "\"", ""));
   // The run in the background; the job loops until `until` exists.
-  shell(colo("run " + file + run_flags()) + " > '" + dir_ + "/run.txt' 2>&1 & echo $! > '" + dir_ +
-        "/run.pid'");
-  ASSERT_TRUE(eventually(
-      [&] {
-        CommandResult s = shell(colo("show --json --db " + db()));
-        if (s.exit_code != 0) return false;
-        const json j = json::parse(s.output, nullptr, false);
-        return j.is_object() && !j["jobs"].empty() && j["jobs"][0]["epochs"].is_number() &&
-               j["jobs"][0]["epochs"].get<int>() >= 1;
-      },
-      60'000))
-      << shell("cat '" + dir_ + "/run.txt'").output;
+  ASSERT_TRUE(run_until_epochs(file, "", 1)) << shell("cat '" + dir_ + "/run.txt'").output;
   CommandResult p = shell(colo("profile tiny --run 1 --steps 4 --wait 60s --db " + db()));
   shell("touch '" + until + "'");
   EXPECT_EQ(p.exit_code, 0) << p.output;
@@ -136,17 +142,7 @@ TEST_F(ColoProfile, EveryJobOnAGpuIsAskedForAWindowAtOnce) {
   const std::string until = dir_ + "/stop";
   std::string two = job(", \"--until\", \"" + until + "\"", "");
   two.replace(two.find("name = \"tiny\""), 13, "name = \"tiny\"\nrepeat = 2");
-  shell(colo("run " + write_file("p.toml", two) + run_flags() + " --max-per-gpu 2") + " > '" +
-        dir_ + "/run.txt' 2>&1 & echo $! > '" + dir_ + "/run.pid'");
-  ASSERT_TRUE(eventually(
-      [&] {
-        const json j = json::parse(shell(colo("show --json --db " + db())).output, nullptr, false);
-        if (!j.is_object() || j["jobs"].size() != 2) return false;
-        for (const json& job : j["jobs"])
-          if (!job["epochs"].is_number() || job["epochs"].get<int>() < 1) return false;
-        return true;
-      },
-      60'000))
+  ASSERT_TRUE(run_until_epochs(write_file("p.toml", two), " --max-per-gpu 2", 2))
       << shell("cat '" + dir_ + "/run.txt'").output;
   CommandResult p = shell(colo("profile --gpu 0 --steps 3 --wait 60s --db " + db()));
   shell("touch '" + until + "'");
