@@ -55,8 +55,14 @@ JobProfile AutoScheduler::prior_of(const std::string& signature) const {
 }
 
 void AutoScheduler::set_profile(const std::string& signature, const JobProfile& profile) {
-  profiles_[signature] = profile;
+  if (profiles_.insert_or_assign(signature, profile).second) ++profiles_added_;
   ++knowledge_;
+}
+
+JobProfile& AutoScheduler::own_profile(const std::string& signature) {
+  auto [it, added] = profiles_.try_emplace(signature);
+  if (added) ++profiles_added_;
+  return it->second;
 }
 
 const JobProfile* AutoScheduler::profile(const std::string& signature) const {
@@ -134,7 +140,7 @@ void AutoScheduler::enqueue(const SchedJob& job) {
 
 uint64_t AutoScheduler::estimate(const Waiting& w) const {
   if (w.memory_estimate) return *w.memory_estimate;
-  const JobProfile* p = usable_profile(w.signature);
+  const JobProfile* p = usable_profile(w);
   return p != nullptr ? p->peak_memory_bytes.value_or(0)
                       : prior_of(w.signature).peak_memory_bytes.value_or(0);
 }
@@ -181,6 +187,12 @@ const JobProfile* AutoScheduler::usable_profile(const std::string& signature) co
   // Estimated beyond every GPU: measure it instead.
   if (e.usable.peak_memory_bytes.value_or(0) > largest_memory()) return nullptr;
   return &e.usable;
+}
+
+const JobProfile* AutoScheduler::usable_profile(const Waiting& w) const {
+  if (w.own.added != profiles_added_) w.own = {profiles_added_, profile(w.signature)};
+  if (w.own.profile != nullptr && w.own.profile->admissible()) return w.own.profile;
+  return usable_profile(w.signature);
 }
 
 EffectsMemo& AutoScheduler::effects_of(const Family& f) const {
@@ -253,7 +265,7 @@ std::optional<double> AutoScheduler::measured_work(const Gpu& gpu, int64_t fresh
   double sum = 0;
   for (size_t j : gpu.jobs) {
     const Running& r = running_.at(j);
-    const JobProfile* p = usable_profile(r.waiting.signature);
+    const JobProfile* p = usable_profile(r.waiting);
     if (r.rate_ms < fresh_since_ms || p == nullptr || !p->samples_per_s || *p->samples_per_s <= 0 ||
         p->rate_uncertainty > kJudgedRateUncertainty)
       return std::nullopt;
@@ -563,7 +575,7 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
 
 std::optional<int64_t> AutoScheduler::expected_end(const Running& r, double gpu_rate,
                                                    int64_t now_ms) const {
-  const JobProfile* p = usable_profile(r.waiting.signature);
+  const JobProfile* p = usable_profile(r.waiting);
   if (p == nullptr || !p->solo_ms || r.probe) return std::nullopt;
   return expected_end_by(r, *p, gpu_rate, now_ms);
 }
@@ -626,7 +638,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   // Before any lookup: what follows would find the same likeness and fail.
   if (known_failed(w)) return false;
   if (!host_fits(w.signature)) return false;
-  const JobProfile* p = usable_profile(w.signature);
+  const JobProfile* p = usable_profile(w);
   if (p == nullptr) return place_newcomer(w, now_ms, out);
 
   const uint64_t need = w.memory_estimate.value_or(p->peak_memory_bytes.value_or(0));  // estimate()
@@ -712,7 +724,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
 bool AutoScheduler::may_start(const Gpu& g, const Waiting& w, int64_t now_ms) const {
   if (!reserved_.contains(g.slot.device)) return true;
   if (!reserved_until_) return false;
-  const JobProfile* p = usable_profile(w.signature);
+  const JobProfile* p = usable_profile(w);
   if (p == nullptr || !p->solo_ms) return false;
   const int64_t sharers = static_cast<int64_t>(g.jobs.size()) + 1;
   return now_ms + *p->solo_ms * sharers <= *reserved_until_;
@@ -804,7 +816,7 @@ int64_t AutoScheduler::longest_queued_startup() const {
     return cached.startup_ms;
   int64_t startup = 0;
   for (const auto& [seq, cls] : heads_) {
-    const JobProfile* p = usable_profile(cls->first);
+    const JobProfile* p = usable_profile(cls->second.front());
     if (p != nullptr) startup = std::max(startup, p->startup_ms.value_or(0));
   }
   cached = {knowledge_, heads_changes_, startup};
@@ -913,7 +925,14 @@ void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {
     heads_.erase(seq);
     if (!q.empty()) heads_.emplace(q.front().seq, cls);
     ++heads_changes_;
+    if (!some_gpu_takes_another()) break;
   }
+}
+
+bool AutoScheduler::some_gpu_takes_another() const {
+  return std::any_of(gpus_.begin(), gpus_.end(), [&](const Gpu& g) {
+    return !g.held && !g.alone && static_cast<int>(g.jobs.size()) < options_.max_jobs_per_gpu;
+  });
 }
 
 std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
@@ -928,13 +947,7 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
   for (auto it = retries_.begin(); it != retries_.end();) {
     it = place(*it, now_ms, out) ? retries_.erase(it) : std::next(it);
   }
-  // No GPU takes another job (each at max_jobs_per_gpu, held for a gang or
-  // running one alone): no class can start (admission_gain() refuses them
-  // all), and a walk of thousands of classes would only find that.
-  if (std::any_of(gpus_.begin(), gpus_.end(), [&](const Gpu& g) {
-        return !g.held && !g.alone && static_cast<int>(g.jobs.size()) < options_.max_jobs_per_gpu;
-      }))
-    place_heads(now_ms, out);
+  if (some_gpu_takes_another()) place_heads(now_ms, out);
   // Instances placed by the same estimate: one note.
   for (auto& [what, names] : estimate_notes_) {
     notes_.push_back(names.size() == 1 ? fmt::format("{}: {}", names.front(), what)
@@ -975,7 +988,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   g.changed_ms = now_ms;
   if (end == JobEnd::kOk && r.integrated_ms >= 0) {
     // Its work from its first observed rate on, for the expected ends of jobs like it.
-    const JobProfile* p = usable_profile(r.waiting.signature);
+    const JobProfile* p = usable_profile(r.waiting);
     if (p != nullptr && p->samples_per_s && *p->samples_per_s > 0) {
       const double work_ms =
           r.work_done_ms + r.rate / *p->samples_per_s *
@@ -1017,7 +1030,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   w.alone = w.attempt > options_.max_retries || had >= largest;
   if (w.alone) w.memory_estimate = largest;  // the last attempt gets a whole GPU
   w.alike = {};
-  JobProfile& p = profiles_[w.signature];
+  JobProfile& p = own_profile(w.signature);
   p.peak_memory_bytes = std::max(p.peak_memory_bytes.value_or(0), *w.memory_estimate);
   ++knowledge_;
   std::string note = fmt::format(
@@ -1035,7 +1048,7 @@ void AutoScheduler::observe_rate(size_t job, double samples_per_s, int64_t now_m
   auto it = running_.find(job);
   if (it == running_.end()) return;
   Running& r = it->second;
-  const JobProfile* p = usable_profile(r.waiting.signature);
+  const JobProfile* p = usable_profile(r.waiting);
   if (p != nullptr && p->samples_per_s && *p->samples_per_s > 0) {
     // Work since the last observation, at the rate last seen (the first one
     // counts from now: start-up did no GPU work).
@@ -1079,7 +1092,7 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
                             int64_t now_ms) {
   auto it = profiles_.find(signature);
   JobProfile merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
-  profiles_[signature] = merged;
+  if (profiles_.insert_or_assign(signature, merged).second) ++profiles_added_;
   ++knowledge_;
   add_to_family(signature, measured);
   for (Gpu& g : gpus_) ++g.version;  // expected ends of its jobs, anywhere, may move
@@ -1120,7 +1133,7 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
   const std::string key = probe_key(signature);
   for (auto& [job, r] : running_) {
     if (!r.speculative || probe_key(r.waiting.signature) != key) continue;
-    const JobProfile* p = usable_profile(r.waiting.signature);
+    const JobProfile* p = usable_profile(r.waiting);
     if (p == nullptr) continue;
     r.speculative = false;
     Gpu& g = gpus_[static_cast<size_t>(r.gpu)];
@@ -1154,7 +1167,7 @@ void AutoScheduler::measured(size_t job, const JobProfile& measured) {
   auto it = running_.find(job);
   if (it == running_.end() || !measured.peak_memory_bytes) return;
   const std::string& signature = it->second.waiting.signature;
-  JobProfile& own = profiles_[signature];
+  JobProfile& own = own_profile(signature);
   own.peak_memory_bytes = std::max(own.peak_memory_bytes.value_or(0), *measured.peak_memory_bytes);
   own.memory_uncertainty = 0;
   ++knowledge_;
@@ -1215,7 +1228,7 @@ std::optional<int64_t> AutoScheduler::expected_end_ms(size_t job, int64_t now_ms
   if (std::optional<int64_t> end = expected_end(r, gpu_rate, now_ms)) return end;
   // No solo time, but a solo rate (its slowdown is known): the work of a job
   // like it that ended here, counted as its observed rates count work.
-  const JobProfile* p = usable_profile(r.waiting.signature);
+  const JobProfile* p = usable_profile(r.waiting);
   if (p == nullptr || r.probe || !p->has_solo_rate() || *p->samples_per_s <= 0) return std::nullopt;
   std::optional<double> samples;
   if (auto own = ended_samples_.find(r.waiting.signature); own != ended_samples_.end()) {

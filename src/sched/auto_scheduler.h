@@ -216,6 +216,14 @@ class AutoScheduler final : public Scheduler {
       uint64_t hash = 0;
     };
     mutable Alike alike;
+    // Its own profile (profile()), as looked up while profiles_added_ was
+    // `added`: profiles_ never moves or drops an entry, so only a new one can
+    // change the answer. usable_profile(const Waiting&) reads it.
+    struct Own {
+      uint64_t added = UINT64_MAX;
+      const JobProfile* profile = nullptr;
+    };
+    mutable Own own;
   };
   struct Running {
     Waiting waiting;
@@ -270,6 +278,10 @@ class AutoScheduler final : public Scheduler {
     std::optional<NeighbourCheck> check;
   };
 
+  // usable_profile(w.signature), without looking up a signature whose own
+  // profile is admissible (Waiting::own): placements and the queue's walks ask
+  // it of every queued class, and a sweep's signatures are long and many.
+  const JobProfile* usable_profile(const Waiting& w) const;
   bool place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
   // Whether `w` may start on `g` now: `g` is not kept for a gang, or `w`
   // would end before the gang could start there (reserve()).
@@ -330,7 +342,12 @@ class AutoScheduler final : public Scheduler {
   void push_waiting(Waiting w);
   // schedule()'s walk of the queued classes, each tried once from its head,
   // in order of priority, fair share and arrival.
+  // It stops once no GPU takes another job: then no class can start.
   void place_heads(int64_t now_ms, std::vector<Decision>& out);
+  // Whether a GPU takes another job: one is below max_jobs_per_gpu, not held
+  // for a gang and not running a job alone. When none does, admission_gain()
+  // refuses every class, and a walk of thousands of them would only find that.
+  bool some_gpu_takes_another() const;
   // Shared data: whether `signature`'s dataset has a running reader, whether
   // a job of it fits the host, and the bookkeeping as jobs start and end.
   bool dataset_read(const std::string& signature) const;
@@ -362,6 +379,9 @@ class AutoScheduler final : public Scheduler {
   // By signature, looked up for every queued class in each schedule():
   // hashed, as signatures are long and share their leading text.
   std::unordered_map<std::string, JobProfile> profiles_;
+  uint64_t profiles_added_ = 0;  // entries ever added to profiles_ (Waiting::own)
+  // The signature's entry in profiles_, added empty when it has none.
+  JobProfile& own_profile(const std::string& signature);
   std::map<std::string, std::string> labels_;
   using Classes = std::map<std::string, std::deque<Waiting>>;  // FIFO per signature
   Classes classes_;
