@@ -540,7 +540,7 @@ int compare_command(RunStore& store, const ShowFlags& flags) {
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << format_run_comparison(summaries[0], summaries[1], metric);
+  std::cout << format_run_comparison(compare_runs(summaries[0], summaries[1], metric));
   return kExitOk;
 }
 

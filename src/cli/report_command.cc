@@ -46,19 +46,24 @@ bool is_colos_to_overwrite(const std::string& dir) {
 }
 
 int report_command(const ReportFlags& flags) {
-  std::vector<ReportTarget> targets;
-  for (const std::string& text : flags.targets) {
-    Result<ReportTarget> target = parse_report_target(text);
-    if (!target) {
-      std::cerr << "colo: " << target.error().message() << "\n";
-      return kExitBadInput;
-    }
-    targets.push_back(*target);
-  }
   Result<std::unique_ptr<RunStore>> store = open_store_for_reading(flags.db);
   if (!store) {
     std::cerr << "colo: " << store.error().message() << "\n";
     return kExitEnvironment;
+  }
+  std::vector<ReportTarget> targets;
+  for (const std::string& text : flags.targets) {
+    Result<ReportTarget> target = parse_report_target(text);
+    if (!target) {
+      // A run's name (colo run --name, colo label).
+      Result<std::optional<int64_t>> named = (*store)->run_named(text);
+      if (!named || !*named) {
+        std::cerr << "colo: " << (named ? target.error() : named.error()).message() << "\n";
+        return kExitBadInput;
+      }
+      target = ReportTarget{ReportTarget::Kind::kRun, **named};
+    }
+    targets.push_back(*target);
   }
   if (!flags.force && !is_colos_to_overwrite(flags.out)) {
     std::cerr << fmt::format(
@@ -127,9 +132,11 @@ void add_report_command(CLI::App& app, int& exit_code) {
       "Write an HTML report (charts of the paper's figures), PNGs, CSV and a text summary of a "
       "run or experiment");
   cmd->add_option("targets", flags.targets,
-                  "run:ID, exp:ID, a bare number (a run id), last-run, last-exp, or last (the "
-                  "run colo show shows, or the experiment it was a case of; the default); several "
-                  "exp:ID make one report over those experiments");
+                  "run:ID, exp:ID, a bare number (a run id), a run's name, last-run, last-exp, or "
+                  "last (the "
+                  "run colo show shows, or the experiment it was a case of; the default); two "
+                  "runs make a report comparing them (as colo show A B), several exp:ID one "
+                  "report over those experiments");
   cmd->add_option("--out,-o", flags.out, "directory to write the report into (created)")
       ->required();
   cmd->add_option("--db", flags.db, "run store; default " + default_db_path());

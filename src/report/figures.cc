@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "common/text.h"
 #include "common/units.h"
 #include "report/guidelines.h"
 #include "report/text_report.h"
@@ -1328,6 +1329,56 @@ ReportContent run_report(const RunMetrics& m, const std::string& run_summary_tex
   text.intro = "The same text as summary.txt.";
   text.preformatted = r.summary_text;
   r.sections.push_back(std::move(text));
+  return r;
+}
+
+ReportContent comparison_report(const RunComparison& c, const RunMetrics& a, const RunMetrics& b) {
+  ReportContent r;
+  r.title = fmt::format("colo report: run {} against run {}", c.title_a, c.title_b);
+  r.simulated = c.simulated;
+  r.facts.push_back(fmt::format("Jobs matched by name: {} in both, {} only in {}, {} only in {}",
+                                c.in_both, c.only_a, c.title_a, c.only_b, c.title_b));
+  if (!c.metric.empty()) {
+    r.facts.push_back(fmt::format("Compared by each job's best {} ({} is better)", c.metric,
+                                  c.lower ? "lower" : "higher"));
+  }
+  Section runs;
+  runs.heading = "The two runs";
+  runs.intro = "B over A is run " + c.title_b + "'s figure over run " + c.title_a + "'s.";
+  Table facts;
+  facts.name = "runs";
+  facts.title = "The runs side by side";
+  facts.caption = "State, label, jobs, makespan, throughput and GPU energy of each run.";
+  facts.header = {"", c.title_a, c.title_b, "B over A"};
+  facts.rows = c.facts;
+  for (auto& row : facts.rows) row.resize(facts.header.size());
+  runs.tables.push_back(std::move(facts));
+  Table jobs;
+  jobs.name = "jobs-by-name";
+  jobs.title = "The jobs, matched by name";
+  jobs.caption = c.metric.empty() ? "Each job's state in both runs."
+                                  : fmt::format(
+                                        "Each job's state and best {} in both runs, and "
+                                        "the change from {} to {}.",
+                                        c.metric, c.title_a, c.title_b);
+  for (const std::string& h : c.job_header) jobs.header.push_back(ascii_lower(h));
+  jobs.rows = c.jobs;
+  runs.tables.push_back(std::move(jobs));
+  r.sections.push_back(std::move(runs));
+
+  // Both runs' jobs on shared charts, each named by its run.
+  RunMetrics both;
+  for (const auto& [m, title] : {std::pair{&a, c.title_a}, std::pair{&b, c.title_b}}) {
+    for (JobMetrics j : m->jobs) {
+      j.name = fmt::format("{}: {}", title, j.name);
+      both.jobs.push_back(std::move(j));
+    }
+  }
+  const std::string subtitle = fmt::format("{}run {} against run {}",
+                                           c.simulated ? "SIMULATED · " : "", c.title_a, c.title_b);
+  if (Section learned = learning_section(both, subtitle); !learned.heading.empty())
+    r.sections.push_back(std::move(learned));
+  r.summary_text = format_run_comparison(c);
   return r;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "report/case_metrics.h"
+#include "report/text_report.h"
 
 namespace colo {
 
@@ -67,5 +68,11 @@ ReportContent experiment_report(const ExperimentMetrics& metrics);
 // One run: its totals, the per-job table and utilization, memory, power and
 // PCIe over time. `run_summary_text` (format_run_summary) opens summary.txt.
 ReportContent run_report(const RunMetrics& metrics, const std::string& run_summary_text);
+
+// Two runs (`colo report A B`): the comparison's tables (compare_runs()),
+// then what the jobs of both learned on shared charts, each job named by its
+// run ("#3 lr-sweep: job"). summary.txt is format_run_comparison()'s text.
+ReportContent comparison_report(const RunComparison& comparison, const RunMetrics& a,
+                                const RunMetrics& b);
 
 }  // namespace colo

@@ -226,7 +226,43 @@ TEST(HtmlReport, OneReportOverSeveralExperiments) {
                                              {ReportTarget::Kind::kRun, 1}},
                    no_png(dir.path()));
   ASSERT_FALSE(mixed.ok());
-  EXPECT_THAT(mixed.error().message(), HasSubstr("experiments only"));
+  EXPECT_THAT(mixed.error().message(), HasSubstr("two runs to compare"));
+}
+
+// Issue 33 (3): `colo report A B` compares two runs as `colo show A B` does.
+TEST(HtmlReport, TwoRunsMakeAReportComparingThem) {
+  auto store = testing::open_memory_store();
+  testing::FakeRun two;
+  two.degree = 2;
+  testing::FakeRun three;
+  three.degree = 3;
+  three.epoch_ms = 2'500;
+  const int64_t a = testing::add_fake_run(*store, two, testing::kFakeT0);
+  const int64_t b = testing::add_fake_run(*store, three, testing::kFakeT0 + 86'400'000);
+  testing::TempDir dir;
+  Result<ReportOutcome> outcome = write_report(
+      *store,
+      std::vector<ReportTarget>{{ReportTarget::Kind::kRun, a}, {ReportTarget::Kind::kRun, b}},
+      no_png(dir.path()));
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message();
+  EXPECT_EQ(outcome->description, fmt::format("run #{} against run #{}", a, b));
+  Result<RunSummary> sa = analyse_run(*store, a);
+  Result<RunSummary> sb = analyse_run(*store, b);
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  // summary.txt is colo show A B's text; the tables hold the same cells.
+  EXPECT_EQ(read(outcome->files.summary_txt), format_run_comparison(compare_runs(*sa, *sb, "")));
+  const auto runs = read_csv(dir.path() + "/csv/runs.csv");
+  const auto makespan = std::find_if(runs.begin(), runs.end(),
+                                     [](const auto& row) { return row.at("") == "makespan"; });
+  ASSERT_NE(makespan, runs.end());
+  EXPECT_EQ(makespan->at("B over A"),
+            fmt::format("{:.2f}x", static_cast<double>(*sb->makespan_ms) /
+                                       static_cast<double>(*sa->makespan_ms)));
+  // A's two jobs are in both runs by name; B's third only in B.
+  const auto jobs = read_csv(dir.path() + "/csv/jobs-by-name.csv");
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[2].at(fmt::format("state #{}", a)), "(not in this run)");
+  EXPECT_THAT(read(outcome->files.index_html), HasSubstr("The jobs, matched by name"));
 }
 
 // Issue 33 (4): a loss reported at steps and at epoch ends is two charts,

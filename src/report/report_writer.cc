@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "analysis/job_selection.h"
 #include "analysis/stored.h"
 #include "report/case_metrics.h"
 #include "report/figures.h"
@@ -19,8 +20,8 @@ Result<int64_t> parse_id(std::string_view text, std::string_view whole) {
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
   if (error != std::errc() || end != text.data() + text.size() || id <= 0) {
     return Error(fmt::format(
-        "'{}' is not a report target: use run:ID, exp:ID, a run id, last-run, last-exp or last "
-        "(`colo runs` lists runs)",
+        "'{}' is not a report target: use run:ID, exp:ID, a run id or name, last-run, last-exp "
+        "or last (`colo runs` lists runs)",
         whole));
   }
   return id;
@@ -74,16 +75,36 @@ Result<BuiltReport> build_report(RunStore& store, const std::vector<ReportTarget
     t.kind = experiments->empty() || run_after ? ReportTarget::Kind::kRun
                                                : ReportTarget::Kind::kExperiment;
   }
-  if (resolved.size() > 1 &&
-      std::any_of(resolved.begin(), resolved.end(), [](const ReportTarget& t) {
-        return t.kind != ReportTarget::Kind::kExperiment;
+  const auto is_run = [](const ReportTarget& t) { return t.kind == ReportTarget::Kind::kRun; };
+  BuiltReport built;
+  if (resolved.size() == 2 && std::all_of(resolved.begin(), resolved.end(), is_run)) {
+    // Two runs: compared.
+    std::vector<RunSummary> summaries;
+    std::vector<RunMetrics> metrics;
+    for (const ReportTarget& t : resolved) {
+      Result<RunRecord> record = store.run_record(t.id);
+      if (!record) return record.error();
+      Result<RunSummary> summary = analyse_record(store, *record);
+      if (!summary) return summary.error();
+      metrics.push_back(run_metrics_from(*summary, {}));
+      summaries.push_back(std::move(*summary));
+    }
+    std::string metric = declared_objective(summaries[0]);
+    if (metric.empty()) metric = declared_objective(summaries[1]);
+    const RunComparison comparison = compare_runs(summaries[0], summaries[1], metric);
+    built.description =
+        fmt::format("run {} against run {}", comparison.title_a, comparison.title_b);
+    built.content = comparison_report(comparison, metrics[0], metrics[1]);
+    return built;
+  }
+  if (resolved.size() > 1 && !std::all_of(resolved.begin(), resolved.end(), [](const auto& t) {
+        return t.kind == ReportTarget::Kind::kExperiment;
       })) {
     return Error(
-        "a report over several targets takes experiments only (exp:ID exp:ID ...); report on a "
-        "run alone");
+        "a report over several targets takes two runs to compare (run:A run:B) or experiments "
+        "(exp:ID exp:ID ...)");
   }
 
-  BuiltReport built;
   if (resolved.front().kind == ReportTarget::Kind::kExperiment) {
     std::vector<int64_t> ids;
     for (const ReportTarget& t : resolved) ids.push_back(t.id);

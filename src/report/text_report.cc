@@ -671,58 +671,55 @@ std::string params_text(const JobSummary& job) {
 
 }  // namespace
 
-std::string format_run_comparison(const RunSummary& a, const RunSummary& b,
-                                  std::string_view metric) {
-  const std::string ta = run_title(a);
-  const std::string tb = run_title(b);
-  std::string out = fmt::format("Run {} against run {}\n", ta, tb);
-  if (a.run.simulated || b.run.simulated) {
-    out += "SIMULATED: numbers of a run on colo's simulated GPU come from no measurement\n";
-  }
-  out += "\n";
-  TextTable facts({{""}, {ta}, {tb}, {"B OVER A", Align::kRight}});
-  facts.add_row({"state", state_of(a), state_of(b)});
+RunComparison compare_runs(const RunSummary& a, const RunSummary& b, std::string_view metric) {
+  RunComparison c;
+  c.title_a = run_title(a);
+  c.title_b = run_title(b);
+  c.simulated = a.run.simulated || b.run.simulated;
+  c.metric = metric;
+  const std::string& ta = c.title_a;
+  const std::string& tb = c.title_b;
+  c.facts.push_back({"state", state_of(a), state_of(b), ""});
   if (!label_of(a).tags.empty() || !label_of(b).tags.empty()) {
     RunLabel la = label_of(a);
     RunLabel lb = label_of(b);
     la.name.clear();
     lb.name.clear();
-    facts.add_row({"tags", label_text(la), label_text(lb)});
+    c.facts.push_back({"tags", label_text(la), label_text(lb), ""});
   }
   if (!label_of(a).note.empty() || !label_of(b).note.empty()) {
-    facts.add_row({"note", label_of(a).note.empty() ? kAbsent : label_of(a).note,
-                   label_of(b).note.empty() ? kAbsent : label_of(b).note});
+    c.facts.push_back({"note", label_of(a).note.empty() ? kAbsent : label_of(a).note,
+                       label_of(b).note.empty() ? kAbsent : label_of(b).note, ""});
   }
   const auto job_file = [](const RunSummary& s) {
     const std::string& file = s.submission ? s.submission->job_file : s.run.job_file;
     return file.empty() ? std::string(kAbsent) : file;
   };
-  facts.add_row({"job file", job_file(a), job_file(b)});
-  facts.add_row({"mechanism", a.run.mechanism, b.run.mechanism});
-  facts.add_row({"jobs", jobs_text(a), jobs_text(b)});
+  c.facts.push_back({"job file", job_file(a), job_file(b), ""});
+  c.facts.push_back({"mechanism", a.run.mechanism, b.run.mechanism, ""});
+  c.facts.push_back({"jobs", jobs_text(a), jobs_text(b), ""});
   auto as_double = [](const std::optional<int64_t>& v) {
     return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
   };
-  facts.add_row({"makespan", or_absent(a.makespan_ms, [](int64_t ms) { return duration(ms); }),
-                 or_absent(b.makespan_ms, [](int64_t ms) { return duration(ms); }),
-                 ratio_text(as_double(a.makespan_ms), as_double(b.makespan_ms))});
+  c.facts.push_back({"makespan", or_absent(a.makespan_ms, [](int64_t ms) { return duration(ms); }),
+                     or_absent(b.makespan_ms, [](int64_t ms) { return duration(ms); }),
+                     ratio_text(as_double(a.makespan_ms), as_double(b.makespan_ms))});
   auto rate = [](double v) { return fmt::format("{:.1f} samples/s", v); };
-  facts.add_row({"throughput", or_absent(a.throughput_per_s, rate),
-                 or_absent(b.throughput_per_s, rate),
-                 ratio_text(a.throughput_per_s, b.throughput_per_s)});
+  c.facts.push_back({"throughput", or_absent(a.throughput_per_s, rate),
+                     or_absent(b.throughput_per_s, rate),
+                     ratio_text(a.throughput_per_s, b.throughput_per_s)});
   auto joules = [](double v) { return fmt::format("{:.0f} J", v); };
-  facts.add_row({"GPU energy", or_absent(a.energy_j, joules), or_absent(b.energy_j, joules),
-                 ratio_text(a.energy_j, b.energy_j)});
-  const bool lower = !metric.empty() && lower_better(a, b, metric);
+  c.facts.push_back({"GPU energy", or_absent(a.energy_j, joules), or_absent(b.energy_j, joules),
+                     ratio_text(a.energy_j, b.energy_j)});
+  c.lower = !metric.empty() && lower_better(a, b, metric);
   if (!metric.empty()) {
     auto best = [&](const RunSummary& s) {
-      auto v = run_best(s, metric, lower);
+      auto v = run_best(s, metric, c.lower);
       return v ? fmt::format("{} ({})", metric_text(v->first), v->second) : std::string(kAbsent);
     };
-    facts.add_row({fmt::format("best {} ({} is better)", metric, lower ? "lower" : "higher"),
-                   best(a), best(b)});
+    c.facts.push_back({fmt::format("best {} ({} is better)", metric, c.lower ? "lower" : "higher"),
+                       best(a), best(b), ""});
   }
-  out += facts.render();
 
   // The jobs, matched by name: A's in its order, then those only B has.
   std::map<std::string, const JobSummary*, std::less<>> in_b;
@@ -736,17 +733,15 @@ std::string format_run_comparison(const RunSummary& a, const RunSummary& b,
   }
   for (const JobSummary& job : b.jobs)
     if (!in_a.contains(job.name)) pairs.emplace_back(nullptr, &job);
-  std::vector<TextTable::Column> columns = {{"JOB"}, {"PARAMS"}, {"STATE " + ta}, {"STATE " + tb}};
+  c.job_header = {"JOB", "PARAMS", "STATE " + ta, "STATE " + tb};
   if (!metric.empty()) {
-    columns.push_back({fmt::format("{} {}", metric, ta), Align::kRight});
-    columns.push_back({fmt::format("{} {}", metric, tb), Align::kRight});
-    columns.push_back({"CHANGE", Align::kRight});
+    c.job_header.push_back(fmt::format("{} {}", metric, ta));
+    c.job_header.push_back(fmt::format("{} {}", metric, tb));
+    c.job_header.push_back("CHANGE");
   }
-  TextTable jobs(std::move(columns));
-  int both = 0;
   for (const auto& [ja, jb] : pairs) {
     const JobSummary& any = ja != nullptr ? *ja : *jb;
-    both += ja != nullptr && jb != nullptr ? 1 : 0;
+    c.in_both += ja != nullptr && jb != nullptr ? 1 : 0;
     std::vector<std::string> row = {any.name, params_text(any),
                                     ja != nullptr ? shown_state(*ja) : "(not in this run)",
                                     jb != nullptr ? shown_state(*jb) : "(not in this run)"};
@@ -760,16 +755,36 @@ std::string format_run_comparison(const RunSummary& a, const RunSummary& b,
         const double d = *vb - *va;
         change = d == 0 ? "same"
                         : fmt::format("{}{} ({})", d > 0 ? "+" : "", metric_text(d),
-                                      (d < 0) == lower ? "better" : "worse");
+                                      (d < 0) == c.lower ? "better" : "worse");
       }
       row.push_back(change);
     }
-    jobs.add_row(std::move(row));
+    c.jobs.push_back(std::move(row));
   }
-  out += fmt::format("\nJobs by name: {} in both, {} only in {}, {} only in {}{}\n", both,
-                     a.jobs.size() - static_cast<size_t>(both), ta,
-                     b.jobs.size() - static_cast<size_t>(both), tb,
-                     metric.empty() ? "" : fmt::format("; {}: each job's best", metric));
+  c.only_a = a.jobs.size() - static_cast<size_t>(c.in_both);
+  c.only_b = b.jobs.size() - static_cast<size_t>(c.in_both);
+  return c;
+}
+
+std::string format_run_comparison(const RunComparison& c) {
+  std::string out = fmt::format("Run {} against run {}\n", c.title_a, c.title_b);
+  if (c.simulated) {
+    out += "SIMULATED: numbers of a run on colo's simulated GPU come from no measurement\n";
+  }
+  out += "\n";
+  TextTable facts({{""}, {c.title_a}, {c.title_b}, {"B OVER A", Align::kRight}});
+  for (const std::vector<std::string>& row : c.facts) facts.add_row(row);
+  out += facts.render();
+  std::vector<TextTable::Column> columns;
+  for (size_t i = 0; i < c.job_header.size(); ++i) {
+    // The metric's two columns and the change are numbers.
+    columns.push_back({c.job_header[i], i >= 4 ? Align::kRight : Align::kLeft});
+  }
+  TextTable jobs(std::move(columns));
+  for (const std::vector<std::string>& row : c.jobs) jobs.add_row(row);
+  out += fmt::format("\nJobs by name: {} in both, {} only in {}, {} only in {}{}\n", c.in_both,
+                     c.only_a, c.title_a, c.only_b, c.title_b,
+                     c.metric.empty() ? "" : fmt::format("; {}: each job's best", c.metric));
   out += jobs.render();
   return out;
 }

@@ -309,7 +309,7 @@ TEST(RunComparison, ShowsBothRunsSideBySideAndEachJobsChangeByTheMetricsGoal) {
   events[0].epoch = 1;
   events[0].metrics["loss"] = 0.2;
   b.jobs[1].metrics = training_metrics(events, std::nullopt);
-  const std::string text = format_run_comparison(a, b, "loss");
+  const std::string text = format_run_comparison(compare_runs(a, b, "loss"));
   EXPECT_THAT(text, HasSubstr("Run #3 lr-a against run #4 lr-b"));
   EXPECT_THAT(text, HasSubstr("model=r26"));
   EXPECT_THAT(text, HasSubstr("1.25x"));  // B's makespan over A's
@@ -320,7 +320,7 @@ TEST(RunComparison, ShowsBothRunsSideBySideAndEachJobsChangeByTheMetricsGoal) {
   EXPECT_THAT(text, HasSubstr("2 in both, 1 only in #3 lr-a, 0 only in #4 lr-b"));
   EXPECT_THAT(text, HasSubstr("(not in this run)"));
   // Without a metric: no metric columns.
-  EXPECT_THAT(format_run_comparison(a, b, ""), Not(HasSubstr("CHANGE")));
+  EXPECT_THAT(format_run_comparison(compare_runs(a, b, "")), Not(HasSubstr("CHANGE")));
 }
 
 TEST(LearningTable, ShowsParametersAndEachMetricsLastAndBest) {
