@@ -340,24 +340,50 @@ std::string id_ranges(const std::vector<int64_t>& ids) {
   return out;
 }
 
-int submit_command(const std::string& path, std::optional<int> priority, const LabelFlags& labels,
-                   const ClientFlags& flags) {
+int submit_command(const std::string& path, const std::string& resume, std::optional<int> priority,
+                   const LabelFlags& labels, const ClientFlags& flags) {
+  if (path.empty() == resume.empty()) {
+    std::cerr << "colo: submit needs a job file, or --resume SUB (the jobs of a submission that "
+                 "did not end ok), not both\n";
+    return kExitBadInput;
+  }
+  if (!resume.empty() && priority) {
+    std::cerr << "colo: --priority is for a job file; a resumed job keeps the priority it was "
+                 "submitted with\n";
+    return kExitBadInput;
+  }
   Result<RunLabel> label = apply_label_flags(labels, {});
   if (!label.ok()) {
     std::cerr << "colo: " << label.error().message() << "\n";
     return kExitBadInput;
   }
-  Result<JobFile> file = load_job_file(path);
-  if (!file.ok()) {
-    std::cerr << "colo: " << file.error().message() << "\n";
-    return kExitBadInput;
+  std::optional<JobFile> file;
+  if (resume.empty()) {
+    Result<JobFile> loaded = load_job_file(path);
+    if (!loaded.ok()) {
+      std::cerr << "colo: " << loaded.error().message() << "\n";
+      return kExitBadInput;
+    }
+    file = std::move(loaded).value();
   }
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
-  Result<json> answer = submit_file(*client, *file, priority, *label);
+  Result<json> answer = file ? submit_file(*client, *file, priority, *label)
+                             : client->resume(resume, client_environment(), label_request(*label));
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
     return kExitEnvironment;
+  }
+  if (answer->contains("resumed") && !flags.json) {
+    const json& resumed = (*answer)["resumed"];
+    const auto with_checkpoint = std::count_if(
+        resumed.begin(), resumed.end(), [](const json& r) { return r.value("checkpoint", false); });
+    std::cout << fmt::format(
+        "resuming submission {}: {} that did not end ok ({} with a checkpoint directory); {} "
+        "ended ok and {} not run again\n",
+        resume, count_of(static_cast<int64_t>(resumed.size()), "job"), with_checkpoint,
+        count_of(answer->value("ended_well", int64_t{0}), "job"),
+        answer->value("ended_well", int64_t{0}) == 1 ? "is" : "are");
   }
   std::vector<int64_t> ids = (*answer)["ids"];
   // A service of an older colo answers without them.
@@ -370,6 +396,10 @@ int submit_command(const std::string& path, std::optional<int> priority, const L
     if (!submission.empty()) {
       out["run"] = (*answer)["run"];
       out["submission"] = (*answer)["submission"];
+    }
+    if (answer->contains("resumed")) {
+      out["resumed"] = (*answer)["resumed"];
+      out["ended_well"] = (*answer)["ended_well"];
     }
     std::cout << out.dump() << "\n";
   } else {
@@ -715,6 +745,7 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   static ServeFlags serve;
   static ClientFlags client;
   static std::string submit_file_path;
+  static std::string submit_resume;
   static std::optional<int> submit_priority;
   static LabelFlags submit_label;
   static std::vector<int64_t> ids;
@@ -851,8 +882,11 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   CLI::App* submit_cmd =
       app.add_subcommand("submit", "Queue the jobs of a job file in colo serve; prints their ids");
   submit_cmd->add_option("file", submit_file_path, "job file (see docs/job-file.md)")
-      ->required()
       ->check(CLI::ExistingFile);
+  submit_cmd->add_option(
+      "--resume", submit_resume,
+      "instead of a job file: queue again the jobs of this earlier submission (RUN/ID, as colo "
+      "submit printed it, or its name) that did not end ok, each with its checkpoint directory");
   submit_cmd
       ->add_option("--priority", submit_priority,
                    "every job's priority, over the file's: higher starts first (-100 to 100; "
@@ -862,7 +896,8 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   add_label_flags(*submit_cmd, submit_label);
   set_example(*submit_cmd, "colo submit examples/quickstart.toml --name lr-a --json");
   submit_cmd->callback([&exit_code] {
-    exit_code = submit_command(submit_file_path, submit_priority, submit_label, client);
+    exit_code =
+        submit_command(submit_file_path, submit_resume, submit_priority, submit_label, client);
   });
 
   CLI::App* queue_cmd = app.add_subcommand(

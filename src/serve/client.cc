@@ -62,11 +62,29 @@ Result<json> ServiceClient::call(const json& request, bool* answered) const {
 Result<json> ServiceClient::submit(const std::string& job_file, json jobs,
                                    const std::map<std::string, std::string>& env, json label,
                                    int64_t retry_ms) const {
+  return submit_with_key(
+      [&](const std::string& key) {
+        return protocol::submit_request(job_file, std::move(jobs), env, key, std::move(label));
+      },
+      retry_ms);
+}
+
+Result<json> ServiceClient::resume(const std::string& submission,
+                                   const std::map<std::string, std::string>& env, json label,
+                                   int64_t retry_ms) const {
+  return submit_with_key(
+      [&](const std::string& key) {
+        return protocol::submit_request("", json::array(), env, key, std::move(label), submission);
+      },
+      retry_ms);
+}
+
+Result<json> ServiceClient::submit_with_key(
+    const std::function<json(const std::string&)>& make_request, int64_t retry_ms) const {
   std::random_device random;
   const std::string key =
       fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
-  const json request =
-      protocol::submit_request(job_file, std::move(jobs), env, key, std::move(label));
+  const json request = make_request(key);
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(retry_ms);
   while (true) {
     bool answered = false;

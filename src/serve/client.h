@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -40,11 +41,18 @@ class ServiceClient {
   Result<nlohmann::json> submit(const std::string& job_file, nlohmann::json jobs,
                                 const std::map<std::string, std::string>& env,
                                 nlohmann::json label = nullptr, int64_t retry_ms = 30'000) const;
+  // The same for `colo submit --resume SUB` (protocol::submit_request's `resume`).
+  Result<nlohmann::json> resume(const std::string& submission,
+                                const std::map<std::string, std::string>& env,
+                                nlohmann::json label = nullptr, int64_t retry_ms = 30'000) const;
 
   Result<std::vector<QueueJob>> status(const std::vector<int64_t>& ids) const;
   const std::string& path() const { return path_; }
 
  private:
+  // Sends a submit request built by `request(key)` with a fresh key, as submit() says.
+  Result<nlohmann::json> submit_with_key(
+      const std::function<nlohmann::json(const std::string&)>& request, int64_t retry_ms) const;
   std::string path_;
   int timeout_ms_;
 };

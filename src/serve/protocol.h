@@ -27,17 +27,20 @@ inline constexpr std::string_view kOperations[] = {kSubmit, kQueue, kStatus,
 // start from; `submit_key`: the client's random token for this submission (a
 // retry with the same key is answered with the jobs stored the first time).
 // `label`: what the submitter called the submission ({"name", "tags": {...},
-// "note"}, each optional; null: nothing).
+// "note"}, each optional; null: nothing). `resume`: instead of `jobs`, an
+// earlier submission (its id, RUN/ID or name) whose jobs that did not end ok
+// are queued again with their checkpoint directories ("" : none).
 inline nlohmann::json submit_request(const std::string& job_file, nlohmann::json jobs,
                                      const std::map<std::string, std::string>& env,
-                                     const std::string& submit_key,
-                                     nlohmann::json label = nullptr) {
+                                     const std::string& submit_key, nlohmann::json label = nullptr,
+                                     const std::string& resume = "") {
   nlohmann::json request = {{"op", kSubmit},
                             {"job_file", job_file},
                             {"jobs", std::move(jobs)},
                             {"env", env},
                             {"submit_key", submit_key}};
   if (!label.is_null()) request["label"] = std::move(label);
+  if (!resume.empty()) request["resume"] = resume;
   return request;
 }
 // `offset` and `limit` page the queued jobs (docs/serve.md): a snapshot

@@ -562,19 +562,37 @@ json Service::submit(const Caller& caller, const json& request) {
   const json service = {{"mechanism", info_.mechanism}, {"policy", info_.policy}};
   if (!earlier->empty())
     return json{{"ok", true}, {"ids", *earlier}, {"already_submitted", true}, {"service", service}};
+  std::vector<JobSpec> specs;
+  Result<RunLabel> label = submission_label(request);
+  if (!label.ok()) return error_answer("submit: " + label.error().message());
+  // A resumption: the jobs of an earlier submission that did not end ok.
+  std::optional<Resumption> resumption;
+  if (request.contains("resume")) {
+    Result<std::string> which = string_field(request, "resume", "");
+    Result<Resumption> r =
+        which.ok() ? resumable(caller, *which) : Result<Resumption>(which.error());
+    if (!r.ok()) return error_answer("submit --resume: " + r.error().message());
+    resumption = std::move(r).value();
+    specs = resumption->specs;
+    *job_file = resumption->job_file;
+    if (label->note.empty()) label->note = fmt::format("resumes submission {}", resumption->of);
+    if (std::optional<std::string> over = over_job_quota(caller, specs.size()))
+      return error_answer(*over);
+  }
   auto jobs = request.find("jobs");
-  if (jobs == request.end() || !jobs->is_array() || jobs->empty())
+  if (!resumption && (jobs == request.end() || !jobs->is_array() || jobs->empty()))
     return error_answer("submit: 'jobs' must be a non-empty array of jobs");
-  if (jobs->size() > kMaxJobsPerSubmission) {
+  if (!resumption && jobs->size() > kMaxJobsPerSubmission) {
     return error_answer(
         fmt::format("submit: {} jobs in one submission; at most {} are taken at "
                     "once: split the job file",
                     jobs->size(), kMaxJobsPerSubmission));
   }
-  if (std::optional<std::string> over = over_job_quota(caller, jobs->size()))
-    return error_answer(*over);
-  std::vector<JobSpec> specs;
-  for (size_t i = 0; i < jobs->size(); ++i) {
+  if (!resumption) {
+    if (std::optional<std::string> over = over_job_quota(caller, jobs->size()))
+      return error_answer(*over);
+  }
+  for (size_t i = 0; !resumption && i < jobs->size(); ++i) {
     Result<JobSpec> spec = job_spec_from_json((*jobs)[i]);
     if (!spec.ok()) return error_answer(fmt::format("job #{}: {}", i + 1, spec.error().message()));
     if (spec->dataset && !spec->data_source) {
@@ -615,13 +633,37 @@ json Service::submit(const Caller& caller, const json& request) {
     if (json job_env = secret_values(spec.env); !job_env.empty()) s["job_env"] = job_env;
     secrets.push_back(std::move(s));
   }
-  Result<RunLabel> label = submission_label(request);
-  if (!label.ok()) return error_answer("submit: " + label.error().message());
   Result<std::vector<int64_t>> ids = ctx_.store.add_service_jobs(rows, info_.run_id, *label);
   if (!ids.ok()) return error_answer("could not queue the jobs: " + ids.error().message());
   Result<std::vector<ServiceJobRow>> added = ctx_.store.service_jobs_by_id(*ids);
   if (!added.ok())
     return error_answer("could not read the queued jobs: " + added.error().message());
+  json resumed = json::array();
+  for (size_t i = 0; resumption && i < added->size(); ++i) {
+    // The job takes its earlier attempt's checkpoint directory (admit() names it by the new id).
+    const int64_t from = resumption->from[i];
+    const int64_t id = (*added)[i].id;
+    const std::string old_dir = service_checkpoint_dir(options_.logs_root, from);
+    std::error_code ec;
+    bool moved = false;
+    if (std::filesystem::exists(old_dir, ec)) {
+      std::filesystem::rename(old_dir, service_checkpoint_dir(options_.logs_root, id), ec);
+      moved = !ec;
+      if (ec) {
+        ctx_.log << fmt::format(
+            "warning: job {} resumes job {}, but its checkpoint directory {} "
+            "could not be moved: {}; it starts without it\n",
+            id, from, old_dir, ec.message());
+      }
+    }
+    if (Status marked = ctx_.store.set_service_job_resumed_by(from, id); !marked.ok()) {
+      ctx_.log << fmt::format(
+          "warning: job {} resumes job {}, which the store could not mark "
+          "as resumed ({}): it could be resumed again\n",
+          id, from, marked.error().message());
+    }
+    resumed.push_back({{"id", id}, {"from", from}, {"checkpoint", moved}});
+  }
   for (size_t i = 0; i < added->size(); ++i) {
     const int64_t id = (*added)[i].id;
     if (!secrets[i].empty()) {
@@ -639,11 +681,93 @@ json Service::submit(const Caller& caller, const json& request) {
                           ids->size() == 1 ? "" : "s", job_file->empty() ? "?" : *job_file,
                           ids->front(), ids->size() > 1 ? fmt::format("-{}", ids->back()) : "");
   json answer = {{"ok", true}, {"ids", *ids}, {"service", service}};
+  if (resumption) {
+    answer["resumed"] = std::move(resumed);
+    answer["ended_well"] = resumption->ended_well;
+  }
   if (!added->empty() && added->front().submission_id) {
     answer["submission"] = *added->front().submission_id;
     answer["run"] = info_.run_id;
   }
   return answer;
+}
+
+Result<Service::Resumption> Service::resumable(const Caller& caller, const std::string& which) {
+  // A submission's id, RUN/ID as colo submit prints it, or its name.
+  std::string_view id_text = which;
+  if (const size_t slash = which.find('/'); slash != std::string::npos)
+    id_text = id_text.substr(slash + 1);
+  const bool by_id = !id_text.empty() && std::all_of(id_text.begin(), id_text.end(),
+                                                     [](char c) { return c >= '0' && c <= '9'; });
+  Result<std::optional<SubmissionRow>> sub =
+      by_id ? ctx_.store.submission(std::strtoll(std::string(id_text).c_str(), nullptr, 10))
+            : ctx_.store.submission_named(which);
+  if (!sub.ok()) return sub.error();
+  if (!*sub) {
+    return Error(fmt::format(
+        "'{}' is no submission of this service (give its RUN/ID, as colo submit printed it, or "
+        "its name; `colo runs` lists the named ones)",
+        which));
+  }
+  Result<std::vector<ServiceJobRow>> rows = ctx_.store.service_jobs_of_submission((*sub)->id);
+  if (!rows.ok()) return rows.error();
+  const std::string title =
+      (*sub)->run_id ? fmt::format("{}/{}", *(*sub)->run_id, (*sub)->id) : which;
+  Resumption r;
+  r.of = title;
+  r.job_file = (*sub)->job_file;
+  size_t open = 0;
+  std::vector<int64_t> resumed;  // by the jobs of an earlier resumption
+  for (const ServiceJobRow& row : *rows) {
+    if (row.owner_uid != caller.uid && !is_admin(caller)) {
+      return Error(
+          fmt::format("submission {} is {}'s: only they or the service's admins may "
+                      "resume it",
+                      title, row.owner_name));
+    }
+    if (!is_final(row.state)) {
+      ++open;
+    } else if (ended_well(row.state)) {
+      ++r.ended_well;
+    } else if (row.resumed_by) {
+      resumed.push_back(*row.resumed_by);
+    } else {
+      Result<JobSpec> spec = job_spec_from_json(json::parse(row.spec_json, nullptr, false));
+      if (!spec.ok()) {
+        return spec.error().with_context(
+            fmt::format("job {} ({}): its recorded spec", row.id, row.name));
+      }
+      for (const auto& [name, value] : spec->env) {
+        if (value == kRedactedValue) {
+          return Error(fmt::format(
+              "job {} ({}) had a secret value in its environment ({}), which the store does not "
+              "keep: submit its job file again",
+              row.id, row.name, name));
+        }
+      }
+      r.specs.push_back(std::move(spec).value());
+      r.from.push_back(row.id);
+    }
+  }
+  if (open > 0) {
+    return Error(
+        fmt::format("submission {} has {} queued or running: resume it once they have "
+                    "ended, or cancel them first (colo cancel)",
+                    title, count_of(static_cast<int64_t>(open), "job")));
+  }
+  if (r.specs.empty() && !resumed.empty()) {
+    return Error(
+        fmt::format("the jobs of submission {} that did not end ok were resumed already, "
+                    "as job{} {}: resume the submission of those instead",
+                    title, resumed.size() == 1 ? "" : "s", fmt::join(resumed, ", ")));
+  }
+  if (r.specs.empty()) {
+    return Error(
+        fmt::format("submission {} has nothing to resume: its {} ended ok (or were "
+                    "stopped early by their rule)",
+                    title, count_of(static_cast<int64_t>(rows->size()), "job")));
+  }
+  return r;
 }
 
 void Service::halt(const std::string& why) {

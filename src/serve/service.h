@@ -223,6 +223,21 @@ class Service {
   };
 
   nlohmann::json submit(const Caller& caller, const nlohmann::json& request);
+  // `colo submit --resume SUB`: the jobs of submission `which` (its id, RUN/ID
+  // or name) that ended neither ok nor stopped early, as stored, to be queued
+  // again each with its earlier checkpoint directory (moved to the new job's).
+  // A job is resumed once (ServiceJobRow::resumed_by). An error when the
+  // caller neither submitted it nor is an admin, when a job of it has not
+  // ended, when none is left to run, or when a job's stored environment lost
+  // a secret value.
+  struct Resumption {
+    std::string of;  // the submission, as RUN/ID
+    std::string job_file;
+    std::vector<JobSpec> specs;
+    std::vector<int64_t> from;  // the service job each of `specs` resumes
+    int64_t ended_well = 0;     // its jobs not run again
+  };
+  Result<Resumption> resumable(const Caller& caller, const std::string& which);
   nlohmann::json status(const nlohmann::json& request);
   nlohmann::json cancel(const Caller& caller, const nlohmann::json& request);
   nlohmann::json logs(const Caller& caller, const nlohmann::json& request);

@@ -166,6 +166,62 @@ TEST_F(ServiceTest, SubmittedJobsRunWithTheSubmittersEnvironmentAndEndInTheStore
   EXPECT_EQ(record->jobs.size(), 2u);
 }
 
+// Issue 33 (3): `colo submit --resume SUB` queues again the jobs of a
+// submission that did not end ok, each with its checkpoint directory.
+TEST_F(ServiceTest, AResumedSubmissionRunsOnlyItsJobsThatDidNotEndOkWithTheirCheckpoints) {
+  json first =
+      submit(root_, {shell_job("a", "true"),
+                     shell_job("b",
+                               "if [ -e \"$COLO_CHECKPOINT_DIR/state\" ]; then echo resumed from "
+                               "$(cat \"$COLO_CHECKPOINT_DIR/state\"); else echo 7 > "
+                               "\"$COLO_CHECKPOINT_DIR/state\"; exit 3; fi"),
+                     shell_job("c", "true")});
+  ASSERT_TRUE(first["ok"].get<bool>()) << first.dump();
+  ASSERT_TRUE(first.contains("submission")) << first.dump();
+  const std::vector<int64_t> ids = first["ids"];
+  const std::string sub = fmt::format("{}/{}", run_id_, first["submission"].get<int64_t>());
+  const auto resume = [&](const Caller& caller, const std::string& which) {
+    return service_->handle(
+        caller, json{{"op", "submit"}, {"resume", which}, {"env", {{"PATH", "/usr/bin:/bin"}}}});
+  };
+  // Not before its jobs have ended.
+  json early = resume(root_, sub);
+  EXPECT_FALSE(early["ok"].get<bool>());
+  EXPECT_THAT(early["error"].get<std::string>(), HasSubstr("queued or running")) << early.dump();
+  run_until_idle();
+  ASSERT_EQ(status(ids)["jobs"][1]["state"], "failed") << log_.str();
+
+  json other = resume(nobody_, sub);
+  EXPECT_FALSE(other["ok"].get<bool>());
+  EXPECT_THAT(other["error"].get<std::string>(), HasSubstr("only they or the service's admins"));
+  json unknown = resume(root_, "no-such-sweep");
+  EXPECT_THAT(unknown["error"].get<std::string>(), HasSubstr("is no submission"));
+
+  json again = resume(root_, sub);
+  ASSERT_TRUE(again["ok"].get<bool>()) << again.dump();
+  ASSERT_EQ(again["ids"].size(), 1u);
+  EXPECT_EQ(again["ended_well"], 2);
+  EXPECT_EQ(again["resumed"][0]["from"], ids[1]);
+  EXPECT_TRUE(again["resumed"][0]["checkpoint"].get<bool>());
+  // Resumed once: a second command is refused, naming the job that resumed it.
+  json twice = resume(root_, sub);
+  EXPECT_THAT(twice["error"].get<std::string>(),
+              HasSubstr(fmt::format("resumed already, as job {}", again["ids"][0].get<int64_t>())))
+      << twice.dump();
+  run_until_idle();
+  const int64_t id = again["ids"][0];
+  EXPECT_EQ(status({id})["jobs"][0]["state"], "ok") << log_.str();
+  json log = service_->handle(root_, json{{"op", "logs"}, {"id", id}});
+  EXPECT_EQ(log["data"], "resumed from 7\n");
+  // The resumption is a submission of its own, which says what it resumes.
+  auto row = store_->submission(again["submission"].get<int64_t>());
+  ASSERT_TRUE(row.ok() && *row);
+  EXPECT_EQ((*row)->label.note, "resumes submission " + sub);
+  // It ended ok: nothing of it is left to resume.
+  json done = resume(root_, fmt::format("{}/{}", run_id_, again["submission"].get<int64_t>()));
+  EXPECT_THAT(done["error"].get<std::string>(), HasSubstr("nothing to resume"));
+}
+
 // A job once ran with the service's whole environment when its submission
 // sent no environment, an empty one or one that is no object: a secret of
 // the service was readable by the user.

@@ -178,6 +178,7 @@ struct ServiceJobRow {
   std::optional<UnixMillis> ended_ms;
   std::string log_path;                  // of its latest attempt
   std::optional<int64_t> submission_id;  // service_submissions (stores before version 17: none)
+  std::optional<int64_t> resumed_by;     // the service job that resumed it (colo submit --resume)
 };
 
 // One start of a job (job_attempts). A requeued job (an out-of-memory retry,
@@ -454,6 +455,10 @@ class RunStore : public RunReader {
   Result<std::vector<ServiceUsageReport>> service_usage_since(UnixMillis since_ms);
   // The jobs with these ids (those that exist), in id order.
   Result<std::vector<ServiceJobRow>> service_jobs_by_id(const std::vector<int64_t>& ids);
+  // Records that service job `id` was resumed by service job `by`.
+  Status set_service_job_resumed_by(int64_t id, int64_t by);
+  // The service jobs of a submission (service_submissions), by id.
+  Result<std::vector<ServiceJobRow>> service_jobs_of_submission(int64_t submission_id);
   // The `limit` most recently submitted jobs that have ended, newest first.
   Result<std::vector<ServiceJobRow>> ended_service_jobs(int limit);
   // An attempt started: state running, attempts + 1, and the attempt's jobs

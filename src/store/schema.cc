@@ -363,6 +363,12 @@ ALTER TABLE service_jobs ADD COLUMN submission_id INTEGER;
 CREATE INDEX service_jobs_by_submission ON service_jobs(submission_id);
 )sql";
 
+// Version 18: the service job that resumed one (`colo submit --resume`), so
+// that a job is resumed once, not once per command.
+constexpr const char* kMigration18 = R"sql(
+ALTER TABLE service_jobs ADD COLUMN resumed_by INTEGER;
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -389,7 +395,7 @@ const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
       kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,
       kMigration7,  kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12,
-      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17};
+      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17, kMigration18};
   return kMigrations;
 }
 

@@ -15,11 +15,11 @@ constexpr const char* kServiceJobColumns =
     "id, submitted_ms, owner_uid, owner_name, job_file, name, grp, spec_json, "
     "COALESCE((SELECT e.env_json FROM service_envs e WHERE e.id = service_jobs.env_id), "
     "env_json), state, reason, attempts, job_id, device, started_ms, ended_ms, log_path, "
-    "submission_id";
+    "submission_id, resumed_by";
 // The same without the job's spec and environment (empty), for listings.
 constexpr const char* kServiceJobListColumns =
     "id, submitted_ms, owner_uid, owner_name, job_file, name, grp, '', '', state, reason, "
-    "attempts, job_id, device, started_ms, ended_ms, log_path, submission_id";
+    "attempts, job_id, device, started_ms, ended_ms, log_path, submission_id, resumed_by";
 
 Result<ServiceJobRow> read_service_job(const Statement& s) {
   ServiceJobRow row;
@@ -43,6 +43,7 @@ Result<ServiceJobRow> read_service_job(const Statement& s) {
   row.ended_ms = s.opt_int64_at(15);
   row.log_path = s.text_at(16);
   row.submission_id = s.opt_int64_at(17);
+  row.resumed_by = s.opt_int64_at(18);
   return row;
 }
 
@@ -356,6 +357,24 @@ Result<std::vector<ServiceJobRow>> RunStore::service_jobs_by_id(const std::vecto
     for (ServiceJobRow& r : *rows) out.push_back(std::move(r));
   }
   return out;
+}
+
+Result<std::vector<ServiceJobRow>> RunStore::service_jobs_of_submission(int64_t submission_id) {
+  auto s = Statement::prepare(
+      db_.get(), path_,
+      fmt::format("SELECT {} FROM service_jobs WHERE submission_id = ? ORDER BY id",
+                  kServiceJobColumns));
+  if (!s.ok()) return s.error();
+  s->bind(1, submission_id);
+  return read_all(*s);
+}
+
+Status RunStore::set_service_job_resumed_by(int64_t id, int64_t by) {
+  auto update =
+      Statement::prepare(db_.get(), path_, "UPDATE service_jobs SET resumed_by = ?2 WHERE id = ?1");
+  if (!update.ok()) return update.error();
+  update->bind(1, id).bind(2, by);
+  return update_service_job(db_.get(), path_, *update, id, "recording that it was resumed");
 }
 
 Result<std::vector<ServiceJobRow>> RunStore::ended_service_jobs(int limit) {
