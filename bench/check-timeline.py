@@ -6,10 +6,13 @@ the trace), and checks colo's printed ones (timeline.txt) against them; then,
 given a second run of the same model alone, each kernel family's time per
 kernel beside the others over alone (the interference per family).
 
-    bench/check-timeline.py TOGETHER_DIR [ALONE_DIR]
+    bench/check-timeline.py TOGETHER_DIR [ALONE_DIR [SHOW_JSON]]
 
 Each DIR is one of bench/profile-timeline.sh's runs. Prints PASS or FAIL per
-figure and the families' table."""
+figure and the families' table. SHOW_JSON is `colo show 1 --json` of the store
+both runs share: its "interference" (each job's kernels per family beside the
+others against the job alone, over each window's whole spans file) is
+recomputed from the two windows' spans files and compared."""
 import collections
 import glob
 import json
@@ -166,9 +169,55 @@ def check(run_dir):
     return got
 
 
+def per_family(spans):
+    """Per family: (summed kernel time in us, kernels), over the whole window."""
+    f = collections.defaultdict(lambda: [0.0, 0])
+    for a, b, name in spans:
+        f[family(name)][0] += max(0.0, b - a)
+        f[family(name)][1] += 1
+    return f
+
+
+def check_show(show_json, together_dir, alone_dir):
+    """colo show's interference table against the same from the spans files."""
+    with open(show_json) as fh:
+        rows = json.load(fh).get("interference", [])
+    beside = {job: spans for job, _, spans, _ in windows(together_dir)}
+    alone_wins = windows(alone_dir)
+    if not rows or not alone_wins:
+        print("colo show's interference: FAIL: %s" % ("no table" if not rows else "no alone window"))
+        return False
+    alone = per_family(alone_wins[0][2])
+    ok = True
+    for row in rows:
+        mine = per_family(beside.get(row["job"], []))
+        problems = []
+        for f in row["families"]:
+            t_a, n_a = alone.get(f["family"], (0.0, 0))
+            t_b, n_b = mine.get(f["family"], (0.0, 0))
+            if n_a != f["calls_alone"] or n_b != f["calls_beside"] or not n_a or not n_b:
+                problems.append("%s: calls %s/%s, files %d/%d" % (
+                    f["family"], f["calls_alone"], f["calls_beside"], n_a, n_b))
+            elif not (close(t_a / n_a / 1000, f["mean_us_alone"] / 1000, 0.0005) and
+                      close(t_b / n_b / 1000, f["mean_us_beside"] / 1000, 0.0005)):
+                problems.append("%s: mean %.2f/%.2f us, files %.2f/%.2f" % (
+                    f["family"], f["mean_us_alone"], f["mean_us_beside"], t_a / n_a, t_b / n_b))
+        print("colo show's interference, %s (window %s beside %d, alone window %s of %s): %d "
+              "families, %s" % (row["job"], row["beside_window"], row["others"], row["alone_window"],
+                                row["alone_job"], len(row["families"]),
+                                "PASS" if not problems else "FAIL: " + "; ".join(problems)))
+        for f in row["families"][:5]:
+            print("    %-14s %10.2f us alone %10.2f us beside %6.2fx" % (
+                f["family"], f["mean_us_alone"], f["mean_us_beside"], f["slowdown"]))
+        ok = ok and not problems
+    return ok
+
+
 def main():
     together = check(sys.argv[1])
     alone = check(sys.argv[2]) if len(sys.argv) > 2 else None
+    if len(sys.argv) > 3 and not check_show(sys.argv[3], sys.argv[1], sys.argv[2]):
+        return 1
     if not together or not alone:
         return 0 if together else 1
     print("kernel time per kernel by family: beside two others (mean of the three jobs) over alone")

@@ -797,6 +797,21 @@ Result<std::optional<JobRow>> RunStore::job_row(int64_t job_id) {
   return std::optional<JobRow>(std::move(rows->front()));
 }
 
+Result<std::vector<std::pair<int64_t, int64_t>>> RunStore::jobs_of_signature(
+    const std::string& signature, int limit) {
+  auto select = Statement::prepare(
+      db_.get(), path_, "SELECT id, run_id FROM jobs WHERE signature = ? ORDER BY id DESC LIMIT ?");
+  if (!select.ok()) return select.error();
+  select->bind(1, signature).bind(2, limit);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  Status read = select->for_each_row([&]() -> Status {
+    out.emplace_back(select->int64_at(0), select->int64_at(1));
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  return out;
+}
+
 Result<std::vector<RunStore::StoredJobSpec>> RunStore::job_specs(int64_t run_id) {
   auto select = Statement::prepare(
       db_.get(), path_,

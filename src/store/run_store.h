@@ -490,6 +490,11 @@ class RunStore : public RunReader {
   Result<std::vector<JobRow>> job_rows(int64_t run_id);
   // One job's row; nullopt when there is none.
   Result<std::optional<JobRow>> job_row(int64_t job_id);
+  // The newest `limit` jobs of any run whose signature is `signature`, as
+  // (job id, run id), newest first (a scan of the jobs: for a question asked
+  // now and then, as `colo show`'s alone window for a profiled job).
+  Result<std::vector<std::pair<int64_t, int64_t>>> jobs_of_signature(const std::string& signature,
+                                                                     int limit);
   // A run's jobs as they were submitted, by id: what `colo run --resume`
   // runs again.
   struct StoredJobSpec {
