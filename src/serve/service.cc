@@ -562,9 +562,9 @@ json Service::submit(const Caller& caller, const json& request) {
   const json service = {{"mechanism", info_.mechanism}, {"policy", info_.policy}};
   if (!earlier->empty())
     return json{{"ok", true}, {"ids", *earlier}, {"already_submitted", true}, {"service", service}};
-  std::vector<JobSpec> specs;
   Result<RunLabel> label = submission_label(request);
   if (!label.ok()) return error_answer("submit: " + label.error().message());
+  std::vector<JobSpec> specs;
   // A resumption: the jobs of an earlier submission that did not end ok.
   std::optional<Resumption> resumption;
   if (request.contains("resume")) {
@@ -576,43 +576,13 @@ json Service::submit(const Caller& caller, const json& request) {
     specs = resumption->specs;
     *job_file = resumption->job_file;
     if (label->note.empty()) label->note = fmt::format("resumes submission {}", resumption->of);
-    if (std::optional<std::string> over = over_job_quota(caller, specs.size()))
-      return error_answer(*over);
+  } else {
+    Result<std::vector<JobSpec>> sent = submitted_specs(caller, request);
+    if (!sent.ok()) return error_answer(sent.error().message());
+    specs = std::move(sent).value();
   }
-  auto jobs = request.find("jobs");
-  if (!resumption && (jobs == request.end() || !jobs->is_array() || jobs->empty()))
-    return error_answer("submit: 'jobs' must be a non-empty array of jobs");
-  if (!resumption && jobs->size() > kMaxJobsPerSubmission) {
-    return error_answer(
-        fmt::format("submit: {} jobs in one submission; at most {} are taken at "
-                    "once: split the job file",
-                    jobs->size(), kMaxJobsPerSubmission));
-  }
-  if (!resumption) {
-    if (std::optional<std::string> over = over_job_quota(caller, jobs->size()))
-      return error_answer(*over);
-  }
-  for (size_t i = 0; !resumption && i < jobs->size(); ++i) {
-    Result<JobSpec> spec = job_spec_from_json((*jobs)[i]);
-    if (!spec.ok()) return error_answer(fmt::format("job #{}: {}", i + 1, spec.error().message()));
-    if (spec->dataset && !spec->data_source) {
-      return error_answer(fmt::format(
-          "job '{}' reads dataset '{}', but its [data.{}] table did not come with it: submit "
-          "its job file with colo submit, which sends the table",
-          spec->name, *spec->dataset, *spec->dataset));
-    }
-    if (spec->data_source) {
-      if (Result<LoaderOptions> o = loader_options_for(*spec->data_source); !o.ok())
-        return error_answer(fmt::format("job '{}': {}", spec->name, o.error().message()));
-    }
-    if (spec->priority > 0 && !is_admin(caller) && caller.uid != geteuid()) {
-      return error_answer(fmt::format(
-          "job '{}': priority {} is above 0, which only the service's admins may set (root, "
-          "the service's user or --admin-group); submit it with priority 0 or below",
-          spec->name, spec->priority));
-    }
-    specs.push_back(std::move(spec).value());
-  }
+  if (std::optional<std::string> over = over_job_quota(caller, specs.size()))
+    return error_answer(*over);
   // The store keeps the environments with secret values redacted (the store
   // is read by reports and copied around); the values stay in a file of
   // their own, 0600, until the job ends.
@@ -690,6 +660,42 @@ json Service::submit(const Caller& caller, const json& request) {
     answer["run"] = info_.run_id;
   }
   return answer;
+}
+
+Result<std::vector<JobSpec>> Service::submitted_specs(const Caller& caller,
+                                                      const json& request) const {
+  auto jobs = request.find("jobs");
+  if (jobs == request.end() || !jobs->is_array() || jobs->empty())
+    return Error("submit: 'jobs' must be a non-empty array of jobs");
+  if (jobs->size() > kMaxJobsPerSubmission) {
+    return Error(
+        fmt::format("submit: {} jobs in one submission; at most {} are taken at "
+                    "once: split the job file",
+                    jobs->size(), kMaxJobsPerSubmission));
+  }
+  std::vector<JobSpec> specs;
+  for (size_t i = 0; i < jobs->size(); ++i) {
+    Result<JobSpec> spec = job_spec_from_json((*jobs)[i]);
+    if (!spec.ok()) return Error(fmt::format("job #{}: {}", i + 1, spec.error().message()));
+    if (spec->dataset && !spec->data_source) {
+      return Error(fmt::format(
+          "job '{}' reads dataset '{}', but its [data.{}] table did not come with it: submit "
+          "its job file with colo submit, which sends the table",
+          spec->name, *spec->dataset, *spec->dataset));
+    }
+    if (spec->data_source) {
+      if (Result<LoaderOptions> o = loader_options_for(*spec->data_source); !o.ok())
+        return Error(fmt::format("job '{}': {}", spec->name, o.error().message()));
+    }
+    if (spec->priority > 0 && !is_admin(caller) && caller.uid != geteuid()) {
+      return Error(fmt::format(
+          "job '{}': priority {} is above 0, which only the service's admins may set (root, "
+          "the service's user or --admin-group); submit it with priority 0 or below",
+          spec->name, spec->priority));
+    }
+    specs.push_back(std::move(spec).value());
+  }
+  return specs;
 }
 
 Result<Service::Resumption> Service::resumable(const Caller& caller, const std::string& which) {

@@ -230,6 +230,10 @@ class Service {
   // caller neither submitted it nor is an admin, when a job of it has not
   // ended, when none is left to run, or when a job's stored environment lost
   // a secret value.
+  // The jobs a submit request sent, checked: an error says what is wrong
+  // with the request or which job, and why.
+  Result<std::vector<JobSpec>> submitted_specs(const Caller& caller,
+                                               const nlohmann::json& request) const;
   struct Resumption {
     std::string of;  // the submission, as RUN/ID
     std::string job_file;

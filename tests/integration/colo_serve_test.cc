@@ -290,6 +290,43 @@ TEST_F(ColoServe, NamedSubmissionsAreShownAloneAndCompared) {
   EXPECT_THAT(relabel.output, HasSubstr("a submission is named when it is submitted"));
 }
 
+// Issue 33 (3): `colo submit --resume` queues again, through the service,
+// the jobs of a submission that did not end ok, with their checkpoints.
+TEST_F(ColoServe, SubmitResumeRunsTheUnfinishedJobsWithTheirCheckpoints) {
+  start_service("--policy fixed --max-per-gpu 2 --mechanism naive");
+  // ckpt fails once, leaving its state in its checkpoint directory.
+  const std::string file = write_file("r.toml", R"([[job]]
+name = "fine"
+command = ["true"]
+
+[[job]]
+name = "ckpt"
+command = ["sh", "-c", """if [ -e "$COLO_CHECKPOINT_DIR/s" ]; then
+  echo resumed from $(cat "$COLO_CHECKPOINT_DIR/s")
+else
+  echo 7 > "$COLO_CHECKPOINT_DIR/s"; exit 3
+fi"""]
+)");
+  CommandResult first = shell(colo("submit " + file + " --name first"));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(wait_all({1, 2}).exit_code, 0);  // ckpt failed
+
+  CommandResult neither = shell(colo("submit"));
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_THAT(neither.output, HasSubstr("a job file, or --resume SUB"));
+  CommandResult resumed = shell(colo("submit --resume first"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output << service_log();
+  EXPECT_THAT(resumed.output,
+              HasSubstr("resuming submission first: 1 job that did not end ok (1 with a "
+                        "checkpoint directory); 1 job ended ok and is not run again"));
+  EXPECT_THAT(resumed.output, HasSubstr("submitted 1 job: 3; submission 1/2"));
+  ASSERT_EQ(wait_all({3}).exit_code, 0) << service_log();
+  EXPECT_EQ(shell(colo("logs 3")).output, "resumed from 7\n");
+  CommandResult again = shell(colo("submit --resume 1/1"));
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_THAT(again.output, HasSubstr("resumed already, as job 3"));
+}
+
 // Issue 37 (item 2): a service keeps what its run taught as it stops (its
 // samples' figures and its facts), so that the first command after days of
 // service reads them instead of deriving them from every sample.
