@@ -132,6 +132,12 @@ struct GpuSlot {
 class AutoScheduler final : public Scheduler {
  public:
   AutoScheduler(const std::vector<GpuSlot>& gpus, AutoOptions options, InterferenceModel model);
+  // Queued jobs keep pointers into its profiles (Waiting::own): not copied;
+  // a move keeps the nodes of its maps, and so the pointers.
+  AutoScheduler(const AutoScheduler&) = delete;
+  AutoScheduler& operator=(const AutoScheduler&) = delete;
+  AutoScheduler(AutoScheduler&&) = default;
+  AutoScheduler& operator=(AutoScheduler&&) = default;
 
   // Calls the setters below with what `facts` holds (a profile only when the
   // signature has none yet).
