@@ -180,6 +180,31 @@ struct LineSeries {
   std::vector<std::pair<double, double>> points;
 };
 
+// A legend that one row cannot hold wraps onto more rows, all shown, and the
+// plot moves down to make room (on a 600 px page, 8 rows leave it 280 px);
+// past kMaxLegendRows it scrolls (page by page) instead. Item widths are
+// estimated from the names (a chart is about kLegendWidth pixels wide; an
+// item is its symbol, its text and a gap).
+constexpr int kMaxLegendRows = 8;
+constexpr double kLegendWidth = 900;
+void fit_legend(json& option, const std::vector<LineSeries>& series) {
+  double row = 0;
+  int rows = 1;
+  for (const LineSeries& s : series) {
+    const double item = 25 + 10 + 7.0 * static_cast<double>(s.name.size());
+    if (row > 0 && row + item > kLegendWidth) {
+      ++rows;
+      row = 0;
+    }
+    row += item;
+  }
+  if (rows == 1 || rows > kMaxLegendRows) return;
+  option["legend"]["type"] = "plain";
+  option["legend"]["left"] = 40;
+  option["legend"]["right"] = 40;
+  option["grid"]["top"] = 100 + 22 * (rows - 1);
+}
+
 json line_option(const std::string& title, const std::string& subtitle, const std::string& x_name,
                  const std::string& y_name, const std::vector<LineSeries>& series,
                  std::optional<double> y_max = std::nullopt) {
@@ -199,6 +224,7 @@ json line_option(const std::string& title, const std::string& subtitle, const st
                        {"itemStyle", {{"color", s.color}}}});
   }
   option["series"] = all;
+  fit_legend(option, series);
   return option;
 }
 

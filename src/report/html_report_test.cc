@@ -329,6 +329,37 @@ TEST(HtmlReport, AMetricOverTwoDecadesOrMoreGetsALogAxis) {
   EXPECT_EQ(chart({2.0, 1.0, 0.5}).option["yAxis"]["type"], "value");
 }
 
+// Issue 33 (16): a legend of more jobs than one row holds wraps onto more
+// rows, all shown, and the plot moves down; it was paged at about 20.
+TEST(HtmlReport, ALegendOfManyJobsWrapsOntoRowsInsteadOfPaging) {
+  auto loss_chart = [](size_t jobs) {
+    RunMetrics m;
+    m.run.id = 1;
+    for (size_t i = 0; i < jobs; ++i) {
+      JobMetrics j;
+      j.name = fmt::format("#3 lr-a: sweep[lr=0.{:03}]", i);
+      MetricSeries loss;
+      loss.name = "loss";
+      loss.points.push_back({1000, std::nullopt, 1, 1.0});
+      j.metrics = {loss};
+      m.jobs.push_back(j);
+    }
+    for (const Section& s : run_report(m, "").sections)
+      for (const Figure& f : s.figures)
+        if (f.name == "metric-loss") return f.option;
+    ADD_FAILURE() << "no metric-loss chart";
+    return nlohmann::json{};
+  };
+  const nlohmann::json few = loss_chart(3);
+  EXPECT_EQ(few["legend"]["type"], "scroll");
+  EXPECT_EQ(few["grid"]["top"], 100);
+  const nlohmann::json many = loss_chart(24);  // about 6 rows of names this long
+  EXPECT_EQ(many["legend"]["type"], "plain");
+  EXPECT_GT(many["grid"]["top"].get<int>(), 100 + 22 * 2);
+  // Past eight rows the legend scrolls again, rather than squeeze the plot.
+  EXPECT_EQ(loss_chart(100)["legend"]["type"], "scroll");
+}
+
 // Issue 33 (16): jobs that were never all in their steady epochs at once
 // have no steady state together; the band over the GPU's charts must not be
 // called so (the summary says they never were), only when they were.
