@@ -1354,6 +1354,7 @@ ReportContent run_report(const RunMetrics& m, const std::string& run_summary_tex
   text.heading = "Summary";
   text.intro = "The same text as summary.txt.";
   text.preformatted = r.summary_text;
+  text.preformatted_wraps = false;  // its tables keep their columns
   r.sections.push_back(std::move(text));
   return r;
 }

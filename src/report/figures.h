@@ -47,6 +47,8 @@ struct Section {
   std::vector<Figure> figures;
   std::vector<Table> tables;
   std::string preformatted;  // shown as-is (the guidelines), may be empty
+  // Its long lines wrap (prose); false: they scroll sideways (text tables).
+  bool preformatted_wraps = true;
 };
 
 struct ReportContent {

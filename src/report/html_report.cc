@@ -95,6 +95,7 @@ th { background: #f4f4f4; }
 td:first-child, th:first-child { text-align: left; }
 .table-wrap { overflow-x: auto; max-width: 100%; }
 pre { background: #f7f7f7; padding: 12px; white-space: pre-wrap; font-size: 0.88em; }
+pre.table { white-space: pre; overflow-x: auto; }
 .toc { columns: 2; }
 .chart-error { color: #b00020; padding: 20px; }
 footer { margin-top: 3em; color: #777; font-size: 0.85em; }
@@ -193,7 +194,8 @@ std::string render_index_html(const ReportContent& content) {
     body += fmt::format("<h2 id=\"{}\">{}</h2>\n", anchor, escape_html(section.heading));
     if (!section.intro.empty()) body += "<p>" + escape_html(section.intro) + "</p>\n";
     if (!section.preformatted.empty())
-      body += "<pre>" + escape_html(section.preformatted) + "</pre>\n";
+      body += std::string(section.preformatted_wraps ? "<pre>" : "<pre class=\"table\">") +
+              escape_html(section.preformatted) + "</pre>\n";
     for (const Figure& f : section.figures) {
       figures.push_back(&f);
       body += figure_block(f);

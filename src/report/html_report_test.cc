@@ -110,6 +110,8 @@ TEST(HtmlReport, RunReportCsvNumbersMatchTheStore) {
   Result<ReportOutcome> outcome = write_report(*store, target, no_png(dir.path()));
   ASSERT_TRUE(outcome.ok()) << outcome.error().message();
   EXPECT_EQ(outcome->description, fmt::format("run #{} (naive)", id));
+  // Issue 33 (16): the summary's text tables keep their columns (they wrapped).
+  EXPECT_THAT(read(outcome->files.index_html), HasSubstr("<pre class=\"table\">"));
 
   Result<RunSummary> summary = analyse_run(*store, id);
   ASSERT_TRUE(summary.ok());
