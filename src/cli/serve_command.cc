@@ -880,7 +880,9 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   };
 
   CLI::App* submit_cmd =
-      app.add_subcommand("submit", "Queue the jobs of a job file in colo serve; prints their ids");
+      app.add_subcommand("submit",
+                         "Queue the jobs of a job file in colo serve (or, with --resume, those of "
+                         "an earlier submission that did not end ok); prints their ids");
   submit_cmd->add_option("file", submit_file_path, "job file (see docs/job-file.md)")
       ->check(CLI::ExistingFile);
   submit_cmd->add_option(
