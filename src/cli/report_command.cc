@@ -133,10 +133,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
       "run or experiment");
   cmd->add_option("targets", flags.targets,
                   "run:ID, exp:ID, a bare number (a run id), a run's name, last-run, last-exp, or "
-                  "last (the "
-                  "run colo show shows, or the experiment it was a case of; the default); two "
-                  "runs make a report comparing them (as colo show A B), several exp:ID one "
-                  "report over those experiments");
+                  "last (the run colo show shows, or the experiment it was a case of; the "
+                  "default); two runs make a report comparing them (as colo show A B), several "
+                  "exp:ID one report over those experiments");
   cmd->add_option("--out,-o", flags.out, "directory to write the report into (created)")
       ->required();
   cmd->add_option("--db", flags.db, "run store; default " + default_db_path());
