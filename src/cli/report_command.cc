@@ -130,7 +130,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "report",
       "Write an HTML report (charts of the paper's figures), PNGs, CSV and a text summary of a "
-      "run or experiment");
+      "run, of two runs compared, or of experiments");
   cmd->add_option("targets", flags.targets,
                   "run:ID, exp:ID, a bare number (a run id), a run's name, last-run, last-exp, or "
                   "last (the run colo show shows, or the experiment it was a case of; the "
