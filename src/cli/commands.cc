@@ -538,12 +538,37 @@ void place_windows(const std::string& job, const JobRow& self,
   }
 }
 
+// The windows of the newest job of `signature` in a run other than
+// `run_id` that has a window alone on its GPU, placed (their job named with
+// its run); none when the store has none. Their windows are kept in `kept`.
+std::vector<PlacedWindow> alone_elsewhere(RunStore& store, const std::string& signature,
+                                          int64_t run_id,
+                                          std::deque<std::vector<ProfileWindow>>& kept) {
+  Result<std::vector<std::pair<int64_t, int64_t>>> found = store.jobs_of_signature(signature, 20);
+  if (!found.ok()) return {};
+  for (const auto& [job_id, other_run] : *found) {
+    if (other_run == run_id) continue;
+    Result<std::vector<JobRow>> rows = store.job_rows(other_run);
+    if (!rows.ok()) continue;
+    auto self =
+        std::find_if(rows->begin(), rows->end(), [&](const JobRow& r) { return r.id == job_id; });
+    if (self == rows->end()) continue;
+    kept.push_back(read_profile_windows(job_dir_of_log(self->log_path, JobDir::kProfile), nullptr));
+    std::vector<PlacedWindow> placed;
+    place_windows(fmt::format("{} of run {}", self->name, other_run), *self, kept.back(), *rows,
+                  placed);
+    std::erase_if(placed, [](const PlacedWindow& w) { return w.others > 0; });
+    if (!placed.empty()) return placed;
+  }
+  return {};
+}
+
 // Issue 36: each profiled job's kernel time per family alone on its GPU
 // against beside others (profiling/interference.h), from the windows of
-// `profiled` (whose jobs' ids are `ids`), placed by place_windows(). A job
-// with no alone window in run `run_id` takes the latest one of a job of its
-// signature in another run of the store, if it has one. Text for `colo
-// show`, and the same in `json` (an array).
+// `profiled` (whose jobs' ids are `ids`), placed by place_windows(). A
+// signature with no window alone in run `run_id` takes one of another run of
+// the store (alone_elsewhere()). Text for `colo show`, and the same in
+// `json` (an array).
 std::string interference_of(RunStore& store, int64_t run_id,
                             const std::vector<JobWindows>& profiled,
                             const std::vector<int64_t>& ids, nlohmann::json& json) {
@@ -562,44 +587,17 @@ std::string interference_of(RunStore& store, int64_t run_id,
     if (auto self = by_id.find(ids[i]); self != by_id.end())
       place_windows(profiled[i].job, *self->second, profiled[i].windows, *rows, placed);
   }
-  std::vector<AloneAndBeside> pairs = pair_windows(placed);
-  // Windows of other runs' jobs: kept here, as the pairs point at them.
-  std::deque<std::vector<ProfileWindow>> elsewhere;
-  std::set<std::string> tried;  // signatures looked up
-  for (const PlacedWindow& w : placed) {
-    const bool paired = std::any_of(pairs.begin(), pairs.end(),
-                                    [&](const AloneAndBeside& p) { return p.job == w.job; });
-    if (w.others == 0 || paired || !tried.insert(w.signature).second) continue;
-    Result<std::vector<std::pair<int64_t, int64_t>>> found =
-        store.jobs_of_signature(w.signature, 20);
-    if (!found.ok()) continue;
-    std::vector<PlacedWindow> candidates;
-    for (const auto& [job_id, other_run] : *found) {
-      if (other_run == run_id) continue;
-      Result<std::vector<JobRow>> other_rows = store.job_rows(other_run);
-      if (!other_rows.ok()) continue;
-      for (const JobRow& r : *other_rows) {
-        if (r.id != job_id) continue;
-        elsewhere.push_back(
-            read_profile_windows(job_dir_of_log(r.log_path, JobDir::kProfile), nullptr));
-        place_windows(fmt::format("{} of run {}", r.name, other_run), r, elsewhere.back(),
-                      *other_rows, candidates);
-      }
-      std::erase_if(candidates, [](const PlacedWindow& c) { return c.others > 0; });
-      if (!candidates.empty()) break;  // the newest job of the signature with an alone window
-    }
-    if (candidates.empty()) continue;
-    // Every job of this run of the signature with no alone window of its own takes it.
-    std::vector<PlacedWindow> with = placed;
-    with.push_back(*std::max_element(candidates.begin(), candidates.end(), [](auto& a, auto& b) {
-      return a.window->started_s < b.window->started_s;
-    }));
-    for (const AloneAndBeside& p : pair_windows(with)) {
-      if (std::none_of(pairs.begin(), pairs.end(),
-                       [&](const AloneAndBeside& q) { return q.job == p.job; }))
-        pairs.push_back(p);
-    }
+  std::set<std::string> alone_here, beside_here;  // signatures
+  for (const PlacedWindow& w : placed)
+    (w.others == 0 ? alone_here : beside_here).insert(w.signature);
+  std::deque<std::vector<ProfileWindow>>
+      elsewhere;  // other runs' windows, which `placed` points at
+  for (const std::string& signature : beside_here) {
+    if (alone_here.contains(signature)) continue;
+    for (const PlacedWindow& w : alone_elsewhere(store, signature, run_id, elsewhere))
+      placed.push_back(w);
   }
+  const std::vector<AloneAndBeside> pairs = pair_windows(placed);
   std::string text;
   for (const AloneAndBeside& pair : pairs) {
     Result<std::vector<KernelSpan>> alone = read_kernel_spans(pair.alone.window->kernels_path);

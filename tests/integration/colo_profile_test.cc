@@ -136,6 +136,60 @@ TEST_F(ColoProfile, ColoProfileTakesAWindowOfARunningJob) {
   EXPECT_THAT(ended.output, HasSubstr("job 'tiny' is ok, not running"));
 }
 
+// Issue 36, item 3: `colo show` pairs each job's window beside others with
+// one of its signature alone, from another run of the store, and gives each
+// kernel family's slowdown. The jobs here write their windows themselves, as
+// the client does on a GPU (a summary and its spans file): a GEMM of 100 us
+// alone, of 150 us beside the others. Barriers keep every job of a run
+// running from before any window opens until all have closed.
+TEST_F(ColoProfile, ShowSetsEachJobsKernelsBesideOthersAgainstItsSignatureAlone) {
+  const std::string d = dir_ + "/w";
+  const std::string script = write_file("window.sh", "d=" + d + R"sh(
+n=$(cat "$d/n")
+barrier() {  # waits (at most 60 s) until n jobs touched a file starting with $1
+  touch "$d/$1.$$"; i=0
+  while [ "$(ls "$d" | grep -c "^$1\.")" -lt "$n" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+}
+mkdir -p "$COLO_PROFILE_DIR"
+barrier in
+s=$(date +%s.%N)
+printf '0\t%s\tampere_sgemm_128x64_tn\n' "$(cat "$d/us")" > "$COLO_PROFILE_DIR/torch-kernels-1.tsv"
+e=$(date +%s.%N)
+printf '{"window": 1, "trigger": "colo profile", "started": %s, "ended": %s, "kernels": "torch-kernels-1.tsv"}\n' "$s" "$e" > "$COLO_PROFILE_DIR/torch-summary-1.json"
+barrier out
+)sh");
+  const std::string job = "[[job]]\nname = \"w\"\ncommand = [\"sh\", \"" + script + "\"]\n";
+  const auto run = [&](int jobs, int us, const std::string& file) {
+    shell("rm -rf '" + d + "' && mkdir -p '" + d + "' && echo " + std::to_string(jobs) + " > '" +
+          d + "/n' && echo " + std::to_string(us) + " > '" + d + "/us'");
+    return shell(colo("run " + file + run_flags() + " --max-per-gpu 3 --sim-devices 1"));
+  };
+  CommandResult alone = run(1, 100, write_file("alone.toml", job));
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  CommandResult together = run(3, 150, write_file("together.toml", job + "repeat = 3\n"));
+  ASSERT_EQ(together.exit_code, 0) << together.output;
+
+  const json shown = json::parse(shell(colo("show 2 --json --db " + db())).output, nullptr, false);
+  ASSERT_TRUE(shown.contains("interference")) << shown.dump();
+  const json& rows = shown["interference"];
+  ASSERT_EQ(rows.size(), 3u) << rows.dump();
+  for (const json& row : rows) {
+    EXPECT_EQ(row["alone_job"], "w of run 1");
+    EXPECT_EQ(row["others"], 2);
+    ASSERT_EQ(row["families"].size(), 1u);
+    EXPECT_EQ(row["families"][0]["family"], "GEMM");
+    EXPECT_DOUBLE_EQ(row["families"][0]["mean_us_alone"].get<double>(), 100);
+    EXPECT_DOUBLE_EQ(row["families"][0]["slowdown"].get<double>(), 1.5);
+  }
+  CommandResult text = shell(colo("show 2 --db " + db()));
+  EXPECT_THAT(text.output, HasSubstr("w#1: window 1 of w of run 1 (the same signature) alone on "
+                                     "its GPU against window 1 beside 2 other jobs"));
+  EXPECT_THAT(text.output, HasSubstr("1.50x"));
+  // Run 1's job ran alone: nothing to set against.
+  EXPECT_FALSE(
+      json::parse(shell(colo("show 1 --json --db " + db())).output).contains("interference"));
+}
+
 // Issue 36, item 3: every job on a GPU asked at once. On CPU PyTorch the
 // windows have no kernels: both are taken, and colo says there is no timeline.
 TEST_F(ColoProfile, EveryJobOnAGpuIsAskedForAWindowAtOnce) {
