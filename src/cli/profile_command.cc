@@ -5,7 +5,6 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -14,6 +13,7 @@
 #include "cli/commands.h"
 #include "common/clock.h"
 #include "common/paths.h"
+#include "common/replace_file.h"
 #include "profiling/timeline.h"
 #include "profiling/windows.h"
 #include "run/log_layout.h"
@@ -186,17 +186,12 @@ int draw_timeline(const std::vector<JobWindows>& got, const std::string& logs_di
       timeline_html(fmt::format("GPU {}: {} jobs' kernels over the same {:.2f} s", gpu,
                                 lanes.size(), to_s - from_s),
                     lanes, stats);
-  {
-    std::ofstream out(page + ".tmp");
-    out << html;
-    out.close();
-    std::error_code error;
-    if (!out || (std::filesystem::rename(page + ".tmp", page, error), error)) {
-      std::cerr << fmt::format("colo: {}: cannot be written; the figures above are all\n", page);
-      return kExitEnvironment;
-    }
+  std::cout << format_timeline(lanes, stats);
+  if (Status written = replace_file(page, html); !written.ok()) {
+    std::cerr << "colo: " << written.error().message() << "; the figures above are all\n";
+    return kExitEnvironment;
   }
-  std::cout << format_timeline(lanes, stats) << "timeline: " << page << "\n";
+  std::cout << "timeline: " << page << "\n";
   return kExitOk;
 }
 

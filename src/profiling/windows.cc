@@ -4,9 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,6 +11,7 @@
 #include <sstream>
 
 #include "common/paths.h"
+#include "common/replace_file.h"
 
 namespace colo {
 namespace {
@@ -167,16 +165,7 @@ Status request_profile_window(const std::string& dir, std::optional<double> dura
   json request = {{"tool", "torch"}};
   if (duration_s) request["duration_s"] = *duration_s;
   if (steps) request["steps"] = *steps;
-  const std::string path = dir + "/request.json";
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << request.dump() << "\n";
-    if (!out) return Error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return Error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-  return OkStatus();
+  return replace_file(dir + "/request.json", request.dump() + "\n");
 }
 
 }  // namespace colo
