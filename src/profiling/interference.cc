@@ -9,17 +9,6 @@
 namespace colo {
 namespace {
 
-// Per family: summed time and count.
-std::map<std::string, std::pair<double, int64_t>> by_family(const std::vector<KernelSpan>& spans) {
-  std::map<std::string, std::pair<double, int64_t>> out;
-  for (const KernelSpan& s : spans) {
-    auto& [time, calls] = out[kernel_family(s.name)];
-    time += std::max(0.0, s.end_us - s.start_us);
-    ++calls;
-  }
-  return out;
-}
-
 // The later of two windows (by when they began), either may be null.
 const PlacedWindow* later(const PlacedWindow* a, const PlacedWindow* b) {
   if (a == nullptr) return b;
@@ -54,9 +43,9 @@ std::vector<AloneAndBeside> pair_windows(const std::vector<PlacedWindow>& window
 
 std::vector<FamilySlowdown> family_slowdowns(const std::vector<KernelSpan>& alone,
                                              const std::vector<KernelSpan>& beside) {
-  const auto a = by_family(alone);
+  const auto a = time_by_family(alone);
   std::vector<std::pair<double, FamilySlowdown>> rows;  // beside's time, row
-  for (const auto& [family, b] : by_family(beside)) {
+  for (const auto& [family, b] : time_by_family(beside)) {
     auto it = a.find(family);
     if (it == a.end()) continue;
     const auto& [time_alone, calls_alone] = it->second;

@@ -96,6 +96,20 @@ std::string kernel_family(const std::string& name) {
   return "other";
 }
 
+std::map<std::string, std::pair<double, int64_t>> time_by_family(
+    const std::vector<KernelSpan>& spans, double from_us, double to_us) {
+  std::map<std::string, std::pair<double, int64_t>> out;
+  for (const KernelSpan& k : spans) {
+    const double a = std::max(k.start_us, from_us);
+    const double b = std::min(k.end_us, to_us);
+    if (b < a) continue;
+    auto& [time, count] = out[kernel_family(k.name)];
+    time += b - a;
+    ++count;
+  }
+  return out;
+}
+
 double TimelineStats::overlap_us() const {
   double sum = 0;
   for (size_t k = 2; k < lanes_busy_us.size(); ++k) sum += lanes_busy_us[k];
@@ -116,14 +130,7 @@ TimelineStats timeline_stats(const std::vector<TimelineLane>& lanes, double from
   // lanes are busy between two of them.
   std::vector<std::pair<double, std::pair<int, size_t>>> edges;  // time, (+1 | -1, lane)
   for (size_t i = 0; i < n; ++i) {
-    for (const KernelSpan& k : lanes[i].spans) {
-      const double a = std::max(k.start_us, s.from_us);
-      const double b = std::min(k.end_us, s.to_us);
-      if (b <= a) continue;
-      auto& [time, count] = s.families[i][kernel_family(k.name)];
-      time += b - a;
-      ++count;
-    }
+    s.families[i] = time_by_family(lanes[i].spans, s.from_us, s.to_us);
     for (const auto& [a, b] : merged(lanes[i].spans, s.from_us, s.to_us)) {
       s.busy_us[i] += b - a;
       edges.push_back({a, {+1, i}});

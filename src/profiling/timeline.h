@@ -6,6 +6,8 @@
 // kernel time by kernel family. Pure but for read_kernel_spans().
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +30,12 @@ Result<std::vector<KernelSpan>> read_kernel_spans(const std::string& path);
 // "reduction", "normalization", "layout", "optimizer", "softmax", "memcpy",
 // "memset", else "other".
 std::string kernel_family(const std::string& name);
+
+// Per kernel family: the spans' summed time within [from_us, to_us] (each
+// clipped to it; the spans wholly outside left out) and how many there are.
+std::map<std::string, std::pair<double, int64_t>> time_by_family(
+    const std::vector<KernelSpan>& spans, double from_us = -std::numeric_limits<double>::infinity(),
+    double to_us = std::numeric_limits<double>::infinity());
 
 struct TimelineLane {
   std::string job;
