@@ -174,6 +174,18 @@ std::string format_runs_table(const std::vector<RunRow>& runs,
   return table.render();
 }
 
+namespace {
+
+// A label's "Name ..." and "Note ..." lines, each when it says something.
+std::string label_lines(const RunLabel& label) {
+  std::string out;
+  if (!label.name.empty() || !label.tags.empty()) out += "Name " + label_text(label) + "\n";
+  if (!label.note.empty()) out += "Note " + label.note + "\n";
+  return out;
+}
+
+}  // namespace
+
 std::string format_run_summary(const RunSummary& summary) {
   const RunRow& run = summary.run;
   std::string out =
@@ -181,9 +193,7 @@ std::string format_run_summary(const RunSummary& summary) {
                   run.mechanism, backend_label(run), format_local_datetime(run.started_ms));
   if (!run.job_file.empty()) out += "  job file " + run.job_file;
   out += "\n";
-  if (!run.label.name.empty() || !run.label.tags.empty())
-    out += "Name " + label_text(run.label) + "\n";
-  if (!run.label.note.empty()) out += "Note " + run.label.note + "\n";
+  out += label_lines(run.label);
   if (const std::optional<SubmissionRow>& sub = summary.submission) {
     out += fmt::format(
         "Submission {}/{}  by {}  submitted {}{}: its {} here (a service's run holds every "
@@ -191,9 +201,7 @@ std::string format_run_summary(const RunSummary& summary) {
         run.id, sub->id, sub->owner_name, format_local_datetime(sub->submitted_ms),
         sub->job_file.empty() ? "" : "  job file " + sub->job_file,
         summary.jobs.size() == 1 ? "1 job" : fmt::format("{} jobs", summary.jobs.size()), run.id);
-    if (!sub->label.name.empty() || !sub->label.tags.empty())
-      out += "Name " + label_text(sub->label) + "\n";
-    if (!sub->label.note.empty()) out += "Note " + sub->label.note + "\n";
+    out += label_lines(sub->label);
   }
   if (!run.slurm.job_id.empty()) {
     out += fmt::format("Slurm job {}{} on {}{}\n", run.slurm.job_id,

@@ -59,32 +59,34 @@ Result<json> ServiceClient::call(const json& request, bool* answered) const {
   }
 }
 
+namespace {
+
+// A fresh random submission key (protocol::submit_request).
+std::string new_submit_key() {
+  std::random_device random;
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
+}
+
+}  // namespace
+
 Result<json> ServiceClient::submit(const std::string& job_file, json jobs,
                                    const std::map<std::string, std::string>& env, json label,
                                    int64_t retry_ms) const {
-  return submit_with_key(
-      [&](const std::string& key) {
-        return protocol::submit_request(job_file, std::move(jobs), env, key, std::move(label));
-      },
+  return send_submission(
+      protocol::submit_request(job_file, std::move(jobs), env, new_submit_key(), std::move(label)),
       retry_ms);
 }
 
 Result<json> ServiceClient::resume(const std::string& submission,
                                    const std::map<std::string, std::string>& env, json label,
                                    int64_t retry_ms) const {
-  return submit_with_key(
-      [&](const std::string& key) {
-        return protocol::submit_request("", json::array(), env, key, std::move(label), submission);
-      },
-      retry_ms);
+  return send_submission(protocol::submit_request("", json::array(), env, new_submit_key(),
+                                                  std::move(label), submission),
+                         retry_ms);
 }
 
-Result<json> ServiceClient::submit_with_key(
-    const std::function<json(const std::string&)>& make_request, int64_t retry_ms) const {
-  std::random_device random;
-  const std::string key =
-      fmt::format("{:08x}{:08x}{:08x}{:08x}", random(), random(), random(), random());
-  const json request = make_request(key);
+Result<json> ServiceClient::send_submission(const json& request, int64_t retry_ms) const {
+  const std::string key = request.value("submit_key", "");
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(retry_ms);
   while (true) {
     bool answered = false;

@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <iosfwd>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -50,9 +49,9 @@ class ServiceClient {
   const std::string& path() const { return path_; }
 
  private:
-  // Sends a submit request built by `request(key)` with a fresh key, as submit() says.
-  Result<nlohmann::json> submit_with_key(
-      const std::function<nlohmann::json(const std::string&)>& request, int64_t retry_ms) const;
+  // Sends a submit request (protocol::submit_request, with its key), as
+  // submit() says.
+  Result<nlohmann::json> send_submission(const nlohmann::json& request, int64_t retry_ms) const;
   std::string path_;
   int timeout_ms_;
 };
