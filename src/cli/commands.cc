@@ -546,7 +546,9 @@ std::vector<PlacedWindow> alone_elsewhere(RunStore& store, const std::string& si
                                           std::deque<std::vector<ProfileWindow>>& kept) {
   Result<std::vector<std::pair<int64_t, int64_t>>> found = store.jobs_of_signature(signature, 20);
   if (!found.ok()) return {};
-  for (const auto& [job_id, other_run] : *found) {
+  for (const std::pair<int64_t, int64_t>& job_and_run : *found) {
+    const int64_t job_id = job_and_run.first;
+    const int64_t other_run = job_and_run.second;
     if (other_run == run_id) continue;
     Result<std::vector<JobRow>> rows = store.job_rows(other_run);
     if (!rows.ok()) continue;
