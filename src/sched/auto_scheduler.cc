@@ -812,14 +812,15 @@ double AutoScheduler::predicted_rate(const Gpu& gpu) const {
 
 int64_t AutoScheduler::longest_queued_startup() const {
   LongestStartup& cached = longest_startup_;
-  if (cached.knowledge == knowledge_ && cached.heads_changes == heads_changes_)
+  if (cached.knowledge == knowledge_ && cached.heads_changes == heads_changes_ &&
+      cached.backfill_from == backfill_from_)
     return cached.startup_ms;
   int64_t startup = 0;
-  for (const auto& [seq, cls] : heads_) {
+  for (const auto& [seq, cls] : heads_to_try(nullptr)) {
     const JobProfile* p = usable_profile(cls->second.front());
     if (p != nullptr) startup = std::max(startup, p->startup_ms.value_or(0));
   }
-  cached = {knowledge_, heads_changes_, startup};
+  cached = {knowledge_, heads_changes_, backfill_from_, startup};
   return startup;
 }
 
@@ -890,9 +891,31 @@ void AutoScheduler::judge(int64_t now_ms) {
   }
 }
 
-void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {
-  // Each class is tried once, from its head as the call began.
-  std::vector<std::pair<uint64_t, Classes::value_type*>> heads(heads_.begin(), heads_.end());
+std::vector<std::pair<uint64_t, AutoScheduler::Classes::value_type*>>
+AutoScheduler::heads_to_try(uint64_t* backfill_next) const {
+  const size_t depth = options_.queue_depth;
+  const size_t window = options_.backfill_depth;
+  const bool bounded = depth > 0 && heads_.size() > depth + window;
+  std::vector<std::pair<uint64_t, Classes::value_type*>> heads;
+  // The backfill window: from the first class at or after backfill_from_ in
+  // [first, last) (the classes beyond the depth, by seq), wrapping round.
+  auto take_window = [&](auto first, auto last, auto from) {
+    for (size_t i = 0; i < window; ++i, ++from) {
+      if (from == last) from = first;
+      heads.push_back(*from);
+    }
+    if (backfill_next != nullptr) *backfill_next = from == last ? 0 : from->first;
+  };
+  if (host_costs_.empty() && !prioritised_ && usage_.empty()) {
+    // In arrival order, which is heads_'s: no copy of a long queue.
+    if (!bounded) return {heads_.begin(), heads_.end()};
+    heads.reserve(depth + window);
+    auto rest = heads_.begin();
+    for (size_t i = 0; i < depth; ++i, ++rest) heads.push_back(*rest);
+    take_window(rest, heads_.end(), heads_.lower_bound(std::max(backfill_from_, rest->first)));
+    return heads;
+  }
+  heads.assign(heads_.begin(), heads_.end());
   // Jobs whose dataset is being read already go first: they share its loader.
   if (!host_costs_.empty()) {
     std::stable_partition(heads.begin(), heads.end(),
@@ -912,6 +935,21 @@ void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {
       return used(x.owner) < used(y.owner);
     });
   }
+  if (!bounded) return heads;
+  std::vector<std::pair<uint64_t, Classes::value_type*>> rest(heads.begin() + depth, heads.end());
+  auto by_seq = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::sort(rest.begin(), rest.end(), by_seq);
+  heads.resize(depth);
+  take_window(rest.begin(), rest.end(),
+              std::lower_bound(rest.begin(), rest.end(), std::make_pair(backfill_from_, nullptr),
+                               by_seq));
+  return heads;
+}
+
+void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {
+  // Each class is tried once, from its head as the call began.
+  const std::vector<std::pair<uint64_t, Classes::value_type*>> heads =
+      heads_to_try(&backfill_from_);
   for (const auto& [seq, cls] : heads) {
     std::deque<Waiting>& q = cls->second;
     if (!place(q.front(), now_ms, out)) continue;

@@ -120,6 +120,13 @@ struct AutoOptions {
   double newcomer_tolerance = 0.1;
   // A speculative sibling's memory limit is at least this.
   uint64_t speculative_floor_bytes = 1ull << 30;
+  // Queued classes tried per event (Slurm's default_queue_depth and
+  // bf_max_job_test): the first `queue_depth` in order, then a backfill
+  // window of `backfill_depth` more, each event's from where the last one's
+  // stopped, so that every class is tried within (classes - queue_depth) /
+  // backfill_depth events. 0: every class, every event.
+  size_t queue_depth = 1000;
+  size_t backfill_depth = 1000;
   double host_cpus = 0;            // CPU cores for shared loaders; 0: not checked
   uint64_t host_memory_bytes = 0;  // host memory for their rings; 0: not checked
 };
@@ -346,9 +353,9 @@ class AutoScheduler final : public Scheduler {
   std::string describe(const Combination& c) const;
   uint64_t largest_memory() const;
   void push_waiting(Waiting w);
-  // schedule()'s walk of the queued classes, each tried once from its head,
-  // in order of priority, fair share and arrival.
-  // It stops once no GPU takes another job: then no class can start.
+  // schedule()'s walk of the queued classes (heads_to_try()), each tried
+  // once from its head. It stops once no GPU takes another job: then no
+  // class can start.
   void place_heads(int64_t now_ms, std::vector<Decision>& out);
   // Whether a GPU takes another job: one is below max_jobs_per_gpu, not held
   // for a gang and not running a job alone. When none does, admission_gain()
@@ -401,12 +408,22 @@ class AutoScheduler final : public Scheduler {
   std::map<uint64_t, Classes::value_type*> heads_;
   // Counts changes to heads_ (whoever changes it bumps it).
   uint64_t heads_changes_ = 0;
-  // The longest start-up among the queued classes' profiles, as computed
-  // while knowledge_ and heads_changes_ were these (next_wakeup_ms() is
-  // asked at every step of a run, and the classes may be tens of thousands).
+  // The seq from which the next backfill window starts (heads_to_try()).
+  uint64_t backfill_from_ = 0;
+  // The classes an event tries, by their head's seq, in order of priority,
+  // fair share and arrival: all of them, or the first queue_depth and the
+  // next backfill window (AutoOptions); the window after it starts at
+  // *backfill_next (when not null).
+  std::vector<std::pair<uint64_t, Classes::value_type*>> heads_to_try(
+      uint64_t* backfill_next) const;
+  // The longest start-up among the profiles of the classes the next event
+  // tries (heads_to_try()), as computed while knowledge_, heads_changes_ and
+  // backfill_from_ were these (next_wakeup_ms() is asked at every step of a
+  // run, and the classes may be tens of thousands).
   struct LongestStartup {
     uint64_t knowledge = 0;
     uint64_t heads_changes = 0;
+    uint64_t backfill_from = 0;
     int64_t startup_ms = 0;
   };
   mutable LongestStartup longest_startup_;

@@ -333,6 +333,43 @@ TEST(AutoScheduler, BackfillsAroundAJobThatDoesNotFitYet) {
   EXPECT_EQ(d[1].job, 2u);
 }
 
+// A queue longer than queue_depth + backfill_depth: each event tries the
+// first classes in order, then a window of the rest that moves on, so that a
+// job that fits far back in the queue starts within a bounded count of events.
+// With `prioritised`, through the ordered walk (priority, fair share).
+void ExpectTheBackfillWindowMovesOn(bool prioritised) {
+  AutoOptions options;
+  options.queue_depth = 2;
+  options.backfill_depth = 1;
+  AutoScheduler s = make(1, 80, options);
+  s.set_profile("running", profile(50, 10));
+  s.enqueue({0, "running", std::nullopt});
+  ASSERT_EQ(s.schedule(0).size(), 1u);
+  for (size_t i = 1; i <= 4; ++i) {
+    const std::string sig = fmt::format("big{}", i);
+    s.set_profile(sig, profile(50, 10));
+    SchedJob job{i, sig, std::nullopt};
+    if (prioritised) job.priority = 1;
+    s.enqueue(job);
+  }
+  s.set_profile("small", profile(1, 10));
+  s.enqueue({5, "small", std::nullopt});
+  // big1 and big2 at every event, then one of big3, big4, small in turn.
+  EXPECT_TRUE(s.schedule(1).empty());
+  EXPECT_TRUE(s.schedule(2).empty());
+  std::vector<Decision> d = s.schedule(3);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 5u);
+}
+
+TEST(AutoScheduler, TriesTheQueueDepthThenABackfillWindowThatMovesOnAtEachEvent) {
+  ExpectTheBackfillWindowMovesOn(false);
+}
+
+TEST(AutoScheduler, TheBackfillWindowMovesOnInAPrioritisedQueueToo) {
+  ExpectTheBackfillWindowMovesOn(true);
+}
+
 TEST(AutoSchedulerSharedData, JobsWhoseDatasetIsBeingReadGoFirst) {
   AutoOptions options;
   options.max_jobs_per_gpu = 2;
