@@ -105,6 +105,13 @@ std::vector<ProfileContribution> profile_contributions(const RunSummary& run) {
         m.samples_per_s = job.probe->samples_per_s;
         m.rate_uncertainty = job.probe->rate_uncertainty;
         m.startup_ms = job.probe->startup_ms;
+        // Its time alone, had it kept its GPU: its start-up, then all its
+        // samples at the rate measured alone.
+        if (job.samples && job.probe->samples_per_s && *job.probe->samples_per_s > 0) {
+          m.solo_ms = job.probe->startup_ms.value_or(0) +
+                      static_cast<int64_t>(static_cast<double>(*job.samples) * 1000.0 /
+                                           *job.probe->samples_per_s);
+        }
         m.source = fmt::format("store: run {} job {} ({}, probe{})", run.run.id, job.id,
                                run.run.mechanism, run.run.simulated ? ", simulated" : "");
       }
@@ -211,8 +218,10 @@ void ProfileLearner::add(const ProfileContribution& c) {
     case ProfileContribution::Solo::kAlone:
       p.profile.epoch_ms = m.epoch_ms;
       p.profile.solo_ms = m.solo_ms;
+      p.solo_alone = true;
       break;
     case ProfileContribution::Solo::kProbe:
+      if (!p.solo_alone) p.profile.solo_ms = m.solo_ms;
       break;
   }
   p.profile.sm_active_pct = m.sm_active_pct;

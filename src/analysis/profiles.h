@@ -33,7 +33,10 @@ struct LearnedProfile {
   std::vector<std::string> command;           // of job_name's job
   bool simulated = false;
   int runs = 0;  // completed jobs that contributed
+  // Its time alone (profile.solo_ms): measured by a job that ran alone, which
+  // no probe's estimate replaces; else the latest probe's estimate.
   JobProfile profile;
+  bool solo_alone = false;
   // The latest run that placed a job of it by an estimate from its family:
   // the estimate beside what that job then measured.
   struct EstimateCheck {
@@ -66,7 +69,9 @@ struct ProfileContribution {
   std::optional<LearnedProfile::EstimateCheck> estimate;
   Solo solo = Solo::kNone;
   // kAlone: SM activity, utilization, rate, epoch time, duration, start-up;
-  // kProbe: SM activity, utilization, rate, start-up and their uncertainties.
+  // kProbe: SM activity, utilization, rate, start-up and their uncertainties,
+  // and its time alone estimated from them (start-up, then its samples at
+  // the rate measured alone).
   // With the source of either.
   JobProfile measured;
   // How many jobs it stands for: more than one after fold_contributions.

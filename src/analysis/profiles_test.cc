@@ -189,6 +189,7 @@ RunSummary sweep_run() {
   probe.samples_per_s = 4000;
   probe.startup_ms = 9'000;
   run.jobs[0].probe = profile_in(profile_event(kProbeEvent, probe, kFakeT0), kProbeEvent);
+  run.jobs[0].samples = 120'000;  // 30 s at its rate alone
   JobProfile estimate;
   estimate.peak_memory_bytes = 3 * kFakeGiB + kFakeGiB / 10;
   estimate.memory_uncertainty = 0.05;
@@ -235,6 +236,8 @@ TEST(LearnedProfiles, AProbeJoinedByItsFamilyStillGivesItsSoloNumbers) {
   EXPECT_DOUBLE_EQ(*probed.profile.sm_active_pct, 30);
   EXPECT_EQ(*probed.profile.startup_ms, 9'000);
   EXPECT_EQ(probed.profile.source, "store: run 7 job 1 (mps, probe)");
+  // Its time alone, estimated: its start-up, then 120,000 samples at 4,000/s.
+  EXPECT_EQ(probed.profile.solo_ms, 39'000);
   // The siblings ran with others: memory only, and the estimate one was placed by.
   EXPECT_FALSE(profiles[1].profile.admissible());
   ASSERT_TRUE(profiles[1].estimate.has_value());
@@ -242,6 +245,31 @@ TEST(LearnedProfiles, AProbeJoinedByItsFamilyStillGivesItsSoloNumbers) {
   EXPECT_EQ(*profiles[1].estimate->measured_peak_bytes, 3 * kFakeGiB);
   EXPECT_EQ(profiles[1].job_name, "toy[batch_size=512]");
   EXPECT_FALSE(profiles[2].estimate.has_value());
+}
+
+TEST(LearnedProfiles, AProbesEstimatedTimeAloneNeverReplacesOneMeasuredAlone) {
+  ProfileContribution probe;
+  probe.signature = "sig";
+  probe.gpu_name = "NVIDIA H100";
+  probe.solo = ProfileContribution::Solo::kProbe;
+  probe.measured.sm_active_pct = 30;
+  probe.measured.solo_ms = 39'000;
+  ProfileContribution alone = probe;
+  alone.solo = ProfileContribution::Solo::kAlone;
+  alone.measured.solo_ms = 50'000;
+  ProfileContribution later_probe = probe;
+  later_probe.measured.solo_ms = 20'000;
+
+  ProfileLearner probed_only;
+  probed_only.add(probe);
+  probed_only.add(later_probe);
+  EXPECT_EQ(probed_only.profiles().at(0).profile.solo_ms, 20'000);  // the latest estimate
+
+  ProfileLearner learner;
+  learner.add(probe);
+  learner.add(alone);
+  learner.add(later_probe);
+  EXPECT_EQ(learner.profiles().at(0).profile.solo_ms, 50'000);
 }
 
 TEST(LearnedProfiles, FamilyInstancesAndWhatAFilesJobsWouldBePlacedBy) {
@@ -362,6 +390,7 @@ TEST(RunFacts, FoldedContributionsLearnTheSameProfilesFromFewerEntries) {
         c.solo = static_cast<ProfileContribution::Solo>(pick(3));
         c.measured.sm_active_pct = pick(100);
         c.measured.epoch_ms = pick(1000);
+        if (pick(3) > 0) c.measured.solo_ms = pick(1000);  // a probe's may be unknown
         c.measured.source = fmt::format("entry {}", i);
         into->push_back(std::move(c));
       }

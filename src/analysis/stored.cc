@@ -128,6 +128,10 @@ Result<RunSummary> summarize_stored(RunReader& reader, int64_t run_id, MetricSte
   return summary;
 }
 
+// The facts of a run summarized already (RunFacts), kept in the store unless
+// it is running.
+RunFacts facts_of(RunReader& reader, const RunSummary& summary);
+
 // analyse_record's comparisons, for a summary made.
 Result<RunSummary> compare(RunReader& reader, RunSummary summary,
                            const std::vector<LearnedProfile>* profiles) {
@@ -155,6 +159,12 @@ Result<RunSummary> compare(RunReader& reader, RunSummary summary,
       continue;
     }
     if (profiles == nullptr && !learned) {
+      // The run's own facts from the summary at hand, before learning reads
+      // them (a run never derived would be summarized again).
+      if (Result<std::optional<std::string>> kept =
+              reader.derived(summary.run.id, kRunFactsKind, kRunFactsVersion);
+          kept.ok() && !*kept)
+        facts_of(reader, summary);
       Result<std::vector<LearnedProfile>> l = learn_profiles(reader);
       if (!l.ok()) return l.error().with_context("learning profiles for solo rates");
       learned = std::move(*l);
@@ -287,6 +297,18 @@ std::optional<SampleFigures> parse_sample_figures(std::string_view text) {
   }
 }
 
+namespace {
+
+RunFacts facts_of(RunReader& reader, const RunSummary& summary) {
+  RunFacts facts{fold_contributions(profile_contributions(summary)), may_be_collocation(summary)};
+  if (summary.run.state != RunState::kRunning)
+    (void)reader.keep_derived(summary.run.id, kRunFactsKind, kRunFactsVersion,
+                              run_facts_json(facts));
+  return facts;
+}
+
+}  // namespace
+
 Result<RunFacts> run_facts(RunReader& reader, int64_t run_id) {
   Result<std::optional<std::string>> kept = reader.derived(run_id, kRunFactsKind, kRunFactsVersion);
   if (!kept.ok()) return kept.error();
@@ -295,10 +317,7 @@ Result<RunFacts> run_facts(RunReader& reader, int64_t run_id) {
   }
   Result<RunSummary> summary = summarize_stored(reader, run_id, MetricSteps::kSkip);
   if (!summary.ok()) return summary.error();
-  RunFacts facts{fold_contributions(profile_contributions(*summary)), may_be_collocation(*summary)};
-  if (summary->run.state != RunState::kRunning)
-    (void)reader.keep_derived(run_id, kRunFactsKind, kRunFactsVersion, run_facts_json(facts));
-  return facts;
+  return facts_of(reader, *summary);
 }
 
 Status keep_run_derivations(RunReader& reader, int64_t run_id) {

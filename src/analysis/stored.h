@@ -54,7 +54,7 @@ inline constexpr std::string_view kRunFactsKind = "learning";
 // Raise it whenever profile_contributions(), may_be_collocation() or what
 // summarize() gives them changes: facts kept by older code are then derived
 // again.
-inline constexpr int kRunFactsVersion = 2;  // 2: contributions folded
+inline constexpr int kRunFactsVersion = 3;  // 2: contributions folded; 3: probes' solo time
 
 // The facts of run `run_id` (not running): kept ones, else derived from its rows
 // and kept (when the store cannot keep them, derived again next time).

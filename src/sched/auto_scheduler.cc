@@ -891,8 +891,8 @@ void AutoScheduler::judge(int64_t now_ms) {
   }
 }
 
-std::vector<std::pair<uint64_t, AutoScheduler::Classes::value_type*>>
-AutoScheduler::heads_to_try(uint64_t* backfill_next) const {
+std::vector<std::pair<uint64_t, AutoScheduler::Classes::value_type*>> AutoScheduler::heads_to_try(
+    uint64_t* backfill_next) const {
   const size_t depth = options_.queue_depth;
   const size_t window = options_.backfill_depth;
   const bool bounded = depth > 0 && heads_.size() > depth + window;
@@ -940,9 +940,9 @@ AutoScheduler::heads_to_try(uint64_t* backfill_next) const {
   auto by_seq = [](const auto& a, const auto& b) { return a.first < b.first; };
   std::sort(rest.begin(), rest.end(), by_seq);
   heads.resize(depth);
-  take_window(rest.begin(), rest.end(),
-              std::lower_bound(rest.begin(), rest.end(), std::make_pair(backfill_from_, nullptr),
-                               by_seq));
+  take_window(
+      rest.begin(), rest.end(),
+      std::lower_bound(rest.begin(), rest.end(), std::make_pair(backfill_from_, nullptr), by_seq));
   return heads;
 }
 

@@ -172,6 +172,14 @@ TEST_F(ColoSweep, ABatchSizeGridIsFittedFromTwoMeasuredInstances) {
   EXPECT_EQ(count(profiles.output, "new, measured where it runs"), 0u) << profiles.output;
   EXPECT_EQ(count(profiles.output, "after its family's newcomer"), 0u) << profiles.output;
   EXPECT_THAT(profiles.output, HasSubstr("store: run 1 job 5 (mps, probe, simulated)"));
+
+  // The planner times each job by what was measured (the probed one by its
+  // rate alone), not by an assumed time alone.
+  CommandResult plan = shell(colo("simulate " + file + " --db " + db()));
+  ASSERT_EQ(plan.exit_code, 0) << plan.output;
+  EXPECT_THAT(plan.output, HasSubstr("(mps, probe, simulated)"));
+  EXPECT_EQ(count(plan.output, "assumed"), 0u) << plan.output;
+  EXPECT_EQ(count(plan.output, "10m00s alone"), 0u) << plan.output;
 }
 
 }  // namespace
