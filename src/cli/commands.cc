@@ -26,9 +26,9 @@
 #include "gpu/device_json.h"
 #include "gpu/gpu_backend.h"
 #include "jobs/job_file.h"
-#include "profiling/interference.h"
 #include "profiling/windows.h"
 #include "report/data_report.h"
+#include "report/run_profiling.h"
 #include "report/text_report.h"
 #include "run/log_layout.h"
 #include "run/mechanism_inputs.h"
@@ -519,119 +519,6 @@ Result<RunSummary> analyse_target(RunStore& store, const ShowTarget& target) {
   return summary;
 }
 
-// Places the windows of job `self` (named `job`) among `rows`, its run's
-// jobs: a window ran beside the jobs whose last attempt ran on its GPU at
-// some time during it. Windows without kernels are left out.
-void place_windows(const std::string& job, const JobRow& self,
-                   const std::vector<ProfileWindow>& windows, const std::vector<JobRow>& rows,
-                   std::vector<PlacedWindow>& out) {
-  if (!self.device) return;
-  for (const ProfileWindow& w : windows) {
-    if (w.kernels_path.empty()) continue;
-    const auto from = static_cast<UnixMillis>(w.started_s * 1000);
-    const auto to = static_cast<UnixMillis>(w.ended_s * 1000);
-    const auto others = std::count_if(rows.begin(), rows.end(), [&](const JobRow& r) {
-      return r.id != self.id && r.device == self.device && r.started_ms && *r.started_ms < to &&
-             (!r.ended_ms || *r.ended_ms > from);
-    });
-    out.push_back({job, self.signature, &w, static_cast<int>(others)});
-  }
-}
-
-// The windows of the newest job of `signature` in a run other than
-// `run_id` that has a window alone on its GPU, placed (their job named with
-// its run); none when the store has none. Their windows are kept in `kept`.
-std::vector<PlacedWindow> alone_elsewhere(RunStore& store, const std::string& signature,
-                                          int64_t run_id,
-                                          std::deque<std::vector<ProfileWindow>>& kept) {
-  Result<std::vector<std::pair<int64_t, int64_t>>> found = store.jobs_of_signature(signature, 20);
-  if (!found.ok()) return {};
-  for (const std::pair<int64_t, int64_t>& job_and_run : *found) {
-    const int64_t job_id = job_and_run.first;
-    const int64_t other_run = job_and_run.second;
-    if (other_run == run_id) continue;
-    Result<std::vector<JobRow>> rows = store.job_rows(other_run);
-    if (!rows.ok()) continue;
-    auto self =
-        std::find_if(rows->begin(), rows->end(), [&](const JobRow& r) { return r.id == job_id; });
-    if (self == rows->end()) continue;
-    kept.push_back(read_profile_windows(job_dir_of_log(self->log_path, JobDir::kProfile), nullptr));
-    std::vector<PlacedWindow> placed;
-    place_windows(fmt::format("{} of run {}", self->name, other_run), *self, kept.back(), *rows,
-                  placed);
-    std::erase_if(placed, [](const PlacedWindow& w) { return w.others > 0; });
-    if (!placed.empty()) return placed;
-  }
-  return {};
-}
-
-// Issue 36: each profiled job's kernel time per family alone on its GPU
-// against beside others (profiling/interference.h), from the windows of
-// `profiled` (whose jobs' ids are `ids`), placed by place_windows(). A
-// signature with no window alone in run `run_id` takes one of another run of
-// the store (alone_elsewhere()). Text for `colo show`, and the same in
-// `json` (an array).
-std::string interference_of(RunStore& store, int64_t run_id,
-                            const std::vector<JobWindows>& profiled,
-                            const std::vector<int64_t>& ids, nlohmann::json& json) {
-  json = nlohmann::json::array();
-  const bool kernels = std::any_of(profiled.begin(), profiled.end(), [](const JobWindows& j) {
-    return std::any_of(j.windows.begin(), j.windows.end(),
-                       [](const ProfileWindow& w) { return !w.kernels_path.empty(); });
-  });
-  if (!kernels) return "";
-  Result<std::vector<JobRow>> rows = store.job_rows(run_id);
-  if (!rows.ok()) return "";
-  std::map<int64_t, const JobRow*> by_id;
-  for (const JobRow& r : *rows) by_id[r.id] = &r;
-  std::vector<PlacedWindow> placed;
-  for (size_t i = 0; i < profiled.size(); ++i) {
-    if (auto self = by_id.find(ids[i]); self != by_id.end())
-      place_windows(profiled[i].job, *self->second, profiled[i].windows, *rows, placed);
-  }
-  std::set<std::string> alone_here, beside_here;  // signatures
-  for (const PlacedWindow& w : placed)
-    (w.others == 0 ? alone_here : beside_here).insert(w.signature);
-  std::deque<std::vector<ProfileWindow>>
-      elsewhere;  // other runs' windows, which `placed` points at
-  for (const std::string& signature : beside_here) {
-    if (alone_here.contains(signature)) continue;
-    for (const PlacedWindow& w : alone_elsewhere(store, signature, run_id, elsewhere))
-      placed.push_back(w);
-  }
-  const std::vector<AloneAndBeside> pairs = pair_windows(placed);
-  std::string text;
-  for (const AloneAndBeside& pair : pairs) {
-    Result<std::vector<KernelSpan>> alone = read_kernel_spans(pair.alone.window->kernels_path);
-    Result<std::vector<KernelSpan>> beside = read_kernel_spans(pair.beside.window->kernels_path);
-    if (!alone.ok() || !beside.ok()) {
-      std::cerr << "colo: warning: " << (alone.ok() ? beside : alone).error().message() << "\n";
-      continue;
-    }
-    const std::vector<FamilySlowdown> families = family_slowdowns(*alone, *beside);
-    text += format_family_slowdowns(pair, families);
-    nlohmann::json rows_json = nlohmann::json::array();
-    for (const FamilySlowdown& f : families) {
-      rows_json.push_back({{"family", f.family},
-                           {"calls_alone", f.calls_alone},
-                           {"mean_us_alone", f.mean_us_alone},
-                           {"calls_beside", f.calls_beside},
-                           {"mean_us_beside", f.mean_us_beside},
-                           {"slowdown", f.slowdown()}});
-    }
-    json.push_back({{"job", pair.job},
-                    {"alone_job", pair.alone.job},
-                    {"alone_window", pair.alone.window->window},
-                    {"beside_window", pair.beside.window->window},
-                    {"others", pair.beside.others},
-                    {"families", std::move(rows_json)}});
-  }
-  if (text.empty()) return "";
-  return "\nInterference by kernel family (each job's kernels in a window alone on its GPU "
-         "against one beside other jobs; mean time per kernel):\n" +
-         text;
-}
-
 // `colo show A B`.
 int compare_command(RunStore& store, const ShowFlags& flags) {
   std::vector<RunSummary> summaries;
@@ -705,47 +592,19 @@ int show_command(const std::string& db, const ShowFlags& flags) {
   if (!loaders.ok()) std::cerr << "colo: warning: " << loaders.error().message() << "\n";
   const std::vector<DataLoaderRow> none;
   const std::vector<DataLoaderRow>& data = loaders.ok() ? *loaders : none;
-  // Each job's profiling windows, as its profile directory holds them. The
-  // directories above them are listed once each: a service's run holds
-  // 100,000 jobs, most never profiled, and an open that fails for each cost
-  // as many system calls.
-  std::vector<JobWindows> profiled;
-  std::vector<int64_t> profiled_ids;                    // their jobs' ids
-  std::map<std::string, std::set<std::string>> listed;  // directory -> its entries' names
-  const auto exists = [&](const std::string& path) {
-    const std::filesystem::path p(path);
-    auto [entries, fresh] = listed.try_emplace(p.parent_path().string());
-    if (fresh) {
-      std::error_code error;
-      for (const auto& e : std::filesystem::directory_iterator(p.parent_path(), error))
-        entries->second.insert(e.path().filename().string());
-    }
-    return entries->second.contains(p.filename().string());
-  };
-  for (const JobSummary& job : summary->jobs) {
-    const std::string dir = job_dir_of_log(job.log_path, JobDir::kProfile);
-    if (dir.empty() || !exists(dir)) continue;
-    std::vector<std::string> problems;
-    std::vector<ProfileWindow> windows = read_profile_windows(dir, &problems);
-    for (const std::string& p : problems) std::cerr << "colo: warning: " << p << "\n";
-    if (!windows.empty()) {
-      profiled.push_back({job.name, std::move(windows)});
-      profiled_ids.push_back(job.id);
-    }
-  }
-  nlohmann::json interference_json;
-  const std::string interference =
-      interference_of(**store, summary->run.id, profiled, profiled_ids, interference_json);
+  std::vector<std::string> problems;
+  const RunProfiling profiling = run_profiling(**store, *summary, problems);
+  for (const std::string& p : problems) std::cerr << "colo: warning: " << p << "\n";
   if (flags.json) {
     nlohmann::json j = to_json(*summary);
     if (!data.empty()) j["data_loaders"] = data_loaders_json(data);
-    if (!profiled.empty()) j["profiles"] = profile_windows_json(profiled);
-    if (!interference_json.empty()) j["interference"] = interference_json;
+    if (!profiling.jobs.empty()) j["profiles"] = profile_windows_json(profiling.jobs);
+    if (!profiling.interference.empty()) j["interference"] = profiling.interference;
     if (!filters.empty()) j["filtered_from_jobs"] = all_jobs;
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << format_run_summary(*summary) << format_data_loaders(data)
-              << format_profile_windows(profiled) << interference;
+              << format_profile_windows(profiling.jobs) << profiling.interference_text;
     if (!filters.empty()) {
       std::cout << fmt::format(
           "showing {} of {} jobs (--filter); the run's totals above count them all\n",

@@ -27,6 +27,7 @@ struct Table {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
   bool show_in_page = true;  // false: written as CSV only
+  int link_column = -1;      // its cells are files (absolute paths), shown as links to them
 };
 
 // RFC 4180 CSV: header line, one line per row, quoted where needed.

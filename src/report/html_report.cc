@@ -66,7 +66,10 @@ std::string render_table(const Table& table) {
   for (const auto& row : table.rows) {
     out += "<tr>";
     for (size_t c = 0; c < table.header.size(); ++c) {
-      out += "<td>" + display_cell(table.header[c], c < row.size() ? row[c] : "") + "</td>";
+      const std::string cell = c < row.size() ? row[c] : "";
+      out += static_cast<int>(c) == table.link_column && !cell.empty()
+                 ? fmt::format("<td><a href=\"file://{0}\">{0}</a></td>", escape_html(cell))
+                 : "<td>" + display_cell(table.header[c], cell) + "</td>";
     }
     out += "</tr>\n";
   }

@@ -10,6 +10,7 @@
 #include "report/case_metrics.h"
 #include "report/figures.h"
 #include "report/png_export.h"
+#include "report/run_profiling.h"
 #include "report/text_report.h"
 
 namespace colo {
@@ -123,7 +124,16 @@ Result<BuiltReport> build_report(RunStore& store, const std::vector<ReportTarget
     if (!summary) return summary.error();
     RunMetrics metrics = run_metrics_from(*summary, record->device_samples);
     built.description = fmt::format("run #{} ({})", metrics.run.id, metrics.run.mechanism);
-    built.content = run_report(metrics, format_run_summary(*summary));
+    // Its profiling windows, as colo show gives them (summary.txt is its text).
+    std::vector<std::string> problems;
+    const RunProfiling profiling = run_profiling(store, *summary, problems);
+    built.content =
+        run_report(metrics, format_run_summary(*summary) + format_profile_windows(profiling.jobs) +
+                                profiling.interference_text);
+    if (std::optional<Section> section = profiling_section(profiling))
+      built.content.sections.push_back(std::move(*section));
+    for (const std::string& problem : problems)
+      built.content.facts.push_back("not shown: " + problem);
   }
   return built;
 }

@@ -96,6 +96,18 @@ TEST_F(ColoProfile, AWindowFromTheJobFileLeavesATraceWhoseTopOperatorItsSummaryN
   EXPECT_THAT(text.output, HasSubstr("what profiling cost"));
   EXPECT_THAT(text.output, HasSubstr("aten::mm"));
 
+  // The report has the windows too, each linked to its trace, and its
+  // summary.txt says what colo show says.
+  const std::string out = dir_ + "/report";
+  CommandResult report = shell(colo("report last --no-png --out '" + out + "' --db " + db()));
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  const std::string html = shell("cat '" + out + "/index.html'").output;
+  EXPECT_THAT(html, HasSubstr("Profiling windows"));
+  EXPECT_THAT(html, HasSubstr("<a href=\"file://" + w["trace"].get<std::string>() + "\">"));
+  EXPECT_THAT(shell("cat '" + out + "/csv/profile-windows.csv'").output, HasSubstr("aten::mm"));
+  EXPECT_THAT(shell("cat '" + out + "/summary.txt'").output,
+              HasSubstr("tiny window 1 (job file):"));
+
   // The MLflow export carries the window's files as the run's artifacts, and
   // the objective as tags.
   CommandResult exported =
@@ -185,6 +197,13 @@ barrier out
   EXPECT_THAT(text.output, HasSubstr("w#1: window 1 of w of run 1 (the same signature) alone on "
                                      "its GPU against window 1 beside 2 other jobs"));
   EXPECT_THAT(text.output, HasSubstr("1.50x"));
+  // The report of run 2 shows the same table.
+  const std::string out = dir_ + "/report";
+  CommandResult report = shell(colo("report 2 --no-png --out '" + out + "' --db " + db()));
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  const std::string html = shell("cat '" + out + "/index.html'").output;
+  EXPECT_THAT(html, HasSubstr("Profiling windows"));
+  EXPECT_THAT(html, HasSubstr("w#1: window 1 of w of run 1 (the same signature) alone"));
   // Run 1's job ran alone: nothing to set against.
   EXPECT_FALSE(
       json::parse(shell(colo("show 1 --json --db " + db())).output).contains("interference"));
