@@ -13,7 +13,8 @@
 #   bench/profile-timeline.sh RESULTS_DIR   (COLO=build-release/colo, BACKEND=nvml, GPU=0)
 # Traces (about 100 MB each) are deleted after the check, which also checks the
 # spans against them; the spans
-# (torch-kernels-N.tsv) and summaries stay.
+# (torch-kernels-N.tsv) and summaries stay. Then `colo report 1`'s profiling
+# section against the same files (bench/check-report-windows.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bench/profile-timeline.sh RESULTS_DIR}
@@ -65,8 +66,13 @@ echo "== colo show 1: each job's kernels beside the others against the run alone
 "$colo" show 1 --db "$out/colo.db" >"$out/show.txt" 2>&1 || true
 "$colo" show 1 --json --db "$out/colo.db" >"$out/show.json" 2>/dev/null || true
 sed -n '/Interference by kernel family/,$p' "$out/show.txt"
-echo "== the check, from the jobs' own files (bench/check-timeline.py)"
+echo "== colo report 1: the same windows and table in the report"
+rm -rf "$out/report"
+"$colo" report 1 --no-png --out "$out/report" --db "$out/colo.db" >"$out/report.txt" 2>&1 || true
+echo "== the check, from the jobs' own files (bench/check-timeline.py, bench/check-report-windows.py)"
 python3 bench/check-timeline.py "$out/together" "$out/alone" "$out/show.json" | tee "$out/check.txt"
+python3 bench/check-report-windows.py "$out/report" "$out/together/logs" "$out/show.txt" |
+  tee -a "$out/check.txt"
 # The traces only now, after the check read them.
 for dir in "$out/together" "$out/alone"; do
   find "$dir/logs" -name 'torch-trace-*.json' -printf '%s %p\n' >"$dir/traces.txt" || true

@@ -171,10 +171,18 @@ std::optional<Section> profiling_section(const RunProfiling& profiling) {
       "Chrome trace (open it in Perfetto or chrome://tracing).";
   Table table;
   table.name = "profile-windows";
-  table.title = "Profiling windows";
+  table.title = "Each window";
   table.caption = "One row per window; the trace link points at the file the job wrote.";
-  table.header = {"job",         "window",  "trigger",    "seconds", "steps",
-                  "rate before", "rate in", "GPU busy %", "top op",  "trace"};
+  table.header = {"job",
+                  "window",
+                  "trigger",
+                  "seconds",
+                  "steps",
+                  "rate before (samples/s)",
+                  "rate in (samples/s)",
+                  "GPU busy %",
+                  "top op",
+                  "trace"};
   table.link_column = static_cast<int>(table.header.size()) - 1;
   for (const JobWindows& job : profiling.jobs) {
     for (const ProfileWindow& w : job.windows) {
