@@ -46,7 +46,15 @@ std::string display_cell(const std::string& header, const std::string& cell) {
   char* end = nullptr;
   errno = 0;
   const double value = std::strtod(cell.c_str(), &end);
-  if (end == cell.c_str() || *end != '\0' || errno != 0) return escape_html(cell);
+  if (end == cell.c_str() || *end != '\0' || errno != 0) {
+    // Long text (a kernel's demangled name) is cut, whole on hover and in the CSV.
+    constexpr size_t kShown = 64;
+    if (cell.size() <= kShown) return escape_html(cell);
+    size_t cut = kShown;
+    while (cut > 0 && (static_cast<unsigned char>(cell[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
+    return fmt::format("<span title=\"{}\">{}&hellip;</span>", escape_html(cell),
+                       escape_html(cell.substr(0, cut)));
+  }
   if (header.find("bytes") != std::string::npos && value >= 0) {
     return escape_html(format_bytes(static_cast<uint64_t>(value)));
   }

@@ -448,5 +448,28 @@ TEST(HtmlReport, UnwritableDirectoryIsAnErrorNamingIt) {
   EXPECT_THAT(written.error().message(), HasSubstr("/proc/colo-report-test"));
 }
 
+TEST(HtmlReport, LongTextCellsAreCutWithTheWholeOnHoverAndFileCellsAreLinks) {
+  Table table;
+  table.name = "windows";
+  table.header = {"top op", "trace"};
+  table.link_column = 1;
+  const std::string kernel =
+      "void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16, "
+      "__nv_bfloat16, float, false, true>(params)";
+  table.rows = {{kernel, "/logs/1/001-a.profile/torch-trace-1.json"}, {"aten::mm", ""}};
+  ReportContent content;
+  content.title = "t";
+  content.sections.push_back(Section{"Profiling windows", "", {}, {table}});
+  const std::string html = render_index_html(content);
+  EXPECT_THAT(html,
+              HasSubstr("<span title=\"void cudnn::engines_precompiled::nchwToNhwcKernel"
+                        "&lt;__nv_bfloat16, __nv_bfloat16, float, false, true&gt;(params)\">"));
+  EXPECT_THAT(html, HasSubstr("nchwToNhwcKernel&lt;__nv_bfloat16,&hellip;</span>"));
+  EXPECT_THAT(html, HasSubstr("<td><a href=\"file:///logs/1/001-a.profile/torch-trace-1.json\">"
+                              "/logs/1/001-a.profile/torch-trace-1.json</a></td>"));
+  EXPECT_THAT(html, HasSubstr("<td>aten::mm</td><td>&ndash;</td>"));  // short, and none
+  EXPECT_EQ(to_csv(table).find("&hellip;"), std::string::npos);       // the CSV has it whole
+}
+
 }  // namespace
 }  // namespace colo

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -66,6 +67,24 @@ std::vector<int> published_attempts(const std::string& dir, int shard) {
   return out;
 }
 
+namespace {
+
+// What a shard that published no store left to go by: the last line of its
+// Slurm output, or that there is none.
+std::string unpublished(const std::string& dir, int shard) {
+  const std::string path = fmt::format("{}/slurm/shard-{}.out", dir, shard);
+  std::ifstream in(path);
+  if (!in) return fmt::format("no store published, and no output at {}", path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  }
+  return last.empty() ? fmt::format("no store published; {} is empty", path)
+                      : fmt::format("no store published; {} ends: {}", path, last);
+}
+
+}  // namespace
+
 SweepStatus sweep_status(const ShardPlan& plan, const std::string& dir, const CommandRunner& run) {
   SweepStatus status;
   std::map<int, ElementState> slurm;
@@ -92,6 +111,11 @@ SweepStatus sweep_status(const ShardPlan& plan, const std::string& dir, const Co
     s.jobs = static_cast<int>(plan.shards[i].jobs.size());
     if (auto it = slurm.find(s.shard); it != slurm.end()) s.slurm = it->second;
     s.attempts = published_attempts(dir, s.shard);
+    const bool queued = s.slurm && (s.slurm->state == "PENDING" || s.slurm->state == "RUNNING");
+    // Ended (or unknown to Slurm without accounting) without a store: what
+    // its output says, which is where the reason is.
+    if (s.attempts.empty() && !queued && !plan.array_job_id.empty())
+      s.error = unpublished(dir, s.shard);
     if (!s.attempts.empty()) {
       Result<Published> p = read_published(dir, s.shard, s.attempts.back());
       if (p.ok()) {
@@ -137,10 +161,8 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
                                                "{}/slurm/shard-{}.out)",
                                                shard, dir, shard));
       }
-      result.lines.push_back(
-          fmt::format("shard {}: nothing published; its {} jobs recorded "
-                      "failed",
-                      shard, planned.size()));
+      result.lines.push_back(fmt::format("shard {}: {}; its {} jobs recorded failed", shard,
+                                         unpublished(dir, shard), planned.size()));
       continue;
     }
     Result<Published> p = read_published(dir, shard, attempts.back());

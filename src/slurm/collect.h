@@ -34,7 +34,10 @@ struct ShardStatus {
   std::string node;
   int jobs_ok = 0;
   int jobs_not_ok = 0;
-  std::string error;  // its store could not be read
+  // Its store could not be read; or it published none and is no longer
+  // queued: the last line of its Slurm output (slurm/shard-N.out), or that
+  // it has none.
+  std::string error;
 };
 
 struct SweepStatus {

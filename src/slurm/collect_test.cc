@@ -205,5 +205,24 @@ TEST_F(CollectTest, StatusReadsSlurmAndTheStores) {
   EXPECT_NE(s.notes[0].find("accounting storage is disabled"), std::string::npos);
 }
 
+// Without accounting, an element that ended without publishing is known by
+// no Slurm command: its output is where the reason is, and status says it.
+TEST_F(CollectTest, StatusOfAShardThatPublishedNothingQuotesItsOutput) {
+  std::filesystem::create_directories(dir_ + "/slurm");
+  std::ofstream(dir_ + "/slurm/shard-0.out")
+      << "colo: attempt 0 of shard 0\ncolo: no GPU here: pass --backend sim\n\n";
+  CommandRunner slurm = [](const std::vector<std::string>& argv) -> Result<CommandOutput> {
+    if (argv.front() == "squeue") return CommandOutput{0, "", ""};
+    return CommandOutput{1, "", "Slurm accounting storage is disabled\n"};
+  };
+  SweepStatus s = sweep_status(plan_, dir_, slurm);
+  ASSERT_EQ(s.shards.size(), 2u);
+  EXPECT_EQ(s.shards[0].error,
+            "no store published; " + dir_ +
+                "/slurm/shard-0.out ends: colo: no GPU here: pass --backend sim");
+  EXPECT_EQ(s.shards[1].error,
+            "no store published, and no output at " + dir_ + "/slurm/shard-1.out");
+}
+
 }  // namespace
 }  // namespace colo
