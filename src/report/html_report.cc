@@ -75,9 +75,13 @@ std::string render_table(const Table& table) {
     out += "<tr>";
     for (size_t c = 0; c < table.header.size(); ++c) {
       const std::string cell = c < row.size() ? row[c] : "";
-      out += static_cast<int>(c) == table.link_column && !cell.empty()
-                 ? fmt::format("<td><a href=\"file://{0}\">{0}</a></td>", escape_html(cell))
-                 : "<td>" + display_cell(table.header[c], cell) + "</td>";
+      if (static_cast<int>(c) == table.link_column && !cell.empty()) {
+        // The file's name, its whole path on hover.
+        out += fmt::format("<td><a href=\"file://{0}\" title=\"{0}\">{1}</a></td>",
+                           escape_html(cell), escape_html(cell.substr(cell.rfind('/') + 1)));
+      } else {
+        out += "<td>" + display_cell(table.header[c], cell) + "</td>";
+      }
     }
     out += "</tr>\n";
   }

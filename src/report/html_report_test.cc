@@ -465,8 +465,9 @@ TEST(HtmlReport, LongTextCellsAreCutWithTheWholeOnHoverAndFileCellsAreLinks) {
               HasSubstr("<span title=\"void cudnn::engines_precompiled::nchwToNhwcKernel"
                         "&lt;__nv_bfloat16, __nv_bfloat16, float, false, true&gt;(params)\">"));
   EXPECT_THAT(html, HasSubstr("nchwToNhwcKernel&lt;__nv_bfloat16,&hellip;</span>"));
-  EXPECT_THAT(html, HasSubstr("<td><a href=\"file:///logs/1/001-a.profile/torch-trace-1.json\">"
-                              "/logs/1/001-a.profile/torch-trace-1.json</a></td>"));
+  EXPECT_THAT(html, HasSubstr("<td><a href=\"file:///logs/1/001-a.profile/torch-trace-1.json\" "
+                              "title=\"/logs/1/001-a.profile/torch-trace-1.json\">"
+                              "torch-trace-1.json</a></td>"));
   EXPECT_THAT(html, HasSubstr("<td>aten::mm</td><td>&ndash;</td>"));  // short, and none
   EXPECT_EQ(to_csv(table).find("&hellip;"), std::string::npos);       // the CSV has it whole
 }

@@ -103,7 +103,7 @@ TEST_F(ColoProfile, AWindowFromTheJobFileLeavesATraceWhoseTopOperatorItsSummaryN
   ASSERT_EQ(report.exit_code, 0) << report.output;
   const std::string html = shell("cat '" + out + "/index.html'").output;
   EXPECT_THAT(html, HasSubstr("Profiling windows"));
-  EXPECT_THAT(html, HasSubstr("<a href=\"file://" + w["trace"].get<std::string>() + "\">"));
+  EXPECT_THAT(html, HasSubstr("<a href=\"file://" + w["trace"].get<std::string>() + "\" title="));
   EXPECT_THAT(shell("cat '" + out + "/csv/profile-windows.csv'").output, HasSubstr("aten::mm"));
   EXPECT_THAT(shell("cat '" + out + "/summary.txt'").output,
               HasSubstr("tiny window 1 (job file):"));
