@@ -1031,6 +1031,7 @@ Section learning_section(const RunMetrics& m, const std::string& subtitle) {
       }
       f.option = line_option(f.title, subtitle, x_name, name, lines);
       for (json& series : f.option["series"]) series["showSymbol"] = !steps;
+      f.curve_controls = true;
       // A loss that falls from 7 to 0.001 is a flat line on a linear axis
       // after its first epoch: values all positive over two decades or more
       // get a log axis.

@@ -40,6 +40,10 @@ struct Figure {
   std::string caption;    // what it shows and what to look for
   nlohmann::json option;  // the ECharts option
   Table data;             // every number drawn
+  // A line chart of curves: the page offers a log-scale switch and a
+  // smoothing slider (an exponential moving average, debiased, as
+  // TensorBoard's), which redraw it; the CSV keeps the values as reported.
+  bool curve_controls = false;
 };
 
 struct Section {

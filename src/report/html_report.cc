@@ -104,6 +104,7 @@ h2 { border-bottom: 2px solid #ddd; padding-bottom: 4px; margin-top: 2em; }
 .caption { color: #444; max-width: 1000px; }
 .figure { margin: 28px 0; }
 .csv { font-size: 0.9em; color: #666; }
+.controls { font-size: 0.9em; color: #444; }
 table { border-collapse: collapse; font-size: 0.88em; }
 th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; white-space: nowrap; }
 th { background: #f4f4f4; }
@@ -144,6 +145,45 @@ constexpr const char* kDrawScript = R"js(
     });
     return option;
   }
+  // Each series' points smoothed by weight w (0: as reported): an
+  // exponential moving average over the finite values, debiased at the start.
+  function smoothed(points, w) {
+    var last = 0, n = 0;
+    return points.map(function (p) {
+      if (w === 0 || !isFinite(p[1])) return p;
+      last = last * w + (1 - w) * p[1];
+      n += 1;
+      return [p[0], last / (1 - Math.pow(w, n))];
+    });
+  }
+  // The log-scale switch and the smoothing slider beside a chart of curves.
+  function controls(el, chart, option) {
+    var box = document.querySelector('[data-controls="' + el.getAttribute('data-figure') + '"]');
+    if (!box) return;
+    var log = box.querySelector('[data-log]'), smooth = box.querySelector('[data-smooth]');
+    var shown = box.querySelector('output');
+    var raw = option.series.map(function (s) { return s.data; });
+    log.checked = option.yAxis && option.yAxis.type === 'log';
+    function redraw() {
+      var w = Number(smooth.value);
+      shown.textContent = w.toFixed(2);
+      chart.setOption({
+        yAxis: { type: log.checked ? 'log' : 'value' },
+        series: raw.map(function (data) { return { data: smoothed(data, w) }; })
+      });
+    }
+    log.addEventListener('change', redraw);
+    smooth.addEventListener('input', redraw);
+    // A link may set them: index.html#smooth=0.9&log=1.
+    var wanted = {};
+    location.hash.replace(/^#/, '').split('&').forEach(function (kv) {
+      var p = kv.split('=');
+      if (p[0]) wanted[p[0]] = decodeURIComponent(p[1] || '');
+    });
+    if ('smooth' in wanted) smooth.value = wanted.smooth;
+    if ('log' in wanted) log.checked = wanted.log === '1';
+    if ('smooth' in wanted || 'log' in wanted) redraw();
+  }
   var figures = JSON.parse(document.getElementById('colo-figures').textContent);
   var charts = [];
   figures.forEach(function (f) {
@@ -152,6 +192,7 @@ constexpr const char* kDrawScript = R"js(
     try {
       var chart = echarts.init(el, null, { renderer: 'svg' });
       chart.setOption(prepare(f.option));
+      if (f.controls) controls(el, chart, f.option);
       charts.push(chart);
       el.setAttribute('data-rendered', 'yes');
     } catch (e) {
@@ -167,19 +208,30 @@ constexpr const char* kDrawScript = R"js(
 
 std::string figures_json(const std::vector<const Figure*>& figures) {
   nlohmann::json all = nlohmann::json::array();
-  for (const Figure* f : figures) all.push_back({{"name", f->name}, {"option", f->option}});
+  for (const Figure* f : figures) {
+    all.push_back({{"name", f->name}, {"option", f->option}, {"controls", f->curve_controls}});
+  }
   return script_json(all);
 }
 
 std::string figure_block(const Figure& f) {
   std::string heading = escape_html(f.title);
   if (!f.paper_ref.empty()) heading += " <small>(paper " + escape_html(f.paper_ref) + ")</small>";
+  const std::string controls =
+      f.curve_controls
+          ? fmt::format(
+                "<p class=\"controls\" data-controls=\"{}\"><label><input type=\"checkbox\" "
+                "data-log> log scale</label> <label>smoothing <input type=\"range\" min=\"0\" "
+                "max=\"0.99\" step=\"0.01\" value=\"0\" data-smooth> "
+                "<output>0.00</output></label></p>\n",
+                escape_html(f.name))
+          : "";
   return fmt::format(
       "<div class=\"figure\" id=\"figure-{0}\">\n<h3>{1}</h3>\n<p class=\"caption\">{2}</p>\n"
-      "<div class=\"chart\" data-figure=\"{0}\"></div>\n<p class=\"csv\">Numbers behind this "
-      "chart: <a href=\"csv/{0}.csv\">csv/{0}.csv</a> · single chart: <a "
+      "{3}<div class=\"chart\" data-figure=\"{0}\"></div>\n<p class=\"csv\">Numbers behind "
+      "this chart: <a href=\"csv/{0}.csv\">csv/{0}.csv</a> · single chart: <a "
       "href=\"figures/{0}.html\">figures/{0}.html</a></p>\n</div>\n",
-      escape_html(f.name), heading, escape_html(f.caption));
+      escape_html(f.name), heading, escape_html(f.caption), controls);
 }
 
 constexpr const char* kSimulatedBanner =

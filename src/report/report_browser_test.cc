@@ -44,13 +44,14 @@ class ReportInBrowser : public ::testing::Test {
     return outcome.ok() ? std::move(*outcome) : ReportOutcome{};
   }
 
-  // The DOM of index.html after ECharts has drawn.
-  std::string dom(const ReportOutcome& outcome) {
+  // The DOM of index.html after ECharts has drawn (`hash`: "#smooth=0.9", ...).
+  std::string dom(const ReportOutcome& outcome, const std::string& hash = "") {
     PngExportOptions options = options_;
     options.width_px = 1200;
     options.height_px = 900;
-    Result<std::string> text = run_headless_browser(
-        options, {"--dump-dom"}, "file://" + fs::absolute(outcome.files.index_html).string());
+    Result<std::string> text =
+        run_headless_browser(options, {"--dump-dom"},
+                             "file://" + fs::absolute(outcome.files.index_html).string() + hash);
     EXPECT_TRUE(text.ok()) << text.error().message();
     return text.ok() ? *text : "";
   }
@@ -193,6 +194,45 @@ TEST_F(ReportInBrowser, TheLossOfEachJobIsDrawnAndItsBestIsTheStores) {
     // The page's table shows it as it shows every value below 1: 3 significant digits.
     EXPECT_THAT(html, ::testing::HasSubstr(fmt::format("<td>{:.3g}</td>", loss->best))) << job.name;
   }
+}
+
+// Issue 33: a chart of curves has a log-scale switch and a smoothing slider;
+// a link sets them (index.html#smooth=0.9&log=1), and they redraw the chart.
+TEST_F(ReportInBrowser, ALossChartIsRedrawnSmoothedAndOnALogScale) {
+  std::unique_ptr<RunStore> store = testing::open_memory_store();
+  testing::FakeRun run;
+  run.degree = 2;
+  const int64_t id = testing::add_fake_run(*store, run, testing::kFakeT0);
+  Result<RunRecord> record = store->run_record(id);
+  ASSERT_TRUE(record.ok()) << record.error().message();
+  std::vector<std::pair<int64_t, ProgressEvent>> events;
+  for (size_t j = 0; j < record->jobs.size(); ++j) {
+    for (int epoch = 1; epoch <= 8; ++epoch) {
+      ProgressEvent e;
+      e.kind = "metric";
+      e.time_ms = testing::kFakeT0 + 20'000 + epoch * 1'000;
+      e.epoch = epoch;
+      e.metrics["loss"] = (epoch % 2 == 0 ? 1.0 : 3.0) + static_cast<double>(j);  // zigzag
+      events.emplace_back(record->jobs[j].id, e);
+    }
+  }
+  ASSERT_TRUE(store->add_job_events(events).ok());
+  const ReportOutcome outcome = write(*store, ReportTarget{ReportTarget::Kind::kRun, id}, false);
+  auto loss_chart = [](const std::string& html) {
+    const size_t at = html.find("data-controls=\"metric-loss\"");
+    return at == std::string::npos ? "" : html.substr(at, html.find("class=\"csv\"", at) - at);
+  };
+  const std::string plain = loss_chart(dom(outcome));
+  ASSERT_THAT(plain, ::testing::HasSubstr("<output>0.00</output>")) << "no controls";
+  ASSERT_THAT(plain, ::testing::HasSubstr("<svg"));
+  const auto svg = [](const std::string& chart) { return chart.substr(chart.find("<svg")); };
+  ASSERT_EQ(svg(loss_chart(dom(outcome))), svg(plain)) << "the same page drew differently twice";
+  const std::string smooth = loss_chart(dom(outcome, "#smooth=0.9"));
+  EXPECT_THAT(smooth, ::testing::HasSubstr("<output>0.90</output>"));
+  EXPECT_THAT(smooth, ::testing::HasSubstr("<svg"));
+  EXPECT_NE(svg(smooth), svg(plain)) << "smoothing did not redraw the curves";
+  const std::string log = loss_chart(dom(outcome, "#log=1"));
+  EXPECT_NE(svg(log), svg(plain)) << "the log scale did not redraw the axis";
 }
 
 }  // namespace
