@@ -17,6 +17,8 @@
 #include "common/proc_stat.h"
 #include "jobs/job_spec_json.h"
 #include "jobs/progress_event.h"
+#include "profiling/windows.h"
+#include "run/log_layout.h"
 #include "serve/http_gate.h"
 #include "serve/metrics.h"
 #include "serve/service.h"
@@ -385,7 +387,15 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
 
   std::string log_path = row.log_path;
   if (log_path.empty() && !attempts->empty()) log_path = attempts->back().log_path;
+  // Its profiling windows (docs/profiling.md), as its profile directory holds them.
+  json profiles = json::array();
+  if (const std::string dir = job_dir_of_log(log_path, JobDir::kProfile); !dir.empty()) {
+    std::vector<ProfileWindow> windows = read_profile_windows(dir, nullptr);
+    if (!windows.empty())
+      profiles = profile_windows_json({JobWindows{job.name, std::move(windows)}})[job.name];
+  }
   return json_answer(json{{"time_ms", snap.time_ms},
+                          {"profiles", std::move(profiles)},
                           {"job", to_json(job)},
                           {"attempts", std::move(attempts_json)},
                           {"epochs", std::move(epochs)},

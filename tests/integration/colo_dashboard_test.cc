@@ -256,6 +256,38 @@ TEST_F(Dashboard, DrawsLiveDataOfflineAndAgreesWithTheApi) {
   EXPECT_NE(first, second);
 }
 
+// Issue 36: a job's page lists its profiling windows, as its profile
+// directory holds them (the job writes one itself here, as the client does).
+TEST_F(Dashboard, AJobPageListsItsProfilingWindows) {
+  start_service();
+  const std::string script = write_file("window.sh", R"sh(
+mkdir -p "$COLO_PROFILE_DIR"
+printf '{"window": 1, "trigger": "job file", "started": 1, "ended": 3, "steps": 5, "trace": "torch-trace-1.json", "top": [{"name": "aten::mm", "calls": 5, "self_cpu_us": 10}]}\n' > "$COLO_PROFILE_DIR/torch-summary-1.json"
+)sh");
+  const std::string file =
+      write_file("prof.toml", "[[job]]\nname = 'prof'\ncommand = [\"sh\", \"" + script + "\"]\n");
+  CommandResult submitted = shell(colo("submit '" + file + "'"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  ASSERT_TRUE(eventually(
+      [&] {
+        json j = api("/api/jobs/1");
+        return j.is_object() && j["job"]["state"] == "ok";
+      },
+      30'000))
+      << api("/api/jobs/1").dump(1);
+  const json profiles = api("/api/jobs/1")["profiles"];
+  ASSERT_EQ(profiles.size(), 1u) << profiles.dump();
+  EXPECT_EQ(profiles[0]["steps"], 5);
+  EXPECT_EQ(profiles[0]["top"][0]["name"], "aten::mm");
+  const std::string page = dom("/dashboard/job/1");
+  const size_t at = page.find("data-window=\"1\"");
+  ASSERT_NE(at, std::string::npos) << "no row for the window";
+  const std::string row = page.substr(at, page.find("</tr>", at) - at);
+  EXPECT_THAT(row, HasSubstr("aten::mm"));
+  EXPECT_THAT(row, HasSubstr("torch-trace-1.json"));
+  EXPECT_THAT(row, HasSubstr("job file"));
+}
+
 // A job's page draws the loss it reported at each epoch (with its step):
 // one point per epoch over the steps, its last and best the values the job
 // printed (its own log, not colo's). (Steps alone would be stored at most
