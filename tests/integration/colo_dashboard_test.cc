@@ -110,6 +110,20 @@ class Dashboard : public ColoTestDir {
 
   std::string url(const std::string& path) const { return "http://" + address_ + path; }
 
+  // Submits `file` to the service, the first submission, and waits until
+  // its job 1 has ended ok.
+  void submit_first_and_wait(const std::string& file) const {
+    CommandResult submitted = shell(colo("submit '" + file + "'"));
+    ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+    ASSERT_TRUE(eventually(
+        [&] {
+          json j = api("/api/jobs/1");
+          return j.is_object() && j["job"]["state"] == "ok";
+        },
+        30'000))
+        << api("/api/jobs/1").dump(1);
+  }
+
   // Nothing but the service resolves: a page that needs the network fails.
   std::vector<std::string> offline() const {
     return {"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"};
@@ -266,15 +280,7 @@ printf '{"window": 1, "trigger": "job file", "started": 1, "ended": 3, "steps": 
 )sh");
   const std::string file =
       write_file("prof.toml", "[[job]]\nname = 'prof'\ncommand = [\"sh\", \"" + script + "\"]\n");
-  CommandResult submitted = shell(colo("submit '" + file + "'"));
-  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
-  ASSERT_TRUE(eventually(
-      [&] {
-        json j = api("/api/jobs/1");
-        return j.is_object() && j["job"]["state"] == "ok";
-      },
-      30'000))
-      << api("/api/jobs/1").dump(1);
+  ASSERT_NO_FATAL_FAILURE(submit_first_and_wait(file));
   const json profiles = api("/api/jobs/1")["profiles"];
   ASSERT_EQ(profiles.size(), 1u) << profiles.dump();
   EXPECT_EQ(profiles[0]["steps"], 5);
@@ -302,15 +308,7 @@ TEST_F(Dashboard, AJobPageDrawsTheLossTheJobReportedAtEachEpoch) {
                      "'{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":%d,\\\"step\\\":%d,"
                      "\\\"samples\\\":100,\\\"metrics\\\":{\\\"loss\\\":%s}}\\\\n' $s $((s*10)) $l "
                      ">> \\\"$COLO_PROGRESS_FILE\\\"; sleep 0.1; done\"]\n");
-  CommandResult submitted = shell(colo("submit '" + file + "'"));
-  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
-  ASSERT_TRUE(eventually(
-      [&] {
-        json j = api("/api/jobs/1");
-        return j.is_object() && j["job"]["state"] == "ok";
-      },
-      30'000))
-      << api("/api/jobs/1").dump(1);
+  ASSERT_NO_FATAL_FAILURE(submit_first_and_wait(file));
 
   // What the job printed: its losses, in order, read from its log file.
   const std::string log_path = api("/api/jobs/1")["log"].value("path", "");
