@@ -73,6 +73,8 @@ echo "== the check, from the jobs' own files (bench/check-timeline.py, bench/che
 python3 bench/check-timeline.py "$out/together" "$out/alone" "$out/show.json" | tee "$out/check.txt"
 python3 bench/check-report-windows.py "$out/report" "$out/together/logs" "$out/show.txt" |
   tee -a "$out/check.txt"
+python3 bench/check-profile-rates.py "$out"/together/logs/*/1/*.profile/torch-summary-*.json \
+  "$out"/alone/logs/*/2/*.profile/torch-summary-*.json | tee -a "$out/check.txt"
 # The traces only now, after the check read them.
 for dir in "$out/together" "$out/alone"; do
   find "$dir/logs" -name 'torch-trace-*.json' -printf '%s %p\n' >"$dir/traces.txt" || true
