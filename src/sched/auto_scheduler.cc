@@ -816,9 +816,15 @@ int64_t AutoScheduler::longest_queued_startup() const {
       cached.backfill_from == backfill_from_)
     return cached.startup_ms;
   int64_t startup = 0;
-  for (const auto& [seq, cls] : heads_to_try(nullptr)) {
+  auto consider = [&](const Classes::value_type* cls) {
     const JobProfile* p = usable_profile(cls->second.front());
     if (p != nullptr) startup = std::max(startup, p->startup_ms.value_or(0));
+  };
+  // Every class when every class is tried (no copy, no ordering needed).
+  if (walk_is_bounded()) {
+    for (const auto& head : heads_to_try(nullptr)) consider(head.second);
+  } else {
+    for (const auto& head : heads_) consider(head.second);
   }
   cached = {knowledge_, heads_changes_, backfill_from_, startup};
   return startup;
@@ -895,7 +901,7 @@ std::vector<std::pair<uint64_t, AutoScheduler::Classes::value_type*>> AutoSchedu
     uint64_t* backfill_next) const {
   const size_t depth = options_.queue_depth;
   const size_t window = options_.backfill_depth;
-  const bool bounded = depth > 0 && heads_.size() > depth + window;
+  const bool bounded = walk_is_bounded();
   std::vector<std::pair<uint64_t, Classes::value_type*>> heads;
   // The backfill window: from the first class at or after backfill_from_ in
   // [first, last) (the classes beyond the depth, by seq), wrapping round.

@@ -416,6 +416,12 @@ class AutoScheduler final : public Scheduler {
   // *backfill_next (when not null).
   std::vector<std::pair<uint64_t, Classes::value_type*>> heads_to_try(
       uint64_t* backfill_next) const;
+  // Whether the queue is longer than queue_depth + backfill_depth, so that
+  // an event tries only some of its classes.
+  bool walk_is_bounded() const {
+    return options_.queue_depth > 0 &&
+           heads_.size() > options_.queue_depth + options_.backfill_depth;
+  }
   // The longest start-up among the profiles of the classes the next event
   // tries (heads_to_try()), as computed while knowledge_, heads_changes_ and
   // backfill_from_ were these (next_wakeup_ms() is asked at every step of a
