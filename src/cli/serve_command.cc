@@ -866,8 +866,9 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                         "(/dashboard/) on ADDR:PORT "
                         "(127.0.0.1:8470; port 0 picks one); off by default");
   serve_cmd->add_flag("--http-logs", serve.http_logs,
-                      "include job log tails in /api/jobs/ID (anyone who reaches --http reads "
-                      "them; the socket lets users read only their own)");
+                      "include job log tails in /api/jobs/ID, and serve profiling traces "
+                      "(anyone who reaches --http reads them; the socket lets users read only "
+                      "their own logs)");
   set_example(*serve_cmd, "colo serve --backend sim --mechanism naive --http 127.0.0.1:8470");
   serve_cmd->callback(
       [&exit_code, command_line] { exit_code = serve_command(serve, command_line); });

@@ -1,9 +1,11 @@
 #include "serve/http_api.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -44,6 +46,7 @@ const char* const kRoutes[] = {"/api",
                                "/api/gpus",
                                "/api/jobs",
                                "/api/jobs/ID",
+                               "/api/jobs/ID/profiles/N/trace",
                                "/api/samples?since=MS&gpu=N",
                                "/api/runs",
                                "/api/usage?since=MS",
@@ -79,6 +82,63 @@ std::optional<int64_t> int_param(const std::map<std::string, std::string>& query
     return std::nullopt;
   }
   return v;
+}
+
+// The log of the job's latest attempt ("" before it started).
+std::string latest_log(const ServiceJobRow& row, const std::vector<AttemptRow>& attempts) {
+  if (!row.log_path.empty() || attempts.empty()) return row.log_path;
+  return attempts.back().log_path;
+}
+
+// The file `path` when it lies directly in `dir` (no link followed): a job
+// writes its profile summaries, and a trace path leading elsewhere must not
+// serve whatever the service can read.
+Result<UniqueFd> open_in_dir(const std::string& dir, const std::string& path) {
+  const std::string prefix = dir + "/";
+  const std::string name = path.starts_with(prefix) ? path.substr(prefix.size()) : "";
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+    return Error(fmt::format("{} is not a file of the job's profile directory {}", path, dir));
+  UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (d.get() < 0) return Error(fmt::format("cannot open {}: {}", dir, std::strerror(errno)));
+  UniqueFd f(::openat(d.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (f.get() < 0) return Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return Error(fmt::format("{} is not a regular file", path));
+  return f;
+}
+
+// Files sent at once, at most (HttpServer::downloads_).
+constexpr int kMaxDownloads = 2;
+constexpr size_t kFileChunk = size_t{1} << 20;
+
+// Sends `answer`'s file as `res`'s body, read a chunk at a time as the
+// client takes it; 503 when kMaxDownloads are under way.
+void send_file(HttpAnswer answer, httplib::Response& res, std::atomic<int>& downloads) {
+  if (downloads.fetch_add(1) >= kMaxDownloads) {
+    downloads.fetch_sub(1);
+    res.status = 503;
+    res.set_header("Retry-After", "5");
+    res.set_content(fmt::format("{{\"error\": \"{} files are being sent; try again in a few "
+                                "seconds\"}}",
+                                kMaxDownloads),
+                    "application/json");
+    return;
+  }
+  res.set_header("Content-Disposition",
+                 fmt::format("attachment; filename=\"{}\"", answer.download_name));
+  std::shared_ptr<const UniqueFd> file = std::move(answer.file);
+  res.set_content_provider(
+      answer.file_size, answer.content_type,
+      [file](size_t offset, size_t length, httplib::DataSink& sink) {
+        std::string chunk(std::min(length, kFileChunk), '\0');
+        const ssize_t n =
+            ::pread(file->get(), chunk.data(), chunk.size(), static_cast<off_t>(offset));
+        // A file that shrank since: the connection ends short, as the client sees.
+        if (n <= 0) return false;
+        return sink.write(chunk.data(), static_cast<size_t>(n));
+      },
+      [&downloads](bool /*success*/) { downloads.fetch_sub(1); });
 }
 
 json attempt_json(const AttemptRow& a) {
@@ -226,9 +286,22 @@ HttpAnswer ApiRoutes::get(const std::string& path,
     return json_answer(json{{"time_ms", snap->time_ms}, {"jobs", std::move(jobs)}});
   }
   if (path.rfind("/api/jobs/", 0) == 0) {
-    std::optional<int64_t> id = parse_int(std::string_view(path).substr(10));
-    if (!id || *id <= 0) return error(404, fmt::format("no such route: {} (/api/jobs/ID)", path));
-    return job_detail(*snap, *id, query);
+    // ID, or ID/profiles/N/trace.
+    std::string_view rest = std::string_view(path).substr(10);
+    const size_t slash = rest.find('/');
+    std::optional<int64_t> id = parse_int(rest.substr(0, slash));
+    if (id && *id > 0 && slash == std::string_view::npos) return job_detail(*snap, *id, query);
+    constexpr std::string_view kProfiles = "/profiles/";
+    constexpr std::string_view kTrace = "/trace";
+    if (id && *id > 0 && rest.substr(slash).starts_with(kProfiles) && rest.ends_with(kTrace) &&
+        rest.size() > slash + kProfiles.size() + kTrace.size()) {
+      std::string_view n = rest.substr(slash + kProfiles.size());
+      n.remove_suffix(kTrace.size());
+      if (std::optional<int64_t> window = parse_int(n); window && *window > 0)
+        return profile_trace(*id, *window);
+    }
+    return error(
+        404, fmt::format("no such route: {} (/api/jobs/ID, /api/jobs/ID/profiles/N/trace)", path));
   }
   if (path == "/api/samples") {
     HttpAnswer bad;
@@ -263,6 +336,44 @@ HttpAnswer ApiRoutes::usage(const ServiceSnapshot& snap,
                           {"since_ms", *since},
                           {"owners", owners_to_json(snap.owners)},
                           {"ended", usage_rows_to_json(*ended)}});
+}
+
+HttpAnswer ApiRoutes::profile_trace(int64_t id, int64_t window) {
+  if (!options_.logs) {
+    return error(403,
+                 "jobs' files are off over HTTP: start colo serve with --http-logs, or open the "
+                 "trace where colo show names it");
+  }
+  std::string log_path;
+  {
+    std::lock_guard lock(store_mu_);
+    if (!store_) return error(503, "this colo serve has no store to read jobs from");
+    Result<std::vector<ServiceJobRow>> rows = store_->service_jobs_by_id({id});
+    if (!rows.ok()) return error(500, rows.error().message());
+    if (rows->empty()) return error(404, fmt::format("there is no job {}", id));
+    Result<std::vector<AttemptRow>> attempts = store_->service_job_attempts(id);
+    if (!attempts.ok()) return error(500, attempts.error().message());
+    log_path = latest_log(rows->front(), *attempts);
+  }
+  const std::string dir = job_dir_of_log(log_path, JobDir::kProfile);
+  const std::vector<ProfileWindow> windows =
+      dir.empty() ? std::vector<ProfileWindow>{} : read_profile_windows(dir, nullptr);
+  auto w = std::find_if(windows.begin(), windows.end(),
+                        [&](const ProfileWindow& p) { return p.window == window; });
+  if (w == windows.end() || w->trace_path.empty()) {
+    return error(404, fmt::format("job {} has no profiling window {} with a trace (GET "
+                                  "/api/jobs/{} lists its windows)",
+                                  id, window, id));
+  }
+  Result<UniqueFd> file = open_in_dir(dir, w->trace_path);
+  if (!file.ok()) return error(404, file.error().message());
+  struct stat st {};
+  ::fstat(file->get(), &st);
+  HttpAnswer answer{200, "application/json", "", ""};
+  answer.file = std::make_shared<const UniqueFd>(std::move(file).value());
+  answer.file_size = static_cast<uint64_t>(st.st_size);
+  answer.download_name = fmt::format("job-{}-torch-trace-{}.json", id, window);
+  return answer;
 }
 
 HttpAnswer ApiRoutes::runs(const std::map<std::string, std::string>& query) {
@@ -385,14 +496,20 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
                        {"points", std::move(points)}};
   }
 
-  std::string log_path = row.log_path;
-  if (log_path.empty() && !attempts->empty()) log_path = attempts->back().log_path;
-  // Its profiling windows (docs/profiling.md), as its profile directory holds them.
+  const std::string log_path = latest_log(row, *attempts);
+  // Its profiling windows (docs/profiling.md), as its profile directory
+  // holds them, each with the route its trace downloads from (when jobs'
+  // files are served).
   json profiles = json::array();
   if (const std::string dir = job_dir_of_log(log_path, JobDir::kProfile); !dir.empty()) {
     std::vector<ProfileWindow> windows = read_profile_windows(dir, nullptr);
     if (!windows.empty())
       profiles = profile_windows_json({JobWindows{job.name, std::move(windows)}})[job.name];
+    for (json& w : profiles) {
+      w["trace_url"] = nullptr;
+      if (options_.logs && !w.value("trace", "").empty())
+        w["trace_url"] = fmt::format("/api/jobs/{}/profiles/{}/trace", id, w.value("window", 0));
+    }
   }
   return json_answer(json{{"time_ms", snap.time_ms},
                           {"profiles", std::move(profiles)},
@@ -458,27 +575,33 @@ void HttpServer::serve(std::shared_ptr<ApiRoutes> routes) {
   server_->set_read_timeout(kHttpReadTimeoutS);
   server_->set_write_timeout(kHttpReadTimeoutS);
   const std::set<std::string>* hosts = &allowed_hosts_;
-  server_->set_pre_routing_handler([r, hosts](const httplib::Request& req, httplib::Response& res) {
-    HttpAnswer answer;
-    if (!hosts->empty() && !hosts->contains(req.get_header_value("Host"))) {
-      answer = error(421,
-                     "this API answers only requests addressed to the loopback address "
-                     "it listens on (Host: 127.0.0.1:PORT or localhost:PORT)");
-    } else if (req.method != "GET" && req.method != "HEAD") {
-      answer = error(405,
-                     "this API is read-only: submit and cancel jobs with colo submit and colo "
-                     "cancel (the Unix socket checks who asks)");
-      res.set_header("Allow", "GET, HEAD");
-    } else {
-      std::map<std::string, std::string> query;
-      for (const auto& [k, v] : req.params) query.emplace(k, v);
-      answer = r->get(req.path, query);
-    }
-    res.status = answer.status;
-    if (!answer.location.empty()) res.set_header("Location", answer.location);
-    res.set_content(answer.body, answer.content_type);
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  std::atomic<int>* downloads = &downloads_;
+  server_->set_pre_routing_handler(
+      [r, hosts, downloads](const httplib::Request& req, httplib::Response& res) {
+        HttpAnswer answer;
+        if (!hosts->empty() && !hosts->contains(req.get_header_value("Host"))) {
+          answer = error(421,
+                         "this API answers only requests addressed to the loopback address "
+                         "it listens on (Host: 127.0.0.1:PORT or localhost:PORT)");
+        } else if (req.method != "GET" && req.method != "HEAD") {
+          answer = error(405,
+                         "this API is read-only: submit and cancel jobs with colo submit and colo "
+                         "cancel (the Unix socket checks who asks)");
+          res.set_header("Allow", "GET, HEAD");
+        } else {
+          std::map<std::string, std::string> query;
+          for (const auto& [k, v] : req.params) query.emplace(k, v);
+          answer = r->get(req.path, query);
+        }
+        res.status = answer.status;
+        if (!answer.location.empty()) res.set_header("Location", answer.location);
+        if (answer.file) {
+          send_file(std::move(answer), res, *downloads);
+        } else {
+          res.set_content(answer.body, answer.content_type);
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      });
   GatedServer* server = server_.get();
   server->start_gate();
   thread_ = std::thread([server] { server->listen_after_bind(); });

@@ -12,6 +12,9 @@
 //   /api/gpus          GPUs with their latest sample
 //   /api/jobs          queued, running and recently ended jobs (?state=)
 //   /api/jobs/ID       one job: its attempts, epochs, recent events, log tail
+//   /api/jobs/ID/profiles/N/trace
+//                      its profiling window N's Chrome trace, as a download
+//                      (with --http-logs, as log tails)
 //   /api/samples       recent device samples (?since=MS, ?gpu=N)
 //   /api/runs          recent runs of the store (?limit=N)
 //   /api/usage         colo usage's figures: each user's usage lately and in
@@ -27,6 +30,7 @@
 // service's loop and cannot change anything.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <ctime>
 #include <functional>
@@ -40,6 +44,7 @@
 #include <thread>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 #include "serve/snapshot.h"
 #include "store/run_store.h"
 
@@ -68,6 +73,11 @@ struct HttpAnswer {
   std::string content_type = "application/json";
   std::string body;
   std::string location;  // a redirect's target (the Location header); "" for none
+  // A file sent instead of `body`, read as it is sent, `file_size` bytes
+  // from its start, as a download named `download_name`.
+  std::shared_ptr<const UniqueFd> file;
+  uint64_t file_size = 0;
+  std::string download_name;
 };
 
 // More GET routes, asked before the API's (the dashboard: src/views): the
@@ -90,6 +100,7 @@ class ApiRoutes {
  private:
   HttpAnswer job_detail(const ServiceSnapshot& snapshot, int64_t id,
                         const std::map<std::string, std::string>& query);
+  HttpAnswer profile_trace(int64_t id, int64_t window);
   HttpAnswer runs(const std::map<std::string, std::string>& query);
   HttpAnswer usage(const ServiceSnapshot& snap, const std::map<std::string, std::string>& query);
 
@@ -127,6 +138,9 @@ class HttpServer {
   std::shared_ptr<ApiRoutes> routes_;
   // The Host headers answered; empty: any (the server is not on loopback).
   std::set<std::string> allowed_hosts_;
+  // Files being sent (each holds a worker while it goes): a few at once, so
+  // that downloads never keep /metrics waiting.
+  std::atomic<int> downloads_ = 0;
   std::thread thread_;
   std::string address_;
 };

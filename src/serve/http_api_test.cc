@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/proc_stat.h"
+#include "run/log_layout.h"
 
 namespace colo {
 namespace {
@@ -190,6 +191,91 @@ TEST_F(HttpApiTest, AJobOutsideTheSnapshotShowsItsRunAndLastEpochFromTheStore) {
   EXPECT_EQ(j["job"]["run_id"], run_id_);
   EXPECT_EQ(j["job"]["epoch"], 2) << "attempt 2's last, not attempt 1's";
   EXPECT_TRUE(j["job"]["samples_per_s"].is_null()) << "the snapshot's live values are gone";
+}
+
+// A profiling window's trace downloads, when jobs' files are served
+// (--http-logs), and only from the job's own profile directory: a summary
+// the job wrote that names a file elsewhere, or a link, serves nothing.
+TEST_F(HttpApiTest, AProfilingWindowsTraceDownloadsOnlyFromItsProfileDirectory) {
+  NewServiceJob submitted{kT0, 2000, "alice", "/home/alice/jobs.toml", "prof", "prof", "{}", "{}"};
+  auto ids = writer_->add_service_jobs({submitted});
+  ASSERT_TRUE(ids.ok());
+  const int64_t id = ids->front();
+  const std::string service_dir = dir_ + "/serve/key";
+  const std::string log = service_job_stem(service_dir, id, "prof") + ".log";
+  JobSpec spec;
+  spec.name = "prof";
+  spec.command = {"x"};
+  auto rows = writer_->add_jobs(run_id_, {spec}, {log}, kT0);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_TRUE(writer_->service_job_started(id, rows->front(), 0, kT0 + 1000, log).ok());
+  const std::string profiles = service_profile_dir(service_dir, id);
+  ASSERT_EQ(std::system(("mkdir -p '" + profiles + "'").c_str()), 0);
+  auto summary = [&](int n, const std::string& trace) {
+    std::ofstream(profiles + "/torch-summary-" + std::to_string(n) + ".json")
+        << json{{"window", n}, {"started", 1}, {"ended", 2}, {"trace", trace}}.dump();
+  };
+  // Larger than one chunk of the sender's (1 MiB), so that it goes in parts.
+  std::string trace = "{\"traceEvents\": [";
+  while (trace.size() < (size_t{5} << 19)) trace += "{\"name\": \"aten::mm\", \"ph\": \"X\"},";
+  trace += "{}]}";
+  std::ofstream(profiles + "/torch-trace-1.json") << trace;
+  summary(1, "torch-trace-1.json");
+  std::ofstream(dir_ + "/secret.json") << "{\"secret\": 1}";
+  summary(2, "../../../../secret.json");
+  ASSERT_EQ(::symlink((dir_ + "/secret.json").c_str(), (profiles + "/torch-trace-3.json").c_str()),
+            0);
+  summary(3, "torch-trace-3.json");
+  const std::string route = "/api/jobs/" + std::to_string(id) + "/profiles/";
+
+  // Off unless asked for, as log tails.
+  json off = body(routes()->get("/api/jobs/" + std::to_string(id), {}));
+  ASSERT_EQ(off["profiles"].size(), 3u) << off.dump();
+  EXPECT_TRUE(off["profiles"][0]["trace_url"].is_null());
+  HttpAnswer refused = routes()->get(route + "1/trace", {});
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_THAT(refused.body, HasSubstr("--http-logs"));
+
+  auto api = routes(true);
+  json on = body(api->get("/api/jobs/" + std::to_string(id), {}));
+  EXPECT_EQ(on["profiles"][0]["trace_url"], route + "1/trace");
+  HttpAnswer got = api->get(route + "1/trace", {});
+  ASSERT_EQ(got.status, 200) << got.body;
+  ASSERT_TRUE(got.file);
+  EXPECT_EQ(got.file_size, trace.size());
+  EXPECT_EQ(got.download_name, "job-" + std::to_string(id) + "-torch-trace-1.json");
+  for (const char* n : {"2", "3"}) {
+    HttpAnswer outside = api->get(route + n + "/trace", {});
+    EXPECT_EQ(outside.status, 404) << n;
+    EXPECT_FALSE(outside.file) << n;
+    EXPECT_EQ(outside.body.find("secret\": 1"), std::string::npos) << n;
+  }
+  EXPECT_THAT(api->get(route + "2/trace", {}).body, HasSubstr("not a file of the job's profile"));
+  HttpAnswer missing = api->get(route + "9/trace", {});
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_THAT(missing.body, HasSubstr("no profiling window 9"));
+  for (const std::string& bad :
+       std::vector<std::string>{route + "x/trace", route + "1", "/api/jobs/1/x", route + "0/trace"})
+    EXPECT_EQ(api->get(bad, {}).status, 404) << bad;
+
+  // Over HTTP: the file whole, as a download.
+  HttpOptions o;
+  o.port = 0;
+  Result<std::unique_ptr<HttpServer>> server = HttpServer::bind(o);
+  ASSERT_TRUE(server.ok()) << server.error().message();
+  (*server)->serve(api);
+  const std::string address = (*server)->address();
+  httplib::Client client("127.0.0.1", std::stoi(address.substr(address.rfind(':') + 1)));
+  httplib::Result sent = client.Get(route + "1/trace");
+  ASSERT_TRUE(sent) << httplib::to_string(sent.error());
+  EXPECT_EQ(sent->status, 200);
+  EXPECT_TRUE(sent->body == trace) << "got " << sent->body.size() << " bytes of " << trace.size();
+  EXPECT_THAT(sent->get_header_value("Content-Disposition"),
+              HasSubstr("filename=\"job-" + std::to_string(id) + "-torch-trace-1.json\""));
+  httplib::Result outside = client.Get(route + "3/trace");
+  ASSERT_TRUE(outside);
+  EXPECT_EQ(outside->status, 404);
+  (*server)->stop();
 }
 
 TEST_F(HttpApiTest, ListsFilterAndBadRequestsSayWhy) {

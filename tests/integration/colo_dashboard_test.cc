@@ -277,6 +277,7 @@ TEST_F(Dashboard, AJobPageListsItsProfilingWindows) {
   const std::string script = write_file("window.sh", R"sh(
 mkdir -p "$COLO_PROFILE_DIR"
 printf '{"window": 1, "trigger": "job file", "started": 1, "ended": 3, "steps": 5, "trace": "torch-trace-1.json", "top": [{"name": "aten::mm", "calls": 5, "self_cpu_us": 10}]}\n' > "$COLO_PROFILE_DIR/torch-summary-1.json"
+printf '{"traceEvents": [{"name": "aten::mm", "ph": "X", "ts": 1, "dur": 2}]}' > "$COLO_PROFILE_DIR/torch-trace-1.json"
 )sh");
   const std::string file =
       write_file("prof.toml", "[[job]]\nname = 'prof'\ncommand = [\"sh\", \"" + script + "\"]\n");
@@ -290,8 +291,11 @@ printf '{"window": 1, "trigger": "job file", "started": 1, "ended": 3, "steps": 
   ASSERT_NE(at, std::string::npos) << "no row for the window";
   const std::string row = page.substr(at, page.find("</tr>", at) - at);
   EXPECT_THAT(row, HasSubstr("aten::mm"));
-  EXPECT_THAT(row, HasSubstr("torch-trace-1.json"));
   EXPECT_THAT(row, HasSubstr("job file"));
+  // Its trace downloads from the service (started with --http-logs).
+  EXPECT_THAT(row, HasSubstr("href=\"/api/jobs/1/profiles/1/trace\""));
+  EXPECT_THAT(row, HasSubstr(">torch-trace-1.json</a>"));
+  EXPECT_EQ(api("/api/jobs/1/profiles/1/trace")["traceEvents"][0]["name"], "aten::mm");
 }
 
 // A job's page draws the loss it reported at each epoch (with its step):
