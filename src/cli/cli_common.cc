@@ -15,6 +15,7 @@
 #include "analysis/stored.h"
 #include "cli/commands.h"
 #include "common/paths.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "run/leftovers.h"
 #include "run/run_controller.h"
@@ -90,6 +91,31 @@ CLI::Validator gpu_index() {
 
 void set_example(CLI::App& cmd, const std::string& example) {
   cmd.footer("Example:\n  " + example);
+}
+
+std::optional<std::string> unknown_command(const CLI::App& app,
+                                           const std::vector<std::string>& args) {
+  const CLI::App* at = &app;
+  std::string path = "colo";
+  for (const std::string& word : args) {
+    // An option (and whatever value it takes) ends what can be told here.
+    if (word.empty() || word[0] == '-') return std::nullopt;
+    const std::vector<const CLI::App*> subs =
+        at->get_subcommands([](const CLI::App*) { return true; });
+    auto named = std::find_if(subs.begin(), subs.end(),
+                              [&](const CLI::App* s) { return s->check_name(word); });
+    if (named != subs.end()) {
+      at = *named;
+      path += " " + at->get_name();
+      continue;
+    }
+    if (at->get_require_subcommand_min() == 0) return std::nullopt;  // an argument
+    std::vector<std::string> names;
+    for (const CLI::App* s : subs) names.push_back(s->get_name());
+    return fmt::format("{}: unknown command '{}'{}; `{} --help` lists them", path, word,
+                       did_you_mean(word, names), path);
+  }
+  return std::nullopt;
 }
 
 std::string version_line() { return std::string("colo ") + COLO_VERSION; }

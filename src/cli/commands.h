@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "store/rows.h"
 
@@ -28,6 +29,12 @@ enum ExitCode : int {
 std::string version_line();
 // What `colo --help` ends with: the exit codes, where the docs are.
 std::string top_level_footer();
+
+// "unknown command 'sho' (did you mean 'show'?)...", when the first word of
+// `args` that is not a command's name stands where `app` (or the command
+// named before it) needs one; nullopt otherwise (CLI11 then parses).
+std::optional<std::string> unknown_command(const CLI::App& app,
+                                           const std::vector<std::string>& args);
 
 // Adds every subcommand to `app`; the chosen one runs from CLI11's callback
 // and leaves its exit code in `exit_code`. `command_line` is recorded with runs.

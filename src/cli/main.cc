@@ -4,7 +4,9 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 
@@ -28,6 +30,11 @@ int main(int argc, char** argv) {
   if (argc == 1) {
     std::cout << app.help();
     return colo::kExitOk;
+  }
+  if (std::optional<std::string> unknown =
+          colo::unknown_command(app, std::vector<std::string>(argv + 1, argv + argc))) {
+    std::cerr << *unknown << "\n";
+    return colo::kExitBadInput;
   }
   try {
     app.parse(argc, argv);

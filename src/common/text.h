@@ -32,4 +32,25 @@ std::string strip_control_chars(std::string_view s);
 // `s` safe as HTML text or an attribute's value: & < > " escaped.
 std::string escape_html(std::string_view s);
 
+// The letters to change, add or remove that make `a` into `b`, case aside
+// (Levenshtein's distance).
+size_t edit_distance(std::string_view a, std::string_view b);
+
+// " (did you mean 'command'?)" when one of `candidates` (strings) is close
+// enough to what was typed, else "".
+template <class Names>
+std::string did_you_mean(std::string_view typed, const Names& candidates) {
+  const size_t limit = typed.size() <= 3 ? 1 : typed.size() <= 6 ? 2 : (typed.size() + 2) / 3;
+  std::string best;
+  size_t best_distance = limit + 1;
+  for (const auto& candidate : candidates) {
+    const size_t d = edit_distance(typed, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
 }  // namespace colo

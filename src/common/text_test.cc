@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace colo {
 namespace {
@@ -21,6 +22,17 @@ TEST(Text, ControlCharactersAreFoundAndStripped) {
   EXPECT_EQ(strip_control_chars("lo\x1b[31mss\r\x07\tx\x7f\xc2\x9by caf\xc3\xa9"),
             "lo[31mssxy caf\xc3\xa9");
   EXPECT_EQ(strip_control_chars("\xc2"), "\xc2");  // a cut-off sequence is left as it is
+}
+
+// The nearest candidate within about a third of what was typed, case aside.
+TEST(Text, DidYouMeanNamesTheNearestCandidateCloseEnough) {
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("Show", "show"), 0u);
+  const std::vector<std::string> commands = {"run", "runs", "show", "serve", "simulate"};
+  EXPECT_EQ(did_you_mean("sho", commands), " (did you mean 'show'?)");
+  EXPECT_EQ(did_you_mean("simulat", commands), " (did you mean 'simulate'?)");
+  EXPECT_EQ(did_you_mean("frobnicate", commands), "");
+  EXPECT_EQ(did_you_mean("x", std::vector<std::string>{}), "");
 }
 
 }  // namespace

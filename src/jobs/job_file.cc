@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/paths.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "jobs/job_signature.h"
 #include "jobs/output_patterns.h"
@@ -121,36 +122,6 @@ int line_of(const toml::node& node) { return static_cast<int>(node.source().begi
 int line_of(const toml::key& key, const toml::node& value) {
   int line = static_cast<int>(key.source().begin.line);
   return line > 0 ? line : line_of(value);
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t subst = prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, subst});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-// " (did you mean 'command'?)" when one candidate is close enough, else "".
-template <class Names>
-std::string did_you_mean(std::string_view key, const Names& candidates) {
-  size_t limit = key.size() <= 3 ? 1 : key.size() <= 6 ? 2 : (key.size() + 2) / 3;
-  std::string best;
-  size_t best_distance = limit + 1;
-  for (const auto& candidate : candidates) {
-    size_t d = edit_distance(key, candidate);
-    if (d < best_distance) {
-      best_distance = d;
-      best = candidate;
-    }
-  }
-  return best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
 }
 
 std::string describe(const toml::node& node) {

@@ -90,6 +90,23 @@ TEST_F(ColoCli, VersionPrintsTheVersionAndExitsZero) {
   EXPECT_THAT(r.output, ::testing::MatchesRegex("colo [0-9]+\\.[0-9]+\\.[0-9]+\n"));
 }
 
+// A mistyped command is named, with the nearest one, at any depth; a word
+// where a command takes an argument is left to that command.
+TEST_F(ColoCli, AnUnknownCommandIsNamedWithTheNearestOne) {
+  CommandResult top = run("sho last");
+  EXPECT_EQ(top.exit_code, 2) << top.output;
+  EXPECT_THAT(top.output, HasSubstr("colo: unknown command 'sho' (did you mean 'show'?); `colo "
+                                    "--help` lists them"));
+  CommandResult nested = run("mig plann");
+  EXPECT_EQ(nested.exit_code, 2) << nested.output;
+  EXPECT_THAT(nested.output, HasSubstr("colo mig: unknown command 'plann' (did you mean 'plan'?)"));
+  CommandResult far = run("frobnicate");
+  EXPECT_EQ(far.exit_code, 2) << far.output;
+  EXPECT_THAT(far.output, HasSubstr("unknown command 'frobnicate'; `colo --help` lists them"));
+  CommandResult argument = run("show nosuchrun --db " + dir_ + "/none.db");
+  EXPECT_THAT(argument.output, Not(HasSubstr("unknown command"))) << argument.output;
+}
+
 TEST_F(ColoCli, EverySubcommandsHelpEndsWithAnExample) {
   std::vector<std::string> pending = subcommands_in(run("--help").output);
   ASSERT_GE(pending.size(), 10U);
