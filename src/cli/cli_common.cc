@@ -118,6 +118,30 @@ std::optional<std::string> unknown_command(const CLI::App& app,
   return std::nullopt;
 }
 
+std::optional<std::string> unknown_options(const CLI::App& app) {
+  const CLI::App* at = &app;
+  std::string path = "colo";
+  while (at->remaining(false).empty()) {
+    const std::vector<CLI::App*> chosen = at->get_subcommands();
+    if (chosen.empty()) return std::nullopt;
+    at = chosen.front();
+    path += " " + at->get_name();
+  }
+  std::vector<std::string> names;
+  for (const CLI::Option* o : at->get_options()) {
+    for (const std::string& name : o->get_lnames()) names.push_back("--" + name);
+  }
+  std::string lines;
+  for (const std::string& word : at->remaining(false)) {
+    if (!word.starts_with("--")) continue;
+    const std::string flag = word.substr(0, word.find('='));
+    lines += fmt::format("{}{}: unknown option '{}'{}; `{} --help` lists them",
+                         lines.empty() ? "" : "\n", path, flag, did_you_mean(flag, names), path);
+  }
+  if (lines.empty()) return std::nullopt;
+  return lines;
+}
+
 std::string version_line() { return std::string("colo ") + COLO_VERSION; }
 
 std::string top_level_footer() {

@@ -36,6 +36,12 @@ std::string top_level_footer();
 std::optional<std::string> unknown_command(const CLI::App& app,
                                            const std::vector<std::string>& args);
 
+// After CLI11 refused options nobody takes (CLI::ExtrasError): "colo run:
+// unknown option '--polcy' (did you mean '--policy'?)...", one line for
+// each, from the command that was given them; nullopt when none is an
+// option (CLI11's message stands).
+std::optional<std::string> unknown_options(const CLI::App& app);
+
 // Adds every subcommand to `app`; the chosen one runs from CLI11's callback
 // and leaves its exit code in `exit_code`. `command_line` is recorded with runs.
 void add_commands(CLI::App& app, int& exit_code, const std::string& command_line);

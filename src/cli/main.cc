@@ -38,6 +38,13 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    if (std::optional<std::string> unknown = colo::unknown_options(app)) {
+      std::cerr << *unknown << "\n";
+      return colo::kExitBadInput;
+    }
+    app.exit(e);
+    return colo::kExitBadInput;
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : colo::kExitBadInput;

@@ -107,6 +107,20 @@ TEST_F(ColoCli, AnUnknownCommandIsNamedWithTheNearestOne) {
   EXPECT_THAT(argument.output, Not(HasSubstr("unknown command"))) << argument.output;
 }
 
+// A mistyped option too, from the command that was given it.
+TEST_F(ColoCli, AnUnknownOptionIsNamedWithTheNearestOne) {
+  const std::string file = write_file("t.toml", "[[job]]\nname = \"t\"\ncommand = [\"true\"]\n");
+  CommandResult r = run("run " + file + " --backend sim --polcy auto --db " + dir_ + "/a.db");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("colo run: unknown option '--polcy' (did you mean '--policy'?); "
+                                  "`colo run --help` lists them"));
+  EXPECT_THAT(r.output, Not(HasSubstr("SIMULATED"))) << "nothing ran";
+  CommandResult nested = run("mig plan --gpu-modle H100=2");
+  EXPECT_EQ(nested.exit_code, 2) << nested.output;
+  EXPECT_THAT(nested.output, HasSubstr("colo mig plan: unknown option '--gpu-modle' (did you mean "
+                                       "'--gpu-model'?)"));
+}
+
 TEST_F(ColoCli, EverySubcommandsHelpEndsWithAnExample) {
   std::vector<std::string> pending = subcommands_in(run("--help").output);
   ASSERT_GE(pending.size(), 10U);
