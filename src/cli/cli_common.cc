@@ -118,6 +118,25 @@ std::optional<std::string> unknown_command(const CLI::App& app,
   return std::nullopt;
 }
 
+namespace {
+
+// The words that name the deepest command given (`colo mig plan`).
+std::string command_path(const CLI::App& app) {
+  std::string path = "colo";
+  for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
+    at = at->get_subcommands().front();
+    path += " " + at->get_name();
+  }
+  return path;
+}
+
+}  // namespace
+
+std::string parse_error_line(const CLI::App& app, const std::string& message) {
+  const std::string path = command_path(app);
+  return fmt::format("{}: {}; `{} --help` shows how", path, message, path);
+}
+
 std::optional<std::string> unknown_options(const CLI::App& app) {
   const CLI::App* at = &app;
   std::string path = "colo";

@@ -42,6 +42,10 @@ std::optional<std::string> unknown_command(const CLI::App& app,
 // option (CLI11's message stands).
 std::optional<std::string> unknown_options(const CLI::App& app);
 
+// CLI11's `message` for the command that was given it: "colo rm: RUN is
+// required; `colo rm --help` shows how".
+std::string parse_error_line(const CLI::App& app, const std::string& message);
+
 // Adds every subcommand to `app`; the chosen one runs from CLI11's callback
 // and leaves its exit code in `exit_code`. `command_line` is recorded with runs.
 void add_commands(CLI::App& app, int& exit_code, const std::string& command_line);

@@ -43,11 +43,13 @@ int main(int argc, char** argv) {
       std::cerr << *unknown << "\n";
       return colo::kExitBadInput;
     }
-    app.exit(e);
+    std::cerr << colo::parse_error_line(app, e.what()) << "\n";
     return colo::kExitBadInput;
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : colo::kExitBadInput;
+    // --help and --version end here too (exit code 0).
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << colo::parse_error_line(app, e.what()) << "\n";
+    return colo::kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "colo: internal error: " << e.what() << "\n";
     return colo::kExitEnvironment;

@@ -107,6 +107,23 @@ TEST_F(ColoCli, AnUnknownCommandIsNamedWithTheNearestOne) {
   EXPECT_THAT(argument.output, Not(HasSubstr("unknown command"))) << argument.output;
 }
 
+// Every other error of the command line names the command, and where its
+// help is.
+TEST_F(ColoCli, ACommandLineErrorNamesTheCommandAndItsHelp) {
+  CommandResult missing = run("rm");
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_THAT(missing.output,
+              HasSubstr("colo rm: targets is required; `colo rm --help` shows how"));
+  CommandResult bad = run("run " + dir_ + "/none.toml --backend sim");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("colo run: "));
+  EXPECT_THAT(bad.output, HasSubstr("none.toml"));
+  EXPECT_THAT(bad.output, HasSubstr("`colo run --help` shows how"));
+  CommandResult help = run("rm --help");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  EXPECT_THAT(help.output, HasSubstr("Usage: colo rm"));
+}
+
 // A mistyped option too, from the command that was given it.
 TEST_F(ColoCli, AnUnknownOptionIsNamedWithTheNearestOne) {
   const std::string file = write_file("t.toml", "[[job]]\nname = \"t\"\ncommand = [\"true\"]\n");
