@@ -25,6 +25,13 @@ a `colo serve` process, jobs submitted with `colo submit` at chosen times,
   serve_bench.py spread OUT    a sweep of JOBS small jobs submitted at once to
                                the default service on every GPU of the
                                machine: every GPU runs some of them.
+  serve_bench.py trace-download OUT
+                               JOBS resnet26 trainings with a torch window
+                               each (20 steps after epoch 1) under `colo
+                               serve --http-logs`; each window's trace
+                               downloaded from GET /api/jobs/ID/profiles/N/
+                               trace and compared, byte for byte, with the
+                               file the job wrote; the service's peak RSS.
 
 bench/serve-poisson.sh, bench/serve-faults.sh and bench/serve-spread.sh run them; see there for the
 environment (COLO, BACKEND=nvml|sim). On BACKEND=sim the jobs are
@@ -37,6 +44,7 @@ Only the standard library; times are the wall clock (time.time()).
 import argparse
 import atexit
 import glob
+import hashlib
 import json
 import os
 import random
@@ -860,10 +868,117 @@ def spread(args):
     return 0 if not failures else 1
 
 
+# ---- trace-download ---------------------------------------------------------
+
+# On the simulated backend a job stands in for a profiled training: it writes
+# a window's summary and a Chrome trace of made-up kernels, as colo's Python
+# client would (nothing in it was measured).
+STANDIN_WINDOW = r"""
+import json, os
+d = os.environ["COLO_PROFILE_DIR"]
+os.makedirs(d, exist_ok=True)
+events = [{"name": "sim_kernel_%d" % (i % 7), "cat": "kernel", "ph": "X", "ts": i, "dur": 1}
+          for i in range(200000)]
+with open(os.path.join(d, "torch-trace-1.json"), "w") as f:
+    json.dump({"traceEvents": events}, f)
+with open(os.path.join(d, "torch-summary-1.json"), "w") as f:
+    json.dump({"window": 1, "trigger": "job file", "started": 1, "ended": 2, "steps": 20,
+               "trace": "torch-trace-1.json", "top": []}, f)
+"""
+
+
+def peak_rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def trace_download(args):
+    """Profiled jobs under `colo serve --http-logs`; each window's trace downloaded
+    through GET /api/jobs/ID/profiles/N/trace (the dashboard's link) and checked
+    against the file the job wrote: the same bytes, a Chrome trace with kernels."""
+    sim = args.backend == "sim"
+    lines = ["serve trace-download: backend %s%s" % (
+        args.backend, " (SIMULATED: the traces are stand-ins the jobs write)" if sim else "")]
+    command = (["python3", "-c", STANDIN_WINDOW] if sim
+               else job_command("small", args.backend, args.epochs, args.scale))
+    path = os.path.join(args.out, "profiled.toml")
+    with open(path, "w") as f:
+        f.write("[defaults]\nworkdir = %s\nenv = { PYTHONUNBUFFERED = \"1\" }\n" % toml_string(REPO))
+        f.write("profile = { tool = \"torch\", after_epoch = 1, steps = 20 }\n\n")
+        f.write("[[job]]\nname = \"resnet26\"\ncommand = [%s]\nrepeat = %d\n" % (
+            ", ".join(toml_string(c) for c in command), args.jobs))
+    svc = Service(args.colo, args.out, "service", args.backend,
+                  ["--mechanism", "mps", "--http", "127.0.0.1:0", "--http-logs"])
+    failures = []
+    try:
+        jobs = svc.wait(svc.submit(path))
+        before = peak_rss_mb(svc.proc.pid)
+        address = svc.snapshot()["service"]["http"]
+        largest = 0
+        lines.append("%-4s %-6s %12s %10s %8s  %s" % ("job", "window", "bytes", "seconds",
+                                                      "kernels", "the job's own file"))
+        for j in jobs:
+            if j.get("state") != "ok":
+                failures.append("job %d ended %s" % (j["id"], j.get("state")))
+            windows = svc.http("/api/jobs/%d" % j["id"]).get("profiles", [])
+            if not windows:
+                failures.append("job %d: no profiling window" % j["id"])
+            for w in windows:
+                # The file as the job wrote it, found in the service's layout.
+                files = glob.glob(os.path.join(svc.logs, "*", "profiles", str(j["id"]),
+                                               "torch-trace-%d.json" % w["window"]))
+                if len(files) != 1 or not w.get("trace_url"):
+                    failures.append("job %d window %d: trace file %s, link %s" % (
+                        j["id"], w["window"], files, w.get("trace_url")))
+                    continue
+                started = time.time()
+                with urllib.request.urlopen("http://%s%s" % (address, w["trace_url"]),
+                                            timeout=120) as resp:
+                    got = resp.read()
+                seconds = time.time() - started
+                with open(files[0], "rb") as f:
+                    own = f.read()
+                largest = max(largest, len(own))
+                kernels = sum(1 for e in json.loads(got).get("traceEvents", [])
+                              if isinstance(e, dict) and e.get("cat") == "kernel")
+                same = hashlib.sha256(got).hexdigest() == hashlib.sha256(own).hexdigest()
+                lines.append("%-4d %-6d %12d %10.2f %8d  %s" % (
+                    j["id"], w["window"], len(got), seconds, kernels,
+                    "the same bytes (SHA-256)" if same else "DIFFERENT"))
+                if not same:
+                    failures.append("job %d window %d: the download differs from the job's file"
+                                    % (j["id"], w["window"]))
+                if kernels == 0:
+                    failures.append("job %d window %d: no kernel in the trace" % (j["id"],
+                                                                                   w["window"]))
+        after = peak_rss_mb(svc.proc.pid)
+        lines.append("colo serve's peak RSS (VmHWM): %.1f MB before the downloads, %.1f MB "
+                     "after; the largest trace %.1f MB" % (before, after, largest / 2**20))
+        if after - before > largest / 2**20 / 2:
+            failures.append("the service's peak RSS grew by more than half a trace: it was "
+                            "not streamed")
+    finally:
+        svc.stop()
+    # Traces are large: the summaries stay, the traces go.
+    for trace in glob.glob(os.path.join(svc.logs, "*", "profiles", "*", "torch-trace-*.json")):
+        os.remove(trace)
+    lines += ["FAIL: " + f for f in failures] or [
+        "PASS: every window's trace downloaded whole from the service, byte for byte the file "
+        "its job wrote"]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        f.write(text)
+    log(text)
+    return 0 if not failures else 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("poisson", "faults", "spread", "mps-kill"):
+    for name in ("poisson", "faults", "spread", "mps-kill", "trace-download"):
         p = sub.add_parser(name)
         p.add_argument("out", help="results directory (created)")
         p.add_argument("--colo", default=os.path.join(REPO, "build-release", "colo"))
@@ -880,6 +995,9 @@ def main(argv=None):
         elif name == "spread":
             p.add_argument("--jobs", type=int, default=14)
             p.add_argument("--epochs", type=int, default=4)
+        elif name == "trace-download":
+            p.add_argument("--jobs", type=int, default=2)
+            p.add_argument("--epochs", type=int, default=3)
         elif name == "mps-kill":
             p.add_argument("--kill-epochs", type=int, default=12,
                            help="epochs of the jobs the MPS server dies under")
@@ -902,7 +1020,7 @@ def main(argv=None):
     machine(args.out, args.colo, args.backend)
     started = time.time()
     code = {"poisson": poisson, "faults": faults, "spread": spread,
-            "mps-kill": mps_kill}[args.command](args)
+            "mps-kill": mps_kill, "trace-download": trace_download}[args.command](args)
     log("%s took %.0f s" % (args.command, time.time() - started))
     return code
 
