@@ -49,6 +49,7 @@ by this module around its own epoch_end() and step() calls; it writes a
 Chrome trace and a summary into COLO_PROFILE_DIR. torch is imported only then.
 """
 
+import atexit
 import collections
 import json
 import math
@@ -231,7 +232,10 @@ class _Profiler:
     `colo profile` left COLO_PROFILE_DIR/request.json (looked for at most once
     a second); it closes after its steps (COLO_PROFILE_STEPS) or its duration
     (COLO_PROFILE_DURATION_S), else after 20 steps or at the next epoch's end,
-    whichever comes first. Each window
+    whichever comes first; a window of steps in which the job reported none
+    closes at the next epoch's end, and one still open when the job's
+    interpreter exits closes then (a profiler left running at exit can crash
+    the process). Each window
     writes torch-trace-N.json (a Chrome trace) and torch-summary-N.json (by
     torch's key_averages(), its top kernels by GPU time when the GPU ran any,
     else its top operators by self CPU time; the GPU's busy
@@ -258,6 +262,7 @@ class _Profiler:
         self._recent = collections.deque()
         self._recent_samples = 0
         self._after = None  # the last window's summary, until the job's rate after it is known
+        self._exit_hook = False
         self._broken = self.dir is None
 
     def tick(self, kind, epoch, samples):
@@ -322,6 +327,9 @@ class _Profiler:
         span = (now - self._recent[0][0]) if self._recent else 0
         # The first report only starts the span: its samples came before it.
         before = (self._recent_samples - self._recent[0][1]) / span if span > 0 else None
+        if not self._exit_hook:
+            self._exit_hook = True
+            atexit.register(self._at_exit)
         self._window = {
             "profile": profile, "cuda": cuda, "trigger": trigger, "started": now,
             "steps_wanted": steps, "duration_s": duration_s, "steps": 0, "samples": 0,
@@ -334,16 +342,35 @@ class _Profiler:
             w["samples"] += samples
         if kind == "step":
             w["steps"] += 1
+        closed_by = None
         if w["steps_wanted"] is not None:
-            done = w["steps"] >= w["steps_wanted"]
+            if w["steps"] >= w["steps_wanted"]:
+                closed_by = "steps"
+            elif kind == "epoch_end" and w["steps"] == 0:
+                closed_by = "epoch end"  # a job that reports no steps
         elif w["duration_s"] is not None:
-            done = now - w["started"] >= w["duration_s"]
-        else:  # an epoch at most, and _DEFAULT_STEPS of a job that reports steps
-            done = kind == "epoch_end" or w["steps"] >= _DEFAULT_STEPS
-        if done:
-            self._close(now)
+            if now - w["started"] >= w["duration_s"]:
+                closed_by = "duration"
+        elif kind == "epoch_end":  # an epoch at most, and _DEFAULT_STEPS of a job that reports steps
+            closed_by = "epoch end"
+        elif w["steps"] >= _DEFAULT_STEPS:
+            closed_by = "steps"
+        if closed_by is not None:
+            self._close(now, closed_by)
 
-    def _close(self, now):
+    def _at_exit(self):
+        if self._window is None or self._broken:
+            return
+        try:
+            self._close(time.time(), "job end")
+        except Exception as error:  # noqa: BLE001 - the job is ending anyway
+            try:
+                sys.stderr.write("colo_progress: the profiling window open at exit could not "
+                                 "be written: %r\n" % (error,))
+            except Exception:
+                pass
+
+    def _close(self, now, closed_by):
         w, self._window = self._window, None
         self._done += 1
         n = self._done
@@ -380,6 +407,7 @@ class _Profiler:
             "ended": now, "steps": w["steps"], "samples": w["samples"],
             "rate_in": w["samples"] / elapsed if elapsed > 0 and w["samples"] else None,
             "rate_before": w["rate_before"], "trace": trace_name, "sorted_by": by,
+            "closed_by": closed_by,
             "top": top[:20],
         }
         figures, spans = _trace_gpu_figures(trace, elapsed)

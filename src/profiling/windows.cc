@@ -24,6 +24,15 @@ std::optional<double> number(const json& j, const char* key) {
   return it->get<double>();
 }
 
+// ", closed by the job's end" for a summary's closed_by.
+std::string closed_by_text(const std::string& closed_by) {
+  if (closed_by == "steps") return ", closed after its steps";
+  if (closed_by == "duration") return ", closed after its duration";
+  if (closed_by == "epoch end") return ", closed at the epoch's end";
+  if (closed_by == "job end") return ", closed by the job's end";
+  return "";
+}
+
 }  // namespace
 
 Result<ProfileWindow> parse_profile_window(const std::string& text, const std::string& dir) {
@@ -34,6 +43,7 @@ Result<ProfileWindow> parse_profile_window(const std::string& text, const std::s
   if (!window || *window < 1) return Error("no window number");
   w.window = static_cast<int>(*window);
   w.trigger = j.value("trigger", "");
+  w.closed_by = j.value("closed_by", "");
   const std::optional<double> started = number(j, "started");
   const std::optional<double> ended = number(j, "ended");
   if (started && ended && *ended >= *started) {
@@ -104,9 +114,9 @@ std::string format_profile_windows(const std::vector<JobWindows>& jobs, size_t o
         }
       }
       out += fmt::format(
-          "{} window {} ({}): {:.2f}s, {} steps{}{}{}\n", job.job, w.window,
-          w.trigger.empty() ? "?" : w.trigger, w.seconds, w.steps, rate,
-          w.gpu_busy_pct ? fmt::format(", GPU busy {:.1f}%", *w.gpu_busy_pct) : "",
+          "{} window {} ({}{}): {:.2f}s, {} steps{}{}{}\n", job.job, w.window,
+          w.trigger.empty() ? "?" : w.trigger, closed_by_text(w.closed_by), w.seconds, w.steps,
+          rate, w.gpu_busy_pct ? fmt::format(", GPU busy {:.1f}%", *w.gpu_busy_pct) : "",
           w.written_s ? fmt::format("; writing its trace took {:.1f}s", *w.written_s) : "");
       double total = 0;
       for (const ProfileOp& op : w.top) total += op.self_us;
@@ -142,6 +152,7 @@ json profile_windows_json(const std::vector<JobWindows>& jobs) {
       const auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(); };
       windows.push_back({{"window", w.window},
                          {"trigger", w.trigger},
+                         {"closed_by", w.closed_by},
                          {"seconds", w.seconds},
                          {"steps", w.steps},
                          {"rate_in", opt(w.rate_in)},

@@ -21,8 +21,11 @@ struct ProfileOp {
 };
 
 struct ProfileWindow {
-  int window = 0;                      // N, from 1 per job
-  std::string trigger;                 // "job file" or "colo profile"
+  int window = 0;       // N, from 1 per job
+  std::string trigger;  // "job file" or "colo profile"
+  // What closed it: "steps", "duration", "epoch end" or "job end" (the job
+  // ended with it open); "" from a client before it said.
+  std::string closed_by;
   double seconds = 0;                  // how long it was open
   int64_t steps = 0;                   // steps the job reported in it
   std::optional<double> rate_in;       // samples/s inside the window

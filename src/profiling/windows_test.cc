@@ -38,6 +38,15 @@ TEST(ProfileWindows, ASummaryIsReadAndShownWithTheCostOfProfiling) {
   ASSERT_TRUE(after.ok()) << after.error().message();
   EXPECT_THAT(format_profile_windows({{"tiny", {*after}}}),
               HasSubstr("5120 samples/s inside against 10240 after it (0.50x"));
+  // A window the job's end closed says so.
+  std::string at_exit = kSummary;
+  at_exit.insert(at_exit.find("\"rate_before\""), "\"closed_by\": \"job end\", ");
+  Result<ProfileWindow> cut = parse_profile_window(at_exit, "/p");
+  ASSERT_TRUE(cut.ok()) << cut.error().message();
+  EXPECT_EQ(cut->closed_by, "job end");
+  EXPECT_THAT(format_profile_windows({{"tiny", {*cut}}}),
+              HasSubstr("tiny window 2 (job file, closed by the job's end): 0.50s"));
+  EXPECT_EQ(profile_windows_json({{"tiny", {*cut}}})["tiny"][0]["closed_by"], "job end");
   EXPECT_THAT(shown, HasSubstr("3.000 ms  75.0%      10 calls  aten::addmm"));
   EXPECT_THAT(shown, HasSubstr("self CPU time of its operators"));
   EXPECT_EQ(format_profile_windows({{"none", {}}}), "");

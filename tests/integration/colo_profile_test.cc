@@ -89,7 +89,7 @@ TEST_F(ColoProfile, AWindowFromTheJobFileLeavesATraceWhoseTopOperatorItsSummaryN
   EXPECT_EQ(w["top"][0]["name"], "aten::mm");
   EXPECT_EQ(top_of_trace(w["trace"]), w["top"][0]["name"].get<std::string>());
   CommandResult text = shell(colo("show --db " + db()));
-  EXPECT_THAT(text.output, HasSubstr("tiny window 1 (job file):"));
+  EXPECT_THAT(text.output, HasSubstr("tiny window 1 (job file, closed after its steps):"));
   // Without steps or a duration: 20 steps at most (of an epoch of 30 here).
   ASSERT_TRUE(profiles.contains("long")) << shown.output;
   EXPECT_EQ(profiles["long"][0]["steps"], 20);
@@ -106,7 +106,7 @@ TEST_F(ColoProfile, AWindowFromTheJobFileLeavesATraceWhoseTopOperatorItsSummaryN
   EXPECT_THAT(html, HasSubstr("<a href=\"file://" + w["trace"].get<std::string>() + "\" title="));
   EXPECT_THAT(shell("cat '" + out + "/csv/profile-windows.csv'").output, HasSubstr("aten::mm"));
   EXPECT_THAT(shell("cat '" + out + "/summary.txt'").output,
-              HasSubstr("tiny window 1 (job file):"));
+              HasSubstr("tiny window 1 (job file, closed after its steps):"));
 
   // The MLflow export carries the window's files as the run's artifacts, and
   // the objective as tags.
@@ -133,7 +133,7 @@ TEST_F(ColoProfile, ColoProfileTakesAWindowOfARunningJob) {
   shell("touch '" + until + "'");
   EXPECT_EQ(p.exit_code, 0) << p.output;
   EXPECT_THAT(p.output, HasSubstr("asked tiny for a torch window of 4 steps"));
-  EXPECT_THAT(p.output, HasSubstr("tiny window 1 (colo profile):"));
+  EXPECT_THAT(p.output, HasSubstr("tiny window 1 (colo profile, closed after its steps):"));
   EXPECT_THAT(p.output, HasSubstr("4 steps"));
   ASSERT_TRUE(eventually(
       [&] { return shell("kill -0 $(cat '" + dir_ + "/run.pid') 2>/dev/null").exit_code != 0; },
@@ -146,6 +146,31 @@ TEST_F(ColoProfile, ColoProfileTakesAWindowOfARunningJob) {
   CommandResult ended = shell(colo("profile tiny --run 1 --db " + db()));
   EXPECT_EQ(ended.exit_code, 2) << ended.output;
   EXPECT_THAT(ended.output, HasSubstr("job 'tiny' is ok, not running"));
+}
+
+// A window of steps in a job that reports only epochs closes at the next
+// epoch's end; one still open when the job's script ends is written as the
+// interpreter exits (a profiler left running then can crash the process: two
+// resnet26 trainings on an H200 ended SIGSEGV and SIGABRT): the job ends ok.
+TEST_F(ColoProfile, AWindowTheJobNeverClosesEndsAtAnEpochOrWithTheJob) {
+  const std::string epochs_only =
+      job(", \"--epochs\", \"3\", \"--no-steps\"",
+          "profile = { tool = \"torch\", after_epoch = 1, steps = 20 }\n");
+  std::string to_the_end = job(", \"--epochs\", \"2\"",
+                               "profile = { tool = \"torch\", after_epoch = 1, steps = 500 }\n");
+  to_the_end.replace(to_the_end.find("\"tiny\""), 6, "\"long\"");
+  const std::string file = write_file("p.toml", epochs_only + to_the_end);
+  CommandResult r = shell(colo("run " + file + run_flags()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json profiles = json::parse(shell(colo("show --json --db " + db())).output)["profiles"];
+  ASSERT_TRUE(profiles.contains("tiny") && profiles.contains("long")) << profiles.dump();
+  EXPECT_EQ(profiles["tiny"][0]["closed_by"], "epoch end");
+  EXPECT_EQ(profiles["tiny"][0]["steps"], 0);
+  EXPECT_EQ(profiles["long"][0]["closed_by"], "job end");
+  EXPECT_EQ(profiles["long"][0]["steps"], 10) << "its last epoch's";
+  EXPECT_EQ(top_of_trace(profiles["long"][0]["trace"]), "aten::mm");
+  EXPECT_THAT(shell(colo("show --db " + db())).output,
+              HasSubstr("long window 1 (job file, closed by the job's end)"));
 }
 
 // Issue 36, item 3: `colo show` pairs each job's window beside others with
@@ -222,8 +247,8 @@ TEST_F(ColoProfile, EveryJobOnAGpuIsAskedForAWindowAtOnce) {
   EXPECT_EQ(p.exit_code, 0) << p.output;
   EXPECT_THAT(p.output, HasSubstr("asked tiny#1 for a torch window"));
   EXPECT_THAT(p.output, HasSubstr("asked tiny#2 for a torch window"));
-  EXPECT_THAT(p.output, HasSubstr("tiny#1 window 1 (colo profile)"));
-  EXPECT_THAT(p.output, HasSubstr("tiny#2 window 1 (colo profile)"));
+  EXPECT_THAT(p.output, HasSubstr("tiny#1 window 1 (colo profile, closed after its steps)"));
+  EXPECT_THAT(p.output, HasSubstr("tiny#2 window 1 (colo profile, closed after its steps)"));
   EXPECT_THAT(p.output, HasSubstr("no GPU kernels in these windows"));
   EXPECT_TRUE(eventually(
       [&] { return shell("kill -0 $(cat '" + dir_ + "/run.pid') 2>/dev/null").exit_code != 0; },
