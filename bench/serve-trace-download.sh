@@ -7,10 +7,13 @@
 # check); the service's peak RSS before and after (the file is streamed).
 #
 #   bench/serve-trace-download.sh RESULTS_DIR   (COLO=build-release/colo,
-#                                                BACKEND=nvml|sim, JOBS=2)
+#                                                BACKEND=nvml|sim, JOBS=2, PROFILE=the
+#                                                job file's profile, default
+#                                                '{ tool = "torch", after_epoch = 1, steps = 20 }')
 # BACKEND=sim: the jobs write stand-in traces; nothing it prints is measured.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:?usage: bench/serve-trace-download.sh RESULTS_DIR}"
+default_profile='{ tool = "torch", after_epoch = 1, steps = 20 }'
 exec python3 bench/serve_bench.py trace-download "$OUT" --colo "${COLO:-build-release/colo}" \
-  --backend "${BACKEND:-nvml}" --jobs "${JOBS:-2}"
+  --backend "${BACKEND:-nvml}" --jobs "${JOBS:-2}" --profile "${PROFILE:-$default_profile}"
