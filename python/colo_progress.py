@@ -289,6 +289,16 @@ class _Profiler:
                 sys.stderr.write("colo_progress: profiling stopped: %r\n" % (error,))
             except Exception:
                 pass
+            self._abandon()
+
+    def _abandon(self):
+        """Stops an open window's profiler without writing it (profiling broke)."""
+        w, self._window = self._window, None
+        if w is not None:
+            try:
+                w["profile"].stop()
+            except Exception:  # noqa: BLE001 - already broken
+                pass
 
     def _remember(self, now, samples):
         self._recent.append((now, samples))

@@ -272,6 +272,25 @@ class ProfilingTest(unittest.TestCase):
         self.assertIn("profiling stopped", stderr.getvalue())
         self.assertEqual([e["event"] for e in read_events(self.path)], ["step"] * 4)
 
+    def test_a_window_that_breaks_stops_its_profiler(self):
+        # A profiler left running when the interpreter exits can crash the
+        # job: one whose window failed is stopped, not left open.
+        class Profile:
+            stopped = False
+
+            def stop(self):
+                Profile.stopped = True
+
+        stderr = io.StringIO()
+        with mock.patch.dict(os.environ, {"COLO_PROFILE_DIR": self.profile_dir}), \
+                mock.patch("sys.stderr", stderr):
+            progress = colo_progress.Progress(self.path)
+            progress._profiler._window = {"profile": Profile()}  # no counts: it fails
+            progress.step(1, samples=8)
+        self.assertTrue(Profile.stopped)
+        self.assertIsNone(progress._profiler._window)
+        self.assertIn("profiling stopped", stderr.getvalue())
+
     def test_without_a_profile_directory_nothing_is_looked_for(self):
         with mock.patch.dict(os.environ, {}, clear=True):
             progress = colo_progress.Progress(self.path)
