@@ -970,14 +970,10 @@ def trace_download(args):
     # Traces are large: the summaries stay, the traces go.
     for trace in glob.glob(os.path.join(svc.logs, "*", "profiles", "*", "torch-trace-*.json")):
         os.remove(trace)
-    lines += ["FAIL: " + f for f in failures] or [
-        "PASS: every window's trace downloaded whole from the service, byte for byte the file "
-        "its job wrote"]
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(args.out, "summary.txt"), "w") as f:
-        f.write(text)
-    log(text)
-    return 0 if not failures else 1
+    if not failures:
+        lines.append("every window's trace downloaded whole from the service, byte for byte the "
+                     "file its job wrote")
+    return finish(args, lines, failures)
 
 
 def main(argv=None):
