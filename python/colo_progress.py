@@ -232,8 +232,9 @@ class _Profiler:
     `colo profile` left COLO_PROFILE_DIR/request.json (looked for at most once
     a second); it closes after its steps (COLO_PROFILE_STEPS) or its duration
     (COLO_PROFILE_DURATION_S), else after 20 steps or at the next epoch's end,
-    whichever comes first; a window of steps in which the job reported none
-    closes at the next epoch's end, and one still open when the job's
+    whichever comes first; a window of steps that opened at an epoch's end and
+    saw no step report in the whole next epoch (a job that reports none)
+    closes at that epoch's end, and one still open when the job's
     interpreter exits closes then (a profiler left running at exit can crash
     the process). Each window
     writes torch-trace-N.json (a Chrome trace) and torch-summary-N.json (by
@@ -279,10 +280,10 @@ class _Profiler:
                 self._remember(now, samples)
             if self._planned and self._due(kind, epoch, now):
                 self._planned = False
-                self._open("job file", self._steps, self._duration_s, now)
+                self._open("job file", self._steps, self._duration_s, kind, now)
             elif now >= self._next_look:
                 self._next_look = now + 1.0
-                self._look_for_request(now)
+                self._look_for_request(kind, now)
         except Exception as error:  # noqa: BLE001 - never into training
             self._broken = True
             try:
@@ -313,7 +314,7 @@ class _Profiler:
             return now - self._born >= self._after_s
         return True
 
-    def _look_for_request(self, now):
+    def _look_for_request(self, kind, now):
         path = os.path.join(self.dir, "request.json")
         if not os.path.exists(path):
             return
@@ -323,9 +324,10 @@ class _Profiler:
             request = json.load(f)
         if request.get("tool", "torch") != "torch":
             return
-        self._open("colo profile", request.get("steps"), request.get("duration_s"), now)
+        self._open("colo profile", request.get("steps"), request.get("duration_s"), kind, now)
 
-    def _open(self, trigger, steps, duration_s, now):
+    def _open(self, trigger, steps, duration_s, kind, now):
+        """`kind`: the report it opens at ("step", "epoch_end", ...)."""
         import torch  # only now: a job never profiled never imports it
 
         activities = [torch.profiler.ProfilerActivity.CPU]
@@ -343,6 +345,7 @@ class _Profiler:
         self._window = {
             "profile": profile, "cuda": cuda, "trigger": trigger, "started": now,
             "steps_wanted": steps, "duration_s": duration_s, "steps": 0, "samples": 0,
+            "at_epoch_end": kind == "epoch_end",
             "rate_before": before,
         }
 
@@ -356,8 +359,8 @@ class _Profiler:
         if w["steps_wanted"] is not None:
             if w["steps"] >= w["steps_wanted"]:
                 closed_by = "steps"
-            elif kind == "epoch_end" and w["steps"] == 0:
-                closed_by = "epoch end"  # a job that reports no steps
+            elif kind == "epoch_end" and w["steps"] == 0 and w["at_epoch_end"]:
+                closed_by = "epoch end"  # a whole epoch without a step: it reports none
         elif w["duration_s"] is not None:
             if now - w["started"] >= w["duration_s"]:
                 closed_by = "duration"

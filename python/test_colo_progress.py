@@ -7,6 +7,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import unittest
 from unittest import mock
 
@@ -271,6 +272,48 @@ class ProfilingTest(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(self.profile_dir)), ["request-1.taken.json"])
         self.assertIn("profiling stopped", stderr.getvalue())
         self.assertEqual([e["event"] for e in read_events(self.path)], ["step"] * 4)
+
+    def _fake_torch(self):
+        class Profile:
+            def __init__(self, activities):
+                pass
+
+            def start(self):
+                pass
+
+        return types.SimpleNamespace(
+            profiler=types.SimpleNamespace(
+                profile=Profile, ProfilerActivity=types.SimpleNamespace(CPU="cpu", CUDA="cuda")),
+            cuda=types.SimpleNamespace(is_available=lambda: False))
+
+    def test_a_steps_window_closes_at_an_epoch_end_only_after_a_whole_epoch_without_steps(self):
+        closed = []
+        env = {"COLO_PROFILE_DIR": self.profile_dir}
+        with mock.patch.dict(sys.modules, {"torch": self._fake_torch()}), \
+                mock.patch.object(colo_progress._Profiler, "_close",
+                                  lambda profiler, now, by: (closed.append(by),
+                                                             setattr(profiler, "_window", None))):
+            # Asked for 3 steps, taken at a step just before its epoch ends:
+            # that epoch's end does not close it; its steps do.
+            with open(os.path.join(self.profile_dir, "request.json"), "w") as f:
+                json.dump({"tool": "torch", "steps": 3}, f)
+            with mock.patch.dict(os.environ, env):
+                progress = colo_progress.Progress(self.path)
+            progress.step(1, samples=8)
+            progress.epoch_end(1, samples=8)
+            self.assertEqual(closed, [])
+            for i in range(2, 5):
+                progress.step(i, samples=8)
+            self.assertEqual(closed, ["steps"])
+            # From the job file, after epoch 1, 20 steps, in a job that reports
+            # only epochs: closed at the next epoch's end.
+            with mock.patch.dict(os.environ, dict(env, COLO_PROFILE="torch",
+                                                  COLO_PROFILE_AFTER_EPOCH="1",
+                                                  COLO_PROFILE_STEPS="20")):
+                epochs_only = colo_progress.Progress(self.path)
+            epochs_only.epoch_end(1, samples=8)
+            epochs_only.epoch_end(2, samples=8)
+            self.assertEqual(closed, ["steps", "epoch end"])
 
     def test_a_window_that_breaks_stops_its_profiler(self):
         # A profiler left running when the interpreter exits can crash the
