@@ -912,6 +912,11 @@ def trace_download(args):
         f.write("profile = %s\n\n" % args.profile)
         f.write("[[job]]\nname = \"resnet26\"\ncommand = [%s]\nrepeat = %d\n" % (
             ", ".join(toml_string(c) for c in command), args.jobs))
+    # A fresh store each time (a results directory run into again keeps its
+    # last one): the jobs start cold, as a first user's would.
+    for old in glob.glob(os.path.join(args.out, "colo.db*")):
+        os.remove(old)
+    shutil.rmtree(os.path.join(args.out, "service"), ignore_errors=True)
     svc = Service(args.colo, args.out, "service", args.backend,
                   ["--mechanism", "mps", "--http", "127.0.0.1:0", "--http-logs"])
     failures = []
