@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "analysis/stored.h"
 #include "report/png_export.h"
@@ -157,28 +158,38 @@ TEST_F(ReportInBrowser, ChartsThatDidNotDrawAreNamed) {
 namespace colo {
 namespace {
 
+// A fake run of `degree` jobs, job j reporting loss(j, epoch) at epochs
+// 1..`epochs`, in `store`; its id.
+int64_t add_run_with_losses(RunStore& store, int degree, int epochs,
+                            const std::function<double(size_t, int)>& loss) {
+  testing::FakeRun run;
+  run.degree = degree;
+  const int64_t id = testing::add_fake_run(store, run, testing::kFakeT0);
+  Result<RunRecord> record = store.run_record(id);
+  EXPECT_TRUE(record.ok()) << record.error().message();
+  std::vector<std::pair<int64_t, ProgressEvent>> events;
+  for (size_t j = 0; record.ok() && j < record->jobs.size(); ++j) {
+    for (int epoch = 1; epoch <= epochs; ++epoch) {
+      ProgressEvent e;
+      e.kind = "metric";
+      e.time_ms = testing::kFakeT0 + 20'000 + int64_t{epoch} * 1'000;
+      e.epoch = epoch;
+      e.metrics["loss"] = loss(j, epoch);
+      events.emplace_back(record->jobs[j].id, e);
+    }
+  }
+  EXPECT_TRUE(store.add_job_events(events).ok());
+  return id;
+}
+
 // Issue 26: a run whose jobs reported a loss per epoch. Its report has one
 // loss chart with a line per job, drawn by the browser, and the DOM's table
 // holds each job's best loss as the store gives it.
 TEST_F(ReportInBrowser, TheLossOfEachJobIsDrawnAndItsBestIsTheStores) {
   std::unique_ptr<RunStore> store = testing::open_memory_store();
-  testing::FakeRun run;
-  run.degree = 3;
-  const int64_t id = testing::add_fake_run(*store, run, testing::kFakeT0);
-  Result<RunRecord> record = store->run_record(id);
-  ASSERT_TRUE(record.ok()) << record.error().message();
-  std::vector<std::pair<int64_t, ProgressEvent>> events;
-  for (size_t j = 0; j < record->jobs.size(); ++j) {
-    for (int epoch = 1; epoch <= 3; ++epoch) {
-      ProgressEvent e;
-      e.kind = "metric";
-      e.time_ms = testing::kFakeT0 + 20'000 + epoch * 1'000;
-      e.epoch = epoch;
-      e.metrics["loss"] = 2.0 / (epoch + static_cast<double>(j)) + 0.125;
-      events.emplace_back(record->jobs[j].id, e);
-    }
-  }
-  ASSERT_TRUE(store->add_job_events(events).ok());
+  const int64_t id = add_run_with_losses(*store, 3, 3, [](size_t j, int epoch) {
+    return 2.0 / (epoch + static_cast<double>(j)) + 0.125;
+  });
   const ReportOutcome outcome = write(*store, ReportTarget{ReportTarget::Kind::kRun, id}, false);
   const std::string html = dom(outcome);
   expect_charts_drawn(html, outcome);
@@ -200,23 +211,9 @@ TEST_F(ReportInBrowser, TheLossOfEachJobIsDrawnAndItsBestIsTheStores) {
 // a link sets them (index.html#smooth=0.9&log=1), and they redraw the chart.
 TEST_F(ReportInBrowser, ALossChartIsRedrawnSmoothedAndOnALogScale) {
   std::unique_ptr<RunStore> store = testing::open_memory_store();
-  testing::FakeRun run;
-  run.degree = 2;
-  const int64_t id = testing::add_fake_run(*store, run, testing::kFakeT0);
-  Result<RunRecord> record = store->run_record(id);
-  ASSERT_TRUE(record.ok()) << record.error().message();
-  std::vector<std::pair<int64_t, ProgressEvent>> events;
-  for (size_t j = 0; j < record->jobs.size(); ++j) {
-    for (int epoch = 1; epoch <= 8; ++epoch) {
-      ProgressEvent e;
-      e.kind = "metric";
-      e.time_ms = testing::kFakeT0 + 20'000 + epoch * 1'000;
-      e.epoch = epoch;
-      e.metrics["loss"] = (epoch % 2 == 0 ? 1.0 : 3.0) + static_cast<double>(j);  // zigzag
-      events.emplace_back(record->jobs[j].id, e);
-    }
-  }
-  ASSERT_TRUE(store->add_job_events(events).ok());
+  const int64_t id = add_run_with_losses(*store, 2, 8, [](size_t j, int epoch) {
+    return (epoch % 2 == 0 ? 1.0 : 3.0) + static_cast<double>(j);  // zigzag
+  });
   const ReportOutcome outcome = write(*store, ReportTarget{ReportTarget::Kind::kRun, id}, false);
   auto loss_chart = [](const std::string& html) {
     const size_t at = html.find("data-controls=\"metric-loss\"");

@@ -820,7 +820,8 @@ int64_t AutoScheduler::longest_queued_startup() const {
     const JobProfile* p = usable_profile(cls->second.front());
     if (p != nullptr) startup = std::max(startup, p->startup_ms.value_or(0));
   };
-  // Every class when every class is tried (no copy, no ordering needed).
+  // A bounded walk tries some classes (heads_to_try()); otherwise every
+  // class is tried, walked in place (no copy, no ordering needed).
   if (walk_is_bounded()) {
     for (const auto& head : heads_to_try(nullptr)) consider(head.second);
   } else {

@@ -90,10 +90,15 @@ std::string latest_log(const ServiceJobRow& row, const std::vector<AttemptRow>& 
   return attempts.back().log_path;
 }
 
+struct OpenFile {
+  UniqueFd fd;
+  uint64_t size = 0;
+};
+
 // The file `path` when it lies directly in `dir` (no link followed): a job
 // writes its profile summaries, and a trace path leading elsewhere must not
 // serve whatever the service can read.
-Result<UniqueFd> open_in_dir(const std::string& dir, const std::string& path) {
+Result<OpenFile> open_in_dir(const std::string& dir, const std::string& path) {
   const std::string prefix = dir + "/";
   const std::string name = path.starts_with(prefix) ? path.substr(prefix.size()) : "";
   if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
@@ -105,7 +110,7 @@ Result<UniqueFd> open_in_dir(const std::string& dir, const std::string& path) {
   struct stat st {};
   if (::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return Error(fmt::format("{} is not a regular file", path));
-  return f;
+  return OpenFile{std::move(f), static_cast<uint64_t>(st.st_size)};
 }
 
 // Files sent at once, at most (HttpServer::downloads_).
@@ -365,13 +370,11 @@ HttpAnswer ApiRoutes::profile_trace(int64_t id, int64_t window) {
                                   "/api/jobs/{} lists its windows)",
                                   id, window, id));
   }
-  Result<UniqueFd> file = open_in_dir(dir, w->trace_path);
+  Result<OpenFile> file = open_in_dir(dir, w->trace_path);
   if (!file.ok()) return error(404, file.error().message());
-  struct stat st {};
-  ::fstat(file->get(), &st);
   HttpAnswer answer{200, "application/json", "", ""};
-  answer.file = std::make_shared<const UniqueFd>(std::move(file).value());
-  answer.file_size = static_cast<uint64_t>(st.st_size);
+  answer.file_size = file->size;
+  answer.file = std::make_shared<const UniqueFd>(std::move(file->fd));
   answer.download_name = fmt::format("job-{}-torch-trace-{}.json", id, window);
   return answer;
 }
