@@ -255,6 +255,38 @@ std::optional<int64_t> duration_flag(std::string_view flag, const std::string& t
   return std::nullopt;
 }
 
+void add_disk_flags(CLI::App& command, DiskFlags& flags) {
+  command
+      .add_option("--max-log-size", flags.max_log_size,
+                  "a job's log (each attempt's) past this size keeps its first and last quarter "
+                  "and says what was cut (0: no cap)")
+      ->capture_default_str();
+  command
+      .add_option("--keep-checkpoints", flags.keep_checkpoints,
+                  "how long a job that ended ok keeps its checkpoint directory (0: removed as it "
+                  "ends; colo gc removes it later)")
+      ->capture_default_str();
+}
+
+bool disk_flags(const DiskFlags& flags, uint64_t& max_log_bytes, int64_t& keep_checkpoints_ms) {
+  Result<uint64_t> bytes =
+      flags.max_log_size == "0" ? Result<uint64_t>(0) : parse_bytes(flags.max_log_size);
+  if (!bytes.ok() || (*bytes != 0 && *bytes < 4096)) {
+    std::cerr << "colo: --max-log-size: "
+              << (bytes.ok() ? "must be 0 (no cap) or at least 4KiB" : bytes.error().message())
+              << " (write a size such as 64MiB)\n";
+    return false;
+  }
+  std::optional<int64_t> keep =
+      flags.keep_checkpoints == "0"
+          ? std::optional<int64_t>(0)
+          : duration_flag("--keep-checkpoints", flags.keep_checkpoints, 1);
+  if (!keep) return false;
+  max_log_bytes = *bytes;
+  keep_checkpoints_ms = *keep;
+  return true;
+}
+
 bool stall_timeout_flag(const std::string& text, StallOptions& stall) {
   if (text.empty()) return true;
   if (text == "off") {

@@ -115,6 +115,17 @@ inline constexpr const char* kStallTimeoutHelp =
     "stalled and runs it again (\"off\": never); default: 3x its longest epoch or gap between "
     "reports, plus 60s (docs/reliability.md)";
 
+// What a job may leave on disk (colo run, colo serve; docs/serve.md, Disk):
+// --max-log-size SIZE ("0": no cap) and --keep-checkpoints AGE (a job that
+// ended ok keeps its checkpoint directory that long; "0": removed at once).
+struct DiskFlags {
+  std::string max_log_size = "64MiB";
+  std::string keep_checkpoints = "0";
+};
+void add_disk_flags(CLI::App& command, DiskFlags& flags);
+// Their values; false after saying on stderr what is wrong.
+bool disk_flags(const DiskFlags& flags, uint64_t& max_log_bytes, int64_t& keep_checkpoints_ms);
+
 // Opens the existing store that `db_flag` names (default_db_path() when empty)
 // for reading: colo runs, show and report. When it can only be read (a
 // read-only or full file system), says so on stderr and reads it anyway.

@@ -66,6 +66,7 @@ struct RunFlags {
   std::string sample_period = "500ms";
   std::string grace = "10s";
   std::string stall_timeout;
+  DiskFlags disk;
   bool plain = false;
   bool local = false;
   bool no_wait = false;
@@ -188,6 +189,8 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   options.sample_period_ms = *period;
   options.stop_grace_ms = *grace;
   if (!stall_timeout_flag(flags.stall_timeout, options.stall)) return kExitBadInput;
+  if (!disk_flags(flags.disk, options.max_log_bytes, options.keep_checkpoints_ms))
+    return kExitBadInput;
   options.live_display = !flags.plain && can_redraw(STDOUT_FILENO);
   options.command_line = command_line;
   options.locks.dir = flags.lock_dir;
@@ -444,8 +447,9 @@ bool all_digits(std::string_view s) {
 }
 
 // The run or submission that `text` names: "" or "last" the most recent run,
-// a number that run, RUN/SUBMISSION a submission, else the newest run of
-// that name, else the newest submission of that name. An error says what to do.
+// a number that run, RUN/SUBMISSION a submission, else the caller's newest
+// run of that name, else their newest submission of that name (another
+// user's only by its id). An error says what to do.
 Result<ShowTarget> resolve_target(RunStore& store, const std::string& text) {
   if (text.empty() || text == "last") return ShowTarget{};
   if (all_digits(text)) {
@@ -468,12 +472,15 @@ Result<ShowTarget> resolve_target(RunStore& store, const std::string& text) {
     }
     return ShowTarget{run, std::move(*sub)};
   }
-  Result<std::optional<int64_t>> named = store.run_named(text);
+  // A name: the caller's own run or submission of that name, never another user's.
+  Result<std::optional<NamedTarget>> named = store.find_named(text, getuid());
   if (!named.ok()) return named.error();
-  if (*named) return ShowTarget{**named, std::nullopt};
-  Result<std::optional<SubmissionRow>> sub = store.submission_named(text);
-  if (!sub.ok()) return sub.error();
-  if (*sub) return ShowTarget{0, std::move(*sub)};
+  if (*named && (*named)->kind == NamedTarget::Kind::kRun) return ShowTarget{(*named)->id, {}};
+  if (*named) {
+    Result<std::optional<SubmissionRow>> sub = store.submission((*named)->id);
+    if (!sub.ok()) return sub.error();
+    if (*sub) return ShowTarget{0, std::move(*sub)};
+  }
   return Error(fmt::format(
       "'{}' is neither a run id nor the name of a run or a submission; `colo runs` lists them "
       "(a run gets a name with `colo run --name` or `colo label`, a submission with `colo "
@@ -716,6 +723,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   run_cmd->add_option("--grace", run.grace, "time between TERM and KILL when stopping jobs")
       ->capture_default_str();
   run_cmd->add_option("--stall-timeout", run.stall_timeout, kStallTimeoutHelp);
+  add_disk_flags(*run_cmd, run.disk);
   run_cmd->add_flag("--plain", run.plain,
                     "print one line per event instead of redrawing the job table");
   run_cmd->add_flag("--local", run.local,

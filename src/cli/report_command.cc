@@ -55,13 +55,14 @@ int report_command(const ReportFlags& flags) {
   for (const std::string& text : flags.targets) {
     Result<ReportTarget> target = parse_report_target(text);
     if (!target) {
-      // A run's name (colo run --name, colo label).
-      Result<std::optional<int64_t>> named = (*store)->run_named(text);
+      // The name of a run of the caller's own (colo run --name, colo label).
+      Result<std::optional<NamedTarget>> named =
+          (*store)->find_named(text, getuid(), NameKinds::kRuns);
       if (!named || !*named) {
         std::cerr << "colo: " << (named ? target.error() : named.error()).message() << "\n";
         return kExitBadInput;
       }
-      target = ReportTarget{ReportTarget::Kind::kRun, **named};
+      target = ReportTarget{ReportTarget::Kind::kRun, (*named)->id};
     }
     targets.push_back(*target);
   }

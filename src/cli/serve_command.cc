@@ -92,6 +92,7 @@ struct ServeFlags {
   std::string samples_full_for = "7d";
   std::string samples_thinned_to = "1m";
   std::string stall_timeout;
+  DiskFlags disk;
   std::string on_sigterm = "stop";
   std::string lock_dir;
   bool no_wait = false;
@@ -264,6 +265,8 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   options.engine.sample_period_ms = *period;
   options.engine.stop_grace_ms = *grace;
   if (!stall_timeout_flag(flags.stall_timeout, options.engine.stall)) return kExitBadInput;
+  if (!disk_flags(flags.disk, options.engine.max_log_bytes, options.engine.keep_checkpoints_ms))
+    return kExitBadInput;
   options.drain_on_stop = flags.on_sigterm == "drain";
   options.max_jobs_per_user = flags.max_jobs_per_user;
   options.max_gpus_per_user = flags.max_gpus_per_user;
@@ -515,6 +518,41 @@ int usage_command(const ClientFlags& flags, const std::string& since, bool csv,
   return kExitOk;
 }
 
+// `colo drain [--wait]` and `colo undrain`: the service stops (or starts
+// again) starting queued jobs; with `wait`, returns once no job runs, saying
+// how many still do as that changes.
+int drain_command(bool drain, bool wait, const ClientFlags& flags) {
+  std::optional<ServiceClient> client = connect(flags.socket);
+  if (!client) return kExitEnvironment;
+  SystemClock clock;
+  int64_t shown = -1;
+  while (true) {
+    Result<json> answer = client->call(protocol::drain_request(drain));
+    if (!answer.ok()) {
+      std::cerr << "colo: " << answer.error().message() << "\n";
+      return kExitEnvironment;
+    }
+    const int64_t running = answer->value("running", int64_t{0});
+    if (shown < 0 && !flags.json) {
+      std::cout << (drain ? fmt::format("colo serve is drained: no queued job starts until `colo "
+                                        "undrain`; {} run{} on\n",
+                                        count_of(running, "job"), running == 1 ? "s" : "")
+                          : "colo serve is undrained: queued jobs start again\n")
+                << std::flush;
+    }
+    if (!drain || !wait || running == 0) {
+      if (flags.json)
+        std::cout << json{{"state", (*answer)["state"]}, {"running", running}} << "\n";
+      return kExitOk;
+    }
+    if (running != shown && !flags.json)
+      std::cout << fmt::format("waiting for {} to end\n", count_of(running, "running job"))
+                << std::flush;
+    shown = running;
+    clock.sleep_for_ms(1000);
+  }
+}
+
 int cancel_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
@@ -753,6 +791,7 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   static std::optional<int64_t> log_run;
   static std::string log_db;
   static bool follow = false;
+  static bool drain_wait = false;
   static std::string usage_since = "7d";
   static bool usage_as_csv = false;
   static std::string usage_by = "user";
@@ -789,13 +828,13 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   serve_cmd
       ->add_option("--queue-order", serve.queue_order,
                    "fair-share: the next job comes from the user with the least recent usage "
-                   "(solo-equivalent GPU time over weight), first come first served within a "
+                   "(charged GPU time over weight), first come first served within a "
                    "user; fcfs: first come, first served across users (both within priorities)")
       ->check(CLI::IsMember({"fair-share", "fcfs"}))
       ->capture_default_str();
   serve_cmd
       ->add_option("--fair-share-half-life", serve.fair_share_half_life,
-                   "fair share: a user's usage (solo-equivalent GPU time) counts half after "
+                   "fair share: a user's usage (charged GPU time) counts half after "
                    "this long (docs/serve.md, Fair share)")
       ->capture_default_str();
   serve_cmd->add_option("--fair-share-weight", serve.fair_share_weights,
@@ -848,6 +887,7 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   serve_cmd->add_option("--grace", serve.grace, "time between TERM and KILL when stopping jobs")
       ->capture_default_str();
   serve_cmd->add_option("--stall-timeout", serve.stall_timeout, kStallTimeoutHelp);
+  add_disk_flags(*serve_cmd, serve.disk);
   serve_cmd
       ->add_option("--on-sigterm", serve.on_sigterm,
                    "stop: stop the running jobs (they run again at the next start, per their "
@@ -918,7 +958,7 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   queue_cmd->callback([&exit_code] { exit_code = queue_command(client, page); });
 
   CLI::App* usage_cmd = app.add_subcommand(
-      "usage", "Show who used colo serve's GPUs: each user's solo-equivalent GPU time and weight");
+      "usage", "Show who used colo serve's GPUs: each user's charged GPU time and weight");
   usage_cmd
       ->add_option("--since", usage_since,
                    "the second table: jobs that ended in this span (a duration: 7d, 12h)")
@@ -941,6 +981,21 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   add_client_flags(cancel_cmd, true);
   set_example(*cancel_cmd, "colo cancel 12 13");
   cancel_cmd->callback([&exit_code] { exit_code = cancel_command(ids, client); });
+
+  CLI::App* drain_cmd = app.add_subcommand(
+      "drain",
+      "Stop colo serve starting queued jobs (admins only): running jobs run on, submissions "
+      "still queue, until `colo undrain`; for maintenance: `colo drain --wait && systemctl stop "
+      "colo`");
+  drain_cmd->add_flag("--wait", drain_wait, "return once no job runs, saying how many still do");
+  add_client_flags(drain_cmd, true);
+  set_example(*drain_cmd, "colo drain --wait && systemctl stop colo");
+  drain_cmd->callback([&exit_code] { exit_code = drain_command(true, drain_wait, client); });
+  CLI::App* undrain_cmd =
+      app.add_subcommand("undrain", "Let colo serve start queued jobs again (admins only)");
+  add_client_flags(undrain_cmd, true);
+  set_example(*undrain_cmd, "colo undrain");
+  undrain_cmd->callback([&exit_code] { exit_code = drain_command(false, false, client); });
 
   CLI::App* logs_cmd = app.add_subcommand(
       "logs", "Print a job's log (its latest attempt): of colo serve, or of a run of colo run");

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,9 @@
 #include "common/units.h"
 #include "report/text_report.h"
 #include "run/log_layout.h"
+#include "serve/client.h"
+#include "serve/protocol.h"
+#include "serve/service.h"
 
 namespace colo {
 namespace {
@@ -183,8 +187,45 @@ struct GcFlags {
   std::string thin_after;
   std::string thin_to = "1m";
   std::string db;
+  std::string socket;
   bool dry_run = false;
 };
+
+// The files (logs, progress, checkpoints, profiles) of a running colo
+// serve's jobs that ended over `age_ms` ago, when the service answering on
+// `socket` (or its usual sockets) keeps `db`: its run never ends, so `colo
+// rm` and the removal of old runs never reach them. False after an error.
+bool collect_service_jobs(const std::string& db, const std::string& socket, int64_t age_ms,
+                          bool dry_run) {
+  Result<ServiceClient> client =
+      ServiceClient::find(socket.empty() ? service_socket_candidates() : std::vector{socket});
+  if (!client.ok()) return true;  // no service here: its runs ended, and were collected above
+  std::error_code ec;
+  const std::string store = std::filesystem::canonical(db, ec).string();
+  int64_t jobs = 0;
+  int64_t files = 0;
+  while (true) {
+    Result<nlohmann::json> answer =
+        client->call(protocol::gc_request(age_ms, ec ? db : store, dry_run));
+    if (!answer.ok()) {
+      if (answer.error().message().find("this colo serve keeps") != std::string::npos)
+        return true;  // it serves another store
+      std::cerr << "colo: gc: the service's jobs: " << answer.error().message() << "\n";
+      return false;
+    }
+    jobs += answer->value("jobs", int64_t{0});
+    files += answer->value("files", int64_t{0});
+    for (const auto& p : answer->value("problems", nlohmann::json::array()))
+      std::cerr << "colo: gc: " << p.get<std::string>() << "\n";
+    if (!answer->value("more", false) || dry_run) break;
+  }
+  std::cout << fmt::format(
+      "{} the files of {} of the running colo serve that ended more than {} "
+      "ago{}\n",
+      dry_run ? "would remove" : "removed", count_of(jobs, "job"), format_duration_ms(age_ms),
+      dry_run ? "" : fmt::format(" ({})", count_of(files, "file")));
+  return true;
+}
 
 // Thins the samples taken before `cutoff` of each ended run that has some, to
 // one per GPU (and process) every `every_ms`, after keeping what colo show,
@@ -267,6 +308,9 @@ int gc_command(const GcFlags& flags) {
   if (old.empty() && !flags.older_than.empty()) {
     std::cout << fmt::format("no run ended more than {} ago\n", format_duration_ms(*age_ms));
   }
+  if (!flags.older_than.empty()) {
+    ok = collect_service_jobs((*store)->path(), flags.socket, *age_ms, flags.dry_run) && ok;
+  }
   if (thin_after_ms) {
     std::vector<RunRow> kept;
     for (const RunRow& r : *runs) {
@@ -315,6 +359,9 @@ void add_store_commands(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   gc_cmd->add_option("--db", gc.db, "run store; default " + default_db_path());
   gc_cmd->add_flag("--dry-run", gc.dry_run, "say what would be removed; remove nothing");
+  gc_cmd->add_option("--socket", gc.socket,
+                     "the colo serve that keeps this store (default: the usual sockets): the "
+                     "files of its jobs that ended are removed too (admins only)");
   set_example(*gc_cmd, "colo gc --older-than 30d --thin-samples-after 7d --dry-run");
   gc_cmd->callback([&exit_code] { exit_code = gc_command(gc); });
 }

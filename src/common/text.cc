@@ -1,5 +1,7 @@
 #include "common/text.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -96,6 +98,22 @@ size_t edit_distance(std::string_view a, std::string_view b) {
     std::swap(prev, cur);
   }
   return prev[b.size()];
+}
+
+std::string shorten_text(std::string_view s, size_t max_lines, size_t max_bytes,
+                         std::string_view more) {
+  size_t end = std::min(s.size(), max_bytes);
+  size_t lines = 1;
+  for (size_t i = 0; i < end; ++i) {
+    if (s[i] == '\n' && ++lines > max_lines) {
+      end = i;
+      break;
+    }
+  }
+  if (end == s.size()) return std::string(s);
+  // Not inside a UTF-8 character: back off its continuation bytes.
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xc0) == 0x80) --end;
+  return fmt::format("{}... ({} more bytes: {})", s.substr(0, end), s.size() - end, more);
 }
 
 }  // namespace colo

@@ -29,6 +29,12 @@ std::optional<size_t> control_char_at(std::string_view s);
 // job_spec_from_json), so that what is shown is what runs.
 std::string strip_control_chars(std::string_view s);
 
+// `s` cut for a terminal: at most `max_lines` lines and `max_bytes` bytes
+// (never inside a UTF-8 character), followed by what `more` says when it
+// was cut ("... (N more bytes: <more>)"); `s` itself when it fits.
+std::string shorten_text(std::string_view s, size_t max_lines, size_t max_bytes,
+                         std::string_view more);
+
 // `s` safe as HTML text or an attribute's value: & < > " escaped.
 std::string escape_html(std::string_view s);
 

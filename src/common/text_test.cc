@@ -35,5 +35,21 @@ TEST(Text, DidYouMeanNamesTheNearestCandidateCloseEnough) {
   EXPECT_EQ(did_you_mean("x", std::vector<std::string>{}), "");
 }
 
+// Issue 53 (10): a long note is cut for the terminal (colo show printed a
+// 120 kB note whole), by lines and bytes, never inside a UTF-8 character.
+TEST(Text, ShortenTextCutsByLinesAndBytesAndSaysHowMuchIsLeft) {
+  EXPECT_EQ(shorten_text("short", 5, 500, "more"), "short");
+  EXPECT_EQ(shorten_text("a\nb\nc", 2, 500, "x"), "a\nb... (2 more bytes: x)");
+  EXPECT_EQ(shorten_text(std::string(1000, 'n'), 5, 10, "x"),
+            std::string(10, 'n') + "... (990 more bytes: x)");
+  // "é" is two bytes: a cut at byte 2 of "aé..." backs off to byte 1.
+  EXPECT_EQ(shorten_text("a\xc3\xa9"
+                         "bcd",
+                         5, 2, "x"),
+            "a... (5 more bytes: x)");
+  EXPECT_EQ(shorten_text(std::string(120'000, 'n'), 5, 500, "x").size(),
+            std::string(500, 'n').size() + std::string("... (119500 more bytes: x)").size());
+}
+
 }  // namespace
 }  // namespace colo

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/paths.h"
+#include "common/users.h"
 
 namespace colo {
 namespace {
@@ -31,14 +31,6 @@ Status make_shared_dir(const std::string& dir) {
                              std::strerror(errno)));
   }
   return OkStatus();
-}
-
-std::string user_name(uid_t uid) {
-  char buf[4096];
-  passwd pw{};
-  passwd* found = nullptr;
-  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) return pw.pw_name;
-  return std::to_string(uid);
 }
 
 std::string lock_path(const std::string& dir, const std::string& uuid) {
@@ -132,7 +124,7 @@ Result<std::unique_ptr<GpuLocks>> GpuLocks::acquire(const std::vector<DeviceInfo
   std::sort(order.begin(), order.end(),
             [](const DeviceInfo* a, const DeviceInfo* b) { return a->uuid < b->uuid; });
 
-  GpuLockHolder me{getpid(), geteuid(), user_name(geteuid()), clock.now_ms(), options.command};
+  GpuLockHolder me{getpid(), geteuid(), user_name_of(geteuid()), clock.now_ms(), options.command};
   std::unique_ptr<GpuLocks> locks(new GpuLocks());
   for (const DeviceInfo* d : order) {
     const std::string path = lock_path(options.dir, d->uuid);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -67,8 +68,8 @@ std::vector<pid_t> members(const std::string& cgroup) {
 }
 
 // Removes the cgroup and its descendants, deepest first.
-bool remove_tree(const std::string& path) {
-  for (const std::string& child : subdirectories(path)) remove_tree(path + "/" + child);
+bool remove_cgroup_tree(const std::string& path) {
+  for (const std::string& child : subdirectories(path)) remove_cgroup_tree(path + "/" + child);
   return rmdir(path.c_str()) == 0 || errno == ENOENT;
 }
 
@@ -116,6 +117,32 @@ std::optional<std::string> own_cgroup(std::string_view proc_self_cgroup) {
   return std::nullopt;
 }
 
+bool is_delegated(const std::string& dir) {
+  for (const char* name : {"trusted.delegate", "user.delegate"}) {
+    char value[8] = {};
+    const ssize_t n = ::getxattr(dir.c_str(), name, value, sizeof value - 1);
+    if (n > 0 && std::string_view(value, static_cast<size_t>(n)) == "1") return true;
+  }
+  return false;
+}
+
+Status move_self_into_leaf(const std::string& dir) {
+  const std::string leaf = dir + "/" + kOwnLeaf;
+  if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST)
+    return Error(fmt::format("cannot make {}: {}", leaf, std::strerror(errno)));
+  if (Status s = write_control(leaf + "/cgroup.procs", std::to_string(getpid())); !s.ok())
+    return s.error().with_context(fmt::format("moving colo into {}", leaf));
+  // Controllers for the jobs' cgroups: only once nothing else is left in
+  // `dir` (cgroup v2 lets no cgroup with processes pass them on), else the
+  // jobs run without host limits and the caller's apply_cgroup_limits says so.
+  std::istringstream controllers(read_text(dir + "/cgroup.controllers"));
+  for (std::string c; controllers >> c;) {
+    if (c == "cpu" || c == "memory" || c == "pids")
+      (void)write_control(dir + "/cgroup.subtree_control", "+" + c);
+  }
+  return OkStatus();
+}
+
 Result<std::string> choose_cgroup_parent(const char* override_value) {
   if (override_value != nullptr && *override_value != '\0') {
     std::string value = override_value;
@@ -128,6 +155,14 @@ Result<std::string> choose_cgroup_parent(const char* override_value) {
   }
   std::optional<std::string> mount = cgroup2_mount(read_text("/proc/self/mountinfo"));
   if (!mount) return Error("cgroup v2 is not mounted here");
+  std::optional<std::string> own = own_cgroup(read_text("/proc/self/cgroup"));
+  if (own && *own != "/" && is_delegated(*mount + *own)) {
+    // A cgroup of our own (a systemd unit with Delegate=yes): jobs go in it,
+    // so the unit's limits and its final kill reach them.
+    const std::string dir = *mount + *own;
+    if (Status s = move_self_into_leaf(dir); !s.ok()) return s.error();
+    return dir;
+  }
   if (geteuid() == 0) {
     std::string parent = *mount + "/colo";
     if (mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -141,7 +176,6 @@ Result<std::string> choose_cgroup_parent(const char* override_value) {
     }
     return parent;
   }
-  std::optional<std::string> own = own_cgroup(read_text("/proc/self/cgroup"));
   if (!own) return Error("this process has no cgroup v2");
   std::string dir = *mount + *own;
   if (access((dir + "/cgroup.procs").c_str(), W_OK) != 0 || access(dir.c_str(), W_OK) != 0) {
@@ -177,7 +211,7 @@ Result<JobUsage> end_cgroup(const std::string& path, int wait_ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   JobUsage usage = read_cgroup_usage(path);
-  if (!remove_tree(path)) {
+  if (!remove_cgroup_tree(path)) {
     return Error(fmt::format("cannot remove cgroup {}: {}", path, std::strerror(errno)));
   }
   return usage;

@@ -3,10 +3,14 @@
 // be killed with it, and its CPU time and peak memory are known.
 //
 // Layout: <parent>/run-<host>-<colo pid>-<colo start time>/job-<job id>. The parent
-// is $COLO_CGROUP_PARENT when set ("off": no cgroups); else, as root, "colo"
-// at the top of the cgroup v2 hierarchy this process sees; else this
-// process's own cgroup when the user may write it (a delegated subtree, e.g.
-// `systemd-run --user --scope -p Delegate=yes colo run ...`). Where none of
+// is $COLO_CGROUP_PARENT when set ("off": no cgroups); else this process's
+// own cgroup when systemd delegated it (a unit with Delegate=yes, which
+// systemd marks with the xattr trusted.delegate, or user.delegate under a
+// user manager: the packaged colo.service, or `systemd-run --user --scope -p
+// Delegate=yes colo run ...`), colo itself moving into its leaf "colo" there
+// so that the unit's limits and systemd's final kill reach every job; else,
+// as root, "colo" at the top of the cgroup v2 hierarchy this process sees;
+// else this process's own cgroup when the user may write it. Where none of
 // these can be had, jobs run in process groups only, and the caller says so.
 //
 // A run cgroup is named after its colo (pid and start time), so any later
@@ -37,6 +41,15 @@ std::optional<std::string> cgroup2_mount(std::string_view mountinfo);
 // This process's cgroup v2 path ("/user.slice/..."), from /proc/self/cgroup
 // text (the "0::" line); nullopt when there is none.
 std::optional<std::string> own_cgroup(std::string_view proc_self_cgroup);
+
+// Whether systemd delegated the cgroup directory `dir` (its xattr
+// trusted.delegate or user.delegate is "1").
+bool is_delegated(const std::string& dir);
+// Moves this process into <dir>/<kOwnLeaf> (made if needed) and passes the
+// cpu, memory and pids controllers on from `dir` where it may: cgroup v2
+// puts processes only in leaves of a subtree whose controllers are passed on.
+inline constexpr const char* kOwnLeaf = "colo";
+Status move_self_into_leaf(const std::string& dir);
 
 // The directory under which run cgroups are made (see the file comment), or
 // why there is none (then jobs run in process groups).

@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -101,6 +105,45 @@ TEST(CgroupFiles, LimitsAreWrittenAndAnOomKillIsRead) {
   put("memory.max", "max\n");
   EXPECT_FALSE(read_cgroup_usage(dir).memory_max_bytes.has_value());
   std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+// Issue 54 (4): in a cgroup systemd delegated to it (a unit with
+// Delegate=yes: the xattr trusted.delegate=1), colo makes its jobs' cgroups
+// inside it, moving itself into the leaf "colo" there, so that the unit's
+// limits and systemd's final kill reach the jobs (before, as root, it made
+// them at the top of the hierarchy, outside the unit). In a child process,
+// which the test moves into a stand-in unit's cgroup; skipped where this
+// machine lets no one make cgroups.
+TEST(CgroupParent, ADelegatedCgroupOfItsOwnHoldsTheJobsAndColoInALeaf) {
+  std::optional<std::string> mount = cgroup2_mount([] {
+    std::ifstream in("/proc/self/mountinfo");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }());
+  if (geteuid() != 0 || !mount) GTEST_SKIP() << "needs root and cgroup v2";
+  const std::string unit = "colo-test-" + std::to_string(getpid()) + ".service";
+  const std::string dir = *mount + "/" + unit;
+  if (::mkdir(dir.c_str(), 0755) != 0) GTEST_SKIP() << "cannot make cgroups here";
+  ASSERT_EQ(::setxattr(dir.c_str(), "trusted.delegate", "1", 1, 0), 0) << std::strerror(errno);
+  EXPECT_TRUE(is_delegated(dir));
+  const pid_t child = fork();
+  if (child == 0) {
+    std::ofstream(dir + "/cgroup.procs") << getpid() << "\n";
+    Result<std::string> parent = choose_cgroup_parent(nullptr);
+    if (!parent.ok() || *parent != dir) _exit(2);
+    std::ifstream self("/proc/self/cgroup");
+    const std::string own((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+    if (own.find("0::/" + unit + "/colo\n") == std::string::npos) _exit(3);
+    Result<RunCgroup> run = RunCgroup::create(*parent);
+    if (!run.ok() || run->path().rfind(dir + "/run-", 0) != 0) _exit(4);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: not its own cgroup; 3: not in the leaf; 4: run cgroup";
+  (void)kill_and_remove_cgroup(dir);
+  std::ifstream left(dir + "/cgroup.procs");
+  EXPECT_FALSE(left.good()) << "removed";
 }
 
 // The real thing, where this machine lets colo make cgroups (root, or a

@@ -87,6 +87,12 @@ void LineFollower::consume(std::string_view chunk, const LineSink& on_line) {
   }
 }
 
+void LineFollower::resume_at(uint64_t offset) {
+  offset_ = offset;
+  partial_.clear();
+  discarding_ = false;
+}
+
 void LineFollower::read(bool writer_exited, const LineSink& on_line) {
   if (path_.empty()) return;
   UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY));

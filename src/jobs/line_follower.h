@@ -56,6 +56,10 @@ class LineFollower {
   const std::string& path() const { return path_; }
   // Follows another path from its start (a retried job's new log).
   void reset(std::string path);
+  // Goes on from `offset` of the same file (one cut in place, jobs/log_cap.h,
+  // whose kept part was read already), not from its start as after a
+  // truncation by someone else. A line in progress there is dropped.
+  void resume_at(uint64_t offset);
   uint64_t skipped_bytes() const { return skipped_bytes_; }
   // While read() hands out lines: about how many bytes it hands out in all
   // (what was appended, within its budget, with a partial line kept from

@@ -128,6 +128,9 @@ class ProgressReader {
 
   // Follows a new log path from its start (a retried job logs elsewhere).
   void follow_log(const std::string& log_path);
+  // The log was cut in place to `size` bytes (jobs/log_cap.h): reading goes
+  // on from there, without reading its kept tail again.
+  void log_cut(uint64_t size) { log_.resume_at(size); }
 
   int64_t malformed_lines() const { return malformed_; }
   ThrottleCounts throttled() const;

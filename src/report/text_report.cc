@@ -11,6 +11,7 @@
 #include <set>
 
 #include "analysis/training_metrics.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "jobs/job_spec_json.h"
 #include "jobs/progress_event.h"
@@ -180,7 +181,10 @@ namespace {
 std::string label_lines(const RunLabel& label) {
   std::string out;
   if (!label.name.empty() || !label.tags.empty()) out += "Name " + label_text(label) + "\n";
-  if (!label.note.empty()) out += "Note " + label.note + "\n";
+  // A note is anyone's text of any length: a screenful at most here.
+  if (!label.note.empty()) {
+    out += "Note " + shorten_text(label.note, 5, 500, "`colo show --json` has it whole") + "\n";
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "run/log_layout.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,6 +12,7 @@
 
 #include "common/names.h"
 #include "common/paths.h"
+#include "common/remove_tree.h"
 
 namespace colo {
 namespace {
@@ -90,15 +92,55 @@ std::string job_dir_of_log(const std::string& log_path, JobDir which) {
   return dir + "/" + name + (checkpoint ? ".checkpoint" : ".profile");
 }
 
+std::string attempt_log_path(const std::string& stem, int attempt) {
+  return attempt <= 1 ? stem + ".log" : fmt::format("{}.attempt{}.log", stem, attempt);
+}
+
+std::string attempt_progress_path(const std::string& stem, int attempt) {
+  return attempt <= 1 ? stem + ".progress.jsonl"
+                      : fmt::format("{}.attempt{}.progress.jsonl", stem, attempt);
+}
+
+Result<int64_t> remove_job_files(const std::string& log_path, int attempts) {
+  const std::string checkpoint = job_dir_of_log(log_path, JobDir::kCheckpoint);
+  if (checkpoint.empty())
+    return Error(fmt::format("{} is not a job's log in colo's layout: nothing removed", log_path));
+  std::string stem = log_path.substr(0, log_path.size() - 4);  // without ".log"
+  if (const size_t at = stem.rfind(".attempt");
+      at != std::string::npos && stem.find('/', at) == std::string::npos)
+    stem.resize(at);
+  std::vector<std::string> doomed = {checkpoint, job_dir_of_log(log_path, JobDir::kProfile)};
+  for (int a = 1; a <= std::max(1, attempts); ++a) {
+    doomed.push_back(attempt_log_path(stem, a));
+    doomed.push_back(attempt_progress_path(stem, a));
+  }
+  int64_t removed = 0;
+  for (const std::string& path : doomed) {
+    struct stat st {};
+    const bool there = ::lstat(path.c_str(), &st) == 0;
+    if (Status s = remove_tree(path); !s.ok()) return s.error();
+    removed += there ? 1 : 0;
+  }
+  return removed;
+}
+
 void remove_run_logs(int64_t run_id, const std::vector<std::string>& log_paths) {
   namespace fs = std::filesystem;
   std::set<fs::path> dirs;
   for (const std::string& p : log_paths) dirs.insert(fs::path(p).parent_path());
-  std::error_code ec;
   if (dirs.size() == 1 && dirs.begin()->filename() == std::to_string(run_id)) {
-    fs::remove_all(*dirs.begin(), ec);
+    (void)remove_tree(dirs.begin()->string());
   } else {
-    for (const std::string& p : log_paths) fs::remove(p, ec);
+    // Each job's last attempt's log: its attempts are up to the one it names.
+    for (const std::string& p : log_paths) {
+      int attempts = 1;
+      if (const size_t at = p.rfind(".attempt"); at != std::string::npos)
+        attempts = std::max(1, std::atoi(p.c_str() + at + 8));
+      if (!remove_job_files(p, attempts).ok()) {
+        std::error_code ec;
+        fs::remove(p, ec);  // a log outside colo's layout: itself alone
+      }
+    }
   }
 }
 

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
+
 namespace colo {
 
 // The directory of one `colo run`'s job files; `logs_root` empty: <state dir>/runs.
@@ -36,8 +38,19 @@ std::string service_profile_dir(const std::string& service_dir, int64_t job_id);
 enum class JobDir { kCheckpoint, kProfile };
 std::string job_dir_of_log(const std::string& log_path, JobDir which);
 
-// Removes the logs of a removed run: its directory, when every log is in a
-// directory named after the run (the layout above), else each log alone.
+// The log and progress file of attempt `attempt` of the job whose file stem
+// is `stem` (the first attempt's: <stem>.log, later ones' <stem>.attempt<N>.log).
+std::string attempt_log_path(const std::string& stem, int attempt);
+std::string attempt_progress_path(const std::string& stem, int attempt);
+// Removes every file of the job whose log (of any attempt) is `log_path`,
+// in either layout above: the log and progress file of each of its
+// `attempts`, its checkpoint and profile directories, never following a
+// link (they may be another user's: common/remove_tree.h). Returns how many
+// were there; an error names the first that could not be removed.
+Result<int64_t> remove_job_files(const std::string& log_path, int attempts);
+// Removes the files of a removed run: its directory, when every log is in a
+// directory named after the run (the layout above), else each job's files
+// (remove_job_files; a log outside the layout alone).
 void remove_run_logs(int64_t run_id, const std::vector<std::string>& log_paths);
 
 }  // namespace colo

@@ -31,6 +31,8 @@ EngineOptions engine_options(const JobFile& file, const RunOptions& options) {
   e.sample_period_ms = options.sample_period_ms;
   e.stop_grace_ms = options.stop_grace_ms;
   e.stall = options.stall;
+  e.max_log_bytes = options.max_log_bytes;
+  e.keep_checkpoints_ms = options.keep_checkpoints_ms;
   e.flush_ms = options.flush_ms;
   e.live_display = options.live_display;
   e.profiles_elsewhere = options.profiles_elsewhere;
@@ -50,7 +52,7 @@ Result<std::vector<EngineJob>> record_jobs(const JobFile& file, const RunOptions
     const std::string stem = run_job_stem(logs_dir, i, file.jobs[i].name);
     jobs[i].spec = file.jobs[i];
     jobs[i].log_stem = stem;
-    jobs[i].progress_path = stem + ".progress.jsonl";
+    jobs[i].progress_path = attempt_progress_path(stem, 1);
     jobs[i].checkpoint_dir =
         i < options.checkpoint_dirs.size() && !options.checkpoint_dirs[i].empty()
             ? options.checkpoint_dirs[i]

@@ -60,6 +60,10 @@ struct RunOptions {
   int64_t stop_grace_ms = 10'000;
   // When a job counts as stalled (`--stall-timeout`).
   StallOptions stall;
+  // What a job may leave on disk (EngineOptions: `--max-log-size`,
+  // `--keep-checkpoints`).
+  uint64_t max_log_bytes = uint64_t{64} << 20;
+  int64_t keep_checkpoints_ms = 0;
   // How often the loop wakes (reaps, reads progress, places jobs).
   int64_t tick_ms = 200;
   // How often samples and events are written to the store (one transaction).

@@ -16,12 +16,15 @@
 #include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/proc_stat.h"
+#include "common/remove_tree.h"
 #include "common/stop_signal.h"
 #include "common/units.h"
 #include "gpu/sim_backend.h"
 #include "jobs/job_features.h"
 #include "jobs/job_signature.h"
+#include "jobs/log_cap.h"
 #include "jobs/rendezvous.h"
+#include "run/log_layout.h"
 #include "run/simulated_load.h"
 #include "sched/auto_scheduler.h"
 #include "sched/family.h"
@@ -139,7 +142,9 @@ struct RunEngine::JobRuntime {
   std::string preempted;            // why colo stopped it for a job of higher priority
   std::string doomed;               // why the policy stopped it (take_stops()): runs again
   int preemptions = 0;              // attempts it was preempted in (not counted either)
-  int counted_attempts() const { return attempt - uncounted - preemptions; }
+  int64_t log_checked_ms = 0;       // when its log's size was last checked (monotonic)
+  bool log_cut = false;             // its log was cut to its cap (said once)
+  int counted_attempts() const { return attempt - uncounted - preemptions - job.uncounted_before; }
   std::vector<int> gpus() const {
     if (!gang_devices.empty()) return gang_devices;
     return device ? std::vector<int>{*device} : std::vector<int>{};
@@ -373,8 +378,7 @@ const DeviceInfo& RunEngine::device(int index) const {
 }
 
 std::string RunEngine::log_path(const JobRuntime& job) const {
-  return job.attempt <= 1 ? job.job.log_stem + ".log"
-                          : fmt::format("{}.attempt{}.log", job.job.log_stem, job.attempt);
+  return attempt_log_path(job.job.log_stem, job.attempt);
 }
 
 void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis ended_ms) {
@@ -393,6 +397,14 @@ void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis en
   display_.event(what);
   changes_.push_back({JobChange::Kind::kEnded, job.key, job.job.id, exit.state, job.note,
                       job.device, job.attempt, ended_ms});
+  // A job that ended ok needs its checkpoints no more (a resume runs only
+  // jobs that did not): they go now, unless they are kept a while.
+  if (exit.state == JobState::kOk && !job.job.checkpoint_dir.empty() &&
+      options_.keep_checkpoints_ms == 0) {
+    if (Status removed = remove_tree(job.job.checkpoint_dir); !removed.ok())
+      display_.event(
+          fmt::format("{}: its checkpoints stay: {}", job.label(), removed.error().message()));
+  }
   fail_fast(job);
 }
 
@@ -819,7 +831,7 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& ended, const Gpu
     // as the policy says, not counted as an attempt.
     const std::string why = std::exchange(job.doomed, {});
     const EndVerdict verdict = scheduler_->finished(job.key, JobEnd::kStopped, now);
-    requeue(job, f.ended_ms, verdict.note.empty() ? why : verdict.note);
+    requeue(job, f.ended_ms, verdict.note.empty() ? why : verdict.note, /*counted=*/false);
     job.uncounted += 1;
     if (!verdict.requeued) scheduler_->enqueue(queued_as(job));  // a policy that does not stop
     return;
@@ -834,7 +846,8 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& ended, const Gpu
     requeue(job, f.ended_ms,
             fmt::format("{}; it runs again later, from its checkpoint if it saved one (not "
                         "counted as an attempt)",
-                        why));
+                        why),
+            /*counted=*/false);
     job.preemptions += 1;
     parked_.push_back(job.key);
     return;
@@ -924,7 +937,7 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& ended, const Gpu
   }
   EndVerdict verdict = scheduler_->finished(job.key, job_end_of(f.exit.state), now);
   if (verdict.requeued && !stopping_) {
-    requeue(job, f.ended_ms, f.exit.reason + ": " + verdict.note);
+    requeue(job, f.ended_ms, f.exit.reason + ": " + verdict.note, verdict.counted);
     if (!verdict.counted) job.uncounted += 1;
     return;
   }
@@ -948,7 +961,8 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& ended, const Gpu
 
 // The job is queued again (an out-of-memory retry, a mechanism failure); its
 // next attempt logs to <stem>.attempt<N>.log.
-void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string& reason) {
+void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string& reason,
+                        bool counted) {
   ProgressEvent e;
   e.time_ms = ended_ms;
   e.kind = "requeued";
@@ -960,7 +974,7 @@ void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string&
   job.note = reason;
   ctx_.writer.job_requeued(job.job.id, log_path(job), reason, ended_ms);
   changes_.push_back({JobChange::Kind::kRequeued, job.key, job.job.id, JobState::kQueued, reason,
-                      job.device, job.attempt, ended_ms});
+                      job.device, job.attempt, ended_ms, counted});
   display_.event(fmt::format("{} requeued: {}", job.label(), reason));
 }
 
@@ -977,7 +991,7 @@ void RunEngine::requeue_uncounted(JobRuntime& job, const FinishedJob& f,
                  f.ended_ms);
     return;
   }
-  requeue(job, f.ended_ms, reason);
+  requeue(job, f.ended_ms, reason, /*counted=*/false);
   job.uncounted += 1;
   scheduler_->enqueue(queued_as(job));
 }
@@ -1366,9 +1380,27 @@ void RunEngine::send_probe_profile(JobRuntime& job, std::string_view stage) {
   scheduler_->learned(job.signature, p, ctx_.clock.monotonic_ms());
 }
 
+void RunEngine::cap_log(JobRuntime& job, bool exited) {
+  const int64_t now = ctx_.clock.monotonic_ms();
+  if (options_.max_log_bytes == 0 || (!exited && now < job.log_checked_ms + kLogCheckEveryMs))
+    return;
+  job.log_checked_ms = now;
+  const std::string why =
+      fmt::format("its cap of {} (--max-log-size)", format_bytes(options_.max_log_bytes));
+  Result<std::optional<uint64_t>> cut = cut_log(log_path(job), options_.max_log_bytes, why);
+  if (!cut.ok() || !*cut) return;  // a log colo cannot open is the reader's to say
+  if (!exited) job.reader->log_cut(**cut);
+  if (!job.log_cut) {
+    job.log_cut = true;
+    display_.event(fmt::format("{}: its log passed {}: its first and last quarter are kept",
+                               job.label(), why));
+  }
+}
+
 void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
   if (!job.reader) return;
   std::vector<ProgressEvent> events = job.reader->poll(ctx_.clock.now_ms(), exited);
+  cap_log(job, exited);
   if (ctx_.backend.simulated() && !exited && job.device && job.pid > 0 && job.sim_load &&
       job.sim_load->update(events)) {
     for (int d : job.gpus())
@@ -1451,7 +1483,8 @@ void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
       e.kind == "epoch_end" ? job.epoch.value_or(job.epochs) : e.epoch.value_or(job.epochs);
   auto goal = spec.lower_is_better.find(spec.objective);
   std::optional<std::string> verdict = early_stop_.report(
-      spec.source, static_cast<int64_t>(job.key), *spec.early_stop,
+      job.job.trials_of.empty() ? spec.source : job.job.trials_of, static_cast<int64_t>(job.key),
+      *spec.early_stop,
       TrialReport{spec.objective, goal == spec.lower_is_better.end() || goal->second, epoch,
                   value->second});
   if (!verdict) return;

@@ -127,6 +127,14 @@ struct EngineOptions {
   CgroupLimits default_limits;
   // When a running job counts as stalled (run/stall_watch.h).
   StallOptions stall;
+  // A job's log (each attempt's) is cut to its first and last quarter once
+  // it passes this many bytes (jobs/log_cap.h: checked once a second); 0: no
+  // cap (`--max-log-size`).
+  uint64_t max_log_bytes = uint64_t{64} << 20;
+  // A job that ends ok has its checkpoint directory removed at once (0), or
+  // it stays this long (the service removes it then; `colo gc` any time:
+  // `--keep-checkpoints`).
+  int64_t keep_checkpoints_ms = 0;
   // Appended to every job's PYTHONPATH, so that `import colo_progress` (and
   // colo_data) works in a job with no install. nullopt: PYTHONPATH untouched.
   std::optional<std::string> python_client_dir = find_python_client_dir();
@@ -161,6 +169,10 @@ struct EngineJob {
   std::string profile_dir;
   // The number of its first attempt here (a service restart continues the count).
   int attempt = 1;
+  // Of the attempts before it, those that ended through no fault of its own
+  // (the service's stop or crash, a neighbour's fault, a preemption): they
+  // do not count against its attempts.
+  int uncounted_before = 0;
   uint32_t owner = 0;           // who it is accounted to (fair share: set_usage())
   std::optional<RunAs> run_as;  // see LaunchRequest
   std::shared_ptr<const std::map<std::string, std::string>> base_env;  // see LaunchRequest
@@ -171,6 +183,11 @@ struct EngineJob {
   // The shared data loader it reads through (its spec's dataset), for the
   // auto policy's host accounting; its COLO_DATA_SOCKET is in extra_env.
   std::optional<HostCost> host_cost;
+  // The sweep whose trials its [early_stop] rule judges it among: what its
+  // caller recorded (the service: the submission and its submitter), never
+  // only what a client sent. Empty: its spec's source (file:line), as under
+  // `colo run`, where one user's one job file is the run.
+  std::string trials_of;
 };
 
 // What changed about a job, for callers that keep their own records (the
@@ -185,6 +202,9 @@ struct JobChange {
   std::optional<int> device;
   int attempt = 1;
   UnixMillis time_ms = 0;
+  // kRequeued: the attempt that ended counts against the job's attempts
+  // (false: it ended through no fault of its own).
+  bool counted = true;
 };
 
 // A job as it stands now, for displays and snapshots.
@@ -322,7 +342,14 @@ class RunEngine {
   // that of the other jobs on one of its GPUs exceed the GPU's, the job is
   // stopped at once and ends out of memory (end_attempt), as on a real GPU.
   void check_simulated_memory(JobRuntime& job);
-  void requeue(JobRuntime& job, UnixMillis ended_ms, const std::string& reason);
+  // `counted`: the attempt that ended counts against the job's attempts
+  // (JobChange::counted).
+  void requeue(JobRuntime& job, UnixMillis ended_ms, const std::string& reason,
+               bool counted = true);
+  // Cuts the job's log to its cap (options_.max_log_bytes) when it passed it:
+  // at most once every kLogCheckEveryMs while it runs, and as it exits.
+  void cap_log(JobRuntime& job, bool exited);
+  static constexpr int64_t kLogCheckEveryMs = 1000;
   // Requeues a job whose attempt ended through no fault of its own, without
   // counting the attempt (it ends failed after kMaxUncountedAttempts of them).
   void requeue_uncounted(JobRuntime& job, const FinishedJob& f, const std::string& reason);

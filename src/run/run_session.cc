@@ -8,6 +8,7 @@
 
 #include "common/names.h"
 #include "common/paths.h"
+#include "common/users.h"
 #include "data/ring_owner.h"
 #include "gpu/device_json.h"
 #include "run/leftovers.h"
@@ -145,7 +146,9 @@ Status RunSession::record_run() {
              devices_to_json(devices_).dump(),
              slurm ? SlurmRecord{slurm->job_id, slurm->step, slurm->node, slurm->restart_count}
                    : SlurmRecord{},
-             options_.label};
+             options_.label,
+             getuid(),
+             user_name_of(getuid())};
   // The run's id is needed at once: wait out a store locked by another colo.
   Result<int64_t> id = retry_transient(ctx_.clock, options_.store_retry_ms,
                                        [&] { return ctx_.store.begin_run(record_); });

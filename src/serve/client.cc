@@ -39,10 +39,21 @@ Result<ServiceClient> ServiceClient::find(const std::vector<std::string>& candid
 Result<json> ServiceClient::call(const json& request, bool* answered) const {
   if (answered != nullptr) *answered = false;
   const std::string line = request.dump(-1, ' ', false, json::error_handler_t::replace);
-  // A service at its connection limits says "busy": try again for a while.
+  // A service at its connection bounds says "busy", or, past the few
+  // connections it tells, closes the rest unanswered: try again, backing
+  // off, within the timeout. (A submission is safe to send again: its key
+  // makes the service answer with the jobs it stored the first time.)
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
   for (int pause_ms = 20;; pause_ms = std::min(pause_ms * 2, 500)) {
-    Result<std::string> got = call_socket(path_, line, timeout_ms_);
+    bool dropped = false;
+    Result<std::string> got = call_socket(path_, line, timeout_ms_, &dropped);
+    if (!got.ok() && dropped && std::chrono::steady_clock::now() < give_up) {
+      // Jittered, so that many clients shed at once do not come back at once.
+      static thread_local std::minstd_rand jitter(std::random_device{}());
+      std::this_thread::sleep_for(std::chrono::milliseconds(
+          pause_ms / 2 + static_cast<int>(jitter() % (pause_ms / 2 + 1))));
+      continue;
+    }
     if (!got.ok()) return got.error();
     json answer = json::parse(*got, nullptr, /*allow_exceptions=*/false);
     if (!answer.is_object())

@@ -245,10 +245,10 @@ std::string prometheus_metrics(const ServiceSnapshot& s) {
   for (const Family* f : {&job_info, &epoch, &rate, &memory, &attempts, &end}) f->write(out);
 
   Family usage("colo_user_usage_seconds", "gauge",
-               "Fair share: the user's solo-equivalent GPU time lately (decayed with the "
+               "Fair share: the user's charged GPU time lately (decayed with the "
                "service's half-life).");
   Family usage_total("colo_user_usage_seconds_total", "counter",
-                     "The user's solo-equivalent GPU time in all (kept across restarts).");
+                     "The user's charged GPU time in all (kept across restarts).");
   Family weight("colo_user_fair_share_weight", "gauge", "The user's fair-share weight.");
   Family user_jobs("colo_user_jobs", "gauge", "The user's jobs queued or running.");
   for (const auto& [user, o] : s.owners) {

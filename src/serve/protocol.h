@@ -20,8 +20,10 @@ inline constexpr std::string_view kStatus = "status";  // ids -> jobs
 inline constexpr std::string_view kCancel = "cancel";  // ids -> cancelled, not_cancelled
 inline constexpr std::string_view kLogs = "logs";      // id, offset, max_bytes -> data, offset
 inline constexpr std::string_view kUsage = "usage";    // since_ms -> owners, ended
-inline constexpr std::string_view kOperations[] = {kSubmit, kQueue, kStatus,
-                                                   kCancel, kLogs,  kUsage};
+inline constexpr std::string_view kDrain = "drain";    // drain -> state, running
+inline constexpr std::string_view kGc = "gc";          // older_than_ms -> jobs, files, more
+inline constexpr std::string_view kOperations[] = {kSubmit, kQueue, kStatus, kCancel,
+                                                   kLogs,   kUsage, kDrain,  kGc};
 
 // `jobs`: each in jobs/job_spec_json's shape; `env`: the environment jobs
 // start from; `submit_key`: the client's random token for this submission (a
@@ -72,6 +74,18 @@ inline nlohmann::json cancel_request(const std::vector<int64_t>& ids) {
 // store's per-job figures summed: RunStore::service_usage_since).
 inline nlohmann::json usage_request(int64_t since_ms) {
   return {{"op", kUsage}, {"since_ms", since_ms}};
+}
+// `drain`: true stops the service starting queued jobs (running ones run
+// on; submissions still queue), false starts them again; admins only. The
+// answer says the service's state and how many jobs run.
+inline nlohmann::json drain_request(bool drain) { return {{"op", kDrain}, {"drain", drain}}; }
+// `colo gc` of a running service's store (`store`: the path the caller
+// means; the service refuses another): the files of its jobs that ended
+// over `older_than_ms` ago (logs, progress, checkpoints, profiles); admins
+// only. The answer counts `jobs` and `files` removed; `more`: jobs are left
+// for the next request (each removes a bounded number).
+inline nlohmann::json gc_request(int64_t older_than_ms, const std::string& store, bool dry_run) {
+  return {{"op", kGc}, {"older_than_ms", older_than_ms}, {"store", store}, {"dry_run", dry_run}};
 }
 inline nlohmann::json logs_request(int64_t id, uint64_t offset) {
   return {{"op", kLogs}, {"id", id}, {"offset", offset}};

@@ -20,6 +20,7 @@
 #include "common/heap.h"
 #include "common/names.h"
 #include "common/paths.h"
+#include "common/remove_tree.h"
 #include "common/stop_signal.h"
 #include "common/text.h"
 #include "common/units.h"
@@ -31,6 +32,7 @@
 #include "run/data_loading.h"
 #include "run/leftovers.h"
 #include "run/log_layout.h"
+#include "serve/fair_share.h"
 #include "serve/protocol.h"
 #include "serve/sample_thinning.h"
 #include "store/store_writer.h"
@@ -53,6 +55,9 @@ constexpr int64_t kQueueAnswerMaxAgeMs = 500;
 // kernel where more than kHeapSlackBytes were freed since it last did
 // (HeapTrimmer): what a large submission or the passes after it freed.
 constexpr int64_t kHeapTrimEveryMs = 10'000;
+// How often the checkpoints of jobs that ended ok are looked for
+// (--keep-checkpoints).
+constexpr int64_t kCheckpointSweepEveryMs = 600'000;
 constexpr size_t kHeapSlackBytes = size_t{16} << 20;
 
 json error_answer(const std::string& message) { return json{{"ok", false}, {"error", message}}; }
@@ -219,16 +224,19 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& s
   for (const auto& [name, value] : string_map(secrets.value("job_env", json::object())))
     job.spec.env[name] = value;
   job.attempt = row.attempts + 1;
+  job.uncounted_before = row.uncounted;
   const std::string stem = service_job_stem(options_.logs_root, row.id, row.name);
   job.log_stem = stem;
-  job.progress_path = job.attempt > 1
-                          ? fmt::format("{}.attempt{}.progress.jsonl", stem, job.attempt)
-                          : stem + ".progress.jsonl";
+  job.progress_path = attempt_progress_path(stem, job.attempt);
   job.checkpoint_dir = service_checkpoint_dir(options_.logs_root, row.id);
   job.profile_dir = service_profile_dir(options_.logs_root, row.id);
   job.extra_env["COLO_JOB_ID"] = std::to_string(row.id);
   job.label = fmt::format("job {} ({}, {})", row.id, row.name, row.owner_name);
   job.owner = row.owner_uid;
+  // Early stopping judges a trial only among its own submission's, by the
+  // submitter the service saw: the source a client sends is a claim.
+  job.trials_of = fmt::format("uid {} submission {} {}", row.owner_uid,
+                              row.submission_id.value_or(-row.id), spec.source);
   owner_names_[row.owner_uid] = row.owner_name;
   // Only what its submitter sent, whatever the request said: never the
   // service's own environment (root's, with its secrets).
@@ -405,7 +413,7 @@ Status Service::recover_queue() {
   int requeued = 0;
   int queued = 0;
   const UnixMillis now = ctx_.clock.now_ms();
-  for (const ServiceJobRow& row : *rows) {
+  for (ServiceJobRow& row : *rows) {
     Result<JobSpec> spec = job_spec_from_json(json::parse(row.spec_json, nullptr, false));
     if (!spec.ok()) {
       record_end(row.id, JobState::kFailed, "its job spec is unreadable: " + spec.error().message(),
@@ -413,21 +421,21 @@ Status Service::recover_queue() {
       continue;
     }
     if (row.state == JobState::kRunning) {
-      // The service that ran it is gone (killed, or the machine went down).
-      const std::string what =
-          fmt::format("attempt {} was interrupted: colo serve stopped while it ran", row.attempts);
+      // The service that ran it is gone (killed, or the machine went down):
+      // the attempt was cut short by the service, not by the job, and does
+      // not count against its attempts.
+      const std::string what = fmt::format(
+          "attempt {} was interrupted by the service's restart: colo serve stopped while it ran",
+          row.attempts);
       if (spec->restart == RestartPolicy::kNever) {
         record_end(row.id, JobState::kInterrupted, what + " (restart = \"never\")", now);
         ctx_.log << fmt::format("job {} ({}): {}; restart = \"never\": not run again\n", row.id,
                                 row.name, what);
         continue;
       }
-      if (row.attempts >= kMaxJobAttempts) {
-        record_end(row.id, JobState::kInterrupted,
-                   fmt::format("{}; gave up after {} attempts", what, row.attempts), now);
-        continue;
-      }
-      writer_.service_job_requeued(row.id, what + "; running it again");
+      writer_.service_job_requeued(row.id, what + "; running it again (not counted as an attempt)",
+                                   /*counted=*/false);
+      row.uncounted += 1;
       ctx_.log << fmt::format("job {} ({}): {}; running it again (attempt {})\n", row.id, row.name,
                               what, row.attempts + 1);
       ++requeued;
@@ -463,15 +471,19 @@ void Service::record_changes() {
       case JobChange::Kind::kRequeued:
         account_last_span(c.key, c.time_ms);
         tracked_.at(id).waiting_since_ms = c.time_ms;
-        writer_.service_job_requeued(id, c.reason);
+        writer_.service_job_requeued(id, c.reason, c.counted);
         break;
       case JobChange::Kind::kEnded:
         account_last_span(c.key, c.time_ms);
         if (c.state == JobState::kInterrupted && tracked.restart == RestartPolicy::kOnFailure) {
-          // The service stops under it: it runs again at the next start.
+          // The service stops under it: it runs again at the next start, and
+          // the attempt the service cut short is not the job's.
           writer_.service_job_requeued(
-              id, fmt::format("attempt {} interrupted: {}; it runs again when the service starts",
-                              c.attempt, c.reason));
+              id,
+              fmt::format("attempt {} interrupted by the service's stop: {}; it runs again when "
+                          "the service starts (not counted as an attempt)",
+                          c.attempt, c.reason),
+              /*counted=*/false);
         } else {
           record_end(id, c.state, c.reason, c.time_ms);
           ended_views_[id] = engine_.view(c.key);
@@ -534,12 +546,122 @@ json Service::handle(const Caller& caller, const json& request) {
   if (op == protocol::kCancel) return cancel(caller, request);
   if (op == protocol::kLogs) return logs(caller, request);
   if (op == protocol::kUsage) return usage_answer(request);
+  if (op == protocol::kDrain) return drain(caller, request);
+  if (op == protocol::kGc) return gc(caller, request);
   return error_answer(fmt::format("unknown request '{}'; colo serve answers {}", op,
                                   fmt::join(protocol::kOperations, ", ")));
 }
 
+json Service::drain(const Caller& caller, const json& request) {
+  if (!is_admin(caller)) {
+    return error_answer(fmt::format(
+        "only the service's admins (root, {} or --admin-group) may drain or undrain colo serve; "
+        "you are {}",
+        info_.user, caller.user));
+  }
+  auto drain = request.find("drain");
+  if (drain == request.end() || !drain->is_boolean())
+    return error_answer("drain: 'drain' must be true or false");
+  if (info_.state != "running" && info_.state != "drained") {
+    return error_answer(fmt::format("colo serve is {}{}; it cannot be {}", info_.state,
+                                    halt_reason_.empty() ? "" : ": " + halt_reason_,
+                                    *drain ? "drained" : "undrained"));
+  }
+  const std::string was = info_.state;
+  set_state(*drain ? "drained" : "running");
+  engine_.hold(*drain);
+  if (info_.state != was) {
+    ctx_.log << fmt::format(
+        "{} {} the service: {}\n", caller.user, *drain ? "drained" : "undrained",
+        *drain ? fmt::format("no queued job starts; {} running run on", engine_.running())
+               : "queued jobs start again");
+  }
+  return json{{"ok", true}, {"state", info_.state}, {"running", engine_.running()}};
+}
+
+json Service::gc(const Caller& caller, const json& request) {
+  // Another store first: a user collecting their own store is not refused.
+  Result<std::string> store = string_field(request, "store", "");
+  if (!store.ok()) return error_answer("gc: " + store.error().message());
+  std::error_code ec;
+  if (!store->empty() && !std::filesystem::equivalent(*store, ctx_.store.path(), ec)) {
+    return error_answer(
+        fmt::format("gc: this colo serve keeps {}, not {}", ctx_.store.path(), *store));
+  }
+  if (!is_admin(caller)) {
+    return error_answer(fmt::format(
+        "only the service's admins (root, {} or --admin-group) may collect its jobs' files; you "
+        "are {}",
+        info_.user, caller.user));
+  }
+  Result<int64_t> older = integer_field(request, "older_than_ms", -1);
+  if (!older.ok() || *older < 0)
+    return error_answer("gc: 'older_than_ms' must be a number of milliseconds, 0 or more");
+  const bool dry_run = request.value("dry_run", false);
+  const UnixMillis now = ctx_.clock.now_ms();
+  Result<std::vector<ServiceJobRow>> rows =
+      ctx_.store.ended_service_jobs_with_files(0, now - *older, kGcJobsPerRequest + 1);
+  if (!rows.ok()) return error_answer("gc: " + rows.error().message());
+  const bool more = rows->size() > kGcJobsPerRequest;
+  if (more) rows->pop_back();
+  int64_t files = 0;
+  std::vector<int64_t> done;
+  std::vector<std::string> problems;
+  for (const ServiceJobRow& row : *rows) {
+    const std::string log =
+        row.log_path.empty()
+            ? attempt_log_path(service_job_stem(options_.logs_root, row.id, row.name), 1)
+            : row.log_path;
+    if (dry_run) {
+      done.push_back(row.id);
+      continue;
+    }
+    Result<int64_t> removed = remove_job_files(log, row.attempts);
+    if (!removed.ok()) {
+      problems.push_back(fmt::format("job {}: {}", row.id, removed.error().message()));
+      continue;
+    }
+    files += *removed;
+    done.push_back(row.id);
+  }
+  if (!dry_run && !done.empty()) {
+    if (Status marked = ctx_.store.service_jobs_files_removed(done, now); !marked.ok())
+      problems.push_back(marked.error().message());
+  }
+  if (!dry_run && !done.empty()) {
+    ctx_.log << fmt::format("{} collected the files of {} that ended over {} ago ({})\n",
+                            caller.user, count_of(static_cast<int64_t>(done.size()), "job"),
+                            format_duration_ms(*older), count_of(files, "file"));
+  }
+  json answer = {{"ok", true},
+                 {"jobs", done.size()},
+                 {"files", files},
+                 {"more", more && problems.empty()},
+                 {"store", ctx_.store.path()},
+                 {"problems", problems}};
+  return answer;
+}
+
+void Service::sweep_checkpoints() {
+  const int64_t keep = options_.engine.keep_checkpoints_ms;
+  if (keep <= 0) return;
+  const UnixMillis until = ctx_.clock.now_ms() - keep;
+  Result<std::vector<ServiceJobRow>> rows =
+      ctx_.store.ended_service_jobs_with_files(checkpoints_swept_to_ms_, until, kGcJobsPerRequest);
+  if (!rows.ok()) return;  // tried again at the next sweep
+  for (const ServiceJobRow& row : *rows) {
+    if (row.state == JobState::kOk) {
+      if (Status s = remove_tree(service_checkpoint_dir(options_.logs_root, row.id)); !s.ok())
+        ctx_.log << fmt::format("warning: job {}: its checkpoints stay: {}\n", row.id,
+                                s.error().message());
+    }
+    checkpoints_swept_to_ms_ = std::max(checkpoints_swept_to_ms_, row.ended_ms.value_or(0));
+  }
+  if (rows->size() < static_cast<size_t>(kGcJobsPerRequest)) checkpoints_swept_to_ms_ = until;
+}
+
 json Service::submit(const Caller& caller, const json& request) {
-  if (info_.state != "running") {
+  if (info_.state != "running" && info_.state != "drained") {
     return error_answer(fmt::format("colo serve is {}{}; it takes no new jobs", info_.state,
                                     halt_reason_.empty() ? "" : ": " + halt_reason_));
   }
@@ -581,8 +703,12 @@ json Service::submit(const Caller& caller, const json& request) {
     if (!sent.ok()) return error_answer(sent.error().message());
     specs = std::move(sent).value();
   }
-  if (std::optional<std::string> over = over_job_quota(caller, specs.size()))
-    return error_answer(*over);
+  // The jobs are their submitter's: a resumption's stay those of the
+  // submission it resumes, whoever asked for it (an admin's help never runs
+  // a user's code as the admin).
+  const uid_t owner_uid = resumption ? resumption->owner_uid : caller.uid;
+  const std::string owner_name = resumption ? resumption->owner_name : caller.user;
+  if (std::optional<std::string> over = over_quota(owner_uid, specs)) return error_answer(*over);
   // The store keeps the environments with secret values redacted (the store
   // is read by reports and copied around); the values stay in a file of
   // their own, 0600, until the job ends.
@@ -596,7 +722,7 @@ json Service::submit(const Caller& caller, const json& request) {
   for (const JobSpec& spec : specs) {
     JobSpec stored = spec;
     stored.env = redact_secret_env(spec.env);
-    rows.push_back(NewServiceJob{now, caller.uid, caller.user, *job_file, spec.name, spec.group,
+    rows.push_back(NewServiceJob{now, owner_uid, owner_name, *job_file, spec.name, spec.group,
                                  dump(job_spec_to_json(stored)), stored_env, *submit_key});
     json s = json::object();
     if (!env_secrets.empty()) s["env"] = env_secrets;
@@ -647,9 +773,10 @@ json Service::submit(const Caller& caller, const json& request) {
     admit((*added)[i], specs[i], secrets[i]);
   }
   queue_cache_.reset();
-  ctx_.log << fmt::format("{} submitted {} job{} from {}: {}{}\n", caller.user, ids->size(),
+  ctx_.log << fmt::format("{} submitted {} job{} from {}: {}{}{}\n", caller.user, ids->size(),
                           ids->size() == 1 ? "" : "s", job_file->empty() ? "?" : *job_file,
-                          ids->front(), ids->size() > 1 ? fmt::format("-{}", ids->back()) : "");
+                          ids->front(), ids->size() > 1 ? fmt::format("-{}", ids->back()) : "",
+                          owner_uid == caller.uid ? "" : fmt::format(" (for {})", owner_name));
   json answer = {{"ok", true}, {"ids", *ids}, {"service", service}};
   if (resumption) {
     answer["resumed"] = std::move(resumed);
@@ -705,9 +832,19 @@ Result<Service::Resumption> Service::resumable(const Caller& caller, const std::
     id_text = id_text.substr(slash + 1);
   const bool by_id = !id_text.empty() && std::all_of(id_text.begin(), id_text.end(),
                                                      [](char c) { return c >= '0' && c <= '9'; });
+  // A name is looked up among the caller's own submissions: another user's
+  // (an admin resuming it for them) only by its id.
+  std::optional<int64_t> id;
+  if (by_id) {
+    id = std::strtoll(std::string(id_text).c_str(), nullptr, 10);
+  } else {
+    Result<std::optional<NamedTarget>> named =
+        ctx_.store.find_named(which, caller.uid, NameKinds::kSubmissions);
+    if (!named.ok()) return named.error();
+    if (*named) id = (*named)->id;
+  }
   Result<std::optional<SubmissionRow>> sub =
-      by_id ? ctx_.store.submission(std::strtoll(std::string(id_text).c_str(), nullptr, 10))
-            : ctx_.store.submission_named(which);
+      id ? ctx_.store.submission(*id) : Result<std::optional<SubmissionRow>>(std::nullopt);
   if (!sub.ok()) return sub.error();
   if (!*sub) {
     return Error(fmt::format(
@@ -721,10 +858,18 @@ Result<Service::Resumption> Service::resumable(const Caller& caller, const std::
       (*sub)->run_id ? fmt::format("{}/{}", *(*sub)->run_id, (*sub)->id) : which;
   Resumption r;
   r.of = title;
+  r.owner_uid = (*sub)->owner_uid;
+  r.owner_name = (*sub)->owner_name;
   r.job_file = (*sub)->job_file;
   size_t open = 0;
   std::vector<int64_t> resumed;  // by the jobs of an earlier resumption
   for (const ServiceJobRow& row : *rows) {
+    if (row.owner_uid != r.owner_uid) {
+      return Error(fmt::format(
+          "submission {} holds jobs of {} and of {} (a store colo did not write): it is not "
+          "resumed",
+          title, r.owner_name, row.owner_name));
+    }
     if (row.owner_uid != caller.uid && !is_admin(caller)) {
       return Error(
           fmt::format("submission {} is {}'s: only they or the service's admins may "
@@ -873,9 +1018,9 @@ void Service::account_usage() {
     for (auto& [owner, used] : usage_ms_) used *= decay;
   }
   const UnixMillis wall = ctx_.clock.now_ms();
-  const std::map<int, int> on_gpu = running_per_gpu();
-  for (size_t key : engine_.running_keys()) account_run_until(key, wall, on_gpu);
-  account_energy(on_gpu);
+  const GpuShares shares = charged_shares_by_gpu();
+  for (size_t key : engine_.running_keys()) account_run_until(key, wall, shares);
+  account_energy(running_per_gpu());
   update_quotas();
   std::map<uint32_t, double> weighted;
   for (const auto& [owner, used] : usage_ms_) weighted[owner] = used / weight_of(owner);
@@ -906,7 +1051,46 @@ std::map<int, int> Service::running_per_gpu() const {
   return on_gpu;
 }
 
-void Service::account_run_until(size_t key, UnixMillis until_ms, const std::map<int, int>& on_gpu) {
+Service::GpuShares Service::charged_shares_by_gpu(std::optional<size_t> ended) const {
+  std::map<int, std::vector<size_t>> keys_on;
+  std::vector<size_t> keys = engine_.running_keys();
+  if (ended && std::find(keys.begin(), keys.end(), *ended) == keys.end()) keys.push_back(*ended);
+  std::map<int64_t, size_t> key_of_row;  // jobs-table row -> engine key
+  for (size_t key : keys) {
+    const EngineJobView v = engine_.view(key);
+    if (v.job_id != 0) key_of_row[v.job_id] = key;
+    for (int g : gpus_of(v)) keys_on[g].push_back(key);
+  }
+  // What the driver last measured of each job's processes on each GPU.
+  std::map<int, std::map<size_t, double>> sm_util;
+  for (const auto& [device, processes] : engine_.latest_processes()) {
+    for (const EngineProcess& p : processes) {
+      if (!p.job_id || !p.sample.sm_util_pct) continue;
+      if (auto k = key_of_row.find(*p.job_id); k != key_of_row.end())
+        sm_util[device][k->second] += *p.sample.sm_util_pct;
+    }
+  }
+  GpuShares shares;
+  for (const auto& [gpu, on] : keys_on) {
+    std::vector<JobOnGpu> jobs;
+    for (size_t key : on) {
+      JobOnGpu j;
+      if (auto d = sm_util.find(gpu); d != sm_util.end()) {
+        if (auto u = d->second.find(key); u != d->second.end()) j.sm_util_pct = u->second;
+      }
+      const EngineJobView v = engine_.view(key);
+      if (v.mps_sm_share_pct) j.mps_sm_share_pct = *v.mps_sm_share_pct;
+      if (v.samples_per_s && v.solo_samples_per_s && *v.solo_samples_per_s > 0)
+        j.reported_progress = *v.samples_per_s / *v.solo_samples_per_s;
+      jobs.push_back(j);
+    }
+    const std::vector<double> charged = charged_shares(jobs);
+    for (size_t i = 0; i < on.size(); ++i) shares[gpu][on[i]] = charged[i];
+  }
+  return shares;
+}
+
+void Service::account_run_until(size_t key, UnixMillis until_ms, const GpuShares& shares) {
   auto id = by_key_.find(key);
   if (id == by_key_.end()) return;
   Tracked& t = tracked_.at(id->second);
@@ -914,26 +1098,28 @@ void Service::account_run_until(size_t key, UnixMillis until_ms, const std::map<
   const double span = static_cast<double>(until_ms - *t.accounted_to_ms);
   t.accounted_to_ms = until_ms;
   if (span <= 0) return;
-  // Solo-equivalent: its rate over its rate alone where both are known,
-  // else its share of each of its GPUs (one over the jobs running there,
-  // itself among them).
+  // Charged: its measured share of each of its GPUs (a gang's each), what
+  // fair share counts. Solo-equivalent, for `colo usage`'s speed-up alone:
+  // its reported rate over its rate alone where both are known, else what
+  // it was charged.
   const EngineJobView v = engine_.view(key);
   const std::vector<int> gpus = gpus_of(v);
-  double share = 0;
+  double charged = 0;
   for (int g : gpus) {
-    auto it = on_gpu.find(g);
-    share += 1.0 / std::max(1, it == on_gpu.end() ? 1 : it->second);
+    auto on = shares.find(g);
+    if (on == shares.end()) continue;
+    if (auto c = on->second.find(key); c != on->second.end()) charged += c->second;
   }
-  double worth = share;
+  double worth = charged;
   if (v.samples_per_s && v.solo_samples_per_s && *v.solo_samples_per_s > 0) {
     worth = std::min(1.0, *v.samples_per_s / *v.solo_samples_per_s) *
             static_cast<double>(std::max<size_t>(1, gpus.size()));
   }
-  usage_ms_[t.owner] += worth * span;
-  total_ms_[t.owner] += worth * span;
+  usage_ms_[t.owner] += charged * span;
+  total_ms_[t.owner] += charged * span;
   t.attempt += {.gpu_ms = span * static_cast<double>(std::max<size_t>(1, gpus.size())),
                 .solo_ms = worth * span,
-                .share_ms = share * span};
+                .share_ms = charged * span};
 }
 
 void Service::account_energy(const std::map<int, int>& on_gpu) {
@@ -1122,7 +1308,9 @@ const std::vector<gid_t>& Service::quota_groups_of(uid_t owner) const {
   return cached->second;
 }
 
-std::optional<std::string> Service::over_job_quota(const Caller& caller, size_t adding) const {
+std::optional<std::string> Service::over_quota(uid_t owner,
+                                               const std::vector<JobSpec>& specs) const {
+  const size_t adding = specs.size();
   const auto unfinished = [&](uid_t uid) {
     auto it = unfinished_by_owner_.find(uid);
     return it == unfinished_by_owner_.end() ? size_t{0} : it->second;
@@ -1132,8 +1320,8 @@ std::optional<std::string> Service::over_job_quota(const Caller& caller, size_t 
       "the {} of this submission would pass that: wait for some to end, or cancel some (colo "
       "cancel)",
       jobs(adding));
-  const size_t have = unfinished(caller.uid);
-  auto own = options_.user_quotas.find(caller.uid);
+  const size_t have = unfinished(owner);
+  auto own = options_.user_quotas.find(owner);
   if (own != options_.user_quotas.end() && own->second.jobs) {
     if (have + adding > *own->second.jobs) {
       return fmt::format(
@@ -1147,7 +1335,7 @@ std::optional<std::string> Service::over_job_quota(const Caller& caller, size_t 
         "(its --max-jobs-per-user); {}",
         jobs(have), options_.max_jobs_per_user, what_to_do);
   }
-  for (gid_t gid : quota_groups_of(caller.uid)) {
+  for (gid_t gid : quota_groups_of(owner)) {
     const ServeOptions::Quota& q = options_.group_quotas.at(gid);
     if (!q.jobs) continue;
     size_t members = 0;
@@ -1162,16 +1350,38 @@ std::optional<std::string> Service::over_job_quota(const Caller& caller, size_t 
           q.name, jobs(members), *q.jobs, q.name, *q.jobs, what_to_do);
     }
   }
-  return std::nullopt;
+  // A gang that needs more GPUs at once than the owner may ever hold would
+  // wait for ever: refused now, with the bound that rules it out.
+  auto widest =
+      std::max_element(specs.begin(), specs.end(),
+                       [](const JobSpec& a, const JobSpec& b) { return a.gpus < b.gpus; });
+  if (widest == specs.end() || widest->gpus <= 1) return std::nullopt;
+  std::optional<double> bound;
+  std::string flag;
+  if (own != options_.user_quotas.end() && own->second.gpus) {
+    bound = own->second.gpus;
+    flag = fmt::format("--max-gpus-for {}={:g}", own->second.name, *bound);
+  } else if (options_.max_gpus_per_user) {
+    bound = options_.max_gpus_per_user;
+    flag = fmt::format("--max-gpus-per-user {:g}", *bound);
+  }
+  for (gid_t gid : quota_groups_of(owner)) {
+    const ServeOptions::Quota& q = options_.group_quotas.at(gid);
+    if (q.gpus && (!bound || *q.gpus < *bound)) {
+      bound = q.gpus;
+      flag = fmt::format("--max-gpus-for @{}={:g}", q.name, *q.gpus);
+    }
+  }
+  if (!bound || static_cast<double>(widest->gpus) <= *bound + 1e-9) return std::nullopt;
+  return fmt::format(
+      "submit: job '{}' needs {} GPUs at once, but this colo serve lets {} hold at most {:g} "
+      "GPUs' worth (its {}), so it could never start; give it at most {:g} GPUs, or ask the "
+      "service's administrator for a larger quota",
+      widest->name, widest->gpus, user_name_of(owner), *bound, flag, std::floor(*bound + 1e-9));
 }
 
 void Service::account_last_span(size_t key, UnixMillis end_ms) {
-  std::map<int, int> on_gpu = running_per_gpu();
-  const std::vector<size_t> running = engine_.running_keys();
-  if (std::find(running.begin(), running.end(), key) == running.end()) {
-    for (int g : gpus_of(engine_.view(key))) ++on_gpu[g];  // it ran there until its end
-  }
-  account_run_until(key, end_ms, on_gpu);
+  account_run_until(key, end_ms, charged_shares_by_gpu(key));  // it ran there until its end
   auto id = by_key_.find(key);
   if (id == by_key_.end()) return;
   Tracked& t = tracked_.at(id->second);
@@ -1289,7 +1499,7 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
       auto used = usage_ms_.find(j.owner_uid);
       const double weight = weight_of(j.owner_uid);
       j.reason = fmt::format(
-          "fair share: {} used {} of solo-equivalent GPU time lately{} (half-life {})", j.owner,
+          "fair share: {} used {} of GPU time lately{} (half-life {})", j.owner,
           format_duration_ms(static_cast<int64_t>(used == usage_ms_.end() ? 0 : used->second)),
           weight == 1.0 ? std::string() : fmt::format(", weight {:g}", weight),
           format_duration_ms(options_.fair_share_half_life_ms));
@@ -1309,6 +1519,10 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
     busy += fmt::format("{}gpu{} runs {}", busy.empty() ? "" : ", ", g.index, g.jobs_running);
   for (QueueJob& j : s.jobs) {
     if (j.state != "queued" || !j.reason.empty()) continue;
+    if (info_.state == "drained") {
+      j.reason = "drained: the service starts no job until an admin runs `colo undrain`";
+      continue;
+    }
     if (info_.state != "running") {
       j.reason = fmt::format("{}: the service starts no job", info_.state);
       continue;
@@ -1573,6 +1787,7 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
   bool stopping = false;
   int64_t next_publish = ctx.clock.monotonic_ms() + 1000;
   int64_t next_heap_trim = next_publish;
+  int64_t next_checkpoint_sweep = next_publish;
   HeapTrimmer heap(kHeapSlackBytes);
   int64_t next_quick_check = ctx.clock.monotonic_ms() + kStoreQuickCheckMs;
   SampleThinning thinning(ctx.store, ctx.clock, ctx.log, engine.run_id(),
@@ -1618,6 +1833,10 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
       service.account_usage();
       service.preempt_for_waiting();
       thinning.tick();
+      if (now >= next_checkpoint_sweep) {
+        service.sweep_checkpoints();
+        next_checkpoint_sweep = now + kCheckpointSweepEveryMs;
+      }
       service.publish();
       next_publish = now + 1000;
       if (now >= next_heap_trim) {

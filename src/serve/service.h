@@ -159,7 +159,9 @@ class Service {
   // Records in the store what the last engine ticks changed about jobs.
   void record_changes();
 
-  // "running", "draining" (no new jobs start), "stopping".
+  // "running", "drained" (an admin's `colo drain`: no queued job starts until
+  // `colo undrain`; submissions still queue), "draining" (--on-sigterm drain:
+  // no new job, and the service stops once none runs), "stopping".
   void set_state(const std::string& state) {
     info_.state = state;
     queue_cache_.reset();
@@ -189,11 +191,15 @@ class Service {
   // preempted for start first, then picks the next waiting job and its
   // victim (docs/serve.md, Preemption).
   void preempt_for_waiting();
-  // Fair share, once a second: adds each running job's solo-equivalent GPU
-  // time since the last call to its owner's usage, decays it, and hands it
+  // Fair share, once a second: adds each running job's charged GPU time
+  // since the last call to its owner's usage, decays it, and hands it
   // over the owner's weight to the engine, which orders the queue by it
   // (docs/serve.md). Keeps it in the store every kUsageKeptEveryMs.
   void account_usage();
+  // Every 10 minutes, with --keep-checkpoints above 0: removes the
+  // checkpoint directories of jobs that ended ok longer ago than that (with
+  // 0 the engine removes them as the jobs end).
+  void sweep_checkpoints();
   // The usage a service before this one kept, decayed over the time since;
   // and keeping this one's (also as the service stops).
   Status load_usage();
@@ -236,6 +242,9 @@ class Service {
                                                const nlohmann::json& request) const;
   struct Resumption {
     std::string of;  // the submission, as RUN/ID
+    // Its submitter, whose jobs the resumed ones stay, whoever resumes them.
+    uid_t owner_uid = 0;
+    std::string owner_name;
     std::string job_file;
     std::vector<JobSpec> specs;
     std::vector<int64_t> from;  // the service job each of `specs` resumes
@@ -246,6 +255,13 @@ class Service {
   nlohmann::json cancel(const Caller& caller, const nlohmann::json& request);
   nlohmann::json logs(const Caller& caller, const nlohmann::json& request);
   nlohmann::json usage_answer(const nlohmann::json& request);
+  // `colo drain` / `colo undrain` (protocol::drain_request): admins only.
+  nlohmann::json drain(const Caller& caller, const nlohmann::json& request);
+  // `colo gc` of this service's store (protocol::gc_request): admins only.
+  nlohmann::json gc(const Caller& caller, const nlohmann::json& request);
+  static constexpr int kGcJobsPerRequest = 2000;
+  // The end time up to which sweep_checkpoints() has looked (wall).
+  UnixMillis checkpoints_swept_to_ms_ = 0;
   // The answer to "queue" (optional "offset" and "limit" page the queued
   // jobs): the first page is rebuilt when the queue changed or it is older
   // than kQueueAnswerMaxAgeMs, so that many clients polling cost one snapshot.
@@ -272,7 +288,8 @@ class Service {
       const std::string& env_json, const nlohmann::json& secret_env);
   std::map<std::string, std::weak_ptr<const std::map<std::string, std::string>>> envs_;
   std::map<int64_t, Tracked> tracked_;  // service job id -> engine job
-  // Fair share: each owner's solo-equivalent GPU time (ms) in running jobs,
+  // Fair share: each owner's charged GPU time (ms: each span of a job's GPUs
+  // times its charged share of each, serve/fair_share.h) in running jobs,
   // decayed with options_.fair_share_half_life_ms, as of usage_at_ms_
   // (monotonic; -1: never), and in all (total_ms_). Kept in the store
   // (load_usage, keep_usage) across restarts.
@@ -282,11 +299,16 @@ class Service {
   int64_t usage_at_ms_ = -1;
   int64_t usage_kept_at_ms_ = -1;  // monotonic
   double weight_of(uid_t owner) const;
-  // Adds the running job's solo-equivalent GPU time since it was last
-  // counted, up to `until_ms`, to its owner's usage (account_usage, and as
-  // it ends or is requeued: a job shorter than a second counts too).
-  // `on_gpu`: the jobs running on each GPU (running_per_gpu()).
-  void account_run_until(size_t key, UnixMillis until_ms, const std::map<int, int>& on_gpu);
+  // Adds the running job's charged GPU time since it was last counted, up to
+  // `until_ms`, to its owner's usage (account_usage, and as it ends or is
+  // requeued: a job shorter than a second counts too). `shares`: each GPU's
+  // jobs' charged shares (charged_shares_by_gpu()).
+  using GpuShares = std::map<int, std::map<size_t, double>>;
+  void account_run_until(size_t key, UnixMillis until_ms, const GpuShares& shares);
+  // What each running job (and `ended`, a job that ended just now, where it
+  // ran) is charged of each of its GPUs: serve/fair_share.h over what the
+  // sampler last measured of its processes and what it last reported.
+  GpuShares charged_shares_by_gpu(std::optional<size_t> ended = std::nullopt) const;
   // Energy, in account_usage(): each pair of a GPU's samples newer than the
   // last counted (analysis/energy.h's integrator), split evenly among the
   // jobs running there now (a job that ended since the last call has its
@@ -306,9 +328,11 @@ class Service {
   std::map<uid_t, std::string> quota_why_;  // the bound that leaves an owner least
   // The owner's quota leaves no room for one more GPU's worth.
   bool quota_holds(uid_t owner) const;
-  // Why a submission of `adding` jobs would pass the caller's bound on jobs
-  // queued or running (their own, or a group's); nullopt: it would not.
-  std::optional<std::string> over_job_quota(const Caller& caller, size_t adding) const;
+  // Why `specs` submitted for `owner` would pass their bound on jobs queued
+  // or running (their own, or a group's), or hold a gang that needs more GPUs
+  // at once than their bound on GPUs' worth ever lets them hold; nullopt:
+  // they would not.
+  std::optional<std::string> over_quota(uid_t owner, const std::vector<JobSpec>& specs) const;
   // The groups of options_.group_quotas `owner` is in (read once per owner).
   const std::vector<gid_t>& quota_groups_of(uid_t owner) const;
   mutable std::map<uid_t, std::vector<gid_t>> quota_groups_of_;

@@ -662,9 +662,13 @@ TEST_F(ServiceTest, ControlCharactersNeverReachAnotherUsersQueue) {
               HasSubstr("'command[0]' holds a control character (byte 7, 0x07)"));
 }
 
-TEST_F(ServiceTest, RecoveringRequeuesAttemptsAKilledServiceLeftRunning) {
+// Issue 54 (1): an attempt a killed service left running was cut short by
+// the service, not by the job: it runs again, not counted, even on the job's
+// last attempt (after four restarts and a SIGKILL, jobs that never failed
+// ended "gave up after 5 attempts").
+TEST_F(ServiceTest, RecoveringRequeuesAttemptsAKilledServiceLeftRunningWithoutCountingThem) {
   // What a killed service leaves: one job running (attempt 1), one queued, one
-  // running that must not restart, one running on its last attempt.
+  // running that must not restart, one running on its last counted attempt.
   JobSpec never = shell_job("never", "true");
   never.restart = RestartPolicy::kNever;
   std::vector<NewServiceJob> rows;
@@ -694,9 +698,30 @@ TEST_F(ServiceTest, RecoveringRequeuesAttemptsAKilledServiceLeftRunning) {
   EXPECT_EQ(st["jobs"][1]["attempts"], 1);
   EXPECT_EQ(st["jobs"][2]["state"], "interrupted");
   EXPECT_THAT(st["jobs"][2]["reason"].get<std::string>(), HasSubstr("restart = \"never\""));
-  EXPECT_EQ(st["jobs"][3]["state"], "interrupted");
-  EXPECT_THAT(st["jobs"][3]["reason"].get<std::string>(), HasSubstr("gave up after 3 attempts"));
+  EXPECT_EQ(st["jobs"][3]["state"], "ok");
+  EXPECT_EQ(st["jobs"][3]["attempts"], 4);
   EXPECT_THAT(log_.str(), HasSubstr("running it again (attempt 2)"));
+  auto after = store_->service_jobs_by_id(*ids);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)[0].uncounted, 1);
+  EXPECT_EQ((*after)[1].uncounted, 0);
+  EXPECT_EQ((*after)[3].uncounted, 1) << "the two requeues before were counted";
+}
+
+// Issue 53 (10): a gang that needs more GPUs at once than its user may ever
+// hold is refused at submit, naming the bound (it waited for ever, its
+// reason "fair share: ... used 0ms"); one within it is taken.
+TEST_F(ServiceTest, AGangThatCanNeverFitItsUsersQuotaIsRefusedAtSubmit) {
+  options_.max_gpus_per_user = 1;  // the service reads its options by reference
+  JobSpec gang = shell_job("gang", "true");
+  gang.gpus = 4;
+  json refused = submit(Caller{0, 0, 1, "root"}, {shell_job("one", "true"), gang});
+  EXPECT_EQ(refused["ok"], false);
+  EXPECT_THAT(refused["error"].get<std::string>(),
+              HasSubstr("job 'gang' needs 4 GPUs at once, but this colo serve lets root hold at "
+                        "most 1 GPUs' worth (its --max-gpus-per-user 1), so it could never start"));
+  gang.gpus = 1;
+  EXPECT_EQ(submit(Caller{0, 0, 1, "root"}, {gang})["ok"], true);
 }
 
 }  // namespace

@@ -439,8 +439,8 @@ std::string format_usage(const UsageReport& report, const std::string& since) {
     return a.second.usage_ms > b.second.usage_ms;
   });
   std::string out =
-      "Usage in solo-equivalent GPU time: a job's rate beside others over its rate alone, "
-      "times its time\n";
+      "Usage in GPU time: a job's time times its share of its GPUs as colo measured it (the "
+      "whole GPU alone)\n";
   if (owners.empty()) {
     out += "no one has used it yet\n";
   } else {
@@ -473,8 +473,8 @@ std::string format_usage(const UsageReport& report, const std::string& since) {
   }
   return out +
          "SOLO/GPU: the work a GPU-second gave, against a GPU of one's own (below 1: slowed by "
-         "neighbours). SPEED-UP: solo-equivalent time over the GPU time held (each job's time "
-         "times its share of its GPUs: one over the jobs there), the gain collocation gave "
+         "neighbours). SPEED-UP: solo-equivalent time over the GPU time charged (each job's time "
+         "times its share of its GPUs as colo measured it), the gain collocation gave "
          "(1.00x: as much as GPUs of one's own; 1.40x: 40% more work from the same GPU time). "
          "ENERGY: each job's share of its GPUs' energy (split evenly among the jobs on a GPU)\n";
 }

@@ -134,9 +134,9 @@ struct RunView {
 struct OwnerJobs {
   int64_t queued = 0;
   int64_t running = 0;
-  double usage_ms = 0;  // solo-equivalent GPU time lately (decayed), in ms
+  double usage_ms = 0;  // charged GPU time lately (decayed), in ms
   double weight = 1;    // their share of the GPUs against others' (--fair-share-weight)
-  double total_ms = 0;  // solo-equivalent GPU time in all, not decayed
+  double total_ms = 0;  // charged GPU time in all, not decayed
 };
 
 // The queue is paged, so that what a reader costs does not grow with it:

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <grp.h>
 #include <poll.h>
-#include <pwd.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -43,48 +42,6 @@ Result<sockaddr_un> address_of(const std::string& path) {
 }
 
 }  // namespace
-
-std::string user_name_of(uid_t uid) {
-  std::vector<char> buf(16384);
-  passwd pw{};
-  passwd* found = nullptr;
-  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr)
-    return pw.pw_name;
-  return std::to_string(uid);
-}
-
-Result<uid_t> user_id(const std::string& name) {
-  std::vector<char> buf(16384);
-  passwd pw{};
-  passwd* found = nullptr;
-  if (getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr)
-    return Error(fmt::format("there is no user '{}' (name a login of this machine)", name));
-  return pw.pw_uid;
-}
-
-Result<gid_t> group_id(const std::string& name) {
-  std::vector<char> buf(16384);
-  group gr{};
-  group* found = nullptr;
-  if (getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &found) != 0 || found == nullptr)
-    return Error(
-        fmt::format("there is no group '{}' (create it with groupadd, or name another)", name));
-  return gr.gr_gid;
-}
-
-bool user_in_group(uid_t uid, gid_t gid) {
-  std::vector<char> buf(16384);
-  passwd pw{};
-  passwd* found = nullptr;
-  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) return false;
-  if (pw.pw_gid == gid) return true;
-  int count = 64;
-  std::vector<gid_t> groups(static_cast<size_t>(count));
-  while (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &count) < 0)
-    groups.resize(static_cast<size_t>(count));
-  groups.resize(static_cast<size_t>(count));
-  return std::find(groups.begin(), groups.end(), gid) != groups.end();
-}
 
 Result<std::unique_ptr<LockFile>> LockFile::acquire(const std::string& path,
                                                     const std::string& who_else,
@@ -331,8 +288,12 @@ void SocketServer::poll_once(int timeout_ms, const Handler& handler) {
   if (fds[0].revents & POLLIN) accept_all();
 }
 
-Result<std::string> call_socket(const std::string& path, const std::string& request,
-                                int timeout_ms) {
+Result<std::string> call_socket(const std::string& path, const std::string& request, int timeout_ms,
+                                bool* dropped) {
+  if (dropped != nullptr) *dropped = false;
+  const auto was_dropped = [&](int e) {
+    if (dropped != nullptr && (e == ECONNRESET || e == EPIPE)) *dropped = true;
+  };
   Result<sockaddr_un> addr = address_of(path);
   if (!addr.ok()) return addr.error();
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -370,6 +331,7 @@ Result<std::string> call_socket(const std::string& path, const std::string& requ
     if (n <= 0) {
       int e = errno;
       ::close(fd);
+      was_dropped(e);
       return Error(fmt::format("sending to colo serve at {}: {}", path, std::strerror(e)));
     }
     sent += static_cast<size_t>(n);
@@ -387,12 +349,14 @@ Result<std::string> call_socket(const std::string& path, const std::string& requ
     if (n < 0) {
       int e = errno;
       ::close(fd);
+      if (answer.empty()) was_dropped(e);
       return Error(fmt::format("waiting for colo serve at {}: {}", path,
                                e == EAGAIN ? "no answer in time" : std::strerror(e)));
     }
     break;
   }
   ::close(fd);
+  if (answer.empty() && dropped != nullptr) *dropped = true;
   if (answer.empty() || answer.back() != '\n')
     return Error(fmt::format("colo serve at {} closed the connection without an answer", path));
   answer.pop_back();

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "common/users.h"
 #include "serve/admission.h"
 
 namespace colo {
@@ -30,15 +31,6 @@ struct Caller {
   pid_t pid = 0;
   std::string user;  // login name, or the uid as text
 };
-
-// The login name of `uid`, or the uid as text when it has none.
-std::string user_name_of(uid_t uid);
-// The uid of user `name`; an error when there is no such user.
-Result<uid_t> user_id(const std::string& name);
-// The gid of group `name`; an error when there is no such group.
-Result<gid_t> group_id(const std::string& name);
-// Whether `uid` is in group `gid` (primary or supplementary).
-bool user_in_group(uid_t uid, gid_t gid);
 
 // An exclusive flock on a file (created if needed), with this pid written in
 // it, held while the object lives; the kernel drops it when the process dies.
@@ -130,8 +122,11 @@ class SocketServer {
 };
 
 // Connects to `path`, sends `request` (one line), and returns the answer
-// line. Errors say whether no service listens there.
-Result<std::string> call_socket(const std::string& path, const std::string& request,
-                                int timeout_ms);
+// line. Errors say whether no service listens there. `dropped` (when given)
+// is set when the service closed or reset the connection before any of an
+// answer came: a service at its connection bounds does that to the
+// connections beyond the few it tells why, so the caller may try again.
+Result<std::string> call_socket(const std::string& path, const std::string& request, int timeout_ms,
+                                bool* dropped = nullptr);
 
 }  // namespace colo

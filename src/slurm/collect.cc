@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/names.h"
 #include "common/units.h"
+#include "common/users.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -215,6 +216,8 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
     header.command_line = options.command_line;
     header.host = host_name();
     header.colo_pid = getpid();
+    header.owner_uid = getuid();
+    header.owner_name = user_name_of(getuid());
     std::string node_list;
     for (const std::string& n : nodes) node_list += (node_list.empty() ? "" : ",") + n;
     header.slurm = {plan.array_job_id, "", node_list, 0};

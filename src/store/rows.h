@@ -59,6 +59,10 @@ struct RunRow {
   pid_t colo_pid = 0;
   SlurmRecord slurm;
   RunLabel label;
+  // Who recorded it (the real uid of its colo); nullopt in runs recorded
+  // before colo kept it.
+  std::optional<uid_t> owner_uid;
+  std::string owner_name;
 };
 
 // One submission to a service: the jobs of one `colo submit` (service_submissions).
@@ -66,6 +70,7 @@ struct SubmissionRow {
   int64_t id = 0;
   std::optional<int64_t> run_id;  // the service's run when it was submitted
   UnixMillis submitted_ms = 0;
+  uid_t owner_uid = 0;
   std::string owner_name;
   std::string job_file;
   RunLabel label;

@@ -382,8 +382,8 @@ Result<int64_t> RunStore::begin_run(const NewRun& run) {
   auto insert = Statement::prepare(db_.get(), path_, R"sql(
       INSERT INTO runs (started_ms, state, mechanism, backend, simulated, job_file, host, colo_pid,
                         command_line, devices_json, slurm_job_id, slurm_step, slurm_node,
-                        slurm_restart_count, name, tags_json, note)
-      VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
+                        slurm_restart_count, name, tags_json, note, owner_uid, owner_name)
+      VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
   if (!insert.ok()) return insert.error();
   Status status = insert->bind(1, run.started_ms)
                       .bind(2, run.mechanism)
@@ -401,6 +401,8 @@ Result<int64_t> RunStore::begin_run(const NewRun& run) {
                       .bind(14, run.label.name)
                       .bind(15, tags_json(run.label.tags))
                       .bind(16, run.label.note)
+                      .bind(17, run.owner_uid)
+                      .bind(18, run.owner_name)
                       .run();
   if (!status.ok()) return status.error().with_context("recording the start of a run");
   return sqlite3_last_insert_rowid(db_.get());
@@ -420,18 +422,6 @@ Status RunStore::set_label(int64_t run_id, const RunLabel& label) {
     return Error(
         fmt::format("{} has no run #{}; `colo runs` lists the runs it holds", path_, run_id));
   return OkStatus();
-}
-
-Result<std::optional<int64_t>> RunStore::run_named(const std::string& name) {
-  auto select = Statement::prepare(
-      db_.get(), path_,
-      "SELECT id FROM runs WHERE name = ? AND name != '' ORDER BY id DESC LIMIT 1");
-  if (!select.ok()) return select.error();
-  select->bind(1, name);
-  auto row = select->step();
-  if (!row.ok()) return row.error();
-  if (!*row) return std::optional<int64_t>();
-  return std::optional<int64_t>(select->int64_at(0));
 }
 
 Result<std::vector<int64_t>> RunStore::add_jobs(int64_t run_id, const std::vector<JobSpec>& jobs,
@@ -709,7 +699,8 @@ constexpr const char* kRunColumns =
     "r.jobs_signature, (SELECT count(*) FROM jobs j WHERE j.run_id = r.id), r.host, r.colo_pid, "
     "r.slurm_job_id, r.slurm_step, r.slurm_node, r.slurm_restart_count, "
     "(SELECT count(*) FROM jobs j WHERE j.run_id = r.id "
-    "AND j.state NOT IN ('ok', 'stopped', 'queued', 'running')), r.name, r.tags_json, r.note";
+    "AND j.state NOT IN ('ok', 'stopped', 'queued', 'running')), r.name, r.tags_json, r.note, "
+    "r.owner_uid, r.owner_name";
 
 Result<RunRow> run_from_row(const Statement& s) {
   RunRow run;
@@ -730,6 +721,8 @@ Result<RunRow> run_from_row(const Statement& s) {
   run.slurm = {s.text_at(12), s.text_at(13), s.text_at(14), static_cast<int>(s.int64_at(15))};
   run.jobs_not_ok = static_cast<int>(s.int64_at(16));
   run.label = {s.text_at(17), parse_tags_json(s.text_at(18)), s.text_at(19)};
+  if (std::optional<int64_t> owner = s.opt_int64_at(20)) run.owner_uid = static_cast<uid_t>(*owner);
+  run.owner_name = s.text_at(21);
   return run;
 }
 

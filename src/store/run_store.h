@@ -46,7 +46,21 @@ struct NewRun {
   std::string devices_json;  // devices_to_json() of the GPUs it found
   SlurmRecord slurm;
   RunLabel label;
+  std::optional<uid_t> owner_uid;  // who records it (RunRow::owner_uid)
+  std::string owner_name;
 };
+
+// What a name (`colo run --name`, `colo submit --name`) names: a run or a
+// submission, and whose it is.
+struct NamedTarget {
+  enum class Kind { kRun, kSubmission };
+  Kind kind = Kind::kRun;
+  int64_t id = 0;                  // the run's or the submission's
+  std::optional<int64_t> run_id;   // a submission's service run
+  std::optional<uid_t> owner_uid;  // nullopt: a run recorded before colo kept owners
+  std::string owner_name;
+};
+enum class NameKinds { kRuns, kSubmissions, kBoth };
 
 // An experiment: one `colo bench --suite NAME`, made of cases. Each case is
 // one configuration (workload, mechanism, degree, repetition); a case that ran
@@ -117,8 +131,8 @@ struct ServiceJobCounts {
   int64_t running = 0;
 };
 
-// One user's fair-share usage in a service, in milliseconds of
-// solo-equivalent GPU time: decayed with the service's half-life, and in all,
+// One user's fair-share usage in a service, in milliseconds of charged GPU
+// time (serve/fair_share.h): decayed with the service's half-life, and in all,
 // both as of at_ms (wall clock).
 struct ServiceUsageRow {
   uid_t owner_uid = 0;
@@ -134,10 +148,12 @@ struct ServiceUsageRow {
 struct ServiceUsageReport {
   std::string owner_name;
   int64_t jobs = 0;
-  int64_t failed = 0;   // failed or interrupted
-  double gpu_ms = 0;    // time on GPUs: each attempt's time times its GPUs
-  double solo_ms = 0;   // solo-equivalent GPU time
-  double share_ms = 0;  // GPU time held: each span times its share of each GPU
+  int64_t failed = 0;  // failed or interrupted
+  double gpu_ms = 0;   // time on GPUs: each attempt's time times its GPUs
+  double solo_ms = 0;  // solo-equivalent GPU time
+  // GPU time charged (fair share): each span times its charged share of
+  // each GPU (serve/fair_share.h)
+  double share_ms = 0;
   double energy_j = 0;  // its share of its GPUs' energy
   bool operator==(const ServiceUsageReport&) const = default;
 };
@@ -172,6 +188,7 @@ struct ServiceJobRow {
   JobState state = JobState::kQueued;
   std::string reason;
   int attempts = 0;               // attempts started so far
+  int uncounted = 0;              // of those, ended through no fault of its own
   std::optional<int64_t> job_id;  // the jobs row of its latest attempt
   std::optional<int> device;
   std::optional<UnixMillis> started_ms;  // of its latest attempt
@@ -360,8 +377,14 @@ class RunStore : public RunReader {
   // Replaces run `run_id`'s name, tags and note; an error when there is no
   // such run.
   Status set_label(int64_t run_id, const RunLabel& label);
-  // The newest run named `name`, if any.
-  Result<std::optional<int64_t>> run_named(const std::string& name);
+  // What `name` names for user `caller` (name_lookup.cc): among the
+  // caller's own runs and submissions of that name (`kinds`), the newest run,
+  // else the newest submission; a run recorded before colo kept owners counts
+  // as anyone's. nullopt when nothing has that name (nor does ""). Another
+  // user's is never taken: when only others' have it, an error lists them
+  // and says to name one by its id.
+  Result<std::optional<NamedTarget>> find_named(const std::string& name, uid_t caller,
+                                                NameKinds kinds = NameKinds::kBoth);
 
   // RunReader: newest first; every row of one run; its exclusive baseline.
   Result<std::vector<RunRow>> list_runs(int limit) override;
@@ -422,10 +445,9 @@ class RunStore : public RunReader {
   Result<std::vector<int64_t>> add_service_jobs(const std::vector<NewServiceJob>& jobs,
                                                 std::optional<int64_t> run_id = std::nullopt,
                                                 const RunLabel& label = {});
-  // A submission, by id; by name (the newest of that name); those of a run
-  // that have a name (newest first, at most `limit`).
+  // A submission, by id (by name: find_named()); those of a run that have a
+  // name (newest first, at most `limit`).
   Result<std::optional<SubmissionRow>> submission(int64_t id);
-  Result<std::optional<SubmissionRow>> submission_named(const std::string& name);
   Result<std::vector<SubmissionRow>> named_submissions_of(int64_t run_id, int limit);
   // Where a submission's jobs were recorded: a `jobs` row per service job
   // that started (a job continued by a later service process: its latest).
@@ -461,12 +483,20 @@ class RunStore : public RunReader {
   Result<std::vector<ServiceJobRow>> service_jobs_of_submission(int64_t submission_id);
   // The `limit` most recently submitted jobs that have ended, newest first.
   Result<std::vector<ServiceJobRow>> ended_service_jobs(int limit);
+  // Jobs that ended in [from_ms, before_ms) whose files `colo gc` has not
+  // removed (service_jobs_files_removed), oldest end first, at most `limit`;
+  // the listing's columns (no spec or environment).
+  Result<std::vector<ServiceJobRow>> ended_service_jobs_with_files(UnixMillis from_ms,
+                                                                   UnixMillis before_ms, int limit);
+  Status service_jobs_files_removed(const std::vector<int64_t>& ids, UnixMillis at_ms);
   // An attempt started: state running, attempts + 1, and the attempt's jobs
   // row (linked back to the service job).
   Status service_job_started(int64_t id, int64_t job_id, int device, UnixMillis started_ms,
                              const std::string& log_path);
-  // Back in the queue (its attempt was interrupted or requeued); `reason` says why.
-  Status service_job_requeued(int64_t id, const std::string& reason);
+  // Back in the queue (its attempt was interrupted or requeued); `reason` says
+  // why; `counted`: that attempt counts against the job's attempts (false:
+  // it ended through no fault of its own; `uncounted` grows).
+  Status service_job_requeued(int64_t id, const std::string& reason, bool counted = true);
   Status service_job_ended(int64_t id, JobState state, const std::string& reason,
                            UnixMillis ended_ms);
   // Every attempt at a service job, over all the `jobs` rows linked to it,

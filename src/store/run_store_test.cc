@@ -350,9 +350,9 @@ TEST_F(LifecycleTest, ARunsLabelIsKeptChangedAndFoundByItsName) {
   EXPECT_EQ(row->label.name, "lr-a");
   EXPECT_EQ(row->label.tags, (std::map<std::string, std::string>{{"model", "resnet26"}}));
   EXPECT_EQ(row->label.note, "first try");
-  Result<std::optional<int64_t>> named = store->run_named("lr-a");
-  ASSERT_TRUE(named.ok());
-  EXPECT_EQ(*named, *second);  // the newest of that name
+  Result<std::optional<NamedTarget>> named = store->find_named("lr-a", 0, NameKinds::kRuns);
+  ASSERT_TRUE(named.ok() && *named);
+  EXPECT_EQ((*named)->id, *second);  // the newest of that name (runs before owners: anyone's)
 
   ASSERT_TRUE(store->set_label(*first, {"lr-b", {}, ""}).ok());
   Result<std::vector<RunRow>> runs = store->list_runs(0);
@@ -360,9 +360,9 @@ TEST_F(LifecycleTest, ARunsLabelIsKeptChangedAndFoundByItsName) {
   ASSERT_EQ(runs->size(), 2u);
   EXPECT_EQ(runs->back().label.name, "lr-b");
   EXPECT_TRUE(runs->back().label.tags.empty());
-  EXPECT_EQ(store->run_named("lr-b").value(), *first);
-  EXPECT_EQ(store->run_named("nobody").value(), std::nullopt);
-  EXPECT_EQ(store->run_named("").value(), std::nullopt);  // unnamed runs are not found by ""
+  EXPECT_EQ(store->find_named("lr-b", 0, NameKinds::kRuns).value()->id, *first);
+  EXPECT_EQ(store->find_named("nobody", 0).value(), std::nullopt);
+  EXPECT_EQ(store->find_named("", 0).value(), std::nullopt);  // unnamed runs are not found by ""
   Status missing = store->set_label(99, {"x", {}, ""});
   ASSERT_FALSE(missing.ok());
   EXPECT_THAT(missing.error().message(), HasSubstr("has no run #99"));

@@ -369,6 +369,29 @@ constexpr const char* kMigration18 = R"sql(
 ALTER TABLE service_jobs ADD COLUMN resumed_by INTEGER;
 )sql";
 
+// Version 19: who recorded a run (its colo process's real uid and login), so
+// that a name is looked up among the caller's own runs and submissions, never
+// another user's (`colo show NAME`, `colo submit --resume NAME`). NULL in
+// runs recorded before.
+constexpr const char* kMigration19 = R"sql(
+ALTER TABLE runs ADD COLUMN owner_uid INTEGER;
+ALTER TABLE runs ADD COLUMN owner_name TEXT NOT NULL DEFAULT '';
+CREATE INDEX service_submissions_by_owner_name ON service_submissions(owner_uid, name)
+  WHERE name != '';
+)sql";
+
+// Version 20: a service job's attempts that ended through no fault of its own
+// (the service's stop or crash, a drain, a neighbour's fault, a preemption),
+// so that they never count against its attempts, across restarts too; and
+// when `colo gc` removed its files (logs, progress, checkpoints), so that
+// the next one does not look for them again.
+constexpr const char* kMigration20 = R"sql(
+ALTER TABLE service_jobs ADD COLUMN uncounted INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE service_jobs ADD COLUMN files_removed_ms INTEGER;
+CREATE INDEX service_jobs_ended_with_files ON service_jobs(ended_ms) WHERE files_removed_ms IS NULL
+  AND ended_ms IS NOT NULL;
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -393,9 +416,10 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
-      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,
-      kMigration7,  kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12,
-      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17, kMigration18};
+      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,
+      kMigration6,  kMigration7,  kMigration8,  kMigration9,  kMigration10,
+      kMigration11, kMigration12, kMigration13, kMigration14, kMigration15,
+      kMigration16, kMigration17, kMigration18, kMigration19, kMigration20};
   return kMigrations;
 }
 

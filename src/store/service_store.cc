@@ -15,11 +15,12 @@ constexpr const char* kServiceJobColumns =
     "id, submitted_ms, owner_uid, owner_name, job_file, name, grp, spec_json, "
     "COALESCE((SELECT e.env_json FROM service_envs e WHERE e.id = service_jobs.env_id), "
     "env_json), state, reason, attempts, job_id, device, started_ms, ended_ms, log_path, "
-    "submission_id, resumed_by";
+    "submission_id, resumed_by, uncounted";
 // The same without the job's spec and environment (empty), for listings.
 constexpr const char* kServiceJobListColumns =
     "id, submitted_ms, owner_uid, owner_name, job_file, name, grp, '', '', state, reason, "
-    "attempts, job_id, device, started_ms, ended_ms, log_path, submission_id, resumed_by";
+    "attempts, job_id, device, started_ms, ended_ms, log_path, submission_id, resumed_by, "
+    "uncounted";
 
 Result<ServiceJobRow> read_service_job(const Statement& s) {
   ServiceJobRow row;
@@ -44,6 +45,7 @@ Result<ServiceJobRow> read_service_job(const Statement& s) {
   row.log_path = s.text_at(16);
   row.submission_id = s.opt_int64_at(17);
   row.resumed_by = s.opt_int64_at(18);
+  row.uncounted = static_cast<int>(s.int64_at(19));
   return row;
 }
 
@@ -134,15 +136,18 @@ Result<std::vector<int64_t>> RunStore::add_service_jobs(const std::vector<NewSer
 namespace {
 
 constexpr const char* kSubmissionColumns =
-    "u.id, u.run_id, u.submitted_ms, u.owner_name, u.job_file, u.name, u.tags_json, u.note, "
-    "(SELECT count(*) FROM service_jobs s WHERE s.submission_id = u.id)";
+    "u.id, u.run_id, u.submitted_ms, u.owner_uid, u.owner_name, u.job_file, u.name, u.tags_json, "
+    "u.note, (SELECT count(*) FROM service_jobs s WHERE s.submission_id = u.id)";
 
 SubmissionRow read_submission(const Statement& s) {
-  return SubmissionRow{
-      s.int64_at(0), s.opt_int64_at(1),
-      s.int64_at(2), s.text_at(3),
-      s.text_at(4),  RunLabel{s.text_at(5), parse_tags_json(s.text_at(6)), s.text_at(7)},
-      s.int64_at(8)};
+  return SubmissionRow{s.int64_at(0),
+                       s.opt_int64_at(1),
+                       s.int64_at(2),
+                       static_cast<uid_t>(s.int64_at(3)),
+                       s.text_at(4),
+                       s.text_at(5),
+                       RunLabel{s.text_at(6), parse_tags_json(s.text_at(7)), s.text_at(8)},
+                       s.int64_at(9)};
 }
 
 Result<std::vector<SubmissionRow>> read_submissions(Statement& s) {
@@ -169,16 +174,6 @@ Result<std::optional<SubmissionRow>> RunStore::submission(int64_t id) {
       fmt::format("SELECT {} FROM service_submissions u WHERE u.id = ?", kSubmissionColumns));
   if (!s.ok()) return s.error();
   s->bind(1, id);
-  return first_of(read_submissions(*s));
-}
-
-Result<std::optional<SubmissionRow>> RunStore::submission_named(const std::string& name) {
-  auto s = Statement::prepare(db_.get(), path_,
-                              fmt::format("SELECT {} FROM service_submissions u WHERE u.name = ? "
-                                          "AND u.name != '' ORDER BY u.id DESC LIMIT 1",
-                                          kSubmissionColumns));
-  if (!s.ok()) return s.error();
-  s->bind(1, name);
   return first_of(read_submissions(*s));
 }
 
@@ -388,6 +383,33 @@ Result<std::vector<ServiceJobRow>> RunStore::ended_service_jobs(int limit) {
   return read_all(*s);
 }
 
+Result<std::vector<ServiceJobRow>> RunStore::ended_service_jobs_with_files(UnixMillis from_ms,
+                                                                           UnixMillis before_ms,
+                                                                           int limit) {
+  auto s = Statement::prepare(
+      db_.get(), path_,
+      fmt::format("SELECT {} FROM service_jobs WHERE files_removed_ms IS NULL AND ended_ms IS NOT "
+                  "NULL AND ended_ms >= ? AND ended_ms < ? AND state NOT IN ('queued', 'running') "
+                  "ORDER BY ended_ms LIMIT ?",
+                  kServiceJobListColumns));
+  if (!s.ok()) return s.error();
+  s->bind(1, from_ms).bind(2, before_ms).bind(3, limit);
+  return read_all(*s);
+}
+
+Status RunStore::service_jobs_files_removed(const std::vector<int64_t>& ids, UnixMillis at_ms) {
+  auto tx = Transaction::begin(db_.get(), path_);
+  if (!tx.ok()) return tx.error();
+  auto update = Statement::prepare(db_.get(), path_,
+                                   "UPDATE service_jobs SET files_removed_ms = ?2 WHERE id = ?1");
+  if (!update.ok()) return update.error();
+  for (int64_t id : ids) {
+    if (Status s = update->bind(1, id).bind(2, at_ms).run(); !s.ok())
+      return s.error().with_context("recording that a job's files were removed");
+  }
+  return tx->commit();
+}
+
 Status RunStore::service_job_started(int64_t id, int64_t job_id, int device, UnixMillis started_ms,
                                      const std::string& log_path) {
   sqlite3* db = db_.get();
@@ -408,12 +430,12 @@ Status RunStore::service_job_started(int64_t id, int64_t job_id, int device, Uni
   return tx->commit();
 }
 
-Status RunStore::service_job_requeued(int64_t id, const std::string& reason) {
+Status RunStore::service_job_requeued(int64_t id, const std::string& reason, bool counted) {
   auto update = Statement::prepare(db_.get(), path_,
                                    "UPDATE service_jobs SET state = 'queued', reason = ?2, "
-                                   "device = NULL WHERE id = ?1");
+                                   "device = NULL, uncounted = uncounted + ?3 WHERE id = ?1");
   if (!update.ok()) return update.error();
-  update->bind(1, id).bind(2, reason);
+  update->bind(1, id).bind(2, reason).bind(3, counted ? 0 : 1);
   return update_service_job(db_.get(), path_, *update, id, "requeueing a job");
 }
 

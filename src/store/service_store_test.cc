@@ -116,15 +116,18 @@ TEST(ServiceStore, EachSubmissionIsRecordedNamedAndLeadsToItsJobs) {
   EXPECT_EQ((*rows)[0].submission_id, (*rows)[1].submission_id);
   EXPECT_NE((*rows)[0].submission_id, (*rows)[2].submission_id);
 
-  auto named = store->submission_named("lr-a");
+  auto found = store->find_named("lr-a", 1000, NameKinds::kSubmissions);
+  ASSERT_TRUE(found.ok() && *found);
+  auto named = store->submission((*found)->id);
   ASSERT_TRUE(named.ok() && *named);
   EXPECT_EQ((*named)->id, *(*rows)[0].submission_id);
+  EXPECT_EQ((*named)->owner_uid, 1000u);
   EXPECT_EQ((*named)->run_id, 7);
   EXPECT_EQ((*named)->owner_name, "alice");
   EXPECT_EQ((*named)->jobs, 2);
   EXPECT_EQ((*named)->label.tags.at("model"), "r26");
   EXPECT_EQ((*named)->label.note, "first");
-  EXPECT_FALSE(store->submission_named("")->has_value());
+  EXPECT_FALSE(store->find_named("", 1000)->has_value());
   auto listed = store->named_submissions_of(7, 10);
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 1u);  // the unnamed one is not listed
@@ -349,6 +352,62 @@ TEST(ProcessIsAlive, AZombieIsDead) {
   EXPECT_TRUE(process_is_alive(getpid()));
   waitpid(child, nullptr, 0);
   EXPECT_FALSE(process_is_alive(child));
+}
+
+// Issue 53 (2): a name finds the caller's own run or submission: the newest
+// run of theirs, else their newest submission; another user's never, even
+// when newer: the refusal lists those and says to name one by its id.
+TEST(ServiceStore, ANameFindsOnlyTheCallersOwnRunOrSubmission) {
+  auto store = open_memory();
+  ASSERT_TRUE(store);
+  auto roots = store->add_service_jobs({submitted("a", 0)}, 7, {"nightly", {}, ""});
+  auto alices = store->add_service_jobs({submitted("b", 1000)}, 7, {"nightly", {}, ""});
+  ASSERT_TRUE(roots.ok() && alices.ok());
+  const int64_t root_sub = *store->service_jobs_by_id({(*roots)[0]})->front().submission_id;
+  const int64_t alice_sub = *store->service_jobs_by_id({(*alices)[0]})->front().submission_id;
+
+  auto mine = store->find_named("nightly", 0);
+  ASSERT_TRUE(mine.ok() && *mine) << (mine.ok() ? "" : mine.error().message());
+  EXPECT_EQ((*mine)->kind, NamedTarget::Kind::kSubmission);
+  EXPECT_EQ((*mine)->id, root_sub) << "root's own, though alice's is newer";
+  auto hers = store->find_named("nightly", 1000);
+  ASSERT_TRUE(hers.ok() && *hers);
+  EXPECT_EQ((*hers)->id, alice_sub);
+
+  auto nobodys = store->find_named("nightly", 1001);
+  ASSERT_FALSE(nobodys.ok());
+  EXPECT_THAT(nobodys.error().message(), HasSubstr("names no run or submission of yours"));
+  EXPECT_THAT(nobodys.error().message(),
+              HasSubstr("root's submission 7/" + std::to_string(root_sub)));
+  EXPECT_THAT(nobodys.error().message(),
+              HasSubstr("alice's submission 7/" + std::to_string(alice_sub)));
+  EXPECT_THAT(nobodys.error().message(), HasSubstr("name another user's by its id"));
+  EXPECT_FALSE(store->find_named("nobody", 0)->has_value());
+
+  // A run of the caller's own comes before their submissions; a run recorded
+  // before owners were kept is anyone's; another user's run is not taken.
+  NewRun run;
+  run.started_ms = kT0;
+  run.mechanism = "naive";
+  run.backend = "sim";
+  run.label.name = "nightly";
+  run.owner_uid = 1000;
+  run.owner_name = "alice";
+  auto alice_run = store->begin_run(run);
+  ASSERT_TRUE(alice_run.ok());
+  auto runs_first = store->find_named("nightly", 1000);
+  ASSERT_TRUE(runs_first.ok() && *runs_first);
+  EXPECT_EQ((*runs_first)->kind, NamedTarget::Kind::kRun);
+  EXPECT_EQ((*runs_first)->id, *alice_run);
+  EXPECT_EQ(store->find_named("nightly", 0)->value().id, root_sub);
+  auto only_runs = store->find_named("nightly", 0, NameKinds::kRuns);
+  ASSERT_FALSE(only_runs.ok());
+  EXPECT_THAT(only_runs.error().message(), HasSubstr("alice's run " + std::to_string(*alice_run)));
+  run.owner_uid.reset();
+  run.owner_name.clear();
+  auto legacy = store->begin_run(run);
+  ASSERT_TRUE(legacy.ok());
+  EXPECT_EQ(store->find_named("nightly", 0, NameKinds::kRuns)->value().id, *legacy);
 }
 
 }  // namespace

@@ -35,9 +35,10 @@ void StoreWriter::service_job_started(int64_t id, int64_t job_id, int device, Un
   push(ServiceJobChange{ServiceJobChange::Kind::kStarted, id, job_id, device, started_ms,
                         std::move(log_path)});
 }
-void StoreWriter::service_job_requeued(int64_t id, std::string reason) {
+void StoreWriter::service_job_requeued(int64_t id, std::string reason, bool counted) {
   ServiceJobChange c{ServiceJobChange::Kind::kRequeued, id};
   c.reason = std::move(reason);
+  c.counted = counted;
   push(std::move(c));
 }
 void StoreWriter::service_job_ended(int64_t id, JobState state, std::string reason,
@@ -164,7 +165,7 @@ Status StoreWriter::apply(const Write& write) {
             case ServiceJobChange::Kind::kStarted:
               return store_.service_job_started(w.id, w.job_id, w.device, w.time_ms, w.log_path);
             case ServiceJobChange::Kind::kRequeued:
-              return store_.service_job_requeued(w.id, w.reason);
+              return store_.service_job_requeued(w.id, w.reason, w.counted);
             case ServiceJobChange::Kind::kEnded:
               return store_.service_job_ended(w.id, w.state, w.reason, w.time_ms);
             case ServiceJobChange::Kind::kUsage:

@@ -82,7 +82,7 @@ class StoreWriter {
   // service_job_requeued and service_job_ended.
   void service_job_started(int64_t id, int64_t job_id, int device, UnixMillis started_ms,
                            std::string log_path);
-  void service_job_requeued(int64_t id, std::string reason);
+  void service_job_requeued(int64_t id, std::string reason, bool counted = true);
   void service_job_ended(int64_t id, JobState state, std::string reason, UnixMillis ended_ms);
   // See RunStore::add_service_job_usage.
   void service_job_usage(int64_t id, const ServiceJobUsage& usage);
@@ -163,6 +163,7 @@ class StoreWriter {
     std::string log_path;                // kStarted
     JobState state = JobState::kQueued;  // kEnded
     std::string reason;                  // kRequeued, kEnded
+    bool counted = true;                 // kRequeued
     ServiceJobUsage usage;               // kUsage
   };
   using Write = std::variant<JobStarted, JobRequeued, JobInstance, JobGpus, JobFinished, RunEnded,

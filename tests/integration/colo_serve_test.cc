@@ -608,8 +608,8 @@ TEST_F(ColoServe, UsageOutlivesARestartAndColoUsageShowsItWithItsWeight) {
   EXPECT_EQ(r["ended"][0]["owner"], "root");
   EXPECT_EQ(r["ended"][0]["jobs"], 1);
   EXPECT_EQ(r["ended"][0]["failed"], 0);
-  EXPECT_NEAR(r["ended"][0]["solo_ms"].get<double>(), r["owners"]["root"]["total_ms"].get<double>(),
-              1.0);
+  EXPECT_NEAR(r["ended"][0]["share_ms"].get<double>(),
+              r["owners"]["root"]["total_ms"].get<double>(), 1.0);
   EXPECT_GE(r["ended"][0]["gpu_ms"].get<double>(), r["ended"][0]["solo_ms"].get<double>());
   // Alone on its GPU: it held the GPU all its time, and its energy is the
   // GPU's over that time (the simulated GPU draws at least its idle power).
@@ -640,7 +640,7 @@ TEST_F(ColoServe, UsageOutlivesARestartAndColoUsageShowsItWithItsWeight) {
   ASSERT_EQ(kept.size(), 1u) << service_log();
   EXPECT_EQ(kept[0].rfind("root|1|", 0), 0u) << kept[0];
   EXPECT_GE(std::stod(kept[0].substr(7)), used);
-  std::vector<std::string> per_job = sql("SELECT sum(solo_ms) FROM service_jobs");
+  std::vector<std::string> per_job = sql("SELECT sum(share_ms) FROM service_jobs");
   ASSERT_EQ(per_job.size(), 1u);
   EXPECT_NEAR(std::stod(kept[0].substr(7)), std::stod(per_job[0]), 1.0)
       << "the kept total is the sum of the jobs' own";
@@ -952,6 +952,167 @@ TEST_F(ColoServe, TwoUsersJobsUnderMpsAreClientsOfADaemonEach) {
   EXPECT_FALSE(std::filesystem::exists(their_pipe)) << "its daemon stopped with the service";
 }
 
+// Issue 53 (1): a job runs as its submitter whoever starts it again: a
+// restart of the service under it, and an admin's `colo submit --resume` of
+// a user's failed submission (which ran the user's code as root, and made
+// root its owner). Each attempt appends its uid to a file in its checkpoint
+// directory, which follows it (kept: --keep-checkpoints).
+TEST_F(ColoServe, AJobStartedAgainOnSomeonesBehalfRunsAsItsSubmitter) {
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  TestUser b("color");
+  ASSERT_TRUE(b.created());
+  shell("chmod 755 '" + dir_ + "'");
+  const std::string uid = shell("id -u " + b.name).output;
+  const std::string note_uid = R"(id -u >> "$COLO_CHECKPOINT_DIR/uids"; )";
+  const std::string file = write_file(
+      "paths.toml",
+      "[[job]]\nname = \"resumed\"\nrestart = \"never\"\ncommand = [\"sh\", \"-c\", \"\"\"" +
+          note_uid + R"(if [ -e "$COLO_CHECKPOINT_DIR/once" ]; then exit 0; fi
+touch "$COLO_CHECKPOINT_DIR/once"; exit 3"""]
+)" + "\n[[job]]\nname = \"restarted\"\ncommand = [\"sh\", \"-c\", \"\"\"" +
+          note_uid + R"(if [ -e "$COLO_CHECKPOINT_DIR/once" ]; then exit 0; fi
+touch "$COLO_CHECKPOINT_DIR/once"; exec sleep 60"""]
+)");
+  const std::string args =
+      "--policy fixed --mechanism naive --max-per-gpu 3 --grace 1s --keep-checkpoints 1h "
+      "--socket-group " +
+      b.group;
+  start_service(args);
+  shell("chmod 755 '" + dir_ + "/home'");
+  const auto as_b = [&](const std::string& a) {
+    return shell("runuser -u " + b.name + " -- env " + env() + std::string(COLO_BINARY) + " " + a +
+                 " --socket '" + dir_ + "/home/colo.sock'");
+  };
+  CommandResult submitted = as_b("submit --json --name theirs " + file);
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output << service_log();
+  const json answer = json::parse(submitted.output.substr(submitted.output.find('{')));
+  const std::vector<int64_t> ids = answer["ids"].get<std::vector<int64_t>>();
+  ASSERT_EQ(ids.size(), 2u);
+  const std::string submission = std::to_string(answer["run"].get<int64_t>()) + "/" +
+                                 std::to_string(answer["submission"].get<int64_t>());
+  const auto uids_of = [&](int64_t id) {
+    return shell("cat '" + dir_ + "/home/serve/'*/checkpoints/" + std::to_string(id) + "/uids")
+        .output;
+  };
+  // The restarted job runs; the service stops and starts again under it.
+  ASSERT_TRUE(eventually([&] { return uids_of(ids[1]) == uid; }, 20'000)) << service_log();
+  stop_service();
+  start_service(args);
+  EXPECT_EQ(wait_all({ids[1]}).exit_code, 0) << service_log();
+  EXPECT_NE(wait_all({ids[0]}).exit_code, 0) << "'resumed' failed, as it should, once";
+  EXPECT_EQ(uids_of(ids[1]), uid + uid) << "the attempt after the service's restart";
+
+  // Root resumes b's submission to help; by name only among its own.
+  CommandResult by_name = shell(colo("submit --resume theirs"));
+  EXPECT_NE(by_name.exit_code, 0);
+  EXPECT_THAT(by_name.output, HasSubstr("names no submission of yours (root)"));
+  EXPECT_THAT(by_name.output, HasSubstr(b.name + "'s submission " + submission));
+  CommandResult resumed = shell(colo("submit --json --resume " + submission));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output << service_log();
+  const int64_t again =
+      json::parse(resumed.output.substr(resumed.output.find('{')))["ids"][0].get<int64_t>();
+  EXPECT_EQ(wait_all({again}).exit_code, 0) << service_log();
+  EXPECT_EQ(uids_of(again), uid + uid) << "its first attempt, then the resumed one";
+  EXPECT_EQ(
+      sql("SELECT owner_uid, owner_name FROM service_jobs WHERE id = " + std::to_string(again)),
+      (std::vector<std::string>{uid.substr(0, uid.size() - 1) + "|" + b.name}));
+  EXPECT_EQ(as_b("logs " + std::to_string(again)).exit_code, 0) << "b's job, b's log";
+}
+
+// Issue 53 (2): a name is looked up among the caller's own submissions and
+// runs. Root's submission "nightly" fails; b's submission of that name comes
+// later; root's `colo submit --resume nightly` and `colo show nightly` find
+// root's, and b's finds b's.
+TEST_F(ColoServe, ANameFindsTheCallersOwnSubmissionNeverAnotherUsers) {
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  TestUser b("colon");
+  ASSERT_TRUE(b.created());
+  shell("chmod 755 '" + dir_ + "'");
+  start_service("--policy fixed --mechanism naive --grace 1s --socket-group " + b.group);
+  shell("chmod 755 '" + dir_ + "/home'");
+  const auto failing = [&](const std::string& file, const std::string& name) {
+    return write_file(file, "[[job]]\nname = \"" + name + "\"\nrestart = \"never\"\n" +
+                                "command = [\"sh\", \"-c\", \"exit 3\"]\n");
+  };
+  CommandResult mine = shell(colo("submit --json --name nightly " + failing("r.toml", "roots")));
+  ASSERT_EQ(mine.exit_code, 0) << mine.output;
+  EXPECT_NE(wait_all({1}).exit_code, 0);
+  CommandResult theirs =
+      shell("runuser -u " + b.name + " -- env " + env() + std::string(COLO_BINARY) +
+            " submit --json --name nightly " + failing("b.toml", "theirs") + " --socket '" + dir_ +
+            "/home/colo.sock'");
+  ASSERT_EQ(theirs.exit_code, 0) << theirs.output << service_log();
+  EXPECT_NE(wait_all({2}).exit_code, 0);
+
+  CommandResult shown = shell(colo("show nightly --db " + db()));
+  EXPECT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_THAT(shown.output, HasSubstr("roots"));
+  EXPECT_THAT(shown.output, Not(HasSubstr("theirs")));
+  CommandResult resumed = shell(colo("submit --json --resume nightly"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output << service_log();
+  EXPECT_EQ(json::parse(resumed.output.substr(resumed.output.find('{')))["resumed"][0]["from"], 1);
+  EXPECT_EQ(sql("SELECT name, owner_uid FROM service_jobs WHERE id = 3"),
+            (std::vector<std::string>{"roots|0"}));
+}
+
+// Issue 53 (8): early stopping judges a trial only among its own
+// submission's, as the service recorded it: two submissions of one job file
+// (two users sharing a file, or one that claims another's source) are not
+// mixed. Here a trial reporting loss 5 is not stopped by another
+// submission's trial that reported 0.
+TEST_F(ColoServe, EarlyStoppingJudgesATrialOnlyAmongItsOwnSubmissions) {
+  start_service("--sim-devices 1 --mechanism naive --max-per-gpu 2 --grace 1s");
+  const auto sweep = [&](const std::string& name, const std::string& loss) {
+    return write_file(
+        name,
+        "[objective]\nmetric = \"loss\"\ngoal = \"min\"\n"
+        "[early_stop]\nrule = \"median\"\nmin_epochs = 1\nmin_trials = 1\n"
+        "[[job]]\nname = \"t\"\ncommand = [\"sh\", \"-c\", \"for e in 1 2 3 4; do sleep 0.3; "
+        "printf '{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":%d,\\\"samples\\\":10,"
+        "\\\"loss\\\":" +
+            loss + "}\\\\n' $e >> \\\"$COLO_PROGRESS_FILE\\\"; done\"]\n");
+  };
+  // The same [[job]] table on the same line: one source, two submissions.
+  std::vector<int64_t> good = submit(sweep("sweep.toml", "0"));
+  ASSERT_EQ(wait_all(good).exit_code, 0) << service_log();
+  std::vector<int64_t> worse = submit(sweep("sweep.toml", "5"));
+  ASSERT_EQ(worse.size(), 1u);
+  EXPECT_EQ(wait_all(worse).exit_code, 0) << service_log();
+  EXPECT_EQ(sql("SELECT state FROM service_jobs WHERE id = " + std::to_string(worse[0])),
+            (std::vector<std::string>{"ok"}))
+      << service_log();
+}
+
+// Issue 53 (7): fair share charges what colo saw, not what the job says. A
+// job alone on its GPU reports a huge rate while colo measures it, then a
+// tiny one: it held the whole GPU all along and is charged for it (it was
+// charged 22.4 s for 50 s).
+TEST_F(ColoServe, AJobAloneIsChargedItsWholeGpuWhateverRateItReports) {
+  start_service("--sim-devices 1 --mechanism naive --grace 1s");
+  const std::string epochs =
+      R"(for e in 1 2 3; do sleep 0.3; printf '{"event":"epoch_end","epoch":%d,"samples":1000000}\n' $e >> "$COLO_PROGRESS_FILE"; done; )"
+      R"(for e in $(seq 4 14); do sleep 0.3; printf '{"event":"epoch_end","epoch":%d,"samples":1}\n' $e >> "$COLO_PROGRESS_FILE"; done)";
+  json spec = {{"name", "claims"}, {"command", {"sh", "-c", epochs}}};
+  const std::string file =
+      write_file("claims.toml",
+                 "[[job]]\nname = \"claims\"\ncommand = " + json(spec["command"]).dump() + "\n");
+  std::vector<int64_t> ids = submit(file);
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_EQ(wait_all(ids).exit_code, 0) << service_log();
+  json r;
+  ASSERT_TRUE(eventually(
+      [&] {
+        r = json::parse(shell(colo("usage --since 1h --json")).output, nullptr, false);
+        return r.is_object() && r["ended"].size() == 1u && r["owners"].contains("root");
+      },
+      20'000))
+      << service_log();
+  const double gpu_ms = r["ended"][0]["gpu_ms"].get<double>();
+  EXPECT_GT(gpu_ms, 3'000);
+  EXPECT_NEAR(r["ended"][0]["share_ms"].get<double>(), gpu_ms, 1.0) << r.dump();
+  EXPECT_GE(r["owners"]["root"]["total_ms"].get<double>(), 0.99 * gpu_ms) << r.dump();
+}
+
 TEST_F(ColoServe, MpsServerDeathIsNamedAndItsJobsRunAgain) {
   fake_mps_on_path();
   // Long enough that the health check (every 5 s) sees the daemon gone.
@@ -1080,6 +1241,126 @@ TEST_F(ColoServe, SigtermStopsAndTheNextStartRunsTheJobsAgain) {
   EXPECT_EQ(waited.exit_code, 0) << waited.output << service_log();
   EXPECT_EQ(sql("SELECT state, attempts FROM service_jobs ORDER BY id"),
             (std::vector<std::string>{"ok|2", "interrupted|1"}));
+}
+
+// Issue 54 (1): routine restarts cost no job. Four graceful restarts
+// (SIGTERM, as `systemctl restart` does) and then a SIGKILL of the service
+// while two jobs run: each comes back from its checkpoint, and every one
+// ends ok (before, the fifth start gave up on both: "gave up after 5
+// attempts", though none of their attempts had failed).
+TEST_F(ColoServe, FourRestartsAndACrashLoseNoJob) {
+  // Each job counts to 15 in its checkpoint, a count a second, and ends ok at 15.
+  const std::string counting = R"(n=$(cat "$COLO_CHECKPOINT_DIR/n" 2>/dev/null || echo 0)
+while [ "$n" -lt 15 ]; do n=$((n + 1)); echo $n > "$COLO_CHECKPOINT_DIR/n"; echo "count $n"; sleep 1; done)";
+  const std::string file = write_file(
+      "long.toml", "[[job]]\nname = \"long\"\nrepeat = 2\ncommand = [\"sh\", \"-c\", \"\"\"" +
+                       counting + "\"\"\"]\n");
+  const std::string args = "--policy fixed --mechanism naive --max-per-gpu 2 --grace 1s";
+  start_service(args);
+  std::vector<int64_t> ids = submit(file);
+  ASSERT_EQ(ids.size(), 2u);
+  for (int restart = 1; restart <= 5; ++restart) {
+    ASSERT_TRUE(eventually([&] { return count_in_state("running") == 2; }, 20'000))
+        << "restart " << restart << "\n"
+        << service_log();
+    if (restart < 5) {
+      stop_service();
+    } else {
+      kill_service(SIGKILL);
+    }
+    start_service(args);
+  }
+  CommandResult waited = wait_all(ids);
+  EXPECT_EQ(waited.exit_code, 0) << waited.output << service_log();
+  EXPECT_EQ(sql("SELECT state, attempts, uncounted FROM service_jobs ORDER BY id"),
+            (std::vector<std::string>{"ok|6|5", "ok|6|5"}))
+      << service_log();
+  CommandResult queue = shell(colo("queue"));
+  EXPECT_THAT(queue.output, HasSubstr("ok"));
+}
+
+// Issue 54 (2): `colo drain` stops the service starting queued jobs while
+// running ones finish, `--wait` returns once none runs, only admins may, and
+// `colo undrain` starts the queue again (before, a drain was only
+// `--on-sigterm drain`, chosen at start).
+TEST_F(ColoServe, DrainLetsRunningJobsFinishAndStartsNoneUntilUndrain) {
+  start_service("--policy fixed --mechanism naive --max-per-gpu 1 --grace 1s");
+  std::vector<int64_t> first = submit(write_file("first.toml", job("first", 4, 0.5)));
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_TRUE(eventually([&] { return count_in_state("running") == 1; }, 20'000));
+  CommandResult drained = shell(colo("drain"));
+  ASSERT_EQ(drained.exit_code, 0) << drained.output;
+  EXPECT_THAT(drained.output, HasSubstr("colo serve is drained"));
+  std::vector<int64_t> second = submit(write_file("second.toml", job("second", 1, 0.1)));
+  ASSERT_EQ(second.size(), 1u) << "a drained service still queues";
+  EXPECT_THAT(queued_reason("drained"), HasSubstr("colo undrain"));
+  CommandResult waited = shell(colo("drain --wait"));
+  EXPECT_EQ(waited.exit_code, 0) << waited.output;
+  EXPECT_EQ(count_in_state("running"), 0);
+  EXPECT_EQ(sql("SELECT state FROM service_jobs ORDER BY id"),
+            (std::vector<std::string>{"ok", "queued"}));
+  if (TestUser::possible()) {
+    TestUser b("colod");
+    ASSERT_TRUE(b.created());
+    shell("chmod 755 '" + dir_ + "' '" + dir_ + "/home' && chgrp " + b.group + " '" + dir_ +
+          "/home/colo.sock'");
+    CommandResult refused =
+        shell("runuser -u " + b.name + " -- env " + env() + std::string(COLO_BINARY) +
+              " undrain --socket '" + dir_ + "/home/colo.sock'");
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_THAT(refused.output, HasSubstr("only the service's admins"));
+  }
+  CommandResult undrained = shell(colo("undrain"));
+  ASSERT_EQ(undrained.exit_code, 0) << undrained.output;
+  EXPECT_EQ(wait_all(second).exit_code, 0) << service_log();
+}
+
+// Issue 54 (3): the state directory stays bounded. A job that floods its
+// log keeps its head and tail (one wrote 30 MB in a second); a job that
+// ends ok leaves no checkpoint directory (300 short jobs left 305), one
+// that failed keeps its own for a resume; and `colo gc` reaches the running
+// service's ended jobs, whose files it removes whole (logs, progress files,
+// checkpoints), which it never could (the service's run never ends).
+TEST_F(ColoServe, DiskStaysBoundedLogsCutCheckpointsGoAndGcReachesTheLiveService) {
+  start_service("--policy fixed --mechanism naive --max-per-gpu 4 --grace 1s --max-log-size 64KiB");
+  const std::string file = write_file("disk.toml", R"([[job]]
+name = "flood"
+command = ["sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' 'y'; echo; echo THE-END; touch \"$COLO_CHECKPOINT_DIR/s\""]
+
+[[job]]
+name = "fine"
+repeat = 3
+command = ["sh", "-c", "touch \"$COLO_CHECKPOINT_DIR/s\""]
+
+[[job]]
+name = "broke"
+restart = "never"
+command = ["sh", "-c", "touch \"$COLO_CHECKPOINT_DIR/s\"; exit 3"]
+)");
+  std::vector<int64_t> ids = submit(file);
+  ASSERT_EQ(ids.size(), 5u);
+  wait_all(ids);
+  EXPECT_EQ(sql("SELECT state FROM service_jobs ORDER BY id"),
+            (std::vector<std::string>{"ok", "ok", "ok", "ok", "failed"}));
+  const std::string serve = shell("ls -d '" + dir_ + "/home/serve/'*").output;
+  const std::string root = serve.substr(0, serve.find('\n'));
+  const std::string flood_log = shell("ls " + root + "/jobs/1-*.log").output;
+  ASSERT_FALSE(flood_log.empty());
+  std::ifstream in(flood_log.substr(0, flood_log.find('\n')));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_LT(text.size(), 64u * 1024) << "cut to its first and last quarter";
+  EXPECT_THAT(text, HasSubstr("of this log were cut here: it passed its cap of 64.0 KiB"));
+  EXPECT_THAT(text, HasSubstr("THE-END")) << "its tail is kept";
+  EXPECT_EQ(shell("ls " + root + "/checkpoints").output, std::to_string(ids[4]) + "\n")
+      << "only the failed job keeps its checkpoints";
+
+  CommandResult gc = shell(colo("gc --older-than 1ms --db " + db()));
+  EXPECT_EQ(gc.exit_code, 0) << gc.output;
+  EXPECT_THAT(gc.output, HasSubstr("removed the files of 5 jobs of the running colo serve"));
+  EXPECT_EQ(
+      shell("ls -A " + root + "/jobs " + root + "/checkpoints | grep -v ':$' | grep .").output, "");
+  CommandResult again = shell(colo("gc --older-than 1ms --db " + db()));
+  EXPECT_THAT(again.output, HasSubstr("removed the files of 0 jobs"));
 }
 
 // A TCP port on 127.0.0.1 that nothing listens on now.

@@ -1,0 +1,103 @@
+#include "serve/client.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+namespace colo {
+namespace {
+
+// A stand-in service: closes its first `drop` connections without a word,
+// with unread data so that the kernel resets them (as colo serve does to
+// connections past its bounds), then answers each request with ok.
+class DroppingServer {
+ public:
+  DroppingServer(const std::string& path, int drop) : drop_(drop) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    ok_ = fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+          ::listen(fd_, 64) == 0;
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~DroppingServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  bool ok() const { return ok_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  void serve() {
+    while (true) {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      ++accepted_;
+      char buf[4096];
+      if (accepted_ <= drop_) {
+        ::close(c);  // before reading: the client's request is reset
+        continue;
+      }
+      std::string in;
+      while (in.find('\n') == std::string::npos) {
+        const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        in.append(buf, static_cast<size_t>(n));
+      }
+      const std::string answer = R"({"ok":true,"jobs":[]})"
+                                 "\n";
+      (void)!::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+      ::close(c);
+    }
+  }
+  int fd_ = -1;
+  int drop_;
+  bool ok_ = false;
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+// Issue 53 (10): a client whose connections the service drops at its
+// connection bounds tries again within its timeout, and is answered (296 of
+// 500 concurrent `colo queue` calls failed with "Connection reset by peer").
+TEST(ServiceClient, AConnectionTheServiceDropsIsTriedAgainWithinTheTimeout) {
+  std::string templ = ::testing::TempDir() + "client.XXXXXX";
+  ASSERT_NE(mkdtemp(templ.data()), nullptr);
+  const std::string path = templ + "/colo.sock";
+  {
+    DroppingServer server(path, 5);
+    ASSERT_TRUE(server.ok());
+    ServiceClient client(path, 30'000);
+    Result<nlohmann::json> answer = client.call({{"op", "queue"}});
+    ASSERT_TRUE(answer.ok()) << answer.error().message();
+    EXPECT_EQ(server.accepted(), 6);
+  }
+  std::system(("rm -rf '" + templ + "'").c_str());
+}
+
+// Within the timeout only: a service that drops every connection is an error.
+TEST(ServiceClient, AServiceThatDropsEveryConnectionIsAnErrorAfterTheTimeout) {
+  std::string templ = ::testing::TempDir() + "client.XXXXXX";
+  ASSERT_NE(mkdtemp(templ.data()), nullptr);
+  const std::string path = templ + "/colo.sock";
+  {
+    DroppingServer server(path, 1'000'000);
+    ASSERT_TRUE(server.ok());
+    ServiceClient client(path, 300);
+    Result<nlohmann::json> answer = client.call({{"op", "queue"}});
+    ASSERT_FALSE(answer.ok());
+  }
+  std::system(("rm -rf '" + templ + "'").c_str());
+}
+
+}  // namespace
+}  // namespace colo
