@@ -14,7 +14,9 @@ tests=(libgtest-dev libgmock-dev  # the unit and integration tests
        clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
        python3-torch      # the data-sharing tests' consumers (python/colo_data.py)
        chromium           # PNG figures of `colo report` and its browser tests
-       slurm-wlm munge    # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh)
+       slurm-wlm munge    # a real Slurm for the `colo slurm` test (scripts/local-slurm.sh);
+                          # its slurmd.service is what the install test rates colo's unit against
+       systemd            # systemd-analyze verify and security of that unit (the install test)
        prometheus         # a real Prometheus scrapes `colo serve --http`'s /metrics in a test
        procps time        # pgrep/pkill and /usr/bin/time: leftover-process tests, bench/soak.sh
        stress-ng          # scripts/test-under-load.sh: the suite on a busy machine

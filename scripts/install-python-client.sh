@@ -2,9 +2,16 @@
 # Makes colo's Python client (colo_progress, colo_data) importable by the
 # python3 on PATH (or $PYTHON), for scripts run outside colo. Jobs colo starts
 # need none of this: colo puts the client on their PYTHONPATH.
-#   scripts/install-python-client.sh [CLIENT_DIR]
+#   scripts/install-python-client.sh [--system] [CLIENT_DIR]
 # CLIENT_DIR holds colo_progress.py. Default: this checkout's python/, or,
 # installed (PREFIX/share/colo/install-python-client.sh), PREFIX/share/colo/python.
+#  - --system (scripts/install.sh passes it for a prefix outside your home):
+#    for every user of the system's python3 (/usr/bin/python3, or $PYTHON), a
+#    colo-client.pth naming CLIENT_DIR in its site-packages for local
+#    installs (sysconfig's purelib: /usr/local/lib/python3.X/dist-packages on
+#    Debian, which its python3 reads and apt leaves alone). Needs root there.
+#    Remove that file to undo.
+# Without --system, for you (or the environment you are in):
 #  - In a virtual environment or conda: `pip install` of the package
 #    (python/pyproject.toml), built from a copy, so that nothing is left in
 #    CLIENT_DIR; offline where setuptools and wheel are installed.
@@ -14,12 +21,28 @@
 #    module reads it at start-up). Remove that file to undo.
 #  - Otherwise: `pip install --user`.
 set -euo pipefail
+system=0
+if [ "${1:-}" = --system ]; then system=1; shift; fi
 here=$(dirname "$0")
 default=$here/../python
 [ -f "$here/python/colo_progress.py" ] && default=$here/python
 client=$(cd "${1:-$default}" && pwd)
 py=${PYTHON:-python3}
+[ "$system" -eq 1 ] && [ -z "${PYTHON:-}" ] && [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 [ -f "$client/colo_progress.py" ] || { echo "install-python-client: no colo_progress.py in $client" >&2; exit 2; }
+
+if [ "$system" -eq 1 ]; then
+  exe=$("$py" -c 'import sys; print(sys.executable)') || { echo "install-python-client: cannot run $py" >&2; exit 1; }
+  site=$("$py" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  if ! { mkdir -p "$site" && echo "$client" >"$site/colo-client.pth"; } 2>/dev/null; then
+    echo "install-python-client: cannot write $site/colo-client.pth: run it as root for every user," >&2
+    echo "  or without --system for yourself alone" >&2
+    exit 1
+  fi
+  echo "install-python-client: $exe imports colo_progress and colo_data from $client, for every user,"
+  echo "  through $site/colo-client.pth. To undo: rm $site/colo-client.pth"
+  exit 0
+fi
 
 # in_env: a venv or conda environment (pip installs go into it, not --user).
 # managed: the interpreter is marked externally managed (PEP 668).

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # `cmake --install` of the build under test into a temporary prefix: colo
 # runs from there, finds its bench scripts, has a man page that documents
-# the exit codes, bash completion that completes subcommands and options, the
-# Python client importable from share/colo/python, and importable outside colo
-# after share/colo/install-python-client.sh (Debian's python3; a venv).
+# the exit codes, the service's options, its files and every environment
+# variable colo reads, a systemd unit that names this prefix's colo and
+# passes systemd-analyze, bash completion that completes subcommands and
+# options, the Python client importable from share/colo/python, and importable
+# outside colo after share/colo/install-python-client.sh (Debian's python3; a
+# venv) and after scripts/install.sh --python (for every user under a system
+# prefix; a client that cannot be installed is a warning, not a failure).
 set -euo pipefail
 : "${BUILD_DIR:?}" "${COLO_SOURCE_DIR:?}"
 tmp=$(mktemp -d)
@@ -24,6 +28,80 @@ grep -q 'simulate' "$man" || fail "the man page lacks the subcommands"
 examples=$(MANWIDTH=200 man -l "$man" 2>/dev/null | sed -n '/Examples:/,$p')
 [ "$(printf '%s\n' "$examples" | grep -c '^ *colo ')" -ge 3 ] ||
   fail "the man page's examples run together: $examples"
+
+# The man page beyond `colo --help` (issue 54, item 7): colo serve's options,
+# the files colo keeps, and every environment variable colo reads (each name
+# src/ passes to getenv or to an environment lookup).
+man_text=$(MANWIDTH=200 man -l "$man" 2>/dev/null)
+for section in 'SERVICE OPTIONS' ENVIRONMENT FILES; do
+  grep -qx "$section" <<<"$man_text" || fail "the man page has no $section section"
+done
+[[ $(sed -n '/^SERVICE OPTIONS$/,/^ENVIRONMENT$/p' <<<"$man_text") == *--grace* ]] ||
+  fail "the man page's SERVICE OPTIONS lack colo serve's --grace"
+[[ $(sed -n '/^FILES$/,/^SEE ALSO$/p' <<<"$man_text") == */run/colo/locks* ]] ||
+  fail "the man page's FILES lack the GPU lock directory"
+environment=$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH /p' "$man" | sed 's/\\f[BIRP]//g')
+read_vars=$(grep -rhoE --include='*.cc' --include='*.h' --exclude='*_test.cc' \
+  '(getenv|env|find_share_dir)\([^;]*"[A-Z][A-Z0-9_]+"\)' "$COLO_SOURCE_DIR/src" |
+  grep -oE '"[A-Z][A-Z0-9_]+"' | tr -d '"' | sort -u)
+[ -n "$read_vars" ] || fail "found no environment variable read in $COLO_SOURCE_DIR/src"
+for var in $read_vars; do
+  grep -qw -- "$var" <<<"$environment" ||
+    fail "colo reads \$$var, which the man page's ENVIRONMENT does not name"
+done
+
+# The systemd unit (issue 54, item 6): this prefix's colo and documents,
+# options from /etc/default/colo, no restart after an exit that a restart
+# cannot mend, and none of the sandbox options that the jobs, which run inside
+# the unit, would notice.
+unit=$prefix/lib/systemd/system/colo.service
+[ -s "$unit" ] || fail "no systemd unit $unit"
+grep -qx "ExecStart=$colo serve --socket-group colo \$COLO_SERVE_ARGS" "$unit" ||
+  fail "the unit does not run $colo with \$COLO_SERVE_ARGS: $(grep '^ExecStart=' "$unit")"
+grep -qx 'EnvironmentFile=-/etc/default/colo' "$unit" || fail "the unit reads no /etc/default/colo"
+grep -qx 'Delegate=yes' "$unit" || fail "the unit does not delegate its cgroup to colo"
+documentation=" $(sed -n 's/^Documentation=//p' "$unit") "
+[[ $documentation == *" man:colo(1) "* ]] || fail "the unit's Documentation= lacks man:colo(1)"
+[[ $documentation == *" file://$prefix/share/doc/colo/docs/serve.md "* ]] ||
+  fail "the unit's Documentation= is not this prefix's serve.md:$documentation"
+for doc in $documentation; do
+  [[ $doc != file://* ]] || [ -s "${doc#file://}" ] || fail "the unit's Documentation= names a missing $doc"
+done
+no_restart=" $(sed -n 's/^RestartPreventExitStatus=//p' "$unit") "
+bad_options=0
+COLO_HOME=$tmp/state timeout 30 "$colo" serve --grace soon >/dev/null 2>&1 || bad_options=$?
+no_driver=0
+COLO_HOME=$tmp/state COLO_NVML_LIBRARY=$tmp/none/libnvidia-ml.so.1 timeout 30 "$colo" serve \
+  --backend nvml >/dev/null 2>&1 || no_driver=$?
+for code in "$bad_options" "$no_driver"; do
+  case $code in 0 | 124) fail "colo serve with bad options or no driver exited $code" ;; esac
+  [[ $no_restart == *" $code "* ]] ||
+    fail "the unit restarts colo serve after exit $code (bad options: $bad_options, no driver: $no_driver)"
+done
+job_visible=$(grep -E '^((ProtectHome|PrivateTmp|PrivateDevices|PrivateNetwork|PrivateUsers|DevicePolicy|DeviceAllow|MemoryDenyWriteExecute|RestrictAddressFamilies|RestrictNamespaces|ProtectKernelTunables|ProtectControlGroups|ProtectProc|ProcSubset|SystemCallFilter|UMask)=|ProtectSystem=strict)' \
+  "$unit" || true)
+[ -z "$job_visible" ] || fail "the unit sets sandbox options its jobs would notice: $job_visible"
+if command -v systemd-analyze >/dev/null; then
+  (cd "$tmp" && systemd-analyze verify --man=no "$unit") || fail "systemd-analyze verify $unit (above)"
+  exposure() {  # the overall exposure systemd-analyze security gives a unit file, 0 (best) to 10
+    systemd-analyze security --offline=yes "$1" 2>/dev/null |
+      sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p'
+  }
+  ours=$(exposure "$unit")
+  [ -n "$ours" ] || fail "systemd-analyze security --offline=yes $unit gave no exposure level"
+  slurmd=""
+  for f in /lib/systemd/system/slurmd.service /usr/lib/systemd/system/slurmd.service; do
+    [ -s "$f" ] && slurmd=$(exposure "$f") && break
+  done
+  if [ -n "$slurmd" ]; then
+    awk -v a="$ours" -v b="$slurmd" 'BEGIN { exit !(a < b) }' ||
+      fail "the unit's exposure $ours is no better than slurmd.service's $slurmd"
+  else
+    echo "install_test: no slurmd.service (apt-get install slurmd): the unit's exposure ($ours) compared with none"
+  fi
+else
+  echo "install_test: no systemd-analyze: the unit is not verified"
+fi
 
 # The documents and examples its messages name.
 doc=$prefix/share/doc/colo
@@ -81,6 +159,46 @@ if /usr/bin/python3 -m venv --system-site-packages "$tmp/venv" 2>/dev/null &&
   "$tmp/venv/bin/python" -m pip show colo-client >/dev/null || fail "no colo-client package in the venv"
 fi
 [ "$tried" -eq 1 ] || echo "install_test: no Debian python3 and no venv with setuptools: client install skipped"
+
+# scripts/install.sh --python (issue 54, item 6), after its build: a stand-in
+# cmake on PATH skips the configure and the build, and installs the build
+# under test. The python3 is a virtual environment's, never the machine's.
+stub=$tmp/stub
+mkdir -p "$stub"
+cat >"$stub/cmake" <<STUB
+#!/bin/sh
+[ "\$1" = --install ] && [ "\$3" = --prefix ] || exit 0
+exec $(command -v cmake) --install "$BUILD_DIR" --prefix "\$4"
+STUB
+chmod +x "$stub/cmake"
+install_sh() {  # PREFIX: scripts/install.sh PREFIX --python, by a user whose home is $tmp/home
+  PATH=$stub:$PATH HOME=$tmp/home BUILD_DIR=$tmp/no-build "$COLO_SOURCE_DIR/scripts/install.sh" "$1" \
+    --python >"$tmp/install.out" 2>&1
+}
+if python3 -m venv --without-pip "$tmp/sysvenv" 2>/dev/null; then
+  venv_python=$tmp/sysvenv/bin/python
+  venv_site=$("$venv_python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  # A prefix outside the home: for every user of that python3.
+  PYTHON=$venv_python install_sh "$tmp/system" ||
+    fail "install.sh $tmp/system --python: $(cat "$tmp/install.out")"
+  [ "$(cat "$venv_site/colo-client.pth" 2>/dev/null)" = "$tmp/system/share/colo/python" ] ||
+    fail "install.sh under a system prefix did not install the client for every user: $(cat "$tmp/install.out")"
+  (cd "$tmp" && HOME=$tmp/another-user "$venv_python" -c 'import colo_progress') ||
+    fail "another user's python3 does not import the client install.sh installed under $tmp/system"
+else
+  echo "install_test: python3 -m venv failed: install.sh --python for every user not tried"
+fi
+# A client that cannot be installed (no python3 here): colo is, and the
+# warning says what to run, for every user under a system prefix and for the
+# user alone under their home.
+for case in "$tmp/offline --system" "$tmp/home/.local"; do
+  read -r at scope <<<"$case"
+  PYTHON=$tmp/no-python install_sh "$at" ||
+    fail "install.sh $at failed after installing colo, for the Python client alone: $(cat "$tmp/install.out")"
+  [ -x "$at/bin/colo" ] || fail "install.sh did not install colo under $at"
+  grep -qxF "  $at/share/colo/install-python-client.sh ${scope:+$scope }$at/share/colo/python" \
+    "$tmp/install.out" || fail "install.sh's warning does not say what to run: $(cat "$tmp/install.out")"
+done
 leftovers=$(find "$client" -mindepth 1 -not -name '*.py' -not -name pyproject.toml -not -path '*__pycache__*')
 [ -z "$leftovers" ] || fail "installing the client left files beside it: $leftovers"
 echo "install_test: ok"
