@@ -65,14 +65,8 @@ Result<ShardRun> prepare_shard_run(const std::string& plan_file, std::optional<i
 }
 
 Status publish_shard_store(RunStore& store, const ShardRun& run) {
-  std::string tmp = run.published_db + ".tmp";
-  std::error_code ec;
-  std::filesystem::remove(tmp, ec);
-  if (Status s = store.copy_to(tmp); !s.ok()) return s;
-  if (rename(tmp.c_str(), run.published_db.c_str()) != 0) {
-    return Error(fmt::format("cannot rename {} to {}: is the submission directory writable?", tmp,
-                             run.published_db));
-  }
+  Result<StoreCopy> copy = store.copy_to(run.published_db, ExistingFile::kReplace);
+  if (!copy.ok()) return copy.error();
   return OkStatus();
 }
 

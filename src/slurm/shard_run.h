@@ -36,7 +36,7 @@ Result<ShardRun> prepare_shard_run(const std::string& plan_file, std::optional<i
                                    const EnvLookup& env);
 
 // Copies `store` (the run's, at run.local_db) to run.published_db in one
-// piece (a temporary file, then rename).
+// piece (RunStore::copy_to: a file beside it, renamed over it; mode 0600).
 Status publish_shard_store(RunStore& store, const ShardRun& run);
 
 // Removes run.local_dir (call once the store is closed).
