@@ -133,6 +133,11 @@ Result<StoreCopy> write_store_copy(sqlite3* source, const std::string& source_pa
   struct stat st {};
   if (fstat(staged->fd(), &st) == 0) copy.bytes = st.st_size;
   if (Status s = staged->commit(existing); !s.ok()) return s.error();
+  // What SQLite kept beside the file replaced belonged to it: left there,
+  // its WAL would be read into the copy.
+  if (existing == ExistingFile::kReplace) {
+    for (const char* suffix : {"-wal", "-shm", "-journal"}) ::unlink((out_path + suffix).c_str());
+  }
   return copy;
 }
 

@@ -40,7 +40,8 @@ struct StoreCopy {
 };
 
 // Copies the database of `source` (its main schema; `source_path` names it
-// in messages) to `out_path`. `existing` says what happens to a file there.
+// in messages) to `out_path`. `existing` says what happens to a file there;
+// replaced, its -wal, -shm and -journal go with it.
 Result<StoreCopy> write_store_copy(sqlite3* source, const std::string& source_path,
                                    const std::string& out_path, ExistingFile existing);
 

@@ -140,7 +140,10 @@ TEST_F(StoreBackupTest, AnExistingFileStaysUnlessReplacedAndNeverTheStoreItself)
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.error().message(), HasSubstr("--force"));
   EXPECT_EQ(file_text(file("backup.db")), "an older backup\n");
+  // The WAL of the file replaced goes with it: SQLite would read it into the copy.
+  std::ofstream(file("backup.db-wal")) << "the older backup's WAL\n";
   ASSERT_TRUE(backup_store(live(), file("backup.db"), ExistingFile::kReplace).ok());
+  EXPECT_FALSE(std::filesystem::exists(file("backup.db-wal")));
 
   for (const std::string& own : {live(), live() + "-wal"}) {
     Result<StoreCopy> onto_itself = backup_store(live(), own, ExistingFile::kReplace);
