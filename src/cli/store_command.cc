@@ -311,8 +311,14 @@ int backup_command(const BackupFlags& flags) {
   if (!copy.ok()) {
     std::cerr << "colo: backup: " << copy.error().message() << "\n";
     struct stat st {};
-    const bool exists = !flags.force && ::lstat(flags.file.c_str(), &st) == 0;
-    return exists ? kExitBadInput : kExitEnvironment;
+    const bool no_store = ::lstat(db.c_str(), &st) != 0;
+    if (no_store && flags.db.empty()) {
+      std::cerr << "  (that is the default store; --db names another: the packaged service's is "
+                   "/var/lib/colo/colo.db)\n";
+    }
+    // FILE exists and --force was not given: a command line to correct.
+    const bool refused = !no_store && !flags.force && ::lstat(flags.file.c_str(), &st) == 0;
+    return refused ? kExitBadInput : kExitEnvironment;
   }
   std::cout << fmt::format(
       "backed up {} to {}: {}\n  colo runs --db {} lists its runs; docs/serve.md says how to "
