@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "store/run_store.h"
@@ -144,21 +145,25 @@ Result<StoreCopy> write_store_copy(sqlite3* source, const std::string& source_pa
 Result<StoreCopy> backup_store(const std::string& store_path, const std::string& out_path,
                                ExistingFile existing) {
   if (Status s = check_regular_file(store_path, "run store"); !s.ok()) return s.error();
+  // Never the store itself, nor its WAL or shared memory (by name, or the
+  // same file by another): the service would lose what it writes.
+  const auto normal = [](const std::string& p) {
+    return std::filesystem::absolute(p).lexically_normal();
+  };
   struct stat out {};
-  if (::lstat(out_path.c_str(), &out) == 0) {
-    if (existing == ExistingFile::kRefuse) {
-      return Error(
-          fmt::format("{} already exists: give a new file, or replace it with --force", out_path));
+  const bool exists = ::lstat(out_path.c_str(), &out) == 0;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const std::string own = store_path + suffix;
+    struct stat part {};
+    if (normal(own) == normal(out_path) ||
+        (exists && ::stat(own.c_str(), &part) == 0 && same_file(part, out))) {
+      return Error(fmt::format("{} is the store's own file{}: back it up somewhere else", out_path,
+                               *suffix == '\0' ? "" : fmt::format(" ({})", suffix)));
     }
-    // Never the store itself, nor its WAL or shared memory: the service
-    // would lose what it writes.
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
-      struct stat part {};
-      if (::stat((store_path + suffix).c_str(), &part) == 0 && same_file(part, out)) {
-        return Error(fmt::format("{} is the store's own file{}: back it up somewhere else",
-                                 out_path, *suffix == '\0' ? "" : fmt::format(" ({})", suffix)));
-      }
-    }
+  }
+  if (exists && existing == ExistingFile::kRefuse) {
+    return Error(
+        fmt::format("{} already exists: give a new file, or replace it with --force", out_path));
   }
   Result<SqliteDb> source = open_for_reading(store_path, "?mode=ro");
   if (!source.ok()) return source.error();

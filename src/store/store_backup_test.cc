@@ -145,7 +145,7 @@ TEST_F(StoreBackupTest, AnExistingFileStaysUnlessReplacedAndNeverTheStoreItself)
   ASSERT_TRUE(backup_store(live(), file("backup.db"), ExistingFile::kReplace).ok());
   EXPECT_FALSE(std::filesystem::exists(file("backup.db-wal")));
 
-  for (const std::string& own : {live(), live() + "-wal"}) {
+  for (const std::string& own : {live(), live() + "-wal", live() + "-journal"}) {
     Result<StoreCopy> onto_itself = backup_store(live(), own, ExistingFile::kReplace);
     ASSERT_FALSE(onto_itself.ok()) << own;
     EXPECT_THAT(onto_itself.error().message(), HasSubstr("is the store's own file"));
