@@ -169,6 +169,8 @@ std::string top_level_footer() {
          "  1    a job failed (or: no MIG layout exists, a merged sweep is incomplete)\n"
          "  2    bad input: the command line or a job file\n"
          "  3    environment: no driver, the store is unusable, a mechanism cannot start\n"
+         "  4    not yet: Slurm still has shards queued or running (colo slurm collect, "
+         "resubmit)\n"
          "  130  cancelled (Ctrl-C)\n"
          "Listings take --json (shapes in docs/cli.md). `colo COMMAND --help` shows an example.\n"
          "Examples:\n"

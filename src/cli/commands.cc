@@ -75,6 +75,7 @@ struct RunFlags {
   BackendFlags backend;
   std::string shard_plan;         // `colo slurm submit`'s plan: run one shard of it
   std::optional<int> shard;       // which; default: the Slurm array element
+  int shard_first_attempt = 0;    // its attempts are numbered from this (plus Slurm's requeues)
   std::string profiles_from;      // another store whose profiles the auto policy may use
   std::optional<int64_t> resume;  // run again the jobs of this run that did not end well
   LabelFlags label;
@@ -137,7 +138,8 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   }
   std::optional<ShardRun> shard;
   if (!flags.shard_plan.empty()) {
-    Result<ShardRun> prepared = prepare_shard_run(flags.shard_plan, flags.shard, *file, slurm, env);
+    Result<ShardRun> prepared = prepare_shard_run(flags.shard_plan, flags.shard,
+                                                  flags.shard_first_attempt, *file, slurm, env);
     if (!prepared.ok()) {
       std::cerr << "colo: " << prepared.error().message() << "\n";
       return kExitBadInput;
@@ -745,6 +747,12 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
                    "which shard of --shard-plan; default: the Slurm array element "
                    "(SLURM_ARRAY_TASK_ID)")
       ->check(whole_number(0));
+  run_cmd
+      ->add_option("--shard-first-attempt", run.shard_first_attempt,
+                   "the number of the shard's first attempt here, to which Slurm's requeues add "
+                   "(the batch script passes it: 0, or what colo slurm resubmit chose)")
+      ->check(whole_number(0))
+      ->capture_default_str();
   run_cmd->add_option("--profiles-from", run.profiles_from,
                       "another store (read only) whose measured profiles the auto policy uses "
                       "for jobs this run's store does not know, instead of probing them alone "

@@ -22,6 +22,7 @@ enum ExitCode : int {
   kExitJobsFailed = 1,   // colo ran, but at least one job did not end ok
   kExitBadInput = 2,     // bad command line or job file
   kExitEnvironment = 3,  // no driver, store unusable, mechanism failed to start
+  kExitNotYet = 4,       // Slurm still has shards queued or running: try again later
   kExitCancelled = 130,  // stopped with Ctrl-C
 };
 
@@ -64,13 +65,13 @@ void add_mig_command(CLI::App& app, int& exit_code);
 void add_data_command(CLI::App& app, int& exit_code);
 // `colo simulate` (simulate_command.cc).
 void add_simulate_commands(CLI::App& app, int& exit_code);
-// `colo experiments`, `colo rm`, `colo gc` (store_command.cc).
+// `colo experiments`, `colo rm`, `colo gc`, `colo backup` (store_command.cc).
 void add_store_commands(CLI::App& app, int& exit_code);
 // `colo export mlflow` (export_command.cc).
 void add_export_command(CLI::App& app, int& exit_code);
 // `colo profiles [FILE]` (profiles_command.cc).
 void add_profiles_command(CLI::App& app, int& exit_code);
-// `colo slurm submit|status|collect` (slurm_command.cc).
+// `colo slurm submit|status|resubmit|collect` (slurm_command.cc).
 void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command_line);
 // `colo profile JOB` (profile_command.cc).
 void add_profile_command(CLI::App& app, int& exit_code);

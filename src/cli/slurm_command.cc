@@ -1,6 +1,7 @@
-// `colo slurm submit | status | collect`: a sweep as a Slurm job array of
-// node-sized shards, each run by `colo run` on its node, and the shards'
-// stores merged into one (see src/slurm/ and docs/slurm.md).
+// `colo slurm submit | status | resubmit | collect`: a sweep as a Slurm job
+// array of node-sized shards, each run by `colo run` on its node, a shard
+// run again as a new attempt, and the shards' stores merged into one (see
+// src/slurm/ and docs/slurm.md).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -160,6 +161,21 @@ int submit_command(const SubmitFlags& flags) {
   return kExitOk;
 }
 
+// The NOTE column of a shard: what went wrong, or what Slurm does with it.
+std::string shard_note(const ShardStatus& s) {
+  std::string note = !s.error.empty()                         ? s.error
+                     : s.slurm && s.slurm->state == "PENDING" ? "waiting: " + s.slurm->reason
+                     : s.slurm && s.slurm->state == "RUNNING"
+                         ? (s.attempts.empty() ? "running; results when it ends"
+                            : s.resubmitted    ? "running again; results when it ends"
+                                               : "running again (requeued)")
+                         : "";
+  if (!s.resubmitted) return note;
+  std::string resubmitted = fmt::format("resubmitted as array job {}, attempts from {}",
+                                        s.resubmitted->array_job_id, s.resubmitted->first_attempt);
+  return note.empty() ? resubmitted : resubmitted + "; " + note;
+}
+
 int status_command(const std::string& dir_flag) {
   const std::string dir = absolute_path(dir_flag);
   Result<ShardPlan> plan = read_plan(plan_path(dir));
@@ -180,19 +196,82 @@ int status_command(const std::string& dir_flag) {
     std::string attempts;
     for (int a : s.attempts) attempts += fmt::format("{}{}", attempts.empty() ? "" : ",", a);
     std::string node = s.slurm && !s.slurm->node.empty() ? s.slurm->node : s.node;
-    std::string note =
-        !s.error.empty()                         ? s.error
-        : s.slurm && s.slurm->state == "PENDING" ? "waiting: " + s.slurm->reason
-        : s.slurm && s.slurm->state == "RUNNING"
-            ? (s.attempts.empty() ? "running; results when it ends" : "running again (requeued)")
-            : "";
-    std::cout << fmt::format("{:<6} {:<12} {:<10} {:>5} {:<9} {:<10} {:>4} {:>7}  {}\n", s.shard,
-                             s.slurm ? s.slurm->state : "-", node.empty() ? "-" : node, s.jobs,
-                             attempts.empty() ? "-" : attempts,
-                             s.run_state.empty() ? "-" : s.run_state,
-                             s.run_state.empty() ? "-" : std::to_string(s.jobs_ok),
-                             s.run_state.empty() ? "-" : std::to_string(s.jobs_not_ok), note);
+    std::cout << fmt::format(
+        "{:<6} {:<12} {:<10} {:>5} {:<9} {:<10} {:>4} {:>7}  {}\n", s.shard,
+        s.slurm ? s.slurm->state : "-", node.empty() ? "-" : node, s.jobs,
+        attempts.empty() ? "-" : attempts, s.run_state.empty() ? "-" : s.run_state,
+        s.run_state.empty() ? "-" : std::to_string(s.jobs_ok),
+        s.run_state.empty() ? "-" : std::to_string(s.jobs_not_ok), shard_note(s));
   }
+  return kExitOk;
+}
+
+int resubmit_command(const std::string& dir_flag, const std::vector<int>& shards, bool force) {
+  const std::string dir = absolute_path(dir_flag);
+  Result<ShardPlan> plan = read_plan(plan_path(dir));
+  if (!plan.ok()) {
+    std::cerr << "colo: " << plan.error().message() << "\n";
+    return kExitBadInput;
+  }
+  if (plan->array_job_id.empty()) {
+    std::cerr << fmt::format(
+        "colo: slurm resubmit: {} was never submitted (colo slurm submit --dry-run?): sbatch "
+        "{}/shard.sbatch submits every shard\n",
+        dir, dir);
+    return kExitBadInput;
+  }
+  const int count = static_cast<int>(plan->shards.size());
+  for (int shard : shards) {
+    if (shard >= count) {
+      std::cerr << fmt::format("colo: slurm resubmit: there is no shard {}: {} has {} (0 to {})\n",
+                               shard, dir, count_of(count, "shard"), count - 1);
+      return kExitBadInput;
+    }
+  }
+  SystemClock clock;
+  const CommandRunner run = process_runner(clock);
+  // Whether each may run again, from what Slurm says of every array of the
+  // submission (its queue must answer: a shard it still has is never
+  // submitted twice).
+  if (Result<std::vector<ElementState>> queued = queued_shards(*plan, dir, run); !queued.ok()) {
+    std::cerr << fmt::format("colo: slurm resubmit: cannot tell whether the shards still run: {}\n",
+                             queued.error().message());
+    return kExitEnvironment;
+  }
+  SweepStatus status = sweep_status(*plan, dir, run);
+  for (int shard : shards) {
+    const ShardStatus& s = status.shards[static_cast<size_t>(shard)];
+    switch (resubmittable(s, force)) {
+      case Resubmittable::kStillInSlurm:
+        std::cerr << fmt::format(
+            "colo: slurm resubmit: shard {} is still {} in Slurm (job {}): wait until it ends, "
+            "or scancel {} first\n",
+            shard, s.slurm->state, s.slurm->job_id, s.slurm->job_id);
+        return kExitNotYet;
+      case Resubmittable::kEndedOk:
+        std::cerr << fmt::format(
+            "colo: slurm resubmit: shard {}'s attempt {} ended ok, every job of it; --force runs "
+            "it again anyway\n",
+            shard, s.attempts.back());
+        return kExitBadInput;
+      case Resubmittable::kYes:
+        break;
+    }
+  }
+  Submission submission{dir, dir + "/shard.sbatch", *plan};
+  for (int shard : shards) {
+    Result<Resubmission> r = resubmit_shard(submission, shard, run, clock);
+    if (!r.ok()) {
+      std::cerr << fmt::format("colo: slurm resubmit: shard {}: {}\n", shard, r.error().message());
+      return kExitEnvironment;
+    }
+    std::cout << fmt::format(
+        "shard {}: submitted again as array job {}, attempt {} (its earlier attempts stay in "
+        "{}/shards/{}/)\n",
+        shard, r->array_job_id, r->first_attempt, dir, shard);
+  }
+  std::cout << fmt::format("  colo slurm status {}\n  colo slurm collect {}   (once it ended)\n",
+                           dir, dir);
   return kExitOk;
 }
 
@@ -207,8 +286,7 @@ int collect_command(const std::string& dir_flag, const std::string& db, bool par
   std::vector<ElementState> queued;
   if (!plan->array_job_id.empty()) {
     SystemClock clock;
-    Result<std::vector<ElementState>> q =
-        queued_elements(process_runner(clock), plan->array_job_id);
+    Result<std::vector<ElementState>> q = queued_shards(*plan, dir, process_runner(clock));
     if (q.ok()) {
       queued = std::move(*q);
     } else if (!partial) {
@@ -228,7 +306,8 @@ int collect_command(const std::string& dir_flag, const std::string& db, bool par
       collect_shards(*plan, dir, queued, file.ok() ? &*file : nullptr, options);
   if (!result.ok()) {
     std::cerr << "colo: " << result.error().message() << "\n";
-    return kExitEnvironment;
+    // Refused because shards still run: not yet.
+    return !queued.empty() && !partial ? kExitNotYet : kExitEnvironment;
   }
   for (const std::string& line : result->lines) std::cout << line << "\n";
   std::cout << fmt::format(
@@ -302,6 +381,25 @@ void add_slurm_command(CLI::App& app, int& exit_code, const std::string& command
   status_cmd->add_option("dir", status_dir, "the submission directory")->required();
   set_example(*status_cmd, "colo slurm status colo-slurm-sweep-20261124-101500");
   status_cmd->callback([&exit_code] { exit_code = status_command(status_dir); });
+
+  static std::string resubmit_dir;
+  static std::vector<int> resubmit_shards;
+  static bool resubmit_force = false;
+  CLI::App* resubmit_cmd = slurm->add_subcommand(
+      "resubmit",
+      "Run a cancelled or failed shard again as a new attempt beside its earlier ones (a "
+      "one-element array of the same batch script)");
+  resubmit_cmd->add_option("dir", resubmit_dir, "the submission directory")->required();
+  resubmit_cmd
+      ->add_option("shard", resubmit_shards, "the shards (as colo slurm status numbers them)")
+      ->required()
+      ->check(whole_number(0));
+  resubmit_cmd->add_flag("--force", resubmit_force,
+                         "run a shard whose last attempt ended ok again too");
+  set_example(*resubmit_cmd, "colo slurm resubmit colo-slurm-sweep-20261124-101500 1");
+  resubmit_cmd->callback([&exit_code] {
+    exit_code = resubmit_command(resubmit_dir, resubmit_shards, resubmit_force);
+  });
 
   static std::string collect_dir;
   static std::string collect_db;

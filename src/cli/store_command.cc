@@ -1,7 +1,8 @@
 // Managing the store: `colo experiments` (what `colo report exp:N` takes),
 // `colo rm RUN...` and `colo gc --older-than 30d`, which remove runs with
-// their logs.
+// their logs, and `colo backup FILE`, a consistent copy of a store in use.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "serve/client.h"
 #include "serve/protocol.h"
 #include "serve/service.h"
+#include "store/store_backup.h"
 
 namespace colo {
 namespace {
@@ -321,6 +323,54 @@ int gc_command(const GcFlags& flags) {
   return ok ? kExitOk : kExitEnvironment;
 }
 
+// ---- colo backup ----------------------------------------------------------
+
+struct BackupFlags {
+  std::string file;
+  std::string db;
+  bool force = false;
+  bool check = false;
+};
+
+std::string copy_line(const StoreCopy& copy) {
+  return fmt::format("{}, {}, {}, schema version {}",
+                     format_bytes(static_cast<uint64_t>(copy.bytes)), count_of(copy.runs, "run"),
+                     count_of(copy.jobs, "job"), copy.schema_version);
+}
+
+int backup_command(const BackupFlags& flags) {
+  if (flags.check) {
+    Result<StoreCopy> checked = check_store_copy(flags.file);
+    if (!checked.ok()) {
+      std::cerr << "colo: backup --check: " << checked.error().message() << "\n";
+      return kExitEnvironment;
+    }
+    std::cout << fmt::format("{}: sound (every page read): {}\n", checked->path,
+                             copy_line(*checked));
+    return kExitOk;
+  }
+  const std::string db = flags.db.empty() ? default_db_path() : flags.db;
+  Result<StoreCopy> copy =
+      backup_store(db, flags.file, flags.force ? ExistingFile::kReplace : ExistingFile::kRefuse);
+  if (!copy.ok()) {
+    std::cerr << "colo: backup: " << copy.error().message() << "\n";
+    struct stat st {};
+    const bool no_store = ::lstat(db.c_str(), &st) != 0;
+    if (no_store && flags.db.empty()) {
+      std::cerr << "  (that is the default store; --db names another: the packaged service's is "
+                   "/var/lib/colo/colo.db)\n";
+    }
+    // FILE exists and --force was not given: a command line to correct.
+    const bool refused = !no_store && !flags.force && ::lstat(flags.file.c_str(), &st) == 0;
+    return refused ? kExitBadInput : kExitEnvironment;
+  }
+  std::cout << fmt::format(
+      "backed up {} to {}: {}\n  colo runs --db {} lists its runs; docs/serve.md says how to "
+      "restore it\n",
+      db, copy->path, copy_line(*copy), copy->path);
+  return kExitOk;
+}
+
 }  // namespace
 
 void add_store_commands(CLI::App& app, int& exit_code) {
@@ -364,6 +414,25 @@ void add_store_commands(CLI::App& app, int& exit_code) {
                      "files of its jobs that ended are removed too (admins only)");
   set_example(*gc_cmd, "colo gc --older-than 30d --thin-samples-after 7d --dry-run");
   gc_cmd->callback([&exit_code] { exit_code = gc_command(gc); });
+
+  static BackupFlags backup;
+  CLI::App* backup_cmd = app.add_subcommand(
+      "backup",
+      "Copy a store consistently while colo writes it (a running colo serve's included): one "
+      "SQLite file, mode 0600");
+  backup_cmd->add_option("file", backup.file, "the copy to write (a new file)")->required();
+  CLI::Option* db_option =
+      backup_cmd->add_option("--db", backup.db, "the store to copy; default " + default_db_path());
+  CLI::Option* force_option =
+      backup_cmd->add_flag("--force", backup.force, "replace FILE when it exists");
+  backup_cmd
+      ->add_flag("--check", backup.check,
+                 "instead, read every page of the copy FILE (SQLite's integrity check) and say "
+                 "what it holds")
+      ->excludes(db_option)
+      ->excludes(force_option);
+  set_example(*backup_cmd, "colo backup --db /var/lib/colo/colo.db /root/colo-$(date +%F).db");
+  backup_cmd->callback([&exit_code] { exit_code = backup_command(backup); });
 }
 
 }  // namespace colo

@@ -15,6 +15,7 @@
 #include "common/names.h"
 #include "common/units.h"
 #include "common/users.h"
+#include "slurm/submission.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -47,29 +48,6 @@ Result<Published> read_published(const std::string& dir, int shard, int attempt)
   return p;
 }
 
-}  // namespace
-
-std::vector<int> published_attempts(const std::string& dir, int shard) {
-  std::vector<int> out;
-  std::error_code ec;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(fmt::format("{}/shards/{}", dir, shard), ec)) {
-    std::string name = entry.path().filename().string();
-    constexpr std::string_view kPrefix = "attempt-";
-    if (name.rfind(kPrefix, 0) != 0 || name.size() < kPrefix.size() + 4 ||
-        name.substr(name.size() - 3) != ".db")
-      continue;
-    std::string number = name.substr(kPrefix.size(), name.size() - kPrefix.size() - 3);
-    int n = 0;
-    auto [end, err] = std::from_chars(number.data(), number.data() + number.size(), n);
-    if (err == std::errc() && end == number.data() + number.size() && n >= 0) out.push_back(n);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-namespace {
-
 // What a shard that published no store left to go by: the last line of its
 // Slurm output, or that there is none.
 std::string unpublished(const std::string& dir, int shard) {
@@ -86,33 +64,73 @@ std::string unpublished(const std::string& dir, int shard) {
 
 }  // namespace
 
-SweepStatus sweep_status(const ShardPlan& plan, const std::string& dir, const CommandRunner& run) {
-  SweepStatus status;
-  std::map<int, ElementState> slurm;
-  if (plan.array_job_id.empty()) {
-    status.notes.push_back("the plan was never submitted (colo slurm submit --dry-run?)");
-  } else {
-    Result<std::vector<ElementState>> accounted = accounted_elements(run, plan.array_job_id);
-    if (accounted.ok()) {
-      for (const ElementState& e : *accounted) slurm[e.task] = e;
-    } else {
-      std::string message = accounted.error().message();
-      status.notes.push_back(message.substr(0, message.find('\n')));
+namespace {
+
+// What squeue and, with `accounting`, sacct say of every array of the
+// submission; what they could not say goes to `notes`, each once.
+std::map<std::string, ArrayJobState> ask_slurm(const std::vector<SubmittedArray>& arrays,
+                                               const CommandRunner& run, bool accounting,
+                                               std::vector<std::string>& notes) {
+  auto note = [&notes](const std::string& message) {
+    std::string line = message.substr(0, message.find('\n'));
+    if (std::find(notes.begin(), notes.end(), line) == notes.end()) notes.push_back(line);
+  };
+  std::map<std::string, ArrayJobState> states;
+  for (const SubmittedArray& array : arrays) {
+    ArrayJobState& state = states[array.array_job_id];
+    if (accounting) {
+      Result<std::vector<ElementState>> accounted = accounted_elements(run, array.array_job_id);
+      if (accounted.ok()) {
+        state.accounted = std::move(accounted).value();
+      } else {
+        note(accounted.error().message());
+      }
     }
-    Result<std::vector<ElementState>> queued = queued_elements(run, plan.array_job_id);
+    Result<std::vector<ElementState>> queued = queued_elements(run, array.array_job_id);
     if (queued.ok()) {
-      for (const ElementState& e : *queued) slurm[e.task] = e;  // the queue is newer
+      state.queued = std::move(queued).value();
     } else {
-      status.notes.push_back(queued.error().message());
+      note(queued.error().message());
     }
   }
+  return states;
+}
+
+}  // namespace
+
+Result<std::vector<ElementState>> queued_shards(const ShardPlan& plan, const std::string& dir,
+                                                const CommandRunner& run) {
+  std::vector<SubmittedArray> arrays =
+      submitted_arrays(plan, read_resubmissions(dir, static_cast<int>(plan.shards.size())));
+  std::vector<std::string> failed;
+  std::map<std::string, ArrayJobState> states = ask_slurm(arrays, run, false, failed);
+  if (!failed.empty()) return Error(failed.front());
+  return merge_slurm_states(arrays, states).queued;
+}
+
+Resubmittable resubmittable(const ShardStatus& shard, bool force) {
+  if (shard.slurm && shard.slurm->in_queue) return Resubmittable::kStillInSlurm;
+  const bool ended_ok = shard.error.empty() && shard.run_state == "ok" && shard.jobs_not_ok == 0;
+  return ended_ok && !force ? Resubmittable::kEndedOk : Resubmittable::kYes;
+}
+
+SweepStatus sweep_status(const ShardPlan& plan, const std::string& dir, const CommandRunner& run) {
+  SweepStatus status;
+  if (plan.array_job_id.empty())
+    status.notes.push_back("the plan was never submitted (colo slurm submit --dry-run?)");
+  std::vector<SubmittedArray> arrays =
+      submitted_arrays(plan, read_resubmissions(dir, static_cast<int>(plan.shards.size())));
+  ShardsInSlurm slurm =
+      merge_slurm_states(arrays, ask_slurm(arrays, run, /*accounting=*/true, status.notes));
   for (size_t i = 0; i < plan.shards.size(); ++i) {
     ShardStatus s;
     s.shard = static_cast<int>(i);
     s.jobs = static_cast<int>(plan.shards[i].jobs.size());
-    if (auto it = slurm.find(s.shard); it != slurm.end()) s.slurm = it->second;
-    s.attempts = published_attempts(dir, s.shard);
-    const bool queued = s.slurm && (s.slurm->state == "PENDING" || s.slurm->state == "RUNNING");
+    if (auto it = slurm.latest.find(s.shard); it != slurm.latest.end()) s.slurm = it->second;
+    if (auto it = slurm.resubmitted.find(s.shard); it != slurm.resubmitted.end())
+      s.resubmitted = it->second;
+    s.attempts = shard_attempts(dir, s.shard).published;
+    const bool queued = s.slurm && s.slurm->in_queue;
     // Ended (or unknown to Slurm without accounting) without a store: what
     // its output says, which is where the reason is.
     if (s.attempts.empty() && !queued && !plan.array_job_id.empty())
@@ -140,9 +158,9 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
     for (const ElementState& e : queued)
       which += fmt::format("{}shard {} {}", which.empty() ? "" : ", ", e.task, e.state);
     return Error(fmt::format(
-        "Slurm still has shards of array job {} in its queue ({}): wait until they end (colo "
+        "Slurm still has shards of this submission in its queue ({}): wait until they end (colo "
         "slurm status {}), or pass --partial to merge what has been published so far",
-        plan.array_job_id, which, dir));
+        which, dir));
   }
   CollectResult result;
   result.out_path = options.out_path.empty() ? dir + "/colo.db" : options.out_path;
@@ -155,7 +173,7 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
   for (size_t i = 0; i < plan.shards.size(); ++i) {
     const int shard = static_cast<int>(i);
     const std::vector<std::string>& planned = plan.shards[i].jobs;
-    std::vector<int> attempts = published_attempts(dir, shard);
+    std::vector<int> attempts = shard_attempts(dir, shard).published;
     if (attempts.empty()) {
       for (const std::string& name : planned) {
         missing.emplace_back(name, fmt::format("shard {}: no attempt published a store (see "

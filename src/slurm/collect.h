@@ -2,10 +2,13 @@
 // (see shard_plan.h for the layout) read together with what Slurm says.
 //
 // Which attempt wins: for each shard, the attempt with the highest number
-// (SLURM_RESTART_COUNT) that published a store. Slurm requeues an element
-// only after ending the attempt before, and each attempt reruns the whole
-// shard into its own store, so the last one is complete on its own and no
-// job is counted twice. Jobs of the plan that no winning store holds (the
+// that published a store (Slurm's requeues count up with
+// SLURM_RESTART_COUNT; a `colo slurm resubmit` starts past every attempt
+// before). Slurm requeues an element only after ending the attempt before,
+// a shard is resubmitted only once Slurm no longer has it, and each attempt
+// reruns the whole shard into its own store, so the last one is complete on
+// its own and no job is counted twice; the earlier ones are listed as
+// ignored. Jobs of the plan that no winning store holds (the
 // shard never published, or colo failed before recording them) are added to
 // the merged run as failed, with the reason, so no job is lost.
 #pragma once
@@ -18,17 +21,18 @@
 #include "jobs/job_spec.h"
 #include "slurm/shard_plan.h"
 #include "slurm/slurm_client.h"
+#include "slurm/submission.h"
 
 namespace colo {
 
-// Attempts of `shard` that published a store, ascending.
-std::vector<int> published_attempts(const std::string& dir, int shard);
-
 struct ShardStatus {
   int shard = 0;
-  int jobs = 0;                       // in the plan
-  std::optional<ElementState> slurm;  // squeue, else sacct; nullopt: neither knows it
-  std::vector<int> attempts;          // published
+  int jobs = 0;  // in the plan
+  // Of its latest submission (merge_slurm_states): squeue, else sacct;
+  // nullopt: neither knows it.
+  std::optional<ElementState> slurm;
+  std::optional<Resubmission> resubmitted;  // its latest `colo slurm resubmit`
+  std::vector<int> attempts;                // published
   // From the last published attempt:
   std::string run_state;  // "ok", "failed", "cancelled", ...
   std::string node;
@@ -46,8 +50,21 @@ struct SweepStatus {
 };
 
 // Each shard's Slurm state (squeue, then sacct for elements that left the
-// queue) and its published stores.
+// queue) in the latest array that runs it (the array, or its latest
+// resubmission), and its published stores.
 SweepStatus sweep_status(const ShardPlan& plan, const std::string& dir, const CommandRunner& run);
+
+// The elements Slurm still has in its queue, of every array of the
+// submission (the array and each resubmission); an error when squeue
+// cannot tell.
+Result<std::vector<ElementState>> queued_shards(const ShardPlan& plan, const std::string& dir,
+                                                const CommandRunner& run);
+
+// Whether a shard may be submitted again (`colo slurm resubmit`): not while
+// Slurm has it in its queue (pending, running); when its last attempt ended
+// ok with every job, only when forced.
+enum class Resubmittable { kYes, kStillInSlurm, kEndedOk };
+Resubmittable resubmittable(const ShardStatus& shard, bool force);
 
 struct CollectOptions {
   std::string out_path;      // default <dir>/colo.db

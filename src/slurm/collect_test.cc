@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -177,11 +178,96 @@ TEST_F(CollectTest, AStoreWithAJobOutsideItsShardIsRefused) {
 
 TEST_F(CollectTest, PublishedAttemptsAreOnlyFinishedStoreFiles) {
   std::filesystem::create_directories(dir_ + "/shards/0");
-  for (const char* name : {"attempt-0.db", "attempt-2.db", "attempt-1.db.tmp", "attempt-x.db",
-                           "attempt-3.db-wal", "other.db"})
+  for (const char* name :
+       {"attempt-0.db", "attempt-2.db", "attempt-1.db.tmp", "attempt-x.db", "attempt-3.db-wal",
+        "other.db", ".attempt-4.db.Ab12Cd", "resubmission-5.json", "resubmission-6.json.tmp"})
     std::ofstream(dir_ + "/shards/0/" + name) << "";
-  EXPECT_EQ(published_attempts(dir_, 0), (std::vector<int>{0, 2}));
-  EXPECT_TRUE(published_attempts(dir_, 7).empty());
+  for (const char* started : {"attempt-0", "attempt-3", "attempt-y"})
+    std::filesystem::create_directories(dir_ + "/shards/0/" + started + "/logs");
+  ShardAttempts attempts = shard_attempts(dir_, 0);
+  EXPECT_EQ(attempts.published, (std::vector<int>{0, 2}));
+  EXPECT_EQ(attempts.started, (std::vector<int>{0, 3}));
+  EXPECT_EQ(attempts.resubmitted, (std::vector<int>{5}));
+  EXPECT_TRUE(shard_attempts(dir_, 7).published.empty());
+}
+
+// Issue 54 (item 8): a shard resubmitted runs in an array of its own;
+// status asks Slurm about every array of the submission and shows the
+// shard's latest, whose queue collect waits for.
+TEST_F(CollectTest, StatusAsksEveryArrayAndShowsAResubmittedShardsLatest) {
+  publish(0, 0, "n1", {{"a", JobState::kOk}, {"b", JobState::kOk}});
+  publish(1, 0, "n2", {{"c", JobState::kCancelled}, {"d", JobState::kCancelled}});
+  std::ofstream(resubmission_path(dir_, 1, 1))
+      << R"({"shard": 1, "first_attempt": 1, "array_job_id": "20", "submitted_ms": 5})";
+  std::set<std::string> asked;
+  CommandRunner slurm = [&asked](const std::vector<std::string>& argv) -> Result<CommandOutput> {
+    const std::string array =
+        argv[std::find(argv.begin(), argv.end(), "--jobs") - argv.begin() + 1];
+    asked.insert(argv.front() + " " + array);
+    if (argv.front() == "squeue")
+      return CommandOutput{0, array == "20" ? "1|21|PENDING||Resources\n" : "", ""};
+    return CommandOutput{
+        0, array == "10" ? "10_0|11|COMPLETED|n1\n10_1|12|CANCELLED by 0|n2\n" : "", ""};
+  };
+  SweepStatus s = sweep_status(plan_, dir_, slurm);
+  EXPECT_EQ(asked, (std::set<std::string>{"squeue 10", "sacct 10", "squeue 20", "sacct 20"}));
+  ASSERT_EQ(s.shards.size(), 2u);
+  ASSERT_TRUE(s.shards[0].slurm.has_value());
+  EXPECT_EQ(s.shards[0].slurm->state, "COMPLETED");
+  EXPECT_FALSE(s.shards[0].resubmitted.has_value());
+  ASSERT_TRUE(s.shards[1].slurm.has_value());
+  EXPECT_EQ(s.shards[1].slurm->state, "PENDING");
+  EXPECT_EQ(s.shards[1].slurm->job_id, "21");
+  ASSERT_TRUE(s.shards[1].resubmitted.has_value());
+  EXPECT_EQ(s.shards[1].resubmitted->array_job_id, "20");
+  EXPECT_EQ(s.shards[1].resubmitted->first_attempt, 1);
+  EXPECT_EQ(s.shards[1].jobs_not_ok, 2);  // its last published attempt, 0: cancelled
+  EXPECT_EQ(resubmittable(s.shards[1], /*force=*/true), Resubmittable::kStillInSlurm);
+
+  Result<std::vector<ElementState>> queued = queued_shards(plan_, dir_, slurm);
+  ASSERT_TRUE(queued.ok());
+  ASSERT_EQ(queued->size(), 1u);
+  EXPECT_EQ((*queued)[0].task, 1);
+  Result<CollectResult> refused = collect_shards(plan_, dir_, *queued, nullptr, {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("shard 1 PENDING"), std::string::npos);
+
+  CommandRunner down = [](const std::vector<std::string>&) -> Result<CommandOutput> {
+    return CommandOutput{1, "", "slurm_load_jobs error: Unable to contact slurm controller\n"};
+  };
+  EXPECT_FALSE(queued_shards(plan_, dir_, down).ok());
+}
+
+TEST(Resubmittable, OnlyWhenSlurmNoLongerHasItAndOnlyForcedWhenItEndedOk) {
+  struct Case {
+    const char* slurm_state;  // "" = unknown to Slurm
+    bool in_queue;
+    const char* run_state;  // its last published attempt's; "" = none
+    int jobs_not_ok;
+    bool force;
+    Resubmittable want;
+  };
+  const std::vector<Case> cases = {
+      {"PENDING", true, "", 0, false, Resubmittable::kStillInSlurm},
+      {"RUNNING", true, "cancelled", 2, true, Resubmittable::kStillInSlurm},
+      {"CANCELLED", false, "cancelled", 2, false, Resubmittable::kYes},
+      {"FAILED", false, "", 0, false, Resubmittable::kYes},
+      {"", false, "failed", 1, false, Resubmittable::kYes},
+      {"COMPLETED", false, "ok", 1, false, Resubmittable::kYes},
+      {"COMPLETED", false, "ok", 0, false, Resubmittable::kEndedOk},
+      {"COMPLETED", false, "ok", 0, true, Resubmittable::kYes},
+  };
+  for (const Case& c : cases) {
+    ShardStatus s;
+    if (*c.slurm_state != '\0')
+      s.slurm = ElementState{1, "12", c.slurm_state, "n1", "", c.in_queue};
+    s.run_state = c.run_state;
+    s.attempts = s.run_state.empty() ? std::vector<int>{} : std::vector<int>{0};
+    s.jobs_not_ok = c.jobs_not_ok;
+    EXPECT_EQ(resubmittable(s, c.force), c.want)
+        << c.slurm_state << " " << c.run_state << " not ok " << c.jobs_not_ok << " force "
+        << c.force;
+  }
 }
 
 TEST_F(CollectTest, StatusReadsSlurmAndTheStores) {

@@ -4,6 +4,8 @@
 #include <stdio.h>
 
 #include <algorithm>
+#include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -58,6 +60,46 @@ std::string shard_store_path(const std::string& dir, int shard, int attempt) {
 
 std::string shard_logs_dir(const std::string& dir, int shard, int attempt) {
   return fmt::format("{}/shards/{}/attempt-{}/logs", dir, shard, attempt);
+}
+
+std::string resubmission_path(const std::string& dir, int shard, int first_attempt) {
+  return fmt::format("{}/shards/{}/resubmission-{}.json", dir, shard, first_attempt);
+}
+
+namespace {
+
+// N of `name` = prefix + N + suffix; nullopt for any other name.
+std::optional<int> numbered(std::string_view name, std::string_view prefix,
+                            std::string_view suffix) {
+  if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) ||
+      !name.ends_with(suffix))
+    return std::nullopt;
+  std::string_view number = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  int n = 0;
+  auto [end, err] = std::from_chars(number.data(), number.data() + number.size(), n);
+  if (err != std::errc() || end != number.data() + number.size() || n < 0) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+ShardAttempts shard_attempts(const std::string& dir, int shard) {
+  ShardAttempts out;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(fmt::format("{}/shards/{}", dir, shard), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (std::optional<int> n = numbered(name, "attempt-", ".db")) {
+      out.published.push_back(*n);
+    } else if (std::optional<int> r = numbered(name, "resubmission-", ".json")) {
+      out.resubmitted.push_back(*r);
+    } else if (std::optional<int> a = numbered(name, "attempt-", ""); a && entry.is_directory(ec)) {
+      out.started.push_back(*a);
+    }
+  }
+  for (std::vector<int>* v : {&out.published, &out.started, &out.resubmitted})
+    std::sort(v->begin(), v->end());
+  return out;
 }
 
 Status write_plan(const std::string& path, const ShardPlan& plan) {

@@ -8,8 +8,11 @@
 //   shard.sbatch                      the batch script
 //   slurm/shard-<i>.out               Slurm's output of element i, every attempt
 //   shards/<i>/attempt-<r>.db         the store attempt r of shard i published
-//                                     (r = SLURM_RESTART_COUNT: Slurm's requeues)
+//                                     (r = the first attempt of its submission, 0
+//                                     for the array, + SLURM_RESTART_COUNT)
 //   shards/<i>/attempt-<r>/logs/      that attempt's job logs
+//   shards/<i>/resubmission-<r>.json  shard i submitted again (`colo slurm
+//                                     resubmit`), its attempts numbered from r
 //   colo.db                           the merged store (`colo slurm collect`)
 #pragma once
 
@@ -48,6 +51,17 @@ struct ShardPlan {
 std::string plan_path(const std::string& dir);
 std::string shard_store_path(const std::string& dir, int shard, int attempt);
 std::string shard_logs_dir(const std::string& dir, int shard, int attempt);
+std::string resubmission_path(const std::string& dir, int shard, int first_attempt);
+
+// The attempt numbers the directory of `shard` names, each ascending: the
+// stores attempts published, the attempts that started (their log
+// directories), the resubmissions recorded (their first attempts).
+struct ShardAttempts {
+  std::vector<int> published;
+  std::vector<int> started;
+  std::vector<int> resubmitted;
+};
+ShardAttempts shard_attempts(const std::string& dir, int shard);
 
 // Written atomically (temporary file, then rename).
 Status write_plan(const std::string& path, const ShardPlan& plan);

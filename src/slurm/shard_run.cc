@@ -13,7 +13,7 @@
 namespace colo {
 
 Result<ShardRun> prepare_shard_run(const std::string& plan_file, std::optional<int> shard,
-                                   const JobFile& file,
+                                   int first_attempt, const JobFile& file,
                                    const std::optional<SlurmAllocation>& allocation,
                                    const EnvLookup& env) {
   Result<ShardPlan> plan = read_plan(plan_file);
@@ -35,7 +35,7 @@ Result<ShardRun> prepare_shard_run(const std::string& plan_file, std::optional<i
                              plan->job_file, absolute_path(file.path)));
   }
   run.shard = *shard;
-  run.attempt = allocation ? allocation->restart_count : 0;
+  run.attempt = first_attempt + (allocation ? allocation->restart_count : 0);
   run.file = file;
   run.file.jobs.clear();
   const std::vector<std::string>& names = plan->shards[static_cast<size_t>(*shard)].jobs;
@@ -53,6 +53,14 @@ Result<ShardRun> prepare_shard_run(const std::string& plan_file, std::optional<i
   const std::string dir = std::filesystem::path(plan_file).parent_path().string();
   run.published_db = shard_store_path(dir, run.shard, run.attempt);
   run.logs_root = shard_logs_dir(dir, run.shard, run.attempt);
+  for (const std::string& earlier : {run.published_db, run.logs_root}) {
+    if (std::filesystem::exists(std::filesystem::symlink_status(earlier))) {
+      return Error(fmt::format(
+          "shard {}'s attempt {} ran before ({} exists), and its files stay: to run the shard "
+          "again, `colo slurm resubmit {} {}` submits it as a new attempt",
+          run.shard, run.attempt, earlier, dir, run.shard));
+    }
+  }
   std::string element = allocation ? allocation->job_id : fmt::format("pid{}", getpid());
   run.local_dir = fmt::format("{}/shard-{}-attempt{}", node_local_state_dir(allocation, env),
                               element, run.attempt);
@@ -65,14 +73,8 @@ Result<ShardRun> prepare_shard_run(const std::string& plan_file, std::optional<i
 }
 
 Status publish_shard_store(RunStore& store, const ShardRun& run) {
-  std::string tmp = run.published_db + ".tmp";
-  std::error_code ec;
-  std::filesystem::remove(tmp, ec);
-  if (Status s = store.copy_to(tmp); !s.ok()) return s;
-  if (rename(tmp.c_str(), run.published_db.c_str()) != 0) {
-    return Error(fmt::format("cannot rename {} to {}: is the submission directory writable?", tmp,
-                             run.published_db));
-  }
+  Result<StoreCopy> copy = store.copy_to(run.published_db, ExistingFile::kReplace);
+  if (!copy.ok()) return copy.error();
   return OkStatus();
 }
 

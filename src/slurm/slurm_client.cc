@@ -34,6 +34,9 @@ std::string trimmed(std::string s) {
   return s;
 }
 
+// The colo run flag through which the batch script passes its argument.
+constexpr std::string_view kFirstAttemptFlag = "--shard-first-attempt";
+
 std::string said(const CommandOutput& out) {
   std::string text = trimmed(out.stderr_text.empty() ? out.stdout_text : out.stderr_text);
   return text.empty() ? fmt::format("exit status {}", out.exit_status) : text;
@@ -65,7 +68,9 @@ Result<std::string> batch_script(const ShardPlan& plan, const std::string& dir,
   s += "# Written by `colo slurm submit`; the plan is " + plan_path(dir) + ".\n";
   s += "# Element i of this array runs shard i of the sweep with `colo run` on the GPUs\n";
   s += "# Slurm gave it. A requeued element runs its shard again as attempt\n";
-  s += "# $SLURM_RESTART_COUNT; `colo slurm collect` keeps each shard's last attempt.\n";
+  s += "# $1 + $SLURM_RESTART_COUNT, where $1 is the first attempt of this submission (0;\n";
+  s += "# `colo slurm resubmit` submits one shard again with a new one); `colo slurm\n";
+  s += "# collect` keeps each shard's last attempt.\n";
   auto sbatch = [&s](const std::string& option) { s += "#SBATCH " + option + "\n"; };
   sbatch("--job-name=" + (options.job_name.empty() ? std::string("colo") : options.job_name));
   sbatch(fmt::format("--array=0-{}", plan.shards.size() - 1));
@@ -78,16 +83,31 @@ Result<std::string> batch_script(const ShardPlan& plan, const std::string& dir,
   if (!options.partition.empty()) sbatch("--partition=" + options.partition);
   if (!options.time_limit.empty()) sbatch("--time=" + options.time_limit);
   for (const std::string& extra : options.extra) sbatch(extra);
-  s += "\necho \"colo shard $SLURM_ARRAY_TASK_ID, attempt ${SLURM_RESTART_COUNT:-0}, on "
-       "$SLURMD_NODENAME, job $SLURM_JOB_ID, $(date)\"\n";
-  std::string command =
-      fmt::format("exec {} run {} --shard-plan {} --plain", shell_quote(plan.colo_binary),
-                  shell_quote(plan.job_file), shell_quote(plan_path(dir)));
+  s +=
+      "\necho \"colo shard $SLURM_ARRAY_TASK_ID, attempt $((${1:-0} + ${SLURM_RESTART_COUNT:-0})), "
+      "on $SLURMD_NODENAME, job $SLURM_JOB_ID, $(date)\"\n";
+  std::string command = fmt::format("exec {} run {} --shard-plan {} {} \"${{1:-0}}\" --plain",
+                                    shell_quote(plan.colo_binary), shell_quote(plan.job_file),
+                                    shell_quote(plan_path(dir)), kFirstAttemptFlag);
   if (!plan.mechanism.empty())
     command += fmt::format(" --mechanism {}", shell_quote(plan.mechanism));
   if (!plan.policy.empty()) command += fmt::format(" --policy {}", shell_quote(plan.policy));
   for (const std::string& a : plan.run_arguments) command += fmt::format(" {}", shell_quote(a));
   return s + command + "\n";
+}
+
+bool script_numbers_attempts(const std::string& text) {
+  return text.find(kFirstAttemptFlag) != std::string::npos;
+}
+
+std::vector<std::string> sbatch_command(const std::string& script_path) {
+  return {"sbatch", "--parsable", script_path};
+}
+
+std::vector<std::string> sbatch_command(const std::string& script_path, int shard,
+                                        int first_attempt) {
+  return {"sbatch", "--parsable", fmt::format("--array={}", shard), script_path,
+          std::to_string(first_attempt)};
 }
 
 Result<std::string> parse_sbatch_output(const std::string& text) {
@@ -117,7 +137,7 @@ std::vector<ElementState> parse_squeue(const std::string& text) {
     if (f.size() < 5) continue;
     std::optional<int> task = parse_task(f[0]);
     if (!task) continue;
-    out.push_back({*task, f[1], f[2], f[3], f[4]});
+    out.push_back({*task, f[1], f[2], f[3], f[4], /*in_queue=*/true});
   }
   return out;
 }

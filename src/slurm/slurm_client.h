@@ -31,22 +31,37 @@ struct SbatchOptions {
 // The batch script of the array: one element per shard, one node each with
 // `plan.gpus_per_node` GPUs (--gres=gpu:N), requeued on node failure
 // (--requeue; output appended across attempts), running
-//   <colo> run <job file> --shard-plan <dir>/plan.json [mechanism, policy, run arguments]
-// An error when `dir` holds characters #SBATCH lines cannot carry.
+//   <colo> run <job file> --shard-plan <dir>/plan.json --shard-first-attempt "${1:-0}"
+//       [mechanism, policy, run arguments]
+// Its one argument is the number of the first attempt it runs (0 for the
+// array; a resubmission's, sbatch_command). An error when `dir` holds
+// characters #SBATCH lines cannot carry.
 Result<std::string> batch_script(const ShardPlan& plan, const std::string& dir,
                                  const SbatchOptions& options);
+
+// sbatch of the batch script: the whole array, or only its element `shard`
+// (--array=K) with its attempts numbered from `first_attempt` (the script's
+// argument).
+std::vector<std::string> sbatch_command(const std::string& script_path);
+std::vector<std::string> sbatch_command(const std::string& script_path, int shard,
+                                        int first_attempt);
 
 // The job id in `sbatch --parsable` output ("1234" or "1234;cluster").
 Result<std::string> parse_sbatch_output(const std::string& text);
 
 // One element of the array as Slurm sees it.
 struct ElementState {
-  int task = 0;        // array index = shard
-  std::string job_id;  // the element's own job id
-  std::string state;   // PENDING, RUNNING, COMPLETED, FAILED, NODE_FAIL, ...
-  std::string node;    // "" while pending
-  std::string reason;  // squeue's reason ("None", "Resources", ...)
+  int task = 0;           // array index = shard
+  std::string job_id;     // the element's own job id
+  std::string state;      // PENDING, RUNNING, COMPLETED, FAILED, NODE_FAIL, ...
+  std::string node;       // "" while pending
+  std::string reason;     // squeue's reason ("None", "Resources", ...)
+  bool in_queue = false;  // squeue lists it (pending, running, ...); else sacct's, ended
 };
+
+// Whether the batch script at `text` takes the first attempt as its
+// argument (scripts of a colo before `colo slurm resubmit` do not).
+bool script_numbers_attempts(const std::string& text);
 
 // The arguments that list the array's elements in the form parse_squeue /
 // parse_sacct read.

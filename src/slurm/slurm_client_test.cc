@@ -29,6 +29,7 @@ TEST(ParseSqueue, OneElementPerLine) {
   EXPECT_EQ(e[1].task, 1);
   EXPECT_EQ(e[1].node, "");
   EXPECT_EQ(e[1].reason, "BeginTime");
+  EXPECT_TRUE(e[0].in_queue && e[1].in_queue);
 }
 
 TEST(ParseSacct, ElementsNotStepsNorPendingRanges) {
@@ -42,6 +43,7 @@ TEST(ParseSacct, ElementsNotStepsNorPendingRanges) {
   EXPECT_EQ(e[0].state, "COMPLETED");
   EXPECT_EQ(e[1].task, 1);
   EXPECT_EQ(e[1].state, "CANCELLED");
+  EXPECT_FALSE(e[0].in_queue || e[1].in_queue);
 }
 
 TEST(QueuedElements, AnArrayThatLeftTheQueueIsEmptyNotAnError) {
@@ -88,12 +90,24 @@ TEST(BatchScript, OneElementPerShardRunningColoRunOnItsShard) {
         "#SBATCH --output=/scratch/sub/slurm/shard-%a.out\n", "#SBATCH --partition=gpu\n",
         "#SBATCH --time=2:00:00\n", "#SBATCH --job-name=colo-sweep\n", "#SBATCH --account=proj\n",
         "exec '/opt/colo/bin/colo' run '/home/u/it'\\''s.toml' --shard-plan "
-        "'/scratch/sub/plan.json' --plain --mechanism 'mps' '--backend' 'sim'\n"}) {
+        "'/scratch/sub/plan.json' --shard-first-attempt \"${1:-0}\" --plain --mechanism 'mps' "
+        "'--backend' 'sim'\n",
+        "attempt $((${1:-0} + ${SLURM_RESTART_COUNT:-0}))"}) {
     EXPECT_NE(script->find(line), std::string::npos) << line << "\n" << *script;
   }
   // Every #SBATCH line comes before the first command.
   EXPECT_LT(script->rfind("#SBATCH"), script->find("\necho"));
   EXPECT_FALSE(batch_script(plan, "/scratch/my dir", options).ok());
+  EXPECT_TRUE(script_numbers_attempts(*script));
+}
+
+TEST(SbatchCommand, TheArrayOrOneShardFromItsFirstAttempt) {
+  EXPECT_EQ(sbatch_command("/s/shard.sbatch"),
+            (std::vector<std::string>{"sbatch", "--parsable", "/s/shard.sbatch"}));
+  // Options before the script, its argument after.
+  EXPECT_EQ(
+      sbatch_command("/s/shard.sbatch", 3, 2),
+      (std::vector<std::string>{"sbatch", "--parsable", "--array=3", "/s/shard.sbatch", "2"}));
 }
 
 TEST(ShellQuote, OneWord) {

@@ -1,4 +1,5 @@
-// RunStore::merge_runs: runs of other store files copied into one run.
+// RunStore::merge_runs: runs of other store files copied into one run;
+// RunStore::copy_to: the whole store copied (store_backup.h).
 #include <fmt/format.h>
 #include <sqlite3.h>
 
@@ -238,12 +239,8 @@ Result<int64_t> RunStore::merge_runs(const NewRun& header, const std::vector<Run
   return *merged;
 }
 
-Status RunStore::copy_to(const std::string& path) {
-  auto vacuum = Statement::prepare(db_.get(), path_, "VACUUM INTO ?");
-  if (!vacuum.ok()) return vacuum.error();
-  Status s = vacuum->bind(1, path).run();
-  if (!s.ok()) return s.error().with_context("copying the store to " + path);
-  return OkStatus();
+Result<StoreCopy> RunStore::copy_to(const std::string& path, ExistingFile existing) {
+  return write_store_copy(db_.get(), path_, path, existing);
 }
 
 }  // namespace colo

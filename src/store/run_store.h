@@ -31,6 +31,7 @@
 #include "jobs/progress_event.h"
 #include "store/rows.h"
 #include "store/sqlite_util.h"
+#include "store/store_backup.h"
 
 namespace colo {
 
@@ -370,9 +371,10 @@ class RunStore : public RunReader {
   // source is one transaction: merge into a fresh store and replace the
   // real one when done. Tables other than these five are not copied.
   Result<int64_t> merge_runs(const NewRun& run, const std::vector<RunSource>& sources);
-  // Writes a consistent copy of the whole store to `path`, which must not
-  // exist (VACUUM INTO; run_merge.cc).
-  Status copy_to(const std::string& path);
+  // Writes a consistent copy of the whole store to `path` (mode 0600,
+  // never through a link; store_backup.h); `existing` says what happens to
+  // a file there.
+  Result<StoreCopy> copy_to(const std::string& path, ExistingFile existing = ExistingFile::kRefuse);
 
   // Replaces run `run_id`'s name, tags and note; an error when there is no
   // such run.

@@ -327,6 +327,55 @@ fi"""]
   EXPECT_THAT(again.output, HasSubstr("resumed already, as job 3"));
 }
 
+// Issue 54 (item 5): `colo backup` of the store while the service runs jobs
+// and writes it (a plain cp of colo.db missed what was still in the WAL):
+// the copy holds the runs and jobs the live store held, is readable by its
+// owner only whatever the umask, and `colo runs --db` reads it.
+TEST_F(ColoServe, ABackupWhileTheServiceRunsJobsHoldsTheSameRunsAndJobs) {
+  start_service("--policy fixed --max-per-gpu 2 --mechanism naive --grace 1s");
+  std::vector<int64_t> ended = submit(write_file("short.toml", job("short", 1, 0.1, 2)));
+  ASSERT_EQ(wait_all(ended).exit_code, 0) << service_log();
+  submit(write_file("long.toml", job("long", 60, 0.5, 2)));
+  ASSERT_TRUE(eventually([&] { return count_in_state("running") == 2; }, 20'000)) << service_log();
+
+  const std::string backup = dir_ + "/backups/colo.db";
+  shell("mkdir -p '" + dir_ + "/backups'");
+  CommandResult r = shell("umask 022; " + colo("backup --db " + db() + " " + backup));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("backed up " + db() + " to " + backup + ": "));
+  EXPECT_THAT(r.output, HasSubstr("1 run, 4 jobs, schema version"));
+  struct stat st {};
+  ASSERT_EQ(::stat(backup.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+
+  // The same runs and jobs as the live store; the long jobs still run in both.
+  auto runs_of = [&](const std::string& store) {
+    json runs = json::parse(shell(colo("runs --json --db " + store)).output, nullptr, false);
+    std::vector<std::string> out;
+    for (const json& run : runs["runs"])
+      out.push_back(std::to_string(run["id"].get<int64_t>()) + " " +
+                    run["state"].get<std::string>() + " " +
+                    std::to_string(run["job_count"].get<int64_t>()));
+    return out;
+  };
+  EXPECT_EQ(runs_of(backup), runs_of(db()));
+  EXPECT_THAT(runs_of(backup), ::testing::ElementsAre("1 running 4"));
+  const std::string jobs = "SELECT id, name FROM jobs ORDER BY id";
+  EXPECT_EQ(sql_rows(backup, jobs), sql(jobs));
+  EXPECT_EQ(sql_rows(backup, "SELECT state FROM jobs ORDER BY id"),
+            (std::vector<std::string>{"ok", "ok", "running", "running"}));
+
+  // A second backup over the first is refused unless forced; --check reads it.
+  CommandResult again = shell(colo("backup --db " + db() + " " + backup));
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("already exists"));
+  CommandResult forced = shell(colo("backup --force --db " + db() + " " + backup));
+  EXPECT_EQ(forced.exit_code, 0) << forced.output;
+  CommandResult checked = shell(colo("backup --check " + backup));
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_THAT(checked.output, HasSubstr(": sound (every page read): "));
+}
+
 // Issue 37 (item 2): a service keeps what its run taught as it stops (its
 // samples' figures and its facts), so that the first command after days of
 // service reads them instead of deriving them from every sample.

@@ -3,6 +3,7 @@
 // one shard of a `colo slurm submit --dry-run` plan run and collected without
 // Slurm. The real binary on the simulated backend.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <set>
@@ -127,6 +128,142 @@ TEST_F(ColoSlurmRun, OneShardOfAPlanRunsItsJobsPublishesItsStoreAndIsCollected) 
   EXPECT_EQ(changed.exit_code, 2) << changed.output;
   EXPECT_NE(changed.output.find("is not in the file any more"), std::string::npos)
       << changed.output;
+}
+
+// Issue 54 (item 8): a shard cancelled, then run again with `colo slurm
+// resubmit` as a new attempt beside the old one, with stand-ins for sbatch
+// and squeue (sacct: no accounting) and each element's batch script run as
+// Slurm would run it (tests/integration/colo_slurm_test.sh does it all on a
+// real Slurm). The jobs wait for a file, so that the first attempt of shard
+// 1 can be cancelled while they run.
+TEST_F(ColoSlurmRun, ACancelledShardRunsAgainAsANewAttemptBesideTheOld) {
+  const std::string bin = dir_ + "/bin";
+  shell("mkdir -p '" + bin + "'");
+  write_file("bin/sbatch", "#!/bin/sh\necho \"$*\" >> '" + dir_ + "/sbatch.log'\nn=$(cat '" + dir_ +
+                               "/next-id' 2>/dev/null || echo 100)\n"
+                               "echo $((n + 1)) > '" +
+                               dir_ + "/next-id'\necho \"$n\"\n");
+  write_file("bin/squeue",
+             "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = --jobs ] && id=$2; shift; "
+             "done\ncat '" +
+                 dir_ + "/queue-'\"$id\" 2>/dev/null\nexit 0\n");
+  write_file("bin/sacct", "#!/bin/sh\necho 'Slurm accounting storage is disabled' >&2\nexit 1\n");
+  shell("chmod +x '" + bin + "'/*");
+  const std::string path = "PATH='" + bin + "':\"$PATH\"";
+  auto slurm = [&](const std::string& args) { return shell(colo(path, "slurm " + args)); };
+  const std::string sub = dir_ + "/sub";
+  // Element `task` of array `array` (its own job id `job`), attempt `first` on.
+  auto element = [&](const std::string& array, int task, const std::string& job, int first) {
+    return "env -u SLURM_STEP_GPUS COLO_HOME='" + dir_ + "/home' TMPDIR='" + dir_ + "' " + path +
+           " SLURM_JOB_ID=" + job + " SLURM_ARRAY_JOB_ID=" + array +
+           " SLURM_ARRAY_TASK_ID=" + std::to_string(task) +
+           " SLURMD_NODENAME=n1 SLURM_RESTART_COUNT=0 SLURM_JOB_GPUS=0 CUDA_VISIBLE_DEVICES=0 "
+           "sh '" +
+           sub + "/shard.sbatch' " + std::to_string(first);
+  };
+  const std::string release = dir_ + "/release";
+  std::string file = write_file(
+      "jobs.toml",
+      "[run]\nmax_per_gpu = 2\n\n[[job]]\nname = \"toy\"\ncommand = [\"sh\", \"-c\", \"while [ ! "
+      "-e '" +
+          release +
+          "' ]; do sleep 0.1; done; printf "
+          "'{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":1,\\\"samples\\\":10}\\\\n' >> "
+          "\\\"$COLO_PROGRESS_FILE\\\"\"]\nrepeat = 4\n");
+
+  CommandResult submitted = slurm("submit " + file + " --nodes 2 --backend sim --dir " + sub);
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  EXPECT_NE(submitted.output.find("submitted array job 100"), std::string::npos)
+      << submitted.output;
+
+  // Both elements in the queue: nothing to collect yet, nothing to resubmit.
+  write_file("queue-100", "0|200|RUNNING|n1|None\n1|201|RUNNING|n2|None\n");
+  CommandResult early = slurm("collect " + sub);
+  EXPECT_EQ(early.exit_code, 4) << early.output;
+  EXPECT_NE(early.output.find("still has shards of this submission in its queue"),
+            std::string::npos)
+      << early.output;
+  CommandResult running = slurm("resubmit " + sub + " 1");
+  EXPECT_EQ(running.exit_code, 4) << running.output;
+  EXPECT_NE(running.output.find("shard 1 is still RUNNING in Slurm (job 201)"), std::string::npos)
+      << running.output;
+
+  // Shard 1's element is cancelled (scancel sends SIGTERM) while its jobs run.
+  const std::string out1 = dir_ + "/shard-1-attempt-0.out";
+  CommandResult started =
+      shell("(" + element("100", 1, "201", 0) + ") > '" + out1 + "' 2>&1 & echo $!");
+  const pid_t pid = std::stoi(started.output);
+  ASSERT_TRUE(eventually(
+      [&] { return shell("grep -c ' started on gpu' '" + out1 + "'").output.rfind("2", 0) == 0; },
+      60'000))
+      << shell("cat '" + out1 + "'").output;
+  ::kill(pid, SIGTERM);
+  ASSERT_TRUE(
+      eventually([&] { return std::filesystem::exists(sub + "/shards/1/attempt-0.db"); }, 60'000))
+      << shell("cat '" + out1 + "'").output;
+  // Shard 0 runs to its end.
+  write_file("release", "");
+  CommandResult shard0 = shell(element("100", 0, "200", 0));
+  ASSERT_EQ(shard0.exit_code, 0) << shard0.output;
+  EXPECT_NE(shard0.output.find("colo shard 0, attempt 0"), std::string::npos) << shard0.output;
+  shell("rm '" + dir_ + "/queue-100'");
+
+  CommandResult ok = slurm("resubmit " + sub + " 0");
+  EXPECT_EQ(ok.exit_code, 2) << ok.output;
+  EXPECT_NE(ok.output.find("shard 0's attempt 0 ended ok"), std::string::npos) << ok.output;
+  CommandResult resubmitted = slurm("resubmit " + sub + " 1");
+  ASSERT_EQ(resubmitted.exit_code, 0) << resubmitted.output;
+  EXPECT_NE(resubmitted.output.find("shard 1: submitted again as array job 101, attempt 1"),
+            std::string::npos)
+      << resubmitted.output;
+  EXPECT_NE(shell("tail -n 1 '" + dir_ + "/sbatch.log'")
+                .output.find("--parsable --array=1 " + sub + "/shard.sbatch 1"),
+            std::string::npos);
+
+  // Status asks about both arrays and shows the new one's element.
+  write_file("queue-101", "1|202|PENDING||Resources\n");
+  CommandResult status = slurm("status " + sub);
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_NE(status.output.find("resubmitted as array job 101, attempts from 1; waiting: "
+                               "Resources"),
+            std::string::npos)
+      << status.output;
+  EXPECT_EQ(slurm("collect " + sub).exit_code, 4);
+  EXPECT_EQ(slurm("resubmit " + sub + " 1").exit_code, 4);
+
+  // The resubmitted element runs as attempt 1.
+  CommandResult again = shell(element("101", 1, "202", 1));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("colo shard 1, attempt 1"), std::string::npos) << again.output;
+  shell("rm '" + dir_ + "/queue-101'");
+  status = slurm("status " + sub);
+  EXPECT_NE(status.output.find("0,1       ok"), std::string::npos) << status.output;
+
+  CommandResult collected = slurm("collect " + sub);
+  ASSERT_EQ(collected.exit_code, 0) << collected.output;
+  EXPECT_NE(collected.output.find("shard 1 attempt 1 (Slurm 101_1 on n1): 2 jobs, run ok; "
+                                  "earlier attempt 0 ignored"),
+            std::string::npos)
+      << collected.output;
+  EXPECT_NE(collected.output.find("merged 4 jobs of 4 planned"), std::string::npos)
+      << collected.output;
+  EXPECT_NE(collected.output.find("4 ok, 0 not ok"), std::string::npos) << collected.output;
+  // The cancelled attempt's files stay.
+  EXPECT_TRUE(std::filesystem::exists(sub + "/shards/1/attempt-0.db"));
+  EXPECT_TRUE(std::filesystem::exists(sub + "/shards/1/attempt-0/logs"));
+  Result<std::unique_ptr<RunStore>> cancelled =
+      RunStore::open_read_only(sub + "/shards/1/attempt-0.db");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.error().message();
+  EXPECT_EQ((*cancelled)->run(0)->state, RunState::kCancelled);
+
+  // The same attempt never runs twice: an element submitted again by hand
+  // (sbatch --array=1, attempt 0 again) refuses, and says what to do.
+  CommandResult by_hand = shell(element("102", 1, "203", 0));
+  EXPECT_EQ(by_hand.exit_code, 2) << by_hand.output;
+  EXPECT_NE(by_hand.output.find("shard 1's attempt 0 ran before"), std::string::npos)
+      << by_hand.output;
+  EXPECT_NE(by_hand.output.find("colo slurm resubmit " + sub + " 1"), std::string::npos)
+      << by_hand.output;
 }
 
 TEST_F(ColoSlurmRun, ShardsUseTheProfilesOfTheStoreTheSweepWasPlannedWith) {

@@ -12,6 +12,11 @@
 #      by the next colo.
 #   2. A shard cancelled with scancel: colo stops its jobs, stops its MPS
 #      daemon (which Slurm does not track) and still publishes its store.
+#   3. A shard cancelled with scancel while the other runs on, then run again
+#      with `colo slurm resubmit` (issue 54, item 8): `colo slurm collect`
+#      exits 4 while shards run; the resubmitted shard runs as attempt 1 of
+#      an array of its own, `status` shows it, `collect` merges it whole, and
+#      the cancelled attempt's files stay.
 #
 # Skipped (exit 77) where Slurm cannot start: not root, or Slurm not installed.
 # Every daemon it started is stopped on every exit path (trap, and the
@@ -195,6 +200,70 @@ jobs = json.load(open(sys.argv[1]))["jobs"]
 assert len(jobs) == 2 and all(j["state"] == "cancelled" for j in jobs), [(j["name"], j["state"]) for j in jobs]
 print("cancelled shard: 2 jobs recorded cancelled")
 EOF
+
+# ---- 3. a cancelled shard resubmitted ----------------------------------------
+# 4 jobs of about 16 s (2 epochs of 8 s) as 2 shards of 2.
+cat >"$work/short.toml" <<EOF
+[defaults]
+workdir = "$SRC"
+env = { PYTHONUNBUFFERED = "1" }
+
+[[job]]
+name = "short"
+command = ["python3", "bench/sim_train.py", "--model", "resnet26", "--epochs", "2",
+           "--epoch-samples", "127200", "--seed", "{seed}"]
+grid = { seed = [1, 2, 3, 4] }
+solo_time = "16s"
+EOF
+"$COLO" slurm submit "$work/short.toml" --nodes 2 --gpus-per-node 2 --mechanism naive \
+  --backend sim --sim-devices 2 --dir "$work/sub3" >/dev/null
+array3=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["array_job_id"])' \
+  "$work/sub3/plan.json")
+shard1_jobs_started() {
+  [ "$(grep -c ' started on gpu' "$work/sub3/slurm/shard-1.out" 2>/dev/null || true)" -ge 2 ]
+}
+wait_for 240 "shard 1's jobs to start" shard1_jobs_started
+code=0
+"$COLO" slurm collect "$work/sub3" >"$work/collect3-early.txt" 2>&1 || code=$?
+[ "$code" = 4 ] || fail "collect while shards run exited $code, not 4 (not yet): $(cat "$work/collect3-early.txt")"
+scancel "${array3}_1"
+array3_done() { [ -z "$(squeue -h --array -j "$array3" -o %i 2>/dev/null)" ]; }
+wait_for 240 "the array to end" array3_done
+cancelled_published() { [ -f "$work/sub3/shards/1/attempt-0.db" ]; }
+wait_for 120 "the cancelled shard's store" cancelled_published
+"$COLO" slurm resubmit "$work/sub3" 1 | tee "$work/resubmit.txt" || fail "colo slurm resubmit failed"
+resubmitted=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["array_job_id"])' \
+  "$work/sub3/shards/1/resubmission-1.json")
+[ -n "$resubmitted" ] && [ "$resubmitted" != "$array3" ] ||
+  fail "no array job recorded for the resubmission"
+resubmission_done() {
+  [ -f "$work/sub3/shards/1/attempt-1.db" ] &&
+    [ -z "$(squeue -h --array -j "$resubmitted" -o %i 2>/dev/null)" ]
+}
+wait_for 300 "the resubmitted shard to end" resubmission_done
+"$COLO" slurm status "$work/sub3" | tee "$work/status3.txt"
+grep -q "resubmitted as array job $resubmitted, attempts from 1" "$work/status3.txt" ||
+  fail "status does not show the resubmission"
+grep -Eq '^1 +[^ ]+ +[^ ]+ +2 0,1 +ok ' "$work/status3.txt" ||
+  fail "status does not show shard 1's attempt 1 ok"
+"$COLO" slurm collect "$work/sub3" | tee "$work/collect3.txt" ||
+  fail "collect after the resubmission failed"
+grep -q "shard 1 attempt 1 (Slurm ${resubmitted}_1 " "$work/collect3.txt" ||
+  fail "collect did not take shard 1's attempt 1"
+grep -q "earlier attempt 0 ignored" "$work/collect3.txt" ||
+  fail "collect does not list the cancelled attempt as ignored"
+"$COLO" show --db "$work/sub3/colo.db" --json >"$work/show3.json"
+python3 - "$work/show3.json" <<'EOF' || fail "the merged store is not 4 ok jobs, each once"
+import json, sys
+jobs = json.load(open(sys.argv[1]))["jobs"]
+assert len(jobs) == 4 and len({j["name"] for j in jobs}) == 4, [j["name"] for j in jobs]
+assert all(j["state"] == "ok" for j in jobs), [(j["name"], j["state"]) for j in jobs]
+print("resubmitted shard: 4 ok jobs, each once")
+EOF
+[ -f "$work/sub3/shards/1/attempt-0.db" ] && [ -d "$work/sub3/shards/1/attempt-0/logs" ] ||
+  fail "the cancelled attempt's files are gone"
+grep -q 'colo shard 1, attempt 1' "$work/sub3/slurm/shard-1.out" ||
+  fail "shard 1's output shows no attempt 1"
 
 passed=1
 echo "PASSED in $(elapsed)"

@@ -60,6 +60,7 @@ grep -qx "ExecStart=$colo serve --socket-group colo \$COLO_SERVE_ARGS" "$unit" |
   fail "the unit does not run $colo with \$COLO_SERVE_ARGS: $(grep '^ExecStart=' "$unit")"
 grep -qx 'EnvironmentFile=-/etc/default/colo' "$unit" || fail "the unit reads no /etc/default/colo"
 grep -qx 'Delegate=yes' "$unit" || fail "the unit does not delegate its cgroup to colo"
+grep -qx "ExecReload=$colo drain" "$unit" || fail "systemctl reload does not drain: $(grep '^ExecReload=' "$unit")"
 documentation=" $(sed -n 's/^Documentation=//p' "$unit") "
 [[ $documentation == *" man:colo(1) "* ]] || fail "the unit's Documentation= lacks man:colo(1)"
 [[ $documentation == *" file://$prefix/share/doc/colo/docs/serve.md "* ]] ||
