@@ -573,7 +573,8 @@ TEST_F(ColoServe, AnotherUserCannotCancelAndJobsRunAsTheirSubmitter) {
       write_file("theirs.toml",
                  "[[job]]\nname = \"theirs\"\ncommand = [\"sh\", \"-c\", \"id -u; echo "
                  "HOME=$HOME USER=$USER; touch $COLO_CHECKPOINT_DIR/ok\"]\n");
-  start_service("--policy fixed --mechanism naive --grace 1s --socket-group " + group);
+  start_service(
+      "--policy fixed --mechanism naive --grace 1s --keep-checkpoints 1h --socket-group " + group);
   shell("chmod 755 '" + dir_ + "/home'");
   std::vector<int64_t> root_job = submit(mine);
   ASSERT_EQ(root_job.size(), 1u);
