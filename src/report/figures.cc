@@ -15,7 +15,6 @@
 #include "common/text.h"
 #include "common/units.h"
 #include "report/guidelines.h"
-#include "report/text_report.h"
 
 namespace colo {
 namespace {
@@ -779,31 +778,6 @@ Table cases_table(const ExperimentMetrics& m) {
   return t;
 }
 
-// A fixed-width text table for summary.txt.
-std::string text_table(const std::vector<std::string>& header,
-                       const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> widths(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    widths[c] = header[c].size();
-    for (const auto& row : rows) {
-      if (c < row.size()) widths[c] = std::max(widths[c], row[c].size());
-    }
-  }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string out;
-    for (size_t c = 0; c < header.size(); ++c) {
-      const std::string cell = c < cells.size() ? cells[c] : "";
-      out += c == 0 ? fmt::format("{:<{}}", cell, widths[c])
-                    : fmt::format("  {:>{}}", cell, widths[c]);
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
-  };
-  std::string out = line(header);
-  for (const auto& row : rows) out += line(row);
-  return out;
-}
-
 std::string spread_text(const std::optional<Spread>& s, const char* format, double scale = 1.0) {
   if (!s) return "-";
   std::string out = fmt::format(fmt::runtime(format), s->median * scale);
@@ -830,9 +804,20 @@ std::string experiment_summary(const ExperimentMetrics& m,
       "\nPer configuration: median over repetitions [min-max when they differ]. Epoch time is "
       "the second epoch (the first is warm-up); speed-up is the jobs' summed rate while they "
       "ran together over their rates alone (docs/measurements.md).\n\n";
-  std::vector<std::vector<std::string>> rows;
+  using Align = TextTable::Align;
+  TextTable table({{"WORKLOAD"},
+                   {"MECHANISM", Align::kRight},
+                   {"JOBS", Align::kRight},
+                   {"STATUS", Align::kRight},
+                   {"EPOCH S", Align::kRight},
+                   {"SPEED-UP", Align::kRight},
+                   {"SM %", Align::kRight},
+                   {"UTIL %", Align::kRight},
+                   {"PEAK GIB", Align::kRight},
+                   {"POWER W", Align::kRight},
+                   {"J/EPOCH", Align::kRight}});
   for (const CaseGroup& g : m.groups) {
-    rows.push_back(
+    table.add_row(
         {g.workload + " " + g.models, g.mechanism, std::to_string(g.degree),
          g.status == "ok" ? fmt::format("ok x{}", g.ok_repetitions) : status_label(g.status),
          spread_text(g.second_epoch_s, "{:.2f}"), spread_text(g.speedup, "{:.2f}"),
@@ -840,35 +825,13 @@ std::string experiment_summary(const ExperimentMetrics& m,
          spread_text(g.peak_memory_bytes, "{:.1f}", 1.0 / kBytesPerGiB),
          spread_text(g.mean_power_w, "{:.0f}"), spread_text(g.energy_per_epoch_j, "{:.0f}")});
   }
-  out += text_table({"WORKLOAD", "MECHANISM", "JOBS", "STATUS", "EPOCH S", "SPEED-UP", "SM %",
-                     "UTIL %", "PEAK GIB", "POWER W", "J/EPOCH"},
-                    rows);
+  out += table.render();
   out += "\nThe paper's guidelines (section 3.4) against this GPU's data:\n\n";
   out += format_guidelines(findings);
   return out;
 }
 
 }  // namespace
-
-std::string to_csv(const Table& table) {
-  auto field = [](const std::string& text) {
-    if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-    std::string quoted = "\"";
-    for (char c : text) {
-      if (c == '"') quoted += '"';
-      quoted += c;
-    }
-    return quoted + "\"";
-  };
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string out;
-    for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + field(cells[i]);
-    return out + "\n";
-  };
-  std::string out = line(table.header);
-  for (const auto& row : table.rows) out += line(row);
-  return out;
-}
 
 std::string mechanism_color(const std::string& mechanism) {
   static const std::map<std::string, std::string> kColors = {
@@ -926,6 +889,8 @@ ReportContent experiment_report(const ExperimentMetrics& m) {
   r.summary_text = experiment_summary(m, findings);
   return r;
 }
+
+namespace {
 
 // One colour per job in the charts of what the jobs learned.
 const std::string& job_color(size_t i) {
@@ -1170,6 +1135,8 @@ Section learning_section(const RunMetrics& m, const std::string& subtitle) {
   s.tables.push_back(std::move(t));
   return s;
 }
+
+}  // namespace
 
 ReportContent run_report(const RunMetrics& m, const std::string& run_summary_text) {
   ReportContent r;

@@ -14,24 +14,10 @@
 #include <vector>
 
 #include "report/case_metrics.h"
-#include "report/text_report.h"
+#include "report/run_comparison.h"
+#include "report/table.h"
 
 namespace colo {
-
-// Rows of text cells with a header; numbers in full precision (shortest text
-// that reads back to the same double), absent values empty.
-struct Table {
-  std::string name;  // file stem: csv/<name>.csv
-  std::string title;
-  std::string caption;
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-  bool show_in_page = true;  // false: written as CSV only
-  int link_column = -1;      // its cells are files (absolute paths), shown as links to them
-};
-
-// RFC 4180 CSV: header line, one line per row, quoted where needed.
-std::string to_csv(const Table& table);
 
 struct Figure {
   std::string name;       // file stem: figures/<name>.html, png/<name>.png, csv/<name>.csv

@@ -293,36 +293,6 @@ RunSummary learned_summary() {
   return s;
 }
 
-TEST(RunComparison, ShowsBothRunsSideBySideAndEachJobsChangeByTheMetricsGoal) {
-  RunSummary a = learned_summary();
-  a.run.label = {"lr-a", {{"model", "r26"}}, ""};
-  a.makespan_ms = 10'000;
-  RunSummary b = learned_summary();
-  b.run.id = 4;
-  b.run.label.name = "lr-b";
-  b.makespan_ms = 12'500;
-  b.jobs.pop_back();  // the quiet job only in A
-  // B's toy[lr=0.01] reached 0.2 (better than A's 0.25 for a loss).
-  std::vector<ProgressEvent> events(1);
-  events[0].kind = "epoch_end";
-  events[0].time_ms = 1'000;
-  events[0].epoch = 1;
-  events[0].metrics["loss"] = 0.2;
-  b.jobs[1].metrics = training_metrics(events, std::nullopt);
-  const std::string text = format_run_comparison(compare_runs(a, b, "loss"));
-  EXPECT_THAT(text, HasSubstr("Run #3 lr-a against run #4 lr-b"));
-  EXPECT_THAT(text, HasSubstr("model=r26"));
-  EXPECT_THAT(text, HasSubstr("1.25x"));  // B's makespan over A's
-  EXPECT_THAT(text, HasSubstr("best loss (lower is better)"));
-  EXPECT_THAT(text, HasSubstr("0.25 (toy[lr=0.01])"));
-  EXPECT_THAT(text, HasSubstr("0.2 (toy[lr=0.01])"));
-  EXPECT_THAT(text, HasSubstr("-0.05 (better)"));
-  EXPECT_THAT(text, HasSubstr("2 in both, 1 only in #3 lr-a, 0 only in #4 lr-b"));
-  EXPECT_THAT(text, HasSubstr("(not in this run)"));
-  // Without a metric: no metric columns.
-  EXPECT_THAT(format_run_comparison(compare_runs(a, b, "")), Not(HasSubstr("CHANGE")));
-}
-
 TEST(LearningTable, ShowsParametersAndEachMetricsLastAndBest) {
   const std::string text = format_learning_table(learned_summary());
   EXPECT_THAT(text, HasSubstr("What the jobs learned"));
