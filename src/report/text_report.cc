@@ -102,9 +102,9 @@ std::string label_lines(const RunLabel& label) {
   return out;
 }
 
-}  // namespace
-
-std::string format_run_summary(const RunSummary& summary) {
+// The lines that name the run: its id, state, mechanism, backend, start and
+// job file; its label; the submission shown, a Slurm job, a SIMULATED banner.
+std::string run_header_text(const RunSummary& summary) {
   const RunRow& run = summary.run;
   std::string out =
       fmt::format("Run #{}  {}  mechanism {}  backend {}  started {}", run.id, to_string(run.state),
@@ -133,72 +133,76 @@ std::string format_run_summary(const RunSummary& summary) {
         "SIMULATED: these numbers come from colo's simulated GPU, not from measurements on a "
         "real one\n";
   }
-  out += "\n";
+  return out;
+}
 
-  if (summary.jobs.empty()) {
-    out += "no jobs recorded for this run\n";
-  } else {
-    TextTable table({{"JOB"},
-                     {"STATE"},
-                     {"GPU", Align::kRight},
-                     {"START"},
-                     {"DURATION", Align::kRight},
-                     {"EPOCHS", Align::kRight},
-                     {"EPOCH TIME", Align::kRight},
-                     {"SAMPLES/S", Align::kRight},
-                     {"PEAK MEM", Align::kRight},
-                     {"SM %", Align::kRight},
-                     {"ENERGY J", Align::kRight},
-                     {"HOST CPU", Align::kRight},
-                     {"HOST MEM", Align::kRight},
-                     {"SLOWDOWN", Align::kRight},
-                     {"REASON"}});
-    for (const JobSummary& job : summary.jobs) {
-      const bool ok = job.state == JobState::kOk;
-      table.add_row({
-          job.name,
-          to_string(job.state),
-          job.gpus.empty() ? or_absent(job.device, [](int d) { return std::to_string(d); })
-                           : job.gpus,
-          or_absent(job.started_ms, format_local_time_of_day),
-          or_absent(job.duration_ms, [](int64_t ms) { return format_duration_ms(ms); }),
-          job.started_ms || job.epochs > 0 ? std::to_string(job.epochs) : kAbsentText,
-          or_absent(job.mean_epoch_ms, duration),
-          or_absent(job.throughput_per_s, fixed1),
-          or_absent(job.peak_memory_bytes, format_bytes),
-          or_absent(job.mean_sm_active_pct, fixed1),
-          or_absent(job.energy_j, fixed1),
-          or_absent(job.usage.cpu_ms, [](int64_t ms) { return format_duration_ms(ms); }),
-          or_absent(job.usage.memory_peak_bytes, format_bytes),
-          or_absent(job.slowdown, [](double v) { return fmt::format("{:.2f}x", v); }),
-          ok ? (job.attempts > 1 ? fmt::format("on attempt {}", job.attempts) : "")
-             : (job.reason.empty() ? kAbsentText : job.reason),
-      });
+// One row per job, what the jobs learned, and notes on their progress lines.
+std::string job_table_text(const RunSummary& summary) {
+  if (summary.jobs.empty()) return "no jobs recorded for this run\n";
+  TextTable table({{"JOB"},
+                   {"STATE"},
+                   {"GPU", Align::kRight},
+                   {"START"},
+                   {"DURATION", Align::kRight},
+                   {"EPOCHS", Align::kRight},
+                   {"EPOCH TIME", Align::kRight},
+                   {"SAMPLES/S", Align::kRight},
+                   {"PEAK MEM", Align::kRight},
+                   {"SM %", Align::kRight},
+                   {"ENERGY J", Align::kRight},
+                   {"HOST CPU", Align::kRight},
+                   {"HOST MEM", Align::kRight},
+                   {"SLOWDOWN", Align::kRight},
+                   {"REASON"}});
+  for (const JobSummary& job : summary.jobs) {
+    const bool ok = job.state == JobState::kOk;
+    table.add_row({
+        job.name,
+        to_string(job.state),
+        job.gpus.empty() ? or_absent(job.device, [](int d) { return std::to_string(d); })
+                         : job.gpus,
+        or_absent(job.started_ms, format_local_time_of_day),
+        or_absent(job.duration_ms, [](int64_t ms) { return format_duration_ms(ms); }),
+        job.started_ms || job.epochs > 0 ? std::to_string(job.epochs) : kAbsentText,
+        or_absent(job.mean_epoch_ms, duration),
+        or_absent(job.throughput_per_s, fixed1),
+        or_absent(job.peak_memory_bytes, format_bytes),
+        or_absent(job.mean_sm_active_pct, fixed1),
+        or_absent(job.energy_j, fixed1),
+        or_absent(job.usage.cpu_ms, [](int64_t ms) { return format_duration_ms(ms); }),
+        or_absent(job.usage.memory_peak_bytes, format_bytes),
+        or_absent(job.slowdown, [](double v) { return fmt::format("{:.2f}x", v); }),
+        ok ? (job.attempts > 1 ? fmt::format("on attempt {}", job.attempts) : "")
+           : (job.reason.empty() ? kAbsentText : job.reason),
+    });
+  }
+  std::string out = table.render();
+  out += format_learning_table(summary);
+  for (const JobSummary& job : summary.jobs) {
+    if (job.malformed_progress_lines > 0) {
+      out +=
+          fmt::format("note: {} ignored {} malformed progress line{}\n", job.name,
+                      job.malformed_progress_lines, job.malformed_progress_lines == 1 ? "" : "s");
     }
-    out += table.render();
-    out += format_learning_table(summary);
-    for (const JobSummary& job : summary.jobs) {
-      if (job.malformed_progress_lines > 0) {
-        out +=
-            fmt::format("note: {} ignored {} malformed progress line{}\n", job.name,
-                        job.malformed_progress_lines, job.malformed_progress_lines == 1 ? "" : "s");
-      }
-      if (job.progress_throttled) {
-        out += fmt::format("note: {}'s progress was throttled: {} (see docs/job-file.md)\n",
-                           job.name, job.progress_throttled->describe());
-      }
+    if (job.progress_throttled) {
+      out += fmt::format("note: {}'s progress was throttled: {} (see docs/job-file.md)\n", job.name,
+                         job.progress_throttled->describe());
     }
   }
-  out += "\n";
+  return out;
+}
 
+// The run's totals: makespan, throughput, steady throughput, SM activity,
+// memory and energy.
+std::string run_totals_text(const RunSummary& summary) {
   std::string throughput = or_absent(summary.throughput_per_s,
                                      [](double v) { return fmt::format("{:.1f} samples/s", v); });
   if (summary.total_samples) {
     throughput += fmt::format(" ({} samples)", *summary.total_samples);
   }
-  out += fmt::format("makespan:           {}\n", or_absent(summary.makespan_ms, [](int64_t ms) {
-                       return format_duration_ms(ms);
-                     }));
+  std::string out = fmt::format(
+      "makespan:           {}\n",
+      or_absent(summary.makespan_ms, [](int64_t ms) { return format_duration_ms(ms); }));
   out += fmt::format("throughput:         {}\n", throughput);
   std::string steady = or_absent(summary.steady_throughput_per_s,
                                  [](double v) { return fmt::format("{:.1f} samples/s", v); });
@@ -220,34 +224,41 @@ std::string format_run_summary(const RunSummary& summary) {
   out +=
       fmt::format("energy:             {}\n",
                   or_absent(summary.energy_j, [](double v) { return fmt::format("{:.1f} J", v); }));
+  return out;
+}
 
-  if (!summary.instances.empty() && summary.makespan_ms) {
-    const double makespan_s = static_cast<double>(*summary.makespan_ms) / 1000.0;
-    const double idle_s = static_cast<double>(summary.idle_instance_ms.value_or(0)) / 1000.0;
-    const double total_s = makespan_s * static_cast<double>(summary.instances.size());
-    out += fmt::format(
-        "idle MIG instances: {:.1f} instance-seconds of {:.1f} ({:.0f}%) had no job running\n",
-        idle_s, total_s, total_s > 0 ? 100.0 * idle_s / total_s : 0.0);
-    TextTable table({{"MIG INSTANCE"},
-                     {"JOBS", Align::kRight},
-                     {"BUSY", Align::kRight},
-                     {"IDLE", Align::kRight}});
-    for (const InstanceUsage& u : summary.instances) {
-      // "3g.40gb gi1 ci0 MIG-..." is shown without the UUID.
-      const std::string label = u.instance.substr(0, u.instance.find(" MIG-"));
-      table.add_row({label, std::to_string(u.jobs), format_duration_ms(u.busy_ms),
-                     format_duration_ms(u.idle_ms)});
-    }
-    out += table.render();
+// How long each MIG instance was busy and idle; "" without instances.
+std::string mig_instances_text(const RunSummary& summary) {
+  if (summary.instances.empty() || !summary.makespan_ms) return "";
+  const double makespan_s = static_cast<double>(*summary.makespan_ms) / 1000.0;
+  const double idle_s = static_cast<double>(summary.idle_instance_ms.value_or(0)) / 1000.0;
+  const double total_s = makespan_s * static_cast<double>(summary.instances.size());
+  std::string out = fmt::format(
+      "idle MIG instances: {:.1f} instance-seconds of {:.1f} ({:.0f}%) had no job running\n",
+      idle_s, total_s, total_s > 0 ? 100.0 * idle_s / total_s : 0.0);
+  TextTable table({{"MIG INSTANCE"},
+                   {"JOBS", Align::kRight},
+                   {"BUSY", Align::kRight},
+                   {"IDLE", Align::kRight}});
+  for (const InstanceUsage& u : summary.instances) {
+    // "3g.40gb gi1 ci0 MIG-..." is shown without the UUID.
+    const std::string label = u.instance.substr(0, u.instance.find(" MIG-"));
+    table.add_row({label, std::to_string(u.jobs), format_duration_ms(u.busy_ms),
+                   format_duration_ms(u.idle_ms)});
   }
+  return out + table.render();
+}
 
-  auto ratio = [](double v) { return fmt::format("{:.2f}x", v); };
+// The speed-ups over the exclusive run of the same jobs and the normalized
+// throughput, or why there are none.
+std::string speedups_text(const RunSummary& summary) {
+  const RunRow& run = summary.run;
   if (run.mechanism == "exclusive") {
-    out +=
-        "speed-up:           - (this run is exclusive: it is the baseline for runs of the same "
-        "jobs)\n";
-    return out;
+    return "speed-up:           - (this run is exclusive: it is the baseline for runs of the same "
+           "jobs)\n";
   }
+  auto ratio = [](double v) { return fmt::format("{:.2f}x", v); };
+  std::string out;
   if (summary.baseline_run_id) {
     out += fmt::format("speed-up end to end: {} over exclusive run #{} of the same jobs\n",
                        or_absent(summary.speedup_vs_exclusive, ratio), *summary.baseline_run_id);
@@ -276,6 +287,17 @@ std::string format_run_summary(const RunSummary& summary) {
   } else {
     out += fmt::format("normalized throughput: - ({})\n", nt.why_not);
   }
+  return out;
+}
+
+}  // namespace
+
+std::string format_run_summary(const RunSummary& summary) {
+  std::string out = run_header_text(summary) + "\n";
+  out += job_table_text(summary) + "\n";
+  out += run_totals_text(summary);
+  out += mig_instances_text(summary);
+  out += speedups_text(summary);
   return out;
 }
 
