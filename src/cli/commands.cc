@@ -28,6 +28,7 @@
 #include "jobs/job_file.h"
 #include "profiling/windows.h"
 #include "report/data_report.h"
+#include "report/run_comparison.h"
 #include "report/run_profiling.h"
 #include "report/text_report.h"
 #include "run/log_layout.h"

@@ -19,7 +19,6 @@
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/units.h"
-#include "report/text_report.h"
 #include "run/log_layout.h"
 #include "serve/client.h"
 #include "serve/protocol.h"

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 
 #include "common/text.h"
 
@@ -126,6 +127,23 @@ std::string format_duration_ms(int64_t ms) {
 
 std::string format_duration_s(double seconds) {
   return format_duration_ms(static_cast<int64_t>(std::llround(seconds * 1000.0)));
+}
+
+std::string format_local_time(UnixMillis time_ms, const char* format) {
+  std::time_t seconds = static_cast<std::time_t>(time_ms / 1000);
+  std::tm local{};
+  if (localtime_r(&seconds, &local) == nullptr) return "-";
+  char buffer[64];
+  size_t length = std::strftime(buffer, sizeof buffer, format, &local);
+  return std::string(buffer, length);
+}
+
+std::string format_local_datetime(UnixMillis time_ms) {
+  return format_local_time(time_ms, "%Y-%m-%d %H:%M:%S");
+}
+
+std::string format_local_time_of_day(UnixMillis time_ms) {
+  return format_local_time(time_ms, "%H:%M:%S");
 }
 
 std::string count_of(int64_t count, std::string_view noun) {

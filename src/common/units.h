@@ -1,11 +1,13 @@
 // Parsing and printing of the quantities users type and read: byte sizes
-// ("4GiB", "512MB", "6G") and durations ("30s", "8m", "1h30m").
+// ("4GiB", "512MB", "6G"), durations ("30s", "8m", "1h30m") and wall-clock
+// times (in the process's local time zone, TZ).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "common/clock.h"
 #include "common/result.h"
 
 namespace colo {
@@ -31,6 +33,13 @@ Result<int64_t> parse_duration_ms(std::string_view text);
 std::string format_duration_ms(int64_t ms);
 // format_duration_ms of `seconds`, rounded to the millisecond.
 std::string format_duration_s(double seconds);
+
+// `time_ms` in local time through strftime's `format` (at most 63
+// characters of output); "-" when the time has no local form.
+std::string format_local_time(UnixMillis time_ms, const char* format);
+// "2023-11-14 22:13:20" and "22:13:20" in local time.
+std::string format_local_datetime(UnixMillis time_ms);
+std::string format_local_time_of_day(UnixMillis time_ms);
 
 // "3 jobs", "1 job": `count` and `noun`, plural with an "s" unless one.
 std::string count_of(int64_t count, std::string_view noun);

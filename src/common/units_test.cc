@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <ctime>
+#include <optional>
+#include <string>
+
 namespace colo {
 namespace {
 
@@ -68,6 +73,49 @@ TEST(FormatDuration, ScalesWithMagnitude) {
   EXPECT_EQ(format_duration_ms(86'399'000), "23h59m");
   EXPECT_EQ(format_duration_ms(86'400'000), "1d 0h");
   EXPECT_EQ(format_duration_ms(int64_t{27670} * 3'600'000 + 42 * 60'000), "1152d 22h");
+}
+
+// Sets TZ for the test's life, and puts back what was there.
+class LocalTimeZone {
+ public:
+  explicit LocalTimeZone(const char* zone) {
+    if (const char* old = std::getenv("TZ")) old_ = old;
+    setenv("TZ", zone, 1);
+    tzset();
+  }
+  ~LocalTimeZone() {
+    if (old_) {
+      setenv("TZ", old_->c_str(), 1);
+    } else {
+      unsetenv("TZ");
+    }
+    tzset();
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+TEST(FormatLocalTime, InTheProcesssTimeZone) {
+  struct Case {
+    const char* zone;
+    UnixMillis time_ms;
+    const char* datetime;
+    const char* time_of_day;
+  };
+  const Case cases[] = {
+      {"UTC", 1'700'000'000'000, "2023-11-14 22:13:20", "22:13:20"},
+      {"UTC", 1'700'000'000'999, "2023-11-14 22:13:20", "22:13:20"},  // milliseconds dropped
+      {"UTC", 0, "1970-01-01 00:00:00", "00:00:00"},
+      {"UTC-2", 1'700'000'000'000, "2023-11-15 00:13:20", "00:13:20"},  // POSIX: 2 h east
+  };
+  for (const Case& c : cases) {
+    LocalTimeZone zone(c.zone);
+    EXPECT_EQ(format_local_datetime(c.time_ms), c.datetime) << c.zone << " " << c.time_ms;
+    EXPECT_EQ(format_local_time_of_day(c.time_ms), c.time_of_day) << c.zone << " " << c.time_ms;
+  }
+  LocalTimeZone utc("UTC");
+  EXPECT_EQ(format_local_time(1'700'000'000'000, "%Y-%m-%d %H:%M"), "2023-11-14 22:13");
 }
 
 TEST(CountOf, PluralUnlessOne) {

@@ -1,37 +1,20 @@
-// What a `colo report` page shows, independent of how it is written: the
-// paper's figures (as ECharts options) for an experiment, or the per-job view
-// of one run, each with the table of numbers behind it. Pure functions.
+// What a `colo report` page shows, independent of how it is written
+// (html_report.h writes it): sections of figures (each an ECharts option,
+// echarts.h) and tables, each figure with the table of numbers behind it.
+// The reports that fill it: experiment_report.h, run_report.h and, for a
+// run's profiling windows, run_profiling.h.
 //
 // Every chart has a title saying what it shows, axis names with units and a
-// caption in plain words; mechanisms keep one colour everywhere (exclusive
-// grey, naive orange, mps blue, mig green); configurations that did not fit or
-// were not run appear as labelled gaps; animation is off so a screenshot taken
-// at any moment is complete.
+// caption in plain words.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "report/case_metrics.h"
-#include "report/text_report.h"
+#include "report/table.h"
 
 namespace colo {
-
-// Rows of text cells with a header; numbers in full precision (shortest text
-// that reads back to the same double), absent values empty.
-struct Table {
-  std::string name;  // file stem: csv/<name>.csv
-  std::string title;
-  std::string caption;
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-  bool show_in_page = true;  // false: written as CSV only
-  int link_column = -1;      // its cells are files (absolute paths), shown as links to them
-};
-
-// RFC 4180 CSV: header line, one line per row, quoted where needed.
-std::string to_csv(const Table& table);
 
 struct Figure {
   std::string name;       // file stem: figures/<name>.html, png/<name>.png, csv/<name>.csv
@@ -63,23 +46,5 @@ struct ReportContent {
   std::vector<Section> sections;
   std::string summary_text;  // summary.txt
 };
-
-// Colour of a mechanism in every chart ("#1f5fbf" for mps, ...).
-std::string mechanism_color(const std::string& mechanism);
-
-// The experiment's figures (Fig. 2-9 of the paper where it has the cases),
-// Table 2 for a recommender workload, the table of all cases and the five
-// guidelines.
-ReportContent experiment_report(const ExperimentMetrics& metrics);
-
-// One run: its totals, the per-job table and utilization, memory, power and
-// PCIe over time. `run_summary_text` (format_run_summary) opens summary.txt.
-ReportContent run_report(const RunMetrics& metrics, const std::string& run_summary_text);
-
-// Two runs (`colo report A B`): the comparison's tables (compare_runs()),
-// then what the jobs of both learned on shared charts, each job named by its
-// run ("#3 lr-sweep: job"). summary.txt is format_run_comparison()'s text.
-ReportContent comparison_report(const RunComparison& comparison, const RunMetrics& a,
-                                const RunMetrics& b);
 
 }  // namespace colo

@@ -14,6 +14,8 @@
 #include "analysis/stored.h"
 #include "report/figures.h"
 #include "report/report_writer.h"
+#include "report/run_comparison.h"
+#include "report/run_report.h"
 #include "store/testing/fake_runs.h"
 
 namespace colo {

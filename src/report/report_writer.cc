@@ -8,9 +8,11 @@
 #include "analysis/job_selection.h"
 #include "analysis/stored.h"
 #include "report/case_metrics.h"
-#include "report/figures.h"
+#include "report/experiment_report.h"
 #include "report/png_export.h"
+#include "report/run_comparison.h"
 #include "report/run_profiling.h"
+#include "report/run_report.h"
 #include "report/text_report.h"
 
 namespace colo {

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <map>
 #include <optional>
 #include <set>
@@ -15,92 +14,19 @@
 #include "common/units.h"
 #include "jobs/job_spec_json.h"
 #include "jobs/progress_event.h"
-#include "report/figures.h"
+#include "report/table.h"
+#include "report/text_cells.h"
 
 namespace colo {
 namespace {
 
-constexpr const char* kAbsent = "-";
-
-enum class Align { kLeft, kRight };
-
-// Columns padded to their widest cell, two spaces apart; no trailing spaces.
-class TextTable {
- public:
-  struct Column {
-    std::string header;
-    Align align = Align::kLeft;
-  };
-
-  explicit TextTable(std::vector<Column> columns) : columns_(std::move(columns)) {}
-
-  void add_row(std::vector<std::string> cells) {
-    cells.resize(columns_.size());
-    rows_.push_back(std::move(cells));
-  }
-
-  std::string render() const {
-    std::vector<size_t> widths(columns_.size());
-    for (size_t c = 0; c < columns_.size(); ++c) {
-      widths[c] = columns_[c].header.size();
-      for (const auto& row : rows_) widths[c] = std::max(widths[c], row[c].size());
-    }
-    std::vector<std::string> header;
-    for (const Column& column : columns_) header.push_back(column.header);
-    std::string out = render_row(header, widths);
-    for (const auto& row : rows_) out += render_row(row, widths);
-    return out;
-  }
-
- private:
-  std::string render_row(const std::vector<std::string>& cells,
-                         const std::vector<size_t>& widths) const {
-    std::string line;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      if (c > 0) line += "  ";
-      const size_t pad = widths[c] - cells[c].size();
-      if (columns_[c].align == Align::kRight) {
-        line += std::string(pad, ' ') + cells[c];
-      } else {
-        line += cells[c];
-        if (c + 1 < cells.size()) line += std::string(pad, ' ');
-      }
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    return line + "\n";
-  }
-
-  std::vector<Column> columns_;
-  std::vector<std::vector<std::string>> rows_;
-};
-
-std::string format_local(UnixMillis time_ms, const char* format) {
-  std::time_t seconds = static_cast<std::time_t>(time_ms / 1000);
-  std::tm local{};
-  if (localtime_r(&seconds, &local) == nullptr) return kAbsent;
-  char buffer[64];
-  size_t length = std::strftime(buffer, sizeof buffer, format, &local);
-  return std::string(buffer, length);
-}
+using Align = TextTable::Align;
 
 std::string backend_label(const RunRow& run) {
   return run.simulated ? run.backend + " (simulated)" : run.backend;
 }
 
-template <class T, class F>
-std::string or_absent(const std::optional<T>& value, F&& format) {
-  return value ? format(*value) : std::string(kAbsent);
-}
-
 std::string fixed1(double value) { return fmt::format("{:.1f}", value); }
-
-// "name key=value ..." ("-" for none).
-std::string label_text(const RunLabel& label) {
-  std::vector<std::string> words;
-  if (!label.name.empty()) words.push_back(label.name);
-  for (const auto& [key, value] : label.tags) words.push_back(key + "=" + value);
-  return words.empty() ? std::string(kAbsent) : fmt::format("{}", fmt::join(words, " "));
-}
 
 std::string duration(double ms) { return format_duration_ms(std::llround(ms)); }
 
@@ -108,8 +34,6 @@ template <class T>
 nlohmann::json nullable(const std::optional<T>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
-
-}  // namespace
 
 // The grid parameters and metric names of a run's jobs, in name order.
 std::vector<std::string> param_names(const RunSummary& summary) {
@@ -125,17 +49,7 @@ std::vector<std::string> metric_names(const RunSummary& summary) {
   return {names.begin(), names.end()};
 }
 
-// A metric value as people read it: up to 4 significant digits, no exponent
-// for ordinary magnitudes.
-std::string metric_text(double v) { return fmt::format("{:.4g}", v); }
-
-std::string format_local_datetime(UnixMillis time_ms) {
-  return format_local(time_ms, "%Y-%m-%d %H:%M:%S");
-}
-
-std::string format_local_time_of_day(UnixMillis time_ms) {
-  return format_local(time_ms, "%H:%M:%S");
-}
+}  // namespace
 
 std::string format_runs_table(const std::vector<RunRow>& runs,
                               const std::map<int64_t, std::vector<SubmissionRow>>& submissions) {
@@ -158,18 +72,18 @@ std::string format_runs_table(const std::vector<RunRow>& runs,
   };
   for (const RunRow& run : runs) {
     add({std::to_string(run.id)},
-        {label_text(run.label), format_local(run.started_ms, "%Y-%m-%d %H:%M"),
+        {label_text(run.label), format_local_time(run.started_ms, "%Y-%m-%d %H:%M"),
          to_string(run.state), run.mechanism, backend_label(run),
          run.jobs_not_ok > 0 ? fmt::format("{} ({} not ok)", run.job_count, run.jobs_not_ok)
                              : std::to_string(run.job_count),
-         run.job_file.empty() ? kAbsent : run.job_file});
+         run.job_file.empty() ? kAbsentText : run.job_file});
     auto subs = submissions.find(run.id);
     if (subs == submissions.end()) continue;
     for (const SubmissionRow& sub : subs->second) {
       add({fmt::format("{}/{}", run.id, sub.id)},
-          {label_text(sub.label), format_local(sub.submitted_ms, "%Y-%m-%d %H:%M"), "submission",
-           "by " + sub.owner_name, "", std::to_string(sub.jobs),
-           sub.job_file.empty() ? kAbsent : sub.job_file});
+          {label_text(sub.label), format_local_time(sub.submitted_ms, "%Y-%m-%d %H:%M"),
+           "submission", "by " + sub.owner_name, "", std::to_string(sub.jobs),
+           sub.job_file.empty() ? kAbsentText : sub.job_file});
     }
   }
   return table.render();
@@ -188,9 +102,9 @@ std::string label_lines(const RunLabel& label) {
   return out;
 }
 
-}  // namespace
-
-std::string format_run_summary(const RunSummary& summary) {
+// The lines that name the run: its id, state, mechanism, backend, start and
+// job file; its label; the submission shown, a Slurm job, a SIMULATED banner.
+std::string run_header_text(const RunSummary& summary) {
   const RunRow& run = summary.run;
   std::string out =
       fmt::format("Run #{}  {}  mechanism {}  backend {}  started {}", run.id, to_string(run.state),
@@ -219,72 +133,76 @@ std::string format_run_summary(const RunSummary& summary) {
         "SIMULATED: these numbers come from colo's simulated GPU, not from measurements on a "
         "real one\n";
   }
-  out += "\n";
+  return out;
+}
 
-  if (summary.jobs.empty()) {
-    out += "no jobs recorded for this run\n";
-  } else {
-    TextTable table({{"JOB"},
-                     {"STATE"},
-                     {"GPU", Align::kRight},
-                     {"START"},
-                     {"DURATION", Align::kRight},
-                     {"EPOCHS", Align::kRight},
-                     {"EPOCH TIME", Align::kRight},
-                     {"SAMPLES/S", Align::kRight},
-                     {"PEAK MEM", Align::kRight},
-                     {"SM %", Align::kRight},
-                     {"ENERGY J", Align::kRight},
-                     {"HOST CPU", Align::kRight},
-                     {"HOST MEM", Align::kRight},
-                     {"SLOWDOWN", Align::kRight},
-                     {"REASON"}});
-    for (const JobSummary& job : summary.jobs) {
-      const bool ok = job.state == JobState::kOk;
-      table.add_row({
-          job.name,
-          to_string(job.state),
-          job.gpus.empty() ? or_absent(job.device, [](int d) { return std::to_string(d); })
-                           : job.gpus,
-          or_absent(job.started_ms, format_local_time_of_day),
-          or_absent(job.duration_ms, [](int64_t ms) { return format_duration_ms(ms); }),
-          job.started_ms || job.epochs > 0 ? std::to_string(job.epochs) : kAbsent,
-          or_absent(job.mean_epoch_ms, duration),
-          or_absent(job.throughput_per_s, fixed1),
-          or_absent(job.peak_memory_bytes, format_bytes),
-          or_absent(job.mean_sm_active_pct, fixed1),
-          or_absent(job.energy_j, fixed1),
-          or_absent(job.usage.cpu_ms, [](int64_t ms) { return format_duration_ms(ms); }),
-          or_absent(job.usage.memory_peak_bytes, format_bytes),
-          or_absent(job.slowdown, [](double v) { return fmt::format("{:.2f}x", v); }),
-          ok ? (job.attempts > 1 ? fmt::format("on attempt {}", job.attempts) : "")
-             : (job.reason.empty() ? kAbsent : job.reason),
-      });
+// One row per job, what the jobs learned, and notes on their progress lines.
+std::string job_table_text(const RunSummary& summary) {
+  if (summary.jobs.empty()) return "no jobs recorded for this run\n";
+  TextTable table({{"JOB"},
+                   {"STATE"},
+                   {"GPU", Align::kRight},
+                   {"START"},
+                   {"DURATION", Align::kRight},
+                   {"EPOCHS", Align::kRight},
+                   {"EPOCH TIME", Align::kRight},
+                   {"SAMPLES/S", Align::kRight},
+                   {"PEAK MEM", Align::kRight},
+                   {"SM %", Align::kRight},
+                   {"ENERGY J", Align::kRight},
+                   {"HOST CPU", Align::kRight},
+                   {"HOST MEM", Align::kRight},
+                   {"SLOWDOWN", Align::kRight},
+                   {"REASON"}});
+  for (const JobSummary& job : summary.jobs) {
+    const bool ok = job.state == JobState::kOk;
+    table.add_row({
+        job.name,
+        to_string(job.state),
+        job.gpus.empty() ? or_absent(job.device, [](int d) { return std::to_string(d); })
+                         : job.gpus,
+        or_absent(job.started_ms, format_local_time_of_day),
+        or_absent(job.duration_ms, [](int64_t ms) { return format_duration_ms(ms); }),
+        job.started_ms || job.epochs > 0 ? std::to_string(job.epochs) : kAbsentText,
+        or_absent(job.mean_epoch_ms, duration),
+        or_absent(job.throughput_per_s, fixed1),
+        or_absent(job.peak_memory_bytes, format_bytes),
+        or_absent(job.mean_sm_active_pct, fixed1),
+        or_absent(job.energy_j, fixed1),
+        or_absent(job.usage.cpu_ms, [](int64_t ms) { return format_duration_ms(ms); }),
+        or_absent(job.usage.memory_peak_bytes, format_bytes),
+        or_absent(job.slowdown, [](double v) { return fmt::format("{:.2f}x", v); }),
+        ok ? (job.attempts > 1 ? fmt::format("on attempt {}", job.attempts) : "")
+           : (job.reason.empty() ? kAbsentText : job.reason),
+    });
+  }
+  std::string out = table.render();
+  out += format_learning_table(summary);
+  for (const JobSummary& job : summary.jobs) {
+    if (job.malformed_progress_lines > 0) {
+      out +=
+          fmt::format("note: {} ignored {} malformed progress line{}\n", job.name,
+                      job.malformed_progress_lines, job.malformed_progress_lines == 1 ? "" : "s");
     }
-    out += table.render();
-    out += format_learning_table(summary);
-    for (const JobSummary& job : summary.jobs) {
-      if (job.malformed_progress_lines > 0) {
-        out +=
-            fmt::format("note: {} ignored {} malformed progress line{}\n", job.name,
-                        job.malformed_progress_lines, job.malformed_progress_lines == 1 ? "" : "s");
-      }
-      if (job.progress_throttled) {
-        out += fmt::format("note: {}'s progress was throttled: {} (see docs/job-file.md)\n",
-                           job.name, job.progress_throttled->describe());
-      }
+    if (job.progress_throttled) {
+      out += fmt::format("note: {}'s progress was throttled: {} (see docs/job-file.md)\n", job.name,
+                         job.progress_throttled->describe());
     }
   }
-  out += "\n";
+  return out;
+}
 
+// The run's totals: makespan, throughput, steady throughput, SM activity,
+// memory and energy.
+std::string run_totals_text(const RunSummary& summary) {
   std::string throughput = or_absent(summary.throughput_per_s,
                                      [](double v) { return fmt::format("{:.1f} samples/s", v); });
   if (summary.total_samples) {
     throughput += fmt::format(" ({} samples)", *summary.total_samples);
   }
-  out += fmt::format("makespan:           {}\n", or_absent(summary.makespan_ms, [](int64_t ms) {
-                       return format_duration_ms(ms);
-                     }));
+  std::string out = fmt::format(
+      "makespan:           {}\n",
+      or_absent(summary.makespan_ms, [](int64_t ms) { return format_duration_ms(ms); }));
   out += fmt::format("throughput:         {}\n", throughput);
   std::string steady = or_absent(summary.steady_throughput_per_s,
                                  [](double v) { return fmt::format("{:.1f} samples/s", v); });
@@ -306,34 +224,41 @@ std::string format_run_summary(const RunSummary& summary) {
   out +=
       fmt::format("energy:             {}\n",
                   or_absent(summary.energy_j, [](double v) { return fmt::format("{:.1f} J", v); }));
+  return out;
+}
 
-  if (!summary.instances.empty() && summary.makespan_ms) {
-    const double makespan_s = static_cast<double>(*summary.makespan_ms) / 1000.0;
-    const double idle_s = static_cast<double>(summary.idle_instance_ms.value_or(0)) / 1000.0;
-    const double total_s = makespan_s * static_cast<double>(summary.instances.size());
-    out += fmt::format(
-        "idle MIG instances: {:.1f} instance-seconds of {:.1f} ({:.0f}%) had no job running\n",
-        idle_s, total_s, total_s > 0 ? 100.0 * idle_s / total_s : 0.0);
-    TextTable table({{"MIG INSTANCE"},
-                     {"JOBS", Align::kRight},
-                     {"BUSY", Align::kRight},
-                     {"IDLE", Align::kRight}});
-    for (const InstanceUsage& u : summary.instances) {
-      // "3g.40gb gi1 ci0 MIG-..." is shown without the UUID.
-      const std::string label = u.instance.substr(0, u.instance.find(" MIG-"));
-      table.add_row({label, std::to_string(u.jobs), format_duration_ms(u.busy_ms),
-                     format_duration_ms(u.idle_ms)});
-    }
-    out += table.render();
+// How long each MIG instance was busy and idle; "" without instances.
+std::string mig_instances_text(const RunSummary& summary) {
+  if (summary.instances.empty() || !summary.makespan_ms) return "";
+  const double makespan_s = static_cast<double>(*summary.makespan_ms) / 1000.0;
+  const double idle_s = static_cast<double>(summary.idle_instance_ms.value_or(0)) / 1000.0;
+  const double total_s = makespan_s * static_cast<double>(summary.instances.size());
+  std::string out = fmt::format(
+      "idle MIG instances: {:.1f} instance-seconds of {:.1f} ({:.0f}%) had no job running\n",
+      idle_s, total_s, total_s > 0 ? 100.0 * idle_s / total_s : 0.0);
+  TextTable table({{"MIG INSTANCE"},
+                   {"JOBS", Align::kRight},
+                   {"BUSY", Align::kRight},
+                   {"IDLE", Align::kRight}});
+  for (const InstanceUsage& u : summary.instances) {
+    // "3g.40gb gi1 ci0 MIG-..." is shown without the UUID.
+    const std::string label = u.instance.substr(0, u.instance.find(" MIG-"));
+    table.add_row({label, std::to_string(u.jobs), format_duration_ms(u.busy_ms),
+                   format_duration_ms(u.idle_ms)});
   }
+  return out + table.render();
+}
 
-  auto ratio = [](double v) { return fmt::format("{:.2f}x", v); };
+// The speed-ups over the exclusive run of the same jobs and the normalized
+// throughput, or why there are none.
+std::string speedups_text(const RunSummary& summary) {
+  const RunRow& run = summary.run;
   if (run.mechanism == "exclusive") {
-    out +=
-        "speed-up:           - (this run is exclusive: it is the baseline for runs of the same "
-        "jobs)\n";
-    return out;
+    return "speed-up:           - (this run is exclusive: it is the baseline for runs of the same "
+           "jobs)\n";
   }
+  auto ratio = [](double v) { return fmt::format("{:.2f}x", v); };
+  std::string out;
   if (summary.baseline_run_id) {
     out += fmt::format("speed-up end to end: {} over exclusive run #{} of the same jobs\n",
                        or_absent(summary.speedup_vs_exclusive, ratio), *summary.baseline_run_id);
@@ -362,6 +287,17 @@ std::string format_run_summary(const RunSummary& summary) {
   } else {
     out += fmt::format("normalized throughput: - ({})\n", nt.why_not);
   }
+  return out;
+}
+
+}  // namespace
+
+std::string format_run_summary(const RunSummary& summary) {
+  std::string out = run_header_text(summary) + "\n";
+  out += job_table_text(summary) + "\n";
+  out += run_totals_text(summary);
+  out += mig_instances_text(summary);
+  out += speedups_text(summary);
   return out;
 }
 
@@ -413,12 +349,12 @@ std::string format_learning_table(const RunSummary& summary) {
     std::vector<std::string> row = {job.name, shown_state(job)};
     for (const std::string& p : params) {
       auto it = job.params.find(p);
-      row.push_back(it == job.params.end() ? kAbsent : it->second);
+      row.push_back(it == job.params.end() ? kAbsentText : it->second);
     }
     for (const std::string& m : metrics) {
       const MetricSeries* s = find_metric(job.metrics, m);
-      row.push_back(s ? metric_text(s->last) : kAbsent);
-      row.push_back(s && std::isfinite(s->best) ? metric_text(s->best) : kAbsent);
+      row.push_back(s ? metric_text(s->last) : kAbsentText);
+      row.push_back(s && std::isfinite(s->best) ? metric_text(s->best) : kAbsentText);
     }
     table.add_row(std::move(row));
   }
@@ -596,209 +532,6 @@ nlohmann::json to_json(const RunSummary& summary) {
       {"normalized_throughput_estimated", summary.normalized_throughput.estimated},
       {"normalized_throughput_note", summary.normalized_throughput.why_not},
   };
-}
-
-namespace {
-
-// "#3" or "#3 lr-sweep"; a submission "#3/2" or "#3/2 lr-sweep".
-std::string run_title(const RunSummary& s) {
-  const std::string id = s.submission ? fmt::format("#{}/{}", s.run.id, s.submission->id)
-                                      : fmt::format("#{}", s.run.id);
-  const std::string& name = s.submission ? s.submission->label.name : s.run.label.name;
-  return name.empty() ? id : id + " " + name;
-}
-
-// A run's state; a submission's: running while a job of it has not ended,
-// then ok, or failed when a job of it did not end well.
-std::string state_of(const RunSummary& s) {
-  if (!s.submission) return to_string(s.run.state);
-  if (std::any_of(s.jobs.begin(), s.jobs.end(),
-                  [](const JobSummary& j) { return !is_final(j.state); }))
-    return "running";
-  return std::any_of(s.jobs.begin(), s.jobs.end(), failed_or_diverged) ? "failed" : "ok";
-}
-
-// The label a comparison shows: the submission's, else the run's.
-const RunLabel& label_of(const RunSummary& s) {
-  return s.submission ? s.submission->label : s.run.label;
-}
-
-// "b/a" as "1.25x", or "-".
-std::string ratio_text(std::optional<double> a, std::optional<double> b) {
-  if (!a || !b || *a <= 0) return kAbsent;
-  return fmt::format("{:.2f}x", *b / *a);
-}
-
-// The job's best value of `metric`, when it reported a finite one.
-std::optional<double> best_of(const JobSummary& job, std::string_view metric) {
-  const MetricSeries* m = find_metric(job.metrics, metric);
-  if (m == nullptr || std::isnan(m->best)) return std::nullopt;
-  return m->best;
-}
-
-// Whether lower is better for `metric`, as the runs' jobs reported it.
-bool lower_better(const RunSummary& a, const RunSummary& b, std::string_view metric) {
-  for (const RunSummary* s : {&a, &b}) {
-    for (const JobSummary& job : s->jobs)
-      if (const MetricSeries* m = find_metric(job.metrics, metric)) return m->lower_is_better;
-  }
-  return lower_is_better(metric);
-}
-
-// The run's best value of `metric` among its jobs, and the job's name.
-std::optional<std::pair<double, std::string>> run_best(const RunSummary& s, std::string_view metric,
-                                                       bool lower) {
-  std::optional<std::pair<double, std::string>> best;
-  for (const JobSummary& job : s.jobs) {
-    std::optional<double> v = best_of(job, metric);
-    if (v && (!best || (lower ? *v < best->first : *v > best->first))) best.emplace(*v, job.name);
-  }
-  return best;
-}
-
-// "12: all ok", "12: 9 ok, 2 not ok, 1 not ended".
-std::string jobs_text(const RunSummary& s) {
-  int ok = 0;
-  int open = 0;
-  for (const JobSummary& job : s.jobs) {
-    if (!is_final(job.state)) {
-      ++open;
-    } else if (!failed_or_diverged(job)) {
-      ++ok;
-    }
-  }
-  const int not_ok = static_cast<int>(s.jobs.size()) - ok - open;
-  if (not_ok == 0 && open == 0) return fmt::format("{}: all ok", s.jobs.size());
-  std::string out = fmt::format("{}: {} ok", s.jobs.size(), ok);
-  if (not_ok > 0) out += fmt::format(", {} not ok", not_ok);
-  if (open > 0) out += fmt::format(", {} not ended", open);
-  return out;
-}
-
-std::string params_text(const JobSummary& job) {
-  std::vector<std::string> words;
-  for (const auto& [k, v] : job.params) words.push_back(k + "=" + v);
-  return words.empty() ? std::string(kAbsent) : fmt::format("{}", fmt::join(words, " "));
-}
-
-}  // namespace
-
-RunComparison compare_runs(const RunSummary& a, const RunSummary& b, std::string_view metric) {
-  RunComparison c;
-  c.title_a = run_title(a);
-  c.title_b = run_title(b);
-  c.simulated = a.run.simulated || b.run.simulated;
-  c.metric = metric;
-  const std::string& ta = c.title_a;
-  const std::string& tb = c.title_b;
-  c.facts.push_back({"state", state_of(a), state_of(b), ""});
-  if (!label_of(a).tags.empty() || !label_of(b).tags.empty()) {
-    RunLabel la = label_of(a);
-    RunLabel lb = label_of(b);
-    la.name.clear();
-    lb.name.clear();
-    c.facts.push_back({"tags", label_text(la), label_text(lb), ""});
-  }
-  if (!label_of(a).note.empty() || !label_of(b).note.empty()) {
-    c.facts.push_back({"note", label_of(a).note.empty() ? kAbsent : label_of(a).note,
-                       label_of(b).note.empty() ? kAbsent : label_of(b).note, ""});
-  }
-  const auto job_file = [](const RunSummary& s) {
-    const std::string& file = s.submission ? s.submission->job_file : s.run.job_file;
-    return file.empty() ? std::string(kAbsent) : file;
-  };
-  c.facts.push_back({"job file", job_file(a), job_file(b), ""});
-  c.facts.push_back({"mechanism", a.run.mechanism, b.run.mechanism, ""});
-  c.facts.push_back({"jobs", jobs_text(a), jobs_text(b), ""});
-  auto as_double = [](const std::optional<int64_t>& v) {
-    return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
-  };
-  c.facts.push_back({"makespan", or_absent(a.makespan_ms, [](int64_t ms) { return duration(ms); }),
-                     or_absent(b.makespan_ms, [](int64_t ms) { return duration(ms); }),
-                     ratio_text(as_double(a.makespan_ms), as_double(b.makespan_ms))});
-  auto rate = [](double v) { return fmt::format("{:.1f} samples/s", v); };
-  c.facts.push_back({"throughput", or_absent(a.throughput_per_s, rate),
-                     or_absent(b.throughput_per_s, rate),
-                     ratio_text(a.throughput_per_s, b.throughput_per_s)});
-  auto joules = [](double v) { return fmt::format("{:.0f} J", v); };
-  c.facts.push_back({"GPU energy", or_absent(a.energy_j, joules), or_absent(b.energy_j, joules),
-                     ratio_text(a.energy_j, b.energy_j)});
-  c.lower = !metric.empty() && lower_better(a, b, metric);
-  if (!metric.empty()) {
-    auto best = [&](const RunSummary& s) {
-      auto v = run_best(s, metric, c.lower);
-      return v ? fmt::format("{} ({})", metric_text(v->first), v->second) : std::string(kAbsent);
-    };
-    c.facts.push_back({fmt::format("best {} ({} is better)", metric, c.lower ? "lower" : "higher"),
-                       best(a), best(b), ""});
-  }
-
-  // The jobs, matched by name: A's in its order, then those only B has.
-  std::map<std::string, const JobSummary*, std::less<>> in_b;
-  for (const JobSummary& job : b.jobs) in_b.try_emplace(job.name, &job);
-  std::vector<std::pair<const JobSummary*, const JobSummary*>> pairs;
-  std::set<std::string, std::less<>> in_a;
-  for (const JobSummary& job : a.jobs) {
-    in_a.insert(job.name);
-    auto it = in_b.find(job.name);
-    pairs.emplace_back(&job, it == in_b.end() ? nullptr : it->second);
-  }
-  for (const JobSummary& job : b.jobs)
-    if (!in_a.contains(job.name)) pairs.emplace_back(nullptr, &job);
-  c.job_header = {"JOB", "PARAMS", "STATE " + ta, "STATE " + tb};
-  if (!metric.empty()) {
-    c.job_header.push_back(fmt::format("{} {}", metric, ta));
-    c.job_header.push_back(fmt::format("{} {}", metric, tb));
-    c.job_header.push_back("CHANGE");
-  }
-  for (const auto& [ja, jb] : pairs) {
-    const JobSummary& any = ja != nullptr ? *ja : *jb;
-    c.in_both += ja != nullptr && jb != nullptr ? 1 : 0;
-    std::vector<std::string> row = {any.name, params_text(any),
-                                    ja != nullptr ? shown_state(*ja) : "(not in this run)",
-                                    jb != nullptr ? shown_state(*jb) : "(not in this run)"};
-    if (!metric.empty()) {
-      std::optional<double> va = ja != nullptr ? best_of(*ja, metric) : std::nullopt;
-      std::optional<double> vb = jb != nullptr ? best_of(*jb, metric) : std::nullopt;
-      row.push_back(or_absent(va, metric_text));
-      row.push_back(or_absent(vb, metric_text));
-      std::string change = kAbsent;
-      if (va && vb) {
-        const double d = *vb - *va;
-        change = d == 0 ? "same"
-                        : fmt::format("{}{} ({})", d > 0 ? "+" : "", metric_text(d),
-                                      (d < 0) == c.lower ? "better" : "worse");
-      }
-      row.push_back(change);
-    }
-    c.jobs.push_back(std::move(row));
-  }
-  c.only_a = a.jobs.size() - static_cast<size_t>(c.in_both);
-  c.only_b = b.jobs.size() - static_cast<size_t>(c.in_both);
-  return c;
-}
-
-std::string format_run_comparison(const RunComparison& c) {
-  std::string out = fmt::format("Run {} against run {}\n", c.title_a, c.title_b);
-  if (c.simulated) {
-    out += "SIMULATED: numbers of a run on colo's simulated GPU come from no measurement\n";
-  }
-  out += "\n";
-  TextTable facts({{""}, {c.title_a}, {c.title_b}, {"B OVER A", Align::kRight}});
-  for (const std::vector<std::string>& row : c.facts) facts.add_row(row);
-  out += facts.render();
-  std::vector<TextTable::Column> columns;
-  for (size_t i = 0; i < c.job_header.size(); ++i) {
-    // The metric's two columns and the change are numbers.
-    columns.push_back({c.job_header[i], i >= 4 ? Align::kRight : Align::kLeft});
-  }
-  TextTable jobs(std::move(columns));
-  for (const std::vector<std::string>& row : c.jobs) jobs.add_row(row);
-  out += fmt::format("\nJobs by name: {} in both, {} only in {}, {} only in {}{}\n", c.in_both,
-                     c.only_a, c.title_a, c.only_b, c.title_b,
-                     c.metric.empty() ? "" : fmt::format("; {}: each job's best", c.metric));
-  out += jobs.render();
-  return out;
 }
 
 }  // namespace colo

@@ -7,11 +7,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "analysis/run_summary.h"
-#include "common/clock.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -43,38 +41,11 @@ std::string format_learning_table(const RunSummary& summary);
 // (<metric>_last, <metric>_best); empty cells where absent.
 std::string format_jobs_csv(const RunSummary& summary);
 
-// Two runs side by side (`colo show A B`, `colo report A B`): their state,
-// label, jobs, makespan, throughput and energy, with B over A, and the best
-// value of `metric` and which job had it, when `metric` is not ""; then their
-// jobs matched by name (A's in its order, then those only B has): each one's
-// state in both and, with `metric`, its best value in both and the change
-// from A to B ("better" or "worse" by the metric's goal).
-struct RunComparison {
-  std::string title_a;  // "#3", "#3 lr-sweep", a submission's "#3/2"
-  std::string title_b;
-  bool simulated = false;
-  std::string metric;
-  bool lower = false;                           // lower `metric` is better
-  std::vector<std::vector<std::string>> facts;  // what, A, B, B over A ("" or "-")
-  std::vector<std::string> job_header;          // JOB, PARAMS, both states[, metric A, B, CHANGE]
-  std::vector<std::vector<std::string>> jobs;   // one row per job name, as job_header
-  size_t in_both = 0;
-  size_t only_a = 0;
-  size_t only_b = 0;
-};
-RunComparison compare_runs(const RunSummary& a, const RunSummary& b, std::string_view metric);
-// `colo show A B`: the comparison as text.
-std::string format_run_comparison(const RunComparison& c);
-
 // `colo show --json`: every field of the summary, units in the key names,
 // absent values as null.
 nlohmann::json to_json(const RunSummary& summary);
 nlohmann::json to_json(const RunRow& run);
 // A submission to a service: id, name, tags, note, owner, submitted_ms, jobs, job_file.
 nlohmann::json to_json(const SubmissionRow& sub);
-
-// "2023-11-14 22:13:20" and "22:13:20" in local time.
-std::string format_local_datetime(UnixMillis time_ms);
-std::string format_local_time_of_day(UnixMillis time_ms);
 
 }  // namespace colo

@@ -190,6 +190,64 @@ TEST_F(TextReportTest, SummaryShowsHeaderJobsAndTotals) {
             "22:13:24, start-up excluded)");
 }
 
+// Every part of the summary at once: a submission of a service's run in a
+// Slurm job, on MIG instances, with a note, a throttled job and a
+// normalized throughput.
+TEST_F(TextReportTest, TheWholeSummaryOfASubmissionOnMigInstances) {
+  RunSummary s = make_summary("mig", false);
+  s.run.slurm = {"1234_5", "batch", "node7", 2};
+  s.submission = SubmissionRow{};
+  s.submission->id = 4;
+  s.submission->submitted_ms = kT0 - 60'000;
+  s.submission->owner_name = "ana";
+  s.submission->job_file = "mine.toml";
+  s.submission->label = {"lr-a", {{"model", "r26"}}, "first try"};
+  s.jobs[0].instance = "3g.71gb gi1 ci0 MIG-0a1b";
+  s.jobs[0].gpus = "0";
+  s.jobs[0].attempts = 2;
+  s.jobs[0].progress_throttled = ThrottleCounts{};
+  s.jobs[0].progress_throttled->dropped_events = 3;
+  s.instances = {{"3g.71gb gi1 ci0 MIG-0a1b", 1, 10'000, 0},
+                 {"3g.71gb gi2 ci0 MIG-2c3d", 0, 0, 10'000}};
+  s.idle_instance_ms = 10'000;
+  s.normalized_throughput.value = 1.5;
+  s.normalized_throughput.shared_ms = 7'000;
+  s.solo_source = "the profiles";
+  EXPECT_EQ(
+      format_run_summary(s),
+      "Run #7  ok  mechanism mig  backend nvml  started 2023-11-14 22:13:20  job file sweep.toml\n"
+      "Submission 7/4  by ana  submitted 2023-11-14 22:12:20  job file mine.toml: its 2 jobs here "
+      "(a service's run holds every submission; `colo show 7` for all of them)\n"
+      "Name lr-a model=r26\n"
+      "Note first try\n"
+      "Slurm job 1234_5 step batch on node7 (requeued 2 times before)\n"
+      "\n"
+      "JOB             STATE   GPU  START     DURATION  EPOCHS  EPOCH TIME  SAMPLES/S  PEAK MEM  "
+      "SM %  ENERGY J  HOST CPU  HOST MEM  SLOWDOWN  REASON\n"
+      "resnet[lr=0.1]  ok        0  22:13:21     10.0s       3        3.5s      300.0   1.5 GiB  "
+      "23.0       7.0      4.2s   512 MiB         -  on attempt 2\n"
+      "broken          failed    -  -                -       -           -          -         -    "
+      " -         -         -         -         -  could not start: /no/such/binary not found\n"
+      "note: resnet[lr=0.1]'s progress was throttled: 3 events dropped (see docs/job-file.md)\n"
+      "note: broken ignored 2 malformed progress lines\n"
+      "\n"
+      "makespan:           10.0s\n"
+      "throughput:         360.0 samples/s (3600 samples)\n"
+      "steady throughput:  -\n"
+      "mean SM activity:   12.5 %\n"
+      "peak GPU memory:    12.0 GiB\n"
+      "energy:             18.0 J\n"
+      "idle MIG instances: 10.0 instance-seconds of 20.0 (50%) had no job running\n"
+      "MIG INSTANCE     JOBS   BUSY   IDLE\n"
+      "3g.71gb gi1 ci0     1  10.0s    0ms\n"
+      "3g.71gb gi2 ci0     0    0ms  10.0s\n"
+      "speed-up end to end: - (no exclusive run of the same jobs in the store: run them with "
+      "--mechanism exclusive to compare)\n"
+      "speed-up steady:     - (not measured)\n"
+      "normalized throughput: 1.50x per GPU (summed rate over solo rate while two or more jobs "
+      "were in their steady epochs on a GPU, 7.0s of it; solo rates from the profiles)\n");
+}
+
 TEST_F(TextReportTest, SimulatedRunCarriesABanner) {
   std::string text = format_run_summary(make_summary("mps", true));
   EXPECT_THAT(lines_of(text)[0], HasSubstr("backend sim (simulated)"));
@@ -291,36 +349,6 @@ RunSummary learned_summary() {
   quiet.reason = "exit code 1";
   s.jobs.push_back(quiet);
   return s;
-}
-
-TEST(RunComparison, ShowsBothRunsSideBySideAndEachJobsChangeByTheMetricsGoal) {
-  RunSummary a = learned_summary();
-  a.run.label = {"lr-a", {{"model", "r26"}}, ""};
-  a.makespan_ms = 10'000;
-  RunSummary b = learned_summary();
-  b.run.id = 4;
-  b.run.label.name = "lr-b";
-  b.makespan_ms = 12'500;
-  b.jobs.pop_back();  // the quiet job only in A
-  // B's toy[lr=0.01] reached 0.2 (better than A's 0.25 for a loss).
-  std::vector<ProgressEvent> events(1);
-  events[0].kind = "epoch_end";
-  events[0].time_ms = 1'000;
-  events[0].epoch = 1;
-  events[0].metrics["loss"] = 0.2;
-  b.jobs[1].metrics = training_metrics(events, std::nullopt);
-  const std::string text = format_run_comparison(compare_runs(a, b, "loss"));
-  EXPECT_THAT(text, HasSubstr("Run #3 lr-a against run #4 lr-b"));
-  EXPECT_THAT(text, HasSubstr("model=r26"));
-  EXPECT_THAT(text, HasSubstr("1.25x"));  // B's makespan over A's
-  EXPECT_THAT(text, HasSubstr("best loss (lower is better)"));
-  EXPECT_THAT(text, HasSubstr("0.25 (toy[lr=0.01])"));
-  EXPECT_THAT(text, HasSubstr("0.2 (toy[lr=0.01])"));
-  EXPECT_THAT(text, HasSubstr("-0.05 (better)"));
-  EXPECT_THAT(text, HasSubstr("2 in both, 1 only in #3 lr-a, 0 only in #4 lr-b"));
-  EXPECT_THAT(text, HasSubstr("(not in this run)"));
-  // Without a metric: no metric columns.
-  EXPECT_THAT(format_run_comparison(compare_runs(a, b, "")), Not(HasSubstr("CHANGE")));
 }
 
 TEST(LearningTable, ShowsParametersAndEachMetricsLastAndBest) {
