@@ -9,6 +9,7 @@
 #include "analysis/run_summary.h"
 #include "common/units.h"
 #include "run/mechanism_inputs.h"
+#include "sharing/make_mechanism.h"
 
 namespace colo {
 namespace {

@@ -13,10 +13,10 @@
 #include <string_view>
 
 #include "analysis/stored.h"
-#include "cli/commands.h"
 #include "common/paths.h"
 #include "common/text.h"
 #include "common/units.h"
+#include "gpu/open_backend.h"
 #include "run/leftovers.h"
 #include "run/run_controller.h"
 
@@ -199,7 +199,7 @@ Result<std::unique_ptr<GpuBackend>> open_backend(const BackendFlags& flags, Cloc
   options.sim_device_count = flags.sim_devices;
   options.sim_uuid_scope = absolute_path(default_state_dir());
   if (const char* lib = std::getenv("COLO_NVML_LIBRARY"); lib && *lib) options.nvml_library = lib;
-  Result<std::unique_ptr<GpuBackend>> backend = make_gpu_backend(options, clock);
+  Result<std::unique_ptr<GpuBackend>> backend = open_gpu_backend(options, clock);
   if (backend.ok() && (*backend)->simulated()) {
     std::cerr << fmt::format(
         "colo: using the SIMULATED GPU backend ({}): GPU numbers are modelled, not measured\n",

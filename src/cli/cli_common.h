@@ -1,5 +1,7 @@
-// What the GPU-facing subcommands share: the backend flags and opening the
-// backend the same way everywhere.
+// What the subcommands share, so that it is the same everywhere: the command
+// line's own lines (version, footer, mistyped commands and options), the
+// backend and GPU flags, opening the backend and the store, the mechanism's
+// options, and what `simulate` and `slurm submit` plan from.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,27 @@ class Validator;
 }  // namespace CLI
 
 namespace colo {
+
+// "colo 0.1.0": what `colo --version` prints.
+std::string version_line();
+// What `colo --help` ends with: the exit codes, where the docs are.
+std::string top_level_footer();
+
+// "unknown command 'sho' (did you mean 'show'?)...", when the first word of
+// `args` that is not a command's name stands where `app` (or the command
+// named before it) needs one; nullopt otherwise (CLI11 then parses).
+std::optional<std::string> unknown_command(const CLI::App& app,
+                                           const std::vector<std::string>& args);
+
+// After CLI11 refused options nobody takes (CLI::ExtrasError): "colo run:
+// unknown option '--polcy' (did you mean '--policy'?)...", one line for
+// each, from the command that was given them; nullopt when none is an
+// option (CLI11's message stands).
+std::optional<std::string> unknown_options(const CLI::App& app);
+
+// CLI11's `message` for the command that was given it: "colo rm: RUN is
+// required; `colo rm --help` shows how".
+std::string parse_error_line(const CLI::App& app, const std::string& message);
 
 // How colo's flags name GPUs, the same in every subcommand:
 //   --gpu N          one GPU, by index (as `colo devices` lists them)
@@ -126,10 +149,6 @@ void add_disk_flags(CLI::App& command, DiskFlags& flags);
 // Their values; false after saying on stderr what is wrong.
 bool disk_flags(const DiskFlags& flags, uint64_t& max_log_bytes, int64_t& keep_checkpoints_ms);
 
-// Opens the existing store that `db_flag` names (default_db_path() when empty)
-// for reading: colo runs, show and report. When it can only be read (a
-// read-only or full file system), says so on stderr and reads it anyway.
-// Stops what colos that died left running (run/leftovers.h), saying so on
 // --name, --tag KEY=VALUE (repeatable), --note: what a person calls a run
 // (colo run, colo label) or a submission (colo submit).
 struct LabelFlags {
@@ -142,6 +161,10 @@ void add_label_flags(CLI::App& cmd, LabelFlags& flags);
 // An error names the flag at fault.
 Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base);
 
+// Opens the existing store that `db_flag` names (default_db_path() when empty)
+// for reading: colo runs, show and report. When it can only be read (a
+// read-only or full file system), says so on stderr and reads it anyway.
+// Stops what colos that died left running (run/leftovers.h), saying so on
 // stderr.
 Result<std::unique_ptr<RunStore>> open_store_for_reading(const std::string& db_flag);
 

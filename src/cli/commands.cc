@@ -35,6 +35,7 @@
 #include "run/mechanism_inputs.h"
 #include "run/resume.h"
 #include "run/run_controller.h"
+#include "sharing/make_mechanism.h"
 #include "sharing/mechanism.h"
 #include "slurm/allocation.h"
 #include "slurm/shard_run.h"

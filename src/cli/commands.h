@@ -26,27 +26,6 @@ enum ExitCode : int {
   kExitCancelled = 130,  // stopped with Ctrl-C
 };
 
-// "colo 0.1.0": what `colo --version` prints.
-std::string version_line();
-// What `colo --help` ends with: the exit codes, where the docs are.
-std::string top_level_footer();
-
-// "unknown command 'sho' (did you mean 'show'?)...", when the first word of
-// `args` that is not a command's name stands where `app` (or the command
-// named before it) needs one; nullopt otherwise (CLI11 then parses).
-std::optional<std::string> unknown_command(const CLI::App& app,
-                                           const std::vector<std::string>& args);
-
-// After CLI11 refused options nobody takes (CLI::ExtrasError): "colo run:
-// unknown option '--polcy' (did you mean '--policy'?)...", one line for
-// each, from the command that was given them; nullopt when none is an
-// option (CLI11's message stands).
-std::optional<std::string> unknown_options(const CLI::App& app);
-
-// CLI11's `message` for the command that was given it: "colo rm: RUN is
-// required; `colo rm --help` shows how".
-std::string parse_error_line(const CLI::App& app, const std::string& message);
-
 // Adds every subcommand to `app`; the chosen one runs from CLI11's callback
 // and leaves its exit code in `exit_code`. `command_line` is recorded with runs.
 void add_commands(CLI::App& app, int& exit_code, const std::string& command_line);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {

@@ -20,6 +20,7 @@
 #include "common/units.h"
 #include "mig/mig_planner.h"
 #include "mig/mig_profiles.h"
+#include "sharing/make_mechanism.h"
 #include "sharing/mechanism.h"
 
 namespace colo {

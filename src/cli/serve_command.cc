@@ -27,6 +27,7 @@
 #include "serve/client.h"
 #include "serve/protocol.h"
 #include "serve/service.h"
+#include "sharing/make_mechanism.h"
 #include "slurm/allocation.h"
 #include "views/dashboard.h"
 

@@ -2,9 +2,10 @@
 //
 // Implementations: NvmlBackend (the real driver, loaded with dlopen at run
 // time) and SimBackend (a deterministic simulated GPU for machines without one;
-// everything it produces is labelled simulated). Every metric is optional:
-// a metric the GPU or driver does not offer is absent (std::nullopt), never 0.
-// Units are part of every field name.
+// everything it produces is labelled simulated), opened by open_gpu_backend()
+// (open_backend.h). Every metric is optional: a metric the GPU or driver does
+// not offer is absent (std::nullopt), never 0. Units are part of every field
+// name.
 //
 // Threading: a backend is not thread-safe unless it says so. colo calls
 // devices() once from the main thread before sampling starts, and afterwards
@@ -155,25 +156,5 @@ class GpuBackend {
   virtual void process_started(int /*device*/, uint32_t /*pid*/, const SimLoadHint& /*hint*/) {}
   virtual void process_exited(uint32_t /*pid*/) {}
 };
-
-enum class BackendKind { kNvml, kSim, kAuto };
-
-struct BackendOptions {
-  BackendKind kind = BackendKind::kNvml;
-  // Path or soname of the NVML library (tests point it at a stand-in).
-  std::string nvml_library = "libnvidia-ml.so.1";
-  // SimBackend: GPU model to imitate ("H200", "H100", "A100-40GB") and count.
-  std::string sim_model = "H200";
-  int sim_device_count = 1;
-  // What the simulated GPUs' UUIDs derive from (SimBackend): colo's state
-  // directory, so that each COLO_HOME has simulated GPUs of its own.
-  std::string sim_uuid_scope;
-};
-
-// Factory. kNvml fails with one line naming the cause and suggesting
-// `--backend sim` when no driver can be loaded; kAuto falls back to the
-// simulated backend in that case (the caller says so to the user).
-// `clock` must outlive the backend.
-Result<std::unique_ptr<GpuBackend>> make_gpu_backend(const BackendOptions& options, Clock& clock);
 
 }  // namespace colo

@@ -12,44 +12,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(MakeGpuBackend, NvmlWithoutDriverFailsWithOneActionableLine) {
-  FakeClock clock;
-  BackendOptions options;
-  options.kind = BackendKind::kNvml;
-  options.nvml_library = "/nonexistent/libnvidia-ml.so.1";
-  auto backend = make_gpu_backend(options, clock);
-  ASSERT_FALSE(backend.ok());
-  const std::string& message = backend.error().message();
-  EXPECT_THAT(message, HasSubstr("no NVIDIA driver found (/nonexistent/libnvidia-ml.so.1: "
-                                 "cannot open shared object file"));
-  EXPECT_THAT(message, HasSubstr("use --backend sim to run on the simulated GPU"));
-  EXPECT_EQ(message.find('\n'), std::string::npos);
-}
-
-TEST(MakeGpuBackend, AutoFallsBackToTheSimulator) {
-  FakeClock clock;
-  BackendOptions options;
-  options.kind = BackendKind::kAuto;
-  options.nvml_library = "/nonexistent/libnvidia-ml.so.1";
-  options.sim_model = "H100";
-  options.sim_device_count = 2;
-  auto backend = make_gpu_backend(options, clock);
-  ASSERT_TRUE(backend.ok()) << backend.error().message();
-  EXPECT_TRUE((*backend)->simulated());
-  EXPECT_EQ((*backend)->version(), "simulated H100");
-  EXPECT_EQ((*backend)->devices()->size(), 2u);
-}
-
-TEST(MakeGpuBackend, SimPassesModelErrorsOn) {
-  FakeClock clock;
-  BackendOptions options;
-  options.kind = BackendKind::kSim;
-  options.sim_model = "B300";
-  auto backend = make_gpu_backend(options, clock);
-  ASSERT_FALSE(backend.ok());
-  EXPECT_THAT(backend.error().message(), HasSubstr("unknown simulated GPU model 'B300'"));
-}
-
 // The composed names must equal the ones nvidia-smi shows, for every model the
 // simulator knows (whose tables are copied from nvidia-smi mig -lgip).
 TEST(ComposeMigProfileName, MatchesNvidiaSmiNames) {

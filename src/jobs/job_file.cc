@@ -1,4 +1,5 @@
-// TOML job files: parsing, validation, defaults, sweep expansion.
+// TOML job files: reading and validation into JobBlocks (jobs/job_sweep.h),
+// which job_sweep.cc checks across their keys and expands.
 //
 // This is the only translation unit that includes toml++ (header-only and slow
 // to compile); nothing toml++ leaks out of it.
@@ -17,7 +18,6 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
-#include <set>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -25,8 +25,9 @@
 #include "common/paths.h"
 #include "common/text.h"
 #include "common/units.h"
-#include "jobs/job_signature.h"
+#include "jobs/job_sweep.h"
 #include "jobs/output_patterns.h"
+#include "jobs/placeholders.h"
 #include "jobs/progress_event.h"
 
 // Header-only, without exceptions: parse errors come back as values.
@@ -49,7 +50,6 @@
 namespace colo {
 namespace {
 
-constexpr int64_t kMaxExpandedJobs = 100'000;
 constexpr size_t kMaxReportedErrors = 20;
 constexpr const char* kNeedsAJob =
     "a job file needs at least one [[job]] with name and command; see docs/job-file.md";
@@ -71,9 +71,6 @@ constexpr std::array<const char*, 23> kSettingKeys = {
 constexpr std::array<const char*, 5> kProfileKeys = {"tool", "after_epoch", "after", "steps",
                                                      "duration"};
 constexpr std::array<const char*, 3> kProfileTools = {"torch", "nsys", "ncu"};
-// Placeholders every command, workdir and env value may use besides its grid's
-// parameters: the job's GPU count, and a free TCP port chosen when it starts.
-constexpr std::array<const char*, 2> kBuiltinPlaceholders = {"gpus", "port"};
 // Keys of a [data.NAME] table (a dataset served by a shared loader).
 constexpr std::array<const char*, 10> kDataKeys = {
     "path", "format", "size", "augment", "threads", "ring", "chunk", "lag_timeout", "cpus", "seed"};
@@ -155,12 +152,6 @@ bool is_name(std::string_view s) {
   });
 }
 
-bool is_param_name(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
-
 bool is_env_name(std::string_view s) {
   return is_param_name(s) && !std::isdigit(static_cast<unsigned char>(s.front()));
 }
@@ -172,100 +163,6 @@ std::string format_float(double value) {
   if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
   return text;
 }
-
-// A value with the source line it came from, for messages about it later.
-template <class T>
-struct Sourced {
-  T value;
-  int line = 0;
-};
-
-// The keys [defaults] and [[job]] share. Unset fields are absent.
-struct Settings {
-  std::optional<Sourced<std::string>> workdir;
-  std::map<std::string, Sourced<std::string>> env;
-  std::optional<uint64_t> gpu_memory_bytes;
-  std::optional<uint64_t> host_memory_bytes;
-  std::optional<int> cpus;
-  std::optional<int> gpus;
-  std::optional<int> sm_share_pct;
-  std::optional<uint64_t> memory_limit_bytes;
-  std::optional<std::string> epoch_regex;
-  std::optional<std::string> step_regex;
-  std::optional<int64_t> epoch_samples;
-  std::optional<int> sm_activity_pct;
-  std::optional<int> gpu_util_pct;
-  std::optional<int64_t> solo_time_ms;
-  std::optional<int64_t> startup_time_ms;
-  std::optional<std::string> mig_profile;
-  std::optional<std::string> mig_group;
-  std::optional<RestartPolicy> restart;
-  std::optional<int64_t> stall_timeout_ms;
-  std::optional<int> priority;
-  std::optional<bool> preemptible;
-  std::optional<Sourced<std::string>> dataset;
-  std::optional<ProfileSpec> profile;
-
-  // `over` wins where it sets a field; env is merged key by key.
-  static Settings merge(const Settings& base, const Settings& over) {
-    Settings out = base;
-    if (over.workdir) out.workdir = over.workdir;
-    for (const auto& [k, v] : over.env) out.env[k] = v;
-    if (over.gpu_memory_bytes) out.gpu_memory_bytes = over.gpu_memory_bytes;
-    if (over.host_memory_bytes) out.host_memory_bytes = over.host_memory_bytes;
-    if (over.cpus) out.cpus = over.cpus;
-    if (over.gpus) out.gpus = over.gpus;
-    if (over.sm_share_pct) out.sm_share_pct = over.sm_share_pct;
-    if (over.memory_limit_bytes) out.memory_limit_bytes = over.memory_limit_bytes;
-    if (over.epoch_regex) out.epoch_regex = over.epoch_regex;
-    if (over.step_regex) out.step_regex = over.step_regex;
-    if (over.epoch_samples) out.epoch_samples = over.epoch_samples;
-    if (over.sm_activity_pct) out.sm_activity_pct = over.sm_activity_pct;
-    if (over.gpu_util_pct) out.gpu_util_pct = over.gpu_util_pct;
-    if (over.solo_time_ms) out.solo_time_ms = over.solo_time_ms;
-    if (over.startup_time_ms) out.startup_time_ms = over.startup_time_ms;
-    if (over.mig_profile) out.mig_profile = over.mig_profile;
-    if (over.mig_group) out.mig_group = over.mig_group;
-    if (over.restart) out.restart = over.restart;
-    if (over.stall_timeout_ms) out.stall_timeout_ms = over.stall_timeout_ms;
-    if (over.priority) out.priority = over.priority;
-    if (over.preemptible) out.preemptible = over.preemptible;
-    if (over.profile) out.profile = over.profile;
-    if (over.dataset) out.dataset = over.dataset;
-    return out;
-  }
-};
-
-// A grid parameter: its values as text (a grid's array, a search's choice),
-// or a range a random search draws from.
-struct GridParam {
-  enum class Draw { kListed, kUniform, kLogUniform };
-  std::string name;
-  std::vector<std::string> values;  // kListed
-  Draw draw = Draw::kListed;
-  double lo = 0, hi = 0;  // the range of the others
-  int line = 0;
-};
-
-// A [[job]]'s `search = { kind = "random", samples = N, seed = S }`.
-struct RandomSearch {
-  int64_t samples = 0;
-  uint64_t seed = 0;
-  int line = 0;
-};
-
-// One [[job]] block before expansion.
-struct JobBlock {
-  std::string name;
-  int line = 0;
-  Sourced<std::vector<std::string>> command;
-  int64_t repeat = 1;
-  // Grid parameters in key order (sorted).
-  std::vector<GridParam> grid;
-  std::optional<RandomSearch> search;  // else the grid's cartesian product
-  std::optional<Sourced<std::vector<std::string>>> resource_params;
-  Settings settings;  // defaults already merged in
-};
 
 template <class Names>
 bool contains(const Names& names, std::string_view key) {
@@ -327,6 +224,22 @@ class TableReader {
     return std::nullopt;
   }
 
+  // A duration longer than zero: a string such as `example` ("\"30s\""), in
+  // milliseconds; with `allow_off`, "off" too, read as 0.
+  std::optional<int64_t> duration(std::string_view key, const toml::node& node,
+                                  std::string_view example, bool allow_off = false) {
+    const std::string expected =
+        fmt::format("a duration such as {}{}", example, allow_off ? ", or \"off\"" : "");
+    auto text = string(key, node, expected);
+    if (!text) return std::nullopt;
+    if (allow_off && *text == "off") return 0;
+    Result<int64_t> ms = parse_duration_ms(*text);
+    if (ms.ok() && *ms > 0) return *ms;
+    error(line_of(node), fmt::format("key '{}' must be {}: {}", key, expected,
+                                     ms.ok() ? "got zero" : ms.error().message()));
+    return std::nullopt;
+  }
+
   // profile = { tool = "torch", after_epoch = 1, steps = 20 } (ProfileSpec).
   std::optional<ProfileSpec> profile(const toml::node& node) {
     const auto* table = node.as_table();
@@ -338,16 +251,6 @@ class TableReader {
     }
     ProfileSpec p;
     bool ok = true;
-    const auto duration = [&](std::string_view key,
-                              const toml::node& value) -> std::optional<int64_t> {
-      auto text = string(key, value, "a duration such as \"30s\"");
-      if (!text) return std::nullopt;
-      Result<int64_t> ms = parse_duration_ms(*text);
-      if (ms.ok() && *ms > 0) return *ms;
-      error(line_of(value), fmt::format("key 'profile.{}' must be a duration such as \"30s\": {}",
-                                        key, ms.ok() ? "got zero" : ms.error().message()));
-      return std::nullopt;
-    };
     for (const auto& [key, value] : *table) {
       const std::string_view k = key.str();
       if (k == "tool") {
@@ -372,7 +275,7 @@ class TableReader {
           (k == "steps" ? p.steps : p.after_epoch) = static_cast<int>(*n);
         }
       } else if (k == "after" || k == "duration") {
-        auto ms = duration(k, value);
+        auto ms = duration(fmt::format("profile.{}", k), value, "\"30s\"");
         if (!ms) {
           ok = false;
         } else {
@@ -409,44 +312,49 @@ class TableReader {
     return p;
   }
 
+  // env = { NAME = "value", ... }: numbers and booleans as text, each with its line.
+  void env(const toml::node& node, std::map<std::string, Sourced<std::string>>& into) {
+    const auto* table = node.as_table();
+    if (table == nullptr) {
+      error(line_of(node), fmt::format("key 'env' must be a table of strings such as "
+                                       "{{ CUDA_LAUNCH_BLOCKING = \"1\" }}, got {}",
+                                       describe(node)));
+      return;
+    }
+    for (const auto& [name, value] : *table) {
+      if (!is_env_name(name.str())) {
+        error(line_of(name, value),
+              fmt::format("env: '{}' is not a valid environment variable name "
+                          "(letters, digits and '_', not starting with a digit)",
+                          name.str()));
+        continue;
+      }
+      std::optional<std::string> text;
+      if (value.is_string()) {
+        text = string(fmt::format("env.{}", name.str()), value);
+      } else if (const auto* i = value.as_integer()) {
+        text = std::to_string(i->get());
+      } else if (const auto* f = value.as_floating_point()) {
+        text = format_float(f->get());
+      } else if (const auto* b = value.as_boolean()) {
+        text = b->get() ? "true" : "false";
+      } else {
+        error(line_of(value),
+              fmt::format("key 'env.{}' must be a string, got {}", name.str(), describe(value)));
+      }
+      if (text) into[std::string(name.str())] = {*text, line_of(value)};
+    }
+  }
+
   // Reads one of kSettingKeys into `settings`.
-  void setting(const toml::key& key, const toml::node& node, Settings& settings) {
+  void setting(const toml::key& key, const toml::node& node, JobSettings& settings) {
     const std::string_view k = key.str();
     if (k == "workdir") {
       if (auto s = string(k, node, "a directory path (a string)")) {
         settings.workdir = Sourced<std::string>{*s, line_of(node)};
       }
     } else if (k == "env") {
-      const auto* table = node.as_table();
-      if (table == nullptr) {
-        error(line_of(node), fmt::format("key 'env' must be a table of strings such as "
-                                         "{{ CUDA_LAUNCH_BLOCKING = \"1\" }}, got {}",
-                                         describe(node)));
-        return;
-      }
-      for (const auto& [name, value] : *table) {
-        if (!is_env_name(name.str())) {
-          error(line_of(name, value),
-                fmt::format("env: '{}' is not a valid environment variable name "
-                            "(letters, digits and '_', not starting with a digit)",
-                            name.str()));
-          continue;
-        }
-        std::optional<std::string> text;
-        if (value.is_string()) {
-          text = string(fmt::format("env.{}", name.str()), value);
-        } else if (const auto* i = value.as_integer()) {
-          text = std::to_string(i->get());
-        } else if (const auto* f = value.as_floating_point()) {
-          text = format_float(f->get());
-        } else if (const auto* b = value.as_boolean()) {
-          text = b->get() ? "true" : "false";
-        } else {
-          error(line_of(value),
-                fmt::format("key 'env.{}' must be a string, got {}", name.str(), describe(value)));
-        }
-        if (text) settings.env[std::string(name.str())] = {*text, line_of(value)};
-      }
+      env(node, settings.env);
     } else if (k == "gpu_memory") {
       if (auto bytes = size(k, node)) settings.gpu_memory_bytes = bytes;
     } else if (k == "memory_limit") {
@@ -472,14 +380,8 @@ class TableReader {
             static_cast<int>(*pct);
       }
     } else if (k == "solo_time" || k == "startup_time") {
-      auto text = string(k, node, "a duration such as \"12m\" or \"1h30m\"");
-      if (!text) return;
-      Result<int64_t> ms = parse_duration_ms(*text);
-      if (ms.ok() && *ms > 0) {
+      if (auto ms = duration(k, node, "\"12m\"")) {
         (k == "solo_time" ? settings.solo_time_ms : settings.startup_time_ms) = *ms;
-      } else {
-        error(line_of(node), fmt::format("key '{}' must be a duration such as \"12m\": {}", k,
-                                         ms.ok() ? "got zero" : ms.error().message()));
       }
     } else if (k == "profile") {
       if (auto p = profile(node)) settings.profile = std::move(*p);
@@ -495,20 +397,7 @@ class TableReader {
                                 "a whole number from -100 (last) to 100 (first)"))
         settings.priority = static_cast<int>(*n);
     } else if (k == "stall_timeout") {
-      auto text = string(k, node, "a duration such as \"10m\", or \"off\"");
-      if (!text) return;
-      if (*text == "off") {
-        settings.stall_timeout_ms = 0;
-        return;
-      }
-      Result<int64_t> ms = parse_duration_ms(*text);
-      if (ms.ok() && *ms > 0) {
-        settings.stall_timeout_ms = *ms;
-      } else {
-        error(line_of(node),
-              fmt::format("key 'stall_timeout' must be a duration such as \"10m\", or \"off\": {}",
-                          ms.ok() ? "got zero" : ms.error().message()));
-      }
+      if (auto ms = duration(k, node, "\"10m\"", true)) settings.stall_timeout_ms = *ms;
     } else if (k == "mig_profile" || k == "mig_group") {
       auto text = string(k, node, "a string");
       if (text && text->empty()) {
@@ -558,78 +447,6 @@ class TableReader {
   std::string where_;
 };
 
-// Placeholders: "{name}" (name of letters, digits and '_') stands for a grid
-// value; "{{name}}" is the literal text "{name}"; every other brace is
-// literal, so JSON or awk programs in a command need no escaping.
-struct TextPiece {
-  std::string text;  // literal text, or the placeholder's name
-  bool placeholder = false;
-};
-
-std::vector<TextPiece> split_placeholders(std::string_view text) {
-  std::vector<TextPiece> pieces;
-  auto literal = [&](std::string_view part) {
-    if (pieces.empty() || pieces.back().placeholder) pieces.push_back({"", false});
-    pieces.back().text += part;
-  };
-  size_t i = 0;
-  while (i < text.size()) {
-    if (text[i] == '{') {
-      bool escaped = i + 1 < text.size() && text[i + 1] == '{';
-      size_t name_start = i + (escaped ? 2 : 1);
-      size_t close = text.find('}', name_start);
-      if (close != std::string_view::npos) {
-        std::string name(text.substr(name_start, close - name_start));
-        if (is_param_name(name)) {
-          if (!escaped) {
-            pieces.push_back({name, true});
-            i = close + 1;
-            continue;
-          }
-          if (close + 1 < text.size() && text[close + 1] == '}') {
-            literal("{" + name + "}");
-            i = close + 2;
-            continue;
-          }
-        }
-      }
-    }
-    literal(text.substr(i, 1));
-    ++i;
-  }
-  return pieces;
-}
-
-// Checks the placeholders of `text` against `params` (the grid's) and the
-// built-in ones (kBuiltinPlaceholders). Returns an error
-// message, or nothing when every placeholder is known.
-std::optional<std::string> check_placeholders(std::string_view text,
-                                              const std::set<std::string>& params) {
-  for (const TextPiece& piece : split_placeholders(text)) {
-    if (!piece.placeholder || params.count(piece.text) > 0 ||
-        contains(kBuiltinPlaceholders, piece.text))
-      continue;
-    std::string known;
-    for (const std::string& p : params) known += (known.empty() ? "" : ", ") + p;
-    return fmt::format(
-        "unknown placeholder '{{{}}}'{} ({}; write '{{{{{}}}}}' for the literal text)", piece.text,
-        did_you_mean(piece.text, params),
-        params.empty() ? "this job has no grid" : fmt::format("grid parameters: {}", known),
-        piece.text);
-  }
-  return std::nullopt;
-}
-
-// Replaces each placeholder by its value. The text has passed
-// check_placeholders.
-std::string substitute(std::string_view text, const std::map<std::string, std::string>& values) {
-  std::string out;
-  for (const TextPiece& piece : split_placeholders(text)) {
-    out += piece.placeholder ? values.at(piece.text) : piece.text;
-  }
-  return out;
-}
-
 // ASCII control characters (NUL, ESC, newline, ...): they cut arguments short
 // at exec or reach a terminal as escape codes.
 bool is_control(char c) {
@@ -638,37 +455,6 @@ bool is_control(char c) {
 }
 
 std::string escaped_char(char c) { return fmt::format("\\x{:02x}", static_cast<unsigned char>(c)); }
-// A resource_params entry: a grid parameter's name, optionally "^k" (k from
-// 1 to 3: the value to that power, e.g. an image size squared for pixels).
-// Returns an error message, or nothing when it is valid.
-std::optional<std::string> check_resource_param(std::string_view entry,
-                                                const std::set<std::string>& params) {
-  std::string_view name = entry;
-  if (size_t caret = entry.find('^'); caret != std::string_view::npos) {
-    name = entry.substr(0, caret);
-    std::string_view power = entry.substr(caret + 1);
-    if (power != "1" && power != "2" && power != "3") {
-      return fmt::format("'{}': the power after '^' must be 1, 2 or 3", entry);
-    }
-  }
-  if (params.count(std::string(name)) > 0) return std::nullopt;
-  std::string known;
-  for (const std::string& p : params) known += (known.empty() ? "" : ", ") + p;
-  return fmt::format(
-      "'{}' names no grid parameter{} ({})", name, did_you_mean(name, params),
-      params.empty() ? "this job has no grid" : fmt::format("grid parameters: {}", known));
-}
-
-// The block's template with each placeholder marked (a unit separator before
-// its "{name}"), so that no literal text reads the same; without placeholders
-// the template is the job itself, and so is its signature.
-std::string template_text(std::string_view text) {
-  std::string out;
-  for (const TextPiece& piece : split_placeholders(text)) {
-    out += piece.placeholder ? "\x1f{" + piece.text + "}" : piece.text;
-  }
-  return out;
-}
 
 std::optional<std::string> grid_value_text(const toml::node& node) {
   if (const auto* s = node.as_string()) return s->get();
@@ -1012,8 +798,8 @@ void read_run(const toml::node& node, Diagnostics& diag, JobFile& out) {
   }
 }
 
-Settings read_defaults(const toml::node& node, Diagnostics& diag) {
-  Settings settings;
+JobSettings read_defaults(const toml::node& node, Diagnostics& diag) {
+  JobSettings settings;
   TableReader reader(diag, "[defaults]: ");
   const auto* table = node.as_table();
   if (table == nullptr) {
@@ -1035,8 +821,98 @@ Settings read_defaults(const toml::node& node, Diagnostics& diag) {
   return settings;
 }
 
+// key 'command': a non-empty array of strings, the program first and not empty.
+std::optional<Sourced<std::vector<std::string>>> read_command(TableReader& reader,
+                                                              const toml::node& value) {
+  const auto* array = value.as_array();
+  if (array == nullptr || array->empty()) {
+    reader.error(line_of(value),
+                 fmt::format("key 'command' must be a non-empty array of strings such as "
+                             "[\"python3\", \"train.py\"], got {}{}",
+                             array ? "an empty array" : describe(value),
+                             value.is_string() ? " (split it into an array of arguments)" : ""));
+    return std::nullopt;
+  }
+  Sourced<std::vector<std::string>> command{{}, line_of(value)};
+  bool ok = true;
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& arg = *array->get(i);
+    if (!arg.is_string()) {
+      reader.error(line_of(arg),
+                   fmt::format("command[{}] must be a string, got {}{}", i, describe(arg),
+                               arg.is_number() || arg.is_boolean() ? " (put it in quotes)" : ""));
+      ok = false;
+    } else if (auto s = reader.string(fmt::format("command[{}]", i), arg)) {
+      command.value.push_back(*s);
+    } else {
+      ok = false;
+    }
+  }
+  if (!command.value.empty() && command.value.front().empty()) {
+    reader.error(command.line, "command[0] (the program) must not be empty");
+    ok = false;
+  }
+  if (!ok) return std::nullopt;
+  return command;
+}
+
+// key 'grid': a table of parameters, each read by grid_param.
+std::optional<std::vector<GridParam>> read_grid(TableReader& reader, const toml::node& value) {
+  const auto* grid = value.as_table();
+  if (grid == nullptr) {
+    reader.error(line_of(value), fmt::format("key 'grid' must be a table of arrays such as "
+                                             "{{ lr = [0.1, 0.01] }}, got {}",
+                                             describe(value)));
+    return std::nullopt;
+  }
+  std::vector<GridParam> params;
+  bool ok = true;
+  for (const auto& [param, values] : *grid) {
+    if (!is_param_name(param.str())) {
+      reader.error(line_of(param, values),
+                   fmt::format("grid parameter '{}' must be named with letters, digits "
+                               "and '_' only",
+                               param.str()));
+      ok = false;
+      continue;
+    }
+    if (auto p = grid_param(reader, param.str(), values)) {
+      params.push_back(std::move(*p));
+    } else {
+      ok = false;
+    }
+  }
+  if (!ok) return std::nullopt;
+  return params;
+}
+
+// key 'resource_params': an array of strings (check_block checks that each
+// names a grid parameter).
+std::optional<Sourced<std::vector<std::string>>> read_resource_params(TableReader& reader,
+                                                                      const toml::node& value) {
+  const auto* array = value.as_array();
+  if (array == nullptr) {
+    reader.error(line_of(value),
+                 fmt::format("key 'resource_params' must be an array of grid parameter names "
+                             "such as [\"batch_size\", \"image_size^2\"], got {}",
+                             describe(value)));
+    return std::nullopt;
+  }
+  Sourced<std::vector<std::string>> names{{}, line_of(value)};
+  bool ok = true;
+  for (const toml::node& v : *array) {
+    if (auto text = reader.string("resource_params", v, "a grid parameter name (a string)")) {
+      names.value.push_back(*text);
+    } else {
+      ok = false;
+    }
+  }
+  if (!ok) return std::nullopt;
+  return names;
+}
+
 // Reads one [[job]] table. Returns nothing when it has errors (reported).
-std::optional<JobBlock> read_job(const toml::table& table, int index, const Settings& defaults,
+std::optional<JobBlock> read_job(const toml::table& table, int index, const JobSettings& defaults,
                                  Diagnostics& diag) {
   JobBlock block;
   block.line = line_of(table);
@@ -1061,41 +937,16 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const Sett
   }
 
   TableReader reader(diag, where);
-  Settings own;
+  JobSettings own;
   bool have_command = false;
   for (const auto& [key, value] : table) {
     const std::string_view k = key.str();
     if (k == "name") continue;
     if (k == "command") {
       have_command = true;
-      const auto* array = value.as_array();
-      if (array == nullptr || array->empty()) {
-        reader.error(
-            line_of(value),
-            fmt::format("key 'command' must be a non-empty array of strings such as "
-                        "[\"python3\", \"train.py\"], got {}{}",
-                        array ? "an empty array" : describe(value),
-                        value.is_string() ? " (split it into an array of arguments)" : ""));
-        ok = false;
-        continue;
-      }
-      block.command.line = line_of(value);
-      for (size_t i = 0; i < array->size(); ++i) {
-        const toml::node& arg = *array->get(i);
-        if (!arg.is_string()) {
-          reader.error(
-              line_of(arg),
-              fmt::format("command[{}] must be a string, got {}{}", i, describe(arg),
-                          arg.is_number() || arg.is_boolean() ? " (put it in quotes)" : ""));
-          ok = false;
-        } else if (auto s = reader.string(fmt::format("command[{}]", i), arg)) {
-          block.command.value.push_back(*s);
-        } else {
-          ok = false;
-        }
-      }
-      if (!block.command.value.empty() && block.command.value.front().empty()) {
-        reader.error(block.command.line, "command[0] (the program) must not be empty");
+      if (auto command = read_command(reader, value)) {
+        block.command = std::move(*command);
+      } else {
         ok = false;
       }
     } else if (k == "repeat") {
@@ -1105,28 +956,10 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const Sett
         ok = false;
       }
     } else if (k == "grid") {
-      const auto* grid = value.as_table();
-      if (grid == nullptr) {
-        reader.error(line_of(value), fmt::format("key 'grid' must be a table of arrays such as "
-                                                 "{{ lr = [0.1, 0.01] }}, got {}",
-                                                 describe(value)));
+      if (auto grid = read_grid(reader, value)) {
+        block.grid = std::move(*grid);
+      } else {
         ok = false;
-        continue;
-      }
-      for (const auto& [param, values] : *grid) {
-        if (!is_param_name(param.str())) {
-          reader.error(line_of(param, values),
-                       fmt::format("grid parameter '{}' must be named with letters, digits "
-                                   "and '_' only",
-                                   param.str()));
-          ok = false;
-          continue;
-        }
-        if (auto p = grid_param(reader, param.str(), values)) {
-          block.grid.push_back(std::move(*p));
-        } else {
-          ok = false;
-        }
       }
     } else if (k == "search") {
       if (auto search = random_search(reader, value)) {
@@ -1135,24 +968,11 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const Sett
         ok = false;
       }
     } else if (k == "resource_params") {
-      const auto* array = value.as_array();
-      if (array == nullptr) {
-        reader.error(line_of(value),
-                     fmt::format("key 'resource_params' must be an array of grid parameter names "
-                                 "such as [\"batch_size\", \"image_size^2\"], got {}",
-                                 describe(value)));
+      if (auto names = read_resource_params(reader, value)) {
+        block.resource_params = std::move(*names);
+      } else {
         ok = false;
-        continue;
       }
-      Sourced<std::vector<std::string>> names{{}, line_of(value)};
-      for (const toml::node& v : *array) {
-        if (auto text = reader.string("resource_params", v, "a grid parameter name (a string)")) {
-          names.value.push_back(*text);
-        } else {
-          ok = false;
-        }
-      }
-      block.resource_params = std::move(names);
     } else if (contains(kSettingKeys, k)) {
       reader.setting(key, value, own);
     } else {
@@ -1169,212 +989,12 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const Sett
                  "missing key 'command' (an array such as [\"python3\", \"train.py\"])");
     ok = false;
   }
-  block.settings = Settings::merge(defaults, own);
+  block.settings = JobSettings::merge(defaults, own);
   if (!ok) return std::nullopt;
-
-  if (block.search && block.grid.empty()) {
-    reader.error(block.search->line,
-                 "search draws the grid's parameters, and this job has no grid: add grid = { lr "
-                 "= { loguniform = [1e-4, 0.1] } }");
-    ok = false;
-  }
-  for (const GridParam& p : block.grid) {
-    if (p.draw != GridParam::Draw::kListed && !block.search) {
-      reader.error(p.line, fmt::format("grid.{} is a distribution, which only a random search "
-                                       "draws from: add search = {{ kind = \"random\", samples "
-                                       "= 16 }}, or list its values",
-                                       p.name));
-      ok = false;
-    }
-  }
-  // Every placeholder must name a grid parameter or a built-in one.
-  std::set<std::string> params;
-  for (const GridParam& g : block.grid) {
-    const std::string& param = g.name;
-    if (contains(kBuiltinPlaceholders, param)) {
-      reader.error(block.line, fmt::format("grid parameter '{}' is reserved: colo sets {{{}}} "
-                                           "itself ({}); name the parameter otherwise",
-                                           param, param,
-                                           param == "gpus" ? "the job's GPU count"
-                                                           : "a free TCP port at start"));
-      ok = false;
-    }
-    params.insert(param);
-  }
-  auto check = [&](std::string_view text, int line, std::string_view field) {
-    if (auto problem = check_placeholders(text, params)) {
-      reader.error(line, fmt::format("{}: {}", field, *problem));
-      ok = false;
-    }
-  };
-  for (const std::string& arg : block.command.value) check(arg, block.command.line, "command");
-  if (block.settings.workdir) {
-    check(block.settings.workdir->value, block.settings.workdir->line, "workdir");
-  }
-  for (const auto& [name, value] : block.settings.env) {
-    check(value.value, value.line, fmt::format("env.{}", name));
-  }
-  if (block.resource_params) {
-    for (const std::string& entry : block.resource_params->value) {
-      if (auto problem = check_resource_param(entry, params)) {
-        reader.error(block.resource_params->line, fmt::format("resource_params: {}", *problem));
-        ok = false;
-      }
-    }
-  }
-  if (!ok) return std::nullopt;
+  const std::vector<BlockProblem> problems = check_block(block);
+  for (const BlockProblem& problem : problems) reader.error(problem.line, problem.message);
+  if (!problems.empty()) return std::nullopt;
   return block;
-}
-
-std::string normal_dir(const std::string& path, const std::string& base_dir) {
-  std::string out = std::filesystem::path(absolute_path(path, base_dir)).lexically_normal();
-  while (out.size() > 1 && out.back() == '/') out.pop_back();
-  return out;
-}
-
-// A uniform draw in [0, 1) from SplitMix64: the same samples for the same
-// seed on every machine and build (std's distributions are not specified
-// bit for bit).
-class UnitDraws {
- public:
-  explicit UnitDraws(uint64_t seed) : state_(seed) {}
-  double next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) * 0x1.0p-53;
-  }
-
- private:
-  uint64_t state_;
-};
-
-// The block's points, each its grid parameters' values in grid order: the
-// cartesian product of the grid (first parameter varying slowest), or a
-// random search's samples (each parameter drawn on its own; a point drawn
-// twice is drawn again, so that every instance has its own name). One
-// empty point for a job without a grid.
-std::vector<std::vector<std::string>> grid_points(const JobBlock& block) {
-  std::vector<std::vector<std::string>> points;
-  if (block.search) {
-    UnitDraws draws(block.search->seed);
-    std::set<std::vector<std::string>> seen;
-    constexpr int kTriesPerSample = 100;
-    for (int64_t tries = 0; static_cast<int64_t>(points.size()) < block.search->samples &&
-                            tries < block.search->samples * kTriesPerSample;
-         ++tries) {
-      std::vector<std::string> point;
-      for (const GridParam& p : block.grid) {
-        const double u = draws.next();
-        switch (p.draw) {
-          case GridParam::Draw::kListed:
-            point.push_back(
-                p.values[std::min(p.values.size() - 1,
-                                  static_cast<size_t>(u * static_cast<double>(p.values.size())))]);
-            break;
-          case GridParam::Draw::kUniform:
-            point.push_back(fmt::format("{:.4g}", p.lo + u * (p.hi - p.lo)));
-            break;
-          case GridParam::Draw::kLogUniform:
-            point.push_back(fmt::format(
-                "{:.4g}", std::exp(std::log(p.lo) + u * (std::log(p.hi) - std::log(p.lo)))));
-            break;
-        }
-      }
-      if (seen.insert(point).second) points.push_back(std::move(point));
-    }
-    return points;
-  }
-  std::vector<size_t> index(block.grid.size(), 0);
-  while (true) {
-    std::vector<std::string> point;
-    for (size_t p = 0; p < block.grid.size(); ++p) point.push_back(block.grid[p].values[index[p]]);
-    points.push_back(std::move(point));
-    // Odometer step; the last parameter varies fastest.
-    size_t p = block.grid.size();
-    while (p > 0) {
-      --p;
-      if (++index[p] < block.grid[p].values.size()) break;
-      index[p] = 0;
-      if (p == 0) return points;
-    }
-    if (block.grid.empty()) return points;
-  }
-}
-
-// Appends the block's instances to `jobs`: one per point of grid_points(),
-// each repeated `repeat` times.
-void expand(const JobBlock& block, const std::string& path, const std::string& base_dir,
-            std::vector<JobSpec>& jobs) {
-  JobSpec pattern;
-  for (const std::string& arg : block.command.value) pattern.command.push_back(template_text(arg));
-  pattern.working_dir = block.settings.workdir
-                            ? normal_dir(template_text(block.settings.workdir->value), base_dir)
-                            : base_dir;
-  for (const auto& [name, value] : block.settings.env)
-    pattern.env[name] = template_text(value.value);
-  const std::string family = job_signature(pattern);
-  std::optional<std::vector<std::string>> resource_params;
-  if (block.resource_params) resource_params = block.resource_params->value;
-
-  for (const std::vector<std::string>& point : grid_points(block)) {
-    std::map<std::string, std::string> params;
-    std::string suffix;
-    const int gpus = block.settings.gpus.value_or(1);
-    // {gpus} is known now; {port} stays for the start (kPortPlaceholder).
-    std::map<std::string, std::string> values = {{"gpus", std::to_string(gpus)},
-                                                 {"port", kPortPlaceholder}};
-    for (size_t p = 0; p < block.grid.size(); ++p) {
-      params[block.grid[p].name] = point[p];
-      suffix += fmt::format("{}{}={}", suffix.empty() ? "[" : ",", block.grid[p].name, point[p]);
-    }
-    values.insert(params.begin(), params.end());
-    if (!suffix.empty()) suffix += "]";
-
-    JobSpec base;
-    base.group = block.name;
-    base.family = family;
-    base.resource_params = resource_params;
-    for (const std::string& arg : block.command.value)
-      base.command.push_back(substitute(arg, values));
-    base.working_dir = block.settings.workdir
-                           ? normal_dir(substitute(block.settings.workdir->value, values), base_dir)
-                           : base_dir;
-    for (const auto& [name, value] : block.settings.env) {
-      base.env[name] = substitute(value.value, values);
-    }
-    base.gpus = gpus;
-    base.gpu_memory_bytes = block.settings.gpu_memory_bytes;
-    base.host_memory_bytes = block.settings.host_memory_bytes;
-    base.cpus = block.settings.cpus;
-    base.sm_share_pct = block.settings.sm_share_pct;
-    base.memory_limit_bytes = block.settings.memory_limit_bytes;
-    base.epoch_regex = block.settings.epoch_regex;
-    base.step_regex = block.settings.step_regex;
-    base.epoch_samples = block.settings.epoch_samples;
-    base.sm_activity_pct = block.settings.sm_activity_pct;
-    base.gpu_util_pct = block.settings.gpu_util_pct;
-    base.solo_time_ms = block.settings.solo_time_ms;
-    base.startup_time_ms = block.settings.startup_time_ms;
-    base.mig_profile = block.settings.mig_profile;
-    base.mig_group = block.settings.mig_group;
-    base.restart = block.settings.restart.value_or(RestartPolicy::kOnFailure);
-    base.stall_timeout_ms = block.settings.stall_timeout_ms;
-    base.priority = block.settings.priority.value_or(0);
-    base.profile = block.settings.profile;
-    // A sweep's points may be preempted unless the file says otherwise.
-    base.preemptible = block.settings.preemptible.value_or(!params.empty() || block.repeat > 1);
-    if (block.settings.dataset) base.dataset = block.settings.dataset->value;
-    base.params = params;
-    base.source = fmt::format("{}:{}", path, block.line);
-    for (int64_t r = 1; r <= block.repeat; ++r) {
-      JobSpec spec = base;
-      spec.name = block.name + suffix + (block.repeat > 1 ? fmt::format("#{}", r) : "");
-      spec.repeat_index = static_cast<int>(r);
-      jobs.push_back(std::move(spec));
-    }
-  }
 }
 
 // Reads the [data.NAME] tables.
@@ -1438,16 +1058,7 @@ void read_data(const toml::node& node, const std::string& path, const std::strin
       } else if (k == "ring") {
         if (auto bytes = reader.size(k, v)) spec.ring_bytes = bytes;
       } else if (k == "lag_timeout") {
-        auto text = reader.string(k, v, "a duration such as \"30s\"");
-        if (!text) continue;
-        Result<int64_t> ms = parse_duration_ms(*text);
-        if (ms.ok() && *ms > 0) {
-          spec.lag_timeout_ms = *ms;
-        } else {
-          reader.error(line_of(v), fmt::format("key 'lag_timeout' must be a duration such as "
-                                               "\"30s\": {}",
-                                               ms.ok() ? "got zero" : ms.error().message()));
-        }
+        if (auto ms = reader.duration(k, v, "\"30s\"")) spec.lag_timeout_ms = *ms;
       } else if (k == "cpus") {
         auto text = reader.string(k, v, "a CPU list such as \"0-3\"");
         if (text &&
@@ -1471,54 +1082,9 @@ void read_data(const toml::node& node, const std::string& path, const std::strin
   }
 }
 
-bool blank(std::string_view text) {
-  return std::all_of(text.begin(), text.end(),
-                     [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
-}
-
-}  // namespace
-
-Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
-                               const std::string& base_dir) {
-  if (blank(text)) return Error(fmt::format("{} is empty: {}", path, kNeedsAJob));
-
-  toml::parse_result parsed = toml::parse(text, std::string_view(path));
-  if (!parsed) {
-    const toml::parse_error& e = parsed.error();
-    return Error(fmt::format("{}:{}:{}: TOML syntax error: {}", path, e.source().begin.line,
-                             e.source().begin.column, e.description()));
-  }
-  const toml::table& root = parsed.table();
-  if (root.empty()) return Error(fmt::format("{} has no settings: {}", path, kNeedsAJob));
-
-  const std::string abs_base = normal_dir(base_dir.empty() ? "." : base_dir, "");
-  Diagnostics diag(path);
-  JobFile out;
-  out.path = path;
-  Settings defaults;
-  if (const toml::node* run = root.get("run")) read_run(*run, diag, out);
-  if (const toml::node* d = root.get("defaults")) defaults = read_defaults(*d, diag);
-  if (const toml::node* d = root.get("data")) read_data(*d, path, abs_base, diag, out);
-  std::string objective;
-  std::map<std::string, bool> lower_is_better;
-  if (const toml::node* o = root.get("objective"))
-    read_objective(*o, diag, objective, lower_is_better);
-  std::optional<EarlyStopSpec> early_stop;
-  if (const toml::node* e = root.get("early_stop"))
-    early_stop = read_early_stop(*e, diag, objective);
-
-  for (const auto& [key, value] : root) {
-    if (contains(kTopLevelKeys, key.str())) continue;
-    std::string hint = did_you_mean(key.str(), kTopLevelKeys);
-    if (hint.empty() && (contains(kSettingKeys, key.str()) || contains(kJobOnlyKeys, key.str()))) {
-      hint = fmt::format(" ('{}' belongs in a [[job]] or in [defaults])", key.str());
-    }
-    diag.add(line_of(key, value),
-             fmt::format("unknown top-level key '{}'{}; a job file has [run], [defaults], "
-                         "[data.NAME], [objective], [early_stop] and [[job]] sections",
-                         key.str(), hint));
-  }
-
+// Reads the [[job]] array: each table that has no errors (those are reported).
+std::vector<JobBlock> read_jobs(const toml::table& root, const JobSettings& defaults,
+                                Diagnostics& diag) {
   std::vector<JobBlock> blocks;
   const toml::node* job_node = root.get("job");
   if (job_node == nullptr) {
@@ -1550,20 +1116,63 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
       }
     }
   }
+  return blocks;
+}
+
+bool blank(std::string_view text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+}
+
+}  // namespace
+
+Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
+                               const std::string& base_dir) {
+  if (blank(text)) return Error(fmt::format("{} is empty: {}", path, kNeedsAJob));
+
+  toml::parse_result parsed = toml::parse(text, std::string_view(path));
+  if (!parsed) {
+    const toml::parse_error& e = parsed.error();
+    return Error(fmt::format("{}:{}:{}: TOML syntax error: {}", path, e.source().begin.line,
+                             e.source().begin.column, e.description()));
+  }
+  const toml::table& root = parsed.table();
+  if (root.empty()) return Error(fmt::format("{} has no settings: {}", path, kNeedsAJob));
+
+  const std::string abs_base = normal_dir(base_dir.empty() ? "." : base_dir, "");
+  Diagnostics diag(path);
+  JobFile out;
+  out.path = path;
+  JobSettings defaults;
+  if (const toml::node* run = root.get("run")) read_run(*run, diag, out);
+  if (const toml::node* d = root.get("defaults")) defaults = read_defaults(*d, diag);
+  if (const toml::node* d = root.get("data")) read_data(*d, path, abs_base, diag, out);
+  std::string objective;
+  std::map<std::string, bool> lower_is_better;
+  if (const toml::node* o = root.get("objective"))
+    read_objective(*o, diag, objective, lower_is_better);
+  std::optional<EarlyStopSpec> early_stop;
+  if (const toml::node* e = root.get("early_stop"))
+    early_stop = read_early_stop(*e, diag, objective);
+
+  for (const auto& [key, value] : root) {
+    if (contains(kTopLevelKeys, key.str())) continue;
+    std::string hint = did_you_mean(key.str(), kTopLevelKeys);
+    if (hint.empty() && (contains(kSettingKeys, key.str()) || contains(kJobOnlyKeys, key.str()))) {
+      hint = fmt::format(" ('{}' belongs in a [[job]] or in [defaults])", key.str());
+    }
+    diag.add(line_of(key, value),
+             fmt::format("unknown top-level key '{}'{}; a job file has [run], [defaults], "
+                         "[data.NAME], [objective], [early_stop] and [[job]] sections",
+                         key.str(), hint));
+  }
+
+  std::vector<JobBlock> blocks = read_jobs(root, defaults, diag);
   if (!diag.empty()) return diag.to_error();
 
   int64_t total = 0;
   for (const JobBlock& block : blocks) {
-    int64_t count = block.repeat;
-    if (block.search) {
-      count *= block.search->samples;
-    } else {
-      for (const GridParam& p : block.grid) {
-        count *= static_cast<int64_t>(p.values.size());
-        if (count > kMaxExpandedJobs) break;
-      }
-    }
-    total += count;
+    total += expanded_count(block);
     if (total > kMaxExpandedJobs) {
       diag.add(block.line,
                fmt::format("job '{}': the file expands to more than {} jobs; shrink the grid or "

@@ -1,5 +1,6 @@
 #include "jobs/job_file.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -7,8 +8,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jobs/job_signature.h"
@@ -878,6 +881,66 @@ profile = { tool = "ncu", after_epoch = 1 }
                                  "\"nsys\" or \"ncu\", got \"perf\""));
   EXPECT_THAT(message, HasSubstr("job 'b': profile takes after_epoch or after, not both"));
   EXPECT_THAT(message, HasSubstr("job 'c': profile.after_epoch needs the Python client"));
+}
+
+// Every duration key is read one way (TableReader::duration): a string such
+// as its example, longer than zero; its errors name the key as written in the
+// file and the example, whether the value is no string, no duration or zero.
+TEST(JobFile, EveryDurationKeyIsReadOneWay) {
+  struct Case {
+    const char* key;      // as the error names it
+    const char* section;  // the file, with VALUE where the value goes
+    const char* example;
+    std::optional<int64_t> (*read)(const JobFile&);
+  };
+  const std::vector<Case> cases = {
+      {"solo_time", "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nsolo_time = VALUE\n", "\"12m\"",
+       [](const JobFile& f) { return f.jobs[0].solo_time_ms; }},
+      {"startup_time", "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nstartup_time = VALUE\n",
+       "\"12m\"", [](const JobFile& f) { return f.jobs[0].startup_time_ms; }},
+      {"stall_timeout", "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nstall_timeout = VALUE\n",
+       "\"10m\", or \"off\"", [](const JobFile& f) { return f.jobs[0].stall_timeout_ms; }},
+      {"profile.after",
+       "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nprofile = { tool = \"nsys\", after = VALUE }\n",
+       "\"30s\"",
+       [](const JobFile& f) {
+         return f.jobs[0].profile ? f.jobs[0].profile->after_ms : std::nullopt;
+       }},
+      {"profile.duration",
+       "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nprofile = { tool = \"nsys\", duration = VALUE "
+       "}\n",
+       "\"30s\"",
+       [](const JobFile& f) {
+         return f.jobs[0].profile ? f.jobs[0].profile->duration_ms : std::nullopt;
+       }},
+      {"lag_timeout",
+       "[data.d]\npath = \"/d\"\nlag_timeout = VALUE\n[[job]]\nname = \"a\"\ncommand = "
+       "[\"x\"]\ndataset = \"d\"\n",
+       "\"30s\"", [](const JobFile& f) { return f.data_sources.at("d").lag_timeout_ms; }},
+  };
+  const auto with = [](std::string text, const std::string& value) {
+    return text.replace(text.find("VALUE"), 5, value);
+  };
+  for (const Case& c : cases) {
+    Result<JobFile> ok = parse_job_file(with(c.section, "\"1m30s\""), "d.toml", kBase);
+    ASSERT_TRUE(ok.ok()) << c.key << ": " << ok.error().message();
+    EXPECT_EQ(c.read(*ok), 90'000) << c.key;
+    const std::string expected =
+        fmt::format("key '{}' must be a duration such as {}", c.key, c.example);
+    for (const auto& [value, why] : std::vector<std::pair<std::string, std::string>>{
+             {"30", ", got an integer 30"},
+             {"\"soon\"", ": 'soon' is not a duration"},
+             {"\"0s\"", ": got zero"}}) {
+      Result<JobFile> bad = parse_job_file(with(c.section, value), "d.toml", kBase);
+      ASSERT_FALSE(bad.ok()) << c.key << " = " << value;
+      EXPECT_THAT(bad.error().message(), HasSubstr(expected + why)) << c.key << " = " << value;
+    }
+  }
+  // stall_timeout alone takes "off": no bound.
+  EXPECT_EQ(parse_ok("[[job]]\nname = \"a\"\ncommand = [\"x\"]\nstall_timeout = \"off\"\n")
+                .jobs[0]
+                .stall_timeout_ms,
+            0);
 }
 
 TEST(JobFile, ReportsEveryErrorNotJustTheFirst) {

@@ -231,24 +231,6 @@ std::vector<std::string> clean_lines(std::string_view log_tail) {
   return lines;
 }
 
-}  // namespace
-
-std::optional<std::string> find_oom_message(const std::string& log_text) {
-  // The last matching line: the one closest to where the job died.
-  size_t end = log_text.size();
-  while (end > 0) {
-    size_t start = log_text.find_last_of("\r\n", end - 1);
-    start = start == std::string::npos ? 0 : start + 1;
-    std::string_view line(log_text.data() + start, end - start);
-    for (std::string_view pattern : kOomPatterns) {
-      if (line.find(pattern) != std::string_view::npos) return std::string(line);
-    }
-    if (start == 0) break;
-    end = start - 1;
-  }
-  return std::nullopt;
-}
-
 // The value of a field of torchrun's failure report ("  rank      : 1
 // (local_rank: 1)"), or "" when `line` is not that field.
 std::string_view torchrun_field(std::string_view line, std::string_view name) {
@@ -277,6 +259,24 @@ std::optional<std::string> torchrun_root_cause(const std::vector<std::string>& l
   if (!exitcode.empty()) out += ", exitcode " + exitcode;
   if (!traceback.empty()) out += ": " + traceback;
   return out;
+}
+
+}  // namespace
+
+std::optional<std::string> find_oom_message(const std::string& log_text) {
+  // The last matching line: the one closest to where the job died.
+  size_t end = log_text.size();
+  while (end > 0) {
+    size_t start = log_text.find_last_of("\r\n", end - 1);
+    start = start == std::string::npos ? 0 : start + 1;
+    std::string_view line(log_text.data() + start, end - start);
+    for (std::string_view pattern : kOomPatterns) {
+      if (line.find(pattern) != std::string_view::npos) return std::string(line);
+    }
+    if (start == 0) break;
+    end = start - 1;
+  }
+  return std::nullopt;
 }
 
 InformativeLine find_informative_log_line(std::string_view log_tail) {

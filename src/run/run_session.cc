@@ -12,6 +12,7 @@
 #include "data/ring_owner.h"
 #include "gpu/device_json.h"
 #include "run/leftovers.h"
+#include "sharing/make_mechanism.h"
 
 namespace colo {
 namespace {

@@ -17,6 +17,7 @@
 #include "gpu/sim_backend.h"
 #include "jobs/job_spec_json.h"
 #include "run/leftovers.h"
+#include "sharing/make_mechanism.h"
 
 namespace colo {
 namespace {

@@ -2,33 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "common/paths.h"
-#include "sharing/mig_mechanism.h"
-#include "sharing/mps_mechanism.h"
-#include "sharing/plain_sharing.h"
-
 namespace colo {
-namespace {
-
-MpsDaemonOptions daemon_options(const MechanismOptions& options) {
-  MpsDaemonOptions daemon;
-  daemon.state_dir = options.state_dir.empty() ? default_state_dir() + "/mps" : options.state_dir;
-  daemon.control_program = options.mps_control_program;
-  daemon.start_timeout_ms = options.mps_start_timeout_ms;
-  return daemon;
-}
-
-std::string mig_state_dir(const MechanismOptions& options) {
-  return options.mig_state_dir.empty() ? default_state_dir() + "/mig" : options.mig_state_dir;
-}
-
-// The real clock, shared by every mechanism (it is stateless and thread-safe).
-Clock& system_clock() {
-  static SystemClock clock;
-  return clock;
-}
-
-}  // namespace
 
 std::string to_string(MechanismKind kind) {
   switch (kind) {
@@ -51,68 +25,6 @@ Result<MechanismKind> parse_mechanism(std::string_view text) {
   }
   return Error(fmt::format(
       "unknown sharing mechanism '{}'; valid mechanisms: exclusive, naive, mps, mig", text));
-}
-
-Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
-                                                  const MechanismOptions& options,
-                                                  const MechanismInputs& inputs) {
-  switch (kind) {
-    case MechanismKind::kExclusive:
-    case MechanismKind::kNaive:
-      return std::unique_ptr<Mechanism>(std::make_unique<PlainSharing>(kind));
-    case MechanismKind::kMps: {
-      // Refused here, before a run is recorded, rather than at prepare().
-      if (!find_program(options.mps_control_program)) {
-        return Error(fmt::format(
-            "--mechanism mps needs the MPS control program {}, which is not on PATH: it comes "
-            "with the NVIDIA driver (set COLO_MPS_CONTROL to its path if it is elsewhere); "
-            "without it use --mechanism naive or exclusive",
-            options.mps_control_program));
-      }
-      Clock& clock = system_clock();
-      return std::unique_ptr<Mechanism>(std::make_unique<MpsMechanism>(
-          daemon_options(options),
-          std::make_unique<ProcessMpsControl>(options.mps_control_program, clock),
-          std::make_unique<ProcFsProcessFinder>(), clock));
-    }
-    case MechanismKind::kMig:
-      if (inputs.backend == nullptr) {
-        return Error("make_mechanism: the mig mechanism needs the GPU backend");
-      }
-      if (inputs.backend->mig_control() == nullptr) {
-        return Error(fmt::format(
-            "--mechanism mig needs MIG instances, which the {} backend cannot create: run on a "
-            "GPU with MIG through the nvml backend, or use --mechanism {}",
-            inputs.backend->name(),
-            find_program(options.mps_control_program) ? "mps or naive" : "naive or exclusive"));
-      }
-      return std::unique_ptr<Mechanism>(std::make_unique<MigMechanism>(
-          mig_state_dir(options), *inputs.backend, inputs.jobs, system_clock()));
-  }
-  return Error(fmt::format("make_mechanism: unknown mechanism kind {}", static_cast<int>(kind)));
-}
-
-Result<std::vector<std::string>> cleanup_stale_mps_daemons(const MechanismOptions& options) {
-  Clock& clock = system_clock();
-  ProcessMpsControl control(options.mps_control_program, clock);
-  ProcFsProcessFinder finder;
-  return cleanup_stale_mps_daemons(daemon_options(options), control, finder, clock);
-}
-
-}  // namespace colo
-
-namespace colo {
-
-Result<std::vector<std::string>> cleanup_stale_mig_instances(const MechanismOptions& options,
-                                                             GpuBackend& backend) {
-  MigControl* mig = backend.mig_control();
-  std::vector<DeviceInfo> devices;
-  if (mig != nullptr) {
-    Result<std::vector<DeviceInfo>> listed = backend.devices();
-    if (!listed.ok()) return listed.error();
-    devices = std::move(listed).value();
-  }
-  return cleanup_stale_mig_instances(mig_state_dir(options), mig, devices);
 }
 
 }  // namespace colo

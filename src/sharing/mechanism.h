@@ -4,7 +4,8 @@
 //
 // Implementations: exclusive (one job per GPU at a time, the baseline), naive
 // (plain processes sharing the GPU), mps (a private MPS control daemon), mig
-// (a MIG compute instance per job, created for the run).
+// (a MIG compute instance per job, created for the run), made by
+// make_mechanism() (make_mechanism.h), which alone knows them all.
 //
 // Threading: not thread-safe; the run engine's thread owns it.
 #pragma once
@@ -97,6 +98,7 @@ class Mechanism {
   virtual Status teardown() = 0;
 };
 
+// How make_mechanism() sets up the mechanisms of this machine.
 struct MechanismOptions {
   // Directory under which the mps mechanism keeps its private pipe and log
   // directories and its ownership record (default: <state dir>/mps).
@@ -114,25 +116,5 @@ struct MechanismInputs {
   GpuBackend* backend = nullptr;   // borrowed; its MigControl creates the instances
   std::vector<MigJobDemand> jobs;  // the run's jobs, to lay out
 };
-
-Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
-                                                  const MechanismOptions& options,
-                                                  const MechanismInputs& inputs = {});
-
-// Finds MPS daemons that an earlier colo started and that outlived it (colo
-// was killed), shuts them down and removes their directories. Never touches a
-// daemon colo did not start: only those recorded in <state_dir>/*/owner.json
-// by a colo process on this host that is no longer alive. Returns one line per
-// daemon cleaned up ("stopped MPS daemon left by colo pid 1234 (pipe dir
-// ...)"), and one per directory it had to leave alone because its record is
-// unreadable or a process survived (the line says why).
-Result<std::vector<std::string>> cleanup_stale_mps_daemons(const MechanismOptions& options);
-
-// Destroys the MIG instances an earlier colo created and did not destroy
-// because it was killed (see MigMechanism), never any other instance. Returns
-// one line per record handled. With a backend that cannot change MIG (sim),
-// it only says that records are waiting.
-Result<std::vector<std::string>> cleanup_stale_mig_instances(const MechanismOptions& options,
-                                                             GpuBackend& backend);
 
 }  // namespace colo

@@ -14,6 +14,7 @@
 #include "fake_nvml/fake_nvml_loader.h"
 #include "gpu/nvml_backend.h"
 #include "gpu/sim_backend.h"
+#include "sharing/make_mechanism.h"
 #include "sharing/mps_daemon.h"
 
 namespace colo {

@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "common/names.h"
+#include "sharing/make_mechanism.h"
 #include "sharing/mechanism.h"
 #include "sharing/mps_control.h"
 #include "sharing/process_finder.h"

@@ -17,6 +17,7 @@
 
 #include "common/names.h"
 #include "common/paths.h"
+#include "sharing/make_mechanism.h"
 #include "sharing/mechanism.h"
 #include "sharing/mps_control.h"
 #include "sharing/mps_daemon.h"

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <thread>
 
-#include "store/run_store.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz_target.h"
 #include "jobs/job_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz_target.h"
 #include "jobs/progress.h"
 
 namespace {

@@ -1,11 +1,11 @@
-#include "gpu/gpu_backend.h"
+#include "gpu/open_backend.h"
 
 #include "gpu/nvml_backend.h"
 #include "gpu/sim_backend.h"
 
 namespace colo {
 
-Result<std::unique_ptr<GpuBackend>> make_gpu_backend(const BackendOptions& options, Clock& clock) {
+Result<std::unique_ptr<GpuBackend>> open_gpu_backend(const BackendOptions& options, Clock& clock) {
   if (options.kind != BackendKind::kSim) {
     auto nvml = NvmlBackend::create(options.nvml_library, clock);
     if (nvml.ok()) return std::unique_ptr<GpuBackend>(std::move(nvml).value());
