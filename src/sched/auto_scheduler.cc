@@ -797,11 +797,12 @@ bool AutoScheduler::ends_by(const Gpu& g, const Waiting& w, int64_t until_ms,
 
 bool AutoScheduler::backfills(const Gpu& g, const Waiting& w, const SoloLoad& load, uint64_t claim,
                               int64_t now_ms) const {
-  if (!reservation_ || &g != &gpus_[reservation_->gpu] || w.job == reservation_->head.job)
-    return true;
-  if (reservation_->start_ms && ends_by(g, w, *reservation_->start_ms, now_ms)) return true;
-  Running joining{w, static_cast<int>(reservation_->gpu), claim, load, false};
-  return admits(g, reservation_->head, AsIf{std::nullopt, reservation_->ending, &joining});
+  if (!head_ || w.job == head_->waiting.job) return true;
+  const Reservation* r = reservation();
+  if (r == nullptr || &g != &gpus_[r->gpu]) return true;
+  if (r->start_ms && ends_by(g, w, *r->start_ms, now_ms)) return true;
+  Running joining{w, static_cast<int>(r->gpu), claim, load, false};
+  return admits(g, r->head, AsIf{std::nullopt, r->ending, &joining});
 }
 
 bool AutoScheduler::waits_for_room(const Waiting& w) {
@@ -816,43 +817,61 @@ bool AutoScheduler::waits_for_room(const Waiting& w) {
 }
 
 std::optional<AutoScheduler::Reservation> AutoScheduler::reservation_for(const Waiting& w,
-                                                                         int64_t now_ms) {
-  std::optional<Reservation> best;
+                                                                         int64_t now_ms) const {
+  // Each GPU's jobs in the order they are expected to end.
+  struct End {
+    std::optional<int64_t> at;
+    int64_t started_ms = 0;
+    size_t job = 0;
+  };
+  auto sooner = [](const std::optional<int64_t>& a, const std::optional<int64_t>& b) {
+    return a.has_value() != b.has_value() ? a.has_value() : a && *a < *b;
+  };
+  std::vector<std::pair<size_t, std::vector<End>>> gpus;  // (index into gpus_, ends)
   for (size_t i = 0; i < gpus_.size(); ++i) {
     const Gpu& g = gpus_[i];
-    if (reserved_.contains(g.slot.device)) continue;  // kept for a gang
-    struct End {
-      std::optional<int64_t> at;
-      int64_t started_ms = 0;
-      size_t job = 0;
-    };
+    if (g.jobs.empty() || reserved_.contains(g.slot.device)) continue;  // idle, or kept for a gang
     std::vector<End> ends;
     const double rate = predicted_rate(g);
     for (size_t j : g.jobs) {
       const Running& r = running_.at(j);
       ends.push_back({expected_end(r, rate, now_ms), r.started_ms, j});
     }
-    std::sort(ends.begin(), ends.end(), [](const End& a, const End& b) {
-      if (a.at.has_value() != b.at.has_value()) return a.at.has_value();
-      if (a.at && *a.at != *b.at) return *a.at < *b.at;
+    std::sort(ends.begin(), ends.end(), [&](const End& a, const End& b) {
+      if (a.at != b.at) return sooner(a.at, b.at);
       return a.started_ms != b.started_ms ? a.started_ms < b.started_ms : a.job < b.job;
     });
+    gpus.emplace_back(i, std::move(ends));
+  }
+  // The soonest a GPU could take the head is its first end: GPUs in that
+  // order, each searched only while it could still do better than the best
+  // so far (the admission checks are what costs).
+  std::stable_sort(gpus.begin(), gpus.end(), [&](const auto& a, const auto& b) {
+    return sooner(a.second.front().at, b.second.front().at);
+  });
+  // Better: a known start before an unknown one, then the sooner, then the
+  // fewer jobs to end, then the first GPU.
+  auto better = [&](const Reservation& r, const std::optional<Reservation>& best) {
+    if (!best) return true;
+    if (r.start_ms != best->start_ms) return sooner(r.start_ms, best->start_ms);
+    if (r.ending.size() != best->ending.size()) return r.ending.size() < best->ending.size();
+    return r.gpu < best->gpu;
+  };
+  std::optional<Reservation> best;
+  for (const auto& [i, ends] : gpus) {
+    if (best && best->start_ms && sooner(best->start_ms, ends.front().at)) break;
     Reservation r{w, i, {}, true, now_ms};
-    bool fits = false;
     for (const End& e : ends) {
       r.ending.push_back(e.job);
       r.ends_known = r.ends_known && e.at.has_value();
       r.start_ms = r.ends_known ? std::optional(std::max(*r.start_ms, *e.at)) : std::nullopt;
-      fits = admits(g, w, AsIf{std::nullopt, r.ending, nullptr});
-      if (fits) break;
+      // More jobs to end, as late or later: no better than the best.
+      if (best && !better(r, best)) break;
+      if (admits(gpus_[i], w, AsIf{std::nullopt, r.ending, nullptr})) {
+        best = std::move(r);
+        break;
+      }
     }
-    if (!fits) continue;
-    const bool better =
-        !best ||
-        (r.start_ms.has_value() != best->start_ms.has_value() ? r.start_ms.has_value()
-         : r.start_ms && *r.start_ms != *best->start_ms       ? *r.start_ms < *best->start_ms
-                                                        : r.ending.size() < best->ending.size());
-    if (better) best = std::move(r);
   }
   return best;
 }
@@ -860,12 +879,24 @@ std::optional<AutoScheduler::Reservation> AutoScheduler::reservation_for(const W
 void AutoScheduler::failed(const Waiting& w, int64_t now_ms) {
   if (head_sought_ || !waits_for_room(w)) return;
   head_sought_ = true;
-  reservation_ = reservation_for(w, now_ms);
+  head_ = Head{w, now_ms};
+}
+
+const AutoScheduler::Reservation* AutoScheduler::reservation() const {
+  if (!head_) return nullptr;
+  if (!reservation_) reservation_ = reservation_for(head_->waiting, head_->found_ms);
+  return *reservation_ ? &**reservation_ : nullptr;
+}
+
+void AutoScheduler::forget_head() {
+  head_.reset();
+  reservation_.reset();
 }
 
 std::optional<WaitingReason> AutoScheduler::waiting_reason(size_t job) const {
-  if (!reservation_) return std::nullopt;
-  const Reservation& r = *reservation_;
+  const Reservation* found = reservation();
+  if (found == nullptr) return std::nullopt;
+  const Reservation& r = *found;
   WaitingReason why;
   why.kind = job == r.head.job ? WaitingReason::Kind::kReserved : WaitingReason::Kind::kBackfill;
   why.head = r.head.job;
@@ -1139,7 +1170,8 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
   }
   failed_alike_.clear();
   // The head is found again as the walk goes (failed()).
-  std::optional<Reservation> last = std::exchange(reservation_, std::nullopt);
+  std::optional<Head> last = std::exchange(head_, std::nullopt);
+  reservation_.reset();
   head_sought_ = false;
   std::vector<Decision> out;
   for (auto it = retries_.begin(); it != retries_.end();) {
@@ -1155,9 +1187,9 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
   // last one is still kept its GPU, for the user's sake (waiting_reason()).
   if (!head_sought_ && last &&
       std::none_of(out.begin(), out.end(),
-                   [&](const Decision& d) { return d.job == last->head.job; }) &&
-      waits_for_room(last->head))
-    reservation_ = reservation_for(last->head, now_ms);
+                   [&](const Decision& d) { return d.job == last->waiting.job; }) &&
+      waits_for_room(last->waiting))
+    head_ = Head{last->waiting, now_ms};
   // Instances placed by the same estimate: one note.
   for (auto& [what, names] : estimate_notes_) {
     notes_.push_back(names.size() == 1 ? fmt::format("{}: {}", names.front(), what)
@@ -1370,7 +1402,7 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
     heads_.erase(q->second.front().seq);
     ++heads_changes_;
     classes_.erase(q);
-    if (reservation_ && reservation_->head.signature == signature) reservation_.reset();
+    if (head_ && head_->waiting.signature == signature) forget_head();
   }
 }
 
@@ -1390,7 +1422,7 @@ void AutoScheduler::measured(size_t job, const JobProfile& measured) {
 }
 
 std::vector<size_t> AutoScheduler::drain_queued() {
-  reservation_.reset();
+  forget_head();
   std::vector<std::pair<uint64_t, size_t>> all;
   for (const Waiting& w : retries_) all.emplace_back(w.seq, w.job);
   for (const auto& [sig, q] : classes_) {
@@ -1409,7 +1441,7 @@ std::vector<size_t> AutoScheduler::drain_queued() {
 }
 
 bool AutoScheduler::remove_queued(size_t job) {
-  if (reservation_ && reservation_->head.job == job) reservation_.reset();
+  if (head_ && head_->waiting.job == job) forget_head();
   auto retry = std::find_if(retries_.begin(), retries_.end(),
                             [&](const Waiting& w) { return w.job == job; });
   if (retry != retries_.end()) {

@@ -106,6 +106,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -327,7 +328,7 @@ class AutoScheduler final : public Scheduler {
   // them) has started there.
   struct AsIf {
     std::optional<size_t> leaving;
-    std::vector<size_t> ended;
+    std::span<const size_t> ended;
     const Running* joining = nullptr;
   };
   // The gain in predicted summed progress if `w` joins `g` (as `as_if` has
@@ -359,10 +360,15 @@ class AutoScheduler final : public Scheduler {
   bool waits_for_room(const Waiting& w);
   // The GPU where the head `w` is expected to fit first, and what must end
   // there; nullopt when it fits none however many jobs end.
-  std::optional<Reservation> reservation_for(const Waiting& w, int64_t now_ms);
+  std::optional<Reservation> reservation_for(const Waiting& w, int64_t now_ms) const;
+  // The head's reservation (head_), found when first asked for: by a later
+  // job that would start (backfills()) or by waiting_reason(); nullptr
+  // without a head or where it fits no GPU.
+  const Reservation* reservation() const;
   // `w` could not be placed in this schedule(): the first such job that
   // waits for room is the head.
   void failed(const Waiting& w, int64_t now_ms);
+  void forget_head();
   // Whether `w`, with `load` and `claim`, may start on `g` beside the
   // reservation: `g` is not the head's GPU, `w` is the head, `w` ends before
   // the head's expected start (ends_by()), or the head still fits there
@@ -582,10 +588,17 @@ class AutoScheduler final : public Scheduler {
   size_t queued_ = 0;
   std::set<int> reserved_;  // devices kept for a gang
   std::optional<int64_t> reserved_until_;
-  // The head of the queue's, as the last schedule() left it (none while
-  // every queued job could start or waits for something else).
-  std::optional<Reservation> reservation_;
-  bool head_sought_ = false;  // schedule() found the head (or its first candidate fit nowhere)
+  // The head of the queue as the last schedule() left it (none while every
+  // queued job could start or waits for something else), and when; its
+  // reservation once found (reservation(): an event where no later job
+  // could start anyway does not pay for it).
+  struct Head {
+    Waiting waiting;
+    int64_t found_ms = 0;
+  };
+  std::optional<Head> head_;
+  mutable std::optional<std::optional<Reservation>> reservation_;
+  bool head_sought_ = false;  // this schedule() found the head
 };
 
 }  // namespace colo
