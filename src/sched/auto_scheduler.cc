@@ -533,7 +533,8 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
                                                     const SoloLoad& load, uint64_t claim,
                                                     const AsIf& as_if) const {
   auto ended = [&](size_t j) {
-    return std::find(as_if.ended.begin(), as_if.ended.end(), j) != as_if.ended.end();
+    return !as_if.ended.empty() &&
+           std::find(as_if.ended.begin(), as_if.ended.end(), j) != as_if.ended.end();
   };
   const Running* joining = as_if.joining;
   size_t jobs = g.jobs.size();
@@ -560,8 +561,8 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
   if (held || alone) return std::nullopt;
   // Jobs already replaced by an early start, and `leaving`, count as gone
   // (except for memory: they hold it until they end).
-  auto gone = [&](size_t j) {
-    return running_.at(j).departing || (as_if.leaving && j == *as_if.leaving) || ended(j);
+  auto gone = [&](size_t j, const Running& r) {
+    return r.departing || (as_if.leaving && j == *as_if.leaving) || ended(j);
   };
   if (w.alone && jobs > 0) return std::nullopt;
   if (static_cast<int>(jobs) >= options_.max_jobs_per_gpu) return std::nullopt;
@@ -577,9 +578,10 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
   std::vector<SoloLoad> before;  // the staying jobs' loads
   double sm = 0;
   for (size_t j : g.jobs) {
-    if (gone(j)) continue;
-    before.push_back(running_.at(j).load);
-    sm += before.back().sm_active_pct;
+    const Running& r = running_.at(j);
+    if (gone(j, r)) continue;
+    before.push_back(r.load);
+    sm += r.load.sm_active_pct;
   }
   if (joining != nullptr) {
     before.push_back(joining->load);
@@ -589,7 +591,8 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
   if (!bad_.empty()) {  // the combination is built only when there is one to compare with
     Combination after{{w.signature, 1}};
     for (size_t j : g.jobs) {
-      if (!gone(j)) after[running_.at(j).waiting.signature] += 1;
+      const Running& r = running_.at(j);
+      if (!gone(j, r)) after[r.waiting.signature] += 1;
     }
     if (joining != nullptr) after[joining->waiting.signature] += 1;
     if (is_bad(after)) return std::nullopt;
