@@ -23,7 +23,8 @@
 //
 // The queue only decides; it never starts processes (the run engine does).
 // Placing a job costs O(devices + distinct memory hints + waiting retries),
-// whatever the length of the queue. Pure and deterministic: driven by table
+// whatever the length of the queue, and finding the head's device once a
+// call O(running jobs x devices). Pure and deterministic: driven by table
 // tests and by a simulated clock alike. Not thread-safe.
 #pragma once
 
