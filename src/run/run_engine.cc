@@ -1648,6 +1648,13 @@ EngineJobView RunEngine::view(size_t key) const {
   return v;
 }
 
+std::string RunEngine::waiting_reason(size_t key,
+                                      const std::function<std::string(size_t)>& job_name) const {
+  if (!scheduler_ || jobs_.at(key)->state != JobState::kQueued) return "";
+  std::optional<WaitingReason> why = scheduler_->waiting_reason(key);
+  return why ? describe_waiting(*why, ctx_.clock.monotonic_ms(), job_name) : "";
+}
+
 void RunEngine::redraw() {
   if (!options_.live_display) return;
   UnixMillis now = ctx_.clock.now_ms();

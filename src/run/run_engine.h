@@ -44,6 +44,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -305,6 +306,10 @@ class RunEngine {
 
   std::vector<JobChange> take_changes() { return std::exchange(changes_, {}); }
   EngineJobView view(size_t key) const;
+  // Why a queued job waits, as its policy says (Scheduler::waiting_reason,
+  // worded by describe_waiting(), `job_name` naming other jobs by key); ""
+  // when the policy says nothing of it.
+  std::string waiting_reason(size_t key, const std::function<std::string(size_t)>& job_name) const;
   size_t job_count() const { return jobs_.size(); }
   // Per GPU, its latest device samples, oldest first.
   const std::map<int, std::deque<DeviceSample>>& recent_samples() const {

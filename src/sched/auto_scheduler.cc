@@ -335,7 +335,8 @@ void AutoScheduler::uncount(const Waiting& w) {
   if (n != queued_in_family_.end() && --n->second == 0) queued_in_family_.erase(n);
 }
 
-bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key, int64_t now_ms,
+bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key,
+                                      const JobProfile& prior, int64_t now_ms,
                                       std::vector<Decision>& out) {
   const uint64_t waiting = std::max<size_t>(1, queued_with_key(key));
   // At least its memory hint, and what its family's newcomer holds already
@@ -347,6 +348,11 @@ bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key, 
   uint64_t least = std::max(options_.speculative_floor_bytes, claim_for(seen));
   if (const JobProfile* own = profile(w.signature); own != nullptr && own->peak_memory_bytes)
     least = std::max(least, claim_for(*own->peak_memory_bytes));  // its hint
+  const SoloLoad load{*prior.sm_active_pct, prior.gpu_busy_pct()};
+  // Its claim for a share: its limit, or without limits its prior's claim at most.
+  auto claim_of = [&](uint64_t share) {
+    return options_.memory_limits ? share : std::min(share, claim_for(*prior.peak_memory_bytes));
+  };
   Gpu* best = nullptr;
   uint64_t best_share = 0;
   for (Gpu& g : gpus_) {
@@ -368,17 +374,14 @@ bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key, 
       after[w.signature] += 1;
       if (is_bad(after)) continue;
     }
+    if (!backfills(g, w, load, claim_of(share), now_ms)) continue;
     if (best == nullptr || g.jobs.size() < best->jobs.size()) {  // the least crowded
       best = &g;
       best_share = share;
     }
   }
   if (best == nullptr) return false;
-  const JobProfile prior = prior_of(w.signature);
-  Running r{w, static_cast<int>(best - gpus_.data()),
-            options_.memory_limits ? best_share
-                                   : std::min(best_share, claim_for(*prior.peak_memory_bytes)),
-            SoloLoad{*prior.sm_active_pct, prior.gpu_busy_pct()}, false};
+  Running r{w, static_cast<int>(best - gpus_.data()), claim_of(best_share), load, false};
   r.started_ms = now_ms;
   r.speculative = true;
   auto member = members_.find(w.signature);
@@ -429,13 +432,8 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
     const uint64_t total = g.slot.memory_total_bytes;
     const uint64_t usable =
         total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : total;
-    uint64_t claim = need;
-    if (!g.jobs.empty() && !options_.memory_limits) {
-      claim += std::max(
-          options_.naive_headroom_bytes,
-          static_cast<uint64_t>(options_.naive_headroom_fraction * static_cast<double>(total)));
-    }
-    if (!admission_gain(g, w, load, claim, std::nullopt)) continue;
+    const uint64_t claim = newcomer_claim(g, need, g.jobs.empty());
+    if (!admission_gain(g, w, load, claim) || !backfills(g, w, load, claim, now_ms)) continue;
     const uint64_t spare = g.jobs.empty() ? usable : usable - std::min(usable, g.claimed);
     // An idle GPU first, then the one with the most to spare.
     const bool better = best == nullptr || (g.jobs.empty() && !best->jobs.empty()) ||
@@ -448,7 +446,8 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
   if (best == nullptr) {
     // Its family's newcomer is measured: start beside it (unless it overran
     // that way already).
-    if (probing_.contains(key) && !w.after_measurement && place_speculative(w, key, now_ms, out))
+    if (probing_.contains(key) && !w.after_measurement &&
+        place_speculative(w, key, prior, now_ms, out))
       return true;
     failed_alike_.insert(w.alike.hash);
     return false;
@@ -532,35 +531,70 @@ void AutoScheduler::check_neighbours(Gpu& g, int64_t now_ms) {
 
 std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting& w,
                                                     const SoloLoad& load, uint64_t claim,
-                                                    std::optional<size_t> leaving) const {
-  if (g.held || g.alone) return std::nullopt;
+                                                    const AsIf& as_if) const {
+  auto ended = [&](size_t j) {
+    return !as_if.ended.empty() &&
+           std::find(as_if.ended.begin(), as_if.ended.end(), j) != as_if.ended.end();
+  };
+  const Running* joining = as_if.joining;
+  size_t jobs = g.jobs.size();
+  uint64_t claimed = g.claimed;
+  bool held = g.held;
+  bool alone = g.alone;
+  if (!as_if.ended.empty() || joining != nullptr) {
+    held = held && as_if.ended.empty();  // until a job ends (finished())
+    alone = joining != nullptr && joining->waiting.alone;
+    for (size_t j : g.jobs) {
+      const Running& r = running_.at(j);
+      if (ended(j)) {
+        --jobs;
+        claimed -= std::min(claimed, r.claim);
+      } else {
+        alone = alone || r.waiting.alone;
+      }
+    }
+    if (joining != nullptr) {
+      ++jobs;
+      claimed += joining->claim;
+    }
+  }
+  if (held || alone) return std::nullopt;
   // Jobs already replaced by an early start, and `leaving`, count as gone
   // (except for memory: they hold it until they end).
-  auto gone = [&](size_t j) { return running_.at(j).departing || (leaving && j == *leaving); };
-  if (w.alone && !g.jobs.empty()) return std::nullopt;
-  if (static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu) return std::nullopt;
+  auto gone = [&](size_t j, const Running& r) {
+    return r.departing || (as_if.leaving && j == *as_if.leaving) || ended(j);
+  };
+  if (w.alone && jobs > 0) return std::nullopt;
+  if (static_cast<int>(jobs) >= options_.max_jobs_per_gpu) return std::nullopt;
   const uint64_t total = g.slot.memory_total_bytes;
-  if (g.jobs.empty()) {
+  if (jobs == 0) {
     if (estimate(w) > total) return std::nullopt;
   } else {
     // The leaving job still holds its memory while the new one starts.
     uint64_t usable =
         total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
-    if (g.claimed + claim > usable) return std::nullopt;
+    if (claimed + claim > usable) return std::nullopt;
   }
   std::vector<SoloLoad> before;  // the staying jobs' loads
   double sm = 0;
   for (size_t j : g.jobs) {
-    if (gone(j)) continue;
-    before.push_back(running_.at(j).load);
-    sm += before.back().sm_active_pct;
+    const Running& r = running_.at(j);
+    if (gone(j, r)) continue;
+    before.push_back(r.load);
+    sm += r.load.sm_active_pct;
+  }
+  if (joining != nullptr) {
+    before.push_back(joining->load);
+    sm += joining->load.sm_active_pct;
   }
   if (!before.empty() && sm + load.sm_active_pct > options_.sm_cap_pct) return std::nullopt;
   if (!bad_.empty()) {  // the combination is built only when there is one to compare with
     Combination after{{w.signature, 1}};
     for (size_t j : g.jobs) {
-      if (!gone(j)) after[running_.at(j).waiting.signature] += 1;
+      const Running& r = running_.at(j);
+      if (!gone(j, r)) after[r.waiting.signature] += 1;
     }
+    if (joining != nullptr) after[joining->waiting.signature] += 1;
     if (is_bad(after)) return std::nullopt;
   }
   const double work_before = model_.work(options_.mode, before);
@@ -571,6 +605,37 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
       work_after < (1.0 - options_.saturated_loss) * model_.peak_work(options_.mode, before))
     return std::nullopt;
   return gain;
+}
+
+uint64_t AutoScheduler::placed_claim(const Gpu& g, uint64_t claim, bool empty) const {
+  return empty ? std::min(claim, g.slot.memory_total_bytes) : claim;
+}
+
+uint64_t AutoScheduler::newcomer_claim(const Gpu& g, uint64_t need, bool empty) const {
+  // Under naive sharing no limit contains it: room to spare beside others.
+  if (empty || options_.memory_limits) return need;
+  const uint64_t total = g.slot.memory_total_bytes;
+  return need + std::max(options_.naive_headroom_bytes,
+                         static_cast<uint64_t>(options_.naive_headroom_fraction *
+                                               static_cast<double>(total)));
+}
+
+bool AutoScheduler::admits(const Gpu& g, const Waiting& w, const AsIf& as_if) const {
+  const bool empty = g.jobs.size() == as_if.ended.size() && as_if.joining == nullptr;
+  if (const JobProfile* p = usable_profile(w); p != nullptr) {
+    const uint64_t need = w.memory_estimate.value_or(p->peak_memory_bytes.value_or(0));
+    const double uncertainty = w.memory_estimate ? 0.0 : p->memory_uncertainty;
+    const SoloLoad load{*p->sm_active_pct, p->gpu_busy_pct()};
+    return admission_gain(g, w, load, placed_claim(g, claim_for(need, uncertainty), empty), as_if)
+        .has_value();
+  }
+  // A newcomer whose family is measured starts beside other work only as a
+  // speculative sibling (place_speculative()).
+  if (probing_.contains(probe_key(w.signature)) && !empty) return false;
+  const JobProfile prior = prior_of(w.signature);
+  const SoloLoad load{*prior.sm_active_pct, prior.gpu_busy_pct()};
+  const uint64_t need = claim_for(w.memory_estimate.value_or(*prior.peak_memory_bytes));
+  return admission_gain(g, w, load, newcomer_claim(g, need, empty), as_if).has_value();
 }
 
 std::optional<int64_t> AutoScheduler::expected_end(const Running& r, double gpu_rate,
@@ -668,20 +733,19 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   for (Gpu& g : gpus_) {
     if (!may_start(g, w, now_ms)) continue;
     const uint64_t total = g.slot.memory_total_bytes;
-    const uint64_t claim = g.jobs.empty() ? std::min(claim_for(need, uncertainty), total)
-                                          : claim_for(need, uncertainty);
+    const uint64_t claim = placed_claim(g, claim_for(need, uncertainty), g.jobs.empty());
     std::optional<size_t> leaving;
-    std::optional<double> gain = admission_gain(g, w, load, claim, std::nullopt);
+    std::optional<double> gain = admission_gain(g, w, load, claim);
     if (!gain && startup > 0 && !g.jobs.empty()) {
       // Early start in the place of the job expected to end first, if that
       // is within this job's start-up.
       std::optional<std::pair<int64_t, size_t>> first = first_to_end(g, now_ms);
       if (first && first->first <= now_ms + startup) {
         leaving = first->second;
-        gain = admission_gain(g, w, load, claim, leaving);
+        gain = admission_gain(g, w, load, claim, AsIf{leaving});
       }
     }
-    if (!gain) continue;
+    if (!gain || !backfills(g, w, load, claim, now_ms)) continue;
     uint64_t free_after = total > g.claimed + claim ? total - g.claimed - claim : 0;
     if (best == nullptr || *gain > best_gain + 1e-9 ||
         (std::abs(*gain - best_gain) <= 1e-9 && free_after < best_free_after)) {
@@ -723,11 +787,127 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
 
 bool AutoScheduler::may_start(const Gpu& g, const Waiting& w, int64_t now_ms) const {
   if (!reserved_.contains(g.slot.device)) return true;
-  if (!reserved_until_) return false;
+  return reserved_until_ && ends_by(g, w, *reserved_until_, now_ms);
+}
+
+bool AutoScheduler::ends_by(const Gpu& g, const Waiting& w, int64_t until_ms,
+                            int64_t now_ms) const {
   const JobProfile* p = usable_profile(w);
   if (p == nullptr || !p->solo_ms) return false;
   const int64_t sharers = static_cast<int64_t>(g.jobs.size()) + 1;
-  return now_ms + *p->solo_ms * sharers <= *reserved_until_;
+  return now_ms + *p->solo_ms * sharers <= until_ms;
+}
+
+bool AutoScheduler::backfills(const Gpu& g, const Waiting& w, const SoloLoad& load, uint64_t claim,
+                              int64_t now_ms) const {
+  if (!head_ || w.job == head_->waiting.job) return true;
+  const Reservation* r = reservation();
+  if (r == nullptr || &g != &gpus_[r->gpu]) return true;
+  if (r->start_ms && ends_by(g, w, *r->start_ms, now_ms)) return true;
+  Running joining{w, static_cast<int>(r->gpu), claim, load, false};
+  return admits(g, r->head, AsIf{std::nullopt, r->ending, &joining});
+}
+
+bool AutoScheduler::waits_for_room(const Waiting& w) {
+  if (!host_fits(w.signature)) return false;
+  if (usable_profile(w) != nullptr) return true;
+  // A newcomer waits for its family's measurement, or starts beside it.
+  const std::string key = probe_key(w.signature);
+  if (w.after_measurement || probing_.contains(key)) return false;
+  auto member = members_.find(w.signature);
+  return member == members_.end() || families_.at(member->second.family).instances.empty() ||
+         probe_target(member->second.family) == w.signature;
+}
+
+std::optional<AutoScheduler::Reservation> AutoScheduler::reservation_for(const Waiting& w,
+                                                                         int64_t now_ms) const {
+  // Each GPU's jobs in the order they are expected to end.
+  struct End {
+    std::optional<int64_t> at;
+    int64_t started_ms = 0;
+    size_t job = 0;
+  };
+  auto sooner = [](const std::optional<int64_t>& a, const std::optional<int64_t>& b) {
+    return a.has_value() != b.has_value() ? a.has_value() : a && *a < *b;
+  };
+  std::vector<std::pair<size_t, std::vector<End>>> gpus;  // (index into gpus_, ends)
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    const Gpu& g = gpus_[i];
+    if (g.jobs.empty() || reserved_.contains(g.slot.device)) continue;  // idle, or kept for a gang
+    std::vector<End> ends;
+    const double rate = predicted_rate(g);
+    for (size_t j : g.jobs) {
+      const Running& r = running_.at(j);
+      ends.push_back({expected_end(r, rate, now_ms), r.started_ms, j});
+    }
+    std::sort(ends.begin(), ends.end(), [&](const End& a, const End& b) {
+      if (a.at != b.at) return sooner(a.at, b.at);
+      return a.started_ms != b.started_ms ? a.started_ms < b.started_ms : a.job < b.job;
+    });
+    gpus.emplace_back(i, std::move(ends));
+  }
+  // The soonest a GPU could take the head is its first end: GPUs in that
+  // order, each searched only while it could still do better than the best
+  // so far (the admission checks are what costs).
+  std::stable_sort(gpus.begin(), gpus.end(), [&](const auto& a, const auto& b) {
+    return sooner(a.second.front().at, b.second.front().at);
+  });
+  // Better: a known start before an unknown one, then the sooner, then the
+  // fewer jobs to end, then the first GPU.
+  auto better = [&](const Reservation& r, const std::optional<Reservation>& best) {
+    if (!best) return true;
+    if (r.start_ms != best->start_ms) return sooner(r.start_ms, best->start_ms);
+    if (r.ending.size() != best->ending.size()) return r.ending.size() < best->ending.size();
+    return r.gpu < best->gpu;
+  };
+  std::optional<Reservation> best;
+  for (const auto& [i, ends] : gpus) {
+    if (best && best->start_ms && sooner(best->start_ms, ends.front().at)) break;
+    Reservation r{w, i, {}, true, now_ms};
+    for (const End& e : ends) {
+      r.ending.push_back(e.job);
+      r.ends_known = r.ends_known && e.at.has_value();
+      r.start_ms = r.ends_known ? std::optional(std::max(*r.start_ms, *e.at)) : std::nullopt;
+      // More jobs to end, as late or later: no better than the best.
+      if (best && !better(r, best)) break;
+      if (admits(gpus_[i], w, AsIf{std::nullopt, r.ending, nullptr})) {
+        best = std::move(r);
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+void AutoScheduler::failed(const Waiting& w, int64_t now_ms) {
+  if (head_sought_ || !waits_for_room(w)) return;
+  head_sought_ = true;
+  head_ = Head{w, now_ms};
+}
+
+const AutoScheduler::Reservation* AutoScheduler::reservation() const {
+  if (!head_) return nullptr;
+  if (!reservation_) reservation_ = reservation_for(head_->waiting, head_->found_ms);
+  return *reservation_ ? &**reservation_ : nullptr;
+}
+
+void AutoScheduler::forget_head() {
+  head_.reset();
+  reservation_.reset();
+}
+
+std::optional<WaitingReason> AutoScheduler::waiting_reason(size_t job) const {
+  const Reservation* found = reservation();
+  if (found == nullptr) return std::nullopt;
+  const Reservation& r = *found;
+  WaitingReason why;
+  why.kind = job == r.head.job ? WaitingReason::Kind::kReserved : WaitingReason::Kind::kBackfill;
+  why.head = r.head.job;
+  why.device = gpus_[r.gpu].slot.device;
+  why.jobs_to_end = static_cast<int>(r.ending.size());
+  if (r.ends_known) why.ending = r.ending;
+  why.start_ms = r.start_ms;
+  return why;
 }
 
 std::vector<DeviceRoom> AutoScheduler::rooms(int64_t now_ms) {
@@ -959,11 +1139,15 @@ void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {
       heads_to_try(&backfill_from_);
   for (const auto& [seq, cls] : heads) {
     std::deque<Waiting>& q = cls->second;
-    if (!place(q.front(), now_ms, out)) continue;
+    if (!place(q.front(), now_ms, out)) {
+      failed(q.front(), now_ms);
+      continue;
+    }
     do {
       uncount(q.front());
       q.pop_front();
     } while (!q.empty() && place(q.front(), now_ms, out));
+    if (!q.empty()) failed(q.front(), now_ms);
     // An emptied class stays (signatures are few): destroying a deque that
     // held tens of thousands of jobs returns their memory at once, which
     // took 2 ms in one event.
@@ -988,11 +1172,27 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
     probe_targets_heads_ = heads_changes_;
   }
   failed_alike_.clear();
+  // The head is found again as the walk goes (failed()).
+  std::optional<Head> last = std::exchange(head_, std::nullopt);
+  reservation_.reset();
+  head_sought_ = false;
   std::vector<Decision> out;
   for (auto it = retries_.begin(); it != retries_.end();) {
-    it = place(*it, now_ms, out) ? retries_.erase(it) : std::next(it);
+    if (place(*it, now_ms, out)) {
+      it = retries_.erase(it);
+      continue;
+    }
+    failed(*it, now_ms);
+    ++it;
   }
   if (some_gpu_takes_another()) place_heads(now_ms, out);
+  // Nothing could start before the walk reached a head (every GPU full): the
+  // last one is still kept its GPU, for the user's sake (waiting_reason()).
+  if (!head_sought_ && last &&
+      std::none_of(out.begin(), out.end(),
+                   [&](const Decision& d) { return d.job == last->waiting.job; }) &&
+      waits_for_room(last->waiting))
+    head_ = Head{last->waiting, now_ms};
   // Instances placed by the same estimate: one note.
   for (auto& [what, names] : estimate_notes_) {
     notes_.push_back(names.size() == 1 ? fmt::format("{}: {}", names.front(), what)
@@ -1205,6 +1405,7 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
     heads_.erase(q->second.front().seq);
     ++heads_changes_;
     classes_.erase(q);
+    if (head_ && head_->waiting.signature == signature) forget_head();
   }
 }
 
@@ -1224,6 +1425,7 @@ void AutoScheduler::measured(size_t job, const JobProfile& measured) {
 }
 
 std::vector<size_t> AutoScheduler::drain_queued() {
+  forget_head();
   std::vector<std::pair<uint64_t, size_t>> all;
   for (const Waiting& w : retries_) all.emplace_back(w.seq, w.job);
   for (const auto& [sig, q] : classes_) {
@@ -1242,6 +1444,7 @@ std::vector<size_t> AutoScheduler::drain_queued() {
 }
 
 bool AutoScheduler::remove_queued(size_t job) {
+  if (head_ && head_->waiting.job == job) forget_head();
   auto retry = std::find_if(retries_.begin(), retries_.end(),
                             [&](const Waiting& w) { return w.job == job; });
   if (retry != retries_.end()) {

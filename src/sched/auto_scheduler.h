@@ -77,6 +77,21 @@
 //   first, and, when host limits are given, a job whose dataset has no
 //   running reader yet is admitted only if its loader's threads and ring
 //   still fit the host's CPUs and memory (a job on an idle host always is).
+// Reservation. Fair share, priorities and arrival order the queue, and a job
+//   that fits is placed whatever its rank. So that the first job in that
+//   order that cannot start for want of room (the head; not one waiting for
+//   its family's measurement or for the host) is not overtaken for ever by
+//   later jobs refilling each place that frees, it is kept the GPU where it
+//   is expected to fit first: there, its jobs in the order they are expected
+//   to end (those with an expected end first, then the oldest), the fewest
+//   that must end for the head to be admitted; among GPUs, a known expected
+//   start before an unknown one, then the soonest, then the fewest jobs to
+//   end, then the first GPU. A later job starts there only if it is
+//   expected to end before the head's start (ends_by()), or if the head
+//   would still be admitted there once those jobs ended, with it beside
+//   (Slurm's backfill rule): without expected ends, the place that frees
+//   waits for the head. Found again at each schedule(); gangs are placed
+//   before it (GangScheduler).
 // Retries. A job that ends out of memory is requeued ahead of the queue with
 //   twice the memory estimate, alone with a whole GPU on its last attempt; after
 //   `max_retries` it ends failed. No job is dropped silently.
@@ -91,6 +106,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -202,6 +218,9 @@ class AutoScheduler final : public Scheduler {
   void occupy(size_t key, int device, uint64_t memory_bytes, double sm_active_pct) override;
   void vacate(size_t key, int64_t now_ms) override;
   void reserve(const std::vector<int>& devices, std::optional<int64_t> until_ms) override;
+  // The head of the queue (kReserved), or any other queued job while a GPU
+  // is kept for the head (kBackfill).
+  std::optional<WaitingReason> waiting_reason(size_t job) const override;
 
   // Combinations found bad so far, as "label x count + ..." (for reports).
   std::vector<std::string> bad_combinations() const;
@@ -299,10 +318,63 @@ class AutoScheduler final : public Scheduler {
   // Whether `w` may start on `g` now: `g` is not kept for a gang, or `w`
   // would end before the gang could start there (reserve()).
   bool may_start(const Gpu& g, const Waiting& w, int64_t now_ms) const;
-  // The gain in predicted summed progress if `w` joins `g` (without the job
-  // `leaving`, when set), or nullopt when admission refuses it.
+  // Whether `w` would end by `until_ms` on `g` even with an equal share of
+  // the GPU among all its jobs (its solo time x their number); false without
+  // a solo time.
+  bool ends_by(const Gpu& g, const Waiting& w, int64_t until_ms, int64_t now_ms) const;
+  // What admission_gain() judges a GPU as: as it is; with `leaving` replaced
+  // by an early start (it holds its memory until it ends); or as it will be
+  // once `ended` (some of its jobs) have ended and `joining` (not one of
+  // them) has started there.
+  struct AsIf {
+    std::optional<size_t> leaving;
+    std::span<const size_t> ended;
+    const Running* joining = nullptr;
+  };
+  // The gain in predicted summed progress if `w` joins `g` (as `as_if` has
+  // it), or nullopt when admission refuses it.
   std::optional<double> admission_gain(const Gpu& g, const Waiting& w, const SoloLoad& load,
-                                       uint64_t claim, std::optional<size_t> leaving) const;
+                                       uint64_t claim, const AsIf& as_if) const;
+  std::optional<double> admission_gain(const Gpu& g, const Waiting& w, const SoloLoad& load,
+                                       uint64_t claim) const {
+    return admission_gain(g, w, load, claim, AsIf{});
+  }
+  // A job's claim on `g`, where `empty` says whether it would be alone
+  // there: placed by a profile (`claim`: claim_for() its estimate), or a
+  // newcomer (`need`: claim_for() its prior's or last attempt's peak).
+  uint64_t placed_claim(const Gpu& g, uint64_t claim, bool empty) const;
+  uint64_t newcomer_claim(const Gpu& g, uint64_t need, bool empty) const;
+  // Whether place() would admit `w` on `g` as `as_if` has it.
+  bool admits(const Gpu& g, const Waiting& w, const AsIf& as_if) const;
+
+  // The head of the queue and the GPU kept for it (Reservation, in the class comment).
+  struct Reservation {
+    Waiting head;
+    size_t gpu = 0;                   // index into gpus_
+    std::vector<size_t> ending;       // the jobs there that must end before it fits
+    bool ends_known = false;          // ... each expected to end
+    std::optional<int64_t> start_ms;  // when they are all expected to have ended
+  };
+  // Whether room is all that `w` waits for (not its family's measurement,
+  // nor the host's CPUs and memory): only such a job is kept a GPU.
+  bool waits_for_room(const Waiting& w);
+  // The GPU where the head `w` is expected to fit first, and what must end
+  // there; nullopt when it fits none however many jobs end.
+  std::optional<Reservation> reservation_for(const Waiting& w, int64_t now_ms) const;
+  // The head's reservation (head_), found when first asked for: by a later
+  // job that would start (backfills()) or by waiting_reason(); nullptr
+  // without a head or where it fits no GPU.
+  const Reservation* reservation() const;
+  // `w` could not be placed in this schedule(): the first such job that
+  // waits for room is the head.
+  void failed(const Waiting& w, int64_t now_ms);
+  void forget_head();
+  // Whether `w`, with `load` and `claim`, may start on `g` beside the
+  // reservation: `g` is not the head's GPU, `w` is the head, `w` ends before
+  // the head's expected start (ends_by()), or the head still fits there
+  // once its `ending` ended, with `w` there too.
+  bool backfills(const Gpu& g, const Waiting& w, const SoloLoad& load, uint64_t claim,
+                 int64_t now_ms) const;
   // When a running job is expected to end, from its profile's solo time and
   // the rates observed so far (before any: `gpu_rate`, predicted_rate() of
   // its GPU, passed in so that a GPU's jobs share one model evaluation);
@@ -323,8 +395,8 @@ class AutoScheduler final : public Scheduler {
   // itself (a hint's memory or SM activity) over it.
   JobProfile prior_of(const std::string& signature) const;
   // A sibling of a newcomer being measured starts beside it (see the class comment).
-  bool place_speculative(const Waiting& w, const std::string& key, int64_t now_ms,
-                         std::vector<Decision>& out);
+  bool place_speculative(const Waiting& w, const std::string& key, const JobProfile& prior,
+                         int64_t now_ms, std::vector<Decision>& out);
   // Queued jobs whose probe_key() is `key`.
   size_t queued_with_key(const std::string& key) const;
   // Judges a newcomer's neighbours once their rates after it are in.
@@ -516,6 +588,17 @@ class AutoScheduler final : public Scheduler {
   size_t queued_ = 0;
   std::set<int> reserved_;  // devices kept for a gang
   std::optional<int64_t> reserved_until_;
+  // The head of the queue as the last schedule() left it (none while every
+  // queued job could start or waits for something else), and when; its
+  // reservation once found (reservation(): an event where no later job
+  // could start anyway does not pay for it).
+  struct Head {
+    Waiting waiting;
+    int64_t found_ms = 0;
+  };
+  std::optional<Head> head_;
+  mutable std::optional<std::optional<Reservation>> reservation_;
+  bool head_sought_ = false;  // this schedule() found the head
 };
 
 }  // namespace colo

@@ -799,9 +799,11 @@ TEST(AutoSchedulerColdStart, ASpeculativeStartGetsAtLeastWhatTheNewcomerHoldsSoF
   AutoScheduler s = make(1);
   s.set_label("a", "cait");
   s.set_prior("a", prior(1, 30));
-  s.set_profile("big", profile(60, 30));  // waits: the newcomer takes half of the GPU
+  // Waits (so the newcomer takes half of the GPU), ranked after the siblings:
+  // as the queue's head, kept the GPU, it would hold them back.
+  s.set_profile("big", profile(60, 30));
   enqueue(s, "a", 1);
-  enqueue(s, "big", 1, 100);
+  s.enqueue({100, "big", std::nullopt, 1, {}, {}, 0, /*priority=*/-1});
   ASSERT_EQ(s.schedule(0).size(), 1u);
   s.observe_memory(0, 30 * kGiB, 1000);
   enqueue(s, "a", 3, 1);
@@ -899,6 +901,152 @@ TEST(AutoSchedulerFairShare, AHigherPriorityGoesFirstWhateverItsOwnerUsed) {
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].job, 3u) << "the priority-10 job first";
   EXPECT_EQ(d[1].job, 0u);
+}
+
+// The head of the queue gets a place (issue 53): the first job in the
+// policy's order that cannot start is kept the GPU where it is expected to
+// fit first, and later jobs start there only where they do not delay it.
+struct ReservationStep {
+  std::string what;
+  int64_t at_ms = 0;
+  std::vector<size_t> finish;                  // jobs that end before this step
+  std::vector<SchedJob> enqueue;               // then jobs queued
+  std::vector<std::pair<size_t, int>> expect;  // what schedule() places: (job, device)
+  // Then queued jobs' reasons (waiting_reason(), worded).
+  std::vector<std::pair<size_t, std::string>> reasons = {};
+};
+
+struct ReservationCase {
+  std::string name;
+  int gpus = 1;
+  std::map<std::string, JobProfile> profiles;
+  std::map<uint32_t, double> usage;
+  std::vector<ReservationStep> steps;
+};
+
+class Reservation : public testing::TestWithParam<ReservationCase> {};
+
+TEST_P(Reservation, KeepsTheHeadsGpu) {
+  const ReservationCase& c = GetParam();
+  AutoScheduler s = make(c.gpus);
+  for (const auto& [sig, p] : c.profiles) s.set_profile(sig, p);
+  if (!c.usage.empty()) s.set_usage(c.usage);
+  for (const ReservationStep& step : c.steps) {
+    for (size_t j : step.finish) (void)s.finished(j, JobEnd::kOk, step.at_ms);
+    for (const SchedJob& j : step.enqueue) s.enqueue(j);
+    std::vector<std::pair<size_t, int>> placed;
+    for (const Decision& d : s.schedule(step.at_ms)) placed.emplace_back(d.job, d.device);
+    EXPECT_EQ(placed, step.expect) << step.what;
+    for (const auto& [job, expect] : step.reasons) {
+      std::optional<WaitingReason> why = s.waiting_reason(job);
+      EXPECT_EQ(why ? describe_waiting(*why, step.at_ms,
+                                       [](size_t j) { return fmt::format("job {}", j); })
+                    : std::string("none"),
+                expect)
+          << step.what << ": job " << job;
+    }
+  }
+}
+
+JobProfile timed(double memory_gib, int64_t solo_ms) {
+  JobProfile p = profile(memory_gib, 19);
+  p.solo_ms = solo_ms;
+  return p;
+}
+
+SchedJob of(size_t job, const std::string& sig, uint32_t owner = 0) {
+  SchedJob j{job, sig, std::nullopt};
+  j.owner = owner;
+  return j;
+}
+
+// 30 GiB claims 36.5 GiB with its margins and 50 GiB 60.5: on 80 GiB (79
+// usable), two of 30 fit together, and 50 fits beside none of them.
+INSTANTIATE_TEST_SUITE_P(
+    Table, Reservation,
+    testing::Values(
+        // The finding: a newcomer's job that fits only an emptier GPU waited
+        // while each place that freed went to the next job of a sweep.
+        ReservationCase{"fair_share_head_is_not_overtaken_by_the_sweep_refilling_its_gpu",
+                        1,
+                        {{"a", profile(30, 19)}, {"b", profile(50, 19)}},
+                        {{1000, 60'000.0}},
+                        {{"alice's sweep fills the GPU",
+                          0,
+                          {},
+                          {of(0, "a", 1000), of(1, "a", 1000), of(2, "a", 1000), of(3, "a", 1000)},
+                          {{0, 0}, {1, 0}}},
+                         {"bob's job fits beside none of them",
+                          1,
+                          {},
+                          {of(4, "b", 2000)},
+                          {},
+                          {{4, "reserved: next on gpu0, when 2 of the jobs there end"},
+                           {2, "backfill: may start only where it does not delay job 4"}}},
+                         {"a place frees: the sweep does not take it", 10, {0}, {}, {}},
+                         {"the GPU empties: bob's job", 20, {1}, {}, {{4, 0}}},
+                         {"then the sweep", 30, {4}, {}, {{2, 0}, {3, 0}}}}},
+        // Expected ends: a job that ends before the head's expected start
+        // backfills; one that would not, waits.
+        ReservationCase{"a_job_that_ends_before_the_heads_start_backfills",
+                        1,
+                        {{"long", timed(30, 100'000)},
+                         {"big", profile(50, 19)},
+                         {"slow", timed(30, 200'000)},
+                         {"short", timed(30, 10'000)}},
+                        {},
+                        {{"long, then short around big; slow would delay big",
+                          0,
+                          {},
+                          {of(0, "long"), of(1, "big"), of(2, "slow"), of(3, "short")},
+                          {{0, 0}, {3, 0}},
+                          {{1, "reserved: starts when gpu0's job 0 ends (expected in 1m40s)"},
+                           {2, "backfill: may start only where it does not delay job 1"}}},
+                         {"long ends: big", 100'000, {0, 3}, {}, {{1, 0}}}}},
+        // Two GPUs: the head keeps the one whose job is expected to end
+        // first; later jobs go to the other.
+        ReservationCase{
+            "the_head_keeps_the_gpu_where_it_fits_first",
+            2,
+            {{"x100", timed(30, 100'000)},
+             {"x50", timed(30, 50'000)},
+             {"big", profile(50, 19)},
+             {"c", timed(30, 1'000'000)}},
+            {},
+            {{"one job on each GPU", 0, {}, {of(0, "x100"), of(1, "x50")}, {{0, 0}, {1, 1}}},
+             {"big waits for gpu1; c goes to gpu0, the next c waits",
+              1,
+              {},
+              {of(2, "big"), of(3, "c"), of(4, "c")},
+              {{3, 0}},
+              {{2, "reserved: starts when gpu1's job 1 ends (expected in 50.0s)"}}},
+             {"gpu1's job ends: big", 50'000, {1}, {}, {{2, 1}}}}},
+        // A job that leaves room for the head beside it backfills whatever
+        // the ends; a head that fits starts at once.
+        ReservationCase{"a_job_that_leaves_the_head_room_backfills",
+                        1,
+                        {{"big", profile(40, 10)}, {"small", profile(1, 10)}},
+                        {},
+                        {{"big, then small around the second big",
+                          0,
+                          {},
+                          {of(0, "big"), of(1, "big"), of(2, "small")},
+                          {{0, 0}, {2, 0}}},
+                         {"the first big ends: the second", 10, {0}, {}, {{1, 0}}}}}),
+    [](const testing::TestParamInfo<ReservationCase>& info) { return info.param.name; });
+
+// A head that waits for its family's measurement, not for room, is kept
+// nothing: the GPU stays open to the jobs behind it.
+TEST(AutoSchedulerReservation, NoGpuIsKeptForAJobWaitingForItsFamilysMeasurement) {
+  AutoScheduler s = make(1, 80, waiting_siblings());
+  enqueue(s, "new", 3);
+  s.set_profile("small", profile(1, 10));
+  s.enqueue({3, "small", std::nullopt});
+  std::vector<Decision> d = s.schedule(0);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_TRUE(d[0].probe);
+  EXPECT_EQ(d[1].job, 3u);
+  EXPECT_EQ(s.waiting_reason(1), std::nullopt);
 }
 
 }  // namespace

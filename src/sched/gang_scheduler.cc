@@ -359,6 +359,12 @@ std::optional<int64_t> GangScheduler::expected_end_ms(size_t job, int64_t now_ms
   return it->second.started_ms + *solo;
 }
 
+std::optional<WaitingReason> GangScheduler::waiting_reason(size_t job) const {
+  if (std::any_of(gangs_.begin(), gangs_.end(), [&](const Gang& g) { return g.job.job == job; }))
+    return std::nullopt;
+  return policy().waiting_reason(job);
+}
+
 std::vector<Unplaceable> GangScheduler::take_unplaceable() {
   std::vector<Unplaceable> out = std::exchange(unplaceable_, {});
   for (Unplaceable& u : policy().take_unplaceable()) out.push_back(std::move(u));

@@ -74,6 +74,8 @@ class GangScheduler final : public ForwardingScheduler {
   std::vector<std::string> take_notes() override;
   size_t queued() const override { return policy().queued() + gangs_.size(); }
   std::optional<int64_t> next_check_ms(int64_t now_ms) const override;
+  // A gang's: none (the policy does not know it); a one-GPU job's: the policy's.
+  std::optional<WaitingReason> waiting_reason(size_t job) const override;
   // Gangs of gangs are not a thing: rooms(), occupy(), vacate() and reserve()
   // go to the policy (ForwardingScheduler).
 

@@ -48,6 +48,9 @@ std::optional<size_t> JobQueue::best_device_for(const Entry& entry,
     if (d.jobs >= d.limit()) continue;
     if (entry.max_neighbours && d.jobs > *entry.max_neighbours) continue;
     if (entry.memory_bytes && *entry.memory_bytes > d.free_bytes()) continue;
+    if (kept_ && i == kept_->pos && entry.job != kept_->job &&
+        !kept_->backfills(entry.memory_bytes.value_or(0), d.slots.memory_total_bytes))
+      continue;
     if (!best) {
       best = i;
       continue;
@@ -63,12 +66,63 @@ void JobQueue::place(const Entry& entry, size_t pos, std::vector<Assignment>& pl
   d.jobs += 1;
   d.claimed_bytes += entry.memory_bytes.value_or(0);
   if (entry.max_neighbours) d.neighbour_limits.insert(*entry.max_neighbours);
-  running_[entry.job] = Placed{pos, entry.memory_bytes.value_or(0), entry.max_neighbours};
+  running_[entry.job] =
+      Placed{pos, entry.memory_bytes.value_or(0), entry.max_neighbours, placements_++};
   placed.push_back(Assignment{entry.job, d.slots.device});
+  if (kept_ && pos == kept_->pos && entry.job != kept_->job) {
+    kept_->jobs_after += 1;
+    kept_->claimed_after += entry.memory_bytes.value_or(0);
+  }
+}
+
+std::optional<JobQueue::Kept> JobQueue::keep_for(const Entry& head,
+                                                 const std::vector<size_t>& reserved) const {
+  const uint64_t need = head.memory_bytes.value_or(0);
+  std::optional<Kept> best;
+  for (size_t pos = 0; pos < devices_.size(); ++pos) {
+    const Device& d = devices_[pos];
+    if (std::find(reserved.begin(), reserved.end(), pos) != reserved.end() ||
+        need > d.slots.memory_total_bytes)
+      continue;
+    std::vector<std::pair<uint64_t, size_t>> oldest_first;  // (order, job)
+    for (const auto& [job, p] : running_) {
+      if (p.device_pos == pos) oldest_first.emplace_back(p.order, job);
+    }
+    std::sort(oldest_first.begin(), oldest_first.end());
+    Kept k{head.job, need, pos, {}, d.jobs, d.claimed_bytes, d.slots.max_jobs};
+    std::multiset<int> limits = d.neighbour_limits;
+    for (const auto& [order, job] : oldest_first) {
+      if (best && k.ending.size() + 1 >= best->ending.size()) break;  // no better
+      const Placed& p = running_.at(job);
+      k.ending.push_back(job);
+      k.jobs_after -= 1;
+      k.claimed_after -= p.memory_bytes;
+      if (p.max_neighbours) limits.erase(limits.find(*p.max_neighbours));
+      k.limit_after =
+          limits.empty() ? d.slots.max_jobs : std::min(d.slots.max_jobs, *limits.begin() + 1);
+      if (k.jobs_after + 1 <= k.limit_after &&
+          k.claimed_after + need <= d.slots.memory_total_bytes) {
+        best = k;
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+std::optional<WaitingReason> JobQueue::waiting_reason(size_t job) const {
+  if (!kept_) return std::nullopt;
+  WaitingReason why;
+  why.kind = job == kept_->job ? WaitingReason::Kind::kReserved : WaitingReason::Kind::kBackfill;
+  why.head = kept_->job;
+  why.device = devices_[kept_->pos].slots.device;
+  why.jobs_to_end = static_cast<int>(kept_->ending.size());
+  return why;
 }
 
 std::vector<Assignment> JobQueue::schedule() {
   std::vector<Assignment> placed;
+  kept_.reset();  // found again below, once the retries went first
   // Retries first. One that does not fit reserves the device with the
   // fewest jobs (among those not yet reserved): it takes no new job. The
   // devices kept for a gang take none either.
@@ -92,13 +146,33 @@ std::vector<Assignment> JobQueue::schedule() {
 
   // Then the queue. Placing a job only takes capacity, so a job that did not
   // fit earlier in this call cannot fit later: the oldest job that fits,
-  // again and again, is the queue walked once in order.
+  // again and again, is the queue walked once in order; the first time the
+  // oldest does not fit, it is the head, kept a device.
+  bool head_sought = false;
   while (queued_count_ > 0) {
+    if (!head_sought) {
+      const Entry* first = nullptr;
+      for (const auto& [hint, group] : queued_) {
+        if (!group.empty() && (first == nullptr || group.front().seq < first->seq))
+          first = &group.front();
+      }
+      if (first != nullptr && !best_device_for(*first, reserved)) {
+        head_sought = true;
+        kept_ = keep_for(*first, reserved);
+      }
+    }
     std::optional<uint64_t> most_free;  // among usable devices with a free slot
     for (size_t i = 0; i < devices_.size(); ++i) {
       const Device& d = devices_[i];
-      if (d.jobs < d.limit() && std::find(reserved.begin(), reserved.end(), i) == reserved.end())
-        most_free = std::max(most_free.value_or(0), d.free_bytes());
+      if (d.jobs >= d.limit() || std::find(reserved.begin(), reserved.end(), i) != reserved.end())
+        continue;
+      uint64_t free = d.free_bytes();
+      if (kept_ && i == kept_->pos) {  // what a job beside the head may take
+        if (!kept_->backfills(0, d.slots.memory_total_bytes)) continue;
+        free =
+            std::min(free, d.slots.memory_total_bytes - kept_->claimed_after - kept_->memory_bytes);
+      }
+      most_free = std::max(most_free.value_or(0), free);
     }
     if (!most_free) break;
     std::deque<Entry>* oldest = nullptr;
@@ -110,7 +184,7 @@ std::vector<Assignment> JobQueue::schedule() {
     if (oldest == nullptr) break;
     const Entry entry = oldest->front();
     std::optional<size_t> pos = best_device_for(entry, reserved);
-    if (!pos) break;  // cannot happen: the device with most_free fits it
+    if (!pos) break;  // cannot happen: the device with most_free fits it (the head fits none)
     oldest->pop_front();
     if (oldest->empty()) queued_.erase(entry.memory_bytes.value_or(0));
     --queued_count_;
@@ -159,6 +233,7 @@ void JobQueue::reserve(const std::vector<int>& devices) {
 }
 
 std::vector<size_t> JobQueue::drain_queued() {
+  kept_.reset();
   std::vector<Entry> all;
   for (auto& [hint, group] : queued_) all.insert(all.end(), group.begin(), group.end());
   std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return a.seq < b.seq; });
@@ -172,6 +247,7 @@ std::vector<size_t> JobQueue::drain_queued() {
 }
 
 bool JobQueue::remove(size_t job) {
+  if (kept_ && kept_->job == job) kept_.reset();
   auto is_job = [&](const Entry& e) { return e.job == job; };
   if (auto it = std::find_if(retries_.begin(), retries_.end(), is_job); it != retries_.end()) {
     retries_.erase(it);

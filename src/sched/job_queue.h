@@ -13,9 +13,18 @@
 // neighbours; while one waits, the device with the fewest jobs takes no new
 // ones, so that it drains for the retry.
 //
+// Reservation. The oldest queued job that does not fit now (the head) is
+// kept the device where the fewest running jobs must end for it to fit,
+// taking them oldest first (the queue expects no ends), the first such
+// device on a tie. A later job starts there only if the head still fits
+// once those jobs ended, with it beside (Slurm's backfill rule, without
+// expected ends): so the place that frees waits for the head, unless the
+// device has room for both. Found again at each schedule().
+//
 // The queue only decides; it never starts processes (the run engine does).
 // Placing a job costs O(devices + distinct memory hints + waiting retries),
-// whatever the length of the queue. Pure and deterministic: driven by table
+// whatever the length of the queue, and finding the head's device once a
+// call O(running jobs x devices). Pure and deterministic: driven by table
 // tests and by a simulated clock alike. Not thread-safe.
 #pragma once
 
@@ -31,6 +40,7 @@
 #include <vector>
 
 #include "sched/device_room.h"
+#include "sched/waiting_reason.h"
 
 namespace colo {
 
@@ -92,6 +102,11 @@ class JobQueue {
   void occupy(size_t key, int device, uint64_t memory_bytes);
   void reserve(const std::vector<int>& devices);
 
+  // The head (kReserved), or another queued job while a device is kept
+  // for the head (kBackfill), as the last schedule() left them; ask it of
+  // queued jobs only.
+  std::optional<WaitingReason> waiting_reason(size_t job) const;
+
   size_t queued() const { return queued_count_ + retries_.size(); }
   size_t running() const { return running_.size(); }
   int running_on(int device) const;
@@ -122,8 +137,30 @@ class JobQueue {
     size_t device_pos = 0;  // into devices_
     uint64_t memory_bytes = 0;
     std::optional<int> max_neighbours;
+    uint64_t order = 0;  // placements counted: the oldest is expected to end first
   };
-  // The best device for `entry` among those not `reserved` (positions into devices_).
+  // The device kept for the head (Reservation, above), and what it holds
+  // once `ending` (its jobs that must end first) ended.
+  struct Kept {
+    size_t job = 0;  // the head
+    uint64_t memory_bytes = 0;
+    size_t pos = 0;  // into devices_
+    std::vector<size_t> ending;
+    int jobs_after = 0;
+    uint64_t claimed_after = 0;
+    int limit_after = 0;
+    // Whether a job of `memory_bytes` may start there beside the head (it
+    // still fits once `ending` ended).
+    bool backfills(uint64_t memory_bytes, uint64_t total_bytes) const {
+      return jobs_after + 2 <= limit_after &&
+             claimed_after + this->memory_bytes + memory_bytes <= total_bytes;
+    }
+  };
+  // The device where `head` fits once the fewest jobs ended, among those not
+  // `reserved`; nullopt when none.
+  std::optional<Kept> keep_for(const Entry& head, const std::vector<size_t>& reserved) const;
+  // The best device for `entry` among those not `reserved` (positions into
+  // devices_), where it does not delay the head (kept_).
   std::optional<size_t> best_device_for(const Entry& entry,
                                         const std::vector<size_t>& reserved) const;
   void place(const Entry& entry, size_t pos, std::vector<Assignment>& placed);
@@ -139,6 +176,8 @@ class JobQueue {
   uint64_t next_seq_ = 0;
   std::unordered_map<size_t, Placed> running_;  // by job
   std::vector<size_t> gang_reserved_;           // positions into devices_
+  std::optional<Kept> kept_;                    // as the last schedule() left it
+  uint64_t placements_ = 0;                     // Placed::order
   std::vector<Unplaceable> unplaceable_;
 };
 

@@ -74,8 +74,54 @@ INSTANTIATE_TEST_SUITE_P(
                               {10 * kGiB, std::nullopt, 10 * kGiB, 1 * kGiB, 1 * kGiB},
                               {{"10, none, then 1 (second 10 waits)", {}, {{0, 0}, {1, 0}, {3, 0}}},
                                {"a 1 ends: the other 1, not the 10", {3}, {{4, 0}}},
-                               {"the first 10 ends: the second", {0}, {{2, 0}}}}}),
+                               {"the first 10 ends: the second", {0}, {{2, 0}}}}},
+                    // Reservation: the head (60) is kept the device; a later
+                    // job that fits now (45) but not beside it once the 30
+                    // ended would delay it, and waits; one that leaves it
+                    // room (15) starts.
+                    QueueCase{"the_head_is_not_overtaken_on_its_device",
+                              {{0, 80 * kGiB, 4}},
+                              {30 * kGiB, 60 * kGiB, 45 * kGiB, 15 * kGiB},
+                              {{"30 and 15; 60 waits, 45 would delay it", {}, {{0, 0}, {3, 0}}},
+                               {"the 30 ends: the 60", {0}, {{1, 0}}},
+                               {"the others end: the 45", {1, 3}, {{2, 0}}}}},
+                    // Two devices: the head is kept the one where fewer jobs
+                    // must end; a later job that would delay it there takes
+                    // the other.
+                    QueueCase{"the_head_keeps_the_device_where_fewer_jobs_must_end",
+                              {{0, 80 * kGiB, 4}, {1, 80 * kGiB, 4}},
+                              {30 * kGiB, 30 * kGiB, 30 * kGiB, 70 * kGiB, 20 * kGiB},
+                              {{"three 30s, two on gpu 0; the 70 keeps gpu 1; the 20 to gpu 0",
+                                {},
+                                {{0, 0}, {1, 1}, {2, 0}, {4, 0}}},
+                               {"gpu 1 empties: the 70", {1}, {{3, 1}}}}}),
     [](const testing::TestParamInfo<QueueCase>& info) { return info.param.name; });
+
+TEST(JobQueue, TheHeadIsReservedAndTheOthersGoAroundIt) {
+  JobQueue q({{0, 80 * kGiB, 2}, {1, 80 * kGiB, 2}});
+  q.enqueue(0, 50 * kGiB);
+  q.enqueue(1, 50 * kGiB);
+  q.enqueue(2, 60 * kGiB);
+  q.enqueue(3, 30 * kGiB);
+  q.enqueue(4, 30 * kGiB);
+  EXPECT_EQ(q.schedule(), (std::vector<Assignment>{{0, 0}, {1, 1}, {3, 1}}));
+  std::optional<WaitingReason> head = q.waiting_reason(2);
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(head->kind, WaitingReason::Kind::kReserved);
+  EXPECT_EQ(head->device, 0);
+  EXPECT_EQ(head->jobs_to_end, 1);
+  EXPECT_TRUE(head->ending.empty()) << "the fixed policy expects no end";
+  std::optional<WaitingReason> other = q.waiting_reason(4);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->kind, WaitingReason::Kind::kBackfill);
+  EXPECT_EQ(other->head, 2u);
+  q.finished(0);
+  EXPECT_EQ(q.schedule(), (std::vector<Assignment>{{2, 0}}));
+  ASSERT_TRUE(q.waiting_reason(4).has_value());
+  EXPECT_EQ(q.waiting_reason(4)->kind, WaitingReason::Kind::kReserved) << "the head now";
+  EXPECT_TRUE(q.remove(4));
+  EXPECT_EQ(q.waiting_reason(4), std::nullopt) << "cancelled: nothing is kept for it";
+}
 
 TEST(JobQueue, JobLargerThanEveryGpuIsUnplaceableNotStuck) {
   JobQueue q({{0, 80 * kGiB, 4}});

@@ -42,6 +42,10 @@ class QuotaScheduler final : public ForwardingScheduler {
   std::vector<Unplaceable> take_unplaceable() override;
   size_t queued() const override { return policy().queued() + waiting_count_; }
   void set_quota_left(const std::map<uint32_t, double>& gpus_left) override;
+  // None for a job held back here (the policy does not know it).
+  std::optional<WaitingReason> waiting_reason(size_t job) const override {
+    return held(job) ? std::nullopt : policy().waiting_reason(job);
+  }
 
   // The jobs held back for their owner's quota (not shown to the policy).
   bool held(size_t job) const;

@@ -27,6 +27,7 @@
 #include "sched/family.h"
 #include "sched/job_queue.h"
 #include "sched/profile.h"
+#include "sched/waiting_reason.h"
 
 namespace colo {
 
@@ -179,6 +180,12 @@ class Scheduler {
   // Quotas: for each owner given, how many GPUs' worth of their jobs may
   // still start (QuotaScheduler enforces it over a policy; others ignore it).
   virtual void set_quota_left(const std::map<uint32_t, double>& /*gpus_left*/) {}
+  // Why a queued job waits, as the last schedule() left it: the head of the
+  // queue, for which the policy keeps a GPU, or a job that may start only
+  // where it does not delay the head (waiting_reason.h); nullopt when the
+  // policy says nothing of it (the caller's own reasons then). Ask it of
+  // queued jobs only.
+  virtual std::optional<WaitingReason> waiting_reason(size_t /*job*/) const { return std::nullopt; }
 };
 
 // The fixed policy over JobQueue. A job that ends out of memory next to
@@ -205,6 +212,9 @@ class FixedScheduler final : public Scheduler {
   // The fixed policy has no expected ends: nothing backfills a reserved GPU.
   void reserve(const std::vector<int>& devices, std::optional<int64_t> /*until_ms*/) override {
     queue_.reserve(devices);
+  }
+  std::optional<WaitingReason> waiting_reason(size_t job) const override {
+    return queue_.waiting_reason(job);
   }
 
  private:

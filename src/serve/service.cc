@@ -1491,6 +1491,17 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
     auto why = quota_why_.find(j.owner_uid);
     if (why != quota_why_.end()) j.reason = "quota: " + why->second;
   }
+  // The policy's word: the head of the queue, kept a GPU, and the jobs
+  // that may only go around it.
+  auto job_name = [&](size_t key) {
+    auto id = by_key_.find(key);
+    return id != by_key_.end() ? fmt::format("job {}", id->second) : std::string("a job");
+  };
+  for (QueueJob& j : s.jobs) {
+    if (j.state != "queued" || !j.reason.empty()) continue;
+    if (auto it = tracked_.find(j.id); it != tracked_.end())
+      j.reason = engine_.waiting_reason(it->second.key, job_name);
+  }
   if (options_.fair_share && std::count_if(s.owners.begin(), s.owners.end(), [](const auto& o) {
                                return o.second.queued + o.second.running > 0;
                              }) > 1) {

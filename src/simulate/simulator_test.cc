@@ -99,6 +99,24 @@ TEST(Simulator, AutoRetriesAJobThatOutgrowsItsEstimate) {
   EXPECT_EQ(r.jobs_failed, 0);
 }
 
+// Issue 53: the head of the queue gets a place. A big job that fits beside
+// none of the others queues behind a long one; a stream of jobs that fit
+// beside the long one would take each place that frees before it. Under
+// the auto policy and a fixed one alike, it starts second, as soon as the
+// long job ends.
+TEST(Simulator, TheHeadOfTheQueueIsNotOvertakenByAStreamOfSmallerJobs) {
+  std::vector<SimJob> jobs = {job("long", "long", 50, 19, 100'000),
+                              job("big", "big", 95, 19, 10'000)};
+  for (int i = 0; i < 6; ++i)
+    jobs.push_back(job("mid" + std::to_string(i), "mid", 50, 19, 100'000));
+  for (const std::string policy : {"auto", "mps-2"}) {
+    PolicyResult r = run(jobs, policy, h200());
+    EXPECT_EQ(r.jobs_ok, 8) << policy;
+    ASSERT_GE(r.starts.size(), 2u) << policy;
+    EXPECT_EQ(r.starts[1], "big") << policy << ": the big job waited behind the stream";
+  }
+}
+
 // Issue 17: a grid is one family. Nothing is known of its jobs (no store, no
 // hints): auto measures one instance, then the rest start from its profile.
 TEST(Simulator, AGridIsMeasuredOnceThenPackedNearMpsAll) {

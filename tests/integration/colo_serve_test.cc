@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -866,24 +867,34 @@ echo done $e >> MARKS
 // User A's sweep of 8 is queued on one GPU that takes two at a time; user B
 // then submits one job, under `--queue-order ORDER`. Returns when B's job
 // started and when each job of A's started that was still waiting as B's came
-// (from the store). Nothing here waits on the clock.
+// (from the store). `while_b_waits` (when set) runs once B's job is
+// submitted, with its id. Nothing here waits on the clock.
 class ColoServeTwoUsers : public ColoServe {
  protected:
   struct Starts {
     int64_t b_started = 0;
     std::vector<int64_t> a_waiting_started;
   };
+  // The two users' job files: by default, known memory and SM activity
+  // (placed by profile, two to the GPU).
+  struct Workload {
+    std::string sweep =
+        "[[job]]\nname = \"sweep\"\ncommand = [\"sleep\", \"2\"]\nrepeat = 8\n"
+        "gpu_memory = \"30GiB\"\nsm_activity = 30\n";
+    std::string single =
+        "[[job]]\nname = \"single\"\ncommand = [\"sleep\", \"1\"]\n"
+        "gpu_memory = \"30GiB\"\nsm_activity = 30\n";
+    std::function<void(int64_t)> while_b_waits;
+  };
   Starts sweep_then_another_users_job(const std::string& order) {
+    return sweep_then_another_users_job(order, Workload{});
+  }
+  Starts sweep_then_another_users_job(const std::string& order, const Workload& work) {
     TestUser other("colof");
     EXPECT_TRUE(other.created());
     shell("chmod 755 '" + dir_ + "'");
-    // Known memory and SM activity: placed by profile, two to the GPU.
-    const std::string hints = "gpu_memory = \"30GiB\"\nsm_activity = 30\n";
-    std::string sweep =
-        write_file("sweep.toml",
-                   "[[job]]\nname = \"sweep\"\ncommand = [\"sleep\", \"2\"]\nrepeat = 8\n" + hints);
-    std::string single = write_file(
-        "single.toml", "[[job]]\nname = \"single\"\ncommand = [\"sleep\", \"1\"]\n" + hints);
+    std::string sweep = write_file("sweep.toml", work.sweep);
+    std::string single = write_file("single.toml", work.single);
     start_service(
         "--sim-devices 1 --policy auto --mechanism naive --max-per-gpu 2 --grace 1s "
         "--queue-order " +
@@ -907,6 +918,7 @@ class ColoServeTwoUsers : public ColoServe {
     if (submitted.exit_code != 0) return {};
     const int64_t theirs =
         json::parse(submitted.output.substr(submitted.output.find('{')))["ids"][0];
+    if (work.while_b_waits) work.while_b_waits(theirs);
     std::string all;
     for (int64_t id : sweep_ids) all += " " + std::to_string(id);
     CommandResult waited = shell(colo("wait" + all + " " + std::to_string(theirs)));
@@ -946,6 +958,42 @@ TEST_F(ColoServeTwoUsers, FirstComeFirstServedKeepsAnotherUsersJobBehindTheSweep
   const Starts starts = sweep_then_another_users_job("fcfs");
   for (int64_t a : starts.a_waiting_started)
     EXPECT_GE(starts.b_started, a) << "B's job went ahead of a job of the sweep queued before it";
+}
+
+// Issue 53: the head of the queue gets a place. Nothing is known of the
+// jobs (colo serve's defaults: the auto policy, fair share): A's sweep starts
+// with a newcomer measured where it runs (8 s) and a sibling beside it (2 s);
+// B's job, a newcomer too, fits beside none of them. B's job was first in
+// the order, but each place that freed went to the sweep's next sibling
+// beside the running newcomer until that ended. Now the GPU is kept for it:
+// the place that frees waits for the other.
+TEST_F(ColoServeTwoUsers, ANewcomerIsKeptTheGpuASweepWouldRefill) {
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  Workload work;
+  work.sweep =
+      "[[job]]\nname = \"sweep\"\ncommand = [\"sh\", \"-c\", \"case $COLO_JOB_NAME in *#1) sleep "
+      "8;; *) sleep 2;; esac\"]\nrepeat = 8\n";
+  work.single = "[[job]]\nname = \"single\"\ncommand = [\"sleep\", \"1\"]\n";
+  std::string reason;
+  work.while_b_waits = [&](int64_t theirs) {
+    // Its reason while it waits for the GPU kept for it.
+    eventually(
+        [&] {
+          json q = queue();
+          if (!q.is_object()) return false;
+          for (const json& j : q["jobs"]) {
+            if (j["id"] != theirs) continue;
+            if (j["state"] != "queued") return true;
+            reason = j.value("reason", "");
+          }
+          return reason.rfind("reserved:", 0) == 0;
+        },
+        30'000);
+  };
+  const Starts starts = sweep_then_another_users_job("fair-share", work);
+  for (int64_t a : starts.a_waiting_started)
+    EXPECT_LE(starts.b_started, a) << "a job of the sweep queued before B's started first";
+  EXPECT_EQ(reason, "reserved: next on gpu0, when a job there ends") << service_log();
 }
 
 // MPS runs the servers of different users one after another, never together
