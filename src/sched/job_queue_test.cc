@@ -6,7 +6,8 @@
 
 namespace colo {
 
-void PrintTo(const Assignment& a, std::ostream* os) {
+// gtest finds it by argument-dependent lookup; file-local (static) all the same.
+static void PrintTo(const Assignment& a, std::ostream* os) {
   *os << "{job " << a.job << " -> gpu " << a.device << "}";
 }
 
