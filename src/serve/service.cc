@@ -21,6 +21,7 @@
 #include "common/names.h"
 #include "common/paths.h"
 #include "common/remove_tree.h"
+#include "common/replace_file.h"
 #include "common/stop_signal.h"
 #include "common/text.h"
 #include "common/units.h"
@@ -135,22 +136,12 @@ json secret_values(const std::map<std::string, std::string>& env) {
   return out;
 }
 
-// Writes `value` to `path` (0600, its directory 0700), replacing it whole.
+// Writes `value` to `path` (0600, its directory 0700 below 0711 parents),
+// replacing it whole.
 Status write_private_json(const std::string& path, const json& value) {
   const std::string dir = path.substr(0, path.rfind('/'));
-  if (Status s = make_dirs(dir, 0700); !s.ok()) return s;
-  const std::string temp = path + ".tmp";
-  const int fd = open_regular_file(temp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return Error(fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
-  const std::string text = value.dump();
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written || !synced || ::rename(temp.c_str(), path.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    return Error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-  }
-  return OkStatus();
+  if (Status s = make_dirs(dir, 0700, 0711); !s.ok()) return s;
+  return replace_file(path, value.dump(), kPrivateDurableFile);
 }
 
 // What write_private_json wrote; an empty object when there is none.
