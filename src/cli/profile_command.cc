@@ -161,7 +161,7 @@ int draw_timeline(const std::vector<JobWindows>& got, const std::string& logs_di
   for (const JobWindows& job : got) {
     const ProfileWindow& w = job.windows.front();
     if (w.kernels_path.empty()) continue;
-    Result<std::vector<KernelSpan>> spans = read_kernel_spans(w.kernels_path);
+    Result<std::vector<KernelSpan>> spans = read_kernel_spans(w.dir, w.kernels_path);
     if (!spans.ok()) {
       std::cerr << "colo: " << spans.error().message() << "\n";
       continue;

@@ -228,6 +228,13 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
     options.admin_group = *gid;
   }
 
+  // Made first, before anything is made in it: jobs run as their
+  // submitters pass through it (the Python client, their own files) and
+  // list nothing (0711; one already there is left as it is).
+  if (Status made = make_dirs(default_state_dir(), 0711); !made.ok()) {
+    std::cerr << "colo serve: " << made.error().message() << "\n";
+    return kExitEnvironment;
+  }
   SystemClock clock;
   Result<std::unique_ptr<GpuBackend>> backend = open_backend(flags.backend, clock);
   if (!backend.ok()) {

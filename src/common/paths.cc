@@ -22,7 +22,7 @@ std::string default_state_dir() {
 
 std::string default_db_path() { return default_state_dir() + "/colo.db"; }
 
-Status make_dirs(const std::string& path, unsigned mode) {
+Status make_dirs(const std::string& path, unsigned mode, std::optional<unsigned> parents_mode) {
   if (path.empty()) return OkStatus();
   std::string partial;
   size_t pos = 0;
@@ -30,7 +30,13 @@ Status make_dirs(const std::string& path, unsigned mode) {
     pos = path.find('/', pos + 1);
     partial = path.substr(0, pos);
     if (partial.empty()) continue;
-    if (mkdir(partial.c_str(), mode) != 0 && errno != EEXIST) {
+    const unsigned wanted = pos == std::string::npos ? mode : parents_mode.value_or(mode);
+    if (mkdir(partial.c_str(), wanted) == 0) {
+      if (::chmod(partial.c_str(), wanted) != 0) {
+        return Error(fmt::format("cannot set the mode of directory {} to {:o}: {}", partial, wanted,
+                                 std::strerror(errno)));
+      }
+    } else if (errno != EEXIST) {
       return Error(fmt::format("cannot create directory {}: {}", partial, std::strerror(errno)));
     }
   }
@@ -42,15 +48,34 @@ Status make_dirs(const std::string& path, unsigned mode) {
 }
 
 int open_regular_file(const std::string& path, int flags, unsigned mode) {
-  const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode);
+  return open_regular_file_at(AT_FDCWD, path, flags, mode);
+}
+
+int open_regular_file_at(int dir_fd, const std::string& name, int flags, unsigned mode,
+                         struct stat* info) {
+  const int fd =
+      ::openat(dir_fd, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
   if (fd < 0) return -1;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (info != nullptr) *info = st;
+  if (!regular) {
     ::close(fd);
     errno = EINVAL;
     return -1;
   }
   return fd;
+}
+
+const char* file_kind(unsigned st_mode) {
+  if (S_ISREG(st_mode)) return "a regular file";
+  if (S_ISFIFO(st_mode)) return "a FIFO";
+  if (S_ISCHR(st_mode)) return "a character device";
+  if (S_ISBLK(st_mode)) return "a block device";
+  if (S_ISDIR(st_mode)) return "a directory";
+  if (S_ISSOCK(st_mode)) return "a socket";
+  if (S_ISLNK(st_mode)) return "a symbolic link";
+  return "not a regular file";
 }
 
 std::string absolute_path(const std::string& path, const std::string& base) {

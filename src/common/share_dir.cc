@@ -7,14 +7,14 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <string_view>
 #include <vector>
 
 #include "common/embedded_client.h"
 #include "common/paths.h"
+#include "common/replace_file.h"
+#include "common/user_file.h"
 
 namespace colo {
 
@@ -45,21 +45,10 @@ namespace {
 // Writes `content` to `path` unless it holds it already: by a rename of a
 // file written beside it, so that a job never reads half of it.
 bool write_file_once(const std::string& path, std::string_view content) {
-  if (std::ifstream in(path, std::ios::binary); in) {
-    std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (held == content) return true;
-  }
-  const std::string tmp = fmt::format("{}.{}.tmp", path, getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    if (!out.flush()) return false;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  if (Result<std::string> held = read_user_file(path, content.size());
+      held.ok() && *held == content)
+    return true;
+  return replace_file(path, content).ok();
 }
 
 }  // namespace

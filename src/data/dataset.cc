@@ -8,9 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+
+#include "common/replace_file.h"
 
 namespace colo {
 namespace fs = std::filesystem;
@@ -386,46 +390,46 @@ Status write_packed(const Dataset& dataset, const std::string& out_path,
     return Error(
         "colo data pack packs JPEG datasets (imagefolder); CIFAR-10's binary files are "
         "already packed: read them directly");
-  const std::string tmp = out_path + ".tmp";
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) return Error(fmt::format("cannot write {}: {}", tmp, errno_text()));
-  std::string names;
-  for (size_t i = 0; i < dataset.classes().size(); ++i)
-    names += (i > 0 ? "\n" : "") + dataset.classes()[i];
-  PackedHeader h{};
-  std::memcpy(h.magic, kPackedMagic, sizeof kPackedMagic);
-  h.version = 1;
-  h.class_count = static_cast<uint32_t>(dataset.classes().size());
-  h.sample_count = dataset.size();
-  h.names_offset = sizeof h;
-  h.names_size = names.size();
-  h.index_offset = h.names_offset + h.names_size;
-  h.data_offset = h.index_offset + h.sample_count * sizeof(PackedEntry);
-  std::vector<PackedEntry> index(dataset.size());
-  out.seekp(static_cast<std::streamoff>(h.data_offset));
-  uint64_t offset = h.data_offset;
-  std::vector<uint8_t> scratch;
-  for (size_t i = 0; i < dataset.size(); ++i) {
-    Result<StoredSample> s = dataset.read(i, scratch);
-    if (!s.ok()) return s.error();
-    out.write(reinterpret_cast<const char*>(s->bytes.data()),
-              static_cast<std::streamsize>(s->bytes.size()));
-    index[i] = {offset, static_cast<uint32_t>(s->bytes.size()),
-                static_cast<uint32_t>(dataset.label(i))};
-    offset += s->bytes.size();
-    if (progress && (i % 256 == 0 || i + 1 == dataset.size())) progress(i + 1, dataset.size());
-  }
-  out.seekp(0);
-  out.write(reinterpret_cast<const char*>(&h), sizeof h);
-  out.write(names.data(), static_cast<std::streamsize>(names.size()));
-  out.write(reinterpret_cast<const char*>(index.data()),
-            static_cast<std::streamsize>(index.size() * sizeof(PackedEntry)));
-  out.close();
-  if (!out) return Error(fmt::format("cannot write {}: disk full?", tmp));
-  std::error_code ec;
-  fs::rename(tmp, out_path, ec);
-  if (ec) return Error(fmt::format("cannot rename {} to {}: {}", tmp, out_path, ec.message()));
-  return OkStatus();
+  auto pack = [&](int fd, const std::string&) -> Status {
+    // Buffered writes to the file replace_file made (a stream of its own
+    // descriptor, which fclose closes).
+    std::unique_ptr<FILE, int (*)(FILE*)> out(::fdopen(::dup(fd), "wb"), &::fclose);
+    if (!out) return Error(errno_text());
+    std::string names;
+    for (size_t i = 0; i < dataset.classes().size(); ++i)
+      names += (i > 0 ? "\n" : "") + dataset.classes()[i];
+    PackedHeader h{};
+    std::memcpy(h.magic, kPackedMagic, sizeof kPackedMagic);
+    h.version = 1;
+    h.class_count = static_cast<uint32_t>(dataset.classes().size());
+    h.sample_count = dataset.size();
+    h.names_offset = sizeof h;
+    h.names_size = names.size();
+    h.index_offset = h.names_offset + h.names_size;
+    h.data_offset = h.index_offset + h.sample_count * sizeof(PackedEntry);
+    std::vector<PackedEntry> index(dataset.size());
+    bool written = ::fseeko(out.get(), static_cast<off_t>(h.data_offset), SEEK_SET) == 0;
+    uint64_t offset = h.data_offset;
+    std::vector<uint8_t> scratch;
+    for (size_t i = 0; i < dataset.size() && written; ++i) {
+      Result<StoredSample> s = dataset.read(i, scratch);
+      if (!s.ok()) return s.error();
+      written = std::fwrite(s->bytes.data(), 1, s->bytes.size(), out.get()) == s->bytes.size();
+      index[i] = {offset, static_cast<uint32_t>(s->bytes.size()),
+                  static_cast<uint32_t>(dataset.label(i))};
+      offset += s->bytes.size();
+      if (progress && (i % 256 == 0 || i + 1 == dataset.size())) progress(i + 1, dataset.size());
+    }
+    const size_t index_bytes = index.size() * sizeof(PackedEntry);
+    written = written && ::fseeko(out.get(), 0, SEEK_SET) == 0 &&
+              std::fwrite(&h, sizeof h, 1, out.get()) == 1 &&
+              std::fwrite(names.data(), 1, names.size(), out.get()) == names.size() &&
+              std::fwrite(index.data(), 1, index_bytes, out.get()) == index_bytes;
+    if (std::fclose(out.release()) != 0 || !written)
+      return Error(fmt::format("{}: disk full?", errno_text()));
+    return OkStatus();
+  };
+  return replace_file_with(out_path, pack);
 }
 
 }  // namespace colo

@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
 #include <ostream>
 #include <sstream>
 
+#include "common/user_file.h"
 #include "data/loader_server.h"
 
 namespace colo {
@@ -28,8 +28,12 @@ bool can_connect(const std::string& socket_name) {
   return ok;
 }
 
+// The loader's files are in its directory, which is its user's (maybe not
+// colo's): read as that user's files, within bounds.
 std::string log_tail(const std::string& path) {
-  std::ifstream in(path);
+  Result<std::string> text = read_user_file_tail(path, 64 << 10);
+  if (!text.ok()) return "";
+  std::istringstream in(*text);
   std::string line;
   std::vector<std::string> lines;
   while (std::getline(in, line)) lines.push_back(line);
@@ -39,11 +43,9 @@ std::string log_tail(const std::string& path) {
   return out;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return in ? text.str() : "";
+std::string read_stats(const std::string& path) {
+  Result<std::string> text = read_user_file(path, 1 << 20);
+  return text.ok() ? *text : "";
 }
 
 }  // namespace
@@ -163,7 +165,7 @@ std::vector<LoaderOutcome> SharedLoaders::stop() {
   std::vector<LoaderOutcome> outcomes;
   for (Loader& l : loaders_) {
     l.ended = true;
-    LoaderOutcome o{l.options.name, l.options.path, l.pid, read_file(l.options.stats_path), ""};
+    LoaderOutcome o{l.options.name, l.options.path, l.pid, read_stats(l.options.stats_path), ""};
     if (o.stats_json.empty())
       o.note = fmt::format("the loader left no statistics (log {})", l.log_path);
     outcomes.push_back(std::move(o));

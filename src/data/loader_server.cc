@@ -19,7 +19,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -27,6 +26,7 @@
 #include <random>
 #include <thread>
 
+#include "common/replace_file.h"
 #include "common/unique_fd.h"
 #include "common/units.h"
 #include "data/jpeg_codec.h"
@@ -630,12 +630,8 @@ Status run_loader(LoaderOptions options, std::ostream& log) {
   }  // the ring is unlinked here
   if (!owner_path.empty()) std::remove(owner_path.c_str());
   if (!options.stats_path.empty()) {
-    const std::string tmp = options.stats_path + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << final_stats.dump(2) << '\n';
-    }
-    std::rename(tmp.c_str(), options.stats_path.c_str());
+    if (Status s = replace_file(options.stats_path, final_stats.dump(2) + '\n'); !s.ok())
+      log << fmt::format("loader '{}': {}\n", options.name, s.error().message());
   }
   log << fmt::format("loader '{}' stopped: {} samples decoded, {} CPU\n", options.name,
                      final_stats.value("samples_decoded", uint64_t{0}),

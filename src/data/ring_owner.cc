@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -16,6 +15,8 @@
 #include "common/names.h"
 #include "common/paths.h"
 #include "common/proc_stat.h"
+#include "common/replace_file.h"
+#include "common/user_file.h"
 #include "data/ring_memory.h"
 
 namespace colo {
@@ -49,22 +50,15 @@ Status write_ring_owner(const std::string& path, const RingOwnerRecord& r) {
                       {"owner_pid", r.owner_pid},
                       {"hostname", r.hostname.empty() ? host_name() : r.hostname},
                       {"started_ms", r.started_ms}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << '\n';
-    if (!out) return Error(fmt::format("cannot write {}", tmp));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Error(fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
-  return OkStatus();
+  return replace_file(path, j.dump(2) + '\n');
 }
 
 Result<RingOwnerRecord> read_ring_owner(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error(fmt::format("cannot read {}", path));
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  // Under a root service the record is in the loader's user's directory.
+  constexpr uint64_t kMaxRecordBytes = 64 << 10;
+  Result<std::string> text = read_user_file(path, kMaxRecordBytes);
+  if (!text.ok()) return text.error();
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("shm_name") || !j["shm_name"].is_string()) {
     return Error(fmt::format("{} is not a loader ownership record", path));
   }

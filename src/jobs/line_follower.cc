@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/unique_fd.h"
+#include "common/user_file.h"
 
 namespace colo {
 namespace {
@@ -17,15 +17,6 @@ namespace {
 constexpr size_t kReadChunkBytes = size_t{64} << 10;
 
 bool is_terminator(char c) { return c == '\n' || c == '\r'; }
-
-const char* file_kind(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
 
 }  // namespace
 
@@ -44,7 +35,7 @@ void LineFollower::reset(std::string path) {
 
 void LineFollower::refuse(std::string why) {
   refused_ = true;
-  if (!notice_) notice_ = fmt::format("{} {}; colo does not read it", path_, why);
+  if (!notice_) notice_ = std::move(why);
 }
 
 std::optional<std::string> LineFollower::take_notice() {
@@ -95,21 +86,14 @@ void LineFollower::resume_at(uint64_t offset) {
 
 void LineFollower::read(bool writer_exited, const LineSink& on_line) {
   if (path_.empty()) return;
-  UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY));
-  if (fd.get() < 0) {
-    if (errno == ELOOP) {
-      refuse("is a symbolic link");
-    } else if (errno != ENOENT) {
-      refuse(fmt::format("cannot be opened ({})", std::strerror(errno)));
-    }
+  Result<std::optional<UserFile>> opened = open_user_file(path_);
+  if (!opened.ok()) {
+    refuse(opened.error().message());
     return;
   }
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0) return;
-  if (!S_ISREG(st.st_mode)) {
-    refuse(fmt::format("is {}, not a regular file", file_kind(st.st_mode)));
-    return;
-  }
+  if (!*opened) return;  // not written yet
+  const UniqueFd& fd = (*opened)->fd;
+  const struct stat& st = (*opened)->info;
   const auto inode = static_cast<uint64_t>(st.st_ino);
   const auto size = static_cast<uint64_t>(st.st_size);
   if (size < offset_ || (inode_ != 0 && inode != inode_)) {

@@ -36,7 +36,7 @@ Result<RunAs> run_as_user(uid_t uid) {
 }
 
 Status give_to(const std::string& path, const RunAs& who) {
-  if (::chown(path.c_str(), who.uid, who.gid) != 0) {
+  if (::lchown(path.c_str(), who.uid, who.gid) != 0) {
     return Error(
         fmt::format("cannot give {} to user {}: {}", path, who.user, std::strerror(errno)));
   }

@@ -25,6 +25,7 @@ Result<RunAs> run_as_user(uid_t uid);
 
 // Hands `path` (a file or directory colo created for the job: its progress
 // file, its checkpoint directory) to the job's user, so the job can write it.
+// A link at `path` is never followed (lchown): only the link would change.
 Status give_to(const std::string& path, const RunAs& who);
 
 }  // namespace colo

@@ -5,13 +5,15 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <string_view>
 #include <utility>
 
 #include "common/text.h"
+#include "common/units.h"
+#include "common/user_file.h"
+#include "profiling/windows.h"
 
 namespace colo {
 namespace {
@@ -52,26 +54,35 @@ std::string pct(double part, double whole) {
 
 }  // namespace
 
-Result<std::vector<KernelSpan>> read_kernel_spans(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error(fmt::format("{}: cannot be read", path));
+Result<std::vector<KernelSpan>> read_kernel_spans(const std::string& dir, const std::string& path) {
+  Result<UserFile> file = open_window_file(dir, path);
+  if (!file.ok()) return file.error();
+  if (file->size() > kMaxKernelSpansBytes) {
+    return Error(fmt::format("{} holds {}, more than the {} colo reads of it", path,
+                             format_bytes(file->size()), format_bytes(kMaxKernelSpansBytes)));
+  }
+  Result<std::string> text = read_user_file_range(*file, 0, kMaxKernelSpansBytes, path);
+  if (!text.ok()) return text.error();
   std::vector<KernelSpan> spans;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
+  std::string_view rest = *text;
+  for (int number = 1; !rest.empty(); ++number) {
+    const size_t newline = rest.find('\n');
+    const std::string_view line = rest.substr(0, newline);
+    rest.remove_prefix(newline == std::string_view::npos ? rest.size() : newline + 1);
     if (line.empty()) continue;
     const size_t first = line.find('\t');
     const size_t second = first == std::string::npos ? first : line.find('\t', first + 1);
     std::optional<double> start, end;
     if (second != std::string::npos) {
-      start = parse_number(std::string_view(line).substr(0, first));
-      end = parse_number(std::string_view(line).substr(first + 1, second - first - 1));
+      start = parse_number(line.substr(0, first));
+      end = parse_number(line.substr(first + 1, second - first - 1));
     }
     if (!start || !end || *end < *start) {
       return Error(
           fmt::format("{}:{}: expected 'start_us<TAB>end_us<TAB>name' with end at or after start",
                       path, number));
     }
-    spans.push_back({*start, *end, line.substr(second + 1)});
+    spans.push_back({*start, *end, std::string(line.substr(second + 1))});
   }
   return spans;
 }

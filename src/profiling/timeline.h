@@ -22,9 +22,14 @@ struct KernelSpan {
   std::string name;
 };
 
-// A torch-kernels-N.tsv: "start_us<TAB>end_us<TAB>name" per line. An error
-// names the file and the line that is not one.
-Result<std::vector<KernelSpan>> read_kernel_spans(const std::string& path);
+// What colo reads of one torch-kernels-N.tsv (docs/profiling.md).
+constexpr uint64_t kMaxKernelSpansBytes = uint64_t{256} << 20;
+
+// A torch-kernels-N.tsv: "start_us<TAB>end_us<TAB>name" per line, at `path`
+// directly in the job's profile directory `dir`, read as the job's file
+// (windows.h's open_window_file(), at most kMaxKernelSpansBytes). An error
+// names the file, and the line that is not one.
+Result<std::vector<KernelSpan>> read_kernel_spans(const std::string& dir, const std::string& path);
 
 // A kernel's family, from its name: "convolution", "GEMM", "elementwise",
 // "reduction", "normalization", "layout", "optimizer", "softmax", "memcpy",

@@ -13,21 +13,34 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(KernelSpans, AreReadAndABadLineIsNamed) {
-  const std::string path =
+  const std::string dir =
       (std::filesystem::temp_directory_path() / ("colo_spans_" + std::to_string(getpid())))
           .string();
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/torch-kernels-1.tsv";
   std::ofstream(path) << "10.5\t12\tvoid gemm<float>(int)\n\n20\t21\tMemcpy HtoD\n";
-  Result<std::vector<KernelSpan>> spans = read_kernel_spans(path);
+  Result<std::vector<KernelSpan>> spans = read_kernel_spans(dir, path);
   ASSERT_TRUE(spans.ok()) << spans.error().message();
   ASSERT_EQ(spans->size(), 2u);
   EXPECT_DOUBLE_EQ((*spans)[0].start_us, 10.5);
   EXPECT_EQ((*spans)[0].name, "void gemm<float>(int)");
   std::ofstream(path) << "1\t2\tok\n5\tx\tbad\n";
-  Result<std::vector<KernelSpan>> bad = read_kernel_spans(path);
+  Result<std::vector<KernelSpan>> bad = read_kernel_spans(dir, path);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().message(), HasSubstr(path + ":2: expected"));
+  // The job's summary names its spans: none outside its directory, no link.
+  std::ofstream(dir + "/../colo_spans_outside") << "1\t2\tsecret\n";
+  Result<std::vector<KernelSpan>> outside = read_kernel_spans(dir, dir + "/../colo_spans_outside");
+  ASSERT_FALSE(outside.ok());
+  EXPECT_THAT(outside.error().message(), HasSubstr("is not a file of the job's profile directory"));
+  std::filesystem::remove(dir + "/../colo_spans_outside");
   std::filesystem::remove(path);
-  EXPECT_FALSE(read_kernel_spans(path).ok());
+  std::filesystem::create_symlink("/dev/zero", path);
+  Result<std::vector<KernelSpan>> linked = read_kernel_spans(dir, path);
+  ASSERT_FALSE(linked.ok());
+  EXPECT_THAT(linked.error().message(), HasSubstr("is a symbolic link"));
+  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(read_kernel_spans(dir, path).ok());
 }
 
 TEST(KernelFamily, NamesTheCommonKernelsOfTraining) {

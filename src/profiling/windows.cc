@@ -1,17 +1,21 @@
 #include "profiling/windows.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "common/paths.h"
 #include "common/replace_file.h"
+#include "common/units.h"
+#include "common/user_file.h"
 
 namespace colo {
 namespace {
@@ -59,6 +63,7 @@ Result<ProfileWindow> parse_profile_window(const std::string& text, const std::s
   w.gpu_busy_pct = number(j, "gpu_busy_pct");
   w.memcpy_us = number(j, "memcpy_us");
   w.sorted_by = j.value("sorted_by", "self_cpu_us");
+  w.dir = dir;
   const std::string trace = j.value("trace", "");
   if (!trace.empty()) w.trace_path = trace[0] == '/' ? trace : dir + "/" + trace;
   const std::string kernels = j.value("kernels", "");
@@ -74,20 +79,70 @@ Result<ProfileWindow> parse_profile_window(const std::string& text, const std::s
   return w;
 }
 
+Result<UserFile> open_window_file(const std::string& dir, const std::string& path) {
+  const std::string prefix = dir + "/";
+  const std::string name = path.starts_with(prefix) ? path.substr(prefix.size()) : "";
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+    return Error(fmt::format("{} is not a file of the job's profile directory {}", path, dir));
+  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir_fd.get() < 0) return Error(fmt::format("cannot open {}: {}", dir, std::strerror(errno)));
+  Result<std::optional<UserFile>> file = open_user_file(name, dir_fd.get(), path);
+  if (!file.ok()) return file.error();
+  if (!*file) return Error(fmt::format("{} does not exist", path));
+  return std::move(**file);
+}
+
 std::vector<ProfileWindow> read_profile_windows(const std::string& dir,
                                                 std::vector<std::string>* problems) {
+  auto problem = [&](std::string what) {
+    if (problems != nullptr) problems->push_back(std::move(what));
+  };
+  // The directory is the job's: opened once, not through a link, each
+  // summary read relative to it within its bounds.
+  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir_fd.get() < 0) {
+    if (errno != ENOENT) problem(fmt::format("cannot open {}: {}", dir, std::strerror(errno)));
+    return {};
+  }
+  std::map<int, std::string> names;  // by the N of torch-summary-N.json
+  {
+    DIR* listing = ::fdopendir(::dup(dir_fd.get()));
+    if (listing == nullptr) return {};
+    while (const dirent* entry = ::readdir(listing)) {
+      const std::string name = entry->d_name;
+      constexpr std::string_view kPrefix = "torch-summary-";
+      constexpr std::string_view kSuffix = ".json";
+      if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) continue;
+      const std::string n =
+          name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+      if (n.empty() || n.size() > 9 || !std::all_of(n.begin(), n.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c)) != 0;
+          }))
+        continue;
+      names.emplace(std::stoi(n), name);
+    }
+    ::closedir(listing);
+  }
   std::map<int, ProfileWindow> by_number;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("torch-summary-", 0) != 0 || entry.path().extension() != ".json") continue;
-    std::ifstream in(entry.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    Result<ProfileWindow> w = parse_profile_window(text.str(), dir);
+  uint64_t read_bytes = 0;
+  for (const auto& [n, name] : names) {
+    const std::string path = dir + "/" + name;
+    if (read_bytes >= kMaxProfileSummariesBytes) {
+      problem(
+          fmt::format("{}: not read, the job's summaries before it took the {} colo reads of "
+                      "one job's",
+                      path, format_bytes(kMaxProfileSummariesBytes)));
+      continue;
+    }
+    Result<std::string> text = read_user_file(name, kMaxProfileSummaryBytes, dir_fd.get(), path);
+    if (!text.ok()) {
+      problem(text.error().message());
+      continue;
+    }
+    read_bytes += text->size();
+    Result<ProfileWindow> w = parse_profile_window(*text, dir);
     if (!w.ok()) {
-      if (problems != nullptr)
-        problems->push_back(fmt::format("{}: {}", entry.path().string(), w.error().message()));
+      problem(fmt::format("{}: {}", path, w.error().message()));
       continue;
     }
     by_number[w->window] = std::move(*w);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/user_file.h"
 
 namespace colo {
 
@@ -35,6 +36,7 @@ struct ProfileWindow {
   std::optional<double> gpu_busy_pct;  // the union of its kernels over the window
   std::optional<double> memcpy_us;
   std::string sorted_by;     // "self_device_us" or "self_cpu_us"
+  std::string dir;           // the job's profile directory, which its summary was read from
   std::string trace_path;    // the Chrome trace (absolute)
   std::string kernels_path;  // its device spans on the wall clock (absolute; "" on a CPU)
   double started_s = 0;      // the window, in seconds since the Unix epoch
@@ -45,8 +47,25 @@ struct ProfileWindow {
 // One summary file's text; `dir` makes its trace's path absolute. An error
 // says what is missing.
 Result<ProfileWindow> parse_profile_window(const std::string& text, const std::string& dir);
-// Every torch-summary-N.json in `dir`, by N (none when `dir` does not exist);
-// a file that does not parse is left out and named in `problems`.
+
+// A file that a summary names (a window's trace or kernel spans), opened
+// under common/user_file.h's rule when it lies directly in the job's profile
+// directory `dir` (the directory itself not reached through a link): the job
+// wrote its summary, and a path leading elsewhere must not make colo read
+// whatever colo may read. An error names the file: outside `dir`, missing, a
+// link, not a regular file.
+Result<UserFile> open_window_file(const std::string& dir, const std::string& path);
+
+// What colo reads of a job's summaries, which the job writes (and colo, maybe
+// as root, reads: common/user_file.h): one summary at most, and all of one
+// job's (docs/profiling.md).
+constexpr uint64_t kMaxProfileSummaryBytes = uint64_t{1} << 20;
+constexpr uint64_t kMaxProfileSummariesBytes = uint64_t{16} << 20;
+
+// Every torch-summary-N.json in `dir`, by N (none when `dir` does not exist),
+// read under common/user_file.h's rule within the bounds above; a summary
+// that is a link, not a regular file, over a bound or does not parse is left
+// out and named in `problems`.
 std::vector<ProfileWindow> read_profile_windows(const std::string& dir,
                                                 std::vector<std::string>* problems);
 

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -81,6 +83,59 @@ TEST(ProfileWindows, ADirectoryGivesItsWindowsInOrderAndNamesWhatDoesNotParse) {
   EXPECT_EQ(request["tool"], "torch");
   EXPECT_EQ(request["duration_s"], 2.5);
   EXPECT_FALSE(request.contains("steps"));
+  std::filesystem::remove_all(dir);
+}
+
+// Finding 4 of issue 53: a summary linked to /dev/zero was read without
+// bound (by the service, as root, at every poll of the job's page).
+TEST(ProfileWindows, ASummaryThatIsALinkAFifoOrTooLargeIsLeftOutAndNamed) {
+  char tmpl[] = "/tmp/colo-profiling-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  nlohmann::json whole = nlohmann::json::parse(kSummary);
+  whole["window"] = 1;
+  std::ofstream(dir + "/torch-summary-1.json") << whole.dump();
+  std::filesystem::create_symlink("/dev/zero", dir + "/torch-summary-2.json");
+  ASSERT_EQ(::mkfifo((dir + "/torch-summary-3.json").c_str(), 0600), 0);
+  std::ofstream(dir + "/torch-summary-4.json") << "{";
+  std::filesystem::resize_file(dir + "/torch-summary-4.json", kMaxProfileSummaryBytes + 1);
+  std::vector<std::string> problems;
+  std::vector<ProfileWindow> windows = read_profile_windows(dir, &problems);
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_EQ(windows[0].window, 1);
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_THAT(problems[0], HasSubstr(dir + "/torch-summary-2.json is a symbolic link"));
+  EXPECT_THAT(problems[1], HasSubstr(dir + "/torch-summary-3.json is a FIFO, not a regular file"));
+  EXPECT_THAT(problems[2], HasSubstr(dir + "/torch-summary-4.json holds 1.0 MiB, more than the "
+                                           "1.0 MiB colo reads of it"));
+  std::filesystem::remove_all(dir);
+}
+
+// Finding 3 of issue 53: the job planted request.json.tmp as a link to a
+// root-only file, and `colo profile` (root) wrote the request into it. As
+// root in the job's directory, the request is the job's user's file.
+TEST(ProfileWindows, ARequestIsNeverWrittenThroughALinkTheJobPlanted) {
+  char tmpl[] = "/tmp/colo-profiling-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string victim = dir + "/root-only";
+  std::ofstream(victim) << "root's\n";
+  const std::string job_dir = dir + "/profile";
+  std::filesystem::create_directories(job_dir);
+  std::filesystem::create_symlink(victim, job_dir + "/request.json.tmp");
+  const bool root = ::geteuid() == 0;
+  if (root) ASSERT_EQ(::chown(job_dir.c_str(), 54321, 54321), 0);
+  ASSERT_TRUE(request_profile_window(job_dir, 10.0, std::nullopt).ok());
+  std::ifstream in(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "root's\n");
+  EXPECT_FALSE(std::filesystem::is_symlink(job_dir + "/request.json"));
+  std::ifstream request(job_dir + "/request.json");
+  EXPECT_EQ(nlohmann::json::parse(request)["duration_s"], 10.0);
+  if (root) {
+    struct stat st {};
+    ASSERT_EQ(::stat((job_dir + "/request.json").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 54321u) << "written as the job's user";
+  }
   std::filesystem::remove_all(dir);
 }
 

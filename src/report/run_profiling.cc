@@ -94,8 +94,10 @@ void add_interference(RunStore& store, int64_t run_id, RunProfiling& out,
   }
   std::string text;
   for (const AloneAndBeside& pair : pair_windows(placed)) {
-    Result<std::vector<KernelSpan>> alone = read_kernel_spans(pair.alone.window->kernels_path);
-    Result<std::vector<KernelSpan>> beside = read_kernel_spans(pair.beside.window->kernels_path);
+    Result<std::vector<KernelSpan>> alone =
+        read_kernel_spans(pair.alone.window->dir, pair.alone.window->kernels_path);
+    Result<std::vector<KernelSpan>> beside =
+        read_kernel_spans(pair.beside.window->dir, pair.beside.window->kernels_path);
     if (!alone.ok() || !beside.ok()) {
       problems.push_back((alone.ok() ? beside : alone).error().message());
       continue;

@@ -65,6 +65,15 @@ std::string service_profile_dir(const std::string& service_dir, int64_t job_id) 
   return fmt::format("{}/profiles/{}", service_dir, job_id);
 }
 
+std::string service_data_dir(const std::string& service_dir, int64_t uid) {
+  return fmt::format("{}/data/{}", service_dir, uid);
+}
+
+std::vector<std::string> service_parent_dirs(const std::string& service_dir) {
+  return {service_dir + "/jobs", service_dir + "/checkpoints", service_dir + "/profiles",
+          service_dir + "/data"};
+}
+
 std::string job_dir_of_log(const std::string& log_path, JobDir which) {
   const size_t slash = log_path.rfind('/');
   if (slash == std::string::npos || slash == 0) return "";

@@ -3,7 +3,9 @@
 //   colo run:    <logs root>/<store key>/<run id>/<NNN>-<job name>.log
 //                (.progress.jsonl, .checkpoint/, later attempts .attempt<N>.log)
 //   colo serve:  <logs root>/<store key>/jobs/<job id>-<job name>.log,
-//                .../checkpoints/<job id>/, .../secrets/<job id>.json
+//                .../checkpoints/<job id>/, .../profiles/<job id>/,
+//                .../data/<uid>/ (a submitter's shared loaders),
+//                .../secrets/<job id>.json
 //
 // The store key keeps stores that share a state directory apart (run ids and
 // service job ids are per store). `colo rm` removes a run's logs through remove_run_logs().
@@ -33,6 +35,13 @@ std::string service_checkpoint_dir(const std::string& service_dir, int64_t job_i
 // A service job's profile directory (COLO_PROFILE_DIR), in `service_dir`;
 // a `colo run` job's is its stem + ".profile".
 std::string service_profile_dir(const std::string& service_dir, int64_t job_id);
+// The directory of a submitter's shared data loaders (their statistics and
+// ring records), in `service_dir`.
+std::string service_data_dir(const std::string& service_dir, int64_t uid);
+// The directories of `service_dir` above each job's own files (jobs/,
+// checkpoints/, profiles/, data/): a job run as its submitter passes through
+// them (0711), and lists none.
+std::vector<std::string> service_parent_dirs(const std::string& service_dir);
 // The checkpoint or profile directory of the job whose log (of any attempt)
 // is `log_path`, in either layout above; "" when the path is in neither.
 enum class JobDir { kCheckpoint, kProfile };

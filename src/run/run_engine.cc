@@ -473,24 +473,20 @@ Status RunEngine::prepare_files(JobRuntime& job) {
     if (Status s = make_dirs(j.log_stem.substr(0, slash), 0711); !s.ok())
       return s.error().with_context("log directory");
   }
+  // Its own directories: their parents only let the job's user through
+  // (0711), the directory is theirs alone (0700). A job run as another user
+  // has its profile directory from the start, where `colo profile` (root)
+  // may ask it for a window later.
+  auto own_dir = [&](const std::string& dir, const char* what) -> Status {
+    if (Status s = make_dirs(dir, 0700, 0711); !s.ok()) return s.error().with_context(what);
+    if (j.run_as) return give_to(dir, *j.run_as);
+    return OkStatus();
+  };
   if (!j.checkpoint_dir.empty()) {
-    // Its parents only let the job's user through (0711); the directory is theirs alone.
-    if (size_t slash = j.checkpoint_dir.rfind('/'); slash != std::string::npos && slash > 0) {
-      if (Status s = make_dirs(j.checkpoint_dir.substr(0, slash), 0711); !s.ok())
-        return s.error().with_context("checkpoint directory");
-    }
-    if (Status s = make_dirs(j.checkpoint_dir, 0700); !s.ok())
-      return s.error().with_context("checkpoint directory");
-    if (j.run_as) {
-      if (Status s = give_to(j.checkpoint_dir, *j.run_as); !s.ok()) return s;
-    }
+    if (Status s = own_dir(j.checkpoint_dir, "checkpoint directory"); !s.ok()) return s;
   }
-  if (!j.profile_dir.empty() && j.spec.profile) {
-    if (Status s = make_dirs(j.profile_dir, 0700); !s.ok())
-      return s.error().with_context("profile directory");
-    if (j.run_as) {
-      if (Status s = give_to(j.profile_dir, *j.run_as); !s.ok()) return s;
-    }
+  if (!j.profile_dir.empty() && (j.spec.profile || j.run_as)) {
+    if (Status s = own_dir(j.profile_dir, "profile directory"); !s.ok()) return s;
   }
   if (j.run_as) {
     int fd = open_regular_file(j.progress_path, O_WRONLY | O_CREAT | O_APPEND, 0600);

@@ -11,12 +11,12 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
 #include <set>
 
 #include "analysis/training_metrics.h"
 #include "common/json_values.h"
 #include "common/proc_stat.h"
+#include "common/user_file.h"
 #include "jobs/job_spec_json.h"
 #include "jobs/progress_event.h"
 #include "profiling/windows.h"
@@ -90,29 +90,6 @@ std::string latest_log(const ServiceJobRow& row, const std::vector<AttemptRow>& 
   return attempts.back().log_path;
 }
 
-struct OpenFile {
-  UniqueFd fd;
-  uint64_t size = 0;
-};
-
-// The file `path` when it lies directly in `dir` (no link followed): a job
-// writes its profile summaries, and a trace path leading elsewhere must not
-// serve whatever the service can read.
-Result<OpenFile> open_in_dir(const std::string& dir, const std::string& path) {
-  const std::string prefix = dir + "/";
-  const std::string name = path.starts_with(prefix) ? path.substr(prefix.size()) : "";
-  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
-    return Error(fmt::format("{} is not a file of the job's profile directory {}", path, dir));
-  UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (d.get() < 0) return Error(fmt::format("cannot open {}: {}", dir, std::strerror(errno)));
-  UniqueFd f(::openat(d.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (f.get() < 0) return Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode))
-    return Error(fmt::format("{} is not a regular file", path));
-  return OpenFile{std::move(f), static_cast<uint64_t>(st.st_size)};
-}
-
 // Files sent at once, at most (HttpServer::downloads_).
 constexpr int kMaxDownloads = 2;
 constexpr size_t kFileChunk = size_t{1} << 20;
@@ -170,35 +147,41 @@ int attempt_of(const std::vector<AttemptRow>& attempts, int64_t job_id, UnixMill
   return found;
 }
 
-// The last `max_bytes` of the file, from the start of a line when cut.
+// The last `max_bytes` of the job's log, from the start of a line when cut
+// (read as a file the job controls: common/user_file.h).
 json log_tail(const std::string& path, int64_t max_bytes, bool enabled) {
   json log = {{"path", path}, {"size_bytes", nullptr}, {"tail", nullptr}};
-  struct stat st {};
-  if (path.empty() || ::stat(path.c_str(), &st) != 0) {
-    log["note"] = path.empty() ? "the job has not started" : "the log file is not there";
+  if (path.empty()) {
+    log["note"] = "the job has not started";
     return log;
   }
-  log["size_bytes"] = static_cast<int64_t>(st.st_size);
+  Result<std::optional<UserFile>> file = open_user_file(path);
+  if (!file.ok() || !*file) {
+    log["note"] = file.ok() ? "the log file is not there" : file.error().message();
+    return log;
+  }
+  const auto size = static_cast<int64_t>((*file)->size());
+  log["size_bytes"] = size;
   if (!enabled) {
     log["note"] =
         "log tails are off over HTTP: start colo serve with --http-logs, or read it "
         "with colo logs ID";
     return log;
   }
-  std::ifstream in(path, std::ios::binary);
-  const int64_t size = static_cast<int64_t>(st.st_size);
   const int64_t from = std::max<int64_t>(0, size - max_bytes);
   // One byte more: whether the tail starts a line.
   const int64_t read_from = std::max<int64_t>(0, from - 1);
-  in.seekg(read_from);
-  std::string data(static_cast<size_t>(size - read_from), '\0');
-  in.read(data.data(), static_cast<std::streamsize>(data.size()));
-  data.resize(static_cast<size_t>(in.gcount()));
-  if (from > 0) {
-    size_t newline = data.find('\n');
-    data.erase(0, newline == std::string::npos ? data.size() : newline + 1);
+  Result<std::string> data = read_user_file_range(**file, static_cast<uint64_t>(read_from),
+                                                  static_cast<uint64_t>(size - read_from), path);
+  if (!data.ok()) {
+    log["note"] = data.error().message();
+    return log;
   }
-  log["tail"] = std::move(data);
+  if (from > 0) {
+    size_t newline = data->find('\n');
+    data->erase(0, newline == std::string::npos ? data->size() : newline + 1);
+  }
+  log["tail"] = std::move(*data);
   log["truncated"] = from > 0;
   return log;
 }
@@ -370,10 +353,10 @@ HttpAnswer ApiRoutes::profile_trace(int64_t id, int64_t window) {
                                   "/api/jobs/{} lists its windows)",
                                   id, window, id));
   }
-  Result<OpenFile> file = open_in_dir(dir, w->trace_path);
+  Result<UserFile> file = open_window_file(dir, w->trace_path);
   if (!file.ok()) return error(404, file.error().message());
   HttpAnswer answer{200, "application/json", "", ""};
-  answer.file_size = file->size;
+  answer.file_size = file->size();
   answer.file = std::make_shared<const UniqueFd>(std::move(file->fd));
   answer.download_name = fmt::format("job-{}-torch-trace-{}.json", id, window);
   return answer;
@@ -404,7 +387,9 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
   std::optional<int64_t> tail = int_param(query, "tail", kDefaultLogTail, 0, kMaxLogTail, bad);
   if (!tail) return bad;
 
-  std::lock_guard lock(store_mu_);
+  // The store under its lock; the job's files (its profiling windows, its
+  // log), which the job controls, after it is released.
+  std::unique_lock lock(store_mu_);
   if (!store_) return error(503, "this colo serve has no store to read jobs from");
   Result<std::vector<ServiceJobRow>> rows = store_->service_jobs_by_id({id});
   if (!rows.ok()) return error(500, rows.error().message());
@@ -459,6 +444,7 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
       epochs.push_back(std::move(epoch));
     }
   }
+  lock.unlock();
   auto keep_last = [](json& list, int64_t n) {
     if (static_cast<int64_t>(list.size()) > n)
       list.erase(list.begin(), list.begin() + static_cast<int64_t>(list.size()) - n);

@@ -1,15 +1,18 @@
 #include "serve/http_api.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <vector>
@@ -143,6 +146,30 @@ class HttpApiTest : public ::testing::Test {
 
   static json body(const HttpAnswer& a) { return json::parse(a.body); }
 
+  // A service job `name` of alice's that started, in the service's layout
+  // under dir_/serve/key: its id, and its profile directory made.
+  std::pair<int64_t, std::string> add_profiled_job(const std::string& name) {
+    NewServiceJob submitted{kT0, 2000, "alice", "/home/alice/jobs.toml", name, name, "{}", "{}"};
+    auto ids = writer_->add_service_jobs({submitted});
+    EXPECT_TRUE(ids.ok());
+    const int64_t id = ids->front();
+    const std::string service_dir = dir_ + "/serve/key";
+    const std::string log = service_job_stem(service_dir, id, name) + ".log";
+    JobSpec spec;
+    spec.name = name;
+    spec.command = {"x"};
+    auto rows = writer_->add_jobs(run_id_, {spec}, {log}, kT0);
+    EXPECT_TRUE(rows.ok());
+    EXPECT_TRUE(writer_->service_job_started(id, rows->front(), 0, kT0 + 1000, log).ok());
+    const std::string profiles = service_profile_dir(service_dir, id);
+    EXPECT_EQ(std::system(("mkdir -p '" + profiles + "'").c_str()), 0);
+    return {id, profiles};
+  }
+  static void write_summary(const std::string& profiles, int n, const std::string& trace) {
+    std::ofstream(profiles + "/torch-summary-" + std::to_string(n) + ".json")
+        << json{{"window", n}, {"started", 1}, {"ended", 2}, {"trace", trace}}.dump();
+  }
+
   std::string dir_;
   std::string log_;
   std::unique_ptr<RunStore> writer_;
@@ -197,24 +224,8 @@ TEST_F(HttpApiTest, AJobOutsideTheSnapshotShowsItsRunAndLastEpochFromTheStore) {
 // (--http-logs), and only from the job's own profile directory: a summary
 // the job wrote that names a file elsewhere, or a link, serves nothing.
 TEST_F(HttpApiTest, AProfilingWindowsTraceDownloadsOnlyFromItsProfileDirectory) {
-  NewServiceJob submitted{kT0, 2000, "alice", "/home/alice/jobs.toml", "prof", "prof", "{}", "{}"};
-  auto ids = writer_->add_service_jobs({submitted});
-  ASSERT_TRUE(ids.ok());
-  const int64_t id = ids->front();
-  const std::string service_dir = dir_ + "/serve/key";
-  const std::string log = service_job_stem(service_dir, id, "prof") + ".log";
-  JobSpec spec;
-  spec.name = "prof";
-  spec.command = {"x"};
-  auto rows = writer_->add_jobs(run_id_, {spec}, {log}, kT0);
-  ASSERT_TRUE(rows.ok());
-  ASSERT_TRUE(writer_->service_job_started(id, rows->front(), 0, kT0 + 1000, log).ok());
-  const std::string profiles = service_profile_dir(service_dir, id);
-  ASSERT_EQ(std::system(("mkdir -p '" + profiles + "'").c_str()), 0);
-  auto summary = [&](int n, const std::string& trace) {
-    std::ofstream(profiles + "/torch-summary-" + std::to_string(n) + ".json")
-        << json{{"window", n}, {"started", 1}, {"ended", 2}, {"trace", trace}}.dump();
-  };
+  const auto [id, profiles] = add_profiled_job("prof");
+  auto summary = [&](int n, const std::string& trace) { write_summary(profiles, n, trace); };
   // Larger than one chunk of the sender's (1 MiB), so that it goes in parts.
   std::string trace = "{\"traceEvents\": [";
   while (trace.size() < (size_t{5} << 19)) trace += "{\"name\": \"aten::mm\", \"ph\": \"X\"},";
@@ -275,6 +286,64 @@ TEST_F(HttpApiTest, AProfilingWindowsTraceDownloadsOnlyFromItsProfileDirectory) 
   httplib::Result outside = client.Get(route + "3/trace");
   ASSERT_TRUE(outside);
   EXPECT_EQ(outside->status, 404);
+  (*server)->stop();
+}
+
+// Findings 4 and 5 of issue 53: a job's summary linked to /dev/zero (one
+// request took the service from 11 MB to 2 GB), a huge one, a log and a
+// trace that are FIFOs (20 trace requests held every worker for good). The
+// job's page answers with what it can read, naming the rest; the trace route
+// answers an error; the other routes keep answering.
+TEST_F(HttpApiTest, AJobsFilesThatAreLinksFifosOrHugeHoldNoWorkerAndNoMemory) {
+  const auto [id, profiles] = add_profiled_job("hostile");
+  write_summary(profiles, 1, "torch-trace-1.json");
+  ASSERT_EQ(::mkfifo((profiles + "/torch-trace-1.json").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink("/dev/zero", (profiles + "/torch-summary-2.json").c_str()), 0);
+  const std::string huge = profiles + "/torch-summary-3.json";
+  std::ofstream(huge) << "{";
+  std::filesystem::resize_file(huge, uint64_t{8} << 30);  // sparse
+  ASSERT_EQ(::mkfifo((profiles + "/torch-summary-4.json").c_str(), 0600), 0);
+  const std::string log = service_job_stem(dir_ + "/serve/key", id, "hostile") + ".log";
+  std::filesystem::create_directories(std::filesystem::path(log).parent_path());
+  ASSERT_EQ(::mkfifo(log.c_str(), 0600), 0);
+  const std::string route = "/api/jobs/" + std::to_string(id);
+
+  auto api = routes(true);
+  HttpOptions o;
+  o.port = 0;
+  Result<std::unique_ptr<HttpServer>> server = HttpServer::bind(o);
+  ASSERT_TRUE(server.ok()) << server.error().message();
+  (*server)->serve(api);
+  // A worker that waits on a FIFO (this test failing) is let go before the server stops.
+  struct LetGo {
+    std::vector<std::string> fifos;
+    ~LetGo() {
+      for (const std::string& fifo : fifos) {
+        const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+        if (writer >= 0) ::close(writer);
+      }
+    }
+  } let_go{{profiles + "/torch-trace-1.json", profiles + "/torch-summary-4.json", log}};
+  const std::string address = (*server)->address();
+  httplib::Client client("127.0.0.1", std::stoi(address.substr(address.rfind(':') + 1)));
+  httplib::Result page = client.Get(route);
+  ASSERT_TRUE(page) << httplib::to_string(page.error());
+  ASSERT_EQ(page->status, 200) << page->body;
+  const json j = json::parse(page->body);
+  ASSERT_EQ(j["profiles"].size(), 1u) << "window 1 alone: the others are not read";
+  EXPECT_EQ(j["profiles"][0]["window"], 1);
+  EXPECT_TRUE(j["log"]["tail"].is_null());
+  EXPECT_THAT(j["log"]["note"].get<std::string>(), HasSubstr("is a FIFO, not a regular file"));
+  // More trace requests than the service has workers (16).
+  for (int i = 0; i < 20; ++i) {
+    httplib::Result trace = client.Get(route + "/profiles/1/trace");
+    ASSERT_TRUE(trace) << "request " << i << ": " << httplib::to_string(trace.error());
+    EXPECT_EQ(trace->status, 404);
+    EXPECT_THAT(trace->body, HasSubstr("torch-trace-1.json is a FIFO, not a regular file"));
+  }
+  httplib::Result gpus = client.Get("/api/gpus");
+  ASSERT_TRUE(gpus) << httplib::to_string(gpus.error());
+  EXPECT_EQ(gpus->status, 200);
   (*server)->stop();
 }
 

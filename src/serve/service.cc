@@ -21,6 +21,7 @@
 #include "common/names.h"
 #include "common/paths.h"
 #include "common/remove_tree.h"
+#include "common/replace_file.h"
 #include "common/stop_signal.h"
 #include "common/text.h"
 #include "common/units.h"
@@ -135,22 +136,12 @@ json secret_values(const std::map<std::string, std::string>& env) {
   return out;
 }
 
-// Writes `value` to `path` (0600, its directory 0700), replacing it whole.
+// Writes `value` to `path` (0600, its directory 0700 below 0711 parents),
+// replacing it whole.
 Status write_private_json(const std::string& path, const json& value) {
   const std::string dir = path.substr(0, path.rfind('/'));
-  if (Status s = make_dirs(dir, 0700); !s.ok()) return s;
-  const std::string temp = path + ".tmp";
-  const int fd = open_regular_file(temp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return Error(fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
-  const std::string text = value.dump();
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written || !synced || ::rename(temp.c_str(), path.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    return Error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-  }
-  return OkStatus();
+  if (Status s = make_dirs(dir, 0700, 0711); !s.ok()) return s;
+  return replace_file(path, value.dump(), kPrivateDurableFile);
 }
 
 // What write_private_json wrote; an empty object when there is none.
@@ -366,8 +357,8 @@ Result<std::string> Service::loader_for(const ServiceJobRow& row, const EngineJo
     options->name =
         fmt::format("{}.u{}.{}", spec.data_source->name, row.owner_uid, loaders_started_++);
     // The loader writes its statistics and ring records here, as the submitter.
-    const std::string dir = fmt::format("{}/data/{}", options_.logs_root, row.owner_uid);
-    if (Status s = make_dirs(dir, 0700); !s.ok()) return s.error();
+    const std::string dir = service_data_dir(options_.logs_root, row.owner_uid);
+    if (Status s = make_dirs(dir, 0700, 0711); !s.ok()) return s.error();
     if (job.run_as) {
       if (Status s = give_to(dir, *job.run_as); !s.ok()) return s.error();
     }
@@ -1883,11 +1874,15 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
       ctx.store.path() + ".serve.lock", "another colo serve",
       "owns the queue in " + ctx.store.path() + "; stop it first, or use another --db");
   if (!store_lock.ok()) return store_lock.error();
-  // Jobs run as their submitters pass through to their progress files and
-  // checkpoint directories below it (0711: no one else may list it), also
-  // where a secret written first made it 0700.
-  if (Status made = make_dirs(options.logs_root, 0711); !made.ok()) return made;
-  if (::geteuid() == 0) ::chmod(options.logs_root.c_str(), 0711);
+  // Jobs run as their submitters pass through it and the directories above
+  // their own files to them (0711: no one else may list them), also where a
+  // secret written first, or an earlier colo, made them 0700.
+  std::vector<std::string> passed = service_parent_dirs(options.logs_root);
+  passed.insert(passed.begin(), options.logs_root);
+  for (const std::string& dir : passed) {
+    if (Status made = make_dirs(dir, 0711); !made.ok()) return made;
+    if (::geteuid() == 0) ::chmod(dir.c_str(), 0711);
+  }
   ListenOptions listen;
   listen.path = options.socket_path;
   listen.group = options.socket_group;

@@ -15,6 +15,7 @@
 
 #include "common/names.h"
 #include "common/paths.h"
+#include "common/replace_file.h"
 #include "mig/mig_profiles.h"
 #include "sharing/mps_daemon.h"
 #include "sharing/process_finder.h"
@@ -152,16 +153,8 @@ Status write_mig_owner_record(const std::string& path, const MigOwnerRecord& rec
   nlohmann::json j = {{"colo_pid", record.colo_pid},           {"hostname", record.hostname},
                       {"start_time_ms", record.start_time_ms}, {"device", record.device},
                       {"device_uuid", record.device_uuid},     {"gpu_instances", gis}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << "\n";
-    out.flush();
-    if (!out) return Error(fmt::format("cannot write MIG ownership record {}", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Error(fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(errno)));
-  }
+  if (Status s = replace_file(path, j.dump(2) + "\n"); !s.ok())
+    return s.error().with_context("MIG ownership record");
   return OkStatus();
 }
 

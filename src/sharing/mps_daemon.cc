@@ -18,6 +18,8 @@
 
 #include "common/names.h"
 #include "common/paths.h"
+#include "common/replace_file.h"
+#include "common/user_file.h"
 
 namespace colo {
 namespace {
@@ -142,16 +144,8 @@ Status write_owner_record(const std::string& path, const MpsOwnerRecord& record)
       {"log_dir", record.log_dir},
       {"control_program", record.control_program},
   };
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << "\n";
-    out.flush();
-    if (!out) return Error(fmt::format("cannot write MPS ownership record {}", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Error(fmt::format("cannot rename {} to {}: {}", tmp, path, std::strerror(errno)));
-  }
+  if (Status s = replace_file(path, j.dump(2) + "\n"); !s.ok())
+    return s.error().with_context("MPS ownership record");
   return OkStatus();
 }
 
@@ -325,10 +319,12 @@ Status MpsDaemon::health_check() {
 
 std::vector<ProcessInfo> MpsDaemon::daemon_processes() {
   const std::set<std::string> names = daemon_comm_names(options_.control_program);
+  // The pipe directory is the daemon's user's: read as their file.
   int pid_from_file = 0;
-  {
-    std::ifstream in(owner_.pipe_dir + "/" + kDaemonPidFile);
-    if (in) in >> pid_from_file;
+  if (Result<std::string> text = read_user_file(owner_.pipe_dir + "/" + kDaemonPidFile, 64);
+      text.ok()) {
+    const std::string digits = trim(*text);
+    std::from_chars(digits.data(), digits.data() + digits.size(), pid_from_file);
   }
   std::vector<ProcessInfo> daemon;
   for (ProcessInfo& p : finder_.find_with_env(kMpsPipeDirectoryEnv, owner_.pipe_dir)) {
@@ -384,9 +380,12 @@ Status MpsDaemon::stop() {
 }
 
 std::string MpsDaemon::control_log_tail() const {
-  std::ifstream in(owner_.log_dir + "/control.log");
-  if (!in) return {};
+  // The log directory is the daemon's user's: its last 64 KiB, read as their file.
+  constexpr uint64_t kTailBytes = 64 << 10;
+  Result<std::string> text = read_user_file_tail(owner_.log_dir + "/control.log", kTailBytes);
+  if (!text.ok()) return {};
   std::vector<std::string> lines;
+  std::istringstream in(*text);
   for (std::string line; std::getline(in, line);) {
     if (!trim(line).empty()) lines.push_back(line);
   }

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "common/replace_file.h"
 #include "common/units.h"
 
 namespace colo {
@@ -118,18 +119,8 @@ Status write_plan(const std::string& path, const ShardPlan& plan) {
                       {"array_job_id", plan.array_job_id},
                       {"submitted_ms", plan.submitted_ms},
                       {"shards", shards}};
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << '\n';
-    if (!out)
-      return Error(
-          fmt::format("cannot write {}: check the directory exists and is "
-                      "writable",
-                      tmp));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0)
-    return Error(fmt::format("cannot rename {} to {}", tmp, path));
+  if (Status s = replace_file(path, j.dump(2) + '\n'); !s.ok())
+    return Error(s.error().message() + ": check the directory exists and is writable");
   return OkStatus();
 }
 

@@ -86,7 +86,7 @@ bool same_file(const struct stat& a, const struct stat& b) {
 Result<StoreCopy> write_store_copy(sqlite3* source, const std::string& source_path,
                                    const std::string& out_path, ExistingFile existing) {
   const std::string where = fmt::format("copying {} to {}", source_path, out_path);
-  Result<StagedFile> staged = StagedFile::create(out_path);
+  Result<StagedFile> staged = StagedFile::create(out_path, kPrivateDurableFile);
   if (!staged.ok()) return staged.error();
   StoreCopy copy;
   copy.path = out_path;

@@ -53,10 +53,12 @@ class ColoServe : public ColoTestDir {
   }
 
   // Starts `colo serve ARGS` in the background, its output in serve.log, and
-  // waits until it answers.
-  void start_service(const std::string& args) {
-    CommandResult r = shell(colo("serve --backend sim --db " + db() + " " + args) + " >> '" + dir_ +
-                            "/serve.log' 2>&1 & echo $!");
+  // waits until it answers. Its store is db(), or with `default_db` the
+  // default one (COLO_HOME's colo.db).
+  void start_service(const std::string& args, bool default_db = false) {
+    CommandResult r = shell(
+        colo("serve --backend sim " + (default_db ? std::string() : "--db " + db() + " ") + args) +
+        " >> '" + dir_ + "/serve.log' 2>&1 & echo $!");
     service_pid_ = std::stoi(r.output);
     ASSERT_TRUE(eventually([&] { return shell(colo("queue")).exit_code == 0; }, 20'000))
         << service_log();
@@ -1209,6 +1211,99 @@ TEST_F(ColoServe, AJobAloneIsChargedItsWholeGpuWhateverRateItReports) {
   EXPECT_GT(gpu_ms, 3'000);
   EXPECT_NEAR(r["ended"][0]["share_ms"].get<double>(), gpu_ms, 1.0) << r.dump();
   EXPECT_GE(r["owners"]["root"]["total_ms"].get<double>(), 0.99 * gpu_ms) << r.dump();
+}
+
+// Finding 6 of issue 53: under a root service, every directory a job run as
+// its submitter passes through is 0711 (the state directory, the logs root,
+// profiles/, data/, checkpoints/, jobs/), so that A's job writes a torch
+// profiling window into its own profile directory and B's job reads a shared
+// loader started as B (whose directory is below data/); each of their own
+// directories is theirs.
+TEST_F(ColoServe, TwoUsersJobsReachTheirProfileWindowAndSharedLoaderThroughTheirParents) {
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  TestUser a("colpa");
+  TestUser b("colpb");
+  ASSERT_TRUE(a.created() && b.created());
+  ASSERT_EQ(shell("usermod -aG " + a.group + " " + b.name).exit_code, 0);
+  shell("chmod 755 '" + dir_ + "'");  // the job files and the dataset; not the state directory
+  const bool torch = shell("/usr/bin/python3 -c 'import torch'").exit_code == 0;
+  if (!torch) std::cerr << "no torch for /usr/bin/python3: no window is taken, no batch read\n";
+
+  // A: a torch window of 3 steps from its job file (CPU torch), else a file
+  // written into its profile directory.
+  const std::string a_command =
+      torch ? "command = [\"/usr/bin/python3\", \"" COLO_SOURCE_DIR
+              "/tests/integration/profile/tiny_train.py\", \"--epochs\", \"2\"]\n"
+              "profile = { tool = \"torch\", after_epoch = 1, steps = 3 }\n"
+            : "command = [\"sh\", \"-c\", \"echo {} > $COLO_PROFILE_DIR/torch-summary-1.json && "
+              "touch $COLO_CHECKPOINT_DIR/ok\"]\n";
+  const std::string mine = write_file("a.toml", "[[job]]\nname = \"windowed\"\n" + a_command);
+  // B: one epoch of a CIFAR-10 file of 40 samples through the shared loader.
+  std::string cifar;
+  for (int i = 0; i < 40; ++i)
+    cifar +=
+        std::string(1, static_cast<char>(i % 10)) + std::string(3 * 1024, static_cast<char>(i));
+  std::filesystem::create_directories(dir_ + "/cifar");
+  write_file("cifar/data_batch_1.bin", cifar);
+  const std::string reader =
+      write_file("reader.py",
+                 "import colo_data\n"
+                 "loader = colo_data.Loader(batch_size=8, device='cpu')\n"
+                 "print('samples', sum(images.shape[0] for images, labels in loader))\n");
+  // Without torch, a job that reads nothing: its loader still starts as B.
+  const std::string b_command = (torch ? "command = [\"/usr/bin/python3\", \"" + reader + "\"]\n"
+                                       : "command = [\"true\"]\n") +
+                                "dataset = \"cifar\"\n";
+  const std::string theirs =
+      write_file("b.toml", "[data.cifar]\npath = \"" + dir_ +
+                               "/cifar\"\nsize = 32\naugment = false\nring = \"2MiB\"\nchunk = "
+                               "8\n\n[[job]]\nname = \"reader\"\n" +
+                               b_command);
+  shell("chmod -R a+rX '" + dir_ + "/cifar' '" + reader + "' '" + mine + "' '" + theirs + "'");
+
+  // The default store, in the state directory, whose opening alone would
+  // make the directory 0700.
+  start_service("--policy fixed --mechanism naive --grace 1s --socket-group " + a.group,
+                /*default_db=*/true);
+  auto as = [&](const TestUser& u, const std::string& args) {
+    return shell("runuser -u " + u.name + " -- env " + env() + std::string(COLO_BINARY) + " " +
+                 args + " --socket '" + dir_ + "/home/colo.sock'");
+  };
+  auto submitted_id = [&](const CommandResult& r) -> int64_t {
+    EXPECT_EQ(r.exit_code, 0) << r.output << service_log();
+    if (r.exit_code != 0) return 0;
+    return json::parse(r.output.substr(r.output.find('{')))["ids"][0];
+  };
+  const int64_t a_id = submitted_id(as(a, "submit --json " + mine));
+  const int64_t b_id = submitted_id(as(b, "submit --json " + theirs));
+  ASSERT_GT(a_id, 0);
+  ASSERT_GT(b_id, 0);
+  CommandResult waited = shell(colo("wait " + std::to_string(a_id) + " " + std::to_string(b_id)));
+  EXPECT_EQ(waited.exit_code, 0) << waited.output
+                                 << shell(colo("logs " + std::to_string(a_id))).output
+                                 << shell(colo("logs " + std::to_string(b_id))).output
+                                 << service_log();
+
+  auto stat = [&](const std::string& format, const std::string& path) {
+    const std::string out = shell("stat -c " + format + " " + path).output;
+    return out.substr(0, out.find('\n'));
+  };
+  const std::string home = "'" + dir_ + "/home'";
+  const std::string service_dir = home + "/serve/*";
+  EXPECT_EQ(stat("%a", home), "711") << "the state directory";
+  for (const char* parent : {"", "/jobs", "/checkpoints", "/profiles", "/data"})
+    EXPECT_EQ(stat("%a", service_dir + parent), "711") << "the service's directory" << parent;
+  const std::string summary =
+      service_dir + "/profiles/" + std::to_string(a_id) + "/torch-summary-1.json";
+  EXPECT_EQ(stat("%U", summary), a.name) << shell(colo("logs " + std::to_string(a_id))).output;
+  std::string b_uid = shell("id -u " + b.name).output;
+  b_uid.resize(b_uid.find('\n'));
+  EXPECT_EQ(stat("'%U %a'", service_dir + "/data/" + b_uid), b.name + " 700")
+      << "B's loader's directory";
+  if (torch) {
+    const std::string b_log = shell(colo("logs " + std::to_string(b_id))).output;
+    EXPECT_NE(b_log.find("samples 40"), std::string::npos) << b_log << service_log();
+  }
 }
 
 TEST_F(ColoServe, MpsServerDeathIsNamedAndItsJobsRunAgain) {
