@@ -1,7 +1,10 @@
 #include "data/ring_owner.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -30,6 +34,23 @@ std::string command_line(int pid) {
   std::string text = read_proc_file(fmt::format("/proc/{}/cmdline", pid)).value_or("");
   std::replace(text.begin(), text.end(), '\0', ' ');
   return text;
+}
+
+// The uid that owns process `pid` (its /proc directory's); nullopt when gone.
+std::optional<uid_t> process_uid(int pid) {
+  struct stat st {};
+  if (::stat(fmt::format("/proc/{}", pid).c_str(), &st) != 0) return std::nullopt;
+  return st.st_uid;
+}
+
+// The uid that owns shared memory `name`; nullopt when there is none.
+std::optional<uid_t> shm_uid(const std::string& name) {
+  const int fd = ::shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  const bool ok = ::fstat(fd, &st) == 0;
+  ::close(fd);
+  return ok ? std::optional<uid_t>(st.st_uid) : std::nullopt;
 }
 
 }  // namespace
@@ -95,6 +116,26 @@ Result<std::vector<std::string>> cleanup_stale_data_loaders(const std::string& s
     }
     if (r->hostname != host) continue;  // a shared home directory: not ours to judge
     if (alive(r->owner_pid)) continue;
+    // A record speaks only for what its writer owns: a user's record (in
+    // their data/<uid>/ under a root service) names that user's loader and
+    // ring, never another user's, which a root colo would otherwise kill
+    // and remove for them.
+    struct stat record {};
+    if (::lstat(path.c_str(), &record) != 0) continue;
+    const auto owned = [&](std::optional<uid_t> uid) {
+      return record.st_uid == 0 || (uid && *uid == record.st_uid);
+    };
+    if (alive(r->loader_pid) && !owned(process_uid(r->loader_pid))) {
+      lines.push_back(fmt::format("left {} alone: it names process {}, which is not its writer's",
+                                  path, r->loader_pid));
+      continue;
+    }
+    if (std::optional<uid_t> ring = shm_uid(r->shm_name); ring && !owned(ring)) {
+      lines.push_back(
+          fmt::format("left {} alone: it names shared memory {}, which is not its writer's", path,
+                      r->shm_name));
+      continue;
+    }
     if (alive(r->loader_pid)) {
       if (command_line(r->loader_pid).find(r->shm_name) == std::string::npos) {
         // The pid was reused by an unrelated process; the loader is gone.

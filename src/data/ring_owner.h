@@ -31,8 +31,10 @@ Result<RingOwnerRecord> read_ring_owner(const std::string& path);
 
 // For every record of this host whose owner and loader are both gone (a
 // loader still running for a dead owner is killed first, if its command
-// line names the ring): removes the shared memory and the record. Returns
-// one line per thing done.
+// line names the ring): removes the shared memory and the record. A record
+// written by another user than root is acted on only for that user's own
+// loader process and shared memory (one naming another user's is left
+// alone, saying so). Returns one line per thing done.
 Result<std::vector<std::string>> cleanup_stale_data_loaders(const std::string& state_dir);
 
 }  // namespace colo
