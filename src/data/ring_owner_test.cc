@@ -48,7 +48,7 @@ TEST(RingOwner, AUsersRecordNeverReachesAnotherUsersLoaderOrRing) {
   // Root's process whose command line names the ring, as a loader's does.
   const pid_t loader = fork();
   if (loader == 0) {
-    execl("/bin/sh", name.c_str(), "-c", "exec sleep 30", static_cast<char*>(nullptr));
+    execl("/bin/sh", name.c_str(), "-c", "sleep 30 & wait", static_cast<char*>(nullptr));
     _exit(127);
   }
   // Until it has exec'd (a condition, not a time).
