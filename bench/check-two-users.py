@@ -52,7 +52,7 @@ def main():
 
     modes = {}
     for line in open(os.path.join(out, "modes.txt")):
-        parts = line.split(maxsplit=2)
+        parts = line.strip().split(maxsplit=2)
         if len(parts) == 3:
             modes[parts[2]] = (parts[0], parts[1])
     parents = [p for p, (m, u) in modes.items()

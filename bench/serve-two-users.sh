@@ -29,7 +29,7 @@ chmod 755 "$work"
 mkdir -p "$work/bin"
 cp "$colo_src" "$work/bin/colo"
 cp -r "$root/python" "$work/python"
-cp "$root/bench/train.py" "$root/bench/data_train.py" "$work/"
+cp "$root/bench/train.py" "$root/bench/workload_end.py" "$root/bench/data_train.py" "$work/"
 chmod -R a+rX "$work"
 tag=$$
 ua=coloa$tag ub=colob$tag group=colog$tag
@@ -87,6 +87,6 @@ cp "$prof"/torch-summary-*.json "$out/" 2>/dev/null || true
 {
   stat -c '%a %U %n' "$COLO_HOME" "$svc" "$svc/jobs" "$svc/checkpoints" "$svc/profiles" "$svc/data"
   stat -c '%a %U %n' "$prof" "$prof"/* "$svc/data/$(id -u "$ub")"
-} >"$out/modes.txt" 2>&1
+} >"$out/modes.txt" 2>&1 || true
 kill -TERM "$serve_pid"; wait "$serve_pid" || true; serve_pid=
 "$py" "$root/bench/check-two-users.py" "$out" "$ua" "$ub" "$prof" | tee "$out/check.txt"
