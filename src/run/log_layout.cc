@@ -98,7 +98,15 @@ std::string job_dir_of_log(const std::string& log_path, JobDir which) {
     return fmt::format("{}/{}/{}", dir.substr(0, parent), checkpoint ? "checkpoints" : "profiles",
                        name.substr(0, dash));
   }
-  return dir + "/" + name + (checkpoint ? ".checkpoint" : ".profile");
+  return run_job_dir(dir + "/" + name, which);
+}
+
+std::string run_job_dir(const std::string& stem, JobDir which) {
+  return stem + (which == JobDir::kCheckpoint ? ".checkpoint" : ".profile");
+}
+
+std::string profiler_output(const std::string& profile_dir, const std::string& tool, int attempt) {
+  return fmt::format("{}/{}-attempt{}", profile_dir, tool, attempt);
 }
 
 std::string attempt_log_path(const std::string& stem, int attempt) {

@@ -46,11 +46,17 @@ std::vector<std::string> service_parent_dirs(const std::string& service_dir);
 // is `log_path`, in either layout above; "" when the path is in neither.
 enum class JobDir { kCheckpoint, kProfile };
 std::string job_dir_of_log(const std::string& log_path, JobDir which);
+// A `colo run` job's checkpoint or profile directory, beside its files
+// (<stem>.checkpoint, <stem>.profile).
+std::string run_job_dir(const std::string& stem, JobDir which);
 
 // The log and progress file of attempt `attempt` of the job whose file stem
 // is `stem` (the first attempt's: <stem>.log, later ones' <stem>.attempt<N>.log).
 std::string attempt_log_path(const std::string& stem, int attempt);
 std::string attempt_progress_path(const std::string& stem, int attempt);
+// Where attempt `attempt`'s nsys or ncu (`tool`) writes its report, in the
+// job's profile directory (the tool adds its own extension).
+std::string profiler_output(const std::string& profile_dir, const std::string& tool, int attempt);
 // Removes every file of the job whose log (of any attempt) is `log_path`,
 // in either layout above: the log and progress file of each of its
 // `attempts`, its checkpoint and profile directories, never following a

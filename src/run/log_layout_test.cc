@@ -20,7 +20,10 @@ TEST(LogLayout, TheJobsDirectoriesOfALogInEitherLayout) {
   for (const std::string& log : {stem + ".log", stem + ".attempt3.log"}) {
     EXPECT_EQ(job_dir_of_log(log, JobDir::kCheckpoint), stem + ".checkpoint");
     EXPECT_EQ(job_dir_of_log(log, JobDir::kProfile), stem + ".profile");
+    EXPECT_EQ(job_dir_of_log(log, JobDir::kCheckpoint), run_job_dir(stem, JobDir::kCheckpoint));
+    EXPECT_EQ(job_dir_of_log(log, JobDir::kProfile), run_job_dir(stem, JobDir::kProfile));
   }
+  EXPECT_EQ(profiler_output("/p/7", "nsys", 2), "/p/7/nsys-attempt2");
   const std::string service = service_logs_dir("/l", "/s/colo.db");
   for (const std::string& log : {service_job_stem(service, 42, "t") + ".log",
                                  service_job_stem(service, 42, "t") + ".attempt2.log"}) {

@@ -56,9 +56,9 @@ Result<std::vector<EngineJob>> record_jobs(const JobFile& file, const RunOptions
     jobs[i].checkpoint_dir =
         i < options.checkpoint_dirs.size() && !options.checkpoint_dirs[i].empty()
             ? options.checkpoint_dirs[i]
-            : stem + ".checkpoint";
-    jobs[i].profile_dir = stem + ".profile";
-    log_paths.push_back(stem + ".log");
+            : run_job_dir(stem, JobDir::kCheckpoint);
+    jobs[i].profile_dir = run_job_dir(stem, JobDir::kProfile);
+    log_paths.push_back(attempt_log_path(stem, 1));
   }
   Result<std::vector<int64_t>> ids = session.writer().add_jobs(
       session.run_id(), file.jobs, log_paths, ctx.clock.now_ms(), options.store_retry_ms);

@@ -1,19 +1,15 @@
 #include "run/run_engine.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <iterator>
 #include <ostream>
 
 #include "analysis/profile_event.h"
-#include "analysis/stored.h"
 #include "common/paths.h"
 #include "common/proc_stat.h"
 #include "common/remove_tree.h"
@@ -23,47 +19,16 @@
 #include "jobs/job_features.h"
 #include "jobs/job_signature.h"
 #include "jobs/log_cap.h"
-#include "jobs/rendezvous.h"
+#include "run/job_launch.h"
+#include "run/job_runtime.h"
 #include "run/log_layout.h"
 #include "run/simulated_load.h"
-#include "sched/auto_scheduler.h"
 #include "sched/family.h"
-#include "sched/gang_scheduler.h"
 #include "sharing/mig_mechanism.h"
 #include "sharing/process_finder.h"
 
 namespace colo {
 namespace {
-
-// CPUs this process may run on, and the machine's memory (for the auto
-// policy's accounting of shared loaders).
-double host_cpu_count() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-  return CPU_COUNT(&set);
-}
-
-uint64_t host_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
-}
-
-JobEnd job_end_of(JobState state) {
-  switch (state) {
-    case JobState::kOk:
-      return JobEnd::kOk;
-    case JobState::kOutOfMemory:
-      return JobEnd::kOutOfMemory;
-    case JobState::kCancelled:
-    case JobState::kKilled:
-    case JobState::kStopped:
-      return JobEnd::kCancelled;
-    default:
-      return JobEnd::kFailed;
-  }
-}
 
 // The GPUs' names in events and reasons: "gpu0", "gpus 0,1".
 std::string gpu_names(const std::vector<int>& gpus) {
@@ -72,94 +37,18 @@ std::string gpu_names(const std::vector<int>& gpus) {
 }
 
 // Faults under MPS (see run_engine.h).
-constexpr int64_t kFaultStopGraceMs = 2000;     // a fault's victims: TERM, then KILL after this
-constexpr int64_t kFaultSettleMs = 2000;        // placement waits this long after a fault
-constexpr int64_t kRecentFaultMs = 60'000;      // a client's fault explains others' this long
-constexpr int64_t kFaultCpuReadMs = 1000;       // a watched job's CPU time is read this often
-constexpr int64_t kNotReadyFirstWaitMs = 2000;  // back-off after a refused start, doubling
-constexpr int64_t kNotReadyMaxWaitMs = 30'000;
-constexpr int kNotReadyRestartAfter = 4;  // refused starts in a row that restart the daemon
-constexpr int kMaxUncountedAttempts = 10;
+constexpr int64_t kFaultStopGraceMs = 2000;  // a fault's victims: TERM, then KILL after this
+constexpr int64_t kFaultCpuReadMs = 1000;    // a watched job's CPU time is read this often
+
+using Cause = StopCause::Kind;
 
 }  // namespace
-
-// Live state of one job.
-struct RunEngine::JobRuntime {
-  size_t key = 0;
-  EngineJob job;
-  const std::string& label() const { return job.label.empty() ? job.spec.name : job.label; }
-  std::string signature;
-  JobState state = JobState::kQueued;
-  std::optional<int> device;
-  std::vector<int> gang_devices;  // a gang's GPUs, `device` first
-  pid_t pid = 0;
-  UnixMillis started_ms = 0;
-  UnixMillis ended_ms = 0;
-  int64_t epochs = 0;
-  std::optional<int64_t> epoch;
-  UnixMillis last_epoch_end_ms = 0;
-  std::optional<int64_t> last_epoch_ms;
-  std::optional<double> last_samples_per_s;
-  // Held apart (1.3 KB): most of a long queue's jobs never start.
-  std::unique_ptr<ProgressReader> reader;
-  std::string note;
-  int attempt = 1;
-  // Why colo stopped it, when it did: recorded instead of "stopped by colo".
-  std::string stop_reason;
-  // Stopped because the mechanism failed: requeued (restart policy permitting).
-  bool mechanism_victim = false;
-  // Stopped because the service shuts down: ends interrupted.
-  bool shutdown_victim = false;
-  // Stopped by its sweep's [early_stop] rule (the rule's verdict): ends stopped.
-  std::string stopped_early;
-  // Auto policy: a newcomer is measured where it runs (InPlaceMeasurement);
-  // its first profile goes to the scheduler once its memory plateaued. A
-  // speculative sibling (Decision::record) is measured too, and what it saw
-  // only recorded.
-  std::optional<InPlaceMeasurement> measuring;
-  bool measurement_sent = false;
-  bool record_only = false;
-  UnixMillis last_rate_ms = 0;               // time of the last progress event with samples
-  uint64_t peak_memory_bytes = 0;            // largest summed memory of its processes seen
-  std::optional<int64_t> first_progress_ms;  // since its start
-  // What the mechanism gave the running attempt (see EngineJobView).
-  std::optional<int> mps_sm_share_pct;
-  std::optional<uint64_t> mps_memory_limit_bytes;
-  std::string mig_instance;
-  std::optional<SimulatedLoad> sim_load;  // what the simulated backend is told
-  // Faults (see the file comment of run_engine.h).
-  std::optional<StallWatch> stall;  // this attempt's
-  bool reported_progress = false;   // in any attempt
-  std::string stalled;              // why colo stopped it as stalled
-  std::string simulated_oom;        // why colo stopped it: the simulated GPU's memory was full
-  std::string fault_victim;         // why colo stopped it: a neighbour's GPU fault
-  std::string fault_watched;        // the GPU fault it is watched after (it had run on)
-  int64_t cpu_read_ms = 0;          // when its CPU time was last read (monotonic)
-  bool outside_mps = false;         // this attempt runs outside the shared MPS server
-  std::string suspect;              // why its next attempt runs outside the shared server
-  std::string fault_proven;         // why a fault it raised under MPS was its own
-  int uncounted = 0;                // attempts that ended through no fault of its own
-  std::string preempted;            // why colo stopped it for a job of higher priority
-  std::string doomed;               // why the policy stopped it (take_stops()): runs again
-  int preemptions = 0;              // attempts it was preempted in (not counted either)
-  int64_t log_checked_ms = 0;       // when its log's size was last checked (monotonic)
-  bool log_cut = false;             // its log was cut to its cap (said once)
-  int counted_attempts() const { return attempt - uncounted - preemptions - job.uncounted_before; }
-  std::vector<int> gpus() const {
-    if (!gang_devices.empty()) return gang_devices;
-    return device ? std::vector<int>{*device} : std::vector<int>{};
-  }
-  bool may_restart() const {
-    return job.spec.restart == RestartPolicy::kOnFailure && counted_attempts() < kMaxJobAttempts;
-  }
-};
 
 RunEngine::RunEngine(EngineContext ctx, EngineOptions options, int64_t run_id,
                      std::string run_token, std::vector<DeviceInfo> devices)
     : ctx_(ctx),
       options_(std::move(options)),
-      run_id_(run_id),
-      run_token_(std::move(run_token)),
+      run_{run_id, std::move(run_token)},
       devices_(std::move(devices)),
       supervisor_(ctx.clock),
       samples_(ctx.backend, ctx.clock, devices_, options_.sample_period_ms,
@@ -168,7 +57,7 @@ RunEngine::RunEngine(EngineContext ctx, EngineOptions options, int64_t run_id,
       display_(ctx.out, options_.live_display) {}
 
 RunEngine::~RunEngine() {
-  if (started_ && !finished_) samples_.stop();
+  if (state_.phase == Phase::kStarted) samples_.stop();
 }
 
 int RunEngine::jobs_per_device_limit() const {
@@ -177,58 +66,20 @@ int RunEngine::jobs_per_device_limit() const {
   return std::max(1, limit);
 }
 
-std::unique_ptr<Scheduler> RunEngine::make_scheduler() {
-  const int limit = jobs_per_device_limit();
-  Result<std::vector<LearnedProfile>> stored = learn_profiles(ctx_.store);
-  if (!stored.ok())
-    display_.event("warning: no profiles from the store: " + stored.error().message());
-  measured_ = stored.ok() ? *stored : std::vector<LearnedProfile>{};
-  for (const LearnedProfile& p : options_.profiles_elsewhere) {
-    bool known = std::any_of(measured_.begin(), measured_.end(), [&](const LearnedProfile& m) {
-      return m.signature == p.signature && m.gpu_name == p.gpu_name && m.simulated == p.simulated;
-    });
-    if (!known) measured_.push_back(p);
-  }
-  if (options_.policy != "auto") {
-    std::vector<DeviceSlots> slots;
-    for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes, limit});
-    return std::make_unique<GangScheduler>(
-        std::make_unique<FixedScheduler>(
-            slots, fmt::format("fixed, up to {} per GPU", count_of(limit, "job"))),
-        kMaxJobAttempts - 1);
-  }
-  AutoOptions auto_options;
-  auto_options.mode =
-      ctx_.mechanism.kind() == MechanismKind::kNaive ? ShareMode::kTimeSliced : ShareMode::kSpatial;
-  auto_options.max_jobs_per_gpu = limit;
-  auto_options.memory_limits = ctx_.mechanism.kind() == MechanismKind::kMps;
-  auto_options.max_retries = kMaxJobAttempts - 1;
-  auto_options.host_cpus = host_cpu_count();
-  auto_options.host_memory_bytes = host_memory_bytes();
-  std::vector<GpuSlot> slots;
-  for (const DeviceInfo& d : devices_) slots.push_back({d.index, d.memory_total_bytes});
-  InterferenceModel model;
-  if (Result<InterferenceModel> fitted = calibrated_model(ctx_.store, model, measured_);
-      fitted.ok())
-    model = *fitted;
-  display_.event("auto: interference model: " + model.describe());
-  priors_.emplace(prior_samples(measured_, devices_.front().name, ctx_.backend.simulated()),
-                  devices_.front().memory_total_bytes);
-  return std::make_unique<GangScheduler>(
-      std::make_unique<AutoScheduler>(slots, auto_options, model), kMaxJobAttempts - 1,
-      auto_options.memory_limits);
-}
-
 void RunEngine::start() {
-  std::unique_ptr<Scheduler> policy = make_scheduler();
-  if (options_.quotas) policy = std::make_unique<QuotaScheduler>(std::move(policy));
-  scheduler_ = std::make_unique<OnChangeScheduler>(std::move(policy));
+  PolicyInputs in{
+      options_.policy, jobs_per_device_limit(),     ctx_.mechanism.kind(), ctx_.backend.simulated(),
+      devices_,        options_.profiles_elsewhere, options_.quotas};
+  EnginePolicy policy = make_engine_policy(ctx_.store, in);
+  for (const std::string& line : policy.events) display_.event(line);
+  known_ = std::move(policy.knowledge);
+  scheduler_ = std::make_unique<OnChangeScheduler>(std::move(policy.scheduler));
   display_.event("policy: " + scheduler_->describe());
   if (std::string xid = ctx_.backend.xid_events_status(); !xid.empty())
     display_.event("note: " + xid);
   samples_.start();
   recovery_.start();
-  started_ = true;
+  state_.phase = Phase::kStarted;
   next_flush_ms_ = ctx_.clock.monotonic_ms();
 }
 
@@ -239,41 +90,12 @@ std::string RunEngine::policy_description() const {
 // Tells the scheduler what is known about the job's signature (the store's
 // profile merged over the job's hints), the first time it is seen.
 void RunEngine::introduce(JobRuntime& job) {
-  if (introduced_.count(job.signature) > 0) return;
-  introduced_[job.signature] = true;
-  const JobSpec& spec = job.job.spec;
-  std::map<std::string, JobProfile> known =
-      known_profiles(measured_, {spec}, devices_.front().name, ctx_.backend.simulated());
-  auto it = known.find(job.signature);
-  if (it != known.end() && it->second.samples_per_s)
-    solo_rates_[job.signature] = *it->second.samples_per_s;
-  SignatureFacts facts;
-  facts.label = spec.group;
-  facts.host_cost = job.job.host_cost;
-  if (!spec.family.empty()) {
-    facts.family =
-        FamilyMember{spec.family, instance_label(spec.name), spec.params, spec.resource_params};
-    // The family's instances the store measured, once per family.
-    if (families_loaded_.insert(spec.family).second) {
-      for (auto& [family, instances] :
-           family_instances(measured_, {spec}, devices_.front().name, ctx_.backend.simulated()))
-        std::move(instances.begin(), instances.end(), std::back_inserter(facts.family_instances));
-    }
-  }
-  if (it != known.end()) facts.profile = it->second;
-  if (priors_) facts.prior = priors_->prior(job_features(spec.command));
-  scheduler_->introduce(job.signature, facts);
-  if (it == known.end() || options_.policy != "auto") return;
-  const JobProfile& p = it->second;
-  display_.event(fmt::format(
-      "auto: {} profile: {} peak, {} SM activity, {}; from {}", spec.group,
-      p.peak_memory_bytes ? format_bytes(*p.peak_memory_bytes) : "memory unknown",
-      p.sm_active_pct ? fmt::format("{:.0f}%", *p.sm_active_pct) : "unknown",
-      !p.samples_per_s ? std::string("rate unknown alone")
-      : p.has_solo_rate()
-          ? fmt::format("{:.0f} samples/s alone", *p.samples_per_s)
-          : fmt::format("{:.0f} samples/s beside other jobs (none alone yet)", *p.samples_per_s),
-      p.source));
+  std::optional<PolicyKnowledge::Introduction> introduced =
+      known_.introduce(job.signature, job.job.spec, job.job.host_cost);
+  if (!introduced) return;
+  scheduler_->introduce(job.signature, introduced->facts);
+  if (introduced->known && options_.policy == "auto")
+    display_.event(describe_known_profile(job.job.spec.group, *introduced->known));
 }
 
 size_t RunEngine::submit(EngineJob job) {
@@ -290,22 +112,7 @@ size_t RunEngine::submit(EngineJob job) {
 }
 
 SchedJob RunEngine::queued_as(const JobRuntime& j) const {
-  const JobSpec& spec = j.job.spec;
-  // The fixed policy keeps jobs off a GPU their known or hinted memory does not fit.
-  std::optional<uint64_t> memory = spec.gpu_memory_bytes;
-  if (!memory) {
-    for (const LearnedProfile& p : measured_) {
-      if (p.signature == j.signature && p.simulated == ctx_.backend.simulated() &&
-          p.profile.peak_memory_bytes)
-        memory = std::max(memory.value_or(0), *p.profile.peak_memory_bytes);
-    }
-  }
-  SchedJob queued{j.key, j.signature, memory, spec.gpus};
-  if (spec.sm_activity_pct) queued.sm_active_pct = *spec.sm_activity_pct;
-  queued.solo_time_ms = spec.solo_time_ms;
-  queued.owner = j.job.owner;
-  queued.priority = spec.priority;
-  return queued;
+  return known_.queued_as(j.key, j.signature, j.job.spec, j.job.owner);
 }
 
 void RunEngine::event(const std::string& message) { display_.event(message); }
@@ -333,7 +140,7 @@ void RunEngine::tick() {
   collect_samples();
   stop_doomed();
   reap();
-  if (!stopping_ && !held_ && recovery_.down().empty() && !placement_paused() &&
+  if (!state_.stopping && !state_.held && recovery_.down().empty() && !placement_paused() &&
       scheduler_->due(ctx_.clock.monotonic_ms()))
     place();
   read_progress();
@@ -347,7 +154,7 @@ void RunEngine::tick() {
   write_store();
   const auto say = [this](const std::string& line) { display_.event(line); };
   if (!recovery_.down().empty()) {
-    if (by_pid_.empty() && !stopping_) recovery_.restart(devices_, say);
+    if (by_pid_.empty() && !state_.stopping) recovery_.restart(devices_, say);
   } else if (recovery_.check(!by_pid_.empty() || queued() > 0, say)) {
     stop_mechanism_victims();
   }
@@ -355,9 +162,9 @@ void RunEngine::tick() {
 }
 
 void RunEngine::finish() {
-  if (finished_) return;
-  finished_ = true;
-  if (started_) samples_.stop();
+  if (state_.phase == Phase::kFinished) return;
+  if (state_.phase == Phase::kStarted) samples_.stop();
+  state_.phase = Phase::kFinished;
   collect_samples();
   flush();
   write_store();
@@ -410,39 +217,22 @@ void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis en
 
 void RunEngine::fail_fast(const JobRuntime& job) {
   const JobSpec& spec = job.job.spec;
-  if (!spec.fail_fast || stopping_) return;
-  // A job's file: its source ("file.toml:12") without the line.
-  const auto file_of = [](const JobSpec& s) { return s.source.substr(0, s.source.rfind(':')); };
-  const std::string file = file_of(spec);
-  FailFast& f = fail_fast_[file];
-  if (f.settled) return;
-  if (job.state == JobState::kOk || job.state == JobState::kStopped) {
-    f.settled = true;  // one ended well: the file's jobs can run
-    return;
-  }
-  if (job.state != JobState::kFailed) return;  // cancelled, out of memory, ...: not its cause
-  if (!f.reasons.empty() && job.note != f.reasons.front()) {
-    f.settled = true;  // failures of different kinds: not one cause
-    return;
-  }
-  f.reasons.push_back(job.note);
-  if (static_cast<int>(f.reasons.size()) < kFailFastJobs) return;
-  f.settled = true;
+  if (!spec.fail_fast || state_.stopping) return;
+  const std::string file = job_file_of(spec);
+  const std::optional<std::string> cause = fail_fast_.ended(file, job.state, job.note);
+  if (!cause) return;
   std::vector<size_t> waiting;
   for (const auto& other : jobs_) {
     if (other->state == JobState::kQueued && other->job.spec.fail_fast &&
-        file_of(other->job.spec) == file)
+        job_file_of(other->job.spec) == file)
       waiting.push_back(other->key);
   }
-  const std::string cause =
-      fmt::format("the first {} jobs of {} to end all failed the same way ({})", kFailFastJobs,
-                  file, f.reasons.front());
   display_.event(fmt::format(
       "fail-fast: {}; not starting its {} jobs that wait (they end cancelled): fix the cause and "
       "run them again, or set fail_fast = false in the file's [run] to run every job regardless",
-      cause, waiting.size()));
+      *cause, waiting.size()));
   for (size_t key : waiting) {
-    (void)cancel(key, fmt::format("not started: {} (fail_fast)", cause));
+    (void)cancel(key, fmt::format("not started: {} (fail_fast)", *cause));
   }
 }
 
@@ -464,40 +254,6 @@ void RunEngine::start_failed(JobRuntime& job, const Error& e) {
                ctx_.clock.now_ms());
 }
 
-// The progress file and checkpoint directory exist before the job starts,
-// and belong to the job's user.
-Status RunEngine::prepare_files(JobRuntime& job) {
-  const EngineJob& j = job.job;
-  if (size_t slash = j.log_stem.rfind('/'); slash != std::string::npos && slash > 0) {
-    // Jobs run as their submitters pass through to their progress files (0711).
-    if (Status s = make_dirs(j.log_stem.substr(0, slash), 0711); !s.ok())
-      return s.error().with_context("log directory");
-  }
-  // Its own directories: their parents only let the job's user through
-  // (0711), the directory is theirs alone (0700). A job run as another user
-  // has its profile directory from the start, where `colo profile` (root)
-  // may ask it for a window later.
-  auto own_dir = [&](const std::string& dir, const char* what) -> Status {
-    if (Status s = make_dirs(dir, 0700, 0711); !s.ok()) return s.error().with_context(what);
-    if (j.run_as) return give_to(dir, *j.run_as);
-    return OkStatus();
-  };
-  if (!j.checkpoint_dir.empty()) {
-    if (Status s = own_dir(j.checkpoint_dir, "checkpoint directory"); !s.ok()) return s;
-  }
-  if (!j.profile_dir.empty() && (j.spec.profile || j.run_as)) {
-    if (Status s = own_dir(j.profile_dir, "profile directory"); !s.ok()) return s;
-  }
-  if (j.run_as) {
-    int fd = open_regular_file(j.progress_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (fd < 0)
-      return Error(fmt::format("cannot create {}: {}", j.progress_path, std::strerror(errno)));
-    ::close(fd);
-    if (Status s = give_to(j.progress_path, *j.run_as); !s.ok()) return s;
-  }
-  return OkStatus();
-}
-
 void RunEngine::start(JobRuntime& job, const Decision& a) {
   const JobSpec& spec = job.job.spec;
   Placement placement{spec.name, a.device, spec.sm_share_pct,
@@ -513,72 +269,36 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   }
   if (job.job.id == 0) {
     Result<std::vector<int64_t>> ids =
-        ctx_.writer.add_jobs(run_id_, {spec}, {log_path(job)}, ctx_.clock.now_ms());
+        ctx_.writer.add_jobs(run_.id, {spec}, {log_path(job)}, ctx_.clock.now_ms());
     if (!ids.ok()) {
       start_failed(job, ids.error().with_context("cannot record the job in the run store"));
       return;
     }
     job.job.id = ids->front();
   }
-  if (Status s = prepare_files(job); !s.ok()) {
+  if (Status s = prepare_job_files(job.job); !s.ok()) {
     start_failed(job, s.error());
     return;
   }
-  LaunchRequest request{spec.name,     spec.command,     spec.working_dir, spec.env,
-                        log_path(job), job.job.base_env, job.job.run_as,   {}};
-  for (const auto& [k, v] : job.job.extra_env) request.env[k] = v;
-  for (const auto& [k, v] : *mech_env) request.env[k] = v;
-  // Its GPUs (a gang's several), and a free port where it asked for one.
-  std::string gpus;
-  for (int d : placement.devices()) gpus += fmt::format("{}{}", gpus.empty() ? "" : ",", d);
-  request.env[kGpusEnv] = gpus;
-  request.env[kGpuCountEnv] = std::to_string(placement.devices().size());
-  if (Status port = fill_in_port(request, spec.gpus > 1); !port.ok()) {
-    start_failed(job, port.error());
+  const char* own_python_path = std::getenv("PYTHONPATH");
+  Result<LaunchRequest> launch = launch_request(
+      {job.job, log_path(job), *mech_env, placement.devices(), run_.id, run_.token,
+       options_.python_client_dir,
+       own_python_path ? std::optional<std::string>(own_python_path) : std::nullopt});
+  if (!launch.ok()) {
+    start_failed(job, launch.error());
     return;
   }
-  if (options_.python_client_dir) {
-    const char* own = std::getenv("PYTHONPATH");
-    std::string current = own ? own : "";
-    if (auto set = request.env.find("PYTHONPATH"); set != request.env.end()) {
-      current = set->second;
-    } else if (request.base_env) {
-      auto base = request.base_env->find("PYTHONPATH");
-      current = base == request.base_env->end() ? "" : base->second;
-    }
-    request.env["PYTHONPATH"] = append_python_path(current, *options_.python_client_dir);
+  LaunchRequest& request = *launch;
+  request.cgroup = job_cgroup(job);
+  std::string profile_note;
+  if (const std::optional<ProfileSpec>& p = spec.profile) {
+    const ProfileSetup setup =
+        profile_window(*p, job.job.profile_dir, job.attempt,
+                       p->tool == "torch" ? std::nullopt : find_program(p->tool), request);
+    if (!setup.event.empty()) display_.event(fmt::format("{}: {}", job.label(), setup.event));
+    profile_note = setup.log_note;
   }
-  request.env[kProgressFileEnv] = job.job.progress_path;
-  request.env["COLO_JOB_NAME"] = spec.name;
-  request.env["COLO_RUN_ID"] = std::to_string(run_id_);
-  request.env[kRunTokenEnv] = run_token_;
-  request.env[kJobTokenEnv] = job_token(run_token_, job.job.id);
-  const CgroupLimits limits{
-      spec.host_memory_bytes ? spec.host_memory_bytes : options_.default_limits.memory_bytes,
-      spec.cpus ? spec.cpus : options_.default_limits.cpus};
-  const bool limited = limits.memory_bytes || limits.cpus;
-  if (ctx_.cgroup != nullptr) {
-    if (Result<std::string> cg = ctx_.cgroup->make_job_cgroup(job.job.id); cg.ok()) {
-      request.cgroup = *cg;
-      if (Status applied = apply_cgroup_limits(*cg, limits); !applied.ok()) {
-        display_.event(fmt::format("{}: warning: {}; it runs without that limit", job.label(),
-                                   applied.error().message()));
-      }
-    } else if (!cgroup_warned_) {
-      cgroup_warned_ = true;
-      display_.event("warning: " + cg.error().message() +
-                     "; jobs start in their process group only");
-    }
-  }
-  if (limited && request.cgroup.empty()) {
-    display_.event(
-        fmt::format("{}: warning: its host_memory and cpus limits need a cgroup, and "
-                    "it has none; it runs without them",
-                    job.label()));
-  }
-  if (!job.job.checkpoint_dir.empty()) request.env[kCheckpointDirEnv] = job.job.checkpoint_dir;
-  if (!job.job.profile_dir.empty()) request.env[kProfileDirEnv] = job.job.profile_dir;
-  const std::string profile_note = spec.profile ? profile_window(job, request) : "";
 
   Result<ProgressReader> reader =
       ProgressReader::create({job.job.progress_path, request.log_path, spec.epoch_regex,
@@ -607,16 +327,12 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   job.measurement_sent = false;
   job.last_rate_ms = 0;
   job.first_progress_ms.reset();
-  job.stop_reason.clear();
-  job.stopped_early.clear();
-  job.mechanism_victim = job.shutdown_victim = false;
-  job.stalled.clear();
-  job.fault_victim.clear();
+  job.cause = {};
   job.fault_proven.clear();
   job.outside_mps = placement.outside_mps;
   job.stall.emplace(now, spec.stall_timeout_ms,
                     job.reported_progress || spec.epoch_regex || spec.step_regex ||
-                        solo_rates_.count(job.signature) > 0,
+                        known_.solo_rates.count(job.signature) > 0,
                     options_.stall);
   job.pid = *pid;
   job.device = a.device;
@@ -634,7 +350,6 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   by_pid_[*pid] = job.key;
   samples_.add_job(*pid, job.job.id);
   job.sim_load.emplace(spec);
-  job.simulated_oom.clear();
   for (int d : placement.devices())
     ctx_.backend.process_started(d, static_cast<uint32_t>(*pid), job.sim_load->hint());
   check_simulated_memory(job);
@@ -643,6 +358,7 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
         job.job.id, profile_event(a.probe ? kPriorEvent : kEstimateEvent, *a.estimate, now));
   ctx_.writer.job_started(job.job.id, *pid, a.device, now, job.attempt);
   if (!job.mig_instance.empty()) ctx_.writer.job_instance(job.job.id, job.mig_instance);
+  const std::string gpus = gpu_list(placement.devices());
   if (!a.gang_devices.empty()) ctx_.writer.job_gpus(job.job.id, gpus);
   changes_.push_back({JobChange::Kind::kStarted, job.key, job.job.id, JobState::kRunning, "",
                       a.device, job.attempt, now});
@@ -656,6 +372,31 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
           ? ", memory limit " + format_bytes(*a.memory_limit_bytes)
           : "",
       placement.outside_mps ? ", alone: outside the shared MPS server (" + job.suspect + ")" : ""));
+}
+
+std::string RunEngine::job_cgroup(const JobRuntime& job) {
+  const CgroupLimits limits = job_limits(job.job.spec, options_.default_limits);
+  std::string cgroup;
+  if (ctx_.cgroup != nullptr) {
+    if (Result<std::string> cg = ctx_.cgroup->make_job_cgroup(job.job.id); cg.ok()) {
+      cgroup = *cg;
+      if (Status applied = apply_cgroup_limits(*cg, limits); !applied.ok()) {
+        display_.event(fmt::format("{}: warning: {}; it runs without that limit", job.label(),
+                                   applied.error().message()));
+      }
+    } else if (!state_.cgroup_warned) {
+      state_.cgroup_warned = true;
+      display_.event("warning: " + cg.error().message() +
+                     "; jobs start in their process group only");
+    }
+  }
+  if ((limits.memory_bytes || limits.cpus) && cgroup.empty()) {
+    display_.event(
+        fmt::format("{}: warning: its host_memory and cpus limits need a cgroup, and "
+                    "it has none; it runs without them",
+                    job.label()));
+  }
+  return cgroup;
 }
 
 void RunEngine::reap() {
@@ -672,9 +413,11 @@ void RunEngine::reap() {
     if (ctx_.mechanism.kind() != MechanismKind::kMps || it == by_pid_.end()) continue;
     const JobRuntime& job = *jobs_[it->second];
     const bool failed = f.exit.state == JobState::kFailed || f.exit.state == JobState::kKilled;
-    if ((failed || !job.fault_victim.empty()) && f.exit.state != JobState::kOk &&
-        job.stop_reason.empty() && job.stalled.empty() && !job.mechanism_victim &&
-        !job.shutdown_victim)
+    // Its log may show a fault unless colo stopped it for a cause that says
+    // why (or as stalled, or as the mechanism's victim).
+    const bool log_tells =
+        !job.cause.said_why() && !job.cause.is(Cause::kStalled) && !job.cause.is(Cause::kMechanism);
+    if ((failed || job.cause.is(Cause::kFaultVictim)) && f.exit.state != JobState::kOk && log_tells)
       faults[f.pid] = find_gpu_fault(read_log_tail(log_path(job)));
   }
   const auto rank = [&](const FinishedJob& f) {
@@ -687,17 +430,18 @@ void RunEngine::reap() {
   // A job that failed may have failed because the mechanism did (the MPS
   // server died under it): ask before recording anything. A job whose own
   // fault it was is no victim.
-  if (recovery_.down().empty() && !stopping_) {
+  if (recovery_.down().empty() && !state_.stopping) {
     for (const FinishedJob& f : finished) {
       auto it = by_pid_.find(f.pid);
-      if (it == by_pid_.end() || !jobs_[it->second]->stop_reason.empty()) continue;
+      if (it == by_pid_.end() || jobs_[it->second]->cause.said_why()) continue;
       if (f.exit.state == JobState::kOk || f.exit.state == JobState::kCancelled) continue;
       Status s = ctx_.mechanism.check_after_job_failure();
       if (!s.ok()) {
         for (const FinishedJob& g : finished) {
           auto victim = by_pid_.find(g.pid);
-          if (victim != by_pid_.end() && g.exit.state != JobState::kOk && rank(g) == 2)
-            jobs_[victim->second]->mechanism_victim = true;
+          if (victim == by_pid_.end() || g.exit.state == JobState::kOk || rank(g) != 2) continue;
+          if (StopCause& cause = jobs_[victim->second]->cause; cause.yields_to(Cause::kMechanism))
+            cause = {Cause::kMechanism, ""};
         }
         mechanism_failed(s.error().message());
       }
@@ -713,7 +457,7 @@ void RunEngine::reap() {
     // Without a cgroup, a daemon the job started in a new session escaped
     // its process group: found by the job's token.
     if (!f.contained) {
-      if (int n = stop_token_processes(kJobTokenEnv, job_token(run_token_, job.job.id)); n > 0)
+      if (int n = stop_token_processes(kJobTokenEnv, job_token(run_.token, job.job.id)); n > 0)
         display_.event(fmt::format("{}: stopped {} processes it left running", job.label(), n));
     }
     ctx_.backend.process_exited(static_cast<uint32_t>(f.pid));
@@ -733,19 +477,19 @@ void RunEngine::reap() {
     if (f.exit.state == JobState::kOk && job.peak_memory_bytes > 0) {
       JobProfile seen;
       seen.peak_memory_bytes = job.peak_memory_bytes;
-      seen.source = fmt::format("measured: {} in run {}", job.job.spec.name, run_id_);
+      seen.source = fmt::format("measured: {} in run {}", job.job.spec.name, run_.id);
       scheduler_->measured(job.key, seen);
     }
     auto fault = faults.find(f.pid);
     const GpuFaultSeen seen = fault != faults.end() ? fault->second : GpuFaultSeen{};
-    if (!job.fault_victim.empty() && seen.assertion && !stopping_) {
+    if (job.cause.is(Cause::kFaultVictim) && seen.assertion && !state_.stopping) {
       // Stopped as a victim of a fault that its own assertion shows it raised.
-      job.fault_victim.clear();
+      job.cause = {};
       job.suspect = fmt::format(
           "its own fatal GPU fault on {} under MPS ({}); its neighbours there were restarted",
           gpu_names(job.gpus()), seen.line);  // its exit reason says only that colo stopped it
-    } else if (seen.kind != GpuFault::kNone && job.fault_victim.empty() && !job.outside_mps &&
-               !stopping_) {
+    } else if (seen.kind != GpuFault::kNone && !job.cause.is(Cause::kFaultVictim) &&
+               !job.outside_mps && !state_.stopping) {
       if (seen.kind == GpuFault::kAffected && !job.stall->reported()) {
         server_not_ready(job, f, seen);
         continue;
@@ -771,7 +515,8 @@ void RunEngine::reap() {
 }
 
 void RunEngine::check_simulated_memory(JobRuntime& job) {
-  if (!ctx_.backend.simulated() || !job.sim_load || job.pid <= 0 || !job.stop_reason.empty())
+  if (!ctx_.backend.simulated() || !job.sim_load || job.pid <= 0 ||
+      !job.cause.yields_to(Cause::kSimulatedOom))
     return;
   for (int d : job.gpus()) {
     auto device = std::find_if(devices_.begin(), devices_.end(),
@@ -780,7 +525,7 @@ void RunEngine::check_simulated_memory(JobRuntime& job) {
     uint64_t others = 0;
     for (const auto& [pid, key] : by_pid_) {
       const JobRuntime& other = *jobs_[key];
-      if (key == job.key || !other.sim_load || !other.simulated_oom.empty()) continue;
+      if (key == job.key || !other.sim_load || other.cause.is(Cause::kSimulatedOom)) continue;
       const std::vector<int> on = other.gpus();
       if (std::find(on.begin(), on.end(), d) == on.end()) continue;
       others += other.sim_load->hint().memory_bytes + kSimContextBytes;
@@ -789,170 +534,55 @@ void RunEngine::check_simulated_memory(JobRuntime& job) {
     if (others + own <= device->memory_total_bytes) continue;
     // The job whose memory grew past the GPU's is the one that runs out, as
     // an allocation on a full GPU fails; the auto policy retries it.
-    job.simulated_oom = fmt::format(
+    const std::string why = fmt::format(
         "out of GPU memory on gpu{} (SIMULATED: its {} on top of the {} the other jobs held, on a "
         "{} GPU)",
         d, format_bytes(own), format_bytes(others), format_bytes(device->memory_total_bytes));
-    job.stop_reason = job.simulated_oom;
-    supervisor_.stop(job.pid, 0);
+    stop_job(job, {Cause::kSimulatedOom, why}, 0, fmt::format("{}: {}", job.label(), why), why);
     ctx_.backend.process_exited(static_cast<uint32_t>(job.pid));  // its allocation failed
-    display_.event(fmt::format("{}: {}", job.label(), job.simulated_oom));
-    append_note_to_log(log_path(job), job.simulated_oom);
     return;
   }
 }
 
-void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& ended, const GpuFaultSeen& fault) {
-  const int64_t now = ctx_.clock.monotonic_ms();
-  FinishedJob f = ended;
-  if (!job.simulated_oom.empty()) {
-    // Stopped by colo because the simulated GPU was full: it ran out of memory.
-    f.exit.state = JobState::kOutOfMemory;
-    f.exit.reason = job.simulated_oom;
-    job.stop_reason.clear();
-    job.simulated_oom.clear();
-  }
-  if (!job.stopped_early.empty()) {
-    // However it ended after the rule's TERM (saved and exited, or killed
-    // after the grace), its sweep has its result: it ends stopped, for good.
-    (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
-    JobExit exit = f.exit;
-    exit.state = JobState::kStopped;
-    exit.reason = job.stopped_early;
-    record_final(job, exit, f.ended_ms);
-    return;
-  }
-  if (!job.doomed.empty() && !stopping_) {
-    // The policy stopped it before it could overrun its limit: it runs again
-    // as the policy says, not counted as an attempt.
-    const std::string why = std::exchange(job.doomed, {});
-    const EndVerdict verdict = scheduler_->finished(job.key, JobEnd::kStopped, now);
-    requeue(job, f.ended_ms, verdict.note.empty() ? why : verdict.note, /*counted=*/false);
-    job.uncounted += 1;
-    if (!verdict.requeued) scheduler_->enqueue(queued_as(job));  // a policy that does not stop
-    return;
-  }
-  const bool failed = f.exit.state != JobState::kOk;
-  if (!job.preempted.empty() && !stopping_) {
-    // However it ended (saved and exited 0, or killed after the grace), it
-    // has not finished: it waits, parked, until release_parked().
-    (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
-    const std::string why = job.preempted;
-    job.preempted.clear();
-    requeue(job, f.ended_ms,
-            fmt::format("{}; it runs again later, from its checkpoint if it saved one (not "
-                        "counted as an attempt)",
-                        why),
-            /*counted=*/false);
-    job.preemptions += 1;
-    parked_.push_back(job.key);
-    return;
-  }
-  if (job.mechanism_victim && failed) {
-    const std::string reason = fmt::format("{} (attempt {})", recovery_.down(), job.attempt);
-    if (!stopping_ && job.job.spec.restart == RestartPolicy::kOnFailure) {
-      requeue_uncounted(job, f, reason + "; not counted as an attempt");
+void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault) {
+  AttemptFacts facts;
+  facts.exit = f.exit;
+  facts.cause = std::exchange(job.cause, {});
+  facts.fault = fault.kind;
+  facts.stopping = state_.stopping;
+  facts.restart = job.job.spec.restart;
+  facts.gang = job.job.spec.gpus > 1;
+  facts.attempt = job.attempt;
+  facts.counted_attempts = job.counted_attempts();
+  facts.uncounted = job.uncounted;
+  facts.gpus = gpu_names(job.gpus());
+  facts.mechanism_down = recovery_.down();
+  if (fault.kind == GpuFault::kAffected)
+    facts.recent_fault = mps_faults_.recent(job.gpus(), ctx_.clock.monotonic_ms());
+  facts.outside_mps = job.outside_mps;
+  facts.fault_proven = job.fault_proven;
+  facts.suspect = job.suspect;
+  const EndVerdict verdict =
+      scheduler_->finished(job.key, policy_end(facts), ctx_.clock.monotonic_ms());
+  carry_out(job, classify_end(facts, verdict), f.ended_ms);
+}
+
+void RunEngine::carry_out(JobRuntime& job, const AttemptEnd& end, UnixMillis ended_ms) {
+  switch (end.kind) {
+    case AttemptEnd::Kind::kFinal:
+      record_final(job, end.exit, ended_ms);
       return;
-    }
-    (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
-    record_final(job,
-                 JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal, reason, f.exit.usage},
-                 f.ended_ms);
-    return;
-  }
-  if (!job.fault_victim.empty() && failed && !stopping_) {
-    if (job.job.spec.restart == RestartPolicy::kOnFailure) {
-      requeue_uncounted(job, f, job.fault_victim + "; not counted as an attempt");
+    case AttemptEnd::Kind::kPark:
+      requeue(job, ended_ms, end.reason, /*counted=*/false);
+      job.preemptions += 1;
+      parked_.push_back(job.key);
       return;
-    }
-    (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
-    record_final(job,
-                 JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal,
-                         job.fault_victim + " (restart = \"never\")", f.exit.usage},
-                 f.ended_ms);
-    return;
-  }
-  if (!job.stalled.empty() && failed) {
-    (void)scheduler_->finished(job.key, JobEnd::kFailed, now);
-    if (!stopping_ && job.may_restart()) {
-      requeue(job, f.ended_ms,
-              fmt::format("{}; running it again (attempt {} of {})", job.stalled,
-                          job.counted_attempts() + 1, kMaxJobAttempts));
-      scheduler_->enqueue(queued_as(job));
+    case AttemptEnd::Kind::kRequeue:
+      requeue(job, ended_ms, end.reason, end.counted);
+      if (!end.counted) job.uncounted += 1;
+      if (end.enqueue) scheduler_->enqueue(queued_as(job));
       return;
-    }
-    record_final(
-        job, JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal, job.stalled, f.exit.usage},
-        f.ended_ms);
-    return;
   }
-  if (fault.kind == GpuFault::kAffected && failed && !stopping_) {
-    // Its neighbour's fault reached it: it runs again, not counted.
-    if (job.job.spec.restart == RestartPolicy::kOnFailure) {
-      const std::optional<std::string> cause = recent_fault(job.gpus());
-      requeue_uncounted(job, f,
-                        fmt::format("{}; a fatal GPU fault on {} under MPS reached it{}; not "
-                                    "counted as an attempt",
-                                    f.exit.reason, gpu_names(job.gpus()),
-                                    cause ? " (" + *cause + ")" : std::string()));
-      return;
-    }
-  }
-  if (fault.kind == GpuFault::kOwn && failed && !stopping_) {
-    (void)scheduler_->finished(job.key, JobEnd::kFailed, now);
-    JobExit exit = f.exit;
-    if (job.outside_mps || !job.fault_proven.empty()) {
-      // Alone, it failed the same way: the fault is its own.
-      exit.reason += "; the fault is its own: " +
-                     (job.outside_mps ? "it failed again alone, outside the shared MPS server"
-                                      : job.fault_proven);
-      record_final(job, exit, f.ended_ms);
-      return;
-    }
-    if (job.may_restart()) {
-      requeue(job, f.ended_ms,
-              fmt::format("{}; {}; its next attempt runs alone, outside the shared MPS server "
-                          "(attempt {} of {})",
-                          f.exit.reason, job.suspect, job.counted_attempts() + 1, kMaxJobAttempts));
-      scheduler_->enqueue(queued_as(job));
-      return;
-    }
-    exit.reason += "; " + job.suspect;
-    record_final(job, exit, f.ended_ms);
-    return;
-  }
-  if (job.shutdown_victim) {
-    (void)scheduler_->finished(job.key, JobEnd::kCancelled, now);
-    JobExit exit = f.exit;
-    if (exit.state != JobState::kOk) {
-      exit.state = JobState::kInterrupted;
-      exit.reason = job.stop_reason;
-    }
-    record_final(job, exit, f.ended_ms);
-    return;
-  }
-  EndVerdict verdict = scheduler_->finished(job.key, job_end_of(f.exit.state), now);
-  if (verdict.requeued && !stopping_) {
-    requeue(job, f.ended_ms, f.exit.reason + ": " + verdict.note, verdict.counted);
-    if (!verdict.counted) job.uncounted += 1;
-    return;
-  }
-  // A gang whose rank failed ended whole (its ranks are one process tree,
-  // stopped together); it runs again whole, as its restart policy allows.
-  const JobSpec& spec = job.job.spec;
-  if (spec.gpus > 1 && f.exit.state == JobState::kFailed && verdict.note.empty() && !stopping_ &&
-      job.may_restart()) {
-    requeue(job, f.ended_ms,
-            fmt::format("{}; a rank failed, so the gang runs again whole (attempt {} of {})",
-                        f.exit.reason, job.counted_attempts() + 1, kMaxJobAttempts));
-    scheduler_->enqueue(queued_as(job));
-    return;
-  }
-  JobExit exit = f.exit;
-  if (!job.stop_reason.empty() && exit.state == JobState::kCancelled)
-    exit.reason = job.stop_reason + " (" + exit.reason + ")";
-  if (!verdict.note.empty()) exit.reason += "; " + verdict.note;
-  record_final(job, exit, f.ended_ms);
 }
 
 // The job is queued again (an out-of-memory retry, a mechanism failure); its
@@ -974,24 +604,6 @@ void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string&
   display_.event(fmt::format("{} requeued: {}", job.label(), reason));
 }
 
-void RunEngine::requeue_uncounted(JobRuntime& job, const FinishedJob& f,
-                                  const std::string& reason) {
-  (void)scheduler_->finished(job.key, JobEnd::kCancelled, ctx_.clock.monotonic_ms());
-  if (job.uncounted >= kMaxUncountedAttempts) {
-    record_final(job,
-                 JobExit{JobState::kFailed, f.exit.exit_code, f.exit.signal,
-                         fmt::format("{}; gave up after {} attempts that ended through no fault "
-                                     "of its own",
-                                     reason, job.uncounted + 1),
-                         f.exit.usage},
-                 f.ended_ms);
-    return;
-  }
-  requeue(job, f.ended_ms, reason, /*counted=*/false);
-  job.uncounted += 1;
-  scheduler_->enqueue(queued_as(job));
-}
-
 RunEngine::FaultNeighbours RunEngine::gpu_fault(const JobRuntime& source, const GpuFaultSeen& fault,
                                                 const std::set<pid_t>& exited) {
   const std::vector<int> gpus = source.gpus();
@@ -1003,24 +615,24 @@ RunEngine::FaultNeighbours RunEngine::gpu_fault(const JobRuntime& source, const 
           : fmt::format("a fatal GPU fault on {} under MPS reached its clients ({}: {})", where,
                         source.label(), fault.line);
   if (fault.kind == GpuFault::kAffected) {
-    if (std::optional<std::string> known = recent_fault(gpus)) cause = *known;
+    if (std::optional<std::string> known = mps_faults_.recent(gpus, ctx_.clock.monotonic_ms()))
+      cause = *known;
   }
   FaultNeighbours out;
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& other = *jobs_[key];
-    if (&other == &source || other.outside_mps || !other.stop_reason.empty() ||
-        !other.stalled.empty())
-      continue;
+    if (&other == &source || other.outside_mps) continue;
     const std::vector<int> theirs = other.gpus();
     if (std::none_of(theirs.begin(), theirs.end(),
                      [&](int d) { return std::find(gpus.begin(), gpus.end(), d) != gpus.end(); }))
       continue;
     // Those already stopped (the mechanism's failure, an earlier fault) run
-    // again as that says.
-    if (!other.fault_victim.empty() || other.mechanism_victim) {
+    // again as that says; those stopped for another cause end as it says.
+    if (other.cause.is(Cause::kFaultVictim) || other.cause.is(Cause::kMechanism)) {
       out.stopped.push_back(other.label());
       continue;
     }
+    if (!other.cause.yields_to(Cause::kFaultVictim)) continue;
     // A client that reports progress is watched, not stopped: measured on an
     // H100 (docs/reliability.md), most clients of a faulted server run on
     // unharmed; one that the fault reached fails by itself or goes silent.
@@ -1033,16 +645,13 @@ RunEngine::FaultNeighbours RunEngine::gpu_fault(const JobRuntime& source, const 
       out.watched.push_back(other.label());
       continue;
     }
-    other.fault_victim = "restarted: " + cause;
+    other.cause = {Cause::kFaultVictim, "restarted: " + cause};
     out.stopped.push_back(other.label());
     if (exited.count(pid) == 0)
       supervisor_.stop(pid, std::min<int64_t>(options_.stop_grace_ms, kFaultStopGraceMs));
   }
-  if (fault.kind == GpuFault::kOwn) {
-    for (int d : gpus) recent_fault_[d] = {cause, ctx_.clock.monotonic_ms()};
-  }
-  placement_paused_until_ms_ =
-      std::max(placement_paused_until_ms_, ctx_.clock.monotonic_ms() + kFaultSettleMs);
+  if (fault.kind == GpuFault::kOwn) mps_faults_.raised(gpus, cause, ctx_.clock.monotonic_ms());
+  mps_faults_.settle(ctx_.clock.monotonic_ms());
   std::vector<std::string> parts;
   if (!out.stopped.empty()) {
     parts.push_back(
@@ -1064,37 +673,34 @@ RunEngine::FaultNeighbours RunEngine::gpu_fault(const JobRuntime& source, const 
   return out;
 }
 
-std::optional<std::string> RunEngine::recent_fault(const std::vector<int>& gpus) const {
-  for (int d : gpus) {
-    auto it = recent_fault_.find(d);
-    if (it != recent_fault_.end() && ctx_.clock.monotonic_ms() - it->second.at_ms <= kRecentFaultMs)
-      return it->second.cause;
-  }
-  return std::nullopt;
-}
-
 void RunEngine::server_not_ready(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault) {
-  ++not_ready_streak_;
-  const int64_t wait_ms = std::min<int64_t>(
-      kNotReadyMaxWaitMs, kNotReadyFirstWaitMs << std::min(not_ready_streak_ - 1, 5));
-  placement_paused_until_ms_ =
-      std::max(placement_paused_until_ms_, ctx_.clock.monotonic_ms() + wait_ms);
-  requeue_uncounted(job, f,
-                    fmt::format("its start was refused: the MPS server on {} was not ready ({}); "
-                                "it starts again in {}, not counted as an attempt",
-                                gpu_names(job.gpus()), fault.line, format_duration_ms(wait_ms)));
+  const int64_t wait_ms = mps_faults_.refused_start(ctx_.clock.monotonic_ms());
+  AttemptFacts facts;
+  facts.exit = f.exit;
+  facts.uncounted = job.uncounted;
+  job.cause = {};
+  (void)scheduler_->finished(job.key, JobEnd::kCancelled, ctx_.clock.monotonic_ms());
+  carry_out(job,
+            uncounted_end(
+                facts, fmt::format("its start was refused: the MPS server on {} was not "
+                                   "ready ({}); it starts again in {}, not counted as "
+                                   "an attempt",
+                                   gpu_names(job.gpus()), fault.line, format_duration_ms(wait_ms))),
+            f.ended_ms);
   // Refused again and again with nothing running: restart the MPS daemon.
-  if (not_ready_streak_ >= kNotReadyRestartAfter && by_pid_.empty() && recovery_.down().empty()) {
-    mechanism_failed(fmt::format("the MPS server refused {} starts in a row", not_ready_streak_));
-    not_ready_streak_ = 0;
+  if (mps_faults_.refused_in_a_row() >= MpsFaultLog::kNotReadyRestartAfter && by_pid_.empty() &&
+      recovery_.down().empty()) {
+    mechanism_failed(
+        fmt::format("the MPS server refused {} starts in a row", mps_faults_.refused_in_a_row()));
+    mps_faults_.accepted();
   }
 }
 
 bool RunEngine::placement_paused() const {
-  if (ctx_.clock.monotonic_ms() < placement_paused_until_ms_) return true;
+  if (mps_faults_.paused(ctx_.clock.monotonic_ms())) return true;
   // The victims of a fault are still being stopped: the server recovers once they are gone.
   return std::any_of(by_pid_.begin(), by_pid_.end(),
-                     [&](const auto& p) { return !jobs_[p.second]->fault_victim.empty(); });
+                     [&](const auto& p) { return jobs_[p.second]->cause.is(Cause::kFaultVictim); });
 }
 
 void RunEngine::xid_seen(const XidEvent& x) {
@@ -1135,71 +741,44 @@ void RunEngine::read_cpu_after_fault(JobRuntime& job) {
 }
 
 void RunEngine::check_stalls() {
-  if (stopping_) return;
+  if (state_.stopping) return;
   const UnixMillis now = ctx_.clock.now_ms();
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& job = *jobs_[key];
-    if (!job.stall || !job.stalled.empty() || !job.stop_reason.empty() ||
-        !job.fault_victim.empty() || job.mechanism_victim || job.shutdown_victim ||
-        !job.preempted.empty())
-      continue;
+    if (!job.stall || !job.cause.yields_to(Cause::kStalled)) continue;
     // Watched after a fault: whether its processes still work, once a second.
     if (job.stall->after_fault() && ctx_.clock.monotonic_ms() - job.cpu_read_ms >= kFaultCpuReadMs)
       read_cpu_after_fault(job);
     std::optional<std::string> why = job.stall->stalled(now);
     if (!why) continue;
-    const std::string evidence = stall_evidence(job);
+    const std::string evidence =
+        stall_evidence(job.job.id, job.gpus(), samples_.latest_processes(), samples_.recent(),
+                       process_group_states(job.pid, 6));
     if (job.stall->after_fault()) {
       // A client hung on a faulted MPS server: the fault's victim.
-      job.fault_victim = fmt::format("restarted: it stopped reporting progress after {} ({})",
-                                     job.fault_watched, *why);
-      job.note = job.fault_victim;
-      display_.event(
-          fmt::format("{} {}; {}; stopping it", job.label(), job.fault_victim, evidence));
-      append_note_to_log(log_path(job), job.fault_victim + "; " + evidence);
-      supervisor_.stop(pid, std::min<int64_t>(options_.stop_grace_ms, kFaultStopGraceMs));
+      const std::string victim = fmt::format(
+          "restarted: it stopped reporting progress after {} ({})", job.fault_watched, *why);
+      job.note = victim;
+      stop_job(job, {Cause::kFaultVictim, victim},
+               std::min<int64_t>(options_.stop_grace_ms, kFaultStopGraceMs),
+               fmt::format("{} {}; {}; stopping it", job.label(), victim, evidence),
+               victim + "; " + evidence);
       continue;
     }
-    job.stalled = *why;
     job.note = *why;
-    display_.event(fmt::format("{} {}; {}; stopping it (TERM, then KILL after {})", job.label(),
-                               *why, evidence, format_duration_ms(options_.stop_grace_ms)));
-    append_note_to_log(log_path(job), *why + "; " + evidence);
-    supervisor_.stop(pid, options_.stop_grace_ms);
+    stop_job(job, {Cause::kStalled, *why}, options_.stop_grace_ms,
+             fmt::format("{} {}; {}; stopping it (TERM, then KILL after {})", job.label(), *why,
+                         evidence, format_duration_ms(options_.stop_grace_ms)),
+             *why + "; " + evidence);
   }
 }
 
-std::string RunEngine::stall_evidence(const JobRuntime& job) const {
-  std::vector<std::string> parts;
-  uint64_t memory = 0;
-  bool seen = false;
-  std::optional<double> sm;
-  for (const auto& [device, processes] : samples_.latest_processes()) {
-    for (const EngineProcess& p : processes) {
-      if (p.job_id != job.job.id) continue;
-      seen = true;
-      memory += p.sample.used_memory_bytes.value_or(0);
-      if (p.sample.sm_util_pct) sm = sm.value_or(0) + *p.sample.sm_util_pct;
-    }
-  }
-  parts.push_back(seen ? fmt::format("GPU memory {}{}", format_bytes(memory),
-                                     sm ? fmt::format(", its SM use {:.0f}%", *sm) : "")
-                       : "no GPU process of it seen");
-  for (int d : job.gpus()) {
-    auto recent = samples_.recent().find(d);
-    if (recent == samples_.recent().end() || recent->second.empty()) continue;
-    const DeviceSample& last = recent->second.back();
-    if (last.sm_active_pct)
-      parts.push_back(fmt::format("gpu{} SM activity {:.0f}%", d, *last.sm_active_pct));
-  }
-  std::vector<std::string> states;
-  for (const ProcessState& p : process_group_states(job.pid, 6)) {
-    states.push_back(fmt::format("{} {} {}{}", p.pid, p.command, p.state,
-                                 p.wchan.empty() ? "" : " in " + p.wchan));
-  }
-  parts.push_back(states.empty() ? std::string("no process left in its group")
-                                 : fmt::format("processes: {}", fmt::join(states, ", ")));
-  return fmt::format("{}", fmt::join(parts, "; "));
+void RunEngine::stop_job(JobRuntime& job, StopCause cause, int64_t grace_ms,
+                         const std::string& event, const std::string& log_note) {
+  job.cause = std::move(cause);
+  supervisor_.stop(job.pid, grace_ms);
+  display_.event(event);
+  append_note_to_log(log_path(job), log_note);
 }
 
 bool RunEngine::cancel(size_t key, const std::string& reason) {
@@ -1216,32 +795,29 @@ bool RunEngine::cancel(size_t key, const std::string& reason) {
                  ctx_.clock.now_ms());
     return true;
   }
-  job.stop_reason = reason;
-  supervisor_.stop(job.pid, options_.stop_grace_ms);
+  if (!job.cause.yields_to(Cause::kCancelled)) return true;  // it ends as that cause says
   const std::string what = fmt::format("{}; stopping it (TERM, then KILL after {})", reason,
                                        format_duration_ms(options_.stop_grace_ms));
-  display_.event(fmt::format("{}: {}", job.label(), what));
-  append_note_to_log(log_path(job), what);  // the log says why it ends here
+  // The log says why it ends here.
+  stop_job(job, {Cause::kCancelled, reason}, options_.stop_grace_ms,
+           fmt::format("{}: {}", job.label(), what), what);
   return true;
 }
 
 bool RunEngine::preempt(size_t key, const std::string& reason) {
-  if (key >= jobs_.size() || stopping_) return false;
+  if (key >= jobs_.size() || state_.stopping) return false;
   JobRuntime& job = *jobs_[key];
   if (job.state != JobState::kRunning || job.pid == 0 ||
-      job.job.spec.restart != RestartPolicy::kOnFailure || !job.preempted.empty() ||
-      !job.stalled.empty() || !job.stop_reason.empty() || !job.fault_victim.empty() ||
-      job.mechanism_victim || job.shutdown_victim)
+      job.job.spec.restart != RestartPolicy::kOnFailure || !job.cause.yields_to(Cause::kPreempted))
     return false;
-  job.preempted = reason;
   job.note = reason;
-  display_.event(fmt::format("{} preempted: {}; stopping it (TERM, then KILL after {})",
-                             job.label(), reason, format_duration_ms(options_.stop_grace_ms)));
-  append_note_to_log(log_path(job),
-                     fmt::format("preempted: {}; TERM now, KILL after {}: save a checkpoint into "
-                                 "COLO_CHECKPOINT_DIR and exit",
-                                 reason, format_duration_ms(options_.stop_grace_ms)));
-  supervisor_.stop(job.pid, options_.stop_grace_ms);
+  const std::string grace = format_duration_ms(options_.stop_grace_ms);
+  stop_job(job, {Cause::kPreempted, reason}, options_.stop_grace_ms,
+           fmt::format("{} preempted: {}; stopping it (TERM, then KILL after {})", job.label(),
+                       reason, grace),
+           fmt::format("preempted: {}; TERM now, KILL after {}: save a checkpoint into "
+                       "COLO_CHECKPOINT_DIR and exit",
+                       reason, grace));
   return true;
 }
 
@@ -1251,9 +827,9 @@ void RunEngine::release_parked() {
 }
 
 void RunEngine::stop_all(StopKind kind, int64_t grace_ms, const std::string& reason) {
-  if (!stopping_) {
+  if (!state_.stopping) {
     release_parked();  // drained with the rest of the queue
-    stopping_ = true;
+    state_.stopping = true;
     UnixMillis now = ctx_.clock.now_ms();
     for (size_t i : scheduler_->drain_queued()) {
       if (kind == StopKind::kCancel) {
@@ -1268,10 +844,8 @@ void RunEngine::stop_all(StopKind kind, int64_t grace_ms, const std::string& rea
     }
     for (auto& [pid, key] : by_pid_) {
       JobRuntime& job = *jobs_[key];
-      if (kind == StopKind::kShutdown) {
-        job.shutdown_victim = true;
-        job.stop_reason = reason;
-      }
+      if (kind == StopKind::kShutdown && job.cause.yields_to(Cause::kShutdown))
+        job.cause = {Cause::kShutdown, reason};
       append_note_to_log(log_path(job), fmt::format("{}; stopping it (TERM, then KILL after {})",
                                                     reason, format_duration_ms(grace_ms)));
     }
@@ -1361,11 +935,12 @@ void RunEngine::finish_probe(JobRuntime& job) {
 
 void RunEngine::send_probe_profile(JobRuntime& job, std::string_view stage) {
   JobProfile p =
-      job.measuring->profile(fmt::format("probe: {} in run {}", job.job.spec.name, run_id_));
+      job.measuring->profile(fmt::format("probe: {} in run {}", job.job.spec.name, run_.id));
   if (p.peak_memory_bytes && job.job.id != 0)
     pending_events_.emplace_back(job.job.id, profile_event(kProbeEvent, p, ctx_.clock.now_ms()));
   if (job.record_only) return;
-  if (p.samples_per_s && p.rate_uncertainty == 0) solo_rates_[job.signature] = *p.samples_per_s;
+  if (p.samples_per_s && p.rate_uncertainty == 0)
+    known_.solo_rates[job.signature] = *p.samples_per_s;
   const std::string beside = job.measuring->beside_others() ? ", beside other jobs" : ", alone";
   display_.event(fmt::format(
       "auto: measured {}{}: {} peak, {} SM activity, {}", job.label(),
@@ -1407,7 +982,7 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
   for (ProgressEvent& e : events) {
     if (!job.first_progress_ms) {
       job.first_progress_ms = e.time_ms - job.started_ms;
-      not_ready_streak_ = 0;  // a client got going: the server accepts clients
+      mps_faults_.accepted();  // a client got going: the server accepts clients
     }
     job.reported_progress = true;
     if (job.stall && !exited) {
@@ -1467,8 +1042,8 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
 
 void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
   const JobSpec& spec = job.job.spec;
-  if (!spec.early_stop || spec.objective.empty() || stopping_ || job.pid <= 0 ||
-      !job.stop_reason.empty() || !job.preempted.empty() || !job.fault_victim.empty())
+  if (!spec.early_stop || spec.objective.empty() || state_.stopping || job.pid <= 0 ||
+      !job.cause.yields_to(Cause::kEarlyStop))
     return;
   if (e.kind != "epoch_end" && e.kind != "metric") return;
   auto value = e.metrics.find(spec.objective);
@@ -1484,73 +1059,21 @@ void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
       TrialReport{spec.objective, goal == spec.lower_is_better.end() || goal->second, epoch,
                   value->second});
   if (!verdict) return;
-  job.stopped_early = *verdict;
-  job.stop_reason = *verdict;
-  supervisor_.stop(job.pid, options_.stop_grace_ms);
   const std::string what = fmt::format("{}; stopping it (TERM, then KILL after {})", *verdict,
                                        format_duration_ms(options_.stop_grace_ms));
-  display_.event(fmt::format("{}: {}", job.label(), what));
-  append_note_to_log(log_path(job), what);
-}
-
-std::string RunEngine::profile_window(JobRuntime& job, LaunchRequest& request) {
-  const ProfileSpec& p = *job.job.spec.profile;
-  const auto seconds = [](int64_t ms) {
-    return fmt::format("{:g}", static_cast<double>(ms) / 1000);
-  };
-  if (p.tool == "torch") {
-    // The Python client opens the window (python/colo_progress.py).
-    request.env["COLO_PROFILE"] = "torch";
-    if (p.after_epoch) request.env["COLO_PROFILE_AFTER_EPOCH"] = std::to_string(*p.after_epoch);
-    if (p.after_ms) request.env["COLO_PROFILE_AFTER_S"] = seconds(*p.after_ms);
-    if (p.steps) request.env["COLO_PROFILE_STEPS"] = std::to_string(*p.steps);
-    if (p.duration_ms) request.env["COLO_PROFILE_DURATION_S"] = seconds(*p.duration_ms);
-    return "";
-  }
-  const std::optional<std::string> tool = find_program(p.tool);
-  if (!tool) {
-    std::string note = fmt::format(
-        "profile: {} is not installed here (not on PATH), so this attempt runs unprofiled; "
-        "install {} or use tool = \"torch\" (docs/profiling.md)",
-        p.tool, p.tool == "nsys" ? "NVIDIA Nsight Systems" : "NVIDIA Nsight Compute");
-    display_.event(fmt::format("{}: {}", job.label(), note));
-    return note;
-  }
-  const std::string out = fmt::format("{}/{}-attempt{}", job.job.profile_dir, p.tool, job.attempt);
-  std::vector<std::string> wrapped;
-  if (p.tool == "nsys") {
-    wrapped = {*tool, "profile", "--output", out, "--force-overwrite", "true"};
-    if (p.after_ms) wrapped.insert(wrapped.end(), {"--delay", seconds(*p.after_ms)});
-    if (p.duration_ms) wrapped.insert(wrapped.end(), {"--duration", seconds(*p.duration_ms)});
-  } else {
-    // A bounded kernel range: ncu counts kernel launches, so `steps` is
-    // the number of kernels it profiles (default 10), from the first.
-    wrapped = {*tool,
-               "--target-processes",
-               "all",
-               "--export",
-               out,
-               "--force-overwrite",
-               "--launch-count",
-               std::to_string(p.steps.value_or(10))};
-  }
-  wrapped.insert(wrapped.end(), request.argv.begin(), request.argv.end());
-  request.argv = std::move(wrapped);
-  display_.event(fmt::format("{}: profiled by {} into {}", job.label(), p.tool, out));
-  return "";
+  stop_job(job, {Cause::kEarlyStop, *verdict}, options_.stop_grace_ms,
+           fmt::format("{}: {}", job.label(), what), what);
 }
 
 void RunEngine::stop_doomed() {
   if (!scheduler_) return;
   for (const Unplaceable& u : scheduler_->take_stops()) {
     JobRuntime& job = *jobs_[u.job];
-    if (job.state != JobState::kRunning || job.pid <= 0 || !job.doomed.empty() ||
-        !job.stop_reason.empty() || stopping_)
+    if (job.state != JobState::kRunning || job.pid <= 0 || !job.cause.yields_to(Cause::kDoomed) ||
+        state_.stopping)
       continue;
-    job.doomed = u.reason;
-    display_.event(fmt::format("{}: {}", job.label(), u.reason));
-    append_note_to_log(log_path(job), "stopped by colo: " + u.reason);
-    supervisor_.stop(job.pid, 0);
+    stop_job(job, {Cause::kDoomed, u.reason}, 0, fmt::format("{}: {}", job.label(), u.reason),
+             "stopped by colo: " + u.reason);
   }
 }
 
@@ -1586,7 +1109,7 @@ void RunEngine::collect_samples() {
 }
 
 void RunEngine::flush() {
-  ctx_.writer.add_samples(run_id_, samples_.take_devices(), samples_.take_processes());
+  ctx_.writer.add_samples(run_.id, samples_.take_devices(), samples_.take_processes());
   ctx_.writer.add_job_events(std::exchange(pending_events_, {}));
 }
 
@@ -1603,8 +1126,9 @@ void RunEngine::stop_mechanism_victims() {
   display_.event(fmt::format("{}; stopping {} running jobs to run them again once it is restarted",
                              recovery_.down(), by_pid_.size()));
   for (const auto& [pid, key] : by_pid_) {
-    jobs_[key]->mechanism_victim = true;
-    supervisor_.stop(pid, std::min<int64_t>(options_.stop_grace_ms, 2000));
+    if (StopCause& cause = jobs_[key]->cause; cause.yields_to(Cause::kMechanism))
+      cause = {Cause::kMechanism, ""};
+    supervisor_.stop(pid, std::min<int64_t>(options_.stop_grace_ms, kFaultStopGraceMs));
   }
 }
 
@@ -1634,12 +1158,12 @@ EngineJobView RunEngine::view(size_t key) const {
   v.probe = j.measuring.has_value() && !j.record_only;
   v.note = j.note;
   v.log_path = log_path(j);
-  v.stalled = j.state == JobState::kRunning ? j.stalled : "";
+  v.stalled = j.state == JobState::kRunning && j.cause.is(Cause::kStalled) ? j.cause.why : "";
   v.outside_mps = j.outside_mps && j.state == JobState::kRunning;
   v.mps_sm_share_pct = j.mps_sm_share_pct;
   v.mps_memory_limit_bytes = j.mps_memory_limit_bytes;
   v.mig_instance = j.mig_instance;
-  if (auto solo = solo_rates_.find(j.signature); solo != solo_rates_.end())
+  if (auto solo = known_.solo_rates.find(j.signature); solo != known_.solo_rates.end())
     v.solo_samples_per_s = solo->second;
   return v;
 }
@@ -1667,7 +1191,7 @@ void RunEngine::redraw() {
     lines.push_back(JobLine{j->job.spec.name, to_string(j->state), j->device, elapsed, j->epochs,
                             j->last_epoch_ms, j->last_samples_per_s, j->note});
   }
-  display_.redraw(fmt::format("run {}: {} running, {} queued, {} done of {}", run_id_, running,
+  display_.redraw(fmt::format("run {}: {} running, {} queued, {} done of {}", run_.id, running,
                               queued(), done, jobs_.size()),
                   lines);
 }

@@ -65,11 +65,16 @@
 #include "jobs/job_supervisor.h"
 #include "jobs/progress.h"
 #include "jobs/run_as.h"
+#include "run/attempt_end.h"
 #include "run/early_stop.h"
+#include "run/engine_job.h"
+#include "run/engine_policy.h"
+#include "run/fail_fast.h"
 #include "run/in_place_measurement.h"
 #include "run/leftovers.h"
 #include "run/live_display.h"
 #include "run/mechanism_recovery.h"
+#include "run/mps_fault_log.h"
 #include "run/run_samples.h"
 #include "run/stall_watch.h"
 #include "sched/on_change_scheduler.h"
@@ -82,15 +87,7 @@
 
 namespace colo {
 
-// Every job process carries COLO_RUN_TOKEN and COLO_JOB_TOKEN (run/leftovers.h).
-// Every job gets a checkpoint directory, the same across its attempts.
-inline constexpr const char* kCheckpointDirEnv = "COLO_CHECKPOINT_DIR";
-inline constexpr const char* kProfileDirEnv = "COLO_PROFILE_DIR";
-// Every job is told its GPUs by index ("0,1": a gang's several, in
-// CUDA_VISIBLE_DEVICES order) and how many; a gang gets COLO_PORT too
-// (jobs/rendezvous.h).
-inline constexpr const char* kGpusEnv = "COLO_GPUS";
-inline constexpr const char* kGpuCountEnv = "COLO_GPU_COUNT";
+struct JobRuntime;  // run/job_runtime.h
 
 struct EngineOptions {
   // "fixed" or "auto".
@@ -152,45 +149,6 @@ struct EngineContext {
   std::ostream& out;  // events and the live display
 };
 
-// A job handed to the engine.
-struct EngineJob {
-  JobSpec spec;
-  // Its row in the store's jobs table; 0: the engine adds the row to the run
-  // when the job first starts (the service's jobs, of which the queue is kept
-  // elsewhere).
-  int64_t id = 0;
-  // Logs go to <log_stem>.log, later attempts to <log_stem>.attempt<N>.log.
-  std::string log_stem;
-  std::string progress_path;
-  // COLO_CHECKPOINT_DIR; created (for the job's user) before it starts. Empty: none.
-  std::string checkpoint_dir;
-  // COLO_PROFILE_DIR (docs/profiling.md): where its profiling windows go and
-  // where `colo profile` asks for one; created before it starts when its
-  // spec has a profile window. Empty: none.
-  std::string profile_dir;
-  // The number of its first attempt here (a service restart continues the count).
-  int attempt = 1;
-  // Of the attempts before it, those that ended through no fault of its own
-  // (the service's stop or crash, a neighbour's fault, a preemption): they
-  // do not count against its attempts.
-  int uncounted_before = 0;
-  uint32_t owner = 0;           // who it is accounted to (fair share: set_usage())
-  std::optional<RunAs> run_as;  // see LaunchRequest
-  std::shared_ptr<const std::map<std::string, std::string>> base_env;  // see LaunchRequest
-  // Extra environment (COLO_JOB_ID for service jobs).
-  std::map<std::string, std::string> extra_env;
-  // How events name the job; empty: its name ("12 resnet26#1" for service jobs).
-  std::string label;
-  // The shared data loader it reads through (its spec's dataset), for the
-  // auto policy's host accounting; its COLO_DATA_SOCKET is in extra_env.
-  std::optional<HostCost> host_cost;
-  // The sweep whose trials its [early_stop] rule judges it among: what its
-  // caller recorded (the service: the submission and its submitter), never
-  // only what a client sent. Empty: its spec's source (file:line), as under
-  // `colo run`, where one user's one job file is the run.
-  std::string trials_of;
-};
-
 // What changed about a job, for callers that keep their own records (the
 // service's queue). Taken with take_changes().
 struct JobChange {
@@ -250,7 +208,7 @@ class RunEngine {
   RunEngine(const RunEngine&) = delete;
   RunEngine& operator=(const RunEngine&) = delete;
 
-  int64_t run_id() const { return run_id_; }
+  int64_t run_id() const { return run_.id; }
 
   // Makes the policy (with the store's profiles) and starts the sampler.
   void start();
@@ -283,7 +241,7 @@ class RunEngine {
   // Ctrl-C) with grace 0, kills what still runs.
   void stop_all(StopKind kind, int64_t grace_ms, const std::string& reason);
   // Holds placement (drain: running jobs finish, queued ones wait) or resumes it.
-  void hold(bool held) { held_ = held; }
+  void hold(bool held) { state_.held = held; }
 
   // Nothing queued and nothing running.
   bool idle() const;
@@ -299,7 +257,7 @@ class RunEngine {
     scheduler_->set_quota_left(gpus_left);
   }
   size_t queued() const;
-  bool stopping() const { return stopping_; }
+  bool stopping() const { return state_.stopping; }
 
   // Stops the sampler and writes what is left; ends the display.
   void finish();
@@ -330,19 +288,26 @@ class RunEngine {
   void event(const std::string& message);
 
  private:
-  struct JobRuntime;
-
-  std::unique_ptr<Scheduler> make_scheduler();
+  void introduce(JobRuntime& job);
   // What the policy is told of a job when it is queued (again).
   SchedJob queued_as(const JobRuntime& job) const;
-  void introduce(JobRuntime& job);
   void record_final(JobRuntime& job, const JobExit& exit, UnixMillis ended_ms);
   void place();
   void start_failed(JobRuntime& job, const Error& e);
   void start(JobRuntime& job, const Decision& d);
-  Status prepare_files(JobRuntime& job);
+  // The job's own cgroup, with its host limits (job_limits); "" when it runs
+  // in its process group only (said once, or per job when it has limits).
+  std::string job_cgroup(const JobRuntime& job);
   void reap();
+  // Records how the attempt ended, by the rules of run/attempt_end.h.
   void end_attempt(JobRuntime& job, const FinishedJob& ended, const GpuFaultSeen& fault);
+  // Does what classify_end() (or uncounted_end()) decided.
+  void carry_out(JobRuntime& job, const AttemptEnd& end, UnixMillis ended_ms);
+  // Stops the running `job` for `cause` (which its StopCause yields to: the
+  // caller checked): TERM, then KILL after `grace_ms`; shows `event` and
+  // notes `log_note` in its log.
+  void stop_job(JobRuntime& job, StopCause cause, int64_t grace_ms, const std::string& event,
+                const std::string& log_note);
   // On the simulated backend: when `job`'s memory (as it last stated it) and
   // that of the other jobs on one of its GPUs exceed the GPU's, the job is
   // stopped at once and ends out of memory (end_attempt), as on a real GPU.
@@ -355,9 +320,6 @@ class RunEngine {
   // at most once every kLogCheckEveryMs while it runs, and as it exits.
   void cap_log(JobRuntime& job, bool exited);
   static constexpr int64_t kLogCheckEveryMs = 1000;
-  // Requeues a job whose attempt ended through no fault of its own, without
-  // counting the attempt (it ends failed after kMaxUncountedAttempts of them).
-  void requeue_uncounted(JobRuntime& job, const FinishedJob& f, const std::string& reason);
   // The other clients of a faulted MPS server, by label.
   struct FaultNeighbours {
     std::vector<std::string> stopped;  // to run again, not counted
@@ -366,11 +328,9 @@ class RunEngine {
   // A fatal GPU fault under MPS seen in `source`'s log: every other client of
   // its GPUs that has reported progress is watched closely (its StallWatch's
   // fault_seen); one that has not is stopped (unless in `exited`) and runs
-  // again, not counted; placement waits kFaultSettleMs.
+  // again, not counted; placement waits (MpsFaultLog::settle).
   FaultNeighbours gpu_fault(const JobRuntime& source, const GpuFaultSeen& fault,
                             const std::set<pid_t>& exited);
-  // The fault a client raised on one of `gpus` in the last kRecentFaultMs.
-  std::optional<std::string> recent_fault(const std::vector<int>& gpus) const;
   // A start refused by a recovering MPS server: placement backs off.
   void server_not_ready(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault);
   // `job` has reported progress and a fault (`cause`) was seen on its GPU:
@@ -383,9 +343,6 @@ class RunEngine {
   // The driver reported a GPU fault: noted in the logs of the jobs on that
   // GPU; under MPS their StallWatch tightens (see StallOptions).
   void xid_seen(const XidEvent& x);
-  // What colo sees of a stalled job: its GPU memory and SM activity, and
-  // its processes' states and kernel wait channels.
-  std::string stall_evidence(const JobRuntime& job) const;
   bool placement_paused() const;
   void finish_probes();
   void finish_probe(JobRuntime& job);
@@ -405,11 +362,6 @@ class RunEngine {
   // The job's sweep's [early_stop] rule on event `e`, before it is stored:
   // stops the job (TERM, the grace) when the rule says so; it ends stopped.
   void judge_early_stop(JobRuntime& job, const ProgressEvent& e);
-  // The job's `profile` window at its start: the Python client told through
-  // COLO_PROFILE_* (torch), or its command wrapped in nsys or ncu (when on
-  // PATH; else it runs unprofiled). Returns what its log must say once it
-  // started (the log is created then), "" for nothing.
-  std::string profile_window(JobRuntime& job, LaunchRequest& request);
   // Stops the running jobs the policy asks to (Scheduler::take_stops()):
   // at once; reaped, each is requeued, not counted as an attempt.
   void stop_doomed();
@@ -424,60 +376,56 @@ class RunEngine {
   // requeued when reaped; nothing is placed until it is back.
   void mechanism_failed(const std::string& reason);
   void stop_mechanism_victims();
+  // After `job` ended: its file's fail-fast, which may cancel the file's
+  // jobs that wait.
+  void fail_fast(const JobRuntime& job);
   void redraw();
   std::string log_path(const JobRuntime& job) const;
   const DeviceInfo& device(int index) const;
   int jobs_per_device_limit() const;
 
+  // Constant after construction.
   EngineContext ctx_;
   EngineOptions options_;
-  int64_t run_id_;
-  std::string run_token_;
+  struct Run {
+    int64_t id = 0;
+    std::string token;  // in every job's environment (run/leftovers.h)
+  } run_;
   std::vector<DeviceInfo> devices_;
+
+  // Jobs: every one taken, by key; the running ones by pid; the preempted
+  // ones requeued and waiting for release_parked().
   std::vector<std::unique_ptr<JobRuntime>> jobs_;
+  std::map<pid_t, size_t> by_pid_;
+  std::vector<size_t> parked_;
+
+  // The parts it drives.
   JobSupervisor supervisor_;
   RunSamples samples_;
   MechanismRecovery recovery_;
   // Its schedule() runs only when something changed (on_change_scheduler.h).
   std::unique_ptr<OnChangeScheduler> scheduler_;
-  std::vector<LearnedProfile> measured_;    // learned from the store at start()
-  std::optional<PriorModel> priors_;        // auto: for signatures nothing else speaks for
-  std::map<std::string, bool> introduced_;  // signatures the scheduler knows
-  std::set<std::string> families_loaded_;   // families whose measured instances it got
+  PolicyKnowledge known_;  // what the policy was made from (start())
   LiveDisplay display_;
-  std::map<pid_t, size_t> by_pid_;
-  std::vector<std::pair<int64_t, ProgressEvent>> pending_events_;
-  std::vector<JobChange> changes_;
-  std::vector<size_t> parked_;                // preempted, requeued, waiting for release_parked()
-  std::map<std::string, double> solo_rates_;  // signature -> samples/s alone
-  int64_t next_flush_ms_ = 0;
-  // No job is placed before then (monotonic): an MPS server recovers from a fault.
-  int64_t placement_paused_until_ms_ = 0;
-  int not_ready_streak_ = 0;  // starts refused in a row by a recovering MPS server
-  // GPU -> the latest fatal fault a client raised there under MPS ("buggy
-  // raised a fatal GPU fault on gpu0 under MPS (...)"), named in the records
-  // of the clients it reached.
-  struct RecentFault {
-    std::string cause;
-    int64_t at_ms = 0;  // monotonic
-  };
-  std::map<int, RecentFault> recent_fault_;
+
+  // Rules with state of their own.
+  MpsFaultLog mps_faults_;
   EarlyStopper early_stop_;  // the trials of this run's sweeps with an [early_stop]
-  // Fail-fast, by job file: the reasons of its first jobs to fail, until one
-  // ends well, one fails otherwise, or kFailFastJobs failed alike (settled).
-  struct FailFast {
-    std::vector<std::string> reasons;
-    bool settled = false;
-  };
-  std::map<std::string, FailFast> fail_fast_;
-  // After `job` ended: its file's fail-fast, which may cancel the file's
-  // jobs that wait.
-  void fail_fast(const JobRuntime& job);
-  bool stopping_ = false;
-  bool held_ = false;
-  bool started_ = false;
-  bool finished_ = false;
-  bool cgroup_warned_ = false;
+  FailFast fail_fast_;       // by job file
+
+  // What it has to tell: events and samples for the store (every flush_ms),
+  // changes for its caller (take_changes()).
+  std::vector<std::pair<int64_t, ProgressEvent>> pending_events_;
+  int64_t next_flush_ms_ = 0;
+  std::vector<JobChange> changes_;
+
+  enum class Phase { kNew, kStarted, kFinished };
+  struct State {
+    Phase phase = Phase::kNew;
+    bool stopping = false;       // stop_all() was called: nothing is placed
+    bool held = false;           // hold(): nothing is placed
+    bool cgroup_warned = false;  // that jobs get no cgroup was said
+  } state_;
 };
 
 }  // namespace colo

@@ -1,9 +1,12 @@
 #include "run/stall_watch.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+
+#include "common/units.h"
 
 namespace colo {
 namespace {
@@ -101,6 +104,42 @@ std::optional<std::string> StallWatch::stalled(UnixMillis now_ms) const {
     reason += fmt::format(" (the bound was {})", seconds(*bound));
   }
   return reason;
+}
+
+std::string stall_evidence(int64_t job_id, const std::vector<int>& gpus,
+                           const std::map<int, std::vector<EngineProcess>>& processes,
+                           const std::map<int, std::deque<DeviceSample>>& recent_samples,
+                           const std::vector<ProcessState>& group) {
+  std::vector<std::string> parts;
+  uint64_t memory = 0;
+  bool seen = false;
+  std::optional<double> sm;
+  for (const auto& [device, listed] : processes) {
+    for (const EngineProcess& p : listed) {
+      if (p.job_id != job_id) continue;
+      seen = true;
+      memory += p.sample.used_memory_bytes.value_or(0);
+      if (p.sample.sm_util_pct) sm = sm.value_or(0) + *p.sample.sm_util_pct;
+    }
+  }
+  parts.push_back(seen ? fmt::format("GPU memory {}{}", format_bytes(memory),
+                                     sm ? fmt::format(", its SM use {:.0f}%", *sm) : "")
+                       : "no GPU process of it seen");
+  for (int d : gpus) {
+    auto recent = recent_samples.find(d);
+    if (recent == recent_samples.end() || recent->second.empty()) continue;
+    const DeviceSample& last = recent->second.back();
+    if (last.sm_active_pct)
+      parts.push_back(fmt::format("gpu{} SM activity {:.0f}%", d, *last.sm_active_pct));
+  }
+  std::vector<std::string> states;
+  for (const ProcessState& p : group) {
+    states.push_back(fmt::format("{} {} {}{}", p.pid, p.command, p.state,
+                                 p.wchan.empty() ? "" : " in " + p.wchan));
+  }
+  parts.push_back(states.empty() ? std::string("no process left in its group")
+                                 : fmt::format("processes: {}", fmt::join(states, ", ")));
+  return fmt::format("{}", fmt::join(parts, "; "));
 }
 
 }  // namespace colo

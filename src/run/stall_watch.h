@@ -17,10 +17,15 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
+#include "common/proc_stat.h"
+#include "run/run_samples.h"
 
 namespace colo {
 
@@ -95,5 +100,14 @@ class StallWatch {
   std::optional<int64_t> last_epoch_;
   std::optional<int64_t> last_epoch_ms_;
 };
+
+// What colo sees of a stalled job (`job_id`, on `gpus`), for its log and
+// events: its processes' GPU memory and SM use in the latest process sample,
+// its GPUs' latest SM activity, and the states and kernel wait channels of
+// the processes of its group (`group`: process_group_states()). Pure.
+std::string stall_evidence(int64_t job_id, const std::vector<int>& gpus,
+                           const std::map<int, std::vector<EngineProcess>>& processes,
+                           const std::map<int, std::deque<DeviceSample>>& recent_samples,
+                           const std::vector<ProcessState>& group);
 
 }  // namespace colo

@@ -161,3 +161,38 @@ TEST(StallWatch, AfterAFaultASilentJobWhoseProcessesSleepIsStalledAtTheFloor) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+// The evidence of a stall: its processes' GPU memory and SM use, its GPUs'
+// SM activity, its processes' states, each "not seen" when absent.
+TEST(StallEvidence, SaysWhatColoSeesOfTheJobAndWhatItDoesNot) {
+  std::map<int, std::vector<EngineProcess>> processes;
+  EngineProcess mine;
+  mine.job_id = 7;
+  mine.sample.used_memory_bytes = uint64_t{2} << 30;
+  mine.sample.sm_util_pct = 30;
+  EngineProcess theirs;
+  theirs.job_id = 8;
+  theirs.sample.used_memory_bytes = uint64_t{5} << 30;
+  processes[0] = {mine, theirs};
+  std::map<int, std::deque<DeviceSample>> recent;
+  DeviceSample d;
+  d.device = 0;
+  d.sm_active_pct = 12;
+  recent[0] = {d};
+  ProcessState state;
+  state.pid = 100;
+  state.command = "python3";
+  state.state = 'D';
+  state.wchan = "nv_wait";
+  EXPECT_EQ(stall_evidence(7, {0}, processes, recent, {state}),
+            "GPU memory 2.0 GiB, its SM use 30%; gpu0 SM activity 12%; processes: 100 python3 D "
+            "in nv_wait");
+  EXPECT_EQ(stall_evidence(9, {1}, processes, recent, {}),
+            "no GPU process of it seen; no process left in its group");
+}
+
+}  // namespace
+}  // namespace colo

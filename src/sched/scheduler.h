@@ -93,6 +93,14 @@ struct Decision {
   bool operator==(const Decision&) const = default;
 };
 
+// A job's GPUs: a gang's several (`device` first), else its one, else none
+// (not placed). The one place that says so.
+inline std::vector<int> job_gpus(const std::optional<int>& device,
+                                 const std::vector<int>& gang_devices) {
+  if (!gang_devices.empty()) return gang_devices;
+  return device ? std::vector<int>{*device} : std::vector<int>{};
+}
+
 // kStopped: stopped at the policy's own request (Scheduler::take_stops()).
 enum class JobEnd { kOk, kFailed, kOutOfMemory, kCancelled, kStopped };
 

@@ -1026,11 +1026,7 @@ void Service::account_usage() {
 
 namespace {
 
-std::vector<int> gpus_of(const EngineJobView& v) {
-  std::vector<int> gpus = v.gang_devices;  // a gang's, else its one
-  if (gpus.empty() && v.device) gpus.push_back(*v.device);
-  return gpus;
-}
+std::vector<int> gpus_of(const EngineJobView& v) { return job_gpus(v.device, v.gang_devices); }
 
 }  // namespace
 

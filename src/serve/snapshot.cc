@@ -9,6 +9,7 @@
 #include "common/json_values.h"
 #include "common/units.h"
 #include "gpu/device_json.h"
+#include "sched/scheduler.h"
 
 namespace colo {
 namespace {
@@ -60,10 +61,7 @@ std::optional<double> slowdown(const QueueJob& job) {
   return *job.solo_samples_per_s / *job.samples_per_s;
 }
 
-std::vector<int> gpus_of(const QueueJob& j) {
-  if (!j.gang_gpus.empty()) return j.gang_gpus;
-  return j.gpu ? std::vector<int>{*j.gpu} : std::vector<int>{};
-}
+std::vector<int> gpus_of(const QueueJob& j) { return job_gpus(j.gpu, j.gang_gpus); }
 
 std::string gpus_text(const QueueJob& j) {
   std::string out;

@@ -1,0 +1,270 @@
+// RunEngine over real child processes (/bin/sh), the simulated GPU backend,
+// a mechanism that hands out no environment, and a store in a temporary
+// directory: a job's start and its environment, an ok end, a failure that
+// runs again, a user's cancel, a preemption, and the stops of `colo run` and
+// of the service.
+#include "run/run_engine.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "gpu/sim_backend.h"
+#include "run/log_layout.h"
+#include "store/testing/fake_runs.h"
+
+namespace colo {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A mechanism with nothing to set up and no environment of its own.
+class EngineTestMechanism final : public Mechanism {
+ public:
+  MechanismKind kind() const override { return MechanismKind::kNaive; }
+  int max_jobs_per_device() const override { return 48; }
+  Status prepare(const std::vector<DeviceInfo>&) override { return OkStatus(); }
+  Result<Environment> environment_for(const Placement&) override { return Environment{}; }
+  Status health_check() override { return OkStatus(); }
+  Status teardown() override { return OkStatus(); }
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class RunEngineTest : public ::testing::Test {
+ protected:
+  RunEngineTest()
+      : backend_(std::move(SimBackend::create("H100", 2, clock_)).value()),
+        store_(std::move(RunStore::open(dir_.path() + "/colo.db")).value()),
+        writer_(*store_, clock_) {
+    NewRun run;
+    run.started_ms = clock_.now_ms();
+    run.mechanism = "naive";
+    run.backend = "sim";
+    run.simulated = true;
+    run_id_ = store_->begin_run(run).value();
+    options_.policy = "fixed";
+    options_.sample_period_ms = 50;
+    options_.flush_ms = 50;
+    options_.stop_grace_ms = 300;
+    options_.health_check_ms = 60'000;
+    options_.python_client_dir = std::nullopt;
+  }
+
+  std::unique_ptr<RunEngine> make_engine() {
+    auto devices = backend_->devices();
+    EXPECT_TRUE(devices.ok());
+    auto engine = std::make_unique<RunEngine>(
+        EngineContext{clock_, *backend_, *store_, writer_, mechanism_, nullptr, out_}, options_,
+        run_id_, "token", *devices);
+    engine->start();
+    return engine;
+  }
+
+  // A job that runs `script` under /bin/sh, its files in the test's directory.
+  EngineJob job(const std::string& name, const std::string& script) {
+    EngineJob j;
+    j.spec.name = name;
+    j.spec.group = name;
+    j.spec.command = {"/bin/sh", "-c", script};
+    j.spec.source = dir_.path() + "/jobs.toml:1";
+    j.log_stem = run_job_stem(dir_.path() + "/logs", next_index_++, name);
+    j.progress_path = attempt_progress_path(j.log_stem, 1);
+    j.checkpoint_dir = run_job_dir(j.log_stem, JobDir::kCheckpoint);
+    return j;
+  }
+
+  // Ticks until `done` holds (at most 30 s), keeping the changes.
+  template <class Done>
+  bool tick_until(RunEngine& engine, Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      engine.tick();
+      for (JobChange& c : engine.take_changes()) changes_.push_back(std::move(c));
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  std::vector<JobChange> changes_of(size_t key, JobChange::Kind kind) const {
+    std::vector<JobChange> out;
+    for (const JobChange& c : changes_)
+      if (c.key == key && c.kind == kind) out.push_back(c);
+    return out;
+  }
+
+  testing::TempDir dir_{"colo_run_engine_test"};
+  SystemClock clock_;
+  std::unique_ptr<SimBackend> backend_;
+  std::unique_ptr<RunStore> store_;
+  StoreWriter writer_;
+  EngineTestMechanism mechanism_;
+  EngineOptions options_;
+  std::ostringstream out_;
+  int64_t run_id_ = 0;
+  size_t next_index_ = 0;
+  std::vector<JobChange> changes_;
+};
+
+TEST_F(RunEngineTest, StartsAJobWithItsEnvironmentAndRecordsItsOkEnd) {
+  auto engine = make_engine();
+  const EngineJob hello = job("hello",
+                              "echo \"gpus=$COLO_GPUS count=$COLO_GPU_COUNT name=$COLO_JOB_NAME "
+                              "run=$COLO_RUN_ID ckpt=$COLO_CHECKPOINT_DIR\"");
+  const size_t key = engine->submit(hello);
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->idle(); })) << out_.str();
+  engine->finish();
+  const EngineJobView v = engine->view(key);
+  EXPECT_EQ(v.state, JobState::kOk) << v.note;
+  ASSERT_EQ(changes_of(key, JobChange::Kind::kStarted).size(), 1U);
+  ASSERT_EQ(changes_of(key, JobChange::Kind::kEnded).size(), 1U);
+  EXPECT_EQ(changes_of(key, JobChange::Kind::kEnded)[0].state, JobState::kOk);
+  EXPECT_EQ(v.log_path, attempt_log_path(hello.log_stem, 1));
+  EXPECT_THAT(read_text(v.log_path),
+              HasSubstr(fmt::format("gpus={} count=1 name=hello run={} ckpt={}", *v.device, run_id_,
+                                    hello.checkpoint_dir)));
+  EXPECT_EQ(engine->count(true), 1);
+  Result<std::optional<JobRow>> row = store_->job_row(v.job_id);
+  ASSERT_TRUE(row.ok() && row->has_value());
+  EXPECT_EQ((*row)->state, JobState::kOk);
+  EXPECT_THAT(out_.str(), HasSubstr("hello started on gpu"));
+}
+
+// A gang whose rank failed runs again whole, as a counted attempt, its log
+// the next attempt's (log_layout.h); the second attempt ends well.
+TEST_F(RunEngineTest, AFailedGangRunsAgainAndItsSecondAttemptLogsApart) {
+  auto engine = make_engine();
+  const std::string marker = dir_.path() + "/failed-once";
+  EngineJob gang = job("gang", "if [ -e " + marker + " ]; then echo second; exit 0; fi; touch " +
+                                   marker + "; echo first; exit 1");
+  gang.spec.gpus = 2;
+  const size_t key = engine->submit(gang);
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->idle(); })) << out_.str();
+  engine->finish();
+  const EngineJobView v = engine->view(key);
+  EXPECT_EQ(v.state, JobState::kOk) << v.note;
+  EXPECT_EQ(v.attempt, 2);
+  EXPECT_EQ(v.gang_devices, (std::vector<int>{0, 1}));
+  const std::vector<JobChange> requeued = changes_of(key, JobChange::Kind::kRequeued);
+  ASSERT_EQ(requeued.size(), 1U);
+  EXPECT_TRUE(requeued[0].counted);
+  EXPECT_THAT(requeued[0].reason, HasSubstr("a rank failed, so the gang runs again whole "
+                                            "(attempt 2 of 3)"));
+  EXPECT_EQ(v.log_path, attempt_log_path(gang.log_stem, 2));
+  EXPECT_THAT(read_text(attempt_log_path(gang.log_stem, 1)), HasSubstr("first"));
+  EXPECT_THAT(read_text(v.log_path), HasSubstr("second"));
+}
+
+TEST_F(RunEngineTest, AFailureThatNothingRetriesEndsFailed) {
+  auto engine = make_engine();
+  const size_t key = engine->submit(job("fails", "echo 'ValueError: no'; exit 3"));
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->idle(); })) << out_.str();
+  engine->finish();
+  const EngineJobView v = engine->view(key);
+  EXPECT_EQ(v.state, JobState::kFailed);
+  EXPECT_THAT(v.note, HasSubstr("exit code 3"));
+  EXPECT_TRUE(changes_of(key, JobChange::Kind::kRequeued).empty());
+  EXPECT_EQ(engine->count(false), 1);
+}
+
+// A user's cancel: TERM, and the record says who cancelled it; a second
+// cause (a preemption) does not take over a job already being stopped.
+TEST_F(RunEngineTest, AUsersCancelEndsItCancelledWithTheirReason) {
+  auto engine = make_engine();
+  const size_t key = engine->submit(job("sleeper", "exec sleep 30"));
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->running() == 1; })) << out_.str();
+  EXPECT_TRUE(engine->cancel(key, "cancelled by alice"));
+  EXPECT_FALSE(engine->preempt(key, "for a job of higher priority"));
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->idle(); })) << out_.str();
+  engine->finish();
+  const EngineJobView v = engine->view(key);
+  EXPECT_EQ(v.state, JobState::kCancelled);
+  EXPECT_THAT(v.note, HasSubstr("cancelled by alice"));
+  EXPECT_THAT(read_text(v.log_path), HasSubstr("cancelled by alice; stopping it"));
+  EXPECT_FALSE(engine->cancel(key, "again"));  // it has ended
+}
+
+// A preempted job is requeued uncounted and parked until released; then it
+// runs again.
+TEST_F(RunEngineTest, APreemptedJobWaitsParkedUntilReleased) {
+  auto engine = make_engine();
+  const std::string marker = dir_.path() + "/preempted-once";
+  const size_t key = engine->submit(job(
+      "victim", "if [ -e " + marker + " ]; then exit 0; fi; touch " + marker + "; exec sleep 30"));
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->running() == 1; })) << out_.str();
+  EXPECT_TRUE(engine->preempt(key, "for 7 (priority 5)"));
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->running() == 0; })) << out_.str();
+  const std::vector<JobChange> requeued = changes_of(key, JobChange::Kind::kRequeued);
+  ASSERT_EQ(requeued.size(), 1U);
+  EXPECT_FALSE(requeued[0].counted);
+  EXPECT_THAT(requeued[0].reason, HasSubstr("for 7 (priority 5); it runs again later"));
+  EXPECT_EQ(engine->queued(), 1U);
+  for (int i = 0; i < 10; ++i) engine->tick();  // parked: not placed
+  EXPECT_EQ(engine->view(key).state, JobState::kQueued);
+  engine->release_parked();
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->idle(); })) << out_.str();
+  engine->finish();
+  EXPECT_EQ(engine->view(key).state, JobState::kOk);
+  EXPECT_EQ(engine->view(key).attempt, 2);
+}
+
+// The service stops: running jobs end interrupted with its reason, queued
+// ones are handed back unrecorded.
+TEST_F(RunEngineTest, TheServicesShutdownInterruptsRunningJobsAndReleasesQueuedOnes) {
+  options_.max_jobs_per_gpu = 1;
+  auto engine = make_engine();
+  std::vector<size_t> keys;
+  for (const char* name : {"a", "b", "c"})
+    keys.push_back(engine->submit(job(name, "exec sleep 30")));
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->running() == 2; })) << out_.str();
+  engine->stop_all(RunEngine::StopKind::kShutdown, 300, "colo serve stopped");
+  EXPECT_TRUE(engine->stopping());
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->running() == 0; })) << out_.str();
+  engine->finish();
+  int interrupted = 0;
+  for (size_t key : keys) {
+    const EngineJobView v = engine->view(key);
+    if (v.state == JobState::kInterrupted) {
+      ++interrupted;
+      EXPECT_EQ(v.note, "colo serve stopped");
+    } else {
+      EXPECT_EQ(v.state, JobState::kQueued);  // released, not recorded
+      EXPECT_TRUE(changes_of(key, JobChange::Kind::kEnded).empty());
+    }
+  }
+  EXPECT_EQ(interrupted, 2);
+}
+
+// `colo run` stopped (Ctrl-C): queued jobs end cancelled before they started.
+TEST_F(RunEngineTest, ColoRunsStopCancelsQueuedJobs) {
+  options_.max_jobs_per_gpu = 1;
+  auto engine = make_engine();
+  std::vector<size_t> keys;
+  for (const char* name : {"a", "b", "c"})
+    keys.push_back(engine->submit(job(name, "exec sleep 30")));
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->running() == 2; })) << out_.str();
+  engine->stop_all(RunEngine::StopKind::kCancel, 300, "stopped by Ctrl-C");
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->idle(); })) << out_.str();
+  engine->finish();
+  int never_started = 0;
+  for (size_t key : keys) {
+    const EngineJobView v = engine->view(key);
+    EXPECT_TRUE(is_final(v.state)) << v.name;
+    if (v.note == "cancelled before it started") ++never_started;
+  }
+  EXPECT_EQ(never_started, 1);
+  EXPECT_EQ(engine->count(true), 0);
+}
+
+}  // namespace
+}  // namespace colo
