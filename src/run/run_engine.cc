@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <iterator>
 #include <ostream>
 
 #include "analysis/profile_event.h"
@@ -16,14 +15,12 @@
 #include "common/stop_signal.h"
 #include "common/units.h"
 #include "gpu/sim_backend.h"
-#include "jobs/job_features.h"
 #include "jobs/job_signature.h"
 #include "jobs/log_cap.h"
 #include "run/job_launch.h"
 #include "run/job_runtime.h"
 #include "run/log_layout.h"
 #include "run/simulated_load.h"
-#include "sched/family.h"
 #include "sharing/mig_mechanism.h"
 #include "sharing/process_finder.h"
 
