@@ -5,10 +5,12 @@
 // of the service.
 #include "run/run_engine.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -201,7 +203,8 @@ TEST_F(RunEngineTest, APreemptedJobWaitsParkedUntilReleased) {
   const std::string marker = dir_.path() + "/preempted-once";
   const size_t key = engine->submit(job(
       "victim", "if [ -e " + marker + " ]; then exit 0; fi; touch " + marker + "; exec sleep 30"));
-  ASSERT_TRUE(tick_until(*engine, [&] { return engine->running() == 1; })) << out_.str();
+  // Preempted once it has begun its work (the marker made), not while its shell starts.
+  ASSERT_TRUE(tick_until(*engine, [&] { return std::filesystem::exists(marker); })) << out_.str();
   EXPECT_TRUE(engine->preempt(key, "for 7 (priority 5)"));
   ASSERT_TRUE(tick_until(*engine, [&] { return engine->running() == 0; })) << out_.str();
   const std::vector<JobChange> requeued = changes_of(key, JobChange::Kind::kRequeued);
@@ -212,7 +215,9 @@ TEST_F(RunEngineTest, APreemptedJobWaitsParkedUntilReleased) {
   for (int i = 0; i < 10; ++i) engine->tick();  // parked: not placed
   EXPECT_EQ(engine->view(key).state, JobState::kQueued);
   engine->release_parked();
-  ASSERT_TRUE(tick_until(*engine, [&] { return engine->idle(); })) << out_.str();
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->idle(); }))
+      << out_.str() << to_string(engine->view(key).state) << " queued " << engine->queued()
+      << " running " << engine->running() << " log: " << read_text(engine->view(key).log_path);
   engine->finish();
   EXPECT_EQ(engine->view(key).state, JobState::kOk);
   EXPECT_EQ(engine->view(key).attempt, 2);
