@@ -83,4 +83,21 @@ JobProfile InPlaceMeasurement::profile(std::string source) const {
   return p;
 }
 
+GpuBaseline baseline_before(const std::deque<DeviceSample>& samples, UnixMillis started_ms,
+                            int64_t window_ms) {
+  GpuBaseline base;
+  int n = 0;
+  for (const DeviceSample& d : samples) {
+    if (d.time_ms < started_ms - window_ms || d.time_ms > started_ms || !d.sm_active_pct) continue;
+    base.sm_active_pct += *d.sm_active_pct;
+    base.gpu_util_pct += d.gpu_util_pct.value_or(*d.sm_active_pct * 2);
+    ++n;
+  }
+  if (n > 0) {
+    base.sm_active_pct /= n;
+    base.gpu_util_pct /= n;
+  }
+  return base;
+}
+
 }  // namespace colo

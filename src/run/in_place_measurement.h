@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -48,6 +49,13 @@ struct GpuBaseline {
   double sm_active_pct = 0;
   double gpu_util_pct = 0;
 };
+
+// The average load of a GPU over the `window_ms` before `started_ms`, from
+// its device samples (`samples`, oldest first; those without SM activity
+// skipped, a missing utilization taken as twice the SM activity); zero when
+// none fall in the window.
+GpuBaseline baseline_before(const std::deque<DeviceSample>& samples, UnixMillis started_ms,
+                            int64_t window_ms);
 
 class InPlaceMeasurement {
  public:

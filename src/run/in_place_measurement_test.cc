@@ -99,5 +99,30 @@ TEST(InPlaceMeasurementTest, WithoutProgressItsMemoryMustHoldLonger) {
   EXPECT_FALSE(m.profile("x").sm_active_pct) << "no SM activity without progress to time it";
 }
 
+// A GPU's load before a newcomer started: the samples of the window before
+// its start, averaged; none in it, zero.
+TEST(BaselineBefore, AveragesTheWindowBeforeTheStart) {
+  const auto sample = [](UnixMillis t, std::optional<double> sm, std::optional<double> util) {
+    DeviceSample d;
+    d.time_ms = t;
+    d.sm_active_pct = sm;
+    d.gpu_util_pct = util;
+    return d;
+  };
+  const std::deque<DeviceSample> samples = {
+      sample(1000, 90, 95),            // before the window
+      sample(5000, 20, 40),            // in it
+      sample(6000, 30, std::nullopt),  // in it: utilization taken as 60
+      sample(7000, std::nullopt, 50),  // no SM activity: skipped
+      sample(11'000, 80, 80),          // after the start
+  };
+  const GpuBaseline base = baseline_before(samples, 10'000, 5000);
+  EXPECT_DOUBLE_EQ(base.sm_active_pct, 25);
+  EXPECT_DOUBLE_EQ(base.gpu_util_pct, 50);
+  const GpuBaseline none = baseline_before(samples, 100'000, 5000);
+  EXPECT_DOUBLE_EQ(none.sm_active_pct, 0);
+  EXPECT_DOUBLE_EQ(none.gpu_util_pct, 0);
+}
+
 }  // namespace
 }  // namespace colo

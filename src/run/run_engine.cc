@@ -310,12 +310,19 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   job.reader->follow_log(request.log_path);  // this attempt's output
 
   Result<pid_t> pid = supervisor_.start(request);
-  UnixMillis now = ctx_.clock.now_ms();
+  const UnixMillis now = ctx_.clock.now_ms();
   if (!pid.ok()) {
     start_failed(job, pid.error());
     return;
   }
   if (!profile_note.empty()) append_note_to_log(request.log_path, profile_note);
+  started(job, a, placement, *mech_env, *pid, request.log_path, now);
+}
+
+void RunEngine::started(JobRuntime& job, const Decision& a, const Placement& placement,
+                        const Environment& mech_env, pid_t pid, const std::string& log,
+                        UnixMillis now) {
+  const JobSpec& spec = job.job.spec;
   job.state = JobState::kRunning;
   job.measuring.reset();
   if (a.probe || a.record)
@@ -331,7 +338,7 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
                     job.reported_progress || spec.epoch_regex || spec.step_regex ||
                         known_.solo_rates.count(job.signature) > 0,
                     options_.stall);
-  job.pid = *pid;
+  job.pid = pid;
   job.device = a.device;
   job.gang_devices = a.gang_devices;
   job.started_ms = now;
@@ -341,19 +348,19 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
     job.mps_sm_share_pct = placement.sm_share_pct;
     job.mps_memory_limit_bytes = placement.memory_limit_bytes;
   }
-  auto mig = mech_env->find(kMigInstanceEnv);
-  job.mig_instance = mig != mech_env->end() ? mig->second : "";
+  auto mig = mech_env.find(kMigInstanceEnv);
+  job.mig_instance = mig != mech_env.end() ? mig->second : "";
   job.last_epoch_end_ms = now;
-  by_pid_[*pid] = job.key;
-  samples_.add_job(*pid, job.job.id);
+  by_pid_[pid] = job.key;
+  samples_.add_job(pid, job.job.id);
   job.sim_load.emplace(spec);
   for (int d : placement.devices())
-    ctx_.backend.process_started(d, static_cast<uint32_t>(*pid), job.sim_load->hint());
+    ctx_.backend.process_started(d, static_cast<uint32_t>(pid), job.sim_load->hint());
   check_simulated_memory(job);
   if (a.estimate)
     pending_events_.emplace_back(
         job.job.id, profile_event(a.probe ? kPriorEvent : kEstimateEvent, *a.estimate, now));
-  ctx_.writer.job_started(job.job.id, *pid, a.device, now, job.attempt);
+  ctx_.writer.job_started(job.job.id, pid, a.device, now, job.attempt);
   if (!job.mig_instance.empty()) ctx_.writer.job_instance(job.job.id, job.mig_instance);
   const std::string gpus = gpu_list(placement.devices());
   if (!a.gang_devices.empty()) ctx_.writer.job_gpus(job.job.id, gpus);
@@ -363,8 +370,8 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
       a.gang_devices.empty() ? fmt::format("gpu{}", a.device)
                              : fmt::format("gpus {} (a gang of {})", gpus, a.gang_devices.size());
   display_.event(fmt::format(
-      "{} started on {} ({}), pid {}, log {}{}{}{}", job.label(), where, device(a.device).name,
-      *pid, request.log_path, a.probe ? " (new: measured where it runs)" : "",
+      "{} started on {} ({}), pid {}, log {}{}{}{}", job.label(), where, device(a.device).name, pid,
+      log, a.probe ? " (new: measured where it runs)" : "",
       a.memory_limit_bytes && !spec.memory_limit_bytes
           ? ", memory limit " + format_bytes(*a.memory_limit_bytes)
           : "",
@@ -881,23 +888,9 @@ std::optional<GpuBaseline> RunEngine::baseline(int device, UnixMillis started_ms
     return jobs_[running.second]->device == device;
   });
   if (!others) return std::nullopt;
-  GpuBaseline base;
-  int n = 0;
   auto recent = samples_.recent().find(device);
-  if (recent != samples_.recent().end()) {
-    for (const DeviceSample& d : recent->second) {
-      if (d.time_ms < started_ms - kBaselineMs || d.time_ms > started_ms || !d.sm_active_pct)
-        continue;
-      base.sm_active_pct += *d.sm_active_pct;
-      base.gpu_util_pct += d.gpu_util_pct.value_or(*d.sm_active_pct * 2);
-      ++n;
-    }
-  }
-  if (n > 0) {
-    base.sm_active_pct /= n;
-    base.gpu_util_pct /= n;
-  }
-  return base;
+  if (recent == samples_.recent().end()) return GpuBaseline{};
+  return baseline_before(recent->second, started_ms, kBaselineMs);
 }
 
 int RunEngine::sharers(const JobRuntime& job, UnixMillis at_ms) const {

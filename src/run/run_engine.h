@@ -294,7 +294,12 @@ class RunEngine {
   void record_final(JobRuntime& job, const JobExit& exit, UnixMillis ended_ms);
   void place();
   void start_failed(JobRuntime& job, const Error& e);
+  // Starts an attempt of `job` where `d` placed it; a start that fails ends it failed.
   void start(JobRuntime& job, const Decision& d);
+  // The attempt's process `pid` started at `now` (logging to `log`): the
+  // job's state for it, its records and its event.
+  void started(JobRuntime& job, const Decision& d, const Placement& placement,
+               const Environment& mech_env, pid_t pid, const std::string& log, UnixMillis now);
   // The job's own cgroup, with its host limits (job_limits); "" when it runs
   // in its process group only (said once, or per job when it has limits).
   std::string job_cgroup(const JobRuntime& job);
