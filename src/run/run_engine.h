@@ -221,7 +221,9 @@ class RunEngine {
 
   // Cancels one job: a queued one ends cancelled now; a running one gets
   // TERM, then KILL after the grace period, and ends cancelled. `reason` is
-  // recorded ("cancelled by alice"). False when the job has already ended.
+  // recorded ("cancelled by alice"). A running job that colo is stopping
+  // already ends as that stop says (StopCause::yields_to). False when the job
+  // has already ended.
   bool cancel(size_t key, const std::string& reason);
   // Stops a running job to make room for one of higher priority (`reason`
   // says which): TERM, then KILL after the grace. Reaped, it is requeued, not
