@@ -43,7 +43,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kSystemSocket = "/var/lib/colo/colo.sock";
 constexpr size_t kMaxLogChunkBytes = size_t{256} * 1024;
 // How long the service keeps trying a store locked by another colo (its run's
 // record at start, what is left to write at the end).
@@ -160,20 +159,6 @@ json read_private_json(const std::string& path) {
 constexpr int64_t kStoreQuickCheckMs = 600'000;  // 10 minutes
 
 }  // namespace
-
-std::string default_service_socket() {
-  if (const char* s = std::getenv("COLO_SOCKET"); s != nullptr && *s != '\0') return s;
-  return default_state_dir() + "/colo.sock";
-}
-
-std::vector<std::string> service_socket_candidates() {
-  if (const char* s = std::getenv("COLO_SOCKET"); s != nullptr && *s != '\0') return {s};
-  std::vector<std::string> out = {default_state_dir() + "/colo.sock"};
-  const char* home = std::getenv("COLO_HOME");
-  if ((home == nullptr || *home == '\0') && out.front() != kSystemSocket)
-    out.emplace_back(kSystemSocket);
-  return out;
-}
 
 Service::Service(ServeContext& ctx, const ServeOptions& options, RunEngine& engine,
                  StoreWriter& writer, ServiceInfo info)
@@ -711,10 +696,8 @@ json Service::submit(const Caller& caller, const json& request) {
   std::vector<json> secrets;
   const UnixMillis now = ctx_.clock.now_ms();
   for (const JobSpec& spec : specs) {
-    JobSpec stored = spec;
-    stored.env = redact_secret_env(spec.env);
     rows.push_back(NewServiceJob{now, owner_uid, owner_name, *job_file, spec.name, spec.group,
-                                 dump(job_spec_to_json(stored)), stored_env, *submit_key});
+                                 dump(job_spec_to_stored_json(spec)), stored_env, *submit_key});
     json s = json::object();
     if (!env_secrets.empty()) s["env"] = env_secrets;
     if (json job_env = secret_values(spec.env); !job_env.empty()) s["job_env"] = job_env;
@@ -942,25 +925,6 @@ void Service::halt(const std::string& why) {
       written.ok() ? "The queue is written to " + lost_queue_path_
                    : "The queue could not be saved either: " + written.error().message());
   if (!written.ok()) lost_queue_path_.clear();
-}
-
-QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism) {
-  QueueJob q;
-  q.id = row.id;
-  q.name = row.name;
-  q.group = row.group;
-  q.owner = row.owner_name;
-  q.owner_uid = row.owner_uid;
-  q.state = to_string(row.state);
-  q.reason = row.reason;
-  q.gpu = row.device;
-  q.mechanism = mechanism;
-  q.attempts = row.attempts;
-  q.submitted_ms = row.submitted_ms;
-  q.started_ms = row.started_ms;
-  q.ended_ms = row.ended_ms;
-  q.job_file = row.job_file;
-  return q;
 }
 
 QueueJob Service::queue_job(const ServiceJobRow& row) const {

@@ -412,14 +412,5 @@ class Service {
   std::shared_ptr<const ServiceSnapshot> latest_;  // guarded by latest_mu_
 };
 
-// A job of the queue as the store has it (none of the live values of an
-// attempt: epoch, rate, predicted end, memory, its run).
-QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism);
-
-// Where clients look for the service: $COLO_SOCKET; else <state dir>/colo.sock,
-// then (when $COLO_HOME is not set) the system service's /var/lib/colo/colo.sock.
-std::vector<std::string> service_socket_candidates();
-// The socket `colo serve` listens on by default: $COLO_SOCKET, else <state dir>/colo.sock.
-std::string default_service_socket();
 
 }  // namespace colo
