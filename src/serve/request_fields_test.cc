@@ -13,7 +13,7 @@ using nlohmann::json;
 TEST(RequestFields, AFieldTakesItsFallbackWhenAbsentAndNamesItselfWhenMistyped) {
   struct Case {
     std::string request;
-    std::string string_value;  // of "f", fallback "none"; "!" + error when refused
+    std::string string_value;   // of "f", fallback "none"; "!" + error when refused
     std::string integer_value;  // of "f", fallback 7
   };
   const std::vector<Case> cases = {
@@ -73,13 +73,19 @@ TEST(RequestFields, ASubmissionsLabelLosesItsControlCharactersAndNamesAWrongFiel
   const std::vector<Case> cases = {
       {R"({})", "", "", "", {}},
       {R"({"label": null})", "", "", "", {}},
-      {R"({"label": {"name": "a\u0001b", "note": "n\u0007", "tags": {"k\u0001": "v"}}})", "",
-       "ab", "n", {{"k", "v"}}},
+      {R"({"label": {"name": "a\u0001b", "note": "n\u0007", "tags": {"k\u0001": "v"}}})",
+       "",
+       "ab",
+       "n",
+       {{"k", "v"}}},
       {R"({"label": "x"})", "'label' must be an object", "", "", {}},
       {R"({"label": {"name": 1}})", "label: 'name' must be a string", "", "", {}},
       {R"({"label": {"note": []}})", "label: 'note' must be a string", "", "", {}},
       {R"({"label": {"tags": []}})", "label: 'tags' must be an object of strings", "", "", {}},
-      {R"({"label": {"tags": {"k": 1}}})", "label: 'tags' must be an object of strings", "", "",
+      {R"({"label": {"tags": {"k": 1}}})",
+       "label: 'tags' must be an object of strings",
+       "",
+       "",
        {}},
   };
   for (const Case& c : cases) {
