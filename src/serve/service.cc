@@ -33,6 +33,7 @@
 #include "run/data_loading.h"
 #include "run/leftovers.h"
 #include "run/log_layout.h"
+#include "serve/preemption.h"
 #include "serve/protocol.h"
 #include "serve/request_fields.h"
 #include "store/store_writer.h"
