@@ -14,8 +14,8 @@ bool QuotaBounds::bound_gpus() const {
          std::any_of(groups.begin(), groups.end(), has_gpus);
 }
 
-QuotaBook::QuotaBook(QuotaBounds bounds, QuotaDirectory directory)
-    : bounds_(std::move(bounds)), directory_(std::move(directory)) {}
+QuotaBook::QuotaBook(const QuotaBounds& bounds, QuotaDirectory directory)
+    : bounds_(bounds), directory_(std::move(directory)) {}
 
 void QuotaBook::job_ended(uid_t owner) {
   if (auto count = unfinished_.find(owner); count != unfinished_.end() && --count->second == 0)

@@ -37,8 +37,17 @@ struct QuotaBound {
 };
 
 struct QuotaBounds {
-  size_t max_jobs_per_user = 10'000;        // in place of a user's own `jobs`
-  std::optional<double> max_gpus_per_user;  // in place of a user's own `gpus`; unset: none
+  // Jobs one user may have not yet ended (queued or running), where they
+  // have no bound of their own; a submission that would pass it is refused
+  // whole, saying so.
+  size_t max_jobs_per_user = 10'000;
+  // At most this many GPUs' worth of one user's jobs run at once (a job
+  // counts its share of each GPU it runs on: one over the jobs there), where
+  // they have no bound of their own; the rest wait, saying so. Unset: none.
+  std::optional<double> max_gpus_per_user;
+  // A user's own bounds (--max-gpus-for alice=N, --max-jobs-for alice=M), in
+  // place of the two above; and a group's (@vision=N), which bounds its
+  // members' jobs together.
   std::map<uid_t, QuotaBound> users;
   std::map<gid_t, QuotaBound> groups;
   // Some bound on GPUs' worth is set (the engine must hold jobs back).
@@ -61,7 +70,9 @@ struct OwnerLoad {
 
 class QuotaBook {
  public:
-  QuotaBook(QuotaBounds bounds, QuotaDirectory directory);
+  // Borrows `bounds`, which must outlive it (colo serve's options).
+  QuotaBook(const QuotaBounds& bounds, QuotaDirectory directory);
+  QuotaBook(QuotaBounds&&, QuotaDirectory) = delete;
 
   bool bound_gpus() const { return bounds_.bound_gpus(); }
 
@@ -93,7 +104,7 @@ class QuotaBook {
   // The groups of bounds_.groups `owner` is in.
   const std::vector<gid_t>& groups_of(uid_t owner) const;
 
-  const QuotaBounds bounds_;
+  const QuotaBounds& bounds_;
   const QuotaDirectory directory_;
   std::map<uid_t, size_t> unfinished_;
   std::map<uint32_t, double> left_;

@@ -89,9 +89,8 @@ Service::Service(ServeContext& ctx, const ServeOptions& options, RunEngine& engi
       engine_(engine),
       writer_(writer),
       info_(std::move(info)),
-      quotas_(options.quota_bounds(), QuotaDirectory{user_in_group, user_name_of}),
-      usage_(UsageLedgerOptions{options.fair_share_half_life_ms, options.user_weights,
-                                options.group_weights, user_in_group}),
+      quotas_(options.quotas, QuotaDirectory{user_in_group, user_name_of}),
+      usage_(options.usage, user_in_group),
       loaders_(ctx.clock, writer, ctx.log,
                ServiceLoadersOptions{self_executable(), options.logs_root,
                                      options.loader_ready_timeout_ms, info_.run_id}) {}
@@ -923,7 +922,7 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
           "fair share: {} used {} of GPU time lately{} (half-life {})", j.owner,
           format_duration_ms(static_cast<int64_t>(used == usage_.usage().end() ? 0 : used->second)),
           weight == 1.0 ? std::string() : fmt::format(", weight {:g}", weight),
-          format_duration_ms(options_.fair_share_half_life_ms));
+          format_duration_ms(options_.usage.half_life_ms));
     }
   }
   for (GpuView& g : s.gpus) {

@@ -73,36 +73,19 @@ struct ServeOptions {
   // How long a shared data loader may take to accept consumers; its readers
   // wait queued meanwhile, and fail with the reason after it.
   int64_t loader_ready_timeout_ms = 120'000;
-  // Jobs one user may have not yet ended (queued or running); a submission
-  // that would pass it is refused whole, saying so.
-  size_t max_jobs_per_user = 10'000;
-  // Fair share: a user's usage counts half after this long (Slurm's
-  // PriorityDecayHalfLife).
-  int64_t fair_share_half_life_ms = 86'400'000;
   // false (--queue-order fcfs): the queue is first come, first served across
   // users (within priorities); usage is still accounted and reported.
   bool fair_share = true;
-  // Fair-share weights (--fair-share-weight): a user's own, else the largest
-  // of their groups', else 1. A user of weight 2 is owed twice the GPU time
-  // of one of weight 1: the queue is ordered by usage over weight.
-  std::map<uid_t, double> user_weights;
-  std::map<gid_t, double> group_weights;
-  // Quota: at most this many GPUs' worth of one user's jobs run at once (a
-  // job counts its share of each GPU it runs on: one over the jobs there);
-  // the rest wait, saying so. Unset: none. Needs engine.quotas.
-  std::optional<double> max_gpus_per_user;
-  // Quotas of one user (--max-gpus-for alice=N, --max-jobs-for alice=M), in
-  // place of max_gpus_per_user and max_jobs_per_user for them; and of a
-  // group (@vision=N), which bounds its members' jobs together.
+  // Fair share's half-life (--fair-share-half-life) and weights
+  // (--fair-share-weight): serve/usage_ledger.h.
+  UsageLedgerOptions usage;
+  // Quotas (--max-jobs-per-user, --max-gpus-per-user, --max-gpus-for,
+  // --max-jobs-for): serve/quota_book.h. Bounds on GPUs' worth need
+  // engine.quotas.
+  QuotaBounds quotas;
   using Quota = QuotaBound;
-  std::map<uid_t, Quota> user_quotas;
-  std::map<gid_t, Quota> group_quotas;
-  // Every bound above, as QuotaBook takes them.
-  QuotaBounds quota_bounds() const {
-    return QuotaBounds{max_jobs_per_user, max_gpus_per_user, user_quotas, group_quotas};
-  }
   // Some bound on GPUs' worth is set (the engine must hold jobs back).
-  bool gpu_quotas() const { return quota_bounds().bound_gpus(); }
+  bool gpu_quotas() const { return quotas.bound_gpus(); }
   // Preemption: a queued job that has waited this long may stop one running
   // preemptible job of lower priority (RunEngine::preempt); one at a time,
   // the next only after it waited as long again. Unset: never.

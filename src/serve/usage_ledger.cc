@@ -63,7 +63,9 @@ double decayed(double value, int64_t elapsed_ms, int64_t half_life_ms) {
                            static_cast<double>(std::max<int64_t>(1, half_life_ms)));
 }
 
-UsageLedger::UsageLedger(UsageLedgerOptions options) : options_(std::move(options)) {}
+UsageLedger::UsageLedger(const UsageLedgerOptions& options,
+                         std::function<bool(uid_t, gid_t)> in_group)
+    : options_(options), in_group_(std::move(in_group)) {}
 
 void UsageLedger::decay_to(int64_t monotonic_ms) {
   const int64_t since = usage_at_ms_ < 0 ? monotonic_ms : usage_at_ms_;
@@ -85,7 +87,7 @@ double UsageLedger::weight_of(uid_t owner) const {
   auto [cached, is_new] = group_weight_of_.try_emplace(owner, 0.0);
   if (is_new) {  // groups are read once per owner: the snapshot asks every second
     for (const auto& [group, w] : options_.group_weights) {
-      if (options_.in_group(owner, group)) cached->second = std::max(cached->second, w);
+      if (in_group_(owner, group)) cached->second = std::max(cached->second, w);
     }
   }
   return cached->second > 0 ? cached->second : 1.0;

@@ -72,15 +72,21 @@ void add_energy_share(ServiceJobUsage& usage, const std::vector<int>& gpus,
 double decayed(double value, int64_t elapsed_ms, int64_t half_life_ms);
 
 struct UsageLedgerOptions {
+  // A user's usage counts half after this long (Slurm's PriorityDecayHalfLife).
   int64_t half_life_ms = 86'400'000;
-  std::map<uid_t, double> user_weights;        // an owner's own weight
-  std::map<gid_t, double> group_weights;       // else the largest of their groups'
-  std::function<bool(uid_t, gid_t)> in_group;  // membership (read once per owner)
+  // Weights: a user's own, else the largest of their groups', else 1. A user
+  // of weight 2 is owed twice the GPU time of one of weight 1: the queue is
+  // ordered by usage over weight.
+  std::map<uid_t, double> user_weights;
+  std::map<gid_t, double> group_weights;
 };
 
 class UsageLedger {
  public:
-  explicit UsageLedger(UsageLedgerOptions options);
+  // Borrows `options`, which must outlive it (colo serve's); `in_group`
+  // says who is in which group (read once per owner).
+  UsageLedger(const UsageLedgerOptions& options, std::function<bool(uid_t, gid_t)> in_group);
+  UsageLedger(UsageLedgerOptions&&, std::function<bool(uid_t, gid_t)>) = delete;
 
   // Decays every owner's usage from the last call (the first only starts the clock).
   void decay_to(int64_t monotonic_ms);
@@ -111,7 +117,8 @@ class UsageLedger {
   std::map<int, double> new_energy_j(const std::map<int, std::deque<DeviceSample>>& recent);
 
  private:
-  const UsageLedgerOptions options_;
+  const UsageLedgerOptions& options_;
+  const std::function<bool(uid_t, gid_t)> in_group_;
   std::map<uid_t, double> usage_ms_;
   std::map<uid_t, double> total_ms_;
   std::map<uid_t, std::string> names_;

@@ -116,7 +116,8 @@ DeviceSample power_sample(int device, UnixMillis t, double watts) {
 }
 
 TEST(UsageLedger, EachPairOfAGpusSamplesIsCountedOnce) {
-  UsageLedger ledger({});
+  const UsageLedgerOptions options;
+  UsageLedger ledger(options, {});
   std::map<int, std::deque<DeviceSample>> recent;
   recent[0] = {power_sample(0, 1000, 100), power_sample(0, 2000, 100)};
   recent[1] = {};
@@ -145,7 +146,8 @@ TEST(UsageLedger, UsageDecaysWithItsHalfLifeAndTheTotalDoesNot) {
       {3000, 0, 250, 1500},     // two more
       {2000, 0, 250, 1500},     // a clock that went back: no decay
   };
-  UsageLedger ledger({.half_life_ms = 1000});
+  const UsageLedgerOptions options{.half_life_ms = 1000};
+  UsageLedger ledger(options, {});
   for (const Step& s : steps) {
     ledger.decay_to(s.at_ms);
     if (s.add_ms > 0) ledger.add(1, s.add_ms);
@@ -162,12 +164,12 @@ TEST(UsageLedger, AWeightIsTheOwnersOwnElseTheLargestOfTheirGroupsElseOne) {
     double weight;
   };
   // uid 1 has its own; uid 2 is in groups 100 (2) and 101 (4); uid 3 in 100.
-  UsageLedger ledger({.user_weights = {{1, 3.0}},
-                      .group_weights = {{100, 2.0}, {101, 4.0}},
-                      .in_group = [](uid_t uid, gid_t gid) {
-                        return (uid == 2 && (gid == 100 || gid == 101)) ||
-                               (uid == 3 && gid == 100) || (uid == 1 && gid == 101);
-                      }});
+  const UsageLedgerOptions options{.user_weights = {{1, 3.0}},
+                                   .group_weights = {{100, 2.0}, {101, 4.0}}};
+  UsageLedger ledger(options, [](uid_t uid, gid_t gid) {
+    return (uid == 2 && (gid == 100 || gid == 101)) || (uid == 3 && gid == 100) ||
+           (uid == 1 && gid == 101);
+  });
   const std::vector<Case> cases = {{1, 3.0}, {2, 4.0}, {3, 2.0}, {4, 1.0}};
   for (const Case& c : cases) {
     ledger.add(c.owner, 1200);
@@ -177,12 +179,14 @@ TEST(UsageLedger, AWeightIsTheOwnersOwnElseTheLargestOfTheirGroupsElseOne) {
   EXPECT_EQ(ledger.weighted(),
             (std::map<uint32_t, double>{{1, 400.0}, {2, 300.0}, {3, 600.0}, {4, 1200.0}}));
   EXPECT_DOUBLE_EQ(ledger.share(9), 0) << "no usage";
-  UsageLedger unweighted({});
+  const UsageLedgerOptions none;
+  UsageLedger unweighted(none, {});
   EXPECT_DOUBLE_EQ(unweighted.weight_of(1), 1.0);
 }
 
 TEST(UsageLedger, WhatOneServiceKeptTheNextLoadsDecayedOverTheTimeBetween) {
-  UsageLedger before({.half_life_ms = 1000});
+  const UsageLedgerOptions options{.half_life_ms = 1000};
+  UsageLedger before(options, {});
   before.set_name(1, "alice");
   before.decay_to(0);
   before.add(1, 800);
@@ -190,7 +194,7 @@ TEST(UsageLedger, WhatOneServiceKeptTheNextLoadsDecayedOverTheTimeBetween) {
   const std::vector<ServiceUsageRow> rows = before.rows(5000);
   EXPECT_EQ(rows,
             (std::vector<ServiceUsageRow>{{1, "alice", 800, 800, 5000}, {2, "2", 100, 100, 5000}}));
-  UsageLedger after({.half_life_ms = 1000});
+  UsageLedger after(options, {});
   after.set_name(1, "alice2");  // a job admitted before: its name stays
   after.load({{1, "alice", 800, 900, 5000}, {3, "carol", 400, 400, 9000}}, 7000);
   EXPECT_DOUBLE_EQ(after.usage().at(1), 200) << "two half-lives later";
@@ -206,7 +210,8 @@ TEST(UsageLedger, ItIsKeptAtMostEverySoOften) {
   };
   const std::vector<Step> steps = {{100, true},    {5000, false},   {10'099, false},
                                    {10'100, true}, {10'200, false}, {30'000, true}};
-  UsageLedger ledger({});
+  const UsageLedgerOptions options;
+  UsageLedger ledger(options, {});
   for (const Step& s : steps) EXPECT_EQ(ledger.keep_due(s.at_ms, 10'000), s.due) << s.at_ms;
 }
 
