@@ -8,21 +8,15 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <ostream>
 
-#include "analysis/energy.h"
-#include "analysis/stored.h"
-#include "common/heap.h"
 #include "common/names.h"
 #include "common/paths.h"
 #include "common/remove_tree.h"
 #include "common/replace_file.h"
-#include "common/stop_signal.h"
 #include "common/text.h"
 #include "common/units.h"
 #include "data/ring_owner.h"
