@@ -19,7 +19,6 @@
 #include "gpu/device_json.h"
 #include "jobs/job_signature.h"
 #include "jobs/job_spec_json.h"
-#include "jobs/secret_env.h"
 #include "store/schema.h"
 #include "store/store_file.h"
 
@@ -33,13 +32,6 @@ constexpr const char* kReasonInterruptedQueued =
 
 // The same for the one write a reading command makes (marking a dead colo's runs).
 constexpr int kReaderBusyTimeoutMs = 500;
-
-// A job's one JSON shape (jobs/job_spec_json.h), its secrets redacted.
-nlohmann::json spec_to_json(const JobSpec& job) {
-  nlohmann::json j = job_spec_to_json(job);
-  j["env"] = redact_secret_env(job.env);
-  return j;
-}
 
 }  // namespace
 
@@ -318,7 +310,7 @@ Result<std::vector<int64_t>> RunStore::add_jobs(int64_t run_id, const std::vecto
     Status status = insert->bind(1, run_id)
                         .bind(2, job.name)
                         .bind(3, job.group)
-                        .bind(4, spec_to_json(job).dump())
+                        .bind(4, job_spec_to_stored_json(job).dump())
                         .bind(5, job_signature(job))
                         .bind(6, queued_ms)
                         .bind(7, log_paths.empty() ? std::string() : log_paths[i])
