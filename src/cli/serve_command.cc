@@ -155,9 +155,9 @@ bool parse_user_and_group_settings(const ServeFlags& flags, ServeOptions& option
     return false;
   }
   for (const WhoValue& w : weights)
-    (w.group ? options.group_weights : options.user_weights)[w.id] = w.value;
+    (w.group ? options.usage.group_weights : options.usage.user_weights)[w.id] = w.value;
   const auto quota = [&](const WhoValue& w) -> ServeOptions::Quota& {
-    ServeOptions::Quota& q = (w.group ? options.group_quotas : options.user_quotas)[w.id];
+    ServeOptions::Quota& q = (w.group ? options.quotas.groups : options.quotas.users)[w.id];
     q.name = w.name;
     return q;
   };
@@ -177,7 +177,7 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
       duration_flag("--samples-thinned-to", flags.samples_thinned_to, 0);
   if (!period || !grace || !half_life || !full_for || !thinned_to) return kExitBadInput;
   ServeOptions options;
-  options.fair_share_half_life_ms = *half_life;
+  options.usage.half_life_ms = *half_life;
   options.fair_share = flags.queue_order == "fair-share";
   if (!parse_user_and_group_settings(flags, options)) return kExitBadInput;
   if (!flags.preempt_after.empty()) {
@@ -276,8 +276,8 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   if (!disk_flags(flags.disk, options.engine.max_log_bytes, options.engine.keep_checkpoints_ms))
     return kExitBadInput;
   options.drain_on_stop = flags.on_sigterm == "drain";
-  options.max_jobs_per_user = flags.max_jobs_per_user;
-  options.max_gpus_per_user = flags.max_gpus_per_user;
+  options.quotas.max_jobs_per_user = flags.max_jobs_per_user;
+  options.quotas.max_gpus_per_user = flags.max_gpus_per_user;
   options.engine.quotas = options.gpu_quotas();
   options.command_line = command_line;
 

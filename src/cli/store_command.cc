@@ -22,7 +22,6 @@
 #include "run/log_layout.h"
 #include "serve/client.h"
 #include "serve/protocol.h"
-#include "serve/service.h"
 #include "store/store_backup.h"
 
 namespace colo {

@@ -10,7 +10,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "serve/service.h"
+#include "serve/client.h"
 #include "views/top_terminal.h"
 
 namespace colo {

@@ -684,7 +684,8 @@ Result<MlflowExportOutcome> write_mlflow_export(RunStore& store, const MlflowExp
   outcome.dir = plan.dir;
   for (const MlflowExportedExperiment& planned : plan.experiments) {
     // Written beside its place, then renamed into it: a reader never sees
-    // half of it, and a failure leaves the earlier export as it was.
+    // half of it, and a failure leaves the earlier export as it was. A tree
+    // of files, not one: common/replace_file.h puts single files in place.
     const fs::path final_path(planned.path);
     const fs::path staging = dir / fmt::format(".colo-export-{}.tmp", planned.id);
     const fs::path previous = dir / fmt::format(".colo-export-{}.old", planned.id);

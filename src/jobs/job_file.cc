@@ -18,7 +18,6 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -26,6 +25,7 @@
 #include "common/text.h"
 #include "common/units.h"
 #include "jobs/job_sweep.h"
+#include "jobs/job_text.h"
 #include "jobs/output_patterns.h"
 #include "jobs/placeholders.h"
 #include "jobs/progress_event.h"
@@ -144,24 +144,6 @@ std::string describe(const toml::node& node) {
     default:
       return "nothing";
   }
-}
-
-bool is_name(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
-  });
-}
-
-bool is_env_name(std::string_view s) {
-  return is_param_name(s) && !std::isdigit(static_cast<unsigned char>(s.front()));
-}
-
-// Shortest text that reads back as the same double, always with a decimal
-// point or exponent ("0.1", "1.0", "1e+20"), as Python prints floats.
-std::string format_float(double value) {
-  std::string text = fmt::format("{}", value);
-  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
-  return text;
 }
 
 template <class Names>
@@ -289,26 +271,11 @@ class TableReader {
         ok = false;
       }
     }
-    if (ok && p.tool.empty()) {
-      error(line_of(node), "profile needs its tool: add tool = \"torch\", \"nsys\" or \"ncu\"");
-      ok = false;
-    }
-    if (ok && p.after_epoch && p.after_ms) {
-      error(line_of(node), "profile takes after_epoch or after, not both");
-      ok = false;
-    }
-    if (ok && p.steps && p.duration_ms) {
-      error(line_of(node), "profile takes steps or duration, not both");
-      ok = false;
-    }
-    if (ok && p.tool != "torch" && p.after_epoch) {
-      error(line_of(node), fmt::format("profile.after_epoch needs the Python client, which only "
-                                       "tool = \"torch\" uses; {} starts after a time: use after "
-                                       "= \"30s\"",
-                                       p.tool));
-      ok = false;
-    }
     if (!ok) return std::nullopt;
+    if (std::optional<std::string> problem = check_profile(p)) {
+      error(line_of(node), *problem);
+      return std::nullopt;
+    }
     return p;
   }
 
@@ -407,7 +374,7 @@ class TableReader {
       }
     } else if (k == "dataset") {
       auto name = string(k, node, "the name of a [data.NAME] table");
-      if (name && !is_name(*name)) {
+      if (name && !is_job_name(*name)) {
         error(line_of(node), fmt::format("key 'dataset' must be a name (letters, digits, '_', "
                                          "'.', '-') of a [data.NAME] table, got \"{}\"",
                                          *name));
@@ -447,15 +414,6 @@ class TableReader {
   std::string where_;
 };
 
-// ASCII control characters (NUL, ESC, newline, ...): they cut arguments short
-// at exec or reach a terminal as escape codes.
-bool is_control(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  return u < 0x20 || u == 0x7f;
-}
-
-std::string escaped_char(char c) { return fmt::format("\\x{:02x}", static_cast<unsigned char>(c)); }
-
 std::optional<std::string> grid_value_text(const toml::node& node) {
   if (const auto* s = node.as_string()) return s->get();
   if (const auto* i = node.as_integer()) return std::to_string(i->get());
@@ -491,12 +449,12 @@ std::optional<std::vector<std::string>> grid_values(TableReader& reader, std::st
       ok = false;
       continue;
     }
-    if (auto bad = std::find_if(text->begin(), text->end(), is_control); bad != text->end()) {
+    if (std::optional<std::string> bad = first_control_char(*text)) {
       reader.error(line_of(v),
                    fmt::format("{} value contains a control character ({}): grid values "
                                "become part of job names and commands, which are printed and "
                                "passed to exec; use printable text",
-                               what, escaped_char(*bad)));
+                               what, *bad));
       ok = false;
       continue;
     }
@@ -925,7 +883,7 @@ std::optional<JobBlock> read_job(const toml::table& table, int index, const JobS
                                      "'_', '.', '-')",
                                      where));
     ok = false;
-  } else if (const auto* s = name_node->as_string(); s == nullptr || !is_name(s->get())) {
+  } else if (const auto* s = name_node->as_string(); s == nullptr || !is_job_name(s->get())) {
     diag.add(line_of(*name_node),
              fmt::format("{}key 'name' must be a string of letters, digits, '_', '.' and '-', "
                          "got {}",
@@ -1011,7 +969,7 @@ void read_data(const toml::node& node, const std::string& path, const std::strin
     const std::string name(name_key.str());
     TableReader reader(diag, fmt::format("[data.{}]: ", name));
     const auto* table = value.as_table();
-    if (table == nullptr || !is_name(name)) {
+    if (table == nullptr || !is_job_name(name)) {
       reader.error(line_of(name_key, value),
                    table == nullptr ? fmt::format("must be a table (write [data.{}] with a path "
                                                   "= ...), got {}",
@@ -1119,16 +1077,11 @@ std::vector<JobBlock> read_jobs(const toml::table& root, const JobSettings& defa
   return blocks;
 }
 
-bool blank(std::string_view text) {
-  return std::all_of(text.begin(), text.end(),
-                     [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
-}
-
 }  // namespace
 
 Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
                                const std::string& base_dir) {
-  if (blank(text)) return Error(fmt::format("{} is empty: {}", path, kNeedsAJob));
+  if (only_white_space(text)) return Error(fmt::format("{} is empty: {}", path, kNeedsAJob));
 
   toml::parse_result parsed = toml::parse(text, std::string_view(path));
   if (!parsed) {
@@ -1170,50 +1123,15 @@ Result<JobFile> parse_job_file(std::string_view text, const std::string& path,
   std::vector<JobBlock> blocks = read_jobs(root, defaults, diag);
   if (!diag.empty()) return diag.to_error();
 
-  int64_t total = 0;
-  for (const JobBlock& block : blocks) {
-    total += expanded_count(block);
-    if (total > kMaxExpandedJobs) {
-      diag.add(block.line,
-               fmt::format("job '{}': the file expands to more than {} jobs; shrink the grid or "
-                           "repeat, or split the file",
-                           block.name, kMaxExpandedJobs));
-      return diag.to_error();
-    }
-  }
-
   std::vector<std::string> dataset_names;
   for (const auto& [name, spec] : out.data_sources) dataset_names.push_back(name);
-  for (const JobBlock& block : blocks) {
-    const auto& dataset = block.settings.dataset;
-    if (dataset && out.data_sources.count(dataset->value) == 0) {
-      diag.add(dataset->line,
-               fmt::format("job '{}': dataset '{}' has no [data.{}] table{}; add one with the "
-                           "dataset's path",
-                           block.name, dataset->value, dataset->value,
-                           did_you_mean(dataset->value, dataset_names)));
-    }
-  }
+  for (const BlockProblem& problem : check_blocks(blocks, dataset_names))
+    diag.add(problem.line, problem.message);
   if (!diag.empty()) return diag.to_error();
 
-  std::unordered_map<std::string, std::string> seen;  // name -> source
-  for (const JobBlock& block : blocks) {
-    size_t first = out.jobs.size();
-    expand(block, path, abs_base, out.jobs);
-    for (size_t i = first; i < out.jobs.size(); ++i) {
-      out.jobs[i].objective = objective;
-      out.jobs[i].lower_is_better = lower_is_better;
-      out.jobs[i].early_stop = early_stop;
-      out.jobs[i].fail_fast = out.fail_fast;
-      auto [it, inserted] = seen.emplace(out.jobs[i].name, out.jobs[i].source);
-      if (!inserted) {
-        diag.add(block.line,
-                 fmt::format("job name '{}' is used more than once (also at {}); names must be "
-                             "unique after grid and repeat expansion",
-                             out.jobs[i].name, it->second));
-      }
-    }
-  }
+  const FileWide shared{objective, lower_is_better, early_stop, out.fail_fast};
+  for (const BlockProblem& problem : expand_blocks(blocks, path, abs_base, shared, out.jobs))
+    diag.add(problem.line, problem.message);
   if (!diag.empty()) return diag.to_error();
   return out;
 }

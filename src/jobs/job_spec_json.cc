@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/text.h"
+#include "jobs/secret_env.h"
 
 namespace colo {
 namespace {
@@ -209,6 +210,12 @@ SpecObjective objective_of_spec(const json& spec) {
     }
   }
   return out;
+}
+
+json job_spec_to_stored_json(const JobSpec& job) {
+  json j = job_spec_to_json(job);
+  j["env"] = redact_secret_env(job.env);
+  return j;
 }
 
 Result<JobSpec> job_spec_from_json(const json& j) {

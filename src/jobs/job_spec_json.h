@@ -12,6 +12,9 @@ namespace colo {
 
 // Keys as the JobSpec fields are named; unset optional fields are left out.
 nlohmann::json job_spec_to_json(const JobSpec& job);
+// The same with the values of secret-looking environment variables redacted
+// (jobs/secret_env.h): the one shape every store keeps of a spec.
+nlohmann::json job_spec_to_stored_json(const JobSpec& job);
 
 // The inverse. Checks what a job file's parser would have checked (a name,
 // a non-empty command, an absolute working directory, valid environment

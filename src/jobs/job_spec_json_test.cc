@@ -89,6 +89,26 @@ TEST(JobSpecJson, EveryFieldRoundTrips) {
   expect_same(job, *back);
 }
 
+// What a store keeps: the spec's one shape, only secret values redacted.
+TEST(JobSpecJson, TheStoredShapeRedactsOnlySecretValues) {
+  struct Case {
+    std::map<std::string, std::string> env;
+    std::map<std::string, std::string> stored;
+  };
+  const std::vector<Case> cases = {
+      {{}, {}},
+      {{{"PATH", "/bin"}}, {{"PATH", "/bin"}}},
+      {{{"PATH", "/bin"}, {"API_TOKEN", "t0k"}}, {{"PATH", "/bin"}, {"API_TOKEN", "<redacted>"}}},
+  };
+  for (const Case& c : cases) {
+    JobSpec job = full_spec();
+    job.env = c.env;
+    nlohmann::json want = job_spec_to_json(job);
+    want["env"] = c.stored;
+    EXPECT_EQ(job_spec_to_stored_json(job), want) << nlohmann::json(c.env).dump();
+  }
+}
+
 // Issue 33 (15): a reader of --json gets numbers and booleans as such.
 TEST(JobSpecJson, ParametersAreNumbersBooleansOrText) {
   EXPECT_EQ(param_to_json("0.1"), nlohmann::json(0.1));

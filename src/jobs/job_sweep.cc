@@ -6,8 +6,10 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <unordered_map>
 
 #include "common/paths.h"
+#include "common/text.h"
 #include "jobs/job_signature.h"
 #include "jobs/placeholders.h"
 
@@ -254,6 +256,72 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
       jobs.push_back(std::move(spec));
     }
   }
+}
+
+std::optional<std::string> check_profile(const ProfileSpec& p) {
+  if (p.tool.empty()) return "profile needs its tool: add tool = \"torch\", \"nsys\" or \"ncu\"";
+  if (p.after_epoch && p.after_ms) return "profile takes after_epoch or after, not both";
+  if (p.steps && p.duration_ms) return "profile takes steps or duration, not both";
+  if (p.tool != "torch" && p.after_epoch) {
+    return fmt::format(
+        "profile.after_epoch needs the Python client, which only tool = \"torch\" "
+        "uses; {} starts after a time: use after = \"30s\"",
+        p.tool);
+  }
+  return std::nullopt;
+}
+
+std::vector<BlockProblem> check_blocks(const std::vector<JobBlock>& blocks,
+                                       const std::vector<std::string>& datasets) {
+  int64_t total = 0;
+  for (const JobBlock& block : blocks) {
+    total += expanded_count(block);
+    if (total > kMaxExpandedJobs) {
+      return {{block.line,
+               fmt::format("job '{}': the file expands to more than {} jobs; shrink the grid or "
+                           "repeat, or split the file",
+                           block.name, kMaxExpandedJobs)}};
+    }
+  }
+  std::vector<BlockProblem> problems;
+  for (const JobBlock& block : blocks) {
+    const auto& dataset = block.settings.dataset;
+    if (dataset && std::find(datasets.begin(), datasets.end(), dataset->value) == datasets.end()) {
+      problems.push_back(
+          {dataset->line,
+           fmt::format("job '{}': dataset '{}' has no [data.{}] table{}; add one with the "
+                       "dataset's path",
+                       block.name, dataset->value, dataset->value,
+                       did_you_mean(dataset->value, datasets))});
+    }
+  }
+  return problems;
+}
+
+std::vector<BlockProblem> expand_blocks(const std::vector<JobBlock>& blocks,
+                                        const std::string& path, const std::string& base_dir,
+                                        const FileWide& shared, std::vector<JobSpec>& jobs) {
+  std::vector<BlockProblem> problems;
+  std::unordered_map<std::string, std::string> seen;  // name -> source
+  for (const JobBlock& block : blocks) {
+    const size_t first = jobs.size();
+    expand(block, path, base_dir, jobs);
+    for (size_t i = first; i < jobs.size(); ++i) {
+      jobs[i].objective = shared.objective;
+      jobs[i].lower_is_better = shared.lower_is_better;
+      jobs[i].early_stop = shared.early_stop;
+      jobs[i].fail_fast = shared.fail_fast;
+      auto [it, inserted] = seen.emplace(jobs[i].name, jobs[i].source);
+      if (!inserted) {
+        problems.push_back(
+            {block.line,
+             fmt::format("job name '{}' is used more than once (also at {}); names must be "
+                         "unique after grid and repeat expansion",
+                         jobs[i].name, it->second)});
+      }
+    }
+  }
+  return problems;
 }
 
 }  // namespace colo

@@ -99,6 +99,12 @@ struct BlockProblem {
 // grid parameter. Empty when the block may be expanded.
 std::vector<BlockProblem> check_block(const JobBlock& block);
 
+// The checks across a `profile`'s keys, whose values were read: it names its
+// tool; it takes after_epoch or after, steps or duration, not both of
+// either; after_epoch only with the torch tool (the Python client counts
+// epochs). The first problem, or nothing.
+std::optional<std::string> check_profile(const ProfileSpec& profile);
+
 // How many jobs the block expands to at most: repeat times the grid's points
 // (a random search's samples; fewer when its space holds fewer points apart).
 // Past kMaxExpandedJobs it stops multiplying: some count above it.
@@ -115,5 +121,29 @@ std::string normal_dir(const std::string& path, const std::string& base_dir);
 // `base_dir` (normal_dir). The block has passed check_block.
 void expand(const JobBlock& block, const std::string& path, const std::string& base_dir,
             std::vector<JobSpec>& jobs);
+
+// The checks across a file's blocks, each of which passed check_block: the
+// file expands to at most kMaxExpandedJobs jobs (else only the block where
+// the count passes it is a problem), then every dataset a block names is one
+// of `datasets` (its [data.NAME] tables, by name). Empty when the blocks may
+// be expanded.
+std::vector<BlockProblem> check_blocks(const std::vector<JobBlock>& blocks,
+                                       const std::vector<std::string>& datasets);
+
+// What every job of a file shares (its [objective], [early_stop] and [run]
+// fail_fast; JobSpec's fields of the same names).
+struct FileWide {
+  std::string objective;
+  std::map<std::string, bool> lower_is_better;
+  std::optional<EarlyStopSpec> early_stop;
+  bool fail_fast = true;
+};
+
+// expand() of each block in turn, appending to `jobs`, each instance given
+// `shared`. A name used twice after expansion is a problem on the line of
+// the block that used it again. The blocks have passed check_blocks.
+std::vector<BlockProblem> expand_blocks(const std::vector<JobBlock>& blocks,
+                                        const std::string& path, const std::string& base_dir,
+                                        const FileWide& shared, std::vector<JobSpec>& jobs);
 
 }  // namespace colo

@@ -266,6 +266,80 @@ TEST(JobSweep, CheckBlockFindsWhatNoSingleKeyShows) {
   }
 }
 
+struct ProfileCheckCase {
+  std::string name;
+  ProfileSpec profile;
+  std::optional<std::string> problem;  // a substring of it
+};
+
+class ProfileChecks : public testing::TestWithParam<ProfileCheckCase> {};
+
+TEST_P(ProfileChecks, FindWhatNoSingleKeyShows) {
+  const ProfileCheckCase& c = GetParam();
+  std::optional<std::string> problem = check_profile(c.profile);
+  ASSERT_EQ(problem.has_value(), c.problem.has_value()) << problem.value_or("");
+  if (problem) {
+    EXPECT_THAT(*problem, HasSubstr(*c.problem));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ProfileChecks,
+    testing::Values(
+        ProfileCheckCase{"torch_after_epochs_for_steps", {"torch", 1, {}, 20, {}}, std::nullopt},
+        ProfileCheckCase{
+            "nsys_after_a_time_for_a_time", {"nsys", {}, 30'000, {}, 5'000}, std::nullopt},
+        ProfileCheckCase{"no_tool", {"", 1, {}, 20, {}}, "needs its tool"},
+        ProfileCheckCase{"after_epoch_and_after",
+                         {"torch", 1, 30'000, 20, {}},
+                         "after_epoch or after, not both"},
+        ProfileCheckCase{
+            "steps_and_duration", {"torch", 1, {}, 20, 5'000}, "steps or duration, not both"},
+        ProfileCheckCase{
+            "after_epoch_needs_torch", {"ncu", 1, {}, 20, {}}, "ncu starts after a time"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(JobSweep, CheckBlocksCountsTheFileThenNamesMissingDatasets) {
+  JobBlock big = sweep_block("big", {"x"});
+  big.repeat = kMaxExpandedJobs - 1;
+  JobBlock reader = sweep_block("reader", {"x"});
+  reader.settings.dataset = Sourced<std::string>{"imagenett", 7};
+  JobBlock plain = sweep_block("plain", {"x"});
+
+  EXPECT_THAT(check_blocks({big, reader}, {"imagenett"}), IsEmpty()) << "at the limit";
+  std::vector<BlockProblem> over = check_blocks({big, reader, plain}, {});
+  ASSERT_EQ(over.size(), 1u) << "past the limit, only the block that passes it";
+  EXPECT_EQ(over[0].line, 2);
+  EXPECT_THAT(over[0].message, HasSubstr("job 'plain': the file expands to more than 100000"));
+  std::vector<BlockProblem> missing = check_blocks({plain, reader}, {"imagenette"});
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_EQ(missing[0].line, 7);
+  EXPECT_THAT(missing[0].message,
+              HasSubstr("job 'reader': dataset 'imagenett' has no [data.imagenett] table"));
+  EXPECT_THAT(missing[0].message, HasSubstr("imagenette"));
+}
+
+TEST(JobSweep, ExpandBlocksSharesTheFilesSettingsAndFindsNamesUsedTwice) {
+  FileWide shared;
+  shared.objective = "accuracy";
+  shared.lower_is_better = {{"accuracy", false}};
+  shared.fail_fast = false;
+  JobBlock a = sweep_block("a", {"x", "{lr}"}, {listed("lr", {"1", "2"})});
+  JobBlock again = sweep_block("a[lr=2]", {"y"});
+  again.line = 9;
+  std::vector<JobSpec> jobs;
+  std::vector<BlockProblem> problems = expand_blocks({a, again}, "f.toml", kSweepDir, shared, jobs);
+  EXPECT_THAT(names_of(jobs), ElementsAre("a[lr=1]", "a[lr=2]", "a[lr=2]"));
+  for (const JobSpec& job : jobs) {
+    EXPECT_EQ(job.objective, "accuracy");
+    EXPECT_THAT(job.lower_is_better, ElementsAre(Pair("accuracy", false)));
+    EXPECT_FALSE(job.fail_fast);
+  }
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].line, 9);
+  EXPECT_THAT(problems[0].message, HasSubstr("job name 'a[lr=2]' is used more than once"));
+}
+
 TEST(JobSweep, MergeTakesWhatTheBlockSetsAndEnvKeyByKey) {
   JobSettings defaults;
   defaults.workdir = Sourced<std::string>{"d", 1};

@@ -14,11 +14,21 @@ namespace {
 // Combinations are judged only against solo rates known this well.
 constexpr double kJudgedRateUncertainty = 0.1;
 
+uint64_t largest_of(const std::vector<GpuSlot>& gpus) {
+  uint64_t largest = 0;
+  for (const GpuSlot& g : gpus) largest = std::max(largest, g.memory_total_bytes);
+  return largest;
+}
+
 }  // namespace
 
 AutoScheduler::AutoScheduler(const std::vector<GpuSlot>& gpus, AutoOptions options,
                              InterferenceModel model)
-    : options_(options), model_(std::move(model)) {
+    : options_(options),
+      model_(std::move(model)),
+      knowledge_(largest_of(gpus)),
+      queue_(options.queue_depth, options.backfill_depth),
+      host_(options.host_cpus, options.host_memory_bytes) {
   for (const GpuSlot& slot : gpus) {
     Gpu g;
     g.slot = slot;
@@ -38,47 +48,6 @@ void AutoScheduler::introduce(const std::string& signature, const SignatureFacts
   if (facts.prior) set_prior(signature, *facts.prior);
 }
 
-void AutoScheduler::set_prior(const std::string& signature, const JobProfile& prior) {
-  priors_[signature] = prior;
-  ++knowledge_;
-}
-
-JobProfile AutoScheduler::prior_of(const std::string& signature) const {
-  auto it = priors_.find(signature);
-  JobProfile prior = it != priors_.end() && it->second.admissible()
-                         ? it->second
-                         : PriorModel({}, largest_memory()).prior({});
-  // What is known of the job itself (a gpu_memory hint without an SM
-  // activity one) wins field by field.
-  const JobProfile* own = profile(signature);
-  return own != nullptr ? merge_profiles(*own, prior) : prior;
-}
-
-void AutoScheduler::set_profile(const std::string& signature, const JobProfile& profile) {
-  if (profiles_.insert_or_assign(signature, profile).second) ++profiles_added_;
-  ++knowledge_;
-}
-
-JobProfile& AutoScheduler::own_profile(const std::string& signature) {
-  auto [it, added] = profiles_.try_emplace(signature);
-  if (added) ++profiles_added_;
-  return it->second;
-}
-
-const JobProfile* AutoScheduler::profile(const std::string& signature) const {
-  auto it = profiles_.find(signature);
-  return it == profiles_.end() ? nullptr : &it->second;
-}
-
-void AutoScheduler::set_label(const std::string& signature, std::string label) {
-  labels_[signature] = std::move(label);
-}
-
-std::string AutoScheduler::label(const std::string& signature) const {
-  auto it = labels_.find(signature);
-  return it != labels_.end() ? it->second : signature.substr(0, 8);
-}
-
 std::string AutoScheduler::describe() const {
   return fmt::format(
       "auto (SM activity cap {:.0f}%, up to {:.0f}% below the predicted peak, memory margin "
@@ -90,7 +59,7 @@ std::string AutoScheduler::describe() const {
 std::string AutoScheduler::describe(const Combination& c) const {
   std::string out;
   for (const auto& [sig, n] : c)
-    out += fmt::format("{}{} x{}", out.empty() ? "" : " + ", label(sig), n);
+    out += fmt::format("{}{} x{}", out.empty() ? "" : " + ", knowledge_.label(sig), n);
   return out;
 }
 
@@ -98,21 +67,6 @@ uint64_t AutoScheduler::largest_memory() const {
   uint64_t largest = 0;
   for (const Gpu& g : gpus_) largest = std::max(largest, g.slot.memory_total_bytes);
   return largest;
-}
-
-void AutoScheduler::push_waiting(Waiting w) {
-  if (auto m = members_.find(w.signature); m != members_.end()) {
-    w.family = m->second.family;
-    ++queued_in_family_[w.family];
-  }
-  auto [it, inserted] = classes_.try_emplace(w.signature);
-  std::deque<Waiting>& q = it->second;
-  if (q.empty()) {
-    heads_.emplace(w.seq, &*it);
-    ++heads_changes_;
-  }
-  q.push_back(std::move(w));
-  ++queued_;
 }
 
 void AutoScheduler::enqueue(const SchedJob& job) {
@@ -131,18 +85,17 @@ void AutoScheduler::enqueue(const SchedJob& job) {
   Waiting w;
   w.job = job.job;
   w.signature = job.signature;
-  w.seq = next_seq_++;
   w.owner = job.owner;
   w.priority = job.priority;
-  prioritised_ = prioritised_ || job.priority != 0;
-  push_waiting(std::move(w));
+  if (const FamilyMember* m = knowledge_.member(w.signature); m != nullptr) w.family = m->family;
+  queue_.push(std::move(w));
 }
 
 uint64_t AutoScheduler::estimate(const Waiting& w) const {
   if (w.memory_estimate) return *w.memory_estimate;
   const JobProfile* p = usable_profile(w);
   return p != nullptr ? p->peak_memory_bytes.value_or(0)
-                      : prior_of(w.signature).peak_memory_bytes.value_or(0);
+                      : knowledge_.prior_of(w.signature).peak_memory_bytes.value_or(0);
 }
 
 uint64_t AutoScheduler::claim_for(uint64_t estimate, double uncertainty) const {
@@ -151,103 +104,23 @@ uint64_t AutoScheduler::claim_for(uint64_t estimate, double uncertainty) const {
          options_.memory_headroom_bytes;
 }
 
-void AutoScheduler::set_family(const std::string& signature, FamilyMember member) {
-  Family& f = families_[member.family];
-  if (!members_.contains(signature)) f.signatures.push_back(signature);
-  if (member.resource_params && member.resource_params != f.resource_params) {
-    f.resource_params = member.resource_params;
-    ++f.version;  // its members' estimates and parameter effects read them
-  }
-  members_[signature] = std::move(member);
-  ++knowledge_;
-}
-
-void AutoScheduler::add_family_instance(const std::string& family, FamilyInstance instance) {
-  Family& f = families_[family];
-  f.first_with.try_emplace(instance.params, f.instances.size());
-  f.instances.push_back(std::move(instance));
-  ++f.version;
-  ++knowledge_;
-}
-
-const JobProfile* AutoScheduler::usable_profile(const std::string& signature) const {
-  const JobProfile* own = profile(signature);
-  if (own != nullptr && own->admissible()) return own;
-  auto member = members_.find(signature);
-  if (member == members_.end()) return nullptr;
-  const Family& f = families_.at(member->second.family);
-  Estimated& e = estimates_[signature];
-  if (e.version != f.version) {
-    e.estimate =
-        estimate_from_family(f.instances, member->second.params, f.resource_params, &effects_of(f));
-    e.version = f.version;
-  }
-  if (!e.estimate.profile) return nullptr;
-  e.usable = own != nullptr ? merge_profiles(*own, *e.estimate.profile) : *e.estimate.profile;
-  // Estimated beyond every GPU: measure it instead.
-  if (e.usable.peak_memory_bytes.value_or(0) > largest_memory()) return nullptr;
-  return &e.usable;
-}
-
 const JobProfile* AutoScheduler::usable_profile(const Waiting& w) const {
-  if (w.own.added != profiles_added_) w.own = {profiles_added_, profile(w.signature)};
-  if (w.own.profile != nullptr && w.own.profile->admissible()) return w.own.profile;
-  return usable_profile(w.signature);
+  return knowledge_.usable(w.signature, w.own);
 }
 
-EffectsMemo& AutoScheduler::effects_of(const Family& f) const {
-  if (f.effects_version != f.version) {
-    f.effects.clear();
-    f.effects_version = f.version;
-  }
-  return f.effects;
-}
-
-bool AutoScheduler::estimated(const std::string& signature) const {
-  const JobProfile* own = profile(signature);
-  return !(own != nullptr && own->admissible()) && usable_profile(signature) != nullptr;
-}
-
-std::string AutoScheduler::probe_key(const std::string& signature) const {
-  auto member = members_.find(signature);
-  return member == members_.end() ? signature : "family:" + member->second.family;
+std::string AutoScheduler::name_of(const std::string& signature) const {
+  const FamilyMember* member = knowledge_.member(signature);
+  return member != nullptr ? member->name : knowledge_.label(signature);
 }
 
 std::string AutoScheduler::probe_target(const std::string& family) {
-  auto [it, inserted] = probe_targets_.try_emplace(family);
-  if (!inserted) return it->second;
-  const Family& f = families_.at(family);
-  double best = -1;
-  for (const std::string& sig : f.signatures) {
-    auto q = classes_.find(sig);
-    if (q == classes_.end() || q->second.empty() || usable_profile(sig) != nullptr) continue;
-    const double value =
-        probe_value(f.instances, members_.at(sig).params, f.resource_params, &effects_of(f));
-    if (value > best) {
-      best = value;
-      it->second = sig;
-    }
-  }
-  return it->second;
+  return knowledge_.probe_target(
+      family, [&](const std::string& signature) { return queue_.in_class(signature) > 0; });
 }
 
-void AutoScheduler::add_to_family(const std::string& signature, const JobProfile& measured) {
-  auto member = members_.find(signature);
-  if (member == members_.end()) return;
-  Family& f = families_.at(member->second.family);
-  auto [first, added] = f.first_with.try_emplace(member->second.params, f.instances.size());
-  if (added) {
-    f.instances.push_back({member->second.name, member->second.params, measured});
-  } else {
-    auto it = f.instances.begin() + static_cast<std::ptrdiff_t>(first->second);
-    // The newer measurement wins field by field; the peak is the largest seen.
-    std::optional<uint64_t> peak = it->measured.peak_memory_bytes;
-    it->measured = merge_profiles(measured, it->measured);
-    if (peak && measured.peak_memory_bytes)
-      it->measured.peak_memory_bytes = std::max(*peak, *measured.peak_memory_bytes);
-  }
-  ++f.version;
-  ++knowledge_;
+uint64_t AutoScheduler::usable_memory(const Gpu& g) const {
+  const uint64_t total = g.slot.memory_total_bytes;
+  return total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
 }
 
 std::vector<SoloLoad> AutoScheduler::loads(const Gpu& gpu) const {
@@ -274,9 +147,9 @@ std::optional<double> AutoScheduler::measured_work(const Gpu& gpu, int64_t fresh
   return sum;
 }
 
-bool AutoScheduler::is_bad(const Combination& c) const {
-  return std::any_of(bad_.begin(), bad_.end(), [&](const Combination& bad) {
-    return std::all_of(bad.begin(), bad.end(), [&](const auto& entry) {
+bool AutoScheduler::Verdicts::is_bad(const Combination& c) const {
+  return std::any_of(bad.begin(), bad.end(), [&](const Combination& b) {
+    return std::all_of(b.begin(), b.end(), [&](const auto& entry) {
       auto it = c.find(entry.first);
       return it != c.end() && it->second >= entry.second;
     });
@@ -306,7 +179,7 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
   if (gpu.check && gpu.check->newcomer != r.waiting.job) gpu.check.reset();
   gpu.alone = gpu.alone || r.waiting.alone;
   // Judged only when every job there has a solo rate to compare with.
-  gpu.judging = gpu.jobs.size() >= 2 && !good_.contains(gpu.combination) &&
+  gpu.judging = gpu.jobs.size() >= 2 && !verdicts_.good.contains(gpu.combination) &&
                 std::all_of(gpu.combination.begin(), gpu.combination.end(), [&](const auto& c) {
                   const JobProfile* p = usable_profile(c.first);
                   return p != nullptr && p->samples_per_s && *p->samples_per_s > 0 &&
@@ -315,24 +188,12 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
   std::optional<uint64_t> limit;
   if (options_.memory_limits) limit = r.claim;
   out.push_back(Decision{job, gpu.slot.device, r.probe, limit, std::move(estimate), r.speculative});
-  host_update(r.waiting.signature, +1);
+  host_.started(r.waiting.signature);
   running_.emplace(job, std::move(r));
-  --queued_;
 }
 
 size_t AutoScheduler::queued_with_key(const std::string& key) const {
-  if (key.starts_with("family:")) {
-    auto n = queued_in_family_.find(key.substr(7));
-    return n != queued_in_family_.end() ? n->second : 0;
-  }
-  auto q = classes_.find(key);
-  return q != classes_.end() ? q->second.size() : 0;
-}
-
-void AutoScheduler::uncount(const Waiting& w) {
-  if (w.family.empty()) return;
-  auto n = queued_in_family_.find(w.family);
-  if (n != queued_in_family_.end() && --n->second == 0) queued_in_family_.erase(n);
+  return key.starts_with("family:") ? queue_.in_family(key.substr(7)) : queue_.in_class(key);
 }
 
 bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key,
@@ -361,18 +222,16 @@ bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key,
     if ((!g.scouts.contains(key) && g.jobs.empty()) || g.held || g.alone || w.alone ||
         static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu || !may_start(g, w, now_ms))
       continue;
-    const uint64_t total = g.slot.memory_total_bytes;
-    const uint64_t usable =
-        total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
+    const uint64_t usable = usable_memory(g);
     const uint64_t spare = usable - std::min(usable, g.claimed);
     // An equal share for each of the family's queued jobs (half the spare at
     // most: others may come), at least `least`; none wider than the room.
     const uint64_t share = std::max(least, std::min(spare / waiting, spare / 2));
     if (share > spare) continue;
-    if (!bad_.empty()) {
+    if (!verdicts_.bad.empty()) {
       Combination after = g.combination;
       after[w.signature] += 1;
-      if (is_bad(after)) continue;
+      if (verdicts_.is_bad(after)) continue;
     }
     if (!backfills(g, w, load, claim_of(share), now_ms)) continue;
     if (best == nullptr || g.jobs.size() < best->jobs.size()) {  // the least crowded
@@ -384,25 +243,22 @@ bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key,
   Running r{w, static_cast<int>(best - gpus_.data()), claim_of(best_share), load, false};
   r.started_ms = now_ms;
   r.speculative = true;
-  auto member = members_.find(w.signature);
   estimate_notes_[fmt::format("starting beside its family's newcomer while that is measured, "
                               "memory limit {} (start-ups overlap)",
                               format_bytes(r.claim))]
-      .push_back(member != members_.end() ? member->second.name : label(w.signature));
+      .push_back(name_of(w.signature));
   add(*best, std::move(r), now_ms, out);
   return true;
 }
 
 bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector<Decision>& out) {
-  const std::string key = probe_key(w.signature);
-  auto member = members_.find(w.signature);
-  const Family* family = member != members_.end() ? &families_.at(member->second.family) : nullptr;
+  const std::string key = knowledge_.probe_key(w.signature);
+  const FamilyMember* member = knowledge_.member(w.signature);
+  const auto [measured, kinds] = knowledge_.family_size(w.signature);
   // A family measured already, but not enough for this instance: the queued
   // instance that teaches most is measured (perhaps another one).
-  if (family != nullptr && !family->instances.empty() &&
-      probe_target(member->second.family) != w.signature)
-    return false;
-  const JobProfile prior = prior_of(w.signature);
+  if (measured > 0 && probe_target(member->family) != w.signature) return false;
+  const JobProfile prior = knowledge_.prior_of(w.signature);
   const SoloLoad load{*prior.sm_active_pct, prior.gpu_busy_pct()};
   // A retry claims what its last attempt took; a first attempt at least its
   // prior's peak (its uncertainty is what the limit contains).
@@ -419,7 +275,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
         .add(load.gpu_busy_pct)
         .add(w.alone)
         .add(w.after_measurement)
-        .add(std::string_view(bad_.empty() ? "" : w.signature));
+        .add(std::string_view(verdicts_.bad.empty() ? "" : w.signature));
   });
   if (failed) return false;
   Gpu* best = nullptr;
@@ -429,9 +285,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
     // Its family is measured already: measured here too only rather than idle.
     if (probing_.contains(key) && !g.jobs.empty()) continue;
     if (!may_start(g, w, now_ms)) continue;
-    const uint64_t total = g.slot.memory_total_bytes;
-    const uint64_t usable =
-        total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : total;
+    const uint64_t usable = usable_memory(g);
     const uint64_t claim = newcomer_claim(g, need, g.jobs.empty());
     if (!admission_gain(g, w, load, claim) || !backfills(g, w, load, claim, now_ms)) continue;
     const uint64_t spare = g.jobs.empty() ? usable : usable - std::min(usable, g.claimed);
@@ -458,10 +312,11 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
   // half of it when others wait, so that they start up beside it.
   uint64_t claim = best_claim;
   if (options_.memory_limits) {
-    claim = w.memory_estimate || queued_ <= 1 ? best_spare
-                                              : std::clamp(best_spare / 2, best_claim, best_spare);
+    claim = w.memory_estimate || queue_.size() <= 1
+                ? best_spare
+                : std::clamp(best_spare / 2, best_claim, best_spare);
   }
-  const std::string name = member != members_.end() ? member->second.name : label(w.signature);
+  const std::string name = name_of(w.signature);
   std::string where =
       best->jobs.empty()
           ? fmt::format("on idle gpu{}", best->slot.device)
@@ -470,13 +325,13 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
   if (options_.memory_limits) where += fmt::format(", memory limit {}", format_bytes(claim));
   std::string why = w.memory_estimate ? fmt::format("retried with {}", format_bytes(need))
                                       : fmt::format("never measured; {}", prior.source);
-  if (family != nullptr && !family->instances.empty())
+  if (measured > 0)
     why = fmt::format("its family's measurements do not cover it ({})",
-                      estimates_[w.signature].estimate.missing);
+                      knowledge_.missing(w.signature));
   std::string note = fmt::format("{}: {}; starting it {}, measured there", name, why, where);
-  if (family != nullptr && family->signatures.size() > 1 && family->instances.empty())
+  if (kinds > 1 && measured == 0)
     note += fmt::format(" for its family ({} other kinds of job, placed by its measurement)",
-                        family->signatures.size() - 1);
+                        kinds - 1);
   notes_.push_back(std::move(note));
   Running r{w, static_cast<int>(best - gpus_.data()), claim, load, true};
   r.started_ms = now_ms;
@@ -514,8 +369,7 @@ void AutoScheduler::check_neighbours(Gpu& g, int64_t now_ms) {
   if (waiting && now_ms < c.from_ms + options_.settle_ms) return;  // rates still coming
   const double observed = seen > 0 ? sum / seen : 1.0;
   if (seen > 0 && observed < c.predicted * (1.0 - options_.newcomer_tolerance)) {
-    bad_.push_back(g.combination);
-    ++knowledge_;
+    verdicts_.bad.push_back(g.combination);
     g.held = true;
     auto newcomer = running_.find(c.newcomer);
     notes_.push_back(fmt::format(
@@ -523,7 +377,8 @@ void AutoScheduler::check_neighbours(Gpu& g, int64_t now_ms) {
         "interference model predicted {:.2f}x); taking no more jobs there until one ends, and "
         "not forming {} again",
         g.slot.device,
-        newcomer != running_.end() ? label(newcomer->second.waiting.signature) : "a newcomer",
+        newcomer != running_.end() ? knowledge_.label(newcomer->second.waiting.signature)
+                                   : "a newcomer",
         observed, c.predicted, describe(g.combination)));
   }
   g.check.reset();
@@ -571,9 +426,7 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
     if (estimate(w) > total) return std::nullopt;
   } else {
     // The leaving job still holds its memory while the new one starts.
-    uint64_t usable =
-        total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
-    if (claimed + claim > usable) return std::nullopt;
+    if (claimed + claim > usable_memory(g)) return std::nullopt;
   }
   std::vector<SoloLoad> before;  // the staying jobs' loads
   double sm = 0;
@@ -588,14 +441,14 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
     sm += joining->load.sm_active_pct;
   }
   if (!before.empty() && sm + load.sm_active_pct > options_.sm_cap_pct) return std::nullopt;
-  if (!bad_.empty()) {  // the combination is built only when there is one to compare with
+  if (!verdicts_.bad.empty()) {  // the combination is built only when there is one to compare with
     Combination after{{w.signature, 1}};
     for (size_t j : g.jobs) {
       const Running& r = running_.at(j);
       if (!gone(j, r)) after[r.waiting.signature] += 1;
     }
     if (joining != nullptr) after[joining->waiting.signature] += 1;
-    if (is_bad(after)) return std::nullopt;
+    if (verdicts_.is_bad(after)) return std::nullopt;
   }
   const double work_before = model_.work(options_.mode, before);
   before.push_back(load);
@@ -631,8 +484,8 @@ bool AutoScheduler::admits(const Gpu& g, const Waiting& w, const AsIf& as_if) co
   }
   // A newcomer whose family is measured starts beside other work only as a
   // speculative sibling (place_speculative()).
-  if (probing_.contains(probe_key(w.signature)) && !empty) return false;
-  const JobProfile prior = prior_of(w.signature);
+  if (probing_.contains(knowledge_.probe_key(w.signature)) && !empty) return false;
+  const JobProfile prior = knowledge_.prior_of(w.signature);
   const SoloLoad load{*prior.sm_active_pct, prior.gpu_busy_pct()};
   const uint64_t need = claim_for(w.memory_estimate.value_or(*prior.peak_memory_bytes));
   return admission_gain(g, w, load, newcomer_claim(g, need, empty), as_if).has_value();
@@ -661,42 +514,8 @@ std::optional<int64_t> AutoScheduler::expected_end_by(const Running& r, const Jo
   return now_ms + static_cast<int64_t>(std::max(0.0, work - done) / rate);
 }
 
-void AutoScheduler::set_host_cost(const std::string& signature, HostCost cost) {
-  host_costs_[signature] = std::move(cost);
-}
-
-bool AutoScheduler::dataset_read(const std::string& signature) const {
-  auto it = host_costs_.find(signature);
-  if (it == host_costs_.end() || it->second.dataset.empty()) return false;
-  auto readers = dataset_readers_.find(it->second.dataset);
-  return readers != dataset_readers_.end() && readers->second > 0;
-}
-
 bool AutoScheduler::host_fits(const std::string& signature) const {
-  auto it = host_costs_.find(signature);
-  if (it == host_costs_.end() || it->second.dataset.empty() || dataset_read(signature) ||
-      running_.empty())
-    return true;
-  const HostCost& c = it->second;
-  return (options_.host_cpus <= 0 || loader_cpus_used_ + c.loader_cpus <= options_.host_cpus) &&
-         (options_.host_memory_bytes == 0 ||
-          loader_memory_used_ + c.loader_memory_bytes <= options_.host_memory_bytes);
-}
-
-void AutoScheduler::host_update(const std::string& signature, int delta) {
-  auto it = host_costs_.find(signature);
-  if (it == host_costs_.end() || it->second.dataset.empty()) return;
-  const HostCost& c = it->second;
-  int& readers = dataset_readers_[c.dataset];
-  const bool was_read = readers > 0;
-  readers = std::max(0, readers + delta);
-  if (!was_read && readers > 0) {
-    loader_cpus_used_ += c.loader_cpus;
-    loader_memory_used_ += c.loader_memory_bytes;
-  } else if (was_read && readers == 0) {
-    loader_cpus_used_ = std::max(0.0, loader_cpus_used_ - c.loader_cpus);
-    loader_memory_used_ -= std::min(loader_memory_used_, c.loader_memory_bytes);
-  }
+  return host_.fits(signature, running_.empty());
 }
 
 bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out) {
@@ -722,7 +541,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
         .add(startup)
         .add(p->solo_ms.value_or(-1))
         .add(w.alone)
-        .add(std::string_view(bad_.empty() ? "" : w.signature));
+        .add(std::string_view(verdicts_.bad.empty() ? "" : w.signature));
   });
   if (failed) return false;
   Gpu* best = nullptr;
@@ -762,11 +581,9 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   }
   if (best_leaving) running_.at(*best_leaving).departing = true;
   std::optional<JobProfile> from_family;
-  if (estimated(w.signature)) {
+  if (knowledge_.estimated(w.signature)) {
     from_family = *p;
-    auto member = members_.find(w.signature);
-    const uint64_t version = families_.at(member->second.family).version;
-    if (announced_.insert({w.signature, version}).second) {
+    if (knowledge_.announce(w.signature)) {
       auto pct = [](double u) { return u > 0 ? fmt::format(" (+-{:.0f}%)", 100 * u) : ""; };
       std::string what = fmt::format(
           "profile {}: {} peak{}, {:.0f}% SM activity{}, {}; memory claim {}", p->source,
@@ -776,7 +593,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
               ? fmt::format("{:.0f} samples/s{}", *p->samples_per_s, pct(p->rate_uncertainty))
               : std::string("rate unknown"),
           format_bytes(best_claim));
-      estimate_notes_[what].push_back(member->second.name);
+      estimate_notes_[what].push_back(knowledge_.member(w.signature)->name);
     }
   }
   Running r{w, static_cast<int>(best - gpus_.data()), best_claim, load, false};
@@ -812,11 +629,10 @@ bool AutoScheduler::waits_for_room(const Waiting& w) {
   if (!host_fits(w.signature)) return false;
   if (usable_profile(w) != nullptr) return true;
   // A newcomer waits for its family's measurement, or starts beside it.
-  const std::string key = probe_key(w.signature);
-  if (w.after_measurement || probing_.contains(key)) return false;
-  auto member = members_.find(w.signature);
-  return member == members_.end() || families_.at(member->second.family).instances.empty() ||
-         probe_target(member->second.family) == w.signature;
+  if (w.after_measurement || probing_.contains(knowledge_.probe_key(w.signature))) return false;
+  const FamilyMember* member = knowledge_.member(w.signature);
+  return member == nullptr || knowledge_.family_size(w.signature).first == 0 ||
+         probe_target(member->family) == w.signature;
 }
 
 std::optional<AutoScheduler::Reservation> AutoScheduler::reservation_for(const Waiting& w,
@@ -914,8 +730,7 @@ std::vector<DeviceRoom> AutoScheduler::rooms(int64_t now_ms) {
   std::vector<DeviceRoom> out;
   for (Gpu& g : gpus_) {
     const uint64_t total = g.slot.memory_total_bytes;
-    const uint64_t usable =
-        total > options_.memory_reserve_bytes ? total - options_.memory_reserve_bytes : 0;
+    const uint64_t usable = usable_memory(g);
     DeviceRoom room{g.slot.device,
                     static_cast<int>(g.jobs.size()),
                     0,
@@ -940,7 +755,7 @@ void AutoScheduler::occupy(size_t key, int device, uint64_t memory_bytes, double
   for (Gpu& g : gpus_) {
     if (g.slot.device != device) continue;
     Waiting w{key | kOccupantKey, "gang"};
-    labels_.try_emplace("gang", "a gang's rank");
+    knowledge_.set_label_if_none("gang", "a gang's rank");
     Running r{w, static_cast<int>(&g - gpus_.data()), memory_bytes,
               SoloLoad{sm_active_pct, sm_active_pct}, false};
     ++g.version;
@@ -992,27 +807,27 @@ double AutoScheduler::predicted_rate(const Gpu& gpu) const {
 
 int64_t AutoScheduler::longest_queued_startup() const {
   LongestStartup& cached = longest_startup_;
-  if (cached.knowledge == knowledge_ && cached.heads_changes == heads_changes_ &&
-      cached.backfill_from == backfill_from_)
+  if (cached.knowledge == knowledge_.version() && cached.heads_changes == queue_.changes() &&
+      cached.backfill_from == queue_.backfill_from())
     return cached.startup_ms;
   int64_t startup = 0;
-  auto consider = [&](const Classes::value_type* cls) {
+  auto consider = [&](const ClassQueue::Class* cls) {
     const JobProfile* p = usable_profile(cls->second.front());
     if (p != nullptr) startup = std::max(startup, p->startup_ms.value_or(0));
   };
   // A bounded walk tries some classes (heads_to_try()); otherwise every
   // class is tried, walked in place (no copy, no ordering needed).
-  if (walk_is_bounded()) {
-    for (const auto& head : heads_to_try(nullptr)) consider(head.second);
+  if (queue_.walk_is_bounded()) {
+    for (const auto& head : heads_to_try()) consider(head.second);
   } else {
-    for (const auto& head : heads_) consider(head.second);
+    for (const auto& head : queue_.heads()) consider(head.second);
   }
-  cached = {knowledge_, heads_changes_, backfill_from_, startup};
+  cached = {knowledge_.version(), queue_.changes(), queue_.backfill_from(), startup};
   return startup;
 }
 
 std::optional<int64_t> AutoScheduler::next_wakeup_ms(int64_t now_ms) const {
-  if (queued_ == 0) return std::nullopt;
+  if (queue_.size() == 0) return std::nullopt;
   const int64_t startup = longest_queued_startup();
   if (startup == 0) return std::nullopt;
   std::optional<int64_t> next;
@@ -1059,12 +874,11 @@ void AutoScheduler::judge(int64_t now_ms) {
             std::max(*reference, InterferenceModel::weight(options_.mode, running_.at(j).load));
     }
     if (!work || !reference || *reference <= 0) {
-      good_.insert(g.combination);  // cannot be judged (no solo rates): keep it
+      verdicts_.good.insert(g.combination);  // cannot be judged (no solo rates): keep it
       continue;
     }
     if (*work < *reference * (1.0 - options_.tolerance)) {
-      bad_.push_back(g.combination);
-      ++knowledge_;
+      verdicts_.bad.push_back(g.combination);
       g.held = true;
       notes_.push_back(fmt::format(
           "gpu{}: {} did {:.2f}x the work of {} (measured progress over solo rates, weighted "
@@ -1073,87 +887,34 @@ void AutoScheduler::judge(int64_t now_ms) {
           g.slot.device, describe(g.combination), *work / *reference,
           g.reference_alone ? "its heaviest job alone" : "the GPU before the last change"));
     } else {
-      good_.insert(g.combination);
+      verdicts_.good.insert(g.combination);
     }
   }
 }
 
-std::vector<std::pair<uint64_t, AutoScheduler::Classes::value_type*>> AutoScheduler::heads_to_try(
-    uint64_t* backfill_next) const {
-  const size_t depth = options_.queue_depth;
-  const size_t window = options_.backfill_depth;
-  const bool bounded = walk_is_bounded();
-  std::vector<std::pair<uint64_t, Classes::value_type*>> heads;
-  // The backfill window: from the first class at or after backfill_from_ in
-  // [first, last) (the classes beyond the depth, by seq), wrapping round.
-  auto take_window = [&](auto first, auto last, auto from) {
-    for (size_t i = 0; i < window; ++i, ++from) {
-      if (from == last) from = first;
-      heads.push_back(*from);
-    }
-    if (backfill_next != nullptr) *backfill_next = from == last ? 0 : from->first;
-  };
-  if (host_costs_.empty() && !prioritised_ && usage_.empty()) {
-    // In arrival order, which is heads_'s: no copy of a long queue.
-    if (!bounded) return {heads_.begin(), heads_.end()};
-    heads.reserve(depth + window);
-    auto rest = heads_.begin();
-    for (size_t i = 0; i < depth; ++i, ++rest) heads.push_back(*rest);
-    take_window(rest, heads_.end(), heads_.lower_bound(std::max(backfill_from_, rest->first)));
-    return heads;
-  }
-  heads.assign(heads_.begin(), heads_.end());
+std::vector<ClassQueue::Head> AutoScheduler::heads_to_try() const {
   // Jobs whose dataset is being read already go first: they share its loader.
-  if (!host_costs_.empty()) {
-    std::stable_partition(heads.begin(), heads.end(),
-                          [&](const auto& head) { return dataset_read(head.second->first); });
-  }
-  // Higher priority first, then the owner who used least (fair share), then
-  // as above.
-  if (prioritised_ || !usage_.empty()) {
-    auto used = [&](uint32_t owner) {
-      auto it = usage_.find(owner);
-      return it == usage_.end() ? 0.0 : it->second;
-    };
-    std::stable_sort(heads.begin(), heads.end(), [&](const auto& a, const auto& b) {
-      const Waiting& x = a.second->second.front();
-      const Waiting& y = b.second->second.front();
-      if (x.priority != y.priority) return x.priority > y.priority;
-      return used(x.owner) < used(y.owner);
-    });
-  }
-  if (!bounded) return heads;
-  std::vector<std::pair<uint64_t, Classes::value_type*>> rest(heads.begin() + depth, heads.end());
-  auto by_seq = [](const auto& a, const auto& b) { return a.first < b.first; };
-  std::sort(rest.begin(), rest.end(), by_seq);
-  heads.resize(depth);
-  take_window(
-      rest.begin(), rest.end(),
-      std::lower_bound(rest.begin(), rest.end(), std::make_pair(backfill_from_, nullptr), by_seq));
-  return heads;
+  if (!host_.any_cost()) return queue_.heads_to_try({});
+  return queue_.heads_to_try([&](const std::string& signature) { return host_.read(signature); });
+}
+
+std::vector<ClassQueue::Head> AutoScheduler::walk_heads() {
+  if (!host_.any_cost()) return queue_.walk({});
+  return queue_.walk([&](const std::string& signature) { return host_.read(signature); });
 }
 
 void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {
   // Each class is tried once, from its head as the call began.
-  const std::vector<std::pair<uint64_t, Classes::value_type*>> heads =
-      heads_to_try(&backfill_from_);
-  for (const auto& [seq, cls] : heads) {
+  for (const auto& [seq, cls] : walk_heads()) {
     std::deque<Waiting>& q = cls->second;
     if (!place(q.front(), now_ms, out)) {
       failed(q.front(), now_ms);
       continue;
     }
     do {
-      uncount(q.front());
-      q.pop_front();
+      queue_.pop_head(*cls);
     } while (!q.empty() && place(q.front(), now_ms, out));
     if (!q.empty()) failed(q.front(), now_ms);
-    // An emptied class stays (signatures are few): destroying a deque that
-    // held tens of thousands of jobs returns their memory at once, which
-    // took 2 ms in one event.
-    heads_.erase(seq);
-    if (!q.empty()) heads_.emplace(q.front().seq, cls);
-    ++heads_changes_;
     if (!some_gpu_takes_another()) break;
   }
 }
@@ -1166,25 +927,18 @@ bool AutoScheduler::some_gpu_takes_another() const {
 
 std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
   judge(now_ms);
-  if (probe_targets_knowledge_ != knowledge_ || probe_targets_heads_ != heads_changes_) {
-    probe_targets_.clear();
-    probe_targets_knowledge_ = knowledge_;
-    probe_targets_heads_ = heads_changes_;
-  }
+  knowledge_.keep_probe_targets_while(queue_.changes());
   failed_alike_.clear();
   // The head is found again as the walk goes (failed()).
   std::optional<Head> last = std::exchange(head_, std::nullopt);
   reservation_.reset();
   head_sought_ = false;
   std::vector<Decision> out;
-  for (auto it = retries_.begin(); it != retries_.end();) {
-    if (place(*it, now_ms, out)) {
-      it = retries_.erase(it);
-      continue;
-    }
-    failed(*it, now_ms);
-    ++it;
-  }
+  queue_.start_retries([&](const Waiting& w) {
+    if (place(w, now_ms, out)) return true;
+    failed(w, now_ms);
+    return false;
+  });
   if (some_gpu_takes_another()) place_heads(now_ms, out);
   // Nothing could start before the walk reached a head (every GPU full): the
   // last one is still kept its GPU, for the user's sake (waiting_reason()).
@@ -1208,7 +962,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   if (it == running_.end()) return {};
   Running r = std::move(it->second);
   running_.erase(it);
-  host_update(r.waiting.signature, -1);
+  host_.ended(r.waiting.signature);
   Gpu& g = gpus_[static_cast<size_t>(r.gpu)];
   ++g.version;
   std::erase(g.jobs, job);
@@ -1218,12 +972,11 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   g.sm_sum = std::max(0.0, g.sm_sum - r.load.sm_active_pct);
   if (r.probe) {
     g.measuring = std::max(0, g.measuring - 1);
-    if (auto s = g.scouts.find(probe_key(r.waiting.signature));
-        s != g.scouts.end() && --s->second <= 0)
-      g.scouts.erase(s);
-    if (auto key = probing_.find(probe_key(r.waiting.signature));
-        key != probing_.end() && --key->second.newcomers <= 0)
-      probing_.erase(key);
+    const std::string key = knowledge_.probe_key(r.waiting.signature);
+    if (auto s = g.scouts.find(key); s != g.scouts.end() && --s->second <= 0) g.scouts.erase(s);
+    if (auto probing = probing_.find(key);
+        probing != probing_.end() && --probing->second.newcomers <= 0)
+      probing_.erase(probing);
   }
   if (g.check && g.check->newcomer == job) g.check.reset();
   if (g.check) g.check->before.erase(job);
@@ -1239,9 +992,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
           r.work_done_ms + r.rate / *p->samples_per_s *
                                static_cast<double>(std::max<int64_t>(0, now_ms - r.integrated_ms));
       const double samples = work_ms * *p->samples_per_s / 1000.0;
-      ended_samples_[r.waiting.signature] = samples;
-      if (auto member = members_.find(r.waiting.signature); member != members_.end())
-        family_ended_samples_[member->second.family] = samples;
+      knowledge_.ended(r.waiting.signature, samples);
     }
   }
 
@@ -1253,8 +1004,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
     Waiting w = r.waiting;
     w.after_measurement = true;
     w.alike = {};
-    retries_.push_back(w);
-    ++queued_;
+    queue_.push_retry(std::move(w));
     return {true,
             fmt::format("{} on gpu{} (a speculative start beside its family's newcomer, limit "
                         "{}); requeued to start from the family's measurement, not counted as "
@@ -1275,17 +1025,14 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   w.alone = w.attempt > options_.max_retries || had >= largest;
   if (w.alone) w.memory_estimate = largest;  // the last attempt gets a whole GPU
   w.alike = {};
-  JobProfile& p = own_profile(w.signature);
-  p.peak_memory_bytes = std::max(p.peak_memory_bytes.value_or(0), *w.memory_estimate);
-  ++knowledge_;
+  knowledge_.raise_peak(w.signature, *w.memory_estimate);
   std::string note = fmt::format(
       "out of GPU memory on gpu{} ({} other jobs there, limit {}); requeued{} with {} (attempt "
       "{} of {})",
       g.slot.device, others, r.claim > 0 ? format_bytes(r.claim) : std::string("none"),
       w.alone ? " to run alone" : "", format_bytes(*w.memory_estimate), w.attempt,
       options_.max_retries + 1);
-  retries_.push_back(std::move(w));
-  ++queued_;
+  queue_.push_retry(std::move(w));
   return {true, note};
 }
 
@@ -1310,7 +1057,7 @@ void AutoScheduler::observe_memory(size_t job, uint64_t bytes, int64_t /*now_ms*
   auto it = running_.find(job);
   if (it == running_.end() || !it->second.probe) return;
   const Running& newcomer = it->second;
-  const std::string key = probe_key(newcomer.waiting.signature);
+  const std::string key = knowledge_.probe_key(newcomer.waiting.signature);
   auto probing = probing_.find(key);
   if (probing == probing_.end() || bytes <= probing->second.memory_seen) return;
   probing->second.memory_seen = bytes;
@@ -1319,14 +1066,15 @@ void AutoScheduler::observe_memory(size_t job, uint64_t bytes, int64_t /*now_ms*
   // each needs at least what this one holds already: those whose limit is
   // smaller cannot fit.
   for (auto& [other, r] : running_) {
-    if (!r.speculative || r.doomed || r.claim >= bytes || probe_key(r.waiting.signature) != key)
+    if (!r.speculative || r.doomed || r.claim >= bytes ||
+        knowledge_.probe_key(r.waiting.signature) != key)
       continue;
     r.doomed = true;
     stops_.push_back(
         {other, fmt::format("its family's newcomer ({}) holds {} of GPU memory already, more than "
                             "this speculative start's limit {}: it cannot fit; stopped to start "
                             "again from the family's measurement",
-                            label(newcomer.waiting.signature), format_bytes(bytes),
+                            knowledge_.label(newcomer.waiting.signature), format_bytes(bytes),
                             format_bytes(r.claim))});
   }
 }
@@ -1335,22 +1083,18 @@ std::vector<Unplaceable> AutoScheduler::take_stops() { return std::exchange(stop
 
 void AutoScheduler::learned(const std::string& signature, const JobProfile& measured,
                             int64_t now_ms) {
-  auto it = profiles_.find(signature);
-  JobProfile merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
-  if (profiles_.insert_or_assign(signature, merged).second) ++profiles_added_;
-  ++knowledge_;
-  add_to_family(signature, measured);
+  const JobProfile merged = knowledge_.learned(signature, measured);
+  const std::string key = knowledge_.probe_key(signature);
   for (Gpu& g : gpus_) ++g.version;  // expected ends of its jobs, anywhere, may move
   for (auto& [job, r] : running_) {
     if (r.waiting.signature != signature || !r.probe) continue;
     Gpu& g = gpus_[static_cast<size_t>(r.gpu)];
     r.probe = false;
     g.measuring = std::max(0, g.measuring - 1);
-    if (auto s = g.scouts.find(probe_key(signature)); s != g.scouts.end() && --s->second <= 0)
-      g.scouts.erase(s);
-    if (auto key = probing_.find(probe_key(signature));
-        key != probing_.end() && --key->second.newcomers <= 0)
-      probing_.erase(key);
+    if (auto s = g.scouts.find(key); s != g.scouts.end() && --s->second <= 0) g.scouts.erase(s);
+    if (auto probing = probing_.find(key);
+        probing != probing_.end() && --probing->second.newcomers <= 0)
+      probing_.erase(probing);
     const SoloLoad load{merged.sm_active_pct.value_or(100.0), merged.gpu_busy_pct()};
     g.sm_sum = std::max(0.0, g.sm_sum - r.load.sm_active_pct + load.sm_active_pct);
     const uint64_t claim =
@@ -1375,9 +1119,8 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
     r.load = load;
   }
   // Its family's speculative starts take what the measurement says of them.
-  const std::string key = probe_key(signature);
   for (auto& [job, r] : running_) {
-    if (!r.speculative || probe_key(r.waiting.signature) != key) continue;
+    if (!r.speculative || knowledge_.probe_key(r.waiting.signature) != key) continue;
     const JobProfile* p = usable_profile(r.waiting);
     if (p == nullptr) continue;
     r.speculative = false;
@@ -1392,19 +1135,14 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
     r.claim = claim;
   }
   if (merged.peak_memory_bytes && *merged.peak_memory_bytes > largest_memory()) {
-    auto q = classes_.find(signature);
-    if (q == classes_.end() || q->second.empty()) return;
-    for (const Waiting& w : q->second) {
+    const std::deque<Waiting> dropped = queue_.take_class(signature);
+    if (dropped.empty()) return;
+    for (const Waiting& w : dropped) {
       unplaceable_.push_back(
           {w.job,
            fmt::format("needs {} of GPU memory (measured); the largest GPU has {}",
                        format_bytes(*merged.peak_memory_bytes), format_bytes(largest_memory()))});
-      uncount(w);
-      --queued_;
     }
-    heads_.erase(q->second.front().seq);
-    ++heads_changes_;
-    classes_.erase(q);
     if (head_ && head_->waiting.signature == signature) forget_head();
   }
 }
@@ -1412,60 +1150,17 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
 void AutoScheduler::measured(size_t job, const JobProfile& measured) {
   auto it = running_.find(job);
   if (it == running_.end() || !measured.peak_memory_bytes) return;
-  const std::string& signature = it->second.waiting.signature;
-  JobProfile& own = own_profile(signature);
-  own.peak_memory_bytes = std::max(own.peak_memory_bytes.value_or(0), *measured.peak_memory_bytes);
-  own.memory_uncertainty = 0;
-  ++knowledge_;
-  if (own.source.empty()) own.source = measured.source;
-  JobProfile memory_only;
-  memory_only.peak_memory_bytes = measured.peak_memory_bytes;
-  memory_only.source = measured.source;
-  add_to_family(signature, memory_only);
+  knowledge_.measured_memory(it->second.waiting.signature, measured);
 }
 
 std::vector<size_t> AutoScheduler::drain_queued() {
   forget_head();
-  std::vector<std::pair<uint64_t, size_t>> all;
-  for (const Waiting& w : retries_) all.emplace_back(w.seq, w.job);
-  for (const auto& [sig, q] : classes_) {
-    for (const Waiting& w : q) all.emplace_back(w.seq, w.job);
-  }
-  std::sort(all.begin(), all.end());
-  retries_.clear();
-  classes_.clear();
-  queued_in_family_.clear();
-  heads_.clear();
-  ++heads_changes_;
-  queued_ = 0;
-  std::vector<size_t> jobs;
-  for (const auto& [seq, job] : all) jobs.push_back(job);
-  return jobs;
+  return queue_.drain();
 }
 
 bool AutoScheduler::remove_queued(size_t job) {
   if (head_ && head_->waiting.job == job) forget_head();
-  auto retry = std::find_if(retries_.begin(), retries_.end(),
-                            [&](const Waiting& w) { return w.job == job; });
-  if (retry != retries_.end()) {
-    retries_.erase(retry);
-    --queued_;
-    return true;
-  }
-  for (auto& cls : classes_) {
-    std::deque<Waiting>& q = cls.second;
-    auto it = std::find_if(q.begin(), q.end(), [&](const Waiting& w) { return w.job == job; });
-    if (it == q.end()) continue;
-    const bool head = it == q.begin();
-    if (head) heads_.erase(it->seq);
-    uncount(*it);
-    q.erase(it);
-    if (head && !q.empty()) heads_.emplace(q.front().seq, &cls);
-    if (head) ++heads_changes_;
-    --queued_;
-    return true;
-  }
-  return false;
+  return queue_.remove(job);
 }
 
 std::optional<int64_t> AutoScheduler::expected_end_ms(size_t job, int64_t now_ms) const {
@@ -1478,14 +1173,7 @@ std::optional<int64_t> AutoScheduler::expected_end_ms(size_t job, int64_t now_ms
   // like it that ended here, counted as its observed rates count work.
   const JobProfile* p = usable_profile(r.waiting);
   if (p == nullptr || r.probe || !p->has_solo_rate() || *p->samples_per_s <= 0) return std::nullopt;
-  std::optional<double> samples;
-  if (auto own = ended_samples_.find(r.waiting.signature); own != ended_samples_.end()) {
-    samples = own->second;
-  } else if (auto member = members_.find(r.waiting.signature); member != members_.end()) {
-    if (auto f = family_ended_samples_.find(member->second.family);
-        f != family_ended_samples_.end())
-      samples = f->second;
-  }
+  const std::optional<double> samples = knowledge_.ended_samples(r.waiting.signature);
   if (!samples) return std::nullopt;
   JobProfile timed = *p;
   timed.startup_ms = 0;
@@ -1501,7 +1189,7 @@ std::vector<std::string> AutoScheduler::take_notes() { return std::exchange(note
 
 std::vector<std::string> AutoScheduler::bad_combinations() const {
   std::vector<std::string> out;
-  for (const Combination& c : bad_) out.push_back(describe(c));
+  for (const Combination& c : verdicts_.bad) out.push_back(describe(c));
   return out;
 }
 

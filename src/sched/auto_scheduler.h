@@ -103,16 +103,18 @@
 
 #include <bit>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <set>
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sched/class_queue.h"
 #include "sched/family.h"
+#include "sched/host_budget.h"
 #include "sched/interference.h"
 #include "sched/scheduler.h"
+#include "sched/signature_knowledge.h"
 
 namespace colo {
 
@@ -155,8 +157,9 @@ struct GpuSlot {
 class AutoScheduler final : public Scheduler {
  public:
   AutoScheduler(const std::vector<GpuSlot>& gpus, AutoOptions options, InterferenceModel model);
-  // Queued jobs keep pointers into its profiles (Waiting::own): not copied;
-  // a move keeps the nodes of its maps, and so the pointers.
+  // Queued jobs keep pointers into its profiles (QueuedJob::own) and its
+  // queue into its classes: not copied; a move keeps the nodes of their
+  // maps, and so the pointers.
   AutoScheduler(const AutoScheduler&) = delete;
   AutoScheduler& operator=(const AutoScheduler&) = delete;
   AutoScheduler(AutoScheduler&&) = default;
@@ -168,23 +171,39 @@ class AutoScheduler final : public Scheduler {
 
   // What is known about a signature before the run (store, hints). Call
   // before enqueueing its jobs.
-  void set_profile(const std::string& signature, const JobProfile& profile);
+  void set_profile(const std::string& signature, const JobProfile& profile) {
+    knowledge_.set_profile(signature, profile);
+  }
   // What is assumed about a signature when nothing better is known (prior.h).
-  void set_prior(const std::string& signature, const JobProfile& prior);
-  const JobProfile* profile(const std::string& signature) const;
+  void set_prior(const std::string& signature, const JobProfile& prior) {
+    knowledge_.set_prior(signature, prior);
+  }
+  const JobProfile* profile(const std::string& signature) const {
+    return knowledge_.own(signature);
+  }
   // A short name for a signature's jobs in notes ("resnet26").
-  void set_label(const std::string& signature, std::string label);
+  void set_label(const std::string& signature, std::string label) {
+    knowledge_.set_label(signature, std::move(label));
+  }
   // The shared loader the signature's jobs read through (Shared data, above).
-  void set_host_cost(const std::string& signature, HostCost cost);
+  void set_host_cost(const std::string& signature, HostCost cost) {
+    host_.set_cost(signature, std::move(cost));
+  }
   // The signature's family; call before enqueueing its jobs. Signatures
   // without one are families of their own.
-  void set_family(const std::string& signature, FamilyMember member);
+  void set_family(const std::string& signature, FamilyMember member) {
+    knowledge_.set_family(signature, std::move(member));
+  }
   // An instance of `family` measured before the run (the store's profiles).
-  void add_family_instance(const std::string& family, FamilyInstance instance);
+  void add_family_instance(const std::string& family, FamilyInstance instance) {
+    knowledge_.add_family_instance(family, std::move(instance));
+  }
   // What admission uses for `signature`: its own profile when complete
   // enough, else that profile over its family's estimate; nullptr when
   // neither is enough (a probe is needed).
-  const JobProfile* usable_profile(const std::string& signature) const;
+  const JobProfile* usable_profile(const std::string& signature) const {
+    return knowledge_.usable(signature);
+  }
 
   std::string describe() const override;
   void enqueue(const SchedJob& job) override;
@@ -204,12 +223,12 @@ class AutoScheduler final : public Scheduler {
   std::optional<int64_t> expected_end_ms(size_t job, int64_t now_ms) const override;
   std::vector<Unplaceable> take_unplaceable() override;
   std::vector<std::string> take_notes() override;
-  size_t queued() const override { return queued_; }
+  size_t queued() const override { return queue_.size(); }
   std::optional<int64_t> next_wakeup_ms(int64_t now_ms) const override;
   // next_wakeup_ms(), and when a GPU's newcomer check or combination is due
   // to be judged (settle_ms after its change, 3 x settle_ms at the latest).
   std::optional<int64_t> next_check_ms(int64_t now_ms) const override;
-  void set_usage(const std::map<uint32_t, double>& usage) override { usage_ = usage; }
+  void set_usage(const std::map<uint32_t, double>& usage) override { queue_.set_usage(usage); }
   // A gang's rank runs as a job of the signature "gang" with the load given
   // (its SM activity) and its memory as its claim; a reserved GPU takes a
   // job only if it would end by `until_ms` even with an equal share of the
@@ -227,36 +246,7 @@ class AutoScheduler final : public Scheduler {
 
  private:
   using Combination = std::map<std::string, int>;  // signature -> jobs
-  struct Waiting {
-    size_t job = 0;
-    std::string signature;
-    uint64_t seq = 0;
-    uint32_t owner = 0;  // SchedJob's
-    int priority = 0;
-    int attempt = 1;
-    std::optional<uint64_t> memory_estimate;  // overrides the profile's after an OOM
-    bool alone = false;
-    // Its family as it joined classes_ (counted in queued_in_family_), else "".
-    std::string family;
-    // Overran its limit as a speculative sibling: waits for its family's measurement.
-    bool after_measurement = false;
-    // Its likeness (see failed_alike_) as a hash, computed while the
-    // scheduler's knowledge_ was `knowledge` (0: never). Whoever changes a
-    // field above resets it.
-    struct Alike {
-      uint64_t knowledge = 0;
-      uint64_t hash = 0;
-    };
-    mutable Alike alike;
-    // Its own profile (profile()), as looked up while profiles_added_ was
-    // `added`: profiles_ never moves or drops an entry, so only a new one can
-    // change the answer. usable_profile(const Waiting&) reads it.
-    struct Own {
-      uint64_t added = UINT64_MAX;
-      const JobProfile* profile = nullptr;
-    };
-    mutable Own own;
-  };
+  using Waiting = QueuedJob;
   struct Running {
     Waiting waiting;
     int gpu = 0;  // index into gpus_
@@ -311,7 +301,7 @@ class AutoScheduler final : public Scheduler {
   };
 
   // usable_profile(w.signature), without looking up a signature whose own
-  // profile is admissible (Waiting::own): placements and the queue's walks ask
+  // profile is admissible (QueuedJob::own): placements and the queue's walks ask
   // it of every queued class, and a sweep's signatures are long and many.
   const JobProfile* usable_profile(const Waiting& w) const;
   bool place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
@@ -391,9 +381,6 @@ class AutoScheduler final : public Scheduler {
   double predicted_rate(const Gpu& gpu) const;
   // Cold start (see the class comment): `w` has no usable profile.
   bool place_newcomer(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
-  // Its prior (set_prior(), else the default), with what is known of the job
-  // itself (a hint's memory or SM activity) over it.
-  JobProfile prior_of(const std::string& signature) const;
   // A sibling of a newcomer being measured starts beside it (see the class comment).
   bool place_speculative(const Waiting& w, const std::string& key, const JobProfile& prior,
                          int64_t now_ms, std::vector<Decision>& out);
@@ -407,24 +394,19 @@ class AutoScheduler final : public Scheduler {
   // The memory claimed for a peak estimate: plus the margin, the estimate's
   // relative uncertainty and the headroom.
   uint64_t claim_for(uint64_t estimate, double uncertainty = 0) const;
-  // Families: the key probes are counted by (the family, else the
-  // signature), whether `signature`'s profile comes from its family, the
-  // queued instance of a family to probe next, and recording a measurement.
-  std::string probe_key(const std::string& signature) const;
-  bool estimated(const std::string& signature) const;
-  struct Family;
-  // The family's EffectsMemo, emptied when its measurements changed.
-  EffectsMemo& effects_of(const Family& f) const;
+  // The queued instance of `family` to measure next
+  // (SignatureKnowledge::probe_target over the queued classes).
   std::string probe_target(const std::string& family);
-  void add_to_family(const std::string& signature, const JobProfile& measured);
+  // Its family member's name ("toy[lr=0.1]"), else its label.
+  std::string name_of(const std::string& signature) const;
+  // A GPU's memory less the reserve kept free on it; 0 when it has no more
+  // than the reserve.
+  uint64_t usable_memory(const Gpu& g) const;
   std::optional<double> measured_work(const Gpu& gpu, int64_t fresh_since_ms) const;
   std::vector<SoloLoad> loads(const Gpu& gpu) const;
-  bool is_bad(const Combination& c) const;
   void judge(int64_t now_ms);
-  std::string label(const std::string& signature) const;
   std::string describe(const Combination& c) const;
   uint64_t largest_memory() const;
-  void push_waiting(Waiting w);
   // schedule()'s walk of the queued classes (heads_to_try()), each tried
   // once from its head. It stops once no GPU takes another job: then no
   // class can start.
@@ -433,70 +415,30 @@ class AutoScheduler final : public Scheduler {
   // for a gang and not running a job alone. When none does, admission_gain()
   // refuses every class, and a walk of thousands of them would only find that.
   bool some_gpu_takes_another() const;
-  // Shared data: whether `signature`'s dataset has a running reader, whether
-  // a job of it fits the host, and the bookkeeping as jobs start and end.
-  bool dataset_read(const std::string& signature) const;
+  // Shared data: whether a job of `signature` fits the host's loader budget.
   bool host_fits(const std::string& signature) const;
-  void host_update(const std::string& signature, int delta);
+  // The classes the next event tries (ClassQueue::heads_to_try), datasets
+  // being read first; walk_heads() moves the backfill window on.
+  std::vector<ClassQueue::Head> heads_to_try() const;
+  std::vector<ClassQueue::Head> walk_heads();
 
-  struct Family {
-    std::vector<FamilyInstance> instances;  // measured: the store's, then this run's
-    // The first of `instances` with each set of parameter values (a sweep's
-    // measurement finds its own instance without a scan of them all).
-    std::map<std::map<std::string, std::string>, size_t> first_with;
-    std::optional<std::vector<std::string>> resource_params;
-    std::vector<std::string> signatures;  // its members
-    uint64_t version = 0;                 // bumped by each new measurement
-    // What its measurements say of each parameter, shared by its members'
-    // estimates while `version` is effects_version.
-    mutable EffectsMemo effects;
-    mutable uint64_t effects_version = UINT64_MAX;
-  };
-  struct Estimated {
-    uint64_t version = UINT64_MAX;  // of the family when it was computed
-    FamilyEstimate estimate;
-    JobProfile usable;  // the signature's own profile over the estimate
+  // Combinations judged: a bad one (and any superset) is never formed
+  // again; a good one is not judged again.
+  struct Verdicts {
+    std::vector<Combination> bad;
+    std::set<Combination> good;
+    bool is_bad(const Combination& c) const;
   };
 
   std::vector<Gpu> gpus_;
   AutoOptions options_;
   InterferenceModel model_;
-  // By signature, looked up for every queued class in each schedule():
-  // hashed, as signatures are long and share their leading text.
-  std::unordered_map<std::string, JobProfile> profiles_;
-  uint64_t profiles_added_ = 0;  // entries ever added to profiles_ (Waiting::own)
-  // The signature's entry in profiles_, added empty when it has none.
-  JobProfile& own_profile(const std::string& signature);
-  std::map<std::string, std::string> labels_;
-  using Classes = std::map<std::string, std::deque<Waiting>>;  // FIFO per signature
-  Classes classes_;
-  // Jobs in classes_ by family (Waiting::family): queued_with_key's count of a
-  // sweep's thousands of signatures without a walk of them.
-  std::unordered_map<std::string, size_t> queued_in_family_;
-  // Takes a job leaving classes_ off queued_in_family_.
-  void uncount(const Waiting& w);
-  // The non-empty classes by the seq of their head (a class's node in
-  // classes_, which never moves).
-  std::map<uint64_t, Classes::value_type*> heads_;
-  // Counts changes to heads_ (whoever changes it bumps it).
-  uint64_t heads_changes_ = 0;
-  // The seq from which the next backfill window starts (heads_to_try()).
-  uint64_t backfill_from_ = 0;
-  // The classes an event tries, by their head's seq, in order of priority,
-  // fair share and arrival: all of them, or the first queue_depth and the
-  // next backfill window (AutoOptions); the window after it starts at
-  // *backfill_next (when not null).
-  std::vector<std::pair<uint64_t, Classes::value_type*>> heads_to_try(
-      uint64_t* backfill_next) const;
-  // Whether the queue is longer than queue_depth + backfill_depth, so that
-  // an event tries only some of its classes.
-  bool walk_is_bounded() const {
-    return options_.queue_depth > 0 &&
-           heads_.size() > options_.queue_depth + options_.backfill_depth;
-  }
+  SignatureKnowledge knowledge_;
+  ClassQueue queue_;
+  LoaderHostBudget host_;
   // The longest start-up among the profiles of the classes the next event
-  // tries (heads_to_try()), as computed while knowledge_, heads_changes_ and
-  // backfill_from_ were these (next_wakeup_ms() is asked at every step of a
+  // tries (heads_to_try()), as computed while knowledge_.version(), the
+  // queue's changes() and backfill_from() were these (next_wakeup_ms() is asked at every step of a
   // run, and the classes may be tens of thousands).
   struct LongestStartup {
     uint64_t knowledge = 0;
@@ -506,23 +448,11 @@ class AutoScheduler final : public Scheduler {
   };
   mutable LongestStartup longest_startup_;
   int64_t longest_queued_startup() const;
-  std::deque<Waiting> retries_;  // placed before the classes
-  std::map<std::string, JobProfile> priors_;
   struct Probing {
     int newcomers = 0;         // being measured
     uint64_t memory_seen = 0;  // the most any of them held (observe_memory())
   };
-  std::map<std::string, Probing> probing_;                        // by probe_key()
-  std::unordered_map<std::string, FamilyMember> members_;         // by signature
-  std::map<std::string, Family> families_;                        // by family
-  mutable std::unordered_map<std::string, Estimated> estimates_;  // by signature
-  // By family: what probe_target() found, while knowledge_ and
-  // heads_changes_ stay what they were when it was last emptied (it reads
-  // the families, the profiles and which classes are queued, nothing else).
-  std::map<std::string, std::string> probe_targets_;
-  uint64_t probe_targets_knowledge_ = 0;
-  uint64_t probe_targets_heads_ = 0;
-  std::set<std::pair<std::string, uint64_t>> announced_;  // (signature, family version) noted
+  std::map<std::string, Probing> probing_;  // by probe_key()
   // In one schedule() call, the likenesses of the jobs that could not be
   // placed since the last placement (add() clears them). A job's likeness is
   // all that its placement reads besides the GPUs' state: a job alike one
@@ -532,14 +462,15 @@ class AutoScheduler final : public Scheduler {
   // is what it would take to skip a job wrongly).
   std::unordered_set<uint64_t> failed_alike_;
   // Counts changes to what likenesses read besides the job itself: profiles,
-  // priors, families and their measurements, bad combinations. A job's
-  // likeness computed at the same count is still its likeness, so an event
-  // skips a job alike a failed one without looking anything up (cached in
-  // Waiting::alike); starts at 1, so that 0 means never computed.
-  uint64_t knowledge_ = 1;
+  // priors, families and their measurements (knowledge_.version()), and bad
+  // combinations (only ever added). A job's likeness computed at the same
+  // count is still its likeness, so an event skips a job alike a failed one
+  // without looking anything up (cached in QueuedJob::alike); never 0, so
+  // that 0 means never computed.
+  uint64_t likeness_version() const { return knowledge_.version() + verdicts_.bad.size(); }
   // The cached likeness of `w` when still valid and failed in this call.
   bool known_failed(const Waiting& w) const {
-    return w.alike.knowledge == knowledge_ && failed_alike_.contains(w.alike.hash);
+    return w.alike.knowledge == likeness_version() && failed_alike_.contains(w.alike.hash);
   }
   // A likeness's hash, field by field (each mixed in, so that the order and
   // every bit count), without formatting the likeness as text first.
@@ -560,32 +491,16 @@ class AutoScheduler final : public Scheduler {
   // job alike it failed already in this call.
   template <typename Hash>
   bool alike_failed(const Waiting& w, const Hash& hash) const {
-    if (w.alike.knowledge != knowledge_) w.alike = {knowledge_, hash().h};
+    if (w.alike.knowledge != likeness_version()) w.alike = {likeness_version(), hash().h};
     return failed_alike_.contains(w.alike.hash);
   }
   // Estimates used in this schedule() call: the note's text -> instances.
   std::map<std::string, std::vector<std::string>> estimate_notes_;
   std::unordered_map<size_t, Running> running_;
-  std::vector<Combination> bad_;
-  std::set<Combination> good_;
+  Verdicts verdicts_;
   std::vector<Unplaceable> unplaceable_;
   std::vector<Unplaceable> stops_;  // take_stops()
   std::vector<std::string> notes_;
-  std::map<std::string, HostCost> host_costs_;  // by signature
-  // The samples the latest job of a signature, and of a family, that ended
-  // ok did from its first observed rate on (the work its observed rates
-  // integrate), for expected_end_ms().
-  std::map<std::string, double> ended_samples_;         // by signature
-  std::map<std::string, double> family_ended_samples_;  // by family
-  std::map<std::string, int> dataset_readers_;          // running jobs per dataset
-  double loader_cpus_used_ = 0;
-  uint64_t loader_memory_used_ = 0;
-  uint64_t next_seq_ = 0;
-  // Fair share (set_usage) and priorities: whether the queue is ordered by
-  // more than arrival (a job with a priority came, or usage was given).
-  std::map<uint32_t, double> usage_;
-  bool prioritised_ = false;
-  size_t queued_ = 0;
   std::set<int> reserved_;  // devices kept for a gang
   std::optional<int64_t> reserved_until_;
   // The head of the queue as the last schedule() left it (none while every

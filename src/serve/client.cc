@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ostream>
 #include <random>
 #include <thread>
 
+#include "common/paths.h"
 #include "common/units.h"
 #include "jobs/job_state.h"
 #include "serve/protocol.h"
@@ -19,6 +21,26 @@ extern char** environ;  // NOLINT(readability-redundant-declaration)
 namespace colo {
 
 using nlohmann::json;
+
+namespace {
+
+constexpr const char* kSystemSocket = "/var/lib/colo/colo.sock";
+
+}  // namespace
+
+std::string default_service_socket() {
+  if (const char* s = std::getenv("COLO_SOCKET"); s != nullptr && *s != '\0') return s;
+  return default_state_dir() + "/colo.sock";
+}
+
+std::vector<std::string> service_socket_candidates() {
+  if (const char* s = std::getenv("COLO_SOCKET"); s != nullptr && *s != '\0') return {s};
+  std::vector<std::string> out = {default_state_dir() + "/colo.sock"};
+  const char* home = std::getenv("COLO_HOME");
+  if ((home == nullptr || *home == '\0') && out.front() != kSystemSocket)
+    out.emplace_back(kSystemSocket);
+  return out;
+}
 
 Result<ServiceClient> ServiceClient::find(const std::vector<std::string>& candidates) {
   std::vector<std::string> silent;  // nothing listens there

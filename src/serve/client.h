@@ -18,6 +18,12 @@
 
 namespace colo {
 
+// Where clients look for the service: $COLO_SOCKET; else <state dir>/colo.sock,
+// then (when $COLO_HOME is not set) the system service's /var/lib/colo/colo.sock.
+std::vector<std::string> service_socket_candidates();
+// The socket `colo serve` listens on by default: $COLO_SOCKET, else <state dir>/colo.sock.
+std::string default_service_socket();
+
 class ServiceClient {
  public:
   explicit ServiceClient(std::string socket_path, int timeout_ms = 30'000)

@@ -8,8 +8,11 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace colo {
 namespace {
@@ -69,6 +72,65 @@ class DroppingServer {
 // Issue 53 (10): a client whose connections the service drops at its
 // connection bounds tries again within its timeout, and is answered (296 of
 // 500 concurrent `colo queue` calls failed with "Connection reset by peer").
+// Where clients look for the service, and where `colo serve` listens by
+// default, from the environment (restored after).
+TEST(ServiceSocket, ClientsLookAtColoSocketElseTheStateDirThenTheSystemService) {
+  struct Case {
+    std::string what;
+    std::map<std::string, std::string> env;  // unset: the others named below
+    std::vector<std::string> candidates;
+    std::string listens;
+  };
+  const std::vector<Case> cases = {
+      {"$COLO_SOCKET alone",
+       {{"COLO_SOCKET", "/run/x.sock"}, {"COLO_HOME", "/h"}},
+       {"/run/x.sock"},
+       "/run/x.sock"},
+      {"$COLO_HOME: its socket alone", {{"COLO_HOME", "/h"}}, {"/h/colo.sock"}, "/h/colo.sock"},
+      {"$XDG_STATE_HOME, then the system service's",
+       {{"XDG_STATE_HOME", "/x"}},
+       {"/x/colo/colo.sock", "/var/lib/colo/colo.sock"},
+       "/x/colo/colo.sock"},
+      {"$HOME, then the system service's",
+       {{"HOME", "/home/a"}},
+       {"/home/a/.local/state/colo/colo.sock", "/var/lib/colo/colo.sock"},
+       "/home/a/.local/state/colo/colo.sock"},
+      {"the system service's own state dir: once",
+       {{"XDG_STATE_HOME", "/var/lib"}},
+       {"/var/lib/colo/colo.sock"},
+       "/var/lib/colo/colo.sock"},
+      {"an empty $COLO_SOCKET counts as unset",
+       {{"COLO_SOCKET", ""}, {"COLO_HOME", "/h"}},
+       {"/h/colo.sock"},
+       "/h/colo.sock"},
+  };
+  const std::vector<std::string> names = {"COLO_SOCKET", "COLO_HOME", "XDG_STATE_HOME", "HOME"};
+  std::map<std::string, std::optional<std::string>> saved;
+  for (const std::string& n : names) {
+    const char* v = std::getenv(n.c_str());
+    saved[n] = v == nullptr ? std::nullopt : std::optional<std::string>(v);
+  }
+  for (const Case& c : cases) {
+    for (const std::string& n : names) {
+      auto it = c.env.find(n);
+      if (it == c.env.end()) {
+        ::unsetenv(n.c_str());
+      } else {
+        ::setenv(n.c_str(), it->second.c_str(), 1);
+      }
+    }
+    EXPECT_EQ(service_socket_candidates(), c.candidates) << c.what;
+    EXPECT_EQ(default_service_socket(), c.listens) << c.what;
+  }
+  for (const auto& [n, v] : saved) {
+    if (v) {
+      ::setenv(n.c_str(), v->c_str(), 1);
+    } else {
+      ::unsetenv(n.c_str());
+    }
+  }
+}
+
 TEST(ServiceClient, AConnectionTheServiceDropsIsTriedAgainWithinTheTimeout) {
   std::string templ = ::testing::TempDir() + "client.XXXXXX";
   ASSERT_NE(mkdtemp(templ.data()), nullptr);

@@ -23,7 +23,6 @@
 #include "run/log_layout.h"
 #include "serve/http_gate.h"
 #include "serve/metrics.h"
-#include "serve/service.h"
 
 namespace colo {
 namespace {

@@ -8,21 +8,15 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <ostream>
 
-#include "analysis/energy.h"
-#include "analysis/stored.h"
-#include "common/heap.h"
 #include "common/names.h"
 #include "common/paths.h"
 #include "common/remove_tree.h"
 #include "common/replace_file.h"
-#include "common/stop_signal.h"
 #include "common/text.h"
 #include "common/units.h"
 #include "data/ring_owner.h"
@@ -33,9 +27,9 @@
 #include "run/data_loading.h"
 #include "run/leftovers.h"
 #include "run/log_layout.h"
-#include "serve/fair_share.h"
+#include "serve/preemption.h"
 #include "serve/protocol.h"
-#include "serve/sample_thinning.h"
+#include "serve/request_fields.h"
 #include "store/store_writer.h"
 
 namespace colo {
@@ -43,89 +37,13 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kSystemSocket = "/var/lib/colo/colo.sock";
 constexpr size_t kMaxLogChunkBytes = size_t{256} * 1024;
-// How long the service keeps trying a store locked by another colo (its run's
-// record at start, what is left to write at the end).
-constexpr int64_t kStoreRetryMs = 60'000;
 
-// Bounds a submission (docs/serve.md, "Limits").
-constexpr size_t kMaxJobsPerSubmission = 10'000;
 constexpr int64_t kQueueAnswerMaxAgeMs = 500;
-// Every this often the service gives the heap's free pages back to the
-// kernel where more than kHeapSlackBytes were freed since it last did
-// (HeapTrimmer): what a large submission or the passes after it freed.
-constexpr int64_t kHeapTrimEveryMs = 10'000;
-// How often the checkpoints of jobs that ended ok are looked for
-// (--keep-checkpoints).
-constexpr int64_t kCheckpointSweepEveryMs = 600'000;
-constexpr size_t kHeapSlackBytes = size_t{16} << 20;
 
 json error_answer(const std::string& message) { return json{{"ok", false}, {"error", message}}; }
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// A request's field `name`: `fallback` when absent or null; an error naming
-// the field and what it must hold when it holds anything else.
-Result<std::string> string_field(const json& request, const char* name, std::string fallback) {
-  auto it = request.find(name);
-  if (it == request.end() || it->is_null()) return fallback;
-  if (!it->is_string()) return Error(fmt::format("'{}' must be a string", name));
-  return it->get<std::string>();
-}
-Result<int64_t> integer_field(const json& request, const char* name, int64_t fallback) {
-  auto it = request.find(name);
-  if (it == request.end() || it->is_null()) return fallback;
-  if (!it->is_number_integer() || it->get<int64_t>() < 0)
-    return Error(fmt::format("'{}' must be a whole number, 0 or more", name));
-  return it->get<int64_t>();
-}
-
-// A submit request's "label" ({"name", "tags": {KEY: VALUE}, "note"}, each
-// optional), control characters removed (other users' views show it); an
-// error naming the field that holds something else.
-Result<RunLabel> submission_label(const json& request) {
-  RunLabel label;
-  auto it = request.find("label");
-  if (it == request.end() || it->is_null()) return label;
-  if (!it->is_object()) return Error("'label' must be an object");
-  Result<std::string> name = string_field(*it, "name", "");
-  if (!name.ok()) return name.error().with_context("label");
-  Result<std::string> note = string_field(*it, "note", "");
-  if (!note.ok()) return note.error().with_context("label");
-  label.name = strip_control_chars(*name);
-  label.note = strip_control_chars(*note);
-  if (auto tags = it->find("tags"); tags != it->end() && !tags->is_null()) {
-    if (!tags->is_object()) return Error("label: 'tags' must be an object of strings");
-    for (const auto& [key, value] : tags->items()) {
-      if (!value.is_string()) return Error("label: 'tags' must be an object of strings");
-      label.tags[strip_control_chars(key)] = strip_control_chars(value.get<std::string>());
-    }
-  }
-  return label;
-}
-
-// "ids": an array of job ids.
-Result<std::vector<int64_t>> ids_of(const json& request) {
-  std::vector<int64_t> ids;
-  auto it = request.find("ids");
-  if (it == request.end() || it->is_null()) return ids;
-  if (!it->is_array()) return Error("'ids' must be an array of job ids");
-  for (const json& id : *it) {
-    if (!id.is_number_integer()) return Error("'ids' must be an array of job ids");
-    ids.push_back(id.get<int64_t>());
-  }
-  return ids;
-}
-
-std::map<std::string, std::string> string_map(const json& j) {
-  std::map<std::string, std::string> out;
-  if (!j.is_object()) return out;
-  for (const auto& [k, v] : j.items()) {
-    if (v.is_string()) out[k] = v.get<std::string>();
-  }
-  return out;
-}
 
 // The entries of `env` whose names look secret, as a JSON object.
 json secret_values(const std::map<std::string, std::string>& env) {
@@ -156,28 +74,20 @@ json read_private_json(const std::string& path) {
   return j.is_object() ? j : json::object();
 }
 
-// How often the service reads every page of its store (PRAGMA quick_check).
-constexpr int64_t kStoreQuickCheckMs = 600'000;  // 10 minutes
-
 }  // namespace
-
-std::string default_service_socket() {
-  if (const char* s = std::getenv("COLO_SOCKET"); s != nullptr && *s != '\0') return s;
-  return default_state_dir() + "/colo.sock";
-}
-
-std::vector<std::string> service_socket_candidates() {
-  if (const char* s = std::getenv("COLO_SOCKET"); s != nullptr && *s != '\0') return {s};
-  std::vector<std::string> out = {default_state_dir() + "/colo.sock"};
-  const char* home = std::getenv("COLO_HOME");
-  if ((home == nullptr || *home == '\0') && out.front() != kSystemSocket)
-    out.emplace_back(kSystemSocket);
-  return out;
-}
 
 Service::Service(ServeContext& ctx, const ServeOptions& options, RunEngine& engine,
                  StoreWriter& writer, ServiceInfo info)
-    : ctx_(ctx), options_(options), engine_(engine), writer_(writer), info_(std::move(info)) {}
+    : ctx_(ctx),
+      options_(options),
+      engine_(engine),
+      writer_(writer),
+      info_(std::move(info)),
+      quotas_(options.quotas, QuotaDirectory{user_in_group, user_name_of}),
+      usage_(options.usage, user_in_group),
+      loaders_(ctx.clock, writer, ctx.log,
+               ServiceLoadersOptions{self_executable(), options.logs_root,
+                                     options.loader_ready_timeout_ms, info_.run_id}) {}
 
 bool Service::is_admin(const Caller& caller) const {
   return caller.uid == 0 ||
@@ -228,7 +138,7 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& s
   // submitter the service saw: the source a client sends is a claim.
   job.trials_of = fmt::format("uid {} submission {} {}", row.owner_uid,
                               row.submission_id.value_or(-row.id), spec.source);
-  owner_names_[row.owner_uid] = row.owner_name;
+  usage_.set_name(row.owner_uid, row.owner_name);
   // Only what its submitter sent, whatever the request said: never the
   // service's own environment (root's, with its secrets).
   job.base_env = submitted_env(row.env_json, secrets.value("env", json::object()));
@@ -241,150 +151,46 @@ void Service::admit(const ServiceJobRow& row, const JobSpec& spec, const json& s
     }
     job.run_as = *who;
   }
-  if (!job.spec.dataset) {
-    ++unfinished_by_owner_[row.owner_uid];
-    hand_to_engine(row.id, std::move(job), spec.restart, row.attempts, row.owner_uid);
+  HeldJob held{row.id, std::move(job), spec.restart, row.attempts, row.owner_uid};
+  if (!held.job.spec.dataset) {
+    quotas_.job_added(row.owner_uid);
+    hand_to_engine(std::move(held));
     return;
   }
-  Result<std::string> key = loader_for(row, job);
-  if (!key.ok()) {
+  Result<std::optional<HeldJob>> attached = loaders_.attach(row, std::move(held));
+  if (!attached.ok()) {
     record_end(row.id, JobState::kFailed,
-               "its shared data loader could not start: " + key.error().message(),
+               "its shared data loader could not start: " + attached.error().message(),
                ctx_.clock.now_ms());
     return;
   }
-  Loader& loader = loaders_.at(*key);
-  loader.readers[row.id] = spec.name;
-  loader_of_[row.id] = *key;
-  ++unfinished_by_owner_[row.owner_uid];
-  if (!loader.ready) {
-    loader.held.push_back(
-        HeldJob{row.id, std::move(job), spec.restart, row.attempts, row.owner_uid});
-    return;
-  }
-  for (const auto& [k, v] : loader.loaders->environment_for(loader.name)) job.extra_env[k] = v;
-  hand_to_engine(row.id, std::move(job), spec.restart, row.attempts, row.owner_uid);
+  quotas_.job_added(row.owner_uid);
+  if (*attached) hand_to_engine(std::move(**attached));
 }
 
-void Service::hand_to_engine(int64_t id, EngineJob job, RestartPolicy restart, int attempts_before,
-                             uid_t owner) {
+void Service::hand_to_engine(HeldJob held) {
   // An owner the quota has not bounded yet is bounded before their first job
   // reaches the engine, or it could start them all at once.
-  if (options_.gpu_quotas() && !quota_left_.contains(owner)) update_quotas();
-  const int priority = job.spec.priority;
-  const bool preemptible = job.spec.preemptible;
-  const int gpus = job.spec.gpus;
-  const size_t key = engine_.submit(std::move(job));
-  Tracked& t = tracked_[id] = Tracked{key, restart, attempts_before, owner};
+  if (quotas_.bound_gpus() && !quotas_.knows(held.owner)) update_quotas();
+  const int priority = held.job.spec.priority;
+  const bool preemptible = held.job.spec.preemptible;
+  const int gpus = held.job.spec.gpus;
+  const size_t key = engine_.submit(std::move(held.job));
+  Tracked& t = tracked_[held.id] = Tracked{key, held.restart, held.attempts_before, held.owner};
   t.priority = priority;
   t.preemptible = preemptible;
   t.gpus = gpus;
   t.waiting_since_ms = ctx_.clock.now_ms();
-  by_key_[key] = id;
-}
-
-void Service::poll_loaders() {
-  for (auto it = loaders_.begin(); it != loaders_.end();) {
-    Loader& loader = it->second;
-    if (loader.ready) {
-      ++it;
-      continue;
-    }
-    Result<bool> ready = loader.loaders->ready();
-    if (ready.ok() && !*ready) {
-      ++it;
-      continue;
-    }
-    std::vector<HeldJob> held = std::move(loader.held);
-    loader.held.clear();
-    if (ready.ok()) {
-      loader.ready = true;
-      queue_cache_.reset();
-      for (HeldJob& h : held) {
-        for (const auto& [k, v] : loader.loaders->environment_for(loader.name))
-          h.job.extra_env[k] = v;
-        hand_to_engine(h.id, std::move(h.job), h.restart, h.attempts_before, h.owner);
-      }
-      ++it;
-      continue;
-    }
-    ctx_.log << fmt::format("{}\n", ready.error().message());
-    for (const HeldJob& h : held) {
-      record_end(h.id, JobState::kFailed,
-                 "its shared data loader could not start: " + ready.error().message(),
-                 ctx_.clock.now_ms());
-      one_fewer_unfinished(h.owner);
-      loader_of_.erase(h.id);
-    }
-    queue_cache_.reset();
-    record_loaders(loader.loaders->stop(), loader.job_ids, info_.run_id, writer_, ctx_.log);
-    it = loaders_.erase(it);
-  }
-}
-
-void Service::one_fewer_unfinished(uid_t owner) {
-  if (auto count = unfinished_by_owner_.find(owner);
-      count != unfinished_by_owner_.end() && --count->second == 0)
-    unfinished_by_owner_.erase(count);
+  by_key_[key] = held.id;
 }
 
 bool Service::cancel_held(int64_t id, const std::string& reason) {
-  auto of = loader_of_.find(id);
-  if (of == loader_of_.end()) return false;
-  std::vector<HeldJob>& held = loaders_.at(of->second).held;
-  auto h = std::find_if(held.begin(), held.end(), [&](const HeldJob& j) { return j.id == id; });
-  if (h == held.end()) return false;
-  one_fewer_unfinished(h->owner);
-  held.erase(h);
+  std::optional<HeldJob> held = loaders_.take_held(id);
+  if (!held) return false;
+  quotas_.job_ended(held->owner);
   record_end(id, JobState::kCancelled, reason, ctx_.clock.now_ms());
-  detach_loader(id);
+  loaders_.detach(id);
   return true;
-}
-
-Result<std::string> Service::loader_for(const ServiceJobRow& row, const EngineJob& job) {
-  const JobSpec& spec = job.spec;
-  if (!spec.data_source) {
-    return Error(fmt::format("it reads dataset '{}', but its [data.{}] table did not come with it",
-                             *spec.dataset, *spec.dataset));
-  }
-  const std::string table = job_spec_to_json(spec)["data_source"].dump();
-  const std::string key = fmt::format("{}:{}", row.owner_uid, table);
-  auto it = loaders_.find(key);
-  if (it == loaders_.end()) {
-    Result<LoaderOptions> options = loader_options_for(*spec.data_source);
-    if (!options.ok()) return options.error();
-    // Unique among this service's loaders (it names the shared memory).
-    options->name =
-        fmt::format("{}.u{}.{}", spec.data_source->name, row.owner_uid, loaders_started_++);
-    // The loader writes its statistics and ring records here, as the submitter.
-    const std::string dir = service_data_dir(options_.logs_root, row.owner_uid);
-    if (Status s = make_dirs(dir, 0700, 0711); !s.ok()) return s.error();
-    if (job.run_as) {
-      if (Status s = give_to(dir, *job.run_as); !s.ok()) return s.error();
-    }
-    SharedLoadersOptions shared{self_executable(), dir, dir};
-    shared.run_as = job.run_as;
-    shared.ready_timeout_ms = options_.loader_ready_timeout_ms;
-    auto loaders = std::make_unique<SharedLoaders>(ctx_.clock, shared);
-    if (Status s = loaders->launch({*options}, ctx_.log); !s.ok()) return s.error();
-    Loader loader;
-    loader.loaders = std::move(loaders);
-    loader.name = options->name;
-    loaders_.emplace(key, std::move(loader));
-  }
-  return key;
-}
-
-void Service::detach_loader(int64_t id) {
-  auto of = loader_of_.find(id);
-  if (of == loader_of_.end()) return;
-  auto it = loaders_.find(of->second);
-  loader_of_.erase(of);
-  if (it == loaders_.end()) return;
-  it->second.readers.erase(id);
-  if (!it->second.readers.empty()) return;
-  record_loaders(it->second.loaders->stop(), it->second.job_ids, info_.run_id, writer_, ctx_.log);
-  loaders_.erase(it);
 }
 
 Status Service::recover_queue() {
@@ -440,7 +246,13 @@ Status Service::recover_queue() {
 }
 
 void Service::record_changes() {
-  poll_loaders();
+  const bool loaders_changed =
+      loaders_.poll([this](HeldJob held) { hand_to_engine(std::move(held)); },
+                    [this](const HeldJob& held, const std::string& why) {
+                      record_end(held.id, JobState::kFailed, why, ctx_.clock.now_ms());
+                      quotas_.job_ended(held.owner);
+                    });
+  if (loaders_changed) queue_cache_.reset();
   std::vector<JobChange> changes = engine_.take_changes();
   if (!changes.empty()) queue_cache_.reset();
   for (const JobChange& c : changes) {
@@ -454,10 +266,7 @@ void Service::record_changes() {
         tracked_.at(id).started_ms = c.time_ms;
         writer_.service_job_started(id, c.job_id, c.device.value_or(0), c.time_ms,
                                     engine_.view(c.key).log_path);
-        if (auto of = loader_of_.find(id); of != loader_of_.end()) {
-          Loader& loader = loaders_.at(of->second);
-          loader.job_ids[loader.readers.at(id)] = c.job_id;
-        }
+        loaders_.started(id, c.job_id);
         break;
       case JobChange::Kind::kRequeued:
         account_last_span(c.key, c.time_ms);
@@ -477,15 +286,15 @@ void Service::record_changes() {
               /*counted=*/false);
         } else {
           record_end(id, c.state, c.reason, c.time_ms);
-          ended_views_[id] = engine_.view(c.key);
-          ended_order_.push_back(id);
-          if (ended_order_.size() > kEndedViewsKept) {
-            ended_views_.erase(ended_order_.front());
-            ended_order_.pop_front();
+          ended_.views[id] = engine_.view(c.key);
+          ended_.order.push_back(id);
+          if (ended_.order.size() > kEndedViewsKept) {
+            ended_.views.erase(ended_.order.front());
+            ended_.order.pop_front();
           }
         }
-        detach_loader(id);
-        one_fewer_unfinished(tracked.owner);
+        loaders_.detach(id);
+        quotas_.job_ended(tracked.owner);
         tracked_.erase(id);
         by_key_.erase(it);
         break;
@@ -555,7 +364,7 @@ json Service::drain(const Caller& caller, const json& request) {
     return error_answer("drain: 'drain' must be true or false");
   if (info_.state != "running" && info_.state != "drained") {
     return error_answer(fmt::format("colo serve is {}{}; it cannot be {}", info_.state,
-                                    halt_reason_.empty() ? "" : ": " + halt_reason_,
+                                    halt_.reason.empty() ? "" : ": " + halt_.reason,
                                     *drain ? "drained" : "undrained"));
   }
   const std::string was = info_.state;
@@ -654,7 +463,7 @@ void Service::sweep_checkpoints() {
 json Service::submit(const Caller& caller, const json& request) {
   if (info_.state != "running" && info_.state != "drained") {
     return error_answer(fmt::format("colo serve is {}{}; it takes no new jobs", info_.state,
-                                    halt_reason_.empty() ? "" : ": " + halt_reason_));
+                                    halt_.reason.empty() ? "" : ": " + halt_.reason));
   }
   if (geteuid() != 0 && caller.uid != geteuid()) {
     return error_answer(fmt::format(
@@ -699,7 +508,8 @@ json Service::submit(const Caller& caller, const json& request) {
   // a user's code as the admin).
   const uid_t owner_uid = resumption ? resumption->owner_uid : caller.uid;
   const std::string owner_name = resumption ? resumption->owner_name : caller.user;
-  if (std::optional<std::string> over = over_quota(owner_uid, specs)) return error_answer(*over);
+  if (std::optional<std::string> over = quotas_.over_quota(owner_uid, specs))
+    return error_answer(*over);
   // The store keeps the environments with secret values redacted (the store
   // is read by reports and copied around); the values stay in a file of
   // their own, 0600, until the job ends.
@@ -711,10 +521,8 @@ json Service::submit(const Caller& caller, const json& request) {
   std::vector<json> secrets;
   const UnixMillis now = ctx_.clock.now_ms();
   for (const JobSpec& spec : specs) {
-    JobSpec stored = spec;
-    stored.env = redact_secret_env(spec.env);
     rows.push_back(NewServiceJob{now, owner_uid, owner_name, *job_file, spec.name, spec.group,
-                                 dump(job_spec_to_json(stored)), stored_env, *submit_key});
+                                 dump(job_spec_to_stored_json(spec)), stored_env, *submit_key});
     json s = json::object();
     if (!env_secrets.empty()) s["env"] = env_secrets;
     if (json job_env = secret_values(spec.env); !job_env.empty()) s["job_env"] = job_env;
@@ -780,140 +588,8 @@ json Service::submit(const Caller& caller, const json& request) {
   return answer;
 }
 
-Result<std::vector<JobSpec>> Service::submitted_specs(const Caller& caller,
-                                                      const json& request) const {
-  auto jobs = request.find("jobs");
-  if (jobs == request.end() || !jobs->is_array() || jobs->empty())
-    return Error("submit: 'jobs' must be a non-empty array of jobs");
-  if (jobs->size() > kMaxJobsPerSubmission) {
-    return Error(
-        fmt::format("submit: {} jobs in one submission; at most {} are taken at "
-                    "once: split the job file",
-                    jobs->size(), kMaxJobsPerSubmission));
-  }
-  std::vector<JobSpec> specs;
-  for (size_t i = 0; i < jobs->size(); ++i) {
-    Result<JobSpec> spec = job_spec_from_json((*jobs)[i]);
-    if (!spec.ok()) return Error(fmt::format("job #{}: {}", i + 1, spec.error().message()));
-    if (spec->dataset && !spec->data_source) {
-      return Error(fmt::format(
-          "job '{}' reads dataset '{}', but its [data.{}] table did not come with it: submit "
-          "its job file with colo submit, which sends the table",
-          spec->name, *spec->dataset, *spec->dataset));
-    }
-    if (spec->data_source) {
-      if (Result<LoaderOptions> o = loader_options_for(*spec->data_source); !o.ok())
-        return Error(fmt::format("job '{}': {}", spec->name, o.error().message()));
-    }
-    if (spec->priority > 0 && !is_admin(caller) && caller.uid != geteuid()) {
-      return Error(fmt::format(
-          "job '{}': priority {} is above 0, which only the service's admins may set (root, "
-          "the service's user or --admin-group); submit it with priority 0 or below",
-          spec->name, spec->priority));
-    }
-    specs.push_back(std::move(spec).value());
-  }
-  return specs;
-}
-
-Result<Service::Resumption> Service::resumable(const Caller& caller, const std::string& which) {
-  // A submission's id, RUN/ID as colo submit prints it, or its name.
-  std::string_view id_text = which;
-  if (const size_t slash = which.find('/'); slash != std::string::npos)
-    id_text = id_text.substr(slash + 1);
-  const bool by_id = !id_text.empty() && std::all_of(id_text.begin(), id_text.end(),
-                                                     [](char c) { return c >= '0' && c <= '9'; });
-  // A name is looked up among the caller's own submissions: another user's
-  // (an admin resuming it for them) only by its id.
-  std::optional<int64_t> id;
-  if (by_id) {
-    id = std::strtoll(std::string(id_text).c_str(), nullptr, 10);
-  } else {
-    Result<std::optional<NamedTarget>> named =
-        ctx_.store.find_named(which, caller.uid, NameKinds::kSubmissions);
-    if (!named.ok()) return named.error();
-    if (*named) id = (*named)->id;
-  }
-  Result<std::optional<SubmissionRow>> sub =
-      id ? ctx_.store.submission(*id) : Result<std::optional<SubmissionRow>>(std::nullopt);
-  if (!sub.ok()) return sub.error();
-  if (!*sub) {
-    return Error(fmt::format(
-        "'{}' is no submission of this service (give its RUN/ID, as colo submit printed it, or "
-        "its name; `colo runs` lists the named ones)",
-        which));
-  }
-  Result<std::vector<ServiceJobRow>> rows = ctx_.store.service_jobs_of_submission((*sub)->id);
-  if (!rows.ok()) return rows.error();
-  const std::string title =
-      (*sub)->run_id ? fmt::format("{}/{}", *(*sub)->run_id, (*sub)->id) : which;
-  Resumption r;
-  r.of = title;
-  r.owner_uid = (*sub)->owner_uid;
-  r.owner_name = (*sub)->owner_name;
-  r.job_file = (*sub)->job_file;
-  size_t open = 0;
-  std::vector<int64_t> resumed;  // by the jobs of an earlier resumption
-  for (const ServiceJobRow& row : *rows) {
-    if (row.owner_uid != r.owner_uid) {
-      return Error(fmt::format(
-          "submission {} holds jobs of {} and of {} (a store colo did not write): it is not "
-          "resumed",
-          title, r.owner_name, row.owner_name));
-    }
-    if (row.owner_uid != caller.uid && !is_admin(caller)) {
-      return Error(
-          fmt::format("submission {} is {}'s: only they or the service's admins may "
-                      "resume it",
-                      title, row.owner_name));
-    }
-    if (!is_final(row.state)) {
-      ++open;
-    } else if (ended_well(row.state)) {
-      ++r.ended_well;
-    } else if (row.resumed_by) {
-      resumed.push_back(*row.resumed_by);
-    } else {
-      Result<JobSpec> spec = job_spec_from_json(json::parse(row.spec_json, nullptr, false));
-      if (!spec.ok()) {
-        return spec.error().with_context(
-            fmt::format("job {} ({}): its recorded spec", row.id, row.name));
-      }
-      for (const auto& [name, value] : spec->env) {
-        if (value == kRedactedValue) {
-          return Error(fmt::format(
-              "job {} ({}) had a secret value in its environment ({}), which the store does not "
-              "keep: submit its job file again",
-              row.id, row.name, name));
-        }
-      }
-      r.specs.push_back(std::move(spec).value());
-      r.from.push_back(row.id);
-    }
-  }
-  if (open > 0) {
-    return Error(
-        fmt::format("submission {} has {} queued or running: resume it once they have "
-                    "ended, or cancel them first (colo cancel)",
-                    title, count_of(static_cast<int64_t>(open), "job")));
-  }
-  if (r.specs.empty() && !resumed.empty()) {
-    return Error(
-        fmt::format("the jobs of submission {} that did not end ok were resumed already, "
-                    "as job{} {}: resume the submission of those instead",
-                    title, resumed.size() == 1 ? "" : "s", fmt::join(resumed, ", ")));
-  }
-  if (r.specs.empty()) {
-    return Error(
-        fmt::format("submission {} has nothing to resume: its {} ended ok (or were "
-                    "stopped early by their rule)",
-                    title, count_of(static_cast<int64_t>(rows->size()), "job")));
-  }
-  return r;
-}
-
 void Service::halt(const std::string& why) {
-  halt_reason_ = fmt::format("the store {} {}", ctx_.store.path(), why);
+  halt_.reason = fmt::format("the store {} {}", ctx_.store.path(), why);
   set_state("halted");
   engine_.hold(true);
   json queue = json::array();
@@ -931,36 +607,17 @@ void Service::halt(const std::string& why) {
       queue.push_back({{"id", id}, {"state", to_string(v.state)}});
     }
   }
-  lost_queue_path_ = fmt::format("{}/queue-when-the-store-was-lost-{}.json", options_.logs_root,
-                                 ctx_.clock.now_ms());
-  Status written = write_private_json(lost_queue_path_, json{{"why", why}, {"jobs", queue}});
+  halt_.lost_queue_path = fmt::format("{}/queue-when-the-store-was-lost-{}.json",
+                                      options_.logs_root, ctx_.clock.now_ms());
+  Status written = write_private_json(halt_.lost_queue_path, json{{"why", why}, {"jobs", queue}});
   ctx_.log << fmt::format(
       "ERROR: the store {} {}. colo serve takes no new jobs and starts none of the {} it holds; "
       "running jobs run on, but nothing more about them can be recorded. {}. Stop the service, "
       "put the store back or start it on a new one, and submit them again.\n",
       ctx_.store.path(), why, queue.size(),
-      written.ok() ? "The queue is written to " + lost_queue_path_
+      written.ok() ? "The queue is written to " + halt_.lost_queue_path
                    : "The queue could not be saved either: " + written.error().message());
-  if (!written.ok()) lost_queue_path_.clear();
-}
-
-QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism) {
-  QueueJob q;
-  q.id = row.id;
-  q.name = row.name;
-  q.group = row.group;
-  q.owner = row.owner_name;
-  q.owner_uid = row.owner_uid;
-  q.state = to_string(row.state);
-  q.reason = row.reason;
-  q.gpu = row.device;
-  q.mechanism = mechanism;
-  q.attempts = row.attempts;
-  q.submitted_ms = row.submitted_ms;
-  q.started_ms = row.started_ms;
-  q.ended_ms = row.ended_ms;
-  q.job_file = row.job_file;
-  return q;
+  if (!written.ok()) halt_.lost_queue_path.clear();
 }
 
 QueueJob Service::queue_job(const ServiceJobRow& row) const {
@@ -990,8 +647,8 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
       q.outside_mps = v.outside_mps;
     }
     q.solo_samples_per_s = v.solo_samples_per_s;
-  } else if (auto ended = ended_views_.find(row.id);
-             ended != ended_views_.end() && is_final(row.state)) {
+  } else if (auto ended = ended_.views.find(row.id);
+             ended != ended_.views.end() && is_final(row.state)) {
     progress_of(ended->second);
     q.solo_samples_per_s = ended->second.solo_samples_per_s;
   }
@@ -1000,24 +657,14 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
 
 void Service::account_usage() {
   const int64_t now = ctx_.clock.monotonic_ms();
-  const int64_t since = usage_at_ms_ < 0 ? now : usage_at_ms_;
-  usage_at_ms_ = now;
-  if (now > since) {
-    const double decay =
-        std::exp2(-static_cast<double>(now - since) /
-                  static_cast<double>(std::max<int64_t>(1, options_.fair_share_half_life_ms)));
-    for (auto& [owner, used] : usage_ms_) used *= decay;
-  }
+  usage_.decay_to(now);
   const UnixMillis wall = ctx_.clock.now_ms();
   const GpuShares shares = charged_shares_by_gpu();
   for (size_t key : engine_.running_keys()) account_run_until(key, wall, shares);
   account_energy(running_per_gpu());
   update_quotas();
-  std::map<uint32_t, double> weighted;
-  for (const auto& [owner, used] : usage_ms_) weighted[owner] = used / weight_of(owner);
-  if (options_.fair_share) engine_.set_usage(weighted);
-  if (usage_kept_at_ms_ < 0 || now - usage_kept_at_ms_ >= kUsageKeptEveryMs) {
-    usage_kept_at_ms_ = now;
+  if (options_.fair_share) engine_.set_usage(usage_.weighted());
+  if (usage_.keep_due(now, kUsageKeptEveryMs)) {
     if (Status kept = keep_usage(); !kept.ok())
       ctx_.log << "warning: the users' fair-share usage was not kept: " << kept.error().message()
                << '\n';
@@ -1086,9 +733,7 @@ void Service::account_run_until(size_t key, UnixMillis until_ms, const GpuShares
   t.accounted_to_ms = until_ms;
   if (span <= 0) return;
   // Charged: its measured share of each of its GPUs (a gang's each), what
-  // fair share counts. Solo-equivalent, for `colo usage`'s speed-up alone:
-  // its reported rate over its rate alone where both are known, else what
-  // it was charged.
+  // fair share counts.
   const EngineJobView v = engine_.view(key);
   const std::vector<int> gpus = gpus_of(v);
   double charged = 0;
@@ -1097,46 +742,18 @@ void Service::account_run_until(size_t key, UnixMillis until_ms, const GpuShares
     if (on == shares.end()) continue;
     if (auto c = on->second.find(key); c != on->second.end()) charged += c->second;
   }
-  double worth = charged;
-  if (v.samples_per_s && v.solo_samples_per_s && *v.solo_samples_per_s > 0) {
-    worth = std::min(1.0, *v.samples_per_s / *v.solo_samples_per_s) *
-            static_cast<double>(std::max<size_t>(1, gpus.size()));
-  }
-  usage_ms_[t.owner] += charged * span;
-  total_ms_[t.owner] += charged * span;
-  t.attempt += {.gpu_ms = span * static_cast<double>(std::max<size_t>(1, gpus.size())),
-                .solo_ms = worth * span,
-                .share_ms = charged * span};
+  usage_.add(t.owner, charged * span);
+  t.attempt += span_usage(span, gpus.size(), charged, v.samples_per_s, v.solo_samples_per_s);
 }
 
 void Service::account_energy(const std::map<int, int>& on_gpu) {
-  std::map<int, double> joules;
-  for (const auto& [gpu, samples] : engine_.recent_samples()) {
-    if (samples.empty()) continue;
-    // The samples are in time order: the new ones are found by a binary
-    // search, not a walk of the GPU's whole recent history every second.
-    auto counted = energy_counted_to_.find(gpu);
-    auto first_new =
-        counted == energy_counted_to_.end()
-            ? samples.begin()
-            : std::upper_bound(samples.begin(), samples.end(), counted->second,
-                               [](UnixMillis t, const DeviceSample& d) { return t < d.time_ms; });
-    for (auto it = first_new == samples.begin() ? std::next(first_new) : first_new;
-         it != samples.end(); ++it) {
-      if (std::optional<double> j = pair_energy_j(*std::prev(it), *it)) joules[gpu] += *j;
-    }
-    energy_counted_to_[gpu] = samples.back().time_ms;
-  }
+  const std::map<int, double> joules = usage_.new_energy_j(engine_.recent_samples());
   for (size_t key : engine_.running_keys()) {
     auto id = by_key_.find(key);
     if (id == by_key_.end()) continue;
     Tracked& t = tracked_.at(id->second);
     if (!t.accounted_to_ms) continue;
-    for (int g : gpus_of(engine_.view(key))) {
-      auto j = joules.find(g);
-      auto n = on_gpu.find(g);
-      if (j != joules.end()) t.attempt.energy_j += j->second / (n == on_gpu.end() ? 1 : n->second);
-    }
+    add_energy_share(t.attempt, gpus_of(engine_.view(key)), joules, on_gpu);
   }
 }
 
@@ -1144,227 +761,51 @@ void Service::preempt_for_waiting() {
   if (!options_.preempt_after_ms || info_.state != "running") return;
   const UnixMillis now = ctx_.clock.now_ms();
   const int64_t wait = *options_.preempt_after_ms;
-  if (preempting_for_) {
-    auto w = tracked_.find(*preempting_for_);
+  if (preempting_.for_id) {
+    auto w = tracked_.find(*preempting_.for_id);
     const bool waits = w != tracked_.end() && !w->second.accounted_to_ms;
     // Its victim waits parked until it starts (or leaves the queue), or,
     // when room did not come of it, for two waits at most.
-    if (waits && now - preempted_at_ms_ < 2 * wait) return;
+    if (waits && now - preempting_.at_ms < 2 * wait) return;
     engine_.release_parked();
-    preempting_for_.reset();
+    preempting_.for_id.reset();
   }
-  // The waiting job: the highest priority, then the longest waiting, of
-  // those that waited long enough and are not held by their owner's quota.
-  int64_t waiting_id = 0;
-  Tracked* waiting = nullptr;
-  for (auto& [id, t] : tracked_) {
-    if (t.accounted_to_ms || now - t.waiting_since_ms < wait) continue;
-    if (quota_holds(t.owner)) continue;
-    if (waiting == nullptr || t.priority > waiting->priority ||
-        (t.priority == waiting->priority && t.waiting_since_ms < waiting->waiting_since_ms)) {
-      waiting = &t;
-      waiting_id = id;
-    }
-  }
-  if (waiting == nullptr) return;
-  // Its victim: a running preemptible job of lower priority; the lowest,
-  // then the one that started last (the least work lost).
-  const Tracked* victim = nullptr;
-  int64_t victim_id = 0;
+  std::vector<PreemptCandidate> jobs;
   for (const auto& [id, t] : tracked_) {
-    if (!t.accounted_to_ms || !t.preemptible || t.priority >= waiting->priority) continue;
-    if (victim == nullptr || t.priority < victim->priority ||
-        (t.priority == victim->priority && t.started_ms > victim->started_ms)) {
-      victim = &t;
-      victim_id = id;
-    }
+    jobs.push_back(PreemptCandidate{id, t.priority, t.accounted_to_ms.has_value(), t.preemptible,
+                                    quotas_.holds(t.owner), t.waiting_since_ms, t.started_ms});
   }
-  if (victim == nullptr) return;
+  const std::optional<PreemptChoice> choice = choose_preemption(jobs, now, wait);
+  if (!choice) return;
+  Tracked& waiting = tracked_.at(choice->waiting);
   const std::string reason =
-      fmt::format("preempted for job {} (priority {}), which waited {}", waiting_id,
-                  waiting->priority, format_duration_ms(now - waiting->waiting_since_ms));
-  if (!engine_.preempt(victim->key, reason)) return;
-  ctx_.log << fmt::format("job {} {}\n", victim_id, reason);
-  preempting_for_ = waiting_id;
-  preempted_at_ms_ = now;
-  waiting->waiting_since_ms = now;  // its next victim only after it waited again
+      fmt::format("preempted for job {} (priority {}), which waited {}", choice->waiting,
+                  waiting.priority, format_duration_ms(now - waiting.waiting_since_ms));
+  if (!engine_.preempt(tracked_.at(choice->victim).key, reason)) return;
+  ctx_.log << fmt::format("job {} {}\n", choice->victim, reason);
+  preempting_ = Preempting{choice->waiting, now};
+  waiting.waiting_since_ms = now;  // its next victim only after it waited again
 }
 
 void Service::update_quotas() {
-  if (!options_.gpu_quotas()) return;
+  if (!quotas_.bound_gpus()) return;
   const std::map<int, int> on_gpu = running_per_gpu();
-  gpus_held_.clear();
-  std::map<uid_t, size_t> running;
+  std::map<uid_t, OwnerLoad> load;
   for (size_t key : engine_.running_keys()) {
     auto id = by_key_.find(key);
     if (id == by_key_.end()) continue;
-    const uid_t owner = tracked_.at(id->second).owner;
-    ++running[owner];
-    double& held = gpus_held_[owner];
-    for (int g : gpus_of(engine_.view(key))) held += 1.0 / std::max(1, on_gpu.at(g));
+    OwnerLoad& l = load[tracked_.at(id->second).owner];
+    ++l.running;
+    for (int g : gpus_of(engine_.view(key))) l.gpus_held += 1.0 / std::max(1, on_gpu.at(g));
   }
-  const auto held_by = [&](uid_t owner) {
-    auto it = gpus_held_.find(owner);
-    return it == gpus_held_.end() ? 0.0 : it->second;
-  };
-  // Each bounded group's room: its bound less what its members hold.
-  std::map<gid_t, double> group_held;
-  for (const auto& [gid, q] : options_.group_quotas) {
-    if (q.gpus) group_held[gid] = 0;
+  for (const auto& [owner, n] : quotas_.unfinished()) {
+    OwnerLoad& l = load[owner];
+    l.share = usage_.share(owner);
+    auto known = usage_.names().find(owner);  // of every job admitted: no user database read
+    l.name = known != usage_.names().end() ? known->second : user_name_of(owner);
   }
-  for (const auto& [owner, n] : unfinished_by_owner_) {
-    for (gid_t gid : quota_groups_of(owner)) {
-      if (auto g = group_held.find(gid); g != group_held.end()) g->second += held_by(owner);
-    }
-  }
-  std::map<gid_t, double> group_room;
-  for (const auto& [gid, held] : group_held)
-    group_room[gid] = *options_.group_quotas.at(gid).gpus - held;
-  // Owners in fair-share order: a group's room goes first to whoever used least.
-  std::vector<uid_t> owners;
-  for (const auto& [owner, n] : unfinished_by_owner_) owners.push_back(owner);
-  const auto share = [&](uid_t owner) {
-    auto it = usage_ms_.find(owner);
-    return (it == usage_ms_.end() ? 0.0 : it->second) / weight_of(owner);
-  };
-  std::stable_sort(owners.begin(), owners.end(),
-                   [&](uid_t a, uid_t b) { return share(a) < share(b); });
-  quota_left_.clear();
-  quota_why_.clear();
-  for (uid_t owner : owners) {
-    const double held = held_by(owner);
-    auto known = owner_names_.find(owner);  // of every job admitted: no user database read
-    const std::string name = known != owner_names_.end() ? known->second : user_name_of(owner);
-    double left = std::numeric_limits<double>::infinity();
-    std::string why;
-    auto own = options_.user_quotas.find(owner);
-    if (own != options_.user_quotas.end() && own->second.gpus) {
-      left = *own->second.gpus - held;
-      why = fmt::format(
-          "{} runs {:.1f} GPUs' worth, at most {:g} for them (colo serve --max-gpus-for {}={:g})",
-          name, held, *own->second.gpus, name, *own->second.gpus);
-    } else if (options_.max_gpus_per_user) {
-      left = *options_.max_gpus_per_user - held;
-      why = fmt::format(
-          "{} runs {:.1f} GPUs' worth, at most {:g} per user (colo serve --max-gpus-per-user)",
-          name, held, *options_.max_gpus_per_user);
-    }
-    const std::vector<gid_t>& groups = quota_groups_of(owner);
-    for (gid_t gid : groups) {
-      auto room = group_room.find(gid);
-      if (room == group_room.end() || room->second >= left) continue;
-      left = room->second;
-      const ServeOptions::Quota& q = options_.group_quotas.at(gid);
-      const std::string flag = fmt::format("colo serve --max-gpus-for @{}={:g}", q.name, *q.gpus);
-      why = group_held.at(gid) + 1 > *q.gpus + 1e-9
-                ? fmt::format("group {} runs {:.1f} GPUs' worth, at most {:g} ({})", q.name,
-                              group_held.at(gid), *q.gpus, flag)
-                : fmt::format(
-                      "group {} runs {:.1f} of its {:g} GPUs' worth ({}); the rest goes "
-                      "first to its members who used less lately",
-                      q.name, group_held.at(gid), *q.gpus, flag);
-    }
-    quota_left_[owner] = left;
-    if (!why.empty()) quota_why_[owner] = why;
-    // What this owner may take of each group's room (each queued job counted
-    // as one GPU) is not left to the members after them.
-    auto n = unfinished_by_owner_.find(owner);
-    auto r = running.find(owner);
-    const size_t ran = r == running.end() ? 0 : r->second;
-    const double queued = static_cast<double>(n->second > ran ? n->second - ran : 0);
-    for (gid_t gid : groups) {
-      if (auto room = group_room.find(gid); room != group_room.end())
-        room->second -= std::clamp(std::min(left, queued), 0.0, std::max(0.0, room->second));
-    }
-  }
-  engine_.set_quota_left(quota_left_);
-}
-
-bool Service::quota_holds(uid_t owner) const {
-  auto left = quota_left_.find(owner);
-  return left != quota_left_.end() && left->second < 1 - 1e-9;  // room for one GPU more
-}
-
-const std::vector<gid_t>& Service::quota_groups_of(uid_t owner) const {
-  auto [cached, is_new] = quota_groups_of_.try_emplace(owner);
-  if (is_new) {  // groups are read once per owner: update_quotas() runs at every change
-    for (const auto& [gid, q] : options_.group_quotas) {
-      if (user_in_group(owner, gid)) cached->second.push_back(gid);
-    }
-  }
-  return cached->second;
-}
-
-std::optional<std::string> Service::over_quota(uid_t owner,
-                                               const std::vector<JobSpec>& specs) const {
-  const size_t adding = specs.size();
-  const auto unfinished = [&](uid_t uid) {
-    auto it = unfinished_by_owner_.find(uid);
-    return it == unfinished_by_owner_.end() ? size_t{0} : it->second;
-  };
-  const auto jobs = [](size_t n) { return fmt::format("{} job{}", n, n == 1 ? "" : "s"); };
-  const std::string what_to_do = fmt::format(
-      "the {} of this submission would pass that: wait for some to end, or cancel some (colo "
-      "cancel)",
-      jobs(adding));
-  const size_t have = unfinished(owner);
-  auto own = options_.user_quotas.find(owner);
-  if (own != options_.user_quotas.end() && own->second.jobs) {
-    if (have + adding > *own->second.jobs) {
-      return fmt::format(
-          "submit: you have {} queued or running, and this colo serve takes at most {} of "
-          "yours (its --max-jobs-for {}={}); {}",
-          jobs(have), *own->second.jobs, own->second.name, *own->second.jobs, what_to_do);
-    }
-  } else if (have + adding > options_.max_jobs_per_user) {
-    return fmt::format(
-        "submit: you have {} queued or running, and this colo serve takes at most {} per user "
-        "(its --max-jobs-per-user); {}",
-        jobs(have), options_.max_jobs_per_user, what_to_do);
-  }
-  for (gid_t gid : quota_groups_of(owner)) {
-    const ServeOptions::Quota& q = options_.group_quotas.at(gid);
-    if (!q.jobs) continue;
-    size_t members = 0;
-    for (const auto& [uid, n] : unfinished_by_owner_) {
-      const std::vector<gid_t>& groups = quota_groups_of(uid);
-      if (std::find(groups.begin(), groups.end(), gid) != groups.end()) members += n;
-    }
-    if (members + adding > *q.jobs) {
-      return fmt::format(
-          "submit: group {}'s members have {} queued or running, and this colo serve takes at "
-          "most {} of theirs together (its --max-jobs-for @{}={}); {}",
-          q.name, jobs(members), *q.jobs, q.name, *q.jobs, what_to_do);
-    }
-  }
-  // A gang that needs more GPUs at once than the owner may ever hold would
-  // wait for ever: refused now, with the bound that rules it out.
-  auto widest =
-      std::max_element(specs.begin(), specs.end(),
-                       [](const JobSpec& a, const JobSpec& b) { return a.gpus < b.gpus; });
-  if (widest == specs.end() || widest->gpus <= 1) return std::nullopt;
-  std::optional<double> bound;
-  std::string flag;
-  if (own != options_.user_quotas.end() && own->second.gpus) {
-    bound = own->second.gpus;
-    flag = fmt::format("--max-gpus-for {}={:g}", own->second.name, *bound);
-  } else if (options_.max_gpus_per_user) {
-    bound = options_.max_gpus_per_user;
-    flag = fmt::format("--max-gpus-per-user {:g}", *bound);
-  }
-  for (gid_t gid : quota_groups_of(owner)) {
-    const ServeOptions::Quota& q = options_.group_quotas.at(gid);
-    if (q.gpus && (!bound || *q.gpus < *bound)) {
-      bound = q.gpus;
-      flag = fmt::format("--max-gpus-for @{}={:g}", q.name, *q.gpus);
-    }
-  }
-  if (!bound || static_cast<double>(widest->gpus) <= *bound + 1e-9) return std::nullopt;
-  return fmt::format(
-      "submit: job '{}' needs {} GPUs at once, but this colo serve lets {} hold at most {:g} "
-      "GPUs' worth (its {}), so it could never start; give it at most {:g} GPUs, or ask the "
-      "service's administrator for a larger quota",
-      widest->name, widest->gpus, user_name_of(owner), *bound, flag, std::floor(*bound + 1e-9));
+  quotas_.update(load);
+  engine_.set_quota_left(quotas_.left());
 }
 
 void Service::account_last_span(size_t key, UnixMillis end_ms) {
@@ -1377,43 +818,15 @@ void Service::account_last_span(size_t key, UnixMillis end_ms) {
   t.attempt = {};
 }
 
-double Service::weight_of(uid_t owner) const {
-  if (auto it = options_.user_weights.find(owner); it != options_.user_weights.end())
-    return it->second;
-  if (options_.group_weights.empty()) return 1.0;
-  auto [cached, is_new] = group_weight_of_.try_emplace(owner, 0.0);
-  if (is_new) {  // groups are read once per owner: the snapshot asks every second
-    for (const auto& [group, w] : options_.group_weights) {
-      if (user_in_group(owner, group)) cached->second = std::max(cached->second, w);
-    }
-  }
-  return cached->second > 0 ? cached->second : 1.0;
-}
-
 Status Service::load_usage() {
   Result<std::vector<ServiceUsageRow>> rows = ctx_.store.service_usage();
   if (!rows.ok()) return rows.error().with_context("reading the users' fair-share usage");
-  const UnixMillis now = ctx_.clock.now_ms();
-  for (const ServiceUsageRow& r : *rows) {
-    const double since = static_cast<double>(std::max<int64_t>(0, now - r.at_ms));
-    usage_ms_[r.owner_uid] =
-        r.usage_ms * std::exp2(-since / static_cast<double>(std::max<int64_t>(
-                                            1, options_.fair_share_half_life_ms)));
-    total_ms_[r.owner_uid] = r.total_ms;
-    owner_names_.emplace(r.owner_uid, r.owner_name);
-  }
+  usage_.load(*rows, ctx_.clock.now_ms());
   return OkStatus();
 }
 
 Status Service::keep_usage() {
-  std::vector<ServiceUsageRow> rows;
-  const UnixMillis now = ctx_.clock.now_ms();
-  for (const auto& [owner, used] : usage_ms_) {
-    auto name = owner_names_.find(owner);
-    rows.push_back({owner, name == owner_names_.end() ? std::to_string(owner) : name->second, used,
-                    total_ms_[owner], now});
-  }
-  return ctx_.store.keep_service_usage(rows);
+  return ctx_.store.keep_service_usage(usage_.rows(ctx_.clock.now_ms()));
 }
 
 std::vector<DeviceSample> Service::recent_samples() const {
@@ -1445,14 +858,14 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
       s.owners[owner] = OwnerJobs{n.queued, n.running, 0};
       s.queued_total += n.queued;
     }
-    for (const auto& [uid, name] : owner_names_) {
-      auto used = usage_ms_.find(uid);
-      if (used == usage_ms_.end() && !s.owners.contains(name)) continue;
+    for (const auto& [uid, name] : usage_.names()) {
+      auto used = usage_.usage().find(uid);
+      if (used == usage_.usage().end() && !s.owners.contains(name)) continue;
       OwnerJobs& o = s.owners[name];
-      o.usage_ms = used == usage_ms_.end() ? 0 : used->second;
-      auto total = total_ms_.find(uid);  // a reader: nothing is added to it here
-      o.total_ms = total == total_ms_.end() ? 0 : total->second;
-      o.weight = weight_of(uid);
+      o.usage_ms = used == usage_.usage().end() ? 0 : used->second;
+      auto total = usage_.total().find(uid);
+      o.total_ms = total == usage_.total().end() ? 0 : total->second;
+      o.weight = usage_.weight_of(uid);
     }
   }
   Result<std::vector<ServiceJobRow>> running = ctx_.store.running_service_jobs();
@@ -1474,9 +887,8 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
   // Why a job waits, where nothing else says: its owner's quota; when more
   // than one user has jobs, the order of fair share.
   for (QueueJob& j : s.jobs) {
-    if (j.state != "queued" || !j.reason.empty() || !quota_holds(j.owner_uid)) continue;
-    auto why = quota_why_.find(j.owner_uid);
-    if (why != quota_why_.end()) j.reason = "quota: " + why->second;
+    if (j.state != "queued" || !j.reason.empty() || !quotas_.holds(j.owner_uid)) continue;
+    if (const std::string* why = quotas_.why(j.owner_uid)) j.reason = "quota: " + *why;
   }
   // The policy's word: the head of the queue, kept a GPU, and the jobs
   // that may only go around it.
@@ -1494,13 +906,13 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
                              }) > 1) {
     for (QueueJob& j : s.jobs) {
       if (j.state != "queued" || !j.reason.empty()) continue;
-      auto used = usage_ms_.find(j.owner_uid);
-      const double weight = weight_of(j.owner_uid);
+      auto used = usage_.usage().find(j.owner_uid);
+      const double weight = usage_.weight_of(j.owner_uid);
       j.reason = fmt::format(
           "fair share: {} used {} of GPU time lately{} (half-life {})", j.owner,
-          format_duration_ms(static_cast<int64_t>(used == usage_ms_.end() ? 0 : used->second)),
+          format_duration_ms(static_cast<int64_t>(used == usage_.usage().end() ? 0 : used->second)),
           weight == 1.0 ? std::string() : fmt::format(", weight {:g}", weight),
-          format_duration_ms(options_.fair_share_half_life_ms));
+          format_duration_ms(options_.usage.half_life_ms));
     }
   }
   for (GpuView& g : s.gpus) {
@@ -1723,225 +1135,6 @@ json Service::logs(const Caller& caller, const json& request) {
   answer["offset"] = offset + data.size();
   answer["data"] = std::move(data);
   return answer;
-}
-
-namespace {
-
-ServiceInfo service_info(const RunSession& session, const ServeContext& ctx,
-                         const RunEngine& engine) {
-  ServiceInfo info;
-  info.pid = getpid();
-  info.user = user_name_of(geteuid());
-  info.host = session.record().host;
-  info.started_ms = session.record().started_ms;
-  info.backend = ctx.backend.name();
-  info.simulated = ctx.backend.simulated();
-  info.mechanism = to_string(ctx.mechanism.kind());
-  info.policy = engine.policy_description();
-  info.run_id = session.run_id();
-  info.state = "running";
-  info.store = ctx.store.path();
-  return info;
-}
-
-// The HTTP API answers from the service's published snapshot and its own
-// read-only connection to the store, so that HTTP readers never wait for
-// the loop.
-void serve_http(HttpServer& http, Service& service, const ServeOptions& options,
-                const ServeContext& ctx) {
-  Result<std::unique_ptr<RunStore>> reader = RunStore::open_read_only(ctx.store.path());
-  if (!reader.ok()) {
-    ctx.log << "warning: the HTTP API cannot read the store (" << reader.error().message()
-            << "); /api/jobs/ID and /api/runs answer 503\n";
-  }
-  service.set_http_address(http.address());
-  service.publish();
-  auto routes =
-      std::make_shared<ApiRoutes>([&service] { return service.latest_snapshot(); },
-                                  reader.ok() ? std::move(reader).value() : nullptr, *options.http);
-  if (options.http_pages) routes->add_pages(options.http_pages(ctx.store.path()));
-  http.serve(routes);
-  ctx.log << fmt::format(
-      "http: http://{}/ ({}), the read-only API under /api and /metrics (docs/serve.md)\n",
-      http.address(), options.http_pages ? "the dashboard" : "the API's routes");
-  if (!is_loopback(options.http->host)) {
-    ctx.log << fmt::format(
-        "warning: --http {} is reachable from other machines: anyone who reaches it reads "
-        "the queue{}\n",
-        http.address(), options.http->logs ? " and the jobs' log tails" : "");
-  }
-}
-
-// Answers requests and ticks the engine until the service is stopped: on
-// SIGTERM it stops (running jobs stopped, queued again for the next start)
-// or, with drain_on_stop, drains first (no new job starts; a second SIGTERM
-// stops).
-void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engine,
-                         const ServeOptions& options, const ServeContext& ctx) {
-  const SocketServer::Handler handler = [&service](const Caller& caller, const std::string& r) {
-    return service.answer(caller, r);
-  };
-  int handled_stops = 0;
-  bool stopping = false;
-  int64_t next_publish = ctx.clock.monotonic_ms() + 1000;
-  int64_t next_heap_trim = next_publish;
-  int64_t next_checkpoint_sweep = next_publish;
-  HeapTrimmer heap(kHeapSlackBytes);
-  int64_t next_quick_check = ctx.clock.monotonic_ms() + kStoreQuickCheckMs;
-  SampleThinning thinning(ctx.store, ctx.clock, ctx.log, engine.run_id(),
-                          options.samples_full_for_ms, options.samples_thinned_to_ms);
-  // A damaged file halts the service when two checks a second apart agree
-  // (one might read the header while SQLite rewrites it).
-  std::string damage_seen;
-  while (true) {
-    const int stops = ctx.stop_requests.load();
-    if (stops > handled_stops) {
-      handled_stops = stops;
-      if (options.drain_on_stop && stops == 1) {
-        service.set_state("draining");
-        engine.hold(true);
-        ctx.log << fmt::format(
-            "draining: no new job starts; waiting for {} running jobs ({} again to stop "
-            "them)\n",
-            engine.running(), stop_signal_name("SIGTERM"));
-      } else {
-        stopping = true;
-        service.set_state("stopping");
-        const int kill_at = options.drain_on_stop ? 3 : 2;
-        engine.stop_all(RunEngine::StopKind::kShutdown,
-                        stops >= kill_at ? 0 : options.engine.stop_grace_ms,
-                        "colo serve was stopped");
-      }
-    }
-    server.poll_once(static_cast<int>(options.tick_ms), handler);
-    engine.tick();
-    service.record_changes();
-    const int64_t now = ctx.clock.monotonic_ms();
-    if (now >= next_publish) {
-      if (!service.halted()) {
-        std::string why = ctx.store.file_damage();
-        if (!why.empty() && !damage_seen.empty()) service.halt(why);
-        damage_seen = why;
-      }
-      if (!service.halted() && now >= next_quick_check) {
-        if (Status sound = ctx.store.quick_check(); !sound.ok())
-          service.halt("is damaged: " + sound.error().message());
-        next_quick_check = now + kStoreQuickCheckMs;
-      }
-      service.account_usage();
-      service.preempt_for_waiting();
-      thinning.tick();
-      if (now >= next_checkpoint_sweep) {
-        service.sweep_checkpoints();
-        next_checkpoint_sweep = now + kCheckpointSweepEveryMs;
-      }
-      service.publish();
-      next_publish = now + 1000;
-      if (now >= next_heap_trim) {
-        heap.maybe_trim();
-        next_heap_trim = now + kHeapTrimEveryMs;
-      }
-    }
-    if (stopping && engine.idle()) break;
-    if (service.state() == "draining" && engine.running() == 0) {
-      engine.stop_all(RunEngine::StopKind::kShutdown, 0, "colo serve was stopped");
-      break;
-    }
-  }
-}
-
-}  // namespace
-
-Status run_service(const ServeOptions& options, ServeContext& ctx) {
-  if (ctx.mechanism.kind() == MechanismKind::kMig) {
-    return Error(
-        "colo serve does not run the mig mechanism yet: a MIG layout is made for a known set of "
-        "jobs, and the service would have to repartition the GPU as jobs arrive; run MIG jobs with "
-        "`colo run --mechanism mig`, or serve with --mechanism mps, naive or exclusive");
-  }
-  RunSession session(SessionContext{ctx.clock, ctx.backend, ctx.store, ctx.mechanism,
-                                    ctx.mechanism_options, ctx.log, ctx.stop_requests},
-                     SessionOptions{options.gpus, options.slurm, options.locks, "",
-                                    options.command_line, "", "", kStoreRetryMs});
-  session.clean_up();
-  // One service per store (its queue) and per socket; clients may queue
-  // requests on the socket while the GPUs are taken.
-  Result<std::unique_ptr<LockFile>> store_lock = LockFile::acquire(
-      ctx.store.path() + ".serve.lock", "another colo serve",
-      "owns the queue in " + ctx.store.path() + "; stop it first, or use another --db");
-  if (!store_lock.ok()) return store_lock.error();
-  // Jobs run as their submitters pass through it and the directories above
-  // their own files to them (0711: no one else may list them), also where a
-  // secret written first, or an earlier colo, made them 0700.
-  std::vector<std::string> passed = service_parent_dirs(options.logs_root);
-  passed.insert(passed.begin(), options.logs_root);
-  for (const std::string& dir : passed) {
-    if (Status made = make_dirs(dir, 0711); !made.ok()) return made;
-    if (::geteuid() == 0) ::chmod(dir.c_str(), 0711);
-  }
-  ListenOptions listen;
-  listen.path = options.socket_path;
-  listen.group = options.socket_group;
-  Result<std::unique_ptr<SocketServer>> server = SocketServer::listen(listen);
-  if (!server.ok()) return server.error();
-  std::unique_ptr<HttpServer> http;
-  if (options.http) {
-    Result<std::unique_ptr<HttpServer>> bound = HttpServer::bind(*options.http);
-    if (!bound.ok()) return bound.error();
-    http = std::move(bound).value();
-  }
-  if (Status s = session.open(); !s.ok()) return s;
-
-  RunEngine engine(session.engine_context(ctx.log), options.engine, session.run_id(),
-                   session.token(), session.devices());
-  engine.start();
-  Service service(ctx, options, engine, session.writer(), service_info(session, ctx, engine));
-  if (Status s = service.recover_queue(); !s.ok())
-    ctx.log << "warning: " << s.error().message() << '\n';
-  ctx.log << fmt::format(
-      "colo serve: pid {}, {} GPU{} ({}{}), mechanism {}, policy {}; socket {}; run {}\n", getpid(),
-      session.devices().size(), session.devices().size() == 1 ? "" : "s",
-      session.devices().front().name, ctx.backend.simulated() ? ", SIMULATED" : "",
-      to_string(ctx.mechanism.kind()), engine.policy_description(), options.socket_path,
-      session.run_id());
-  service.publish();
-  if (http) serve_http(*http, service, options, ctx);
-  serve_until_stopped(**server, service, engine, options, ctx);
-  if (http) http->stop();  // its routes read `service`
-  engine.finish();
-  service.record_changes();
-  service.account_usage();
-  if (Status kept = service.keep_usage(); !kept.ok())
-    ctx.log << "warning: the users' fair-share usage was not kept: " << kept.error().message()
-            << '\n';
-  if (Status s = session.close(RunState::kOk); !s.ok())
-    ctx.log << "warning: " << s.error().message() << '\n';
-  if (!service.halted()) {
-    // What later starts and shows read of this run instead of its rows (its
-    // samples' figures, what it taught the profiles), derived once now: else
-    // the first command after days of service derives it (one pass over
-    // every sample, a second or two a day of 8 GPUs).
-    const int64_t from_ms = ctx.clock.monotonic_ms();
-    if (Status kept = keep_run_derivations(ctx.store, session.run_id()); !kept.ok()) {
-      ctx.log << "warning: what the run's samples and jobs say was not kept (the next start "
-                 "derives it): "
-              << kept.error().message() << '\n';
-    } else if (const int64_t took = ctx.clock.monotonic_ms() - from_ms; took >= 1000) {
-      ctx.log << fmt::format("colo serve: kept what run {} taught (its samples and jobs) in {}\n",
-                             session.run_id(), format_duration_ms(took));
-    }
-  }
-  if (service.halted()) {
-    ctx.log << fmt::format(
-        "colo serve stopped; its store was lost, so no job is kept for the next "
-        "start{}\n",
-        service.lost_queue_path().empty()
-            ? ""
-            : ": the queue it held is in " + service.lost_queue_path());
-  } else {
-    ctx.log << "colo serve stopped; queued jobs stay in the store for the next start\n";
-  }
-  return OkStatus();
 }
 
 }  // namespace colo

@@ -41,15 +41,17 @@
 
 #include "common/clock.h"
 #include "common/result.h"
-#include "data/loader_process.h"
 #include "gpu/gpu_backend.h"
 #include "run/run_engine.h"
 #include "run/run_session.h"
 #include "serve/http_api.h"
 #include "serve/process_identity.h"
 #include "serve/protocol.h"
+#include "serve/quota_book.h"
+#include "serve/service_loaders.h"
 #include "serve/snapshot.h"
 #include "serve/unix_socket.h"
+#include "serve/usage_ledger.h"
 #include "sharing/mechanism.h"
 #include "store/run_store.h"
 
@@ -71,41 +73,19 @@ struct ServeOptions {
   // How long a shared data loader may take to accept consumers; its readers
   // wait queued meanwhile, and fail with the reason after it.
   int64_t loader_ready_timeout_ms = 120'000;
-  // Jobs one user may have not yet ended (queued or running); a submission
-  // that would pass it is refused whole, saying so.
-  size_t max_jobs_per_user = 10'000;
-  // Fair share: a user's usage counts half after this long (Slurm's
-  // PriorityDecayHalfLife).
-  int64_t fair_share_half_life_ms = 86'400'000;
   // false (--queue-order fcfs): the queue is first come, first served across
   // users (within priorities); usage is still accounted and reported.
   bool fair_share = true;
-  // Fair-share weights (--fair-share-weight): a user's own, else the largest
-  // of their groups', else 1. A user of weight 2 is owed twice the GPU time
-  // of one of weight 1: the queue is ordered by usage over weight.
-  std::map<uid_t, double> user_weights;
-  std::map<gid_t, double> group_weights;
-  // Quota: at most this many GPUs' worth of one user's jobs run at once (a
-  // job counts its share of each GPU it runs on: one over the jobs there);
-  // the rest wait, saying so. Unset: none. Needs engine.quotas.
-  std::optional<double> max_gpus_per_user;
-  // Quotas of one user (--max-gpus-for alice=N, --max-jobs-for alice=M), in
-  // place of max_gpus_per_user and max_jobs_per_user for them; and of a
-  // group (@vision=N), which bounds its members' jobs together. `name` is
-  // the user's or group's, for messages.
-  struct Quota {
-    std::string name;
-    std::optional<double> gpus;  // GPUs' worth at once
-    std::optional<size_t> jobs;  // queued or running
-  };
-  std::map<uid_t, Quota> user_quotas;
-  std::map<gid_t, Quota> group_quotas;
+  // Fair share's half-life (--fair-share-half-life) and weights
+  // (--fair-share-weight): serve/usage_ledger.h.
+  UsageLedgerOptions usage;
+  // Quotas (--max-jobs-per-user, --max-gpus-per-user, --max-gpus-for,
+  // --max-jobs-for): serve/quota_book.h. Bounds on GPUs' worth need
+  // engine.quotas.
+  QuotaBounds quotas;
+  using Quota = QuotaBound;
   // Some bound on GPUs' worth is set (the engine must hold jobs back).
-  bool gpu_quotas() const {
-    const auto has_gpus = [](const auto& q) { return q.second.gpus.has_value(); };
-    return max_gpus_per_user || std::any_of(user_quotas.begin(), user_quotas.end(), has_gpus) ||
-           std::any_of(group_quotas.begin(), group_quotas.end(), has_gpus);
-  }
+  bool gpu_quotas() const { return quotas.bound_gpus(); }
   // Preemption: a queued job that has waited this long may stop one running
   // preemptible job of lower priority (RunEngine::preempt); one at a time,
   // the next only after it waited as long again. Unset: never.
@@ -171,9 +151,9 @@ class Service {
   // the queue it knows to a file beside the logs, so that nothing is lost
   // silently. Running jobs run on.
   void halt(const std::string& why);
-  bool halted() const { return !halt_reason_.empty(); }
+  bool halted() const { return !halt_.reason.empty(); }
   // Where halt() wrote the queue; empty before.
-  const std::string& lost_queue_path() const { return lost_queue_path_; }
+  const std::string& lost_queue_path() const { return halt_.lost_queue_path; }
   // Where the HTTP API listens, for the snapshot ("" when it is off).
   void set_http_address(const std::string& address) { info_.http = address; }
   const std::string& state() const { return info_.state; }
@@ -209,6 +189,8 @@ class Service {
   std::shared_ptr<const ServiceSnapshot> latest_snapshot() const;
 
  private:
+  // A job handed to the engine: the link between the service's queue and
+  // the engine's key, and what the service decides by.
   struct Tracked {
     size_t key = 0;
     RestartPolicy restart = RestartPolicy::kOnFailure;
@@ -229,6 +211,10 @@ class Service {
   };
 
   nlohmann::json submit(const Caller& caller, const nlohmann::json& request);
+  // The jobs a submit request sent, checked: an error says what is wrong
+  // with the request or which job, and why.
+  Result<std::vector<JobSpec>> submitted_specs(const Caller& caller,
+                                               const nlohmann::json& request) const;
   // `colo submit --resume SUB`: the jobs of submission `which` (its id, RUN/ID
   // or name) that ended neither ok nor stopped early, as stored, to be queued
   // again each with its earlier checkpoint directory (moved to the new job's).
@@ -236,10 +222,6 @@ class Service {
   // caller neither submitted it nor is an admin, when a job of it has not
   // ended, when none is left to run, or when a job's stored environment lost
   // a secret value.
-  // The jobs a submit request sent, checked: an error says what is wrong
-  // with the request or which job, and why.
-  Result<std::vector<JobSpec>> submitted_specs(const Caller& caller,
-                                               const nlohmann::json& request) const;
   struct Resumption {
     std::string of;  // the submission, as RUN/ID
     // Its submitter, whose jobs the resumed ones stay, whoever resumes them.
@@ -260,8 +242,6 @@ class Service {
   // `colo gc` of this service's store (protocol::gc_request): admins only.
   nlohmann::json gc(const Caller& caller, const nlohmann::json& request);
   static constexpr int kGcJobsPerRequest = 2000;
-  // The end time up to which sweep_checkpoints() has looked (wall).
-  UnixMillis checkpoints_swept_to_ms_ = 0;
   // The answer to "queue" (optional "offset" and "limit" page the queued
   // jobs): the first page is rebuilt when the queue changed or it is older
   // than kQueueAnswerMaxAgeMs, so that many clients polling cost one snapshot.
@@ -271,120 +251,86 @@ class Service {
   // Hands a queued job to the engine, its secret values (`secrets`: "env"
   // and "job_env", as submit() keeps them) put back; an error ends it failed.
   void admit(const ServiceJobRow& row, const JobSpec& spec, const nlohmann::json& secrets);
+  // The job goes to the engine's queue (already counted in quotas_).
+  void hand_to_engine(HeldJob held);
+  // Ends a job held for its loader as cancelled; false when it is not held.
+  bool cancel_held(int64_t id, const std::string& reason);
   // Records a job's end and forgets its secret values.
   void record_end(int64_t id, JobState state, const std::string& reason, UnixMillis time_ms);
   bool is_admin(const Caller& caller) const;
   QueueJob queue_job(const ServiceJobRow& row) const;
-
-  ServeContext& ctx_;
-  const ServeOptions& options_;
-  RunEngine& engine_;
-  StoreWriter& writer_;
-  ServiceInfo info_;
   // The environment a job starts from (its stored one with its secret
   // values), one map for the jobs that share it: a sweep's points share
   // their submission's. Expired entries go as new ones come.
   std::shared_ptr<const std::map<std::string, std::string>> submitted_env(
       const std::string& env_json, const nlohmann::json& secret_env);
-  std::map<std::string, std::weak_ptr<const std::map<std::string, std::string>>> envs_;
-  std::map<int64_t, Tracked> tracked_;  // service job id -> engine job
-  // Fair share: each owner's charged GPU time (ms: each span of a job's GPUs
-  // times its charged share of each, serve/fair_share.h) in running jobs,
-  // decayed with options_.fair_share_half_life_ms, as of usage_at_ms_
-  // (monotonic; -1: never), and in all (total_ms_). Kept in the store
-  // (load_usage, keep_usage) across restarts.
-  std::map<uid_t, double> usage_ms_;
-  std::map<uid_t, double> total_ms_;
-  std::map<uid_t, std::string> owner_names_;  // of the jobs admitted, and of the usage kept
-  int64_t usage_at_ms_ = -1;
-  int64_t usage_kept_at_ms_ = -1;  // monotonic
-  double weight_of(uid_t owner) const;
-  // Adds the running job's charged GPU time since it was last counted, up to
-  // `until_ms`, to its owner's usage (account_usage, and as it ends or is
-  // requeued: a job shorter than a second counts too). `shares`: each GPU's
-  // jobs' charged shares (charged_shares_by_gpu()).
+
+  // Fair share: adds the running job's charged GPU time since it was last
+  // counted, up to `until_ms`, to its owner's usage (account_usage, and as
+  // it ends or is requeued: a job shorter than a second counts too).
+  // `shares`: each GPU's jobs' charged shares (charged_shares_by_gpu()).
   using GpuShares = std::map<int, std::map<size_t, double>>;
   void account_run_until(size_t key, UnixMillis until_ms, const GpuShares& shares);
+  // The last span of a job that ended or was requeued (`end_ms`).
+  void account_last_span(size_t key, UnixMillis end_ms);
   // What each running job (and `ended`, a job that ended just now, where it
-  // ran) is charged of each of its GPUs: serve/fair_share.h over what the
+  // ran) is charged of each of its GPUs: serve/usage_ledger.h over what the
   // sampler last measured of its processes and what it last reported.
   GpuShares charged_shares_by_gpu(std::optional<size_t> ended = std::nullopt) const;
   // Energy, in account_usage(): each pair of a GPU's samples newer than the
-  // last counted (analysis/energy.h's integrator), split evenly among the
-  // jobs running there now (a job that ended since the last call has its
-  // energy to that call; a pair at most a second old goes to whoever runs
-  // there now).
+  // last counted, split evenly among the jobs running there now (a job that
+  // ended since the last call has its energy to that call; a pair at most a
+  // second old goes to whoever runs there now).
   void account_energy(const std::map<int, int>& on_gpu);
-  std::map<int, UnixMillis> energy_counted_to_;  // per GPU: the last sample counted
   std::map<int, int> running_per_gpu() const;
   // Each owner's share of the GPUs now, and what is left of their quota,
-  // handed to the engine (options_.gpu_quotas()): the least of their own
-  // bound (or max_gpus_per_user) and each bounded group's room, which goes
-  // to the group's members in fair-share order (what one member may take is
-  // not left to the next), so that the members together stay within it.
+  // handed to the engine (options_.gpu_quotas(); QuotaBook).
   void update_quotas();
-  std::map<uid_t, double> gpus_held_;       // as of the last update_quotas()
-  std::map<uint32_t, double> quota_left_;   // what it handed to the engine (inf: no bound)
-  std::map<uid_t, std::string> quota_why_;  // the bound that leaves an owner least
-  // The owner's quota leaves no room for one more GPU's worth.
-  bool quota_holds(uid_t owner) const;
-  // Why `specs` submitted for `owner` would pass their bound on jobs queued
-  // or running (their own, or a group's), or hold a gang that needs more GPUs
-  // at once than their bound on GPUs' worth ever lets them hold; nullopt:
-  // they would not.
-  std::optional<std::string> over_quota(uid_t owner, const std::vector<JobSpec>& specs) const;
-  // The groups of options_.group_quotas `owner` is in (read once per owner).
-  const std::vector<gid_t>& quota_groups_of(uid_t owner) const;
-  mutable std::map<uid_t, std::vector<gid_t>> quota_groups_of_;
+
+  // The cached first page, made again where it is stale.
+  const ServiceSnapshot& first_page_snapshot();
+  const nlohmann::json& first_queue_page();
+
+  // What the service was given.
+  ServeContext& ctx_;
+  const ServeOptions& options_;
+  RunEngine& engine_;
+  StoreWriter& writer_;
+  ServiceInfo info_;
+
+  // The queue: the one mapping between the service's jobs and the engine's keys.
+  std::map<int64_t, Tracked> tracked_;  // service job id -> engine job
+  std::map<size_t, int64_t> by_key_;    // engine key -> service job id
+  QuotaBook quotas_;                    // each owner's jobs not yet ended, and their room
+  UsageLedger usage_;                   // fair share
+  ServiceLoaders loaders_;              // the shared data loaders of submitted jobs
+  std::map<std::string, std::weak_ptr<const std::map<std::string, std::string>>> envs_;
   // The job a victim was preempted for, while the victim waits parked in the
   // engine, and when.
-  std::optional<int64_t> preempting_for_;
-  UnixMillis preempted_at_ms_ = 0;
-  // The last span of a job that ended or was requeued (`end_ms`).
-  void account_last_span(size_t key, UnixMillis end_ms);
-  // The largest weight of each owner's groups (0: none), read once per owner.
-  mutable std::map<uid_t, double> group_weight_of_;
-  std::map<uid_t, size_t> unfinished_by_owner_;  // tracked_ counted by owner
-  // The shared data loaders of submitted jobs: one per dataset table of one
-  // submitter, started when the first job reading it is queued, stopped
-  // (and recorded in the service's run) once the last has ended.
-  // A job admitted but not yet handed to the engine: its loader is starting.
-  struct HeldJob {
-    int64_t id = 0;
-    EngineJob job;
-    RestartPolicy restart = RestartPolicy::kOnFailure;
-    int attempts_before = 0;
-    uid_t owner = 0;
+  struct Preempting {
+    std::optional<int64_t> for_id;
+    UnixMillis at_ms = 0;
   };
-  struct Loader {
-    std::unique_ptr<SharedLoaders> loaders;
-    std::string name;                        // the loader's, unique in this service
-    bool ready = false;                      // it accepts consumers
-    std::vector<HeldJob> held;               // its readers admitted before it was ready
-    std::map<int64_t, std::string> readers;  // service job id -> job name
-    std::map<std::string, int64_t> job_ids;  // jobs-table rows by job name, for the record
+  Preempting preempting_;
+  // The end time up to which sweep_checkpoints() has looked (wall).
+  UnixMillis checkpoints_swept_to_ms_ = 0;
+  // Why the service halted (halt()), and where it wrote the queue; empty before.
+  struct Halt {
+    std::string reason;
+    std::string lost_queue_path;
   };
-  // The loader of the job's dataset, launched if needed (it starts outside
-  // the service's loop: poll_loaders() hands its held readers on once it
-  // accepts consumers); an error says why the job cannot run.
-  Result<std::string> loader_for(const ServiceJobRow& row, const EngineJob& job);
-  // Hands loaders' held jobs to the engine once they are ready, and ends
-  // them failed, with the reason, when their loader could not start.
-  void poll_loaders();
-  // `owner` has one job fewer not yet ended (unfinished_by_owner_).
-  void one_fewer_unfinished(uid_t owner);
-  // Ends a job held for its loader as cancelled; false when it is not held.
-  bool cancel_held(int64_t id, const std::string& reason);
-  // The job goes to the engine's queue (already counted in unfinished_by_owner_).
-  void hand_to_engine(int64_t id, EngineJob job, RestartPolicy restart, int attempts_before,
-                      uid_t owner);
-  // The job has ended here: the loader stops (recorded) after its last reader.
-  void detach_loader(int64_t id);
-  int loaders_started_ = 0;
-  std::map<std::string, Loader> loaders_;     // by owner and table
-  std::map<int64_t, std::string> loader_of_;  // service job id -> loaders_ key
-  std::string halt_reason_;
-  std::string lost_queue_path_;
+  Halt halt_;
+
+  // What the engine last knew of the jobs that ended in this service process
+  // (their run, last epoch, rate and peak GPU memory), which the snapshot
+  // shows with them once they are no longer tracked: the latest
+  // kEndedViewsKept ends, oldest first in `order`.
+  static constexpr size_t kEndedViewsKept = 1000;
+  struct EndedViews {
+    std::map<int64_t, EngineJobView> views;  // service job id -> its last view
+    std::deque<int64_t> order;
+  };
+  EndedViews ended_;
   // The queue's first page, which most requests ask for (colo queue, colo
   // top): made at most every kQueueAnswerMaxAgeMs and after every change;
   // each form of its answer made once, when first asked for.
@@ -396,30 +342,9 @@ class Service {
     int64_t made_ms = 0;                      // monotonic
     void reset() { *this = QueueAnswerCache(); }
   };
-  // The cached first page, made again where it is stale.
-  const ServiceSnapshot& first_page_snapshot();
-  const nlohmann::json& first_queue_page();
   QueueAnswerCache queue_cache_;
-  std::map<size_t, int64_t> by_key_;  // engine key -> service job id
-  // What the engine last knew of the jobs that ended in this service process
-  // (their run, last epoch, rate and peak GPU memory), which the snapshot
-  // shows with them once they are no longer tracked: the latest
-  // kEndedViewsKept ends, oldest first in ended_order_.
-  static constexpr size_t kEndedViewsKept = 1000;
-  std::map<int64_t, EngineJobView> ended_views_;  // service job id -> its last view
-  std::deque<int64_t> ended_order_;
   mutable std::mutex latest_mu_;
   std::shared_ptr<const ServiceSnapshot> latest_;  // guarded by latest_mu_
 };
-
-// A job of the queue as the store has it (none of the live values of an
-// attempt: epoch, rate, predicted end, memory, its run).
-QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism);
-
-// Where clients look for the service: $COLO_SOCKET; else <state dir>/colo.sock,
-// then (when $COLO_HOME is not set) the system service's /var/lib/colo/colo.sock.
-std::vector<std::string> service_socket_candidates();
-// The socket `colo serve` listens on by default: $COLO_SOCKET, else <state dir>/colo.sock.
-std::string default_service_socket();
 
 }  // namespace colo

@@ -297,7 +297,7 @@ TEST_F(ServiceTest, OnlyTheOwnerOrAnAdminMayCancelOrReadLogs) {
 // weight, kept in the store, and read back decayed over the time since it
 // was kept (a restart forgives no one).
 TEST_F(ServiceTest, UsageIsKeptInTheStoreAndReadBackDecayedWithTheOwnersWeight) {
-  options_.user_weights[0] = 2;
+  options_.usage.user_weights[0] = 2;
   json answer = submit(root_, {shell_job("u", "sleep 30")});
   ASSERT_TRUE(answer["ok"].get<bool>());
   auto root_usage = [&]() -> OwnerJobs {
@@ -330,7 +330,7 @@ TEST_F(ServiceTest, UsageIsKeptInTheStoreAndReadBackDecayedWithTheOwnersWeight) 
   // Kept a half-life ago (as by a service stopped a day ago): half remains.
   ASSERT_TRUE(store_
                   ->keep_service_usage(
-                      {{0, "root", 4000, 9000, clock_.now_ms() - options_.fair_share_half_life_ms}})
+                      {{0, "root", 4000, 9000, clock_.now_ms() - options_.usage.half_life_ms}})
                   .ok());
   ASSERT_TRUE(service_->load_usage().ok());
   const OwnerJobs read_back = root_usage();
@@ -543,7 +543,7 @@ TEST_F(ServiceTest, ASubmissionOfTooManyJobsIsRefusedWhole) {
 // that would pass the bound is refused whole, saying what to do, and jobs
 // that end make room again.
 TEST_F(ServiceTest, AUsersJobsNotYetEndedAreBoundedAndEndedOnesMakeRoom) {
-  options_.max_jobs_per_user = 3;
+  options_.quotas.max_jobs_per_user = 3;
   const std::string go = dir_ + "/go";
   const std::string wait = "while [ ! -e '" + go + "' ]; do sleep 0.05; done";
   EXPECT_EQ(submit(root_, {shell_job("a", wait), shell_job("b", wait)})["ok"], true);
@@ -713,7 +713,7 @@ TEST_F(ServiceTest, RecoveringRequeuesAttemptsAKilledServiceLeftRunningWithoutCo
 // hold is refused at submit, naming the bound (it waited for ever, its
 // reason "fair share: ... used 0ms"); one within it is taken.
 TEST_F(ServiceTest, AGangThatCanNeverFitItsUsersQuotaIsRefusedAtSubmit) {
-  options_.max_gpus_per_user = 1;  // the service reads its options by reference
+  options_.quotas.max_gpus_per_user = 1;  // the service reads its options by reference
   JobSpec gang = shell_job("gang", "true");
   gang.gpus = 4;
   json refused = submit(Caller{0, 0, 1, "root"}, {shell_job("one", "true"), gang});

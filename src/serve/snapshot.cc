@@ -61,6 +61,25 @@ std::optional<double> slowdown(const QueueJob& job) {
   return *job.solo_samples_per_s / *job.samples_per_s;
 }
 
+QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism) {
+  QueueJob q;
+  q.id = row.id;
+  q.name = row.name;
+  q.group = row.group;
+  q.owner = row.owner_name;
+  q.owner_uid = row.owner_uid;
+  q.state = to_string(row.state);
+  q.reason = row.reason;
+  q.gpu = row.device;
+  q.mechanism = mechanism;
+  q.attempts = row.attempts;
+  q.submitted_ms = row.submitted_ms;
+  q.started_ms = row.started_ms;
+  q.ended_ms = row.ended_ms;
+  q.job_file = row.job_file;
+  return q;
+}
+
 std::vector<int> gpus_of(const QueueJob& j) { return job_gpus(j.gpu, j.gang_gpus); }
 
 std::string gpus_text(const QueueJob& j) {

@@ -89,6 +89,12 @@ std::string shown_state(const QueueJob& job);
 
 // The GPUs the job runs on: a gang's several, else its one (none when not running).
 std::vector<int> gpus_of(const QueueJob& j);
+
+// A job of the queue as the store has it (none of the live values of an
+// attempt: epoch, rate, predicted end, memory, its run): what the HTTP API
+// shows of a job the snapshot no longer holds, and the start of what the
+// service shows of every job.
+QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism);
 // "0,1" or "0"; "-" when none.
 std::string gpus_text(const QueueJob& j);
 

@@ -153,6 +153,56 @@ TEST(Snapshot, QueueTextShowsJobsPerGpuThenTheQueueThenEnded) {
 // colo usage --by group: each user's figures summed in their group; the
 // sums equal the users' (nothing lost or counted twice), a group has no
 // weight, and the table and CSV name the column GROUP / group.
+// What the HTTP API shows of a job the snapshot no longer holds: the
+// store's row, none of an attempt's live values.
+TEST(Snapshot, AStoredJobBecomesAQueueJobWithoutLiveValues) {
+  struct Case {
+    JobState state;
+    std::optional<int> device;
+    std::string shown;
+  };
+  const std::vector<Case> cases = {
+      {JobState::kQueued, std::nullopt, "queued"},
+      {JobState::kRunning, 1, "running"},
+      {JobState::kOk, 0, "ok"},
+  };
+  for (const Case& c : cases) {
+    ServiceJobRow row;
+    row.id = 7;
+    row.name = "a#1";
+    row.group = "a";
+    row.owner_name = "alice";
+    row.owner_uid = 1001;
+    row.state = c.state;
+    row.reason = "why";
+    row.device = c.device;
+    row.attempts = 2;
+    row.submitted_ms = kNow - 3;
+    row.started_ms = kNow - 2;
+    row.ended_ms = kNow - 1;
+    row.job_file = "jobs.toml";
+    row.log_path = "/logs/7.log";
+    const QueueJob q = queue_job_of(row, "mps");
+    EXPECT_EQ(q.id, 7);
+    EXPECT_EQ(q.name, "a#1");
+    EXPECT_EQ(q.group, "a");
+    EXPECT_EQ(q.owner, "alice");
+    EXPECT_EQ(q.owner_uid, 1001u);
+    EXPECT_EQ(q.state, c.shown);
+    EXPECT_EQ(q.reason, "why");
+    EXPECT_EQ(q.gpu, c.device);
+    EXPECT_EQ(q.mechanism, "mps");
+    EXPECT_EQ(q.attempts, 2);
+    EXPECT_EQ(q.submitted_ms, kNow - 3);
+    EXPECT_EQ(q.started_ms, kNow - 2);
+    EXPECT_EQ(q.ended_ms, kNow - 1);
+    EXPECT_EQ(q.job_file, "jobs.toml");
+    EXPECT_FALSE(q.epoch.has_value());
+    EXPECT_FALSE(q.samples_per_s.has_value());
+    EXPECT_FALSE(q.predicted_end_ms.has_value());
+  }
+}
+
 TEST(UsageByGroup, SumsEachUsersFiguresIntoTheirGroup) {
   UsageReport by_user;
   by_user.owners["alice"] = OwnerJobs{2, 1, 4000, 2, 9000};

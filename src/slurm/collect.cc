@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/names.h"
+#include "common/replace_file.h"
 #include "common/units.h"
 #include "common/users.h"
 #include "slurm/submission.h"
@@ -221,10 +222,13 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
                     earlier.empty() ? "" : fmt::format("; earlier attempt {} ignored", earlier)));
   }
 
-  const std::string tmp = result.out_path + ".collecting";
-  remove_store_files(tmp);
+  // Built beside the output under a name of its own, and put in place whole
+  // (common/replace_file.h); the store is closed first, so that its WAL is
+  // checkpointed into the file and removed.
+  Result<StagedFile> staged = StagedFile::create(result.out_path, kPrivateDurableFile);
+  if (!staged.ok()) return staged.error();
   {
-    Result<std::unique_ptr<RunStore>> store = RunStore::open(tmp);
+    Result<std::unique_ptr<RunStore>> store = RunStore::open(staged->path());
     if (!store.ok()) return store.error();
     NewRun header;
     header.mechanism = first_run ? first_run->mechanism : plan.mechanism;
@@ -278,10 +282,8 @@ Result<CollectResult> collect_shards(const ShardPlan& plan, const std::string& d
     result.jobs_missing = static_cast<int>(missing.size());
   }
   remove_store_files(result.out_path);
-  if (rename(tmp.c_str(), result.out_path.c_str()) != 0) {
-    return Error(
-        fmt::format("cannot rename {} to {}: is the directory writable?", tmp, result.out_path));
-  }
+  Status placed = staged->commit(ExistingFile::kReplace);
+  if (!placed.ok()) return placed.error();
   return result;
 }
 

@@ -1,23 +1,17 @@
 #include "store/run_store.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <sqlite3.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
-#include <chrono>
-#include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <thread>
 #include <utility>
 
 #include "common/names.h"
@@ -25,8 +19,8 @@
 #include "gpu/device_json.h"
 #include "jobs/job_signature.h"
 #include "jobs/job_spec_json.h"
-#include "jobs/secret_env.h"
 #include "store/schema.h"
+#include "store/store_file.h"
 
 namespace colo {
 namespace {
@@ -36,19 +30,8 @@ constexpr const char* kReasonInterruptedRunning =
 constexpr const char* kReasonInterruptedQueued =
     "colo stopped before the job started (found at next start)";
 
-bool is_in_memory(const std::string& path) {
-  return path.empty() || path == ":memory:" || path.rfind("file:", 0) == 0;
-}
-
 // The same for the one write a reading command makes (marking a dead colo's runs).
 constexpr int kReaderBusyTimeoutMs = 500;
-
-// A job's one JSON shape (jobs/job_spec_json.h), its secrets redacted.
-nlohmann::json spec_to_json(const JobSpec& job) {
-  nlohmann::json j = job_spec_to_json(job);
-  j["env"] = redact_secret_env(job.env);
-  return j;
-}
 
 }  // namespace
 
@@ -63,88 +46,8 @@ bool process_is_alive(pid_t pid) {
   return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
 }
 
-namespace {
-
-// A RunStore is used by one thread at a time (run_store.h), so its
-// connection takes no mutex of SQLite's on each call: reading a service's
-// millions of samples spent an eighth of its time locking and unlocking one.
-constexpr int kOneThread = SQLITE_OPEN_NOMUTEX;
-
-// Opens the connection and configures it: WAL, migrations, pragmas.
-Result<SqliteDb> open_writable(const std::string& path, bool create) {
-  sqlite3* raw = nullptr;
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW | kOneThread |
-              (create ? SQLITE_OPEN_CREATE : 0);
-  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
-  SqliteDb db(raw);
-  if (rc != SQLITE_OK) return sqlite_error(db.get(), rc, "cannot open the run store", path);
-  if (sqlite3_db_readonly(db.get(), "main") == 1) {
-    return Error(
-        fmt::format("{}: cannot open the run store for writing: the file is read-only", path));
-  }
-  sqlite3_busy_timeout(db.get(), kStoreBusyTimeoutMs);
-
-  // The first statements read the file: a file that is not a database fails here.
-  // Switching to WAL takes an exclusive lock without waiting on the busy
-  // handler: colos creating one store at once wait for each other here.
-  if (!is_in_memory(path)) {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(kStoreBusyTimeoutMs);
-    while (true) {
-      Status wal =
-          exec_sql(db.get(), path, "PRAGMA journal_mode = WAL", "cannot open the run store");
-      if (wal.ok()) break;
-      if (!wal.error().transient() || std::chrono::steady_clock::now() >= deadline)
-        return wal.error();
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-  Status status = migrate_schema(db.get(), path);
-  if (!status.ok()) return status.error();
-  status = exec_sql(db.get(), path, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
-                    "cannot configure the run store");
-  if (!status.ok()) return status.error();
-  return db;
-}
-
-// Opens an existing store read-only: through the WAL when its shared-memory
-// file can be used, else as an immutable file (a read-only file system).
-// Refuses a schema other than the latest (it cannot be migrated).
-Result<SqliteDb> open_sqlite_read_only(const std::string& path) {
-  Error last("");
-  for (const char* query : {"?mode=ro", "?immutable=1"}) {
-    std::string uri = sqlite_uri(path, query);
-    sqlite3* raw = nullptr;
-    int rc = sqlite3_open_v2(
-        uri.c_str(), &raw,
-        SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW | kOneThread, nullptr);
-    SqliteDb db(raw);
-    if (rc != SQLITE_OK) {
-      last = sqlite_error(db.get(), rc, "cannot open the run store read-only", path);
-      continue;
-    }
-    sqlite3_busy_timeout(db.get(), kStoreBusyTimeoutMs);
-    Result<int> version = read_schema_version(db.get(), path);
-    if (!version.ok()) {
-      last = version.error();
-      continue;
-    }
-    if (*version != latest_schema_version()) {
-      return Error(fmt::format(
-          "{} has schema version {} and this colo reads version {}; it cannot be migrated while "
-          "it is read-only: open it once where it can be written (any colo command does), or "
-          "use a colo of its version",
-          path, *version, latest_schema_version()));
-    }
-    return db;
-  }
-  return last;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreAccess access) {
-  if (!is_in_memory(path) && access == StoreAccess::kReadWrite) {
+  if (!is_in_memory_store(path) && access == StoreAccess::kReadWrite) {
     size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash > 0) {
       Status dirs = make_dirs(path.substr(0, slash), 0700);
@@ -164,25 +67,17 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreA
   // open as long as the store (file_damage()): closing any descriptor of the
   // file would drop the locks SQLite holds on it.
   UniqueFd file;
-  if (!is_in_memory(path) && access == StoreAccess::kReadWrite) {
-    file = UniqueFd(::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (file.get() < 0 && errno == ELOOP) {
-      return Error(fmt::format(
-          "{} is a symbolic link: colo opens a run store only at its real path (pass that with "
-          "--db)",
-          path));
-    }
-    struct stat st {};
-    if (file.get() >= 0 && fstat(file.get(), &st) == 0 && st.st_uid == geteuid() &&
-        (st.st_mode & 077) != 0)
-      fchmod(file.get(), st.st_mode & 0700);
+  if (!is_in_memory_store(path) && access == StoreAccess::kReadWrite) {
+    Result<UniqueFd> held = hold_store_file(path);
+    if (!held.ok()) return held.error();
+    file = std::move(held).value();
   }
 
   // A reader marks the runs of a dead colo (a write) only when that is quick:
   // it shows the store as it is rather than wait on a busy one.
   const bool reader = access == StoreAccess::kRead;
   std::unique_ptr<RunStore> store;
-  Result<SqliteDb> db = open_writable(path, !reader);
+  Result<SqliteDb> db = open_store_writable(path, !reader);
   if (db.ok()) {
     store = std::make_unique<RunStore>(PrivateTag(), std::move(db).value(), path);
     store->file_ = std::move(file);
@@ -201,7 +96,7 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreA
   if (!reader) return db.error();
   // A reader falls back to reading only: a read-only file or file system, a
   // full disk, a store locked by a writer for long.
-  Result<SqliteDb> read_only = open_sqlite_read_only(path);
+  Result<SqliteDb> read_only = open_store_read_only(path);
   if (!read_only.ok()) return db.error();
   store = std::make_unique<RunStore>(PrivateTag(), std::move(read_only).value(), path);
   store->read_only_reason_ = db.error().message();
@@ -209,7 +104,7 @@ Result<std::unique_ptr<RunStore>> RunStore::open(const std::string& path, StoreA
 }
 
 Result<std::unique_ptr<RunStore>> RunStore::open_read_only(const std::string& path) {
-  Result<SqliteDb> db = open_sqlite_read_only(path);
+  Result<SqliteDb> db = open_store_read_only(path);
   if (!db.ok()) return db.error();
   auto store = std::make_unique<RunStore>(PrivateTag(), std::move(db).value(), path);
   store->read_only_reason_ = "opened for reading only";
@@ -231,40 +126,7 @@ Status RunStore::set_max_pages(int64_t pages) {
 
 RunStore::~RunStore() = default;
 
-std::string RunStore::file_damage() const {
-  if (file_.get() < 0) return "";
-  struct stat held {};
-  if (fstat(file_.get(), &held) != 0) return "";
-  if (held.st_nlink == 0) return "was deleted under the service";
-  struct stat now {};
-  if (::lstat(path_.c_str(), &now) != 0) return "was moved away under the service";
-  if (now.st_dev != held.st_dev || now.st_ino != held.st_ino)
-    return "was replaced under the service by another file";
-  std::array<unsigned char, 101> header{};
-  const ssize_t n = ::pread(file_.get(), header.data(), header.size(), 0);
-  if (n < static_cast<ssize_t>(header.size()))
-    return fmt::format("was truncated under the service to {} bytes", held.st_size);
-  if (std::memcmp(header.data(), "SQLite format 3", 16) != 0)
-    return "was overwritten under the service: it no longer starts with SQLite's header";
-  // The header's page count is valid when its "version valid for" matches
-  // its change counter; the file holds at least that many pages.
-  const auto be32 = [&](size_t at) {
-    return (uint32_t{header[at]} << 24) | (uint32_t{header[at + 1]} << 16) |
-           (uint32_t{header[at + 2]} << 8) | uint32_t{header[at + 3]};
-  };
-  const uint32_t page_size_field = (uint32_t{header[16]} << 8) | header[17];
-  const uint64_t page_size = page_size_field == 1 ? 65536 : page_size_field;
-  const uint64_t pages = be32(28);
-  if (be32(92) == be32(24) && static_cast<uint64_t>(held.st_size) < pages * page_size) {
-    return fmt::format(
-        "was truncated under the service: {} bytes, where its header counts {} pages of {} bytes",
-        held.st_size, pages, page_size);
-  }
-  // Page 1 is the schema's table: its b-tree page starts after the header.
-  if (header[100] != 0x0d && header[100] != 0x05)
-    return "was overwritten under the service: its first page is no longer SQLite's schema table";
-  return "";
-}
+std::string RunStore::file_damage() const { return store_file_damage(file_.get(), path_); }
 
 Status RunStore::quick_check() {
   auto stmt = Statement::prepare(db_.get(), path_, "PRAGMA quick_check(1)");
@@ -448,7 +310,7 @@ Result<std::vector<int64_t>> RunStore::add_jobs(int64_t run_id, const std::vecto
     Status status = insert->bind(1, run_id)
                         .bind(2, job.name)
                         .bind(3, job.group)
-                        .bind(4, spec_to_json(job).dump())
+                        .bind(4, job_spec_to_stored_json(job).dump())
                         .bind(5, job_signature(job))
                         .bind(6, queued_ms)
                         .bind(7, log_paths.empty() ? std::string() : log_paths[i])

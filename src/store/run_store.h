@@ -32,6 +32,7 @@
 #include "store/rows.h"
 #include "store/sqlite_util.h"
 #include "store/store_backup.h"
+#include "store/store_file.h"
 
 namespace colo {
 
@@ -248,10 +249,6 @@ struct DataLoaderRow {
   std::string note;  // e.g. why no statistics were recorded
   std::vector<DataConsumerRow> consumers;
 };
-
-// How long a write waits for another process's lock before it fails with a
-// transient error (the caller may try again later).
-inline constexpr int kStoreBusyTimeoutMs = 5000;
 
 // How a command uses the store.
 enum class StoreAccess {

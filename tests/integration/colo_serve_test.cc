@@ -1094,8 +1094,16 @@ touch "$COLO_CHECKPOINT_DIR/once"; exec sleep 60"""]
     return shell("cat '" + dir_ + "/home/serve/'*/checkpoints/" + std::to_string(id) + "/uids")
         .output;
   };
-  // The restarted job runs; the service stops and starts again under it.
-  ASSERT_TRUE(eventually([&] { return uids_of(ids[1]) == uid; }, 20'000)) << service_log();
+  // 'resumed' has failed (else the stop below would interrupt it first, on a
+  // busy machine) and 'restarted' runs; the service stops and starts again.
+  ASSERT_TRUE(eventually(
+      [&] {
+        return uids_of(ids[1]) == uid &&
+               sql("SELECT state FROM service_jobs WHERE id = " + std::to_string(ids[0])) ==
+                   std::vector<std::string>{"failed"};
+      },
+      20'000))
+      << service_log();
   stop_service();
   start_service(args);
   EXPECT_EQ(wait_all({ids[1]}).exit_code, 0) << service_log();
@@ -1442,9 +1450,14 @@ TEST_F(ColoServe, SigtermStopsAndTheNextStartRunsTheJobsAgain) {
 // ends ok (before, the fifth start gave up on both: "gave up after 5
 // attempts", though none of their attempts had failed).
 TEST_F(ColoServe, FourRestartsAndACrashLoseNoJob) {
-  // Each job counts to 15 in its checkpoint, a count a second, and ends ok at 15.
-  const std::string counting = R"(n=$(cat "$COLO_CHECKPOINT_DIR/n" 2>/dev/null || echo 0)
-while [ "$n" -lt 15 ]; do n=$((n + 1)); echo $n > "$COLO_CHECKPOINT_DIR/n"; echo "count $n"; sleep 1; done)";
+  // Each job counts in its checkpoint, a count every 0.2 s, and ends ok once
+  // the test has made the file "go" (a fixed count ran out before the fifth
+  // restart on a busy machine).
+  const std::string counting =
+      R"(n=$(cat "$COLO_CHECKPOINT_DIR/n" 2>/dev/null || echo 0)
+while [ ! -e ')" +
+      dir_ +
+      R"(/go' ]; do n=$((n + 1)); echo $n > "$COLO_CHECKPOINT_DIR/n"; echo "count $n"; sleep 0.2; done)";
   const std::string file = write_file(
       "long.toml", "[[job]]\nname = \"long\"\nrepeat = 2\ncommand = [\"sh\", \"-c\", \"\"\"" +
                        counting + "\"\"\"]\n");
@@ -1463,6 +1476,8 @@ while [ "$n" -lt 15 ]; do n=$((n + 1)); echo $n > "$COLO_CHECKPOINT_DIR/n"; echo
     }
     start_service(args);
   }
+  ASSERT_TRUE(eventually([&] { return count_in_state("running") == 2; }, 20'000)) << service_log();
+  write_file("go", "");
   CommandResult waited = wait_all(ids);
   EXPECT_EQ(waited.exit_code, 0) << waited.output << service_log();
   EXPECT_EQ(sql("SELECT state, attempts, uncounted FROM service_jobs ORDER BY id"),

@@ -108,13 +108,25 @@ class ColoTop : public ColoTestDir {
     return write_file("jobs.toml", text);
   }
 
+  // `colo top` in a terminal of this size. Its exit status goes to top.exit,
+  // and the terminal stays, with whatever colo top said last on it, so that a
+  // failure shows why colo top ended (the screen was gone before).
   void start_top(int width, int height) {
-    CommandResult r =
-        shell(tmux("new-session -d -s top -x " + std::to_string(width) + " -y " +
-                   std::to_string(height) + " \"" + colo("top --interval 300ms") + "\""));
+    write_file("top.sh", colo("top --interval 300ms") + "\necho \"colo top exited $?\" > '" + dir_ +
+                             "/top.exit'\nexec sleep 600\n");
+    CommandResult r = shell(tmux("new-session -d -s top -x " + std::to_string(width) + " -y " +
+                                 std::to_string(height) + " \"sh '" + dir_ + "/top.sh'\""));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  std::string screen() const { return shell(tmux("capture-pane -p -t top")).output; }
+  std::string top_exit() const { return shell("cat '" + dir_ + "/top.exit'").output; }
+  // The screen; where there is none, why: the tmux server's state and the
+  // service's log.
+  std::string screen() const {
+    CommandResult r = shell(tmux("capture-pane -p -t top"));
+    if (r.exit_code == 0) return r.output;
+    return r.output + "(no screen; " + top_exit() + ")\n" + shell("ls -la '" + dir_ + "'").output +
+           shell("tail -n 20 '" + dir_ + "/serve.log'").output;
+  }
   void keys(const std::string& keys) const { shell(tmux("send-keys -t top " + keys)); }
   // Waits until the screen shows `what`; the screen as last seen.
   std::string wait_for(const std::string& what, int64_t timeout_ms = 15'000) const {
@@ -188,10 +200,10 @@ TEST_F(ColoTop, ShowsBarsAndJobsSortsFollowsALogAndCancelsWithAKey) {
   for (const std::string& line : lines_of(s)) EXPECT_LE(line.size(), 70u) << line;
   EXPECT_NE(row_of(s, "    1 root      alpha running"), -1) << s;
 
-  // q quits: the terminal's program is gone.
+  // q quits: colo top ends, and ends well.
   keys("q");
-  EXPECT_TRUE(eventually([&] { return shell(tmux("has-session -t top")).exit_code != 0; }, 10'000))
-      << screen();
+  EXPECT_TRUE(eventually([&] { return !top_exit().empty(); }, 10'000)) << screen();
+  EXPECT_EQ(top_exit(), "colo top exited 0\n");
 }
 
 TEST_F(ColoTop, PrintsOnceWhenTheOutputIsNotATerminalOrTermIsDumb) {

@@ -1,0 +1,230 @@
+#include "sched/signature_knowledge.h"
+
+#include <algorithm>
+
+#include "sched/prior.h"
+
+namespace colo {
+
+void SignatureKnowledge::set_profile(const std::string& signature, const JobProfile& profile) {
+  if (profiles_.insert_or_assign(signature, profile).second) ++profiles_added_;
+  ++version_;
+}
+
+void SignatureKnowledge::set_prior(const std::string& signature, const JobProfile& prior) {
+  priors_[signature] = prior;
+  ++version_;
+}
+
+void SignatureKnowledge::set_label(const std::string& signature, std::string label) {
+  labels_[signature] = std::move(label);
+}
+
+void SignatureKnowledge::set_label_if_none(const std::string& signature, std::string label) {
+  labels_.try_emplace(signature, std::move(label));
+}
+
+std::string SignatureKnowledge::label(const std::string& signature) const {
+  auto it = labels_.find(signature);
+  return it != labels_.end() ? it->second : signature.substr(0, 8);
+}
+
+void SignatureKnowledge::set_family(const std::string& signature, FamilyMember member) {
+  Family& f = families_[member.family];
+  if (!members_.contains(signature)) f.signatures.push_back(signature);
+  if (member.resource_params && member.resource_params != f.resource_params) {
+    f.resource_params = member.resource_params;
+    ++f.version;  // its members' estimates and parameter effects read them
+  }
+  members_[signature] = std::move(member);
+  ++version_;
+}
+
+void SignatureKnowledge::add_family_instance(const std::string& family, FamilyInstance instance) {
+  Family& f = families_[family];
+  f.first_with.try_emplace(instance.params, f.instances.size());
+  f.instances.push_back(std::move(instance));
+  ++f.version;
+  ++version_;
+}
+
+JobProfile SignatureKnowledge::learned(const std::string& signature, const JobProfile& measured) {
+  auto it = profiles_.find(signature);
+  JobProfile merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
+  if (profiles_.insert_or_assign(signature, merged).second) ++profiles_added_;
+  ++version_;
+  add_to_family(signature, measured);
+  return merged;
+}
+
+void SignatureKnowledge::measured_memory(const std::string& signature, const JobProfile& measured) {
+  if (!measured.peak_memory_bytes) return;
+  JobProfile& own = own_profile(signature);
+  own.peak_memory_bytes = std::max(own.peak_memory_bytes.value_or(0), *measured.peak_memory_bytes);
+  own.memory_uncertainty = 0;
+  ++version_;
+  if (own.source.empty()) own.source = measured.source;
+  JobProfile memory_only;
+  memory_only.peak_memory_bytes = measured.peak_memory_bytes;
+  memory_only.source = measured.source;
+  add_to_family(signature, memory_only);
+}
+
+void SignatureKnowledge::raise_peak(const std::string& signature, uint64_t bytes) {
+  JobProfile& p = own_profile(signature);
+  p.peak_memory_bytes = std::max(p.peak_memory_bytes.value_or(0), bytes);
+  ++version_;
+}
+
+JobProfile& SignatureKnowledge::own_profile(const std::string& signature) {
+  auto [it, added] = profiles_.try_emplace(signature);
+  if (added) ++profiles_added_;
+  return it->second;
+}
+
+const JobProfile* SignatureKnowledge::own(const std::string& signature) const {
+  auto it = profiles_.find(signature);
+  return it == profiles_.end() ? nullptr : &it->second;
+}
+
+const JobProfile* SignatureKnowledge::usable(const std::string& signature) const {
+  const JobProfile* own_profile = own(signature);
+  if (own_profile != nullptr && own_profile->admissible()) return own_profile;
+  auto member = members_.find(signature);
+  if (member == members_.end()) return nullptr;
+  const Family& f = families_.at(member->second.family);
+  Estimated& e = estimates_[signature];
+  if (e.version != f.version) {
+    e.estimate =
+        estimate_from_family(f.instances, member->second.params, f.resource_params, &effects_of(f));
+    e.version = f.version;
+  }
+  if (!e.estimate.profile) return nullptr;
+  e.usable = own_profile != nullptr ? merge_profiles(*own_profile, *e.estimate.profile)
+                                    : *e.estimate.profile;
+  // Estimated beyond every GPU: measure it instead.
+  if (e.usable.peak_memory_bytes.value_or(0) > largest_memory_) return nullptr;
+  return &e.usable;
+}
+
+const JobProfile* SignatureKnowledge::usable(const std::string& signature,
+                                             OwnProfileCache& cache) const {
+  if (cache.added != profiles_added_) cache = {profiles_added_, own(signature)};
+  if (cache.profile != nullptr && cache.profile->admissible()) return cache.profile;
+  return usable(signature);
+}
+
+bool SignatureKnowledge::estimated(const std::string& signature) const {
+  const JobProfile* own_profile = own(signature);
+  return !(own_profile != nullptr && own_profile->admissible()) && usable(signature) != nullptr;
+}
+
+JobProfile SignatureKnowledge::prior_of(const std::string& signature) const {
+  auto it = priors_.find(signature);
+  JobProfile prior = it != priors_.end() && it->second.admissible()
+                         ? it->second
+                         : PriorModel({}, largest_memory_).prior({});
+  // What is known of the job itself (a gpu_memory hint without an SM
+  // activity one) wins field by field.
+  const JobProfile* own_profile = own(signature);
+  return own_profile != nullptr ? merge_profiles(*own_profile, prior) : prior;
+}
+
+const FamilyMember* SignatureKnowledge::member(const std::string& signature) const {
+  auto it = members_.find(signature);
+  return it == members_.end() ? nullptr : &it->second;
+}
+
+std::pair<size_t, size_t> SignatureKnowledge::family_size(const std::string& signature) const {
+  auto it = members_.find(signature);
+  if (it == members_.end()) return {0, 0};
+  const Family& f = families_.at(it->second.family);
+  return {f.instances.size(), f.signatures.size()};
+}
+
+std::string SignatureKnowledge::missing(const std::string& signature) const {
+  auto it = estimates_.find(signature);
+  return it == estimates_.end() ? std::string() : it->second.estimate.missing;
+}
+
+std::string SignatureKnowledge::probe_key(const std::string& signature) const {
+  auto it = members_.find(signature);
+  return it == members_.end() ? signature : "family:" + it->second.family;
+}
+
+EffectsMemo& SignatureKnowledge::effects_of(const Family& f) const {
+  if (f.effects_version != f.version) {
+    f.effects.clear();
+    f.effects_version = f.version;
+  }
+  return f.effects;
+}
+
+std::string SignatureKnowledge::probe_target(
+    const std::string& family, const std::function<bool(const std::string&)>& queued) {
+  auto [it, inserted] = probe_targets_.try_emplace(family);
+  if (!inserted) return it->second;
+  const Family& f = families_.at(family);
+  double best = -1;
+  for (const std::string& sig : f.signatures) {
+    if (!queued(sig) || usable(sig) != nullptr) continue;
+    const double value =
+        probe_value(f.instances, members_.at(sig).params, f.resource_params, &effects_of(f));
+    if (value > best) {
+      best = value;
+      it->second = sig;
+    }
+  }
+  return it->second;
+}
+
+void SignatureKnowledge::keep_probe_targets_while(uint64_t queue_changes) {
+  if (probe_targets_version_ == version_ && probe_targets_queue_ == queue_changes) return;
+  probe_targets_.clear();
+  probe_targets_version_ = version_;
+  probe_targets_queue_ = queue_changes;
+}
+
+bool SignatureKnowledge::announce(const std::string& signature) {
+  auto it = members_.find(signature);
+  if (it == members_.end()) return false;
+  return announced_.insert({signature, families_.at(it->second.family).version}).second;
+}
+
+void SignatureKnowledge::add_to_family(const std::string& signature, const JobProfile& measured) {
+  auto member = members_.find(signature);
+  if (member == members_.end()) return;
+  Family& f = families_.at(member->second.family);
+  auto [first, added] = f.first_with.try_emplace(member->second.params, f.instances.size());
+  if (added) {
+    f.instances.push_back({member->second.name, member->second.params, measured});
+  } else {
+    auto it = f.instances.begin() + static_cast<std::ptrdiff_t>(first->second);
+    // The newer measurement wins field by field; the peak is the largest seen.
+    std::optional<uint64_t> peak = it->measured.peak_memory_bytes;
+    it->measured = merge_profiles(measured, it->measured);
+    if (peak && measured.peak_memory_bytes)
+      it->measured.peak_memory_bytes = std::max(*peak, *measured.peak_memory_bytes);
+  }
+  ++f.version;
+  ++version_;
+}
+
+void SignatureKnowledge::ended(const std::string& signature, double samples) {
+  ended_samples_[signature] = samples;
+  if (auto member = members_.find(signature); member != members_.end())
+    family_ended_samples_[member->second.family] = samples;
+}
+
+std::optional<double> SignatureKnowledge::ended_samples(const std::string& signature) const {
+  if (auto own_samples = ended_samples_.find(signature); own_samples != ended_samples_.end())
+    return own_samples->second;
+  if (auto member = members_.find(signature); member != members_.end()) {
+    if (auto f = family_ended_samples_.find(member->second.family);
+        f != family_ended_samples_.end())
+      return f->second;
+  }
+  return std::nullopt;
+}
+
+}  // namespace colo

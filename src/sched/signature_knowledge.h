@@ -1,0 +1,169 @@
+// SignatureKnowledge: what the `auto` policy knows of each signature (a kind
+// of job): its own profile (store, hints, measurements of this run), its
+// prior (prior.h), its label, its family (family.h) and the estimate its
+// family's measured instances give it, and the work the latest of its jobs
+// that ended ok did.
+//
+// usable(sig) is what admission reads: the signature's own profile when
+// complete enough, else that profile over its family's estimate, cached per
+// signature until the family's next measurement; nullptr when neither is
+// enough or the estimate exceeds every GPU (a probe is needed). version()
+// changes whenever an answer of usable(), own(), prior_of() or the
+// families could change: it keys the policy's caches of what it derived
+// from them (likenesses, probe targets, the longest queued start-up).
+//
+// Owns its profiles: pointers it returns stay valid until the next call that
+// changes the same signature's profile (own profiles are never moved or
+// dropped; estimates are rewritten in place). Pure, not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sched/family.h"
+#include "sched/profile.h"
+
+namespace colo {
+
+// A caller's cached own(sig) lookup: valid while `added` is what
+// SignatureKnowledge::profiles_added() was when it was filled (an own
+// profile, once added, keeps its address). Kept per queued job.
+struct OwnProfileCache {
+  uint64_t added = UINT64_MAX;
+  const JobProfile* profile = nullptr;
+};
+
+class SignatureKnowledge {
+ public:
+  // `largest_memory_bytes`: the largest GPU's memory, which caps estimates
+  // and sizes the default prior.
+  explicit SignatureKnowledge(uint64_t largest_memory_bytes)
+      : largest_memory_(largest_memory_bytes) {}
+
+  // Its own profile, replaced.
+  void set_profile(const std::string& signature, const JobProfile& profile);
+  // What is assumed when nothing better is known (prior.h).
+  void set_prior(const std::string& signature, const JobProfile& prior);
+  // A short name for its jobs in notes; label() is the first 8 characters
+  // of the signature without one. set_label_if_none keeps an existing one.
+  void set_label(const std::string& signature, std::string label);
+  void set_label_if_none(const std::string& signature, std::string label);
+  std::string label(const std::string& signature) const;
+  // Its family (call before its jobs are queued); signatures without one are
+  // families of their own.
+  void set_family(const std::string& signature, FamilyMember member);
+  // An instance of `family` measured before the run.
+  void add_family_instance(const std::string& family, FamilyInstance instance);
+
+  // A measurement of this run: merged over its own profile (the newer wins
+  // field by field) and added to its family. Returns the merged profile.
+  JobProfile learned(const std::string& signature, const JobProfile& measured);
+  // A peak memory measured of one of its jobs: its own peak becomes the
+  // larger of the two, with no uncertainty, and its family learns it.
+  void measured_memory(const std::string& signature, const JobProfile& measured);
+  // Its own peak becomes at least `bytes` (a job ran out of memory).
+  void raise_peak(const std::string& signature, uint64_t bytes);
+
+  // Its own profile; nullptr without one.
+  const JobProfile* own(const std::string& signature) const;
+  // Counts own profiles ever added (OwnProfileCache).
+  uint64_t profiles_added() const { return profiles_added_; }
+  // What admission uses (see above).
+  const JobProfile* usable(const std::string& signature) const;
+  // usable(signature), with `cache` sparing the lookup of an admissible own
+  // profile (a sweep's signatures are long and many).
+  const JobProfile* usable(const std::string& signature, OwnProfileCache& cache) const;
+  // Whether usable() comes from its family's estimate (its own profile is
+  // not admissible alone).
+  bool estimated(const std::string& signature) const;
+  // Its prior (set_prior(), else the default PriorModel's), with its own
+  // profile (a hint's memory or SM activity) over it field by field.
+  JobProfile prior_of(const std::string& signature) const;
+
+  // Its family membership; nullptr without one.
+  const FamilyMember* member(const std::string& signature) const;
+  // How many measured instances its family has, and how many signatures;
+  // {0, 0} without a family.
+  std::pair<size_t, size_t> family_size(const std::string& signature) const;
+  // What its family's measurements lack to estimate it ("" when nothing
+  // was estimated).
+  std::string missing(const std::string& signature) const;
+  // The key newcomers are counted by: "family:NAME", else the signature.
+  std::string probe_key(const std::string& signature) const;
+  // The queued instance of `family` that measuring would teach most
+  // (family.h probe_value), among its signatures that `queued` says have
+  // jobs queued and that have no usable profile; "" when none. Cached per
+  // family until keep_probe_targets_while() sees a change.
+  std::string probe_target(const std::string& family,
+                           const std::function<bool(const std::string&)>& queued);
+  // Empties the probe-target cache when version() or `queue_changes` (the
+  // caller's count of changes to which signatures are queued) differ from
+  // the last call's.
+  void keep_probe_targets_while(uint64_t queue_changes);
+  // True the first time it is asked for `signature` since its family's last
+  // measurement (the estimate it is placed by is new: note it once).
+  bool announce(const std::string& signature);
+
+  // A job of `signature` ended ok having done `samples` from its first
+  // observed rate on; ended_samples() is the latest of its signature, else
+  // of its family.
+  void ended(const std::string& signature, double samples);
+  std::optional<double> ended_samples(const std::string& signature) const;
+
+  uint64_t version() const { return version_; }
+
+ private:
+  struct Family {
+    std::vector<FamilyInstance> instances;  // measured: the store's, then this run's
+    // The first of `instances` with each set of parameter values (a sweep's
+    // measurement finds its own instance without a scan of them all).
+    std::map<std::map<std::string, std::string>, size_t> first_with;
+    std::optional<std::vector<std::string>> resource_params;
+    std::vector<std::string> signatures;  // its members
+    uint64_t version = 0;                 // bumped by each new measurement
+    // What its measurements say of each parameter, shared by its members'
+    // estimates while `version` is effects_version.
+    mutable EffectsMemo effects;
+    mutable uint64_t effects_version = UINT64_MAX;
+  };
+  struct Estimated {
+    uint64_t version = UINT64_MAX;  // of the family when it was computed
+    FamilyEstimate estimate;
+    JobProfile usable;  // the signature's own profile over the estimate
+  };
+  // The signature's entry in profiles_, added empty when it has none.
+  JobProfile& own_profile(const std::string& signature);
+  // The family's EffectsMemo, emptied when its measurements changed.
+  EffectsMemo& effects_of(const Family& f) const;
+  void add_to_family(const std::string& signature, const JobProfile& measured);
+
+  uint64_t largest_memory_ = 0;
+  // By signature, looked up for every queued class in each schedule():
+  // hashed, as signatures are long and share their leading text.
+  std::unordered_map<std::string, JobProfile> profiles_;
+  uint64_t profiles_added_ = 0;  // entries ever added to profiles_
+  std::map<std::string, JobProfile> priors_;
+  std::map<std::string, std::string> labels_;
+  std::unordered_map<std::string, FamilyMember> members_;         // by signature
+  std::map<std::string, Family> families_;                        // by family
+  mutable std::unordered_map<std::string, Estimated> estimates_;  // by signature
+  // By family: what probe_target() found, while version_ and the caller's
+  // queue changes stay what they were when it was last emptied.
+  std::map<std::string, std::string> probe_targets_;
+  uint64_t probe_targets_version_ = 0;
+  uint64_t probe_targets_queue_ = 0;
+  std::set<std::pair<std::string, uint64_t>> announced_;  // (signature, family version)
+  std::map<std::string, double> ended_samples_;           // by signature
+  std::map<std::string, double> family_ended_samples_;    // by family
+  // Starts at 1, so that a cache stamped 0 was never filled.
+  uint64_t version_ = 1;
+};
+
+}  // namespace colo

@@ -1,0 +1,206 @@
+#include "sched/signature_knowledge.h"
+
+#include <gtest/gtest.h>
+
+#include "common/units.h"
+
+namespace colo {
+namespace {
+
+constexpr uint64_t kLargest = 80 * kGiB;
+
+JobProfile knowledge_profile(double memory_gib, std::optional<double> sm_pct = 40) {
+  JobProfile p;
+  p.peak_memory_bytes = static_cast<uint64_t>(memory_gib * static_cast<double>(kGiB));
+  p.sm_active_pct = sm_pct;
+  p.source = "measured";
+  return p;
+}
+
+FamilyMember toy_member(const std::string& name, const std::string& lr) {
+  return FamilyMember{"toy", name, {{"lr", lr}}, std::nullopt};
+}
+
+// What admission reads of signature "s" after `setup`.
+struct UsableCase {
+  std::string name;
+  std::function<void(SignatureKnowledge&)> setup;
+  std::optional<double> memory_gib;  // usable("s")'s peak; nullopt: none usable
+  bool estimated = false;
+};
+
+class UsableProfile : public testing::TestWithParam<UsableCase> {};
+
+TEST_P(UsableProfile, OwnProfileElseTheFamilysEstimate) {
+  const UsableCase& c = GetParam();
+  SignatureKnowledge k(kLargest);
+  c.setup(k);
+  const JobProfile* p = k.usable("s");
+  ASSERT_EQ(p != nullptr, c.memory_gib.has_value());
+  if (p != nullptr) {
+    EXPECT_EQ(*p->peak_memory_bytes, static_cast<uint64_t>(*c.memory_gib * kGiB));
+  }
+  EXPECT_EQ(k.estimated("s"), c.estimated);
+  OwnProfileCache cache;
+  EXPECT_EQ(k.usable("s", cache), p) << "the cached lookup answers the same";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, UsableProfile,
+    testing::Values(
+        UsableCase{"nothing_known", [](SignatureKnowledge&) {}, std::nullopt},
+        UsableCase{"its_own_profile",
+                   [](SignatureKnowledge& k) { k.set_profile("s", knowledge_profile(4)); }, 4.0},
+        UsableCase{
+            "a_memory_hint_alone_is_not_enough",
+            [](SignatureKnowledge& k) { k.set_profile("s", knowledge_profile(4, std::nullopt)); },
+            std::nullopt},
+        UsableCase{
+            "a_sibling_that_differs_in_a_neutral_parameter",
+            [](SignatureKnowledge& k) {
+              k.add_family_instance("toy", {"toy[lr=0.1]", {{"lr", "0.1"}}, knowledge_profile(6)});
+              k.set_family("s", toy_member("toy[lr=0.2]", "0.2"));
+            },
+            6.0, true},
+        UsableCase{"learned_by_a_sibling_in_this_run",
+                   [](SignatureKnowledge& k) {
+                     k.set_family("t", toy_member("toy[lr=0.1]", "0.1"));
+                     k.set_family("s", toy_member("toy[lr=0.2]", "0.2"));
+                     k.learned("t", knowledge_profile(5));
+                   },
+                   5.0, true},
+        UsableCase{
+            "an_estimate_beyond_every_gpu_is_measured_instead",
+            [](SignatureKnowledge& k) {
+              k.add_family_instance("toy", {"toy[lr=0.1]", {{"lr", "0.1"}}, knowledge_profile(90)});
+              k.set_family("s", toy_member("toy[lr=0.2]", "0.2"));
+            },
+            std::nullopt},
+        UsableCase{
+            "its_own_peak_over_the_estimate",
+            [](SignatureKnowledge& k) {
+              k.add_family_instance("toy", {"toy[lr=0.1]", {{"lr", "0.1"}}, knowledge_profile(6)});
+              k.set_family("s", toy_member("toy[lr=0.2]", "0.2"));
+              k.raise_peak("s", 7 * kGiB);
+            },
+            7.0, true},
+        UsableCase{"a_peak_measured_in_this_run_raises_its_own",
+                   [](SignatureKnowledge& k) {
+                     k.set_profile("s", knowledge_profile(4));
+                     k.measured_memory("s", knowledge_profile(5, std::nullopt));
+                   },
+                   5.0}),
+    [](const auto& info) { return info.param.name; });
+
+// Whether an operation moves version() (the key of the policy's caches).
+struct VersionCase {
+  std::string name;
+  std::function<void(SignatureKnowledge&)> op;
+  bool changes = false;
+};
+
+class KnowledgeVersion : public testing::TestWithParam<VersionCase> {};
+
+TEST_P(KnowledgeVersion, MovesWheneverAnAnswerCouldChange) {
+  const VersionCase& c = GetParam();
+  SignatureKnowledge k(kLargest);
+  k.set_family("s", toy_member("toy[lr=0.2]", "0.2"));
+  const uint64_t before = k.version();
+  EXPECT_NE(before, 0u);
+  c.op(k);
+  EXPECT_EQ(k.version() != before, c.changes);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, KnowledgeVersion,
+    testing::Values(
+        VersionCase{"set_profile",
+                    [](SignatureKnowledge& k) { k.set_profile("s", knowledge_profile(1)); }, true},
+        VersionCase{"set_prior",
+                    [](SignatureKnowledge& k) { k.set_prior("s", knowledge_profile(1)); }, true},
+        VersionCase{"set_family",
+                    [](SignatureKnowledge& k) { k.set_family("t", toy_member("toy[lr=1]", "1")); },
+                    true},
+        VersionCase{"add_family_instance",
+                    [](SignatureKnowledge& k) {
+                      k.add_family_instance("toy", {"x", {}, knowledge_profile(1)});
+                    },
+                    true},
+        VersionCase{"learned", [](SignatureKnowledge& k) { k.learned("s", knowledge_profile(1)); },
+                    true},
+        VersionCase{"raise_peak", [](SignatureKnowledge& k) { k.raise_peak("s", kGiB); }, true},
+        VersionCase{"set_label", [](SignatureKnowledge& k) { k.set_label("s", "toy"); }, false},
+        VersionCase{"ended", [](SignatureKnowledge& k) { k.ended("s", 100); }, false},
+        VersionCase{"measured_memory_without_a_peak",
+                    [](SignatureKnowledge& k) { k.measured_memory("s", JobProfile{}); }, false}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(SignatureKnowledgeTest, PriorIsTheDefaultUnlessSetWithItsOwnHintsOver) {
+  SignatureKnowledge k(kLargest);
+  const JobProfile fallback = k.prior_of("s");
+  EXPECT_TRUE(fallback.admissible()) << "the default prior places a newcomer";
+  k.set_prior("s", knowledge_profile(3));
+  EXPECT_EQ(*k.prior_of("s").peak_memory_bytes, 3 * kGiB);
+  k.set_profile("s", knowledge_profile(2, std::nullopt));
+  EXPECT_EQ(*k.prior_of("s").peak_memory_bytes, 2 * kGiB) << "its own hint wins";
+  EXPECT_EQ(*k.prior_of("s").sm_active_pct, 40);
+}
+
+TEST(SignatureKnowledgeTest, LabelsProbeKeysAndNames) {
+  SignatureKnowledge k(kLargest);
+  EXPECT_EQ(k.label("0123456789abcdef"), "01234567");
+  k.set_label("s", "resnet");
+  k.set_label_if_none("s", "other");
+  EXPECT_EQ(k.label("s"), "resnet");
+  EXPECT_EQ(k.probe_key("s"), "s");
+  k.set_family("s", toy_member("toy[lr=0.2]", "0.2"));
+  EXPECT_EQ(k.probe_key("s"), "family:toy");
+  EXPECT_EQ(k.member("s")->name, "toy[lr=0.2]");
+  EXPECT_EQ(k.member("t"), nullptr);
+  EXPECT_EQ(k.family_size("s"), (std::pair<size_t, size_t>{0, 1}));
+}
+
+TEST(SignatureKnowledgeTest, AnEstimateIsAnnouncedOncePerMeasurement) {
+  SignatureKnowledge k(kLargest);
+  k.add_family_instance("toy", {"toy[lr=0.1]", {{"lr", "0.1"}}, knowledge_profile(6)});
+  k.set_family("s", toy_member("toy[lr=0.2]", "0.2"));
+  EXPECT_TRUE(k.announce("s"));
+  EXPECT_FALSE(k.announce("s"));
+  k.learned("s", knowledge_profile(6.5));
+  EXPECT_TRUE(k.announce("s")) << "its family measured again";
+  EXPECT_FALSE(k.announce("unknown")) << "no family, no estimate";
+}
+
+TEST(SignatureKnowledgeTest, EndedWorkOfItsOwnElseOfItsFamily) {
+  SignatureKnowledge k(kLargest);
+  k.set_family("s", toy_member("toy[lr=0.2]", "0.2"));
+  k.set_family("t", toy_member("toy[lr=0.1]", "0.1"));
+  EXPECT_EQ(k.ended_samples("s"), std::nullopt);
+  k.ended("t", 500);
+  EXPECT_EQ(k.ended_samples("s"), 500.0) << "a sibling's";
+  k.ended("s", 300);
+  k.ended("t", 700);
+  EXPECT_EQ(k.ended_samples("s"), 300.0) << "its own first";
+}
+
+TEST(SignatureKnowledgeTest, ProbeTargetAmongTheQueuedAndCachedUntilAChange) {
+  SignatureKnowledge k(kLargest);
+  k.add_family_instance("toy",
+                        {"toy[batch_size=32]", {{"batch_size", "32"}}, knowledge_profile(2)});
+  k.set_family("near", FamilyMember{"toy", "toy[batch_size=64]", {{"batch_size", "64"}}, {}});
+  k.set_family("far", FamilyMember{"toy", "toy[batch_size=512]", {{"batch_size", "512"}}, {}});
+  std::set<std::string> queued = {"near", "far"};
+  auto is_queued = [&](const std::string& s) { return queued.contains(s); };
+  k.keep_probe_targets_while(0);
+  EXPECT_EQ(k.probe_target("toy", is_queued), "far") << "the farthest teaches most";
+  queued.erase("far");
+  EXPECT_EQ(k.probe_target("toy", is_queued), "far") << "cached while the caller says no change";
+  k.keep_probe_targets_while(1);
+  EXPECT_EQ(k.probe_target("toy", is_queued), "near");
+  queued.clear();
+  k.keep_probe_targets_while(2);
+  EXPECT_EQ(k.probe_target("toy", is_queued), "");
+}
+
+}  // namespace
+}  // namespace colo
