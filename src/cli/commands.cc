@@ -81,7 +81,7 @@ struct RunFlags {
   std::string profiles_from;      // another store whose profiles the auto policy may use
   std::optional<int64_t> resume;  // run again the jobs of this run that did not end well
   LabelFlags label;
-  QosFlags qos;                   // every job's class, over the file's
+  QosFlags qos;  // every job's class, over the file's
 };
 
 // The code a finished run exits with.

@@ -963,9 +963,8 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   add_label_flags(*submit_cmd, submit_label);
   set_example(*submit_cmd, "colo submit examples/quickstart.toml --name lr-a --json");
   submit_cmd->callback([&exit_code] {
-    exit_code =
-        submit_command(submit_file_path, submit_resume, submit_priority, submit_qos, submit_label,
-                       client);
+    exit_code = submit_command(submit_file_path, submit_resume, submit_priority, submit_qos,
+                               submit_label, client);
   });
 
   CLI::App* queue_cmd = app.add_subcommand(

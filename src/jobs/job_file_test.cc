@@ -265,19 +265,21 @@ INSTANTIATE_TEST_SUITE_P(
                 {"bad.toml:4:", "key 'repeat'", "got a float 1.5"}},
         BadCase{"qos unknown",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nqos = \"guaranteed\"\n",
-                {"bad.toml:4:", "job 'a'", "key 'qos' must be \"protected\", \"normal\" or "
-                 "\"opportunistic\"", "got \"guaranteed\""}},
+                {"bad.toml:4:", "job 'a'",
+                 "key 'qos' must be \"protected\", \"normal\" or "
+                 "\"opportunistic\"",
+                 "got \"guaranteed\""}},
         BadCase{"qos misspelt",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nqos = \"protectd\"\n",
                 {"bad.toml:4:", "did you mean 'protected'?"}},
         BadCase{"qos not a string",
                 "[defaults]\nqos = 1\n[[job]]\nname = \"a\"\ncommand = [\"x\"]\n",
                 {"bad.toml:2:", "[defaults]", "key 'qos'", "got an integer 1"}},
-        BadCase{"min_speed above one",
-                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nqos = \"protected\"\n"
-                "min_speed = 1.5\n",
-                {"bad.toml:5:", "key 'min_speed'", "above 0 and at most 1", "such as 0.9",
-                 "got 1.5"}},
+        BadCase{
+            "min_speed above one",
+            "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nqos = \"protected\"\n"
+            "min_speed = 1.5\n",
+            {"bad.toml:5:", "key 'min_speed'", "above 0 and at most 1", "such as 0.9", "got 1.5"}},
         BadCase{"min_speed zero",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nqos = \"protected\"\n"
                 "min_speed = 0\n",
@@ -600,10 +602,9 @@ qos = "normal"
   }
   EXPECT_EQ(parse_ok(kJobHead).jobs[0].qos, QosClass::kNormal);
   // A whole-number floor is a floor too.
-  EXPECT_EQ(parse_ok(std::string(kJobHead) + "qos = \"protected\"\nmin_speed = 1\n")
-                .jobs[0]
-                .min_speed,
-            1.0);
+  EXPECT_EQ(
+      parse_ok(std::string(kJobHead) + "qos = \"protected\"\nmin_speed = 1\n").jobs[0].min_speed,
+      1.0);
 }
 
 TEST(JobFile, SweepPointsArePreemptibleUnlessTheFileSaysOtherwise) {

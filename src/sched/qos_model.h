@@ -77,9 +77,9 @@ QosPrediction predict_qos(double protected_sm, int neighbours, const Opportunist
 inline constexpr int kMaxOpportunisticNeighbours = 3;
 
 struct OpportunisticChoice {
-  int neighbours = 0;             // 0: the protected job runs without neighbours
-  OpportunisticLevers levers;     // below normal priority, the thread percentage chosen
-  QosPrediction predicted;        // with them
+  int neighbours = 0;          // 0: the protected job runs without neighbours
+  OpportunisticLevers levers;  // below normal priority, the thread percentage chosen
+  QosPrediction predicted;     // with them
 };
 
 // The smallest thread percentage colo chooses: the table's smallest.

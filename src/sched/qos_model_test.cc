@@ -68,7 +68,9 @@ TEST(QosModel, SpeedFallsWithEveryNeighbourEveryUncappedThreadAndTheJobsOwnLoad)
     const QosPrediction a = predict_qos(c.sm_a, c.n_a, c.a);
     const QosPrediction b = predict_qos(c.sm_b, c.n_b, c.b);
     EXPECT_GT(a.protected_speed, b.protected_speed) << c.what;
-    if (c.sm_a == c.sm_b) EXPECT_LT(a.harvest, b.harvest) << c.what;
+    if (c.sm_a == c.sm_b) {
+      EXPECT_LT(a.harvest, b.harvest) << c.what;
+    }
   }
 }
 
@@ -93,12 +95,9 @@ TEST(QosModel, ChoosesTheMostNeighboursAndThreadsThatKeepTheFloor) {
   };
   const std::vector<Case> cases = {
       // The finding: a 0.9 floor leaves the heavy job about one capped neighbour.
-      {"heavy at 0.9", 0.84, 0.9, 1, 20, 20},
-      {"heavy at 0.8", 0.84, 0.8, 3, 10, 15},
-      {"heavy at 0.99", 0.84, 0.99, 0, 0, 100},
-      {"light at 0.9", 0.10, 0.9, 3, 100, 100},
-      {"light at 0.97", 0.10, 0.97, 3, 10, 50},
-      {"floor 0 takes all", 1.0, 0.0, 3, 100, 100},
+      {"heavy at 0.9", 0.84, 0.9, 1, 20, 20},   {"heavy at 0.8", 0.84, 0.8, 3, 10, 15},
+      {"heavy at 0.99", 0.84, 0.99, 0, 0, 100}, {"light at 0.9", 0.10, 0.9, 3, 100, 100},
+      {"light at 0.97", 0.10, 0.97, 3, 10, 50}, {"floor 0 takes all", 1.0, 0.0, 3, 100, 100},
   };
   for (const Case& c : cases) {
     const OpportunisticChoice choice = choose_opportunistic_levers(c.sm, c.floor);
@@ -118,7 +117,8 @@ TEST(QosModel, ChoosesTheMostNeighboursAndThreadsThatKeepTheFloor) {
       EXPECT_LT(more.protected_speed, c.floor) << c.what;
     }
     if (choice.neighbours < kMaxOpportunisticNeighbours) {
-      const QosPrediction one_more = predict_qos(c.sm, choice.neighbours + 1, {true, kMinOpportunisticThreadPct});
+      const QosPrediction one_more =
+          predict_qos(c.sm, choice.neighbours + 1, {true, kMinOpportunisticThreadPct});
       EXPECT_LT(one_more.protected_speed, c.floor) << c.what;
     }
   }

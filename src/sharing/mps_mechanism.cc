@@ -76,9 +76,9 @@ Result<Environment> MpsMechanism::environment_for(const Placement& placement) {
     env["CUDA_MPS_CLIENT_PRIORITY"] = "1";  // below normal
     if (const std::optional<int>& cap = placement.opportunistic_thread_pct) {
       if (*cap < 1 || *cap > 100) {
-        return Error(fmt::format(
-            "mps: job '{}': an opportunistic thread percentage must be 1-100, got {}",
-            placement.job_name, *cap));
+        return Error(
+            fmt::format("mps: job '{}': an opportunistic thread percentage must be 1-100, got {}",
+                        placement.job_name, *cap));
       }
       thread_pct = std::min(*cap, thread_pct.value_or(100));
     }
