@@ -393,6 +393,8 @@ RunSummary summarize(const RunRecord& record, const SampleFigures* figures) {
       job.metrics = training_metrics(events, job.started_ms, row.lower_is_better);
     }
     job.objective = row.objective;
+    job.qos = row.qos;
+    job.min_speed = row.min_speed;
     job.diverged = std::any_of(job.metrics.begin(), job.metrics.end(),
                                [](const MetricSeries& m) { return m.diverged; });
     const std::vector<EpochEnd>& ends = job.epoch_ends;

@@ -62,6 +62,8 @@ struct JobSummary {
   // diverged, whatever its exit. Ranks last with the failed ones.
   bool diverged = false;
   std::string objective;             // its job file's [objective] metric ("": none)
+  QosClass qos = QosClass::kNormal;  // its class; a protected job's floor (JobSpec)
+  double min_speed = kDefaultMinSpeed;
   std::vector<std::string> command;  // its spec's command
   // The profile the auto policy placed it by when that was estimated from
   // its family, and what it measured as the auto policy's probe (the

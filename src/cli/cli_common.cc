@@ -17,6 +17,7 @@
 #include "common/text.h"
 #include "common/units.h"
 #include "gpu/open_backend.h"
+#include "jobs/job_qos.h"
 #include "run/leftovers.h"
 #include "run/run_controller.h"
 
@@ -439,6 +440,25 @@ void add_label_flags(CLI::App& cmd, LabelFlags& flags) {
                  "several (with `colo label`, KEY= removes one)")
       ->allow_extra_args(false);
   cmd.add_option("--note", flags.note, "a line of text kept with it");
+}
+
+void add_qos_flags(CLI::App& cmd, QosFlags& flags) {
+  cmd.add_option("--qos", flags.qos,
+                 "every job's class, over the job file's: protected (keeps --min-speed of its "
+                 "solo speed), normal (the default: packed for the machine's total) or "
+                 "opportunistic (fills what is left, at the lowest priority, capped); see "
+                 "docs/policy.md");
+  cmd.add_option("--min-speed", flags.min_speed,
+                 "with --qos protected: the floor, a fraction of the job's solo speed above 0 and "
+                 "at most 1 (default: the file's min_speed for jobs it protects, else 0.9)");
+}
+
+Status apply_qos_flags(const QosFlags& flags, JobFile& file) {
+  Result<std::optional<QosOverride>> over = qos_override(flags.qos, flags.min_speed);
+  if (!over.ok()) return over.error();
+  if (!*over) return OkStatus();
+  for (JobSpec& job : file.jobs) apply_qos_override(**over, job.qos, job.min_speed);
+  return OkStatus();
 }
 
 Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base) {

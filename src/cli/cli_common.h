@@ -161,6 +161,18 @@ void add_label_flags(CLI::App& cmd, LabelFlags& flags);
 // An error names the flag at fault.
 Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base);
 
+// --qos CLASS and --min-speed X (colo run, colo submit): every job's class
+// and floor over what the job file says (jobs/job_qos.h, docs/policy.md).
+struct QosFlags {
+  std::optional<std::string> qos;
+  std::optional<double> min_speed;
+  bool given() const { return qos || min_speed; }
+};
+void add_qos_flags(CLI::App& cmd, QosFlags& flags);
+// Gives every job of `file` the class and floor the flags say (nothing when
+// none is given). An error names the flag at fault and what to write.
+Status apply_qos_flags(const QosFlags& flags, JobFile& file);
+
 // Opens the existing store that `db_flag` names (default_db_path() when empty)
 // for reading: colo runs, show and report. When it can only be read (a
 // read-only or full file system), says so on stderr and reads it anyway.

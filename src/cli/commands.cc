@@ -81,6 +81,7 @@ struct RunFlags {
   std::string profiles_from;      // another store whose profiles the auto policy may use
   std::optional<int64_t> resume;  // run again the jobs of this run that did not end well
   LabelFlags label;
+  QosFlags qos;  // every job's class, over the file's
 };
 
 // The code a finished run exits with.
@@ -106,6 +107,11 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     std::cerr << "colo: " << label.error().message() << "\n";
     return kExitBadInput;
   }
+  if (flags.resume && flags.qos.given()) {
+    std::cerr << "colo: --qos and --min-speed are for a job file; a resumed job keeps the class "
+                 "it ran with\n";
+    return kExitBadInput;
+  }
   std::optional<ResumePlan> resume;
   if (flags.resume) {
     const std::string db = !flags.db.empty() ? flags.db : default_db_path();
@@ -129,13 +135,17 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     std::cerr << "colo: " << file.error().message() << "\n";
     return kExitBadInput;
   }
+  if (Status qos = apply_qos_flags(flags.qos, *file); !qos.ok()) {
+    std::cerr << "colo: " << qos.error().message() << "\n";
+    return kExitBadInput;
+  }
   // Inside a Slurm allocation: only its GPUs, and where it ran is recorded.
   const EnvLookup env = process_environment();
   std::optional<SlurmAllocation> slurm;
   if (!read_slurm_allocation(env, slurm)) return kExitEnvironment;
   // Outside Slurm, a colo serve on this machine owns its GPUs: the jobs go there.
   if (!flags.local && !slurm && flags.shard_plan.empty() && !resume) {
-    if (std::optional<int> code = run_through_service(flags.file, flags.socket, *label))
+    if (std::optional<int> code = run_through_service(flags.file, flags.socket, *label, flags.qos))
       return *code;
   }
   std::optional<ShardRun> shard;
@@ -760,6 +770,7 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
                       "for jobs this run's store does not know, instead of probing them alone "
                       "(`colo slurm submit` passes the store it planned with)");
   add_label_flags(*run_cmd, run.label);
+  add_qos_flags(*run_cmd, run.qos);
   set_example(*run_cmd, "colo run examples/quickstart.toml --backend sim --mechanism naive");
   run_cmd->callback([&exit_code, command_line] { exit_code = run_command(run, command_line); });
 

@@ -58,10 +58,13 @@ void add_profile_command(CLI::App& app, int& exit_code);
 void add_top_command(CLI::App& app, int& exit_code);
 // `colo serve`, `submit`, `queue`, `cancel`, `logs`, `wait` (serve_command.cc).
 void add_serve_commands(CLI::App& app, int& exit_code, const std::string& command_line);
+struct QosFlags;  // cli_common.h
+
 // `colo run FILE` when a colo serve answers (at `socket`, else where clients
 // look): submits the file there and follows its jobs; the exit code. nullopt
-// when no service runs. `label` names the submission (colo show NAME).
+// when no service runs. `label` names the submission (colo show NAME); `qos`
+// gives every job its class (checked already).
 std::optional<int> run_through_service(const std::string& path, const std::string& socket,
-                                       const RunLabel& label);
+                                       const RunLabel& label, const QosFlags& qos);
 
 }  // namespace colo

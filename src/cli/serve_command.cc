@@ -297,7 +297,8 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
 
 // Submits the jobs of `file`; the answer (ids, the service's mechanism and
 // policy), after warning about [run] settings the service does not take.
-// `priority`: every job's, over what the file says; `label` names the
+// `priority`: every job's, over what the file says (the file's class and
+// floor come already overridden: apply_qos_flags); `label` names the
 // submission.
 // The label as a submit request carries it: null when it says nothing.
 json label_request(const RunLabel& label) {
@@ -352,7 +353,7 @@ std::string id_ranges(const std::vector<int64_t>& ids) {
 }
 
 int submit_command(const std::string& path, const std::string& resume, std::optional<int> priority,
-                   const LabelFlags& labels, const ClientFlags& flags) {
+                   const QosFlags& qos, const LabelFlags& labels, const ClientFlags& flags) {
   if (path.empty() == resume.empty()) {
     std::cerr << "colo: submit needs a job file, or --resume SUB (the jobs of a submission that "
                  "did not end ok), not both\n";
@@ -361,6 +362,11 @@ int submit_command(const std::string& path, const std::string& resume, std::opti
   if (!resume.empty() && priority) {
     std::cerr << "colo: --priority is for a job file; a resumed job keeps the priority it was "
                  "submitted with\n";
+    return kExitBadInput;
+  }
+  if (!resume.empty() && qos.given()) {
+    std::cerr << "colo: --qos and --min-speed are for a job file; a resumed job keeps the class "
+                 "it was submitted with\n";
     return kExitBadInput;
   }
   Result<RunLabel> label = apply_label_flags(labels, {});
@@ -373,6 +379,10 @@ int submit_command(const std::string& path, const std::string& resume, std::opti
     Result<JobFile> loaded = load_job_file(path);
     if (!loaded.ok()) {
       std::cerr << "colo: " << loaded.error().message() << "\n";
+      return kExitBadInput;
+    }
+    if (Status s = apply_qos_flags(qos, *loaded); !s.ok()) {
+      std::cerr << "colo: " << s.error().message() << "\n";
       return kExitBadInput;
     }
     file = std::move(loaded).value();
@@ -743,7 +753,7 @@ int wait_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
 }  // namespace
 
 std::optional<int> run_through_service(const std::string& path, const std::string& socket,
-                                       const RunLabel& label) {
+                                       const RunLabel& label, const QosFlags& qos) {
   std::vector<std::string> candidates =
       socket.empty() ? service_socket_candidates() : std::vector<std::string>{socket};
   Result<ServiceClient> client = ServiceClient::find(candidates);
@@ -751,6 +761,10 @@ std::optional<int> run_through_service(const std::string& path, const std::strin
   Result<JobFile> file = load_job_file(path);
   if (!file.ok()) {
     std::cerr << "colo: " << file.error().message() << "\n";
+    return kExitBadInput;
+  }
+  if (Status s = apply_qos_flags(qos, *file); !s.ok()) {
+    std::cerr << "colo: " << s.error().message() << "\n";
     return kExitBadInput;
   }
   Result<json> answer = submit_file(*client, *file, std::nullopt, label);
@@ -793,6 +807,7 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   static std::string submit_file_path;
   static std::string submit_resume;
   static std::optional<int> submit_priority;
+  static QosFlags submit_qos;
   static LabelFlags submit_label;
   static std::vector<int64_t> ids;
   static std::string log_job;
@@ -943,12 +958,13 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                    "every job's priority, over the file's: higher starts first (-100 to 100; "
                    "above 0 only for the service's admins; docs/serve.md, Fair share)")
       ->check(CLI::Range(kMinJobPriority, kMaxJobPriority));
+  add_qos_flags(*submit_cmd, submit_qos);
   add_client_flags(submit_cmd, true);
   add_label_flags(*submit_cmd, submit_label);
   set_example(*submit_cmd, "colo submit examples/quickstart.toml --name lr-a --json");
   submit_cmd->callback([&exit_code] {
-    exit_code =
-        submit_command(submit_file_path, submit_resume, submit_priority, submit_label, client);
+    exit_code = submit_command(submit_file_path, submit_resume, submit_priority, submit_qos,
+                               submit_label, client);
   });
 
   CLI::App* queue_cmd = app.add_subcommand(

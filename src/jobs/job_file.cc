@@ -63,11 +63,12 @@ constexpr std::array<const char*, 4> kRunKeys = {"max_per_gpu", "mechanism", "po
 constexpr std::array<const char*, 2> kPolicies = {"fixed", "auto"};
 constexpr std::array<const char*, 4> kMechanisms = {"exclusive", "naive", "mps", "mig"};
 // Keys that may appear in [defaults] and in every [[job]].
-constexpr std::array<const char*, 23> kSettingKeys = {
-    "workdir",     "env",           "gpu_memory",  "sm_share",    "memory_limit", "epoch_regex",
-    "step_regex",  "epoch_samples", "sm_activity", "gpu_util",    "solo_time",    "startup_time",
-    "mig_profile", "mig_group",     "dataset",     "restart",     "host_memory",  "cpus",
-    "gpus",        "stall_timeout", "priority",    "preemptible", "profile"};
+constexpr std::array<const char*, 25> kSettingKeys = {
+    "workdir",     "env",          "gpu_memory",    "sm_share",    "memory_limit",
+    "epoch_regex", "step_regex",   "epoch_samples", "sm_activity", "gpu_util",
+    "solo_time",   "startup_time", "mig_profile",   "mig_group",   "dataset",
+    "restart",     "host_memory",  "cpus",          "gpus",        "stall_timeout",
+    "priority",    "preemptible",  "profile",       "qos",         "min_speed"};
 constexpr std::array<const char*, 5> kProfileKeys = {"tool", "after_epoch", "after", "steps",
                                                      "duration"};
 constexpr std::array<const char*, 3> kProfileTools = {"torch", "nsys", "ncu"};
@@ -363,6 +364,31 @@ class TableReader {
       if (auto n = int_in_range(k, node, kMinJobPriority, kMaxJobPriority,
                                 "a whole number from -100 (last) to 100 (first)"))
         settings.priority = static_cast<int>(*n);
+    } else if (k == "qos") {
+      auto text = string(k, node, kQosClassesText);
+      if (!text) return;
+      if (std::optional<QosClass> qos = parse_qos_class(*text)) {
+        settings.qos = *qos;
+      } else {
+        error(line_of(node),
+              fmt::format("key 'qos' must be {}, got \"{}\"{}", kQosClassesText, *text,
+                          did_you_mean(*text, std::array{"protected", "normal", "opportunistic"})));
+      }
+    } else if (k == "min_speed") {
+      std::optional<double> x;
+      if (const auto* f = node.as_floating_point()) x = f->get();
+      if (const auto* i = node.as_integer()) x = static_cast<double>(i->get());
+      std::optional<std::string> problem =
+          x ? min_speed_problem(*x)
+            : fmt::format(
+                  "must be a fraction of the job's solo speed above 0 and at most 1, "
+                  "such as 0.9, got {}",
+                  describe(node));
+      if (problem) {
+        error(line_of(node), fmt::format("key 'min_speed' {}", *problem));
+      } else {
+        settings.min_speed = Sourced<double>{*x, line_of(node)};
+      }
     } else if (k == "stall_timeout") {
       if (auto ms = duration(k, node, "\"10m\"", true)) settings.stall_timeout_ms = *ms;
     } else if (k == "mig_profile" || k == "mig_group") {

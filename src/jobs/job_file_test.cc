@@ -263,6 +263,39 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"repeat float",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nrepeat = 1.5\n",
                 {"bad.toml:4:", "key 'repeat'", "got a float 1.5"}},
+        BadCase{"qos unknown",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nqos = \"guaranteed\"\n",
+                {"bad.toml:4:", "job 'a'",
+                 "key 'qos' must be \"protected\", \"normal\" or "
+                 "\"opportunistic\"",
+                 "got \"guaranteed\""}},
+        BadCase{"qos misspelt",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nqos = \"protectd\"\n",
+                {"bad.toml:4:", "did you mean 'protected'?"}},
+        BadCase{"qos not a string",
+                "[defaults]\nqos = 1\n[[job]]\nname = \"a\"\ncommand = [\"x\"]\n",
+                {"bad.toml:2:", "[defaults]", "key 'qos'", "got an integer 1"}},
+        BadCase{
+            "min_speed above one",
+            "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nqos = \"protected\"\n"
+            "min_speed = 1.5\n",
+            {"bad.toml:5:", "key 'min_speed'", "above 0 and at most 1", "such as 0.9", "got 1.5"}},
+        BadCase{"min_speed zero",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nqos = \"protected\"\n"
+                "min_speed = 0\n",
+                {"bad.toml:5:", "key 'min_speed'", "got 0"}},
+        BadCase{"min_speed a string",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nqos = \"protected\"\n"
+                "min_speed = \"90%\"\n",
+                {"bad.toml:5:", "key 'min_speed'", "got a string \"90%\""}},
+        BadCase{"min_speed without protected",
+                "[[job]]\nname = \"a\"\ncommand = [\"x\"]\nmin_speed = 0.8\n",
+                {"bad.toml:4:", "job 'a'", "min_speed is the floor of a protected job",
+                 "this job is normal", "add qos = \"protected\""}},
+        BadCase{"min_speed from defaults on an opportunistic job",
+                "[defaults]\nqos = \"protected\"\nmin_speed = 0.8\n[[job]]\nname = \"a\"\n"
+                "command = [\"x\"]\nqos = \"opportunistic\"\n",
+                {"bad.toml:3:", "job 'a'", "this job is opportunistic"}},
         BadCase{"priority range",
                 "[[job]]\nname = \"a\"\ncommand = [\"x\"]\npriority = 500\n",
                 {"bad.toml:4:", "key 'priority'", "from -100 (last) to 100 (first)"}},
@@ -525,6 +558,53 @@ priority = 20
   Result<JobSpec> back = job_spec_from_json(job_spec_to_json(file.jobs[1]));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->priority, 20);
+}
+
+// Issue 56: the class in [defaults] and [[job]], normal by default; a
+// protected job's floor 0.9 unless it says otherwise; both reach the service.
+TEST(JobFile, QosClassesDefaultToNormalAndTravelToTheService) {
+  JobFile file = parse_ok(R"(
+[defaults]
+qos = "opportunistic"
+[[job]]
+name = "fill"
+command = ["x"]
+[[job]]
+name = "main"
+command = ["x"]
+qos = "protected"
+[[job]]
+name = "main2"
+command = ["x"]
+qos = "protected"
+min_speed = 0.75
+[[job]]
+name = "plain"
+command = ["x"]
+qos = "normal"
+)");
+  ASSERT_EQ(file.jobs.size(), 4u);
+  struct Want {
+    QosClass qos;
+    double min_speed;
+  };
+  const std::vector<Want> want = {{QosClass::kOpportunistic, kDefaultMinSpeed},
+                                  {QosClass::kProtected, 0.9},
+                                  {QosClass::kProtected, 0.75},
+                                  {QosClass::kNormal, kDefaultMinSpeed}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(file.jobs[i].qos, want[i].qos) << file.jobs[i].name;
+    EXPECT_EQ(file.jobs[i].min_speed, want[i].min_speed) << file.jobs[i].name;
+    Result<JobSpec> back = job_spec_from_json(job_spec_to_json(file.jobs[i]));
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    EXPECT_EQ(back->qos, want[i].qos) << file.jobs[i].name;
+    EXPECT_EQ(back->min_speed, want[i].min_speed) << file.jobs[i].name;
+  }
+  EXPECT_EQ(parse_ok(kJobHead).jobs[0].qos, QosClass::kNormal);
+  // A whole-number floor is a floor too.
+  EXPECT_EQ(
+      parse_ok(std::string(kJobHead) + "qos = \"protected\"\nmin_speed = 1\n").jobs[0].min_speed,
+      1.0);
 }
 
 TEST(JobFile, SweepPointsArePreemptibleUnlessTheFileSaysOtherwise) {

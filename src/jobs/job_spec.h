@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "jobs/job_qos.h"
+
 namespace colo {
 
 // What happens to a job whose attempt ended through no fault of its own: colo
@@ -142,6 +144,11 @@ struct JobSpec {
   // may stop it (TERM, the grace to checkpoint), and it runs again later,
   // not counted as an attempt. Default: true for sweep points and repeats.
   bool preemptible = false;
+  // Its quality-of-service class (jobs/job_qos.h, docs/policy.md): normal by
+  // default; a protected job's floor is `min_speed` of its solo speed
+  // (meaningful for protected jobs only; kDefaultMinSpeed otherwise).
+  QosClass qos = QosClass::kNormal;
+  double min_speed = kDefaultMinSpeed;
   // The job file's [objective]: the metric its sweep optimizes ("" when not
   // declared), and whether lower is better for each metric it declared (the
   // objective's among them), in place of the rule by name (`colo show`,

@@ -151,6 +151,8 @@ json job_spec_to_json(const JobSpec& job) {
   if (job.stall_timeout_ms) j["stall_timeout_ms"] = *job.stall_timeout_ms;
   if (job.priority != 0) j["priority"] = job.priority;
   if (job.preemptible) j["preemptible"] = true;
+  if (job.qos != QosClass::kNormal) j["qos"] = to_string(job.qos);
+  if (job.qos == QosClass::kProtected) j["min_speed"] = job.min_speed;
   if (!job.objective.empty()) j["objective"] = job.objective;
   if (!job.fail_fast) j["fail_fast"] = false;
   if (const std::optional<ProfileSpec>& p = job.profile) {
@@ -210,6 +212,26 @@ SpecObjective objective_of_spec(const json& spec) {
     }
   }
   return out;
+}
+
+SpecQos qos_of_spec(const json& spec) {
+  SpecQos out;
+  if (!spec.is_object()) return out;
+  if (auto q = spec.find("qos"); q != spec.end() && q->is_string()) {
+    out.qos = parse_qos_class(q->get<std::string>()).value_or(QosClass::kNormal);
+  }
+  if (auto m = spec.find("min_speed");
+      out.qos == QosClass::kProtected && m != spec.end() && m->is_number()) {
+    if (!min_speed_problem(m->get<double>())) out.min_speed = m->get<double>();
+  }
+  return out;
+}
+
+SpecQos qos_of_spec_text(std::string_view spec_json) {
+  // Most stored specs are normal and do not name "qos": a search spares
+  // parsing them (a key inside a JSON string would read \"qos\").
+  if (spec_json.find("\"qos\"") == std::string_view::npos) return {};
+  return qos_of_spec(json::parse(spec_json, nullptr, false));
 }
 
 json job_spec_to_stored_json(const JobSpec& job) {
@@ -273,6 +295,22 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       job.preemptible = p->get<bool>();
     } else {
       r.fail("'preemptible' must be true or false");
+    }
+  }
+  if (std::optional<std::string> qos = r.text("qos")) {
+    if (std::optional<QosClass> parsed = parse_qos_class(*qos)) {
+      job.qos = *parsed;
+    } else {
+      r.fail(fmt::format("'qos' must be {}", kQosClassesText));
+    }
+  }
+  if (auto m = j.find("min_speed"); m != j.end() && !m->is_null()) {
+    if (!m->is_number() || min_speed_problem(m->get<double>())) {
+      r.fail("'min_speed' must be a number above 0 and at most 1");
+    } else if (job.qos != QosClass::kProtected) {
+      r.fail("'min_speed' is the floor of a protected job: it needs \"qos\": \"protected\"");
+    } else {
+      job.min_speed = m->get<double>();
     }
   }
   job.objective = r.text("objective").value_or("");

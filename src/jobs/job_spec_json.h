@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "common/result.h"
 #include "jobs/job_spec.h"
@@ -31,6 +32,18 @@ struct SpecObjective {
   std::map<std::string, bool, std::less<>> lower_is_better;
 };
 SpecObjective objective_of_spec(const nlohmann::json& spec);
+
+// A spec's class and floor as job_spec_to_json writes them ("qos",
+// "min_speed"), for readers of stored specs (colo show, colo queue): normal
+// and kDefaultMinSpeed when absent or malformed. The text form parses the
+// spec only when it names "qos", so that reading a queue of normal jobs stays
+// cheap.
+struct SpecQos {
+  QosClass qos = QosClass::kNormal;
+  double min_speed = kDefaultMinSpeed;
+};
+SpecQos qos_of_spec(const nlohmann::json& spec);
+SpecQos qos_of_spec_text(std::string_view spec_json);
 
 // A grid parameter's value (kept as text, JobSpec::params) as JSON for a
 // reader: an integer or a finite number as a number, true/false as a

@@ -38,6 +38,8 @@ JobSpec full_spec() {
   job.host_memory_bytes = uint64_t{16} << 30;
   job.cpus = 4;
   job.restart = RestartPolicy::kNever;
+  job.qos = QosClass::kProtected;
+  job.min_speed = 0.8;
   job.params = {{"lr", "0.1"}};
   job.repeat_index = 2;
   job.source = "jobs.toml:4";
@@ -77,6 +79,8 @@ void expect_same(const JobSpec& a, const JobSpec& b) {
   EXPECT_EQ(a.host_memory_bytes, b.host_memory_bytes);
   EXPECT_EQ(a.cpus, b.cpus);
   EXPECT_EQ(a.restart, b.restart);
+  EXPECT_EQ(a.qos, b.qos);
+  EXPECT_EQ(a.min_speed, b.min_speed);
   EXPECT_EQ(a.params, b.params);
   EXPECT_EQ(a.repeat_index, b.repeat_index);
   EXPECT_EQ(a.source, b.source);
@@ -136,6 +140,31 @@ TEST(JobSpecJson, UnsetOptionalsStayUnset) {
   EXPECT_EQ(back->restart, RestartPolicy::kOnFailure);
 }
 
+// Issue 56: only a protected job's floor is written; readers of stored specs
+// find the class without a JobSpec, and cheaply when the spec is normal.
+TEST(JobSpecJson, QosIsWrittenOnlyWhenNotNormalAndReadBackFromStoredText) {
+  struct Case {
+    QosClass qos;
+    double min_speed;
+    bool names_qos, names_floor;
+  };
+  for (const Case& c : {Case{QosClass::kNormal, kDefaultMinSpeed, false, false},
+                        Case{QosClass::kOpportunistic, kDefaultMinSpeed, true, false},
+                        Case{QosClass::kProtected, 0.85, true, true}}) {
+    JobSpec job = full_spec();
+    job.qos = c.qos;
+    job.min_speed = c.min_speed;
+    const nlohmann::json j = job_spec_to_stored_json(job);
+    EXPECT_EQ(j.contains("qos"), c.names_qos) << to_string(c.qos);
+    EXPECT_EQ(j.contains("min_speed"), c.names_floor) << to_string(c.qos);
+    const SpecQos read = qos_of_spec_text(j.dump());
+    EXPECT_EQ(read.qos, c.qos);
+    EXPECT_EQ(read.min_speed, c.min_speed);
+  }
+  EXPECT_EQ(qos_of_spec_text("not json, \"qos\"").qos, QosClass::kNormal);
+  EXPECT_EQ(qos_of_spec_text(R"({"qos":"platinum"})").qos, QosClass::kNormal);
+}
+
 struct BadJson {
   const char* label;
   const char* json;
@@ -155,6 +184,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadJson{"not an object", "[1]", "must be a JSON object"},
         BadJson{"no name", R"({"command":["x"],"working_dir":"/"})", "'name' is missing"},
+        BadJson{"unknown qos", R"({"name":"a","command":["x"],"working_dir":"/","qos":"gold"})",
+                "'qos' must be \"protected\", \"normal\" or \"opportunistic\""},
+        BadJson{"floor above one",
+                R"({"name":"a","command":["x"],"working_dir":"/","qos":"protected","min_speed":2})",
+                "'min_speed' must be a number above 0 and at most 1"},
+        BadJson{"floor of a normal job",
+                R"({"name":"a","command":["x"],"working_dir":"/","min_speed":0.9})",
+                "'min_speed' is the floor of a protected job"},
         BadJson{"empty command", R"({"name":"a","command":[],"working_dir":"/"})",
                 "'command' must be a non-empty array"},
         BadJson{"relative dir", R"({"name":"a","command":["x"],"working_dir":"rel"})",

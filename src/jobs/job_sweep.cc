@@ -112,6 +112,8 @@ JobSettings JobSettings::merge(const JobSettings& base, const JobSettings& over)
   if (over.stall_timeout_ms) out.stall_timeout_ms = over.stall_timeout_ms;
   if (over.priority) out.priority = over.priority;
   if (over.preemptible) out.preemptible = over.preemptible;
+  if (over.qos) out.qos = over.qos;
+  if (over.min_speed) out.min_speed = over.min_speed;
   if (over.profile) out.profile = over.profile;
   if (over.dataset) out.dataset = over.dataset;
   return out;
@@ -119,6 +121,13 @@ JobSettings JobSettings::merge(const JobSettings& base, const JobSettings& over)
 
 std::vector<BlockProblem> check_block(const JobBlock& block) {
   std::vector<BlockProblem> problems;
+  if (block.settings.min_speed && block.settings.qos != QosClass::kProtected) {
+    problems.push_back(
+        {block.settings.min_speed->line,
+         fmt::format("min_speed is the floor of a protected job, and this job is {}: add qos = "
+                     "\"protected\", or remove min_speed",
+                     to_string(block.settings.qos.value_or(QosClass::kNormal)))});
+  }
   if (block.search && block.grid.empty()) {
     problems.push_back(
         {block.search->line,
@@ -246,6 +255,8 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.profile = block.settings.profile;
     // A sweep's points may be preempted unless the file says otherwise.
     base.preemptible = block.settings.preemptible.value_or(!params.empty() || block.repeat > 1);
+    base.qos = block.settings.qos.value_or(QosClass::kNormal);
+    if (block.settings.min_speed) base.min_speed = block.settings.min_speed->value;
     if (block.settings.dataset) base.dataset = block.settings.dataset->value;
     base.params = params;
     base.source = fmt::format("{}:{}", path, block.line);

@@ -48,6 +48,8 @@ struct JobSettings {
   std::optional<int64_t> stall_timeout_ms;  // 0: "off"
   std::optional<int> priority;
   std::optional<bool> preemptible;
+  std::optional<QosClass> qos;
+  std::optional<Sourced<double>> min_speed;  // allowed only where qos is protected (check_block)
   std::optional<Sourced<std::string>> dataset;
   std::optional<ProfileSpec> profile;
 
@@ -92,7 +94,8 @@ struct BlockProblem {
   std::string message;
 };
 
-// The checks across a block's keys, in this order: a search needs a grid and
+// The checks across a block's keys, in this order: min_speed only where qos
+// is "protected" (after [defaults] were merged); a search needs a grid and
 // a distribution needs a search; no grid parameter takes a built-in
 // placeholder's name; every placeholder of the command, workdir and env names
 // a grid parameter or a built-in one; every resource_params entry names a

@@ -184,6 +184,12 @@ std::string job_table_text(const RunSummary& summary) {
           fmt::format("note: {} ignored {} malformed progress line{}\n", job.name,
                       job.malformed_progress_lines, job.malformed_progress_lines == 1 ? "" : "s");
     }
+    if (job.qos == QosClass::kProtected) {
+      out += fmt::format("note: {} is protected: its floor is {:.2f} of its solo speed\n", job.name,
+                         job.min_speed);
+    } else if (job.qos == QosClass::kOpportunistic) {
+      out += fmt::format("note: {} is opportunistic: it fills what the others leave\n", job.name);
+    }
     if (job.progress_throttled) {
       out += fmt::format("note: {}'s progress was throttled: {} (see docs/job-file.md)\n", job.name,
                          job.progress_throttled->describe());
@@ -472,6 +478,8 @@ nlohmann::json to_json(const RunSummary& summary) {
         {"host_cpu_ms", nullable(job.usage.cpu_ms)},
         {"host_memory_peak_bytes", nullable(job.usage.memory_peak_bytes)},
         {"params", params_to_json(job.params)},
+        {"qos", to_string(job.qos)},
+        {"min_speed", job.qos == QosClass::kProtected ? nlohmann::json(job.min_speed) : nullptr},
     });
     nlohmann::json metrics = nlohmann::json::object();
     for (const MetricSeries& m : job.metrics) {

@@ -9,6 +9,7 @@
 #include "common/json_values.h"
 #include "common/units.h"
 #include "gpu/device_json.h"
+#include "jobs/job_spec_json.h"
 #include "sched/scheduler.h"
 
 namespace colo {
@@ -36,6 +37,10 @@ std::string job_line(const QueueJob& j, UnixMillis now_ms) {
                                         : "due";
   if (j.ended_ms) ends = format_duration_ms(std::max<int64_t>(0, now_ms - *j.ended_ms)) + " ago";
   std::string name = j.name + (j.probe ? " (probe)" : "") + (j.outside_mps ? " (alone)" : "");
+  if (j.qos != "normal") {
+    name += j.min_speed ? fmt::format(" ({} {:.2f})", j.qos, *j.min_speed)
+                        : fmt::format(" ({})", j.qos);
+  }
   if (!j.reason.empty() && j.state != "running") name += ": " + j.reason;
   if (!j.stalled.empty()) name += ": " + j.stalled;
   return fmt::format("  {:<6} {:<10} {:<11} {:<9} {:>5} {:>9}  {:<12} {}\n", j.id, j.owner,
@@ -77,6 +82,9 @@ QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism) {
   q.started_ms = row.started_ms;
   q.ended_ms = row.ended_ms;
   q.job_file = row.job_file;
+  const SpecQos qos = qos_of_spec_text(row.spec_json);
+  q.qos = to_string(qos.qos);
+  if (qos.qos == QosClass::kProtected) q.min_speed = qos.min_speed;
   return q;
 }
 
@@ -118,7 +126,9 @@ json to_json(const QueueJob& j) {
               {"solo_samples_per_s", value_or_null(j.solo_samples_per_s)},
               {"slowdown", value_or_null(slowdown(j))},
               {"stalled", j.stalled.empty() ? json(nullptr) : json(j.stalled)},
-              {"outside_mps", j.outside_mps}};
+              {"outside_mps", j.outside_mps},
+              {"qos", j.qos},
+              {"min_speed", value_or_null(j.min_speed)}};
 }
 
 json to_json(const ProcessView& p) {
@@ -242,6 +252,8 @@ Result<QueueJob> queue_job_from_json(const json& j) {
     if (auto stalled = j.find("stalled"); stalled != j.end() && stalled->is_string())
       q.stalled = stalled->get<std::string>();
     q.outside_mps = j.value("outside_mps", false);
+    q.qos = j.value("qos", "normal");
+    q.min_speed = optional_at<double>(j, "min_speed");
     q.pid = optional_at<uint32_t>(j, "pid");
     q.mps_sm_share_pct = optional_at<int>(j, "mps_sm_share_pct");
     q.mps_memory_limit_bytes = optional_at<uint64_t>(j, "mps_memory_limit_bytes");

@@ -82,6 +82,10 @@ struct QueueJob {
   std::string stalled;
   // Running outside the shared MPS server: a GPU fault's suspect, run alone.
   bool outside_mps = false;
+  // Its class (jobs/job_qos.h): "protected", "normal", "opportunistic"; a
+  // protected job's floor, a fraction of its solo speed (null otherwise).
+  std::string qos = "normal";
+  std::optional<double> min_speed;
 };
 
 // The state as people read it: "stalled" for a running job found stalled.

@@ -7,6 +7,7 @@ namespace colo {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr UnixMillis kNow = 1'700'000'100'000;
 
@@ -103,6 +104,29 @@ TEST(Snapshot, AStalledJobShowsAsStalledAndAJobRunOutsideMpsAsAlone) {
   EXPECT_THAT(text, HasSubstr("stalled#2"));
   EXPECT_THAT(text, HasSubstr("resnet26#1: stalled: no progress for 74 s after epoch 2"));
   EXPECT_THAT(text, HasSubstr("vit (alone)"));
+}
+
+// Issue 56: each job's class, and a protected job's floor, as colo queue
+// shows them; a normal job's line is as before.
+TEST(Snapshot, AJobsClassAndFloorShowWhereItIsNotNormal) {
+  ServiceSnapshot s = example();
+  s.jobs[0].qos = "protected";
+  s.jobs[0].min_speed = 0.9;
+  s.jobs[1].qos = "opportunistic";
+  nlohmann::json j = to_json(s);
+  EXPECT_EQ(j["jobs"][0]["qos"], "protected");
+  EXPECT_EQ(j["jobs"][0]["min_speed"], 0.9);
+  EXPECT_EQ(j["jobs"][1]["qos"], "opportunistic");
+  EXPECT_TRUE(j["jobs"][1]["min_speed"].is_null());
+  EXPECT_EQ(j["jobs"][2]["qos"], "normal");
+  Result<ServiceSnapshot> back = snapshot_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->jobs[0].min_speed, 0.9);
+  EXPECT_EQ(back->jobs[1].qos, "opportunistic");
+  const std::string text = format_queue(s, kNow);
+  EXPECT_THAT(text, HasSubstr("(protected 0.90)"));
+  EXPECT_THAT(text, HasSubstr("(opportunistic)"));
+  EXPECT_THAT(text, Not(HasSubstr("(normal")));
 }
 
 TEST(Snapshot, SlowdownIsTheSoloRateOverTheCurrentOneWhenBothAreKnown) {

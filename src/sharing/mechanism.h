@@ -49,6 +49,14 @@ struct Placement {
   // CUDA context of its own (a suspected fault's cause, run alone, so that a
   // fault it raises again reaches no other job). Other mechanisms ignore it.
   bool outside_mps = false;
+  // mps: an opportunistic job (docs/policy.md, "Protected and opportunistic
+  // jobs") starts as an MPS client of below-normal priority
+  // (CUDA_MPS_CLIENT_PRIORITY=1) and, when colo chose one, with at most
+  // `opportunistic_thread_pct` percent of the SMs' threads (1-100; the
+  // smaller of it and sm_share_pct where both are set). MPS fixes both when
+  // the client starts. Other mechanisms ignore them.
+  bool opportunistic = false;
+  std::optional<int> opportunistic_thread_pct;
   // Whose process the job is, when not colo's own user; mps gives each user
   // an MPS daemon of their own (MPS never runs two users' servers at once).
   std::optional<ClientUser> user;

@@ -64,14 +64,26 @@ Result<Environment> MpsMechanism::environment_for(const Placement& placement) {
   note_processes();  // the server the running jobs use, before another job joins it
   Environment env = (*daemon)->control_environment();
   env["CUDA_VISIBLE_DEVICES"] = *uuid;
+  std::optional<int> thread_pct = placement.sm_share_pct;
   if (placement.sm_share_pct) {
     const int pct = *placement.sm_share_pct;
     if (pct < 1 || pct > 100) {
       return Error(fmt::format("mps: job '{}': sm_share must be 1-100 percent, got {}",
                                placement.job_name, pct));
     }
-    env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(pct);
   }
+  if (placement.opportunistic) {
+    env["CUDA_MPS_CLIENT_PRIORITY"] = "1";  // below normal
+    if (const std::optional<int>& cap = placement.opportunistic_thread_pct) {
+      if (*cap < 1 || *cap > 100) {
+        return Error(
+            fmt::format("mps: job '{}': an opportunistic thread percentage must be 1-100, got {}",
+                        placement.job_name, *cap));
+      }
+      thread_pct = std::min(*cap, thread_pct.value_or(100));
+    }
+  }
+  if (thread_pct) env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(*thread_pct);
   if (placement.memory_limit_bytes) {
     const uint64_t mib = *placement.memory_limit_bytes >> 20;
     if (mib == 0) {

@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "common/names.h"
 #include "common/paths.h"
@@ -476,6 +478,55 @@ TEST_F(MpsDaemonFakeTest, MechanismEnvironmentAndLifecycle) {
   EXPECT_EQ(m.daemon(), nullptr);
   EXPECT_FALSE(std::filesystem::exists(pipe));
   EXPECT_FALSE(m.environment_for({"j", 0, {}, {}}).ok());
+}
+
+// Issue 56: an opportunistic client starts at below-normal priority with the
+// thread percentage its placement chose (the smaller of that and its own
+// sm_share); a normal one gets neither lever, and a job run outside MPS none.
+TEST_F(MpsDaemonFakeTest, AnOpportunisticClientGetsBelowNormalPriorityAndItsThreadPercentage) {
+  auto finder = std::make_unique<FakeProcessFinder>();
+  auto control = std::make_unique<FakeMpsControl>(*finder);
+  MpsMechanism m(options(), std::move(control), std::move(finder), clock_);
+  ASSERT_TRUE(m.prepare(two_devices()).ok());
+  struct Case {
+    const char* what;
+    bool opportunistic;
+    std::optional<int> thread_pct;
+    std::optional<int> sm_share_pct;
+    bool outside_mps;
+    std::optional<std::string> priority;  // CUDA_MPS_CLIENT_PRIORITY, absent: nullopt
+    std::optional<std::string> threads;   // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+  };
+  const std::vector<Case> cases = {
+      {"normal", false, std::nullopt, std::nullopt, false, std::nullopt, std::nullopt},
+      {"normal ignores the cap", false, 10, std::nullopt, false, std::nullopt, std::nullopt},
+      {"opportunistic, no cap chosen", true, std::nullopt, std::nullopt, false, "1", std::nullopt},
+      {"opportunistic, capped", true, 10, std::nullopt, false, "1", "10"},
+      {"the job's own share is smaller", true, 25, 20, false, "1", "20"},
+      {"the chosen cap is smaller", true, 10, 50, false, "1", "10"},
+      {"outside MPS: no lever", true, 10, std::nullopt, true, std::nullopt, std::nullopt},
+  };
+  for (const Case& c : cases) {
+    Placement p{"o", 0, c.sm_share_pct, {}};
+    p.opportunistic = c.opportunistic;
+    p.opportunistic_thread_pct = c.thread_pct;
+    p.outside_mps = c.outside_mps;
+    Result<Environment> env = m.environment_for(p);
+    ASSERT_TRUE(env.ok()) << c.what << ": " << env.error().message();
+    auto value = [&](const char* name) -> std::optional<std::string> {
+      auto it = env->find(name);
+      return it == env->end() ? std::nullopt : std::optional<std::string>(it->second);
+    };
+    EXPECT_EQ(value("CUDA_MPS_CLIENT_PRIORITY"), c.priority) << c.what;
+    EXPECT_EQ(value("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), c.threads) << c.what;
+  }
+  Placement bad{"o", 0, {}, {}};
+  bad.opportunistic = true;
+  bad.opportunistic_thread_pct = 0;
+  Result<Environment> refused = m.environment_for(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), HasSubstr("thread percentage must be 1-100"));
+  ASSERT_TRUE(m.teardown().ok());
 }
 
 // MPS runs the servers of different users one after another, never

@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
+#include "jobs/job_qos.h"
 #include "jobs/job_state.h"
 #include "jobs/progress_event.h"
 
@@ -95,6 +96,9 @@ struct JobRow {
   // Its job file's [objective] (JobSpec::objective, lower_is_better).
   std::string objective;
   std::map<std::string, bool, std::less<>> lower_is_better;
+  // Its class and a protected job's floor (JobSpec::qos, min_speed).
+  QosClass qos = QosClass::kNormal;
+  double min_speed = kDefaultMinSpeed;
   JobState state = JobState::kQueued;
   std::string reason;
   std::optional<int> device;

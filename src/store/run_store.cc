@@ -736,6 +736,9 @@ Result<std::vector<JobRow>> RunStore::read_job_rows(std::string_view column, int
       SpecObjective objective = objective_of_spec(spec);
       job.objective = std::move(objective.metric);
       job.lower_is_better = std::move(objective.lower_is_better);
+      const SpecQos qos = qos_of_spec(spec);
+      job.qos = qos.qos;
+      job.min_speed = qos.min_speed;
     }
     job.usage.cpu_ms = jobs->opt_int64_at(13);
     job.usage.memory_peak_bytes = jobs->opt_uint64_at(14);

@@ -337,6 +337,46 @@ TEST_F(ColoRun, MpsJobsGetThePrivatePipeDirectoryAndLimits) {
   EXPECT_EQ(shell("ls -A '" + dir_ + "/home/mps' | wc -l").output, "0\n");
 }
 
+// Issue 56: --qos over the file for every job; an opportunistic job under MPS
+// starts at below-normal client priority; colo show says each job's class;
+// wrong flags are refused before anything runs.
+TEST_F(ColoRun, QosFlagsSetEveryJobsClassAndAnOpportunisticMpsJobRunsBelowNormal) {
+  std::string bin = dir_ + "/bin";
+  shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
+        "/nvidia-cuda-mps-control'");
+  std::string file = write_file(
+      "jobs.toml",
+      "[[job]]\nname = \"env\"\ncommand = [\"sh\", \"-c\", \"env | grep -E '^CUDA_' | sort\"]\n");
+  const std::string base = "PATH='" + bin + "':$PATH " +
+                           colo("run " + file + " --backend sim --mechanism mps --plain --logs " +
+                                dir_ + "/logs --db " + db());
+  for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+           {" --qos gold", R"(--qos must be "protected", "normal" or "opportunistic")"},
+           {" --qos normal --min-speed 0.8", "--min-speed is the floor of a protected job"},
+           {" --qos protected --min-speed 1.5", "--min-speed must be a fraction"}}) {
+    CommandResult refused = shell(base + flags + " 2>&1");
+    EXPECT_EQ(refused.exit_code, 2) << flags << ": " << refused.output;
+    EXPECT_NE(refused.output.find(message), std::string::npos) << flags << ": " << refused.output;
+  }
+  CommandResult r = shell(base + " --qos opportunistic");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string log = shell("cat " + dir_ + "/logs/*/*/001-env.log").output;
+  EXPECT_NE(log.find("CUDA_MPS_CLIENT_PRIORITY=1"), std::string::npos) << log;
+  EXPECT_EQ(log.find("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), std::string::npos) << log;
+  CommandResult shown = shell("(" + colo("show --json --db " + db()) + " 2>/dev/null)");
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  nlohmann::json j = nlohmann::json::parse(shown.output, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << shown.output;
+  EXPECT_EQ(j["jobs"][0]["qos"], "opportunistic");
+  EXPECT_TRUE(j["jobs"][0]["min_speed"].is_null());
+
+  ASSERT_EQ(shell(base + " --qos protected --min-speed 0.8").exit_code, 0);
+  CommandResult text = shell(colo("show --db " + db()));
+  EXPECT_NE(text.output.find("env is protected: its floor is 0.80 of its solo speed"),
+            std::string::npos)
+      << text.output;
+}
+
 // A job imports the Python client with nothing installed: colo appends the
 // client's folder to the job's PYTHONPATH, after the job's own entries.
 TEST_F(ColoRun, JobsImportThePythonClientWithNoInstall) {
