@@ -336,6 +336,13 @@ void RunEngine::started(JobRuntime& job, const Decision& a, const Placement& pla
   job.cause = {};
   job.fault_proven.clear();
   job.outside_mps = placement.outside_mps;
+  if (spec.qos == QosClass::kProtected && !job.floor) {
+    auto solo = known_.solo_rates.find(job.signature);
+    job.floor.emplace(
+        spec.min_speed,
+        solo != known_.solo_rates.end() ? std::optional<double>(solo->second) : std::nullopt,
+        options_.floor);
+  }
   job.stall.emplace(now, spec.stall_timeout_ms,
                     job.reported_progress || spec.epoch_regex || spec.step_regex ||
                         known_.solo_rates.count(job.signature) > 0,
@@ -1000,6 +1007,9 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
         scheduler_->observe_rate(job.key, rate, ctx_.clock.monotonic_ms());
         if (job.measuring) job.measuring->rate(rate);
         if (e.kind == "step") job.last_samples_per_s = rate;
+        if (e.kind == "epoch_end" && job.floor && !exited)
+          judge_floor(job,
+                      EpochRate{e.time_ms, e.time_ms - since, rate, steady_epoch_end(e.metrics)});
       }
       if (e.kind == "step") job.last_rate_ms = e.time_ms;
     }
@@ -1055,6 +1065,54 @@ void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
                                        format_duration_ms(options_.stop_grace_ms));
   stop_job(job, {Cause::kEarlyStop, *verdict}, options_.stop_grace_ms,
            fmt::format("{}: {}", job.label(), what), what);
+}
+
+void RunEngine::judge_floor(JobRuntime& job, const EpochRate& epoch) {
+  if (!job.floor->solo_rate()) {
+    if (auto solo = known_.solo_rates.find(job.signature); solo != known_.solo_rates.end())
+      job.floor->solo(solo->second);
+  }
+  const std::optional<FloorBreach> breach = job.floor->report(epoch);
+  if (!breach || state_.stopping) return;
+  // The most recently started opportunistic job on one of its GPUs.
+  const std::vector<int> gpus = job.gpus();
+  JobRuntime* newest = nullptr;
+  for (const auto& [pid, key] : by_pid_) {
+    JobRuntime& other = *jobs_[key];
+    if (key == job.key || other.job.spec.qos != QosClass::kOpportunistic ||
+        other.state != JobState::kRunning || other.pid <= 0 ||
+        !other.cause.yields_to(Cause::kFloor))
+      continue;
+    const std::vector<int> theirs = other.gpus();
+    if (std::none_of(theirs.begin(), theirs.end(),
+                     [&](int d) { return std::find(gpus.begin(), gpus.end(), d) != gpus.end(); }))
+      continue;
+    if (!newest || other.started_ms > newest->started_ms) newest = &other;
+  }
+  const std::string below = fmt::format(
+      "below its floor {:.2f} of its solo rate (it ran at {:.2f})", breach->floor, breach->speed);
+  if (!newest) {
+    if (job.floor_alone_said) return;
+    job.floor_alone_said = true;
+    const std::string what = below + "; no opportunistic job left beside it to stop";
+    display_.event(fmt::format("{}: {}", job.label(), what));
+    append_note_to_log(log_path(job), what);
+    return;
+  }
+  job.floor_alone_said = false;
+  const std::string why =
+      floor_stop_reason(job.job.id > 0 ? fmt::format("job {}", job.job.id) : job.label(), *breach);
+  // Not formed again: the policy remembers the pair as a bad combination.
+  scheduler_->avoid_together({job.signature, newest->signature});
+  append_note_to_log(log_path(job), fmt::format("{}; stopping {}", below, newest->label()));
+  const std::string grace = format_duration_ms(options_.stop_grace_ms);
+  newest->note = why;
+  stop_job(*newest, {Cause::kFloor, why}, options_.stop_grace_ms,
+           fmt::format("{}: {}; stopping it (TERM, then KILL after {}); it runs again later",
+                       newest->label(), why, grace),
+           fmt::format("{}; TERM now, KILL after {}: save a checkpoint into COLO_CHECKPOINT_DIR "
+                       "and exit",
+                       why, grace));
 }
 
 void RunEngine::stop_doomed() {
@@ -1157,6 +1215,10 @@ EngineJobView RunEngine::view(size_t key) const {
   v.mig_instance = j.mig_instance;
   if (auto solo = known_.solo_rates.find(j.signature); solo != known_.solo_rates.end())
     v.solo_samples_per_s = solo->second;
+  if (j.floor) {
+    v.min_speed = j.floor->min_speed();
+    v.below_floor_share = j.floor->below_share();
+  }
   return v;
 }
 
