@@ -68,13 +68,15 @@ struct JobRuntime {
   bool outside_mps = false;         // this attempt runs outside the shared MPS server
   std::string suspect;              // why its next attempt runs outside the shared server
   std::string fault_proven;         // why a fault it raised under MPS was its own
+  int uncounted = 0;                // attempts that ended through no fault of its own
+  int preemptions = 0;              // attempts it was preempted in (not counted either)
+  int64_t log_checked_ms = 0;       // when its log's size was last checked (monotonic)
+  bool log_cut = false;             // its log was cut to its cap (said once)
+
   // A protected job's floor, judged over its steady epochs across its attempts.
   std::optional<FloorWatch> floor;
   bool floor_alone_said = false;  // below its floor with no opportunistic neighbour: said once
-  int uncounted = 0;              // attempts that ended through no fault of its own
-  int preemptions = 0;            // attempts it was preempted in (not counted either)
-  int64_t log_checked_ms = 0;     // when its log's size was last checked (monotonic)
-  bool log_cut = false;           // its log was cut to its cap (said once)
+
   int counted_attempts() const { return attempt - uncounted - preemptions - job.uncounted_before; }
   std::vector<int> gpus() const { return job_gpus(device, gang_devices); }
 };
