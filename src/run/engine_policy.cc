@@ -49,6 +49,9 @@ std::unique_ptr<Scheduler> make_scheduler(RunReader& store, const PolicyInputs& 
   AutoOptions auto_options;
   auto_options.mode =
       in.mechanism == MechanismKind::kNaive ? ShareMode::kTimeSliced : ShareMode::kSpatial;
+  auto_options.qos_share = in.mechanism == MechanismKind::kNaive ? QosShare::kNone
+                           : in.mechanism == MechanismKind::kMig ? QosShare::kInstance
+                                                                 : QosShare::kPriority;
   auto_options.max_jobs_per_gpu = limit;
   auto_options.memory_limits = in.mechanism == MechanismKind::kMps;
   auto_options.max_retries = kMaxJobAttempts - 1;
@@ -128,6 +131,8 @@ SchedJob PolicyKnowledge::queued_as(size_t key, const std::string& signature, co
   queued.solo_time_ms = spec.solo_time_ms;
   queued.owner = owner;
   queued.priority = spec.priority;
+  queued.qos = spec.qos;
+  queued.min_speed = spec.min_speed;
   return queued;
 }
 
