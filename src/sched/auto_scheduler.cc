@@ -499,10 +499,12 @@ QosJoin AutoScheduler::qos_join_on(const Gpu& g, const Waiting& w, const SoloLoa
   };
   std::vector<QosTenant> on_gpu;
   for (size_t j : g.jobs) {
+    // A job replaced by an early start still counts: it runs on until it
+    // ends, and beside a protected job an early start would be one
+    // neighbour too many meanwhile.
+    if (std::find(as_if.ended.begin(), as_if.ended.end(), j) != as_if.ended.end()) continue;
     const Running& r = running_.at(j);
-    const bool gone = r.departing || (as_if.leaving && j == *as_if.leaving) ||
-                      std::find(as_if.ended.begin(), as_if.ended.end(), j) != as_if.ended.end();
-    if (!gone) on_gpu.push_back(tenant(r.waiting, r.load, r.thread_pct));
+    on_gpu.push_back(tenant(r.waiting, r.load, r.thread_pct));
   }
   if (as_if.joining != nullptr)
     on_gpu.push_back(

@@ -99,7 +99,9 @@
 //   one starts with (Decision::opportunistic). Opportunistic jobs go after
 //   every other in the queue's order (below any priority; but jobs of one
 //   signature stay first in, first out whatever their classes), and fill
-//   any GPU with room. A job every GPU's classes refuse says why it waits
+//   any GPU with room. An early start is judged with the job it replaces
+//   still there (beside a protected job it would be one neighbour too many
+//   until that one ends). A job every GPU's classes refuse says why it waits
 //   (waiting_reason(): kProtected). Without a protected or opportunistic
 //   job in the queue nothing of this is looked at.
 // Retries. A job that ends out of memory is requeued ahead of the queue with
@@ -349,8 +351,9 @@ class AutoScheduler final : public Scheduler {
   // newcomer (`need`: claim_for() its prior's or last attempt's peak).
   uint64_t placed_claim(const Gpu& g, uint64_t claim, bool empty) const;
   uint64_t newcomer_claim(const Gpu& g, uint64_t need, bool empty) const;
-  // qos_join() of `w` (with `load`) on `g` as `as_if` has it (departing and
-  // ended jobs count as gone, `joining` as there).
+  // qos_join() of `w` (with `load`) on `g` as `as_if` has it (its ended
+  // jobs count as gone, `joining` as there; a job an early start replaces
+  // still counts: it runs until it ends).
   QosJoin qos_join_on(const Gpu& g, const Waiting& w, const SoloLoad& load,
                       const AsIf& as_if) const;
   // Whether place() would admit `w` on `g` as `as_if` has it.
