@@ -213,7 +213,10 @@ class Scheduler {
 class FixedScheduler final : public Scheduler {
  public:
   FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description,
-                 int max_retries = 2);
+                 int max_retries = 2, QosShare qos_share = QosShare::kPriority);
+  // A signature's SM activity (its profile's, else its prior's): a
+  // protected job's, for its neighbours (qos_placement.h).
+  void introduce(const std::string& signature, const SignatureFacts& facts) override;
   std::string describe() const override { return description_; }
   void enqueue(const SchedJob& job) override;
   std::vector<Decision> schedule(int64_t now_ms) override;
@@ -241,6 +244,7 @@ class FixedScheduler final : public Scheduler {
   int max_retries_;
   std::map<size_t, int> attempts_;                   // jobs retried so far: their attempt
   std::map<size_t, std::optional<uint64_t>> hints_;  // memory hints, for retries
+  std::map<std::string, double> sm_pct_;             // introduce(), by signature
 };
 
 }  // namespace colo

@@ -102,8 +102,10 @@ std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const
   if (policy.kind == PolicyKind::kMpsFixed) limit = policy.degree;
   std::vector<DeviceSlots> slots;
   for (int g = 0; g < options.gpus; ++g) slots.push_back({g, options.gpu_memory_bytes, limit});
-  auto gangs =
-      std::make_unique<GangScheduler>(std::make_unique<FixedScheduler>(slots, policy.name));
+  const QosShare share =
+      policy.kind == PolicyKind::kNaiveAll ? QosShare::kNone : QosShare::kPriority;
+  auto gangs = std::make_unique<GangScheduler>(
+      std::make_unique<FixedScheduler>(slots, policy.name, /*max_retries=*/2, share));
   std::set<std::string> introduced;
   for (const SimJob& j : jobs) {
     if (j.gpus <= 1 || !introduced.insert(j.signature).second) continue;

@@ -1,6 +1,6 @@
-// The auto policy's quality-of-service classes (qos_placement.h, as
-// AutoScheduler applies it): one table row per rule, what one schedule()
-// places and why the others wait.
+// The quality-of-service classes (qos_placement.h) as the placing policies
+// apply them, AutoScheduler and FixedScheduler (JobQueue): one table row per
+// rule, what one schedule() places and why the others wait.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -10,6 +10,7 @@
 #include "common/units.h"
 #include "sched/auto_scheduler.h"
 #include "sched/qos_placement.h"
+#include "sched/scheduler.h"
 
 namespace colo {
 namespace {
@@ -194,6 +195,155 @@ INSTANTIATE_TEST_SUITE_P(
                 "protected: gpu0 holds job 0, protected at 1.00, which takes no neighbour at "
                 "its floor, and has 0"}),
     [](const testing::TestParamInfo<QosCase>& info) { return info.param.name; });
+
+// The fixed policy: the same rules over JobQueue, up to `degree` jobs per GPU.
+struct FixedQosCase {
+  std::string name;
+  int gpus = 1;
+  int degree = 4;
+  QosShare share = QosShare::kPriority;
+  std::vector<QueuedAs> jobs;  // SM activity by signature as above, given as each job's hint
+  std::vector<Started> expect;
+  std::optional<size_t> waiting;
+  std::string why;
+};
+
+class FixedQos : public testing::TestWithParam<FixedQosCase> {};
+
+TEST_P(FixedQos, PlacesByClass) {
+  const FixedQosCase& c = GetParam();
+  std::vector<DeviceSlots> slots;
+  for (int i = 0; i < c.gpus; ++i) slots.push_back({i, 80 * kGiB, c.degree});
+  FixedScheduler s(slots, "fixed", 2, c.share);
+  for (size_t i = 0; i < c.jobs.size(); ++i) {
+    SchedJob j{i, c.jobs[i].signature, std::nullopt};
+    j.sm_active_pct = c.jobs[i].signature == "heavy" ? 84 : c.jobs[i].signature == "light" ? 10 : 5;
+    j.qos = c.jobs[i].qos;
+    j.min_speed = c.jobs[i].min_speed;
+    s.enqueue(j);
+  }
+  std::vector<Started> started;
+  for (const Decision& d : s.schedule(0))
+    started.push_back({d.job, d.device, d.opportunistic, d.opportunistic_thread_pct});
+  EXPECT_EQ(started, c.expect);
+  if (c.waiting) {
+    std::optional<WaitingReason> why = s.waiting_reason(*c.waiting);
+    ASSERT_TRUE(why.has_value());
+    EXPECT_EQ(describe_waiting(*why, 0, [](size_t j) { return "job " + std::to_string(j); }),
+              c.why);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, FixedQos,
+    testing::Values(
+        FixedQosCase{"HeavyProtectedTakesOneCappedNeighbour",
+                     1,
+                     4,
+                     QosShare::kPriority,
+                     {kHeavyProtected, kOpp, kOpp, kOpp},
+                     {{0, 0, false, std::nullopt}, {1, 0, true, kHeavyPct}},
+                     2,
+                     "protected: gpu0 holds job 0, protected at 0.90, which takes at most 1 "
+                     "opportunistic neighbour at its floor, and has 1"},
+        FixedQosCase{"LightProtectedTakesThree",
+                     1,
+                     8,
+                     QosShare::kPriority,
+                     {kLightProtected, kOpp, kOpp, kOpp, kOpp},
+                     {{0, 0, false, std::nullopt},
+                      {1, 0, true, kLightPct},
+                      {2, 0, true, kLightPct},
+                      {3, 0, true, kLightPct}}},
+        FixedQosCase{"NormalNeverJoinsAProtectedJob",
+                     1,
+                     4,
+                     QosShare::kPriority,
+                     {kLightProtected, kNormal},
+                     {{0, 0, false, std::nullopt}}},
+        FixedQosCase{"ProtectedGoesFirst",
+                     1,
+                     4,
+                     QosShare::kPriority,
+                     {kNormal, kLightProtected, kNormal},
+                     {{1, 0, false, std::nullopt}}},
+        FixedQosCase{"ProtectedGoesFirstNormalJobsTakeTheOtherGpu",
+                     2,
+                     4,
+                     QosShare::kPriority,
+                     {kNormal, kHeavyProtected, kNormal},
+                     {{1, 0, false, std::nullopt},
+                      {0, 1, false, std::nullopt},
+                      {2, 1, false, std::nullopt}}},
+        FixedQosCase{"OpportunisticGoesLast",
+                     1,
+                     1,
+                     QosShare::kPriority,
+                     {kOpp, kNormal},
+                     {{1, 0, false, std::nullopt}}},
+        FixedQosCase{"OpportunisticFillsBesideNormalUncapped",
+                     1,
+                     4,
+                     QosShare::kPriority,
+                     {kOpp, kNormal},
+                     {{1, 0, false, std::nullopt}, {0, 0, true, std::nullopt}}},
+        FixedQosCase{"NaiveSharingOneNeighbourNoLever",
+                     1,
+                     4,
+                     QosShare::kNone,
+                     {kLightProtected, kOpp, kOpp},
+                     {{0, 0, false, std::nullopt}, {1, 0, true, std::nullopt}}},
+        FixedQosCase{"MigChangesNothing",
+                     1,
+                     4,
+                     QosShare::kInstance,
+                     {kLightProtected, kNormal, kOpp},
+                     {{0, 0, false, std::nullopt},
+                      {1, 0, false, std::nullopt},
+                      {2, 0, false, std::nullopt}}}),
+    [](const testing::TestParamInfo<FixedQosCase>& info) { return info.param.name; });
+
+// A protected job that comes while a normal job runs waits, and its GPU
+// takes no new normal job: it drains for it.
+TEST(FixedQos, AProtectedJobWaitsForANormalJobAndItsGpuDrains) {
+  FixedScheduler s({{0, 80 * kGiB, 4}}, "fixed", 2, QosShare::kPriority);
+  s.enqueue({0, "small", std::nullopt});
+  EXPECT_EQ(s.schedule(0).size(), 1u);
+  SchedJob p{1, "light", std::nullopt};
+  p.sm_active_pct = 10;
+  p.qos = QosClass::kProtected;
+  s.enqueue(p);
+  s.enqueue({2, "small", std::nullopt});
+  EXPECT_TRUE(s.schedule(1).empty());
+  std::optional<WaitingReason> why = s.waiting_reason(1);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(describe_waiting(*why, 0, [](size_t j) { return "job " + std::to_string(j); }),
+            "protected: gpu0 holds job 0, which is normal; a protected job shares a GPU only "
+            "with opportunistic jobs");
+  s.finished(0, JobEnd::kOk, 2);
+  std::vector<Decision> next = s.schedule(3);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].job, 1u);
+  EXPECT_EQ(s.queued(), 1u);  // job 2, normal, waits for the protected job
+}
+
+// A protected job's neighbour ends: the next opportunistic job takes its place.
+TEST(FixedQos, AnEndedNeighbourIsReplaced) {
+  FixedScheduler s({{0, 80 * kGiB, 4}}, "fixed", 2, QosShare::kPriority);
+  for (size_t i = 0; i < 3; ++i) {
+    SchedJob j{i, i == 0 ? "heavy" : "small", std::nullopt};
+    j.sm_active_pct = i == 0 ? 84 : 5;
+    j.qos = i == 0 ? QosClass::kProtected : QosClass::kOpportunistic;
+    s.enqueue(j);
+  }
+  EXPECT_EQ(s.schedule(0).size(), 2u);
+  s.finished(1, JobEnd::kOk, 1);
+  std::vector<Decision> next = s.schedule(2);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].job, 2u);
+  EXPECT_EQ(next[0].opportunistic_thread_pct, kHeavyPct);
+  EXPECT_EQ(s.queued(), 0u);
+}
 
 }  // namespace
 }  // namespace colo
