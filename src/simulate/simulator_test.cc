@@ -385,9 +385,11 @@ INSTANTIATE_TEST_SUITE_P(Table, ProtectedSpeed,
                          testing::Values(
                              // Alone: its solo speed.
                              ProtectedCase{"exclusive", 84, true, 1.0},
-                             // All four at once, as plain clients: the table has 0.41 with
-                             // three plain neighbours; it speeds up as they end.
-                             ProtectedCase{"mps-all", 84, false, std::nullopt},
+                             // The fixed policies apply the classes too: one capped neighbour.
+                             ProtectedCase{"mps-all", 84, true, std::nullopt},
+                             // Naive sharing has no lever: its one opportunistic neighbour slows it
+                             // below its floor (the closed loop, not placement, stops it).
+                             ProtectedCase{"naive-all", 84, false, std::nullopt},
                              // One capped neighbour at a time keeps it at its floor.
                              ProtectedCase{"auto", 84, true, std::nullopt},
                              ProtectedCase{"auto-warm", 84, true, std::nullopt},
