@@ -292,6 +292,8 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
         .add(load.sm_active_pct)
         .add(load.gpu_busy_pct)
         .add(w.alone)
+        .add(static_cast<int64_t>(w.qos))  // its class decides where it may go
+        .add(w.min_speed)
         .add(w.after_measurement)
         .add(std::string_view(verdicts_.bad.empty() ? "" : w.signature));
   });
@@ -580,6 +582,8 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
         .add(startup)
         .add(p->solo_ms.value_or(-1))
         .add(w.alone)
+        .add(static_cast<int64_t>(w.qos))  // its class decides where it may go
+        .add(w.min_speed)
         .add(std::string_view(verdicts_.bad.empty() ? "" : w.signature));
   });
   if (failed) return false;

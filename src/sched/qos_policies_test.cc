@@ -78,6 +78,7 @@ TEST_P(AutoQos, PlacesByClass) {
   s.set_profile("heavy", profile(84));
   s.set_profile("light", profile(10));
   s.set_profile("small", profile(5));
+  s.set_profile("small2", profile(5));
   for (size_t i = 0; i < c.jobs.size(); ++i) {
     SchedJob j{i, c.jobs[i].signature, std::nullopt};
     j.qos = c.jobs[i].qos;
@@ -185,6 +186,17 @@ INSTANTIATE_TEST_SUITE_P(
                 QosShare::kPriority,
                 {kOpp, kNormal},
                 {{0, 0, true, std::nullopt}, {1, 0, false, std::nullopt}}},
+        // A normal job refused by the protected job's GPU: an opportunistic
+        // one alike it in everything but its class still starts.
+        QosCase{"AnOpportunisticJobAlikeARefusedNormalOneStarts",
+                1,
+                ShareMode::kSpatial,
+                QosShare::kPriority,
+                {kHeavyProtected, {"small2", QosClass::kNormal}, kOpp},
+                {{0, 0, false, std::nullopt}, {2, 0, true, kHeavyPct}},
+                1,
+                "protected: gpu0 holds job 0, protected at 0.90, which takes only "
+                "opportunistic neighbours"},
         QosCase{"AFloorOfOneTakesNoNeighbour",
                 1,
                 ShareMode::kSpatial,
