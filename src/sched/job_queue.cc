@@ -189,6 +189,13 @@ std::optional<JobQueue::Kept> JobQueue::keep_for(const Entry& head,
 
 std::optional<WaitingReason> JobQueue::waiting_reason(size_t job) const {
   if (auto qos = qos_waits_.find(job); qos != qos_waits_.end()) return qos->second;
+  if (!kept_ && any_qos_) {
+    // No head is kept a device: a protected job's device that refuses it, if any.
+    for (size_t pos = 0; pos < devices_.size(); ++pos) {
+      if (devices_[pos].protected_jobs == 0) continue;
+      if (std::optional<WaitingReason> why = qos_join_at(job, pos).why) return why;
+    }
+  }
   if (!kept_) return std::nullopt;
   WaitingReason why;
   why.kind = job == kept_->job ? WaitingReason::Kind::kReserved : WaitingReason::Kind::kBackfill;

@@ -121,8 +121,10 @@ class JobQueue {
   void reserve(const std::vector<int>& devices);
 
   // The head (kReserved), or another queued job while a device is kept
-  // for the head (kBackfill), as the last schedule() left them; ask it of
-  // queued jobs only.
+  // for the head (kBackfill), as the last schedule() left them; a
+  // protected or opportunistic job that every device's classes refused, or
+  // (no head kept) a job a protected job's device refuses (kProtected); ask
+  // it of queued jobs only.
   std::optional<WaitingReason> waiting_reason(size_t job) const;
 
   size_t queued() const { return queued_count_ + retries_.size() + qos_queued_.size(); }

@@ -272,7 +272,10 @@ INSTANTIATE_TEST_SUITE_P(
                      4,
                      QosShare::kPriority,
                      {kLightProtected, kNormal},
-                     {{0, 0, false, std::nullopt}}},
+                     {{0, 0, false, std::nullopt}},
+                     1,
+                     "protected: gpu0 holds job 0, protected at 0.90, which takes only "
+                     "opportunistic neighbours"},
         FixedQosCase{"ProtectedGoesFirst",
                      1,
                      4,
