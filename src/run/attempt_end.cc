@@ -38,6 +38,7 @@ enum class Rule {
   kEarlyStop,
   kDoomed,
   kPreempted,
+  kFloor,
   kMechanism,
   kFaultVictim,
   kStalled,
@@ -52,6 +53,7 @@ Rule rule_of(const AttemptFacts& f) {
   if (f.cause.is(Cause::kEarlyStop)) return Rule::kEarlyStop;
   if (f.cause.is(Cause::kDoomed) && !f.stopping) return Rule::kDoomed;
   if (f.cause.is(Cause::kPreempted) && !f.stopping) return Rule::kPreempted;
+  if (f.cause.is(Cause::kFloor) && !f.stopping) return Rule::kFloor;
   if (f.cause.is(Cause::kMechanism) && failed(f)) return Rule::kMechanism;
   if (f.cause.is(Cause::kFaultVictim) && failed(f) && !f.stopping) return Rule::kFaultVictim;
   if (f.cause.is(Cause::kStalled) && failed(f)) return Rule::kStalled;
@@ -124,6 +126,7 @@ JobEnd policy_end(const AttemptFacts& in) {
       return JobEnd::kFailed;
     case Rule::kEarlyStop:
     case Rule::kPreempted:
+    case Rule::kFloor:
     case Rule::kMechanism:
     case Rule::kFaultVictim:
     case Rule::kReached:
@@ -163,6 +166,13 @@ AttemptEnd classify_end(const AttemptFacts& in, const EndVerdict& verdict) {
       end.kind = AttemptEnd::Kind::kPark;
       return end;
     }
+    case Rule::kFloor:
+      // However it ended after the TERM (saved and exited, or killed after
+      // the grace), it gave way to a protected neighbour: it runs again, from
+      // its checkpoint if it saved one, not counted, whatever its restart policy.
+      return uncounted_end(f, fmt::format("{}; it runs again, from its checkpoint if it saved "
+                                          "one (not counted as an attempt)",
+                                          f.cause.why));
     case Rule::kMechanism: {
       const std::string reason = fmt::format("{} (attempt {})", f.mechanism_down, f.attempt);
       if (!f.stopping && on_failure)

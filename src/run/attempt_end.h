@@ -39,6 +39,8 @@ struct StopCause {
     kFaultVictim,   // a neighbour's GPU fault under MPS: runs again, not counted
     kStalled,       // no progress for too long (run/stall_watch.h): a counted attempt
     kSimulatedOom,  // the simulated GPU's memory was full: ends out of memory
+    kFloor,         // opportunistic, for a protected neighbour's floor (run/floor_watch.h):
+                    // runs again, not counted
   };
   Kind kind = Kind::kNone;
   // Why, for its record and log ("cancelled by alice"); empty for kMechanism
@@ -56,8 +58,9 @@ struct StopCause {
   // early stop and a simulated out-of-memory end keep their own end.
   bool yields_to(Kind next) const {
     if (kind == Kind::kNone) return true;
-    return next == Kind::kShutdown && (kind == Kind::kCancelled || kind == Kind::kDoomed ||
-                                       kind == Kind::kPreempted || kind == Kind::kFaultVictim);
+    return next == Kind::kShutdown &&
+           (kind == Kind::kCancelled || kind == Kind::kDoomed || kind == Kind::kPreempted ||
+            kind == Kind::kFaultVictim || kind == Kind::kFloor);
   }
   bool is(Kind k) const { return kind == k; }
   // The causes that come with their own words for the record, where the
@@ -65,7 +68,7 @@ struct StopCause {
   // a GPU fault, and its failure does not raise the question of the mechanism's.
   bool said_why() const {
     return kind == Kind::kCancelled || kind == Kind::kShutdown || kind == Kind::kEarlyStop ||
-           kind == Kind::kSimulatedOom;
+           kind == Kind::kSimulatedOom || kind == Kind::kFloor;
   }
 };
 

@@ -125,6 +125,35 @@ const std::vector<EndCase>& end_cases() {
        "(not counted as an attempt)",
        false,
        false},
+      {"AnOpportunisticJobStoppedForAFloorRunsAgainUncounted",
+       [](AttemptFacts& f) {
+         f.exit = {JobState::kOk, 0, {}, "", {}};
+         f.cause = {Cause::kFloor,
+                    "stopped for job 12's floor 0.90: it ran at 0.84 beside this job"};
+       },
+       {},
+       JobEnd::kCancelled,
+       End::kRequeue,
+       JobState::kQueued,
+       "stopped for job 12's floor 0.90: it ran at 0.84 beside this job; it runs again, from its "
+       "checkpoint if it saved one (not counted as an attempt)",
+       false,
+       true},
+      {"AFloorStopKilledAfterTheGraceRunsAgainUncountedEvenUnderRestartNever",
+       [](AttemptFacts& f) {
+         f.exit = {JobState::kKilled, std::nullopt, 9, "killed by signal 9", {}};
+         f.restart = RestartPolicy::kNever;
+         f.cause = {Cause::kFloor,
+                    "stopped for job 3's floor 0.80: it ran at 0.61 beside this job"};
+       },
+       {},
+       JobEnd::kCancelled,
+       End::kRequeue,
+       JobState::kQueued,
+       "stopped for job 3's floor 0.80: it ran at 0.61 beside this job; it runs again, from its "
+       "checkpoint if it saved one (not counted as an attempt)",
+       false,
+       true},
       {"AMechanismVictimRunsAgainUncounted",
        [](AttemptFacts& f) {
          f.cause = {Cause::kMechanism, ""};
@@ -343,15 +372,17 @@ INSTANTIATE_TEST_SUITE_P(Rules, AttemptEndTable, ::testing::ValuesIn(end_cases()
 TEST(StopCause, AJobBeingStoppedIsNotStoppedAgainSaveByTheShutdown) {
   const std::vector<Cause> all = {Cause::kCancelled,   Cause::kShutdown,  Cause::kEarlyStop,
                                   Cause::kDoomed,      Cause::kPreempted, Cause::kMechanism,
-                                  Cause::kFaultVictim, Cause::kStalled,   Cause::kSimulatedOom};
+                                  Cause::kFaultVictim, Cause::kStalled,   Cause::kSimulatedOom,
+                                  Cause::kFloor};
   for (Cause next : all) EXPECT_TRUE(StopCause{}.yields_to(next));
   for (Cause now : all) {
     const StopCause cause{now, "why"};
     EXPECT_TRUE(cause.being_stopped());
     for (Cause next : all) {
       const bool shutdown_takes_over =
-          next == Cause::kShutdown && (now == Cause::kCancelled || now == Cause::kDoomed ||
-                                       now == Cause::kPreempted || now == Cause::kFaultVictim);
+          next == Cause::kShutdown &&
+          (now == Cause::kCancelled || now == Cause::kDoomed || now == Cause::kPreempted ||
+           now == Cause::kFaultVictim || now == Cause::kFloor);
       EXPECT_EQ(cause.yields_to(next), shutdown_takes_over)
           << static_cast<int>(now) << " -> " << static_cast<int>(next);
     }

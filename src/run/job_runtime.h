@@ -16,6 +16,7 @@
 #include "jobs/progress.h"
 #include "run/attempt_end.h"
 #include "run/engine_job.h"
+#include "run/floor_watch.h"
 #include "run/in_place_measurement.h"
 #include "run/simulated_load.h"
 #include "run/stall_watch.h"
@@ -71,6 +72,11 @@ struct JobRuntime {
   int preemptions = 0;              // attempts it was preempted in (not counted either)
   int64_t log_checked_ms = 0;       // when its log's size was last checked (monotonic)
   bool log_cut = false;             // its log was cut to its cap (said once)
+
+  // A protected job's floor, judged over its steady epochs across its attempts.
+  std::optional<FloorWatch> floor;
+  bool floor_alone_said = false;  // below its floor with no opportunistic neighbour: said once
+
   int counted_attempts() const { return attempt - uncounted - preemptions - job.uncounted_before; }
   std::vector<int> gpus() const { return job_gpus(device, gang_devices); }
 };

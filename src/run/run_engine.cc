@@ -337,6 +337,13 @@ void RunEngine::started(JobRuntime& job, const Decision& a, const Placement& pla
   job.cause = {};
   job.fault_proven.clear();
   job.outside_mps = placement.outside_mps;
+  if (spec.qos == QosClass::kProtected && !job.floor) {
+    auto solo = known_.solo_rates.find(job.signature);
+    job.floor.emplace(
+        spec.min_speed,
+        solo != known_.solo_rates.end() ? std::optional<double>(solo->second) : std::nullopt,
+        options_.floor);
+  }
   job.stall.emplace(now, spec.stall_timeout_ms,
                     job.reported_progress || spec.epoch_regex || spec.step_regex ||
                         known_.solo_rates.count(job.signature) > 0,
@@ -1001,6 +1008,9 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
         scheduler_->observe_rate(job.key, rate, ctx_.clock.monotonic_ms());
         if (job.measuring) job.measuring->rate(rate);
         if (e.kind == "step") job.last_samples_per_s = rate;
+        if (e.kind == "epoch_end" && job.floor && !exited)
+          judge_floor(job,
+                      EpochRate{e.time_ms, e.time_ms - since, rate, steady_epoch_end(e.metrics)});
       }
       if (e.kind == "step") job.last_rate_ms = e.time_ms;
     }
@@ -1030,43 +1040,6 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
   for (const std::string& note : job.reader->take_notices()) {
     display_.event(fmt::format("{}: {}", job.label(), note));
     append_note_to_log(log_path(job), note);
-  }
-}
-
-void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
-  const JobSpec& spec = job.job.spec;
-  if (!spec.early_stop || spec.objective.empty() || state_.stopping || job.pid <= 0 ||
-      !job.cause.yields_to(Cause::kEarlyStop))
-    return;
-  if (e.kind != "epoch_end" && e.kind != "metric") return;
-  auto value = e.metrics.find(spec.objective);
-  if (value == e.metrics.end()) return;
-  // An epoch's end counts for that epoch; a metric for its own epoch, else
-  // for the last epoch that ended before it.
-  const int64_t epoch =
-      e.kind == "epoch_end" ? job.epoch.value_or(job.epochs) : e.epoch.value_or(job.epochs);
-  auto goal = spec.lower_is_better.find(spec.objective);
-  std::optional<std::string> verdict = early_stop_.report(
-      job.job.trials_of.empty() ? spec.source : job.job.trials_of, static_cast<int64_t>(job.key),
-      *spec.early_stop,
-      TrialReport{spec.objective, goal == spec.lower_is_better.end() || goal->second, epoch,
-                  value->second});
-  if (!verdict) return;
-  const std::string what = fmt::format("{}; stopping it (TERM, then KILL after {})", *verdict,
-                                       format_duration_ms(options_.stop_grace_ms));
-  stop_job(job, {Cause::kEarlyStop, *verdict}, options_.stop_grace_ms,
-           fmt::format("{}: {}", job.label(), what), what);
-}
-
-void RunEngine::stop_doomed() {
-  if (!scheduler_) return;
-  for (const Unplaceable& u : scheduler_->take_stops()) {
-    JobRuntime& job = *jobs_[u.job];
-    if (job.state != JobState::kRunning || job.pid <= 0 || !job.cause.yields_to(Cause::kDoomed) ||
-        state_.stopping)
-      continue;
-    stop_job(job, {Cause::kDoomed, u.reason}, 0, fmt::format("{}: {}", job.label(), u.reason),
-             "stopped by colo: " + u.reason);
   }
 }
 
@@ -1158,6 +1131,10 @@ EngineJobView RunEngine::view(size_t key) const {
   v.mig_instance = j.mig_instance;
   if (auto solo = known_.solo_rates.find(j.signature); solo != known_.solo_rates.end())
     v.solo_samples_per_s = solo->second;
+  if (j.floor) {
+    v.min_speed = j.floor->min_speed();
+    v.below_floor_share = j.floor->below_share();
+  }
   return v;
 }
 

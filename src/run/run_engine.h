@@ -70,6 +70,7 @@
 #include "run/engine_job.h"
 #include "run/engine_policy.h"
 #include "run/fail_fast.h"
+#include "run/floor_watch.h"
 #include "run/in_place_measurement.h"
 #include "run/leftovers.h"
 #include "run/live_display.h"
@@ -125,6 +126,8 @@ struct EngineOptions {
   CgroupLimits default_limits;
   // When a running job counts as stalled (run/stall_watch.h).
   StallOptions stall;
+  // When a protected job counts as below its floor (run/floor_watch.h).
+  FloorOptions floor;
   // A job's log (each attempt's) is cut to its first and last quarter once
   // it passes this many bytes (jobs/log_cap.h: checked once a second); 0: no
   // cap (`--max-log-size`).
@@ -198,6 +201,10 @@ struct EngineJobView {
   std::string mig_instance;
   // Its signature's progress rate alone (a stored profile, a hint or a probe).
   std::optional<double> solo_samples_per_s;
+  // A protected job: its floor (min_speed) and the share of its steady time
+  // spent below it (nullopt before any steady epoch was judged).
+  std::optional<double> min_speed;
+  std::optional<double> below_floor_share;
 };
 
 class RunEngine {
@@ -369,6 +376,10 @@ class RunEngine {
   // The job's sweep's [early_stop] rule on event `e`, before it is stored:
   // stops the job (TERM, the grace) when the rule says so; it ends stopped.
   void judge_early_stop(JobRuntime& job, const ProgressEvent& e);
+  // A protected job's epoch rate, judged against its floor: when it fell
+  // below for the window, its GPU's most recently started opportunistic job
+  // is stopped (StopCause::kFloor) and the pair is not placed together again.
+  void judge_floor(JobRuntime& job, const EpochRate& epoch);
   // Stops the running jobs the policy asks to (Scheduler::take_stops()):
   // at once; reaped, each is requeued, not counted as an attempt.
   void stop_doomed();

@@ -1,8 +1,8 @@
 // RunEngine over real child processes (/bin/sh), the simulated GPU backend,
 // a mechanism that hands out no environment, and a store in a temporary
 // directory: a job's start and its environment, an ok end, a failure that
-// runs again, a user's cancel, a preemption, and the stops of `colo run` and
-// of the service.
+// runs again, a user's cancel, a preemption, a protected job's floor, and the
+// stops of `colo run` and of the service.
 #include "run/run_engine.h"
 
 #include <fmt/format.h>
@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "gpu/sim_backend.h"
+#include "jobs/job_signature.h"
 #include "run/log_layout.h"
 #include "store/testing/fake_runs.h"
 
@@ -221,6 +222,96 @@ TEST_F(RunEngineTest, APreemptedJobWaitsParkedUntilReleased) {
   engine->finish();
   EXPECT_EQ(engine->view(key).state, JobState::kOk);
   EXPECT_EQ(engine->view(key).attempt, 2);
+}
+
+// A protected job (solo rate 1000 samples/s, floor 0.9) reports two steady
+// epochs at about 0.5x beside an opportunistic job on the one GPU: the
+// opportunistic job is stopped for its floor, requeued not counted, and runs
+// again (its second attempt finds the marker its first left, as a job finds
+// its checkpoint); the reason is in its log and the store.
+TEST_F(RunEngineTest, AProtectedJobBelowItsFloorGetsItsOpportunisticNeighbourStopped) {
+  backend_ = std::move(SimBackend::create("H100", 1, clock_)).value();
+  options_.floor.window_ms = 300;
+  options_.floor.reports = 2;
+  EngineJob main = job("main",
+                       "t() { date +%s.%N; }; p() { echo \"$1\" >> \"$COLO_PROGRESS_FILE\"; }; "
+                       "sleep 0.3; p \"{\\\"event\\\":\\\"epoch_end\\\",\\\"epoch\\\":1,"
+                       "\\\"samples\\\":100,\\\"time\\\":$(t)}\"; "
+                       "for e in 2 3; do sleep 0.25; p \"{\\\"event\\\":\\\"epoch_end\\\","
+                       "\\\"epoch\\\":$e,\\\"samples\\\":100,\\\"time\\\":$(t)}\"; done; "
+                       "for e in 4 5; do sleep 0.25; p \"{\\\"event\\\":\\\"epoch_end\\\","
+                       "\\\"epoch\\\":$e,\\\"samples\\\":5000,\\\"time\\\":$(t)}\"; done");
+  main.spec.qos = QosClass::kProtected;
+  main.spec.min_speed = 0.9;
+  LearnedProfile solo;
+  solo.signature = job_signature(main.spec);
+  solo.gpu_name = (*backend_->devices())[0].name;
+  solo.simulated = true;
+  solo.runs = 1;
+  solo.profile.samples_per_s = 1000;
+  options_.profiles_elsewhere = {solo};
+  const std::string marker = dir_.path() + "/filler-ran";
+  EngineJob filler =
+      job("filler", "if [ -e " + marker + " ]; then echo resumed; exit 0; fi; touch " + marker +
+                        "; exec sleep 30");
+  filler.spec.qos = QosClass::kOpportunistic;
+  auto engine = make_engine();
+  const size_t opportunistic = engine->submit(filler);
+  const size_t protected_key = engine->submit(main);
+  ASSERT_TRUE(tick_until(*engine, [&] {
+    return !changes_of(opportunistic, JobChange::Kind::kRequeued).empty();
+  })) << out_.str();
+  const std::vector<JobChange> requeued = changes_of(opportunistic, JobChange::Kind::kRequeued);
+  ASSERT_EQ(requeued.size(), 1U);
+  EXPECT_FALSE(requeued[0].counted);
+  const std::string why = fmt::format("stopped for job {}'s floor 0.90: it ran at 0.",
+                                      engine->view(protected_key).job_id);
+  EXPECT_THAT(requeued[0].reason, HasSubstr(why));
+  EXPECT_THAT(requeued[0].reason, HasSubstr("beside this job; it runs again"));
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->idle(); })) << out_.str();
+  engine->finish();
+  const EngineJobView v = engine->view(opportunistic);
+  EXPECT_EQ(v.state, JobState::kOk) << v.note;
+  EXPECT_EQ(v.attempt, 2);
+  EXPECT_THAT(read_text(attempt_log_path(filler.log_stem, 1)), HasSubstr(why));
+  EXPECT_THAT(read_text(v.log_path), HasSubstr("resumed"));
+  Result<std::vector<AttemptRow>> attempts = store_->job_attempts(v.job_id);
+  ASSERT_TRUE(attempts.ok() && attempts->size() == 2U);
+  EXPECT_THAT((*attempts)[0].reason, HasSubstr(why));
+  const EngineJobView p = engine->view(protected_key);
+  EXPECT_EQ(p.state, JobState::kOk) << p.note;
+  EXPECT_EQ(p.min_speed, 0.9);
+  ASSERT_TRUE(p.below_floor_share);
+  EXPECT_GT(*p.below_floor_share, 0.3);
+  EXPECT_LT(*p.below_floor_share, 0.7);
+  EXPECT_THAT(read_text(p.log_path), HasSubstr("below its floor 0.90 of its solo rate"));
+}
+
+// Alone below its floor, a protected job has no neighbour to stop: said once.
+TEST_F(RunEngineTest, AProtectedJobBelowItsFloorAloneIsToldOnce) {
+  options_.floor.window_ms = 100;
+  options_.floor.reports = 1;
+  EngineJob main = job("alone",
+                       "t() { date +%s.%N; }; p() { echo \"$1\" >> \"$COLO_PROGRESS_FILE\"; }; "
+                       "for e in 1 2 3 4; do sleep 0.15; p \"{\\\"event\\\":\\\"epoch_end\\\","
+                       "\\\"epoch\\\":$e,\\\"samples\\\":10,\\\"time\\\":$(t)}\"; done");
+  main.spec.qos = QosClass::kProtected;
+  LearnedProfile solo;
+  solo.signature = job_signature(main.spec);
+  solo.gpu_name = (*backend_->devices())[0].name;
+  solo.simulated = true;
+  solo.runs = 1;
+  solo.profile.samples_per_s = 1000;
+  options_.profiles_elsewhere = {solo};
+  auto engine = make_engine();
+  const size_t key = engine->submit(main);
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->idle(); })) << out_.str();
+  engine->finish();
+  const std::string log = read_text(engine->view(key).log_path);
+  const std::string note = "no opportunistic job left beside it to stop";
+  ASSERT_THAT(log, HasSubstr(note));
+  EXPECT_EQ(log.find(note), log.rfind(note));
+  EXPECT_EQ(engine->view(key).below_floor_share, 1.0);
 }
 
 // The service stops: running jobs end interrupted with its reason, queued

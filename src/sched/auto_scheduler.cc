@@ -1212,6 +1212,14 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
   }
 }
 
+void AutoScheduler::avoid_together(const std::vector<std::string>& signatures) {
+  Combination c;
+  for (const std::string& signature : signatures) ++c[signature];
+  if (signatures.size() < 2 || verdicts_.is_bad(c)) return;
+  verdicts_.bad.push_back(c);
+  notes_.push_back(fmt::format("not forming {} again", describe(c)));
+}
+
 void AutoScheduler::measured(size_t job, const JobProfile& measured) {
   auto it = running_.find(job);
   if (it == running_.end() || !measured.peak_memory_bytes) return;

@@ -229,6 +229,8 @@ class AutoScheduler final : public Scheduler {
   std::vector<Unplaceable> take_stops() override;
   void learned(const std::string& signature, const JobProfile& profile, int64_t now_ms) override;
   void measured(size_t job, const JobProfile& profile) override;
+  // Remembered as a bad combination (and so any superset): never formed again.
+  void avoid_together(const std::vector<std::string>& signatures) override;
   std::vector<size_t> drain_queued() override;
   bool remove_queued(size_t job) override;
   // expected_end() when the job's profile has a solo time. Else, when its

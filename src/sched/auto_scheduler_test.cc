@@ -838,6 +838,26 @@ TEST(AutoSchedulerColdStart, NeighboursSlowedMoreThanPredictedHoldTheGpu) {
   EXPECT_TRUE(s.schedule(4000).empty()) << "no longer held, but never the same combination again";
 }
 
+// A pair the engine found bad (a protected job below its floor beside an
+// opportunistic one: run/floor_watch.h) is never formed again; other
+// neighbours still are.
+TEST(AutoSchedulerAvoid, APairToAvoidIsNeverFormedAgain) {
+  for (const bool avoid : {false, true}) {
+    AutoScheduler s = make(1);
+    s.set_profile("main", profile(4, 10));
+    s.set_profile("filler", profile(4, 10));
+    s.set_profile("other", profile(4, 10));
+    if (avoid) s.avoid_together({"main", "filler"});
+    enqueue(s, "main", 1, 0);
+    ASSERT_EQ(s.schedule(0).size(), 1u);
+    enqueue(s, "filler", 1, 1);
+    EXPECT_EQ(s.schedule(1000).size(), avoid ? 0u : 1u) << "avoid " << avoid;
+    enqueue(s, "other", 1, 2);
+    EXPECT_EQ(s.schedule(2000).size(), 1u) << "avoid " << avoid;
+    EXPECT_EQ(s.bad_combinations().size(), avoid ? 1u : 0u);
+  }
+}
+
 TEST(AutoSchedulerColdStart, NeighboursAsFastAsPredictedKeepTheGpuOpen) {
   AutoScheduler s = two_running();
   s.observe_rate(0, 1000, 500);

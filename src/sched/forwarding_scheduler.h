@@ -36,6 +36,9 @@ class ForwardingScheduler : public Scheduler {
   void learned(const std::string& signature, const JobProfile& profile, int64_t now_ms) override {
     policy_->learned(signature, profile, now_ms);
   }
+  void avoid_together(const std::vector<std::string>& signatures) override {
+    policy_->avoid_together(signatures);
+  }
   void measured(size_t job, const JobProfile& profile) override { policy_->measured(job, profile); }
   void observe_memory(size_t job, uint64_t bytes, int64_t now_ms) override {
     policy_->observe_memory(job, bytes, now_ms);

@@ -138,6 +138,12 @@ class Scheduler {
   virtual EndVerdict finished(size_t job, JobEnd end, int64_t now_ms) = 0;
   // A running job's recent progress rate (samples per second).
   virtual void observe_rate(size_t /*job*/, double /*samples_per_s*/, int64_t /*now_ms*/) {}
+  // Jobs of these signatures were found to hurt each other on one GPU (a
+  // protected job fell below its floor beside an opportunistic one:
+  // run/floor_watch.h): the policy should not place them together again
+  // (the auto policy remembers the pair as a bad combination; the fixed
+  // policy, which knows no combinations, ignores it).
+  virtual void avoid_together(const std::vector<std::string>& /*signatures*/) {}
   // A profile was measured (a newcomer's measurement ended) for every job of
   // `signature`. It may come again, refined, for the same newcomer.
   virtual void learned(const std::string& /*signature*/, const JobProfile& /*profile*/,

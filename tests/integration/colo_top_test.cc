@@ -118,7 +118,7 @@ class ColoTop : public ColoTestDir {
                                  std::to_string(height) + " \"sh '" + dir_ + "/top.sh'\""));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  std::string top_exit() const { return shell("cat '" + dir_ + "/top.exit'").output; }
+  std::string top_exit() const { return shell("cat '" + dir_ + "/top.exit' 2>/dev/null").output; }
   // The screen; where there is none, why: the tmux server's state and the
   // service's log.
   std::string screen() const {

@@ -1,0 +1,109 @@
+// RunEngine's judges: the rules that stop a running job for what it
+// reported or what the policy found, each deciding one job to stop and why
+// (early stopping of a trial, a protected job's floor, a job the policy can
+// never place). Split from run_engine.cc, whose class they belong to; they
+// run on the engine's thread, as every RunEngine member does.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/units.h"
+#include "jobs/progress.h"
+#include "run/early_stop.h"
+#include "run/floor_watch.h"
+#include "run/job_runtime.h"
+#include "run/log_layout.h"
+#include "run/run_engine.h"
+
+namespace colo {
+
+using Cause = StopCause::Kind;
+
+void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
+  const JobSpec& spec = job.job.spec;
+  if (!spec.early_stop || spec.objective.empty() || state_.stopping || job.pid <= 0 ||
+      !job.cause.yields_to(Cause::kEarlyStop))
+    return;
+  if (e.kind != "epoch_end" && e.kind != "metric") return;
+  auto value = e.metrics.find(spec.objective);
+  if (value == e.metrics.end()) return;
+  // An epoch's end counts for that epoch; a metric for its own epoch, else
+  // for the last epoch that ended before it.
+  const int64_t epoch =
+      e.kind == "epoch_end" ? job.epoch.value_or(job.epochs) : e.epoch.value_or(job.epochs);
+  auto goal = spec.lower_is_better.find(spec.objective);
+  std::optional<std::string> verdict = early_stop_.report(
+      job.job.trials_of.empty() ? spec.source : job.job.trials_of, static_cast<int64_t>(job.key),
+      *spec.early_stop,
+      TrialReport{spec.objective, goal == spec.lower_is_better.end() || goal->second, epoch,
+                  value->second});
+  if (!verdict) return;
+  const std::string what = fmt::format("{}; stopping it (TERM, then KILL after {})", *verdict,
+                                       format_duration_ms(options_.stop_grace_ms));
+  stop_job(job, {Cause::kEarlyStop, *verdict}, options_.stop_grace_ms,
+           fmt::format("{}: {}", job.label(), what), what);
+}
+
+void RunEngine::judge_floor(JobRuntime& job, const EpochRate& epoch) {
+  if (!job.floor->solo_rate()) {
+    if (auto solo = known_.solo_rates.find(job.signature); solo != known_.solo_rates.end())
+      job.floor->solo(solo->second);
+  }
+  const std::optional<FloorBreach> breach = job.floor->report(epoch);
+  if (!breach || state_.stopping) return;
+  // The most recently started opportunistic job on one of its GPUs.
+  const std::vector<int> gpus = job.gpus();
+  JobRuntime* newest = nullptr;
+  for (const auto& [pid, key] : by_pid_) {
+    JobRuntime& other = *jobs_[key];
+    if (key == job.key || other.job.spec.qos != QosClass::kOpportunistic ||
+        other.state != JobState::kRunning || other.pid <= 0 ||
+        !other.cause.yields_to(Cause::kFloor))
+      continue;
+    const std::vector<int> theirs = other.gpus();
+    if (std::none_of(theirs.begin(), theirs.end(),
+                     [&](int d) { return std::find(gpus.begin(), gpus.end(), d) != gpus.end(); }))
+      continue;
+    if (!newest || other.started_ms > newest->started_ms) newest = &other;
+  }
+  const std::string below = fmt::format(
+      "below its floor {:.2f} of its solo rate (it ran at {:.2f})", breach->floor, breach->speed);
+  if (!newest) {
+    if (job.floor_alone_said) return;
+    job.floor_alone_said = true;
+    const std::string what = below + "; no opportunistic job left beside it to stop";
+    display_.event(fmt::format("{}: {}", job.label(), what));
+    append_note_to_log(log_path(job), what);
+    return;
+  }
+  job.floor_alone_said = false;
+  const std::string why =
+      floor_stop_reason(job.job.id > 0 ? fmt::format("job {}", job.job.id) : job.label(), *breach);
+  // Not formed again: the policy remembers the pair as a bad combination.
+  scheduler_->avoid_together({job.signature, newest->signature});
+  append_note_to_log(log_path(job), fmt::format("{}; stopping {}", below, newest->label()));
+  const std::string grace = format_duration_ms(options_.stop_grace_ms);
+  newest->note = why;
+  stop_job(*newest, {Cause::kFloor, why}, options_.stop_grace_ms,
+           fmt::format("{}: {}; stopping it (TERM, then KILL after {}); it runs again later",
+                       newest->label(), why, grace),
+           fmt::format("{}; TERM now, KILL after {}: save a checkpoint into COLO_CHECKPOINT_DIR "
+                       "and exit",
+                       why, grace));
+}
+
+void RunEngine::stop_doomed() {
+  if (!scheduler_) return;
+  for (const Unplaceable& u : scheduler_->take_stops()) {
+    JobRuntime& job = *jobs_[u.job];
+    if (job.state != JobState::kRunning || job.pid <= 0 || !job.cause.yields_to(Cause::kDoomed) ||
+        state_.stopping)
+      continue;
+    stop_job(job, {Cause::kDoomed, u.reason}, 0, fmt::format("{}: {}", job.label(), u.reason),
+             "stopped by colo: " + u.reason);
+  }
+}
+
+}  // namespace colo
