@@ -135,6 +135,12 @@ int simulate_command(const SimulateFlags& flags) {
                                  {"failures", r.failures},
                                  {"notes", r.notes},
                                  {"starts", r.starts}});
+      if (!r.protected_speeds.empty()) {
+        nlohmann::json speeds = nlohmann::json::array();
+        for (const PolicyResult::ProtectedSpeed& p : r.protected_speeds)
+          speeds.push_back({{"job", p.job}, {"min_speed", p.min_speed}, {"speed", p.speed}});
+        out["policies"].back()["protected"] = speeds;
+      }
     }
     if (deadline_ms) {
       out["deadline_ms"] = *deadline_ms;
@@ -199,6 +205,20 @@ int simulate_command(const SimulateFlags& flags) {
       std::cout << fmt::format("{:<11} {:>16} {:>10}\n", r.policy.name,
                                format_duration_ms(static_cast<int64_t>(r.mean_completion_ms)),
                                format_duration_ms(static_cast<int64_t>(r.mean_wait_ms)));
+    }
+  }
+  if (std::any_of(results.begin(), results.end(),
+                  [](const PolicyResult& r) { return !r.protected_speeds.empty(); })) {
+    std::cout << fmt::format(
+        "\n{:<11} {:<16} {:>5} {:>6}   (solo time over time taken, start-up "
+        "left out)\n",
+        "POLICY", "PROTECTED JOB", "FLOOR", "SPEED");
+    for (const PolicyResult& r : results) {
+      for (const PolicyResult::ProtectedSpeed& p : r.protected_speeds) {
+        std::cout << fmt::format("{:<11} {:<16} {:>5.2f} {:>5.2f}x{}\n", r.policy.name, p.job,
+                                 p.min_speed, p.speed,
+                                 p.speed + 1e-9 < p.min_speed ? "  below its floor" : "");
+      }
     }
   }
   for (const PolicyResult& r : results) {

@@ -34,6 +34,12 @@ uint64_t host_memory_bytes() {
   return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
+// The mechanism's lever over an opportunistic client (sched/qos_placement.h).
+QosShare qos_share_of(MechanismKind mechanism) {
+  if (mechanism == MechanismKind::kNaive) return QosShare::kNone;
+  return mechanism == MechanismKind::kMig ? QosShare::kInstance : QosShare::kPriority;
+}
+
 std::unique_ptr<Scheduler> make_scheduler(RunReader& store, const PolicyInputs& in,
                                           EnginePolicy& out) {
   const int limit = in.jobs_per_gpu;
@@ -43,12 +49,14 @@ std::unique_ptr<Scheduler> make_scheduler(RunReader& store, const PolicyInputs& 
     for (const DeviceInfo& d : in.devices) slots.push_back({d.index, d.memory_total_bytes, limit});
     return std::make_unique<GangScheduler>(
         std::make_unique<FixedScheduler>(
-            slots, fmt::format("fixed, up to {} per GPU", count_of(limit, "job"))),
+            slots, fmt::format("fixed, up to {} per GPU", count_of(limit, "job")), 2,
+            qos_share_of(in.mechanism)),
         kMaxJobAttempts - 1);
   }
   AutoOptions auto_options;
   auto_options.mode =
       in.mechanism == MechanismKind::kNaive ? ShareMode::kTimeSliced : ShareMode::kSpatial;
+  auto_options.qos_share = qos_share_of(in.mechanism);
   auto_options.max_jobs_per_gpu = limit;
   auto_options.memory_limits = in.mechanism == MechanismKind::kMps;
   auto_options.max_retries = kMaxJobAttempts - 1;
@@ -128,6 +136,8 @@ SchedJob PolicyKnowledge::queued_as(size_t key, const std::string& signature, co
   queued.solo_time_ms = spec.solo_time_ms;
   queued.owner = owner;
   queued.priority = spec.priority;
+  queued.qos = spec.qos;
+  queued.min_speed = spec.min_speed;
   return queued;
 }
 

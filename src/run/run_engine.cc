@@ -257,8 +257,9 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
                       spec.memory_limit_bytes ? spec.memory_limit_bytes : a.memory_limit_bytes,
                       a.gang_devices};
   placement.outside_mps = !job.suspect.empty() && ctx_.mechanism.kind() == MechanismKind::kMps;
-  // Its priority lever; the thread percentage is placement's to choose (not yet built).
+  // Its priority lever, and the thread percentage its placement chose (sched/qos_placement.h).
   placement.opportunistic = spec.qos == QosClass::kOpportunistic;
+  placement.opportunistic_thread_pct = a.opportunistic_thread_pct;
   if (const std::optional<RunAs>& as = job.job.run_as; as && as->uid != ::geteuid())
     placement.user = ClientUser{as->uid, as->gid, as->groups};
   Result<Environment> mech_env = ctx_.mechanism.environment_for(placement);

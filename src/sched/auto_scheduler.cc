@@ -13,6 +13,9 @@ namespace {
 
 // Combinations are judged only against solo rates known this well.
 constexpr double kJudgedRateUncertainty = 0.1;
+// How far below its own priority an opportunistic job is queued: below any
+// normal job's (priorities are small: `colo submit --priority`).
+constexpr int kOpportunisticDrop = 1 << 20;
 
 uint64_t largest_of(const std::vector<GpuSlot>& gpus) {
   uint64_t largest = 0;
@@ -87,6 +90,11 @@ void AutoScheduler::enqueue(const SchedJob& job) {
   w.signature = job.signature;
   w.owner = job.owner;
   w.priority = job.priority;
+  w.qos = job.qos;
+  w.min_speed = job.min_speed;
+  if (job.qos != QosClass::kNormal) any_qos_ = true;
+  // After every normal job, in queue order (ClassQueue orders by priority first).
+  if (job.qos == QosClass::kOpportunistic) w.priority = job.priority - kOpportunisticDrop;
   if (const FamilyMember* m = knowledge_.member(w.signature); m != nullptr) w.family = m->family;
   queue_.push(std::move(w));
 }
@@ -188,6 +196,15 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
   std::optional<uint64_t> limit;
   if (options_.memory_limits) limit = r.claim;
   out.push_back(Decision{job, gpu.slot.device, r.probe, limit, std::move(estimate), r.speculative});
+  if (any_qos_) {
+    gpu.jobs.pop_back();  // qos_join_on() judges the GPU without it
+    const QosJoin q = qos_join_on(gpu, r.waiting, r.load, AsIf{});
+    gpu.jobs.push_back(job);
+    out.back().opportunistic = q.opportunistic;
+    out.back().opportunistic_thread_pct = q.thread_pct;
+    r.thread_pct = q.thread_pct.value_or(100);
+    qos_waits_.erase(job);
+  }
   host_.started(r.waiting.signature);
   running_.emplace(job, std::move(r));
 }
@@ -222,6 +239,7 @@ bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key,
     if ((!g.scouts.contains(key) && g.jobs.empty()) || g.held || g.alone || w.alone ||
         static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu || !may_start(g, w, now_ms))
       continue;
+    if (any_qos_ && !qos_join_on(g, w, load, AsIf{}).admitted) continue;
     const uint64_t usable = usable_memory(g);
     const uint64_t spare = usable - std::min(usable, g.claimed);
     // An equal share for each of the family's queued jobs (half the spare at
@@ -274,6 +292,8 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
         .add(load.sm_active_pct)
         .add(load.gpu_busy_pct)
         .add(w.alone)
+        .add(static_cast<int64_t>(w.qos))  // its class decides where it may go
+        .add(w.min_speed)
         .add(w.after_measurement)
         .add(std::string_view(verdicts_.bad.empty() ? "" : w.signature));
   });
@@ -414,6 +434,7 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
     }
   }
   if (held || alone) return std::nullopt;
+  if (any_qos_ && !qos_join_on(g, w, load, as_if).admitted) return std::nullopt;
   // Jobs already replaced by an early start, and `leaving`, count as gone
   // (except for memory: they hold it until they end).
   auto gone = [&](size_t j, const Running& r) {
@@ -471,6 +492,26 @@ uint64_t AutoScheduler::newcomer_claim(const Gpu& g, uint64_t need, bool empty) 
   return need + std::max(options_.naive_headroom_bytes,
                          static_cast<uint64_t>(options_.naive_headroom_fraction *
                                                static_cast<double>(total)));
+}
+
+QosJoin AutoScheduler::qos_join_on(const Gpu& g, const Waiting& w, const SoloLoad& load,
+                                   const AsIf& as_if) const {
+  auto tenant = [](const Waiting& t, const SoloLoad& l, int thread_pct) {
+    return QosTenant{t.job, t.qos, t.min_speed, l.sm_active_pct / 100.0, thread_pct};
+  };
+  std::vector<QosTenant> on_gpu;
+  for (size_t j : g.jobs) {
+    // A job replaced by an early start still counts: it runs on until it
+    // ends, and beside a protected job an early start would be one
+    // neighbour too many meanwhile.
+    if (std::find(as_if.ended.begin(), as_if.ended.end(), j) != as_if.ended.end()) continue;
+    const Running& r = running_.at(j);
+    on_gpu.push_back(tenant(r.waiting, r.load, r.thread_pct));
+  }
+  if (as_if.joining != nullptr)
+    on_gpu.push_back(
+        tenant(as_if.joining->waiting, as_if.joining->load, as_if.joining->thread_pct));
+  return qos_join(g.slot.device, on_gpu, tenant(w, load, 100), options_.qos_share);
 }
 
 bool AutoScheduler::admits(const Gpu& g, const Waiting& w, const AsIf& as_if) const {
@@ -541,6 +582,8 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
         .add(startup)
         .add(p->solo_ms.value_or(-1))
         .add(w.alone)
+        .add(static_cast<int64_t>(w.qos))  // its class decides where it may go
+        .add(w.min_speed)
         .add(std::string_view(verdicts_.bad.empty() ? "" : w.signature));
   });
   if (failed) return false;
@@ -696,6 +739,27 @@ std::optional<AutoScheduler::Reservation> AutoScheduler::reservation_for(const W
 }
 
 void AutoScheduler::failed(const Waiting& w, int64_t now_ms) {
+  if (any_qos_) {
+    // Every GPU's classes refuse it: the first refusal is why it waits.
+    const JobProfile* p = usable_profile(w);
+    const JobProfile prior = p != nullptr ? JobProfile{} : knowledge_.prior_of(w.signature);
+    const JobProfile& known = p != nullptr ? *p : prior;
+    const SoloLoad load{known.sm_active_pct.value_or(0), known.gpu_busy_pct()};
+    std::optional<WaitingReason> why;
+    for (const Gpu& g : gpus_) {
+      QosJoin q = qos_join_on(g, w, load, AsIf{});
+      if (q.admitted) {
+        why.reset();
+        break;
+      }
+      if (!why) why = std::move(q.why);
+    }
+    if (why) {
+      qos_waits_[w.job] = *why;
+    } else {
+      qos_waits_.erase(w.job);
+    }
+  }
   if (head_sought_ || !waits_for_room(w)) return;
   head_sought_ = true;
   head_ = Head{w, now_ms};
@@ -713,6 +777,7 @@ void AutoScheduler::forget_head() {
 }
 
 std::optional<WaitingReason> AutoScheduler::waiting_reason(size_t job) const {
+  if (auto qos = qos_waits_.find(job); qos != qos_waits_.end()) return qos->second;
   const Reservation* found = reservation();
   if (found == nullptr) return std::nullopt;
   const Reservation& r = *found;

@@ -92,6 +92,18 @@
 //   (Slurm's backfill rule): without expected ends, the place that frees
 //   waits for the head. Found again at each schedule(); gangs are placed
 //   before it (GangScheduler).
+// Classes. Before any other check, qos_join() (qos_placement.h) says whether
+//   a job's class may join a GPU's (a protected job only beside
+//   opportunistic ones, as many as its floor allows, judged by its solo SM
+//   activity as known, else its prior's), and the levers an opportunistic
+//   one starts with (Decision::opportunistic). Opportunistic jobs go after
+//   every other in the queue's order (below any priority; but jobs of one
+//   signature stay first in, first out whatever their classes), and fill
+//   any GPU with room. An early start is judged with the job it replaces
+//   still there (beside a protected job it would be one neighbour too many
+//   until that one ends). A job every GPU's classes refuse says why it waits
+//   (waiting_reason(): kProtected). Without a protected or opportunistic
+//   job in the queue nothing of this is looked at.
 // Retries. A job that ends out of memory is requeued ahead of the queue with
 //   twice the memory estimate, alone with a whole GPU on its last attempt; after
 //   `max_retries` it ends failed. No job is dropped silently.
@@ -113,6 +125,7 @@
 #include "sched/family.h"
 #include "sched/host_budget.h"
 #include "sched/interference.h"
+#include "sched/qos_placement.h"
 #include "sched/scheduler.h"
 #include "sched/signature_knowledge.h"
 
@@ -120,10 +133,12 @@ namespace colo {
 
 struct AutoOptions {
   ShareMode mode = ShareMode::kSpatial;  // the mechanism's way of sharing
-  int max_jobs_per_gpu = 48;             // the mechanism's limit (MPS clients)
-  double sm_cap_pct = 400.0;             // summed solo SM activity per GPU
-  double saturated_loss = 0.05;          // predicted work below the peak a joining job may cost
-  double memory_margin = 0.2;            // added to each peak estimate
+  // The mechanism's lever over an opportunistic client (qos_placement.h).
+  QosShare qos_share = QosShare::kPriority;
+  int max_jobs_per_gpu = 48;     // the mechanism's limit (MPS clients)
+  double sm_cap_pct = 400.0;     // summed solo SM activity per GPU
+  double saturated_loss = 0.05;  // predicted work below the peak a joining job may cost
+  double memory_margin = 0.2;    // added to each peak estimate
   uint64_t memory_headroom_bytes = 512ull << 20;  // and this, per job
   uint64_t memory_reserve_bytes = 1ull << 30;     // kept free on every GPU
   int max_retries = 2;                            // out-of-memory retries per job
@@ -268,6 +283,8 @@ class AutoScheduler final : public Scheduler {
     // A speculative start whose limit its family's newcomer outgrew: asked
     // to stop (take_stops()).
     bool doomed = false;
+    // Opportunistic: the thread percentage it started with (100: uncapped).
+    int thread_pct = 100;
   };
   struct Gpu {
     GpuSlot slot;
@@ -336,6 +353,11 @@ class AutoScheduler final : public Scheduler {
   // newcomer (`need`: claim_for() its prior's or last attempt's peak).
   uint64_t placed_claim(const Gpu& g, uint64_t claim, bool empty) const;
   uint64_t newcomer_claim(const Gpu& g, uint64_t need, bool empty) const;
+  // qos_join() of `w` (with `load`) on `g` as `as_if` has it (its ended
+  // jobs count as gone, `joining` as there; a job an early start replaces
+  // still counts: it runs until it ends).
+  QosJoin qos_join_on(const Gpu& g, const Waiting& w, const SoloLoad& load,
+                      const AsIf& as_if) const;
   // Whether place() would admit `w` on `g` as `as_if` has it.
   bool admits(const Gpu& g, const Waiting& w, const AsIf& as_if) const;
 
@@ -503,6 +525,12 @@ class AutoScheduler final : public Scheduler {
   std::vector<Unplaceable> unplaceable_;
   std::vector<Unplaceable> stops_;  // take_stops()
   std::vector<std::string> notes_;
+  // A protected or opportunistic job was enqueued: the classes are looked at
+  // (qos_join_on()) from then on.
+  bool any_qos_ = false;
+  // Why queued jobs that every GPU's classes refused wait (waiting_reason()),
+  // as their last try left it; dropped when one starts.
+  std::unordered_map<size_t, WaitingReason> qos_waits_;
   std::set<int> reserved_;  // devices kept for a gang
   std::optional<int64_t> reserved_until_;
   // The head of the queue as the last schedule() left it (none while every

@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "jobs/job_qos.h"
 #include "sched/signature_knowledge.h"
 
 namespace colo {
@@ -47,8 +48,10 @@ struct QueuedJob {
   std::string signature;
   uint64_t seq = 0;    // arrival order, set by ClassQueue::push
   uint32_t owner = 0;  // SchedJob's
-  int priority = 0;
+  int priority = 0;    // opportunistic: below every normal job's (AutoScheduler::enqueue)
   int attempt = 1;
+  QosClass qos = QosClass::kNormal;         // SchedJob's
+  double min_speed = kDefaultMinSpeed;      // SchedJob's
   std::optional<uint64_t> memory_estimate;  // overrides the profile's after an OOM
   bool alone = false;
   // Its family as it joined its class (counted in in_family()), else "".

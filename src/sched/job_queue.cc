@@ -8,8 +8,73 @@
 
 namespace colo {
 
-JobQueue::JobQueue(const std::vector<DeviceSlots>& devices) {
+JobQueue::JobQueue(const std::vector<DeviceSlots>& devices, QosShare qos_share)
+    : qos_share_(qos_share) {
   for (const DeviceSlots& d : devices) devices_.push_back(Device{d, 0, 0, {}});
+}
+
+void JobQueue::set_qos(const QosTenant& qos) {
+  if (qos.qos == QosClass::kNormal) return;
+  if (!any_qos_) {
+    // From here on every device knows its jobs' classes: those running now are normal.
+    any_qos_ = true;
+    for (const auto& [job, p] : running_) devices_[p.device_pos].tenants.push_back(QosTenant{job});
+  }
+  qos_[qos.job] = qos;
+}
+
+QosTenant JobQueue::qos_of(size_t job) const {
+  auto it = qos_.find(job);
+  return it != qos_.end() ? it->second : QosTenant{job};
+}
+
+QosJoin JobQueue::qos_join_at(size_t job, size_t pos) const {
+  const Device& d = devices_[pos];
+  return qos_join(d.slots.device, d.tenants, qos_of(job), qos_share_);
+}
+
+void JobQueue::place_classed(QosClass qos, std::vector<size_t>& reserved,
+                             std::vector<Assignment>& placed) {
+  for (auto it = qos_queued_.begin(); it != qos_queued_.end();) {
+    if (qos_of(it->job).qos != qos) {
+      ++it;
+      continue;
+    }
+    if (std::optional<size_t> pos = best_device_for(*it, reserved)) {
+      qos_waits_.erase(it->job);
+      const Entry entry = *it;
+      it = qos_queued_.erase(it);
+      place(entry, *pos, placed);
+      continue;
+    }
+    // Why: the first device whose classes refuse it, unless one admits it.
+    std::optional<WaitingReason> why;
+    for (size_t pos = 0; pos < devices_.size(); ++pos) {
+      QosJoin q = qos_join_at(it->job, pos);
+      if (q.admitted) {
+        why.reset();
+        break;
+      }
+      if (!why) why = std::move(q.why);
+    }
+    if (why) {
+      qos_waits_[it->job] = *why;
+    } else {
+      qos_waits_.erase(it->job);
+    }
+    if (qos == QosClass::kProtected) {
+      // Keep it the device with the fewest jobs and no protected job: it drains.
+      std::optional<size_t> drain;
+      for (size_t i = 0; i < devices_.size(); ++i) {
+        if (devices_[i].protected_jobs > 0 ||
+            std::find(reserved.begin(), reserved.end(), i) != reserved.end())
+          continue;
+        if (!drain || devices_[i].jobs < devices_[*drain].jobs) drain = i;
+      }
+      if (drain) reserved.push_back(*drain);
+    }
+    ++it;
+  }
 }
 
 void JobQueue::enqueue(size_t job, std::optional<uint64_t> memory_bytes) {
@@ -21,6 +86,8 @@ void JobQueue::enqueue(size_t job, std::optional<uint64_t> memory_bytes) {
     unplaceable_.push_back(
         {job, fmt::format("needs {} of GPU memory (its gpu_memory hint); the largest GPU has {}",
                           format_bytes(*memory_bytes), format_bytes(largest))});
+  } else if (any_qos_ && qos_of(job).qos != QosClass::kNormal) {
+    qos_queued_.push_back(Entry{job, memory_bytes, next_seq_++, {}});
   } else {
     queued_[memory_bytes.value_or(0)].push_back(Entry{job, memory_bytes, next_seq_++, {}});
     ++queued_count_;
@@ -48,6 +115,7 @@ std::optional<size_t> JobQueue::best_device_for(const Entry& entry,
     if (d.jobs >= d.limit()) continue;
     if (entry.max_neighbours && d.jobs > *entry.max_neighbours) continue;
     if (entry.memory_bytes && *entry.memory_bytes > d.free_bytes()) continue;
+    if (any_qos_ && !qos_join_at(entry.job, i).admitted) continue;
     if (kept_ && i == kept_->pos && entry.job != kept_->job &&
         !kept_->backfills(entry.memory_bytes.value_or(0), d.slots.memory_total_bytes))
       continue;
@@ -69,6 +137,15 @@ void JobQueue::place(const Entry& entry, size_t pos, std::vector<Assignment>& pl
   running_[entry.job] =
       Placed{pos, entry.memory_bytes.value_or(0), entry.max_neighbours, placements_++};
   placed.push_back(Assignment{entry.job, d.slots.device});
+  if (any_qos_) {
+    const QosJoin q = qos_join_at(entry.job, pos);
+    placed.back().opportunistic = q.opportunistic;
+    placed.back().thread_pct = q.thread_pct;
+    QosTenant t = qos_of(entry.job);
+    t.thread_pct = q.thread_pct.value_or(100);
+    d.tenants.push_back(t);
+    if (t.qos == QosClass::kProtected) ++d.protected_jobs;
+  }
   if (kept_ && pos == kept_->pos && entry.job != kept_->job) {
     kept_->jobs_after += 1;
     kept_->claimed_after += entry.memory_bytes.value_or(0);
@@ -111,6 +188,14 @@ std::optional<JobQueue::Kept> JobQueue::keep_for(const Entry& head,
 }
 
 std::optional<WaitingReason> JobQueue::waiting_reason(size_t job) const {
+  if (auto qos = qos_waits_.find(job); qos != qos_waits_.end()) return qos->second;
+  if (!kept_ && any_qos_) {
+    // No head is kept a device: a protected job's device that refuses it, if any.
+    for (size_t pos = 0; pos < devices_.size(); ++pos) {
+      if (devices_[pos].protected_jobs == 0) continue;
+      if (std::optional<WaitingReason> why = qos_join_at(job, pos).why) return why;
+    }
+  }
   if (!kept_) return std::nullopt;
   WaitingReason why;
   why.kind = job == kept_->job ? WaitingReason::Kind::kReserved : WaitingReason::Kind::kBackfill;
@@ -127,6 +212,16 @@ std::vector<Assignment> JobQueue::schedule() {
   // fewest jobs (among those not yet reserved): it takes no new job. The
   // devices kept for a gang take none either.
   std::vector<size_t> reserved = gang_reserved_;
+  if (!qos_queued_.empty()) place_classed(QosClass::kProtected, reserved, placed);
+  std::vector<size_t> opportunistic_reserved = reserved;  // they may join a protected job
+  // Normal jobs never join a protected job's device (best_device_for()):
+  // the walk below leaves such devices out, so that capacity it sees is
+  // capacity they may take.
+  for (size_t i = 0; any_qos_ && qos_share_ != QosShare::kInstance && i < devices_.size(); ++i) {
+    if (devices_[i].protected_jobs > 0 &&
+        std::find(reserved.begin(), reserved.end(), i) == reserved.end())
+      reserved.push_back(i);
+  }
   for (auto it = retries_.begin(); it != retries_.end();) {
     if (std::optional<size_t> pos = best_device_for(*it, reserved)) {
       place(*it, *pos, placed);
@@ -190,6 +285,7 @@ std::vector<Assignment> JobQueue::schedule() {
     --queued_count_;
     place(entry, *pos, placed);
   }
+  if (!qos_queued_.empty()) place_classed(QosClass::kOpportunistic, opportunistic_reserved, placed);
   return placed;
 }
 
@@ -199,6 +295,12 @@ void JobQueue::finished(size_t job) {
   Device& d = devices_[it->second.device_pos];
   d.jobs -= 1;
   d.claimed_bytes -= it->second.memory_bytes;
+  if (auto t = std::find_if(d.tenants.begin(), d.tenants.end(),
+                            [&](const QosTenant& q) { return q.job == job; });
+      t != d.tenants.end()) {
+    if (t->qos == QosClass::kProtected) --d.protected_jobs;
+    d.tenants.erase(t);
+  }
   if (it->second.max_neighbours)
     d.neighbour_limits.erase(d.neighbour_limits.find(*it->second.max_neighbours));
   running_.erase(it);
@@ -240,6 +342,9 @@ std::vector<size_t> JobQueue::drain_queued() {
   std::vector<size_t> jobs;
   for (const Entry& e : retries_) jobs.push_back(e.job);
   for (const Entry& e : all) jobs.push_back(e.job);
+  for (const Entry& e : qos_queued_) jobs.push_back(e.job);
+  qos_queued_.clear();
+  qos_waits_.clear();
   retries_.clear();
   queued_.clear();
   queued_count_ = 0;
@@ -251,6 +356,12 @@ bool JobQueue::remove(size_t job) {
   auto is_job = [&](const Entry& e) { return e.job == job; };
   if (auto it = std::find_if(retries_.begin(), retries_.end(), is_job); it != retries_.end()) {
     retries_.erase(it);
+    return true;
+  }
+  if (auto it = std::find_if(qos_queued_.begin(), qos_queued_.end(), is_job);
+      it != qos_queued_.end()) {
+    qos_queued_.erase(it);
+    qos_waits_.erase(job);
     return true;
   }
   for (auto group = queued_.begin(); group != queued_.end(); ++group) {

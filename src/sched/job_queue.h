@@ -21,6 +21,15 @@
 // expected ends): so the place that frees waits for the head, unless the
 // device has room for both. Found again at each schedule().
 //
+// Classes (set_qos(); qos_placement.h says which may share a GPU). Protected
+// and opportunistic jobs wait apart from the rest, each class in queue
+// order: at each schedule() protected jobs are tried first (one that fits
+// nowhere keeps the device with the fewest jobs among those without a
+// protected job, which takes no new normal job meanwhile, so that it
+// drains), then the normal jobs as above, on devices without a protected
+// job, then the opportunistic ones, on any device qos_join() admits them
+// to. Without set_qos() nothing of this is looked at.
+//
 // The queue only decides; it never starts processes (the run engine does).
 // Placing a job costs O(devices + distinct memory hints + waiting retries),
 // whatever the length of the queue, and finding the head's device once a
@@ -40,6 +49,7 @@
 #include <vector>
 
 #include "sched/device_room.h"
+#include "sched/qos_placement.h"
 #include "sched/waiting_reason.h"
 
 namespace colo {
@@ -53,6 +63,9 @@ struct DeviceSlots {
 struct Assignment {
   size_t job = 0;  // the caller's job index
   int device = 0;
+  // Start as an opportunistic client, with this thread percentage (QosJoin).
+  bool opportunistic = false;
+  std::optional<int> thread_pct;
   bool operator==(const Assignment&) const = default;
 };
 
@@ -63,7 +76,12 @@ struct Unplaceable {
 
 class JobQueue {
  public:
-  explicit JobQueue(const std::vector<DeviceSlots>& devices);
+  explicit JobQueue(const std::vector<DeviceSlots>& devices,
+                    QosShare qos_share = QosShare::kPriority);
+
+  // A job's class (its `job` is the job's index), before it is enqueued;
+  // a job never given one is normal.
+  void set_qos(const QosTenant& qos);
 
   // Adds a job at the back. `memory_bytes` is its peak GPU memory hint. A job
   // that can never fit (no device, or more memory than the largest has) is
@@ -103,11 +121,13 @@ class JobQueue {
   void reserve(const std::vector<int>& devices);
 
   // The head (kReserved), or another queued job while a device is kept
-  // for the head (kBackfill), as the last schedule() left them; ask it of
-  // queued jobs only.
+  // for the head (kBackfill), as the last schedule() left them; a
+  // protected or opportunistic job that every device's classes refused, or
+  // (no head kept) a job a protected job's device refuses (kProtected); ask
+  // it of queued jobs only.
   std::optional<WaitingReason> waiting_reason(size_t job) const;
 
-  size_t queued() const { return queued_count_ + retries_.size(); }
+  size_t queued() const { return queued_count_ + retries_.size() + qos_queued_.size(); }
   size_t running() const { return running_.size(); }
   int running_on(int device) const;
 
@@ -118,11 +138,21 @@ class JobQueue {
     uint64_t seq = 0;  // queue order
     std::optional<int> max_neighbours;
   };
+  // set_qos()'s, else normal.
+  QosTenant qos_of(size_t job) const;
+  // qos_join() of `job` on devices_[pos].
+  QosJoin qos_join_at(size_t job, size_t pos) const;
+  // The protected (then the opportunistic) jobs of qos_queued_: each placed
+  // where it fits; a protected one that fits nowhere keeps a device
+  // (`reserved`); a job every device's classes refuse records why.
+  void place_classed(QosClass qos, std::vector<size_t>& reserved, std::vector<Assignment>& placed);
   struct Device {
     DeviceSlots slots;
     int jobs = 0;
     uint64_t claimed_bytes = 0;           // memory hints of its jobs
     std::multiset<int> neighbour_limits;  // max_neighbours of its jobs that set one
+    std::vector<QosTenant> tenants;       // its jobs' classes, once any job has one
+    int protected_jobs = 0;               // of them
     uint64_t free_bytes() const {
       return slots.memory_total_bytes > claimed_bytes ? slots.memory_total_bytes - claimed_bytes
                                                       : 0;
@@ -179,6 +209,11 @@ class JobQueue {
   std::optional<Kept> kept_;                    // as the last schedule() left it
   uint64_t placements_ = 0;                     // Placed::order
   std::vector<Unplaceable> unplaceable_;
+  QosShare qos_share_ = QosShare::kPriority;
+  std::unordered_map<size_t, QosTenant> qos_;  // set_qos(), of protected and opportunistic jobs
+  bool any_qos_ = false;                       // set_qos() named a class other than normal
+  std::deque<Entry> qos_queued_;               // protected and opportunistic jobs, in queue order
+  std::unordered_map<size_t, WaitingReason> qos_waits_;  // why they wait, as last tried
 };
 
 }  // namespace colo

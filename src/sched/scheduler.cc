@@ -5,18 +5,35 @@
 namespace colo {
 
 FixedScheduler::FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description,
-                               int max_retries)
-    : queue_(devices), description_(std::move(description)), max_retries_(max_retries) {}
+                               int max_retries, QosShare qos_share)
+    : queue_(devices, qos_share), description_(std::move(description)), max_retries_(max_retries) {}
+
+void FixedScheduler::introduce(const std::string& signature, const SignatureFacts& facts) {
+  if (facts.profile && facts.profile->sm_active_pct) {
+    sm_pct_[signature] = *facts.profile->sm_active_pct;
+  } else if (facts.prior && facts.prior->sm_active_pct) {
+    sm_pct_[signature] = *facts.prior->sm_active_pct;
+  }
+}
 
 void FixedScheduler::enqueue(const SchedJob& job) {
   hints_[job.job] = job.memory_hint;
+  if (job.qos != QosClass::kNormal) {
+    // Its SM activity: its own hint, its signature's, else a busy GPU's (the safe guess).
+    auto known = sm_pct_.find(job.signature);
+    const double sm = job.sm_active_pct.value_or(known != sm_pct_.end() ? known->second : 100.0);
+    queue_.set_qos({job.job, job.qos, job.min_speed, sm / 100.0, 100});
+  }
   queue_.enqueue(job.job, job.memory_hint);
 }
 
 std::vector<Decision> FixedScheduler::schedule(int64_t /*now_ms*/) {
   std::vector<Decision> out;
-  for (const Assignment& a : queue_.schedule())
+  for (const Assignment& a : queue_.schedule()) {
     out.push_back(Decision{a.job, a.device, false, std::nullopt, std::nullopt});
+    out.back().opportunistic = a.opportunistic;
+    out.back().opportunistic_thread_pct = a.thread_pct;
+  }
   return out;
 }
 

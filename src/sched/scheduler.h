@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "jobs/job_qos.h"
 #include "sched/device_room.h"
 #include "sched/family.h"
 #include "sched/job_queue.h"
@@ -68,6 +69,10 @@ struct SchedJob {
   // (higher first): the order of the auto policy's queue.
   uint32_t owner = 0;
   int priority = 0;
+  // Its quality-of-service class and, protected, its floor (jobs/job_qos.h;
+  // sched/qos_placement.h says which classes share a GPU).
+  QosClass qos = QosClass::kNormal;
+  double min_speed = kDefaultMinSpeed;
 };
 
 struct Decision {
@@ -90,6 +95,11 @@ struct Decision {
   bool record = false;
   // A gang's GPUs, `device` first; empty for a job on one GPU.
   std::vector<int> gang_devices;
+  // An opportunistic job starts as an opportunistic client (below normal
+  // priority; Placement::opportunistic) and, beside a protected job, with
+  // the thread percentage chosen for it (sched/qos_placement.h).
+  bool opportunistic = false;
+  std::optional<int> opportunistic_thread_pct;
   bool operator==(const Decision&) const = default;
 };
 
@@ -209,7 +219,10 @@ class Scheduler {
 class FixedScheduler final : public Scheduler {
  public:
   FixedScheduler(const std::vector<DeviceSlots>& devices, std::string description,
-                 int max_retries = 2);
+                 int max_retries = 2, QosShare qos_share = QosShare::kPriority);
+  // A signature's SM activity (its profile's, else its prior's): a
+  // protected job's, for its neighbours (qos_placement.h).
+  void introduce(const std::string& signature, const SignatureFacts& facts) override;
   std::string describe() const override { return description_; }
   void enqueue(const SchedJob& job) override;
   std::vector<Decision> schedule(int64_t now_ms) override;
@@ -237,6 +250,7 @@ class FixedScheduler final : public Scheduler {
   int max_retries_;
   std::map<size_t, int> attempts_;                   // jobs retried so far: their attempt
   std::map<size_t, std::optional<uint64_t>> hints_;  // memory hints, for retries
+  std::map<std::string, double> sm_pct_;             // introduce(), by signature
 };
 
 }  // namespace colo

@@ -11,6 +11,13 @@ std::string describe_waiting(const WaitingReason& reason, int64_t now_ms,
   if (reason.kind == WaitingReason::Kind::kBackfill)
     return fmt::format("backfill: may start only where it does not delay {}",
                        job_name(reason.head));
+  if (reason.kind == WaitingReason::Kind::kProtected) {
+    if (reason.qos_self)
+      return fmt::format("protected: gpu{} holds {}{}", reason.device, job_name(reason.head),
+                         reason.qos_why);
+    return fmt::format("protected: gpu{} holds {}, protected at {:.2f}, {}", reason.device,
+                       job_name(reason.head), reason.min_speed, reason.qos_why);
+  }
   std::string when;
   if (reason.start_ms) {
     when = *reason.start_ms > now_ms

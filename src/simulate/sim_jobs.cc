@@ -33,6 +33,8 @@ SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProf
     job.instance = instance_label(spec.name);
     job.params = spec.params;
     job.resource_params = spec.resource_params;
+    job.qos = spec.qos;
+    job.min_speed = spec.min_speed;
     if (auto it = known.find(job.signature); it != known.end()) job.known = it->second;
     if (priors != nullptr) job.prior = priors->prior(job_features(spec.command));
     auto best = usable.find(job.signature);

@@ -12,6 +12,7 @@
 
 #include "common/units.h"
 #include "sched/gang_scheduler.h"
+#include "sched/qos_model.h"
 
 namespace colo {
 namespace {
@@ -30,7 +31,43 @@ struct Active {
   int64_t started_ms = 0;
   double rate = 1.0;           // normalized, set each step
   int64_t measured_at_ms = 0;  // a newcomer: when its measurement reaches the policy
+  // Started as an opportunistic client (Decision::opportunistic), with this
+  // thread percentage (100: uncapped).
+  bool opportunistic = false;
+  int thread_pct = 100;
 };
+
+// The rates on a spatially shared GPU holding a protected job (`members`,
+// indices into `active`, are every job there), by sched/qos_model.h: the
+// protected job at its predicted speed, the others at an equal share of the
+// harvest; below normal priority only if every neighbour is opportunistic,
+// at the largest thread percentage among them. False (nothing set) when the
+// GPU holds no protected job, or more than one.
+bool qos_rates(const std::vector<SimJob>& jobs, std::vector<Active>& active,
+               const std::vector<size_t>& members) {
+  const Active* protector = nullptr;
+  int neighbours = 0;
+  OpportunisticLevers levers{true, 0};
+  for (size_t i : members) {
+    if (jobs[active[i].job].qos == QosClass::kProtected) {
+      if (protector != nullptr) return false;
+      protector = &active[i];
+      continue;
+    }
+    ++neighbours;
+    levers.below_normal_priority = levers.below_normal_priority && active[i].opportunistic;
+    levers.thread_pct = std::max(levers.thread_pct, active[i].thread_pct);
+  }
+  if (protector == nullptr) return false;
+  if (neighbours == 0) return false;  // alone: the interference model's solo rate
+  const double sm = *jobs[protector->job].truth.sm_active_pct / 100.0;
+  const QosPrediction p = predict_qos(sm, neighbours, levers);
+  for (size_t i : members) {
+    const double rate = &active[i] == protector ? p.protected_speed : p.harvest / neighbours;
+    active[i].rate = std::min(active[i].rate, rate);
+  }
+  return true;
+}
 
 std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const PolicySpec& policy,
                                           const SimOptions& options) {
@@ -65,8 +102,10 @@ std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const
   if (policy.kind == PolicyKind::kMpsFixed) limit = policy.degree;
   std::vector<DeviceSlots> slots;
   for (int g = 0; g < options.gpus; ++g) slots.push_back({g, options.gpu_memory_bytes, limit});
-  auto gangs =
-      std::make_unique<GangScheduler>(std::make_unique<FixedScheduler>(slots, policy.name));
+  const QosShare share =
+      policy.kind == PolicyKind::kNaiveAll ? QosShare::kNone : QosShare::kPriority;
+  auto gangs = std::make_unique<GangScheduler>(
+      std::make_unique<FixedScheduler>(slots, policy.name, /*max_retries=*/2, share));
   std::set<std::string> introduced;
   for (const SimJob& j : jobs) {
     if (j.gpus <= 1 || !introduced.insert(j.signature).second) continue;
@@ -144,6 +183,9 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
   std::unique_ptr<Scheduler> scheduler = make_scheduler(jobs, policy, options);
   const ShareMode mode = mode_of(policy.kind);
   const bool is_auto = policy.kind == PolicyKind::kAuto || policy.kind == PolicyKind::kAutoWarm;
+  const bool any_protected = std::any_of(jobs.begin(), jobs.end(), [](const SimJob& j) {
+    return j.qos == QosClass::kProtected && j.gpus == 1;
+  });
 
   auto timed = [&](auto&& fn) {
     auto t0 = SteadyClock::now();
@@ -158,6 +200,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     for (; arrived < jobs.size() && jobs[arrived].submit_ms <= now_ms; ++arrived) {
       const SimJob& job = jobs[arrived];
       SchedJob queued{arrived, job.signature, job.known.peak_memory_bytes, job.gpus};
+      queued.qos = job.qos;
+      queued.min_speed = job.min_speed;
       queued.sm_active_pct = job.known.sm_active_pct;
       queued.solo_time_ms = job.known.solo_ms;
       scheduler->enqueue(queued);
@@ -220,6 +264,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       a.startup_ms = static_cast<double>(std::min(solo, truth.startup_ms.value_or(0)));
       a.remaining_ms = static_cast<double>(solo) - a.startup_ms;
       a.probe = d.probe;
+      a.opportunistic = d.opportunistic;
+      a.thread_pct = d.opportunistic_thread_pct.value_or(100);
       a.started_ms = now;
       if (first_started[d.job] < 0) first_started[d.job] = now;
       // Its memory beside the others', on the fullest of its GPUs.
@@ -276,6 +322,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     }
     for (int g : used) {
       const std::vector<size_t>& members = by_gpu[static_cast<size_t>(g)];
+      if (any_protected && mode == ShareMode::kSpatial && qos_rates(jobs, active, members))
+        continue;
       loads.clear();
       for (size_t i : members) {
         const JobProfile& t = jobs[active[i].job].truth;
@@ -355,6 +403,14 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
         }
         EndVerdict v = scheduler->finished(a.job, oom ? JobEnd::kOutOfMemory : JobEnd::kOk, now);
         last_end = now;
+        if (!oom && job.qos == QosClass::kProtected) {
+          const auto startup = static_cast<double>(
+              std::min(job.truth.solo_ms.value_or(0), job.truth.startup_ms.value_or(0)));
+          const double work = static_cast<double>(job.truth.solo_ms.value_or(0)) - startup;
+          const double taken = static_cast<double>(now - a.started_ms) - startup;
+          result.protected_speeds.push_back(
+              {job.name, job.min_speed, taken > 0 ? std::min(1.0, work / taken) : 1.0});
+        }
         if (!oom) {
           ++result.jobs_ok;
           completion_sum += static_cast<double>(now - job.submit_ms);

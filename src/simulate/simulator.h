@@ -21,6 +21,14 @@
 // GangScheduler as in a real run. Jobs are queued when submitted (all at
 // the start unless arrivals say otherwise). Deterministic; everything it
 // produces is simulated.
+//
+// Classes (docs/policy.md, "Protected and opportunistic jobs"): under MPS a
+// GPU holding a protected job runs at the rates sched/qos_model.h predicts
+// beside its neighbours (opportunistic ones with the levers their placement
+// chose, below normal priority; any other job as a plain client): the
+// protected job at predicted_speed, the neighbours sharing the harvest
+// equally. Each protected job's speed (its solo time over its time taken,
+// start-up left out) is reported per policy.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +61,8 @@ struct SimJob {
   // When it is submitted (simulate/arrivals.h); 0: at the start. Jobs are
   // given ordered by it.
   int64_t submit_ms = 0;
+  QosClass qos = QosClass::kNormal;  // its class, and protected its floor
+  double min_speed = kDefaultMinSpeed;
 };
 
 enum class PolicyKind { kExclusive, kNaiveAll, kMpsAll, kMpsFixed, kAuto, kAutoWarm };
@@ -103,6 +113,13 @@ struct PolicyResult {
   std::vector<std::string> failures;  // "job: reason", first 20
   // Job names in the order they started (each attempt), first 1000.
   std::vector<std::string> starts;
+  // Each protected job that ended ok (its last attempt), in the order they ended.
+  struct ProtectedSpeed {
+    std::string job;
+    double min_speed = 0;
+    double speed = 0;  // solo time over time taken, start-up left out
+  };
+  std::vector<ProtectedSpeed> protected_speeds;
   // GPUs held for the makespan, in hours.
   double gpu_hours(int gpus) const { return gpus * static_cast<double>(makespan_ms) / 3.6e6; }
 };

@@ -377,6 +377,37 @@ TEST_F(ColoRun, QosFlagsSetEveryJobsClassAndAnOpportunisticMpsJobRunsBelowNormal
       << text.output;
 }
 
+// Issue 56, placement: on one GPU a heavy protected job (84% SM) takes one
+// opportunistic neighbour, which starts below normal priority with the thread
+// percentage colo chose (20%); the second follows once the first ended. Both
+// policies.
+TEST_F(ColoRun, AProtectedJobsNeighbourStartsWithTheThreadPercentageColoChose) {
+  std::string bin = dir_ + "/bin";
+  shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
+        "/nvidia-cuda-mps-control'");
+  std::string file = write_file(
+      "jobs.toml",
+      "[[job]]\nname = \"main\"\nqos = \"protected\"\nsm_activity = 84\ngpu_memory = \"4GiB\"\n"
+      "command = [\"sh\", \"-c\", \"sleep 2\"]\n"
+      "[[job]]\nname = \"side\"\nqos = \"opportunistic\"\nrepeat = 2\nsm_activity = 5\n"
+      "gpu_memory = \"1GiB\"\n"
+      "command = [\"sh\", \"-c\", \"env | grep -E '^CUDA_MPS_(CLIENT|ACTIVE)' | sort; sleep "
+      "1\"]\n");
+  for (const char* policy : {"auto", "fixed --max-per-gpu 4"}) {
+    shell("rm -rf '" + dir_ + "/logs'");
+    CommandResult r =
+        shell("PATH='" + bin + "':$PATH " +
+              colo("run " + file + " --backend sim --mechanism mps --plain --gpus 0 --policy " +
+                   policy + " --logs " + dir_ + "/logs --db " + db()) +
+              " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << policy << ": " << r.output;
+    std::string logs = shell("cat " + dir_ + "/logs/*/*/00[23]-side*.log").output;
+    EXPECT_NE(logs.find("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=20"), std::string::npos)
+        << policy << ": " << logs;
+    EXPECT_NE(logs.find("CUDA_MPS_CLIENT_PRIORITY=1"), std::string::npos) << policy << ": " << logs;
+  }
+}
+
 // A job imports the Python client with nothing installed: colo appends the
 // client's folder to the job's PYTHONPATH, after the job's own entries.
 TEST_F(ColoRun, JobsImportThePythonClientWithNoInstall) {
