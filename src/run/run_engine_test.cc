@@ -68,7 +68,9 @@ class RunEngineTest : public ::testing::Test {
     EXPECT_TRUE(devices.ok());
     auto engine = std::make_unique<RunEngine>(
         EngineContext{clock_, *backend_, *store_, writer_, mechanism_, nullptr, out_}, options_,
-        run_id_, "token", *devices);
+        // A token of this test's own: the engine kills what carries a job's
+        // token when the job ends, and tests run at once, each with job 2.
+        run_id_, "token-" + dir_.path(), *devices);
     engine->start();
     return engine;
   }
