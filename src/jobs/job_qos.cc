@@ -59,11 +59,11 @@ Result<std::optional<QosOverride>> qos_override(const std::optional<std::string>
 void apply_qos_override(const QosOverride& over, QosClass& qos, double& min_speed) {
   const bool was_protected = qos == QosClass::kProtected;
   qos = over.qos;
-  if (over.qos != QosClass::kProtected) {
-    min_speed = kDefaultMinSpeed;
-  } else if (over.min_speed) {
+  // A protected job keeps the file's floor unless the override names one;
+  // every other job, and one newly protected, gets the default.
+  if (over.qos == QosClass::kProtected && over.min_speed) {
     min_speed = *over.min_speed;
-  } else if (!was_protected) {
+  } else if (over.qos != QosClass::kProtected || !was_protected) {
     min_speed = kDefaultMinSpeed;
   }
 }

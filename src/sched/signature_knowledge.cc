@@ -20,8 +20,8 @@ void SignatureKnowledge::set_label(const std::string& signature, std::string lab
   labels_[signature] = std::move(label);
 }
 
-void SignatureKnowledge::set_label_if_none(const std::string& signature, std::string label) {
-  labels_.try_emplace(signature, std::move(label));
+void SignatureKnowledge::set_label_if_none(const std::string& signature, const std::string& label) {
+  labels_.try_emplace(signature, label);
 }
 
 std::string SignatureKnowledge::label(const std::string& signature) const {

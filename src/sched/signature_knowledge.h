@@ -54,7 +54,7 @@ class SignatureKnowledge {
   // A short name for its jobs in notes; label() is the first 8 characters
   // of the signature without one. set_label_if_none keeps an existing one.
   void set_label(const std::string& signature, std::string label);
-  void set_label_if_none(const std::string& signature, std::string label);
+  void set_label_if_none(const std::string& signature, const std::string& label);
   std::string label(const std::string& signature) const;
   // Its family (call before its jobs are queued); signatures without one are
   // families of their own.

@@ -12,6 +12,7 @@
 
 #include "store/schema.h"
 #include "store/sqlite_util.h"
+#include "store/store_file.h"
 
 namespace colo {
 namespace {
