@@ -24,6 +24,7 @@
 #include "common/paths.h"
 #include "common/text.h"
 #include "common/units.h"
+#include "jobs/file_diagnostics.h"
 #include "jobs/job_sweep.h"
 #include "jobs/job_text.h"
 #include "jobs/output_patterns.h"
@@ -50,7 +51,6 @@
 namespace colo {
 namespace {
 
-constexpr size_t kMaxReportedErrors = 20;
 constexpr const char* kNeedsAJob =
     "a job file needs at least one [[job]] with name and command; see docs/job-file.md";
 
@@ -78,42 +78,6 @@ constexpr std::array<const char*, 10> kDataKeys = {
 // Keys only a [[job]] may have.
 constexpr std::array<const char*, 6> kJobOnlyKeys = {"name", "command",         "repeat",
                                                      "grid", "resource_params", "search"};
-
-// Collects every validation error of a file, so that the user can fix them
-// all in one go. Each message is prefixed with "file:line: ".
-class Diagnostics {
- public:
-  explicit Diagnostics(std::string path) : path_(std::move(path)) {}
-
-  void add(int line, std::string_view message) {
-    ++count_;
-    if (messages_.size() >= kMaxReportedErrors) return;
-    if (line > 0) {
-      messages_.push_back(fmt::format("{}:{}: {}", path_, line, message));
-    } else {
-      messages_.push_back(fmt::format("{}: {}", path_, message));
-    }
-  }
-  bool empty() const { return count_ == 0; }
-  const std::string& path() const { return path_; }
-
-  Error to_error() const {
-    std::string text;
-    for (const std::string& m : messages_) {
-      if (!text.empty()) text += '\n';
-      text += m;
-    }
-    if (count_ > messages_.size()) {
-      text += fmt::format("\n... and {} more errors", count_ - messages_.size());
-    }
-    return Error(std::move(text));
-  }
-
- private:
-  std::string path_;
-  std::vector<std::string> messages_;
-  size_t count_ = 0;
-};
 
 int line_of(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
 
