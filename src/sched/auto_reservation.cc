@@ -27,7 +27,7 @@ bool AutoScheduler::ends_by(const Gpu& g, const Waiting& w, int64_t until_ms,
 
 bool AutoScheduler::backfills(const Gpu& g, const Waiting& w, const SoloLoad& load, uint64_t claim,
                               int64_t now_ms) const {
-  if (!head_ || w.job == head_->waiting.job) return true;
+  if (!head_of_queue_.head || w.job == head_of_queue_.head->waiting.job) return true;
   const Reservation* r = reservation();
   if (r == nullptr || &g != &gpus_[r->gpu]) return true;
   if (r->start_ms && ends_by(g, w, *r->start_ms, now_ms)) return true;
@@ -106,7 +106,7 @@ std::optional<AutoScheduler::Reservation> AutoScheduler::reservation_for(const W
 }
 
 void AutoScheduler::failed(const Waiting& w, int64_t now_ms) {
-  if (any_qos_) {
+  if (classes_.any) {
     // Every GPU's classes refuse it: the first refusal is why it waits.
     const JobProfile* p = usable_profile(w);
     const JobProfile prior = p != nullptr ? JobProfile{} : knowledge_.prior_of(w.signature);
@@ -122,25 +122,27 @@ void AutoScheduler::failed(const Waiting& w, int64_t now_ms) {
       if (!why) why = std::move(q.why);
     }
     if (why) {
-      qos_waits_[w.job] = *why;
+      classes_.waits[w.job] = *why;
     } else {
-      qos_waits_.erase(w.job);
+      classes_.waits.erase(w.job);
     }
   }
-  if (head_sought_ || !waits_for_room(w)) return;
-  head_sought_ = true;
-  head_ = Head{w, now_ms};
+  if (head_of_queue_.sought || !waits_for_room(w)) return;
+  head_of_queue_.sought = true;
+  head_of_queue_.head = Head{w, now_ms};
 }
 
 const AutoScheduler::Reservation* AutoScheduler::reservation() const {
-  if (!head_) return nullptr;
-  if (!reservation_) reservation_ = reservation_for(head_->waiting, head_->found_ms);
-  return *reservation_ ? &**reservation_ : nullptr;
+  if (!head_of_queue_.head) return nullptr;
+  if (!head_of_queue_.reservation)
+    head_of_queue_.reservation =
+        reservation_for(head_of_queue_.head->waiting, head_of_queue_.head->found_ms);
+  return *head_of_queue_.reservation ? &**head_of_queue_.reservation : nullptr;
 }
 
 void AutoScheduler::forget_head() {
-  head_.reset();
-  reservation_.reset();
+  head_of_queue_.head.reset();
+  head_of_queue_.reservation.reset();
 }
 
 }  // namespace colo

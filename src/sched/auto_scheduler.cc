@@ -92,7 +92,7 @@ void AutoScheduler::enqueue(const SchedJob& job) {
   w.priority = job.priority;
   w.qos = job.qos;
   w.min_speed = job.min_speed;
-  if (job.qos != QosClass::kNormal) any_qos_ = true;
+  if (job.qos != QosClass::kNormal) classes_.any = true;
   // After every normal job, in queue order (ClassQueue orders by priority first).
   if (job.qos == QosClass::kOpportunistic) w.priority = job.priority - kOpportunisticDrop;
   if (const FamilyMember* m = knowledge_.member(w.signature); m != nullptr) w.family = m->family;
@@ -196,14 +196,14 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
   std::optional<uint64_t> limit;
   if (options_.memory_limits) limit = r.claim;
   out.push_back(Decision{job, gpu.slot.device, r.probe, limit, std::move(estimate), r.speculative});
-  if (any_qos_) {
+  if (classes_.any) {
     gpu.jobs.pop_back();  // qos_join_on() judges the GPU without it
     const QosJoin q = qos_join_on(gpu, r.waiting, r.load, AsIf{});
     gpu.jobs.push_back(job);
     out.back().opportunistic = q.opportunistic;
     out.back().opportunistic_thread_pct = q.thread_pct;
     r.thread_pct = q.thread_pct.value_or(100);
-    qos_waits_.erase(job);
+    classes_.waits.erase(job);
   }
   host_.started(r.waiting.signature);
   running_.emplace(job, std::move(r));
@@ -239,7 +239,7 @@ bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key,
     if ((!g.scouts.contains(key) && g.jobs.empty()) || g.held || g.alone || w.alone ||
         static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu || !may_start(g, w, now_ms))
       continue;
-    if (any_qos_ && !qos_join_on(g, w, load, AsIf{}).admitted) continue;
+    if (classes_.any && !qos_join_on(g, w, load, AsIf{}).admitted) continue;
     const uint64_t usable = usable_memory(g);
     const uint64_t spare = usable - std::min(usable, g.claimed);
     // An equal share for each of the family's queued jobs (half the spare at
@@ -434,7 +434,7 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
     }
   }
   if (held || alone) return std::nullopt;
-  if (any_qos_ && !qos_join_on(g, w, load, as_if).admitted) return std::nullopt;
+  if (classes_.any && !qos_join_on(g, w, load, as_if).admitted) return std::nullopt;
   // Jobs already replaced by an early start, and `leaving`, count as gone
   // (except for memory: they hold it until they end).
   auto gone = [&](size_t j, const Running& r) {
@@ -646,7 +646,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
 }
 
 std::optional<WaitingReason> AutoScheduler::waiting_reason(size_t job) const {
-  if (auto qos = qos_waits_.find(job); qos != qos_waits_.end()) return qos->second;
+  if (auto qos = classes_.waits.find(job); qos != classes_.waits.end()) return qos->second;
   const Reservation* found = reservation();
   if (found == nullptr) return std::nullopt;
   const Reservation& r = *found;
@@ -864,9 +864,9 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
   knowledge_.keep_probe_targets_while(queue_.changes());
   failed_alike_.clear();
   // The head is found again as the walk goes (failed()).
-  std::optional<Head> last = std::exchange(head_, std::nullopt);
-  reservation_.reset();
-  head_sought_ = false;
+  std::optional<Head> last = std::exchange(head_of_queue_.head, std::nullopt);
+  head_of_queue_.reservation.reset();
+  head_of_queue_.sought = false;
   std::vector<Decision> out;
   queue_.start_retries([&](const Waiting& w) {
     if (place(w, now_ms, out)) return true;
@@ -876,11 +876,11 @@ std::vector<Decision> AutoScheduler::schedule(int64_t now_ms) {
   if (some_gpu_takes_another()) place_heads(now_ms, out);
   // Nothing could start before the walk reached a head (every GPU full): the
   // last one is still kept its GPU, for the user's sake (waiting_reason()).
-  if (!head_sought_ && last &&
+  if (!head_of_queue_.sought && last &&
       std::none_of(out.begin(), out.end(),
                    [&](const Decision& d) { return d.job == last->waiting.job; }) &&
       waits_for_room(last->waiting))
-    head_ = Head{last->waiting, now_ms};
+    head_of_queue_.head = Head{last->waiting, now_ms};
   // Instances placed by the same estimate: one note.
   for (auto& [what, names] : estimate_notes_) {
     notes_.push_back(names.size() == 1 ? fmt::format("{}: {}", names.front(), what)
@@ -1077,7 +1077,7 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
            fmt::format("needs {} of GPU memory (measured); the largest GPU has {}",
                        format_bytes(*merged.peak_memory_bytes), format_bytes(largest_memory()))});
     }
-    if (head_ && head_->waiting.signature == signature) forget_head();
+    if (head_of_queue_.head && head_of_queue_.head->waiting.signature == signature) forget_head();
   }
 }
 
@@ -1101,7 +1101,7 @@ std::vector<size_t> AutoScheduler::drain_queued() {
 }
 
 bool AutoScheduler::remove_queued(size_t job) {
-  if (head_ && head_->waiting.job == job) forget_head();
+  if (head_of_queue_.head && head_of_queue_.head->waiting.job == job) forget_head();
   return queue_.remove(job);
 }
 

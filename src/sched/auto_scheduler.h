@@ -375,7 +375,7 @@ class AutoScheduler final : public Scheduler {
   // The GPU where the head `w` is expected to fit first, and what must end
   // there; nullopt when it fits none however many jobs end.
   std::optional<Reservation> reservation_for(const Waiting& w, int64_t now_ms) const;
-  // The head's reservation (head_), found when first asked for: by a later
+  // The head's reservation (head_of_queue_), found when first asked for: by a later
   // job that would start (backfills()) or by waiting_reason(); nullptr
   // without a head or where it fits no GPU.
   const Reservation* reservation() const;
@@ -525,12 +525,15 @@ class AutoScheduler final : public Scheduler {
   std::vector<Unplaceable> unplaceable_;
   std::vector<Unplaceable> stops_;  // take_stops()
   std::vector<std::string> notes_;
-  // A protected or opportunistic job was enqueued: the classes are looked at
-  // (qos_join_on()) from then on.
-  bool any_qos_ = false;
-  // Why queued jobs that every GPU's classes refused wait (waiting_reason()),
-  // as their last try left it; dropped when one starts.
-  std::unordered_map<size_t, WaitingReason> qos_waits_;
+  struct Classes {
+    // A protected or opportunistic job was enqueued: the classes are looked
+    // at (qos_join_on()) from then on.
+    bool any = false;
+    // Why queued jobs that every GPU's classes refused wait
+    // (waiting_reason()), as their last try left it; dropped when one starts.
+    std::unordered_map<size_t, WaitingReason> waits;
+  };
+  Classes classes_;
   std::set<int> reserved_;  // devices kept for a gang
   std::optional<int64_t> reserved_until_;
   // The head of the queue as the last schedule() left it (none while every
@@ -541,9 +544,12 @@ class AutoScheduler final : public Scheduler {
     Waiting waiting;
     int64_t found_ms = 0;
   };
-  std::optional<Head> head_;
-  mutable std::optional<std::optional<Reservation>> reservation_;
-  bool head_sought_ = false;  // this schedule() found the head
+  struct HeadOfQueue {
+    std::optional<Head> head;
+    mutable std::optional<std::optional<Reservation>> reservation;
+    bool sought = false;  // this schedule() found the head
+  };
+  HeadOfQueue head_of_queue_;
 };
 
 }  // namespace colo
