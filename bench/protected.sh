@@ -4,7 +4,8 @@
 #   1. exclusive pass (a fresh store): the main job, then one neighbour, each
 #      alone: their solo rates, in the store (what the floor is judged against)
 #      and in their logs (what the check reads);
-#   2. the protected pass, on that store: main qos = "protected" (min_speed =
+#   2. the protected pass, on that store (a WARM case: the floor is judged
+#      against the solo rate the exclusive pass taught it): main qos = "protected" (min_speed =
 #      FLOOR), three neighbours qos = "opportunistic", all submitted together;
 #   3. bench/check-protected.py, from the jobs' own epoch lines only: the main
 #      job's steady speed over its solo, and the neighbours' harvest.
