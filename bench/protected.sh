@@ -44,9 +44,11 @@ main_args="$main_args --epochs $main_epochs"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 train=$root/bench/train.py
+# One working directory for every pass: it is part of a job's signature, so
+# the main job beside its neighbours is the one the exclusive pass measured.
 job() {  # NAME ARGS QOS-LINES
-  printf '[[job]]\nname = "%s"\ncommand = ["%s", "%s", %s]\n%s\n' "$1" "$py" "$train" \
-    "$(printf '"%s", ' $2 | sed 's/, $//')" "$3"
+  printf '[[job]]\nname = "%s"\nworkdir = "%s"\ncommand = ["%s", "%s", %s]\n%s\n' "$1" "$root" \
+    "$py" "$train" "$(printf '"%s", ' $2 | sed 's/, $//')" "$3"
 }
 # Waits until FILE-GLOB names a log whose last epoch line is the main job's
 # last (or PID is gone), for at most LIMIT seconds.

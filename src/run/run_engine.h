@@ -379,7 +379,11 @@ class RunEngine {
   // A protected job's epoch rate, judged against its floor: when it fell
   // below for the window, its GPU's most recently started opportunistic job
   // is stopped (StopCause::kFloor) and the pair is not placed together again.
+  // Without a solo rate, its first steady epoch with no other job on its
+  // GPUs is one (learned by the scheduler, which keeps it alone until then).
   void judge_floor(JobRuntime& job, const EpochRate& epoch);
+  // Whether another running job shares one of `gpus` with `job`.
+  bool shares_a_gpu(const JobRuntime& job, const std::vector<int>& gpus) const;
   // Stops the running jobs the policy asks to (Scheduler::take_stops()):
   // at once; reaped, each is requeued, not counted as an attempt.
   void stop_doomed();
