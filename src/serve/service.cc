@@ -716,6 +716,8 @@ Service::GpuShares Service::charged_shares_by_gpu(std::optional<size_t> ended) c
       if (v.mps_sm_share_pct) j.mps_sm_share_pct = *v.mps_sm_share_pct;
       if (v.samples_per_s && v.solo_samples_per_s && *v.solo_samples_per_s > 0)
         j.reported_progress = *v.samples_per_s / *v.solo_samples_per_s;
+      j.qos = v.qos;
+      if (v.opportunistic_thread_pct) j.thread_cap_pct = *v.opportunistic_thread_pct;
       jobs.push_back(j);
     }
     const std::vector<double> charged = charged_shares(jobs);
