@@ -270,6 +270,10 @@ class RunEngine {
   void set_quota_left(const std::map<uint32_t, double>& gpus_left) {
     scheduler_->set_quota_left(gpus_left);
   }
+  // Protected GPUs each owner may still take (Scheduler::set_protected_left).
+  void set_protected_left(const std::map<uint32_t, double>& gpus_left) {
+    scheduler_->set_protected_left(gpus_left);
+  }
   size_t queued() const;
   bool stopping() const { return state_.stopping; }
 

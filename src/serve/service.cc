@@ -83,7 +83,7 @@ Service::Service(ServeContext& ctx, const ServeOptions& options, RunEngine& engi
       engine_(engine),
       writer_(writer),
       info_(std::move(info)),
-      quotas_(options.quotas, QuotaDirectory{user_in_group, user_name_of}),
+      quotas_(options.quotas, QuotaDirectory{user_in_group, user_name_of, primary_group_name_of}),
       usage_(options.usage, user_in_group),
       loaders_(ctx.clock, writer, ctx.log,
                ServiceLoadersOptions{self_executable(), options.logs_root,
@@ -175,11 +175,13 @@ void Service::hand_to_engine(HeldJob held) {
   const int priority = held.job.spec.priority;
   const bool preemptible = held.job.spec.preemptible;
   const int gpus = held.job.spec.gpus;
+  const QosClass qos = held.job.spec.qos;
   const size_t key = engine_.submit(std::move(held.job));
   Tracked& t = tracked_[held.id] = Tracked{key, held.restart, held.attempts_before, held.owner};
   t.priority = priority;
   t.preemptible = preemptible;
   t.gpus = gpus;
+  t.qos = qos;
   t.waiting_since_ms = ctx_.clock.now_ms();
   by_key_[key] = held.id;
 }
@@ -796,9 +798,18 @@ void Service::update_quotas() {
   for (size_t key : engine_.running_keys()) {
     auto id = by_key_.find(key);
     if (id == by_key_.end()) continue;
-    OwnerLoad& l = load[tracked_.at(id->second).owner];
+    const Tracked& t = tracked_.at(id->second);
+    OwnerLoad& l = load[t.owner];
     ++l.running;
-    for (int g : gpus_of(engine_.view(key))) l.gpus_held += 1.0 / std::max(1, on_gpu.at(g));
+    const std::vector<int> gpus = gpus_of(engine_.view(key));
+    for (int g : gpus) l.gpus_held += 1.0 / std::max(1, on_gpu.at(g));
+    // A protected job holds each of its GPUs whole: no normal job joins it.
+    if (t.qos == QosClass::kProtected) l.protected_gpus += static_cast<int>(gpus.size());
+  }
+  if (quotas_.bound_protected()) {
+    for (const auto& [id, t] : tracked_) {
+      if (t.qos == QosClass::kProtected && !t.accounted_to_ms) ++load[t.owner].protected_queued;
+    }
   }
   for (const auto& [owner, n] : quotas_.unfinished()) {
     OwnerLoad& l = load[owner];
@@ -808,6 +819,7 @@ void Service::update_quotas() {
   }
   quotas_.update(load);
   engine_.set_quota_left(quotas_.left());
+  engine_.set_protected_left(quotas_.protected_left());
 }
 
 void Service::account_last_span(size_t key, UnixMillis end_ms) {
@@ -886,10 +898,15 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
       rows.ok()) {
     for (const ServiceJobRow& row : *rows) s.jobs.push_back(queue_job(row));
   }
-  // Why a job waits, where nothing else says: its owner's quota; when more
-  // than one user has jobs, the order of fair share.
+  // Why a job waits, where nothing else says: its owner's quota (a protected
+  // job's, on protected GPUs, first); when more than one user has jobs, the
+  // order of fair share.
   for (QueueJob& j : s.jobs) {
-    if (j.state != "queued" || !j.reason.empty() || !quotas_.holds(j.owner_uid)) continue;
+    if (j.state != "queued" || !j.reason.empty()) continue;
+    if (j.qos == to_string(QosClass::kProtected) && quotas_.holds_protected(j.owner_uid)) {
+      if (const std::string* why = quotas_.why_protected(j.owner_uid)) j.reason = "quota: " + *why;
+    }
+    if (!j.reason.empty() || !quotas_.holds(j.owner_uid)) continue;
     if (const std::string* why = quotas_.why(j.owner_uid)) j.reason = "quota: " + *why;
   }
   // The policy's word: the head of the queue, kept a GPU, and the jobs
