@@ -54,7 +54,7 @@ class OnChangeScheduler final : public ForwardingScheduler {
  private:
   bool changed_ = true;
   std::optional<int64_t> check_ms_;        // the policy's next_check_ms() after the last schedule()
-  std::map<uint32_t, double> quota_left_;      // the last set_quota_left()
+  std::map<uint32_t, double> quota_left_;  // the last set_quota_left()
   std::map<uint32_t, double> protected_left_;  // the last set_protected_left()
 };
 

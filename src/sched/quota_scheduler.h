@@ -72,7 +72,7 @@ class QuotaScheduler final : public ForwardingScheduler {
   void show(const SchedJob& job);
   void forget_shown(size_t job);  // placed, removed or unplaceable
 
-  std::map<uint32_t, double> left_;  // GPUs' worth each bounded owner may still start
+  std::map<uint32_t, double> left_;            // GPUs' worth each bounded owner may still start
   std::map<uint32_t, double> protected_left_;  // protected GPUs each bounded owner may still take
   struct Owner {
     std::map<size_t, SchedJob> waiting;  // held here, oldest first

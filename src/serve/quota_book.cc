@@ -134,7 +134,9 @@ void QuotaBook::update(const std::map<uid_t, OwnerLoad>& load) {
 
 namespace {
 
-std::string protected_gpus(int n) { return fmt::format("{} protected GPU{}", n, n == 1 ? "" : "s"); }
+std::string protected_gpus(int n) {
+  return fmt::format("{} protected GPU{}", n, n == 1 ? "" : "s");
+}
 
 }  // namespace
 
@@ -154,7 +156,8 @@ void QuotaBook::update_protected(const std::vector<uid_t>& owners,
   std::map<std::string, double> group_room;
   for (const auto& [g, held] : group_held)
     group_room[g] = *bounds_.max_protected_gpus_per_group - held;
-  for (uid_t owner : owners) {  // in fair-share order: a group's room goes first to whoever used least
+  for (uid_t owner :
+       owners) {  // in fair-share order: a group's room goes first to whoever used least
     const OwnerLoad& l = load_of(owner);
     const std::string name = l.name.empty() ? directory_.name_of(owner) : l.name;
     double left = std::numeric_limits<double>::infinity();
@@ -173,8 +176,8 @@ void QuotaBook::update_protected(const std::vector<uid_t>& owners,
         left = room->second;
         const std::string flag = fmt::format("colo serve --max-protected-gpus-per-group {}", most);
         why = held + 1 > most
-                  ? fmt::format("group {} already holds {}, at most {} per group ({})",
-                                room->first, protected_gpus(held), most, flag)
+                  ? fmt::format("group {} already holds {}, at most {} per group ({})", room->first,
+                                protected_gpus(held), most, flag)
                   : fmt::format(
                         "group {} holds {} of its {} ({}); the rest goes first to its members "
                         "who used less lately",

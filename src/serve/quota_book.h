@@ -83,10 +83,10 @@ struct QuotaDirectory {
 
 // What one owner runs now, as update() reads it.
 struct OwnerLoad {
-  size_t running = 0;    // their jobs running
-  double gpus_held = 0;  // each job's share of each GPU it runs on (one over the jobs there)
-  double share = 0;      // fair share: their usage over their weight (less goes first)
-  std::string name;      // for messages; empty: the directory's
+  size_t running = 0;           // their jobs running
+  double gpus_held = 0;         // each job's share of each GPU it runs on (one over the jobs there)
+  double share = 0;             // fair share: their usage over their weight (less goes first)
+  std::string name;             // for messages; empty: the directory's
   int protected_gpus = 0;       // GPUs their running protected jobs hold
   size_t protected_queued = 0;  // their protected jobs waiting
 };
