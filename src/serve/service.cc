@@ -903,7 +903,9 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
   // order of fair share.
   for (QueueJob& j : s.jobs) {
     if (j.state != "queued" || !j.reason.empty()) continue;
-    if (j.qos == to_string(QosClass::kProtected) && quotas_.holds_protected(j.owner_uid)) {
+    auto tracked = tracked_.find(j.id);  // its class as admitted (listings carry no spec)
+    if (tracked != tracked_.end() && tracked->second.qos == QosClass::kProtected &&
+        quotas_.holds_protected(j.owner_uid)) {
       if (const std::string* why = quotas_.why_protected(j.owner_uid)) j.reason = "quota: " + *why;
     }
     if (!j.reason.empty() || !quotas_.holds(j.owner_uid)) continue;
