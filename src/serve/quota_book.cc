@@ -156,8 +156,8 @@ void QuotaBook::update_protected(const std::vector<uid_t>& owners,
   std::map<std::string, double> group_room;
   for (const auto& [g, held] : group_held)
     group_room[g] = *bounds_.max_protected_gpus_per_group - held;
-  for (uid_t owner :
-       owners) {  // in fair-share order: a group's room goes first to whoever used least
+  // In fair-share order: a group's room goes first to whoever used least.
+  for (uid_t owner : owners) {
     const OwnerLoad& l = load_of(owner);
     const std::string name = l.name.empty() ? directory_.name_of(owner) : l.name;
     double left = std::numeric_limits<double>::infinity();

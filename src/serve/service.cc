@@ -776,8 +776,11 @@ void Service::preempt_for_waiting() {
   }
   std::vector<PreemptCandidate> jobs;
   for (const auto& [id, t] : tracked_) {
+    // A protected job past its owner's protected GPUs waits for them, not for room.
+    const bool held = quotas_.holds(t.owner) ||
+                      (t.qos == QosClass::kProtected && quotas_.holds_protected(t.owner));
     jobs.push_back(PreemptCandidate{id, t.priority, t.accounted_to_ms.has_value(), t.preemptible,
-                                    quotas_.holds(t.owner), t.waiting_since_ms, t.started_ms});
+                                    held, t.waiting_since_ms, t.started_ms});
   }
   const std::optional<PreemptChoice> choice = choose_preemption(jobs, now, wait);
   if (!choice) return;
