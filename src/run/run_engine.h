@@ -60,6 +60,7 @@
 #include "gpu/gpu_backend.h"
 #include "jobs/cgroup.h"
 #include "jobs/gpu_fault.h"
+#include "jobs/job_qos.h"
 #include "jobs/job_spec.h"
 #include "jobs/job_state.h"
 #include "jobs/job_supervisor.h"
@@ -199,6 +200,10 @@ struct EngineJobView {
   std::optional<int> mps_sm_share_pct;
   std::optional<uint64_t> mps_memory_limit_bytes;
   std::string mig_instance;
+  // Its class (jobs/job_qos.h); opportunistic beside a protected job under
+  // MPS, the active thread percentage its placement capped it at.
+  QosClass qos = QosClass::kNormal;
+  std::optional<int> opportunistic_thread_pct;
   // Its signature's progress rate alone (a stored profile, a hint or a probe).
   std::optional<double> solo_samples_per_s;
   // A protected job: its floor (min_speed) and the share of its steady time
@@ -264,6 +269,10 @@ class RunEngine {
   // EngineOptions::quotas; Scheduler::set_quota_left).
   void set_quota_left(const std::map<uint32_t, double>& gpus_left) {
     scheduler_->set_quota_left(gpus_left);
+  }
+  // Protected GPUs each owner may still take (Scheduler::set_protected_left).
+  void set_protected_left(const std::map<uint32_t, double>& gpus_left) {
+    scheduler_->set_protected_left(gpus_left);
   }
   size_t queued() const;
   bool stopping() const { return state_.stopping; }
