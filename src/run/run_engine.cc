@@ -1134,6 +1134,9 @@ EngineJobView RunEngine::view(size_t key) const {
   if (j.floor) {
     v.min_speed = j.floor->min_speed();
     v.below_floor_share = j.floor->below_share();
+    v.speed_of_solo = j.floor->latest_speed();
+    v.steady_ms = j.floor->steady_ms();
+    v.below_floor_ms = j.floor->below_ms();
   }
   return v;
 }
