@@ -419,11 +419,16 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
     Result<std::vector<ProgressEvent>> rows_events = store_->job_events(job_id);
     if (!rows_events.ok()) return error(500, rows_events.error().message());
     all_events.insert(all_events.end(), rows_events->begin(), rows_events->end());
-    // Its steady epochs' rates (analysis/floor_history.h), by when they ended,
-    // for each epoch's speed of solo.
+    // Its steady epochs' rates (analysis/floor_history.h), each attempt's
+    // apart, by when they ended: for each epoch's speed of solo.
+    std::map<int, std::vector<ProgressEvent>> by_attempt;
+    for (const ProgressEvent& e : *rows_events)
+      by_attempt[attempt_of(*attempts, job_id, e.time_ms)].push_back(e);
     std::map<UnixMillis, double> steady_rate;
-    for (const EpochRate& r : epoch_rates(*rows_events)) {
-      if (r.steady) steady_rate[r.ended_ms] = r.samples_per_s;
+    for (const auto& [attempt, its_events] : by_attempt) {
+      for (const EpochRate& r : epoch_rates(its_events)) {
+        if (r.steady) steady_rate[r.ended_ms] = r.samples_per_s;
+      }
     }
     for (const ProgressEvent& e : *rows_events) {
       const int attempt = attempt_of(*attempts, job_id, e.time_ms);
