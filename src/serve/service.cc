@@ -631,9 +631,12 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
     q.last_epoch_ms = v.last_epoch_ms;
     if (v.peak_memory_bytes > 0) q.peak_memory_bytes = v.peak_memory_bytes;
   };
-  // A protected job against its floor, across its attempts: while queued
+  // Its class (the ended jobs' rows are read without their spec), and a
+  // protected job against its floor, across its attempts: while queued
   // again, running, and after it ended.
   auto floor_of = [&](const EngineJobView& v) {
+    q.qos = to_string(v.qos);
+    q.min_speed = v.min_speed;
     q.speed_of_solo = v.speed_of_solo;
     q.below_floor_share = v.below_floor_share;
     if (v.below_floor_share) {
