@@ -1135,9 +1135,13 @@ EngineJobView RunEngine::view(size_t key) const {
   v.opportunistic_thread_pct = j.opportunistic_thread_pct;
   if (auto solo = known_.solo_rates.find(j.signature); solo != known_.solo_rates.end())
     v.solo_samples_per_s = solo->second;
+  v.qos = j.job.spec.qos;
+  if (v.qos == QosClass::kProtected) v.min_speed = j.job.spec.min_speed;
   if (j.floor) {
-    v.min_speed = j.floor->min_speed();
     v.below_floor_share = j.floor->below_share();
+    v.speed_of_solo = j.floor->latest_speed();
+    v.steady_ms = j.floor->steady_ms();
+    v.below_floor_ms = j.floor->below_ms();
   }
   return v;
 }

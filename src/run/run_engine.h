@@ -206,10 +206,16 @@ struct EngineJobView {
   std::optional<int> opportunistic_thread_pct;
   // Its signature's progress rate alone (a stored profile, a hint or a probe).
   std::optional<double> solo_samples_per_s;
-  // A protected job: its floor (min_speed) and the share of its steady time
-  // spent below it (nullopt before any steady epoch was judged).
+  // Its class; a protected job: its floor (min_speed), the share of its steady time
+  // spent below it and its latest steady epoch's rate over its solo rate
+  // (nullopt before any steady epoch was judged), and the steady time judged
+  // and of it below the floor (run/floor_watch.h), across its attempts.
+  QosClass qos = QosClass::kNormal;  // its class (JobSpec::qos)
   std::optional<double> min_speed;
   std::optional<double> below_floor_share;
+  std::optional<double> speed_of_solo;
+  int64_t steady_ms = 0;
+  int64_t below_floor_ms = 0;
 };
 
 class RunEngine {

@@ -287,6 +287,11 @@ TEST_F(RunEngineTest, AProtectedJobBelowItsFloorGetsItsOpportunisticNeighbourSto
   ASSERT_TRUE(p.below_floor_share);
   EXPECT_GT(*p.below_floor_share, 0.3);
   EXPECT_LT(*p.below_floor_share, 0.7);
+  // Its latest steady epoch (5000 samples in about 0.25 s) ran far above its floor.
+  ASSERT_TRUE(p.speed_of_solo);
+  EXPECT_GT(*p.speed_of_solo, 0.9);
+  EXPECT_GT(p.below_floor_ms, 0);
+  EXPECT_GT(p.steady_ms, p.below_floor_ms);
   EXPECT_THAT(read_text(p.log_path), HasSubstr("below its floor 0.90 of its solo rate"));
 }
 
@@ -363,6 +368,9 @@ TEST_F(RunEngineTest, AProtectedJobBelowItsFloorAloneIsToldOnce) {
   ASSERT_THAT(log, HasSubstr(note));
   EXPECT_EQ(log.find(note), log.rfind(note));
   EXPECT_EQ(engine->view(key).below_floor_share, 1.0);
+  EXPECT_EQ(engine->view(key).below_floor_ms, engine->view(key).steady_ms);
+  ASSERT_TRUE(engine->view(key).speed_of_solo);
+  EXPECT_LT(*engine->view(key).speed_of_solo, 0.9);
 }
 
 // The service stops: running jobs end interrupted with its reason, queued

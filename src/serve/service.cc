@@ -633,6 +633,19 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
     q.last_epoch_ms = v.last_epoch_ms;
     if (v.peak_memory_bytes > 0) q.peak_memory_bytes = v.peak_memory_bytes;
   };
+  // Its class (the ended jobs' rows are read without their spec), and a
+  // protected job against its floor, across its attempts: while queued
+  // again, running, and after it ended.
+  auto floor_of = [&](const EngineJobView& v) {
+    q.qos = to_string(v.qos);
+    q.min_speed = v.min_speed;
+    q.speed_of_solo = v.speed_of_solo;
+    q.below_floor_share = v.below_floor_share;
+    if (v.below_floor_share) {
+      q.steady_ms = v.steady_ms;
+      q.below_floor_ms = v.below_floor_ms;
+    }
+  };
   auto it = tracked_.find(row.id);
   if (it != tracked_.end()) {
     EngineJobView v = engine_.view(it->second.key);
@@ -649,10 +662,12 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
       q.outside_mps = v.outside_mps;
     }
     q.solo_samples_per_s = v.solo_samples_per_s;
+    floor_of(v);
   } else if (auto ended = ended_.views.find(row.id);
              ended != ended_.views.end() && is_final(row.state)) {
     progress_of(ended->second);
     q.solo_samples_per_s = ended->second.solo_samples_per_s;
+    floor_of(ended->second);
   }
   return q;
 }
