@@ -6,7 +6,9 @@
 #      against) and in their logs (what the check reads); SOLO_FROM=DIR takes
 #      DIR/solo of an earlier invocation instead;
 #   2. RUNS protected passes, each on its own copy of that store (a WARM case:
-#      the floor is judged against the solo rate the exclusive pass taught it):
+#      the floor is judged against the solo rate the exclusive pass taught it;
+#      COLD=1: each on a fresh store instead, colo never saw the jobs, and the
+#      exclusive pass's logs serve only the check):
 #      main qos = "protected" (min_speed = FLOOR), three neighbours qos =
 #      "opportunistic", all submitted together, under `colo run --mechanism mps`
 #      or, with SERVE=1, a root `colo serve` (one user: root submits them all).
@@ -16,7 +18,7 @@
 #      steady speed over its solo, the neighbours' harvest, and the MPS levers
 #      each neighbour's process saw.
 #
-#   bench/protected.sh RESULTS_DIR  (RUNS=1 FLOOR=0.9 CASE=heavy|light SERVE=0 SOLO_FROM=)
+#   bench/protected.sh RESULTS_DIR  (RUNS=1 FLOOR=0.9 CASE=heavy|light SERVE=0 COLD=0 SOLO_FROM=)
 #
 # heavy: main resnet50 bs 96 on 224 px (imagenet), neighbours resnet26 bs 128
 #   on 64 px (imagenet64; the issue's neighbours were 128 px, which train.py
@@ -77,7 +79,8 @@ for run in $(seq 1 "${RUNS:-1}"); do
   mkdir -p "$dir"
   export COLO_HOME=$dir/home COLO_LOCK_DIR=$dir/locks
   db=$dir/colo.db
-  cp "$solo/colo.db" "$db"  # warm: the exclusive pass's store, a copy per run
+  rm -f "$db"
+  [ "${COLD:-0}" = 1 ] || cp "$solo/colo.db" "$db"  # warm: the exclusive pass's store, a copy per run
   { job main "$main_args" "qos = \"protected\"
 min_speed = $floor"
     # Epochs enough to outlast main: the pass is stopped when main ends.
@@ -101,11 +104,12 @@ min_speed = $floor"
   else
     "$colo" run "$dir/protected.toml" --mechanism mps --db "$db" >"$dir/protected.out" 2>&1 &
     pid=$!
-    wait_main_done "$dir/home/runs/*/2/001-main.log" "$pid" 600
-    kill -INT "$pid" 2>/dev/null || true; wait "$pid" || true
     # The logs where colo keeps them: runs/<store>/<run>/<NNN>-<name>[.attemptN].log;
-    # run 1 of the copied store is the exclusive pass, run 2 this one.
-    cp -r "$(ls -d "$dir"/home/runs/*/ | head -1)2" "$dir/protected-logs"
+    # run 1 of the copied store is the exclusive pass, run 2 this one (COLD: run 1).
+    n=2; [ "${COLD:-0}" = 1 ] && n=1
+    wait_main_done "$dir/home/runs/*/$n/001-main.log" "$pid" 600
+    kill -INT "$pid" 2>/dev/null || true; wait "$pid" || true
+    cp -r "$(ls -d "$dir"/home/runs/*/ | head -1)$n" "$dir/protected-logs"
     main_log=$dir/protected-logs/001-main.log
   fi
   python3 "$root/bench/check-protected.py" --solo-main "$solo"/logs/001-main.log \
