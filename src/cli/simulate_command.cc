@@ -132,13 +132,17 @@ int simulate_command(const SimulateFlags& flags) {
                                  {"jobs_failed", r.jobs_failed},
                                  {"retries", r.retries},
                                  {"stopped", r.stopped},
+                                 {"floor_stops", r.floor_stops},
                                  {"failures", r.failures},
                                  {"notes", r.notes},
                                  {"starts", r.starts}});
       if (!r.protected_speeds.empty()) {
         nlohmann::json speeds = nlohmann::json::array();
         for (const PolicyResult::ProtectedSpeed& p : r.protected_speeds)
-          speeds.push_back({{"job", p.job}, {"min_speed", p.min_speed}, {"speed", p.speed}});
+          speeds.push_back({{"job", p.job},
+                            {"min_speed", p.min_speed},
+                            {"speed", p.speed},
+                            {"floor_stops", p.floor_stops}});
         out["policies"].back()["protected"] = speeds;
       }
     }
@@ -210,13 +214,13 @@ int simulate_command(const SimulateFlags& flags) {
   if (std::any_of(results.begin(), results.end(),
                   [](const PolicyResult& r) { return !r.protected_speeds.empty(); })) {
     std::cout << fmt::format(
-        "\n{:<11} {:<16} {:>5} {:>6}   (solo time over time taken, start-up "
-        "left out)\n",
-        "POLICY", "PROTECTED JOB", "FLOOR", "SPEED");
+        "\n{:<11} {:<16} {:>5} {:>6} {:>5}   (speed: solo time over time taken, start-up "
+        "left out; stops: opportunistic neighbours stopped for its floor)\n",
+        "POLICY", "PROTECTED JOB", "FLOOR", "SPEED", "STOPS");
     for (const PolicyResult& r : results) {
       for (const PolicyResult::ProtectedSpeed& p : r.protected_speeds) {
-        std::cout << fmt::format("{:<11} {:<16} {:>5.2f} {:>5.2f}x{}\n", r.policy.name, p.job,
-                                 p.min_speed, p.speed,
+        std::cout << fmt::format("{:<11} {:<16} {:>5.2f} {:>5.2f}x {:>5}{}\n", r.policy.name, p.job,
+                                 p.min_speed, p.speed, p.floor_stops,
                                  p.speed + 1e-9 < p.min_speed ? "  below its floor" : "");
       }
     }

@@ -20,6 +20,9 @@ namespace {
 constexpr double kOomFraction = 0.1;  // a job out of memory fails this far in
 constexpr size_t kKeepLines = 20;
 constexpr size_t kKeepStarts = 1000;
+// The closed loop's window (run/floor_watch.h): below its floor this long, a
+// protected job gets its newest opportunistic neighbour stopped.
+constexpr int64_t kFloorWindowMs = 10'000;
 
 struct Active {
   size_t job = 0;
@@ -35,6 +38,8 @@ struct Active {
   // thread percentage (100: uncapped).
   bool opportunistic = false;
   int thread_pct = 100;
+  // Protected: when its rate fell below its floor (-1: it is not below).
+  int64_t below_since_ms = -1;
 };
 
 // The rates on a spatially shared GPU holding a protected job (`members`,
@@ -196,17 +201,23 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
 
   // Jobs are queued in order as they are submitted (jobs[arrived] next).
   size_t arrived = 0;
-  auto arrive = [&](int64_t now_ms) {
-    for (; arrived < jobs.size() && jobs[arrived].submit_ms <= now_ms; ++arrived) {
-      const SimJob& job = jobs[arrived];
-      SchedJob queued{arrived, job.signature, job.known.peak_memory_bytes, job.gpus};
-      queued.qos = job.qos;
-      queued.min_speed = job.min_speed;
-      queued.sm_active_pct = job.known.sm_active_pct;
-      queued.solo_time_ms = job.known.solo_ms;
-      scheduler->enqueue(queued);
-    }
+  auto enqueue = [&](size_t j) {
+    const SimJob& job = jobs[j];
+    SchedJob queued{j, job.signature, job.known.peak_memory_bytes, job.gpus};
+    queued.qos = job.qos;
+    queued.min_speed = job.min_speed;
+    queued.sm_active_pct = job.known.sm_active_pct;
+    queued.solo_time_ms = job.known.solo_ms;
+    scheduler->enqueue(queued);
   };
+  auto arrive = [&](int64_t now_ms) {
+    for (; arrived < jobs.size() && jobs[arrived].submit_ms <= now_ms; ++arrived) enqueue(arrived);
+  };
+  // Work left to jobs stopped for a floor: they resume from their checkpoint.
+  std::map<size_t, double> resumed_work;
+  std::map<size_t, int> floor_stops;  // by protected job
+  // Signatures of protected jobs whose solo rate a run alone taught the policy.
+  std::set<std::string> solo_taught;
   double event_ms = timed([&] { arrive(0); });
   result.scheduler_total_ms += event_ms;
   std::vector<int64_t> first_started(jobs.size(), -1);
@@ -228,6 +239,69 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
   auto note = [&](const std::string& line) {
     if (result.notes.size() < kKeepLines)
       result.notes.push_back(fmt::format("{:>8}  {}", format_duration_ms(now), line));
+  };
+
+  // A protected job alone past its start-up (by_gpu: this step's) measures
+  // its solo rate (its first steady epoch alone, as the engine does; the
+  // rate observe_rate() reports for it). Whether one did.
+  auto teach_solo = [&](int64_t at) {
+    bool taught = false;
+    for (const Active& a : active) {
+      const SimJob& job = jobs[a.job];
+      if (job.qos != QosClass::kProtected || a.startup_ms > 0 || a.gpus.size() != 1 ||
+          by_gpu[static_cast<size_t>(a.gpus.front())].size() != 1 ||
+          !solo_taught.insert(job.signature).second)
+        continue;
+      JobProfile alone;
+      alone.samples_per_s = job.truth.samples_per_s.value_or(1000.0);
+      alone.source = "its first steady epoch alone (simulated)";
+      scheduler->learned(job.signature, alone, at);
+      taught = true;
+    }
+    return taught;
+  };
+  auto floor_loop = [&](int64_t at) {
+    for (Active& p : active) {
+      const SimJob& pj = jobs[p.job];
+      if (pj.qos != QosClass::kProtected || p.startup_ms > 0) continue;
+      if (p.rate + 1e-9 >= pj.min_speed) {
+        p.below_since_ms = -1;
+        continue;
+      }
+      if (p.below_since_ms < 0) {
+        p.below_since_ms = at;
+        timers.insert(at + kFloorWindowMs);
+        continue;
+      }
+      if (at - p.below_since_ms < kFloorWindowMs) continue;
+      auto newest = active.end();
+      for (auto o = active.begin(); o != active.end(); ++o) {
+        const bool shares = std::any_of(o->gpus.begin(), o->gpus.end(), [&](int g) {
+          return std::find(p.gpus.begin(), p.gpus.end(), g) != p.gpus.end();
+        });
+        if (shares && jobs[o->job].qos == QosClass::kOpportunistic &&
+            (newest == active.end() || o->started_ms > newest->started_ms))
+          newest = o;
+      }
+      p.below_since_ms = -1;  // a whole new window before the next stop
+      if (newest == active.end()) continue;
+      const double speed = p.rate;
+      const size_t protector = p.job;
+      const Active stopped = *newest;
+      active.erase(newest);  // `p` is not used past here
+      resumed_work[stopped.job] = stopped.remaining_ms;
+      const EndVerdict v = scheduler->finished(stopped.job, JobEnd::kCancelled, at);
+      scheduler->avoid_together({jobs[protector].signature, jobs[stopped.job].signature});
+      if (!v.requeued) enqueue(stopped.job);
+      ++result.floor_stops;
+      ++floor_stops[protector];
+      note(fmt::format(
+          "{}: stopped for {}'s floor {:.2f}: it ran at {:.2f} beside this job; it "
+          "runs again from its checkpoint (not counted)",
+          jobs[stopped.job].name, jobs[protector].name, jobs[protector].min_speed, speed));
+      return true;
+    }
+    return false;
   };
 
   while (true) {
@@ -263,6 +337,10 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       const int64_t solo = truth.solo_ms.value_or(0);
       a.startup_ms = static_cast<double>(std::min(solo, truth.startup_ms.value_or(0)));
       a.remaining_ms = static_cast<double>(solo) - a.startup_ms;
+      if (auto resumed = resumed_work.find(d.job); resumed != resumed_work.end()) {
+        a.remaining_ms = resumed->second;
+        resumed_work.erase(resumed);
+      }
       a.probe = d.probe;
       a.opportunistic = d.opportunistic;
       a.thread_pct = d.opportunistic_thread_pct.value_or(100);
@@ -332,6 +410,10 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       const double rate = options.model.rate_of_each(mode, loads);
       for (size_t i : members) active[i].rate = std::min(active[i].rate, rate);
     }
+    // The closed loop (docs/policy.md): a protected job below its floor for
+    // the window gets its newest opportunistic neighbour stopped, requeued
+    // not counted (resuming its work), and the pair is not formed again.
+    if (any_protected && (teach_solo(now) || floor_loop(now))) continue;
 
     // The next event: a job ends (done or out of memory), a timer fires or a
     // job is submitted.
@@ -408,8 +490,9 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
               std::min(job.truth.solo_ms.value_or(0), job.truth.startup_ms.value_or(0)));
           const double work = static_cast<double>(job.truth.solo_ms.value_or(0)) - startup;
           const double taken = static_cast<double>(now - a.started_ms) - startup;
-          result.protected_speeds.push_back(
-              {job.name, job.min_speed, taken > 0 ? std::min(1.0, work / taken) : 1.0});
+          result.protected_speeds.push_back({job.name, job.min_speed,
+                                             taken > 0 ? std::min(1.0, work / taken) : 1.0,
+                                             floor_stops[a.job]});
         }
         if (!oom) {
           ++result.jobs_ok;

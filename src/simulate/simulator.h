@@ -104,6 +104,7 @@ struct PolicyResult {
   int jobs_failed = 0;
   int retries = 0;                    // out-of-memory ends the policy requeued
   int stopped = 0;                    // running jobs the policy stopped and requeued (take_stops)
+  int floor_stops = 0;                // opportunistic jobs stopped for a protected job's floor
   int64_t events = 0;                 // scheduling events (each: observe, schedule, ends)
   double scheduler_total_ms = 0;      // wall time spent in the scheduler
   double scheduler_max_ms = 0;        // the longest single event
@@ -117,7 +118,8 @@ struct PolicyResult {
   struct ProtectedSpeed {
     std::string job;
     double min_speed = 0;
-    double speed = 0;  // solo time over time taken, start-up left out
+    double speed = 0;     // solo time over time taken, start-up left out
+    int floor_stops = 0;  // opportunistic neighbours stopped for its floor
   };
   std::vector<ProtectedSpeed> protected_speeds;
   // GPUs held for the makespan, in hours.

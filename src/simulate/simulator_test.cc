@@ -358,6 +358,7 @@ struct ProtectedCase {
   double main_sm;
   bool floor_held;
   std::optional<double> speed;  // when given, the reported speed (within 0.01)
+  bool stops = false;           // the closed loop stopped a neighbour for its floor
 };
 
 class ProtectedSpeed : public testing::TestWithParam<ProtectedCase> {};
@@ -379,6 +380,8 @@ TEST_P(ProtectedSpeed, IsReportedAndHeldByTheClasses) {
   EXPECT_EQ(p.min_speed, 0.9);
   EXPECT_EQ(p.speed + 1e-9 >= p.min_speed, c.floor_held) << c.policy << ": " << p.speed;
   if (c.speed) EXPECT_NEAR(p.speed, *c.speed, 0.01) << c.policy;
+  EXPECT_EQ(p.floor_stops > 0, c.stops) << c.policy << ": " << p.floor_stops;
+  EXPECT_EQ(r.floor_stops, p.floor_stops) << c.policy;
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, ProtectedSpeed,
@@ -388,8 +391,9 @@ INSTANTIATE_TEST_SUITE_P(Table, ProtectedSpeed,
                              // The fixed policies apply the classes too: one capped neighbour.
                              ProtectedCase{"mps-all", 84, true, std::nullopt},
                              // Naive sharing has no lever: its one opportunistic neighbour slows it
-                             // below its floor (the closed loop, not placement, stops it).
-                             ProtectedCase{"naive-all", 84, false, std::nullopt},
+                             // below its floor, and the closed loop stops it (the fixed policy
+                             // places it again: it knows no combinations).
+                             ProtectedCase{"naive-all", 84, false, std::nullopt, true},
                              // One capped neighbour at a time keeps it at its floor.
                              ProtectedCase{"auto", 84, true, std::nullopt},
                              ProtectedCase{"auto-warm", 84, true, std::nullopt},
