@@ -441,7 +441,17 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
     }
   }
   if (held || alone) return std::nullopt;
-  if (classes_.any && !qos_join_on(g, w, load, as_if).admitted) return std::nullopt;
+  // Beside a protected job an opportunistic job starts capped at a thread
+  // percentage: the model sees it use no more of the SMs than that.
+  SoloLoad joining_load = load;
+  if (classes_.any) {
+    const QosJoin q = qos_join_on(g, w, load, as_if);
+    if (!q.admitted) return std::nullopt;
+    if (q.thread_pct) {
+      const auto cap = static_cast<double>(*q.thread_pct);
+      joining_load = {std::min(load.sm_active_pct, cap), std::min(load.gpu_busy_pct, cap)};
+    }
+  }
   // Jobs already replaced by an early start, and `leaving`, count as gone
   // (except for memory: they hold it until they end).
   auto gone = [&](size_t j, const Running& r) {
@@ -468,7 +478,7 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
     before.push_back(joining->load);
     sm += joining->load.sm_active_pct;
   }
-  if (!before.empty() && sm + load.sm_active_pct > options_.sm_cap_pct) return std::nullopt;
+  if (!before.empty() && sm + joining_load.sm_active_pct > options_.sm_cap_pct) return std::nullopt;
   if (!verdicts_.bad.empty()) {  // the combination is built only when there is one to compare with
     Combination after{{w.signature, 1}};
     for (size_t j : g.jobs) {
@@ -479,7 +489,7 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
     if (verdicts_.is_bad(after)) return std::nullopt;
   }
   const double work_before = model_.work(options_.mode, before);
-  before.push_back(load);
+  before.push_back(joining_load);
   const double work_after = model_.work(options_.mode, before);
   const double gain = work_after - work_before;
   if (gain <= 1e-9 &&
@@ -1045,9 +1055,20 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
     }
   }
   for (auto& [job, r] : running_) {
+    if (r.waiting.signature != signature || !r.load_unknown || !merged.sm_active_pct) continue;
+    // Its SM activity measured at last: its load on its GPU is that.
+    Gpu& g = gpus_[static_cast<size_t>(r.gpu)];
+    const SoloLoad load{*merged.sm_active_pct, merged.gpu_busy_pct()};
+    g.sm_sum = std::max(0.0, g.sm_sum - r.load.sm_active_pct + load.sm_active_pct);
+    r.load = load;
+    r.load_unknown = false;
+    ++g.version;
+  }
+  for (auto& [job, r] : running_) {
     if (r.waiting.signature != signature || !r.probe) continue;
     Gpu& g = gpus_[static_cast<size_t>(r.gpu)];
     r.probe = false;
+    r.load_unknown = !merged.sm_active_pct;
     g.measuring = std::max(0, g.measuring - 1);
     if (auto s = g.scouts.find(key); s != g.scouts.end() && --s->second <= 0) g.scouts.erase(s);
     if (auto probing = probing_.find(key);

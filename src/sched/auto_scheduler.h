@@ -285,6 +285,9 @@ class AutoScheduler final : public Scheduler {
     bool doomed = false;
     // Opportunistic: the thread percentage it started with (100: uncapped).
     int thread_pct = 100;
+    // A newcomer whose first measurement had no SM activity: its load is a
+    // placeholder (100%) until a later one (learned()) has it.
+    bool load_unknown = false;
   };
   struct Gpu {
     GpuSlot slot;

@@ -430,3 +430,53 @@ TEST(FixedQos, AnEndedNeighbourIsReplaced) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+// Issue 56 on an H100, cold: a heavy protected job never measured starts
+// alone as a newcomer; its first measurement has its memory only, the next
+// its SM activity (78%) and solo rate. Never-measured opportunistic jobs
+// (priors of half the SMs) then join it, one, capped, and not before: the
+// running job's load is what the later measurement found, not the 100% put
+// down while its SM activity was unknown.
+TEST(SoloFirst, NewcomersJoinAColdHeavyProtectedJobOnceItsMeasurementHasItsLoad) {
+  AutoScheduler s({{0, 80 * kGiB}}, AutoOptions{}, InterferenceModel{});
+  JobProfile prior;
+  prior.peak_memory_bytes = 20 * kGiB;
+  prior.sm_active_pct = 50;
+  prior.memory_uncertainty = prior.sm_uncertainty = 1.0;
+  prior.source = "prior: nothing measured";
+  for (const char* sig : {"main", "nb"}) s.set_prior(sig, prior);
+  SchedJob main{0, "main", std::nullopt};
+  main.qos = QosClass::kProtected;
+  s.enqueue(main);
+  for (size_t i = 1; i <= 3; ++i) {
+    SchedJob j{i, "nb", std::nullopt};
+    j.qos = QosClass::kOpportunistic;
+    s.enqueue(j);
+  }
+  std::vector<Decision> d = s.schedule(0);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 0u);
+  JobProfile memory;
+  memory.peak_memory_bytes = 5 * kGiB;
+  memory.source = "probe: memory plateaued";
+  s.learned("main", memory, 10'000);
+  EXPECT_TRUE(s.schedule(10'000).empty());  // alone: no solo rate yet
+  JobProfile refined;
+  refined.peak_memory_bytes = 6 * kGiB;
+  refined.sm_active_pct = 78;
+  refined.samples_per_s = 2078;
+  refined.source = "probe: refined, alone";
+  s.learned("main", refined, 50'000);
+  d = s.schedule(50'000);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].job, 1u);
+  EXPECT_TRUE(d[0].opportunistic);
+  EXPECT_EQ(d[0].opportunistic_thread_pct,
+            qos_room({0, QosClass::kProtected, 0.9, 0.78, 100}, QosShare::kPriority).thread_pct);
+}
+
+}  // namespace
+}  // namespace colo

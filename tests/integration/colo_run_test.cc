@@ -428,21 +428,33 @@ TEST_F(ColoRun, AProtectedJobsSpeedOfSoloAndTimeBelowItsFloorAreShown) {
 // Issue 56, placement: on one GPU a heavy protected job (84% SM) takes one
 // opportunistic neighbour, which starts below normal priority with the thread
 // percentage colo chose (20%); the second follows once the first ended. Both
-// policies.
+// policies. Its solo rate unknown, the auto policy runs it alone for its
+// first steady epoch first; it runs on until both neighbours have run.
 TEST_F(ColoRun, AProtectedJobsNeighbourStartsWithTheThreadPercentageColoChose) {
   std::string bin = dir_ + "/bin";
   shell("mkdir -p '" + bin + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
         "/nvidia-cuda-mps-control'");
+  const std::string sides = dir_ + "/sides.txt";
+  write_file("main.sh",
+             "for e in 1 2; do sleep 0.3; printf '{\"event\":\"epoch_end\",\"epoch\":%d,"
+             "\"samples\":1000}\\n' $e >> \"$COLO_PROGRESS_FILE\"; done\n"
+             "i=0; while [ \"$(cat '" +
+                 sides +
+                 "' 2>/dev/null | wc -l)\" -lt 2 ] && [ $i -lt 600 ]; do\n"
+                 "  sleep 0.05; i=$((i + 1)); done\n");
   std::string file = write_file(
       "jobs.toml",
       "[[job]]\nname = \"main\"\nqos = \"protected\"\nsm_activity = 84\ngpu_memory = \"4GiB\"\n"
-      "command = [\"sh\", \"-c\", \"sleep 2\"]\n"
-      "[[job]]\nname = \"side\"\nqos = \"opportunistic\"\nrepeat = 2\nsm_activity = 5\n"
-      "gpu_memory = \"1GiB\"\n"
-      "command = [\"sh\", \"-c\", \"env | grep -E '^CUDA_MPS_(CLIENT|ACTIVE)' | sort; sleep "
-      "1\"]\n");
+      "command = [\"sh\", \"" +
+          dir_ +
+          "/main.sh\"]\n"
+          "[[job]]\nname = \"side\"\nqos = \"opportunistic\"\nrepeat = 2\nsm_activity = 5\n"
+          "gpu_memory = \"1GiB\"\n"
+          "command = [\"sh\", \"-c\", \"env | grep -E '^CUDA_MPS_(CLIENT|ACTIVE)' | sort; echo x "
+          ">> " +
+          sides + "\"]\n");
   for (const char* policy : {"auto", "fixed --max-per-gpu 4"}) {
-    shell("rm -rf '" + dir_ + "/logs'");
+    shell("rm -rf '" + dir_ + "/logs' '" + sides + "'");
     CommandResult r =
         shell("PATH='" + bin + "':$PATH " +
               colo("run " + file + " --backend sim --mechanism mps --plain --gpus 0 --policy " +
