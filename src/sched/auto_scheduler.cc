@@ -480,12 +480,17 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
   }
   std::vector<SoloLoad> before;  // the staying jobs' loads
   double sm = 0;
-  // Owners take turns (owners_time_slice): whether the staying jobs and `w`
-  // have two or more; then the whole set is judged as time sliced, before
-  // and after alike.
+  // Owners take turns (owners_time_slice): whether the staying jobs have
+  // two or more owners (they share the GPU so now), and whether they and `w`
+  // do (they would, with it).
+  std::optional<uint32_t> staying_owner;
+  bool mixed_before = false;
   bool mixed = false;
   auto note_owner = [&](size_t j, const Waiting& of) {
-    if (options_.owners_time_slice && (j & kOccupantKey) == 0 && of.owner != w.owner) mixed = true;
+    if (!options_.owners_time_slice || (j & kOccupantKey) != 0) return;
+    if (!staying_owner) staying_owner = of.owner;
+    mixed_before = mixed_before || of.owner != *staying_owner;
+    mixed = mixed || of.owner != w.owner;
   };
   for (size_t j : g.jobs) {
     const Running& r = running_.at(j);
@@ -510,12 +515,15 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
     if (joining != nullptr) after[joining->waiting.signature] += 1;
     if (verdicts_.is_bad(after)) return std::nullopt;
   }
-  const double work_before = work_of(mode, before);
+  // The staying jobs' work as they share the GPU now; with `w`, as they
+  // would (time sliced, where `w` makes them two owners' jobs). Without `w`
+  // they do what they do now: the peak is never below it.
+  const double work_before = work_of(mode_of(mixed_before), before);
   before.push_back(load);
   const double work_after = work_of(mode, before);
   const double gain = work_after - work_before;
-  if (gain <= 1e-9 && work_after < (1.0 - options_.saturated_loss) * peak_work_of(mode, before))
-    return std::nullopt;
+  const double peak = std::max(peak_work_of(mode, before), work_before);
+  if (gain <= 1e-9 && work_after < (1.0 - options_.saturated_loss) * peak) return std::nullopt;
   return gain;
 }
 

@@ -1130,6 +1130,15 @@ INSTANTIATE_TEST_SUITE_P(
                    {{"mid", 1}, {"lighter", 2}, {"mid2", 1}},
                    {0, 1, 1},
                    {0, 1, 0}},
+        // Two mid jobs of one user share a GPU under MPS (0.8 of its
+        // work). Where owners take turns, another user's would make all
+        // three take turns, less work than the two do now: it waits. With
+        // one server it joins them.
+        OwnersCase{"a_third_job_of_another_user_waits_rather_than_slice_two_sharing_ones",
+                   1,
+                   {{"mid", 1}, {"mid", 1}, {"mid2", 2}},
+                   {0, 0, 0},
+                   {0, 0}},
         // Two users, two GPUs, two busy jobs each arriving user by user:
         // one server mixes them on both GPUs; separate servers keep each
         // GPU one user's, and the second user's jobs wait.
