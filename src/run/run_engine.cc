@@ -576,8 +576,7 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f, const GpuFaul
   facts.gpus = gpu_names(job.gpus());
   facts.mechanism_down = recovery_.down();
   if (fault.kind == GpuFault::kAffected) {
-    if (std::optional<FaultCause> recent =
-            mps_faults_.recent(job.gpus(), ctx_.clock.monotonic_ms())) {
+    if (std::optional<FaultCause> recent = recent_fault_in_server_of(job)) {
       facts.recent_fault = recent->told_to(job.job.owner);
       if (!facts.cause.is(Cause::kFaultVictim)) {  // a victim was told as it was stopped
         append_note_to_log(log_path(job),
@@ -654,6 +653,13 @@ std::string RunEngine::FaultNeighbours::told_to(const std::vector<Neighbour>& li
   return own.empty() ? theirs : fmt::format("{} and {}", fmt::join(own, ", "), theirs);
 }
 
+std::optional<FaultCause> RunEngine::recent_fault_in_server_of(const JobRuntime& job) const {
+  std::optional<FaultCause> recent = mps_faults_.recent(job.gpus(), ctx_.clock.monotonic_ms());
+  if (recent && ctx_.mechanism.users_time_slice() && recent->owner != job.job.owner)
+    return std::nullopt;  // another user's server: not this job's
+  return recent;
+}
+
 RunEngine::FaultNeighbours RunEngine::gpu_fault(const JobRuntime& source, const GpuFaultSeen& fault,
                                                 const std::set<pid_t>& exited) {
   const std::vector<int> gpus = source.gpus();
@@ -674,8 +680,7 @@ RunEngine::FaultNeighbours RunEngine::gpu_fault(const JobRuntime& source, const 
         where);
   }
   if (fault.kind == GpuFault::kAffected) {
-    if (std::optional<FaultCause> known = mps_faults_.recent(gpus, ctx_.clock.monotonic_ms()))
-      cause = *known;
+    if (std::optional<FaultCause> known = recent_fault_in_server_of(source)) cause = *known;
   }
   // A daemon per user: another user's jobs are clients of a server of their
   // own, which the fault does not reach.

@@ -358,6 +358,10 @@ class RunEngine {
   // is never named, nor its command line or log.
   FaultNeighbours gpu_fault(const JobRuntime& source, const GpuFaultSeen& fault,
                             const std::set<pid_t>& exited);
+  // The fault a client raised on the job's GPUs lately (MpsFaultLog::recent)
+  // in the MPS server the job is a client of: any user's where users share
+  // one, only its own user's where each user has a daemon.
+  std::optional<FaultCause> recent_fault_in_server_of(const JobRuntime& job) const;
   // A start refused by a recovering MPS server: placement backs off.
   void server_not_ready(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault);
   // `job` has reported progress and a fault (`cause`) was seen on its GPU:

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -1083,6 +1084,92 @@ class ColoServeMpsUsers : public ColoServe {
     EXPECT_EQ(log.find("MPS: ", at + 1), std::string::npos) << "said once: " << log;
     return seen;
   }
+
+  // Root's "buggy" asserts once three neighbours have reported progress: one
+  // of root's (it hangs on the fault) and two of `b`'s, in `b_modes` (exit:
+  // fails as a terminated client; hang; run: runs on), under one multi-user
+  // server (`shared`) or a daemon per user. Returns the four jobs' ids, root's
+  // first (the caller waits for them), and the culprit script's path.
+  std::pair<std::vector<int64_t>, std::string> fault_beside_two_users(
+      const TestUser& b, bool shared, const std::array<std::string, 2>& b_modes) {
+    shell("chmod 755 '" + dir_ + "'");
+    fake_mps_on_path();
+    const std::string marks = dir_ + "/marks";
+    shell("mkdir -p '" + marks + "' && chmod 1777 '" + marks + "'");
+    constexpr const char* kAssertion =
+        "/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: "
+        "block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.";
+    // Its first attempt, once the fault is there: exits as a terminated
+    // client ($2 = exit), hangs ($2 = hang) or runs on ($2 = run); later
+    // attempts train.
+    const std::string healthy = write_file(
+        "healthy.sh",
+        "first=0; [ -e \"$COLO_CHECKPOINT_DIR/ran\" ] || { first=1; touch "
+        "\"$COLO_CHECKPOINT_DIR/ran\"; }\n"
+        "for e in 1 2 3 4 5 6 7 8; do\n"
+        "  if [ $first = 1 ] && [ \"$2\" != run ] && [ -e '" +
+            marks +
+            "/fault' ]; then\n"
+            "    if [ \"$2\" = exit ]; then\n"
+            "      echo 'RuntimeError: CUDA error: the MPS client has been terminated by the "
+            "server. "
+            "To continue using CUDA, the process must be terminated and relaunched'; exit 1\n"
+            "    fi\n"
+            "    sleep 600\n"
+            "  fi\n"
+            "  sleep 0.3; printf '{\"event\":\"epoch_end\",\"epoch\":%d,\"samples\":1000}\\n' $e "
+            ">> "
+            "\"$COLO_PROGRESS_FILE\"; echo epoch $e\n"
+            "  touch '" +
+            marks +
+            "/reported.'$1\n"
+            "done\n");
+    const std::string culprit = write_file(
+        "culprit.sh", "while [ $(ls '" + marks +
+                          "'/reported.* 2>/dev/null | wc -l) -lt 3 ]; do sleep 0.1; done\n"
+                          "echo '" +
+                          std::string(kAssertion) +
+                          "'\n"
+                          "echo 'RuntimeError: CUDA error: device-side assert triggered'\n"
+                          "touch '" +
+                          marks + "/fault'; exit 1\n");
+    shell("chmod 644 '" + healthy + "' '" + culprit + "'");
+    auto job = [&](const std::string& name, const std::string& script, const std::string& mode) {
+      return "[[job]]\nname = \"" + name + "\"\ncommand = [\"sh\", \"" + script + "\", \"" + name +
+             "\", \"" + mode + "\"]\n";
+    };
+    const std::string mine =
+        write_file("mine.toml", job("buggy", culprit, "") + job("mine-hung", healthy, "hang"));
+    const std::string theirs =
+        write_file("theirs.toml", job("theirs-reached", healthy, b_modes[0]) +
+                                      job("theirs-hung", healthy, b_modes[1]));
+    if (!shared) setenv("FAKE_MPS_NO_MULTIUSER", "1", 1);
+    start_service(
+        "--policy fixed --max-per-gpu 4 --sim-devices 1 --mechanism mps --grace 1s "
+        "--socket-group " +
+        b.group);
+    unsetenv("FAKE_MPS_NO_MULTIUSER");
+    shell("chmod 755 '" + dir_ + "/home'");
+    EXPECT_THAT(service_log(), HasSubstr(shared ? "MPS: one multi-user server per GPU"
+                                                : "MPS: a daemon per user"));
+    CommandResult mine_submitted = shell(colo("submit --json " + mine));
+    EXPECT_EQ(mine_submitted.exit_code, 0) << mine_submitted.output << service_log();
+    CommandResult submitted =
+        shell("runuser -u " + b.name + " -- env " + env() + std::string(COLO_BINARY) +
+              " submit --json " + theirs + " --socket '" + dir_ + "/home/colo.sock'");
+    EXPECT_EQ(submitted.exit_code, 0) << submitted.output << service_log();
+    std::vector<int64_t> ids;
+    for (const CommandResult* r : {&mine_submitted, &submitted}) {
+      const size_t at = r->output.find('{');
+      const json answer =
+          at == std::string::npos ? json() : json::parse(r->output.substr(at), nullptr, false);
+      if (answer.is_object()) {
+        for (const json& id : answer["ids"]) ids.push_back(id.get<int64_t>());
+      }
+    }
+    EXPECT_EQ(ids.size(), 4u) << mine_submitted.output << submitted.output;
+    return {ids, culprit};
+  }
 };
 
 // Where the driver has multi-user MPS and the service runs as root (the
@@ -1159,73 +1246,8 @@ TEST_F(ColoServeMpsUsers, AFaultInTheSharedServerRestartsInnocentsOfEveryUserUnc
   if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
   TestUser b("colof");
   ASSERT_TRUE(b.created());
-  shell("chmod 755 '" + dir_ + "'");
-  fake_mps_on_path();
-  const std::string marks = dir_ + "/marks";
-  shell("mkdir -p '" + marks + "' && chmod 1777 '" + marks + "'");
-  constexpr const char* kAssertion =
-      "/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: "
-      "block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.";
-  // Its first attempt, once the fault is there: exits as a terminated
-  // client ($2 = exit) or hangs ($2 = hang); later attempts train.
-  const std::string healthy = write_file(
-      "healthy.sh",
-      "first=0; [ -e \"$COLO_CHECKPOINT_DIR/ran\" ] || { first=1; touch "
-      "\"$COLO_CHECKPOINT_DIR/ran\"; }\n"
-      "for e in 1 2 3 4 5 6 7 8; do\n"
-      "  if [ $first = 1 ] && [ -e '" +
-          marks +
-          "/fault' ]; then\n"
-          "    if [ \"$2\" = exit ]; then\n"
-          "      echo 'RuntimeError: CUDA error: the MPS client has been terminated by the server. "
-          "To continue using CUDA, the process must be terminated and relaunched'; exit 1\n"
-          "    fi\n"
-          "    sleep 600\n"
-          "  fi\n"
-          "  sleep 0.3; printf '{\"event\":\"epoch_end\",\"epoch\":%d,\"samples\":1000}\\n' $e >> "
-          "\"$COLO_PROGRESS_FILE\"; echo epoch $e\n"
-          "  touch '" +
-          marks +
-          "/reported.'$1\n"
-          "done\n");
-  const std::string culprit =
-      write_file("culprit.sh", "while [ $(ls '" + marks +
-                                   "'/reported.* 2>/dev/null | wc -l) -lt 3 ]; do sleep 0.1; done\n"
-                                   "echo '" +
-                                   std::string(kAssertion) +
-                                   "'\n"
-                                   "echo 'RuntimeError: CUDA error: device-side assert triggered'\n"
-                                   "touch '" +
-                                   marks + "/fault'; exit 1\n");
-  shell("chmod 644 '" + healthy + "' '" + culprit + "'");
-  auto job = [&](const std::string& name, const std::string& script, const std::string& mode) {
-    return "[[job]]\nname = \"" + name + "\"\ncommand = [\"sh\", \"" + script + "\", \"" + name +
-           "\", \"" + mode + "\"]\n";
-  };
-  const std::string mine =
-      write_file("mine.toml", job("buggy", culprit, "") + job("mine-hung", healthy, "hang"));
-  const std::string theirs = write_file(
-      "theirs.toml", job("theirs-reached", healthy, "exit") + job("theirs-hung", healthy, "hang"));
-  start_service(
-      "--policy fixed --max-per-gpu 4 --sim-devices 1 --mechanism mps --grace 1s "
-      "--socket-group " +
-      b.group);
-  shell("chmod 755 '" + dir_ + "/home'");
-  EXPECT_THAT(service_log(), HasSubstr("MPS: one multi-user server per GPU (users share it)"));
-  CommandResult mine_submitted = shell(colo("submit --json " + mine));
-  ASSERT_EQ(mine_submitted.exit_code, 0) << mine_submitted.output << service_log();
-  CommandResult submitted =
-      shell("runuser -u " + b.name + " -- env " + env() + std::string(COLO_BINARY) +
-            " submit --json " + theirs + " --socket '" + dir_ + "/home/colo.sock'");
-  ASSERT_EQ(submitted.exit_code, 0) << submitted.output << service_log();
-  std::vector<int64_t> ids;
-  for (const CommandResult* r : {&mine_submitted, &submitted}) {
-    const json answer = json::parse(r->output.substr(r->output.find('{')), nullptr, false);
-    if (answer.is_object()) {
-      for (const json& id : answer["ids"]) ids.push_back(id.get<int64_t>());
-    }
-  }
-  ASSERT_EQ(ids.size(), 4u) << mine_submitted.output << submitted.output;
+  const auto [ids, culprit] = fault_beside_two_users(b, /*shared=*/true, {"exit", "hang"});
+  ASSERT_EQ(ids.size(), 4u);
   CommandResult waited = wait_all(ids);
   EXPECT_NE(waited.exit_code, 0) << "buggy failed: " << waited.output;
 
@@ -1271,6 +1293,39 @@ TEST_F(ColoServeMpsUsers, AFaultInTheSharedServerRestartsInnocentsOfEveryUserUnc
   EXPECT_THAT(culprit_reasons[0], HasSubstr("2 jobs of other users")) << culprit_reasons[0];
   EXPECT_THAT(culprit_reasons[0], Not(HasSubstr("theirs"))) << culprit_reasons[0];
   EXPECT_THAT(culprit_reasons[1], HasSubstr("the fault is its own: it failed again alone"));
+}
+
+// With a daemon per user, a fault stays in its user's server: root's jobs
+// are contained as above, and the other user's jobs, clients of a server of
+// their own, are neither watched nor stopped, nor told of it.
+TEST_F(ColoServeMpsUsers, AFaultInOneUsersServerLeavesAnotherUsersJobsAlone) {
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  TestUser b("colof");
+  ASSERT_TRUE(b.created());
+  const auto [ids, culprit] = fault_beside_two_users(b, /*shared=*/false, {"run", "run"});
+  ASSERT_EQ(ids.size(), 4u);
+  CommandResult waited = wait_all(ids);
+  EXPECT_NE(waited.exit_code, 0) << "buggy failed: " << waited.output;
+  EXPECT_EQ(sql("SELECT state, uncounted FROM service_jobs WHERE id = " + std::to_string(ids[1])),
+            std::vector<std::string>{"ok|1"})
+      << "root's neighbour, in root's server: restarted, not counted\n"
+      << service_log();
+  for (size_t i : {size_t{2}, size_t{3}}) {
+    EXPECT_EQ(sql("SELECT state, attempts, uncounted FROM service_jobs WHERE id = " +
+                  std::to_string(ids[i])),
+              std::vector<std::string>{"ok|1|0"})
+        << "b's job " << ids[i] << ": one attempt, never stopped\n"
+        << service_log();
+    const std::string log = shell(colo("logs " + std::to_string(ids[i]))).output;
+    EXPECT_THAT(log, Not(HasSubstr("fatal GPU fault"))) << log;
+  }
+  const std::vector<std::string> culprit_reason =
+      sql("SELECT a.reason FROM job_attempts a JOIN jobs j ON a.job_id = j.id WHERE "
+          "j.service_job_id = " +
+          std::to_string(ids[0]) + " AND a.attempt = 1");
+  ASSERT_EQ(culprit_reason.size(), 1u);
+  EXPECT_THAT(culprit_reason[0], Not(HasSubstr("other user"))) << culprit_reason[0];
+  (void)culprit;
 }
 
 // --mps-users shared is refused, saying why, where it cannot be had: a
