@@ -17,9 +17,12 @@ since the previous epoch ended) over the median of its solo run's. The
 neighbours' harvest is, over the main job's steady window (the end of its
 first epoch to the end of its last), the sum over neighbours of the samples
 each trained inside the window (interpolated within its epochs) over the
-window's length, over the neighbour's solo steady rate. Prints both and exits
-1 when the main job's speed is below --floor or the harvest below
---min-harvest, 2 on bad input.
+window's length, over the neighbour's solo steady rate (a neighbour's log with
+fewer than two epoch lines adds nothing). Prints both, and what each
+neighbour's process saw of the MPS levers (the CUDA_MPS_* variables and the
+SMs the device showed it, from train.py's first lines), and exits 1 when the
+main job's speed is below --floor or the harvest below --min-harvest, 2 on bad
+input.
 """
 
 import argparse
@@ -31,16 +34,29 @@ LINE = re.compile(r"epoch (?P<epoch>\d+)(?:/\d+)?\b.*?\b(?P<samples>\d+) samples
                   r"\bended at (?P<time>\d+(?:\.\d+)?)")
 
 
-def epochs(path):
+LEVERS = re.compile(r"train\.py: mps client: (?P<client>.*)|train\.py: device: .*?(?P<sms>\d+) SMs")
+
+
+def epochs(path, required=True):
     """[(end_time, samples)] of each epoch line, in order."""
     out = []
     with open(path, errors="replace") as f:
         for line in f:
             if m := LINE.search(line):
                 out.append((float(m["time"]), int(m["samples"])))
-    if len(out) < 2:
+    if len(out) < 2 and required:
         raise SystemExit(f"check-protected: {path}: fewer than two epoch lines (bad input)")
     return out
+
+
+def levers(path):
+    """What the process said of MPS and the SMs it saw, from its first lines."""
+    seen = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            if m := LEVERS.search(line):
+                seen.append(f"mps client: {m['client']}" if m["client"] else f"{m['sms']} SMs")
+    return "; ".join(seen) or "nothing said"
 
 
 def steady_rates(ep):
@@ -71,12 +87,16 @@ def main():
     solo_main = statistics.median(steady_rates(epochs(a.solo_main)))
     solo_nb = statistics.median(steady_rates(epochs(a.solo_neighbour)))
     main_ep = epochs(a.main)
+    print(f"main: {levers(a.main)}")
     main_rates = steady_rates(main_ep)
     speed = statistics.median(main_rates) / solo_main
     w0, w1 = main_ep[0][0], main_ep[-1][0]
     harvest = 0.0
     for log in a.neighbour:
-        ep = epochs(log)
+        print(f"{log.rsplit('/', 1)[-1]}: {levers(log)}")
+        ep = epochs(log, required=False)
+        if len(ep) < 2:
+            continue
         inside = samples_until(ep, w1) - samples_until(ep, w0)
         harvest += inside / (w1 - w0) / solo_nb
     print(f"main alone: {solo_main:.0f} img/s (median of {len(steady_rates(epochs(a.solo_main)))} "

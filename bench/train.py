@@ -224,7 +224,11 @@ def once_per_job(marker):
 def print_context():
     """Where this process runs: an MPS client or not, and colo's job and attempt."""
     pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "")
-    print("train.py: mps client: %s" % ("yes (pipe dir %s)" % pipe if pipe else "no"),
+    levers = " ".join("%s=%s" % (k, os.environ[k]) for k in
+                      ("CUDA_MPS_CLIENT_PRIORITY", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                       "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT") if k in os.environ)
+    print("train.py: mps client: %s" % ("yes (pipe dir %s%s)" % (pipe, "; " + levers if levers
+                                                                   else "") if pipe else "no"),
           flush=True)
     context = ["%s=%s" % (k, os.environ[k]) for k in
                ("COLO_JOB_NAME", "COLO_RUN_ID", "COLO_JOB_ID", "COLO_ATTEMPT",
@@ -270,6 +274,10 @@ def main(argv=None):
     say = print if rank == 0 else (lambda *a, **k: None)
     torch.manual_seed(args.seed)
     torch.backends.cudnn.benchmark = True
+    if device.type == "cuda":  # under an MPS thread percentage, the SMs this client may use
+        props = torch.cuda.get_device_properties(device)
+        say("train.py: device: %s, %d SMs visible" % (props.name, props.multi_processor_count),
+            flush=True)
 
     image_size, num_classes = DATASETS[args.dataset]
     kwargs = {"pretrained": False, "num_classes": num_classes}

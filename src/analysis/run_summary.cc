@@ -395,6 +395,7 @@ RunSummary summarize(const RunRecord& record, const SampleFigures* figures) {
     job.objective = row.objective;
     job.qos = row.qos;
     job.min_speed = row.min_speed;
+    if (job.qos == QosClass::kProtected) job.epoch_rates = epoch_rates(events);
     job.diverged = std::any_of(job.metrics.begin(), job.metrics.end(),
                                [](const MetricSeries& m) { return m.diverged; });
     const std::vector<EpochEnd>& ends = job.epoch_ends;
@@ -465,6 +466,11 @@ std::map<std::string, SoloRate> solo_rates_of(const RunSummary& alone, const std
 
 void apply_solo_rates(RunSummary& summary, const std::vector<std::optional<SoloRate>>& solo) {
   fill_together(summary, solo);
+  for (JobSummary& job : summary.jobs) {
+    job.floor.reset();
+    if (job.qos == QosClass::kProtected && job.solo && job.solo->samples_per_s)
+      job.floor = floor_history(job.epoch_rates, job.min_speed, *job.solo->samples_per_s);
+  }
   std::vector<std::string> sources;
   for (const JobSummary& job : summary.jobs) {
     if (job.solo && std::find(sources.begin(), sources.end(), job.solo->source) == sources.end())

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "analysis/epochs.h"
+#include "analysis/floor_history.h"
 #include "analysis/together.h"
 #include "analysis/training_metrics.h"
 #include "sched/profile.h"
@@ -86,6 +87,11 @@ struct JobSummary {
   std::optional<SoloRate> solo;
   std::optional<double> normalized_rate;  // rate together / rate alone
   std::optional<double> slowdown;         // epoch time together / epoch time alone
+  // A protected job: its rated epochs, every attempt's (floor_history.h), and
+  // after apply_solo_rates, when its solo rate is known, its steady epochs
+  // against its floor. Empty and absent for other jobs.
+  std::vector<EpochRate> epoch_rates;
+  std::optional<FloorHistory> floor;
 };
 
 // One MIG instance of a run: how long jobs ran on it and how long it sat idle
@@ -270,8 +276,8 @@ std::map<std::string, SoloRate> solo_rates_of(const RunSummary& alone, const std
 
 // Fills in the steady speed-up and each job's normalized rate and slowdown
 // from `solo` (one entry per job of `summary`, same order; nullopt: not
-// known), and solo_source from their sources. Runs whose jobs never ran
-// together keep steady_speedup_vs_exclusive absent, with the reason.
+// known), each protected job's floor history, and solo_source from their sources. Runs whose jobs
+// never ran together keep steady_speedup_vs_exclusive absent, with the reason.
 void apply_solo_rates(RunSummary& summary, const std::vector<std::optional<SoloRate>>& solo);
 
 // Sets baseline_run_id and the end-to-end speed-up over `baseline`.

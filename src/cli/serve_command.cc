@@ -81,6 +81,8 @@ struct ServeFlags {
   std::optional<int> max_per_gpu;
   size_t max_jobs_per_user = 10'000;
   std::optional<double> max_gpus_per_user;
+  std::optional<int> max_protected_gpus_per_user;
+  std::optional<int> max_protected_gpus_per_group;
   std::string preempt_after;  // empty: off
   std::string job_host_memory;
   std::optional<int> job_cpus;
@@ -297,6 +299,8 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   options.drain_on_stop = flags.on_sigterm == "drain";
   options.quotas.max_jobs_per_user = flags.max_jobs_per_user;
   options.quotas.max_gpus_per_user = flags.max_gpus_per_user;
+  options.quotas.max_protected_gpus_per_user = flags.max_protected_gpus_per_user;
+  options.quotas.max_protected_gpus_per_group = flags.max_protected_gpus_per_group;
   options.engine.quotas = options.gpu_quotas();
   options.command_line = command_line;
 
@@ -917,6 +921,17 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                    "counts its share of each GPU: one over the jobs there); the rest wait, "
                    "saying so in colo queue (default: none)")
       ->check(CLI::PositiveNumber);
+  serve_cmd
+      ->add_option("--max-protected-gpus-per-user", serve.max_protected_gpus_per_user,
+                   "quota: at most this many GPUs held by one user's protected jobs at once (a "
+                   "protected job keeps its GPU from normal jobs); more of theirs wait, saying so "
+                   "in colo queue (default: none; docs/serve.md, What protection costs)")
+      ->check(whole_number(1));
+  serve_cmd
+      ->add_option("--max-protected-gpus-per-group", serve.max_protected_gpus_per_group,
+                   "quota: at most this many GPUs held by the protected jobs of the members of "
+                   "one primary group together; more of theirs wait (default: none)")
+      ->check(whole_number(1));
   serve_cmd->add_option("--max-gpus-for", serve.max_gpus_for,
                         "USER=N or @GROUP=N, repeatable: at most N GPUs' worth of that user's "
                         "jobs at once (in place of --max-gpus-per-user), or of that group's "

@@ -37,6 +37,20 @@ Result<gid_t> group_id(const std::string& name) {
   return gr.gr_gid;
 }
 
+std::string primary_group_name_of(uid_t uid) {
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) return "";
+  std::vector<char> group_buf(16384);
+  group gr{};
+  group* named = nullptr;
+  if (getgrgid_r(pw.pw_gid, &gr, group_buf.data(), group_buf.size(), &named) == 0 &&
+      named != nullptr)
+    return gr.gr_name;
+  return std::to_string(pw.pw_gid);
+}
+
 bool user_in_group(uid_t uid, gid_t gid) {
   std::vector<char> buf(16384);
   passwd pw{};

@@ -17,5 +17,8 @@ Result<uid_t> user_id(const std::string& name);
 Result<gid_t> group_id(const std::string& name);
 // Whether `uid` is in group `gid` (primary or supplementary).
 bool user_in_group(uid_t uid, gid_t gid);
+// The name of `uid`'s primary group (its gid as text when the group has no
+// name); "" when there is no such user.
+std::string primary_group_name_of(uid_t uid);
 
 }  // namespace colo

@@ -185,8 +185,7 @@ std::string job_table_text(const RunSummary& summary) {
                       job.malformed_progress_lines, job.malformed_progress_lines == 1 ? "" : "s");
     }
     if (job.qos == QosClass::kProtected) {
-      out += fmt::format("note: {} is protected: its floor is {:.2f} of its solo speed\n", job.name,
-                         job.min_speed);
+      out += format_floor_note(job);
     } else if (job.qos == QosClass::kOpportunistic) {
       out += fmt::format("note: {} is opportunistic: it fills what the others leave\n", job.name);
     }
@@ -297,6 +296,31 @@ std::string speedups_text(const RunSummary& summary) {
 }
 
 }  // namespace
+
+std::string format_floor_note(const JobSummary& job) {
+  if (job.qos != QosClass::kProtected) return "";
+  std::string out = fmt::format("note: {} is protected: its floor is {:.2f} of its solo speed",
+                                job.name, job.min_speed);
+  if (!job.floor) return out + "; no solo rate is known to judge it against\n";
+  const FloorHistory& f = *job.floor;
+  if (f.points.empty()) return out + "; no steady epoch measured against it yet\n";
+  out += fmt::format(
+      "; over {} steady epoch{} ({}) it ran at {:.2f} of solo (median; lowest {:.2f}, latest "
+      "{:.2f}) and spent {:.0f}% of that time below its floor ({})\n",
+      f.points.size(), f.points.size() == 1 ? "" : "s", format_duration_ms(f.time.steady_ms),
+      *f.median_speed(), *f.lowest_speed(), *f.latest_speed(),
+      100.0 * f.time.below_share().value_or(0), format_duration_ms(f.time.below_ms));
+  const size_t shown = std::min(f.points.size(), kFloorEpochsShown);
+  std::vector<std::string> speeds;
+  for (size_t i = f.points.size() - shown; i < f.points.size(); ++i)
+    speeds.push_back(fmt::format("{:.2f}", f.points[i].speed));
+  out += fmt::format("note: {}'s speed of solo by steady epoch{}: {}\n", job.name,
+                     shown < f.points.size()
+                         ? fmt::format(" (the last {} of {})", shown, f.points.size())
+                         : std::string(),
+                     fmt::join(speeds, " "));
+  return out;
+}
 
 std::string format_run_summary(const RunSummary& summary) {
   std::string out = run_header_text(summary) + "\n";
@@ -481,6 +505,25 @@ nlohmann::json to_json(const RunSummary& summary) {
         {"qos", to_string(job.qos)},
         {"min_speed", job.qos == QosClass::kProtected ? nlohmann::json(job.min_speed) : nullptr},
     });
+    // A protected job against its floor (null, and [], for the others and
+    // where no solo rate is known).
+    const std::optional<FloorHistory>& floor = job.floor;
+    nlohmann::json series = nlohmann::json::array();
+    if (floor) {
+      for (const FloorPoint& p : floor->points)
+        series.push_back({{"ended_ms", p.ended_ms},
+                          {"attempt", p.attempt},
+                          {"epoch_ms", p.epoch_ms},
+                          {"speed_of_solo", p.speed}});
+    }
+    jobs.back()["speed_of_solo"] = floor ? nullable(floor->latest_speed()) : nullptr;
+    jobs.back()["speed_of_solo_median"] = floor ? nullable(floor->median_speed()) : nullptr;
+    jobs.back()["below_floor_share"] = floor ? nullable(floor->time.below_share()) : nullptr;
+    jobs.back()["below_floor_ms"] =
+        floor && !floor->points.empty() ? nlohmann::json(floor->time.below_ms) : nullptr;
+    jobs.back()["steady_ms"] =
+        floor && !floor->points.empty() ? nlohmann::json(floor->time.steady_ms) : nullptr;
+    jobs.back()["speed_of_solo_series"] = std::move(series);
     nlohmann::json metrics = nlohmann::json::object();
     for (const MetricSeries& m : job.metrics) {
       metrics[m.name] = {

@@ -31,6 +31,14 @@ std::string format_runs_table(
 // get one).
 std::string format_run_summary(const RunSummary& summary);
 
+// A protected job's notes (format_run_summary() includes them): its floor,
+// and against it, over its steady epochs (analysis/floor_history.h), the
+// median, lowest and latest speed of solo, the share and time of its steady
+// time below the floor, and the speeds of its last kFloorEpochsShown steady
+// epochs; or why they cannot be judged. "" for other jobs.
+inline constexpr size_t kFloorEpochsShown = 12;
+std::string format_floor_note(const JobSummary& job);
+
 // "What the jobs learned": one row per job with its grid parameters and the
 // last and best value of each training metric (training_metrics.h); "" when
 // the run's jobs have neither. format_run_summary() includes it.

@@ -393,3 +393,104 @@ TEST(LearningTable, JsonCarriesParametersAndMetrics) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+// A protected job whose steady epochs ran at `speeds` of its solo rate (1000
+// samples/s), 10 s each; no floor history without a solo rate.
+JobSummary protected_job(const std::vector<double>& speeds, bool solo_known = true) {
+  JobSummary j;
+  j.id = 12;
+  j.name = "main";
+  j.state = JobState::kOk;
+  j.qos = QosClass::kProtected;
+  j.min_speed = 0.9;
+  UnixMillis t = 1'000'000;
+  for (double speed : speeds) {
+    t += 10'000;
+    j.epoch_rates.push_back({t, 10'000, speed * 1000, true, 1});
+  }
+  if (solo_known) j.floor = floor_history(j.epoch_rates, j.min_speed, 1000);
+  return j;
+}
+
+struct FloorNoteCase {
+  std::string name;
+  JobSummary job;
+  std::vector<std::string> says;  // each a substring of the note
+  std::string not_said;           // "" when nothing
+};
+
+TEST(FloorNote, SaysTheFloorTheSpeedOfSoloAndTheShareBelow) {
+  std::vector<double> many;
+  for (int i = 0; i < 14; ++i) many.push_back(i < 13 ? 0.95 : 0.84);
+  JobSummary normal;
+  normal.name = "side";
+  normal.qos = QosClass::kOpportunistic;
+  const std::vector<FloorNoteCase> cases = {
+      {"Measured",
+       protected_job({0.95, 0.84, 0.93, 0.94}),
+       {"note: main is protected: its floor is 0.90 of its solo speed; over 4 steady epochs "
+        "(40.0s) it ran at 0.93 of solo (median; lowest 0.84, latest 0.94) and spent 25% of that "
+        "time below its floor (10.0s)\n",
+        "note: main's speed of solo by steady epoch: 0.95 0.84 0.93 0.94\n"},
+       "the last"},
+      {"OnlyTheLatestEpochsAreListed",
+       protected_job(many),
+       {"over 14 steady epochs", "7% of that time below its floor",
+        "by steady epoch (the last 12 of 14): 0.95 0.95 0.95 0.95 0.95 0.95 0.95 0.95 0.95 0.95 "
+        "0.95 0.84\n"},
+       ""},
+      {"NoSoloRate",
+       protected_job({0.5}, false),
+       {"its floor is 0.90 of its solo speed; no solo rate is known to judge it against\n"},
+       "steady epoch"},
+      {"NoSteadyEpochYet",
+       protected_job({}),
+       {"its floor is 0.90 of its solo speed; no steady epoch measured against it yet\n"},
+       "by steady epoch"},
+  };
+  for (const FloorNoteCase& c : cases) {
+    const std::string note = format_floor_note(c.job);
+    for (const std::string& s : c.says) EXPECT_THAT(note, HasSubstr(s)) << c.name;
+    if (!c.not_said.empty()) EXPECT_THAT(note, Not(HasSubstr(c.not_said))) << c.name;
+  }
+  EXPECT_EQ(format_floor_note(normal), "");
+}
+
+TEST(FloorNote, ShowIncludesItAndJsonCarriesTheFloorAndTheSeries) {
+  RunSummary s;
+  s.run.id = 4;
+  s.jobs.push_back(protected_job({0.95, 0.84}));
+  JobSummary side;
+  side.id = 13;
+  side.name = "side";
+  side.qos = QosClass::kOpportunistic;
+  s.jobs.push_back(side);
+  EXPECT_THAT(format_run_summary(s), HasSubstr("note: main's speed of solo by steady epoch: "
+                                               "0.95 0.84\n"));
+  EXPECT_THAT(format_run_summary(s), HasSubstr("note: side is opportunistic"));
+  const nlohmann::json j = to_json(s);
+  const nlohmann::json& main = j["jobs"][0];
+  EXPECT_EQ(main["qos"], "protected");
+  EXPECT_DOUBLE_EQ(main["min_speed"].get<double>(), 0.9);
+  EXPECT_NEAR(main["speed_of_solo"].get<double>(), 0.84, 1e-9);
+  EXPECT_NEAR(main["speed_of_solo_median"].get<double>(), 0.84, 1e-9);
+  EXPECT_DOUBLE_EQ(main["below_floor_share"].get<double>(), 0.5);
+  EXPECT_EQ(main["below_floor_ms"], 10'000);
+  EXPECT_EQ(main["steady_ms"], 20'000);
+  ASSERT_EQ(main["speed_of_solo_series"].size(), 2U);
+  EXPECT_EQ(main["speed_of_solo_series"][1]["ended_ms"], 1'020'000);
+  EXPECT_EQ(main["speed_of_solo_series"][1]["attempt"], 1);
+  EXPECT_EQ(main["speed_of_solo_series"][1]["epoch_ms"], 10'000);
+  EXPECT_NEAR(main["speed_of_solo_series"][0]["speed_of_solo"].get<double>(), 0.95, 1e-9);
+  const nlohmann::json& other = j["jobs"][1];
+  for (const char* key : {"min_speed", "speed_of_solo", "speed_of_solo_median", "below_floor_share",
+                          "below_floor_ms", "steady_ms"})
+    EXPECT_TRUE(other[key].is_null()) << key;
+  EXPECT_TRUE(other["speed_of_solo_series"].is_array() && other["speed_of_solo_series"].empty());
+}
+
+}  // namespace
+}  // namespace colo

@@ -16,6 +16,7 @@
 #include "run/job_runtime.h"
 #include "run/log_layout.h"
 #include "run/run_engine.h"
+#include "sched/profile.h"
 
 namespace colo {
 
@@ -46,15 +47,41 @@ void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
            fmt::format("{}: {}", job.label(), what), what);
 }
 
+bool RunEngine::shares_a_gpu(const JobRuntime& job, const std::vector<int>& gpus) const {
+  return std::any_of(by_pid_.begin(), by_pid_.end(), [&](const auto& entry) {
+    const JobRuntime& other = *jobs_[entry.second];
+    if (other.key == job.key || other.state != JobState::kRunning) return false;
+    const std::vector<int> theirs = other.gpus();
+    return std::any_of(theirs.begin(), theirs.end(),
+                       [&](int d) { return std::find(gpus.begin(), gpus.end(), d) != gpus.end(); });
+  });
+}
+
 void RunEngine::judge_floor(JobRuntime& job, const EpochRate& epoch) {
+  const std::vector<int> gpus = job.gpus();
   if (!job.floor->solo_rate()) {
-    if (auto solo = known_.solo_rates.find(job.signature); solo != known_.solo_rates.end())
+    if (auto solo = known_.solo_rates.find(job.signature); solo != known_.solo_rates.end()) {
       job.floor->solo(solo->second);
+    } else if (epoch.steady && epoch.samples_per_s > 0 && !job.measuring && !job.record_only &&
+               !shares_a_gpu(job, gpus)) {
+      // No solo rate known and none being measured: its first steady epoch
+      // alone is one (the auto policy keeps a protected job without a solo
+      // rate alone until it has one; AutoScheduler::learned()).
+      known_.solo_rates[job.signature] = epoch.samples_per_s;
+      job.floor->solo(epoch.samples_per_s);
+      JobProfile alone;
+      alone.samples_per_s = epoch.samples_per_s;
+      alone.source = fmt::format("{}'s first steady epoch alone, run {}", job.label(), run_.id);
+      display_.event(
+          fmt::format("auto: measured {} alone for its floor: {:.0f} samples/s (its "
+                      "first steady epoch)",
+                      job.label(), epoch.samples_per_s));
+      scheduler_->learned(job.signature, alone, ctx_.clock.monotonic_ms());
+    }
   }
   const std::optional<FloorBreach> breach = job.floor->report(epoch);
   if (!breach || state_.stopping) return;
   // The most recently started opportunistic job on one of its GPUs.
-  const std::vector<int> gpus = job.gpus();
   JobRuntime* newest = nullptr;
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& other = *jobs_[key];

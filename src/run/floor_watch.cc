@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 namespace colo {
 
 FloorWatch::FloorWatch(double min_speed, std::optional<double> solo_samples_per_s,
@@ -20,13 +18,13 @@ std::optional<FloorBreach> FloorWatch::report(const EpochRate& epoch) {
   if (!solo_ || !epoch.steady || epoch.epoch_ms <= 0) return std::nullopt;
   const double speed = epoch.samples_per_s / *solo_;
   latest_speed_ = speed;
-  steady_ms_ += epoch.epoch_ms;
-  if (speed >= min_speed_) {
+  const bool below = below_floor(speed, min_speed_);
+  time_.add(epoch.epoch_ms, below);
+  if (!below) {
     run_ms_ = 0;
     run_reports_ = 0;
     return std::nullopt;
   }
-  below_total_ms_ += epoch.epoch_ms;
   run_ms_ += epoch.epoch_ms;
   ++run_reports_;
   if (run_reports_ < options_.reports || run_ms_ < options_.window_ms) return std::nullopt;
@@ -35,20 +33,6 @@ std::optional<FloorBreach> FloorWatch::report(const EpochRate& epoch) {
   run_ms_ = 0;
   run_reports_ = 0;
   return breach;
-}
-
-std::optional<double> FloorWatch::below_share() const {
-  if (steady_ms_ <= 0) return std::nullopt;
-  return std::clamp(static_cast<double>(below_total_ms_) / static_cast<double>(steady_ms_), 0.0,
-                    1.0);
-}
-
-bool steady_epoch_end(const std::map<std::string, double>& metrics) {
-  for (const char* mark : {"checkpoint", "eval", "evaluation"}) {
-    auto it = metrics.find(mark);
-    if (it != metrics.end() && it->second != 0) return false;
-  }
-  return true;
 }
 
 std::string floor_stop_reason(const std::string& protected_label, const FloorBreach& breach) {

@@ -17,16 +17,18 @@
 // it. report() says so once per run: after it fired, a new run of the window
 // must pass before it fires again (time for a stop to take effect).
 //
-// It keeps the share of the job's steady time spent below the floor (for
-// show and --json). Pure: times are passed in (wall clock, UnixMillis).
-// Not thread-safe.
+// It keeps the share of the job's steady time spent below the floor and its
+// latest speed (the engine's view: colo queue, top, the dashboard, /metrics).
+// What counts as steady, as an epoch's rate and as below is
+// analysis/floor_history.h's, which `colo show` derives from the store with.
+// Pure: times are passed in (wall clock, UnixMillis). Not thread-safe.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 
+#include "analysis/floor_history.h"
 #include "common/clock.h"
 
 namespace colo {
@@ -34,14 +36,6 @@ namespace colo {
 struct FloorOptions {
   int reports = 2;             // steady epochs in a row below the floor, at least
   int64_t window_ms = 10'000;  // and this much steady time below it, at least
-};
-
-// One epoch's rate, as the engine saw it end.
-struct EpochRate {
-  UnixMillis ended_ms = 0;
-  int64_t epoch_ms = 0;  // how long it took
-  double samples_per_s = 0;
-  bool steady = true;  // not start-up, a checkpoint's or an evaluation's
 };
 
 // What report() found: the job has been below its floor for the window.
@@ -68,9 +62,9 @@ class FloorWatch {
 
   // The share of its measured steady time spent below the floor (0..1);
   // nullopt before any steady epoch was measured against a solo rate.
-  std::optional<double> below_share() const;
-  int64_t steady_ms() const { return steady_ms_; }
-  int64_t below_ms() const { return below_total_ms_; }
+  std::optional<double> below_share() const { return time_.below_share(); }
+  int64_t steady_ms() const { return time_.steady_ms; }
+  int64_t below_ms() const { return time_.below_ms; }
   // Its latest steady rate over its solo rate; nullopt before one.
   std::optional<double> latest_speed() const { return latest_speed_; }
 
@@ -78,19 +72,11 @@ class FloorWatch {
   double min_speed_;
   std::optional<double> solo_;
   FloorOptions options_;
-  int64_t steady_ms_ = 0;       // measured steady time
-  int64_t below_total_ms_ = 0;  // of it, below the floor
-  int64_t run_ms_ = 0;          // the current run below the floor
+  FloorTime time_;      // measured steady time, and of it below the floor
+  int64_t run_ms_ = 0;  // the current run below the floor
   int run_reports_ = 0;
   std::optional<double> latest_speed_;
 };
-
-// Whether an epoch_end with these metrics ended a steady epoch: not when the
-// job marks it as a checkpoint's or an evaluation's with a non-zero metric
-// "checkpoint", "eval" or "evaluation" (colo_progress: epoch_end(epoch,
-// samples, checkpoint=1)). The attempt's first epoch (start-up) the engine
-// leaves out itself: it has no rate.
-bool steady_epoch_end(const std::map<std::string, double>& metrics);
 
 // "stopped for job 12's floor 0.90: it ran at 0.84 beside this job", the
 // reason an opportunistic neighbour is stopped for (`protected_label`: how

@@ -139,20 +139,6 @@ TEST(FloorWatch, AfterFiringANewWindowMustPass) {
   EXPECT_EQ(w.below_ms(), 24'000);
 }
 
-// An epoch the job marks as a checkpoint's or an evaluation's is not steady;
-// its other metrics say nothing of that.
-TEST(FloorWatch, EpochsMarkedAsCheckpointOrEvaluationAreNotSteady) {
-  const std::vector<std::pair<std::map<std::string, double>, bool>> rows = {
-      {{}, true},
-      {{{"loss", 0.3}, {"val_loss", 0.4}}, true},
-      {{{"checkpoint", 1}}, false},
-      {{{"checkpoint", 0}}, true},
-      {{{"eval", 1}}, false},
-      {{{"evaluation", 2}}, false},
-  };
-  for (const auto& [metrics, steady] : rows) EXPECT_EQ(steady_epoch_end(metrics), steady);
-}
-
 TEST(FloorWatch, TheStopReasonNamesTheFloorAndTheSpeed) {
   EXPECT_EQ(floor_stop_reason("job 12", {0.9, 0.84, 12'000, 2}),
             "stopped for job 12's floor 0.90: it ran at 0.84 beside this job");

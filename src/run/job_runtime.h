@@ -58,6 +58,7 @@ struct JobRuntime {
   // What the mechanism gave the running attempt (see EngineJobView).
   std::optional<int> mps_sm_share_pct;
   std::optional<uint64_t> mps_memory_limit_bytes;
+  std::optional<int> opportunistic_thread_pct;
   std::string mig_instance;
   std::optional<SimulatedLoad> sim_load;  // what the simulated backend is told
   // Faults (see the file comment of run_engine.h).

@@ -355,9 +355,11 @@ void RunEngine::started(JobRuntime& job, const Decision& a, const Placement& pla
   job.started_ms = now;
   job.mps_sm_share_pct.reset();
   job.mps_memory_limit_bytes.reset();
+  job.opportunistic_thread_pct.reset();
   if (ctx_.mechanism.kind() == MechanismKind::kMps && !placement.outside_mps) {
     job.mps_sm_share_pct = placement.sm_share_pct;
     job.mps_memory_limit_bytes = placement.memory_limit_bytes;
+    if (placement.opportunistic) job.opportunistic_thread_pct = placement.opportunistic_thread_pct;
   }
   auto mig = mech_env.find(kMigInstanceEnv);
   job.mig_instance = mig != mech_env.end() ? mig->second : "";
@@ -1191,11 +1193,17 @@ EngineJobView RunEngine::view(size_t key) const {
   v.mps_sm_share_pct = j.mps_sm_share_pct;
   v.mps_memory_limit_bytes = j.mps_memory_limit_bytes;
   v.mig_instance = j.mig_instance;
+  v.qos = j.job.spec.qos;
+  v.opportunistic_thread_pct = j.opportunistic_thread_pct;
   if (auto solo = known_.solo_rates.find(j.signature); solo != known_.solo_rates.end())
     v.solo_samples_per_s = solo->second;
+  v.qos = j.job.spec.qos;
+  if (v.qos == QosClass::kProtected) v.min_speed = j.job.spec.min_speed;
   if (j.floor) {
-    v.min_speed = j.floor->min_speed();
     v.below_floor_share = j.floor->below_share();
+    v.speed_of_solo = j.floor->latest_speed();
+    v.steady_ms = j.floor->steady_ms();
+    v.below_floor_ms = j.floor->below_ms();
   }
   return v;
 }

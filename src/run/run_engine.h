@@ -60,6 +60,7 @@
 #include "gpu/gpu_backend.h"
 #include "jobs/cgroup.h"
 #include "jobs/gpu_fault.h"
+#include "jobs/job_qos.h"
 #include "jobs/job_spec.h"
 #include "jobs/job_state.h"
 #include "jobs/job_supervisor.h"
@@ -199,12 +200,22 @@ struct EngineJobView {
   std::optional<int> mps_sm_share_pct;
   std::optional<uint64_t> mps_memory_limit_bytes;
   std::string mig_instance;
+  // Its class (jobs/job_qos.h); opportunistic beside a protected job under
+  // MPS, the active thread percentage its placement capped it at.
+  QosClass qos = QosClass::kNormal;
+  std::optional<int> opportunistic_thread_pct;
   // Its signature's progress rate alone (a stored profile, a hint or a probe).
   std::optional<double> solo_samples_per_s;
-  // A protected job: its floor (min_speed) and the share of its steady time
-  // spent below it (nullopt before any steady epoch was judged).
+  // Its class; a protected job: its floor (min_speed), the share of its steady time
+  // spent below it and its latest steady epoch's rate over its solo rate
+  // (nullopt before any steady epoch was judged), and the steady time judged
+  // and of it below the floor (run/floor_watch.h), across its attempts.
+  QosClass qos = QosClass::kNormal;  // its class (JobSpec::qos)
   std::optional<double> min_speed;
   std::optional<double> below_floor_share;
+  std::optional<double> speed_of_solo;
+  int64_t steady_ms = 0;
+  int64_t below_floor_ms = 0;
 };
 
 class RunEngine {
@@ -264,6 +275,10 @@ class RunEngine {
   // EngineOptions::quotas; Scheduler::set_quota_left).
   void set_quota_left(const std::map<uint32_t, double>& gpus_left) {
     scheduler_->set_quota_left(gpus_left);
+  }
+  // Protected GPUs each owner may still take (Scheduler::set_protected_left).
+  void set_protected_left(const std::map<uint32_t, double>& gpus_left) {
+    scheduler_->set_protected_left(gpus_left);
   }
   size_t queued() const;
   bool stopping() const { return state_.stopping; }
@@ -396,7 +411,11 @@ class RunEngine {
   // A protected job's epoch rate, judged against its floor: when it fell
   // below for the window, its GPU's most recently started opportunistic job
   // is stopped (StopCause::kFloor) and the pair is not placed together again.
+  // Without a solo rate, its first steady epoch with no other job on its
+  // GPUs is one (learned by the scheduler, which keeps it alone until then).
   void judge_floor(JobRuntime& job, const EpochRate& epoch);
+  // Whether another running job shares one of `gpus` with `job`.
+  bool shares_a_gpu(const JobRuntime& job, const std::vector<int>& gpus) const;
   // Stops the running jobs the policy asks to (Scheduler::take_stops()):
   // at once; reaped, each is requeued, not counted as an attempt.
   void stop_doomed();

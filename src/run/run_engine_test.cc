@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/units.h"
 #include "gpu/sim_backend.h"
 #include "jobs/job_signature.h"
 #include "run/log_layout.h"
@@ -286,7 +287,60 @@ TEST_F(RunEngineTest, AProtectedJobBelowItsFloorGetsItsOpportunisticNeighbourSto
   ASSERT_TRUE(p.below_floor_share);
   EXPECT_GT(*p.below_floor_share, 0.3);
   EXPECT_LT(*p.below_floor_share, 0.7);
+  // Its latest steady epoch (5000 samples in about 0.25 s) ran far above its floor.
+  ASSERT_TRUE(p.speed_of_solo);
+  EXPECT_GT(*p.speed_of_solo, 0.9);
+  EXPECT_GT(p.below_floor_ms, 0);
+  EXPECT_GT(p.steady_ms, p.below_floor_ms);
   EXPECT_THAT(read_text(p.log_path), HasSubstr("below its floor 0.90 of its solo rate"));
+}
+
+// A protected job whose solo rate colo does not know (its memory and SM
+// activity known, its rate never measured) runs alone under the auto policy
+// until its first steady epoch measures one; only then does an opportunistic
+// job start beside it, and its floor is judged against that rate.
+TEST_F(RunEngineTest, AProtectedJobWithoutASoloRateRunsAloneForItsFirstSteadyEpoch) {
+  backend_ = std::move(SimBackend::create("H100", 1, clock_)).value();
+  options_.policy = "auto";
+  const std::string marker = dir_.path() + "/filler-ran";
+  EngineJob main = job("main",
+                       "t() { date +%s.%N; }; p() { echo \"$1\" >> \"$COLO_PROGRESS_FILE\"; }; "
+                       "for e in 1 2; do sleep 0.2; p \"{\\\"event\\\":\\\"epoch_end\\\","
+                       "\\\"epoch\\\":$e,\\\"samples\\\":100,\\\"time\\\":$(t)}\"; done; "
+                       "while [ ! -e " +
+                           marker + " ]; do sleep 0.05; done");
+  main.spec.qos = QosClass::kProtected;
+  EngineJob filler = job("filler", "touch " + marker);
+  filler.spec.qos = QosClass::kOpportunistic;
+  std::vector<LearnedProfile> known;
+  for (const EngineJob* j : {&main, &filler}) {
+    LearnedProfile p;
+    p.signature = job_signature(j->spec);
+    p.gpu_name = (*backend_->devices())[0].name;
+    p.simulated = true;
+    p.runs = 1;
+    p.profile.peak_memory_bytes = kGiB;
+    p.profile.sm_active_pct = 10;
+    if (j == &filler) p.profile.samples_per_s = 1000;  // main: no rate
+    known.push_back(p);
+  }
+  options_.profiles_elsewhere = known;
+  auto engine = make_engine();
+  const size_t protected_key = engine->submit(main);
+  const size_t opportunistic = engine->submit(filler);
+  ASSERT_TRUE(tick_until(*engine, [&] { return engine->idle(); })) << out_.str();
+  engine->finish();
+  EXPECT_EQ(engine->view(protected_key).state, JobState::kOk) << out_.str();
+  EXPECT_EQ(engine->view(opportunistic).state, JobState::kOk) << out_.str();
+  const std::string out = out_.str();
+  const size_t measured = out.find("auto: measured main alone for its floor");
+  const size_t joined = out.find("filler started");
+  ASSERT_NE(measured, std::string::npos) << out;
+  ASSERT_NE(joined, std::string::npos) << out;
+  EXPECT_LT(measured, joined) << out;
+  EXPECT_THAT(out, HasSubstr("has its solo rate")) << out;
+  // Its second epoch was its solo rate, so it never was below its floor.
+  EXPECT_EQ(engine->view(protected_key).below_floor_share, 0.0);
 }
 
 // Alone below its floor, a protected job has no neighbour to stop: said once.
@@ -314,6 +368,9 @@ TEST_F(RunEngineTest, AProtectedJobBelowItsFloorAloneIsToldOnce) {
   ASSERT_THAT(log, HasSubstr(note));
   EXPECT_EQ(log.find(note), log.rfind(note));
   EXPECT_EQ(engine->view(key).below_floor_share, 1.0);
+  EXPECT_EQ(engine->view(key).below_floor_ms, engine->view(key).steady_ms);
+  ASSERT_TRUE(engine->view(key).speed_of_solo);
+  EXPECT_LT(*engine->view(key).speed_of_solo, 0.9);
 }
 
 // The service stops: running jobs end interrupted with its reason, queued

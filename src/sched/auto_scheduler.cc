@@ -92,6 +92,9 @@ void AutoScheduler::enqueue(const SchedJob& job) {
   w.priority = job.priority;
   w.qos = job.qos;
   w.min_speed = job.min_speed;
+  // Its floor is judged against its solo rate: without one (the store's or a
+  // hint), it runs alone until it has measured one.
+  w.solo_unknown = job.qos == QosClass::kProtected && (p == nullptr || !p->has_solo_rate());
   if (job.qos != QosClass::kNormal) classes_.any = true;
   // After every normal job, in queue order (ClassQueue orders by priority first).
   if (job.qos == QosClass::kOpportunistic) w.priority = job.priority - kOpportunisticDrop;
@@ -212,7 +215,11 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
   // Another job joined a newcomer: the slowdown of the jobs there before is
   // no longer the newcomer's alone.
   if (gpu.check && gpu.check->newcomer != r.waiting.job) gpu.check.reset();
-  gpu.alone = gpu.alone || r.waiting.alone;
+  if (r.waiting.solo_unknown) {  // learned meanwhile (another job of its signature)?
+    const JobProfile* own = profile(r.waiting.signature);
+    r.waiting.solo_unknown = own == nullptr || !own->has_solo_rate();
+  }
+  gpu.alone = gpu.alone || r.waiting.keeps_gpu();
   // Judged only when every job there has a solo rate to compare with.
   gpu.judging = gpu.jobs.size() >= 2 && !verdicts_.good.contains(gpu.combination) &&
                 std::all_of(gpu.combination.begin(), gpu.combination.end(), [&](const auto& c) {
@@ -263,7 +270,7 @@ bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key,
   for (Gpu& g : gpus_) {
     // Beside the newcomer, or beside other work (an idle GPU measures
     // another instance instead: place_newcomer()).
-    if ((!g.scouts.contains(key) && g.jobs.empty()) || g.held || g.alone || w.alone ||
+    if ((!g.scouts.contains(key) && g.jobs.empty()) || g.held || g.alone || w.keeps_gpu() ||
         static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu || !may_start(g, w, now_ms))
       continue;
     if (classes_.any && !qos_join_on(g, w, load, AsIf{}).admitted) continue;
@@ -319,7 +326,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
         .add(need)
         .add(load.sm_active_pct)
         .add(load.gpu_busy_pct)
-        .add(w.alone)
+        .add(w.keeps_gpu())
         .add(static_cast<int64_t>(w.qos))  // its class decides where it may go
         .add(w.min_speed)
         .add(w.after_measurement)
@@ -447,14 +454,14 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
   bool alone = g.alone;
   if (!as_if.ended.empty() || joining != nullptr) {
     held = held && as_if.ended.empty();  // until a job ends (finished())
-    alone = joining != nullptr && joining->waiting.alone;
+    alone = joining != nullptr && joining->waiting.keeps_gpu();
     for (size_t j : g.jobs) {
       const Running& r = running_.at(j);
       if (ended(j)) {
         --jobs;
         claimed -= std::min(claimed, r.claim);
       } else {
-        alone = alone || r.waiting.alone;
+        alone = alone || r.waiting.keeps_gpu();
       }
     }
     if (joining != nullptr) {
@@ -469,7 +476,7 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
   auto gone = [&](size_t j, const Running& r) {
     return r.departing || (as_if.leaving && j == *as_if.leaving) || ended(j);
   };
-  if (w.alone && jobs > 0) return std::nullopt;
+  if (w.keeps_gpu() && jobs > 0) return std::nullopt;
   if (static_cast<int>(jobs) >= options_.max_jobs_per_gpu) return std::nullopt;
   const uint64_t total = g.slot.memory_total_bytes;
   if (jobs == 0) {
@@ -627,7 +634,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
         .add(load.gpu_busy_pct)
         .add(startup)
         .add(p->solo_ms.value_or(-1))
-        .add(w.alone)
+        .add(w.keeps_gpu())
         .add(static_cast<int64_t>(w.qos))  // its class decides where it may go
         .add(w.min_speed)
         .add(options_.owners_time_slice ? int64_t{w.owner} : int64_t{-1})  // whom it joins
@@ -961,7 +968,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
   }
   if (g.check && g.check->newcomer == job) g.check.reset();
   if (g.check) g.check->before.erase(job);
-  if (r.waiting.alone) g.alone = false;
+  if (r.waiting.keeps_gpu()) g.alone = false;
   g.held = false;
   g.judging = false;
   g.changed_ms = now_ms;
@@ -1067,6 +1074,23 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
   const JobProfile merged = knowledge_.learned(signature, measured);
   const std::string key = knowledge_.probe_key(signature);
   for (Gpu& g : gpus_) ++g.version;  // expected ends of its jobs, anywhere, may move
+  if (merged.has_solo_rate()) {
+    // A protected job that ran alone for its solo rate has it: its GPU takes
+    // opportunistic neighbours from now on.
+    for (auto& [job, r] : running_) {
+      if (r.waiting.signature != signature || !r.waiting.solo_unknown) continue;
+      r.waiting.solo_unknown = false;
+      Gpu& g = gpus_[static_cast<size_t>(r.gpu)];
+      g.alone = std::any_of(g.jobs.begin(), g.jobs.end(),
+                            [&](size_t j) { return running_.at(j).waiting.keeps_gpu(); });
+      notes_.push_back(fmt::format(
+          "{} has its solo rate ({}): gpu{} takes opportunistic neighbours beside it now",
+          name_of(signature),
+          merged.samples_per_s ? fmt::format("{:.0f} samples/s", *merged.samples_per_s)
+                               : std::string("its epoch time alone"),
+          g.slot.device));
+    }
+  }
   for (auto& [job, r] : running_) {
     if (r.waiting.signature != signature || !r.probe) continue;
     Gpu& g = gpus_[static_cast<size_t>(r.gpu)];

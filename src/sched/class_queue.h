@@ -53,7 +53,12 @@ struct QueuedJob {
   QosClass qos = QosClass::kNormal;         // SchedJob's
   double min_speed = kDefaultMinSpeed;      // SchedJob's
   std::optional<uint64_t> memory_estimate;  // overrides the profile's after an OOM
-  bool alone = false;
+  bool alone = false;                       // after OOMs: a whole GPU (AutoScheduler::finished)
+  // Protected, and no solo rate of its own when queued: it runs alone until
+  // AutoScheduler::learned() gives it one (its floor is judged against it).
+  bool solo_unknown = false;
+  // Keeps its GPU to itself, for either reason above.
+  bool keeps_gpu() const { return alone || solo_unknown; }
   // Its family as it joined its class (counted in in_family()), else "".
   std::string family;
   // Overran its limit as a speculative sibling: waits for its family's measurement.

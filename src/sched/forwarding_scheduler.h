@@ -70,6 +70,9 @@ class ForwardingScheduler : public Scheduler {
   void set_quota_left(const std::map<uint32_t, double>& gpus_left) override {
     policy_->set_quota_left(gpus_left);
   }
+  void set_protected_left(const std::map<uint32_t, double>& gpus_left) override {
+    policy_->set_protected_left(gpus_left);
+  }
   std::optional<WaitingReason> waiting_reason(size_t job) const override {
     return policy_->waiting_reason(job);
   }

@@ -87,4 +87,11 @@ void OnChangeScheduler::set_quota_left(const std::map<uint32_t, double>& gpus_le
   policy().set_quota_left(gpus_left);
 }
 
+void OnChangeScheduler::set_protected_left(const std::map<uint32_t, double>& gpus_left) {
+  if (gpus_left == protected_left_) return;
+  protected_left_ = gpus_left;
+  changed_ = true;
+  policy().set_protected_left(gpus_left);
+}
+
 }  // namespace colo

@@ -49,11 +49,13 @@ class OnChangeScheduler final : public ForwardingScheduler {
   std::vector<Unplaceable> take_unplaceable() override;
   // A quota that changed may let a job start: a change when it differs from the last.
   void set_quota_left(const std::map<uint32_t, double>& gpus_left) override;
+  void set_protected_left(const std::map<uint32_t, double>& gpus_left) override;
 
  private:
   bool changed_ = true;
   std::optional<int64_t> check_ms_;        // the policy's next_check_ms() after the last schedule()
   std::map<uint32_t, double> quota_left_;  // the last set_quota_left()
+  std::map<uint32_t, double> protected_left_;  // the last set_protected_left()
 };
 
 }  // namespace colo

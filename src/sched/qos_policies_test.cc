@@ -320,6 +320,74 @@ INSTANTIATE_TEST_SUITE_P(
 
 // A protected job that comes while a normal job runs waits, and its GPU
 // takes no new normal job: it drains for it.
+// A protected job whose solo rate colo does not know (measured only beside
+// other jobs, or never) runs alone until it has one: opportunistic jobs wait
+// for its GPU (or take another), and join once learned() gives it one.
+struct SoloFirstCase {
+  std::string name;
+  int gpus = 1;
+  std::optional<double> rate_uncertainty;  // of the protected job's rate; nullopt: no rate
+  std::vector<Started> before;             // schedule() before its solo rate is known
+  std::vector<Started> after;              // ... and after learned() gave it one
+};
+
+class SoloFirst : public testing::TestWithParam<SoloFirstCase> {};
+
+TEST_P(SoloFirst, AProtectedJobWithoutASoloRateRunsAloneUntilItHasOne) {
+  const SoloFirstCase& c = GetParam();
+  std::vector<GpuSlot> slots;
+  for (int i = 0; i < c.gpus; ++i) slots.push_back({i, 80 * kGiB});
+  AutoScheduler s(slots, AutoOptions{}, InterferenceModel{});
+  JobProfile fresh = profile(10);
+  fresh.samples_per_s.reset();
+  if (c.rate_uncertainty) {
+    fresh.samples_per_s = 800;
+    fresh.rate_uncertainty = *c.rate_uncertainty;
+  }
+  s.set_profile("fresh", fresh);
+  s.set_profile("small", profile(5));
+  SchedJob main{0, "fresh", std::nullopt};
+  main.qos = QosClass::kProtected;
+  s.enqueue(main);
+  for (size_t i = 1; i <= 2; ++i) {
+    SchedJob j{i, "small", std::nullopt};
+    j.qos = QosClass::kOpportunistic;
+    s.enqueue(j);
+  }
+  auto started = [](const std::vector<Decision>& ds) {
+    std::vector<Started> out;
+    for (const Decision& d : ds)
+      out.push_back({d.job, d.device, d.opportunistic, d.opportunistic_thread_pct});
+    return out;
+  };
+  EXPECT_EQ(started(s.schedule(0)), c.before);
+  JobProfile alone;
+  alone.samples_per_s = 1000;
+  alone.source = "its first steady epoch alone";
+  s.learned("fresh", alone, 1000);
+  EXPECT_EQ(started(s.schedule(1000)), c.after);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, SoloFirst,
+    testing::Values(
+        SoloFirstCase{"NeverMeasuredAloneOneGpu",
+                      1,
+                      kNoSoloRateUncertainty,
+                      {{0, 0}},
+                      {{1, 0, true, kLightPct}, {2, 0, true, kLightPct}}},
+        SoloFirstCase{"NoRateOneGpu",
+                      1,
+                      std::nullopt,
+                      {{0, 0}},
+                      {{1, 0, true, kLightPct}, {2, 0, true, kLightPct}}},
+        // Another GPU takes the opportunistic jobs meanwhile (uncapped there).
+        SoloFirstCase{"NoRateTwoGpus", 2, std::nullopt, {{0, 0}, {1, 1, true}, {2, 1, true}}, {}},
+        // A solo rate known already: neighbours from the start.
+        SoloFirstCase{
+            "KnownAlone", 1, 0.0, {{0, 0}, {1, 0, true, kLightPct}, {2, 0, true, kLightPct}}, {}}),
+    [](const auto& info) { return info.param.name; });
+
 TEST(FixedQos, AProtectedJobWaitsForANormalJobAndItsGpuDrains) {
   FixedScheduler s({{0, 80 * kGiB, 4}}, "fixed", 2, QosShare::kPriority);
   s.enqueue({0, "small", std::nullopt});

@@ -1,6 +1,7 @@
 #include "sched/quota_scheduler.h"
 
 #include <utility>
+#include <vector>
 
 namespace colo {
 
@@ -11,7 +12,7 @@ bool QuotaScheduler::held(size_t job) const {
 
 void QuotaScheduler::enqueue(const SchedJob& job) {
   Owner& o = owners_[job.owner];
-  if (!left_.contains(job.owner) && o.waiting.empty()) {
+  if (!left_.contains(job.owner) && !protected_left_.contains(job.owner) && o.waiting.empty()) {
     show(job);
     return;
   }
@@ -24,6 +25,7 @@ void QuotaScheduler::show(const SchedJob& job) {
   Owner& o = owners_[job.owner];
   o.shown.insert(job.job);
   o.shown_needs += needs(job);
+  o.shown_protected += needs_protected(job);
   shown_[job.job] = job;
   policy().enqueue(job);
 }
@@ -34,6 +36,7 @@ void QuotaScheduler::forget_shown(size_t job) {
   Owner& o = owners_[it->second.owner];
   o.shown.erase(job);
   o.shown_needs -= needs(it->second);
+  o.shown_protected -= needs_protected(it->second);
   shown_.erase(it);
 }
 
@@ -45,6 +48,8 @@ std::vector<Decision> QuotaScheduler::schedule(int64_t now_ms) {
     // Until the caller says again what is left, what started is taken from it.
     if (auto left = left_.find(it->second.owner); left != left_.end())
       left->second -= needs(it->second);
+    if (auto left = protected_left_.find(it->second.owner); left != protected_left_.end())
+      left->second -= needs_protected(it->second);
     forget_shown(d.job);
   }
   return placed;
@@ -96,27 +101,50 @@ void QuotaScheduler::set_quota_left(const std::map<uint32_t, double>& gpus_left)
   for (uint32_t owner : touched) rebalance(owner);
 }
 
+void QuotaScheduler::set_protected_left(const std::map<uint32_t, double>& gpus_left) {
+  std::set<uint32_t> touched;
+  for (const auto& [owner, left] : protected_left_) touched.insert(owner);
+  for (const auto& [owner, left] : gpus_left) touched.insert(owner);
+  protected_left_ = gpus_left;
+  for (uint32_t owner : touched) rebalance(owner);
+}
+
+void QuotaScheduler::take_back(Owner& o, size_t job) {
+  const SchedJob taken = shown_.at(job);
+  forget_shown(job);
+  if (policy().remove_queued(job)) {
+    o.waiting[job] = taken;
+    ++waiting_count_;
+  }
+}
+
 void QuotaScheduler::rebalance(uint32_t owner) {
   Owner& o = owners_[owner];
   auto bound = left_.find(owner);
+  auto guard = protected_left_.find(owner);
   constexpr double kSlack = 1e-9;  // shares summed in floating point
   if (bound != left_.end()) {
     // The newest shown first, while the shown need more than is left.
-    while (!o.shown.empty() && o.shown_needs > bound->second + kSlack) {
-      const size_t newest = *o.shown.rbegin();
-      const SchedJob job = shown_.at(newest);
-      forget_shown(newest);
-      if (policy().remove_queued(newest)) {
-        o.waiting[newest] = job;
-        ++waiting_count_;
-      }
+    while (!o.shown.empty() && o.shown_needs > bound->second + kSlack)
+      take_back(o, *o.shown.rbegin());
+  }
+  if (guard != protected_left_.end()) {
+    // The newest shown protected ones first, while they need more than is left.
+    const std::vector<size_t> newest_first(o.shown.rbegin(), o.shown.rend());
+    for (size_t job : newest_first) {
+      if (o.shown_protected <= guard->second + kSlack) break;
+      if (needs_protected(shown_.at(job)) > 0) take_back(o, job);
     }
   }
-  while (!o.waiting.empty()) {
-    const SchedJob& oldest = o.waiting.begin()->second;
-    if (bound != left_.end() && o.shown_needs + needs(oldest) > bound->second + kSlack) break;
-    const SchedJob job = oldest;
-    o.waiting.erase(o.waiting.begin());
+  for (auto it = o.waiting.begin(); it != o.waiting.end();) {
+    const SchedJob job = it->second;
+    if (bound != left_.end() && o.shown_needs + needs(job) > bound->second + kSlack) break;
+    if (guard != protected_left_.end() && needs_protected(job) > 0 &&
+        o.shown_protected + needs_protected(job) > guard->second + kSlack) {
+      ++it;  // waits for protected GPUs; the owner's others go around it
+      continue;
+    }
+    it = o.waiting.erase(it);
     --waiting_count_;
     show(job);
   }

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/units.h"
 
@@ -103,6 +106,96 @@ TEST(QuotaScheduler, OwnersWithoutAQuotaGoStraightToThePolicy) {
   EXPECT_FALSE(q->held(1));
   EXPECT_THAT(jobs_of(q->schedule(0)), ElementsAre(1, 2));
   EXPECT_EQ(q->queued(), 1u);
+}
+
+SchedJob protected_of(size_t job, uint32_t owner, int gpus = 1) {
+  SchedJob j = job_of(job, owner, gpus);
+  j.qos = QosClass::kProtected;
+  return j;
+}
+
+// Issue 56 (5): a protected job past its owner's protected GPUs waits while
+// their other jobs go around it, and another owner's protected job starts.
+TEST(QuotaScheduler, AProtectedJobPastItsOwnersProtectedGpusWaitsAndOthersGoAroundIt) {
+  struct Case {
+    std::string what;
+    std::map<uint32_t, double> gpus_left;       // set_quota_left
+    std::map<uint32_t, double> protected_left;  // set_protected_left
+    std::vector<SchedJob> jobs;                 // enqueued in order
+    std::vector<size_t> started;                // by one schedule()
+    std::vector<size_t> held;
+  };
+  const std::vector<Case> cases = {
+      {"one protected GPU each: Alice's second waits, Bob's starts",
+       {},
+       {{kAlice, 1.0}, {kBob, 1.0}},
+       {protected_of(0, kAlice), protected_of(1, kAlice), protected_of(2, kBob)},
+       {0, 2},
+       {1}},
+      {"Alice's normal job behind her held protected one goes around it",
+       {},
+       {{kAlice, 1.0}},
+       {protected_of(0, kAlice), protected_of(1, kAlice), job_of(2, kAlice)},
+       {0, 2},
+       {1}},
+      {"none left: only her normal jobs start",
+       {},
+       {{kAlice, 0.0}},
+       {protected_of(0, kAlice), job_of(1, kAlice)},
+       {1},
+       {0}},
+      {"a protected gang of two needs two protected GPUs left",
+       {},
+       {{kAlice, 1.0}},
+       {protected_of(0, kAlice, 2), protected_of(1, kAlice)},
+       {1},
+       {0}},
+      {"no bound on protected GPUs for Bob",
+       {},
+       {{kAlice, 0.0}},
+       {protected_of(0, kBob), protected_of(1, kBob)},
+       {0, 1},
+       {}},
+      {"the bound on GPUs' worth keeps its order over a held protected job",
+       {{kAlice, 1.0}},
+       {{kAlice, 0.0}},
+       {protected_of(0, kAlice), job_of(1, kAlice), job_of(2, kAlice)},
+       {1},
+       {0, 2}},
+  };
+  for (const Case& c : cases) {
+    auto q = make_quota(4);
+    q->set_quota_left(c.gpus_left);
+    q->set_protected_left(c.protected_left);
+    for (const SchedJob& j : c.jobs) q->enqueue(j);
+    std::vector<size_t> started = jobs_of(q->schedule(0));
+    std::sort(started.begin(), started.end());
+    EXPECT_EQ(started, c.started) << c.what;
+    for (size_t j : c.held) EXPECT_TRUE(q->held(j)) << c.what << ": job " << j;
+    EXPECT_EQ(q->queued(), c.jobs.size() - started.size()) << c.what;
+  }
+}
+
+TEST(QuotaScheduler, ProtectedGpusLeftAgainLetTheHeldProtectedJobStartAndFewerTakeItBack) {
+  auto q = make_quota(4);
+  q->set_protected_left({{kAlice, 1.0}});
+  q->enqueue(protected_of(0, kAlice));
+  q->enqueue(protected_of(1, kAlice));
+  EXPECT_THAT(jobs_of(q->schedule(0)), ElementsAre(0));
+  EXPECT_TRUE(q->schedule(10).empty()) << "what started is taken from what is left";
+  // Job 0 ended: the caller says she has one protected GPU left again.
+  (void)q->finished(0, JobEnd::kOk, 20);
+  q->set_protected_left({{kAlice, 1.0}});
+  EXPECT_THAT(jobs_of(q->schedule(20)), ElementsAre(1));
+  // Shown, then the bound shrinks: the newest shown protected job is taken back.
+  q->enqueue(protected_of(2, kAlice));
+  q->enqueue(job_of(3, kAlice));
+  q->set_protected_left({{kAlice, 1.0}});
+  EXPECT_FALSE(q->held(2));
+  q->set_protected_left({{kAlice, 0.0}});
+  EXPECT_TRUE(q->held(2));
+  EXPECT_FALSE(q->held(3)) << "not protected: still shown";
+  EXPECT_THAT(jobs_of(q->schedule(30)), ElementsAre(3));
 }
 
 }  // namespace

@@ -204,6 +204,9 @@ class Scheduler {
   // Quotas: for each owner given, how many GPUs' worth of their jobs may
   // still start (QuotaScheduler enforces it over a policy; others ignore it).
   virtual void set_quota_left(const std::map<uint32_t, double>& /*gpus_left*/) {}
+  // Quotas on protected jobs: for each owner given, how many more GPUs their
+  // protected jobs may hold (QuotaScheduler enforces it; others ignore it).
+  virtual void set_protected_left(const std::map<uint32_t, double>& /*gpus_left*/) {}
   // Why a queued job waits, as the last schedule() left it: the head of the
   // queue, for which the policy keeps a GPU, or a job that may start only
   // where it does not delay the head (waiting_reason.h); nullopt when the

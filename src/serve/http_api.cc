@@ -13,6 +13,7 @@
 #include <cstring>
 #include <set>
 
+#include "analysis/floor_history.h"
 #include "analysis/training_metrics.h"
 #include "common/json_values.h"
 #include "common/proc_stat.h"
@@ -418,6 +419,17 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
     Result<std::vector<ProgressEvent>> rows_events = store_->job_events(job_id);
     if (!rows_events.ok()) return error(500, rows_events.error().message());
     all_events.insert(all_events.end(), rows_events->begin(), rows_events->end());
+    // Its steady epochs' rates (analysis/floor_history.h), each attempt's
+    // apart, by when they ended: for each epoch's speed of solo.
+    std::map<int, std::vector<ProgressEvent>> by_attempt;
+    for (const ProgressEvent& e : *rows_events)
+      by_attempt[attempt_of(*attempts, job_id, e.time_ms)].push_back(e);
+    std::map<UnixMillis, double> steady_rate;
+    for (const auto& [attempt, its_events] : by_attempt) {
+      for (const EpochRate& r : epoch_rates(its_events)) {
+        if (r.steady) steady_rate[r.ended_ms] = r.samples_per_s;
+      }
+    }
     for (const ProgressEvent& e : *rows_events) {
       const int attempt = attempt_of(*attempts, job_id, e.time_ms);
       json metrics = json::object();
@@ -432,9 +444,13 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
       if (e.kind != "epoch_end") continue;
       const UnixMillis since = last_epoch_end[attempt];
       last_epoch_end[attempt] = e.time_ms;
-      json epoch = {{"attempt", attempt},   {"epoch", value_or_null(e.epoch)},
-                    {"time_ms", e.time_ms}, {"samples", value_or_null(e.samples)},
-                    {"seconds", nullptr},   {"samples_per_s", nullptr}};
+      json epoch = {{"attempt", attempt},      {"epoch", value_or_null(e.epoch)},
+                    {"time_ms", e.time_ms},    {"samples", value_or_null(e.samples)},
+                    {"seconds", nullptr},      {"samples_per_s", nullptr},
+                    {"speed_of_solo", nullptr}};
+      if (auto steady = steady_rate.find(e.time_ms);
+          steady != steady_rate.end() && job.solo_samples_per_s && *job.solo_samples_per_s > 0)
+        epoch["speed_of_solo"] = steady->second / *job.solo_samples_per_s;
       if (since > 0 && e.time_ms > since) {
         const double seconds = static_cast<double>(e.time_ms - since) / 1000.0;
         epoch["seconds"] = seconds;

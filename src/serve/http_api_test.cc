@@ -210,6 +210,20 @@ TEST_F(HttpApiTest, AJobShowsItsAttemptsEpochsEventsAndLog) {
   EXPECT_EQ(with_logs["log"]["truncated"], true);
 }
 
+// Issue 56, item 6: each steady epoch's rate over the job's solo rate, what
+// the dashboard draws against a protected job's floor; none for an
+// attempt's first epoch (start-up) or without a solo rate.
+TEST_F(HttpApiTest, EachSteadyEpochHasItsSpeedOfSolo) {
+  json without = body(routes()->get("/api/jobs/" + std::to_string(id_), {}));
+  for (const json& e : without["epochs"]) EXPECT_TRUE(e["speed_of_solo"].is_null()) << e.dump();
+  snapshot_->jobs[0].solo_samples_per_s = 2500;
+  json j = body(routes()->get("/api/jobs/" + std::to_string(id_), {}));
+  ASSERT_EQ(j["epochs"].size(), 3u);
+  EXPECT_TRUE(j["epochs"][0]["speed_of_solo"].is_null()) << "attempt 1's first epoch";
+  EXPECT_TRUE(j["epochs"][1]["speed_of_solo"].is_null()) << "attempt 2's first epoch";
+  EXPECT_DOUBLE_EQ(j["epochs"][2]["speed_of_solo"].get<double>(), 0.5);
+}
+
 // A job the snapshot no longer lists (ended long ago, or under an earlier
 // service process) still shows its run and last epoch, from the store.
 TEST_F(HttpApiTest, AJobOutsideTheSnapshotShowsItsRunAndLastEpochFromTheStore) {

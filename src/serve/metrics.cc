@@ -219,6 +219,19 @@ std::string prometheus_metrics(const ServiceSnapshot& s) {
   Family attempts("colo_job_attempts", "gauge", "Attempts started so far.");
   Family end("colo_job_predicted_end_timestamp_seconds", "gauge",
              "When the policy expects the job to end (Unix time).");
+  // A protected job against its floor (docs/policy.md, "Protected and opportunistic jobs").
+  Family min_speed("colo_job_min_speed", "gauge",
+                   "A protected job's floor: the fraction of its solo speed it is to keep.");
+  Family speed_of_solo("colo_job_speed_of_solo", "gauge",
+                       "A protected job's latest steady epoch: its rate over its solo rate.");
+  Family below_share("colo_job_below_floor_ratio", "gauge",
+                     "The share of a protected job's steady time spent below its floor (0-1), "
+                     "across its attempts.");
+  Family below_seconds("colo_job_below_floor_seconds_total", "counter",
+                       "A protected job's steady time spent below its floor, across its attempts.");
+  Family steady_seconds("colo_job_steady_seconds_total", "counter",
+                        "A protected job's steady time judged against its floor, across its "
+                        "attempts.");
   for (const QueueJob& j : s.jobs) {
     if (j.state != "queued" && j.state != "running") continue;
     Labels labels = {{"hpc_job", std::to_string(j.id)}, {"user", j.owner}, {"name", j.name}};
@@ -236,13 +249,21 @@ std::string prometheus_metrics(const ServiceSnapshot& s) {
     }
     job_info.add(with_state, 1);
     attempts.add(labels, j.attempts);
+    if (j.min_speed) min_speed.add(labels, *j.min_speed);
+    if (j.speed_of_solo && j.state == "running") speed_of_solo.add(labels, *j.speed_of_solo);
+    if (j.below_floor_share) below_share.add(labels, *j.below_floor_share);
+    if (j.below_floor_ms)
+      below_seconds.add(labels, static_cast<double>(*j.below_floor_ms) / 1000.0);
+    if (j.steady_ms) steady_seconds.add(labels, static_cast<double>(*j.steady_ms) / 1000.0);
     if (j.state != "running") continue;
     if (j.epoch) epoch.add(labels, static_cast<double>(*j.epoch));
     if (j.samples_per_s) rate.add(labels, *j.samples_per_s);
     if (j.peak_memory_bytes) memory.add(labels, static_cast<double>(*j.peak_memory_bytes));
     if (j.predicted_end_ms) end.add(labels, static_cast<double>(*j.predicted_end_ms) / 1000.0);
   }
-  for (const Family* f : {&job_info, &epoch, &rate, &memory, &attempts, &end}) f->write(out);
+  for (const Family* f : {&job_info, &epoch, &rate, &memory, &attempts, &end, &min_speed,
+                          &speed_of_solo, &below_share, &below_seconds, &steady_seconds})
+    f->write(out);
 
   Family usage("colo_user_usage_seconds", "gauge",
                "Fair share: the user's charged GPU time lately (decayed with the "

@@ -14,7 +14,8 @@
 //
 // colo's own metrics start with colo_: the service, the queue, and per job
 // (labels hpc_job, user, name, and the GPU's labels while it runs) its state,
-// epoch, samples/s, peak memory, attempts and predicted end.
+// epoch, samples/s, peak memory, attempts and predicted end, and a protected
+// job's floor, its latest speed of solo and its steady time below the floor.
 #pragma once
 
 #include <string>

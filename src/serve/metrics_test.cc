@@ -159,6 +159,47 @@ TEST(Metrics, ColoMetricsPerJobAndForTheQueue) {
   for (const auto& [key, value] : m) EXPECT_EQ(key.find("hpc_job=\"9\""), std::string::npos) << key;
 }
 
+// Issue 56, item 6: a protected job's floor, its latest speed of solo, the
+// share and time of its steady time below the floor; nothing of the kind
+// for other jobs, and no speed for a protected job not running.
+TEST(Metrics, AProtectedJobsFloorSpeedOfSoloAndTimeBelowIt) {
+  ServiceSnapshot s = scraped_service();
+  QueueJob& running = s.jobs[0];
+  running.qos = "protected";
+  running.min_speed = 0.9;
+  running.speed_of_solo = 0.84;
+  running.below_floor_share = 0.25;
+  running.steady_ms = 120'000;
+  running.below_floor_ms = 30'000;
+  QueueJob& queued = s.jobs[1];
+  queued.qos = "protected";
+  queued.min_speed = 0.8;
+  queued.speed_of_solo = 0.5;  // from an earlier attempt
+  const std::string text = prometheus_metrics(s);
+  std::map<std::string, std::string> m = samples(text);
+  const std::string labels =
+      std::string(R"(hpc_job="12",user="alice",name="resnet26#12",)") + kGpu0;
+  struct Want {
+    const char* name;
+    const char* type;
+    const char* value;
+  };
+  for (const Want& w : std::vector<Want>{{"colo_job_min_speed", "gauge", "0.9"},
+                                         {"colo_job_speed_of_solo", "gauge", "0.84"},
+                                         {"colo_job_below_floor_ratio", "gauge", "0.25"},
+                                         {"colo_job_below_floor_seconds_total", "counter", "30"},
+                                         {"colo_job_steady_seconds_total", "counter", "120"}}) {
+    EXPECT_EQ(m[std::string(w.name) + "{" + labels + "}"], w.value) << w.name << "\n" << text;
+    EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + w.name + " " + w.type));
+  }
+  const std::string queued_labels = R"({hpc_job="13",user="alice",name="resnet26#13"})";
+  EXPECT_EQ(m["colo_job_min_speed" + queued_labels], "0.8");
+  EXPECT_EQ(m.count("colo_job_speed_of_solo" + queued_labels), 0U);
+  // Without a protected job, none of the families appears.
+  EXPECT_THAT(prometheus_metrics(scraped_service()), Not(HasSubstr("floor")));
+  EXPECT_THAT(prometheus_metrics(scraped_service()), Not(HasSubstr("colo_job_min_speed")));
+}
+
 TEST(Metrics, EachUsersUsageWeightAndJobsAndWhyAQueuedJobWaits) {
   ServiceSnapshot s = scraped_service();
   s.owners["alice"] = OwnerJobs{1, 1, 90'500, 2, 600'000};

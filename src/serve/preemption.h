@@ -16,7 +16,8 @@ struct PreemptCandidate {
   int priority = 0;
   bool running = false;
   bool preemptible = false;         // it may be stopped for a job of higher priority
-  bool held_by_quota = false;       // its owner's quota leaves no room for it (QuotaBook::holds)
+  bool held_by_quota = false;       // its owner's quota leaves no room for it (QuotaBook::holds,
+                                    // and for a protected job QuotaBook::holds_protected)
   UnixMillis waiting_since_ms = 0;  // queued: since when it waits (or was last preempted for)
   UnixMillis started_ms = 0;        // running: when its attempt started
 };

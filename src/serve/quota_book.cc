@@ -11,7 +11,7 @@ namespace colo {
 bool QuotaBounds::bound_gpus() const {
   const auto has_gpus = [](const auto& q) { return q.second.gpus.has_value(); };
   return max_gpus_per_user || std::any_of(users.begin(), users.end(), has_gpus) ||
-         std::any_of(groups.begin(), groups.end(), has_gpus);
+         std::any_of(groups.begin(), groups.end(), has_gpus) || bound_protected();
 }
 
 QuotaBook::QuotaBook(const QuotaBounds& bounds, QuotaDirectory directory)
@@ -30,6 +30,23 @@ bool QuotaBook::holds(uid_t owner) const {
 const std::string* QuotaBook::why(uid_t owner) const {
   auto it = why_.find(owner);
   return it == why_.end() ? nullptr : &it->second;
+}
+
+bool QuotaBook::holds_protected(uid_t owner) const {
+  auto left = protected_left_.find(owner);
+  return left != protected_left_.end() && left->second < 1 - 1e-9;
+}
+
+const std::string* QuotaBook::why_protected(uid_t owner) const {
+  auto it = why_protected_.find(owner);
+  return it == why_protected_.end() ? nullptr : &it->second;
+}
+
+const std::string& QuotaBook::primary_group_of(uid_t owner) const {
+  auto [cached, is_new] = primary_group_of_.try_emplace(owner);
+  if (is_new && bounds_.max_protected_gpus_per_group && directory_.primary_group_of)
+    cached->second = directory_.primary_group_of(owner);
+  return cached->second;
 }
 
 const std::vector<gid_t>& QuotaBook::groups_of(uid_t owner) const {
@@ -66,6 +83,7 @@ void QuotaBook::update(const std::map<uid_t, OwnerLoad>& load) {
   for (const auto& [owner, n] : unfinished_) owners.push_back(owner);
   std::stable_sort(owners.begin(), owners.end(),
                    [&](uid_t a, uid_t b) { return load_of(a).share < load_of(b).share; });
+  update_protected(owners, load_of);
   left_.clear();
   why_.clear();
   for (uid_t owner : owners) {
@@ -114,6 +132,67 @@ void QuotaBook::update(const std::map<uid_t, OwnerLoad>& load) {
   }
 }
 
+namespace {
+
+std::string protected_gpus(int n) {
+  return fmt::format("{} protected GPU{}", n, n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+void QuotaBook::update_protected(const std::vector<uid_t>& owners,
+                                 const std::function<const OwnerLoad&(uid_t)>& load_of) {
+  protected_left_.clear();
+  why_protected_.clear();
+  if (!bounds_.bound_protected()) return;
+  // Each primary group's room: the bound less what its members' protected jobs hold.
+  std::map<std::string, int> group_held;
+  if (bounds_.max_protected_gpus_per_group) {
+    for (uid_t owner : owners) {
+      if (const std::string& g = primary_group_of(owner); !g.empty())
+        group_held[g] += load_of(owner).protected_gpus;
+    }
+  }
+  std::map<std::string, double> group_room;
+  for (const auto& [g, held] : group_held)
+    group_room[g] = *bounds_.max_protected_gpus_per_group - held;
+  // In fair-share order: a group's room goes first to whoever used least.
+  for (uid_t owner : owners) {
+    const OwnerLoad& l = load_of(owner);
+    const std::string name = l.name.empty() ? directory_.name_of(owner) : l.name;
+    double left = std::numeric_limits<double>::infinity();
+    std::string why;
+    if (const std::optional<int>& most = bounds_.max_protected_gpus_per_user) {
+      left = *most - l.protected_gpus;
+      why = fmt::format(
+          "{} already holds {}, at most {} per user (colo serve --max-protected-gpus-per-user {})",
+          name, protected_gpus(l.protected_gpus), *most, *most);
+    }
+    auto room = group_room.find(primary_group_of(owner));
+    if (room != group_room.end()) {
+      const int most = *bounds_.max_protected_gpus_per_group;
+      const int held = group_held.at(room->first);
+      if (room->second < left) {
+        left = room->second;
+        const std::string flag = fmt::format("colo serve --max-protected-gpus-per-group {}", most);
+        why = held + 1 > most
+                  ? fmt::format("group {} already holds {}, at most {} per group ({})", room->first,
+                                protected_gpus(held), most, flag)
+                  : fmt::format(
+                        "group {} holds {} of its {} ({}); the rest goes first to its members "
+                        "who used less lately",
+                        room->first, held, protected_gpus(most), flag);
+      }
+      // What this owner may take of the group's room (each protected job
+      // waiting counted as one GPU) is not left to the members after them.
+      room->second -= std::clamp(std::min(left, static_cast<double>(l.protected_queued)), 0.0,
+                                 std::max(0.0, room->second));
+    }
+    protected_left_[owner] = left;
+    if (!why.empty()) why_protected_[owner] = why;
+  }
+}
+
 std::optional<std::string> QuotaBook::over_quota(uid_t owner,
                                                  const std::vector<JobSpec>& specs) const {
   const size_t adding = specs.size();
@@ -156,6 +235,7 @@ std::optional<std::string> QuotaBook::over_quota(uid_t owner,
           q.name, jobs(members), *q.jobs, q.name, *q.jobs, what_to_do);
     }
   }
+  if (std::optional<std::string> never = protected_past_bound(owner, specs)) return never;
   // A gang that needs more GPUs at once than the owner may ever hold would
   // wait for ever: refused now, with the bound that rules it out.
   auto widest =
@@ -185,6 +265,32 @@ std::optional<std::string> QuotaBook::over_quota(uid_t owner,
       "service's administrator for a larger quota",
       widest->name, widest->gpus, directory_.name_of(owner), *bound, flag,
       std::floor(*bound + 1e-9));
+}
+
+std::optional<std::string> QuotaBook::protected_past_bound(
+    uid_t owner, const std::vector<JobSpec>& specs) const {
+  std::optional<int> bound;
+  std::string flag;
+  if (const std::optional<int>& most = bounds_.max_protected_gpus_per_user) {
+    bound = most;
+    flag = fmt::format("--max-protected-gpus-per-user {}", *most);
+  }
+  if (const std::optional<int>& most = bounds_.max_protected_gpus_per_group;
+      most && (!bound || *most < *bound) && !primary_group_of(owner).empty()) {
+    bound = most;
+    flag = fmt::format("--max-protected-gpus-per-group {}", *most);
+  }
+  if (!bound) return std::nullopt;
+  for (const JobSpec& spec : specs) {
+    if (spec.qos != QosClass::kProtected || spec.gpus <= *bound) continue;
+    return fmt::format(
+        "submit: job '{}' is protected and needs {} GPUs at once, but this colo serve lets {} "
+        "hold at most {} (its {}), so it could never start; give it at most {} GPU{}, or make "
+        "it normal (qos = \"normal\", or colo submit --qos normal)",
+        spec.name, spec.gpus, directory_.name_of(owner), protected_gpus(*bound), flag, *bound,
+        *bound == 1 ? "" : "s");
+  }
+  return std::nullopt;
 }
 
 }  // namespace colo

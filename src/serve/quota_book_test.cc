@@ -252,5 +252,176 @@ TEST(QuotaBook, ASubmissionPastABoundOnJobsOrAGangPastTheGpusIsRefusedSayingWhic
   }
 }
 
+// Users 1 (a) and 2 (b) in primary group g, 0 (root) in root, 7 in none known.
+QuotaDirectory protected_directory() {
+  QuotaDirectory d = quota_directory();
+  d.primary_group_of = [](uid_t uid) {
+    return uid == 0 ? std::string("root") : uid == 7 ? std::string() : std::string("g");
+  };
+  return d;
+}
+
+JobSpec protected_spec(const std::string& name, int gpus = 1) {
+  JobSpec s = quota_spec(name, gpus);
+  s.qos = QosClass::kProtected;
+  return s;
+}
+
+// Issue 56 (5): the GPUs protected jobs hold, bounded per user and per
+// primary group; what colo_serve_test's protected-quota test sees.
+TEST(QuotaBook, AnOwnersProtectedGpusAreBoundedPerUserAndPerPrimaryGroup) {
+  struct Owner {
+    uid_t uid;
+    OwnerLoad load;  // running, gpus_held, share, name, protected_gpus, protected_queued
+    double left;     // protected GPUs left; kUnbounded: unbounded
+    bool holds;
+    std::string why;  // a part of the reason; empty: none
+  };
+  struct Case {
+    std::string what;
+    QuotaBounds bounds;
+    std::vector<Owner> owners;
+  };
+  QuotaBounds user_one;
+  user_one.max_protected_gpus_per_user = 1;
+  QuotaBounds user_two;
+  user_two.max_protected_gpus_per_user = 2;
+  QuotaBounds group_one;
+  group_one.max_protected_gpus_per_group = 1;
+  QuotaBounds group_two;
+  group_two.max_protected_gpus_per_group = 2;
+  QuotaBounds both = user_one;
+  both.max_protected_gpus_per_group = 3;
+  const std::vector<Case> cases = {
+      {"per user 1: a holds one, b none",
+       user_one,
+       {{1,
+         {1, 1, 0, "a", 1, 1},
+         0,
+         true,
+         "a already holds 1 protected GPU, at most 1 per user (colo serve "
+         "--max-protected-gpus-per-user 1)"},
+        {2, {1, 1, 0, "b", 0, 1}, 1, false, "b already holds 0 protected GPUs"}}},
+      {"per user 2: a holds one, room for another",
+       user_two,
+       {{1, {1, 1, 0, "a", 1, 1}, 1, false, "at most 2 per user"}}},
+      {"a gang of two past per user 2",
+       user_two,
+       {{1, {1, 2, 0, "a", 2, 0}, 0, true, "a already holds 2 protected GPUs"}}},
+      {"per group 1: a holds it, b waits too; root is in another group",
+       group_one,
+       {{1,
+         {1, 1, 0, "a", 1, 0},
+         0,
+         true,
+         "group g already holds 1 protected GPU, at most 1 per group (colo serve "
+         "--max-protected-gpus-per-group 1)"},
+        {2, {0, 0, 0, "b", 0, 1}, 0, true, "group g already holds 1 protected GPU"},
+        {0, {0, 0, 0, "root", 0, 1}, 1, false, "group root holds 0 of its 1 protected GPU"}}},
+      {"per group 2, none held: the room goes first to who used less",
+       group_two,
+       {{1,
+         {0, 0, 10, "a", 0, 1},
+         0,
+         true,
+         "group g holds 0 of its 2 protected GPUs (colo serve --max-protected-gpus-per-group 2); "
+         "the rest goes first to its members who used less lately"},
+        {2, {0, 0, 1, "b", 0, 2}, 2, false, "group g holds 0 of its 2 protected GPUs"}}},
+      {"per user 1 within per group 3: the user's is the least",
+       both,
+       {{1, {1, 1, 0, "a", 1, 1}, 0, true, "at most 1 per user"},
+        {2, {0, 0, 0, "b", 0, 1}, 1, false, "at most 1 per user"}}},
+      {"a user whose primary group is unknown: no group's bound",
+       group_one,
+       {{7, {1, 1, 0, "u7", 1, 1}, kUnbounded, false, ""}}},
+  };
+  for (const Case& c : cases) {
+    QuotaBook book(c.bounds, protected_directory());
+    EXPECT_TRUE(book.bound_gpus()) << c.what << ": the engine holds protected jobs back";
+    EXPECT_TRUE(book.bound_protected()) << c.what;
+    std::map<uid_t, OwnerLoad> load;
+    for (const Owner& o : c.owners) {
+      book.job_added(o.uid);
+      load[o.uid] = o.load;
+    }
+    book.update(load);
+    for (const Owner& o : c.owners) {
+      ASSERT_TRUE(book.protected_left().contains(o.uid)) << c.what << ": " << o.uid;
+      EXPECT_TRUE(std::isinf(book.left().at(o.uid))) << c.what << ": no bound on GPUs' worth";
+      EXPECT_FALSE(book.holds(o.uid)) << c.what << ": " << o.uid;
+      if (std::isinf(o.left)) {
+        EXPECT_TRUE(std::isinf(book.protected_left().at(o.uid))) << c.what << ": " << o.uid;
+      } else {
+        EXPECT_NEAR(book.protected_left().at(o.uid), o.left, 1e-9) << c.what << ": " << o.uid;
+      }
+      EXPECT_EQ(book.holds_protected(o.uid), o.holds) << c.what << ": " << o.uid;
+      const std::string* why = book.why_protected(o.uid);
+      if (o.why.empty()) {
+        EXPECT_EQ(why, nullptr) << c.what << ": " << o.uid;
+      } else {
+        ASSERT_NE(why, nullptr) << c.what << ": " << o.uid;
+        EXPECT_THAT(*why, HasSubstr(o.why)) << c.what << ": " << o.uid;
+      }
+    }
+  }
+  // Without a bound on protected GPUs, none is worked out.
+  QuotaBounds gpus_only;
+  gpus_only.max_gpus_per_user = 1;
+  QuotaBook book(gpus_only, protected_directory());
+  book.job_added(1);
+  book.update({{1, OwnerLoad{1, 1, 0, "a", 1, 1}}});
+  EXPECT_TRUE(book.protected_left().empty());
+  EXPECT_FALSE(book.holds_protected(1));
+}
+
+// A protected gang wider than the bound on protected GPUs could never
+// start: refused at submission, naming the flag.
+TEST(QuotaBook, AProtectedGangPastTheBoundOnProtectedGpusIsRefused) {
+  struct Case {
+    std::string what;
+    QuotaBounds bounds;
+    uid_t owner;
+    std::vector<JobSpec> specs;
+    std::string refusal;  // empty: taken
+  };
+  QuotaBounds user_one;
+  user_one.max_protected_gpus_per_user = 1;
+  QuotaBounds group_two;
+  group_two.max_protected_gpus_per_group = 2;
+  QuotaBounds both = group_two;
+  both.max_protected_gpus_per_user = 4;
+  const std::vector<Case> cases = {
+      {"a protected gang of 2 past per user 1",
+       user_one,
+       1,
+       {protected_spec("one"), protected_spec("wide", 2)},
+       "submit: job 'wide' is protected and needs 2 GPUs at once, but this colo serve lets u1 "
+       "hold at most 1 protected GPU (its --max-protected-gpus-per-user 1), so it could never "
+       "start; give it at most 1 GPU, or make it normal"},
+      {"one protected GPU fits per user 1", user_one, 1, {protected_spec("one")}, ""},
+      {"a normal gang is not bounded by it", user_one, 1, {quota_spec("wide", 4)}, ""},
+      {"the group's bound, the least",
+       both,
+       1,
+       {protected_spec("wide", 3)},
+       "(its --max-protected-gpus-per-group 2)"},
+      {"a user of no known group: the group's bound does not hold",
+       group_two,
+       7,
+       {protected_spec("wide", 3)},
+       ""},
+  };
+  for (const Case& c : cases) {
+    QuotaBook book(c.bounds, protected_directory());
+    std::optional<std::string> over = book.over_quota(c.owner, c.specs);
+    if (c.refusal.empty()) {
+      EXPECT_EQ(over, std::nullopt) << c.what << ": " << over.value_or("");
+    } else {
+      ASSERT_TRUE(over.has_value()) << c.what;
+      EXPECT_THAT(*over, HasSubstr(c.refusal)) << c.what;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace colo

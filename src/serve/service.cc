@@ -83,7 +83,7 @@ Service::Service(ServeContext& ctx, const ServeOptions& options, RunEngine& engi
       engine_(engine),
       writer_(writer),
       info_(std::move(info)),
-      quotas_(options.quotas, QuotaDirectory{user_in_group, user_name_of}),
+      quotas_(options.quotas, QuotaDirectory{user_in_group, user_name_of, primary_group_name_of}),
       usage_(options.usage, user_in_group),
       loaders_(ctx.clock, writer, ctx.log,
                ServiceLoadersOptions{self_executable(), options.logs_root,
@@ -175,11 +175,13 @@ void Service::hand_to_engine(HeldJob held) {
   const int priority = held.job.spec.priority;
   const bool preemptible = held.job.spec.preemptible;
   const int gpus = held.job.spec.gpus;
+  const QosClass qos = held.job.spec.qos;
   const size_t key = engine_.submit(std::move(held.job));
   Tracked& t = tracked_[held.id] = Tracked{key, held.restart, held.attempts_before, held.owner};
   t.priority = priority;
   t.preemptible = preemptible;
   t.gpus = gpus;
+  t.qos = qos;
   t.waiting_since_ms = ctx_.clock.now_ms();
   by_key_[key] = held.id;
 }
@@ -631,6 +633,19 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
     q.last_epoch_ms = v.last_epoch_ms;
     if (v.peak_memory_bytes > 0) q.peak_memory_bytes = v.peak_memory_bytes;
   };
+  // Its class (the ended jobs' rows are read without their spec), and a
+  // protected job against its floor, across its attempts: while queued
+  // again, running, and after it ended.
+  auto floor_of = [&](const EngineJobView& v) {
+    q.qos = to_string(v.qos);
+    q.min_speed = v.min_speed;
+    q.speed_of_solo = v.speed_of_solo;
+    q.below_floor_share = v.below_floor_share;
+    if (v.below_floor_share) {
+      q.steady_ms = v.steady_ms;
+      q.below_floor_ms = v.below_floor_ms;
+    }
+  };
   auto it = tracked_.find(row.id);
   if (it != tracked_.end()) {
     EngineJobView v = engine_.view(it->second.key);
@@ -647,10 +662,12 @@ QueueJob Service::queue_job(const ServiceJobRow& row) const {
       q.outside_mps = v.outside_mps;
     }
     q.solo_samples_per_s = v.solo_samples_per_s;
+    floor_of(v);
   } else if (auto ended = ended_.views.find(row.id);
              ended != ended_.views.end() && is_final(row.state)) {
     progress_of(ended->second);
     q.solo_samples_per_s = ended->second.solo_samples_per_s;
+    floor_of(ended->second);
   }
   return q;
 }
@@ -716,6 +733,8 @@ Service::GpuShares Service::charged_shares_by_gpu(std::optional<size_t> ended) c
       if (v.mps_sm_share_pct) j.mps_sm_share_pct = *v.mps_sm_share_pct;
       if (v.samples_per_s && v.solo_samples_per_s && *v.solo_samples_per_s > 0)
         j.reported_progress = *v.samples_per_s / *v.solo_samples_per_s;
+      j.qos = v.qos;
+      if (v.opportunistic_thread_pct) j.thread_cap_pct = *v.opportunistic_thread_pct;
       jobs.push_back(j);
     }
     const std::vector<double> charged = charged_shares(jobs);
@@ -772,8 +791,11 @@ void Service::preempt_for_waiting() {
   }
   std::vector<PreemptCandidate> jobs;
   for (const auto& [id, t] : tracked_) {
+    // A protected job past its owner's protected GPUs waits for them, not for room.
+    const bool held = quotas_.holds(t.owner) ||
+                      (t.qos == QosClass::kProtected && quotas_.holds_protected(t.owner));
     jobs.push_back(PreemptCandidate{id, t.priority, t.accounted_to_ms.has_value(), t.preemptible,
-                                    quotas_.holds(t.owner), t.waiting_since_ms, t.started_ms});
+                                    held, t.waiting_since_ms, t.started_ms});
   }
   const std::optional<PreemptChoice> choice = choose_preemption(jobs, now, wait);
   if (!choice) return;
@@ -794,9 +816,18 @@ void Service::update_quotas() {
   for (size_t key : engine_.running_keys()) {
     auto id = by_key_.find(key);
     if (id == by_key_.end()) continue;
-    OwnerLoad& l = load[tracked_.at(id->second).owner];
+    const Tracked& t = tracked_.at(id->second);
+    OwnerLoad& l = load[t.owner];
     ++l.running;
-    for (int g : gpus_of(engine_.view(key))) l.gpus_held += 1.0 / std::max(1, on_gpu.at(g));
+    const std::vector<int> gpus = gpus_of(engine_.view(key));
+    for (int g : gpus) l.gpus_held += 1.0 / std::max(1, on_gpu.at(g));
+    // A protected job holds each of its GPUs whole: no normal job joins it.
+    if (t.qos == QosClass::kProtected) l.protected_gpus += static_cast<int>(gpus.size());
+  }
+  if (quotas_.bound_protected()) {
+    for (const auto& [id, t] : tracked_) {
+      if (t.qos == QosClass::kProtected && !t.accounted_to_ms) ++load[t.owner].protected_queued;
+    }
   }
   for (const auto& [owner, n] : quotas_.unfinished()) {
     OwnerLoad& l = load[owner];
@@ -806,6 +837,7 @@ void Service::update_quotas() {
   }
   quotas_.update(load);
   engine_.set_quota_left(quotas_.left());
+  engine_.set_protected_left(quotas_.protected_left());
 }
 
 void Service::account_last_span(size_t key, UnixMillis end_ms) {
@@ -884,10 +916,17 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
       rows.ok()) {
     for (const ServiceJobRow& row : *rows) s.jobs.push_back(queue_job(row));
   }
-  // Why a job waits, where nothing else says: its owner's quota; when more
-  // than one user has jobs, the order of fair share.
+  // Why a job waits, where nothing else says: its owner's quota (a protected
+  // job's, on protected GPUs, first); when more than one user has jobs, the
+  // order of fair share.
   for (QueueJob& j : s.jobs) {
-    if (j.state != "queued" || !j.reason.empty() || !quotas_.holds(j.owner_uid)) continue;
+    if (j.state != "queued" || !j.reason.empty()) continue;
+    auto tracked = tracked_.find(j.id);  // its class as admitted (listings carry no spec)
+    if (tracked != tracked_.end() && tracked->second.qos == QosClass::kProtected &&
+        quotas_.holds_protected(j.owner_uid)) {
+      if (const std::string* why = quotas_.why_protected(j.owner_uid)) j.reason = "quota: " + *why;
+    }
+    if (!j.reason.empty() || !quotas_.holds(j.owner_uid)) continue;
     if (const std::string* why = quotas_.why(j.owner_uid)) j.reason = "quota: " + *why;
   }
   // The policy's word: the head of the queue, kept a GPU, and the jobs

@@ -204,6 +204,7 @@ class Service {
     int priority = 0;
     bool preemptible = false;
     int gpus = 1;  // GPUs it needs at once (a gang: more)
+    QosClass qos = QosClass::kNormal;
     UnixMillis waiting_since_ms = 0;
     UnixMillis started_ms = 0;
     // This attempt's usage so far, written to the store as it ends.

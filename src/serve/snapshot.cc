@@ -30,6 +30,22 @@ std::string rate_text(const std::optional<double>& rate) {
   return fmt::format("{:.0f}/s", *rate);
 }
 
+// A share of time as a whole percentage; "<1%" for a share above 0 that rounds to 0.
+std::string share_percent(double share) {
+  const double pct = 100.0 * share;
+  return pct > 0 && pct < 0.5 ? std::string("<1%") : fmt::format("{:.0f}%", pct);
+}
+
+// A protected job against its floor so far: ", at 0.94", ", at 0.84, 12%
+// below" (of its steady time); "" before a steady epoch was judged.
+std::string floor_text(const QueueJob& j) {
+  if (!j.speed_of_solo) return "";
+  std::string out = fmt::format(", at {:.2f}", *j.speed_of_solo);
+  if (j.below_floor_share && *j.below_floor_share > 0)
+    out += fmt::format(", {} below", share_percent(*j.below_floor_share));
+  return out;
+}
+
 std::string job_line(const QueueJob& j, UnixMillis now_ms) {
   std::string ends = "-";
   if (j.state == "running" && j.predicted_end_ms)
@@ -38,7 +54,7 @@ std::string job_line(const QueueJob& j, UnixMillis now_ms) {
   if (j.ended_ms) ends = format_duration_ms(std::max<int64_t>(0, now_ms - *j.ended_ms)) + " ago";
   std::string name = j.name + (j.probe ? " (probe)" : "") + (j.outside_mps ? " (alone)" : "");
   if (j.qos != "normal") {
-    name += j.min_speed ? fmt::format(" ({} {:.2f})", j.qos, *j.min_speed)
+    name += j.min_speed ? fmt::format(" ({} {:.2f}{})", j.qos, *j.min_speed, floor_text(j))
                         : fmt::format(" ({})", j.qos);
   }
   if (!j.reason.empty() && j.state != "running") name += ": " + j.reason;
@@ -55,6 +71,16 @@ constexpr const char* kHeader = "  {:<6} {:<10} {:<11} {:<9} {:>5} {:>9}  {:<12}
 
 std::string shown_state(const QueueJob& job) {
   return job.state == "running" && !job.stalled.empty() ? "stalled" : job.state;
+}
+
+std::string qos_marker(const QueueJob& job) {
+  if (job.qos == "opportunistic") return "opp";
+  if (job.qos != "protected" || !job.min_speed) return "";
+  std::string out = fmt::format("P {:.2f}", *job.min_speed);
+  if (job.speed_of_solo) out += fmt::format("|{:.2f}", *job.speed_of_solo);
+  if (job.below_floor_share && *job.below_floor_share > 0)
+    out += " " + share_percent(*job.below_floor_share);
+  return out;
 }
 
 bool is_final_state(const std::string& state) { return state != "queued" && state != "running"; }
@@ -128,7 +154,11 @@ json to_json(const QueueJob& j) {
               {"stalled", j.stalled.empty() ? json(nullptr) : json(j.stalled)},
               {"outside_mps", j.outside_mps},
               {"qos", j.qos},
-              {"min_speed", value_or_null(j.min_speed)}};
+              {"min_speed", value_or_null(j.min_speed)},
+              {"speed_of_solo", value_or_null(j.speed_of_solo)},
+              {"below_floor_share", value_or_null(j.below_floor_share)},
+              {"steady_ms", value_or_null(j.steady_ms)},
+              {"below_floor_ms", value_or_null(j.below_floor_ms)}};
 }
 
 json to_json(const ProcessView& p) {
@@ -254,6 +284,10 @@ Result<QueueJob> queue_job_from_json(const json& j) {
     q.outside_mps = j.value("outside_mps", false);
     q.qos = j.value("qos", "normal");
     q.min_speed = optional_at<double>(j, "min_speed");
+    q.speed_of_solo = optional_at<double>(j, "speed_of_solo");
+    q.below_floor_share = optional_at<double>(j, "below_floor_share");
+    q.steady_ms = optional_at<int64_t>(j, "steady_ms");
+    q.below_floor_ms = optional_at<int64_t>(j, "below_floor_ms");
     q.pid = optional_at<uint32_t>(j, "pid");
     q.mps_sm_share_pct = optional_at<int>(j, "mps_sm_share_pct");
     q.mps_memory_limit_bytes = optional_at<uint64_t>(j, "mps_memory_limit_bytes");

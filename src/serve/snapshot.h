@@ -86,7 +86,23 @@ struct QueueJob {
   // protected job's floor, a fraction of its solo speed (null otherwise).
   std::string qos = "normal";
   std::optional<double> min_speed;
+  // A protected job against its floor, over its steady epochs so far (every
+  // attempt; run/floor_watch.h): its latest steady epoch's rate over its solo
+  // rate, the share of its steady time spent below the floor, and the steady
+  // time judged and of it below (null before a steady epoch was judged, and
+  // for the others).
+  std::optional<double> speed_of_solo;
+  std::optional<double> below_floor_share;
+  std::optional<int64_t> steady_ms;
+  std::optional<int64_t> below_floor_ms;
 };
+
+// The class as `colo queue`, `colo top` and the dashboard mark it: "" for a
+// normal job, "opp" for an opportunistic one, for a protected one "P 0.90"
+// (its floor), with its latest speed of solo once measured ("P 0.90|0.94")
+// and, when some of its steady time was below the floor, that share ("P
+// 0.90|0.84 12%").
+std::string qos_marker(const QueueJob& job);
 
 // The state as people read it: "stalled" for a running job found stalled.
 std::string shown_state(const QueueJob& job);

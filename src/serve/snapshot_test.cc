@@ -129,6 +129,61 @@ TEST(Snapshot, AJobsClassAndFloorShowWhereItIsNotNormal) {
   EXPECT_THAT(text, Not(HasSubstr("(normal")));
 }
 
+// Issue 56, items 4 and 6: a protected job against its floor (its latest
+// speed of solo, its share of steady time below the floor) in the JSON, in
+// colo queue's line and in the marker colo top and the dashboard show; an
+// opportunistic job stopped for a floor says so while it waits.
+TEST(Snapshot, AProtectedJobsSpeedOfSoloAndTimeBelowItsFloorShow) {
+  ServiceSnapshot s = example();
+  QueueJob& main = s.jobs[0];
+  main.qos = "protected";
+  main.min_speed = 0.9;
+  main.speed_of_solo = 0.84;
+  main.below_floor_share = 0.12;
+  main.steady_ms = 100'000;
+  main.below_floor_ms = 12'000;
+  QueueJob& side = s.jobs[1];
+  side.qos = "opportunistic";
+  side.reason =
+      "stopped for job 12's floor 0.90: it ran at 0.84 beside this job; it runs again, from its "
+      "checkpoint if it saved one (not counted as an attempt)";
+  nlohmann::json j = to_json(s);
+  EXPECT_EQ(j["jobs"][0]["speed_of_solo"], 0.84);
+  EXPECT_EQ(j["jobs"][0]["below_floor_share"], 0.12);
+  EXPECT_EQ(j["jobs"][0]["steady_ms"], 100'000);
+  EXPECT_EQ(j["jobs"][0]["below_floor_ms"], 12'000);
+  for (const char* key : {"speed_of_solo", "below_floor_share", "steady_ms", "below_floor_ms"})
+    EXPECT_TRUE(j["jobs"][1][key].is_null()) << key;
+  Result<ServiceSnapshot> back = snapshot_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(to_json(*back), j);
+  const std::string text = format_queue(s, kNow);
+  EXPECT_THAT(text, HasSubstr("(protected 0.90, at 0.84, 12% below)"));
+  EXPECT_THAT(text, HasSubstr("(opportunistic): stopped for job 12's floor 0.90: it ran at 0.84 "
+                              "beside this job"));
+
+  struct Marker {
+    std::string qos;
+    std::optional<double> min_speed, speed, below;
+    std::string want;
+  };
+  for (const Marker& m : std::vector<Marker>{
+           {"normal", std::nullopt, std::nullopt, std::nullopt, ""},
+           {"opportunistic", std::nullopt, std::nullopt, std::nullopt, "opp"},
+           {"protected", 0.9, std::nullopt, std::nullopt, "P 0.90"},
+           {"protected", 0.9, 0.94, 0.0, "P 0.90|0.94"},
+           {"protected", 0.9, 0.84, 0.12, "P 0.90|0.84 12%"},
+           {"protected", 0.85, 0.84, 0.001, "P 0.85|0.84 <1%"},
+       }) {
+    QueueJob q;
+    q.qos = m.qos;
+    q.min_speed = m.min_speed;
+    q.speed_of_solo = m.speed;
+    q.below_floor_share = m.below;
+    EXPECT_EQ(qos_marker(q), m.want) << m.want;
+  }
+}
+
 TEST(Snapshot, SlowdownIsTheSoloRateOverTheCurrentOneWhenBothAreKnown) {
   QueueJob j;
   EXPECT_FALSE(slowdown(j));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <functional>
 #include <iterator>
 
@@ -25,10 +26,56 @@ std::optional<std::vector<double>> split_by(
   return shares;
 }
 
+// A GPU that one protected job keeps with only opportunistic neighbours.
+bool kept_by_protected(const std::vector<JobOnGpu>& jobs) {
+  const auto is = [](QosClass qos) { return [qos](const JobOnGpu& j) { return j.qos == qos; }; };
+  return std::count_if(jobs.begin(), jobs.end(), is(QosClass::kProtected)) == 1 &&
+         std::count_if(jobs.begin(), jobs.end(), is(QosClass::kOpportunistic)) ==
+             static_cast<std::ptrdiff_t>(jobs.size()) - 1;
+}
+
+// The rule for a protected job's GPU (charged_shares): whole, the protected
+// job paying what its neighbours did not harvest.
+std::vector<double> protected_gpu_shares(const std::vector<JobOnGpu>& jobs) {
+  const double keeps_at_least = 0.5 / static_cast<double>(jobs.size());
+  std::vector<double> shares(jobs.size(), 0.0);
+  double harvest = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].qos != QosClass::kOpportunistic) continue;
+    shares[i] = opportunistic_share(jobs, i);
+    harvest += shares[i];
+  }
+  const double scale = harvest > 1 - keeps_at_least ? (1 - keeps_at_least) / harvest : 1.0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].qos == QosClass::kOpportunistic)
+      shares[i] *= scale;
+    else
+      shares[i] = 1 - harvest * scale;
+  }
+  return shares;
+}
+
 }  // namespace
+
+double opportunistic_share(const std::vector<JobOnGpu>& jobs, size_t i) {
+  const JobOnGpu& job = jobs.at(i);
+  const double equal = 1.0 / static_cast<double>(jobs.size());
+  std::optional<double> cap;
+  if (job.thread_cap_pct && *job.thread_cap_pct > 0)  // NaN too
+    cap = std::min(1.0, *job.thread_cap_pct / 100);
+  double share = cap.value_or(equal);
+  if (std::optional<std::vector<double>> measured =
+          split_by(jobs, [](const JobOnGpu& j) { return j.sm_util_pct; })) {
+    share = (*measured)[i];
+  } else if (job.reported_progress && *job.reported_progress >= 0) {
+    share = std::min(1.0, *job.reported_progress);
+  }
+  return std::clamp(share, cap.value_or(equal) / 2, cap.value_or(1.0));
+}
 
 std::vector<double> charged_shares(const std::vector<JobOnGpu>& jobs) {
   if (jobs.empty()) return {};
+  if (jobs.size() > 1 && kept_by_protected(jobs)) return protected_gpu_shares(jobs);
   const double equal = 1.0 / static_cast<double>(jobs.size());
   std::optional<std::vector<double>> shares =
       split_by(jobs, [](const JobOnGpu& j) { return j.sm_util_pct; });

@@ -2,7 +2,10 @@
 // for its GPUs, and the ledger of what each owner was charged.
 //
 // charged_shares() is the rule for one GPU: from what colo measured, never
-// only from what the job reports. span_usage() turns a span of a job's run
+// only from what the job reports; a GPU that a protected job keeps for
+// itself and its opportunistic neighbours is charged whole, the protected
+// job paying what the neighbours do not use (docs/policy.md, "What
+// protection costs"). span_usage() turns a span of a job's run
 // into its figures (GPU time held, solo-equivalent time, charged time);
 // energy is split evenly among the jobs on a GPU (add_energy_share).
 //
@@ -26,6 +29,7 @@
 
 #include "common/clock.h"
 #include "gpu/gpu_backend.h"
+#include "jobs/job_qos.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -42,6 +46,11 @@ struct JobOnGpu {
   // unknown. A claim of the job's, used only to split a GPU colo cannot split
   // itself.
   std::optional<double> reported_progress;
+  // Its quality-of-service class (jobs/job_qos.h).
+  QosClass qos = QosClass::kNormal;
+  // Opportunistic beside a protected job under MPS: the active thread
+  // percentage colo capped it at (sched/qos_placement.h); nullopt: none.
+  std::optional<double> thread_cap_pct;
 };
 
 // Each job's share of the GPU, in the order of `jobs`: a job alone holds the
@@ -51,7 +60,22 @@ struct JobOnGpu {
 // where it gave every job one; else the split their reported progress gives
 // where every job reported it; else an equal split. No job's share falls below
 // half of an equal split, so no report lowers a job's charge further.
+//
+// A GPU holding one protected job and only opportunistic jobs beside it is
+// charged whole (its shares sum to 1): each opportunistic job pays its
+// harvest, opportunistic_share(); the protected job pays the rest, the GPU
+// time it keeps from others, and at least half of an equal split (where the
+// harvests pass that, they are scaled down to leave it). Any other GPU
+// (normal jobs there, two protected jobs, no protected job) is split as above.
 std::vector<double> charged_shares(const std::vector<JobOnGpu>& jobs);
+
+// What opportunistic job `i` of `jobs` (a protected job's GPU) harvested of
+// it, 0..1: its share of the SM utilisation measured there, where every job
+// there has a positive reading; else its reported rate over its solo rate;
+// else its thread-percentage cap; else an equal split. Never more than its
+// cap, never less than half of its placed share (its cap, else an equal
+// split), so the most its reports can lower its charge is half.
+double opportunistic_share(const std::vector<JobOnGpu>& jobs, size_t i);
 
 // A span of `span_ms` of a job on `gpus` GPUs (0 counts as 1), charged
 // `charged` of them (the sum of its charged shares): GPU time held (the span

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,77 @@ TEST(FairShare, AJobIsChargedTheShareOfItsGpuColoMeasured) {
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], c.shares[i], 1e-9) << c.what;
   }
   EXPECT_TRUE(charged_shares({}).empty());
+}
+
+// Issue 56 (5): a GPU a protected job keeps with only opportunistic
+// neighbours is charged whole: each neighbour its harvest (measured, else
+// reported, else its cap, else equal; within half its placed share and its
+// cap), the protected job the rest. Any other GPU is split as before.
+TEST(FairShare, AProtectedJobPaysTheGpuTimeItKeepsFromOthers) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto job = [](QosClass qos, std::optional<double> sm = {},
+                      std::optional<double> progress = {}, std::optional<double> cap = {}) {
+    JobOnGpu j{sm, {}, progress};
+    j.qos = qos;
+    j.thread_cap_pct = cap;
+    return j;
+  };
+  const QosClass p = QosClass::kProtected;
+  const QosClass o = QosClass::kOpportunistic;
+  const QosClass n = QosClass::kNormal;
+  struct Case {
+    std::string what;
+    std::vector<JobOnGpu> jobs;
+    std::vector<double> shares;
+  };
+  const std::vector<Case> cases = {
+      {"protected alone: the whole GPU", {job(p, 5.0, 0.2)}, {1.0}},
+      {"one uncapped neighbour, nothing known: equal (naive sharing)",
+       {job(p), job(o)},
+       {0.5, 0.5}},
+      {"three neighbours capped at 10%, nothing known: their caps",
+       {job(p), job(o, {}, {}, 10.0), job(o, {}, {}, 10.0), job(o, {}, {}, 10.0)},
+       {0.7, 0.1, 0.1, 0.1}},
+      {"three capped at 25%, reporting 0.20/0.20/0.16: their harvest",
+       {job(p, {}, 0.72), job(o, {}, 0.20, 25.0), job(o, {}, 0.20, 25.0), job(o, {}, 0.16, 25.0)},
+       {0.44, 0.20, 0.20, 0.16}},
+      {"a neighbour claiming more than its cap: its cap",
+       {job(p), job(o, {}, 0.5, 25.0)},
+       {0.75, 0.25}},
+      {"a neighbour claiming almost nothing: half its cap",
+       {job(p), job(o, {}, 0.01, 10.0)},
+       {0.95, 0.05}},
+      {"measured 80/10/10, capped at 10%: the measured split",
+       {job(p, 80.0, 0.9), job(o, 10.0, 0.02, 10.0), job(o, 10.0, 0.5, 10.0)},
+       {0.8, 0.1, 0.1}},
+      {"measured, a neighbour unmeasured: by reports",
+       {job(p, 80.0), job(o, 10.0, 0.3, 40.0), job(o, {}, 0.2, 40.0)},
+       {0.5, 0.3, 0.2}},
+      {"a NaN report: its cap", {job(p), job(o, {}, nan, 30.0)}, {0.7, 0.3}},
+      {"harvests past the GPU: scaled to leave it half an equal split",
+       {job(p), job(o, {}, 0.5), job(o, {}, 0.5), job(o, {}, 0.5)},
+       {0.125, 0.875 / 3, 0.875 / 3, 0.875 / 3}},
+      {"beside a normal job (MIG): as before", {job(p), job(n)}, {0.5, 0.5}},
+      {"two protected: as before", {job(p, 60.0), job(p, 20.0)}, {0.75, 0.25}},
+      {"opportunistic jobs without a protected one: as before",
+       {job(o, 60.0), job(o, 20.0)},
+       {0.75, 0.25}},
+      {"a protected job, a normal and an opportunistic one: as before",
+       {job(p), job(n), job(o, {}, {}, 10.0)},
+       {1.0 / 3, 1.0 / 3, 1.0 / 3}},
+  };
+  for (const Case& c : cases) {
+    const std::vector<double> got = charged_shares(c.jobs);
+    ASSERT_EQ(got.size(), c.shares.size()) << c.what;
+    double sum = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], c.shares[i], 1e-9) << c.what << ", job " << i;
+      sum += got[i];
+    }
+    if (c.jobs.size() > 1 && c.jobs[0].qos == p && c.jobs[1].qos == o) {
+      EXPECT_NEAR(sum, 1.0, 1e-9) << c.what << ": a protected job's GPU is charged whole";
+    }
+  }
 }
 
 // A span's figures, as colo usage shows them per job (colo_serve_test: a job

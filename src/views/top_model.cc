@@ -160,25 +160,40 @@ int compare_optional(const std::optional<T>& a, const std::optional<T>& b) {
   return *a < *b ? -1 : (*b < *a ? 1 : 0);
 }
 
-// ID OWNER NAME STATE GPU MECH EPOCH RATE SLOW MEM SHARE END NOTE; NAME's width varies.
+// The widths of the table's columns that vary: NAME's, and QOS's (0: no
+// such column, when every job shown is normal).
+struct ColumnWidths {
+  size_t name = 4;
+  size_t qos = 0;
+};
+
+// ID OWNER NAME STATE GPU MECH EPOCH RATE SLOW [QOS] MEM SHARE END NOTE.
 std::string table_text(const std::string& id, const std::string& owner, const std::string& name,
-                       size_t name_width, const std::string& state, const std::string& gpu,
+                       const ColumnWidths& widths, const std::string& state, const std::string& gpu,
                        const std::string& mechanism, const std::string& epoch,
-                       const std::string& rate, const std::string& slow, const std::string& memory,
-                       const std::string& share, const std::string& end, const std::string& note) {
+                       const std::string& rate, const std::string& slow, const std::string& qos,
+                       const std::string& memory, const std::string& share, const std::string& end,
+                       const std::string& note) {
   std::string shown = name;
-  if (shown.size() > name_width) shown = shown.substr(0, name_width - 1) + "~";
+  if (shown.size() > widths.name) shown = shown.substr(0, widths.name - 1) + "~";
+  const std::string qos_cell =
+      widths.qos > 0 ? fmt::format(" {:<{}}", qos.substr(0, widths.qos), widths.qos) : "";
   return fmt::format(
-      "{:>5} {:<9} {:<{}} {:<11} {:>3} {:<9} {:>5} {:>8} {:>5} {:>6} {:<10} {:<10} {}", id,
-      owner.substr(0, 9), shown, name_width, state.substr(0, 11), gpu, mechanism.substr(0, 9),
-      epoch, rate, slow, memory, share.substr(0, 10), end.substr(0, 10), note);
+      "{:>5} {:<9} {:<{}} {:<11} {:>3} {:<9} {:>5} {:>8} {:>5}{} {:>6} {:<10} {:<10} {}", id,
+      owner.substr(0, 9), shown, widths.name, state.substr(0, 11), gpu, mechanism.substr(0, 9),
+      epoch, rate, slow, qos_cell, memory, share.substr(0, 10), end.substr(0, 10), note);
 }
 
-// Wide enough for the names shown, within limits.
-size_t name_width(const std::vector<const QueueJob*>& jobs) {
-  size_t width = 4;
-  for (const QueueJob* j : jobs) width = std::max(width, j->name.size());
-  return std::min<size_t>(width, 28);
+// Wide enough for the names and classes shown, within limits.
+ColumnWidths column_widths(const std::vector<const QueueJob*>& jobs) {
+  ColumnWidths widths;
+  for (const QueueJob* j : jobs) {
+    widths.name = std::max(widths.name, j->name.size());
+    if (j->qos != "normal") widths.qos = std::max<size_t>({widths.qos, 3, qos_marker(*j).size()});
+  }
+  widths.name = std::min<size_t>(widths.name, 28);
+  widths.qos = std::min<size_t>(widths.qos, 16);
+  return widths;
 }
 
 TopLine title_line(const TopInput& input, UnixMillis now_ms) {
@@ -323,20 +338,20 @@ TopLine process_line(const ProcessView& p, const ServiceSnapshot& s) {
 }
 
 TopLine job_row(const QueueJob& j, const ServiceSnapshot& s, UnixMillis now_ms, bool selected,
-                size_t width_of_name) {
+                const ColumnWidths& widths) {
   const std::optional<uint64_t> memory = job_memory(j, s);
   const std::optional<double> slow = slowdown(j);
   const std::string state = j.state + (j.attempts > 1 ? fmt::format("#{}", j.attempts) : "");
   std::string note = j.probe ? "new: measured where it runs" : "";
   if (!j.reason.empty() && j.state != "running") note = j.reason;
   const std::string text = ascii(
-      table_text(std::to_string(j.id), j.owner, j.name, width_of_name, state, gpus_text(j),
-                 j.mechanism, j.epoch ? std::to_string(*j.epoch) : "-", rate_text(j.samples_per_s),
-                 slow ? fmt::format("{:.2f}x", *slow) : "-", memory ? short_bytes(*memory) : "-",
-                 share_text(j), end_text(j, now_ms), note));
+      table_text(std::to_string(j.id), j.owner, j.name, widths, state, gpus_text(j), j.mechanism,
+                 j.epoch ? std::to_string(*j.epoch) : "-", rate_text(j.samples_per_s),
+                 slow ? fmt::format("{:.2f}x", *slow) : "-", qos_marker(j),
+                 memory ? short_bytes(*memory) : "-", share_text(j), end_text(j, now_ms), note));
   if (selected) return {{text, TopStyle::kSelected}};
   // The state column in its colour.
-  const size_t state_at = 5 + 1 + 9 + 1 + width_of_name + 1;
+  const size_t state_at = 5 + 1 + 9 + 1 + widths.name + 1;
   return {{text.substr(0, state_at), TopStyle::kNormal},
           {text.substr(state_at, 11), state_style(j.state)},
           {text.substr(state_at + 11), TopStyle::kNormal}};
@@ -393,6 +408,8 @@ std::vector<TopLine> help_lines() {
       "Per GPU, each process the driver lists: MPS clients one by one with their memory.",
       "Columns: RATE samples/s now; SLOW how many times slower than alone; MEM the job's GPU",
       "memory (its processes now, else its peak); SHARE MPS limits (SM %, memory) or MIG instance.",
+      "QOS (when a job has a class): P floor|speed of solo now, share of steady time below the",
+      "floor (protected); opp (opportunistic).",
   };
   std::vector<TopLine> lines;
   for (const char* t : text) lines.push_back({{t, TopStyle::kNormal}});
@@ -548,9 +565,9 @@ std::vector<TopLine> render_top(const TopInput& input, const TopState& state, in
     }
     if (input.from_service) {
       body.push_back({});
-      const size_t width_of_name = name_width(jobs);
-      body.push_back({{table_text("ID", "OWNER", "NAME", width_of_name, "STATE", "GPU", "MECH",
-                                  "EPOCH", "RATE", "SLOW", "MEM", "SHARE", "END", "NOTE"),
+      const ColumnWidths widths = column_widths(jobs);
+      body.push_back({{table_text("ID", "OWNER", "NAME", widths, "STATE", "GPU", "MECH", "EPOCH",
+                                  "RATE", "SLOW", "QOS", "MEM", "SHARE", "END", "NOTE"),
                        TopStyle::kHeader}});
       pad(body.back(), width, TopStyle::kHeader);
       if (jobs.empty()) {
@@ -571,7 +588,7 @@ std::vector<TopLine> render_top(const TopInput& input, const TopState& state, in
         first = selected_at + 1 - static_cast<size_t>(room);
       for (size_t i = first; i < jobs.size() && i < first + static_cast<size_t>(room); ++i) {
         const bool selected = jobs[i]->id == selection;
-        TopLine row = job_row(*jobs[i], s, now_ms, selected, width_of_name);
+        TopLine row = job_row(*jobs[i], s, now_ms, selected, widths);
         if (selected) pad(row, width, TopStyle::kSelected);
         body.push_back(std::move(row));
       }

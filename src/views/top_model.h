@@ -8,8 +8,11 @@
 // memory, power) and PCIe, then its processes one by one (MPS clients each
 // with their memory, and the job each belongs to); the job table (the
 // service's queued, running and recently ended jobs: owner, state, GPU,
-// mechanism, epoch, rate, slowdown against alone, memory, MPS limits or MIG
-// instance, predicted end); a footer with the keys and the last message.
+// mechanism, epoch, rate, slowdown against alone, the class when some job
+// shown has one other than normal (qos_marker: a protected job's floor, its
+// speed of solo and its share of steady time below the floor), memory, MPS
+// limits or MIG instance, predicted end); a footer with the keys and the last
+// message.
 // A job's log replaces the GPUs and the table while it is followed.
 #pragma once
 

@@ -128,6 +128,30 @@ TEST(TopRender, JobRowsShowEpochRateSlowdownMemoryLimitsAndEnd) {
   EXPECT_THAT(screen, HasSubstr("5.0s ago"));
 }
 
+// Issue 56, item 6: with a job of another class than normal, a QOS column
+// after SLOW marks each: a protected job's floor|speed of solo and share
+// below the floor, "opp" for an opportunistic one, nothing for normal ones.
+// Without one, the table is as before (no QOS column).
+TEST(TopRender, AQosColumnMarksProtectedAndOpportunisticJobs) {
+  EXPECT_THAT(text(example()), Not(HasSubstr("QOS")));
+  TopInput in = example();
+  QueueJob& main = in.snapshot.jobs[0];
+  main.qos = "protected";
+  main.min_speed = 0.9;
+  main.speed_of_solo = 0.84;
+  main.below_floor_share = 0.12;
+  in.snapshot.jobs[1].qos = "opportunistic";
+  const std::string screen = text(in);
+  EXPECT_THAT(screen, HasSubstr("ID OWNER     NAME       STATE       GPU MECH      EPOCH     RATE  "
+                                "SLOW QOS                MEM SHARE      END        NOTE"));
+  EXPECT_THAT(screen, HasSubstr("12 alice     resnet26#1 running       0 mps           3   5000/s "
+                                "2.00x P 0.90|0.84 12%   9.0G 50% 20G    in 4m10s"));
+  EXPECT_THAT(screen, HasSubstr("14 bob       vit#1      running       0 mps           1  12.0k/s "
+                                "    - opp                15G -          -"));
+  EXPECT_THAT(screen, HasSubstr("15 alice     cait#1     queued        - mps           -        - "
+                                "    -                      - -          -"));
+}
+
 // Issue 33, item 10: a service that stopped answering is not shown as live:
 // the title says so and gives the time of its last answer, not a ticking clock.
 TEST(TopRender, AServiceThatStoppedAnsweringIsShownAsLostNotLive) {

@@ -343,6 +343,40 @@ TEST_F(Dashboard, AJobPageDrawsTheLossTheJobReportedAtEachEpoch) {
   }
 }
 
+// Issue 56, item 6: a protected job whose solo rate the store knows (an
+// exclusive run first) shows its class and floor on its page, with a chart
+// of its speed of solo per steady epoch and its floor; the overview marks
+// its class.
+TEST_F(Dashboard, AProtectedJobsPageDrawsItsSpeedOfSoloAgainstItsFloor) {
+  const std::string file = write_file("main.toml", job("main", 8) + "qos = 'protected'\n");
+  CommandResult alone =
+      shell(colo("run '" + file + "' --backend sim --plain --mechanism exclusive --db " + db()) +
+            " 2>&1");
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  start_service();
+  ASSERT_NO_FATAL_FAILURE(submit_first_and_wait(file));
+  // The ended job's live values once the snapshot holds its end.
+  json detail;
+  ASSERT_TRUE(eventually(
+      [&] {
+        detail = api("/api/jobs/1");
+        return detail.is_object() && detail["job"]["solo_samples_per_s"].is_number();
+      },
+      20'000))
+      << detail.dump();
+  EXPECT_EQ(detail["job"]["qos"], "protected");
+  int judged = 0;
+  for (const json& e : detail["epochs"]) judged += e["speed_of_solo"].is_number();
+  EXPECT_GE(judged, 4) << detail["epochs"].dump();
+
+  const std::string page = dom("/dashboard/job/1");
+  expect_chart_drawn(page, "job-speed");
+  EXPECT_THAT(element_at(page, "data-chart=\"job-speed\""), HasSubstr("data-floor=\"0.9\""));
+  EXPECT_THAT(page, HasSubstr("protected: its floor is 0.90 of its solo speed; its latest steady "
+                              "epoch ran at "));
+  EXPECT_THAT(dom("/dashboard/"), HasSubstr("P 0.90|"));
+}
+
 // The usage page (issue 32): each user's row with the jobs that ended, as
 // /api/usage gives them (the store's per-job figures), and its charts drawn.
 TEST_F(Dashboard, TheUsagePageShowsEachUsersFiguresAsTheApiGivesThem) {

@@ -377,6 +377,54 @@ TEST_F(ColoRun, QosFlagsSetEveryJobsClassAndAnOpportunisticMpsJobRunsBelowNormal
       << text.output;
 }
 
+// Issue 56, item 6: a protected job that ran alone (exclusive: the store
+// learns its solo rate) and then at half that rate: `colo show` gives its
+// floor, its speed of solo per steady epoch and the share of its steady time
+// below the floor, in text and in --json.
+TEST_F(ColoRun, AProtectedJobsSpeedOfSoloAndTimeBelowItsFloorAreShown) {
+  write_file("samples", "1000\n");
+  const std::string script = write_file(
+      "main.sh", "n=$(cat '" + dir_ +
+                     "/samples'); for e in 1 2 3 4 5; do sleep 0.4; printf "
+                     "'{\"event\":\"epoch_end\",\"epoch\":%d,\"samples\":%d,\"time\":%s}\\n' $e $n "
+                     "$(date +%s.%N) >> \"$COLO_PROGRESS_FILE\"; done\n");
+  const std::string file = write_file("jobs.toml",
+                                      "[[job]]\nname = \"main\"\nqos = \"protected\"\ncommand = "
+                                      "[\"sh\", \"" +
+                                          script + "\"]\n");
+  const std::string run = colo("run " + file + " --backend sim --plain --db " + db());
+  CommandResult alone = shell(run + " --mechanism exclusive 2>&1");
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  write_file("samples", "500\n");
+  CommandResult shared = shell(run + " --mechanism naive 2>&1");
+  ASSERT_EQ(shared.exit_code, 0) << shared.output;
+
+  CommandResult shown = shell("(" + colo("show --json --db " + db()) + " 2>/dev/null)");
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  nlohmann::json j = nlohmann::json::parse(shown.output, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << shown.output;
+  const nlohmann::json& main = j["jobs"][0];
+  EXPECT_EQ(main["qos"], "protected");
+  EXPECT_DOUBLE_EQ(main["min_speed"].get<double>(), 0.9);
+  ASSERT_TRUE(main["speed_of_solo"].is_number()) << main.dump();
+  EXPECT_GT(main["speed_of_solo"].get<double>(), 0.3);
+  EXPECT_LT(main["speed_of_solo"].get<double>(), 0.7);
+  EXPECT_DOUBLE_EQ(main["below_floor_share"].get<double>(), 1.0);
+  EXPECT_EQ(main["below_floor_ms"], main["steady_ms"]);
+  EXPECT_GT(main["steady_ms"].get<int64_t>(), 1'000);
+  // Epochs 2..5: the first has no rate (start-up).
+  ASSERT_EQ(main["speed_of_solo_series"].size(), 4U) << main.dump();
+  for (const nlohmann::json& p : main["speed_of_solo_series"]) {
+    EXPECT_EQ(p["attempt"], 1);
+    EXPECT_LT(p["speed_of_solo"].get<double>(), 0.9) << p.dump();
+  }
+  const std::string text = shell(colo("show --db " + db())).output;
+  EXPECT_THAT(text, HasSubstr("note: main is protected: its floor is 0.90 of its solo speed; over "
+                              "4 steady epochs"));
+  EXPECT_THAT(text, HasSubstr("and spent 100% of that time below its floor"));
+  EXPECT_THAT(text, HasSubstr("note: main's speed of solo by steady epoch: 0."));
+}
+
 // Issue 56, placement: on one GPU a heavy protected job (84% SM) takes one
 // opportunistic neighbour, which starts below normal priority with the thread
 // percentage colo chose (20%); the second follows once the first ended. Both

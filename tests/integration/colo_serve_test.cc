@@ -822,6 +822,61 @@ TEST_F(ColoServe, AGroupsQuotaBoundsItsMembersTogetherAndAUsersOwnReplacesTheDef
       << "root's job did not wait for the group's";
 }
 
+// --max-protected-gpus-per-user 1 on three free GPUs: root's second
+// protected job waits, saying which bound holds it, while another user's
+// protected job starts on a free GPU and runs beside root's first; a bad
+// value is refused naming the flag. (Issue 56, 5.)
+TEST_F(ColoServe, AUsersBoundOnProtectedGpusHoldsTheirSecondWhileAnotherUsersRuns) {
+  for (const std::string bad :
+       {"--max-protected-gpus-per-user 0", "--max-protected-gpus-per-group 1.5"}) {
+    CommandResult refused = shell(colo("serve --backend sim --db " + db() + " " + bad));
+    EXPECT_EQ(refused.exit_code, 2) << bad << ": " << refused.output;
+    EXPECT_THAT(refused.output, HasSubstr(bad.substr(0, bad.find(' ')))) << refused.output;
+  }
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  TestUser b("colpb");
+  ASSERT_TRUE(b.created());
+  shell("chmod 755 '" + dir_ + "'");
+  // The fixed policy starts every job that fits at once: only the bound holds root's second.
+  start_service(
+      "--policy fixed --sim-devices 3 --mechanism naive --max-per-gpu 1 --grace 1s "
+      "--socket-group " +
+      b.group + " --max-protected-gpus-per-user 1");
+  shell("chmod 755 '" + dir_ + "/home'");
+  const auto protected_job = [&](const std::string& name, int seconds, int repeat) {
+    return write_file(name + ".toml",
+                      "[[job]]\nname = \"" + name +
+                          "\"\nqos = \"protected\"\nrepeat = " + std::to_string(repeat) +
+                          "\ncommand = [\"sleep\", \"" + std::to_string(seconds) + "\"]\n");
+  };
+  std::vector<int64_t> roots = submit(protected_job("mine", 4, 2));
+  ASSERT_EQ(roots.size(), 2u);
+  const std::string reason = queued_reason("quota:");
+  EXPECT_EQ(reason,
+            "quota: root already holds 1 protected GPU, at most 1 per user (colo serve "
+            "--max-protected-gpus-per-user 1)")
+      << service_log();
+  CommandResult theirs = shell(
+      "runuser -u " + b.name + " -- env " + env() + std::string(COLO_BINARY) + " submit --json " +
+      protected_job("theirs", 1, 1) + " --socket '" + dir_ + "/home/colo.sock'");
+  ASSERT_EQ(theirs.exit_code, 0) << theirs.output << service_log();
+  const int64_t their_id = json::parse(theirs.output.substr(theirs.output.find('{')))["ids"][0];
+  CommandResult waited = shell(colo("wait " + std::to_string(roots[0]) + " " +
+                                    std::to_string(roots[1]) + " " + std::to_string(their_id)));
+  ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
+  // root's two never at once; the other user's started before root's first ended.
+  const std::vector<std::string> spans =
+      sql("SELECT started_ms, ended_ms FROM service_jobs WHERE owner_uid = 0 ORDER BY started_ms");
+  ASSERT_EQ(spans.size(), 2u);
+  const int64_t first_end = std::stoll(spans[0].substr(spans[0].find('|') + 1));
+  EXPECT_GE(std::stoll(spans[1].substr(0, spans[1].find('|'))), first_end)
+      << spans[0] << " then " << spans[1];
+  const std::vector<std::string> their_span =
+      sql("SELECT started_ms FROM service_jobs WHERE owner_uid != 0");
+  ASSERT_EQ(their_span.size(), 1u);
+  EXPECT_LT(std::stoll(their_span[0]), first_end) << "the other user's protected job waited";
+}
+
 // --preempt-after: a job of higher priority that waits stops a running
 // preemptible one of lower priority, which saves a checkpoint on TERM, waits
 // until the other started, and resumes from its checkpoint; both end ok.
