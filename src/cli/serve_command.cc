@@ -70,6 +70,7 @@ std::optional<ServiceClient> connect(const std::string& socket) {
 struct ServeFlags {
   BackendFlags backend;
   std::string mechanism;
+  std::string mps_users = "auto";  // auto, shared, separate (sharing/mps_users.h)
   std::string policy = "auto";
   std::vector<int> gpus;
   std::string db;
@@ -253,6 +254,24 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
   std::optional<MechanismKind> kind =
       choose_mechanism(flags.mechanism, std::nullopt, "", **backend, mech_options);
   if (!kind) return kExitBadInput;
+  if (*kind == MechanismKind::kMps) {
+    // Once, before the mechanism is made: one server for every user, or a
+    // daemon each (docs/serve.md, "MPS and several users").
+    Result<MpsUsersChoice> users =
+        decide_mps_users(parse_mps_users(flags.mps_users).value(), mech_options);
+    if (!users.ok()) {
+      std::cerr << "colo: " << users.error().message() << "\n";
+      return kExitBadInput;
+    }
+    std::cerr << "colo: " << users->line << "\n";
+    // Those who may submit (the socket's group) reach the shared server.
+    if (users->shared) mech_options.mps_multiuser_group = options.socket_group.value_or(getegid());
+  } else if (flags.mps_users != "auto") {
+    std::cerr << fmt::format(
+        "colo: --mps-users applies to --mechanism mps only; this service runs {}\n",
+        to_string(*kind));
+    return kExitBadInput;
+  }
   Result<std::unique_ptr<Mechanism>> mechanism = make_mechanism(*kind, mech_options);
   if (!mechanism.ok()) {
     std::cerr << "colo: " << mechanism.error().message() << "\n";
@@ -834,6 +853,14 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
                    "exclusive, naive or mps (mig is for colo run); default: mps where available, "
                    "else naive")
       ->check(CLI::IsMember({"exclusive", "naive", "mps", "mig"}));
+  serve_cmd
+      ->add_option("--mps-users", serve.mps_users,
+                   "under mps, whether every user's jobs share one multi-user MPS server "
+                   "(shared: needs root and a driver with -M) or each user gets a daemon "
+                   "whose server takes turns with the others' (separate); auto: shared "
+                   "where it can be had")
+      ->check(CLI::IsMember({"auto", "shared", "separate"}))
+      ->capture_default_str();
   serve_cmd->add_option("--policy", serve.policy, "auto or fixed (see docs/policy.md)")
       ->check(CLI::IsMember({"fixed", "auto"}))
       ->capture_default_str();

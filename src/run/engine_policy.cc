@@ -56,6 +56,7 @@ std::unique_ptr<Scheduler> make_scheduler(RunReader& store, const PolicyInputs& 
   AutoOptions auto_options;
   auto_options.mode =
       in.mechanism == MechanismKind::kNaive ? ShareMode::kTimeSliced : ShareMode::kSpatial;
+  auto_options.owners_time_slice = in.users_time_slice;
   auto_options.qos_share = qos_share_of(in.mechanism);
   auto_options.max_jobs_per_gpu = limit;
   auto_options.memory_limits = in.mechanism == MechanismKind::kMps;

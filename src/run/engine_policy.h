@@ -64,6 +64,9 @@ struct PolicyInputs {
   // Profiles learned from other stores; the store's own of a signature on a GPU wins.
   std::vector<LearnedProfile> profiles_elsewhere;
   bool quotas = false;  // wrap the policy in a QuotaScheduler
+  // Jobs of different owners on one GPU take turns (Mechanism::
+  // users_time_slice()): the auto policy models such a GPU as naive sharing.
+  bool users_time_slice = false;
 };
 
 struct EnginePolicy {

@@ -4,11 +4,11 @@
 
 namespace colo {
 
-void MpsFaultLog::raised(const std::vector<int>& gpus, const std::string& cause, int64_t now_ms) {
+void MpsFaultLog::raised(const std::vector<int>& gpus, const FaultCause& cause, int64_t now_ms) {
   for (int d : gpus) latest_[d] = {cause, now_ms};
 }
 
-std::optional<std::string> MpsFaultLog::recent(const std::vector<int>& gpus, int64_t now_ms) const {
+std::optional<FaultCause> MpsFaultLog::recent(const std::vector<int>& gpus, int64_t now_ms) const {
   for (int d : gpus) {
     auto it = latest_.find(d);
     if (it != latest_.end() && now_ms - it->second.at_ms <= kRecentFaultMs) return it->second.cause;

@@ -13,6 +13,19 @@
 
 namespace colo {
 
+// A fatal GPU fault's cause as the owner of each job it reached is told it:
+// whole (the job that raised it and its line) to jobs of the same owner; to
+// jobs of other owners, which share one multi-user MPS server, only where
+// and that a job of another user raised it, none of that job's name,
+// command line or log.
+struct FaultCause {
+  std::string whole;
+  std::string for_others;
+  uint32_t owner = 0;  // of the job that raised it, or that saw it first
+  const std::string& told_to(uint32_t viewer) const { return viewer == owner ? whole : for_others; }
+  bool operator==(const FaultCause&) const = default;
+};
+
 class MpsFaultLog {
  public:
   // A client's fault explains others' this long.
@@ -26,9 +39,9 @@ class MpsFaultLog {
   static constexpr int kNotReadyRestartAfter = 4;
 
   // A client raised a fatal fault (`cause`, as the others' records name it) on `gpus`.
-  void raised(const std::vector<int>& gpus, const std::string& cause, int64_t now_ms);
+  void raised(const std::vector<int>& gpus, const FaultCause& cause, int64_t now_ms);
   // The fault a client raised on one of `gpus` in the last kRecentFaultMs.
-  std::optional<std::string> recent(const std::vector<int>& gpus, int64_t now_ms) const;
+  std::optional<FaultCause> recent(const std::vector<int>& gpus, int64_t now_ms) const;
   // A fault was seen: no job is placed for kSettleMs.
   void settle(int64_t now_ms) { pause_until(now_ms + kSettleMs); }
   // A recovering server refused a start: placement backs off (returned),
@@ -45,7 +58,7 @@ class MpsFaultLog {
   void pause_until(int64_t until_ms);
 
   struct Fault {
-    std::string cause;
+    FaultCause cause;
     int64_t at_ms = 0;
   };
   std::map<int, Fault> latest_;  // by GPU

@@ -8,28 +8,37 @@
 namespace colo {
 namespace {
 
-// A fault explains others' on the GPUs it was raised on, for kRecentFaultMs.
+// A fault explains others' on the GPUs it was raised on, for kRecentFaultMs;
+// each owner is told it as FaultCause says: whole to the raiser's owner, to
+// others without the raiser's job or line.
 struct RecentCase {
   std::string name;
   std::vector<int> asked;
   int64_t at_ms;
+  uint32_t viewer;
   std::optional<std::string> expected;
 };
 
-TEST(MpsFaultLog, AFaultIsRecentOnItsGpusForAMinute) {
+TEST(MpsFaultLog, AFaultIsRecentOnItsGpusForAMinuteAndToldToEachOwnerAsTheirs) {
   MpsFaultLog log;
-  log.raised({0, 1}, "a raised a fatal GPU fault on gpus 0,1 under MPS", 1000);
+  const FaultCause cause{"a raised a fatal GPU fault on gpus 0,1 under MPS (assert x < n)",
+                         "a job of another user raised a fatal GPU fault on gpus 0,1 under MPS",
+                         1000};
+  log.raised({0, 1}, cause, 1000);
   const std::vector<RecentCase> cases = {
-      {"its GPU, at once", {0}, 1000, "a raised a fatal GPU fault on gpus 0,1 under MPS"},
-      {"its other GPU, a minute later",
-       {1},
-       1000 + MpsFaultLog::kRecentFaultMs,
-       "a raised a fatal GPU fault on gpus 0,1 under MPS"},
-      {"a gang that shares one", {2, 1}, 2000, "a raised a fatal GPU fault on gpus 0,1 under MPS"},
-      {"another GPU", {2}, 1000, std::nullopt},
-      {"after a minute", {0}, 1001 + MpsFaultLog::kRecentFaultMs, std::nullopt},
+      {"its GPU, at once", {0}, 1000, 1000, cause.whole},
+      {"its other GPU, a minute later", {1}, 1000 + MpsFaultLog::kRecentFaultMs, 1000, cause.whole},
+      {"a gang that shares one", {2, 1}, 2000, 1000, cause.whole},
+      {"another user's job", {0}, 1000, 2000, cause.for_others},
+      {"root's job", {1}, 1500, 0, cause.for_others},
+      {"another GPU", {2}, 1000, 1000, std::nullopt},
+      {"after a minute", {0}, 1001 + MpsFaultLog::kRecentFaultMs, 1000, std::nullopt},
   };
-  for (const RecentCase& c : cases) EXPECT_EQ(log.recent(c.asked, c.at_ms), c.expected) << c.name;
+  for (const RecentCase& c : cases) {
+    std::optional<FaultCause> recent = log.recent(c.asked, c.at_ms);
+    ASSERT_EQ(recent.has_value(), c.expected.has_value()) << c.name;
+    if (recent) EXPECT_EQ(recent->told_to(c.viewer), *c.expected) << c.name;
+  }
 }
 
 TEST(MpsFaultLog, PlacementSettlesAfterAFault) {

@@ -67,6 +67,7 @@ void RunEngine::start() {
   PolicyInputs in{
       options_.policy, jobs_per_device_limit(),     ctx_.mechanism.kind(), ctx_.backend.simulated(),
       devices_,        options_.profiles_elsewhere, options_.quotas};
+  in.users_time_slice = ctx_.mechanism.users_time_slice();
   EnginePolicy policy = make_engine_policy(ctx_.store, in);
   for (const std::string& line : policy.events) display_.event(line);
   known_ = std::move(policy.knowledge);
@@ -518,11 +519,14 @@ void RunEngine::reap() {
           // No other client shared its server: it already ran alone.
           job.fault_proven = "no other job shared its MPS server";
         }
-        if (!neighbours.stopped.empty())
-          job.suspect += fmt::format("; it restarted {}", fmt::join(neighbours.stopped, ", "));
-        if (!neighbours.watched.empty()) {
+        const uint32_t owner = job.job.owner;
+        if (!neighbours.stopped.empty()) {
           job.suspect +=
-              fmt::format("; {} ran on, watched closely", fmt::join(neighbours.watched, ", "));
+              fmt::format("; it restarted {}", FaultNeighbours::told_to(neighbours.stopped, owner));
+        }
+        if (!neighbours.watched.empty()) {
+          job.suspect += fmt::format("; {} ran on, watched closely",
+                                     FaultNeighbours::told_to(neighbours.watched, owner));
         }
       }
     }
@@ -573,8 +577,16 @@ void RunEngine::end_attempt(JobRuntime& job, const FinishedJob& f, const GpuFaul
   facts.uncounted = job.uncounted;
   facts.gpus = gpu_names(job.gpus());
   facts.mechanism_down = recovery_.down();
-  if (fault.kind == GpuFault::kAffected)
-    facts.recent_fault = mps_faults_.recent(job.gpus(), ctx_.clock.monotonic_ms());
+  if (fault.kind == GpuFault::kAffected) {
+    if (std::optional<FaultCause> recent = recent_fault_in_server_of(job)) {
+      facts.recent_fault = recent->told_to(job.job.owner);
+      if (!facts.cause.is(Cause::kFaultVictim)) {  // a victim was told as it was stopped
+        append_note_to_log(log_path(job),
+                           fmt::format("a fatal GPU fault on {} under MPS reached it ({})",
+                                       gpu_names(job.gpus()), *facts.recent_fault));
+      }
+    }
+  }
   facts.outside_mps = job.outside_mps;
   facts.fault_proven = job.fault_proven;
   facts.suspect = job.suspect;
@@ -620,49 +632,99 @@ void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string&
   display_.event(fmt::format("{} requeued: {}", job.label(), reason));
 }
 
+std::vector<std::string> RunEngine::FaultNeighbours::labels(const std::vector<Neighbour>& list) {
+  std::vector<std::string> out;
+  for (const Neighbour& n : list) out.push_back(n.label);
+  return out;
+}
+
+std::string RunEngine::FaultNeighbours::told_to(const std::vector<Neighbour>& list,
+                                                uint32_t viewer) {
+  std::vector<std::string> own;
+  size_t others = 0;
+  for (const Neighbour& n : list) {
+    if (n.owner == viewer) {
+      own.push_back(n.label);
+    } else {
+      ++others;
+    }
+  }
+  if (others == 0) return fmt::format("{}", fmt::join(own, ", "));
+  const std::string theirs = others == 1 ? std::string("1 job of another user")
+                                         : fmt::format("{} jobs of other users", others);
+  return own.empty() ? theirs : fmt::format("{} and {}", fmt::join(own, ", "), theirs);
+}
+
+std::optional<FaultCause> RunEngine::recent_fault_in_server_of(const JobRuntime& job) const {
+  std::optional<FaultCause> recent = mps_faults_.recent(job.gpus(), ctx_.clock.monotonic_ms());
+  if (recent && ctx_.mechanism.users_time_slice() && recent->owner != job.job.owner)
+    return std::nullopt;  // another user's server: not this job's
+  return recent;
+}
+
 RunEngine::FaultNeighbours RunEngine::gpu_fault(const JobRuntime& source, const GpuFaultSeen& fault,
                                                 const std::set<pid_t>& exited) {
   const std::vector<int> gpus = source.gpus();
   const std::string where = gpu_names(gpus);
-  std::string cause =
-      fault.kind == GpuFault::kOwn
-          ? fmt::format("{} raised a fatal GPU fault on {} under MPS ({})", source.label(), where,
-                        fault.line)
-          : fmt::format("a fatal GPU fault on {} under MPS reached its clients ({}: {})", where,
-                        source.label(), fault.line);
-  if (fault.kind == GpuFault::kAffected) {
-    if (std::optional<std::string> known = mps_faults_.recent(gpus, ctx_.clock.monotonic_ms()))
-      cause = *known;
+  FaultCause cause;
+  cause.owner = source.job.owner;
+  if (fault.kind == GpuFault::kOwn) {
+    cause.whole = fmt::format("{} raised a fatal GPU fault on {} under MPS ({})", source.label(),
+                              where, fault.line);
+    cause.for_others =
+        fmt::format("a job of another user raised a fatal GPU fault on {} under MPS", where);
+  } else {
+    cause.whole = fmt::format("a fatal GPU fault on {} under MPS reached its clients ({}: {})",
+                              where, source.label(), fault.line);
+    cause.for_others = fmt::format(
+        "a fatal GPU fault on {} under MPS reached its clients (a job of another user saw it "
+        "first)",
+        where);
   }
+  if (fault.kind == GpuFault::kAffected) {
+    if (std::optional<FaultCause> known = recent_fault_in_server_of(source)) cause = *known;
+  }
+  // A daemon per user: another user's jobs are clients of a server of their
+  // own, which the fault does not reach.
+  const bool own_server_only = ctx_.mechanism.users_time_slice();
   FaultNeighbours out;
   for (const auto& [pid, key] : by_pid_) {
     JobRuntime& other = *jobs_[key];
     if (&other == &source || other.outside_mps) continue;
+    if (own_server_only && other.job.owner != source.job.owner) continue;
     const std::vector<int> theirs = other.gpus();
     if (std::none_of(theirs.begin(), theirs.end(),
                      [&](int d) { return std::find(gpus.begin(), gpus.end(), d) != gpus.end(); }))
       continue;
+    const FaultNeighbours::Neighbour neighbour{other.label(), other.job.owner};
     // Those already stopped (the mechanism's failure, an earlier fault) run
     // again as that says; those stopped for another cause end as it says.
     if (other.cause.is(Cause::kFaultVictim) || other.cause.is(Cause::kMechanism)) {
-      out.stopped.push_back(other.label());
+      out.stopped.push_back(neighbour);
       continue;
     }
     if (!other.cause.yields_to(Cause::kFaultVictim)) continue;
+    // What its owner is told: the whole cause, or, of another user's job,
+    // that one raised it (FaultCause).
+    const std::string& told = cause.told_to(other.job.owner);
     // A client that reports progress is watched, not stopped: measured on an
     // H100 (docs/reliability.md), most clients of a faulted server run on
     // unharmed; one that the fault reached fails by itself or goes silent.
     if (exited.count(pid) == 0) read_progress_of(other);
     if (exited.count(pid) == 0 && other.stall && other.stall->reported()) {
-      watch_after_fault(other, cause);
-      append_note_to_log(log_path(other), cause +
+      watch_after_fault(other, told);
+      append_note_to_log(log_path(other), told +
                                               "; watched: it is restarted if it stops "
                                               "reporting progress");
-      out.watched.push_back(other.label());
+      out.watched.push_back(neighbour);
       continue;
     }
-    other.cause = {Cause::kFaultVictim, "restarted: " + cause};
-    out.stopped.push_back(other.label());
+    other.cause = {Cause::kFaultVictim, "restarted: " + told};
+    append_note_to_log(log_path(other),
+                       told +
+                           "; it had reported no progress yet: stopped, to run again once the "
+                           "server has recovered, not counted as an attempt");
+    out.stopped.push_back(neighbour);
     if (exited.count(pid) == 0)
       supervisor_.stop(pid, std::min<int64_t>(options_.stop_grace_ms, kFaultStopGraceMs));
   }
@@ -673,13 +735,13 @@ RunEngine::FaultNeighbours RunEngine::gpu_fault(const JobRuntime& source, const 
     parts.push_back(
         fmt::format("stopping {} (no progress reported yet, or stopping already) to run them "
                     "again once the server has recovered, not counted as an attempt",
-                    fmt::join(out.stopped, ", ")));
+                    fmt::join(FaultNeighbours::labels(out.stopped), ", ")));
   }
   if (!out.watched.empty()) {
     parts.push_back(
         fmt::format("watching {}: those that stop reporting progress are restarted, "
                     "not counted",
-                    fmt::join(out.watched, ", ")));
+                    fmt::join(FaultNeighbours::labels(out.watched), ", ")));
   }
   display_.event(fmt::format("{}: fatal GPU fault under MPS, {} {}: {}; {}", where, source.label(),
                              fault.kind == GpuFault::kOwn ? "raised it" : "was reached by it",

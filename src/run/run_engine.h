@@ -348,17 +348,34 @@ class RunEngine {
   // at most once every kLogCheckEveryMs while it runs, and as it exits.
   void cap_log(JobRuntime& job, bool exited);
   static constexpr int64_t kLogCheckEveryMs = 1000;
-  // The other clients of a faulted MPS server, by label.
+  // The other clients of a faulted MPS server.
   struct FaultNeighbours {
-    std::vector<std::string> stopped;  // to run again, not counted
-    std::vector<std::string> watched;  // ran on; restarted if they stop reporting progress
+    struct Neighbour {
+      std::string label;
+      uint32_t owner = 0;
+    };
+    std::vector<Neighbour> stopped;  // to run again, not counted
+    std::vector<Neighbour> watched;  // ran on; restarted if they stop reporting progress
+    // Their labels, for the run's own events.
+    static std::vector<std::string> labels(const std::vector<Neighbour>& list);
+    // `list` as `viewer` may be told it in their job's record: their own
+    // jobs by label, other users' only counted ("a, b and 2 jobs of other users").
+    static std::string told_to(const std::vector<Neighbour>& list, uint32_t viewer);
   };
   // A fatal GPU fault under MPS seen in `source`'s log: every other client of
-  // its GPUs that has reported progress is watched closely (its StallWatch's
-  // fault_seen); one that has not is stopped (unless in `exited`) and runs
-  // again, not counted; placement waits (MpsFaultLog::settle).
+  // its server on its GPUs (of every user where users share one multi-user
+  // server; its owner's alone where each user has a daemon) that has
+  // reported progress is watched closely (its StallWatch's fault_seen); one
+  // that has not is stopped (unless in `exited`) and runs again, not
+  // counted; placement waits (MpsFaultLog::settle). Each is told in its log
+  // what happened, as FaultCause::told_to() its owner: another user's job
+  // is never named, nor its command line or log.
   FaultNeighbours gpu_fault(const JobRuntime& source, const GpuFaultSeen& fault,
                             const std::set<pid_t>& exited);
+  // The fault a client raised on the job's GPUs lately (MpsFaultLog::recent)
+  // in the MPS server the job is a client of: any user's where users share
+  // one, only its own user's where each user has a daemon.
+  std::optional<FaultCause> recent_fault_in_server_of(const JobRuntime& job) const;
   // A start refused by a recovering MPS server: placement backs off.
   void server_not_ready(JobRuntime& job, const FinishedJob& f, const GpuFaultSeen& fault);
   // `job` has reported progress and a fault (`cause`) was seen on its GPU:

@@ -158,6 +158,33 @@ std::optional<double> AutoScheduler::measured_work(const Gpu& gpu, int64_t fresh
   return sum;
 }
 
+double AutoScheduler::work_of(ShareMode mode, std::span<const SoloLoad> jobs) const {
+  if (mode == options_.mode) return model_.work(mode, jobs);
+  const double rate = model_.rate_of_each(mode, jobs);
+  double work = 0;
+  for (const SoloLoad& job : jobs) work += rate * InterferenceModel::weight(options_.mode, job);
+  return work;
+}
+
+double AutoScheduler::peak_work_of(ShareMode mode, std::span<const SoloLoad> jobs) const {
+  if (mode == options_.mode) return model_.peak_work(mode, jobs);
+  double peak = 0;
+  for (size_t k = 1; k <= jobs.size(); ++k) peak = std::max(peak, work_of(mode, jobs.first(k)));
+  return peak;
+}
+
+bool AutoScheduler::several_owners(const Gpu& g, std::optional<uint32_t> joining) const {
+  if (!options_.owners_time_slice) return false;
+  std::optional<uint32_t> first = joining;
+  for (size_t j : g.jobs) {
+    if ((j & kOccupantKey) != 0) continue;
+    const uint32_t owner = running_.at(j).waiting.owner;
+    if (!first) first = owner;
+    if (owner != *first) return true;
+  }
+  return false;
+}
+
 bool AutoScheduler::Verdicts::is_bad(const Combination& c) const {
   return std::any_of(bad.begin(), bad.end(), [&](const Combination& b) {
     return std::all_of(b.begin(), b.end(), [&](const auto& entry) {
@@ -247,6 +274,7 @@ bool AutoScheduler::place_speculative(const Waiting& w, const std::string& key,
         static_cast<int>(g.jobs.size()) >= options_.max_jobs_per_gpu || !may_start(g, w, now_ms))
       continue;
     if (classes_.any && !qos_join_on(g, w, load, AsIf{}).admitted) continue;
+    if (several_owners(g, w.owner)) continue;  // unjudged, it would take turns with them
     const uint64_t usable = usable_memory(g);
     const uint64_t spare = usable - std::min(usable, g.claimed);
     // An equal share for each of the family's queued jobs (half the spare at
@@ -302,6 +330,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
         .add(static_cast<int64_t>(w.qos))  // its class decides where it may go
         .add(w.min_speed)
         .add(w.after_measurement)
+        .add(options_.owners_time_slice ? int64_t{w.owner} : int64_t{-1})  // whom it joins
         .add(std::string_view(verdicts_.bad.empty() ? "" : w.signature));
   });
   if (failed) return false;
@@ -468,17 +497,33 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
   }
   std::vector<SoloLoad> before;  // the staying jobs' loads
   double sm = 0;
+  // Owners take turns (owners_time_slice): whether the staying jobs have
+  // two or more owners (they share the GPU so now), and whether they and `w`
+  // do (they would, with it).
+  std::optional<uint32_t> staying_owner;
+  bool mixed_before = false;
+  bool mixed = false;
+  auto note_owner = [&](size_t j, const Waiting& of) {
+    if (!options_.owners_time_slice || (j & kOccupantKey) != 0) return;
+    if (!staying_owner) staying_owner = of.owner;
+    mixed_before = mixed_before || of.owner != *staying_owner;
+    mixed = mixed || of.owner != w.owner;
+  };
   for (size_t j : g.jobs) {
     const Running& r = running_.at(j);
     if (gone(j, r)) continue;
     before.push_back(r.load);
     sm += r.load.sm_active_pct;
+    note_owner(j, r.waiting);
   }
   if (joining != nullptr) {
     before.push_back(joining->load);
     sm += joining->load.sm_active_pct;
+    note_owner(joining->waiting.job, joining->waiting);
   }
-  if (!before.empty() && sm + joining_load.sm_active_pct > options_.sm_cap_pct) return std::nullopt;
+  const ShareMode mode = mode_of(mixed);
+  if (!before.empty() && sm + joining_load.sm_active_pct > options_.sm_cap_pct)
+    return std::nullopt;
   if (!verdicts_.bad.empty()) {  // the combination is built only when there is one to compare with
     Combination after{{w.signature, 1}};
     for (size_t j : g.jobs) {
@@ -488,13 +533,15 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
     if (joining != nullptr) after[joining->waiting.signature] += 1;
     if (verdicts_.is_bad(after)) return std::nullopt;
   }
-  const double work_before = model_.work(options_.mode, before);
+  // The staying jobs' work as they share the GPU now; with `w`, as they
+  // would (time sliced, where `w` makes them two owners' jobs). Without `w`
+  // they do what they do now: the peak is never below it.
+  const double work_before = work_of(mode_of(mixed_before), before);
   before.push_back(joining_load);
-  const double work_after = model_.work(options_.mode, before);
+  const double work_after = work_of(mode, before);
   const double gain = work_after - work_before;
-  if (gain <= 1e-9 &&
-      work_after < (1.0 - options_.saturated_loss) * model_.peak_work(options_.mode, before))
-    return std::nullopt;
+  const double peak = std::max(peak_work_of(mode, before), work_before);
+  if (gain <= 1e-9 && work_after < (1.0 - options_.saturated_loss) * peak) return std::nullopt;
   return gain;
 }
 
@@ -601,6 +648,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
         .add(w.keeps_gpu())
         .add(static_cast<int64_t>(w.qos))  // its class decides where it may go
         .add(w.min_speed)
+        .add(options_.owners_time_slice ? int64_t{w.owner} : int64_t{-1})  // whom it joins
         .add(std::string_view(verdicts_.bad.empty() ? "" : w.signature));
   });
   if (failed) return false;
@@ -752,7 +800,7 @@ double AutoScheduler::predicted_rate(const Gpu& gpu) const {
   for (size_t j : gpu.jobs) {
     if (!running_.at(j).departing) current.push_back(running_.at(j).load);
   }
-  std::vector<double> rates = model_.rates(options_.mode, current);
+  std::vector<double> rates = model_.rates(mode_of(gpu), current);
   return rates.empty() ? 1.0 : *std::min_element(rates.begin(), rates.end());
 }
 
@@ -1089,8 +1137,9 @@ void AutoScheduler::learned(const std::string& signature, const JobProfile& meas
       }
       std::vector<SoloLoad> with = without;
       with.push_back(load);
-      const std::vector<double> before = model_.rates(options_.mode, without);
-      const std::vector<double> after = model_.rates(options_.mode, with);
+      const ShareMode mode = mode_of(g);  // the newcomer is there already
+      const std::vector<double> before = model_.rates(mode, without);
+      const std::vector<double> after = model_.rates(mode, with);
       g.check->predicted =
           before.empty() || before.front() <= 0 ? 1.0 : after.front() / before.front();
       g.check->from_ms = now_ms;

@@ -63,6 +63,13 @@
 // Placement. Among the GPUs that admit a job, the one where the interference
 //   model predicts the largest gain in work wins (an empty GPU first, then
 //   the least loaded), then the tightest memory fit.
+// Owners. Where jobs of different owners take turns on a GPU
+//   (owners_time_slice: MPS with a daemon per user), a GPU whose jobs would
+//   have two or more owners is modelled as naive sharing (time sliced), so
+//   busy jobs of different users are kept on separate GPUs where they can
+//   be, and share one only where the model says time slicing gains; a
+//   speculative start (which skips the model) never joins another owner's
+//   jobs. Otherwise owners do not matter to placement.
 // Feedback. A change to a GPU's set of jobs that was not seen before is
 //   judged `settle_ms` after the GPU's last change, from measured rates (the
 //   GPU keeps taking jobs meanwhile: short jobs are not serialised): if the measured work fell
@@ -133,6 +140,12 @@ namespace colo {
 
 struct AutoOptions {
   ShareMode mode = ShareMode::kSpatial;  // the mechanism's way of sharing
+  // Jobs of different owners on one GPU take turns (Mechanism::
+  // users_time_slice(): MPS with a daemon per user): a GPU whose jobs
+  // (with the one joining) have two or more owners is modelled as time
+  // sliced, the whole set, so a busy job of another user is not admitted
+  // beside them where an empty GPU or one of its owner's would do.
+  bool owners_time_slice = false;
   // The mechanism's lever over an opportunistic client (qos_placement.h).
   QosShare qos_share = QosShare::kPriority;
   int max_jobs_per_gpu = 48;     // the mechanism's limit (MPS clients)
@@ -406,6 +419,20 @@ class AutoScheduler final : public Scheduler {
   std::optional<std::pair<int64_t, size_t>> first_to_end(Gpu& g, int64_t now_ms);
   // The model's rate (over solo) of the slowest of the GPU's current jobs.
   double predicted_rate(const Gpu& gpu) const;
+  // How the jobs of a GPU share it: options_.mode, or time slicing where
+  // owners take turns (owners_time_slice) and they have `several_owners`.
+  ShareMode mode_of(bool several_owners) const {
+    return options_.owners_time_slice && several_owners ? ShareMode::kTimeSliced : options_.mode;
+  }
+  // Whether the jobs on `g` (gang ranks are no one's), with a job of
+  // `joining` owner when given, belong to two or more owners.
+  bool several_owners(const Gpu& g, std::optional<uint32_t> joining = std::nullopt) const;
+  ShareMode mode_of(const Gpu& g) const { return mode_of(several_owners(g)); }
+  // InterferenceModel::work() and peak_work() with `mode`'s rates, each job
+  // weighed as options_.mode weighs it (its solo SM activity under MPS), so
+  // that the work of GPUs shared in either way compares.
+  double work_of(ShareMode mode, std::span<const SoloLoad> jobs) const;
+  double peak_work_of(ShareMode mode, std::span<const SoloLoad> jobs) const;
   // Cold start (see the class comment): `w` has no usable profile.
   bool place_newcomer(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
   // A sibling of a newcomer being measured starts beside it (see the class comment).

@@ -1071,3 +1071,102 @@ TEST(AutoSchedulerReservation, NoGpuIsKeptForAJobWaitingForItsFamilysMeasurement
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+// Owners taking turns (issue 57): with a daemon per user, MPS servers of
+// different users time-slice a GPU, so the policy models a GPU whose jobs
+// have two or more owners as naive sharing (owners_time_slice); with one
+// multi-user server, owners do not matter. Each row: jobs (signature,
+// owner) enqueued in order, where one schedule() places them in either mode.
+struct OwnersCase {
+  std::string name;
+  int gpus;
+  std::vector<std::pair<std::string, uint32_t>> jobs;
+  std::vector<int> shared;    // devices placed, owners sharing one server
+  std::vector<int> separate;  // the same, owners taking turns
+};
+
+class OwnersTakingTurns : public testing::TestWithParam<OwnersCase> {};
+
+TEST_P(OwnersTakingTurns, PlacesAsTheOwnersShareTheGpu) {
+  const OwnersCase& c = GetParam();
+  for (bool separate : {false, true}) {
+    AutoOptions options;
+    options.owners_time_slice = separate;
+    AutoScheduler s = make(c.gpus, 80, options);
+    s.set_profile("busy", profile(4, 81));     // 100% busy alone
+    s.set_profile("mid", profile(4, 40));      // 80% busy
+    s.set_profile("mid2", profile(4, 40));     // the same, queued as a class of its own
+    s.set_profile("light", profile(4, 19));    // 38% busy
+    s.set_profile("lighter", profile(8, 20));  // 40% busy, more memory
+    for (size_t j = 0; j < c.jobs.size(); ++j) {
+      SchedJob job{j, c.jobs[j].first, std::nullopt};
+      job.owner = c.jobs[j].second;
+      s.enqueue(job);
+    }
+    EXPECT_EQ(devices_of(s.schedule(0)), separate ? c.separate : c.shared)
+        << (separate ? "separate" : "shared");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, OwnersTakingTurns,
+    testing::Values(
+        // One server: two busy jobs share a GPU under MPS whoever owns them.
+        // Separate servers time-slice: the second user's waits (as under
+        // naive sharing), rather than make both slower than one alone.
+        OwnersCase{"busy_jobs_of_two_users", 1, {{"busy", 1}, {"busy", 2}}, {0, 0}, {0}},
+        // The same user's busy jobs share under MPS in either mode.
+        OwnersCase{"busy_jobs_of_one_user", 1, {{"busy", 1}, {"busy", 1}}, {0, 0}, {0, 0}},
+        // Light jobs gain even time-sliced: they share in either mode.
+        OwnersCase{"light_jobs_of_two_users", 1, {{"light", 1}, {"light", 2}}, {0, 0}, {0, 0}},
+        // A user's second job joins the GPU of their own first one where
+        // owners take turns; with one server, where it fits tightest (the
+        // other user's GPU: both gain alike under MPS).
+        OwnersCase{"a_users_job_joins_its_own_users_gpu",
+                   2,
+                   {{"mid", 1}, {"lighter", 2}, {"mid2", 1}},
+                   {0, 1, 1},
+                   {0, 1, 0}},
+        // Two mid jobs of one user share a GPU under MPS (0.8 of its
+        // work). Where owners take turns, another user's would make all
+        // three take turns, less work than the two do now: it waits. With
+        // one server it joins them.
+        OwnersCase{"a_third_job_of_another_user_waits_rather_than_slice_two_sharing_ones",
+                   1,
+                   {{"mid", 1}, {"mid", 1}, {"mid2", 2}},
+                   {0, 0, 0},
+                   {0, 0}},
+        // Two users, two GPUs, two busy jobs each arriving user by user:
+        // one server mixes them on both GPUs; separate servers keep each
+        // GPU one user's, and the second user's jobs wait.
+        OwnersCase{"users_kept_apart",
+                   2,
+                   {{"busy", 1}, {"busy", 1}, {"busy", 2}, {"busy", 2}},
+                   {0, 1, 0, 1},
+                   {0, 1}}),
+    [](const testing::TestParamInfo<OwnersCase>& info) { return info.param.name; });
+
+// A sibling of a newcomer that starts speculatively (unjudged by the model)
+// never joins another owner's jobs where owners take turns: it waits for the
+// newcomer's measurement instead.
+TEST(AutoSchedulerOwners, ASpeculativeStartNeverJoinsAnotherOwnersJobs) {
+  for (bool separate : {false, true}) {
+    AutoOptions options;
+    options.owners_time_slice = separate;
+    AutoScheduler s = make(1, 80, options);
+    s.set_profile("known", profile(1, 19));
+    s.enqueue(of(0, "known", 2));
+    for (size_t j = 1; j <= 3; ++j) s.enqueue(of(j, "new", 1));
+    std::vector<size_t> placed;
+    for (const Decision& d : s.schedule(0)) placed.push_back(d.job);
+    const std::vector<size_t> expected =
+        separate ? std::vector<size_t>{0, 1} : std::vector<size_t>{0, 1, 2, 3};
+    EXPECT_EQ(placed, expected) << (separate ? "separate" : "shared");
+  }
+}
+
+}  // namespace
+}  // namespace colo

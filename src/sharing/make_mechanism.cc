@@ -1,6 +1,7 @@
 #include "sharing/make_mechanism.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/paths.h"
@@ -19,6 +20,7 @@ MpsDaemonOptions daemon_options(const MechanismOptions& options) {
   daemon.state_dir = options.state_dir.empty() ? default_state_dir() + "/mps" : options.state_dir;
   daemon.control_program = options.mps_control_program;
   daemon.start_timeout_ms = options.mps_start_timeout_ms;
+  daemon.multiuser_group = options.mps_multiuser_group;
   return daemon;
 }
 
@@ -71,6 +73,24 @@ Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
           mig_state_dir(options), *inputs.backend, inputs.jobs, system_clock()));
   }
   return Error(fmt::format("make_mechanism: unknown mechanism kind {}", static_cast<int>(kind)));
+}
+
+Result<MpsUsersChoice> decide_mps_users(MpsUsers requested, const MechanismOptions& options) {
+  const bool root = ::geteuid() == 0;
+  bool offers = false;
+  // Only a choice that could be shared needs the driver's word.
+  if (requested != MpsUsers::kSeparate && root) {
+    ProcessMpsControl control(options.mps_control_program, system_clock());
+    Result<CommandOutput> help = control.help();
+    if (help.ok()) {
+      offers = help_offers_multiuser(help->stdout_text + "\n" + help->stderr_text);
+    } else if (requested == MpsUsers::kShared) {
+      return help.error().with_context(
+          "--mps-users shared: cannot read the MPS control "
+          "program's help text");
+    }
+  }
+  return choose_mps_users(requested, offers, root, ::geteuid(), options.mps_control_program);
 }
 
 Result<std::vector<std::string>> cleanup_stale_mps_daemons(const MechanismOptions& options) {

@@ -12,6 +12,7 @@
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
 #include "sharing/mechanism.h"
+#include "sharing/mps_users.h"
 
 namespace colo {
 
@@ -21,6 +22,13 @@ namespace colo {
 Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
                                                   const MechanismOptions& options,
                                                   const MechanismInputs& inputs = {});
+
+// Whether every user's jobs share one multi-user MPS server
+// (sharing/mps_users.h): asks the control program of `options` for its help
+// text once (help_offers_multiuser()), and chooses for `requested` as colo
+// runs now (root or not). An error when `shared` cannot be had, or when the
+// help text cannot be read and `shared` was asked for.
+Result<MpsUsersChoice> decide_mps_users(MpsUsers requested, const MechanismOptions& options);
 
 // Finds MPS daemons that an earlier colo started and that outlived it (colo
 // was killed), shuts them down and removes their directories. Never touches a

@@ -58,7 +58,8 @@ struct Placement {
   bool opportunistic = false;
   std::optional<int> opportunistic_thread_pct;
   // Whose process the job is, when not colo's own user; mps gives each user
-  // an MPS daemon of their own (MPS never runs two users' servers at once).
+  // an MPS daemon of their own (the default daemon never runs two users'
+  // servers at once), or, multi-user, checks that they reach its pipe directory.
   std::optional<ClientUser> user;
   // Its GPUs, in the order CUDA numbers them for the job.
   std::vector<int> devices() const {
@@ -78,6 +79,12 @@ class Mechanism {
   // the job file's own limit applies (exclusive: 1; naive: unlimited, reported
   // as a large number; mps: 48 clients per device on Volta and later).
   virtual int max_jobs_per_device() const = 0;
+
+  // Whether jobs of different Unix users on one GPU take turns (time-sliced)
+  // where jobs of one user would run together: mps with a daemon per user,
+  // whose servers share a GPU as plain contexts do. The policy models such a
+  // pair as naive sharing and keeps users apart where it can. Default: no.
+  virtual bool users_time_slice() const { return false; }
 
   // Makes the devices ready (MPS: starts the private daemon). Called once
   // before any job starts. On error nothing is left running.
@@ -115,6 +122,10 @@ struct MechanismOptions {
   std::string mps_control_program = "nvidia-cuda-mps-control";
   // Milliseconds to wait for the MPS daemon to answer after start.
   int mps_start_timeout_ms = 10'000;
+  // Set: the mps mechanism starts one multi-user daemon (`-d -M`) that serves
+  // every user's jobs, reached through this group (MpsDaemonOptions::
+  // multiuser_group; decide_mps_users() says when). Unset: a daemon per user.
+  std::optional<gid_t> mps_multiuser_group;
   // Directory of the mig mechanism's ownership records (default: <state dir>/mig).
   std::string mig_state_dir;
 };

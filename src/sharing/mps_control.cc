@@ -148,8 +148,18 @@ Result<CommandOutput> run_program(const std::vector<std::string>& argv,
   return result;
 }
 
-Result<CommandOutput> ProcessMpsControl::start_daemon(const Environment& env_changes) {
-  return run_program({program_, "-d"}, env_changes, "", timeout_ms_, clock_);
+Result<CommandOutput> ProcessMpsControl::start_daemon(const Environment& env_changes,
+                                                      bool multiuser) {
+  std::vector<std::string> argv{program_, "-d"};
+  if (multiuser) argv.push_back("-M");
+  return run_program(argv, env_changes, "", timeout_ms_, clock_);
+}
+
+Result<CommandOutput> ProcessMpsControl::help() {
+  // A pipe directory that names nothing: should a control program take -h
+  // for a client's command, it reaches no daemon.
+  return run_program({program_, "-h"}, {{"CUDA_MPS_PIPE_DIRECTORY", "/nonexistent/colo-mps-help"}},
+                     "", timeout_ms_, clock_);
 }
 
 Result<CommandOutput> ProcessMpsControl::run_command(const Environment& env_changes,

@@ -28,10 +28,15 @@ class MpsControl {
  public:
   virtual ~MpsControl() = default;
 
-  // Runs `<program> -d`, which starts the control daemon in the background and
-  // returns. Success means the program ran and exited; the caller checks
-  // exit_status and then whether the daemon answers.
-  virtual Result<CommandOutput> start_daemon(const Environment& env_changes) = 0;
+  // Runs `<program> -d` (`-d -M` with `multiuser`: one root server for the
+  // clients of every user), which starts the control daemon in the
+  // background and returns. Success means the program ran and exited; the
+  // caller checks exit_status and then whether the daemon answers.
+  virtual Result<CommandOutput> start_daemon(const Environment& env_changes, bool multiuser) = 0;
+
+  // Runs `<program> -h` and returns what it printed (its help text, on
+  // stdout or stderr; its exit status says nothing).
+  virtual Result<CommandOutput> help() = 0;
 
   // Runs `<program>` with `input` (one or more newline-terminated commands) on
   // stdin and returns what it printed.
@@ -49,7 +54,8 @@ class ProcessMpsControl final : public MpsControl {
   ProcessMpsControl(std::string program, Clock& clock, int timeout_ms = 10'000)
       : program_(std::move(program)), clock_(clock), timeout_ms_(timeout_ms) {}
 
-  Result<CommandOutput> start_daemon(const Environment& env_changes) override;
+  Result<CommandOutput> start_daemon(const Environment& env_changes, bool multiuser) override;
+  Result<CommandOutput> help() override;
   Result<CommandOutput> run_command(const Environment& env_changes,
                                     std::string_view input) override;
 

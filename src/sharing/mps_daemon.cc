@@ -1,5 +1,6 @@
 #include "sharing/mps_daemon.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include "common/names.h"
 #include "common/paths.h"
 #include "common/replace_file.h"
+#include "common/unique_fd.h"
 #include "common/user_file.h"
 
 namespace colo {
@@ -65,18 +67,31 @@ std::string describe(const CommandOutput& out) {
   return fmt::format("exit status {}{}", out.exit_status, text.empty() ? "" : ": " + text);
 }
 
+// Gives the directory `path` its owner and mode through a descriptor opened
+// without following links (a link put in its place is refused, not followed).
+Status set_owner_and_mode(const std::string& path, uid_t uid, gid_t gid, mode_t mode) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0)
+    return Error(fmt::format("cannot open directory {}: {}", path, std::strerror(errno)));
+  if (::fchown(fd.get(), uid, gid) != 0) {
+    return Error(
+        fmt::format("cannot give {} to uid {} gid {}: {}", path, uid, gid, std::strerror(errno)));
+  }
+  if (::fchmod(fd.get(), mode) != 0)
+    return Error(fmt::format("cannot set the mode of {}: {}", path, std::strerror(errno)));
+  return OkStatus();
+}
+
 Status make_private_dir(const std::string& path) {
   if (mkdir(path.c_str(), 0700) != 0) {
     return Error(fmt::format("cannot create directory {}: {}", path, std::strerror(errno)));
   }
-  chmod(path.c_str(), 0700);
-  return OkStatus();
+  return set_owner_and_mode(path, ::geteuid(), ::getegid(), 0700);
 }
 
-// Ok when `user` may enter `path`: every directory from / down to it lets
-// them through (owner, group or other execute bit, as the kernel decides);
-// else an error naming the first that does not.
-Status reachable_by(const std::string& path, const ClientUser& user) {
+// Ok when `user` may enter `path` (MpsDaemon::reachable_by()); else an
+// error naming the first directory that stops them, without advice.
+Status check_reachable(const std::string& path, const ClientUser& user) {
   std::string partial;
   size_t pos = 0;
   while (pos != std::string::npos) {
@@ -91,13 +106,25 @@ Status reachable_by(const std::string& path, const ClientUser& user) {
     const mode_t bit = st.st_uid == user.uid ? S_IXUSR : in_group ? S_IXGRP : S_IXOTH;
     if ((st.st_mode & bit) == 0) {
       return Error(fmt::format(
-          "user {} cannot enter {} (mode {:04o}, owner uid {}), so their jobs cannot reach the MPS "
-          "pipe directory {}; put colo's state directory (COLO_HOME) where every user may pass "
-          "through, as the packaged service does (/var/lib/colo, mode 0711)",
-          user.uid, partial, st.st_mode & 07777, st.st_uid, path));
+          "user {} cannot enter {} (mode {:04o}, owner uid {}, group gid {}), so their jobs "
+          "cannot reach the MPS pipe directory {}",
+          user.uid, partial, st.st_mode & 07777, st.st_uid, st.st_gid, path));
     }
   }
   return OkStatus();
+}
+
+// What to do when check_reachable() fails for a daemon of `options`.
+std::string reach_advice(const MpsDaemonOptions& options) {
+  if (options.multiuser_group) {
+    return fmt::format(
+        "; the multi-user MPS server is reached through group {} (colo serve's socket group: "
+        "those who may submit): add the user to it, or start colo serve with "
+        "--mps-users separate",
+        *options.multiuser_group);
+  }
+  return "; put colo's state directory (COLO_HOME) where every user may pass through, as the "
+         "packaged service does (/var/lib/colo, mode 0711)";
 }
 
 // Creates <state_dir>/<pid>-<monotonic ms>[-k] and returns its path.
@@ -108,7 +135,10 @@ Result<std::string> make_unique_dir(const std::string& state_dir, Clock& clock) 
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::string path = attempt == 0 ? base : fmt::format("{}-{}", base, attempt);
     if (mkdir(path.c_str(), 0700) == 0) {
-      chmod(path.c_str(), 0700);
+      if (Status mode = set_owner_and_mode(path, ::geteuid(), ::getegid(), 0700); !mode.ok()) {
+        ::rmdir(path.c_str());
+        return mode.error();
+      }
       return path;
     }
     if (errno != EEXIST) {
@@ -217,26 +247,39 @@ Result<std::unique_ptr<MpsDaemon>> MpsDaemon::start(const MpsDaemonOptions& opti
   owner.pipe_dir = *dir + "/pipe";
   owner.log_dir = *dir + "/log";
   owner.control_program = options.control_program;
+  if (options.client && options.multiuser_group)
+    return Error("MPS: a daemon is either one user's or multi-user, not both");
   for (const std::string* sub : {&owner.pipe_dir, &owner.log_dir}) {
-    if (Status made = make_private_dir(*sub); !made.ok()) {
+    Status made = make_private_dir(*sub);
+    // Another user's daemon: its server runs as that user and writes both.
+    if (made.ok() && options.client)
+      made = set_owner_and_mode(*sub, options.client->uid, options.client->gid, 0700);
+    // A multi-user daemon: the group's members reach the server's sockets.
+    if (made.ok() && options.multiuser_group) {
+      made = set_owner_and_mode(*sub, ::geteuid(), *options.multiuser_group,
+                                sub == &owner.pipe_dir ? 0750 : 0710);
+    }
+    if (!made.ok()) {
       remove_tree(*dir);
       return made.error();
     }
-    // Another user's daemon: its server runs as that user and writes both.
-    if (options.client && ::chown(sub->c_str(), options.client->uid, options.client->gid) != 0) {
-      const int err = errno;
+  }
+  if (options.multiuser_group) {
+    Status gate = set_owner_and_mode(state_dir, ::geteuid(), ::getegid(), 0711);
+    if (gate.ok()) gate = set_owner_and_mode(*dir, ::geteuid(), *options.multiuser_group, 0710);
+    if (!gate.ok()) {
       remove_tree(*dir);
-      return Error(fmt::format("cannot give {} to user {}: {}", *sub, options.client->uid,
-                               std::strerror(err)));
+      return gate.error();
     }
   }
   if (options.client) {
     // The user passes through to pipe/ and log/; the record stays colo's.
-    ::chmod(state_dir.c_str(), 0711);
-    ::chmod(dir->c_str(), 0711);
-    if (Status reach = reachable_by(owner.pipe_dir, *options.client); !reach.ok()) {
+    Status pass = set_owner_and_mode(state_dir, ::geteuid(), ::getegid(), 0711);
+    if (pass.ok()) pass = set_owner_and_mode(*dir, ::geteuid(), ::getegid(), 0711);
+    if (pass.ok()) pass = check_reachable(owner.pipe_dir, *options.client);
+    if (!pass.ok()) {
       remove_tree(*dir);
-      return reach.error();
+      return Error(pass.error().message() + reach_advice(options));
     }
   }
   if (Status written = write_owner_record(*dir + "/" + kMpsOwnerFileName, owner); !written.ok()) {
@@ -249,13 +292,14 @@ Result<std::unique_ptr<MpsDaemon>> MpsDaemon::start(const MpsDaemonOptions& opti
 
   Environment env = daemon->control_environment();
   env["CUDA_VISIBLE_DEVICES"] = options.visible_devices;  // empty: removed
-  Result<CommandOutput> started = control.start_daemon(env);
+  const bool multiuser = options.multiuser_group.has_value();
+  Result<CommandOutput> started = control.start_daemon(env, multiuser);
   if (!started.ok() || started->exit_status != 0) {
     std::string why = started.ok() ? describe(*started) : started.error().message();
     std::string log = daemon->control_log_tail();
     (void)daemon->stop();
-    return Error(fmt::format("could not start the MPS control daemon ({} -d): {}{}",
-                             options.control_program, why, log));
+    return Error(fmt::format("could not start the MPS control daemon ({} -d{}): {}{}",
+                             options.control_program, multiuser ? " -M" : "", why, log));
   }
   daemon->launched_ = true;
 
@@ -295,6 +339,12 @@ Result<std::unique_ptr<MpsDaemon>> MpsDaemon::adopt(const std::string& dir,
 
 Environment MpsDaemon::control_environment() const {
   return {{kMpsPipeDirectoryEnv, owner_.pipe_dir}, {kMpsLogDirectoryEnv, owner_.log_dir}};
+}
+
+Status MpsDaemon::reachable_by(const ClientUser& user) const {
+  if (Status reach = check_reachable(owner_.pipe_dir, user); !reach.ok())
+    return Error(reach.error().message() + reach_advice(options_));
+  return OkStatus();
 }
 
 Status MpsDaemon::health_check() {

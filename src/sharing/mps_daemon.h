@@ -5,8 +5,11 @@
 // Layout: <state_dir>/<pid>-<monotonic ms>/ holds pipe/ (the daemon's
 // CUDA_MPS_PIPE_DIRECTORY), log/ (CUDA_MPS_LOG_DIRECTORY) and owner.json (who
 // started it), all mode 0700 (a daemon for another user's jobs: see
-// MpsDaemonOptions::client). owner.json is written before the daemon starts,
-// so a daemon colo started always has a record naming it.
+// MpsDaemonOptions::client; a multi-user daemon: multiuser_group). Every
+// directory is made by mkdir (which follows no link) and given its owner and
+// mode through a descriptor opened without following links. owner.json is
+// written before the daemon starts, so a daemon colo started always has a
+// record naming it.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +59,15 @@ struct MpsDaemonOptions {
   // state_dir let others pass through (0711), and start() fails, naming the
   // directory, when the user cannot reach pipe/.
   std::optional<ClientUser> client;
+  // Set (colo runs as root; not with `client`): a multi-user daemon
+  // (`-d -M`), whose one root server serves the clients of every user
+  // together. Who reaches its pipe directory is MPS's only access control,
+  // so its directory is root's with this group, 0710 (members pass through,
+  // list nothing; everyone else is stopped there), and holds pipe/ (root,
+  // this group, 0750: members reach the server's sockets, write nothing)
+  // and log/ (root, this group, 0710). colo serve gives its socket's group:
+  // those who may submit jobs.
+  std::optional<gid_t> multiuser_group;
   // How long start() waits for the daemon to answer a health check.
   int start_timeout_ms = 10'000;
   // Interval between checks while waiting for start or exit.
@@ -109,6 +121,15 @@ class MpsDaemon {
   // Asks the daemon for its default active thread percentage; ok if it
   // answers with a number.
   Status health_check();
+
+  // Ok when `user` may enter the pipe directory: every directory from / down
+  // to it lets them through (owner, group or other execute bit, as the
+  // kernel decides); else an error naming the first that does not, and
+  // what to do.
+  Status reachable_by(const ClientUser& user) const;
+
+  // Whether it is a multi-user daemon (MpsDaemonOptions::multiuser_group).
+  bool multiuser() const { return options_.multiuser_group.has_value(); }
 
   // Sends `quit`, waits for the daemon's processes to exit, then SIGTERM and
   // SIGKILL those still there, and removes the directory. Idempotent. If a

@@ -120,7 +120,8 @@ class FakeMpsTest : public ::testing::Test {
     owner.log_dir = dir + "/log";
     EXPECT_TRUE(write_owner_record(dir + "/owner.json", owner).ok());
     Result<CommandOutput> started = control.start_daemon(
-        {{kMpsPipeDirectoryEnv, owner.pipe_dir}, {kMpsLogDirectoryEnv, owner.log_dir}});
+        {{kMpsPipeDirectoryEnv, owner.pipe_dir}, {kMpsLogDirectoryEnv, owner.log_dir}},
+        /*multiuser=*/false);
     EXPECT_TRUE(started.ok() && started->exit_status == 0);
     return owner.pipe_dir;
   }

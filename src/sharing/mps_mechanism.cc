@@ -105,6 +105,16 @@ Result<Environment> MpsMechanism::environment_for(const Placement& placement) {
 Result<MpsDaemon*> MpsMechanism::daemon_for(const Placement& placement) {
   if (!placement.user || placement.user->uid == ::geteuid()) return daemon_.get();
   const uid_t uid = placement.user->uid;
+  if (daemon_->multiuser()) {
+    if (!reach_checked_.contains(uid)) {
+      if (Status reach = daemon_->reachable_by(*placement.user); !reach.ok()) {
+        return reach.error().with_context(
+            fmt::format("mps: job '{}' of user {}", placement.job_name, uid));
+      }
+      reach_checked_.insert(uid);
+    }
+    return daemon_.get();
+  }
   if (auto it = user_daemons_.find(uid); it != user_daemons_.end()) return it->second.get();
   MpsDaemonOptions options = options_;
   options.visible_devices = visible_devices_;
@@ -178,6 +188,7 @@ Status MpsMechanism::teardown() {
     if (Status s = daemon->stop(); !s.ok() && stopped.ok()) stopped = s;
   }
   user_daemons_.clear();
+  reach_checked_.clear();
   daemon_.reset();
   if (!stopped.ok()) return stopped.error().with_context("mps teardown");
   return OkStatus();

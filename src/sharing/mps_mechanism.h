@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,13 @@ namespace colo {
 // through the first user's daemon would wait, holding its place, until every
 // job of the first had ended (measured on an H200:
 // docs/results/2026-11-29-h200-mps-two-users). Servers of separate daemons
-// share the GPU as contexts do, time-sliced. teardown() and the destructor
-// stop every daemon, so none outlives the run on any exit path that unwinds.
+// share the GPU as contexts do, time-sliced. Where colo runs as root and the
+// control program offers it, options.multiuser_group makes the one daemon a
+// multi-user one instead (`-d -M`, sharing/mps_users.h): every user's jobs
+// are clients of its one root server, together, and a user's first job is
+// refused, naming the directory, when that user cannot reach its pipe
+// directory. teardown() and the destructor stop every daemon, so none
+// outlives the run on any exit path that unwinds.
 //
 // Owns the daemon, the control seam and the process finder; borrows `clock`,
 // which must outlive it. Not thread-safe.
@@ -45,6 +51,9 @@ class MpsMechanism final : public Mechanism {
   MechanismKind kind() const override { return MechanismKind::kMps; }
   // MPS serves at most 48 clients per device (Volta and later).
   int max_jobs_per_device() const override { return 48; }
+  // A daemon per user: their servers take turns on a GPU. One multi-user
+  // daemon: no.
+  bool users_time_slice() const override { return !options_.multiuser_group.has_value(); }
   Status prepare(const std::vector<DeviceInfo>& devices) override;
   Result<Environment> environment_for(const Placement& placement) override;
   // The control daemon answers. Also notes the daemon's processes (control
@@ -90,6 +99,7 @@ class MpsMechanism final : public Mechanism {
   std::string visible_devices_;        // the daemons' CUDA_VISIBLE_DEVICES
   std::unique_ptr<MpsDaemon> daemon_;  // destroyed before control_ and finder_
   std::map<uid_t, std::unique_ptr<MpsDaemon>> user_daemons_;  // likewise
+  std::set<uid_t> reach_checked_;  // users found to reach a multi-user daemon's pipe dir
   struct Seen {
     uint64_t start_ticks = 0;
     std::string log_dir;  // its daemon's

@@ -288,10 +288,12 @@ class FakeMpsControl final : public MpsControl {
  public:
   explicit FakeMpsControl(FakeProcessFinder& finder) : finder_(finder) {}
 
-  Result<CommandOutput> start_daemon(const Environment& env) override {
+  Result<CommandOutput> start_daemon(const Environment& env, bool multiuser) override {
     start_env = env;
+    started_multiuser = multiuser;
     return start_result;
   }
+  Result<CommandOutput> help() override { return CommandOutput{0, help_text, ""}; }
   Result<CommandOutput> run_command(const Environment& env, std::string_view input) override {
     commands.emplace_back(input);
     if (input == "quit\n" && quit_works) {
@@ -306,6 +308,8 @@ class FakeMpsControl final : public MpsControl {
   }
 
   Environment start_env;
+  bool started_multiuser = false;
+  std::string help_text = "  -d  daemon\n  -M  multi-user server\n";
   CommandOutput start_result{0, "", ""};
   std::string health_answer = "100.0\n";
   bool quit_works = true;
@@ -577,6 +581,66 @@ TEST_F(MpsDaemonFakeTest, AnotherUsersJobsGetAnMpsDaemonOfTheirOwn) {
   EXPECT_EQ(m.user_daemons(), 0u);
   EXPECT_FALSE(std::filesystem::exists(pipe));
   EXPECT_FALSE(std::filesystem::exists(own_pipe));
+}
+
+// Multi-user mode (issue 57): one daemon, started with -M, serves every
+// user's jobs; its pipe directory is reached through one group and nothing
+// else, and a user outside the group is told which directory stops them.
+TEST_F(MpsDaemonFakeTest, AMultiUserDaemonServesEveryUserThroughItsGroupAlone) {
+  ASSERT_EQ(::chmod(state_.path().c_str(), 0711), 0);
+  const gid_t group = ::getegid();
+  auto control = std::make_unique<FakeMpsControl>(finder_);
+  FakeMpsControl* control_view = control.get();
+  MpsDaemonOptions o = options();
+  o.multiuser_group = group;
+  MpsMechanism m(o, std::move(control), std::make_unique<FakeProcessFinder>(), clock_);
+  EXPECT_FALSE(m.users_time_slice());
+  ASSERT_TRUE(m.prepare(two_devices()).ok());
+  EXPECT_TRUE(control_view->started_multiuser) << "-d -M";
+  const std::string pipe = m.daemon()->pipe_dir();
+  struct Dir {
+    std::string path;
+    mode_t mode;
+  };
+  for (const Dir& d : {Dir{m.daemon()->dir(), 0710}, Dir{pipe, 0750},
+                       Dir{m.daemon()->log_dir(), 0710}, Dir{state_.path() + "/mps", 0711}}) {
+    struct stat st {};
+    ASSERT_EQ(::lstat(d.path.c_str(), &st), 0) << d.path;
+    EXPECT_TRUE(S_ISDIR(st.st_mode)) << d.path;
+    EXPECT_EQ(st.st_uid, ::geteuid()) << d.path;
+    EXPECT_EQ(st.st_mode & 07777, d.mode) << d.path;
+    if (d.mode != 0711) {
+      EXPECT_EQ(st.st_gid, group) << d.path;
+    }
+  }
+
+  struct Case {
+    const char* name;
+    ClientUser user;
+    bool reaches;
+  };
+  const Case cases[] = {
+      {"colo's own user", ClientUser{::geteuid(), ::getegid(), {}}, true},
+      {"a member by primary group", ClientUser{65534, group, {}}, true},
+      {"a member by a supplementary group", ClientUser{65533, 65533, {group}}, true},
+      {"outside the group", ClientUser{65532, 65532, {}}, false},
+  };
+  for (const Case& c : cases) {
+    Placement p{c.name, 1, {}, uint64_t{2} << 30};
+    p.user = c.user;
+    Result<Environment> env = m.environment_for(p);
+    ASSERT_EQ(env.ok(), c.reaches) << c.name;
+    if (!c.reaches) {
+      EXPECT_THAT(env.error().message(), HasSubstr("user 65532 cannot enter " + m.daemon()->dir()));
+      EXPECT_THAT(env.error().message(), HasSubstr("--mps-users separate"));
+      continue;
+    }
+    EXPECT_EQ(env->at(kMpsPipeDirectoryEnv), pipe) << c.name << ": the one server";
+    EXPECT_EQ(env->at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=2048M") << c.name;
+  }
+  EXPECT_EQ(m.user_daemons(), 0u) << "no daemon of anyone's own";
+  ASSERT_TRUE(m.teardown().ok());
+  EXPECT_FALSE(std::filesystem::exists(pipe));
 }
 
 TEST_F(MpsDaemonFakeTest, AUserWhoCannotReachThePipeDirectoryIsToldWhichDirectoryStopsThem) {

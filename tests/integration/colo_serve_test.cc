@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -1053,58 +1054,354 @@ TEST_F(ColoServeTwoUsers, ANewcomerIsKeptTheGpuASweepWouldRefill) {
   EXPECT_EQ(reason, "reserved: next on gpu0, when a job there ends") << service_log();
 }
 
-// MPS runs the servers of different users one after another, never together
-// (on an H200 a second user's client waited until the first user's client
-// ended: docs/results/2026-11-29-h200-mps-two-users). So each user's jobs are
-// clients of an MPS daemon of their own, whose pipe directory that user owns
-// and reaches; and each reaches its checkpoint directory below the logs root.
-TEST_F(ColoServe, TwoUsersJobsUnderMpsAreClientsOfADaemonEach) {
+// Two users' jobs under --mechanism mps (issue 57): each job says which
+// pipe directory it was given, writes its checkpoint directory below the
+// logs root, and connects to its MPS server through the stand-in control
+// program (named so that colo does not take it for a daemon process), which
+// records each client's uid (fake-mps-clients) and, without -M, refuses a
+// second user's client. Needs root and a second user (TestUser).
+class ColoServeMpsUsers : public ColoServe {
+ protected:
+  struct Seen {
+    std::string line;  // the service's "MPS: ..." line
+    std::string my_pipe, their_pipe;
+    std::string my_clients, their_clients;  // the uids each pipe's server recorded
+    bool multiuser = false;                 // the stand-in was started with -M
+  };
+
+  // Starts the service with `flags` (FAKE_MPS_NO_MULTIUSER set when
+  // `driver_has_multiuser` is false), runs one job of root's and one of
+  // `b`'s, and says what they saw, read while the service runs.
+  Seen two_users_jobs(const TestUser& b, bool driver_has_multiuser, const std::string& flags) {
+    shell("chmod 755 '" + dir_ + "'");
+    fake_mps_on_path();
+    const std::string client = dir_ + "/bin/fake-mps-client";
+    shell("cp '" COLO_FAKE_MPS_CONTROL "' '" + client + "' && chmod 755 '" + client + "'");
+    const std::string command =
+        "command = [\"sh\", \"-c\", \"echo pipe=$CUDA_MPS_PIPE_DIRECTORY; echo fake_client_connect "
+        "| " +
+        client + " && touch $COLO_CHECKPOINT_DIR/ok && echo checkpoint-ok; touch " + dir_ +
+        "/marks/$COLO_JOB_ID; while [ ! -e " + dir_ + "/marks/go ]; do sleep 0.1; done\"]\n";
+    shell("mkdir -p '" + dir_ + "/marks' && chmod 1777 '" + dir_ + "/marks'");
+    std::string mine = write_file("mine.toml", "[[job]]\nname = \"mine\"\n" + command);
+    std::string theirs = write_file("theirs.toml", "[[job]]\nname = \"theirs\"\n" + command);
+    if (!driver_has_multiuser) setenv("FAKE_MPS_NO_MULTIUSER", "1", 1);
+    start_service("--policy fixed --max-per-gpu 4 --mechanism mps --grace 1s --socket-group " +
+                  b.group + " " + flags);
+    unsetenv("FAKE_MPS_NO_MULTIUSER");
+    shell("chmod 755 '" + dir_ + "/home'");
+    Seen seen;
+    // A secret in the first submission makes the service write a file below
+    // the logs root before any job starts: the other user must still pass.
+    CommandResult mine_submitted = shell("COLO_TEST_TOKEN=x " + colo("submit --json " + mine));
+    EXPECT_EQ(mine_submitted.exit_code, 0) << mine_submitted.output << service_log();
+    CommandResult submitted =
+        shell("runuser -u " + b.name + " -- env " + env() + std::string(COLO_BINARY) +
+              " submit --json " + theirs + " --socket '" + dir_ + "/home/colo.sock'");
+    EXPECT_EQ(submitted.exit_code, 0) << submitted.output << service_log();
+    if (mine_submitted.exit_code != 0 || submitted.exit_code != 0) return seen;
+    const int64_t my_id =
+        json::parse(mine_submitted.output.substr(mine_submitted.output.find('{')))["ids"][0];
+    const int64_t their_id =
+        json::parse(submitted.output.substr(submitted.output.find('{')))["ids"][0];
+    // Both run at once (they wait for "go"): each is a client of its server
+    // while the other is.
+    EXPECT_TRUE(eventually(
+        [&] {
+          return std::filesystem::exists(dir_ + "/marks/" + std::to_string(my_id)) &&
+                 std::filesystem::exists(dir_ + "/marks/" + std::to_string(their_id));
+        },
+        20'000))
+        << service_log();
+    auto pipe_of = [&](int64_t id) {
+      const std::string log = shell(colo("logs " + std::to_string(id))).output;
+      EXPECT_NE(log.find("connected"), std::string::npos) << "job " << id << ": " << log;
+      EXPECT_NE(log.find("checkpoint-ok"), std::string::npos) << "job " << id << ": " << log;
+      const size_t at = log.find("pipe=");
+      return at == std::string::npos ? std::string()
+                                     : log.substr(at + 5, log.find('\n', at) - at - 5);
+    };
+    seen.my_pipe = pipe_of(my_id);
+    seen.their_pipe = pipe_of(their_id);
+    auto uids_of = [&](const std::string& pipe) {
+      return shell("cut -d' ' -f1 '" + pipe + "/fake-mps-clients' | sort -n | tr '\\n' ' '").output;
+    };
+    seen.my_clients = uids_of(seen.my_pipe);
+    seen.their_clients = uids_of(seen.their_pipe);
+    seen.multiuser = std::filesystem::exists(seen.my_pipe + "/fake-mps-multiuser");
+    shell("touch '" + dir_ + "/marks/go'");
+    CommandResult waited =
+        shell(colo("wait " + std::to_string(my_id) + " " + std::to_string(their_id)));
+    EXPECT_EQ(waited.exit_code, 0) << waited.output << service_log();
+    const std::string log = service_log();
+    const size_t at = log.find("MPS: ");
+    seen.line = at == std::string::npos ? "" : log.substr(at, log.find('\n', at) - at);
+    EXPECT_EQ(log.find("MPS: ", at + 1), std::string::npos) << "said once: " << log;
+    return seen;
+  }
+
+  // Root's "buggy" asserts once three neighbours have reported progress: one
+  // of root's (it hangs on the fault) and two of `b`'s, in `b_modes` (exit:
+  // fails as a terminated client; hang; run: runs on), under one multi-user
+  // server (`shared`) or a daemon per user. Returns the four jobs' ids, root's
+  // first (the caller waits for them), and the culprit script's path.
+  std::pair<std::vector<int64_t>, std::string> fault_beside_two_users(
+      const TestUser& b, bool shared, const std::array<std::string, 2>& b_modes) {
+    shell("chmod 755 '" + dir_ + "'");
+    fake_mps_on_path();
+    const std::string marks = dir_ + "/marks";
+    shell("mkdir -p '" + marks + "' && chmod 1777 '" + marks + "'");
+    constexpr const char* kAssertion =
+        "/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: "
+        "block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.";
+    // Its first attempt, once the fault is there: exits as a terminated
+    // client ($2 = exit), hangs ($2 = hang) or runs on ($2 = run); later
+    // attempts train.
+    const std::string healthy = write_file(
+        "healthy.sh",
+        "first=0; [ -e \"$COLO_CHECKPOINT_DIR/ran\" ] || { first=1; touch "
+        "\"$COLO_CHECKPOINT_DIR/ran\"; }\n"
+        "for e in 1 2 3 4 5 6 7 8; do\n"
+        "  if [ $first = 1 ] && [ \"$2\" != run ] && [ -e '" +
+            marks +
+            "/fault' ]; then\n"
+            "    if [ \"$2\" = exit ]; then\n"
+            "      echo 'RuntimeError: CUDA error: the MPS client has been terminated by the "
+            "server. "
+            "To continue using CUDA, the process must be terminated and relaunched'; exit 1\n"
+            "    fi\n"
+            "    sleep 600\n"
+            "  fi\n"
+            "  sleep 0.3; printf '{\"event\":\"epoch_end\",\"epoch\":%d,\"samples\":1000}\\n' $e "
+            ">> "
+            "\"$COLO_PROGRESS_FILE\"; echo epoch $e\n"
+            "  touch '" +
+            marks +
+            "/reported.'$1\n"
+            "done\n");
+    const std::string culprit = write_file(
+        "culprit.sh", "while [ $(ls '" + marks +
+                          "'/reported.* 2>/dev/null | wc -l) -lt 3 ]; do sleep 0.1; done\n"
+                          "echo '" +
+                          std::string(kAssertion) +
+                          "'\n"
+                          "echo 'RuntimeError: CUDA error: device-side assert triggered'\n"
+                          "touch '" +
+                          marks + "/fault'; exit 1\n");
+    shell("chmod 644 '" + healthy + "' '" + culprit + "'");
+    auto job = [&](const std::string& name, const std::string& script, const std::string& mode) {
+      return "[[job]]\nname = \"" + name + "\"\ncommand = [\"sh\", \"" + script + "\", \"" + name +
+             "\", \"" + mode + "\"]\n";
+    };
+    const std::string mine =
+        write_file("mine.toml", job("buggy", culprit, "") + job("mine-hung", healthy, "hang"));
+    const std::string theirs =
+        write_file("theirs.toml", job("theirs-reached", healthy, b_modes[0]) +
+                                      job("theirs-hung", healthy, b_modes[1]));
+    if (!shared) setenv("FAKE_MPS_NO_MULTIUSER", "1", 1);
+    start_service(
+        "--policy fixed --max-per-gpu 4 --sim-devices 1 --mechanism mps --grace 1s "
+        "--socket-group " +
+        b.group);
+    unsetenv("FAKE_MPS_NO_MULTIUSER");
+    shell("chmod 755 '" + dir_ + "/home'");
+    EXPECT_THAT(service_log(), HasSubstr(shared ? "MPS: one multi-user server per GPU"
+                                                : "MPS: a daemon per user"));
+    CommandResult mine_submitted = shell(colo("submit --json " + mine));
+    EXPECT_EQ(mine_submitted.exit_code, 0) << mine_submitted.output << service_log();
+    CommandResult submitted =
+        shell("runuser -u " + b.name + " -- env " + env() + std::string(COLO_BINARY) +
+              " submit --json " + theirs + " --socket '" + dir_ + "/home/colo.sock'");
+    EXPECT_EQ(submitted.exit_code, 0) << submitted.output << service_log();
+    std::vector<int64_t> ids;
+    for (const CommandResult* r : {&mine_submitted, &submitted}) {
+      const size_t at = r->output.find('{');
+      const json answer =
+          at == std::string::npos ? json() : json::parse(r->output.substr(at), nullptr, false);
+      if (answer.is_object()) {
+        for (const json& id : answer["ids"]) ids.push_back(id.get<int64_t>());
+      }
+    }
+    EXPECT_EQ(ids.size(), 4u) << mine_submitted.output << submitted.output;
+    return {ids, culprit};
+  }
+};
+
+// Where the driver has multi-user MPS and the service runs as root (the
+// default, auto), every user's jobs are clients of one server: one pipe
+// directory, root's, reached through the socket's group, which the stand-in
+// started with -M and which served both users' clients at once.
+TEST_F(ColoServeMpsUsers, TwoUsersJobsShareOneMultiUserMpsServer) {
   if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
   TestUser b("colom");
   ASSERT_TRUE(b.created());
-  shell("chmod 755 '" + dir_ + "'");
-  fake_mps_on_path();
-  const std::string command =
-      "command = [\"sh\", \"-c\", \"echo pipe=$CUDA_MPS_PIPE_DIRECTORY; test -w "
-      "$CUDA_MPS_PIPE_DIRECTORY && echo writable; touch $COLO_CHECKPOINT_DIR/ok && echo "
-      "checkpoint-ok; sleep 1\"]\n";
-  std::string mine = write_file("mine.toml", "[[job]]\nname = \"mine\"\n" + command);
-  std::string theirs = write_file("theirs.toml", "[[job]]\nname = \"theirs\"\n" + command);
-  start_service("--policy fixed --mechanism mps --grace 1s --socket-group " + b.group);
-  shell("chmod 755 '" + dir_ + "/home'");
-  // A secret in the first submission makes the service write a file below
-  // the logs root before any job starts: the other user must still pass.
-  CommandResult mine_submitted = shell("COLO_TEST_TOKEN=x " + colo("submit --json " + mine));
-  ASSERT_EQ(mine_submitted.exit_code, 0) << mine_submitted.output << service_log();
-  const std::vector<int64_t> my_ids{
-      json::parse(mine_submitted.output.substr(mine_submitted.output.find('{')))["ids"][0]};
-  CommandResult submitted =
-      shell("runuser -u " + b.name + " -- env " + env() + std::string(COLO_BINARY) +
-            " submit --json " + theirs + " --socket '" + dir_ + "/home/colo.sock'");
-  ASSERT_EQ(submitted.exit_code, 0) << submitted.output << service_log();
-  const int64_t their_id =
-      json::parse(submitted.output.substr(submitted.output.find('{')))["ids"][0];
-  CommandResult waited =
-      shell(colo("wait " + std::to_string(my_ids[0]) + " " + std::to_string(their_id)));
-  ASSERT_EQ(waited.exit_code, 0) << waited.output << service_log();
-
-  auto pipe_of = [&](int64_t id) {
-    const std::string log = shell(colo("logs " + std::to_string(id))).output;
-    EXPECT_NE(log.find("writable"), std::string::npos) << "job " << id << ": " << log;
-    EXPECT_NE(log.find("checkpoint-ok"), std::string::npos) << "job " << id << ": " << log;
-    const size_t at = log.find("pipe=");
-    return at == std::string::npos ? std::string()
-                                   : log.substr(at + 5, log.find('\n', at) - at - 5);
-  };
-  const std::string my_pipe = pipe_of(my_ids[0]);
-  const std::string their_pipe = pipe_of(their_id);
-  ASSERT_FALSE(my_pipe.empty());
-  ASSERT_FALSE(their_pipe.empty());
-  EXPECT_NE(my_pipe, their_pipe) << "one daemon per user";
-  EXPECT_EQ(shell("stat -c %U '" + their_pipe + "'").output, b.name + "\n");
-  EXPECT_EQ(shell("stat -c %U '" + my_pipe + "'").output, "root\n");
+  const Seen seen = two_users_jobs(b, /*driver_has_multiuser=*/true, "");
+  EXPECT_EQ(seen.line, "MPS: one multi-user server per GPU (users share it)") << service_log();
+  ASSERT_FALSE(seen.my_pipe.empty());
+  EXPECT_EQ(seen.my_pipe, seen.their_pipe) << "one server for both users";
+  EXPECT_TRUE(seen.multiuser) << "started with -M";
+  const std::string uid = shell("id -u " + b.name).output;
+  EXPECT_EQ(seen.my_clients, "0 " + uid.substr(0, uid.size() - 1) + " ") << "both, at once";
+  EXPECT_EQ(shell("stat -c '%U %G %a' '" + seen.my_pipe + "'").output,
+            "root " + b.group + " 750\n");
+  EXPECT_EQ(shell("stat -c '%U %G %a' '" + seen.my_pipe + "/..'").output,
+            "root " + b.group + " 710\n")
+      << "the socket's group passes through, and no one else";
   stop_service();
-  EXPECT_FALSE(std::filesystem::exists(their_pipe)) << "its daemon stopped with the service";
+  EXPECT_FALSE(std::filesystem::exists(seen.my_pipe)) << "its daemon stopped with the service";
+}
+
+// The default daemon runs the servers of different users one after another,
+// never together (on an H200 a second user's client waited until the first
+// user's ended: docs/results/2026-11-29-h200-mps-two-users). Where the driver
+// has no multi-user mode, or --mps-users separate says so, each user's jobs
+// are clients of a daemon of their own, whose pipe directory that user owns
+// and reaches (the stand-in refuses a second user's client on one daemon).
+TEST_F(ColoServeMpsUsers, TwoUsersJobsUnderMpsAreClientsOfADaemonEachWithoutMultiUserMode) {
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  TestUser b("colom");
+  ASSERT_TRUE(b.created());
+  const Seen seen = two_users_jobs(b, /*driver_has_multiuser=*/false, "");
+  EXPECT_EQ(seen.line,
+            "MPS: a daemon per user (the driver has no multi-user mode; users' jobs time-slice)")
+      << service_log();
+  ASSERT_FALSE(seen.my_pipe.empty());
+  ASSERT_FALSE(seen.their_pipe.empty());
+  EXPECT_NE(seen.my_pipe, seen.their_pipe) << "one daemon per user";
+  EXPECT_FALSE(seen.multiuser);
+  const std::string uid = shell("id -u " + b.name).output;
+  EXPECT_EQ(seen.my_clients, "0 ");
+  EXPECT_EQ(seen.their_clients, uid.substr(0, uid.size() - 1) + " ");
+  EXPECT_EQ(shell("stat -c %U '" + seen.their_pipe + "'").output, b.name + "\n");
+  EXPECT_EQ(shell("stat -c %U '" + seen.my_pipe + "'").output, "root\n");
+  stop_service();
+  EXPECT_FALSE(std::filesystem::exists(seen.their_pipe)) << "its daemon stopped with the service";
+}
+
+TEST_F(ColoServeMpsUsers, SeparateDaemonsWhenTheOperatorSaysSo) {
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  TestUser b("colom");
+  ASSERT_TRUE(b.created());
+  const Seen seen = two_users_jobs(b, /*driver_has_multiuser=*/true, "--mps-users separate");
+  EXPECT_EQ(seen.line, "MPS: a daemon per user (--mps-users separate; users' jobs time-slice)")
+      << service_log();
+  EXPECT_NE(seen.my_pipe, seen.their_pipe);
+  EXPECT_FALSE(seen.multiuser);
+}
+
+// A fatal GPU fault in one multi-user MPS server with clients of two users
+// (issue 57): root's "buggy" asserts once its three neighbours (one of
+// root's, two of b's) have reported progress. The neighbours the fault
+// reached (one fails as a terminated client, two hang) run again, not
+// counted, whoever owns them; the culprit runs alone and ends failed. Each
+// user is told in their own job's record and log what happened; b's never
+// name root's job or carry its assertion line, and root's culprit counts
+// b's jobs without naming them.
+TEST_F(ColoServeMpsUsers, AFaultInTheSharedServerRestartsInnocentsOfEveryUserUncounted) {
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  TestUser b("colof");
+  ASSERT_TRUE(b.created());
+  const auto [ids, culprit] = fault_beside_two_users(b, /*shared=*/true, {"exit", "hang"});
+  ASSERT_EQ(ids.size(), 4u);
+  CommandResult waited = wait_all(ids);
+  EXPECT_NE(waited.exit_code, 0) << "buggy failed: " << waited.output;
+
+  // Per job: its end, attempts and uncounted ones, and each attempt's reason and log.
+  auto attempts_of = [&](int64_t id, const std::string& column) {
+    return sql("SELECT a." + column +
+               " FROM job_attempts a JOIN jobs j ON a.job_id = j.id WHERE j.service_job_id = " +
+               std::to_string(id) + " ORDER BY a.attempt");
+  };
+  const std::vector<std::string> names = {"buggy", "mine-hung", "theirs-reached", "theirs-hung"};
+  for (size_t i = 1; i < ids.size(); ++i) {
+    const bool theirs_job = i >= 2;
+    EXPECT_EQ(sql("SELECT state, uncounted FROM service_jobs WHERE id = " + std::to_string(ids[i])),
+              std::vector<std::string>{"ok|1"})
+        << names[i] << ": ran again, not counted\n"
+        << service_log();
+    const std::vector<std::string> reasons = attempts_of(ids[i], "reason");
+    ASSERT_EQ(reasons.size(), 2u) << names[i] << "\n" << service_log();
+    EXPECT_THAT(reasons[0], HasSubstr("not counted as an attempt")) << names[i];
+    if (theirs_job) {
+      EXPECT_THAT(reasons[0], HasSubstr("a job of another user raised a fatal GPU fault on gpu0"))
+          << names[i];
+    } else {
+      EXPECT_THAT(reasons[0], HasSubstr("(buggy, root) raised a fatal GPU fault on gpu0"))
+          << names[i];
+    }
+    const std::string log = shell("cat '" + attempts_of(ids[i], "log_path")[0] + "'").output;
+    EXPECT_THAT(log, HasSubstr("fatal GPU fault on gpu0 under MPS")) << names[i] << ": " << log;
+    if (theirs_job) {
+      for (const std::string& other :
+           {std::string("buggy"), std::string("Assertion"), std::string("mine-hung"), culprit}) {
+        EXPECT_THAT(reasons[0], Not(HasSubstr(other))) << names[i] << ": " << reasons[0];
+        EXPECT_THAT(log, Not(HasSubstr(other))) << names[i] << ": " << log;
+      }
+    }
+  }
+  EXPECT_EQ(sql("SELECT state, attempts FROM service_jobs WHERE id = " + std::to_string(ids[0])),
+            std::vector<std::string>{"failed|2"});
+  const std::vector<std::string> culprit_reasons = attempts_of(ids[0], "reason");
+  ASSERT_EQ(culprit_reasons.size(), 2u);
+  EXPECT_THAT(culprit_reasons[0], HasSubstr("its next attempt runs alone, outside the shared MPS"));
+  EXPECT_THAT(culprit_reasons[0], HasSubstr("mine-hung")) << "root's own neighbour, by name";
+  EXPECT_THAT(culprit_reasons[0], HasSubstr("2 jobs of other users")) << culprit_reasons[0];
+  EXPECT_THAT(culprit_reasons[0], Not(HasSubstr("theirs"))) << culprit_reasons[0];
+  EXPECT_THAT(culprit_reasons[1], HasSubstr("the fault is its own: it failed again alone"));
+}
+
+// With a daemon per user, a fault stays in its user's server: root's jobs
+// are contained as above, and the other user's jobs, clients of a server of
+// their own, are neither watched nor stopped, nor told of it.
+TEST_F(ColoServeMpsUsers, AFaultInOneUsersServerLeavesAnotherUsersJobsAlone) {
+  if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
+  TestUser b("colof");
+  ASSERT_TRUE(b.created());
+  const auto [ids, culprit] = fault_beside_two_users(b, /*shared=*/false, {"run", "run"});
+  ASSERT_EQ(ids.size(), 4u);
+  CommandResult waited = wait_all(ids);
+  EXPECT_NE(waited.exit_code, 0) << "buggy failed: " << waited.output;
+  EXPECT_EQ(sql("SELECT state, uncounted FROM service_jobs WHERE id = " + std::to_string(ids[1])),
+            std::vector<std::string>{"ok|1"})
+      << "root's neighbour, in root's server: restarted, not counted\n"
+      << service_log();
+  for (size_t i : {size_t{2}, size_t{3}}) {
+    EXPECT_EQ(sql("SELECT state, attempts, uncounted FROM service_jobs WHERE id = " +
+                  std::to_string(ids[i])),
+              std::vector<std::string>{"ok|1|0"})
+        << "b's job " << ids[i] << ": one attempt, never stopped\n"
+        << service_log();
+    const std::string log = shell(colo("logs " + std::to_string(ids[i]))).output;
+    EXPECT_THAT(log, Not(HasSubstr("fatal GPU fault"))) << log;
+  }
+  const std::vector<std::string> culprit_reason =
+      sql("SELECT a.reason FROM job_attempts a JOIN jobs j ON a.job_id = j.id WHERE "
+          "j.service_job_id = " +
+          std::to_string(ids[0]) + " AND a.attempt = 1");
+  ASSERT_EQ(culprit_reason.size(), 1u);
+  EXPECT_THAT(culprit_reason[0], Not(HasSubstr("other user"))) << culprit_reason[0];
+  (void)culprit;
+}
+
+// --mps-users shared is refused, saying why, where it cannot be had: a
+// driver without -M, or another mechanism. (Without root: the unit test
+// MpsUsers.ChoosesSharedOnlyAsRootWithMultiUserModeAndSaysWhichInOneLine.)
+TEST_F(ColoServe, MpsUsersSharedIsRefusedWhereItCannotBeHad) {
+  fake_mps_on_path();
+  struct Case {
+    std::string env, flags, says;
+  };
+  const std::vector<Case> cases = {
+      {"FAKE_MPS_NO_MULTIUSER=1 ", "--mechanism mps --mps-users shared",
+       geteuid() == 0 ? "offers no multi-user mode" : "needs colo serve to run as root"},
+      {"", "--mechanism naive --mps-users shared", "--mps-users applies to --mechanism mps only"},
+  };
+  for (const Case& c : cases) {
+    CommandResult r =
+        shell(c.env + colo("serve --backend sim --db " + db() + " " + c.flags) + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << c.flags << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.says)) << c.flags;
+  }
 }
 
 // Issue 53 (1): a job runs as its submitter whoever starts it again: a

@@ -2,7 +2,8 @@
 # colo serve inside the systemd unit's sandbox, with setpriv standing in for
 # systemd: the capability bounding set packaging/colo.service.in names and
 # no-new-privileges. A service that runs another user's job as them, cancels
-# it, starts an MPS daemon for each user, and a shared loader as its user
+# it, starts an MPS daemon for each user or one multi-user daemon for all
+# (a directory given to the socket's group), and a shared loader as its user
 # beside another user's profiled job, must keep working there; a
 # capability dropped from the unit that colo needs fails this (without
 # CAP_SETUID the first test's job never runs as its submitter).
@@ -20,14 +21,15 @@ grep -qx 'NoNewPrivileges=yes' "$unit" || fail "$unit does not set NoNewPrivileg
 caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr 'A-Z ' 'a-z,' | sed 's/cap_/+/g')
 [ -n "$caps" ] || fail "$unit has no CapabilityBoundingSet="
 tests=ColoServe.AnotherUserCannotCancelAndJobsRunAsTheirSubmitter
-tests+=:ColoServe.TwoUsersJobsUnderMpsAreClientsOfADaemonEach
+tests+=:ColoServeMpsUsers.TwoUsersJobsUnderMpsAreClientsOfADaemonEachWithoutMultiUserMode
+tests+=:ColoServeMpsUsers.TwoUsersJobsShareOneMultiUserMpsServer
 tests+=:ColoServe.AUsersQuotaOfGpusBoundsTheirRunningJobsAndTheQueueSaysWhy
 tests+=:ColoServe.TwoUsersJobsReachTheirProfileWindowAndSharedLoaderThroughTheirParents
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 setpriv --no-new-privs --inh-caps=-all --bounding-set="-all,$caps" "$SERVE_TEST" --gtest_filter="$tests" \
   >"$out" 2>&1 || { cat "$out"; fail "colo serve fails under the unit's sandbox ($caps; above)"; }
-if ! grep -q '^\[  PASSED  \] 4 tests\.$' "$out" || grep -q '^\[  SKIPPED \]' "$out"; then
+if ! grep -q '^\[  PASSED  \] 5 tests\.$' "$out" || grep -q '^\[  SKIPPED \]' "$out"; then
   cat "$out"
   fail "the tests did not all run under the unit's sandbox (above)"
 fi
