@@ -107,6 +107,9 @@ def main():
     for case, users_expected in (("shared-1u", ["root"]), ("shared-2u", ["root", "nobody"]),
                                  ("separate-1u", ["root"]), ("separate-2u", ["root", "nobody"])):
         case_dir = os.path.join(args.results, case)
+        if not os.path.isdir(case_dir):
+            print("%s: not run" % case)
+            continue
         logs = first_attempts(case_dir)
         check(len(logs) == 4, "%s: four jobs' logs (found %d)" % (case, len(logs)))
         if not logs:

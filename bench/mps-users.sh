@@ -25,7 +25,8 @@
 #   bench/mps-users.sh RESULTS_DIR        (as root, on a machine with a GPU)
 #
 # Environment: COLO=build/colo  PYTHON=python3  GPU=0  EPOCHS=5
-#   EPOCH_SAMPLES=25600  BATCH=256  OVERRUN=1  POLICY=fixed (auto: the policy
+#   EPOCH_SAMPLES=25600  BATCH=256  OVERRUN=1  CASES="shared-1u shared-2u
+#   separate-1u separate-2u" (a subset runs only those)  POLICY=fixed (auto: the policy
 #   decides where and when, too)  BACKEND (sim: a dry run of the script's own
 #   plumbing, with the stand-in MPS control program on PATH and a PYTHON that
 #   stands in for train.py; nothing it prints is a measurement). About 6
@@ -57,7 +58,7 @@ mkdir -p "$work/bin" "$work/cache"
 chmod 1777 "$work/cache"  # each user's torch cache below it (XDG_CACHE_HOME)
 cp "$colo_src" "$work/bin/colo"
 cp -r "$root/python" "$work/python"
-cp "$root/bench/train.py" "$work/"
+cp "$root/bench/train.py" "$root/bench/workload_end.py" "$work/"
 chmod -R a+rX "$work/bin" "$work/python" "$work/train.py"
 colo=$work/bin/colo
 cd "$work"  # jobs start where they were submitted: nobody's must be able to
@@ -136,10 +137,13 @@ cp "$work/solo.toml" "$out/solo/"
 "$colo" run "$work/solo.toml" $backend --gpus "$gpu" --mechanism exclusive --plain >"$out/solo/solo.out" 2>&1 || true
 cp "$COLO_HOME"/runs/*/1/*.log "$out/solo/"
 
-serve_case shared-1u "--mps-users shared" "$work/root4.toml"
-serve_case shared-2u "--mps-users shared" "$work/root2.toml" "$work/nobody2.toml"
-serve_case separate-1u "--mps-users separate" "$work/root4.toml"
-serve_case separate-2u "--mps-users separate" "$work/root2.toml" "$work/nobody2.toml"
+cases=" ${CASES:-shared-1u shared-2u separate-1u separate-2u} "
+case $cases in *" shared-1u "*) serve_case shared-1u "--mps-users shared" "$work/root4.toml" ;; esac
+case $cases in *" shared-2u "*)
+  serve_case shared-2u "--mps-users shared" "$work/root2.toml" "$work/nobody2.toml" ;; esac
+case $cases in *" separate-1u "*) serve_case separate-1u "--mps-users separate" "$work/root4.toml" ;; esac
+case $cases in *" separate-2u "*)
+  serve_case separate-2u "--mps-users separate" "$work/root2.toml" "$work/nobody2.toml" ;; esac
 if [ "${OVERRUN:-1}" = 1 ]; then
   serve_case overrun "--mps-users shared" "$work/keeper.toml" "$work/hog.toml"
 fi
