@@ -53,6 +53,7 @@ double EarlyStopper::Trial::best_by(int64_t epoch) const {
 std::optional<std::string> EarlyStopper::report(const std::string& sweep, int64_t trial,
                                                 const EarlyStopSpec& spec, const TrialReport& r) {
   if (r.epoch < 1) return std::nullopt;
+  if (std::optional<std::string> held = went_past(sweep, trial, spec, r.epoch - 1)) return held;
   Sweep& s = sweeps_[sweep];
   const double bad = badness(r.value, r.lower_is_better);
   s.trials[trial].add(r.epoch, bad);
@@ -88,6 +89,30 @@ std::optional<std::string> EarlyStopper::asha(Sweep& s, int64_t trial, const Ear
     rung = at;
   }
   if (rung == 0) return std::nullopt;
+  if (s.rungs[rung].contains(trial)) return std::nullopt;  // judged there already
+  if (!spec.max_epochs) {
+    // Maybe its last epoch: judged once it goes on (went_past).
+    auto held = s.held.find(trial);
+    if (held == s.held.end() || held->second.rung < rung) s.held[trial] = Held{rung, r, bad};
+    return std::nullopt;
+  }
+  return judge_rung(s, trial, spec, rung, r, bad);
+}
+
+std::optional<std::string> EarlyStopper::went_past(const std::string& sweep, int64_t trial,
+                                                   const EarlyStopSpec& spec, int64_t epoch) {
+  auto s = sweeps_.find(sweep);
+  if (s == sweeps_.end()) return std::nullopt;
+  auto held = s->second.held.find(trial);
+  if (held == s->second.held.end() || held->second.report.epoch > epoch) return std::nullopt;
+  const Held h = held->second;
+  s->second.held.erase(held);
+  return judge_rung(s->second, trial, spec, h.rung, h.report, h.badness);
+}
+
+std::optional<std::string> EarlyStopper::judge_rung(Sweep& s, int64_t trial,
+                                                    const EarlyStopSpec& spec, int64_t rung,
+                                                    const TrialReport& r, double bad) {
   std::map<int64_t, double>& recorded = s.rungs[rung];
   if (recorded.contains(trial)) return std::nullopt;  // judged there already
   std::vector<double> before;

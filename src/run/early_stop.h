@@ -35,8 +35,20 @@ class EarlyStopper {
   //    max_epochs), once, the first time it reports at or past the rung and
   //    at no higher one: outside the best 1/reduction of the values the
   //    trials judged there before it stops it (the first judged goes on).
+  //    Without max_epochs colo does not know a trial's last epoch (Ray
+  //    Tune's max_t), so a rung is judged only once the trial shows it goes
+  //    on past the epoch it reported there (went_past, or a report of a
+  //    later epoch): a trial that ends there ran all its epochs, and is
+  //    neither judged at that rung nor stopped early.
   std::optional<std::string> report(const std::string& sweep, int64_t trial,
                                     const EarlyStopSpec& spec, const TrialReport& r);
+
+  // Trial `trial` of `sweep` is at work past its epoch `epoch` (a step or an
+  // epoch's start after that epoch ended, or a later epoch's end): its rung
+  // held for that epoch or an earlier one (asha without max_epochs) is
+  // judged now; the reason to stop it, or nullopt.
+  std::optional<std::string> went_past(const std::string& sweep, int64_t trial,
+                                       const EarlyStopSpec& spec, int64_t epoch);
 
  private:
   // Values as badness: lower is better, non-finite is +infinity.
@@ -48,14 +60,24 @@ class EarlyStopper {
     void add(int64_t epoch, double value);
     double best_by(int64_t epoch) const;  // its best at that epoch and before
   };
+  // A rung reached and not judged yet (asha without max_epochs): the report
+  // that reached it, as badness.
+  struct Held {
+    int64_t rung = 0;
+    TrialReport report;
+    double badness = 0;
+  };
   struct Sweep {
     std::map<int64_t, Trial> trials;
     std::map<int64_t, std::map<int64_t, double>> rungs;  // asha: rung epoch -> trial -> value
+    std::map<int64_t, Held> held;                        // asha: trial -> its rung not judged yet
   };
   static std::optional<std::string> median(const Sweep& s, int64_t trial, const EarlyStopSpec& spec,
                                            const TrialReport& r);
   static std::optional<std::string> asha(Sweep& s, int64_t trial, const EarlyStopSpec& spec,
                                          const TrialReport& r, double badness);
+  static std::optional<std::string> judge_rung(Sweep& s, int64_t trial, const EarlyStopSpec& spec,
+                                               int64_t rung, const TrialReport& r, double badness);
   std::map<std::string, Sweep> sweeps_;
 };
 

@@ -29,6 +29,13 @@ EarlyStopSpec asha(int reduction = 3, int min_epochs = 1, std::optional<int> max
 
 TrialReport loss(int64_t epoch, double value) { return {"loss", true, epoch, value}; }
 
+// A report at an epoch, and the trial at work past it (its next step).
+std::optional<std::string> goes_on(EarlyStopper& stop, const std::string& sweep, int64_t trial,
+                                   const EarlyStopSpec& spec, const TrialReport& r) {
+  std::optional<std::string> why = stop.report(sweep, trial, spec, r);
+  return why ? why : stop.went_past(sweep, trial, spec, r.epoch);
+}
+
 TEST(EarlyStopper, TheMedianRuleStopsATrialWhoseBestIsWorseThanTheOthersMedian) {
   EarlyStopper stop;
   const EarlyStopSpec spec = median_rule();
@@ -108,24 +115,24 @@ TEST(EarlyStopper, AshaKeepsTheBestFractionAtEachRungJudgingEachTrialOnceThere) 
   const EarlyStopSpec spec = asha(/*reduction=*/2);  // rungs at epochs 1, 2, 4, 8, ...
   // The first at a rung goes on; after it, a value outside the best half of
   // those judged there before stops.
-  EXPECT_FALSE(stop.report("s", 1, spec, loss(1, 1.0)));
-  EXPECT_FALSE(stop.report("s", 2, spec, loss(1, 0.5)));  // better than 1: goes on
+  EXPECT_FALSE(goes_on(stop, "s", 1, spec, loss(1, 1.0)));
+  EXPECT_FALSE(goes_on(stop, "s", 2, spec, loss(1, 0.5)));  // better than 1: goes on
   // Before it: 1 and 0.5, the cut at their best half (numpy's percentile 50: 0.75).
-  std::optional<std::string> why = stop.report("s", 3, spec, loss(1, 0.8));
+  std::optional<std::string> why = goes_on(stop, "s", 3, spec, loss(1, 0.8));
   ASSERT_TRUE(why);
   EXPECT_THAT(*why, HasSubstr("ASHA at its rung of epoch 1: its loss there, 0.8, is worse than "
                               "0.75, the cut of the best 1/2 among the 2 trials judged there "
                               "before it"));
   // Judged once per rung: trial 1 is not judged again at epoch 1, nor at
   // epoch 3 (its highest rung is 2, where it is the first).
-  EXPECT_FALSE(stop.report("s", 1, spec, loss(1, 5.0)));
-  EXPECT_FALSE(stop.report("s", 1, spec, loss(2, 5.0)));
-  EXPECT_FALSE(stop.report("s", 1, spec, loss(3, 5.0)));
+  EXPECT_FALSE(goes_on(stop, "s", 1, spec, loss(1, 5.0)));
+  EXPECT_FALSE(goes_on(stop, "s", 1, spec, loss(2, 5.0)));
+  EXPECT_FALSE(goes_on(stop, "s", 1, spec, loss(3, 5.0)));
   // Trial 2 skips from epoch 1 to epoch 4: judged at rung 4 only, first there.
-  EXPECT_FALSE(stop.report("s", 2, spec, loss(4, 9.0)));
+  EXPECT_FALSE(goes_on(stop, "s", 2, spec, loss(4, 9.0)));
   // At rung 2, behind trial 1's 5: 6 stops, 4 goes on.
-  EXPECT_TRUE(stop.report("s", 4, spec, loss(2, 6.0)));
-  EXPECT_FALSE(stop.report("s", 5, spec, loss(2, 4.0)));
+  EXPECT_TRUE(goes_on(stop, "s", 4, spec, loss(2, 6.0)));
+  EXPECT_FALSE(goes_on(stop, "s", 5, spec, loss(2, 4.0)));
 }
 
 TEST(EarlyStopper, AshaHasNoRungBeforeMinEpochsNorAtOrPastMaxEpochs) {
@@ -143,6 +150,37 @@ TEST(EarlyStopper, AshaHasNoRungBeforeMinEpochsNorAtOrPastMaxEpochs) {
   EXPECT_THAT(*why, HasSubstr("rung of epoch 2"));
   EXPECT_THAT(*why, HasSubstr("is worse than 3.667"));
   EXPECT_FALSE(stop.report("s", 3, spec, loss(7, 9.0)));  // judged there already
+}
+
+TEST(EarlyStopper, AshaWithoutMaxEpochsNeverStopsATrialAtItsLastEpoch) {
+  // Ray Tune's max_t: no rung at or past a trial's last epoch. Without
+  // max_epochs colo learns it is the last when the trial ends there.
+  struct Case {
+    const char* name;
+    bool goes_on;  // after its epoch-2 report, a step of epoch 3: stopped then
+  };
+  for (const Case& c : {Case{"ran all its epochs", false}, Case{"goes on past its rung", true}}) {
+    SCOPED_TRACE(c.name);
+    EarlyStopper stop;
+    const EarlyStopSpec spec = asha(/*reduction=*/2);  // rungs at epochs 1, 2, 4, ...
+    EXPECT_FALSE(goes_on(stop, "s", 1, spec, loss(1, 1.0)));
+    EXPECT_FALSE(goes_on(stop, "s", 1, spec, loss(2, 0.5)));
+    EXPECT_FALSE(goes_on(stop, "s", 2, spec, loss(1, 0.9)));
+    // Trial 2's epoch 2 (of 2, or of more) is far behind trial 1's there.
+    EXPECT_FALSE(stop.report("s", 2, spec, loss(2, 9.0)));
+    EXPECT_FALSE(stop.went_past("s", 2, spec, 1));  // a late step of epoch 2: not past it
+    if (c.goes_on) {
+      std::optional<std::string> why = stop.went_past("s", 2, spec, 2);
+      ASSERT_TRUE(why);
+      EXPECT_THAT(*why, HasSubstr("at its rung of epoch 2: its loss there, 9"));
+    }
+  }
+  // A later epoch's end shows it went on too.
+  EarlyStopper stop;
+  const EarlyStopSpec spec = asha(/*reduction=*/2);
+  EXPECT_FALSE(goes_on(stop, "s", 1, spec, loss(1, 1.0)));
+  EXPECT_FALSE(stop.report("s", 2, spec, loss(1, 9.0)));
+  EXPECT_TRUE(stop.report("s", 2, spec, loss(2, 9.0)));
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "run/engine_job.h"
 #include "run/floor_watch.h"
 #include "run/in_place_measurement.h"
+#include "run/objective_watch.h"
 #include "run/simulated_load.h"
 #include "run/stall_watch.h"
 
@@ -77,6 +78,9 @@ struct JobRuntime {
   // A protected job's floor, judged over its steady epochs across its attempts.
   std::optional<FloorWatch> floor;
   bool floor_alone_said = false;  // below its floor with no opportunistic neighbour: said once
+  // Whether it reports its job file's [objective] (set when it declares one),
+  // across its attempts: warned of once.
+  std::optional<ObjectiveWatch> objective;
 
   int counted_attempts() const { return attempt - uncounted - preemptions - job.uncounted_before; }
   std::vector<int> gpus() const { return job_gpus(device, gang_devices); }
