@@ -33,7 +33,7 @@ TrialReport loss(int64_t epoch, double value) { return {"loss", true, epoch, val
 std::optional<std::string> goes_on(EarlyStopper& stop, const std::string& sweep, int64_t trial,
                                    const EarlyStopSpec& spec, const TrialReport& r) {
   std::optional<std::string> why = stop.report(sweep, trial, spec, r);
-  return why ? why : stop.went_past(sweep, trial, spec, r.epoch);
+  return why ? why : stop.went_past(sweep, trial, r.epoch);
 }
 
 TEST(EarlyStopper, TheMedianRuleStopsATrialWhoseBestIsWorseThanTheOthersMedian) {
@@ -152,14 +152,18 @@ TEST(EarlyStopper, AshaHasNoRungBeforeMinEpochsNorAtOrPastMaxEpochs) {
   EXPECT_FALSE(stop.report("s", 3, spec, loss(7, 9.0)));  // judged there already
 }
 
-TEST(EarlyStopper, AshaWithoutMaxEpochsNeverStopsATrialAtItsLastEpoch) {
+TEST(EarlyStopper, AshaWithoutMaxEpochsNeverStopsATrialThatRanAllItsEpochs) {
   // Ray Tune's max_t: no rung at or past a trial's last epoch. Without
-  // max_epochs colo learns it is the last when the trial ends there.
+  // max_epochs colo does not know it: a verdict is held until the trial shows
+  // it goes on, and a trial that ran to its end teaches the sweep's last epoch.
   struct Case {
     const char* name;
-    bool goes_on;  // after its epoch-2 report, a step of epoch 3: stopped then
+    std::optional<int64_t> went_past;  // after its epoch-2 report, a step past this epoch
+    bool stopped;
   };
-  for (const Case& c : {Case{"ran all its epochs", false}, Case{"goes on past its rung", true}}) {
+  for (const Case& c :
+       {Case{"ran all its epochs", std::nullopt, false},
+        Case{"a late step of its epoch 2", 1, false}, Case{"a step of its epoch 3", 2, true}}) {
     SCOPED_TRACE(c.name);
     EarlyStopper stop;
     const EarlyStopSpec spec = asha(/*reduction=*/2);  // rungs at epochs 1, 2, 4, ...
@@ -167,20 +171,36 @@ TEST(EarlyStopper, AshaWithoutMaxEpochsNeverStopsATrialAtItsLastEpoch) {
     EXPECT_FALSE(goes_on(stop, "s", 1, spec, loss(2, 0.5)));
     EXPECT_FALSE(goes_on(stop, "s", 2, spec, loss(1, 0.9)));
     // Trial 2's epoch 2 (of 2, or of more) is far behind trial 1's there.
-    EXPECT_FALSE(stop.report("s", 2, spec, loss(2, 9.0)));
-    EXPECT_FALSE(stop.went_past("s", 2, spec, 1));  // a late step of epoch 2: not past it
-    if (c.goes_on) {
-      std::optional<std::string> why = stop.went_past("s", 2, spec, 2);
-      ASSERT_TRUE(why);
-      EXPECT_THAT(*why, HasSubstr("at its rung of epoch 2: its loss there, 9"));
-    }
+    EXPECT_FALSE(stop.report("s", 2, spec, loss(2, 9.0))) << "held";
+    std::optional<std::string> why;
+    if (c.went_past) why = stop.went_past("s", 2, *c.went_past);
+    EXPECT_EQ(why.has_value(), c.stopped);
+    if (why) EXPECT_THAT(*why, HasSubstr("at its rung of epoch 2: its loss there, 9"));
+    stop.ended("s", 2, 2, /*ran_to_its_end=*/!c.stopped);
+    EXPECT_FALSE(stop.went_past("s", 2, 5)) << "dropped at its end";
   }
-  // A later epoch's end shows it went on too.
+  // Trial 1 ran its 2 epochs to its end: the sweep's last epoch is 2, so no
+  // rung there, and a verdict at rung 1 comes at once.
   EarlyStopper stop;
   const EarlyStopSpec spec = asha(/*reduction=*/2);
   EXPECT_FALSE(goes_on(stop, "s", 1, spec, loss(1, 1.0)));
-  EXPECT_FALSE(stop.report("s", 2, spec, loss(1, 9.0)));
-  EXPECT_TRUE(stop.report("s", 2, spec, loss(2, 9.0)));
+  EXPECT_FALSE(goes_on(stop, "s", 1, spec, loss(2, 0.5)));
+  stop.ended("s", 1, 2, /*ran_to_its_end=*/true);
+  EXPECT_FALSE(stop.report("s", 2, spec, loss(1, 0.9)));
+  EXPECT_FALSE(stop.report("s", 2, spec, loss(2, 9.0))) << "no rung at its last epoch";
+  std::optional<std::string> why = stop.report("s", 3, spec, loss(1, 5.0));
+  ASSERT_TRUE(why) << "epoch 1 is before the last: not held";
+  EXPECT_THAT(*why, HasSubstr("at its rung of epoch 1"));
+  // A verdict held before the last epoch was known comes at the next report.
+  EarlyStopper later;
+  EXPECT_FALSE(goes_on(later, "s", 1, spec, loss(1, 1.0)));
+  EXPECT_FALSE(later.report("s", 2, spec, loss(1, 9.0))) << "held";
+  EXPECT_FALSE(later.report("s", 2, spec, loss(2, 9.0))) << "held: maybe its last";
+  later.ended("s", 3, 4, /*ran_to_its_end=*/true);
+  EXPECT_FALSE(later.report("s", 3, spec, loss(1, 1.0)));
+  std::optional<std::string> held = later.report("s", 2, spec, loss(3, 9.0));
+  ASSERT_TRUE(held);
+  EXPECT_THAT(*held, HasSubstr("at its rung of epoch 1"));
 }
 
 }  // namespace

@@ -27,16 +27,13 @@ void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
   if (!spec.early_stop || spec.objective.empty() || state_.stopping || job.pid <= 0 ||
       !job.cause.yields_to(Cause::kEarlyStop))
     return;
-  const std::string sweep = job.job.trials_of.empty() ? spec.source : job.job.trials_of;
+  const std::string& sweep = job.sweep();
   const auto trial = static_cast<int64_t>(job.key);
-  // At work past the last epoch that ended (a step, the next epoch's start)
-  // or past the one before it (this epoch's end): a rung held there is judged.
   const int64_t last_ended = job.epoch.value_or(job.epochs);
   std::optional<std::string> verdict;
+  // At work past the last epoch that ended: a verdict held there comes now.
   if (e.kind == "step" || e.kind == "epoch_start")
-    verdict = early_stop_.went_past(sweep, trial, *spec.early_stop, last_ended);
-  else if (e.kind == "epoch_end")
-    verdict = early_stop_.went_past(sweep, trial, *spec.early_stop, last_ended - 1);
+    verdict = early_stop_.went_past(sweep, trial, last_ended);
   auto value = e.metrics.find(spec.objective);
   if (!verdict && (e.kind == "epoch_end" || e.kind == "metric") && value != e.metrics.end()) {
     // An epoch's end counts for that epoch; a metric for its own epoch, else
@@ -56,7 +53,6 @@ void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
   stopped.time_ms = e.time_ms;
   stopped.kind = kEarlyStoppedEvent;
   pending_events_.emplace_back(job.job.id, std::move(stopped));
-  if (!verdict) return;
   const std::string what = fmt::format("{}; stopping it (TERM, then KILL after {})", *verdict,
                                        format_duration_ms(options_.stop_grace_ms));
   stop_job(job, {Cause::kEarlyStop, *verdict}, options_.stop_grace_ms,

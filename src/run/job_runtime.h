@@ -28,6 +28,10 @@ struct JobRuntime {
   size_t key = 0;
   EngineJob job;
   const std::string& label() const { return job.label.empty() ? job.spec.name : job.label; }
+  // The trials early stopping compares it with (run/early_stop.h).
+  const std::string& sweep() const {
+    return job.trials_of.empty() ? job.spec.source : job.trials_of;
+  }
   std::string signature;
   JobState state = JobState::kQueued;
   std::optional<int> device;
