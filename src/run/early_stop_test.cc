@@ -144,12 +144,17 @@ TEST(EarlyStopper, AshaHasNoRungBeforeMinEpochsNorAtOrPastMaxEpochs) {
   EXPECT_FALSE(stop.report("s", 1, spec, loss(2, 1.0)));
   EXPECT_TRUE(stop.report("s", 2, spec, loss(2, 9.0)));
   EXPECT_FALSE(stop.report("s", 1, spec, loss(6, 1.0)));
-  // Epoch 6 is judged at rung 2, behind 1 and 9 (the cut at their best third: 3.67).
-  std::optional<std::string> why = stop.report("s", 3, spec, loss(6, 9.0));
+  // Epoch 5 is judged at rung 2, behind 1 and 9 (the cut at their best third: 3.67).
+  std::optional<std::string> why = stop.report("s", 3, spec, loss(5, 9.0));
   ASSERT_TRUE(why);
   EXPECT_THAT(*why, HasSubstr("rung of epoch 2"));
   EXPECT_THAT(*why, HasSubstr("is worse than 3.667"));
-  EXPECT_FALSE(stop.report("s", 3, spec, loss(7, 9.0)));  // judged there already
+  EXPECT_FALSE(stop.report("s", 3, spec, loss(5, 9.0)));  // judged there already
+  // Epoch 6, max_epochs, is the trials' last (Ray Tune's max_t): a trial that
+  // first reports there ran all its epochs and is not stopped early.
+  EXPECT_FALSE(stop.report("s", 4, spec, loss(6, 9.0)));
+  stop.ended("s", 4, 6, /*ran_to_its_end=*/true);
+  EXPECT_FALSE(stop.went_past("s", 4, 6));
 }
 
 TEST(EarlyStopper, AshaWithoutMaxEpochsNeverStopsATrialThatRanAllItsEpochs) {
