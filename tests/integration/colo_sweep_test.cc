@@ -488,9 +488,10 @@ TEST_F(ColoSweep, AshaStopsMostOfASweepWhoseBadTrialsAreKnownAndTheBestEndsOk) {
       << runs.output;
 }
 
-// Issue 58, items 5-7. A trial (sh): `trial.sh Q EPOCHS DELAY` reports loss
-// Q/epoch at each epoch's end, one a second, after DELAY seconds when Q > 1;
-// on TERM it reports a better loss, 0.001, and exits.
+// Issue 58, items 5-7. A trial (sh): `trial.sh Q EPOCHS DELAY [TEARDOWN]`
+// reports loss Q/epoch at each epoch's end, one a second, after DELAY seconds
+// when Q > 1, and exits TEARDOWN seconds after its last (saving, say); on
+// TERM it reports a better loss, 0.001, and exits.
 class ColoSweepResults : public ColoSweep {
  protected:
   std::string run_file(const std::string& name, const std::string& head, const std::string& args,
@@ -504,6 +505,7 @@ while [ $e -le $epochs ]; do
   printf '{"event":"epoch_end","time":%s,"epoch":%d,"samples":10,"metrics":{"loss":%s}}\n' "$(date +%s.%N)" $e "$(awk "BEGIN { print $q / $e }")" >> "$COLO_PROGRESS_FILE"
   e=$((e+1))
 done
+sleep "${4:-0}"
 )sh");
     return write_file(name, "[run]\nmechanism = \"naive\"\nmax_per_gpu = 4\n" + head +
                                 "[[job]]\nname = \"t\"\ncommand = [\"sh\", \"" + trial + "\", " +
@@ -521,14 +523,15 @@ done
 };
 
 // Item 6: ASHA without max_epochs (rungs at 2, 4, ...; the trials run 2
-// epochs). t[q=9] reaches the rung of epoch 2 behind t[q=1], at its last
-// epoch: it ran all its epochs and ends ok, not "stopped early".
+// epochs, then take 1.5 s to end). t[q=9] reaches the rung of epoch 2
+// behind t[q=1], at its last epoch: it ran all its epochs and ends ok, not
+// "stopped early".
 TEST_F(ColoSweepResults, AshaWithoutMaxEpochsStopsNoTrialAtItsLastEpoch) {
   const std::string file =
       run_file("last.toml",
                "[objective]\nmetric = \"loss\"\ngoal = \"min\"\n[early_stop]\nrule = \"asha\"\n"
                "min_epochs = 2\nreduction = 2\n",
-               "\"{q}\", \"2\", \"2\"", "{ q = [1, 9] }");
+               "\"{q}\", \"2\", \"2\", \"1.5\"", "{ q = [1, 9] }");
   const std::string db = dir_ + "/last.db";
   CommandResult r = run(file, db);
   ASSERT_EQ(r.exit_code, 0) << r.output;
