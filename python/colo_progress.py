@@ -297,7 +297,7 @@ class _Profiler:
                 return
             if isinstance(samples, (int, float)):
                 if self._after is not None:
-                    self._rate_after(samples, now)
+                    self._rate_after(kind, samples, now)
                 self._remember(now, samples)
             if self._planned and self._due(kind, epoch, now):
                 self._planned = False
@@ -518,11 +518,19 @@ class _Profiler:
             json.dump(summary, f)
         os.replace(path + ".tmp", path)
 
-    def _rate_after(self, samples, now):
+    def _rate_after(self, kind, samples, now):
         """The job's rate from the window's files written to its first report
-        after it: the rate outside the window, beside the one inside."""
+        after it: the rate outside the window, beside the one inside. A job
+        counted by its epoch ends whose window closed inside an epoch (no
+        step came) has that epoch's samples partly before the window: its
+        rate after counts from that epoch's end to the next one's."""
+        if (kind == "epoch_end" and not self._step_samples
+                and self._after["closed_by"] not in ("epoch end", "job end")
+                and "after_from" not in self._after):
+            self._after["after_from"] = now
+            return
         summary, self._after = self._after, None
-        since = summary["ended"] + summary["written_s"]
+        since = summary.pop("after_from", summary["ended"] + summary["written_s"])
         if now > since:
             summary["rate_after"] = samples / (now - since)
             self._write(summary)

@@ -396,6 +396,30 @@ class ProfilingTest(unittest.TestCase):
                 for leftover in os.listdir(self.profile_dir):
                     os.remove(os.path.join(self.profile_dir, leftover))
 
+    def test_the_rate_after_a_window_closed_inside_an_epoch_counts_whole_epochs(self):
+        # A job counted by its epoch ends: the epoch its window closed in has
+        # samples from before the window; the rate after runs from that
+        # epoch's end to the next one's (100 samples in 10 s), not 100
+        # samples over the 4.5 s since the window closed.
+        hooks, clock = {}, [1000.0]
+        fake_time = types.SimpleNamespace(time=lambda: clock[0])
+        env = {"COLO_PROFILE_DIR": self.profile_dir, "COLO_PROFILE": "torch",
+               "COLO_PROFILE_AFTER_EPOCH": "1", "COLO_PROFILE_STEPS": "10"}
+        with mock.patch.dict(sys.modules, {"torch": self._torch_with_hooks(hooks)}), \
+                mock.patch.object(colo_progress, "time", fake_time), \
+                mock.patch.dict(os.environ, env):
+            progress = colo_progress.Progress(self.path)
+            progress.epoch_end(1, samples=100)
+            clock[0] += 5.5
+            next(iter(hooks.values()))(None, ())  # closed after 5 s without a step
+            clock[0] += 4.5
+            progress.epoch_end(2, samples=100)
+            clock[0] += 10
+            progress.epoch_end(3, samples=100)
+        with open(os.path.join(self.profile_dir, "torch-summary-1.json")) as f:
+            summary = json.load(f)
+        self.assertAlmostEqual(summary["rate_after"], 10.0)
+
     @unittest.skipUnless(importlib.util.find_spec("torch"), "needs torch (python3-torch)")
     def test_with_torch_a_window_without_a_step_closes_at_a_forward_past_its_bound(self):
         import torch
