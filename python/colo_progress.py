@@ -216,6 +216,10 @@ class Progress:
 # trace of a whole epoch can take the job a minute to write).
 _DEFAULT_STEPS = 20
 
+# A window of steps that sees no step (a job that reports none) closes after
+# its steps at the job's median step time, else after this many seconds.
+_NO_STEP_BOUND_S = 5.0
+
 
 def _env_number(name, kind):
     try:
@@ -232,11 +236,16 @@ class _Profiler:
     `colo profile` left COLO_PROFILE_DIR/request.json (looked for at most once
     a second); it closes after its steps (COLO_PROFILE_STEPS) or its duration
     (COLO_PROFILE_DURATION_S), else after 20 steps or at the next epoch's end,
-    whichever comes first; a window of steps that opened at an epoch's end and
-    saw no step report in the whole next epoch (a job that reports none)
-    closes at that epoch's end, and one still open when the job's
-    interpreter exits closes then (a profiler left running at exit can crash
-    the process). Each window
+    whichever comes first; a window of steps that sees no step report (a job
+    that reports none) closes after its steps at the median of the job's
+    last step times, else after 5 s (checked at the job's reports and, with
+    torch's global module hook, at each module's forward on the training
+    thread, which is the thread that must stop the profiler), or at the end
+    of a whole epoch without one; one still open when the job's interpreter
+    exits closes then (a profiler left running at exit can crash the
+    process). A report's samples count once: a job whose steps carry samples
+    is counted by its steps (its epoch ends repeat them), else by its epoch
+    ends, as colo's epoch rate counts them. Each window
     writes torch-trace-N.json (a Chrome trace) and torch-summary-N.json (by
     torch's key_averages(), its top kernels by GPU time when the GPU ran any,
     else its top operators by self CPU time; the GPU's busy
@@ -263,6 +272,10 @@ class _Profiler:
         self._recent = collections.deque()
         self._recent_samples = 0
         self._after = None  # the last window's summary, until the job's rate after it is known
+        self._step_samples = False  # its steps carry samples: its epoch ends' repeat them
+        self._last_step = None  # the time of its last step report
+        self._step_times = collections.deque(maxlen=64)  # seconds between its last steps
+        self._hooks = []  # torch's hooks an open window of steps without a step checks its bound at
         self._exit_hook = False
         self._broken = self.dir is None
 
@@ -271,12 +284,20 @@ class _Profiler:
             return
         try:
             now = time.time()
+            if kind == "step":
+                if isinstance(samples, (int, float)):
+                    self._step_samples = True
+                if self._last_step is not None and now > self._last_step:
+                    self._step_times.append(now - self._last_step)
+                self._last_step = now
+            elif kind == "epoch_end" and self._step_samples:
+                samples = None  # the sum of its steps', counted already
             if self._window is not None:
                 self._advance(kind, samples, now)
                 return
             if isinstance(samples, (int, float)):
                 if self._after is not None:
-                    self._rate_after(samples, now)
+                    self._rate_after(kind, samples, now)
                 self._remember(now, samples)
             if self._planned and self._due(kind, epoch, now):
                 self._planned = False
@@ -295,6 +316,7 @@ class _Profiler:
     def _abandon(self):
         """Stops an open window's profiler without writing it (profiling broke)."""
         w, self._window = self._window, None
+        self._unhook()
         if w is not None:
             try:
                 w["profile"].stop()
@@ -342,12 +364,55 @@ class _Profiler:
         if not self._exit_hook:
             self._exit_hook = True
             atexit.register(self._at_exit)
+        bound = None
+        if steps is not None and duration_s is None:
+            times = sorted(self._step_times)
+            bound = times[len(times) // 2] * steps if times else _NO_STEP_BOUND_S
         self._window = {
             "profile": profile, "cuda": cuda, "trigger": trigger, "started": now,
             "steps_wanted": steps, "duration_s": duration_s, "steps": 0, "samples": 0,
-            "at_epoch_end": kind == "epoch_end",
+            "at_epoch_end": kind == "epoch_end", "no_step_bound_s": bound,
             "rate_before": before,
         }
+        if bound is not None:
+            self._hook(torch)
+
+    def _hook(self, torch):
+        """Checks the bound of a window of steps without a step at each
+        module's forward: the training thread's, between the job's reports."""
+        register = getattr(getattr(getattr(torch, "nn", None), "modules", None), "module", None)
+        register = getattr(register, "register_module_forward_pre_hook", None)
+        if register is not None:
+            self._hooks.append(register(lambda module, inputs: self._check_bound()))
+
+    def _unhook(self):
+        hooks, self._hooks = self._hooks, []
+        for handle in hooks:
+            try:
+                handle.remove()
+            except Exception:  # noqa: BLE001 - the window ends anyway
+                pass
+
+    def _check_bound(self):
+        if self._broken or self._window is None:
+            return None
+        try:
+            now = time.time()
+            if self._bound_passed(self._window, now):
+                self._close(now, "no step")
+        except Exception as error:  # noqa: BLE001 - never into training
+            self._broken = True
+            try:
+                sys.stderr.write("colo_progress: profiling stopped: %r\n" % (error,))
+            except Exception:
+                pass
+            self._abandon()
+        return None
+
+    @staticmethod
+    def _bound_passed(w, now):
+        return (w["no_step_bound_s"] is not None and w["steps"] == 0
+                and now - w["started"] >= w["no_step_bound_s"])
 
     def _advance(self, kind, samples, now):
         w = self._window
@@ -359,6 +424,8 @@ class _Profiler:
         if w["steps_wanted"] is not None:
             if w["steps"] >= w["steps_wanted"]:
                 closed_by = "steps"
+            elif self._bound_passed(w, now):
+                closed_by = "no step"
             elif kind == "epoch_end" and w["steps"] == 0 and w["at_epoch_end"]:
                 closed_by = "epoch end"  # a whole epoch without a step: it reports none
         elif w["duration_s"] is not None:
@@ -385,6 +452,7 @@ class _Profiler:
 
     def _close(self, now, closed_by):
         w, self._window = self._window, None
+        self._unhook()
         self._done += 1
         n = self._done
         profile = w["profile"]
@@ -420,7 +488,7 @@ class _Profiler:
             "ended": now, "steps": w["steps"], "samples": w["samples"],
             "rate_in": w["samples"] / elapsed if elapsed > 0 and w["samples"] else None,
             "rate_before": w["rate_before"], "trace": trace_name, "sorted_by": by,
-            "closed_by": closed_by,
+            "closed_by": closed_by, "no_step_bound_s": w.get("no_step_bound_s"),
             "top": top[:20],
         }
         figures, spans = _trace_gpu_figures(trace, elapsed)
@@ -450,11 +518,19 @@ class _Profiler:
             json.dump(summary, f)
         os.replace(path + ".tmp", path)
 
-    def _rate_after(self, samples, now):
+    def _rate_after(self, kind, samples, now):
         """The job's rate from the window's files written to its first report
-        after it: the rate outside the window, beside the one inside."""
+        after it: the rate outside the window, beside the one inside. A job
+        counted by its epoch ends whose window closed inside an epoch (no
+        step came) has that epoch's samples partly before the window: its
+        rate after counts from that epoch's end to the next one's."""
+        if (kind == "epoch_end" and not self._step_samples
+                and self._after["closed_by"] not in ("epoch end", "job end")
+                and "after_from" not in self._after):
+            self._after["after_from"] = now
+            return
         summary, self._after = self._after, None
-        since = summary["ended"] + summary["written_s"]
+        since = summary.pop("after_from", summary["ended"] + summary["written_s"])
         if now > since:
             summary["rate_after"] = samples / (now - since)
             self._write(summary)

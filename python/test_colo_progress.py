@@ -1,5 +1,6 @@
 """Tests of colo_progress (run: python3 -m unittest discover -s python)."""
 
+import importlib.util
 import io
 import json
 import os
@@ -314,6 +315,159 @@ class ProfilingTest(unittest.TestCase):
             epochs_only.epoch_end(1, samples=8)
             epochs_only.epoch_end(2, samples=8)
             self.assertEqual(closed, ["steps", "epoch end"])
+
+    def _torch_with_hooks(self, hooks):
+        """A fake torch whose profiler writes an empty trace and whose global
+        module forward pre-hooks are kept in `hooks` (name -> hook)."""
+        class Profile:
+            def __init__(self, activities):
+                pass
+
+            def start(self):
+                pass
+
+            def stop(self):
+                pass
+
+            def export_chrome_trace(self, path):
+                with open(path, "w") as f:
+                    json.dump({"traceEvents": []}, f)
+
+            def key_averages(self):
+                return []
+
+        class Handle:
+            def __init__(self, key):
+                self.key = key
+
+            def remove(self):
+                hooks.pop(self.key, None)
+
+        def register(hook):
+            key = len(hooks) + 1
+            hooks[key] = hook
+            return Handle(key)
+
+        torch = self._fake_torch()
+        torch.profiler.profile = Profile
+        torch.nn = types.SimpleNamespace(modules=types.SimpleNamespace(
+            module=types.SimpleNamespace(register_module_forward_pre_hook=register)))
+        return torch
+
+    def test_a_steps_window_without_a_step_closes_after_a_bounded_time(self):
+        # A script that reports no steps: the window closes after its steps
+        # at the job's median step time where known, else after 5 s, at a
+        # module's forward (the training thread) - not an epoch later.
+        cases = [
+            # name, seconds between the steps it reported before, the bound
+            ("no step ever reported", None, 5.0),
+            ("steps of 0.1 s before, then none", 0.1, 1.0),
+        ]
+        for name, step_s, bound in cases:
+            with self.subTest(name):
+                hooks, clock = {}, [1000.0]
+                fake_time = types.SimpleNamespace(time=lambda: clock[0])
+                env = {"COLO_PROFILE_DIR": self.profile_dir, "COLO_PROFILE": "torch",
+                       "COLO_PROFILE_AFTER_EPOCH": "1", "COLO_PROFILE_STEPS": "10"}
+                with mock.patch.dict(sys.modules, {"torch": self._torch_with_hooks(hooks)}), \
+                        mock.patch.object(colo_progress, "time", fake_time), \
+                        mock.patch.dict(os.environ, env):
+                    progress = colo_progress.Progress(self.path)
+                    if step_s is not None:
+                        for i in range(1, 8):
+                            clock[0] += step_s
+                            progress.step(i)
+                    clock[0] += 1
+                    progress.epoch_end(1, samples=64)  # the window opens
+                    self.assertEqual(len(hooks), 1)
+                    hook = next(iter(hooks.values()))
+                    clock[0] += bound * 0.9
+                    hook(None, ())  # a forward before the bound: still open
+                    self.assertIsNotNone(progress._profiler._window)
+                    clock[0] += bound * 0.2
+                    hook(None, ())
+                    self.assertIsNone(progress._profiler._window)
+                    self.assertEqual(hooks, {})  # unhooked
+                    with open(os.path.join(self.profile_dir, "torch-summary-1.json")) as f:
+                        summary = json.load(f)
+                    self.assertEqual(summary["closed_by"], "no step")
+                    self.assertAlmostEqual(summary["no_step_bound_s"], bound)
+                    self.assertLess(summary["ended"] - summary["started"], bound * 1.2)
+                for leftover in os.listdir(self.profile_dir):
+                    os.remove(os.path.join(self.profile_dir, leftover))
+
+    def test_the_rate_after_a_window_closed_inside_an_epoch_counts_whole_epochs(self):
+        # A job counted by its epoch ends: the epoch its window closed in has
+        # samples from before the window; the rate after runs from that
+        # epoch's end to the next one's (100 samples in 10 s), not 100
+        # samples over the 4.5 s since the window closed.
+        hooks, clock = {}, [1000.0]
+        fake_time = types.SimpleNamespace(time=lambda: clock[0])
+        env = {"COLO_PROFILE_DIR": self.profile_dir, "COLO_PROFILE": "torch",
+               "COLO_PROFILE_AFTER_EPOCH": "1", "COLO_PROFILE_STEPS": "10"}
+        with mock.patch.dict(sys.modules, {"torch": self._torch_with_hooks(hooks)}), \
+                mock.patch.object(colo_progress, "time", fake_time), \
+                mock.patch.dict(os.environ, env):
+            progress = colo_progress.Progress(self.path)
+            progress.epoch_end(1, samples=100)
+            clock[0] += 5.5
+            next(iter(hooks.values()))(None, ())  # closed after 5 s without a step
+            clock[0] += 4.5
+            progress.epoch_end(2, samples=100)
+            clock[0] += 10
+            progress.epoch_end(3, samples=100)
+        with open(os.path.join(self.profile_dir, "torch-summary-1.json")) as f:
+            summary = json.load(f)
+        self.assertAlmostEqual(summary["rate_after"], 10.0)
+
+    @unittest.skipUnless(importlib.util.find_spec("torch"), "needs torch (python3-torch)")
+    def test_with_torch_a_window_without_a_step_closes_at_a_forward_past_its_bound(self):
+        import torch
+
+        clock = [1000.0]
+        fake_time = types.SimpleNamespace(time=lambda: clock[0])
+        env = {"COLO_PROFILE_DIR": self.profile_dir, "COLO_PROFILE": "torch",
+               "COLO_PROFILE_AFTER_EPOCH": "1", "COLO_PROFILE_STEPS": "10"}
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+        with mock.patch.object(colo_progress, "time", fake_time), mock.patch.dict(os.environ, env):
+            progress = colo_progress.Progress(self.path)
+            progress.epoch_end(1, samples=64)
+            forwards = 0
+            while progress._profiler._window is not None and forwards < 100:
+                clock[0] += 0.5  # each forward half a second on the fake clock
+                model(torch.randn(4, 8)).sum().backward()
+                forwards += 1
+        self.assertEqual(forwards, 10)  # 5 s: the bound without a known step time
+        with open(os.path.join(self.profile_dir, "torch-summary-1.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["closed_by"], "no step")
+        self.assertTrue(any(op["name"] == "aten::addmm" for op in summary["top"]))
+
+    def test_a_windows_rate_counts_each_sample_once_as_the_epoch_rate_does(self):
+        # A job whose steps carry samples and whose epoch ends repeat their
+        # sum: the epoch end adds nothing, before the window or inside it.
+        hooks, clock = {}, [1000.0]
+        fake_time = types.SimpleNamespace(time=lambda: clock[0])
+        with open(os.path.join(self.profile_dir, "request.json"), "w") as f:
+            json.dump({"tool": "torch", "steps": 6}, f)
+        with mock.patch.dict(sys.modules, {"torch": self._torch_with_hooks(hooks)}), \
+                mock.patch.object(colo_progress, "time", fake_time), \
+                mock.patch.dict(os.environ, {"COLO_PROFILE_DIR": self.profile_dir}):
+            progress = colo_progress.Progress(self.path)
+            progress._profiler._next_look = clock[0] + 0.25  # the request is seen at step 3
+            step = 0
+            for epoch in range(1, 4):
+                for _ in range(4):  # 4 steps of 32 samples every 0.1 s: 320 samples/s
+                    clock[0] += 0.1
+                    step += 1
+                    progress.step(step, samples=32)
+                progress.epoch_end(epoch, samples=128)
+        with open(os.path.join(self.profile_dir, "torch-summary-1.json")) as f:
+            summary = json.load(f)
+        self.assertEqual(summary["steps"], 6)
+        self.assertEqual(summary["samples"], 6 * 32)
+        self.assertAlmostEqual(summary["rate_in"], 320.0, delta=320.0 * 0.05)
+        self.assertAlmostEqual(summary["rate_before"], 320.0, delta=320.0 * 0.05)
 
     def test_a_window_that_breaks_stops_its_profiler(self):
         # A profiler left running when the interpreter exits can crash the

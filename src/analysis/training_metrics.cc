@@ -1,5 +1,7 @@
 #include "analysis/training_metrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -49,12 +51,24 @@ bool lower_is_better(std::string_view name) {
   return false;
 }
 
+std::optional<UnixMillis> results_frozen_at(const std::vector<ProgressEvent>& events,
+                                            std::optional<UnixMillis> since_ms) {
+  std::optional<UnixMillis> at;
+  for (const ProgressEvent& e : events) {
+    if (e.kind != kEarlyStoppedEvent || (since_ms && e.time_ms < *since_ms)) continue;
+    if (!at || e.time_ms < *at) at = e.time_ms;
+  }
+  return at;
+}
+
 std::vector<MetricSeries> training_metrics(const std::vector<ProgressEvent>& events,
                                            std::optional<UnixMillis> since_ms,
                                            const MetricGoals& goals) {
+  const std::optional<UnixMillis> frozen_ms = results_frozen_at(events, since_ms);
   std::map<std::string, MetricSeries> by_name;
   for (const ProgressEvent& e : events) {
     if (since_ms && e.time_ms < *since_ms) continue;
+    if (frozen_ms && e.time_ms > *frozen_ms) continue;
     static constexpr std::array<std::string_view, 5> kJobKinds = {"start", "epoch_end", "step",
                                                                   "metric", "end"};
     if (std::find(kJobKinds.begin(), kJobKinds.end(), e.kind) == kJobKinds.end()) continue;
@@ -87,6 +101,21 @@ std::vector<MetricSeries> training_metrics(const std::vector<ProgressEvent>& eve
     out.push_back(std::move(s));
   }
   return out;
+}
+
+std::optional<std::string> objective_not_reported(std::string_view objective, std::string_view job,
+                                                  const std::vector<std::string>& reported) {
+  if (reported.empty() || std::find(reported.begin(), reported.end(), objective) != reported.end())
+    return std::nullopt;
+  constexpr size_t kNamed = 8;  // a job may report a thousand names
+  std::string names;
+  for (size_t i = 0; i < std::min(reported.size(), kNamed); ++i)
+    names += (i > 0 ? ", " : "") + reported[i];
+  if (reported.size() > kNamed) names += fmt::format(" and {} more", reported.size() - kNamed);
+  return fmt::format(
+      "objective '{}' not reported by {}: it reports {}; early stopping cannot judge it, nor colo "
+      "show rank by it",
+      objective, job, names);
 }
 
 const MetricSeries* find_metric(const std::vector<MetricSeries>& metrics, std::string_view name) {

@@ -62,14 +62,32 @@ struct MetricSeries {
 // whether lower is better. It overrides lower_is_better()'s name rule.
 using MetricGoals = std::map<std::string, bool, std::less<>>;
 
+// When a trial's results froze: the time of its first kEarlyStoppedEvent at
+// or after `since_ms` (early stopping stopped it there), else nullopt. What it
+// reports after it, while it stops, is not its result (as Ray Tune ignores a
+// trial's results after STOP).
+std::optional<UnixMillis> results_frozen_at(const std::vector<ProgressEvent>& events,
+                                            std::optional<UnixMillis> since_ms);
+
 // The training metrics in the events a job writes (start, epoch_end, step,
 // metric, end; not colo's own: a probe's or prior's figures, retries) among
 // `events`, at or after `since_ms` (a job's last attempt: an earlier
-// attempt's curve is not this one's), one series per name, in name order.
-// A series has at least one point. `goals`: the job's declared ones.
+// attempt's curve is not this one's) and, for a trial early stopping
+// stopped, not after its results froze (results_frozen_at), one series per
+// name, in name order. A series has at least one point. `goals`: the job's
+// declared ones.
 std::vector<MetricSeries> training_metrics(const std::vector<ProgressEvent>& events,
                                            std::optional<UnixMillis> since_ms,
                                            const MetricGoals& goals = {});
+
+// The warning for a job whose file declares the [objective] `objective`
+// and which reports the training metrics `reported` (names, in order) but not
+// it, e.g. "objective 'val_acc' not reported by w[lr=0.1]: it reports loss,
+// val_loss; early stopping cannot judge it, nor colo show rank by it";
+// nullopt when `reported` is empty or holds it. colo run says it as the job
+// reports (run/objective_watch.h), colo show again from what was stored.
+std::optional<std::string> objective_not_reported(std::string_view objective, std::string_view job,
+                                                  const std::vector<std::string>& reported);
 
 // The series named `name`, or nullptr; `metrics` in name order, as
 // training_metrics gives them (a binary search: a job may have 1,000 names).

@@ -112,5 +112,33 @@ TEST(TrainingMetrics, AnEarlierAttemptsPointsAreLeftOut) {
   EXPECT_TRUE(training_metrics({}, std::nullopt).empty());
 }
 
+TEST(TrainingMetrics, AStoppedTrialsResultsFreezeAtItsStop) {
+  // Ray Tune ignores a trial's results after STOP: what it reports while it
+  // stops (in its grace) counts neither for its best nor for its last.
+  struct Case {
+    const char* name;
+    std::optional<UnixMillis> since_ms;
+    double best;
+    double last;
+  };
+  const std::vector<ProgressEvent> events = {
+      event(1'000, "epoch_end", {{"loss", 0.6}}, {}, 1),
+      event(2'000, "epoch_end", {{"loss", 0.4441}}, {}, 2),
+      event(2'000, kEarlyStoppedEvent, {}),
+      event(2'500, "step", {{"loss", 0.1509}}, 30),  // in its grace
+      event(3'000, "epoch_end", {{"loss", 0.2}}, {}, 3),
+  };
+  for (const Case& c : {Case{"stopped", std::nullopt, 0.4441, 0.4441},
+                        Case{"a later attempt, after the stop", UnixMillis{2'100}, 0.1509, 0.2}}) {
+    SCOPED_TRACE(c.name);
+    std::vector<MetricSeries> m = training_metrics(events, c.since_ms);
+    ASSERT_EQ(m.size(), 1u);
+    EXPECT_DOUBLE_EQ(m[0].best, c.best);
+    EXPECT_DOUBLE_EQ(m[0].last, c.last);
+  }
+  EXPECT_EQ(results_frozen_at(events, std::nullopt), UnixMillis{2'000});
+  EXPECT_FALSE(results_frozen_at(events, UnixMillis{2'100}));
+}
+
 }  // namespace
 }  // namespace colo

@@ -34,8 +34,8 @@ constexpr const char* kSourceTag = "colo.source";
 // Events colo adds to a job's own (jobs/progress.h, analysis/profile_event.h):
 // their metrics are colo's bookkeeping, not what the job reported.
 bool is_colos_event(std::string_view kind) {
-  return kind == "requeued" || kind == "throttled" || kind == kProbeEvent ||
-         kind == kEstimateEvent || kind == kPriorEvent;
+  return kind == "requeued" || kind == "throttled" || kind == kEarlyStoppedEvent ||
+         kind == kProbeEvent || kind == kEstimateEvent || kind == kPriorEvent;
 }
 
 Status make_dir(const fs::path& path) {
@@ -261,8 +261,11 @@ Status add_training_metrics(MetricFiles& files, RunStore& store, const JobRow& j
                             std::optional<UnixMillis> since_ms) {
   Result<std::vector<ProgressEvent>> events = store.job_events(job.id, /*with_steps=*/true);
   if (!events.ok()) return events.error();
+  // A stopped trial's results freeze at its stop (analysis/training_metrics.h).
+  const std::optional<UnixMillis> frozen_ms = results_frozen_at(*events, since_ms);
   auto counts = [&](const ProgressEvent& e) {
-    return !is_colos_event(e.kind) && (!since_ms || e.time_ms >= *since_ms);
+    return !is_colos_event(e.kind) && (!since_ms || e.time_ms >= *since_ms) &&
+           (!frozen_ms || e.time_ms <= *frozen_ms);
   };
   // MLflow draws a metric over its step numbers: a metric reported at steps
   // keeps step numbers, and its values at epoch ends go to NAME_epoch over

@@ -469,6 +469,43 @@ TEST_F(MlflowExportTest, ARequeuedJobsCurvesAreItsLastAttempts) {
   EXPECT_FALSE(fs::exists(folder / "tags" / "mlflow.source.name"));
 }
 
+TEST_F(MlflowExportTest, AStoppedTrialsCurvesEndAtItsStop) {
+  NewRun run;
+  run.started_ms = kT0 - 100;
+  run.mechanism = "exclusive";
+  run.backend = "sim";
+  run.host = "fake-host";
+  run.colo_pid = 1;
+  run.devices_json = R"([{"index":0,"name":"NVIDIA H200","uuid":"GPU-a"}])";
+  const int64_t run_id = *store_->begin_run(run);
+  JobSpec spec;
+  spec.name = "trial";
+  spec.command = {"python3", "t.py"};
+  const int64_t job = store_->add_jobs(run_id, {spec}, {"/tmp/t.log"}, run.started_ms)->at(0);
+  ProgressEvent at_stop;
+  at_stop.kind = "step";
+  at_stop.step = 1;
+  at_stop.time_ms = kT0 + 500;
+  at_stop.metrics = {{"loss", 0.4441}};
+  ProgressEvent stopped;
+  stopped.kind = kEarlyStoppedEvent;
+  stopped.time_ms = kT0 + 500;
+  ProgressEvent in_its_grace = at_stop;
+  in_its_grace.step = 2;
+  in_its_grace.time_ms = kT0 + 900;
+  in_its_grace.metrics = {{"loss", 0.1509}};
+  ASSERT_TRUE(store_->job_started(job, 100, 0, kT0).ok());
+  ASSERT_TRUE(store_->add_job_events({{job, at_stop}, {job, stopped}, {job, in_its_grace}}).ok());
+  ASSERT_TRUE(store_->job_finished(job, JobExit{JobState::kStopped, 0}, kT0 + 1000, 0).ok());
+  ASSERT_TRUE(store_->end_run(run_id, RunState::kOk, kT0 + 1500).ok());
+
+  Result<MlflowExportOutcome> outcome = export_mlflow(*store_, latest_run(), options());
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message();
+  const fs::path folder = run_folder(*outcome, "trial");
+  ASSERT_FALSE(folder.empty());
+  EXPECT_EQ(read(folder / "metrics" / "loss"), fmt::format("{} 0.4441 1\n", kT0 + 500));
+}
+
 TEST_F(MlflowExportTest, EveryReadingAsAPointWithoutAnInterval) {
   add_sweep_run(*store_);
   MlflowExportOptions o = options();

@@ -3,7 +3,8 @@
 // writes them), e.g.
 //   {"event":"epoch_end","epoch":2,"samples":50000,"time":1700000000.5,"metrics":{"loss":0.31}}
 // Known events: "start", "epoch_start", "epoch_end", "step", "metric", "end".
-// colo itself adds "requeued" and "throttled" (see progress.h).
+// colo itself adds "requeued" and "throttled" (see progress.h), and
+// kEarlyStoppedEvent.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,11 @@
 namespace colo {
 
 inline constexpr const char* kProgressFileEnv = "COLO_PROGRESS_FILE";
+
+// colo's event when early stopping stops a trial (docs/early-stopping.md),
+// at the time of the report that decided: the trial's results freeze there
+// (what it reports while it stops does not count).
+inline constexpr const char* kEarlyStoppedEvent = "early_stopped";
 
 // The plausible ranges of what a job reports; anything outside makes the line
 // malformed. They keep every sum colo makes of them far from overflowing.

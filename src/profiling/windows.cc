@@ -28,12 +28,18 @@ std::optional<double> number(const json& j, const char* key) {
   return it->get<double>();
 }
 
-// ", closed by the job's end" for a summary's closed_by.
-std::string closed_by_text(const std::string& closed_by) {
+// ", closed by the job's end" for a window's closed_by.
+std::string closed_by_text(const ProfileWindow& w) {
+  const std::string& closed_by = w.closed_by;
   if (closed_by == "steps") return ", closed after its steps";
   if (closed_by == "duration") return ", closed after its duration";
   if (closed_by == "epoch end") return ", closed at the epoch's end";
   if (closed_by == "job end") return ", closed by the job's end";
+  if (closed_by == "no step") {
+    return w.no_step_bound_s
+               ? fmt::format(", closed after {:.1f}s without a step", *w.no_step_bound_s)
+               : ", closed without a step";
+  }
   return "";
 }
 
@@ -60,6 +66,7 @@ Result<ProfileWindow> parse_profile_window(const std::string& text, const std::s
   w.rate_before = number(j, "rate_before");
   w.rate_after = number(j, "rate_after");
   w.written_s = number(j, "written_s");
+  w.no_step_bound_s = number(j, "no_step_bound_s");
   w.gpu_busy_pct = number(j, "gpu_busy_pct");
   w.memcpy_us = number(j, "memcpy_us");
   w.sorted_by = j.value("sorted_by", "self_cpu_us");
@@ -164,14 +171,16 @@ std::string format_profile_windows(const std::vector<JobWindows>& jobs, size_t o
         const std::optional<double>& outside = w.rate_after ? w.rate_after : w.rate_before;
         rate = fmt::format(", {:.0f} samples/s inside", *w.rate_in);
         if (outside && *outside > 0) {
-          rate += fmt::format(" against {:.0f} {} it ({:.2f}x: what profiling cost)", *outside,
-                              w.rate_after ? "after" : "before", *w.rate_in / *outside);
+          const char* when = w.rate_after ? "after" : "before";
+          rate += fmt::format(
+              " against {:.0f} {} it (inside/{} {:.2f}x: below 1 is what profiling cost)", *outside,
+              when, when, *w.rate_in / *outside);
         }
       }
       out += fmt::format(
           "{} window {} ({}{}): {:.2f}s, {} steps{}{}{}\n", job.job, w.window,
-          w.trigger.empty() ? "?" : w.trigger, closed_by_text(w.closed_by), w.seconds, w.steps,
-          rate, w.gpu_busy_pct ? fmt::format(", GPU busy {:.1f}%", *w.gpu_busy_pct) : "",
+          w.trigger.empty() ? "?" : w.trigger, closed_by_text(w), w.seconds, w.steps, rate,
+          w.gpu_busy_pct ? fmt::format(", GPU busy {:.1f}%", *w.gpu_busy_pct) : "",
           w.written_s ? fmt::format("; writing its trace took {:.1f}s", *w.written_s) : "");
       double total = 0;
       for (const ProfileOp& op : w.top) total += op.self_us;
@@ -214,6 +223,7 @@ json profile_windows_json(const std::vector<JobWindows>& jobs) {
                          {"rate_before", opt(w.rate_before)},
                          {"rate_after", opt(w.rate_after)},
                          {"written_s", opt(w.written_s)},
+                         {"no_step_bound_s", opt(w.no_step_bound_s)},
                          {"gpu_busy_pct", opt(w.gpu_busy_pct)},
                          {"memcpy_us", opt(w.memcpy_us)},
                          {"sorted_by", w.sorted_by},

@@ -24,16 +24,18 @@ struct ProfileOp {
 struct ProfileWindow {
   int window = 0;       // N, from 1 per job
   std::string trigger;  // "job file" or "colo profile"
-  // What closed it: "steps", "duration", "epoch end" or "job end" (the job
+  // What closed it: "steps", "duration", "epoch end", "no step" (a window
+  // of steps that saw none, after no_step_bound_s) or "job end" (the job
   // ended with it open); "" from a client before it said.
   std::string closed_by;
-  double seconds = 0;                  // how long it was open
-  int64_t steps = 0;                   // steps the job reported in it
-  std::optional<double> rate_in;       // samples/s inside the window
-  std::optional<double> rate_before;   // samples/s over the 30 s before it
-  std::optional<double> rate_after;    // samples/s from its files written to the next report
-  std::optional<double> written_s;     // how long writing its trace and summary took the job
-  std::optional<double> gpu_busy_pct;  // the union of its kernels over the window
+  std::optional<double> no_step_bound_s;  // a window of steps: how long it waits for one
+  double seconds = 0;                     // how long it was open
+  int64_t steps = 0;                      // steps the job reported in it
+  std::optional<double> rate_in;          // samples/s inside the window
+  std::optional<double> rate_before;      // samples/s over the 30 s before it
+  std::optional<double> rate_after;       // samples/s from its files written to the next report
+  std::optional<double> written_s;        // how long writing its trace and summary took the job
+  std::optional<double> gpu_busy_pct;     // the union of its kernels over the window
   std::optional<double> memcpy_us;
   std::string sorted_by;     // "self_device_us" or "self_cpu_us"
   std::string dir;           // the job's profile directory, which its summary was read from
@@ -70,7 +72,8 @@ std::vector<ProfileWindow> read_profile_windows(const std::string& dir,
                                                 std::vector<std::string>* problems);
 
 // `colo show`'s section: for each job with windows, each window's figures,
-// the rate inside against before (what profiling cost), and its top `ops`.
+// the rate inside against outside (inside/outside: below 1 is what
+// profiling cost), and its top `ops`.
 struct JobWindows {
   std::string job;
   std::vector<ProfileWindow> windows;

@@ -32,14 +32,15 @@ TEST(ProfileWindows, ASummaryIsReadAndShownWithTheCostOfProfiling) {
   EXPECT_DOUBLE_EQ(w->top[0].self_us, 3000);
   const std::string shown = format_profile_windows({{"tiny", {*w}}});
   EXPECT_THAT(shown, HasSubstr("tiny window 2 (job file): 0.50s, 5 steps, 5120 samples/s inside "
-                               "against 6400 before it (0.80x: what profiling cost)"));
+                               "against 6400 before it (inside/before 0.80x: below 1 is what "
+                               "profiling cost)"));
   // The rate after the window, where known, is the one compared.
   std::string with_after = kSummary;
   with_after.insert(with_after.find("\"rate_before\""), "\"rate_after\": 10240.0, ");
   Result<ProfileWindow> after = parse_profile_window(with_after, "/p");
   ASSERT_TRUE(after.ok()) << after.error().message();
   EXPECT_THAT(format_profile_windows({{"tiny", {*after}}}),
-              HasSubstr("5120 samples/s inside against 10240 after it (0.50x"));
+              HasSubstr("5120 samples/s inside against 10240 after it (inside/after 0.50x"));
   // A window the job's end closed says so.
   std::string at_exit = kSummary;
   at_exit.insert(at_exit.find("\"rate_before\""), "\"closed_by\": \"job end\", ");
@@ -49,6 +50,14 @@ TEST(ProfileWindows, ASummaryIsReadAndShownWithTheCostOfProfiling) {
   EXPECT_THAT(format_profile_windows({{"tiny", {*cut}}}),
               HasSubstr("tiny window 2 (job file, closed by the job's end): 0.50s"));
   EXPECT_EQ(profile_windows_json({{"tiny", {*cut}}})["tiny"][0]["closed_by"], "job end");
+  // A window of steps that saw none says how long it waited.
+  std::string no_step = kSummary;
+  no_step.insert(no_step.find("\"rate_before\""),
+                 "\"closed_by\": \"no step\", \"no_step_bound_s\": 5.0, ");
+  Result<ProfileWindow> waited = parse_profile_window(no_step, "/p");
+  ASSERT_TRUE(waited.ok()) << waited.error().message();
+  EXPECT_THAT(format_profile_windows({{"tiny", {*waited}}}),
+              HasSubstr("tiny window 2 (job file, closed after 5.0s without a step)"));
   EXPECT_THAT(shown, HasSubstr("3.000 ms  75.0%      10 calls  aten::addmm"));
   EXPECT_THAT(shown, HasSubstr("self CPU time of its operators"));
   EXPECT_EQ(format_profile_windows({{"none", {}}}), "");

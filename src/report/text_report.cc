@@ -193,6 +193,12 @@ std::string job_table_text(const RunSummary& summary) {
       out += fmt::format("note: {}'s progress was throttled: {} (see docs/job-file.md)\n", job.name,
                          job.progress_throttled->describe());
     }
+    if (!job.objective.empty()) {
+      std::vector<std::string> reported;
+      for (const MetricSeries& m : job.metrics) reported.push_back(m.name);
+      if (std::optional<std::string> w = objective_not_reported(job.objective, job.name, reported))
+        out += "warning: " + *w + "\n";
+    }
   }
   return out;
 }

@@ -366,6 +366,28 @@ TEST(LearningTable, ShowsParametersAndEachMetricsLastAndBest) {
   EXPECT_EQ(format_learning_table(plain), "") << "nothing learned, no table";
 }
 
+TEST(LearningTable, ShowRepeatsTheWarningOfAnObjectiveAJobNeverReported) {
+  struct Case {
+    const char* name;
+    std::string objective;
+    bool warned;
+  };
+  for (const Case& c :
+       {Case{"reports loss, not val_acc", "val_acc", true},
+        Case{"reports its objective", "loss", false}, Case{"declares none", "", false}}) {
+    SCOPED_TRACE(c.name);
+    RunSummary s = learned_summary();
+    for (JobSummary& job : s.jobs) job.objective = c.objective;
+    const std::string text = format_run_summary(s);
+    EXPECT_EQ(text.find("warning: objective 'val_acc' not reported by toy[lr=0.1]: it reports "
+                        "loss; early stopping cannot judge it, nor colo show rank by it\n") !=
+                  std::string::npos,
+              c.warned)
+        << text;
+    EXPECT_THAT(text, Not(HasSubstr("not reported by quiet"))) << "it reported nothing";
+  }
+}
+
 TEST(LearningTable, CsvHasOneRowPerJobWithParametersAndMetricsQuotedWhereNeeded) {
   const std::string csv = format_jobs_csv(learned_summary());
   std::vector<std::string> lines;

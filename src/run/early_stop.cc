@@ -56,9 +56,43 @@ std::optional<std::string> EarlyStopper::report(const std::string& sweep, int64_
   Sweep& s = sweeps_[sweep];
   const double bad = badness(r.value, r.lower_is_better);
   s.trials[trial].add(r.epoch, bad);
+  if (spec.rule == EarlyStopRule::kMedian)
+    return r.epoch < spec.min_epochs ? std::nullopt : median(s, trial, spec, r);
+  // Ray Tune's max_t: the trials' last epoch, where known.
+  const std::optional<int64_t> last =
+      spec.max_epochs ? std::optional<int64_t>(*spec.max_epochs) : s.last_epoch;
+  const bool goes_on = last && r.epoch < *last;
+  if (auto held = s.held.find(trial); held != s.held.end()) {
+    if (!goes_on) return std::nullopt;  // held still: this may be its last epoch
+    std::string verdict = std::move(held->second.verdict);
+    s.held.erase(held);
+    return verdict;
+  }
   if (r.epoch < spec.min_epochs) return std::nullopt;
-  return spec.rule == EarlyStopRule::kMedian ? median(s, trial, spec, r)
-                                             : asha(s, trial, spec, r, bad);
+  std::optional<std::string> verdict = asha(s, trial, spec, r, bad, last);
+  if (!verdict || goes_on) return verdict;
+  s.held[trial] = Held{r.epoch, std::move(*verdict)};
+  return std::nullopt;
+}
+
+std::optional<std::string> EarlyStopper::went_past(const std::string& sweep, int64_t trial,
+                                                   int64_t epoch) {
+  auto s = sweeps_.find(sweep);
+  if (s == sweeps_.end()) return std::nullopt;
+  auto held = s->second.held.find(trial);
+  if (held == s->second.held.end() || held->second.epoch > epoch) return std::nullopt;
+  std::string verdict = std::move(held->second.verdict);
+  s->second.held.erase(held);
+  return verdict;
+}
+
+void EarlyStopper::ended(const std::string& sweep, int64_t trial, int64_t epochs,
+                         bool ran_to_its_end) {
+  auto s = sweeps_.find(sweep);
+  if (s == sweeps_.end()) return;
+  s->second.held.erase(trial);
+  if (ran_to_its_end && epochs > 0)
+    s->second.last_epoch = std::max(s->second.last_epoch.value_or(0), epochs);
 }
 
 std::optional<std::string> EarlyStopper::median(const Sweep& s, int64_t trial,
@@ -80,11 +114,12 @@ std::optional<std::string> EarlyStopper::median(const Sweep& s, int64_t trial,
 }
 
 std::optional<std::string> EarlyStopper::asha(Sweep& s, int64_t trial, const EarlyStopSpec& spec,
-                                              const TrialReport& r, double bad) {
-  // The highest rung at or below this epoch.
+                                              const TrialReport& r, double bad,
+                                              std::optional<int64_t> last_epoch) {
+  // The highest rung at or below this epoch, and below the last.
   int64_t rung = 0;
   for (int64_t at = spec.min_epochs; at <= r.epoch; at *= spec.reduction) {
-    if (spec.max_epochs && at >= *spec.max_epochs) break;
+    if (last_epoch && at >= *last_epoch) break;
     rung = at;
   }
   if (rung == 0) return std::nullopt;

@@ -31,12 +31,28 @@ class EarlyStopper {
   //  - median: at each epoch from min_epochs on, its best value so far
   //    against the median of the best values by that epoch of the other
   //    trials that reached it (at least min_trials of them); worse stops it;
-  //  - asha: at each rung (epochs min_epochs * reduction^k, below
-  //    max_epochs), once, the first time it reports at or past the rung and
-  //    at no higher one: outside the best 1/reduction of the values the
-  //    trials judged there before it stops it (the first judged goes on).
+  //  - asha: at each rung (epochs min_epochs * reduction^k, below the
+  //    sweep's last epoch), once, the first time it reports at or past the
+  //    rung and at no higher one: outside the best 1/reduction of the
+  //    values the trials judged there before it stops it (the first judged
+  //    goes on). The last epoch is Ray Tune's max_t: max_epochs, else the
+  //    most epochs a trial of the sweep ran to its end (ended), else not
+  //    known; while it is not known to lie past the epoch reported, a
+  //    verdict to stop is held until the trial shows it is at work past
+  //    that epoch (went_past), so that a trial that ran all its epochs is
+  //    never stopped early.
   std::optional<std::string> report(const std::string& sweep, int64_t trial,
                                     const EarlyStopSpec& spec, const TrialReport& r);
+
+  // Trial `trial` of `sweep` is at work past its epoch `epoch`, which ended
+  // (a step or an epoch's start after it): its held verdict to stop, if it
+  // was reached at that epoch or before, else nullopt.
+  std::optional<std::string> went_past(const std::string& sweep, int64_t trial, int64_t epoch);
+
+  // Trial `trial` of `sweep` ended after `epochs` epochs; `ran_to_its_end`:
+  // on its own, all its epochs done (not stopped, not failed), which makes
+  // `epochs` a last epoch of the sweep. A verdict held for it is dropped.
+  void ended(const std::string& sweep, int64_t trial, int64_t epochs, bool ran_to_its_end);
 
  private:
   // Values as badness: lower is better, non-finite is +infinity.
@@ -48,14 +64,22 @@ class EarlyStopper {
     void add(int64_t epoch, double value);
     double best_by(int64_t epoch) const;  // its best at that epoch and before
   };
+  // A verdict to stop, held until the trial shows it goes on past `epoch`.
+  struct Held {
+    int64_t epoch = 0;
+    std::string verdict;
+  };
   struct Sweep {
     std::map<int64_t, Trial> trials;
     std::map<int64_t, std::map<int64_t, double>> rungs;  // asha: rung epoch -> trial -> value
+    std::map<int64_t, Held> held;                        // asha: trial -> its verdict held
+    std::optional<int64_t> last_epoch;                   // the most epochs a trial ran to its end
   };
   static std::optional<std::string> median(const Sweep& s, int64_t trial, const EarlyStopSpec& spec,
                                            const TrialReport& r);
   static std::optional<std::string> asha(Sweep& s, int64_t trial, const EarlyStopSpec& spec,
-                                         const TrialReport& r, double badness);
+                                         const TrialReport& r, double badness,
+                                         std::optional<int64_t> last_epoch);
   std::map<std::string, Sweep> sweeps_;
 };
 

@@ -27,24 +27,49 @@ void RunEngine::judge_early_stop(JobRuntime& job, const ProgressEvent& e) {
   if (!spec.early_stop || spec.objective.empty() || state_.stopping || job.pid <= 0 ||
       !job.cause.yields_to(Cause::kEarlyStop))
     return;
-  if (e.kind != "epoch_end" && e.kind != "metric") return;
+  const std::string& sweep = job.sweep();
+  const auto trial = static_cast<int64_t>(job.key);
+  const int64_t last_ended = job.epoch.value_or(job.epochs);
+  std::optional<std::string> verdict;
+  // At work past the last epoch that ended: a verdict held there comes now.
+  if (e.kind == "step" || e.kind == "epoch_start")
+    verdict = early_stop_.went_past(sweep, trial, last_ended);
   auto value = e.metrics.find(spec.objective);
-  if (value == e.metrics.end()) return;
-  // An epoch's end counts for that epoch; a metric for its own epoch, else
-  // for the last epoch that ended before it.
-  const int64_t epoch =
-      e.kind == "epoch_end" ? job.epoch.value_or(job.epochs) : e.epoch.value_or(job.epochs);
-  auto goal = spec.lower_is_better.find(spec.objective);
-  std::optional<std::string> verdict = early_stop_.report(
-      job.job.trials_of.empty() ? spec.source : job.job.trials_of, static_cast<int64_t>(job.key),
-      *spec.early_stop,
-      TrialReport{spec.objective, goal == spec.lower_is_better.end() || goal->second, epoch,
-                  value->second});
+  if (!verdict && (e.kind == "epoch_end" || e.kind == "metric") && value != e.metrics.end()) {
+    // An epoch's end counts for that epoch; a metric for its own epoch, else
+    // for the last epoch that ended before it.
+    const int64_t epoch = e.kind == "epoch_end" ? last_ended : e.epoch.value_or(job.epochs);
+    auto goal = spec.lower_is_better.find(spec.objective);
+    verdict = early_stop_.report(
+        sweep, trial, *spec.early_stop,
+        TrialReport{spec.objective, goal == spec.lower_is_better.end() || goal->second, epoch,
+                    value->second});
+  }
   if (!verdict) return;
+  // Its results freeze here: what it reports while it stops is not its
+  // (analysis/training_metrics.h). Stamped with the report's own time, the
+  // job's clock, as its other events are.
+  ProgressEvent stopped;
+  stopped.time_ms = e.time_ms;
+  stopped.kind = kEarlyStoppedEvent;
+  pending_events_.emplace_back(job.job.id, std::move(stopped));
   const std::string what = fmt::format("{}; stopping it (TERM, then KILL after {})", *verdict,
                                        format_duration_ms(options_.stop_grace_ms));
   stop_job(job, {Cause::kEarlyStop, *verdict}, options_.stop_grace_ms,
            fmt::format("{}: {}", job.label(), what), what);
+}
+
+void RunEngine::watch_objective(JobRuntime& job, const ProgressEvent& e) {
+  const JobSpec& spec = job.job.spec;
+  if (spec.objective.empty()) return;
+  if (!job.objective) job.objective.emplace(spec.objective, job.label());
+  objective_warning(job, job.objective->saw(e, job.epochs));
+}
+
+void RunEngine::objective_warning(JobRuntime& job, const std::optional<std::string>& warning) {
+  if (!warning) return;
+  display_.event("warning: " + *warning);
+  append_note_to_log(log_path(job), "warning: " + *warning);
 }
 
 bool RunEngine::shares_a_gpu(const JobRuntime& job, const std::vector<int>& gpus) const {

@@ -18,6 +18,7 @@
 #include "run/engine_job.h"
 #include "run/floor_watch.h"
 #include "run/in_place_measurement.h"
+#include "run/objective_watch.h"
 #include "run/simulated_load.h"
 #include "run/stall_watch.h"
 
@@ -27,6 +28,10 @@ struct JobRuntime {
   size_t key = 0;
   EngineJob job;
   const std::string& label() const { return job.label.empty() ? job.spec.name : job.label; }
+  // The trials early stopping compares it with (run/early_stop.h).
+  const std::string& sweep() const {
+    return job.trials_of.empty() ? job.spec.source : job.trials_of;
+  }
   std::string signature;
   JobState state = JobState::kQueued;
   std::optional<int> device;
@@ -77,6 +82,9 @@ struct JobRuntime {
   // A protected job's floor, judged over its steady epochs across its attempts.
   std::optional<FloorWatch> floor;
   bool floor_alone_said = false;  // below its floor with no opportunistic neighbour: said once
+  // Whether it reports its job file's [objective] (set when it declares one),
+  // across its attempts: warned of once.
+  std::optional<ObjectiveWatch> objective;
 
   int counted_attempts() const { return attempt - uncounted - preemptions - job.uncounted_before; }
   std::vector<int> gpus() const { return job_gpus(device, gang_devices); }

@@ -490,6 +490,12 @@ void RunEngine::reap() {
       other.measuring->neighbour_left(alone);
     }
     read_progress_of(job, /*exited=*/true);  // the last lines it wrote before exiting
+    if (job.objective) objective_warning(job, job.objective->ended());
+    if (job.job.spec.early_stop) {
+      // A trial that ran to its end on its own teaches its sweep's last epoch.
+      early_stop_.ended(job.sweep(), static_cast<int64_t>(job.key), job.epoch.value_or(job.epochs),
+                        f.exit.state == JobState::kOk && job.cause.kind == Cause::kNone);
+    }
     if (job.measuring && f.exit.state == JobState::kOk) finish_probe(job);
     if (f.exit.state == JobState::kOk && job.peak_memory_bytes > 0) {
       JobProfile seen;
@@ -1098,6 +1104,7 @@ void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
                                        : ""));
       }
     }
+    watch_objective(job, e);
     if (!exited) judge_early_stop(job, e);
     pending_events_.emplace_back(job.job.id, std::move(e));
   }

@@ -407,6 +407,10 @@ class RunEngine {
   // The job's sweep's [early_stop] rule on event `e`, before it is stored:
   // stops the job (TERM, the grace) when the rule says so; it ends stopped.
   void judge_early_stop(JobRuntime& job, const ProgressEvent& e);
+  // Whether the job reports its declared [objective] (run/objective_watch.h);
+  // the warning, once, in colo's output and the job's log.
+  void watch_objective(JobRuntime& job, const ProgressEvent& e);
+  void objective_warning(JobRuntime& job, const std::optional<std::string>& warning);
   // A protected job's epoch rate, judged against its floor: when it fell
   // below for the window, its GPU's most recently started opportunistic job
   // is stopped (StopCause::kFloor) and the pair is not placed together again.

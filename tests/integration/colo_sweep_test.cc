@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -485,6 +486,105 @@ TEST_F(ColoSweep, AshaStopsMostOfASweepWhoseBadTrialsAreKnownAndTheBestEndsOk) {
   CommandResult runs = shell(colo("runs --db " + db));
   EXPECT_TRUE(std::regex_search(runs.output, std::regex(" ok +naive +sim \\(simulated\\) +12 ")))
       << runs.output;
+}
+
+// Issue 58, items 5-7. A trial (sh): `trial.sh Q EPOCHS DELAY [TEARDOWN]`
+// reports loss Q/epoch at each epoch's end, one a second, after DELAY seconds
+// when Q > 1, and exits TEARDOWN seconds after its last (saving, say); on
+// TERM it reports a better loss, 0.001, and exits.
+class ColoSweepResults : public ColoSweep {
+ protected:
+  std::string run_file(const std::string& name, const std::string& head, const std::string& args,
+                       const std::string& grid = "") {
+    const std::string trial = write_file("trial.sh", R"sh(q=$1; epochs=$2
+trap 'printf "{\"event\":\"metric\",\"time\":%s,\"metrics\":{\"loss\":0.001}}\n" "$(date +%s.%N)" >> "$COLO_PROGRESS_FILE"; exit 0' TERM
+[ "$q" -gt 1 ] && sleep "$3"
+e=1
+while [ $e -le $epochs ]; do
+  sleep 1
+  printf '{"event":"epoch_end","time":%s,"epoch":%d,"samples":10,"metrics":{"loss":%s}}\n' "$(date +%s.%N)" $e "$(awk "BEGIN { print $q / $e }")" >> "$COLO_PROGRESS_FILE"
+  e=$((e+1))
+done
+sleep "${4:-0}"
+)sh");
+    return write_file(name, "[run]\nmechanism = \"naive\"\nmax_per_gpu = 4\n" + head +
+                                "[[job]]\nname = \"t\"\ncommand = [\"sh\", \"" + trial + "\", " +
+                                args + "]\n" + (grid.empty() ? "" : "grid = " + grid + "\n"));
+  }
+  CommandResult run(const std::string& file, const std::string& db) {
+    return shell(colo("run " + file + " --backend sim --policy fixed --plain --db " + db +
+                      " --logs " + dir_ + "/logs-" + db.substr(db.rfind('/') + 1)));
+  }
+  static const nlohmann::json& job_named(const nlohmann::json& shown, const std::string& name) {
+    for (const nlohmann::json& job : shown["jobs"])
+      if (job["name"] == name) return job;
+    throw std::runtime_error("no job " + name + " in " + shown.dump());
+  }
+};
+
+// Item 6: ASHA without max_epochs (rungs at 2, 4, ...; the trials run 2
+// epochs, then take 1.5 s to end). t[q=9] reaches the rung of epoch 2
+// behind t[q=1], at its last epoch: it ran all its epochs and ends ok, not
+// "stopped early".
+TEST_F(ColoSweepResults, AshaWithoutMaxEpochsStopsNoTrialAtItsLastEpoch) {
+  const std::string file =
+      run_file("last.toml",
+               "[objective]\nmetric = \"loss\"\ngoal = \"min\"\n[early_stop]\nrule = \"asha\"\n"
+               "min_epochs = 2\nreduction = 2\n",
+               "\"{q}\", \"2\", \"2\", \"1.5\"", "{ q = [1, 9] }");
+  const std::string db = dir_ + "/last.db";
+  CommandResult r = run(file, db);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json shown = nlohmann::json::parse(shell(colo("show --json --db " + db)).output);
+  for (const char* name : {"t[q=1]", "t[q=9]"}) {
+    EXPECT_EQ(job_named(shown, name)["state"], "ok") << name << ": " << r.output;
+    EXPECT_EQ(job_named(shown, name)["epochs"], 2) << name;
+  }
+}
+
+// Item 7: t[q=9] is stopped at its rung of epoch 1 (loss 9, behind t[q=1]'s
+// 1); the 0.001 it reports while it stops is not its best.
+TEST_F(ColoSweepResults, AStoppedTrialsResultsFreezeAtItsStop) {
+  const std::string file =
+      run_file("freeze.toml",
+               "[objective]\nmetric = \"loss\"\ngoal = \"min\"\n[early_stop]\nrule = \"asha\"\n"
+               "reduction = 2\nmax_epochs = 4\n",
+               "\"{q}\", \"4\", \"1.5\"", "{ q = [1, 9] }");
+  const std::string db = dir_ + "/freeze.db";
+  CommandResult r = run(file, db);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json shown = nlohmann::json::parse(shell(colo("show --json --db " + db)).output);
+  const nlohmann::json& stopped = job_named(shown, "t[q=9]");
+  ASSERT_EQ(stopped["state"], "stopped") << r.output;
+  EXPECT_THAT(stopped["reason"].get<std::string>(), HasSubstr("rung of epoch 1"));
+  EXPECT_DOUBLE_EQ(stopped["metrics"]["loss"]["best"].get<double>(), 9.0) << shown.dump();
+  EXPECT_DOUBLE_EQ(stopped["metrics"]["loss"]["last"].get<double>(), 9.0);
+  EXPECT_EQ(
+      shell("grep -c '0.001' -r '" + dir_ + "/logs-freeze.db' --include='*.progress*'").exit_code,
+      0)
+      << "it did report 0.001 while it stopped";
+}
+
+// Item 5: an [objective] the job never reports is warned of, once, in colo
+// run's output and the job's log, and again by colo show.
+TEST_F(ColoSweepResults, AnObjectiveNoJobReportsIsWarnedOf) {
+  const std::string file = run_file("objective.toml",
+                                    "[objective]\nmetric = \"val_acc\"\ngoal = \"max\"\n"
+                                    "[early_stop]\nrule = \"median\"\n",
+                                    "\"1\", \"3\", \"0\"");
+  const std::string db = dir_ + "/objective.db";
+  CommandResult r = run(file, db);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string warning =
+      "warning: objective 'val_acc' not reported by t: it reports loss; early stopping cannot "
+      "judge it, nor colo show rank by it";
+  // As the job runs (after its second epoch's end), once; its end summary repeats it.
+  const std::string live = r.output.substr(0, r.output.find("Run #1"));
+  EXPECT_EQ(count(live, warning), 1u) << r.output;
+  EXPECT_LT(live.find(warning), live.find("t epoch 3 done")) << r.output;
+  CommandResult log = shell("grep -rh \"" + warning + "\" '" + dir_ + "/logs-objective.db'");
+  EXPECT_EQ(count(log.output, warning), 1u) << log.output;
+  EXPECT_THAT(shell(colo("show --db " + db)).output, HasSubstr(warning));
 }
 
 }  // namespace
