@@ -522,8 +522,7 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
     note_owner(joining->waiting.job, joining->waiting);
   }
   const ShareMode mode = mode_of(mixed);
-  if (!before.empty() && sm + joining_load.sm_active_pct > options_.sm_cap_pct)
-    return std::nullopt;
+  if (!before.empty() && sm + joining_load.sm_active_pct > options_.sm_cap_pct) return std::nullopt;
   if (!verdicts_.bad.empty()) {  // the combination is built only when there is one to compare with
     Combination after{{w.signature, 1}};
     for (size_t j : g.jobs) {
