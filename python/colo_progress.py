@@ -306,12 +306,16 @@ class _Profiler:
                 self._next_look = now + 1.0
                 self._look_for_request(kind, now)
         except Exception as error:  # noqa: BLE001 - never into training
-            self._broken = True
-            try:
-                sys.stderr.write("colo_progress: profiling stopped: %r\n" % (error,))
-            except Exception:
-                pass
-            self._abandon()
+            self._stop_broken(error)
+
+    def _stop_broken(self, error):
+        """Profiling failed: say so once and stop it for good, never into training."""
+        self._broken = True
+        try:
+            sys.stderr.write("colo_progress: profiling stopped: %r\n" % (error,))
+        except Exception:  # noqa: BLE001 - a closed stderr must not reach training either
+            pass
+        self._abandon()
 
     def _abandon(self):
         """Stops an open window's profiler without writing it (profiling broke)."""
@@ -401,12 +405,7 @@ class _Profiler:
             if self._bound_passed(self._window, now):
                 self._close(now, "no step")
         except Exception as error:  # noqa: BLE001 - never into training
-            self._broken = True
-            try:
-                sys.stderr.write("colo_progress: profiling stopped: %r\n" % (error,))
-            except Exception:
-                pass
-            self._abandon()
+            self._stop_broken(error)
         return None
 
     @staticmethod
