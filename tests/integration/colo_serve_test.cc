@@ -1065,9 +1065,40 @@ class ColoServeTwoUsers : public ColoServe {
 
 // Fair share (issue 32): B's job starts at the first free place, ahead of
 // every job of A's still waiting, and A's sweep keeps the GPU full meanwhile.
+// Issue 58 (11): while it waits, `colo queue` lists B's job first of the
+// queued, and the sweep's say fair share puts B's first.
 TEST_F(ColoServeTwoUsers, AnotherUsersJobGoesAheadOfASweepQueuedBeforeIt) {
   if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
-  const Starts starts = sweep_then_another_users_job("fair-share");
+  Workload work;
+  // B's job waits for a place (the sweep's jobs run 4 s, two at a time).
+  work.sweep =
+      "[[job]]\nname = \"sweep\"\ncommand = [\"sleep\", \"4\"]\nrepeat = 8\n"
+      "gpu_memory = \"30GiB\"\nsm_activity = 30\n";
+  work.while_b_waits = [&](int64_t theirs) {
+    json q = queue();
+    ASSERT_TRUE(q.is_object());
+    json seen = json::array();
+    bool b_queued = false;
+    for (const json& j : q["jobs"]) {
+      if (j["state"] == "queued") seen.push_back(j);
+      b_queued = b_queued || (j["id"] == theirs && j["state"] == "queued");
+    }
+    if (!b_queued) return;  // a place freed at once: nothing waits to be ordered
+    ASSERT_FALSE(seen.empty()) << q.dump();
+    EXPECT_EQ(seen[0]["id"], theirs) << seen.dump();
+    EXPECT_THAT(seen[0].value("reason", ""), Not(HasSubstr("fair share"))) << seen.dump();
+    // The others: the policy's own word (a place reserved, backfill) where
+    // it has one, else fair share's, naming B's owner, never "root used".
+    for (size_t i = 1; i < seen.size(); ++i) {
+      EXPECT_EQ(seen[i]["owner"], "root");
+      EXPECT_THAT(seen[i].value("reason", ""), Not(HasSubstr("fair share: root"))) << seen.dump();
+    }
+    const std::string table = shell(colo("queue")).output;
+    const size_t queued = table.find("queued (");
+    ASSERT_NE(queued, std::string::npos) << table;
+    EXPECT_LT(table.find("colof", queued), table.find("root", queued)) << table;
+  };
+  const Starts starts = sweep_then_another_users_job("fair-share", work);
   for (int64_t a : starts.a_waiting_started)
     EXPECT_LE(starts.b_started, a) << "a job of the sweep queued before B's started first";
 }
