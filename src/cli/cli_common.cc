@@ -464,13 +464,8 @@ Status apply_qos_flags(const QosFlags& flags, JobFile& file) {
 Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base) {
   if (flags.name) {
     const std::string& n = *flags.name;
-    if (!n.empty() && (n == "last" || std::all_of(n.begin(), n.end(), [](unsigned char c) {
-                         return std::isdigit(c) != 0;
-                       }))) {
-      return Error(fmt::format(
-          "--name '{}': a run's name cannot be a number or 'last' (`colo show` reads those as "
-          "run ids)",
-          n));
+    if (Status ok = check_target_name(n); !ok.ok()) {
+      return Error(fmt::format("--name {}", ok.error().message()));
     }
     base.name = n;
   }
@@ -488,6 +483,47 @@ Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base) {
   }
   if (flags.note) base.note = *flags.note;
   return base;
+}
+
+Result<StoredTarget> resolve_stored_target(RunStore& store, const std::string& text,
+                                           const TargetForms& forms) {
+  Result<Target> read = parse_target(text, forms);
+  if (!read.ok()) return read.error();
+  switch (read->kind) {
+    case Target::Kind::kLast:
+    case Target::Kind::kRange:  // parse_target() refuses it unless forms take it
+      return StoredTarget{};
+    case Target::Kind::kId:
+      return StoredTarget{read->first, std::nullopt};
+    case Target::Kind::kSubmission: {
+      Result<std::optional<SubmissionRow>> sub = store.submission(read->last);
+      if (!sub.ok()) return sub.error();
+      if (!*sub) {
+        return Error(
+            fmt::format("'{}': the store has no submission {}; `colo runs` lists the named "
+                        "ones under their runs",
+                        text, read->last));
+      }
+      return StoredTarget{read->first, std::move(*sub)};
+    }
+    case Target::Kind::kName:
+      break;
+  }
+  // A name: the caller's own run or submission of that name, never another user's.
+  Result<std::optional<NamedTarget>> named =
+      store.find_named(text, getuid(), forms.submission ? NameKinds::kBoth : NameKinds::kRuns);
+  if (!named.ok()) return named.error();
+  if (*named && (*named)->kind == NamedTarget::Kind::kRun) return StoredTarget{(*named)->id, {}};
+  if (*named) {
+    Result<std::optional<SubmissionRow>> sub = store.submission((*named)->id);
+    if (!sub.ok()) return sub.error();
+    if (*sub) return StoredTarget{0, std::move(*sub)};
+  }
+  return Error(fmt::format(
+      "'{}' is neither a run id nor the name of a run{} of yours; {} takes {}; `colo runs` lists "
+      "them (a run gets a name with `colo run --name` or `colo label`{})",
+      text, forms.submission ? " or a submission" : "", forms.command, describe_forms(forms),
+      forms.submission ? ", a submission with `colo submit --name`" : ""));
 }
 
 }  // namespace colo

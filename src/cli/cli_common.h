@@ -15,6 +15,7 @@
 #include "analysis/profiles.h"
 #include "common/clock.h"
 #include "common/result.h"
+#include "common/target_syntax.h"
 #include "gpu/gpu_backend.h"
 #include "gpu/sim_backend.h"
 #include "jobs/job_file.h"
@@ -160,6 +161,20 @@ void add_label_flags(CLI::App& cmd, LabelFlags& flags);
 // `base` with what the flags set: a name, tags (KEY= removes KEY), a note.
 // An error names the flag at fault.
 Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base);
+
+// What a target names in the store (common/target_syntax.h): a run, or one
+// submission's part of a run.
+struct StoredTarget {
+  int64_t run_id = 0;  // 0: the most recent run (or, for a submission, the run holding its jobs)
+  std::optional<SubmissionRow> submission;
+};
+// Reads `text` as one of `forms` (a range is not taken here) and finds what
+// it names: "" or "last" the most recent run, a number that run, RUN/SUB that
+// submission, a name the caller's newest run of that name, else (where
+// `forms` takes submissions) their newest submission of that name; another
+// user's only by its id. An error names `text` and the forms taken.
+Result<StoredTarget> resolve_stored_target(RunStore& store, const std::string& text,
+                                           const TargetForms& forms);
 
 // --qos CLASS and --min-speed X (colo run, colo submit): every job's class
 // and floor over what the job file says (jobs/job_qos.h, docs/policy.md).

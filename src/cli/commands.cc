@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/stop_signal.h"
+#include "common/target_syntax.h"
 #include "common/units.h"
 #include "gpu/device_json.h"
 #include "gpu/gpu_backend.h"
@@ -75,11 +76,12 @@ struct RunFlags {
   std::string lock_dir;
   std::string socket;
   BackendFlags backend;
-  std::string shard_plan;         // `colo slurm submit`'s plan: run one shard of it
-  std::optional<int> shard;       // which; default: the Slurm array element
-  int shard_first_attempt = 0;    // its attempts are numbered from this (plus Slurm's requeues)
-  std::string profiles_from;      // another store whose profiles the auto policy may use
-  std::optional<int64_t> resume;  // run again the jobs of this run that did not end well
+  std::string shard_plan;       // `colo slurm submit`'s plan: run one shard of it
+  std::optional<int> shard;     // which; default: the Slurm array element
+  int shard_first_attempt = 0;  // its attempts are numbered from this (plus Slurm's requeues)
+  std::string profiles_from;    // another store whose profiles the auto policy may use
+  // Run again the jobs of this run that did not end well: its id, last or its name.
+  std::optional<std::string> resume;
   LabelFlags label;
   QosFlags qos;  // every job's class, over the file's
 };
@@ -116,8 +118,16 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   if (flags.resume) {
     const std::string db = !flags.db.empty() ? flags.db : default_db_path();
     Result<std::unique_ptr<RunStore>> from = RunStore::open(db);
+    // A submission is resumed through the service (colo submit --resume).
+    Result<StoredTarget> target =
+        from.ok() ? resolve_stored_target(
+                        **from, *flags.resume,
+                        TargetForms{.last = true, .id = true, .name = true, .command = "--resume"})
+                  : Result<StoredTarget>(from.error());
+    Result<RunRow> run =
+        target.ok() ? (*from)->run(target->run_id) : Result<RunRow>(target.error());
     Result<ResumePlan> plan =
-        from.ok() ? plan_resume(**from, *flags.resume) : Result<ResumePlan>(from.error());
+        run.ok() ? plan_resume(**from, run->id) : Result<ResumePlan>(run.error());
     if (!plan.ok()) {
       std::cerr << "colo: --resume " << *flags.resume << ": " << plan.error().message() << "\n";
       return kExitBadInput;
@@ -126,8 +136,7 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     std::cout << fmt::format(
         "resuming run {} ({}): {} that did not end ok, each with its checkpoint directory; {} "
         "ended ok and {} not run again\n",
-        *flags.resume, resume->file.path,
-        count_of(static_cast<int64_t>(resume->file.jobs.size()), "job"),
+        run->id, resume->file.path, count_of(static_cast<int64_t>(resume->file.jobs.size()), "job"),
         count_of(resume->ended_well, "job"), resume->ended_well == 1 ? "is" : "are");
   }
   Result<JobFile> file = resume ? Result<JobFile>(resume->file) : load_job_file(flags.file);
@@ -450,56 +459,14 @@ struct ShowFlags {
 
 // What `colo show` was asked for: a run, or one submission's part of a
 // service's run.
-struct ShowTarget {
-  int64_t run_id = 0;  // 0: the most recent run
-  std::optional<SubmissionRow> submission;
-};
+using ShowTarget = StoredTarget;
 
-bool all_digits(std::string_view s) {
-  return !s.empty() &&
-         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-}
-
-// The run or submission that `text` names: "" or "last" the most recent run,
-// a number that run, RUN/SUBMISSION a submission, else the caller's newest
-// run of that name, else their newest submission of that name (another
-// user's only by its id). An error says what to do.
+// The run or submission that `text` names for `colo show`, `colo label`.
 Result<ShowTarget> resolve_target(RunStore& store, const std::string& text) {
-  if (text.empty() || text == "last") return ShowTarget{};
-  if (all_digits(text)) {
-    const int64_t id = std::strtoll(text.c_str(), nullptr, 10);
-    if (id <= 0) return Error(fmt::format("'{}' is not a run id; `colo runs` lists them", text));
-    return ShowTarget{id, std::nullopt};
-  }
-  if (const size_t slash = text.find('/'); slash != std::string::npos &&
-                                           all_digits(std::string_view(text).substr(0, slash)) &&
-                                           all_digits(std::string_view(text).substr(slash + 1))) {
-    const int64_t run = std::strtoll(text.c_str(), nullptr, 10);
-    Result<std::optional<SubmissionRow>> sub =
-        store.submission(std::strtoll(text.c_str() + slash + 1, nullptr, 10));
-    if (!sub.ok()) return sub.error();
-    if (!*sub) {
-      return Error(
-          fmt::format("'{}': the store has no submission {}; `colo runs` lists the named "
-                      "ones under their runs",
-                      text, text.substr(slash + 1)));
-    }
-    return ShowTarget{run, std::move(*sub)};
-  }
-  // A name: the caller's own run or submission of that name, never another user's.
-  Result<std::optional<NamedTarget>> named = store.find_named(text, getuid());
-  if (!named.ok()) return named.error();
-  if (*named && (*named)->kind == NamedTarget::Kind::kRun) return ShowTarget{(*named)->id, {}};
-  if (*named) {
-    Result<std::optional<SubmissionRow>> sub = store.submission((*named)->id);
-    if (!sub.ok()) return sub.error();
-    if (*sub) return ShowTarget{0, std::move(*sub)};
-  }
-  return Error(fmt::format(
-      "'{}' is neither a run id nor the name of a run or a submission; `colo runs` lists them "
-      "(a run gets a name with `colo run --name` or `colo label`, a submission with `colo "
-      "submit --name`)",
-      text));
+  return resolve_stored_target(
+      store, text,
+      TargetForms{
+          .last = true, .id = true, .submission = true, .name = true, .command = "colo show"});
 }
 
 // The run of a target, or the run holding a submission's jobs (the newest,
@@ -700,7 +667,8 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       ->check(CLI::ExistingFile);
   run_cmd->add_option(
       "--resume", run.resume,
-      "instead of a job file: run again the jobs of run RUN (in --db) that did not end ok or "
+      "instead of a job file: run again the jobs of run RUN (in --db: its id, last or its name) "
+      "that did not end ok or "
       "stopped early (failed, cancelled, interrupted, ...), as they were submitted and each with "
       "the checkpoint directory it had (COLO_CHECKPOINT_DIR); a new run, on the old run's "
       "mechanism unless --mechanism says otherwise");

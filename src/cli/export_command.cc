@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -49,22 +50,57 @@ std::string shell_word(const std::string& path) {
   return out + "'";
 }
 
-int export_mlflow_command(const MlflowFlags& flags) {
-  std::vector<MlflowTarget> targets;
-  for (const std::string& text : flags.targets) {
-    Result<MlflowTarget> target = parse_mlflow_target(text);
-    if (!target.ok()) {
-      std::cerr << "colo: export mlflow: " << target.error().message() << "\n";
-      return kExitBadInput;
+// What `text` names: run:ID, exp:ID, last-run and last-exp as
+// parse_mlflow_target() reads them; else a target as every command takes
+// one (common/target_syntax.h): an id, last, a name of the caller's own, or
+// RUN/SUB (a submission: only its jobs).
+Result<MlflowTarget> resolve_mlflow_target(RunStore& store, const std::string& text) {
+  if (text.starts_with("run:") || text.starts_with("exp:") || text.starts_with("last-"))
+    return parse_mlflow_target(text);
+  Result<StoredTarget> found = resolve_stored_target(
+      store, text,
+      TargetForms{.last = true,
+                  .id = true,
+                  .submission = true,
+                  .name = true,
+                  .command = "colo export mlflow (besides exp:ID and last-exp)"});
+  if (!found.ok()) return found.error();
+  MlflowTarget target{MlflowTarget::Kind::kRun, found->run_id, std::nullopt};
+  if (!found->submission) return target;
+  const SubmissionRow& sub = *found->submission;
+  target.submission = sub.id;
+  if (target.id == 0) {
+    // A submission by name: the run holding its jobs (the newest, when a
+    // restarted service continued some in a later run).
+    Result<std::vector<SubmissionJob>> jobs = store.submission_jobs(sub.id);
+    if (!jobs.ok()) return jobs.error();
+    for (const SubmissionJob& j : *jobs) target.id = std::max(target.id, j.run_id);
+    if (target.id == 0) {
+      return Error(
+          fmt::format("'{}': submission {} has no run to export yet (none of its {} "
+                      "jobs started)",
+                      text, sub.id, sub.jobs));
     }
-    targets.push_back(*target);
   }
+  return target;
+}
+
+int export_mlflow_command(const MlflowFlags& flags) {
   std::optional<int64_t> interval_ms = duration_flag("--system-interval", flags.system_interval, 0);
   if (!interval_ms) return kExitBadInput;
   Result<std::unique_ptr<RunStore>> store = open_store_for_reading(flags.db);
   if (!store.ok()) {
     std::cerr << "colo: " << store.error().message() << "\n";
     return kExitEnvironment;
+  }
+  std::vector<MlflowTarget> targets;
+  for (const std::string& text : flags.targets) {
+    Result<MlflowTarget> target = resolve_mlflow_target(**store, text);
+    if (!target.ok()) {
+      std::cerr << "colo: export mlflow: " << target.error().message() << "\n";
+      return kExitBadInput;
+    }
+    targets.push_back(*target);
   }
   SystemClock clock;
   MlflowExportOptions options;
@@ -122,8 +158,9 @@ void add_export_command(CLI::App& app, int& exit_code) {
       "colo export mlflow 12 exp:3 --to mlruns && mlflow ui --backend-store-uri mlruns");
   mlflow
       ->add_option("targets", flags.targets,
-                   "RUN (an id, run:ID, last) or exp:ID (a colo bench experiment with its cases' "
-                   "runs; last-exp); each becomes one MLflow experiment")
+                   "RUN (an id, run:ID, last or a name of yours), RUN/SUB (a submission: its "
+                   "jobs alone; or a submission's name) or exp:ID (a colo bench experiment with "
+                   "its cases' runs; last-exp); each becomes one MLflow experiment")
       ->required();
   mlflow
       ->add_option("--to", flags.to,

@@ -594,14 +594,57 @@ int drain_command(bool drain, bool wait, const ClientFlags& flags) {
   }
 }
 
-int cancel_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
+// Job ids and ranges (12, 12-21, as colo submit prints them) read with
+// common/target_syntax.h; where `submissions` is given, RUN/SUB and names go
+// there (the service finds their jobs). An error names the target at fault.
+Result<std::vector<int64_t>> job_targets(const std::vector<std::string>& texts,
+                                         std::string_view command,
+                                         std::vector<std::string>* submissions) {
+  const TargetForms forms{.id = true,
+                          .range = true,
+                          .submission = submissions != nullptr,
+                          .name = submissions != nullptr,
+                          .id_noun = "job id",
+                          .command = command};
+  std::vector<int64_t> ids;
+  for (const std::string& text : texts) {
+    Result<Target> t = parse_target(text, forms);
+    if (!t.ok()) return t.error();
+    if (t->kind == Target::Kind::kId) {
+      ids.push_back(t->first);
+    } else if (t->kind == Target::Kind::kRange) {
+      for (int64_t id = t->first; id <= t->last; ++id) ids.push_back(id);
+    } else if (submissions != nullptr) {
+      submissions->push_back(text);
+    }
+  }
+  return ids;
+}
+
+int cancel_command(const std::vector<std::string>& targets, bool mine, const ClientFlags& flags) {
+  std::vector<std::string> submissions;
+  Result<std::vector<int64_t>> ids = job_targets(targets, "colo cancel", &submissions);
+  if (!ids.ok()) {
+    std::cerr << "colo: " << ids.error().message() << "\n";
+    return kExitBadInput;
+  }
+  if (targets.empty() && !mine) {
+    std::cerr
+        << "colo: cancel needs jobs to cancel: "
+        << describe_forms(TargetForms{
+               .id = true, .range = true, .submission = true, .name = true, .id_noun = "job id"})
+        << ", or --mine (every job of yours queued or running)\n";
+    return kExitBadInput;
+  }
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
-  Result<json> answer = client->call(protocol::cancel_request(ids));
+  Result<json> answer = client->call(protocol::cancel_request(*ids, submissions, mine));
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
     return kExitEnvironment;
   }
+  if ((*answer)["results"].empty() && !flags.json)
+    std::cout << "no job of yours is queued or running: nothing to cancel\n";
   bool all = true;
   for (const json& r : (*answer)["results"]) {
     all = all && r.value("ok", false);
@@ -745,7 +788,13 @@ int logs_command(const std::string& job, std::optional<int64_t> run_id, bool fol
   return kExitOk;
 }
 
-int wait_command(const std::vector<int64_t>& ids, const ClientFlags& flags) {
+int wait_command(const std::vector<std::string>& targets, const ClientFlags& flags) {
+  Result<std::vector<int64_t>> read = job_targets(targets, "colo wait", nullptr);
+  if (!read.ok()) {
+    std::cerr << "colo: " << read.error().message() << "\n";
+    return kExitBadInput;
+  }
+  const std::vector<int64_t>& ids = *read;
   std::optional<ServiceClient> client = connect(flags.socket);
   if (!client) return kExitEnvironment;
   SystemClock clock;
@@ -832,7 +881,8 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   static std::optional<int> submit_priority;
   static QosFlags submit_qos;
   static LabelFlags submit_label;
-  static std::vector<int64_t> ids;
+  static std::vector<std::string> job_texts;  // colo cancel, colo wait: targets as typed
+  static bool cancel_mine = false;
   static std::string log_job;
   static std::optional<int64_t> log_run;
   static std::string log_db;
@@ -1043,10 +1093,14 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
       [&exit_code] { exit_code = usage_command(client, usage_since, usage_as_csv, usage_by); });
 
   CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel jobs of colo serve (your own)");
-  cancel_cmd->add_option("ids", ids, "job ids")->required();
+  cancel_cmd->add_option("targets", job_texts,
+                         "job ids, ranges of them (12-21, as colo submit prints them), and "
+                         "submissions: RUN/SUB or a submission's name (its jobs not yet ended)");
+  cancel_cmd->add_flag("--mine", cancel_mine, "every job of yours queued or running");
   add_client_flags(cancel_cmd, true);
-  set_example(*cancel_cmd, "colo cancel 12 13");
-  cancel_cmd->callback([&exit_code] { exit_code = cancel_command(ids, client); });
+  set_example(*cancel_cmd, "colo cancel 12-21 3/7; colo cancel --mine");
+  cancel_cmd->callback(
+      [&exit_code] { exit_code = cancel_command(job_texts, cancel_mine, client); });
 
   CLI::App* drain_cmd = app.add_subcommand(
       "drain",
@@ -1079,10 +1133,10 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
 
   CLI::App* wait_cmd = app.add_subcommand(
       "wait", "Wait until jobs of colo serve have ended; exit 0 when all ended ok");
-  wait_cmd->add_option("ids", ids, "job ids")->required();
+  wait_cmd->add_option("ids", job_texts, "job ids, and ranges of them (12-21)")->required();
   add_client_flags(wait_cmd, true);
-  set_example(*wait_cmd, "colo wait 12 13 && echo all ok");
-  wait_cmd->callback([&exit_code] { exit_code = wait_command(ids, client); });
+  set_example(*wait_cmd, "colo wait 12-21 && echo all ok");
+  wait_cmd->callback([&exit_code] { exit_code = wait_command(job_texts, client); });
 }
 
 }  // namespace colo

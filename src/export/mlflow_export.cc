@@ -373,6 +373,7 @@ class ExperimentWriter {
         options_.progress(fmt::format("run {}: job {} of {}", run_id, k + 1, record->jobs.size()));
       }
       const JobRow& job = record->jobs[k];
+      if (!experiment_.jobs_only.empty() && !experiment_.jobs_only.contains(job.id)) continue;
       const JobSummary* job_summary = nullptr;
       for (const JobSummary& j : summary->jobs) {
         if (j.id == job.id) job_summary = &j;
@@ -526,7 +527,32 @@ Result<MlflowExportedExperiment> resolve(RunStore& store, const MlflowTarget& ta
                                          const std::string& dir) {
   MlflowExportedExperiment e;
   e.target = target;
-  if (target.kind == MlflowTarget::Kind::kRun) {
+  if (target.kind == MlflowTarget::Kind::kRun && target.submission) {
+    Result<RunRow> run = store.run(target.id);
+    if (!run.ok()) return run.error();
+    Result<std::optional<SubmissionRow>> sub = store.submission(*target.submission);
+    if (!sub.ok()) return sub.error();
+    if (!*sub) return Error(fmt::format("the store has no submission {}", *target.submission));
+    Result<std::vector<SubmissionJob>> jobs = store.submission_jobs((*sub)->id);
+    if (!jobs.ok()) return jobs.error();
+    for (const SubmissionJob& j : *jobs) {
+      if (j.run_id == run->id) e.jobs_only.insert(j.job_id);
+    }
+    if (e.jobs_only.empty()) {
+      return Error(fmt::format("submission {}/{} has no job in run {} (none started there)",
+                               run->id, (*sub)->id, run->id));
+    }
+    e.target.id = run->id;
+    e.source = fmt::format("colo run {} submission {} started {} on {}", run->id, (*sub)->id,
+                           run->started_ms, run->host);
+    const std::string& what = !(*sub)->label.name.empty() ? (*sub)->label.name : (*sub)->job_file;
+    e.name = what.empty() ? fmt::format("colo submission {}/{}", run->id, (*sub)->id)
+                          : fmt::format("colo submission {}/{}: {}", run->id, (*sub)->id, what);
+    e.note = (*sub)->label.note;
+    e.runs = {run->id};
+    e.created_ms = (*sub)->submitted_ms;
+    e.updated_ms = run->ended_ms.value_or(run->started_ms);
+  } else if (target.kind == MlflowTarget::Kind::kRun) {
     Result<RunRow> run = store.run(target.id);
     if (!run.ok()) return run.error();
     e.target.id = run->id;
@@ -563,6 +589,7 @@ Result<MlflowExportedExperiment> resolve(RunStore& store, const MlflowTarget& ta
 }
 
 std::string describe(const MlflowTarget& target) {
+  if (target.submission) return fmt::format("submission {}/{}", target.id, *target.submission);
   return fmt::format("{} {}", target.kind == MlflowTarget::Kind::kRun ? "run" : "experiment",
                      target.id);
 }

@@ -50,6 +50,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +70,9 @@ struct MlflowTarget {
   };
   Kind kind = Kind::kRun;
   int64_t id = 0;  // 0: the most recent of its kind
+  // A run's: only the jobs of this submission (RUN/SUB, or a submission's
+  // name), as an experiment of its own. `id` is then the run holding them.
+  std::optional<int64_t> submission;
 };
 
 // "ID" or "run:ID" (a run), "exp:ID" (an experiment), "last" or "last-run"
@@ -109,6 +114,7 @@ struct MlflowExportedExperiment {
   MlflowTarget target;             // resolved: id never 0
   std::vector<int64_t> runs;       // the colo runs whose jobs it holds
   std::vector<std::string> cases;  // for an experiment, the case of each of `runs`
+  std::set<int64_t> jobs_only;     // a submission's: its jobs rows there (else every job)
   UnixMillis created_ms = 0;
   UnixMillis updated_ms = 0;
   int jobs = 0;               // MLflow runs written (after writing)

@@ -66,8 +66,17 @@ inline nlohmann::json queue_table_request(int64_t offset, int64_t limit) {
 inline nlohmann::json status_request(const std::vector<int64_t>& ids) {
   return {{"op", kStatus}, {"ids", ids}};
 }
-inline nlohmann::json cancel_request(const std::vector<int64_t>& ids) {
-  return {{"op", kCancel}, {"ids", ids}};
+// `submissions`: RUN/SUB or a name of the caller's own (each: its jobs not
+// yet ended); `mine`: every job of the caller's not yet ended. The answer's
+// results: one per job ({"id", "ok", "error"}), and one per submission that
+// names none ({"submission", "ok": false, "error"}).
+inline nlohmann::json cancel_request(const std::vector<int64_t>& ids,
+                                     const std::vector<std::string>& submissions = {},
+                                     bool mine = false) {
+  nlohmann::json r = {{"op", kCancel}, {"ids", ids}};
+  if (!submissions.empty()) r["submissions"] = submissions;
+  if (mine) r["mine"] = true;
+  return r;
 }
 // `owners`: the snapshot's (each user's usage lately, weight, jobs); `ended`:
 // per user, the jobs that ended since `since_ms` and their usage (the

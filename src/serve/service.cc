@@ -11,12 +11,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <ostream>
 
 #include "common/names.h"
 #include "common/paths.h"
 #include "common/remove_tree.h"
 #include "common/replace_file.h"
+#include "common/target_syntax.h"
 #include "common/text.h"
 #include "common/units.h"
 #include "data/ring_owner.h"
@@ -29,6 +31,7 @@
 #include "run/log_layout.h"
 #include "serve/preemption.h"
 #include "serve/protocol.h"
+#include "serve/queue_order.h"
 #include "serve/request_fields.h"
 #include "store/store_writer.h"
 
@@ -900,16 +903,56 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
       o.weight = usage_.weight_of(uid);
     }
   }
+  // Running jobs by id, then one page of the queued in the order they will
+  // start (serve/queue_order.h). Where that order is arrival (first come,
+  // first served, or one owner queued, and no priority), the store pages it.
+  const bool by_share =
+      options_.fair_share && std::count_if(s.owners.begin(), s.owners.end(),
+                                           [](const auto& o) { return o.second.queued > 0; }) > 1;
+  std::map<uid_t, OwnerShare> shares;
+  for (const auto& [uid, name] : usage_.names()) {
+    auto used = usage_.usage().find(uid);
+    shares[uid] =
+        OwnerShare{name, used == usage_.usage().end() ? 0.0 : used->second, usage_.weight_of(uid)};
+  }
+  auto in_order = [&](const ServiceJobRow& row) {
+    QueuedInOrder q{row.id, row.owner_uid, 0, false};
+    if (auto it = tracked_.find(row.id); it != tracked_.end()) {
+      q.priority = it->second.priority;
+      q.opportunistic = it->second.qos == QosClass::kOpportunistic;
+    }
+    if (!shares.contains(row.owner_uid)) shares[row.owner_uid] = OwnerShare{row.owner_name, 0, 1};
+    return q;
+  };
+  const bool ordered = by_share || std::any_of(tracked_.begin(), tracked_.end(), [](const auto& t) {
+                         return t.second.priority != 0 || t.second.qos == QosClass::kOpportunistic;
+                       });
   Result<std::vector<ServiceJobRow>> running = ctx_.store.running_service_jobs();
   Result<std::vector<ServiceJobRow>> queued =
-      ctx_.store.queued_service_jobs(queued_offset, queued_limit);
+      ordered ? ctx_.store.queued_service_jobs(0, std::numeric_limits<int64_t>::max())
+              : ctx_.store.queued_service_jobs(queued_offset, queued_limit);
+  std::optional<QueuedInOrder> first_to_start;
+  std::map<int64_t, QueuedInOrder> order_of;
   if (running.ok() && queued.ok()) {
     std::vector<ServiceJobRow> rows = std::move(running).value();
-    rows.insert(rows.end(), std::make_move_iterator(queued->begin()),
-                std::make_move_iterator(queued->end()));
     std::sort(rows.begin(), rows.end(),
               [](const ServiceJobRow& a, const ServiceJobRow& b) { return a.id < b.id; });
     for (const ServiceJobRow& row : rows) s.jobs.push_back(queue_job(row));
+    std::vector<QueuedInOrder> each;
+    std::map<int64_t, const ServiceJobRow*> row_of;
+    for (const ServiceJobRow& row : *queued) {
+      each.push_back(in_order(row));
+      row_of[row.id] = &row;
+    }
+    each = in_start_order(std::move(each), by_share ? &shares : nullptr);
+    if (!each.empty() && (ordered || queued_offset == 0)) first_to_start = each.front();
+    const size_t from = ordered ? static_cast<size_t>(std::max<int64_t>(0, queued_offset)) : 0;
+    for (size_t i = from; i < each.size() && (!ordered || static_cast<int64_t>(i - from) <
+                                                              std::max<int64_t>(0, queued_limit));
+         ++i) {
+      s.jobs.push_back(queue_job(*row_of.at(each[i].id)));
+      order_of[each[i].id] = each[i];
+    }
   }
   if (Result<std::vector<ServiceJobRow>> rows =
           ctx_.store.ended_service_jobs(options_.ended_jobs_shown);
@@ -940,18 +983,16 @@ ServiceSnapshot Service::snapshot(int64_t queued_offset, int64_t queued_limit, b
     if (auto it = tracked_.find(j.id); it != tracked_.end())
       j.reason = engine_.waiting_reason(it->second.key, job_name);
   }
-  if (options_.fair_share && std::count_if(s.owners.begin(), s.owners.end(), [](const auto& o) {
-                               return o.second.queued + o.second.running > 0;
-                             }) > 1) {
+  // Behind the first to start: the order's word (fair share, priority,
+  // class, arrival); the first itself, and a job behind its owner's own,
+  // wait for what the first waits for (below).
+  if (first_to_start) {
     for (QueueJob& j : s.jobs) {
       if (j.state != "queued" || !j.reason.empty()) continue;
-      auto used = usage_.usage().find(j.owner_uid);
-      const double weight = usage_.weight_of(j.owner_uid);
-      j.reason = fmt::format(
-          "fair share: {} used {} of GPU time lately{} (half-life {})", j.owner,
-          format_duration_ms(static_cast<int64_t>(used == usage_.usage().end() ? 0 : used->second)),
-          weight == 1.0 ? std::string() : fmt::format(", weight {:g}", weight),
-          format_duration_ms(options_.usage.half_life_ms));
+      auto it = order_of.find(j.id);
+      if (it == order_of.end()) continue;
+      j.reason = waits_behind(it->second, *first_to_start, by_share ? &shares : nullptr,
+                              options_.usage.half_life_ms);
     }
   }
   for (GpuView& g : s.gpus) {
@@ -1100,14 +1141,94 @@ json Service::status(const json& request) {
   return json{{"ok", true}, {"jobs", std::move(jobs)}, {"missing", missing}};
 }
 
+Result<std::vector<int64_t>> Service::open_jobs_of_submission(const Caller& caller,
+                                                              const std::string& which) {
+  Result<Target> read = parse_target(
+      which, TargetForms{.id = false, .submission = true, .name = true, .command = "cancel"});
+  if (!read.ok()) return read.error();
+  std::optional<int64_t> id;
+  if (read->kind == Target::Kind::kSubmission) {
+    id = read->last;
+  } else {
+    Result<std::optional<NamedTarget>> named =
+        ctx_.store.find_named(which, caller.uid, NameKinds::kSubmissions);
+    if (!named.ok()) return named.error();
+    if (!*named) {
+      return Error(fmt::format(
+          "'{}' names no submission of yours (give its RUN/SUB, as colo submit printed it, or its "
+          "name; `colo runs` lists the named ones)",
+          which));
+    }
+    id = (*named)->id;
+  }
+  Result<std::optional<SubmissionRow>> sub = ctx_.store.submission(*id);
+  if (!sub.ok()) return sub.error();
+  if (!*sub || (read->kind == Target::Kind::kSubmission && (*sub)->run_id != read->first)) {
+    return Error(fmt::format(
+        "'{}' is no submission of this service (give its RUN/SUB, as colo submit printed it, or "
+        "its name; `colo runs` lists the named ones)",
+        which));
+  }
+  Result<std::vector<ServiceJobRow>> rows = ctx_.store.service_jobs_of_submission((*sub)->id);
+  if (!rows.ok()) return rows.error();
+  std::vector<int64_t> open;
+  for (const ServiceJobRow& row : *rows) {
+    if (!is_final(row.state)) open.push_back(row.id);
+  }
+  if (open.empty()) {
+    return Error(fmt::format("submission {} has no queued or running job ({} of {})", which,
+                             count_of(static_cast<int64_t>(rows->size()), "job"),
+                             (*sub)->owner_name));
+  }
+  std::sort(open.begin(), open.end());
+  return open;
+}
+
 json Service::cancel(const Caller& caller, const json& request) {
   Result<std::vector<int64_t>> wanted = ids_of(request);
   if (!wanted.ok()) return error_answer("cancel: " + wanted.error().message());
-  const std::vector<int64_t>& ids = *wanted;
-  if (ids.empty()) return error_answer("cancel: name at least one job id");
+  std::vector<int64_t> ids = *wanted;
+  // What names several jobs at once: submissions (RUN/SUB or a name) and
+  // `mine` (every job of the caller's not yet ended); each submission that
+  // names none is a result of its own.
+  json results = json::array();
+  std::vector<std::string> submissions;
+  if (auto it = request.find("submissions"); it != request.end() && !it->is_null()) {
+    if (!it->is_array()) return error_answer("cancel: 'submissions' must be an array of strings");
+    for (const json& s : *it) {
+      if (!s.is_string()) return error_answer("cancel: 'submissions' must be an array of strings");
+      submissions.push_back(s.get<std::string>());
+    }
+  }
+  const bool mine = request.value("mine", false);
+  for (const std::string& which : submissions) {
+    Result<std::vector<int64_t>> of = open_jobs_of_submission(caller, which);
+    if (!of.ok()) {
+      results.push_back(
+          json{{"submission", which}, {"ok", false}, {"error", of.error().message()}});
+      continue;
+    }
+    ids.insert(ids.end(), of->begin(), of->end());
+  }
+  if (mine) {
+    Result<std::vector<ServiceJobRow>> open = ctx_.store.unfinished_service_jobs();
+    if (!open.ok()) return error_answer(open.error().message());
+    for (const ServiceJobRow& row : *open) {
+      if (row.owner_uid == caller.uid) ids.push_back(row.id);
+    }
+  }
+  // Each job once, in the order first named.
+  std::vector<int64_t> once;
+  for (int64_t id : ids) {
+    if (std::find(once.begin(), once.end(), id) == once.end()) once.push_back(id);
+  }
+  ids = std::move(once);
+  if (ids.empty() && results.empty()) {
+    if (mine) return json{{"ok", true}, {"results", json::array()}};
+    return error_answer("cancel: name at least one job id");
+  }
   Result<std::vector<ServiceJobRow>> rows = ctx_.store.service_jobs_by_id(ids);
   if (!rows.ok()) return error_answer(rows.error().message());
-  json results = json::array();
   for (int64_t id : ids) {
     auto row = std::find_if(rows->begin(), rows->end(),
                             [&](const ServiceJobRow& r) { return r.id == id; });

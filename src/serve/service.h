@@ -236,6 +236,11 @@ class Service {
   Result<Resumption> resumable(const Caller& caller, const std::string& which);
   nlohmann::json status(const nlohmann::json& request);
   nlohmann::json cancel(const Caller& caller, const nlohmann::json& request);
+  // `colo cancel RUN/SUB` or NAME (common/target_syntax.h; a name among the
+  // caller's own submissions): the submission's jobs not yet ended, in id
+  // order. An error names `which` and says what is wrong.
+  Result<std::vector<int64_t>> open_jobs_of_submission(const Caller& caller,
+                                                       const std::string& which);
   nlohmann::json logs(const Caller& caller, const nlohmann::json& request);
   nlohmann::json usage_answer(const nlohmann::json& request);
   // `colo drain` / `colo undrain` (protocol::drain_request): admins only.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/names.h"
+#include "common/target_syntax.h"
 #include "common/text.h"
 #include "common/units.h"
 #include "jobs/job_spec_json.h"
@@ -66,17 +67,21 @@ Result<std::vector<JobSpec>> Service::submitted_specs(const Caller& caller,
 }
 
 Result<Service::Resumption> Service::resumable(const Caller& caller, const std::string& which) {
-  // A submission's id, RUN/ID as colo submit prints it, or its name.
-  std::string_view id_text = which;
-  if (const size_t slash = which.find('/'); slash != std::string::npos)
-    id_text = id_text.substr(slash + 1);
-  const bool by_id = !id_text.empty() && std::all_of(id_text.begin(), id_text.end(),
-                                                     [](char c) { return c >= '0' && c <= '9'; });
+  // A submission's id, RUN/ID as colo submit prints it, or its name
+  // (common/target_syntax.h).
+  Result<Target> read = parse_target(which, TargetForms{.id = true,
+                                                        .submission = true,
+                                                        .name = true,
+                                                        .id_noun = "submission id",
+                                                        .command = "colo submit --resume"});
+  if (!read.ok()) return read.error();
   // A name is looked up among the caller's own submissions: another user's
   // (an admin resuming it for them) only by its id.
   std::optional<int64_t> id;
-  if (by_id) {
-    id = std::strtoll(std::string(id_text).c_str(), nullptr, 10);
+  if (read->kind == Target::Kind::kId) {
+    id = read->first;
+  } else if (read->kind == Target::Kind::kSubmission) {
+    id = read->last;
   } else {
     Result<std::optional<NamedTarget>> named =
         ctx_.store.find_named(which, caller.uid, NameKinds::kSubmissions);

@@ -293,6 +293,95 @@ TEST_F(ServiceTest, OnlyTheOwnerOrAnAdminMayCancelOrReadLogs) {
   EXPECT_THAT(again["results"][0]["error"].get<std::string>(), HasSubstr("already ended"));
 }
 
+// Issue 58 (8): `colo cancel` of a submission (RUN/SUB or its name) cancels
+// its jobs not yet ended; `mine` every job of the caller's; another user's
+// submission by name is never found.
+TEST_F(ServiceTest, CancelTakesASubmissionByIdOrNameAndEveryJobOfTheCallers) {
+  ASSERT_EQ(service_->handle(root_, protocol::drain_request(true))["ok"], true);
+  json first = service_->handle(
+      root_,
+      json{{"op", "submit"},
+           {"job_file", "t.toml"},
+           {"jobs",
+            {job_spec_to_json(shell_job("a", "true")), job_spec_to_json(shell_job("b", "true"))}},
+           {"label", {{"name", "sweep-a"}}},
+           {"env", {{"PATH", "/usr/bin:/bin"}}}});
+  ASSERT_EQ(first["ok"], true) << first.dump();
+  json second = submit(root_, {shell_job("c", "true"), shell_job("d", "true")});
+  json third = submit(root_, {shell_job("e", "true")});
+  ASSERT_EQ(third["ok"], true);
+  const std::string sub2 =
+      fmt::format("{}/{}", second["run"].get<int64_t>(), second["submission"].get<int64_t>());
+
+  auto cancelled_ids = [](const json& answer) {
+    std::vector<int64_t> ids;
+    for (const json& r : answer["results"]) {
+      if (r.value("ok", false)) ids.push_back(r["id"]);
+    }
+    return ids;
+  };
+  json by_name = service_->handle(root_, protocol::cancel_request({}, {"sweep-a"}));
+  EXPECT_EQ(cancelled_ids(by_name), (std::vector<int64_t>{first["ids"][0], first["ids"][1]}))
+      << by_name.dump();
+  json by_id = service_->handle(root_, protocol::cancel_request({}, {sub2}));
+  EXPECT_EQ(cancelled_ids(by_id), (std::vector<int64_t>{second["ids"][0], second["ids"][1]}));
+  json again = service_->handle(root_, protocol::cancel_request({}, {sub2}));
+  ASSERT_EQ(again["results"].size(), 1u);
+  EXPECT_THAT(again["results"][0]["error"].get<std::string>(),
+              HasSubstr("submission " + sub2 + " has no queued or running job"));
+  json wrong_run = service_->handle(root_, protocol::cancel_request({}, {"999/1"}));
+  EXPECT_THAT(wrong_run["results"][0]["error"].get<std::string>(),
+              HasSubstr("'999/1' is no submission of this service"));
+  json theirs = service_->handle(nobody_, protocol::cancel_request({}, {"sweep-a"}));
+  EXPECT_THAT(theirs["results"][0]["error"].get<std::string>(),
+              HasSubstr("'sweep-a' names no submission of yours"));
+  json none_of_nobodys = service_->handle(nobody_, protocol::cancel_request({}, {}, true));
+  EXPECT_EQ(none_of_nobodys["ok"], true);
+  EXPECT_TRUE(none_of_nobodys["results"].empty());
+  json mine = service_->handle(root_, protocol::cancel_request({}, {}, true));
+  EXPECT_EQ(cancelled_ids(mine), (std::vector<int64_t>{third["ids"][0]})) << mine.dump();
+  EXPECT_EQ(service_->handle(root_, protocol::cancel_request({}))["ok"], false);
+}
+
+// Issue 58 (11): the queue lists queued jobs in the order they will start:
+// under fair share the user who used least first, and each says what
+// really holds it (the first: the drain; the others: the order).
+TEST_F(ServiceTest, TheQueueListsJobsInStartOrderWithTheRealReason) {
+  ASSERT_TRUE(
+      store_->keep_service_usage({{0, "root", 3'600'000, 3'600'000, clock_.now_ms()}}).ok());
+  ASSERT_TRUE(service_->load_usage().ok());
+  ASSERT_EQ(service_->handle(root_, protocol::drain_request(true))["ok"], true);
+  json roots = submit(root_, {shell_job("r1", "true"), shell_job("r2", "true")});
+  ASSERT_EQ(roots["ok"], true) << roots.dump();
+  json theirs = submit(nobody_, {shell_job("n1", "true")});
+  ASSERT_EQ(theirs["ok"], true) << theirs.dump();
+  const ServiceSnapshot s = service_->snapshot();
+  std::vector<int64_t> order;
+  std::map<int64_t, std::string> why;
+  for (const QueueJob& j : s.jobs) {
+    if (j.state != "queued") continue;
+    order.push_back(j.id);
+    why[j.id] = j.reason;
+  }
+  const int64_t n1 = theirs["ids"][0];
+  const int64_t r1 = roots["ids"][0];
+  const int64_t r2 = roots["ids"][1];
+  EXPECT_EQ(order, (std::vector<int64_t>{n1, r1, r2}));
+  EXPECT_THAT(why[n1], HasSubstr("drained"));
+  EXPECT_THAT(why[r1], HasSubstr("fair share: nobody's jobs go first (nobody used 0ms, root used "
+                                 "1h00m of GPU time lately"));
+  EXPECT_EQ(why[r1], why[r2]);
+  const std::string table = format_queue(s, s.time_ms);
+  ASSERT_NE(table.find(" n1"), std::string::npos) << table;
+  EXPECT_LT(table.find(" n1"), table.find(" r1")) << table;
+  // The second page starts where the first ended, in the same order.
+  const ServiceSnapshot rest = service_->snapshot(1, 5);
+  std::vector<int64_t> paged;
+  for (const QueueJob& j : rest.jobs)
+    if (j.state == "queued") paged.push_back(j.id);
+  EXPECT_EQ(paged, (std::vector<int64_t>{r1, r2}));
+}
+
 // Fair share's usage: counted while a job runs, shown with the owner's
 // weight, kept in the store, and read back decayed over the time since it
 // was kept (a restart forgives no one).

@@ -594,6 +594,51 @@ TEST_F(ColoRun, ResumeRunsOnlyTheUnfinishedJobsWithTheirCheckpoints) {
   EXPECT_THAT(none.output, HasSubstr("run needs a job file, or --resume RUN"));
 }
 
+// Issue 58 (8): one target syntax everywhere: `colo run --resume` and `colo
+// export mlflow` take a run's name as `colo show` does (and last), and say
+// which forms they take when given one they do not.
+TEST_F(ColoRun, ResumeAndExportTakeARunByItsName) {
+  const std::string mark = dir_ + "/fixed";
+  std::string file = write_file("jobs.toml",
+                                "[run]\nmechanism = \"naive\"\n[[job]]\nname = \"good\"\n"
+                                "command = [\"true\"]\n[[job]]\nname = \"flaky\"\ncommand = "
+                                "[\"sh\", \"-c\", \"test -f " +
+                                    mark + " || exit 3\"]\n");
+  const std::string run =
+      " --backend sim --policy fixed --plain --db " + db() + " --logs " + dir_ + "/logs";
+  ASSERT_EQ(shell(colo("run " + file + run + " --name lr-sweep")).exit_code, 1);
+  ASSERT_EQ(shell(colo("run " + file + run + " --name other")).exit_code, 1);
+
+  write_file("fixed", "");
+  CommandResult resumed = shell(colo("run --resume lr-sweep" + run));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_THAT(resumed.output,
+              HasSubstr("resuming run 1 (" + file + "): 1 job that did not end ok"));
+  CommandResult last = shell(colo("run --resume last" + run));
+  EXPECT_EQ(last.exit_code, 2) << last.output;
+  EXPECT_THAT(last.output, HasSubstr("--resume last: run 3: all 1 of its jobs ended ok"));
+
+  CommandResult unknown = shell(colo("run --resume nosuch" + run));
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_THAT(unknown.output, HasSubstr("'nosuch' is neither a run id nor the name of a run of "
+                                        "yours; --resume takes a run id (12), last or a name of "
+                                        "your own"));
+  CommandResult range = shell(colo("run --resume 1-2" + run));
+  EXPECT_EQ(range.exit_code, 2) << range.output;
+  EXPECT_THAT(range.output, HasSubstr("'1-2' is a range of run ids, where one target is meant"));
+  CommandResult numeric = shell(colo("label 2 --name 3-4 --db " + db()));
+  EXPECT_EQ(numeric.exit_code, 2) << numeric.output;
+  EXPECT_THAT(numeric.output, HasSubstr("a name cannot be a number, 'last', a range"));
+
+  const std::string to = " --db " + db() + " --to '" + dir_ + "/mlruns'";
+  CommandResult exported = shell(colo("export mlflow lr-sweep" + to));
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_THAT(exported.output, HasSubstr("colo run 1: lr-sweep"));
+  CommandResult bad = shell(colo("export mlflow 1/1" + to));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("the store has no submission 1"));
+}
+
 TEST_F(ColoRun, ShowReportsSpeedUpAgainstAnExclusiveRunOfTheSameJobs) {
   std::string file = write_file("jobs.toml", toy_job("t", 2, 300, "repeat = 3\n"));
   ASSERT_EQ(shell(colo("run " + file + " --backend sim --mechanism exclusive --plain --db " + db()))

@@ -294,6 +294,69 @@ TEST_F(ColoServe, NamedSubmissionsAreShownAloneAndCompared) {
   EXPECT_THAT(relabel.output, HasSubstr("a submission is named when it is submitted"));
 }
 
+// Issue 58 (8): `colo cancel` takes ranges as colo submit prints them, a
+// submission (RUN/SUB or its name) and --mine; `colo export mlflow` and
+// `colo wait` take the same forms.
+TEST_F(ColoServe, CancelTakesARangeASubmissionAndMine) {
+  start_service("--policy fixed --mechanism naive");
+  ASSERT_EQ(shell(colo("drain")).exit_code, 0) << service_log();
+  const std::string file = write_file("four.toml", job("four", 1, 0.1, 4));
+  CommandResult first = shell(colo("submit " + file));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_THAT(first.output, HasSubstr("submitted 4 jobs: 1-4; submission 1/1"));
+  CommandResult second = shell(colo("submit " + file + " --name later"));
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  CommandResult third = shell(colo("submit " + file));
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+
+  CommandResult range = shell(colo("cancel 2-3"));
+  EXPECT_EQ(range.exit_code, 0) << range.output;
+  EXPECT_THAT(range.output, HasSubstr("job 2: cancelling\njob 3: cancelling\n"));
+  CommandResult by_name = shell(colo("cancel later"));
+  EXPECT_EQ(by_name.exit_code, 0) << by_name.output;
+  EXPECT_THAT(by_name.output, HasSubstr("job 5: cancelling\njob 6: cancelling\njob 7: cancelling\n"
+                                        "job 8: cancelling\n"));
+  CommandResult by_id = shell(colo("cancel 1/3"));
+  EXPECT_EQ(by_id.exit_code, 0) << by_id.output;
+  EXPECT_THAT(by_id.output, HasSubstr("job 9: cancelling"));
+  CommandResult bad = shell(colo("cancel 21-12"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("'21-12' is no range"));
+  EXPECT_THAT(bad.output, HasSubstr("colo cancel takes a job id (12), a range of job ids (12-21)"));
+  CommandResult mine = shell(colo("cancel --mine"));
+  EXPECT_EQ(mine.exit_code, 0) << mine.output;
+  EXPECT_THAT(mine.output, HasSubstr("job 1: cancelling\njob 4: cancelling\n"));
+  EXPECT_THAT(mine.output, Not(HasSubstr("job 2:")));
+  CommandResult none = shell(colo("cancel --mine"));
+  EXPECT_EQ(none.exit_code, 0) << none.output;
+  EXPECT_THAT(none.output, HasSubstr("nothing to cancel"));
+  ASSERT_TRUE(eventually([&] { return count_in_state("cancelled") == 12; }, 20'000))
+      << service_log();
+  CommandResult waited = shell(colo("wait 1-12"));
+  EXPECT_EQ(waited.exit_code, 1) << waited.output;  // ended, not ok
+}
+
+// Issue 58 (8): a submission exported by its name or RUN/SUB is its jobs
+// alone, as an MLflow experiment of its own.
+TEST_F(ColoServe, ExportTakesASubmissionByNameOrRunSlashSub) {
+  start_service("--policy fixed --max-per-gpu 2 --mechanism naive");
+  ASSERT_EQ(
+      shell(colo("submit " + write_file("a.toml", job("alpha", 1, 0.1, 2)) + " --name sweep-a"))
+          .exit_code,
+      0);
+  ASSERT_EQ(shell(colo("submit " + write_file("b.toml", job("beta", 1, 0.1)))).exit_code, 0);
+  ASSERT_EQ(wait_all({1, 2, 3}).exit_code, 0) << service_log();
+  const std::string to = " --db " + db() + " --to '" + dir_ + "/mlruns'";
+  CommandResult by_name = shell(colo("export mlflow sweep-a" + to));
+  ASSERT_EQ(by_name.exit_code, 0) << by_name.output;
+  EXPECT_THAT(by_name.output, HasSubstr("colo submission 1/1: sweep-a"));
+  EXPECT_THAT(by_name.output, HasSubstr("sweep-a': 2 runs")) << by_name.output;
+  CommandResult by_id = shell(colo("export mlflow 1/2" + to));
+  ASSERT_EQ(by_id.exit_code, 0) << by_id.output;
+  EXPECT_THAT(by_id.output, HasSubstr("colo submission 1/2"));
+  EXPECT_THAT(by_id.output, HasSubstr("b.toml': 1 runs")) << by_id.output;
+}
+
 // Issue 33 (3): `colo submit --resume` queues again, through the service,
 // the jobs of a submission that did not end ok, with their checkpoints.
 TEST_F(ColoServe, SubmitResumeRunsTheUnfinishedJobsWithTheirCheckpoints) {
@@ -1002,9 +1065,40 @@ class ColoServeTwoUsers : public ColoServe {
 
 // Fair share (issue 32): B's job starts at the first free place, ahead of
 // every job of A's still waiting, and A's sweep keeps the GPU full meanwhile.
+// Issue 58 (11): while it waits, `colo queue` lists B's job first of the
+// queued, and the sweep's say fair share puts B's first.
 TEST_F(ColoServeTwoUsers, AnotherUsersJobGoesAheadOfASweepQueuedBeforeIt) {
   if (!TestUser::possible()) GTEST_SKIP() << TestUser::kWhyNot;
-  const Starts starts = sweep_then_another_users_job("fair-share");
+  Workload work;
+  // B's job waits for a place (the sweep's jobs run 4 s, two at a time).
+  work.sweep =
+      "[[job]]\nname = \"sweep\"\ncommand = [\"sleep\", \"4\"]\nrepeat = 8\n"
+      "gpu_memory = \"30GiB\"\nsm_activity = 30\n";
+  work.while_b_waits = [&](int64_t theirs) {
+    json q = queue();
+    ASSERT_TRUE(q.is_object());
+    json seen = json::array();
+    bool b_queued = false;
+    for (const json& j : q["jobs"]) {
+      if (j["state"] == "queued") seen.push_back(j);
+      b_queued = b_queued || (j["id"] == theirs && j["state"] == "queued");
+    }
+    if (!b_queued) return;  // a place freed at once: nothing waits to be ordered
+    ASSERT_FALSE(seen.empty()) << q.dump();
+    EXPECT_EQ(seen[0]["id"], theirs) << seen.dump();
+    EXPECT_THAT(seen[0].value("reason", ""), Not(HasSubstr("fair share"))) << seen.dump();
+    // The others: the policy's own word (a place reserved, backfill) where
+    // it has one, else fair share's, naming B's owner, never "root used".
+    for (size_t i = 1; i < seen.size(); ++i) {
+      EXPECT_EQ(seen[i]["owner"], "root");
+      EXPECT_THAT(seen[i].value("reason", ""), Not(HasSubstr("fair share: root"))) << seen.dump();
+    }
+    const std::string table = shell(colo("queue")).output;
+    const size_t queued = table.find("queued (");
+    ASSERT_NE(queued, std::string::npos) << table;
+    EXPECT_LT(table.find("colof", queued), table.find("root", queued)) << table;
+  };
+  const Starts starts = sweep_then_another_users_job("fair-share", work);
   for (int64_t a : starts.a_waiting_started)
     EXPECT_LE(starts.b_started, a) << "a job of the sweep queued before B's started first";
 }
