@@ -1131,7 +1131,6 @@ EngineJobView RunEngine::view(size_t key) const {
   v.mps_sm_share_pct = j.mps_sm_share_pct;
   v.mps_memory_limit_bytes = j.mps_memory_limit_bytes;
   v.mig_instance = j.mig_instance;
-  v.qos = j.job.spec.qos;
   v.opportunistic_thread_pct = j.opportunistic_thread_pct;
   if (auto solo = known_.solo_rates.find(j.signature); solo != known_.solo_rates.end())
     v.solo_samples_per_s = solo->second;

@@ -200,9 +200,8 @@ struct EngineJobView {
   std::optional<int> mps_sm_share_pct;
   std::optional<uint64_t> mps_memory_limit_bytes;
   std::string mig_instance;
-  // Its class (jobs/job_qos.h); opportunistic beside a protected job under
-  // MPS, the active thread percentage its placement capped it at.
-  QosClass qos = QosClass::kNormal;
+  // Opportunistic beside a protected job under MPS: the active thread
+  // percentage its placement capped it at.
   std::optional<int> opportunistic_thread_pct;
   // Its signature's progress rate alone (a stored profile, a hint or a probe).
   std::optional<double> solo_samples_per_s;
