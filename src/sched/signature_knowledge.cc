@@ -42,8 +42,8 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
 
 void SignatureKnowledge::add_family_instance(const std::string& family, FamilyInstance instance) {
   Family& f = families_[family];
-  f.first_with.try_emplace(instance.params, f.instances.size());
-  f.instances.push_back(std::move(instance));
+  f.first_with.try_emplace(instance.params, f.fit.instances().size());
+  f.fit.add(std::move(instance));
   ++f.version;
   ++version_;
 }
@@ -95,8 +95,7 @@ const JobProfile* SignatureKnowledge::usable(const std::string& signature) const
   const Family& f = families_.at(member->second.family);
   Estimated& e = estimates_[signature];
   if (e.version != f.version) {
-    e.estimate =
-        estimate_from_family(f.instances, member->second.params, f.resource_params, &effects_of(f));
+    e.estimate = f.fit.estimate(member->second.params, f.resource_params, &effects_of(f));
     e.version = f.version;
   }
   if (!e.estimate.profile) return nullptr;
@@ -139,7 +138,7 @@ std::pair<size_t, size_t> SignatureKnowledge::family_size(const std::string& sig
   auto it = members_.find(signature);
   if (it == members_.end()) return {0, 0};
   const Family& f = families_.at(it->second.family);
-  return {f.instances.size(), f.signatures.size()};
+  return {f.fit.instances().size(), f.signatures.size()};
 }
 
 std::string SignatureKnowledge::missing(const std::string& signature) const {
@@ -169,7 +168,7 @@ std::string SignatureKnowledge::probe_target(
   for (const std::string& sig : f.signatures) {
     if (!queued(sig) || usable(sig) != nullptr) continue;
     const double value =
-        probe_value(f.instances, members_.at(sig).params, f.resource_params, &effects_of(f));
+        f.fit.probe_value(members_.at(sig).params, f.resource_params, &effects_of(f));
     if (value > best) {
       best = value;
       it->second = sig;
@@ -195,16 +194,16 @@ void SignatureKnowledge::add_to_family(const std::string& signature, const JobPr
   auto member = members_.find(signature);
   if (member == members_.end()) return;
   Family& f = families_.at(member->second.family);
-  auto [first, added] = f.first_with.try_emplace(member->second.params, f.instances.size());
+  auto [first, added] = f.first_with.try_emplace(member->second.params, f.fit.instances().size());
   if (added) {
-    f.instances.push_back({member->second.name, member->second.params, measured});
+    f.fit.add({member->second.name, member->second.params, measured});
   } else {
-    auto it = f.instances.begin() + static_cast<std::ptrdiff_t>(first->second);
+    const JobProfile& before = f.fit.instances()[first->second].measured;
     // The newer measurement wins field by field; the peak is the largest seen.
-    std::optional<uint64_t> peak = it->measured.peak_memory_bytes;
-    it->measured = merge_profiles(measured, it->measured);
-    if (peak && measured.peak_memory_bytes)
-      it->measured.peak_memory_bytes = std::max(*peak, *measured.peak_memory_bytes);
+    JobProfile merged = merge_profiles(measured, before);
+    if (before.peak_memory_bytes && measured.peak_memory_bytes)
+      merged.peak_memory_bytes = std::max(*before.peak_memory_bytes, *measured.peak_memory_bytes);
+    f.fit.remeasure(first->second, std::move(merged));
   }
   ++f.version;
   ++version_;

@@ -121,7 +121,9 @@ class SignatureKnowledge {
 
  private:
   struct Family {
-    std::vector<FamilyInstance> instances;  // measured: the store's, then this run's
+    // Its measured instances (the store's, then this run's), with what its
+    // estimates read of them kept as each measurement comes.
+    FamilyFit fit;
     // The first of `instances` with each set of parameter values (a sweep's
     // measurement finds its own instance without a scan of them all).
     std::map<std::map<std::string, std::string>, size_t> first_with;
