@@ -121,6 +121,11 @@ double input_uncertainty(Quantity q, const FamilyInstance& i) {
   return q == Quantity::kRate ? i.measured.rate_uncertainty : 0.0;
 }
 
+}  // namespace
+
+// Named (not file-local): FamilyFit::Index keeps them.
+namespace family_detail {
+
 // One quantity's estimate for one instance.
 struct QuantityEstimate {
   double value = 0;
@@ -132,6 +137,13 @@ struct Fitted {
   std::optional<QuantityEstimate> estimate;
   std::string missing;
 };
+
+}  // namespace family_detail
+
+using family_detail::Fitted;
+using family_detail::QuantityEstimate;
+
+namespace {
 
 // The instances that can speak for `target` on a quantity: those measured
 // with the same values of the categorical parameters that matter; the
@@ -616,6 +628,9 @@ struct FamilyFit::Index {
     std::vector<size_t> members;
     double lo = 0, hi = 0, sum = 0, uncertainty = 0;
     bool dirty = true;
+    // What it estimates, once asked: [1] for the one instance it holds,
+    // itself (its own measurement), [0] otherwise.
+    std::optional<Fitted> fitted[2];
   };
   std::map<std::pair<int, std::vector<std::string>>, std::map<std::vector<std::string>, Aggregate>>
       aggregates;
@@ -710,6 +725,8 @@ void FamilyFit::changed(size_t index, const JobProfile* before) {
       auto a = by_values.find(project(inst.params, key.second));
       if (a == by_values.end()) continue;
       Index::Aggregate& agg = a->second;
+      agg.fitted[0].reset();
+      agg.fitted[1].reset();
       if (presence && now && !agg.dirty && (agg.members.empty() || agg.members.back() < index)) {
         // Appended in order: the sum goes on as a loop over members would.
         const double v = *now;
@@ -914,6 +931,43 @@ std::vector<ParamEffect> FamilyFit::effects(
   return out;
 }
 
+namespace {
+
+// fit_quantity()'s exact case from an aggregate: no numeric parameter
+// matters, so every candidate is measured at the target's values.
+Fitted fit_exact(const std::vector<FamilyInstance>& instances_, Quantity q,
+                 const FamilyFit::Index::Aggregate& a,
+                 const std::map<std::string, std::string>& params,
+                 const std::vector<std::string>& categorical) {
+  if (a.members.empty()) {
+    std::string which;
+    for (const std::string& p : categorical)
+      which += fmt::format("{}{}={}", which.empty() ? "" : ",", p, value_in(params, p));
+    return {std::nullopt, fmt::format("no measured instance with {}", which)};
+  }
+  QuantityEstimate est;
+  est.value = q == Quantity::kMemory ? a.hi : a.sum / static_cast<double>(a.members.size());
+  est.uncertainty = est.value > 0 ? (a.hi - a.lo) / est.value : 0;
+  est.uncertainty = std::max(est.uncertainty, a.uncertainty);
+  const FamilyInstance& first = instances_[a.members.front()];
+  if (a.members.size() == 1 && first.params == params) {
+    est.basis = "its own measurement";
+  } else if (a.members.size() == 1) {
+    est.basis = "sibling " + first.name;
+  } else {
+    std::vector<const FamilyInstance*> named;  // list_names() reads the first few
+    for (size_t k = 0; k < a.members.size() && k < kNamedInstances; ++k)
+      named.push_back(&instances_[a.members[k]]);
+    std::string list = list_names(named);
+    if (a.members.size() > kNamedInstances)
+      list += fmt::format(" and {} more", a.members.size() - kNamedInstances);
+    est.basis = fmt::format("{} siblings ({})", a.members.size(), list);
+  }
+  return {est, ""};
+}
+
+}  // namespace
+
 FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& params,
                                    const std::optional<std::vector<std::string>>& declared,
                                    EffectsMemo* memo) const {
@@ -938,34 +992,12 @@ FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& par
         if (view.x.measured[f] == 0) return {std::nullopt, "no measured instance yet"};
         const std::optional<std::vector<std::string>> categorical = view.categorical(f, params, e);
         if (!categorical) return fit_quantity(instances_, q, field_getter(f), params, e);
-        const Index::Aggregate& a = view.aggregate(f, *categorical, project(params, *categorical));
-        if (a.members.empty()) {
-          std::string which;
-          for (const std::string& p : *categorical)
-            which += fmt::format("{}{}={}", which.empty() ? "" : ",", p, value_in(params, p));
-          return {std::nullopt, fmt::format("no measured instance with {}", which)};
-        }
-        // No numeric parameter matters: every candidate is measured at the
-        // target's values (fit_quantity()'s exact case).
-        QuantityEstimate est;
-        est.value = q == Quantity::kMemory ? a.hi : a.sum / static_cast<double>(a.members.size());
-        est.uncertainty = est.value > 0 ? (a.hi - a.lo) / est.value : 0;
-        est.uncertainty = std::max(est.uncertainty, a.uncertainty);
-        const FamilyInstance& first = instances_[a.members.front()];
-        if (a.members.size() == 1 && first.params == params) {
-          est.basis = "its own measurement";
-        } else if (a.members.size() == 1) {
-          est.basis = "sibling " + first.name;
-        } else {
-          std::vector<const FamilyInstance*> named;  // list_names() reads the first few
-          for (size_t k = 0; k < a.members.size() && k < kNamedInstances; ++k)
-            named.push_back(&instances_[a.members[k]]);
-          std::string list = list_names(named);
-          if (a.members.size() > kNamedInstances)
-            list += fmt::format(" and {} more", a.members.size() - kNamedInstances);
-          est.basis = fmt::format("{} siblings ({})", a.members.size(), list);
-        }
-        return {est, ""};
+        Index::Aggregate& a = view.aggregate(f, *categorical, project(params, *categorical));
+        const FamilyInstance& first = instances_[a.members.empty() ? 0 : a.members.front()];
+        std::optional<Fitted>& memo_fitted =
+            a.fitted[a.members.size() == 1 && first.params == params ? 1 : 0];
+        if (!memo_fitted) memo_fitted = fit_exact(instances_, q, a, params, *categorical);
+        return *memo_fitted;
       },
       [&] { return view.timed(params); });
 }
