@@ -11,6 +11,7 @@
 #include <iterator>
 #include <limits>
 #include <set>
+#include <unordered_map>
 
 #include "common/units.h"
 #include "sched/least_squares.h"
@@ -588,6 +589,18 @@ std::string group_key(const std::map<std::string, std::string>& params, const st
   return key;
 }
 
+// `values` joined by a separator no parameter value holds, but the one at
+// `skip`.
+std::string joined(const std::vector<std::string>& values, size_t skip = SIZE_MAX) {
+  std::string out;
+  for (size_t k = 0; k < values.size(); ++k) {
+    if (k == skip) continue;
+    out += values[k];
+    out += '\x1f';
+  }
+  return out;
+}
+
 void insert_sorted(std::vector<size_t>& v, size_t i) {
   v.insert(std::lower_bound(v.begin(), v.end(), i), i);
 }
@@ -639,9 +652,21 @@ struct FamilyFit::Index {
   // values (in `names` order), and with each set but the one at a position;
   // valid while `timed_valid`.
   bool timed_valid = false;
-  std::vector<size_t> timed;  // their indices, in order
-  std::map<std::vector<std::string>, size_t> timed_exact;
-  std::vector<std::map<std::vector<std::string>, size_t>> timed_but_one;
+  std::vector<size_t> timed;                                           // their indices, in order
+  std::unordered_map<std::string, size_t> timed_exact;                 // by joined()
+  std::vector<std::unordered_map<std::string, size_t>> timed_but_one;  // by joined(, k)
+
+  // Bumped by each change to the instances.
+  uint64_t generation = 0;
+  // Per quantity: effects() of `names` as of `generation` and `declared`.
+  struct Effects {
+    uint64_t generation = UINT64_MAX;
+    std::optional<std::vector<std::string>> declared;
+    std::vector<ParamEffect> effects;
+  };
+  std::array<Effects, 3> effects;
+  // Per field: the aggregate when no categorical parameter matters.
+  std::array<Aggregate*, kFields> uncategorised{};
 };
 
 namespace {
@@ -649,18 +674,13 @@ namespace {
 // Instance `index`, timed, with `values`: the first such (the least index)
 // at its values and at its values but each one.
 void add_timed(FamilyFit::Index& x, const std::vector<std::string>& values, size_t index) {
-  auto keep_first = [index](std::map<std::vector<std::string>, size_t>& m,
-                            std::vector<std::string> key) {
+  auto keep_first = [index](std::unordered_map<std::string, size_t>& m, std::string key) {
     auto [it, added] = m.try_emplace(std::move(key), index);
     if (!added) it->second = std::min(it->second, index);
   };
   insert_sorted(x.timed, index);
-  keep_first(x.timed_exact, values);
-  for (size_t k = 0; k < values.size(); ++k) {
-    std::vector<std::string> but_one = values;
-    but_one.erase(but_one.begin() + static_cast<std::ptrdiff_t>(k));
-    keep_first(x.timed_but_one[k], std::move(but_one));
-  }
+  keep_first(x.timed_exact, joined(values));
+  for (size_t k = 0; k < values.size(); ++k) keep_first(x.timed_but_one[k], joined(values, k));
 }
 
 }  // namespace
@@ -692,6 +712,7 @@ void FamilyFit::remeasure(size_t index, JobProfile measured) {
 
 void FamilyFit::changed(size_t index, const JobProfile* before) {
   Index& x = *index_;
+  ++x.generation;
   const FamilyInstance& inst = instances_[index];
   for (int f = 0; f < kFields; ++f) {
     const std::optional<double> was = before ? field_value(f, *before) : std::nullopt;
@@ -787,6 +808,10 @@ struct FitView {
           a.members.push_back(k);
       }
     }
+    return refresh(a, f);
+  }
+
+  FamilyFit::Index::Aggregate& refresh(FamilyFit::Index::Aggregate& a, int f) {
     if (a.dirty) {
       a.lo = std::numeric_limits<double>::infinity();
       a.hi = -a.lo;
@@ -802,6 +827,24 @@ struct FitView {
       a.dirty = false;
     }
     return a;
+  }
+
+  // param_effects() of every parameter on `q`, kept while the instances
+  // and `declared` stay as they are.
+  const std::vector<ParamEffect>& effects(Quantity q,
+                                          const std::optional<std::vector<std::string>>& declared) {
+    FamilyFit::Index::Effects& e = x.effects[static_cast<size_t>(q)];
+    if (e.generation != x.generation || e.declared != declared) {
+      e.effects.clear();
+      if (declared) {
+        e.effects = param_effects(instances, q, x.names, declared);
+      } else {
+        for (const std::string& p : x.names) e.effects.push_back(effect(q, p));
+      }
+      e.generation = x.generation;
+      e.declared = declared;
+    }
+    return e.effects;
   }
 
   // param_effects() for one parameter, from its groups.
@@ -879,13 +922,12 @@ struct FitView {
       x.timed_valid = true;
     }
     std::vector<std::string> values = project(target, x.names);
-    if (auto it = x.timed_exact.find(values); it != x.timed_exact.end())
+    if (x.timed.empty()) return nullptr;
+    if (auto it = x.timed_exact.find(joined(values)); it != x.timed_exact.end())
       return &instances[it->second];
     std::optional<size_t> best;
     for (size_t j = 0; j < values.size(); ++j) {
-      std::vector<std::string> but_one = values;
-      but_one.erase(but_one.begin() + static_cast<std::ptrdiff_t>(j));
-      if (auto it = x.timed_but_one[j].find(but_one); it != x.timed_but_one[j].end())
+      if (auto it = x.timed_but_one[j].find(joined(values, j)); it != x.timed_but_one[j].end())
         best = std::min(best.value_or(it->second), it->second);
     }
     if (best) return &instances[*best];
@@ -977,22 +1019,20 @@ FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& par
       std::equal(params.begin(), params.end(), index_->names.begin(),
                  [](const auto& entry, const std::string& name) { return entry.first == name; });
   if (!same_names) return estimate_from_family(instances_, params, declared, memo);
-  EffectsMemo own;
-  EffectsMemo& memo_used = memo != nullptr ? *memo : own;
   FitView view{instances_, *index_};
-  auto effects = [&](Quantity q) -> const std::vector<ParamEffect>& {
-    auto [it, added] = memo_used.try_emplace({q, index_->names});
-    if (added) it->second = this->effects(q, index_->names, declared);
-    return it->second;
-  };
   return estimate_with(
       [&](int f) -> Fitted {
         const Quantity q = quantity_of(f);
-        const std::vector<ParamEffect>& e = effects(q);
+        const std::vector<ParamEffect>& e = view.effects(q, declared);
         if (view.x.measured[f] == 0) return {std::nullopt, "no measured instance yet"};
         const std::optional<std::vector<std::string>> categorical = view.categorical(f, params, e);
         if (!categorical) return fit_quantity(instances_, q, field_getter(f), params, e);
-        Index::Aggregate& a = view.aggregate(f, *categorical, project(params, *categorical));
+        Index::Aggregate*& uncategorised = index_->uncategorised[f];
+        if (categorical->empty() && uncategorised == nullptr)
+          uncategorised = &view.aggregate(f, {}, {});
+        Index::Aggregate& a = categorical->empty()
+                                  ? view.refresh(*uncategorised, f)
+                                  : view.aggregate(f, *categorical, project(params, *categorical));
         const FamilyInstance& first = instances_[a.members.empty() ? 0 : a.members.front()];
         std::optional<Fitted>& memo_fitted =
             a.fitted[a.members.size() == 1 && first.params == params ? 1 : 0];
@@ -1010,16 +1050,12 @@ double FamilyFit::probe_value(const std::map<std::string, std::string>& params,
       std::equal(params.begin(), params.end(), index_->names.begin(),
                  [](const auto& entry, const std::string& name) { return entry.first == name; });
   if (!same_names) return colo::probe_value(instances_, params, declared, memo);
-  EffectsMemo own;
-  EffectsMemo& memo_used = memo != nullptr ? *memo : own;
   FitView view{instances_, *index_};
   for (Quantity q : {Quantity::kMemory, Quantity::kSmActivity}) {
     const int f = q == Quantity::kMemory ? kMemoryField : kSmField;
-    auto [it, added] = memo_used.try_emplace({q, index_->names});
-    if (added) it->second = effects(q, index_->names, declared);
     if (view.x.measured[f] == 0) return std::numeric_limits<double>::infinity();
     const std::optional<std::vector<std::string>> categorical =
-        view.categorical(f, params, it->second);
+        view.categorical(f, params, view.effects(q, declared));
     if (!categorical) return colo::probe_value(instances_, params, declared, memo);
     if (view.aggregate(f, *categorical, project(params, *categorical)).members.empty())
       return std::numeric_limits<double>::infinity();
