@@ -624,15 +624,23 @@ struct FamilyFit::Index {
   std::array<std::map<std::string, size_t>, kFields> non_numeric;
 
   // Per field (of a quantity) and parameter: param_effects()'s groups, each
-  // value's instances in order, and the group's widest pair once computed.
+  // value's instances in order, and the group's widest pair once computed;
+  // the groups with two values ranked as param_effects() chooses (the
+  // widest, the first by key among equals); the groups changed since.
   struct Group {
     std::map<std::string, std::vector<size_t>> by_value;
     bool valid = false;
     bool two_values = false;
     size_t lo = 0, hi = 0;
     double lo_value = 0, hi_value = 0, relative = 0;
+    std::optional<double> ranked;  // its relative in `ranked`
   };
-  std::map<std::pair<int, std::string>, std::map<std::string, Group>> groups;
+  struct Groups {
+    std::map<std::string, Group> by_key;
+    std::set<std::pair<double, std::string>> ranked;  // (-relative, key)
+    std::vector<std::map<std::string, Group>::iterator> changed;
+  };
+  std::map<std::pair<int, std::string>, Groups> groups;
 
   // Per field and categorical parameters that matter, per their values: the
   // instances with a value that have them, in order, and their extremes, sum
@@ -731,7 +739,9 @@ void FamilyFit::changed(size_t index, const JobProfile* before) {
     }
     for (auto& [key, groups] : x.groups) {
       if (key.first != f) continue;
-      Index::Group& g = groups[group_key(inst.params, key.second)];
+      auto [g_it, new_group] = groups.by_key.try_emplace(group_key(inst.params, key.second));
+      Index::Group& g = g_it->second;
+      if (g.valid || new_group) groups.changed.push_back(g_it);  // else listed already
       g.valid = false;
       if (!presence) continue;
       std::vector<size_t>& members = g.by_value[value_in(inst.params, key.second)];
@@ -853,18 +863,24 @@ struct FitView {
                   : q == Quantity::kRate ? kRateField
                                          : kSmField;
     auto [groups_it, added] = x.groups.try_emplace({f, p});
-    std::map<std::string, FamilyFit::Index::Group>& groups = groups_it->second;
+    FamilyFit::Index::Groups& groups = groups_it->second;
     if (added) {
       for (size_t k = 0; k < instances.size(); ++k) {
         const FamilyInstance& i = instances[k];
         if (!field_value(f, i.measured)) continue;
-        groups[group_key(i.params, p)].by_value[value_in(i.params, p)].push_back(k);
+        groups.by_key[group_key(i.params, p)].by_value[value_in(i.params, p)].push_back(k);
       }
+      for (auto it = groups.by_key.begin(); it != groups.by_key.end(); ++it)
+        groups.changed.push_back(it);
     }
-    Widest w;
-    for (auto& [key, g] : groups) {
-      if (!g.valid) {
-        g.valid = true;
+    for (auto it : groups.changed) {
+      const std::string& key = it->first;
+      FamilyFit::Index::Group& g = it->second;
+      if (g.valid) continue;  // listed twice
+      g.valid = true;
+      if (g.ranked) groups.ranked.erase({-*g.ranked, key});
+      g.ranked.reset();
+      {
         size_t values = 0;
         std::string v_lo, v_hi;
         double m_lo = std::numeric_limits<double>::infinity();
@@ -901,11 +917,15 @@ struct FitView {
         g.lo_value = m_lo;
         g.hi_value = hi_sum / static_cast<int>(hi_members.size());
         g.relative = (m_hi - m_lo) / std::max(std::abs(m_hi), 1e-9);
+        groups.ranked.insert({-g.relative, key});
+        g.ranked = g.relative;
       }
-      if (!g.two_values) continue;
-      if (g.relative > w.widest) {
-        w = {&instances[g.lo], &instances[g.hi], g.lo_value, g.hi_value, g.relative};
-      }
+    }
+    groups.changed.clear();
+    Widest w;
+    if (!groups.ranked.empty()) {
+      const FamilyFit::Index::Group& g = groups.by_key.at(groups.ranked.begin()->second);
+      w = {&instances[g.lo], &instances[g.hi], g.lo_value, g.hi_value, g.relative};
     }
     return effect_of(q, p, w);
   }
