@@ -22,7 +22,8 @@
 // parameters that matter (a model name) are never fitted across: an instance
 // needs a measured sibling with the same value.
 //
-// Pure functions over plain values; no I/O, no clock.
+// The free functions are pure, over plain values; FamilyFit keeps what they
+// read of one family as its measurements come. No I/O, no clock.
 #pragma once
 
 #include <cstddef>
@@ -121,7 +122,8 @@ double probe_value(const std::vector<FamilyInstance>& instances,
 // over instances() (the same values, sums taken in the same order, the same
 // ties); where a numeric parameter matters (a fit along a line) or the
 // instances name different parameters, those functions run over instances()
-// as they are. Not thread-safe; instances are only added or re-measured.
+// as they are. Its const members fill the kept state (a cache of
+// instances()): not thread-safe. Instances are only added or re-measured.
 class FamilyFit {
  public:
   const std::vector<FamilyInstance>& instances() const { return instances_; }
@@ -130,6 +132,9 @@ class FamilyFit {
   // Instance `index` is now measured as `measured`.
   void remeasure(size_t index, JobProfile measured);
 
+  // estimate_from_family(), probe_value() and param_effects() over
+  // instances(); `memo` serves the free functions where they run (valid
+  // while instances() stay as they are, as theirs).
   FamilyEstimate estimate(const std::map<std::string, std::string>& params,
                           const std::optional<std::vector<std::string>>& declared,
                           EffectsMemo* memo = nullptr) const;
