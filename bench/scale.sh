@@ -4,6 +4,8 @@
 # shows. Needs no GPU. Cases:
 #   grid-1k, grid-10k on 8 GPUs, grid-100k on 64 GPUs (bench/scale/grid-*.toml:
 #     every point of a sweep is a signature of its own);
+#   grid-1k-unhinted, grid-10k-unhinted on 8 GPUs: the same grids without hint
+#     lines (issue 59): one point is measured, the rest estimated from it;
 #   queue-100k on 8 GPUs (four kinds of job, 100,000 of them: few signatures);
 #   true-100, true-1k, true-10k: `colo run` of that many `true` jobs (repeats)
 #     on 8 simulated GPUs, 8 at a time on each, a fresh store: what colo itself
@@ -11,11 +13,13 @@
 # Prints one table row per case: the command's wall and CPU time (its own
 # clock and getrusage, through /usr/bin/time; for true-*, colo's own CPU time
 # and that per job), the scheduler's time as colo reports it, and the ratio of
-# each to the case a tenth its size. Keeps the output of each case, the
-# command and the machine in OUTPUT_DIR.
+# each to the case a tenth its size. The simulate cases run SAMPLES times
+# each (default 3): the table gives the median of each figure. Keeps the
+# output of each case (and sample), the command and the machine in OUTPUT_DIR.
 #
 #   bench/scale.sh OUTPUT_DIR   (COLO=path/to/colo; default build-release/colo;
-#                                CPU=1: the core it runs on; CASES="grid-1k ...")
+#                                CPU=1: the core it runs on; CASES="grid-1k ...";
+#                                SAMPLES=3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COLO="${COLO:-build-release/colo}"
@@ -27,12 +31,14 @@ if [ ! -x "$COLO" ]; then
 fi
 mkdir -p "$OUT_DIR"
 cpu=${CPU:-1}
-cases=${CASES:-grid-1k grid-10k grid-100k queue-100k true-100 true-1k true-10k}
+samples=${SAMPLES:-3}
+cases=${CASES:-grid-1k grid-10k grid-100k grid-1k-unhinted grid-10k-unhinted queue-100k true-100 true-1k true-10k}
 gpus_of() { case $1 in grid-100k) echo 64 ;; *) echo 8 ;; esac; }
 # The case a tenth the size of $1, if it is run too.
 smaller_of() {
   case $1 in
     grid-10k) echo grid-1k ;; grid-100k) echo grid-10k ;;
+    grid-10k-unhinted) echo grid-1k-unhinted ;;
     true-1k) echo true-100 ;; true-10k) echo true-1k ;;
   esac
 }
@@ -58,7 +64,8 @@ for _ in 1 2 3 4 5; do
 done
 echo "start-up floor (/usr/bin/time true, by bash's clock): $floor s" | tee -a "$OUT_DIR/machine.txt"
 less_floor() { awk -v a="$1" -v f="$floor" 'BEGIN{printf "%.4f", a - f}'; }
-declare -A wall sched per_job
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+declare -A wall cpu sched per_job
 rows=()
 true_rows=()
 for c in $cases; do
@@ -90,30 +97,45 @@ for c in $cases; do
     cmd=(taskset -c "$cpu" "$COLO" simulate "bench/scale/$c.toml" --gpu-count "$gpus" --policies auto
       --no-store)
     echo "command: ${cmd[*]}" >"$out"
-    # The wall time by bash's clock (microseconds): /usr/bin/time's is in
-    # hundredths, and the 1,000-point case takes 0.05 s.
-    started=$EPOCHREALTIME
-    /usr/bin/time -f "time: %e s wall, %U s user, %S s system, %M KB max RSS" "${cmd[@]}" >>"$out" 2>&1
-    wall[$c]=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.3f", b - a}')
-    echo "wall by bash's clock: ${wall[$c]} s" >>"$out"
-    cpu_s=$(sed -n 's/^time: .* \([0-9.]*\) s user, \([0-9.]*\) s system.*/\1 \2/p' "$out" |
-      awk '{printf "%.2f", $1 + $2}')
-    rss=$(sed -n 's/.* \([0-9]*\) KB max RSS/\1/p' "$out")
-    sched[$c]=$(sed -n 's/.*auto scheduler: [0-9]* events, \([0-9.]*\) ms in all.*/\1/p' "$out" | head -1)
-    ratio_wall=- ratio_sched=-
+    walls="" cpus="" scheds="" rsss=""
+    for s in $(seq 1 "$samples"); do
+      sample="$OUT_DIR/$c.sample$s.txt"
+      echo "command: ${cmd[*]}" >"$sample"
+      # The wall time by bash's clock (microseconds): /usr/bin/time's is in
+      # hundredths, and the 1,000-point case takes 0.05 s.
+      started=$EPOCHREALTIME
+      /usr/bin/time -f "time: %e s wall, %U s user, %S s system, %M KB max RSS" "${cmd[@]}" >>"$sample" 2>&1
+      walls+=" $(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.3f", b - a}')"
+      cpus+=" $(sed -n 's/^time: .* \([0-9.]*\) s user, \([0-9.]*\) s system.*/\1 \2/p' "$sample" |
+        awk '{printf "%.2f", $1 + $2}')"
+      rsss+=" $(sed -n 's/.* \([0-9]*\) KB max RSS/\1/p' "$sample")"
+      scheds+=" $(sed -n 's/.*auto scheduler: [0-9]* events, \([0-9.]*\) ms in all.*/\1/p' "$sample" | head -1)"
+    done
+    wall[$c]=$(median <<<"$walls")
+    cpu[$c]=$(median <<<"$cpus")
+    rss=$(median <<<"$rsss")
+    sched[$c]=$(median <<<"$scheds")
+    {
+      echo "samples: $samples; wall by bash's clock:$walls s; CPU (user + system):$cpus s;" \
+        "scheduler:$scheds ms; max RSS:$rsss KB"
+      echo "median: ${wall[$c]} s wall, ${cpu[$c]} s CPU, ${sched[$c]} ms scheduler, $rss KB max RSS"
+      cat "$OUT_DIR/$c.sample1.txt" | tail -n +2
+    } >>"$out"
+    ratio_wall=- ratio_cpu=- ratio_sched=-
     if [ -n "$small" ] && [ -n "${wall[$small]:-}" ]; then
       ratio_wall=$(ratio "$(less_floor "${wall[$c]}")" "$(less_floor "${wall[$small]}")")
+      ratio_cpu=$(ratio "${cpu[$c]}" "${cpu[$small]}")
       ratio_sched=$(ratio "${sched[$c]}" "${sched[$small]}")
     fi
-    rows+=("$(printf '| %s | %s | %s s | %s s | %s MB | %s ms | %s | %s |' "$c" "$gpus" "${wall[$c]}" \
-      "$cpu_s" "$((rss / 1024))" "${sched[$c]}" "$ratio_wall" "$ratio_sched")")
+    rows+=("$(printf '| %s | %s | %s s | %s s | %s MB | %s ms | %s | %s | %s |' "$c" "$gpus" "${wall[$c]}" \
+      "${cpu[$c]}" "$((rss / 1024))" "${sched[$c]}" "$ratio_wall" "$ratio_cpu" "$ratio_sched")")
   fi
   echo "$c done: ${wall[$c]} s" >&2
 done
 {
   if [ ${#rows[@]} -gt 0 ]; then
-    echo "| case | GPUs | wall | CPU | max RSS | scheduler | wall vs a tenth the size (less the floor) | scheduler vs a tenth |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| case | GPUs | wall | CPU | max RSS | scheduler | wall vs a tenth the size (less the floor) | CPU vs a tenth | scheduler vs a tenth |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
   fi
   if [ ${#true_rows[@]} -gt 0 ]; then

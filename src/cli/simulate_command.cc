@@ -18,6 +18,7 @@
 #include "gpu/sim_backend.h"
 #include "jobs/job_file.h"
 #include "simulate/arrivals.h"
+#include "simulate/parallel_policies.h"
 #include "simulate/sim_jobs.h"
 #include "simulate/simulator.h"
 #include "store/run_store.h"
@@ -67,17 +68,18 @@ void print_plans(const std::vector<SimJob>& jobs, const std::vector<PolicySpec>&
   }
 }
 
-// Each policy in turn, with a progress line on a terminal.
+// Every policy, each on a thread of its own up to the cores this process may
+// use (simulate/parallel_policies.h), with a progress line on a terminal.
 std::vector<PolicyResult> simulate_all(const std::vector<SimJob>& jobs,
                                        const std::vector<PolicySpec>& policies,
                                        const SimOptions& options) {
   ProgressLine progress("colo: simulate: ");
-  std::vector<PolicyResult> results;
-  for (size_t i = 0; i < policies.size(); ++i) {
-    progress.show(fmt::format("policy {} of {} ({}), {}", i + 1, policies.size(), policies[i].name,
-                              count_of(static_cast<int64_t>(jobs.size()), "job")));
-    results.push_back(simulate_policy(jobs, policies[i], options));
-  }
+  const std::string what = count_of(static_cast<int64_t>(jobs.size()), "job");
+  progress.show(fmt::format("0 of {} policies done, {}", policies.size(), what));
+  std::vector<PolicyResult> results =
+      simulate_policies(jobs, policies, options, 0, [&](size_t finished, size_t total) {
+        progress.show(fmt::format("{} of {} policies done, {}", finished, total, what));
+      });
   return results;
 }
 

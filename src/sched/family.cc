@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <iterator>
 #include <limits>
 #include <set>
+#include <unordered_map>
 
 #include "common/units.h"
 #include "sched/least_squares.h"
@@ -120,6 +122,11 @@ double input_uncertainty(Quantity q, const FamilyInstance& i) {
   return q == Quantity::kRate ? i.measured.rate_uncertainty : 0.0;
 }
 
+}  // namespace
+
+// Named (not file-local): FamilyFit::Index keeps them.
+namespace family_detail {
+
 // One quantity's estimate for one instance.
 struct QuantityEstimate {
   double value = 0;
@@ -131,6 +138,13 @@ struct Fitted {
   std::optional<QuantityEstimate> estimate;
   std::string missing;
 };
+
+}  // namespace family_detail
+
+using family_detail::Fitted;
+using family_detail::QuantityEstimate;
+
+namespace {
 
 // The instances that can speak for `target` on a quantity: those measured
 // with the same values of the categorical parameters that matter; the
@@ -285,6 +299,33 @@ const FamilyInstance* nearest(const std::vector<FamilyInstance>& instances,
   return best;
 }
 
+// The widest pair of instances that differ in one parameter alone, as
+// param_effects() found it (lo == nullptr: none).
+struct Widest {
+  const FamilyInstance* lo = nullptr;
+  const FamilyInstance* hi = nullptr;
+  double lo_value = 0;
+  double hi_value = 0;
+  double widest = -1;
+};
+
+// The effect of `p` on `q` given the widest pair.
+ParamEffect effect_of(Quantity q, const std::string& p, const Widest& w) {
+  const Noise noise = noise_of(q);
+  ParamEffect e{p, 1, presumed_to_matter(p), false, ""};
+  if (w.lo == nullptr) {
+    e.reason = e.matters ? "presumed from its name (no two measured instances differ in it alone)"
+                         : "presumed neutral (no two measured instances differ in it alone)";
+  } else {
+    e.measured = true;
+    e.matters = w.widest > noise.relative && w.hi_value - w.lo_value > noise.absolute;
+    e.reason =
+        fmt::format("measured: {} {}, {} {}{}", w.lo->name, format_value(q, w.lo_value), w.hi->name,
+                    format_value(q, w.hi_value), e.matters ? "" : " (within noise)");
+  }
+  return e;
+}
+
 }  // namespace
 
 std::string_view to_string(Quantity q) {
@@ -336,7 +377,6 @@ std::vector<ParamEffect> param_effects(const std::vector<FamilyInstance>& instan
     return out;
   }
   const Getter get = getter_of(q);
-  const Noise noise = noise_of(q);
   for (const std::string& p : params) {
     // Instances alike in every other parameter, grouped; within a group the
     // most different pair decides.
@@ -389,18 +429,7 @@ std::vector<ParamEffect> param_effects(const std::vector<FamilyInstance>& instan
         hi_value = by_value[v_hi].first / by_value[v_hi].second;
       }
     }
-    ParamEffect e{p, 1, presumed_to_matter(p), false, ""};
-    if (lo == nullptr) {
-      e.reason = e.matters ? "presumed from its name (no two measured instances differ in it alone)"
-                           : "presumed neutral (no two measured instances differ in it alone)";
-    } else {
-      e.measured = true;
-      e.matters = widest > noise.relative && hi_value - lo_value > noise.absolute;
-      e.reason =
-          fmt::format("measured: {} {}, {} {}{}", lo->name, format_value(q, lo_value), hi->name,
-                      format_value(q, hi_value), e.matters ? "" : " (within noise)");
-    }
-    out.push_back(std::move(e));
+    out.push_back(effect_of(q, p, {lo, hi, lo_value, hi_value, widest}));
   }
   return out;
 }
@@ -419,26 +448,46 @@ const std::vector<ParamEffect>& effects_of(const std::vector<FamilyInstance>& in
 
 }  // namespace
 
-FamilyEstimate estimate_from_family(const std::vector<FamilyInstance>& instances,
-                                    const std::map<std::string, std::string>& params,
-                                    const std::optional<std::vector<std::string>>& declared,
-                                    EffectsMemo* memo) {
-  if (instances.empty()) return {std::nullopt, "no measured instance yet"};
-  const std::vector<std::string> names = all_params(instances, params);
-  EffectsMemo own;
-  EffectsMemo& effects = memo != nullptr ? *memo : own;
-  auto fit = [&](Quantity q, const Getter& get, Quantity effects_q) {
-    return fit_quantity(instances, q, get, params,
-                        effects_of(instances, effects_q, names, declared, effects));
-  };
-  Fitted memory = fit(Quantity::kMemory, getter_of(Quantity::kMemory), Quantity::kMemory);
+namespace {
+
+// The getters an estimate reads: each quantity's, and GPU utilisation (fitted
+// as SM activity is: its noise and its parameters' effects).
+enum Field { kMemoryField, kSmField, kUtilField, kRateField, kFields };
+
+Quantity quantity_of(int field) {
+  return field == kMemoryField ? Quantity::kMemory
+         : field == kRateField ? Quantity::kRate
+                               : Quantity::kSmActivity;
+}
+
+std::optional<double> field_value(int field, const JobProfile& p) {
+  switch (field) {
+    case kMemoryField:
+      if (!p.peak_memory_bytes) return std::nullopt;
+      return static_cast<double>(*p.peak_memory_bytes);
+    case kSmField:
+      return p.sm_active_pct;
+    case kUtilField:
+      return p.gpu_util_pct;
+    default:
+      return p.samples_per_s;
+  }
+}
+
+Getter field_getter(int field) {
+  return [field](const JobProfile& p) { return field_value(field, p); };
+}
+
+// estimate_from_family() given how each field is fitted and the instance
+// whose time is scaled (nullptr: none).
+FamilyEstimate estimate_with(const std::function<Fitted(int)>& fit,
+                             const std::function<const FamilyInstance*()>& timed_instance) {
+  Fitted memory = fit(kMemoryField);
   if (!memory.estimate) return {std::nullopt, "peak memory: " + memory.missing};
-  Fitted sm = fit(Quantity::kSmActivity, getter_of(Quantity::kSmActivity), Quantity::kSmActivity);
+  Fitted sm = fit(kSmField);
   if (!sm.estimate) return {std::nullopt, "SM activity: " + sm.missing};
-  Fitted util = fit(
-      Quantity::kSmActivity, [](const JobProfile& p) { return p.gpu_util_pct; },
-      Quantity::kSmActivity);
-  Fitted rate = fit(Quantity::kRate, getter_of(Quantity::kRate), Quantity::kRate);
+  Fitted util = fit(kUtilField);
+  Fitted rate = fit(kRateField);
 
   JobProfile p;
   p.peak_memory_bytes = static_cast<uint64_t>(memory.estimate->value);
@@ -451,8 +500,7 @@ FamilyEstimate estimate_from_family(const std::vector<FamilyInstance>& instances
     p.rate_uncertainty = rate.estimate->uncertainty;
   }
   // Time: the nearest sibling's start-up, and its work at the estimated rate.
-  const FamilyInstance* timed =
-      nearest(instances, params, [](const JobProfile& m) { return m.solo_ms.has_value(); });
+  const FamilyInstance* timed = timed_instance();
   if (timed != nullptr) {
     const JobProfile& t = timed->measured;
     const double scale = t.samples_per_s && p.samples_per_s && *p.samples_per_s > 0
@@ -471,6 +519,27 @@ FamilyEstimate estimate_from_family(const std::vector<FamilyInstance>& instances
     if (rate.estimate) p.source += "; rate from " + rate.estimate->basis;
   }
   return {p, ""};
+}
+
+bool has_solo(const JobProfile& m) { return m.solo_ms.has_value(); }
+
+}  // namespace
+
+FamilyEstimate estimate_from_family(const std::vector<FamilyInstance>& instances,
+                                    const std::map<std::string, std::string>& params,
+                                    const std::optional<std::vector<std::string>>& declared,
+                                    EffectsMemo* memo) {
+  if (instances.empty()) return {std::nullopt, "no measured instance yet"};
+  const std::vector<std::string> names = all_params(instances, params);
+  EffectsMemo own;
+  EffectsMemo& effects = memo != nullptr ? *memo : own;
+  return estimate_with(
+      [&](int field) {
+        const Quantity q = quantity_of(field);
+        return fit_quantity(instances, q, field_getter(field), params,
+                            effects_of(instances, q, names, declared, effects));
+      },
+      [&] { return nearest(instances, params, has_solo); });
 }
 
 double probe_value(const std::vector<FamilyInstance>& instances,
@@ -496,6 +565,522 @@ double probe_value(const std::vector<FamilyInstance>& instances,
     value += closest;
   }
   return value;
+}
+
+// FamilyFit ----------------------------------------------------------------
+
+namespace {
+
+// `params`' values of `names`, in that order ("" where it has none).
+std::vector<std::string> project(const std::map<std::string, std::string>& params,
+                                 const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  out.reserve(names.size());
+  for (const std::string& n : names) out.push_back(value_in(params, n));
+  return out;
+}
+
+// param_effects()'s key of an instance's group for `p`.
+std::string group_key(const std::map<std::string, std::string>& params, const std::string& p) {
+  std::string key;
+  for (const auto& [name, value] : params) {
+    if (name != p) key += name + "=" + value + "\x1f";
+  }
+  return key;
+}
+
+// `values` joined by a separator no parameter value holds, but the one at
+// `skip`.
+std::string joined(const std::vector<std::string>& values, size_t skip = SIZE_MAX) {
+  std::string out;
+  for (size_t k = 0; k < values.size(); ++k) {
+    if (k == skip) continue;
+    out += values[k];
+    out += '\x1f';
+  }
+  return out;
+}
+
+void insert_sorted(std::vector<size_t>& v, size_t i) {
+  v.insert(std::lower_bound(v.begin(), v.end(), i), i);
+}
+
+void erase_sorted(std::vector<size_t>& v, size_t i) {
+  auto it = std::lower_bound(v.begin(), v.end(), i);
+  if (it != v.end() && *it == i) v.erase(it);
+}
+
+}  // namespace
+
+struct FamilyFit::Index {
+  // Every parameter an instance names, sorted; whether every instance names
+  // the same ones (else the free functions answer).
+  std::vector<std::string> names;
+  bool uniform = true;
+  // Per field: instances with a value.
+  std::array<size_t, kFields> measured{};
+  // Per field and parameter: instances with a value whose value of the
+  // parameter is not a number.
+  std::array<std::map<std::string, size_t>, kFields> non_numeric;
+
+  // Per field (of a quantity) and parameter: param_effects()'s groups, each
+  // value's instances in order, and the group's widest pair once computed;
+  // the groups with two values ranked as param_effects() chooses (the
+  // widest, the first by key among equals); the groups changed since.
+  struct Group {
+    std::map<std::string, std::vector<size_t>> by_value;
+    bool valid = false;
+    bool two_values = false;
+    size_t lo = 0, hi = 0;
+    double lo_value = 0, hi_value = 0, relative = 0;
+    std::optional<double> ranked;  // its relative in `ranked`
+  };
+  struct Groups {
+    std::map<std::string, Group> by_key;
+    std::set<std::pair<double, std::string>> ranked;  // (-relative, key)
+    std::vector<std::map<std::string, Group>::iterator> changed;
+  };
+  std::map<std::pair<int, std::string>, Groups> groups;
+
+  // Per field and categorical parameters that matter, per their values: the
+  // instances with a value that have them, in order, and their extremes, sum
+  // (in that order) and largest rate uncertainty; `dirty` until recomputed.
+  struct Aggregate {
+    std::vector<size_t> members;
+    double lo = 0, hi = 0, sum = 0, uncertainty = 0;
+    bool dirty = true;
+    // What it estimates, once asked: [1] for the one instance it holds,
+    // itself (its own measurement), [0] otherwise.
+    std::optional<Fitted> fitted[2];
+  };
+  std::map<std::pair<int, std::vector<std::string>>, std::map<std::vector<std::string>, Aggregate>>
+      aggregates;
+
+  // The timed instances (a solo time measured); the first with each set of
+  // values (in `names` order), and with each set but the one at a position;
+  // valid while `timed_valid`.
+  bool timed_valid = false;
+  std::vector<size_t> timed;                                           // their indices, in order
+  std::unordered_map<std::string, size_t> timed_exact;                 // by joined()
+  std::vector<std::unordered_map<std::string, size_t>> timed_but_one;  // by joined(, k)
+
+  // Bumped by each change to the instances.
+  uint64_t generation = 0;
+  // Per quantity: effects() of `names` as of `generation` and `declared`.
+  struct Effects {
+    uint64_t generation = UINT64_MAX;
+    std::optional<std::vector<std::string>> declared;
+    std::vector<ParamEffect> effects;
+  };
+  std::array<Effects, 3> effects;
+  // Per field: the aggregate when no categorical parameter matters.
+  std::array<Aggregate*, kFields> uncategorised{};
+};
+
+namespace {
+
+// Instance `index`, timed, with `values`: the first such (the least index)
+// at its values and at its values but each one.
+void add_timed(FamilyFit::Index& x, const std::vector<std::string>& values, size_t index) {
+  auto keep_first = [index](std::unordered_map<std::string, size_t>& m, std::string key) {
+    auto [it, added] = m.try_emplace(std::move(key), index);
+    if (!added) it->second = std::min(it->second, index);
+  };
+  insert_sorted(x.timed, index);
+  keep_first(x.timed_exact, joined(values));
+  for (size_t k = 0; k < values.size(); ++k) keep_first(x.timed_but_one[k], joined(values, k));
+}
+
+}  // namespace
+
+FamilyFit::FamilyFit() : index_(std::make_unique<Index>()) {}
+FamilyFit::~FamilyFit() = default;
+FamilyFit::FamilyFit(FamilyFit&&) noexcept = default;
+FamilyFit& FamilyFit::operator=(FamilyFit&&) noexcept = default;
+
+size_t FamilyFit::add(FamilyInstance instance) {
+  Index& x = *index_;
+  std::vector<std::string> names;
+  for (const auto& [name, value] : instance.params) names.push_back(name);
+  if (instances_.empty()) {
+    x.names = names;
+  } else if (names != x.names) {
+    x.uniform = false;
+  }
+  instances_.push_back(std::move(instance));
+  changed(instances_.size() - 1, nullptr);
+  return instances_.size() - 1;
+}
+
+void FamilyFit::remeasure(size_t index, JobProfile measured) {
+  JobProfile before = std::move(instances_[index].measured);
+  instances_[index].measured = std::move(measured);
+  changed(index, &before);
+}
+
+void FamilyFit::changed(size_t index, const JobProfile* before) {
+  Index& x = *index_;
+  ++x.generation;
+  const FamilyInstance& inst = instances_[index];
+  for (int f = 0; f < kFields; ++f) {
+    const std::optional<double> was = before ? field_value(f, *before) : std::nullopt;
+    const std::optional<double> now = field_value(f, inst.measured);
+    const bool uncertainty_changed =
+        f == kRateField && before && before->rate_uncertainty != inst.measured.rate_uncertainty;
+    if (was.has_value() == now.has_value() && (!was || *was == *now) && !uncertainty_changed)
+      continue;
+    const bool presence = was.has_value() != now.has_value();
+    if (presence) {
+      const int step = now ? 1 : -1;
+      x.measured[f] += step;
+      for (auto& [param, count] : x.non_numeric[f]) {
+        if (!number(value_in(inst.params, param))) count += step;
+      }
+    }
+    for (auto& [key, groups] : x.groups) {
+      if (key.first != f) continue;
+      auto [g_it, new_group] = groups.by_key.try_emplace(group_key(inst.params, key.second));
+      Index::Group& g = g_it->second;
+      if (g.valid || new_group) groups.changed.push_back(g_it);  // else listed already
+      g.valid = false;
+      if (!presence) continue;
+      std::vector<size_t>& members = g.by_value[value_in(inst.params, key.second)];
+      if (now) {
+        insert_sorted(members, index);
+      } else {
+        erase_sorted(members, index);
+      }
+    }
+    for (auto& [key, by_values] : x.aggregates) {
+      if (key.first != f) continue;
+      auto a = by_values.find(project(inst.params, key.second));
+      if (a == by_values.end()) continue;
+      Index::Aggregate& agg = a->second;
+      agg.fitted[0].reset();
+      agg.fitted[1].reset();
+      if (presence && now && !agg.dirty && (agg.members.empty() || agg.members.back() < index)) {
+        // Appended in order: the sum goes on as a loop over members would.
+        const double v = *now;
+        agg.lo = agg.members.empty() ? v : std::min(agg.lo, v);
+        agg.hi = agg.members.empty() ? v : std::max(agg.hi, v);
+        agg.sum += v;
+        agg.uncertainty = std::max(agg.uncertainty, input_uncertainty(quantity_of(f), inst));
+        agg.members.push_back(index);
+        continue;
+      }
+      agg.dirty = true;
+      if (!presence) continue;
+      if (now) {
+        insert_sorted(agg.members, index);
+      } else {
+        erase_sorted(agg.members, index);
+      }
+    }
+  }
+  if (x.timed_valid && x.uniform) {
+    const bool was_timed = before && before->solo_ms;
+    const bool timed = inst.measured.solo_ms.has_value();
+    if (was_timed && !timed) {
+      x.timed_valid = false;
+    } else if (timed && !was_timed) {
+      add_timed(x, project(inst.params, x.names), index);
+    }
+  }
+}
+
+namespace {
+
+// The state FamilyFit's answers read, brought up to date (const callers:
+// the index is a cache of instances()).
+struct FitView {
+  const std::vector<FamilyInstance>& instances;
+  FamilyFit::Index& x;
+
+  size_t non_numeric(int f, const std::string& param) {
+    auto [it, added] = x.non_numeric[f].try_emplace(param, 0);
+    if (added) {
+      for (const FamilyInstance& i : instances) {
+        if (field_value(f, i.measured) && !number(value_in(i.params, param))) ++it->second;
+      }
+    }
+    return it->second;
+  }
+
+  FamilyFit::Index::Aggregate& aggregate(int f, const std::vector<std::string>& categorical,
+                                         const std::vector<std::string>& values) {
+    auto [by_values_it, added_names] = x.aggregates.try_emplace({f, categorical});
+    auto [it, added] = by_values_it->second.try_emplace(values);
+    FamilyFit::Index::Aggregate& a = it->second;
+    if (added) {
+      for (size_t k = 0; k < instances.size(); ++k) {
+        if (field_value(f, instances[k].measured) &&
+            project(instances[k].params, categorical) == values)
+          a.members.push_back(k);
+      }
+    }
+    return refresh(a, f);
+  }
+
+  FamilyFit::Index::Aggregate& refresh(FamilyFit::Index::Aggregate& a, int f) {
+    if (a.dirty) {
+      a.lo = std::numeric_limits<double>::infinity();
+      a.hi = -a.lo;
+      a.sum = 0;
+      a.uncertainty = 0;
+      for (size_t k : a.members) {
+        const double v = *field_value(f, instances[k].measured);
+        a.lo = std::min(a.lo, v);
+        a.hi = std::max(a.hi, v);
+        a.sum += v;
+        a.uncertainty = std::max(a.uncertainty, input_uncertainty(quantity_of(f), instances[k]));
+      }
+      a.dirty = false;
+    }
+    return a;
+  }
+
+  // param_effects() of every parameter on `q`, kept while the instances
+  // and `declared` stay as they are.
+  const std::vector<ParamEffect>& effects(Quantity q,
+                                          const std::optional<std::vector<std::string>>& declared) {
+    FamilyFit::Index::Effects& e = x.effects[static_cast<size_t>(q)];
+    if (e.generation != x.generation || e.declared != declared) {
+      e.effects.clear();
+      if (declared) {
+        e.effects = param_effects(instances, q, x.names, declared);
+      } else {
+        for (const std::string& p : x.names) e.effects.push_back(effect(q, p));
+      }
+      e.generation = x.generation;
+      e.declared = declared;
+    }
+    return e.effects;
+  }
+
+  // param_effects() for one parameter, from its groups.
+  ParamEffect effect(Quantity q, const std::string& p) {
+    const int f = q == Quantity::kMemory ? kMemoryField
+                  : q == Quantity::kRate ? kRateField
+                                         : kSmField;
+    auto [groups_it, added] = x.groups.try_emplace({f, p});
+    FamilyFit::Index::Groups& groups = groups_it->second;
+    if (added) {
+      for (size_t k = 0; k < instances.size(); ++k) {
+        const FamilyInstance& i = instances[k];
+        if (!field_value(f, i.measured)) continue;
+        groups.by_key[group_key(i.params, p)].by_value[value_in(i.params, p)].push_back(k);
+      }
+      for (auto it = groups.by_key.begin(); it != groups.by_key.end(); ++it)
+        groups.changed.push_back(it);
+    }
+    for (auto it : groups.changed) {
+      const std::string& key = it->first;
+      FamilyFit::Index::Group& g = it->second;
+      if (g.valid) continue;  // listed twice
+      g.valid = true;
+      if (g.ranked) groups.ranked.erase({-*g.ranked, key});
+      g.ranked.reset();
+      {
+        size_t values = 0;
+        std::string v_lo, v_hi;
+        double m_lo = std::numeric_limits<double>::infinity();
+        double m_hi = -m_lo;
+        for (const auto& [v, members] : g.by_value) {
+          if (members.empty()) continue;
+          ++values;
+          double sum = 0;
+          for (size_t k : members) sum += *field_value(f, instances[k].measured);
+          const double mean = sum / static_cast<int>(members.size());
+          if (mean < m_lo) {
+            m_lo = mean;
+            v_lo = v;
+          }
+          if (mean > m_hi) {
+            m_hi = mean;
+            v_hi = v;
+          }
+        }
+        g.two_values = values >= 2;
+        if (!g.two_values) continue;
+        if (v_lo == v_hi) {  // all equal: the second value
+          auto it = g.by_value.begin();
+          while (it->second.empty()) ++it;
+          ++it;
+          while (it->second.empty()) ++it;
+          v_hi = it->first;
+        }
+        const std::vector<size_t>& hi_members = g.by_value.at(v_hi);
+        double hi_sum = 0;
+        for (size_t k : hi_members) hi_sum += *field_value(f, instances[k].measured);
+        g.lo = g.by_value.at(v_lo).front();
+        g.hi = hi_members.front();
+        g.lo_value = m_lo;
+        g.hi_value = hi_sum / static_cast<int>(hi_members.size());
+        g.relative = (m_hi - m_lo) / std::max(std::abs(m_hi), 1e-9);
+        groups.ranked.insert({-g.relative, key});
+        g.ranked = g.relative;
+      }
+    }
+    groups.changed.clear();
+    Widest w;
+    if (!groups.ranked.empty()) {
+      const FamilyFit::Index::Group& g = groups.by_key.at(groups.ranked.begin()->second);
+      w = {&instances[g.lo], &instances[g.hi], g.lo_value, g.hi_value, g.relative};
+    }
+    return effect_of(q, p, w);
+  }
+
+  const FamilyInstance* timed(const std::map<std::string, std::string>& target) {
+    if (!x.timed_valid) {
+      x.timed.clear();
+      x.timed_exact.clear();
+      x.timed_but_one.assign(x.names.size(), {});
+      for (size_t k = 0; k < instances.size(); ++k) {
+        if (!instances[k].measured.solo_ms) continue;
+        add_timed(x, project(instances[k].params, x.names), k);
+      }
+      x.timed_valid = true;
+    }
+    std::vector<std::string> values = project(target, x.names);
+    if (x.timed.empty()) return nullptr;
+    if (auto it = x.timed_exact.find(joined(values)); it != x.timed_exact.end())
+      return &instances[it->second];
+    std::optional<size_t> best;
+    for (size_t j = 0; j < values.size(); ++j) {
+      if (auto it = x.timed_but_one[j].find(joined(values, j)); it != x.timed_but_one[j].end())
+        best = std::min(best.value_or(it->second), it->second);
+    }
+    if (best) return &instances[*best];
+    // Two or more differ: nearest()'s scan, over the timed instances alone.
+    const FamilyInstance* found = nullptr;
+    size_t found_diff = 0;
+    for (size_t k : x.timed) {
+      const std::vector<std::string> other = project(instances[k].params, x.names);
+      size_t diff = 0;
+      for (size_t j = 0; j < values.size(); ++j) diff += other[j] != values[j] ? 1 : 0;
+      if (found == nullptr || diff < found_diff) {
+        found = &instances[k];
+        found_diff = diff;
+      }
+    }
+    return found;
+  }
+
+  // The categorical parameters that matter for `f` (basis_for()); nullopt
+  // when a numeric one matters (a fit along a line: the free functions).
+  std::optional<std::vector<std::string>> categorical(
+      int f, const std::map<std::string, std::string>& target,
+      const std::vector<ParamEffect>& effects) {
+    std::vector<std::string> out;
+    for (const ParamEffect& e : effects) {
+      if (!e.matters) continue;
+      if (number(value_in(target, e.param)) && non_numeric(f, e.param) == 0) return std::nullopt;
+      out.push_back(e.param);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::vector<ParamEffect> FamilyFit::effects(
+    Quantity q, const std::vector<std::string>& params,
+    const std::optional<std::vector<std::string>>& declared) const {
+  if (declared) return param_effects(instances_, q, params, declared);
+  FitView view{instances_, *index_};
+  std::vector<ParamEffect> out;
+  for (const std::string& p : params) out.push_back(view.effect(q, p));
+  return out;
+}
+
+namespace {
+
+// fit_quantity()'s exact case from an aggregate: no numeric parameter
+// matters, so every candidate is measured at the target's values.
+Fitted fit_exact(const std::vector<FamilyInstance>& instances_, Quantity q,
+                 const FamilyFit::Index::Aggregate& a,
+                 const std::map<std::string, std::string>& params,
+                 const std::vector<std::string>& categorical) {
+  if (a.members.empty()) {
+    std::string which;
+    for (const std::string& p : categorical)
+      which += fmt::format("{}{}={}", which.empty() ? "" : ",", p, value_in(params, p));
+    return {std::nullopt, fmt::format("no measured instance with {}", which)};
+  }
+  QuantityEstimate est;
+  est.value = q == Quantity::kMemory ? a.hi : a.sum / static_cast<double>(a.members.size());
+  est.uncertainty = est.value > 0 ? (a.hi - a.lo) / est.value : 0;
+  est.uncertainty = std::max(est.uncertainty, a.uncertainty);
+  const FamilyInstance& first = instances_[a.members.front()];
+  if (a.members.size() == 1 && first.params == params) {
+    est.basis = "its own measurement";
+  } else if (a.members.size() == 1) {
+    est.basis = "sibling " + first.name;
+  } else {
+    std::vector<const FamilyInstance*> named;  // list_names() reads the first few
+    for (size_t k = 0; k < a.members.size() && k < kNamedInstances; ++k)
+      named.push_back(&instances_[a.members[k]]);
+    std::string list = list_names(named);
+    if (a.members.size() > kNamedInstances)
+      list += fmt::format(" and {} more", a.members.size() - kNamedInstances);
+    est.basis = fmt::format("{} siblings ({})", a.members.size(), list);
+  }
+  return {est, ""};
+}
+
+}  // namespace
+
+FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& params,
+                                   const std::optional<std::vector<std::string>>& declared,
+                                   EffectsMemo* memo) const {
+  if (instances_.empty()) return {std::nullopt, "no measured instance yet"};
+  const bool same_names =
+      index_->uniform && params.size() == index_->names.size() &&
+      std::equal(params.begin(), params.end(), index_->names.begin(),
+                 [](const auto& entry, const std::string& name) { return entry.first == name; });
+  if (!same_names) return estimate_from_family(instances_, params, declared, memo);
+  FitView view{instances_, *index_};
+  return estimate_with(
+      [&](int f) -> Fitted {
+        const Quantity q = quantity_of(f);
+        const std::vector<ParamEffect>& e = view.effects(q, declared);
+        if (view.x.measured[f] == 0) return {std::nullopt, "no measured instance yet"};
+        const std::optional<std::vector<std::string>> categorical = view.categorical(f, params, e);
+        if (!categorical) return fit_quantity(instances_, q, field_getter(f), params, e);
+        Index::Aggregate*& uncategorised = index_->uncategorised[f];
+        if (categorical->empty() && uncategorised == nullptr)
+          uncategorised = &view.aggregate(f, {}, {});
+        Index::Aggregate& a = categorical->empty()
+                                  ? view.refresh(*uncategorised, f)
+                                  : view.aggregate(f, *categorical, project(params, *categorical));
+        const FamilyInstance& first = instances_[a.members.empty() ? 0 : a.members.front()];
+        std::optional<Fitted>& memo_fitted =
+            a.fitted[a.members.size() == 1 && first.params == params ? 1 : 0];
+        if (!memo_fitted) memo_fitted = fit_exact(instances_, q, a, params, *categorical);
+        return *memo_fitted;
+      },
+      [&] { return view.timed(params); });
+}
+
+double FamilyFit::probe_value(const std::map<std::string, std::string>& params,
+                              const std::optional<std::vector<std::string>>& declared,
+                              EffectsMemo* memo) const {
+  const bool same_names =
+      !instances_.empty() && index_->uniform && params.size() == index_->names.size() &&
+      std::equal(params.begin(), params.end(), index_->names.begin(),
+                 [](const auto& entry, const std::string& name) { return entry.first == name; });
+  if (!same_names) return colo::probe_value(instances_, params, declared, memo);
+  FitView view{instances_, *index_};
+  for (Quantity q : {Quantity::kMemory, Quantity::kSmActivity}) {
+    const int f = q == Quantity::kMemory ? kMemoryField : kSmField;
+    if (view.x.measured[f] == 0) return std::numeric_limits<double>::infinity();
+    const std::optional<std::vector<std::string>> categorical =
+        view.categorical(f, params, view.effects(q, declared));
+    if (!categorical) return colo::probe_value(instances_, params, declared, memo);
+    if (view.aggregate(f, *categorical, project(params, *categorical)).members.empty())
+      return std::numeric_limits<double>::infinity();
+  }
+  return 0;  // no numeric parameter matters: nothing is far
 }
 
 std::string instance_label(std::string_view job_name) {

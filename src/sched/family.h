@@ -22,10 +22,13 @@
 // parameters that matter (a model name) are never fitted across: an instance
 // needs a measured sibling with the same value.
 //
-// Pure functions over plain values; no I/O, no clock.
+// The free functions are pure, over plain values; FamilyFit keeps what they
+// read of one family as its measurements come. No I/O, no clock.
 #pragma once
 
+#include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -108,6 +111,51 @@ double probe_value(const std::vector<FamilyInstance>& instances,
                    const std::map<std::string, std::string>& params,
                    const std::optional<std::vector<std::string>>& declared,
                    EffectsMemo* memo = nullptr);
+
+// A family's measured instances with what estimate_from_family(),
+// probe_value() and param_effects() read of them kept up to date as each
+// measurement comes (issue 59): per quantity and parameter, the instances
+// alike in every other parameter grouped by value; per quantity and values
+// of the categorical parameters that matter, the count, extremes and sum of
+// the matching instances; the first timed instance at each set of values and
+// at each set but one. The answers are exactly those of the free functions
+// over instances() (the same values, sums taken in the same order, the same
+// ties); where a numeric parameter matters (a fit along a line) or the
+// instances name different parameters, those functions run over instances()
+// as they are. Its const members fill the kept state (a cache of
+// instances()): not thread-safe. Instances are only added or re-measured.
+class FamilyFit {
+ public:
+  const std::vector<FamilyInstance>& instances() const { return instances_; }
+  // Adds a measured instance; returns its index.
+  size_t add(FamilyInstance instance);
+  // Instance `index` is now measured as `measured`.
+  void remeasure(size_t index, JobProfile measured);
+
+  // estimate_from_family(), probe_value() and param_effects() over
+  // instances(); `memo` serves the free functions where they run (valid
+  // while instances() stay as they are, as theirs).
+  FamilyEstimate estimate(const std::map<std::string, std::string>& params,
+                          const std::optional<std::vector<std::string>>& declared,
+                          EffectsMemo* memo = nullptr) const;
+  double probe_value(const std::map<std::string, std::string>& params,
+                     const std::optional<std::vector<std::string>>& declared,
+                     EffectsMemo* memo = nullptr) const;
+  std::vector<ParamEffect> effects(Quantity q, const std::vector<std::string>& params,
+                                   const std::optional<std::vector<std::string>>& declared) const;
+
+  // The kept state, opaque here (family.cc).
+  struct Index;
+  FamilyFit();
+  ~FamilyFit();
+  FamilyFit(FamilyFit&&) noexcept;
+  FamilyFit& operator=(FamilyFit&&) noexcept;
+
+ private:
+  void changed(size_t index, const JobProfile* before);
+  std::vector<FamilyInstance> instances_;
+  std::unique_ptr<Index> index_;
+};
 
 // "toy[lr=0.1]" from "toy[lr=0.1]#3": a job's name without its repeat suffix.
 std::string instance_label(std::string_view job_name);

@@ -1,9 +1,12 @@
 #include "sched/family.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "common/units.h"
 
@@ -260,6 +263,245 @@ TEST(InstanceLabel, DropsTheRepeatSuffixOnly) {
   EXPECT_EQ(instance_label("toy[lr=0.1]"), "toy[lr=0.1]");
   EXPECT_EQ(instance_label("toy#x"), "toy#x");
   EXPECT_EQ(instance_label("toy#"), "toy#");
+}
+
+// FamilyFit: after every measurement (new instances, re-measured ones, out
+// of order), its answers are exactly those of the full re-fit over its
+// instances (estimate_from_family, probe_value, param_effects).
+
+// One step of a family's measurements: instance `params` is measured as
+// `measured` (merged over its earlier measurement as SignatureKnowledge
+// does, unless `duplicate`: a store's second instance with the same values).
+struct IncrementalStep {
+  std::map<std::string, std::string> params;
+  JobProfile measured;
+  bool duplicate = false;
+};
+
+struct IncrementalCase {
+  const char* name;
+  std::vector<IncrementalStep> steps;
+  std::vector<std::map<std::string, std::string>> targets;
+  std::optional<std::vector<std::string>> declared;
+};
+
+// A deterministic sequence (a linear congruential generator).
+struct IncrementalLcg {
+  uint64_t state;
+  uint64_t next(uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  }
+};
+
+JobProfile measured_as(std::optional<double> memory_mib, std::optional<double> sm,
+                       std::optional<double> rate = std::nullopt,
+                       std::optional<int64_t> solo_ms = std::nullopt, double rate_uncertainty = 0) {
+  JobProfile p;
+  if (memory_mib) p.peak_memory_bytes = static_cast<uint64_t>(*memory_mib * kMiB);
+  p.sm_active_pct = sm;
+  p.samples_per_s = rate;
+  if (rate) p.gpu_util_pct = std::min(100.0, *sm * 1.7);
+  p.solo_ms = solo_ms;
+  if (solo_ms) p.startup_ms = 15'000;
+  p.rate_uncertainty = rate_uncertainty;
+  return p;
+}
+
+// A grid's points measured in a shuffled order: first their memory alone
+// (during the run), then in full (at their end), the ends out of order.
+std::vector<IncrementalStep> incremental_grid(
+    const std::vector<std::map<std::string, std::string>>& points,
+    const std::function<JobProfile(size_t, bool)>& profile, uint64_t seed) {
+  IncrementalLcg lcg{seed};
+  std::vector<size_t> order(points.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  for (size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[lcg.next(k)]);
+  std::vector<IncrementalStep> steps;
+  std::vector<size_t> pending;
+  for (size_t k : order) {
+    steps.push_back({points[k], profile(k, false)});
+    pending.push_back(k);
+    if (pending.size() >= 3 || lcg.next(3) == 0) {
+      const size_t at = lcg.next(pending.size());
+      steps.push_back({points[pending[at]], profile(pending[at], true)});
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+  }
+  for (size_t k : pending) steps.push_back({points[k], profile(k, true)});
+  return steps;
+}
+
+std::vector<std::map<std::string, std::string>> grid_points(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& axes) {
+  std::vector<std::map<std::string, std::string>> out{{}};
+  for (const auto& [name, values] : axes) {
+    std::vector<std::map<std::string, std::string>> next;
+    for (const auto& p : out) {
+      for (const std::string& v : values) {
+        auto q = p;
+        q[name] = v;
+        next.push_back(q);
+      }
+    }
+    out = next;
+  }
+  return out;
+}
+
+std::vector<IncrementalCase> incremental_cases() {
+  std::vector<IncrementalCase> cases;
+  const auto lr_seed =
+      grid_points({{"lr", {"0.1", "0.01", "0.001"}}, {"seed", {"0", "1", "2", "3"}}});
+  // Neutral parameters: every point alike (sums over many instances, out of order).
+  cases.push_back({"neutral grid",
+                   incremental_grid(
+                       lr_seed,
+                       [](size_t k, bool full) {
+                         return full ? measured_as(1200 + 0.37 * static_cast<double>(k % 5),
+                                                   19.3 + 0.01 * static_cast<double>(k), 410.7 + k,
+                                                   static_cast<int64_t>(1'200'000 + 1'000 * k),
+                                                   k % 4 == 0 ? 0.2 : 0.0)
+                                     : measured_as(1200 + 0.37 * static_cast<double>(k % 5),
+                                                   std::nullopt);
+                       },
+                       7),
+                   {{{"lr", "0.1"}, {"seed", "0"}},
+                    {{"lr", "0.5"}, {"seed", "0"}},
+                    {{"lr", "0.5"}, {"seed", "9"}},
+                    {{"lr", "0.01"}, {"seed", "3"}}},
+                   std::nullopt});
+  // A batch size that matters (a fit along a line), beside a neutral seed.
+  const auto batch_seed =
+      grid_points({{"batch_size", {"32", "64", "128", "256"}}, {"seed", {"0", "1"}}});
+  cases.push_back({"batch size fitted",
+                   incremental_grid(
+                       batch_seed,
+                       [&](size_t k, bool full) {
+                         const double b = std::stod(batch_seed[k].at("batch_size"));
+                         return full ? measured_as(900 + 11 * b, 10 + b / 8, 20000 / b,
+                                                   static_cast<int64_t>(600'000 + 900 * b))
+                                     : measured_as(900 + 11 * b, std::nullopt);
+                       },
+                       11),
+                   {{{"batch_size", "32"}, {"seed", "0"}},
+                    {{"batch_size", "96"}, {"seed", "1"}},
+                    {{"batch_size", "1024"}, {"seed", "5"}}},
+                   std::nullopt});
+  // A model name that matters: categorical, never fitted across.
+  const auto model_lr =
+      grid_points({{"model", {"resnet", "vit", "bert"}}, {"lr", {"1", "2", "3"}}});
+  cases.push_back({"categorical model",
+                   incremental_grid(
+                       model_lr,
+                       [&](size_t k, bool full) {
+                         const std::string& m = model_lr[k].at("model");
+                         const double mem = m == "resnet" ? 2000 : m == "vit" ? 9000 : 30000;
+                         return full ? measured_as(mem, mem / 500, 3e6 / mem, 500'000)
+                                     : measured_as(mem, {});
+                       },
+                       3),
+                   {{{"model", "vit"}, {"lr", "2"}},
+                    {{"model", "vit"}, {"lr", "9"}},
+                    {{"model", "gpt"}, {"lr", "1"}}},
+                   std::nullopt});
+  // Stated resource_params.
+  cases.push_back({"declared",
+                   incremental_grid(
+                       batch_seed,
+                       [&](size_t k, bool full) {
+                         const double b = std::stod(batch_seed[k].at("batch_size"));
+                         return full ? measured_as(700 + 5 * b, 30, 100, 300'000)
+                                     : measured_as(700 + 5 * b, {});
+                       },
+                       5),
+                   {{{"batch_size", "32"}, {"seed", "0"}}, {{"batch_size", "48"}, {"seed", "3"}}},
+                   std::vector<std::string>{"batch_size"}});
+  // Instances that name different parameters, and a store's duplicates.
+  std::vector<IncrementalStep> mixed = incremental_grid(
+      lr_seed, [](size_t k, bool) { return measured_as(1000 + 3.0 * k, 20, 50, 100'000); }, 13);
+  mixed.insert(mixed.begin() + 3,
+               IncrementalStep{{{"lr", "0.1"}, {"seed", "0"}}, measured_as(1500, 22), true});
+  mixed.push_back({{{"lr", "0.1"}}, measured_as(1100, 21, 40, 90'000)});
+  cases.push_back({"mixed names and duplicates",
+                   mixed,
+                   {{{"lr", "0.1"}, {"seed", "0"}}, {{"lr", "0.1"}}, {{"lr", "7"}, {"seed", "7"}}},
+                   std::nullopt});
+  return cases;
+}
+
+std::string described(const FamilyEstimate& e) {
+  if (!e.profile) return "none: " + e.missing;
+  const JobProfile& p = *e.profile;
+  return fmt::format("{} {:.17g} {:.17g} {:.17g} {:.17g} {} {} {:.17g} {:.17g} {:.17g} {}",
+                     p.peak_memory_bytes.value_or(0), p.sm_active_pct.value_or(-1),
+                     p.gpu_util_pct.value_or(-1), p.samples_per_s.value_or(-1),
+                     p.epoch_ms.value_or(-1), p.solo_ms.value_or(-1), p.startup_ms.value_or(-1),
+                     p.memory_uncertainty, p.sm_uncertainty, p.rate_uncertainty, p.source);
+}
+
+std::string described(const std::vector<ParamEffect>& effects) {
+  std::string out;
+  for (const ParamEffect& e : effects)
+    out += fmt::format("{} {} {} {} {}; ", e.param, e.power, e.matters, e.measured, e.reason);
+  return out;
+}
+
+class FamilyFitAgrees : public ::testing::TestWithParam<IncrementalCase> {};
+
+TEST_P(FamilyFitAgrees, WithTheFullRefitAfterEveryMeasurement) {
+  const IncrementalCase& c = GetParam();
+  FamilyFit fit;
+  std::map<std::map<std::string, std::string>, size_t> first_with;
+  size_t step = 0;
+  for (const IncrementalStep& s : c.steps) {
+    ++step;
+    auto [first, added] = first_with.try_emplace(s.params, fit.instances().size());
+    std::string name = "sweep[";
+    for (const auto& [k, v] : s.params) name += k + "=" + v + ",";
+    name += "]";
+    if (added || s.duplicate) {
+      const size_t index = fit.add({name, s.params, s.measured});
+      EXPECT_EQ(index, fit.instances().size() - 1);
+    } else {
+      const JobProfile& before = fit.instances()[first->second].measured;
+      JobProfile merged = merge_profiles(s.measured, before);
+      if (before.peak_memory_bytes && s.measured.peak_memory_bytes)
+        merged.peak_memory_bytes =
+            std::max(*before.peak_memory_bytes, *s.measured.peak_memory_bytes);
+      fit.remeasure(first->second, merged);
+    }
+    std::vector<std::map<std::string, std::string>> targets = c.targets;
+    for (const auto& [params, index] : first_with) targets.push_back(params);
+    for (const auto& target : targets) {
+      EXPECT_EQ(described(fit.estimate(target, c.declared)),
+                described(estimate_from_family(fit.instances(), target, c.declared)))
+          << c.name << ", step " << step;
+      const double incremental = fit.probe_value(target, c.declared);
+      const double full = probe_value(fit.instances(), target, c.declared);
+      EXPECT_TRUE(incremental == full || (std::isinf(incremental) && std::isinf(full)))
+          << c.name << ", step " << step << ": " << incremental << " vs " << full;
+    }
+    std::vector<std::string> names;
+    for (const auto& [k, v] : c.targets.front()) names.push_back(k);
+    for (Quantity q : {Quantity::kMemory, Quantity::kSmActivity, Quantity::kRate})
+      EXPECT_EQ(described(fit.effects(q, names, c.declared)),
+                described(param_effects(fit.instances(), q, names, c.declared)))
+          << c.name << ", step " << step;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FamilyFitAgrees, ::testing::ValuesIn(incremental_cases()),
+                         [](const ::testing::TestParamInfo<IncrementalCase>& info) {
+                           std::string n = info.param.name;
+                           std::replace(n.begin(), n.end(), ' ', '_');
+                           return n;
+                         });
+
+TEST(FamilyFit, AnEmptyFamilyHasNoEstimateAndEveryTargetIsFar) {
+  FamilyFit fit;
+  EXPECT_EQ(fit.estimate({{"lr", "0.1"}}, std::nullopt).missing, "no measured instance yet");
+  EXPECT_TRUE(std::isinf(fit.probe_value({{"lr", "0.1"}}, std::nullopt)));
 }
 
 }  // namespace

@@ -36,14 +36,16 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
     f.resource_params = member.resource_params;
     ++f.version;  // its members' estimates and parameter effects read them
   }
-  members_[signature] = std::move(member);
+  Member& m = members_[signature];
+  m.member = std::move(member);
+  m.family = &f;
   ++version_;
 }
 
 void SignatureKnowledge::add_family_instance(const std::string& family, FamilyInstance instance) {
   Family& f = families_[family];
-  f.first_with.try_emplace(instance.params, f.instances.size());
-  f.instances.push_back(std::move(instance));
+  f.first_with.try_emplace(instance.params, f.fit.instances().size());
+  f.fit.add(std::move(instance));
   ++f.version;
   ++version_;
 }
@@ -92,19 +94,24 @@ const JobProfile* SignatureKnowledge::usable(const std::string& signature) const
   if (own_profile != nullptr && own_profile->admissible()) return own_profile;
   auto member = members_.find(signature);
   if (member == members_.end()) return nullptr;
-  const Family& f = families_.at(member->second.family);
-  Estimated& e = estimates_[signature];
+  const Family& f = *member->second.family;
+  Estimated& e = member->second.estimated;
+  // Nothing it reads changed since it last answered (every change to a
+  // profile or a family bumps version_).
+  if (e.version == f.version && e.answered == version_) return e.answer;
   if (e.version != f.version) {
-    e.estimate =
-        estimate_from_family(f.instances, member->second.params, f.resource_params, &effects_of(f));
+    e.estimate = f.fit.estimate(member->second.member.params, f.resource_params, &effects_of(f));
     e.version = f.version;
   }
+  e.answered = version_;
+  e.answer = nullptr;
   if (!e.estimate.profile) return nullptr;
   e.usable = own_profile != nullptr ? merge_profiles(*own_profile, *e.estimate.profile)
                                     : *e.estimate.profile;
   // Estimated beyond every GPU: measure it instead.
   if (e.usable.peak_memory_bytes.value_or(0) > largest_memory_) return nullptr;
-  return &e.usable;
+  e.answer = &e.usable;
+  return e.answer;
 }
 
 const JobProfile* SignatureKnowledge::usable(const std::string& signature,
@@ -132,24 +139,24 @@ JobProfile SignatureKnowledge::prior_of(const std::string& signature) const {
 
 const FamilyMember* SignatureKnowledge::member(const std::string& signature) const {
   auto it = members_.find(signature);
-  return it == members_.end() ? nullptr : &it->second;
+  return it == members_.end() ? nullptr : &it->second.member;
 }
 
 std::pair<size_t, size_t> SignatureKnowledge::family_size(const std::string& signature) const {
   auto it = members_.find(signature);
   if (it == members_.end()) return {0, 0};
-  const Family& f = families_.at(it->second.family);
-  return {f.instances.size(), f.signatures.size()};
+  const Family& f = *it->second.family;
+  return {f.fit.instances().size(), f.signatures.size()};
 }
 
 std::string SignatureKnowledge::missing(const std::string& signature) const {
-  auto it = estimates_.find(signature);
-  return it == estimates_.end() ? std::string() : it->second.estimate.missing;
+  auto it = members_.find(signature);
+  return it == members_.end() ? std::string() : it->second.estimated.estimate.missing;
 }
 
 std::string SignatureKnowledge::probe_key(const std::string& signature) const {
   auto it = members_.find(signature);
-  return it == members_.end() ? signature : "family:" + it->second.family;
+  return it == members_.end() ? signature : "family:" + it->second.member.family;
 }
 
 EffectsMemo& SignatureKnowledge::effects_of(const Family& f) const {
@@ -169,7 +176,7 @@ std::string SignatureKnowledge::probe_target(
   for (const std::string& sig : f.signatures) {
     if (!queued(sig) || usable(sig) != nullptr) continue;
     const double value =
-        probe_value(f.instances, members_.at(sig).params, f.resource_params, &effects_of(f));
+        f.fit.probe_value(members_.at(sig).member.params, f.resource_params, &effects_of(f));
     if (value > best) {
       best = value;
       it->second = sig;
@@ -188,23 +195,24 @@ void SignatureKnowledge::keep_probe_targets_while(uint64_t queue_changes) {
 bool SignatureKnowledge::announce(const std::string& signature) {
   auto it = members_.find(signature);
   if (it == members_.end()) return false;
-  return announced_.insert({signature, families_.at(it->second.family).version}).second;
+  return announced_.insert({signature, it->second.family->version}).second;
 }
 
 void SignatureKnowledge::add_to_family(const std::string& signature, const JobProfile& measured) {
   auto member = members_.find(signature);
   if (member == members_.end()) return;
-  Family& f = families_.at(member->second.family);
-  auto [first, added] = f.first_with.try_emplace(member->second.params, f.instances.size());
+  Family& f = *member->second.family;
+  const FamilyMember& m = member->second.member;
+  auto [first, added] = f.first_with.try_emplace(m.params, f.fit.instances().size());
   if (added) {
-    f.instances.push_back({member->second.name, member->second.params, measured});
+    f.fit.add({m.name, m.params, measured});
   } else {
-    auto it = f.instances.begin() + static_cast<std::ptrdiff_t>(first->second);
+    const JobProfile& before = f.fit.instances()[first->second].measured;
     // The newer measurement wins field by field; the peak is the largest seen.
-    std::optional<uint64_t> peak = it->measured.peak_memory_bytes;
-    it->measured = merge_profiles(measured, it->measured);
-    if (peak && measured.peak_memory_bytes)
-      it->measured.peak_memory_bytes = std::max(*peak, *measured.peak_memory_bytes);
+    JobProfile merged = merge_profiles(measured, before);
+    if (before.peak_memory_bytes && measured.peak_memory_bytes)
+      merged.peak_memory_bytes = std::max(*before.peak_memory_bytes, *measured.peak_memory_bytes);
+    f.fit.remeasure(first->second, std::move(merged));
   }
   ++f.version;
   ++version_;
@@ -213,14 +221,14 @@ void SignatureKnowledge::add_to_family(const std::string& signature, const JobPr
 void SignatureKnowledge::ended(const std::string& signature, double samples) {
   ended_samples_[signature] = samples;
   if (auto member = members_.find(signature); member != members_.end())
-    family_ended_samples_[member->second.family] = samples;
+    family_ended_samples_[member->second.member.family] = samples;
 }
 
 std::optional<double> SignatureKnowledge::ended_samples(const std::string& signature) const {
   if (auto own_samples = ended_samples_.find(signature); own_samples != ended_samples_.end())
     return own_samples->second;
   if (auto member = members_.find(signature); member != members_.end()) {
-    if (auto f = family_ended_samples_.find(member->second.family);
+    if (auto f = family_ended_samples_.find(member->second.member.family);
         f != family_ended_samples_.end())
       return f->second;
   }

@@ -121,7 +121,9 @@ class SignatureKnowledge {
 
  private:
   struct Family {
-    std::vector<FamilyInstance> instances;  // measured: the store's, then this run's
+    // Its measured instances (the store's, then this run's), with what its
+    // estimates read of them kept as each measurement comes.
+    FamilyFit fit;
     // The first of `instances` with each set of parameter values (a sweep's
     // measurement finds its own instance without a scan of them all).
     std::map<std::map<std::string, std::string>, size_t> first_with;
@@ -137,6 +139,16 @@ class SignatureKnowledge {
     uint64_t version = UINT64_MAX;  // of the family when it was computed
     FamilyEstimate estimate;
     JobProfile usable;  // the signature's own profile over the estimate
+    // usable()'s answer (nullptr or &usable) while version_ is this.
+    uint64_t answered = 0;
+    const JobProfile* answer = nullptr;
+  };
+  // A signature's family membership, its family and its estimate: one
+  // lookup by signature for what usable() reads.
+  struct Member {
+    FamilyMember member;
+    Family* family = nullptr;
+    mutable Estimated estimated;
   };
   // The signature's entry in profiles_, added empty when it has none.
   JobProfile& own_profile(const std::string& signature);
@@ -151,9 +163,8 @@ class SignatureKnowledge {
   uint64_t profiles_added_ = 0;  // entries ever added to profiles_
   std::map<std::string, JobProfile> priors_;
   std::map<std::string, std::string> labels_;
-  std::unordered_map<std::string, FamilyMember> members_;         // by signature
-  std::map<std::string, Family> families_;                        // by family
-  mutable std::unordered_map<std::string, Estimated> estimates_;  // by signature
+  std::unordered_map<std::string, Member> members_;  // by signature
+  std::map<std::string, Family> families_;           // by family
   // By family: what probe_target() found, while version_ and the caller's
   // queue changes stay what they were when it was last emptied.
   std::map<std::string, std::string> probe_targets_;

@@ -625,7 +625,7 @@ TEST_F(ColoCli, ProgressLineOnATerminalOnly) {
       colo("simulate " + job_file("p.toml", "exit 0", 3) + " --no-store --policies exclusive,auto");
   CommandResult terminal = shell("TERM=xterm script -qec \"" + simulate + "\" /dev/null");
   ASSERT_EQ(terminal.exit_code, 0) << terminal.output;
-  EXPECT_THAT(terminal.output, HasSubstr("\rcolo: simulate: policy 2 of 2 (auto), 3 jobs"));
+  EXPECT_THAT(terminal.output, HasSubstr("\rcolo: simulate: 2 of 2 policies done, 3 jobs"));
   EXPECT_THAT(terminal.output, HasSubstr("\r\x1b[K"));  // cleared before the results
   CommandResult piped = shell(simulate);
   ASSERT_EQ(piped.exit_code, 0) << piped.output;
