@@ -286,8 +286,10 @@ InformativeLine find_informative_log_line(std::string_view log_tail) {
   std::optional<std::string> exception;  // the first, wrappers aside
   std::optional<std::string> wrapper;    // the first CalledProcessError
   std::optional<std::string> nccl_warning;
+  std::optional<std::string> tool_error;
   for (const std::string& cleaned : lines) {
     const std::string_view line = strip_rank_prefix(cleaned);
+    if (!tool_error && line.starts_with("==ERROR==")) tool_error = std::string(line);
     if (const size_t at = line.find("Assertion `");
         at != std::string_view::npos && contains(line.substr(at), " failed")) {
       return {bound(shorten_assertion(line, at)), LogLineKind::kCudaAssertion};
@@ -309,6 +311,7 @@ InformativeLine find_informative_log_line(std::string_view log_tail) {
   if (nccl_error) return {bound(*nccl_error), LogLineKind::kNcclError};
   if (exception) return {bound(*exception), LogLineKind::kException};
   if (wrapper) return {bound(*wrapper), LogLineKind::kException};
+  if (tool_error) return {bound(*tool_error), LogLineKind::kToolError};
   if (nccl_warning) return {bound(*nccl_warning), LogLineKind::kNcclWarning};
   if (auto root = torchrun_root_cause(lines)) {
     return {bound(*root), LogLineKind::kTorchrunRootCause};

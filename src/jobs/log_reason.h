@@ -25,6 +25,7 @@ enum class LogLineKind {
   kCudaAssertion,      // the first "Assertion `...` failed" (a device-side assert)
   kNcclError,          // the first NCCL error ("NCCL error", ncclSystemError, "NCCL WARN", ...)
   kException,          // the first exception a traceback ends with, wrappers skipped
+  kToolError,          // the first "==ERROR==" line (Nsight Compute, Nsight Systems)
   kNcclWarning,        // the first "NCCL WARN" (NCCL_DEBUG output; may be harmless)
   kTorchrunRootCause,  // torchrun's "Root Cause (first observed failure)": which rank, how
   kOutOfMemory,        // the last out-of-memory line (find_oom_message)

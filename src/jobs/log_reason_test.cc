@@ -18,6 +18,8 @@ const char* kind_name(LogLineKind kind) {
       return "nccl error";
     case LogLineKind::kException:
       return "exception";
+    case LogLineKind::kToolError:
+      return "tool error";
     case LogLineKind::kNcclWarning:
       return "nccl warning";
     case LogLineKind::kTorchrunRootCause:
@@ -73,6 +75,10 @@ const LogFixture kLogFixtures[] = {
      "failed."},
     {"h100-mps-busy-or-unavailable.log", LogLineKind::kException,
      "torch.AcceleratorError: CUDA error: CUDA-capable device(s) is/are busy or unavailable"},
+    // Nsight Compute's error, not its "==PROF== Disconnected" banner after it.
+    {"synthetic-ncu-under-mps.log", LogLineKind::kToolError,
+     "==ERROR== Profiling is not supported with Multi-Process Server (MPS) enabled on device 0. "
+     "Start ncu with --mps client to profile MPS processes."},
     {"torchrun-rank1-sigkill.log", LogLineKind::kException,
      "RuntimeError: [./gloo/transport/tcp/pair.cc:589] Read error [127.0.0.1]:6354: Connection "
      "reset by peer"},

@@ -127,6 +127,11 @@ ProfileSetup profile_window(const ProfileSpec& p, const std::string& profile_dir
                "--force-overwrite",
                "--launch-count",
                std::to_string(p.steps.value_or(10))};
+    // An MPS client: without it ncu refuses ("Profiling is not supported
+    // with Multi-Process Server (MPS) enabled ... Start ncu with --mps
+    // client to profile MPS processes", an H100 under colo's MPS).
+    if (request.env.contains("CUDA_MPS_PIPE_DIRECTORY"))
+      wrapped.insert(wrapped.begin() + 1, {"--mps", "client"});
   }
   wrapped.insert(wrapped.end(), request.argv.begin(), request.argv.end());
   request.argv = std::move(wrapped);

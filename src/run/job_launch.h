@@ -63,7 +63,9 @@ struct ProfileSetup {
 // The job's `profile` window at the start of its attempt `attempt`: the
 // Python client told through COLO_PROFILE_* (torch), or its command wrapped
 // in nsys or ncu, found at `tool_path` (nullopt: not on PATH, so it runs
-// unprofiled and its log says so). Its output goes to `profile_dir`.
+// unprofiled and its log says so). Its output goes to `profile_dir`. ncu
+// profiles an MPS client (`request` carries CUDA_MPS_PIPE_DIRECTORY) in its
+// `--mps client` mode.
 ProfileSetup profile_window(const ProfileSpec& profile, const std::string& profile_dir, int attempt,
                             const std::optional<std::string>& tool_path, LaunchRequest& request);
 

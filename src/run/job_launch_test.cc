@@ -165,6 +165,14 @@ TEST(ProfileWindow, TorchIsToldThroughTheEnvironmentNsysAndNcuWrapTheCommand) {
        {},
        true,
        false},
+      {"ncu under MPS",
+       ProfileSpec{"ncu", std::nullopt, std::nullopt, 4, std::nullopt},
+       "/usr/bin/ncu",
+       {"/usr/bin/ncu", "--mps", "client", "--target-processes", "all", "--export",
+        "/p/ncu-attempt2", "--force-overwrite", "--launch-count", "4", "python3", "train.py"},
+       {{"CUDA_MPS_PIPE_DIRECTORY", "/run/mps/pipe"}},
+       true,
+       false},
       {"nsys not installed",
        ProfileSpec{"nsys", std::nullopt, std::nullopt, std::nullopt, std::nullopt},
        std::nullopt,
@@ -176,6 +184,9 @@ TEST(ProfileWindow, TorchIsToldThroughTheEnvironmentNsysAndNcuWrapTheCommand) {
   for (const ProfileCase& c : cases) {
     LaunchRequest request;
     request.argv = {"python3", "train.py"};
+    // An MPS client's request carries its pipe directory (the mechanism's environment).
+    if (auto pipe = c.env.find("CUDA_MPS_PIPE_DIRECTORY"); pipe != c.env.end())
+      request.env[pipe->first] = pipe->second;
     const ProfileSetup setup = profile_window(c.profile, "/p", 2, c.tool_path, request);
     EXPECT_EQ(request.argv, c.argv) << c.name;
     for (const auto& [k, v] : c.env) EXPECT_EQ(request.env[k], v) << c.name << " " << k;
