@@ -502,14 +502,22 @@ std::optional<GridParam> grid_param(TableReader& reader, std::string_view param,
   };
   std::optional<double> lo = range ? number(range->get(0)) : std::nullopt;
   std::optional<double> hi = range ? number(range->get(1)) : std::nullopt;
+  const bool log = p.draw == GridParam::Draw::kLogUniform;
+  const std::string what =
+      fmt::format("grid.{}.{} must be [lo, hi], two finite numbers with lo < hi{}", param,
+                  kind.str(), log ? " and lo > 0" : "");
+  std::optional<std::string> wrong;  // what is wrong with it, in its own terms
   if (range == nullptr || range->size() != 2 || !lo || !hi || !std::isfinite(*lo) ||
-      !std::isfinite(*hi) || !(*lo < *hi) ||
-      (p.draw == GridParam::Draw::kLogUniform && !(*lo > 0))) {
-    reader.error(
-        line_of(value),
-        fmt::format("grid.{}.{} must be [lo, hi], two numbers with lo < hi{}, got {}", param,
-                    kind.str(), p.draw == GridParam::Draw::kLogUniform ? " and lo > 0" : "",
-                    describe(value)));
+      !std::isfinite(*hi)) {
+    wrong = fmt::format("got {}", describe(value));
+  } else if (!(*lo < *hi)) {
+    wrong = fmt::format("got lo = {:g}, not below hi = {:g}", *lo, *hi);
+  } else if (log && !(*lo > 0)) {
+    wrong = fmt::format("got lo = {:g}: a log scale has no {} (try lo = {:g})", *lo,
+                        *lo == 0 ? "0" : "negative numbers", *hi / 1000);
+  }
+  if (wrong) {
+    reader.error(line_of(value), fmt::format("{}; {}", what, *wrong));
     return std::nullopt;
   }
   p.lo = *lo;

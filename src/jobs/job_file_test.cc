@@ -900,9 +900,12 @@ grid = { lr = [1] }
                                        "f.toml", kBase);
   ASSERT_FALSE(bad.ok());
   const std::string message = bad.error().message();
+  // Each says what is wrong with the value it got, not only what it wants.
   EXPECT_THAT(message, HasSubstr("f.toml:4: job 'a': grid.lr.loguniform must be [lo, hi], two "
-                                 "numbers with lo < hi and lo > 0"));
-  EXPECT_THAT(message, HasSubstr("grid.wd.uniform must be [lo, hi], two numbers with lo < hi,"));
+                                 "finite numbers with lo < hi and lo > 0; got lo = 0: a log scale "
+                                 "has no 0 (try lo = 0.0001)"));
+  EXPECT_THAT(message, HasSubstr("grid.wd.uniform must be [lo, hi], two finite numbers with lo < "
+                                 "hi; got lo = 1, not below hi = 1"));
   EXPECT_THAT(message, HasSubstr("grid.m must be an array of values, or one distribution"));
   EXPECT_THAT(message, HasSubstr("f.toml:9: job 'b': grid.lr is a distribution, which only a "
                                  "random search draws from"));
