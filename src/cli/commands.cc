@@ -12,6 +12,7 @@
 #include <deque>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -40,6 +41,7 @@
 #include "sharing/mechanism.h"
 #include "slurm/allocation.h"
 #include "slurm/shard_run.h"
+#include "store/run_filter.h"
 #include "store/run_store.h"
 
 namespace colo {
@@ -411,28 +413,39 @@ int monitor_command(const MonitorFlags& flags) {
 
 // ---- colo runs / colo show ------------------------------------------------
 
-int runs_command(const std::string& db, int limit, bool json) {
+// The newest `limit` runs that `filter` matches.
+int runs_command(const std::string& db, int limit, const RunFilter& filter, bool json) {
   Result<std::unique_ptr<RunStore>> store = open_store_for_reading(db);
   if (!store.ok()) {
     std::cerr << "colo: " << store.error().message() << "\n";
     return kExitEnvironment;
   }
-  Result<std::vector<RunRow>> runs = (*store)->list_runs(limit);
+  // Filtered: every run is looked at (runs are few beside their jobs).
+  Result<std::vector<RunRow>> runs =
+      (*store)->list_runs(filter.any() ? std::numeric_limits<int>::max() : limit);
   if (!runs.ok()) {
     std::cerr << "colo: " << runs.error().message() << "\n";
     return kExitEnvironment;
   }
   // A service's run holds every submission: its named ones are listed under it.
   std::map<int64_t, std::vector<SubmissionRow>> submissions;
-  for (const RunRow& r : *runs) {
-    if (!r.job_file.empty()) continue;  // a service's run has none
-    Result<std::vector<SubmissionRow>> named = (*store)->named_submissions_of(r.id, 20);
-    if (!named.ok()) {
-      std::cerr << "colo: " << named.error().message() << "\n";
-      return kExitEnvironment;
+  std::vector<RunRow> kept;
+  for (RunRow& r : *runs) {
+    if (static_cast<int>(kept.size()) >= limit) break;
+    if (r.job_file.empty()) {  // a service's run has none
+      Result<std::vector<SubmissionRow>> named = (*store)->named_submissions_of(r.id, 20);
+      if (!named.ok()) {
+        std::cerr << "colo: " << named.error().message() << "\n";
+        return kExitEnvironment;
+      }
+      if (!named->empty()) submissions[r.id] = std::move(named).value();
     }
-    if (!named->empty()) submissions[r.id] = std::move(named).value();
+    auto subs = submissions.find(r.id);
+    if (!filter.matches(r, subs == submissions.end() ? std::vector<SubmissionRow>{} : subs->second))
+      continue;
+    kept.push_back(std::move(r));
   }
+  runs = std::move(kept);
   if (json) {
     nlohmann::json out = {{"runs", nlohmann::json::array()}};
     for (const RunRow& r : *runs) {
@@ -659,6 +672,9 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   static std::string db;
   static int runs_limit = 30;
   static bool runs_json = false;
+  static std::string runs_name;
+  static std::vector<std::string> runs_tags;
+  static std::optional<std::string> runs_state;
   static ShowFlags show;
 
   CLI::App* run_cmd =
@@ -781,9 +797,25 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
   runs_cmd->add_option("--limit,-n", runs_limit, "how many runs")
       ->check(whole_number(1))
       ->capture_default_str();
-  set_example(*runs_cmd, "colo runs --limit 5 --json");
+  runs_cmd->add_option(
+      "--name", runs_name,
+      "only runs of this name (or with a named submission of it, a service's run)");
+  runs_cmd->add_option("--tag", runs_tags,
+                       "KEY or KEY=VALUE, repeatable: only runs with that tag (and value)");
+  runs_cmd->add_option("--state", runs_state,
+                       "only runs in this state: running, ok, failed, cancelled or interrupted");
+  set_example(*runs_cmd,
+              "colo runs --limit 5 --json\n  colo runs --tag team=vision --state failed");
   runs_cmd->add_flag("--json", runs_json, "machine-readable output (docs/cli.md)");
-  runs_cmd->callback([&exit_code] { exit_code = runs_command(db, runs_limit, runs_json); });
+  runs_cmd->callback([&exit_code] {
+    Result<RunFilter> filter = parse_run_filter(runs_name, runs_tags, runs_state);
+    if (!filter.ok()) {
+      std::cerr << "colo runs: " << filter.error().message() << "\n";
+      exit_code = kExitBadInput;
+      return;
+    }
+    exit_code = runs_command(db, runs_limit, *filter, runs_json);
+  });
 
   CLI::App* show_cmd = app.add_subcommand(
       "show",

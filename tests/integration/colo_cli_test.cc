@@ -435,6 +435,19 @@ TEST_F(ColoCli, JsonOfRunsShowAndProfiles) {
   EXPECT_EQ(runs["runs"][1]["simulated"], true);
   EXPECT_TRUE(runs["runs"][1]["started_ms"].is_number_integer());
   EXPECT_EQ(json_of("runs --json -n 1 --db '" + db() + "'")["runs"].size(), 1U);
+  // Filtered by state, name and tag (issue 58): the newest that match, within --limit.
+  json failed = json_of("runs --json --state failed --db '" + db() + "'");
+  ASSERT_EQ(failed["runs"].size(), 1U);
+  EXPECT_EQ(failed["runs"][0]["id"], 2);
+  ASSERT_EQ(run("label 1 --name first --tag team=vision --db '" + db() + "'").exit_code, 0);
+  json named = json_of("runs --json --name first --tag team --db '" + db() + "'");
+  ASSERT_EQ(named["runs"].size(), 1U);
+  EXPECT_EQ(named["runs"][0]["id"], 1);
+  EXPECT_TRUE(json_of("runs --json --tag team=nlp --db '" + db() + "'")["runs"].empty());
+  CommandResult bad = run("runs --state done --db '" + db() + "'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.output, HasSubstr("--state 'done': give running, ok, failed, cancelled or "
+                                    "interrupted"));
 
   json show = json_of("show 1 --json --db '" + db() + "'");
   EXPECT_EQ(show["run"]["id"], 1);
