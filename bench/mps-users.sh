@@ -24,7 +24,7 @@
 #
 #   bench/mps-users.sh RESULTS_DIR        (as root, on a machine with a GPU)
 #
-# Environment: COLO=build/colo  PYTHON=python3  GPU=0  EPOCHS=5
+# Environment: COLO=build/colo  PYTHON=python3  GPU=0  EPOCHS=20
 #   EPOCH_SAMPLES=25600  BATCH=256  OVERRUN=1  CASES="shared-1u shared-2u
 #   separate-1u separate-2u" (a subset runs only those)  POLICY=fixed (auto: the policy
 #   decides where and when, too)  BACKEND (sim: a dry run of the script's own
@@ -39,7 +39,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 colo_src=${COLO:-$root/build/colo}
 py=$(command -v "${PYTHON:-python3}")
 gpu=${GPU:-0}
-epochs=${EPOCHS:-5}
+epochs=${EPOCHS:-20}
 samples=${EPOCH_SAMPLES:-25600}
 batch=${BATCH:-256}
 policy=${POLICY:-fixed}
@@ -71,13 +71,16 @@ trap cleanup EXIT
 export COLO_PYTHON_DIR=$work/python
 
 # A job file of N jobs named PREFIX1.. with train.py's ARGS; each job prints
-# its user and runs with a torch cache of its own user's.
+# its user and runs with a torch cache and a CUDA kernel cache of its own
+# user's (nobody's home is /nonexistent: without CUDA_CACHE_PATH its kernels
+# were compiled anew by every job, 30-40 s of start-up on the H100 against
+# root's 4-5 s, so the first run's jobs never trained together).
 jobs() {  # PREFIX N ARGS [EXTRA-LINES]
   local i
   for i in $(seq 1 "$2"); do
     printf '[[job]]\nname = "%s%d"\n' "$1" "$i"
-    printf 'command = ["sh", "-c", "id -un; export XDG_CACHE_HOME=%s/cache/$(id -u); exec %s %s/train.py %s --seed %d"]\n' \
-      "$work" "$py" "$work" "$3" "$i"
+    printf 'command = ["sh", "-c", "id -un; export XDG_CACHE_HOME=%s/cache/$(id -u) CUDA_CACHE_PATH=%s/cache/$(id -u)/nv; exec %s %s/train.py %s --seed %d"]\n' \
+      "$work" "$work" "$py" "$work" "$3" "$i"
     [ -z "${4:-}" ] || printf '%s\n' "$4"
   done
 }
@@ -138,7 +141,13 @@ cp "$work/solo.toml" "$out/solo/"
 cp "$COLO_HOME"/runs/*/1/*.log "$out/solo/"
 
 cases=" ${CASES:-shared-1u shared-2u separate-1u separate-2u} "
-case $cases in *" shared-1u "*) serve_case shared-1u "--mps-users shared" "$work/root4.toml" ;; esac
+case $cases in *" shared-1u "*) # Each user's caches warmed first (one short job each, not judged), so that
+# no case pays a first compile.
+jobs warm 1 "--model resnet26 --dataset imagenet64 --batch-size $batch --epoch-samples $samples --epochs 1" \
+  >"$work/warm.toml"
+chmod a+r "$work/warm.toml"
+serve_case warmup "--mps-users shared" "$work/warm.toml" "$work/warm.toml"
+serve_case shared-1u "--mps-users shared" "$work/root4.toml" ;; esac
 case $cases in *" shared-2u "*)
   serve_case shared-2u "--mps-users shared" "$work/root2.toml" "$work/nobody2.toml" ;; esac
 case $cases in *" separate-1u "*) serve_case separate-1u "--mps-users separate" "$work/root4.toml" ;; esac
