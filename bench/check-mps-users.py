@@ -19,7 +19,10 @@ started at T"), and has one line per epoch ("epoch 2/5: 12.3s, 4065 img/s,
 
 Passes when every job ran whole, as the user its case says, through the
 servers its mode says; and the shared two-user case is within TOLERANCE (5%)
-of the shared one-user case in makespan and in throughput. The separate
+of the shared one-user case in makespan and in throughput while all four
+trained (the window from the last job's first epoch end to the first job's
+end, each job's samples in it interpolated within its epochs, over the solo
+rate): jobs that never trained at the same time compare nothing. The separate
 two-user case's cost against the shared one (makespan and throughput) is
 reported, not judged. With an overrun case: nobody's job failed out of
 memory under its MPS limit, root's job beside it ended every epoch in one
@@ -75,6 +78,29 @@ class Log:
 
     def ended(self):
         return self.epochs[-1][4] if self.epochs else None
+
+    def samples_until(self, when):
+        """Samples of its epochs 2..n trained by `when`, linear within an epoch."""
+        done = 0.0
+        for prev, cur in zip(self.epochs, self.epochs[1:]):
+            t0, t1, n = prev[4], cur[4], cur[3]
+            if when >= t1:
+                done += n
+            elif when > t0 and t1 > t0:
+                done += n * (when - t0) / (t1 - t0)
+        return done
+
+
+def together(logs, solo):
+    """(throughput, seconds): the jobs' summed rate over the solo rate while
+    every one of them was past its first epoch and none had ended; None when
+    they never trained at the same time."""
+    w0 = max(log.epochs[0][4] for log in logs)
+    w1 = min(log.ended() for log in logs)
+    if w1 <= w0:
+        return None
+    done = sum(log.samples_until(w1) - log.samples_until(w0) for log in logs)
+    return done / (w1 - w0) / solo, w1 - w0
 
 
 def first_attempts(case_dir):
@@ -145,14 +171,17 @@ def main():
         rates = [log.steady_rate() for log in logs]
         throughput = sum(r / solo for r in rates)
         user_rates = {u: sum(l.steady_rate() for l in v) / solo for u, v in by_user.items()}
-        table[case] = (makespan, throughput, rates, user_rates)
+        table[case] = (makespan, throughput, rates, user_rates, together(logs, solo))
 
     print()
-    print("%-12s %10s %12s  %s" % ("case", "makespan", "throughput", "per job img/s (per user, solo jobs' worth)"))
+    print("%-12s %10s %12s %20s  %s" % ("case", "makespan", "throughput", "all four together",
+                                         "per job img/s (per user, solo jobs' worth)"))
     summary = []
-    for case, (makespan, throughput, rates, user_rates) in table.items():
-        line = "%-12s %9.1fs %11.2fx  %s (%s)" % (
-            case, makespan, throughput, " ".join("%.0f" % r for r in rates),
+    for case, (makespan, throughput, rates, user_rates, both) in table.items():
+        line = "%-12s %9.1fs %11.2fx %20s  %s (%s)" % (
+            case, makespan, throughput,
+            "%.2fx over %.1fs" % both if both else "never",
+            " ".join("%.0f" % r for r in rates),
             ", ".join("%s %.2f" % (u, t) for u, t in sorted(user_rates.items(), key=str)))
         print(line)
         summary.append(line)
@@ -160,10 +189,19 @@ def main():
     def compare(a, b, judged):
         if a not in table or b not in table:
             return
-        ma, ta = table[a][:2]
-        mb, tb = table[b][:2]
-        m_ratio, t_ratio = ma / mb, ta / tb
-        what = "%s against %s: makespan %.3fx, throughput %.3fx" % (a, b, m_ratio, t_ratio)
+        ma, mb = table[a][0], table[b][0]
+        ba, bb = table[a][4], table[b][4]
+        if not ba or not bb:
+            what = "%s against %s: the jobs of %s never trained all at once" % (
+                a, b, a if not ba else b)
+            if judged:
+                check(False, what)
+            else:
+                print("COST not measured: " + what)
+            return
+        m_ratio, t_ratio = ma / mb, ba[0] / bb[0]
+        what = "%s against %s: makespan %.3fx, throughput while all four trained %.3fx" % (
+            a, b, m_ratio, t_ratio)
         if judged:
             check(abs(m_ratio - 1) <= args.tolerance and abs(t_ratio - 1) <= args.tolerance,
                   what + " (within %.0f%%)" % (100 * args.tolerance))
