@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Issue 4's GPU benchmarks: one job file of bench/policies under several
 # policies, one after another on one GPU. The fixed policies (exclusive,
-# naive-all, mps-all, mps-K: --policy fixed, which never reads the store) run
-# into one store, so that the ratios compare like with like. `auto` runs on a
+# naive-all, mps-all, mps-K: --policy fixed, which places nothing by the
+# store) run into one store, so that the ratios compare like with like; a
+# protected job's floor (bench/policies/protected.toml) is judged against the
+# solo rate that store holds, so after exclusive the fixed MPS policies are
+# warm for the floor (a protected job's cold start is the `auto` case's). `auto` runs on a
 # fresh store of its own (cold: it has never seen the jobs, the common case);
 # `auto-warm` runs on the fixed policies' store, whose earlier runs taught it
 # every job (put it after exclusive).

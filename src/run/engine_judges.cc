@@ -72,13 +72,21 @@ void RunEngine::objective_warning(JobRuntime& job, const std::optional<std::stri
   append_note_to_log(log_path(job), "warning: " + *warning);
 }
 
+namespace {
+
+// Whether `job` runs on one of `gpus`.
+bool on_any_of(const JobRuntime& job, const std::vector<int>& gpus) {
+  const std::vector<int> theirs = job.gpus();
+  return std::any_of(theirs.begin(), theirs.end(),
+                     [&](int d) { return std::find(gpus.begin(), gpus.end(), d) != gpus.end(); });
+}
+
+}  // namespace
+
 bool RunEngine::shares_a_gpu(const JobRuntime& job, const std::vector<int>& gpus) const {
   return std::any_of(by_pid_.begin(), by_pid_.end(), [&](const auto& entry) {
     const JobRuntime& other = *jobs_[entry.second];
-    if (other.key == job.key || other.state != JobState::kRunning) return false;
-    const std::vector<int> theirs = other.gpus();
-    return std::any_of(theirs.begin(), theirs.end(),
-                       [&](int d) { return std::find(gpus.begin(), gpus.end(), d) != gpus.end(); });
+    return other.key != job.key && other.state == JobState::kRunning && on_any_of(other, gpus);
   });
 }
 
@@ -112,11 +120,7 @@ void RunEngine::judge_floor(JobRuntime& job, const EpochRate& epoch) {
     JobRuntime& other = *jobs_[key];
     if (key == job.key || other.job.spec.qos != QosClass::kOpportunistic ||
         other.state != JobState::kRunning || other.pid <= 0 ||
-        !other.cause.yields_to(Cause::kFloor))
-      continue;
-    const std::vector<int> theirs = other.gpus();
-    if (std::none_of(theirs.begin(), theirs.end(),
-                     [&](int d) { return std::find(gpus.begin(), gpus.end(), d) != gpus.end(); }))
+        !other.cause.yields_to(Cause::kFloor) || !on_any_of(other, gpus))
       continue;
     if (!newest || other.started_ms > newest->started_ms) newest = &other;
   }

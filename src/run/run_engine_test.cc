@@ -89,6 +89,17 @@ class RunEngineTest : public ::testing::Test {
     return j;
   }
 
+  // What earlier runs on this GPU model measured of `j` (options_.profiles_elsewhere).
+  LearnedProfile learned_of(const EngineJob& j, const JobProfile& profile) {
+    LearnedProfile p;
+    p.signature = job_signature(j.spec);
+    p.gpu_name = (*backend_->devices())[0].name;
+    p.simulated = true;
+    p.runs = 1;
+    p.profile = profile;
+    return p;
+  }
+
   // Ticks until `done` holds (at most 30 s), keeping the changes.
   template <class Done>
   bool tick_until(RunEngine& engine, Done done) {
@@ -246,13 +257,9 @@ TEST_F(RunEngineTest, AProtectedJobBelowItsFloorGetsItsOpportunisticNeighbourSto
                        "\\\"epoch\\\":$e,\\\"samples\\\":5000,\\\"time\\\":$(t)}\"; done");
   main.spec.qos = QosClass::kProtected;
   main.spec.min_speed = 0.9;
-  LearnedProfile solo;
-  solo.signature = job_signature(main.spec);
-  solo.gpu_name = (*backend_->devices())[0].name;
-  solo.simulated = true;
-  solo.runs = 1;
-  solo.profile.samples_per_s = 1000;
-  options_.profiles_elsewhere = {solo};
+  JobProfile solo;
+  solo.samples_per_s = 1000;
+  options_.profiles_elsewhere = {learned_of(main, solo)};
   const std::string marker = dir_.path() + "/filler-ran";
   EngineJob filler =
       job("filler", "if [ -e " + marker + " ]; then echo resumed; exit 0; fi; touch " + marker +
@@ -312,19 +319,12 @@ TEST_F(RunEngineTest, AProtectedJobWithoutASoloRateRunsAloneForItsFirstSteadyEpo
   main.spec.qos = QosClass::kProtected;
   EngineJob filler = job("filler", "touch " + marker);
   filler.spec.qos = QosClass::kOpportunistic;
-  std::vector<LearnedProfile> known;
-  for (const EngineJob* j : {&main, &filler}) {
-    LearnedProfile p;
-    p.signature = job_signature(j->spec);
-    p.gpu_name = (*backend_->devices())[0].name;
-    p.simulated = true;
-    p.runs = 1;
-    p.profile.peak_memory_bytes = kGiB;
-    p.profile.sm_active_pct = 10;
-    if (j == &filler) p.profile.samples_per_s = 1000;  // main: no rate
-    known.push_back(p);
-  }
-  options_.profiles_elsewhere = known;
+  JobProfile known;  // main: its memory and SM activity, no rate
+  known.peak_memory_bytes = kGiB;
+  known.sm_active_pct = 10;
+  JobProfile with_rate = known;
+  with_rate.samples_per_s = 1000;
+  options_.profiles_elsewhere = {learned_of(main, known), learned_of(filler, with_rate)};
   auto engine = make_engine();
   const size_t protected_key = engine->submit(main);
   const size_t opportunistic = engine->submit(filler);
@@ -352,13 +352,9 @@ TEST_F(RunEngineTest, AProtectedJobBelowItsFloorAloneIsToldOnce) {
                        "for e in 1 2 3 4; do sleep 0.15; p \"{\\\"event\\\":\\\"epoch_end\\\","
                        "\\\"epoch\\\":$e,\\\"samples\\\":10,\\\"time\\\":$(t)}\"; done");
   main.spec.qos = QosClass::kProtected;
-  LearnedProfile solo;
-  solo.signature = job_signature(main.spec);
-  solo.gpu_name = (*backend_->devices())[0].name;
-  solo.simulated = true;
-  solo.runs = 1;
-  solo.profile.samples_per_s = 1000;
-  options_.profiles_elsewhere = {solo};
+  JobProfile solo;
+  solo.samples_per_s = 1000;
+  options_.profiles_elsewhere = {learned_of(main, solo)};
   auto engine = make_engine();
   const size_t key = engine->submit(main);
   ASSERT_TRUE(tick_until(*engine, [&] { return engine->idle(); })) << out_.str();
