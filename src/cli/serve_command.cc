@@ -28,6 +28,7 @@
 #include "serve/protocol.h"
 #include "serve/service.h"
 #include "sharing/make_mechanism.h"
+#include "sharing/mps_probe_client.h"
 #include "slurm/allocation.h"
 #include "views/dashboard.h"
 
@@ -169,6 +170,19 @@ bool parse_user_and_group_settings(const ServeFlags& flags, ServeOptions& option
   return true;
 }
 
+// The GPU the multi-user MPS probe runs on: the first of `gpus` (all of the
+// backend's when empty); "" on a simulated backend, which has no GPU to prove
+// anything on.
+Result<std::string> first_service_gpu_uuid(GpuBackend& backend, const std::vector<int>& gpus) {
+  if (backend.simulated()) return std::string();
+  Result<std::vector<DeviceInfo>> devices = backend.devices();
+  if (!devices.ok()) return devices.error();
+  for (const DeviceInfo& device : *devices) {
+    if (gpus.empty() || device.index == gpus.front()) return device.uuid;
+  }
+  return Error(fmt::format("no GPU of index {} to probe on", gpus.front()));
+}
+
 int serve_command(const ServeFlags& flags, const std::string& command_line) {
   std::optional<int64_t> period =
       duration_flag("--sample-period", flags.sample_period, 100, "GPM needs that");
@@ -263,9 +277,24 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
       std::cerr << "colo: " << users.error().message() << "\n";
       return kExitBadInput;
     }
+    const gid_t group = options.socket_group.value_or(getegid());
+    if (users->shared && flags.mps_users == "auto") {
+      // The help text says the driver can; two real clients say whether it
+      // does (sharing/mps_user_probe.h). Not on the simulated backend.
+      Result<std::string> gpu = first_service_gpu_uuid(**backend, flags.gpus);
+      if (!gpu.ok()) {
+        *users = after_mps_probe(*users, gpu.error());
+      } else if (!gpu->empty()) {
+        std::cerr << "colo: MPS: proving the multi-user server: a client of uid " << getuid()
+                  << " and one of uid 65534 (group " << group << ") on " << *gpu << "\n";
+        ProcessMpsUserProbe probe({"/proc/self/exe", ClientUser{65534, group, {group}}},
+                                  clock);
+        *users = prove_shared_mps(*users, mech_options, group, *gpu, probe);
+      }
+    }
     std::cerr << "colo: " << users->line << "\n";
     // Those who may submit (the socket's group) reach the shared server.
-    if (users->shared) mech_options.mps_multiuser_group = options.socket_group.value_or(getegid());
+    if (users->shared) mech_options.mps_multiuser_group = group;
   } else if (flags.mps_users != "auto") {
     std::cerr << fmt::format(
         "colo: --mps-users applies to --mechanism mps only; this service runs {}\n",
@@ -892,6 +921,14 @@ void add_serve_commands(CLI::App& app, int& exit_code, const std::string& comman
   static bool usage_as_csv = false;
   static std::string usage_by = "user";
   static QueuePage page;
+
+  // For colo's own use: the client half of the multi-user MPS probe.
+  static bool probe_hold = false;
+  CLI::App* probe_cmd =
+      app.add_subcommand("mps-probe-client", "(colo's own) one first piece of CUDA work")
+          ->group("");
+  probe_cmd->add_flag("--hold", probe_hold, "keep the context until stdin ends");
+  probe_cmd->callback([&exit_code] { exit_code = run_mps_probe_client(probe_hold); });
 
   CLI::App* serve_cmd = app.add_subcommand(
       "serve",

@@ -93,6 +93,26 @@ Result<MpsUsersChoice> decide_mps_users(MpsUsers requested, const MechanismOptio
   return choose_mps_users(requested, offers, root, ::geteuid(), options.mps_control_program);
 }
 
+MpsUsersChoice prove_shared_mps(const MpsUsersChoice& choice, const MechanismOptions& options,
+                                gid_t group, const std::string& gpu_uuid, MpsUserProbe& probe) {
+  if (!choice.shared) return choice;
+  Clock& clock = system_clock();
+  ProcessMpsControl control(options.mps_control_program, clock);
+  ProcFsProcessFinder finder;
+  MpsDaemonOptions daemon = daemon_options(options);
+  daemon.multiuser_group = group;
+  daemon.visible_devices = gpu_uuid;
+  Result<std::unique_ptr<MpsDaemon>> started = MpsDaemon::start(daemon, control, finder, clock);
+  if (!started.ok()) return after_mps_probe(choice, started.error());
+  Environment env = (*started)->control_environment();
+  env["CUDA_VISIBLE_DEVICES"] = gpu_uuid;
+  const Result<MpsProbeOutcome> outcome = probe.run(env);
+  if (Status stopped = (*started)->stop(); !stopped.ok()) {
+    return after_mps_probe(choice, stopped.error().with_context("stopping the probe's daemon"));
+  }
+  return after_mps_probe(choice, outcome);
+}
+
 Result<std::vector<std::string>> cleanup_stale_mps_daemons(const MechanismOptions& options) {
   Clock& clock = system_clock();
   ProcessMpsControl control(options.mps_control_program, clock);

@@ -12,6 +12,7 @@
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
 #include "sharing/mechanism.h"
+#include "sharing/mps_user_probe.h"
 #include "sharing/mps_users.h"
 
 namespace colo {
@@ -29,6 +30,15 @@ Result<std::unique_ptr<Mechanism>> make_mechanism(MechanismKind kind,
 // runs now (root or not). An error when `shared` cannot be had, or when the
 // help text cannot be read and `shared` was asked for.
 Result<MpsUsersChoice> decide_mps_users(MpsUsers requested, const MechanismOptions& options);
+
+// For a choice of the shared server: starts a multi-user daemon of its own
+// (as make_mechanism()'s would be, below the same state directory, reached
+// through `group`) for the one GPU `gpu_uuid`, runs `probe` through it,
+// stops it, and returns after_mps_probe() of what the probe saw (a daemon
+// that would not start is the probe's error). A choice that is not shared is
+// returned as it is.
+MpsUsersChoice prove_shared_mps(const MpsUsersChoice& choice, const MechanismOptions& options,
+                                gid_t group, const std::string& gpu_uuid, MpsUserProbe& probe);
 
 // Finds MPS daemons that an earlier colo started and that outlived it (colo
 // was killed), shuts them down and removes their directories. Never touches a

@@ -39,16 +39,21 @@ bool help_offers_multiuser(std::string_view help_text) {
   return std::regex_search(text, option);
 }
 
+namespace {
+
+MpsUsersChoice separate_because(std::string_view why) {
+  return MpsUsersChoice{false,
+                        fmt::format("MPS: a daemon per user ({}; users' jobs time-slice)", why)};
+}
+
+}  // namespace
+
 Result<MpsUsersChoice> choose_mps_users(MpsUsers requested, bool offers, bool root, unsigned uid,
                                         std::string_view control_program) {
   constexpr const char* kShared = "MPS: one multi-user server per GPU (users share it)";
-  auto separate = [](std::string_view why) {
-    return MpsUsersChoice{false,
-                          fmt::format("MPS: a daemon per user ({}; users' jobs time-slice)", why)};
-  };
   switch (requested) {
     case MpsUsers::kSeparate:
-      return separate("--mps-users separate");
+      return separate_because("--mps-users separate");
     case MpsUsers::kShared:
       if (!root) {
         return Error(fmt::format(
@@ -70,11 +75,31 @@ Result<MpsUsersChoice> choose_mps_users(MpsUsers requested, bool offers, bool ro
       break;
   }
   if (!root) {
-    return separate(fmt::format(
+    return separate_because(fmt::format(
         "colo serve runs as uid {}, not root, and takes only its own user's jobs", uid));
   }
-  if (!offers) return separate("the driver has no multi-user mode");
+  if (!offers) return separate_because("the driver has no multi-user mode");
   return MpsUsersChoice{true, kShared};
+}
+
+MpsUsersChoice after_mps_probe(const MpsUsersChoice& choice,
+                               const Result<MpsProbeOutcome>& outcome) {
+  if (!choice.shared) return choice;
+  if (!outcome.ok()) {
+    return separate_because(
+        fmt::format("the multi-user server could not be proved: {}", outcome.error().message()));
+  }
+  const double seconds = static_cast<double>(outcome->waited_ms) / 1000;
+  if (!outcome->together) {
+    return separate_because(fmt::format(
+        "under the multi-user server a non-root client's first CUDA work did not run beside "
+        "colo's within {:.0f} s",
+        seconds));
+  }
+  return MpsUsersChoice{
+      true, fmt::format("MPS: one multi-user server per GPU (users share it; a non-root client's "
+                        "first CUDA work ran beside colo's in {:.1f} s)",
+                        seconds)};
 }
 
 }  // namespace colo

@@ -13,9 +13,14 @@
 // (a non-root service takes its own user's jobs only), unless the operator
 // says otherwise; it refuses `shared` where it cannot be had.
 //
+// In auto mode the service then proves the shared server with a real pair of
+// clients (sharing/mps_user_probe.h) before it relies on it; after_mps_probe()
+// turns what the probe saw into the final choice.
+//
 // Pure functions; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -32,9 +37,8 @@ Result<MpsUsers> parse_mps_users(std::string_view text);
 // Whether the control program's help text (`nvidia-cuda-mps-control -h`, its
 // stdout and stderr together) offers multi-user mode: it lists `-M` as an
 // option or names `multiuser` (`-M, --multiuser-server`, as driver 580's
-// does). What is probed is this text alone: whether a non-root client's
-// first CUDA work then runs beside root's is measured by bench/mps-users.sh,
-// not at start.
+// does). Whether a non-root client's first CUDA work then runs beside
+// root's is what the probe (sharing/mps_user_probe.h) finds out.
 bool help_offers_multiuser(std::string_view help_text);
 
 // What the service does, and the line it says so with.
@@ -50,5 +54,21 @@ struct MpsUsersChoice {
 // or without root.
 Result<MpsUsersChoice> choose_mps_users(MpsUsers requested, bool offers, bool root, unsigned uid,
                                         std::string_view control_program);
+
+// What the multi-user probe saw (sharing/mps_user_probe.h): whether a
+// non-root client did its first CUDA work while a client of colo's own
+// held a context on the same GPU through the same multi-user server, and how
+// long it took (or how long it was given).
+struct MpsProbeOutcome {
+  bool together = false;
+  int64_t waited_ms = 0;
+};
+
+// The choice once the probe ran, for an auto choice that was `shared`:
+// shared stays, its line saying what the probe measured, when the non-root
+// client worked beside colo's; else a daemon per user, the line saying why
+// (the probe's outcome, or its error). A separate choice is returned as it is.
+MpsUsersChoice after_mps_probe(const MpsUsersChoice& choice,
+                               const Result<MpsProbeOutcome>& outcome);
 
 }  // namespace colo
