@@ -174,8 +174,10 @@ std::string prometheus_metrics(const ServiceSnapshot& s) {
   jobs_on_gpu.write(out);
 
   Family info("colo_service_info", "gauge",
-              "colo serve: its mechanism, policy, backend and state (value 1).");
+              "colo serve: its mechanism (and under mps whether users share one server), "
+              "policy, backend and state (value 1).");
   info.add({{"mechanism", s.service.mechanism},
+            {"mps_users", s.service.mps_users},
             {"policy", s.service.policy},
             {"backend", s.service.backend},
             {"state", s.service.state},

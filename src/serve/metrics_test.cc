@@ -34,6 +34,7 @@ ServiceSnapshot scraped_service() {
   s.time_ms = kScrapeMs;
   s.service.host = "box";
   s.service.mechanism = "mps";
+  s.service.mps_users = "shared";
   s.service.policy = "auto";
   s.service.backend = "nvml";
   s.service.state = "running";
@@ -156,6 +157,9 @@ TEST(Metrics, ColoMetricsPerJobAndForTheQueue) {
       m[R"(colo_gpu_jobs_running{gpu="1",UUID="GPU-1",device="nvidia1",modelName="NVIDIA H200",Hostname="box"})"],
       "0");
   EXPECT_EQ(m[R"(colo_service_mechanism_up{mechanism="mps"})"], "1");
+  EXPECT_EQ(
+      m[R"(colo_service_info{mechanism="mps",mps_users="shared",policy="auto",backend="nvml",state="running",Hostname="box"})"],
+      "1");
   for (const auto& [key, value] : m) EXPECT_EQ(key.find("hpc_job=\"9\""), std::string::npos) << key;
 }
 

@@ -49,6 +49,8 @@ ServiceInfo service_info(const RunSession& session, const ServeContext& ctx,
   info.backend = ctx.backend.name();
   info.simulated = ctx.backend.simulated();
   info.mechanism = to_string(ctx.mechanism.kind());
+  if (ctx.mechanism.kind() == MechanismKind::kMps)
+    info.mps_users = ctx.mechanism.users_time_slice() ? "separate" : "shared";
   info.policy = engine.policy_description();
   info.run_id = session.run_id();
   info.state = "running";

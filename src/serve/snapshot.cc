@@ -225,6 +225,7 @@ json to_json(const ServiceSnapshot& s) {
                   {"backend", s.service.backend},
                   {"simulated", s.service.simulated},
                   {"mechanism", s.service.mechanism},
+                  {"mps_users", s.service.mps_users},
                   {"policy", s.service.policy},
                   {"run_id", s.service.run_id},
                   {"state", s.service.state},
@@ -317,6 +318,7 @@ Result<ServiceSnapshot> snapshot_from_json(const json& j) {
     s.service.backend = svc.value("backend", "");
     s.service.simulated = svc.value("simulated", false);
     s.service.mechanism = svc.value("mechanism", "");
+    s.service.mps_users = svc.value("mps_users", "");
     s.service.policy = svc.value("policy", "");
     s.service.run_id = svc.value("run_id", int64_t{0});
     s.service.state = svc.value("state", "");

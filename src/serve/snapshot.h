@@ -43,6 +43,9 @@ struct ServiceInfo {
   std::string mechanism_down;  // why no job is placed now; "" when the mechanism is up
   std::string store;           // the run store's path
   std::string http;            // the HTTP API's address ("127.0.0.1:8470"); "" when off
+  // Under mps: "shared" (one multi-user server: users' jobs run together) or
+  // "separate" (a daemon per user: their jobs time-slice); else "".
+  std::string mps_users;
 };
 
 // One job of the queue, as users see it.

@@ -14,9 +14,20 @@ constexpr UnixMillis kNow = 1'700'000'100'000;
 ServiceSnapshot example() {
   ServiceSnapshot s;
   s.time_ms = kNow;
-  s.service = {
-      4242, "root",    "box", kNow - 60'000,           "sim",           true, "mps", "auto",
-      7,    "running", "",    "/var/lib/colo/colo.db", "127.0.0.1:8470"};
+  s.service = {4242,
+               "root",
+               "box",
+               kNow - 60'000,
+               "sim",
+               true,
+               "mps",
+               "auto",
+               7,
+               "running",
+               "",
+               "/var/lib/colo/colo.db",
+               "127.0.0.1:8470",
+               "shared"};
   DeviceSample d;
   d.device = 0;
   d.time_ms = kNow - 500;
@@ -76,6 +87,7 @@ TEST(Snapshot, JsonRoundTripsEveryField) {
   EXPECT_TRUE(j["gpus"][1]["latest"].is_null());
   EXPECT_TRUE(j["jobs"][1]["gpu"].is_null());
   EXPECT_EQ(j["service"]["http"], "127.0.0.1:8470");
+  EXPECT_EQ(j["service"]["mps_users"], "shared");
   Result<ServiceSnapshot> back = snapshot_from_json(nlohmann::json::parse(j.dump()));
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_EQ(to_json(*back), j) << "one serialization, read back unchanged";
