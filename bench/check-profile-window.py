@@ -9,10 +9,11 @@ COLO_PROFILE_STEPS=10).
         # a step and its samples each; the 10-step window spans an epoch's end
 
 Its own log (every step's end time, kept by this script) is the reference:
-with --mode no-steps the window must close within 5 s of opening (the bound
-without a known step time) and writing its trace must not take an epoch's
-trace; with --mode steps the window's rates inside and before it (rate_in,
-rate_before) must each agree with the rate this script measured over the
+with --mode no-steps the window and writing its files must cost the job under
+5 s (the client counts the model's forward passes as steps in a job that
+never reported one; the time bound is the fallback), which on an H100 needs
+an epoch longer than that (--epoch-steps 3000); with --mode steps the
+window's rates inside and before it (rate_in, rate_before) must each agree with the rate this script measured over the
 same span within 5% (an epoch's end inside the window or the 30 s before it
 repeats its steps' samples: counted twice, the rates came out up to 3x). Prints one JSON
 line and exits 1 when a check fails."""
@@ -88,11 +89,16 @@ out = {"mode": args.mode, "device": torch.cuda.get_device_name() if device == "c
        "trace_mb": round(os.path.getsize(os.path.join(work, "profile", w["trace"])) / 1e6, 1)}
 ok = True
 if args.mode == "no-steps":
-    # Closed within 5 s (and a forward's time) of opening, not an epoch
-    # later (at an epoch's end only when the epoch was shorter).
-    out["check"] = "window closed within 5.5 s without a step, or at a shorter epoch's end"
-    ok = opened_s < 5.5 and (w["closed_by"] == "no step" or
-                             (w["closed_by"] == "epoch end" and epoch_s < 5.5))
+    # What the window cost the job (open, then writing its files) under 5 s,
+    # and it closed for a bound, not an epoch later (at an epoch's end only
+    # when the epoch was shorter than the bound).
+    out["forwards"] = w.get("forwards")
+    out["cost_s"] = round(opened_s + w["written_s"], 3)
+    out["check"] = ("the window and writing it cost the job under 5 s; closed after its steps' "
+                    "forward passes or the time bound, or at a shorter epoch's end")
+    ok = opened_s + w["written_s"] < 5 and (
+        w["closed_by"] in ("forwards", "no step") or
+        (w["closed_by"] == "epoch end" and epoch_s < 5.5))
 else:
     # The rate this script saw over the window: the steps that ended in it.
     inside = [t for t in step_ends if w["started"] < t <= w["ended"]]

@@ -238,10 +238,12 @@ class _Profiler:
     (COLO_PROFILE_DURATION_S), else after 20 steps or at the next epoch's end,
     whichever comes first; a window of steps that sees no step report (a job
     that reports none) closes after its steps at the median of the job's
-    last step times, else after 5 s (checked at the job's reports and, with
-    torch's global module hook, at each module's forward on the training
-    thread, which is the thread that must stop the profiler), or at the end
-    of a whole epoch without one; one still open when the job's interpreter
+    last step times, else, in a job that never reported a step, after as
+    many forward passes of its model as it has steps (the first module whose
+    forward runs in the window is taken as the model), else after 5 s
+    (checked at the job's reports and, with torch's global module hook, at
+    each module's forward on the training thread, which is the thread that
+    must stop the profiler), or at the end of a whole epoch without one; one still open when the job's interpreter
     exits closes then (a profiler left running at exit can crash the
     process). A report's samples count once: a job whose steps carry samples
     is counted by its steps (its epoch ends repeat them), else by its epoch
@@ -377,6 +379,9 @@ class _Profiler:
             "steps_wanted": steps, "duration_s": duration_s, "steps": 0, "samples": 0,
             "at_epoch_end": kind == "epoch_end", "no_step_bound_s": bound,
             "rate_before": before,
+            # A job that never reported a step: its model's forward passes stand in for steps.
+            "count_forwards": bound is not None and not self._step_times, "model": None,
+            "forwards": 0,
         }
         if bound is not None:
             self._hook(torch)
@@ -387,7 +392,7 @@ class _Profiler:
         register = getattr(getattr(getattr(torch, "nn", None), "modules", None), "module", None)
         register = getattr(register, "register_module_forward_pre_hook", None)
         if register is not None:
-            self._hooks.append(register(lambda module, inputs: self._check_bound()))
+            self._hooks.append(register(lambda module, inputs: self._check_bound(module)))
 
     def _unhook(self):
         hooks, self._hooks = self._hooks, []
@@ -397,12 +402,21 @@ class _Profiler:
             except Exception:  # noqa: BLE001 - the window ends anyway
                 pass
 
-    def _check_bound(self):
+    def _check_bound(self, module):
         if self._broken or self._window is None:
             return None
         try:
             now = time.time()
-            if self._bound_passed(self._window, now):
+            w = self._window
+            if w["count_forwards"] and w["steps"] == 0:
+                if w["model"] is None:
+                    w["model"] = id(module)
+                if id(module) == w["model"]:
+                    if w["forwards"] >= w["steps_wanted"]:  # its steps' passes, backward too, are done
+                        self._close(now, "forwards")
+                        return None
+                    w["forwards"] += 1
+            if self._bound_passed(w, now):
                 self._close(now, "no step")
         except Exception as error:  # noqa: BLE001 - never into training
             self._stop_broken(error)
@@ -488,6 +502,7 @@ class _Profiler:
             "rate_in": w["samples"] / elapsed if elapsed > 0 and w["samples"] else None,
             "rate_before": w["rate_before"], "trace": trace_name, "sorted_by": by,
             "closed_by": closed_by, "no_step_bound_s": w.get("no_step_bound_s"),
+            "forwards": w.get("forwards", 0),
             "top": top[:20],
         }
         figures, spans = _trace_gpu_figures(trace, elapsed)

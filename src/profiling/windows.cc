@@ -35,6 +35,10 @@ std::string closed_by_text(const ProfileWindow& w) {
   if (closed_by == "duration") return ", closed after its duration";
   if (closed_by == "epoch end") return ", closed at the epoch's end";
   if (closed_by == "job end") return ", closed by the job's end";
+  if (closed_by == "forwards") {
+    return fmt::format(", closed after {} forward passes (the job reports no steps)",
+                       w.forwards);
+  }
   if (closed_by == "no step") {
     return w.no_step_bound_s
                ? fmt::format(", closed after {:.1f}s without a step", *w.no_step_bound_s)
@@ -67,6 +71,7 @@ Result<ProfileWindow> parse_profile_window(const std::string& text, const std::s
   w.rate_after = number(j, "rate_after");
   w.written_s = number(j, "written_s");
   w.no_step_bound_s = number(j, "no_step_bound_s");
+  w.forwards = static_cast<int64_t>(number(j, "forwards").value_or(0));
   w.gpu_busy_pct = number(j, "gpu_busy_pct");
   w.memcpy_us = number(j, "memcpy_us");
   w.sorted_by = j.value("sorted_by", "self_cpu_us");
@@ -217,6 +222,7 @@ json profile_windows_json(const std::vector<JobWindows>& jobs) {
       windows.push_back({{"window", w.window},
                          {"trigger", w.trigger},
                          {"closed_by", w.closed_by},
+                         {"forwards", w.forwards},
                          {"seconds", w.seconds},
                          {"steps", w.steps},
                          {"rate_in", opt(w.rate_in)},

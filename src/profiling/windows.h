@@ -24,10 +24,13 @@ struct ProfileOp {
 struct ProfileWindow {
   int window = 0;       // N, from 1 per job
   std::string trigger;  // "job file" or "colo profile"
-  // What closed it: "steps", "duration", "epoch end", "no step" (a window
-  // of steps that saw none, after no_step_bound_s) or "job end" (the job
-  // ended with it open); "" from a client before it said.
+  // What closed it: "steps", "duration", "epoch end", "forwards" (a window
+  // of steps in a job that reports none, after as many forward passes of its
+  // model), "no step" (a window of steps that saw none, after
+  // no_step_bound_s) or "job end" (the job ended with it open); "" from a
+  // client before it said.
   std::string closed_by;
+  int64_t forwards = 0;  // the model's forward passes it counted ("forwards")
   std::optional<double> no_step_bound_s;  // a window of steps: how long it waits for one
   double seconds = 0;                     // how long it was open
   int64_t steps = 0;                      // steps the job reported in it

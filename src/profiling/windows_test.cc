@@ -58,6 +58,16 @@ TEST(ProfileWindows, ASummaryIsReadAndShownWithTheCostOfProfiling) {
   ASSERT_TRUE(waited.ok()) << waited.error().message();
   EXPECT_THAT(format_profile_windows({{"tiny", {*waited}}}),
               HasSubstr("tiny window 2 (job file, closed after 5.0s without a step)"));
+  // One in a job that never reported a step counted its model's forwards.
+  std::string by_forwards = kSummary;
+  by_forwards.insert(by_forwards.find("\"rate_before\""),
+                     "\"closed_by\": \"forwards\", \"forwards\": 10, ");
+  Result<ProfileWindow> counted = parse_profile_window(by_forwards, "/p");
+  ASSERT_TRUE(counted.ok()) << counted.error().message();
+  EXPECT_THAT(
+      format_profile_windows({{"tiny", {*counted}}}),
+      HasSubstr("tiny window 2 (job file, closed after 10 forward passes (the job reports no "
+                "steps))"));
   EXPECT_THAT(shown, HasSubstr("3.000 ms  75.0%      10 calls  aten::addmm"));
   EXPECT_THAT(shown, HasSubstr("self CPU time of its operators"));
   EXPECT_EQ(format_profile_windows({{"none", {}}}), "");
