@@ -36,7 +36,7 @@ sleep 2
 rm -rf "$work"
 {
   echo "root's client: $(cat "$out/root.txt")"
-  echo "uid 65534's client: exit $rc after $(echo "$end - $start" | bc) s: $(cat "$out/nobody.txt")"
+  echo "uid 65534's client: exit $rc after $(python3 -c "print(round($end - $start, 1))") s: $(cat "$out/nobody.txt")"
   if [ "$rc" = 124 ]; then echo "not together: the default daemon kept it waiting (as the probe would read it)"
   else echo "together or failed: see above"; fi
 } | tee "$out/summary.txt"
