@@ -93,4 +93,12 @@ std::optional<std::string> objective_not_reported(std::string_view objective, st
 // training_metrics gives them (a binary search: a job may have 1,000 names).
 const MetricSeries* find_metric(const std::vector<MetricSeries>& metrics, std::string_view name);
 
+// Whether a chart of `points` reads better on a logarithmic value axis:
+// every finite value above zero, at least two of them, and the largest over
+// the smallest above kLogAxisSpan (more than two orders of magnitude: a loss
+// from 25 to 0.013 is a flat line at zero on a linear axis). Values that are
+// not finite (a diverged job's) are left out, as charts leave them out.
+inline constexpr double kLogAxisSpan = 100;
+bool wants_log_axis(const std::vector<MetricPoint>& points);
+
 }  // namespace colo
