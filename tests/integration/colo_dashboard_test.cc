@@ -352,14 +352,17 @@ done
                      script + "\"]\n");
   CommandResult submitted = shell(colo("submit --name lr-b '" + file + "'"));
   ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  // Ended, and its three epochs' metrics in the store (they may come after its end).
+  json detail;
   ASSERT_TRUE(eventually(
       [&] {
-        json j = api("/api/jobs/1");
-        return j.is_object() && j["job"]["state"] == "ok";
+        detail = api("/api/jobs/1");
+        return detail.is_object() && detail["job"]["state"] == "ok" &&
+               detail["metrics"].contains("loss") &&
+               detail["metrics"]["loss"]["points"].size() == 3;
       },
       30'000))
-      << api("/api/jobs/1").dump(1);
-  const json detail = api("/api/jobs/1");
+      << detail.dump(1);
   ASSERT_EQ(detail["job"]["name"], "sw[lr=0.2]");
   ASSERT_EQ(detail["metrics"]["loss"]["axis"], "log") << detail["metrics"].dump();
   const std::string title = detail["submission"].value("title", "");
