@@ -346,19 +346,19 @@ std::string submission_title(int64_t run_id, const SubmissionRow& sub) {
   return sub.label.name.empty() ? id : id + " " + sub.label.name;
 }
 
-void name_jobs_by_submission(RunSummary& summary,
+void name_jobs_by_submission(RunRecord& record,
                              const std::map<int64_t, SubmissionRow>& submission_of) {
   std::set<int64_t> submissions;
-  for (const JobSummary& job : summary.jobs) {
+  for (const JobRow& job : record.jobs) {
     if (auto it = submission_of.find(job.id); it != submission_of.end())
       submissions.insert(it->second.id);
   }
   if (submissions.size() < 2) return;
-  for (JobSummary& job : summary.jobs) {
+  for (JobRow& job : record.jobs) {
     auto it = submission_of.find(job.id);
     if (it == submission_of.end()) continue;
     const SubmissionRow& sub = it->second;
-    job.name = submission_title(sub.run_id.value_or(summary.run.id), sub) + ": " + job.name;
+    job.name = submission_title(sub.run_id.value_or(record.run.id), sub) + ": " + job.name;
   }
 }
 

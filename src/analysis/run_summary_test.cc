@@ -145,10 +145,11 @@ TEST(RunSummary, JobsOfTwoSubmissionsAreNamedByTheirSubmission) {
            Case{"none: unchanged", {}, {"job1", "job2", "job3"}},
        }) {
     SCOPED_TRACE(c.name);
-    RunSummary s = summarize(record_of(
+    RunRecord record = record_of(
         "naive",
-        {{0, 4'000, {2'000, 4'000}}, {0, 4'000, {2'000, 4'000}}, {0, 4'000, {2'000, 4'000}}}));
-    name_jobs_by_submission(s, c.submission_of);
+        {{0, 4'000, {2'000, 4'000}}, {0, 4'000, {2'000, 4'000}}, {0, 4'000, {2'000, 4'000}}});
+    name_jobs_by_submission(record, c.submission_of);
+    const RunSummary s = summarize(record);
     std::vector<std::string> names;
     for (const JobSummary& j : s.jobs) names.push_back(j.name);
     EXPECT_EQ(names, c.names);

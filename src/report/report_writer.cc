@@ -123,13 +123,13 @@ Result<BuiltReport> build_report(RunStore& store, const std::vector<ReportTarget
   } else {
     Result<RunRecord> record = store.run_record(resolved.front().id);
     if (!record) return record.error();
-    Result<RunSummary> summary = analyse_record(store, *record);
-    if (!summary) return summary.error();
     // A service's run: its submissions' jobs told apart (two `sw[lr=0.2]`).
     Result<std::map<int64_t, SubmissionRow>> submissions =
         store.submissions_of_run_jobs(record->run.id);
     if (!submissions) return submissions.error();
-    name_jobs_by_submission(*summary, *submissions);
+    name_jobs_by_submission(*record, *submissions);
+    Result<RunSummary> summary = analyse_record(store, *record);
+    if (!summary) return summary.error();
     RunMetrics metrics = run_metrics_from(*summary, record->device_samples);
     built.description = fmt::format("run #{} ({})", metrics.run.id, metrics.run.mechanism);
     // Its profiling windows, as colo show gives them (summary.txt is its text).
