@@ -341,6 +341,27 @@ void restrict_to_submission(RunSummary& summary, const SubmissionRow& submission
   summary.submission = submission;
 }
 
+std::string submission_title(int64_t run_id, const SubmissionRow& sub) {
+  const std::string id = fmt::format("#{}/{}", run_id, sub.id);
+  return sub.label.name.empty() ? id : id + " " + sub.label.name;
+}
+
+void name_jobs_by_submission(RunRecord& record,
+                             const std::map<int64_t, SubmissionRow>& submission_of) {
+  std::set<int64_t> submissions;
+  for (const JobRow& job : record.jobs) {
+    if (auto it = submission_of.find(job.id); it != submission_of.end())
+      submissions.insert(it->second.id);
+  }
+  if (submissions.size() < 2) return;
+  for (JobRow& job : record.jobs) {
+    auto it = submission_of.find(job.id);
+    if (it == submission_of.end()) continue;
+    const SubmissionRow& sub = it->second;
+    job.name = submission_title(sub.run_id.value_or(record.run.id), sub) + ": " + job.name;
+  }
+}
+
 RunSummary summarize(const RunRecord& record, const SampleFigures* figures) {
   RunSummary summary;
   summary.run = record.run;

@@ -266,6 +266,20 @@ void set_job_totals(RunSummary& summary);
 void restrict_to_submission(RunSummary& summary, const SubmissionRow& submission,
                             const std::set<int64_t>& job_ids);
 
+// "#3/2" or "#3/2 lr-b": submission `sub` of service run `run_id`, as
+// `colo show RUN/SUB` takes it and reports title it.
+std::string submission_title(int64_t run_id, const SubmissionRow& sub);
+
+// A service's run whose jobs came from two or more submissions: each job's
+// name prefixed with its submission's title (submission_title, of the run
+// the submission was made to: "#3/2 lr-b: sw[lr=0.2]"), so that two
+// submissions' jobs of one name are told apart in its report; done to the
+// record before it is summarized, so that every text about a job names it
+// so. `submission_of`: a job's submission by the job's id; jobs absent from
+// it keep their names. Fewer than two submissions among the jobs: unchanged.
+void name_jobs_by_submission(RunRecord& record,
+                             const std::map<int64_t, SubmissionRow>& submission_of);
+
 // The sample figures of a summary (as summarize() derived them).
 SampleFigures sample_figures(const RunSummary& summary);
 

@@ -112,6 +112,50 @@ TEST(RunSummary, ASubmissionKeepsItsJobsAndTheirTotalsOnly) {
   EXPECT_EQ(s.submission->label.name, "lr-b");
 }
 
+// Issue 58, item 14: a service run's report listed two submissions' jobs
+// of one name (`sw[lr=0.2]` twice). With two submissions or more, each job
+// is named by its submission first.
+TEST(RunSummary, JobsOfTwoSubmissionsAreNamedByTheirSubmission) {
+  SubmissionRow a;
+  a.id = 1;
+  a.run_id = 7;
+  SubmissionRow b;
+  b.id = 2;
+  b.run_id = 7;
+  b.label.name = "lr-b";
+  SubmissionRow earlier;  // made to an earlier service process's run
+  earlier.id = 5;
+  earlier.run_id = 4;
+  struct Case {
+    const char* name;
+    std::map<int64_t, SubmissionRow> submission_of;
+    std::vector<std::string> names;
+  };
+  for (const Case& c : {
+           Case{"two submissions, one unnamed",
+                {{1, a}, {2, b}, {3, b}},
+                {"#7/1: job1", "#7/2 lr-b: job2", "#7/2 lr-b: job3"}},
+           Case{"a job of no submission keeps its name",
+                {{1, a}, {3, b}},
+                {"#7/1: job1", "job2", "#7/2 lr-b: job3"}},
+           Case{"a submission to an earlier run is titled by that run",
+                {{1, earlier}, {2, b}, {3, b}},
+                {"#4/5: job1", "#7/2 lr-b: job2", "#7/2 lr-b: job3"}},
+           Case{"one submission: unchanged", {{1, b}, {2, b}, {3, b}}, {"job1", "job2", "job3"}},
+           Case{"none: unchanged", {}, {"job1", "job2", "job3"}},
+       }) {
+    SCOPED_TRACE(c.name);
+    RunRecord record = record_of(
+        "naive",
+        {{0, 4'000, {2'000, 4'000}}, {0, 4'000, {2'000, 4'000}}, {0, 4'000, {2'000, 4'000}}});
+    name_jobs_by_submission(record, c.submission_of);
+    const RunSummary s = summarize(record);
+    std::vector<std::string> names;
+    for (const JobSummary& j : s.jobs) names.push_back(j.name);
+    EXPECT_EQ(names, c.names);
+  }
+}
+
 TEST(RunSummary, SoloRatesGiveTheSpeedUpAndEachJobsSlowdown) {
   // Alone: 1000 samples per 2 s epoch. Together: job1 at 2 s, job2 at 4 s.
   RunSummary alone =

@@ -124,4 +124,21 @@ const MetricSeries* find_metric(const std::vector<MetricSeries>& metrics, std::s
   return it != metrics.end() && it->name == name ? &*it : nullptr;
 }
 
+bool wants_log_axis(double low, double high) {
+  return low > 0 && std::isfinite(high) && high >= kLogAxisSpan * low;
+}
+
+bool wants_log_axis(const std::vector<MetricPoint>& points) {
+  double low = 0;
+  double high = 0;
+  int finite = 0;
+  for (const MetricPoint& p : points) {
+    if (!std::isfinite(p.value)) continue;
+    low = finite == 0 ? p.value : std::min(low, p.value);
+    high = finite == 0 ? p.value : std::max(high, p.value);
+    ++finite;
+  }
+  return finite >= 2 && wants_log_axis(low, high);
+}
+
 }  // namespace colo

@@ -93,4 +93,15 @@ std::optional<std::string> objective_not_reported(std::string_view objective, st
 // training_metrics gives them (a binary search: a job may have 1,000 names).
 const MetricSeries* find_metric(const std::vector<MetricSeries>& metrics, std::string_view name);
 
+// Whether a chart of values from `low` to `high` (its smallest and largest
+// finite ones) reads better on a logarithmic value axis: all above zero and
+// the largest at least kLogAxisSpan times the smallest (two orders of
+// magnitude or more: a loss from 25 to 0.013 is a flat line at zero on a
+// linear axis). The report's charts and the dashboard's both draw so.
+inline constexpr double kLogAxisSpan = 100;
+bool wants_log_axis(double low, double high);
+// The same over a series' finite values (a diverged job's others are left
+// out, as charts leave them out); false for fewer than two.
+bool wants_log_axis(const std::vector<MetricPoint>& points);
+
 }  // namespace colo

@@ -140,5 +140,34 @@ TEST(TrainingMetrics, AStoppedTrialsResultsFreezeAtItsStop) {
   EXPECT_FALSE(results_frozen_at(events, UnixMillis{2'100}));
 }
 
+// Issue 58, item 14: a loss from 25 to 0.013 was a flat line on a linear
+// axis. Two orders of magnitude or more of positive values: a log axis (as
+// the report drew it since issue 33).
+TEST(TrainingMetrics, PositiveValuesSpanningTwoOrdersOfMagnitudeWantALogAxis) {
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    const char* name;
+    std::vector<double> values;
+    bool log;
+  };
+  for (const Case& c : {
+           Case{"a loss from 25 to 0.013", {25, 3.1, 0.4, 0.013}, true},
+           Case{"two orders of magnitude", {10, 0.1}, true},
+           Case{"just under", {9.9, 0.1}, false},
+           Case{"an accuracy from 0.1 to 0.98", {0.1, 0.5, 0.98}, false},
+           Case{"a zero", {0, 25, 0.013}, false},
+           Case{"a negative value", {-1, 25, 0.013}, false},
+           Case{"one value", {25}, false},
+           Case{"none", {}, false},
+           Case{"a diverged value is left out", {25, inf, 0.013}, true},
+           Case{"NaNs are left out", {std::nan(""), 5, 0.001}, true},
+       }) {
+    SCOPED_TRACE(c.name);
+    std::vector<MetricPoint> points;
+    for (double v : c.values) points.push_back(MetricPoint{1'000, std::nullopt, std::nullopt, v});
+    EXPECT_EQ(wants_log_axis(points), c.log);
+  }
+}
+
 }  // namespace
 }  // namespace colo

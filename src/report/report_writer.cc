@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 
 #include "analysis/job_selection.h"
 #include "analysis/stored.h"
@@ -122,6 +123,11 @@ Result<BuiltReport> build_report(RunStore& store, const std::vector<ReportTarget
   } else {
     Result<RunRecord> record = store.run_record(resolved.front().id);
     if (!record) return record.error();
+    // A service's run: its submissions' jobs told apart (two `sw[lr=0.2]`).
+    Result<std::map<int64_t, SubmissionRow>> submissions =
+        store.submissions_of_run_jobs(record->run.id);
+    if (!submissions) return submissions.error();
+    name_jobs_by_submission(*record, *submissions);
     Result<RunSummary> summary = analyse_record(store, *record);
     if (!summary) return summary.error();
     RunMetrics metrics = run_metrics_from(*summary, record->device_samples);

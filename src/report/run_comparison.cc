@@ -19,10 +19,9 @@ namespace {
 
 // "#3" or "#3 lr-sweep"; a submission "#3/2" or "#3/2 lr-sweep".
 std::string run_title(const RunSummary& s) {
-  const std::string id = s.submission ? fmt::format("#{}/{}", s.run.id, s.submission->id)
-                                      : fmt::format("#{}", s.run.id);
-  const std::string& name = s.submission ? s.submission->label.name : s.run.label.name;
-  return name.empty() ? id : id + " " + name;
+  if (s.submission) return submission_title(s.run.id, *s.submission);
+  const std::string id = fmt::format("#{}", s.run.id);
+  return s.run.label.name.empty() ? id : id + " " + s.run.label.name;
 }
 
 // A run's state; a submission's: running while a job of it has not ended,

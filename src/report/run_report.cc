@@ -20,10 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-// A metric's chart gets a log axis when its largest value over its smallest
-// is at least this (two decades) and all are positive.
-constexpr double kLogAxisRatio = 100;
-
 // A file stem from a metric's name: letters, digits, '.', '_' and '-' kept.
 std::string stem_of(const std::string& name) {
   std::string out;
@@ -79,7 +75,7 @@ void use_log_axis_when_wide(Figure& f, const std::vector<LineSeries>& lines) {
       high = std::max(high, y);
     }
   }
-  if (low > 0 && std::isfinite(low) && high / low >= kLogAxisRatio) {
+  if (std::isfinite(low) && wants_log_axis(low, high)) {
     f.option["yAxis"]["type"] = "log";
     f.caption += fmt::format(" On a log scale: its values span {:.4g} to {:.4g}.", low, high);
   }

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "analysis/floor_history.h"
+#include "analysis/run_summary.h"
 #include "analysis/training_metrics.h"
 #include "common/json_values.h"
 #include "common/proc_stat.h"
@@ -186,6 +187,45 @@ json log_tail(const std::string& path, int64_t max_bytes, bool enabled) {
   return log;
 }
 
+// A job's grid values (its spec's "params"), as params_to_json gives them.
+json params_of_spec(const json& spec) {
+  std::map<std::string, std::string> params;
+  const auto p = spec.is_object() ? spec.find("params") : spec.end();
+  if (p != spec.end() && p->is_object()) {
+    for (const auto& [name, value] : p->items()) {
+      if (value.is_string()) params[name] = value.get<std::string>();
+    }
+  }
+  return params_to_json(params);
+}
+
+// The submission a job came with: its title (as `colo show RUN/SUB` takes
+// it), name, tags, note, owner, job file and its job count; null when none.
+json submission_json(const std::optional<SubmissionRow>& sub) {
+  if (!sub) return nullptr;
+  return json{{"id", sub->id},
+              {"run_id", value_or_null(sub->run_id)},
+              {"title", sub->run_id ? submission_title(*sub->run_id, *sub)
+                                    : fmt::format("submission {}", sub->id)},
+              {"name", sub->label.name},
+              {"tags", sub->label.tags},
+              {"note", sub->label.note},
+              {"owner", sub->owner_name},
+              {"submitted_ms", sub->submitted_ms},
+              {"job_file", sub->job_file},
+              {"jobs", sub->jobs}};
+}
+
+// A job file's [objective]: its metric (null when it names none) and each
+// declared goal, "min" or "max"; null when the file has no [objective].
+json objective_json(const SpecObjective& objective) {
+  if (objective.metric.empty() && objective.lower_is_better.empty()) return nullptr;
+  json goals = json::object();
+  for (const auto& [name, lower] : objective.lower_is_better) goals[name] = lower ? "min" : "max";
+  return json{{"metric", objective.metric.empty() ? json(nullptr) : json(objective.metric)},
+              {"goals", std::move(goals)}};
+}
+
 }  // namespace
 
 Result<HttpOptions> parse_http_address(std::string_view text) {
@@ -226,7 +266,13 @@ ApiRoutes::ApiRoutes(SnapshotSource snapshot, std::unique_ptr<RunStore> store, H
 HttpAnswer ApiRoutes::get(const std::string& path,
                           const std::map<std::string, std::string>& query) {
   if (pages_) {
-    if (std::optional<HttpAnswer> page = pages_(path)) return std::move(*page);
+    const ApiReader api = [this](const std::string& api_path) {
+      // Never a page: a page that read pages would ask itself.
+      if (api_path.rfind("/api/", 0) != 0)
+        return error(404, fmt::format("not an API route: {}", api_path));
+      return get(api_path, {});
+    };
+    if (std::optional<HttpAnswer> page = pages_(path, api)) return std::move(*page);
   }
   if (path == "/") {
     // Browsers land on the dashboard; the route index is at /api.
@@ -395,6 +441,12 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
   if (!rows.ok()) return error(500, rows.error().message());
   if (rows->empty()) return error(404, fmt::format("there is no job {}", id));
   const ServiceJobRow& row = rows->front();
+  std::optional<SubmissionRow> submission;
+  if (row.submission_id) {
+    Result<std::optional<SubmissionRow>> sub = store_->submission(*row.submission_id);
+    if (!sub.ok()) return error(500, sub.error().message());
+    submission = *sub;
+  }
   auto live = std::find_if(snap.jobs.begin(), snap.jobs.end(),
                            [&](const QueueJob& j) { return j.id == id; });
   const bool from_snapshot = live != snap.jobs.end() && live->state == to_string(row.state);
@@ -481,8 +533,8 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
   json learned = json::object();
   const std::optional<UnixMillis> since =
       attempts->empty() ? std::nullopt : std::optional<UnixMillis>(attempts->back().started_ms);
-  const SpecObjective objective =
-      objective_of_spec(json::parse(row.spec_json, nullptr, /*allow_exceptions=*/false));
+  const json spec = json::parse(row.spec_json, nullptr, /*allow_exceptions=*/false);
+  const SpecObjective objective = objective_of_spec(spec);
   for (const MetricSeries& m : training_metrics(all_events, since, objective.lower_is_better)) {
     json points = json::array();
     const size_t n = m.points.size();
@@ -497,6 +549,7 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
                        {"lower_is_better", m.lower_is_better},
                        {"declared", m.declared},
                        {"diverged", m.diverged},
+                       {"axis", wants_log_axis(m.points) ? "log" : "linear"},
                        {"points", std::move(points)}};
   }
 
@@ -518,6 +571,9 @@ HttpAnswer ApiRoutes::job_detail(const ServiceSnapshot& snap, int64_t id,
   return json_answer(json{{"time_ms", snap.time_ms},
                           {"profiles", std::move(profiles)},
                           {"job", to_json(job)},
+                          {"params", params_of_spec(spec)},
+                          {"submission", submission_json(submission)},
+                          {"objective", objective_json(objective)},
                           {"attempts", std::move(attempts_json)},
                           {"epochs", std::move(epochs)},
                           {"events", std::move(events)},

@@ -11,7 +11,8 @@
 //   /api/service       the service
 //   /api/gpus          GPUs with their latest sample
 //   /api/jobs          queued, running and recently ended jobs (?state=)
-//   /api/jobs/ID       one job: its attempts, epochs, recent events, log tail
+//   /api/jobs/ID       one job: its grid parameters, submission, objective,
+//                      attempts, epochs, metrics, recent events, log tail
 //   /api/jobs/ID/profiles/N/trace
 //                      its profiling window N's Chrome trace, as a download
 //                      (with --http-logs, as log tails)
@@ -80,9 +81,16 @@ struct HttpAnswer {
   std::string download_name;
 };
 
+// The API's answer to GET `path` (an /api route, no query parameters; any
+// other path answers 404): what a page embeds as its first data, so that it
+// shows them before its first request of its own.
+using ApiReader = std::function<HttpAnswer(const std::string& path)>;
+
 // More GET routes, asked before the API's (the dashboard: src/views): the
-// answer, or nullopt when the path is not theirs. Called from HTTP threads.
-using PageRoutes = std::function<std::optional<HttpAnswer>(const std::string& path)>;
+// answer, or nullopt when the path is not theirs. `api` reads the API as
+// the request's answer would. Called from HTTP threads.
+using PageRoutes =
+    std::function<std::optional<HttpAnswer>(const std::string& path, const ApiReader& api)>;
 
 class ApiRoutes {
  public:

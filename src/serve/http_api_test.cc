@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/proc_stat.h"
+#include "jobs/job_spec_json.h"
 #include "run/log_layout.h"
 
 namespace colo {
@@ -208,6 +209,59 @@ TEST_F(HttpApiTest, AJobShowsItsAttemptsEpochsEventsAndLog) {
   json with_logs = body(routes(true)->get("/api/jobs/" + std::to_string(id_), {{"tail", "24"}}));
   EXPECT_EQ(with_logs["log"]["tail"], "epoch 3 of a long line\n") << "from a line's start";
   EXPECT_EQ(with_logs["log"]["truncated"], true);
+}
+
+// Issue 58, item 14: a job's page showed no grid values nor submission, drew
+// a loss from 25 to 0.013 on a linear axis, and stated the name rule
+// although the job file declared [objective]. The API gives each.
+TEST_F(HttpApiTest, AJobGivesItsGridValuesSubmissionObjectiveAndEachMetricsAxis) {
+  JobSpec spec;
+  spec.name = "sw[lr=0.2]";
+  spec.command = {"x"};
+  spec.params = {{"lr", "0.2"}, {"opt", "adam"}};
+  spec.objective = "val_acc";
+  spec.lower_is_better = {{"val_acc", false}, {"fid", true}};
+  NewServiceJob submitted{
+      kT0, 1000, "alice", "/home/alice/sw.toml", spec.name, "sw", job_spec_to_json(spec).dump(),
+      "{}"};
+  auto ids = writer_->add_service_jobs({submitted}, run_id_, {"lr-b", {{"k", "v"}}, ""});
+  ASSERT_TRUE(ids.ok());
+  auto rows = writer_->add_jobs(run_id_, {spec}, {dir_ + "/sw.log"}, kT0);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_TRUE(writer_->service_job_started(ids->front(), rows->front(), 0, kT0 + 1000, "").ok());
+  ASSERT_TRUE(writer_->job_started(rows->front(), 102, 0, kT0 + 1000, 1).ok());
+  const std::vector<std::pair<double, double>> losses = {{25, 0.1}, {0.4, 0.5}, {0.013, 0.9}};
+  std::vector<std::pair<int64_t, ProgressEvent>> events;
+  for (size_t i = 0; i < losses.size(); ++i) {
+    ProgressEvent e = epoch_end(static_cast<int64_t>(i + 1), kT0 + 2000 * (i + 1), 100);
+    e.metrics = {{"loss", losses[i].first}, {"val_acc", losses[i].second}};
+    events.push_back({rows->front(), e});
+  }
+  ASSERT_TRUE(writer_->add_job_events(events).ok());
+
+  json j = body(routes()->get("/api/jobs/" + std::to_string(ids->front()), {}));
+  EXPECT_EQ(j["params"], (json{{"lr", 0.2}, {"opt", "adam"}}));
+  ASSERT_TRUE(j["submission"].is_object()) << j.dump();
+  EXPECT_EQ(j["submission"]["name"], "lr-b");
+  EXPECT_EQ(j["submission"]["run_id"], run_id_);
+  EXPECT_EQ(j["submission"]["owner"], "alice");
+  EXPECT_EQ(j["submission"]["tags"]["k"], "v");
+  EXPECT_EQ(j["submission"]["title"], "#" + std::to_string(run_id_) + "/" +
+                                          std::to_string(j["submission"]["id"].get<int64_t>()) +
+                                          " lr-b");
+  EXPECT_EQ(j["objective"],
+            (json{{"metric", "val_acc"}, {"goals", {{"val_acc", "max"}, {"fid", "min"}}}}));
+  EXPECT_EQ(j["metrics"]["loss"]["axis"], "log") << "25 to 0.013";
+  EXPECT_EQ(j["metrics"]["val_acc"]["axis"], "linear") << "0.1 to 0.9";
+
+  // A job of no sweep, submitted to no run, and with no [objective].
+  json plain = body(routes()->get("/api/jobs/" + std::to_string(id_), {}));
+  EXPECT_EQ(plain["params"], json::object());
+  EXPECT_TRUE(plain["objective"].is_null());
+  ASSERT_TRUE(plain["submission"].is_object());
+  EXPECT_TRUE(plain["submission"]["run_id"].is_null());
+  EXPECT_EQ(plain["submission"]["title"],
+            "submission " + std::to_string(plain["submission"]["id"].get<int64_t>()));
 }
 
 // Issue 56, item 6: each steady epoch's rate over the job's solo rate, what
@@ -435,7 +489,7 @@ TEST_F(HttpApiTest, TheRootRedirectsToTheDashboardAndApiListsTheRoutes) {
 
   auto api = routes();
   EXPECT_THAT(api->get("/api/nothing", {}).body, HasSubstr("GET /api lists them"));
-  api->add_pages([](const std::string& path) -> std::optional<HttpAnswer> {
+  api->add_pages([](const std::string& path, const ApiReader&) -> std::optional<HttpAnswer> {
     if (path != "/dashboard/") return std::nullopt;
     return HttpAnswer{200, "text/html", "<html></html>"};
   });
@@ -458,6 +512,26 @@ TEST_F(HttpApiTest, TheRootRedirectsToTheDashboardAndApiListsTheRoutes) {
   EXPECT_EQ(followed->status, 200);
   EXPECT_EQ(followed->body, "<html></html>");
   (*server)->stop();
+}
+
+// Issue 58, item 14: a page embeds the API's answers as its first data, read
+// as the request would read them; a page is never read so (it would ask
+// itself).
+TEST_F(HttpApiTest, APageReadsTheApiAsItsRequestWould) {
+  auto api = routes();
+  HttpAnswer snapshot;
+  HttpAnswer page;
+  api->add_pages([&](const std::string& path, const ApiReader& read) -> std::optional<HttpAnswer> {
+    if (path != "/dashboard/") return std::nullopt;
+    snapshot = read("/api/snapshot");
+    page = read("/dashboard/");
+    return HttpAnswer{200, "text/html", "<html></html>"};
+  });
+  EXPECT_EQ(api->get("/dashboard/", {}).status, 200);
+  ASSERT_EQ(snapshot.status, 200) << snapshot.body;
+  EXPECT_EQ(body(snapshot)["service"]["host"], "box");
+  EXPECT_EQ(body(snapshot)["jobs"].size(), 3u);
+  EXPECT_EQ(page.status, 404);
 }
 
 TEST_F(HttpApiTest, ServesOverHttpReadOnly) {

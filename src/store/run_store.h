@@ -451,6 +451,11 @@ class RunStore : public RunReader {
   // Where a submission's jobs were recorded: a `jobs` row per service job
   // that started (a job continued by a later service process: its latest).
   Result<std::vector<SubmissionJob>> submission_jobs(int64_t submission_id);
+  // The submission of each `jobs` row of run `run_id` that a service job
+  // started (jobs.service_job_id), by that row's id: how a service run's
+  // report tells its submissions' jobs apart. Rows of no submission (colo
+  // run's, a store before version 17) are absent.
+  Result<std::map<int64_t, SubmissionRow>> submissions_of_run_jobs(int64_t run_id);
   // The ids of the jobs `owner` submitted with `submit_key`, in order; empty
   // when none (or the key is empty).
   Result<std::vector<int64_t>> service_jobs_submitted_as(uid_t owner,

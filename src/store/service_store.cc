@@ -203,6 +203,23 @@ Result<std::vector<SubmissionJob>> RunStore::submission_jobs(int64_t submission_
   return jobs;
 }
 
+Result<std::map<int64_t, SubmissionRow>> RunStore::submissions_of_run_jobs(int64_t run_id) {
+  auto s = Statement::prepare(
+      db_.get(), path_,
+      fmt::format("SELECT {}, j.id FROM jobs j JOIN service_jobs sj ON sj.id = j.service_job_id "
+                  "JOIN service_submissions u ON u.id = sj.submission_id WHERE j.run_id = ?",
+                  kSubmissionColumns));
+  if (!s.ok()) return s.error();
+  s->bind(1, run_id);
+  std::map<int64_t, SubmissionRow> out;
+  Status read = s->for_each_row([&]() -> Status {
+    out.emplace(s->int64_at(10), read_submission(*s));
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  return out;
+}
+
 Result<std::vector<int64_t>> RunStore::service_jobs_submitted_as(uid_t owner,
                                                                  const std::string& submit_key) {
   std::vector<int64_t> ids;

@@ -143,6 +143,48 @@ TEST(ServiceStore, EachSubmissionIsRecordedNamedAndLeadsToItsJobs) {
   EXPECT_EQ((*jobs)[0].job_id, row);
 }
 
+// Issue 58, item 14: a service run's report tells its submissions' jobs
+// apart, each `jobs` row by the submission its service job came from.
+TEST(ServiceStore, EachJobsRowOfARunLeadsToItsSubmission) {
+  auto store = open_memory();
+  ASSERT_TRUE(store);
+  auto first = store->add_service_jobs({submitted("sw[lr=0.2]", 1000)}, 7, {"lr-a", {}, ""});
+  auto second = store->add_service_jobs({submitted("sw[lr=0.2]", 1001)}, 7);
+  ASSERT_TRUE(first.ok() && second.ok());
+  NewRun run;
+  run.started_ms = kT0;
+  run.mechanism = "naive";
+  run.backend = "sim";
+  run.host = "h";
+  run.colo_pid = getpid();
+  auto run_id = store->begin_run(run);
+  ASSERT_TRUE(run_id.ok());
+  std::vector<JobSpec> specs(3);
+  for (JobSpec& spec : specs) {
+    spec.name = "sw[lr=0.2]";
+    spec.command = {"x"};
+  }
+  auto rows = store->add_jobs(*run_id, specs, {}, kT0);
+  ASSERT_TRUE(rows.ok() && rows->size() == 3u);
+  ASSERT_TRUE(store->service_job_started((*first)[0], (*rows)[0], 0, kT0 + 10, "/l/a.log").ok());
+  ASSERT_TRUE(store->service_job_started((*second)[0], (*rows)[1], 0, kT0 + 10, "/l/b.log").ok());
+  // (*rows)[2]: a row no service job started.
+
+  auto of = store->submissions_of_run_jobs(*run_id);
+  ASSERT_TRUE(of.ok()) << of.error().message();
+  ASSERT_EQ(of->size(), 2u);
+  const auto sub_of = [&](int64_t id) {
+    return *store->service_jobs_by_id({id})->front().submission_id;
+  };
+  EXPECT_EQ(of->at((*rows)[0]).id, sub_of((*first)[0]));
+  EXPECT_EQ(of->at((*rows)[0]).label.name, "lr-a");
+  EXPECT_EQ(of->at((*rows)[0]).run_id, 7);
+  EXPECT_EQ(of->at((*rows)[1]).id, sub_of((*second)[0]));
+  EXPECT_EQ(of->at((*rows)[1]).owner_uid, 1001u);
+  EXPECT_FALSE(of->contains((*rows)[2]));
+  EXPECT_TRUE(store->submissions_of_run_jobs(*run_id + 1)->empty());
+}
+
 TEST(ServiceStore, UnknownIdsAndNonFinalEndsAreErrors) {
   auto store = open_memory();
   ASSERT_TRUE(store);

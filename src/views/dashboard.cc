@@ -49,7 +49,57 @@ std::optional<std::string> report_file(const ReportContent& content, std::string
   return std::nullopt;
 }
 
+constexpr std::string_view kFirstDataBlock =
+    "<script type=\"application/json\" id=\"first-data\">null</script>";
+
+// An API answer as first data: its JSON, or what went wrong.
+nlohmann::json answer_json(const HttpAnswer& answer) {
+  nlohmann::json body = nlohmann::json::parse(answer.body, nullptr, /*allow_exceptions=*/false);
+  if (answer.status == 200 && !body.is_discarded()) return body;
+  std::string message = body.is_object() && body.contains("error") && body["error"].is_string()
+                            ? body["error"].get<std::string>()
+                            : answer.body;
+  return {{"error", std::move(message)}, {"status", answer.status}};
+}
+
 }  // namespace
+
+std::string dashboard_page(const nlohmann::json& first) {
+  std::string html(dashboard_html());
+  const size_t at = html.find(kFirstDataBlock);
+  if (at == std::string::npos || first.is_null()) return html;
+  std::string data = first.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // "<" stands only inside strings in JSON, where \u003c means the same.
+  std::string escaped;
+  escaped.reserve(data.size());
+  for (char c : data) {
+    if (c == '<')
+      escaped += "\\u003c";
+    else
+      escaped += c;
+  }
+  const std::string_view open = kFirstDataBlock.substr(0, kFirstDataBlock.find('>') + 1);
+  html.replace(at, kFirstDataBlock.size(), std::string(open) + escaped + "</script>");
+  return html;
+}
+
+nlohmann::json dashboard_first_data(std::string_view path, const ApiReader& api) {
+  if (!api) return nullptr;
+  std::string_view rest = path.substr(std::min(path.size(), std::string_view("/dashboard").size()));
+  if (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+  if (rest.empty()) return {{"page", "overview"}, {"snapshot", answer_json(api("/api/snapshot"))}};
+  if (rest == "usage") {
+    return {{"page", "usage"},
+            {"usage", answer_json(api("/api/usage"))},
+            {"service", answer_json(api("/api/service"))}};
+  }
+  if (rest.rfind("job/", 0) == 0 && parse_id(rest.substr(4))) {
+    return {{"page", "job"},
+            {"job", answer_json(api(fmt::format("/api/jobs/{}", rest.substr(4))))},
+            {"service", answer_json(api("/api/service"))}};
+  }
+  return nullptr;
+}
 
 DashboardPages::DashboardPages(std::unique_ptr<RunStore> store) : store_(std::move(store)) {
   if (store_) refresher_ = std::thread([this] { refresh_loop(); });
@@ -69,20 +119,21 @@ int64_t DashboardPages::builds() const {
   return builds_;
 }
 
-std::optional<HttpAnswer> DashboardPages::get(const std::string& path) {
+std::optional<HttpAnswer> DashboardPages::get(const std::string& path, const ApiReader& api) {
   const std::string_view p(path);
   if (p != "/dashboard" && p.rfind("/dashboard/", 0) != 0) return std::nullopt;
   const std::string_view rest = p.size() > 11 ? p.substr(11) : std::string_view();
-  if (rest.empty())
-    return text_answer(200, "text/html; charset=utf-8", std::string(dashboard_html()));
+  const auto page = [&] {
+    return text_answer(200, "text/html; charset=utf-8",
+                       dashboard_page(dashboard_first_data(p, api)));
+  };
+  if (rest.empty() || rest == "usage") return page();
   if (rest == "echarts.min.js") {
     return text_answer(200, "application/javascript; charset=utf-8", std::string(echarts_js()));
   }
-  if (rest == "usage")
-    return text_answer(200, "text/html; charset=utf-8", std::string(dashboard_html()));
   if (rest.rfind("job/", 0) == 0) {
     if (!parse_id(rest.substr(4))) return not_found(fmt::format("no such page: {}", path));
-    return text_answer(200, "text/html; charset=utf-8", std::string(dashboard_html()));
+    return page();
   }
   if (rest.rfind("runs/", 0) == 0) {
     const std::string_view after = rest.substr(5);
@@ -204,7 +255,7 @@ void DashboardPages::refresh_loop() {
 PageRoutes dashboard_routes(const std::string& store_path) {
   Result<std::unique_ptr<RunStore>> store = RunStore::open_read_only(store_path);
   auto pages = std::make_shared<DashboardPages>(store.ok() ? std::move(store).value() : nullptr);
-  return [pages](const std::string& path) { return pages->get(path); };
+  return [pages](const std::string& path, const ApiReader& api) { return pages->get(path, api); };
 }
 
 }  // namespace colo

@@ -13,7 +13,9 @@
 //   /dashboard/runs/ID/summary.txt
 //
 // Read-only, like the API. The page shows every name through textContent;
-// the report pages escape as `colo report` does.
+// the report pages escape as `colo report` does. Each page (the overview, a
+// job, usage) comes with its first data in it, the API's answers at the
+// moment it is sent, and draws them before its first request of its own.
 #pragma once
 
 #include <condition_variable>
@@ -21,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +39,21 @@ namespace colo {
 
 // The dashboard page (src/views/dashboard.html, compiled in).
 std::string_view dashboard_html();
+
+// The page with `first` as its first data, in its <script
+// type="application/json" id="first-data"> block (null in
+// dashboard_html()), which the page draws from before it asks the service
+// for anything: a screenshot taken as it loads shows data, not
+// "connecting...". Every "<" in the JSON is written \u003c, so that no
+// name in it can end the block.
+std::string dashboard_page(const nlohmann::json& first);
+
+// The first data of the page at `path` ("/dashboard/", "/dashboard/usage",
+// "/dashboard/job/ID"), read through `api`: {"page": "overview", "snapshot":
+// /api/snapshot}, {"page": "usage", "usage": /api/usage, "service":
+// /api/service} or {"page": "job", "job": /api/jobs/ID, "service": ...}; an
+// answer other than 200 as {"error": its message, "status": its status}.
+nlohmann::json dashboard_first_data(std::string_view path, const ApiReader& api);
 
 // Thread-safe: HTTP threads call get() concurrently.
 //
@@ -57,7 +75,9 @@ class DashboardPages {
   DashboardPages& operator=(const DashboardPages&) = delete;
 
   // The answer to GET `path`; nullopt when the path is not the dashboard's.
-  std::optional<HttpAnswer> get(const std::string& path);
+  // A page's first data is read through `api` (none without it: the page
+  // then asks for it as it loads).
+  std::optional<HttpAnswer> get(const std::string& path, const ApiReader& api = {});
 
   // Reports built so far (the first build of each run and every rebuild).
   int64_t builds() const;

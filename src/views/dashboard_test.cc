@@ -1,5 +1,6 @@
 #include "views/dashboard.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -104,6 +105,128 @@ TEST_F(DashboardPagesTest, ARunsReportIsColoReportsPageWithItsFilesBeside) {
   // Without the slash the report's relative links would break: sent to it.
   HttpAnswer bare = get("/dashboard/runs/" + std::to_string(run_id_));
   EXPECT_THAT(bare.body, HasSubstr("url=" + base));
+}
+
+// Issue 58, item 14: a screenshot taken as the page loaded showed
+// "connecting..." and empty tables. Each page comes with the API's answers
+// in it, which it draws before asking for anything.
+TEST_F(DashboardPagesTest, EachPageCarriesItsFirstDataFromTheApi) {
+  std::vector<std::string> asked;
+  const ApiReader api = [&](const std::string& path) {
+    asked.push_back(path);
+    if (path == "/api/snapshot") {
+      return HttpAnswer{200, "application/json",
+                        R"({"jobs":[{"id":1,"name":"</script><img src=x onerror=alert(1)>"}]})"};
+    }
+    if (path == "/api/jobs/7") return HttpAnswer{200, "application/json", R"({"job":{"id":7}})"};
+    if (path == "/api/jobs/8")
+      return HttpAnswer{404, "application/json", R"({"error":"there is no job 8"})"};
+    if (path == "/api/service") return HttpAnswer{200, "application/json", R"({"service":{}})"};
+    if (path == "/api/usage") return HttpAnswer{503, "text/plain", "down"};
+    return HttpAnswer{404, "application/json", R"({"error":"?"})"};
+  };
+  // The JSON of the page's first-data block.
+  const auto first_of = [](const std::string& page) {
+    const std::string open = "<script type=\"application/json\" id=\"first-data\">";
+    const size_t at = page.find(open);
+    if (at == std::string::npos) return nlohmann::json();
+    const size_t from = at + open.size();
+    return nlohmann::json::parse(page.substr(from, page.find("</script>", from) - from), nullptr,
+                                 false);
+  };
+  struct Case {
+    const char* path;
+    std::vector<std::string> asked;
+    nlohmann::json first;
+  };
+  for (const Case& c : {
+           Case{"/dashboard/",
+                {"/api/snapshot"},
+                {{"page", "overview"},
+                 {"snapshot",
+                  {{"jobs", {{{"id", 1}, {"name", "</script><img src=x onerror=alert(1)>"}}}}}}}},
+           Case{"/dashboard",
+                {"/api/snapshot"},
+                {{"page", "overview"},
+                 {"snapshot",
+                  {{"jobs", {{{"id", 1}, {"name", "</script><img src=x onerror=alert(1)>"}}}}}}}},
+           Case{"/dashboard/job/7",
+                {"/api/jobs/7", "/api/service"},
+                {{"page", "job"},
+                 {"job", {{"job", {{"id", 7}}}}},
+                 {"service", {{"service", nlohmann::json::object()}}}}},
+           Case{"/dashboard/job/8",
+                {"/api/jobs/8", "/api/service"},
+                {{"page", "job"},
+                 {"job", {{"error", "there is no job 8"}, {"status", 404}}},
+                 {"service", {{"service", nlohmann::json::object()}}}}},
+           Case{"/dashboard/usage",
+                {"/api/usage", "/api/service"},
+                {{"page", "usage"},
+                 {"usage", {{"error", "down"}, {"status", 503}}},
+                 {"service", {{"service", nlohmann::json::object()}}}}},
+       }) {
+    SCOPED_TRACE(c.path);
+    asked.clear();
+    std::optional<HttpAnswer> page = pages_->get(c.path, api);
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->status, 200);
+    EXPECT_EQ(asked, c.asked);
+    EXPECT_EQ(first_of(page->body), c.first);
+    // No name in it ends its block: one "</script>" for each <script>.
+    EXPECT_THAT(page->body, Not(HasSubstr("</script><img")));
+    EXPECT_THAT(page->body, Not(HasSubstr("id=\"first-data\">null<")));
+  }
+  // Neither ECharts nor a report page asks the API for anything.
+  asked.clear();
+  EXPECT_EQ(pages_->get("/dashboard/echarts.min.js", api)->body, echarts_js());
+  EXPECT_EQ(pages_->get("/dashboard/job/x", api)->status, 404);
+  EXPECT_TRUE(asked.empty());
+  // Without the API the page asks for its data as it loads.
+  EXPECT_EQ(first_of(get("/dashboard/").body), nlohmann::json(nullptr));
+}
+
+TEST(DashboardPage, FirstDataIsWrittenSoThatNoTextEndsItsBlock) {
+  const nlohmann::json first = {{"name", "a</script><script>alert(1)</script>"}, {"n", 1}};
+  const std::string page = dashboard_page(first);
+  EXPECT_THAT(page,
+              HasSubstr(R"({"n":1,"name":"a\u003c/script>\u003cscript>alert(1)\u003c/script>"})"));
+  EXPECT_THAT(page, Not(HasSubstr("<script>alert")));
+  EXPECT_EQ(dashboard_page(nullptr), dashboard_html());
+}
+
+// Issue 58, item 14: a service run's report mixed two submissions' jobs of
+// one name. Each job is named by its submission first.
+TEST(DashboardReports, AServiceRunsReportNamesEachJobByItsSubmission) {
+  std::unique_ptr<RunStore> store = testing::open_memory_store();
+  testing::FakeRun fake;
+  fake.degree = 2;
+  const int64_t run_id = testing::add_fake_run(*store, fake, testing::kFakeT0);
+  Result<RunRecord> record = store->run_record(run_id);
+  ASSERT_TRUE(record.ok()) << record.error().message();
+  ASSERT_EQ(record->jobs.size(), 2u);
+  std::vector<int64_t> subs;
+  for (int i = 0; i < 2; ++i) {
+    NewServiceJob job{testing::kFakeT0,     1000, "alice", "sw.toml",
+                      record->jobs[i].name, "sw", "{}",    "{}"};
+    Result<std::vector<int64_t>> ids =
+        store->add_service_jobs({job}, run_id, {i == 0 ? "" : "lr-b", {}, ""});
+    ASSERT_TRUE(ids.ok());
+    ASSERT_TRUE(
+        store->service_job_started(ids->front(), record->jobs[i].id, 0, testing::kFakeT0, "").ok());
+    subs.push_back(*store->service_jobs_by_id({ids->front()})->front().submission_id);
+  }
+  DashboardPages pages(std::move(store));
+  const std::string base = "/dashboard/runs/" + std::to_string(run_id) + "/";
+  std::optional<HttpAnswer> summary = pages.get(base + "summary.txt");
+  ASSERT_TRUE(summary && summary->status == 200);
+  const std::string first = fmt::format("#{}/{}: {}", run_id, subs[0], record->jobs[0].name);
+  const std::string second = fmt::format("#{}/{} lr-b: {}", run_id, subs[1], record->jobs[1].name);
+  EXPECT_THAT(summary->body, HasSubstr(first));
+  EXPECT_THAT(summary->body, HasSubstr(second));
+  std::optional<HttpAnswer> index = pages.get(base);
+  ASSERT_TRUE(index && index->status == 200);
+  EXPECT_THAT(index->body, HasSubstr(fmt::format("#{}/{} lr-b: ", run_id, subs[1])));
 }
 
 TEST_F(DashboardPagesTest, AMissingRunIs404AndNoStoreIs503) {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -270,6 +271,117 @@ TEST_F(Dashboard, DrawsLiveDataOfflineAndAgreesWithTheApi) {
   EXPECT_NE(first, second);
 }
 
+// Issue 58, item 14: a headless screenshot taken as the page loaded showed
+// "connecting..." and empty tables. The page comes with its first data: here
+// it is served as the service sent it by a stand-in that answers every API
+// request 503, so what the browser shows can only come from the page itself.
+TEST_F(Dashboard, TheFirstPaintShowsTheDataThePageCameWith) {
+  start_service();
+  const std::string file = write_file("first.toml", job("first", 6) + job("second", 400));
+  CommandResult submitted = shell(colo("submit '" + file + "'"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  ASSERT_TRUE(eventually(
+      [&] {
+        json j = api("/api/jobs/1");
+        return j.is_object() && j["job"]["state"] == "ok";
+      },
+      30'000))
+      << api("/api/jobs/1").dump(1);
+  const size_t colon = address_.rfind(':');
+  httplib::Client client(address_.substr(0, colon), std::stoi(address_.substr(colon + 1)));
+  std::map<std::string, std::string> sent;
+  for (const char* path : {"/dashboard/", "/dashboard/job/1", "/dashboard/echarts.min.js"}) {
+    httplib::Result got = client.Get(path);
+    ASSERT_TRUE(got && got->status == 200) << path;
+    sent[path] = got->body;
+  }
+  EXPECT_THAT(sent["/dashboard/"], HasSubstr("id=\"first-data\">{"));
+
+  httplib::Server stand_in;
+  stand_in.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
+    auto it = sent.find(req.path);
+    if (it == sent.end()) {
+      res.status = 503;
+      res.set_content(R"({"error":"held back by the test"})", "application/json");
+      return;
+    }
+    res.set_content(it->second, req.path.ends_with(".js") ? "application/javascript" : "text/html");
+  });
+  const int port = stand_in.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&] { stand_in.listen_after_bind(); });
+  const std::string service = address_;
+  address_ = "127.0.0.1:" + std::to_string(port);
+  const std::string overview = dom("/dashboard/");
+  const std::string page = dom("/dashboard/job/1");
+  address_ = service;
+  stand_in.stop();
+  serving.join();
+
+  EXPECT_THAT(overview, Not(HasSubstr("connecting...")));
+  EXPECT_THAT(overview, HasSubstr("data-job-id=\"1\""));
+  EXPECT_THAT(overview, HasSubstr("data-job-id=\"2\""));
+  EXPECT_THAT(overview, HasSubstr("href=\"/dashboard/job/2\">second</a>"));
+  expect_chart_drawn(overview, "sm");
+  // Its own requests failed: what it shows came with it.
+  EXPECT_THAT(overview, HasSubstr("held back by the test"));
+  EXPECT_THAT(page, Not(HasSubstr("connecting...")));
+  EXPECT_THAT(page, HasSubstr("job 1: first"));
+  EXPECT_THAT(page, HasSubstr("data-epochs=\"6\""));
+  expect_chart_drawn(page, "job-rate");
+}
+
+// Issue 58, item 14: a sweep's job page shows its grid values and its
+// submission, draws a loss from 25 to 0.013 on a log axis, and states the
+// job file's [objective] rather than the rule by name.
+TEST_F(Dashboard, ASweepJobsPageShowsItsGridSubmissionObjectiveAndALogAxis) {
+  start_service();
+  const std::string script = write_file("learn.sh", R"sh(
+e=0
+for l in 25:0.1 0.4:0.5 0.013:0.9; do
+  e=$((e+1))
+  printf '{"event":"epoch_end","epoch":%d,"samples":100,"metrics":{"loss":%s,"val_acc":%s}}\n' \
+    $e ${l%:*} ${l#*:} >> "$COLO_PROGRESS_FILE"
+  sleep 0.1
+done
+)sh");
+  const std::string file =
+      write_file("sweep.toml",
+                 "[objective]\nmetric = 'val_acc'\ngoal = 'max'\ngoals = { loss = 'min' }\n"
+                 "[[job]]\nname = 'sw'\ngrid = { lr = [0.2] }\ncommand = [\"sh\", \"" +
+                     script + "\"]\n");
+  CommandResult submitted = shell(colo("submit --name lr-b '" + file + "'"));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  // Ended, and its three epochs' metrics in the store (they may come after its end).
+  json detail;
+  ASSERT_TRUE(eventually(
+      [&] {
+        detail = api("/api/jobs/1");
+        return detail.is_object() && detail["job"]["state"] == "ok" &&
+               detail["metrics"].contains("loss") &&
+               detail["metrics"]["loss"]["points"].size() == 3;
+      },
+      30'000))
+      << detail.dump(1);
+  ASSERT_EQ(detail["job"]["name"], "sw[lr=0.2]");
+  ASSERT_EQ(detail["metrics"]["loss"]["axis"], "log") << detail["metrics"].dump();
+  const std::string title = detail["submission"].value("title", "");
+  EXPECT_THAT(title, HasSubstr("lr-b"));
+
+  const std::string page = dom("/dashboard/job/1");
+  EXPECT_THAT(element_at(page, "id=\"job-params\""), HasSubstr(">lr=0.2<"));
+  EXPECT_THAT(element_at(page, "id=\"job-submission\""), HasSubstr(title + " by "));
+  const std::string loss = element_at(page, "data-chart=\"job-metric-loss\"");
+  EXPECT_THAT(loss, HasSubstr("data-y-axis=\"log\""));
+  EXPECT_THAT(loss, HasSubstr("log axis"));
+  EXPECT_THAT(element_at(page, "data-chart=\"job-metric-val_acc\""),
+              HasSubstr("data-y-axis=\"linear\""));
+  const std::string note = element_at(page, "id=\"job-metrics-note\"");
+  EXPECT_THAT(note, HasSubstr("objective val_acc (the job file's [objective]): higher is better"));
+  EXPECT_THAT(note, HasSubstr("declared goals: loss min"));
+  EXPECT_THAT(note, Not(HasSubstr("rule by name")));
+}
+
 // Issue 36: a job's page lists its profiling windows, as its profile
 // directory holds them (the job writes one itself here, as the client does).
 TEST_F(Dashboard, AJobPageListsItsProfilingWindows) {
@@ -419,6 +531,11 @@ TEST_F(Dashboard, EachRunLinksToItsReportPageWhichDrawsItsFigures) {
   start_service();
   const std::string html = dom("/dashboard/");
   EXPECT_THAT(html, HasSubstr("href=\"/dashboard/runs/1/\""));
+  // Issue 58, item 14: the list says what it holds (the service's store, by
+  // its path) and which run is the service's own.
+  EXPECT_THAT(element_at(html, "id=\"runs-note\""), HasSubstr("recorded in " + db()));
+  EXPECT_THAT(html, HasSubstr("data-run-id=\"2\" data-service-run=\"yes\""));
+  EXPECT_THAT(html, HasSubstr("data-run-id=\"1\" data-service-run=\"no\""));
   const std::string report = dom("/dashboard/runs/1/");
   EXPECT_THAT(report, HasSubstr("run #1"));
   int figures = 0;
