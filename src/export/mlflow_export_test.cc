@@ -830,7 +830,7 @@ TEST_F(MlflowExportTest, AJobsLogIsCopiedIntoItsArtifactsBoundedAndNeverThroughA
     std::string note_has;  // in the note beside it; "" for no note
   } cases[] = {
       {"small", logs + "/small.log", {{"small.log", "epoch 1\nepoch 2\n"}}, ""},
-      {"big", logs + "/big.log", {{"big.log", "KLMNOPQRST"}}, "its first 20 were left out"},
+      {"big", logs + "/big.log", {{"big.log", "abcdefghijKLMNOPQRST"}}, "its first 10 were left out"},
       {"linked", logs + "/linked.log", {{"linked.log", ""}}, "it is a symbolic link"},
       {"fifo", logs + "/fifo.log", {{"fifo.log", ""}}, "it is not a regular file"},
       {"gone", logs + "/gone.log", {{"gone.log", ""}}, ""},
@@ -850,7 +850,7 @@ TEST_F(MlflowExportTest, AJobsLogIsCopiedIntoItsArtifactsBoundedAndNeverThroughA
   }
   ASSERT_TRUE(store_->end_run(run_id, RunState::kOk, kT0 + 200).ok());
   MlflowExportOptions o = options();
-  o.max_log_bytes = 10;
+  o.max_log_bytes = 20;
   Result<MlflowExportOutcome> outcome = export_mlflow(*store_, latest_run(), o);
   ASSERT_TRUE(outcome.ok()) << outcome.error().message();
   for (const auto& c : cases) {
