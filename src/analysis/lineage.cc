@@ -17,10 +17,9 @@ std::vector<std::vector<ProgressEvent>> joined_parts(const std::vector<AttemptHi
     for (const ProgressEvent& e : a.events) {
       if (!a.started_ms || e.time_ms >= *a.started_ms) events.push_back(e);
     }
-    std::stable_sort(events.begin(), events.end(),
-                     [](const ProgressEvent& x, const ProgressEvent& y) {
-                       return x.time_ms < y.time_ms;
-                     });
+    std::stable_sort(
+        events.begin(), events.end(),
+        [](const ProgressEvent& x, const ProgressEvent& y) { return x.time_ms < y.time_ms; });
     std::optional<int64_t> first_step;
     std::optional<int64_t> first_epoch;
     for (const ProgressEvent& e : events) {
@@ -29,9 +28,9 @@ std::vector<std::vector<ProgressEvent>> joined_parts(const std::vector<AttemptHi
     }
     const int64_t step_by =
         last_step && first_step && *first_step <= *last_step ? *last_step - *first_step + 1 : 0;
-    const int64_t epoch_by =
-        last_epoch && first_epoch && *first_epoch <= *last_epoch ? *last_epoch - *first_epoch + 1
-                                                                 : 0;
+    const int64_t epoch_by = last_epoch && first_epoch && *first_epoch <= *last_epoch
+                                 ? *last_epoch - *first_epoch + 1
+                                 : 0;
     for (ProgressEvent& e : events) {
       if (e.step) {
         *e.step += step_by;

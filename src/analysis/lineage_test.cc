@@ -121,8 +121,8 @@ Written write_run(RunStore& store, UnixMillis t0, int64_t from, int64_t to,
   JobExit exit;
   exit.state = to >= 10 ? JobState::kOk : JobState::kFailed;
   EXPECT_TRUE(store.job_finished(job, exit, t0 + 100 * to + 10, 0).ok());
-  EXPECT_TRUE(store.end_run(*id, to >= 10 ? RunState::kOk : RunState::kFailed, t0 + 100 * to + 20)
-                  .ok());
+  EXPECT_TRUE(
+      store.end_run(*id, to >= 10 ? RunState::kOk : RunState::kFailed, t0 + 100 * to + 20).ok());
   return {*id, job};
 }
 

@@ -416,9 +416,9 @@ class ExperimentWriter {
         if (j.id == job.id) job_summary = &j;
       }
       const auto submitter = submitters->find(job.id);
-      if (Status s = write_job(*record, job, job_summary,
-                               submitter == submitters->end() ? nullptr : &submitter->second,
-                               case_name);
+      if (Status s =
+              write_job(*record, job, job_summary,
+                        submitter == submitters->end() ? nullptr : &submitter->second, case_name);
           !s.ok()) {
         return s.error().with_context(fmt::format("run {}, job {} ({})", run_id, job.id, job.name));
       }
@@ -596,12 +596,9 @@ class ExperimentWriter {
     return OkStatus();
   }
 
-  std::vector<std::pair<std::string, std::string>> tags_of(const RunRecord& record,
-                                                           const JobRow& job,
-                                                           const std::vector<AttemptRow>& attempts,
-                                                           const std::string& user,
-                                                           const JobSubmitter* submitter,
-                                                           const std::string& case_name) const {
+  std::vector<std::pair<std::string, std::string>> tags_of(
+      const RunRecord& record, const JobRow& job, const std::vector<AttemptRow>& attempts,
+      const std::string& user, const JobSubmitter* submitter, const std::string& case_name) const {
     const RunRow& run = record.run;
     std::vector<std::pair<std::string, std::string>> tags = {{"mlflow.runName", job.name}};
     const auto add = [&](const char* key, const std::string& value) {

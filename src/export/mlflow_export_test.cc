@@ -830,7 +830,10 @@ TEST_F(MlflowExportTest, AJobsLogIsCopiedIntoItsArtifactsBoundedAndNeverThroughA
     std::string note_has;  // in the note beside it; "" for no note
   } cases[] = {
       {"small", logs + "/small.log", {{"small.log", "epoch 1\nepoch 2\n"}}, ""},
-      {"big", logs + "/big.log", {{"big.log", "abcdefghijKLMNOPQRST"}}, "its first 10 were left out"},
+      {"big",
+       logs + "/big.log",
+       {{"big.log", "abcdefghijKLMNOPQRST"}},
+       "its first 10 were left out"},
       {"linked", logs + "/linked.log", {{"linked.log", ""}}, "it is a symbolic link"},
       {"fifo", logs + "/fifo.log", {{"fifo.log", ""}}, "it is not a regular file"},
       {"gone", logs + "/gone.log", {{"gone.log", ""}}, ""},

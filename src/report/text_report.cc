@@ -117,8 +117,8 @@ std::string lineage_lines(std::string_view what, std::optional<int64_t> resumes,
   }
   if (resumed_by) {
     out += fmt::format(
-        "Resumed by {} {}: `colo show {}` joins this {}'s epochs and metrics with its own\n",
-        what, target(*resumed_by), target(*resumed_by), what);
+        "Resumed by {} {}: `colo show {}` joins this {}'s epochs and metrics with its own\n", what,
+        target(*resumed_by), target(*resumed_by), what);
   }
   return out;
 }

@@ -430,11 +430,10 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
-      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,
-      kMigration6,  kMigration7,  kMigration8,  kMigration9,  kMigration10,
-      kMigration11, kMigration12, kMigration13, kMigration14, kMigration15,
-      kMigration16, kMigration17, kMigration18, kMigration19, kMigration20,
-      kMigration21};
+      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,
+      kMigration7,  kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12,
+      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17, kMigration18,
+      kMigration19, kMigration20, kMigration21};
   return kMigrations;
 }
 

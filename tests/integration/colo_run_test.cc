@@ -612,9 +612,10 @@ TEST_F(ColoRun, AResumedRunCarriesItsLineageAndJoinsItsHistory) {
                  mark +
                  " ]; then exit 4; fi\n"
                  "done\n");
-  std::string file = write_file("jobs.toml", "[run]\nmechanism = \"naive\"\n[[job]]\nname = "
-                                             "\"w\"\ncommand = [\"sh\", \"" +
-                                                 dir_ + "/ckpt.sh\"]\n");
+  std::string file = write_file("jobs.toml",
+                                "[run]\nmechanism = \"naive\"\n[[job]]\nname = "
+                                "\"w\"\ncommand = [\"sh\", \"" +
+                                    dir_ + "/ckpt.sh\"]\n");
   const std::string run =
       " --backend sim --policy fixed --plain --db " + db() + " --logs " + dir_ + "/logs";
   ASSERT_EQ(shell(colo("run " + file + run + " --name lr-a --tag model=r26")).exit_code, 1);

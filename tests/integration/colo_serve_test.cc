@@ -438,8 +438,7 @@ restart = "never"
   EXPECT_EQ(shell("cat '" + to + "'/*/*/tags/colo.submission").output, "1/2");
   EXPECT_EQ(shell("cat '" + to + "'/*/*/tags/colo.submission_name").output, "first");
   EXPECT_EQ(shell("cat '" + to + "'/*/*/artifacts/log/*").output, "epoch 3\n");
-  EXPECT_EQ(shell("cut -d' ' -f2,3 '" + to + "'/*/*/metrics/loss").output,
-            "9.0 1\n8.0 2\n7.0 3\n");
+  EXPECT_EQ(shell("cut -d' ' -f2,3 '" + to + "'/*/*/metrics/loss").output, "9.0 1\n8.0 2\n7.0 3\n");
 }
 
 // Issue 54 (item 5): `colo backup` of the store while the service runs jobs
