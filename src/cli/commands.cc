@@ -693,7 +693,8 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       "that did not end ok or "
       "stopped early (failed, cancelled, interrupted, ...), as they were submitted and each with "
       "the checkpoint directory it had (COLO_CHECKPOINT_DIR); a new run, on the old run's "
-      "mechanism unless --mechanism says otherwise");
+      "mechanism unless --mechanism says otherwise, with its name and tags, whose `colo show` "
+      "joins each job's epochs and metrics with the old run's");
   run_cmd
       ->add_option(
           "--mechanism,-m", run.mechanism,
