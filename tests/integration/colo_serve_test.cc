@@ -1618,6 +1618,20 @@ touch "$COLO_CHECKPOINT_DIR/once"; exec sleep 60"""]
       sql("SELECT owner_uid, owner_name FROM service_jobs WHERE id = " + std::to_string(again)),
       (std::vector<std::string>{uid.substr(0, uid.size() - 1) + "|" + b.name}));
   EXPECT_EQ(as_b("logs " + std::to_string(again)).exit_code, 0) << "b's job, b's log";
+
+  // Issue 58 (9, 10): the resumed submission keeps b's name; root's MLflow
+  // export of it names b as who ran its job (not root, who exports it).
+  const json resumed_answer = json::parse(resumed.output.substr(resumed.output.find('{')));
+  const std::string resumed_submission =
+      std::to_string(resumed_answer["run"].get<int64_t>()) + "/" +
+      std::to_string(resumed_answer["submission"].get<int64_t>());
+  const std::string to = dir_ + "/mlruns";
+  CommandResult exported =
+      shell(colo("export mlflow " + resumed_submission + " --db " + db() + " --to '" + to + "'"));
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_EQ(shell("cat '" + to + "'/*/*/tags/mlflow.user").output, b.name);
+  EXPECT_EQ(shell("cat '" + to + "'/*/*/tags/colo.submission_name").output, "theirs");
+  EXPECT_EQ(shell("cat '" + to + "'/*/*/tags/colo.submission").output, resumed_submission);
 }
 
 // Issue 53 (2): a name is looked up among the caller's own submissions and
