@@ -95,9 +95,6 @@ std::optional<SoloRate> estimated_solo_rate(const JobSummary& job,
   return std::nullopt;
 }
 
-// The summary of run `run_id` (0: the latest) without comparisons: the
-// samples' part from the figures kept of it, else from its samples, then
-// kept once it has ended.
 // Each job of `record` that resumes an earlier one (JobRow::resumes) gets its
 // history joined across the attempts (lineage.h): JobSummary::history, and
 // its metrics over the whole of it.
@@ -124,6 +121,10 @@ void join_lineage(RunReader& reader, const RunRecord& record, RunSummary& summar
   }
 }
 
+// The summary of run `run_id` (0: the latest) without comparisons: the
+// samples' part from the figures kept of it, else from its samples, then
+// kept once it has ended. With the metric steps, each resumed job's history
+// is joined (join_lineage).
 Result<RunSummary> summarize_stored(RunReader& reader, int64_t run_id, MetricSteps steps) {
   if (run_id == 0) {
     Result<std::vector<RunRow>> latest = reader.list_runs(1);
