@@ -105,9 +105,9 @@ std::string label_lines(const RunLabel& label) {
 // "Resumes run 4 ..." and "Resumed by run 5 ...", each when it holds, for a
 // run or a submission (`what`), whose ids `target` writes as `colo show`
 // takes them.
-template <typename Target>
-std::string lineage_lines(std::string_view what, std::optional<int64_t> resumes,
-                          std::optional<int64_t> resumed_by, const Target& target) {
+template <typename Id, typename Target>
+std::string lineage_lines(std::string_view what, const std::optional<Id>& resumes,
+                          const std::optional<Id>& resumed_by, const Target& target) {
   std::string out;
   if (resumes) {
     out += fmt::format(
@@ -165,8 +165,10 @@ std::string run_header_text(const RunSummary& summary) {
         sub->job_file.empty() ? "" : "  job file " + sub->job_file,
         summary.jobs.size() == 1 ? "1 job" : fmt::format("{} jobs", summary.jobs.size()), run.id);
     out += label_lines(sub->label);
-    out += lineage_lines("submission", sub->resumes_submission, sub->resumed_by,
-                         [&](int64_t id) { return fmt::format("{}/{}", run.id, id); });
+    out += lineage_lines(
+        "submission", sub->resumes_submission, sub->resumed_by, [](const SubmissionRef& s) {
+          return s.run_id ? fmt::format("{}/{}", *s.run_id, s.id) : std::to_string(s.id);
+        });
   }
   if (!run.slurm.job_id.empty()) {
     out += fmt::format("Slurm job {}{} on {}{}\n", run.slurm.job_id,
@@ -385,6 +387,15 @@ std::string format_run_summary(const RunSummary& summary) {
   return out;
 }
 
+namespace {
+
+// A submission's id, or null.
+nlohmann::json sub_id(const std::optional<SubmissionRef>& sub) {
+  return sub ? nlohmann::json(sub->id) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
 nlohmann::json to_json(const SubmissionRow& sub) {
   return {{"id", sub.id},
           {"name", sub.label.name},
@@ -394,8 +405,8 @@ nlohmann::json to_json(const SubmissionRow& sub) {
           {"submitted_ms", sub.submitted_ms},
           {"jobs", sub.jobs},
           {"job_file", sub.job_file},
-          {"resumes_submission", nullable(sub.resumes_submission)},
-          {"resumed_by", nullable(sub.resumed_by)}};
+          {"resumes_submission", sub_id(sub.resumes_submission)},
+          {"resumed_by", sub_id(sub.resumed_by)}};
 }
 
 nlohmann::json to_json(const RunRow& run) {

@@ -70,6 +70,14 @@ struct RunRow {
   std::optional<int64_t> resumed_by;
 };
 
+// A submission as `colo show RUN/SUB` names it: its id and the service run
+// it was submitted to (nullopt: none recorded).
+struct SubmissionRef {
+  std::optional<int64_t> run_id;
+  int64_t id = 0;
+  bool operator==(const SubmissionRef&) const = default;
+};
+
 // One submission to a service: the jobs of one `colo submit` (service_submissions).
 struct SubmissionRow {
   int64_t id = 0;
@@ -82,8 +90,8 @@ struct SubmissionRow {
   int64_t jobs = 0;  // its service jobs
   // Lineage (`colo submit --resume`): the submission it resumes, and the
   // newest submission that resumes it; nullopt when none.
-  std::optional<int64_t> resumes_submission;
-  std::optional<int64_t> resumed_by;
+  std::optional<SubmissionRef> resumes_submission;
+  std::optional<SubmissionRef> resumed_by;
 };
 
 // A job as a run recorded it: its `jobs` row and that row's run.

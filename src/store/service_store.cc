@@ -140,8 +140,18 @@ namespace {
 constexpr const char* kSubmissionColumns =
     "u.id, u.run_id, u.submitted_ms, u.owner_uid, u.owner_name, u.job_file, u.name, u.tags_json, "
     "u.note, (SELECT count(*) FROM service_jobs s WHERE s.submission_id = u.id), "
-    "u.resumes_submission, "
-    "(SELECT max(x.id) FROM service_submissions x WHERE x.resumes_submission = u.id)";
+    "u.resumes_submission, (SELECT y.run_id FROM service_submissions y "
+    "WHERE y.id = u.resumes_submission), "
+    "(SELECT max(x.id) FROM service_submissions x WHERE x.resumes_submission = u.id), "
+    "(SELECT x.run_id FROM service_submissions x WHERE x.resumes_submission = u.id "
+    "ORDER BY x.id DESC LIMIT 1)";
+
+// A lineage link of a submission: its id in column `id`, its run in `run`.
+std::optional<SubmissionRef> submission_ref(const Statement& s, int id, int run) {
+  std::optional<int64_t> sub = s.opt_int64_at(id);
+  if (!sub) return std::nullopt;
+  return SubmissionRef{s.opt_int64_at(run), *sub};
+}
 
 SubmissionRow read_submission(const Statement& s) {
   return SubmissionRow{s.int64_at(0),
@@ -152,8 +162,8 @@ SubmissionRow read_submission(const Statement& s) {
                        s.text_at(5),
                        RunLabel{s.text_at(6), parse_tags_json(s.text_at(7)), s.text_at(8)},
                        s.int64_at(9),
-                       s.opt_int64_at(10),
-                       s.opt_int64_at(11)};
+                       submission_ref(s, 10, 11),
+                       submission_ref(s, 12, 13)};
 }
 
 Result<std::vector<SubmissionRow>> read_submissions(Statement& s) {

@@ -421,15 +421,16 @@ namespace {
 TEST(ServiceStore, AResumedSubmissionAndItsJobsLeadBackAndJobsToTheirSubmitter) {
   auto store = open_memory();
   ASSERT_TRUE(store);
-  auto first = store->add_service_jobs({submitted("a", 1000)}, std::nullopt,
-                                       {"sweep", {{"model", "r26"}}, ""});
+  auto first =
+      store->add_service_jobs({submitted("a", 1000)}, 7, {"sweep", {{"model", "r26"}}, ""});
   ASSERT_TRUE(first.ok());
   const int64_t old_row = attempt_row(*store, "a");
   ASSERT_TRUE(store->service_job_started(first->front(), old_row, 0, kT0 + 10, "/l/a.log").ok());
   ASSERT_TRUE(store->service_job_ended(first->front(), JobState::kFailed, "x", kT0 + 20).ok());
   const int64_t old_sub = *store->service_jobs_by_id(*first)->front().submission_id;
 
-  auto second = store->add_service_jobs({submitted("a", 1000)}, std::nullopt,
+  // Resumed after the service restarted: in its next run.
+  auto second = store->add_service_jobs({submitted("a", 1000)}, 9,
                                         {"sweep", {{"model", "r26"}}, ""}, old_sub);
   ASSERT_TRUE(second.ok());
   ASSERT_TRUE(store->set_service_job_resumed_by(first->front(), second->front()).ok());
@@ -440,8 +441,8 @@ TEST(ServiceStore, AResumedSubmissionAndItsJobsLeadBackAndJobsToTheirSubmitter) 
   auto older = store->submission(old_sub);
   auto newer = store->submission(new_sub);
   ASSERT_TRUE(older.ok() && *older && newer.ok() && *newer);
-  EXPECT_EQ((*newer)->resumes_submission, old_sub);
-  EXPECT_EQ((*older)->resumed_by, new_sub);
+  EXPECT_EQ((*newer)->resumes_submission, (SubmissionRef{7, old_sub}));
+  EXPECT_EQ((*older)->resumed_by, (SubmissionRef{9, new_sub}));
   EXPECT_FALSE((*older)->resumes_submission);
 
   // The resumed job's row continues the old one's (service_jobs.resumed_by).
