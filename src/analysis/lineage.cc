@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "common/result.h"
+
 namespace colo {
 namespace {
 
@@ -79,19 +81,27 @@ JobHistory join_history(const std::vector<AttemptHistory>& attempts, const Metri
   return history;
 }
 
-Result<std::vector<AttemptHistory>> earlier_attempts(RunReader& reader, const JobRow& job) {
+const RunRecord* AttemptRecords::record(int64_t run_id) {
+  if (auto lent = lent_.find(run_id); lent != lent_.end()) return lent->second;
+  auto read = read_.find(run_id);
+  if (read == read_.end()) {
+    Result<RunRecord> got = reader_.run_record(run_id, MetricSteps::kRead, Samples::kSkip);
+    read = read_
+               .emplace(run_id,
+                        got.ok() ? std::optional<RunRecord>(std::move(got).value()) : std::nullopt)
+               .first;
+  }
+  return read->second ? &*read->second : nullptr;
+}
+
+std::vector<AttemptHistory> earlier_attempts(AttemptRecords& records, const JobRow& job) {
   std::vector<AttemptHistory> earlier;
   std::set<int64_t> seen = {job.id};
-  std::map<int64_t, RunRecord> records;  // by run: a chain often stays in one or two runs
   std::optional<JobRef> next = job.resumes;
   while (next && earlier.size() < kMaxAttempts && seen.insert(next->job_id).second) {
-    auto record = records.find(next->run_id);
-    if (record == records.end()) {
-      Result<RunRecord> read = reader.run_record(next->run_id, MetricSteps::kRead, Samples::kSkip);
-      if (!read.ok()) break;  // the run was removed: the history starts after it
-      record = records.emplace(next->run_id, std::move(read).value()).first;
-    }
-    const RunRecord& r = record->second;
+    const RunRecord* record = records.record(next->run_id);
+    if (record == nullptr) break;  // the run was removed: the history starts after it
+    const RunRecord& r = *record;
     const auto row = std::find_if(r.jobs.begin(), r.jobs.end(),
                                   [&](const JobRow& j) { return j.id == next->job_id; });
     if (row == r.jobs.end()) break;

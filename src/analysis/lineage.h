@@ -9,13 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <vector>
 
 #include "analysis/epochs.h"
 #include "analysis/training_metrics.h"
 #include "common/clock.h"
-#include "common/result.h"
 #include "jobs/progress_event.h"
 #include "store/rows.h"
 
@@ -58,12 +58,33 @@ struct JobHistory {
 // the job's declared objective.
 JobHistory join_history(const std::vector<AttemptHistory>& attempts, const MetricGoals& goals);
 
+// The run records attempts are read from, each read once through a
+// RunReader (without samples) however many jobs' histories lead there: a
+// service's run, which holds most attempts of its jobs, may be large. A
+// record the caller holds already (the run being shown) can be lent
+// instead. Not thread-safe; borrows the reader and what is lent.
+class AttemptRecords {
+ public:
+  explicit AttemptRecords(RunReader& reader) : reader_(reader) {}
+  AttemptRecords(const AttemptRecords&) = delete;
+  AttemptRecords& operator=(const AttemptRecords&) = delete;
+  // `record` stands for its run; it must outlive this.
+  void lend(const RunRecord& record) { lent_[record.run.id] = &record; }
+  // Run `run_id`'s record; nullptr when it cannot be read (removed).
+  const RunRecord* record(int64_t run_id);
+
+ private:
+  RunReader& reader_;
+  std::map<int64_t, const RunRecord*> lent_;
+  std::map<int64_t, std::optional<RunRecord>> read_;  // nullopt: could not be read
+};
+
 // The attempts before `job` (oldest first), following JobRow::resumes
-// through `reader`: each its row's events and metric steps (at most
+// through `records`: each its row's events and metric steps (at most
 // RunRecord::kMaxMetricSteps of them). A run or job no longer in the store
 // (removed) ends the chain there, as does a link back to a job already seen;
 // at most kMaxAttempts are followed. Empty when `job` resumes none.
 inline constexpr size_t kMaxAttempts = 100;
-Result<std::vector<AttemptHistory>> earlier_attempts(RunReader& reader, const JobRow& job);
+std::vector<AttemptHistory> earlier_attempts(AttemptRecords& records, const JobRow& job);
 
 }  // namespace colo

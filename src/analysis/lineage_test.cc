@@ -162,5 +162,68 @@ TEST(Lineage, AnalysedRunJoinsTheAttemptsItResumes) {
   EXPECT_EQ(shorter->jobs.front().history->parts.size(), 2U);
 }
 
+// Counts the run records read through it.
+class CountingReader : public RunReader {
+ public:
+  explicit CountingReader(RunStore& store) : store_(store) {}
+  Result<std::vector<RunRow>> list_runs(int limit) override { return store_.list_runs(limit); }
+  using RunReader::run_record;
+  Result<RunRecord> run_record(int64_t run_id, MetricSteps steps, Samples samples) override {
+    ++reads;
+    return store_.run_record(run_id, steps, samples);
+  }
+  Status for_each_sample(int64_t run_id, SampleSink& sink) override {
+    return store_.for_each_sample(run_id, sink);
+  }
+  Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) override {
+    return store_.exclusive_baseline(run);
+  }
+  Result<std::optional<std::string>> derived(int64_t run_id, std::string_view kind,
+                                             int version) override {
+    return store_.derived(run_id, kind, version);
+  }
+  Status keep_derived(int64_t run_id, std::string_view kind, int version,
+                      const std::string& body) override {
+    return store_.keep_derived(run_id, kind, version, body);
+  }
+  int reads = 0;
+
+ private:
+  RunStore& store_;
+};
+
+TEST(Lineage, EachRunIsReadOnceAndALentRecordNever) {
+  std::unique_ptr<RunStore> store = testing::open_memory_store();
+  const Written first = write_run(*store, testing::kFakeT0, 1, 3, std::nullopt);
+  const Written second = write_run(*store, testing::kFakeT0 + 10'000, 4, 6, first);
+  CountingReader reader(*store);
+  AttemptRecords records(reader);
+  Result<RunRecord> shown = store->run_record(second.run);
+  ASSERT_TRUE(shown.ok());
+  records.lend(*shown);
+  const struct {
+    const char* name;
+    int64_t run;
+    bool found;
+    int reads;  // after it, in all
+  } cases[] = {
+      {"lent", second.run, true, 0},
+      {"read", first.run, true, 1},
+      {"read again: kept", first.run, true, 1},
+      {"no such run", 99, false, 2},
+      {"no such run again: not asked twice", 99, false, 2},
+  };
+  for (const auto& c : cases) {
+    const RunRecord* r = records.record(c.run);
+    EXPECT_EQ(r != nullptr, c.found) << c.name;
+    if (r != nullptr) EXPECT_EQ(r->run.id, c.run) << c.name;
+    EXPECT_EQ(reader.reads, c.reads) << c.name;
+  }
+  const std::vector<AttemptHistory> earlier = earlier_attempts(records, shown->jobs.front());
+  ASSERT_EQ(earlier.size(), 1U);
+  EXPECT_EQ(earlier.front().job, (JobRef{first.run, first.job}));
+  EXPECT_EQ(reader.reads, 2);
+}
+
 }  // namespace
 }  // namespace colo

@@ -99,25 +99,29 @@ std::optional<SoloRate> estimated_solo_rate(const JobSummary& job,
 // history joined across the attempts (lineage.h): JobSummary::history, and
 // its metrics over the whole of it.
 void join_lineage(RunReader& reader, const RunRecord& record, RunSummary& summary) {
+  AttemptRecords records(reader);
+  records.lend(record);  // a service job's earlier attempts are often in its own run
+  std::map<int64_t, JobSummary*> by_id;
+  for (JobSummary& job : summary.jobs) by_id[job.id] = &job;
   for (size_t i = 0; i < record.jobs.size(); ++i) {
     const JobRow& row = record.jobs[i];
     if (!row.resumes) continue;
-    Result<std::vector<AttemptHistory>> attempts = earlier_attempts(reader, row);
-    if (!attempts.ok() || attempts->empty()) continue;
+    std::vector<AttemptHistory> attempts = earlier_attempts(records, row);
+    if (attempts.empty()) continue;
     AttemptHistory self{JobRef{record.run.id, row.id}, row.started_ms, {}};
     if (i < record.events.size()) self.events = record.events[i];
     if (i < record.metric_steps.size()) {
       self.events.insert(self.events.end(), record.metric_steps[i].begin(),
                          record.metric_steps[i].end());
     }
-    attempts->push_back(std::move(self));
-    for (JobSummary& job : summary.jobs) {
-      if (job.id != row.id) continue;
-      job.history = join_history(*attempts, row.lower_is_better);
-      job.metrics = job.history->metrics;
-      job.diverged = std::any_of(job.metrics.begin(), job.metrics.end(),
-                                 [](const MetricSeries& m) { return m.diverged; });
-    }
+    attempts.push_back(std::move(self));
+    auto job = by_id.find(row.id);
+    if (job == by_id.end()) continue;
+    JobSummary& s = *job->second;
+    s.history = join_history(attempts, row.lower_is_better);
+    s.metrics = s.history->metrics;
+    s.diverged = std::any_of(s.metrics.begin(), s.metrics.end(),
+                             [](const MetricSeries& m) { return m.diverged; });
   }
 }
 
