@@ -18,6 +18,7 @@
 
 #include "analysis/epochs.h"
 #include "analysis/floor_history.h"
+#include "analysis/lineage.h"
 #include "analysis/together.h"
 #include "analysis/training_metrics.h"
 #include "sched/profile.h"
@@ -92,6 +93,11 @@ struct JobSummary {
   // against its floor. Empty and absent for other jobs.
   std::vector<EpochRate> epoch_rates;
   std::optional<FloorHistory> floor;
+  // A job that resumes an earlier one (`colo run --resume`): its history
+  // across the attempts (lineage.h; stored.h joins it), and then `metrics`
+  // are the joined history's. The other figures (epochs, rates, time) stay
+  // this attempt's.
+  std::optional<JobHistory> history;
 };
 
 // One MIG instance of a run: how long jobs ran on it and how long it sat idle

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -94,9 +95,40 @@ std::optional<SoloRate> estimated_solo_rate(const JobSummary& job,
   return std::nullopt;
 }
 
+// Each job of `record` that resumes an earlier one (JobRow::resumes) gets its
+// history joined across the attempts (lineage.h): JobSummary::history, and
+// its metrics over the whole of it.
+void join_lineage(RunReader& reader, const RunRecord& record, RunSummary& summary) {
+  AttemptRecords records(reader);
+  records.lend(record);  // a service job's earlier attempts are often in its own run
+  std::map<int64_t, JobSummary*> by_id;
+  for (JobSummary& job : summary.jobs) by_id[job.id] = &job;
+  for (size_t i = 0; i < record.jobs.size(); ++i) {
+    const JobRow& row = record.jobs[i];
+    if (!row.resumes) continue;
+    std::vector<AttemptHistory> attempts = earlier_attempts(records, row);
+    if (attempts.empty()) continue;
+    AttemptHistory self{JobRef{record.run.id, row.id}, row.started_ms, {}};
+    if (i < record.events.size()) self.events = record.events[i];
+    if (i < record.metric_steps.size()) {
+      self.events.insert(self.events.end(), record.metric_steps[i].begin(),
+                         record.metric_steps[i].end());
+    }
+    attempts.push_back(std::move(self));
+    auto job = by_id.find(row.id);
+    if (job == by_id.end()) continue;
+    JobSummary& s = *job->second;
+    s.history = join_history(attempts, row.lower_is_better);
+    s.metrics = s.history->metrics;
+    s.diverged = std::any_of(s.metrics.begin(), s.metrics.end(),
+                             [](const MetricSeries& m) { return m.diverged; });
+  }
+}
+
 // The summary of run `run_id` (0: the latest) without comparisons: the
 // samples' part from the figures kept of it, else from its samples, then
-// kept once it has ended.
+// kept once it has ended. With the metric steps, each resumed job's history
+// is joined (join_lineage).
 Result<RunSummary> summarize_stored(RunReader& reader, int64_t run_id, MetricSteps steps) {
   if (run_id == 0) {
     Result<std::vector<RunRow>> latest = reader.list_runs(1);
@@ -113,6 +145,7 @@ Result<RunSummary> summarize_stored(RunReader& reader, int64_t run_id, MetricSte
   Result<RunRecord> record = reader.run_record(run_id, steps, Samples::kSkip);
   if (!record.ok()) return record.error();
   RunSummary summary = summarize(*record, figures ? &*figures : nullptr);
+  if (steps == MetricSteps::kRead) join_lineage(reader, *record, summary);
   if (figures) return summary;
   // The samples, one at a time: a service's run holds millions.
   SampleFigureBuilder builder(summary);
@@ -192,7 +225,9 @@ Result<RunSummary> analyse_run(RunReader& reader, int64_t run_id,
 
 Result<RunSummary> analyse_record(RunReader& reader, const RunRecord& record,
                                   const std::vector<LearnedProfile>* profiles) {
-  return compare(reader, summarize(record), profiles);
+  RunSummary summary = summarize(record);
+  join_lineage(reader, record, summary);
+  return compare(reader, std::move(summary), profiles);
 }
 
 std::string run_facts_json(const RunFacts& facts) {

@@ -106,11 +106,6 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
                  "ok), not both\n";
     return kExitBadInput;
   }
-  Result<RunLabel> label = apply_label_flags(flags.label, {});
-  if (!label.ok()) {
-    std::cerr << "colo: " << label.error().message() << "\n";
-    return kExitBadInput;
-  }
   if (flags.resume && flags.qos.given()) {
     std::cerr << "colo: --qos and --min-speed are for a job file; a resumed job keeps the class "
                  "it ran with\n";
@@ -140,6 +135,13 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
         "ended ok and {} not run again\n",
         run->id, resume->file.path, count_of(static_cast<int64_t>(resume->file.jobs.size()), "job"),
         count_of(resume->ended_well, "job"), resume->ended_well == 1 ? "is" : "are");
+  }
+  // A resumed run carries the name and tags of the run it resumes; the flags
+  // change them as they would a new run's.
+  Result<RunLabel> label = apply_label_flags(flags.label, resume ? resume->label : RunLabel{});
+  if (!label.ok()) {
+    std::cerr << "colo: " << label.error().message() << "\n";
+    return kExitBadInput;
   }
   Result<JobFile> file = resume ? Result<JobFile>(resume->file) : load_job_file(flags.file);
   if (!file.ok()) {
@@ -222,7 +224,11 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
   options.locks.wait = !flags.no_wait;
   options.slurm = slurm;
   if (!flags.profiles_from.empty()) options.profiles_elsewhere = profiles_from(flags.profiles_from);
-  if (resume) options.checkpoint_dirs = resume->checkpoint_dirs;
+  if (resume) {
+    options.checkpoint_dirs = resume->checkpoint_dirs;
+    options.resumes_run = resume->run_id;
+    options.resumes_jobs = resume->job_ids;
+  }
   options.label = std::move(label).value();
 
   install_stop_handlers();
@@ -687,7 +693,8 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
       "that did not end ok or "
       "stopped early (failed, cancelled, interrupted, ...), as they were submitted and each with "
       "the checkpoint directory it had (COLO_CHECKPOINT_DIR); a new run, on the old run's "
-      "mechanism unless --mechanism says otherwise");
+      "mechanism unless --mechanism says otherwise, with its name and tags, whose `colo show` "
+      "joins each job's epochs and metrics with the old run's");
   run_cmd
       ->add_option(
           "--mechanism,-m", run.mechanism,

@@ -105,7 +105,8 @@ int export_mlflow_command(const MlflowFlags& flags) {
   SystemClock clock;
   MlflowExportOptions options;
   options.dir = flags.to;
-  options.user = flags.user.empty() ? login_name() : flags.user;
+  options.user = login_name();
+  options.user_override = flags.user;
   options.system_interval_ms = *interval_ms;
   options.now_ms = clock.now_ms();
   ProgressLine progress("colo: export: ");
@@ -151,9 +152,10 @@ void add_export_command(CLI::App& app, int& exit_code) {
       "Write runs as an MLflow file store for `mlflow ui --backend-store-uri DIR`, each job one "
       "MLflow run (no MLflow needed)");
   mlflow->footer(
-      "Each job becomes an MLflow run: its grid values as params; what it reported, the GPU "
-      "readings while it ran (system/) and colo's summary of it (colo/) as metrics; its state, "
-      "GPU and mechanism as tags. Exporting a target again replaces its earlier export (the "
+      "Each job becomes an MLflow run: its grid values as params; what it reported (joined with "
+      "the attempts it resumes), the GPU readings while it ran (system/) and colo's summary of "
+      "it (colo/) as metrics; its state, GPU, mechanism and submission as tags, who ran it as "
+      "its user; its log as an artifact. Exporting a target again replaces its earlier export (the "
       "same ids); other experiments in DIR are left alone (docs/export.md).\n\nExample:\n  "
       "colo export mlflow 12 exp:3 --to mlruns && mlflow ui --backend-store-uri mlruns");
   mlflow
@@ -169,7 +171,8 @@ void add_export_command(CLI::App& app, int& exit_code) {
       ->required();
   mlflow->add_option("--db", flags.db, "run store; default " + default_db_path());
   mlflow->add_option("--user", flags.user,
-                     "the runs' MLflow user (colo does not record who ran a job); default: you");
+                     "every run's MLflow user; default: who ran the job (a service job's "
+                     "submitter, else the run's owner; else you)");
   mlflow
       ->add_option("--system-interval", flags.system_interval,
                    "average the GPU readings over windows this long, as MLflow's own system "

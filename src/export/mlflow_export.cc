@@ -1,6 +1,8 @@
 #include "export/mlflow_export.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,10 +19,13 @@
 #include <sstream>
 #include <utility>
 
+#include "analysis/lineage.h"
 #include "analysis/profile_event.h"
 #include "analysis/stored.h"
 #include "analysis/training_metrics.h"
 #include "common/paths.h"
+#include "common/unique_fd.h"
+#include "common/units.h"
 #include "export/mlflow_format.h"
 
 namespace colo {
@@ -255,17 +260,47 @@ void add_summary_metrics(MetricFiles& files, const JobSummary& job, UnixMillis t
   add("colo/slowdown", job.slowdown);
 }
 
-// What the job reported: the metrics of its progress events since
-// `since_ms` (its last attempt: a requeued job starts its curves again).
-Status add_training_metrics(MetricFiles& files, RunStore& store, const JobRow& job,
-                            std::optional<UnixMillis> since_ms) {
+// The job's history (analysis/lineage.h): the attempts it resumes, oldest
+// first, each since its last start, then its own since `since_ms`, with
+// every step. A job or run no longer in the store ends the chain there.
+Result<std::vector<AttemptHistory>> history_of(RunStore& store, const JobRow& job,
+                                               std::optional<UnixMillis> since_ms) {
+  std::vector<AttemptHistory> attempts;
+  std::set<int64_t> seen = {job.id};
+  std::optional<JobRef> next = job.resumes;
+  while (next && attempts.size() < kMaxAttempts && seen.insert(next->job_id).second) {
+    Result<std::optional<JobRow>> row = store.job_row(next->job_id);
+    if (!row.ok()) return row.error();
+    if (!*row) break;
+    Result<std::vector<AttemptRow>> tries = store.job_attempts((*row)->id);
+    if (!tries.ok()) return tries.error();
+    Result<std::vector<ProgressEvent>> events = store.job_events((*row)->id, /*with_steps=*/true);
+    if (!events.ok()) return events.error();
+    const std::optional<UnixMillis> started =
+        tries->empty() ? (*row)->started_ms : std::optional(tries->back().started_ms);
+    attempts.push_back({*next, started, std::move(events).value()});
+    next = (*row)->resumes;
+  }
+  std::reverse(attempts.begin(), attempts.end());
   Result<std::vector<ProgressEvent>> events = store.job_events(job.id, /*with_steps=*/true);
   if (!events.ok()) return events.error();
+  attempts.push_back({JobRef{0, job.id}, since_ms, std::move(events).value()});
+  return attempts;
+}
+
+// What the job reported: the metrics of its progress events since
+// `since_ms` (its last attempt: a requeued job starts its curves again),
+// after those of the attempts it resumes (one history: history_of).
+Status add_training_metrics(MetricFiles& files, RunStore& store, const JobRow& job,
+                            std::optional<UnixMillis> since_ms) {
+  Result<std::vector<AttemptHistory>> history = history_of(store, job, since_ms);
+  if (!history.ok()) return history.error();
+  const std::vector<ProgressEvent> joined = joined_events(*history);
+  const std::vector<ProgressEvent>* events = &joined;
   // A stopped trial's results freeze at its stop (analysis/training_metrics.h).
-  const std::optional<UnixMillis> frozen_ms = results_frozen_at(*events, since_ms);
+  const std::optional<UnixMillis> frozen_ms = results_frozen_at(*events, std::nullopt);
   auto counts = [&](const ProgressEvent& e) {
-    return !is_colos_event(e.kind) && (!since_ms || e.time_ms >= *since_ms) &&
-           (!frozen_ms || e.time_ms <= *frozen_ms);
+    return !is_colos_event(e.kind) && (!frozen_ms || e.time_ms <= *frozen_ms);
   };
   // MLflow draws a metric over its step numbers: a metric reported at steps
   // keeps step numbers, and its values at epoch ends go to NAME_epoch over
@@ -368,6 +403,8 @@ class ExperimentWriter {
     if (!record.ok()) return record.error();
     Result<RunSummary> summary = analyse_record(store_, *record, profiles_);
     if (!summary.ok()) return summary.error();
+    Result<std::map<int64_t, JobSubmitter>> submitters = store_.job_submitters(run_id);
+    if (!submitters.ok()) return submitters.error();
     for (size_t k = 0; k < record->jobs.size(); ++k) {
       if (options_.progress) {
         options_.progress(fmt::format("run {}: job {} of {}", run_id, k + 1, record->jobs.size()));
@@ -378,15 +415,28 @@ class ExperimentWriter {
       for (const JobSummary& j : summary->jobs) {
         if (j.id == job.id) job_summary = &j;
       }
-      if (Status s = write_job(*record, job, job_summary, case_name); !s.ok()) {
+      const auto submitter = submitters->find(job.id);
+      if (Status s =
+              write_job(*record, job, job_summary,
+                        submitter == submitters->end() ? nullptr : &submitter->second, case_name);
+          !s.ok()) {
         return s.error().with_context(fmt::format("run {}, job {} ({})", run_id, job.id, job.name));
       }
     }
     return OkStatus();
   }
 
+  // Who ran the job: --user when given, else its submitter as the service
+  // recorded it, else the run's owner, else options.user.
+  std::string user_of(const RunRow& run, const JobSubmitter* submitter) const {
+    if (!options_.user_override.empty()) return options_.user_override;
+    if (submitter != nullptr && !submitter->owner_name.empty()) return submitter->owner_name;
+    if (!run.owner_name.empty()) return run.owner_name;
+    return options_.user;
+  }
+
   Status write_job(const RunRecord& record, const JobRow& job, const JobSummary* summary,
-                   const std::string& case_name) {
+                   const JobSubmitter* submitter, const std::string& case_name) {
     const RunRow& run = record.run;
     Result<std::vector<AttemptRow>> attempts = store_.job_attempts(job.id);
     if (!attempts.ok()) return attempts.error();
@@ -398,7 +448,8 @@ class ExperimentWriter {
     meta.experiment_id = experiment_.id;
     meta.run_name = job.name;
     meta.artifact_uri = file_uri((fs::path(experiment_.path) / run_id / "artifacts").string());
-    meta.user_id = options_.user;
+    const std::string user = user_of(run, submitter);
+    meta.user_id = user;
     meta.status = mlflow_status(job.state);
     meta.start_time_ms =
         !attempts->empty() ? attempts->front().started_ms : job.started_ms.value_or(run.started_ms);
@@ -407,12 +458,14 @@ class ExperimentWriter {
     if (Status s = write_file(dir / "meta.yaml", mlflow_run_meta(meta)); !s.ok()) return s;
     if (Status s = make_dir(dir / "artifacts"); !s.ok()) return s;
     if (Status s = add_profile_artifacts(job, dir / "artifacts"); !s.ok()) return s;
+    if (Status s = add_log_artifacts(job, *attempts, dir / "artifacts"); !s.ok()) return s;
 
     std::vector<std::pair<std::string, std::string>> params(job.params.begin(), job.params.end());
     if (Status s = write_key_files(dir / "params", params, kMlflowMaxParamValueLength); !s.ok()) {
       return s;
     }
-    if (Status s = write_key_files(dir / "tags", tags_of(record, job, *attempts, case_name),
+    if (Status s = write_key_files(dir / "tags",
+                                   tags_of(record, job, *attempts, user, submitter, case_name),
                                    kMlflowMaxTagValueLength);
         !s.ok()) {
       return s;
@@ -467,16 +520,91 @@ class ExperimentWriter {
     return OkStatus();
   }
 
-  std::vector<std::pair<std::string, std::string>> tags_of(const RunRecord& record,
-                                                           const JobRow& job,
-                                                           const std::vector<AttemptRow>& attempts,
-                                                           const std::string& case_name) const {
+  // The logs of the job's attempts (each file once, in attempt order), as
+  // artifacts under log/: each opened without following a link, regular
+  // files only (a user's job wrote it, and colo may run as root), at most
+  // options.max_log_bytes of each: its end, with a note beside it saying what
+  // was left out. A log that is gone (`colo gc`) is skipped; one that cannot
+  // be copied gets a note saying why, never an error.
+  Status add_log_artifacts(const JobRow& job, const std::vector<AttemptRow>& attempts,
+                           const fs::path& artifacts) const {
+    std::vector<std::string> logs;
+    for (const AttemptRow& a : attempts) {
+      if (!a.log_path.empty() && std::find(logs.begin(), logs.end(), a.log_path) == logs.end())
+        logs.push_back(a.log_path);
+    }
+    if (!job.log_path.empty() && std::find(logs.begin(), logs.end(), job.log_path) == logs.end())
+      logs.push_back(job.log_path);
+    for (const std::string& log : logs) {
+      const fs::path to = artifacts / "log" / fs::path(log).filename();
+      const std::string note_path = to.string() + ".note.txt";
+      UniqueFd fd(open_regular_file(log, O_RDONLY | O_CLOEXEC));
+      if (fd.get() < 0) {
+        const int error = errno;
+        if (error == ENOENT) continue;
+        const std::string why = error == ELOOP    ? "it is a symbolic link"
+                                : error == EINVAL ? "it is not a regular file"
+                                                  : std::strerror(error);
+        if (Status s = write_file(note_path, fmt::format("{} was not copied: {}\n", log, why));
+            !s.ok())
+          return s;
+        continue;
+      }
+      struct stat info {};
+      if (fstat(fd.get(), &info) != 0) {
+        return Error(fmt::format("cannot read {}: {}", log, std::strerror(errno)));
+      }
+      const uint64_t size = static_cast<uint64_t>(info.st_size);
+      const uint64_t skipped = size > options_.max_log_bytes ? size - options_.max_log_bytes : 0;
+      if (Status s = copy_bytes(fd.get(), static_cast<off_t>(skipped),
+                                std::min(size, options_.max_log_bytes), log, to);
+          !s.ok())
+        return s;
+      if (skipped > 0) {
+        if (Status s = write_file(
+                note_path,
+                fmt::format("{} holds {} bytes: its first {} were left out, its last {} are in {} "
+                            "(colo export mlflow copies at most {} of a log)\n",
+                            log, size, skipped, size - skipped, to.filename().string(),
+                            format_bytes(options_.max_log_bytes)));
+            !s.ok())
+          return s;
+      }
+    }
+    return OkStatus();
+  }
+
+  // Copies at most `count` bytes of `fd` from `offset` into the new file `to`.
+  static Status copy_bytes(int fd, off_t offset, uint64_t count, const std::string& from,
+                           const fs::path& to) {
+    if (Status made = make_dir(to.parent_path()); !made.ok()) return made;
+    std::ofstream out(to, std::ios::binary | std::ios::trunc);
+    if (!out) return Error(fmt::format("cannot write {}: {}", to.string(), std::strerror(errno)));
+    std::vector<char> buffer(1 << 16);
+    while (count > 0) {
+      const ssize_t got =
+          pread(fd, buffer.data(), std::min<uint64_t>(buffer.size(), count), offset);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return Error(fmt::format("cannot read {}: {}", from, std::strerror(errno)));
+      if (got == 0) break;  // it shrank meanwhile
+      out.write(buffer.data(), got);
+      offset += got;
+      count -= static_cast<uint64_t>(got);
+    }
+    out.close();
+    if (!out) return Error(fmt::format("cannot write {}: {}", to.string(), std::strerror(errno)));
+    return OkStatus();
+  }
+
+  std::vector<std::pair<std::string, std::string>> tags_of(
+      const RunRecord& record, const JobRow& job, const std::vector<AttemptRow>& attempts,
+      const std::string& user, const JobSubmitter* submitter, const std::string& case_name) const {
     const RunRow& run = record.run;
     std::vector<std::pair<std::string, std::string>> tags = {{"mlflow.runName", job.name}};
     const auto add = [&](const char* key, const std::string& value) {
       if (!value.empty()) tags.emplace_back(key, value);
     };
-    add("mlflow.user", options_.user);
+    add("mlflow.user", user);
     add("mlflow.source.name", run.job_file);
     add("mlflow.source.type", "LOCAL");
     add("colo.run_id", std::to_string(run.id));
@@ -501,6 +629,13 @@ class ExperimentWriter {
     add("colo.host", run.host);
     add("colo.command", join_command(job.command));
     add("colo.log_path", job.log_path);
+    if (submitter != nullptr && submitter->submission_id) {
+      add("colo.submission", fmt::format("{}/{}", run.id, *submitter->submission_id));
+      add("colo.submission_name", submitter->submission_name);
+    }
+    if (job.resumes) {
+      add("colo.resumes", fmt::format("run {} job {}", job.resumes->run_id, job.resumes->job_id));
+    }
     if (!job.objective.empty()) {
       add("colo.objective", job.objective);
       if (auto goal = job.lower_is_better.find(job.objective); goal != job.lower_is_better.end())

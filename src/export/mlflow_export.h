@@ -6,15 +6,22 @@
 // Each target (a colo run, or a colo experiment with the runs of its cases)
 // becomes one MLflow experiment, and each of its jobs one MLflow run:
 //   params   the job's grid values;
-//   tags     mlflow.runName (the job's name), mlflow.user, mlflow.source.name
-//            (the job file), and colo.run_id, colo.job_id, colo.state,
+//   tags     mlflow.runName (the job's name), mlflow.user (who ran it: a
+//            service job's submitter, else the run's owner), mlflow.source.name
+//            (the job file), colo.submission (RUN/SUB, a service job's) and
+//            colo.submission_name, colo.resumes (the attempt it resumes), and
+//            colo.run_id, colo.job_id, colo.state,
 //            colo.reason, colo.mechanism, colo.backend, colo.simulated,
 //            colo.gpu (the index, a gang's "0,1"), colo.gpu_name,
 //            colo.mig_instance, colo.group, colo.attempts, colo.host,
 //            colo.command, colo.log_path; for an experiment also
 //            colo.experiment_id and colo.case;
+//   artifacts the logs of its attempts (log/, at most max_log_bytes of each,
+//            never through a link) and its profiling windows' files (profile/);
 //   metrics  what the job reported (the metrics of its last attempt's
-//            progress events: at its step, else its epoch, else step 0); the
+//            progress events, after those of the attempts it resumes as one
+//            history, analysis/lineage.h: at its step, else its epoch, else
+//            step 0); the
 //            GPU readings colo took while it ran (every attempt), under the
 //            names MLflow's own system-metrics
 //            logger gives them (system/gpu_<index>_utilization_percentage,
@@ -84,9 +91,15 @@ struct MlflowExportOptions {
   // The MLflow file store's root (what --backend-store-uri names). Required;
   // made absolute against the current directory.
   std::string dir;
-  // user_id and the mlflow.user tag of every run (colo does not record who
-  // ran a job); "": none.
+  // user_id and the mlflow.user tag of a job whose submitter the store did
+  // not record (a run recorded before colo kept its owner); "": none. A
+  // service job's is its submitter, a `colo run` job's the run's owner.
   std::string user;
+  // When not empty, every job's user, whatever the store recorded (--user).
+  std::string user_override;
+  // At most this much of each log is copied into a run's artifacts/log/ (its
+  // end; a note beside it says what was left out).
+  uint64_t max_log_bytes = uint64_t{64} << 20;
   // GPU readings are averaged over windows this long, as MLflow's own logger
   // does (10 s is its default), each window one point: its last reading's
   // time, step = windows since the job started. 0: every reading is a point,

@@ -692,3 +692,187 @@ TEST_F(MlflowExportTest, ReadsBackAsMlflowReadsIt) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+// A run of one job "w" that reports `steps` (loss 1/step) and an epoch end
+// after each, the epochs numbered from `first_epoch`; resuming `resumes`
+// (its run and job) when given. Returns {run, job}.
+std::pair<int64_t, int64_t> add_attempt_run(RunStore& store, UnixMillis t0,
+                                            const std::vector<int64_t>& steps, int64_t first_epoch,
+                                            std::optional<std::pair<int64_t, int64_t>> resumes) {
+  NewRun run;
+  run.started_ms = t0;
+  run.mechanism = "exclusive";
+  run.backend = "sim";
+  run.host = "fake-host";
+  run.colo_pid = 1;
+  run.devices_json = R"([{"index":0,"name":"NVIDIA H200","uuid":"GPU-a"}])";
+  if (resumes) run.resumes_run = resumes->first;
+  const int64_t run_id = *store.begin_run(run);
+  JobSpec spec;
+  spec.name = "w";
+  spec.command = {"python3", "w.py"};
+  const int64_t job =
+      store.add_jobs(run_id, {spec}, {""}, t0, {resumes ? resumes->second : 0})->at(0);
+  EXPECT_TRUE(store.job_started(job, 100, 0, t0 + 10).ok());
+  std::vector<std::pair<int64_t, ProgressEvent>> events;
+  int64_t epoch = first_epoch;
+  UnixMillis t = t0 + 100;
+  for (int64_t step : steps) {
+    ProgressEvent s;
+    s.kind = "step";
+    s.step = step;
+    s.time_ms = t;
+    s.metrics = {{"loss", static_cast<double>(step)}};
+    ProgressEvent e;
+    e.kind = "epoch_end";
+    e.epoch = epoch++;
+    e.time_ms = t + 10;
+    e.metrics = {{"acc", static_cast<double>(*e.epoch) / 10}};
+    events.push_back({job, s});
+    events.push_back({job, e});
+    t += 100;
+  }
+  EXPECT_TRUE(store.add_job_events(events).ok());
+  EXPECT_TRUE(store.job_finished(job, JobExit{JobState::kFailed, 1}, t, 0).ok());
+  EXPECT_TRUE(store.end_run(run_id, RunState::kFailed, t + 10).ok());
+  return {run_id, job};
+}
+
+TEST_F(MlflowExportTest, AResumedJobsMetricsAreOneHistoryWithItsStepsContinuing) {
+  const auto first = add_attempt_run(*store_, kT0, {10, 20}, 1, std::nullopt);
+  // The script counted its steps from 0 again, its epochs on from the checkpoint.
+  const auto second = add_attempt_run(*store_, kT0 + 10'000, {0, 10}, 3, first);
+  Result<MlflowExportOutcome> outcome = export_mlflow(*store_, latest_run(), options());
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message();
+  const fs::path folder = run_folder(*outcome, "w");
+  ASSERT_FALSE(folder.empty());
+  EXPECT_EQ(read(folder / "metrics" / "loss"),
+            fmt::format("{} 10.0 10\n{} 20.0 20\n{} 0.0 21\n{} 10.0 31\n", kT0 + 100, kT0 + 200,
+                        kT0 + 10'100, kT0 + 10'200));
+  EXPECT_EQ(read(folder / "metrics" / "acc"),
+            fmt::format("{} 0.1 1\n{} 0.2 2\n{} 0.3 3\n{} 0.4 4\n", kT0 + 110, kT0 + 210,
+                        kT0 + 10'110, kT0 + 10'210));
+  EXPECT_EQ(read(folder / "tags" / "colo.resumes"),
+            fmt::format("run {} job {}", first.first, first.second));
+  EXPECT_EQ(read(folder / "tags" / "colo.run_id"), std::to_string(second.first));
+}
+
+TEST_F(MlflowExportTest, AServiceJobsUserIsItsSubmitterAndItsSubmissionATag) {
+  NewRun run;
+  run.started_ms = kT0;
+  run.mechanism = "mps";
+  run.backend = "sim";
+  run.host = "fake-host";
+  run.owner_uid = 0;
+  run.owner_name = "root";  // the service's run
+  const int64_t run_id = *store_->begin_run(run);
+  NewServiceJob queued;
+  queued.submitted_ms = kT0;
+  queued.owner_uid = 1001;
+  queued.owner_name = "bob";
+  queued.job_file = "b.toml";
+  queued.name = "b1";
+  const int64_t service_job =
+      store_->add_service_jobs({queued}, run_id, RunLabel{"sweep-b", {}, ""})->at(0);
+  JobSpec spec;
+  spec.name = "b1";
+  spec.command = {"true"};
+  const int64_t job = store_->add_jobs(run_id, {spec}, {""}, kT0)->at(0);
+  // And a job of the run that no service job stands for: the run's owner's.
+  spec.name = "local";
+  store_->add_jobs(run_id, {spec}, {""}, kT0);
+  ASSERT_TRUE(store_->job_started(job, 100, 0, kT0 + 10).ok());
+  ASSERT_TRUE(store_->service_job_started(service_job, job, 0, kT0 + 10, "").ok());
+  ASSERT_TRUE(store_->job_finished(job, JobExit{JobState::kOk, 0}, kT0 + 100, 0).ok());
+  ASSERT_TRUE(store_->end_run(run_id, RunState::kOk, kT0 + 200).ok());
+  Result<std::vector<ServiceJobRow>> rows = store_->service_jobs_by_id({service_job});
+  ASSERT_TRUE(rows.ok() && rows->size() == 1 && rows->front().submission_id);
+  const int64_t submission = *rows->front().submission_id;
+
+  Result<MlflowExportOutcome> outcome = export_mlflow(*store_, latest_run(), options());
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message();
+  const fs::path b1 = run_folder(*outcome, "b1");
+  EXPECT_EQ(read(b1 / "tags" / "mlflow.user"), "bob");
+  EXPECT_EQ(yaml_value(read(b1 / "meta.yaml"), "user_id"), "bob");
+  EXPECT_EQ(read(b1 / "tags" / "colo.submission"), fmt::format("{}/{}", run_id, submission));
+  EXPECT_EQ(read(b1 / "tags" / "colo.submission_name"), "sweep-b");
+  const fs::path local = run_folder(*outcome, "local");
+  EXPECT_EQ(read(local / "tags" / "mlflow.user"), "root");
+  EXPECT_FALSE(fs::exists(local / "tags" / "colo.submission"));
+
+  MlflowExportOptions given = options();
+  given.user_override = "carol";  // --user
+  outcome = export_mlflow(*store_, latest_run(), given);
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message();
+  EXPECT_EQ(read(run_folder(*outcome, "b1") / "tags" / "mlflow.user"), "carol");
+  EXPECT_EQ(read(run_folder(*outcome, "local") / "tags" / "mlflow.user"), "carol");
+}
+
+TEST_F(MlflowExportTest, AJobsLogIsCopiedIntoItsArtifactsBoundedAndNeverThroughALink) {
+  const std::string logs = tmp_.path() + "/logs";
+  fs::create_directories(logs);
+  const auto write = [](const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+  };
+  write(logs + "/small.log", "epoch 1\nepoch 2\n");
+  write(logs + "/big.log", "0123456789abcdefghijKLMNOPQRST");
+  write(logs + "/secret", "another user's secret\n");
+  fs::create_symlink(logs + "/secret", logs + "/linked.log");
+  ASSERT_EQ(mkfifo((logs + "/fifo.log").c_str(), 0600), 0);
+  const struct {
+    const char* job;
+    std::string log;
+    // artifacts/log/ file name -> content; "" a file that must be absent
+    std::map<std::string, std::string> files;
+    std::string note_has;  // in the note beside it; "" for no note
+  } cases[] = {
+      {"small", logs + "/small.log", {{"small.log", "epoch 1\nepoch 2\n"}}, ""},
+      {"big",
+       logs + "/big.log",
+       {{"big.log", "abcdefghijKLMNOPQRST"}},
+       "its first 10 were left out"},
+      {"linked", logs + "/linked.log", {{"linked.log", ""}}, "it is a symbolic link"},
+      {"fifo", logs + "/fifo.log", {{"fifo.log", ""}}, "it is not a regular file"},
+      {"gone", logs + "/gone.log", {{"gone.log", ""}}, ""},
+  };
+  NewRun run;
+  run.started_ms = kT0;
+  run.mechanism = "naive";
+  run.backend = "sim";
+  const int64_t run_id = *store_->begin_run(run);
+  for (const auto& c : cases) {
+    JobSpec spec;
+    spec.name = c.job;
+    spec.command = {"true"};
+    const int64_t job = store_->add_jobs(run_id, {spec}, {c.log}, kT0)->at(0);
+    ASSERT_TRUE(store_->job_started(job, 100, 0, kT0 + 10).ok());
+    ASSERT_TRUE(store_->job_finished(job, JobExit{JobState::kOk, 0}, kT0 + 100, 0).ok());
+  }
+  ASSERT_TRUE(store_->end_run(run_id, RunState::kOk, kT0 + 200).ok());
+  MlflowExportOptions o = options();
+  o.max_log_bytes = 20;
+  Result<MlflowExportOutcome> outcome = export_mlflow(*store_, latest_run(), o);
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message();
+  for (const auto& c : cases) {
+    const fs::path log_dir = run_folder(*outcome, c.job) / "artifacts" / "log";
+    for (const auto& [name, content] : c.files) {
+      if (content.empty()) {
+        EXPECT_FALSE(fs::exists(log_dir / name)) << c.job;
+      } else {
+        EXPECT_EQ(read(log_dir / name), content) << c.job;
+      }
+      const fs::path note = log_dir / (name + ".note.txt");
+      if (c.note_has.empty()) {
+        EXPECT_FALSE(fs::exists(note)) << c.job;
+      } else {
+        EXPECT_THAT(read(note), HasSubstr(c.note_has)) << c.job;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace colo

@@ -102,6 +102,49 @@ std::string label_lines(const RunLabel& label) {
   return out;
 }
 
+// "Resumes run 4 ..." and "Resumed by run 5 ...", each when it holds, for a
+// run or a submission (`what`), whose ids `target` writes as `colo show`
+// takes them.
+template <typename Id, typename Target>
+std::string lineage_lines(std::string_view what, const std::optional<Id>& resumes,
+                          const std::optional<Id>& resumed_by, const Target& target) {
+  std::string out;
+  if (resumes) {
+    out += fmt::format(
+        "Resumes {} {}: its jobs' epochs and metrics continue that {}'s (one history; `colo "
+        "show {}` for that attempt alone)\n",
+        what, target(*resumes), what, target(*resumes));
+  }
+  if (resumed_by) {
+    out += fmt::format(
+        "Resumed by {} {}: `colo show {}` joins this {}'s epochs and metrics with its own\n", what,
+        target(*resumed_by), target(*resumed_by), what);
+  }
+  return out;
+}
+
+// A resumed job's note: which attempts its history joins.
+std::string history_note(const JobSummary& job, int64_t run_id) {
+  if (!job.history || job.history->parts.size() < 2) return "";
+  std::vector<std::string> parts;
+  for (const HistoryPart& p : job.history->parts) {
+    std::string epochs = p.epochs == 0 ? "no epochs"
+                         : p.first_epoch && p.last_epoch
+                             ? (*p.first_epoch == *p.last_epoch
+                                    ? fmt::format("epoch {}", *p.first_epoch)
+                                    : fmt::format("epochs {}-{}", *p.first_epoch, *p.last_epoch))
+                             : fmt::format("{} epoch{}", p.epochs, p.epochs == 1 ? "" : "s");
+    parts.push_back(p.job.run_id == run_id && p.job.job_id == job.id
+                        ? epochs + " here"
+                        : fmt::format("{} in run {} (job {})", epochs, p.job.run_id, p.job.job_id));
+  }
+  return fmt::format(
+      "note: {} resumes an earlier attempt: one history of {}, {}; its metrics' last and "
+      "best are over all of them\n",
+      job.name, count_of(static_cast<int64_t>(job.history->epoch_ends.size()), "epoch"),
+      fmt::join(parts, ", "));
+}
+
 // The lines that name the run: its id, state, mechanism, backend, start and
 // job file; its label; the submission shown, a Slurm job, a SIMULATED banner.
 std::string run_header_text(const RunSummary& summary) {
@@ -112,6 +155,8 @@ std::string run_header_text(const RunSummary& summary) {
   if (!run.job_file.empty()) out += "  job file " + run.job_file;
   out += "\n";
   out += label_lines(run.label);
+  out += lineage_lines("run", run.resumes_run, run.resumed_by,
+                       [](int64_t id) { return std::to_string(id); });
   if (const std::optional<SubmissionRow>& sub = summary.submission) {
     out += fmt::format(
         "Submission {}/{}  by {}  submitted {}{}: its {} here (a service's run holds every "
@@ -120,6 +165,10 @@ std::string run_header_text(const RunSummary& summary) {
         sub->job_file.empty() ? "" : "  job file " + sub->job_file,
         summary.jobs.size() == 1 ? "1 job" : fmt::format("{} jobs", summary.jobs.size()), run.id);
     out += label_lines(sub->label);
+    out += lineage_lines(
+        "submission", sub->resumes_submission, sub->resumed_by, [](const SubmissionRef& s) {
+          return s.run_id ? fmt::format("{}/{}", *s.run_id, s.id) : std::to_string(s.id);
+        });
   }
   if (!run.slurm.job_id.empty()) {
     out += fmt::format("Slurm job {}{} on {}{}\n", run.slurm.job_id,
@@ -179,6 +228,7 @@ std::string job_table_text(const RunSummary& summary) {
   std::string out = table.render();
   out += format_learning_table(summary);
   for (const JobSummary& job : summary.jobs) {
+    out += history_note(job, summary.run.id);
     if (job.malformed_progress_lines > 0) {
       out +=
           fmt::format("note: {} ignored {} malformed progress line{}\n", job.name,
@@ -337,10 +387,26 @@ std::string format_run_summary(const RunSummary& summary) {
   return out;
 }
 
+namespace {
+
+// A submission's id, or null.
+nlohmann::json sub_id(const std::optional<SubmissionRef>& sub) {
+  return sub ? nlohmann::json(sub->id) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
 nlohmann::json to_json(const SubmissionRow& sub) {
-  return {{"id", sub.id},           {"name", sub.label.name},  {"tags", sub.label.tags},
-          {"note", sub.label.note}, {"owner", sub.owner_name}, {"submitted_ms", sub.submitted_ms},
-          {"jobs", sub.jobs},       {"job_file", sub.job_file}};
+  return {{"id", sub.id},
+          {"name", sub.label.name},
+          {"tags", sub.label.tags},
+          {"note", sub.label.note},
+          {"owner", sub.owner_name},
+          {"submitted_ms", sub.submitted_ms},
+          {"jobs", sub.jobs},
+          {"job_file", sub.job_file},
+          {"resumes_submission", sub_id(sub.resumes_submission)},
+          {"resumed_by", sub_id(sub.resumed_by)}};
 }
 
 nlohmann::json to_json(const RunRow& run) {
@@ -367,6 +433,8 @@ nlohmann::json to_json(const RunRow& run) {
       {"name", run.label.name},
       {"tags", run.label.tags},
       {"note", run.label.note},
+      {"resumes_run", nullable(run.resumes_run)},
+      {"resumed_by", nullable(run.resumed_by)},
   };
 }
 
@@ -541,6 +609,20 @@ nlohmann::json to_json(const RunSummary& summary) {
           {"points", m.points.size()}};
     }
     jobs.back()["metrics"] = std::move(metrics);
+    // A resumed job: the attempts its history joins (its metrics above are
+    // over all of them); null for the others.
+    nlohmann::json history = nullptr;
+    if (job.history) {
+      history = {{"epochs", job.history->epoch_ends.size()}, {"attempts", nlohmann::json::array()}};
+      for (const HistoryPart& p : job.history->parts) {
+        history["attempts"].push_back({{"run_id", p.job.run_id},
+                                       {"job_id", p.job.job_id},
+                                       {"epochs", p.epochs},
+                                       {"first_epoch", nullable(p.first_epoch)},
+                                       {"last_epoch", nullable(p.last_epoch)}});
+      }
+    }
+    jobs.back()["history"] = std::move(history);
     jobs.back()["diverged"] = job.diverged;
     if (!job.objective.empty()) jobs.back()["objective"] = job.objective;
     if (job.progress_throttled) {

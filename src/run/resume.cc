@@ -21,6 +21,9 @@ Result<ResumePlan> plan_resume(RunStore& store, int64_t run_id) {
   Result<std::vector<RunStore::StoredJobSpec>> jobs = store.job_specs(run_id);
   if (!jobs.ok()) return jobs.error();
   ResumePlan plan;
+  plan.run_id = run->id;
+  plan.label.name = run->label.name;
+  plan.label.tags = run->label.tags;
   plan.file.path = run->job_file;
   if (!run->mechanism.empty()) plan.file.mechanism = run->mechanism;
   for (const RunStore::StoredJobSpec& job : *jobs) {
@@ -35,6 +38,7 @@ Result<ResumePlan> plan_resume(RunStore& store, int64_t run_id) {
     }
     plan.file.jobs.push_back(std::move(*spec));
     plan.checkpoint_dirs.push_back(job_dir_of_log(job.log_path, JobDir::kCheckpoint));
+    plan.job_ids.push_back(job.id);
   }
   if (plan.file.jobs.empty()) {
     return Error(

@@ -20,7 +20,7 @@ SessionOptions session_options(const JobFile& file, const RunOptions& options) {
                         options.locks,        file.path,
                         options.command_line, options.cgroup_parent_override,
                         options.state_dir,    options.store_retry_ms,
-                        options.label};
+                        options.label,        options.resumes_run};
 }
 
 EngineOptions engine_options(const JobFile& file, const RunOptions& options) {
@@ -60,8 +60,9 @@ Result<std::vector<EngineJob>> record_jobs(const JobFile& file, const RunOptions
     jobs[i].profile_dir = run_job_dir(stem, JobDir::kProfile);
     log_paths.push_back(attempt_log_path(stem, 1));
   }
-  Result<std::vector<int64_t>> ids = session.writer().add_jobs(
-      session.run_id(), file.jobs, log_paths, ctx.clock.now_ms(), options.store_retry_ms);
+  Result<std::vector<int64_t>> ids =
+      session.writer().add_jobs(session.run_id(), file.jobs, log_paths, ctx.clock.now_ms(),
+                                options.store_retry_ms, options.resumes_jobs);
   if (!ids.ok()) return ids.error();
   for (size_t i = 0; i < jobs.size(); ++i) jobs[i].id = (*ids)[i];
 

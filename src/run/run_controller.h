@@ -87,6 +87,10 @@ struct RunOptions {
   // `colo run --resume`: by job, as the file's jobs, the checkpoint directory
   // each had in the run it resumes (run/resume.h), in place of a new one.
   std::vector<std::string> checkpoint_dirs;
+  // `colo run --resume`: the run it resumes, and by job the job each
+  // continues (recorded: RunRow::resumes_run, JobRow::resumes).
+  std::optional<int64_t> resumes_run;
+  std::vector<int64_t> resumes_jobs;
 };
 
 // Everything `colo run` talks to, borrowed (the session's). Tests pass fakes.

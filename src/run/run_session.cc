@@ -149,7 +149,8 @@ Status RunSession::record_run() {
                    : SlurmRecord{},
              options_.label,
              getuid(),
-             user_name_of(getuid())};
+             user_name_of(getuid()),
+             options_.resumes_run};
   // The run's id is needed at once: wait out a store locked by another colo.
   Result<int64_t> id = retry_transient(ctx_.clock, options_.store_retry_ms,
                                        [&] { return ctx_.store.begin_run(record_); });

@@ -77,6 +77,8 @@ struct SessionOptions {
   int64_t store_retry_ms = 60'000;
   // What a person called the run (`colo run --name --tag --note`).
   RunLabel label;
+  // The run it resumes (`colo run --resume`), recorded with it.
+  std::optional<int64_t> resumes_run;
 };
 
 // Everything the session talks to, borrowed.

@@ -502,6 +502,13 @@ json Service::submit(const Caller& caller, const json& request) {
     resumption = std::move(r).value();
     specs = resumption->specs;
     *job_file = resumption->job_file;
+    // The resumed submission's name and tags carry over; what this request
+    // gives (--name, --tag) changes them.
+    RunLabel carried = resumption->label;
+    if (!label->name.empty()) carried.name = label->name;
+    for (const auto& [key, value] : label->tags) carried.tags[key] = value;
+    carried.note = label->note;
+    *label = std::move(carried);
     if (label->note.empty()) label->note = fmt::format("resumes submission {}", resumption->of);
   } else {
     Result<std::vector<JobSpec>> sent = submitted_specs(caller, request);
@@ -533,7 +540,9 @@ json Service::submit(const Caller& caller, const json& request) {
     if (json job_env = secret_values(spec.env); !job_env.empty()) s["job_env"] = job_env;
     secrets.push_back(std::move(s));
   }
-  Result<std::vector<int64_t>> ids = ctx_.store.add_service_jobs(rows, info_.run_id, *label);
+  Result<std::vector<int64_t>> ids = ctx_.store.add_service_jobs(
+      rows, info_.run_id, *label,
+      resumption ? std::optional<int64_t>(resumption->submission_id) : std::nullopt);
   if (!ids.ok()) return error_answer("could not queue the jobs: " + ids.error().message());
   Result<std::vector<ServiceJobRow>> added = ctx_.store.service_jobs_by_id(*ids);
   if (!added.ok())

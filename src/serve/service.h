@@ -229,6 +229,8 @@ class Service {
     uid_t owner_uid = 0;
     std::string owner_name;
     std::string job_file;
+    int64_t submission_id = 0;  // the submission resumed
+    RunLabel label;             // its name and tags (not its note), carried over
     std::vector<JobSpec> specs;
     std::vector<int64_t> from;  // the service job each of `specs` resumes
     int64_t ended_well = 0;     // its jobs not run again

@@ -106,6 +106,9 @@ Result<Service::Resumption> Service::resumable(const Caller& caller, const std::
   r.owner_uid = (*sub)->owner_uid;
   r.owner_name = (*sub)->owner_name;
   r.job_file = (*sub)->job_file;
+  r.submission_id = (*sub)->id;
+  r.label.name = (*sub)->label.name;
+  r.label.tags = (*sub)->label.tags;
   size_t open = 0;
   std::vector<int64_t> resumed;  // by the jobs of an earlier resumption
   for (const ServiceJobRow& row : *rows) {

@@ -64,6 +64,18 @@ struct RunRow {
   // before colo kept it.
   std::optional<uid_t> owner_uid;
   std::string owner_name;
+  // Lineage (`colo run --resume`): the run it resumes, and the newest run
+  // that resumes it; nullopt when none.
+  std::optional<int64_t> resumes_run;
+  std::optional<int64_t> resumed_by;
+};
+
+// A submission as `colo show RUN/SUB` names it: its id and the service run
+// it was submitted to (nullopt: none recorded).
+struct SubmissionRef {
+  std::optional<int64_t> run_id;
+  int64_t id = 0;
+  bool operator==(const SubmissionRef&) const = default;
 };
 
 // One submission to a service: the jobs of one `colo submit` (service_submissions).
@@ -76,6 +88,17 @@ struct SubmissionRow {
   std::string job_file;
   RunLabel label;
   int64_t jobs = 0;  // its service jobs
+  // Lineage (`colo submit --resume`): the submission it resumes, and the
+  // newest submission that resumes it; nullopt when none.
+  std::optional<SubmissionRef> resumes_submission;
+  std::optional<SubmissionRef> resumed_by;
+};
+
+// A job as a run recorded it: its `jobs` row and that row's run.
+struct JobRef {
+  int64_t run_id = 0;
+  int64_t job_id = 0;
+  bool operator==(const JobRef&) const = default;
 };
 
 // A submission's job as a run recorded it: its `jobs` row and that row's run.
@@ -109,6 +132,10 @@ struct JobRow {
   std::string instance;  // the MIG instance it ran on; "" under other mechanisms
   std::string gpus;      // a gang's GPUs ("0,1"); "" for a job on one GPU (`device`)
   JobUsage usage;        // host CPU time and peak memory of everything it ran (its cgroup)
+  // The earlier job this one continues (`colo run --resume`: jobs.resumes_job;
+  // `colo submit --resume`: the latest row of the service job it resumes);
+  // nullopt when it resumes none. Its history starts there (analysis/lineage.h).
+  std::optional<JobRef> resumes;
 };
 
 struct ProcessSampleRow {

@@ -244,8 +244,9 @@ Result<int64_t> RunStore::begin_run(const NewRun& run) {
   auto insert = Statement::prepare(db_.get(), path_, R"sql(
       INSERT INTO runs (started_ms, state, mechanism, backend, simulated, job_file, host, colo_pid,
                         command_line, devices_json, slurm_job_id, slurm_step, slurm_node,
-                        slurm_restart_count, name, tags_json, note, owner_uid, owner_name)
-      VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
+                        slurm_restart_count, name, tags_json, note, owner_uid, owner_name,
+                        resumes_run)
+      VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
   if (!insert.ok()) return insert.error();
   Status status = insert->bind(1, run.started_ms)
                       .bind(2, run.mechanism)
@@ -265,6 +266,7 @@ Result<int64_t> RunStore::begin_run(const NewRun& run) {
                       .bind(16, run.label.note)
                       .bind(17, run.owner_uid)
                       .bind(18, run.owner_name)
+                      .bind(19, run.resumes_run)
                       .run();
   if (!status.ok()) return status.error().with_context("recording the start of a run");
   return sqlite3_last_insert_rowid(db_.get());
@@ -288,10 +290,15 @@ Status RunStore::set_label(int64_t run_id, const RunLabel& label) {
 
 Result<std::vector<int64_t>> RunStore::add_jobs(int64_t run_id, const std::vector<JobSpec>& jobs,
                                                 const std::vector<std::string>& log_paths,
-                                                UnixMillis queued_ms) {
+                                                UnixMillis queued_ms,
+                                                const std::vector<int64_t>& resumes_jobs) {
   if (!log_paths.empty() && log_paths.size() != jobs.size()) {
     return Error(fmt::format("add_jobs: {} jobs but {} log paths (a bug in colo)", jobs.size(),
                              log_paths.size()));
+  }
+  if (!resumes_jobs.empty() && resumes_jobs.size() != jobs.size()) {
+    return Error(fmt::format("add_jobs: {} jobs but {} resumed jobs (a bug in colo)", jobs.size(),
+                             resumes_jobs.size()));
   }
   sqlite3* db = db_.get();
   auto tx = Transaction::begin(db, path_);
@@ -300,8 +307,9 @@ Result<std::vector<int64_t>> RunStore::add_jobs(int64_t run_id, const std::vecto
   if (!run.ok()) return run.error();
 
   auto insert = Statement::prepare(db, path_, R"sql(
-      INSERT INTO jobs (run_id, name, grp, spec_json, signature, state, queued_ms, log_path)
-      VALUES (?, ?, ?, ?, ?, 'queued', ?, ?))sql");
+      INSERT INTO jobs (run_id, name, grp, spec_json, signature, state, queued_ms, log_path,
+                        resumes_job)
+      VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?))sql");
   if (!insert.ok()) return insert.error();
   std::vector<int64_t> ids;
   ids.reserve(jobs.size());
@@ -314,6 +322,9 @@ Result<std::vector<int64_t>> RunStore::add_jobs(int64_t run_id, const std::vecto
                         .bind(5, job_signature(job))
                         .bind(6, queued_ms)
                         .bind(7, log_paths.empty() ? std::string() : log_paths[i])
+                        .bind(8, resumes_jobs.empty() || resumes_jobs[i] <= 0
+                                     ? std::optional<int64_t>()
+                                     : std::optional<int64_t>(resumes_jobs[i]))
                         .run();
     if (!status.ok()) return status.error().with_context("recording job " + job.name);
     ids.push_back(sqlite3_last_insert_rowid(db));
@@ -562,7 +573,8 @@ constexpr const char* kRunColumns =
     "r.slurm_job_id, r.slurm_step, r.slurm_node, r.slurm_restart_count, "
     "(SELECT count(*) FROM jobs j WHERE j.run_id = r.id "
     "AND j.state NOT IN ('ok', 'stopped', 'queued', 'running')), r.name, r.tags_json, r.note, "
-    "r.owner_uid, r.owner_name";
+    "r.owner_uid, r.owner_name, r.resumes_run, "
+    "(SELECT max(x.id) FROM runs x WHERE x.resumes_run = r.id)";
 
 Result<RunRow> run_from_row(const Statement& s) {
   RunRow run;
@@ -585,6 +597,8 @@ Result<RunRow> run_from_row(const Statement& s) {
   run.label = {s.text_at(17), parse_tags_json(s.text_at(18)), s.text_at(19)};
   if (std::optional<int64_t> owner = s.opt_int64_at(20)) run.owner_uid = static_cast<uid_t>(*owner);
   run.owner_name = s.text_at(21);
+  run.resumes_run = s.opt_int64_at(22);
+  run.resumed_by = s.opt_int64_at(23);
   return run;
 }
 
@@ -693,9 +707,13 @@ Result<std::vector<RunStore::StoredJobSpec>> RunStore::job_specs(int64_t run_id)
 Result<std::vector<JobRow>> RunStore::read_job_rows(std::string_view column, int64_t value) {
   auto jobs = Statement::prepare(db_.get(), path_,
                                  fmt::format(R"sql(
-      SELECT id, name, state, reason, device, started_ms, ended_ms, log_path, malformed_lines,
-             signature, grp, instance, spec_json, cpu_ms, host_memory_peak_bytes, gpus
-      FROM jobs WHERE {} = ? ORDER BY id)sql",
+      SELECT j.id, j.name, j.state, j.reason, j.device, j.started_ms, j.ended_ms, j.log_path,
+             j.malformed_lines, j.signature, j.grp, j.instance, j.spec_json, j.cpu_ms,
+             j.host_memory_peak_bytes, j.gpus, p.run_id, p.id
+      FROM jobs j LEFT JOIN jobs p ON p.id = COALESCE(j.resumes_job,
+          (SELECT s.job_id FROM service_jobs s
+           WHERE j.service_job_id IS NOT NULL AND s.resumed_by = j.service_job_id))
+      WHERE j.{} = ? ORDER BY j.id)sql",
                                              column));
   if (!jobs.ok()) return jobs.error();
   jobs->bind(1, value);
@@ -742,6 +760,8 @@ Result<std::vector<JobRow>> RunStore::read_job_rows(std::string_view column, int
     }
     job.usage.cpu_ms = jobs->opt_int64_at(13);
     job.usage.memory_peak_bytes = jobs->opt_uint64_at(14);
+    if (std::optional<int64_t> from = jobs->opt_int64_at(17); from && *from != job.id)
+      job.resumes = JobRef{jobs->int64_at(16), *from};
     rows.push_back(std::move(job));
     return OkStatus();
   });

@@ -50,6 +50,7 @@ struct NewRun {
   RunLabel label;
   std::optional<uid_t> owner_uid;  // who records it (RunRow::owner_uid)
   std::string owner_name;
+  std::optional<int64_t> resumes_run;  // the run it resumes (`colo run --resume`)
 };
 
 // What a name (`colo run --name`, `colo submit --name`) names: a run or a
@@ -126,6 +127,16 @@ struct NewServiceJob {
 // back (anything else in the text is ignored).
 std::string tags_json(const std::map<std::string, std::string>& tags);
 std::map<std::string, std::string> parse_tags_json(const std::string& text);
+
+// Who submitted a service job, as the service recorded it (service_jobs),
+// and the submission it came in.
+struct JobSubmitter {
+  uid_t owner_uid = 0;
+  std::string owner_name;
+  std::optional<int64_t> submission_id;  // stores before version 17: none
+  std::string submission_name;           // "" when it has none
+  bool operator==(const JobSubmitter&) const = default;
+};
 
 // One owner's jobs not yet ended.
 struct ServiceJobCounts {
@@ -333,10 +344,12 @@ class RunStore : public RunReader {
 
   Result<int64_t> begin_run(const NewRun& run);
   // Adds the run's jobs (state queued) in one transaction and sets the run's
-  // jobs_signature. Returns job ids in the same order.
+  // jobs_signature. Returns job ids in the same order. `resumes_jobs`, by job
+  // (or empty): the earlier job each continues (`colo run --resume`; 0: none).
   Result<std::vector<int64_t>> add_jobs(int64_t run_id, const std::vector<JobSpec>& jobs,
                                         const std::vector<std::string>& log_paths,
-                                        UnixMillis queued_ms);
+                                        UnixMillis queued_ms,
+                                        const std::vector<int64_t>& resumes_jobs = {});
   // Attempt number `attempt` of the job started; it logs to the job's
   // log_path (job_attempts gets the row).
   Status job_started(int64_t job_id, pid_t pid, int device, UnixMillis started_ms, int attempt = 1);
@@ -441,13 +454,17 @@ class RunStore : public RunReader {
   // The jobs are one submission (service_submissions: `run_id` the
   // service's run, `label` what its submitter called it); each job's row
   // points at it.
-  Result<std::vector<int64_t>> add_service_jobs(const std::vector<NewServiceJob>& jobs,
-                                                std::optional<int64_t> run_id = std::nullopt,
-                                                const RunLabel& label = {});
+  // `resumes_submission`: the submission it resumes (`colo submit --resume`).
+  Result<std::vector<int64_t>> add_service_jobs(
+      const std::vector<NewServiceJob>& jobs, std::optional<int64_t> run_id = std::nullopt,
+      const RunLabel& label = {}, std::optional<int64_t> resumes_submission = std::nullopt);
   // A submission, by id (by name: find_named()); those of a run that have a
   // name (newest first, at most `limit`).
   Result<std::optional<SubmissionRow>> submission(int64_t id);
   Result<std::vector<SubmissionRow>> named_submissions_of(int64_t run_id, int limit);
+  // Who submitted each service job of run `run_id`, by `jobs` row; the
+  // jobs of a `colo run` (no service job) are absent.
+  Result<std::map<int64_t, JobSubmitter>> job_submitters(int64_t run_id);
   // Where a submission's jobs were recorded: a `jobs` row per service job
   // that started (a job continued by a later service process: its latest).
   Result<std::vector<SubmissionJob>> submission_jobs(int64_t submission_id);

@@ -368,6 +368,41 @@ TEST_F(LifecycleTest, ARunsLabelIsKeptChangedAndFoundByItsName) {
   EXPECT_THAT(missing.error().message(), HasSubstr("has no run #99"));
 }
 
+// Issue 58 (9): a resumed run records the run and, by job, the jobs it
+// continues; the older run knows the newest run that resumes it.
+TEST_F(LifecycleTest, AResumedRunRecordsWhatItResumesAndTheOlderOneWhoResumedIt) {
+  auto store = open_memory();
+  NewRun run;
+  run.started_ms = kT0;
+  run.mechanism = "mps";
+  run.backend = "sim";
+  JobSpec spec;
+  spec.name = "w";
+  spec.command = {"x"};
+  const int64_t first = *store->begin_run(run);
+  std::vector<int64_t> old_jobs = *store->add_jobs(first, {spec, spec}, {}, kT0);
+  run.resumes_run = first;
+  const int64_t second = *store->begin_run(run);
+  // The first job is resumed; the second ended well and is not.
+  std::vector<int64_t> new_jobs = *store->add_jobs(second, {spec}, {}, kT0, {old_jobs[0]});
+  EXPECT_FALSE(store->add_jobs(second, {spec}, {}, kT0, {1, 2}).ok());  // one per job
+
+  Result<RunRow> older = store->run(first);
+  Result<RunRow> newer = store->run(second);
+  ASSERT_TRUE(older.ok() && newer.ok());
+  EXPECT_EQ(newer->resumes_run, first);
+  EXPECT_FALSE(newer->resumed_by);
+  EXPECT_EQ(older->resumed_by, second);
+  EXPECT_FALSE(older->resumes_run);
+  Result<std::vector<JobRow>> rows = store->job_rows(second);
+  ASSERT_TRUE(rows.ok() && rows->size() == 1);
+  EXPECT_EQ(rows->front().resumes, (JobRef{first, old_jobs[0]}));
+  rows = store->job_rows(first);
+  ASSERT_TRUE(rows.ok() && rows->size() == 2);
+  EXPECT_FALSE(rows->front().resumes);
+  EXPECT_EQ(new_jobs.size(), 1u);
+}
+
 TEST_F(LifecycleTest, RefusesUpdatesOfUnknownJobsAndRuns) {
   auto store = open_memory();
   Status status = store->job_started(12345, 1, 0, kT0);

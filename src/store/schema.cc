@@ -392,6 +392,20 @@ CREATE INDEX service_jobs_ended_with_files ON service_jobs(ended_ms) WHERE files
   AND ended_ms IS NOT NULL;
 )sql";
 
+// Version 21: lineage across resumes (`colo run --resume`, `colo submit
+// --resume`): the run a run resumes and, by job, the job each of its jobs
+// continues; the submission a submission resumes. `colo show` and `colo
+// export` join the attempts into one history. NULL where nothing is resumed.
+constexpr const char* kMigration21 = R"sql(
+ALTER TABLE runs ADD COLUMN resumes_run INTEGER;
+CREATE INDEX runs_by_resumes_run ON runs(resumes_run) WHERE resumes_run IS NOT NULL;
+ALTER TABLE jobs ADD COLUMN resumes_job INTEGER;
+ALTER TABLE service_submissions ADD COLUMN resumes_submission INTEGER;
+CREATE INDEX service_submissions_by_resumes ON service_submissions(resumes_submission)
+  WHERE resumes_submission IS NOT NULL;
+CREATE INDEX service_jobs_by_resumed_by ON service_jobs(resumed_by) WHERE resumed_by IS NOT NULL;
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -416,10 +430,10 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
-      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,
-      kMigration6,  kMigration7,  kMigration8,  kMigration9,  kMigration10,
-      kMigration11, kMigration12, kMigration13, kMigration14, kMigration15,
-      kMigration16, kMigration17, kMigration18, kMigration19, kMigration20};
+      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,
+      kMigration7,  kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12,
+      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17, kMigration18,
+      kMigration19, kMigration20, kMigration21};
   return kMigrations;
 }
 

@@ -74,7 +74,8 @@ Status update_service_job(sqlite3* db, const std::string& path, Statement& s, in
 
 Result<std::vector<int64_t>> RunStore::add_service_jobs(const std::vector<NewServiceJob>& jobs,
                                                         std::optional<int64_t> run_id,
-                                                        const RunLabel& label) {
+                                                        const RunLabel& label,
+                                                        std::optional<int64_t> resumes_submission) {
   sqlite3* db = db_.get();
   auto tx = Transaction::begin(db, path_);
   if (!tx.ok()) return tx.error();
@@ -82,8 +83,8 @@ Result<std::vector<int64_t>> RunStore::add_service_jobs(const std::vector<NewSer
   if (!jobs.empty()) {
     auto insert_submission = Statement::prepare(db, path_, R"sql(
         INSERT INTO service_submissions (run_id, submitted_ms, owner_uid, owner_name, job_file,
-                                         name, tags_json, note)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?))sql");
+                                         name, tags_json, note, resumes_submission)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
     if (!insert_submission.ok()) return insert_submission.error();
     const NewServiceJob& first = jobs.front();
     Status s = insert_submission->bind(1, run_id)
@@ -94,6 +95,7 @@ Result<std::vector<int64_t>> RunStore::add_service_jobs(const std::vector<NewSer
                    .bind(6, label.name)
                    .bind(7, tags_json(label.tags))
                    .bind(8, label.note)
+                   .bind(9, resumes_submission)
                    .run();
     if (!s.ok()) return s.error().with_context("recording a submission");
     submission = sqlite3_last_insert_rowid(db);
@@ -137,7 +139,21 @@ namespace {
 
 constexpr const char* kSubmissionColumns =
     "u.id, u.run_id, u.submitted_ms, u.owner_uid, u.owner_name, u.job_file, u.name, u.tags_json, "
-    "u.note, (SELECT count(*) FROM service_jobs s WHERE s.submission_id = u.id)";
+    "u.note, (SELECT count(*) FROM service_jobs s WHERE s.submission_id = u.id), "
+    "u.resumes_submission, (SELECT y.run_id FROM service_submissions y "
+    "WHERE y.id = u.resumes_submission), "
+    "(SELECT max(x.id) FROM service_submissions x WHERE x.resumes_submission = u.id), "
+    "(SELECT x.run_id FROM service_submissions x WHERE x.resumes_submission = u.id "
+    "ORDER BY x.id DESC LIMIT 1)";
+// How many columns kSubmissionColumns selects: a query's own columns follow.
+constexpr int kSubmissionColumnCount = 14;
+
+// A lineage link of a submission: its id in column `id`, its run in `run`.
+std::optional<SubmissionRef> submission_ref(const Statement& s, int id, int run) {
+  std::optional<int64_t> sub = s.opt_int64_at(id);
+  if (!sub) return std::nullopt;
+  return SubmissionRef{s.opt_int64_at(run), *sub};
+}
 
 SubmissionRow read_submission(const Statement& s) {
   return SubmissionRow{s.int64_at(0),
@@ -147,7 +163,9 @@ SubmissionRow read_submission(const Statement& s) {
                        s.text_at(4),
                        s.text_at(5),
                        RunLabel{s.text_at(6), parse_tags_json(s.text_at(7)), s.text_at(8)},
-                       s.int64_at(9)};
+                       s.int64_at(9),
+                       submission_ref(s, 10, 11),
+                       submission_ref(s, 12, 13)};
 }
 
 Result<std::vector<SubmissionRow>> read_submissions(Statement& s) {
@@ -213,7 +231,25 @@ Result<std::map<int64_t, SubmissionRow>> RunStore::submissions_of_run_jobs(int64
   s->bind(1, run_id);
   std::map<int64_t, SubmissionRow> out;
   Status read = s->for_each_row([&]() -> Status {
-    out.emplace(s->int64_at(10), read_submission(*s));
+    out.emplace(s->int64_at(kSubmissionColumnCount), read_submission(*s));
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  return out;
+}
+
+Result<std::map<int64_t, JobSubmitter>> RunStore::job_submitters(int64_t run_id) {
+  auto s = Statement::prepare(db_.get(), path_, R"sql(
+      SELECT j.id, s.owner_uid, s.owner_name, s.submission_id, COALESCE(u.name, '')
+      FROM jobs j JOIN service_jobs s ON s.id = j.service_job_id
+      LEFT JOIN service_submissions u ON u.id = s.submission_id
+      WHERE j.run_id = ? ORDER BY j.id)sql");
+  if (!s.ok()) return s.error();
+  s->bind(1, run_id);
+  std::map<int64_t, JobSubmitter> out;
+  Status read = s->for_each_row([&]() -> Status {
+    out[s->int64_at(0)] = JobSubmitter{static_cast<uid_t>(s->int64_at(1)), s->text_at(2),
+                                       s->opt_int64_at(3), s->text_at(4)};
     return OkStatus();
   });
   if (!read.ok()) return read.error();

@@ -454,3 +454,57 @@ TEST(ServiceStore, ANameFindsOnlyTheCallersOwnRunOrSubmission) {
 
 }  // namespace
 }  // namespace colo
+
+namespace colo {
+namespace {
+
+// Issue 58 (9, 10): a resumed submission and its jobs lead back to what they
+// resume, and each service job's row to who submitted it in which submission.
+TEST(ServiceStore, AResumedSubmissionAndItsJobsLeadBackAndJobsToTheirSubmitter) {
+  auto store = open_memory();
+  ASSERT_TRUE(store);
+  auto first =
+      store->add_service_jobs({submitted("a", 1000)}, 7, {"sweep", {{"model", "r26"}}, ""});
+  ASSERT_TRUE(first.ok());
+  const int64_t old_row = attempt_row(*store, "a");
+  ASSERT_TRUE(store->service_job_started(first->front(), old_row, 0, kT0 + 10, "/l/a.log").ok());
+  ASSERT_TRUE(store->service_job_ended(first->front(), JobState::kFailed, "x", kT0 + 20).ok());
+  const int64_t old_sub = *store->service_jobs_by_id(*first)->front().submission_id;
+
+  // Resumed after the service restarted: in its next run.
+  auto second = store->add_service_jobs({submitted("a", 1000)}, 9,
+                                        {"sweep", {{"model", "r26"}}, ""}, old_sub);
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE(store->set_service_job_resumed_by(first->front(), second->front()).ok());
+  const int64_t new_row = attempt_row(*store, "a");
+  ASSERT_TRUE(store->service_job_started(second->front(), new_row, 0, kT0 + 30, "/l/b.log").ok());
+  const int64_t new_sub = *store->service_jobs_by_id(*second)->front().submission_id;
+
+  auto older = store->submission(old_sub);
+  auto newer = store->submission(new_sub);
+  ASSERT_TRUE(older.ok() && *older && newer.ok() && *newer);
+  EXPECT_EQ((*newer)->resumes_submission, (SubmissionRef{7, old_sub}));
+  EXPECT_EQ((*older)->resumed_by, (SubmissionRef{9, new_sub}));
+  EXPECT_FALSE((*older)->resumes_submission);
+
+  // The resumed job's row continues the old one's (service_jobs.resumed_by).
+  auto row = store->job_row(new_row);
+  ASSERT_TRUE(row.ok() && *row);
+  ASSERT_TRUE((*row)->resumes);
+  EXPECT_EQ((*row)->resumes->job_id, old_row);
+  auto old = store->job_row(old_row);
+  ASSERT_TRUE(old.ok() && *old);
+  EXPECT_FALSE((*old)->resumes);
+
+  const int64_t run_of_new = [&] {
+    auto runs = store->list_runs(1);
+    return runs->front().id;
+  }();
+  auto submitters = store->job_submitters(run_of_new);
+  ASSERT_TRUE(submitters.ok());
+  ASSERT_EQ(submitters->size(), 1u);
+  EXPECT_EQ(submitters->at(new_row), (JobSubmitter{1000, "alice", new_sub, "sweep"}));
+}
+
+}  // namespace
+}  // namespace colo

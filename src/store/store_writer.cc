@@ -82,10 +82,12 @@ void StoreWriter::add_data_loader(int64_t run_id, DataLoaderRow loader) {
 
 Result<std::vector<int64_t>> StoreWriter::add_jobs(int64_t run_id, const std::vector<JobSpec>& jobs,
                                                    const std::vector<std::string>& log_paths,
-                                                   UnixMillis queued_ms, int64_t wait_ms) {
+                                                   UnixMillis queued_ms, int64_t wait_ms,
+                                                   const std::vector<int64_t>& resumes_jobs) {
   ScopedBusyTimeout busy(store_, options_.busy_timeout_ms);
-  return retry_transient(clock_, wait_ms,
-                         [&] { return store_.add_jobs(run_id, jobs, log_paths, queued_ms); });
+  return retry_transient(clock_, wait_ms, [&] {
+    return store_.add_jobs(run_id, jobs, log_paths, queued_ms, resumes_jobs);
+  });
 }
 
 void StoreWriter::push(Write write) {

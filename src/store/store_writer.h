@@ -92,7 +92,8 @@ class StoreWriter {
   // RunStore::add_jobs.
   Result<std::vector<int64_t>> add_jobs(int64_t run_id, const std::vector<JobSpec>& jobs,
                                         const std::vector<std::string>& log_paths,
-                                        UnixMillis queued_ms, int64_t wait_ms = 0);
+                                        UnixMillis queued_ms, int64_t wait_ms = 0,
+                                        const std::vector<int64_t>& resumes_jobs = {});
 
   // Writes what is queued (for max_flush_ms at most), unless the backoff
   // after a failure is still running. Returns lines for people: the first failure of an episode,

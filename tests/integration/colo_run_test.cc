@@ -594,6 +594,68 @@ TEST_F(ColoRun, ResumeRunsOnlyTheUnfinishedJobsWithTheirCheckpoints) {
   EXPECT_THAT(none.output, HasSubstr("run needs a job file, or --resume RUN"));
 }
 
+// Issue 58 (9): a resumed run carries the name and tags of the run it
+// resumes, records the link both ways, and `colo show` and `colo export
+// mlflow` join the attempts' epochs and metrics into one history.
+TEST_F(ColoRun, AResumedRunCarriesItsLineageAndJoinsItsHistory) {
+  const std::string mark = dir_ + "/fixed";
+  // Continues from the epoch its checkpoint names; fails after epoch 3
+  // until the mark exists, then ends at epoch 5.
+  write_file("ckpt.sh",
+             "e=$(cat \"$COLO_CHECKPOINT_DIR/epoch\" 2>/dev/null || echo 0)\n"
+             "while [ $e -lt 5 ]; do\n"
+             "  e=$((e + 1))\n"
+             "  printf '{\"event\":\"epoch_end\",\"epoch\":%d,\"samples\":100,"
+             "\"metrics\":{\"loss\":%d}}\\n' $e $((10 - e)) >> \"$COLO_PROGRESS_FILE\"\n"
+             "  echo $e > \"$COLO_CHECKPOINT_DIR/epoch\"\n"
+             "  if [ $e -eq 3 ] && [ ! -e " +
+                 mark +
+                 " ]; then exit 4; fi\n"
+                 "done\n");
+  std::string file = write_file("jobs.toml",
+                                "[run]\nmechanism = \"naive\"\n[[job]]\nname = "
+                                "\"w\"\ncommand = [\"sh\", \"" +
+                                    dir_ + "/ckpt.sh\"]\n");
+  const std::string run =
+      " --backend sim --policy fixed --plain --db " + db() + " --logs " + dir_ + "/logs";
+  ASSERT_EQ(shell(colo("run " + file + run + " --name lr-a --tag model=r26")).exit_code, 1);
+  write_file("fixed", "");
+  CommandResult resumed = shell(colo("run --resume lr-a --tag seed=2" + run));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+
+  CommandResult shown = shell(colo("show 2 --json --db " + db()));
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  const nlohmann::json j = nlohmann::json::parse(shown.output);
+  EXPECT_EQ(j["run"]["name"], "lr-a") << shown.output;
+  EXPECT_EQ(j["run"]["tags"], (nlohmann::json{{"model", "r26"}, {"seed", "2"}}));
+  EXPECT_EQ(j["run"]["resumes_run"], 1);
+  const nlohmann::json& job = j["jobs"].at(0);
+  EXPECT_EQ(job["epochs"], 2) << "this attempt's own";
+  EXPECT_EQ(job["history"]["epochs"], 5) << job.dump();
+  EXPECT_EQ(job["history"]["attempts"].size(), 2u);
+  EXPECT_EQ(job["history"]["attempts"][0]["last_epoch"], 3);
+  EXPECT_EQ(job["history"]["attempts"][1]["first_epoch"], 4);
+  EXPECT_EQ(job["metrics"]["loss"]["points"], 5);
+  EXPECT_EQ(job["metrics"]["loss"]["last"], 5.0);
+
+  CommandResult text = shell(colo("show 2 --db " + db()));
+  EXPECT_THAT(text.output, HasSubstr("Resumes run 1:")) << text.output;
+  EXPECT_THAT(text.output, HasSubstr("note: w resumes an earlier attempt: one history of 5 "
+                                     "epochs, epochs 1-3 in run 1 (job 1), epochs 4-5 here"));
+  CommandResult older = shell(colo("show 1 --db " + db()));
+  EXPECT_THAT(older.output, HasSubstr("Resumed by run 2:")) << older.output;
+  CommandResult older_json = shell(colo("show 1 --json --db " + db()));
+  EXPECT_EQ(nlohmann::json::parse(older_json.output)["run"]["resumed_by"], 2);
+
+  const std::string to = dir_ + "/mlruns";
+  CommandResult exported = shell(colo("export mlflow 2 --db " + db() + " --to '" + to + "'"));
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  CommandResult loss = shell("cat '" + to + "'/*/*/metrics/loss | cut -d' ' -f2,3");
+  EXPECT_EQ(loss.output, "9.0 1\n8.0 2\n7.0 3\n6.0 4\n5.0 5\n");
+  CommandResult log = shell("ls '" + to + "'/*/*/artifacts/log/");
+  EXPECT_THAT(log.output, HasSubstr(".log")) << log.output;
+}
+
 // Issue 58 (8): one target syntax everywhere: `colo run --resume` and `colo
 // export mlflow` take a run's name as `colo show` does (and last), and say
 // which forms they take when given one they do not.
@@ -631,9 +693,10 @@ TEST_F(ColoRun, ResumeAndExportTakeARunByItsName) {
   EXPECT_THAT(numeric.output, HasSubstr("a name cannot be a number, 'last', a range"));
 
   const std::string to = " --db " + db() + " --to '" + dir_ + "/mlruns'";
+  // The resumed run carries the name (issue 58, 9): the name is the newest attempt's.
   CommandResult exported = shell(colo("export mlflow lr-sweep" + to));
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
-  EXPECT_THAT(exported.output, HasSubstr("colo run 1: lr-sweep"));
+  EXPECT_THAT(exported.output, HasSubstr("colo run 3: lr-sweep"));
   CommandResult bad = shell(colo("export mlflow 1/1" + to));
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_THAT(bad.output, HasSubstr("the store has no submission 1"));

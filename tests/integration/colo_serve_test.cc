@@ -394,6 +394,53 @@ fi"""]
   EXPECT_THAT(again.output, HasSubstr("resumed already, as job 3"));
 }
 
+// Issue 58 (9, 10): a resumed submission carries the name and tags of the
+// one it resumes and the link both ways; `colo show` joins its job's epochs
+// with the earlier attempt's; its MLflow export names who ran it, tags the
+// submission and holds the job's log.
+TEST_F(ColoServe, AResumedSubmissionCarriesItsLineageAndItsExportWhoRanWhat) {
+  start_service("--policy fixed --max-per-gpu 2 --mechanism naive");
+  const std::string file = write_file("r.toml", R"([[job]]
+name = "ckpt"
+command = ["sh", "-c", """e=$(cat "$COLO_CHECKPOINT_DIR/e" 2>/dev/null || echo 0)
+while [ $e -lt 3 ]; do
+  e=$((e + 1)); echo $e > "$COLO_CHECKPOINT_DIR/e"
+  printf '{"event":"epoch_end","epoch":%d,"metrics":{"loss":%d}}\n' $e $((10 - e)) >> "$COLO_PROGRESS_FILE"
+  echo "epoch $e"
+  if [ $e -eq 2 ] && [ ! -e "$COLO_CHECKPOINT_DIR/once" ]; then touch "$COLO_CHECKPOINT_DIR/once"; exit 3; fi
+done"""]
+restart = "never"
+)");
+  ASSERT_EQ(shell(colo("submit " + file + " --name first --tag model=r26")).exit_code, 0);
+  EXPECT_NE(wait_all({1}).exit_code, 0) << service_log();  // failed after epoch 2
+  CommandResult resumed = shell(colo("submit --resume first"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output << service_log();
+  EXPECT_THAT(resumed.output, HasSubstr("submission 1/2"));
+  ASSERT_EQ(wait_all({2}).exit_code, 0) << service_log();
+
+  CommandResult shown = shell(colo("show 1/2 --json --db " + db()));
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  const nlohmann::json j = nlohmann::json::parse(shown.output);
+  EXPECT_EQ(j["submission"]["name"], "first") << shown.output;
+  EXPECT_EQ(j["submission"]["tags"], (nlohmann::json{{"model", "r26"}}));
+  EXPECT_EQ(j["submission"]["resumes_submission"], 1);
+  ASSERT_EQ(j["jobs"].size(), 1u);
+  EXPECT_EQ(j["jobs"][0]["history"]["epochs"], 3) << j["jobs"][0].dump();
+  EXPECT_EQ(j["jobs"][0]["metrics"]["loss"]["points"], 3);
+  CommandResult older = shell(colo("show 1/1 --db " + db()));
+  EXPECT_THAT(older.output, HasSubstr("Resumed by submission 1/2:")) << older.output;
+
+  const std::string to = dir_ + "/mlruns";
+  CommandResult exported = shell(colo("export mlflow 1/2 --db " + db() + " --to '" + to + "'"));
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const std::string me = shell("id -un").output;
+  EXPECT_EQ(shell("cat '" + to + "'/*/*/tags/mlflow.user").output + "\n", me);
+  EXPECT_EQ(shell("cat '" + to + "'/*/*/tags/colo.submission").output, "1/2");
+  EXPECT_EQ(shell("cat '" + to + "'/*/*/tags/colo.submission_name").output, "first");
+  EXPECT_EQ(shell("cat '" + to + "'/*/*/artifacts/log/*").output, "epoch 3\n");
+  EXPECT_EQ(shell("cut -d' ' -f2,3 '" + to + "'/*/*/metrics/loss").output, "9.0 1\n8.0 2\n7.0 3\n");
+}
+
 // Issue 54 (item 5): `colo backup` of the store while the service runs jobs
 // and writes it (a plain cp of colo.db missed what was still in the WAL):
 // the copy holds the runs and jobs the live store held, is readable by its
@@ -1571,6 +1618,20 @@ touch "$COLO_CHECKPOINT_DIR/once"; exec sleep 60"""]
       sql("SELECT owner_uid, owner_name FROM service_jobs WHERE id = " + std::to_string(again)),
       (std::vector<std::string>{uid.substr(0, uid.size() - 1) + "|" + b.name}));
   EXPECT_EQ(as_b("logs " + std::to_string(again)).exit_code, 0) << "b's job, b's log";
+
+  // Issue 58 (9, 10): the resumed submission keeps b's name; root's MLflow
+  // export of it names b as who ran its job (not root, who exports it).
+  const json resumed_answer = json::parse(resumed.output.substr(resumed.output.find('{')));
+  const std::string resumed_submission =
+      std::to_string(resumed_answer["run"].get<int64_t>()) + "/" +
+      std::to_string(resumed_answer["submission"].get<int64_t>());
+  const std::string to = dir_ + "/mlruns";
+  CommandResult exported =
+      shell(colo("export mlflow " + resumed_submission + " --db " + db() + " --to '" + to + "'"));
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_EQ(shell("cat '" + to + "'/*/*/tags/mlflow.user").output, b.name);
+  EXPECT_EQ(shell("cat '" + to + "'/*/*/tags/colo.submission_name").output, "theirs");
+  EXPECT_EQ(shell("cat '" + to + "'/*/*/tags/colo.submission").output, resumed_submission);
 }
 
 // Issue 53 (2): a name is looked up among the caller's own submissions and
