@@ -337,10 +337,20 @@ std::string format_run_summary(const RunSummary& summary) {
   return out;
 }
 
+nlohmann::json to_json(const JobCounts& counts) {
+  return {{"ok", counts.ok},
+          {"stopped_early", counts.stopped_early},
+          {"failed", counts.failed},
+          {"cancelled", counts.cancelled},
+          {"cancelled_before_start", counts.cancelled_before_start},
+          {"unfinished", counts.unfinished}};
+}
+
 nlohmann::json to_json(const SubmissionRow& sub) {
-  return {{"id", sub.id},           {"name", sub.label.name},  {"tags", sub.label.tags},
-          {"note", sub.label.note}, {"owner", sub.owner_name}, {"submitted_ms", sub.submitted_ms},
-          {"jobs", sub.jobs},       {"job_file", sub.job_file}};
+  return {
+      {"id", sub.id},           {"name", sub.label.name},   {"tags", sub.label.tags},
+      {"note", sub.label.note}, {"owner", sub.owner_name},  {"submitted_ms", sub.submitted_ms},
+      {"jobs", sub.jobs},       {"job_file", sub.job_file}, {"outcomes", to_json(sub.outcomes)}};
 }
 
 nlohmann::json to_json(const RunRow& run) {
@@ -356,6 +366,7 @@ nlohmann::json to_json(const RunRow& run) {
       {"jobs_signature", run.jobs_signature},
       {"job_count", run.job_count},
       {"jobs_not_ok", run.jobs_not_ok},
+      {"outcomes", to_json(run.jobs)},
       {"host", run.host},
       {"colo_pid", run.colo_pid},
       {"slurm", run.slurm.job_id.empty()

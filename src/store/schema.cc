@@ -392,6 +392,15 @@ CREATE INDEX service_jobs_ended_with_files ON service_jobs(ended_ms) WHERE files
   AND ended_ms IS NOT NULL;
 )sql";
 
+// Version 21: of a service job's usage, the GPU time and charged time of the
+// spans whose solo rate was known (solo_ms counts those spans only), so that
+// `colo usage` shows no solo-equivalent figure or speed-up where none was
+// known. 0 in rows before: their figures are shown as unknown.
+constexpr const char* kMigration21 = R"sql(
+ALTER TABLE service_jobs ADD COLUMN rated_gpu_ms REAL NOT NULL DEFAULT 0;
+ALTER TABLE service_jobs ADD COLUMN rated_share_ms REAL NOT NULL DEFAULT 0;
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -416,10 +425,10 @@ Result<bool> has_tables(sqlite3* db, const std::string& path) {
 
 const std::vector<std::string>& schema_migrations() {
   static const std::vector<std::string> kMigrations = {
-      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,
-      kMigration6,  kMigration7,  kMigration8,  kMigration9,  kMigration10,
-      kMigration11, kMigration12, kMigration13, kMigration14, kMigration15,
-      kMigration16, kMigration17, kMigration18, kMigration19, kMigration20};
+      kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,
+      kMigration7,  kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12,
+      kMigration13, kMigration14, kMigration15, kMigration16, kMigration17, kMigration18,
+      kMigration19, kMigration20, kMigration21};
   return kMigrations;
 }
 
