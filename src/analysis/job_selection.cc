@@ -220,4 +220,10 @@ Status select_jobs(RunSummary& summary, const std::vector<JobFilter>& filters,
   return OkStatus();
 }
 
+Status order_as_shown(RunSummary& summary, const std::vector<JobFilter>& filters,
+                      std::string_view sort_key) {
+  const std::string key = sort_key.empty() ? declared_objective(summary) : std::string(sort_key);
+  return select_jobs(summary, filters, key);
+}
+
 }  // namespace colo

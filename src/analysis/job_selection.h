@@ -49,4 +49,10 @@ Status select_jobs(RunSummary& summary, const std::vector<JobFilter>& filters,
 // ranks by it when no --sort is given. "" otherwise.
 std::string declared_objective(const RunSummary& summary);
 
+// The order in which colo shows a run's jobs, wherever it lists them (`colo
+// show`, the table `colo run` ends with): select_jobs() by `sort_key`, else
+// by the declared objective (declared_objective()), else the run's order.
+Status order_as_shown(RunSummary& summary, const std::vector<JobFilter>& filters = {},
+                      std::string_view sort_key = "");
+
 }  // namespace colo

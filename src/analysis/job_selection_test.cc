@@ -88,6 +88,30 @@ TEST(JobSelection, ADivergedJobRanksLastAndTheDeclaredObjectiveIsFound) {
   EXPECT_EQ(declared_objective(s), "") << "the jobs disagree";
 }
 
+// colo show and the table colo run ends with order a run's jobs one way
+// (issue 58, item 13): the sort key given, else the declared objective, else
+// the run's order.
+TEST(JobSelection, JobsAreShownInOneOrder) {
+  struct Case {
+    std::string what;
+    std::string objective;  // every job's
+    std::string sort_key;
+    std::string order;
+  };
+  const std::vector<Case> cases = {
+      {"nothing declared or asked: the run's order", "", "", "abcd"},
+      {"the declared objective, best first", "loss", "", "bacd"},
+      {"the declared objective, higher is better", "acc", "", "bacd"},
+      {"a sort key over the objective", "loss", "lr", "cdba"},
+  };
+  for (const Case& c : cases) {
+    RunSummary s = grid();
+    for (JobSummary& j : s.jobs) j.objective = c.objective;
+    ASSERT_TRUE(order_as_shown(s, {}, c.sort_key).ok()) << c.what;
+    EXPECT_EQ(names(s), c.order) << c.what;
+  }
+}
+
 TEST(JobSelection, SortsParametersAsNumbersWhenAllAreNumbers) {
   RunSummary s = grid();
   ASSERT_TRUE(select_jobs(s, {}, "lr").ok());

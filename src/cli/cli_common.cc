@@ -172,6 +172,7 @@ std::string top_level_footer() {
          "  3    environment: no driver, the store is unusable, a mechanism cannot start\n"
          "  4    not yet: Slurm still has shards queued or running (colo slurm collect, "
          "resubmit)\n"
+         "  5    not permitted: colo serve refused you (another user's job, an admin's command)\n"
          "  130  cancelled (Ctrl-C)\n"
          "Listings take --json (shapes in docs/cli.md). `colo COMMAND --help` shows an example.\n"
          "Examples:\n"

@@ -239,6 +239,8 @@ int run_command(const RunFlags& flags, const std::string& command_line) {
     std::cerr << "colo: " << outcome.error().message() << "\n";
   } else {
     Result<RunSummary> summary = analyse_run(**store, outcome->run_id);
+    // Its jobs in the order colo show gives them: by the declared objective.
+    if (summary.ok()) (void)order_as_shown(*summary);
     if (summary.ok()) {
       std::cout << "\n" << format_run_summary(*summary);
     } else {
@@ -586,8 +588,7 @@ int show_command(const std::string& db, const ShowFlags& flags) {
   }
   const size_t all_jobs = summary->jobs.size();
   // Ranked by the declared objective unless --sort says otherwise.
-  const std::string sort = flags.sort.empty() ? declared_objective(*summary) : flags.sort;
-  if (Status s = select_jobs(*summary, filters, sort); !s.ok()) {
+  if (Status s = order_as_shown(*summary, filters, flags.sort); !s.ok()) {
     std::cerr << "colo: " << s.error().message() << "\n";
     return kExitBadInput;
   }
@@ -660,6 +661,10 @@ int label_command(const std::string& db, const std::string& run, const LabelFlag
 }  // namespace
 
 const std::atomic<int>& stop_requests() { return g_stop_requests; }
+
+int exit_code_of(const Error& error, int otherwise) {
+  return error.permission_denied() ? kExitPermission : otherwise;
+}
 
 void install_stop_handlers() {
   struct sigaction sa {};

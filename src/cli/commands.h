@@ -23,6 +23,7 @@ enum ExitCode : int {
   kExitBadInput = 2,     // bad command line or job file
   kExitEnvironment = 3,  // no driver, store unusable, mechanism failed to start
   kExitNotYet = 4,       // Slurm still has shards queued or running: try again later
+  kExitPermission = 5,   // refused: the caller may not (another user's job, an admin's command)
   kExitCancelled = 130,  // stopped with Ctrl-C
 };
 
@@ -32,6 +33,10 @@ void add_commands(CLI::App& app, int& exit_code, const std::string& command_line
 
 // Installs SIGINT/SIGTERM/SIGHUP handlers that count stop requests.
 void install_stop_handlers();
+
+// The exit code of a command that failed with `error`: kExitPermission for a
+// refusal of permission (ErrorKind::kPermissionDenied), else `otherwise`.
+int exit_code_of(const Error& error, int otherwise = kExitEnvironment);
 // Stop requests counted by those handlers.
 const std::atomic<int>& stop_requests();
 

@@ -445,7 +445,7 @@ int submit_command(const std::string& path, const std::string& resume, std::opti
                              : client->resume(resume, client_environment(), label_request(*label));
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
-    return kExitEnvironment;
+    return exit_code_of(answer.error());
   }
   if (answer->contains("resumed") && !flags.json) {
     const json& resumed = (*answer)["resumed"];
@@ -504,7 +504,7 @@ int queue_command(const ClientFlags& flags, const QueuePage& page) {
                               : protocol::queue_table_request(page.offset, page.limit));
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
-    return kExitEnvironment;
+    return exit_code_of(answer.error());
   }
   if (flags.json) {
     std::cout << (*answer)["snapshot"].dump(2) << "\n";
@@ -544,7 +544,7 @@ int usage_command(const ClientFlags& flags, const std::string& since, bool csv,
   Result<json> answer = client->call(protocol::usage_request(since_ms));
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
-    return kExitEnvironment;
+    return exit_code_of(answer.error());
   }
   if (flags.json && by == "user") {
     std::cout << json{{"since_ms", since_ms},
@@ -558,10 +558,13 @@ int usage_command(const ClientFlags& flags, const std::string& since, bool csv,
     UsageReport report;
     for (const json& r : (*answer)["ended"]) {
       // share_ms and energy_j: absent from an older service's answer.
+      // cancelled and rated_*: absent from an older service's answer (its
+      // solo-equivalent figures then count as unknown).
       report.ended.push_back({r.at("owner").get<std::string>(), r.at("jobs").get<int64_t>(),
                               r.at("failed").get<int64_t>(), r.at("gpu_ms").get<double>(),
                               r.at("solo_ms").get<double>(), r.value("share_ms", 0.0),
-                              r.value("energy_j", 0.0)});
+                              r.value("energy_j", 0.0), r.value("cancelled", int64_t{0}),
+                              r.value("rated_gpu_ms", 0.0), r.value("rated_share_ms", 0.0)});
     }
     report.owners = owners_from_json((*answer)["owners"]);
     if (by == "group") report = usage_by_group(report, primary_group_of);
@@ -600,7 +603,7 @@ int drain_command(bool drain, bool wait, const ClientFlags& flags) {
     Result<json> answer = client->call(protocol::drain_request(drain));
     if (!answer.ok()) {
       std::cerr << "colo: " << answer.error().message() << "\n";
-      return kExitEnvironment;
+      return exit_code_of(answer.error());
     }
     const int64_t running = answer->value("running", int64_t{0});
     if (shown < 0 && !flags.json) {
@@ -670,13 +673,15 @@ int cancel_command(const std::vector<std::string>& targets, bool mine, const Cli
   Result<json> answer = client->call(protocol::cancel_request(*ids, submissions, mine));
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
-    return kExitEnvironment;
+    return exit_code_of(answer.error());
   }
   if ((*answer)["results"].empty() && !flags.json)
     std::cout << "no job of yours is queued or running: nothing to cancel\n";
   bool all = true;
+  bool denied = false;  // a job or submission of another user's: exit 5
   for (const json& r : (*answer)["results"]) {
     all = all && r.value("ok", false);
+    denied = denied || r.value(protocol::kPermissionDenied, false);
     if (!flags.json) {
       if (r.value("ok", false)) {
         std::cout << fmt::format("job {}: cancelling\n", r.value("id", int64_t{0}));
@@ -687,7 +692,7 @@ int cancel_command(const std::vector<std::string>& targets, bool mine, const Cli
     }
   }
   if (flags.json) std::cout << json{{"results", (*answer)["results"]}}.dump() << "\n";
-  return all ? kExitOk : kExitJobsFailed;
+  return all ? kExitOk : denied ? kExitPermission : kExitJobsFailed;
 }
 
 // `colo logs JOB --run RUN`: the log of a job of `colo run`, read from the
@@ -794,7 +799,7 @@ int logs_command(const std::string& job, std::optional<int64_t> run_id, bool fol
     Result<json> answer = client->call(protocol::logs_request(id, offset));
     if (!answer.ok()) {
       std::cerr << "colo: " << answer.error().message() << "\n";
-      return kExitEnvironment;
+      return exit_code_of(answer.error());
     }
     const std::string now_path = answer->value("path", "");
     if (now_path != path && !path.empty()) {
@@ -871,7 +876,7 @@ std::optional<int> run_through_service(const std::string& path, const std::strin
   Result<json> answer = submit_file(*client, *file, std::nullopt, label);
   if (!answer.ok()) {
     std::cerr << "colo: " << answer.error().message() << "\n";
-    return kExitEnvironment;
+    return exit_code_of(answer.error());
   }
   std::vector<int64_t> ids = (*answer)["ids"];
   std::cout << fmt::format(

@@ -17,7 +17,9 @@ namespace colo {
 
 // Whether trying the same thing again later may succeed: a database locked by
 // another process or a full disk is transient; a bad input or a bug is not.
-enum class ErrorKind { kPermanent, kTransient };
+// kPermissionDenied is permanent too, and says why: the caller may not do it
+// (another user's job, an admin's command); colo exits 5 for it.
+enum class ErrorKind { kPermanent, kTransient, kPermissionDenied };
 
 class Error {
  public:
@@ -26,6 +28,7 @@ class Error {
 
   const std::string& message() const { return message_; }
   bool transient() const { return kind_ == ErrorKind::kTransient; }
+  bool permission_denied() const { return kind_ == ErrorKind::kPermissionDenied; }
 
   // Returns a copy with "context: " prepended, for adding the file, job or
   // step in which a lower-level error happened. The kind is kept.

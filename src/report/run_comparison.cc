@@ -25,13 +25,12 @@ std::string run_title(const RunSummary& s) {
 }
 
 // A run's state; a submission's: running while a job of it has not ended,
-// then ok, or failed when a job of it did not end well.
+// then ok, or failed when a job of it did not end well (jobs/job_outcome.h).
 std::string state_of(const RunSummary& s) {
   if (!s.submission) return to_string(s.run.state);
-  if (std::any_of(s.jobs.begin(), s.jobs.end(),
-                  [](const JobSummary& j) { return !is_final(j.state); }))
-    return "running";
-  return std::any_of(s.jobs.begin(), s.jobs.end(), failed_or_diverged) ? "failed" : "ok";
+  const JobCounts& counts = s.submission->outcomes;
+  if (counts.unfinished > 0) return "running";
+  return counts.not_ok() > 0 ? "failed" : "ok";
 }
 
 // The label a comparison shows: the submission's, else the run's.
@@ -72,22 +71,14 @@ std::optional<std::pair<double, std::string>> run_best(const RunSummary& s, std:
   return best;
 }
 
-// "12: all ok", "12: 9 ok, 2 not ok, 1 not ended".
+// "12: all ok", "39: 30 ok, 2 stopped early, 1 failed, 6 cancelled before
+// start (1 diverged)": the jobs of the run (or submission) as the store
+// counts them, by the one rule (jobs/job_outcome.h), those that diverged noted.
 std::string jobs_text(const RunSummary& s) {
-  int ok = 0;
-  int open = 0;
-  for (const JobSummary& job : s.jobs) {
-    if (!is_final(job.state)) {
-      ++open;
-    } else if (!failed_or_diverged(job)) {
-      ++ok;
-    }
-  }
-  const int not_ok = static_cast<int>(s.jobs.size()) - ok - open;
-  if (not_ok == 0 && open == 0) return fmt::format("{}: all ok", s.jobs.size());
-  std::string out = fmt::format("{}: {} ok", s.jobs.size(), ok);
-  if (not_ok > 0) out += fmt::format(", {} not ok", not_ok);
-  if (open > 0) out += fmt::format(", {} not ended", open);
+  std::string out = format_job_counts(s.submission ? s.submission->outcomes : s.run.jobs);
+  const auto diverged =
+      std::count_if(s.jobs.begin(), s.jobs.end(), [](const JobSummary& j) { return j.diverged; });
+  if (diverged > 0) out += fmt::format(" ({} diverged)", diverged);
   return out;
 }
 

@@ -396,6 +396,15 @@ nlohmann::json sub_id(const std::optional<SubmissionRef>& sub) {
 
 }  // namespace
 
+nlohmann::json to_json(const JobCounts& counts) {
+  return {{"ok", counts.ok},
+          {"stopped_early", counts.stopped_early},
+          {"failed", counts.failed},
+          {"cancelled", counts.cancelled},
+          {"cancelled_before_start", counts.cancelled_before_start},
+          {"unfinished", counts.unfinished}};
+}
+
 nlohmann::json to_json(const SubmissionRow& sub) {
   return {{"id", sub.id},
           {"name", sub.label.name},
@@ -406,7 +415,8 @@ nlohmann::json to_json(const SubmissionRow& sub) {
           {"jobs", sub.jobs},
           {"job_file", sub.job_file},
           {"resumes_submission", sub_id(sub.resumes_submission)},
-          {"resumed_by", sub_id(sub.resumed_by)}};
+          {"resumed_by", sub_id(sub.resumed_by)},
+          {"outcomes", to_json(sub.outcomes)}};
 }
 
 nlohmann::json to_json(const RunRow& run) {
@@ -422,6 +432,7 @@ nlohmann::json to_json(const RunRow& run) {
       {"jobs_signature", run.jobs_signature},
       {"job_count", run.job_count},
       {"jobs_not_ok", run.jobs_not_ok},
+      {"outcomes", to_json(run.jobs)},
       {"host", run.host},
       {"colo_pid", run.colo_pid},
       {"slurm", run.slurm.job_id.empty()

@@ -52,8 +52,12 @@ std::string format_jobs_csv(const RunSummary& summary);
 // `colo show --json`: every field of the summary, units in the key names,
 // absent values as null.
 nlohmann::json to_json(const RunSummary& summary);
+// A run's row; "outcomes" its jobs by outcome (to_json(JobCounts)).
 nlohmann::json to_json(const RunRow& run);
-// A submission to a service: id, name, tags, note, owner, submitted_ms, jobs, job_file.
+// A submission to a service: id, name, tags, note, owner, submitted_ms, jobs, job_file, outcomes.
 nlohmann::json to_json(const SubmissionRow& sub);
+// Jobs by outcome (jobs/job_outcome.h): ok, stopped_early, failed, cancelled,
+// cancelled_before_start, unfinished.
+nlohmann::json to_json(const JobCounts& counts);
 
 }  // namespace colo

@@ -85,6 +85,8 @@ Result<json> ServiceClient::call(const json& request, bool* answered) const {
     const std::string error = answer.contains("error") && answer["error"].is_string()
                                   ? answer["error"].get<std::string>()
                                   : "colo serve said no";
+    if (answer.value(protocol::kPermissionDenied, false))
+      return Error(error, ErrorKind::kPermissionDenied);
     if (!(answer.contains("busy") && answer["busy"] == true) ||
         std::chrono::steady_clock::now() > give_up)
       return Error(error);

@@ -33,7 +33,8 @@ class ServiceClient {
   // why not: where nothing listens, and where one listens that refuses you.
   static Result<ServiceClient> find(const std::vector<std::string>& candidates);
 
-  // Sends `request`; the answer when it says ok, else its error as an Error.
+  // Sends `request`; the answer when it says ok, else its error as an Error
+  // (of kind kPermissionDenied where the answer says the caller may not).
   // `answered` (when given) says whether the service answered at all: when
   // not, the request may or may not have been carried out.
   Result<nlohmann::json> call(const nlohmann::json& request, bool* answered = nullptr) const;

@@ -19,10 +19,12 @@ namespace {
 
 // A stand-in service: closes its first `drop` connections without a word,
 // with unread data so that the kernel resets them (as colo serve does to
-// connections past its bounds), then answers each request with ok.
+// connections past its bounds), then answers each request with `answer`
+// (ok by default).
 class DroppingServer {
  public:
-  DroppingServer(const std::string& path, int drop) : drop_(drop) {
+  DroppingServer(const std::string& path, int drop, std::string answer = R"({"ok":true,"jobs":[]})")
+      : drop_(drop), answer_(std::move(answer) + "\n") {
     fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -56,14 +58,13 @@ class DroppingServer {
         if (n <= 0) break;
         in.append(buf, static_cast<size_t>(n));
       }
-      const std::string answer = R"({"ok":true,"jobs":[]})"
-                                 "\n";
-      (void)!::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+      (void)!::send(c, answer_.data(), answer_.size(), MSG_NOSIGNAL);
       ::close(c);
     }
   }
   int fd_ = -1;
   int drop_;
+  std::string answer_;
   bool ok_ = false;
   std::atomic<int> accepted_{0};
   std::thread thread_;
@@ -157,6 +158,32 @@ TEST(ServiceClient, AServiceThatDropsEveryConnectionIsAnErrorAfterTheTimeout) {
     ServiceClient client(path, 300);
     Result<nlohmann::json> answer = client.call({{"op", "queue"}});
     ASSERT_FALSE(answer.ok());
+  }
+  std::system(("rm -rf '" + templ + "'").c_str());
+}
+
+// Issue 58, item 15: an answer that refuses the caller permission is an
+// error of its own kind (colo exits 5 for it, not 3); other refusals are not.
+TEST(ServiceClient, ARefusalOfPermissionIsAnErrorOfItsOwnKind) {
+  struct Case {
+    std::string answer;
+    bool denied;
+  };
+  const std::vector<Case> cases = {
+      {R"({"ok":false,"error":"job 3 belongs to root","permission_denied":true})", true},
+      {R"({"ok":false,"error":"there is no job 3"})", false},
+      {R"({"ok":false,"error":"no","permission_denied":false})", false},
+  };
+  std::string templ = ::testing::TempDir() + "client.XXXXXX";
+  ASSERT_NE(mkdtemp(templ.data()), nullptr);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string path = templ + "/colo" + std::to_string(i) + ".sock";
+    DroppingServer server(path, 0, cases[i].answer);
+    ASSERT_TRUE(server.ok());
+    Result<nlohmann::json> answer = ServiceClient(path, 5'000).call({{"op", "logs"}});
+    ASSERT_FALSE(answer.ok()) << cases[i].answer;
+    EXPECT_EQ(answer.error().permission_denied(), cases[i].denied) << cases[i].answer;
+    EXPECT_FALSE(answer.error().transient()) << cases[i].answer;
   }
   std::system(("rm -rf '" + templ + "'").c_str());
 }

@@ -1,6 +1,8 @@
 // The socket protocol of colo serve (docs/serve.md): one JSON object per line
 // each way. A request names its operation in "op"; every answer carries
-// "ok" (and "error" when false). This header is the one place that spells
+// "ok" (and "error" when false; and "permission_denied": true when the
+// caller may not do what it asked, kPermissionDenied, also in a cancel's
+// results, so that the client exits 5 for it). This header is the one place that spells
 // the operations: the service answers them, and its clients (`colo submit`,
 // `queue`, `cancel`, `logs`, `wait`, `colo top`) build their requests here.
 #pragma once
@@ -48,6 +50,9 @@ inline nlohmann::json submit_request(const std::string& job_file, nlohmann::json
 // `offset` and `limit` page the queued jobs (docs/serve.md): a snapshot
 // holds kQueuedPage of them unless a reader asks for another page, at most
 // kMaxQueuedPage, so that it costs the same whatever the queue's length.
+// Set true in an answer (or a cancel's result) that refuses the caller permission.
+inline constexpr const char* kPermissionDenied = "permission_denied";
+
 inline constexpr int64_t kQueuedPage = 500;
 inline constexpr int64_t kMaxQueuedPage = 5'000;
 inline nlohmann::json queue_request() { return {{"op", kQueue}}; }

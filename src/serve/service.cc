@@ -46,6 +46,20 @@ constexpr int64_t kQueueAnswerMaxAgeMs = 500;
 
 json error_answer(const std::string& message) { return json{{"ok", false}, {"error", message}}; }
 
+// A refusal because the caller may not do what it asked (another user's job,
+// an admin's command): marked so that the client exits for it (protocol.h).
+json denied_answer(const std::string& message) {
+  json answer = error_answer(message);
+  answer[protocol::kPermissionDenied] = true;
+  return answer;
+}
+
+// An error of a step, `context` before its message; a refusal stays one.
+json error_answer(const Error& error, const std::string& context = "") {
+  const std::string message = context.empty() ? error.message() : context + error.message();
+  return error.permission_denied() ? denied_answer(message) : error_answer(message);
+}
+
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // The entries of `env` whose names look secret, as a JSON object.
@@ -359,7 +373,7 @@ json Service::handle(const Caller& caller, const json& request) {
 
 json Service::drain(const Caller& caller, const json& request) {
   if (!is_admin(caller)) {
-    return error_answer(fmt::format(
+    return denied_answer(fmt::format(
         "only the service's admins (root, {} or --admin-group) may drain or undrain colo serve; "
         "you are {}",
         info_.user, caller.user));
@@ -394,7 +408,7 @@ json Service::gc(const Caller& caller, const json& request) {
         fmt::format("gc: this colo serve keeps {}, not {}", ctx_.store.path(), *store));
   }
   if (!is_admin(caller)) {
-    return error_answer(fmt::format(
+    return denied_answer(fmt::format(
         "only the service's admins (root, {} or --admin-group) may collect its jobs' files; you "
         "are {}",
         info_.user, caller.user));
@@ -471,7 +485,7 @@ json Service::submit(const Caller& caller, const json& request) {
                                     halt_.reason.empty() ? "" : ": " + halt_.reason));
   }
   if (geteuid() != 0 && caller.uid != geteuid()) {
-    return error_answer(fmt::format(
+    return denied_answer(fmt::format(
         "this colo serve runs as {} and runs jobs only for {}; ask the administrator for a "
         "system service (running as root, it runs each job as its submitter)",
         info_.user, info_.user));
@@ -498,7 +512,7 @@ json Service::submit(const Caller& caller, const json& request) {
     Result<std::string> which = string_field(request, "resume", "");
     Result<Resumption> r =
         which.ok() ? resumable(caller, *which) : Result<Resumption>(which.error());
-    if (!r.ok()) return error_answer("submit --resume: " + r.error().message());
+    if (!r.ok()) return error_answer(r.error(), "submit --resume: ");
     resumption = std::move(r).value();
     specs = resumption->specs;
     *job_file = resumption->job_file;
@@ -512,7 +526,7 @@ json Service::submit(const Caller& caller, const json& request) {
     if (label->note.empty()) label->note = fmt::format("resumes submission {}", resumption->of);
   } else {
     Result<std::vector<JobSpec>> sent = submitted_specs(caller, request);
-    if (!sent.ok()) return error_answer(sent.error().message());
+    if (!sent.ok()) return error_answer(sent.error());
     specs = std::move(sent).value();
   }
   // The jobs are their submitter's: a resumption's stay those of the
@@ -1213,8 +1227,9 @@ json Service::cancel(const Caller& caller, const json& request) {
   for (const std::string& which : submissions) {
     Result<std::vector<int64_t>> of = open_jobs_of_submission(caller, which);
     if (!of.ok()) {
-      results.push_back(
-          json{{"submission", which}, {"ok", false}, {"error", of.error().message()}});
+      json result = {{"submission", which}, {"ok", false}, {"error", of.error().message()}};
+      if (of.error().permission_denied()) result[protocol::kPermissionDenied] = true;
+      results.push_back(std::move(result));
       continue;
     }
     ids.insert(ids.end(), of->begin(), of->end());
@@ -1249,6 +1264,7 @@ json Service::cancel(const Caller& caller, const json& request) {
           "job {} belongs to {}; you ({}) may cancel only your own jobs (root and the admin "
           "group may cancel any)",
           id, row->owner_name, caller.user);
+      result[protocol::kPermissionDenied] = true;
       ctx_.log << fmt::format("refused: {} (uid {}) asked to cancel job {} of {}\n", caller.user,
                               caller.uid, id, row->owner_name);
     } else if (is_final(row->state)) {
@@ -1282,8 +1298,8 @@ json Service::logs(const Caller& caller, const json& request) {
   if (rows->empty()) return error_answer(fmt::format("there is no job {}", id));
   const ServiceJobRow& row = rows->front();
   if (row.owner_uid != caller.uid && !is_admin(caller)) {
-    return error_answer(fmt::format("job {} belongs to {}; you ({}) may read only your own logs",
-                                    id, row.owner_name, caller.user));
+    return denied_answer(fmt::format("job {} belongs to {}; you ({}) may read only your own logs",
+                                     id, row.owner_name, caller.user));
   }
   json answer = {{"ok", true},
                  {"path", row.log_path},

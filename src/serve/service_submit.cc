@@ -56,10 +56,12 @@ Result<std::vector<JobSpec>> Service::submitted_specs(const Caller& caller,
         return Error(fmt::format("job '{}': {}", spec->name, o.error().message()));
     }
     if (spec->priority > 0 && !is_admin(caller) && caller.uid != geteuid()) {
-      return Error(fmt::format(
-          "job '{}': priority {} is above 0, which only the service's admins may set (root, "
-          "the service's user or --admin-group); submit it with priority 0 or below",
-          spec->name, spec->priority));
+      return Error(
+          fmt::format("job '{}': priority {} is above 0, which only the service's admins may set "
+                      "(root, the service's user or --admin-group); submit it with priority 0 or "
+                      "below",
+                      spec->name, spec->priority),
+          ErrorKind::kPermissionDenied);
     }
     specs.push_back(std::move(spec).value());
   }
@@ -119,10 +121,10 @@ Result<Service::Resumption> Service::resumable(const Caller& caller, const std::
           title, r.owner_name, row.owner_name));
     }
     if (row.owner_uid != caller.uid && !is_admin(caller)) {
-      return Error(
-          fmt::format("submission {} is {}'s: only they or the service's admins may "
-                      "resume it",
-                      title, row.owner_name));
+      return Error(fmt::format("submission {} is {}'s: only they or the service's admins may "
+                               "resume it",
+                               title, row.owner_name),
+                   ErrorKind::kPermissionDenied);
     }
     if (!is_final(row.state)) {
       ++open;

@@ -278,8 +278,17 @@ TEST_F(ServiceTest, OnlyTheOwnerOrAnAdminMayCancelOrReadLogs) {
   EXPECT_FALSE(refused["results"][0]["ok"].get<bool>());
   EXPECT_THAT(refused["results"][0]["error"].get<std::string>(),
               HasSubstr("belongs to root; you (nobody) may cancel only your own jobs"));
+  // Refusals of permission say so, for the client's exit code (issue 58, item 15).
+  EXPECT_EQ(refused["results"][0].value(protocol::kPermissionDenied, false), true);
   json logs = service_->handle(nobody_, json{{"op", "logs"}, {"id", id}});
   EXPECT_FALSE(logs["ok"].get<bool>());
+  EXPECT_EQ(logs.value(protocol::kPermissionDenied, false), true);
+  json drain = service_->handle(nobody_, protocol::drain_request(true));
+  EXPECT_FALSE(drain["ok"].get<bool>());
+  EXPECT_EQ(drain.value(protocol::kPermissionDenied, false), true);
+  json missing = service_->handle(nobody_, json{{"op", "logs"}, {"id", 999}});
+  EXPECT_FALSE(missing["ok"].get<bool>());
+  EXPECT_FALSE(missing.contains(protocol::kPermissionDenied)) << "not a refusal of permission";
   EXPECT_EQ(status({id})["jobs"][0]["state"], "running");
 
   json cancelled = service_->handle(root_, json{{"op", "cancel"}, {"ids", {id, 999}}});

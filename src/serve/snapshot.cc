@@ -212,7 +212,10 @@ json usage_rows_to_json(const std::vector<ServiceUsageReport>& rows, const std::
                    {"gpu_ms", r.gpu_ms},
                    {"solo_ms", r.solo_ms},
                    {"share_ms", r.share_ms},
-                   {"energy_j", r.energy_j}});
+                   {"energy_j", r.energy_j},
+                   {"cancelled", r.cancelled},
+                   {"rated_gpu_ms", r.rated_gpu_ms},
+                   {"rated_share_ms", r.rated_share_ms}});
   }
   return out;
 }
@@ -486,6 +489,9 @@ UsageReport usage_by_group(const UsageReport& by_user,
     g.solo_ms += r.solo_ms;
     g.share_ms += r.share_ms;
     g.energy_j += r.energy_j;
+    g.cancelled += r.cancelled;
+    g.rated_gpu_ms += r.rated_gpu_ms;
+    g.rated_share_ms += r.rated_share_ms;
   }
   for (auto& [group, r] : ended) out.ended.push_back(std::move(r));
   std::stable_sort(out.ended.begin(), out.ended.end(),
@@ -526,22 +532,36 @@ std::string format_usage(const UsageReport& report, const std::string& since) {
   }
   out += fmt::format("\nJobs that ended {}:\n", since);
   if (ended.empty()) return out + "none\n";
-  out += fmt::format("{:<16} {:>6} {:>7} {:>12} {:>12} {:>9} {:>9} {:>10}\n", who, "JOBS", "FAILED",
-                     "GPU TIME", "SOLO-EQUIV", "SOLO/GPU", "SPEED-UP", "ENERGY");
+  out += fmt::format("{:<16} {:>6} {:>7} {:>9} {:>12} {:>12} {:>9} {:>9} {:>10}\n", who, "JOBS",
+                     "FAILED", "CANCELLED", "GPU TIME", "SOLO-EQUIV", "SOLO/GPU", "SPEED-UP",
+                     "ENERGY");
+  bool unrated = false;
   for (const ServiceUsageReport& r : ended) {
-    out += fmt::format("{:<16} {:>6} {:>7} {:>12} {:>12} {:>9} {:>9} {:>10}\n", r.owner_name,
-                       r.jobs, r.failed, format_duration_ms(static_cast<int64_t>(r.gpu_ms)),
-                       format_duration_ms(static_cast<int64_t>(r.solo_ms)),
-                       r.gpu_ms > 0 ? fmt::format("{:.2f}", r.solo_ms / r.gpu_ms) : "-",
-                       r.share_ms > 0 ? fmt::format("{:.2f}x", r.solo_ms / r.share_ms) : "-",
-                       r.energy_j > 0 ? format_energy(r.energy_j) : "-");
+    // Solo-equivalent figures only of the time whose solo rate was known.
+    unrated = unrated || r.rated_gpu_ms < r.gpu_ms;
+    out += fmt::format(
+        "{:<16} {:>6} {:>7} {:>9} {:>12} {:>12} {:>9} {:>9} {:>10}\n", r.owner_name, r.jobs,
+        r.failed, r.cancelled, format_duration_ms(static_cast<int64_t>(r.gpu_ms)),
+        r.rated_gpu_ms > 0 ? format_duration_ms(static_cast<int64_t>(r.solo_ms)) : "-",
+        r.rated_gpu_ms > 0 ? fmt::format("{:.2f}", r.solo_ms / r.rated_gpu_ms) : "-",
+        r.rated_share_ms > 0 ? fmt::format("{:.2f}x", r.solo_ms / r.rated_share_ms) : "-",
+        r.energy_j > 0 ? format_energy(r.energy_j) : "-");
   }
-  return out +
-         "SOLO/GPU: the work a GPU-second gave, against a GPU of one's own (below 1: slowed by "
-         "neighbours). SPEED-UP: solo-equivalent time over the GPU time charged (each job's time "
-         "times its share of its GPUs as colo measured it), the gain collocation gave "
-         "(1.00x: as much as GPUs of one's own; 1.40x: 40% more work from the same GPU time). "
-         "ENERGY: each job's share of its GPUs' energy (split evenly among the jobs on a GPU)\n";
+  out +=
+      "JOBS: those that ended their work (ok, stopped early or failed); CANCELLED: cancelled after "
+      "they started (their GPU time counts; a job cancelled before it started is in no column). "
+      "SOLO/GPU: the work a GPU-second gave, against a GPU of one's own (below 1: slowed by "
+      "neighbours). SPEED-UP: solo-equivalent time over the GPU time charged (each job's time "
+      "times its share of its GPUs as colo measured it), the gain collocation gave "
+      "(1.00x: as much as GPUs of one's own; 1.40x: 40% more work from the same GPU time). "
+      "ENERGY: each job's share of its GPUs' energy (split evenly among the jobs on a GPU)\n";
+  if (unrated) {
+    out +=
+        "-: no solo rate known (colo learns a job's rate alone from its family run alone); where "
+        "one was known for part of the GPU time, SOLO-EQUIV, SOLO/GPU and SPEED-UP count that "
+        "part only\n";
+  }
+  return out;
 }
 
 std::string format_energy(double joules) {
@@ -557,15 +577,16 @@ std::string usage_csv(const UsageReport& report) {
   std::string out =
       report.by +
       ",weight,usage_lately_ms,usage_total_ms,running,queued,ended_jobs,failed,gpu_ms,"
-      "solo_ms,share_ms,energy_j\n";
+      "solo_ms,share_ms,energy_j,cancelled,rated_gpu_ms,rated_share_ms\n";
   for (const auto& [owner, row] : rows) {
     const auto& [n, r] = row;
     std::string quoted = "\"";
     for (char c : owner) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
     quoted += '"';
-    out += fmt::format("{},{:g},{:.0f},{:.0f},{},{},{},{},{:.0f},{:.0f},{:.0f},{:.1f}\n", quoted,
-                       n.weight, n.usage_ms, n.total_ms, n.running, n.queued, r.jobs, r.failed,
-                       r.gpu_ms, r.solo_ms, r.share_ms, r.energy_j);
+    out += fmt::format(
+        "{},{:g},{:.0f},{:.0f},{},{},{},{},{:.0f},{:.0f},{:.0f},{:.1f},{},{:.0f},{:.0f}\n", quoted,
+        n.weight, n.usage_ms, n.total_ms, n.running, n.queued, r.jobs, r.failed, r.gpu_ms,
+        r.solo_ms, r.share_ms, r.energy_j, r.cancelled, r.rated_gpu_ms, r.rated_share_ms);
   }
   return out;
 }

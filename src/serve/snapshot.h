@@ -194,7 +194,8 @@ nlohmann::json to_json(const ServiceSnapshot& snapshot);
 // A snapshot's "owners" object: per user, queued, running, usage_ms, weight, total_ms.
 nlohmann::json owners_to_json(const std::map<std::string, OwnerJobs>& owners);
 // `colo usage`'s "ended" rows (the socket's usage answer, /api/usage): per
-// user, {"owner","jobs","failed","gpu_ms","solo_ms","share_ms","energy_j"};
+// user, {"owner","jobs","failed","gpu_ms","solo_ms","share_ms","energy_j",
+// "cancelled","rated_gpu_ms","rated_share_ms"} (ServiceUsageReport);
 // `name_key` "group" for rows by group (colo usage --by group --json).
 nlohmann::json usage_rows_to_json(const std::vector<ServiceUsageReport>& rows,
                                   const std::string& name_key = "owner");
@@ -225,13 +226,15 @@ struct UsageReport {
 UsageReport usage_by_group(const UsageReport& by_user,
                            const std::function<std::string(const std::string&)>& group_of);
 // `colo usage`: each owner's usage lately, weight and jobs, most used first;
-// then, per owner, the jobs that ended `since` ("in the last 7d") with their
-// GPU time, solo-equivalent GPU time, collocation's speed-up and energy.
+// then, per owner, the jobs that ended `since` ("in the last 7d"), those
+// cancelled after they started, their GPU time, solo-equivalent GPU time,
+// collocation's speed-up and energy; the solo-equivalent figures of the time
+// whose solo rate was known only, "-" where none was.
 std::string format_usage(const UsageReport& report, const std::string& since);
 // The same as CSV, one row per user (or group) of either (a header row
 // first; the name quoted): user (or group), weight, usage_lately_ms,
 // usage_total_ms, running, queued, ended_jobs, failed, gpu_ms, solo_ms,
-// share_ms, energy_j.
+// share_ms, energy_j, cancelled, rated_gpu_ms, rated_share_ms.
 std::string usage_csv(const UsageReport& report);
 // Energy for people: "850 J", "12.5 Wh", "3.20 kWh".
 std::string format_energy(double joules);

@@ -332,16 +332,41 @@ TEST(UsageByGroup, SumsEachUsersFiguresIntoTheirGroup) {
 // is in units a person reads.
 TEST(FormatUsage, GivesEachUsersSpeedUpFromCollocationAndEnergy) {
   UsageReport report;
-  report.ended = {{"alice", 2, 0, 20'000, 14'000, 10'000, 7'200}, {"bob", 1, 0, 1'000, 0, 0, 0}};
+  report.ended = {{"alice", 2, 0, 20'000, 14'000, 10'000, 7'200, 0, 20'000, 10'000},
+                  {"bob", 1, 0, 1'000, 0, 0, 0}};
   const std::string text = format_usage(report, "in the last 7d");
   EXPECT_THAT(text, ::testing::ContainsRegex("SOLO/GPU +SPEED-UP +ENERGY"));
-  EXPECT_THAT(text, ::testing::ContainsRegex("alice +2 +0 .* 0\\.70 +1\\.40x +2\\.0 Wh"));
-  EXPECT_THAT(text, ::testing::ContainsRegex("bob .* - +-\n"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("alice +2 +0 +0 .* 0\\.70 +1\\.40x +2\\.0 Wh"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("bob .* - +- +-\n"));
   EXPECT_EQ(format_energy(850), "850 J");
   EXPECT_EQ(format_energy(45'000), "12.5 Wh");
   EXPECT_EQ(format_energy(11.52e6), "3.20 kWh");
-  EXPECT_THAT(usage_csv(report), HasSubstr("gpu_ms,solo_ms,share_ms,energy_j\n"));
-  EXPECT_THAT(usage_csv(report), HasSubstr(",20000,14000,10000,7200.0\n"));
+  EXPECT_THAT(
+      usage_csv(report),
+      HasSubstr("gpu_ms,solo_ms,share_ms,energy_j,cancelled,rated_gpu_ms,rated_share_ms\n"));
+  EXPECT_THAT(usage_csv(report), HasSubstr(",20000,14000,10000,7200.0,0,20000,10000\n"));
+}
+
+// Issue 58, item 12: where no solo rate was known, colo usage prints no
+// solo/GPU figure or speed-up (it printed "0.35" beside "1.00x": the charge
+// stood in for the solo-equivalent time), says why, and counts what was
+// known only where a rate was known for part of the time; cancelled jobs are
+// a column of their own, not jobs that ended.
+TEST(FormatUsage, ShowsNoSoloFiguresWhereNoSoloRateWasKnownAndCountsCancelledApart) {
+  UsageReport report;
+  ServiceUsageReport unrated{"carol", 3, 1, 10'000, 0, 3'500, 0};
+  unrated.cancelled = 2;
+  ServiceUsageReport part{"dave", 1, 0, 10'000, 3'000, 10'000, 0};
+  part.rated_gpu_ms = 5'000;
+  part.rated_share_ms = 5'000;
+  report.ended = {unrated, part};
+  const std::string text = format_usage(report, "in the last 7d");
+  EXPECT_THAT(text, ::testing::ContainsRegex("JOBS +FAILED +CANCELLED +GPU TIME"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("carol +3 +1 +2 +10\\.0s +- +- +- +-\n")) << text;
+  EXPECT_THAT(text, Not(HasSubstr("0.35")));
+  EXPECT_THAT(text, ::testing::ContainsRegex("dave +1 +0 +0 +10\\.0s +3\\.0s +0\\.60 +0\\.60x"))
+      << text;
+  EXPECT_THAT(text, HasSubstr("-: no solo rate known"));
 }
 
 }  // namespace

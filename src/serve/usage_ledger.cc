@@ -90,10 +90,13 @@ ServiceJobUsage span_usage(double span_ms, size_t gpus, double charged,
                            std::optional<double> samples_per_s,
                            std::optional<double> solo_samples_per_s) {
   const double held = static_cast<double>(std::max<size_t>(1, gpus));
-  double worth = charged;
-  if (samples_per_s && solo_samples_per_s && *solo_samples_per_s > 0)
-    worth = std::min(1.0, *samples_per_s / *solo_samples_per_s) * held;
-  return {.gpu_ms = span_ms * held, .solo_ms = worth * span_ms, .share_ms = charged * span_ms};
+  ServiceJobUsage usage{.gpu_ms = span_ms * held, .share_ms = charged * span_ms};
+  if (samples_per_s && solo_samples_per_s && *solo_samples_per_s > 0) {
+    usage.solo_ms = std::min(1.0, *samples_per_s / *solo_samples_per_s) * held * span_ms;
+    usage.rated_gpu_ms = usage.gpu_ms;
+    usage.rated_share_ms = usage.share_ms;
+  }
+  return usage;
 }
 
 void add_energy_share(ServiceJobUsage& usage, const std::vector<int>& gpus,

@@ -79,9 +79,10 @@ double opportunistic_share(const std::vector<JobOnGpu>& jobs, size_t i);
 
 // A span of `span_ms` of a job on `gpus` GPUs (0 counts as 1), charged
 // `charged` of them (the sum of its charged shares): GPU time held (the span
-// on each GPU), solo-equivalent time (its reported rate over its rate alone,
-// at most 1, on each GPU, where both are known; else what it was charged)
-// and charged time. No energy.
+// on each GPU) and charged time; where its reported rate and its rate alone
+// are both known, also its solo-equivalent time (the one over the other, at
+// most 1, on each GPU) and, as rated_gpu_ms and rated_share_ms, the GPU and
+// charged time again; else no solo-equivalent time, and none rated. No energy.
 ServiceJobUsage span_usage(double span_ms, size_t gpus, double charged,
                            std::optional<double> samples_per_s,
                            std::optional<double> solo_samples_per_s);

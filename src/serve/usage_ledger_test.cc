@@ -133,19 +133,21 @@ TEST(FairShare, ASpanCountsTheGpuTimeHeldTheSoloEquivalentAndTheCharge) {
     std::optional<double> solo_rate;
     ServiceJobUsage usage;
   };
+  // Where no solo rate is known there is no solo-equivalent time, and the
+  // span is not rated (colo usage shows no speed-up for it: issue 58, item 12).
   const std::vector<Case> cases = {
-      {"alone, no rates: all it was charged", 1000, 1, 1.0, {}, {}, {1000, 1000, 1000, 0}},
-      {"shared, half its solo rate", 1000, 1, 0.5, 50.0, 100.0, {1000, 500, 500, 0}},
+      {"alone, no rates: no solo-equivalent", 1000, 1, 1.0, {}, {}, {1000, 0, 1000, 0}},
+      {"shared, half its solo rate", 1000, 1, 0.5, 50.0, 100.0, {1000, 500, 500, 0, 1000, 500}},
       {"shared, claims more than solo: at most the GPU",
        1000,
        1,
        0.5,
        300.0,
        100.0,
-       {1000, 1000, 500, 0}},
-      {"a solo rate of 0: what it was charged", 1000, 1, 0.25, 50.0, 0.0, {1000, 250, 250, 0}},
-      {"only its rate known: what it was charged", 1000, 1, 0.25, 50.0, {}, {1000, 250, 250, 0}},
-      {"a gang of 2 at full rate", 500, 2, 2.0, 100.0, 100.0, {1000, 1000, 1000, 0}},
+       {1000, 1000, 500, 0, 1000, 500}},
+      {"a solo rate of 0: unknown", 1000, 1, 0.25, 50.0, 0.0, {1000, 0, 250, 0}},
+      {"only its rate known: unknown", 1000, 1, 0.25, 50.0, {}, {1000, 0, 250, 0}},
+      {"a gang of 2 at full rate", 500, 2, 2.0, 100.0, 100.0, {1000, 1000, 1000, 0, 1000, 1000}},
       {"no GPU named counts as one", 1000, 0, 0.0, {}, {}, {1000, 0, 0, 0}},
   };
   for (const Case& c : cases) {
@@ -153,6 +155,8 @@ TEST(FairShare, ASpanCountsTheGpuTimeHeldTheSoloEquivalentAndTheCharge) {
     EXPECT_DOUBLE_EQ(u.gpu_ms, c.usage.gpu_ms) << c.what;
     EXPECT_DOUBLE_EQ(u.solo_ms, c.usage.solo_ms) << c.what;
     EXPECT_DOUBLE_EQ(u.share_ms, c.usage.share_ms) << c.what;
+    EXPECT_DOUBLE_EQ(u.rated_gpu_ms, c.usage.rated_gpu_ms) << c.what;
+    EXPECT_DOUBLE_EQ(u.rated_share_ms, c.usage.rated_share_ms) << c.what;
     EXPECT_EQ(u.energy_j, 0) << c.what;
   }
 }

@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "gpu/gpu_backend.h"
+#include "jobs/job_outcome.h"
 #include "jobs/job_qos.h"
 #include "jobs/job_state.h"
 #include "jobs/progress_event.h"
@@ -54,8 +55,13 @@ struct RunRow {
   bool simulated = false;
   std::string job_file;
   std::string jobs_signature;  // identifies "the same jobs" across runs
+  // Its jobs by outcome (jobs/job_outcome.h): its `jobs` rows, and for a
+  // service's run the jobs submitted to it that were cancelled before they
+  // started (they have no `jobs` row). job_count and jobs_not_ok are its
+  // total() and not_ok().
+  JobCounts jobs;
   int job_count = 0;
-  int jobs_not_ok = 0;  // of those, ended otherwise than ok (failed, oom, killed, cancelled...)
+  int jobs_not_ok = 0;
   std::string host;
   pid_t colo_pid = 0;
   SlurmRecord slurm;
@@ -92,6 +98,7 @@ struct SubmissionRow {
   // newest submission that resumes it; nullopt when none.
   std::optional<SubmissionRef> resumes_submission;
   std::optional<SubmissionRef> resumed_by;
+  JobCounts outcomes;  // its service jobs by outcome (jobs/job_outcome.h)
 };
 
 // A job as a run recorded it: its `jobs` row and that row's run.

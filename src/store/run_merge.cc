@@ -225,15 +225,15 @@ Result<int64_t> RunStore::merge_runs(const NewRun& header, const std::vector<Run
                  .bind(3, *merged)
                  .run();
   if (!s.ok()) return s.error();
-  Result<int64_t> not_ok = single_int(
-      db, path_, "SELECT count(*) FROM jobs WHERE run_id = ? AND state NOT IN ('ok', 'stopped')",
-      *merged);
-  if (!not_ok.ok()) return not_ok.error();
-  Result<int64_t> all =
-      single_int(db, path_, "SELECT count(*) FROM jobs WHERE run_id = ?", *merged);
-  if (!all.ok()) return all.error();
-  s = end_run(*merged, *not_ok == 0 && *all > 0 ? RunState::kOk : RunState::kFailed,
-              last_end.value_or(first_start.value_or(header.started_ms)));
+  // Ok when every job ended well, by the one rule (jobs/job_outcome.h).
+  RunRow counted;
+  counted.id = *merged;
+  if (s = count_jobs(counted); !s.ok()) return s.error();
+  const JobCounts& jobs = counted.jobs;
+  s = end_run(
+      *merged,
+      jobs.total() > 0 && jobs.ended_well() == jobs.total() ? RunState::kOk : RunState::kFailed,
+      last_end.value_or(first_start.value_or(header.started_ms)));
   if (!s.ok()) return s.error();
   if (s = tx->commit(); !s.ok()) return s.error();
   return *merged;

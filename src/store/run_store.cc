@@ -569,12 +569,9 @@ namespace {
 
 constexpr const char* kRunColumns =
     "r.id, r.started_ms, r.ended_ms, r.state, r.mechanism, r.backend, r.simulated, r.job_file, "
-    "r.jobs_signature, (SELECT count(*) FROM jobs j WHERE j.run_id = r.id), r.host, r.colo_pid, "
-    "r.slurm_job_id, r.slurm_step, r.slurm_node, r.slurm_restart_count, "
-    "(SELECT count(*) FROM jobs j WHERE j.run_id = r.id "
-    "AND j.state NOT IN ('ok', 'stopped', 'queued', 'running')), r.name, r.tags_json, r.note, "
-    "r.owner_uid, r.owner_name, r.resumes_run, "
-    "(SELECT max(x.id) FROM runs x WHERE x.resumes_run = r.id)";
+    "r.jobs_signature, r.host, r.colo_pid, r.slurm_job_id, r.slurm_step, r.slurm_node, "
+    "r.slurm_restart_count, r.name, r.tags_json, r.note, r.owner_uid, r.owner_name, "
+    "r.resumes_run, (SELECT max(x.id) FROM runs x WHERE x.resumes_run = r.id)";
 
 Result<RunRow> run_from_row(const Statement& s) {
   RunRow run;
@@ -589,20 +586,48 @@ Result<RunRow> run_from_row(const Statement& s) {
   run.simulated = s.int64_at(6) != 0;
   run.job_file = s.text_at(7);
   run.jobs_signature = s.text_at(8);
-  run.job_count = static_cast<int>(s.int64_at(9));
-  run.host = s.text_at(10);
-  run.colo_pid = static_cast<pid_t>(s.int64_at(11));
-  run.slurm = {s.text_at(12), s.text_at(13), s.text_at(14), static_cast<int>(s.int64_at(15))};
-  run.jobs_not_ok = static_cast<int>(s.int64_at(16));
-  run.label = {s.text_at(17), parse_tags_json(s.text_at(18)), s.text_at(19)};
-  if (std::optional<int64_t> owner = s.opt_int64_at(20)) run.owner_uid = static_cast<uid_t>(*owner);
-  run.owner_name = s.text_at(21);
-  run.resumes_run = s.opt_int64_at(22);
-  run.resumed_by = s.opt_int64_at(23);
+  run.host = s.text_at(9);
+  run.colo_pid = static_cast<pid_t>(s.int64_at(10));
+  run.slurm = {s.text_at(11), s.text_at(12), s.text_at(13), static_cast<int>(s.int64_at(14))};
+  run.label = {s.text_at(15), parse_tags_json(s.text_at(16)), s.text_at(17)};
+  if (std::optional<int64_t> owner = s.opt_int64_at(18)) run.owner_uid = static_cast<uid_t>(*owner);
+  run.owner_name = s.text_at(19);
+  run.resumes_run = s.opt_int64_at(20);
+  run.resumed_by = s.opt_int64_at(21);
   return run;
 }
 
+// Each (state, started, count) group of a run's jobs: its `jobs` rows, and
+// the service jobs submitted to it that ended without a `jobs` row (cancelled
+// before they started). Counted by the one rule (jobs/job_outcome.h).
+constexpr const char* kRunJobGroups = R"sql(
+    SELECT state, started_ms IS NOT NULL, count(*) FROM jobs WHERE run_id = ?1 GROUP BY 1, 2
+    UNION ALL
+    SELECT s.state, s.started_ms IS NOT NULL, count(*)
+    FROM service_submissions u JOIN service_jobs s ON s.submission_id = u.id
+    WHERE u.run_id = ?1 AND s.job_id IS NULL AND s.state NOT IN ('queued', 'running')
+    GROUP BY 1, 2)sql";
+
 }  // namespace
+
+Status RunStore::count_jobs(RunRow& run) {
+  auto s = Statement::prepare(db_.get(), path_, kRunJobGroups);
+  if (!s.ok()) return s.error();
+  s->bind(1, run.id);
+  run.jobs = {};
+  Status read = s->for_each_row([&]() -> Status {
+    Result<JobState> state = parse_job_state(s->text_at(0));
+    if (!state.ok()) return state.error().with_context(fmt::format("run #{}", run.id));
+    run.jobs.add(*state, s->int64_at(1) != 0, s->int64_at(2));
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  run.job_count = static_cast<int>(run.jobs.total());
+  run.jobs_not_ok = static_cast<int>(run.jobs.not_ok());
+  return OkStatus();
+}
+
+namespace {}  // namespace
 
 Result<std::vector<RunRow>> RunStore::list_runs(int limit) {
   auto select = Statement::prepare(
@@ -618,6 +643,9 @@ Result<std::vector<RunRow>> RunStore::list_runs(int limit) {
     return OkStatus();
   });
   if (!read.ok()) return read.error();
+  for (RunRow& run : runs) {
+    if (Status counted = count_jobs(run); !counted.ok()) return counted.error();
+  }
   return runs;
 }
 
@@ -638,7 +666,10 @@ Result<RunRow> RunStore::read_run(int64_t run_id) {
     return Error(
         fmt::format("{} has no run #{}; `colo runs` lists the runs it holds", path_, run_id));
   }
-  return run_from_row(*select);
+  Result<RunRow> run = run_from_row(*select);
+  if (!run.ok()) return run;
+  if (Status counted = count_jobs(*run); !counted.ok()) return counted.error();
+  return run;
 }
 
 Result<RunRow> RunStore::run(int64_t run_id) { return read_run(run_id); }

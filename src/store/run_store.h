@@ -157,17 +157,27 @@ struct ServiceUsageRow {
 };
 
 // The usage of one owner's service jobs that ended in a span of time
-// (RunStore::service_usage_since).
+// (RunStore::service_usage_since). Jobs are counted by the rule of
+// jobs/job_outcome.h: `jobs` are those that ended their work (ok, stopped
+// early, failed), `failed` those of them that failed, `cancelled` those
+// cancelled after they started; a job cancelled before it started is in none.
+// The times are every such job's, cancelled ones included (they held GPUs).
 struct ServiceUsageReport {
   std::string owner_name;
   int64_t jobs = 0;
-  int64_t failed = 0;  // failed or interrupted
-  double gpu_ms = 0;   // time on GPUs: each attempt's time times its GPUs
-  double solo_ms = 0;  // solo-equivalent GPU time
+  int64_t failed = 0;
+  double gpu_ms = 0;  // time on GPUs: each attempt's time times its GPUs
+  // Solo-equivalent GPU time, of the spans whose solo rate was known only:
+  // rated_gpu_ms and rated_share_ms are those spans' GPU time and charged time
+  // (0: no solo rate was known, and there is no solo-equivalent figure).
+  double solo_ms = 0;
   // GPU time charged (fair share): each span times its charged share of
   // each GPU (serve/fair_share.h)
   double share_ms = 0;
   double energy_j = 0;  // its share of its GPUs' energy
+  int64_t cancelled = 0;
+  double rated_gpu_ms = 0;
+  double rated_share_ms = 0;
   bool operator==(const ServiceUsageReport&) const = default;
 };
 
@@ -178,11 +188,15 @@ struct ServiceJobUsage {
   double solo_ms = 0;
   double share_ms = 0;
   double energy_j = 0;
+  double rated_gpu_ms = 0;
+  double rated_share_ms = 0;
   ServiceJobUsage& operator+=(const ServiceJobUsage& o) {
     gpu_ms += o.gpu_ms;
     solo_ms += o.solo_ms;
     share_ms += o.share_ms;
     energy_j += o.energy_j;
+    rated_gpu_ms += o.rated_gpu_ms;
+    rated_share_ms += o.rated_share_ms;
     return *this;
   }
 };
@@ -492,7 +506,8 @@ class RunStore : public RunReader {
   // each given owner's row (others stay).
   Result<std::vector<ServiceUsageRow>> service_usage();
   Status keep_service_usage(const std::vector<ServiceUsageRow>& rows);
-  // Adds an attempt's usage to a service job's (gpu_ms, solo_ms, share_ms, energy_j).
+  // Adds an attempt's usage to a service job's (gpu_ms, solo_ms, share_ms,
+  // energy_j, rated_gpu_ms, rated_share_ms).
   Status add_service_job_usage(int64_t id, const ServiceJobUsage& usage);
   // Per owner, the service jobs that ended at or after `since_ms` (by name).
   Result<std::vector<ServiceUsageReport>> service_usage_since(UnixMillis since_ms);
@@ -576,6 +591,10 @@ class RunStore : public RunReader {
                                                UnixMillis now_ms,
                                                const std::optional<std::string>& only_host);
   Result<RunRow> read_run(int64_t run_id);
+  // Sets run.jobs (and job_count, jobs_not_ok) by the rule of jobs/job_outcome.h.
+  Status count_jobs(RunRow& run);
+  // Sets sub.outcomes from its service jobs, by the same rule.
+  Status count_submission_jobs(SubmissionRow& sub);
   // Sets the run's jobs_signature from every job it holds.
   Status refresh_jobs_signature(int64_t run_id);
   // The jobs whose `column` ("run_id" or "id") is `value`, by id.

@@ -406,6 +406,15 @@ CREATE INDEX service_submissions_by_resumes ON service_submissions(resumes_submi
 CREATE INDEX service_jobs_by_resumed_by ON service_jobs(resumed_by) WHERE resumed_by IS NOT NULL;
 )sql";
 
+// Version 22: of a service job's usage, the GPU time and charged time of the
+// spans whose solo rate was known (solo_ms counts those spans only), so that
+// `colo usage` shows no solo-equivalent figure or speed-up where none was
+// known. 0 in rows before: their figures are shown as unknown.
+constexpr const char* kMigration22 = R"sql(
+ALTER TABLE service_jobs ADD COLUMN rated_gpu_ms REAL NOT NULL DEFAULT 0;
+ALTER TABLE service_jobs ADD COLUMN rated_share_ms REAL NOT NULL DEFAULT 0;
+)sql";
+
 Result<int> read_int_pragma(sqlite3* db, const std::string& path, const char* pragma) {
   auto stmt = Statement::prepare(db, path, fmt::format("PRAGMA {}", pragma));
   if (!stmt.ok()) return stmt.error();
@@ -433,7 +442,7 @@ const std::vector<std::string>& schema_migrations() {
       kMigration1,  kMigration2,  kMigration3,  kMigration4,  kMigration5,  kMigration6,
       kMigration7,  kMigration8,  kMigration9,  kMigration10, kMigration11, kMigration12,
       kMigration13, kMigration14, kMigration15, kMigration16, kMigration17, kMigration18,
-      kMigration19, kMigration20, kMigration21};
+      kMigration19, kMigration20, kMigration21, kMigration22};
   return kMigrations;
 }
 

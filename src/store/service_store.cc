@@ -186,13 +186,32 @@ Result<std::optional<SubmissionRow>> first_of(Result<std::vector<SubmissionRow>>
 
 }  // namespace
 
+Status RunStore::count_submission_jobs(SubmissionRow& sub) {
+  auto s = Statement::prepare(db_.get(), path_, R"sql(
+      SELECT state, started_ms IS NOT NULL, count(*) FROM service_jobs
+      WHERE submission_id = ? GROUP BY 1, 2)sql");
+  if (!s.ok()) return s.error();
+  s->bind(1, sub.id);
+  sub.outcomes = {};
+  return s->for_each_row([&]() -> Status {
+    Result<JobState> state = parse_job_state(s->text_at(0));
+    if (!state.ok()) return state.error().with_context(fmt::format("submission {}", sub.id));
+    sub.outcomes.add(*state, s->int64_at(1) != 0, s->int64_at(2));
+    return OkStatus();
+  });
+}
+
 Result<std::optional<SubmissionRow>> RunStore::submission(int64_t id) {
   auto s = Statement::prepare(
       db_.get(), path_,
       fmt::format("SELECT {} FROM service_submissions u WHERE u.id = ?", kSubmissionColumns));
   if (!s.ok()) return s.error();
   s->bind(1, id);
-  return first_of(read_submissions(*s));
+  Result<std::optional<SubmissionRow>> sub = first_of(read_submissions(*s));
+  if (sub.ok() && sub->has_value()) {
+    if (Status counted = count_submission_jobs(**sub); !counted.ok()) return counted.error();
+  }
+  return sub;
 }
 
 Result<std::vector<SubmissionRow>> RunStore::named_submissions_of(int64_t run_id, int limit) {
@@ -202,7 +221,12 @@ Result<std::vector<SubmissionRow>> RunStore::named_submissions_of(int64_t run_id
                                           kSubmissionColumns));
   if (!s.ok()) return s.error();
   s->bind(1, run_id).bind(2, limit > 0 ? limit : -1);
-  return read_submissions(*s);
+  Result<std::vector<SubmissionRow>> subs = read_submissions(*s);
+  if (!subs.ok()) return subs;
+  for (SubmissionRow& sub : *subs) {
+    if (Status counted = count_submission_jobs(sub); !counted.ok()) return counted.error();
+  }
+  return subs;
 }
 
 Result<std::vector<SubmissionJob>> RunStore::submission_jobs(int64_t submission_id) {
@@ -356,32 +380,53 @@ Status RunStore::keep_service_usage(const std::vector<ServiceUsageRow>& rows) {
 }
 
 Status RunStore::add_service_job_usage(int64_t id, const ServiceJobUsage& usage) {
-  auto update =
-      Statement::prepare(db_.get(), path_,
-                         "UPDATE service_jobs SET gpu_ms = gpu_ms + ?2, solo_ms = solo_ms "
-                         "+ ?3, share_ms = share_ms + ?4, energy_j = energy_j + ?5 "
-                         "WHERE id = ?1");
+  auto update = Statement::prepare(
+      db_.get(), path_,
+      "UPDATE service_jobs SET gpu_ms = gpu_ms + ?2, solo_ms = solo_ms + ?3, share_ms = share_ms "
+      "+ ?4, energy_j = energy_j + ?5, rated_gpu_ms = rated_gpu_ms + ?6, rated_share_ms = "
+      "rated_share_ms + ?7 WHERE id = ?1");
   if (!update.ok()) return update.error();
   update->bind(1, id)
       .bind(2, usage.gpu_ms)
       .bind(3, usage.solo_ms)
       .bind(4, usage.share_ms)
-      .bind(5, usage.energy_j);
+      .bind(5, usage.energy_j)
+      .bind(6, usage.rated_gpu_ms)
+      .bind(7, usage.rated_share_ms);
   return update_service_job(db_.get(), path_, *update, id, "recording a job's usage");
 }
 
 Result<std::vector<ServiceUsageReport>> RunStore::service_usage_since(UnixMillis since_ms) {
+  // Grouped by state and whether the job started; counted by the one rule
+  // (jobs/job_outcome.h).
   auto s = Statement::prepare(db_.get(), path_, R"sql(
-      SELECT owner_name, count(*), sum(state IN ('failed', 'interrupted')), sum(gpu_ms),
-             sum(solo_ms), sum(share_ms), sum(energy_j)
+      SELECT owner_name, state, started_ms IS NOT NULL, count(*), sum(gpu_ms), sum(solo_ms),
+             sum(share_ms), sum(energy_j), sum(rated_gpu_ms), sum(rated_share_ms)
       FROM service_jobs WHERE state NOT IN ('queued', 'running') AND ended_ms >= ?
-      GROUP BY owner_name ORDER BY owner_name)sql");
+      GROUP BY 1, 2, 3 ORDER BY 1)sql");
   if (!s.ok()) return s.error();
   s->bind(1, since_ms);
   std::vector<ServiceUsageReport> out;
   Status read = s->for_each_row([&]() -> Status {
-    out.push_back({s->text_at(0), s->int64_at(1), s->int64_at(2), s->double_at(3), s->double_at(4),
-                   s->double_at(5), s->double_at(6)});
+    Result<JobState> state = parse_job_state(s->text_at(1));
+    if (!state.ok()) return state.error().with_context("service jobs");
+    const JobOutcome outcome = job_outcome(*state, s->int64_at(2) != 0);
+    if (outcome == JobOutcome::kCancelledBeforeStart || outcome == JobOutcome::kUnfinished)
+      return OkStatus();
+    if (out.empty() || out.back().owner_name != s->text_at(0))
+      out.push_back(ServiceUsageReport{s->text_at(0)});
+    ServiceUsageReport& r = out.back();
+    JobCounts counts;
+    counts.add(outcome, s->int64_at(3));
+    r.jobs += counts.ended_work();
+    r.failed += counts.failed;
+    r.cancelled += counts.cancelled;
+    r.gpu_ms += s->double_at(4);
+    r.solo_ms += s->double_at(5);
+    r.share_ms += s->double_at(6);
+    r.energy_j += s->double_at(7);
+    r.rated_gpu_ms += s->double_at(8);
+    r.rated_share_ms += s->double_at(9);
     return OkStatus();
   });
   if (!read.ok()) return read.error();

@@ -357,7 +357,8 @@ TopLine job_row(const QueueJob& j, const ServiceSnapshot& s, UnixMillis now_ms, 
           {text.substr(state_at + 11), TopStyle::kNormal}};
 }
 
-// The selected job if the table shows it, else the table's first job.
+// The selected job if the table shows it, else the job in the row it was
+// last seen in (the last row when the table is shorter now).
 std::optional<int64_t> effective_selection(const std::vector<const QueueJob*>& jobs,
                                            const TopState& state) {
   if (jobs.empty()) return std::nullopt;
@@ -366,7 +367,8 @@ std::optional<int64_t> effective_selection(const std::vector<const QueueJob*>& j
       if (j->id == *state.selected) return j->id;
     }
   }
-  return jobs.front()->id;
+  const size_t row = static_cast<size_t>(std::max(0, state.selected_row));
+  return jobs[std::min(row, jobs.size() - 1)]->id;
 }
 
 std::string footer_keys(const TopInput& input, const TopState& state) {
@@ -426,6 +428,14 @@ std::vector<TopLine> log_lines(const TopInput& input, const TopState& state, int
   lines.push_back({{fmt::format("log of job {}{}", state.log_job, ascii(name)), TopStyle::kHeader},
                    {ascii("  " + state.log_path), TopStyle::kDim},
                    {state.log_ended ? "  [ended]" : "  [following]", TopStyle::kBold}});
+  // A queued job has no log yet: say so, and what it waits for.
+  for (const QueueJob& j : input.snapshot.jobs) {
+    if (j.id != state.log_job || j.state != "queued" || !state.log_text.empty()) continue;
+    lines.push_back(
+        {{ascii(j.reason.empty() ? "queued: no log yet (it starts when colo serve places it)"
+                                 : "queued: no log yet (waits for: " + j.reason + ")"),
+          TopStyle::kDim}});
+  }
   // The tail that fits, long lines wrapped.
   std::vector<std::string> wrapped;
   size_t start = 0;
@@ -632,6 +642,7 @@ TopCommand handle_key(TopState& state, int key, const TopInput& input) {
         state.filter = state.filter_draft;
         state.mode = TopMode::kTable;
         state.first_row = 0;
+        state.selected_row = 0;  // a selection the filter hides falls to the first job shown
       } else if (key == kTopKeyEscape) {
         state.filter.clear();
         state.filter_draft.clear();
@@ -657,10 +668,12 @@ TopCommand handle_key(TopState& state, int key, const TopInput& input) {
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (state.selected && jobs[i]->id == *state.selected) at = static_cast<int>(i);
   }
+  state.selected_row = at;
   auto select = [&](int index) {
     if (jobs.empty()) return;
     index = std::clamp(index, 0, static_cast<int>(jobs.size()) - 1);
     state.selected = jobs[static_cast<size_t>(index)]->id;
+    state.selected_row = index;
   };
   const int n_sorts = static_cast<int>(std::size(kSortOrder));
   int sort_at = 0;
@@ -745,6 +758,15 @@ TopCommand handle_key(TopState& state, int key, const TopInput& input) {
       break;
   }
   return {};
+}
+
+void follow_selection(TopState& state, const TopInput& input) {
+  const std::vector<const QueueJob*> jobs = visible_jobs(input, state);
+  if (jobs.empty()) return;  // kept until the table shows jobs again
+  state.selected = effective_selection(jobs, state);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i]->id == *state.selected) state.selected_row = static_cast<int>(i);
+  }
 }
 
 void append_log(TopState& state, const std::string& path, const std::string& data,

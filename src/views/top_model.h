@@ -13,7 +13,8 @@
 // speed of solo and its share of steady time below the floor), memory, MPS
 // limits or MIG instance, predicted end); a footer with the keys and the last
 // message.
-// A job's log replaces the GPUs and the table while it is followed.
+// A job's log replaces the GPUs and the table while it is followed (a queued
+// job's says it has none yet, and what it waits for).
 #pragma once
 
 #include <sys/types.h>
@@ -75,11 +76,15 @@ struct TopState {
   TopMode mode = TopMode::kTable;
   TopSort sort = TopSort::kQueue;
   bool descending = false;
-  std::string filter;               // jobs whose name, owner, state or group contains it
-  std::string filter_draft;         // while typing
-  std::optional<int64_t> selected;  // a job id; the first visible job when unset
-  int first_row = 0;                // of the job table, when it scrolls
-  std::string message;              // shown in the footer until the next key
+  std::string filter;        // jobs whose name, owner, state or group contains it
+  std::string filter_draft;  // while typing
+  // A job id. When unset, or when that job is no longer in the table (it left
+  // the list, or a state filter no longer matches it after a cancel), the
+  // job now at `selected_row` (the next row), else the last one.
+  std::optional<int64_t> selected;
+  int selected_row = 0;  // the selected job's row when it was last seen
+  int first_row = 0;     // of the job table, when it scrolls
+  std::string message;   // shown in the footer until the next key
   // While following a log.
   int64_t log_job = 0;
   std::string log_text;  // its tail (at most kLogKeptBytes)
@@ -125,6 +130,12 @@ std::string plain_text(const std::vector<TopLine>& lines);
 
 // Applies one key to the state; the command tells the caller what to do.
 TopCommand handle_key(TopState& state, int key, const TopInput& input);
+
+// After a refresh: keeps the selection on the same job id where the table
+// still shows it (noting its row), else moves it to the job now in its row
+// (the next one; the last when the table got shorter), so that a cancel or a
+// job leaving the list never sends it back to the first row.
+void follow_selection(TopState& state, const TopInput& input);
 
 // Appends a log chunk to the state's tail (kept at most kLogKeptBytes).
 void append_log(TopState& state, const std::string& path, const std::string& data,

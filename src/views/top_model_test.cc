@@ -328,7 +328,10 @@ TEST(TopKeys, ASelectionTheFilterHidesFallsToTheFirstJobShown) {
   TopState state;
   handle_key(state, kTopKeyEnd, in);
   EXPECT_EQ(state.selected, 9);
-  state.filter = "alice";
+  handle_key(state, '/', in);
+  for (char c : std::string("alice")) handle_key(state, c, in);
+  handle_key(state, kTopKeyEnter, in);
+  EXPECT_EQ(state.filter, "alice");
   handle_key(state, 'c', in);
   EXPECT_EQ(state.mode, TopMode::kConfirmCancel);
   EXPECT_EQ(handle_key(state, 'y', in).job, 12) << "never a job the table does not show";
@@ -385,6 +388,90 @@ TEST(TopKeys, FollowingALogShowsItsTailAndQGoesBack) {
   command = handle_key(state, 'q', in);
   EXPECT_EQ(command.kind, TopCommand::Kind::kStopLog);
   EXPECT_EQ(state.mode, TopMode::kTable);
+}
+
+// Issue 58, item 15: a queued job's log pane says it has no log yet and
+// what the job waits for (it was empty).
+TEST(TopKeys, AQueuedJobsLogSaysWhatItWaitsFor) {
+  TopInput in = example();
+  in.snapshot.jobs[2].reason = "fair share: alice used 2h";  // job 15, queued
+  TopState state;
+  handle_key(state, kTopKeyDown, in);
+  handle_key(state, kTopKeyDown, in);
+  ASSERT_EQ(state.selected, 15);
+  TopCommand command = handle_key(state, 'l', in);
+  ASSERT_EQ(command.kind, TopCommand::Kind::kFollowLog);
+  append_log(state, "", "", 0, false);  // the service's answer for a job not started
+  EXPECT_THAT(text(in, state, 100, 10),
+              HasSubstr("queued: no log yet (waits for: fair share: alice used 2h)"));
+  // Once it runs, its log replaces the note.
+  in.snapshot.jobs[2].state = "running";
+  append_log(state, "/logs/15.log", "epoch 1\n", 8, false);
+  EXPECT_THAT(text(in, state, 100, 10), Not(HasSubstr("no log yet")));
+  EXPECT_THAT(text(in, state, 100, 10), HasSubstr("epoch 1"));
+}
+
+// The selected job's row in the rendered table ("" when none is selected).
+std::string selected_row(const TopInput& in, const TopState& state) {
+  for (const TopLine& line : render_top(in, state, 160, 40, kNow)) {
+    if (!line.empty() && line[0].style == TopStyle::kSelected) return line[0].text;
+  }
+  return "";
+}
+
+// Issue 58, item 15: after a cancel the selection stays on the job cancelled
+// while the table shows it, and goes to the next row when it left the table
+// (here a state filter of "queued" no longer matches it); it jumped to the
+// first row.
+TEST(TopKeys, AfterACancelTheSelectionStaysOnTheJobOrGoesToTheNextRow) {
+  TopInput in = example();
+  in.snapshot.jobs.push_back(job(16, "bert#1", "alice", "queued"));
+  in.snapshot.jobs.push_back(job(17, "gpt#1", "alice", "queued"));
+  TopState state;
+  handle_key(state, '/', in);
+  for (char c : std::string("queued")) handle_key(state, c, in);
+  handle_key(state, kTopKeyEnter, in);
+  ASSERT_EQ(ids(in, state), (std::vector<int64_t>{15, 16, 17}));
+  handle_key(state, kTopKeyDown, in);
+  ASSERT_EQ(state.selected, 16);
+  handle_key(state, 'c', in);
+  ASSERT_EQ(handle_key(state, 'y', in).job, 16);
+
+  // The refresh after it: job 16 cancelled, no longer "queued".
+  in.snapshot.jobs[4].state = "cancelled";
+  follow_selection(state, in);
+  EXPECT_EQ(state.selected, 17) << "the next row, not the first";
+  EXPECT_THAT(selected_row(in, state), HasSubstr("gpt#1"));
+  handle_key(state, kTopKeyUp, in);
+  EXPECT_EQ(state.selected, 15);
+
+  // Unfiltered, a cancelled job stays in the table: the selection stays on it.
+  TopState plain;
+  handle_key(plain, kTopKeyEnd, in);
+  handle_key(plain, kTopKeyUp, in);
+  const int64_t on = *plain.selected;
+  for (QueueJob& j : in.snapshot.jobs) {
+    if (j.id == on) j.state = "cancelled";
+  }
+  follow_selection(plain, in);
+  EXPECT_EQ(plain.selected, on);
+
+  // A job that left the list altogether: the job now in its row.
+  TopState gone;
+  handle_key(gone, kTopKeyDown, in);
+  const std::vector<int64_t> before = ids(in, gone);
+  ASSERT_EQ(gone.selected, before[1]);
+  in.snapshot.jobs.erase(std::find_if(in.snapshot.jobs.begin(), in.snapshot.jobs.end(),
+                                      [&](const QueueJob& j) { return j.id == before[1]; }));
+  follow_selection(gone, in);
+  EXPECT_EQ(gone.selected, before[2]);
+  // The last row, when the table got shorter than it.
+  TopState last;
+  handle_key(last, kTopKeyEnd, in);
+  in.snapshot.jobs.erase(std::find_if(in.snapshot.jobs.begin(), in.snapshot.jobs.end(),
+                                      [&](const QueueJob& j) { return j.id == *last.selected; }));
+  follow_selection(last, in);
+  EXPECT_EQ(last.selected, ids(in, last).back());
 }
 
 TEST(TopKeys, TheKeptLogIsBounded) {

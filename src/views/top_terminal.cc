@@ -169,6 +169,7 @@ Status run_top_terminal(TopSource& source, const TopOptions& options, Clock& clo
     }
     if (clock.monotonic_ms() >= next_read) {
       input = source.read();
+      follow_selection(state, input);
       follow_log(source, state);
       next_read = clock.monotonic_ms() + options.interval_ms;
     }

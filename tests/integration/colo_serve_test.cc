@@ -705,13 +705,15 @@ TEST_F(ColoServe, AnotherUserCannotCancelAndJobsRunAsTheirSubmitter) {
   EXPECT_NE(outside.exit_code, 0);
   EXPECT_NE(outside.output.find("only members of group '" + group + "' may"), std::string::npos)
       << outside.output;
+  // A refusal of permission exits 5, its own code (issue 58, item 15; it was 1 or 3).
   CommandResult refused = as_user("cancel " + std::to_string(root_job[0]));
-  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_EQ(refused.exit_code, 5) << refused.output;
   EXPECT_NE(refused.output.find("belongs to root; you (" + user + ") may cancel only your own"),
             std::string::npos)
       << refused.output;
   EXPECT_EQ(count_in_state("running"), 1) << "still running";
-  EXPECT_NE(as_user("logs " + std::to_string(root_job[0])).exit_code, 0);
+  EXPECT_EQ(as_user("logs " + std::to_string(root_job[0])).exit_code, 5);
+  EXPECT_EQ(as_user("drain").exit_code, 5);
 
   CommandResult submitted = as_user("submit --json " + theirs);
   ASSERT_EQ(submitted.exit_code, 0) << submitted.output << service_log();
@@ -786,7 +788,8 @@ TEST_F(ColoServe, UsageOutlivesARestartAndColoUsageShowsItWithItsWeight) {
   CommandResult csv = shell(colo("usage --since 1h --csv"));
   EXPECT_EQ(csv.exit_code, 0) << csv.output;
   EXPECT_EQ(csv.output.rfind("user,weight,usage_lately_ms,usage_total_ms,running,queued,"
-                             "ended_jobs,failed,gpu_ms,solo_ms,share_ms,energy_j\n\"root\",3,",
+                             "ended_jobs,failed,gpu_ms,solo_ms,share_ms,energy_j,cancelled,"
+                             "rated_gpu_ms,rated_share_ms\n\"root\",3,",
                              0),
             0u)
       << csv.output;

@@ -235,6 +235,16 @@ TEST_F(ColoSweep, ADeclaredObjectiveRanksTheSweepWithDivergedAndFailedTrialsLast
   const std::vector<std::string> ranked = {"gan[v=1]", "gan[v=2]",  "gan[v=3]", "gan[v=4]",
                                            "gan[v=5]", "gan[v=6]",  "gan[v=7]", "gan[v=8]",
                                            "gan[v=9]", "gan[v=10]", "crashed",  "diverged"};
+  // The table colo run ends with is ranked as colo show ranks it (issue 58, item 13).
+  const size_t end_table = r.output.rfind("\nRun #");
+  ASSERT_NE(end_table, std::string::npos) << r.output;
+  size_t previous = end_table;
+  for (const std::string& name : ranked) {
+    const size_t at = r.output.find("\n" + name + " ", end_table);
+    ASSERT_NE(at, std::string::npos) << name << " in:\n" << r.output.substr(end_table);
+    EXPECT_GT(at, previous) << name << " out of rank in:\n" << r.output.substr(end_table);
+    previous = at;
+  }
   for (const std::string sort : {"", " --sort fid"}) {
     CommandResult csv = shell(colo("show --csv --db " + db + sort));
     ASSERT_EQ(csv.exit_code, 0) << csv.output;
