@@ -29,8 +29,8 @@
 #   separate-1u separate-2u" (a subset runs only those)  POLICY=fixed (auto: the policy
 #   decides where and when, too)  BACKEND (sim: a dry run of the script's own
 #   plumbing, with the stand-in MPS control program on PATH and a PYTHON that
-#   stands in for train.py; nothing it prints is a measurement). About 6
-#   minutes on an H100 with the defaults.
+#   stands in for train.py; nothing it prints is a measurement). About 3
+#   minutes on an H100 with EPOCHS=6 (2026-12-06: 185 s), longer with the default 20.
 # Leaves in RESULTS_DIR/<case>/: the job files, serve.log (or solo.out), the
 # jobs' logs; RESULTS_DIR/check.txt, the check's report; summary.txt its table.
 set -euo pipefail
