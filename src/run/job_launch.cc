@@ -118,20 +118,39 @@ ProfileSetup profile_window(const ProfileSpec& p, const std::string& profile_dir
     if (p.duration_ms) wrapped.insert(wrapped.end(), {"--duration", seconds(*p.duration_ms)});
   } else {
     // A bounded kernel range: ncu counts kernel launches, so `steps` is
-    // the number of kernels it profiles (default 10), from the first.
+    // the number of kernels it profiles (default 10), from the first. Its
+    // clock control off: by default ncu locks the GPU's clocks to base while
+    // it profiles, which would slow every job sharing the GPU.
     wrapped = {*tool,
                "--target-processes",
                "all",
+               "--clock-control",
+               "none",
                "--export",
                out,
                "--force-overwrite",
                "--launch-count",
                std::to_string(p.steps.value_or(10))};
-    // An MPS client: without it ncu refuses ("Profiling is not supported
-    // with Multi-Process Server (MPS) enabled ... Start ncu with --mps
-    // client to profile MPS processes", an H100 under colo's MPS).
-    if (request.env.contains("CUDA_MPS_PIPE_DIRECTORY"))
-      wrapped.insert(wrapped.begin() + 1, {"--mps", "client"});
+    // An MPS client: ncu refuses one ("Profiling is not supported with
+    // Multi-Process Server (MPS) enabled ... Start ncu with --mps client"),
+    // and under `--mps client` refuses --export ("Invalid option --export
+    // specified for --mps client"; both on an H100, driver 580). So the job
+    // starts outside the server: a pipe directory that names no daemon
+    // (never the system's default one), its own context on its GPU, taking
+    // turns with the server's clients; MPS's per-client limits do not apply.
+    if (request.env.contains("CUDA_MPS_PIPE_DIRECTORY")) {
+      request.env["CUDA_MPS_PIPE_DIRECTORY"] = "/nonexistent/colo-ncu-outside-mps";
+      for (const char* lever : {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_CLIENT_PRIORITY",
+                                "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"})
+        request.env.erase(lever);
+      wrapped.insert(wrapped.end(), request.argv.begin(), request.argv.end());
+      request.argv = std::move(wrapped);
+      const std::string note = fmt::format(
+          "profiled by ncu into {}, outside the MPS server (ncu profiles no MPS client with a "
+          "report of its own): this attempt takes turns with the server's jobs on its GPU",
+          out);
+      return {note, note};
+    }
   }
   wrapped.insert(wrapped.end(), request.argv.begin(), request.argv.end());
   request.argv = std::move(wrapped);

@@ -160,19 +160,20 @@ TEST(ProfileWindow, TorchIsToldThroughTheEnvironmentNsysAndNcuWrapTheCommand) {
       {"ncu",
        ProfileSpec{"ncu", std::nullopt, std::nullopt, std::nullopt, std::nullopt},
        "/usr/bin/ncu",
-       {"/usr/bin/ncu", "--target-processes", "all", "--export", "/p/ncu-attempt2",
-        "--force-overwrite", "--launch-count", "10", "python3", "train.py"},
+       {"/usr/bin/ncu", "--target-processes", "all", "--clock-control", "none", "--export",
+        "/p/ncu-attempt2", "--force-overwrite", "--launch-count", "10", "python3", "train.py"},
        {},
        true,
        false},
+      // Outside the MPS server: ncu takes no client with a report of its own.
       {"ncu under MPS",
        ProfileSpec{"ncu", std::nullopt, std::nullopt, 4, std::nullopt},
        "/usr/bin/ncu",
-       {"/usr/bin/ncu", "--mps", "client", "--target-processes", "all", "--export",
+       {"/usr/bin/ncu", "--target-processes", "all", "--clock-control", "none", "--export",
         "/p/ncu-attempt2", "--force-overwrite", "--launch-count", "4", "python3", "train.py"},
-       {{"CUDA_MPS_PIPE_DIRECTORY", "/run/mps/pipe"}},
+       {{"CUDA_MPS_PIPE_DIRECTORY", "/nonexistent/colo-ncu-outside-mps"}},
        true,
-       false},
+       true},
       {"nsys not installed",
        ProfileSpec{"nsys", std::nullopt, std::nullopt, std::nullopt, std::nullopt},
        std::nullopt,
@@ -184,12 +185,16 @@ TEST(ProfileWindow, TorchIsToldThroughTheEnvironmentNsysAndNcuWrapTheCommand) {
   for (const ProfileCase& c : cases) {
     LaunchRequest request;
     request.argv = {"python3", "train.py"};
-    // An MPS client's request carries its pipe directory (the mechanism's environment).
-    if (auto pipe = c.env.find("CUDA_MPS_PIPE_DIRECTORY"); pipe != c.env.end())
-      request.env[pipe->first] = pipe->second;
+    // An MPS client's request carries its pipe directory and levers (the mechanism's environment).
+    if (c.env.contains("CUDA_MPS_PIPE_DIRECTORY")) {
+      request.env["CUDA_MPS_PIPE_DIRECTORY"] = "/run/mps/pipe";
+      request.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = "20";
+    }
     const ProfileSetup setup = profile_window(c.profile, "/p", 2, c.tool_path, request);
     EXPECT_EQ(request.argv, c.argv) << c.name;
     for (const auto& [k, v] : c.env) EXPECT_EQ(request.env[k], v) << c.name << " " << k;
+    if (c.env.contains("CUDA_MPS_PIPE_DIRECTORY"))
+      EXPECT_FALSE(request.env.contains("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) << c.name;
     EXPECT_EQ(!setup.event.empty(), c.event) << c.name;
     EXPECT_EQ(!setup.log_note.empty(), c.log_note) << c.name;
   }
