@@ -418,9 +418,19 @@ restart = "never"
   EXPECT_THAT(resumed.output, HasSubstr("submission 1/2"));
   ASSERT_EQ(wait_all({2}).exit_code, 0) << service_log();
 
-  CommandResult shown = shell(colo("show 1/2 --json --db " + db()));
-  ASSERT_EQ(shown.exit_code, 0) << shown.output;
-  const nlohmann::json j = nlohmann::json::parse(shown.output);
+  // The job's events reach the store through the engine's writer, which may
+  // lag its end (`colo wait` answers from the service): wait for the third.
+  CommandResult shown;
+  nlohmann::json j;
+  ASSERT_TRUE(eventually(
+      [&] {
+        shown = shell(colo("show 1/2 --json --db " + db()));
+        if (shown.exit_code != 0) return false;
+        j = nlohmann::json::parse(shown.output);
+        return j["jobs"].size() == 1 && j["jobs"][0]["history"]["epochs"] == 3;
+      },
+      30'000))
+      << shown.output;
   EXPECT_EQ(j["submission"]["name"], "first") << shown.output;
   EXPECT_EQ(j["submission"]["tags"], (nlohmann::json{{"model", "r26"}}));
   EXPECT_EQ(j["submission"]["resumes_submission"], 1);
