@@ -287,8 +287,7 @@ int serve_command(const ServeFlags& flags, const std::string& command_line) {
       } else if (!gpu->empty()) {
         std::cerr << "colo: MPS: proving the multi-user server: a client of uid " << getuid()
                   << " and one of uid 65534 (group " << group << ") on " << *gpu << "\n";
-        ProcessMpsUserProbe probe({"/proc/self/exe", ClientUser{65534, group, {group}}},
-                                  clock);
+        ProcessMpsUserProbe probe({"/proc/self/exe", ClientUser{65534, group, {group}}}, clock);
         *users = prove_shared_mps(*users, mech_options, group, *gpu, probe);
       }
     }

@@ -36,8 +36,7 @@ std::string closed_by_text(const ProfileWindow& w) {
   if (closed_by == "epoch end") return ", closed at the epoch's end";
   if (closed_by == "job end") return ", closed by the job's end";
   if (closed_by == "forwards") {
-    return fmt::format(", closed after {} forward passes (the job reports no steps)",
-                       w.forwards);
+    return fmt::format(", closed after {} forward passes (the job reports no steps)", w.forwards);
   }
   if (closed_by == "no step") {
     return w.no_step_bound_s

@@ -30,7 +30,7 @@ struct ProfileWindow {
   // no_step_bound_s) or "job end" (the job ended with it open); "" from a
   // client before it said.
   std::string closed_by;
-  int64_t forwards = 0;  // the model's forward passes it counted ("forwards")
+  int64_t forwards = 0;                   // the model's forward passes it counted ("forwards")
   std::optional<double> no_step_bound_s;  // a window of steps: how long it waits for one
   double seconds = 0;                     // how long it was open
   int64_t steps = 0;                      // steps the job reported in it

@@ -61,7 +61,7 @@ class ProbeChild {
       dup2(out_write.get(), STDOUT_FILENO);
       dup2(out_write.get(), STDERR_FILENO);
       if (become && (syscall(SYS_setgroups, groups.size(), groups.data()) != 0 ||
-                   syscall(SYS_setgid, user->gid) != 0 || syscall(SYS_setuid, user->uid) != 0)) {
+                     syscall(SYS_setgid, user->gid) != 0 || syscall(SYS_setuid, user->uid) != 0)) {
         _exit(126);
       }
       execve(argp[0], argp.data(), envp.data());

@@ -39,10 +39,10 @@ class MpsUserProbe {
 };
 
 struct MpsUserProbeOptions {
-  std::string program;                  // colo's own binary (/proc/self/exe)
-  ClientUser other{65534, 65534, {}};   // whose client is the second
-  int own_timeout_ms = 60'000;          // colo's client: its first CUDA work (cuInit is slow)
-  int other_timeout_ms = 20'000;        // the other user's client: the verdict's bound
+  std::string program;                 // colo's own binary (/proc/self/exe)
+  ClientUser other{65534, 65534, {}};  // whose client is the second
+  int own_timeout_ms = 60'000;         // colo's client: its first CUDA work (cuInit is slow)
+  int other_timeout_ms = 20'000;       // the other user's client: the verdict's bound
 };
 
 class ProcessMpsUserProbe final : public MpsUserProbe {

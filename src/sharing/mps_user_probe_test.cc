@@ -3,6 +3,8 @@
 // The probe's clients are a stand-in script here (the real one needs a GPU:
 // bench/mps-users.sh runs it there); it answers as the driver would in each
 // case, chosen by MODE in the environment the probe passes on.
+#include "sharing/mps_user_probe.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -12,7 +14,6 @@
 #include <fstream>
 
 #include "common/clock.h"
-#include "sharing/mps_user_probe.h"
 #include "sharing/mps_users.h"
 
 namespace colo {
