@@ -833,6 +833,7 @@ int wait_command(const std::vector<std::string>& targets, const ClientFlags& fla
   SystemClock clock;
   FollowOptions follow;
   follow.print_progress = false;
+  follow.notices = &std::cerr;  // stdout stays the jobs' lines (or --json)
   Result<FollowOutcome> outcome = follow_jobs(*client, ids, follow, clock, std::cout);
   if (!outcome.ok()) {
     std::cerr << "colo: " << outcome.error().message() << "\n";

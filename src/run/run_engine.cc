@@ -193,6 +193,10 @@ void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis en
   int64_t malformed = job.reader ? job.reader->malformed_lines() : 0;
   if (job.job.id != 0 && job.reader && job.reader->throttled().any())
     pending_events_.emplace_back(job.job.id, job.reader->throttled().to_event(ended_ms));
+  // Its events go to the writer before its end, which is written in order:
+  // whoever sees the end in the store (the service's queue, `colo wait`)
+  // finds the events there too.
+  hand_events_to_writer();
   if (job.job.id != 0) ctx_.writer.job_finished(job.job.id, exit, ended_ms, malformed);
   std::string what = fmt::format("{} {}", job.label(), to_string(exit.state));
   if (job.started_ms > 0)
@@ -632,6 +636,7 @@ void RunEngine::requeue(JobRuntime& job, UnixMillis ended_ms, const std::string&
   job.state = JobState::kQueued;
   job.measuring.reset();
   job.note = reason;
+  hand_events_to_writer();  // the attempt's events before its end, as in record_final
   ctx_.writer.job_requeued(job.job.id, log_path(job), reason, ended_ms);
   changes_.push_back({JobChange::Kind::kRequeued, job.key, job.job.id, JobState::kQueued, reason,
                       job.device, job.attempt, ended_ms, counted});
@@ -1147,6 +1152,10 @@ void RunEngine::collect_samples() {
 
 void RunEngine::flush() {
   ctx_.writer.add_samples(run_.id, samples_.take_devices(), samples_.take_processes());
+  hand_events_to_writer();
+}
+
+void RunEngine::hand_events_to_writer() {
   ctx_.writer.add_job_events(std::exchange(pending_events_, {}));
 }
 

@@ -426,6 +426,9 @@ class RunEngine {
   void collect_samples();
   // Hands the samples and events gathered since the last call to the writer.
   void flush();
+  // Hands the events alone (queued before a job's end or retry, so that the
+  // writer, which writes in order, records them first).
+  void hand_events_to_writer();
   // Writes what the writer holds (it backs off while the store cannot be
   // written) and shows what it has to say.
   void write_store();

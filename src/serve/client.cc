@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <thread>
@@ -137,16 +138,21 @@ Result<json> ServiceClient::send_submission(const json& request, int64_t retry_m
   }
 }
 
-Result<std::vector<QueueJob>> ServiceClient::status(const std::vector<int64_t>& ids) const {
+Result<ServiceClient::JobsStatus> ServiceClient::status(const std::vector<int64_t>& ids) const {
   Result<json> answer = call(protocol::status_request(ids));
   if (!answer.ok()) return answer.error();
-  std::vector<QueueJob> jobs;
-  for (const json& j : (*answer)["jobs"]) {
+  JobsStatus status;
+  for (const json& j : answer->value("jobs", json::array())) {
     Result<QueueJob> q = queue_job_from_json(j);
     if (!q.ok()) return q.error();
-    jobs.push_back(std::move(q).value());
+    status.jobs.push_back(std::move(q).value());
   }
-  return jobs;
+  for (const json& id : answer->value("recording", json::array())) {
+    if (id.is_number_integer()) status.recording.push_back(id.get<int64_t>());
+  }
+  if (const json t = answer->value("store_trouble", json()); t.is_string())
+    status.store_trouble = t.get<std::string>();
+  return status;
 }
 
 std::map<std::string, std::string> client_environment() {
@@ -193,6 +199,7 @@ Result<FollowOutcome> follow_jobs(const ServiceClient& client, const std::vector
   FollowOutcome outcome;
   std::map<int64_t, QueueJob> last;
   int handled_stops = 0;
+  std::optional<int64_t> store_waiting_since_ms;  // monotonic
   while (true) {
     if (options.detach_requests != nullptr && options.detach_requests->load() > 0) {
       outcome.detached = true;
@@ -217,22 +224,53 @@ Result<FollowOutcome> follow_jobs(const ServiceClient& client, const std::vector
       }
       outcome.cancelled = true;
     }
-    Result<std::vector<QueueJob>> jobs = client.status(ids);
-    if (!jobs.ok()) {
-      return jobs.error().with_context(
+    Result<ServiceClient::JobsStatus> status = client.status(ids);
+    if (!status.ok()) {
+      return status.error().with_context(
           "lost colo serve (the jobs stay in its queue and run again when it restarts)");
     }
     bool all_ended = true;
-    for (const QueueJob& job : *jobs) {
+    bool only_recording = true;  // every job not ended is one being recorded
+    for (const QueueJob& job : status->jobs) {
       auto before = last.find(job.id);
       QueueJob previous = before != last.end() ? before->second : QueueJob{};
       if (before == last.end()) previous.state = "queued";
       if (options.print_progress) tell_changes(previous, job, out);
       last[job.id] = job;
       all_ended = all_ended && is_final_state(job.state);
+      if (!is_final_state(job.state) &&
+          std::find(status->recording.begin(), status->recording.end(), job.id) ==
+              status->recording.end())
+        only_recording = false;
     }
     out.flush();
     if (all_ended) break;
+    // Ended, but the store cannot take their end yet: say so, and give up
+    // after a bound, rather than wait silently or answer before the store
+    // holds what they reported.
+    if (only_recording && !status->store_trouble.empty()) {
+      std::ostream& notices = options.notices != nullptr ? *options.notices : out;
+      const std::vector<int64_t>& ids_recording = status->recording;
+      const std::string which = fmt::format("{} {}", ids_recording.size() == 1 ? "job" : "jobs",
+                                            fmt::join(ids_recording, ", "));
+      const int64_t now = clock.monotonic_ms();
+      if (!store_waiting_since_ms) {
+        store_waiting_since_ms = now;
+        notices << fmt::format("colo: {} ended; waiting for the store to record {}: {}\n", which,
+                               ids_recording.size() == 1 ? "it" : "them", status->store_trouble)
+                << std::flush;
+      } else if (now - *store_waiting_since_ms >= options.store_wait_ms) {
+        return Error(fmt::format(
+            "{} ended, but the store has not recorded {} after {}: {}; `colo show` and `colo "
+            "report` lack what they reported until it can be written (colo serve keeps "
+            "trying; `colo wait {}` again says when)",
+            which, ids_recording.size() == 1 ? "its end" : "their ends",
+            format_duration_ms(options.store_wait_ms), status->store_trouble,
+            fmt::join(ids_recording, " ")));
+      }
+    } else {
+      store_waiting_since_ms.reset();
+    }
     clock.sleep_for_ms(options.poll_ms);
   }
   for (const auto& [id, job] : last) {

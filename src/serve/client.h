@@ -52,7 +52,15 @@ class ServiceClient {
                                 const std::map<std::string, std::string>& env,
                                 nlohmann::json label = nullptr, int64_t retry_ms = 30'000) const;
 
-  Result<std::vector<QueueJob>> status(const std::vector<int64_t>& ids) const;
+  // The jobs of `ids` as the store has them (protocol::status_request).
+  struct JobsStatus {
+    std::vector<QueueJob> jobs;
+    // Jobs that ended but whose end the service is still writing to the store.
+    std::vector<int64_t> recording;
+    // With them, while the store cannot be written: why; else empty.
+    std::string store_trouble;
+  };
+  Result<JobsStatus> status(const std::vector<int64_t>& ids) const;
   const std::string& path() const { return path_; }
 
  private:
@@ -73,6 +81,12 @@ struct FollowOptions {
   // one stops following), a detach request stops following and leaves them.
   const std::atomic<int>* stop_requests = nullptr;
   const std::atomic<int>* detach_requests = nullptr;
+  // Jobs that ended wait until the store holds their end (and so everything
+  // they reported). While the store cannot be written, a line says so on
+  // `notices` (null: the output stream), and after this long with nothing
+  // else left to wait for, following ends with an error naming the jobs.
+  int64_t store_wait_ms = 120'000;
+  std::ostream* notices = nullptr;
 };
 
 struct FollowOutcome {
@@ -83,9 +97,10 @@ struct FollowOutcome {
   int not_ok = 0;
 };
 
-// Polls the service until every job of `ids` has ended (or the client
-// detaches), printing what changed on `out`. An error when the service
-// cannot be reached.
+// Polls the service until every job of `ids` has ended and its end is in
+// the store, with all it reported (or the client detaches), printing what
+// changed on `out`. An error when the service cannot be reached, or when
+// ended jobs could not be recorded within options.store_wait_ms.
 Result<FollowOutcome> follow_jobs(const ServiceClient& client, const std::vector<int64_t>& ids,
                                   const FollowOptions& options, Clock& clock, std::ostream& out);
 

@@ -1,5 +1,6 @@
 #include "serve/client.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -10,12 +11,15 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace colo {
 namespace {
+
+using ::testing::HasSubstr;
 
 // A stand-in service: closes its first `drop` connections without a word,
 // with unread data so that the kernel resets them (as colo serve does to
@@ -184,6 +188,98 @@ TEST(ServiceClient, ARefusalOfPermissionIsAnErrorOfItsOwnKind) {
     ASSERT_FALSE(answer.ok()) << cases[i].answer;
     EXPECT_EQ(answer.error().permission_denied(), cases[i].denied) << cases[i].answer;
     EXPECT_FALSE(answer.error().transient()) << cases[i].answer;
+  }
+  std::system(("rm -rf '" + templ + "'").c_str());
+}
+
+// `colo wait` answers only once the store holds a job's end (and so all it
+// reported): a job the service says is still being recorded is waited for;
+// while the store cannot be written, the wait says so once and gives up
+// after its bound, naming the job; a job recorded ended ends the wait.
+TEST(FollowJobs, EndedJobsAreWaitedForUntilTheStoreRecordsThemWithinABound) {
+  struct Case {
+    std::string what;
+    std::string answer;
+    bool ok;             // follow_jobs returns the outcome (else an error)
+    std::string notice;  // in the notices ("" : none)
+    std::string error;   // in the error
+    int64_t waited_ms;   // the fake clock's time spent waiting
+  };
+  const std::string running = R"({"id":4,"name":"e","state":"running","attempts":1})";
+  const std::vector<Case> cases = {
+      {"recorded ended", R"({"ok":true,"jobs":[{"id":4,"name":"e","state":"ok"}]})", true, "", "",
+       0},
+      {"being recorded, the store locked",
+       R"({"ok":true,"jobs":[)" + running +
+           R"(],"recording":[4],"store_trouble":"/s/colo.db cannot be written for 3.0s now (database is locked); colo keeps trying"})",
+       false, "colo: job 4 ended; waiting for the store to record it: /s/colo.db cannot be written",
+       "job 4 ended, but the store has not recorded its end after 10.0s: /s/colo.db", 10'000},
+  };
+  std::string templ = ::testing::TempDir() + "client.XXXXXX";
+  ASSERT_NE(mkdtemp(templ.data()), nullptr);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const std::string path = templ + "/colo" + std::to_string(i) + ".sock";
+    DroppingServer server(path, 0, c.answer);
+    ASSERT_TRUE(server.ok());
+    FakeClock clock;
+    const int64_t start = clock.monotonic_ms();
+    FollowOptions options;
+    options.print_progress = false;
+    options.store_wait_ms = 10'000;
+    std::ostringstream out;
+    std::ostringstream notices;
+    options.notices = &notices;
+    Result<FollowOutcome> outcome =
+        follow_jobs(ServiceClient(path, 5'000), {4}, options, clock, out);
+    EXPECT_EQ(outcome.ok(), c.ok) << c.what;
+    if (!c.error.empty()) {
+      ASSERT_FALSE(outcome.ok()) << c.what;
+      EXPECT_THAT(outcome.error().message(), HasSubstr(c.error)) << c.what;
+    }
+    if (c.notice.empty()) {
+      EXPECT_EQ(notices.str(), "") << c.what;
+    } else {
+      EXPECT_THAT(notices.str(), HasSubstr(c.notice)) << c.what;
+      // Said once, however many polls it waited.
+      EXPECT_EQ(notices.str().find(c.notice), notices.str().rfind(c.notice)) << c.what;
+    }
+    EXPECT_EQ(out.str(), "") << c.what;
+    EXPECT_EQ(clock.monotonic_ms() - start, c.waited_ms) << c.what;
+  }
+  std::system(("rm -rf '" + templ + "'").c_str());
+}
+
+// A job being recorded while the store is fine is simply waited for (the
+// writer writes it within a tick): no notice, no bound.
+TEST(FollowJobs, AJobBeingRecordedWithoutTroubleIsWaitedForSilently) {
+  std::string templ = ::testing::TempDir() + "client.XXXXXX";
+  ASSERT_NE(mkdtemp(templ.data()), nullptr);
+  const std::string path = templ + "/colo.sock";
+  {
+    DroppingServer server(
+        path, 0, R"({"ok":true,"jobs":[{"id":4,"name":"e","state":"running"}],"recording":[4]})");
+    ASSERT_TRUE(server.ok());
+    FakeClock clock;
+    FollowOptions options;
+    options.print_progress = false;
+    options.store_wait_ms = 1'000;
+    std::atomic<int> detach{0};
+    options.detach_requests = &detach;
+    std::ostringstream out;
+    std::ostringstream notices;
+    options.notices = &notices;
+    // Detaches once it has waited well past the bound.
+    std::thread detacher([&] {
+      while (clock.monotonic_ms() < FakeClock().monotonic_ms() + 5'000) std::this_thread::yield();
+      detach = 1;
+    });
+    Result<FollowOutcome> outcome =
+        follow_jobs(ServiceClient(path, 5'000), {4}, options, clock, out);
+    detacher.join();
+    ASSERT_TRUE(outcome.ok()) << outcome.error().message();
+    EXPECT_TRUE(outcome->detached);
+    EXPECT_EQ(notices.str(), "");
   }
   std::system(("rm -rf '" + templ + "'").c_str());
 }

@@ -18,7 +18,7 @@ namespace colo::protocol {
 
 inline constexpr std::string_view kSubmit = "submit";  // jobs, job_file, env -> ids
 inline constexpr std::string_view kQueue = "queue";    // -> snapshot
-inline constexpr std::string_view kStatus = "status";  // ids -> jobs
+inline constexpr std::string_view kStatus = "status";  // ids -> jobs, recording
 inline constexpr std::string_view kCancel = "cancel";  // ids -> cancelled, not_cancelled
 inline constexpr std::string_view kLogs = "logs";      // id, offset, max_bytes -> data, offset
 inline constexpr std::string_view kUsage = "usage";    // since_ms -> owners, ended
@@ -68,6 +68,11 @@ inline nlohmann::json queue_request(int64_t offset, int64_t limit, bool samples 
 inline nlohmann::json queue_table_request(int64_t offset, int64_t limit) {
   return {{"op", kQueue}, {"offset", offset}, {"limit", limit}, {"table", true}};
 }
+// The answer's `jobs` are as the store has them: a job reads ended once its
+// end is written there, and with it everything it reported (the engine's
+// writer writes in order). `recording`: the jobs that ended but whose end is
+// still being written; `store_trouble`, with them while the store cannot be
+// written (locked by another process, a full disk): why, in words.
 inline nlohmann::json status_request(const std::vector<int64_t>& ids) {
   return {{"op", kStatus}, {"ids", ids}};
 }

@@ -114,7 +114,13 @@ bool Service::is_admin(const Caller& caller) const {
 void Service::record_end(int64_t id, JobState state, const std::string& reason,
                          UnixMillis time_ms) {
   writer_.service_job_ended(id, state, reason, time_ms);
+  ends_unwritten_[id] = writer_.last_queued();
   ::unlink(secrets_path(id).c_str());
+}
+
+void Service::forget_written_ends() {
+  const uint64_t written = writer_.written_through();
+  std::erase_if(ends_unwritten_, [written](const auto& end) { return end.second <= written; });
 }
 
 std::string Service::secrets_path(int64_t id) const {
@@ -323,6 +329,7 @@ void Service::record_changes() {
   // What the store could not take yet (full disk, locked) waits in the
   // writer, in order, and is written once it can be: no job's end is lost.
   for (const std::string& line : writer_.flush()) ctx_.log << line << '\n';
+  forget_written_ends();
 }
 
 std::string Service::answer(const Caller& caller, const std::string& request_line) {
@@ -1157,11 +1164,19 @@ json Service::status(const json& request) {
   if (!rows.ok()) return error_answer(rows.error().message());
   json jobs = json::array();
   std::vector<int64_t> missing = ids;
+  std::vector<int64_t> recording;
+  forget_written_ends();
   for (const ServiceJobRow& row : *rows) {
     jobs.push_back(to_json(queue_job(row)));
     std::erase(missing, row.id);
+    if (!is_final(row.state) && ends_unwritten_.contains(row.id)) recording.push_back(row.id);
   }
-  return json{{"ok", true}, {"jobs", std::move(jobs)}, {"missing", missing}};
+  json answer = {{"ok", true}, {"jobs", std::move(jobs)}, {"missing", missing}};
+  if (!recording.empty()) {
+    answer["recording"] = recording;
+    if (std::optional<std::string> trouble = writer_.trouble()) answer["store_trouble"] = *trouble;
+  }
+  return answer;
 }
 
 Result<std::vector<int64_t>> Service::open_jobs_of_submission(const Caller& caller,

@@ -339,6 +339,12 @@ class Service {
     std::deque<int64_t> order;
   };
   EndedViews ended_;
+  // The jobs whose end is queued in the writer but not yet in the store
+  // (service job id -> the number of its end write, StoreWriter::last_queued):
+  // the status answer says they are being recorded, and why that waits when
+  // the store cannot be written. Pruned as the writer writes.
+  std::map<int64_t, uint64_t> ends_unwritten_;
+  void forget_written_ends();
   // The queue's first page, which most requests ask for (colo queue, colo
   // top): made at most every kQueueAnswerMaxAgeMs and after every change;
   // each form of its answer made once, when first asked for.

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,7 +18,9 @@
 #include "gpu/sim_backend.h"
 #include "jobs/job_spec_json.h"
 #include "run/leftovers.h"
+#include "serve/snapshot.h"
 #include "sharing/make_mechanism.h"
+#include "store/sqlite_util.h"
 
 namespace colo {
 namespace {
@@ -511,6 +514,99 @@ TEST_F(ServiceTest, ASnapshotListsGpusJobsAndRunsAndServesQueue) {
   ASSERT_TRUE(service_->latest_snapshot());
   engine_->stop_all(RunEngine::StopKind::kShutdown, 0, "test over");
   run_until_idle();
+}
+
+// The engine hands its gathered events to the writer every flush_ms; here
+// not again within the test (an hour), as when a job ends between two
+// flushes on a loaded machine. The store's write lock can be held by a
+// second connection, as another colo holds it.
+class ServiceRecordingTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    options_.engine.flush_ms = 3'600'000;
+    ServiceTest::SetUp();
+  }
+  void TearDown() override {
+    unlock();
+    ServiceTest::TearDown();
+  }
+  void lock() {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ + "/colo.db").c_str(), &raw), SQLITE_OK);
+    locker_.reset(raw);
+    ASSERT_TRUE(exec_sql(raw, dir_ + "/colo.db", "BEGIN IMMEDIATE", "lock").ok());
+  }
+  void unlock() { locker_.reset(); }
+  // The epochs the store holds of service job `id`'s latest attempt.
+  int64_t stored_epochs(int64_t id) {
+    Result<std::vector<ServiceJobRow>> rows = store_->service_jobs_by_id({id});
+    if (!rows.ok() || rows->empty() || !rows->front().job_id) return 0;
+    Result<std::vector<ProgressEvent>> events = store_->job_events(*rows->front().job_id);
+    if (!events.ok()) return 0;
+    return std::count_if(events->begin(), events->end(),
+                         [](const ProgressEvent& e) { return e.kind == "epoch_end"; });
+  }
+  // Ticks (as the service's loop does) until `id` reads ended in a status
+  // answer, or 60 s passed.
+  json tick_until_ended(int64_t id) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      engine_->tick();
+      service_->record_changes();
+      json st = status({id});
+      if (is_final_state(st["jobs"][0]["state"].get<std::string>())) return st;
+      clock_.sleep_for_ms(20);
+    }
+    return status({id});
+  }
+  static std::string epochs(int n) {
+    std::string script;
+    for (int i = 1; i <= n; ++i) {
+      script += "printf '{\"event\":\"epoch_end\",\"epoch\":" + std::to_string(i) +
+                ",\"samples\":100}\\n' >> \"$COLO_PROGRESS_FILE\"; ";
+    }
+    return script;
+  }
+  SqliteDb locker_;
+};
+
+// A job that wrote its progress and exited at once reads ended (what `colo
+// wait` waits for) only when the store holds all it reported: its events
+// were once queued after its end, up to a flush later, so that `colo wait &&
+// colo show` saw it ended with no epochs.
+TEST_F(ServiceRecordingTest, AJobReadsEndedOnlyOnceAllItReportedIsInTheStore) {
+  json answer = submit(root_, {shell_job("e", epochs(3) + "exit 0")});
+  ASSERT_TRUE(answer["ok"].get<bool>()) << answer.dump();
+  const int64_t id = answer["ids"][0];
+  json st = tick_until_ended(id);
+  ASSERT_EQ(st["jobs"][0]["state"], "ok") << st.dump() << log_.str();
+  EXPECT_EQ(stored_epochs(id), 3);
+  EXPECT_FALSE(st.contains("recording")) << st.dump();
+}
+
+// Its end waits in the writer while another process holds the store's lock:
+// the job does not read ended, the answer says it is being recorded and why
+// it waits; once the lock is gone, it reads ended with its epochs stored.
+TEST_F(ServiceRecordingTest, AJobEndedWhileTheStoreIsLockedReadsBeingRecordedAndWhy) {
+  json answer = submit(root_, {shell_job("e", epochs(2) + "exit 0")});
+  ASSERT_TRUE(answer["ok"].get<bool>()) << answer.dump();
+  const int64_t id = answer["ids"][0];
+  lock();
+  run_until_idle();  // the job ended in the engine; nothing of it written since
+  json st = status({id});
+  ASSERT_TRUE(st["ok"].get<bool>()) << st.dump();
+  EXPECT_FALSE(is_final_state(st["jobs"][0]["state"].get<std::string>())) << st.dump();
+  EXPECT_EQ(st["recording"], json::array({id})) << st.dump();
+  EXPECT_THAT(st.value("store_trouble", ""), HasSubstr("locked")) << st.dump();
+  EXPECT_THAT(st.value("store_trouble", ""), HasSubstr("colo.db cannot be written for"));
+  EXPECT_EQ(stored_epochs(id), 0);
+
+  unlock();
+  st = tick_until_ended(id);
+  ASSERT_EQ(st["jobs"][0]["state"], "ok") << st.dump() << log_.str();
+  EXPECT_EQ(stored_epochs(id), 2);
+  EXPECT_FALSE(st.contains("recording")) << st.dump();
+  EXPECT_THAT(log_.str(), HasSubstr("writable again"));
 }
 
 // An ended job keeps what was last known of it: its epoch, rate, peak

@@ -92,7 +92,7 @@ Result<std::vector<int64_t>> StoreWriter::add_jobs(int64_t run_id, const std::ve
 
 void StoreWriter::push(Write write) {
   queued_rows_ += rows(write);
-  queue_.push_back(std::move(write));
+  queue_.push_back(Queued{++last_queued_, std::move(write)});
 }
 
 size_t StoreWriter::rows(const Write& write) {
@@ -211,8 +211,9 @@ void StoreWriter::enforce_bound(std::vector<std::string>& lines) {
   enum class Pass { kSamples, kSteps, kEvents };
   for (Pass pass : {Pass::kSamples, Pass::kSteps, Pass::kEvents}) {
     for (auto it = queue_.begin(); it != queue_.end() && queued_rows_ > options_.max_queued_rows;) {
-      const bool match = pass == Pass::kSamples ? std::holds_alternative<Samples>(*it)
-                                                : std::holds_alternative<Events>(*it);
+      Write& write = it->write;
+      const bool match = pass == Pass::kSamples ? std::holds_alternative<Samples>(write)
+                                                : std::holds_alternative<Events>(write);
       if (!match) {
         ++it;
         continue;
@@ -220,14 +221,14 @@ void StoreWriter::enforce_bound(std::vector<std::string>& lines) {
       const size_t excess = queued_rows_ - options_.max_queued_rows;
       size_t n = 0;
       if (pass == Pass::kSteps) {
-        n = drop_oldest_steps(*it, excess);
+        n = drop_oldest_steps(write, excess);
       } else {
-        n = std::min(rows(*it), excess);
-        drop_oldest_rows(*it, n);
+        n = std::min(rows(write), excess);
+        drop_oldest_rows(write, n);
       }
       queued_rows_ -= n;
       (pass == Pass::kSamples ? dropped_samples_ : dropped_events_) += static_cast<int64_t>(n);
-      if (rows(*it) == 0) {
+      if (rows(write) == 0) {
         it = queue_.erase(it);
       } else {
         ++it;
@@ -257,7 +258,8 @@ std::vector<std::string> StoreWriter::flush() {
       enforce_bound(lines);
       return lines;
     }
-    Status status = apply(queue_.front());
+    const Write& front = queue_.front().write;
+    Status status = apply(front);
     if (!status.ok() && status.error().transient()) {
       if (!failing_since_ms_) {
         failing_since_ms_ = now;
@@ -266,19 +268,20 @@ std::vector<std::string> StoreWriter::flush() {
         lines.push_back(fmt::format(
             "warning: store: cannot write {} now ({}); keeping it and what follows in memory, "
             "and trying again",
-            describe(queue_.front()), status.error().message()));
+            describe(front), status.error().message()));
       } else {
         backoff_ms_ = std::min(backoff_ms_ * 2, options_.max_backoff_ms);
       }
+      failing_why_ = status.error().message();
       retry_at_ms_ = clock_.monotonic_ms() + backoff_ms_;
       enforce_bound(lines);
       return lines;
     }
     if (!status.ok()) {
-      lines.push_back(fmt::format("warning: store: could not write {}: {}",
-                                  describe(queue_.front()), status.error().message()));
+      lines.push_back(fmt::format("warning: store: could not write {}: {}", describe(front),
+                                  status.error().message()));
     }
-    queued_rows_ -= rows(queue_.front());
+    queued_rows_ -= rows(front);
     queue_.pop_front();
     ++written_in_episode_;
   }
@@ -289,6 +292,16 @@ std::vector<std::string> StoreWriter::flush() {
     failing_since_ms_.reset();
   }
   return lines;
+}
+
+uint64_t StoreWriter::written_through() const {
+  return queue_.empty() ? last_queued_ : queue_.front().seq - 1;
+}
+
+std::optional<std::string> StoreWriter::trouble() const {
+  if (!failing_since_ms_) return std::nullopt;
+  return fmt::format("{} cannot be written for {} now ({}); colo keeps trying", store_.path(),
+                     format_duration_ms(clock_.monotonic_ms() - *failing_since_ms_), failing_why_);
 }
 
 Status StoreWriter::drain(int64_t timeout_ms, const std::function<void(const std::string&)>& say) {
@@ -302,11 +315,11 @@ Status StoreWriter::drain(int64_t timeout_ms, const std::function<void(const std
   }
   std::string lost;
   int64_t rows_lost = 0;
-  for (const Write& w : queue_) {
-    if (rows(w) > 0) {
-      rows_lost += static_cast<int64_t>(rows(w));
+  for (const Queued& q : queue_) {
+    if (rows(q.write) > 0) {
+      rows_lost += static_cast<int64_t>(rows(q.write));
     } else {
-      lost += "\n  " + describe(w);
+      lost += "\n  " + describe(q.write);
     }
   }
   return Error(fmt::format(

@@ -105,6 +105,18 @@ class StoreWriter {
   // writes that could not be made (a state transition is named).
   Status drain(int64_t timeout_ms, const std::function<void(const std::string&)>& say);
 
+  // Writes are numbered in the order they are queued, from 1: last_queued()
+  // is the latest's number (0: none yet); every write up to written_through()
+  // has been made (or, a permanent failure, given up), so that a caller that
+  // noted last_queued() after queueing a write knows when it is in the store.
+  uint64_t last_queued() const { return last_queued_; }
+  uint64_t written_through() const;
+  // While writes fail for a transient reason (a lock another process holds,
+  // a full disk): the store, for how long, and the last error, in words
+  // ("/x/colo.db cannot be written for 7.1s now (database is locked); colo
+  // keeps trying"); unset while writes succeed.
+  std::optional<std::string> trouble() const;
+
   size_t queued() const { return queue_.size(); }
   size_t queued_rows() const { return queued_rows_; }
   int64_t dropped_samples() const { return dropped_samples_; }
@@ -183,13 +195,19 @@ class StoreWriter {
   RunStore& store_;
   Clock& clock_;
   StoreWriterOptions options_;
-  std::deque<Write> queue_;
+  struct Queued {
+    uint64_t seq;
+    Write write;
+  };
+  std::deque<Queued> queue_;
+  uint64_t last_queued_ = 0;
   size_t queued_rows_ = 0;
   // The current episode of failures: since when, the next try, the backoff.
   std::optional<int64_t> failing_since_ms_;  // monotonic
   int64_t retry_at_ms_ = 0;
   int64_t backoff_ms_ = 0;
   int64_t written_in_episode_ = 0;
+  std::string failing_why_;  // the episode's last error
   int64_t dropped_samples_ = 0;
   int64_t dropped_events_ = 0;
   int64_t dropped_said_ = 0;  // dropped rows already reported

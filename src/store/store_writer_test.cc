@@ -8,6 +8,9 @@
 #include <array>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "analysis/stored.h"
 #include "store/sqlite_util.h"
@@ -90,6 +93,80 @@ std::string joined(const std::vector<std::string>& lines) {
   std::string out;
   for (const std::string& l : lines) out += l + "\n";
   return out;
+}
+
+// Writes are numbered as queued; written_through() follows what reached the
+// store (a caller that noted last_queued() knows when its write is there),
+// and trouble() says why writes wait while the store is locked.
+TEST_F(StoreWriterTest, NumberedWritesSayHowFarTheStoreIsWrittenAndWhyNotFurther) {
+  StoreWriter writer(*store_, clock_);
+  EXPECT_EQ(writer.last_queued(), 0U);
+  EXPECT_EQ(writer.written_through(), 0U);
+  struct Step {
+    std::string what;
+    std::function<void()> act;
+    uint64_t last_queued;
+    uint64_t written_through;
+    std::string trouble;  // in trouble() ("" : unset)
+  };
+  const std::vector<Step> steps = {
+      {"queued, not flushed",
+       [&] {
+         writer.job_started(jobs_[0], 100, 0, kT0 + 1000);
+         writer.add_job_events(events(jobs_[0], 3, kT0 + 1500));
+       },
+       2, 0, ""},
+      {"flushed", [&] { writer.flush(); }, 2, 2, ""},
+      {"locked: the end waits",
+       [&] {
+         lock();
+         writer.job_finished(jobs_[0], ok_exit(), kT0 + 3000, 0);
+         writer.flush();
+         clock_.advance_ms(3000);
+       },
+       3, 2, "colo.db cannot be written for 3.0s now (database is locked"},
+      {"an empty events list queues nothing", [&] { writer.add_job_events({}); }, 3, 2,
+       "database is locked"},
+      {"unlocked and flushed",
+       [&] {
+         unlock();
+         writer.flush();
+       },
+       3, 3, ""},
+  };
+  for (const Step& step : steps) {
+    step.act();
+    EXPECT_EQ(writer.last_queued(), step.last_queued) << step.what;
+    EXPECT_EQ(writer.written_through(), step.written_through) << step.what;
+    if (step.trouble.empty()) {
+      EXPECT_FALSE(writer.trouble()) << step.what << ": " << writer.trouble().value_or("");
+    } else {
+      ASSERT_TRUE(writer.trouble()) << step.what;
+      EXPECT_THAT(*writer.trouble(), HasSubstr(step.trouble)) << step.what;
+    }
+  }
+}
+
+// Samples dropped from the middle of the queue (its bound) leave the
+// numbering of what stays as it was.
+TEST_F(StoreWriterTest, WritesDroppedForTheBoundKeepTheNumbersOfTheRest) {
+  StoreWriterOptions options;
+  options.max_queued_rows = 2;
+  StoreWriter writer(*store_, clock_, options);
+  lock();
+  writer.job_started(jobs_[0], 100, 0, kT0 + 1000);
+  writer.add_samples(run_id_, {DeviceSample{}}, {});
+  writer.add_samples(run_id_, {DeviceSample{}, DeviceSample{}}, {});
+  writer.job_finished(jobs_[0], ok_exit(), kT0 + 3000, 0);
+  writer.flush();  // locked: the oldest samples' write, beyond the bound, is dropped
+  EXPECT_EQ(writer.queued(), 3U);
+  EXPECT_EQ(writer.last_queued(), 4U);
+  EXPECT_EQ(writer.written_through(), 0U);
+  unlock();
+  clock_.advance_ms(10'000);
+  writer.flush();
+  EXPECT_EQ(writer.written_through(), 4U);
+  EXPECT_EQ(writer.queued(), 0U);
 }
 
 // Six colos on one store once lost a job's end to "database is locked": the
