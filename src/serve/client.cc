@@ -199,7 +199,8 @@ Result<FollowOutcome> follow_jobs(const ServiceClient& client, const std::vector
   FollowOutcome outcome;
   std::map<int64_t, QueueJob> last;
   int handled_stops = 0;
-  std::optional<int64_t> store_waiting_since_ms;  // monotonic
+  // Since when (monotonic) ended jobs wait only for the store; -1: they do not.
+  int64_t store_waiting_since_ms = -1;
   while (true) {
     if (options.detach_requests != nullptr && options.detach_requests->load() > 0) {
       outcome.detached = true;
@@ -254,12 +255,12 @@ Result<FollowOutcome> follow_jobs(const ServiceClient& client, const std::vector
       const std::string which = fmt::format("{} {}", ids_recording.size() == 1 ? "job" : "jobs",
                                             fmt::join(ids_recording, ", "));
       const int64_t now = clock.monotonic_ms();
-      if (!store_waiting_since_ms) {
+      if (store_waiting_since_ms < 0) {
         store_waiting_since_ms = now;
         notices << fmt::format("colo: {} ended; waiting for the store to record {}: {}\n", which,
                                ids_recording.size() == 1 ? "it" : "them", status->store_trouble)
                 << std::flush;
-      } else if (now - *store_waiting_since_ms >= options.store_wait_ms) {
+      } else if (now - store_waiting_since_ms >= options.store_wait_ms) {
         return Error(fmt::format(
             "{} ended, but the store has not recorded {} after {}: {}; `colo show` and `colo "
             "report` lack what they reported until it can be written (colo serve keeps "
@@ -269,7 +270,7 @@ Result<FollowOutcome> follow_jobs(const ServiceClient& client, const std::vector
             fmt::join(ids_recording, " ")));
       }
     } else {
-      store_waiting_since_ms.reset();
+      store_waiting_since_ms = -1;
     }
     clock.sleep_for_ms(options.poll_ms);
   }

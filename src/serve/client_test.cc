@@ -211,9 +211,11 @@ TEST(FollowJobs, EndedJobsAreWaitedForUntilTheStoreRecordsThemWithinABound) {
        0},
       {"being recorded, the store locked",
        R"({"ok":true,"jobs":[)" + running +
-           R"(],"recording":[4],"store_trouble":"/s/colo.db cannot be written for 3.0s now (database is locked); colo keeps trying"})",
-       false, "colo: job 4 ended; waiting for the store to record it: /s/colo.db cannot be written",
-       "job 4 ended, but the store has not recorded its end after 10.0s: /s/colo.db", 10'000},
+           R"(],"recording":[4],"store_trouble":"cannot write the store for 3.0s now: /s/colo.db: database is locked"})",
+       false,
+       "colo: job 4 ended; waiting for the store to record it: cannot write the store for 3.0s",
+       "job 4 ended, but the store has not recorded its end after 10.0s: cannot write the store",
+       10'000},
   };
   std::string templ = ::testing::TempDir() + "client.XXXXXX";
   ASSERT_NE(mkdtemp(templ.data()), nullptr);

@@ -588,17 +588,29 @@ TEST_F(ServiceRecordingTest, AJobReadsEndedOnlyOnceAllItReportedIsInTheStore) {
 // the job does not read ended, the answer says it is being recorded and why
 // it waits; once the lock is gone, it reads ended with its epochs stored.
 TEST_F(ServiceRecordingTest, AJobEndedWhileTheStoreIsLockedReadsBeingRecordedAndWhy) {
-  json answer = submit(root_, {shell_job("e", epochs(2) + "exit 0")});
+  const std::string go = dir_ + "/go";
+  json answer = submit(root_, {shell_job("e", "while [ ! -e '" + go + "' ]; do sleep 0.02; done; " +
+                                                  epochs(2) + "exit 0")});
   ASSERT_TRUE(answer["ok"].get<bool>()) << answer.dump();
   const int64_t id = answer["ids"][0];
+  // Running (its rows written), then the store locked, then it reports and ends.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (status({id})["jobs"][0]["state"] != "running" &&
+         std::chrono::steady_clock::now() < deadline) {
+    engine_->tick();
+    service_->record_changes();
+    clock_.sleep_for_ms(20);
+  }
+  ASSERT_EQ(status({id})["jobs"][0]["state"], "running") << log_.str();
   lock();
+  std::ofstream(go).put('\n');
   run_until_idle();  // the job ended in the engine; nothing of it written since
   json st = status({id});
   ASSERT_TRUE(st["ok"].get<bool>()) << st.dump();
   EXPECT_FALSE(is_final_state(st["jobs"][0]["state"].get<std::string>())) << st.dump();
   EXPECT_EQ(st["recording"], json::array({id})) << st.dump();
   EXPECT_THAT(st.value("store_trouble", ""), HasSubstr("locked")) << st.dump();
-  EXPECT_THAT(st.value("store_trouble", ""), HasSubstr("colo.db cannot be written for"));
+  EXPECT_THAT(st.value("store_trouble", ""), HasSubstr("cannot write the store for"));
   EXPECT_EQ(stored_epochs(id), 0);
 
   unlock();

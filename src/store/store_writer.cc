@@ -300,7 +300,7 @@ uint64_t StoreWriter::written_through() const {
 
 std::optional<std::string> StoreWriter::trouble() const {
   if (!failing_since_ms_) return std::nullopt;
-  return fmt::format("{} cannot be written for {} now ({}); colo keeps trying", store_.path(),
+  return fmt::format("cannot write the store for {} now: {}",
                      format_duration_ms(clock_.monotonic_ms() - *failing_since_ms_), failing_why_);
 }
 

@@ -112,9 +112,9 @@ class StoreWriter {
   uint64_t last_queued() const { return last_queued_; }
   uint64_t written_through() const;
   // While writes fail for a transient reason (a lock another process holds,
-  // a full disk): the store, for how long, and the last error, in words
-  // ("/x/colo.db cannot be written for 7.1s now (database is locked); colo
-  // keeps trying"); unset while writes succeed.
+  // a full disk): for how long, and the last error, which names the store
+  // ("cannot write the store for 7.1s now: /x/colo.db: ... database is
+  // locked ..."); unset while writes succeed.
   std::optional<std::string> trouble() const;
 
   size_t queued() const { return queue_.size(); }

@@ -124,7 +124,7 @@ TEST_F(StoreWriterTest, NumberedWritesSayHowFarTheStoreIsWrittenAndWhyNotFurther
          writer.flush();
          clock_.advance_ms(3000);
        },
-       3, 2, "colo.db cannot be written for 3.0s now (database is locked"},
+       3, 2, "cannot write the store for 3.0s now: " + path_},
       {"an empty events list queues nothing", [&] { writer.add_job_events({}); }, 3, 2,
        "database is locked"},
       {"unlocked and flushed",
