@@ -468,8 +468,7 @@ done"""]
     json shown = json::parse(waited.output.substr(waited.output.find('{')), nullptr, false);
     ASSERT_TRUE(shown.is_object()) << waited.output;
     ASSERT_EQ(shown["jobs"].size(), 1u) << waited.output;
-    EXPECT_EQ(shown["jobs"][0]["history"]["epochs"], 5)
-        << "round " << round << ": " << waited.output;
+    EXPECT_EQ(shown["jobs"][0]["epochs"], 5) << "round " << round << ": " << waited.output;
     EXPECT_EQ(shown["jobs"][0]["metrics"]["loss"]["points"], 5) << "round " << round;
   }
 }
