@@ -473,6 +473,44 @@ done"""]
   }
 }
 
+// A job that ends while another process holds the store's write lock:
+// `colo wait` does not answer before its end is written, says on stderr that
+// it waits for the store and why, and answers once the lock is gone.
+TEST_F(ColoServe, WaitSaysItWaitsForALockedStoreAndAnswersOnceItIsWritten) {
+  start_service("--policy fixed --max-per-gpu 2 --mechanism naive");
+  const std::string go = dir_ + "/go";
+  const std::string file = write_file("held.toml", R"([[job]]
+name = "held"
+command = ["sh", "-c", """while [ ! -e ')" + go + R"(' ]; do sleep 0.05; done
+printf '{"event":"epoch_end","epoch":1,"samples":100}\n' >> "$COLO_PROGRESS_FILE"
+"""]
+)");
+  const std::vector<int64_t> ids = submit(file);
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_TRUE(eventually([&] { return count_in_state("running") == 1; }, 20'000)) << service_log();
+  sqlite3* locker = nullptr;
+  ASSERT_EQ(sqlite3_open(db().c_str(), &locker), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(locker, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  const std::string out = dir_ + "/wait.out";
+  const std::string err = dir_ + "/wait.err";
+  shell("(" + colo("wait " + std::to_string(ids[0])) + " > '" + out + "' 2> '" + err +
+        "'; echo rc=$? >> '" + out + "') > /dev/null 2>&1 &");
+  shell("touch '" + go + "'");
+  const auto text_of = [&](const std::string& path) { return shell("cat '" + path + "'").output; };
+  EXPECT_TRUE(eventually(
+      [&] { return text_of(err).find("waiting for the store to record it") != std::string::npos; },
+      30'000))
+      << text_of(err) << text_of(out) << service_log();
+  EXPECT_THAT(text_of(err), HasSubstr("database is locked"));
+  EXPECT_THAT(text_of(out), Not(HasSubstr("rc="))) << "answered before the store held its end";
+  sqlite3_close(locker);
+  EXPECT_TRUE(eventually([&] { return text_of(out).find("rc=") != std::string::npos; }, 30'000))
+      << text_of(out) << text_of(err) << service_log();
+  EXPECT_EQ(text_of(out), std::to_string(ids[0]) + " held: ok\nrc=0\n");
+  EXPECT_EQ(sql("SELECT COUNT(*) FROM job_events WHERE kind = 'epoch_end'"),
+            std::vector<std::string>{"1"});
+}
+
 // Issue 54 (item 5): `colo backup` of the store while the service runs jobs
 // and writes it (a plain cp of colo.db missed what was still in the WAL):
 // the copy holds the runs and jobs the live store held, is readable by its
