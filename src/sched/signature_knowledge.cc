@@ -97,7 +97,11 @@ const JobProfile* SignatureKnowledge::own(const std::string& signature) const {
 }
 
 const JobProfile* SignatureKnowledge::usable(const std::string& signature) const {
-  const JobProfile* own_profile = own(signature);
+  return usable_over(signature, own(signature));
+}
+
+const JobProfile* SignatureKnowledge::usable_over(const std::string& signature,
+                                                  const JobProfile* own_profile) const {
   if (own_profile != nullptr && own_profile->admissible()) return own_profile;
   auto member = members_.find(signature);
   if (member == members_.end()) return nullptr;
@@ -124,8 +128,7 @@ const JobProfile* SignatureKnowledge::usable(const std::string& signature) const
 const JobProfile* SignatureKnowledge::usable(const std::string& signature,
                                              OwnProfileCache& cache) const {
   if (cache.added != profiles_added_) cache = {profiles_added_, own(signature)};
-  if (cache.profile != nullptr && cache.profile->admissible()) return cache.profile;
-  return usable(signature);
+  return usable_over(signature, cache.profile);
 }
 
 bool SignatureKnowledge::estimated(const std::string& signature) const {

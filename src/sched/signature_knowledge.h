@@ -166,6 +166,8 @@ class SignatureKnowledge {
     size_t position = 0;
     mutable Estimated estimated;
   };
+  // usable(signature), its own profile (own(signature)) given.
+  const JobProfile* usable_over(const std::string& signature, const JobProfile* own_profile) const;
   // The signature's entry in profiles_, added empty when it has none.
   JobProfile& own_profile(const std::string& signature);
   // The family's EffectsMemo, emptied when its measurements changed.
