@@ -9,7 +9,10 @@
 #
 #   bench/cluster-day.sh OUTPUT_DIR   (COLO=path/to/colo, default build-release/colo;
 #                                      GPUS=512, JOBS=50000, POLICIES: default every
-#                                      policy, CPU=1: the core it runs on)
+#                                      policy, CPU=1: the core it runs on;
+#                                      SWEEPS=distinct-unhinted: every sweep point
+#                                      a signature of its own, without hints: issue
+#                                      59's day, 12,500 such points in 50,000 jobs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COLO="${COLO:-build-release/colo}"
@@ -26,7 +29,13 @@ mkdir -p "$OUT_DIR"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "colo: $("$COLO" --version 2>/dev/null || echo unknown)"
 } | tee "$OUT_DIR/machine.txt"
-bench/cluster-day.py "$OUT_DIR/day" --jobs "${JOBS:-50000}" | tee -a "$OUT_DIR/machine.txt"
+sweeps=()
+case ${SWEEPS:-} in
+  "") ;;
+  distinct-unhinted) sweeps=(--distinct-sweeps --unhinted-sweeps) ;;
+  *) echo "bench/cluster-day.sh: SWEEPS is distinct-unhinted or unset" >&2; exit 2 ;;
+esac
+bench/cluster-day.py "$OUT_DIR/day" --jobs "${JOBS:-50000}" "${sweeps[@]}" | tee -a "$OUT_DIR/machine.txt"
 policies=()
 [ -n "${POLICIES:-}" ] && policies=(--policies "$POLICIES")
 cmd=(taskset -c "${CPU:-1}" "$COLO" simulate "$OUT_DIR/day/jobs.toml" --arrivals "$OUT_DIR/day/trace.csv"

@@ -126,7 +126,8 @@ std::string AutoScheduler::name_of(const std::string& signature) const {
 
 std::string AutoScheduler::probe_target(const std::string& family) {
   return knowledge_.probe_target(
-      family, [&](const std::string& signature) { return queue_.in_class(signature) > 0; });
+      family, [&](const std::string& signature) { return queue_.in_class(signature) > 0; },
+      queue_.classes_in_family(family));
 }
 
 uint64_t AutoScheduler::usable_memory(const Gpu& g) const {

@@ -220,6 +220,8 @@ class AutoScheduler final : public Scheduler {
   // The signature's family; call before enqueueing its jobs. Signatures
   // without one are families of their own.
   void set_family(const std::string& signature, FamilyMember member) {
+    // Jobs queued before their family was known are not found by family.
+    if (queue_.in_class(signature) > 0) knowledge_.mark_unlisted_queued();
     knowledge_.set_family(signature, std::move(member));
   }
   // An instance of `family` measured before the run (the store's profiles).

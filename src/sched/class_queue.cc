@@ -7,8 +7,12 @@ namespace colo {
 void ClassQueue::push(QueuedJob job) {
   job.seq = next_seq_++;
   prioritised_ = prioritised_ || job.priority != 0;
-  if (!job.family.empty()) ++in_family_[job.family];
   auto [it, inserted] = classes_.try_emplace(job.signature);
+  if (!job.family.empty()) {
+    FamilyCount& n = in_family_[job.family];
+    ++n.jobs;
+    ++n.classes[&*it];
+  }
   std::deque<QueuedJob>& q = it->second;
   if (q.empty()) {
     heads_.emplace(job.seq, &*it);
@@ -38,7 +42,7 @@ void ClassQueue::pop_head(Class& cls) {
   std::deque<QueuedJob>& q = cls.second;
   if (q.empty()) return;
   heads_.erase(q.front().seq);
-  uncount(q.front());
+  uncount(q.front(), cls);
   // An emptied class stays (signatures are few): destroying a deque that
   // held tens of thousands of jobs returns their memory at once, which took
   // 2 ms in one event.
@@ -51,10 +55,10 @@ void ClassQueue::pop_head(Class& cls) {
 std::deque<QueuedJob> ClassQueue::take_class(const std::string& signature) {
   auto q = classes_.find(signature);
   if (q == classes_.end()) return {};
+  for (const QueuedJob& job : q->second) uncount(job, *q);
   std::deque<QueuedJob> jobs = std::move(q->second);
   classes_.erase(q);
   if (jobs.empty()) return jobs;
-  for (const QueuedJob& job : jobs) uncount(job);
   heads_.erase(jobs.front().seq);
   ++changes_;
   size_ -= jobs.size();
@@ -94,7 +98,7 @@ bool ClassQueue::remove(size_t job) {
     if (it == q.end()) continue;
     const bool head = it == q.begin();
     if (head) heads_.erase(it->seq);
-    uncount(*it);
+    uncount(*it, cls);
     q.erase(it);
     if (head && !q.empty()) heads_.emplace(q.front().seq, &cls);
     if (head) ++changes_;
@@ -111,13 +115,25 @@ size_t ClassQueue::in_class(const std::string& signature) const {
 
 size_t ClassQueue::in_family(const std::string& family) const {
   auto n = in_family_.find(family);
-  return n != in_family_.end() ? n->second : 0;
+  return n != in_family_.end() ? n->second.jobs : 0;
 }
 
-void ClassQueue::uncount(const QueuedJob& job) {
+std::vector<const std::string*> ClassQueue::classes_in_family(const std::string& family) const {
+  std::vector<const std::string*> out;
+  auto n = in_family_.find(family);
+  if (n == in_family_.end()) return out;
+  out.reserve(n->second.classes.size());
+  for (const auto& [cls, jobs] : n->second.classes) out.push_back(&cls->first);
+  return out;
+}
+
+void ClassQueue::uncount(const QueuedJob& job, const Class& cls) {
   if (job.family.empty()) return;
   auto n = in_family_.find(job.family);
-  if (n != in_family_.end() && --n->second == 0) in_family_.erase(n);
+  if (n == in_family_.end()) return;
+  if (auto c = n->second.classes.find(&cls); c != n->second.classes.end() && --c->second == 0)
+    n->second.classes.erase(c);
+  if (--n->second.jobs == 0) in_family_.erase(n);
 }
 
 std::vector<ClassQueue::Head> ClassQueue::order(

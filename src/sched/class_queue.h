@@ -8,8 +8,9 @@
 // changes() counts every change to heads(). Retries (requeued after running
 // out of memory, or a speculative start stopped) go before every class, in
 // the order they came. in_family() counts the jobs of the classes (not the
-// retries) by QueuedJob::family. A class's node never moves (heads() and
-// Head point into it); an emptied class stays until take_class() or drain().
+// retries) by QueuedJob::family, and classes_in_family() names the classes
+// holding a job of a family (without a walk of every class). A class's node never moves (heads()
+// and Head point into it); an emptied class stays until take_class() or drain().
 //
 // Order. heads_to_try() gives the classes an event tries: with a `first`
 // predicate, the classes it is true for go first (the caller's: a dataset
@@ -124,6 +125,10 @@ class ClassQueue {
   size_t size() const { return size_; }
   size_t in_class(const std::string& signature) const;
   size_t in_family(const std::string& family) const;
+  // The signatures of the classes holding at least one job of `family` (by
+  // QueuedJob::family), in no particular order; pointers into the queue,
+  // valid until it next changes.
+  std::vector<const std::string*> classes_in_family(const std::string& family) const;
   // The non-empty classes by the seq of their first job.
   const std::map<uint64_t, Class*>& heads() const { return heads_; }
   uint64_t changes() const { return changes_; }
@@ -133,8 +138,8 @@ class ClassQueue {
  private:
   std::vector<Head> order(const std::function<bool(const std::string&)>& first,
                           uint64_t* backfill_next) const;
-  // Takes a job leaving a class off in_family().
-  void uncount(const QueuedJob& job);
+  // Takes a job leaving `cls` off in_family() and classes_in_family().
+  void uncount(const QueuedJob& job, const Class& cls);
 
   size_t queue_depth_ = 0;
   size_t backfill_depth_ = 0;
@@ -143,9 +148,13 @@ class ClassQueue {
   uint64_t changes_ = 0;
   uint64_t backfill_from_ = 0;
   std::deque<QueuedJob> retries_;
-  // Jobs in classes_ by family: a sweep's thousands of signatures counted
-  // without a walk of them.
-  std::unordered_map<std::string, size_t> in_family_;
+  // Jobs in classes_ by family, and by class within it: a sweep's thousands
+  // of signatures counted, and its queued ones found, without a walk of them.
+  struct FamilyCount {
+    size_t jobs = 0;
+    std::unordered_map<const Class*, size_t> classes;  // jobs of the family in each
+  };
+  std::unordered_map<std::string, FamilyCount> in_family_;
   std::map<uint32_t, double> usage_;
   bool prioritised_ = false;  // a job with a priority came
   uint64_t next_seq_ = 0;

@@ -154,6 +154,10 @@ TEST_P(ClassRemovals, KeepTheCountsAndHeads) {
   for (const auto& [seq, cls] : q.heads()) seqs.push_back(seq);
   EXPECT_EQ(seqs, c.head_seqs);
   EXPECT_EQ(q.in_family("f"), c.in_family_f);
+  // Only class a holds jobs of f: it is named while one of them is queued.
+  std::vector<std::string> of_f;
+  for (const std::string* signature : q.classes_in_family("f")) of_f.push_back(*signature);
+  EXPECT_EQ(of_f, c.in_family_f > 0 ? std::vector<std::string>{"a"} : std::vector<std::string>{});
   EXPECT_EQ(q.changes() != changes, c.heads_changed);
 }
 
@@ -236,6 +240,29 @@ INSTANTIATE_TEST_SUITE_P(
                 2,
                 false}),
     [](const auto& info) { return info.param.name; });
+
+TEST(ClassQueueTest, ClassesInFamilyNameEachClassHoldingOneOfItsJobsOnce) {
+  ClassQueue q(0, 0);
+  q.push(QueuedJob{.job = 0, .signature = "a", .family = "f"});
+  q.push(QueuedJob{.job = 1, .signature = "b", .family = "f"});
+  q.push(QueuedJob{.job = 2, .signature = "a", .family = "f"});
+  q.push(QueuedJob{.job = 3, .signature = "c", .family = "g"});
+  auto names = [&](const std::string& family) {
+    std::set<std::string> out;
+    for (const std::string* signature : q.classes_in_family(family)) out.insert(*signature);
+    EXPECT_EQ(out.size(), q.classes_in_family(family).size()) << "each class once";
+    return out;
+  };
+  EXPECT_EQ(names("f"), (std::set<std::string>{"a", "b"}));
+  EXPECT_EQ(names("g"), (std::set<std::string>{"c"}));
+  EXPECT_EQ(names("h"), (std::set<std::string>{}));
+  q.pop_head(*q.heads().at(0));
+  EXPECT_EQ(names("f"), (std::set<std::string>{"a", "b"})) << "a still holds job 2";
+  q.pop_head(*q.heads().at(2));
+  EXPECT_EQ(names("f"), (std::set<std::string>{"b"}));
+  EXPECT_TRUE(q.remove(1));
+  EXPECT_EQ(names("f"), (std::set<std::string>{}));
+}
 
 TEST(ClassQueueTest, NewJobsTakeTheNextSeqAndRetriesKeepTheirs) {
   ClassQueue q(0, 0);

@@ -660,7 +660,10 @@ struct FamilyFit::Index {
   // values (in `names` order), and with each set but the one at a position;
   // valid while `timed_valid`.
   bool timed_valid = false;
-  std::vector<size_t> timed;                                           // their indices, in order
+  std::vector<size_t> timed;  // their indices, in order
+  // Each one's values (in `names` order), as `timed`: the scan for the
+  // nearest reads them without projecting each instance again.
+  std::vector<std::vector<std::string>> timed_values;
   std::unordered_map<std::string, size_t> timed_exact;                 // by joined()
   std::vector<std::unordered_map<std::string, size_t>> timed_but_one;  // by joined(, k)
 
@@ -681,14 +684,16 @@ namespace {
 
 // Instance `index`, timed, with `values`: the first such (the least index)
 // at its values and at its values but each one.
-void add_timed(FamilyFit::Index& x, const std::vector<std::string>& values, size_t index) {
+void add_timed(FamilyFit::Index& x, std::vector<std::string> values, size_t index) {
   auto keep_first = [index](std::unordered_map<std::string, size_t>& m, std::string key) {
     auto [it, added] = m.try_emplace(std::move(key), index);
     if (!added) it->second = std::min(it->second, index);
   };
-  insert_sorted(x.timed, index);
   keep_first(x.timed_exact, joined(values));
   for (size_t k = 0; k < values.size(); ++k) keep_first(x.timed_but_one[k], joined(values, k));
+  const auto at = std::lower_bound(x.timed.begin(), x.timed.end(), index) - x.timed.begin();
+  x.timed.insert(x.timed.begin() + at, index);
+  x.timed_values.insert(x.timed_values.begin() + at, std::move(values));
 }
 
 }  // namespace
@@ -933,6 +938,7 @@ struct FitView {
   const FamilyInstance* timed(const std::map<std::string, std::string>& target) {
     if (!x.timed_valid) {
       x.timed.clear();
+      x.timed_values.clear();
       x.timed_exact.clear();
       x.timed_but_one.assign(x.names.size(), {});
       for (size_t k = 0; k < instances.size(); ++k) {
@@ -954,12 +960,12 @@ struct FitView {
     // Two or more differ: nearest()'s scan, over the timed instances alone.
     const FamilyInstance* found = nullptr;
     size_t found_diff = 0;
-    for (size_t k : x.timed) {
-      const std::vector<std::string> other = project(instances[k].params, x.names);
+    for (size_t i = 0; i < x.timed.size(); ++i) {
+      const std::vector<std::string>& other = x.timed_values[i];
       size_t diff = 0;
       for (size_t j = 0; j < values.size(); ++j) diff += other[j] != values[j] ? 1 : 0;
       if (found == nullptr || diff < found_diff) {
-        found = &instances[k];
+        found = &instances[x.timed[i]];
         found_diff = diff;
       }
     }

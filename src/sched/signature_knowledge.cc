@@ -31,12 +31,19 @@ std::string SignatureKnowledge::label(const std::string& signature) const {
 
 void SignatureKnowledge::set_family(const std::string& signature, FamilyMember member) {
   Family& f = families_[member.family];
-  if (!members_.contains(signature)) f.signatures.push_back(signature);
+  auto [it, added] = members_.try_emplace(signature);
+  Member& m = it->second;
+  if (added) {
+    m.listed_in = &f;
+    m.position = f.signatures.size();
+    f.signatures.push_back(signature);
+  } else if (m.family != &f) {
+    scan_every_signature_ = true;  // listed in a family it is no longer of
+  }
   if (member.resource_params && member.resource_params != f.resource_params) {
     f.resource_params = member.resource_params;
     ++f.version;  // its members' estimates and parameter effects read them
   }
-  Member& m = members_[signature];
   m.member = std::move(member);
   m.family = &f;
   ++version_;
@@ -90,7 +97,11 @@ const JobProfile* SignatureKnowledge::own(const std::string& signature) const {
 }
 
 const JobProfile* SignatureKnowledge::usable(const std::string& signature) const {
-  const JobProfile* own_profile = own(signature);
+  return usable_over(signature, own(signature));
+}
+
+const JobProfile* SignatureKnowledge::usable_over(const std::string& signature,
+                                                  const JobProfile* own_profile) const {
   if (own_profile != nullptr && own_profile->admissible()) return own_profile;
   auto member = members_.find(signature);
   if (member == members_.end()) return nullptr;
@@ -117,8 +128,7 @@ const JobProfile* SignatureKnowledge::usable(const std::string& signature) const
 const JobProfile* SignatureKnowledge::usable(const std::string& signature,
                                              OwnProfileCache& cache) const {
   if (cache.added != profiles_added_) cache = {profiles_added_, own(signature)};
-  if (cache.profile != nullptr && cache.profile->admissible()) return cache.profile;
-  return usable(signature);
+  return usable_over(signature, cache.profile);
 }
 
 bool SignatureKnowledge::estimated(const std::string& signature) const {
@@ -180,6 +190,35 @@ std::string SignatureKnowledge::probe_target(
     if (value > best) {
       best = value;
       it->second = sig;
+    }
+  }
+  return it->second;
+}
+
+std::string SignatureKnowledge::probe_target(const std::string& family,
+                                             const std::function<bool(const std::string&)>& queued,
+                                             const std::vector<const std::string*>& candidates) {
+  if (scan_every_signature_) return probe_target(family, queued);
+  auto [it, inserted] = probe_targets_.try_emplace(family);
+  if (!inserted) return it->second;
+  const Family& f = families_.at(family);
+  // As the scan of f.signatures finds it: the first, in their order, of
+  // those of the highest value (above -1).
+  double best = -1;
+  size_t best_position = 0;
+  bool found = false;
+  for (const std::string* sig : candidates) {
+    auto m = members_.find(*sig);
+    if (m == members_.end() || m->second.listed_in != &f) continue;
+    if (usable(*sig) != nullptr) continue;
+    const double value =
+        f.fit.probe_value(m->second.member.params, f.resource_params, &effects_of(f));
+    const size_t position = m->second.position;
+    if (found ? value > best || (value == best && position < best_position) : value > best) {
+      best = value;
+      best_position = position;
+      found = true;
+      it->second = *sig;
     }
   }
   return it->second;

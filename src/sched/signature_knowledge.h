@@ -103,6 +103,18 @@ class SignatureKnowledge {
   // family until keep_probe_targets_while() sees a change.
   std::string probe_target(const std::string& family,
                            const std::function<bool(const std::string&)>& queued);
+  // The same answer, looking only at `candidates` (any order, others'
+  // signatures too): they must include every signature of `family` that
+  // `queued` is true for, and `queued` be true for each of them. A family
+  // of a sweep's thousands of signatures, few queued, costs its queued ones.
+  // Every signature is looked at, as above, once any signature was given a
+  // second family (set_family) or mark_unlisted_queued() was called.
+  std::string probe_target(const std::string& family,
+                           const std::function<bool(const std::string&)>& queued,
+                           const std::vector<const std::string*>& candidates);
+  // A caller whose candidates could miss a queued signature (its jobs were
+  // queued before its family was set) says so: probe_target() scans again.
+  void mark_unlisted_queued() { scan_every_signature_ = true; }
   // Empties the probe-target cache when version() or `queue_changes` (the
   // caller's count of changes to which signatures are queued) differ from
   // the last call's.
@@ -148,8 +160,14 @@ class SignatureKnowledge {
   struct Member {
     FamilyMember member;
     Family* family = nullptr;
+    // The family whose `signatures` list it, and where (set_family() lists a
+    // signature in the first family it is given).
+    const Family* listed_in = nullptr;
+    size_t position = 0;
     mutable Estimated estimated;
   };
+  // usable(signature), its own profile (own(signature)) given.
+  const JobProfile* usable_over(const std::string& signature, const JobProfile* own_profile) const;
   // The signature's entry in profiles_, added empty when it has none.
   JobProfile& own_profile(const std::string& signature);
   // The family's EffectsMemo, emptied when its measurements changed.
@@ -170,6 +188,8 @@ class SignatureKnowledge {
   std::map<std::string, std::string> probe_targets_;
   uint64_t probe_targets_version_ = 0;
   uint64_t probe_targets_queue_ = 0;
+  // probe_target() with candidates looks at every signature instead.
+  bool scan_every_signature_ = false;
   std::set<std::pair<std::string, uint64_t>> announced_;  // (signature, family version)
   std::map<std::string, double> ended_samples_;           // by signature
   std::map<std::string, double> family_ended_samples_;    // by family

@@ -202,5 +202,50 @@ TEST(SignatureKnowledgeTest, ProbeTargetAmongTheQueuedAndCachedUntilAChange) {
   EXPECT_EQ(k.probe_target("toy", is_queued), "");
 }
 
+// probe_target() over the caller's candidates answers as the scan of the
+// family's signatures does, in whatever order they come.
+struct CandidatesCase {
+  std::string name;
+  std::vector<std::string> candidates;  // every queued one, perhaps others
+  bool refamilied = false;              // "odd" given a second family
+  std::string want;
+};
+
+class ProbeTargetCandidates : public testing::TestWithParam<CandidatesCase> {};
+
+TEST_P(ProbeTargetCandidates, AnswerAsTheScan) {
+  const CandidatesCase& c = GetParam();
+  SignatureKnowledge k(kLargest);
+  k.add_family_instance("toy",
+                        {"toy[batch_size=32]", {{"batch_size", "32"}}, knowledge_profile(2)});
+  k.set_family("near", FamilyMember{"toy", "toy[batch_size=64]", {{"batch_size", "64"}}, {}});
+  k.set_family("far1", FamilyMember{"toy", "toy[batch_size=512]", {{"batch_size", "512"}}, {}});
+  k.set_family("far2", FamilyMember{"toy", "toy[batch_size=512]", {{"batch_size", "512"}}, {}});
+  k.set_family("odd", FamilyMember{"other", "other[batch_size=999]", {{"batch_size", "999"}}, {}});
+  if (c.refamilied)
+    k.set_family("odd", FamilyMember{"toy", "toy[batch_size=999]", {{"batch_size", "999"}}, {}});
+  const std::set<std::string> queued(c.candidates.begin(), c.candidates.end());
+  auto is_queued = [&](const std::string& s) { return queued.contains(s); };
+  std::vector<const std::string*> candidates;
+  for (const std::string& s : c.candidates) candidates.push_back(&s);
+  k.keep_probe_targets_while(0);
+  const std::string scanned = k.probe_target("toy", is_queued);
+  k.keep_probe_targets_while(1);
+  EXPECT_EQ(k.probe_target("toy", is_queued, candidates), scanned);
+  EXPECT_EQ(scanned, c.want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ProbeTargetCandidates,
+    testing::Values(
+        CandidatesCase{"a_tie_goes_to_the_first_listed", {"far2", "near", "far1"}, false, "far1"},
+        CandidatesCase{"the_order_given_does_not_matter", {"far1", "far2", "near"}, false, "far1"},
+        CandidatesCase{"one_queued", {"near"}, false, "near"},
+        CandidatesCase{"another_familys_signature_is_left_out", {"odd", "near"}, false, "near"},
+        // Listed in "other", of "toy" now: the scan of toy's list leaves it out.
+        CandidatesCase{"a_signature_given_a_second_family", {"odd", "near"}, true, "near"},
+        CandidatesCase{"none", {}, false, ""}),
+    [](const auto& info) { return info.param.name; });
+
 }  // namespace
 }  // namespace colo
