@@ -400,8 +400,13 @@ Result<std::map<int64_t, std::vector<ProfileContribution>>> contributions_of_end
 
 // Brings `part` up to what the store holds of run `run_id`: the jobs that
 // ended since are derived and folded in. `changed` says whether it moved.
+// `head_folded`: the head's size when it was last folded whole; it is folded
+// again once it doubled (a run of distinct signatures folds nothing away).
+// `derived_jobs` counts the jobs derived. Nothing of `part` changes on an
+// error.
 Status advance_part(RunReader& reader, int64_t run_id, RunFactsKeeper::Part& part,
-                    UnixMillis ended_before_ms, bool& changed) {
+                    UnixMillis ended_before_ms, size_t& head_folded, int64_t& derived_jobs,
+                    bool& changed) {
   using Segment = RunFactsKeeper::Segment;
   changed = false;
   Result<std::vector<JobRow>> rows = reader.job_ends(run_id, part.through_id);
@@ -458,12 +463,16 @@ Status advance_part(RunReader& reader, int64_t run_id, RunFactsKeeper::Part& par
   // The run that starts right after the head joins it.
   size_t first_rest = 0;
   if (!runs.empty() && runs.front().first_id == rows->front().id) {
-    std::vector<ProfileContribution> head = std::move(part.head);
-    for (ProfileContribution& c : runs.front().contributions) head.push_back(std::move(c));
-    part.head = fold_contributions(std::move(head));
+    for (ProfileContribution& c : fold_contributions(std::move(runs.front().contributions)))
+      part.head.push_back(std::move(c));
+    if (part.head.size() >= 2 * std::max<size_t>(head_folded, 64)) {
+      part.head = fold_contributions(std::move(part.head));
+      head_folded = part.head.size();
+    }
     part.through_id = runs.front().last_id;
     first_rest = 1;
   }
+  derived_jobs += static_cast<int64_t>(ended.size());
   part.rest.clear();
   for (size_t i = first_rest; i < runs.size(); ++i) {
     runs[i].contributions = fold_contributions(std::move(runs[i].contributions));
@@ -483,8 +492,10 @@ Result<std::optional<RunFacts>> facts_from_part(RunReader& reader, int64_t run_i
   std::optional<RunFactsKeeper::Part> part = parse_run_facts_part(**kept);
   if (!part) return std::optional<RunFacts>();
   bool changed = false;
-  if (Status s =
-          advance_part(reader, run_id, *part, std::numeric_limits<UnixMillis>::max(), changed);
+  size_t head_folded = part->head.size();
+  int64_t derived_jobs = 0;
+  if (Status s = advance_part(reader, run_id, *part, std::numeric_limits<UnixMillis>::max(),
+                              head_folded, derived_jobs, changed);
       !s.ok())
     return s.error();
   if (!part->rest.empty()) return std::optional<RunFacts>();
@@ -494,7 +505,7 @@ Result<std::optional<RunFacts>> facts_from_part(RunReader& reader, int64_t run_i
     return std::optional<RunFacts>();
   }
   RunFacts facts;
-  facts.contributions = std::move(part->head);
+  facts.contributions = fold_contributions(std::move(part->head));
   // Jobs that ran on two GPUs or more are no measured collocation, whatever
   // else; otherwise the run's own rows say (no samples needed).
   if (part->devices.size() < 2) {
@@ -511,15 +522,27 @@ RunFactsKeeper::RunFactsKeeper(RunReader& reader, int64_t run_id)
     : reader_(reader), run_id_(run_id) {}
 
 Status RunFactsKeeper::update(UnixMillis ended_before_ms) {
-  Part next = part_;
   bool changed = false;
-  if (Status s = advance_part(reader_, run_id_, next, ended_before_ms, changed); !s.ok()) return s;
-  if (!changed) return OkStatus();
-  if (Status s = reader_.keep_derived(run_id_, kRunFactsPartKind, kRunFactsPartVersion,
-                                      run_facts_part_json(next));
+  int64_t derived_jobs = 0;
+  if (Status s = advance_part(reader_, run_id_, part_, ended_before_ms, head_folded_, derived_jobs,
+                              changed);
       !s.ok())
     return s;
-  part_ = std::move(next);
+  unkept_jobs_ += derived_jobs;
+  if (!changed) return OkStatus();
+  // Written again once the jobs derived since are a tenth of what it holds:
+  // a run of 100,000 distinct signatures writes each contribution about ten
+  // times in all, not once every keep (the jobs not kept yet are derived
+  // again, each from its own rows, by the first read after a crash).
+  size_t held = part_.head.size();
+  for (const Segment& segment : part_.rest) held += segment.contributions.size();
+  if (kept_once_ && unkept_jobs_ * 10 < static_cast<int64_t>(held)) return OkStatus();
+  if (Status s = reader_.keep_derived(run_id_, kRunFactsPartKind, kRunFactsPartVersion,
+                                      run_facts_part_json(part_));
+      !s.ok())
+    return s;
+  kept_once_ = true;
+  unkept_jobs_ = 0;
   return OkStatus();
 }
 

@@ -80,7 +80,9 @@ class RunFactsKeeper {
  public:
   RunFactsKeeper(RunReader& reader, int64_t run_id);
   // Derives the jobs that ended before `ended_before_ms` since the last call
-  // and keeps what is known (kind kRunFactsPartKind), when anything changed.
+  // and keeps what is known (kind kRunFactsPartKind): the first time
+  // anything is, then once the jobs derived since are a tenth of the
+  // contributions it holds (so that its writes stay linear in the run).
   // The caller makes sure that every row of those jobs' lifetimes is in the
   // store by then (the run's writer has nothing queued, and what the run
   // gathered until then was handed to it). An error leaves the kept part as
@@ -110,6 +112,9 @@ class RunFactsKeeper {
   RunReader& reader_;
   const int64_t run_id_;
   Part part_;
+  size_t head_folded_ = 0;   // the head's size when last folded whole
+  int64_t unkept_jobs_ = 0;  // jobs derived since the part was last kept
+  bool kept_once_ = false;
 };
 
 // A Part as the store keeps it; nullopt for a body that is not one.
