@@ -12,7 +12,10 @@
 # Also records what the killed service had kept of its run (run_derived).
 #
 #   first-command.sh OUTPUT_DIR   (PRODUCER, BEFORE, AFTER: colo binaries;
-#                                  POINTS=115200, SAMPLES=5, CPU=1)
+#                                  POINTS=115200, SAMPLES=5, CPU=1;
+#                                  KILL_AFTER_S: kill the service then, if
+#                                  not all ended; PRISTINE=DB: measure after
+#                                  the store DB, a killed service's, instead)
 set -euo pipefail
 OUT_DIR="${1:?usage: first-command.sh OUTPUT_DIR}"
 PRODUCER=$(realpath "${PRODUCER:?}") BEFORE=$(realpath "${BEFORE:?}") AFTER=$(realpath "${AFTER:?}")
@@ -45,16 +48,20 @@ printf '[[job]]\nname = "p"\ncommand = ["true", "{lr}"]\ngrid = { lr = [%s] }\nr
   "$(seq -s, 1 50)" >"$work/sweep.toml"
 printf '[[job]]\nname = "t"\ncommand = ["date", "+%%s%%N"]\nrepeat = 4\n' >"$work/four.toml"
 
+ended_jobs() {
+  sqlite3 "$work/colo.db" "SELECT count(*) FROM jobs WHERE state NOT IN ('queued', 'running')" \
+    2>/dev/null || echo 0
+}
+if [ -n "${PRISTINE:-}" ]; then
+  sqlite3 "$PRISTINE" ".backup '$work/colo.db'"
+  echo "store: $PRISTINE (a killed service's), $(ended_jobs 2>/dev/null || true)" >>"$OUT_DIR/machine.txt"
+else
 "$PRODUCER" serve --backend sim --sim-devices 64 --policy fixed --max-per-gpu 4 \
   --db "$work/colo.db" --logs "$work/serve-logs" --lock-dir "$work/locks" \
   --max-jobs-per-user $((points + 100)) >"$work/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do [ -S "$COLO_SOCKET" ] && break; sleep 0.1; done
 t0=$(date +%s)
-ended_jobs() {
-  sqlite3 "$work/colo.db" "SELECT count(*) FROM jobs WHERE state NOT IN ('queued', 'running')" \
-    2>/dev/null || echo 0
-}
 submissions() {
   sqlite3 "$work/colo.db" "SELECT count(*) FROM service_submissions" 2>/dev/null || echo 0
 }
@@ -69,21 +76,26 @@ for k in $(seq $((points / 9600))); do
     for _ in $(seq 30); do [ "$(submissions)" -ge "$k" ] && break; sleep 1; done
   done
 done
-while [ "$(ended_jobs)" -lt "$points" ]; do sleep 1; done
+while [ "$(ended_jobs)" -lt "$points" ]; do
+  [ -n "${KILL_AFTER_S:-}" ] && [ $(($(date +%s) - t0)) -ge "$KILL_AFTER_S" ] && break
+  sleep 1
+done
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
 pid=
-echo "service: $points jobs ended in $(($(date +%s) - t0)) s, then killed" | tee -a "$OUT_DIR/machine.txt"
+echo "service: $(ended_jobs) jobs ended in $(($(date +%s) - t0)) s, then killed" | tee -a "$OUT_DIR/machine.txt"
 gzip -c "$work/serve.log" >"$OUT_DIR/serve.log.gz"
 rm -rf "$work/serve-logs"
+fi
+echo "jobs ended in the store: $(ended_jobs)" >"$OUT_DIR/kept-by-the-service.txt"
 sqlite3 "$work/colo.db" "SELECT run_id, kind, version, length(body) FROM run_derived" \
-  >"$OUT_DIR/kept-by-the-service.txt"
+  >>"$OUT_DIR/kept-by-the-service.txt"
 sqlite3 "$work/colo.db" "SELECT json_extract(body, '\$.through_id'), json_array_length(body, '\$.head'), json_array_length(body, '\$.rest') FROM run_derived WHERE kind = 'learning-part'" \
   >>"$OUT_DIR/kept-by-the-service.txt" 2>/dev/null || true
 echo "jobs of the service's run after the last id kept: $(sqlite3 "$work/colo.db" "SELECT count(*) FROM jobs WHERE id > coalesce((SELECT json_extract(body, '\$.through_id') FROM run_derived WHERE kind = 'learning-part'), 0)")" \
   >>"$OUT_DIR/kept-by-the-service.txt"
-cp "$work/colo.db" "$work/pristine.db"
-rm -f "$work/colo.db" "$work/colo.db-wal" "$work/colo.db-shm"
+# A consistent copy (what the WAL holds included).
+sqlite3 "$work/colo.db" ".backup '$work/pristine.db'"
 
 run_once() {  # LABEL BINARY K: a first and a second `colo run` on a fresh copy
   local label=$1 bin=$2 k=$3 state out t0 starts start_s
