@@ -411,11 +411,6 @@ Status advance_part(RunReader& reader, int64_t run_id, RunFactsKeeper::Part& par
   changed = false;
   Result<std::vector<JobRow>> rows = reader.job_ends(run_id, part.through_id);
   if (!rows.ok()) return rows.error();
-  // Jobs that ended since `ended_before_ms` count as open this time.
-  for (JobRow& row : *rows) {
-    if (is_final(row.state) && row.ended_ms && *row.ended_ms >= ended_before_ms)
-      row.state = JobState::kRunning;
-  }
   // The segment kept that holds job `id`, if any.
   auto kept_segment = [&](int64_t id) -> const Segment* {
     auto it = std::upper_bound(part.rest.begin(), part.rest.end(), id,
@@ -424,6 +419,13 @@ Status advance_part(RunReader& reader, int64_t run_id, RunFactsKeeper::Part& par
     --it;
     return id <= it->last_id ? &*it : nullptr;
   };
+  // Jobs that ended since `ended_before_ms` count as open this time (those
+  // kept already stay kept, should the clock have stepped back).
+  for (JobRow& row : *rows) {
+    if (is_final(row.state) && row.ended_ms && *row.ended_ms >= ended_before_ms &&
+        kept_segment(row.id) == nullptr)
+      row.state = JobState::kRunning;
+  }
   std::vector<JobRow> ended;
   for (const JobRow& row : *rows) {
     if (is_final(row.state) && kept_segment(row.id) == nullptr) ended.push_back(row);
