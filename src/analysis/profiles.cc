@@ -72,7 +72,8 @@ std::vector<bool> ran_alone(const RunSummary& run) {
   return alone;
 }
 
-std::vector<ProfileContribution> profile_contributions(const RunSummary& run) {
+std::vector<ProfileContribution> profile_contributions(const RunSummary& run,
+                                                       std::vector<int64_t>* job_ids) {
   std::vector<ProfileContribution> out;
   if (run.run.state == RunState::kRunning) return out;
   const std::vector<bool> alone = ran_alone(run);
@@ -115,6 +116,7 @@ std::vector<ProfileContribution> profile_contributions(const RunSummary& run) {
         m.source = fmt::format("store: run {} job {} ({}, probe{})", run.run.id, job.id,
                                run.run.mechanism, run.run.simulated ? ", simulated" : "");
       }
+      if (job_ids != nullptr) job_ids->push_back(job.id);
       out.push_back(std::move(c));
       continue;
     }
@@ -136,6 +138,7 @@ std::vector<ProfileContribution> profile_contributions(const RunSummary& run) {
     }
     m.source = fmt::format("store: run {} job {} ({}, alone{})", run.run.id, job.id,
                            run.run.mechanism, run.run.simulated ? ", simulated" : "");
+    if (job_ids != nullptr) job_ids->push_back(job.id);
     out.push_back(std::move(c));
   }
   return out;

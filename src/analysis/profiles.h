@@ -80,7 +80,9 @@ struct ProfileContribution {
 };
 
 // The contributions of a run's jobs, in job order; none while it runs.
-std::vector<ProfileContribution> profile_contributions(const RunSummary& run);
+// `job_ids`, when given, gets the id of each contribution's job.
+std::vector<ProfileContribution> profile_contributions(const RunSummary& run,
+                                                       std::vector<int64_t>* job_ids = nullptr);
 
 // The contributions that ProfileLearner::add would still see the effect of,
 // in their order, the others counted into the `jobs` of the last one kept of

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -67,6 +68,63 @@ JobProfile parse_profile(const json& j) {
   p.sm_uncertainty = j.at("sm_uncertainty").get<double>();
   p.rate_uncertainty = j.at("rate_uncertainty").get<double>();
   return p;
+}
+
+json contributions_json(const std::vector<ProfileContribution>& contributions) {
+  json jobs = json::array();
+  for (const ProfileContribution& c : contributions) {
+    json estimate = nullptr;
+    if (c.estimate) {
+      estimate = {{"run_id", c.estimate->run_id},
+                  {"job", c.estimate->job_name},
+                  {"profile", profile_json(c.estimate->estimate)},
+                  {"measured_peak_bytes", value_or_null(c.estimate->measured_peak_bytes)}};
+    }
+    jobs.push_back({{"signature", c.signature},
+                    {"gpu", c.gpu_name},
+                    {"simulated", c.simulated},
+                    {"job", c.job_name},
+                    {"group", c.group},
+                    {"family", c.family},
+                    {"params", c.params},
+                    {"command", c.command},
+                    {"peak_memory_bytes", value_or_null(c.peak_memory_bytes)},
+                    {"estimate", std::move(estimate)},
+                    {"solo", kSoloNames.name(c.solo)},
+                    {"measured", profile_json(c.measured)},
+                    {"jobs", c.jobs}});
+  }
+  return jobs;
+}
+
+// Throws nlohmann::json::exception on a body of another shape; nullopt for
+// an unknown solo name.
+std::optional<std::vector<ProfileContribution>> parse_contributions(const json& jobs) {
+  std::vector<ProfileContribution> out;
+  for (const json& job : jobs) {
+    ProfileContribution c;
+    c.signature = job.at("signature").get<std::string>();
+    c.gpu_name = job.at("gpu").get<std::string>();
+    c.simulated = job.at("simulated").get<bool>();
+    c.job_name = job.at("job").get<std::string>();
+    c.group = job.at("group").get<std::string>();
+    c.family = job.at("family").get<std::string>();
+    c.params = job.at("params").get<std::map<std::string, std::string>>();
+    c.command = job.at("command").get<std::vector<std::string>>();
+    c.peak_memory_bytes = optional_at<uint64_t>(job, "peak_memory_bytes");
+    if (const json& e = job.at("estimate"); !e.is_null()) {
+      c.estimate = LearnedProfile::EstimateCheck{
+          e.at("run_id").get<int64_t>(), e.at("job").get<std::string>(),
+          parse_profile(e.at("profile")), optional_at<uint64_t>(e, "measured_peak_bytes")};
+    }
+    Result<ProfileContribution::Solo> solo = kSoloNames.parse(job.at("solo").get<std::string>());
+    if (!solo.ok()) return std::nullopt;
+    c.solo = *solo;
+    c.measured = parse_profile(job.at("measured"));
+    c.jobs = job.at("jobs").get<int64_t>();
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 // A job never measured alone: what the auto policy measured of it in place
@@ -231,31 +289,8 @@ Result<RunSummary> analyse_record(RunReader& reader, const RunRecord& record,
 }
 
 std::string run_facts_json(const RunFacts& facts) {
-  json jobs = json::array();
-  for (const ProfileContribution& c : facts.contributions) {
-    json estimate = nullptr;
-    if (c.estimate) {
-      estimate = {{"run_id", c.estimate->run_id},
-                  {"job", c.estimate->job_name},
-                  {"profile", profile_json(c.estimate->estimate)},
-                  {"measured_peak_bytes", value_or_null(c.estimate->measured_peak_bytes)}};
-    }
-    jobs.push_back({{"signature", c.signature},
-                    {"gpu", c.gpu_name},
-                    {"simulated", c.simulated},
-                    {"job", c.job_name},
-                    {"group", c.group},
-                    {"family", c.family},
-                    {"params", c.params},
-                    {"command", c.command},
-                    {"peak_memory_bytes", value_or_null(c.peak_memory_bytes)},
-                    {"estimate", std::move(estimate)},
-                    {"solo", kSoloNames.name(c.solo)},
-                    {"measured", profile_json(c.measured)},
-                    {"jobs", c.jobs}});
-  }
-  return body_text(
-      json{{"may_be_collocation", facts.may_be_collocation}, {"jobs", std::move(jobs)}});
+  return body_text(json{{"may_be_collocation", facts.may_be_collocation},
+                        {"jobs", contributions_json(facts.contributions)}});
 }
 
 std::optional<RunFacts> parse_run_facts(std::string_view text) {
@@ -263,29 +298,9 @@ std::optional<RunFacts> parse_run_facts(std::string_view text) {
     const json j = json::parse(text);
     RunFacts facts;
     facts.may_be_collocation = j.at("may_be_collocation").get<bool>();
-    for (const json& job : j.at("jobs")) {
-      ProfileContribution c;
-      c.signature = job.at("signature").get<std::string>();
-      c.gpu_name = job.at("gpu").get<std::string>();
-      c.simulated = job.at("simulated").get<bool>();
-      c.job_name = job.at("job").get<std::string>();
-      c.group = job.at("group").get<std::string>();
-      c.family = job.at("family").get<std::string>();
-      c.params = job.at("params").get<std::map<std::string, std::string>>();
-      c.command = job.at("command").get<std::vector<std::string>>();
-      c.peak_memory_bytes = optional_at<uint64_t>(job, "peak_memory_bytes");
-      if (const json& e = job.at("estimate"); !e.is_null()) {
-        c.estimate = LearnedProfile::EstimateCheck{
-            e.at("run_id").get<int64_t>(), e.at("job").get<std::string>(),
-            parse_profile(e.at("profile")), optional_at<uint64_t>(e, "measured_peak_bytes")};
-      }
-      Result<ProfileContribution::Solo> solo = kSoloNames.parse(job.at("solo").get<std::string>());
-      if (!solo.ok()) return std::nullopt;
-      c.solo = *solo;
-      c.measured = parse_profile(job.at("measured"));
-      c.jobs = job.at("jobs").get<int64_t>();
-      facts.contributions.push_back(std::move(c));
-    }
+    std::optional<std::vector<ProfileContribution>> jobs = parse_contributions(j.at("jobs"));
+    if (!jobs) return std::nullopt;
+    facts.contributions = std::move(*jobs);
     return facts;
   } catch (const json::exception&) {
     return std::nullopt;
@@ -344,11 +359,243 @@ RunFacts facts_of(RunReader& reader, const RunSummary& summary) {
 
 }  // namespace
 
+namespace {
+
+// The contributions of the jobs `ended` of run `run_id` (each ended), by job
+// id (none for a job that gives none), derived from the rows of their
+// lifetimes alone: profile_contributions of the run restricted to the jobs
+// that met them and the samples of that time gives what it gives of them in
+// the whole ended run (each job's figures come from its own GPU's readings
+// within its lifetime and the jobs running there meanwhile).
+Result<std::map<int64_t, std::vector<ProfileContribution>>> contributions_of_ended(
+    RunReader& reader, int64_t run_id, const std::vector<JobRow>& ended) {
+  std::map<int64_t, std::vector<ProfileContribution>> out;
+  std::optional<UnixMillis> from;
+  std::optional<UnixMillis> to;
+  for (const JobRow& job : ended) {
+    out[job.id];
+    if (!job.started_ms) continue;  // never ran: gives nothing
+    from = std::min(from.value_or(*job.started_ms), *job.started_ms);
+    const UnixMillis end = std::max(job.ended_ms.value_or(*job.started_ms), *job.started_ms);
+    to = std::max(to.value_or(end), end);
+  }
+  if (!from) return out;
+  Result<RunRecord> record = reader.run_window(run_id, *from, *to);
+  if (!record.ok()) return record.error();
+  // Its jobs are derived as they would be once it ended (contributions are
+  // none while a run runs); the jobs still running count until its end.
+  if (record->run.state == RunState::kRunning) record->run.state = RunState::kOk;
+  RunSummary summary = summarize(*record);
+  SampleFigureBuilder builder(summary);
+  if (Status read = reader.for_each_sample_between(run_id, *from, *to, builder); !read.ok())
+    return read.error();
+  apply_sample_figures(summary, builder.figures());
+  std::vector<int64_t> ids;
+  std::vector<ProfileContribution> all = profile_contributions(summary, &ids);
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (auto it = out.find(ids[i]); it != out.end()) it->second.push_back(std::move(all[i]));
+  }
+  return out;
+}
+
+// Brings `part` up to what the store holds of run `run_id`: the jobs that
+// ended since are derived and folded in. `changed` says whether it moved.
+// `head_folded`: the head's size when it was last folded whole; it is folded
+// again once it doubled (a run of distinct signatures folds nothing away).
+// `derived_jobs` counts the jobs derived. Nothing of `part` changes on an
+// error.
+Status advance_part(RunReader& reader, int64_t run_id, RunFactsKeeper::Part& part,
+                    UnixMillis ended_before_ms, size_t& head_folded, int64_t& derived_jobs,
+                    bool& changed) {
+  using Segment = RunFactsKeeper::Segment;
+  changed = false;
+  Result<std::vector<JobRow>> rows = reader.job_ends(run_id, part.through_id);
+  if (!rows.ok()) return rows.error();
+  // The segment kept that holds job `id`, if any.
+  auto kept_segment = [&](int64_t id) -> const Segment* {
+    auto it = std::upper_bound(part.rest.begin(), part.rest.end(), id,
+                               [](int64_t v, const Segment& s) { return v < s.first_id; });
+    if (it == part.rest.begin()) return nullptr;
+    --it;
+    return id <= it->last_id ? &*it : nullptr;
+  };
+  // Jobs that ended since `ended_before_ms` count as open this time (those
+  // kept already stay kept, should the clock have stepped back).
+  for (JobRow& row : *rows) {
+    if (is_final(row.state) && row.ended_ms && *row.ended_ms >= ended_before_ms &&
+        kept_segment(row.id) == nullptr)
+      row.state = JobState::kRunning;
+  }
+  std::vector<JobRow> ended;
+  for (const JobRow& row : *rows) {
+    if (is_final(row.state) && kept_segment(row.id) == nullptr) ended.push_back(row);
+  }
+  if (ended.empty()) return OkStatus();
+  Result<std::map<int64_t, std::vector<ProfileContribution>>> derived =
+      contributions_of_ended(reader, run_id, ended);
+  if (!derived.ok()) return derived.error();
+
+  // Runs of consecutive ended jobs, in job order.
+  std::vector<Segment> runs;
+  bool open = false;
+  for (const JobRow& row : *rows) {
+    if (!is_final(row.state)) {
+      open = false;
+      continue;
+    }
+    if (!open) runs.push_back(Segment{row.id, row.id, {}});
+    open = true;
+    Segment& current = runs.back();
+    current.last_id = row.id;
+    if (const Segment* kept = kept_segment(row.id)) {
+      if (kept->first_id == row.id)
+        current.contributions.insert(current.contributions.end(), kept->contributions.begin(),
+                                     kept->contributions.end());
+      continue;
+    }
+    std::vector<ProfileContribution>& of_job = (*derived)[row.id];
+    for (ProfileContribution& c : of_job) current.contributions.push_back(std::move(c));
+  }
+  for (const JobRow& job : ended) {
+    if (!job.started_ms || part.devices.size() >= 2) continue;
+    const int device = job.device.value_or(-1);
+    if (std::find(part.devices.begin(), part.devices.end(), device) == part.devices.end())
+      part.devices.push_back(device);
+  }
+  // The run that starts right after the head joins it.
+  size_t first_rest = 0;
+  if (!runs.empty() && runs.front().first_id == rows->front().id) {
+    for (ProfileContribution& c : fold_contributions(std::move(runs.front().contributions)))
+      part.head.push_back(std::move(c));
+    if (part.head.size() >= 2 * std::max<size_t>(head_folded, 64)) {
+      part.head = fold_contributions(std::move(part.head));
+      head_folded = part.head.size();
+    }
+    part.through_id = runs.front().last_id;
+    first_rest = 1;
+  }
+  derived_jobs += static_cast<int64_t>(ended.size());
+  part.rest.clear();
+  for (size_t i = first_rest; i < runs.size(); ++i) {
+    runs[i].contributions = fold_contributions(std::move(runs[i].contributions));
+    part.rest.push_back(std::move(runs[i]));
+  }
+  changed = true;
+  return OkStatus();
+}
+
+// The facts of ended run `run_id` from the part kept while it ran, brought up
+// to its end; nullopt when none is kept (or a job of it is still open).
+Result<std::optional<RunFacts>> facts_from_part(RunReader& reader, int64_t run_id) {
+  Result<std::optional<std::string>> kept =
+      reader.derived(run_id, kRunFactsPartKind, kRunFactsPartVersion);
+  if (!kept.ok()) return kept.error();
+  if (!*kept) return std::optional<RunFacts>();
+  std::optional<RunFactsKeeper::Part> part = parse_run_facts_part(**kept);
+  if (!part) return std::optional<RunFacts>();
+  bool changed = false;
+  size_t head_folded = part->head.size();
+  int64_t derived_jobs = 0;
+  if (Status s = advance_part(reader, run_id, *part, std::numeric_limits<UnixMillis>::max(),
+                              head_folded, derived_jobs, changed);
+      !s.ok())
+    return s.error();
+  if (!part->rest.empty()) return std::optional<RunFacts>();
+  if (Result<std::vector<JobRow>> open = reader.job_ends(run_id, part->through_id); !open.ok()) {
+    return open.error();
+  } else if (!open->empty()) {
+    return std::optional<RunFacts>();
+  }
+  RunFacts facts;
+  facts.contributions = fold_contributions(std::move(part->head));
+  // Jobs that ran on two GPUs or more are no measured collocation, whatever
+  // else; otherwise the run's own rows say (no samples needed).
+  if (part->devices.size() < 2) {
+    Result<RunRecord> record = reader.run_record(run_id, MetricSteps::kSkip, Samples::kSkip);
+    if (!record.ok()) return record.error();
+    facts.may_be_collocation = may_be_collocation(summarize(*record));
+  }
+  return std::optional<RunFacts>(std::move(facts));
+}
+
+}  // namespace
+
+RunFactsKeeper::RunFactsKeeper(RunReader& reader, int64_t run_id)
+    : reader_(reader), run_id_(run_id) {}
+
+Status RunFactsKeeper::update(UnixMillis ended_before_ms) {
+  bool changed = false;
+  int64_t derived_jobs = 0;
+  if (Status s = advance_part(reader_, run_id_, part_, ended_before_ms, head_folded_, derived_jobs,
+                              changed);
+      !s.ok())
+    return s;
+  unkept_jobs_ += derived_jobs;
+  if (!changed) return OkStatus();
+  // Written again once the jobs derived since are a tenth of what it holds:
+  // a run of 100,000 distinct signatures writes each contribution about ten
+  // times in all, not once every keep (the jobs not kept yet are derived
+  // again, each from its own rows, by the first read after a crash).
+  size_t held = part_.head.size();
+  for (const Segment& segment : part_.rest) held += segment.contributions.size();
+  if (kept_once_ && unkept_jobs_ * 10 < static_cast<int64_t>(held)) return OkStatus();
+  if (Status s = reader_.keep_derived(run_id_, kRunFactsPartKind, kRunFactsPartVersion,
+                                      run_facts_part_json(part_));
+      !s.ok())
+    return s;
+  kept_once_ = true;
+  unkept_jobs_ = 0;
+  return OkStatus();
+}
+
+std::string run_facts_part_json(const RunFactsKeeper::Part& part) {
+  json rest = json::array();
+  for (const RunFactsKeeper::Segment& s : part.rest) {
+    rest.push_back({{"first_id", s.first_id},
+                    {"last_id", s.last_id},
+                    {"jobs", contributions_json(s.contributions)}});
+  }
+  return body_text(json{{"through_id", part.through_id},
+                        {"head", contributions_json(part.head)},
+                        {"rest", std::move(rest)},
+                        {"devices", part.devices}});
+}
+
+std::optional<RunFactsKeeper::Part> parse_run_facts_part(std::string_view text) {
+  try {
+    const json j = json::parse(text);
+    RunFactsKeeper::Part part;
+    part.through_id = j.at("through_id").get<int64_t>();
+    std::optional<std::vector<ProfileContribution>> head = parse_contributions(j.at("head"));
+    if (!head) return std::nullopt;
+    part.head = std::move(*head);
+    for (const json& s : j.at("rest")) {
+      std::optional<std::vector<ProfileContribution>> jobs = parse_contributions(s.at("jobs"));
+      if (!jobs) return std::nullopt;
+      part.rest.push_back(RunFactsKeeper::Segment{
+          s.at("first_id").get<int64_t>(), s.at("last_id").get<int64_t>(), std::move(*jobs)});
+    }
+    part.devices = j.at("devices").get<std::vector<int>>();
+    return part;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
 Result<RunFacts> run_facts(RunReader& reader, int64_t run_id) {
   Result<std::optional<std::string>> kept = reader.derived(run_id, kRunFactsKind, kRunFactsVersion);
   if (!kept.ok()) return kept.error();
   if (*kept) {
     if (std::optional<RunFacts> facts = parse_run_facts(**kept)) return std::move(*facts);
+  }
+  if (Result<RunRow> run = reader.run_row(run_id); run.ok() && run->state != RunState::kRunning) {
+    Result<std::optional<RunFacts>> from_part = facts_from_part(reader, run_id);
+    if (!from_part.ok()) return from_part.error();
+    if (*from_part) {
+      (void)reader.keep_derived(run_id, kRunFactsKind, kRunFactsVersion,
+                                run_facts_json(**from_part));
+      return std::move(**from_part);
+    }
   }
   Result<RunSummary> summary = summarize_stored(reader, run_id, MetricSteps::kSkip);
   if (!summary.ok()) return summary.error();

@@ -56,9 +56,70 @@ inline constexpr std::string_view kRunFactsKind = "learning";
 // again.
 inline constexpr int kRunFactsVersion = 3;  // 2: contributions folded; 3: probes' solo time
 
-// The facts of run `run_id` (not running): kept ones, else derived from its rows
-// and kept (when the store cannot keep them, derived again next time).
+// The facts of run `run_id` (not running): kept ones, else completed from
+// what RunFactsKeeper kept of it while it ran, else derived from its rows; then
+// kept (when the store cannot keep them, derived again next time).
 Result<RunFacts> run_facts(RunReader& reader, int64_t run_id);
+
+// What a run kept of its facts while it ran (RunFactsKeeper), so that the
+// first command after it (a service stopped after days, or killed, or a
+// `colo run` of 100,000 jobs) derives only the jobs that ended after the last
+// keep, not the whole run from its rows. Raised with kRunFactsVersion.
+inline constexpr std::string_view kRunFactsPartKind = "learning-part";
+inline constexpr int kRunFactsPartVersion = kRunFactsVersion;
+
+// Keeps the facts of a running run as its jobs end. Each job's contribution is
+// derived once, after it ended, from the rows of its lifetime alone
+// (RunReader::run_window and for_each_sample_between: the jobs that shared
+// its GPU meanwhile, and the samples of that time), which gives what deriving
+// the whole ended run would give of it; the run's contributions are folded
+// (fold_contributions) in job order as far as every job before them has
+// ended, and the rest kept by job until then. Not thread-safe; borrows the
+// reader.
+class RunFactsKeeper {
+ public:
+  RunFactsKeeper(RunReader& reader, int64_t run_id);
+  // Derives the jobs that ended before `ended_before_ms` since the last call
+  // and keeps what is known (kind kRunFactsPartKind): the first time
+  // anything is, then once the jobs derived since are a tenth of the
+  // contributions it holds (so that its writes stay linear in the run).
+  // The caller makes sure that every row of those jobs' lifetimes is in the
+  // store by then (the run's writer has nothing queued, and what the run
+  // gathered until then was handed to it). An error leaves the kept part as
+  // it was.
+  Status update(UnixMillis ended_before_ms);
+
+  struct Segment {
+    int64_t first_id = 0;
+    int64_t last_id = 0;
+    std::vector<ProfileContribution> contributions;  // folded
+    bool operator==(const Segment&) const = default;
+  };
+  // What is kept: every job of the run up to `through_id` ended and folded
+  // into `head`; later jobs that ended, in runs of consecutive ended jobs
+  // (`rest`, by id, each folded); the GPUs of the jobs derived that started
+  // (-1: unknown; two are enough to know the run was no measured collocation).
+  struct Part {
+    int64_t through_id = 0;
+    std::vector<ProfileContribution> head;
+    std::vector<Segment> rest;
+    std::vector<int> devices;
+    bool operator==(const Part&) const = default;
+  };
+  const Part& part() const { return part_; }
+
+ private:
+  RunReader& reader_;
+  const int64_t run_id_;
+  Part part_;
+  size_t head_folded_ = 0;   // the head's size when last folded whole
+  int64_t unkept_jobs_ = 0;  // jobs derived since the part was last kept
+  bool kept_once_ = false;
+};
+
+// A Part as the store keeps it; nullopt for a body that is not one.
+std::string run_facts_part_json(const RunFactsKeeper::Part& part);
+std::optional<RunFactsKeeper::Part> parse_run_facts_part(std::string_view json);
 
 // Derives and keeps what analyses read of ended run `run_id` instead of its
 // rows (its sample figures and its facts), unless they are kept already:

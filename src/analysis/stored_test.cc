@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -346,6 +348,257 @@ TEST(RunStoreMig, IdleInstanceTimeFromJobStartsAndEnds) {
   EXPECT_EQ(summary->instances[1].busy_ms, 4000);
   EXPECT_EQ(summary->instances[1].idle_ms, 6000);
   EXPECT_EQ(summary->idle_instance_ms, 6000);
+}
+
+// ------------------------------------------------------- kept as jobs end
+
+// A RunReader over a store that counts the passes over a whole run's samples.
+class CountingSampleReader : public RunReader {
+ public:
+  explicit CountingSampleReader(RunStore& store) : store_(store) {}
+  Result<std::vector<RunRow>> list_runs(int limit) override { return store_.list_runs(limit); }
+  using RunReader::run_record;
+  Result<RunRecord> run_record(int64_t run_id, MetricSteps steps, Samples samples) override {
+    if (samples == Samples::kRead) ++whole_passes;
+    return store_.run_record(run_id, steps, samples);
+  }
+  Status for_each_sample(int64_t run_id, SampleSink& sink) override {
+    ++whole_passes;
+    return store_.for_each_sample(run_id, sink);
+  }
+  Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) override {
+    return store_.exclusive_baseline(run);
+  }
+  Result<std::optional<std::string>> derived(int64_t run_id, std::string_view kind,
+                                             int version) override {
+    return store_.derived(run_id, kind, version);
+  }
+  Status keep_derived(int64_t run_id, std::string_view kind, int version,
+                      const std::string& body) override {
+    return store_.keep_derived(run_id, kind, version, body);
+  }
+  Result<RunRow> run_row(int64_t run_id) override { return store_.run_row(run_id); }
+  Result<std::vector<JobRow>> job_ends(int64_t run_id, int64_t after_id) override {
+    return store_.job_ends(run_id, after_id);
+  }
+  Result<RunRecord> run_window(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms) override {
+    return store_.run_window(run_id, from_ms, to_ms);
+  }
+  Status for_each_sample_between(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms,
+                                 SampleSink& sink) override {
+    return store_.for_each_sample_between(run_id, from_ms, to_ms, sink);
+  }
+  int whole_passes = 0;
+
+ private:
+  RunStore& store_;
+};
+
+// One job of a service-like run: its GPU, lifetime (ms after kT0) and command
+// (its signature). No start: it could not start.
+struct Planned {
+  std::string name;
+  std::vector<std::string> command;
+  int device = 0;
+  std::optional<int64_t> start;
+  int64_t end = 0;
+};
+
+// Jobs on two GPUs: some shared their GPU (S2 with S1 on gpu0, S1 with the
+// long S3 on gpu1), some ran alone, one never started; the long one (the
+// fifth) holds back the jobs after it until it ends.
+std::vector<Planned> service_like_jobs() {
+  const std::vector<std::string> s1 = {"python", "s1.py"};
+  const std::vector<std::string> s2 = {"python", "s2.py"};
+  const std::vector<std::string> s3 = {"python", "s3.py"};
+  return {{"a", s1, 0, 1000, 9000},   {"b", s2, 0, 2000, 5000},   {"c", s1, 0, 10000, 20000},
+          {"d", s2, 0, 21000, 30000}, {"e", s3, 1, 1000, 40000},  {"f", s1, 1, 2000, 6000},
+          {"g", s2, 1, 7000, 12000},  {"h", s1, 0, 31000, 39000}, {"i", s1, 0, std::nullopt, 500}};
+}
+
+// Writes the run's rows (every start, epoch end and sample; no end), then
+// ends each job in the order of its end, calling `after_end` with its end.
+int64_t record_service_like_run(RunStore& store,
+                                const std::function<void(UnixMillis ended)>& after_end) {
+  const std::vector<Planned> planned = service_like_jobs();
+  auto run = store.begin_run(make_run("mps", kT0));
+  EXPECT_TRUE(run.ok());
+  std::vector<JobSpec> specs;
+  for (const Planned& p : planned) specs.push_back(make_job(p.name, p.command));
+  auto ids = store.add_jobs(*run, specs, {}, kT0);
+  EXPECT_TRUE(ids.ok());
+  std::vector<std::pair<int64_t, ProgressEvent>> events;
+  std::vector<ProcessSampleRow> processes;
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const Planned& p = planned[i];
+    if (!p.start) continue;
+    EXPECT_TRUE(
+        store.job_started((*ids)[i], 100 + static_cast<pid_t>(i), p.device, kT0 + *p.start).ok());
+    int64_t epoch = 1;
+    for (int64_t t = *p.start + 1500; t <= p.end; t += 1500 + 100 * static_cast<int64_t>(i))
+      events.push_back(
+          {(*ids)[i], epoch_end(kT0 + t, epoch++, 100 + 10 * static_cast<int64_t>(i))});
+    for (int64_t t = *p.start; t <= p.end; t += 1000) {
+      ProcessSampleRow row = process(kT0 + t, 100 + static_cast<uint32_t>(i), (*ids)[i],
+                                     kGiB + static_cast<uint64_t>(t % 7000) * 1000);
+      row.sample.device = p.device;
+      processes.push_back(row);
+    }
+  }
+  std::sort(processes.begin(), processes.end(),
+            [](const auto& x, const auto& y) { return x.sample.time_ms < y.sample.time_ms; });
+  std::vector<DeviceSample> devices;
+  for (int64_t t = 0; t <= 41000; t += 500) {
+    for (int g = 0; g < 2; ++g) {
+      DeviceSample d;
+      d.time_ms = kT0 + t;
+      d.device = g;
+      d.sm_active_pct = static_cast<double>((t / 500 * (g + 3)) % 97);
+      d.gpu_util_pct = static_cast<double>((t / 500 * (g + 5)) % 89);
+      d.memory_used_bytes = static_cast<uint64_t>(t % 9000) * kGiB / 1000;
+      d.energy_mj = 1000 * static_cast<uint64_t>(t) / (g + 1);
+      d.power_w = 100;
+      devices.push_back(d);
+    }
+  }
+  EXPECT_TRUE(store.add_samples(*run, devices, processes).ok());
+  EXPECT_TRUE(store.add_job_events(events).ok());
+  std::vector<size_t> by_end(planned.size());
+  for (size_t i = 0; i < by_end.size(); ++i) by_end[i] = i;
+  std::stable_sort(by_end.begin(), by_end.end(),
+                   [&](size_t x, size_t y) { return planned[x].end < planned[y].end; });
+  for (size_t i : by_end) {
+    const Planned& p = planned[i];
+    const JobExit exit = p.start ? exit_with(JobState::kOk, 0)
+                                 : exit_with(JobState::kFailed, std::nullopt, "not found");
+    EXPECT_TRUE(store.job_finished((*ids)[i], exit, kT0 + p.end, 0).ok());
+    after_end(kT0 + p.end);
+  }
+  EXPECT_TRUE(store.end_run(*run, RunState::kOk, kT0 + 41000).ok());
+  return *run;
+}
+
+std::vector<LearnedProfile> learned_from(const std::vector<ProfileContribution>& contributions) {
+  ProfileLearner learner;
+  for (const ProfileContribution& c : contributions) learner.add(c);
+  return learner.profiles();
+}
+
+// The facts of a run derived from all of its rows and samples at once.
+RunFacts facts_from_rows(RunStore& store, int64_t run) {
+  Result<RunRecord> record = store.run_record(run, MetricSteps::kSkip, Samples::kRead);
+  EXPECT_TRUE(record.ok());
+  const RunSummary summary = summarize(*record);
+  return RunFacts{fold_contributions(profile_contributions(summary)), may_be_collocation(summary)};
+}
+
+// As each job ends, what it teaches is derived from its own rows and kept;
+// the first read after the run needs no pass over the run's samples, and
+// learns what deriving the whole run from its rows would teach.
+TEST(RunFactsKeeperTest, KeptAsJobsEndTheFirstReadAfterTheRunDerivesNothingOfIt) {
+  auto store = open_memory();
+  std::unique_ptr<RunFactsKeeper> keeper;
+  std::vector<RunFactsKeeper::Part> parts;
+  int64_t run_id = 0;
+  const int64_t run = record_service_like_run(*store, [&](UnixMillis ended) {
+    if (!keeper) {
+      Result<RunRow> latest = store->run(0);
+      ASSERT_TRUE(latest.ok());
+      run_id = latest->id;
+      keeper = std::make_unique<RunFactsKeeper>(*store, run_id);
+    }
+    ASSERT_TRUE(keeper->update(ended + 1).ok());
+    parts.push_back(keeper->part());
+  });
+  ASSERT_EQ(run, run_id);
+  const std::vector<Planned> planned = service_like_jobs();
+  Result<RunRecord> rows = store->run_record(run, MetricSteps::kSkip, Samples::kSkip);
+  ASSERT_TRUE(rows.ok());
+  auto id_of = [&](const std::string& name) {
+    for (const JobRow& j : rows->jobs) {
+      if (j.name == name) return j.id;
+    }
+    return int64_t{-1};
+  };
+  // After "i" (never started) and "b" ended, with "a" still running: nothing
+  // before them all ended, so each is kept apart; "b" taught its signature.
+  ASSERT_GE(parts.size(), 2u);
+  EXPECT_EQ(parts[1].through_id, 0);
+  ASSERT_EQ(parts[1].rest.size(), 2u);
+  EXPECT_EQ(parts[1].rest[0].first_id, id_of("b"));
+  EXPECT_EQ(parts[1].rest[0].contributions.size(), 1u);
+  EXPECT_EQ(parts[1].rest[1].first_id, id_of("i"));
+  EXPECT_TRUE(parts[1].rest[1].contributions.empty());
+  // Kept in the store as it went.
+  Result<std::optional<std::string>> kept_part =
+      store->derived(run, kRunFactsPartKind, kRunFactsPartVersion);
+  ASSERT_TRUE(kept_part.ok());
+  ASSERT_TRUE(kept_part->has_value());
+  EXPECT_EQ(parse_run_facts_part(**kept_part), parts.back());
+  // Every job ended: all folded into the head.
+  EXPECT_EQ(parts.back().through_id, id_of("i"));
+  EXPECT_TRUE(parts.back().rest.empty());
+  EXPECT_EQ(parts.back().devices.size(), 2u);
+
+  const RunFacts expected = facts_from_rows(*store, run);
+  ASSERT_FALSE(expected.contributions.empty());
+  CountingSampleReader reader(*store);
+  Result<RunFacts> facts = run_facts(reader, run);
+  ASSERT_TRUE(facts.ok()) << facts.error().message();
+  EXPECT_EQ(reader.whole_passes, 0) << "no pass over the run's samples";
+  EXPECT_EQ(learned_from(facts->contributions), learned_from(expected.contributions));
+  EXPECT_EQ(facts->may_be_collocation, expected.may_be_collocation);
+  // ...and kept as the run's facts.
+  Result<std::optional<std::string>> kept = store->derived(run, kRunFactsKind, kRunFactsVersion);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_TRUE(kept->has_value());
+  EXPECT_EQ(parse_run_facts(**kept), *facts);
+}
+
+// A run that stopped keeping before its end (colo killed): the jobs that
+// ended after the last keep are derived from their own rows at the first
+// read, the others read back; the same profiles as from all of its rows.
+TEST(RunFactsKeeperTest, ARunKilledMidwayIsCompletedFromWhatItKept) {
+  for (size_t keeps : {size_t{0}, size_t{1}, size_t{3}, size_t{5}, size_t{8}}) {
+    auto store = open_memory();
+    std::unique_ptr<RunFactsKeeper> keeper;
+    size_t ends = 0;
+    const int64_t run = record_service_like_run(*store, [&](UnixMillis ended) {
+      if (!keeper) keeper = std::make_unique<RunFactsKeeper>(*store, store->run(0)->id);
+      // Before `keeps` ends, and only what ended a second before.
+      if (ends++ < keeps) ASSERT_TRUE(keeper->update(ended - 1000).ok());
+    });
+    const RunFacts expected = facts_from_rows(*store, run);
+    Result<std::optional<std::string>> part =
+        store->derived(run, kRunFactsPartKind, kRunFactsPartVersion);
+    ASSERT_TRUE(part.ok());
+    EXPECT_EQ(part->has_value(), keeps >= 2) << keeps;  // the first keep found nothing ended
+    CountingSampleReader reader(*store);
+    Result<RunFacts> facts = run_facts(reader, run);
+    ASSERT_TRUE(facts.ok()) << facts.error().message();
+    EXPECT_EQ(reader.whole_passes, part->has_value() ? 0 : 1) << keeps;
+    EXPECT_EQ(learned_from(facts->contributions), learned_from(expected.contributions)) << keeps;
+    EXPECT_EQ(facts->may_be_collocation, expected.may_be_collocation) << keeps;
+  }
+}
+
+TEST(RunFactsKeeperTest, PartBodiesRoundTripAndOthersAreNone) {
+  ProfileContribution c;
+  c.signature = "sig";
+  c.gpu_name = "Simulated H100";
+  c.job_name = "a";
+  c.solo = ProfileContribution::Solo::kAlone;
+  c.measured.samples_per_s = 12.5;
+  c.jobs = 3;
+  const std::vector<RunFactsKeeper::Part> parts = {
+      {},
+      {7, {c}, {}, {0}},
+      {7, {c}, {{9, 12, {c, c}}, {14, 14, {}}}, {0, -1}},
+  };
+  for (const RunFactsKeeper::Part& part : parts)
+    EXPECT_EQ(parse_run_facts_part(run_facts_part_json(part)), part);
+  for (const char* body : {"", "[1]", "{}", R"({"through_id": 1, "head": [], "rest": []})"})
+    EXPECT_FALSE(parse_run_facts_part(body).has_value()) << body;
 }
 
 }  // namespace

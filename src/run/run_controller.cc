@@ -11,6 +11,7 @@
 #include "run/data_loading.h"
 #include "run/log_layout.h"
 #include "run/run_engine.h"
+#include "store/store_writer.h"
 
 namespace colo {
 namespace {
@@ -83,14 +84,22 @@ Result<std::vector<EngineJob>> record_jobs(const JobFile& file, const RunOptions
   return jobs;
 }
 
+// How often the jobs that ended are derived and kept (RunFactsKeeper).
+constexpr int64_t kKeepFactsEveryMs = 10'000;
+
 // Submits every job and ticks until all have ended; Ctrl-C cancels. Returns
 // whether the run was cancelled.
 bool run_jobs(RunEngine& engine, std::vector<EngineJob> jobs, SharedLoaders& loaders,
-              const RunOptions& options, RunContext& ctx) {
+              StoreWriter& writer, const RunOptions& options, const EngineOptions& engine_options,
+              RunContext& ctx) {
   engine.start();
   for (EngineJob& j : jobs) engine.submit(std::move(j));
   bool cancelled = false;
   int handled_stops = 0;
+  // What the run teaches, kept as its jobs end (stored.h): a run killed after
+  // 100,000 jobs leaves the next start only the last few to derive.
+  RunFactsKeeper facts(ctx.store, engine.run_id());
+  int64_t next_facts = ctx.clock.monotonic_ms() + kKeepFactsEveryMs;
   while (true) {
     const int stops = ctx.stop_requests.load();
     if (stops > handled_stops) {
@@ -101,6 +110,11 @@ bool run_jobs(RunEngine& engine, std::vector<EngineJob> jobs, SharedLoaders& loa
     }
     engine.tick();
     for (const std::string& e : loaders.poll()) engine.event("warning: " + e);
+    if (const int64_t now = ctx.clock.monotonic_ms(); now >= next_facts && writer.queued() == 0) {
+      // Jobs that ended a flush ago or more: their rows are all written.
+      (void)facts.update(ctx.clock.now_ms() - 2 * engine_options.flush_ms - 1000);
+      next_facts = now + kKeepFactsEveryMs;
+    }
     if (engine.idle()) break;
     ctx.clock.sleep_for_ms(options.tick_ms);
   }
@@ -141,9 +155,11 @@ Result<RunOutcome> run_job_file(const JobFile& file, const RunOptions& options, 
       attach_loaders(*jobs, loaders, *loader_options, ctx.out);
 
   RunOutcome outcome{session.run_id(), RunState::kOk, 0, 0};
-  RunEngine engine(session.engine_context(ctx.out), engine_options(file, options), session.run_id(),
-                   session.token(), session.devices());
-  const bool cancelled = run_jobs(engine, std::move(jobs).value(), loaders, options, ctx);
+  const EngineOptions engine_opts = engine_options(file, options);
+  RunEngine engine(session.engine_context(ctx.out), engine_opts, session.run_id(), session.token(),
+                   session.devices());
+  const bool cancelled = run_jobs(engine, std::move(jobs).value(), loaders, session.writer(),
+                                  options, engine_opts, ctx);
   outcome.jobs_ok = engine.count(true);
   outcome.jobs_not_ok = engine.count(false);
   record_loaders(loaders.stop(), job_ids, session.run_id(), session.writer(), ctx.out);

@@ -32,6 +32,8 @@ constexpr int64_t kStoreRetryMs = 60'000;
 // kernel where more than kHeapSlackBytes were freed since it last did
 // (HeapTrimmer): what a large submission or the passes after it freed.
 constexpr int64_t kHeapTrimEveryMs = 10'000;
+// How often the jobs that ended are derived and kept (RunFactsKeeper).
+constexpr int64_t kKeepFactsEveryMs = 10'000;
 constexpr size_t kHeapSlackBytes = size_t{16} << 20;
 // How often the checkpoints of jobs that ended ok are looked for
 // (--keep-checkpoints).
@@ -91,7 +93,8 @@ void serve_http(HttpServer& http, Service& service, const ServeOptions& options,
 // or, with drain_on_stop, drains first (no new job starts; a second SIGTERM
 // stops).
 void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engine,
-                         const ServeOptions& options, const ServeContext& ctx) {
+                         StoreWriter& writer, const ServeOptions& options,
+                         const ServeContext& ctx) {
   const SocketServer::Handler handler = [&service](const Caller& caller, const std::string& r) {
     return service.answer(caller, r);
   };
@@ -104,6 +107,11 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
   int64_t next_quick_check = ctx.clock.monotonic_ms() + kStoreQuickCheckMs;
   SampleThinning thinning(ctx.store, ctx.clock, ctx.log, engine.run_id(),
                           options.samples_full_for_ms, options.samples_thinned_to_ms);
+  // What the run teaches (its jobs' contributions to profiles), kept as its
+  // jobs end: the first command after this service, however it ended,
+  // derives only what ended after the last keep.
+  RunFactsKeeper facts(ctx.store, engine.run_id());
+  int64_t next_facts = ctx.clock.monotonic_ms() + kKeepFactsEveryMs;
   // A damaged file halts the service when two checks a second apart agree
   // (one might read the header while SQLite rewrites it).
   std::string damage_seen;
@@ -145,6 +153,14 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
       service.account_usage();
       service.preempt_for_waiting();
       thinning.tick();
+      if (now >= next_facts && writer.queued() == 0) {
+        // Jobs that ended a flush ago or more: their rows are all written.
+        const UnixMillis before = ctx.clock.now_ms() - 2 * options.engine.flush_ms - 1000;
+        if (Status kept = facts.update(before); !kept.ok())
+          ctx.log << "warning: what ended jobs taught was not kept (tried again later): "
+                  << kept.error().message() << '\n';
+        next_facts = now + kKeepFactsEveryMs;
+      }
       if (now >= next_checkpoint_sweep) {
         service.sweep_checkpoints();
         next_checkpoint_sweep = now + kCheckpointSweepEveryMs;
@@ -220,7 +236,7 @@ Status run_service(const ServeOptions& options, ServeContext& ctx) {
       session.run_id());
   service.publish();
   if (http) serve_http(*http, service, options, ctx);
-  serve_until_stopped(**server, service, engine, options, ctx);
+  serve_until_stopped(**server, service, engine, session.writer(), options, ctx);
   if (http) http->stop();  // its routes read `service`
   engine.finish();
   service.record_changes();

@@ -218,6 +218,23 @@ class RunReader {
                                                      int version) = 0;
   virtual Status keep_derived(int64_t run_id, std::string_view kind, int version,
                               const std::string& body) = 0;
+
+  // What a running run's derivations read as its jobs end (analysis/stored.h,
+  // RunFactsKeeper), so that none of them reads the whole run. These defaults
+  // read the whole run and keep the part asked for; RunStore reads only it.
+  //
+  // Run `run_id`'s row alone (0: the most recent run).
+  virtual Result<RunRow> run_row(int64_t run_id);
+  // Run `run_id`'s jobs with an id above `after_id`, by id, with their id,
+  // state, device, start and end only.
+  virtual Result<std::vector<JobRow>> job_ends(int64_t run_id, int64_t after_id);
+  // Run `run_id` with only the jobs whose lifetime meets [from_ms, to_ms]
+  // (started by `to_ms`, not ended before `from_ms`), their events, no metric
+  // steps and no samples.
+  virtual Result<RunRecord> run_window(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms);
+  // for_each_sample of only the samples taken in [from_ms, to_ms].
+  virtual Status for_each_sample_between(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms,
+                                         SampleSink& sink);
 };
 
 }  // namespace colo

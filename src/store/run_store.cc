@@ -735,19 +735,24 @@ Result<std::vector<RunStore::StoredJobSpec>> RunStore::job_specs(int64_t run_id)
   return out;
 }
 
-Result<std::vector<JobRow>> RunStore::read_job_rows(std::string_view column, int64_t value) {
-  auto jobs = Statement::prepare(db_.get(), path_,
-                                 fmt::format(R"sql(
+Result<std::vector<JobRow>> RunStore::read_job_rows(std::string_view column, int64_t value,
+                                                    std::optional<Window> window) {
+  auto jobs = Statement::prepare(
+      db_.get(), path_,
+      fmt::format(
+          R"sql(
       SELECT j.id, j.name, j.state, j.reason, j.device, j.started_ms, j.ended_ms, j.log_path,
              j.malformed_lines, j.signature, j.grp, j.instance, j.spec_json, j.cpu_ms,
              j.host_memory_peak_bytes, j.gpus, p.run_id, p.id
       FROM jobs j LEFT JOIN jobs p ON p.id = COALESCE(j.resumes_job,
           (SELECT s.job_id FROM service_jobs s
            WHERE j.service_job_id IS NOT NULL AND s.resumed_by = j.service_job_id))
-      WHERE j.{} = ? ORDER BY j.id)sql",
-                                             column));
+      WHERE j.{} = ?1 {} ORDER BY j.id)sql",
+          column,
+          window ? "AND j.started_ms <= ?3 AND (j.ended_ms IS NULL OR j.ended_ms >= ?2)" : ""));
   if (!jobs.ok()) return jobs.error();
   jobs->bind(1, value);
+  if (window) jobs->bind(2, window->from_ms).bind(3, window->to_ms);
   std::vector<JobRow> rows;
   Status read = jobs->for_each_row([&]() -> Status {
     JobRow job;
@@ -904,6 +909,56 @@ Result<RunRecord> RunStore::run_record(int64_t run_id, MetricSteps metric_steps_
   return record;
 }
 
+Result<std::vector<JobRow>> RunStore::job_ends(int64_t run_id, int64_t after_id) {
+  auto select = Statement::prepare(db_.get(), path_, R"sql(
+      SELECT id, state, device, started_ms, ended_ms FROM jobs
+      WHERE run_id = ? AND id > ? ORDER BY id)sql");
+  if (!select.ok()) return select.error();
+  select->bind(1, run_id).bind(2, after_id);
+  std::vector<JobRow> out;
+  Status read = select->for_each_row([&]() -> Status {
+    JobRow job;
+    job.id = select->int64_at(0);
+    Result<JobState> state = parse_job_state(select->text_at(1));
+    if (!state.ok()) return state.error().with_context(fmt::format("{}: job #{}", path_, job.id));
+    job.state = *state;
+    if (auto device = select->opt_int64_at(2)) job.device = static_cast<int>(*device);
+    job.started_ms = select->opt_int64_at(3);
+    job.ended_ms = select->opt_int64_at(4);
+    out.push_back(std::move(job));
+    return OkStatus();
+  });
+  if (!read.ok()) return read.error();
+  return out;
+}
+
+Result<RunRecord> RunStore::run_window(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms) {
+  const ReadSnapshot snapshot(db_.get());
+  RunRecord record;
+  Result<RunRow> run = read_run(run_id);
+  if (!run.ok()) return run.error();
+  record.run = std::move(*run);
+  Result<std::vector<DeviceInfo>> devices = run_devices(record.run.id);
+  if (!devices.ok()) return devices.error();
+  record.devices = std::move(*devices);
+  Result<std::vector<JobRow>> jobs = read_job_rows("run_id", record.run.id, Window{from_ms, to_ms});
+  if (!jobs.ok()) return jobs.error();
+  record.jobs = std::move(*jobs);
+  record.events.resize(record.jobs.size());
+  auto events = Statement::prepare(db_.get(), path_, R"sql(
+      SELECT time_ms, kind, epoch, step, samples, metrics_json FROM job_events
+      WHERE job_id = ? AND kind != 'step' ORDER BY time_ms, id)sql");
+  if (!events.ok()) return events.error();
+  for (size_t i = 0; i < record.jobs.size(); ++i) {
+    events->reset();
+    events->bind(1, record.jobs[i].id);
+    Result<std::vector<ProgressEvent>> of_job = all_events(*events);
+    if (!of_job.ok()) return of_job.error();
+    record.events[i] = std::move(*of_job);
+  }
+  return record;
+}
+
 Result<std::optional<int64_t>> RunStore::exclusive_baseline(const RunRow& run) {
   auto baseline = Statement::prepare(db_.get(), path_, R"sql(
       SELECT id FROM runs
@@ -949,20 +1004,22 @@ namespace {
 // index's order: a third of the time for millions of rows, with no sort).
 // `all_fields` false: only SampleSink's fields (rows.h), the rest unset.
 Status read_device_samples(sqlite3* db, const std::string& path, int64_t run_id, bool by_device,
-                           bool all_fields, const std::function<void(const DeviceSample&)>& each) {
+                           bool all_fields, const std::function<void(const DeviceSample&)>& each,
+                           UnixMillis from_ms = std::numeric_limits<UnixMillis>::min(),
+                           UnixMillis to_ms = std::numeric_limits<UnixMillis>::max()) {
   auto select = Statement::prepare(
       db, path,
       fmt::format(R"sql(
       SELECT time_ms, device, sm_active_pct, gpu_util_pct, memory_used_bytes, power_w, energy_mj
              {}
-      FROM device_samples WHERE run_id = ? ORDER BY {})sql",
+      FROM device_samples WHERE run_id = ?1 AND time_ms BETWEEN ?2 AND ?3 ORDER BY {})sql",
                   all_fields ? ", sm_occupancy_pct, tensor_active_pct, dram_active_pct, "
                                "memory_total_bytes, pcie_rx_mib_per_s, pcie_tx_mib_per_s, "
                                "sm_clock_mhz"
                              : "",
                   by_device ? "device, time_ms" : "time_ms, device"));
   if (!select.ok()) return select.error();
-  select->bind(1, run_id);
+  select->bind(1, run_id).bind(2, from_ms).bind(3, to_ms);
   return select->for_each_row([&]() -> Status {
     DeviceSample s;
     s.time_ms = select->int64_at(0);
@@ -987,12 +1044,15 @@ Status read_device_samples(sqlite3* db, const std::string& path, int64_t run_id,
 }
 
 Status read_process_samples(sqlite3* db, const std::string& path, int64_t run_id,
-                            const std::function<void(const ProcessSampleRow&)>& each) {
+                            const std::function<void(const ProcessSampleRow&)>& each,
+                            UnixMillis from_ms = std::numeric_limits<UnixMillis>::min(),
+                            UnixMillis to_ms = std::numeric_limits<UnixMillis>::max()) {
   auto select = Statement::prepare(db, path, R"sql(
       SELECT time_ms, device, pid, job_id, used_memory_bytes, sm_util_pct, mps_client
-      FROM process_samples WHERE run_id = ? ORDER BY time_ms, device, pid)sql");
+      FROM process_samples WHERE run_id = ?1 AND time_ms BETWEEN ?2 AND ?3
+      ORDER BY time_ms, device, pid)sql");
   if (!select.ok()) return select.error();
-  select->bind(1, run_id);
+  select->bind(1, run_id).bind(2, from_ms).bind(3, to_ms);
   return select->for_each_row([&]() -> Status {
     ProcessSampleRow r;
     r.sample.time_ms = select->int64_at(0);
@@ -1017,6 +1077,17 @@ Status RunStore::for_each_sample(int64_t run_id, SampleSink& sink) {
   if (!devices.ok()) return devices;
   return read_process_samples(db_.get(), path_, run_id,
                               [&](const ProcessSampleRow& r) { sink.add(r); });
+}
+
+Status RunStore::for_each_sample_between(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms,
+                                         SampleSink& sink) {
+  const ReadSnapshot snapshot(db_.get());
+  Status devices = read_device_samples(
+      db_.get(), path_, run_id, /*by_device=*/true, /*all_fields=*/false,
+      [&](const DeviceSample& s) { sink.add(s); }, from_ms, to_ms);
+  if (!devices.ok()) return devices;
+  return read_process_samples(
+      db_.get(), path_, run_id, [&](const ProcessSampleRow& r) { sink.add(r); }, from_ms, to_ms);
 }
 
 Result<std::vector<DeviceSample>> RunStore::device_samples(int64_t run_id) {

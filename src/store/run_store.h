@@ -418,6 +418,12 @@ class RunStore : public RunReader {
   Result<RunRecord> run_record(int64_t run_id, MetricSteps steps, Samples samples) override;
   Status for_each_sample(int64_t run_id, SampleSink& sink) override;
   Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) override;
+  // RunReader: only the rows asked for (indexed reads).
+  Result<RunRow> run_row(int64_t run_id) override { return run(run_id); }
+  Result<std::vector<JobRow>> job_ends(int64_t run_id, int64_t after_id) override;
+  Result<RunRecord> run_window(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms) override;
+  Status for_each_sample_between(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms,
+                                 SampleSink& sink) override;
   // Kept in run_derived; keep_derived waits at most kDerivedBusyTimeoutMs
   // for another process's lock (it is a cache: a reader must not wait on it).
   Result<std::optional<std::string>> derived(int64_t run_id, std::string_view kind,
@@ -597,8 +603,14 @@ class RunStore : public RunReader {
   Status count_submission_jobs(SubmissionRow& sub);
   // Sets the run's jobs_signature from every job it holds.
   Status refresh_jobs_signature(int64_t run_id);
-  // The jobs whose `column` ("run_id" or "id") is `value`, by id.
-  Result<std::vector<JobRow>> read_job_rows(std::string_view column, int64_t value);
+  // The jobs whose `column` ("run_id" or "id") is `value`, by id; with a
+  // window, only those whose lifetime meets it (RunReader::run_window).
+  struct Window {
+    UnixMillis from_ms = 0;
+    UnixMillis to_ms = 0;
+  };
+  Result<std::vector<JobRow>> read_job_rows(std::string_view column, int64_t value,
+                                            std::optional<Window> window = std::nullopt);
   Result<std::vector<DeviceInfo>> run_devices(int64_t run_id);
 
   // Declared before db_, so closed after it (see file_damage()).

@@ -1974,6 +1974,30 @@ TEST_F(ColoServe, AReaderOfTheStoreThenASigkillLoseNoJob) {
             (std::vector<std::string>{"quick|ok", "long|running"}));
 }
 
+// What the service's run teaches is kept as its jobs end (issue 59): within a
+// keep's period (10 s) of two jobs ending, while a third still runs, the store
+// holds the run's part; a SIGKILL then loses none of it, and the next command
+// completes it into the run's facts.
+TEST_F(ColoServe, WhatEndedJobsTaughtIsKeptWhileTheServiceRuns) {
+  std::string file = write_file("jobs.toml", job("quick", 3, 0.1, 2) + job("long", 400, 0.5));
+  start_service("--policy fixed --max-per-gpu 3 --mechanism naive --grace 1s");
+  std::vector<int64_t> ids = submit(file);
+  ASSERT_EQ(ids.size(), 3u);
+  ASSERT_TRUE(eventually(
+      [&] { return count_in_state("ok") == 2 && count_in_state("running") == 1; }, 20'000))
+      << service_log();
+  ASSERT_TRUE(eventually(
+      [&] { return !sql("SELECT kind FROM run_derived WHERE kind = 'learning-part'").empty(); },
+      40'000))
+      << service_log();
+  kill_service(SIGKILL);
+  EXPECT_TRUE(sql("SELECT kind FROM run_derived WHERE kind = 'learning'").empty());
+  CommandResult profiles = shell(colo("profiles --db " + db()));
+  EXPECT_EQ(profiles.exit_code, 0) << profiles.output;
+  EXPECT_EQ(sql("SELECT kind FROM run_derived WHERE kind = 'learning'"),
+            (std::vector<std::string>{"learning"}));
+}
+
 // A damaged store halts the service loudly, as a deleted one does: truncated
 // to nothing, or overwritten behind its header, it once went unnoticed, took
 // new submissions and lost the queue at shutdown.
