@@ -38,6 +38,20 @@ Result<std::optional<uint64_t>> cut_log(const std::string& path, uint64_t max_by
   const ssize_t got = ::pread(fd.get(), tail.data(), keep, static_cast<off_t>(size - keep));
   if (got < 0) return io_error("read", path);
   tail.resize(static_cast<size_t>(got));
+  // What the job appended while the tail was read goes with it: the cut
+  // below would drop it (a job's last line is often its reason). A window of
+  // two system calls remains; re-reading closes the one of the copy.
+  uint64_t read_to = size;
+  for (int pass = 0; pass < 4; ++pass) {
+    if (::fstat(fd.get(), &st) != 0) return io_error("read the size of", path);
+    const uint64_t now = static_cast<uint64_t>(st.st_size);
+    if (now <= read_to) break;
+    std::string more(now - read_to, '\0');
+    const ssize_t n = ::pread(fd.get(), more.data(), more.size(), static_cast<off_t>(read_to));
+    if (n <= 0) break;
+    tail.append(more.data(), static_cast<size_t>(n));
+    read_to += static_cast<uint64_t>(n);
+  }
   const std::string line = fmt::format(
       "\n[colo: {} of this log were cut here: it passed {} (its first and last {} are kept)]\n",
       format_bytes(size - keep - static_cast<uint64_t>(got)), why, format_bytes(keep));
