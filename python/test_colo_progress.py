@@ -420,8 +420,11 @@ class ProfilingTest(unittest.TestCase):
             summary = json.load(f)
         self.assertAlmostEqual(summary["rate_after"], 10.0)
 
-    @unittest.skipUnless(importlib.util.find_spec("torch"), "needs torch (python3-torch)")
-    def test_with_torch_a_window_without_a_step_closes_at_a_forward_past_its_bound(self):
+    def _torch_window_without_steps(self, forward_s):
+        """A `steps = 10` window opened at epoch 1's end of a job that never
+        reports a step; a small model trains, each forward and backward
+        `forward_s` on a fake clock, until the window closes (100 at most).
+        Returns how many passes began, and the window's summary."""
         import torch
 
         clock = [1000.0]
@@ -434,39 +437,27 @@ class ProfilingTest(unittest.TestCase):
             progress.epoch_end(1, samples=64)
             forwards = 0
             while progress._profiler._window is not None and forwards < 100:
-                clock[0] += 0.5  # each forward half a second on the fake clock
+                clock[0] += forward_s
                 model(torch.randn(4, 8)).sum().backward()
                 forwards += 1
-        self.assertEqual(forwards, 10)  # 5 s: the bound without a known step time
         with open(os.path.join(self.profile_dir, "torch-summary-1.json")) as f:
-            summary = json.load(f)
+            return forwards, json.load(f)
+
+    @unittest.skipUnless(importlib.util.find_spec("torch"), "needs torch (python3-torch)")
+    def test_with_torch_a_window_without_a_step_closes_at_a_forward_past_its_bound(self):
+        forwards, summary = self._torch_window_without_steps(0.5)
+        self.assertEqual(forwards, 10)  # 5 s: the bound without a known step time
         self.assertEqual(summary["closed_by"], "no step")
         self.assertTrue(any(op["name"] == "aten::addmm" for op in summary["top"]))
 
     @unittest.skipUnless(importlib.util.find_spec("torch"), "needs torch (python3-torch)")
     def test_with_torch_a_job_that_never_reported_a_step_closes_after_its_steps_in_forwards(self):
-        # Issue 58 on an H100: a fast model's 5 s without a step wrote a
-        # 240 MB trace. A job that never reported a step has its model's
+        # Issue 58 on an H100: 0.8 s of a fast model's window (the time bound
+        # alone) wrote 39 MB in 7.2 s. A job that never reported a step has its model's
         # forward passes (the first module seen, not its submodules) counted
         # as its steps: 10 steps, 10 forward passes and their backwards.
-        import torch
-
-        clock = [1000.0]
-        fake_time = types.SimpleNamespace(time=lambda: clock[0])
-        env = {"COLO_PROFILE_DIR": self.profile_dir, "COLO_PROFILE": "torch",
-               "COLO_PROFILE_AFTER_EPOCH": "1", "COLO_PROFILE_STEPS": "10"}
-        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
-        with mock.patch.object(colo_progress, "time", fake_time), mock.patch.dict(os.environ, env):
-            progress = colo_progress.Progress(self.path)
-            progress.epoch_end(1, samples=64)
-            forwards = 0
-            while progress._profiler._window is not None and forwards < 100:
-                clock[0] += 0.01
-                model(torch.randn(4, 8)).sum().backward()
-                forwards += 1
+        forwards, summary = self._torch_window_without_steps(0.01)
         self.assertEqual(forwards, 11)  # closed as the 11th began
-        with open(os.path.join(self.profile_dir, "torch-summary-1.json")) as f:
-            summary = json.load(f)
         self.assertEqual(summary["closed_by"], "forwards")
         self.assertEqual(summary["forwards"], 10)
         self.assertLess(summary["ended"] - summary["started"], 0.2)

@@ -5,6 +5,7 @@
 #include "analysis/stored.h"
 #include "store/run_store.h"
 #include "store/testing/fake_runs.h"
+#include "store/testing/forwarding_reader.h"
 
 namespace colo {
 namespace {
@@ -163,33 +164,15 @@ TEST(Lineage, AnalysedRunJoinsTheAttemptsItResumes) {
 }
 
 // Counts the run records read through it.
-class CountingReader : public RunReader {
+class CountingReader : public testing::ForwardingReader {
  public:
-  explicit CountingReader(RunStore& store) : store_(store) {}
-  Result<std::vector<RunRow>> list_runs(int limit) override { return store_.list_runs(limit); }
+  using ForwardingReader::ForwardingReader;
   using RunReader::run_record;
   Result<RunRecord> run_record(int64_t run_id, MetricSteps steps, Samples samples) override {
     ++reads;
-    return store_.run_record(run_id, steps, samples);
-  }
-  Status for_each_sample(int64_t run_id, SampleSink& sink) override {
-    return store_.for_each_sample(run_id, sink);
-  }
-  Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) override {
-    return store_.exclusive_baseline(run);
-  }
-  Result<std::optional<std::string>> derived(int64_t run_id, std::string_view kind,
-                                             int version) override {
-    return store_.derived(run_id, kind, version);
-  }
-  Status keep_derived(int64_t run_id, std::string_view kind, int version,
-                      const std::string& body) override {
-    return store_.keep_derived(run_id, kind, version, body);
+    return ForwardingReader::run_record(run_id, steps, samples);
   }
   int reads = 0;
-
- private:
-  RunStore& store_;
 };
 
 TEST(Lineage, EachRunIsReadOnceAndALentRecordNever) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "store/run_store.h"
+#include "store/testing/forwarding_reader.h"
 #include "store/testing/lifecycle_runs.h"
 
 // Summaries of runs written into a real store and read back through it (the
@@ -353,45 +354,19 @@ TEST(RunStoreMig, IdleInstanceTimeFromJobStartsAndEnds) {
 // ------------------------------------------------------- kept as jobs end
 
 // A RunReader over a store that counts the passes over a whole run's samples.
-class CountingSampleReader : public RunReader {
+class CountingSampleReader : public testing::ForwardingReader {
  public:
-  explicit CountingSampleReader(RunStore& store) : store_(store) {}
-  Result<std::vector<RunRow>> list_runs(int limit) override { return store_.list_runs(limit); }
+  using ForwardingReader::ForwardingReader;
   using RunReader::run_record;
   Result<RunRecord> run_record(int64_t run_id, MetricSteps steps, Samples samples) override {
     if (samples == Samples::kRead) ++whole_passes;
-    return store_.run_record(run_id, steps, samples);
+    return ForwardingReader::run_record(run_id, steps, samples);
   }
   Status for_each_sample(int64_t run_id, SampleSink& sink) override {
     ++whole_passes;
-    return store_.for_each_sample(run_id, sink);
-  }
-  Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) override {
-    return store_.exclusive_baseline(run);
-  }
-  Result<std::optional<std::string>> derived(int64_t run_id, std::string_view kind,
-                                             int version) override {
-    return store_.derived(run_id, kind, version);
-  }
-  Status keep_derived(int64_t run_id, std::string_view kind, int version,
-                      const std::string& body) override {
-    return store_.keep_derived(run_id, kind, version, body);
-  }
-  Result<RunRow> run_row(int64_t run_id) override { return store_.run_row(run_id); }
-  Result<std::vector<JobRow>> job_ends(int64_t run_id, int64_t after_id) override {
-    return store_.job_ends(run_id, after_id);
-  }
-  Result<RunRecord> run_window(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms) override {
-    return store_.run_window(run_id, from_ms, to_ms);
-  }
-  Status for_each_sample_between(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms,
-                                 SampleSink& sink) override {
-    return store_.for_each_sample_between(run_id, from_ms, to_ms, sink);
+    return ForwardingReader::for_each_sample(run_id, sink);
   }
   int whole_passes = 0;
-
- private:
-  RunStore& store_;
 };
 
 // One job of a service-like run: its GPU, lifetime (ms after kT0) and command

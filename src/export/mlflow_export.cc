@@ -574,7 +574,9 @@ class ExperimentWriter {
     return OkStatus();
   }
 
-  // Copies at most `count` bytes of `fd` from `offset` into the new file `to`.
+  // Copies at most `count` bytes of `fd` from `offset` into the new file `to`,
+  // in the export's staging tree (colo's own, made afresh and renamed into
+  // place whole, as write_file's files are), a buffer at a time.
   static Status copy_bytes(int fd, off_t offset, uint64_t count, const std::string& from,
                            const fs::path& to) {
     if (Status made = make_dir(to.parent_path()); !made.ok()) return made;

@@ -80,6 +80,18 @@ struct SweepRun {
   int64_t ok_job = 0, oom_job = 0, cancelled_job = 0;
 };
 
+// A run of `colo run --mechanism exclusive` on one simulated H200, begun at `started_ms`.
+NewRun exclusive_run(UnixMillis started_ms) {
+  NewRun run;
+  run.started_ms = started_ms;
+  run.mechanism = "exclusive";
+  run.backend = "sim";
+  run.host = "fake-host";
+  run.colo_pid = 1;
+  run.devices_json = R"([{"index":0,"name":"NVIDIA H200","uuid":"GPU-a"}])";
+  return run;
+}
+
 SweepRun add_sweep_run(RunStore& store) {
   SweepRun out;
   NewRun run;
@@ -430,13 +442,7 @@ TEST_F(MlflowExportTest, StatesNamesAndGpusOfTheOtherJobs) {
 }
 
 TEST_F(MlflowExportTest, ARequeuedJobsCurvesAreItsLastAttempts) {
-  NewRun run;
-  run.started_ms = kT0 - 100;
-  run.mechanism = "exclusive";
-  run.backend = "sim";
-  run.host = "fake-host";
-  run.colo_pid = 1;
-  run.devices_json = R"([{"index":0,"name":"NVIDIA H200","uuid":"GPU-a"}])";
+  NewRun run = exclusive_run(kT0 - 100);
   const int64_t run_id = *store_->begin_run(run);
   JobSpec spec;
   spec.name = "retried";
@@ -470,13 +476,7 @@ TEST_F(MlflowExportTest, ARequeuedJobsCurvesAreItsLastAttempts) {
 }
 
 TEST_F(MlflowExportTest, AStoppedTrialsCurvesEndAtItsStop) {
-  NewRun run;
-  run.started_ms = kT0 - 100;
-  run.mechanism = "exclusive";
-  run.backend = "sim";
-  run.host = "fake-host";
-  run.colo_pid = 1;
-  run.devices_json = R"([{"index":0,"name":"NVIDIA H200","uuid":"GPU-a"}])";
+  NewRun run = exclusive_run(kT0 - 100);
   const int64_t run_id = *store_->begin_run(run);
   JobSpec spec;
   spec.name = "trial";
@@ -702,13 +702,7 @@ namespace {
 std::pair<int64_t, int64_t> add_attempt_run(RunStore& store, UnixMillis t0,
                                             const std::vector<int64_t>& steps, int64_t first_epoch,
                                             std::optional<std::pair<int64_t, int64_t>> resumes) {
-  NewRun run;
-  run.started_ms = t0;
-  run.mechanism = "exclusive";
-  run.backend = "sim";
-  run.host = "fake-host";
-  run.colo_pid = 1;
-  run.devices_json = R"([{"index":0,"name":"NVIDIA H200","uuid":"GPU-a"}])";
+  NewRun run = exclusive_run(t0);
   if (resumes) run.resumes_run = resumes->first;
   const int64_t run_id = *store.begin_run(run);
   JobSpec spec;
