@@ -34,7 +34,8 @@ LINE = re.compile(r"epoch (?P<epoch>\d+)(?:/\d+)?\b.*?\b(?P<samples>\d+) samples
                   r"\bended at (?P<time>\d+(?:\.\d+)?)")
 
 
-LEVERS = re.compile(r"train\.py: mps client: (?P<client>.*)|train\.py: device: .*?(?P<sms>\d+) SMs")
+LEVERS = re.compile(r"train\.py: mps client: (?P<client>.*)|train\.py: device: .*?(?P<sms>\d+) SMs"
+                    r"|train\.py: colo attempt: .*\b(?P<uid>uid=\d+)")
 
 
 def epochs(path, required=True):
@@ -55,7 +56,8 @@ def levers(path):
     with open(path, errors="replace") as f:
         for line in f:
             if m := LEVERS.search(line):
-                seen.append(f"mps client: {m['client']}" if m["client"] else f"{m['sms']} SMs")
+                seen.append(f"mps client: {m['client']}" if m["client"]
+                            else m["uid"] if m["uid"] else f"{m['sms']} SMs")
     return "; ".join(seen) or "nothing said"
 
 

@@ -5,7 +5,7 @@
 # --mechanism mps --policy fixed --max-per-gpu 3`:
 #   plain  no profiler: the neighbours' rates beside two plain jobs;
 #   ncu    job a under `profile = { tool = "ncu", steps = 10 }` (colo starts
-#          ncu with `--mps client`), b and c as before.
+#          ncu outside the MPS server, `--clock-control none`), b and c as before.
 # Then bench/check-ncu-mps.py, from the jobs' own logs and the files on disk
 # only: a's report exists and a trained all its epochs, and b's and c's steady
 # rates in the ncu pass are within 10% of theirs in the plain pass.

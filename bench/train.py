@@ -60,8 +60,8 @@ Fault injection, for bench/faults.py (issue 31, peaceful sharing under MPS):
 Its first lines also say whether it is an MPS client ("train.py: mps client:
 yes (pipe dir DIR)" when CUDA_MPS_PIPE_DIRECTORY is set, else "train.py: mps
 client: no") and, under colo, which job and attempt it is (COLO_JOB_NAME,
-COLO_RUN_ID, COLO_JOB_ID, COLO_ATTEMPT, COLO_CHECKPOINT_DIR, those set), so
-that bench/check-faults.py can tell from the logs alone where each attempt ran.
+COLO_RUN_ID, COLO_JOB_ID, COLO_ATTEMPT, COLO_CHECKPOINT_DIR, those set, and the
+uid it runs as), so that bench/check-faults.py can tell from the logs alone where each attempt ran.
 
 `python3 bench/train.py --help` works without PyTorch; training needs torch
 and timm.
@@ -233,6 +233,7 @@ def print_context():
     context = ["%s=%s" % (k, os.environ[k]) for k in
                ("COLO_JOB_NAME", "COLO_RUN_ID", "COLO_JOB_ID", "COLO_ATTEMPT",
                 "COLO_CHECKPOINT_DIR", "CUDA_VISIBLE_DEVICES") if k in os.environ]
+    context.append("uid=%d" % os.getuid())  # whose job it ran as (a root service's users)
     if "COLO_JOB_NAME" in os.environ:
         print("train.py: colo attempt: %s" % " ".join(context), flush=True)
 
