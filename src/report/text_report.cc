@@ -56,8 +56,24 @@ std::string format_runs_table(const std::vector<RunRow>& runs,
   if (runs.empty()) return "no runs recorded yet; start one with `colo run <jobs.toml>`\n";
   const bool named =
       !submissions.empty() || std::any_of(runs.begin(), runs.end(), [](const RunRow& r) {
-        return !r.label.name.empty() || !r.label.tags.empty();
+        return !r.label.name.empty() || !r.label.tags.empty() || r.resumes_run || r.resumed_by;
       });
+  // The NAME cell: the label, then the lineage `colo show` details.
+  const auto name_cell = [](const RunLabel& label, const std::string& resumes,
+                            const std::string& resumed_by) {
+    std::vector<std::string> parts;
+    if (!label.name.empty() || !label.tags.empty()) parts.push_back(label_text(label));
+    if (!resumes.empty()) parts.push_back("(resumes " + resumes + ")");
+    if (!resumed_by.empty()) parts.push_back("(resumed by " + resumed_by + ")");
+    return parts.empty() ? label_text(label) : fmt::format("{}", fmt::join(parts, " "));
+  };
+  const auto sub_text = [](const std::optional<SubmissionRef>& ref) {
+    if (!ref) return std::string();
+    return ref->run_id ? fmt::format("{}/{}", *ref->run_id, ref->id) : std::to_string(ref->id);
+  };
+  const auto run_text = [](const std::optional<int64_t>& id) {
+    return id ? "run " + std::to_string(*id) : std::string();
+  };
   std::vector<TextTable::Column> columns = {{"ID", Align::kRight}};
   if (named) columns.push_back({"NAME"});
   for (std::string header : {"STARTED", "STATE", "MECHANISM", "BACKEND"})
@@ -72,8 +88,9 @@ std::string format_runs_table(const std::vector<RunRow>& runs,
   };
   for (const RunRow& run : runs) {
     add({std::to_string(run.id)},
-        {label_text(run.label), format_local_time(run.started_ms, "%Y-%m-%d %H:%M"),
-         to_string(run.state), run.mechanism, backend_label(run),
+        {name_cell(run.label, run_text(run.resumes_run), run_text(run.resumed_by)),
+         format_local_time(run.started_ms, "%Y-%m-%d %H:%M"), to_string(run.state), run.mechanism,
+         backend_label(run),
          run.jobs_not_ok > 0 ? fmt::format("{} ({} not ok)", run.job_count, run.jobs_not_ok)
                              : std::to_string(run.job_count),
          run.job_file.empty() ? kAbsentText : run.job_file});
@@ -81,8 +98,9 @@ std::string format_runs_table(const std::vector<RunRow>& runs,
     if (subs == submissions.end()) continue;
     for (const SubmissionRow& sub : subs->second) {
       add({fmt::format("{}/{}", run.id, sub.id)},
-          {label_text(sub.label), format_local_time(sub.submitted_ms, "%Y-%m-%d %H:%M"),
-           "submission", "by " + sub.owner_name, "", std::to_string(sub.jobs),
+          {name_cell(sub.label, sub_text(sub.resumes_submission), sub_text(sub.resumed_by)),
+           format_local_time(sub.submitted_ms, "%Y-%m-%d %H:%M"), "submission",
+           "by " + sub.owner_name, "", std::to_string(sub.jobs),
            sub.job_file.empty() ? kAbsentText : sub.job_file});
     }
   }

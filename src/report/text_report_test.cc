@@ -138,6 +138,34 @@ TEST_F(TextReportTest, RunsTableHasOneRowPerRun) {
   for (const std::string& line : lines) EXPECT_NE(line.back(), ' ');
 }
 
+// Issue 58 (9): the runs list names each attempt's lineage, as `colo show` does.
+TEST_F(TextReportTest, RunsTableNamesWhatEachRunResumesAndWhatResumedIt) {
+  RunRow first = make_run_row(4, "mps", true);
+  first.label.name = "resnet";
+  first.resumed_by = 5;
+  RunRow second = make_run_row(5, "mps", true);
+  second.label.name = "resnet";
+  second.resumes_run = 4;
+  RunRow service = make_run_row(7, "mps", true);
+  SubmissionRow a;
+  a.id = 1;
+  a.owner_name = "bob";
+  a.jobs = 2;
+  a.resumed_by = SubmissionRef{7, 2};
+  SubmissionRow b = a;
+  b.id = 2;
+  b.resumed_by.reset();
+  b.resumes_submission = SubmissionRef{7, 1};
+  const std::vector<std::string> lines =
+      lines_of(format_runs_table({first, second, service}, {{7, {a, b}}}));
+  ASSERT_EQ(lines.size(), 6U);
+  EXPECT_EQ(cells_of(lines[1])[1], "resnet (resumed by run 5)");
+  EXPECT_EQ(cells_of(lines[2])[1], "resnet (resumes run 4)");
+  EXPECT_EQ(cells_of(lines[4])[0], "7/1");
+  EXPECT_EQ(cells_of(lines[4])[1], "(resumed by 7/2)");
+  EXPECT_EQ(cells_of(lines[5])[1], "(resumes 7/1)");
+}
+
 TEST_F(TextReportTest, EmptyRunsTableSaysHowToStart) {
   EXPECT_THAT(format_runs_table({}), HasSubstr("colo run"));
 }
@@ -476,7 +504,9 @@ TEST(FloorNote, SaysTheFloorTheSpeedOfSoloAndTheShareBelow) {
   for (const FloorNoteCase& c : cases) {
     const std::string note = format_floor_note(c.job);
     for (const std::string& s : c.says) EXPECT_THAT(note, HasSubstr(s)) << c.name;
-    if (!c.not_said.empty()) EXPECT_THAT(note, Not(HasSubstr(c.not_said))) << c.name;
+    if (!c.not_said.empty()) {
+      EXPECT_THAT(note, Not(HasSubstr(c.not_said))) << c.name;
+    }
   }
   EXPECT_EQ(format_floor_note(normal), "");
 }
