@@ -575,7 +575,15 @@ QosJoin AutoScheduler::qos_join_on(const Gpu& g, const Waiting& w, const SoloLoa
   if (as_if.joining != nullptr)
     on_gpu.push_back(
         tenant(as_if.joining->waiting, as_if.joining->load, as_if.joining->thread_pct));
-  return qos_join(g.slot.device, on_gpu, tenant(w, load, 100), options_.qos_share);
+  // Owners' MPS servers that take turns on the GPU (owners_time_slice): a
+  // client's priority and thread percentage act only inside its own server,
+  // so a GPU of two or more owners is judged as naive sharing is.
+  QosShare share = options_.qos_share;
+  const bool another_joining = as_if.joining != nullptr && as_if.joining->waiting.owner != w.owner;
+  if (share == QosShare::kPriority && options_.owners_time_slice &&
+      (another_joining || several_owners(g, w.owner)))
+    share = QosShare::kNone;
+  return qos_join(g.slot.device, on_gpu, tenant(w, load, 100), share);
 }
 
 bool AutoScheduler::admits(const Gpu& g, const Waiting& w, const AsIf& as_if) const {

@@ -28,6 +28,7 @@ struct QueuedAs {
   std::string signature;  // "heavy" (84% SM), "light" (10%), "small" (5%)
   QosClass qos = QosClass::kNormal;
   double min_speed = kDefaultMinSpeed;
+  uint32_t owner = 0;
 };
 
 struct Started {
@@ -53,6 +54,7 @@ struct QosCase {
   std::optional<size_t> waiting;  // a job that waits ...
   std::string why;                // ... and why (describe_waiting)
   int max_jobs_per_gpu = 48;
+  bool owners_time_slice = false;  // a daemon per user (--mps-users separate)
 };
 
 const int kHeavyPct =
@@ -63,6 +65,7 @@ const QueuedAs kHeavyProtected{"heavy", QosClass::kProtected};
 const QueuedAs kLightProtected{"light", QosClass::kProtected};
 const QueuedAs kOpp{"small", QosClass::kOpportunistic};
 const QueuedAs kNormal{"small", QosClass::kNormal};
+const QueuedAs kOppOfAnother{"small", QosClass::kOpportunistic, kDefaultMinSpeed, 2};
 
 class AutoQos : public testing::TestWithParam<QosCase> {};
 
@@ -74,6 +77,7 @@ TEST_P(AutoQos, PlacesByClass) {
   options.mode = c.mode;
   options.qos_share = c.share;
   options.max_jobs_per_gpu = c.max_jobs_per_gpu;
+  options.owners_time_slice = c.owners_time_slice;
   AutoScheduler s(slots, options, InterferenceModel{});
   s.set_profile("heavy", profile(84));
   s.set_profile("light", profile(10));
@@ -83,6 +87,7 @@ TEST_P(AutoQos, PlacesByClass) {
     SchedJob j{i, c.jobs[i].signature, std::nullopt};
     j.qos = c.jobs[i].qos;
     j.min_speed = c.jobs[i].min_speed;
+    j.owner = c.jobs[i].owner;
     s.enqueue(j);
   }
   std::vector<Started> started;
@@ -121,6 +126,37 @@ INSTANTIATE_TEST_SUITE_P(
                 4,
                 "protected: gpu0 holds job 0, protected at 0.90, which takes at most 3 "
                 "opportunistic neighbours at its floor, and has 3"},
+        // A daemon per user (issue 57's separate mode): another user's
+        // opportunistic job lies outside the protected job's server, where
+        // no lever reaches it: one neighbour at most, uncapped, as under
+        // naive sharing.
+        QosCase{"AnotherUsersNeighboursUnderSeparateServersAreAsUnderNaiveSharing",
+                1,
+                ShareMode::kSpatial,
+                QosShare::kPriority,
+                {kLightProtected, kOppOfAnother, kOppOfAnother, kOppOfAnother},
+                {{0, 0, false, std::nullopt}, {1, 0, true, std::nullopt}},
+                2,
+                "protected: gpu0 holds job 0, protected at 0.90, which takes at most 1 "
+                "opportunistic neighbour at its floor, and has 1",
+                48,
+                true},
+        // The same with the protected job's own user's neighbours: one
+        // server, its levers, three neighbours.
+        QosCase{"OneUsersNeighboursUnderSeparateServersKeepTheLevers",
+                1,
+                ShareMode::kSpatial,
+                QosShare::kPriority,
+                {kLightProtected, kOpp, kOpp, kOpp, kOpp},
+                {{0, 0, false, std::nullopt},
+                 {1, 0, true, kLightPct},
+                 {2, 0, true, kLightPct},
+                 {3, 0, true, kLightPct}},
+                4,
+                "protected: gpu0 holds job 0, protected at 0.90, which takes at most 3 "
+                "opportunistic neighbours at its floor, and has 3",
+                48,
+                true},
         QosCase{"NormalNeverJoinsAProtectedJob",
                 1,
                 ShareMode::kSpatial,
