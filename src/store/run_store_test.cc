@@ -710,5 +710,73 @@ TEST(RunStoreThinning, KeepsEachGpusFirstSampleAndEachProcesssLargestPerSpan) {
   EXPECT_FALSE(store->thin_samples(*run, kT0, kT0 + 6000, 0).ok());
 }
 
+// Collects what a SampleSink is handed: (device, time) of each device
+// sample, time of each process sample, in order.
+class CollectingSink : public SampleSink {
+ public:
+  void add(const DeviceSample& s) override { devices.emplace_back(s.device, s.time_ms - kT0); }
+  void add(const ProcessSampleRow& r) override { processes.push_back(r.sample.time_ms - kT0); }
+  std::vector<std::pair<int, int64_t>> devices;
+  std::vector<int64_t> processes;
+};
+
+// The samples of a window, read a range of the index per device: what the
+// whole run's samples hold in that window, in the same order (device by
+// device, each oldest first), other runs' never.
+TEST(RunStoreSamplesBetween, AWindowGivesWhatTheWholeRunHoldsInIt) {
+  auto store = open_memory();
+  auto other = store->begin_run(make_run("naive", kT0));
+  auto run = store->begin_run(make_run("naive", kT0));
+  ASSERT_TRUE(other.ok() && run.ok());
+  std::vector<DeviceSample> devices;
+  std::vector<ProcessSampleRow> processes;
+  for (int k = 0; k < 10; ++k) {  // every second for 10 s, on GPUs 0, 2 and 5; 5 stops at 4 s
+    const UnixMillis t = kT0 + 1000 * static_cast<int64_t>(k);
+    for (int d : {5, 0, 2}) {
+      if (d == 5 && k > 4) continue;
+      DeviceSample s;
+      s.time_ms = t;
+      s.device = d;
+      s.sm_active_pct = k;
+      devices.push_back(s);
+    }
+    processes.push_back(process(t, 100, std::nullopt, kGiB));
+  }
+  ASSERT_TRUE(store->add_samples(*run, devices, processes).ok());
+  DeviceSample elsewhere;  // another run's, on a GPU this run has no sample of
+  elsewhere.time_ms = kT0 + 3000;
+  elsewhere.device = 1;
+  ASSERT_TRUE(store->add_samples(*other, {elsewhere}, {}).ok());
+
+  CollectingSink whole;
+  ASSERT_TRUE(store->for_each_sample(*run, whole).ok());
+  struct Case {
+    int64_t from;
+    int64_t to;
+  };
+  const std::vector<Case> cases = {
+      {0, 9000}, {3000, 3000}, {2500, 6500}, {5000, 9000}, {-5000, -1}, {9001, 20000}, {-100, 0},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::pair<int, int64_t>> expected_devices;
+    for (const auto& d : whole.devices) {
+      if (d.second >= c.from && d.second <= c.to) expected_devices.push_back(d);
+    }
+    std::vector<int64_t> expected_processes;
+    for (int64_t t : whole.processes) {
+      if (t >= c.from && t <= c.to) expected_processes.push_back(t);
+    }
+    CollectingSink window;
+    ASSERT_TRUE(store->for_each_sample_between(*run, kT0 + c.from, kT0 + c.to, window).ok());
+    EXPECT_EQ(window.devices, expected_devices) << c.from << ".." << c.to;
+    EXPECT_EQ(window.processes, expected_processes) << c.from << ".." << c.to;
+  }
+  CollectingSink all;
+  ASSERT_TRUE(store->for_each_sample_between(*run, kT0, kT0 + 9000, all).ok());
+  EXPECT_EQ(all.devices.size(), 25U);
+  EXPECT_EQ(all.devices.front(), std::make_pair(0, int64_t{0}));
+  EXPECT_EQ(all.devices.back(), std::make_pair(5, int64_t{4000}));
+}
+
 }  // namespace
 }  // namespace colo
