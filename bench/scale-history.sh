@@ -25,7 +25,8 @@
 #   bench/scale-history.sh OUTPUT_DIR   (COLO=path/to/colo, default build-release/colo;
 #                                        DAYS=10, GPUS=8, JOB_MINUTES=30, EPOCH_S=60, CPU=1;
 #                                        SERVICE=1 [COMPARE=path/to/colo SAMPLES=5 TAIL=2000];
-#                                        SERVICE=only: that case alone)
+#                                        SERVICE=only: that case alone;
+#                                        KEEP_STORE=DB: a copy of the killed service's store)
 # JOB_MINUTES=1 EPOCH_S=20 makes the service's run one of about 115,000 jobs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -113,6 +114,15 @@ if [ -n "$service" ]; then
   tail_jobs=${TAIL:-2000}
   db="$work/serve.db"
   cp "$work/schema.db" "$db"
+  # The store grown beforehand (600 MB of free pages), so that the history,
+  # written beside the running service, fills free pages: a store file that
+  # grows while another process checkpoints into it looks truncated to the
+  # service's damage check (the header counts pages not written yet) for as
+  # long as that checkpoint takes, and the service halts.
+  sqlite3 "$db" "CREATE TABLE bench_pad (x BLOB);
+    WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n WHERE k < 150000)
+    INSERT INTO bench_pad SELECT zeroblob(3500) FROM n;
+    DROP TABLE bench_pad; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
   export COLO_SOCKET="$work/colo.sock"
   sql() { sqlite3 -cmd ".timeout 60000" "$db" "$@"; }
   "$COLO" serve --backend sim --sim-devices "$gpus" --policy fixed --max-per-gpu 4 --db "$db" \
@@ -158,6 +168,7 @@ if [ -n "$service" ]; then
   gzip -c "$work/serve.log" >"$OUT_DIR/service.log.gz"
   rm -rf "$work/serve-logs"
   sql ".backup '$work/killed.db'"
+  [ -n "${KEEP_STORE:-}" ] && cp "$work/killed.db" "$KEEP_STORE"
 
   run_once() {  # LABEL BINARY K: a first and a second `colo run` on a fresh copy
     local label=$1 bin=$2 k=$3 state out t0 starts

@@ -626,7 +626,7 @@ Status keep_run_derivations(RunReader& reader, int64_t run_id) {
 }
 
 Result<std::vector<LearnedProfile>> learn_profiles(RunReader& reader, int max_runs) {
-  Result<std::vector<RunRow>> runs = reader.list_runs(max_runs);
+  Result<std::vector<RunRow>> runs = reader.list_run_rows(max_runs);
   if (!runs.ok()) return runs.error();
   ProfileLearner learner;
   // Oldest first, so later runs overwrite the solo numbers.
@@ -642,12 +642,13 @@ Result<std::vector<LearnedProfile>> learn_profiles(RunReader& reader, int max_ru
 Result<std::vector<Collocation>> measured_collocations(RunReader& reader,
                                                        const std::vector<LearnedProfile>& profiles,
                                                        int max_runs) {
-  Result<std::vector<RunRow>> runs = reader.list_runs(max_runs);
+  // Rows without their job counts: a run of fewer than two jobs is no
+  // collocation by its facts (may_be_collocation), kept by learning already.
+  Result<std::vector<RunRow>> runs = reader.list_run_rows(max_runs);
   if (!runs.ok()) return runs.error();
   std::vector<Collocation> out;
   for (const RunRow& run : *runs) {
-    if (run.state != RunState::kOk || run.job_count < 2 ||
-        (run.mechanism != "mps" && run.mechanism != "naive"))
+    if (run.state != RunState::kOk || (run.mechanism != "mps" && run.mechanism != "naive"))
       continue;
     Result<RunFacts> facts = run_facts(reader, run.id);
     if (!facts.ok()) return facts.error();

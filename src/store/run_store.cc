@@ -175,9 +175,19 @@ Result<std::vector<int64_t>> RunStore::mark_stale_runs(
   if (!tx.ok()) return tx.error().with_context("marking runs of a colo that stopped");
 
   // The run ended, as far as anyone can tell, at the last thing it recorded.
+  // Its GPUs' last samples each by a seek in the index (run, device, time),
+  // the GPUs found by seeks too: a service's run holds millions of samples.
   auto last_time = Statement::prepare(db, path_, R"sql(
       SELECT max(t) FROM (
-        SELECT max(time_ms) AS t FROM device_samples WHERE run_id = ?1
+        SELECT max(s.t) AS t FROM (
+          WITH RECURSIVE d(device) AS (
+            SELECT (SELECT min(device) FROM device_samples WHERE run_id = ?1)
+            UNION ALL
+            SELECT (SELECT min(device) FROM device_samples WHERE run_id = ?1 AND device > d.device)
+            FROM d WHERE d.device IS NOT NULL)
+          SELECT (SELECT max(time_ms) FROM device_samples WHERE run_id = ?1 AND device = d.device)
+                 AS t
+          FROM d WHERE d.device IS NOT NULL) s
         UNION ALL SELECT max(time_ms) FROM process_samples WHERE run_id = ?1
         UNION ALL SELECT max(e.time_ms) FROM job_events e JOIN jobs j ON e.job_id = j.id
                   WHERE j.run_id = ?1
@@ -630,6 +640,15 @@ Status RunStore::count_jobs(RunRow& run) {
 namespace {}  // namespace
 
 Result<std::vector<RunRow>> RunStore::list_runs(int limit) {
+  Result<std::vector<RunRow>> runs = list_run_rows(limit);
+  if (!runs.ok()) return runs;
+  for (RunRow& run : *runs) {
+    if (Status counted = count_jobs(run); !counted.ok()) return counted.error();
+  }
+  return runs;
+}
+
+Result<std::vector<RunRow>> RunStore::list_run_rows(int limit) {
   auto select = Statement::prepare(
       db_.get(), path_,
       fmt::format("SELECT {} FROM runs r ORDER BY r.id DESC LIMIT ?", kRunColumns));
@@ -643,13 +662,10 @@ Result<std::vector<RunRow>> RunStore::list_runs(int limit) {
     return OkStatus();
   });
   if (!read.ok()) return read.error();
-  for (RunRow& run : runs) {
-    if (Status counted = count_jobs(run); !counted.ok()) return counted.error();
-  }
   return runs;
 }
 
-Result<RunRow> RunStore::read_run(int64_t run_id) {
+Result<RunRow> RunStore::read_run(int64_t run_id, bool with_counts) {
   std::string sql =
       run_id == 0 ? fmt::format("SELECT {} FROM runs r ORDER BY r.id DESC LIMIT 1", kRunColumns)
                   : fmt::format("SELECT {} FROM runs r WHERE r.id = ?", kRunColumns);
@@ -667,7 +683,7 @@ Result<RunRow> RunStore::read_run(int64_t run_id) {
         fmt::format("{} has no run #{}; `colo runs` lists the runs it holds", path_, run_id));
   }
   Result<RunRow> run = run_from_row(*select);
-  if (!run.ok()) return run;
+  if (!run.ok() || !with_counts) return run;
   if (Status counted = count_jobs(*run); !counted.ok()) return counted.error();
   return run;
 }
