@@ -236,7 +236,7 @@ class RunReader {
   virtual Result<std::vector<JobRow>> job_ends(int64_t run_id, int64_t after_id);
   // Run `run_id` with only the jobs whose lifetime meets [from_ms, to_ms]
   // (started by `to_ms`, not ended before `from_ms`), their events, no metric
-  // steps and no samples.
+  // steps and no samples; its row's job counts may be left zero.
   virtual Result<RunRecord> run_window(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms);
   // for_each_sample of only the samples taken in [from_ms, to_ms].
   virtual Status for_each_sample_between(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms,

@@ -951,7 +951,7 @@ Result<std::vector<JobRow>> RunStore::job_ends(int64_t run_id, int64_t after_id)
 Result<RunRecord> RunStore::run_window(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms) {
   const ReadSnapshot snapshot(db_.get());
   RunRecord record;
-  Result<RunRow> run = read_run(run_id);
+  Result<RunRow> run = read_run(run_id, /*with_counts=*/false);
   if (!run.ok()) return run.error();
   record.run = std::move(*run);
   Result<std::vector<DeviceInfo>> devices = run_devices(record.run.id);
