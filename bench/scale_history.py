@@ -8,14 +8,23 @@ SAMPLE_MS milliseconds (what the service's sampler records), with power and
 the energy counter. The store must exist (colo creates its schema); the run
 is added beside what it holds. Prints the run's id.
 
+With --into-run RUN, the rows go into that run instead, a running
+`colo serve`'s, as if it had run them (the history ends --end-ms, default
+now less a minute): GPU by GPU, each GPU's samples before its jobs, in
+commits of at most 50,000 rows, so that the service (whose store this is,
+and which keeps what its ended jobs taught as they end) finds every job
+with its samples and events, and its own writes wait no more than a commit.
+
     scale_history.py DB [--days 10] [--gpus 8] [--job-minutes 30]
                         [--epoch-s 60] [--sample-ms 2000]
+                        [--into-run RUN [--end-ms MS]]
 """
 
 import argparse
 import json
 import sqlite3
 import sys
+import time
 
 
 def main(argv=None):
@@ -26,7 +35,11 @@ def main(argv=None):
     p.add_argument("--job-minutes", type=float, default=30)
     p.add_argument("--epoch-s", type=float, default=60)
     p.add_argument("--sample-ms", type=int, default=2000)
+    p.add_argument("--into-run", type=int)
+    p.add_argument("--end-ms", type=int)
     args = p.parse_args(argv)
+    if args.into_run is not None:
+        return into_run(args)
 
     start = 1_700_000_000_000
     end = start + int(args.days * 86_400_000)
@@ -92,6 +105,80 @@ def main(argv=None):
     print(run_id)
     print("history: run %d, %d jobs, %d epoch events, %d device samples over %.1f days on %d GPUs"
           % (run_id, jobs, events, samples, args.days, args.gpus), file=sys.stderr)
+    return 0
+
+
+def into_run(args):
+    """The history written into running run args.into_run (see the module's doc)."""
+    end = args.end_ms if args.end_ms is not None else int(time.time() * 1000) - 60_000
+    start = end - int(args.days * 86_400_000)
+    job_ms = int(args.job_minutes * 60_000)
+    epoch_ms = int(args.epoch_s * 1000)
+    run_id = args.into_run
+    db = sqlite3.connect(args.db, timeout=60)
+    pending = 0
+
+    def wrote(rows):  # commits once 50,000 rows wait
+        nonlocal pending
+        pending += rows
+        if pending >= 50_000:
+            db.commit()
+            pending = 0
+
+    jobs = events = samples = 0
+    for g in range(args.gpus):
+        energy = 0
+        batch = []
+        t = start
+        while t <= end:
+            energy += 300 * args.sample_ms  # 300 W, in mJ
+            batch.append((run_id, t, g, 60.0, 80.0, 40 << 30, 80 << 30, 300.0, energy))
+            if len(batch) >= 10_000:
+                db.executemany(
+                    "INSERT INTO device_samples (run_id, time_ms, device, sm_active_pct, "
+                    "gpu_util_pct, memory_used_bytes, memory_total_bytes, power_w, energy_mj) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch)
+                samples += len(batch)
+                wrote(len(batch))
+                batch = []
+            t += args.sample_ms
+        db.executemany(
+            "INSERT INTO device_samples (run_id, time_ms, device, sm_active_pct, gpu_util_pct, "
+            "memory_used_bytes, memory_total_bytes, power_w, energy_mj) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch)
+        samples += len(batch)
+        db.commit()  # this GPU's samples before any of its jobs
+        pending = 0
+        t = start + g * 1000
+        n = 0
+        while t + job_ms <= end:
+            spec = json.dumps({"name": "job", "command": ["python3", "train.py", "--seed", str(n)]})
+            cur = db.execute(
+                "INSERT INTO jobs (run_id, name, grp, spec_json, signature, state, device, pid, "
+                "queued_ms, started_ms, ended_ms, exit_code, reason) "
+                "VALUES (?, ?, '', ?, ?, 'ok', ?, 0, ?, ?, ?, 0, 'exit code 0')",
+                (run_id, "job#%d" % n, spec, "sig-%d" % (n % 50), g, t, t, t + job_ms))
+            job_id = cur.lastrowid
+            rows = []
+            e = 1
+            while e * epoch_ms <= job_ms:
+                rows.append((job_id, t + e * epoch_ms, "epoch_end", e, 60_000,
+                             json.dumps({"loss": 1.0 / e})))
+                e += 1
+            db.executemany("INSERT INTO job_events (job_id, time_ms, kind, epoch, samples, "
+                           "metrics_json) VALUES (?, ?, ?, ?, ?, ?)", rows)
+            events += len(rows)
+            jobs += 1
+            n += 1
+            t += job_ms
+            wrote(1 + len(rows))  # a job and its events in one commit
+        db.commit()
+        pending = 0
+    db.close()
+    print(run_id)
+    print("history: into run %d, %d jobs, %d epoch events, %d device samples over %.1f days on "
+          "%d GPUs, ending at %d" % (run_id, jobs, events, samples, args.days, args.gpus, end),
+          file=sys.stderr)
     return 0
 
 

@@ -484,9 +484,10 @@ Status advance_part(RunReader& reader, int64_t run_id, RunFactsKeeper::Part& par
   return OkStatus();
 }
 
-// The facts of ended run `run_id` from the part kept while it ran, brought up
+// The facts of ended run `run` from the part kept while it ran, brought up
 // to its end; nullopt when none is kept (or a job of it is still open).
-Result<std::optional<RunFacts>> facts_from_part(RunReader& reader, int64_t run_id) {
+Result<std::optional<RunFacts>> facts_from_part(RunReader& reader, const RunRow& run) {
+  const int64_t run_id = run.id;
   Result<std::optional<std::string>> kept =
       reader.derived(run_id, kRunFactsPartKind, kRunFactsPartVersion);
   if (!kept.ok()) return kept.error();
@@ -509,8 +510,11 @@ Result<std::optional<RunFacts>> facts_from_part(RunReader& reader, int64_t run_i
   RunFacts facts;
   facts.contributions = fold_contributions(std::move(part->head));
   // Jobs that ran on two GPUs or more are no measured collocation, whatever
-  // else; otherwise the run's own rows say (no samples needed).
-  if (part->devices.size() < 2) {
+  // else, nor is a run that did not end ok under mps or naive (its row says:
+  // may_be_collocation); otherwise the run's own rows say (no samples
+  // needed). A service killed on one GPU is not read whole.
+  if (part->devices.size() < 2 && run.state == RunState::kOk &&
+      (run.mechanism == "mps" || run.mechanism == "naive")) {
     Result<RunRecord> record = reader.run_record(run_id, MetricSteps::kSkip, Samples::kSkip);
     if (!record.ok()) return record.error();
     facts.may_be_collocation = may_be_collocation(summarize(*record));
@@ -589,7 +593,7 @@ Result<RunFacts> run_facts(RunReader& reader, int64_t run_id) {
     if (std::optional<RunFacts> facts = parse_run_facts(**kept)) return std::move(*facts);
   }
   if (Result<RunRow> run = reader.run_row(run_id); run.ok() && run->state != RunState::kRunning) {
-    Result<std::optional<RunFacts>> from_part = facts_from_part(reader, run_id);
+    Result<std::optional<RunFacts>> from_part = facts_from_part(reader, *run);
     if (!from_part.ok()) return from_part.error();
     if (*from_part) {
       (void)reader.keep_derived(run_id, kRunFactsKind, kRunFactsVersion,
@@ -622,7 +626,7 @@ Status keep_run_derivations(RunReader& reader, int64_t run_id) {
 }
 
 Result<std::vector<LearnedProfile>> learn_profiles(RunReader& reader, int max_runs) {
-  Result<std::vector<RunRow>> runs = reader.list_runs(max_runs);
+  Result<std::vector<RunRow>> runs = reader.list_run_rows(max_runs);
   if (!runs.ok()) return runs.error();
   ProfileLearner learner;
   // Oldest first, so later runs overwrite the solo numbers.
@@ -638,12 +642,13 @@ Result<std::vector<LearnedProfile>> learn_profiles(RunReader& reader, int max_ru
 Result<std::vector<Collocation>> measured_collocations(RunReader& reader,
                                                        const std::vector<LearnedProfile>& profiles,
                                                        int max_runs) {
-  Result<std::vector<RunRow>> runs = reader.list_runs(max_runs);
+  // Rows without their job counts: a run of fewer than two jobs is no
+  // collocation by its facts (may_be_collocation), kept by learning already.
+  Result<std::vector<RunRow>> runs = reader.list_run_rows(max_runs);
   if (!runs.ok()) return runs.error();
   std::vector<Collocation> out;
   for (const RunRow& run : *runs) {
-    if (run.state != RunState::kOk || run.job_count < 2 ||
-        (run.mechanism != "mps" && run.mechanism != "naive"))
+    if (run.state != RunState::kOk || (run.mechanism != "mps" && run.mechanism != "naive"))
       continue;
     Result<RunFacts> facts = run_facts(reader, run.id);
     if (!facts.ok()) return facts.error();

@@ -360,6 +360,7 @@ class CountingSampleReader : public testing::ForwardingReader {
   using RunReader::run_record;
   Result<RunRecord> run_record(int64_t run_id, MetricSteps steps, Samples samples) override {
     if (samples == Samples::kRead) ++whole_passes;
+    ++whole_records;
     return ForwardingReader::run_record(run_id, steps, samples);
   }
   Status for_each_sample(int64_t run_id, SampleSink& sink) override {
@@ -367,6 +368,7 @@ class CountingSampleReader : public testing::ForwardingReader {
     return ForwardingReader::for_each_sample(run_id, sink);
   }
   int whole_passes = 0;
+  int whole_records = 0;  // every read of the whole run's rows, samples or not
 };
 
 // One job of a service-like run: its GPU, lifetime (ms after kT0) and command
@@ -392,11 +394,15 @@ std::vector<Planned> service_like_jobs() {
 }
 
 // Writes the run's rows (every start, epoch end and sample; no end), then
-// ends each job in the order of its end, calling `after_end` with its end.
+// ends each job in the order of its end, calling `after_end` with its end,
+// and the run in `end_state`. `gpus` 1: every job on gpu0.
 int64_t record_service_like_run(RunStore& store,
-                                const std::function<void(UnixMillis ended)>& after_end) {
-  const std::vector<Planned> planned = service_like_jobs();
-  auto run = store.begin_run(make_run("mps", kT0));
+                                const std::function<void(UnixMillis ended)>& after_end,
+                                int gpus = 2, const std::string& mechanism = "mps",
+                                RunState end_state = RunState::kOk) {
+  std::vector<Planned> planned = service_like_jobs();
+  for (Planned& p : planned) p.device %= gpus;
+  auto run = store.begin_run(make_run(mechanism, kT0));
   EXPECT_TRUE(run.ok());
   std::vector<JobSpec> specs;
   for (const Planned& p : planned) specs.push_back(make_job(p.name, p.command));
@@ -424,7 +430,7 @@ int64_t record_service_like_run(RunStore& store,
             [](const auto& x, const auto& y) { return x.sample.time_ms < y.sample.time_ms; });
   std::vector<DeviceSample> devices;
   for (int64_t t = 0; t <= 41000; t += 500) {
-    for (int g = 0; g < 2; ++g) {
+    for (int g = 0; g < gpus; ++g) {
       DeviceSample d;
       d.time_ms = kT0 + t;
       d.device = g;
@@ -449,7 +455,7 @@ int64_t record_service_like_run(RunStore& store,
     EXPECT_TRUE(store.job_finished((*ids)[i], exit, kT0 + p.end, 0).ok());
     after_end(kT0 + p.end);
   }
-  EXPECT_TRUE(store.end_run(*run, RunState::kOk, kT0 + 41000).ok());
+  EXPECT_TRUE(store.end_run(*run, end_state, kT0 + 41000).ok());
   return *run;
 }
 
@@ -554,6 +560,44 @@ TEST(RunFactsKeeperTest, ARunKilledMidwayIsCompletedFromWhatItKept) {
     EXPECT_EQ(reader.whole_passes, part->has_value() ? 0 : 1) << keeps;
     EXPECT_EQ(learned_from(facts->contributions), learned_from(expected.contributions)) << keeps;
     EXPECT_EQ(facts->may_be_collocation, expected.may_be_collocation) << keeps;
+  }
+}
+
+// A run whose jobs all ran on one GPU: its kept part cannot say whether it
+// was a measured collocation, its row can unless it ended ok under mps or
+// naive; only then are its rows read whole (a service killed after 100,000
+// jobs on one GPU is not), and the facts are those of all its rows.
+TEST(RunFactsKeeperTest, ARunOnOneGpuIsReadWholeOnlyWhenItsRowCannotSay) {
+  struct Case {
+    std::string mechanism;
+    RunState state;
+    int whole_records;
+  };
+  const std::vector<Case> cases = {
+      {"mps", RunState::kInterrupted, 0}, {"naive", RunState::kFailed, 0},
+      {"exclusive", RunState::kOk, 0},    {"mps", RunState::kOk, 1},
+      {"naive", RunState::kOk, 1},
+  };
+  for (const Case& c : cases) {
+    const std::string label = fmt::format("{} {}", c.mechanism, to_string(c.state));
+    auto store = open_memory();
+    std::unique_ptr<RunFactsKeeper> keeper;
+    const int64_t run = record_service_like_run(
+        *store,
+        [&](UnixMillis ended) {
+          if (!keeper) keeper = std::make_unique<RunFactsKeeper>(*store, store->run(0)->id);
+          ASSERT_TRUE(keeper->update(ended + 1).ok());
+        },
+        /*gpus=*/1, c.mechanism, c.state);
+    ASSERT_EQ(keeper->part().devices.size(), 1u) << label;
+    const RunFacts expected = facts_from_rows(*store, run);
+    CountingSampleReader reader(*store);
+    Result<RunFacts> facts = run_facts(reader, run);
+    ASSERT_TRUE(facts.ok()) << facts.error().message();
+    EXPECT_EQ(reader.whole_records, c.whole_records) << label;
+    EXPECT_EQ(reader.whole_passes, 0) << label;
+    EXPECT_EQ(learned_from(facts->contributions), learned_from(expected.contributions)) << label;
+    EXPECT_EQ(facts->may_be_collocation, expected.may_be_collocation) << label;
   }
 }
 

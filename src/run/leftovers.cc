@@ -37,7 +37,7 @@ std::vector<std::string> stop_leftovers_of_dead_colos(RunStore& store) {
     lines = cleanup_stale_run_cgroups(*parent);
   }
   if (store.runs_interrupted_at_open().empty()) return lines;
-  Result<std::vector<RunRow>> runs = store.list_runs(0);
+  Result<std::vector<RunRow>> runs = store.list_run_rows(0);  // no job counts needed
   if (!runs.ok()) return lines;
   for (int64_t id : store.runs_interrupted_at_open()) {
     for (const RunRow& run : *runs) {

@@ -197,6 +197,11 @@ class RunReader {
   virtual ~RunReader() = default;
   // Newest first; at most `limit` (0 or less: all).
   virtual Result<std::vector<RunRow>> list_runs(int limit) = 0;
+  // list_runs without the job counts (RunRow::jobs, job_count and
+  // jobs_not_ok left zero): what learning reads of each run (its id, state
+  // and kind) without a pass over every job of each (a service's run holds
+  // 100,000). This default counts them all the same.
+  virtual Result<std::vector<RunRow>> list_run_rows(int limit) { return list_runs(limit); }
   // `run_id` 0 means the most recent run.
   virtual Result<RunRecord> run_record(int64_t run_id, MetricSteps steps, Samples samples) = 0;
   Result<RunRecord> run_record(int64_t run_id, MetricSteps steps) {
@@ -223,14 +228,15 @@ class RunReader {
   // RunFactsKeeper), so that none of them reads the whole run. These defaults
   // read the whole run and keep the part asked for; RunStore reads only it.
   //
-  // Run `run_id`'s row alone (0: the most recent run).
+  // Run `run_id`'s row alone (0: the most recent run); its job counts may be
+  // left zero (RunStore leaves them).
   virtual Result<RunRow> run_row(int64_t run_id);
   // Run `run_id`'s jobs with an id above `after_id`, by id, with their id,
   // state, device, start and end only.
   virtual Result<std::vector<JobRow>> job_ends(int64_t run_id, int64_t after_id);
   // Run `run_id` with only the jobs whose lifetime meets [from_ms, to_ms]
   // (started by `to_ms`, not ended before `from_ms`), their events, no metric
-  // steps and no samples.
+  // steps and no samples; its row's job counts may be left zero.
   virtual Result<RunRecord> run_window(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms);
   // for_each_sample of only the samples taken in [from_ms, to_ms].
   virtual Status for_each_sample_between(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms,

@@ -175,9 +175,19 @@ Result<std::vector<int64_t>> RunStore::mark_stale_runs(
   if (!tx.ok()) return tx.error().with_context("marking runs of a colo that stopped");
 
   // The run ended, as far as anyone can tell, at the last thing it recorded.
+  // Its GPUs' last samples each by a seek in the index (run, device, time),
+  // the GPUs found by seeks too: a service's run holds millions of samples.
   auto last_time = Statement::prepare(db, path_, R"sql(
       SELECT max(t) FROM (
-        SELECT max(time_ms) AS t FROM device_samples WHERE run_id = ?1
+        SELECT max(s.t) AS t FROM (
+          WITH RECURSIVE d(device) AS (
+            SELECT (SELECT min(device) FROM device_samples WHERE run_id = ?1)
+            UNION ALL
+            SELECT (SELECT min(device) FROM device_samples WHERE run_id = ?1 AND device > d.device)
+            FROM d WHERE d.device IS NOT NULL)
+          SELECT (SELECT max(time_ms) FROM device_samples WHERE run_id = ?1 AND device = d.device)
+                 AS t
+          FROM d WHERE d.device IS NOT NULL) s
         UNION ALL SELECT max(time_ms) FROM process_samples WHERE run_id = ?1
         UNION ALL SELECT max(e.time_ms) FROM job_events e JOIN jobs j ON e.job_id = j.id
                   WHERE j.run_id = ?1
@@ -630,6 +640,15 @@ Status RunStore::count_jobs(RunRow& run) {
 namespace {}  // namespace
 
 Result<std::vector<RunRow>> RunStore::list_runs(int limit) {
+  Result<std::vector<RunRow>> runs = list_run_rows(limit);
+  if (!runs.ok()) return runs;
+  for (RunRow& run : *runs) {
+    if (Status counted = count_jobs(run); !counted.ok()) return counted.error();
+  }
+  return runs;
+}
+
+Result<std::vector<RunRow>> RunStore::list_run_rows(int limit) {
   auto select = Statement::prepare(
       db_.get(), path_,
       fmt::format("SELECT {} FROM runs r ORDER BY r.id DESC LIMIT ?", kRunColumns));
@@ -643,13 +662,10 @@ Result<std::vector<RunRow>> RunStore::list_runs(int limit) {
     return OkStatus();
   });
   if (!read.ok()) return read.error();
-  for (RunRow& run : runs) {
-    if (Status counted = count_jobs(run); !counted.ok()) return counted.error();
-  }
   return runs;
 }
 
-Result<RunRow> RunStore::read_run(int64_t run_id) {
+Result<RunRow> RunStore::read_run(int64_t run_id, bool with_counts) {
   std::string sql =
       run_id == 0 ? fmt::format("SELECT {} FROM runs r ORDER BY r.id DESC LIMIT 1", kRunColumns)
                   : fmt::format("SELECT {} FROM runs r WHERE r.id = ?", kRunColumns);
@@ -667,7 +683,7 @@ Result<RunRow> RunStore::read_run(int64_t run_id) {
         fmt::format("{} has no run #{}; `colo runs` lists the runs it holds", path_, run_id));
   }
   Result<RunRow> run = run_from_row(*select);
-  if (!run.ok()) return run;
+  if (!run.ok() || !with_counts) return run;
   if (Status counted = count_jobs(*run); !counted.ok()) return counted.error();
   return run;
 }
@@ -935,7 +951,7 @@ Result<std::vector<JobRow>> RunStore::job_ends(int64_t run_id, int64_t after_id)
 Result<RunRecord> RunStore::run_window(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms) {
   const ReadSnapshot snapshot(db_.get());
   RunRecord record;
-  Result<RunRow> run = read_run(run_id);
+  Result<RunRow> run = read_run(run_id, /*with_counts=*/false);
   if (!run.ok()) return run.error();
   record.run = std::move(*run);
   Result<std::vector<DeviceInfo>> devices = run_devices(record.run.id);
@@ -1006,7 +1022,57 @@ namespace {
 Status read_device_samples(sqlite3* db, const std::string& path, int64_t run_id, bool by_device,
                            bool all_fields, const std::function<void(const DeviceSample&)>& each,
                            UnixMillis from_ms = std::numeric_limits<UnixMillis>::min(),
-                           UnixMillis to_ms = std::numeric_limits<UnixMillis>::max()) {
+                           UnixMillis to_ms = std::numeric_limits<UnixMillis>::max());
+
+// read_device_samples by device of only the samples taken in [from_ms,
+// to_ms]: one range of the index (run, device, time) per device the run
+// sampled, each found by a seek, so that what is read is the window's, not
+// every sample of the run (a service's run holds millions, and its facts
+// are kept a window at a time: analysis/stored.h).
+Status read_device_samples_between(sqlite3* db, const std::string& path, int64_t run_id,
+                                   UnixMillis from_ms, UnixMillis to_ms,
+                                   const std::function<void(const DeviceSample&)>& each) {
+  auto next_device = Statement::prepare(db, path, R"sql(
+      SELECT min(device) FROM device_samples WHERE run_id = ?1 AND device > ?2)sql");
+  if (!next_device.ok()) return next_device.error();
+  auto select = Statement::prepare(db, path, R"sql(
+      SELECT time_ms, device, sm_active_pct, gpu_util_pct, memory_used_bytes, power_w, energy_mj
+      FROM device_samples WHERE run_id = ?1 AND device = ?2 AND time_ms BETWEEN ?3 AND ?4
+      ORDER BY time_ms)sql");
+  if (!select.ok()) return select.error();
+  int64_t after = std::numeric_limits<int64_t>::min();
+  while (true) {
+    next_device->reset();
+    next_device->bind(1, run_id).bind(2, after);
+    std::optional<int64_t> device;
+    Status found = next_device->for_each_row([&]() -> Status {
+      device = next_device->opt_int64_at(0);
+      return OkStatus();
+    });
+    if (!found.ok()) return found;
+    if (!device) return OkStatus();
+    after = *device;
+    select->reset();
+    select->bind(1, run_id).bind(2, *device).bind(3, from_ms).bind(4, to_ms);
+    Status read = select->for_each_row([&]() -> Status {
+      DeviceSample s;
+      s.time_ms = select->int64_at(0);
+      s.device = static_cast<int>(select->int64_at(1));
+      s.sm_active_pct = select->opt_double_at(2);
+      s.gpu_util_pct = select->opt_double_at(3);
+      s.memory_used_bytes = select->opt_uint64_at(4);
+      s.power_w = select->opt_double_at(5);
+      s.energy_mj = select->opt_uint64_at(6);
+      each(s);
+      return OkStatus();
+    });
+    if (!read.ok()) return read;
+  }
+}
+
+Status read_device_samples(sqlite3* db, const std::string& path, int64_t run_id, bool by_device,
+                           bool all_fields, const std::function<void(const DeviceSample&)>& each,
+                           UnixMillis from_ms, UnixMillis to_ms) {
   auto select = Statement::prepare(
       db, path,
       fmt::format(R"sql(
@@ -1082,9 +1148,8 @@ Status RunStore::for_each_sample(int64_t run_id, SampleSink& sink) {
 Status RunStore::for_each_sample_between(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms,
                                          SampleSink& sink) {
   const ReadSnapshot snapshot(db_.get());
-  Status devices = read_device_samples(
-      db_.get(), path_, run_id, /*by_device=*/true, /*all_fields=*/false,
-      [&](const DeviceSample& s) { sink.add(s); }, from_ms, to_ms);
+  Status devices = read_device_samples_between(db_.get(), path_, run_id, from_ms, to_ms,
+                                               [&](const DeviceSample& s) { sink.add(s); });
   if (!devices.ok()) return devices;
   return read_process_samples(
       db_.get(), path_, run_id, [&](const ProcessSampleRow& r) { sink.add(r); }, from_ms, to_ms);

@@ -414,12 +414,13 @@ class RunStore : public RunReader {
 
   // RunReader: newest first; every row of one run; its exclusive baseline.
   Result<std::vector<RunRow>> list_runs(int limit) override;
+  Result<std::vector<RunRow>> list_run_rows(int limit) override;
   using RunReader::run_record;
   Result<RunRecord> run_record(int64_t run_id, MetricSteps steps, Samples samples) override;
   Status for_each_sample(int64_t run_id, SampleSink& sink) override;
   Result<std::optional<int64_t>> exclusive_baseline(const RunRow& run) override;
   // RunReader: only the rows asked for (indexed reads).
-  Result<RunRow> run_row(int64_t run_id) override { return run(run_id); }
+  Result<RunRow> run_row(int64_t run_id) override { return read_run(run_id, false); }
   Result<std::vector<JobRow>> job_ends(int64_t run_id, int64_t after_id) override;
   Result<RunRecord> run_window(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms) override;
   Status for_each_sample_between(int64_t run_id, UnixMillis from_ms, UnixMillis to_ms,
@@ -596,7 +597,8 @@ class RunStore : public RunReader {
   Result<std::vector<int64_t>> mark_stale_runs(const std::function<bool(pid_t)>& is_alive,
                                                UnixMillis now_ms,
                                                const std::optional<std::string>& only_host);
-  Result<RunRow> read_run(int64_t run_id);
+  // `with_counts` false: its job counts left zero (RunReader::run_row).
+  Result<RunRow> read_run(int64_t run_id, bool with_counts = true);
   // Sets run.jobs (and job_count, jobs_not_ok) by the rule of jobs/job_outcome.h.
   Status count_jobs(RunRow& run);
   // Sets sub.outcomes from its service jobs, by the same rule.

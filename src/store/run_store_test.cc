@@ -494,6 +494,102 @@ TEST(StaleRunTest, MarksRunsOfDeadColoProcessesInterrupted) {
   EXPECT_THAT(asked, ElementsAre(222));
 }
 
+// A dead colo's run ends at the last thing it recorded, whichever it is: a
+// sample of any of its GPUs (each GPU's last found by a seek), a process
+// sample, a progress event or a job's start or end; another run's never.
+TEST(StaleRunTest, ARunEndsAtTheLastThingItRecordedWhateverItIs) {
+  struct Case {
+    std::string name;
+    std::vector<std::pair<int, int64_t>> device_samples;  // (GPU, ms after kT0)
+    std::optional<int64_t> process_sample;
+    std::optional<int64_t> event;
+    std::optional<int64_t> job_end;
+    int64_t ended;  // ms after kT0
+  };
+  const std::vector<Case> cases = {
+      {"a later GPU's sample", {{0, 4000}, {3, 9000}, {7, 2000}}, 3000, 3500, 3000, 9000},
+      {"the first GPU's sample", {{0, 9500}, {3, 9000}, {7, 2000}}, 3000, 3500, 3000, 9500},
+      {"a process sample", {{2, 4000}}, 8000, 3500, 3000, 8000},
+      {"an event", {{2, 4000}}, std::nullopt, 8500, 3000, 8500},
+      {"a job's end", {}, std::nullopt, std::nullopt, 7000, 7000},
+      {"a job's start", {}, std::nullopt, std::nullopt, std::nullopt, 1000},
+  };
+  for (const Case& c : cases) {
+    auto store = open_memory();
+    NewRun dead = make_run("mps", kT0);
+    dead.colo_pid = 111;
+    auto run = store->begin_run(dead);
+    ASSERT_TRUE(run.ok());
+    auto jobs = store->add_jobs(*run, {make_job("x", {"x"})}, {}, kT0);
+    ASSERT_TRUE(jobs.ok());
+    ASSERT_TRUE(store->job_started((*jobs)[0], 5, 0, kT0 + 1000).ok());
+    if (c.job_end) {
+      ASSERT_TRUE(
+          store->job_finished((*jobs)[0], exit_with(JobState::kOk, 0), kT0 + *c.job_end, 0).ok());
+    }
+    std::vector<DeviceSample> devices;
+    for (const auto& [device, t] : c.device_samples) {
+      for (int64_t at : {t - 500, t}) {
+        DeviceSample d;
+        d.device = device;
+        d.time_ms = kT0 + at;
+        devices.push_back(d);
+      }
+    }
+    std::vector<ProcessSampleRow> processes;
+    if (c.process_sample)
+      processes.push_back(process(kT0 + *c.process_sample, 5, (*jobs)[0], kGiB));
+    ASSERT_TRUE(store->add_samples(*run, devices, processes).ok());
+    if (c.event)
+      ASSERT_TRUE(store->add_job_events({{(*jobs)[0], epoch_end(kT0 + *c.event, 1, 10)}}).ok());
+    // Another run, alive, recorded later on every count.
+    NewRun alive = make_run("mps", kT0);
+    alive.colo_pid = 222;
+    auto other = store->begin_run(alive);
+    ASSERT_TRUE(other.ok());
+    DeviceSample late;
+    late.device = 3;
+    late.time_ms = kT0 + 50'000;
+    ASSERT_TRUE(store->add_samples(*other, {late}, {}).ok());
+
+    auto marked =
+        store->mark_stale_runs_interrupted([](pid_t pid) { return pid == 222; }, kT0 + 60'000);
+    ASSERT_TRUE(marked.ok()) << marked.error().message();
+    EXPECT_THAT(*marked, ElementsAre(*run)) << c.name;
+    auto row = store->run(*run);
+    ASSERT_TRUE(row.ok());
+    EXPECT_EQ(row->ended_ms, kT0 + c.ended) << c.name;
+  }
+}
+
+// The runs' rows without their job counts: list_runs' rows otherwise.
+TEST(StaleRunTest, RunRowsAreListedWithoutTheirJobCounts) {
+  auto store = open_memory();
+  for (int k = 0; k < 3; ++k) {
+    auto run = store->begin_run(make_run(k == 1 ? "naive" : "mps", kT0 + k));
+    ASSERT_TRUE(run.ok());
+    ASSERT_TRUE(store->add_jobs(*run, {make_job("x", {"x"}), make_job("y", {"y"})}, {}, kT0).ok());
+  }
+  for (int limit : {0, 1, 2, 5}) {
+    auto counted = store->list_runs(limit);
+    auto rows = store->list_run_rows(limit);
+    ASSERT_TRUE(counted.ok() && rows.ok());
+    ASSERT_EQ(rows->size(), counted->size()) << limit;
+    for (size_t i = 0; i < rows->size(); ++i) {
+      EXPECT_EQ((*counted)[i].job_count, 2) << limit;
+      EXPECT_EQ((*rows)[i].job_count, 0) << limit;
+      EXPECT_EQ((*rows)[i].id, (*counted)[i].id);
+      EXPECT_EQ((*rows)[i].mechanism, (*counted)[i].mechanism);
+      EXPECT_EQ((*rows)[i].state, (*counted)[i].state);
+      EXPECT_EQ((*rows)[i].started_ms, (*counted)[i].started_ms);
+    }
+  }
+  auto row = store->run_row(0);
+  ASSERT_TRUE(row.ok());
+  EXPECT_EQ(row->job_count, 0);
+  EXPECT_EQ(row->mechanism, "mps");
+}
+
 // colo runs/show/report read a store even when they cannot write it: here a
 // writer holds the lock while a dead colo's run waits to be marked.
 TEST(StoreAccessTest, AReaderFallsBackToReadOnlyWhenItCannotWrite) {
@@ -708,6 +804,74 @@ TEST(RunStoreThinning, KeepsEachGpusFirstSampleAndEachProcesssLargestPerSpan) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, 0);
   EXPECT_FALSE(store->thin_samples(*run, kT0, kT0 + 6000, 0).ok());
+}
+
+// Collects what a SampleSink is handed: (device, time) of each device
+// sample, time of each process sample, in order.
+class CollectingSink : public SampleSink {
+ public:
+  void add(const DeviceSample& s) override { devices.emplace_back(s.device, s.time_ms - kT0); }
+  void add(const ProcessSampleRow& r) override { processes.push_back(r.sample.time_ms - kT0); }
+  std::vector<std::pair<int, int64_t>> devices;
+  std::vector<int64_t> processes;
+};
+
+// The samples of a window, read a range of the index per device: what the
+// whole run's samples hold in that window, in the same order (device by
+// device, each oldest first), other runs' never.
+TEST(RunStoreSamplesBetween, AWindowGivesWhatTheWholeRunHoldsInIt) {
+  auto store = open_memory();
+  auto other = store->begin_run(make_run("naive", kT0));
+  auto run = store->begin_run(make_run("naive", kT0));
+  ASSERT_TRUE(other.ok() && run.ok());
+  std::vector<DeviceSample> devices;
+  std::vector<ProcessSampleRow> processes;
+  for (int k = 0; k < 10; ++k) {  // every second for 10 s, on GPUs 0, 2 and 5; 5 stops at 4 s
+    const UnixMillis t = kT0 + 1000 * static_cast<int64_t>(k);
+    for (int d : {5, 0, 2}) {
+      if (d == 5 && k > 4) continue;
+      DeviceSample s;
+      s.time_ms = t;
+      s.device = d;
+      s.sm_active_pct = k;
+      devices.push_back(s);
+    }
+    processes.push_back(process(t, 100, std::nullopt, kGiB));
+  }
+  ASSERT_TRUE(store->add_samples(*run, devices, processes).ok());
+  DeviceSample elsewhere;  // another run's, on a GPU this run has no sample of
+  elsewhere.time_ms = kT0 + 3000;
+  elsewhere.device = 1;
+  ASSERT_TRUE(store->add_samples(*other, {elsewhere}, {}).ok());
+
+  CollectingSink whole;
+  ASSERT_TRUE(store->for_each_sample(*run, whole).ok());
+  struct Case {
+    int64_t from;
+    int64_t to;
+  };
+  const std::vector<Case> cases = {
+      {0, 9000}, {3000, 3000}, {2500, 6500}, {5000, 9000}, {-5000, -1}, {9001, 20000}, {-100, 0},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::pair<int, int64_t>> expected_devices;
+    for (const auto& d : whole.devices) {
+      if (d.second >= c.from && d.second <= c.to) expected_devices.push_back(d);
+    }
+    std::vector<int64_t> expected_processes;
+    for (int64_t t : whole.processes) {
+      if (t >= c.from && t <= c.to) expected_processes.push_back(t);
+    }
+    CollectingSink window;
+    ASSERT_TRUE(store->for_each_sample_between(*run, kT0 + c.from, kT0 + c.to, window).ok());
+    EXPECT_EQ(window.devices, expected_devices) << c.from << ".." << c.to;
+    EXPECT_EQ(window.processes, expected_processes) << c.from << ".." << c.to;
+  }
+  CollectingSink all;
+  ASSERT_TRUE(store->for_each_sample_between(*run, kT0, kT0 + 9000, all).ok());
+  EXPECT_EQ(all.devices.size(), 25U);
+  EXPECT_EQ(all.devices.front(), std::make_pair(0, int64_t{0}));
+  EXPECT_EQ(all.devices.back(), std::make_pair(5, int64_t{4000}));
 }
 
 }  // namespace
