@@ -21,6 +21,7 @@
 #include "run/log_layout.h"
 #include "serve/sample_thinning.h"
 #include "serve/service.h"
+#include "store/store_file.h"
 
 namespace colo {
 namespace {
@@ -142,7 +143,7 @@ void serve_until_stopped(SocketServer& server, Service& service, RunEngine& engi
     if (now >= next_publish) {
       if (!service.halted()) {
         std::string why = ctx.store.file_damage();
-        if (!why.empty() && !damage_seen.empty()) service.halt(why);
+        if (store_damage_confirmed(damage_seen, why)) service.halt(why);
         damage_seen = why;
       }
       if (!service.halted() && now >= next_quick_check) {

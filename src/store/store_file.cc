@@ -142,4 +142,8 @@ std::string store_file_damage(int fd, const std::string& path) {
   return "";
 }
 
+bool store_damage_confirmed(const std::string& before, const std::string& now) {
+  return !now.empty() && now == before;
+}
+
 }  // namespace colo

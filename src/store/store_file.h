@@ -51,4 +51,12 @@ Result<UniqueFd> hold_store_file(const std::string& path);
 // only, never opening the file again.
 std::string store_file_damage(int fd, const std::string& path);
 
+// Whether two consecutive store_file_damage() verdicts, `before` then `now`,
+// confirm damage: the same verdict twice. A checkpoint that extends the file
+// (colo's own, or another process's on the same store) writes page 1, whose
+// header counts the new pages, before the pages past the old end: for that
+// while the file is shorter than its header says, but it grows, so the
+// verdict (which names the size) changes from one check to the next.
+bool store_damage_confirmed(const std::string& before, const std::string& now);
+
 }  // namespace colo

@@ -83,6 +83,33 @@ INSTANTIATE_TEST_SUITE_P(
                    "no longer SQLite's schema table"}),
     [](const auto& info) { return info.param.name; });
 
+// A store whose file is shorter than its header counts is damaged only if it
+// stays so: a checkpoint extending the file writes the header first and
+// grows the file after (seen beside a service: a history written into its
+// store by another process halted it as "truncated").
+TEST(StoreFile, DamageIsConfirmedByTheSameVerdictTwiceNotByAGrowingFile) {
+  testing::TempDir dir("colo_store_file_test");
+  ASSERT_FALSE(dir.path().empty());
+  const std::string path = dir.path() + "/runs.db";
+  Result<UniqueFd> held = hold_store_file(path);
+  ASSERT_TRUE(held.ok()) << held.error().message();
+  {
+    Result<SqliteDb> db = open_store_writable(path, true);
+    ASSERT_TRUE(db.ok()) << db.error().message();
+  }
+  ASSERT_EQ(::truncate(path.c_str(), 200), 0);
+  const std::string first = store_file_damage(held->get(), path);
+  ASSERT_THAT(first, HasSubstr("where its header counts"));
+  ASSERT_EQ(::truncate(path.c_str(), 300), 0);  // growing, as under a checkpoint
+  const std::string growing = store_file_damage(held->get(), path);
+  EXPECT_FALSE(store_damage_confirmed(first, growing));
+  EXPECT_TRUE(store_damage_confirmed(growing, store_file_damage(held->get(), path)));
+  EXPECT_FALSE(store_damage_confirmed("", ""));
+  EXPECT_FALSE(store_damage_confirmed("", "was deleted under the service"));
+  EXPECT_TRUE(
+      store_damage_confirmed("was deleted under the service", "was deleted under the service"));
+}
+
 TEST(StoreFile, AnInvalidDescriptorHasNoDamageToTell) {
   EXPECT_EQ(store_file_damage(-1, "/nonexistent/runs.db"), "");
 }
