@@ -15,11 +15,14 @@
 # every SAMPLE_S seconds (default 10) for IDLE_S seconds from the moment the
 # submission returned, into rss.tsv: VmRSS (/proc/PID/status) beside two
 # independent readings of the same figure, the sum of Rss over
-# /proc/PID/smaps and ps's RSS; table.md then gives the first, peak and last.
+# /proc/PID/smaps and ps's RSS; table.md then gives the first (the
+# submission's own memory, before the service's next look at its heap), the
+# peak of the others, the last, and the process's peak (VmHWM).
 #
 #   bench/scale-serve.sh OUTPUT_DIR   (COLO=path/to/colo, default build-release/colo;
 #                                      POINTS=10000, SIM_GPUS=64, CPU=1: the service's core;
-#                                      IDLE_S=600 SAMPLE_S=10: the idle-memory case)
+#                                      IDLE_S=600 SAMPLE_S=10: the idle-memory case;
+#                                      JOB_S=3600: how long each point sleeps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COLO="$(realpath "${COLO:-build-release/colo}")"
@@ -42,7 +45,7 @@ seeds=$(seq -s, 0 $((points / 10 - 1)))
 cat >"$work/sweep.toml" <<EOF
 [[job]]
 name = "sweep"
-command = ["sleep", "3600", "{lr}", "{seed}"]
+command = ["sleep", "${JOB_S:-3600}", "{lr}", "{seed}"]
 grid = { lr = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], seed = [$seeds] }
 gpu_memory = "100GiB"
 EOF
@@ -87,16 +90,18 @@ if [ -n "${IDLE_S:-}" ]; then
 import json, sys
 d = json.load(sys.stdin)
 print(sum(1 for j in d.get("jobs", []) if j.get("state") == "running"))' 2>/dev/null || echo 0)
-  awk -F'\t' -v running="$running" -v gpus="$gpus" -v idle="$IDLE_S" 'NR > 1 {
-      if (NR == 2) first = $2
+  hwm=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$pid/status")
+  awk -F'\t' -v running="$running" -v gpus="$gpus" -v hwm="$hwm" 'NR == 2 { first = $2 }
+    NR > 2 {
       if ($2 > peak) { peak = $2; peak_at = $1 }
       last = $2; last_at = $1; smaps = $3; ps = $4 }
     END {
       print "| figure | measured | target |"
       print "|---|---|---|"
-      printf "| RSS just after the submission | %d MB | - |\n", first
-      printf "| peak RSS over %d s, no client | %d MB (at %d s) | under 100 MB |\n", idle, peak, peak_at
+      printf "| RSS as the submission returned (0 s) | %d MB | - |\n", first
+      printf "| peak RSS from the next sample to %d s, no client | %d MB (at %d s) | under 100 MB |\n", last_at, peak, peak_at
       printf "| last RSS (at %d s): VmRSS, smaps, ps | %d, %d, %d MB | under 100 MB |\n", last_at, last, smaps, ps
+      printf "| the process'"'"'s peak RSS (VmHWM), the submission included | %d MB | - |\n", hwm
       printf "| jobs running at the end | %d of %d GPUs | all |\n", running, gpus
     }' "$OUT_DIR/rss.tsv" | tee "$OUT_DIR/table.md"
   exit 0
