@@ -86,12 +86,13 @@ if [ -n "${IDLE_S:-}" ]; then
     echo -e "$now\t$(mb "$vm")\t$(mb "$sm")\t$(mb "$ps_rss")" | tee -a "$OUT_DIR/rss.tsv"
     next=$((next + ${SAMPLE_S:-10}))
   done
-  running=$("$COLO" queue --json 2>/dev/null | python3 -c '
+  read -r running queued < <("$COLO" queue --json 2>/dev/null | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-print(sum(1 for j in d.get("jobs", []) if j.get("state") == "running"))' 2>/dev/null || echo 0)
+print(sum(1 for j in d.get("jobs", []) if j.get("state") == "running"), d.get("queued_total", 0))' \
+    2>/dev/null || echo 0 0)
   hwm=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$pid/status")
-  awk -F'\t' -v running="$running" -v gpus="$gpus" -v hwm="$hwm" 'NR == 2 { first = $2 }
+  awk -F'\t' -v running="$running" -v gpus="$gpus" -v hwm="$hwm" -v ended=$((points - queued - running)) 'NR == 2 { first = $2 }
     NR > 2 {
       if ($2 > peak) { peak = $2; peak_at = $1 }
       last = $2; last_at = $1; smaps = $3; ps = $4 }
@@ -103,6 +104,7 @@ print(sum(1 for j in d.get("jobs", []) if j.get("state") == "running"))' 2>/dev/
       printf "| last RSS (at %d s): VmRSS, smaps, ps | %d, %d, %d MB | under 100 MB |\n", last_at, last, smaps, ps
       printf "| the process'"'"'s peak RSS (VmHWM), the submission included | %d MB | - |\n", hwm
       printf "| jobs running at the end | %d of %d GPUs | all |\n", running, gpus
+      printf "| jobs ended by the end | %d | - |\n", ended
     }' "$OUT_DIR/rss.tsv" | tee "$OUT_DIR/table.md"
   exit 0
 fi
