@@ -34,7 +34,7 @@ constexpr int64_t kStoreRetryMs = 60'000;
 // large submission or the passes after it freed, within a second of it, and
 // the pages that malloc's reuse brings back over the minutes after. The
 // bound: at each look, the service's resident memory is at most what is in
-// use, plus that floor, plus 8 MB (with 10,000 jobs queued on 64 GPUs, 81 MB
+// use, plus that floor, plus 8 MB (with 10,000 jobs queued on 64 GPUs, 85 MB
 // in use; issue 59).
 constexpr size_t kHeapSlackBytes = size_t{8} << 20;
 // How often the jobs that ended are derived and kept (RunFactsKeeper).
