@@ -1,26 +1,61 @@
 #include "common/heap.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <utility>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 namespace colo {
+namespace {
+
+size_t slack_of(const HeapReading& r) {
+  return r.resident_anon_bytes > r.in_use_bytes ? r.resident_anon_bytes - r.in_use_bytes : 0;
+}
+
+void trim_heap() {
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+}
+
+}  // namespace
+
+HeapReading read_heap() {
+  HeapReading r;
+#if defined(__GLIBC__)
+  // statm: size resident shared text lib data dt, in pages; "shared" is the
+  // resident file-backed pages (the binary, the libraries).
+  if (FILE* statm = std::fopen("/proc/self/statm", "re")) {
+    unsigned long size = 0, resident = 0, shared = 0;
+    if (std::fscanf(statm, "%lu %lu %lu", &size, &resident, &shared) == 3 && resident > shared)
+      r.resident_anon_bytes = (resident - shared) * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    std::fclose(statm);
+  }
+  const struct mallinfo2 info = ::mallinfo2();
+  r.in_use_bytes = info.uordblks + info.hblkhd;
+#endif
+  return r;
+}
+
+HeapTrimmer::HeapTrimmer(size_t slack_bytes) : HeapTrimmer(slack_bytes, read_heap, trim_heap) {}
+
+HeapTrimmer::HeapTrimmer(size_t slack_bytes, Read read, Trim trim)
+    : slack_bytes_(slack_bytes), read_(std::move(read)), trim_(std::move(trim)) {}
 
 bool HeapTrimmer::maybe_trim() {
-#if defined(__GLIBC__)
-  const size_t free_bytes = ::mallinfo2().fordblks;
-  if (free_bytes <= free_after_trim_ + slack_bytes_) {
-    free_after_trim_ = std::min(free_after_trim_, free_bytes);
+  const size_t slack = slack_of(read_());
+  if (slack <= floor_ + slack_bytes_) {
+    floor_ = std::min(floor_, slack);
     return false;
   }
-  ::malloc_trim(0);
-  free_after_trim_ = ::mallinfo2().fordblks;
+  trim_();
+  floor_ = slack_of(read_());
   return true;
-#else
-  return false;
-#endif
 }
 
 }  // namespace colo

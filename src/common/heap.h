@@ -2,27 +2,58 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 
 namespace colo {
 
-// Gives the heap's free pages back to the kernel (glibc's malloc_trim) after
-// a burst of work freed much, so that it leaves the resident set. glibc keeps
-// freed memory for reuse, and a fragmented heap cannot shrink from its top:
-// with 10,000 jobs just queued, colo serve's RSS fell from 168 MB to 96 MB
-// when trimmed. A no-op where the C library is not glibc's.
+// One look at the heap: what of the process's memory is resident and
+// anonymous (its heap, stacks and other private mappings), and how much of
+// it malloc has handed out.
+struct HeapReading {
+  size_t resident_anon_bytes = 0;  // /proc/self/statm: resident less file-backed
+  size_t in_use_bytes = 0;         // mallinfo2: uordblks + hblkhd
+};
+
+// This process's heap as it is now (zeros where the C library is not glibc's).
+HeapReading read_heap();
+
+// Gives the heap's free pages back to the kernel (glibc's malloc_trim) once
+// more of them are resident than a bound, so that what the process once
+// needed does not stay in its resident set. glibc keeps freed memory for
+// reuse, and a fragmented heap cannot shrink from its top: with 10,000 jobs
+// just queued, colo serve's RSS fell from 168 MB to 96 MB when trimmed; and
+// pages given back come back one by one as malloc reuses their free chunks,
+// so that a heap trimmed once climbs back over minutes (issue 59: 95 to
+// 111 MB) unless it is trimmed again.
+//
+// The bound: right after each maybe_trim(), the resident bytes not in use
+// (`resident_anon_bytes - in_use_bytes`, the slack) are at most the floor
+// plus `slack_bytes`, where the floor is the least slack seen since the last
+// trim (at first 0): what trimming cannot give back (stacks, partly used
+// pages, malloc's headers). Trimming again when the floor alone exceeds the
+// bound would give nothing back, so it waits for `slack_bytes` more.
+// Not thread-safe; the reader and the trimmer it is given are its to call.
 class HeapTrimmer {
  public:
-  explicit HeapTrimmer(size_t slack_bytes) : slack_bytes_(slack_bytes) {}
+  using Read = std::function<HeapReading()>;
+  using Trim = std::function<void()>;
 
-  // Trims when the heap's free bytes grew by more than the slack since the
-  // last trim (trimmed pages stay free chunks, so that an idle heap is not
-  // trimmed again and again); true when it did. Looking walks the free lists
-  // (mallinfo2); trimming takes milliseconds.
+  // This process's heap (read_heap, malloc_trim); a no-op where the C library
+  // is not glibc's.
+  explicit HeapTrimmer(size_t slack_bytes);
+  // Another heap, as `read` sees it, trimmed by `trim` (tests).
+  HeapTrimmer(size_t slack_bytes, Read read, Trim trim);
+
+  // Trims when the slack exceeds the floor by more than `slack_bytes`; true
+  // when it did. Looking reads /proc/self/statm and walks malloc's free lists
+  // (mallinfo2): tens of microseconds; trimming takes milliseconds.
   bool maybe_trim();
 
  private:
   size_t slack_bytes_;
-  size_t free_after_trim_ = 0;
+  Read read_;
+  Trim trim_;
+  size_t floor_ = 0;
 };
 
 }  // namespace colo

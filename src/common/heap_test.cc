@@ -5,10 +5,87 @@
 
 #include <fstream>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace colo {
 namespace {
+
+constexpr size_t kMB = size_t{1} << 20;
+
+// A heap whose trim gives back every resident byte not in use but `stuck`.
+struct FakeHeap {
+  size_t resident = 0;
+  size_t in_use = 0;
+  size_t stuck = 0;
+  int trims = 0;
+};
+
+struct Look {
+  size_t resident_mb;
+  size_t in_use_mb;
+  bool trims;
+  size_t resident_after_mb;  // what the fake holds once maybe_trim() returned
+};
+
+struct TrimCase {
+  std::string name;
+  size_t slack_mb;
+  size_t stuck_mb;
+  std::vector<Look> looks;
+};
+
+TEST(HeapTrimmer, TrimsWhenTheResidentSlackExceedsTheFloorByTheBound) {
+  const std::vector<TrimCase> cases = {
+      {"slack within the bound: left alone", 8, 0, {{85, 80, false, 85}, {88, 80, false, 88}}},
+      {"slack over the bound: trimmed once, not again while nothing was freed",
+       8,
+       2,
+       {{100, 80, true, 82}, {82, 80, false, 82}, {83, 81, false, 83}}},
+      {"pages coming back climb to the bound, then are trimmed again",
+       8,
+       2,
+       {{100, 80, true, 82}, {90, 80, false, 90}, {91, 80, true, 82}}},
+      {"what trimming cannot give back raises the floor, and the bound is above it",
+       8,
+       12,
+       {{120, 80, true, 92}, {99, 80, false, 99}, {100, 80, false, 100}, {101, 80, true, 92}}},
+      {"the floor falls with the slack",
+       8,
+       12,
+       {{120, 80, true, 92}, {83, 80, false, 83}, {91, 80, false, 91}, {92, 80, true, 92}}},
+      {"more in use than resident (pages not yet touched) is no slack",
+       8,
+       0,
+       {{70, 80, false, 70}, {85, 80, false, 85}}},
+      {"a zero bound trims whenever anything above the floor is resident",
+       0,
+       1,
+       {{82, 80, true, 81}, {81, 80, false, 81}, {82, 80, true, 81}}},
+  };
+  for (const TrimCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    FakeHeap heap;
+    heap.stuck = c.stuck_mb * kMB;
+    HeapTrimmer trimmer(
+        c.slack_mb * kMB,
+        [&heap] {
+          return HeapReading{heap.resident, heap.in_use};
+        },
+        [&heap] {
+          ++heap.trims;
+          heap.resident = std::min(heap.resident, heap.in_use + heap.stuck);
+        });
+    for (size_t i = 0; i < c.looks.size(); ++i) {
+      const Look& look = c.looks[i];
+      SCOPED_TRACE("look " + std::to_string(i));
+      heap.resident = look.resident_mb * kMB;
+      heap.in_use = look.in_use_mb * kMB;
+      EXPECT_EQ(trimmer.maybe_trim(), look.trims);
+      EXPECT_EQ(heap.resident / kMB, look.resident_after_mb);
+    }
+  }
+}
 
 // Resident pages of this process, from /proc/self/statm.
 long resident_bytes() {
@@ -32,19 +109,36 @@ std::unique_ptr<char[]> fill_and_free_below_one_block() {
   return last;
 }
 
-TEST(HeapTrimmer, GivesFreedPagesBackOnceMoreThanTheSlackWasFreed) {
+TEST(HeapTrimmer, GivesFreedPagesBackOnceMoreThanTheSlackIsResident) {
 #if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "trimming is glibc's malloc's (AddressSanitizer brings its own)";
 #endif
   HeapTrimmer lax(size_t{1} << 40);
-  HeapTrimmer trimmer(size_t{16} << 20);
+  HeapTrimmer trimmer(16 * kMB);
   std::unique_ptr<char[]> kept = fill_and_free_below_one_block();
   const long before = resident_bytes();
-  EXPECT_FALSE(lax.maybe_trim()) << "less was freed than its slack";
+  const HeapReading freed = read_heap();
+  EXPECT_GT(freed.resident_anon_bytes, freed.in_use_bytes + 48 * kMB) << "freed, still resident";
+  EXPECT_FALSE(lax.maybe_trim()) << "less is resident than its slack";
   EXPECT_GT(resident_bytes(), before - (long{8} << 20));
   EXPECT_TRUE(trimmer.maybe_trim());
   EXPECT_LT(resident_bytes(), before - (long{32} << 20)) << "most of 64 MB given back";
   EXPECT_FALSE(trimmer.maybe_trim()) << "nothing freed since: no second trim";
+}
+
+TEST(ReadHeap, CountsTouchedBlocksAsInUseAndResident) {
+#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "mallinfo2 is glibc's malloc's (AddressSanitizer brings its own)";
+#endif
+  const HeapReading before = read_heap();
+  std::vector<std::unique_ptr<char[]>> blocks;
+  for (int i = 0; i < 32 * 1024; ++i) {
+    blocks.push_back(std::make_unique<char[]>(1000));
+    for (int j = 0; j < 1000; j += 256) blocks.back()[j] = 1;
+  }
+  const HeapReading after = read_heap();
+  EXPECT_GE(after.in_use_bytes, before.in_use_bytes + 30 * kMB);
+  EXPECT_GE(after.resident_anon_bytes, before.resident_anon_bytes + 30 * kMB);
 }
 
 }  // namespace

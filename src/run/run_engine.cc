@@ -198,6 +198,10 @@ void RunEngine::record_final(JobRuntime& job, const JobExit& exit, UnixMillis en
   // finds the events there too.
   hand_events_to_writer();
   if (job.job.id != 0) ctx_.writer.job_finished(job.job.id, exit, ended_ms, malformed);
+  // An ended job reads no more progress: its reader (1.3 KB and its log
+  // follower's 4 KB) goes, so that a service's ended jobs, which the engine
+  // keeps, do not each hold one (issue 59: about 54 MB at 10,000 ended).
+  job.reader.reset();
   std::string what = fmt::format("{} {}", job.label(), to_string(exit.state));
   if (job.started_ms > 0)
     what += fmt::format(" after {}", format_duration_ms(ended_ms - job.started_ms));

@@ -896,6 +896,9 @@ Status Service::keep_usage() {
 
 std::vector<DeviceSample> Service::recent_samples() const {
   std::vector<DeviceSample> out;
+  size_t n = 0;
+  for (const auto& [device, samples] : engine_.recent_samples()) n += samples.size();
+  out.reserve(n);  // exactly: 64 GPUs' samples are 3 MB, which doubling would leave half empty
   for (const auto& [device, samples] : engine_.recent_samples())
     out.insert(out.end(), samples.begin(), samples.end());
   std::sort(out.begin(), out.end(),
