@@ -388,6 +388,29 @@ TEST(JobQueue, TheHeadIsReservedAndTheOthersGoAroundIt) {
   EXPECT_EQ(q.waiting_reason(4), std::nullopt) << "cancelled: nothing is kept for it";
 }
 
+// Each waiting retry that must run alone keeps the device with the fewest
+// jobs among those not kept yet; new jobs go around every kept one, and
+// around the devices kept for a gang (reserve()).
+TEST(JobQueue, WaitingRetriesAndGangsKeepDevicesFromNewJobs) {
+  JobQueue q({{0, 80 * kGiB, 4}, {1, 80 * kGiB, 4}, {2, 80 * kGiB, 4}, {3, 80 * kGiB, 4}});
+  for (size_t j = 0; j < 7; ++j) q.enqueue(j, std::nullopt);
+  ASSERT_EQ(q.schedule().size(), 7u);  // gpu0-2: two jobs each, gpu3: one (job 3)
+  q.enqueue_front(100, std::nullopt, 0);
+  q.enqueue_front(101, std::nullopt, 0);
+  q.enqueue(7, std::nullopt);
+  q.enqueue(8, std::nullopt);
+  // 101 keeps gpu3 (one job), 100 gpu0 (two, the first of three): the new
+  // jobs take gpu1 and gpu2, not the emptiest.
+  EXPECT_EQ(q.schedule(), (std::vector<Assignment>{{7, 1}, {8, 2}}));
+  q.reserve({1, 2});  // a gang's
+  q.enqueue(9, std::nullopt);
+  EXPECT_EQ(q.schedule(), (std::vector<Assignment>{})) << "every device kept";
+  // gpu3's one job ends: 101 starts there alone; 100 now keeps gpu3 (one
+  // job), so the new job takes gpu0, the one device nothing keeps.
+  q.finished(3);
+  EXPECT_EQ(q.schedule(), (std::vector<Assignment>{{101, 3}, {9, 0}}));
+}
+
 TEST(JobQueue, JobLargerThanEveryGpuIsUnplaceableNotStuck) {
   JobQueue q({{0, 80 * kGiB, 4}});
   q.enqueue(0, 100 * kGiB);
