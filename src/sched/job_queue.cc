@@ -10,7 +10,7 @@ namespace colo {
 
 JobQueue::JobQueue(const std::vector<DeviceSlots>& devices, QosShare qos_share)
     : qos_share_(qos_share) {
-  for (const DeviceSlots& d : devices) devices_.push_back(Device{d, 0, 0, {}});
+  for (const DeviceSlots& d : devices) devices_.push_back(Device{d});
 }
 
 void JobQueue::set_qos(const QosTenant& qos) {
@@ -33,8 +33,7 @@ QosJoin JobQueue::qos_join_at(size_t job, size_t pos) const {
   return qos_join(d.slots.device, d.tenants, qos_of(job), qos_share_);
 }
 
-void JobQueue::place_classed(QosClass qos, std::vector<size_t>& reserved,
-                             std::vector<Assignment>& placed) {
+void JobQueue::place_classed(QosClass qos, Reserved& reserved, std::vector<Assignment>& placed) {
   for (auto it = qos_queued_.begin(); it != qos_queued_.end();) {
     if (qos_of(it->job).qos != qos) {
       ++it;
@@ -66,12 +65,10 @@ void JobQueue::place_classed(QosClass qos, std::vector<size_t>& reserved,
       // Keep it the device with the fewest jobs and no protected job: it drains.
       std::optional<size_t> drain;
       for (size_t i = 0; i < devices_.size(); ++i) {
-        if (devices_[i].protected_jobs > 0 ||
-            std::find(reserved.begin(), reserved.end(), i) != reserved.end())
-          continue;
+        if (devices_[i].protected_jobs > 0 || reserved[i]) continue;
         if (!drain || devices_[i].jobs < devices_[*drain].jobs) drain = i;
       }
-      if (drain) reserved.push_back(*drain);
+      if (drain) reserved[*drain] = 1;
     }
     ++it;
   }
@@ -107,11 +104,11 @@ int JobQueue::running_on(int device) const {
 }
 
 std::optional<size_t> JobQueue::best_device_for(const Entry& entry,
-                                                const std::vector<size_t>& reserved) const {
+                                                const Reserved& reserved) const {
   std::optional<size_t> best;
   for (size_t i = 0; i < devices_.size(); ++i) {
     const Device& d = devices_[i];
-    if (std::find(reserved.begin(), reserved.end(), i) != reserved.end()) continue;
+    if (reserved[i]) continue;
     if (d.jobs >= d.limit()) continue;
     if (entry.max_neighbours && d.jobs > *entry.max_neighbours) continue;
     if (entry.memory_bytes && *entry.memory_bytes > d.free_bytes()) continue;
@@ -134,8 +131,12 @@ void JobQueue::place(const Entry& entry, size_t pos, std::vector<Assignment>& pl
   d.jobs += 1;
   d.claimed_bytes += entry.memory_bytes.value_or(0);
   if (entry.max_neighbours) d.neighbour_limits.insert(*entry.max_neighbours);
-  running_[entry.job] =
-      Placed{pos, entry.memory_bytes.value_or(0), entry.max_neighbours, placements_++};
+  auto [it, added] = running_.try_emplace(entry.job);
+  // A job placed again while running (no caller does) is taken by keep_for()
+  // at its new place alone, as running_ holds it.
+  if (!added) devices_[it->second.device_pos].oldest_first.erase({it->second.order, entry.job});
+  it->second = Placed{pos, entry.memory_bytes.value_or(0), entry.max_neighbours, placements_};
+  d.oldest_first.emplace(placements_++, entry.job);
   placed.push_back(Assignment{entry.job, d.slots.device});
   if (any_qos_) {
     const QosJoin q = qos_join_at(entry.job, pos);
@@ -153,22 +154,17 @@ void JobQueue::place(const Entry& entry, size_t pos, std::vector<Assignment>& pl
 }
 
 std::optional<JobQueue::Kept> JobQueue::keep_for(const Entry& head,
-                                                 const std::vector<size_t>& reserved) const {
+                                                 const Reserved& reserved) const {
   const uint64_t need = head.memory_bytes.value_or(0);
   std::optional<Kept> best;
   for (size_t pos = 0; pos < devices_.size(); ++pos) {
     const Device& d = devices_[pos];
-    if (std::find(reserved.begin(), reserved.end(), pos) != reserved.end() ||
-        need > d.slots.memory_total_bytes)
-      continue;
-    std::vector<std::pair<uint64_t, size_t>> oldest_first;  // (order, job)
-    for (const auto& [job, p] : running_) {
-      if (p.device_pos == pos) oldest_first.emplace_back(p.order, job);
-    }
-    std::sort(oldest_first.begin(), oldest_first.end());
+    if (reserved[pos] || need > d.slots.memory_total_bytes) continue;
+    // No device where fewer jobs end: the first found where one does is kept.
+    if (best && best->ending.size() <= 1) break;
     Kept k{head.job, need, pos, {}, d.jobs, d.claimed_bytes, d.slots.max_jobs};
     std::multiset<int> limits = d.neighbour_limits;
-    for (const auto& [order, job] : oldest_first) {
+    for (const auto& [order, job] : d.oldest_first) {
       if (best && k.ending.size() + 1 >= best->ending.size()) break;  // no better
       const Placed& p = running_.at(job);
       k.ending.push_back(job);
@@ -211,16 +207,15 @@ std::vector<Assignment> JobQueue::schedule() {
   // Retries first. One that does not fit reserves the device with the
   // fewest jobs (among those not yet reserved): it takes no new job. The
   // devices kept for a gang take none either.
-  std::vector<size_t> reserved = gang_reserved_;
+  Reserved reserved(devices_.size(), 0);
+  for (size_t pos : gang_reserved_) reserved[pos] = 1;
   if (!qos_queued_.empty()) place_classed(QosClass::kProtected, reserved, placed);
-  std::vector<size_t> opportunistic_reserved = reserved;  // they may join a protected job
+  Reserved opportunistic_reserved = reserved;  // they may join a protected job
   // Normal jobs never join a protected job's device (best_device_for()):
   // the walk below leaves such devices out, so that capacity it sees is
   // capacity they may take.
   for (size_t i = 0; any_qos_ && qos_share_ != QosShare::kInstance && i < devices_.size(); ++i) {
-    if (devices_[i].protected_jobs > 0 &&
-        std::find(reserved.begin(), reserved.end(), i) == reserved.end())
-      reserved.push_back(i);
+    if (devices_[i].protected_jobs > 0) reserved[i] = 1;
   }
   for (auto it = retries_.begin(); it != retries_.end();) {
     if (std::optional<size_t> pos = best_device_for(*it, reserved)) {
@@ -231,10 +226,10 @@ std::vector<Assignment> JobQueue::schedule() {
     if (it->max_neighbours) {
       std::optional<size_t> drain;
       for (size_t i = 0; i < devices_.size(); ++i) {
-        if (std::find(reserved.begin(), reserved.end(), i) != reserved.end()) continue;
+        if (reserved[i]) continue;
         if (!drain || devices_[i].jobs < devices_[*drain].jobs) drain = i;
       }
-      if (drain) reserved.push_back(*drain);
+      if (drain) reserved[*drain] = 1;
     }
     ++it;
   }
@@ -259,8 +254,7 @@ std::vector<Assignment> JobQueue::schedule() {
     std::optional<uint64_t> most_free;  // among usable devices with a free slot
     for (size_t i = 0; i < devices_.size(); ++i) {
       const Device& d = devices_[i];
-      if (d.jobs >= d.limit() || std::find(reserved.begin(), reserved.end(), i) != reserved.end())
-        continue;
+      if (d.jobs >= d.limit() || reserved[i]) continue;
       uint64_t free = d.free_bytes();
       if (kept_ && i == kept_->pos) {  // what a job beside the head may take
         if (!kept_->backfills(0, d.slots.memory_total_bytes)) continue;
@@ -303,6 +297,7 @@ void JobQueue::finished(size_t job) {
   }
   if (it->second.max_neighbours)
     d.neighbour_limits.erase(d.neighbour_limits.find(*it->second.max_neighbours));
+  d.oldest_first.erase({it->second.order, job});
   running_.erase(it);
 }
 

@@ -33,7 +33,8 @@
 // The queue only decides; it never starts processes (the run engine does).
 // Placing a job costs O(devices + distinct memory hints + waiting retries),
 // whatever the length of the queue, and finding the head's device once a
-// call O(running jobs x devices). Pure and deterministic: driven by table
+// call O(devices x the jobs that must end on the device kept), not of the
+// running jobs on every device. Pure and deterministic: driven by table
 // tests and by a simulated clock alike. Not thread-safe.
 #pragma once
 
@@ -138,6 +139,9 @@ class JobQueue {
     uint64_t seq = 0;  // queue order
     std::optional<int> max_neighbours;
   };
+  // The devices a schedule() call keeps from new jobs, a flag per device
+  // (by position into devices_): asked of every device for every job tried.
+  using Reserved = std::vector<char>;
   // set_qos()'s, else normal.
   QosTenant qos_of(size_t job) const;
   // qos_join() of `job` on devices_[pos].
@@ -145,7 +149,7 @@ class JobQueue {
   // The protected (then the opportunistic) jobs of qos_queued_: each placed
   // where it fits; a protected one that fits nowhere keeps a device
   // (`reserved`); a job every device's classes refuse records why.
-  void place_classed(QosClass qos, std::vector<size_t>& reserved, std::vector<Assignment>& placed);
+  void place_classed(QosClass qos, Reserved& reserved, std::vector<Assignment>& placed);
   struct Device {
     DeviceSlots slots;
     int jobs = 0;
@@ -153,6 +157,9 @@ class JobQueue {
     std::multiset<int> neighbour_limits;  // max_neighbours of its jobs that set one
     std::vector<QosTenant> tenants;       // its jobs' classes, once any job has one
     int protected_jobs = 0;               // of them
+    // Its running jobs (occupants included), oldest placement first:
+    // (Placed::order, job), as keep_for() takes them.
+    std::set<std::pair<uint64_t, size_t>> oldest_first;
     uint64_t free_bytes() const {
       return slots.memory_total_bytes > claimed_bytes ? slots.memory_total_bytes - claimed_bytes
                                                       : 0;
@@ -188,11 +195,10 @@ class JobQueue {
   };
   // The device where `head` fits once the fewest jobs ended, among those not
   // `reserved`; nullopt when none.
-  std::optional<Kept> keep_for(const Entry& head, const std::vector<size_t>& reserved) const;
+  std::optional<Kept> keep_for(const Entry& head, const Reserved& reserved) const;
   // The best device for `entry` among those not `reserved` (positions into
   // devices_), where it does not delay the head (kept_).
-  std::optional<size_t> best_device_for(const Entry& entry,
-                                        const std::vector<size_t>& reserved) const;
+  std::optional<size_t> best_device_for(const Entry& entry, const Reserved& reserved) const;
   void place(const Entry& entry, size_t pos, std::vector<Assignment>& placed);
 
   std::vector<Device> devices_;

@@ -9,10 +9,12 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 
 #include "common/units.h"
 #include "sched/gang_scheduler.h"
 #include "sched/qos_model.h"
+#include "simulate/gpu_rates.h"
 
 namespace colo {
 namespace {
@@ -27,6 +29,9 @@ constexpr int64_t kFloorWindowMs = 10'000;
 struct Active {
   size_t job = 0;
   std::vector<int> gpus;    // one, or a gang's several
+  int gpu = 0;              // gpus.front(), kept here: read at every step
+  bool gang = false;        // gpus holds several
+  uint64_t order = 0;       // its place in the running list, which keeps start order
   double startup_ms = 0;    // start-up left: wall time, no GPU load, not slowed
   double remaining_ms = 0;  // solo milliseconds of GPU work left
   double fail_at_ms = -1;   // remaining work at which it runs out of memory; -1: never
@@ -40,7 +45,16 @@ struct Active {
   int thread_pct = 100;
   // Protected: when its rate fell below its floor (-1: it is not below).
   int64_t below_since_ms = -1;
+  // Its true load (SimJob::truth), read each step: kept here, beside the
+  // rest, not looked up in the job list (a day holds tens of thousands).
+  uint64_t peak_bytes = 0;
+  SoloLoad load;
 };
+
+// A job's GPUs, without going to the heap for a job on one.
+std::span<const int> gpus_of(const Active& a) {
+  return a.gang ? std::span<const int>(a.gpus) : std::span<const int>(&a.gpu, 1);
+}
 
 // The rates on a spatially shared GPU holding a protected job (`members`,
 // indices into `active`, are every job there), by sched/qos_model.h: the
@@ -225,6 +239,18 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
   double wait_sum = 0;
 
   std::vector<Active> active;
+  // The peak memory of the active jobs on each GPU (each of a gang's GPUs
+  // holds its peak): what a job started there finds beside it.
+  std::vector<uint64_t> peak_on_gpu(static_cast<size_t>(std::max(1, options.gpus)), 0);
+  // The jobs past their start-up on each GPU and the rate of each GPU's
+  // (every job's rate but beside a protected job: see below).
+  GpuRates gpu_rates(std::max(1, options.gpus), options.model, mode);
+  uint64_t started = 0;  // Active::order
+  // A job leaves the running list: its memory and load leave its GPUs.
+  auto leave = [&](const Active& a) {
+    for (int g : gpus_of(a)) peak_on_gpu[static_cast<size_t>(g)] -= a.peak_bytes;
+    if (a.startup_ms <= 0) gpu_rates.leave(a.order, gpus_of(a));
+  };
   std::vector<std::vector<size_t>> by_gpu(static_cast<size_t>(std::max(1, options.gpus)));
   std::vector<int> used;  // the GPUs by_gpu holds jobs of
   std::vector<SoloLoad> loads;
@@ -288,6 +314,7 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       const double speed = p.rate;
       const size_t protector = p.job;
       const Active stopped = *newest;
+      leave(stopped);
       active.erase(newest);  // `p` is not used past here
       resumed_work[stopped.job] = stopped.remaining_ms;
       const EndVerdict v = scheduler->finished(stopped.job, JobEnd::kCancelled, at);
@@ -333,6 +360,9 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       Active a;
       a.job = d.job;
       a.gpus = d.gang_devices.empty() ? std::vector<int>{d.device} : d.gang_devices;
+      a.gpu = a.gpus.front();
+      a.gang = a.gpus.size() > 1;
+      a.order = started++;
       if (result.starts.size() < kKeepStarts) result.starts.push_back(jobs[d.job].name);
       const int64_t solo = truth.solo_ms.value_or(0);
       a.startup_ms = static_cast<double>(std::min(solo, truth.startup_ms.value_or(0)));
@@ -346,16 +376,12 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       a.thread_pct = d.opportunistic_thread_pct.value_or(100);
       a.started_ms = now;
       if (first_started[d.job] < 0) first_started[d.job] = now;
+      a.peak_bytes = *truth.peak_memory_bytes;
+      a.load = {truth.sm_active_pct.value_or(0), truth.gpu_busy_pct()};
       // Its memory beside the others', on the fullest of its GPUs.
       uint64_t on_gpu = 0;
-      for (int g : a.gpus) {
-        uint64_t here = *truth.peak_memory_bytes;
-        for (const Active& other : active) {
-          if (std::find(other.gpus.begin(), other.gpus.end(), g) != other.gpus.end())
-            here += *jobs[other.job].truth.peak_memory_bytes;
-        }
-        on_gpu = std::max(on_gpu, here);
-      }
+      for (int g : gpus_of(a))
+        on_gpu = std::max(on_gpu, a.peak_bytes + peak_on_gpu[static_cast<size_t>(g)]);
       bool over_limit = d.memory_limit_bytes && *truth.peak_memory_bytes > *d.memory_limit_bytes;
       if (over_limit || on_gpu > options.gpu_memory_bytes)
         a.fail_at_ms = a.remaining_ms * (1.0 - kOomFraction);
@@ -367,6 +393,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
         for (int q = 1; q <= 4; ++q) timers.insert(now + (a.measured_at_ms - now) * q / 4);
       }
       first_start = first_start.value_or(now);
+      for (int g : gpus_of(a)) peak_on_gpu[static_cast<size_t>(g)] += a.peak_bytes;
+      if (a.startup_ms <= 0) gpu_rates.join(a.order, gpus_of(a), a.load);
       active.push_back(a);
     }
     if (is_auto && !decisions.empty()) timers.insert(now + options.auto_options.settle_ms + 1);
@@ -384,12 +412,17 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     }
 
     // Rates of the jobs on each GPU, from their true loads; a gang goes at
-    // the pace of its slowest rank.
+    // the pace of its slowest rank. Without protected jobs every job on a
+    // GPU goes at its rate: gpu_rates computes again the GPUs whose jobs
+    // changed, and the walk below gives each job its GPUs'. With them, a GPU
+    // holding one has a rate for each job (qos_rates()): every GPU's jobs
+    // are found here at each step.
     // (by_gpu, used and loads keep their memory from step to step: a
     // cluster's day has hundreds of thousands of steps.)
+    gpu_rates.update();
     for (int g : used) by_gpu[static_cast<size_t>(g)].clear();
     used.clear();
-    for (size_t i = 0; i < active.size(); ++i) {
+    for (size_t i = 0; any_protected && i < active.size(); ++i) {
       active[i].rate = active[i].startup_ms > 0 ? 0 : 1.0;
       if (active[i].startup_ms > 0) continue;
       for (int g : active[i].gpus) {
@@ -403,10 +436,7 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       if (any_protected && mode == ShareMode::kSpatial && qos_rates(jobs, active, members))
         continue;
       loads.clear();
-      for (size_t i : members) {
-        const JobProfile& t = jobs[active[i].job].truth;
-        loads.push_back({*t.sm_active_pct, t.gpu_busy_pct()});
-      }
+      for (size_t i : members) loads.push_back(active[i].load);
       const double rate = options.model.rate_of_each(mode, loads);
       for (size_t i : members) active[i].rate = std::min(active[i].rate, rate);
     }
@@ -419,7 +449,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     // job is submitted.
     double next = more_arrive ? static_cast<double>(jobs[arrived].submit_ms)
                               : std::numeric_limits<double>::infinity();
-    for (const Active& a : active) {
+    for (Active& a : active) {
+      if (!any_protected) a.rate = a.startup_ms > 0 ? 0 : gpu_rates.rate_of(gpus_of(a));
       double stop = std::max(0.0, a.fail_at_ms);
       next =
           std::min(next, static_cast<double>(now) +
@@ -429,29 +460,40 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     if (!timers.empty()) next = std::min(next, static_cast<double>(*timers.begin()));
     if (!std::isfinite(next)) break;
     const int64_t then = std::max(now + 1, static_cast<int64_t>(std::ceil(next)));
-    for (Active& a : active) {
-      const auto dt = static_cast<double>(then - now);
+    const auto dt = static_cast<double>(then - now);
+    now = then;
+
+    // Every job goes on by dt; those that end leave the list (in its order),
+    // and are told in job order (deterministic).
+    std::vector<Active> ended;
+    size_t kept = 0;
+    size_t probing = 0;  // of those that go on
+    for (size_t i = 0; i < active.size(); ++i) {
+      Active& a = active[i];
       if (a.startup_ms > 0) {
         a.startup_ms = std::max(0.0, a.startup_ms - dt);
+        if (a.startup_ms <= 0) gpu_rates.join(a.order, gpus_of(a), a.load);
       } else {
         a.remaining_ms -= a.rate * dt;
       }
-    }
-    now = then;
-
-    // Ends, in job order (deterministic).
-    std::vector<Active> ended;
-    std::erase_if(active, [&](const Active& a) {
       bool done = a.startup_ms <= 0 && a.remaining_ms <= 1e-6;
       done =
           done || (a.startup_ms <= 0 && a.fail_at_ms >= 0 && a.remaining_ms <= a.fail_at_ms + 1e-6);
-      if (done) ended.push_back(a);
-      return done;
-    });
+      if (done) {
+        leave(a);
+        ended.push_back(std::move(a));
+        continue;
+      }
+      probing += a.probe ? 1 : 0;
+      if (kept != i) active[kept] = std::move(a);
+      ++kept;
+    }
+    active.resize(kept);
     std::sort(ended.begin(), ended.end(),
               [](const Active& x, const Active& y) { return x.job < y.job; });
     event_ms = timed([&] {
-      for (const Active& a : active) {
+      for (size_t i = 0; probing > 0 && i < active.size(); ++i) {
+        const Active& a = active[i];
         if (a.probe && now < a.measured_at_ms) {
           // A newcomer's memory so far: its peak, reached linearly by its measurement.
           const double part =
@@ -511,6 +553,7 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
       auto it = std::find_if(active.begin(), active.end(),
                              [&](const Active& a) { return a.job == stop.job; });
       if (it == active.end()) continue;
+      leave(*it);
       active.erase(it);
       EndVerdict v = scheduler->finished(stop.job, JobEnd::kStopped, now);
       ++result.stopped;
@@ -519,7 +562,8 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     }
     result.scheduler_total_ms += event_ms;
     result.scheduler_max_ms = std::max(result.scheduler_max_ms, event_ms);
-    for (Active& a : active) a.probe = a.probe && now < a.measured_at_ms;
+    for (size_t i = 0; probing > 0 && i < active.size(); ++i)
+      active[i].probe = active[i].probe && now < active[i].measured_at_ms;
   }
   result.makespan_ms = first_start ? last_end - *first_start : 0;
   if (result.jobs_ok > 0) {

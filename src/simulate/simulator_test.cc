@@ -80,6 +80,56 @@ TEST(Simulator, NaiveAllOverMemoryRunsOutOfMemory) {
   EXPECT_THAT(blind.notes.back(), HasSubstr("requeued to run with at most 1 other jobs"));
 }
 
+// A job started on a GPU finds beside it the peak memory of every job
+// running there (the simulator keeps each GPU's sum as jobs start and end):
+// over the GPU's memory, it runs out of memory and is retried.
+struct MemoryCase {
+  std::string name;
+  int gpus = 1;
+  // Unhinted jobs (naive-all places them blind): GiB at their peak, submitted
+  // at, GPUs (a gang's, hinted: the policy holds its memory on each).
+  struct Job {
+    double gib = 0;
+    int64_t submit_ms = 0;
+    int gpus = 1;
+  };
+  std::vector<Job> jobs;
+  int retries = 0;
+};
+
+class MemoryBesideRunningJobs : public testing::TestWithParam<MemoryCase> {};
+
+TEST_P(MemoryBesideRunningJobs, OverTheGpuRunsOutOfMemory) {
+  const MemoryCase& c = GetParam();
+  std::vector<SimJob> jobs;
+  for (size_t i = 0; i < c.jobs.size(); ++i) {
+    jobs.push_back(job(fmt::format("j{}", i), fmt::format("s{}", i), c.jobs[i].gib, 10, 10'000,
+                       /*known=*/c.jobs[i].gpus > 1));
+    jobs.back().submit_ms = c.jobs[i].submit_ms;
+    jobs.back().gpus = c.jobs[i].gpus;
+  }
+  SimOptions o;
+  o.gpus = c.gpus;
+  o.gpu_memory_bytes = 10 * kGiB;
+  const PolicyResult r = run(jobs, "naive-all", o);
+  EXPECT_EQ(r.retries, c.retries) << ::testing::PrintToString(r.notes);
+  EXPECT_EQ(r.jobs_ok, static_cast<int>(jobs.size()));
+  EXPECT_EQ(r.jobs_failed, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, MemoryBesideRunningJobs,
+    testing::Values(
+        MemoryCase{"three_fit_together", 1, {{3, 0}, {3, 0}, {3, 0}}, 0},
+        MemoryCase{"the_fourth_does_not", 1, {{3, 0}, {3, 0}, {3, 0}, {3, 0}}, 1},
+        // The first ended before the second starts: its memory left.
+        MemoryCase{"an_ended_job_holds_none", 1, {{6, 0}, {6, 20'000}}, 0},
+        MemoryCase{"a_running_one_does", 1, {{6, 0}, {6, 5'000}}, 1},
+        // A gang's rank holds its memory on each of its GPUs.
+        MemoryCase{"a_gang_holds_memory_on_each_gpu", 2, {{6, 0, 2}, {6, 1'000}, {6, 1'000}}, 2},
+        MemoryCase{"an_ended_gang_holds_none", 2, {{6, 0, 2}, {6, 20'000}, {6, 20'000}}, 0}),
+    [](const testing::TestParamInfo<MemoryCase>& info) { return info.param.name; });
+
 TEST(Simulator, AutoMeasuresAnUnknownJobThenFills) {
   std::vector<SimJob> jobs;
   for (int i = 0; i < 6; ++i)
