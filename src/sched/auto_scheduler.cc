@@ -116,7 +116,7 @@ uint64_t AutoScheduler::claim_for(uint64_t estimate, double uncertainty) const {
 }
 
 const JobProfile* AutoScheduler::usable_profile(const Waiting& w) const {
-  return knowledge_.usable(w.signature, w.own);
+  return knowledge_.usable(w.signature, w.lookups);
 }
 
 std::string AutoScheduler::name_of(const std::string& signature) const {

@@ -72,7 +72,7 @@ struct QueuedJob {
     uint64_t hash = 0;
   };
   mutable Alike alike;
-  mutable OwnProfileCache own;  // SignatureKnowledge::usable()
+  mutable SignatureKnowledge::Lookups lookups;  // SignatureKnowledge::usable()
 };
 
 class ClassQueue {
