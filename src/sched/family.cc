@@ -627,8 +627,34 @@ struct FamilyFit::Index {
   // value's instances in order, and the group's widest pair once computed;
   // the groups with two values ranked as param_effects() chooses (the
   // widest, the first by key among equals); the groups changed since.
+  // Within a group, each value's sum (in its instances' order, as the loop
+  // it replaces) and mean are kept, the means ordered, so that a measurement
+  // costs the value it changes, not a pass over the group's values (a
+  // sweep's seeds are thousands).
+  struct Value {
+    std::vector<size_t> members;
+    double sum = 0;                // of members' values, in order; stale while `dirty`
+    bool dirty = false;            // summed again when next asked
+    bool listed = false;           // in its group's `changed_values`
+    std::optional<double> ranked;  // its mean, as in its group's `means`
+  };
+  using Values = std::map<std::string, Value>;
+  // Values by (mean, value): the first is the least mean, the first by value
+  // among equals (the scan's choice); a null value sorts before all.
+  struct ByMean {
+    bool operator()(const std::pair<double, const std::string*>& a,
+                    const std::pair<double, const std::string*>& b) const {
+      if (a.first != b.first) return a.first < b.first;
+      if (a.second == nullptr || b.second == nullptr)
+        return a.second == nullptr && b.second != nullptr;
+      return *a.second < *b.second;
+    }
+  };
   struct Group {
-    std::map<std::string, std::vector<size_t>> by_value;
+    Values by_value;
+    std::set<std::pair<double, const std::string*>, ByMean> means;  // values with members
+    size_t odd_means = 0;  // values whose mean is not finite: the scan decides
+    std::vector<Values::iterator> changed_values;
     bool valid = false;
     bool two_values = false;
     size_t lo = 0, hi = 0;
@@ -748,12 +774,22 @@ void FamilyFit::changed(size_t index, const JobProfile* before) {
       Index::Group& g = g_it->second;
       if (g.valid || new_group) groups.changed.push_back(g_it);  // else listed already
       g.valid = false;
+      auto v_it = g.by_value.try_emplace(value_in(inst.params, key.second)).first;
+      Index::Value& v = v_it->second;
+      if (!v.listed) g.changed_values.push_back(v_it);
+      v.listed = true;
+      if (presence && now && !v.dirty && (v.members.empty() || v.members.back() < index)) {
+        // Appended in order: the sum goes on as a loop over members would.
+        v.sum = v.members.empty() ? 0.0 + *now : v.sum + *now;
+        v.members.push_back(index);
+        continue;
+      }
+      v.dirty = true;
       if (!presence) continue;
-      std::vector<size_t>& members = g.by_value[value_in(inst.params, key.second)];
       if (now) {
-        insert_sorted(members, index);
+        insert_sorted(v.members, index);
       } else {
-        erase_sorted(members, index);
+        erase_sorted(v.members, index);
       }
     }
     for (auto& [key, by_values] : x.aggregates) {
@@ -862,6 +898,69 @@ struct FitView {
     return e.effects;
   }
 
+  // A group's widest pair from its ordered means (all finite): the least
+  // mean and the greatest, each the first by value among equals; when they
+  // are one value (all equal), the second value.
+  static void rank(FamilyFit::Index::Group& g) {
+    g.two_values = g.means.size() >= 2;
+    if (!g.two_values) return;
+    const auto& [m_lo, v_lo] = *g.means.begin();
+    const double m_hi = g.means.rbegin()->first;
+    const std::string* v_hi = g.means.lower_bound({m_hi, nullptr})->second;
+    if (v_hi == v_lo) {  // all equal: the second value
+      auto it = g.by_value.begin();
+      while (it->second.members.empty()) ++it;
+      ++it;
+      while (it->second.members.empty()) ++it;
+      v_hi = &it->first;
+    }
+    const FamilyFit::Index::Value& hi = g.by_value.at(*v_hi);
+    g.lo = g.by_value.at(*v_lo).members.front();
+    g.hi = hi.members.front();
+    g.lo_value = m_lo;
+    g.hi_value = *hi.ranked;
+    g.relative = (m_hi - m_lo) / std::max(std::abs(m_hi), 1e-9);
+  }
+
+  // The same by a scan of the group's values in order (a mean is not
+  // finite, where the ordered means would not choose as it does).
+  void rank_by_scan(FamilyFit::Index::Group& g, int f) {
+    size_t values = 0;
+    std::string v_lo, v_hi;
+    double m_lo = std::numeric_limits<double>::infinity();
+    double m_hi = -m_lo;
+    for (const auto& [v, value] : g.by_value) {
+      if (value.members.empty()) continue;
+      ++values;
+      const double mean = *value.ranked;
+      if (mean < m_lo) {
+        m_lo = mean;
+        v_lo = v;
+      }
+      if (mean > m_hi) {
+        m_hi = mean;
+        v_hi = v;
+      }
+    }
+    g.two_values = values >= 2;
+    if (!g.two_values) return;
+    if (v_lo == v_hi) {  // all equal: the second value
+      auto it = g.by_value.begin();
+      while (it->second.members.empty()) ++it;
+      ++it;
+      while (it->second.members.empty()) ++it;
+      v_hi = it->first;
+    }
+    const std::vector<size_t>& hi_members = g.by_value.at(v_hi).members;
+    double hi_sum = 0;
+    for (size_t k : hi_members) hi_sum += *field_value(f, instances[k].measured);
+    g.lo = g.by_value.at(v_lo).members.front();
+    g.hi = hi_members.front();
+    g.lo_value = m_lo;
+    g.hi_value = hi_sum / static_cast<int>(hi_members.size());
+    g.relative = (m_hi - m_lo) / std::max(std::abs(m_hi), 1e-9);
+  }
+
   // param_effects() for one parameter, from its groups.
   ParamEffect effect(Quantity q, const std::string& p) {
     const int f = q == Quantity::kMemory ? kMemoryField
@@ -873,10 +972,16 @@ struct FitView {
       for (size_t k = 0; k < instances.size(); ++k) {
         const FamilyInstance& i = instances[k];
         if (!field_value(f, i.measured)) continue;
-        groups.by_key[group_key(i.params, p)].by_value[value_in(i.params, p)].push_back(k);
+        groups.by_key[group_key(i.params, p)].by_value[value_in(i.params, p)].members.push_back(k);
       }
-      for (auto it = groups.by_key.begin(); it != groups.by_key.end(); ++it)
+      for (auto it = groups.by_key.begin(); it != groups.by_key.end(); ++it) {
         groups.changed.push_back(it);
+        for (auto v = it->second.by_value.begin(); v != it->second.by_value.end(); ++v) {
+          v->second.dirty = true;
+          v->second.listed = true;
+          it->second.changed_values.push_back(v);
+        }
+      }
     }
     for (auto it : groups.changed) {
       const std::string& key = it->first;
@@ -885,43 +990,37 @@ struct FitView {
       g.valid = true;
       if (g.ranked) groups.ranked.erase({-*g.ranked, key});
       g.ranked.reset();
-      {
-        size_t values = 0;
-        std::string v_lo, v_hi;
-        double m_lo = std::numeric_limits<double>::infinity();
-        double m_hi = -m_lo;
-        for (const auto& [v, members] : g.by_value) {
-          if (members.empty()) continue;
-          ++values;
-          double sum = 0;
-          for (size_t k : members) sum += *field_value(f, instances[k].measured);
-          const double mean = sum / static_cast<int>(members.size());
-          if (mean < m_lo) {
-            m_lo = mean;
-            v_lo = v;
-          }
-          if (mean > m_hi) {
-            m_hi = mean;
-            v_hi = v;
+      for (auto v_it : g.changed_values) {
+        FamilyFit::Index::Value& v = v_it->second;
+        v.listed = false;
+        if (v.dirty) {
+          v.sum = 0;
+          for (size_t k : v.members) v.sum += *field_value(f, instances[k].measured);
+          v.dirty = false;
+        }
+        if (v.ranked) {
+          if (std::isfinite(*v.ranked)) {
+            g.means.erase({*v.ranked, &v_it->first});
+          } else {
+            --g.odd_means;
           }
         }
-        g.two_values = values >= 2;
-        if (!g.two_values) continue;
-        if (v_lo == v_hi) {  // all equal: the second value
-          auto it = g.by_value.begin();
-          while (it->second.empty()) ++it;
-          ++it;
-          while (it->second.empty()) ++it;
-          v_hi = it->first;
+        v.ranked.reset();
+        if (v.members.empty()) continue;
+        v.ranked = v.sum / static_cast<int>(v.members.size());
+        if (std::isfinite(*v.ranked)) {
+          g.means.insert({*v.ranked, &v_it->first});
+        } else {
+          ++g.odd_means;
         }
-        const std::vector<size_t>& hi_members = g.by_value.at(v_hi);
-        double hi_sum = 0;
-        for (size_t k : hi_members) hi_sum += *field_value(f, instances[k].measured);
-        g.lo = g.by_value.at(v_lo).front();
-        g.hi = hi_members.front();
-        g.lo_value = m_lo;
-        g.hi_value = hi_sum / static_cast<int>(hi_members.size());
-        g.relative = (m_hi - m_lo) / std::max(std::abs(m_hi), 1e-9);
+      }
+      g.changed_values.clear();
+      if (g.odd_means > 0) {
+        rank_by_scan(g, f);
+      } else {
+        rank(g);
+      }
+      if (g.two_values) {
         groups.ranked.insert({-g.relative, key});
         g.ranked = g.relative;
       }

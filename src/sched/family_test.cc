@@ -405,6 +405,27 @@ std::vector<IncrementalCase> incremental_cases() {
                     {{"model", "vit"}, {"lr", "9"}},
                     {{"model", "gpt"}, {"lr", "1"}}},
                    std::nullopt});
+  // Means tied at the least and at the greatest, between values whose order
+  // as text is not their order of arrival, and moved by re-measurements: the
+  // kept order of means must choose the first value by key among equals, as
+  // the scan does (a parameter that matters by its measurements).
+  const auto tied = grid_points({{"lr", {"0.3", "0.1", "0.2", "0.4"}}, {"seed", {"0", "1", "2"}}});
+  cases.push_back({"tied means",
+                   incremental_grid(
+                       tied,
+                       [&](size_t k, bool full) {
+                         const std::string& lr = tied[k].at("lr");
+                         const double mem = lr == "0.1" || lr == "0.3" ? 1000 : 1600;
+                         const double sm = lr == "0.2" ? 30 : 20;
+                         return full ? measured_as(mem + (k % 3 == 0 ? 600 : 0), sm, 100,
+                                                   300'000 + 1'000 * static_cast<int64_t>(k))
+                                     : measured_as(mem, {});
+                       },
+                       17),
+                   {{{"lr", "0.1"}, {"seed", "0"}},
+                    {{"lr", "0.4"}, {"seed", "2"}},
+                    {{"lr", "0.5"}, {"seed", "1"}}},
+                   std::nullopt});
   // Stated resource_params.
   cases.push_back({"declared",
                    incremental_grid(
