@@ -426,6 +426,27 @@ std::vector<IncrementalCase> incremental_cases() {
                     {{"lr", "0.4"}, {"seed", "2"}},
                     {{"lr", "0.5"}, {"seed", "1"}}},
                    std::nullopt});
+  // Points alike in all but their times: the estimates share every field's
+  // fit and differ only by the sibling whose time is scaled (its solo time,
+  // start-up and epoch time), which must tell them apart.
+  cases.push_back({"alike but their times",
+                   incremental_grid(
+                       lr_seed,
+                       [](size_t k, bool full) {
+                         if (!full) return measured_as(1200, std::nullopt);
+                         JobProfile p = measured_as(
+                             1200, 20, 100, 1'000'000 + 7'000 * static_cast<int64_t>(k / 6));
+                         p.startup_ms = 10'000 + 1'000 * static_cast<int64_t>(k % 3);
+                         if (k % 2 == 1) p.epoch_ms = 5'000.0 + static_cast<double>(k);
+                         return p;
+                       },
+                       19),
+                   {{{"lr", "0.5"}, {"seed", "0"}},
+                    {{"lr", "0.5"}, {"seed", "1"}},
+                    {{"lr", "0.5"}, {"seed", "2"}},
+                    {{"lr", "0.5"}, {"seed", "3"}},
+                    {{"lr", "0.01"}, {"seed", "9"}}},
+                   std::nullopt});
   // Stated resource_params.
   cases.push_back({"declared",
                    incremental_grid(
