@@ -474,9 +474,16 @@ class AutoScheduler final : public Scheduler {
   // Shared data: whether a job of `signature` fits the host's loader budget.
   bool host_fits(const std::string& signature) const;
   // The classes the next event tries (ClassQueue::heads_to_try), datasets
-  // being read first; walk_heads() moves the backfill window on.
-  std::vector<ClassQueue::Head> heads_to_try() const;
-  std::vector<ClassQueue::Head> walk_heads();
+  // being read first; walk_heads() moves the backfill window on. Each
+  // answers in a vector of its own kept from event to event (heads_), valid
+  // until its next call: thousands of classes, no allocation per event.
+  const std::vector<ClassQueue::Head>& heads_to_try() const;
+  const std::vector<ClassQueue::Head>& walk_heads();
+  struct HeadLists {
+    std::vector<ClassQueue::Head> to_try;
+    std::vector<ClassQueue::Head> walked;
+  };
+  mutable HeadLists heads_;
 
   // Combinations judged: a bad one (and any superset) is never formed
   // again; a good one is not judged again.
