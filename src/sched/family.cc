@@ -666,6 +666,16 @@ struct FamilyFit::Index {
     std::map<std::string, Group> by_key;
     std::set<std::pair<double, std::string>> ranked;  // (-relative, key)
     std::vector<std::map<std::string, Group>::iterator> changed;
+    // The last effect made (effect_of(), which formats its reason) and the
+    // widest pair it was made of: instance indices (their names never
+    // change) and the values as bits. The same pair, the same effect.
+    struct Made {
+      bool any = false;
+      size_t lo = 0, hi = 0;
+      uint64_t lo_value = 0, hi_value = 0, relative = 0;
+      bool operator==(const Made&) const = default;
+    };
+    std::optional<std::pair<Made, ParamEffect>> last;
   };
   std::map<std::pair<int, std::string>, Groups> groups;
 
@@ -1050,11 +1060,20 @@ struct FitView {
     }
     groups.changed.clear();
     Widest w;
+    FamilyFit::Index::Groups::Made made;
     if (!groups.ranked.empty()) {
       const FamilyFit::Index::Group& g = groups.by_key.at(groups.ranked.begin()->second);
       w = {&instances[g.lo], &instances[g.hi], g.lo_value, g.hi_value, g.relative};
+      made = {true,
+              g.lo,
+              g.hi,
+              std::bit_cast<uint64_t>(g.lo_value),
+              std::bit_cast<uint64_t>(g.hi_value),
+              std::bit_cast<uint64_t>(g.relative)};
     }
-    return effect_of(q, p, w);
+    if (groups.last && groups.last->first == made) return groups.last->second;
+    groups.last.emplace(made, effect_of(q, p, w));
+    return groups.last->second;
   }
 
   const FamilyInstance* timed(const std::map<std::string, std::string>& target) {

@@ -447,6 +447,22 @@ std::vector<IncrementalCase> incremental_cases() {
                     {{"lr", "0.5"}, {"seed", "3"}},
                     {{"lr", "0.01"}, {"seed", "9"}}},
                    std::nullopt});
+  // The same instances stay the widest pair while their measurements change
+  // (memory alone, then in full, larger): the effect read off them changes
+  // with their values.
+  const auto pair_points = grid_points({{"lr", {"1", "2"}}, {"seed", {"0", "1"}}});
+  cases.push_back({"a widest pair measured again",
+                   incremental_grid(
+                       pair_points,
+                       [&](size_t k, bool full) {
+                         const double base = pair_points[k].at("lr") == "1" ? 1000 : 3000;
+                         return full ? measured_as(base * 1.5, 20 + static_cast<double>(k), 100,
+                                                   400'000)
+                                     : measured_as(base, std::nullopt);
+                       },
+                       23),
+                   {{{"lr", "1"}, {"seed", "0"}}, {{"lr", "3"}, {"seed", "0"}}},
+                   std::nullopt});
   // Stated resource_params.
   cases.push_back({"declared",
                    incremental_grid(
