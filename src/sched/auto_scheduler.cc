@@ -116,7 +116,7 @@ uint64_t AutoScheduler::claim_for(uint64_t estimate, double uncertainty) const {
 }
 
 const JobProfile* AutoScheduler::usable_profile(const Waiting& w) const {
-  return knowledge_.usable(w.signature, w.own);
+  return knowledge_.usable(w.signature, w.lookups);
 }
 
 std::string AutoScheduler::name_of(const std::string& signature) const {
@@ -899,15 +899,24 @@ void AutoScheduler::judge(int64_t now_ms) {
   }
 }
 
-std::vector<ClassQueue::Head> AutoScheduler::heads_to_try() const {
+const std::vector<ClassQueue::Head>& AutoScheduler::heads_to_try() const {
   // Jobs whose dataset is being read already go first: they share its loader.
-  if (!host_.any_cost()) return queue_.heads_to_try({});
-  return queue_.heads_to_try([&](const std::string& signature) { return host_.read(signature); });
+  if (!host_.any_cost()) {
+    queue_.heads_to_try({}, heads_.to_try);
+  } else {
+    queue_.heads_to_try([&](const std::string& signature) { return host_.read(signature); },
+                        heads_.to_try);
+  }
+  return heads_.to_try;
 }
 
-std::vector<ClassQueue::Head> AutoScheduler::walk_heads() {
-  if (!host_.any_cost()) return queue_.walk({});
-  return queue_.walk([&](const std::string& signature) { return host_.read(signature); });
+const std::vector<ClassQueue::Head>& AutoScheduler::walk_heads() {
+  if (!host_.any_cost()) {
+    queue_.walk({}, heads_.walked);
+  } else {
+    queue_.walk([&](const std::string& signature) { return host_.read(signature); }, heads_.walked);
+  }
+  return heads_.walked;
 }
 
 void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {

@@ -185,7 +185,7 @@ struct GpuSlot {
 class AutoScheduler final : public Scheduler {
  public:
   AutoScheduler(const std::vector<GpuSlot>& gpus, AutoOptions options, InterferenceModel model);
-  // Queued jobs keep pointers into its profiles (QueuedJob::own) and its
+  // Queued jobs keep pointers into its profiles (QueuedJob::lookups) and its
   // queue into its classes: not copied; a move keeps the nodes of their
   // maps, and so the pointers.
   AutoScheduler(const AutoScheduler&) = delete;
@@ -337,9 +337,9 @@ class AutoScheduler final : public Scheduler {
     std::optional<NeighbourCheck> check;
   };
 
-  // usable_profile(w.signature), without looking up a signature whose own
-  // profile is admissible (QueuedJob::own): placements and the queue's walks ask
-  // it of every queued class, and a sweep's signatures are long and many.
+  // usable_profile(w.signature), without looking the signature up
+  // (QueuedJob::lookups): placements and the queue's walks ask it of every
+  // queued class, and a sweep's signatures are long and many.
   const JobProfile* usable_profile(const Waiting& w) const;
   bool place(const Waiting& w, int64_t now_ms, std::vector<Decision>& out);
   // Whether `w` may start on `g` now: `g` is not kept for a gang, or `w`
@@ -474,9 +474,16 @@ class AutoScheduler final : public Scheduler {
   // Shared data: whether a job of `signature` fits the host's loader budget.
   bool host_fits(const std::string& signature) const;
   // The classes the next event tries (ClassQueue::heads_to_try), datasets
-  // being read first; walk_heads() moves the backfill window on.
-  std::vector<ClassQueue::Head> heads_to_try() const;
-  std::vector<ClassQueue::Head> walk_heads();
+  // being read first; walk_heads() moves the backfill window on. Each
+  // answers in a vector of its own kept from event to event (heads_), valid
+  // until its next call: thousands of classes, no allocation per event.
+  const std::vector<ClassQueue::Head>& heads_to_try() const;
+  const std::vector<ClassQueue::Head>& walk_heads();
+  struct HeadLists {
+    std::vector<ClassQueue::Head> to_try;
+    std::vector<ClassQueue::Head> walked;
+  };
+  mutable HeadLists heads_;
 
   // Combinations judged: a bad one (and any superset) is never formed
   // again; a good one is not judged again.

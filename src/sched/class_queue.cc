@@ -136,12 +136,12 @@ void ClassQueue::uncount(const QueuedJob& job, const Class& cls) {
   if (--n->second.jobs == 0) in_family_.erase(n);
 }
 
-std::vector<ClassQueue::Head> ClassQueue::order(
-    const std::function<bool(const std::string&)>& first, uint64_t* backfill_next) const {
+void ClassQueue::order(const std::function<bool(const std::string&)>& first,
+                       uint64_t* backfill_next, std::vector<Head>& heads) const {
   const size_t depth = queue_depth_;
   const size_t window = backfill_depth_;
   const bool bounded = walk_is_bounded();
-  std::vector<Head> heads;
+  heads.clear();
   // The backfill window: from the first class at or after backfill_from_ in
   // [begin, end) (the classes beyond the depth, by seq), wrapping round.
   auto take_window = [&](auto begin, auto end, auto from) {
@@ -153,12 +153,15 @@ std::vector<ClassQueue::Head> ClassQueue::order(
   };
   if (!first && !prioritised_ && usage_.empty()) {
     // In arrival order, which is heads_'s: no sort of a long queue.
-    if (!bounded) return {heads_.begin(), heads_.end()};
+    if (!bounded) {
+      heads.assign(heads_.begin(), heads_.end());
+      return;
+    }
     heads.reserve(depth + window);
     auto rest = heads_.begin();
     for (size_t i = 0; i < depth; ++i, ++rest) heads.push_back(*rest);
     take_window(rest, heads_.end(), heads_.lower_bound(std::max(backfill_from_, rest->first)));
-    return heads;
+    return;
   }
   heads.assign(heads_.begin(), heads_.end());
   if (first) {
@@ -177,14 +180,13 @@ std::vector<ClassQueue::Head> ClassQueue::order(
       return used(x.owner) < used(y.owner);
     });
   }
-  if (!bounded) return heads;
+  if (!bounded) return;
   std::vector<Head> rest(heads.begin() + static_cast<std::ptrdiff_t>(depth), heads.end());
   auto by_seq = [](const Head& a, const Head& b) { return a.first < b.first; };
   std::sort(rest.begin(), rest.end(), by_seq);
   heads.resize(depth);
   take_window(rest.begin(), rest.end(),
               std::lower_bound(rest.begin(), rest.end(), Head{backfill_from_, nullptr}, by_seq));
-  return heads;
 }
 
 }  // namespace colo

@@ -72,7 +72,7 @@ struct QueuedJob {
     uint64_t hash = 0;
   };
   mutable Alike alike;
-  mutable OwnProfileCache own;  // SignatureKnowledge::usable()
+  mutable SignatureKnowledge::Lookups lookups;  // SignatureKnowledge::usable()
 };
 
 class ClassQueue {
@@ -111,10 +111,23 @@ class ClassQueue {
   // The classes the next event tries (see Order above). walk() moves the
   // backfill window on; heads_to_try() leaves it.
   std::vector<Head> heads_to_try(const std::function<bool(const std::string&)>& first) const {
-    return order(first, nullptr);
+    std::vector<Head> heads;
+    order(first, nullptr, heads);
+    return heads;
   }
   std::vector<Head> walk(const std::function<bool(const std::string&)>& first) {
-    return order(first, &backfill_from_);
+    std::vector<Head> heads;
+    order(first, &backfill_from_, heads);
+    return heads;
+  }
+  // The same into `heads` (emptied first): a caller that keeps one vector
+  // from event to event allocates none.
+  void heads_to_try(const std::function<bool(const std::string&)>& first,
+                    std::vector<Head>& heads) const {
+    order(first, nullptr, heads);
+  }
+  void walk(const std::function<bool(const std::string&)>& first, std::vector<Head>& heads) {
+    order(first, &backfill_from_, heads);
   }
   // Whether an event tries only some of the classes (see Order above).
   bool walk_is_bounded() const {
@@ -136,8 +149,8 @@ class ClassQueue {
   uint64_t backfill_from() const { return backfill_from_; }
 
  private:
-  std::vector<Head> order(const std::function<bool(const std::string&)>& first,
-                          uint64_t* backfill_next) const;
+  void order(const std::function<bool(const std::string&)>& first, uint64_t* backfill_next,
+             std::vector<Head>& heads) const;
   // Takes a job leaving `cls` off in_family() and classes_in_family().
   void uncount(const QueuedJob& job, const Class& cls);
 

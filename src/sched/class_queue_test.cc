@@ -53,9 +53,18 @@ TEST_P(ClassWalks, TryTheClassesInOrderWithAMovingBackfillWindow) {
   q.set_usage(c.usage);
   std::function<bool(const std::string&)> first;
   if (!c.first.empty()) first = [&](const std::string& sig) { return c.first.contains(sig); };
+  // The same walks into vectors kept from event to event (emptied by each).
+  ClassQueue kept = make_queue(c.depth, c.window, c.jobs);
+  kept.set_usage(c.usage);
+  std::vector<ClassQueue::Head> peeked = q.heads_to_try(first);
+  std::vector<ClassQueue::Head> walked = peeked;
   for (size_t i = 0; i < c.walks.size(); ++i) {
     EXPECT_EQ(head_signatures(q.heads_to_try(first)), c.walks[i]) << "event " << i << ", peeked";
     EXPECT_EQ(head_signatures(q.walk(first)), c.walks[i]) << "event " << i;
+    kept.heads_to_try(first, peeked);
+    EXPECT_EQ(head_signatures(peeked), c.walks[i]) << "event " << i << ", peeked into a vector";
+    kept.walk(first, walked);
+    EXPECT_EQ(head_signatures(walked), c.walks[i]) << "event " << i << ", into a vector";
   }
 }
 

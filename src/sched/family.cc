@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -627,8 +628,34 @@ struct FamilyFit::Index {
   // value's instances in order, and the group's widest pair once computed;
   // the groups with two values ranked as param_effects() chooses (the
   // widest, the first by key among equals); the groups changed since.
+  // Within a group, each value's sum (in its instances' order, as the loop
+  // it replaces) and mean are kept, the means ordered, so that a measurement
+  // costs the value it changes, not a pass over the group's values (a
+  // sweep's seeds are thousands).
+  struct Value {
+    std::vector<size_t> members;
+    double sum = 0;                // of members' values, in order; stale while `dirty`
+    bool dirty = false;            // summed again when next asked
+    bool listed = false;           // in its group's `changed_values`
+    std::optional<double> ranked;  // its mean, as in its group's `means`
+  };
+  using Values = std::map<std::string, Value>;
+  // Values by (mean, value): the first is the least mean, the first by value
+  // among equals (the scan's choice); a null value sorts before all.
+  struct ByMean {
+    bool operator()(const std::pair<double, const std::string*>& a,
+                    const std::pair<double, const std::string*>& b) const {
+      if (a.first != b.first) return a.first < b.first;
+      if (a.second == nullptr || b.second == nullptr)
+        return a.second == nullptr && b.second != nullptr;
+      return *a.second < *b.second;
+    }
+  };
   struct Group {
-    std::map<std::string, std::vector<size_t>> by_value;
+    Values by_value;
+    std::set<std::pair<double, const std::string*>, ByMean> means;  // values with members
+    size_t odd_means = 0;  // values whose mean is not finite: the scan decides
+    std::vector<Values::iterator> changed_values;
     bool valid = false;
     bool two_values = false;
     size_t lo = 0, hi = 0;
@@ -639,6 +666,16 @@ struct FamilyFit::Index {
     std::map<std::string, Group> by_key;
     std::set<std::pair<double, std::string>> ranked;  // (-relative, key)
     std::vector<std::map<std::string, Group>::iterator> changed;
+    // The last effect made (effect_of(), which formats its reason) and the
+    // widest pair it was made of: instance indices (their names never
+    // change) and the values as bits. The same pair, the same effect.
+    struct Made {
+      bool any = false;
+      size_t lo = 0, hi = 0;
+      uint64_t lo_value = 0, hi_value = 0, relative = 0;
+      bool operator==(const Made&) const = default;
+    };
+    std::optional<std::pair<Made, ParamEffect>> last;
   };
   std::map<std::pair<int, std::string>, Groups> groups;
 
@@ -678,6 +715,28 @@ struct FamilyFit::Index {
   std::array<Effects, 3> effects;
   // Per field: the aggregate when no categorical parameter matters.
   std::array<Aggregate*, kFields> uncategorised{};
+
+  // estimate()'s answers while `generation` and `declared` are these, by
+  // what they were made of: each field's Fitted (its aggregate's, whose
+  // address names it until the instances change) and what estimate_with()
+  // reads of the timed instance (its rate as bits, solo time, start-up and
+  // epoch time as bits). The points of a sweep share a few such answers;
+  // each is made once.
+  struct Made {
+    std::array<const Fitted*, kFields> fitted{};
+    bool timed = false;
+    std::optional<uint64_t> rate_bits;
+    int64_t solo_ms = 0;
+    std::optional<int64_t> startup_ms;
+    std::optional<uint64_t> epoch_bits;
+    auto operator<=>(const Made&) const = default;
+  };
+  struct Answers {
+    uint64_t generation = UINT64_MAX;
+    std::optional<std::vector<std::string>> declared;
+    std::map<Made, FamilyEstimate> by_made;
+  };
+  Answers answers;
 };
 
 namespace {
@@ -748,12 +807,22 @@ void FamilyFit::changed(size_t index, const JobProfile* before) {
       Index::Group& g = g_it->second;
       if (g.valid || new_group) groups.changed.push_back(g_it);  // else listed already
       g.valid = false;
+      auto v_it = g.by_value.try_emplace(value_in(inst.params, key.second)).first;
+      Index::Value& v = v_it->second;
+      if (!v.listed) g.changed_values.push_back(v_it);
+      v.listed = true;
+      if (presence && now && !v.dirty && (v.members.empty() || v.members.back() < index)) {
+        // Appended in order: the sum goes on as a loop over members would.
+        v.sum = v.members.empty() ? 0.0 + *now : v.sum + *now;
+        v.members.push_back(index);
+        continue;
+      }
+      v.dirty = true;
       if (!presence) continue;
-      std::vector<size_t>& members = g.by_value[value_in(inst.params, key.second)];
       if (now) {
-        insert_sorted(members, index);
+        insert_sorted(v.members, index);
       } else {
-        erase_sorted(members, index);
+        erase_sorted(v.members, index);
       }
     }
     for (auto& [key, by_values] : x.aggregates) {
@@ -862,6 +931,69 @@ struct FitView {
     return e.effects;
   }
 
+  // A group's widest pair from its ordered means (all finite): the least
+  // mean and the greatest, each the first by value among equals; when they
+  // are one value (all equal), the second value.
+  static void rank(FamilyFit::Index::Group& g) {
+    g.two_values = g.means.size() >= 2;
+    if (!g.two_values) return;
+    const auto& [m_lo, v_lo] = *g.means.begin();
+    const double m_hi = g.means.rbegin()->first;
+    const std::string* v_hi = g.means.lower_bound({m_hi, nullptr})->second;
+    if (v_hi == v_lo) {  // all equal: the second value
+      auto it = g.by_value.begin();
+      while (it->second.members.empty()) ++it;
+      ++it;
+      while (it->second.members.empty()) ++it;
+      v_hi = &it->first;
+    }
+    const FamilyFit::Index::Value& hi = g.by_value.at(*v_hi);
+    g.lo = g.by_value.at(*v_lo).members.front();
+    g.hi = hi.members.front();
+    g.lo_value = m_lo;
+    g.hi_value = *hi.ranked;
+    g.relative = (m_hi - m_lo) / std::max(std::abs(m_hi), 1e-9);
+  }
+
+  // The same by a scan of the group's values in order (a mean is not
+  // finite, where the ordered means would not choose as it does).
+  void rank_by_scan(FamilyFit::Index::Group& g, int f) {
+    size_t values = 0;
+    std::string v_lo, v_hi;
+    double m_lo = std::numeric_limits<double>::infinity();
+    double m_hi = -m_lo;
+    for (const auto& [v, value] : g.by_value) {
+      if (value.members.empty()) continue;
+      ++values;
+      const double mean = *value.ranked;
+      if (mean < m_lo) {
+        m_lo = mean;
+        v_lo = v;
+      }
+      if (mean > m_hi) {
+        m_hi = mean;
+        v_hi = v;
+      }
+    }
+    g.two_values = values >= 2;
+    if (!g.two_values) return;
+    if (v_lo == v_hi) {  // all equal: the second value
+      auto it = g.by_value.begin();
+      while (it->second.members.empty()) ++it;
+      ++it;
+      while (it->second.members.empty()) ++it;
+      v_hi = it->first;
+    }
+    const std::vector<size_t>& hi_members = g.by_value.at(v_hi).members;
+    double hi_sum = 0;
+    for (size_t k : hi_members) hi_sum += *field_value(f, instances[k].measured);
+    g.lo = g.by_value.at(v_lo).members.front();
+    g.hi = hi_members.front();
+    g.lo_value = m_lo;
+    g.hi_value = hi_sum / static_cast<int>(hi_members.size());
+    g.relative = (m_hi - m_lo) / std::max(std::abs(m_hi), 1e-9);
+  }
+
   // param_effects() for one parameter, from its groups.
   ParamEffect effect(Quantity q, const std::string& p) {
     const int f = q == Quantity::kMemory ? kMemoryField
@@ -873,10 +1005,16 @@ struct FitView {
       for (size_t k = 0; k < instances.size(); ++k) {
         const FamilyInstance& i = instances[k];
         if (!field_value(f, i.measured)) continue;
-        groups.by_key[group_key(i.params, p)].by_value[value_in(i.params, p)].push_back(k);
+        groups.by_key[group_key(i.params, p)].by_value[value_in(i.params, p)].members.push_back(k);
       }
-      for (auto it = groups.by_key.begin(); it != groups.by_key.end(); ++it)
+      for (auto it = groups.by_key.begin(); it != groups.by_key.end(); ++it) {
         groups.changed.push_back(it);
+        for (auto v = it->second.by_value.begin(); v != it->second.by_value.end(); ++v) {
+          v->second.dirty = true;
+          v->second.listed = true;
+          it->second.changed_values.push_back(v);
+        }
+      }
     }
     for (auto it : groups.changed) {
       const std::string& key = it->first;
@@ -885,54 +1023,57 @@ struct FitView {
       g.valid = true;
       if (g.ranked) groups.ranked.erase({-*g.ranked, key});
       g.ranked.reset();
-      {
-        size_t values = 0;
-        std::string v_lo, v_hi;
-        double m_lo = std::numeric_limits<double>::infinity();
-        double m_hi = -m_lo;
-        for (const auto& [v, members] : g.by_value) {
-          if (members.empty()) continue;
-          ++values;
-          double sum = 0;
-          for (size_t k : members) sum += *field_value(f, instances[k].measured);
-          const double mean = sum / static_cast<int>(members.size());
-          if (mean < m_lo) {
-            m_lo = mean;
-            v_lo = v;
-          }
-          if (mean > m_hi) {
-            m_hi = mean;
-            v_hi = v;
+      for (auto v_it : g.changed_values) {
+        FamilyFit::Index::Value& v = v_it->second;
+        v.listed = false;
+        if (v.dirty) {
+          v.sum = 0;
+          for (size_t k : v.members) v.sum += *field_value(f, instances[k].measured);
+          v.dirty = false;
+        }
+        if (v.ranked) {
+          if (std::isfinite(*v.ranked)) {
+            g.means.erase({*v.ranked, &v_it->first});
+          } else {
+            --g.odd_means;
           }
         }
-        g.two_values = values >= 2;
-        if (!g.two_values) continue;
-        if (v_lo == v_hi) {  // all equal: the second value
-          auto it = g.by_value.begin();
-          while (it->second.empty()) ++it;
-          ++it;
-          while (it->second.empty()) ++it;
-          v_hi = it->first;
+        v.ranked.reset();
+        if (v.members.empty()) continue;
+        v.ranked = v.sum / static_cast<int>(v.members.size());
+        if (std::isfinite(*v.ranked)) {
+          g.means.insert({*v.ranked, &v_it->first});
+        } else {
+          ++g.odd_means;
         }
-        const std::vector<size_t>& hi_members = g.by_value.at(v_hi);
-        double hi_sum = 0;
-        for (size_t k : hi_members) hi_sum += *field_value(f, instances[k].measured);
-        g.lo = g.by_value.at(v_lo).front();
-        g.hi = hi_members.front();
-        g.lo_value = m_lo;
-        g.hi_value = hi_sum / static_cast<int>(hi_members.size());
-        g.relative = (m_hi - m_lo) / std::max(std::abs(m_hi), 1e-9);
+      }
+      g.changed_values.clear();
+      if (g.odd_means > 0) {
+        rank_by_scan(g, f);
+      } else {
+        rank(g);
+      }
+      if (g.two_values) {
         groups.ranked.insert({-g.relative, key});
         g.ranked = g.relative;
       }
     }
     groups.changed.clear();
     Widest w;
+    FamilyFit::Index::Groups::Made made;
     if (!groups.ranked.empty()) {
       const FamilyFit::Index::Group& g = groups.by_key.at(groups.ranked.begin()->second);
       w = {&instances[g.lo], &instances[g.hi], g.lo_value, g.hi_value, g.relative};
+      made = {true,
+              g.lo,
+              g.hi,
+              std::bit_cast<uint64_t>(g.lo_value),
+              std::bit_cast<uint64_t>(g.hi_value),
+              std::bit_cast<uint64_t>(g.relative)};
     }
-    return effect_of(q, p, w);
+    if (groups.last && groups.last->first == made) return groups.last->second;
+    groups.last.emplace(made, effect_of(q, p, w));
+    return groups.last->second;
   }
 
   const FamilyInstance* timed(const std::map<std::string, std::string>& target) {
@@ -1046,11 +1187,60 @@ FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& par
                  [](const auto& entry, const std::string& name) { return entry.first == name; });
   if (!same_names) return estimate_from_family(instances_, params, declared, memo);
   FitView view{instances_, *index_};
-  return estimate_with(
+  // What estimate_with() reads below, each field's Fitted kept in its
+  // aggregate (nullptr where a fit along a line is made instead): the same
+  // makings, the same answer.
+  Index::Made made;
+  bool kept = true;
+  static const Fitted kUnmeasured{std::nullopt, "no measured instance yet"};
+  auto kept_fitted = [&](int f) -> const Fitted* {
+    const Quantity q = quantity_of(f);
+    const std::vector<ParamEffect>& e = view.effects(q, declared);
+    if (view.x.measured[f] == 0) return &kUnmeasured;
+    const std::optional<std::vector<std::string>> categorical = view.categorical(f, params, e);
+    if (!categorical) return nullptr;
+    Index::Aggregate*& uncategorised = index_->uncategorised[f];
+    if (categorical->empty() && uncategorised == nullptr)
+      uncategorised = &view.aggregate(f, {}, {});
+    Index::Aggregate& a = categorical->empty()
+                              ? view.refresh(*uncategorised, f)
+                              : view.aggregate(f, *categorical, project(params, *categorical));
+    const FamilyInstance& first = instances_[a.members.empty() ? 0 : a.members.front()];
+    std::optional<Fitted>& memo_fitted =
+        a.fitted[a.members.size() == 1 && first.params == params ? 1 : 0];
+    if (!memo_fitted) memo_fitted = fit_exact(instances_, q, a, params, *categorical);
+    return &*memo_fitted;
+  };
+  for (int f = 0; f < kFields && kept; ++f) {
+    made.fitted[static_cast<size_t>(f)] = kept_fitted(f);
+    kept = made.fitted[static_cast<size_t>(f)] != nullptr;
+  }
+  Index::Answers& answers = index_->answers;
+  if (kept) {
+    if (const FamilyInstance* timed = view.timed(params); timed != nullptr) {
+      const JobProfile& t = timed->measured;
+      auto bits = [](const std::optional<double>& v) -> std::optional<uint64_t> {
+        if (!v) return std::nullopt;
+        return std::bit_cast<uint64_t>(*v);
+      };
+      made.timed = true;
+      made.rate_bits = bits(t.samples_per_s);
+      made.solo_ms = *t.solo_ms;
+      made.startup_ms = t.startup_ms;
+      made.epoch_bits = bits(t.epoch_ms);
+    }
+    if (answers.generation != index_->generation || answers.declared != declared) {
+      answers.by_made.clear();
+      answers.generation = index_->generation;
+      answers.declared = declared;
+    }
+    if (auto it = answers.by_made.find(made); it != answers.by_made.end()) return it->second;
+  }
+  FamilyEstimate answer = estimate_with(
       [&](int f) -> Fitted {
         const Quantity q = quantity_of(f);
         const std::vector<ParamEffect>& e = view.effects(q, declared);
-        if (view.x.measured[f] == 0) return {std::nullopt, "no measured instance yet"};
+        if (view.x.measured[f] == 0) return kUnmeasured;
         const std::optional<std::vector<std::string>> categorical = view.categorical(f, params, e);
         if (!categorical) return fit_quantity(instances_, q, field_getter(f), params, e);
         Index::Aggregate*& uncategorised = index_->uncategorised[f];
@@ -1066,6 +1256,8 @@ FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& par
         return *memo_fitted;
       },
       [&] { return view.timed(params); });
+  if (kept) answers.by_made.emplace(made, answer);
+  return answer;
 }
 
 double FamilyFit::probe_value(const std::map<std::string, std::string>& params,

@@ -405,6 +405,64 @@ std::vector<IncrementalCase> incremental_cases() {
                     {{"model", "vit"}, {"lr", "9"}},
                     {{"model", "gpt"}, {"lr", "1"}}},
                    std::nullopt});
+  // Means tied at the least and at the greatest, between values whose order
+  // as text is not their order of arrival, and moved by re-measurements: the
+  // kept order of means must choose the first value by key among equals, as
+  // the scan does (a parameter that matters by its measurements).
+  const auto tied = grid_points({{"lr", {"0.3", "0.1", "0.2", "0.4"}}, {"seed", {"0", "1", "2"}}});
+  cases.push_back({"tied means",
+                   incremental_grid(
+                       tied,
+                       [&](size_t k, bool full) {
+                         const std::string& lr = tied[k].at("lr");
+                         const double mem = lr == "0.1" || lr == "0.3" ? 1000 : 1600;
+                         const double sm = lr == "0.2" ? 30 : 20;
+                         return full ? measured_as(mem + (k % 3 == 0 ? 600 : 0), sm, 100,
+                                                   300'000 + 1'000 * static_cast<int64_t>(k))
+                                     : measured_as(mem, {});
+                       },
+                       17),
+                   {{{"lr", "0.1"}, {"seed", "0"}},
+                    {{"lr", "0.4"}, {"seed", "2"}},
+                    {{"lr", "0.5"}, {"seed", "1"}}},
+                   std::nullopt});
+  // Points alike in all but their times: the estimates share every field's
+  // fit and differ only by the sibling whose time is scaled (its solo time,
+  // start-up and epoch time), which must tell them apart.
+  cases.push_back({"alike but their times",
+                   incremental_grid(
+                       lr_seed,
+                       [](size_t k, bool full) {
+                         if (!full) return measured_as(1200, std::nullopt);
+                         JobProfile p = measured_as(
+                             1200, 20, 100, 1'000'000 + 7'000 * static_cast<int64_t>(k / 6));
+                         p.startup_ms = 10'000 + 1'000 * static_cast<int64_t>(k % 3);
+                         if (k % 2 == 1) p.epoch_ms = 5'000.0 + static_cast<double>(k);
+                         return p;
+                       },
+                       19),
+                   {{{"lr", "0.5"}, {"seed", "0"}},
+                    {{"lr", "0.5"}, {"seed", "1"}},
+                    {{"lr", "0.5"}, {"seed", "2"}},
+                    {{"lr", "0.5"}, {"seed", "3"}},
+                    {{"lr", "0.01"}, {"seed", "9"}}},
+                   std::nullopt});
+  // The same instances stay the widest pair while their measurements change
+  // (memory alone, then in full, larger): the effect read off them changes
+  // with their values.
+  const auto pair_points = grid_points({{"lr", {"1", "2"}}, {"seed", {"0", "1"}}});
+  cases.push_back({"a widest pair measured again",
+                   incremental_grid(
+                       pair_points,
+                       [&](size_t k, bool full) {
+                         const double base = pair_points[k].at("lr") == "1" ? 1000 : 3000;
+                         return full ? measured_as(base * 1.5, 20 + static_cast<double>(k), 100,
+                                                   400'000)
+                                     : measured_as(base, std::nullopt);
+                       },
+                       23),
+                   {{{"lr", "1"}, {"seed", "0"}}, {{"lr", "3"}, {"seed", "0"}}},
+                   std::nullopt});
   // Stated resource_params.
   cases.push_back({"declared",
                    incremental_grid(

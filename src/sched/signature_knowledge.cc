@@ -7,7 +7,8 @@
 namespace colo {
 
 void SignatureKnowledge::set_profile(const std::string& signature, const JobProfile& profile) {
-  if (profiles_.insert_or_assign(signature, profile).second) ++profiles_added_;
+  auto [it, added] = profiles_.insert_or_assign(signature, profile);
+  if (added) profile_added(signature, it->second);
   ++version_;
 }
 
@@ -34,6 +35,8 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
   auto [it, added] = members_.try_emplace(signature);
   Member& m = it->second;
   if (added) {
+    ++records_added_;
+    m.own = own(signature);
     m.listed_in = &f;
     m.position = f.signatures.size();
     f.signatures.push_back(signature);
@@ -60,7 +63,8 @@ void SignatureKnowledge::add_family_instance(const std::string& family, FamilyIn
 JobProfile SignatureKnowledge::learned(const std::string& signature, const JobProfile& measured) {
   auto it = profiles_.find(signature);
   JobProfile merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
-  if (profiles_.insert_or_assign(signature, merged).second) ++profiles_added_;
+  if (auto [at, added] = profiles_.insert_or_assign(signature, merged); added)
+    profile_added(signature, at->second);
   ++version_;
   add_to_family(signature, measured);
   return merged;
@@ -87,8 +91,19 @@ void SignatureKnowledge::raise_peak(const std::string& signature, uint64_t bytes
 
 JobProfile& SignatureKnowledge::own_profile(const std::string& signature) {
   auto [it, added] = profiles_.try_emplace(signature);
-  if (added) ++profiles_added_;
+  if (added) profile_added(signature, it->second);
   return it->second;
+}
+
+void SignatureKnowledge::profile_added(const std::string& signature, const JobProfile& profile) {
+  ++records_added_;
+  if (auto m = members_.find(signature); m != members_.end()) m->second.own = &profile;
+}
+
+const SignatureKnowledge::Member* SignatureKnowledge::find_member(
+    const std::string& signature) const {
+  auto it = members_.find(signature);
+  return it == members_.end() ? nullptr : &it->second;
 }
 
 const JobProfile* SignatureKnowledge::own(const std::string& signature) const {
@@ -97,21 +112,20 @@ const JobProfile* SignatureKnowledge::own(const std::string& signature) const {
 }
 
 const JobProfile* SignatureKnowledge::usable(const std::string& signature) const {
-  return usable_over(signature, own(signature));
+  return usable_over(find_member(signature), own(signature));
 }
 
-const JobProfile* SignatureKnowledge::usable_over(const std::string& signature,
+const JobProfile* SignatureKnowledge::usable_over(const Member* member,
                                                   const JobProfile* own_profile) const {
   if (own_profile != nullptr && own_profile->admissible()) return own_profile;
-  auto member = members_.find(signature);
-  if (member == members_.end()) return nullptr;
-  const Family& f = *member->second.family;
-  Estimated& e = member->second.estimated;
+  if (member == nullptr) return nullptr;
+  const Family& f = *member->family;
+  Estimated& e = member->estimated;
   // Nothing it reads changed since it last answered (every change to a
   // profile or a family bumps version_).
   if (e.version == f.version && e.answered == version_) return e.answer;
   if (e.version != f.version) {
-    e.estimate = f.fit.estimate(member->second.member.params, f.resource_params, &effects_of(f));
+    e.estimate = f.fit.estimate(member->member.params, f.resource_params, &effects_of(f));
     e.version = f.version;
   }
   e.answered = version_;
@@ -125,10 +139,14 @@ const JobProfile* SignatureKnowledge::usable_over(const std::string& signature,
   return e.answer;
 }
 
-const JobProfile* SignatureKnowledge::usable(const std::string& signature,
-                                             OwnProfileCache& cache) const {
-  if (cache.added != profiles_added_) cache = {profiles_added_, own(signature)};
-  return usable_over(signature, cache.profile);
+const JobProfile* SignatureKnowledge::usable(const std::string& signature, Lookups& lookups) const {
+  if (lookups.member == nullptr && lookups.added != records_added_) {
+    lookups.added = records_added_;
+    lookups.member = find_member(signature);
+    lookups.own = lookups.member == nullptr ? own(signature) : nullptr;
+  }
+  if (lookups.member != nullptr) return usable_over(lookups.member, lookups.member->own);
+  return usable_over(nullptr, lookups.own);
 }
 
 bool SignatureKnowledge::estimated(const std::string& signature) const {

@@ -32,16 +32,23 @@
 
 namespace colo {
 
-// A caller's cached own(sig) lookup: valid while `added` is what
-// SignatureKnowledge::profiles_added() was when it was filled (an own
-// profile, once added, keeps its address). Kept per queued job.
-struct OwnProfileCache {
-  uint64_t added = UINT64_MAX;
-  const JobProfile* profile = nullptr;
-};
-
 class SignatureKnowledge {
+  struct Member;
+
  public:
+  // A caller's cached lookups of one signature, kept per queued job (a
+  // sweep's signatures are long and many, and every event reads thousands):
+  // its family membership, which keeps its own profile and estimate with it,
+  // found once and kept (a membership never moves nor goes); without one, its
+  // own profile. Looked up again only while no membership was found and
+  // something was added since (records_added()).
+  class Lookups {
+    friend class SignatureKnowledge;
+    uint64_t added = UINT64_MAX;      // records_added() when last looked up
+    const Member* member = nullptr;   // its membership, once found
+    const JobProfile* own = nullptr;  // without one: its own profile, as of `added`
+  };
+
   // `largest_memory_bytes`: the largest GPU's memory, which caps estimates
   // and sizes the default prior.
   explicit SignatureKnowledge(uint64_t largest_memory_bytes)
@@ -73,13 +80,12 @@ class SignatureKnowledge {
 
   // Its own profile; nullptr without one.
   const JobProfile* own(const std::string& signature) const;
-  // Counts own profiles ever added (OwnProfileCache).
-  uint64_t profiles_added() const { return profiles_added_; }
+  // Counts own profiles and family memberships ever added (Lookups).
+  uint64_t records_added() const { return records_added_; }
   // What admission uses (see above).
   const JobProfile* usable(const std::string& signature) const;
-  // usable(signature), with `cache` sparing the lookup of an admissible own
-  // profile (a sweep's signatures are long and many).
-  const JobProfile* usable(const std::string& signature, OwnProfileCache& cache) const;
+  // usable(signature), with `lookups` sparing the lookups by signature.
+  const JobProfile* usable(const std::string& signature, Lookups& lookups) const;
   // Whether usable() comes from its family's estimate (its own profile is
   // not admissible alone).
   bool estimated(const std::string& signature) const;
@@ -164,12 +170,17 @@ class SignatureKnowledge {
     // signature in the first family it is given).
     const Family* listed_in = nullptr;
     size_t position = 0;
+    // Its own profile (its entry in profiles_, kept as one is added).
+    const JobProfile* own = nullptr;
     mutable Estimated estimated;
   };
-  // usable(signature), its own profile (own(signature)) given.
-  const JobProfile* usable_over(const std::string& signature, const JobProfile* own_profile) const;
+  // usable() of a signature with `member` (nullptr: none) and `own_profile`.
+  const JobProfile* usable_over(const Member* member, const JobProfile* own_profile) const;
+  const Member* find_member(const std::string& signature) const;
   // The signature's entry in profiles_, added empty when it has none.
   JobProfile& own_profile(const std::string& signature);
+  // `profile` was added to profiles_ for `signature`: counted, and kept by its membership.
+  void profile_added(const std::string& signature, const JobProfile& profile);
   // The family's EffectsMemo, emptied when its measurements changed.
   EffectsMemo& effects_of(const Family& f) const;
   void add_to_family(const std::string& signature, const JobProfile& measured);
@@ -178,7 +189,7 @@ class SignatureKnowledge {
   // By signature, looked up for every queued class in each schedule():
   // hashed, as signatures are long and share their leading text.
   std::unordered_map<std::string, JobProfile> profiles_;
-  uint64_t profiles_added_ = 0;  // entries ever added to profiles_
+  uint64_t records_added_ = 0;  // entries ever added to profiles_ and members_
   std::map<std::string, JobProfile> priors_;
   std::map<std::string, std::string> labels_;
   std::unordered_map<std::string, Member> members_;  // by signature

@@ -1,5 +1,6 @@
 #include "sched/signature_knowledge.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "common/units.h"
@@ -41,8 +42,8 @@ TEST_P(UsableProfile, OwnProfileElseTheFamilysEstimate) {
     EXPECT_EQ(*p->peak_memory_bytes, static_cast<uint64_t>(*c.memory_gib * kGiB));
   }
   EXPECT_EQ(k.estimated("s"), c.estimated);
-  OwnProfileCache cache;
-  EXPECT_EQ(k.usable("s", cache), p) << "the cached lookup answers the same";
+  SignatureKnowledge::Lookups lookups;
+  EXPECT_EQ(k.usable("s", lookups), p) << "the cached lookup answers the same";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -90,6 +91,89 @@ INSTANTIATE_TEST_SUITE_P(
                      k.measured_memory("s", knowledge_profile(5, std::nullopt));
                    },
                    5.0}),
+    [](const auto& info) { return info.param.name; });
+
+// usable() through Lookups kept from step to step (as a queued job keeps
+// them) answers as a fresh lookup after every step: a profile or a family
+// that comes after the lookups were filled is found.
+struct LookupsCase {
+  std::string name;
+  std::vector<std::function<void(SignatureKnowledge&)>> steps;
+};
+
+class CachedLookups : public testing::TestWithParam<LookupsCase> {};
+
+TEST_P(CachedLookups, AnswerAsAFreshLookupAfterEveryStep) {
+  const LookupsCase& c = GetParam();
+  SignatureKnowledge k(kLargest);
+  SignatureKnowledge::Lookups s_lookups;
+  SignatureKnowledge::Lookups t_lookups;
+  auto expect_same = [&](const std::string& when) {
+    EXPECT_EQ(k.usable("s", s_lookups), k.usable("s")) << "s " << when;
+    EXPECT_EQ(k.usable("t", t_lookups), k.usable("t")) << "t " << when;
+  };
+  expect_same("before any step");
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    c.steps[i](k);
+    expect_same(fmt::format("after step {}", i + 1));
+  }
+  EXPECT_NE(k.usable("s"), nullptr) << "each case ends with s usable";
+}
+
+const auto kToyInstance = [](SignatureKnowledge& k) {
+  k.add_family_instance("toy", {"toy[lr=0.1]", {{"lr", "0.1"}}, knowledge_profile(6)});
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CachedLookups,
+    testing::Values(
+        LookupsCase{"its_own_profile_set_later",
+                    {[](SignatureKnowledge&) {},
+                     [](SignatureKnowledge& k) { k.set_profile("s", knowledge_profile(4)); }}},
+        LookupsCase{
+            "a_family_given_after_its_own_hint",
+            {[](SignatureKnowledge& k) { k.set_profile("s", knowledge_profile(4, std::nullopt)); },
+             kToyInstance,
+             [](SignatureKnowledge& k) { k.set_family("s", toy_member("toy[lr=0.2]", "0.2")); }}},
+        // The member's own profile comes after the lookups found the member:
+        // its peak (raised, measured) is read over the estimate.
+        LookupsCase{"a_peak_raised_after_the_member_was_found",
+                    {kToyInstance,
+                     [](SignatureKnowledge& k) {
+                       k.set_family("s", toy_member("toy[lr=0.2]", "0.2"));
+                       k.set_family("t", toy_member("toy[lr=0.3]", "0.3"));
+                     },
+                     [](SignatureKnowledge& k) { k.raise_peak("s", 7 * kGiB); }}},
+        LookupsCase{
+            "a_peak_measured_after_the_member_was_found",
+            {kToyInstance,
+             [](SignatureKnowledge& k) { k.set_family("s", toy_member("toy[lr=0.2]", "0.2")); },
+             [](SignatureKnowledge& k) {
+               k.measured_memory("s", knowledge_profile(9, std::nullopt));
+             },
+             [](SignatureKnowledge& k) {
+               k.measured_memory("t", knowledge_profile(3, std::nullopt));
+             }}},
+        LookupsCase{"learned_after_the_member_was_found",
+                    {[](SignatureKnowledge& k) {
+                       k.set_family("s", toy_member("toy[lr=0.2]", "0.2"));
+                       k.set_family("t", toy_member("toy[lr=0.3]", "0.3"));
+                     },
+                     [](SignatureKnowledge& k) { k.learned("t", knowledge_profile(5)); },
+                     [](SignatureKnowledge& k) { k.learned("s", knowledge_profile(2)); }}},
+        LookupsCase{
+            "a_profile_set_before_its_family",
+            {[](SignatureKnowledge& k) { k.set_profile("s", knowledge_profile(4)); },
+             [](SignatureKnowledge& k) { k.set_family("s", toy_member("toy[lr=0.2]", "0.2")); },
+             [](SignatureKnowledge& k) { k.set_profile("s", knowledge_profile(3)); }}},
+        LookupsCase{
+            "given_a_second_family",
+            {kToyInstance,
+             [](SignatureKnowledge& k) {
+               k.set_family("s",
+                            FamilyMember{"other", "other[lr=0.2]", {{"lr", "0.2"}}, std::nullopt});
+             },
+             [](SignatureKnowledge& k) { k.set_family("s", toy_member("toy[lr=0.2]", "0.2")); }}}),
     [](const auto& info) { return info.param.name; });
 
 // Whether an operation moves version() (the key of the policy's caches).
