@@ -729,6 +729,7 @@ struct FamilyFit::Index {
     int64_t solo_ms = 0;
     std::optional<int64_t> startup_ms;
     std::optional<uint64_t> epoch_bits;
+    // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy sees a 0 in the defaulted comparison
     auto operator<=>(const Made&) const = default;
   };
   struct Answers {
