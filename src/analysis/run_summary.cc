@@ -405,7 +405,13 @@ RunSummary summarize(const RunRecord& record, const SampleFigures* figures) {
       }
     }
 
-    job.epoch_ends = epoch_ends(events, job.started_ms);
+    // The last attempt's epochs: after its start and after the last requeue
+    // (events come in time order, an attempt's last lines before its requeue).
+    const auto last_requeue = std::find_if(events.rbegin(), events.rend(),
+                                           [](const auto& e) { return e.kind == "requeued"; });
+    job.epoch_ends = last_requeue == events.rend()
+                         ? epoch_ends(events, job.started_ms)
+                         : epoch_ends({last_requeue.base(), events.end()}, job.started_ms);
     if (i < record.metric_steps.size() && !record.metric_steps[i].empty()) {
       std::vector<ProgressEvent> all = events;
       all.insert(all.end(), record.metric_steps[i].begin(), record.metric_steps[i].end());

@@ -245,6 +245,21 @@ TEST(RunSummary, AttemptsCountRequeuesAndEpochsComeFromTheLastAttempt) {
   EXPECT_EQ(s.jobs[0].samples, 3000);
 }
 
+// A failed attempt's last line read at its exit, in the same millisecond as
+// its requeue and the next attempt's start (seen under load: a retried job
+// summed 3 epochs for 2), belongs to the attempt before the requeue.
+TEST(RunSummary, AnEpochOfTheAttemptBeforeARequeueAtTheNextStartIsNotTheLastAttempts) {
+  RunRecord r = record_of("naive", {{5000, 12000, {8000, 10000, 12000}}});
+  ProgressEvent requeued;
+  requeued.kind = "requeued";
+  requeued.time_ms = 5000;
+  r.events[0].insert(r.events[0].begin(), {epoch_end(5000, 1, 500), requeued});
+  RunSummary s = summarize(r);
+  EXPECT_EQ(s.jobs[0].attempts, 2);
+  EXPECT_EQ(s.jobs[0].epochs, 3);
+  EXPECT_EQ(s.jobs[0].samples, 3000);
+}
+
 // What colo held back of a job's progress reaches `colo show` through the
 // job's events: the last "throttled" event (its counts are cumulative).
 TEST(RunSummary, ThrottledCountsComeFromTheLastThrottledEvent) {

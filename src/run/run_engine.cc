@@ -497,7 +497,7 @@ void RunEngine::reap() {
       });
       other.measuring->neighbour_left(alone);
     }
-    read_progress_of(job, /*exited=*/true);  // the last lines it wrote before exiting
+    read_progress_of(job, f.ended_ms);  // the last lines it wrote before exiting
     if (job.objective) objective_warning(job, job.objective->ended());
     if (job.job.spec.early_stop) {
       // A trial that ran to its end on its own teaches its sweep's last epoch.
@@ -1047,9 +1047,12 @@ void RunEngine::cap_log(JobRuntime& job, bool exited) {
   }
 }
 
-void RunEngine::read_progress_of(JobRuntime& job, bool exited) {
+void RunEngine::read_progress_of(JobRuntime& job, std::optional<UnixMillis> exited_ms) {
   if (!job.reader) return;
-  std::vector<ProgressEvent> events = job.reader->poll(ctx_.clock.now_ms(), exited);
+  const bool exited = exited_ms.has_value();
+  const UnixMillis now = ctx_.clock.now_ms();
+  std::vector<ProgressEvent> events =
+      job.reader->poll(exited ? std::min(now, *exited_ms) : now, exited);
   cap_log(job, exited);
   if (ctx_.backend.simulated() && !exited && job.device && job.pid > 0 && job.sim_load &&
       job.sim_load->update(events)) {

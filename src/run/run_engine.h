@@ -402,8 +402,11 @@ class RunEngine {
   // `started_ms`; nullopt when none runs there.
   std::optional<GpuBaseline> baseline(int device, UnixMillis started_ms) const;
   static constexpr int64_t kBaselineMs = 5000;
-  // `exited`: the job has ended; read what it left and let held-back events out.
-  void read_progress_of(JobRuntime& job, bool exited = false);
+  // `exited_ms`: the job ended then; read what it left and let held-back
+  // events out, stamped no later than its end (what it wrote before it
+  // exited belongs to this attempt, before a requeue at that time and the
+  // next attempt's start).
+  void read_progress_of(JobRuntime& job, std::optional<UnixMillis> exited_ms = std::nullopt);
   // The job's sweep's [early_stop] rule on event `e`, before it is stored:
   // stops the job (TERM, the grace) when the rule says so; it ends stopped.
   void judge_early_stop(JobRuntime& job, const ProgressEvent& e);

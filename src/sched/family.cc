@@ -1194,23 +1194,27 @@ FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& par
   Index::Made made;
   bool kept = true;
   static const Fitted kUnmeasured{std::nullopt, "no measured instance yet"};
-  auto kept_fitted = [&](int f) -> const Fitted* {
-    const Quantity q = quantity_of(f);
-    const std::vector<ParamEffect>& e = view.effects(q, declared);
-    if (view.x.measured[f] == 0) return &kUnmeasured;
-    const std::optional<std::vector<std::string>> categorical = view.categorical(f, params, e);
-    if (!categorical) return nullptr;
+  // Field f's fit from the aggregate of the instances alike in `categorical`
+  // (kept with the aggregate until it changes).
+  auto exact_fitted = [&](int f, const std::vector<std::string>& categorical) -> const Fitted& {
     Index::Aggregate*& uncategorised = index_->uncategorised[f];
-    if (categorical->empty() && uncategorised == nullptr)
+    if (categorical.empty() && uncategorised == nullptr)
       uncategorised = &view.aggregate(f, {}, {});
-    Index::Aggregate& a = categorical->empty()
+    Index::Aggregate& a = categorical.empty()
                               ? view.refresh(*uncategorised, f)
-                              : view.aggregate(f, *categorical, project(params, *categorical));
+                              : view.aggregate(f, categorical, project(params, categorical));
     const FamilyInstance& first = instances_[a.members.empty() ? 0 : a.members.front()];
     std::optional<Fitted>& memo_fitted =
         a.fitted[a.members.size() == 1 && first.params == params ? 1 : 0];
-    if (!memo_fitted) memo_fitted = fit_exact(instances_, q, a, params, *categorical);
-    return &*memo_fitted;
+    if (!memo_fitted) memo_fitted = fit_exact(instances_, quantity_of(f), a, params, categorical);
+    return *memo_fitted;
+  };
+  auto kept_fitted = [&](int f) -> const Fitted* {
+    const std::vector<ParamEffect>& e = view.effects(quantity_of(f), declared);
+    if (view.x.measured[f] == 0) return &kUnmeasured;
+    const std::optional<std::vector<std::string>> categorical = view.categorical(f, params, e);
+    if (!categorical) return nullptr;
+    return &exact_fitted(f, *categorical);
   };
   for (int f = 0; f < kFields && kept; ++f) {
     made.fitted[static_cast<size_t>(f)] = kept_fitted(f);
@@ -1244,17 +1248,7 @@ FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& par
         if (view.x.measured[f] == 0) return kUnmeasured;
         const std::optional<std::vector<std::string>> categorical = view.categorical(f, params, e);
         if (!categorical) return fit_quantity(instances_, q, field_getter(f), params, e);
-        Index::Aggregate*& uncategorised = index_->uncategorised[f];
-        if (categorical->empty() && uncategorised == nullptr)
-          uncategorised = &view.aggregate(f, {}, {});
-        Index::Aggregate& a = categorical->empty()
-                                  ? view.refresh(*uncategorised, f)
-                                  : view.aggregate(f, *categorical, project(params, *categorical));
-        const FamilyInstance& first = instances_[a.members.empty() ? 0 : a.members.front()];
-        std::optional<Fitted>& memo_fitted =
-            a.fitted[a.members.size() == 1 && first.params == params ? 1 : 0];
-        if (!memo_fitted) memo_fitted = fit_exact(instances_, q, a, params, *categorical);
-        return *memo_fitted;
+        return exact_fitted(f, *categorical);
       },
       [&] { return view.timed(params); });
   if (kept) answers.by_made.emplace(made, answer);

@@ -1024,6 +1024,20 @@ Status read_device_samples(sqlite3* db, const std::string& path, int64_t run_id,
                            UnixMillis from_ms = std::numeric_limits<UnixMillis>::min(),
                            UnixMillis to_ms = std::numeric_limits<UnixMillis>::max());
 
+// The columns every sample read selects first, in this order: time_ms,
+// device, sm_active_pct, gpu_util_pct, memory_used_bytes, power_w, energy_mj.
+DeviceSample sample_of_first_columns(const Statement& row) {
+  DeviceSample s;
+  s.time_ms = row.int64_at(0);
+  s.device = static_cast<int>(row.int64_at(1));
+  s.sm_active_pct = row.opt_double_at(2);
+  s.gpu_util_pct = row.opt_double_at(3);
+  s.memory_used_bytes = row.opt_uint64_at(4);
+  s.power_w = row.opt_double_at(5);
+  s.energy_mj = row.opt_uint64_at(6);
+  return s;
+}
+
 // read_device_samples by device of only the samples taken in [from_ms,
 // to_ms]: one range of the index (run, device, time) per device the run
 // sampled, each found by a seek, so that what is read is the window's, not
@@ -1055,15 +1069,7 @@ Status read_device_samples_between(sqlite3* db, const std::string& path, int64_t
     select->reset();
     select->bind(1, run_id).bind(2, *device).bind(3, from_ms).bind(4, to_ms);
     Status read = select->for_each_row([&]() -> Status {
-      DeviceSample s;
-      s.time_ms = select->int64_at(0);
-      s.device = static_cast<int>(select->int64_at(1));
-      s.sm_active_pct = select->opt_double_at(2);
-      s.gpu_util_pct = select->opt_double_at(3);
-      s.memory_used_bytes = select->opt_uint64_at(4);
-      s.power_w = select->opt_double_at(5);
-      s.energy_mj = select->opt_uint64_at(6);
-      each(s);
+      each(sample_of_first_columns(*select));
       return OkStatus();
     });
     if (!read.ok()) return read;
@@ -1087,14 +1093,7 @@ Status read_device_samples(sqlite3* db, const std::string& path, int64_t run_id,
   if (!select.ok()) return select.error();
   select->bind(1, run_id).bind(2, from_ms).bind(3, to_ms);
   return select->for_each_row([&]() -> Status {
-    DeviceSample s;
-    s.time_ms = select->int64_at(0);
-    s.device = static_cast<int>(select->int64_at(1));
-    s.sm_active_pct = select->opt_double_at(2);
-    s.gpu_util_pct = select->opt_double_at(3);
-    s.memory_used_bytes = select->opt_uint64_at(4);
-    s.power_w = select->opt_double_at(5);
-    s.energy_mj = select->opt_uint64_at(6);
+    DeviceSample s = sample_of_first_columns(*select);
     if (all_fields) {
       s.sm_occupancy_pct = select->opt_double_at(7);
       s.tensor_active_pct = select->opt_double_at(8);
