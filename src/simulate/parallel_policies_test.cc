@@ -55,14 +55,14 @@ SimOptions options(int gpus) {
 // What a policy's result says of its decisions (everything but the
 // scheduler's own wall time, and the size of its slowest event by that time).
 std::string decisions(const PolicyResult& r) {
-  std::string out =
-      fmt::format("{} {} {} {} {} {} {} {} {}", r.policy.name, r.makespan_ms, r.mean_completion_ms,
-                  r.mean_wait_ms, r.jobs_ok, r.jobs_failed, r.retries, r.stopped, r.events);
+  std::string out = fmt::format("{} {} {} {} {} {} {} {} {} {}", r.policy.name, r.makespan_ms,
+                                r.mean_completion_ms, r.mean_wait_ms, r.jobs_ok, r.jobs_failed,
+                                r.retries, r.stopped, r.floor_stops, r.events);
   for (const auto& list : {r.notes, r.failures, r.starts}) {
     for (const std::string& s : list) out += "\n" + s;
   }
   for (const auto& p : r.protected_speeds)
-    out += fmt::format("\n{} {} {}", p.job, p.min_speed, p.speed);
+    out += fmt::format("\n{} {} {} {}", p.job, p.min_speed, p.speed, p.floor_stops);
   return out;
 }
 
@@ -103,6 +103,69 @@ INSTANTIATE_TEST_SUITE_P(Threads, SimulatePolicies,
                                            Case{"exclusive,naive-all,mps-all,auto,auto-warm", 4, 4},
                                            Case{"auto,auto,auto,auto,auto,auto,auto,auto", 2, 8},
                                            Case{"exclusive,naive-all,mps-all,auto", 2, 0}));
+
+// bench/policies/protected.toml's jobs as its hints give them: a heavy
+// protected training (floor 0.9) beside three light opportunistic ones, all
+// submitted together. On one GPU naive-all's closed loop stops neighbours
+// for the floor; auto (cold) first measures the protected job's solo rate.
+std::vector<SimJob> protected_example() {
+  auto job = [](const std::string& name, double gib, double sm, double busy, int64_t solo_ms,
+                int64_t startup_ms, QosClass qos) {
+    SimJob j;
+    j.name = name;
+    j.signature = name;
+    j.label = name;
+    j.truth.peak_memory_bytes = static_cast<uint64_t>(gib * static_cast<double>(kGiB));
+    j.truth.sm_active_pct = sm;
+    j.truth.gpu_util_pct = busy;
+    j.truth.solo_ms = solo_ms;
+    j.truth.startup_ms = startup_ms;
+    j.known = j.truth;
+    j.qos = qos;
+    if (qos == QosClass::kProtected) j.min_speed = 0.9;
+    return j;
+  };
+  std::vector<SimJob> jobs = {job("main", 12, 84, 100, 60'000, 10'000, QosClass::kProtected)};
+  for (int i = 0; i < 3; ++i)
+    jobs.push_back(job("light", 3, 63, 90, 30'000, 8'000, QosClass::kOpportunistic));
+  for (SimJob& j : jobs) j.truth.samples_per_s = 1000;
+  jobs[1].signature = jobs[2].signature = jobs[3].signature = "light";
+  return jobs;
+}
+
+// Every policy of the protected example, on threads racing each other (two,
+// and one per policy; repeated), decides exactly as on the calling thread
+// alone: the closed loop and the protected job's rates depend on nothing
+// shared between policies or on the threads' timing.
+TEST(SimulatePolicies, ProtectedExampleIsTheSameOnAnyThreads) {
+  const std::vector<SimJob> jobs = protected_example();
+  const std::vector<PolicySpec> policies = standard_policies(4);
+  for (int gpus : {1, 4}) {
+    SimOptions o = options(gpus);
+    o.gpu_memory_bytes = 140ull * kGiB;
+    const std::vector<PolicyResult> serial = simulate_policies(jobs, policies, o, 1);
+    ASSERT_EQ(serial.size(), policies.size());
+    std::vector<std::string> expected;
+    for (const PolicyResult& r : serial) {
+      expected.push_back(decisions(r));
+      EXPECT_EQ(r.jobs_ok, 4) << r.policy.name;
+      ASSERT_EQ(r.protected_speeds.size(), 1u) << r.policy.name;
+      // The closed loop runs: naive sharing on one GPU stops neighbours.
+      if (gpus == 1 && r.policy.kind == PolicyKind::kNaiveAll) EXPECT_GT(r.floor_stops, 0);
+    }
+    for (int round = 0; round < 20; ++round) {
+      for (size_t threads : {size_t{2}, policies.size()}) {
+        const std::vector<PolicyResult> parallel = simulate_policies(jobs, policies, o, threads);
+        ASSERT_EQ(parallel.size(), policies.size());
+        for (size_t i = 0; i < policies.size(); ++i) {
+          ASSERT_EQ(decisions(parallel[i]), expected[i])
+              << policies[i].name << " on " << gpus << " GPUs, " << threads << " threads, round "
+              << round;
+        }
+      }
+    }
+  }
+}
 
 TEST(SimulatePolicies, UsableCoresIsAtLeastOne) { EXPECT_GE(usable_cores(), 1u); }
 
