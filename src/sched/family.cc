@@ -1198,8 +1198,7 @@ FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& par
   // (kept with the aggregate until it changes).
   auto exact_fitted = [&](int f, const std::vector<std::string>& categorical) -> const Fitted& {
     Index::Aggregate*& uncategorised = index_->uncategorised[f];
-    if (categorical.empty() && uncategorised == nullptr)
-      uncategorised = &view.aggregate(f, {}, {});
+    if (categorical.empty() && uncategorised == nullptr) uncategorised = &view.aggregate(f, {}, {});
     Index::Aggregate& a = categorical.empty()
                               ? view.refresh(*uncategorised, f)
                               : view.aggregate(f, categorical, project(params, categorical));
