@@ -327,6 +327,25 @@ ParamEffect effect_of(Quantity q, const std::string& p, const Widest& w) {
   return e;
 }
 
+// The values with the least and the greatest mean, seen in order (the
+// first of equal means wins each): param_effects()'s choice, and
+// FamilyFit's scan that must choose as it does.
+struct MeanExtremes {
+  std::string v_lo, v_hi;
+  double m_lo = std::numeric_limits<double>::infinity();
+  double m_hi = -std::numeric_limits<double>::infinity();
+  void see(const std::string& v, double mean) {
+    if (mean < m_lo) {
+      m_lo = mean;
+      v_lo = v;
+    }
+    if (mean > m_hi) {
+      m_hi = mean;
+      v_hi = v;
+    }
+  }
+};
+
 }  // namespace
 
 std::string_view to_string(Quantity q) {
@@ -406,20 +425,9 @@ std::vector<ParamEffect> param_effects(const std::vector<FamilyInstance>& instan
         first.emplace(v, m);
       }
       if (by_value.size() < 2) continue;
-      std::string v_lo, v_hi;
-      double m_lo = std::numeric_limits<double>::infinity();
-      double m_hi = -m_lo;
-      for (const auto& [v, sum] : by_value) {
-        const double mean = sum.first / sum.second;
-        if (mean < m_lo) {
-          m_lo = mean;
-          v_lo = v;
-        }
-        if (mean > m_hi) {
-          m_hi = mean;
-          v_hi = v;
-        }
-      }
+      MeanExtremes ext;
+      for (const auto& [v, sum] : by_value) ext.see(v, sum.first / sum.second);
+      auto& [v_lo, v_hi, m_lo, m_hi] = ext;
       if (v_lo == v_hi) v_hi = std::next(by_value.begin())->first;  // all equal
       const double relative = (m_hi - m_lo) / std::max(std::abs(m_hi), 1e-9);
       if (relative > widest) {
@@ -960,22 +968,13 @@ struct FitView {
   // finite, where the ordered means would not choose as it does).
   void rank_by_scan(FamilyFit::Index::Group& g, int f) {
     size_t values = 0;
-    std::string v_lo, v_hi;
-    double m_lo = std::numeric_limits<double>::infinity();
-    double m_hi = -m_lo;
+    MeanExtremes ext;
     for (const auto& [v, value] : g.by_value) {
       if (value.members.empty()) continue;
       ++values;
-      const double mean = *value.ranked;
-      if (mean < m_lo) {
-        m_lo = mean;
-        v_lo = v;
-      }
-      if (mean > m_hi) {
-        m_hi = mean;
-        v_hi = v;
-      }
+      ext.see(v, *value.ranked);
     }
+    auto& [v_lo, v_hi, m_lo, m_hi] = ext;
     g.two_values = values >= 2;
     if (!g.two_values) return;
     if (v_lo == v_hi) {  // all equal: the second value
