@@ -27,6 +27,57 @@ import sys
 import time
 
 
+SAMPLE_INSERT = ("INSERT INTO device_samples (run_id, time_ms, device, sm_active_pct, "
+                 "gpu_util_pct, memory_used_bytes, memory_total_bytes, power_w, energy_mj) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def insert_job(db, run_id, gpu, n, t, job_ms, epoch_ms):
+    """Job n on `gpu`, from t for job_ms, with an epoch end every epoch_ms;
+    returns how many epoch events it has."""
+    spec = json.dumps({"name": "job", "command": ["python3", "train.py", "--seed", str(n)]})
+    cur = db.execute(
+        "INSERT INTO jobs (run_id, name, grp, spec_json, signature, state, device, pid, "
+        "queued_ms, started_ms, ended_ms, exit_code, reason) "
+        "VALUES (?, ?, '', ?, ?, 'ok', ?, 0, ?, ?, ?, 0, 'exit code 0')",
+        (run_id, "job#%d" % n, spec, "sig-%d" % (n % 50), gpu, t, t, t + job_ms))
+    job_id = cur.lastrowid
+    rows = []
+    e = 1
+    while e * epoch_ms <= job_ms:
+        rows.append((job_id, t + e * epoch_ms, "epoch_end", e, 60_000,
+                     json.dumps({"loss": 1.0 / e})))
+        e += 1
+    db.executemany("INSERT INTO job_events (job_id, time_ms, kind, epoch, samples, "
+                   "metrics_json) VALUES (?, ?, ?, ?, ?, ?)", rows)
+    return len(rows)
+
+
+def job_starts(gpu, start, end, job_ms):
+    """(n, start time) of each job back to back on `gpu` (staggered a second per GPU)."""
+    t = start + gpu * 1000
+    n = 0
+    while t + job_ms <= end:
+        yield n, t
+        n += 1
+        t += job_ms
+
+
+def sample_batches(run_id, gpu, start, end, sample_ms, size):
+    """`gpu`'s device samples from start to end, at 300 W, in lists of at most `size`."""
+    energy = 0
+    batch = []
+    t = start
+    while t <= end:
+        energy += 300 * sample_ms  # 300 W, in mJ
+        batch.append((run_id, t, gpu, 60.0, 80.0, 40 << 30, 80 << 30, 300.0, energy))
+        if len(batch) >= size:
+            yield batch
+            batch = []
+        t += sample_ms
+    yield batch
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("db")
@@ -57,49 +108,14 @@ def main(argv=None):
     run_id = cur.lastrowid
     jobs = events = 0
     for g in range(args.gpus):
-        t = start + g * 1000
-        n = 0
-        while t + job_ms <= end:
-            spec = json.dumps({"name": "job", "command": ["python3", "train.py", "--seed", str(n)]})
-            cur = db.execute(
-                "INSERT INTO jobs (run_id, name, grp, spec_json, signature, state, device, pid, "
-                "queued_ms, started_ms, ended_ms, exit_code, reason) "
-                "VALUES (?, ?, '', ?, ?, 'ok', ?, 0, ?, ?, ?, 0, 'exit code 0')",
-                (run_id, "job#%d" % n, spec, "sig-%d" % (n % 50), g, t, t, t + job_ms))
-            job_id = cur.lastrowid
-            rows = []
-            e = 1
-            while e * epoch_ms <= job_ms:
-                rows.append((job_id, t + e * epoch_ms, "epoch_end", e, 60_000,
-                             json.dumps({"loss": 1.0 / e})))
-                e += 1
-            db.executemany("INSERT INTO job_events (job_id, time_ms, kind, epoch, samples, "
-                           "metrics_json) VALUES (?, ?, ?, ?, ?, ?)", rows)
-            events += len(rows)
+        for n, t in job_starts(g, start, end, job_ms):
+            events += insert_job(db, run_id, g, n, t, job_ms, epoch_ms)
             jobs += 1
-            n += 1
-            t += job_ms
     samples = 0
     for g in range(args.gpus):
-        energy = 0
-        batch = []
-        t = start
-        while t <= end:
-            energy += 300 * args.sample_ms  # 300 W, in mJ
-            batch.append((run_id, t, g, 60.0, 80.0, 40 << 30, 80 << 30, 300.0, energy))
-            if len(batch) >= 100_000:
-                db.executemany(
-                    "INSERT INTO device_samples (run_id, time_ms, device, sm_active_pct, "
-                    "gpu_util_pct, memory_used_bytes, memory_total_bytes, power_w, energy_mj) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch)
-                samples += len(batch)
-                batch = []
-            t += args.sample_ms
-        db.executemany(
-            "INSERT INTO device_samples (run_id, time_ms, device, sm_active_pct, gpu_util_pct, "
-            "memory_used_bytes, memory_total_bytes, power_w, energy_mj) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch)
-        samples += len(batch)
+        for batch in sample_batches(run_id, g, start, end, args.sample_ms, 100_000):
+            db.executemany(SAMPLE_INSERT, batch)
+            samples += len(batch)
     db.commit()
     db.close()
     print(run_id)
@@ -127,51 +143,17 @@ def into_run(args):
 
     jobs = events = samples = 0
     for g in range(args.gpus):
-        energy = 0
-        batch = []
-        t = start
-        while t <= end:
-            energy += 300 * args.sample_ms  # 300 W, in mJ
-            batch.append((run_id, t, g, 60.0, 80.0, 40 << 30, 80 << 30, 300.0, energy))
-            if len(batch) >= 10_000:
-                db.executemany(
-                    "INSERT INTO device_samples (run_id, time_ms, device, sm_active_pct, "
-                    "gpu_util_pct, memory_used_bytes, memory_total_bytes, power_w, energy_mj) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch)
-                samples += len(batch)
-                wrote(len(batch))
-                batch = []
-            t += args.sample_ms
-        db.executemany(
-            "INSERT INTO device_samples (run_id, time_ms, device, sm_active_pct, gpu_util_pct, "
-            "memory_used_bytes, memory_total_bytes, power_w, energy_mj) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch)
-        samples += len(batch)
+        for batch in sample_batches(run_id, g, start, end, args.sample_ms, 10_000):
+            db.executemany(SAMPLE_INSERT, batch)
+            samples += len(batch)
+            wrote(len(batch))
         db.commit()  # this GPU's samples before any of its jobs
         pending = 0
-        t = start + g * 1000
-        n = 0
-        while t + job_ms <= end:
-            spec = json.dumps({"name": "job", "command": ["python3", "train.py", "--seed", str(n)]})
-            cur = db.execute(
-                "INSERT INTO jobs (run_id, name, grp, spec_json, signature, state, device, pid, "
-                "queued_ms, started_ms, ended_ms, exit_code, reason) "
-                "VALUES (?, ?, '', ?, ?, 'ok', ?, 0, ?, ?, ?, 0, 'exit code 0')",
-                (run_id, "job#%d" % n, spec, "sig-%d" % (n % 50), g, t, t, t + job_ms))
-            job_id = cur.lastrowid
-            rows = []
-            e = 1
-            while e * epoch_ms <= job_ms:
-                rows.append((job_id, t + e * epoch_ms, "epoch_end", e, 60_000,
-                             json.dumps({"loss": 1.0 / e})))
-                e += 1
-            db.executemany("INSERT INTO job_events (job_id, time_ms, kind, epoch, samples, "
-                           "metrics_json) VALUES (?, ?, ?, ?, ?, ?)", rows)
-            events += len(rows)
+        for n, t in job_starts(g, start, end, job_ms):
+            written = insert_job(db, run_id, g, n, t, job_ms, epoch_ms)
+            events += written
             jobs += 1
-            n += 1
-            t += job_ms
-            wrote(1 + len(rows))  # a job and its events in one commit
+            wrote(1 + written)  # a job and its events in one commit
         db.commit()
         pending = 0
     db.close()

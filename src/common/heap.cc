@@ -29,7 +29,8 @@ HeapReading read_heap() {
   HeapReading r;
 #if defined(__GLIBC__)
   // statm: size resident shared text lib data dt, in pages; "shared" is the
-  // resident file-backed pages (the binary, the libraries).
+  // resident file-backed pages (the binary, the libraries). The kernel's file for
+  // this process: no path a user can touch; three numbers read, no more.
   if (FILE* statm = std::fopen("/proc/self/statm", "re")) {
     unsigned long size = 0, resident = 0, shared = 0;
     if (std::fscanf(statm, "%lu %lu %lu", &size, &resident, &shared) == 3 && resident > shared)
