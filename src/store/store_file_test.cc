@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "store/testing/fake_runs.h"
@@ -25,6 +26,15 @@ struct DamageCase {
   std::string damage;  // a substring; "" for none
 };
 
+// A new store at `path`, held as colo holds it, its descriptor in `held`.
+void hold_a_new_store(const std::string& path, std::optional<UniqueFd>& held) {
+  Result<UniqueFd> fd = hold_store_file(path);
+  ASSERT_TRUE(fd.ok()) << fd.error().message();
+  Result<SqliteDb> db = open_store_writable(path, true);
+  ASSERT_TRUE(db.ok()) << db.error().message();
+  held = std::move(fd).value();
+}
+
 class StoreFileDamage : public ::testing::TestWithParam<DamageCase> {};
 
 TEST_P(StoreFileDamage, IsToldThroughTheHeldDescriptor) {
@@ -32,12 +42,8 @@ TEST_P(StoreFileDamage, IsToldThroughTheHeldDescriptor) {
   testing::TempDir dir("colo_store_file_test");
   ASSERT_FALSE(dir.path().empty());
   const std::string path = dir.path() + "/runs.db";
-  Result<UniqueFd> held = hold_store_file(path);
-  ASSERT_TRUE(held.ok()) << held.error().message();
-  {
-    Result<SqliteDb> db = open_store_writable(path, true);
-    ASSERT_TRUE(db.ok()) << db.error().message();
-  }
+  std::optional<UniqueFd> held;
+  ASSERT_NO_FATAL_FAILURE(hold_a_new_store(path, held));
   c.act(path);
   const std::string damage = store_file_damage(held->get(), path);
   if (c.damage.empty()) {
@@ -91,12 +97,8 @@ TEST(StoreFile, DamageIsConfirmedByTheSameVerdictTwiceNotByAGrowingFile) {
   testing::TempDir dir("colo_store_file_test");
   ASSERT_FALSE(dir.path().empty());
   const std::string path = dir.path() + "/runs.db";
-  Result<UniqueFd> held = hold_store_file(path);
-  ASSERT_TRUE(held.ok()) << held.error().message();
-  {
-    Result<SqliteDb> db = open_store_writable(path, true);
-    ASSERT_TRUE(db.ok()) << db.error().message();
-  }
+  std::optional<UniqueFd> held;
+  ASSERT_NO_FATAL_FAILURE(hold_a_new_store(path, held));
   ASSERT_EQ(::truncate(path.c_str(), 200), 0);
   const std::string first = store_file_damage(held->get(), path);
   ASSERT_THAT(first, HasSubstr("where its header counts"));
