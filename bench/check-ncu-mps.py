@@ -1,11 +1,14 @@
 """Checks bench/profile-ncu-mps.sh's two passes from the jobs' own logs and the
 files on disk, not from colo's code or store:
-  - job a of the ncu pass trained all its epochs (its log's last epoch line is
-    epoch N/N) and an Nsight Compute report (*.ncu-rep, non-empty) lies under
-    the pass's directory;
-  - each neighbour (b, c) of the ncu pass trained all its epochs, at a steady
-    rate (median of epochs 2..n, samples over the time since the previous
-    epoch ended) within 10% of the same job's in the plain pass.
+  - each job profiled in the ncu pass (its `profile = { tool = "ncu" ...}` line
+    in the pass's jobs.toml) trained all its epochs (its log's last epoch line
+    is epoch N/N); the report ncu said it wrote ("==PROF== Report: PATH" in the
+    job's log) is there and not empty; and the process ncu said it profiled
+    ("==PROF== Connected to process P") is the job's own (train.py's
+    "pid=P"), so two profiled jobs on one host never swapped reports;
+  - each other job of the ncu pass trained all its epochs, at a steady rate
+    (median of epochs 2..n, samples over the time since the previous epoch
+    ended) within 10% of the same job's in the plain pass.
 Prints one line per finding and exits 1 when one fails.
 
     python3 bench/check-ncu-mps.py RESULTS_DIR"""
@@ -41,6 +44,19 @@ def steady_rate(ep):
     return statistics.median(rates) if rates else None
 
 
+def profiled_jobs(pass_dir):
+    """The names of the jobs.toml's jobs that carry an ncu profile line."""
+    names, name = [], None
+    with open(os.path.join(pass_dir, "jobs.toml")) as f:
+        for line in f:
+            m = re.match(r'name = "([^"]+)"', line)
+            if m:
+                name = m[1]
+            elif line.startswith("profile =") and '"ncu"' in line and name:
+                names.append(name)
+    return names
+
+
 def main():
     out = sys.argv[1]
     failed = False
@@ -56,11 +72,25 @@ def main():
             ep = epochs(log) if log else []
             done = bool(ep) and ep[-1][0] == ep[-1][1]
             say(done, f"{pass_name}/{name}: {len(ep)} epoch lines" + ("" if log else " (no log found)"))
-    reports = [p for p in glob.glob(os.path.join(out, "ncu", "**", "*.ncu-rep"), recursive=True)
-               if os.path.getsize(p) > 0]
-    say(bool(reports), "ncu report: " + (", ".join(f"{os.path.relpath(p, out)} ({os.path.getsize(p)} bytes)"
-                                                   for p in reports) or "none"))
-    for name in "bc":
+    profiled = profiled_jobs(os.path.join(out, "ncu"))
+    say(bool(profiled), "profiled in the ncu pass: " + (", ".join(profiled) or "none"))
+    for name in profiled:
+        log = log_of(os.path.join(out, "ncu"), name)
+        text = open(log, errors="replace").read() if log else ""
+        own = re.findall(r"colo attempt: .*\bpid=(\d+)", text)
+        attached = re.findall(r"==PROF== Connected to process (\d+)", text)
+        say(bool(own) and attached == own[-1:],
+            f"{name}: ncu attached to process {', '.join(attached) or 'none'}, the job's own is "
+            f"{own[-1] if own else 'unknown'}")
+        # Where the log's path is not this machine's (results kept elsewhere):
+        # the file of that name under the pass's directory.
+        reports = [r if os.path.isfile(r) else next(iter(glob.glob(os.path.join(
+            out, "ncu", "**", os.path.basename(r)), recursive=True)), r)
+            for r in re.findall(r"==PROF== Report: (\S+)", text)]
+        sizes = [os.path.getsize(r) if os.path.isfile(r) else 0 for r in reports]
+        say(bool(reports) and all(sizes),
+            f"{name}: report " + (", ".join(f"{r} ({n} bytes)" for r, n in zip(reports, sizes)) or "none"))
+    for name in (n for n in "abc" if n not in profiled):
         logs = [log_of(os.path.join(out, p), name) for p in ("plain", "ncu")]
         if None in logs:
             say(False, f"{name}: a log is missing")

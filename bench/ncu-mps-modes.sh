@@ -10,18 +10,19 @@
 #   control-client   `ncu --mps control --mps-num-clients 1 --export R` then the
 #                    job under `ncu --mps client`
 #   primary-alone    the job under `ncu --mps primary-client --mps-num-clients 1
-#                    --export R` (no control process)
+#                    --export R` (no control process), with and without the
+#                    launch count and clock control
 #   control-primary  `ncu --mps control --mps-num-clients 1 --export R` then the
 #                    job under `ncu --mps primary-client`
 #   outside          the job under plain ncu outside the server (what colo does now)
-# Each case is bounded by CASE_S seconds (default 90).
+# Each case is bounded by CASE_S seconds (default 75).
 #
-#   bench/ncu-mps-modes.sh RESULTS_DIR   (PYTHON=python3 CASE_S=90)
+#   bench/ncu-mps-modes.sh RESULTS_DIR   (PYTHON=python3 CASE_S=75)
 set -uo pipefail
 out=${1:?usage: bench/ncu-mps-modes.sh RESULTS_DIR}
 cd "$(dirname "$0")/.." || exit 2
 py=${PYTHON:-python3}
-limit=${CASE_S:-90}
+limit=${CASE_S:-75}
 command -v ncu >/dev/null || { echo "ncu-mps-modes: ncu is not on PATH" >&2; exit 2; }
 mkdir -p "$out"
 out=$(realpath "$out")
@@ -46,24 +47,28 @@ run_case() {  # NAME CONTROL-ARGS(or "") JOB-NCU-ARGS [PIPE-DIR]
   date +%s.%N >"$dir/start"
   if [ -n "$control" ]; then
     # shellcheck disable=SC2086
-    timeout "$limit" ncu $control --export "$dir/report" >"$dir/control.txt" 2>&1 &
+    timeout "$limit" ncu $control >"$dir/control.txt" 2>&1 &
     cpid=$!
     sleep 2
   fi
   # shellcheck disable=SC2086
-  CUDA_MPS_PIPE_DIRECTORY=$pipe timeout "$limit" ncu $job --launch-count 10 --clock-control none "$py" "${train[@]}" --epochs 3 \
+  CUDA_MPS_PIPE_DIRECTORY=$pipe timeout "$limit" ncu $job "$py" "${train[@]}" --epochs 3 \
     >"$dir/job.txt" 2>&1
   echo "job exit $?" >>"$dir/job.txt"
   [ -z "$cpid" ] || { wait "$cpid"; echo "control exit $?" >>"$dir/control.txt"; }
   date +%s.%N >"$dir/end"
-  ls -l "$dir"/*.ncu-rep >"$dir/reports.txt" 2>&1
-  echo "$name: $(tail -n 1 "$dir/job.txt"); reports: $(grep -c ncu-rep "$dir/reports.txt")" | tee -a "$out/summary.txt"
+  find "$dir" -name '*.ncu-rep' -printf '%f %s\n' >"$dir/reports.txt"
+  echo "$name: $(tail -n 1 "$dir/job.txt"); reports: $(wc -l <"$dir/reports.txt")" | tee -a "$out/summary.txt"
 }
-run_case control-client "--mps control --mps-num-clients 1" "--mps client"
-run_case primary-alone "" "--mps primary-client --mps-num-clients 1 --export $out/primary-alone/report"
-run_case control-primary "--mps control --mps-num-clients 1" "--mps primary-client"
+# ncu refuses --clock-control and --export on a `--mps client`: what to
+# profile is the control's to say there.
+what="--launch-count 10 --clock-control none"
+run_case control-client "--mps control --mps-num-clients 1 $what --export $out/control-client/report" "--mps client"
+run_case primary-alone "" "--mps primary-client --mps-num-clients 1 $what --export $out/primary-alone/report"
+run_case primary-alone-bare "" "--mps primary-client --mps-num-clients 1 --export $out/primary-alone-bare/report"
+run_case control-primary "--mps control --mps-num-clients 1 $what --export $out/control-primary/report" "--mps primary-client"
 # Outside: a pipe directory that names no daemon, so the job is no MPS client.
-run_case outside "" "--export $out/outside/report" "$work/no-daemon"
+run_case outside "" "$what --export $out/outside/report" "$work/no-daemon"
 kill "$neighbour" 2>/dev/null
 wait "$neighbour" 2>/dev/null
 cat "$out/summary.txt"

@@ -4,13 +4,15 @@
 # CIFAR-10-shaped synthetic data) at once on one GPU under `colo run
 # --mechanism mps --policy fixed --max-per-gpu 3`:
 #   plain  no profiler: the neighbours' rates beside two plain jobs;
-#   ncu    job a under `profile = { tool = "ncu", steps = 10 }` (colo starts
-#          ncu outside the MPS server, `--clock-control none`), b and c as before.
+#   ncu    the jobs named in PROFILED (default: a) under `profile = { tool =
+#          "ncu", steps = 10 }` (each an MPS client under ncu's `--mps client`
+#          with ncu's control beside it, `colo ncu-mps-pair`), the others as before.
 # Then bench/check-ncu-mps.py, from the jobs' own logs and the files on disk
-# only: a's report exists and a trained all its epochs, and b's and c's steady
-# rates in the ncu pass are within 10% of theirs in the plain pass.
+# only: each profiled job trained all its epochs, its report exists, and the
+# process its control attached to is its own; the other jobs' steady rates in
+# the ncu pass are within 10% of theirs in the plain pass.
 #
-#   bench/profile-ncu-mps.sh RESULTS_DIR   (COLO=build/colo PYTHON=python3 EPOCHS=6 GPU=0)
+#   bench/profile-ncu-mps.sh RESULTS_DIR   (COLO=build/colo PYTHON=python3 EPOCHS=6 GPU=0 PROFILED=a)
 # Leaves RESULTS_DIR/<pass>/{jobs.toml,run.txt,logs/,home/} and RESULTS_DIR/check.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +20,7 @@ out=${1:?usage: bench/profile-ncu-mps.sh RESULTS_DIR}
 colo=$(realpath "${COLO:-build/colo}")
 py=${PYTHON:-python3}
 epochs=${EPOCHS:-6}
+profiled=" ${PROFILED:-a} "
 command -v ncu >/dev/null || { echo "profile-ncu-mps: ncu is not on PATH" >&2; exit 2; }
 mkdir -p "$out"
 out=$(realpath "$out")
@@ -31,7 +34,7 @@ for pass in plain ncu; do
     echo 'env = { PYTHONUNBUFFERED = "1" }'
     for name in a b c; do
       printf '[[job]]\nname = "%s"\ncommand = [%s]\n' "$name" "$train"
-      if [ "$pass" = ncu ] && [ "$name" = a ]; then echo 'profile = { tool = "ncu", steps = 10 }'; fi
+      if [ "$pass" = ncu ] && [[ $profiled == *" $name "* ]]; then echo 'profile = { tool = "ncu", steps = 10 }'; fi
     done
   } >"$dir/jobs.toml"
   COLO_HOME=$dir/home COLO_LOCK_DIR=$dir/locks "$colo" run "$dir/jobs.toml" --gpus "${GPU:-0}" \

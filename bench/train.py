@@ -234,6 +234,7 @@ def print_context():
                ("COLO_JOB_NAME", "COLO_RUN_ID", "COLO_JOB_ID", "COLO_ATTEMPT",
                 "COLO_CHECKPOINT_DIR", "CUDA_VISIBLE_DEVICES") if k in os.environ]
     context.append("uid=%d" % os.getuid())  # whose job it ran as (a root service's users)
+    context.append("pid=%d" % os.getpid())  # the process a profiler says it attached to
     if "COLO_JOB_NAME" in os.environ:
         print("train.py: colo attempt: %s" % " ".join(context), flush=True)
 

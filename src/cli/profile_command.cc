@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/replace_file.h"
+#include "profiling/ncu_launch.h"
 #include "profiling/timeline.h"
 #include "profiling/windows.h"
 #include "run/log_layout.h"
@@ -299,6 +300,19 @@ void add_profile_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   set_example(*cmd, "colo profile tiny --run 3 --for 5s; colo profile --gpu 0 --for 3s");
   cmd->callback([&exit_code] { exit_code = profile_command(flags); });
+
+  // For colo's own use: a job under `tool = "ncu"` as a client of an MPS
+  // server is started as this command (profiling/ncu_launch.h).
+  static NcuLaunch pair;
+  CLI::App* ncu =
+      app.add_subcommand("ncu-mps-pair", "(colo's own) ncu for one MPS client")->group("");
+  ncu->add_option("--ncu", pair.ncu)->required();
+  ncu->add_option("--export", pair.report)->required();
+  ncu->add_option("--launch-count", pair.launch_count)->check(CLI::PositiveNumber);
+  ncu->add_option("--port", pair.port)->required()->check(CLI::Range(1, 65535));
+  ncu->add_option("command", pair.command)->required();
+  ncu->callback(
+      [&exit_code] { exit_code = run_ncu_mps_pair(pair, std::chrono::milliseconds(60'000)); });
 }
 
 }  // namespace colo

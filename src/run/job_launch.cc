@@ -11,6 +11,7 @@
 #include "common/share_dir.h"
 #include "jobs/progress_event.h"
 #include "jobs/rendezvous.h"
+#include "profiling/ncu_launch.h"
 #include "run/leftovers.h"
 #include "run/log_layout.h"
 
@@ -90,7 +91,8 @@ Status prepare_job_files(const EngineJob& j) {
 }
 
 ProfileSetup profile_window(const ProfileSpec& p, const std::string& profile_dir, int attempt,
-                            const std::optional<std::string>& tool, LaunchRequest& request) {
+                            const std::optional<std::string>& tool, const std::string& colo_binary,
+                            LaunchRequest& request) {
   const auto seconds = [](int64_t ms) {
     return fmt::format("{:g}", static_cast<double>(ms) / 1000);
   };
@@ -111,50 +113,39 @@ ProfileSetup profile_window(const ProfileSpec& p, const std::string& profile_dir
     return {note, note};
   }
   const std::string out = profiler_output(profile_dir, p.tool, attempt);
-  std::vector<std::string> wrapped;
   if (p.tool == "nsys") {
-    wrapped = {*tool, "profile", "--output", out, "--force-overwrite", "true"};
+    std::vector<std::string> wrapped = {*tool, "profile",           "--output",
+                                        out,   "--force-overwrite", "true"};
     if (p.after_ms) wrapped.insert(wrapped.end(), {"--delay", seconds(*p.after_ms)});
     if (p.duration_ms) wrapped.insert(wrapped.end(), {"--duration", seconds(*p.duration_ms)});
-  } else {
-    // A bounded kernel range: ncu counts kernel launches, so `steps` is
-    // the number of kernels it profiles (default 10), from the first. Its
-    // clock control off: by default ncu locks the GPU's clocks to base while
-    // it profiles, which would slow every job sharing the GPU.
-    wrapped = {*tool,
-               "--target-processes",
-               "all",
-               "--clock-control",
-               "none",
-               "--export",
-               out,
-               "--force-overwrite",
-               "--launch-count",
-               std::to_string(p.steps.value_or(10))};
-    // An MPS client: ncu refuses one ("Profiling is not supported with
-    // Multi-Process Server (MPS) enabled ... Start ncu with --mps client"),
-    // and under `--mps client` refuses --export ("Invalid option --export
-    // specified for --mps client"; both on an H100, driver 580). So the job
-    // starts outside the server: a pipe directory that names no daemon
-    // (never the system's default one), its own context on its GPU, taking
-    // turns with the server's clients; MPS's per-client limits do not apply.
-    if (request.env.contains("CUDA_MPS_PIPE_DIRECTORY")) {
-      request.env["CUDA_MPS_PIPE_DIRECTORY"] = "/nonexistent/colo-ncu-outside-mps";
-      for (const char* lever : {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_CLIENT_PRIORITY",
-                                "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"})
-        request.env.erase(lever);
-      wrapped.insert(wrapped.end(), request.argv.begin(), request.argv.end());
-      request.argv = std::move(wrapped);
-      const std::string note = fmt::format(
-          "profiled by ncu into {}, outside the MPS server (ncu profiles no MPS client with a "
-          "report of its own): this attempt takes turns with the server's jobs on its GPU",
-          out);
-      return {note, note};
-    }
+    wrapped.insert(wrapped.end(), request.argv.begin(), request.argv.end());
+    request.argv = std::move(wrapped);
+    return {fmt::format("profiled by nsys into {}", out), ""};
   }
-  wrapped.insert(wrapped.end(), request.argv.begin(), request.argv.end());
-  request.argv = std::move(wrapped);
-  return {fmt::format("profiled by {} into {}", p.tool, out), ""};
+  // ncu counts kernel launches, so `steps` is the number of kernels it
+  // profiles (default 10), from the first.
+  NcuLaunch ncu{*tool, out, p.steps.value_or(10), 0, request.argv};
+  if (!request.env.contains("CUDA_MPS_PIPE_DIRECTORY")) {
+    request.argv = ncu_alone_argv(ncu);
+    return {fmt::format("profiled by ncu into {}", out), ""};
+  }
+  // A client of an MPS server: ncu's control beside the job, which runs
+  // under `ncu --mps client`, both through colo's own `ncu-mps-pair`
+  // (profiling/ncu_launch.h); it stays in the server, its levers as they are.
+  Result<int> port = free_tcp_port();
+  if (!port.ok()) {
+    std::string note =
+        fmt::format("profile: no free port for ncu's control ({}), so this attempt runs unprofiled",
+                    port.error().message());
+    return {note, note};
+  }
+  ncu.port = *port;
+  request.argv = ncu_mps_pair_argv(colo_binary, ncu);
+  const std::string note = fmt::format(
+      "profiled by ncu into {} as a client of its MPS server (ncu's control beside it on port "
+      "{}, the first {} kernels)",
+      out, ncu.port, ncu.launch_count);
+  return {note, note};
 }
 
 }  // namespace colo

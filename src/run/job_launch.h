@@ -64,9 +64,11 @@ struct ProfileSetup {
 // Python client told through COLO_PROFILE_* (torch), or its command wrapped
 // in nsys or ncu, found at `tool_path` (nullopt: not on PATH, so it runs
 // unprofiled and its log says so). Its output goes to `profile_dir`. ncu
-// profiles an MPS client (`request` carries CUDA_MPS_PIPE_DIRECTORY) in its
-// `--mps client` mode.
+// profiles an MPS client (`request` carries CUDA_MPS_PIPE_DIRECTORY) as one
+// of a pair, `colo_binary ncu-mps-pair` (profiling/ncu_launch.h), on a free
+// port of its own.
 ProfileSetup profile_window(const ProfileSpec& profile, const std::string& profile_dir, int attempt,
-                            const std::optional<std::string>& tool_path, LaunchRequest& request);
+                            const std::optional<std::string>& tool_path,
+                            const std::string& colo_binary, LaunchRequest& request);
 
 }  // namespace colo

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -165,13 +166,14 @@ TEST(ProfileWindow, TorchIsToldThroughTheEnvironmentNsysAndNcuWrapTheCommand) {
        {},
        true,
        false},
-      // Outside the MPS server: ncu takes no client with a report of its own.
+      // An MPS client stays one, under colo's ncu pair on a port of its own
+      // (PORT: whatever port was free), its levers kept.
       {"ncu under MPS",
        ProfileSpec{"ncu", std::nullopt, std::nullopt, 4, std::nullopt},
        "/usr/bin/ncu",
-       {"/usr/bin/ncu", "--target-processes", "all", "--clock-control", "none", "--export",
-        "/p/ncu-attempt2", "--force-overwrite", "--launch-count", "4", "python3", "train.py"},
-       {{"CUDA_MPS_PIPE_DIRECTORY", "/nonexistent/colo-ncu-outside-mps"}},
+       {"/usr/bin/colo", "ncu-mps-pair", "--ncu", "/usr/bin/ncu", "--export", "/p/ncu-attempt2",
+        "--launch-count", "4", "--port", "PORT", "--", "python3", "train.py"},
+       {{"CUDA_MPS_PIPE_DIRECTORY", "/run/mps/pipe"}, {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "20"}},
        true,
        true},
       {"nsys not installed",
@@ -190,11 +192,15 @@ TEST(ProfileWindow, TorchIsToldThroughTheEnvironmentNsysAndNcuWrapTheCommand) {
       request.env["CUDA_MPS_PIPE_DIRECTORY"] = "/run/mps/pipe";
       request.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = "20";
     }
-    const ProfileSetup setup = profile_window(c.profile, "/p", 2, c.tool_path, request);
+    const ProfileSetup setup =
+        profile_window(c.profile, "/p", 2, c.tool_path, "/usr/bin/colo", request);
+    auto port = std::find(request.argv.begin(), request.argv.end(), "--port");
+    if (port != request.argv.end() && ++port != request.argv.end()) {
+      EXPECT_GT(std::stoi(*port), 0) << c.name;
+      *port = "PORT";
+    }
     EXPECT_EQ(request.argv, c.argv) << c.name;
     for (const auto& [k, v] : c.env) EXPECT_EQ(request.env[k], v) << c.name << " " << k;
-    if (c.env.contains("CUDA_MPS_PIPE_DIRECTORY"))
-      EXPECT_FALSE(request.env.contains("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) << c.name;
     EXPECT_EQ(!setup.event.empty(), c.event) << c.name;
     EXPECT_EQ(!setup.log_note.empty(), c.log_note) << c.name;
   }

@@ -17,6 +17,7 @@
 #include "gpu/sim_backend.h"
 #include "jobs/job_signature.h"
 #include "jobs/log_cap.h"
+#include "run/data_loading.h"
 #include "run/job_launch.h"
 #include "run/job_runtime.h"
 #include "run/log_layout.h"
@@ -302,9 +303,9 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   request.cgroup = job_cgroup(job);
   std::string profile_note;
   if (const std::optional<ProfileSpec>& p = spec.profile) {
-    const ProfileSetup setup =
-        profile_window(*p, job.job.profile_dir, job.attempt,
-                       p->tool == "torch" ? std::nullopt : find_program(p->tool), request);
+    const ProfileSetup setup = profile_window(
+        *p, job.job.profile_dir, job.attempt,
+        p->tool == "torch" ? std::nullopt : find_program(p->tool), self_executable(), request);
     if (!setup.event.empty()) display_.event(fmt::format("{}: {}", job.label(), setup.event));
     profile_note = setup.log_note;
   }

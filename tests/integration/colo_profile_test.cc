@@ -275,5 +275,46 @@ TEST_F(ColoProfile, AJobWhoseProfilerIsNotInstalledRunsUnprofiledAndSaysWhy) {
               HasSubstr("nsys is not installed here"));
 }
 
+// Under MPS, a job under `tool = "ncu"` stays a client of the server: colo
+// starts it under `ncu --mps client` with ncu's control beside it (the
+// stand-in ncu, tests/integration/fake-ncu, stands in for both). A control
+// that fails ends its job with the control's own words, not a job waiting
+// for ever.
+TEST_F(ColoProfile, AnNcuJobUnderMpsIsAClientOfTheServerWithNcusControlBesideIt) {
+  const std::string bin = dir_ + "/bin";
+  shell("mkdir -p '" + bin + "' '" + dir_ + "/ncu' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
+        "/nvidia-cuda-mps-control' && cp '" COLO_FAKE_NCU "' '" + bin + "/ncu'");
+  const std::string file = write_file(
+      "p.toml", "[defaults]\nenv = { FAKE_NCU_DIR = \"" + dir_ +
+                    "/ncu\" }\n"
+                    "[[job]]\nname = \"kept\"\ncommand = [\"true\"]\nprofile = { tool = \"ncu\" }\n"
+                    "[[job]]\nname = \"lost\"\ncommand = [\"sleep\", \"300\"]\n"
+                    "env = { FAKE_NCU_CONTROL = \"fail\" }\nprofile = { tool = \"ncu\" }\n");
+  CommandResult r = shell("PATH='" + bin + "':$PATH " +
+                          colo("run " + file +
+                               " --backend sim --policy fixed --max-per-gpu 2 --mechanism mps "
+                               "--plain --db " +
+                               db() + " --logs " + dir_ + "/logs"));
+  const json shown = json::parse(shell(colo("show --json --db " + db())).output, nullptr, false);
+  ASSERT_TRUE(shown.is_object()) << r.output;
+  ASSERT_EQ(shown["jobs"].size(), 2u) << r.output;
+  for (const json& job : shown["jobs"]) {
+    const std::string name = job["name"];
+    const std::string log = shell("cat " + dir_ + "/logs/*/*/*-" + name + ".log").output;
+    if (name == "kept") {
+      EXPECT_EQ(job["state"], "ok") << log;
+      EXPECT_THAT(log, HasSubstr("as a client of its MPS server (ncu's control beside it"));
+      EXPECT_EQ(shell("find '" + dir_ + "/logs' -name 'ncu-attempt1.ncu-rep' | wc -l").output,
+                "1\n");
+      // The client ran with the server's pipe directory, not outside it.
+      EXPECT_THAT(shell("cat '" + dir_ + "/ncu'/client-*").output, HasSubstr(dir_ + "/home/mps"));
+    } else {
+      EXPECT_EQ(job["state"], "failed") << log;
+      EXPECT_THAT(std::string(job["reason"]), HasSubstr("Failed to discover MPS clients")) << log;
+      EXPECT_THAT(log, HasSubstr("colo: ncu's control exited 1 before the job's end"));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace colo
