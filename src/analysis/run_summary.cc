@@ -342,8 +342,12 @@ void restrict_to_submission(RunSummary& summary, const SubmissionRow& submission
 }
 
 std::string submission_title(int64_t run_id, const SubmissionRow& sub) {
-  const std::string id = fmt::format("#{}/{}", run_id, sub.id);
-  return sub.label.name.empty() ? id : id + " " + sub.label.name;
+  return submission_title(run_id, sub.id, sub.label.name);
+}
+
+std::string submission_title(int64_t run_id, int64_t submission_id, const std::string& name) {
+  const std::string id = fmt::format("#{}/{}", run_id, submission_id);
+  return name.empty() ? id : id + " " + name;
 }
 
 void name_jobs_by_submission(RunRecord& record,

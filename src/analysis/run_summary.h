@@ -275,6 +275,8 @@ void restrict_to_submission(RunSummary& summary, const SubmissionRow& submission
 // "#3/2" or "#3/2 lr-b": submission `sub` of service run `run_id`, as
 // `colo show RUN/SUB` takes it and reports title it.
 std::string submission_title(int64_t run_id, const SubmissionRow& sub);
+// The same of submission `submission_id` named `name` ("" when it has none).
+std::string submission_title(int64_t run_id, int64_t submission_id, const std::string& name);
 
 // A service's run whose jobs came from two or more submissions: each job's
 // name prefixed with its submission's title (submission_title, of the run

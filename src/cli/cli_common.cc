@@ -438,7 +438,7 @@ void add_label_flags(CLI::App& cmd, LabelFlags& flags) {
                  "'last'");
   cmd.add_option("--tag", flags.tags,
                  "KEY=VALUE kept with it, shown by `colo runs` and `colo show`; repeat for "
-                 "several (with `colo label`, KEY= removes one)")
+                 "several (KEY= removes one that `colo label` changes or --resume carries)")
       ->allow_extra_args(false);
   cmd.add_option("--note", flags.note, "a line of text kept with it");
 }
@@ -462,27 +462,32 @@ Status apply_qos_flags(const QosFlags& flags, JobFile& file) {
   return OkStatus();
 }
 
-Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base) {
+Result<RunLabel> given_label(const LabelFlags& flags) {
+  RunLabel given;
   if (flags.name) {
     const std::string& n = *flags.name;
     if (Status ok = check_target_name(n); !ok.ok()) {
       return Error(fmt::format("--name {}", ok.error().message()));
     }
-    base.name = n;
+    given.name = n;
   }
   for (const std::string& tag : flags.tags) {
     const size_t eq = tag.find('=');
     if (eq == std::string::npos || eq == 0) {
       return Error(fmt::format("--tag '{}': expected KEY=VALUE, e.g. --tag model=resnet50", tag));
     }
-    const std::string value = tag.substr(eq + 1);
-    if (value.empty()) {
-      base.tags.erase(tag.substr(0, eq));
-    } else {
-      base.tags[tag.substr(0, eq)] = value;
-    }
+    given.tags[tag.substr(0, eq)] = tag.substr(eq + 1);
   }
-  if (flags.note) base.note = *flags.note;
+  if (flags.note) given.note = *flags.note;
+  return given;
+}
+
+Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base) {
+  Result<RunLabel> given = given_label(flags);
+  if (!given.ok()) return given.error();
+  if (flags.name) base.name = given->name;
+  base.tags = changed_tags(std::move(base.tags), given->tags);
+  if (flags.note) base.note = given->note;
   return base;
 }
 

@@ -158,9 +158,14 @@ struct LabelFlags {
   std::optional<std::string> note;
 };
 void add_label_flags(CLI::App& cmd, LabelFlags& flags);
-// `base` with what the flags set: a name, tags (KEY= removes KEY), a note.
-// An error names the flag at fault.
+// `base` with what the flags set: a name, tags (KEY= removes KEY:
+// changed_tags()), a note. An error names the flag at fault.
 Result<RunLabel> apply_label_flags(const LabelFlags& flags, RunLabel base);
+// What the flags give, as they give it: the name ("" when none), each tag
+// (KEY= with its empty value, which removes KEY from what it changes), the
+// note ("" when none): what `colo submit` sends, for the service to apply
+// over a resumed submission's label.
+Result<RunLabel> given_label(const LabelFlags& flags);
 
 // What a target names in the store (common/target_syntax.h): a run, or one
 // submission's part of a run.

@@ -420,7 +420,9 @@ int submit_command(const std::string& path, const std::string& resume, std::opti
                  "it was submitted with\n";
     return kExitBadInput;
   }
-  Result<RunLabel> label = apply_label_flags(labels, {});
+  // A resumption's flags go as given (--tag KEY= too): the service applies
+  // them over the label the resumed submission carries.
+  Result<RunLabel> label = resume.empty() ? apply_label_flags(labels, {}) : given_label(labels);
   if (!label.ok()) {
     std::cerr << "colo: " << label.error().message() << "\n";
     return kExitBadInput;

@@ -31,9 +31,11 @@ inline constexpr std::string_view kOperations[] = {kSubmit, kQueue, kStatus, kCa
 // start from; `submit_key`: the client's random token for this submission (a
 // retry with the same key is answered with the jobs stored the first time).
 // `label`: what the submitter called the submission ({"name", "tags": {...},
-// "note"}, each optional; null: nothing). `resume`: instead of `jobs`, an
-// earlier submission (its id, RUN/ID or name) whose jobs that did not end ok
-// are queued again with their checkpoint directories ("" : none).
+// "note"}, each optional; null: nothing; a tag whose value is "" is not
+// kept). `resume`: instead of `jobs`, an earlier submission (its id, RUN/ID
+// or name) whose jobs that did not end ok are queued again with their
+// checkpoint directories ("" : none), its name and tags carried, which
+// `label` changes (a tag whose value is "" removes the carried one).
 inline nlohmann::json submit_request(const std::string& job_file, nlohmann::json jobs,
                                      const std::map<std::string, std::string>& env,
                                      const std::string& submit_key, nlohmann::json label = nullptr,

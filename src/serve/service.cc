@@ -524,14 +524,16 @@ json Service::submit(const Caller& caller, const json& request) {
     specs = resumption->specs;
     *job_file = resumption->job_file;
     // The resumed submission's name and tags carry over; what this request
-    // gives (--name, --tag) changes them.
+    // gives (--name, --tag) changes them, a tag given empty (--tag KEY=)
+    // removing it.
     RunLabel carried = resumption->label;
     if (!label->name.empty()) carried.name = label->name;
-    for (const auto& [key, value] : label->tags) carried.tags[key] = value;
+    carried.tags = changed_tags(std::move(carried.tags), label->tags);
     carried.note = label->note;
     *label = std::move(carried);
     if (label->note.empty()) label->note = fmt::format("resumes submission {}", resumption->of);
   } else {
+    label->tags = changed_tags({}, label->tags);  // a tag given empty removes nothing here
     Result<std::vector<JobSpec>> sent = submitted_specs(caller, request);
     if (!sent.ok()) return error_answer(sent.error());
     specs = std::move(sent).value();

@@ -226,6 +226,38 @@ TEST_F(ServiceTest, AResumedSubmissionRunsOnlyItsJobsThatDidNotEndOkWithTheirChe
   EXPECT_THAT(done["error"].get<std::string>(), HasSubstr("nothing to resume"));
 }
 
+// Issue 58, item 9: a resumption carries the name and tags of the
+// submission it resumes; its label changes them, a tag given empty (`colo
+// submit --resume SUB --tag KEY=`) removing the carried one. A new
+// submission keeps no tag given empty.
+TEST_F(ServiceTest, AResumptionsTagGivenEmptyRemovesTheCarriedTag) {
+  json jobs = json::array({job_spec_to_json(shell_job("w", "exit 3"))});
+  json first = service_->handle(
+      root_,
+      json{{"op", "submit"},
+           {"job_file", "t.toml"},
+           {"jobs", jobs},
+           {"env", {{"PATH", "/usr/bin:/bin"}}},
+           {"label", {{"name", "lr-a"}, {"tags", {{"model", "r26"}, {"team", "a"}, {"x", ""}}}}}});
+  ASSERT_TRUE(first["ok"].get<bool>()) << first.dump();
+  run_until_idle();
+  auto row = store_->submission(first["submission"].get<int64_t>());
+  ASSERT_TRUE(row.ok() && *row);
+  EXPECT_EQ((*row)->label.tags,
+            (std::map<std::string, std::string>{{"model", "r26"}, {"team", "a"}}));
+  json again = service_->handle(root_, json{{"op", "submit"},
+                                            {"resume", "lr-a"},
+                                            {"env", {{"PATH", "/usr/bin:/bin"}}},
+                                            {"label", {{"tags", {{"team", ""}, {"seed", "2"}}}}}});
+  ASSERT_TRUE(again["ok"].get<bool>()) << again.dump();
+  auto resumed = store_->submission(again["submission"].get<int64_t>());
+  ASSERT_TRUE(resumed.ok() && *resumed);
+  EXPECT_EQ((*resumed)->label.name, "lr-a");
+  EXPECT_EQ((*resumed)->label.tags,
+            (std::map<std::string, std::string>{{"model", "r26"}, {"seed", "2"}}));
+  run_until_idle();
+}
+
 // A job once ran with the service's whole environment when its submission
 // sent no environment, an empty one or one that is no object: a secret of
 // the service was readable by the user.

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
+#include "analysis/run_summary.h"
 #include "common/json_values.h"
 #include "common/units.h"
 #include "gpu/device_json.h"
@@ -46,13 +48,13 @@ std::string floor_text(const QueueJob& j) {
   return out;
 }
 
-std::string job_line(const QueueJob& j, UnixMillis now_ms) {
+std::string job_line(const QueueJob& j, const std::string& listed_name, UnixMillis now_ms) {
   std::string ends = "-";
   if (j.state == "running" && j.predicted_end_ms)
     ends = *j.predicted_end_ms > now_ms ? "in " + format_duration_ms(*j.predicted_end_ms - now_ms)
                                         : "due";
   if (j.ended_ms) ends = format_duration_ms(std::max<int64_t>(0, now_ms - *j.ended_ms)) + " ago";
-  std::string name = j.name + (j.probe ? " (probe)" : "") + (j.outside_mps ? " (alone)" : "");
+  std::string name = listed_name + (j.probe ? " (probe)" : "") + (j.outside_mps ? " (alone)" : "");
   if (j.qos != "normal") {
     name += j.min_speed ? fmt::format(" ({} {:.2f}{})", j.qos, *j.min_speed, floor_text(j))
                         : fmt::format(" ({})", j.qos);
@@ -108,10 +110,33 @@ QueueJob queue_job_of(const ServiceJobRow& row, const std::string& mechanism) {
   q.started_ms = row.started_ms;
   q.ended_ms = row.ended_ms;
   q.job_file = row.job_file;
+  q.submission_id = row.submission_id;
+  q.submission_run_id = row.submission_run_id;
+  q.submission_name = row.submission_name;
   const SpecQos qos = qos_of_spec_text(row.spec_json);
   q.qos = to_string(qos.qos);
   if (qos.qos == QosClass::kProtected) q.min_speed = qos.min_speed;
   return q;
+}
+
+std::vector<std::string> listed_names(const std::vector<QueueJob>& jobs) {
+  // The submissions each name came in (no submission counts as one of its own).
+  std::map<std::string, std::set<std::optional<int64_t>>> submissions_of;
+  for (const QueueJob& j : jobs) submissions_of[j.name].insert(j.submission_id);
+  std::vector<std::string> names;
+  names.reserve(jobs.size());
+  for (const QueueJob& j : jobs) {
+    if (!j.submission_id || submissions_of[j.name].size() < 2) {
+      names.push_back(j.name);
+      continue;
+    }
+    const std::string title =
+        j.submission_run_id
+            ? submission_title(*j.submission_run_id, *j.submission_id, j.submission_name)
+            : fmt::format("submission {}", *j.submission_id);
+    names.push_back(title + ": " + j.name);
+  }
+  return names;
 }
 
 std::vector<int> gpus_of(const QueueJob& j) { return job_gpus(j.gpu, j.gang_gpus); }
@@ -144,6 +169,9 @@ json to_json(const QueueJob& j) {
               {"ended_ms", value_or_null(j.ended_ms)},
               {"job_file", j.job_file},
               {"run_id", value_or_null(j.run_id)},
+              {"submission_id", value_or_null(j.submission_id)},
+              {"submission_run_id", value_or_null(j.submission_run_id)},
+              {"submission_name", j.submission_name},
               {"probe", j.probe},
               {"pid", value_or_null(j.pid)},
               {"mps_sm_share_pct", value_or_null(j.mps_sm_share_pct)},
@@ -238,7 +266,11 @@ json to_json(const ServiceSnapshot& s) {
   json gpus = json::array();
   for (const GpuView& g : s.gpus) gpus.push_back(to_json(g));
   json jobs = json::array();
-  for (const QueueJob& j : s.jobs) jobs.push_back(to_json(j));
+  const std::vector<std::string> names = listed_names(s.jobs);
+  for (size_t i = 0; i < s.jobs.size(); ++i) {
+    jobs.push_back(to_json(s.jobs[i]));
+    jobs.back()["listed_name"] = names[i];
+  }
   json samples = json::array();
   for (const DeviceSample& d : s.samples) samples.push_back(device_sample_to_json(d));
   json runs = json::array();
@@ -282,6 +314,9 @@ Result<QueueJob> queue_job_from_json(const json& j) {
     q.ended_ms = optional_at<int64_t>(j, "ended_ms");
     q.job_file = j.value("job_file", "");
     q.run_id = optional_at<int64_t>(j, "run_id");
+    q.submission_id = optional_at<int64_t>(j, "submission_id");
+    q.submission_run_id = optional_at<int64_t>(j, "submission_run_id");
+    q.submission_name = j.value("submission_name", "");
     q.probe = j.value("probe", false);
     if (auto stalled = j.find("stalled"); stalled != j.end() && stalled->is_string())
       q.stalled = stalled->get<std::string>();
@@ -409,6 +444,10 @@ std::string format_queue(const ServiceSnapshot& s, UnixMillis now_ms) {
   }
   if (!s.service.mechanism_down.empty())
     out += "placing nothing until the mechanism is back: " + s.service.mechanism_down + "\n";
+  const std::vector<std::string> names = listed_names(s.jobs);
+  auto line = [&](const QueueJob* j) {
+    return job_line(*j, names[static_cast<size_t>(j - s.jobs.data())], now_ms);
+  };
   std::map<int, std::vector<const QueueJob*>> by_gpu;
   std::vector<const QueueJob*> waiting;
   std::vector<const QueueJob*> ended;
@@ -432,7 +471,7 @@ std::string format_queue(const ServiceSnapshot& s, UnixMillis now_ms) {
     out += fmt::format("\ngpu{}  {}  {} running{}\n", g.index, g.name, g.jobs_running, load);
     if (by_gpu[g.index].empty()) continue;
     out += fmt::format(kHeader, "ID", "OWNER", "STATE", "MECH", "EPOCH", "RATE", "END", "NAME");
-    for (const QueueJob* j : by_gpu[g.index]) out += job_line(*j, now_ms);
+    for (const QueueJob* j : by_gpu[g.index]) out += line(j);
   }
   if (!waiting.empty()) {
     if (queued_shown == queued_total) {
@@ -442,7 +481,7 @@ std::string format_queue(const ServiceSnapshot& s, UnixMillis now_ms) {
                          s.queued_offset + queued_shown, queued_total);
     }
     out += fmt::format(kHeader, "ID", "OWNER", "STATE", "MECH", "EPOCH", "RATE", "END", "NAME");
-    for (const QueueJob* j : waiting) out += job_line(*j, now_ms);
+    for (const QueueJob* j : waiting) out += line(j);
     if (s.queued_offset + queued_shown < queued_total) {
       out += fmt::format("... {} more queued: colo queue --offset {}\n",
                          queued_total - s.queued_offset - queued_shown,
@@ -452,7 +491,7 @@ std::string format_queue(const ServiceSnapshot& s, UnixMillis now_ms) {
   if (!ended.empty()) {
     out += "\nrecently ended\n";
     out += fmt::format(kHeader, "ID", "OWNER", "STATE", "MECH", "EPOCH", "RATE", "ENDED", "NAME");
-    for (const QueueJob* j : ended) out += job_line(*j, now_ms);
+    for (const QueueJob* j : ended) out += line(j);
   }
   return out;
 }

@@ -71,7 +71,14 @@ struct QueueJob {
   std::optional<UnixMillis> ended_ms;
   std::string job_file;
   std::optional<int64_t> run_id;  // the run of its latest attempt, when it started in this one
-  bool probe = false;             // running alone so that its profile is measured (auto)
+  // The submission it came in (RUN/SUB as `colo submit` printed it): its id,
+  // its service run and its name ("" when it has none); null for a job
+  // stored before submissions were (store version 17), and the run when
+  // the store names none.
+  std::optional<int64_t> submission_id;
+  std::optional<int64_t> submission_run_id;
+  std::string submission_name;
+  bool probe = false;  // running alone so that its profile is measured (auto)
   // The running attempt's main process.
   std::optional<uint32_t> pid;
   // Its MPS limits (active thread percentage, pinned device memory) when it
@@ -109,6 +116,15 @@ std::string qos_marker(const QueueJob& job);
 
 // The state as people read it: "stalled" for a running job found stalled.
 std::string shown_state(const QueueJob& job);
+
+// The name each of `jobs` is listed by (`colo queue`, the dashboard's
+// overview, `colo top`), in their order: its own, or, where another job of
+// the list has the same name but came in another submission, its name after
+// its submission's title, as a service run's report names them
+// (analysis/run_summary.h, submission_title): "#3/5 lr-b: sw[lr=0.2]". A job
+// of no known submission keeps its name. Written to the snapshot's JSON as
+// each job's "listed_name" (derived: readers never send it back).
+std::vector<std::string> listed_names(const std::vector<QueueJob>& jobs);
 
 // The GPUs the job runs on: a gang's several, else its one (none when not running).
 std::vector<int> gpus_of(const QueueJob& j);

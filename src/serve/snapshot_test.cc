@@ -57,6 +57,9 @@ ServiceSnapshot example() {
   running.mps_sm_share_pct = 50;
   running.mps_memory_limit_bytes = 20ull << 30;
   running.solo_samples_per_s = 24691.2;
+  running.submission_id = 3;
+  running.submission_run_id = 7;
+  running.submission_name = "lr-a";
   QueueJob queued = running;
   queued.id = 13;
   queued.name = "vit";
@@ -67,6 +70,8 @@ ServiceSnapshot example() {
   queued.predicted_end_ms.reset();
   queued.started_ms.reset();
   queued.attempts = 0;
+  queued.submission_id = 5;
+  queued.submission_name = "";
   QueueJob ended = queued;
   ended.id = 9;
   ended.state = "failed";
@@ -94,6 +99,67 @@ TEST(Snapshot, JsonRoundTripsEveryField) {
   EXPECT_EQ(j["jobs"][0]["slowdown"], 2.0);
   EXPECT_EQ(j["processes"][0]["job"], 12);
   EXPECT_TRUE(j["processes"][1]["job"].is_null());
+  EXPECT_EQ(j["jobs"][0]["submission_id"], 3);
+  EXPECT_EQ(j["jobs"][0]["submission_run_id"], 7);
+  EXPECT_EQ(j["jobs"][0]["submission_name"], "lr-a");
+  EXPECT_EQ(j["jobs"][1]["submission_name"], "");
+  EXPECT_EQ(back->jobs[0].submission_id, 3);
+  EXPECT_EQ(back->jobs[0].submission_run_id, 7);
+  EXPECT_EQ(back->jobs[0].submission_name, "lr-a");
+  EXPECT_EQ(back->jobs[1].submission_id, 5);
+  // Names that no two submissions share are listed as they are.
+  EXPECT_EQ(j["jobs"][0]["listed_name"], "resnet26#1");
+  EXPECT_EQ(j["jobs"][2]["listed_name"], "vit") << "one submission's, twice";
+  nlohmann::json older = j;
+  for (nlohmann::json& job : older["jobs"]) {
+    job.erase("submission_id");
+    job.erase("submission_run_id");
+    job.erase("submission_name");
+  }
+  Result<ServiceSnapshot> old_service = snapshot_from_json(older);
+  ASSERT_TRUE(old_service.ok()) << "a service from before submissions were listed";
+  EXPECT_FALSE(old_service->jobs[0].submission_id);
+  EXPECT_EQ(old_service->jobs[0].submission_name, "");
+}
+
+// Issue 58, item 14: `sw[lr=0.2]` submitted twice read the same twice in
+// colo queue and the dashboard. Where two submissions' jobs share a name,
+// each is listed after its submission's title, as a service run's report
+// names them; other names, and a job of no known submission, stay as they are.
+TEST(Snapshot, TwoSubmissionsJobsOfOneNameAreListedByTheirSubmission) {
+  ServiceSnapshot s = example();
+  QueueJob again = s.jobs[0];  // resnet26#1 of submission 7/3 "lr-a"
+  again.id = 20;
+  again.submission_id = 5;
+  again.submission_name = "";
+  again.state = "queued";
+  again.gpu.reset();
+  QueueJob unknown = again;  // stored before submissions were
+  unknown.id = 21;
+  unknown.submission_id.reset();
+  unknown.submission_run_id.reset();
+  QueueJob elsewhere = again;  // a submission whose run is not recorded
+  elsewhere.id = 22;
+  elsewhere.submission_id = 6;
+  elsewhere.submission_run_id.reset();
+  s.jobs = {s.jobs[0], again, s.jobs[1], s.jobs[2], unknown, elsewhere};
+  const std::vector<std::string> names = listed_names(s.jobs);
+  EXPECT_EQ(names, (std::vector<std::string>{"#7/3 lr-a: resnet26#1", "#7/5: resnet26#1", "vit",
+                                             "vit", "resnet26#1", "submission 6: resnet26#1"}));
+  const nlohmann::json j = to_json(s);
+  EXPECT_EQ(j["jobs"][0]["listed_name"], "#7/3 lr-a: resnet26#1");
+  EXPECT_EQ(j["jobs"][1]["listed_name"], "#7/5: resnet26#1");
+  EXPECT_EQ(j["jobs"][2]["listed_name"], "vit");
+  Result<ServiceSnapshot> back = snapshot_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(to_json(*back), j) << "derived, and derived again the same";
+  const std::string text = format_queue(s, kNow);
+  EXPECT_THAT(text, HasSubstr(" #7/3 lr-a: resnet26#1\n")) << text;
+  EXPECT_THAT(text, HasSubstr(" #7/5: resnet26#1\n"));
+  EXPECT_THAT(text, HasSubstr(" resnet26#1\n"));
+  EXPECT_THAT(text, HasSubstr(" submission 6: resnet26#1\n"));
+  EXPECT_THAT(text, HasSubstr(" vit\n"));
+  EXPECT_THAT(text, Not(HasSubstr(": vit")));
 }
 
 // A running job found stalled reads "stalled" (with why) while colo stops

@@ -20,6 +20,18 @@ std::string to_string(RunState state) { return kRunStateNames.name(state); }
 
 Result<RunState> parse_run_state(std::string_view text) { return kRunStateNames.parse(text); }
 
+std::map<std::string, std::string> changed_tags(std::map<std::string, std::string> tags,
+                                                const std::map<std::string, std::string>& given) {
+  for (const auto& [key, value] : given) {
+    if (value.empty()) {
+      tags.erase(key);
+    } else {
+      tags[key] = value;
+    }
+  }
+  return tags;
+}
+
 namespace {
 
 // A job's lifetime meets [from_ms, to_ms].

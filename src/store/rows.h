@@ -45,6 +45,14 @@ struct RunLabel {
   std::string note;
 };
 
+// Tags as given (`--tag KEY=VALUE`, repeatable) over the tags a run or
+// submission has or carries (`colo label`, `colo run --resume`, `colo
+// submit --resume`; none for a new one): each given key takes its value,
+// and a key given with an empty value (`--tag KEY=`) is removed; the
+// others are kept.
+std::map<std::string, std::string> changed_tags(std::map<std::string, std::string> tags,
+                                                const std::map<std::string, std::string>& given);
+
 struct RunRow {
   int64_t id = 0;
   UnixMillis started_ms = 0;

@@ -223,6 +223,10 @@ struct ServiceJobRow {
   std::string log_path;                  // of its latest attempt
   std::optional<int64_t> submission_id;  // service_submissions (stores before version 17: none)
   std::optional<int64_t> resumed_by;     // the service job that resumed it (colo submit --resume)
+  // Its submission's service run (RUN of RUN/SUB; nullopt when none is
+  // recorded) and name ("" when it has none), read with the row.
+  std::optional<int64_t> submission_run_id;
+  std::string submission_name;
 };
 
 // One start of a job (job_attempts). A requeued job (an out-of-memory retry,

@@ -368,6 +368,32 @@ TEST_F(LifecycleTest, ARunsLabelIsKeptChangedAndFoundByItsName) {
   EXPECT_THAT(missing.error().message(), HasSubstr("has no run #99"));
 }
 
+// Issue 58, item 9: the one rule for tags given over tags carried (colo
+// label, colo run --resume, colo submit --resume): a given key takes its
+// value, a key given empty is removed, the others stay.
+TEST(ChangedTags, AGivenKeyTakesItsValueAndAnEmptyValueRemovesIt) {
+  using Tags = std::map<std::string, std::string>;
+  struct Case {
+    const char* what;
+    Tags carried;
+    Tags given;
+    Tags expected;
+  };
+  const Case cases[] = {
+      {"nothing given", {{"model", "r26"}}, {}, {{"model", "r26"}}},
+      {"added", {{"model", "r26"}}, {{"seed", "2"}}, {{"model", "r26"}, {"seed", "2"}}},
+      {"changed", {{"model", "r26"}}, {{"model", "vit"}}, {{"model", "vit"}}},
+      {"removed", {{"model", "r26"}, {"team", "a"}}, {{"team", ""}}, {{"model", "r26"}}},
+      {"removed, added, kept",
+       {{"model", "r26"}, {"team", "a"}},
+       {{"team", ""}, {"seed", "2"}},
+       {{"model", "r26"}, {"seed", "2"}}},
+      {"removing what is not there", {{"model", "r26"}}, {{"team", ""}}, {{"model", "r26"}}},
+      {"a new label's empty tag is not kept", {}, {{"team", ""}, {"seed", "2"}}, {{"seed", "2"}}},
+  };
+  for (const Case& c : cases) EXPECT_EQ(changed_tags(c.carried, c.given), c.expected) << c.what;
+}
+
 // Issue 58 (9): a resumed run records the run and, by job, the jobs it
 // continues; the older run knows the newest run that resumes it.
 TEST_F(LifecycleTest, AResumedRunRecordsWhatItResumesAndTheOlderOneWhoResumedIt) {

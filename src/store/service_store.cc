@@ -11,16 +11,20 @@
 namespace colo {
 namespace {
 
-constexpr const char* kServiceJobColumns =
-    "id, submitted_ms, owner_uid, owner_name, job_file, name, grp, spec_json, "
-    "COALESCE((SELECT e.env_json FROM service_envs e WHERE e.id = service_jobs.env_id), "
-    "env_json), state, reason, attempts, job_id, device, started_ms, ended_ms, log_path, "
-    "submission_id, resumed_by, uncounted";
-// The same without the job's spec and environment (empty), for listings.
-constexpr const char* kServiceJobListColumns =
-    "id, submitted_ms, owner_uid, owner_name, job_file, name, grp, '', '', state, reason, "
-    "attempts, job_id, device, started_ms, ended_ms, log_path, submission_id, resumed_by, "
-    "uncounted";
+// The columns read_service_job() reads: the job's, then its submission's run
+// and name. `listing`: without the job's spec and environment (read as
+// empty), for listings.
+std::string service_job_columns(bool listing) {
+  return fmt::format(
+      "id, submitted_ms, owner_uid, owner_name, job_file, name, grp, {}, state, reason, attempts, "
+      "job_id, device, started_ms, ended_ms, log_path, submission_id, resumed_by, uncounted, "
+      "(SELECT u.run_id FROM service_submissions u WHERE u.id = service_jobs.submission_id), "
+      "COALESCE((SELECT u.name FROM service_submissions u WHERE u.id = "
+      "service_jobs.submission_id), '')",
+      listing ? "'', ''"
+              : "spec_json, COALESCE((SELECT e.env_json FROM service_envs e WHERE e.id = "
+                "service_jobs.env_id), env_json)");
+}
 
 Result<ServiceJobRow> read_service_job(const Statement& s) {
   ServiceJobRow row;
@@ -46,6 +50,8 @@ Result<ServiceJobRow> read_service_job(const Statement& s) {
   row.submission_id = s.opt_int64_at(17);
   row.resumed_by = s.opt_int64_at(18);
   row.uncounted = static_cast<int>(s.int64_at(19));
+  row.submission_run_id = s.opt_int64_at(20);
+  row.submission_name = s.text_at(21);
   return row;
 }
 
@@ -305,7 +311,7 @@ Result<std::vector<ServiceJobRow>> RunStore::unfinished_service_jobs() {
   auto s = Statement::prepare(
       db_.get(), path_,
       fmt::format("SELECT {} FROM service_jobs WHERE state IN ('queued', 'running') ORDER BY id",
-                  kServiceJobColumns));
+                  service_job_columns(false)));
   if (!s.ok()) return s.error();
   return read_all(*s);
 }
@@ -314,7 +320,7 @@ Result<std::vector<ServiceJobRow>> RunStore::running_service_jobs() {
   auto s = Statement::prepare(
       db_.get(), path_,
       fmt::format("SELECT {} FROM service_jobs WHERE state = 'running' ORDER BY id",
-                  kServiceJobListColumns));
+                  service_job_columns(true)));
   if (!s.ok()) return s.error();
   return read_all(*s);
 }
@@ -323,7 +329,7 @@ Result<std::vector<ServiceJobRow>> RunStore::queued_service_jobs(int64_t offset,
   auto s = Statement::prepare(
       db_.get(), path_,
       fmt::format("SELECT {} FROM service_jobs WHERE state = 'queued' ORDER BY id LIMIT ? OFFSET ?",
-                  kServiceJobListColumns));
+                  service_job_columns(true)));
   if (!s.ok()) return s.error();
   s->bind(1, limit).bind(2, offset);
   return read_all(*s);
@@ -436,7 +442,7 @@ Result<std::vector<ServiceUsageReport>> RunStore::service_usage_since(UnixMillis
 Result<std::vector<ServiceJobRow>> RunStore::service_jobs_by_id(const std::vector<int64_t>& ids) {
   auto s = Statement::prepare(
       db_.get(), path_,
-      fmt::format("SELECT {} FROM service_jobs WHERE id = ?", kServiceJobColumns));
+      fmt::format("SELECT {} FROM service_jobs WHERE id = ?", service_job_columns(false)));
   if (!s.ok()) return s.error();
   std::vector<int64_t> sorted = ids;
   std::sort(sorted.begin(), sorted.end());
@@ -456,7 +462,7 @@ Result<std::vector<ServiceJobRow>> RunStore::service_jobs_of_submission(int64_t 
   auto s = Statement::prepare(
       db_.get(), path_,
       fmt::format("SELECT {} FROM service_jobs WHERE submission_id = ? ORDER BY id",
-                  kServiceJobColumns));
+                  service_job_columns(false)));
   if (!s.ok()) return s.error();
   s->bind(1, submission_id);
   return read_all(*s);
@@ -475,7 +481,7 @@ Result<std::vector<ServiceJobRow>> RunStore::ended_service_jobs(int limit) {
       db_.get(), path_,
       fmt::format("SELECT {} FROM service_jobs WHERE state NOT IN ('queued', 'running') "
                   "ORDER BY id DESC LIMIT ?",
-                  kServiceJobListColumns));
+                  service_job_columns(true)));
   if (!s.ok()) return s.error();
   s->bind(1, limit);
   return read_all(*s);
@@ -489,7 +495,7 @@ Result<std::vector<ServiceJobRow>> RunStore::ended_service_jobs_with_files(UnixM
       fmt::format("SELECT {} FROM service_jobs WHERE files_removed_ms IS NULL AND ended_ms IS NOT "
                   "NULL AND ended_ms >= ? AND ended_ms < ? AND state NOT IN ('queued', 'running') "
                   "ORDER BY ended_ms LIMIT ?",
-                  kServiceJobListColumns));
+                  service_job_columns(true)));
   if (!s.ok()) return s.error();
   s->bind(1, from_ms).bind(2, before_ms).bind(3, limit);
   return read_all(*s);

@@ -115,6 +115,17 @@ TEST(ServiceStore, EachSubmissionIsRecordedNamedAndLeadsToItsJobs) {
   ASSERT_TRUE((*rows)[0].submission_id && (*rows)[2].submission_id);
   EXPECT_EQ((*rows)[0].submission_id, (*rows)[1].submission_id);
   EXPECT_NE((*rows)[0].submission_id, (*rows)[2].submission_id);
+  // Each row names its submission's run and name (issue 58, item 14: the
+  // queue tells two submissions' jobs of one name apart), listings too.
+  EXPECT_EQ((*rows)[0].submission_run_id, 7);
+  EXPECT_EQ((*rows)[0].submission_name, "lr-a");
+  EXPECT_EQ((*rows)[2].submission_run_id, 7);
+  EXPECT_EQ((*rows)[2].submission_name, "");
+  auto listing = store->queued_service_jobs(0, 10);
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->size(), 3u);
+  EXPECT_EQ((*listing)[1].submission_name, "lr-a");
+  EXPECT_EQ((*listing)[1].submission_run_id, 7);
 
   auto found = store->find_named("lr-a", 1000, NameKinds::kSubmissions);
   ASSERT_TRUE(found.ok() && *found);

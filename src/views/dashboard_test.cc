@@ -229,6 +229,32 @@ TEST(DashboardReports, AServiceRunsReportNamesEachJobByItsSubmission) {
   EXPECT_THAT(index->body, HasSubstr(fmt::format("#{}/{} lr-b: ", run_id, subs[1])));
 }
 
+// Issue 58, item 14: the overview listed `sw[lr=0.2]` of two submissions
+// alike. The page comes with each job's listed name (listed_names()), which
+// its table shows.
+TEST(DashboardOverview, ItsFirstDataListsTwoSubmissionsJobsOfOneNameByTheirSubmission) {
+  auto snapshot = std::make_shared<ServiceSnapshot>();
+  snapshot->time_ms = testing::kFakeT0;
+  for (int64_t sub : {3, 5}) {
+    QueueJob j;
+    j.id = sub * 10;
+    j.name = "sw[lr=0.2]";
+    j.state = "queued";
+    j.submission_id = sub;
+    j.submission_run_id = 7;
+    j.submission_name = sub == 5 ? "lr-b" : "";
+    snapshot->jobs.push_back(j);
+  }
+  ApiRoutes api([&] { return std::shared_ptr<const ServiceSnapshot>(snapshot); }, nullptr, {});
+  DashboardPages pages(nullptr);
+  std::optional<HttpAnswer> page =
+      pages.get("/dashboard/", [&](const std::string& path) { return api.get(path, {}); });
+  ASSERT_TRUE(page && page->status == 200);
+  EXPECT_THAT(page->body, HasSubstr(R"("listed_name":"#7/3: sw[lr=0.2]")"));
+  EXPECT_THAT(page->body, HasSubstr(R"("listed_name":"#7/5 lr-b: sw[lr=0.2]")"));
+  EXPECT_THAT(page->body, HasSubstr("text: listedName(j)")) << "the table shows them";
+}
+
 TEST_F(DashboardPagesTest, AMissingRunIs404AndNoStoreIs503) {
   EXPECT_EQ(get("/dashboard/runs/999/").status, 404);
   DashboardPages without(nullptr);

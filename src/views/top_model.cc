@@ -184,11 +184,13 @@ std::string table_text(const std::string& id, const std::string& owner, const st
       epoch, rate, slow, qos_cell, memory, share.substr(0, 10), end.substr(0, 10), note);
 }
 
-// Wide enough for the names and classes shown, within limits.
-ColumnWidths column_widths(const std::vector<const QueueJob*>& jobs) {
+// Wide enough for the names (as listed: `names`, one per job) and classes
+// shown, within limits.
+ColumnWidths column_widths(const std::vector<const QueueJob*>& jobs,
+                           const std::vector<std::string>& names) {
   ColumnWidths widths;
+  for (const std::string& name : names) widths.name = std::max(widths.name, name.size());
   for (const QueueJob* j : jobs) {
-    widths.name = std::max(widths.name, j->name.size());
     if (j->qos != "normal") widths.qos = std::max<size_t>({widths.qos, 3, qos_marker(*j).size()});
   }
   widths.name = std::min<size_t>(widths.name, 28);
@@ -337,15 +339,16 @@ TopLine process_line(const ProcessView& p, const ServiceSnapshot& s) {
   return line;
 }
 
-TopLine job_row(const QueueJob& j, const ServiceSnapshot& s, UnixMillis now_ms, bool selected,
-                const ColumnWidths& widths) {
+// `name`: the job's as listed (listed_names()).
+TopLine job_row(const QueueJob& j, const std::string& name, const ServiceSnapshot& s,
+                UnixMillis now_ms, bool selected, const ColumnWidths& widths) {
   const std::optional<uint64_t> memory = job_memory(j, s);
   const std::optional<double> slow = slowdown(j);
   const std::string state = j.state + (j.attempts > 1 ? fmt::format("#{}", j.attempts) : "");
   std::string note = j.probe ? "new: measured where it runs" : "";
   if (!j.reason.empty() && j.state != "running") note = j.reason;
   const std::string text = ascii(
-      table_text(std::to_string(j.id), j.owner, j.name, widths, state, gpus_text(j), j.mechanism,
+      table_text(std::to_string(j.id), j.owner, name, widths, state, gpus_text(j), j.mechanism,
                  j.epoch ? std::to_string(*j.epoch) : "-", rate_text(j.samples_per_s),
                  slow ? fmt::format("{:.2f}x", *slow) : "-", qos_marker(j),
                  memory ? short_bytes(*memory) : "-", share_text(j), end_text(j, now_ms), note));
@@ -575,7 +578,12 @@ std::vector<TopLine> render_top(const TopInput& input, const TopState& state, in
     }
     if (input.from_service) {
       body.push_back({});
-      const ColumnWidths widths = column_widths(jobs);
+      // Two submissions' jobs of one name, each named by its submission (as colo queue lists them).
+      const std::vector<std::string> listed = listed_names(s.jobs);
+      std::vector<std::string> names;
+      for (const QueueJob* j : jobs)
+        names.push_back(listed[static_cast<size_t>(j - s.jobs.data())]);
+      const ColumnWidths widths = column_widths(jobs, names);
       body.push_back({{table_text("ID", "OWNER", "NAME", widths, "STATE", "GPU", "MECH", "EPOCH",
                                   "RATE", "SLOW", "QOS", "MEM", "SHARE", "END", "NOTE"),
                        TopStyle::kHeader}});
@@ -598,7 +606,7 @@ std::vector<TopLine> render_top(const TopInput& input, const TopState& state, in
         first = selected_at + 1 - static_cast<size_t>(room);
       for (size_t i = first; i < jobs.size() && i < first + static_cast<size_t>(room); ++i) {
         const bool selected = jobs[i]->id == selection;
-        TopLine row = job_row(*jobs[i], s, now_ms, selected, widths);
+        TopLine row = job_row(*jobs[i], names[i], s, now_ms, selected, widths);
         if (selected) pad(row, width, TopStyle::kSelected);
         body.push_back(std::move(row));
       }

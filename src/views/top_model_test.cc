@@ -228,6 +228,25 @@ TEST(TopRender, LongNamesAreCutToKeepTheColumnsAligned) {
   EXPECT_THAT(screen, HasSubstr("vit#1                        running"));
 }
 
+// Issue 58, item 14: two submissions' jobs of one name are listed after
+// their submissions, as colo queue and the dashboard list them
+// (listed_names()); the column widens to hold them.
+TEST(TopRender, TwoSubmissionsJobsOfOneNameAreListedByTheirSubmission) {
+  TopInput in = example();
+  QueueJob& first = in.snapshot.jobs[2];  // cait#1, queued
+  first.submission_id = 3;
+  first.submission_run_id = 7;
+  QueueJob again = first;
+  again.id = 16;
+  again.submission_id = 5;
+  again.submission_name = "lr-b";
+  in.snapshot.jobs.push_back(again);
+  const std::string screen = text(in);
+  EXPECT_THAT(screen, HasSubstr("15 alice     #7/3: cait#1      queued"));
+  EXPECT_THAT(screen, HasSubstr("16 alice     #7/5 lr-b: cait#1 queued"));
+  EXPECT_THAT(screen, HasSubstr("12 alice     resnet26#1        running"));
+}
+
 TEST(TopRender, NamesAreAsciiOnlySoWidthsHold) {
   TopInput in = example();
   in.snapshot.jobs[0].name = "r\xc3\xa9snet\x1b[31m";

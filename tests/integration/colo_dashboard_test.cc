@@ -382,6 +382,47 @@ done
   EXPECT_THAT(note, Not(HasSubstr("rule by name")));
 }
 
+// Issue 58, item 14: one sweep submitted twice listed `sw[lr=0.2]` twice,
+// alike. The overview (and colo queue) name each after its submission, as
+// the report does; a name no other submission shares stays as it is.
+TEST_F(Dashboard, TheOverviewTellsTwoSubmissionsJobsOfOneNameApart) {
+  start_service();
+  const std::string file = write_file("sw.toml", job("sw", 2) + "grid = { lr = [0.2] }\n");
+  const std::string other = write_file("other.toml", job("solo", 2));
+  std::vector<std::string> titles;
+  for (const std::string& name : {std::string(""), std::string("lr-b")}) {
+    CommandResult submitted =
+        shell(colo("submit --json" + (name.empty() ? "" : " --name " + name) + " '" + file + "'"));
+    ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+    const json s = json::parse(submitted.output.substr(submitted.output.find('{')), nullptr, false);
+    ASSERT_TRUE(s.is_object() && s.contains("submission")) << submitted.output;
+    titles.push_back("#" + std::to_string(s["run"].get<int64_t>()) + "/" +
+                     std::to_string(s["submission"].get<int64_t>()) +
+                     (name.empty() ? "" : " " + name));
+  }
+  ASSERT_EQ(shell(colo("submit '" + other + "'")).exit_code, 0);
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (int id = 1; id <= 3; ++id) {
+          json j = api("/api/jobs/" + std::to_string(id));
+          if (!j.is_object() || j["job"]["state"] != "ok") return false;
+        }
+        return true;
+      },
+      30'000))
+      << api("/api/snapshot").dump(1);
+
+  const std::string html = dom("/dashboard/");
+  EXPECT_THAT(html, HasSubstr("href=\"/dashboard/job/1\">" + titles[0] + ": sw[lr=0.2]</a>"));
+  EXPECT_THAT(html, HasSubstr("href=\"/dashboard/job/2\">" + titles[1] + ": sw[lr=0.2]</a>"));
+  EXPECT_THAT(html, HasSubstr("href=\"/dashboard/job/3\">solo</a>"));
+  CommandResult listed = shell(colo("queue"));
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_THAT(listed.output, HasSubstr(" " + titles[0] + ": sw[lr=0.2]\n"));
+  EXPECT_THAT(listed.output, HasSubstr(" " + titles[1] + ": sw[lr=0.2]\n"));
+  EXPECT_THAT(listed.output, HasSubstr(" solo\n"));
+}
+
 // Issue 36: a job's page lists its profiling windows, as its profile
 // directory holds them (the job writes one itself here, as the client does).
 TEST_F(Dashboard, AJobPageListsItsProfilingWindows) {

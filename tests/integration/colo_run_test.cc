@@ -618,9 +618,11 @@ TEST_F(ColoRun, AResumedRunCarriesItsLineageAndJoinsItsHistory) {
                                     dir_ + "/ckpt.sh\"]\n");
   const std::string run =
       " --backend sim --policy fixed --plain --db " + db() + " --logs " + dir_ + "/logs";
-  ASSERT_EQ(shell(colo("run " + file + run + " --name lr-a --tag model=r26")).exit_code, 1);
+  ASSERT_EQ(
+      shell(colo("run " + file + run + " --name lr-a --tag model=r26 --tag team=a")).exit_code, 1);
   write_file("fixed", "");
-  CommandResult resumed = shell(colo("run --resume lr-a --tag seed=2" + run));
+  // Its tags carried: one added, one removed (`--tag KEY=`), one kept.
+  CommandResult resumed = shell(colo("run --resume lr-a --tag seed=2 --tag team=" + run));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
 
   CommandResult shown = shell(colo("show 2 --json --db " + db()));

@@ -411,9 +411,11 @@ while [ $e -lt 3 ]; do
 done"""]
 restart = "never"
 )");
-  ASSERT_EQ(shell(colo("submit " + file + " --name first --tag model=r26")).exit_code, 0);
+  ASSERT_EQ(shell(colo("submit " + file + " --name first --tag model=r26 --tag team=a")).exit_code,
+            0);
   EXPECT_NE(wait_all({1}).exit_code, 0) << service_log();  // failed after epoch 2
-  CommandResult resumed = shell(colo("submit --resume first"));
+  // Its tags carried: one removed (`--tag KEY=`), the other kept.
+  CommandResult resumed = shell(colo("submit --resume first --tag team="));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output << service_log();
   EXPECT_THAT(resumed.output, HasSubstr("submission 1/2"));
   ASSERT_EQ(wait_all({2}).exit_code, 0) << service_log();
