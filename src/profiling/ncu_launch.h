@@ -14,7 +14,7 @@
 // client refuses --export and --clock-control (they are the control's to
 // say). Both measured on an H100, driver 580, ncu 2025.3.1: the job ended ok
 // and the control wrote its report, its neighbour in the same server kept
-// training (docs/results/2026-12-07-h100-ncu-mps-modes).
+// training (docs/results/2026-12-06-h100-ncu-mps-modes).
 //
 // colo starts the pair as the job's one command, `colo ncu-mps-pair ...`
 // (hidden), run as the job's user in the job's process group and cgroup:
