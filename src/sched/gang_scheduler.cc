@@ -27,6 +27,10 @@ GangScheduler::GangScheduler(std::unique_ptr<Scheduler> policy, int max_retries,
       memory_limits_(memory_limits) {}
 
 void GangScheduler::introduce(const std::string& signature, const SignatureFacts& facts) {
+  if (facts.gpus == 1) {  // never a gang: only the policy reads its facts
+    policy().introduce(signature, facts);
+    return;
+  }
   labels_[signature] = facts.label;
   if (facts.profile) profiles_[signature] = *facts.profile;
   if (facts.prior && facts.prior->admissible()) priors_[signature] = *facts.prior;
