@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "common/units.h"
 #include "jobs/job_features.h"
@@ -24,7 +25,10 @@ SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProf
                         const std::map<std::string, JobProfile>& usable, const PriorModel* priors) {
   SimJobSet out;
   out.jobs.reserve(file.jobs.size());
-  std::map<std::string, int> count;   // jobs per signature
+  // Jobs per signature, hashed: a sweep's thousands of signatures share
+  // their length and are looked up twice each.
+  std::unordered_map<std::string, int> count;
+  count.reserve(file.jobs.size());
   std::vector<size_t> first_of_kind;  // the first job of each signature, in file order
   std::set<std::string> assumed_for;  // families (or signatures) with assumptions listed
   for (const JobSpec& spec : file.jobs) {
