@@ -36,8 +36,9 @@ constexpr int kMaxSimulatedGpus = 1024;
 // the process, not freed one small allocation at a time (a 10,000-point
 // grid's auto policy: about a tenth of its CPU time). Held from a static
 // (reachable: not a leak to LeakSanitizer); several policies' threads add
-// to it at once. Peak memory is what it was with one policy; with several,
-// each one's scheduler stays until the end.
+// to it at once. With one policy, peak memory is about what it was (its
+// scheduler lived until then anyway); with several, each one's scheduler
+// stays until the end instead of going as the next one starts.
 class KeptToExit {
  public:
   template <typename T>
