@@ -27,7 +27,9 @@ GangScheduler::GangScheduler(std::unique_ptr<Scheduler> policy, int max_retries,
       memory_limits_(memory_limits) {}
 
 void GangScheduler::introduce(const std::string& signature, const SignatureFacts& facts) {
-  if (facts.gpus == 1) {  // never a gang: only the policy reads its facts
+  // Its labels, profiles and priors are read for gangs only: of a signature
+  // whose jobs need one GPU (SignatureFacts::gpus), only the policy keeps any.
+  if (facts.gpus == 1) {
     policy().introduce(signature, facts);
     return;
   }

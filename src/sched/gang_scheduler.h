@@ -121,7 +121,6 @@ class GangScheduler final : public ForwardingScheduler {
   bool memory_limits_;
   std::deque<Gang> gangs_;
   std::map<size_t, Running> running_;
-  // Of the signatures of gangs (or not known not to be: SignatureFacts::gpus).
   std::map<std::string, JobProfile> profiles_;  // per GPU, by signature
   std::map<std::string, JobProfile> priors_;    // per GPU, by signature (SignatureFacts::prior)
   std::map<std::string, std::string> labels_;

@@ -190,8 +190,7 @@ class SignatureKnowledge {
   // hashed, as signatures are long and share their leading text.
   std::unordered_map<std::string, JobProfile> profiles_;
   uint64_t records_added_ = 0;  // entries ever added to profiles_ and members_
-  // Hashed, as profiles_: a sweep introduces thousands of signatures, each
-  // found by the whole of its text (looked up, never walked in order).
+  // By signature, hashed (a sweep's thousands, looked up, never walked).
   std::unordered_map<std::string, JobProfile> priors_;
   std::unordered_map<std::string, std::string> labels_;
   std::unordered_map<std::string, Member> members_;  // by signature
