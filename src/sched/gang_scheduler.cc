@@ -27,6 +27,12 @@ GangScheduler::GangScheduler(std::unique_ptr<Scheduler> policy, int max_retries,
       memory_limits_(memory_limits) {}
 
 void GangScheduler::introduce(const std::string& signature, const SignatureFacts& facts) {
+  // Its labels, profiles and priors are read for gangs only: of a signature
+  // whose jobs need one GPU (SignatureFacts::gpus), only the policy keeps any.
+  if (facts.gpus == 1) {
+    policy().introduce(signature, facts);
+    return;
+  }
   labels_[signature] = facts.label;
   if (facts.profile) profiles_[signature] = *facts.profile;
   if (facts.prior && facts.prior->admissible()) priors_[signature] = *facts.prior;

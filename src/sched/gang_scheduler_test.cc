@@ -51,7 +51,8 @@ Placed placed(const std::vector<Decision>& decisions) {
 // (and `known`, when the store has something), then four one-GPU jobs of
 // `single_gib` and 10% SM, measured alone. Enqueues the gang (job 0) and the
 // four (jobs 1-4).
-void gang_beside_singles(GangScheduler& s, std::optional<JobProfile> known, double single_gib) {
+void gang_beside_singles(GangScheduler& s, std::optional<JobProfile> known, double single_gib,
+                         int ddp_gpus = 0, int single_gpus = 0) {
   JobProfile prior;
   prior.peak_memory_bytes = 10 * kGiB;
   prior.sm_active_pct = 10;
@@ -63,8 +64,11 @@ void gang_beside_singles(GangScheduler& s, std::optional<JobProfile> known, doub
   single.solo_ms = 100'000;
   SignatureFacts ddp{"ddp", std::move(known)};
   ddp.prior = prior;
+  ddp.gpus = ddp_gpus;
   s.introduce("ddp", ddp);
-  s.introduce("single", SignatureFacts{"single", single});
+  SignatureFacts singles{"single", single};
+  singles.gpus = single_gpus;
+  s.introduce("single", singles);
   SchedJob g = gang(0, 2, std::nullopt);
   g.sm_active_pct.reset();
   s.enqueue(g);
@@ -194,6 +198,42 @@ TEST(GangScheduler, ANewcomerGangWithAPriorStartsBesideOneGpuJobsUnderItsLimit) 
     EndVerdict v = s.finished(0, JobEnd::kOutOfMemory, 10);
     EXPECT_TRUE(v.requeued);
     EXPECT_THAT(v.note, HasSubstr("whole gang is requeued"));
+  }
+}
+
+// SignatureFacts::gpus: the facts of a signature whose jobs need one GPU go
+// to the policy alone (the GangScheduler reads facts only for gangs); the
+// same decisions and notes whichever signatures say how many GPUs they need.
+TEST(GangScheduler, FactsOfOneGpuSignaturesReachThePolicyAlone) {
+  struct Case {
+    const char* name;
+    std::optional<JobProfile> ddp_known;
+    int ddp_gpus;
+    int single_gpus;
+  };
+  JobProfile memory_only;
+  memory_only.peak_memory_bytes = 2 * kGiB;
+  memory_only.source = "store";
+  const std::vector<Case> cases = {
+      {"newcomer gang, one-GPU facts known as such", std::nullopt, 0, 1},
+      {"newcomer gang, both counted", std::nullopt, 2, 1},
+      {"known gang, one-GPU facts known as such", memory_only, 0, 1},
+      {"known gang, both counted", memory_only, 2, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    GangScheduler unknown(automatic(2), 2, true);
+    gang_beside_singles(unknown, c.ddp_known, 8);
+    GangScheduler told(automatic(2), 2, true);
+    gang_beside_singles(told, c.ddp_known, 8, c.ddp_gpus, c.single_gpus);
+    std::vector<Decision> want = unknown.schedule(0);
+    std::vector<Decision> got = told.schedule(0);
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(placed(got).jobs.size(), 5u) << "the gang and the four one-GPU jobs at once";
+    EXPECT_EQ(told.take_notes(), unknown.take_notes());
+    EXPECT_EQ(told.finished(0, JobEnd::kOutOfMemory, 10).note,
+              unknown.finished(0, JobEnd::kOutOfMemory, 10).note);
+    EXPECT_EQ(told.schedule(20), unknown.schedule(20));
   }
 }
 

@@ -52,6 +52,12 @@ struct SignatureFacts {
   // with the first signature of each family.
   std::vector<FamilyInstance> family_instances;
   std::optional<HostCost> host_cost;  // the shared data loader it reads through
+  // The GPUs each of its jobs needs, where the caller knows (a signature's
+  // jobs all need as many: job_signature() counts a gang's GPUs); 0: not
+  // known. GangScheduler keeps nothing of a signature whose jobs need 1 (it
+  // reads its facts only for gangs), so that a sweep's thousands of
+  // one-GPU signatures are not copied twice.
+  int gpus = 0;
 };
 
 struct SchedJob {

@@ -190,8 +190,9 @@ class SignatureKnowledge {
   // hashed, as signatures are long and share their leading text.
   std::unordered_map<std::string, JobProfile> profiles_;
   uint64_t records_added_ = 0;  // entries ever added to profiles_ and members_
-  std::map<std::string, JobProfile> priors_;
-  std::map<std::string, std::string> labels_;
+  // By signature, hashed (a sweep's thousands, looked up, never walked).
+  std::unordered_map<std::string, JobProfile> priors_;
+  std::unordered_map<std::string, std::string> labels_;
   std::unordered_map<std::string, Member> members_;  // by signature
   std::map<std::string, Family> families_;           // by family
   // By family: what probe_target() found, while version_ and the caller's

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+#include <cstdint>
+#include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "common/units.h"
 #include "jobs/job_features.h"
@@ -20,7 +24,11 @@ constexpr size_t kMaxSourceLines = 50;
 SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known,
                         const std::map<std::string, JobProfile>& usable, const PriorModel* priors) {
   SimJobSet out;
-  std::map<std::string, int> count;   // jobs per signature
+  out.jobs.reserve(file.jobs.size());
+  // Jobs per signature, hashed: a sweep's thousands of signatures share
+  // their length and are looked up twice each.
+  std::unordered_map<std::string, int> count;
+  count.reserve(file.jobs.size());
   std::vector<size_t> first_of_kind;  // the first job of each signature, in file order
   std::set<std::string> assumed_for;  // families (or signatures) with assumptions listed
   for (const JobSpec& spec : file.jobs) {
@@ -68,21 +76,40 @@ SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProf
     if (last_count > 0) out.sources.push_back(fmt::format(fmt::runtime(last_line), last_count));
     last_count = 0;
   };
+  // What a line is formatted from, bit for bit: a kind that matches the one
+  // before in all of it has the same line, which is not formatted again (a
+  // sweep's thousands of signatures, alike but for their parameters).
+  auto same_bits = [](const std::optional<double>& a, const std::optional<double>& b) {
+    return a.has_value() == b.has_value() &&
+           (!a || std::bit_cast<uint64_t>(*a) == std::bit_cast<uint64_t>(*b));
+  };
+  auto same_line = [&](const SimJob& a, const SimJob& b) {
+    const JobProfile& x = a.truth;
+    const JobProfile& y = b.truth;
+    return a.label == b.label && x.peak_memory_bytes == y.peak_memory_bytes &&
+           same_bits(x.sm_active_pct, y.sm_active_pct) &&
+           same_bits(x.gpu_util_pct, y.gpu_util_pct) && x.solo_ms == y.solo_ms &&
+           x.source == y.source;
+  };
+  const SimJob* last_kind = nullptr;
   for (size_t i : first_of_kind) {
     const SimJob& job = out.jobs[i];
-    const JobProfile& t = job.truth;
-    const std::string line =
-        fmt::format("{} x{{}}: {} peak, {:.0f}% SM, {:.0f}% busy, {} alone; from {}", job.label,
-                    format_bytes(*t.peak_memory_bytes), *t.sm_active_pct, t.gpu_busy_pct(),
-                    format_duration_ms(*t.solo_ms), !t.source.empty() ? t.source : "assumptions");
-    if (line != last_line) {
-      flush();
-      if (out.sources.size() == kMaxSourceLines) {
-        out.sources.push_back(fmt::format("... and {} more kinds of job", kinds_left));
-        return out;
+    if (last_kind == nullptr || !same_line(*last_kind, job)) {
+      const JobProfile& t = job.truth;
+      std::string line =
+          fmt::format("{} x{{}}: {} peak, {:.0f}% SM, {:.0f}% busy, {} alone; from {}", job.label,
+                      format_bytes(*t.peak_memory_bytes), *t.sm_active_pct, t.gpu_busy_pct(),
+                      format_duration_ms(*t.solo_ms), !t.source.empty() ? t.source : "assumptions");
+      if (line != last_line) {
+        flush();
+        if (out.sources.size() == kMaxSourceLines) {
+          out.sources.push_back(fmt::format("... and {} more kinds of job", kinds_left));
+          return out;
+        }
       }
+      last_line = std::move(line);
     }
-    last_line = line;
+    last_kind = &job;
     last_count += count[job.signature];
     --kinds_left;
   }

@@ -102,6 +102,7 @@ std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const
     for (const SimJob& j : jobs) {
       SignatureFacts facts;
       facts.label = j.label;
+      facts.gpus = j.gpus;
       if (!j.family.empty()) {
         facts.family = FamilyMember{j.family, j.instance, j.params, j.resource_params};
         auto measured = options.family_instances.find(j.family);
@@ -570,6 +571,7 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
     result.mean_completion_ms = completion_sum / result.jobs_ok;
     result.mean_wait_ms = wait_sum / result.jobs_ok;
   }
+  if (options.keep_scheduler) options.keep_scheduler(std::move(scheduler));
   return result;
 }
 

@@ -32,7 +32,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -92,6 +94,13 @@ struct SimOptions {
   // What the store measured of each family before the run (the auto policy
   // estimates unmeasured instances from it, as in a real run).
   std::map<std::string, std::vector<FamilyInstance>> family_instances;
+  // Takes each policy's scheduler once its simulation is done (from the
+  // thread that ran it: simulate_policies() runs several at once); empty:
+  // simulate_policy() destroys it. A command that exits right after may
+  // keep it to the end, so that it goes back with the process instead of
+  // being freed one allocation at a time (a 10,000-signature auto policy's
+  // tens of megabytes of them).
+  std::function<void(std::unique_ptr<Scheduler>)> keep_scheduler;
 };
 
 struct PolicyResult {

@@ -6,10 +6,16 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "analysis/profiles.h"
 #include "common/units.h"
 #include "jobs/job_file.h"
+#include "jobs/job_signature.h"
 #include "sched/qos_model.h"
 #include "simulate/sim_jobs.h"
 
@@ -321,6 +327,139 @@ TEST(Simulator, PlanSaysWhenNoNumberOfGpusMeetsTheDeadline) {
   EXPECT_FALSE(plan.gpus.has_value());
   ASSERT_FALSE(plan.tried.empty());
   EXPECT_EQ(plan.tried.back().gpus, 12);  // the bound was tried
+}
+
+// SimOptions::keep_scheduler takes each policy's scheduler when its
+// simulation is done, and changes nothing of what it reports.
+TEST(Simulator, AKeptSchedulerLeavesTheResultAsItWas) {
+  std::vector<SimJob> jobs;
+  jobs.push_back(job("ddp", "ddp", 6, 30, 60'000, false));
+  jobs.back().gpus = 2;
+  for (int i = 0; i < 6; ++i)
+    jobs.push_back(job("single" + std::to_string(i), "single" + std::to_string(i % 3), 20 + i, 20,
+                       30'000, i % 2 == 0));
+  for (SimJob& j : jobs) {
+    j.prior.peak_memory_bytes = 10 * kGiB;
+    j.prior.sm_active_pct = 30;
+    j.prior.source = "prior: test";
+  }
+  for (const char* policy : {"exclusive", "mps-all", "mps-2", "naive-all", "auto", "auto-warm"}) {
+    SCOPED_TRACE(policy);
+    const PolicyResult freed = run(jobs, policy, h200(2));
+    SimOptions keeping = h200(2);
+    std::vector<std::unique_ptr<Scheduler>> kept;
+    keeping.keep_scheduler = [&](std::unique_ptr<Scheduler> s) { kept.push_back(std::move(s)); };
+    const PolicyResult result = run(jobs, policy, keeping);
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_NE(kept.front(), nullptr);
+    EXPECT_EQ(result.starts, freed.starts);
+    EXPECT_EQ(result.notes, freed.notes);
+    EXPECT_EQ(result.failures, freed.failures);
+    EXPECT_EQ(result.makespan_ms, freed.makespan_ms);
+    EXPECT_EQ(result.jobs_ok, freed.jobs_ok);
+    EXPECT_EQ(result.retries, freed.retries);
+  }
+}
+
+// make_sim_jobs's sources: one line per kind of job, consecutive kinds that
+// say the same merged, at most 50 and a line for the rest. A kind alike the
+// one before in all a line is made of is not formatted again: the lines
+// must be those of formatting every kind (`formatted_every_kind`).
+std::vector<std::string> formatted_every_kind(const std::vector<SimJob>& jobs) {
+  std::vector<std::string> out;
+  std::map<std::string, int> count;
+  std::vector<const SimJob*> kinds;
+  for (const SimJob& j : jobs)
+    if (count[j.signature]++ == 0) kinds.push_back(&j);
+  std::string last;
+  int n = 0;
+  size_t left = kinds.size();
+  for (const SimJob* j : kinds) {
+    const JobProfile& t = j->truth;
+    const std::string line =
+        fmt::format("{} x{{}}: {} peak, {:.0f}% SM, {:.0f}% busy, {} alone; from {}", j->label,
+                    format_bytes(*t.peak_memory_bytes), *t.sm_active_pct, t.gpu_busy_pct(),
+                    format_duration_ms(*t.solo_ms), !t.source.empty() ? t.source : "assumptions");
+    if (line != last) {
+      if (n > 0) out.push_back(fmt::format(fmt::runtime(last), n));
+      n = 0;
+      if (out.size() == 50) {
+        out.push_back(fmt::format("... and {} more kinds of job", left));
+        return out;
+      }
+    }
+    last = line;
+    n += count[j->signature];
+    --left;
+  }
+  if (n > 0) out.push_back(fmt::format(fmt::runtime(last), n));
+  return out;
+}
+
+TEST(SimJobs, SourceLinesAreThoseOfFormattingEveryKind) {
+  // A kind: its block, the jobs of its signature, and what is known of it
+  // (nullopt: nothing; its truth is then assumed).
+  struct Kind {
+    std::string group;
+    int jobs = 1;
+    std::optional<double> sm;
+    uint64_t memory_gib = 2;
+    std::string source = "hint: test.toml:1";
+    std::optional<double> util;
+  };
+  struct Case {
+    const char* name;
+    std::vector<Kind> kinds;
+    size_t lines;
+  };
+  auto many = [](int n, bool alternate) {
+    std::vector<Kind> out;
+    for (int i = 0; i < n; ++i)
+      out.push_back({"g", 1, 20.0 + (alternate ? i % 2 : 0), 2, "hint: test.toml:1"});
+    return out;
+  };
+  const std::vector<Case> cases = {
+      {"a grid, alike", many(5, false), 1},
+      {"formatted alike, not bit for bit", {{"g", 1, 19.1}, {"g", 1, 19.2}}, 1},
+      {"-0 and 0: formatted apart", {{"g", 1, -0.0}, {"g", 1, 0.0}}, 2},
+      {"alike, apart", {{"a", 1, 20.0}, {"b", 1, 20.0}, {"a", 1, 20.0}}, 3},
+      {"repeats counted", {{"g", 3, 20.0}, {"g", 2, 20.0}}, 1},
+      {"another source", {{"g", 1, 20.0}, {"g", 1, 20.0, 2, "store: run 1 job 2"}}, 2},
+      {"another memory", {{"g", 1, 20.0}, {"g", 1, 20.0, 3}}, 2},
+      {"another utilization",
+       {{"g", 1, 20.0, 2, "hint", 50.0}, {"g", 1, 20.0, 2, "hint", 60.0}},
+       2},
+      {"nothing known", {{"g", 2, std::nullopt}, {"g", 1, std::nullopt}}, 1},
+      {"more kinds than lines", many(60, true), 51},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    JobFile file;
+    std::map<std::string, JobProfile> known;
+    int index = 0;
+    for (const Kind& k : c.kinds) {
+      ++index;
+      for (int j = 0; j < k.jobs; ++j) {
+        JobSpec spec;
+        spec.name = fmt::format("{}{}#{}", k.group, index, j + 1);
+        spec.group = k.group;
+        spec.command = {"train", std::to_string(index)};
+        spec.working_dir = "/tmp";
+        file.jobs.push_back(spec);
+        if (!k.sm) continue;
+        JobProfile p;
+        p.peak_memory_bytes = k.memory_gib * kGiB;
+        p.sm_active_pct = k.sm;
+        p.gpu_util_pct = k.util;
+        p.solo_ms = 60'000;
+        p.source = k.source;
+        known[job_signature(spec)] = p;
+      }
+    }
+    SimJobSet set = make_sim_jobs(file, known, known);
+    EXPECT_EQ(set.sources, formatted_every_kind(set.jobs));
+    EXPECT_EQ(set.sources.size(), c.lines) << ::testing::PrintToString(set.sources);
+  }
 }
 
 TEST(Simulator, ParsePoliciesNamesTheBadEntry) {
