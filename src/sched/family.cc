@@ -1253,10 +1253,21 @@ std::shared_ptr<const FamilyEstimate> FamilyFit::shared_estimate(
   if (instances_.empty())
     return std::make_shared<const FamilyEstimate>(
         FamilyEstimate{std::nullopt, "no measured instance yet"});
-  const bool same_names =
-      index_->uniform && params.size() == index_->names.size() &&
-      std::equal(params.begin(), params.end(), index_->names.begin(),
-                 [](const auto& entry, const std::string& name) { return entry.first == name; });
+  // The names of `params` are the family's (fixed by its first instance), as
+  // the point found once.
+  auto names_match = [&] {
+    return params.size() == index_->names.size() &&
+           std::equal(
+               params.begin(), params.end(), index_->names.begin(),
+               [](const auto& entry, const std::string& name) { return entry.first == name; });
+  };
+  bool same_names = index_->uniform;
+  if (same_names && point != nullptr) {
+    if (point->names_match == 0) point->names_match = names_match() ? 1 : -1;
+    same_names = point->names_match > 0;
+  } else if (same_names) {
+    same_names = names_match();
+  }
   if (!same_names)
     return std::make_shared<const FamilyEstimate>(
         estimate_from_family(instances_, params, declared, memo));

@@ -122,10 +122,11 @@ double probe_value(const std::vector<FamilyInstance>& instances,
 // that the next call looks only at the instances timed since. Timed
 // instances only come (a time taken back starts every point afresh), so the
 // choice moves only to one that matches more closely. One point belongs to
-// one FamilyFit and one set of values: a caller whose point changes either
+// one FamilyFit and one set of values: a caller whose values change
 // starts a fresh FamilyPoint. Its fields are FamilyFit's.
 struct FamilyPoint {
-  uint64_t epoch = 0;               // FamilyFit's timed epoch it was filled in (0: never)
+  int names_match = 0;  // its parameter names are the family's: 1, they are not: -1, unknown: 0
+  uint64_t epoch = 0;   // FamilyFit's timed epoch it was filled in (0: never)
   std::vector<std::string> values;  // in the family's parameter order
   size_t timed_seen = 0;            // timed instances looked at, in the order they were timed
   std::optional<size_t> sibling;    // its timed sibling's index
