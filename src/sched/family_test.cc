@@ -370,7 +370,9 @@ std::vector<IncrementalCase> incremental_cases() {
                    {{{"lr", "0.1"}, {"seed", "0"}},
                     {{"lr", "0.5"}, {"seed", "0"}},
                     {{"lr", "0.5"}, {"seed", "9"}},
-                    {{"lr", "0.01"}, {"seed", "3"}}},
+                    {{"lr", "0.01"}, {"seed", "3"}},
+                    // A name the family lacks, presumed to matter: no estimate.
+                    {{"lr", "0.1"}, {"seed", "0"}, {"batch_size", "64"}}},
                    std::nullopt});
   // A batch size that matters (a fit along a line), beside a neutral seed.
   const auto batch_seed =
