@@ -753,6 +753,20 @@ struct FamilyFit::Index {
     std::map<Made, std::shared_ptr<const FamilyEstimate>> by_made;
   };
   Answers answers;
+
+  // estimate()'s answers for kept points (FamilyPoint) by their timed
+  // sibling's index (SIZE_MAX: none), while `generation` and `declared` are
+  // these and `applies`: every measured field is fitted from all its
+  // instances, two or more (no parameter matters for its quantity, so no
+  // point is its own measurement), so that points differ by their timed
+  // sibling alone. One lookup instead of each field's.
+  struct BySibling {
+    uint64_t generation = UINT64_MAX;
+    std::optional<std::vector<std::string>> declared;
+    bool applies = false;
+    std::unordered_map<size_t, std::shared_ptr<const FamilyEstimate>> answers;
+  };
+  BySibling by_sibling;
 };
 
 namespace {
@@ -1271,6 +1285,34 @@ std::shared_ptr<const FamilyEstimate> FamilyFit::shared_estimate(
   if (!same_names)
     return std::make_shared<const FamilyEstimate>(
         estimate_from_family(instances_, params, declared, memo));
+  if (point == nullptr) return kept_estimate(params, declared, point);
+  FitView view{instances_, *index_};
+  Index::BySibling& by_sibling = index_->by_sibling;
+  if (by_sibling.generation != index_->generation || by_sibling.declared != declared) {
+    by_sibling.answers.clear();
+    by_sibling.generation = index_->generation;
+    by_sibling.declared = declared;
+    by_sibling.applies = true;
+    for (int f = 0; f < kFields; ++f) {
+      const Quantity q = quantity_of(f);
+      view.effects(q, declared);
+      const size_t measured = index_->measured[f];
+      if (measured > 0 && (index_->effects[static_cast<size_t>(q)].any_matters || measured < 2))
+        by_sibling.applies = false;
+    }
+  }
+  if (!by_sibling.applies) return kept_estimate(params, declared, point);
+  const FamilyInstance* timed = view.timed(params, *point);
+  const size_t sibling =
+      timed == nullptr ? SIZE_MAX : static_cast<size_t>(timed - instances_.data());
+  auto [it, added] = by_sibling.answers.try_emplace(sibling);
+  if (added) it->second = kept_estimate(params, declared, point);
+  return it->second;
+}
+
+std::shared_ptr<const FamilyEstimate> FamilyFit::kept_estimate(
+    const std::map<std::string, std::string>& params,
+    const std::optional<std::vector<std::string>>& declared, FamilyPoint* point) const {
   FitView view{instances_, *index_};
   // What estimate_with() reads below, each field's Fitted kept in its
   // aggregate (nullptr where a fit along a line is made instead): the same

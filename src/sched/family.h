@@ -182,6 +182,11 @@ class FamilyFit {
 
  private:
   void changed(size_t index, const JobProfile* before);
+  // shared_estimate() when the names of `params` are the family's: each
+  // field's fit kept in its aggregate, the answer by what it is made of.
+  std::shared_ptr<const FamilyEstimate> kept_estimate(
+      const std::map<std::string, std::string>& params,
+      const std::optional<std::vector<std::string>>& declared, FamilyPoint* point) const;
   std::vector<FamilyInstance> instances_;
   std::unique_ptr<Index> index_;
 };
