@@ -322,7 +322,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
   // GPU kept for a gang: may_start()).
   const bool failed = alike_failed(w, [&] {
     return LikenessHash{}
-        .add(std::string_view("new"))
+        .add(kNewHash)
         .add(std::string_view(key))
         .add(need)
         .add(load.sm_active_pct)
@@ -332,7 +332,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
         .add(w.min_speed)
         .add(w.after_measurement)
         .add(options_.owners_time_slice ? int64_t{w.owner} : int64_t{-1})  // whom it joins
-        .add(std::string_view(verdicts_.bad.empty() ? "" : w.signature));
+        .add(verdicts_.bad.empty() ? kNoSignatureHash : LikenessHash::of(w.signature));
   });
   if (failed) return false;
   Gpu* best = nullptr;
@@ -646,7 +646,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   // time; admission_gain(): the signature only to judge combinations).
   const bool failed = alike_failed(w, [&] {
     return LikenessHash{}
-        .add(std::string_view("placed"))
+        .add(kPlacedHash)
         .add(need)
         .add(uncertainty)
         .add(load.sm_active_pct)
@@ -657,7 +657,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
         .add(static_cast<int64_t>(w.qos))  // its class decides where it may go
         .add(w.min_speed)
         .add(options_.owners_time_slice ? int64_t{w.owner} : int64_t{-1})  // whom it joins
-        .add(std::string_view(verdicts_.bad.empty() ? "" : w.signature));
+        .add(verdicts_.bad.empty() ? kNoSignatureHash : LikenessHash::of(w.signature));
   });
   if (failed) return false;
   Gpu* best = nullptr;

@@ -548,8 +548,13 @@ class AutoScheduler final : public Scheduler {
     LikenessHash& add(int64_t v) { return add(static_cast<uint64_t>(v)); }
     LikenessHash& add(bool v) { return add(static_cast<uint64_t>(v ? 1 : 2)); }
     LikenessHash& add(double v) { return add(std::bit_cast<uint64_t>(v)); }
-    LikenessHash& add(std::string_view v) { return add(std::hash<std::string_view>{}(v)); }
+    LikenessHash& add(std::string_view v) { return add(of(v)); }
+    // What add(v) mixes in for a text: hashed once where it is a constant.
+    static uint64_t of(std::string_view v) { return std::hash<std::string_view>{}(v); }
   };
+  inline static const uint64_t kNewHash = LikenessHash::of("new");
+  inline static const uint64_t kPlacedHash = LikenessHash::of("placed");
+  inline static const uint64_t kNoSignatureHash = LikenessHash::of("");
   // w's likeness, from `hash()` (a LikenessHash) unless cached; true when a
   // job alike it failed already in this call.
   template <typename Hash>

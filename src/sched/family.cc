@@ -711,6 +711,12 @@ struct FamilyFit::Index {
   std::vector<std::vector<std::string>> timed_values;
   std::unordered_map<std::string, size_t> timed_exact;                 // by joined()
   std::vector<std::unordered_map<std::string, size_t>> timed_but_one;  // by joined(, k)
+  // The timed instances' indices in the order they were timed (a
+  // FamilyPoint has seen a prefix of them), and the epoch of that order:
+  // bumped whenever the timed instances are found afresh (one lost its
+  // time), when every FamilyPoint starts again.
+  std::vector<size_t> timed_log;
+  uint64_t timed_epoch = 1;
 
   // Bumped by each change to the instances.
   uint64_t generation = 0;
@@ -719,6 +725,7 @@ struct FamilyFit::Index {
     uint64_t generation = UINT64_MAX;
     std::optional<std::vector<std::string>> declared;
     std::vector<ParamEffect> effects;
+    bool any_matters = false;  // whether one of `effects` matters
   };
   std::array<Effects, 3> effects;
   // Per field: the aggregate when no categorical parameter matters.
@@ -743,9 +750,23 @@ struct FamilyFit::Index {
   struct Answers {
     uint64_t generation = UINT64_MAX;
     std::optional<std::vector<std::string>> declared;
-    std::map<Made, FamilyEstimate> by_made;
+    std::map<Made, std::shared_ptr<const FamilyEstimate>> by_made;
   };
   Answers answers;
+
+  // estimate()'s answers for kept points (FamilyPoint) by their timed
+  // sibling's index (SIZE_MAX: none), while `generation` and `declared` are
+  // these and `applies`: every measured field is fitted from all its
+  // instances, two or more (no parameter matters for its quantity, so no
+  // point is its own measurement), so that points differ by their timed
+  // sibling alone. One lookup instead of each field's.
+  struct BySibling {
+    uint64_t generation = UINT64_MAX;
+    std::optional<std::vector<std::string>> declared;
+    bool applies = false;
+    std::unordered_map<size_t, std::shared_ptr<const FamilyEstimate>> answers;
+  };
+  BySibling by_sibling;
 };
 
 namespace {
@@ -762,6 +783,7 @@ void add_timed(FamilyFit::Index& x, std::vector<std::string> values, size_t inde
   const auto at = std::lower_bound(x.timed.begin(), x.timed.end(), index) - x.timed.begin();
   x.timed.insert(x.timed.begin() + at, index);
   x.timed_values.insert(x.timed_values.begin() + at, std::move(values));
+  x.timed_log.push_back(index);
 }
 
 }  // namespace
@@ -936,6 +958,8 @@ struct FitView {
       }
       e.generation = x.generation;
       e.declared = declared;
+      e.any_matters = std::any_of(e.effects.begin(), e.effects.end(),
+                                  [](const ParamEffect& p) { return p.matters; });
     }
     return e.effects;
   }
@@ -1076,19 +1100,72 @@ struct FitView {
     return groups.last->second;
   }
 
-  const FamilyInstance* timed(const std::map<std::string, std::string>& target) {
-    if (!x.timed_valid) {
-      x.timed.clear();
-      x.timed_values.clear();
-      x.timed_exact.clear();
-      x.timed_but_one.assign(x.names.size(), {});
-      for (size_t k = 0; k < instances.size(); ++k) {
-        if (!instances[k].measured.solo_ms) continue;
-        add_timed(x, project(instances[k].params, x.names), k);
-      }
-      x.timed_valid = true;
+  // The timed instances, found afresh when they are not valid.
+  void refresh_timed() {
+    if (x.timed_valid) return;
+    x.timed.clear();
+    x.timed_values.clear();
+    x.timed_exact.clear();
+    x.timed_but_one.assign(x.names.size(), {});
+    x.timed_log.clear();
+    ++x.timed_epoch;
+    for (size_t k = 0; k < instances.size(); ++k) {
+      if (!instances[k].measured.solo_ms) continue;
+      add_timed(x, project(instances[k].params, x.names), k);
     }
-    std::vector<std::string> values = project(target, x.names);
+    x.timed_valid = true;
+  }
+
+  // nearest() over the timed instances: the fewest differing values, the
+  // first by index among those.
+  const FamilyInstance* timed(const std::map<std::string, std::string>& target) {
+    refresh_timed();
+    return timed_of(project(target, x.names));
+  }
+
+  // The values (in `names` order) of timed instance `index`.
+  const std::vector<std::string>& timed_values_of(size_t index) const {
+    const auto at = std::lower_bound(x.timed.begin(), x.timed.end(), index) - x.timed.begin();
+    return x.timed_values[static_cast<size_t>(at)];
+  }
+
+  static size_t differing(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    size_t diff = 0;
+    for (size_t j = 0; j < a.size(); ++j) diff += a[j] != b[j] ? 1 : 0;
+    return diff;
+  }
+
+  // timed(target), kept in `point` (FamilyPoint): found afresh in a new
+  // epoch, else moved by the instances timed since it last looked.
+  const FamilyInstance* timed(const std::map<std::string, std::string>& target,
+                              FamilyPoint& point) {
+    refresh_timed();
+    if (point.epoch != x.timed_epoch) {
+      point.values = project(target, x.names);
+      const FamilyInstance* found = timed_of(point.values);
+      point.sibling.reset();
+      point.sibling_diff = 0;
+      if (found != nullptr) {
+        point.sibling = static_cast<size_t>(found - instances.data());
+        point.sibling_diff = differing(point.values, timed_values_of(*point.sibling));
+      }
+      point.timed_seen = x.timed_log.size();
+      point.epoch = x.timed_epoch;
+    }
+    for (; point.timed_seen < x.timed_log.size(); ++point.timed_seen) {
+      const size_t k = x.timed_log[point.timed_seen];
+      const size_t diff = differing(point.values, timed_values_of(k));
+      if (!point.sibling || diff < point.sibling_diff ||
+          (diff == point.sibling_diff && k < *point.sibling)) {
+        point.sibling = k;
+        point.sibling_diff = diff;
+      }
+    }
+    return point.sibling ? &instances[*point.sibling] : nullptr;
+  }
+
+  // timed() of a target's values (in `names` order), by the kept maps.
+  const FamilyInstance* timed_of(const std::vector<std::string>& values) {
     if (x.timed.empty()) return nullptr;
     if (auto it = x.timed_exact.find(joined(values)); it != x.timed_exact.end())
       return &instances[it->second];
@@ -1179,13 +1256,63 @@ Fitted fit_exact(const std::vector<FamilyInstance>& instances_, Quantity q,
 
 FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& params,
                                    const std::optional<std::vector<std::string>>& declared,
-                                   EffectsMemo* memo) const {
-  if (instances_.empty()) return {std::nullopt, "no measured instance yet"};
-  const bool same_names =
-      index_->uniform && params.size() == index_->names.size() &&
-      std::equal(params.begin(), params.end(), index_->names.begin(),
-                 [](const auto& entry, const std::string& name) { return entry.first == name; });
-  if (!same_names) return estimate_from_family(instances_, params, declared, memo);
+                                   EffectsMemo* memo, FamilyPoint* point) const {
+  return *shared_estimate(params, declared, memo, point);
+}
+
+std::shared_ptr<const FamilyEstimate> FamilyFit::shared_estimate(
+    const std::map<std::string, std::string>& params,
+    const std::optional<std::vector<std::string>>& declared, EffectsMemo* memo,
+    FamilyPoint* point) const {
+  if (instances_.empty())
+    return std::make_shared<const FamilyEstimate>(
+        FamilyEstimate{std::nullopt, "no measured instance yet"});
+  // The names of `params` are the family's (fixed by its first instance), as
+  // the point found once.
+  auto names_match = [&] {
+    return params.size() == index_->names.size() &&
+           std::equal(
+               params.begin(), params.end(), index_->names.begin(),
+               [](const auto& entry, const std::string& name) { return entry.first == name; });
+  };
+  bool same_names = index_->uniform;
+  if (same_names && point != nullptr) {
+    if (point->names_match == 0) point->names_match = names_match() ? 1 : -1;
+    same_names = point->names_match > 0;
+  } else if (same_names) {
+    same_names = names_match();
+  }
+  if (!same_names)
+    return std::make_shared<const FamilyEstimate>(
+        estimate_from_family(instances_, params, declared, memo));
+  if (point == nullptr) return kept_estimate(params, declared, point);
+  FitView view{instances_, *index_};
+  Index::BySibling& by_sibling = index_->by_sibling;
+  if (by_sibling.generation != index_->generation || by_sibling.declared != declared) {
+    by_sibling.answers.clear();
+    by_sibling.generation = index_->generation;
+    by_sibling.declared = declared;
+    by_sibling.applies = true;
+    for (int f = 0; f < kFields; ++f) {
+      const Quantity q = quantity_of(f);
+      view.effects(q, declared);
+      const size_t measured = index_->measured[f];
+      if (measured > 0 && (index_->effects[static_cast<size_t>(q)].any_matters || measured < 2))
+        by_sibling.applies = false;
+    }
+  }
+  if (!by_sibling.applies) return kept_estimate(params, declared, point);
+  const FamilyInstance* timed = view.timed(params, *point);
+  const size_t sibling =
+      timed == nullptr ? SIZE_MAX : static_cast<size_t>(timed - instances_.data());
+  auto [it, added] = by_sibling.answers.try_emplace(sibling);
+  if (added) it->second = kept_estimate(params, declared, point);
+  return it->second;
+}
+
+std::shared_ptr<const FamilyEstimate> FamilyFit::kept_estimate(
+    const std::map<std::string, std::string>& params,
+    const std::optional<std::vector<std::string>>& declared, FamilyPoint* point) const {
   FitView view{instances_, *index_};
   // What estimate_with() reads below, each field's Fitted kept in its
   // aggregate (nullptr where a fit along a line is made instead): the same
@@ -1207,9 +1334,15 @@ FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& par
     if (!memo_fitted) memo_fitted = fit_exact(instances_, quantity_of(f), a, params, categorical);
     return *memo_fitted;
   };
+  auto timed_sibling = [&] {
+    return point != nullptr ? view.timed(params, *point) : view.timed(params);
+  };
+  static const std::vector<std::string> kNoCategorical;
   auto kept_fitted = [&](int f) -> const Fitted* {
     const std::vector<ParamEffect>& e = view.effects(quantity_of(f), declared);
     if (view.x.measured[f] == 0) return &kUnmeasured;
+    if (!view.x.effects[static_cast<size_t>(quantity_of(f))].any_matters)
+      return &exact_fitted(f, kNoCategorical);  // categorical() would find none
     const std::optional<std::vector<std::string>> categorical = view.categorical(f, params, e);
     if (!categorical) return nullptr;
     return &exact_fitted(f, *categorical);
@@ -1220,7 +1353,7 @@ FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& par
   }
   Index::Answers& answers = index_->answers;
   if (kept) {
-    if (const FamilyInstance* timed = view.timed(params); timed != nullptr) {
+    if (const FamilyInstance* timed = timed_sibling(); timed != nullptr) {
       const JobProfile& t = timed->measured;
       auto bits = [](const std::optional<double>& v) -> std::optional<uint64_t> {
         if (!v) return std::nullopt;
@@ -1239,7 +1372,7 @@ FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& par
     }
     if (auto it = answers.by_made.find(made); it != answers.by_made.end()) return it->second;
   }
-  FamilyEstimate answer = estimate_with(
+  auto answer = std::make_shared<const FamilyEstimate>(estimate_with(
       [&](int f) -> Fitted {
         const Quantity q = quantity_of(f);
         const std::vector<ParamEffect>& e = view.effects(q, declared);
@@ -1248,7 +1381,7 @@ FamilyEstimate FamilyFit::estimate(const std::map<std::string, std::string>& par
         if (!categorical) return fit_quantity(instances_, q, field_getter(f), params, e);
         return exact_fitted(f, *categorical);
       },
-      [&] { return view.timed(params); });
+      [&] { return timed_sibling(); }));
   if (kept) answers.by_made.emplace(made, answer);
   return answer;
 }

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -112,6 +113,26 @@ double probe_value(const std::vector<FamilyInstance>& instances,
                    const std::optional<std::vector<std::string>>& declared,
                    EffectsMemo* memo = nullptr);
 
+// What FamilyFit::estimate() keeps of one point (a target's parameter
+// values) from call to call, for a caller that asks for the same point at
+// every event (a queued signature of a sweep; issue 59): its values in the
+// family's parameter order, and its timed sibling (the instance whose time
+// it scales: the fewest differing values, the first by index among those)
+// with how many of the family's timed instances that choice has seen, so
+// that the next call looks only at the instances timed since. Timed
+// instances only come (a time taken back starts every point afresh), so the
+// choice moves only to one that matches more closely. One point belongs to
+// one FamilyFit and one set of values: a caller whose values change
+// starts a fresh FamilyPoint. Its fields are FamilyFit's.
+struct FamilyPoint {
+  int names_match = 0;  // its parameter names are the family's: 1, they are not: -1, unknown: 0
+  uint64_t epoch = 0;   // FamilyFit's timed epoch it was filled in (0: never)
+  std::vector<std::string> values;  // in the family's parameter order
+  size_t timed_seen = 0;            // timed instances looked at, in the order they were timed
+  std::optional<size_t> sibling;    // its timed sibling's index
+  size_t sibling_diff = 0;          // how many values differ from the sibling's
+};
+
 // A family's measured instances with what estimate_from_family(),
 // probe_value() and param_effects() read of them kept up to date as each
 // measurement comes (issue 59): per quantity and parameter, the instances
@@ -134,10 +155,18 @@ class FamilyFit {
 
   // estimate_from_family(), probe_value() and param_effects() over
   // instances(); `memo` serves the free functions where they run (valid
-  // while instances() stay as they are, as theirs).
+  // while instances() stay as they are, as theirs). `point`, when given,
+  // keeps what estimate() found of `params` for the next call with the same
+  // params (see FamilyPoint); the answer is the same without it.
   FamilyEstimate estimate(const std::map<std::string, std::string>& params,
                           const std::optional<std::vector<std::string>>& declared,
-                          EffectsMemo* memo = nullptr) const;
+                          EffectsMemo* memo = nullptr, FamilyPoint* point = nullptr) const;
+  // estimate(), shared: the answer kept for the points alike in what it is
+  // made of (no copy), or one made for the caller alone.
+  std::shared_ptr<const FamilyEstimate> shared_estimate(
+      const std::map<std::string, std::string>& params,
+      const std::optional<std::vector<std::string>>& declared, EffectsMemo* memo = nullptr,
+      FamilyPoint* point = nullptr) const;
   double probe_value(const std::map<std::string, std::string>& params,
                      const std::optional<std::vector<std::string>>& declared,
                      EffectsMemo* memo = nullptr) const;
@@ -153,6 +182,11 @@ class FamilyFit {
 
  private:
   void changed(size_t index, const JobProfile* before);
+  // shared_estimate() when the names of `params` are the family's: each
+  // field's fit kept in its aggregate, the answer by what it is made of.
+  std::shared_ptr<const FamilyEstimate> kept_estimate(
+      const std::map<std::string, std::string>& params,
+      const std::optional<std::vector<std::string>>& declared, FamilyPoint* point) const;
   std::vector<FamilyInstance> instances_;
   std::unique_ptr<Index> index_;
 };

@@ -48,6 +48,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sched/forwarding_scheduler.h"
@@ -121,9 +122,10 @@ class GangScheduler final : public ForwardingScheduler {
   bool memory_limits_;
   std::deque<Gang> gangs_;
   std::map<size_t, Running> running_;
-  std::map<std::string, JobProfile> profiles_;  // per GPU, by signature
-  std::map<std::string, JobProfile> priors_;    // per GPU, by signature (SignatureFacts::prior)
-  std::map<std::string, std::string> labels_;
+  // By signature (hashed: a sweep introduces thousands, looked up, never walked).
+  std::unordered_map<std::string, JobProfile> profiles_;  // per GPU
+  std::unordered_map<std::string, JobProfile> priors_;    // per GPU (SignatureFacts::prior)
+  std::unordered_map<std::string, std::string> labels_;
   std::vector<int> reserved_;
   size_t reserved_for_ = SIZE_MAX;         // the gang the GPUs are kept for
   std::optional<int64_t> reserved_until_;  // when they are expected to be free

@@ -49,6 +49,9 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
   }
   m.member = std::move(member);
   m.family = &f;
+  // Its values may have changed: estimated afresh.
+  m.estimated = {};
+  m.point = {};
   ++version_;
 }
 
@@ -125,17 +128,22 @@ const JobProfile* SignatureKnowledge::usable_over(const Member* member,
   // profile or a family bumps version_).
   if (e.version == f.version && e.answered == version_) return e.answer;
   if (e.version != f.version) {
-    e.estimate = f.fit.estimate(member->member.params, f.resource_params, &effects_of(f));
+    e.estimate = f.fit.shared_estimate(member->member.params, f.resource_params, &effects_of(f),
+                                       &member->point);
     e.version = f.version;
   }
   e.answered = version_;
   e.answer = nullptr;
-  if (!e.estimate.profile) return nullptr;
-  e.usable = own_profile != nullptr ? merge_profiles(*own_profile, *e.estimate.profile)
-                                    : *e.estimate.profile;
+  if (!e.estimate->profile) return nullptr;
+  // Without its own profile, the family's answer itself (shared, not copied).
+  const JobProfile* usable = &*e.estimate->profile;
+  if (own_profile != nullptr) {
+    e.usable = merge_profiles(*own_profile, *e.estimate->profile);
+    usable = &e.usable;
+  }
   // Estimated beyond every GPU: measure it instead.
-  if (e.usable.peak_memory_bytes.value_or(0) > largest_memory_) return nullptr;
-  e.answer = &e.usable;
+  if (usable->peak_memory_bytes.value_or(0) > largest_memory_) return nullptr;
+  e.answer = usable;
   return e.answer;
 }
 
@@ -179,7 +187,8 @@ std::pair<size_t, size_t> SignatureKnowledge::family_size(const std::string& sig
 
 std::string SignatureKnowledge::missing(const std::string& signature) const {
   auto it = members_.find(signature);
-  return it == members_.end() ? std::string() : it->second.estimated.estimate.missing;
+  if (it == members_.end() || it->second.estimated.estimate == nullptr) return {};
+  return it->second.estimated.estimate->missing;
 }
 
 std::string SignatureKnowledge::probe_key(const std::string& signature) const {

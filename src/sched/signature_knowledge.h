@@ -13,17 +13,20 @@
 // from them (likenesses, probe targets, the longest queued start-up).
 //
 // Owns its profiles: pointers it returns stay valid until the next call that
-// changes the same signature's profile (own profiles are never moved or
-// dropped; estimates are rewritten in place). Pure, not thread-safe.
+// changes the same signature's profile or its family's measurements (own
+// profiles are never moved or dropped; an estimate is its family's answer,
+// shared by the signatures it is the same for, and replaced when the family
+// learns). Pure, not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -155,9 +158,12 @@ class SignatureKnowledge {
   };
   struct Estimated {
     uint64_t version = UINT64_MAX;  // of the family when it was computed
-    FamilyEstimate estimate;
-    JobProfile usable;  // the signature's own profile over the estimate
-    // usable()'s answer (nullptr or &usable) while version_ is this.
+    // Its family's answer, shared with the points it was the same for
+    // (FamilyFit::shared_estimate()); null until first asked.
+    std::shared_ptr<const FamilyEstimate> estimate;
+    JobProfile usable;  // the signature's own profile over the estimate, when it has one
+    // usable()'s answer (nullptr, &usable or the estimate's profile) while
+    // version_ is this.
     uint64_t answered = 0;
     const JobProfile* answer = nullptr;
   };
@@ -173,6 +179,10 @@ class SignatureKnowledge {
     // Its own profile (its entry in profiles_, kept as one is added).
     const JobProfile* own = nullptr;
     mutable Estimated estimated;
+    // What its family's estimate() keeps of its values (FamilyPoint):
+    // started afresh, as `estimated` is, whenever set_family() sets its
+    // membership.
+    mutable FamilyPoint point;
   };
   // usable() of a signature with `member` (nullptr: none) and `own_profile`.
   const JobProfile* usable_over(const Member* member, const JobProfile* own_profile) const;
@@ -202,9 +212,16 @@ class SignatureKnowledge {
   uint64_t probe_targets_queue_ = 0;
   // probe_target() with candidates looks at every signature instead.
   bool scan_every_signature_ = false;
-  std::set<std::pair<std::string, uint64_t>> announced_;  // (signature, family version)
-  std::map<std::string, double> ended_samples_;           // by signature
-  std::map<std::string, double> family_ended_samples_;    // by family
+  struct AnnouncedHash {
+    size_t operator()(const std::pair<std::string, uint64_t>& a) const {
+      return std::hash<std::string>{}(a.first) ^
+             (std::hash<uint64_t>{}(a.second) * 0x9e3779b97f4a7c15ull);
+    }
+  };
+  // (signature, family version).
+  std::unordered_set<std::pair<std::string, uint64_t>, AnnouncedHash> announced_;
+  std::unordered_map<std::string, double> ended_samples_;  // by signature
+  std::map<std::string, double> family_ended_samples_;     // by family
   // Starts at 1, so that a cache stamped 0 was never filled.
   uint64_t version_ = 1;
 };

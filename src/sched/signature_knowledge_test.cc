@@ -176,6 +176,94 @@ INSTANTIATE_TEST_SUITE_P(
              [](SignatureKnowledge& k) { k.set_family("s", toy_member("toy[lr=0.2]", "0.2")); }}}),
     [](const auto& info) { return info.param.name; });
 
+// A sweep's estimates kept from step to step (each signature's FamilyPoint
+// and its family's shared answer, as a queued job's are kept from event to
+// event) answer as a knowledge that is told the same steps and asked only
+// at the end.
+struct KeptEstimatesCase {
+  std::string name;
+  std::vector<std::function<void(SignatureKnowledge&)>> steps;
+};
+
+const std::vector<std::string> kSweepSignatures = {"a1x", "a1y", "a2x", "a2y", "a3x", "a3y"};
+
+// "a2y": toy[a=2,b=y].
+FamilyMember sweep_member(const std::string& signature) {
+  const std::string a = signature.substr(1, 1);
+  const std::string b = signature.substr(2, 1);
+  return FamilyMember{
+      "toy", fmt::format("toy[a={},b={}]", a, b), {{"a", a}, {"b", b}}, std::nullopt};
+}
+
+JobProfile timed_profile(double memory_gib, int64_t solo_ms, int64_t startup_ms) {
+  JobProfile p = knowledge_profile(memory_gib);
+  p.samples_per_s = 100;
+  p.solo_ms = solo_ms;
+  p.startup_ms = startup_ms;
+  return p;
+}
+
+std::string described_profile(const JobProfile* p) {
+  if (p == nullptr) return "none";
+  return fmt::format("{} {} {} {} {} {}", p->peak_memory_bytes.value_or(0),
+                     p->sm_active_pct.value_or(-1), p->solo_ms.value_or(-1),
+                     p->startup_ms.value_or(-1), p->memory_uncertainty, p->source);
+}
+
+class KeptEstimates : public testing::TestWithParam<KeptEstimatesCase> {};
+
+TEST_P(KeptEstimates, AnswerAsAFreshKnowledgeAfterEveryStep) {
+  const KeptEstimatesCase& c = GetParam();
+  SignatureKnowledge kept(kLargest);
+  for (const std::string& sig : kSweepSignatures) kept.set_family(sig, sweep_member(sig));
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    c.steps[i](kept);
+    SignatureKnowledge fresh(kLargest);
+    for (const std::string& sig : kSweepSignatures) fresh.set_family(sig, sweep_member(sig));
+    for (size_t j = 0; j <= i; ++j) c.steps[j](fresh);
+    for (const std::string& sig : kSweepSignatures) {
+      EXPECT_EQ(described_profile(kept.usable(sig)), described_profile(fresh.usable(sig)))
+          << sig << " after step " << i + 1;
+      EXPECT_EQ(kept.missing(sig), fresh.missing(sig)) << sig << " after step " << i + 1;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, KeptEstimates,
+    testing::Values(
+        // Each measurement times a sibling nearer some points than their
+        // last: a kept point must move to it (the first by index among as
+        // near), and every point's answer changes with the family's.
+        KeptEstimatesCase{
+            "siblings_timed_nearer",
+            {[](SignatureKnowledge& k) { k.learned("a3y", timed_profile(4, 900'000, 9'000)); },
+             [](SignatureKnowledge& k) { k.learned("a2x", timed_profile(4, 800'000, 8'000)); },
+             [](SignatureKnowledge& k) { k.learned("a1y", timed_profile(4, 700'000, 7'000)); },
+             [](SignatureKnowledge& k) { k.measured_memory("a1x", knowledge_profile(5)); },
+             [](SignatureKnowledge& k) { k.learned("a1x", timed_profile(5, 600'000, 6'000)); },
+             [](SignatureKnowledge& k) { k.learned("a2y", timed_profile(4, 500'000, 5'000)); }}},
+        // A signature's own profile over its family's answer, and a peak
+        // beyond every GPU: the shared answer is never changed for others.
+        KeptEstimatesCase{
+            "own_profiles_over_a_shared_answer",
+            {[](SignatureKnowledge& k) { k.learned("a1x", timed_profile(4, 900'000, 9'000)); },
+             [](SignatureKnowledge& k) { k.raise_peak("a2x", 6 * kGiB); },
+             [](SignatureKnowledge& k) {
+               k.set_profile("a3x", knowledge_profile(3, std::nullopt));
+             },
+             [](SignatureKnowledge& k) { k.learned("a2y", timed_profile(90, 800'000, 8'000)); },
+             [](SignatureKnowledge& k) { k.learned("a3y", timed_profile(4, 700'000, 7'000)); }}},
+        // A signature moved to another point of its family: its kept point
+        // starts again.
+        KeptEstimatesCase{
+            "a_member_given_new_values",
+            {[](SignatureKnowledge& k) { k.learned("a1x", timed_profile(4, 900'000, 9'000)); },
+             [](SignatureKnowledge& k) { k.learned("a3y", timed_profile(4, 800'000, 8'000)); },
+             [](SignatureKnowledge& k) { k.set_family("a1y", sweep_member("a3y")); },
+             [](SignatureKnowledge& k) { k.learned("a2x", timed_profile(4, 700'000, 7'000)); }}}),
+    [](const auto& info) { return info.param.name; });
+
 // Whether an operation moves version() (the key of the policy's caches).
 struct VersionCase {
   std::string name;
