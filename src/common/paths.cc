@@ -100,6 +100,12 @@ bool is_executable_file(const std::string& path) {
 
 }  // namespace
 
+std::string self_executable() {
+  std::string exe(4096, '\0');
+  const ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
+  return n > 0 ? exe.substr(0, static_cast<size_t>(n)) : "colo";
+}
+
 std::optional<std::string> find_program(const std::string& name,
                                         std::optional<std::string_view> path_value) {
   if (name.empty()) return std::nullopt;

@@ -44,6 +44,10 @@ const char* file_kind(unsigned st_mode);
 // current directory when base is empty). Does not touch the filesystem.
 std::string absolute_path(const std::string& path, const std::string& base = "");
 
+// This program's path (/proc/self/exe), to start colo's own commands as
+// children (`colo data serve`, `colo ncu-mps-pair`); "colo" when it cannot be read.
+std::string self_executable();
+
 // The executable `name` resolves to: itself when it contains a '/', else the
 // first directory of `path_value` (default: $PATH) holding an executable
 // regular file of that name. nullopt when there is none.

@@ -22,11 +22,8 @@ std::optional<std::string> find_share_dir(const std::string& name, const std::st
                                           const char* env_var) {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv(env_var); env && *env) candidates.emplace_back(env);
-  std::array<char, 4096> exe{};
-  ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
-  if (n > 0) {
-    std::string dir(exe.data(), static_cast<size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
+  if (const std::string exe = self_executable(); exe.find('/') != std::string::npos) {
+    const std::string dir = exe.substr(0, exe.rfind('/'));
     candidates.push_back(dir + "/" + name);
     candidates.push_back(dir + "/../" + name);
     candidates.push_back(dir + "/../share/colo/" + name);

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <sys/statvfs.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -11,12 +10,6 @@
 #include "common/units.h"
 
 namespace colo {
-
-std::string self_executable() {
-  std::string exe(4096, '\0');
-  ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size() - 1);
-  return n > 0 ? exe.substr(0, static_cast<size_t>(n)) : "colo";
-}
 
 uint64_t default_ring_bytes(int consumers, uint64_t shm_free_bytes) {
   const uint64_t wanted =

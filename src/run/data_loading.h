@@ -20,8 +20,6 @@ namespace colo {
 // One loader per [data.NAME] table that at least one job names, with the
 // table's settings over the loader's defaults.
 Result<std::vector<LoaderOptions>> loaders_for(const JobFile& file);
-// This program's path, to start `colo data serve` children.
-std::string self_executable();
 
 // The loader of one table, for `consumers` jobs that name it. Without a
 // `ring` in the table, the ring is default_ring_bytes(consumers, the free

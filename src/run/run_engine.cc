@@ -17,7 +17,6 @@
 #include "gpu/sim_backend.h"
 #include "jobs/job_signature.h"
 #include "jobs/log_cap.h"
-#include "run/data_loading.h"
 #include "run/job_launch.h"
 #include "run/job_runtime.h"
 #include "run/log_layout.h"
