@@ -310,6 +310,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   ncu->add_option("--export", pair.report)->required();
   ncu->add_option("--launch-count", pair.launch_count)->check(CLI::PositiveNumber);
   ncu->add_option("--port", pair.port)->required()->check(CLI::Range(1, 65535));
+  ncu->add_option("--lock-dir", pair.lock_dir)->required();
   ncu->add_option("command", pair.command)->required();
   ncu->callback(
       [&exit_code] { exit_code = run_ncu_mps_pair(pair, std::chrono::milliseconds(60'000)); });

@@ -115,6 +115,34 @@ std::string describe(const GpuLockHolder& holder) {
                      holder.command.empty() ? "" : ": " + holder.command);
 }
 
+Status GpuLocks::lock(const std::string& path, const std::string& what,
+                      const std::string& refusal, const GpuLockOptions& options,
+                      const GpuLockHolder& me, Clock& clock) {
+  int fd = open_lock_file(path);
+  if (fd < 0) {
+    return Error(fmt::format("cannot open the lock file {} of {}: {} (set COLO_LOCK_DIR to "
+                             "use another directory)",
+                             path, what, std::strerror(errno)));
+  }
+  held_.push_back({path, fd});
+  std::string last_holder;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK)
+      return Error(fmt::format("cannot lock {} ({}): flock: {}", what, path, std::strerror(errno)));
+    std::string holder = holder_text(fd);
+    if (!options.wait) return Error(fmt::format("{} is in use by {}; {}", what, holder, refusal));
+    if (holder != last_holder && options.on_wait)
+      options.on_wait(fmt::format("waiting for {}, in use by {}", what, holder));
+    last_holder = holder;
+    if (options.stop_requests != nullptr && options.stop_requests->load() > 0)
+      return Error(fmt::format("stopped while waiting for {}", what));
+    clock.sleep_for_ms(options.poll_ms);
+  }
+  write_holder(fd, me);
+  return OkStatus();
+}
+
 Result<std::unique_ptr<GpuLocks>> GpuLocks::acquire(const std::vector<DeviceInfo>& devices,
                                                     const GpuLockOptions& options, Clock& clock) {
   if (Status s = make_shared_dir(options.dir); !s.ok())
@@ -127,40 +155,27 @@ Result<std::unique_ptr<GpuLocks>> GpuLocks::acquire(const std::vector<DeviceInfo
   GpuLockHolder me{getpid(), geteuid(), user_name_of(geteuid()), clock.now_ms(), options.command};
   std::unique_ptr<GpuLocks> locks(new GpuLocks());
   for (const DeviceInfo* d : order) {
-    const std::string path = lock_path(options.dir, d->uuid);
-    int fd = open_lock_file(path);
-    if (fd < 0) {
-      return Error(
-          fmt::format("cannot open the lock file {} of GPU {}: {} (set COLO_LOCK_DIR to "
-                      "use another directory)",
-                      path, d->index, std::strerror(errno)));
-    }
-    locks->held_.push_back({path, fd});
-    std::string last_holder;
-    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      if (errno == EINTR) continue;
-      if (errno != EWOULDBLOCK) {
-        return Error(fmt::format("cannot lock GPU {} ({}): flock: {}", d->index, path,
-                                 std::strerror(errno)));
-      }
-      std::string holder = holder_text(fd);
-      if (!options.wait) {
-        return Error(fmt::format(
-            "GPU {} ({}) is in use by {}; wait for it (leave out --no-wait), choose other GPUs "
-            "with --gpus, or submit to that colo if it is a service (colo submit)",
-            d->index, d->uuid, holder));
-      }
-      if (holder != last_holder && options.on_wait) {
-        options.on_wait(
-            fmt::format("waiting for GPU {} ({}), in use by {}", d->index, d->uuid, holder));
-      }
-      last_holder = holder;
-      if (options.stop_requests != nullptr && options.stop_requests->load() > 0)
-        return Error(fmt::format("stopped while waiting for GPU {}", d->index));
-      clock.sleep_for_ms(options.poll_ms);
-    }
-    write_holder(fd, me);
+    Status s = locks->lock(
+        lock_path(options.dir, d->uuid), fmt::format("GPU {} ({})", d->index, d->uuid),
+        "wait for it (leave out --no-wait), choose other GPUs with --gpus, or submit to that "
+        "colo if it is a service (colo submit)",
+        options, me, clock);
+    if (!s.ok()) return s.error();
   }
+  return locks;
+}
+
+Result<std::unique_ptr<GpuLocks>> GpuLocks::acquire_one_per_machine(const std::string& name,
+                                                                    const std::string& what,
+                                                                    const GpuLockOptions& options,
+                                                                    Clock& clock) {
+  if (Status s = make_shared_dir(options.dir); !s.ok())
+    return s.error().with_context(what + "'s lock (set COLO_LOCK_DIR to use another directory)");
+  GpuLockHolder me{getpid(), geteuid(), user_name_of(geteuid()), clock.now_ms(), options.command};
+  std::unique_ptr<GpuLocks> locks(new GpuLocks());
+  Status s = locks->lock(lock_path(options.dir, name), what, "try again once it is free",
+                         options, me, clock);
+  if (!s.ok()) return s.error();
   return locks;
 }
 

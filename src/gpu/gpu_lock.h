@@ -75,6 +75,13 @@ class GpuLocks {
   // naming the holder and what to do. On failure nothing stays locked.
   static Result<std::unique_ptr<GpuLocks>> acquire(const std::vector<DeviceInfo>& devices,
                                                    const GpuLockOptions& options, Clock& clock);
+  // The lock of one thing on this machine, not a GPU, that one process at a
+  // time may use (its file <dir>/<name>.lock; `what` names it in messages:
+  // "ncu's MPS control (one per machine)"). Waits or refuses as acquire().
+  static Result<std::unique_ptr<GpuLocks>> acquire_one_per_machine(const std::string& name,
+                                                                   const std::string& what,
+                                                                   const GpuLockOptions& options,
+                                                                   Clock& clock);
   ~GpuLocks();
   GpuLocks(const GpuLocks&) = delete;
   GpuLocks& operator=(const GpuLocks&) = delete;
@@ -91,6 +98,10 @@ class GpuLocks {
     int fd = -1;
   };
   GpuLocks() = default;
+  // Opens and locks `path` (held_ keeps it, so a failure leaves it closed
+  // with this object); `what` and `refusal` are for messages.
+  Status lock(const std::string& path, const std::string& what, const std::string& refusal,
+              const GpuLockOptions& options, const GpuLockHolder& me, Clock& clock);
   std::vector<Held> held_;
 };
 

@@ -6,17 +6,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include "common/clock.h"
+#include "gpu/gpu_lock.h"
 
 namespace colo {
 namespace {
 
 volatile sig_atomic_t g_control = 0;
 volatile sig_atomic_t g_client = 0;
+std::atomic<int> g_stops{0};  // signals seen (a wait for the machine's lock gives up)
+static_assert(std::atomic<int>::is_always_lock_free);
 
 void pass_on(int sig) {
+  g_stops.fetch_add(1);
   if (g_control > 0) ::kill(static_cast<pid_t>(g_control), sig);
   if (g_client > 0) ::kill(static_cast<pid_t>(g_client), sig);
 }
@@ -103,6 +110,8 @@ std::vector<std::string> ncu_mps_pair_argv(const std::string& colo_binary, const
                                    std::to_string(pair.launch_count),
                                    "--port",
                                    std::to_string(pair.port),
+                                   "--lock-dir",
+                                   pair.lock_dir,
                                    "--"};
   argv.insert(argv.end(), pair.command.begin(), pair.command.end());
   return argv;
@@ -140,6 +149,22 @@ int run_ncu_mps_pair(const NcuLaunch& pair, std::chrono::milliseconds report_bou
   sigemptyset(&forward.sa_mask);
   forward.sa_flags = SA_RESTART;
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &forward, nullptr);
+
+  SystemClock clock;
+  GpuLockOptions wait;
+  wait.dir = pair.lock_dir;
+  wait.command = "ncu-mps-pair (a job profiled by ncu under MPS)";
+  wait.poll_ms = 500;
+  wait.on_wait = [](const std::string& line) {
+    say(line + ": ncu runs one MPS control per machine, so this job starts once that one ends");
+  };
+  wait.stop_requests = &g_stops;
+  Result<std::unique_ptr<GpuLocks>> held = GpuLocks::acquire_one_per_machine(
+      "ncu-mps-control", "ncu's MPS control (one per machine)", wait, clock);
+  if (!held.ok()) {
+    say(held.error().message());
+    return 1;
+  }
 
   const pid_t control = start(ncu_control_argv(pair));
   if (control < 0) {

@@ -21,6 +21,15 @@
 // stopping the job stops both. Each pair has a port of its own (the client
 // listens only there, the control looks only there), so two profiled jobs
 // on one host never attach to each other's clients.
+//
+// ncu runs one MPS control per machine: a second control, on the same MPS
+// server or another, fails with "Failed to discover MPS clients. Is another
+// MPS control server running?", while one started after the first pair
+// ended works (H200, driver 580, ncu 2025.3.1;
+// docs/results/2026-12-06-h200-ncu-mps-two). So a pair first takes the
+// machine's lock "ncu-mps-control" in the lock directory (gpu/gpu_lock.h)
+// and holds it to its end; a second profiled job waits there, its log
+// saying for whom, and its GPU time is not yet spent.
 #pragma once
 
 #include <chrono>
@@ -35,6 +44,7 @@ struct NcuLaunch {
   int launch_count = 10;             // kernels profiled, from the first
   int port = 0;                      // an MPS pair's own port (the client listens there)
   std::vector<std::string> command;  // the job's own argv
+  std::string lock_dir;              // an MPS pair's lock directory (see above)
 };
 
 // The job's argv under ncu alone (no MPS server): ncu launches the command
@@ -61,8 +71,10 @@ std::vector<std::string> ncu_client_argv(const NcuLaunch& pair);
 //  - when the client ended but the control has not `report_bound` later, the
 //    control is stopped and a line says the report may be missing; the code
 //    is still the client's (the training ran to its end).
-// 127 when a process could not be started (a line says why). SIGTERM and
-// SIGINT sent to this process are passed on to both.
+// 127 when a process could not be started (a line says why), 1 when the
+// machine's lock could not be taken or a stop came while waiting for it
+// (a line says why). SIGTERM and SIGINT sent to this process are passed on
+// to both.
 int run_ncu_mps_pair(const NcuLaunch& pair, std::chrono::milliseconds report_bound);
 
 }  // namespace colo

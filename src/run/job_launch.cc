@@ -91,7 +91,7 @@ Status prepare_job_files(const EngineJob& j) {
 }
 
 ProfileSetup profile_window(const ProfileSpec& p, const std::string& profile_dir, int attempt,
-                            const std::optional<std::string>& tool, const std::string& colo_binary,
+                            const std::optional<std::string>& tool, const NcuPairHost& host,
                             LaunchRequest& request) {
   const auto seconds = [](int64_t ms) {
     return fmt::format("{:g}", static_cast<double>(ms) / 1000);
@@ -124,7 +124,7 @@ ProfileSetup profile_window(const ProfileSpec& p, const std::string& profile_dir
   }
   // ncu counts kernel launches, so `steps` is the number of kernels it
   // profiles (default 10), from the first.
-  NcuLaunch ncu{*tool, out, p.steps.value_or(10), 0, request.argv};
+  NcuLaunch ncu{*tool, out, p.steps.value_or(10), 0, request.argv, host.lock_dir};
   if (!request.env.contains("CUDA_MPS_PIPE_DIRECTORY")) {
     request.argv = ncu_alone_argv(ncu);
     return {fmt::format("profiled by ncu into {}", out), ""};
@@ -140,7 +140,7 @@ ProfileSetup profile_window(const ProfileSpec& p, const std::string& profile_dir
     return {note, note};
   }
   ncu.port = *port;
-  request.argv = ncu_mps_pair_argv(colo_binary, ncu);
+  request.argv = ncu_mps_pair_argv(host.colo_binary, ncu);
   const std::string note = fmt::format(
       "profiled by ncu into {} as a client of its MPS server (ncu's control beside it on port "
       "{}, the first {} kernels)",

@@ -65,10 +65,15 @@ struct ProfileSetup {
 // in nsys or ncu, found at `tool_path` (nullopt: not on PATH, so it runs
 // unprofiled and its log says so). Its output goes to `profile_dir`. ncu
 // profiles an MPS client (`request` carries CUDA_MPS_PIPE_DIRECTORY) as one
-// of a pair, `colo_binary ncu-mps-pair` (profiling/ncu_launch.h), on a free
-// port of its own.
+// of a pair, `<colo_binary> ncu-mps-pair` (profiling/ncu_launch.h), on a
+// free port of its own, waiting for the machine's one ncu MPS control in
+// `lock_dir`.
+struct NcuPairHost {
+  std::string colo_binary;
+  std::string lock_dir;
+};
 ProfileSetup profile_window(const ProfileSpec& profile, const std::string& profile_dir, int attempt,
-                            const std::optional<std::string>& tool_path,
-                            const std::string& colo_binary, LaunchRequest& request);
+                            const std::optional<std::string>& tool_path, const NcuPairHost& host,
+                            LaunchRequest& request);
 
 }  // namespace colo

@@ -172,7 +172,8 @@ TEST(ProfileWindow, TorchIsToldThroughTheEnvironmentNsysAndNcuWrapTheCommand) {
        ProfileSpec{"ncu", std::nullopt, std::nullopt, 4, std::nullopt},
        "/usr/bin/ncu",
        {"/usr/bin/colo", "ncu-mps-pair", "--ncu", "/usr/bin/ncu", "--export", "/p/ncu-attempt2",
-        "--launch-count", "4", "--port", "PORT", "--", "python3", "train.py"},
+        "--launch-count", "4", "--port", "PORT", "--lock-dir", "/run/colo/locks", "--", "python3",
+        "train.py"},
        {{"CUDA_MPS_PIPE_DIRECTORY", "/run/mps/pipe"}, {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "20"}},
        true,
        true},
@@ -193,7 +194,7 @@ TEST(ProfileWindow, TorchIsToldThroughTheEnvironmentNsysAndNcuWrapTheCommand) {
       request.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = "20";
     }
     const ProfileSetup setup =
-        profile_window(c.profile, "/p", 2, c.tool_path, "/usr/bin/colo", request);
+        profile_window(c.profile, "/p", 2, c.tool_path, {"/usr/bin/colo", "/run/colo/locks"}, request);
     auto port = std::find(request.argv.begin(), request.argv.end(), "--port");
     if (port != request.argv.end() && ++port != request.argv.end()) {
       EXPECT_GT(std::stoi(*port), 0) << c.name;

@@ -14,6 +14,7 @@
 #include "common/remove_tree.h"
 #include "common/stop_signal.h"
 #include "common/units.h"
+#include "gpu/gpu_lock.h"
 #include "gpu/sim_backend.h"
 #include "jobs/job_signature.h"
 #include "jobs/log_cap.h"
@@ -304,7 +305,9 @@ void RunEngine::start(JobRuntime& job, const Decision& a) {
   if (const std::optional<ProfileSpec>& p = spec.profile) {
     const ProfileSetup setup = profile_window(
         *p, job.job.profile_dir, job.attempt,
-        p->tool == "torch" ? std::nullopt : find_program(p->tool), self_executable(), request);
+        p->tool == "torch" ? std::nullopt : find_program(p->tool),
+        {self_executable(), ctx_.lock_dir.empty() ? default_gpu_lock_dir() : ctx_.lock_dir},
+        request);
     if (!setup.event.empty()) display_.event(fmt::format("{}: {}", job.label(), setup.event));
     profile_note = setup.log_note;
   }

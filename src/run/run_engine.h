@@ -151,6 +151,10 @@ struct EngineContext {
   Mechanism& mechanism;
   RunCgroup* cgroup;  // each job gets a cgroup under it; null: process groups only
   std::ostream& out;  // events and the live display
+  // The machine's lock directory (gpu/gpu_lock.h), where a job profiled by
+  // ncu under MPS waits for the machine's one ncu MPS control; empty:
+  // default_gpu_lock_dir().
+  std::string lock_dir;
 };
 
 // What changed about a job, for callers that keep their own records (the

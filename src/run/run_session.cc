@@ -128,6 +128,7 @@ Status RunSession::take_devices() {
   lock.on_wait = [&out](const std::string& message) { out << message << '\n' << std::flush; };
   Result<std::unique_ptr<GpuLocks>> locks = GpuLocks::acquire(*devices, lock, ctx_.clock);
   if (!locks.ok()) return locks.error();
+  lock_dir_ = lock.dir;
   devices_ = std::move(devices).value();
   locks_ = std::move(locks).value();
   return OkStatus();
@@ -176,7 +177,7 @@ Status RunSession::start_mechanism() {
 EngineContext RunSession::engine_context(std::ostream& out) {
   return EngineContext{ctx_.clock, ctx_.backend,   ctx_.store,
                        writer_,    ctx_.mechanism, cgroup_ ? &*cgroup_ : nullptr,
-                       out};
+                       out,        lock_dir_};
 }
 
 Status RunSession::close(RunState state) {

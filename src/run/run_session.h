@@ -135,6 +135,7 @@ class RunSession {
   StoreWriter writer_;
   std::vector<DeviceInfo> devices_;
   std::unique_ptr<GpuLocks> locks_;
+  std::string lock_dir_;  // where locks_ are
   int64_t run_id_ = 0;
   NewRun record_;
   std::string token_;

@@ -17,6 +17,7 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class ColoProfile : public ColoTestDir {
  protected:
@@ -314,6 +315,43 @@ TEST_F(ColoProfile, AnNcuJobUnderMpsIsAClientOfTheServerWithNcusControlBesideIt)
       EXPECT_THAT(log, HasSubstr("colo: ncu's control exited 1 before the job's end"));
     }
   }
+}
+
+// ncu runs one MPS control per machine (the stand-in too: a second control
+// fails at once while one runs). Two jobs under `tool = "ncu"` on one MPS
+// server at once: the second waits for the first's pair to end, its log
+// says so, and both end ok with their reports. Each job's command ends only
+// once some log says a job waits, so the two overlap whatever the timing.
+TEST_F(ColoProfile, TwoNcuJobsUnderMpsTakeTheMachinesOneControlInTurn) {
+  const std::string bin = dir_ + "/bin";
+  shell("mkdir -p '" + bin + "' '" + dir_ + "/ncu' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
+        "/nvidia-cuda-mps-control' && cp '" COLO_FAKE_NCU "' '" + bin + "/ncu'");
+  const std::string until_one_waits =
+      "[\"timeout\", \"60\", \"sh\", \"-c\", \"until grep -q 'waiting for ncu' " + dir_ +
+      "/logs/*/*/*.log; do sleep 0.1; done\"]";
+  const std::string file = write_file(
+      "p.toml", "[defaults]\nenv = { FAKE_NCU_DIR = \"" + dir_ +
+                    "/ncu\" }\n"
+                    "[[job]]\nname = \"a\"\nprofile = { tool = \"ncu\" }\ncommand = " +
+                    until_one_waits +
+                    "\n[[job]]\nname = \"b\"\nprofile = { tool = \"ncu\" }\ncommand = " +
+                    until_one_waits + "\n");
+  CommandResult r = shell("PATH='" + bin + "':$PATH " +
+                          colo("run " + file +
+                               " --backend sim --policy fixed --max-per-gpu 2 --mechanism mps "
+                               "--plain --db " +
+                               db() + " --logs " + dir_ + "/logs"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const json shown = json::parse(shell(colo("show --json --db " + db())).output, nullptr, false);
+  ASSERT_TRUE(shown.is_object()) << r.output;
+  ASSERT_EQ(shown["jobs"].size(), 2u) << r.output;
+  const std::string logs = shell("cat " + dir_ + "/logs/*/*/*.log").output;
+  for (const json& job : shown["jobs"]) EXPECT_EQ(job["state"], "ok") << logs;
+  EXPECT_THAT(logs, HasSubstr("colo: waiting for ncu's MPS control (one per machine), in use by "
+                              "colo pid"));
+  EXPECT_THAT(logs, Not(HasSubstr("Is another MPS control server running")));
+  EXPECT_EQ(shell("find '" + dir_ + "/logs' -name 'ncu-attempt1.ncu-rep' | wc -l").output, "2\n")
+      << logs;
 }
 
 }  // namespace
