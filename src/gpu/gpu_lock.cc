@@ -115,14 +115,14 @@ std::string describe(const GpuLockHolder& holder) {
                      holder.command.empty() ? "" : ": " + holder.command);
 }
 
-Status GpuLocks::lock(const std::string& path, const std::string& what,
-                      const std::string& refusal, const GpuLockOptions& options,
-                      const GpuLockHolder& me, Clock& clock) {
+Status GpuLocks::lock(const std::string& path, const std::string& what, const std::string& refusal,
+                      const GpuLockOptions& options, const GpuLockHolder& me, Clock& clock) {
   int fd = open_lock_file(path);
   if (fd < 0) {
-    return Error(fmt::format("cannot open the lock file {} of {}: {} (set COLO_LOCK_DIR to "
-                             "use another directory)",
-                             path, what, std::strerror(errno)));
+    return Error(
+        fmt::format("cannot open the lock file {} of {}: {} (set COLO_LOCK_DIR to "
+                    "use another directory)",
+                    path, what, std::strerror(errno)));
   }
   held_.push_back({path, fd});
   std::string last_holder;
@@ -173,8 +173,8 @@ Result<std::unique_ptr<GpuLocks>> GpuLocks::acquire_one_per_machine(const std::s
     return s.error().with_context(what + "'s lock (set COLO_LOCK_DIR to use another directory)");
   GpuLockHolder me{getpid(), geteuid(), user_name_of(geteuid()), clock.now_ms(), options.command};
   std::unique_ptr<GpuLocks> locks(new GpuLocks());
-  Status s = locks->lock(lock_path(options.dir, name), what, "try again once it is free",
-                         options, me, clock);
+  Status s = locks->lock(lock_path(options.dir, name), what, "try again once it is free", options,
+                         me, clock);
   if (!s.ok()) return s.error();
   return locks;
 }

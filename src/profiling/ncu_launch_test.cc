@@ -23,8 +23,8 @@ namespace fs = std::filesystem;
 using Argv = std::vector<std::string>;
 
 TEST(NcuArgv, EachProcessGetsWhatTheRealNcuAcceptsInItsMode) {
-  const NcuLaunch launch{
-      "/opt/ncu", "/p/ncu-attempt1", 4, 41000, {"python3", "train.py"}, "/run/colo/locks"};
+  const NcuLaunch launch{"/opt/ncu", "/p/ncu-attempt1",       4,
+                         41000,      {"python3", "train.py"}, "/run/colo/locks"};
   struct Case {
     const char* name;
     Argv got;
@@ -166,8 +166,8 @@ TEST_F(NcuMpsPairTest, APairWaitsForTheMachinesOneControlAndStartsOnceItIsFree) 
   const pid_t pair = start("ok", {"true"}, std::chrono::seconds(30));
   const std::string waiting = fmt::format(
       "colo: waiting for ncu's MPS control (one per machine), in use by colo pid {}", getpid());
-  EXPECT_TRUE(testutil::eventually([&] { return output().find(waiting) != std::string::npos; },
-                                   30'000))
+  EXPECT_TRUE(
+      testutil::eventually([&] { return output().find(waiting) != std::string::npos; }, 30'000))
       << output();
   EXPECT_NE(output().find("the other profiled job"), std::string::npos) << output();
   EXPECT_FALSE(fs::exists(dir_ + "/client-41000")) << "the job started before the lock was free";

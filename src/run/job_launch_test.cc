@@ -193,8 +193,8 @@ TEST(ProfileWindow, TorchIsToldThroughTheEnvironmentNsysAndNcuWrapTheCommand) {
       request.env["CUDA_MPS_PIPE_DIRECTORY"] = "/run/mps/pipe";
       request.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = "20";
     }
-    const ProfileSetup setup =
-        profile_window(c.profile, "/p", 2, c.tool_path, {"/usr/bin/colo", "/run/colo/locks"}, request);
+    const ProfileSetup setup = profile_window(c.profile, "/p", 2, c.tool_path,
+                                              {"/usr/bin/colo", "/run/colo/locks"}, request);
     auto port = std::find(request.argv.begin(), request.argv.end(), "--port");
     if (port != request.argv.end() && ++port != request.argv.end()) {
       EXPECT_GT(std::stoi(*port), 0) << c.name;

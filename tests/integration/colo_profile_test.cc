@@ -329,13 +329,13 @@ TEST_F(ColoProfile, TwoNcuJobsUnderMpsTakeTheMachinesOneControlInTurn) {
   const std::string until_one_waits =
       "[\"timeout\", \"60\", \"sh\", \"-c\", \"until grep -q 'waiting for ncu' " + dir_ +
       "/logs/*/*/*.log; do sleep 0.1; done\"]";
-  const std::string file = write_file(
-      "p.toml", "[defaults]\nenv = { FAKE_NCU_DIR = \"" + dir_ +
-                    "/ncu\" }\n"
-                    "[[job]]\nname = \"a\"\nprofile = { tool = \"ncu\" }\ncommand = " +
-                    until_one_waits +
-                    "\n[[job]]\nname = \"b\"\nprofile = { tool = \"ncu\" }\ncommand = " +
-                    until_one_waits + "\n");
+  const std::string file =
+      write_file("p.toml", "[defaults]\nenv = { FAKE_NCU_DIR = \"" + dir_ +
+                               "/ncu\" }\n"
+                               "[[job]]\nname = \"a\"\nprofile = { tool = \"ncu\" }\ncommand = " +
+                               until_one_waits +
+                               "\n[[job]]\nname = \"b\"\nprofile = { tool = \"ncu\" }\ncommand = " +
+                               until_one_waits + "\n");
   CommandResult r = shell("PATH='" + bin + "':$PATH " +
                           colo("run " + file +
                                " --backend sim --policy fixed --max-per-gpu 2 --mechanism mps "
