@@ -160,7 +160,7 @@ int run_ncu_mps_pair(const NcuLaunch& pair, std::chrono::milliseconds report_bou
   };
   wait.stop_requests = &g_stops;
   Result<std::unique_ptr<GpuLocks>> held = GpuLocks::acquire_one_per_machine(
-      "ncu-mps-control", "ncu's MPS control (one per machine)", wait, clock);
+      kNcuMpsControlLock, "ncu's MPS control (one per machine)", wait, clock);
   if (!held.ok()) {
     say(held.error().message());
     return 1;
