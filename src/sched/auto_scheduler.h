@@ -276,6 +276,14 @@ class AutoScheduler final : public Scheduler {
   // Combinations found bad so far, as "label x count + ..." (for reports).
   std::vector<std::string> bad_combinations() const;
 
+  // The longest start-up among the usable profiles of the classes the next
+  // event tries (what next_wakeup_ms() reads), cached (see
+  // longest_startup_); longest_queued_startup_afresh() computes it with no
+  // cache, listing and looking up every such class (for tests: the two
+  // agree whatever happened since).
+  int64_t longest_queued_startup() const;
+  int64_t longest_queued_startup_afresh() const;
+
  private:
   using Combination = std::map<std::string, int>;  // signature -> jobs
   using Waiting = QueuedJob;
@@ -510,7 +518,6 @@ class AutoScheduler final : public Scheduler {
     int64_t startup_ms = 0;
   };
   mutable LongestStartup longest_startup_;
-  int64_t longest_queued_startup() const;
   struct Probing {
     int newcomers = 0;         // being measured
     uint64_t memory_seen = 0;  // the most any of them held (observe_memory())
@@ -555,11 +562,13 @@ class AutoScheduler final : public Scheduler {
   inline static const uint64_t kNewHash = LikenessHash::of("new");
   inline static const uint64_t kPlacedHash = LikenessHash::of("placed");
   inline static const uint64_t kNoSignatureHash = LikenessHash::of("");
-  // w's likeness, from `hash()` (a LikenessHash) unless cached; true when a
-  // job alike it failed already in this call.
+  // w's likeness, from `hash()` (a LikenessHash) unless cached, with
+  // `startup` (its usable profile's start-up, 0 without one: what
+  // longest_queued_startup() reads of it while the knowledge holds); true
+  // when a job alike it failed already in this call.
   template <typename Hash>
-  bool alike_failed(const Waiting& w, const Hash& hash) const {
-    if (w.alike.knowledge != likeness_version()) w.alike = {likeness_version(), hash().h};
+  bool alike_failed(const Waiting& w, int64_t startup, const Hash& hash) const {
+    if (w.alike.knowledge != likeness_version()) w.alike = {likeness_version(), hash().h, startup};
     return failed_alike_.contains(w.alike.hash);
   }
   // Estimates used in this schedule() call: the note's text -> instances.
