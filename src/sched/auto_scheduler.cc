@@ -320,7 +320,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
   // What the loops here and in place_speculative() read of `w` and its
   // prior, for a failure (a job with no usable profile never starts on a
   // GPU kept for a gang: may_start()).
-  const bool failed = alike_failed(w, 0, [&] {
+  const bool failed = alike_failed(w, 0, 0, [&] {
     return LikenessHash{}
         .add(kNewHash)
         .add(std::string_view(key))
@@ -644,7 +644,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   const int64_t startup = p->startup_ms.value_or(0);
   // What the loop below reads of `w` and its profile (may_start(): the solo
   // time; admission_gain(): the signature only to judge combinations).
-  const bool failed = alike_failed(w, startup, [&] {
+  const bool failed = alike_failed(w, startup, knowledge_.usable_stamp(w.lookups), [&] {
     return LikenessHash{}
         .add(kPlacedHash)
         .add(need)
@@ -820,9 +820,9 @@ int64_t AutoScheduler::longest_queued_startup() const {
   int64_t startup = 0;
   auto consider = [&](const ClassQueue::Class* cls) {
     const Waiting& w = cls->second.front();
-    // Its likeness was found at this knowledge (this event's walk tried it):
-    // its profile's start-up with it.
-    if (w.alike.knowledge == likeness_version()) {
+    // Its likeness holds (this event's walk, or an earlier one, found it
+    // from a profile unchanged since): its profile's start-up with it.
+    if (alike_holds(w)) {
       startup = std::max(startup, w.alike.startup);
       return;
     }

@@ -538,9 +538,22 @@ class AutoScheduler final : public Scheduler {
   // without looking anything up (cached in QueuedJob::alike); never 0, so
   // that 0 means never computed.
   uint64_t likeness_version() const { return knowledge_.version() + verdicts_.bad.size(); }
+  // Whether the cached likeness of `w` is still its likeness: computed at
+  // this likeness_version(), or from a usable profile whose stamp and the
+  // bad combinations' count are what they were then (it is then stamped
+  // with this version: a sweep's point keeps its likeness while other
+  // points are measured). Reads no profile.
+  bool alike_holds(const Waiting& w) const {
+    if (w.alike.knowledge == likeness_version()) return true;
+    if (w.alike.knowledge == 0 || w.alike.usable == 0 || w.alike.bad != verdicts_.bad.size() ||
+        knowledge_.usable_stamp(w.lookups) != w.alike.usable)
+      return false;
+    w.alike.knowledge = likeness_version();
+    return true;
+  }
   // The cached likeness of `w` when still valid and failed in this call.
   bool known_failed(const Waiting& w) const {
-    return w.alike.knowledge == likeness_version() && failed_alike_.contains(w.alike.hash);
+    return alike_holds(w) && failed_alike_.contains(w.alike.hash);
   }
   // A likeness's hash, field by field (each mixed in, so that the order and
   // every bit count), without formatting the likeness as text first.
@@ -564,11 +577,13 @@ class AutoScheduler final : public Scheduler {
   inline static const uint64_t kNoSignatureHash = LikenessHash::of("");
   // w's likeness, from `hash()` (a LikenessHash) unless cached, with
   // `startup` (its usable profile's start-up, 0 without one: what
-  // longest_queued_startup() reads of it while the knowledge holds); true
-  // when a job alike it failed already in this call.
+  // longest_queued_startup() reads of it while the likeness holds) and
+  // `usable` (that profile's stamp; 0: computed without one); true when a
+  // job alike it failed already in this call.
   template <typename Hash>
-  bool alike_failed(const Waiting& w, int64_t startup, const Hash& hash) const {
-    if (w.alike.knowledge != likeness_version()) w.alike = {likeness_version(), hash().h, startup};
+  bool alike_failed(const Waiting& w, int64_t startup, uint64_t usable, const Hash& hash) const {
+    if (!alike_holds(w))
+      w.alike = {likeness_version(), hash().h, startup, usable, verdicts_.bad.size()};
     return failed_alike_.contains(w.alike.hash);
   }
   // Estimates used in this schedule() call: the note's text -> instances.

@@ -72,11 +72,17 @@ struct QueuedJob {
   // likeness as a hash, computed while the policy's knowledge was
   // `knowledge` (0: never), and the start-up of the profile it was
   // computed from (0 without one), which is its usable profile's as long
-  // as that knowledge holds.
+  // as that knowledge holds. A likeness computed from a usable profile
+  // also keeps that profile's stamp (SignatureKnowledge::usable_stamp(); 0
+  // for one computed without) and how many bad combinations there were:
+  // while both are the same, so is the likeness, whatever else the
+  // knowledge learned.
   struct Alike {
     uint64_t knowledge = 0;
     uint64_t hash = 0;
     int64_t startup = 0;
+    uint64_t usable = 0;
+    size_t bad = 0;
   };
   mutable Alike alike;
   mutable SignatureKnowledge::Lookups lookups;  // SignatureKnowledge::usable()
