@@ -575,14 +575,16 @@ class AutoScheduler final : public Scheduler {
   inline static const uint64_t kNewHash = LikenessHash::of("new");
   inline static const uint64_t kPlacedHash = LikenessHash::of("placed");
   inline static const uint64_t kNoSignatureHash = LikenessHash::of("");
-  // w's likeness, from `hash()` (a LikenessHash) unless cached, with
-  // `startup` (its usable profile's start-up, 0 without one: what
-  // longest_queued_startup() reads of it while the likeness holds) and
-  // `usable` (that profile's stamp; 0: computed without one); true when a
-  // job alike it failed already in this call.
+  // w's likeness, from `hash()` (a LikenessHash) unless cached at this
+  // likeness_version() (place() asked known_failed() first, which stamps a
+  // likeness that holds with it), with `startup` (its usable profile's
+  // start-up, 0 without one: what longest_queued_startup() reads of it
+  // while the likeness holds) and `usable` (that profile's stamp; 0:
+  // computed without one); true when a job alike it failed already in this
+  // call.
   template <typename Hash>
   bool alike_failed(const Waiting& w, int64_t startup, uint64_t usable, const Hash& hash) const {
-    if (!alike_holds(w))
+    if (w.alike.knowledge != likeness_version())
       w.alike = {likeness_version(), hash().h, startup, usable, verdicts_.bad.size()};
     return failed_alike_.contains(w.alike.hash);
   }

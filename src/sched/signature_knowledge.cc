@@ -119,12 +119,6 @@ void SignatureKnowledge::own_changed(const std::string& signature, const JobProf
   m->second.own_admissible = profile.admissible();
 }
 
-uint64_t SignatureKnowledge::usable_stamp(const Lookups& lookups) const {
-  const Member* m = lookups.member;
-  if (m == nullptr) return version_;
-  return m->own_admissible ? m->changed : std::max(m->changed, m->family->changed);
-}
-
 const SignatureKnowledge::Member* SignatureKnowledge::find_member(
     const std::string& signature) const {
   auto it = members_.find(signature);

@@ -19,6 +19,7 @@
 // learns). Pure, not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -239,5 +240,12 @@ class SignatureKnowledge {
   // Starts at 1, so that a cache stamped 0 was never filled.
   uint64_t version_ = 1;
 };
+
+// Inline: asked of every queued class the walk tries, at every event.
+inline uint64_t SignatureKnowledge::usable_stamp(const Lookups& lookups) const {
+  const Member* m = lookups.member;
+  if (m == nullptr) return version_;
+  return m->own_admissible ? m->changed : std::max(m->changed, m->family->changed);
+}
 
 }  // namespace colo
