@@ -946,13 +946,13 @@ void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {
   for (const auto& [seq, cls] : walk_heads()) {
     std::deque<Waiting>& q = cls->second;
     if (!place(q.front(), now_ms, out)) {
-      failed(q.front(), now_ms);
+      note_failed(q.front(), now_ms);
       continue;
     }
     do {
       queue_.pop_head(*cls);
     } while (!q.empty() && place(q.front(), now_ms, out));
-    if (!q.empty()) failed(q.front(), now_ms);
+    if (!q.empty()) note_failed(q.front(), now_ms);
     if (!some_gpu_takes_another()) break;
   }
 }

@@ -123,6 +123,7 @@
 #include <bit>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <unordered_map>
@@ -406,8 +407,13 @@ class AutoScheduler final : public Scheduler {
   // without a head or where it fits no GPU.
   const Reservation* reservation() const;
   // `w` could not be placed in this schedule(): the first such job that
-  // waits for room is the head.
+  // waits for room is the head. note_failed() calls it only where it has
+  // something to do (the classes are looked at, or no head was found yet):
+  // the walk's thousands of failing classes an event cost no call.
   void failed(const Waiting& w, int64_t now_ms);
+  void note_failed(const Waiting& w, int64_t now_ms) {
+    if (classes_.any || !head_of_queue_.sought) failed(w, now_ms);
+  }
   void forget_head();
   // Whether `w`, with `load` and `claim`, may start on `g` beside the
   // reservation: `g` is not the head's GPU, `w` is the head, `w` ends before
@@ -530,7 +536,22 @@ class AutoScheduler final : public Scheduler {
   // not tried (the points of a sweep share one). Kept as 64-bit hashes of
   // its fields (LikenessHash; a collision of two among the queued likenesses
   // is what it would take to skip a job wrongly).
-  std::unordered_set<uint64_t> failed_alike_;
+  // The last likeness inserted is kept apart too: consecutive classes of a
+  // sweep are mostly alike, and comparing with it spares hashing.
+  struct FailedAlike {
+    std::unordered_set<uint64_t> all;
+    std::optional<uint64_t> last;
+    void insert(uint64_t hash) {
+      all.insert(hash);
+      last = hash;
+    }
+    bool contains(uint64_t hash) const { return last == hash || all.contains(hash); }
+    void clear() {
+      all.clear();
+      last.reset();
+    }
+  };
+  FailedAlike failed_alike_;
   // Counts changes to what likenesses read besides the job itself: profiles,
   // priors, families and their measurements (knowledge_.version()), and bad
   // combinations (only ever added). A job's likeness computed at the same
