@@ -10,6 +10,7 @@ void SignatureKnowledge::set_profile(const std::string& signature, const JobProf
   auto [it, added] = profiles_.insert_or_assign(signature, profile);
   if (added) profile_added(signature, it->second);
   ++version_;
+  own_changed(signature, it->second);
 }
 
 void SignatureKnowledge::set_prior(const std::string& signature, const JobProfile& prior) {
@@ -43,7 +44,8 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
   } else if (m.family != &f) {
     scan_every_signature_ = true;  // listed in a family it is no longer of
   }
-  if (member.resource_params && member.resource_params != f.resource_params) {
+  const bool resources = member.resource_params && member.resource_params != f.resource_params;
+  if (resources) {
     f.resource_params = member.resource_params;
     ++f.version;  // its members' estimates and parameter effects read them
   }
@@ -53,6 +55,9 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
   m.estimated = {};
   m.point = {};
   ++version_;
+  if (resources) f.changed = version_;
+  m.changed = version_;
+  m.own_admissible = m.own != nullptr && m.own->admissible();
 }
 
 void SignatureKnowledge::add_family_instance(const std::string& family, FamilyInstance instance) {
@@ -61,14 +66,16 @@ void SignatureKnowledge::add_family_instance(const std::string& family, FamilyIn
   f.fit.add(std::move(instance));
   ++f.version;
   ++version_;
+  f.changed = version_;
 }
 
 JobProfile SignatureKnowledge::learned(const std::string& signature, const JobProfile& measured) {
   auto it = profiles_.find(signature);
   JobProfile merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
-  if (auto [at, added] = profiles_.insert_or_assign(signature, merged); added)
-    profile_added(signature, at->second);
+  auto [at, added] = profiles_.insert_or_assign(signature, merged);
+  if (added) profile_added(signature, at->second);
   ++version_;
+  own_changed(signature, at->second);
   add_to_family(signature, measured);
   return merged;
 }
@@ -80,6 +87,7 @@ void SignatureKnowledge::measured_memory(const std::string& signature, const Job
   own.memory_uncertainty = 0;
   ++version_;
   if (own.source.empty()) own.source = measured.source;
+  own_changed(signature, own);
   JobProfile memory_only;
   memory_only.peak_memory_bytes = measured.peak_memory_bytes;
   memory_only.source = measured.source;
@@ -90,6 +98,7 @@ void SignatureKnowledge::raise_peak(const std::string& signature, uint64_t bytes
   JobProfile& p = own_profile(signature);
   p.peak_memory_bytes = std::max(p.peak_memory_bytes.value_or(0), bytes);
   ++version_;
+  own_changed(signature, p);
 }
 
 JobProfile& SignatureKnowledge::own_profile(const std::string& signature) {
@@ -101,6 +110,13 @@ JobProfile& SignatureKnowledge::own_profile(const std::string& signature) {
 void SignatureKnowledge::profile_added(const std::string& signature, const JobProfile& profile) {
   ++records_added_;
   if (auto m = members_.find(signature); m != members_.end()) m->second.own = &profile;
+}
+
+void SignatureKnowledge::own_changed(const std::string& signature, const JobProfile& profile) {
+  auto m = members_.find(signature);
+  if (m == members_.end()) return;
+  m->second.changed = version_;
+  m->second.own_admissible = profile.admissible();
 }
 
 const SignatureKnowledge::Member* SignatureKnowledge::find_member(
@@ -282,6 +298,7 @@ void SignatureKnowledge::add_to_family(const std::string& signature, const JobPr
   }
   ++f.version;
   ++version_;
+  f.changed = version_;
 }
 
 void SignatureKnowledge::ended(const std::string& signature, double samples) {
