@@ -57,10 +57,23 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
 
 void SignatureKnowledge::add_family_instance(const std::string& family, FamilyInstance instance) {
   Family& f = families_[family];
-  f.first_with.try_emplace(instance.params, f.fit.instances().size());
-  f.fit.add(std::move(instance));
+  const bool first = !first_with(f, instance.params);
+  const size_t index = f.fit.add(std::move(instance));
+  if (first) list_first(f, index);
   ++f.version;
   ++version_;
+}
+
+std::optional<size_t> SignatureKnowledge::first_with(
+    const Family& f, const std::map<std::string, std::string>& params) {
+  auto [it, end] = f.first_with.equal_range(params_hash(params));
+  for (; it != end; ++it)
+    if (f.fit.instances()[it->second].params == params) return it->second;
+  return std::nullopt;
+}
+
+void SignatureKnowledge::list_first(Family& f, size_t index) {
+  f.first_with.emplace(params_hash(f.fit.instances()[index].params), index);
 }
 
 JobProfile SignatureKnowledge::learned(const std::string& signature, const JobProfile& measured) {
@@ -269,16 +282,20 @@ void SignatureKnowledge::add_to_family(const std::string& signature, const JobPr
   if (member == members_.end()) return;
   Family& f = *member->second.family;
   const FamilyMember& m = member->second.member;
-  auto [first, added] = f.first_with.try_emplace(m.params, f.fit.instances().size());
-  if (added) {
-    f.fit.add({m.name, m.params, measured});
+  const std::optional<size_t> first = first_with(f, m.params);
+  if (!first) {
+    // Its members' own values are each measured once at most: room for
+    // them at once (a sweep's thousands), not grown by doubling.
+    if (const size_t n = f.fit.instances().size(); n == f.fit.instances().capacity())
+      f.fit.reserve(std::max(2 * n, n + f.signatures.size()));
+    list_first(f, f.fit.add({m.name, m.params, measured}));
   } else {
-    const JobProfile& before = f.fit.instances()[first->second].measured;
+    const JobProfile& before = f.fit.instances()[*first].measured;
     // The newer measurement wins field by field; the peak is the largest seen.
     JobProfile merged = merge_profiles(measured, before);
     if (before.peak_memory_bytes && measured.peak_memory_bytes)
       merged.peak_memory_bytes = std::max(*before.peak_memory_bytes, *measured.peak_memory_bytes);
-    f.fit.remeasure(first->second, std::move(merged));
+    f.fit.remeasure(*first, std::move(merged));
   }
   ++f.version;
   ++version_;

@@ -145,9 +145,10 @@ class SignatureKnowledge {
     // Its measured instances (the store's, then this run's), with what its
     // estimates read of them kept as each measurement comes.
     FamilyFit fit;
-    // The first of `instances` with each set of parameter values (a sweep's
-    // measurement finds its own instance without a scan of them all).
-    std::map<std::map<std::string, std::string>, size_t> first_with;
+    // The first of fit's instances with each set of parameter values, by
+    // params_hash() of them (a sweep's measurement finds its own instance
+    // without a scan of them all, nor a copy of its values: first_with()).
+    std::unordered_multimap<size_t, size_t> first_with;
     std::optional<std::vector<std::string>> resource_params;
     std::vector<std::string> signatures;  // its members
     uint64_t version = 0;                 // bumped by each new measurement
@@ -194,6 +195,11 @@ class SignatureKnowledge {
   // The family's EffectsMemo, emptied when its measurements changed.
   EffectsMemo& effects_of(const Family& f) const;
   void add_to_family(const std::string& signature, const JobProfile& measured);
+  // The index of `f`'s first instance with these values; nullopt: none.
+  static std::optional<size_t> first_with(const Family& f,
+                                          const std::map<std::string, std::string>& params);
+  // `f`'s instance `index` (just added) is the first with its values.
+  static void list_first(Family& f, size_t index);
 
   uint64_t largest_memory_ = 0;
   // By signature, looked up for every queued class in each schedule():
