@@ -6,6 +6,13 @@
 
 namespace colo {
 
+void SignatureKnowledge::reserve(size_t count) {
+  labels_.reserve(count);
+  priors_.reserve(count);
+  profiles_.reserve(count);
+  members_.reserve(count);
+}
+
 void SignatureKnowledge::set_profile(const std::string& signature, const JobProfile& profile) {
   auto [it, added] = profiles_.insert_or_assign(signature, profile);
   if (added) profile_added(signature, it->second);
@@ -48,6 +55,7 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
     ++f.version;  // its members' estimates and parameter effects read them
   }
   m.member = std::move(member);
+  m.values_hash = params_hash(m.member.params);
   m.family = &f;
   // Its values may have changed: estimated afresh.
   m.estimated = {};
@@ -57,23 +65,24 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
 
 void SignatureKnowledge::add_family_instance(const std::string& family, FamilyInstance instance) {
   Family& f = families_[family];
-  const bool first = !first_with(f, instance.params);
+  const size_t hash = params_hash(instance.params);
+  const bool first = !first_with(f, instance.params, hash);
   const size_t index = f.fit.add(std::move(instance));
-  if (first) list_first(f, index);
+  if (first) list_first(f, index, hash);
   ++f.version;
   ++version_;
 }
 
 std::optional<size_t> SignatureKnowledge::first_with(
-    const Family& f, const std::map<std::string, std::string>& params) {
-  auto [it, end] = f.first_with.equal_range(params_hash(params));
+    const Family& f, const std::map<std::string, std::string>& params, size_t hash) {
+  auto [it, end] = f.first_with.equal_range(hash);
   for (; it != end; ++it)
     if (f.fit.instances()[it->second].params == params) return it->second;
   return std::nullopt;
 }
 
-void SignatureKnowledge::list_first(Family& f, size_t index) {
-  f.first_with.emplace(params_hash(f.fit.instances()[index].params), index);
+void SignatureKnowledge::list_first(Family& f, size_t index, size_t hash) {
+  f.first_with.emplace(hash, index);
 }
 
 JobProfile SignatureKnowledge::learned(const std::string& signature, const JobProfile& measured) {
@@ -282,13 +291,14 @@ void SignatureKnowledge::add_to_family(const std::string& signature, const JobPr
   if (member == members_.end()) return;
   Family& f = *member->second.family;
   const FamilyMember& m = member->second.member;
-  const std::optional<size_t> first = first_with(f, m.params);
+  const size_t hash = member->second.values_hash;
+  const std::optional<size_t> first = first_with(f, m.params, hash);
   if (!first) {
-    // Its members' own values are each measured once at most: room for
-    // them at once (a sweep's thousands), not grown by doubling.
+    // Each of its members' sets of values adds one instance at most: room
+    // for them all at once (a sweep's thousands), not grown by doubling.
     if (const size_t n = f.fit.instances().size(); n == f.fit.instances().capacity())
       f.fit.reserve(std::max(2 * n, n + f.signatures.size()));
-    list_first(f, f.fit.add({m.name, m.params, measured}));
+    list_first(f, f.fit.add({m.name, m.params, measured}), hash);
   } else {
     const JobProfile& before = f.fit.instances()[*first].measured;
     // The newer measurement wins field by field; the peak is the largest seen.

@@ -57,6 +57,10 @@ class SignatureKnowledge {
   explicit SignatureKnowledge(uint64_t largest_memory_bytes)
       : largest_memory_(largest_memory_bytes) {}
 
+  // Room for `count` signatures' labels, priors, profiles and memberships
+  // (set_*()) without growing their tables one rehash at a time.
+  void reserve(size_t count);
+
   // Its own profile, replaced.
   void set_profile(const std::string& signature, const JobProfile& profile);
   // What is assumed when nothing better is known (prior.h).
@@ -179,6 +183,9 @@ class SignatureKnowledge {
     size_t position = 0;
     // Its own profile (its entry in profiles_, kept as one is added).
     const JobProfile* own = nullptr;
+    // params_hash() of member.params, kept from set_family() (read when it
+    // is measured, by then long out of the cache).
+    size_t values_hash = 0;
     mutable Estimated estimated;
     // What its family's estimate() keeps of its values (FamilyPoint):
     // started afresh, as `estimated` is, whenever set_family() sets its
@@ -195,11 +202,14 @@ class SignatureKnowledge {
   // The family's EffectsMemo, emptied when its measurements changed.
   EffectsMemo& effects_of(const Family& f) const;
   void add_to_family(const std::string& signature, const JobProfile& measured);
-  // The index of `f`'s first instance with these values; nullopt: none.
+  // The index of `f`'s first instance with these values (`hash`: their
+  // params_hash()); nullopt: none.
   static std::optional<size_t> first_with(const Family& f,
-                                          const std::map<std::string, std::string>& params);
-  // `f`'s instance `index` (just added) is the first with its values.
-  static void list_first(Family& f, size_t index);
+                                          const std::map<std::string, std::string>& params,
+                                          size_t hash);
+  // `f`'s instance `index` (just added) is the first with its values, whose
+  // params_hash() is `hash`.
+  static void list_first(Family& f, size_t index, size_t hash);
 
   uint64_t largest_memory_ = 0;
   // By signature, looked up for every queued class in each schedule():
