@@ -56,6 +56,7 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
   }
   m.member = std::move(member);
   m.values_hash = params_hash(m.member.params);
+  m.instance.reset();
   m.family = &f;
   // Its values may have changed: estimated afresh.
   m.estimated = {};
@@ -292,13 +293,15 @@ void SignatureKnowledge::add_to_family(const std::string& signature, const JobPr
   Family& f = *member->second.family;
   const FamilyMember& m = member->second.member;
   const size_t hash = member->second.values_hash;
-  const std::optional<size_t> first = first_with(f, m.params, hash);
+  std::optional<size_t>& first = member->second.instance;
+  if (!first) first = first_with(f, m.params, hash);
   if (!first) {
     // Each of its members' sets of values adds one instance at most: room
     // for them all at once (a sweep's thousands), not grown by doubling.
     if (const size_t n = f.fit.instances().size(); n == f.fit.instances().capacity())
       f.fit.reserve(std::max(2 * n, n + f.signatures.size()));
-    list_first(f, f.fit.add({m.name, m.params, measured}), hash);
+    first = f.fit.add({m.name, m.params, measured});
+    list_first(f, *first, hash);
   } else {
     const JobProfile& before = f.fit.instances()[*first].measured;
     // The newer measurement wins field by field; the peak is the largest seen.

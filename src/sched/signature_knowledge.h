@@ -186,6 +186,9 @@ class SignatureKnowledge {
     // params_hash() of member.params, kept from set_family() (read when it
     // is measured, by then long out of the cache).
     size_t values_hash = 0;
+    // Its family's first instance with its values, once its measurements
+    // found or added it (instances are only added: it stays the first).
+    std::optional<size_t> instance;
     mutable Estimated estimated;
     // What its family's estimate() keeps of its values (FamilyPoint):
     // started afresh, as `estimated` is, whenever set_family() sets its
