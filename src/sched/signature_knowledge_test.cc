@@ -421,9 +421,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 // A measurement joins its family as the first instance with the member's
 // values (found by their hash, then kept by the member), or re-measures
-// that one: how many instances the family holds, and the peak the first
-// instance with lr 0.1 holds (read as the estimate of "q", an unmeasured
-// member with those values).
+// that one: how many instances the family holds, and the estimate of "q",
+// an unmeasured member with lr 0.1 (lr is neutral: the largest peak its
+// instances with lr 0.1 hold).
 struct InstancesCase {
   std::string name;
   std::function<void(SignatureKnowledge&)> steps;
@@ -486,7 +486,7 @@ INSTANTIATE_TEST_SUITE_P(
                         k.set_family("a", toy_member("toy[lr=0.1]", "0.1"));
                         k.learned("a", knowledge_profile(3));
                       },
-                      2, std::nullopt},
+                      2, 9.0},
         InstancesCase{"each_member_its_own_values",
                       [](SignatureKnowledge& k) {
                         for (const char* lr : {"0.1", "0.2", "0.3"}) {
