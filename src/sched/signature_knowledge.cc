@@ -43,7 +43,8 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
   Member& m = it->second;
   if (added) {
     ++records_added_;
-    m.own = own(signature);
+    auto own_it = profiles_.find(signature);
+    m.own = own_it == profiles_.end() ? nullptr : &own_it->second;
     m.listed_in = &f;
     m.position = f.signatures.size();
     f.signatures.push_back(signature);
@@ -87,18 +88,28 @@ void SignatureKnowledge::list_first(Family& f, size_t index, size_t hash) {
 }
 
 JobProfile SignatureKnowledge::learned(const std::string& signature, const JobProfile& measured) {
-  auto it = profiles_.find(signature);
-  JobProfile merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
-  if (auto [at, added] = profiles_.insert_or_assign(signature, merged); added)
-    profile_added(signature, at->second);
+  // A member's own profile through its membership (one lookup, not three).
+  Member* member = find_member(signature);
+  JobProfile merged;
+  if (member != nullptr && member->own != nullptr) {
+    merged = merge_profiles(measured, *member->own);
+    *member->own = merged;
+  } else {
+    auto it = profiles_.find(signature);
+    merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
+    if (auto [at, added] = profiles_.insert_or_assign(signature, merged); added)
+      profile_added(signature, at->second);
+  }
   ++version_;
-  add_to_family(signature, measured);
+  if (member != nullptr) add_to_family(*member, measured);
   return merged;
 }
 
 void SignatureKnowledge::measured_memory(const std::string& signature, const JobProfile& measured) {
   if (!measured.peak_memory_bytes) return;
-  JobProfile& own = own_profile(signature);
+  Member* member = find_member(signature);
+  JobProfile& own =
+      member != nullptr && member->own != nullptr ? *member->own : own_profile(signature);
   own.peak_memory_bytes = std::max(own.peak_memory_bytes.value_or(0), *measured.peak_memory_bytes);
   own.memory_uncertainty = 0;
   ++version_;
@@ -106,7 +117,7 @@ void SignatureKnowledge::measured_memory(const std::string& signature, const Job
   JobProfile memory_only;
   memory_only.peak_memory_bytes = measured.peak_memory_bytes;
   memory_only.source = measured.source;
-  add_to_family(signature, memory_only);
+  if (member != nullptr) add_to_family(*member, memory_only);
 }
 
 void SignatureKnowledge::raise_peak(const std::string& signature, uint64_t bytes) {
@@ -121,9 +132,14 @@ JobProfile& SignatureKnowledge::own_profile(const std::string& signature) {
   return it->second;
 }
 
-void SignatureKnowledge::profile_added(const std::string& signature, const JobProfile& profile) {
+void SignatureKnowledge::profile_added(const std::string& signature, JobProfile& profile) {
   ++records_added_;
   if (auto m = members_.find(signature); m != members_.end()) m->second.own = &profile;
+}
+
+SignatureKnowledge::Member* SignatureKnowledge::find_member(const std::string& signature) {
+  auto it = members_.find(signature);
+  return it == members_.end() ? nullptr : &it->second;
 }
 
 const SignatureKnowledge::Member* SignatureKnowledge::find_member(
@@ -287,13 +303,11 @@ bool SignatureKnowledge::announce(const std::string& signature) {
   return announced_.insert({signature, it->second.family->version}).second;
 }
 
-void SignatureKnowledge::add_to_family(const std::string& signature, const JobProfile& measured) {
-  auto member = members_.find(signature);
-  if (member == members_.end()) return;
-  Family& f = *member->second.family;
-  const FamilyMember& m = member->second.member;
-  const size_t hash = member->second.values_hash;
-  std::optional<size_t>& first = member->second.instance;
+void SignatureKnowledge::add_to_family(Member& member, const JobProfile& measured) {
+  Family& f = *member.family;
+  const FamilyMember& m = member.member;
+  const size_t hash = member.values_hash;
+  std::optional<size_t>& first = member.instance;
   if (!first) first = first_with(f, m.params, hash);
   if (!first) {
     // Each of its members' sets of values adds one instance at most: room

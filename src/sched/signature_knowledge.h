@@ -181,8 +181,9 @@ class SignatureKnowledge {
     // signature in the first family it is given).
     const Family* listed_in = nullptr;
     size_t position = 0;
-    // Its own profile (its entry in profiles_, kept as one is added).
-    const JobProfile* own = nullptr;
+    // Its own profile (its entry in profiles_, kept as one is added; a
+    // measurement of the member updates it through this, without a lookup).
+    JobProfile* own = nullptr;
     // params_hash() of member.params, kept from set_family() (read when it
     // is measured, by then long out of the cache).
     size_t values_hash = 0;
@@ -201,10 +202,13 @@ class SignatureKnowledge {
   // The signature's entry in profiles_, added empty when it has none.
   JobProfile& own_profile(const std::string& signature);
   // `profile` was added to profiles_ for `signature`: counted, and kept by its membership.
-  void profile_added(const std::string& signature, const JobProfile& profile);
+  void profile_added(const std::string& signature, JobProfile& profile);
   // The family's EffectsMemo, emptied when its measurements changed.
   EffectsMemo& effects_of(const Family& f) const;
-  void add_to_family(const std::string& signature, const JobProfile& measured);
+  // A measurement of `member`'s signature joins its family.
+  void add_to_family(Member& member, const JobProfile& measured);
+  // The signature's membership; nullptr without one.
+  Member* find_member(const std::string& signature);
   // The index of `f`'s first instance with these values (`hash`: their
   // params_hash()); nullopt: none.
   static std::optional<size_t> first_with(const Family& f,
