@@ -77,14 +77,30 @@ void SignatureKnowledge::add_family_instance(const std::string& family, FamilyIn
 
 std::optional<size_t> SignatureKnowledge::first_with(
     const Family& f, const std::map<std::string, std::string>& params, size_t hash) {
-  auto [it, end] = f.first_with.equal_range(hash);
-  for (; it != end; ++it)
-    if (f.fit.instances()[it->second].params == params) return it->second;
+  const size_t mask = f.first_with.size() - 1;
+  for (size_t i = hash & mask; !f.first_with.empty(); i = (i + 1) & mask) {
+    const Family::Slot& slot = f.first_with[i];
+    if (slot.index == SIZE_MAX) break;
+    if (slot.hash == hash && f.fit.instances()[slot.index].params == params) return slot.index;
+  }
   return std::nullopt;
 }
 
 void SignatureKnowledge::list_first(Family& f, size_t index, size_t hash) {
-  f.first_with.emplace(hash, index);
+  auto place = [](std::vector<Family::Slot>& slots, Family::Slot slot) {
+    const size_t mask = slots.size() - 1;
+    size_t i = slot.hash & mask;
+    while (slots[i].index != SIZE_MAX) i = (i + 1) & mask;
+    slots[i] = slot;
+  };
+  if (2 * (f.first_with_count + 1) > f.first_with.size()) {
+    std::vector<Family::Slot> grown(std::max<size_t>(16, 2 * f.first_with.size()));
+    for (const Family::Slot& slot : f.first_with)
+      if (slot.index != SIZE_MAX) place(grown, slot);
+    f.first_with = std::move(grown);
+  }
+  place(f.first_with, {hash, index});
+  ++f.first_with_count;
 }
 
 JobProfile SignatureKnowledge::learned(const std::string& signature, const JobProfile& measured) {

@@ -151,8 +151,16 @@ class SignatureKnowledge {
     FamilyFit fit;
     // The first of fit's instances with each set of parameter values, by
     // params_hash() of them (a sweep's measurement finds its own instance
-    // without a scan of them all, nor a copy of its values: first_with()).
-    std::unordered_multimap<size_t, size_t> first_with;
+    // without a scan of them all, nor a copy of its values: first_with()):
+    // open addressing, linear probing, a power of two of slots at most half
+    // full (a lookup reads one slot, where a node-based table reads a node
+    // of another bucket, then its own, each a cache miss at 10,000).
+    struct Slot {
+      size_t hash = 0;
+      size_t index = SIZE_MAX;  // SIZE_MAX: empty
+    };
+    std::vector<Slot> first_with;
+    size_t first_with_count = 0;
     std::optional<std::vector<std::string>> resource_params;
     std::vector<std::string> signatures;  // its members
     uint64_t version = 0;                 // bumped by each new measurement

@@ -496,6 +496,19 @@ INSTANTIATE_TEST_SUITE_P(
                         }
                       },
                       3, 4.0},
+        InstancesCase{"forty_members_each_measured_twice_as_the_index_grows",
+                      [](SignatureKnowledge& k) {
+                        for (int round = 0; round < 2; ++round) {
+                          for (int i = 0; i < 40; ++i) {
+                            const std::string lr = i == 0 ? "0.1" : fmt::format("{}", i + 1);
+                            const std::string sig = fmt::format("m{}", i);
+                            if (round == 0)
+                              k.set_family(sig, toy_member(fmt::format("toy[lr={}]", lr), lr));
+                            k.learned(sig, knowledge_profile(round == 0 ? 4 : 5));
+                          }
+                        }
+                      },
+                      40, 5.0},
         InstancesCase{"given_new_values_after_a_measurement",
                       [](SignatureKnowledge& k) {
                         k.set_family("a", toy_member("toy[lr=0.1]", "0.1"));
