@@ -104,6 +104,16 @@ std::string gpu_lock_dir(const std::string& named, bool simulated, const std::st
   return default_gpu_lock_dir();
 }
 
+Status create_machine_lock_file(const std::string& dir, const std::string& name) {
+  if (Status s = make_shared_dir(dir); !s.ok()) return s;
+  const std::string path = lock_path(dir, name);
+  const int fd = open_lock_file(path);
+  if (fd < 0)
+    return Error(fmt::format("cannot create the lock file {}: {}", path, std::strerror(errno)));
+  ::close(fd);
+  return OkStatus();
+}
+
 std::string describe(const GpuLockHolder& holder) {
   std::time_t t = static_cast<std::time_t>(holder.since_ms / 1000);
   std::tm tm{};

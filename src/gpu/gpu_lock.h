@@ -43,6 +43,13 @@ std::string default_gpu_lock_dir();
 // default_gpu_lock_dir().
 std::string gpu_lock_dir(const std::string& named, bool simulated, const std::string& state_dir);
 
+// Creates <dir>/<name>.lock (mode 0666) where it is missing, the file of a
+// lock taken with GpuLocks::acquire_one_per_machine(name). A colo running as
+// root does so when it takes its GPUs, so that no user owns that file before
+// it (in the sticky directory a user's own file, mode 0600, would keep
+// everyone else from opening it).
+Status create_machine_lock_file(const std::string& dir, const std::string& name);
+
 // Who holds a GPU, as its lock file says.
 struct GpuLockHolder {
   pid_t pid = 0;

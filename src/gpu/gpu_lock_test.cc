@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 namespace colo {
@@ -126,6 +127,33 @@ TEST_F(GpuLockTest, AnotherProcessHoldsUntilItDies) {
   EXPECT_TRUE(GpuLocks::acquire(gpus({"GPU-a"}), now, clock_).ok());
   close(ready[0]);
   close(ready[1]);
+}
+
+// A machine lock (not a GPU's): one holder at a time, the waiter told whom
+// for; its file made beforehand (as root colo does) is shared by every
+// user, and a link in its place is never followed.
+TEST_F(GpuLockTest, AMachineLockIsHeldByOneAndItsFileIsEveryones) {
+  ASSERT_TRUE(create_machine_lock_file(options_.dir, "tool").ok());
+  struct stat st {};
+  ASSERT_EQ(stat((options_.dir + "/tool.lock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0666u);
+  ASSERT_TRUE(create_machine_lock_file(options_.dir, "tool").ok());  // kept as it is
+
+  auto first = GpuLocks::acquire_one_per_machine("tool", "the tool", options_, clock_);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  GpuLockOptions now = options_;
+  now.wait = false;
+  auto second = GpuLocks::acquire_one_per_machine("tool", "the tool", now, clock_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(second.error().message(),
+              HasSubstr("the tool is in use by colo pid " + std::to_string(getpid())));
+  first->reset();
+  EXPECT_TRUE(GpuLocks::acquire_one_per_machine("tool", "the tool", now, clock_).ok());
+
+  ASSERT_EQ(symlink((root_ + "/elsewhere").c_str(), (options_.dir + "/linked.lock").c_str()), 0);
+  EXPECT_FALSE(create_machine_lock_file(options_.dir, "linked").ok());
+  EXPECT_FALSE(GpuLocks::acquire_one_per_machine("linked", "the tool", options_, clock_).ok());
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/elsewhere"));
 }
 
 // Simulated GPUs are one COLO_HOME's: their locks stay in its state

@@ -160,11 +160,12 @@ int run_ncu_mps_pair(const NcuLaunch& pair, std::chrono::milliseconds report_bou
   };
   wait.stop_requests = &g_stops;
   Result<std::unique_ptr<GpuLocks>> held = GpuLocks::acquire_one_per_machine(
-      "ncu-mps-control", "ncu's MPS control (one per machine)", wait, clock);
+      kNcuMpsControlLock, "ncu's MPS control (one per machine)", wait, clock);
   if (!held.ok()) {
     say(held.error().message());
     return 1;
   }
+  std::unique_ptr<GpuLocks> machine_control = std::move(held).value();
 
   const pid_t control = start(ncu_control_argv(pair));
   if (control < 0) {
@@ -192,6 +193,7 @@ int run_ncu_mps_pair(const NcuLaunch& pair, std::chrono::milliseconds report_bou
     if (got == control) {
       control_running = false;
       g_control = 0;
+      machine_control.reset();             // the next pair's control may start
       if (code_of(status) == 0) continue;  // done profiling; the job trains on
       say(fmt::format(
           "ncu's control exited {} before the job's end (its own message is above); the job "

@@ -24,12 +24,13 @@
 //
 // ncu runs one MPS control per machine: a second control, on the same MPS
 // server or another, fails with "Failed to discover MPS clients. Is another
-// MPS control server running?", while one started after the first pair
-// ended works (H200, driver 580, ncu 2025.3.1;
-// docs/results/2026-12-06-h200-ncu-mps-two). So a pair first takes the
-// machine's lock "ncu-mps-control" in the lock directory (gpu/gpu_lock.h)
-// and holds it to its end; a second profiled job waits there, its log
-// saying for whom, and its GPU time is not yet spent.
+// MPS control server running?", while one started after the first control
+// ended works, its job still training under its client (H200, driver 580,
+// ncu 2025.3.1; docs/results/2026-12-06-h200-ncu-mps-two). So a pair first
+// takes the machine's lock kNcuMpsControlLock in the lock directory
+// (gpu/gpu_lock.h) and holds it while its control runs (the control ends
+// once it profiled its kernels and wrote its report); a second profiled job
+// waits there, its log saying for whom, its GPU time not yet spent.
 #pragma once
 
 #include <chrono>
@@ -37,6 +38,9 @@
 #include <vector>
 
 namespace colo {
+
+// The machine's lock of ncu's one MPS control (gpu/gpu_lock.h).
+inline constexpr char kNcuMpsControlLock[] = "ncu-mps-control";
 
 struct NcuLaunch {
   std::string ncu;                   // the ncu binary (found on PATH when the job started)

@@ -11,6 +11,7 @@
 #include "common/users.h"
 #include "data/ring_owner.h"
 #include "gpu/device_json.h"
+#include "profiling/ncu_launch.h"
 #include "run/leftovers.h"
 #include "sharing/make_mechanism.h"
 
@@ -129,6 +130,9 @@ Status RunSession::take_devices() {
   Result<std::unique_ptr<GpuLocks>> locks = GpuLocks::acquire(*devices, lock, ctx_.clock);
   if (!locks.ok()) return locks.error();
   lock_dir_ = lock.dir;
+  // Ours before any user's (a profiled job's pair takes it as its user).
+  if (Status s = create_machine_lock_file(lock_dir_, kNcuMpsControlLock); !s.ok())
+    ctx_.out << "warning: " << s.error().message() << "; jobs under ncu on MPS may fail\n";
   devices_ = std::move(devices).value();
   locks_ = std::move(locks).value();
   return OkStatus();

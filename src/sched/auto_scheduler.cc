@@ -320,7 +320,7 @@ bool AutoScheduler::place_newcomer(const Waiting& w, int64_t now_ms, std::vector
   // What the loops here and in place_speculative() read of `w` and its
   // prior, for a failure (a job with no usable profile never starts on a
   // GPU kept for a gang: may_start()).
-  const bool failed = alike_failed(w, [&] {
+  const bool failed = alike_failed(w, 0, 0, [&] {
     return LikenessHash{}
         .add(kNewHash)
         .add(std::string_view(key))
@@ -644,7 +644,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   const int64_t startup = p->startup_ms.value_or(0);
   // What the loop below reads of `w` and its profile (may_start(): the solo
   // time; admission_gain(): the signature only to judge combinations).
-  const bool failed = alike_failed(w, [&] {
+  const bool failed = alike_failed(w, startup, knowledge_.usable_stamp(w.lookups), [&] {
     return LikenessHash{}
         .add(kPlacedHash)
         .add(need)
@@ -819,7 +819,14 @@ int64_t AutoScheduler::longest_queued_startup() const {
     return cached.startup_ms;
   int64_t startup = 0;
   auto consider = [&](const ClassQueue::Class* cls) {
-    const JobProfile* p = usable_profile(cls->second.front());
+    const Waiting& w = cls->second.front();
+    // Its likeness holds (this event's walk, or an earlier one, found it
+    // from a profile unchanged since): its profile's start-up with it.
+    if (alike_holds(w)) {
+      startup = std::max(startup, w.alike.startup);
+      return;
+    }
+    const JobProfile* p = usable_profile(w);
     if (p != nullptr) startup = std::max(startup, p->startup_ms.value_or(0));
   };
   // A bounded walk tries some classes (heads_to_try()); otherwise every
@@ -830,6 +837,21 @@ int64_t AutoScheduler::longest_queued_startup() const {
     for (const auto& head : queue_.heads()) consider(head.second);
   }
   cached = {knowledge_.version(), queue_.changes(), queue_.backfill_from(), startup};
+  return startup;
+}
+
+int64_t AutoScheduler::longest_queued_startup_afresh() const {
+  int64_t startup = 0;
+  // Always with a `first` (false for every class without shared loaders),
+  // which the queue orders afresh: it keeps no listing of that kind.
+  std::vector<ClassQueue::Head> heads;
+  queue_.heads_to_try(
+      [&](const std::string& signature) { return host_.any_cost() && host_.read(signature); },
+      heads);
+  for (const auto& [seq, cls] : heads) {
+    const JobProfile* p = knowledge_.usable(cls->first);
+    if (p != nullptr) startup = std::max(startup, p->startup_ms.value_or(0));
+  }
   return startup;
 }
 
@@ -924,13 +946,13 @@ void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {
   for (const auto& [seq, cls] : walk_heads()) {
     std::deque<Waiting>& q = cls->second;
     if (!place(q.front(), now_ms, out)) {
-      failed(q.front(), now_ms);
+      note_failed(q.front(), now_ms);
       continue;
     }
     do {
       queue_.pop_head(*cls);
     } while (!q.empty() && place(q.front(), now_ms, out));
-    if (!q.empty()) failed(q.front(), now_ms);
+    if (!q.empty()) note_failed(q.front(), now_ms);
     if (!some_gpu_takes_another()) break;
   }
 }

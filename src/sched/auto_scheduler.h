@@ -123,6 +123,7 @@
 #include <bit>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <unordered_map>
@@ -277,6 +278,14 @@ class AutoScheduler final : public Scheduler {
   // Combinations found bad so far, as "label x count + ..." (for reports).
   std::vector<std::string> bad_combinations() const;
 
+  // The longest start-up among the usable profiles of the classes the next
+  // event tries (what next_wakeup_ms() reads), cached (see
+  // longest_startup_); longest_queued_startup_afresh() computes it with no
+  // cache, listing and looking up every such class (for tests: the two
+  // agree whatever happened since).
+  int64_t longest_queued_startup() const;
+  int64_t longest_queued_startup_afresh() const;
+
  private:
   using Combination = std::map<std::string, int>;  // signature -> jobs
   using Waiting = QueuedJob;
@@ -399,8 +408,13 @@ class AutoScheduler final : public Scheduler {
   // without a head or where it fits no GPU.
   const Reservation* reservation() const;
   // `w` could not be placed in this schedule(): the first such job that
-  // waits for room is the head.
+  // waits for room is the head. note_failed() calls it only where it has
+  // something to do (the classes are looked at, or no head was found yet):
+  // the walk's thousands of failing classes an event cost no call.
   void failed(const Waiting& w, int64_t now_ms);
+  void note_failed(const Waiting& w, int64_t now_ms) {
+    if (classes_.any || !head_of_queue_.sought) failed(w, now_ms);
+  }
   void forget_head();
   // Whether `w`, with `load` and `claim`, may start on `g` beside the
   // reservation: `g` is not the head's GPU, `w` is the head, `w` ends before
@@ -511,7 +525,6 @@ class AutoScheduler final : public Scheduler {
     int64_t startup_ms = 0;
   };
   mutable LongestStartup longest_startup_;
-  int64_t longest_queued_startup() const;
   struct Probing {
     int newcomers = 0;         // being measured
     uint64_t memory_seen = 0;  // the most any of them held (observe_memory())
@@ -524,7 +537,22 @@ class AutoScheduler final : public Scheduler {
   // not tried (the points of a sweep share one). Kept as 64-bit hashes of
   // its fields (LikenessHash; a collision of two among the queued likenesses
   // is what it would take to skip a job wrongly).
-  std::unordered_set<uint64_t> failed_alike_;
+  // The last likeness inserted is kept apart too: consecutive classes of a
+  // sweep are mostly alike, and comparing with it spares hashing.
+  struct FailedAlike {
+    std::unordered_set<uint64_t> all;
+    std::optional<uint64_t> last;
+    void insert(uint64_t hash) {
+      all.insert(hash);
+      last = hash;
+    }
+    bool contains(uint64_t hash) const { return last == hash || all.contains(hash); }
+    void clear() {
+      all.clear();
+      last.reset();
+    }
+  };
+  FailedAlike failed_alike_;
   // Counts changes to what likenesses read besides the job itself: profiles,
   // priors, families and their measurements (knowledge_.version()), and bad
   // combinations (only ever added). A job's likeness computed at the same
@@ -532,9 +560,22 @@ class AutoScheduler final : public Scheduler {
   // without looking anything up (cached in QueuedJob::alike); never 0, so
   // that 0 means never computed.
   uint64_t likeness_version() const { return knowledge_.version() + verdicts_.bad.size(); }
+  // Whether the cached likeness of `w` is still its likeness: computed at
+  // this likeness_version(), or from a usable profile whose stamp and the
+  // bad combinations' count are what they were then (it is then stamped
+  // with this version: a sweep's point keeps its likeness while other
+  // points are measured). Reads no profile.
+  bool alike_holds(const Waiting& w) const {
+    if (w.alike.knowledge == likeness_version()) return true;
+    if (w.alike.knowledge == 0 || w.alike.usable == 0 || w.alike.bad != verdicts_.bad.size() ||
+        knowledge_.usable_stamp(w.lookups) != w.alike.usable)
+      return false;
+    w.alike.knowledge = likeness_version();
+    return true;
+  }
   // The cached likeness of `w` when still valid and failed in this call.
   bool known_failed(const Waiting& w) const {
-    return w.alike.knowledge == likeness_version() && failed_alike_.contains(w.alike.hash);
+    return alike_holds(w) && failed_alike_.contains(w.alike.hash);
   }
   // A likeness's hash, field by field (each mixed in, so that the order and
   // every bit count), without formatting the likeness as text first.
@@ -556,11 +597,17 @@ class AutoScheduler final : public Scheduler {
   inline static const uint64_t kNewHash = LikenessHash::of("new");
   inline static const uint64_t kPlacedHash = LikenessHash::of("placed");
   inline static const uint64_t kNoSignatureHash = LikenessHash::of("");
-  // w's likeness, from `hash()` (a LikenessHash) unless cached; true when a
-  // job alike it failed already in this call.
+  // w's likeness, from `hash()` (a LikenessHash) unless cached at this
+  // likeness_version() (place() asked known_failed() first, which stamps a
+  // likeness that holds with it), with `startup` (its usable profile's
+  // start-up, 0 without one: what longest_queued_startup() reads of it
+  // while the likeness holds) and `usable` (that profile's stamp; 0:
+  // computed without one); true when a job alike it failed already in this
+  // call.
   template <typename Hash>
-  bool alike_failed(const Waiting& w, const Hash& hash) const {
-    if (w.alike.knowledge != likeness_version()) w.alike = {likeness_version(), hash().h};
+  bool alike_failed(const Waiting& w, int64_t startup, uint64_t usable, const Hash& hash) const {
+    if (w.alike.knowledge != likeness_version())
+      w.alike = {likeness_version(), hash().h, startup, usable, verdicts_.bad.size()};
     return failed_alike_.contains(w.alike.hash);
   }
   // Estimates used in this schedule() call: the note's text -> instances.

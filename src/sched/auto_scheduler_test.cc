@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <sstream>
 
 #include "common/units.h"
 
@@ -369,6 +370,117 @@ TEST(AutoScheduler, TriesTheQueueDepthThenABackfillWindowThatMovesOnAtEachEvent)
 TEST(AutoScheduler, TheBackfillWindowMovesOnInAPrioritisedQueueToo) {
   ExpectTheBackfillWindowMovesOn(true);
 }
+
+// The longest queued start-up (what next_wakeup_ms() reads) as kept from
+// event to event (the walk's listing, each class's start-up found with its
+// likeness) against one computed afresh, after every step. Queue depth 2,
+// backfill window 2 on one 80 GiB GPU; job 0 ("big", 50 GiB) starts first,
+// then nothing of 20 GiB fits beside it: classes s0..s5 (one job each,
+// start-ups 10 s x index) and members f0..f3 of family "fam" with no
+// profile of their own (estimated from its measured instance, start-up
+// 30 s). Steps: "schedule T", "finish JOB T", "set SIG SECONDS" (its own
+// profile's start-up), "learn SIG SECONDS T" (a measurement of it),
+// "measure SECONDS" (another instance of "fam" measured), "enqueue SIG".
+struct StartupCase {
+  std::string name;
+  std::vector<std::string> steps;
+};
+
+class KeptStartups : public testing::TestWithParam<StartupCase> {};
+
+JobProfile with_startup(JobProfile p, int64_t seconds) {
+  p.startup_ms = seconds * 1000;
+  p.solo_ms = 3'600'000;
+  return p;
+}
+
+TEST_P(KeptStartups, AreThoseFoundAfresh) {
+  AutoOptions options;
+  options.queue_depth = 2;
+  options.backfill_depth = 2;
+  AutoScheduler s = make(1, 80, options);
+  s.set_profile("big", with_startup(profile(50, 10), 5));
+  s.enqueue({0, "big", std::nullopt});
+  size_t job = 1;
+  for (int i = 0; i < 6; ++i) {
+    const std::string sig = fmt::format("s{}", i);
+    s.set_profile(sig, with_startup(profile(20, 10), 10 * i));
+    s.enqueue({job++, sig, std::nullopt});
+  }
+  s.add_family_instance("fam", {"toy[lr=9]", {{"lr", "9"}}, with_startup(profile(20, 10), 30)});
+  for (int i = 0; i < 4; ++i) {
+    const std::string sig = fmt::format("f{}", i);
+    s.set_family(
+        sig, FamilyMember{
+                 "fam", fmt::format("toy[lr={}]", i), {{"lr", std::to_string(i)}}, std::nullopt});
+    s.enqueue({job++, sig, std::nullopt});
+  }
+  ASSERT_EQ(s.longest_queued_startup(), s.longest_queued_startup_afresh()) << "before any event";
+  int measured = 0;
+  for (size_t i = 0; i < GetParam().steps.size(); ++i) {
+    std::istringstream in(GetParam().steps[i]);
+    std::string verb;
+    in >> verb;
+    if (verb == "schedule") {
+      int64_t t = 0;
+      in >> t;
+      (void)s.schedule(t);
+    } else if (verb == "finish") {
+      size_t j = 0;
+      int64_t t = 0;
+      in >> j >> t;
+      (void)s.finished(j, JobEnd::kOk, t);
+    } else if (verb == "set") {
+      std::string sig;
+      int64_t seconds = 0;
+      in >> sig >> seconds;
+      s.set_profile(sig, with_startup(profile(20, 10), seconds));
+    } else if (verb == "learn") {
+      std::string sig;
+      int64_t seconds = 0;
+      int64_t t = 0;
+      in >> sig >> seconds >> t;
+      s.learned(sig, with_startup(profile(20, 10), seconds), t);
+    } else if (verb == "measure") {
+      int64_t seconds = 0;
+      in >> seconds;
+      const std::string lr = std::to_string(100 + measured++);
+      s.add_family_instance(
+          "fam", {"toy[lr=" + lr + "]", {{"lr", lr}}, with_startup(profile(20, 10), seconds)});
+    } else if (verb == "enqueue") {
+      std::string sig;
+      in >> sig;
+      s.enqueue({job++, sig, std::nullopt});
+    } else {
+      FAIL() << "unknown step " << GetParam().steps[i];
+    }
+    EXPECT_EQ(s.longest_queued_startup(), s.longest_queued_startup_afresh())
+        << "after step " << i << ": " << GetParam().steps[i];
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, KeptStartups,
+    testing::Values(StartupCase{"the_window_moves_on",
+                                {"schedule 0", "schedule 1", "schedule 2", "schedule 3",
+                                 "schedule 4", "schedule 5"}},
+                    StartupCase{"a_walked_class_gets_a_longer_start_up",
+                                {"schedule 0", "schedule 1", "set s0 500", "schedule 2", "set s1 1",
+                                 "schedule 3", "set s0 1", "schedule 4"}},
+                    StartupCase{"a_walked_class_gets_a_shorter_start_up_before_any_event",
+                                {"schedule 0", "set s1 0", "set s0 0", "schedule 1", "schedule 2"}},
+                    StartupCase{"measured_while_queued",
+                                {"schedule 0", "schedule 1", "learn s1 700 2", "schedule 3",
+                                 "learn s0 1 4", "schedule 5"}},
+                    StartupCase{"a_family_estimate_moves",
+                                {"schedule 0", "schedule 1", "schedule 2", "schedule 3",
+                                 "measure 900", "schedule 4", "schedule 5", "measure 2",
+                                 "schedule 6", "learn f1 1 7", "schedule 8"}},
+                    StartupCase{"jobs_end_and_start",
+                                {"schedule 0", "schedule 1", "finish 0 2", "schedule 2",
+                                 "schedule 3", "enqueue s0", "enqueue big", "schedule 4",
+                                 "finish 1 5", "schedule 5", "schedule 6"}}),
+    [](const auto& info) { return info.param.name; });
 
 TEST(AutoSchedulerSharedData, JobsWhoseDatasetIsBeingReadGoFirst) {
   AutoOptions options;

@@ -144,12 +144,13 @@ void ClassQueue::order(const std::function<bool(const std::string&)>& first,
   heads.clear();
   // The backfill window: from the first class at or after backfill_from_ in
   // [begin, end) (the classes beyond the depth, by seq), wrapping round.
-  auto take_window = [&](auto begin, auto end, auto from) {
+  // `next`: where the window after it starts.
+  auto take_window = [&](auto begin, auto end, auto from, uint64_t& next) {
     for (size_t i = 0; i < window; ++i, ++from) {
       if (from == end) from = begin;
       heads.push_back(*from);
     }
-    if (backfill_next != nullptr) *backfill_next = from == end ? 0 : from->first;
+    next = from == end ? 0 : from->first;
   };
   if (!first && !prioritised_ && usage_.empty()) {
     // In arrival order, which is heads_'s: no sort of a long queue.
@@ -157,10 +158,23 @@ void ClassQueue::order(const std::function<bool(const std::string&)>& first,
       heads.assign(heads_.begin(), heads_.end());
       return;
     }
+    // Listed already at these heads and this window's start: the same.
+    if (listing_.changes == changes_ && listing_.from == backfill_from_) {
+      heads.assign(listing_.heads.begin(), listing_.heads.end());
+      if (backfill_next != nullptr) *backfill_next = listing_.next;
+      return;
+    }
     heads.reserve(depth + window);
     auto rest = heads_.begin();
     for (size_t i = 0; i < depth; ++i, ++rest) heads.push_back(*rest);
-    take_window(rest, heads_.end(), heads_.lower_bound(std::max(backfill_from_, rest->first)));
+    uint64_t next = 0;
+    take_window(rest, heads_.end(), heads_.lower_bound(std::max(backfill_from_, rest->first)),
+                next);
+    listing_.changes = changes_;
+    listing_.from = backfill_from_;
+    listing_.next = next;
+    listing_.heads.assign(heads.begin(), heads.end());
+    if (backfill_next != nullptr) *backfill_next = next;
     return;
   }
   heads.assign(heads_.begin(), heads_.end());
@@ -185,8 +199,11 @@ void ClassQueue::order(const std::function<bool(const std::string&)>& first,
   auto by_seq = [](const Head& a, const Head& b) { return a.first < b.first; };
   std::sort(rest.begin(), rest.end(), by_seq);
   heads.resize(depth);
+  uint64_t next = 0;
   take_window(rest.begin(), rest.end(),
-              std::lower_bound(rest.begin(), rest.end(), Head{backfill_from_, nullptr}, by_seq));
+              std::lower_bound(rest.begin(), rest.end(), Head{backfill_from_, nullptr}, by_seq),
+              next);
+  if (backfill_next != nullptr) *backfill_next = next;
 }
 
 }  // namespace colo

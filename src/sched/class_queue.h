@@ -20,7 +20,11 @@
 // that order are tried, then a backfill window of backfill_depth more taken
 // by seq from where the last walk()'s window stopped, wrapping round, so
 // that every class is tried within (classes - queue_depth) / backfill_depth
-// events (Slurm's default_queue_depth and bf_max_job_test).
+// events (Slurm's default_queue_depth and bf_max_job_test). A bounded
+// listing in arrival order (no `first`, priority or usage) is kept with the
+// changes() and backfill_from() it was made at: the next call at the same
+// two (an event's walk after the last event's heads_to_try()) copies it
+// instead of listing the heads out of the map again.
 //
 // Pure and deterministic; not thread-safe; not copyable (heads point into
 // its nodes), movable (map nodes keep their addresses).
@@ -66,10 +70,19 @@ struct QueuedJob {
   bool after_measurement = false;
   // The policy's caches, reset by whoever changes a field above. Its
   // likeness as a hash, computed while the policy's knowledge was
-  // `knowledge` (0: never).
+  // `knowledge` (0: never), and the start-up of the profile it was
+  // computed from (0 without one), which is its usable profile's as long
+  // as that knowledge holds. A likeness computed from a usable profile
+  // also keeps that profile's stamp (SignatureKnowledge::usable_stamp(); 0
+  // for one computed without) and how many bad combinations there were:
+  // while both are the same, so is the likeness, whatever else the
+  // knowledge learned.
   struct Alike {
     uint64_t knowledge = 0;
     uint64_t hash = 0;
+    int64_t startup = 0;
+    uint64_t usable = 0;
+    size_t bad = 0;
   };
   mutable Alike alike;
   mutable SignatureKnowledge::Lookups lookups;  // SignatureKnowledge::usable()
@@ -159,6 +172,15 @@ class ClassQueue {
   Classes classes_;
   std::map<uint64_t, Class*> heads_;
   uint64_t changes_ = 0;
+  // order()'s last bounded listing in arrival order, and where the window
+  // after it starts, made while changes_ and backfill_from_ were these.
+  struct Listing {
+    uint64_t changes = UINT64_MAX;
+    uint64_t from = 0;
+    uint64_t next = 0;
+    std::vector<Head> heads;
+  };
+  mutable Listing listing_;
   uint64_t backfill_from_ = 0;
   std::deque<QueuedJob> retries_;
   // Jobs in classes_ by family, and by class within it: a sweep's thousands

@@ -250,6 +250,111 @@ INSTANTIATE_TEST_SUITE_P(
                 false}),
     [](const auto& info) { return info.param.name; });
 
+// What a bounded walk in arrival order tries, from heads() and
+// backfill_from() alone (the Order paragraph of class_queue.h), and where
+// the next window starts.
+struct Listed {
+  std::vector<uint64_t> seqs;
+  uint64_t next = 0;
+};
+Listed listed_afresh(const ClassQueue& q, size_t depth, size_t window) {
+  std::vector<uint64_t> all;
+  for (const auto& [seq, cls] : q.heads()) all.push_back(seq);
+  if (depth == 0 || all.size() <= depth + window) return {all, q.backfill_from()};
+  Listed out{{all.begin(), all.begin() + static_cast<std::ptrdiff_t>(depth)}, 0};
+  const std::vector<uint64_t> rest(all.begin() + static_cast<std::ptrdiff_t>(depth), all.end());
+  size_t i = 0;
+  while (i < rest.size() && rest[i] < q.backfill_from()) ++i;
+  for (size_t k = 0; k < window; ++k, ++i) {
+    if (i == rest.size()) i = 0;
+    out.seqs.push_back(rest[i]);
+  }
+  out.next = i == rest.size() ? 0 : rest[i];
+  return out;
+}
+
+std::vector<uint64_t> seqs_of(const std::vector<ClassQueue::Head>& heads) {
+  std::vector<uint64_t> out;
+  for (const auto& [seq, cls] : heads) out.push_back(seq);
+  return out;
+}
+
+// Steps on a queue of classes a..l (one job each, m with two), depth 2,
+// window 3: "walk" (an event), "peek" (heads_to_try()), "pop" (the first
+// head starts), "pop2" (the third head starts), "push X" (a job of X),
+// "remove N" (job N), "take X" (class X leaves).
+struct ListingCase {
+  std::string name;
+  std::vector<std::string> steps;
+};
+
+class KeptListings : public testing::TestWithParam<ListingCase> {};
+
+// A listing kept from one call to the next is what listing afresh gives,
+// after every step (a stale one would try other classes, or move the window
+// elsewhere).
+TEST_P(KeptListings, AreWhatListingAfreshGives) {
+  constexpr size_t kDepth = 2;
+  constexpr size_t kWindow = 3;
+  std::vector<Queued> jobs;
+  for (char c = 'a'; c <= 'l'; ++c) jobs.push_back({std::string(1, c)});
+  jobs.push_back({"m"});
+  jobs.push_back({"m"});
+  ClassQueue q = make_queue(kDepth, kWindow, jobs);
+  size_t next_job = jobs.size();
+  std::vector<ClassQueue::Head> kept;
+  for (size_t i = 0; i < GetParam().steps.size(); ++i) {
+    const std::string& step = GetParam().steps[i];
+    const Listed before = listed_afresh(q, kDepth, kWindow);
+    if (step == "walk") {
+      q.walk({}, kept);
+      EXPECT_EQ(seqs_of(kept), before.seqs) << "step " << i << ": " << step;
+      EXPECT_EQ(q.backfill_from(), before.next) << "step " << i << ": the next window";
+    } else if (step == "peek") {
+      const uint64_t from = q.backfill_from();
+      q.heads_to_try({}, kept);
+      EXPECT_EQ(seqs_of(kept), before.seqs) << "step " << i << ": " << step;
+      EXPECT_EQ(q.backfill_from(), from) << "step " << i << ": peeking moves no window";
+    } else if (step == "pop" || step == "pop2") {
+      auto head = q.heads().begin();
+      if (step == "pop2") std::advance(head, 2);
+      q.pop_head(*head->second);
+    } else if (step.starts_with("push ")) {
+      QueuedJob job;
+      job.job = next_job++;
+      job.signature = step.substr(5);
+      q.push(std::move(job));
+    } else if (step.starts_with("remove ")) {
+      EXPECT_TRUE(q.remove(std::stoul(step.substr(7)))) << "step " << i;
+    } else if (step.starts_with("take ")) {
+      EXPECT_FALSE(q.take_class(step.substr(5)).empty()) << "step " << i;
+    } else {
+      FAIL() << "unknown step " << step;
+    }
+    EXPECT_EQ(seqs_of(q.heads_to_try({})), listed_afresh(q, kDepth, kWindow).seqs)
+        << "after step " << i << ": " << step;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, KeptListings,
+    testing::Values(
+        ListingCase{"walks_one_after_another", {"walk", "walk", "walk", "walk", "walk"}},
+        ListingCase{"a_peek_then_the_walk_it_foretold",
+                    {"peek", "walk", "peek", "walk", "peek", "peek", "walk"}},
+        ListingCase{"a_head_starts_between_peek_and_walk",
+                    {"peek", "pop", "walk", "peek", "pop2", "walk", "walk"}},
+        ListingCase{"a_class_of_two_jobs_keeps_its_place",
+                    {"peek", "take a", "take b", "walk", "peek", "pop", "walk"}},
+        ListingCase{"new_classes_join_the_window",
+                    {"peek", "push n", "walk", "peek", "push o", "push a", "walk", "walk"}},
+        ListingCase{"a_job_behind_a_head_or_a_head_removed",
+                    {"peek", "remove 13", "walk", "peek", "remove 12", "walk", "walk"}},
+        ListingCase{"down_to_an_unbounded_walk_and_back",
+                    {"peek", "take a", "take b", "take c", "take d", "take e", "take f", "take g",
+                     "take h", "walk", "push x", "push y", "walk", "peek", "walk"}}),
+    [](const auto& info) { return info.param.name; });
+
 TEST(ClassQueueTest, ClassesInFamilyNameEachClassHoldingOneOfItsJobsOnce) {
   ClassQueue q(0, 0);
   q.push(QueuedJob{.job = 0, .signature = "a", .family = "f"});

@@ -17,6 +17,7 @@ void SignatureKnowledge::set_profile(const std::string& signature, const JobProf
   auto [it, added] = profiles_.insert_or_assign(signature, profile);
   if (added) profile_added(signature, it->second);
   ++version_;
+  own_changed(signature, it->second);
 }
 
 void SignatureKnowledge::set_prior(const std::string& signature, const JobProfile& prior) {
@@ -51,7 +52,8 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
   } else if (m.family != &f) {
     scan_every_signature_ = true;  // listed in a family it is no longer of
   }
-  if (member.resource_params && member.resource_params != f.resource_params) {
+  const bool resources = member.resource_params && member.resource_params != f.resource_params;
+  if (resources) {
     f.resource_params = member.resource_params;
     ++f.version;  // its members' estimates and parameter effects read them
   }
@@ -63,6 +65,9 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
   m.estimated = {};
   m.point = {};
   ++version_;
+  if (resources) f.changed = version_;
+  m.changed = version_;
+  m.own_admissible = m.own != nullptr && m.own->admissible();
 }
 
 void SignatureKnowledge::add_family_instance(const std::string& family, FamilyInstance instance) {
@@ -73,6 +78,7 @@ void SignatureKnowledge::add_family_instance(const std::string& family, FamilyIn
   if (first) list_first(f, index, hash);
   ++f.version;
   ++version_;
+  f.changed = version_;
 }
 
 std::optional<size_t> SignatureKnowledge::first_with(
@@ -107,16 +113,20 @@ JobProfile SignatureKnowledge::learned(const std::string& signature, const JobPr
   // A member's own profile through its membership (one lookup, not three).
   Member* member = find_member(signature);
   JobProfile merged;
+  JobProfile* own = nullptr;
   if (member != nullptr && member->own != nullptr) {
     merged = merge_profiles(measured, *member->own);
     *member->own = merged;
+    own = member->own;
   } else {
     auto it = profiles_.find(signature);
     merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
-    if (auto [at, added] = profiles_.insert_or_assign(signature, merged); added)
-      profile_added(signature, at->second);
+    auto [at, added] = profiles_.insert_or_assign(signature, merged);
+    if (added) profile_added(signature, at->second);
+    own = &at->second;
   }
   ++version_;
+  own_changed(member, *own);
   if (member != nullptr) add_to_family(*member, measured);
   return merged;
 }
@@ -130,6 +140,7 @@ void SignatureKnowledge::measured_memory(const std::string& signature, const Job
   own.memory_uncertainty = 0;
   ++version_;
   if (own.source.empty()) own.source = measured.source;
+  own_changed(member, own);
   JobProfile memory_only;
   memory_only.peak_memory_bytes = measured.peak_memory_bytes;
   memory_only.source = measured.source;
@@ -140,6 +151,7 @@ void SignatureKnowledge::raise_peak(const std::string& signature, uint64_t bytes
   JobProfile& p = own_profile(signature);
   p.peak_memory_bytes = std::max(p.peak_memory_bytes.value_or(0), bytes);
   ++version_;
+  own_changed(signature, p);
 }
 
 JobProfile& SignatureKnowledge::own_profile(const std::string& signature) {
@@ -156,6 +168,16 @@ void SignatureKnowledge::profile_added(const std::string& signature, JobProfile&
 SignatureKnowledge::Member* SignatureKnowledge::find_member(const std::string& signature) {
   auto it = members_.find(signature);
   return it == members_.end() ? nullptr : &it->second;
+}
+
+void SignatureKnowledge::own_changed(const std::string& signature, const JobProfile& profile) {
+  own_changed(find_member(signature), profile);
+}
+
+void SignatureKnowledge::own_changed(Member* member, const JobProfile& profile) {
+  if (member == nullptr) return;
+  member->changed = version_;
+  member->own_admissible = profile.admissible();
 }
 
 const SignatureKnowledge::Member* SignatureKnowledge::find_member(
@@ -342,6 +364,7 @@ void SignatureKnowledge::add_to_family(Member& member, const JobProfile& measure
   }
   ++f.version;
   ++version_;
+  f.changed = version_;
 }
 
 void SignatureKnowledge::ended(const std::string& signature, double samples) {

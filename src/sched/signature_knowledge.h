@@ -19,6 +19,7 @@
 // learns). Pure, not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -93,6 +94,13 @@ class SignatureKnowledge {
   const JobProfile* usable(const std::string& signature) const;
   // usable(signature), with `lookups` sparing the lookups by signature.
   const JobProfile* usable(const std::string& signature, Lookups& lookups) const;
+  // A stamp of what usable(signature, lookups) answered last (call it
+  // first): while the stamp is the same, its answer is the same profile,
+  // unchanged. A family member's changes when its own profile, its
+  // membership or (unless its own profile is admissible alone) its
+  // family's measurements change; without a membership found, it is
+  // version(). Read without the profile itself.
+  uint64_t usable_stamp(const Lookups& lookups) const;
   // Whether usable() comes from its family's estimate (its own profile is
   // not admissible alone).
   bool estimated(const std::string& signature) const;
@@ -164,6 +172,7 @@ class SignatureKnowledge {
     std::optional<std::vector<std::string>> resource_params;
     std::vector<std::string> signatures;  // its members
     uint64_t version = 0;                 // bumped by each new measurement
+    uint64_t changed = 0;                 // version_ after its last measurement (usable_stamp())
     // What its measurements say of each parameter, shared by its members'
     // estimates while `version` is effects_version.
     mutable EffectsMemo effects;
@@ -192,6 +201,10 @@ class SignatureKnowledge {
     // Its own profile (its entry in profiles_, kept as one is added; a
     // measurement of the member updates it through this, without a lookup).
     JobProfile* own = nullptr;
+    // version_ after its own profile or membership last changed, and
+    // whether that profile is admissible alone (usable_stamp()).
+    uint64_t changed = 0;
+    bool own_admissible = false;
     // params_hash() of member.params, kept from set_family() (read when it
     // is measured, by then long out of the cache).
     size_t values_hash = 0;
@@ -209,6 +222,10 @@ class SignatureKnowledge {
   const Member* find_member(const std::string& signature) const;
   // The signature's entry in profiles_, added empty when it has none.
   JobProfile& own_profile(const std::string& signature);
+  // Its own profile, now `profile`, changed at version_ (usable_stamp()):
+  // by signature, or through its membership (nullptr: none).
+  void own_changed(const std::string& signature, const JobProfile& profile);
+  void own_changed(Member* member, const JobProfile& profile);
   // `profile` was added to profiles_ for `signature`: counted, and kept by its membership.
   void profile_added(const std::string& signature, JobProfile& profile);
   // The family's EffectsMemo, emptied when its measurements changed.
@@ -256,5 +273,12 @@ class SignatureKnowledge {
   // Starts at 1, so that a cache stamped 0 was never filled.
   uint64_t version_ = 1;
 };
+
+// Inline: asked of every queued class the walk tries, at every event.
+inline uint64_t SignatureKnowledge::usable_stamp(const Lookups& lookups) const {
+  const Member* m = lookups.member;
+  if (m == nullptr) return version_;
+  return m->own_admissible ? m->changed : std::max(m->changed, m->family->changed);
+}
 
 }  // namespace colo

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "common/units.h"
 
 namespace colo {
@@ -262,6 +264,133 @@ INSTANTIATE_TEST_SUITE_P(
              [](SignatureKnowledge& k) { k.learned("a3y", timed_profile(4, 800'000, 8'000)); },
              [](SignatureKnowledge& k) { k.set_family("a1y", sweep_member("a3y")); },
              [](SignatureKnowledge& k) { k.learned("a2x", timed_profile(4, 700'000, 7'000)); }}}),
+    [](const auto& info) { return info.param.name; });
+
+// usable_stamp() after every step: where a signature's stamp is what it
+// was, usable() answers the same profile, unchanged (the policy keeps a
+// queued job's likeness by it). Signatures: "own" (a member of "toy" whose
+// own profile is admissible alone), "hint" (a member with a memory hint
+// only), "bare" (a member with no profile), "other" (a member of "zoo"),
+// "loner" (no family, its own profile: its stamp is version()). The last
+// field: the members whose stamp must stay across the case (their answers
+// do not move).
+struct StampCase {
+  std::string name;
+  std::vector<std::function<void(SignatureKnowledge&)>> steps;
+  std::vector<std::string> kept;
+};
+
+class UsableStamps : public testing::TestWithParam<StampCase> {};
+
+TEST_P(UsableStamps, KeepTheirValueOnlyWhileTheAnswerStays) {
+  const StampCase& c = GetParam();
+  SignatureKnowledge k(kLargest);
+  k.add_family_instance("toy", {"toy[lr=0.1]", {{"lr", "0.1"}}, knowledge_profile(6)});
+  k.add_family_instance("zoo", {"zoo[lr=0.1]", {{"lr", "0.1"}}, knowledge_profile(9)});
+  k.set_profile("own", knowledge_profile(3));
+  k.set_profile("hint", knowledge_profile(2, std::nullopt));
+  k.set_profile("loner", knowledge_profile(1));
+  k.set_family("own", toy_member("toy[lr=1]", "1"));
+  k.set_family("hint", toy_member("toy[lr=2]", "2"));
+  k.set_family("bare", toy_member("toy[lr=3]", "3"));
+  k.set_family("other", FamilyMember{"zoo", "zoo[lr=4]", {{"lr", "4"}}, std::nullopt});
+  const std::vector<std::string> signatures = {"own", "hint", "bare", "other", "loner"};
+  struct Seen {
+    SignatureKnowledge::Lookups lookups;
+    uint64_t stamp = 0;
+    const JobProfile* answer = nullptr;
+    std::optional<JobProfile> content;
+  };
+  std::map<std::string, Seen> seen;
+  for (const std::string& sig : signatures) {
+    Seen& x = seen[sig];
+    x.answer = k.usable(sig, x.lookups);
+    if (x.answer != nullptr) x.content = *x.answer;
+    x.stamp = k.usable_stamp(x.lookups);
+  }
+  std::map<std::string, uint64_t> first;
+  for (const auto& [sig, x] : seen) first[sig] = x.stamp;
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    c.steps[i](k);
+    for (const std::string& sig : signatures) {
+      Seen& x = seen[sig];
+      const JobProfile* answer = k.usable(sig, x.lookups);
+      const uint64_t stamp = k.usable_stamp(x.lookups);
+      if (stamp == x.stamp) {
+        EXPECT_EQ(answer, x.answer) << sig << " after step " << i + 1 << ": same stamp";
+        if (answer != nullptr && x.content)
+          EXPECT_EQ(*answer, *x.content) << sig << " after step " << i + 1 << ": same stamp";
+      }
+      x.answer = answer;
+      x.content = answer != nullptr ? std::optional<JobProfile>(*answer) : std::nullopt;
+      x.stamp = stamp;
+    }
+  }
+  for (const std::string& sig : c.kept)
+    EXPECT_EQ(seen[sig].stamp, first[sig]) << sig << "'s answer never moved";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, UsableStamps,
+    testing::Values(
+        StampCase{
+            "its_family_measured_again",
+            {[](SignatureKnowledge& k) {
+               k.add_family_instance("toy", {"toy[lr=5]", {{"lr", "5"}}, knowledge_profile(20)});
+             },
+             [](SignatureKnowledge& k) { k.learned("bare", knowledge_profile(30)); }},
+            {"own", "other"}},
+        StampCase{
+            "another_family_measured",
+            {[](SignatureKnowledge& k) {
+              k.add_family_instance("zoo", {"zoo[lr=6]", {{"lr", "6"}}, knowledge_profile(12)});
+            }},
+            {"own", "hint", "bare"}},
+        StampCase{"own_profiles_change",
+                  {[](SignatureKnowledge& k) { k.set_profile("own", knowledge_profile(4)); },
+                   [](SignatureKnowledge& k) { k.measured_memory("own", knowledge_profile(7)); },
+                   [](SignatureKnowledge& k) { k.raise_peak("hint", 5 * kGiB); },
+                   [](SignatureKnowledge& k) { k.learned("hint", knowledge_profile(3, 30)); },
+                   [](SignatureKnowledge& k) { k.raise_peak("hint", 50 * kGiB); }},
+                  {"other"}},
+        StampCase{
+            "a_profile_no_longer_admissible_alone_then_again",
+            {[](SignatureKnowledge& k) {
+               k.set_profile("own", knowledge_profile(3, std::nullopt));
+             },
+             [](SignatureKnowledge& k) {
+               k.add_family_instance("toy", {"toy[lr=8]", {{"lr", "8"}}, knowledge_profile(40)});
+             },
+             [](SignatureKnowledge& k) { k.set_profile("own", knowledge_profile(3)); },
+             [](SignatureKnowledge& k) {
+               k.add_family_instance("toy", {"toy[lr=9]", {{"lr", "9"}}, knowledge_profile(41)});
+             }},
+            {"other"}},
+        StampCase{
+            "a_bare_member_gets_a_profile",
+            {[](SignatureKnowledge& k) { k.set_profile("bare", knowledge_profile(2)); },
+             [](SignatureKnowledge& k) {
+               k.add_family_instance("toy", {"toy[lr=7]", {{"lr", "7"}}, knowledge_profile(50)});
+             }},
+            {"other"}},
+        StampCase{
+            "members_given_new_values_or_another_family",
+            {[](SignatureKnowledge& k) { k.set_family("hint", toy_member("toy[lr=0.1]", "0.1")); },
+             [](SignatureKnowledge& k) {
+               k.set_family("bare",
+                            FamilyMember{"zoo", "zoo[lr=0.1]", {{"lr", "0.1"}}, std::nullopt});
+             },
+             [](SignatureKnowledge& k) {
+               k.set_family(
+                   "own",
+                   FamilyMember{"toy", "toy[lr=1]", {{"lr", "1"}}, std::vector<std::string>{"lr"}});
+             }},
+            {"other"}},
+        StampCase{"priors_labels_and_ended_work",
+                  {[](SignatureKnowledge& k) { k.set_prior("bare", knowledge_profile(1)); },
+                   [](SignatureKnowledge& k) { k.set_label("own", "toy"); },
+                   [](SignatureKnowledge& k) { k.ended("own", 100); }},
+                  {"own", "hint", "bare", "other"}}),
     [](const auto& info) { return info.param.name; });
 
 // Whether an operation moves version() (the key of the policy's caches).

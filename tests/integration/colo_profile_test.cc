@@ -319,23 +319,28 @@ TEST_F(ColoProfile, AnNcuJobUnderMpsIsAClientOfTheServerWithNcusControlBesideIt)
 
 // ncu runs one MPS control per machine (the stand-in too: a second control
 // fails at once while one runs). Two jobs under `tool = "ncu"` on one MPS
-// server at once: the second waits for the first's pair to end, its log
-// says so, and both end ok with their reports. Each job's command ends only
-// once some log says a job waits, so the two overlap whatever the timing.
+// server at once: the second waits for the first's control, its log says
+// so, and starts once that control ended, while the first job still trains;
+// both end ok with their reports. The stand-in's controls end only once a
+// job saw the other waiting (FAKE_NCU_CONTROL=held), and each job ends only
+// once both started, so the two overlap whatever the timing, and a pair
+// that held the machine's lock to its job's end would leave both waiting.
 TEST_F(ColoProfile, TwoNcuJobsUnderMpsTakeTheMachinesOneControlInTurn) {
   const std::string bin = dir_ + "/bin";
-  shell("mkdir -p '" + bin + "' '" + dir_ + "/ncu' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
+  const std::string ncu = dir_ + "/ncu";
+  shell("mkdir -p '" + bin + "' '" + ncu + "' && cp '" COLO_FAKE_MPS_CONTROL "' '" + bin +
         "/nvidia-cuda-mps-control' && cp '" COLO_FAKE_NCU "' '" + bin + "/ncu'");
-  const std::string until_one_waits =
-      "[\"timeout\", \"60\", \"sh\", \"-c\", \"until grep -q 'waiting for ncu' " + dir_ +
-      "/logs/*/*/*.log; do sleep 0.1; done\"]";
-  const std::string file =
-      write_file("p.toml", "[defaults]\nenv = { FAKE_NCU_DIR = \"" + dir_ +
-                               "/ncu\" }\n"
-                               "[[job]]\nname = \"a\"\nprofile = { tool = \"ncu\" }\ncommand = " +
-                               until_one_waits +
-                               "\n[[job]]\nname = \"b\"\nprofile = { tool = \"ncu\" }\ncommand = " +
-                               until_one_waits + "\n");
+  const std::string script =
+      "touch " + ncu + "/started-$COLO_JOB_NAME; until grep -q 'waiting for ncu' " + dir_ +
+      "/logs/*/*/*.log; do sleep 0.1; done; touch " + ncu + "/control-may-end; until [ -e " + ncu +
+      "/started-a ] && [ -e " + ncu + "/started-b ]; do sleep 0.1; done";
+  const std::string command = "[\"timeout\", \"60\", \"sh\", \"-c\", \"" + script + "\"]";
+  const std::string file = write_file(
+      "p.toml", "[defaults]\nenv = { FAKE_NCU_DIR = \"" + ncu +
+                    "\", FAKE_NCU_CONTROL = \"held\" }\n"
+                    "[[job]]\nname = \"a\"\nprofile = { tool = \"ncu\" }\ncommand = " +
+                    command + "\n[[job]]\nname = \"b\"\nprofile = { tool = \"ncu\" }\ncommand = " +
+                    command + "\n");
   CommandResult r = shell("PATH='" + bin + "':$PATH " +
                           colo("run " + file +
                                " --backend sim --policy fixed --max-per-gpu 2 --mechanism mps "
