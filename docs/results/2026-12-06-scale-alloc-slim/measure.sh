@@ -2,11 +2,13 @@
 # Writes the raw measurements beside this script: perf-stat.txt (CPU time
 # and page faults, ROUNDS rounds, before and after one after the other for
 # each case), rss.txt (peak RSS, /usr/bin/time -v) and heaptrack.txt
-# (allocation calls and peak heap, heaptrack_print's summary).
-#   measure.sh BEFORE_COLO AFTER_COLO [ROUNDS]     (from the repository root)
+# (allocation calls and peak heap, heaptrack_print's summary); into OUTDIR
+# instead when given.
+#   measure.sh BEFORE_COLO AFTER_COLO [ROUNDS [OUTDIR]]     (from the repository root)
 set -euo pipefail
 before=$1 after=$2 rounds=${3:-3}
-out=$(dirname "$0")
+out=${4:-$(dirname "$0")}
+mkdir -p "$out"
 cases="grid-1k grid-10k grid-1k-unhinted grid-10k-unhinted"
 run() { "$1" simulate "bench/scale/$2.toml" --gpu-count 8 --policies auto; }
 {

@@ -2,9 +2,13 @@
 perf-stat.txt (CPU time and page faults by round), rss.txt (peak RSS) and
 heaptrack.txt (allocation calls and peak heap).
 
-    python3 table.py   (in this directory)"""
+    python3 table.py [DIR]   (in this directory; DIR: where the raw output is, default .)"""
+import os
 import re
 import statistics
+import sys
+
+os.chdir(sys.argv[1] if len(sys.argv) > 1 else ".")
 
 text = open("perf-stat.txt").read()
 runs = {}  # (round, case, binary) -> (ms, faults)
