@@ -292,11 +292,12 @@ std::map<std::string, std::vector<FamilyInstance>> family_instances(
   return out;
 }
 
-std::map<std::string, JobProfile> usable_profiles(
-    const std::map<std::string, JobProfile>& known,
+ProfilesBySignature usable_profiles(
+    const ProfilesBySignature& known,
     const std::map<std::string, std::vector<FamilyInstance>>& instances,
     const std::vector<JobSpec>& jobs) {
-  std::map<std::string, JobProfile> out;
+  ProfilesBySignature out;
+  out.reserve(jobs.size());
   for (const JobSpec& job : jobs) {
     const std::string signature = job_signature(job);
     if (out.contains(signature)) continue;
@@ -331,10 +332,11 @@ JobProfile hint_profile(const JobSpec& job) {
   return p;
 }
 
-std::map<std::string, JobProfile> known_profiles(const std::vector<LearnedProfile>& learned,
-                                                 const std::vector<JobSpec>& jobs,
-                                                 std::string_view gpu_model, bool simulated) {
-  std::map<std::string, JobProfile> out;
+ProfilesBySignature known_profiles(const std::vector<LearnedProfile>& learned,
+                                   const std::vector<JobSpec>& jobs, std::string_view gpu_model,
+                                   bool simulated) {
+  ProfilesBySignature out;
+  out.reserve(jobs.size());
   for (const JobSpec& job : jobs) {
     const std::string signature = job_signature(job);
     if (out.contains(signature)) continue;

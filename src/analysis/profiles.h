@@ -131,8 +131,8 @@ std::map<std::string, std::vector<FamilyInstance>> family_instances(
 // run: its own profile (known_profiles) when complete enough for admission,
 // else that over its family's estimate (sched/family.h) from `instances`;
 // signatures with neither are absent (they would be probed).
-std::map<std::string, JobProfile> usable_profiles(
-    const std::map<std::string, JobProfile>& known,
+ProfilesBySignature usable_profiles(
+    const ProfilesBySignature& known,
     const std::map<std::string, std::vector<FamilyInstance>>& instances,
     const std::vector<JobSpec>& jobs);
 
@@ -153,9 +153,9 @@ JobProfile hint_profile(const JobSpec& job);
 // What is known before a run about each signature of `jobs` on GPU model
 // `gpu_model`: the learned profile (find_profile) merged field by field over
 // the job file's hints. Signatures with neither are absent.
-std::map<std::string, JobProfile> known_profiles(const std::vector<LearnedProfile>& learned,
-                                                 const std::vector<JobSpec>& jobs,
-                                                 std::string_view gpu_model, bool simulated);
+ProfilesBySignature known_profiles(const std::vector<LearnedProfile>& learned,
+                                   const std::vector<JobSpec>& jobs, std::string_view gpu_model,
+                                   bool simulated);
 
 // The input calibrate() takes from one analysed run: jobs that shared one GPU
 // under mps or naive in a run that ended ok, with the summed normalized rate

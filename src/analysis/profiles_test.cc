@@ -298,7 +298,7 @@ TEST(LearnedProfiles, FamilyInstancesAndWhatAFilesJobsWouldBePlacedBy) {
   // every job is placed by the family: memory is fitted over 32..8192, but
   // SM activity was measured at batch size 32 alone (presumed to matter: no
   // fit from one value), so only that batch size has a usable profile.
-  std::map<std::string, JobProfile> usable = usable_profiles({}, instances, jobs);
+  ProfilesBySignature usable = usable_profiles({}, instances, jobs);
   ASSERT_EQ(usable.size(), 1u);
   EXPECT_TRUE(usable.contains(job_signature(jobs[0])));
   // Stated neutral, the probe's SM activity speaks for all of them.

@@ -415,8 +415,7 @@ std::optional<PlanningInput> planning_input(const std::string& job_file,
   }
   std::vector<Collocation> collocations;
   std::vector<LearnedProfile> stored = stored_profiles(db, no_store, collocations);
-  const std::map<std::string, JobProfile> known =
-      known_profiles(stored, file->jobs, model->model, true);
+  const ProfilesBySignature known = known_profiles(stored, file->jobs, model->model, true);
   std::map<std::string, std::vector<FamilyInstance>> families =
       family_instances(stored, file->jobs, model->model, true);
   const PriorModel priors(prior_samples(stored, model->model, true), model->memory_total_bytes);

@@ -158,11 +158,10 @@ void print_file(const JobFile& file, const std::vector<LearnedProfile>& profiles
                 const std::string& gpu) {
   const bool simulated = std::all_of(profiles.begin(), profiles.end(),
                                      [](const LearnedProfile& p) { return p.simulated; });
-  const std::map<std::string, JobProfile> known =
-      known_profiles(profiles, file.jobs, gpu, simulated);
+  const ProfilesBySignature known = known_profiles(profiles, file.jobs, gpu, simulated);
   const std::map<std::string, std::vector<FamilyInstance>> families =
       family_instances(profiles, file.jobs, gpu, simulated);
-  const std::map<std::string, JobProfile> usable = usable_profiles(known, families, file.jobs);
+  const ProfilesBySignature usable = usable_profiles(known, families, file.jobs);
   std::cout << fmt::format("\nJOBS OF {} on {}: what --policy auto would place each by\n",
                            file.path, gpu.empty() ? "any GPU" : gpu);
   std::cout << fmt::format("{:<32} {:>16} {:>9} {:>14}  {}\n", "JOB", "PEAK MEM", "SM %",

@@ -208,18 +208,21 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
   std::optional<std::vector<std::string>> resource_params;
   if (block.resource_params) resource_params = block.resource_params->value;
 
-  for (const std::vector<std::string>& point : grid_points(block)) {
+  const int gpus = block.settings.gpus.value_or(1);
+  // {gpus} is known now; {port} stays for the start (kPortPlaceholder). The
+  // grid's values are set into it at each point (never over these two).
+  std::map<std::string, std::string> values = {{"gpus", std::to_string(gpus)},
+                                               {"port", kPortPlaceholder}};
+  const std::string source = fmt::format("{}:{}", path, block.line);
+  for (std::vector<std::string>& point : grid_points(block)) {
     std::map<std::string, std::string> params;
     std::string suffix;
-    const int gpus = block.settings.gpus.value_or(1);
-    // {gpus} is known now; {port} stays for the start (kPortPlaceholder).
-    std::map<std::string, std::string> values = {{"gpus", std::to_string(gpus)},
-                                                 {"port", kPortPlaceholder}};
     for (size_t p = 0; p < block.grid.size(); ++p) {
-      params[block.grid[p].name] = point[p];
-      suffix += fmt::format("{}{}={}", suffix.empty() ? "[" : ",", block.grid[p].name, point[p]);
+      const std::string& name = block.grid[p].name;
+      if (name != "gpus" && name != "port") values[name] = point[p];
+      suffix += fmt::format("{}{}={}", suffix.empty() ? "[" : ",", name, point[p]);
+      params[name] = std::move(point[p]);
     }
-    values.insert(params.begin(), params.end());
     if (!suffix.empty()) suffix += "]";
 
     JobSpec base;
@@ -258,13 +261,15 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.qos = block.settings.qos.value_or(QosClass::kNormal);
     if (block.settings.min_speed) base.min_speed = block.settings.min_speed->value;
     if (block.settings.dataset) base.dataset = block.settings.dataset->value;
-    base.params = params;
-    base.source = fmt::format("{}:{}", path, block.line);
+    base.params = std::move(params);
+    base.source = source;
+    // Each repeat a copy of the point's spec, but the last, which is the
+    // spec itself (a grid point without repeats is built once, not copied).
     for (int64_t r = 1; r <= block.repeat; ++r) {
-      JobSpec spec = base;
+      JobSpec& spec =
+          r < block.repeat ? jobs.emplace_back(base) : jobs.emplace_back(std::move(base));
       spec.name = block.name + suffix + (block.repeat > 1 ? fmt::format("#{}", r) : "");
       spec.repeat_index = static_cast<int>(r);
-      jobs.push_back(std::move(spec));
     }
   }
 }
@@ -313,7 +318,15 @@ std::vector<BlockProblem> expand_blocks(const std::vector<JobBlock>& blocks,
                                         const std::string& path, const std::string& base_dir,
                                         const FileWide& shared, std::vector<JobSpec>& jobs) {
   std::vector<BlockProblem> problems;
-  std::unordered_map<std::string, std::string> seen;  // name -> source
+  // Reserved for every block's jobs at once (a sweep's thousands of specs,
+  // each over a kilobyte, not moved as the vector grows); check_blocks()
+  // bounds the count.
+  int64_t count = 0;
+  for (const JobBlock& block : blocks)
+    count = std::min(count + expanded_count(block), kMaxExpandedJobs);
+  jobs.reserve(jobs.size() + static_cast<size_t>(count));
+  const size_t start = jobs.size();
+  std::vector<std::pair<size_t, int>> ends;  // each block's end in `jobs`, and its line
   for (const JobBlock& block : blocks) {
     const size_t first = jobs.size();
     expand(block, path, base_dir, jobs);
@@ -322,13 +335,23 @@ std::vector<BlockProblem> expand_blocks(const std::vector<JobBlock>& blocks,
       jobs[i].lower_is_better = shared.lower_is_better;
       jobs[i].early_stop = shared.early_stop;
       jobs[i].fail_fast = shared.fail_fast;
-      auto [it, inserted] = seen.emplace(jobs[i].name, jobs[i].source);
+    }
+    ends.emplace_back(jobs.size(), block.line);
+  }
+  // Names used twice, in job order, once every block is expanded (the views
+  // read names in `jobs`, which no longer moves): by name, the first job's
+  // index.
+  std::unordered_map<std::string_view, size_t> seen;
+  seen.reserve(jobs.size() - start);
+  size_t i = start;
+  for (const auto& [end, line] : ends) {
+    for (; i < end; ++i) {
+      auto [it, inserted] = seen.emplace(jobs[i].name, i);
       if (!inserted) {
         problems.push_back(
-            {block.line,
-             fmt::format("job name '{}' is used more than once (also at {}); names must be "
-                         "unique after grid and repeat expansion",
-                         jobs[i].name, it->second)});
+            {line, fmt::format("job name '{}' is used more than once (also at {}); names must be "
+                               "unique after grid and repeat expansion",
+                               jobs[i].name, jobs[it->second].source)});
       }
     }
   }

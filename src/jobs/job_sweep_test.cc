@@ -340,6 +340,80 @@ TEST(JobSweep, ExpandBlocksSharesTheFilesSettingsAndFindsNamesUsedTwice) {
   EXPECT_THAT(problems[0].message, HasSubstr("job name 'a[lr=2]' is used more than once"));
 }
 
+// expand_blocks() builds each point's spec once and moves it in as its last
+// repeat (the others are copies): every job is whole, the names used twice
+// are found in job order with the first one's source, whatever the blocks'
+// sizes.
+struct ExpandCase {
+  std::string name;
+  std::vector<JobBlock> blocks;
+  std::vector<std::string> names;
+  std::vector<std::string> commands;  // each job's command, its arguments joined by ' '
+  std::vector<std::pair<int, std::string>> problems;  // line, the message's "also at" source
+};
+
+JobBlock repeated(JobBlock block, int64_t repeat, int line) {
+  block.repeat = repeat;
+  block.line = line;
+  return block;
+}
+
+class ExpandBlocks : public ::testing::TestWithParam<ExpandCase> {};
+
+TEST_P(ExpandBlocks, EveryJobWholeAndNamesUsedTwiceFound) {
+  const ExpandCase& c = GetParam();
+  std::vector<JobSpec> jobs;
+  std::vector<BlockProblem> problems = expand_blocks(c.blocks, "f.toml", kSweepDir, {}, jobs);
+  EXPECT_EQ(names_of(jobs), c.names);
+  std::vector<std::string> commands;
+  for (const JobSpec& job : jobs) {
+    std::string joined;
+    for (const std::string& arg : job.command) joined += (joined.empty() ? "" : " ") + arg;
+    commands.push_back(joined);
+    EXPECT_EQ(job.working_dir, kSweepDir) << job.name;
+    EXPECT_FALSE(job.family.empty()) << job.name;
+    EXPECT_EQ(job.source.substr(0, 7), "f.toml:") << job.name;
+  }
+  EXPECT_EQ(commands, c.commands);
+  ASSERT_EQ(problems.size(), c.problems.size());
+  for (size_t i = 0; i < problems.size(); ++i) {
+    EXPECT_EQ(problems[i].line, c.problems[i].first);
+    EXPECT_THAT(problems[i].message, HasSubstr("(also at " + c.problems[i].second + ")"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ExpandBlocks,
+    ::testing::Values(
+        ExpandCase{"nothing", {}, {}, {}, {}},
+        ExpandCase{"a_grid_each_point_once",
+                   {sweep_block("g", {"x", "{lr}", "{gpus}"}, {listed("lr", {"1", "2", "3"})})},
+                   {"g[lr=1]", "g[lr=2]", "g[lr=3]"},
+                   {"x 1 1", "x 2 1", "x 3 1"},
+                   {}},
+        ExpandCase{"a_grid_repeated_every_copy_whole",
+                   {repeated(sweep_block("g", {"x", "{lr}"}, {listed("lr", {"1", "2"})}), 3, 4)},
+                   {"g[lr=1]#1", "g[lr=1]#2", "g[lr=1]#3", "g[lr=2]#1", "g[lr=2]#2", "g[lr=2]#3"},
+                   {"x 1", "x 1", "x 1", "x 2", "x 2", "x 2"},
+                   {}},
+        ExpandCase{
+            "two_grids_values_not_carried_over",
+            {sweep_block("a", {"x", "{lr}-{seed}"},
+                         {listed("lr", {"1", "2"}), listed("seed", {"7", "8"})}),
+             repeated(sweep_block("b", {"y", "{bs}"}, {listed("bs", {"16"})}), 1, 6)},
+            {"a[lr=1,seed=7]", "a[lr=1,seed=8]", "a[lr=2,seed=7]", "a[lr=2,seed=8]", "b[bs=16]"},
+            {"x 1-7", "x 1-8", "x 2-7", "x 2-8", "y 16"},
+            {}},
+        ExpandCase{
+            "names_used_twice_across_three_blocks",
+            {repeated(sweep_block("a", {"x"}), 1, 2), repeated(sweep_block("b", {"y"}), 1, 5),
+             repeated(sweep_block("a", {"z"}), 1, 8), repeated(sweep_block("b", {"w"}), 1, 9),
+             repeated(sweep_block("a", {"v"}), 1, 11)},
+            {"a", "b", "a", "b", "a"},
+            {"x", "y", "z", "w", "v"},
+            {{8, "f.toml:2"}, {9, "f.toml:5"}, {11, "f.toml:2"}}}),
+    [](const ::testing::TestParamInfo<ExpandCase>& info) { return info.param.name; });
+
 TEST(JobSweep, MergeTakesWhatTheBlockSetsAndEnvKeyByKey) {
   JobSettings defaults;
   defaults.workdir = Sourced<std::string>{"d", 1};

@@ -102,7 +102,7 @@ std::optional<PolicyKnowledge::Introduction> PolicyKnowledge::introduce(
     const std::string& signature, const JobSpec& spec, const std::optional<HostCost>& host_cost) {
   if (!introduced.insert(signature).second) return std::nullopt;
   Introduction out;
-  std::map<std::string, JobProfile> known = known_profiles(measured, {spec}, gpu_name, simulated);
+  ProfilesBySignature known = known_profiles(measured, {spec}, gpu_name, simulated);
   auto it = known.find(signature);
   if (it != known.end() && it->second.samples_per_s)
     solo_rates[signature] = *it->second.samples_per_s;

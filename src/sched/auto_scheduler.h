@@ -197,6 +197,7 @@ class AutoScheduler final : public Scheduler {
   // Calls the setters below with what `facts` holds (a profile only when the
   // signature has none yet).
   void introduce(const std::string& signature, const SignatureFacts& facts) override;
+  void expect_signatures(size_t count) override { knowledge_.reserve(count); }
 
   // What is known about a signature before the run (store, hints). Call
   // before enqueueing its jobs.

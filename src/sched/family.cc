@@ -1407,6 +1407,18 @@ double FamilyFit::probe_value(const std::map<std::string, std::string>& params,
   return 0;  // no numeric parameter matters: nothing is far
 }
 
+size_t params_hash(const std::map<std::string, std::string>& params) {
+  size_t h = params.size();
+  const std::hash<std::string> hash;
+  for (const auto& [name, value] : params) {
+    // Each text hashed alone and mixed in (boost's hash_combine): ("a", "bc")
+    // and ("ab", "c") differ.
+    h ^= hash(name) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h ^= hash(value) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  }
+  return h;
+}
+
 std::string instance_label(std::string_view job_name) {
   size_t hash = job_name.rfind('#');
   if (hash == std::string_view::npos || hash + 1 == job_name.size()) return std::string(job_name);

@@ -152,6 +152,8 @@ class FamilyFit {
   size_t add(FamilyInstance instance);
   // Instance `index` is now measured as `measured`.
   void remeasure(size_t index, JobProfile measured);
+  // Room for `count` instances in all, added without moving those before.
+  void reserve(size_t count) { instances_.reserve(count); }
 
   // estimate_from_family(), probe_value() and param_effects() over
   // instances(); `memo` serves the free functions where they run (valid
@@ -190,6 +192,10 @@ class FamilyFit {
   std::vector<FamilyInstance> instances_;
   std::unique_ptr<Index> index_;
 };
+
+// A hash of a set of parameter values, names and values both: equal maps
+// hash alike (for hashed lookups of instances by their values).
+size_t params_hash(const std::map<std::string, std::string>& params);
 
 // "toy[lr=0.1]" from "toy[lr=0.1]#3": a job's name without its repeat suffix.
 std::string instance_label(std::string_view job_name);

@@ -265,6 +265,45 @@ TEST(InstanceLabel, DropsTheRepeatSuffixOnly) {
   EXPECT_EQ(instance_label("toy#"), "toy#");
 }
 
+// params_hash(): equal maps hash alike, however built; the pairs here, which
+// differ only in where a text ends or which text is a name, hash apart.
+struct ParamsHashCase {
+  std::string name;
+  std::map<std::string, std::string> a, b;
+  bool same = false;
+};
+
+class ParamsHash : public ::testing::TestWithParam<ParamsHashCase> {};
+
+TEST_P(ParamsHash, EqualMapsHashAlikeAndTheseOthersApart) {
+  const ParamsHashCase& c = GetParam();
+  ASSERT_EQ(c.a == c.b, c.same);
+  if (c.same) {
+    EXPECT_EQ(params_hash(c.a), params_hash(c.b));
+  } else {
+    EXPECT_NE(params_hash(c.a), params_hash(c.b));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ParamsHash,
+    ::testing::Values(
+        ParamsHashCase{"empty", {}, {}, true},
+        ParamsHashCase{
+            "equal", {{"lr", "0.1"}, {"seed", "3"}}, {{"seed", "3"}, {"lr", "0.1"}}, true},
+        ParamsHashCase{
+            "another_value", {{"lr", "0.1"}, {"seed", "3"}}, {{"lr", "0.1"}, {"seed", "4"}}, false},
+        ParamsHashCase{"text_split_elsewhere", {{"a", "bc"}}, {{"ab", "c"}}, false},
+        ParamsHashCase{"name_and_value_swapped", {{"a", "b"}}, {{"b", "a"}}, false},
+        ParamsHashCase{"empty_against_an_empty_pair", {}, {{"", ""}}, false},
+        ParamsHashCase{
+            "one_more_parameter", {{"lr", "0.1"}}, {{"lr", "0.1"}, {"seed", "0"}}, false},
+        ParamsHashCase{"values_moved_between_names",
+                       {{"a", "1"}, {"b", "2"}},
+                       {{"a", "2"}, {"b", "1"}},
+                       false}),
+    [](const ::testing::TestParamInfo<ParamsHashCase>& info) { return info.param.name; });
+
 // FamilyFit: after every measurement (new instances, re-measured ones, out
 // of order), its answers are exactly those of the full re-fit over its
 // instances (estimate_from_family, probe_value, param_effects).

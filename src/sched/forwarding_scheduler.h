@@ -25,6 +25,7 @@ class ForwardingScheduler : public Scheduler {
   void introduce(const std::string& signature, const SignatureFacts& facts) override {
     policy_->introduce(signature, facts);
   }
+  void expect_signatures(size_t count) override { policy_->expect_signatures(count); }
   void enqueue(const SchedJob& job) override { policy_->enqueue(job); }
   std::vector<Decision> schedule(int64_t now_ms) override { return policy_->schedule(now_ms); }
   EndVerdict finished(size_t job, JobEnd end, int64_t now_ms) override {

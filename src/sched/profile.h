@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 namespace colo {
 
@@ -44,6 +45,11 @@ struct JobProfile {
   double gpu_busy_pct() const;
   bool operator==(const JobProfile&) const = default;
 };
+
+// Profiles by signature, hashed: looked up, never walked in order (a sweep's
+// thousands of signatures share their length and leading text, so a tree
+// of them compares keys a cache miss apart at every level).
+using ProfilesBySignature = std::unordered_map<std::string, JobProfile>;
 
 // `measured` wins field by field over `hint` (an uncertainty goes with its
 // field); sources are joined ("store: run 3 job 7 + hint: jobs.toml:4") when

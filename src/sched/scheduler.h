@@ -137,6 +137,9 @@ class Scheduler {
   // What is known about a signature; call before enqueueing its first job.
   // Policies take what they use of it (the fixed policy: nothing).
   virtual void introduce(const std::string& /*signature*/, const SignatureFacts& /*facts*/) {}
+  // At most about `count` signatures will be introduced: a policy may make
+  // room for what it keeps of each at once (a hint: no decision depends on it).
+  virtual void expect_signatures(size_t /*count*/) {}
   virtual void enqueue(const SchedJob& job) = 0;
   // Places every queued job that may start now; placed jobs count as running.
   virtual std::vector<Decision> schedule(int64_t now_ms) = 0;

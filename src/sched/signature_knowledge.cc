@@ -6,6 +6,13 @@
 
 namespace colo {
 
+void SignatureKnowledge::reserve(size_t count) {
+  labels_.reserve(count);
+  priors_.reserve(count);
+  profiles_.reserve(count);
+  members_.reserve(count);
+}
+
 void SignatureKnowledge::set_profile(const std::string& signature, const JobProfile& profile) {
   auto [it, added] = profiles_.insert_or_assign(signature, profile);
   if (added) profile_added(signature, it->second);
@@ -37,7 +44,8 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
   Member& m = it->second;
   if (added) {
     ++records_added_;
-    m.own = own(signature);
+    auto own_it = profiles_.find(signature);
+    m.own = own_it == profiles_.end() ? nullptr : &own_it->second;
     m.listed_in = &f;
     m.position = f.signatures.size();
     f.signatures.push_back(signature);
@@ -50,6 +58,8 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
     ++f.version;  // its members' estimates and parameter effects read them
   }
   m.member = std::move(member);
+  m.values_hash = params_hash(m.member.params);
+  m.instance.reset();
   m.family = &f;
   // Its values may have changed: estimated afresh.
   m.estimated = {};
@@ -62,36 +72,79 @@ void SignatureKnowledge::set_family(const std::string& signature, FamilyMember m
 
 void SignatureKnowledge::add_family_instance(const std::string& family, FamilyInstance instance) {
   Family& f = families_[family];
-  f.first_with.try_emplace(instance.params, f.fit.instances().size());
-  f.fit.add(std::move(instance));
+  const size_t hash = params_hash(instance.params);
+  const bool first = !first_with(f, instance.params, hash);
+  const size_t index = f.fit.add(std::move(instance));
+  if (first) list_first(f, index, hash);
   ++f.version;
   ++version_;
   f.changed = version_;
 }
 
+std::optional<size_t> SignatureKnowledge::first_with(
+    const Family& f, const std::map<std::string, std::string>& params, size_t hash) {
+  const size_t mask = f.first_with.size() - 1;
+  for (size_t i = hash & mask; !f.first_with.empty(); i = (i + 1) & mask) {
+    const Family::Slot& slot = f.first_with[i];
+    if (slot.index == SIZE_MAX) break;
+    if (slot.hash == hash && f.fit.instances()[slot.index].params == params) return slot.index;
+  }
+  return std::nullopt;
+}
+
+void SignatureKnowledge::list_first(Family& f, size_t index, size_t hash) {
+  auto place = [](std::vector<Family::Slot>& slots, Family::Slot slot) {
+    const size_t mask = slots.size() - 1;
+    size_t i = slot.hash & mask;
+    while (slots[i].index != SIZE_MAX) i = (i + 1) & mask;
+    slots[i] = slot;
+  };
+  if (2 * (f.first_with_count + 1) > f.first_with.size()) {
+    std::vector<Family::Slot> grown(std::max<size_t>(16, 2 * f.first_with.size()));
+    for (const Family::Slot& slot : f.first_with)
+      if (slot.index != SIZE_MAX) place(grown, slot);
+    f.first_with = std::move(grown);
+  }
+  place(f.first_with, {hash, index});
+  ++f.first_with_count;
+}
+
 JobProfile SignatureKnowledge::learned(const std::string& signature, const JobProfile& measured) {
-  auto it = profiles_.find(signature);
-  JobProfile merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
-  auto [at, added] = profiles_.insert_or_assign(signature, merged);
-  if (added) profile_added(signature, at->second);
+  // A member's own profile through its membership (one lookup, not three).
+  Member* member = find_member(signature);
+  JobProfile merged;
+  JobProfile* own = nullptr;
+  if (member != nullptr && member->own != nullptr) {
+    merged = merge_profiles(measured, *member->own);
+    *member->own = merged;
+    own = member->own;
+  } else {
+    auto it = profiles_.find(signature);
+    merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
+    auto [at, added] = profiles_.insert_or_assign(signature, merged);
+    if (added) profile_added(signature, at->second);
+    own = &at->second;
+  }
   ++version_;
-  own_changed(signature, at->second);
-  add_to_family(signature, measured);
+  own_changed(member, *own);
+  if (member != nullptr) add_to_family(*member, measured);
   return merged;
 }
 
 void SignatureKnowledge::measured_memory(const std::string& signature, const JobProfile& measured) {
   if (!measured.peak_memory_bytes) return;
-  JobProfile& own = own_profile(signature);
+  Member* member = find_member(signature);
+  JobProfile& own =
+      member != nullptr && member->own != nullptr ? *member->own : own_profile(signature);
   own.peak_memory_bytes = std::max(own.peak_memory_bytes.value_or(0), *measured.peak_memory_bytes);
   own.memory_uncertainty = 0;
   ++version_;
   if (own.source.empty()) own.source = measured.source;
-  own_changed(signature, own);
+  own_changed(member, own);
   JobProfile memory_only;
   memory_only.peak_memory_bytes = measured.peak_memory_bytes;
   memory_only.source = measured.source;
-  add_to_family(signature, memory_only);
+  if (member != nullptr) add_to_family(*member, memory_only);
 }
 
 void SignatureKnowledge::raise_peak(const std::string& signature, uint64_t bytes) {
@@ -107,16 +160,24 @@ JobProfile& SignatureKnowledge::own_profile(const std::string& signature) {
   return it->second;
 }
 
-void SignatureKnowledge::profile_added(const std::string& signature, const JobProfile& profile) {
+void SignatureKnowledge::profile_added(const std::string& signature, JobProfile& profile) {
   ++records_added_;
   if (auto m = members_.find(signature); m != members_.end()) m->second.own = &profile;
 }
 
+SignatureKnowledge::Member* SignatureKnowledge::find_member(const std::string& signature) {
+  auto it = members_.find(signature);
+  return it == members_.end() ? nullptr : &it->second;
+}
+
 void SignatureKnowledge::own_changed(const std::string& signature, const JobProfile& profile) {
-  auto m = members_.find(signature);
-  if (m == members_.end()) return;
-  m->second.changed = version_;
-  m->second.own_admissible = profile.admissible();
+  own_changed(find_member(signature), profile);
+}
+
+void SignatureKnowledge::own_changed(Member* member, const JobProfile& profile) {
+  if (member == nullptr) return;
+  member->changed = version_;
+  member->own_admissible = profile.admissible();
 }
 
 const SignatureKnowledge::Member* SignatureKnowledge::find_member(
@@ -280,21 +341,26 @@ bool SignatureKnowledge::announce(const std::string& signature) {
   return announced_.insert({signature, it->second.family->version}).second;
 }
 
-void SignatureKnowledge::add_to_family(const std::string& signature, const JobProfile& measured) {
-  auto member = members_.find(signature);
-  if (member == members_.end()) return;
-  Family& f = *member->second.family;
-  const FamilyMember& m = member->second.member;
-  auto [first, added] = f.first_with.try_emplace(m.params, f.fit.instances().size());
-  if (added) {
-    f.fit.add({m.name, m.params, measured});
+void SignatureKnowledge::add_to_family(Member& member, const JobProfile& measured) {
+  Family& f = *member.family;
+  const FamilyMember& m = member.member;
+  const size_t hash = member.values_hash;
+  std::optional<size_t>& first = member.instance;
+  if (!first) first = first_with(f, m.params, hash);
+  if (!first) {
+    // Each of its members' sets of values adds one instance at most: room
+    // for them all at once (a sweep's thousands), not grown by doubling.
+    if (const size_t n = f.fit.instances().size(); n == f.fit.instances().capacity())
+      f.fit.reserve(std::max(2 * n, n + f.signatures.size()));
+    first = f.fit.add({m.name, m.params, measured});
+    list_first(f, *first, hash);
   } else {
-    const JobProfile& before = f.fit.instances()[first->second].measured;
+    const JobProfile& before = f.fit.instances()[*first].measured;
     // The newer measurement wins field by field; the peak is the largest seen.
     JobProfile merged = merge_profiles(measured, before);
     if (before.peak_memory_bytes && measured.peak_memory_bytes)
       merged.peak_memory_bytes = std::max(*before.peak_memory_bytes, *measured.peak_memory_bytes);
-    f.fit.remeasure(first->second, std::move(merged));
+    f.fit.remeasure(*first, std::move(merged));
   }
   ++f.version;
   ++version_;

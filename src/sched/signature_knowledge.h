@@ -58,6 +58,10 @@ class SignatureKnowledge {
   explicit SignatureKnowledge(uint64_t largest_memory_bytes)
       : largest_memory_(largest_memory_bytes) {}
 
+  // Room for `count` signatures' labels, priors, profiles and memberships
+  // (set_*()) without growing their tables one rehash at a time.
+  void reserve(size_t count);
+
   // Its own profile, replaced.
   void set_profile(const std::string& signature, const JobProfile& profile);
   // What is assumed when nothing better is known (prior.h).
@@ -153,9 +157,18 @@ class SignatureKnowledge {
     // Its measured instances (the store's, then this run's), with what its
     // estimates read of them kept as each measurement comes.
     FamilyFit fit;
-    // The first of `instances` with each set of parameter values (a sweep's
-    // measurement finds its own instance without a scan of them all).
-    std::map<std::map<std::string, std::string>, size_t> first_with;
+    // The first of fit's instances with each set of parameter values, by
+    // params_hash() of them (a sweep's measurement finds its own instance
+    // without a scan of them all, nor a copy of its values: first_with()):
+    // open addressing, linear probing, a power of two of slots at most half
+    // full (a lookup reads one slot, where a node-based table reads a node
+    // of another bucket, then its own, each a cache miss at 10,000).
+    struct Slot {
+      size_t hash = 0;
+      size_t index = SIZE_MAX;  // SIZE_MAX: empty
+    };
+    std::vector<Slot> first_with;
+    size_t first_with_count = 0;
     std::optional<std::vector<std::string>> resource_params;
     std::vector<std::string> signatures;  // its members
     uint64_t version = 0;                 // bumped by each new measurement
@@ -185,12 +198,19 @@ class SignatureKnowledge {
     // signature in the first family it is given).
     const Family* listed_in = nullptr;
     size_t position = 0;
-    // Its own profile (its entry in profiles_, kept as one is added).
-    const JobProfile* own = nullptr;
+    // Its own profile (its entry in profiles_, kept as one is added; a
+    // measurement of the member updates it through this, without a lookup).
+    JobProfile* own = nullptr;
     // version_ after its own profile or membership last changed, and
     // whether that profile is admissible alone (usable_stamp()).
     uint64_t changed = 0;
     bool own_admissible = false;
+    // params_hash() of member.params, kept from set_family() (read when it
+    // is measured, by then long out of the cache).
+    size_t values_hash = 0;
+    // Its family's first instance with its values, once its measurements
+    // found or added it (instances are only added: it stays the first).
+    std::optional<size_t> instance;
     mutable Estimated estimated;
     // What its family's estimate() keeps of its values (FamilyPoint):
     // started afresh, as `estimated` is, whenever set_family() sets its
@@ -202,13 +222,26 @@ class SignatureKnowledge {
   const Member* find_member(const std::string& signature) const;
   // The signature's entry in profiles_, added empty when it has none.
   JobProfile& own_profile(const std::string& signature);
-  // Its own profile, now `profile`, changed at version_ (usable_stamp()).
+  // Its own profile, now `profile`, changed at version_ (usable_stamp()):
+  // by signature, or through its membership (nullptr: none).
   void own_changed(const std::string& signature, const JobProfile& profile);
+  void own_changed(Member* member, const JobProfile& profile);
   // `profile` was added to profiles_ for `signature`: counted, and kept by its membership.
-  void profile_added(const std::string& signature, const JobProfile& profile);
+  void profile_added(const std::string& signature, JobProfile& profile);
   // The family's EffectsMemo, emptied when its measurements changed.
   EffectsMemo& effects_of(const Family& f) const;
-  void add_to_family(const std::string& signature, const JobProfile& measured);
+  // A measurement of `member`'s signature joins its family.
+  void add_to_family(Member& member, const JobProfile& measured);
+  // The signature's membership; nullptr without one.
+  Member* find_member(const std::string& signature);
+  // The index of `f`'s first instance with these values (`hash`: their
+  // params_hash()); nullopt: none.
+  static std::optional<size_t> first_with(const Family& f,
+                                          const std::map<std::string, std::string>& params,
+                                          size_t hash);
+  // `f`'s instance `index` (just added) is the first with its values, whose
+  // params_hash() is `hash`.
+  static void list_first(Family& f, size_t index, size_t hash);
 
   uint64_t largest_memory_ = 0;
   // By signature, looked up for every queued class in each schedule():

@@ -548,5 +548,105 @@ INSTANTIATE_TEST_SUITE_P(
         CandidatesCase{"none", {}, false, ""}),
     [](const auto& info) { return info.param.name; });
 
+// A measurement joins its family as the first instance with the member's
+// values (found by their hash, then kept by the member), or re-measures
+// that one: how many instances the family holds, and the estimate of "q",
+// an unmeasured member with lr 0.1 (lr is neutral: the largest peak its
+// instances with lr 0.1 hold).
+struct InstancesCase {
+  std::string name;
+  std::function<void(SignatureKnowledge&)> steps;
+  size_t instances = 0;
+  std::optional<double> q_gib;  // usable("q")'s peak; nullopt: none usable
+};
+
+class InstancesByValues : public testing::TestWithParam<InstancesCase> {};
+
+TEST_P(InstancesByValues, OneInstanceForEachSetOfValues) {
+  const InstancesCase& c = GetParam();
+  SignatureKnowledge k(kLargest);
+  k.reserve(8);
+  c.steps(k);
+  k.set_family("q", toy_member("toy[lr=0.1]#q", "0.1"));
+  EXPECT_EQ(k.family_size("q").first, c.instances);
+  const JobProfile* q = k.usable("q");
+  ASSERT_EQ(q != nullptr, c.q_gib.has_value());
+  if (q != nullptr) {
+    EXPECT_EQ(*q->peak_memory_bytes, static_cast<uint64_t>(*c.q_gib * kGiB));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, InstancesByValues,
+    testing::Values(
+        InstancesCase{"nothing_measured", [](SignatureKnowledge&) {}, 0, std::nullopt},
+        InstancesCase{"two_members_with_one_set_of_values",
+                      [](SignatureKnowledge& k) {
+                        k.set_family("a", toy_member("toy[lr=0.1]", "0.1"));
+                        k.set_family("b", toy_member("toy[lr=0.1]#2", "0.1"));
+                        k.learned("a", knowledge_profile(4));
+                        k.learned("b", knowledge_profile(6));
+                      },
+                      1, 6.0},
+        InstancesCase{"the_largest_peak_of_one_member_measured_again_and_again",
+                      [](SignatureKnowledge& k) {
+                        k.set_family("a", toy_member("toy[lr=0.1]", "0.1"));
+                        k.learned("a", knowledge_profile(4));
+                        k.measured_memory("a", knowledge_profile(7));
+                        k.learned("a", knowledge_profile(5));
+                      },
+                      1, 7.0},
+        InstancesCase{"a_store_instance_with_the_same_values_first",
+                      [](SignatureKnowledge& k) {
+                        k.add_family_instance(
+                            "toy",
+                            FamilyInstance{"toy[lr=0.1]", {{"lr", "0.1"}}, knowledge_profile(2)});
+                        k.set_family("a", toy_member("toy[lr=0.1]", "0.1"));
+                        k.learned("a", knowledge_profile(3));
+                      },
+                      1, 3.0},
+        InstancesCase{"the_store_twice_then_the_first_remeasured",
+                      [](SignatureKnowledge& k) {
+                        for (double gib : {2.0, 9.0}) {
+                          k.add_family_instance(
+                              "toy", FamilyInstance{
+                                         "toy[lr=0.1]", {{"lr", "0.1"}}, knowledge_profile(gib)});
+                        }
+                        k.set_family("a", toy_member("toy[lr=0.1]", "0.1"));
+                        k.learned("a", knowledge_profile(3));
+                      },
+                      2, 9.0},
+        InstancesCase{"each_member_its_own_values",
+                      [](SignatureKnowledge& k) {
+                        for (const char* lr : {"0.1", "0.2", "0.3"}) {
+                          const std::string sig = std::string("s") + lr;
+                          k.set_family(sig, toy_member(fmt::format("toy[lr={}]", lr), lr));
+                          k.learned(sig, knowledge_profile(4));
+                        }
+                      },
+                      3, 4.0},
+        InstancesCase{"forty_members_each_measured_twice_as_the_index_grows",
+                      [](SignatureKnowledge& k) {
+                        for (int round = 0; round < 2; ++round) {
+                          for (int i = 0; i < 40; ++i) {
+                            const std::string lr = i == 0 ? "0.1" : fmt::format("{}", i + 1);
+                            const std::string sig = fmt::format("m{}", i);
+                            if (round == 0)
+                              k.set_family(sig, toy_member(fmt::format("toy[lr={}]", lr), lr));
+                            k.learned(sig, knowledge_profile(round == 0 ? 4 : 5));
+                          }
+                        }
+                      },
+                      40, 5.0},
+        InstancesCase{"given_new_values_after_a_measurement",
+                      [](SignatureKnowledge& k) {
+                        k.set_family("a", toy_member("toy[lr=0.1]", "0.1"));
+                        k.learned("a", knowledge_profile(4));
+                        k.set_family("a", toy_member("toy[lr=0.2]", "0.2"));
+                        k.learned("a", knowledge_profile(8));
+                      },
+                      2, 4.0}),
+    [](const auto& info) { return info.param.name; });
+
 }  // namespace
 }  // namespace colo

@@ -21,8 +21,8 @@ constexpr size_t kMaxSourceLines = 50;
 
 }  // namespace
 
-SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known,
-                        const std::map<std::string, JobProfile>& usable, const PriorModel* priors) {
+SimJobSet make_sim_jobs(const JobFile& file, const ProfilesBySignature& known,
+                        const ProfilesBySignature& usable, const PriorModel* priors) {
   SimJobSet out;
   out.jobs.reserve(file.jobs.size());
   // Jobs per signature, hashed: a sweep's thousands of signatures share

@@ -33,8 +33,7 @@ struct SimJobSet {
 // told of each signature itself. `usable` from usable_profiles(): that, or
 // its family's estimate, which the truth takes before any default. `priors`:
 // each job's prior from its command's features (none: the scheduler's default).
-SimJobSet make_sim_jobs(const JobFile& file, const std::map<std::string, JobProfile>& known,
-                        const std::map<std::string, JobProfile>& usable = {},
-                        const PriorModel* priors = nullptr);
+SimJobSet make_sim_jobs(const JobFile& file, const ProfilesBySignature& known,
+                        const ProfilesBySignature& usable = {}, const PriorModel* priors = nullptr);
 
 }  // namespace colo

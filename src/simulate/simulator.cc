@@ -98,20 +98,40 @@ std::unique_ptr<Scheduler> make_scheduler(const std::vector<SimJob>& jobs, const
     auto s = std::make_unique<GangScheduler>(
         std::make_unique<AutoScheduler>(slots, auto_options, options.model),
         auto_options.max_retries, auto_options.memory_limits);
+    s->expect_signatures(jobs.size());
     std::set<std::string> families;
+    // One set of facts, each job's assigned over the last one's (their
+    // texts and values reuse its memory; the policy copies what it keeps):
+    // every field is set for each job.
+    SignatureFacts facts;
     for (const SimJob& j : jobs) {
-      SignatureFacts facts;
       facts.label = j.label;
       facts.gpus = j.gpus;
+      facts.family_instances.clear();
       if (!j.family.empty()) {
-        facts.family = FamilyMember{j.family, j.instance, j.params, j.resource_params};
+        FamilyMember& m = facts.family ? *facts.family : facts.family.emplace();
+        m.family = j.family;
+        m.name = j.instance;
+        m.params = j.params;
+        m.resource_params = j.resource_params;
         auto measured = options.family_instances.find(j.family);
         if (families.insert(j.family).second && measured != options.family_instances.end())
           facts.family_instances = measured->second;
+      } else {
+        facts.family.reset();
       }
-      if (j.known.peak_memory_bytes || j.known.sm_active_pct) facts.profile = j.known;
-      if (policy.kind == PolicyKind::kAutoWarm) facts.profile = j.truth;
-      if (j.prior.admissible()) facts.prior = j.prior;
+      if (policy.kind == PolicyKind::kAutoWarm) {
+        facts.profile = j.truth;
+      } else if (j.known.peak_memory_bytes || j.known.sm_active_pct) {
+        facts.profile = j.known;
+      } else {
+        facts.profile.reset();
+      }
+      if (j.prior.admissible()) {
+        facts.prior = j.prior;
+      } else {
+        facts.prior.reset();
+      }
       s->introduce(j.signature, facts);
     }
     return s;
@@ -216,9 +236,15 @@ PolicyResult simulate_policy(const std::vector<SimJob>& jobs, const PolicySpec& 
 
   // Jobs are queued in order as they are submitted (jobs[arrived] next).
   size_t arrived = 0;
+  // Each job's fields assigned over the last one's (its signature reuses the
+  // text's memory): every field a job sets is set for each.
+  SchedJob queued;
   auto enqueue = [&](size_t j) {
     const SimJob& job = jobs[j];
-    SchedJob queued{j, job.signature, job.known.peak_memory_bytes, job.gpus};
+    queued.job = j;
+    queued.signature = job.signature;
+    queued.memory_hint = job.known.peak_memory_bytes;
+    queued.gpus = job.gpus;
     queued.qos = job.qos;
     queued.min_speed = job.min_speed;
     queued.sm_active_pct = job.known.sm_active_pct;

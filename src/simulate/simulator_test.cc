@@ -435,7 +435,7 @@ TEST(SimJobs, SourceLinesAreThoseOfFormattingEveryKind) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     JobFile file;
-    std::map<std::string, JobProfile> known;
+    ProfilesBySignature known;
     int index = 0;
     for (const Kind& k : c.kinds) {
       ++index;
