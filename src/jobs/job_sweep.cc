@@ -265,12 +265,12 @@ void expand(const JobBlock& block, const std::string& path, const std::string& b
     base.source = source;
     // Each repeat a copy of the point's spec, but the last, which is the
     // spec itself (a grid point without repeats is built once, not copied).
-    for (int64_t r = 1; r <= block.repeat; ++r) {
-      JobSpec& spec =
-          r < block.repeat ? jobs.emplace_back(base) : jobs.emplace_back(std::move(base));
+    const auto named = [&](JobSpec& spec, int64_t r) {
       spec.name = block.name + suffix + (block.repeat > 1 ? fmt::format("#{}", r) : "");
       spec.repeat_index = static_cast<int>(r);
-    }
+    };
+    for (int64_t r = 1; r < block.repeat; ++r) named(jobs.emplace_back(base), r);
+    if (block.repeat >= 1) named(jobs.emplace_back(std::move(base)), block.repeat);
   }
 }
 

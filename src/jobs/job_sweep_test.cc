@@ -100,7 +100,7 @@ TEST(JobSweep, TheCountIsRepeatTimesThePointsOrTheSamples) {
   const std::vector<CountCase> cases = {
       {"one job", plain, 1},
       {"repeated", repeated, 3},
-      {"a grid", grid, 4 * 2 * 5 * 3},
+      {"a grid", grid, int64_t{4} * 2 * 5 * 3},
       {"a search", search, 14},
   };
   for (const CountCase& c : cases) {

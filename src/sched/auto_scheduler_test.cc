@@ -404,7 +404,7 @@ TEST_P(KeptStartups, AreThoseFoundAfresh) {
   size_t job = 1;
   for (int i = 0; i < 6; ++i) {
     const std::string sig = fmt::format("s{}", i);
-    s.set_profile(sig, with_startup(profile(20, 10), 10 * i));
+    s.set_profile(sig, with_startup(profile(20, 10), int64_t{10} * i));
     s.enqueue({job++, sig, std::nullopt});
   }
   s.add_family_instance("fam", {"toy[lr=9]", {{"lr", "9"}}, with_startup(profile(20, 10), 30)});
@@ -646,7 +646,7 @@ namespace {
 
 // A family of signatures "f<i>" with one parameter each, as a grid makes them.
 void add_family(AutoScheduler& s, const std::string& param, const std::vector<std::string>& values,
-                std::optional<std::vector<std::string>> stated = std::nullopt) {
+                const std::optional<std::vector<std::string>>& stated = std::nullopt) {
   for (size_t i = 0; i < values.size(); ++i) {
     const std::string sig = "f" + std::to_string(i);
     s.set_family(
