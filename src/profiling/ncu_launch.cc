@@ -156,7 +156,7 @@ int run_ncu_mps_pair(const NcuLaunch& pair, std::chrono::milliseconds report_bou
   wait.command = "ncu-mps-pair (a job profiled by ncu under MPS)";
   wait.poll_ms = 500;
   wait.on_wait = [](const std::string& line) {
-    say(line + ": ncu runs one MPS control per machine, so this job starts once that one ends");
+    say(line + "; this job starts once that control ends");
   };
   wait.stop_requests = &g_stops;
   Result<std::unique_ptr<GpuLocks>> held = GpuLocks::acquire_one_per_machine(
