@@ -15,6 +15,7 @@
 #include "analysis/stored.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "common/heap.h"
 #include "common/paths.h"
 #include "common/units.h"
 #include "gpu/sim_backend.h"
@@ -114,6 +115,7 @@ std::vector<PolicyResult> simulate_all(const std::vector<SimJob>& jobs,
 }
 
 int simulate_command(const SimulateFlags& flags) {
+  use_huge_pages_for_heap(size_t{256} << 20);
   std::optional<PlanningInput> planned = planning_input(
       flags.file, flags.gpu_model, flags.gpu_count, flags.deadline, flags.db, flags.no_store);
   if (!planned) return kExitBadInput;

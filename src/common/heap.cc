@@ -1,8 +1,10 @@
 #include "common/heap.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <utility>
 
@@ -41,6 +43,31 @@ HeapReading read_heap() {
   r.in_use_bytes = info.uordblks + info.hblkhd;
 #endif
   return r;
+}
+
+void use_huge_pages_for_heap(size_t bytes) {
+#if defined(__GLIBC__) && defined(MADV_HUGEPAGE)
+  const int limit = static_cast<int>(std::min<size_t>(bytes, size_t{1} << 29));
+  // Allocations up to `bytes` from the heap, and the heap's top not given
+  // back below it.
+  if (::mallopt(M_MMAP_THRESHOLD, limit) == 0 || ::mallopt(M_TRIM_THRESHOLD, 2 * limit) == 0)
+    return;
+  // Grows the heap by `bytes` (malloc touches only the chunk's header): the
+  // freed chunk stays at its top, for what comes next.
+  void* grown = ::malloc(static_cast<size_t>(limit) - 64);
+  if (grown == nullptr) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t from = reinterpret_cast<uintptr_t>(grown) & ~(page - 1);
+  const auto to = reinterpret_cast<uintptr_t>(::sbrk(0));
+  ::free(grown);
+  // Only a chunk of the heap (the main arena: `arena` bytes below the
+  // break), not a mapping of its own, had the heap failed to grow.
+  const size_t arena = ::mallinfo2().arena;
+  if (to > from && to - from <= arena)
+    ::madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
+#else
+  (void)bytes;
+#endif
 }
 
 HeapTrimmer::HeapTrimmer(size_t slack_bytes) : HeapTrimmer(slack_bytes, read_heap, trim_heap) {}

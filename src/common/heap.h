@@ -17,6 +17,19 @@ struct HeapReading {
 // This process's heap as it is now (zeros where the C library is not glibc's).
 HeapReading read_heap();
 
+// Asks for transparent huge pages under the next `bytes` of the heap, where
+// the kernel gives them on request (THP "madvise" mode; "always" gives them
+// anyway, "never" not at all): a process about to fill tens of megabytes with
+// small records it reads in no order (colo simulate of a 10,000-point sweep)
+// otherwise takes a page fault per 4 KiB and a TLB miss on most reads. The
+// heap is grown by `bytes` now (address space only: nothing is resident until
+// written), kept from being trimmed back, and allocations up to `bytes` come
+// from it instead of mappings of their own; then what is written is resident
+// in 2 MiB pages. Where the C library is not glibc's, or any step fails, the
+// heap stays as it was. For a short-lived command: its resident memory grows
+// in 2 MiB steps and is not given back.
+void use_huge_pages_for_heap(size_t bytes);
+
 // Gives the heap's free pages back to the kernel (glibc's malloc_trim) once
 // more of them are resident than a bound, so that what the process once
 // needed does not stay in its resident set. glibc keeps freed memory for

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <fstream>
+#include <optional>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -139,6 +142,47 @@ TEST(ReadHeap, CountsTouchedBlocksAsInUseAndResident) {
   const HeapReading after = read_heap();
   EXPECT_GE(after.in_use_bytes, before.in_use_bytes + 30 * kMB);
   EXPECT_GE(after.resident_anon_bytes, before.resident_anon_bytes + 30 * kMB);
+}
+
+// Whether the mapping of this process that holds `p` has transparent huge
+// pages advised ("hg" among its VmFlags in /proc/self/smaps); nullopt when
+// no mapping holds it.
+std::optional<bool> huge_pages_advised(const void* p) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t from = 0;
+    uintptr_t to = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> from >> dash >> to && dash == '-') {
+      inside = from <= at && at < to;
+    } else if (inside && line.starts_with("VmFlags:")) {
+      return (line + " ").find(" hg ") != std::string::npos;
+    }
+  }
+  return std::nullopt;
+}
+
+TEST(HugePagesForHeap, AskedForThemTheHeapServesLargeAllocationsUnderTheAdvice) {
+#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the heap is glibc's malloc's (AddressSanitizer brings its own)";
+#endif
+  std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(mode_file, mode);
+  if (mode.empty() || mode.find("[never]") != std::string::npos)
+    GTEST_SKIP() << "this kernel gives no transparent huge pages (" << mode << ")";
+  // Without the call, an 8 MiB block is a mapping of its own, not advised.
+  use_huge_pages_for_heap(64 * kMB);
+  std::unique_ptr<char[]> large = std::make_unique<char[]>(8 * kMB);
+  large[0] = 1;
+  EXPECT_EQ(huge_pages_advised(large.get()), true) << "THP mode: " << mode;
+  EXPECT_EQ(huge_pages_advised(large.get() + 4 * kMB), true);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(::sbrk(0));
+  EXPECT_LT(reinterpret_cast<uintptr_t>(large.get()), end) << "from the heap, below its break";
 }
 
 }  // namespace

@@ -496,7 +496,10 @@ std::optional<double> AutoScheduler::admission_gain(const Gpu& g, const Waiting&
     // The leaving job still holds its memory while the new one starts.
     if (claimed + claim > usable_memory(g)) return std::nullopt;
   }
-  std::vector<SoloLoad> before;  // the staying jobs' loads
+  // The staying jobs' loads, in a vector kept from call to call: an event's
+  // walk asks thousands of times, each time for a few loads.
+  std::vector<SoloLoad>& before = loads_scratch_;
+  before.clear();
   double sm = 0;
   // Owners take turns (owners_time_slice): whether the staying jobs have
   // two or more owners (they share the GPU so now), and whether they and `w`
@@ -761,7 +764,7 @@ std::vector<DeviceRoom> AutoScheduler::rooms(int64_t now_ms) {
 void AutoScheduler::occupy(size_t key, int device, uint64_t memory_bytes, double sm_active_pct) {
   for (Gpu& g : gpus_) {
     if (g.slot.device != device) continue;
-    Waiting w{key | kOccupantKey, "gang"};
+    Waiting w{.job = key | kOccupantKey, .signature = "gang"};
     knowledge_.set_label_if_none("gang", "a gang's rank");
     Running r{w, static_cast<int>(&g - gpus_.data()), memory_bytes,
               SoloLoad{sm_active_pct, sm_active_pct}, false};
@@ -832,7 +835,11 @@ int64_t AutoScheduler::longest_queued_startup() const {
   // A bounded walk tries some classes (heads_to_try()); otherwise every
   // class is tried, walked in place (no copy, no ordering needed).
   if (queue_.walk_is_bounded()) {
-    for (const auto& head : heads_to_try()) consider(head.second);
+    const std::vector<ClassQueue::Head>& heads = heads_to_try();
+    for (size_t i = 0; i < heads.size(); ++i) {
+      prefetch_ahead(heads, i);
+      consider(heads[i].second);
+    }
   } else {
     for (const auto& head : queue_.heads()) consider(head.second);
   }
@@ -941,9 +948,25 @@ const std::vector<ClassQueue::Head>& AutoScheduler::walk_heads() {
   return heads_.walked;
 }
 
+void AutoScheduler::prefetch_ahead(const std::vector<ClassQueue::Head>& heads, size_t i) const {
+  // Distances: a node's line comes in while four classes are looked at, the
+  // job's while two are.
+  if (i + 8 < heads.size()) __builtin_prefetch(&heads[i + 8].second->second);
+  if (i + 4 < heads.size() && !heads[i + 4].second->second.empty()) {
+    const Waiting& w = heads[i + 4].second->second.front();
+    __builtin_prefetch(&w.alike);
+    __builtin_prefetch(&w.lookups);
+  }
+  if (i + 2 < heads.size() && !heads[i + 2].second->second.empty())
+    knowledge_.prefetch(heads[i + 2].second->second.front().lookups);
+}
+
 void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {
   // Each class is tried once, from its head as the call began.
-  for (const auto& [seq, cls] : walk_heads()) {
+  const std::vector<ClassQueue::Head>& heads = walk_heads();
+  for (size_t i = 0; i < heads.size(); ++i) {
+    prefetch_ahead(heads, i);
+    ClassQueue::Class* cls = heads[i].second;
     std::deque<Waiting>& q = cls->second;
     if (!place(q.front(), now_ms, out)) {
       note_failed(q.front(), now_ms);

@@ -35,6 +35,8 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
+#include <memory_resource>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -49,6 +51,25 @@ namespace colo {
 // A queued job as the `auto` policy keeps it (it keeps the same record
 // while the job runs, and requeues it as it was).
 struct QueuedJob {
+  // The policy's caches, reset by whoever changes a field below; first, in
+  // the record's first cache line, as an event's walk reads them of every
+  // class it tries and of most of these nothing else. Its likeness as a
+  // hash, computed while the policy's knowledge was `knowledge` (0: never),
+  // and the start-up of the profile it was computed from (0 without one),
+  // which is its usable profile's as long as that knowledge holds. A
+  // likeness computed from a usable profile also keeps that profile's stamp
+  // (SignatureKnowledge::usable_stamp(); 0 for one computed without) and
+  // how many bad combinations there were: while both are the same, so is
+  // the likeness, whatever else the knowledge learned.
+  struct Alike {
+    uint64_t knowledge = 0;
+    uint64_t hash = 0;
+    int64_t startup = 0;
+    uint64_t usable = 0;
+    size_t bad = 0;
+  };
+  mutable Alike alike;
+  mutable SignatureKnowledge::Lookups lookups;  // SignatureKnowledge::usable()
   size_t job = 0;
   std::string signature;
   uint64_t seq = 0;    // arrival order, set by ClassQueue::push
@@ -68,24 +89,6 @@ struct QueuedJob {
   std::string family;
   // Overran its limit as a speculative sibling: waits for its family's measurement.
   bool after_measurement = false;
-  // The policy's caches, reset by whoever changes a field above. Its
-  // likeness as a hash, computed while the policy's knowledge was
-  // `knowledge` (0: never), and the start-up of the profile it was
-  // computed from (0 without one), which is its usable profile's as long
-  // as that knowledge holds. A likeness computed from a usable profile
-  // also keeps that profile's stamp (SignatureKnowledge::usable_stamp(); 0
-  // for one computed without) and how many bad combinations there were:
-  // while both are the same, so is the likeness, whatever else the
-  // knowledge learned.
-  struct Alike {
-    uint64_t knowledge = 0;
-    uint64_t hash = 0;
-    int64_t startup = 0;
-    uint64_t usable = 0;
-    size_t bad = 0;
-  };
-  mutable Alike alike;
-  mutable SignatureKnowledge::Lookups lookups;  // SignatureKnowledge::usable()
 };
 
 class ClassQueue {
@@ -93,6 +96,7 @@ class ClassQueue {
   using Classes = std::map<std::string, std::deque<QueuedJob>>;
   using Class = Classes::value_type;         // (signature, its jobs oldest first)
   using Head = std::pair<uint64_t, Class*>;  // a class by the seq of its first job
+  using Heads = std::pmr::map<uint64_t, Class*>;
 
   // queue_depth 0: every class is tried at every event.
   ClassQueue(size_t queue_depth, size_t backfill_depth)
@@ -100,7 +104,7 @@ class ClassQueue {
   ClassQueue(const ClassQueue&) = delete;
   ClassQueue& operator=(const ClassQueue&) = delete;
   ClassQueue(ClassQueue&&) = default;
-  ClassQueue& operator=(ClassQueue&&) = default;
+  ClassQueue& operator=(ClassQueue&&) = delete;  // heads_ would free into the pool it replaced
 
   // A new job at the back of its class, with the next seq.
   void push(QueuedJob job);
@@ -156,7 +160,7 @@ class ClassQueue {
   // valid until it next changes.
   std::vector<const std::string*> classes_in_family(const std::string& family) const;
   // The non-empty classes by the seq of their first job.
-  const std::map<uint64_t, Class*>& heads() const { return heads_; }
+  const Heads& heads() const { return heads_; }
   uint64_t changes() const { return changes_; }
   // Where the next backfill window starts: a seq.
   uint64_t backfill_from() const { return backfill_from_; }
@@ -170,7 +174,13 @@ class ClassQueue {
   size_t queue_depth_ = 0;
   size_t backfill_depth_ = 0;
   Classes classes_;
-  std::map<uint64_t, Class*> heads_;
+  // heads_'s nodes in a pool of their own (declared first: it outlives
+  // them), so that an event's walk in arrival order reads 10,000 classes'
+  // nodes from a few hundred kilobytes, not from nodes strewn among every
+  // job's records. On the heap: a moved queue's map keeps its allocator.
+  std::unique_ptr<std::pmr::unsynchronized_pool_resource> heads_pool_ =
+      std::make_unique<std::pmr::unsynchronized_pool_resource>();
+  Heads heads_{heads_pool_.get()};
   uint64_t changes_ = 0;
   // order()'s last bounded listing in arrival order, and where the window
   // after it starts, made while changes_ and backfill_from_ were these.

@@ -215,8 +215,8 @@ const JobProfile* SignatureKnowledge::usable_over(const Member* member,
   // Without its own profile, the family's answer itself (shared, not copied).
   const JobProfile* usable = &*e.estimate->profile;
   if (own_profile != nullptr) {
-    e.usable = merge_profiles(*own_profile, *e.estimate->profile);
-    usable = &e.usable;
+    member->merged = merge_profiles(*own_profile, *e.estimate->profile);
+    usable = &member->merged;
   }
   // Estimated beyond every GPU: measure it instead.
   if (usable->peak_memory_bytes.value_or(0) > largest_memory_) return nullptr;
