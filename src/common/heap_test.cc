@@ -5,9 +5,9 @@
 
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
-#include <memory>
 #include <string>
 #include <vector>
 

@@ -221,10 +221,13 @@ void AutoScheduler::add(Gpu& gpu, Running r, int64_t now_ms, std::vector<Decisio
     r.waiting.solo_unknown = own == nullptr || !own->has_solo_rate();
   }
   gpu.alone = gpu.alone || r.waiting.keeps_gpu();
-  // Judged only when every job there has a solo rate to compare with.
+  // Judged only when every job there has a solo rate to compare with (each
+  // job's profile is its signature's, found through the job's own lookups:
+  // no lookup by signature in tables of a sweep's thousands).
   gpu.judging = gpu.jobs.size() >= 2 && !verdicts_.good.contains(gpu.combination) &&
-                std::all_of(gpu.combination.begin(), gpu.combination.end(), [&](const auto& c) {
-                  const JobProfile* p = usable_profile(c.first);
+                std::all_of(gpu.jobs.begin(), gpu.jobs.end(), [&](size_t j) {
+                  const JobProfile* p =
+                      usable_profile(j == job ? r.waiting : running_.at(j).waiting);
                   return p != nullptr && p->samples_per_s && *p->samples_per_s > 0 &&
                          p->rate_uncertainty <= kJudgedRateUncertainty;
                 });
@@ -700,9 +703,9 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
   }
   if (best_leaving) running_.at(*best_leaving).departing = true;
   std::optional<JobProfile> from_family;
-  if (knowledge_.estimated(w.signature)) {
+  if (knowledge_.estimated(w.signature, w.lookups)) {
     from_family = *p;
-    if (knowledge_.announce(w.signature)) {
+    if (knowledge_.announce(w.signature, w.lookups)) {
       auto pct = [](double u) { return u > 0 ? fmt::format(" (+-{:.0f}%)", 100 * u) : ""; };
       std::string what = fmt::format(
           "profile {}: {} peak{}, {:.0f}% SM activity{}, {}; memory claim {}", p->source,
@@ -712,7 +715,7 @@ bool AutoScheduler::place(const Waiting& w, int64_t now_ms, std::vector<Decision
               ? fmt::format("{:.0f} samples/s{}", *p->samples_per_s, pct(p->rate_uncertainty))
               : std::string("rate unknown"),
           format_bytes(best_claim));
-      estimate_notes_[what].push_back(knowledge_.member(w.signature)->name);
+      estimate_notes_[what].push_back(knowledge_.member(w.signature, w.lookups)->name);
     }
   }
   Running r{w, static_cast<int>(best - gpus_.data()), best_claim, load, false};
@@ -953,12 +956,14 @@ void AutoScheduler::prefetch_ahead(const std::vector<ClassQueue::Head>& heads, s
   // job's while two are.
   if (i + 8 < heads.size()) __builtin_prefetch(&heads[i + 8].second->second);
   if (i + 4 < heads.size() && !heads[i + 4].second->second.empty()) {
-    const Waiting& w = heads[i + 4].second->second.front();
-    __builtin_prefetch(&w.alike);
-    __builtin_prefetch(&w.lookups);
+    // What the caches and a likeness read of it: its first three lines.
+    const char* w = reinterpret_cast<const char*>(&heads[i + 4].second->second.front());
+    for (int line = 0; line < 3; ++line) __builtin_prefetch(w + 64 * line);
   }
   if (i + 2 < heads.size() && !heads[i + 2].second->second.empty())
     knowledge_.prefetch(heads[i + 2].second->second.front().lookups);
+  if (i + 1 < heads.size() && !heads[i + 1].second->second.empty())
+    knowledge_.prefetch_values(heads[i + 1].second->second.front().lookups);
 }
 
 void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {
@@ -1053,7 +1058,7 @@ EndVerdict AutoScheduler::finished(size_t job, JobEnd end, int64_t now_ms) {
           r.work_done_ms + r.rate / *p->samples_per_s *
                                static_cast<double>(std::max<int64_t>(0, now_ms - r.integrated_ms));
       const double samples = work_ms * *p->samples_per_s / 1000.0;
-      knowledge_.ended(r.waiting.signature, samples);
+      knowledge_.ended(r.waiting.signature, r.waiting.lookups, samples);
     }
   }
 
@@ -1248,7 +1253,7 @@ void AutoScheduler::avoid_together(const std::vector<std::string>& signatures) {
 void AutoScheduler::measured(size_t job, const JobProfile& measured) {
   auto it = running_.find(job);
   if (it == running_.end() || !measured.peak_memory_bytes) return;
-  knowledge_.measured_memory(it->second.waiting.signature, measured);
+  knowledge_.measured_memory(it->second.waiting.signature, it->second.waiting.lookups, measured);
 }
 
 std::vector<size_t> AutoScheduler::drain_queued() {
@@ -1271,7 +1276,8 @@ std::optional<int64_t> AutoScheduler::expected_end_ms(size_t job, int64_t now_ms
   // like it that ended here, counted as its observed rates count work.
   const JobProfile* p = usable_profile(r.waiting);
   if (p == nullptr || r.probe || !p->has_solo_rate() || *p->samples_per_s <= 0) return std::nullopt;
-  const std::optional<double> samples = knowledge_.ended_samples(r.waiting.signature);
+  const std::optional<double> samples =
+      knowledge_.ended_samples(r.waiting.signature, r.waiting.lookups);
   if (!samples) return std::nullopt;
   JobProfile timed = *p;
   timed.startup_ms = 0;

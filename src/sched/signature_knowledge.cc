@@ -122,7 +122,7 @@ JobProfile SignatureKnowledge::learned(const std::string& signature, const JobPr
     auto it = profiles_.find(signature);
     merged = it == profiles_.end() ? measured : merge_profiles(measured, it->second);
     auto [at, added] = profiles_.insert_or_assign(signature, merged);
-    if (added) profile_added(signature, at->second);
+    if (added) profile_added(signature, at->second, member);
     own = &at->second;
   }
   ++version_;
@@ -133,9 +133,20 @@ JobProfile SignatureKnowledge::learned(const std::string& signature, const JobPr
 
 void SignatureKnowledge::measured_memory(const std::string& signature, const JobProfile& measured) {
   if (!measured.peak_memory_bytes) return;
-  Member* member = find_member(signature);
+  measured_memory(signature, find_member(signature), measured);
+}
+
+void SignatureKnowledge::measured_memory(const std::string& signature, Lookups& lookups,
+                                         const JobProfile& measured) {
+  if (!measured.peak_memory_bytes) return;
+  look_up(signature, lookups);
+  measured_memory(signature, changeable(lookups), measured);
+}
+
+void SignatureKnowledge::measured_memory(const std::string& signature, Member* member,
+                                         const JobProfile& measured) {
   JobProfile& own =
-      member != nullptr && member->own != nullptr ? *member->own : own_profile(signature);
+      member != nullptr && member->own != nullptr ? *member->own : own_profile(signature, member);
   own.peak_memory_bytes = std::max(own.peak_memory_bytes.value_or(0), *measured.peak_memory_bytes);
   own.memory_uncertainty = 0;
   ++version_;
@@ -154,15 +165,17 @@ void SignatureKnowledge::raise_peak(const std::string& signature, uint64_t bytes
   own_changed(signature, p);
 }
 
-JobProfile& SignatureKnowledge::own_profile(const std::string& signature) {
+JobProfile& SignatureKnowledge::own_profile(const std::string& signature, Member* member) {
   auto [it, added] = profiles_.try_emplace(signature);
-  if (added) profile_added(signature, it->second);
+  if (added) profile_added(signature, it->second, member);
   return it->second;
 }
 
-void SignatureKnowledge::profile_added(const std::string& signature, JobProfile& profile) {
+void SignatureKnowledge::profile_added(const std::string& signature, JobProfile& profile,
+                                       Member* member) {
   ++records_added_;
-  if (auto m = members_.find(signature); m != members_.end()) m->second.own = &profile;
+  if (member == nullptr) member = find_member(signature);
+  if (member != nullptr) member->own = &profile;
 }
 
 SignatureKnowledge::Member* SignatureKnowledge::find_member(const std::string& signature) {
@@ -224,12 +237,16 @@ const JobProfile* SignatureKnowledge::usable_over(const Member* member,
   return e.answer;
 }
 
-const JobProfile* SignatureKnowledge::usable(const std::string& signature, Lookups& lookups) const {
+void SignatureKnowledge::look_up(const std::string& signature, Lookups& lookups) const {
   if (lookups.member == nullptr && lookups.added != records_added_) {
     lookups.added = records_added_;
     lookups.member = find_member(signature);
     lookups.own = lookups.member == nullptr ? own(signature) : nullptr;
   }
+}
+
+const JobProfile* SignatureKnowledge::usable(const std::string& signature, Lookups& lookups) const {
+  look_up(signature, lookups);
   if (lookups.member != nullptr) return usable_over(lookups.member, lookups.member->own);
   return usable_over(nullptr, lookups.own);
 }
@@ -237,6 +254,12 @@ const JobProfile* SignatureKnowledge::usable(const std::string& signature, Looku
 bool SignatureKnowledge::estimated(const std::string& signature) const {
   const JobProfile* own_profile = own(signature);
   return !(own_profile != nullptr && own_profile->admissible()) && usable(signature) != nullptr;
+}
+
+bool SignatureKnowledge::estimated(const std::string& signature, Lookups& lookups) const {
+  const JobProfile* usable_profile = usable(signature, lookups);
+  const JobProfile* own_profile = lookups.member != nullptr ? lookups.member->own : lookups.own;
+  return !(own_profile != nullptr && own_profile->admissible()) && usable_profile != nullptr;
 }
 
 JobProfile SignatureKnowledge::prior_of(const std::string& signature) const {
@@ -253,6 +276,12 @@ JobProfile SignatureKnowledge::prior_of(const std::string& signature) const {
 const FamilyMember* SignatureKnowledge::member(const std::string& signature) const {
   auto it = members_.find(signature);
   return it == members_.end() ? nullptr : &it->second.member;
+}
+
+const FamilyMember* SignatureKnowledge::member(const std::string& signature,
+                                               Lookups& lookups) const {
+  look_up(signature, lookups);
+  return lookups.member != nullptr ? &lookups.member->member : nullptr;
 }
 
 std::pair<size_t, size_t> SignatureKnowledge::family_size(const std::string& signature) const {
@@ -336,9 +365,18 @@ void SignatureKnowledge::keep_probe_targets_while(uint64_t queue_changes) {
 }
 
 bool SignatureKnowledge::announce(const std::string& signature) {
-  auto it = members_.find(signature);
-  if (it == members_.end()) return false;
-  return announced_.insert({signature, it->second.family->version}).second;
+  return announce(find_member(signature));
+}
+
+bool SignatureKnowledge::announce(const std::string& signature, Lookups& lookups) {
+  look_up(signature, lookups);
+  return announce(lookups.member);
+}
+
+bool SignatureKnowledge::announce(const Member* member) {
+  if (member == nullptr || member->announced == member->family->version) return false;
+  member->announced = member->family->version;
+  return true;
 }
 
 void SignatureKnowledge::add_to_family(Member& member, const JobProfile& measured) {
@@ -368,19 +406,40 @@ void SignatureKnowledge::add_to_family(Member& member, const JobProfile& measure
 }
 
 void SignatureKnowledge::ended(const std::string& signature, double samples) {
-  ended_samples_[signature] = samples;
-  if (auto member = members_.find(signature); member != members_.end())
-    family_ended_samples_[member->second.member.family] = samples;
+  ended(signature, find_member(signature), samples);
+}
+
+void SignatureKnowledge::ended(const std::string& signature, Lookups& lookups, double samples) {
+  look_up(signature, lookups);
+  ended(signature, changeable(lookups), samples);
+}
+
+void SignatureKnowledge::ended(const std::string& signature, Member* member, double samples) {
+  if (member == nullptr) {
+    ended_samples_[signature] = samples;
+    return;
+  }
+  member->ended_samples = samples;
+  member->family->ended_samples = samples;
 }
 
 std::optional<double> SignatureKnowledge::ended_samples(const std::string& signature) const {
+  return ended_samples(signature, find_member(signature));
+}
+
+std::optional<double> SignatureKnowledge::ended_samples(const std::string& signature,
+                                                        Lookups& lookups) const {
+  look_up(signature, lookups);
+  return ended_samples(signature, lookups.member);
+}
+
+std::optional<double> SignatureKnowledge::ended_samples(const std::string& signature,
+                                                        const Member* member) const {
+  // Its own (as a member, else from before it had a membership), else its family's.
+  if (member != nullptr && member->ended_samples) return member->ended_samples;
   if (auto own_samples = ended_samples_.find(signature); own_samples != ended_samples_.end())
     return own_samples->second;
-  if (auto member = members_.find(signature); member != members_.end()) {
-    if (auto f = family_ended_samples_.find(member->second.member.family);
-        f != family_ended_samples_.end())
-      return f->second;
-  }
+  if (member != nullptr) return member->family->ended_samples;
   return std::nullopt;
 }
 

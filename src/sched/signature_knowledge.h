@@ -83,6 +83,8 @@ class SignatureKnowledge {
   // A peak memory measured of one of its jobs: its own peak becomes the
   // larger of the two, with no uncertainty, and its family learns it.
   void measured_memory(const std::string& signature, const JobProfile& measured);
+  // The same, through `lookups` (usable()'s).
+  void measured_memory(const std::string& signature, Lookups& lookups, const JobProfile& measured);
   // Its own peak becomes at least `bytes` (a job ran out of memory).
   void raise_peak(const std::string& signature, uint64_t bytes);
 
@@ -103,22 +105,23 @@ class SignatureKnowledge {
   uint64_t usable_stamp(const Lookups& lookups) const;
   // Asks the processor to fetch what usable_stamp() and usable() read of a
   // membership found already, ahead of reading it (a walk of thousands of
-  // classes overlaps their cache misses). Reads only `lookups`.
-  void prefetch(const Lookups& lookups) const {
-    if (lookups.member == nullptr) return;
-    const char* m = reinterpret_cast<const char*>(lookups.member);
-    __builtin_prefetch(m);
-    __builtin_prefetch(m + 64);
-  }
+  // classes overlaps their cache misses): prefetch() its record, reading only
+  // `lookups`; prefetch_values(), called later, its values, reading the record.
+  void prefetch(const Lookups& lookups) const;
+  void prefetch_values(const Lookups& lookups) const;
   // Whether usable() comes from its family's estimate (its own profile is
   // not admissible alone).
   bool estimated(const std::string& signature) const;
+  // The same, through `lookups` (usable()'s): no lookup by signature once
+  // its membership was found.
+  bool estimated(const std::string& signature, Lookups& lookups) const;
   // Its prior (set_prior(), else the default PriorModel's), with its own
   // profile (a hint's memory or SM activity) over it field by field.
   JobProfile prior_of(const std::string& signature) const;
 
   // Its family membership; nullptr without one.
   const FamilyMember* member(const std::string& signature) const;
+  const FamilyMember* member(const std::string& signature, Lookups& lookups) const;
   // How many measured instances its family has, and how many signatures;
   // {0, 0} without a family.
   std::pair<size_t, size_t> family_size(const std::string& signature) const;
@@ -152,12 +155,16 @@ class SignatureKnowledge {
   // True the first time it is asked for `signature` since its family's last
   // measurement (the estimate it is placed by is new: note it once).
   bool announce(const std::string& signature);
+  bool announce(const std::string& signature, Lookups& lookups);
 
   // A job of `signature` ended ok having done `samples` from its first
   // observed rate on; ended_samples() is the latest of its signature, else
   // of its family.
   void ended(const std::string& signature, double samples);
   std::optional<double> ended_samples(const std::string& signature) const;
+  // The same, through `lookups` (usable()'s).
+  void ended(const std::string& signature, Lookups& lookups, double samples);
+  std::optional<double> ended_samples(const std::string& signature, Lookups& lookups) const;
 
   uint64_t version() const { return version_; }
 
@@ -186,6 +193,8 @@ class SignatureKnowledge {
     // estimates while `version` is effects_version.
     mutable EffectsMemo effects;
     mutable uint64_t effects_version = UINT64_MAX;
+    // The samples of the last of its jobs to end ok (ended()).
+    std::optional<double> ended_samples;
   };
   struct Estimated {
     uint64_t version = UINT64_MAX;  // of the family when it was computed
@@ -229,18 +238,33 @@ class SignatureKnowledge {
     std::optional<size_t> instance;
     // Its own profile over the estimate, when it has one (usable()).
     mutable JobProfile merged;
+    // Its family's version when announce() last answered true for it.
+    mutable uint64_t announced = UINT64_MAX;
+    // The samples of the last of its jobs to end ok as a member (ended()).
+    std::optional<double> ended_samples;
   };
+  // Fills `lookups` for `signature` where they may be stale (see Lookups).
+  void look_up(const std::string& signature, Lookups& lookups) const;
+  // announce() of a signature with `member` (nullptr: none).
+  bool announce(const Member* member);
+  // The membership `lookups` found, to change (a Lookups keeps a pointer
+  // into members_, which is this object's).
+  static Member* changeable(const Lookups& lookups) { return const_cast<Member*>(lookups.member); }
+  void measured_memory(const std::string& signature, Member* member, const JobProfile& measured);
+  void ended(const std::string& signature, Member* member, double samples);
+  std::optional<double> ended_samples(const std::string& signature, const Member* member) const;
   // usable() of a signature with `member` (nullptr: none) and `own_profile`.
   const JobProfile* usable_over(const Member* member, const JobProfile* own_profile) const;
   const Member* find_member(const std::string& signature) const;
-  // The signature's entry in profiles_, added empty when it has none.
-  JobProfile& own_profile(const std::string& signature);
+  // The signature's entry in profiles_, added empty when it has none;
+  // `member`: its membership when the caller found it (else looked up).
+  JobProfile& own_profile(const std::string& signature, Member* member = nullptr);
   // Its own profile, now `profile`, changed at version_ (usable_stamp()):
   // by signature, or through its membership (nullptr: none).
   void own_changed(const std::string& signature, const JobProfile& profile);
   void own_changed(Member* member, const JobProfile& profile);
   // `profile` was added to profiles_ for `signature`: counted, and kept by its membership.
-  void profile_added(const std::string& signature, JobProfile& profile);
+  void profile_added(const std::string& signature, JobProfile& profile, Member* member = nullptr);
   // The family's EffectsMemo, emptied when its measurements changed.
   EffectsMemo& effects_of(const Family& f) const;
   // A measurement of `member`'s signature joins its family.
@@ -273,16 +297,8 @@ class SignatureKnowledge {
   uint64_t probe_targets_queue_ = 0;
   // probe_target() with candidates looks at every signature instead.
   bool scan_every_signature_ = false;
-  struct AnnouncedHash {
-    size_t operator()(const std::pair<std::string, uint64_t>& a) const {
-      return std::hash<std::string>{}(a.first) ^
-             (std::hash<uint64_t>{}(a.second) * 0x9e3779b97f4a7c15ull);
-    }
-  };
-  // (signature, family version).
-  std::unordered_set<std::pair<std::string, uint64_t>, AnnouncedHash> announced_;
-  std::unordered_map<std::string, double> ended_samples_;  // by signature
-  std::map<std::string, double> family_ended_samples_;     // by family
+  // ended() of signatures while they had no membership (members keep theirs).
+  std::unordered_map<std::string, double> ended_samples_;
   // Starts at 1, so that a cache stamped 0 was never filled.
   uint64_t version_ = 1;
 };
@@ -292,6 +308,19 @@ inline uint64_t SignatureKnowledge::usable_stamp(const Lookups& lookups) const {
   const Member* m = lookups.member;
   if (m == nullptr) return version_;
   return m->own_admissible ? m->changed : std::max(m->changed, m->family->changed);
+}
+
+inline void SignatureKnowledge::prefetch(const Lookups& lookups) const {
+  if (lookups.member == nullptr) return;
+  // Its hot fields, from `family` to `point`, in at most four lines.
+  const char* from = reinterpret_cast<const char*>(lookups.member);
+  const char* to = reinterpret_cast<const char*>(&lookups.member->point + 1);
+  for (const char* p = from; p < to; p += 64) __builtin_prefetch(p);
+  __builtin_prefetch(to - 1);
+}
+
+inline void SignatureKnowledge::prefetch_values(const Lookups& lookups) const {
+  if (lookups.member != nullptr) __builtin_prefetch(lookups.member->point.values.data());
 }
 
 }  // namespace colo

@@ -111,8 +111,14 @@ TEST_P(CachedLookups, AnswerAsAFreshLookupAfterEveryStep) {
   SignatureKnowledge::Lookups s_lookups;
   SignatureKnowledge::Lookups t_lookups;
   auto expect_same = [&](const std::string& when) {
-    EXPECT_EQ(k.usable("s", s_lookups), k.usable("s")) << "s " << when;
-    EXPECT_EQ(k.usable("t", t_lookups), k.usable("t")) << "t " << when;
+    for (auto [signature, lookups] : {std::pair{"s", &s_lookups}, std::pair{"t", &t_lookups}}) {
+      EXPECT_EQ(k.usable(signature, *lookups), k.usable(signature)) << signature << " " << when;
+      EXPECT_EQ(k.estimated(signature, *lookups), k.estimated(signature))
+          << signature << " " << when;
+      EXPECT_EQ(k.member(signature, *lookups), k.member(signature)) << signature << " " << when;
+      EXPECT_EQ(k.ended_samples(signature, *lookups), k.ended_samples(signature))
+          << signature << " " << when;
+    }
   };
   expect_same("before any step");
   for (size_t i = 0; i < c.steps.size(); ++i) {
@@ -482,6 +488,54 @@ TEST(SignatureKnowledgeTest, EndedWorkOfItsOwnElseOfItsFamily) {
   k.ended("s", 300);
   k.ended("t", 700);
   EXPECT_EQ(k.ended_samples("s"), 300.0) << "its own first";
+  k.ended("u", 40);
+  EXPECT_EQ(k.ended_samples("u"), 40.0) << "without a family: its own";
+  k.set_family("u", toy_member("toy[lr=0.4]", "0.4"));
+  EXPECT_EQ(k.ended_samples("u"), 40.0) << "its own from before its membership, not the family's";
+  k.ended("u", 60);
+  EXPECT_EQ(k.ended_samples("u"), 60.0);
+  EXPECT_EQ(k.ended_samples("v"), std::nullopt);
+}
+
+// What a caller changes through a queued job's Lookups (announce(), ended(),
+// measured_memory()) is what it would change by signature: two knowledges
+// fed the same steps, one each way, answer alike after every step.
+TEST(SignatureKnowledgeTest, ChangesThroughLookupsAreThoseBySignature) {
+  SignatureKnowledge by_signature(kLargest);
+  SignatureKnowledge through(kLargest);
+  std::map<std::string, SignatureKnowledge::Lookups> lookups;
+  for (SignatureKnowledge* k : {&by_signature, &through}) {
+    k->add_family_instance("toy", {"toy[lr=0.1]", {{"lr", "0.1"}}, knowledge_profile(6)});
+    k->set_family("s", toy_member("toy[lr=0.2]", "0.2"));
+  }
+  auto step = [&](const std::string& what, const std::string& signature) {
+    SignatureKnowledge::Lookups& l = lookups[signature];
+    if (what == "announce") {
+      EXPECT_EQ(through.announce(signature, l), by_signature.announce(signature))
+          << what << " " << signature;
+    } else if (what == "ended") {
+      through.ended(signature, l, 250);
+      by_signature.ended(signature, 250);
+    } else {
+      through.measured_memory(signature, l, knowledge_profile(8, std::nullopt));
+      by_signature.measured_memory(signature, knowledge_profile(8, std::nullopt));
+    }
+    for (const std::string& s : {"s", "t"}) {
+      EXPECT_EQ(through.ended_samples(s), by_signature.ended_samples(s)) << what << " " << s;
+      const JobProfile* a = through.usable(s);
+      const JobProfile* b = by_signature.usable(s);
+      ASSERT_EQ(a == nullptr, b == nullptr) << what << " " << s;
+      if (a != nullptr) EXPECT_EQ(a->peak_memory_bytes, b->peak_memory_bytes) << what << " " << s;
+    }
+  };
+  // "t" has no membership when first named, then one.
+  for (const char* what : {"announce", "ended", "measured_memory"}) step(what, "t");
+  for (SignatureKnowledge* k : {&by_signature, &through})
+    k->set_family("t", toy_member("toy[lr=0.3]", "0.3"));
+  for (const char* what : {"announce", "announce", "ended", "measured_memory", "announce"}) {
+    step(what, "s");
+    step(what, "t");
+  }
 }
 
 TEST(SignatureKnowledgeTest, ProbeTargetAmongTheQueuedAndCachedUntilAChange) {
