@@ -296,16 +296,24 @@ ProfilesBySignature usable_profiles(
     const ProfilesBySignature& known,
     const std::map<std::string, std::vector<FamilyInstance>>& instances,
     const std::vector<JobSpec>& jobs) {
+  return usable_profiles(known, instances, jobs, job_signatures(jobs));
+}
+
+ProfilesBySignature usable_profiles(
+    const ProfilesBySignature& known,
+    const std::map<std::string, std::vector<FamilyInstance>>& instances,
+    const std::vector<JobSpec>& jobs, const std::vector<std::string>& signatures) {
   ProfilesBySignature out;
   out.reserve(jobs.size());
-  for (const JobSpec& job : jobs) {
-    const std::string signature = job_signature(job);
-    if (out.contains(signature)) continue;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobSpec& job = jobs[i];
+    const std::string& signature = signatures[i];
     auto own = known.find(signature);
     if (own != known.end() && own->second.admissible()) {
-      out[signature] = own->second;
+      out.try_emplace(signature, own->second);  // the first job of a signature decides
       continue;
     }
+    if (out.contains(signature)) continue;
     auto family = instances.find(job.family);
     if (family == instances.end()) continue;
     FamilyEstimate e = estimate_from_family(family->second, job.params, job.resource_params);
@@ -335,10 +343,18 @@ JobProfile hint_profile(const JobSpec& job) {
 ProfilesBySignature known_profiles(const std::vector<LearnedProfile>& learned,
                                    const std::vector<JobSpec>& jobs, std::string_view gpu_model,
                                    bool simulated) {
+  return known_profiles(learned, jobs, job_signatures(jobs), gpu_model, simulated);
+}
+
+ProfilesBySignature known_profiles(const std::vector<LearnedProfile>& learned,
+                                   const std::vector<JobSpec>& jobs,
+                                   const std::vector<std::string>& signatures,
+                                   std::string_view gpu_model, bool simulated) {
   ProfilesBySignature out;
   out.reserve(jobs.size());
-  for (const JobSpec& job : jobs) {
-    const std::string signature = job_signature(job);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobSpec& job = jobs[i];
+    const std::string& signature = signatures[i];
     if (out.contains(signature)) continue;
     const LearnedProfile* best = find_profile(learned, signature, gpu_model, simulated);
     JobProfile hint = hint_profile(job);

@@ -135,6 +135,11 @@ ProfilesBySignature usable_profiles(
     const ProfilesBySignature& known,
     const std::map<std::string, std::vector<FamilyInstance>>& instances,
     const std::vector<JobSpec>& jobs);
+// The same, given each job's signature (job_signatures(jobs)).
+ProfilesBySignature usable_profiles(
+    const ProfilesBySignature& known,
+    const std::map<std::string, std::vector<FamilyInstance>>& instances,
+    const std::vector<JobSpec>& jobs, const std::vector<std::string>& signatures);
 
 // What the auto policy's priors (sched/prior.h) draw on for GPU model
 // `gpu_model` (as find_profile matches it): each learned profile with peak
@@ -156,6 +161,11 @@ JobProfile hint_profile(const JobSpec& job);
 ProfilesBySignature known_profiles(const std::vector<LearnedProfile>& learned,
                                    const std::vector<JobSpec>& jobs, std::string_view gpu_model,
                                    bool simulated);
+// The same, given each job's signature (job_signatures(jobs)).
+ProfilesBySignature known_profiles(const std::vector<LearnedProfile>& learned,
+                                   const std::vector<JobSpec>& jobs,
+                                   const std::vector<std::string>& signatures,
+                                   std::string_view gpu_model, bool simulated);
 
 // The input calibrate() takes from one analysed run: jobs that shared one GPU
 // under mps or naive in a run that ended ok, with the summed normalized rate

@@ -18,6 +18,7 @@
 #include "common/units.h"
 #include "gpu/open_backend.h"
 #include "jobs/job_qos.h"
+#include "jobs/job_signature.h"
 #include "run/leftovers.h"
 #include "run/run_controller.h"
 
@@ -415,12 +416,15 @@ std::optional<PlanningInput> planning_input(const std::string& job_file,
   }
   std::vector<Collocation> collocations;
   std::vector<LearnedProfile> stored = stored_profiles(db, no_store, collocations);
-  const ProfilesBySignature known = known_profiles(stored, file->jobs, model->model, true);
+  // Each job's signature once: the three steps below look every job up by it.
+  const std::vector<std::string> signatures = job_signatures(file->jobs);
+  const ProfilesBySignature known =
+      known_profiles(stored, file->jobs, signatures, model->model, true);
   std::map<std::string, std::vector<FamilyInstance>> families =
       family_instances(stored, file->jobs, model->model, true);
   const PriorModel priors(prior_samples(stored, model->model, true), model->memory_total_bytes);
-  SimJobSet set =
-      make_sim_jobs(*file, known, usable_profiles(known, families, file->jobs), &priors);
+  SimJobSet set = make_sim_jobs(*file, signatures, known,
+                                usable_profiles(known, families, file->jobs, signatures), &priors);
   SimOptions node;
   node.family_instances = std::move(families);
   node.gpus = gpus;

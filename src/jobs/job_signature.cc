@@ -52,6 +52,13 @@ std::string job_signature(const JobSpec& job) {
   return hash.hex();
 }
 
+std::vector<std::string> job_signatures(const std::vector<JobSpec>& jobs) {
+  std::vector<std::string> out;
+  out.reserve(jobs.size());
+  for (const JobSpec& job : jobs) out.push_back(job_signature(job));
+  return out;
+}
+
 std::string jobs_signature(std::vector<std::string> job_signatures) {
   std::sort(job_signatures.begin(), job_signatures.end());
   Fnv1a64 hash;

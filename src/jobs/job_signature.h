@@ -14,6 +14,9 @@ namespace colo {
 // working directory and environment (sorted by key). Name, hints and the
 // mechanism do not enter, so the same command under any mechanism matches.
 std::string job_signature(const JobSpec& job);
+// job_signature() of each of `jobs`, in order: computed once for callers that
+// each look every job up by it (colo simulate of a 10,000-point sweep).
+std::vector<std::string> job_signatures(const std::vector<JobSpec>& jobs);
 
 // Identity of a set of jobs: the hash of the sorted multiset of job signatures
 // (order of the jobs in the file does not matter; repeats count).

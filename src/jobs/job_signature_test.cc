@@ -37,6 +37,18 @@ TEST(SignatureTest, DependsOnCommandDirectoryAndEnvironmentOnly) {
   EXPECT_NE(job_signature(make_job("x", {"ab", "c"})), job_signature(make_job("x", {"a", "bc"})));
 }
 
+TEST(SignatureTest, SignaturesOfJobsAreEachJobsInOrder) {
+  const std::vector<JobSpec> jobs = {make_job("a", {"python", "a.py"}),
+                                     make_job("b", {"python", "b.py"}),
+                                     make_job("a again", {"python", "a.py"})};
+  const std::vector<std::string> signatures = job_signatures(jobs);
+  ASSERT_EQ(signatures.size(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(signatures[i], job_signature(jobs[i])) << i;
+  EXPECT_EQ(signatures[0], signatures[2]);
+  EXPECT_NE(signatures[0], signatures[1]);
+  EXPECT_TRUE(job_signatures({}).empty());
+}
+
 TEST(SignatureTest, JobsSignatureIsAnOrderFreeMultiset) {
   EXPECT_EQ(jobs_signature({"a", "b", "c"}), jobs_signature({"c", "a", "b"}));
   EXPECT_NE(jobs_signature({"a", "a", "b"}), jobs_signature({"a", "b", "b"}));

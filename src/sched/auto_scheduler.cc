@@ -838,11 +838,7 @@ int64_t AutoScheduler::longest_queued_startup() const {
   // A bounded walk tries some classes (heads_to_try()); otherwise every
   // class is tried, walked in place (no copy, no ordering needed).
   if (queue_.walk_is_bounded()) {
-    const std::vector<ClassQueue::Head>& heads = heads_to_try();
-    for (size_t i = 0; i < heads.size(); ++i) {
-      prefetch_ahead(heads, i);
-      consider(heads[i].second);
-    }
+    for (const auto& head : heads_to_try()) consider(head.second);
   } else {
     for (const auto& head : queue_.heads()) consider(head.second);
   }
@@ -951,27 +947,9 @@ const std::vector<ClassQueue::Head>& AutoScheduler::walk_heads() {
   return heads_.walked;
 }
 
-void AutoScheduler::prefetch_ahead(const std::vector<ClassQueue::Head>& heads, size_t i) const {
-  // Distances: a node's line comes in while four classes are looked at, the
-  // job's while two are.
-  if (i + 8 < heads.size()) __builtin_prefetch(&heads[i + 8].second->second);
-  if (i + 4 < heads.size() && !heads[i + 4].second->second.empty()) {
-    // What the caches and a likeness read of it: its first three lines.
-    const char* w = reinterpret_cast<const char*>(&heads[i + 4].second->second.front());
-    for (int line = 0; line < 3; ++line) __builtin_prefetch(w + 64 * line);
-  }
-  if (i + 2 < heads.size() && !heads[i + 2].second->second.empty())
-    knowledge_.prefetch(heads[i + 2].second->second.front().lookups);
-  if (i + 1 < heads.size() && !heads[i + 1].second->second.empty())
-    knowledge_.prefetch_values(heads[i + 1].second->second.front().lookups);
-}
-
 void AutoScheduler::place_heads(int64_t now_ms, std::vector<Decision>& out) {
   // Each class is tried once, from its head as the call began.
-  const std::vector<ClassQueue::Head>& heads = walk_heads();
-  for (size_t i = 0; i < heads.size(); ++i) {
-    prefetch_ahead(heads, i);
-    ClassQueue::Class* cls = heads[i].second;
+  for (const auto& [seq, cls] : walk_heads()) {
     std::deque<Waiting>& q = cls->second;
     if (!place(q.front(), now_ms, out)) {
       note_failed(q.front(), now_ms);

@@ -494,12 +494,6 @@ class AutoScheduler final : public Scheduler {
   // until its next call: thousands of classes, no allocation per event.
   const std::vector<ClassQueue::Head>& heads_to_try() const;
   const std::vector<ClassQueue::Head>& walk_heads();
-  // Called before a walk reads heads[i]: asks the processor for what it
-  // will read of the classes a few places on (each class's node, its first
-  // job's caches, that job's membership), each step reading only what an
-  // earlier call's step fetched, so that a walk of a sweep's thousands of
-  // classes overlaps their cache misses instead of taking them one by one.
-  void prefetch_ahead(const std::vector<ClassQueue::Head>& heads, size_t i) const;
   struct HeadLists {
     std::vector<ClassQueue::Head> to_try;
     std::vector<ClassQueue::Head> walked;

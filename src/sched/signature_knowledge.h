@@ -103,12 +103,6 @@ class SignatureKnowledge {
   // family's measurements change; without a membership found, it is
   // version(). Read without the profile itself.
   uint64_t usable_stamp(const Lookups& lookups) const;
-  // Asks the processor to fetch what usable_stamp() and usable() read of a
-  // membership found already, ahead of reading it (a walk of thousands of
-  // classes overlaps their cache misses): prefetch() its record, reading only
-  // `lookups`; prefetch_values(), called later, its values, reading the record.
-  void prefetch(const Lookups& lookups) const;
-  void prefetch_values(const Lookups& lookups) const;
   // Whether usable() comes from its family's estimate (its own profile is
   // not admissible alone).
   bool estimated(const std::string& signature) const;
@@ -308,19 +302,6 @@ inline uint64_t SignatureKnowledge::usable_stamp(const Lookups& lookups) const {
   const Member* m = lookups.member;
   if (m == nullptr) return version_;
   return m->own_admissible ? m->changed : std::max(m->changed, m->family->changed);
-}
-
-inline void SignatureKnowledge::prefetch(const Lookups& lookups) const {
-  if (lookups.member == nullptr) return;
-  // Its hot fields, from `family` to `point`, in at most four lines.
-  const char* from = reinterpret_cast<const char*>(lookups.member);
-  const char* to = reinterpret_cast<const char*>(&lookups.member->point + 1);
-  for (const char* p = from; p < to; p += 64) __builtin_prefetch(p);
-  __builtin_prefetch(to - 1);
-}
-
-inline void SignatureKnowledge::prefetch_values(const Lookups& lookups) const {
-  if (lookups.member != nullptr) __builtin_prefetch(lookups.member->point.values.data());
 }
 
 }  // namespace colo

@@ -23,6 +23,12 @@ constexpr size_t kMaxSourceLines = 50;
 
 SimJobSet make_sim_jobs(const JobFile& file, const ProfilesBySignature& known,
                         const ProfilesBySignature& usable, const PriorModel* priors) {
+  return make_sim_jobs(file, job_signatures(file.jobs), known, usable, priors);
+}
+
+SimJobSet make_sim_jobs(const JobFile& file, const std::vector<std::string>& signatures,
+                        const ProfilesBySignature& known, const ProfilesBySignature& usable,
+                        const PriorModel* priors) {
   SimJobSet out;
   out.jobs.reserve(file.jobs.size());
   // Jobs per signature, hashed: a sweep's thousands of signatures share
@@ -31,10 +37,11 @@ SimJobSet make_sim_jobs(const JobFile& file, const ProfilesBySignature& known,
   count.reserve(file.jobs.size());
   std::vector<size_t> first_of_kind;  // the first job of each signature, in file order
   std::set<std::string> assumed_for;  // families (or signatures) with assumptions listed
-  for (const JobSpec& spec : file.jobs) {
+  for (size_t i = 0; i < file.jobs.size(); ++i) {
+    const JobSpec& spec = file.jobs[i];
     SimJob job;
     job.name = spec.name;
-    job.signature = job_signature(spec);
+    job.signature = signatures[i];
     job.label = spec.group;
     job.gpus = spec.gpus;
     job.family = spec.family;

@@ -35,5 +35,9 @@ struct SimJobSet {
 // each job's prior from its command's features (none: the scheduler's default).
 SimJobSet make_sim_jobs(const JobFile& file, const ProfilesBySignature& known,
                         const ProfilesBySignature& usable = {}, const PriorModel* priors = nullptr);
+// The same, given each job's signature (job_signatures(file.jobs)).
+SimJobSet make_sim_jobs(const JobFile& file, const std::vector<std::string>& signatures,
+                        const ProfilesBySignature& known, const ProfilesBySignature& usable,
+                        const PriorModel* priors);
 
 }  // namespace colo
