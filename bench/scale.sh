@@ -10,16 +10,17 @@
 #   true-100, true-1k, true-10k: `colo run` of that many `true` jobs (repeats)
 #     on 8 simulated GPUs, 8 at a time on each, a fresh store: what colo itself
 #     costs per job (its own CPU time, without its children's: bench/own-cpu.py).
-# Prints one table row per case: the command's wall and CPU time (its own
-# clock and getrusage, through /usr/bin/time; for true-*, colo's own CPU time
-# and that per job), the scheduler's time as colo reports it, and the ratio of
-# each to the case a tenth its size. The simulate cases run SAMPLES times
-# each (default 3): the table gives the median of each figure. Keeps the
+# Prints one table row per case: the command's wall time (bash's clock) and
+# CPU time (user + system, the kernel's count to the microsecond through
+# bench/cpu-of.py; for true-*, colo's own CPU time and that per job), the
+# scheduler's time as colo reports it, and the ratio of each to the case a
+# tenth its size. The simulate cases run SAMPLES times each (default 5): the
+# table gives the median of each figure. Keeps the
 # output of each case (and sample), the command and the machine in OUTPUT_DIR.
 #
 #   bench/scale.sh OUTPUT_DIR   (COLO=path/to/colo; default build-release/colo;
 #                                CPU=1: the core it runs on; CASES="grid-1k ...";
-#                                SAMPLES=3)
+#                                SAMPLES=5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COLO="${COLO:-build-release/colo}"
@@ -31,7 +32,7 @@ if [ ! -x "$COLO" ]; then
 fi
 mkdir -p "$OUT_DIR"
 cpu=${CPU:-1}
-samples=${SAMPLES:-3}
+samples=${SAMPLES:-5}
 cases=${CASES:-grid-1k grid-10k grid-100k grid-1k-unhinted grid-10k-unhinted queue-100k true-100 true-1k true-10k}
 gpus_of() { case $1 in grid-100k) echo 64 ;; *) echo 8 ;; esac; }
 # The case a tenth the size of $1, if it is run too.
@@ -53,16 +54,15 @@ jobs_of() { case $1 in true-100) echo 100 ;; true-1k) echo 1000 ;; true-10k) ech
 } | tee "$OUT_DIR/machine.txt"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1fx", a / (b > 0 ? b : 0.01)}'; }
-# What starting a command costs by the same clock (/usr/bin/time running
-# true on the same core, the least of five): the growth ratios take it off
-# both sizes, as it is no part of colo's cost.
+# What starting a command costs by the same clock (bench/cpu-of.py's wall
+# time of true on the same core, the least of five): the wall ratios take it
+# off both sizes, as it is no part of colo's cost.
 floor=9
 for _ in 1 2 3 4 5; do
-  started=$EPOCHREALTIME
-  taskset -c "$cpu" /usr/bin/time -f "" true
-  floor=$(awk -v a="$started" -v b="$EPOCHREALTIME" -v f="$floor" 'BEGIN{d = b - a; printf "%.4f", d < f ? d : f}')
+  took=$(bench/cpu-of.py taskset -c "$cpu" true 2>&1 | sed -n 's/^cpu-of: .* \([0-9.]*\) s wall.*/\1/p')
+  floor=$(awk -v d="$took" -v f="$floor" 'BEGIN{printf "%.4f", d < f ? d : f}')
 done
-echo "start-up floor (/usr/bin/time true, by bash's clock): $floor s" | tee -a "$OUT_DIR/machine.txt"
+echo "start-up floor (bench/cpu-of.py's wall time of true): $floor s" | tee -a "$OUT_DIR/machine.txt"
 less_floor() { awk -v a="$1" -v f="$floor" 'BEGIN{printf "%.4f", a - f}'; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 declare -A wall cpu sched per_job
@@ -101,14 +101,13 @@ for c in $cases; do
     for s in $(seq 1 "$samples"); do
       sample="$OUT_DIR/$c.sample$s.txt"
       echo "command: ${cmd[*]}" >"$sample"
-      # The wall time by bash's clock (microseconds): /usr/bin/time's is in
-      # hundredths, and the 1,000-point case takes 0.05 s.
-      started=$EPOCHREALTIME
-      /usr/bin/time -f "time: %e s wall, %U s user, %S s system, %M KB max RSS" "${cmd[@]}" >>"$sample" 2>&1
-      walls+=" $(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.3f", b - a}')"
-      cpus+=" $(sed -n 's/^time: .* \([0-9.]*\) s user, \([0-9.]*\) s system.*/\1 \2/p' "$sample" |
-        awk '{printf "%.2f", $1 + $2}')"
-      rsss+=" $(sed -n 's/.* \([0-9]*\) KB max RSS/\1/p' "$sample")"
+      # CPU time to the microsecond (bench/cpu-of.py: the kernel's count, by
+      # wait4), as the 1,000-point cases take about 0.015 s of it; the wall
+      # time from its spawn to its end, by the same script.
+      bench/cpu-of.py "${cmd[@]}" >>"$sample" 2>&1
+      walls+=" $(sed -n 's/^cpu-of: .* \([0-9.]*\) s wall.*/\1/p' "$sample")"
+      cpus+=" $(sed -n 's/^cpu-of: \([0-9.]*\) s CPU.*/\1/p' "$sample")"
+      rsss+=" $(sed -n 's/^cpu-of: .* \([0-9]*\) KB max RSS/\1/p' "$sample")"
       scheds+=" $(sed -n 's/.*auto scheduler: [0-9]* events, \([0-9.]*\) ms in all.*/\1/p' "$sample" | head -1)"
     done
     wall[$c]=$(median <<<"$walls")
@@ -116,7 +115,7 @@ for c in $cases; do
     rss=$(median <<<"$rsss")
     sched[$c]=$(median <<<"$scheds")
     {
-      echo "samples: $samples; wall by bash's clock:$walls s; CPU (user + system):$cpus s;" \
+      echo "samples: $samples; wall (bench/cpu-of.py):$walls s; CPU (user + system):$cpus s;" \
         "scheduler:$scheds ms; max RSS:$rsss KB"
       echo "median: ${wall[$c]} s wall, ${cpu[$c]} s CPU, ${sched[$c]} ms scheduler, $rss KB max RSS"
       cat "$OUT_DIR/$c.sample1.txt" | tail -n +2
