@@ -9,7 +9,7 @@
 #   queue-100k on 8 GPUs (four kinds of job, 100,000 of them: few signatures);
 #   true-100, true-1k, true-10k: `colo run` of that many `true` jobs (repeats)
 #     on 8 simulated GPUs, 8 at a time on each, a fresh store: what colo itself
-#     costs per job (its own CPU time, without its children's: bench/own-cpu.py).
+#     costs per job (its own CPU time, without its children's: bench/cpu-of.py).
 # Prints one table row per case: the command's wall time (bash's clock) and
 # CPU time (user + system, the kernel's count to the microsecond through
 # bench/cpu-of.py; for true-*, colo's own CPU time and that per job), the
@@ -78,7 +78,7 @@ for c in $cases; do
     rm -rf "$work" && mkdir -p "$work"
     printf '[[job]]\nname = "t"\ncommand = ["true"]\nrepeat = %s\ngpu_memory = "100MiB"\n' "$n" \
       >"$work/jobs.toml"
-    cmd=(taskset -c "$cpu" bench/own-cpu.py "$COLO" run "$work/jobs.toml" --backend sim
+    cmd=(taskset -c "$cpu" bench/cpu-of.py "$COLO" run "$work/jobs.toml" --backend sim
       --sim-devices "$gpus" --policy fixed --max-per-gpu 8 --mechanism naive --local --plain
       --db "$work/colo.db" --logs "$work/logs" --lock-dir "$work/locks")
     echo "command: ${cmd[*]}" >"$out"

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
+#include <new>
 #include <utility>
 
 #if defined(__GLIBC__)
@@ -52,19 +54,25 @@ void use_huge_pages_for_heap(size_t bytes) {
   // back below it.
   if (::mallopt(M_MMAP_THRESHOLD, limit) == 0 || ::mallopt(M_TRIM_THRESHOLD, 2 * limit) == 0)
     return;
-  // Grows the heap by `bytes` (malloc touches only the chunk's header): the
-  // freed chunk stays at its top, for what comes next.
-  void* grown = ::malloc(static_cast<size_t>(limit) - 64);
+  // Grows the heap by `bytes` (an array left uninitialised: malloc writes
+  // only the chunk's header): the freed chunk stays at its top, for what
+  // comes next.
+  std::unique_ptr<char[]> grown(new (std::nothrow) char[static_cast<size_t>(limit) - 64]);
   if (grown == nullptr) return;
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t from = reinterpret_cast<uintptr_t>(grown) & ~(page - 1);
-  const auto to = reinterpret_cast<uintptr_t>(::sbrk(0));
-  ::free(grown);
+  const auto at = reinterpret_cast<uintptr_t>(grown.get());
+  const uintptr_t from_at = at - at % page;
+  const auto to_at = reinterpret_cast<uintptr_t>(::sbrk(0));
+  grown.reset();
   // Only a chunk of the heap (the main arena: `arena` bytes below the
   // break), not a mapping of its own, had the heap failed to grow.
   const size_t arena = ::mallinfo2().arena;
-  if (to > from && to - from <= arena)
-    ::madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
+  if (to_at > from_at && to_at - from_at <= arena) {
+    // The page the chunk starts in, an address below the array: no pointer
+    // into it could name it.
+    void* from = reinterpret_cast<void*>(from_at);  // NOLINT(performance-no-int-to-ptr)
+    ::madvise(from, to_at - from_at, MADV_HUGEPAGE);
+  }
 #else
   (void)bytes;
 #endif
