@@ -51,9 +51,9 @@ namespace colo {
 // A queued job as the `auto` policy keeps it (it keeps the same record
 // while the job runs, and requeues it as it was).
 struct QueuedJob {
-  // The policy's caches, reset by whoever changes a field below; first, in
-  // the record's first cache line, as an event's walk reads them of every
-  // class it tries and of most of these nothing else. Its likeness as a
+  // The policy's caches, reset by whoever changes a field below; first and
+  // together (64 bytes), as an event's walk reads them of every class it
+  // tries and of most of these nothing else. Its likeness as a
   // hash, computed while the policy's knowledge was `knowledge` (0: never),
   // and the start-up of the profile it was computed from (0 without one),
   // which is its usable profile's as long as that knowledge holds. A

@@ -27,7 +27,6 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -203,8 +202,8 @@ class SignatureKnowledge {
   // A signature's family membership, its family and its estimate: one
   // lookup by signature for what usable() reads. What usable_stamp() and
   // usable() read at every event a sweep's point is queued comes first, in
-  // two cache lines; what is read when it is measured or named, after (at
-  // 10,000 points, each line read is a cache miss).
+  // its first few cache lines; what is read when it is measured or named,
+  // after (at 10,000 points, each line read is a cache miss).
   struct Member {
     Family* family = nullptr;
     // Its own profile (its entry in profiles_, kept as one is added; a
