@@ -115,6 +115,8 @@ std::vector<PolicyResult> simulate_all(const std::vector<SimJob>& jobs,
 }
 
 int simulate_command(const SimulateFlags& flags) {
+  // A 10,000-point sweep fills about 80 MB with small records read in no
+  // order: in huge pages, about a fifth less CPU (common/heap.h).
   use_huge_pages_for_heap(size_t{256} << 20);
   std::optional<PlanningInput> planned = planning_input(
       flags.file, flags.gpu_model, flags.gpu_count, flags.deadline, flags.db, flags.no_store);

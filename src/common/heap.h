@@ -25,9 +25,11 @@ HeapReading read_heap();
 // heap is grown by `bytes` now (address space only: nothing is resident until
 // written), kept from being trimmed back, and allocations up to `bytes` come
 // from it instead of mappings of their own; then what is written is resident
-// in 2 MiB pages. Where the C library is not glibc's, or any step fails, the
-// heap stays as it was. For a short-lived command: its resident memory grows
-// in 2 MiB steps and is not given back.
+// in 2 MiB pages. `bytes` is capped at 512 MiB. Where the C library is not
+// glibc's it does nothing; where a step fails it stops there, and malloc works
+// as it would (a failed growth leaves allocations to mappings as before). For
+// a short-lived command: its resident memory grows in 2 MiB steps and is not
+// given back.
 void use_huge_pages_for_heap(size_t bytes);
 
 // Gives the heap's free pages back to the kernel (glibc's malloc_trim) once
