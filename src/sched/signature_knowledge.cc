@@ -131,11 +131,6 @@ JobProfile SignatureKnowledge::learned(const std::string& signature, const JobPr
   return merged;
 }
 
-void SignatureKnowledge::measured_memory(const std::string& signature, const JobProfile& measured) {
-  if (!measured.peak_memory_bytes) return;
-  measured_memory(signature, find_member(signature), measured);
-}
-
 void SignatureKnowledge::measured_memory(const std::string& signature, Lookups& lookups,
                                          const JobProfile& measured) {
   if (!measured.peak_memory_bytes) return;
@@ -251,11 +246,6 @@ const JobProfile* SignatureKnowledge::usable(const std::string& signature, Looku
   return usable_over(nullptr, lookups.own);
 }
 
-bool SignatureKnowledge::estimated(const std::string& signature) const {
-  const JobProfile* own_profile = own(signature);
-  return !(own_profile != nullptr && own_profile->admissible()) && usable(signature) != nullptr;
-}
-
 bool SignatureKnowledge::estimated(const std::string& signature, Lookups& lookups) const {
   const JobProfile* usable_profile = usable(signature, lookups);
   const JobProfile* own_profile = lookups.member != nullptr ? lookups.member->own : lookups.own;
@@ -364,10 +354,6 @@ void SignatureKnowledge::keep_probe_targets_while(uint64_t queue_changes) {
   probe_targets_queue_ = queue_changes;
 }
 
-bool SignatureKnowledge::announce(const std::string& signature) {
-  return announce(find_member(signature));
-}
-
 bool SignatureKnowledge::announce(const std::string& signature, Lookups& lookups) {
   look_up(signature, lookups);
   return announce(lookups.member);
@@ -405,10 +391,6 @@ void SignatureKnowledge::add_to_family(Member& member, const JobProfile& measure
   f.changed = version_;
 }
 
-void SignatureKnowledge::ended(const std::string& signature, double samples) {
-  ended(signature, find_member(signature), samples);
-}
-
 void SignatureKnowledge::ended(const std::string& signature, Lookups& lookups, double samples) {
   look_up(signature, lookups);
   ended(signature, changeable(lookups), samples);
@@ -421,10 +403,6 @@ void SignatureKnowledge::ended(const std::string& signature, Member* member, dou
   }
   member->ended_samples = samples;
   member->family->ended_samples = samples;
-}
-
-std::optional<double> SignatureKnowledge::ended_samples(const std::string& signature) const {
-  return ended_samples(signature, find_member(signature));
 }
 
 std::optional<double> SignatureKnowledge::ended_samples(const std::string& signature,

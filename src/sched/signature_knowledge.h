@@ -81,8 +81,8 @@ class SignatureKnowledge {
   JobProfile learned(const std::string& signature, const JobProfile& measured);
   // A peak memory measured of one of its jobs: its own peak becomes the
   // larger of the two, with no uncertainty, and its family learns it.
-  void measured_memory(const std::string& signature, const JobProfile& measured);
-  // The same, through `lookups` (usable()'s).
+  // Through `lookups` (usable()'s, as below): a queued job's keep its
+  // membership, so that no lookup by signature is made once it was found.
   void measured_memory(const std::string& signature, Lookups& lookups, const JobProfile& measured);
   // Its own peak becomes at least `bytes` (a job ran out of memory).
   void raise_peak(const std::string& signature, uint64_t bytes);
@@ -104,9 +104,6 @@ class SignatureKnowledge {
   uint64_t usable_stamp(const Lookups& lookups) const;
   // Whether usable() comes from its family's estimate (its own profile is
   // not admissible alone).
-  bool estimated(const std::string& signature) const;
-  // The same, through `lookups` (usable()'s): no lookup by signature once
-  // its membership was found.
   bool estimated(const std::string& signature, Lookups& lookups) const;
   // Its prior (set_prior(), else the default PriorModel's), with its own
   // profile (a hint's memory or SM activity) over it field by field.
@@ -147,15 +144,11 @@ class SignatureKnowledge {
   void keep_probe_targets_while(uint64_t queue_changes);
   // True the first time it is asked for `signature` since its family's last
   // measurement (the estimate it is placed by is new: note it once).
-  bool announce(const std::string& signature);
   bool announce(const std::string& signature, Lookups& lookups);
 
   // A job of `signature` ended ok having done `samples` from its first
   // observed rate on; ended_samples() is the latest of its signature, else
   // of its family.
-  void ended(const std::string& signature, double samples);
-  std::optional<double> ended_samples(const std::string& signature) const;
-  // The same, through `lookups` (usable()'s).
   void ended(const std::string& signature, Lookups& lookups, double samples);
   std::optional<double> ended_samples(const std::string& signature, Lookups& lookups) const;
 

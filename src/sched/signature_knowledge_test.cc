@@ -34,6 +34,31 @@ struct UsableCase {
 
 class UsableProfile : public testing::TestWithParam<UsableCase> {};
 
+// What a caller without a queued job's lookups asks: fresh ones each call,
+// so that each looks the signature up.
+bool fresh_estimated(const SignatureKnowledge& k, const std::string& signature) {
+  SignatureKnowledge::Lookups lookups;
+  return k.estimated(signature, lookups);
+}
+bool fresh_announce(SignatureKnowledge& k, const std::string& signature) {
+  SignatureKnowledge::Lookups lookups;
+  return k.announce(signature, lookups);
+}
+void fresh_ended(SignatureKnowledge& k, const std::string& signature, double samples) {
+  SignatureKnowledge::Lookups lookups;
+  k.ended(signature, lookups, samples);
+}
+std::optional<double> fresh_ended_samples(const SignatureKnowledge& k,
+                                          const std::string& signature) {
+  SignatureKnowledge::Lookups lookups;
+  return k.ended_samples(signature, lookups);
+}
+void fresh_measured_memory(SignatureKnowledge& k, const std::string& signature,
+                           const JobProfile& measured) {
+  SignatureKnowledge::Lookups lookups;
+  k.measured_memory(signature, lookups, measured);
+}
+
 TEST_P(UsableProfile, OwnProfileElseTheFamilysEstimate) {
   const UsableCase& c = GetParam();
   SignatureKnowledge k(kLargest);
@@ -43,7 +68,7 @@ TEST_P(UsableProfile, OwnProfileElseTheFamilysEstimate) {
   if (p != nullptr) {
     EXPECT_EQ(*p->peak_memory_bytes, static_cast<uint64_t>(*c.memory_gib * kGiB));
   }
-  EXPECT_EQ(k.estimated("s"), c.estimated);
+  EXPECT_EQ(fresh_estimated(k, "s"), c.estimated);
   SignatureKnowledge::Lookups lookups;
   EXPECT_EQ(k.usable("s", lookups), p) << "the cached lookup answers the same";
 }
@@ -90,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(
         UsableCase{"a_peak_measured_in_this_run_raises_its_own",
                    [](SignatureKnowledge& k) {
                      k.set_profile("s", knowledge_profile(4));
-                     k.measured_memory("s", knowledge_profile(5, std::nullopt));
+                     fresh_measured_memory(k, "s", knowledge_profile(5, std::nullopt));
                    },
                    5.0}),
     [](const auto& info) { return info.param.name; });
@@ -113,10 +138,10 @@ TEST_P(CachedLookups, AnswerAsAFreshLookupAfterEveryStep) {
   auto expect_same = [&](const std::string& when) {
     for (auto [signature, lookups] : {std::pair{"s", &s_lookups}, std::pair{"t", &t_lookups}}) {
       EXPECT_EQ(k.usable(signature, *lookups), k.usable(signature)) << signature << " " << when;
-      EXPECT_EQ(k.estimated(signature, *lookups), k.estimated(signature))
+      EXPECT_EQ(k.estimated(signature, *lookups), fresh_estimated(k, signature))
           << signature << " " << when;
       EXPECT_EQ(k.member(signature, *lookups), k.member(signature)) << signature << " " << when;
-      EXPECT_EQ(k.ended_samples(signature, *lookups), k.ended_samples(signature))
+      EXPECT_EQ(k.ended_samples(signature, *lookups), fresh_ended_samples(k, signature))
           << signature << " " << when;
     }
   };
@@ -157,10 +182,10 @@ INSTANTIATE_TEST_SUITE_P(
             {kToyInstance,
              [](SignatureKnowledge& k) { k.set_family("s", toy_member("toy[lr=0.2]", "0.2")); },
              [](SignatureKnowledge& k) {
-               k.measured_memory("s", knowledge_profile(9, std::nullopt));
+               fresh_measured_memory(k, "s", knowledge_profile(9, std::nullopt));
              },
              [](SignatureKnowledge& k) {
-               k.measured_memory("t", knowledge_profile(3, std::nullopt));
+               fresh_measured_memory(k, "t", knowledge_profile(3, std::nullopt));
              }}},
         LookupsCase{"learned_after_the_member_was_found",
                     {[](SignatureKnowledge& k) {
@@ -248,7 +273,7 @@ INSTANTIATE_TEST_SUITE_P(
             {[](SignatureKnowledge& k) { k.learned("a3y", timed_profile(4, 900'000, 9'000)); },
              [](SignatureKnowledge& k) { k.learned("a2x", timed_profile(4, 800'000, 8'000)); },
              [](SignatureKnowledge& k) { k.learned("a1y", timed_profile(4, 700'000, 7'000)); },
-             [](SignatureKnowledge& k) { k.measured_memory("a1x", knowledge_profile(5)); },
+             [](SignatureKnowledge& k) { fresh_measured_memory(k, "a1x", knowledge_profile(5)); },
              [](SignatureKnowledge& k) { k.learned("a1x", timed_profile(5, 600'000, 6'000)); },
              [](SignatureKnowledge& k) { k.learned("a2y", timed_profile(4, 500'000, 5'000)); }}},
         // A signature's own profile over its family's answer, and a peak
@@ -352,13 +377,14 @@ INSTANTIATE_TEST_SUITE_P(
               k.add_family_instance("zoo", {"zoo[lr=6]", {{"lr", "6"}}, knowledge_profile(12)});
             }},
             {"own", "hint", "bare"}},
-        StampCase{"own_profiles_change",
-                  {[](SignatureKnowledge& k) { k.set_profile("own", knowledge_profile(4)); },
-                   [](SignatureKnowledge& k) { k.measured_memory("own", knowledge_profile(7)); },
-                   [](SignatureKnowledge& k) { k.raise_peak("hint", 5 * kGiB); },
-                   [](SignatureKnowledge& k) { k.learned("hint", knowledge_profile(3, 30)); },
-                   [](SignatureKnowledge& k) { k.raise_peak("hint", 50 * kGiB); }},
-                  {"other"}},
+        StampCase{
+            "own_profiles_change",
+            {[](SignatureKnowledge& k) { k.set_profile("own", knowledge_profile(4)); },
+             [](SignatureKnowledge& k) { fresh_measured_memory(k, "own", knowledge_profile(7)); },
+             [](SignatureKnowledge& k) { k.raise_peak("hint", 5 * kGiB); },
+             [](SignatureKnowledge& k) { k.learned("hint", knowledge_profile(3, 30)); },
+             [](SignatureKnowledge& k) { k.raise_peak("hint", 50 * kGiB); }},
+            {"other"}},
         StampCase{
             "a_profile_no_longer_admissible_alone_then_again",
             {[](SignatureKnowledge& k) {
@@ -395,7 +421,7 @@ INSTANTIATE_TEST_SUITE_P(
         StampCase{"priors_labels_and_ended_work",
                   {[](SignatureKnowledge& k) { k.set_prior("bare", knowledge_profile(1)); },
                    [](SignatureKnowledge& k) { k.set_label("own", "toy"); },
-                   [](SignatureKnowledge& k) { k.ended("own", 100); }},
+                   [](SignatureKnowledge& k) { fresh_ended(k, "own", 100); }},
                   {"own", "hint", "bare", "other"}}),
     [](const auto& info) { return info.param.name; });
 
@@ -437,9 +463,10 @@ INSTANTIATE_TEST_SUITE_P(
                     true},
         VersionCase{"raise_peak", [](SignatureKnowledge& k) { k.raise_peak("s", kGiB); }, true},
         VersionCase{"set_label", [](SignatureKnowledge& k) { k.set_label("s", "toy"); }, false},
-        VersionCase{"ended", [](SignatureKnowledge& k) { k.ended("s", 100); }, false},
+        VersionCase{"ended", [](SignatureKnowledge& k) { fresh_ended(k, "s", 100); }, false},
         VersionCase{"measured_memory_without_a_peak",
-                    [](SignatureKnowledge& k) { k.measured_memory("s", JobProfile{}); }, false}),
+                    [](SignatureKnowledge& k) { fresh_measured_memory(k, "s", JobProfile{}); },
+                    false}),
     [](const auto& info) { return info.param.name; });
 
 TEST(SignatureKnowledgeTest, PriorIsTheDefaultUnlessSetWithItsOwnHintsOver) {
@@ -471,66 +498,68 @@ TEST(SignatureKnowledgeTest, AnEstimateIsAnnouncedOncePerMeasurement) {
   SignatureKnowledge k(kLargest);
   k.add_family_instance("toy", {"toy[lr=0.1]", {{"lr", "0.1"}}, knowledge_profile(6)});
   k.set_family("s", toy_member("toy[lr=0.2]", "0.2"));
-  EXPECT_TRUE(k.announce("s"));
-  EXPECT_FALSE(k.announce("s"));
+  EXPECT_TRUE(fresh_announce(k, "s"));
+  EXPECT_FALSE(fresh_announce(k, "s"));
   k.learned("s", knowledge_profile(6.5));
-  EXPECT_TRUE(k.announce("s")) << "its family measured again";
-  EXPECT_FALSE(k.announce("unknown")) << "no family, no estimate";
+  EXPECT_TRUE(fresh_announce(k, "s")) << "its family measured again";
+  EXPECT_FALSE(fresh_announce(k, "unknown")) << "no family, no estimate";
 }
 
 TEST(SignatureKnowledgeTest, EndedWorkOfItsOwnElseOfItsFamily) {
   SignatureKnowledge k(kLargest);
   k.set_family("s", toy_member("toy[lr=0.2]", "0.2"));
   k.set_family("t", toy_member("toy[lr=0.1]", "0.1"));
-  EXPECT_EQ(k.ended_samples("s"), std::nullopt);
-  k.ended("t", 500);
-  EXPECT_EQ(k.ended_samples("s"), 500.0) << "a sibling's";
-  k.ended("s", 300);
-  k.ended("t", 700);
-  EXPECT_EQ(k.ended_samples("s"), 300.0) << "its own first";
-  k.ended("u", 40);
-  EXPECT_EQ(k.ended_samples("u"), 40.0) << "without a family: its own";
+  EXPECT_EQ(fresh_ended_samples(k, "s"), std::nullopt);
+  fresh_ended(k, "t", 500);
+  EXPECT_EQ(fresh_ended_samples(k, "s"), 500.0) << "a sibling's";
+  fresh_ended(k, "s", 300);
+  fresh_ended(k, "t", 700);
+  EXPECT_EQ(fresh_ended_samples(k, "s"), 300.0) << "its own first";
+  fresh_ended(k, "u", 40);
+  EXPECT_EQ(fresh_ended_samples(k, "u"), 40.0) << "without a family: its own";
   k.set_family("u", toy_member("toy[lr=0.4]", "0.4"));
-  EXPECT_EQ(k.ended_samples("u"), 40.0) << "its own from before its membership, not the family's";
-  k.ended("u", 60);
-  EXPECT_EQ(k.ended_samples("u"), 60.0);
-  EXPECT_EQ(k.ended_samples("v"), std::nullopt);
+  EXPECT_EQ(fresh_ended_samples(k, "u"), 40.0)
+      << "its own from before its membership, not the family's";
+  fresh_ended(k, "u", 60);
+  EXPECT_EQ(fresh_ended_samples(k, "u"), 60.0);
+  EXPECT_EQ(fresh_ended_samples(k, "v"), std::nullopt);
 }
 
-// What a caller changes through a queued job's Lookups (announce(), ended(),
-// measured_memory()) is what it would change by signature: two knowledges
-// fed the same steps, one each way, answer alike after every step.
-TEST(SignatureKnowledgeTest, ChangesThroughLookupsAreThoseBySignature) {
-  SignatureKnowledge by_signature(kLargest);
+// What a caller changes through a queued job's Lookups, kept from call to
+// call (announce(), ended(), measured_memory()), is what it would change
+// through fresh ones: two knowledges fed the same steps, one each way,
+// answer alike after every step.
+TEST(SignatureKnowledgeTest, ChangesThroughKeptLookupsAreThoseThroughFreshOnes) {
+  SignatureKnowledge fresh(kLargest);
   SignatureKnowledge through(kLargest);
   std::map<std::string, SignatureKnowledge::Lookups> lookups;
-  for (SignatureKnowledge* k : {&by_signature, &through}) {
+  for (SignatureKnowledge* k : {&fresh, &through}) {
     k->add_family_instance("toy", {"toy[lr=0.1]", {{"lr", "0.1"}}, knowledge_profile(6)});
     k->set_family("s", toy_member("toy[lr=0.2]", "0.2"));
   }
   auto step = [&](const std::string& what, const std::string& signature) {
     SignatureKnowledge::Lookups& l = lookups[signature];
     if (what == "announce") {
-      EXPECT_EQ(through.announce(signature, l), by_signature.announce(signature))
+      EXPECT_EQ(through.announce(signature, l), fresh_announce(fresh, signature))
           << what << " " << signature;
     } else if (what == "ended") {
       through.ended(signature, l, 250);
-      by_signature.ended(signature, 250);
+      fresh_ended(fresh, signature, 250);
     } else {
       through.measured_memory(signature, l, knowledge_profile(8, std::nullopt));
-      by_signature.measured_memory(signature, knowledge_profile(8, std::nullopt));
+      fresh_measured_memory(fresh, signature, knowledge_profile(8, std::nullopt));
     }
     for (const std::string& s : {"s", "t"}) {
-      EXPECT_EQ(through.ended_samples(s), by_signature.ended_samples(s)) << what << " " << s;
+      EXPECT_EQ(fresh_ended_samples(through, s), fresh_ended_samples(fresh, s)) << what << " " << s;
       const JobProfile* a = through.usable(s);
-      const JobProfile* b = by_signature.usable(s);
+      const JobProfile* b = fresh.usable(s);
       ASSERT_EQ(a == nullptr, b == nullptr) << what << " " << s;
       if (a != nullptr) EXPECT_EQ(a->peak_memory_bytes, b->peak_memory_bytes) << what << " " << s;
     }
   };
   // "t" has no membership when first named, then one.
   for (const char* what : {"announce", "ended", "measured_memory"}) step(what, "t");
-  for (SignatureKnowledge* k : {&by_signature, &through})
+  for (SignatureKnowledge* k : {&fresh, &through})
     k->set_family("t", toy_member("toy[lr=0.3]", "0.3"));
   for (const char* what : {"announce", "announce", "ended", "measured_memory", "announce"}) {
     step(what, "s");
@@ -646,7 +675,7 @@ INSTANTIATE_TEST_SUITE_P(
                       [](SignatureKnowledge& k) {
                         k.set_family("a", toy_member("toy[lr=0.1]", "0.1"));
                         k.learned("a", knowledge_profile(4));
-                        k.measured_memory("a", knowledge_profile(7));
+                        fresh_measured_memory(k, "a", knowledge_profile(7));
                         k.learned("a", knowledge_profile(5));
                       },
                       1, 7.0},
