@@ -3,18 +3,13 @@ figures from huge-pages.txt): each round's
 task-clock of the 10,000-point grid over the 1,000-point one, per binary.
 
     python3 growth.py   (in this directory)"""
+import pathlib
 import re
+import runpy
 
-text = open("perf-stat.txt").read()
-ms = {(m[1], m[2], m[3]): float(m[4]) for m in re.finditer(
-    r"== round (\d) (\S+) (\S+)\n\s+([\d.]+) msec task-clock", text)}
-for hint in ("", "-unhinted"):
-    for binary in ("before", "after"):
-        cells = []
-        for r in "123":
-            small, large = ms[(r, "grid-1k" + hint, binary)], ms[(r, "grid-10k" + hint, binary)]
-            cells.append(f"{small:.1f} -> {large:.1f} ms = {large / small:.1f}x")
-        print(f"{'unhinted' if hint else 'hinted':8} {binary:6} " + "; ".join(cells))
+# perf-stat.txt: the same layout as the merge before this one's, and the same table.
+runpy.run_path(str(pathlib.Path(__file__).resolve().parent.parent /
+                   "2026-12-06-scale-growth-merged" / "growth.py"))
 
 # huge-pages.txt: the after binary with glibc's huge-page tunable off (0) and on (1).
 text = open("huge-pages.txt").read()
